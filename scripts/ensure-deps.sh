@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what the project needs on a fresh machine: npm packages (from package-lock.json) and
+# Debian's Open MPI (mpirun + mpicc), which the local Batch emulator uses to run real MPI jobs.
+# Safe to run repeatedly: each step is skipped when already satisfied.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_apt=()
+command -v mpirun >/dev/null 2>&1 || want_apt+=(openmpi-bin)
+command -v mpicc  >/dev/null 2>&1 || want_apt+=(libopenmpi-dev)
+for extra in "$@"; do
+  case "$extra" in
+    chromium) command -v chromium >/dev/null 2>&1 || want_apt+=(chromium) ;;
+  esac
+done
+if [ ${#want_apt[@]} -gt 0 ]; then
+  echo "[deps] installing Debian packages: ${want_apt[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${want_apt[@]}" >/dev/null
+fi
+
+# npm ci when node_modules is missing or older than the lock file.
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "[deps] installing npm packages (npm ci)"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+
+# Compile once; the local stack runs the compiled app exactly as Azure would.
+if [ ! -d dist ] || [ -n "$(find functions orchestrations shared local tests bench cli examples -name '*.ts' -newer dist/.build-stamp 2>/dev/null | head -n 1)" ] || [ ! -f dist/.build-stamp ]; then
+  echo "[deps] compiling TypeScript"
+  npx tsc -p tsconfig.json
+  touch dist/.build-stamp
+fi

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The whole test suite: install what is missing, type-check, lint, then jest (unit, integration, end-to-end).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/ensure-deps.sh
+echo "[test] eslint"
+npx eslint . --max-warnings=0
+echo "[test] jest"
+npx jest "$@"
