@@ -1,0 +1,226 @@
+/**
+ * The app's configuration: read once from environment variables (Function App settings), validated,
+ * and handed around as a plain frozen object. Nothing else in the app reads process.env.
+ *
+ * Azure and local differ only in values: in Azure the Batch key is absent (the app authenticates with
+ * its managed identity through DefaultAzureCredential) and storage accounts are named, not keyed;
+ * locally the emulator's key and Azurite connection strings are given.
+ */
+import { z } from 'zod';
+import { parseStorageAccountRef, type StorageAccountRef } from './storageAccounts';
+
+export type { StorageAccountRef } from './storageAccounts';
+export { parseConnectionString, parseStorageAccountRef } from './storageAccounts';
+
+/** The AAD scope of the Batch data plane (resource https://batch.core.windows.net/). */
+export const BATCH_TOKEN_SCOPE = 'https://batch.core.windows.net/.default';
+
+export type BatchAuth = { kind: 'sharedKey'; accountKey: string } | { kind: 'aad'; scope: string };
+
+export interface BatchConfig {
+  accountUrl: string;
+  accountName: string;
+  auth: BatchAuth;
+}
+
+/** Jittered exponential backoff knobs: attempt n waits min(maxMs, initialMs * multiplier^n) +- jitter. */
+export interface BackoffConfig {
+  initialMs: number;
+  maxMs: number;
+  multiplier: number;
+  /** Fraction of the delay randomised, 0..1 (0.2 = +-20 %). */
+  jitter: number;
+}
+
+export interface RetryConfig extends BackoffConfig {
+  /** Total tries of one call, first one included. */
+  maxAttempts: number;
+}
+
+export interface AppConfig {
+  batch: BatchConfig;
+  /** Host storage (AzureWebJobsStorage): Durable state, queues, the Jobs table. */
+  hostStorage: StorageAccountRef;
+  /** Accounts the shard stager spreads data over, in the order given. */
+  stagingAccounts: StorageAccountRef[];
+  /** How the orchestrator polls Batch (durable timers between polls). */
+  polling: BackoffConfig;
+  /** How the Batch adapter retries throttled / failed calls inside one activity. */
+  batchRetry: RetryConfig;
+  /** Nodes pulling images at once unless the job spec says otherwise. */
+  pullConcurrencyDefault: number;
+}
+
+/** Raised when settings are missing or invalid; lists every problem, each prefixed with the variable name. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+const required = (name: string) =>
+  z.string({ error: `${name} is required` }).trim().min(1, { error: `${name} is required (empty)`, abort: true });
+
+const intSetting = (fallback: number, min: number, max: number) =>
+  z
+    .string()
+    .trim()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v === '') return fallback;
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < min || n > max) {
+        ctx.addIssue({ code: 'custom', message: `must be an integer in [${min}, ${max}], got "${v}"` });
+        return z.NEVER;
+      }
+      return n;
+    });
+
+const numberSetting = (fallback: number, min: number, max: number) =>
+  z
+    .string()
+    .trim()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v === '') return fallback;
+      const n = Number(v);
+      if (!Number.isFinite(n) || n < min || n > max) {
+        ctx.addIssue({ code: 'custom', message: `must be a number in [${min}, ${max}], got "${v}"` });
+        return z.NEVER;
+      }
+      return n;
+    });
+
+const httpUrl = (name: string) =>
+  required(name).refine(
+    (v) => {
+      try {
+        const u = new URL(v);
+        return (u.protocol === 'https:' || u.protocol === 'http:') && u.pathname.replace(/\/+$/, '') === '';
+      } catch {
+        return false;
+      }
+    },
+    { error: 'must be an http(s) URL with no path, e.g. https://myaccount.westeurope.batch.azure.com' },
+  );
+
+const envSchema = z.object({
+  BATCH_ACCOUNT_URL: httpUrl('BATCH_ACCOUNT_URL'),
+  BATCH_ACCOUNT_NAME: required('BATCH_ACCOUNT_NAME').regex(/^[a-z0-9]{3,24}$/, {
+    error: 'must be 3-24 lowercase letters or digits',
+  }),
+  BATCH_ACCOUNT_KEY: z.string().trim().optional(),
+  AzureWebJobsStorage: z.string().trim().optional(),
+  AzureWebJobsStorage__accountName: z.string().trim().optional(),
+  STAGING_ACCOUNTS: required('STAGING_ACCOUNTS'),
+  STORAGE_ENDPOINT_SUFFIX: z.string().trim().optional(),
+  POLL_INITIAL_MS: intSetting(5_000, 1, 3_600_000),
+  POLL_MAX_MS: intSetting(60_000, 1, 3_600_000),
+  POLL_MULTIPLIER: numberSetting(2, 1, 10),
+  POLL_JITTER: numberSetting(0.2, 0, 1),
+  BATCH_RETRY_MAX_ATTEMPTS: intSetting(6, 1, 50),
+  BATCH_RETRY_INITIAL_MS: intSetting(500, 1, 600_000),
+  BATCH_RETRY_MAX_MS: intSetting(30_000, 1, 600_000),
+  PULL_CONCURRENCY_DEFAULT: intSetting(10, 1, 1_000),
+});
+
+/**
+ * Reads and validates the configuration. Pure: everything comes from `env`.
+ * Throws ConfigError naming each missing or bad variable.
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env): AppConfig {
+  const parsed = envSchema.safeParse(env);
+  const problems: string[] = [];
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      const variable = String(issue.path[0] ?? '?');
+      problems.push(issue.message.startsWith(variable) ? issue.message : `${variable}: ${issue.message}`);
+    }
+    throw new ConfigError(problems);
+  }
+  const e = parsed.data;
+  const endpointSuffix = e.STORAGE_ENDPOINT_SUFFIX || 'core.windows.net';
+
+  if (e.POLL_INITIAL_MS > e.POLL_MAX_MS) {
+    problems.push(`POLL_INITIAL_MS (${e.POLL_INITIAL_MS}) must not exceed POLL_MAX_MS (${e.POLL_MAX_MS})`);
+  }
+  if (e.BATCH_RETRY_INITIAL_MS > e.BATCH_RETRY_MAX_MS) {
+    problems.push(
+      `BATCH_RETRY_INITIAL_MS (${e.BATCH_RETRY_INITIAL_MS}) must not exceed BATCH_RETRY_MAX_MS (${e.BATCH_RETRY_MAX_MS})`,
+    );
+  }
+  if (e.BATCH_ACCOUNT_KEY !== undefined && e.BATCH_ACCOUNT_KEY !== '' && !isBase64(e.BATCH_ACCOUNT_KEY)) {
+    problems.push('BATCH_ACCOUNT_KEY: must be base64 (the account key as the portal or emulator shows it)');
+  }
+
+  let hostStorage: StorageAccountRef | undefined;
+  if (e.AzureWebJobsStorage) {
+    try {
+      hostStorage = parseStorageAccountRef(e.AzureWebJobsStorage, endpointSuffix);
+    } catch (err) {
+      problems.push(`AzureWebJobsStorage: ${(err as Error).message}`);
+    }
+  } else if (e.AzureWebJobsStorage__accountName) {
+    // Identity-based host storage connection, as the Functions host itself supports it.
+    try {
+      hostStorage = parseStorageAccountRef(e.AzureWebJobsStorage__accountName, endpointSuffix);
+    } catch (err) {
+      problems.push(`AzureWebJobsStorage__accountName: ${(err as Error).message}`);
+    }
+  } else {
+    problems.push('AzureWebJobsStorage is required (or AzureWebJobsStorage__accountName with managed identity)');
+  }
+
+  const stagingAccounts: StorageAccountRef[] = [];
+  e.STAGING_ACCOUNTS.split(',').forEach((entry, index) => {
+    if (!entry.trim()) {
+      problems.push(`STAGING_ACCOUNTS: entry ${index + 1} is empty`);
+      return;
+    }
+    try {
+      stagingAccounts.push(parseStorageAccountRef(entry, endpointSuffix));
+    } catch (err) {
+      problems.push(`STAGING_ACCOUNTS: entry ${index + 1}: ${(err as Error).message}`);
+    }
+  });
+  const names = stagingAccounts.map((a) => a.accountName);
+  const duplicate = names.find((n, i) => names.indexOf(n) !== i);
+  if (duplicate) problems.push(`STAGING_ACCOUNTS: account "${duplicate}" is listed twice`);
+
+  if (problems.length > 0 || !hostStorage) throw new ConfigError(problems);
+
+  const config: AppConfig = {
+    batch: {
+      accountUrl: e.BATCH_ACCOUNT_URL.replace(/\/+$/, ''),
+      accountName: e.BATCH_ACCOUNT_NAME,
+      auth: e.BATCH_ACCOUNT_KEY
+        ? { kind: 'sharedKey', accountKey: e.BATCH_ACCOUNT_KEY }
+        : { kind: 'aad', scope: BATCH_TOKEN_SCOPE },
+    },
+    hostStorage,
+    stagingAccounts,
+    polling: { initialMs: e.POLL_INITIAL_MS, maxMs: e.POLL_MAX_MS, multiplier: e.POLL_MULTIPLIER, jitter: e.POLL_JITTER },
+    batchRetry: {
+      maxAttempts: e.BATCH_RETRY_MAX_ATTEMPTS,
+      initialMs: e.BATCH_RETRY_INITIAL_MS,
+      maxMs: e.BATCH_RETRY_MAX_MS,
+      multiplier: 2,
+      jitter: 0.5,
+    },
+    pullConcurrencyDefault: e.PULL_CONCURRENCY_DEFAULT,
+  };
+  return deepFreeze(config);
+}
+
+function isBase64(value: string): boolean {
+  return /^[A-Za-z0-9+/]+={0,2}$/.test(value) && value.length % 4 === 0;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object') {
+    for (const v of Object.values(value as Record<string, unknown>)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}

@@ -1,0 +1,127 @@
+import { BATCH_TOKEN_SCOPE, ConfigError, loadConfig, parseStorageAccountRef } from '../../shared/config';
+
+const AZURITE_A =
+  'DefaultEndpointsProtocol=http;AccountName=stage1;AccountKey=a2V5MQ==;BlobEndpoint=http://127.0.0.1:10000/stage1;';
+const AZURITE_B =
+  'DefaultEndpointsProtocol=http;AccountName=stage2;AccountKey=a2V5Mg==;BlobEndpoint=http://127.0.0.1:10000/stage2;';
+
+const localEnv = {
+  BATCH_ACCOUNT_URL: 'http://127.0.0.1:45123',
+  BATCH_ACCOUNT_NAME: 'localbatch',
+  BATCH_ACCOUNT_KEY: 'a2V5a2V5a2V5',
+  AzureWebJobsStorage: 'UseDevelopmentStorage=true',
+  STAGING_ACCOUNTS: `${AZURITE_A},${AZURITE_B}`,
+};
+
+function problemsOf(env: Record<string, string | undefined>): string[] {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as ConfigError).problems;
+  }
+  throw new Error('expected loadConfig to throw');
+}
+
+describe('loadConfig', () => {
+  test('local settings: shared key, Azurite connection strings, defaults for knobs', () => {
+    const c = loadConfig(localEnv);
+    expect(c.batch).toEqual({
+      accountUrl: 'http://127.0.0.1:45123',
+      accountName: 'localbatch',
+      auth: { kind: 'sharedKey', accountKey: 'a2V5a2V5a2V5' },
+    });
+    expect(c.hostStorage.kind).toBe('connectionString');
+    expect(c.hostStorage.accountName).toBe('devstoreaccount1');
+    expect(c.stagingAccounts.map((a) => [a.kind, a.accountName])).toEqual([
+      ['connectionString', 'stage1'],
+      ['connectionString', 'stage2'],
+    ]);
+    expect(c.pullConcurrencyDefault).toBe(10);
+    expect(c.polling).toEqual({ initialMs: 5000, maxMs: 60000, multiplier: 2, jitter: 0.2 });
+    expect(c.batchRetry.maxAttempts).toBeGreaterThan(1);
+    expect(Object.isFrozen(c.batch)).toBe(true);
+  });
+
+  test('Azure settings: no key means AAD with the Batch scope; bare names mean managed identity', () => {
+    const c = loadConfig({
+      BATCH_ACCOUNT_URL: 'https://hpcbatch.westeurope.batch.azure.com/',
+      BATCH_ACCOUNT_NAME: 'hpcbatch',
+      AzureWebJobsStorage__accountName: 'hpchost',
+      STAGING_ACCOUNTS: 'hpcstage1, hpcstage2,hpcstage3',
+      PULL_CONCURRENCY_DEFAULT: '8',
+      POLL_INITIAL_MS: '1000',
+      POLL_MAX_MS: '30000',
+    });
+    expect(c.batch.accountUrl).toBe('https://hpcbatch.westeurope.batch.azure.com');
+    expect(c.batch.auth).toEqual({ kind: 'aad', scope: BATCH_TOKEN_SCOPE });
+    expect(BATCH_TOKEN_SCOPE).toBe('https://batch.core.windows.net/.default');
+    expect(c.hostStorage).toMatchObject({ kind: 'managedIdentity', accountName: 'hpchost' });
+    expect(c.stagingAccounts).toHaveLength(3);
+    expect(c.stagingAccounts[1]).toEqual({
+      kind: 'managedIdentity',
+      accountName: 'hpcstage2',
+      blobEndpoint: 'https://hpcstage2.blob.core.windows.net',
+      queueEndpoint: 'https://hpcstage2.queue.core.windows.net',
+      tableEndpoint: 'https://hpcstage2.table.core.windows.net',
+    });
+    expect(c.pullConcurrencyDefault).toBe(8);
+    expect(c.polling.initialMs).toBe(1000);
+  });
+
+  test('missing variables are each named', () => {
+    const problems = problemsOf({});
+    const text = problems.join('\n');
+    for (const name of ['BATCH_ACCOUNT_URL', 'BATCH_ACCOUNT_NAME', 'STAGING_ACCOUNTS']) {
+      expect(text).toContain(`${name} is required`);
+    }
+  });
+
+  test('missing host storage is named', () => {
+    const { AzureWebJobsStorage: _omit, ...rest } = localEnv;
+    expect(problemsOf(rest).join('\n')).toMatch(/^AzureWebJobsStorage is required/m);
+  });
+
+  test.each([
+    ['BATCH_ACCOUNT_URL', 'not a url', /BATCH_ACCOUNT_URL: must be an http\(s\) URL/],
+    ['BATCH_ACCOUNT_URL', 'https://acct.batch.azure.com/some/path', /BATCH_ACCOUNT_URL/],
+    ['BATCH_ACCOUNT_NAME', 'Bad_Name', /BATCH_ACCOUNT_NAME: must be 3-24 lowercase/],
+    ['BATCH_ACCOUNT_KEY', 'not base64!', /BATCH_ACCOUNT_KEY: must be base64/],
+    ['PULL_CONCURRENCY_DEFAULT', '0', /PULL_CONCURRENCY_DEFAULT: must be an integer in \[1, 1000\], got "0"/],
+    ['PULL_CONCURRENCY_DEFAULT', 'ten', /PULL_CONCURRENCY_DEFAULT: must be an integer/],
+    ['POLL_INITIAL_MS', '99999999', /POLL_INITIAL_MS/],
+    ['POLL_JITTER', '2', /POLL_JITTER: must be a number in \[0, 1\]/],
+    ['STAGING_ACCOUNTS', 'Not A Name', /STAGING_ACCOUNTS: entry 1: "Not A Name" is neither/],
+    ['STAGING_ACCOUNTS', `${AZURITE_A},,${AZURITE_B}`, /STAGING_ACCOUNTS: entry 2 is empty/],
+    ['STAGING_ACCOUNTS', `${AZURITE_A},${AZURITE_A}`, /account "stage1" is listed twice/],
+    ['STAGING_ACCOUNTS', 'AccountName=x1x;BlobEndpoint=http://127.0.0.1:1/x1x', /neither AccountKey nor SharedAccessSignature/],
+    ['AzureWebJobsStorage', 'DefaultEndpointsProtocol=http;AccountKey=a2V5', /AzureWebJobsStorage: connection string has no AccountName/],
+  ])('%s=%j is rejected with a message naming it', (name, value, message) => {
+    expect(problemsOf({ ...localEnv, [name]: value }).join('\n')).toMatch(message);
+  });
+
+  test('cross-field: initial poll delay above the maximum is rejected', () => {
+    expect(problemsOf({ ...localEnv, POLL_INITIAL_MS: '5000', POLL_MAX_MS: '1000' }).join('\n')).toContain(
+      'POLL_INITIAL_MS (5000) must not exceed POLL_MAX_MS (1000)',
+    );
+  });
+
+  test('several problems are reported together', () => {
+    expect(problemsOf({ ...localEnv, BATCH_ACCOUNT_NAME: '', PULL_CONCURRENCY_DEFAULT: '-1' }).length).toBe(2);
+  });
+
+  test('the error message lists problems', () => {
+    expect(() => loadConfig({})).toThrow(/Invalid configuration:\n {2}- /);
+  });
+});
+
+describe('parseStorageAccountRef', () => {
+  test('keeps base64 padding inside connection string values', () => {
+    const ref = parseStorageAccountRef(AZURITE_A, 'core.windows.net');
+    expect(ref).toEqual({ kind: 'connectionString', accountName: 'stage1', connectionString: AZURITE_A });
+  });
+  test('uses the given endpoint suffix (sovereign clouds)', () => {
+    const ref = parseStorageAccountRef('abc123', 'core.chinacloudapi.cn');
+    expect(ref.kind === 'managedIdentity' && ref.blobEndpoint).toBe('https://abc123.blob.core.chinacloudapi.cn');
+  });
+});
