@@ -1,0 +1,85 @@
+/**
+ * What the mpiJob orchestration and its activities exchange. Everything here is plain JSON: it is written
+ * to the orchestration history and replayed, so no classes, Dates or functions.
+ */
+export type StageName =
+  | 'Submitted'
+  | 'Provisioning'
+  | 'PullingImages'
+  | 'StagingData'
+  | 'Running'
+  | 'CleaningUp'
+  | 'Succeeded'
+  | 'Failed'
+  | 'Cancelled';
+
+export interface PollSettings {
+  initialMs: number;
+  maxMs: number;
+  factor: number;
+}
+
+/** Settings resolved from app configuration at intake time, so the orchestrator never reads the environment. */
+export interface PipelineSettings {
+  poll: PollSettings;
+  /** Staging storage account names shards are spread over. */
+  stagingAccounts: string[];
+  /** How many shard copies run at once. */
+  copyConcurrency: number;
+  /** Extra validity of node SAS URLs beyond the job's wall-clock limit (minutes). */
+  sasMarginMinutes: number;
+  /** Attempts for a per-node task (pull, download) before the job fails. */
+  nodeTaskMaxAttempts: number;
+}
+
+export interface Counter {
+  done: number;
+  total: number;
+}
+
+/** The orchestration's custom status: what `GET /api/jobs/{id}` shows as live progress. */
+export interface PipelineStatus {
+  stage: StageName;
+  progress: {
+    nodesReady?: Counter;
+    imagesPulled?: Counter;
+    shardsStaged?: Counter;
+    shardsDownloaded?: Counter;
+    mpi?: { state: string; startedAt?: string };
+    cleanup?: { done: string[] };
+  };
+  /** Per-node detail for the dashboard: node id -> state in the pipeline. */
+  nodes?: Record<string, NodeProgress>;
+  resources: {
+    poolId?: string;
+    batchJobId?: string;
+    stagingContainers?: { account: string; container: string }[];
+  };
+  lastError?: string;
+  updatedAt?: string;
+}
+
+export type NodeProgress = 'allocating' | 'idle' | 'pulling' | 'pulled' | 'downloading' | 'ready' | 'running' | 'done' | 'failed';
+
+export interface NodeRef {
+  id: string;
+  ipAddress: string;
+  affinityId: string;
+}
+
+export interface ProvisionedPool {
+  poolId: string;
+  createdByUs: boolean;
+  nodes: NodeRef[];
+  allocatedAt: string;
+}
+
+export interface JobOutcome {
+  state: 'Succeeded' | 'Failed' | 'Cancelled';
+  reason?: string;
+  exitCode?: number;
+  result?: unknown;
+  logs?: { node: string; stdout: string; stderr: string }[];
+  timings: Record<string, { startedAt: string; endedAt?: string }>;
+  nodeMinutes?: number;
+}

@@ -1,0 +1,111 @@
+import type { OrchestrationContext, Task } from 'durable-functions';
+import type { PipelineStatus, PollSettings, StageName } from '../contracts';
+
+/** Thrown inside the orchestrator when the user cancelled; the pipeline still runs cleanup. */
+export class JobCancelled extends Error {
+  constructor(readonly reason: string) {
+    super(`cancelled: ${reason}`);
+    this.name = 'JobCancelled';
+  }
+}
+
+/** Thrown when a stage gives up; `reason` is recorded on the job row as the failure reason. */
+export class StageFailed extends Error {
+  constructor(
+    readonly stage: StageName,
+    readonly reason: string,
+  ) {
+    super(`${stage}: ${reason}`);
+    this.name = 'StageFailed';
+  }
+}
+
+/** Thrown when the job's wall-clock limit passes while a stage is still waiting. */
+export class JobTimedOut extends StageFailed {
+  constructor(stage: StageName, limit: string) {
+    super(stage, `wall-clock limit ${limit} exceeded`);
+    this.name = 'JobTimedOut';
+  }
+}
+
+export type Orchestration<T> = Generator<Task, T, unknown>;
+
+/**
+ * Everything a stage needs from the orchestration, kept deterministic: time comes from the replayed
+ * history (`currentUtcDateTime`), waiting is a durable timer raced against the cancel event, and progress
+ * goes to the custom status only (no I/O).
+ */
+export class PipelineRun {
+  private readonly cancelEvent: Task;
+  private readonly status: PipelineStatus;
+
+  constructor(
+    readonly ctx: OrchestrationContext,
+    readonly jobId: string,
+    private readonly poll: PollSettings,
+    /** ISO time after which waiting stages fail with a timeout (the job's maxWallClock), if any. */
+    private readonly deadline: { at: string; limit: string } | undefined,
+  ) {
+    this.cancelEvent = ctx.df.waitForExternalEvent('cancel');
+    this.status = { stage: 'Submitted', progress: {}, resources: {} };
+  }
+
+  now(): Date {
+    return this.ctx.df.currentUtcDateTime;
+  }
+
+  isCancelRequested(): boolean {
+    return this.cancelEvent.isCompleted;
+  }
+
+  /** Records progress visible through the Durable status endpoint and GET /api/jobs/{id}. */
+  report(patch: Partial<Omit<PipelineStatus, 'progress' | 'resources'>> & {
+    progress?: PipelineStatus['progress'];
+    resources?: PipelineStatus['resources'];
+  }): void {
+    Object.assign(this.status, {
+      ...patch,
+      progress: { ...this.status.progress, ...(patch.progress ?? {}) },
+      resources: { ...this.status.resources, ...(patch.resources ?? {}) },
+      updatedAt: this.now().toISOString(),
+    });
+    this.ctx.df.setCustomStatus(this.status);
+  }
+
+  snapshot(): PipelineStatus {
+    return JSON.parse(JSON.stringify(this.status)) as PipelineStatus;
+  }
+
+  /** The n-th polling delay: exponential from initialMs to maxMs (deterministic, so replay-safe). */
+  pollDelayMs(attempt: number): number {
+    const { initialMs, maxMs, factor } = this.poll;
+    return Math.min(maxMs, Math.round(initialMs * Math.pow(factor, Math.max(0, attempt))));
+  }
+
+  /**
+   * Waits `ms` on a durable timer unless the user cancels first. Also enforces the job's wall-clock limit,
+   * so a stage stuck waiting on Batch cannot outlive the job's budget.
+   */
+  *sleep(stage: StageName, ms: number): Orchestration<void> {
+    if (this.deadline && this.now().getTime() >= Date.parse(this.deadline.at)) {
+      throw new JobTimedOut(stage, this.deadline.limit);
+    }
+    if (this.cancelEvent.isCompleted) throw new JobCancelled(this.cancelReason());
+    const timer = this.ctx.df.createTimer(new Date(this.now().getTime() + ms));
+    const winner = yield this.ctx.df.Task.any([timer, this.cancelEvent]);
+    if (winner === this.cancelEvent) {
+      timer.cancel();
+      throw new JobCancelled(this.cancelReason());
+    }
+  }
+
+  /** Cancel check between steps that do not wait. */
+  throwIfCancelled(): void {
+    if (this.cancelEvent.isCompleted) throw new JobCancelled(this.cancelReason());
+  }
+
+  private cancelReason(): string {
+    const r = this.cancelEvent.result as { reason?: unknown } | undefined;
+    return typeof r?.reason === 'string' && r.reason ? r.reason : 'cancelled by user';
+  }
+}

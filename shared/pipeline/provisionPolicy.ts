@@ -1,0 +1,107 @@
+/**
+ * What to do next while a pool allocates, decided from one observation of the pool. Pure: the orchestrator
+ * observes (activity), decides (here), acts (activity) and waits (durable timer), so every rule is testable
+ * without Batch and replays identically.
+ */
+export interface ObservedNode {
+  id: string;
+  state: string;
+  ipAddress: string;
+  affinityId: string;
+}
+
+export interface PoolObservation {
+  state: string; // active | deleting
+  allocationState: string; // steady | resizing | stopping
+  currentDedicatedNodes: number;
+  targetDedicatedNodes: number;
+  resizeErrors: { code: string; message: string }[];
+  nodes: ObservedNode[];
+}
+
+export interface ProvisionPolicy {
+  /** Nodes the job asked for. */
+  target: number;
+  /** Fewest nodes the job may run on when allocation falls short (target when partial runs are not allowed). */
+  minNodes: number;
+  /** How long allocation may take before the pipeline stops waiting (the spec's resize timeout). */
+  timeoutMs: number;
+  /** How many broken nodes may be replaced before giving up (a pool that keeps breaking nodes is not worth it). */
+  maxReplacements: number;
+  /** Whether the pipeline owns the pool (may resize it and remove nodes). */
+  owned: boolean;
+}
+
+export interface ProvisionProgress {
+  startedAtMs: number;
+  nowMs: number;
+  replacements: number;
+}
+
+export type ProvisionStep =
+  | { kind: 'ready'; nodes: ObservedNode[]; partial: boolean }
+  | { kind: 'removeNodes'; nodeIds: string[]; reason: string }
+  | { kind: 'resize'; target: number }
+  | { kind: 'wait'; ready: number }
+  | { kind: 'fail'; reason: string };
+
+const READY = new Set(['idle']);
+const BROKEN = new Set(['unusable', 'starttaskfailed']);
+
+const byId = (a: ObservedNode, b: ObservedNode) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+export function decideProvisionStep(obs: PoolObservation, policy: ProvisionPolicy, progress: ProvisionProgress): ProvisionStep {
+  if (obs.state !== 'active') return { kind: 'fail', reason: `pool is ${obs.state}` };
+  const ready = obs.nodes.filter((n) => READY.has(n.state)).sort(byId);
+  const broken = obs.nodes.filter((n) => BROKEN.has(n.state)).sort(byId);
+
+  if (ready.length >= policy.target) return { kind: 'ready', nodes: ready.slice(0, policy.target), partial: false };
+
+  if (broken.length > 0 && policy.owned) {
+    if (progress.replacements + broken.length > policy.maxReplacements) {
+      return settleShort(ready, policy, `${progress.replacements + broken.length} nodes failed (${describe(broken)}), more than the ${policy.maxReplacements} replacements allowed`);
+    }
+    return { kind: 'removeNodes', nodeIds: broken.map((n) => n.id), reason: `replacing ${describe(broken)}` };
+  }
+
+  const steady = obs.allocationState === 'steady';
+  if (steady && obs.resizeErrors.length > 0) {
+    const errors = obs.resizeErrors.map((e) => `${e.code}: ${e.message}`).join('; ');
+    return settleShort(ready, policy, `allocation failed: ${errors}`);
+  }
+  const timedOut = progress.nowMs - progress.startedAtMs >= policy.timeoutMs;
+  if (timedOut) {
+    return settleShort(ready, policy, `only ${ready.length}/${policy.target} nodes ready after ${Math.round(policy.timeoutMs / 1000)} s`);
+  }
+  // Removing nodes lowers the pool's target; ask for the difference back once Batch is steady again.
+  if (policy.owned && steady && obs.targetDedicatedNodes < policy.target) return { kind: 'resize', target: policy.target };
+  if (!policy.owned && broken.length > 0 && obs.nodes.length - broken.length < policy.target) {
+    return settleShort(ready, policy, `reused pool has broken nodes (${describe(broken)}) and too few others`);
+  }
+  return { kind: 'wait', ready: ready.length };
+}
+
+/** When allocation cannot reach the target: run on what is there if the job allows it, else fail. */
+function settleShort(ready: ObservedNode[], policy: ProvisionPolicy, reason: string): ProvisionStep {
+  if (ready.length >= policy.minNodes && policy.minNodes < policy.target) {
+    return { kind: 'ready', nodes: ready, partial: true };
+  }
+  return { kind: 'fail', reason };
+}
+
+function describe(nodes: ObservedNode[]): string {
+  return nodes.map((n) => `${n.id} ${n.state}`).join(', ');
+}
+
+/** Checks a pool the job asked to reuse; returns the problems (empty when it fits). */
+export function checkReusablePool(
+  pool: { enableInterNodeCommunication: boolean; taskSlotsPerNode: number; vmSize: string; state: string },
+  want: { vmSize?: string },
+): string[] {
+  const problems: string[] = [];
+  if (pool.state !== 'active') problems.push(`pool is ${pool.state}`);
+  if (!pool.enableInterNodeCommunication) problems.push('pool does not have inter-node communication enabled (required for multi-instance MPI tasks)');
+  if (pool.taskSlotsPerNode !== 1) problems.push(`pool has taskSlotsPerNode ${pool.taskSlotsPerNode}; multi-instance tasks need 1`);
+  if (want.vmSize && pool.vmSize.toLowerCase() !== want.vmSize.toLowerCase()) problems.push(`pool VM size is ${pool.vmSize}, job asks for ${want.vmSize}`);
+  return problems;
+}
