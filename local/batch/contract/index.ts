@@ -1,0 +1,3 @@
+export { createContractValidator, defaultSpecPath, SPEC_FILE } from './validator';
+export type { ContractExchange, ContractValidator, ContractValidatorOptions } from './validator';
+export { LATER_REVISION_PROPERTIES } from './swaggerToJsonSchema';
