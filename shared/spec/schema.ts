@@ -1,0 +1,301 @@
+/**
+ * The job specification as zod schemas: the single source for validation, the TypeScript types, the
+ * OpenAPI document and the field table in docs/job-spec.md. Rules that relate two fields live in
+ * crossField.ts (they must run even when other fields are broken, so that every problem is listed).
+ */
+import { z } from 'zod';
+import { parseIsoDuration } from './duration';
+import * as P from './patterns';
+
+export const LIMITS = {
+  maxNodes: 100,
+  maxLowPriorityNodes: 0,
+  minResizeTimeoutMs: 5 * 60_000,
+  maxTags: 32,
+  maxImages: 20,
+  defaultPullConcurrency: 10,
+  maxPullConcurrencyWithoutOptIn: 10,
+  maxPullConcurrency: 100,
+  maxInputs: 100,
+  maxStagingAccounts: 50,
+  minShardSizeMB: 1,
+  maxShardSizeMB: 1024,
+  maxProcessesPerNode: 1024,
+  maxCommandLength: 8000,
+  maxOptions: 64,
+  maxEnv: 128,
+  maxEnvValueLength: 4096,
+  maxRetries: 100,
+  /** Canonical JSON of a whole spec; keeps a spec far below the 1 MiB table entity limit. */
+  maxSpecJsonChars: 200_000,
+} as const;
+
+export const DEFAULT_IMAGE = { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204', version: 'latest' } as const;
+export const DEFAULT_NODE_AGENT_SKU = 'batch.node.ubuntu 22.04';
+export const DEFAULT_SHARD_SIZE_MB = { min: 80, max: 100 } as const;
+
+// The schema-level error only words the type mismatch; range checks keep their own messages.
+const typeError = (text: string) => (iss: { code: string }) => (iss.code === 'invalid_type' ? text : undefined);
+
+const SHELL_SAFE_HINT = 'no spaces, quotes, ";", "$", backticks or other shell characters';
+
+function pattern(re: RegExp, what: string) {
+  return z.string({ error: typeError(`must be a string: ${what}`) }).regex(re, { error: `must be ${what}` });
+}
+
+/** An ISO 8601 duration (days/hours/minutes/seconds or weeks), optionally bounded below/above. */
+export function isoDuration(bounds: { minMs?: number; minText?: string; maxMs?: number; maxText?: string } = {}) {
+  return z
+    .string({ error: 'must be an ISO 8601 duration string such as "PT30M" or "P1DT12H"' })
+    .regex(P_DURATION, {
+      error: 'must be an ISO 8601 duration such as "PT30M", "PT1H30M", "P2D" or "P1W" (years and months are not accepted: their length varies)',
+    })
+    .refine((v) => bounds.minMs === undefined || (parseIsoDuration(v) ?? Infinity) >= bounds.minMs, {
+      error: `must be at least ${bounds.minText ?? `${bounds.minMs} ms`}`,
+    })
+    .refine((v) => bounds.maxMs === undefined || (parseIsoDuration(v) ?? 0) <= bounds.maxMs, {
+      error: `must be at most ${bounds.maxText ?? `${bounds.maxMs} ms`}`,
+    });
+}
+// Same as ISO_DURATION_PATTERN, but also refusing the empty "P"/"PT" forms so the JSON Schema says so too.
+const P_DURATION = /^P(?!T?$)(?:\d{1,6}W|(?:\d{1,6}D)?(?:T(?!$)(?:\d{1,7}H)?(?:\d{1,9}M)?(?:\d{1,10}(?:\.\d{1,3})?S)?)?)$/;
+
+const int = (what: string) => z.number({ error: typeError(`must be a number: ${what}`) }).int({ error: `must be a whole number: ${what}` });
+
+export const MarketplaceImageSchema = z
+  .strictObject({
+    publisher: pattern(P.IMAGE_SEGMENT_RE, 'an image publisher (letters, digits, ".", "_", "-")'),
+    offer: pattern(P.IMAGE_SEGMENT_RE, 'an image offer (letters, digits, ".", "_", "-")'),
+    sku: pattern(P.IMAGE_SEGMENT_RE, 'an image SKU (letters, digits, ".", "_", "-"; quote numeric SKUs in YAML)'),
+    version: pattern(P.IMAGE_SEGMENT_RE, 'an image version or "latest"').default('latest'),
+  })
+  .meta({ description: 'Azure Marketplace image reference.' });
+
+export const PartialAllocationSchema = z
+  .discriminatedUnion(
+    'policy',
+    [
+      z.strictObject({ policy: z.literal('fail') }),
+      z.strictObject({
+        policy: z.literal('continue'),
+        minNodes: int('the smallest node count the job may run on').min(1).max(LIMITS.maxNodes)
+          .meta({ description: 'Run on fewer nodes than requested, but never fewer than this.' }),
+      }),
+    ],
+    { error: 'must be { policy: "fail" } or { policy: "continue", minNodes: <1..nodes> }' },
+  )
+  .meta({ description: 'What to do when Batch allocates fewer nodes than requested before resizeTimeout.' });
+
+export const PoolSchema = z
+  .strictObject({
+    poolId: pattern(P.POOL_ID_RE, `a Batch pool id (letters, digits, "_", "-", up to 64; ${SHELL_SAFE_HINT})`)
+      .optional()
+      .meta({ description: 'Reuse this existing pool instead of creating one. The pool must already allow inter-node communication.' }),
+    vmSize: pattern(P.VM_SIZE_RE, 'an Azure VM size such as "Standard_HB120rs_v3"')
+      .optional()
+      .meta({ description: 'VM size of a new pool. Required unless poolId is given.' }),
+    nodes: int('the number of nodes').min(1, { error: 'must be at least 1' }).max(LIMITS.maxNodes, {
+      error: `must be at most ${LIMITS.maxNodes}: Batch limits pools with inter-node communication (which MPI needs) to ${LIMITS.maxNodes} nodes`,
+    }).meta({ description: 'Dedicated nodes for the MPI task (numberOfInstances).' }),
+    lowPriorityNodes: int('the number of low-priority nodes').min(0).default(0)
+      .meta({ description: 'Must be 0: Batch rejects low-priority/Spot nodes in pools with inter-node communication, which every MPI pool uses.' }),
+    image: MarketplaceImageSchema.optional()
+      .meta({ description: `Marketplace image of a new pool. Default when neither image nor customImageId is given: ${DEFAULT_IMAGE.publisher}/${DEFAULT_IMAGE.offer}/${DEFAULT_IMAGE.sku}/${DEFAULT_IMAGE.version} with node agent "${DEFAULT_NODE_AGENT_SKU}".` }),
+    customImageId: pattern(P.CUSTOM_IMAGE_ID_RE, 'an ARM id "/subscriptions/…/providers/Microsoft.Compute/…" of a managed or gallery image')
+      .optional()
+      .meta({ description: 'Managed image or Shared Image Gallery image id, instead of image.' }),
+    nodeAgentSku: pattern(P.NODE_AGENT_SKU_RE, 'a Batch node agent SKU such as "batch.node.ubuntu 22.04"')
+      .optional()
+      .meta({ description: 'Batch node agent SKU id matching the image. Required with image or customImageId.' }),
+    resizeTimeout: isoDuration({ minMs: LIMITS.minResizeTimeoutMs, minText: 'PT5M (Batch rejects shorter resize timeouts)' })
+      .default('PT15M')
+      .meta({ description: 'How long Batch may take to allocate the nodes (ISO 8601, at least PT5M).' }),
+    partialAllocation: PartialAllocationSchema.default({ policy: 'fail' }),
+  })
+  .meta({ description: 'Where the job runs: a new pool (created and owned by this job) or an existing one.' });
+
+export const RegistryIdentitySchema = z
+  .union(
+    [
+      z.literal('managed').meta({ description: 'Pull with the managed identity (pool identity or a short-lived token from the app identity).' }),
+      z.strictObject({
+        secretRef: z
+          .string({ error: 'must be a string' })
+          .refine((v) => P.KEY_VAULT_SECRET_URI_RE.test(v) || P.APP_SETTING_NAME_RE.test(v), {
+            error: 'must be a Key Vault secret URI (https://<vault>.vault.azure.net/secrets/<name>[/<version>]) or the name of an app setting holding the secret',
+          })
+          .meta({ description: 'Key Vault secret URI or app-setting name whose value is the registry password/token.' }),
+        username: pattern(P.REGISTRY_USERNAME_RE, 'a registry user or token name').meta({ description: 'User or token name that goes with the secret.' }),
+      }),
+    ],
+    { error: 'must be "managed" or { secretRef: <Key Vault secret URI or app-setting name>, username: <name> }' },
+  )
+  .meta({ description: 'How nodes authenticate to the registry. A plain password is never accepted.' });
+
+export const RegistrySchema = z
+  .strictObject({
+    server: pattern(P.REGISTRY_SERVER_RE, 'a registry host name with optional port, e.g. "myregistry.azurecr.io"'),
+    identity: RegistryIdentitySchema,
+  })
+  .meta({ description: 'Private registry of the images.' });
+
+export const ContainerSchema = z
+  .strictObject({
+    runtime: z.enum(['docker', 'singularity', 'none'], { error: 'must be one of "docker", "singularity", "none"' }).default('none')
+      .meta({ description: 'Container runtime on the nodes; "none" runs the MPI program natively.' }),
+    images: z
+      .array(pattern(P.OCI_REFERENCE_RE, `an OCI image reference such as "myregistry.azurecr.io/app:1.2" (lowercase repository, ${SHELL_SAFE_HINT})`), {
+        error: 'must be a list of image references',
+      })
+      .max(LIMITS.maxImages, { error: `must list at most ${LIMITS.maxImages} images` })
+      .default([])
+      .meta({ description: 'Images every node must hold before the MPI task starts; the first one runs the MPI program. Required for docker/singularity, forbidden for none.' }),
+    registry: RegistrySchema.optional(),
+    pullConcurrency: int('how many nodes pull at the same time').min(1).max(LIMITS.maxPullConcurrency, {
+      error: `must be at most ${LIMITS.maxPullConcurrency}`,
+    }).default(LIMITS.defaultPullConcurrency)
+      .meta({ description: `How many nodes pull images at the same time (at most ${LIMITS.maxPullConcurrencyWithoutOptIn} unless allowAboveTen).` }),
+    allowAboveTen: z.boolean({ error: 'must be true or false' }).default(false)
+      .meta({ description: 'Opt in to pullConcurrency above 10 (registries throttle; the seeds saw failures above 10).' }),
+  })
+  .meta({ description: 'Container runtime and images.' });
+
+export const DataInputSchema = z.strictObject({
+  account: pattern(P.STORAGE_ACCOUNT_RE, 'a storage account name (3–24 lowercase letters and digits)'),
+  container: pattern(P.BLOB_CONTAINER_RE, 'a blob container name (3–63 lowercase letters, digits and single hyphens)'),
+  prefix: pattern(P.BLOB_PREFIX_RE, `a blob name prefix (letters, digits, "._/=+@,-", no "..", no leading "/"; ${SHELL_SAFE_HINT})`).default('')
+    .meta({ description: 'Only blobs whose names start with this prefix; empty = the whole container.' }),
+});
+
+export const ShardSizeSchema = z
+  .strictObject({
+    min: z.number({ error: typeError('must be a number of MB') }).min(LIMITS.minShardSizeMB).max(LIMITS.maxShardSizeMB),
+    max: z.number({ error: typeError('must be a number of MB') }).min(LIMITS.minShardSizeMB).max(LIMITS.maxShardSizeMB),
+  })
+  .meta({ description: `Target shard size window in MB (min ≤ max, each ${LIMITS.minShardSizeMB}–${LIMITS.maxShardSizeMB}).` });
+
+export const DataSchema = z
+  .strictObject({
+    inputs: z.array(DataInputSchema, { error: 'must be a list of { account, container, prefix }' })
+      .max(LIMITS.maxInputs, { error: `must list at most ${LIMITS.maxInputs} inputs` })
+      .default([])
+      .meta({ description: 'Blob sources staged to the nodes.' }),
+    shardSizeMB: ShardSizeSchema.default({ ...DEFAULT_SHARD_SIZE_MB }),
+    stagingAccounts: z.array(pattern(P.STORAGE_ACCOUNT_RE, 'a storage account name (3–24 lowercase letters and digits)'), {
+      error: 'must be a list of storage account names',
+    }).max(LIMITS.maxStagingAccounts).default([])
+      .meta({ description: 'Staging accounts to spread shards over; empty = all configured staging accounts.' }),
+    destination: pattern(P.ABSOLUTE_PATH_RE, `an absolute path on the nodes such as "/mnt/data" (letters, digits, "._-/", no "." or ".." segments; ${SHELL_SAFE_HINT})`)
+      .optional()
+      .meta({ description: 'Where shards land on each node. Default: "$AZ_BATCH_NODE_SHARED_DIR/jobdata/<jobId>" (see resolveDestination).' }),
+    retention: isoDuration({ minMs: 60 * 60_000, minText: 'PT1H' }).default('P2D')
+      .meta({ description: 'Longest lifetime of staged shards and their SAS URLs; the sweep deletes older ones.' }),
+  })
+  .meta({ description: 'Input data staged to the nodes in shards.' });
+
+export const MpiSchema = z
+  .strictObject({
+    runtime: z.enum(['intelmpi', 'openmpi', 'mpich', 'mvapich'], { error: 'must be one of "intelmpi", "openmpi", "mpich", "mvapich"' })
+      .meta({ description: 'MPI implementation that launches the program.' }),
+    processesPerNode: z
+      .union([int('processes per node').min(1).max(LIMITS.maxProcessesPerNode), z.literal('nproc')], {
+        error: `must be a whole number 1–${LIMITS.maxProcessesPerNode} or "nproc"`,
+      })
+      .default('nproc')
+      .meta({ description: 'Ranks per node, or "nproc" for one per core.' }),
+    command: z.string({ error: typeError('must be a string: the program and its arguments') })
+      .min(1, { error: 'must not be empty' })
+      .max(LIMITS.maxCommandLength, { error: `must be at most ${LIMITS.maxCommandLength} characters` })
+      .regex(P.SINGLE_LINE_TEXT_RE, { error: 'must be a single line without control characters' })
+      .meta({ description: 'Program and arguments run by every rank. Passed as data: quoted as one word wherever it is embedded in a shell line.' }),
+    options: z.array(pattern(P.MPI_OPTION_RE, `one launcher option token such as "--bind-to" or "core" (${SHELL_SAFE_HINT})`), {
+      error: 'must be a list of option tokens',
+    }).max(LIMITS.maxOptions).default([])
+      .meta({ description: 'Extra launcher options, one token per item.' }),
+    fabric: z.enum(['rdma', 'tcp', 'auto'], { error: 'must be one of "rdma", "tcp", "auto"' }).default('auto')
+      .meta({ description: 'Interconnect preset mapped to the runtime\'s environment (I_MPI_FABRICS/FI_PROVIDER, UCX_TLS/UCX_IB_PKEY, …).' }),
+    env: z.record(
+      z.string().regex(P.ENV_KEY_RE, { error: 'environment variable names must match ^[A-Za-z_][A-Za-z0-9_]*$ (at most 128 characters) and must not start with AZ_BATCH_ (reserved by Batch)' }),
+      z.string({ error: typeError('must be a string') })
+        .max(LIMITS.maxEnvValueLength)
+        .regex(P.SINGLE_LINE_TEXT_RE, { error: 'must be a single line without control characters' }),
+      { error: 'must be a map of NAME: value' },
+    ).default({})
+      .meta({ description: `Extra environment for every rank (at most ${LIMITS.maxEnv} entries; values are passed as data).` }),
+    preExecutionCommand: z.string({ error: typeError('must be a string') }).min(1).max(LIMITS.maxCommandLength)
+      .regex(P.SINGLE_LINE_TEXT_RE, { error: 'must be a single line without control characters' }).optional()
+      .meta({ description: 'Run on the master node before the launcher (e.g. module loads); passed as data.' }),
+    coordinationCommand: z.string({ error: typeError('must be a string') }).min(1).max(LIMITS.maxCommandLength)
+      .regex(P.SINGLE_LINE_TEXT_RE, { error: 'must be a single line without control characters' }).optional()
+      .meta({ description: 'Override of the multi-instance coordination command run on every node.' }),
+    sshPort: int('a TCP port').min(1).max(65535).optional()
+      .meta({ description: 'Port of the sshd the launcher uses. Default 23 with docker (the container\'s sshd), 22 otherwise.' }),
+  })
+  .meta({ description: 'The MPI program and how it is launched.' });
+
+export const MaxCostSchema = z.strictObject({
+  amount: z.number({ error: typeError('must be a number') }).positive({ error: 'must be greater than 0' }),
+  currency: pattern(/^[A-Z]{3}$/, 'an ISO 4217 currency code such as "USD"').default('USD'),
+});
+
+export const LimitsSchema = z
+  .strictObject({
+    maxWallClock: isoDuration({ minMs: 60_000, minText: 'PT1M' }).optional()
+      .meta({ description: 'Longest run time of the MPI task (Batch maxWallClockTime). Default: no limit.' }),
+    maxRetries: int('a retry count').min(0).max(LIMITS.maxRetries).default(0)
+      .meta({ description: 'Batch task retries of the MPI task (maxTaskRetryCount).' }),
+    maxNodeHours: z.number({ error: typeError('must be a number') }).positive({ error: 'must be greater than 0' }).optional()
+      .meta({ description: 'Budget in node-hours (nodes × wall clock); enforced by the operations watchdog.' }),
+    maxCost: MaxCostSchema.optional().meta({ description: 'Budget in money; enforced by the operations watchdog.' }),
+  })
+  .meta({ description: 'Run-time and budget limits.' });
+
+export const CleanupSchema = z
+  .strictObject({
+    autoComplete: z.boolean({ error: 'must be true or false' }).default(true)
+      .meta({ description: 'Terminate the Batch job when its tasks complete (onAllTasksComplete = terminateJob).' }),
+    deletePool: z.enum(['always', 'onSuccess', 'never'], { error: 'must be one of "always", "onSuccess", "never"' }).optional()
+      .meta({ description: 'When to delete the pool this job created. Default "always"; a reused pool (poolId) is never deleted.' }),
+    keepStagedData: z.union([isoDuration(), z.literal(false)], { error: 'must be false or an ISO 8601 duration such as "P1D"' }).default(false)
+      .meta({ description: 'Keep staged shards this long after the job ends (≤ data.retention); false deletes them at cleanup.' }),
+  })
+  .meta({ description: 'What happens after the job ends.' });
+
+export const JobSpecSchema = z
+  .strictObject({
+    id: pattern(P.JOB_ID_RE, 'a job id: 1–64 lowercase letters, digits and hyphens, not starting with a hyphen').optional()
+      .meta({ description: 'Client-chosen job id; also the idempotency key (a repeat with the same id and spec returns the existing job).' }),
+    name: pattern(P.NAME_RE, `a name of 1–128 letters, digits, ".", "_", "-" (${SHELL_SAFE_HINT})`)
+      .meta({ description: 'Human-readable job name.' }),
+    tags: z.record(
+      z.string().regex(P.TAG_KEY_RE, { error: 'tag keys must be 1–64 letters, digits, ".", "_", "-", starting with a letter or digit' }),
+      z.string({ error: typeError('tag values must be strings') }).regex(P.TAG_VALUE_RE, {
+        error: `tag values must be up to 256 letters, digits or "._:/@+=,-" (${SHELL_SAFE_HINT})`,
+      }),
+      { error: 'must be a map of key: value' },
+    ).default({})
+      .meta({ description: `Free labels for listing and filtering (at most ${LIMITS.maxTags}).` }),
+    pool: PoolSchema,
+    container: ContainerSchema.prefault({}),
+    data: DataSchema.prefault({}),
+    mpi: MpiSchema,
+    limits: LimitsSchema.prefault({}),
+    cleanup: CleanupSchema.prefault({}),
+  })
+  .meta({ title: 'JobSpec', description: 'An MPI job: where it runs, what it runs, on which data, within which limits.' });
+
+/** What a client may send (defaults not yet applied). */
+export type JobSpecInput = z.input<typeof JobSpecSchema>;
+type Parsed = z.output<typeof JobSpecSchema>;
+
+/**
+ * A validated spec with every default applied. Compared with the schema output, the defaults that
+ * depend on other fields are resolved too (see normalize.ts): sshPort, deletePool, the default image.
+ */
+export type JobSpec = Omit<Parsed, 'mpi' | 'cleanup'> & {
+  mpi: Parsed['mpi'] & { sshPort: number };
+  cleanup: Parsed['cleanup'] & { deletePool: 'always' | 'onSuccess' | 'never' };
+};
+export type MpiRuntime = JobSpec['mpi']['runtime'];
+export type ContainerRuntime = JobSpec['container']['runtime'];
+export type Fabric = JobSpec['mpi']['fabric'];
