@@ -1,0 +1,98 @@
+/**
+ * Turns a validated job spec into the concrete plan the orchestrator executes: Batch ids, the pool to
+ * create or reuse, provisioning limits and cleanup policy. Pure and deterministic (the orchestrator calls it
+ * during replay).
+ */
+import { createHash } from 'node:crypto';
+import type { JobSpec } from '../spec/schema';
+import { parseIsoDuration } from '../spec/duration';
+
+export const OWNER_TAG = 'hpc-mpi-control-plane';
+
+export interface PoolCreateRequest {
+  jobId: string;
+  poolId: string;
+  vmSize: string;
+  nodes: number;
+  image?: { publisher: string; offer: string; sku: string; version: string };
+  customImageId?: string;
+  nodeAgentSku: string;
+  resizeTimeout: string;
+  containerRuntime: 'docker' | 'singularity' | 'none';
+  /** Ownership tags, so the sweep can find what we created and never touches anything else. */
+  metadata: { name: string; value: string }[];
+}
+
+export interface JobPlan {
+  jobId: string;
+  poolId: string;
+  reusePool: boolean;
+  batchJobId: string;
+  mpiTaskId: string;
+  nodes: number;
+  minNodes: number;
+  resizeTimeoutMs: number;
+  poolCreate: PoolCreateRequest;
+  deletePool: 'always' | 'onSuccess' | 'never';
+  keepStagedData: boolean;
+  /** Task-level limit for the MPI run (seconds), from limits.maxWallClock. */
+  mpiMaxWallClockSeconds?: number;
+  /** The pipeline gives up waiting after this long from its start (allocation + run + margin). */
+  pipelineBudgetMs: number;
+}
+
+/** Batch ids are at most 64 characters; long job ids keep a readable head and a hash for uniqueness. */
+export function batchIdFor(prefix: string, jobId: string): string {
+  const id = `${prefix}-${jobId}`;
+  if (id.length <= 64) return id;
+  const hash = createHash('sha256').update(jobId).digest('hex').slice(0, 10);
+  return `${id.slice(0, 64 - hash.length - 1)}-${hash}`;
+}
+
+const DEFAULT_IMAGE = { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204', version: 'latest' };
+
+export function planJob(jobId: string, spec: JobSpec): JobPlan {
+  const reusePool = !!spec.pool.poolId;
+  const poolId = spec.pool.poolId ?? batchIdFor('hpc', jobId);
+  const nodes = spec.pool.nodes;
+  const minNodes = spec.pool.partialAllocation.policy === 'continue' ? Math.min(nodes, spec.pool.partialAllocation.minNodes) : nodes;
+  const resizeTimeoutMs = parseIsoDuration(spec.pool.resizeTimeout) ?? 15 * 60_000;
+  const wallClockMs = spec.limits.maxWallClock ? parseIsoDuration(spec.limits.maxWallClock) : undefined;
+  return {
+    jobId,
+    poolId,
+    reusePool,
+    batchJobId: batchIdFor('hpc', jobId),
+    mpiTaskId: 'mpi',
+    nodes,
+    minNodes,
+    resizeTimeoutMs,
+    poolCreate: {
+      jobId,
+      poolId,
+      vmSize: spec.pool.vmSize ?? 'Standard_HB120rs_v3',
+      nodes,
+      image: spec.pool.customImageId ? undefined : { ...DEFAULT_IMAGE, ...(spec.pool.image ?? {}) },
+      customImageId: spec.pool.customImageId,
+      nodeAgentSku: spec.pool.nodeAgentSku ?? 'batch.node.ubuntu 22.04',
+      resizeTimeout: spec.pool.resizeTimeout,
+      containerRuntime: spec.container.runtime,
+      metadata: [
+        { name: 'hpc-cp-owner', value: OWNER_TAG },
+        { name: 'hpc-cp-job', value: jobId },
+      ],
+    },
+    deletePool: reusePool ? 'never' : spec.cleanup.deletePool,
+    keepStagedData: spec.cleanup.keepStagedData !== false,
+    mpiMaxWallClockSeconds: wallClockMs ? Math.ceil(wallClockMs / 1000) : undefined,
+    // Generous on purpose: each stage has its own limits; this only stops a pipeline that is stuck for good.
+    pipelineBudgetMs: resizeTimeoutMs + (wallClockMs ?? 7 * 24 * 3_600_000) + 6 * 3_600_000,
+  };
+}
+
+/** One staging container per job and account, so cleanup is one delete per account. Blob container rules: 3–63 chars, no "--". */
+export function stagingContainerFor(jobId: string): string {
+  const hash = createHash('sha256').update(jobId).digest('hex').slice(0, 8);
+  const readable = jobId.replace(/-+/g, '-').replace(/^-|-$/g, '');
+  return `stg-${hash}-${readable}`.slice(0, 63).replace(/-+$/, '');
+}
