@@ -1,0 +1,56 @@
+import type { FaultConfig } from './faults/faultConfig';
+
+/** The fixed development key of the emulator (like Azurite's well-known key): never a secret. */
+export const DEV_ACCOUNT_NAME = 'localbatch';
+export const DEV_ACCOUNT_KEY = Buffer.from('local-batch-emulator-development-key-0123456789abcdef').toString('base64');
+export const API_VERSION = '2022-10-01.16.0';
+
+/** How long emulated node transitions take. Small in tests, a few seconds for demos. */
+export interface EmulatorTiming {
+  /** creating → starting (VM allocation). */
+  allocateMs?: number;
+  /** starting → waitingforstarttask/idle (boot + node agent). */
+  bootMs?: number;
+  /** How often the scheduler re-examines waiting work even without an event. */
+  startTaskPollMs?: number;
+  /** leavingpool → gone (and the pool `deleting` → gone). */
+  leaveMs?: number;
+  /** Extra delay before a removed/deleted pool's nodes disappear for a resize-down. */
+  rebootMs?: number;
+}
+
+export type ResolvedTiming = Required<EmulatorTiming>;
+
+export const DEFAULT_TIMING: ResolvedTiming = {
+  allocateMs: 300,
+  bootMs: 300,
+  startTaskPollMs: 250,
+  leaveMs: 100,
+  rebootMs: 300,
+};
+
+export interface ExchangeRecord {
+  method: string;
+  path: string;
+  query: Record<string, string>;
+  headers: Record<string, string>;
+  requestBody: unknown;
+  status: number;
+  responseBody: unknown;
+}
+
+export interface BatchEmulatorOptions {
+  /** 0 = ephemeral (default). */
+  port?: number;
+  host?: string;
+  accountName?: string;
+  /** base64; default DEV_ACCOUNT_KEY. */
+  accountKey?: string;
+  /** Where node sandboxes live; default a fresh temp dir removed on stop. */
+  dataDir?: string;
+  timing?: EmulatorTiming;
+  faults?: FaultConfig;
+  onExchange?: (ex: ExchangeRecord) => void;
+  /** Extra dirs prepended to every node's PATH (e.g. the nodetools bin dir). */
+  nodePath?: string[];
+}

@@ -1,0 +1,108 @@
+/**
+ * Faults the emulator can inject, each producing the state a real Batch account shows for it.
+ * Every fault is off unless configured. Fractions are drawn from a seeded generator, so a given
+ * seed and request sequence always fails the same calls.
+ */
+export interface FaultConfig {
+  /** Seed for every random choice below (default 1). */
+  seed?: number;
+  /**
+   * Allocation failure: a pool (optionally only `poolId`) gets at most `maxNodes` nodes per resize
+   * (0 = total failure); the resize ends with allocationState `steady` and `resizeErrors` set.
+   */
+  allocation?: { maxNodes: number; poolId?: string; code?: string; message?: string };
+  /** The first `count` nodes reaching idle in a pool (optionally only `poolId`) go `unusable` instead. */
+  unusableNodes?: { count: number; poolId?: string };
+  /** The start task on the first `count` nodes of a pool fails with `exitCode` (default 1) instead of running. */
+  startTaskFailure?: { count: number; poolId?: string; exitCode?: number };
+  /** Fractions (0..1) of API calls answered 429 (with Retry-After) or 503 ServerBusy. */
+  throttle?: { rate429?: number; rate503?: number; retryAfterSeconds?: number };
+  /** The first `count` nodes of each pool take `extraAllocateMs` longer to allocate. */
+  slowNodes?: { count: number; extraAllocateMs: number; poolId?: string };
+  /** Soft affinity is ignored: a task with affinityInfo lands on another schedulable node when there is one. */
+  ignoreAffinity?: boolean;
+}
+
+/** A small deterministic PRNG (mulberry32); quality is irrelevant, determinism is the point. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export type ThrottleDecision = { status: 429; retryAfterSeconds: number } | { status: 503 } | undefined;
+
+/** Holds the live fault configuration and the random stream used for per-request faults. */
+export class FaultState {
+  private config: FaultConfig;
+  private random: () => number;
+
+  constructor(initial: FaultConfig = {}) {
+    this.config = { ...initial };
+    this.random = seededRandom(initial.seed ?? 1);
+  }
+
+  get current(): Readonly<FaultConfig> {
+    return this.config;
+  }
+
+  update(patch: Partial<FaultConfig>): void {
+    this.config = { ...this.config, ...patch };
+    if (patch.seed !== undefined) this.random = seededRandom(patch.seed);
+  }
+
+  /** Decides whether this API call is answered with a throttling error. */
+  throttleDecision(): ThrottleDecision {
+    const t = this.config.throttle;
+    if (!t || (!t.rate429 && !t.rate503)) return undefined;
+    const draw = this.random();
+    if (t.rate429 && draw < t.rate429) return { status: 429, retryAfterSeconds: t.retryAfterSeconds ?? 1 };
+    if (t.rate503 && draw < (t.rate429 ?? 0) + t.rate503) return { status: 503 };
+    return undefined;
+  }
+
+  private appliesTo(poolId: string, filter?: string): boolean {
+    return filter === undefined || filter.toLowerCase() === poolId.toLowerCase();
+  }
+
+  allocationLimit(poolId: string): { maxNodes: number; code: string; message: string } | undefined {
+    const a = this.config.allocation;
+    if (!a || !this.appliesTo(poolId, a.poolId)) return undefined;
+    return {
+      maxNodes: a.maxNodes,
+      code: a.code ?? (a.maxNodes === 0 ? 'AllocationFailed' : 'AllocationTimedout'),
+      message:
+        a.message ??
+        (a.maxNodes === 0
+          ? 'Desired number of dedicated nodes could not be allocated due to an allocation failure'
+          : 'Desired number of dedicated nodes could not be allocated as the resize timeout was reached'),
+    };
+  }
+
+  /** `ordinal` is the node's 0-based creation order within its pool. */
+  nodeBecomesUnusable(poolId: string, ordinal: number): boolean {
+    const u = this.config.unusableNodes;
+    return !!u && this.appliesTo(poolId, u.poolId) && ordinal < u.count;
+  }
+
+  startTaskFailureExitCode(poolId: string, ordinal: number): number | undefined {
+    const s = this.config.startTaskFailure;
+    if (!s || !this.appliesTo(poolId, s.poolId) || ordinal >= s.count) return undefined;
+    return s.exitCode ?? 1;
+  }
+
+  extraAllocateMs(poolId: string, ordinal: number): number {
+    const s = this.config.slowNodes;
+    if (!s || !this.appliesTo(poolId, s.poolId) || ordinal >= s.count) return 0;
+    return s.extraAllocateMs;
+  }
+
+  get ignoreAffinity(): boolean {
+    return !!this.config.ignoreAffinity;
+  }
+}

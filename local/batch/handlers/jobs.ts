@@ -1,0 +1,242 @@
+import { nextETag, touch } from '../model/etag';
+import { applySelect, pageOf } from '../model/odata';
+import type { JobRecord, Json } from '../model/types';
+import { clean, iso, jobView, nodeUrl } from '../model/views';
+import { BatchHttpError, errors } from './errors';
+import { checkConditions, jsonBody, versionHeaders, writeHeaders, type Handler, type RequestContext, type Services } from './http';
+import { metadataOf, optionalDuration, optionalEnum, optionalInt, requireId } from './validate';
+
+export function getJob(s: Services, jobId: string): JobRecord {
+  const j = s.engine.jobs.get(jobId.toLowerCase());
+  if (!j) throw errors.notFound('JobNotFound', 'job');
+  return j;
+}
+
+export function writableJob(j: JobRecord): void {
+  if (j.state === 'deleting') throw errors.conflict('JobBeingDeleted', 'The specified job has been marked for deletion and is being deleted.');
+}
+
+function constraintsOf(b: Json, path: string): Json | undefined {
+  const c = b.constraints as Json | undefined;
+  if (c === undefined || c === null) return undefined;
+  optionalDuration(c, 'maxWallClockTime', `${path}.maxWallClockTime`);
+  optionalInt(c, 'maxTaskRetryCount', -1, 2 ** 31 - 1, `${path}.maxTaskRetryCount`);
+  return c;
+}
+
+function poolIdOf(b: Json): string {
+  const info = b.poolInfo as Json | undefined;
+  if (!info) throw errors.missing('poolInfo');
+  if (typeof info.poolId === 'string' && info.poolId) return info.poolId;
+  if (info.autoPoolSpecification) throw new BatchHttpError(400, 'FeatureNotSupported', 'The local Batch emulator does not support auto pools; create the pool and give poolInfo.poolId.');
+  throw errors.missing('poolInfo.poolId');
+}
+
+const addJob: Handler = (ctx, _p, s) => {
+  const b = jsonBody(ctx);
+  const id = requireId(b);
+  const poolId = poolIdOf(b);
+  const priority = optionalInt(b, 'priority', -1000, 1000) ?? 0;
+  const maxParallelTasks = optionalInt(b, 'maxParallelTasks', -1, 2 ** 31 - 1) ?? -1;
+  if (maxParallelTasks === 0) throw errors.invalid('maxParallelTasks', 0, 'must be -1 or greater than 0');
+  const onAll = optionalEnum(b, 'onAllTasksComplete', ['noaction', 'terminatejob']) ?? 'noaction';
+  const onFail = optionalEnum(b, 'onTaskFailure', ['noaction', 'performexitoptionsjobaction']) ?? 'noaction';
+  const constraints = constraintsOf(b, 'constraints');
+  const prep = b.jobPreparationTask as Json | undefined;
+  if (prep && !prep.commandLine) throw errors.missing('jobPreparationTask.commandLine');
+  const rel = b.jobReleaseTask as Json | undefined;
+  if (rel && !rel.commandLine) throw errors.missing('jobReleaseTask.commandLine');
+  if (rel && !prep) throw new BatchHttpError(400, 'InvalidPropertyValue', 'A job release task requires a job preparation task.', [{ key: 'PropertyName', value: 'jobReleaseTask' }]);
+  if (s.engine.jobs.has(id.toLowerCase())) throw errors.exists('JobExists', 'job');
+  const now = new Date();
+  const spec: Json = { ...b, poolInfo: { poolId } };
+  if (prep) spec.jobPreparationTask = { id: 'jobpreparation', waitForSuccess: true, rerunOnNodeRebootAfterSuccess: true, ...prep };
+  if (rel) spec.jobReleaseTask = { id: 'jobrelease', maxWallClockTime: 'PT15M', retentionTime: 'P7D', ...rel };
+  const job: JobRecord = {
+    id,
+    spec,
+    eTag: nextETag(),
+    lastModified: now,
+    creationTime: now,
+    state: 'active',
+    stateTransitionTime: now,
+    priority,
+    maxParallelTasks,
+    allowTaskPreemption: b.allowTaskPreemption === true,
+    onAllTasksComplete: onAll,
+    onTaskFailure: onFail,
+    constraints: constraints ? { maxTaskRetryCount: 0, ...constraints } : undefined,
+    metadata: metadataOf(b.metadata),
+    poolId,
+    executionInfo: { startTime: now, poolId },
+    tasks: new Map(),
+    prepNodes: [],
+  };
+  s.engine.jobs.set(id.toLowerCase(), job);
+  s.jobs.armWallClock(job);
+  s.jobs.checkAllTasksComplete(job);
+  const url = `${ctx.baseUrl}/jobs/${id}`;
+  return { status: 201, headers: { ...writeHeaders(job, url), Location: url } };
+};
+
+const listJobs: Handler = (ctx, _p, s) => {
+  const all = [...s.engine.jobs.values()].map((j) => jobView(j, ctx.baseUrl));
+  return { status: 200, body: pageOf(all, ctx.query, ctx.baseUrl, '/jobs') };
+};
+
+const getJobH: Handler = (ctx, p, s) => {
+  const job = getJob(s, p.jobId);
+  checkConditions(ctx, job);
+  return { status: 200, body: applySelect(jobView(job, ctx.baseUrl), ctx.query['$select']), headers: versionHeaders(job) };
+};
+
+function applyJobChanges(ctx: RequestContext, s: Services, job: JobRecord, replace: boolean): void {
+  const b = jsonBody(ctx);
+  if (job.state === 'completed' || job.state === 'terminating') throw errors.conflict('JobCompleted', 'The specified job is already in a completed state.');
+  const priority = optionalInt(b, 'priority', -1000, 1000);
+  const maxParallel = optionalInt(b, 'maxParallelTasks', -1, 2 ** 31 - 1);
+  const onAll = optionalEnum(b, 'onAllTasksComplete', ['noaction', 'terminatejob']);
+  const constraints = constraintsOf(b, 'constraints');
+  if (replace && !b.poolInfo) throw errors.missing('poolInfo');
+  if (onAll === 'noaction' && job.onAllTasksComplete === 'terminatejob') {
+    throw errors.invalid('onAllTasksComplete', onAll, 'cannot change from terminatejob back to noaction');
+  }
+  if (b.poolInfo) {
+    const poolId = poolIdOf(b);
+    if (poolId.toLowerCase() !== job.poolId.toLowerCase() && job.state === 'active') {
+      throw errors.conflict('JobNotDisabled', 'The pool of an active job can only be changed while the job is disabled.');
+    }
+  }
+  if (priority !== undefined || replace) job.priority = priority ?? 0;
+  if (maxParallel !== undefined) job.maxParallelTasks = maxParallel;
+  if (b.allowTaskPreemption !== undefined) job.allowTaskPreemption = b.allowTaskPreemption === true;
+  if (constraints !== undefined || replace) job.constraints = constraints ? { maxTaskRetryCount: 0, ...constraints } : undefined;
+  if (b.metadata !== undefined || replace) job.metadata = metadataOf(b.metadata);
+  if (onAll !== undefined || replace) job.onAllTasksComplete = onAll ?? 'noaction';
+  touch(job);
+  s.jobs.armWallClock(job);
+  s.jobs.checkAllTasksComplete(job);
+  s.scheduler.kick();
+}
+
+const patchJob: Handler = (ctx, p, s) => {
+  const job = getJob(s, p.jobId);
+  checkConditions(ctx, job);
+  writableJob(job);
+  applyJobChanges(ctx, s, job, false);
+  return { status: 200, headers: writeHeaders(job, `${ctx.baseUrl}/jobs/${job.id}`) };
+};
+
+const updateJob: Handler = (ctx, p, s) => {
+  const job = getJob(s, p.jobId);
+  checkConditions(ctx, job);
+  writableJob(job);
+  applyJobChanges(ctx, s, job, true);
+  return { status: 200, headers: writeHeaders(job, `${ctx.baseUrl}/jobs/${job.id}`) };
+};
+
+const terminateJob: Handler = async (ctx, p, s) => {
+  const job = getJob(s, p.jobId);
+  checkConditions(ctx, job);
+  writableJob(job);
+  if (job.state === 'completed') throw errors.conflict('JobCompleted', 'The specified job is already in a completed state.');
+  const b = jsonBody(ctx);
+  const reason = typeof b.terminateReason === 'string' && b.terminateReason ? b.terminateReason : 'UserTerminate';
+  void s.jobs.terminate(job, reason);
+  return { status: 202, headers: writeHeaders(job, `${ctx.baseUrl}/jobs/${job.id}`) };
+};
+
+const deleteJob: Handler = (ctx, p, s) => {
+  const job = getJob(s, p.jobId);
+  checkConditions(ctx, job);
+  writableJob(job);
+  void s.jobs.delete(job);
+  return { status: 202 };
+};
+
+const disableJob: Handler = (ctx, p, s) => {
+  const job = getJob(s, p.jobId);
+  checkConditions(ctx, job);
+  writableJob(job);
+  if (job.state !== 'active') throw errors.conflict('InvalidJobState', `The job is ${job.state}; only an active job can be disabled.`);
+  s.jobs.setState(job, 'disabled');
+  return { status: 202, headers: writeHeaders(job, `${ctx.baseUrl}/jobs/${job.id}`) };
+};
+
+const enableJob: Handler = (ctx, p, s) => {
+  const job = getJob(s, p.jobId);
+  checkConditions(ctx, job);
+  writableJob(job);
+  if (job.state === 'disabled') s.jobs.setState(job, 'active');
+  s.scheduler.kick();
+  return { status: 202, headers: writeHeaders(job, `${ctx.baseUrl}/jobs/${job.id}`) };
+};
+
+const prepReleaseStatus: Handler = (ctx, p, s) => {
+  const job = getJob(s, p.jobId);
+  if (!job.spec.jobPreparationTask) {
+    throw errors.conflict('JobPreparationTaskOrReleaseTaskNotSpecified', 'The specified job does not have a job preparation task.');
+  }
+  const rows: Json[] = [];
+  for (const ref of job.prepNodes) {
+    const [poolId, nodeId] = ref.split('/');
+    const node = s.engine.findNode(poolId, nodeId);
+    const entry = node?.jobTasks.get(job.id.toLowerCase());
+    if (!node || !entry) continue;
+    const url = nodeUrl(ctx.baseUrl, poolId, nodeId);
+    const view = (e: NonNullable<typeof entry.prep>, withRetry: boolean) =>
+      clean({
+        startTime: iso(e.startTime),
+        endTime: iso(e.endTime),
+        state: e.state,
+        taskRootDirectory: e.taskRootDirectory,
+        taskRootDirectoryUrl: `${url}/files/${e.taskRootDirectory}`,
+        exitCode: e.exitCode,
+        failureInfo: e.failureInfo,
+        retryCount: withRetry ? e.retryCount : undefined,
+        lastRetryTime: withRetry ? iso(e.lastRetryTime) : undefined,
+        result: e.result,
+      });
+    rows.push(
+      clean({
+        poolId,
+        nodeId,
+        nodeUrl: url,
+        jobPreparationTaskExecutionInfo: entry.prep ? view(entry.prep, true) : undefined,
+        jobReleaseTaskExecutionInfo: entry.release ? view(entry.release, false) : undefined,
+      }),
+    );
+  }
+  return { status: 200, body: pageOf(rows, ctx.query, ctx.baseUrl, `/jobs/${job.id}/jobpreparationandreleasetaskstatus`) };
+};
+
+const taskCounts: Handler = (_ctx, p, s) => {
+  const job = getJob(s, p.jobId);
+  const counts = { active: 0, running: 0, completed: 0, succeeded: 0, failed: 0 };
+  const slots = { active: 0, running: 0, completed: 0, succeeded: 0, failed: 0 };
+  for (const t of job.tasks.values()) {
+    const k = t.state === 'preparing' ? 'running' : t.state;
+    counts[k]++;
+    slots[k] += t.requiredSlots;
+    if (t.state === 'completed') {
+      const ok = t.executionInfo?.result === 'success';
+      counts[ok ? 'succeeded' : 'failed']++;
+      slots[ok ? 'succeeded' : 'failed'] += t.requiredSlots;
+    }
+  }
+  return { status: 200, body: { taskCounts: counts, taskSlotCounts: slots } };
+};
+
+export const jobRoutes: [string, string, Handler][] = [
+  ['POST', 'jobs', addJob],
+  ['GET', 'jobs', listJobs],
+  ['GET', 'jobs/{jobId}', getJobH],
+  ['PATCH', 'jobs/{jobId}', patchJob],
+  ['PUT', 'jobs/{jobId}', updateJob],
+  ['POST', 'jobs/{jobId}/terminate', terminateJob],
+  ['DELETE', 'jobs/{jobId}', deleteJob],
+  ['POST', 'jobs/{jobId}/disable', disableJob],
+  ['POST', 'jobs/{jobId}/enable', enableJob],
+  ['GET', 'jobs/{jobId}/jobpreparationandreleasetaskstatus', prepReleaseStatus],
+  ['GET', 'jobs/{jobId}/taskcounts', taskCounts],
+];

@@ -1,0 +1,223 @@
+import { nextETag, touch } from '../model/etag';
+import { pageOf, applySelect } from '../model/odata';
+import type { Json, PoolRecord } from '../model/types';
+import { nodeView, poolView } from '../model/views';
+import { BatchHttpError, errors } from './errors';
+import { checkConditions, jsonBody, versionHeaders, writeHeaders, type Handler, type Services } from './http';
+import { metadataOf, optionalDuration, optionalInt, optionalEnum, requireId, requireString } from './validate';
+
+export function getPool(s: Services, poolId: string): PoolRecord {
+  const p = s.engine.pools.get(poolId.toLowerCase());
+  if (!p) throw errors.notFound('PoolNotFound', 'pool');
+  return p;
+}
+
+function notDeleting(p: PoolRecord): void {
+  if (p.state === 'deleting') throw errors.conflict('PoolBeingDeleted', 'The specified pool has been marked for deletion and is being reclaimed.');
+}
+
+const addPool: Handler = (ctx, _p, s) => {
+  const b = jsonBody(ctx);
+  const id = requireId(b);
+  requireString(b, 'vmSize');
+  if (b.cloudServiceConfiguration && b.virtualMachineConfiguration) throw errors.invalid('virtualMachineConfiguration', 'both', 'give only one of cloudServiceConfiguration and virtualMachineConfiguration');
+  const vmc = b.virtualMachineConfiguration as Json | undefined;
+  if (vmc) {
+    if (!vmc.imageReference) throw errors.missing('virtualMachineConfiguration.imageReference');
+    if (!vmc.nodeAgentSKUId) throw errors.missing('virtualMachineConfiguration.nodeAgentSKUId');
+  }
+  const target = optionalInt(b, 'targetDedicatedNodes', 0, 2000) ?? 0;
+  const targetLow = optionalInt(b, 'targetLowPriorityNodes', 0, 1000) ?? 0;
+  optionalInt(b, 'taskSlotsPerNode', 1, 256);
+  const resizeTimeout = optionalDuration(b, 'resizeTimeout') ?? 'PT15M';
+  if (b.enableInterNodeCommunication === true && target > 100) throw errors.invalid('targetDedicatedNodes', target, 'pools with inter-node communication are limited to 100 nodes');
+  const startTask = b.startTask as Json | undefined;
+  if (startTask && !startTask.commandLine) throw errors.missing('startTask.commandLine');
+  if (s.engine.pools.has(id.toLowerCase())) throw errors.exists('PoolExists', 'pool');
+  const now = new Date();
+  const spec: Json = { ...b };
+  delete spec.metadata;
+  delete spec.startTask;
+  const pool: PoolRecord = {
+    id,
+    spec,
+    eTag: nextETag(),
+    lastModified: now,
+    creationTime: now,
+    state: 'active',
+    stateTransitionTime: now,
+    allocationState: 'steady',
+    allocationStateTransitionTime: now,
+    targetDedicatedNodes: target,
+    targetLowPriorityNodes: targetLow,
+    resizeTimeout,
+    resizeErrors: [],
+    metadata: metadataOf(b.metadata),
+    startTask: startTask ? { waitForSuccess: true, maxTaskRetryCount: 0, ...startTask } : undefined,
+    nodes: new Map(),
+    nodeCounter: 0,
+  };
+  s.engine.pools.set(id.toLowerCase(), pool);
+  // Low-priority nodes are emulated as dedicated ones: only the dedicated target allocates.
+  if (target > 0) s.engine.resize(pool, target);
+  const url = `${ctx.baseUrl}/pools/${id}`;
+  return { status: 201, headers: { ...writeHeaders(pool, url), Location: url } };
+};
+
+const listPools: Handler = (ctx, _p, s) => {
+  const all = [...s.engine.pools.values()].map((p) => poolView(p, ctx.baseUrl));
+  return { status: 200, body: pageOf(all, ctx.query, ctx.baseUrl, '/pools') };
+};
+
+const getPoolH: Handler = (ctx, p, s) => {
+  const pool = getPool(s, p.poolId);
+  checkConditions(ctx, pool);
+  return { status: 200, body: applySelect(poolView(pool, ctx.baseUrl), ctx.query['$select']), headers: versionHeaders(pool) };
+};
+
+const existsPool: Handler = (ctx, p, s) => {
+  const pool = s.engine.pools.get(p.poolId.toLowerCase());
+  if (!pool) return { status: 404 };
+  checkConditions(ctx, pool);
+  return { status: 200, headers: versionHeaders(pool) };
+};
+
+const deletePool: Handler = (ctx, p, s) => {
+  const pool = getPool(s, p.poolId);
+  checkConditions(ctx, pool);
+  notDeleting(pool);
+  s.engine.deletePool(pool);
+  return { status: 202 };
+};
+
+/** PATCH: only the given properties change. */
+const patchPool: Handler = (ctx, p, s) => {
+  const pool = getPool(s, p.poolId);
+  checkConditions(ctx, pool);
+  notDeleting(pool);
+  const b = jsonBody(ctx);
+  if (b.startTask !== undefined) pool.startTask = b.startTask ? { waitForSuccess: true, maxTaskRetryCount: 0, ...(b.startTask as Json) } : undefined;
+  if (b.metadata !== undefined) pool.metadata = metadataOf(b.metadata);
+  for (const k of ['certificateReferences', 'applicationPackageReferences', 'targetNodeCommunicationMode']) if (b[k] !== undefined) pool.spec[k] = b[k];
+  touch(pool);
+  return { status: 200, headers: writeHeaders(pool, `${ctx.baseUrl}/pools/${pool.id}`) };
+};
+
+/** updateproperties: replaces startTask, metadata and references (absent = cleared). */
+const updatePoolProperties: Handler = (ctx, p, s) => {
+  const pool = getPool(s, p.poolId);
+  notDeleting(pool);
+  const b = jsonBody(ctx);
+  if (b.certificateReferences === undefined) throw errors.missing('certificateReferences');
+  if (b.applicationPackageReferences === undefined) throw errors.missing('applicationPackageReferences');
+  if (b.metadata === undefined) throw errors.missing('metadata');
+  pool.startTask = b.startTask ? { waitForSuccess: true, maxTaskRetryCount: 0, ...(b.startTask as Json) } : undefined;
+  pool.metadata = metadataOf(b.metadata);
+  pool.spec.certificateReferences = b.certificateReferences;
+  pool.spec.applicationPackageReferences = b.applicationPackageReferences;
+  if (b.targetNodeCommunicationMode !== undefined) pool.spec.targetNodeCommunicationMode = b.targetNodeCommunicationMode;
+  touch(pool);
+  return { status: 204, headers: writeHeaders(pool, `${ctx.baseUrl}/pools/${pool.id}`) };
+};
+
+const resizePool: Handler = (ctx, p, s) => {
+  const pool = getPool(s, p.poolId);
+  checkConditions(ctx, pool);
+  notDeleting(pool);
+  if (pool.spec.enableAutoScale === true) throw errors.conflict('AutoScalingEnabled', 'The specified pool has auto scaling enabled.');
+  if (pool.allocationState !== 'steady') throw errors.conflict('PoolNotSteady', 'The specified pool is not in a steady allocation state.');
+  const b = jsonBody(ctx);
+  const target = optionalInt(b, 'targetDedicatedNodes', 0, 2000) ?? pool.targetDedicatedNodes;
+  optionalInt(b, 'targetLowPriorityNodes', 0, 1000);
+  const option = optionalEnum(b, 'nodeDeallocationOption', ['requeue', 'terminate', 'taskcompletion', 'retaineddata']) ?? 'requeue';
+  const timeout = optionalDuration(b, 'resizeTimeout');
+  if (timeout) pool.resizeTimeout = timeout;
+  s.engine.resize(pool, target, option);
+  return { status: 202, headers: writeHeaders(pool, `${ctx.baseUrl}/pools/${pool.id}`) };
+};
+
+const stopResize: Handler = (ctx, p, s) => {
+  const pool = getPool(s, p.poolId);
+  checkConditions(ctx, pool);
+  notDeleting(pool);
+  if (pool.allocationState === 'resizing') s.engine.stopResize(pool);
+  return { status: 202, headers: writeHeaders(pool, `${ctx.baseUrl}/pools/${pool.id}`) };
+};
+
+const removeNodes: Handler = (ctx, p, s) => {
+  const pool = getPool(s, p.poolId);
+  checkConditions(ctx, pool);
+  notDeleting(pool);
+  if (pool.allocationState !== 'steady') throw errors.conflict('PoolNotSteady', 'The specified pool is not in a steady allocation state.');
+  const b = jsonBody(ctx);
+  const list = b.nodeList;
+  if (!Array.isArray(list) || list.length === 0) throw errors.missing('nodeList');
+  if (list.length > 100) throw errors.invalid('nodeList', list.length, 'at most 100 nodes per request');
+  const option = optionalEnum(b, 'nodeDeallocationOption', ['requeue', 'terminate', 'taskcompletion', 'retaineddata']) ?? 'requeue';
+  const nodes = list.map((id) => {
+    const n = typeof id === 'string' ? pool.nodes.get(id) : undefined;
+    if (!n) throw new BatchHttpError(404, 'NodeNotFound', `The node ${String(id)} does not exist in pool ${pool.id}.`);
+    return n;
+  });
+  s.engine.setAllocationState(pool, 'resizing');
+  for (const n of nodes) s.engine.removeNode(pool, n, option);
+  pool.targetDedicatedNodes = Math.max(0, s.engine.liveNodes(pool).filter((n) => n.state !== 'leavingpool').length);
+  s.engine.later(s.engine.cfg.timing.leaveMs, () => s.engine.setAllocationState(pool, 'steady'));
+  return { status: 202, headers: writeHeaders(pool, `${ctx.baseUrl}/pools/${pool.id}`) };
+};
+
+// ---- nodes ----
+
+const listNodes: Handler = (ctx, p, s) => {
+  const pool = getPool(s, p.poolId);
+  const all = s.engine.liveNodes(pool).map((n) => nodeView(n, pool, ctx.baseUrl, s.engine.jobs));
+  return { status: 200, body: pageOf(all, ctx.query, ctx.baseUrl, `/pools/${pool.id}/nodes`) };
+};
+
+function getNode(s: Services, poolId: string, nodeId: string) {
+  const pool = getPool(s, poolId);
+  const node = pool.nodes.get(nodeId);
+  if (!node || node.removed) throw errors.notFound('NodeNotFound', 'node');
+  return { pool, node };
+}
+
+const getNodeH: Handler = (ctx, p, s) => {
+  const { pool, node } = getNode(s, p.poolId, p.nodeId);
+  return { status: 200, body: applySelect(nodeView(node, pool, ctx.baseUrl, s.engine.jobs), ctx.query['$select']) };
+};
+
+const rebootNode: Handler = (ctx, p, s) => {
+  const { pool, node } = getNode(s, p.poolId, p.nodeId);
+  const b = jsonBody(ctx);
+  const option = optionalEnum(b, 'nodeRebootOption', ['requeue', 'terminate', 'taskcompletion', 'retaineddata']) ?? 'requeue';
+  if (!['idle', 'running', 'starttaskfailed', 'unusable'].includes(node.state)) {
+    throw errors.conflict('NodeNotReady', `The node is in state ${node.state} and cannot be rebooted.`);
+  }
+  s.engine.reboot(pool, node, option);
+  return { status: 202, headers: { DataServiceId: `${ctx.baseUrl}/pools/${pool.id}/nodes/${node.id}/reboot` } };
+};
+
+const setScheduling = (enabled: boolean): Handler => (ctx, p, s) => {
+  const { node } = getNode(s, p.poolId, p.nodeId);
+  node.schedulingState = enabled ? 'enabled' : 'disabled';
+  if (enabled) s.scheduler.kick();
+  return { status: 200, headers: { DataServiceId: `${ctx.baseUrl}/pools/${p.poolId}/nodes/${node.id}` } };
+};
+
+export const poolRoutes: [string, string, Handler][] = [
+  ['POST', 'pools', addPool],
+  ['GET', 'pools', listPools],
+  ['GET', 'pools/{poolId}', getPoolH],
+  ['HEAD', 'pools/{poolId}', existsPool],
+  ['DELETE', 'pools/{poolId}', deletePool],
+  ['PATCH', 'pools/{poolId}', patchPool],
+  ['POST', 'pools/{poolId}/updateproperties', updatePoolProperties],
+  ['POST', 'pools/{poolId}/resize', resizePool],
+  ['POST', 'pools/{poolId}/stopresize', stopResize],
+  ['POST', 'pools/{poolId}/removenodes', removeNodes],
+  ['GET', 'pools/{poolId}/nodes', listNodes],
+  ['GET', 'pools/{poolId}/nodes/{nodeId}', getNodeH],
+  ['POST', 'pools/{poolId}/nodes/{nodeId}/reboot', rebootNode],
+  ['POST', 'pools/{poolId}/nodes/{nodeId}/disablescheduling', setScheduling(false)],
+  ['POST', 'pools/{poolId}/nodes/{nodeId}/enablescheduling', setScheduling(true)],
+];

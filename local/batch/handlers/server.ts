@@ -1,0 +1,138 @@
+import { randomUUID } from 'node:crypto';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+import { verifySharedKey } from '../auth/sharedKey';
+import type { ExchangeRecord } from '../config';
+import type { FaultState } from '../faults/faultConfig';
+import { BatchHttpError, batchErrorBody } from './errors';
+import type { HandlerResponse, RequestContext, Services } from './http';
+import { route } from './router';
+
+export interface ServerConfig {
+  accountName: string;
+  accountKey: string;
+  faults: FaultState;
+  services: Services;
+  baseUrl: () => string;
+  onExchange?: (ex: ExchangeRecord) => void;
+}
+
+const JSON_TYPE = 'application/json;odata=minimalmetadata';
+
+/** Decodes a query string the way the SDK's signer reads it (url-parse/querystringify). */
+function parseQuery(raw: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!raw) return out;
+  for (const part of raw.split('&')) {
+    if (!part) continue;
+    const eq = part.indexOf('=');
+    const k = decode(eq < 0 ? part : part.slice(0, eq));
+    const v = eq < 0 ? '' : decode(part.slice(eq + 1));
+    if (k !== null && v !== null && !(k in out)) out[k] = v;
+  }
+  return out;
+}
+
+function decode(s: string): string | null {
+  try {
+    return decodeURIComponent(s.replace(/\+/g, ' '));
+  } catch {
+    return null;
+  }
+}
+
+function flatHeaders(req: IncomingMessage): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) out[k.toLowerCase()] = Array.isArray(v) ? v.join(',') : v;
+  return out;
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+export function createBatchServer(cfg: ServerConfig): http.Server {
+  return http.createServer((req, res) => {
+    handle(cfg, req, res).catch((e: Error) => {
+      // Never leave a request hanging, even on an emulator bug.
+      if (!res.headersSent) res.writeHead(500, { 'Content-Type': JSON_TYPE });
+      res.end(JSON.stringify({ code: 'InternalError', message: { lang: 'en-US', value: e.message } }));
+    });
+  });
+}
+
+async function handle(cfg: ServerConfig, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const method = (req.method ?? 'GET').toUpperCase();
+  const rawUrl = req.url ?? '/';
+  const qi = rawUrl.indexOf('?');
+  const rawPath = qi < 0 ? rawUrl : rawUrl.slice(0, qi);
+  const query = parseQuery(qi < 0 ? '' : rawUrl.slice(qi + 1));
+  const headers = flatHeaders(req);
+  const rawBody = await readBody(req);
+  const requestId = randomUUID();
+  const baseUrl = cfg.baseUrl();
+  let requestBody: unknown = undefined;
+  let result: HandlerResponse;
+  try {
+    const auth = verifySharedKey({ method, rawPath, query, headers }, cfg.accountName, cfg.accountKey);
+    if (!auth.ok) {
+      throw new BatchHttpError(401, 'AuthenticationFailed', 'Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature.', [
+        { key: 'AuthenticationErrorDetail', value: auth.reason },
+      ]);
+    }
+    const throttle = cfg.faults.throttleDecision();
+    if (throttle?.status === 429) {
+      throw new BatchHttpError(429, 'TooManyRequests', 'The account is being throttled (injected fault). Retry after the interval in Retry-After.', [], {
+        'Retry-After': String(throttle.retryAfterSeconds),
+      });
+    }
+    if (throttle?.status === 503) throw new BatchHttpError(503, 'ServerBusy', 'The server is currently unable to receive requests (injected fault). Please retry your request.');
+    if (!query['api-version']) {
+      throw new BatchHttpError(400, 'MissingRequiredQueryParameter', 'A query parameter that is mandatory for this request is not specified.', [
+        { key: 'QueryParameterName', value: 'api-version' },
+      ]);
+    }
+    if (rawBody.length) {
+      try {
+        requestBody = JSON.parse(rawBody);
+      } catch {
+        throw new BatchHttpError(400, 'InvalidRequestBody', 'The specified Request Body is not syntactically valid.');
+      }
+    }
+    const segments = rawPath.split('/').filter(Boolean).map((s) => decodeURIComponent(s));
+    const m = route(method, segments);
+    if (!m) throw new BatchHttpError(400, 'InvalidUri', `The requested URI does not represent any resource on the server: ${rawPath}`);
+    if ('methodNotAllowed' in m) throw new BatchHttpError(405, 'UnsupportedHttpVerb', `The resource doesn't support the specified HTTP verb ${method}.`);
+    const ctx: RequestContext = { method, segments, query, headers, body: requestBody, baseUrl };
+    result = await m.handler(ctx, m.params, cfg.services);
+  } catch (e) {
+    if (!(e instanceof BatchHttpError)) throw e;
+    result = e.status === 304 ? { status: 304 } : { status: e.status, body: method === 'HEAD' ? undefined : batchErrorBody(baseUrl, e, requestId), headers: e.headers };
+  }
+  const outHeaders: Record<string, string> = { 'request-id': requestId, DataServiceVersion: '3.0', ...(result.headers ?? {}) };
+  if (headers['client-request-id']) outHeaders['client-request-id'] = headers['client-request-id'];
+  if (result.stream !== undefined) {
+    res.writeHead(result.status, outHeaders);
+    if (method === 'HEAD') res.end();
+    else if (Buffer.isBuffer(result.stream)) res.end(result.stream);
+    else (result.stream as Readable).pipe(res);
+  } else if (result.body !== undefined) {
+    const text = JSON.stringify(result.body);
+    res.writeHead(result.status, { ...outHeaders, 'Content-Type': JSON_TYPE, 'Content-Length': String(Buffer.byteLength(text)) });
+    res.end(text);
+  } else {
+    res.writeHead(result.status, { 'Content-Length': outHeaders['Content-Length'] ?? '0', ...outHeaders });
+    res.end();
+  }
+  cfg.onExchange?.({
+    method,
+    path: rawPath,
+    query,
+    headers,
+    requestBody,
+    status: result.status,
+    responseBody: result.stream !== undefined ? undefined : result.body,
+  });
+}

@@ -1,0 +1,190 @@
+import { nextETag } from '../model/etag';
+import { applySelect, pageOf } from '../model/odata';
+import type { JobRecord, Json, TaskRecord } from '../model/types';
+import { iso, subtaskView, taskView } from '../model/views';
+import { BatchHttpError, batchErrorBody, errors } from './errors';
+import { checkConditions, jsonBody, versionHeaders, writeHeaders, type Handler, type Services } from './http';
+import { getJob, writableJob } from './jobs';
+import { optionalDuration, optionalInt, requireId, requireString } from './validate';
+
+let seq = 0;
+
+export function getTask(s: Services, jobId: string, taskId: string): { job: JobRecord; task: TaskRecord } {
+  const job = getJob(s, jobId);
+  const task = job.tasks.get(taskId.toLowerCase());
+  if (!task) throw errors.notFound('TaskNotFound', 'task');
+  return { job, task };
+}
+
+/** Validates a TaskAddParameter and builds the record (not yet stored). */
+function buildTask(s: Services, job: JobRecord, b: Json, path = ''): TaskRecord {
+  const id = requireId(b, 'id');
+  requireString(b, 'commandLine', `${path}commandLine`);
+  const requiredSlots = optionalInt(b, 'requiredSlots', 1, 256, `${path}requiredSlots`) ?? 1;
+  const c = (b.constraints ?? {}) as Json;
+  optionalDuration(c, 'maxWallClockTime', `${path}constraints.maxWallClockTime`);
+  optionalDuration(c, 'retentionTime', `${path}constraints.retentionTime`);
+  const jobRetries = typeof job.constraints?.maxTaskRetryCount === 'number' ? job.constraints.maxTaskRetryCount : 0;
+  const maxTaskRetryCount = optionalInt(c, 'maxTaskRetryCount', -1, 2 ** 31 - 1, `${path}constraints.maxTaskRetryCount`) ?? jobRetries;
+  const mi = b.multiInstanceSettings as Json | undefined;
+  if (mi) {
+    optionalInt(mi, 'numberOfInstances', 1, 100, `${path}multiInstanceSettings.numberOfInstances`);
+    if (requiredSlots !== 1) throw errors.invalid(`${path}requiredSlots`, requiredSlots, 'multi-instance tasks must have requiredSlots 1');
+  }
+  const containerSettings = b.containerSettings as Json | undefined;
+  if (containerSettings && !containerSettings.imageName) throw errors.missing(`${path}containerSettings.imageName`);
+  const now = new Date();
+  const spec: Json = { ...b };
+  delete spec.constraints;
+  delete spec.requiredSlots;
+  return {
+    id,
+    jobId: job.id,
+    spec,
+    eTag: nextETag(),
+    lastModified: now,
+    creationTime: now,
+    state: 'active',
+    stateTransitionTime: now,
+    constraints: {
+      maxWallClockTime: typeof c.maxWallClockTime === 'string' ? c.maxWallClockTime : undefined,
+      retentionTime: typeof c.retentionTime === 'string' ? c.retentionTime : undefined,
+      maxTaskRetryCount,
+    },
+    requiredSlots,
+    subtasks: [],
+    attempt: 0,
+    pgids: new Set(),
+    seq: seq++,
+  };
+}
+
+function acceptingTasks(job: JobRecord): void {
+  writableJob(job);
+  if (job.state === 'completed' || job.state === 'terminating') throw errors.conflict('JobCompleted', 'The specified job is already in a completed state.');
+}
+
+const addTask: Handler = (ctx, p, s) => {
+  const job = getJob(s, p.jobId);
+  acceptingTasks(job);
+  const task = buildTask(s, job, jsonBody(ctx));
+  if (job.tasks.has(task.id.toLowerCase())) throw errors.exists('TaskExists', 'task');
+  job.tasks.set(task.id.toLowerCase(), task);
+  s.scheduler.kick();
+  const url = `${ctx.baseUrl}/jobs/${job.id}/tasks/${task.id}`;
+  return { status: 201, headers: { ...writeHeaders(task, url), Location: url } };
+};
+
+const addCollection: Handler = (ctx, p, s) => {
+  const job = getJob(s, p.jobId);
+  acceptingTasks(job);
+  const b = jsonBody(ctx);
+  if (!Array.isArray(b.value)) throw errors.missing('value');
+  if (b.value.length > 100) {
+    throw new BatchHttpError(413, 'RequestBodyTooLarge', 'The request body is too large: a task collection holds at most 100 tasks.', [
+      { key: 'MaxTasksInCollection', value: '100' },
+    ]);
+  }
+  const results = (b.value as Json[]).map((tb, i) => {
+    const taskId = typeof tb?.id === 'string' ? tb.id : '';
+    try {
+      const task = buildTask(s, job, tb ?? {}, `value[${i}].`);
+      if (job.tasks.has(task.id.toLowerCase())) throw errors.exists('TaskExists', 'task');
+      job.tasks.set(task.id.toLowerCase(), task);
+      return { status: 'success', taskId: task.id, eTag: task.eTag, lastModified: iso(task.lastModified), location: `${ctx.baseUrl}/jobs/${job.id}/tasks/${task.id}` };
+    } catch (e) {
+      if (!(e instanceof BatchHttpError)) throw e;
+      const err = batchErrorBody(ctx.baseUrl, e);
+      delete err['odata.metadata'];
+      return { status: e.status >= 500 ? 'servererror' : 'clienterror', taskId, error: err };
+    }
+  });
+  s.scheduler.kick();
+  return { status: 200, body: { value: results } };
+};
+
+const listTasks: Handler = (ctx, p, s) => {
+  const job = getJob(s, p.jobId);
+  const all = [...job.tasks.values()].sort((a, b) => a.seq - b.seq).map((t) => taskView(t, ctx.baseUrl, (pid, nid) => s.engine.findNode(pid, nid)));
+  return { status: 200, body: pageOf(all, ctx.query, ctx.baseUrl, `/jobs/${job.id}/tasks`) };
+};
+
+const getTaskH: Handler = (ctx, p, s) => {
+  const { task } = getTask(s, p.jobId, p.taskId);
+  checkConditions(ctx, task);
+  const view = taskView(task, ctx.baseUrl, (pid, nid) => s.engine.findNode(pid, nid));
+  return { status: 200, body: applySelect(view, ctx.query['$select']), headers: versionHeaders(task) };
+};
+
+const updateTask: Handler = (ctx, p, s) => {
+  const { job, task } = getTask(s, p.jobId, p.taskId);
+  checkConditions(ctx, task);
+  writableJob(job);
+  const c = (jsonBody(ctx).constraints ?? {}) as Json;
+  optionalDuration(c, 'maxWallClockTime', 'constraints.maxWallClockTime');
+  optionalDuration(c, 'retentionTime', 'constraints.retentionTime');
+  const retries = optionalInt(c, 'maxTaskRetryCount', -1, 2 ** 31 - 1, 'constraints.maxTaskRetryCount');
+  task.constraints = {
+    maxWallClockTime: typeof c.maxWallClockTime === 'string' ? c.maxWallClockTime : undefined,
+    retentionTime: typeof c.retentionTime === 'string' ? c.retentionTime : undefined,
+    maxTaskRetryCount: retries ?? 0,
+  };
+  task.eTag = nextETag();
+  task.lastModified = new Date();
+  return { status: 200, headers: writeHeaders(task, `${ctx.baseUrl}/jobs/${job.id}/tasks/${task.id}`) };
+};
+
+const terminateTask: Handler = (ctx, p, s) => {
+  const { job, task } = getTask(s, p.jobId, p.taskId);
+  checkConditions(ctx, task);
+  writableJob(job);
+  s.executor.terminate(job, task, 'Task Was Ended by User Request');
+  return { status: 204, headers: writeHeaders(task, `${ctx.baseUrl}/jobs/${job.id}/tasks/${task.id}`) };
+};
+
+const reactivateTask: Handler = (ctx, p, s) => {
+  const { job, task } = getTask(s, p.jobId, p.taskId);
+  checkConditions(ctx, task);
+  acceptingTasks(job);
+  if (task.state !== 'completed' || task.executionInfo?.result !== 'failure') {
+    throw errors.conflict('TaskNotFailed', 'Only a completed task that failed can be reactivated.');
+  }
+  task.executionInfo = { retryCount: 0, requeueCount: task.executionInfo.requeueCount };
+  delete task.nodeInfo;
+  task.subtasks = [];
+  task.state = 'active';
+  task.stateTransitionTime = new Date();
+  task.eTag = nextETag();
+  s.scheduler.kick();
+  return { status: 204, headers: writeHeaders(task, `${ctx.baseUrl}/jobs/${job.id}/tasks/${task.id}`) };
+};
+
+const deleteTask: Handler = (ctx, p, s) => {
+  const { job, task } = getTask(s, p.jobId, p.taskId);
+  checkConditions(ctx, task);
+  writableJob(job);
+  if (task.state !== 'completed' && task.state !== 'active') s.executor.terminate(job, task, 'Task was deleted');
+  s.executor.removeTaskFiles(task);
+  job.tasks.delete(task.id.toLowerCase());
+  s.jobs.checkAllTasksComplete(job);
+  return { status: 200 };
+};
+
+const listSubtasks: Handler = (ctx, p, s) => {
+  const { task } = getTask(s, p.jobId, p.taskId);
+  // The primary (instance 0) is the task itself; subtasks are instances 1..N-1.
+  const value = task.subtasks.filter((st) => st.id !== 0).map((st) => applySelect(subtaskView(st, ctx.baseUrl, s.engine.findNode(st.poolId, st.nodeId)), ctx.query['$select']));
+  return { status: 200, body: { value } };
+};
+
+export const taskRoutes: [string, string, Handler][] = [
+  ['POST', 'jobs/{jobId}/tasks', addTask],
+  ['POST', 'jobs/{jobId}/addtaskcollection', addCollection],
+  ['GET', 'jobs/{jobId}/tasks', listTasks],
+  ['GET', 'jobs/{jobId}/tasks/{taskId}', getTaskH],
+  ['PUT', 'jobs/{jobId}/tasks/{taskId}', updateTask],
+  ['DELETE', 'jobs/{jobId}/tasks/{taskId}', deleteTask],
+  ['POST', 'jobs/{jobId}/tasks/{taskId}/terminate', terminateTask],
+  ['POST', 'jobs/{jobId}/tasks/{taskId}/reactivate', reactivateTask],
+  ['GET', 'jobs/{jobId}/tasks/{taskId}/subtasksinfo', listSubtasks],
+];

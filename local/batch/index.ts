@@ -1,0 +1,108 @@
+import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { DEFAULT_TIMING, DEV_ACCOUNT_KEY, DEV_ACCOUNT_NAME, type BatchEmulatorOptions } from './config';
+import { FaultState, type FaultConfig } from './faults/faultConfig';
+import { createBatchServer } from './handlers/server';
+import { Engine } from './runner/engine';
+import { JobLifecycle } from './runner/jobLifecycle';
+import { nodeDirs } from './runner/sandbox';
+import { Scheduler } from './runner/scheduler';
+import { TaskExecutor } from './runner/taskExecutor';
+
+export { DEV_ACCOUNT_KEY, DEV_ACCOUNT_NAME, API_VERSION } from './config';
+export type { BatchEmulatorOptions, EmulatorTiming, ExchangeRecord } from './config';
+export type { FaultConfig } from './faults/faultConfig';
+export { SSH_LAUNCHER, LAUNCHER_BIN_DIR } from './runner/env';
+
+export interface EmulatedNodeInfo {
+  id: string;
+  state: string;
+  ipAddress: string;
+  /** AZ_BATCH_NODE_ROOT_DIR */
+  rootDir: string;
+  sharedDir: string;
+  startupDir: string;
+  /** Shell-sourceable node environment (what the ssh launcher applies). */
+  envFile: string;
+}
+
+export interface BatchEmulatorHandle {
+  /** http://127.0.0.1:port */
+  url: string;
+  accountName: string;
+  accountKey: string;
+  /** Where node sandboxes live. */
+  dataDir: string;
+  setFaults(f: Partial<FaultConfig>): void;
+  nodes(poolId: string): EmulatedNodeInfo[];
+  /** Kills every task/container process, removes sandboxes, closes the server. */
+  stop(): Promise<void>;
+}
+
+export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promise<BatchEmulatorHandle> {
+  const host = opts.host ?? '127.0.0.1';
+  const accountName = opts.accountName ?? DEV_ACCOUNT_NAME;
+  const accountKey = opts.accountKey ?? DEV_ACCOUNT_KEY;
+  const ownsDataDir = !opts.dataDir;
+  const dataDir = opts.dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'batch-emu-'));
+  mkdirSync(dataDir, { recursive: true });
+  const faults = new FaultState(opts.faults);
+  let url = '';
+  const engine = new Engine({
+    dataDir,
+    accountName,
+    baseUrl: () => url,
+    timing: { ...DEFAULT_TIMING, ...(opts.timing ?? {}) },
+    faults,
+    nodePath: opts.nodePath ?? [],
+  });
+  const executor = new TaskExecutor(engine);
+  const scheduler = new Scheduler(engine, executor);
+  const jobs = new JobLifecycle(engine, executor);
+  const server = createBatchServer({
+    accountName,
+    accountKey,
+    faults,
+    services: { engine, executor, scheduler, jobs },
+    baseUrl: () => url,
+    onExchange: opts.onExchange,
+  });
+  // Keep-alive sockets from SDK clients must not hold stop() open.
+  server.keepAliveTimeout = 1000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  url = `http://${host}:${port}`;
+
+  return {
+    url,
+    accountName,
+    accountKey,
+    dataDir,
+    setFaults: (f) => faults.update(f),
+    nodes: (poolId) => {
+      const pool = engine.pools.get(poolId.toLowerCase());
+      if (!pool) return [];
+      return [...pool.nodes.values()]
+        .filter((n) => !n.removed)
+        .map((n) => {
+          const d = nodeDirs(dataDir, pool.id, n.id);
+          return { id: n.id, state: n.state, ipAddress: n.ipAddress, rootDir: d.root, sharedDir: d.shared, startupDir: d.startup, envFile: d.envFile };
+        });
+    },
+    stop: async () => {
+      scheduler.stop();
+      engine.stop();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      if (ownsDataDir) rmSync(dataDir, { recursive: true, force: true });
+      else rmSync(path.join(dataDir, 'nodes'), { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,328 @@
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import type { ResolvedTiming } from '../config';
+import { FaultState } from '../faults/faultConfig';
+import { touch } from '../model/etag';
+import type { JobRecord, Json, NodeRecord, NodeState, PoolRecord, TaskRecord } from '../model/types';
+import { nodeEnvironment } from './env';
+import { isAlive, killGroup, killPid } from './processes';
+import { createNodeSandbox, nodeDirs, writeEnvFile, writeHostsFile } from './sandbox';
+
+export interface EngineConfig {
+  dataDir: string;
+  accountName: string;
+  baseUrl: () => string;
+  timing: ResolvedTiming;
+  faults: FaultState;
+  nodePath: string[];
+}
+
+/**
+ * Owns the emulated account's state: pools and their nodes' lifecycles, jobs and tasks.
+ * Task execution and scheduling live in TaskExecutor / Scheduler, which call back into this.
+ */
+export class Engine {
+  readonly pools = new Map<string, PoolRecord>();
+  readonly jobs = new Map<string, JobRecord>();
+  readonly hostsFile: string;
+  /** Every process group started on any node and not yet known dead. */
+  readonly pgids = new Set<number>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly ipBase = 1 + Math.floor(Math.random() * 254);
+  private ipCounter = 0;
+  private nodeCounter = 0;
+  private stopped = false;
+  /** Called whenever something that could let a waiting task run has changed. */
+  onCapacityChange: () => void = () => undefined;
+  /** Called when nodes go away, so their tasks can be requeued or ended. */
+  onNodeLeaving: (node: NodeRecord, requeue: boolean) => void = () => undefined;
+
+  constructor(readonly cfg: EngineConfig) {
+    this.hostsFile = path.join(cfg.dataDir, 'hosts');
+    writeHostsFile(this.hostsFile, []);
+  }
+
+  get isStopped(): boolean {
+    return this.stopped;
+  }
+
+  later(ms: number, fn: () => void): NodeJS.Timeout {
+    const t = setTimeout(() => {
+      this.timers.delete(t);
+      if (!this.stopped) fn();
+    }, ms);
+    this.timers.add(t);
+    return t;
+  }
+
+  cancel(t: NodeJS.Timeout | undefined): void {
+    if (!t) return;
+    clearTimeout(t);
+    this.timers.delete(t);
+  }
+
+  findNode(poolId: string, nodeId: string): NodeRecord | undefined {
+    return this.pools.get(poolId.toLowerCase())?.nodes.get(nodeId);
+  }
+
+  liveNodes(pool: PoolRecord): NodeRecord[] {
+    return [...pool.nodes.values()].filter((n) => !n.removed);
+  }
+
+  setNodeState(node: NodeRecord, state: NodeState): void {
+    if (node.state === state) return;
+    node.state = state;
+    node.stateTransitionTime = new Date();
+    if (state === 'idle' || state === 'running') this.onCapacityChange();
+  }
+
+  // ---- pools -------------------------------------------------------------------------------
+
+  /** Grows or shrinks the pool toward its target, honouring allocation faults. */
+  resize(pool: PoolRecord, target: number, deallocation: string = 'requeue'): void {
+    pool.targetDedicatedNodes = target;
+    pool.resizeErrors = [];
+    this.setAllocationState(pool, 'resizing');
+    const live = this.liveNodes(pool);
+    if (target < live.length) {
+      // Shrink: idle nodes first, then the least busy.
+      const victims = [...live].sort((a, b) => a.running.size - b.running.size).slice(0, live.length - target);
+      for (const n of victims) this.removeNode(pool, n, deallocation);
+      this.later(this.cfg.timing.leaveMs, () => this.finishResize(pool));
+      return;
+    }
+    let wanted = target - live.length;
+    const limit = this.cfg.faults.allocationLimit(pool.id);
+    let error: Json | undefined;
+    if (limit && wanted > limit.maxNodes) {
+      wanted = limit.maxNodes;
+      error = { code: limit.code, message: limit.message };
+    }
+    let longest = this.cfg.timing.allocateMs;
+    for (let i = 0; i < wanted; i++) longest = Math.max(longest, this.createNode(pool));
+    this.later(longest, () => {
+      if (error) {
+        pool.resizeErrors = [error];
+        // A failed resize leaves the target where it was asked to be; current stays lower.
+      }
+      this.finishResize(pool);
+    });
+  }
+
+  private finishResize(pool: PoolRecord): void {
+    if (pool.allocationState === 'steady') return;
+    this.setAllocationState(pool, 'steady');
+  }
+
+  setAllocationState(pool: PoolRecord, s: PoolRecord['allocationState']): void {
+    pool.allocationState = s;
+    pool.allocationStateTransitionTime = new Date();
+    touch(pool);
+  }
+
+  stopResize(pool: PoolRecord): void {
+    this.setAllocationState(pool, 'stopping');
+    this.later(Math.min(50, this.cfg.timing.allocateMs), () => {
+      pool.targetDedicatedNodes = this.liveNodes(pool).length;
+      this.setAllocationState(pool, 'steady');
+    });
+  }
+
+  /** Returns how long the node takes to be allocated. */
+  private createNode(pool: PoolRecord): number {
+    const ordinal = pool.nodeCounter++;
+    this.nodeCounter++;
+    const id = `tvmps_${(Date.now() % 0xffffffff).toString(16).padStart(8, '0')}${this.nodeCounter.toString(16).padStart(6, '0')}_d`;
+    const dirs = nodeDirs(this.cfg.dataDir, pool.id, id);
+    const ip = this.nextIp();
+    const now = new Date();
+    const node: NodeRecord = {
+      id,
+      poolId: pool.id,
+      ordinal,
+      state: 'creating',
+      schedulingState: 'enabled',
+      stateTransitionTime: now,
+      allocationTime: now,
+      ipAddress: ip,
+      rootDir: dirs.root,
+      totalTasksRun: 0,
+      totalTasksSucceeded: 0,
+      running: new Map(),
+      errors: [],
+      jobTasks: new Map(),
+      removed: false,
+    };
+    createNodeSandbox(dirs);
+    writeEnvFile(dirs.envFile, this.nodeEnv(node));
+    pool.nodes.set(id, node);
+    this.rewriteHosts();
+    const allocate = this.cfg.timing.allocateMs + this.cfg.faults.extraAllocateMs(pool.id, ordinal);
+    this.later(allocate, () => {
+      if (node.removed) return;
+      this.setNodeState(node, 'starting');
+      this.later(this.cfg.timing.bootMs, () => this.boot(pool, node));
+    });
+    return allocate;
+  }
+
+  nodeEnv(node: NodeRecord): Record<string, string> {
+    return nodeEnvironment({
+      accountName: this.cfg.accountName,
+      accountUrl: this.cfg.baseUrl(),
+      poolId: node.poolId,
+      nodeId: node.id,
+      ipAddress: node.ipAddress,
+      root: node.rootDir,
+      hostsFile: this.hostsFile,
+      nodePath: this.cfg.nodePath,
+    });
+  }
+
+  private nextIp(): string {
+    const n = this.ipCounter++;
+    return `127.${this.ipBase}.${Math.floor(n / 250) % 256}.${(n % 250) + 2}`;
+  }
+
+  rewriteHosts(): void {
+    const entries: { ip: string; root: string; envFile: string }[] = [];
+    for (const p of this.pools.values()) {
+      for (const n of p.nodes.values()) {
+        if (!n.removed) entries.push({ ip: n.ipAddress, root: n.rootDir, envFile: nodeDirs(this.cfg.dataDir, p.id, n.id).envFile });
+      }
+    }
+    writeHostsFile(this.hostsFile, entries);
+  }
+
+  /** Start-task hook set by the task executor (it owns process running). */
+  runStartTask: (pool: PoolRecord, node: NodeRecord) => void = () => undefined;
+
+  private boot(pool: PoolRecord, node: NodeRecord): void {
+    if (node.removed) return;
+    node.lastBootTime = new Date();
+    if (pool.startTask) {
+      const waitForSuccess = pool.startTask.waitForSuccess !== false;
+      this.setNodeState(node, waitForSuccess ? 'waitingforstarttask' : 'idle');
+      if (!waitForSuccess) this.checkUsable(pool, node);
+      this.runStartTask(pool, node);
+    } else {
+      this.nodeReady(pool, node);
+    }
+  }
+
+  /** A node that finished booting (and its start task, if it must wait) becomes idle or, by fault, unusable. */
+  nodeReady(pool: PoolRecord, node: NodeRecord): void {
+    if (node.removed) return;
+    if (this.checkUsable(pool, node)) this.setNodeState(node, node.running.size ? 'running' : 'idle');
+  }
+
+  private checkUsable(pool: PoolRecord, node: NodeRecord): boolean {
+    if (!this.cfg.faults.nodeBecomesUnusable(pool.id, node.ordinal)) return true;
+    node.errors = [
+      {
+        code: 'NodeUnusable',
+        message: 'The node is unusable: it failed a health check (injected fault).',
+        errorDetails: [{ name: 'Reason', value: 'InjectedFault' }],
+      },
+    ];
+    this.setNodeState(node, 'unusable');
+    return false;
+  }
+
+  reboot(pool: PoolRecord, node: NodeRecord, option: string): void {
+    this.onNodeLeaving(node, option !== 'terminate');
+    this.killNodeProcesses(node);
+    this.setNodeState(node, 'rebooting');
+    this.later(this.cfg.timing.rebootMs, () => {
+      if (node.removed) return;
+      this.setNodeState(node, 'starting');
+      this.later(this.cfg.timing.bootMs, () => this.boot(pool, node));
+    });
+  }
+
+  removeNode(pool: PoolRecord, node: NodeRecord, deallocation: string): void {
+    if (node.removed || node.state === 'leavingpool') return;
+    this.onNodeLeaving(node, deallocation !== 'terminate');
+    this.setNodeState(node, 'leavingpool');
+    this.killNodeProcesses(node);
+    this.later(this.cfg.timing.leaveMs, () => this.dropNode(pool, node));
+  }
+
+  /** Removes the node for good: processes, containers, sandbox, hosts entry. */
+  dropNode(pool: PoolRecord, node: NodeRecord): void {
+    if (node.removed) return;
+    this.killNodeProcesses(node);
+    node.removed = true;
+    pool.nodes.delete(node.id);
+    const dirs = nodeDirs(this.cfg.dataDir, pool.id, node.id);
+    rmSync(dirs.root, { recursive: true, force: true });
+    rmSync(dirs.envFile, { force: true });
+    this.rewriteHosts();
+    touch(pool);
+  }
+
+  /** Kills every task process group running on the node and every container recorded on it. */
+  killNodeProcesses(node: NodeRecord): void {
+    for (const r of node.running.values()) {
+      const t = this.jobs.get(r.jobId.toLowerCase())?.tasks.get(r.taskId.toLowerCase());
+      for (const g of t?.pgids ?? []) killGroup(g);
+    }
+    killContainers(node.rootDir);
+  }
+
+  deletePool(pool: PoolRecord): void {
+    pool.state = 'deleting';
+    pool.stateTransitionTime = new Date();
+    pool.targetDedicatedNodes = 0;
+    this.setAllocationState(pool, 'resizing');
+    for (const n of this.liveNodes(pool)) this.removeNode(pool, n, 'requeue');
+    this.later(this.cfg.timing.leaveMs + 20, () => {
+      for (const n of [...pool.nodes.values()]) this.dropNode(pool, n);
+      rmSync(path.join(this.cfg.dataDir, 'nodes', pool.id), { recursive: true, force: true });
+      this.pools.delete(pool.id.toLowerCase());
+    });
+  }
+
+  // ---- shutdown ----------------------------------------------------------------------------
+
+  stop(): void {
+    this.stopped = true;
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+    for (const j of this.jobs.values()) {
+      if (j.wallClockTimer) clearTimeout(j.wallClockTimer);
+      for (const t of j.tasks.values()) {
+        if (t.wallClockTimer) clearTimeout(t.wallClockTimer);
+        for (const g of t.pgids) killGroup(g);
+      }
+    }
+    for (const g of this.pgids) killGroup(g);
+    for (const p of this.pools.values()) for (const n of p.nodes.values()) killContainers(n.rootDir);
+  }
+}
+
+/** Containers are recorded by the node's docker/singularity tools as containers/<name>/config.json. */
+export function killContainers(nodeRoot: string): void {
+  const dir = path.join(nodeRoot, 'containers');
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    try {
+      const cfg = JSON.parse(readFileSync(path.join(dir, name, 'config.json'), 'utf8')) as { pid?: number };
+      if (typeof cfg.pid === 'number' && cfg.pid > 1 && isAlive(cfg.pid)) {
+        killGroup(cfg.pid);
+        killPid(cfg.pid);
+      }
+    } catch {
+      // not a container record
+    }
+  }
+}
+
+export function taskKey(task: TaskRecord): string {
+  return `${task.jobId.toLowerCase()}/${task.id.toLowerCase()}`;
+}

@@ -1,0 +1,68 @@
+import path from 'node:path';
+import type { Json } from '../model/types';
+
+/** The ssh launcher on every node's PATH (also set as Open MPI's remote-shell agent). */
+export const LAUNCHER_BIN_DIR = path.join(__dirname, 'bin');
+export const SSH_LAUNCHER = path.join(LAUNCHER_BIN_DIR, 'ssh');
+
+const INHERITED = ['HOME', 'LANG', 'LC_ALL', 'USER', 'LOGNAME', 'SHELL', 'LD_LIBRARY_PATH', 'NODE_OPTIONS'];
+
+/**
+ * Emulator-only Open MPI settings so mpirun runs across emulated nodes on one real machine:
+ * - root is allowed (CI runs as root); - the remote-shell agent is our ssh launcher;
+ * - only TCP over loopback, because the shared-memory transport crashes when several "hosts"
+ *   share one machine. None of this applies on real Azure nodes.
+ */
+export function mpiEmulationEnv(): Record<string, string> {
+  return {
+    OMPI_ALLOW_RUN_AS_ROOT: '1',
+    OMPI_ALLOW_RUN_AS_ROOT_CONFIRM: '1',
+    OMPI_MCA_plm_rsh_agent: SSH_LAUNCHER,
+    OMPI_MCA_btl: 'self,tcp',
+    OMPI_MCA_btl_tcp_if_include: 'lo',
+    OMPI_MCA_oob_tcp_if_include: 'lo',
+  };
+}
+
+export interface NodeEnvInput {
+  accountName: string;
+  accountUrl: string;
+  poolId: string;
+  nodeId: string;
+  ipAddress: string;
+  root: string;
+  hostsFile: string;
+  nodePath: string[];
+}
+
+/** The environment every process on a node starts from (tasks add their own on top). */
+export function nodeEnvironment(n: NodeEnvInput): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const k of INHERITED) if (process.env[k]) env[k] = process.env[k] as string;
+  env.PATH = [...n.nodePath, LAUNCHER_BIN_DIR, process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'].join(':');
+  Object.assign(env, mpiEmulationEnv());
+  Object.assign(env, {
+    AZ_BATCH_ACCOUNT_NAME: n.accountName,
+    AZ_BATCH_ACCOUNT_URL: n.accountUrl,
+    AZ_BATCH_POOL_ID: n.poolId,
+    AZ_BATCH_NODE_ID: n.nodeId,
+    AZ_BATCH_NODE_IS_DEDICATED: 'true',
+    AZ_BATCH_NODE_ROOT_DIR: n.root,
+    AZ_BATCH_NODE_SHARED_DIR: path.join(n.root, 'shared'),
+    AZ_BATCH_NODE_STARTUP_DIR: path.join(n.root, 'startup'),
+    AZ_BATCH_NODE_MOUNTS_DIR: path.join(n.root, 'fsmounts'),
+    AZ_BATCH_CERTIFICATES_DIR: path.join(n.root, 'certs'),
+    // Emulator-only: the hosts map for the ssh launcher, and this node's address.
+    AZ_BATCH_EMULATOR_HOSTS: n.hostsFile,
+    AZ_BATCH_EMULATOR_NODE_IP: n.ipAddress,
+  });
+  return env;
+}
+
+export function userEnv(settings: unknown): Record<string, string> {
+  const env: Record<string, string> = {};
+  if (Array.isArray(settings)) {
+    for (const s of settings as Json[]) if (typeof s.name === 'string') env[s.name] = typeof s.value === 'string' ? s.value : '';
+  }
+  return env;
+}

@@ -1,0 +1,90 @@
+import { rmSync } from 'node:fs';
+import path from 'node:path';
+import { timerMs } from '../model/duration';
+import { touch } from '../model/etag';
+import type { JobRecord, NodeRecord } from '../model/types';
+import { Engine } from './engine';
+import { safeSegment } from './sandbox';
+import { TaskExecutor } from './taskExecutor';
+
+/** Job-level transitions: termination (user, wall clock, onAllTasksComplete), deletion, node loss. */
+export class JobLifecycle {
+  constructor(
+    private readonly engine: Engine,
+    private readonly executor: TaskExecutor,
+  ) {
+    executor.onTaskCompleted = (job) => this.checkAllTasksComplete(job);
+    engine.onNodeLeaving = (node, requeue) => this.nodeLeaving(node, requeue);
+  }
+
+  setState(job: JobRecord, state: JobRecord['state']): void {
+    if (job.state === state) return;
+    job.previousState = job.state;
+    job.previousStateTransitionTime = job.stateTransitionTime;
+    job.state = state;
+    job.stateTransitionTime = new Date();
+    touch(job);
+  }
+
+  armWallClock(job: JobRecord): void {
+    const ms = timerMs(job.constraints?.maxWallClockTime);
+    if (ms === undefined) return;
+    const elapsed = Date.now() - job.creationTime.getTime();
+    this.engine.cancel(job.wallClockTimer);
+    job.wallClockTimer = this.engine.later(Math.max(0, ms - elapsed), () => {
+      if (job.state === 'active' || job.state === 'disabled') void this.terminate(job, 'MaxWallClockTimeExpiry');
+    });
+  }
+
+  /** onAllTasksComplete=terminatejob: a job whose tasks are all completed (or that has none) ends. */
+  checkAllTasksComplete(job: JobRecord): void {
+    if (job.onAllTasksComplete !== 'terminatejob' || job.state !== 'active') return;
+    for (const t of job.tasks.values()) if (t.state !== 'completed') return;
+    void this.terminate(job, 'AllTasksComplete');
+  }
+
+  /** Running tasks end, release tasks run where prep ran, then the job is completed. Active tasks stay active. */
+  async terminate(job: JobRecord, reason: string): Promise<void> {
+    if (job.state === 'terminating' || job.state === 'completed' || job.state === 'deleting') return;
+    this.setState(job, 'terminating');
+    job.executionInfo.terminateReason = reason;
+    this.engine.cancel(job.wallClockTimer);
+    for (const t of job.tasks.values()) {
+      if (t.state === 'running' || t.state === 'preparing') this.executor.terminate(job, t, 'Task was ended because its job was terminated');
+    }
+    await this.executor.runReleases(job);
+    // A delete may have overtaken the termination while release tasks ran.
+    if ((job.state as JobRecord['state']) !== 'terminating') return;
+    job.executionInfo.endTime = new Date();
+    this.setState(job, 'completed');
+  }
+
+  async delete(job: JobRecord): Promise<void> {
+    const wasEnded = job.state === 'completed' || job.state === 'terminating';
+    this.setState(job, 'deleting');
+    this.engine.cancel(job.wallClockTimer);
+    for (const t of job.tasks.values()) {
+      if (t.state === 'running' || t.state === 'preparing') this.executor.terminate(job, t, 'Task was ended because its job was deleted');
+    }
+    if (!wasEnded) await this.executor.runReleases(job);
+    for (const t of job.tasks.values()) this.executor.removeTaskFiles(t);
+    for (const p of this.engine.pools.values()) {
+      for (const n of p.nodes.values()) {
+        rmSync(path.join(n.rootDir, 'workitems', safeSegment(job.id)), { recursive: true, force: true });
+        n.jobTasks.delete(job.id.toLowerCase());
+      }
+    }
+    this.engine.jobs.delete(job.id.toLowerCase());
+  }
+
+  /** Tasks on a node that leaves (removal, pool deletion, reboot) are requeued or ended. */
+  private nodeLeaving(node: NodeRecord, requeue: boolean): void {
+    for (const r of [...node.running.values()]) {
+      const job = this.engine.jobs.get(r.jobId.toLowerCase());
+      const task = job?.tasks.get(r.taskId.toLowerCase());
+      if (!job || !task || task.state === 'completed') continue;
+      if (requeue) this.executor.requeue(job, task);
+      else this.executor.terminate(job, task, 'Task was ended because its compute node was removed');
+    }
+  }
+}

@@ -1,0 +1,85 @@
+import { spawn } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
+import { splitCommandLine } from './commandLine';
+
+export interface ProcessOutcome {
+  exitCode?: number;
+  signal?: string;
+  /** Set when the program could not be started at all (e.g. not found). */
+  spawnError?: string;
+}
+
+export interface RunningProcess {
+  pgid: number | undefined;
+  done: Promise<ProcessOutcome>;
+}
+
+/**
+ * Runs a command line as a real process in its own process group (so the whole tree can be
+ * killed), appending stdout/stderr to the given files, as a Batch node agent does.
+ */
+export function runCommandLine(opts: {
+  commandLine: string;
+  cwd: string;
+  env: Record<string, string>;
+  stdoutPath: string;
+  stderrPath: string;
+}): RunningProcess {
+  let argv: string[];
+  try {
+    argv = splitCommandLine(opts.commandLine);
+  } catch (e) {
+    return { pgid: undefined, done: Promise.resolve({ spawnError: (e as Error).message }) };
+  }
+  if (argv.length === 0) return { pgid: undefined, done: Promise.resolve({ spawnError: 'empty command line' }) };
+  const out = openSync(opts.stdoutPath, 'a');
+  const err = openSync(opts.stderrPath, 'a');
+  const child = spawn(argv[0], argv.slice(1), { cwd: opts.cwd, env: opts.env, detached: true, stdio: ['ignore', out, err] });
+  closeSync(out);
+  closeSync(err);
+  const pgid = child.pid;
+  const done = new Promise<ProcessOutcome>((resolve) => {
+    child.once('error', (e) => {
+      resolve({ spawnError: `${argv[0]}: ${e.message}` });
+    });
+    child.once('exit', (code, signal) => {
+      resolve({ exitCode: code ?? undefined, signal: signal ?? undefined });
+    });
+  });
+  return { pgid, done };
+}
+
+export function killGroup(pgid: number | undefined, signal: NodeJS.Signals = 'SIGKILL'): void {
+  if (!pgid) return;
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+export function killPid(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

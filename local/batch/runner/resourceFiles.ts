@@ -1,0 +1,54 @@
+import { ContainerClient } from '@azure/storage-blob';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Json } from '../model/types';
+
+/** Downloads a task's resourceFiles into `dir` (wd for task files, the task root for commonResourceFiles). */
+export async function downloadResourceFiles(files: Json[] | undefined, dir: string): Promise<void> {
+  for (const rf of files ?? []) await downloadOne(rf, dir);
+}
+
+function inside(dir: string, rel: string): string {
+  const target = path.resolve(dir, rel);
+  if (target !== dir && !target.startsWith(dir + path.sep)) throw new Error(`filePath ${rel} escapes the task directory`);
+  return target;
+}
+
+function applyMode(file: string, mode: unknown): void {
+  if (typeof mode === 'string' && /^[0-7]{3,4}$/.test(mode)) chmodSync(file, parseInt(mode, 8));
+}
+
+async function downloadOne(rf: Json, dir: string): Promise<void> {
+  const filePath = typeof rf.filePath === 'string' ? rf.filePath : undefined;
+  if (typeof rf.httpUrl === 'string') {
+    const res = await fetch(rf.httpUrl);
+    if (!res.ok) throw new Error(`GET ${redact(rf.httpUrl)} answered ${res.status}`);
+    const name = filePath ?? path.basename(new URL(rf.httpUrl).pathname);
+    const target = inside(dir, name);
+    mkdirSync(path.dirname(target), { recursive: true });
+    writeFileSync(target, Buffer.from(await res.arrayBuffer()));
+    applyMode(target, rf.fileMode);
+    return;
+  }
+  if (typeof rf.storageContainerUrl === 'string') {
+    const container = new ContainerClient(rf.storageContainerUrl);
+    const prefix = typeof rf.blobPrefix === 'string' ? rf.blobPrefix : undefined;
+    for await (const blob of container.listBlobsFlat({ prefix })) {
+      const target = inside(dir, path.join(filePath ?? '', blob.name));
+      mkdirSync(path.dirname(target), { recursive: true });
+      await container.getBlobClient(blob.name).downloadToFile(target);
+      applyMode(target, rf.fileMode);
+    }
+    return;
+  }
+  throw new Error(
+    typeof rf.autoStorageContainerName === 'string'
+      ? 'autoStorageContainerName needs a linked auto-storage account, which the emulator does not have'
+      : 'a resource file needs httpUrl or storageContainerUrl',
+  );
+}
+
+/** SAS signatures must not land in error messages. */
+function redact(url: string): string {
+  return url.replace(/([?&]sig=)[^&]*/i, '$1REDACTED');
+}

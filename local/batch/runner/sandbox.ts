@@ -1,0 +1,72 @@
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+/** Where the emulator keeps a node's files; each node's root mirrors /mnt/batch/tasks on a Linux node. */
+export interface NodeDirs {
+  root: string;
+  shared: string;
+  startup: string;
+  workitems: string;
+  mounts: string;
+  certs: string;
+  applications: string;
+  volatile: string;
+  containers: string;
+  /** Shell-sourceable node environment used by the ssh launcher (kept outside the node root). */
+  envFile: string;
+}
+
+export function nodeDirs(dataDir: string, poolId: string, nodeId: string): NodeDirs {
+  const base = path.join(dataDir, 'nodes', safeSegment(poolId));
+  const root = path.join(base, nodeId);
+  return {
+    root,
+    shared: path.join(root, 'shared'),
+    startup: path.join(root, 'startup'),
+    workitems: path.join(root, 'workitems'),
+    mounts: path.join(root, 'fsmounts'),
+    certs: path.join(root, 'certs'),
+    applications: path.join(root, 'applications'),
+    volatile: path.join(root, 'volatile'),
+    containers: path.join(root, 'containers'),
+    envFile: path.join(base, `${nodeId}.env`),
+  };
+}
+
+/** Pool and job ids are [A-Za-z0-9_-]{1,64}, but a defensive pass keeps paths inside the data dir. */
+export function safeSegment(id: string): string {
+  return id.replace(/[^A-Za-z0-9_.-]/g, '_');
+}
+
+export function createNodeSandbox(d: NodeDirs): void {
+  for (const dir of [d.shared, d.startup, path.join(d.startup, 'wd'), d.workitems, d.mounts, d.certs, d.applications, d.volatile, d.containers]) {
+    mkdirSync(dir, { recursive: true });
+  }
+}
+
+/** Task root relative to the node root, as Batch reports it in nodeInfo.taskRootDirectory. */
+export function taskRootRelative(jobId: string, taskId: string): string {
+  return `workitems/${safeSegment(jobId)}/job-1/${safeSegment(taskId)}`;
+}
+
+export function shellQuote(v: string): string {
+  return `'${v.replace(/'/g, `'\\''`)}'`;
+}
+
+export function writeEnvFile(file: string, env: Record<string, string>): void {
+  const body = Object.entries(env)
+    .map(([k, v]) => `export ${k}=${shellQuote(v)}`)
+    .join('\n');
+  writeAtomically(file, body + '\n');
+}
+
+export function writeAtomically(file: string, content: string): void {
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, content);
+  renameSync(tmp, file);
+}
+
+/** The hosts map read by the ssh launcher: `ip<TAB>nodeRoot<TAB>envFile` per live node. */
+export function writeHostsFile(file: string, entries: { ip: string; root: string; envFile: string }[]): void {
+  writeAtomically(file, entries.map((e) => `${e.ip}\t${e.root}\t${e.envFile}`).join('\n') + '\n');
+}

@@ -1,0 +1,499 @@
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { timerMs } from '../model/duration';
+import { touch } from '../model/etag';
+import type { ExecInfo, JobRecord, Json, NodeRecord, PoolRecord, SubtaskRecord, TaskRecord, TaskState } from '../model/types';
+import { Engine, taskKey } from './engine';
+import { userEnv } from './env';
+import { killGroup, runCommandLine, type ProcessOutcome } from './processes';
+import { downloadResourceFiles } from './resourceFiles';
+import { taskRootRelative } from './sandbox';
+
+/** Batch's reserved port on the MI master (AZ_BATCH_MASTER_NODE=ip:6000). */
+const MASTER_PORT = 6000;
+
+interface RunOutcome {
+  exitCode?: number;
+  failureInfo?: Json;
+}
+
+function failure(code: string, message: string, details?: { name: string; value: string }[]): Json {
+  return { category: 'usererror', code, message, ...(details ? { details } : {}) };
+}
+
+const EXIT_FAILURE = () =>
+  failure('FailureExitCode', 'The task exited with an exit code representing a failure', [
+    { name: 'Message', value: 'The task process exited with an unexpected exit code' },
+    { name: 'AdditionalErrorCode', value: 'FailureExitCode' },
+  ]);
+
+function outcomeOf(o: ProcessOutcome, timedOut: boolean): RunOutcome {
+  if (timedOut) {
+    return {
+      exitCode: o.exitCode ?? 137,
+      failureInfo: failure('MaxWallClockTimeExceeded', 'The task ran longer than its maxWallClockTime constraint and was terminated.'),
+    };
+  }
+  if (o.spawnError) return { failureInfo: failure('CommandProgramNotFound', `The command could not be started: ${o.spawnError}`) };
+  const exitCode = o.exitCode ?? 128 + 9;
+  return exitCode === 0 ? { exitCode } : { exitCode, failureInfo: EXIT_FAILURE() };
+}
+
+export function setTaskState(t: TaskRecord, s: TaskState): void {
+  if (t.state === s) return;
+  t.previousState = t.state;
+  t.previousStateTransitionTime = t.stateTransitionTime;
+  t.state = s;
+  t.stateTransitionTime = new Date();
+  touch(t);
+}
+
+/** Runs start tasks, job preparation/release tasks and tasks (incl. multi-instance) as real processes. */
+export class TaskExecutor {
+  /** In-flight prep runs, `${job}/${node}` → success. */
+  private readonly prepRuns = new Map<string, Promise<boolean>>();
+  onTaskCompleted: (job: JobRecord, task: TaskRecord) => void = () => undefined;
+
+  constructor(private readonly engine: Engine) {
+    engine.runStartTask = (pool, node) => void this.runStartTask(pool, node);
+  }
+
+  private track(pgid: number | undefined, task?: TaskRecord): void {
+    if (!pgid) return;
+    this.engine.pgids.add(pgid);
+    task?.pgids.add(pgid);
+  }
+
+  /** Runs a command to completion with a wall-clock limit; output goes to dir/stdout.txt & stderr.txt. */
+  private async runToEnd(opts: {
+    commandLine: string;
+    cwd: string;
+    env: Record<string, string>;
+    outDir: string;
+    outPrefix?: string;
+    maxWallClockMs?: number;
+    task?: TaskRecord;
+  }): Promise<RunOutcome> {
+    const prefix = opts.outPrefix ?? '';
+    const stdoutPath = path.join(opts.outDir, `${prefix}stdout.txt`);
+    const stderrPath = path.join(opts.outDir, `${prefix}stderr.txt`);
+    writeFileSync(stdoutPath, '');
+    writeFileSync(stderrPath, '');
+    const proc = runCommandLine({ commandLine: opts.commandLine, cwd: opts.cwd, env: opts.env, stdoutPath, stderrPath });
+    this.track(proc.pgid, opts.task);
+    let timedOut = false;
+    const timer =
+      opts.maxWallClockMs !== undefined
+        ? this.engine.later(opts.maxWallClockMs, () => {
+            timedOut = true;
+            killGroup(proc.pgid);
+          })
+        : undefined;
+    const o = await proc.done;
+    this.engine.cancel(timer);
+    return outcomeOf(o, timedOut);
+  }
+
+  // ---- start task --------------------------------------------------------------------------
+
+  private async runStartTask(pool: PoolRecord, node: NodeRecord): Promise<void> {
+    const st = pool.startTask as Json;
+    const waitForSuccess = st.waitForSuccess !== false;
+    const maxRetries = typeof st.maxTaskRetryCount === 'number' ? st.maxTaskRetryCount : 0;
+    const startup = path.join(node.rootDir, 'startup');
+    const wd = path.join(startup, 'wd');
+    const info: Json & { state: 'running' | 'completed' } = { state: 'running', startTime: new Date().toISOString(), retryCount: 0 };
+    node.startTaskInfo = info;
+    for (let attempt = 0; ; attempt++) {
+      let out: RunOutcome;
+      const injected = this.engine.cfg.faults.startTaskFailureExitCode(pool.id, node.ordinal);
+      if (injected !== undefined) {
+        out = { exitCode: injected, failureInfo: EXIT_FAILURE() };
+      } else {
+        try {
+          mkdirSync(wd, { recursive: true });
+          await downloadResourceFiles(st.resourceFiles as Json[] | undefined, wd);
+          const env = { ...this.engine.nodeEnv(node), ...userEnv(st.environmentSettings), AZ_BATCH_TASK_DIR: startup, AZ_BATCH_TASK_WORKING_DIR: wd };
+          out = await this.runToEnd({ commandLine: String(st.commandLine ?? ''), cwd: wd, env, outDir: startup });
+        } catch (e) {
+          out = { failureInfo: failure('BlobDownloadMiscError', `Resource file download failed: ${(e as Error).message}`) };
+        }
+      }
+      if (node.removed || node.state === 'leavingpool' || node.state === 'rebooting') return;
+      const ok = out.exitCode === 0 && !out.failureInfo;
+      if (!ok && (maxRetries === -1 || attempt < maxRetries)) {
+        info.retryCount = attempt + 1;
+        info.lastRetryTime = new Date().toISOString();
+        continue;
+      }
+      Object.assign(info, {
+        state: 'completed',
+        endTime: new Date().toISOString(),
+        ...(out.exitCode !== undefined ? { exitCode: out.exitCode } : {}),
+        ...(out.failureInfo ? { failureInfo: out.failureInfo } : {}),
+        result: ok ? 'success' : 'failure',
+      });
+      if (!waitForSuccess) return;
+      if (ok) this.engine.nodeReady(pool, node);
+      else this.engine.setNodeState(node, 'starttaskfailed');
+      return;
+    }
+  }
+
+  // ---- job preparation / release -----------------------------------------------------------
+
+  /** Runs the job's prep task on the node once; resolves whether tasks of the job may run there. */
+  ensureJobPrep(job: JobRecord, node: NodeRecord): Promise<boolean> {
+    const prep = job.spec.jobPreparationTask as Json | undefined;
+    if (!prep) return Promise.resolve(true);
+    const key = `${job.id.toLowerCase()}/${node.poolId.toLowerCase()}/${node.id}`;
+    let run = this.prepRuns.get(key);
+    if (!run) {
+      run = this.runPrep(job, node, prep);
+      this.prepRuns.set(key, run);
+    }
+    return run;
+  }
+
+  private async runPrep(job: JobRecord, node: NodeRecord, prep: Json): Promise<boolean> {
+    const rel = `workitems/${job.id}/job-1/${typeof prep.id === 'string' ? prep.id : 'jobpreparation'}`;
+    const dir = path.join(node.rootDir, rel);
+    const wd = path.join(dir, 'wd');
+    mkdirSync(wd, { recursive: true });
+    const entry = node.jobTasks.get(job.id.toLowerCase()) ?? {};
+    node.jobTasks.set(job.id.toLowerCase(), entry);
+    const info: NonNullable<typeof entry.prep> = { state: 'running', startTime: new Date(), retryCount: 0, requeueCount: 0, taskRootDirectory: rel };
+    entry.prep = info;
+    job.prepNodes.push(`${node.poolId}/${node.id}`);
+    const constraints = (prep.constraints ?? {}) as Json;
+    const maxRetries = typeof constraints.maxTaskRetryCount === 'number' ? constraints.maxTaskRetryCount : 0;
+    let out: RunOutcome = {};
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await downloadResourceFiles(prep.resourceFiles as Json[] | undefined, wd);
+        const env = { ...this.jobEnv(job, node), ...userEnv(prep.environmentSettings), AZ_BATCH_TASK_ID: String(prep.id ?? 'jobpreparation'), AZ_BATCH_TASK_DIR: dir, AZ_BATCH_TASK_WORKING_DIR: wd };
+        out = await this.runToEnd({ commandLine: String(prep.commandLine ?? ''), cwd: wd, env, outDir: dir, maxWallClockMs: timerMs(constraints.maxWallClockTime) });
+      } catch (e) {
+        out = { failureInfo: failure('BlobDownloadMiscError', `Resource file download failed: ${(e as Error).message}`) };
+      }
+      const ok = out.exitCode === 0 && !out.failureInfo;
+      if (!ok && !node.removed && (maxRetries === -1 || attempt < maxRetries)) {
+        info.retryCount = attempt + 1;
+        info.lastRetryTime = new Date();
+        continue;
+      }
+      Object.assign(info, { state: 'completed', endTime: new Date(), exitCode: out.exitCode, failureInfo: out.failureInfo, result: ok ? 'success' : 'failure' });
+      return ok || prep.waitForSuccess === false;
+    }
+  }
+
+  /** Runs the job's release task on every node that ran its prep task (job terminate/delete). */
+  async runReleases(job: JobRecord): Promise<void> {
+    const release = job.spec.jobReleaseTask as Json | undefined;
+    if (!release || !job.spec.jobPreparationTask) return;
+    const runs: Promise<void>[] = [];
+    for (const ref of job.prepNodes) {
+      const [poolId, nodeId] = ref.split('/');
+      const node = this.engine.findNode(poolId, nodeId);
+      if (!node || node.removed || node.state === 'leavingpool') continue;
+      runs.push(this.runRelease(job, node, release));
+    }
+    await Promise.all(runs);
+  }
+
+  private async runRelease(job: JobRecord, node: NodeRecord, release: Json): Promise<void> {
+    const prep = job.spec.jobPreparationTask as Json;
+    const rel = `workitems/${job.id}/job-1/${typeof release.id === 'string' ? release.id : 'jobrelease'}`;
+    const dir = path.join(node.rootDir, rel);
+    const wd = path.join(dir, 'wd');
+    mkdirSync(wd, { recursive: true });
+    const entry = node.jobTasks.get(job.id.toLowerCase()) ?? {};
+    node.jobTasks.set(job.id.toLowerCase(), entry);
+    const info: NonNullable<typeof entry.release> = { state: 'running', startTime: new Date(), retryCount: 0, requeueCount: 0, taskRootDirectory: rel };
+    entry.release = info;
+    let out: RunOutcome;
+    try {
+      await downloadResourceFiles(release.resourceFiles as Json[] | undefined, wd);
+      const prepDir = path.join(node.rootDir, `workitems/${job.id}/job-1/${typeof prep.id === 'string' ? prep.id : 'jobpreparation'}`);
+      const env = { ...this.jobEnv(job, node), ...userEnv(release.environmentSettings), AZ_BATCH_TASK_ID: String(release.id ?? 'jobrelease'), AZ_BATCH_TASK_DIR: dir, AZ_BATCH_TASK_WORKING_DIR: wd, AZ_BATCH_JOB_PREP_DIR: prepDir, AZ_BATCH_JOB_PREP_WORKING_DIR: path.join(prepDir, 'wd') };
+      // Batch caps release tasks at 15 minutes.
+      const max = Math.min(timerMs(release.maxWallClockTime) ?? 15 * 60_000, 15 * 60_000);
+      out = await this.runToEnd({ commandLine: String(release.commandLine ?? ''), cwd: wd, env, outDir: dir, maxWallClockMs: max });
+    } catch (e) {
+      out = { failureInfo: failure('BlobDownloadMiscError', `Resource file download failed: ${(e as Error).message}`) };
+    }
+    const ok = out.exitCode === 0 && !out.failureInfo;
+    Object.assign(info, { state: 'completed', endTime: new Date(), exitCode: out.exitCode, failureInfo: out.failureInfo, result: ok ? 'success' : 'failure' });
+  }
+
+  // ---- tasks -------------------------------------------------------------------------------
+
+  private jobEnv(job: JobRecord, node: NodeRecord): Record<string, string> {
+    const env: Record<string, string> = { ...this.engine.nodeEnv(node), ...userEnv(job.spec.commonEnvironmentSettings), AZ_BATCH_JOB_ID: job.id };
+    const prep = job.spec.jobPreparationTask as Json | undefined;
+    if (prep) {
+      const prepDir = path.join(node.rootDir, `workitems/${job.id}/job-1/${typeof prep.id === 'string' ? prep.id : 'jobpreparation'}`);
+      env.AZ_BATCH_JOB_PREP_DIR = prepDir;
+      env.AZ_BATCH_JOB_PREP_WORKING_DIR = path.join(prepDir, 'wd');
+    }
+    return env;
+  }
+
+  private taskEnv(job: JobRecord, task: TaskRecord, node: NodeRecord, taskDir: string): Record<string, string> {
+    return {
+      ...this.engine.nodeEnv(node),
+      ...userEnv(job.spec.commonEnvironmentSettings),
+      ...userEnv(task.spec.environmentSettings),
+      ...this.jobEnv(job, node),
+      AZ_BATCH_TASK_ID: task.id,
+      AZ_BATCH_TASK_DIR: taskDir,
+      AZ_BATCH_TASK_WORKING_DIR: path.join(taskDir, 'wd'),
+    };
+  }
+
+  /** Starts a task whose slots the scheduler already reserved on `nodes` (one node unless multi-instance). */
+  start(job: JobRecord, task: TaskRecord, nodes: NodeRecord[]): void {
+    task.attempt += 1;
+    const attempt = task.attempt;
+    const primary = nodes[0];
+    const rel = taskRootRelative(job.id, task.id);
+    task.nodeInfo = { poolId: primary.poolId, nodeId: primary.id, taskRootDirectory: rel };
+    const exec: ExecInfo = task.executionInfo ?? { retryCount: 0, requeueCount: 0 };
+    task.executionInfo = exec;
+    exec.startTime = new Date();
+    delete exec.endTime;
+    delete exec.exitCode;
+    delete exec.failureInfo;
+    delete exec.result;
+    setTaskState(task, job.spec.jobPreparationTask ? 'preparing' : 'running');
+    void this.execute(job, task, nodes, attempt).catch((e: Error) => {
+      if (task.attempt === attempt) this.complete(job, task, nodes, attempt, { failureInfo: { category: 'servererror', code: 'EmulatorError', message: e.message } });
+    });
+  }
+
+  private async execute(job: JobRecord, task: TaskRecord, nodes: NodeRecord[], attempt: number): Promise<void> {
+    const prepOk = await Promise.all(nodes.map((n) => this.ensureJobPrep(job, n)));
+    if (task.attempt !== attempt) return;
+    if (prepOk.some((ok) => !ok)) {
+      // Tasks of this job cannot run on a node whose prep task failed: give the task back to the scheduler.
+      this.requeue(job, task, nodes);
+      return;
+    }
+    setTaskState(task, 'running');
+    const rel = taskRootRelative(job.id, task.id);
+    const mi = task.spec.multiInstanceSettings as Json | undefined;
+    const outcome = mi ? await this.runMultiInstance(job, task, nodes, rel, mi, attempt) : await this.runSingle(job, task, nodes[0], rel);
+    if (task.attempt !== attempt || outcome === undefined) return;
+    this.complete(job, task, nodes, attempt, outcome);
+  }
+
+  private async prepareTaskDir(node: NodeRecord, rel: string, fresh: boolean): Promise<string> {
+    const dir = path.join(node.rootDir, rel);
+    if (fresh) rmSync(dir, { recursive: true, force: true });
+    mkdirSync(path.join(dir, 'wd'), { recursive: true });
+    return dir;
+  }
+
+  private async runSingle(job: JobRecord, task: TaskRecord, node: NodeRecord, rel: string): Promise<RunOutcome> {
+    const dir = await this.prepareTaskDir(node, rel, true);
+    try {
+      await downloadResourceFiles(task.spec.resourceFiles as Json[] | undefined, path.join(dir, 'wd'));
+    } catch (e) {
+      return { failureInfo: failure('BlobDownloadMiscError', `Resource file download failed: ${(e as Error).message}`) };
+    }
+    return this.runToEnd({
+      commandLine: String(task.spec.commandLine ?? ''),
+      cwd: path.join(dir, 'wd'),
+      env: this.taskEnv(job, task, node, dir),
+      outDir: dir,
+      maxWallClockMs: timerMs(task.constraints.maxWallClockTime),
+      task,
+    });
+  }
+
+  /**
+   * Multi-instance: every node downloads commonResourceFiles into the task root and runs the
+   * coordination command; once all have exited successfully the application command runs on the
+   * primary only. Any coordination failure fails the whole task.
+   */
+  private async runMultiInstance(job: JobRecord, task: TaskRecord, nodes: NodeRecord[], rel: string, mi: Json, attempt: number): Promise<RunOutcome | undefined> {
+    const ips = nodes.map((n) => n.ipAddress);
+    const started = new Date();
+    task.subtasks = nodes.map((n, i) => ({
+      id: i,
+      poolId: n.poolId,
+      nodeId: n.id,
+      taskRootDirectory: rel,
+      state: 'running',
+      stateTransitionTime: started,
+      previousState: 'preparing',
+      previousStateTransitionTime: started,
+      startTime: started,
+    }));
+    const deadline = timerMs(task.constraints.maxWallClockTime);
+    const t0 = Date.now();
+    const remaining = () => (deadline === undefined ? undefined : Math.max(0, deadline - (Date.now() - t0)));
+    const envFor = (n: NodeRecord, i: number, dir: string) => ({
+      ...this.taskEnv(job, task, n, dir),
+      AZ_BATCH_HOST_LIST: ips.join(','),
+      AZ_BATCH_NODE_LIST: ips.join(';'),
+      AZ_BATCH_MASTER_NODE: `${ips[0]}:${MASTER_PORT}`,
+      AZ_BATCH_IS_CURRENT_NODE_MASTER: i === 0 ? 'true' : 'false',
+      AZ_BATCH_TASK_SHARED_DIR: dir,
+      CCP_NODES: `${nodes.length} ${ips.map((ip) => `${ip} 1`).join(' ')}`,
+    });
+    const coordination = typeof mi.coordinationCommandLine === 'string' ? mi.coordinationCommandLine : '';
+    const coordinationResults = await Promise.all(
+      nodes.map(async (n, i): Promise<RunOutcome> => {
+        const dir = await this.prepareTaskDir(n, rel, true);
+        try {
+          await downloadResourceFiles(mi.commonResourceFiles as Json[] | undefined, dir);
+          if (i === 0) await downloadResourceFiles(task.spec.resourceFiles as Json[] | undefined, path.join(dir, 'wd'));
+        } catch (e) {
+          return { failureInfo: failure('BlobDownloadMiscError', `Resource file download failed: ${(e as Error).message}`) };
+        }
+        if (!coordination) return { exitCode: 0 };
+        // The primary keeps stdout.txt for the application command; its coordination output goes beside it.
+        return this.runToEnd({ commandLine: coordination, cwd: path.join(dir, 'wd'), env: envFor(n, i, dir), outDir: dir, outPrefix: i === 0 ? 'coordination-' : '', maxWallClockMs: remaining(), task });
+      }),
+    );
+    if (task.attempt !== attempt) return undefined;
+    coordinationResults.forEach((r, i) => {
+      const s = task.subtasks[i];
+      if (r.exitCode !== undefined) s.exitCode = r.exitCode;
+      if (r.failureInfo) {
+        s.failureInfo = r.failureInfo;
+        this.endSubtask(s, 'failure');
+      }
+    });
+    const failedAt = coordinationResults.findIndex((r) => r.failureInfo);
+    if (failedAt >= 0) {
+      for (const s of task.subtasks) if (s.state !== 'completed') this.endSubtask(s, 'failure');
+      return {
+        exitCode: coordinationResults[failedAt].exitCode,
+        failureInfo: failure('SubtaskFailed', `The coordination command of subtask ${failedAt} on node ${nodes[failedAt].id} failed.`, [
+          { name: 'SubtaskId', value: String(failedAt) },
+          ...(coordinationResults[failedAt].failureInfo?.code ? [{ name: 'SubtaskFailureCode', value: String(coordinationResults[failedAt].failureInfo?.code) }] : []),
+        ]),
+      };
+    }
+    const dir = path.join(nodes[0].rootDir, rel);
+    const out = await this.runToEnd({ commandLine: String(task.spec.commandLine ?? ''), cwd: path.join(dir, 'wd'), env: envFor(nodes[0], 0, dir), outDir: dir, maxWallClockMs: remaining(), task });
+    if (task.attempt !== attempt) return undefined;
+    const primary = task.subtasks[0];
+    primary.exitCode = out.exitCode;
+    if (out.failureInfo) primary.failureInfo = out.failureInfo;
+    for (const s of task.subtasks) if (s.state !== 'completed') this.endSubtask(s, s.id === 0 && out.failureInfo ? 'failure' : 'success');
+    return out;
+  }
+
+  private endSubtask(s: SubtaskRecord, result: 'success' | 'failure'): void {
+    s.previousState = s.state;
+    s.previousStateTransitionTime = s.stateTransitionTime;
+    s.state = 'completed';
+    s.stateTransitionTime = new Date();
+    s.endTime = s.stateTransitionTime;
+    s.result = result;
+  }
+
+  /** Ends the current attempt: retry within maxTaskRetryCount, else complete the task. */
+  private complete(job: JobRecord, task: TaskRecord, nodes: NodeRecord[], attempt: number, out: RunOutcome): void {
+    if (task.attempt !== attempt) return;
+    this.killTaskProcesses(task);
+    const exec = task.executionInfo as ExecInfo;
+    const failed = !!out.failureInfo || out.exitCode !== 0;
+    const max = task.constraints.maxTaskRetryCount;
+    if (failed && (max === -1 || exec.retryCount < max) && job.state === 'active' && nodes.every((n) => !n.removed)) {
+      exec.retryCount += 1;
+      exec.lastRetryTime = new Date();
+      touch(task);
+      this.start(job, task, nodes);
+      return;
+    }
+    exec.endTime = new Date();
+    if (out.exitCode !== undefined) exec.exitCode = out.exitCode;
+    if (out.failureInfo) exec.failureInfo = out.failureInfo;
+    exec.result = failed ? 'failure' : 'success';
+    task.attempt += 1;
+    this.release(task, nodes, !failed);
+    setTaskState(task, 'completed');
+    this.onTaskCompleted(job, task);
+  }
+
+  /** Frees the task's slots on its nodes. */
+  release(task: TaskRecord, nodes: NodeRecord[], succeeded: boolean): void {
+    const key = taskKey(task);
+    for (const n of nodes) {
+      if (!n.running.delete(key)) continue;
+      n.totalTasksRun += 1;
+      if (succeeded) n.totalTasksSucceeded += 1;
+      if (n.running.size === 0 && n.state === 'running') this.engine.setNodeState(n, 'idle');
+    }
+    this.engine.onCapacityChange();
+  }
+
+  killTaskProcesses(task: TaskRecord): void {
+    for (const g of task.pgids) {
+      killGroup(g);
+      this.engine.pgids.delete(g);
+    }
+    task.pgids.clear();
+  }
+
+  nodesOf(task: TaskRecord): NodeRecord[] {
+    const key = taskKey(task);
+    const out: NodeRecord[] = [];
+    for (const p of this.engine.pools.values()) for (const n of p.nodes.values()) if (n.running.has(key)) out.push(n);
+    return out;
+  }
+
+  /** Puts a started task back to active (node left, rebooted, or prep failed); counts a requeue. */
+  requeue(job: JobRecord, task: TaskRecord, nodes: NodeRecord[] = this.nodesOf(task)): void {
+    task.attempt += 1;
+    this.killTaskProcesses(task);
+    const key = taskKey(task);
+    for (const n of nodes) {
+      n.running.delete(key);
+      if (n.running.size === 0 && n.state === 'running') this.engine.setNodeState(n, 'idle');
+    }
+    const exec = task.executionInfo as ExecInfo;
+    exec.requeueCount += 1;
+    exec.lastRequeueTime = new Date();
+    delete task.nodeInfo;
+    task.subtasks = [];
+    setTaskState(task, 'active');
+    this.engine.onCapacityChange();
+  }
+
+  /** Ends a started task now (terminate, job termination, node removal with terminate). */
+  terminate(job: JobRecord, task: TaskRecord, reason: string): void {
+    if (task.state === 'completed') return;
+    const nodes = this.nodesOf(task);
+    task.attempt += 1;
+    this.killTaskProcesses(task);
+    const exec: ExecInfo = task.executionInfo ?? { retryCount: 0, requeueCount: 0 };
+    task.executionInfo = exec;
+    if (task.state !== 'active') {
+      exec.endTime = new Date();
+      exec.failureInfo = failure('TaskEnded', reason);
+      exec.result = 'failure';
+      for (const s of task.subtasks) if (s.state !== 'completed') this.endSubtask(s, 'failure');
+    }
+    this.release(task, nodes, false);
+    setTaskState(task, 'completed');
+    this.onTaskCompleted(job, task);
+  }
+
+  /** Removes a task's directories from every node it touched. */
+  removeTaskFiles(task: TaskRecord): void {
+    const rel = taskRootRelative(task.jobId, task.id);
+    const places = new Set<string>();
+    if (task.nodeInfo) places.add(`${task.nodeInfo.poolId}/${task.nodeInfo.nodeId}`);
+    for (const s of task.subtasks) places.add(`${s.poolId}/${s.nodeId}`);
+    for (const p of places) {
+      const [poolId, nodeId] = p.split('/');
+      const n = this.engine.findNode(poolId, nodeId);
+      if (n) rmSync(path.join(n.rootDir, rel), { recursive: true, force: true });
+    }
+  }
+}
