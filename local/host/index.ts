@@ -1,0 +1,220 @@
+/**
+ * The embedded Azure Functions host: loads the app the way the Node worker does, serves HTTP triggers,
+ * polls queue triggers, fires timer triggers, writes queue output bindings, and hands the durable trigger
+ * types to extensions (see ./extension.ts).
+ *
+ * ONE HOST PER PROCESS: function and hook registrations live in the process-wide `@azure/functions-core`
+ * singleton (./coreModule), exactly as in a real worker. `stop()` clears them and unloads the app, so a
+ * fresh host can be started afterwards in the same process (tests do this several times per file).
+ */
+import * as path from 'node:path';
+import type { Logger } from 'pino';
+import { loadApp, type LoadedApp } from './appLoader';
+import { coreState, resetRegistrations, type HookCallback } from './coreModule';
+import type { HostContext, HostExtension, RegisteredFunction } from './extension';
+import { readHostJson, httpRoutePrefix, type HostJson } from './hostJson';
+import { startHttpListener, type HttpListener } from './http/httpServer';
+import { RouteTable } from './http/routeTable';
+import { Invoker, type OutputBindingWriter } from './invoke';
+import { defaultKeysFile, loadOrCreateKeys, type HostKeys } from './keys';
+import { createHostLogger, pinoLevel, type LogDestination } from './logging';
+import { installCoreModuleRequireProxy } from './requireProxy';
+import { formatBanner } from './banner';
+import { startTriggerListeners, createQueueOutputWriter, type TriggerListeners } from './triggers/index';
+import { loadLocalSettings } from '../settings/localSettings';
+
+export type { BindingInfo, HostContext, HostExtension, InvocationRequest, InvocationResult, RegisteredFunction, TypedData } from './extension';
+export type { HostKeys } from './keys';
+export { formatBanner } from './banner';
+
+export interface FunctionsHostOptions {
+  /** Folder holding package.json (whose `main` globs the entry points) and host.json. */
+  appDir: string;
+  /** 0 = ephemeral; default 7071. */
+  port?: number;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** AzureWebJobsStorage (Azurite). Also exported to the app's environment. */
+  storageConnectionString: string;
+  extensions?: HostExtension[];
+  /** Extra environment for the app (applied after local.settings.json, restored on stop). */
+  env?: Record<string, string>;
+  /** pino level, default "info". */
+  logLevel?: string;
+  /** pino destination: a stream, a file path or an fd; default stdout. */
+  logDestination?: LogDestination;
+  /** Use these keys instead of reading/creating the keys file. */
+  keys?: HostKeys;
+  /** Keys file, default `<appDir>/.local/function-keys.json` (git-ignored). */
+  keysFile?: string;
+  /** Read `<appDir>/local.settings.json` Values into the environment (default true). */
+  loadLocalSettings?: boolean;
+  /** Print the start-up banner to stdout (default false; the CLI prints it). */
+  printBanner?: boolean;
+}
+
+export interface FunctionsHostHandle {
+  /** e.g. http://127.0.0.1:7071 (no trailing slash). */
+  baseUrl: string;
+  context: HostContext;
+  functions(): RegisteredFunction[];
+  keys: HostKeys;
+  /** Human-readable list of functions with trigger and URL, like `func start` prints. */
+  banner(): string;
+  log: Logger;
+  stop(): Promise<void>;
+}
+
+let running: string | undefined;
+
+export async function startFunctionsHost(opts: FunctionsHostOptions): Promise<FunctionsHostHandle> {
+  if (running) {
+    throw new Error(`A Functions host for ${running} is already running in this process; only one host per process is supported`);
+  }
+  const appDir = path.resolve(opts.appDir);
+  running = appDir;
+  const log = createHostLogger(opts.logLevel ?? 'info', opts.logDestination);
+  const envRestore = new EnvOverlay();
+  const cleanups: (() => Promise<void> | void)[] = [];
+  const extensions = opts.extensions ?? [];
+  let app: LoadedApp | undefined;
+
+  const teardown = async (): Promise<void> => {
+    for (const fn of cleanups.reverse()) {
+      try {
+        await fn();
+      } catch (err) {
+        log.error({ err }, 'Error while stopping the Functions host');
+      }
+    }
+    cleanups.length = 0;
+    resetRegistrations();
+    coreState().systemLog = undefined;
+    app?.unload();
+    envRestore.restore();
+    log.flush?.();
+    running = undefined;
+  };
+
+  try {
+    const hostJson: HostJson = readHostJson(appDir);
+    if (opts.loadLocalSettings ?? true) envRestore.apply(loadLocalSettings(appDir));
+    envRestore.apply({ FUNCTIONS_WORKER_RUNTIME: 'node', AzureWebJobsStorage: opts.storageConnectionString });
+    if (opts.env) envRestore.apply(opts.env);
+
+    installCoreModuleRequireProxy();
+    resetRegistrations();
+    coreState().systemLog = (level, category, message) => {
+      const pl = pinoLevel(level);
+      if (pl) log[pl]({ category }, message);
+    };
+    app = loadApp(appDir);
+    const model = coreState().programmingModel;
+    if (!model) throw new Error(`The app in ${appDir} did not load @azure/functions (no programming model was set)`);
+    const capabilities = model.getCapabilities ? await model.getCapabilities(defaultCapabilities()) : {};
+    if (capabilities.HttpUri) throw new Error('The app enabled HTTP streaming (app.setup({ enableHttpStream })); the local host does not support it');
+
+    const keys = opts.keys ?? loadOrCreateKeys(opts.keysFile ?? defaultKeysFile(appDir));
+    const appHookData: Record<string, unknown> = {};
+    const outputWriters: Record<string, OutputBindingWriter> = { queue: createQueueOutputWriter(hostJson, log) };
+    const invoker = new Invoker({ log, extensions, outputWriters, appHookData });
+    const functions = (): RegisteredFunction[] => invoker.functions();
+    const claimed = new Set(extensions.flatMap((e) => e.triggerTypes));
+    const hostDispatched = (): RegisteredFunction[] => functions().filter((f) => !claimed.has(f.trigger.type));
+    const routeTable = new RouteTable(hostDispatched(), httpRoutePrefix(hostJson));
+
+    const listener: HttpListener = await startHttpListener({
+      host: opts.host ?? '127.0.0.1',
+      port: opts.port ?? 7071,
+      routes: () => routeTable,
+      keys,
+      extensions,
+      invoke: (name, req) => invoker.invoke(name, req),
+      log,
+    });
+    cleanups.push(() => listener.close());
+    // durable-functions rewrites its management URLs to localhost:7071 unless this names the real host.
+    envRestore.apply({ WEBSITE_HOSTNAME: new URL(listener.baseUrl).host });
+
+    // App-level hooks share one hookData for the app's lifetime, as in the worker.
+    await runHooks('appStart', { hookData: appHookData, appHookData, functionAppDirectory: appDir });
+    cleanups.push(() => runHooks('appTerminate', { hookData: appHookData, appHookData }));
+
+    const context: HostContext = {
+      functions,
+      invoke: (name, req) => invoker.invoke(name, req),
+      baseUrl: () => listener.baseUrl,
+      storageConnectionString: () => opts.storageConnectionString,
+      hostJson: () => hostJson,
+      log,
+    };
+    for (const ext of extensions) {
+      await ext.start(context);
+      cleanups.push(() => ext.stop());
+    }
+
+    const triggers: TriggerListeners = await startTriggerListeners({
+      functions: hostDispatched(),
+      hostJson,
+      log,
+      invoke: (name, req) => invoker.invoke(name, req),
+    });
+    cleanups.push(() => triggers.stop());
+
+    const banner = (): string => formatBanner(functions(), { routeTable, baseUrl: listener.baseUrl, claimedTriggerTypes: claimed });
+    if (opts.printBanner) process.stdout.write(banner() + '\n');
+    log.info({ baseUrl: listener.baseUrl, functions: functions().map((f) => f.name) }, 'Functions host started');
+
+    let stopping: Promise<void> | undefined;
+    return {
+      baseUrl: listener.baseUrl,
+      context,
+      functions,
+      keys,
+      banner,
+      log,
+      stop: () => (stopping ??= teardown().then(() => log.info('Functions host stopped'))),
+    };
+  } catch (err) {
+    await teardown();
+    throw err;
+  }
+}
+
+async function runHooks(name: 'appStart' | 'appTerminate', context: Record<string, unknown>): Promise<void> {
+  const hooks: HookCallback[] = [...coreState().hooks[name]];
+  for (const hook of hooks) await hook(context);
+}
+
+function defaultCapabilities(): Record<string, string> {
+  return {
+    RawHttpBodyBytes: 'true',
+    RpcHttpTriggerMetadataRemoved: 'true',
+    RpcHttpBodyOnly: 'true',
+    IgnoreEmptyValuedRpcHttpHeaders: 'true',
+    UseNullableValueDictionaryForHttp: 'true',
+    WorkerStatus: 'true',
+    TypedDataCollection: 'true',
+    HandlesWorkerTerminateMessage: 'true',
+  };
+}
+
+/** Sets environment variables and remembers the previous values so stop() can put them back. */
+class EnvOverlay {
+  private readonly previous = new Map<string, string | undefined>();
+
+  apply(values: Record<string, string>): void {
+    for (const [k, v] of Object.entries(values)) {
+      if (!this.previous.has(k)) this.previous.set(k, process.env[k]);
+      process.env[k] = v;
+    }
+  }
+
+  restore(): void {
+    for (const [k, v] of this.previous) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+    this.previous.clear();
+  }
+}

@@ -1,0 +1,35 @@
+/** The host's structured log (pino) and the mapping from the worker's log levels to pino's. */
+import pino, { type DestinationStream, type Level, type Logger } from 'pino';
+import type { RpcLogLevel } from './coreModule';
+
+export type LogDestination = DestinationStream | string | number;
+
+export function createHostLogger(level = 'info', destination?: LogDestination): Logger {
+  const dest =
+    destination === undefined
+      ? pino.destination({ dest: 1, sync: true })
+      : typeof destination === 'string' || typeof destination === 'number'
+        ? pino.destination({ dest: destination, sync: true, mkdir: true })
+        : destination;
+  return pino({ level, base: { component: 'functions-host' } }, dest);
+}
+
+/** pino level for a worker log level; undefined for 'none' (not logged). */
+export function pinoLevel(level: RpcLogLevel): Level | undefined {
+  switch (level) {
+    case 'trace':
+      return 'trace';
+    case 'debug':
+      return 'debug';
+    case 'information':
+      return 'info';
+    case 'warning':
+      return 'warn';
+    case 'error':
+      return 'error';
+    case 'critical':
+      return 'fatal';
+    default:
+      return undefined;
+  }
+}

@@ -1,0 +1,36 @@
+/** Starts the listeners for the trigger types the host itself dispatches (queue, timer). */
+import type { Logger } from 'pino';
+import type { InvocationRequest, InvocationResult, RegisteredFunction } from '../extension';
+import type { HostJson } from '../hostJson';
+import { queueOptions } from './queueOptions';
+import { QueueTriggerListener } from './queueTrigger';
+import { TimerTriggerListener } from './timerTrigger';
+
+export { createQueueOutputWriter } from './queueOutput';
+
+export interface TriggerListeners {
+  stop(): Promise<void>;
+}
+
+export interface TriggerListenerOptions {
+  functions: RegisteredFunction[];
+  hostJson: HostJson;
+  log: Logger;
+  invoke(functionName: string, request: InvocationRequest): Promise<InvocationResult>;
+}
+
+export async function startTriggerListeners(opts: TriggerListenerOptions): Promise<TriggerListeners> {
+  const listeners: { start(): void; stop(): Promise<void> }[] = [];
+  const deps = { log: opts.log, invoke: opts.invoke };
+  // Build every listener before starting any, so a bad binding fails start-up without side effects.
+  for (const fn of opts.functions) {
+    if (fn.trigger.type === 'queueTrigger') listeners.push(new QueueTriggerListener({ ...deps, fn, options: queueOptions(opts.hostJson) }));
+    else if (fn.trigger.type === 'timerTrigger') listeners.push(new TimerTriggerListener({ ...deps, fn }));
+  }
+  listeners.forEach((l) => l.start());
+  return {
+    stop: async () => {
+      await Promise.all(listeners.map((l) => l.stop()));
+    },
+  };
+}

@@ -1,0 +1,100 @@
+/**
+ * Timer trigger: fires on the schedule, never overlapping itself (the next occurrence is armed after an
+ * invocation ends, as the host's TimerListener does). When the host fell behind (the event loop was blocked,
+ * or an invocation overran) so that a later occurrence already passed, the missed ones are folded into one
+ * invocation with isPastDue = true. runOnStartup fires once at start.
+ */
+import type { Logger } from 'pino';
+import type { InvocationRequest, InvocationResult, RegisteredFunction } from '../extension';
+import { hostTimestamp } from './queueMessages';
+import { resolveAppSettingExpressions } from './bindingSettings';
+import { parseTimerSchedule, type TimerSchedule } from './timerSchedule';
+
+/** setTimeout's ceiling; longer waits are re-armed. */
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
+export interface TimerListenerDeps {
+  fn: RegisteredFunction;
+  log: Logger;
+  invoke(functionName: string, request: InvocationRequest): Promise<InvocationResult>;
+  now?: () => Date;
+}
+
+export class TimerTriggerListener {
+  readonly schedule: TimerSchedule;
+  private timer?: NodeJS.Timeout;
+  private running = false;
+  private current?: Promise<void>;
+  private last?: Date;
+  private readonly now: () => Date;
+
+  constructor(private readonly deps: TimerListenerDeps) {
+    const what = `Function "${deps.fn.name}" timer trigger`;
+    const expr = resolveAppSettingExpressions(String(deps.fn.trigger.schedule ?? ''), what);
+    this.schedule = parseTimerSchedule(expr, process.env.WEBSITE_TIME_ZONE ?? 'UTC');
+    this.now = deps.now ?? (() => new Date());
+  }
+
+  start(): void {
+    this.running = true;
+    const startedAt = this.now();
+    if (this.deps.fn.trigger.runOnStartup === true) {
+      this.current = this.fire(startedAt, false).then(() => this.arm(this.schedule.next(this.now())));
+    } else {
+      this.arm(this.schedule.next(startedAt));
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    clearTimeout(this.timer);
+    await this.current;
+    clearTimeout(this.timer);
+  }
+
+  private arm(due: Date): void {
+    if (!this.running) return;
+    const wait = due.getTime() - this.now().getTime();
+    this.timer = setTimeout(
+      () => {
+        if (!this.running) return;
+        if (due.getTime() > this.now().getTime()) {
+          this.arm(due); // a long wait re-armed in steps, or a timer that woke early
+          return;
+        }
+        this.current = this.onDue(due);
+      },
+      Math.min(Math.max(0, wait), MAX_TIMEOUT_MS),
+    );
+  }
+
+  private async onDue(due: Date): Promise<void> {
+    const firedAt = this.now();
+    // Past due when an occurrence after `due` has already passed too: we fell behind the schedule.
+    const isPastDue = this.schedule.next(due).getTime() <= firedAt.getTime();
+    if (isPastDue) {
+      this.deps.log.warn({ functionName: this.deps.fn.name, due: due.toISOString(), firedAt: firedAt.toISOString() }, 'Timer is past due');
+    }
+    await this.fire(firedAt, isPastDue);
+    this.arm(this.schedule.next(this.now()));
+  }
+
+  private async fire(at: Date, isPastDue: boolean): Promise<void> {
+    const { fn } = this.deps;
+    const payload = {
+      Schedule: { AdjustForDST: true },
+      ScheduleStatus: {
+        Last: hostTimestamp(this.last ?? at),
+        Next: hostTimestamp(this.schedule.next(at)),
+        LastUpdated: hostTimestamp(at),
+      },
+      IsPastDue: isPastDue,
+    };
+    this.last = at;
+    const result = await this.deps.invoke(fn.name, {
+      inputData: [{ name: fn.trigger.name, data: { json: JSON.stringify(payload) } }],
+      triggerMetadata: { TimerTrigger: { string: at.toISOString() } },
+    });
+    if (result.error) this.deps.log.warn({ functionName: fn.name, invocationId: result.invocationId }, 'Timer invocation failed; waiting for the next occurrence');
+  }
+}

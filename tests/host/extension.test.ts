@@ -1,0 +1,99 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AzuriteHandle } from '../../local/azurite';
+import type { BindingInfo, HostContext, HostExtension } from '../../local/host';
+import { events } from '../fixtures/host-app/src/events';
+import { startAzurite, startFixtureHost } from './harness';
+
+/** A minimal extension standing in for the Durable engine: it owns a trigger type, an input type and a webhook. */
+class FakeExtension implements HostExtension {
+  readonly name = 'fake';
+  readonly triggerTypes = ['fakeTrigger'];
+  readonly inputBindingTypes = ['fakeClient'];
+  host?: HostContext;
+  stopped = false;
+  provided: { binding: string; functionName: string; requestUrl?: string }[] = [];
+
+  async provideInputBinding(binding: BindingInfo, invocation: { functionName: string; requestUrl?: string }) {
+    this.provided.push({ binding: binding.name, ...invocation });
+    return { json: JSON.stringify({ hub: 'fake-hub', for: invocation.functionName }) };
+  }
+
+  async handleHttp(_req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean> {
+    if (!url.pathname.startsWith('/runtime/webhooks/fake/')) return false;
+    res.end(`fake webhook ${url.pathname.split('/').pop()}`);
+    return true;
+  }
+
+  async start(host: HostContext): Promise<void> {
+    this.host = host;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+  }
+}
+
+describe('local host: extensions', () => {
+  let azurite: AzuriteHandle;
+
+  beforeAll(async () => {
+    azurite = await startAzurite();
+  });
+  afterAll(async () => {
+    await azurite?.stop();
+  });
+
+  it('lets an extension dispatch its trigger type and provide input bindings', async () => {
+    const ext = new FakeExtension();
+    const { host } = await startFixtureHost(azurite, { extensions: [ext] });
+    try {
+      expect(ext.host).toBe(host.context);
+      expect(ext.host?.baseUrl()).toBe(host.baseUrl);
+      expect(ext.host?.storageConnectionString()).toBe(azurite.connectionString());
+      const fn = host.functions().find((f) => f.name === 'fakeTriggered');
+      expect(fn?.trigger).toMatchObject({ type: 'fakeTrigger', name: 'payload', direction: 'in' });
+
+      const result = await host.context.invoke('fakeTriggered', { inputData: [{ name: 'payload', data: { json: '{"n":7}' } }] });
+      expect(result.error).toBeUndefined();
+      expect(result.rawResult).toEqual({ echoed: { n: 7 } });
+      expect(JSON.parse(result.returnValue?.json ?? 'null')).toEqual({ echoed: { n: 7 } });
+      expect(events().filter((e) => e.kind === 'fakeTriggered').at(-1)).toMatchObject({
+        payload: { n: 7 },
+        client: { hub: 'fake-hub', for: 'fakeTriggered' },
+      });
+
+      // HTTP functions get the extension's input too, with the request URL.
+      const res = await fetch(`${host.baseUrl}/api/uses-client?x=1`);
+      expect(await res.json()).toEqual({ hub: 'fake-hub', for: 'usesFakeClient' });
+      expect(ext.provided.at(-1)).toEqual({ binding: 'client', functionName: 'usesFakeClient', requestUrl: `${host.baseUrl}/api/uses-client?x=1` });
+
+      // Webhooks reach the extension before function routing.
+      expect(await (await fetch(`${host.baseUrl}/runtime/webhooks/fake/abc`)).text()).toBe('fake webhook abc');
+
+      const failed = await host.context.invoke('nope', { inputData: [] });
+      expect(failed.error?.message).toMatch(/No function named "nope"/);
+    } finally {
+      await host.stop();
+    }
+    expect(ext.stopped).toBe(true);
+  });
+
+  it('can start a fresh host after stop, with the app registered again', async () => {
+    for (let round = 0; round < 2; round++) {
+      const { host } = await startFixtureHost(azurite);
+      expect(host.functions().map((f) => f.name)).toContain('greet');
+      const res = await fetch(`${host.baseUrl}/api/greet/Round`);
+      expect(res.status).toBe(200);
+      await host.stop();
+    }
+  });
+
+  it('refuses a second host in the same process', async () => {
+    const { host } = await startFixtureHost(azurite);
+    try {
+      await expect(startFixtureHost(azurite)).rejects.toThrow(/only one host per process/);
+    } finally {
+      await host.stop();
+    }
+  });
+});
