@@ -1,0 +1,339 @@
+/**
+ * Job-owned pools: create (idempotently), observe, resize, replace nodes, delete.
+ * Nothing here waits: the orchestrator polls these snapshots with durable timers.
+ */
+import type { BatchServiceModels } from '@azure/batch';
+import type { BatchContext } from './client';
+import {
+  collectPages,
+  iso,
+  isGone,
+  ownerJobOf,
+  ownershipMetadata,
+  stripUndefined,
+  toEnvironmentSettings,
+  toResourceFiles,
+  toContainerSettings,
+  type ContainerSettingsSpec,
+  type NameValue,
+  type ResourceFileSpec,
+} from './common';
+import { BatchError } from './errors';
+import { callWithRetry } from './retry';
+
+export interface ImageSpec {
+  /** Marketplace image... */
+  publisher?: string;
+  offer?: string;
+  sku?: string;
+  version?: string;
+  /** ...or a custom image (Azure Compute Gallery / managed image) ARM id. */
+  virtualMachineImageId?: string;
+}
+
+export interface StartTaskSpec {
+  commandLine: string;
+  environment?: NameValue[];
+  resourceFiles?: ResourceFileSpec[];
+  containerSettings?: ContainerSettingsSpec;
+  /** Run as the pool's admin auto-user (needed to install packages or drive the container runtime). */
+  elevated?: boolean;
+  /** Default true: no task is scheduled on a node whose start task has not succeeded. */
+  waitForSuccess?: boolean;
+  maxTaskRetryCount?: number;
+}
+
+export interface JobPoolSpec {
+  poolId: string;
+  /** The control-plane job that owns the pool (written to metadata). */
+  jobId: string;
+  vmSize: string;
+  targetDedicatedNodes: number;
+  image: ImageSpec;
+  nodeAgentSkuId: string;
+  /** Registries the container runtime may pull from (credentials are referenced, never preloaded). */
+  containerRegistries?: { registryServer: string; userName?: string; password?: string; identityResourceId?: string }[];
+  startTask?: StartTaskSpec;
+  /** Allocation timeout in minutes (Batch minimum 5, default 15). */
+  resizeTimeoutMinutes?: number;
+  subnetId?: string;
+  displayName?: string;
+}
+
+export interface CreatePoolResult {
+  poolId: string;
+  /** False when the pool already existed and was ours for this job (a retried or replayed create). */
+  created: boolean;
+}
+
+export interface NodeSnapshot {
+  id: string;
+  state: string;
+  ipAddress: string;
+  affinityId: string;
+  /** Node errors Batch reports (e.g. for unusable nodes). */
+  errors?: { code: string; message: string }[];
+  /** The start task's outcome on this node, when it has one. */
+  startTask?: { state: string; exitCode?: number; failure?: string };
+}
+
+export interface PoolSnapshot {
+  poolId: string;
+  state: string;
+  allocationState: string;
+  currentDedicatedNodes: number;
+  targetDedicatedNodes: number;
+  resizeErrors: { code: string; message: string }[];
+  nodes: NodeSnapshot[];
+}
+
+export interface PoolInspection {
+  exists: boolean;
+  state?: string;
+  allocationState?: string;
+  vmSize?: string;
+  enableInterNodeCommunication?: boolean;
+  taskSlotsPerNode?: number;
+  /** The control-plane job recorded in the pool's metadata, when we created it. */
+  ownedByJob?: string;
+}
+
+const poolResource = (poolId: string) => `pool ${poolId}`;
+
+/** The PoolAddParameter for a job-owned MPI pool. Pure; exported for tests and for review. */
+export function buildPoolAddParameter(spec: JobPoolSpec): BatchServiceModels.PoolAddParameter {
+  const image = spec.image.virtualMachineImageId
+    ? { virtualMachineImageId: spec.image.virtualMachineImageId }
+    : stripUndefined({ publisher: spec.image.publisher, offer: spec.image.offer, sku: spec.image.sku, version: spec.image.version ?? 'latest' });
+  return stripUndefined({
+    id: spec.poolId,
+    displayName: spec.displayName,
+    vmSize: spec.vmSize,
+    virtualMachineConfiguration: {
+      imageReference: image,
+      nodeAgentSKUId: spec.nodeAgentSkuId,
+      // No containerImageNames: Batch would pull every image on every node at once while allocating;
+      // the pipeline pulls them itself, a bounded number of nodes at a time.
+      containerConfiguration: stripUndefined({
+        type: 'dockerCompatible' as const,
+        containerRegistries: spec.containerRegistries?.map((r) =>
+          stripUndefined({
+            registryServer: r.registryServer,
+            userName: r.userName,
+            password: r.password,
+            identityReference: r.identityResourceId ? { resourceId: r.identityResourceId } : undefined,
+          }),
+        ),
+      }),
+    },
+    targetDedicatedNodes: spec.targetDedicatedNodes,
+    targetLowPriorityNodes: 0,
+    resizeTimeout: `PT${spec.resizeTimeoutMinutes ?? 15}M`,
+    enableAutoScale: false,
+    enableInterNodeCommunication: true,
+    taskSlotsPerNode: 1,
+    taskSchedulingPolicy: { nodeFillType: 'spread' as const },
+    networkConfiguration: spec.subnetId ? { subnetId: spec.subnetId } : undefined,
+    startTask: spec.startTask
+      ? stripUndefined({
+          commandLine: spec.startTask.commandLine,
+          environmentSettings: toEnvironmentSettings(spec.startTask.environment),
+          resourceFiles: toResourceFiles(spec.startTask.resourceFiles),
+          containerSettings: toContainerSettings(spec.startTask.containerSettings),
+          userIdentity: spec.startTask.elevated ? { autoUser: { scope: 'pool' as const, elevationLevel: 'admin' as const } } : undefined,
+          waitForSuccess: spec.startTask.waitForSuccess ?? true,
+          maxTaskRetryCount: spec.startTask.maxTaskRetryCount ?? 0,
+        })
+      : undefined,
+    metadata: ownershipMetadata(spec.jobId),
+  });
+}
+
+/**
+ * Creates the pool. A pool that already exists counts as created when its metadata says it is ours
+ * for this job (the activity ran twice); anyone else's pool is a conflict.
+ */
+export async function createJobPool(ctx: BatchContext, spec: JobPoolSpec): Promise<CreatePoolResult> {
+  const resource = poolResource(spec.poolId);
+  const body = buildPoolAddParameter(spec);
+  try {
+    await callWithRetry(ctx.retry, { operation: 'pools.create', resource }, () => ctx.client.pool.add(body));
+    return { poolId: spec.poolId, created: true };
+  } catch (err) {
+    if (!(err instanceof BatchError) || err.code !== 'PoolExists') throw err;
+  }
+  const existing = await inspectPool(ctx, spec.poolId);
+  if (existing.exists && existing.ownedByJob === spec.jobId && existing.state === 'active') {
+    if (existing.vmSize?.toLowerCase() !== spec.vmSize.toLowerCase()) {
+      throw new BatchError({
+        code: 'PoolExistsWithDifferentSpec',
+        status: 409,
+        operation: 'pools.create',
+        resource,
+        message: `pool exists for job ${spec.jobId} with VM size ${existing.vmSize}, expected ${spec.vmSize}`,
+      });
+    }
+    return { poolId: spec.poolId, created: false };
+  }
+  throw new BatchError({
+    code: 'PoolExists',
+    status: 409,
+    operation: 'pools.create',
+    resource,
+    message: existing.exists
+      ? `pool already exists and is not ours for job ${spec.jobId} (owner job: ${existing.ownedByJob ?? 'none'}, state: ${existing.state})`
+      : 'pool was reported as existing but is gone',
+  });
+}
+
+/** What a job that wants to reuse a pool, or a retried create, needs to know about it. */
+export async function inspectPool(ctx: BatchContext, poolId: string): Promise<PoolInspection> {
+  try {
+    const pool = await callWithRetry(ctx.retry, { operation: 'pools.inspect', resource: poolResource(poolId) }, () =>
+      ctx.client.pool.get(poolId),
+    );
+    return stripUndefined({
+      exists: true,
+      state: pool.state,
+      allocationState: pool.allocationState,
+      vmSize: pool.vmSize,
+      enableInterNodeCommunication: pool.enableInterNodeCommunication ?? false,
+      taskSlotsPerNode: pool.taskSlotsPerNode ?? 1,
+      ownedByJob: ownerJobOf(pool.metadata),
+    });
+  } catch (err) {
+    if (isGone(err, ['PoolNotFound'])) return { exists: false };
+    throw err;
+  }
+}
+
+/** One observation of the pool and its nodes. Returns undefined when the pool does not exist. */
+export async function getPoolSnapshot(ctx: BatchContext, poolId: string): Promise<PoolSnapshot | undefined> {
+  const resource = poolResource(poolId);
+  let pool: BatchServiceModels.CloudPool;
+  try {
+    pool = await callWithRetry(ctx.retry, { operation: 'pools.get', resource }, () =>
+      ctx.client.pool.get(poolId, {
+        poolGetOptions: { select: 'id,state,allocationState,currentDedicatedNodes,targetDedicatedNodes,resizeErrors' },
+      }),
+    );
+  } catch (err) {
+    if (isGone(err, ['PoolNotFound'])) return undefined;
+    throw err;
+  }
+  const nodes = await listNodes(ctx, poolId);
+  return {
+    poolId,
+    state: pool.state ?? 'unknown',
+    allocationState: pool.allocationState ?? 'unknown',
+    currentDedicatedNodes: pool.currentDedicatedNodes ?? 0,
+    targetDedicatedNodes: pool.targetDedicatedNodes ?? 0,
+    resizeErrors: (pool.resizeErrors ?? []).map((e) => ({ code: e.code ?? 'Unknown', message: e.message ?? '' })),
+    nodes,
+  };
+}
+
+export async function listNodes(ctx: BatchContext, poolId: string): Promise<NodeSnapshot[]> {
+  const what = { operation: 'nodes.list', resource: poolResource(poolId) };
+  const options = { computeNodeListOptions: { select: 'id,state,ipAddress,affinityId,errors,startTaskInfo' } };
+  const nodes = await collectPages(
+    () => callWithRetry(ctx.retry, what, () => ctx.client.computeNode.list(poolId, options)),
+    (link) => callWithRetry(ctx.retry, what, () => ctx.client.computeNode.listNext(link)),
+  );
+  return nodes.map(toNodeSnapshot).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+function toNodeSnapshot(n: BatchServiceModels.ComputeNode): NodeSnapshot {
+  const errors = (n.errors ?? []).map((e) => ({ code: e.code ?? 'Unknown', message: e.message ?? '' }));
+  const st = n.startTaskInfo;
+  const failure = st?.failureInfo ? `${st.failureInfo.code ?? 'Failure'}: ${st.failureInfo.message ?? ''}`.trim() : undefined;
+  return stripUndefined({
+    id: n.id ?? '',
+    state: n.state ?? 'unknown',
+    ipAddress: n.ipAddress ?? '',
+    affinityId: n.affinityId ?? '',
+    errors: errors.length ? errors : undefined,
+    startTask: st ? stripUndefined({ state: st.state, exitCode: st.exitCode, failure }) : undefined,
+  });
+}
+
+/**
+ * Sets the pool's dedicated target. A resize already under way towards the same target counts as
+ * done (a repeated call after an unknown outcome).
+ */
+export async function resizePool(ctx: BatchContext, poolId: string, targetDedicatedNodes: number, resizeTimeoutMinutes = 15): Promise<void> {
+  const resource = poolResource(poolId);
+  try {
+    await callWithRetry(ctx.retry, { operation: 'pools.resize', resource }, () =>
+      ctx.client.pool.resize(poolId, {
+        targetDedicatedNodes,
+        targetLowPriorityNodes: 0,
+        resizeTimeout: `PT${resizeTimeoutMinutes}M`,
+      }),
+    );
+  } catch (err) {
+    if (!(err instanceof BatchError) || err.status !== 409) throw err;
+    const pool = await callWithRetry(ctx.retry, { operation: 'pools.get', resource }, () => ctx.client.pool.get(poolId));
+    if (pool.targetDedicatedNodes === targetDedicatedNodes) return;
+    throw err;
+  }
+}
+
+/**
+ * Removes broken nodes (unusable, start task failed) so Batch can replace them after a resize.
+ * Nodes already gone or leaving count as removed.
+ */
+export async function removeNodes(ctx: BatchContext, poolId: string, nodeIds: string[]): Promise<void> {
+  if (nodeIds.length === 0) return;
+  if (nodeIds.length > 100) throw new RangeError(`Batch removes at most 100 nodes per call, got ${nodeIds.length}`);
+  const resource = poolResource(poolId);
+  try {
+    await callWithRetry(ctx.retry, { operation: 'pools.removeNodes', resource }, () =>
+      ctx.client.pool.removeNodes(poolId, { nodeList: nodeIds, nodeDeallocationOption: 'requeue' }),
+    );
+  } catch (err) {
+    if (!(err instanceof BatchError) || (err.status !== 409 && err.status !== 400)) throw err;
+    const present = (await listNodes(ctx, poolId)).filter((n) => nodeIds.includes(n.id) && n.state !== 'leavingpool');
+    if (present.length > 0) throw err;
+  }
+}
+
+export interface DeleteResult {
+  /** False when the pool was already gone or being deleted. */
+  deleted: boolean;
+}
+
+export async function deletePool(ctx: BatchContext, poolId: string): Promise<DeleteResult> {
+  try {
+    await callWithRetry(ctx.retry, { operation: 'pools.delete', resource: poolResource(poolId) }, () =>
+      ctx.client.pool.deleteMethod(poolId),
+    );
+    return { deleted: true };
+  } catch (err) {
+    if (isGone(err, ['PoolNotFound', 'PoolBeingDeleted'])) return { deleted: false };
+    throw err;
+  }
+}
+
+export interface OwnedPool {
+  poolId: string;
+  jobId: string;
+  state: string;
+  creationTime?: string;
+}
+
+/** Pools this control plane created (for the sweep that removes leftovers). */
+export async function listOwnedPools(ctx: BatchContext): Promise<OwnedPool[]> {
+  const what = { operation: 'pools.list', resource: 'account pools' };
+  const options = { poolListOptions: { select: 'id,state,creationTime,metadata' } };
+  const pools = await collectPages(
+    () => callWithRetry(ctx.retry, what, () => ctx.client.pool.list(options)),
+    (link) => callWithRetry(ctx.retry, what, () => ctx.client.pool.listNext(link)),
+  );
+  const owned: OwnedPool[] = [];
+  for (const p of pools) {
+    const jobId = ownerJobOf(p.metadata);
+    if (jobId && p.id) owned.push(stripUndefined({ poolId: p.id, jobId, state: p.state ?? 'unknown', creationTime: iso(p.creationTime) }));
+  }
+  return owned;
+}
