@@ -1,0 +1,105 @@
+/**
+ * The embedded Durable Functions engine as a local Functions host extension: it dispatches the
+ * orchestrationTrigger and activityTrigger functions the app registers with durable-functions v3,
+ * provides the durableClient binding, and serves the Durable HTTP management API.
+ * See docs/local-durable.md.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import type { BindingInfo, HostContext, HostExtension, TypedData } from '../host/extension';
+import { ActivityDispatcher } from './activities';
+import { ManagementApi, clientBindingData } from './api';
+import { resolveOptions, type DurableOptions, type ResolvedOptions } from './config';
+import { OrchestrationDispatcher } from './orchestrations';
+import { recover, type RecoveryReport } from './recovery';
+import { DurableStore } from './store';
+
+export type { DurableOptions } from './config';
+export { DurableStore } from './store';
+
+export interface DurableExtension extends HostExtension {
+  /** Engine counters (for benchmarks and tests); undefined before start. */
+  stats(): { episodes: number; deliveredEvents: number; activitiesCompleted: number; activitiesFailed: number; peakActivityConcurrency: number } | undefined;
+  /** The resolved settings (hub name, concurrency limits); undefined before start. */
+  options(): ResolvedOptions | undefined;
+  /** What start-up recovery re-sent; undefined before start. */
+  recovery(): RecoveryReport | undefined;
+}
+
+export function createDurableExtension(opts: DurableOptions = {}): DurableExtension {
+  let running:
+    | { store: DurableStore; orchestrations: OrchestrationDispatcher; activities: ActivityDispatcher; api: ManagementApi; options: ResolvedOptions; log: Logger; host: HostContext; recovery: RecoveryReport }
+    | undefined;
+
+  return {
+    name: 'durable',
+    triggerTypes: ['orchestrationTrigger', 'activityTrigger'],
+    inputBindingTypes: ['durableClient', 'orchestrationClient'],
+
+    async provideInputBinding(_binding: BindingInfo): Promise<TypedData> {
+      if (!running) throw new Error('The durableClient binding was requested before the Durable extension started');
+      return { string: JSON.stringify(clientBindingData(running.host.baseUrl(), running.options.hubName)) };
+    },
+
+    async handleHttp(req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean> {
+      if (!running) return false;
+      return running.api.handle(req, res, url);
+    },
+
+    async start(host: HostContext): Promise<void> {
+      const options = resolveOptions(host.hostJson(), opts);
+      const log = host.log.child({ component: 'durable', hub: options.hubName });
+      // durable-functions' getClient rewrites every management URL to http://localhost:7071 unless
+      // WEBSITE_HOSTNAME names the real host; our listener is on an ephemeral port. The host sets it
+      // too; setting it here keeps the engine correct under any host (one host per process).
+      process.env.WEBSITE_HOSTNAME = new URL(host.baseUrl()).host;
+      const entities = host.functions().filter((f) => f.trigger.type === 'entityTrigger');
+      if (entities.length > 0) {
+        log.warn({ functions: entities.map((f) => f.name) }, 'entity functions are not supported by the local Durable engine and will not run');
+      }
+      const store = new DurableStore(host.storageConnectionString(), options.hubName);
+      await store.init();
+      const orchestrations = new OrchestrationDispatcher(store, host, options, log);
+      const activities = new ActivityDispatcher(store, host, options, log);
+      orchestrations.onWorkItems = () => activities.wake();
+      activities.onAnswer = () => orchestrations.wake();
+      const api = new ManagementApi(store, orchestrations, host, options, log);
+      const report = await recover(store, orchestrations, log);
+      orchestrations.start();
+      activities.start();
+      running = { store, orchestrations, activities, api, options, log, host, recovery: report };
+      log.info(
+        {
+          maxConcurrentActivityFunctions: options.maxConcurrentActivityFunctions,
+          maxConcurrentOrchestratorFunctions: options.maxConcurrentOrchestratorFunctions,
+          rpcBaseUrl: `${host.baseUrl()}/durabletask/`,
+        },
+        'Durable engine started',
+      );
+    },
+
+    async stop(): Promise<void> {
+      const r = running;
+      if (!r) return;
+      running = undefined;
+      await r.activities.stop();
+      await r.orchestrations.stop();
+      r.log.info('Durable engine stopped');
+    },
+
+    stats() {
+      if (!running) return undefined;
+      const o = running.orchestrations.stats;
+      const a = running.activities.stats;
+      return {
+        episodes: o.episodes,
+        deliveredEvents: o.deliveredEvents,
+        activitiesCompleted: a.completed,
+        activitiesFailed: a.failed,
+        peakActivityConcurrency: a.peakConcurrency,
+      };
+    },
+    options: () => running?.options,
+    recovery: () => running?.recovery,
+  };
+}

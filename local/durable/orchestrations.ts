@@ -1,0 +1,411 @@
+/**
+ * The orchestration dispatcher: polls the control queue, groups messages per instance, and runs
+ * episodes (load, select, invoke the orchestrator through the host, commit, send, delete).
+ *
+ * Crash safety comes from the order of writes: the episode's history and the engine state are
+ * committed first (one sentinel write decides), then the outbox is sent, then the consumed messages
+ * are deleted. A crash before the commit replays the same messages; a crash after it re-derives the
+ * outbox on start-up (recovery.ts) and drops the redelivered messages as duplicates (episode.ts).
+ * One instance never runs two episodes at once: this process dispatches each instance on its own,
+ * and the sentinel's ETag rejects a second writer.
+ */
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { HostContext, RegisteredFunction } from '../host/extension';
+import type { OrchestratorStateJson } from './actions';
+import type { ResolvedOptions } from './config';
+import {
+  applyOutcome,
+  applySuspend,
+  applyTerminate,
+  selectBatch,
+  type EpisodeResult,
+  type Outcome,
+} from './episode';
+import { EventType, events, type HistoryEvent } from './history';
+import { Poller } from './poller';
+import { EtagConflictError, rowFromState, type DurableStore, type LoadedInstance } from './store';
+import { emptyOutbox, isTerminal, type ChildStart, type ControlMessage, type InstanceState, type Outbox } from './state';
+
+interface Buffered {
+  queueMessageId: string;
+  popReceipt: string;
+  msg: ControlMessage;
+  order: number;
+}
+
+/** Sent so the library never splits timers into LongTimerTask chunks; the queue re-sends long timers instead. */
+export const MAXIMUM_SHORT_TIMER_DURATION = '36500.00:00:00';
+const OUT_PARALLELISM = 16;
+
+export class OrchestrationDispatcher {
+  private readonly buffers = new Map<string, Map<string, Buffered>>();
+  private readonly running = new Set<string>();
+  private readonly waiting = new Set<string>();
+  private readonly cache = new Map<string, LoadedInstance>();
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly poller: Poller;
+  private order = 0;
+  private stopped = false;
+  readonly stats = { episodes: 0, deliveredEvents: 0 };
+  /** Called when work items were enqueued (wakes the activity poller). */
+  onWorkItems: () => void = () => undefined;
+
+  constructor(
+    private readonly store: DurableStore,
+    private readonly host: HostContext,
+    private readonly opts: ResolvedOptions,
+    private readonly log: Logger,
+  ) {
+    this.poller = new Poller('control-queue', () => this.round(), opts.maxPollingIntervalMs, log);
+  }
+
+  start(): void {
+    this.poller.start();
+  }
+
+  wake(): void {
+    this.poller.wake();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.poller.stop();
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+  }
+
+  /** Forget what this process cached about an instance (after a purge). */
+  forget(instanceId: string): void {
+    this.cache.delete(instanceId);
+  }
+
+  private bufferedCount(): number {
+    let n = 0;
+    for (const b of this.buffers.values()) n += b.size;
+    return n;
+  }
+
+  private async round(): Promise<boolean> {
+    if (this.bufferedCount() > 5000) return false; // back-pressure: let episodes drain the buffer
+    const received = await this.store.receiveControl(32, this.opts.controlVisibilitySeconds);
+    const touched = new Set<string>();
+    for (const r of received) {
+      const msg = r.body;
+      let buf = this.buffers.get(msg.instanceId);
+      if (!buf) this.buffers.set(msg.instanceId, (buf = new Map()));
+      const existing = buf.get(msg.id);
+      if (existing) {
+        if (existing.queueMessageId === r.queueMessageId) {
+          existing.popReceipt = r.popReceipt;
+        } else {
+          // The same logical message sent twice (a re-sent timer or a recovery re-send): delete the copy.
+          void this.store.deleteControl(r).catch((err) => this.log.warn({ err }, 'could not delete duplicate control message'));
+        }
+      } else {
+        buf.set(msg.id, { queueMessageId: r.queueMessageId, popReceipt: r.popReceipt, msg, order: this.order++ });
+      }
+      touched.add(msg.instanceId);
+    }
+    for (const id of touched) this.trySchedule(id);
+    return received.length > 0;
+  }
+
+  private trySchedule(instanceId: string): void {
+    if (this.stopped || this.running.has(instanceId)) return;
+    const buf = this.buffers.get(instanceId);
+    if (!buf || buf.size === 0) return;
+    if (this.running.size >= this.opts.maxConcurrentOrchestratorFunctions) {
+      this.waiting.add(instanceId);
+      return;
+    }
+    this.running.add(instanceId);
+    const firstNew = this.order;
+    const p = this.runEpisode(instanceId)
+      .then((progressed) => {
+        this.running.delete(instanceId);
+        const buf = this.buffers.get(instanceId);
+        const arrivedMeanwhile = buf !== undefined && [...buf.values()].some((b) => b.order >= firstNew);
+        if (progressed || arrivedMeanwhile) this.trySchedule(instanceId);
+      })
+      .catch((err: unknown) => {
+        this.running.delete(instanceId);
+        this.cache.delete(instanceId);
+        this.log.error({ err, instanceId }, 'durable episode failed; its messages will be retried');
+      })
+      .finally(() => {
+        this.inFlight.delete(p);
+        for (const w of [...this.waiting]) {
+          if (this.running.size >= this.opts.maxConcurrentOrchestratorFunctions) break;
+          this.waiting.delete(w);
+          this.trySchedule(w);
+        }
+      });
+    this.inFlight.add(p);
+  }
+
+  /** Runs one episode; resolves true when it made progress (so remaining messages deserve another). */
+  private async runEpisode(instanceId: string): Promise<boolean> {
+    const buf = this.buffers.get(instanceId)!;
+    const snapshot = [...buf.values()].sort((a, b) => a.order - b.order);
+    const started = performance.now();
+    let loaded = this.cache.get(instanceId);
+    if (!loaded) {
+      loaded = await this.store.load(instanceId);
+      if (loaded) this.cache.set(instanceId, loaded);
+    }
+    const now = new Date();
+    const sel = selectBatch(loaded?.state, snapshot.map((b) => b.msg), now);
+    const byId = new Map(snapshot.map((b) => [b.msg.id, b]));
+
+    for (const d of sel.dropped) this.log.debug({ instanceId, messageId: d.id, why: d.why }, 'durable message dropped');
+    for (const r of sel.requeue) {
+      await this.store.sendControl(r.msg, r.delayMs);
+      const b = byId.get(r.msg.id);
+      if (b) {
+        buf.delete(r.msg.id);
+        await this.store.deleteControl(b);
+      }
+    }
+    await this.deleteMessages(buf, byId, sel.dropped.map((d) => d.id));
+
+    const state = sel.state;
+    if (!state) return false;
+    let result: EpisodeResult | undefined;
+    let prefix: HistoryEvent[] = [];
+    if (sel.control === 'terminate') {
+      result = applyTerminate(state, sel.controlReason, now);
+    } else if (sel.control === 'suspend') {
+      result = applySuspend(state, sel.controlReason, now);
+    } else if (sel.deliver.length > 0) {
+      prefix = [events.orchestratorStarted(now)];
+      if (sel.control === 'resume') prefix.push(events.executionResumed(now, sel.controlReason ?? ''));
+      prefix.push(...sel.deliver);
+      const committed = sel.newExecution || !loaded ? [] : loaded.history;
+      const outcome = await this.invokeOrchestrator(state, committed, prefix);
+      result = applyOutcome(state, sel.deliver, outcome, now);
+    } else if (sel.control === 'resume') {
+      const s = structuredClone(state);
+      s.status = 'Running';
+      s.lastUpdatedTime = now.toISOString();
+      result = { state: s, appended: [events.executionResumed(now, sel.controlReason ?? '')], outbox: emptyOutbox(), actionsLog: [{ type: 'Resume' }] };
+    } else if (sel.stateChanged) {
+      result = { state: structuredClone(state), appended: [], outbox: emptyOutbox(), actionsLog: [] };
+    }
+    if (!result) return false;
+
+    const appended = [...prefix, ...result.appended];
+    const execId = state.executionId;
+    const start = sel.newExecution || !loaded ? 0 : loaded.state.historyLength;
+    const final = result.state;
+    if (final.executionId === execId) final.historyLength = start + appended.length;
+    let etag: string;
+    try {
+      etag = await this.store.commit(instanceId, loaded?.etag, execId, start, appended, final);
+    } catch (err) {
+      this.cache.delete(instanceId);
+      if (err instanceof EtagConflictError) {
+        this.log.warn({ instanceId, err: err.message }, 'durable episode lost a commit race; will replay');
+        return true;
+      }
+      throw err;
+    }
+    const baseHistory = sel.newExecution || !loaded ? [] : loaded.history;
+    this.cache.set(instanceId, {
+      state: final,
+      etag,
+      history: final.executionId === execId ? baseHistory.concat(appended) : [],
+    });
+
+    await this.store.putInstance(rowFromState(final));
+    await this.sendOutbox(result.outbox);
+    await this.deleteMessages(buf, byId, sel.consumed);
+    if (sel.newExecution && loaded) void this.cleanupHistory(instanceId, execId);
+    if (final.executionId !== execId) void this.cleanupHistory(instanceId, final.executionId);
+    if (buf.size === 0) this.buffers.delete(instanceId);
+
+    this.stats.episodes += 1;
+    this.stats.deliveredEvents += sel.deliver.length;
+    const durationMs = Math.round((performance.now() - started) * 10) / 10;
+    for (const a of result.actionsLog) {
+      this.log.info({ instanceId, executionId: execId, action: a.type, taskId: a.id, name: a.name }, 'durable action');
+    }
+    this.log.info(
+      {
+        instanceId,
+        executionId: execId,
+        orchestrator: state.name,
+        episode: final.episodes,
+        events: sel.deliver.map((e) => EventType[e.EventType]),
+        control: sel.control,
+        actions: result.actionsLog.length,
+        status: final.status,
+        historyLength: final.historyLength,
+        durationMs,
+      },
+      result.nonDeterminism ? `durable episode: ${result.nonDeterminism}` : 'durable episode',
+    );
+    return true;
+  }
+
+  private async cleanupHistory(instanceId: string, keepExecutionId: string): Promise<void> {
+    try {
+      await this.store.deleteHistory(instanceId, keepExecutionId);
+    } catch (err) {
+      this.log.warn({ err, instanceId }, 'could not delete old history rows');
+    }
+  }
+
+  private async deleteMessages(buf: Map<string, Buffered>, byId: Map<string, Buffered>, ids: string[]): Promise<void> {
+    await inParallel(ids, OUT_PARALLELISM, async (id) => {
+      const b = buf.get(id) ?? byId.get(id);
+      buf.delete(id);
+      if (b) await this.store.deleteControl(b);
+    });
+  }
+
+  async sendOutbox(outbox: Outbox): Promise<void> {
+    const sentAt = new Date().toISOString();
+    await inParallel(outbox.activities, OUT_PARALLELISM, async (a) => {
+      try {
+        await this.store.sendWorkItem(a);
+      } catch (err) {
+        // A work item we cannot enqueue (too large) fails its task instead of stalling the instance.
+        await this.store.sendControl({
+          id: `${a.instanceId}|${a.executionId}|task|${a.taskId}`,
+          instanceId: a.instanceId,
+          executionId: a.executionId,
+          event: events.taskFailed(new Date(), a.taskId, `Activity function '${a.name}' could not be scheduled: ${(err as Error).message}`, ''),
+          sentAt,
+        });
+      }
+    });
+    if (outbox.activities.length > 0) this.onWorkItems();
+    await inParallel(outbox.timers, OUT_PARALLELISM, (t) =>
+      this.store.sendControl(timerMessage(t.instanceId, t.executionId, t.timerId, t.fireAt), Date.parse(t.fireAt) - Date.now()),
+    );
+    await inParallel(outbox.children, OUT_PARALLELISM, (c) => this.startChild(c));
+    await inParallel(outbox.messages, OUT_PARALLELISM, (m) => this.store.sendControl(m));
+    if (outbox.messages.length > 0 || outbox.children.length > 0) this.wake();
+  }
+
+  /** Create (or re-create after a crash) a sub-orchestration instance and send its start message. */
+  async startChild(c: ChildStart): Promise<void> {
+    const executionId = childExecutionId(c);
+    const existing = await this.store.getInstance(c.instanceId);
+    const now = new Date().toISOString();
+    if (existing && !isTerminal(existing.runtimeStatus) && existing.executionId !== executionId) {
+      await this.store.sendControl({
+        id: `${c.instanceId}|${executionId}|conflict`,
+        instanceId: c.parent.instanceId,
+        executionId: c.parent.executionId,
+        event: events.subOrchestrationFailed(
+          new Date(),
+          c.parent.taskId,
+          `Sub-orchestration '${c.name}' could not start: an instance with ID '${c.instanceId}' is already ${existing.runtimeStatus}`,
+          '',
+        ),
+        sentAt: now,
+      });
+      return;
+    }
+    if (!existing || existing.executionId !== executionId) {
+      await this.store.putInstance({
+        instanceId: c.instanceId,
+        name: c.name,
+        runtimeStatus: 'Pending',
+        executionId,
+        input: c.input,
+        createdTime: now,
+        lastUpdatedTime: now,
+        parent: c.parent,
+      });
+    }
+    await this.store.sendControl(startMessage(c.instanceId, executionId, c.name, c.input, c.parent));
+  }
+
+  private async invokeOrchestrator(state: InstanceState, committed: HistoryEvent[], fresh: HistoryEvent[]): Promise<Outcome> {
+    const fn = findFunction(this.host.functions(), state.name, 'orchestrationTrigger');
+    if (!fn) {
+      return { kind: 'failed', message: `The function '${state.name}' doesn't exist, is disabled, or is not an orchestrator function.` };
+    }
+    const history = committed.map((e) => ({ ...e, IsPlayed: true })).concat(fresh);
+    const payload = {
+      history,
+      input: state.input !== undefined ? (JSON.parse(state.input) as unknown) : undefined,
+      instanceId: state.instanceId,
+      isReplaying: committed.length > 0,
+      parentInstanceId: state.parent?.instanceId ?? null,
+      upperSchemaVersion: 1,
+      upperSchemaVersionNew: 2,
+      longRunningTimerIntervalDuration: '3.00:00:00',
+      maximumShortTimerDuration: MAXIMUM_SHORT_TIMER_DURATION,
+      defaultHttpAsyncRequestSleepTimeMillseconds: 30000,
+    };
+    const res = await this.host.invoke(fn.name, { inputData: [{ name: fn.trigger.name, data: { string: JSON.stringify(payload) } }] });
+    if (res.error) return failureOutcome(res.error);
+    const value = res.returnValue?.json !== undefined ? (JSON.parse(res.returnValue.json) as unknown) : res.rawResult;
+    if (!value || typeof value !== 'object' || !('actions' in value)) {
+      return { kind: 'failed', message: `orchestrator returned no OrchestratorState (got ${JSON.stringify(value)?.slice(0, 200)})` };
+    }
+    return { kind: 'state', state: value as OrchestratorStateJson };
+  }
+}
+
+const OOPROC_MARKER = '$OutOfProcData$:';
+
+/** The library throws OrchestrationFailureError whose message embeds the OrchestratorState. */
+export function failureOutcome(err: Error): Outcome {
+  const i = err.message.indexOf(OOPROC_MARKER);
+  if (i >= 0) {
+    try {
+      const state = JSON.parse(err.message.slice(i + OOPROC_MARKER.length)) as OrchestratorStateJson;
+      return { kind: 'failed', message: state.error ?? err.message.slice(0, i).trim(), state };
+    } catch {
+      // fall through: report the raw message
+    }
+  }
+  return { kind: 'failed', message: err.message, details: err.stack };
+}
+
+export function findFunction(fns: RegisteredFunction[], name: string, triggerType: string): RegisteredFunction | undefined {
+  const lower = name.toLowerCase();
+  return fns.find((f) => f.name.toLowerCase() === lower && f.trigger.type === triggerType);
+}
+
+export function timerMessage(instanceId: string, executionId: string, timerId: number, fireAt: string): ControlMessage {
+  return {
+    id: `${instanceId}|${executionId}|timer|${timerId}`,
+    instanceId,
+    executionId,
+    event: events.timerFired(new Date(fireAt), timerId, fireAt),
+    sentAt: new Date().toISOString(),
+  };
+}
+
+export function startMessage(instanceId: string, executionId: string, name: string, input: string | undefined, parent?: ControlMessage['parent']): ControlMessage {
+  const at = new Date();
+  return {
+    id: `${executionId}:start`,
+    instanceId,
+    executionId,
+    event: events.executionStarted(at, name, input, parent?.instanceId),
+    parent,
+    sentAt: at.toISOString(),
+  };
+}
+
+/** Deterministic so that re-sending a child start after a crash names the same execution. */
+export function childExecutionId(c: ChildStart): string {
+  return createHash('sha1').update(`${c.parent.instanceId}\n${c.parent.executionId}\n${c.parent.taskId}\n${c.instanceId}`).digest('hex').slice(0, 32);
+}
+
+export async function inParallel<T>(items: T[], limit: number, fn: (item: T) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const item = items[next++];
+      await fn(item);
+    }
+  });
+  await Promise.all(workers);
+}
