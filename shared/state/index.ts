@@ -1,0 +1,18 @@
+/** Job state: the pure state machine, the Table Storage store, and the API views. */
+export { JOB_STATES, TERMINAL_STATES, ACTIVE_STAGES, isTerminal, isJobState, canTransition, nextStates } from './states';
+export type { JobState } from './states';
+export { transition } from './machine';
+export type { TransitionableRow, TransitionResult } from './machine';
+export {
+  IllegalTransitionError, JobNotFoundError, ConcurrencyConflictError, InvalidContinuationTokenError, JobRecordTooLargeError,
+} from './errors';
+export type { JobRecord, JobEvent, JobPatch, JobError, JsonValue } from './record';
+export { JobStore, DEFAULT_JOBS_TABLE, DEFAULT_EVENTS_TABLE, buildListFilter } from './jobStore';
+export type { JobStoreOptions, NewJob, TransitionOutcome, NoteInput, ListJobsQuery, ListJobsPage } from './jobStore';
+export {
+  JobViewSchema, JobErrorSchema, JobLinksSchema, SubmitJobResponseSchema, JobConflictResponseSchema, JobListResponseSchema,
+  CancelJobResponseSchema, ProblemResponseSchema, HealthResponseSchema, toJobView, jobUrl,
+} from './view';
+export type {
+  JobView, SubmitJobResponse, JobConflictResponse, JobListResponse, CancelJobResponse, ProblemResponse, HealthResponse, JobViewOptions,
+} from './view';

@@ -1,0 +1,330 @@
+/**
+ * JobStore: the Jobs and JobEvents tables behind one small API. Every state change goes through the
+ * pure state machine (machine.ts) and is written with the row's ETag, so two writers can never both
+ * apply a transition computed from the same old state. Layout: see entityCodec.ts.
+ *
+ * Listing: job rows live one per partition (PartitionKey = id), so `list` is a server-side filtered
+ * scan (RowKey eq 'job' and state/createdAt/tag_<hex> conditions) with Table Storage's own continuation
+ * tokens; results come back ordered by job id, not by time. That is fine for the thousands of rows a
+ * control plane keeps (rows of old jobs can be archived by the sweep); a time-bucketed index would be
+ * the next step if it ever is not.
+ */
+import { randomUUID } from 'node:crypto';
+import { odata, TableClient, type TableEntityResult } from '@azure/data-tables';
+import type { JobSpec } from '../spec';
+import {
+  entityToEvent, entityToJob, eventToEntity, jobToEntity, JOB_ROW_KEY, tagPropertyName,
+} from './entityCodec';
+import { ConcurrencyConflictError, InvalidContinuationTokenError, JobNotFoundError } from './errors';
+import { transition as applyTransition } from './machine';
+import type { JobEvent, JobPatch, JobRecord, JsonValue } from './record';
+import type { JobState } from './states';
+
+export const DEFAULT_JOBS_TABLE = 'Jobs';
+export const DEFAULT_EVENTS_TABLE = 'JobEvents';
+
+export interface JobStoreOptions {
+  jobsTable?: string;
+  eventsTable?: string;
+  /** Clock (tests pin it). Default: new Date(). */
+  now?: () => Date;
+  /** ETag retries before ConcurrencyConflictError (default 10). */
+  maxAttempts?: number;
+}
+
+export interface NewJob {
+  id: string;
+  spec: JobSpec;
+  specHash: string;
+  owner: string;
+  /** Creation reason recorded in the first event (default "submitted"). */
+  reason?: string;
+}
+
+export interface TransitionOutcome {
+  job: JobRecord;
+  /** The event recorded; undefined when the job already was in the target state. */
+  event?: JobEvent;
+  /** false when the job already was in the target state (a retried step): nothing was changed. */
+  applied: boolean;
+}
+
+export interface NoteInput {
+  reason: string;
+  data?: JsonValue;
+  /** Time of the note (default now). Pass a deterministic time with eventId to make the append idempotent. */
+  at?: string;
+  /** Unique per job; the same eventId and `at` written twice give one event. Default: a random id. */
+  eventId?: string;
+}
+
+export interface ListJobsQuery {
+  state?: JobState | JobState[];
+  /** Tag filter: key only = the tag exists; with value = the tag equals it. */
+  tag?: { key: string; value?: string };
+  /** Inclusive lower bound on createdAt (ISO 8601). */
+  createdFrom?: string;
+  /** Exclusive upper bound on createdAt (ISO 8601). */
+  createdTo?: string;
+  /** Page size, 1–1000 (default 100). */
+  top?: number;
+  continuationToken?: string;
+}
+
+export interface ListJobsPage {
+  jobs: JobRecord[];
+  /** Present when more rows may match: pass it back to get the next page. */
+  continuationToken?: string;
+}
+
+type Entity = TableEntityResult<Record<string, unknown>>;
+
+function statusOf(err: unknown): number | undefined {
+  return typeof err === 'object' && err !== null && typeof (err as { statusCode?: unknown }).statusCode === 'number'
+    ? (err as { statusCode: number }).statusCode
+    : undefined;
+}
+
+export class JobStore {
+  private readonly now: () => Date;
+  private readonly maxAttempts: number;
+
+  constructor(private readonly jobs: TableClient, private readonly eventsTable: TableClient, options: JobStoreOptions = {}) {
+    this.now = options.now ?? (() => new Date());
+    this.maxAttempts = options.maxAttempts ?? 10;
+  }
+
+  /** Build from a storage connection string (Azurite's or a real account's). */
+  static fromConnectionString(connectionString: string, options: JobStoreOptions = {}): JobStore {
+    // Plain http is only ever Azurite on loopback; real accounts use https.
+    const clientOptions = { allowInsecureConnection: /DefaultEndpointsProtocol=http;|TableEndpoint=http:/i.test(connectionString) };
+    return new JobStore(
+      TableClient.fromConnectionString(connectionString, options.jobsTable ?? DEFAULT_JOBS_TABLE, clientOptions),
+      TableClient.fromConnectionString(connectionString, options.eventsTable ?? DEFAULT_EVENTS_TABLE, clientOptions),
+      options,
+    );
+  }
+
+  /** Create both tables if missing (idempotent; call once at start-up). */
+  async ensureTables(): Promise<void> {
+    await this.jobs.createTable();
+    await this.eventsTable.createTable();
+  }
+
+  /**
+   * Insert the job in state Submitted unless a row with this id exists. Exactly one of any number of
+   * concurrent callers gets created: true (Table Storage answers 409 to the others); they get the
+   * existing row, which the caller compares with its own spec (specHash / diffSpecs) to answer 200 or 409.
+   */
+  async createIfAbsent(input: NewJob): Promise<{ created: boolean; job: JobRecord }> {
+    const at = this.now().toISOString();
+    const first: JobEvent = { jobId: input.id, at, kind: 'transition', seq: 1, from: null, to: 'Submitted', reason: input.reason ?? 'submitted' };
+    const record: JobRecord = {
+      id: input.id,
+      name: input.spec.name,
+      owner: input.owner,
+      tags: { ...input.spec.tags },
+      specHash: input.specHash,
+      spec: input.spec,
+      state: 'Submitted',
+      stage: 'Submitted',
+      progress: null,
+      createdAt: at,
+      updatedAt: at,
+      eventSeq: 1,
+      lastEvent: first,
+    };
+    try {
+      await this.jobs.createEntity(jobToEntity(record));
+    } catch (err) {
+      if (statusOf(err) !== 409) throw err;
+      const existing = await this.get(input.id);
+      // A row that vanished between the 409 and the read was deleted by someone else: report it as such.
+      if (!existing) throw new JobNotFoundError(input.id);
+      await this.repairLastEvent(existing);
+      return { created: false, job: existing };
+    }
+    await this.writeEvent(first);
+    return { created: true, job: record };
+  }
+
+  async get(id: string): Promise<JobRecord | undefined> {
+    const found = await this.read(id);
+    return found?.job;
+  }
+
+  /**
+   * Move the job to `to` through the state machine, applying `patch` in the same write. On an ETag
+   * conflict the row is re-read and the transition re-checked against the new state, so it is applied
+   * only if still legal (IllegalTransitionError otherwise). If the job already is in `to`, nothing is
+   * written and applied = false: a retried activity may call this twice.
+   */
+  async transition(id: string, to: JobState, reason: string, patch?: JobPatch): Promise<TransitionOutcome> {
+    for (let attempt = 1; attempt <= this.maxAttempts; attempt++) {
+      const current = await this.read(id);
+      if (!current) throw new JobNotFoundError(id);
+      if (current.job.state === to) {
+        await this.repairLastEvent(current.job);
+        return { job: current.job, applied: false };
+      }
+      const { row, event } = applyTransition(current.job, to, reason, this.now());
+      const next = withPatch(row, patch);
+      if (await this.replace(next, current.etag)) {
+        await this.writeEvent(event);
+        return { job: next, event, applied: true };
+      }
+      await backoff(attempt);
+    }
+    throw new ConcurrencyConflictError(id, this.maxAttempts);
+  }
+
+  /**
+   * Change non-state fields (stage, progress, Batch ids, result, error, cancelRequestedAt) with ETag
+   * concurrency. A function patch is re-evaluated on the fresh row after a conflict.
+   */
+  async update(id: string, patch: JobPatch | ((job: JobRecord) => JobPatch)): Promise<JobRecord> {
+    for (let attempt = 1; attempt <= this.maxAttempts; attempt++) {
+      const current = await this.read(id);
+      if (!current) throw new JobNotFoundError(id);
+      const changes = typeof patch === 'function' ? patch(current.job) : patch;
+      const next = { ...withPatch(current.job, changes), updatedAt: this.now().toISOString() };
+      if (await this.replace(next, current.etag)) return next;
+      await backoff(attempt);
+    }
+    throw new ConcurrencyConflictError(id, this.maxAttempts);
+  }
+
+  /** Append a note (not a state change) to the job's timeline, e.g. "pulled 12/40 nodes". */
+  async appendEvent(id: string, note: NoteInput): Promise<JobEvent> {
+    const event: JobEvent = {
+      jobId: id,
+      at: note.at ?? this.now().toISOString(),
+      kind: 'note',
+      reason: note.reason,
+      eventId: note.eventId ?? randomUUID(),
+      ...(note.data !== undefined ? { data: note.data } : {}),
+    };
+    await this.eventsTable.upsertEntity(eventToEntity(event), 'Replace');
+    return event;
+  }
+
+  /** The whole timeline in time order (transitions and notes). */
+  async events(id: string): Promise<JobEvent[]> {
+    const out: JobEvent[] = [];
+    const iter = this.eventsTable.listEntities<Record<string, unknown>>({ queryOptions: { filter: odata`PartitionKey eq ${id}` } });
+    for await (const e of iter) out.push(entityToEvent(e));
+    // RowKeys already sort by time; sorting again keeps the order independent of the store's scan order.
+    return out.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : (a.seq ?? 0) - (b.seq ?? 0)));
+  }
+
+  async list(query: ListJobsQuery = {}): Promise<ListJobsPage> {
+    const top = Math.min(Math.max(Math.trunc(query.top ?? 100), 1), 1000);
+    const filter = buildListFilter(query);
+    let token = query.continuationToken;
+    if (token !== undefined) assertContinuationToken(token);
+    const jobs: JobRecord[] = [];
+    // A filtered scan may return short or empty pages with a token; keep reading (bounded) until the
+    // page is full, asking each time only for what is still missing so no row is skipped.
+    for (let request = 0; request < 20; request++) {
+      const pages = this.jobs.listEntities<Record<string, unknown>>({ queryOptions: { filter } })
+        .byPage({ maxPageSize: top - jobs.length, ...(token !== undefined ? { continuationToken: token } : {}) });
+      let page;
+      try {
+        page = await pages.next();
+      } catch (err) {
+        if (query.continuationToken !== undefined && statusOf(err) === 400) throw new InvalidContinuationTokenError(query.continuationToken);
+        throw err;
+      }
+      if (page.done) return { jobs };
+      for (const e of page.value) jobs.push(entityToJob(e as Entity));
+      token = page.value.continuationToken;
+      if (!token) return { jobs };
+      if (jobs.length >= top) break;
+    }
+    return { jobs, continuationToken: token };
+  }
+
+  private async read(id: string): Promise<{ job: JobRecord; etag: string } | undefined> {
+    try {
+      const e = await this.jobs.getEntity<Record<string, unknown>>(id, JOB_ROW_KEY);
+      return { job: entityToJob(e), etag: e.etag };
+    } catch (err) {
+      if (statusOf(err) === 404) return undefined;
+      throw err;
+    }
+  }
+
+  /** Replace the row if its ETag is unchanged; false on 412 (someone else wrote first). */
+  private async replace(job: JobRecord, etag: string): Promise<boolean> {
+    try {
+      // Replace (not Merge) so that JSON chunks of a value that shrank do not linger.
+      await this.jobs.updateEntity(jobToEntity(job), 'Replace', { etag });
+      return true;
+    } catch (err) {
+      if (statusOf(err) === 412) return false;
+      if (statusOf(err) === 404) throw new JobNotFoundError(job.id);
+      throw err;
+    }
+  }
+
+  private async writeEvent(event: JobEvent): Promise<void> {
+    // Upsert: the RowKey is fully determined by the event, so a repeat is a no-op rewrite.
+    await this.eventsTable.upsertEntity(eventToEntity(event), 'Replace');
+  }
+
+  /**
+   * The row is the commit point and the event is written right after it; if the process died in
+   * between, the row's lastEvent still has it. Re-writing it on the next touch makes the timeline whole.
+   */
+  private async repairLastEvent(job: JobRecord): Promise<void> {
+    if (job.lastEvent) await this.writeEvent(job.lastEvent);
+  }
+}
+
+function withPatch<R extends JobRecord>(row: R, patch: JobPatch | undefined): R {
+  if (!patch) return row;
+  const next = { ...row };
+  for (const [k, v] of Object.entries(patch)) if (v !== undefined) (next as Record<string, unknown>)[k] = v;
+  return next;
+}
+
+export function buildListFilter(query: ListJobsQuery): string {
+  const parts: string[] = [odata`RowKey eq ${JOB_ROW_KEY}`];
+  const states = query.state === undefined ? [] : Array.isArray(query.state) ? query.state : [query.state];
+  if (states.length > 0) parts.push(`(${states.map((s) => odata`state eq ${s}`).join(' or ')})`);
+  // createdAt is a fixed-format ISO string (toISOString), so string order is time order.
+  if (query.createdFrom !== undefined) parts.push(odata`createdAt ge ${isoBound('createdFrom', query.createdFrom)}`);
+  if (query.createdTo !== undefined) parts.push(odata`createdAt lt ${isoBound('createdTo', query.createdTo)}`);
+  if (query.tag) {
+    const prop = tagPropertyName(query.tag.key); // hex-encoded: always a valid, injection-free property name
+    // `ge ''` matches any string value, i.e. "the property exists".
+    parts.push(query.tag.value === undefined ? `${prop} ge ''` : `${prop} eq ${quote(query.tag.value)}`);
+  }
+  return parts.join(' and ');
+}
+
+/** An OData string literal: single quotes doubled, so a value can never end the literal early. */
+function quote(value: string): string {
+  return `'${value.replace(/'/g, "''")}'`;
+}
+
+function isoBound(name: string, value: string): string {
+  const t = Date.parse(value);
+  if (Number.isNaN(t)) throw new RangeError(`${name} must be an ISO 8601 date-time, got ${JSON.stringify(value)}`);
+  return new Date(t).toISOString();
+}
+
+function assertContinuationToken(token: string): void {
+  try {
+    const decoded = JSON.parse(Buffer.from(token, 'base64').toString('utf8')) as { nextPartitionKey?: unknown };
+    if (typeof decoded?.nextPartitionKey === 'string') return;
+  } catch {
+    // fall through
+  }
+  throw new InvalidContinuationTokenError(token);
+}
+
+async function backoff(attempt: number): Promise<void> {
+  // Jitter keeps two retrying writers from colliding again in lock-step.
+  await new Promise((r) => setTimeout(r, Math.random() * 10 * attempt));
+}

@@ -1,0 +1,65 @@
+/** The job row and its timeline events as the rest of the app sees them (storage layout is in entityCodec.ts). */
+import type { JobSpec } from '../spec';
+import type { JobState } from './states';
+
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
+export interface JobError {
+  /** Stable machine-readable code, e.g. "AllocationTimedout", "ImagePullFailed", "InvalidSpec". */
+  code: string;
+  message: string;
+  details?: JsonValue;
+}
+
+export interface JobRecord {
+  id: string;
+  name: string;
+  /** Who submitted it (principal name, function key name, or "queue"). */
+  owner: string;
+  tags: Record<string, string>;
+  specHash: string;
+  spec: JobSpec;
+  state: JobState;
+  /** Finer-grained, human-readable step inside the state, e.g. "waiting for nodes 3/4". */
+  stage: string;
+  progress: JsonValue | null;
+  createdAt: string;
+  updatedAt: string;
+  batchPoolId?: string;
+  batchJobId?: string;
+  result?: JsonValue;
+  error?: JobError;
+  /** Set by the cancel API; the orchestration reacts and moves the job to CleaningUp → Cancelled. */
+  cancelRequestedAt?: string;
+  /** Number of transition events recorded so far (the creation counts as 1). */
+  eventSeq: number;
+  /** The most recent transition event, kept on the row so a lost event write can be repaired. */
+  lastEvent?: JobEvent;
+}
+
+export interface JobEvent {
+  jobId: string;
+  /** ISO 8601 UTC timestamp. */
+  at: string;
+  kind: 'transition' | 'note';
+  /** Transition events: the row's eventSeq after the transition (1 = creation). */
+  seq?: number;
+  /** Transition events: previous state (null for the creation). */
+  from?: JobState | null;
+  to?: JobState;
+  reason: string;
+  data?: JsonValue;
+  /** Note events: caller-chosen id making appendEvent idempotent. */
+  eventId?: string;
+}
+
+/** Fields a caller may change outside a state transition. */
+export interface JobPatch {
+  stage?: string;
+  progress?: JsonValue | null;
+  batchPoolId?: string;
+  batchJobId?: string;
+  result?: JsonValue;
+  error?: JobError;
+  cancelRequestedAt?: string;
+}

@@ -1,0 +1,54 @@
+/**
+ * Job states and the legal transitions between them.
+ *
+ *   Submitted → Provisioning → PullingImages → StagingData → Running → CleaningUp → Succeeded | Failed | Cancelled
+ *
+ * Legal moves:
+ * - forward along the active stages, skipping stages that have nothing to do (no images → no
+ *   PullingImages, no inputs → no StagingData): any active stage → any LATER active stage;
+ * - any active stage (Provisioning … Running) → CleaningUp, on success, failure or cancel: cleanup always runs;
+ * - CleaningUp → Succeeded | Failed | Cancelled: the only way to finish once resources may exist;
+ * - Submitted → Failed | Cancelled: rejected or cancelled before anything was created (e.g. a queue message
+ *   whose spec is invalid, a cancel before provisioning), so there is nothing to clean up;
+ * - Submitted → CleaningUp: a cancel/failure that arrives after the orchestration started but before it
+ *   recorded Provisioning (an activity may already have created a pool).
+ * Never: backwards, self-transitions, anything out of a terminal state (terminal states are absorbing).
+ */
+export const JOB_STATES = [
+  'Submitted', 'Provisioning', 'PullingImages', 'StagingData', 'Running', 'CleaningUp', 'Succeeded', 'Failed', 'Cancelled',
+] as const;
+export type JobState = (typeof JOB_STATES)[number];
+
+export const TERMINAL_STATES: readonly JobState[] = ['Succeeded', 'Failed', 'Cancelled'];
+/** The pipeline stages in order; CleaningUp follows them. */
+export const ACTIVE_STAGES: readonly JobState[] = ['Submitted', 'Provisioning', 'PullingImages', 'StagingData', 'Running'];
+
+export function isTerminal(state: JobState): boolean {
+  return TERMINAL_STATES.includes(state);
+}
+
+export function isJobState(value: unknown): value is JobState {
+  return typeof value === 'string' && (JOB_STATES as readonly string[]).includes(value);
+}
+
+function computeLegal(): ReadonlyMap<JobState, ReadonlySet<JobState>> {
+  const legal = new Map<JobState, Set<JobState>>(JOB_STATES.map((s) => [s, new Set<JobState>()]));
+  ACTIVE_STAGES.forEach((from, i) => {
+    for (const to of ACTIVE_STAGES.slice(i + 1)) legal.get(from)!.add(to);
+    legal.get(from)!.add('CleaningUp');
+  });
+  legal.get('Submitted')!.add('Failed').add('Cancelled');
+  for (const end of TERMINAL_STATES) legal.get('CleaningUp')!.add(end);
+  return legal;
+}
+
+const LEGAL = computeLegal();
+
+export function canTransition(from: JobState, to: JobState): boolean {
+  return LEGAL.get(from)?.has(to) ?? false;
+}
+
+/** The states reachable in one step from `from` (empty for terminal states). */
+export function nextStates(from: JobState): JobState[] {
+  return JOB_STATES.filter((to) => canTransition(from, to));
+}

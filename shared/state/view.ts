@@ -1,0 +1,117 @@
+/**
+ * What the job API answers, as zod schemas (the OpenAPI document is generated from them) and the
+ * mapping from a stored JobRecord.
+ */
+import { z } from 'zod';
+import { JobSpecSchema } from '../spec/schema';
+import type { JobRecord } from './record';
+import { JOB_STATES } from './states';
+
+const JsonSchemaValue: z.ZodType<unknown> = z.unknown().meta({ description: 'Free-form JSON written by the pipeline.' });
+
+export const JobErrorSchema = z.object({
+  code: z.string(),
+  message: z.string(),
+  details: JsonSchemaValue.optional(),
+}).meta({ title: 'JobError' });
+
+export const JobLinksSchema = z.object({
+  self: z.string().meta({ description: 'GET this URL for the job status.' }),
+  cancel: z.string().meta({ description: 'DELETE this URL to cancel the job.' }),
+  events: z.string().optional().meta({ description: 'The job timeline (when the API serves it).' }),
+}).meta({ title: 'JobLinks' });
+
+export const JobViewSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  owner: z.string(),
+  tags: z.record(z.string(), z.string()),
+  state: z.enum(JOB_STATES),
+  stage: z.string().meta({ description: 'Human-readable step inside the state, e.g. "pulled 12/40".' }),
+  progress: JsonSchemaValue.nullable(),
+  specHash: z.string().meta({ description: 'sha256 of the canonical JSON of the normalized spec.' }),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  batchPoolId: z.string().optional(),
+  batchJobId: z.string().optional(),
+  result: JsonSchemaValue.optional(),
+  error: JobErrorSchema.optional(),
+  cancelRequestedAt: z.string().optional(),
+  spec: JobSpecSchema.optional().meta({ description: 'The normalized spec (single-job answers only).' }),
+  links: JobLinksSchema,
+}).meta({ title: 'JobView' });
+export type JobView = z.infer<typeof JobViewSchema>;
+
+export const SubmitJobResponseSchema = z.object({
+  job: JobViewSchema,
+  statusUrl: z.string(),
+  cancelUrl: z.string(),
+}).meta({ title: 'SubmitJobResponse', description: '202 for a new job, 200 for an idempotent repeat of an existing one.' });
+export type SubmitJobResponse = z.infer<typeof SubmitJobResponseSchema>;
+
+export const JobConflictResponseSchema = z.object({
+  error: z.literal('JobIdConflict'),
+  message: z.string(),
+  jobId: z.string(),
+  differingPaths: z.array(z.string()).meta({ description: 'Spec paths where the submission differs from the existing job (diffSpecs).' }),
+}).meta({ title: 'JobConflictResponse' });
+export type JobConflictResponse = z.infer<typeof JobConflictResponseSchema>;
+
+export const JobListResponseSchema = z.object({
+  jobs: z.array(JobViewSchema),
+  continuationToken: z.string().optional().meta({ description: 'Pass as ?continuationToken= to get the next page.' }),
+}).meta({ title: 'JobListResponse' });
+export type JobListResponse = z.infer<typeof JobListResponseSchema>;
+
+export const CancelJobResponseSchema = z.object({
+  job: JobViewSchema,
+  cancelRequested: z.boolean().meta({ description: 'false when the job had already finished: nothing to cancel.' }),
+}).meta({ title: 'CancelJobResponse' });
+export type CancelJobResponse = z.infer<typeof CancelJobResponseSchema>;
+
+export const ProblemResponseSchema = z.object({
+  error: z.string(),
+  message: z.string(),
+}).meta({ title: 'ProblemResponse', description: 'Any other error (404, 415, 500, …).' });
+export type ProblemResponse = z.infer<typeof ProblemResponseSchema>;
+
+export const HealthResponseSchema = z.object({
+  status: z.enum(['ok', 'degraded', 'unhealthy']),
+  version: z.string().optional(),
+  checks: z.record(z.string(), z.object({ ok: z.boolean(), message: z.string().optional() })).optional(),
+}).meta({ title: 'HealthResponse' });
+export type HealthResponse = z.infer<typeof HealthResponseSchema>;
+
+export interface JobViewOptions {
+  /** Base of the API, e.g. "https://app.azurewebsites.net" or "http://127.0.0.1:7071" (no trailing slash needed). */
+  baseUrl?: string;
+  includeSpec?: boolean;
+}
+
+export function jobUrl(id: string, baseUrl = ''): string {
+  return `${baseUrl.replace(/\/+$/, '')}/api/jobs/${encodeURIComponent(id)}`;
+}
+
+export function toJobView(job: JobRecord, options: JobViewOptions = {}): JobView {
+  const self = jobUrl(job.id, options.baseUrl);
+  const view: JobView = {
+    id: job.id,
+    name: job.name,
+    owner: job.owner,
+    tags: job.tags,
+    state: job.state,
+    stage: job.stage,
+    progress: job.progress,
+    specHash: job.specHash,
+    createdAt: job.createdAt,
+    updatedAt: job.updatedAt,
+    links: { self, cancel: self },
+  };
+  if (job.batchPoolId !== undefined) view.batchPoolId = job.batchPoolId;
+  if (job.batchJobId !== undefined) view.batchJobId = job.batchJobId;
+  if (job.result !== undefined) view.result = job.result;
+  if (job.error !== undefined) view.error = job.error;
+  if (job.cancelRequestedAt !== undefined) view.cancelRequestedAt = job.cancelRequestedAt;
+  if (options.includeSpec) view.spec = job.spec;
+  return view;
+}
