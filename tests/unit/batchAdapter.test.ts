@@ -45,7 +45,8 @@ describe('request bodies', () => {
     const p = buildPoolAddParameter(poolSpec);
     expect(p.enableInterNodeCommunication).toBe(true);
     expect(p.taskSlotsPerNode).toBe(1);
-    expect(p.virtualMachineConfiguration?.containerConfiguration?.type).toBe('dockerCompatible');
+    // The SDK model omits 'type' (a constant it adds itself); we set it explicitly all the same.
+    expect((p.virtualMachineConfiguration?.containerConfiguration as { type?: string }).type).toBe('dockerCompatible');
     expect(p.virtualMachineConfiguration?.containerConfiguration).not.toHaveProperty('containerImageNames');
     expect(p.metadata).toEqual([
       { name: 'hpc-cp-owner', value: 'hpc-mpi-control-plane' },
