@@ -27,10 +27,9 @@ function assertBackoff(opts: BackoffOptions): void {
 export function backoffCeilingMs(attempt: number, opts: BackoffOptions): number {
   assertBackoff(opts);
   const n = Math.max(1, Math.floor(attempt));
-  // Computed in log space so huge attempt numbers do not overflow to Infinity*0 = NaN.
-  const exp = Math.log(opts.baseMs > 0 ? opts.baseMs : 1) + (n - 1) * Math.log(opts.factor);
   if (opts.baseMs === 0) return 0;
-  return Math.min(opts.maxMs, Math.exp(exp));
+  // factor ** huge is Infinity, which min() turns into maxMs: no overflow handling needed.
+  return Math.min(opts.maxMs, opts.baseMs * opts.factor ** (n - 1));
 }
 
 /**
