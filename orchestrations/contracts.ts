@@ -83,3 +83,92 @@ export interface JobOutcome {
   timings: Record<string, { startedAt: string; endedAt?: string }>;
   nodeMinutes?: number;
 }
+
+/** Activity names: one I/O thing each, all idempotent (they look before they create). */
+export const Activities = {
+  jobTransition: 'jobTransition',
+  jobFinish: 'jobFinish',
+  poolCreate: 'poolCreate',
+  poolInspect: 'poolInspect',
+  poolObserve: 'poolObserve',
+  poolRemoveNodes: 'poolRemoveNodes',
+  poolResize: 'poolResize',
+  poolDelete: 'poolDelete',
+  batchJobCreate: 'batchJobCreate',
+  batchJobAutoComplete: 'batchJobAutoComplete',
+  batchJobTerminate: 'batchJobTerminate',
+  nodeTasksAdd: 'nodeTasksAdd',
+  nodeTasksObserve: 'nodeTasksObserve',
+  inputsList: 'inputsList',
+  shardCopy: 'shardCopy',
+  shardUrls: 'shardUrls',
+  stagedDataDelete: 'stagedDataDelete',
+  mpiTaskAdd: 'mpiTaskAdd',
+  mpiTaskObserve: 'mpiTaskObserve',
+  mpiResultCollect: 'mpiResultCollect',
+} as const;
+
+export interface JobTransitionInput {
+  jobId: string;
+  to: StageName;
+  reason: string;
+  patch?: { batchPoolId?: string; batchJobId?: string; stage?: string };
+}
+
+export interface JobFinishInput {
+  jobId: string;
+  outcome: JobOutcome;
+}
+
+export interface PoolInspection {
+  exists: boolean;
+  state?: string;
+  vmSize?: string;
+  enableInterNodeCommunication?: boolean;
+  taskSlotsPerNode?: number;
+  ownedByJob?: string;
+}
+
+export interface ResourceFileRef {
+  httpUrl: string;
+  filePath: string;
+}
+
+/** A task pinned (by affinity, which Batch treats as a hint) to one node. */
+export interface NodeTaskSpec {
+  id: string;
+  affinityId: string;
+  commandLine: string;
+  resourceFiles?: ResourceFileRef[];
+  environment?: { name: string; value: string }[];
+  maxWallClockSeconds?: number;
+}
+
+export interface NodeTaskObservation {
+  id: string;
+  state: 'active' | 'preparing' | 'running' | 'completed' | 'missing';
+  exitCode?: number;
+  /** Where it really ran (Batch affinity is only a hint). */
+  nodeId?: string;
+  failure?: string;
+  /** The end of stderr (and stdout) for failed tasks: the registry or download message. */
+  outputTail?: string;
+}
+
+export interface MpiTaskObservation {
+  state: 'active' | 'preparing' | 'running' | 'completed' | 'missing';
+  startTime?: string;
+  endTime?: string;
+}
+
+export interface MpiResult {
+  exitCode: number;
+  failure?: string;
+  /** Per node: exit code of the subtask (coordination command; the master's includes the application). */
+  subtasks: { id: number; nodeId?: string; exitCode?: number; state: string }[];
+  logs: { node: string; stdout: string; stderr: string }[];
+  /** The last lines of the master's stdout. */
+  stdoutTail: string;
+  startTime?: string;
+  endTime?: string;
+}

@@ -86,6 +86,26 @@ export const PartialAllocationSchema = z
   )
   .meta({ description: 'What to do when Batch allocates fewer nodes than requested before resizeTimeout.' });
 
+export const StartTaskSchema = z
+  .strictObject({
+    command: z.string({ error: 'must be a string: the shell command run on every node' })
+      .min(1, { error: 'must not be empty' })
+      .max(LIMITS.maxCommandLength)
+      .regex(P.SINGLE_LINE_TEXT_RE, { error: 'must be a single line without control characters' })
+      .meta({ description: 'Shell command run (bash, elevated) on every node as it joins the pool, e.g. to install or build the MPI program. The node is not used until it succeeds.' }),
+    resourceFiles: z.array(
+      z.strictObject({
+        account: pattern(P.STORAGE_ACCOUNT_RE, 'a storage account name (3–24 lowercase letters and digits)'),
+        container: pattern(P.BLOB_CONTAINER_RE, 'a blob container name (3–63 lowercase letters, digits and single hyphens)'),
+        blob: pattern(P.BLOB_PREFIX_RE, `a blob name (${SHELL_SAFE_HINT})`).min(1, { error: 'must not be empty' }),
+        path: pattern(P.BLOB_PREFIX_RE, `a relative file path in the start task's folder (no leading "/", no ".."; ${SHELL_SAFE_HINT})`).min(1, { error: 'must not be empty' }),
+      }),
+      { error: 'must be a list of { account, container, blob, path }' },
+    ).max(32, { error: 'must list at most 32 files' }).default([])
+      .meta({ description: 'Blobs downloaded next to the command before it runs (read through short-lived read-only SAS URLs).' }),
+  })
+  .meta({ description: 'Node preparation for a pool this job creates (ignored for a reused pool).' });
+
 export const PoolSchema = z
   .strictObject({
     poolId: pattern(P.POOL_ID_RE, `a Batch pool id (letters, digits, "_", "-", up to 64; ${SHELL_SAFE_HINT})`)
@@ -111,6 +131,7 @@ export const PoolSchema = z
       .default('PT15M')
       .meta({ description: 'How long Batch may take to allocate the nodes (ISO 8601, at least PT5M).' }),
     partialAllocation: PartialAllocationSchema.default({ policy: 'fail' }),
+    startTask: StartTaskSchema.optional(),
   })
   .meta({ description: 'Where the job runs: a new pool (created and owned by this job) or an existing one.' });
 
@@ -181,6 +202,8 @@ export const DataSchema = z
       .default([])
       .meta({ description: 'Blob sources staged to the nodes.' }),
     shardSizeMB: ShardSizeSchema.default({ ...DEFAULT_SHARD_SIZE_MB }),
+    recordBytes: int('a record size in bytes').min(1).max(1_048_576).default(1)
+      .meta({ description: 'Fixed record size of the inputs: large files are split only at multiples of this many bytes, so no record is torn across shards. 1 = any byte boundary.' }),
     stagingAccounts: z.array(pattern(P.STORAGE_ACCOUNT_RE, 'a storage account name (3–24 lowercase letters and digits)'), {
       error: 'must be a list of storage account names',
     }).max(LIMITS.maxStagingAccounts).default([])

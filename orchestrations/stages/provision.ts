@@ -1,0 +1,78 @@
+import { Activities, NodeProgress, PoolInspection, ProvisionedPool } from '../contracts';
+import { Orchestration, PipelineRun, StageFailed } from '../pipeline/run';
+import { checkReusablePool, decideProvisionStep, PoolObservation } from '../../shared/pipeline/provisionPolicy';
+
+export interface ProvisionRequest {
+  jobId: string;
+  /** The pool to create (owned) or reuse (not owned). */
+  poolId: string;
+  reuse: boolean;
+  vmSize?: string;
+  nodes: number;
+  minNodes: number;
+  resizeTimeoutMs: number;
+  /** Everything poolCreate needs; opaque here. */
+  createRequest: unknown;
+}
+
+/**
+ * Provision: create the job-owned pool (or check the reused one), then observe → decide → act → wait
+ * until enough nodes are idle, replacing broken nodes on pools we own.
+ */
+export function* provision(run: PipelineRun, req: ProvisionRequest): Orchestration<ProvisionedPool> {
+  const { ctx } = run;
+  if (req.reuse) {
+    const pool = (yield ctx.df.callActivity(Activities.poolInspect, { poolId: req.poolId })) as PoolInspection;
+    if (!pool.exists) throw new StageFailed('Provisioning', `pool ${req.poolId} does not exist`);
+    const problems = checkReusablePool(
+      { enableInterNodeCommunication: !!pool.enableInterNodeCommunication, taskSlotsPerNode: pool.taskSlotsPerNode ?? 1, vmSize: pool.vmSize ?? '', state: pool.state ?? 'unknown' },
+      { vmSize: req.vmSize },
+    );
+    if (problems.length) throw new StageFailed('Provisioning', `pool ${req.poolId} cannot run this job: ${problems.join('; ')}`);
+  } else {
+    yield ctx.df.callActivity(Activities.poolCreate, req.createRequest);
+  }
+  run.report({ resources: { poolId: req.poolId } });
+
+  const startedAtMs = run.now().getTime();
+  let replacements = 0;
+  for (let attempt = 0; ; attempt++) {
+    const obs = (yield ctx.df.callActivity(Activities.poolObserve, { poolId: req.poolId })) as PoolObservation;
+    const step = decideProvisionStep(
+      obs,
+      { target: req.nodes, minNodes: req.minNodes, timeoutMs: req.resizeTimeoutMs, maxReplacements: req.nodes, owned: !req.reuse },
+      { startedAtMs, nowMs: run.now().getTime(), replacements },
+    );
+    const nodes: Record<string, NodeProgress> = {};
+    for (const n of obs.nodes) nodes[n.id] = n.state === 'idle' ? 'idle' : ['unusable', 'starttaskfailed'].includes(n.state) ? 'failed' : 'allocating';
+    const idle = obs.nodes.filter((n) => n.state === 'idle').length;
+    run.report({ nodes, progress: { nodesReady: { done: Math.min(idle, req.nodes), total: req.nodes } } });
+
+    switch (step.kind) {
+      case 'ready':
+        run.report({
+          progress: { nodesReady: { done: step.nodes.length, total: req.nodes } },
+          lastError: step.partial ? `continuing on ${step.nodes.length}/${req.nodes} nodes` : undefined,
+        });
+        return {
+          poolId: req.poolId,
+          createdByUs: !req.reuse,
+          nodes: step.nodes.map((n) => ({ id: n.id, ipAddress: n.ipAddress, affinityId: n.affinityId })),
+          allocatedAt: new Date(startedAtMs).toISOString(),
+        };
+      case 'fail':
+        throw new StageFailed('Provisioning', `pool ${req.poolId}: ${step.reason}`);
+      case 'removeNodes':
+        replacements += step.nodeIds.length;
+        run.report({ lastError: step.reason });
+        yield ctx.df.callActivity(Activities.poolRemoveNodes, { poolId: req.poolId, nodeIds: step.nodeIds });
+        break;
+      case 'resize':
+        yield ctx.df.callActivity(Activities.poolResize, { poolId: req.poolId, target: step.target });
+        break;
+      case 'wait':
+        break;
+    }
+    yield* run.sleep('Provisioning', run.pollDelayMs(attempt));
+  }
+}

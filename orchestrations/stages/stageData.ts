@@ -1,0 +1,87 @@
+import { Activities, NodeRef, PipelineSettings } from '../contracts';
+import { Orchestration, PipelineRun } from '../pipeline/run';
+import { nodeTaskWindow } from '../pipeline/nodeTaskWindow';
+import { buildNodeManifests, ListedBlob, planShards, Shard } from '../../shared/planning/shards';
+import { stagingContainerFor } from '../../shared/pipeline/jobPlan';
+import { resolveDestination } from '../../shared/spec/normalize';
+import { parseIsoDuration } from '../../shared/spec/duration';
+import type { JobSpec } from '../../shared/spec/schema';
+
+export interface StagedData {
+  /** Where every node holds its shards (may reference node environment variables). */
+  destination: string;
+  containers: { account: string; container: string }[];
+  shards: number;
+  bytes: number;
+}
+
+export interface StageDataRequest {
+  jobId: string;
+  batchJobId: string;
+  nodes: NodeRef[];
+  spec: JobSpec;
+  settings: PipelineSettings;
+}
+
+/**
+ * Stage shards: list the inputs, plan 80–100 MB shards spread over the staging accounts, copy them with
+ * bounded concurrency (a re-run skips verified shards), mint read-only SAS URLs that outlive the run by a
+ * margin, and have every node download exactly its own shards through Batch resource files.
+ */
+export function* stageData(run: PipelineRun, req: StageDataRequest): Orchestration<StagedData> {
+  const { ctx } = run;
+  const { spec } = req;
+  const destination = resolveDestination(spec, req.jobId, '$AZ_BATCH_NODE_SHARED_DIR');
+  const stagingAccounts = spec.data.stagingAccounts.length ? spec.data.stagingAccounts : req.settings.stagingAccounts;
+
+  const listing = spec.data.inputs.length
+    ? ((yield ctx.df.callActivity(Activities.inputsList, { inputs: spec.data.inputs })) as ListedBlob[])
+    : [];
+  const plan = planShards(listing, {
+    stagingAccounts,
+    nodes: req.nodes.length,
+    minBytes: spec.data.shardSizeMB.min * 1_000_000,
+    maxBytes: spec.data.shardSizeMB.max * 1_000_000,
+    recordAlignment: spec.data.recordBytes,
+    container: stagingContainerFor(req.jobId),
+    namePrefix: '',
+  });
+  const containers = [...new Set(plan.shards.map((s) => `${s.account}/${s.container}`))].map((k) => {
+    const [account, container] = k.split('/');
+    return { account, container };
+  });
+  run.report({ resources: { stagingContainers: containers }, progress: { shardsStaged: { done: 0, total: plan.shards.length } } });
+
+  for (let i = 0; i < plan.shards.length; i += req.settings.copyConcurrency) {
+    const batch = plan.shards.slice(i, i + req.settings.copyConcurrency);
+    yield ctx.df.Task.all(batch.map((shard: Shard) => ctx.df.callActivity(Activities.shardCopy, { jobId: req.jobId, shard })));
+    run.report({ progress: { shardsStaged: { done: i + batch.length, total: plan.shards.length } } });
+    run.throwIfCancelled();
+  }
+
+  const validForMs = (spec.limits.maxWallClock ? parseIsoDuration(spec.limits.maxWallClock) : undefined) ?? parseIsoDuration(spec.data.retention) ?? 48 * 3_600_000;
+  const expiresAt = new Date(run.now().getTime() + validForMs + req.settings.sasMarginMinutes * 60_000).toISOString();
+  const urls = plan.shards.length
+    ? ((yield ctx.df.callActivity(Activities.shardUrls, { shards: plan.shards.map(({ id, account, container, blobName }) => ({ id, account, container, blobName })), expiresAt })) as Record<string, string>)
+    : {};
+  const manifests = buildNodeManifests(plan);
+
+  // Every node gets a download task, also nodes without shards, so the destination exists everywhere.
+  yield* nodeTaskWindow(run, {
+    stage: 'StagingData',
+    batchJobId: req.batchJobId,
+    nodes: req.nodes,
+    items: ['shards'],
+    concurrency: Math.max(1, Math.min(req.nodes.length, spec.container.pullConcurrency)),
+    maxAttempts: req.settings.nodeTaskMaxAttempts,
+    taskPrefix: 'dl',
+    progressKey: 'shardsDownloaded',
+    inFlightState: 'downloading',
+    doneState: 'ready',
+    taskFor: (_node, index) => ({
+      commandLine: `/bin/sh -c "mkdir -p ${destination} && if [ -d shards ]; then mv -f shards/* ${destination}/; fi && ls ${destination} | wc -l"`,
+      resourceFiles: manifests[index].shards.map((s) => ({ httpUrl: urls[s.shardId], filePath: `shards/${s.shardId}` })),
+    }),
+  });
+  return { destination, containers, shards: plan.shards.length, bytes: plan.totalBytes };
+}
