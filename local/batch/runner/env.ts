@@ -11,7 +11,9 @@ const INHERITED = ['HOME', 'LANG', 'LC_ALL', 'USER', 'LOGNAME', 'SHELL', 'LD_LIB
  * Emulator-only Open MPI settings so mpirun runs across emulated nodes on one real machine:
  * - root is allowed (CI runs as root); - the remote-shell agent is our ssh launcher;
  * - only TCP over loopback, because the shared-memory transport crashes when several "hosts"
- *   share one machine. None of this applies on real Azure nodes.
+ *   share one machine; likewise PMIx's shared-memory data store (gds ds21/ds12) reports errors
+ *   when several daemons share a machine, so PMIx keeps its data in a hash instead.
+ * None of this applies on real Azure nodes.
  */
 export function mpiEmulationEnv(): Record<string, string> {
   return {
@@ -21,6 +23,7 @@ export function mpiEmulationEnv(): Record<string, string> {
     OMPI_MCA_btl: 'self,tcp',
     OMPI_MCA_btl_tcp_if_include: 'lo',
     OMPI_MCA_oob_tcp_if_include: 'lo',
+    PMIX_MCA_gds: 'hash',
   };
 }
 

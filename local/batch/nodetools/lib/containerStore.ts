@@ -1,0 +1,149 @@
+/**
+ * Container records on a node: `$AZ_BATCH_NODE_ROOT_DIR/containers/<name>/`
+ * - config.json: the record shared with the Batch emulator (its ssh launcher and node teardown read it);
+ * - state.json:  what only the docker command needs (id, command, host options, exit code, timestamps);
+ * - rootfs/, stdout.log, stderr.log, exitcode (written by the detached container's supervisor).
+ */
+import { randomBytes } from 'node:crypto';
+import { readFile, readdir, rm, stat } from 'node:fs/promises';
+import * as path from 'node:path';
+import { BindMount } from './containerView';
+import { readJson, writeJsonAtomic } from './fsutil';
+
+/** The on-disk contract with the Batch emulator. */
+export interface ContainerRecord {
+  name: string;
+  image: string;
+  env: Record<string, string>;
+  rootfs: string;
+  workdir?: string;
+  sshPort?: number;
+  /** Process group leader of the container: kill `-pid` to end everything in it. */
+  pid?: number;
+  state: 'running' | 'exited';
+}
+
+export interface ContainerState {
+  id: string;
+  name: string;
+  created: string;
+  image: string;
+  imageId: string;
+  path: string;
+  args: string[];
+  detached: boolean;
+  autoRemove: boolean;
+  binds: BindMount[];
+  hostConfig: {
+    networkMode: string;
+    privileged: boolean;
+    user?: string;
+    shmSize?: string;
+    ulimits: string[];
+    devices: string[];
+    capAdd: string[];
+    extra: string[];
+  };
+  startedAt?: string;
+  finishedAt?: string;
+  exitCode?: number;
+  /** Set when the container runs an sshd placeholder instead of its command. */
+  sshPlaceholder?: boolean;
+}
+
+export interface Container {
+  dir: string;
+  record: ContainerRecord;
+  state: ContainerState;
+}
+
+const NAME_RE = /^[a-zA-Z0-9][a-zA-Z0-9_.-]+$/;
+
+export function isValidName(name: string): boolean {
+  return NAME_RE.test(name);
+}
+
+export function newContainerId(): string {
+  return randomBytes(32).toString('hex');
+}
+
+function alive(pid: number | undefined): boolean {
+  if (!pid) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+export class ContainerStore {
+  constructor(readonly dir: string) {}
+
+  containerDir(name: string): string {
+    return path.join(this.dir, name);
+  }
+
+  async save(c: Container): Promise<void> {
+    await writeJsonAtomic(path.join(c.dir, 'state.json'), c.state);
+    await writeJsonAtomic(path.join(c.dir, 'config.json'), c.record);
+  }
+
+  private async load(name: string): Promise<Container | undefined> {
+    const dir = this.containerDir(name);
+    const record = await readJson<ContainerRecord>(path.join(dir, 'config.json'));
+    const state = await readJson<ContainerState>(path.join(dir, 'state.json'));
+    if (!record || !state) return undefined;
+    return this.reconcile({ dir, record, state });
+  }
+
+  /** A container whose process is gone has exited: pick up the exit code its supervisor left and record that. */
+  private async reconcile(c: Container): Promise<Container> {
+    if (c.record.state === 'running' && alive(c.record.pid)) return c;
+    // Exited with the outcome not yet in state.json (the supervisor records it on its own, without a docker command).
+    if (c.record.state === 'exited' && (c.state.exitCode !== undefined || !c.state.startedAt)) return c;
+    const exitFile = path.join(c.dir, 'exitcode');
+    const code = await readFile(exitFile, 'utf8').then((s) => Number(s.trim()), () => NaN);
+    const endedAt = await stat(exitFile).then((st) => st.mtime.toISOString(), () => new Date().toISOString());
+    c.record.state = 'exited';
+    c.state.exitCode ??= Number.isFinite(code) ? code : 137;
+    c.state.finishedAt ??= endedAt;
+    await this.save(c).catch(() => undefined);
+    return c;
+  }
+
+  async list(): Promise<Container[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.dir);
+    } catch {
+      return [];
+    }
+    const out: Container[] = [];
+    for (const n of names.sort()) {
+      const c = await this.load(n).catch(() => undefined);
+      if (c) out.push(c);
+    }
+    return out.sort((a, b) => b.state.created.localeCompare(a.state.created));
+  }
+
+  /** By name, full id or unambiguous id prefix, as Docker resolves container arguments. */
+  async find(nameOrId: string): Promise<Container | undefined> {
+    const q = nameOrId.replace(/^\//, '');
+    if (isValidName(q)) {
+      const byName = await this.load(q).catch(() => undefined);
+      if (byName) return byName;
+    }
+    if (!/^[a-f0-9]+$/.test(q)) return undefined;
+    const matches = (await this.list()).filter((c) => c.state.id.startsWith(q));
+    return matches.length === 1 ? matches[0] : undefined;
+  }
+
+  async remove(c: Container): Promise<void> {
+    await rm(c.dir, { recursive: true, force: true });
+  }
+
+  isRunning(c: Container): boolean {
+    return c.record.state === 'running' && alive(c.record.pid);
+  }
+}

@@ -1,0 +1,80 @@
+import { BatchServiceClient, BatchSharedKeyCredentials, type BatchServiceModels } from '@azure/batch';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+
+/** Helpers for tests and benchmarks that drive the emulator through the real @azure/batch SDK. */
+
+export function sdkClient(h: { url: string; accountName: string; accountKey: string }): BatchServiceClient {
+  return new BatchServiceClient(new BatchSharedKeyCredentials(h.accountName, h.accountKey), h.url);
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Polls `probe` until it returns a value (not undefined) or `timeoutMs` passes. */
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000, everyMs = 50): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v !== undefined) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `; last error: ${(last as Error).message}` : ''}`);
+    await sleep(everyMs);
+  }
+}
+
+export async function waitForNodes(
+  client: BatchServiceClient,
+  poolId: string,
+  count: number,
+  states: string[] = ['idle'],
+  timeoutMs?: number,
+): Promise<BatchServiceModels.ComputeNode[]> {
+  return waitFor(`${count} nodes of pool ${poolId} in ${states.join('/')}`, async () => {
+    const nodes = await client.computeNode.list(poolId);
+    return nodes.length === count && nodes.every((n) => states.includes(String(n.state))) ? nodes : undefined;
+  }, timeoutMs);
+}
+
+export async function waitForTask(client: BatchServiceClient, jobId: string, taskId: string, state = 'completed', timeoutMs?: number): Promise<BatchServiceModels.CloudTask> {
+  return waitFor(`task ${jobId}/${taskId} ${state}`, async () => {
+    const t = await client.task.get(jobId, taskId);
+    return t.state === state ? t : undefined;
+  }, timeoutMs);
+}
+
+export async function readTaskFile(client: BatchServiceClient, jobId: string, taskId: string, file: string): Promise<string> {
+  const res = await client.file.getFromTask(jobId, taskId, file);
+  const stream = res.readableStreamBody;
+  if (!stream) throw new Error(`no body for ${jobId}/${taskId}/${file}`);
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(Buffer.from(c as Buffer));
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Live processes whose command line or working directory mentions `fragment` (Linux /proc). */
+export function processesMentioning(fragment: string): { pid: number; cmd: string; cwd: string }[] {
+  const out: { pid: number; cmd: string; cwd: string }[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    let cmd = '';
+    let cwd = '';
+    try {
+      cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
+      cwd = readlinkSync(`/proc/${entry}/cwd`);
+    } catch {
+      continue;
+    }
+    let state = '';
+    try {
+      state = /State:\s+(\w)/.exec(readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1] ?? '';
+    } catch {
+      continue;
+    }
+    if (state === 'Z') continue;
+    if (cmd.includes(fragment) || cwd.includes(fragment)) out.push({ pid: Number(entry), cmd, cwd });
+  }
+  return out;
+}
