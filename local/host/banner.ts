@@ -1,6 +1,7 @@
 /** The start-up listing `func start` prints: every function with its trigger, and the URL of HTTP ones. */
 import type { RegisteredFunction } from './extension';
 import type { RouteTable } from './http/routeTable';
+import { resolveAppSettingExpressions } from './triggers/bindingSettings';
 
 export interface BannerContext {
   routeTable: RouteTable;
@@ -29,10 +30,18 @@ function describeTrigger(fn: RegisteredFunction, claimed: ReadonlySet<string>): 
   const t = fn.trigger;
   switch (t.type) {
     case 'queueTrigger':
-      return `queueTrigger (queue "${String(t.queueName)}", connection ${String(t.connection ?? 'AzureWebJobsStorage')})`;
+      return `queueTrigger (queue "${resolved(t.queueName)}", connection ${String(t.connection ?? 'AzureWebJobsStorage')})`;
     case 'timerTrigger':
-      return `timerTrigger (schedule "${String(t.schedule)}"${t.runOnStartup ? ', runOnStartup' : ''})`;
+      return `timerTrigger (schedule "${resolved(t.schedule)}"${t.runOnStartup ? ', runOnStartup' : ''})`;
     default:
       return claimed.has(t.type) ? t.type : `${t.type} (not supported by the local host; never triggered)`;
+  }
+}
+
+function resolved(value: unknown): string {
+  try {
+    return resolveAppSettingExpressions(String(value), 'banner');
+  } catch {
+    return String(value);
   }
 }
