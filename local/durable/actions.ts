@@ -143,3 +143,23 @@ export function actionList(state: OrchestratorStateJson): OrchestratorAction[] {
   if (groups.length <= 1) return groups[0] ?? [];
   return groups.flat();
 }
+
+/**
+ * For each top-level action, the atomic actions that take a NEW sequence id there. A task yielded
+ * again inside a later Task.any/Task.all (the sliding-window pattern) re-emits its action object in the
+ * new compound action, but the library does not give it a new id (`alreadyScheduled`, trackOpenTask
+ * skips ids already set). With the in-process result the action objects keep their identity, so an
+ * object seen before is skipped. From JSON (no identity) every atom counts as new.
+ */
+export function freshAtomsPerAction(actions: OrchestratorAction[]): OrchestratorAction[][] {
+  const seen = new Set<OrchestratorAction>();
+  return actions.map((a) => {
+    const fresh: OrchestratorAction[] = [];
+    for (const atom of atomsOf(a)) {
+      if (seen.has(atom)) continue;
+      seen.add(atom);
+      if (consumesId(atom.actionType)) fresh.push(atom);
+    }
+    return fresh;
+  });
+}

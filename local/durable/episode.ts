@@ -18,6 +18,7 @@ import {
   atomsOf,
   atomsOfSignature,
   consumesId,
+  freshAtomsPerAction,
   describeAtom,
   isSupported,
   actionTypeName,
@@ -358,6 +359,7 @@ export function applyOutcome(input: InstanceState, delivered: HistoryEvent[], ou
 
   const known = state.actions.length;
   const fresh = actions.slice(known);
+  const freshAtoms = freshAtomsPerAction(actions);
   const unsupported = fresh.flatMap(atomsOf).find((a) => !isSupported(a));
   if (unsupported) {
     const msg = `Orchestrator function '${state.name}' failed: action ${actionTypeName(unsupported.actionType)} is not supported by the local Durable engine (entities and durable HTTP are not implemented).`;
@@ -371,10 +373,9 @@ export function applyOutcome(input: InstanceState, delivered: HistoryEvent[], ou
   }
 
   // 3. New actions take ids depth first, as trackOpenTask does.
-  for (const a of fresh) {
-    const record = { sig: signature(a), ids: [] as number[] };
-    for (const atom of atomsOf(a)) {
-      if (!consumesId(atom.actionType)) continue;
+  for (let i = known; i < actions.length; i++) {
+    const record = { sig: signature(actions[i]), ids: [] as number[] };
+    for (const atom of freshAtoms[i]) {
       const id = state.nextSeq++;
       record.ids.push(id);
       schedule(state, atom, id, appended, outbox, at);
@@ -409,7 +410,7 @@ export function applyOutcome(input: InstanceState, delivered: HistoryEvent[], ou
   }
 
   // 5. Timers the orchestrator no longer waits for (the losers of a Task.any) need not fire.
-  dropCanceledTimers(state, actions);
+  dropCanceledTimers(state, actions, freshAtoms);
 
   state.status = 'Running';
   appended.push(events.orchestratorCompleted(at));
@@ -518,13 +519,12 @@ function scheduleAttempt(
   });
 }
 
-function dropCanceledTimers(state: InstanceState, actions: OrchestratorAction[]): void {
+function dropCanceledTimers(state: InstanceState, actions: OrchestratorAction[], freshAtoms: OrchestratorAction[][]): void {
   const n = Math.min(state.actions.length, actions.length);
   for (let i = 0; i < n; i++) {
     const ids = state.actions[i].ids;
     let k = 0;
-    for (const atom of atomsOf(actions[i])) {
-      if (!consumesId(atom.actionType)) continue;
+    for (const atom of freshAtoms[i]) {
       const id = ids[k++];
       if (atom.actionType === ActionType.CreateTimer && atom.isCanceled && id !== undefined) delete state.open[String(id)];
     }

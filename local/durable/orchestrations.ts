@@ -343,7 +343,9 @@ export class OrchestrationDispatcher {
     };
     const res = await this.host.invoke(fn.name, { inputData: [{ name: fn.trigger.name, data: { string: JSON.stringify(payload) } }] });
     if (res.error) return failureOutcome(res.error);
-    const value = res.returnValue?.json !== undefined ? (JSON.parse(res.returnValue.json) as unknown) : res.rawResult;
+    // Prefer the in-process object: its action objects keep their identity (see freshAtomsPerAction).
+    const raw = res.rawResult;
+    const value = raw && typeof raw === 'object' && 'actions' in raw ? raw : res.returnValue?.json !== undefined ? (JSON.parse(res.returnValue.json) as unknown) : raw;
     if (!value || typeof value !== 'object' || !('actions' in value)) {
       return { kind: 'failed', message: `orchestrator returned no OrchestratorState (got ${JSON.stringify(value)?.slice(0, 200)})` };
     }
