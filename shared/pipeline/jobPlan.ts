@@ -21,6 +21,8 @@ export interface PoolCreateRequest {
   containerRuntime: 'docker' | 'singularity' | 'none';
   /** Ownership tags, so the sweep can find what we created and never touches anything else. */
   metadata: { name: string; value: string }[];
+  /** Node preparation (install or build the program), run by Batch on every node as it joins. */
+  startTask?: { command: string; resourceFiles: { account: string; container: string; blob: string; path: string }[] };
 }
 
 export interface JobPlan {
@@ -81,6 +83,7 @@ export function planJob(jobId: string, spec: JobSpec): JobPlan {
         { name: 'hpc-cp-owner', value: OWNER_TAG },
         { name: 'hpc-cp-job', value: jobId },
       ],
+      startTask: spec.pool.startTask,
     },
     deletePool: reusePool ? 'never' : spec.cleanup.deletePool,
     keepStagedData: spec.cleanup.keepStagedData !== false,

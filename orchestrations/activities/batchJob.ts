@@ -1,0 +1,41 @@
+import * as df from 'durable-functions';
+import { Activities } from '../contracts';
+import { batchContext } from './services';
+import { createJob, enableAutoTerminate, terminateJob } from '../../shared/batch';
+
+export interface BatchJobCreateInput {
+  jobId: string;
+  batchJobId: string;
+  poolId: string;
+  releaseCommandLine: string;
+}
+
+/**
+ * Creates the Batch job (idempotent). The release task, which removes the job's containers from every node
+ * when the job ends, needs a preparation task: Batch only runs release tasks on nodes that ran preparation.
+ */
+export async function batchJobCreate(input: BatchJobCreateInput): Promise<string> {
+  const result = await createJob(batchContext(), {
+    batchJobId: input.batchJobId,
+    jobId: input.jobId,
+    poolId: input.poolId,
+    displayName: `hpc-mpi job ${input.jobId}`,
+    preparationTask: { commandLine: '/bin/sh -c true' },
+    releaseTask: { commandLine: input.releaseCommandLine, elevated: true },
+  });
+  return result.batchJobId;
+}
+
+/** After the MPI task is added: the job terminates itself when its tasks are done (auto-complete). */
+export async function batchJobAutoComplete(input: { batchJobId: string }): Promise<void> {
+  await enableAutoTerminate(batchContext(), input.batchJobId);
+}
+
+/** Ends the job: kills what still runs and triggers the release tasks. Already ended or gone is fine. */
+export async function batchJobTerminate(input: { batchJobId: string; reason?: string }): Promise<string> {
+  return terminateJob(batchContext(), input.batchJobId, input.reason ? `ControlPlane:${input.reason}` : undefined);
+}
+
+df.app.activity(Activities.batchJobCreate, { handler: batchJobCreate });
+df.app.activity(Activities.batchJobAutoComplete, { handler: batchJobAutoComplete });
+df.app.activity(Activities.batchJobTerminate, { handler: batchJobTerminate });

@@ -1,0 +1,63 @@
+import * as df from 'durable-functions';
+import { Activities, MpiResult, MpiTaskObservation } from '../contracts';
+import { appConfig, batchContext } from './services';
+import { addMpiTask, getTask, listSubtasks, readTaskFile } from '../../shared/batch';
+import type { MpiTaskRequestShape } from '../../shared/pipeline/mpiTaskRequest';
+
+export async function mpiTaskAdd(input: MpiTaskRequestShape): Promise<void> {
+  await addMpiTask(batchContext(), input.batchJobId, {
+    id: input.taskId,
+    numberOfInstances: input.numberOfInstances,
+    coordinationCommandLine: input.coordinationCommandLine,
+    applicationCommandLine: input.applicationCommandLine,
+    commonResourceFiles: input.commonResourceFiles,
+    environment: input.environment,
+    maxWallClockSeconds: input.maxWallClockSeconds,
+    maxTaskRetryCount: input.maxTaskRetryCount ?? 0,
+  });
+}
+
+export async function mpiTaskObserve(input: { batchJobId: string; taskId: string }): Promise<MpiTaskObservation> {
+  const t = await getTask(batchContext(), input.batchJobId, input.taskId);
+  return { state: t.state, startTime: t.startTime, endTime: t.endTime };
+}
+
+/** Exit codes of the master and every subtask, where their logs are, and the end of the master's output. */
+export async function mpiResultCollect(input: { batchJobId: string; taskId: string }): Promise<MpiResult> {
+  const ctx = batchContext();
+  const task = await getTask(ctx, input.batchJobId, input.taskId);
+  const subtasks = task.state === 'missing' ? [] : await listSubtasks(ctx, input.batchJobId, input.taskId);
+  const stdout = await readTaskFile(ctx, input.batchJobId, input.taskId, 'stdout.txt', { maxBytes: 16 * 1024 }).catch(() => undefined);
+  const base = `${appConfig().batch.accountUrl}/jobs/${input.batchJobId}/tasks/${input.taskId}`;
+  const logs = [
+    { node: task.nodeId ?? 'master', stdout: `${base}/files/stdout.txt`, stderr: `${base}/files/stderr.txt` },
+    ...subtasks
+      .filter((s) => s.id !== 0 && s.nodeId && s.taskRootDirectory)
+      .map((s) => ({
+        node: s.nodeId as string,
+        stdout: `${appConfig().batch.accountUrl}/pools/${task.poolId}/nodes/${s.nodeId}/files/${s.taskRootDirectory}/stdout.txt`,
+        stderr: `${appConfig().batch.accountUrl}/pools/${task.poolId}/nodes/${s.nodeId}/files/${s.taskRootDirectory}/stderr.txt`,
+      })),
+  ];
+  const failedSub = subtasks.find((s) => s.exitCode !== undefined && s.exitCode !== 0);
+  const exitCode = task.state === 'missing' ? -1 : task.exitCode ?? (task.failure ? -1 : 0);
+  return {
+    exitCode: exitCode === 0 && failedSub ? failedSub.exitCode ?? -1 : exitCode,
+    failure: task.state === 'missing'
+      ? 'the MPI task disappeared (job deleted?)'
+      : task.failure
+        ? `${task.failure.code}: ${task.failure.message}`
+        : failedSub
+          ? `subtask ${failedSub.id} on ${failedSub.nodeId} exited ${failedSub.exitCode}`
+          : undefined,
+    subtasks: subtasks.map((s) => ({ id: s.id, nodeId: s.nodeId, exitCode: s.exitCode, state: s.state })),
+    logs,
+    stdoutTail: stdout?.content.split('\n').slice(-40).join('\n') ?? '',
+    startTime: task.startTime,
+    endTime: task.endTime,
+  };
+}
+
+df.app.activity(Activities.mpiTaskAdd, { handler: mpiTaskAdd });
+df.app.activity(Activities.mpiTaskObserve, { handler: mpiTaskObserve });
+df.app.activity(Activities.mpiResultCollect, { handler: mpiResultCollect });

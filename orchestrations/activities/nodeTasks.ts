@@ -1,0 +1,30 @@
+import * as df from 'durable-functions';
+import { Activities, NodeTaskObservation, NodeTaskSpec } from '../contracts';
+import { batchContext } from './services';
+import { addNodeTask, getTask, readTaskFile } from '../../shared/batch';
+
+/** Adds pinned per-node tasks; a task that already exists (a retried activity) is not added twice. */
+export async function nodeTasksAdd(input: { batchJobId: string; tasks: NodeTaskSpec[] }): Promise<void> {
+  const ctx = batchContext();
+  await Promise.all(input.tasks.map((t) => addNodeTask(ctx, input.batchJobId, { ...t, elevated: true })));
+}
+
+/** State of each task, where it really ran, and for failures the end of its output (the registry's message). */
+export async function nodeTasksObserve(input: { batchJobId: string; taskIds: string[] }): Promise<NodeTaskObservation[]> {
+  const ctx = batchContext();
+  return Promise.all(
+    input.taskIds.map(async (id): Promise<NodeTaskObservation> => {
+      const t = await getTask(ctx, input.batchJobId, id);
+      const obs: NodeTaskObservation = { id, state: t.state, exitCode: t.exitCode, nodeId: t.nodeId };
+      if (t.failure) obs.failure = `${t.failure.code}: ${t.failure.message}`;
+      if (t.state === 'completed' && t.exitCode !== 0) {
+        const err = await readTaskFile(ctx, input.batchJobId, id, 'stderr.txt', { maxBytes: 2048 }).catch(() => undefined);
+        if (err?.content.trim()) obs.outputTail = err.content.trim().split('\n').slice(-5).join('\n');
+      }
+      return obs;
+    }),
+  );
+}
+
+df.app.activity(Activities.nodeTasksAdd, { handler: nodeTasksAdd });
+df.app.activity(Activities.nodeTasksObserve, { handler: nodeTasksObserve });

@@ -1,0 +1,72 @@
+import * as df from 'durable-functions';
+import { Activities, PoolInspection } from '../contracts';
+import { batchContext, storageAccount } from './services';
+import { createJobPool, deletePool, getPoolSnapshot, inspectPool, removeNodes, resizePool } from '../../shared/batch';
+import type { PoolCreateRequest } from '../../shared/pipeline/jobPlan';
+import type { PoolObservation } from '../../shared/pipeline/provisionPolicy';
+import { readOnlyBlobUrl } from '../../shared/storage/sas';
+import { bashCommandLine } from '../../shared/mpi/shellQuote';
+import { parseIsoDuration } from '../../shared/spec/duration';
+
+export type PoolCreateInput = PoolCreateRequest;
+
+/** Creates the job-owned pool; a repeated call for the same job finds its pool and succeeds. */
+export async function poolCreate(input: PoolCreateInput): Promise<{ created: boolean }> {
+  // The start task's files are read through SAS URLs valid for a day: long enough for nodes that join late
+  // (replacements), short enough not to matter if they leak.
+  const expires = new Date(Date.now() + 24 * 3_600_000);
+  const resourceFiles = input.startTask
+    ? await Promise.all(input.startTask.resourceFiles.map(async (f) => ({
+        httpUrl: await readOnlyBlobUrl(storageAccount(f.account), f.container, f.blob, expires),
+        filePath: f.path,
+      })))
+    : undefined;
+  const result = await createJobPool(batchContext(), {
+    poolId: input.poolId,
+    jobId: input.jobId,
+    vmSize: input.vmSize,
+    targetDedicatedNodes: input.nodes,
+    image: input.customImageId ? { virtualMachineImageId: input.customImageId } : { ...input.image },
+    nodeAgentSkuId: input.nodeAgentSku,
+    resizeTimeoutMinutes: Math.max(5, Math.round((parseIsoDuration(input.resizeTimeout) ?? 15 * 60_000) / 60_000)),
+    startTask: input.startTask ? { commandLine: bashCommandLine(input.startTask.command), resourceFiles, elevated: true, waitForSuccess: true } : undefined,
+    displayName: `hpc-mpi job ${input.jobId}`,
+  });
+  return { created: result.created };
+}
+
+export async function poolInspect(input: { poolId: string }): Promise<PoolInspection> {
+  return inspectPool(batchContext(), input.poolId);
+}
+
+export async function poolObserve(input: { poolId: string }): Promise<PoolObservation> {
+  const snap = await getPoolSnapshot(batchContext(), input.poolId);
+  if (!snap) return { state: 'missing', allocationState: 'steady', currentDedicatedNodes: 0, targetDedicatedNodes: 0, resizeErrors: [], nodes: [] };
+  return {
+    state: snap.state,
+    allocationState: snap.allocationState,
+    currentDedicatedNodes: snap.currentDedicatedNodes,
+    targetDedicatedNodes: snap.targetDedicatedNodes,
+    resizeErrors: snap.resizeErrors,
+    nodes: snap.nodes.map((n) => ({ id: n.id, state: n.state, ipAddress: n.ipAddress, affinityId: n.affinityId })),
+  };
+}
+
+export async function poolRemoveNodes(input: { poolId: string; nodeIds: string[] }): Promise<void> {
+  await removeNodes(batchContext(), input.poolId, input.nodeIds);
+}
+
+export async function poolResize(input: { poolId: string; target: number }): Promise<void> {
+  await resizePool(batchContext(), input.poolId, input.target);
+}
+
+export async function poolDelete(input: { poolId: string }): Promise<{ deleted: boolean }> {
+  return deletePool(batchContext(), input.poolId);
+}
+
+df.app.activity(Activities.poolCreate, { handler: poolCreate });
+df.app.activity(Activities.poolInspect, { handler: poolInspect });
+df.app.activity(Activities.poolObserve, { handler: poolObserve });
+df.app.activity(Activities.poolRemoveNodes, { handler: poolRemoveNodes });
+df.app.activity(Activities.poolResize, { handler: poolResize });
+df.app.activity(Activities.poolDelete, { handler: poolDelete });

@@ -1,0 +1,65 @@
+/**
+ * The adapters activities use, built once per process from configuration (app settings). Nothing here
+ * knows whether it runs in Azure or on the local stack: only the settings differ.
+ */
+import { loadConfig, type AppConfig, type StorageAccountRef } from '../../shared/config';
+import { createBatchContext, type BatchContext } from '../../shared/batch';
+import { JobStore } from '../../shared/state';
+import { blobAccount, type BlobAccount } from '../../shared/storage/clients';
+
+let config: AppConfig | undefined;
+let batch: BatchContext | undefined;
+let store: JobStore | undefined;
+let tablesReady: Promise<void> | undefined;
+
+export function appConfig(): AppConfig {
+  return (config ??= loadConfig());
+}
+
+export function batchContext(): BatchContext {
+  return (batch ??= createBatchContext(appConfig()));
+}
+
+export async function jobStore(): Promise<JobStore> {
+  const cfg = appConfig();
+  if (!store) {
+    const host = cfg.hostStorage;
+    if (host.kind !== 'connectionString') {
+      throw new Error('Jobs table over managed identity needs AzureWebJobsStorage__tableServiceUri support, not wired yet; use a connection string');
+    }
+    store = JobStore.fromConnectionString(host.connectionString);
+    tablesReady = store.ensureTables();
+  }
+  await tablesReady;
+  return store;
+}
+
+/** Every storage account the app knows: staging accounts and host storage. */
+function knownAccounts(): StorageAccountRef[] {
+  const cfg = appConfig();
+  return [...cfg.stagingAccounts, cfg.hostStorage];
+}
+
+/**
+ * A storage account by name. Configured accounts use their configured access; any other account (an
+ * input the job names) is reached with the app's managed identity at the standard endpoint.
+ */
+export function storageAccount(name: string): BlobAccount {
+  const ref = knownAccounts().find((a) => a.accountName === name);
+  if (ref) return blobAccount(ref);
+  return blobAccount({
+    kind: 'managedIdentity',
+    accountName: name,
+    blobEndpoint: `https://${name}.blob.core.windows.net`,
+    queueEndpoint: `https://${name}.queue.core.windows.net`,
+    tableEndpoint: `https://${name}.table.core.windows.net`,
+  });
+}
+
+/** For tests that start several stacks in one process. */
+export function resetServices(): void {
+  config = undefined;
+  batch = undefined;
+  store = undefined;
+  tablesReady = undefined;
+}
