@@ -1,0 +1,437 @@
+/**
+ * Command builders, checked by running what they build: each command line is split as Batch splits it and the
+ * script runs under a real /bin/bash, with `mpirun`, `docker` and `nproc` replaced by recording stubs on PATH (the one
+ * boundary we replace: there is no container engine or IB fabric here). The stubs record argv exactly as the
+ * launcher would receive it.
+ */
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import fc from 'fast-check';
+import {
+  ContainerRuntime,
+  MpiTaskInput,
+  buildContainerCleanupCommand,
+  buildMpiTaskCommands,
+  buildPullCommand,
+} from '../../shared/mpi/commands';
+import { MPI_RUNTIMES } from '../../shared/mpi/rdmaPresets';
+import { splitShellWords } from '../../shared/mpi/shellWords';
+import { PlanningError } from '../../shared/planning/errors';
+
+let root: string;
+let bin: string;
+
+const STUBS: Record<string, string> = {
+  mpirun: `#!/bin/sh
+printf '%s\\0' "$@" > "$STUB_OUT/mpirun.args"
+env -0 > "$STUB_OUT/mpirun.env"
+`,
+  docker: `#!/bin/sh
+n=$(cat "$STUB_OUT/docker.count" 2>/dev/null || echo 0)
+printf '%s\\0' "$@" > "$STUB_OUT/docker.$n.args"
+env -0 > "$STUB_OUT/docker.$n.env"
+echo $((n + 1)) > "$STUB_OUT/docker.count"
+if [ "$1" = login ]; then cat > "$STUB_OUT/login.stdin"; fi
+if [ "$1" = inspect ]; then echo true; fi
+exit \${DOCKER_STUB_EXIT:-0}
+`,
+  singularity: `#!/bin/sh
+printf '%s\\0' "$@" > "$STUB_OUT/singularity.args"
+`,
+  nproc: `#!/bin/sh
+echo 3
+`,
+};
+
+beforeAll(() => {
+  root = fs.mkdtempSync(path.join(os.tmpdir(), 'mpi-commands-'));
+  bin = path.join(root, 'bin');
+  fs.mkdirSync(bin);
+  for (const [name, body] of Object.entries(STUBS)) fs.writeFileSync(path.join(bin, name), body, { mode: 0o755 });
+});
+
+afterAll(() => {
+  fs.rmSync(root, { recursive: true, force: true });
+});
+
+interface RunResult {
+  status: number | null;
+  stderr: string;
+  out: string;
+  nodeDir: string;
+}
+
+/** Run a Batch command line the way the node agent does: split into argv, exec, with the task environment. */
+function runCommandLine(
+  commandLine: string,
+  taskEnv: { name: string; value: string }[],
+  extraEnv: Record<string, string> = {},
+  setup?: (nodeDir: string) => void,
+): RunResult {
+  const argv = splitShellWords(commandLine);
+  expect(argv.slice(0, 2)).toEqual(['/bin/bash', '-c']);
+  expect(argv).toHaveLength(3);
+  const out = fs.mkdtempSync(path.join(root, 'run-'));
+  const nodeDir = path.join(out, 'node');
+  fs.mkdirSync(path.join(nodeDir, 'startup', 'wd'), { recursive: true });
+  fs.mkdirSync(path.join(nodeDir, 'task', 'wd'), { recursive: true });
+  setup?.(nodeDir);
+  const env: Record<string, string> = {
+    PATH: `${bin}:/usr/bin:/bin`,
+    STUB_OUT: out,
+    AZ_BATCH_HOST_LIST: '10.0.0.4,10.0.0.5',
+    AZ_BATCH_NODE_ROOT_DIR: nodeDir,
+    AZ_BATCH_NODE_STARTUP_DIR: path.join(nodeDir, 'startup'),
+    AZ_BATCH_TASK_WORKING_DIR: path.join(nodeDir, 'task', 'wd'),
+    ...Object.fromEntries(taskEnv.map((e) => [e.name, e.value])),
+    ...extraEnv,
+  };
+  // stdin from /dev/null: with a socket on stdin (Node's default pipes) bash thinks rshd started it and reads ~/.bashrc.
+  const r = spawnSync(argv[0], argv.slice(1), { env, encoding: 'utf8', timeout: 20_000, stdio: ['ignore', 'pipe', 'pipe'] });
+  return { status: r.status, stderr: r.stderr, out, nodeDir };
+}
+
+function readNulList(file: string): string[] {
+  const parts = fs.readFileSync(file, 'utf8').split('\0');
+  parts.pop();
+  return parts;
+}
+
+function readEnv(file: string): Record<string, string> {
+  return Object.fromEntries(readNulList(file).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+}
+
+function dockerCalls(out: string): string[][] {
+  const n = fs.existsSync(path.join(out, 'docker.count')) ? Number(fs.readFileSync(path.join(out, 'docker.count'), 'utf8')) : 0;
+  return Array.from({ length: n }, (_, i) => readNulList(path.join(out, `docker.${i}.args`)));
+}
+
+/** The value following `flag` in argv. */
+function after(argv: string[], flag: string): string | undefined {
+  const i = argv.indexOf(flag);
+  return i >= 0 ? argv[i + 1] : undefined;
+}
+
+const base: MpiTaskInput = {
+  runtime: 'none',
+  mpiRuntime: 'openmpi',
+  nodes: 2,
+  processesPerNode: 2,
+  command: './hello --size 10',
+  vmSize: 'Standard_D4s_v3',
+};
+
+describe('buildMpiTaskCommands: every combination is valid bash', () => {
+  const combos: [ContainerRuntime, (typeof MPI_RUNTIMES)[number], 'tcp' | 'rdma', number | 'nproc'][] = [];
+  for (const rt of ['docker', 'singularity', 'none'] as const)
+    for (const mpi of MPI_RUNTIMES) for (const fabric of ['tcp', 'rdma'] as const) for (const ppn of [2, 'nproc'] as const) combos.push([rt, mpi, fabric, ppn]);
+
+  it('passes bash -n for all runtime × MPI × fabric × ppn combinations', () => {
+    const scripts: string[] = [];
+    for (const [runtime, mpiRuntime, fabric, processesPerNode] of combos) {
+      const c = buildMpiTaskCommands({
+        ...base,
+        runtime,
+        mpiRuntime,
+        fabric,
+        processesPerNode,
+        image: 'registry.local/hpc/mpi:1',
+        containerName: 'job-1-mpi',
+        env: { FOO: 'bar' },
+        preExecutionCommand: 'source /etc/profile',
+        shardManifestPath: '/mnt/m.json',
+        shardDownloadCommand: 'echo download',
+      });
+      for (const line of [c.coordinationCommandLine, c.applicationCommandLine]) scripts.push(splitShellWords(line)[2]);
+    }
+    // Written to files and checked by one bash process: real parsing, bounded cost.
+    const dir = fs.mkdtempSync(path.join(root, 'syntax-'));
+    scripts.forEach((s, i) => fs.writeFileSync(path.join(dir, `${String(i).padStart(3, '0')}.sh`), s));
+    const r = spawnSync('/bin/bash', ['-c', 'for f in "$1"/*.sh; do bash -n "$f" || echo "FAIL $f"; done', 'check', dir], {
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(r.stdout + r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(fs.readdirSync(dir)).toHaveLength(combos.length * 2);
+  });
+});
+
+describe('buildMpiTaskCommands: native (none)', () => {
+  it('Open MPI: user options first, then -np, slot host list, ppr mapping, TCP preset and env forwarding', () => {
+    const c = buildMpiTaskCommands({ ...base, options: ['--mca', 'btl', 'self,tcp'], env: { FOO: 'bar' }, fabric: 'tcp' });
+    expect(c.fabric).toBe('tcp');
+    expect(c.environment).toEqual([{ name: 'FOO', value: 'bar' }]);
+    const coord = runCommandLine(c.coordinationCommandLine, c.environment);
+    expect(coord.status).toBe(0);
+    const app = runCommandLine(c.applicationCommandLine, c.environment);
+    expect(app.stderr).toBe('');
+    expect(app.status).toBe(0);
+    expect(readNulList(path.join(app.out, 'mpirun.args'))).toEqual([
+      '--mca', 'btl', 'self,tcp',
+      '-np', '4',
+      '--host', '10.0.0.4:2,10.0.0.5:2',
+      '--map-by', 'ppr:2:node',
+      '--mca', 'btl_tcp_if_include', 'eth0',
+      '-x', 'FOO',
+      '/bin/sh', '-c', './hello --size 10',
+    ]);
+    expect(readEnv(path.join(app.out, 'mpirun.env')).FOO).toBe('bar');
+  });
+
+  it('Intel MPI over IB: -hosts/-np/-perhost, presets and the partition key from the node file', () => {
+    const c = buildMpiTaskCommands({ ...base, mpiRuntime: 'intelmpi', vmSize: 'Standard_HB120rs_v3' });
+    expect(c.fabric).toBe('rdma');
+    const names = c.environment.map((e) => e.name);
+    expect(names).toEqual(['FI_PROVIDER', 'I_MPI_FABRICS', 'I_MPI_FALLBACK']);
+    const app = runCommandLine(c.applicationCommandLine, c.environment, {}, (nodeDir) =>
+      // Written by node preparation on SR-IOV nodes (contents as Shipyard reads them).
+      fs.writeFileSync(path.join(nodeDir, 'startup', 'wd', 'UCX_IB_PKEY'), 'UCX_IB_PKEY=0x800b\n'),
+    );
+    expect(app.stderr).toBe('');
+    expect(app.status).toBe(0);
+    const argv = readNulList(path.join(app.out, 'mpirun.args'));
+    expect(argv.slice(0, 6)).toEqual(['-hosts', '10.0.0.4,10.0.0.5', '-np', '4', '-perhost', '2']);
+    expect(after(argv, '-genv')).toBe('FI_PROVIDER');
+    const genv = argv.flatMap((a, i) => (a === '-genv' ? [[argv[i + 1], argv[i + 2]]] : []));
+    expect(genv).toEqual([
+      ['FI_PROVIDER', 'mlx'],
+      ['I_MPI_FABRICS', 'shm:ofi'],
+      ['I_MPI_FALLBACK', '0'],
+      ['UCX_IB_PKEY', '0x800b'],
+    ]);
+    expect(argv.slice(-3)).toEqual(['/bin/sh', '-c', './hello --size 10']);
+  });
+
+  it('without the partition key file the key is simply not forwarded', () => {
+    const c = buildMpiTaskCommands({ ...base, mpiRuntime: 'mpich', fabric: 'rdma' });
+    const app = runCommandLine(c.applicationCommandLine, c.environment);
+    expect(app.status).toBe(0);
+    const argv = readNulList(path.join(app.out, 'mpirun.args'));
+    expect(argv).not.toContain('UCX_IB_PKEY');
+    expect(after(argv, '-ppn')).toBe('2');
+  });
+
+  it('fails clearly when not run as a multi-instance task', () => {
+    const c = buildMpiTaskCommands(base);
+    const app = runCommandLine(c.applicationCommandLine, c.environment, { AZ_BATCH_HOST_LIST: '' });
+    expect(app.status).not.toBe(0);
+    expect(app.stderr).toMatch(/AZ_BATCH_HOST_LIST is not set/);
+    expect(fs.existsSync(path.join(app.out, 'mpirun.args'))).toBe(false);
+  });
+
+  it('runs the shard download on every node in the coordination step, and fails the step if it fails', () => {
+    const c = buildMpiTaskCommands({
+      ...base,
+      shardManifestPath: '/data/manifest node.json',
+      shardDownloadCommand: 'printf %s "$MPIJOB_SHARD_MANIFEST" > "$STUB_OUT/downloaded"',
+    });
+    expect(c.environment).toContainEqual({ name: 'MPIJOB_SHARD_MANIFEST', value: '/data/manifest node.json' });
+    const ok = runCommandLine(c.coordinationCommandLine, c.environment);
+    expect(ok.status).toBe(0);
+    expect(fs.readFileSync(path.join(ok.out, 'downloaded'), 'utf8')).toBe('/data/manifest node.json');
+    const bad = buildMpiTaskCommands({ ...base, shardDownloadCommand: 'exit 7' });
+    expect(runCommandLine(bad.coordinationCommandLine, bad.environment).status).toBe(7);
+  });
+
+  it('nproc: processes per node are counted on the node at run time', () => {
+    const c = buildMpiTaskCommands({ ...base, processesPerNode: 'nproc', mpiRuntime: 'openmpi' });
+    const app = runCommandLine(c.applicationCommandLine, c.environment);
+    const argv = readNulList(path.join(app.out, 'mpirun.args'));
+    expect(after(argv, '-np')).toBe('6'); // 2 nodes x stub nproc 3
+    expect(after(argv, '--host')).toBe('10.0.0.4:3,10.0.0.5:3');
+  });
+});
+
+describe('buildMpiTaskCommands: singularity', () => {
+  it('launches with the host MPI and runs the command in the image', () => {
+    const c = buildMpiTaskCommands({ ...base, runtime: 'singularity', mpiRuntime: 'mvapich', image: 'library://lab/mvapich:2.3', fabric: 'tcp' });
+    const coord = runCommandLine(c.coordinationCommandLine, c.environment);
+    expect(coord.status).toBe(0);
+    const app = runCommandLine(c.applicationCommandLine, c.environment);
+    expect(app.status).toBe(0);
+    const argv = readNulList(path.join(app.out, 'mpirun.args'));
+    expect(argv.slice(0, 8)).toEqual(['-hosts', '10.0.0.4,10.0.0.5', '-np', '4', '-ppn', '2', '-iface', 'eth0']);
+    expect(argv.slice(-10)).toEqual([
+      'singularity', 'exec',
+      '--pwd', path.join(app.nodeDir, 'task', 'wd'),
+      '-B', `${app.nodeDir}:${app.nodeDir}`,
+      'library://lab/mvapich:2.3',
+      '/bin/sh', '-c', './hello --size 10',
+    ]);
+  });
+});
+
+describe('buildMpiTaskCommands: docker', () => {
+  const dockerInput: MpiTaskInput = {
+    ...base,
+    runtime: 'docker',
+    image: 'registry.local/hpc/mpi:1',
+    containerName: 'job-1-mpi',
+    vmSize: 'Standard_HB120rs_v3',
+    env: { FOO: 'bar' },
+    shmSize: '4g',
+    preExecutionCommand: 'export PRE_RAN=yes',
+  };
+
+  it('coordination replaces any old container and starts sshd on port 23 with host networking', () => {
+    const c = buildMpiTaskCommands(dockerInput);
+    const coord = runCommandLine(c.coordinationCommandLine, c.environment);
+    expect(coord.stderr).toBe('');
+    expect(coord.status).toBe(0);
+    const calls = dockerCalls(coord.out);
+    expect(calls.map((a) => a[0])).toEqual(['rm', 'run', 'inspect']);
+    expect(calls[0]).toEqual(['rm', '-f', 'job-1-mpi']);
+    const run = calls[1];
+    expect(run.slice(0, 6)).toEqual(['run', '-d', '--name', 'job-1-mpi', '--net=host', '--shm-size=4g']);
+    expect(run).toContain('--ulimit');
+    expect(after(run, '--ulimit')).toBe('memlock=-1');
+    expect(after(run, '-v')).toBe(`${coord.nodeDir}:${coord.nodeDir}`);
+    expect(after(run, '-w')).toBe(path.join(coord.nodeDir, 'task', 'wd'));
+    const envNames = run.flatMap((a, i) => (a === '-e' ? [run[i + 1]] : []));
+    expect(envNames).toEqual(expect.arrayContaining(['FOO', 'UCX_NET_DEVICES', 'UCX_TLS', 'AZ_BATCH_HOST_LIST', 'AZ_BATCH_TASK_WORKING_DIR']));
+    expect(run.slice(-5)).toEqual(['registry.local/hpc/mpi:1', '/usr/sbin/sshd', '-D', '-p', '23']);
+    expect(c.containerRunOptions).toEqual(expect.arrayContaining(['--net=host', '--shm-size=4g', '--device=/dev/infiniband/*']));
+  });
+
+  it('a TCP pool gets no devices and no memlock change; a custom coordination command replaces sshd', () => {
+    const c = buildMpiTaskCommands({ ...dockerInput, vmSize: 'Standard_D4s_v3', coordinationCommand: '/opt/start.sh --port 2222' });
+    const coord = runCommandLine(c.coordinationCommandLine, c.environment);
+    const run = dockerCalls(coord.out)[1];
+    expect(run).not.toContain('--ulimit');
+    expect(run.some((a) => a.startsWith('--device'))).toBe(false);
+    expect(run.slice(-3)).toEqual(['/bin/sh', '-c', '/opt/start.sh --port 2222']);
+  });
+
+  it('application runs mpirun inside the container with ssh port 23, root allowed, and forwarded env', () => {
+    const c = buildMpiTaskCommands(dockerInput);
+    const app = runCommandLine(c.applicationCommandLine, c.environment);
+    expect(app.status).toBe(0);
+    const [exec] = dockerCalls(app.out);
+    expect(exec.slice(0, 11)).toEqual(['exec', '-e', 'MPIJOB_PPN', '-e', 'MPIJOB_NODES', '-e', 'MPIJOB_NP', '-e', 'MPIJOB_HOSTS', '-e', 'UCX_IB_PKEY']);
+    expect(exec.slice(-4, -2)).toEqual(['job-1-mpi', '/bin/bash']);
+    expect(exec[exec.length - 2]).toBe('-c');
+    // Play the container's part: run the launcher script with the environment docker exec would pass in.
+    const execEnv = readEnv(path.join(app.out, 'docker.0.env'));
+    const inner = spawnSync('/bin/bash', ['-c', exec[exec.length - 1]], {
+      env: {
+        PATH: `${bin}:/usr/bin:/bin`,
+        STUB_OUT: app.out,
+        ...Object.fromEntries(c.environment.map((e) => [e.name, e.value])),
+        MPIJOB_PPN: execEnv.MPIJOB_PPN,
+        MPIJOB_NP: execEnv.MPIJOB_NP,
+        MPIJOB_HOSTS: execEnv.MPIJOB_HOSTS,
+      },
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    expect(inner.stderr).toBe('');
+    expect(inner.status).toBe(0);
+    const argv = readNulList(path.join(app.out, 'mpirun.args'));
+    expect(argv.slice(0, 7)).toEqual(['-np', '4', '--host', '10.0.0.4:2,10.0.0.5:2', '--map-by', 'ppr:2:node', '--allow-run-as-root']);
+    const mca = argv.flatMap((a, i) => (a === '--mca' ? [`${argv[i + 1]}=${argv[i + 2]}`] : []));
+    expect(mca).toEqual(['pml=ucx', 'btl=^vader,tcp,openib', 'plm_rsh_args=-p 23']);
+    expect(readEnv(path.join(app.out, 'mpirun.env')).PRE_RAN).toBe('yes'); // pre-execution ran in the launcher's shell
+  });
+
+  it('Hydra launchers get the ssh port through their environment', () => {
+    for (const [mpiRuntime, name] of [
+      ['intelmpi', 'I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS'],
+      ['mpich', 'HYDRA_LAUNCHER_EXTRA_ARGS'],
+      ['mvapich', 'HYDRA_LAUNCHER_EXTRA_ARGS'],
+    ] as const) {
+      expect(buildMpiTaskCommands({ ...dockerInput, mpiRuntime }).environment).toContainEqual({ name, value: '-p 23' });
+      expect(buildMpiTaskCommands({ ...base, mpiRuntime }).environment.map((e) => e.name)).not.toContain(name);
+    }
+  });
+});
+
+describe('user data stays data (bounded property, real bash)', () => {
+  const text = fc
+    .array(fc.oneof(fc.constantFrom("'", '"', '$', '$(id)', '`id`', '\\', '\n', ' ', ';', '|', '&&', '*', '\t', '!'), fc.string({ unit: 'binary', maxLength: 3 })), {
+      minLength: 1,
+      maxLength: 8,
+    })
+    .map((p) => p.join(''))
+    .filter((s) => !s.includes('\0') && s.trim() !== '');
+
+  it.each(['openmpi', 'intelmpi'] as const)('%s: the command and env values reach the launcher byte for byte', (mpiRuntime) => {
+    fc.assert(
+      fc.property(text, text, (command, value) => {
+        const c = buildMpiTaskCommands({ ...base, mpiRuntime, command, env: { USER_VALUE: value }, options: [value] });
+        const app = runCommandLine(c.applicationCommandLine, c.environment);
+        expect(app.status).toBe(0);
+        const argv = readNulList(path.join(app.out, 'mpirun.args'));
+        expect(argv[0]).toBe(value); // user options are argv words, unexpanded
+        expect(argv.slice(-3)).toEqual(['/bin/sh', '-c', command]);
+        if (mpiRuntime === 'openmpi') expect(readEnv(path.join(app.out, 'mpirun.env')).USER_VALUE).toBe(value);
+        else expect(argv[argv.indexOf('USER_VALUE') + 1]).toBe(value);
+      }),
+      { numRuns: 15 },
+    );
+  });
+});
+
+describe('cleanup and pull commands', () => {
+  it('cleanup removes every container and tolerates missing ones (or a failing docker)', () => {
+    const line = buildContainerCleanupCommand(['job-1-mpi', 'job-1-tools']);
+    const ok = runCommandLine(line, []);
+    expect(ok.status).toBe(0);
+    expect(dockerCalls(ok.out)).toEqual([
+      ['rm', '-f', '-v', 'job-1-mpi'],
+      ['rm', '-f', '-v', 'job-1-tools'],
+    ]);
+    expect(runCommandLine(line, [], { DOCKER_STUB_EXIT: '1' }).status).toBe(0);
+    expect(runCommandLine(buildContainerCleanupCommand([]), []).status).toBe(0);
+    expect(() => buildContainerCleanupCommand(['bad name'])).toThrow(/invalid container name/);
+  });
+
+  it('docker pull logs in with the password from the environment, never from the command line', () => {
+    const secret = "s3cr'et $x";
+    const line = buildPullCommand({
+      runtime: 'docker',
+      image: 'myreg.azurecr.io/hpc/app:2',
+      registryLogin: { server: 'myreg.azurecr.io', username: '00000000-0000-0000-0000-000000000000', passwordEnvVar: 'REGISTRY_TOKEN' },
+    });
+    expect(line).not.toContain('s3cr');
+    const r = runCommandLine(line, [{ name: 'REGISTRY_TOKEN', value: secret }]);
+    expect(r.status).toBe(0);
+    const calls = dockerCalls(r.out);
+    expect(calls).toEqual([
+      ['login', '--username', '00000000-0000-0000-0000-000000000000', '--password-stdin', 'myreg.azurecr.io'],
+      ['pull', 'myreg.azurecr.io/hpc/app:2'],
+    ]);
+    expect(fs.readFileSync(path.join(r.out, 'login.stdin'), 'utf8')).toBe(secret);
+  });
+
+  it('a failed pull fails the task (so the activity can read the registry message)', () => {
+    const r = runCommandLine(buildPullCommand({ runtime: 'docker', image: 'x:1' }), [], { DOCKER_STUB_EXIT: '1' });
+    expect(r.status).toBe(1);
+  });
+
+  it('singularity warms the image cache with a no-op run', () => {
+    const r = runCommandLine(buildPullCommand({ runtime: 'singularity', image: 'docker://reg/x:1' }), []);
+    expect(r.status).toBe(0);
+    expect(readNulList(path.join(r.out, 'singularity.args'))).toEqual(['exec', 'docker://reg/x:1', '/bin/true']);
+    expect(() => buildPullCommand({ runtime: 'none', image: 'x' })).toThrow(PlanningError);
+  });
+});
+
+describe('input validation', () => {
+  it.each<[string, Partial<MpiTaskInput>, RegExp]>([
+    ['zero nodes', { nodes: 0 }, /nodes/],
+    ['fractional ppn', { processesPerNode: 1.5 }, /processesPerNode/],
+    ['empty command', { command: '  ' }, /command/],
+    ['bad env name', { env: { 'A-B': 'x' } }, /not a valid identifier/],
+    ['reserved env name', { env: { AZ_BATCH_HOST_LIST: 'x' } }, /reserved prefix/],
+    ['docker without container name', { runtime: 'docker', image: 'x' }, /containerName/],
+    ['singularity without image', { runtime: 'singularity' }, /image/],
+    ['NUL in command', { command: 'a\0b' }, /NUL/],
+    ['bad ssh port', { sshPort: 70000 }, /sshPort/],
+    ['bad shm size', { runtime: 'docker', image: 'x', containerName: 'c', shmSize: '1g; rm -rf /' }, /shmSize/],
+  ])('rejects %s', (_label, patch, message) => {
+    expect(() => buildMpiTaskCommands({ ...base, ...patch })).toThrow(message);
+  });
+});
