@@ -435,3 +435,30 @@ describe('input validation', () => {
     expect(() => buildMpiTaskCommands({ ...base, ...patch })).toThrow(message);
   });
 });
+
+describe('real Open MPI (integration)', () => {
+  const hasMpirun = spawnSync('/bin/sh', ['-c', 'command -v mpirun'], { stdio: 'ignore' }).status === 0;
+
+  // Two loopback addresses stand in for two nodes; the remote-shell agent runs the daemon locally instead of over ssh
+  // (local-stack-facts.md). Everything else is the real launcher parsing the real command line.
+  (hasMpirun ? it : it.skip)('the native Open MPI command line starts nodes x ppn ranks that run the user command', () => {
+    const agent = path.join(root, 'rsh-agent.sh');
+    fs.writeFileSync(agent, '#!/bin/sh\nwhile [ $# -gt 0 ]; do case "$1" in -*) shift;; *) break;; esac; done\nshift\nexec /bin/sh -c "$*"\n', { mode: 0o755 });
+    const c = buildMpiTaskCommands({
+      ...base,
+      command: `echo "rank $OMPI_COMM_WORLD_RANK/$OMPI_COMM_WORLD_SIZE: $GREETING"`,
+      options: ['--mca', 'plm_rsh_agent', agent, '--mca', 'btl', 'self,tcp', '--mca', 'btl_tcp_if_include', 'lo', '--mca', 'oob_tcp_if_include', 'lo'],
+      env: { GREETING: `it's "quoted" $HOME`, OMPI_ALLOW_RUN_AS_ROOT: '1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM: '1' },
+    });
+    const argv = splitShellWords(c.applicationCommandLine);
+    const r = spawnSync(argv[0], argv.slice(1), {
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: root, AZ_BATCH_HOST_LIST: '127.0.0.2,127.0.0.3', ...Object.fromEntries(c.environment.map((e) => [e.name, e.value])) },
+      encoding: 'utf8',
+      timeout: 60_000,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    expect(r.status).toBe(0);
+    const lines = r.stdout.trim().split('\n').sort();
+    expect(lines).toEqual([0, 1, 2, 3].map((i) => `rank ${i}/4: it's "quoted" $HOME`));
+  });
+});
