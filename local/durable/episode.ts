@@ -17,7 +17,6 @@ import {
   actionList,
   atomsOf,
   atomsOfSignature,
-  consumesId,
   freshAtomsPerAction,
   describeAtom,
   isSupported,
