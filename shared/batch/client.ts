@@ -73,12 +73,21 @@ export function createBatchContext(config: AppConfig, options: BatchClientOption
   };
 }
 
+/**
+ * Aborts a request whose response has not started within `timeoutMs`. (ms-rest-js' own
+ * WebResource.timeout leaves its timer running after the response, which keeps a process alive.)
+ */
 function requestTimeoutPolicy(timeoutMs: number): RequestPolicyFactory {
   return {
     create: (next: RequestPolicy, _options: RequestPolicyOptionsLike): RequestPolicy => ({
       sendRequest(request: WebResourceLike) {
-        if (!request.timeout) request.timeout = timeoutMs;
-        return next.sendRequest(request);
+        if (request.abortSignal) return next.sendRequest(request);
+        const controller = new AbortController();
+        const timer = setTimeout(() => controller.abort(), timeoutMs);
+        timer.unref();
+        // Node's AbortSignal does what ms-rest-js' AbortSignalLike needs; only its onabort typing differs.
+        request.abortSignal = controller.signal as unknown as WebResourceLike['abortSignal'];
+        return next.sendRequest(request).finally(() => clearTimeout(timer));
       },
     }),
   };

@@ -154,12 +154,23 @@ export async function createJob(ctx: BatchContext, spec: BatchJobSpec): Promise<
   });
 }
 
-/** Switch on "terminate the job when all tasks complete"; call after the tasks are added. Idempotent. */
-export async function enableAutoTerminate(ctx: BatchContext, batchJobId: string): Promise<void> {
-  await callWithRetry(ctx.retry, { operation: 'jobs.enableAutoTerminate', resource: jobResource(batchJobId) }, () =>
-    ctx.client.job.patch(batchJobId, { onAllTasksComplete: 'terminatejob' }),
-  );
+/**
+ * Switch on "terminate the job when all tasks complete"; call after the tasks are added. Idempotent.
+ * A job that already ended (its tasks finished first, or it was terminated) needs nothing more.
+ */
+export async function enableAutoTerminate(ctx: BatchContext, batchJobId: string): Promise<'enabled' | 'alreadyEnded'> {
+  try {
+    await callWithRetry(ctx.retry, { operation: 'jobs.enableAutoTerminate', resource: jobResource(batchJobId) }, () =>
+      ctx.client.job.patch(batchJobId, { onAllTasksComplete: 'terminatejob' }),
+    );
+    return 'enabled';
+  } catch (err) {
+    if (err instanceof BatchError && ENDED_CODES.includes(err.code)) return 'alreadyEnded';
+    throw err;
+  }
 }
+
+const ENDED_CODES = ['JobCompleted', 'JobTerminating', 'JobBeingDeleted'];
 
 export type TerminateOutcome = 'terminated' | 'alreadyEnded' | 'notFound';
 
@@ -172,7 +183,7 @@ export async function terminateJob(ctx: BatchContext, batchJobId: string, reason
     return 'terminated';
   } catch (err) {
     if (isGone(err, ['JobNotFound'])) return 'notFound';
-    if (err instanceof BatchError && ['JobCompleted', 'JobTerminating', 'JobBeingDeleted'].includes(err.code)) return 'alreadyEnded';
+    if (err instanceof BatchError && ENDED_CODES.includes(err.code)) return 'alreadyEnded';
     throw err;
   }
 }

@@ -33,6 +33,8 @@ export interface MpiTaskSpec {
   containerSettings?: ContainerSettingsSpec;
   /** ISO 8601 duration ("PT2H") or seconds; from task start. */
   maxWallClockTime?: string | number;
+  /** The same limit in seconds (used when maxWallClockTime is absent). */
+  maxWallClockSeconds?: number;
   /** Default 0: an MPI run is not blindly repeated. */
   maxTaskRetryCount?: number;
   /** Default true: the coordination command usually starts a daemon, which needs admin. */
@@ -49,7 +51,8 @@ export function buildMpiTaskParameter(spec: MpiTaskSpec): BatchServiceModels.Tas
       message: `numberOfInstances must be a positive integer, got ${spec.numberOfInstances}`,
     });
   }
-  const wallClock = typeof spec.maxWallClockTime === 'number' ? secondsToDuration(spec.maxWallClockTime) : spec.maxWallClockTime;
+  const limit = spec.maxWallClockTime ?? spec.maxWallClockSeconds;
+  const wallClock = typeof limit === 'number' ? secondsToDuration(limit) : limit;
   return stripUndefined({
     id: spec.id,
     commandLine: spec.applicationCommandLine,

@@ -292,7 +292,7 @@ export async function removeNodes(ctx: BatchContext, poolId: string, nodeIds: st
       ctx.client.pool.removeNodes(poolId, { nodeList: nodeIds, nodeDeallocationOption: 'requeue' }),
     );
   } catch (err) {
-    if (!(err instanceof BatchError) || (err.status !== 409 && err.status !== 400)) throw err;
+    if (!(err instanceof BatchError) || ![400, 404, 409].includes(err.status ?? 0)) throw err;
     const present = (await listNodes(ctx, poolId)).filter((n) => nodeIds.includes(n.id) && n.state !== 'leavingpool');
     if (present.length > 0) throw err;
   }

@@ -67,7 +67,7 @@ export interface TaskSnapshot {
 }
 
 export interface SubtaskSnapshot {
-  /** 0 is the primary. */
+  /** 1..numberOfInstances-1 (the primary is the task itself). */
   id: number;
   state: string;
   exitCode?: number;
@@ -177,7 +177,10 @@ export async function listTasks(ctx: BatchContext, batchJobId: string): Promise<
   return tasks.map((t) => toTaskSnapshot(t.id ?? '', t));
 }
 
-/** The subtasks of a multi-instance task: which node ran each and how it ended. */
+/**
+ * The subtasks of a multi-instance task (ids 1..N-1): which node ran each and how its coordination
+ * command ended. The primary is the task itself: see getTask (nodeId, exitCode).
+ */
 export async function listSubtasks(ctx: BatchContext, batchJobId: string, taskId: string): Promise<SubtaskSnapshot[]> {
   const result = await callWithRetry(ctx.retry, { operation: 'tasks.listSubtasks', resource: taskResource(batchJobId, taskId) }, () =>
     ctx.client.task.listSubtasks(batchJobId, taskId),
