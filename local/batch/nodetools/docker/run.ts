@@ -47,7 +47,8 @@ const RUN = new FlagSet('docker run', {
   ignored: val('cap-drop', 'security-opt', 'ipc', 'pid', 'hostname', 'h', 'gpus', 'runtime', 'p', 'publish', 'label', 'l', 'add-host', 'cpus', 'm', 'memory', 'restart', 'log-driver', 'log-opt', 'platform', 'pull', 'expose', 'group-add', 'tmpfs', 'cgroupns', 'uts', 'stop-signal', 'stop-timeout', 'memlock', 'dns', 'cidfile'),
 });
 
-const SUPERVISOR = path.join(__dirname, 'supervise.sh');
+// HPC_NODETOOLS_DIR is set by bin/launch.sh: the code may run from a bundle outside this directory.
+const SUPERVISOR = path.join(process.env.HPC_NODETOOLS_DIR ? path.join(process.env.HPC_NODETOOLS_DIR, 'docker') : __dirname, 'supervise.sh');
 
 function runError(message: string, code = 125): CliError {
   return new CliError(`docker: Error response from daemon: ${message}.\nSee 'docker run --help'.`, code);
@@ -135,7 +136,7 @@ export async function run(s: Session, argv: string[]): Promise<number> {
     Object.assign(envFiles, parseEnvFile(text, process.env));
   }
   const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== 'HPC_NODETOOLS_DIR') env[k] = v;
   Object.assign(env, fromImage, { PATH: containerPathVar(view, fromImage.PATH, process.env.PATH), HOSTNAME: id.slice(0, 12) });
   Object.assign(env, envFiles, parseEnvAssignments(all(p, 'env'), process.env));
   Object.assign(env, { CONTAINER_ROOTFS: rootfs, CONTAINER_NAME: name, CONTAINER_ID: id });
