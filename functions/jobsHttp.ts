@@ -1,0 +1,136 @@
+/**
+ * The job API over HTTP. Adapters only: parse the request, call the intake/cancel service, shape the answer.
+ *   POST   /api/jobs        submit (JSON or YAML; Idempotency-Key header optional)   function key
+ *   GET    /api/jobs        list (state, tag, createdFrom, createdTo, top, continuationToken)
+ *   GET    /api/jobs/{id}   status, live progress, timeline
+ *   DELETE /api/jobs/{id}   cancel (cleanup still runs)                              function key
+ */
+import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import * as df from 'durable-functions';
+import { submitJob } from '../shared/intake/submit';
+import { cancelJob } from '../shared/intake/cancel';
+import { isJobState, toJobView, jobUrl, type JobState } from '../shared/state';
+import { jobStore } from '../orchestrations/activities/services';
+import { cancelSignal, liveStatus, orchestrationStarter } from './lib/durable';
+
+const durableClient = df.input.durableClient();
+
+function baseUrlOf(request: HttpRequest): string {
+  return new URL(request.url).origin;
+}
+
+function problem(status: number, error: string, message: string): HttpResponseInit {
+  return { status, jsonBody: { error, message } };
+}
+
+/** Storage or Durable answered with a transient error: tell the client to retry instead of guessing. */
+function unavailable(context: InvocationContext, err: unknown): HttpResponseInit {
+  context.error(`job API dependency failed: ${(err as Error).stack ?? String(err)}`);
+  return { status: 503, headers: { 'Retry-After': '2' }, jsonBody: { error: 'Unavailable', message: `temporarily unavailable: ${(err as Error).message}` } };
+}
+
+export async function submitJobHttp(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  const client = df.getClient(context);
+  const body = await request.text();
+  if (!body.trim()) return { status: 400, jsonBody: { errors: [{ path: '', message: 'the request body is empty: send a job spec as JSON or YAML' }] } };
+  try {
+    const store = await jobStore();
+    const outcome = await submitJob(store, orchestrationStarter(client), {
+      body,
+      contentType: request.headers.get('content-type') ?? undefined,
+      idempotencyKey: request.headers.get('idempotency-key') ?? undefined,
+      owner: request.headers.get('x-ms-client-principal-name') ?? 'api',
+    });
+    if (outcome.kind === 'invalid') return { status: 400, jsonBody: { errors: outcome.errors } };
+    if (outcome.kind === 'conflict') {
+      return {
+        status: 409,
+        jsonBody: {
+          error: 'JobIdConflict',
+          message: `job ${outcome.job.id} exists with a different spec (${outcome.differingPaths.length} field(s) differ)`,
+          jobId: outcome.job.id,
+          differingPaths: outcome.differingPaths,
+        },
+      };
+    }
+    const base = baseUrlOf(request);
+    const statusUrl = jobUrl(outcome.job.id, base);
+    context.info(`job ${outcome.job.id} ${outcome.created ? 'accepted' : 'repeated'} (orchestration ${outcome.orchestration})`);
+    return {
+      status: outcome.created ? 202 : 200,
+      headers: { Location: statusUrl, 'Retry-After': '5' },
+      jsonBody: {
+        job: toJobView(outcome.job, { baseUrl: base }),
+        statusUrl,
+        cancelUrl: statusUrl,
+        orchestration: client.createHttpManagementPayload(outcome.job.id),
+      },
+    };
+  } catch (err) {
+    return unavailable(context, err);
+  }
+}
+
+export async function getJobHttp(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  const id = request.params.id;
+  try {
+    const store = await jobStore();
+    const job = await store.get(id);
+    if (!job) return problem(404, 'JobNotFound', `no job with id ${id}`);
+    const [live, events] = await Promise.all([liveStatus(df.getClient(context), id), store.events(id)]);
+    const view = toJobView(job, { baseUrl: baseUrlOf(request), includeSpec: true });
+    return {
+      status: 200,
+      jsonBody: { ...view, progress: live?.customStatus ?? view.progress, orchestrationStatus: live?.runtimeStatus, timeline: events },
+    };
+  } catch (err) {
+    return unavailable(context, err);
+  }
+}
+
+export async function listJobsHttp(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  const q = request.query;
+  const states = (q.get('state') ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const bad = states.filter((s) => !isJobState(s));
+  if (bad.length) return { status: 400, jsonBody: { errors: [{ path: 'state', message: `unknown state(s): ${bad.join(', ')}` }] } };
+  const tag = q.get('tag');
+  const top = q.get('top') ? Number(q.get('top')) : undefined;
+  if (top !== undefined && (!Number.isInteger(top) || top < 1 || top > 1000)) {
+    return { status: 400, jsonBody: { errors: [{ path: 'top', message: 'must be a whole number 1–1000' }] } };
+  }
+  try {
+    const store = await jobStore();
+    const page = await store.list({
+      state: states.length ? (states as JobState[]) : undefined,
+      tag: tag ? { key: tag.split('=')[0], value: tag.includes('=') ? tag.slice(tag.indexOf('=') + 1) : undefined } : undefined,
+      createdFrom: q.get('createdFrom') ?? undefined,
+      createdTo: q.get('createdTo') ?? undefined,
+      top,
+      continuationToken: q.get('continuationToken') ?? undefined,
+    });
+    const base = baseUrlOf(request);
+    return { status: 200, jsonBody: { jobs: page.jobs.map((j) => toJobView(j, { baseUrl: base })), continuationToken: page.continuationToken } };
+  } catch (err) {
+    return unavailable(context, err);
+  }
+}
+
+export async function cancelJobHttp(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  const id = request.params.id;
+  const reason = request.query.get('reason') ?? 'cancelled by user';
+  try {
+    const store = await jobStore();
+    const outcome = await cancelJob(store, cancelSignal(df.getClient(context)), id, reason);
+    if (outcome.kind === 'notFound') return problem(404, 'JobNotFound', `no job with id ${id}`);
+    const view = toJobView(outcome.job, { baseUrl: baseUrlOf(request) });
+    if (outcome.kind === 'alreadyFinished') return { status: 200, jsonBody: { job: view, cancelRequested: false } };
+    return { status: 202, headers: { Location: jobUrl(id, baseUrlOf(request)) }, jsonBody: { job: view, cancelRequested: true } };
+  } catch (err) {
+    return unavailable(context, err);
+  }
+}
+
+app.http('submitJob', { route: 'jobs', methods: ['POST'], authLevel: 'function', extraInputs: [durableClient], handler: submitJobHttp });
+app.http('listJobs', { route: 'jobs', methods: ['GET'], authLevel: 'anonymous', extraInputs: [durableClient], handler: listJobsHttp });
+app.http('getJob', { route: 'jobs/{id}', methods: ['GET'], authLevel: 'anonymous', extraInputs: [durableClient], handler: getJobHttp });
+app.http('cancelJob', { route: 'jobs/{id}', methods: ['DELETE'], authLevel: 'function', extraInputs: [durableClient], handler: cancelJobHttp });

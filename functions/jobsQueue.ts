@@ -1,0 +1,77 @@
+/**
+ * The queue door: messages on `job-submissions` carry a job spec (JSON or YAML), the same as POST /api/jobs.
+ * - an invalid spec is rejected once (logged, and recorded as a Failed job when it names an id) and removed;
+ * - a conflicting repeat (same id, different spec) is logged on that job's timeline and removed;
+ * - anything else that fails (storage, Durable) throws, so the host retries it and after maxDequeueCount
+ *   moves it to `job-submissions-poison`; on that last attempt the job is marked Failed with the reason.
+ */
+import { app, type InvocationContext } from '@azure/functions';
+import * as df from 'durable-functions';
+import { parse as parseYaml } from 'yaml';
+import { parseJobSpec, deriveJobId } from '../shared/spec';
+import { submitJob } from '../shared/intake/submit';
+import { claimedJobId, recordRejectedSubmission } from '../shared/intake/rejected';
+import { isTerminal } from '../shared/state';
+import { jobStore } from '../orchestrations/activities/services';
+import { orchestrationStarter } from './lib/durable';
+
+export const SUBMISSIONS_QUEUE = 'job-submissions';
+/** Must match host.json extensions.queues.maxDequeueCount (the host's default is 5). */
+const MAX_DEQUEUE_COUNT = Number(process.env.QUEUE_MAX_DEQUEUE_COUNT ?? 5);
+
+export async function jobSubmissionFromQueue(message: unknown, context: InvocationContext): Promise<void> {
+  const dequeueCount = Number(context.triggerMetadata?.dequeueCount ?? 1);
+  const messageId = String(context.triggerMetadata?.id ?? 'unknown');
+  try {
+    const store = await jobStore();
+    const outcome = await submitJob(store, orchestrationStarter(df.getClient(context)), { body: message, owner: 'queue' });
+    if (outcome.kind === 'invalid') {
+      const raw = typeof message === 'string' ? tryParse(message) : message;
+      const id = claimedJobId(raw);
+      const recorded = id ? await recordRejectedSubmission(store, id, raw, outcome.errors, 'queue') : 'no id';
+      context.warn(`rejected queue message ${messageId}: invalid job spec (${recorded}): ${outcome.errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`);
+      return;
+    }
+    if (outcome.kind === 'conflict') {
+      await store.appendEvent(outcome.job.id, { reason: `queue message ${messageId} rejected: same id, different spec (${outcome.differingPaths.join(', ')})` });
+      context.warn(`rejected queue message ${messageId}: job ${outcome.job.id} exists with a different spec`);
+      return;
+    }
+    context.info(`queue message ${messageId}: job ${outcome.job.id} ${outcome.created ? 'accepted' : 'already known'} (orchestration ${outcome.orchestration})`);
+  } catch (err) {
+    if (dequeueCount >= MAX_DEQUEUE_COUNT) await markFailedBeforePoison(message, err, context);
+    throw err;
+  }
+}
+
+/** Last attempt: the host is about to move the message to the poison queue. Say so on the job, if there is one. */
+async function markFailedBeforePoison(message: unknown, err: unknown, context: InvocationContext): Promise<void> {
+  try {
+    const parsed = parseJobSpec(message);
+    if (!parsed.ok) return;
+    const id = deriveJobId(parsed.spec);
+    const store = await jobStore();
+    const job = await store.get(id);
+    if (!job || isTerminal(job.state) || job.state !== 'Submitted') return;
+    await store.transition(id, 'Failed', `intake failed ${MAX_DEQUEUE_COUNT} times; message moved to ${SUBMISSIONS_QUEUE}-poison: ${(err as Error).message}`, {
+      error: { code: 'IntakeFailed', message: (err as Error).message },
+    });
+  } catch (inner) {
+    context.error(`could not mark the job failed before poisoning: ${(inner as Error).message}`);
+  }
+}
+
+function tryParse(text: string): unknown {
+  try {
+    return parseYaml(text) as unknown; // YAML is a superset of JSON
+  } catch {
+    return undefined;
+  }
+}
+
+app.storageQueue('jobSubmissions', {
+  queueName: SUBMISSIONS_QUEUE,
+  connection: 'AzureWebJobsStorage',
+  extraInputs: [df.input.durableClient()],
+  handler: jobSubmissionFromQueue,
+});

@@ -1,0 +1,49 @@
+/**
+ * Intake: the one code path behind both doors (HTTP and the job-submissions queue).
+ * validate → derive the job id → insert the job row if absent → start the mpiJob orchestration (instance id =
+ * job id) if it is not running yet. A repeat of the same job returns the existing one; the same id with a
+ * different spec is a conflict. Nothing is written for a rejected spec.
+ */
+import { diffSpecs, parseJobSpec, specHash, deriveJobId, type JobSpec, type SpecError } from '../spec';
+import type { JobRecord, JobStore } from '../state';
+
+export interface OrchestrationStarter {
+  /**
+   * Starts the job's orchestration unless an instance with this id exists already.
+   * Returns 'started' or 'exists'; must not create a second instance when called twice.
+   */
+  ensureStarted(jobId: string, spec: JobSpec): Promise<'started' | 'exists'>;
+}
+
+export interface SubmitRequest {
+  /** Raw body (JSON or YAML text) or an already parsed object. */
+  body: unknown;
+  contentType?: string;
+  /** HTTP Idempotency-Key header or the queue message id. */
+  idempotencyKey?: string;
+  /** Who submitted it (function key name, principal, or "queue"). */
+  owner: string;
+}
+
+export type SubmitOutcome =
+  | { kind: 'invalid'; errors: SpecError[] }
+  | { kind: 'accepted'; created: boolean; orchestration: 'started' | 'exists' | 'skipped'; job: JobRecord }
+  | { kind: 'conflict'; job: JobRecord; differingPaths: string[] };
+
+export async function submitJob(store: JobStore, starter: OrchestrationStarter, req: SubmitRequest): Promise<SubmitOutcome> {
+  const parsed = parseJobSpec(req.body, req.contentType);
+  if (!parsed.ok) return { kind: 'invalid', errors: parsed.errors };
+  const spec = parsed.spec;
+  const id = deriveJobId(spec, req.idempotencyKey);
+  const hash = specHash(spec);
+
+  const { created, job } = await store.createIfAbsent({ id, spec, specHash: hash, owner: req.owner });
+  if (!created && job.specHash !== hash) {
+    return { kind: 'conflict', job, differingPaths: diffSpecs(job.spec, spec) };
+  }
+  // A job that moved on (running or finished) has its orchestration; only a job still in Submitted may lack
+  // one (its first intake died between the insert and the start, or this is that intake).
+  if (job.state !== 'Submitted') return { kind: 'accepted', created, orchestration: 'skipped', job };
+  const orchestration = await starter.ensureStarted(id, spec);
+  return { kind: 'accepted', created, orchestration, job };
+}
