@@ -122,3 +122,19 @@ test('every episode and activity is logged with instance id and duration', async
   expect(acts).toHaveLength(1);
   expect(acts[0].activity).toBe('Hello');
 });
+
+test('an orchestrator that reads Date.now() into its control flow is failed as non-deterministic', async () => {
+  const { id } = await startOrchestration(stack.baseUrl, 'ClockReader', { switchAt: Date.now() + 3000, timerMs: 3500 });
+  const s = await waitForStatus(stack.baseUrl, id);
+  expect(s.runtimeStatus).toBe('Failed');
+  expect(String(s.output)).toContain('Non-Deterministic workflow detected');
+  expect(String(s.output)).toContain("scheduled an activity task named 'Before' with sequence ID 0 at action position 0, but the current replay scheduled an activity task named 'After'");
+});
+
+test('an orchestrator that reads Math.random() into its control flow is failed as non-deterministic', async () => {
+  const { id } = await startOrchestration(stack.baseUrl, 'RandomReader');
+  const s = await waitForStatus(stack.baseUrl, id);
+  // 12 replayed coin flips all landing the same way as recorded has probability < 2^-12 per run.
+  expect(s.runtimeStatus).toBe('Failed');
+  expect(String(s.output)).toContain('Non-Deterministic workflow detected');
+});
