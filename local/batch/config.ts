@@ -15,8 +15,10 @@ export interface EmulatorTiming {
   startTaskPollMs?: number;
   /** leavingpool → gone (and the pool `deleting` → gone). */
   leaveMs?: number;
-  /** Extra delay before a removed/deleted pool's nodes disappear for a resize-down. */
+  /** rebooting → starting. */
   rebootMs?: number;
+  /** How long a deleted pool stays visible in state `deleting` (at least leaveMs). */
+  poolDeleteMs?: number;
 }
 
 export type ResolvedTiming = Required<EmulatorTiming>;
@@ -27,6 +29,7 @@ export const DEFAULT_TIMING: ResolvedTiming = {
   startTaskPollMs: 250,
   leaveMs: 100,
   rebootMs: 300,
+  poolDeleteMs: 200,
 };
 
 export interface ExchangeRecord {

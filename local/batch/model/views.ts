@@ -145,7 +145,9 @@ export function jobView(j: JobRecord, baseUrl: string): Json {
     priority: j.priority,
     allowTaskPreemption: j.allowTaskPreemption,
     maxParallelTasks: j.maxParallelTasks,
-    constraints: j.constraints ?? { maxWallClockTime: 'P10675199DT2H48M5.4775807S', maxTaskRetryCount: 0 },
+    // Batch reports an unset limit as P10675199DT2H48M5.4775807S; it is left out here because common
+    // duration validators (e.g. ajv-formats) reject fractional seconds.
+    constraints: j.constraints ?? { maxTaskRetryCount: 0 },
     onAllTasksComplete: j.onAllTasksComplete,
     onTaskFailure: j.onTaskFailure,
     metadata: j.metadata && j.metadata.length ? j.metadata : undefined,
@@ -209,7 +211,7 @@ export function taskView(t: TaskRecord, baseUrl: string, findNode: (poolId: stri
     previousState: t.previousState,
     previousStateTransitionTime: iso(t.previousStateTransitionTime),
     constraints: clean({
-      maxWallClockTime: t.constraints.maxWallClockTime ?? 'P10675199DT2H48M5.4775807S',
+      maxWallClockTime: t.constraints.maxWallClockTime,
       retentionTime: t.constraints.retentionTime ?? 'P7D',
       maxTaskRetryCount: t.constraints.maxTaskRetryCount,
     }),

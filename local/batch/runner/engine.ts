@@ -276,7 +276,7 @@ export class Engine {
     pool.targetDedicatedNodes = 0;
     this.setAllocationState(pool, 'resizing');
     for (const n of this.liveNodes(pool)) this.removeNode(pool, n, 'requeue');
-    this.later(this.cfg.timing.leaveMs + 20, () => {
+    this.later(Math.max(this.cfg.timing.leaveMs + 20, this.cfg.timing.poolDeleteMs), () => {
       for (const n of [...pool.nodes.values()]) this.dropNode(pool, n);
       rmSync(path.join(this.cfg.dataDir, 'nodes', pool.id), { recursive: true, force: true });
       this.pools.delete(pool.id.toLowerCase());

@@ -346,6 +346,9 @@ export class TaskExecutor {
     const coordinationResults = await Promise.all(
       nodes.map(async (n, i): Promise<RunOutcome> => {
         const dir = await this.prepareTaskDir(n, rel, true);
+        // stdout/stderr exist from the start even if the application command never runs.
+        writeFileSync(path.join(dir, 'stdout.txt'), '');
+        writeFileSync(path.join(dir, 'stderr.txt'), '');
         try {
           await downloadResourceFiles(mi.commonResourceFiles as Json[] | undefined, dir);
           if (i === 0) await downloadResourceFiles(task.spec.resourceFiles as Json[] | undefined, path.join(dir, 'wd'));

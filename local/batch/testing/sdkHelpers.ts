@@ -78,3 +78,26 @@ export function processesMentioning(fragment: string): { pid: number; cmd: strin
   }
   return out;
 }
+
+/**
+ * A raw HTTP call signed exactly as the SDK signs (its own BatchSharedKeyCredentials), for tests
+ * that need to see status codes and headers the SDK would retry or hide (429, 503).
+ */
+export async function signedFetch(
+  h: { url: string; accountName: string; accountKey: string },
+  method: string,
+  pathAndQuery: string,
+  body?: unknown,
+): Promise<{ status: number; headers: Headers; json: unknown }> {
+  const { WebResource } = require('@azure/ms-rest-js') as typeof import('@azure/ms-rest-js');
+  const url = `${h.url}${pathAndQuery}${pathAndQuery.includes('?') ? '&' : '?'}api-version=2022-10-01.16.0`;
+  const text = body === undefined ? undefined : JSON.stringify(body);
+  const wr = new WebResource(url, method as 'GET', text);
+  if (text !== undefined) wr.headers.set('Content-Type', 'application/json; odata=minimalmetadata; charset=utf-8');
+  await new BatchSharedKeyCredentials(h.accountName, h.accountKey).signRequest(wr);
+  const headers: Record<string, string> = {};
+  for (const hd of wr.headers.headersArray()) headers[hd.name] = hd.value;
+  const res = await fetch(url, { method, headers, body: text });
+  const raw = await res.text();
+  return { status: res.status, headers: res.headers, json: raw ? JSON.parse(raw) : undefined };
+}
