@@ -1,0 +1,4 @@
+export * from './commands';
+export * from './rdmaPresets';
+export * from './shellQuote';
+export * from './shellWords';
