@@ -25,7 +25,7 @@ describe('local host: storage queues', () => {
   beforeAll(async () => {
     azurite = await startAzurite();
     service = QueueServiceClient.fromConnectionString(azurite.connectionString());
-    for (const name of ['items', 'always-fails']) await queue(name).create();
+    for (const name of ['items', 'always-fails', 'slow-items']) await queue(name).create();
     ({ host, logs } = await startFixtureHost(azurite));
   });
 
@@ -86,5 +86,14 @@ describe('local host: storage queues', () => {
       .sort();
     expect(got).toEqual([...names].sort());
     await waitFor('the queue to drain', async () => ((await peekAll('items')).length === 0 ? true : undefined));
+  });
+
+  it('runs up to batchSize + newBatchThreshold invocations at once', async () => {
+    // Fixture host.json: batchSize 4, newBatchThreshold 2.
+    await Promise.all(Array.from({ length: 10 }, (_, i) => queue('slow-items').sendMessage(b64(String(i)))));
+    await waitFor('all slow items', () => (events().filter((e) => e.kind === 'slowItem').length >= 10 ? true : undefined));
+    const overlaps = events().filter((e) => e.kind === 'slowItem').map((e) => e.inFlight as number);
+    expect(Math.max(...overlaps)).toBeGreaterThanOrEqual(2);
+    expect(Math.max(...overlaps)).toBeLessThanOrEqual(6);
   });
 });
