@@ -75,6 +75,16 @@ const poolImageArb = fc.oneof(
   fc.record({ customImageId: customImageIdArb, nodeAgentSku: nodeAgentSkuArb }),
 );
 
+const startTaskArb = opt(fc.record({
+  command: fc.string({ minLength: 1, maxLength: 60 }).filter((c) => P.SINGLE_LINE_TEXT_RE.test(c)),
+  resourceFiles: opt(fc.array(fc.record({
+    account: str(P.STORAGE_ACCOUNT_RE),
+    container: fc.constantFrom('tools', 'build-inputs', 'src'),
+    blob: str(/^[A-Za-z0-9_-]{1,10}(?:\/[A-Za-z0-9_.-]{1,10}){0,2}$/).filter((b) => !/(^|\/)\.\.(\/|$)/.test(b)),
+    path: str(/^[A-Za-z0-9_-]{1,10}(?:\.[a-z]{1,3})?$/),
+  }), { maxLength: 3 })),
+}).map(compact));
+
 const pool: fc.Arbitrary<{ pool: Obj; reuse: boolean }> = fc.integer({ min: 1, max: 100 }).chain((nodes) =>
   fc.oneof(
     fc.record({
@@ -88,6 +98,7 @@ const pool: fc.Arbitrary<{ pool: Obj; reuse: boolean }> = fc.integer({ min: 1, m
       vmSize: vmSizeArb,
       nodes: fc.constant(nodes),
       image: poolImageArb,
+      startTask: startTaskArb,
       resizeTimeout: resizeTimeoutArb,
       partialAllocation: partialAllocation(nodes),
     }).map(({ image, ...p }) => ({ pool: compact({ ...p, ...image }), reuse: false })),
@@ -116,6 +127,7 @@ const data: fc.Arbitrary<{ data: Obj | undefined; retentionMinutes: number }> = 
       prefix: opt(str(/^[A-Za-z0-9_=+@,-]{1,8}(?:\/[A-Za-z0-9._=+@,-]{0,8}){0,3}$/).filter((p) => !/(^|\/)\.\.(\/|$)/.test(p))),
     }).map(compact), { maxLength: 3 })),
     shard: opt(fc.tuple(fc.integer({ min: 1, max: 1024 }), fc.integer({ min: 1, max: 1024 })).map(([a, b]) => ({ min: Math.min(a, b), max: Math.max(a, b) }))),
+    recordBytes: opt(fc.integer({ min: 1, max: 1_048_576 })),
     stagingAccounts: opt(fc.uniqueArray(str(P.STORAGE_ACCOUNT_RE), { maxLength: 4 })),
     destination: opt(str(/^\/[A-Za-z0-9_-]{1,10}(?:\/[A-Za-z0-9_-]{1,10}){0,3}$/)),
     retentionMinutes: fc.integer({ min: 60, max: 100_000 }),
@@ -221,6 +233,9 @@ export const specMutations: SpecMutation[] = [
   { name: 'numeric image sku (YAML gotcha)', path: 'pool.image.sku', apply: (s) => { const o = asNewPool(s); Object.assign(o.pool as Obj, { image: { publisher: 'p', offer: 'o', sku: 2204 }, nodeAgentSku: 'batch.node.ubuntu 22.04' }); return o; } },
   { name: 'image without nodeAgentSku', path: 'pool.nodeAgentSku', apply: (s) => { const o = asNewPool(s); (o.pool as Obj).image = { publisher: 'p', offer: 'o', sku: 's' }; return o; } },
   { name: 'partialAllocation.minNodes above nodes', path: 'pool.partialAllocation.minNodes', apply: (s) => { const o = clone(s); (o.pool as Obj).partialAllocation = { policy: 'continue', minNodes: ((o.pool as Obj).nodes as number) + 1 }; return o; } },
+  { name: 'startTask with a reused pool', path: 'pool.startTask', apply: (s) => { const o = clone(s); o.pool = { poolId: 'existing', nodes: 2, startTask: { command: 'make' } }; delete (o.cleanup as Obj | undefined)?.deletePool; return o; } },
+  { name: 'empty startTask command', path: 'pool.startTask.command', apply: (s) => { const o = asNewPool(s); (o.pool as Obj).startTask = { command: '' }; return o; } },
+  { name: 'recordBytes 0', path: 'data.recordBytes', apply: setField(['data', 'recordBytes'], 0) },
   { name: 'unknown pool field', path: 'pool.bogus', apply: setField(['pool', 'bogus'], 1) },
   ...['UPPER/app', 'app;rm', 'app name', 'a/$(x)', 'app:tag with space', 'app@sha256:xyz', ''].map((v) => ({
     name: `image ${JSON.stringify(v)}`, path: 'container.images[0]', apply: (s: Obj) => withDocker(s, [v]),
