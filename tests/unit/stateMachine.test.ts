@@ -54,7 +54,14 @@ test('every state is reachable from Submitted and every non-terminal state can s
   const reach = (from: JobState): Set<JobState> => {
     const seen = new Set<JobState>([from]);
     const queue = [from];
-    while (queue.length) for (const n of nextStates(queue.shift()!)) if (!seen.has(n)) (seen.add(n), queue.push(n));
+    while (queue.length) {
+      for (const n of nextStates(queue.shift()!)) {
+        if (!seen.has(n)) {
+          seen.add(n);
+          queue.push(n);
+        }
+      }
+    }
     return seen;
   };
   expect([...reach('Submitted')].sort()).toEqual([...JOB_STATES].sort());
