@@ -18,7 +18,7 @@
  * Blob names start with a hash so staged blobs spread over the storage service's range partitions.
  */
 import { PlanningError } from './errors';
-import { fnv1a32, hex32 } from './hash';
+import { fnv1a32, hex32, mix32 } from './hash';
 
 export const MB = 1_000_000;
 export const DEFAULT_MIN_SHARD_BYTES = 80 * MB;
@@ -245,7 +245,7 @@ export function shardId(index: number): string {
 
 /** `<4 hex of hash>/<prefix><id>`: the hash in front spreads blobs across partitions (Azure's naming guidance). */
 export function shardBlobName(id: string, namePrefix: string): string {
-  return `${hex32(fnv1a32(namePrefix + id)).slice(0, 4)}/${namePrefix}${id}`;
+  return `${hex32(mix32(fnv1a32(namePrefix + id))).slice(0, 4)}/${namePrefix}${id}`;
 }
 
 export function planShards(listing: readonly ListedBlob[], options: ShardPlanOptions): ShardPlan {

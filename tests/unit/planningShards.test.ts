@@ -246,6 +246,9 @@ describe('planShards examples', () => {
     for (const n of names) firstChar.set(n[0], (firstChar.get(n[0]) ?? 0) + 1);
     expect(firstChar.size).toBe(16);
     for (const count of firstChar.values()) expect(Math.abs(count - 250)).toBeLessThan(90);
+    // Neighbouring shards must not share prefixes either (they are written at the same time).
+    const neighbours = names.slice(0, 64).map((n) => n.slice(0, 2));
+    expect(new Set(neighbours).size).toBeGreaterThan(40);
   });
 
   it('rejects bad input with the offending value', () => {
