@@ -43,12 +43,12 @@ export class Invoker {
     const fn = toRegisteredFunction(functionName, registered.metadata.bindings, registered.metadata.retryOptions);
     const log = this.opts.log.child({ invocationId, functionName });
     const started = Date.now();
-    log.debug({ trigger: fn.trigger.type }, `Executing 'Functions.${functionName}'`);
+    log.info({ trigger: fn.trigger.type }, `Executing 'Functions.${functionName}'`);
     try {
       const inputData = await this.withExtensionInputs(fn, request);
       const result = await this.runPipeline(fn, registered, invocationId, { ...request, inputData }, log);
       await this.writeOutputs(fn, result);
-      log.debug({ durationMs: Date.now() - started }, `Executed 'Functions.${functionName}' (Succeeded)`);
+      log.info({ durationMs: Date.now() - started }, `Executed 'Functions.${functionName}' (Succeeded)`);
       return result;
     } catch (err) {
       const error = err instanceof Error ? err : new Error(String(err));

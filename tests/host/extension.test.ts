@@ -96,4 +96,16 @@ describe('local host: extensions', () => {
       await host.stop();
     }
   });
+
+  it('lets a request in progress finish when the host stops', async () => {
+    const { host } = await startFixtureHost(azurite);
+    const pending = fetch(`${host.baseUrl}/api/slow`);
+    await new Promise((r) => setTimeout(r, 100));
+    const stopped = host.stop();
+    const res = await pending;
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe('finished');
+    await stopped;
+    await expect(fetch(`${host.baseUrl}/api/slow`)).rejects.toThrow();
+  });
 });

@@ -1,3 +1,4 @@
+import { PollingBackoff } from '../../local/host/triggers/pollingBackoff';
 import { decodeMessageText, encodeMessage, outputMessages } from '../../local/host/triggers/queueMessages';
 import { queueOptions } from '../../local/host/triggers/queueOptions';
 import { parseTimeSpan } from '../../local/host/hostJson';
@@ -28,5 +29,21 @@ describe('host.json queue options', () => {
     expect(() => queueOptions({ extensions: { queues: { batchSize: 64 } } })).toThrow(/batchSize must be an integer in \[1, 32\]/);
     expect(parseTimeSpan('1.02:03:04.5', 'x')).toBe(((24 + 2) * 3600 + 3 * 60 + 4.5) * 1000);
     expect(() => parseTimeSpan('5 minutes', 'x')).toThrow(/TimeSpan/);
+  });
+});
+
+describe('queue polling backoff', () => {
+  it('grows while the queue is empty, never past the max, and resets on a message', () => {
+    const fixed = new PollingBackoff(100, 2000, () => 0.5); // factor 2
+    expect([1, 2, 3, 4, 5, 6].map(() => fixed.nextEmpty())).toEqual([100, 200, 400, 800, 1600, 2000]);
+    fixed.reset();
+    expect(fixed.nextEmpty()).toBe(100);
+    const random = new PollingBackoff(100, 500);
+    for (let i = 0; i < 50; i++) {
+      const d = random.nextEmpty();
+      expect(d).toBeGreaterThanOrEqual(100);
+      expect(d).toBeLessThanOrEqual(500);
+    }
+    expect(() => new PollingBackoff(0, 10)).toThrow(/0 < min <= max/);
   });
 });

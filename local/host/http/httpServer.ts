@@ -28,13 +28,20 @@ export interface HttpListener {
   close(): Promise<void>;
 }
 
+/** How long stop() lets requests in progress finish before cutting their connections. */
+const DRAIN_MS = 10_000;
+
 export async function startHttpListener(opts: HttpListenerOptions): Promise<HttpListener> {
+  const active = new Set<Promise<void>>();
   const server = http.createServer((req, res) => {
-    handle(req, res, opts, baseUrl).catch((err: Error) => {
-      opts.log.error({ err, url: req.url }, 'HTTP request failed inside the host');
-      if (!res.headersSent) res.writeHead(500);
-      res.end();
-    });
+    const p = handle(req, res, opts, baseUrl)
+      .catch((err: Error) => {
+        opts.log.error({ err, url: req.url }, 'HTTP request failed inside the host');
+        if (!res.headersSent) res.writeHead(500);
+        res.end();
+      })
+      .finally(() => active.delete(p));
+    active.add(p);
   });
   server.keepAliveTimeout = 2000;
   await new Promise<void>((resolve, reject) => {
@@ -48,11 +55,15 @@ export async function startHttpListener(opts: HttpListenerOptions): Promise<Http
   return {
     port,
     baseUrl,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    close: async () => {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.all([...active]), new Promise((r) => (timer = setTimeout(r, DRAIN_MS)))]);
+      clearTimeout(timer);
+      server.closeAllConnections();
+      await closed;
+    },
   };
 }
 

@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { InvocationRequest, InvocationResult, RegisteredFunction, TypedData } from '../extension';
 import { resolveAppSettingExpressions, resolveStorageConnection } from './bindingSettings';
 import { decodeMessageText, hostTimestamp } from './queueMessages';
+import { PollingBackoff } from './pollingBackoff';
 import { MIN_POLLING_INTERVAL_MS, type QueueOptions } from './queueOptions';
 
 /** How long a fetched message stays invisible while its function runs (renewed at half-time). */
@@ -33,7 +34,7 @@ export class QueueTriggerListener {
   private readonly stopped = new Promise<void>((resolve) => {
     this.signalStop = resolve;
   });
-  private pollDelayMs = MIN_POLLING_INTERVAL_MS;
+  private readonly backoff: PollingBackoff;
   private poisonReady?: Promise<unknown>;
 
   constructor(private readonly deps: QueueListenerDeps) {
@@ -44,6 +45,7 @@ export class QueueTriggerListener {
     const service = QueueServiceClient.fromConnectionString(resolveStorageConnection(t.connection, what));
     this.queue = service.getQueueClient(this.queueName);
     this.poison = service.getQueueClient(`${this.queueName}-poison`);
+    this.backoff = new PollingBackoff(MIN_POLLING_INTERVAL_MS, deps.options.maxPollingIntervalMs);
   }
 
   start(): void {
@@ -81,24 +83,15 @@ export class QueueTriggerListener {
         break;
       }
       if (messages.length === 0) {
-        await this.sleep(this.nextBackoff());
+        await this.sleep(this.backoff.nextEmpty());
         continue;
       }
-      this.pollDelayMs = MIN_POLLING_INTERVAL_MS;
+      this.backoff.reset();
       for (const m of messages) {
         const p = this.process(m).finally(() => this.inFlight.delete(p));
         this.inFlight.add(p);
       }
     }
-  }
-
-  /** Randomized exponential backoff between MIN and maxPollingInterval. */
-  private nextBackoff(): number {
-    const max = this.deps.options.maxPollingIntervalMs;
-    const current = this.pollDelayMs;
-    const grown = Math.min(max, current * 2);
-    this.pollDelayMs = Math.min(max, current + Math.random() * (grown - current) + (grown - current) / 2);
-    return current;
   }
 
   /** Waits `ms`, or less when the listener stops. */
