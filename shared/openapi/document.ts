@@ -1,0 +1,165 @@
+/**
+ * The OpenAPI 3.1 document of the job API, generated from the same zod schemas that validate requests
+ * and shape answers (z.toJSONSchema), so it cannot drift from the code. Served at GET /api/openapi.json.
+ */
+import { z } from 'zod';
+import { JobSpecSchema } from '../spec/schema';
+import { ValidationErrorResponseSchema } from '../spec/errorSchemas';
+import { JOB_STATES } from '../state/states';
+import {
+  CancelJobResponseSchema, HealthResponseSchema, JobConflictResponseSchema, JobListResponseSchema, JobViewSchema,
+  ProblemResponseSchema, SubmitJobResponseSchema,
+} from '../state/view';
+
+export interface OpenApiOptions {
+  /** Server URL, e.g. "https://myapp.azurewebsites.net" or "http://127.0.0.1:7071". Default: relative ("/"). */
+  baseUrl?: string;
+  /** API version shown in info.version (default "1.0.0"). */
+  version?: string;
+}
+
+type JsonObject = Record<string, unknown>;
+
+/** JSON Schema (2020-12, which OpenAPI 3.1 uses) of a zod schema, without the top-level $schema key. */
+function schemaOf(schema: z.ZodType, io: 'input' | 'output'): JsonObject {
+  const json = z.toJSONSchema(schema, { io, target: 'draft-2020-12', unrepresentable: 'any' }) as JsonObject;
+  delete json.$schema;
+  return json;
+}
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const jsonContent = (name: string) => ({ 'application/json': { schema: ref(name) } });
+const problem = (description: string) => ({ description, content: jsonContent('ProblemResponse') });
+const WRITE_SECURITY = [{ functionKeyHeader: [] }, { functionKeyQuery: [] }];
+
+export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
+  const idParam = {
+    name: 'id', in: 'path', required: true, description: 'Job id.',
+    schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,63}$' },
+  };
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'HPC MPI job control plane',
+      version: options.version ?? '1.0.0',
+      description:
+        'Submit MPI jobs (JSON or YAML job specs), follow their state and cancel them. ' +
+        'The same spec can also be sent as a message on the "job-submissions" Storage queue. ' +
+        'Field reference: docs/job-spec.md.',
+    },
+    servers: [{ url: options.baseUrl ? options.baseUrl.replace(/\/+$/, '') : '/' }],
+    paths: {
+      '/api/jobs': {
+        post: {
+          operationId: 'submitJob',
+          summary: 'Submit a job',
+          description:
+            'Validates the spec, derives the job id (spec.id, else the Idempotency-Key header, else the content hash), ' +
+            'records the job and starts its orchestration. Repeating a submission returns the existing job (200); ' +
+            'the same id with a different spec is a conflict (409) listing the differing paths.',
+          security: WRITE_SECURITY,
+          parameters: [{
+            name: 'Idempotency-Key', in: 'header', required: false,
+            description: 'Client retry key used to derive the job id when the spec has no id.',
+            schema: { type: 'string', maxLength: 256 },
+          }],
+          requestBody: {
+            required: true,
+            content: {
+              'application/json': { schema: ref('JobSpec') },
+              'application/yaml': { schema: ref('JobSpec') },
+            },
+          },
+          responses: {
+            202: {
+              description: 'Accepted: a new job was recorded and its orchestration started.',
+              headers: { Location: { description: 'Status URL of the job.', schema: { type: 'string' } } },
+              content: jsonContent('SubmitJobResponse'),
+            },
+            200: { description: 'An identical submission of an existing job (idempotent repeat).', content: jsonContent('SubmitJobResponse') },
+            400: { description: 'The spec is invalid: every problem with its JSON path.', content: jsonContent('ValidationErrorResponse') },
+            401: problem('Missing or wrong function key.'),
+            409: { description: 'A job with this id exists with a different spec.', content: jsonContent('JobConflictResponse') },
+            413: problem('The body is too large.'),
+            415: problem('Unsupported content type (use application/json or application/yaml).'),
+          },
+        },
+        get: {
+          operationId: 'listJobs',
+          summary: 'List jobs',
+          description: 'Filtered, paged listing. Pages may hold fewer than `top` jobs; continue while a continuationToken is returned.',
+          parameters: [
+            { name: 'state', in: 'query', required: false, description: 'One state or a comma-separated list.', schema: { type: 'string', examples: [JOB_STATES.join(',')] } },
+            { name: 'tag', in: 'query', required: false, description: '"key" (tag present) or "key=value".', schema: { type: 'string' } },
+            { name: 'createdFrom', in: 'query', required: false, description: 'Inclusive lower bound of createdAt.', schema: { type: 'string', format: 'date-time' } },
+            { name: 'createdTo', in: 'query', required: false, description: 'Exclusive upper bound of createdAt.', schema: { type: 'string', format: 'date-time' } },
+            { name: 'top', in: 'query', required: false, description: 'Page size.', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
+            { name: 'continuationToken', in: 'query', required: false, description: 'From the previous page.', schema: { type: 'string' } },
+          ],
+          responses: {
+            200: { description: 'A page of jobs.', content: jsonContent('JobListResponse') },
+            400: problem('A bad filter or continuation token.'),
+          },
+        },
+      },
+      '/api/jobs/{id}': {
+        get: {
+          operationId: 'getJob',
+          summary: 'Job status',
+          parameters: [idParam],
+          responses: {
+            200: { description: 'The job, with its normalized spec.', content: jsonContent('JobView') },
+            404: problem('No such job.'),
+          },
+        },
+        delete: {
+          operationId: 'cancelJob',
+          summary: 'Cancel a job',
+          description: 'Requests cancellation; the orchestration cleans up (job, pool, staged data) and ends in Cancelled.',
+          security: WRITE_SECURITY,
+          parameters: [idParam],
+          responses: {
+            202: { description: 'Cancellation requested.', content: jsonContent('CancelJobResponse') },
+            200: { description: 'The job had already finished; nothing to cancel.', content: jsonContent('CancelJobResponse') },
+            401: problem('Missing or wrong function key.'),
+            404: problem('No such job.'),
+          },
+        },
+      },
+      '/api/health': {
+        get: {
+          operationId: 'health',
+          summary: 'Liveness and dependency checks',
+          responses: {
+            200: { description: 'Healthy (or degraded but serving).', content: jsonContent('HealthResponse') },
+            503: { description: 'Unhealthy.', content: jsonContent('HealthResponse') },
+          },
+        },
+      },
+      '/api/openapi.json': {
+        get: {
+          operationId: 'openApiDocument',
+          summary: 'This document',
+          responses: { 200: { description: 'The OpenAPI 3.1 document.', content: { 'application/json': { schema: { type: 'object' } } } } },
+        },
+      },
+    },
+    components: {
+      schemas: {
+        JobSpec: schemaOf(JobSpecSchema, 'input'),
+        JobView: schemaOf(JobViewSchema, 'output'),
+        SubmitJobResponse: schemaOf(SubmitJobResponseSchema, 'output'),
+        JobListResponse: schemaOf(JobListResponseSchema, 'output'),
+        CancelJobResponse: schemaOf(CancelJobResponseSchema, 'output'),
+        ValidationErrorResponse: schemaOf(ValidationErrorResponseSchema, 'output'),
+        JobConflictResponse: schemaOf(JobConflictResponseSchema, 'output'),
+        ProblemResponse: schemaOf(ProblemResponseSchema, 'output'),
+        HealthResponse: schemaOf(HealthResponseSchema, 'output'),
+      },
+      securitySchemes: {
+        functionKeyHeader: { type: 'apiKey', in: 'header', name: 'x-functions-key', description: 'Azure Functions function or host key.' },
+        functionKeyQuery: { type: 'apiKey', in: 'query', name: 'code', description: 'The same key as a query parameter.' },
+      },
+    },
+  };
+}

@@ -1,0 +1,2 @@
+export { buildOpenApiDocument } from './document';
+export type { OpenApiOptions } from './document';
