@@ -40,6 +40,8 @@ export interface ExchangeRecord {
   requestBody: unknown;
   status: number;
   responseBody: unknown;
+  /** Response headers as sent (lower-case names). */
+  responseHeaders?: Record<string, string>;
 }
 
 export interface BatchEmulatorOptions {

@@ -3,6 +3,9 @@
  * status behind its retries, through requests signed with the SDK's own shared-key signer).
  */
 import type { BatchServiceClient } from '@azure/batch';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
 import { readTaskFile, sdkClient, signedFetch, waitFor, waitForNodes, waitForTask } from '../../local/batch/testing/sdkHelpers';
 
@@ -377,6 +380,39 @@ describe('Batch emulator through @azure/batch', () => {
       await client.task.add(j, { id: 'ignored', commandLine: '/bin/true', affinityInfo: { affinityId: target.affinityId as string } });
       expect((await waitForTask(client, j, 'ignored')).nodeInfo?.nodeId).toBe(nodes[0].id);
       emu.setFaults({ ignoreAffinity: false });
+    });
+  });
+
+  describe('containerSettings', () => {
+    // The node's docker is the nodetools engineer's emulated CLI; here a recording stand-in on the
+    // node PATH checks only what the emulator hands to it (the container itself is their test's job).
+    let dockerDir: string;
+    let withDocker: BatchEmulatorHandle;
+    beforeAll(async () => {
+      dockerDir = mkdtempSync(path.join(os.tmpdir(), 'fake-docker-'));
+      writeFileSync(path.join(dockerDir, 'docker'), '#!/bin/sh\nprintf "%s|" "$@"; echo; echo "task=$AZ_BATCH_TASK_ID"\n');
+      chmodSync(path.join(dockerDir, 'docker'), 0o755);
+      withDocker = await startBatchEmulator({ timing: FAST, nodePath: [dockerDir] });
+    });
+    afterAll(async () => {
+      await withDocker?.stop();
+      rmSync(dockerDir, { recursive: true, force: true });
+    });
+
+    it('runs the command line through docker run with the node root mapped and the task env', async () => {
+      const c = sdkClient(withDocker);
+      await c.pool.add({ id: 'cp', vmSize: 'standard_d2s_v3', targetDedicatedNodes: 1 });
+      const [node] = await waitForNodes(c, 'cp', 1);
+      await c.job.add({ id: 'cj', poolInfo: { poolId: 'cp' } });
+      await c.task.add('cj', { id: 'ct', commandLine: 'hostname -f', containerSettings: { imageName: 'registry.local/app:1', containerRunOptions: '--network host' } });
+      await waitForTask(c, 'cj', 'ct');
+      const [argsLine, envLine] = (await readTaskFile(c, 'cj', 'ct', 'stdout.txt')).trim().split('\n');
+      const args = argsLine.split('|').slice(0, -1);
+      const root = withDocker.nodes('cp').find((n) => n.id === node.id)?.rootDir as string;
+      expect(args.slice(0, 2)).toEqual(['run', '--rm']);
+      expect(args).toEqual(expect.arrayContaining(['-v', `${root}:${root}`, '-w', `${root}/workitems/cj/job-1/ct/wd`, '--network', 'host']));
+      expect(args.slice(-3)).toEqual(['registry.local/app:1', 'hostname', '-f']);
+      expect(envLine).toBe('task=ct');
     });
   });
 });

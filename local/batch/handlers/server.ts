@@ -131,8 +131,21 @@ async function handle(cfg: ServerConfig, req: IncomingMessage, res: ServerRespon
     path: rawPath,
     query,
     headers,
-    requestBody,
+    // Requests refused before their body was read (auth, injected throttling) still carried one.
+    requestBody: requestBody ?? parseForRecord(rawBody),
     status: result.status,
     responseBody: result.stream !== undefined ? undefined : result.body,
+    responseHeaders: Object.fromEntries(
+      Object.entries(res.getHeaders()).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(', ') : String(v)]),
+    ),
   });
+}
+
+function parseForRecord(rawBody: string): unknown {
+  if (!rawBody.length) return undefined;
+  try {
+    return JSON.parse(rawBody);
+  } catch {
+    return rawBody;
+  }
 }

@@ -24,10 +24,13 @@ export function runCommandLine(opts: {
   env: Record<string, string>;
   stdoutPath: string;
   stderrPath: string;
+  /** Turns the split command line into what actually runs (e.g. wrapped in `docker run`). */
+  wrap?: (argv: string[]) => string[];
 }): RunningProcess {
   let argv: string[];
   try {
     argv = splitCommandLine(opts.commandLine);
+    if (opts.wrap && argv.length) argv = opts.wrap(argv);
   } catch (e) {
     return { pgid: undefined, done: Promise.resolve({ spawnError: (e as Error).message }) };
   }

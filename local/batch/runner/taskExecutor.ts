@@ -5,6 +5,7 @@ import { touch } from '../model/etag';
 import type { ExecInfo, JobRecord, Json, NodeRecord, PoolRecord, SubtaskRecord, TaskRecord, TaskState } from '../model/types';
 import { Engine, taskKey } from './engine';
 import { userEnv } from './env';
+import { splitCommandLine } from './commandLine';
 import { killGroup, runCommandLine, type ProcessOutcome } from './processes';
 import { downloadResourceFiles } from './resourceFiles';
 import { taskRootRelative } from './sandbox';
@@ -37,6 +38,20 @@ function outcomeOf(o: ProcessOutcome, timedOut: boolean): RunOutcome {
   if (o.spawnError) return { failureInfo: failure('CommandProgramNotFound', `The command could not be started: ${o.spawnError}`) };
   const exitCode = o.exitCode ?? 128 + 9;
   return exitCode === 0 ? { exitCode } : { exitCode, failureInfo: EXIT_FAILURE() };
+}
+
+/**
+ * containerSettings: as on Batch, the command line runs in the container with the node root mapped
+ * at the same path, the task's environment and (by default) the task working directory. It goes
+ * through the node's `docker` (the emulated one from nodetools, on the node PATH via nodePath).
+ */
+export function containerArgv(settings: Json, env: Record<string, string>, cwd: string, argv: string[]): string[] {
+  const image = String(settings.imageName ?? '');
+  const root = env.AZ_BATCH_NODE_ROOT_DIR;
+  const runOptions = typeof settings.containerRunOptions === 'string' ? splitCommandLine(settings.containerRunOptions) : [];
+  const workdir = settings.workingDirectory === 'containerImageDefault' ? [] : ['-w', cwd];
+  const name = `${env.AZ_BATCH_JOB_ID ?? 'node'}_${env.AZ_BATCH_TASK_ID ?? 'task'}_${Date.now().toString(36)}`.replace(/[^A-Za-z0-9_.-]/g, '_');
+  return ['docker', 'run', '--rm', '--name', name, '-v', `${root}:${root}`, ...workdir, ...runOptions, image, ...argv];
 }
 
 export function setTaskState(t: TaskRecord, s: TaskState): void {
@@ -73,13 +88,17 @@ export class TaskExecutor {
     outPrefix?: string;
     maxWallClockMs?: number;
     task?: TaskRecord;
+    /** The task's containerSettings: the command line then runs in that container. */
+    container?: unknown;
   }): Promise<RunOutcome> {
     const prefix = opts.outPrefix ?? '';
     const stdoutPath = path.join(opts.outDir, `${prefix}stdout.txt`);
     const stderrPath = path.join(opts.outDir, `${prefix}stderr.txt`);
     writeFileSync(stdoutPath, '');
     writeFileSync(stderrPath, '');
-    const proc = runCommandLine({ commandLine: opts.commandLine, cwd: opts.cwd, env: opts.env, stdoutPath, stderrPath });
+    const container = opts.container as Json | undefined;
+    const wrap = container ? (argv: string[]) => containerArgv(container, opts.env, opts.cwd, argv) : undefined;
+    const proc = runCommandLine({ commandLine: opts.commandLine, cwd: opts.cwd, env: opts.env, stdoutPath, stderrPath, wrap });
     this.track(proc.pgid, opts.task);
     let timedOut = false;
     const timer =
@@ -114,7 +133,7 @@ export class TaskExecutor {
           mkdirSync(wd, { recursive: true });
           await downloadResourceFiles(st.resourceFiles as Json[] | undefined, wd);
           const env = { ...this.engine.nodeEnv(node), ...userEnv(st.environmentSettings), AZ_BATCH_TASK_DIR: startup, AZ_BATCH_TASK_WORKING_DIR: wd };
-          out = await this.runToEnd({ commandLine: String(st.commandLine ?? ''), cwd: wd, env, outDir: startup });
+          out = await this.runToEnd({ commandLine: String(st.commandLine ?? ''), cwd: wd, env, outDir: startup, container: st.containerSettings });
         } catch (e) {
           out = { failureInfo: failure('BlobDownloadMiscError', `Resource file download failed: ${(e as Error).message}`) };
         }
@@ -172,7 +191,7 @@ export class TaskExecutor {
       try {
         await downloadResourceFiles(prep.resourceFiles as Json[] | undefined, wd);
         const env = { ...this.jobEnv(job, node), ...userEnv(prep.environmentSettings), AZ_BATCH_TASK_ID: String(prep.id ?? 'jobpreparation'), AZ_BATCH_TASK_DIR: dir, AZ_BATCH_TASK_WORKING_DIR: wd };
-        out = await this.runToEnd({ commandLine: String(prep.commandLine ?? ''), cwd: wd, env, outDir: dir, maxWallClockMs: timerMs(constraints.maxWallClockTime) });
+        out = await this.runToEnd({ commandLine: String(prep.commandLine ?? ''), cwd: wd, env, outDir: dir, maxWallClockMs: timerMs(constraints.maxWallClockTime), container: prep.containerSettings });
       } catch (e) {
         out = { failureInfo: failure('BlobDownloadMiscError', `Resource file download failed: ${(e as Error).message}`) };
       }
@@ -218,7 +237,7 @@ export class TaskExecutor {
       const env = { ...this.jobEnv(job, node), ...userEnv(release.environmentSettings), AZ_BATCH_TASK_ID: String(release.id ?? 'jobrelease'), AZ_BATCH_TASK_DIR: dir, AZ_BATCH_TASK_WORKING_DIR: wd, AZ_BATCH_JOB_PREP_DIR: prepDir, AZ_BATCH_JOB_PREP_WORKING_DIR: path.join(prepDir, 'wd') };
       // Batch caps release tasks at 15 minutes.
       const max = Math.min(timerMs(release.maxWallClockTime) ?? 15 * 60_000, 15 * 60_000);
-      out = await this.runToEnd({ commandLine: String(release.commandLine ?? ''), cwd: wd, env, outDir: dir, maxWallClockMs: max });
+      out = await this.runToEnd({ commandLine: String(release.commandLine ?? ''), cwd: wd, env, outDir: dir, maxWallClockMs: max, container: release.containerSettings });
     } catch (e) {
       out = { failureInfo: failure('BlobDownloadMiscError', `Resource file download failed: ${(e as Error).message}`) };
     }
@@ -308,6 +327,7 @@ export class TaskExecutor {
       outDir: dir,
       maxWallClockMs: timerMs(task.constraints.maxWallClockTime),
       task,
+      container: task.spec.containerSettings,
     });
   }
 
@@ -381,7 +401,8 @@ export class TaskExecutor {
       };
     }
     const dir = path.join(nodes[0].rootDir, rel);
-    const out = await this.runToEnd({ commandLine: String(task.spec.commandLine ?? ''), cwd: path.join(dir, 'wd'), env: envFor(nodes[0], 0, dir), outDir: dir, maxWallClockMs: remaining(), task });
+    // The application command runs in the task's container if it has one; the coordination command on the host.
+    const out = await this.runToEnd({ commandLine: String(task.spec.commandLine ?? ''), cwd: path.join(dir, 'wd'), env: envFor(nodes[0], 0, dir), outDir: dir, maxWallClockMs: remaining(), task, container: task.spec.containerSettings });
     if (task.attempt !== attempt) return undefined;
     const primary = task.subtasks[0];
     primary.exitCode = out.exitCode;

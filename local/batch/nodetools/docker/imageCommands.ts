@@ -12,12 +12,12 @@ import { humanSize, since } from './format';
 const PULL = new FlagSet('docker pull', { all: bool('a', 'all-tags'), quiet: bool('q', 'quiet'), platform: val('platform'), trust: bool('disable-content-trust') });
 
 /** Pulls `imageArg`, printing Docker's progress through `progress`; errors are raised as Docker's daemon errors. */
-export async function pullRef(s: Session, imageArg: string, progress: (line: string) => void): Promise<LocalImage> {
+export async function pullRef(s: Session, imageArg: string, progress: (line: string) => void, authorization?: string): Promise<LocalImage> {
   const ref = parseImageRef(imageArg);
   const { image } = await pullImage(ref, {
     store: s.images,
     clientKey: s.node.clientKey,
-    authorization: await authorizationFor(s.node, ref.registry),
+    authorization: authorization ?? (await authorizationFor(s.node, ref.registry)),
     progress,
   });
   return image;

@@ -108,8 +108,18 @@ export function parseEnvFile(text: string, from: NodeJS.ProcessEnv): Record<stri
   return parseEnvAssignments(lines, from);
 }
 
-/** Recognises an sshd command line and returns the port it would listen on. */
+const SHELLS = new Set(['sh', 'bash', 'dash']);
+
+/**
+ * Recognises an sshd command line and returns the port it would listen on. Also sees through a shell wrapper whose
+ * script is a plain sshd invocation (`/bin/sh -c "/usr/sbin/sshd -D -p 23"`, optionally with `exec`), which is how
+ * a user-given coordination command reaches `docker run`.
+ */
 export function sshdPort(argv: string[]): number | undefined {
+  if (argv.length === 3 && SHELLS.has(path.posix.basename(argv[0])) && argv[1] === '-c' && /^[\w\s./=-]+$/.test(argv[2])) {
+    const words = argv[2].trim().split(/\s+/);
+    return sshdPort(words[0] === 'exec' ? words.slice(1) : words);
+  }
   if (argv.length === 0 || path.posix.basename(argv[0]) !== 'sshd') return undefined;
   let port = 22;
   for (let i = 1; i < argv.length; i++) {

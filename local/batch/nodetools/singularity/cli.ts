@@ -37,7 +37,11 @@ function info(message: string): void {
 
 async function pullDocker(s: Session, uri: string): Promise<LocalImage> {
   try {
-    return await pullRef(s, uri.slice('docker://'.length), () => undefined);
+    // Singularity takes registry credentials from the environment rather than from `docker login`.
+    const user = process.env.SINGULARITY_DOCKER_USERNAME ?? process.env.APPTAINER_DOCKER_USERNAME;
+    const pass = process.env.SINGULARITY_DOCKER_PASSWORD ?? process.env.APPTAINER_DOCKER_PASSWORD;
+    const auth = user && pass ? `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}` : undefined;
+    return await pullRef(s, uri.slice('docker://'.length), () => undefined, auth);
   } catch (err) {
     if (err instanceof CliError) throw fatal(`While making image from oci registry: error fetching image to cache: ${err.message}`);
     throw err;
