@@ -22,6 +22,7 @@ import { installCoreModuleRequireProxy } from './requireProxy';
 import { formatBanner } from './banner';
 import { startTriggerListeners, createQueueOutputWriter, type TriggerListeners } from './triggers/index';
 import { loadLocalSettings } from '../settings/localSettings';
+import { BlobScheduleMonitor, localHostId } from './triggers/scheduleMonitor';
 
 export type { BindingInfo, HostContext, HostExtension, InvocationRequest, InvocationResult, RegisteredFunction, TypedData } from './extension';
 export type { HostKeys } from './keys';
@@ -155,6 +156,7 @@ export async function startFunctionsHost(opts: FunctionsHostOptions): Promise<Fu
 
     const triggers: TriggerListeners = await startTriggerListeners({
       functions: hostDispatched(),
+      scheduleMonitor: new BlobScheduleMonitor(opts.storageConnectionString, localHostId(appDir)),
       hostJson,
       log,
       invoke: (name, req) => invoker.invoke(name, req),

@@ -1,4 +1,6 @@
+import { BlobServiceClient } from '@azure/storage-blob';
 import type { AzuriteHandle } from '../../local/azurite';
+import { MONITOR_CONTAINER, statusBlobName } from '../../local/host/triggers/scheduleMonitor';
 import { events, type AppEvent } from '../fixtures/host-app/src/events';
 import { startAzurite, startFixtureHost, waitFor } from './harness';
 
@@ -66,5 +68,34 @@ describe('local host: timer triggers', () => {
     // The failed start left nothing behind: a new host starts.
     const { host } = await startFixtureHost(azurite);
     await host.stop();
+  });
+
+  it('fires once with isPastDue at start when the stored schedule status shows a missed occurrence', async () => {
+    // The status blob the host keeps for schedules at most once a minute (host id = app folder name).
+    const blob = BlobServiceClient.fromConnectionString(azurite.connectionString())
+      .getContainerClient(MONITOR_CONTAINER)
+      .getBlockBlobClient(statusBlobName('host-app', 'tick'));
+    await BlobServiceClient.fromConnectionString(azurite.connectionString()).getContainerClient(MONITOR_CONTAINER).createIfNotExists();
+    const hourAgo = new Date(Date.now() - 3600_000).toISOString();
+    const stale = JSON.stringify({ Last: hourAgo, Next: new Date(Date.now() - 60_000).toISOString(), LastUpdated: hourAgo });
+    await blob.upload(stale, stale.length);
+
+    const env = { HOST_APP_TIMER_SCHEDULE: '0 0 0 1 1 *' };
+    const first = await startFixtureHost(azurite, { env });
+    try {
+      await waitFor('the past-due tick', () => (ticks().length === 1 ? true : undefined), 3000);
+      expect(ticks()[0].isPastDue).toBe(true);
+      expect((ticks()[0].scheduleStatus as { last: string }).last).toBe(hourAgo.replace(/\.\d{3}Z$/, '+00:00'));
+    } finally {
+      await first.host.stop();
+    }
+    const saved = JSON.parse((await blob.downloadToBuffer()).toString()) as { Next: string };
+    expect(Date.parse(saved.Next)).toBeGreaterThan(Date.now());
+
+    // Nothing was missed since: a restart does not fire.
+    const second = await startFixtureHost(azurite, { env });
+    await new Promise((r) => setTimeout(r, 300));
+    await second.host.stop();
+    expect(ticks()).toHaveLength(1);
   });
 });

@@ -4,6 +4,7 @@ import type { InvocationRequest, InvocationResult, RegisteredFunction } from '..
 import type { HostJson } from '../hostJson';
 import { queueOptions } from './queueOptions';
 import { QueueTriggerListener } from './queueTrigger';
+import type { ScheduleMonitor } from './scheduleMonitor';
 import { TimerTriggerListener } from './timerTrigger';
 
 export { createQueueOutputWriter } from './queueOutput';
@@ -14,19 +15,22 @@ export interface TriggerListeners {
 
 export interface TriggerListenerOptions {
   functions: RegisteredFunction[];
+  /** Persisted timer schedule status (the host's ScheduleMonitor). */
+  scheduleMonitor?: ScheduleMonitor;
   hostJson: HostJson;
   log: Logger;
   invoke(functionName: string, request: InvocationRequest): Promise<InvocationResult>;
 }
 
 export async function startTriggerListeners(opts: TriggerListenerOptions): Promise<TriggerListeners> {
-  const listeners: { start(): void; stop(): Promise<void> }[] = [];
+  const listeners: { prepare?(): Promise<void>; start(): void; stop(): Promise<void> }[] = [];
   const deps = { log: opts.log, invoke: opts.invoke };
   // Build every listener before starting any, so a bad binding fails start-up without side effects.
   for (const fn of opts.functions) {
     if (fn.trigger.type === 'queueTrigger') listeners.push(new QueueTriggerListener({ ...deps, fn, options: queueOptions(opts.hostJson) }));
-    else if (fn.trigger.type === 'timerTrigger') listeners.push(new TimerTriggerListener({ ...deps, fn }));
+    else if (fn.trigger.type === 'timerTrigger') listeners.push(new TimerTriggerListener({ ...deps, fn, monitor: opts.scheduleMonitor }));
   }
+  for (const l of listeners) await l.prepare?.();
   listeners.forEach((l) => l.start());
   return {
     stop: async () => {

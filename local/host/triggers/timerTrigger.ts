@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { InvocationRequest, InvocationResult, RegisteredFunction } from '../extension';
 import { hostTimestamp } from './queueMessages';
 import { resolveAppSettingExpressions } from './bindingSettings';
+import type { ScheduleMonitor } from './scheduleMonitor';
 import { parseTimerSchedule, type TimerSchedule } from './timerSchedule';
 
 /** setTimeout's ceiling; longer waits are re-armed. */
@@ -18,6 +19,8 @@ export interface TimerListenerDeps {
   log: Logger;
   invoke(functionName: string, request: InvocationRequest): Promise<InvocationResult>;
   now?: () => Date;
+  /** Persisted schedule status; used when the schedule recurs at most once a minute (or useMonitor is true). */
+  monitor?: ScheduleMonitor;
 }
 
 export class TimerTriggerListener {
@@ -26,20 +29,36 @@ export class TimerTriggerListener {
   private running = false;
   private current?: Promise<void>;
   private last?: Date;
+  private pastDueAtStart = false;
   private readonly now: () => Date;
+  private readonly monitor?: ScheduleMonitor;
 
   constructor(private readonly deps: TimerListenerDeps) {
     const what = `Function "${deps.fn.name}" timer trigger`;
     const expr = resolveAppSettingExpressions(String(deps.fn.trigger.schedule ?? ''), what);
     this.schedule = parseTimerSchedule(expr, process.env.WEBSITE_TIME_ZONE ?? 'UTC');
     this.now = deps.now ?? (() => new Date());
+    this.monitor = useMonitor(deps.fn.trigger.useMonitor, this.schedule, this.now()) ? deps.monitor : undefined;
+  }
+
+  /** Loads the persisted status; call before start(). */
+  async prepare(): Promise<void> {
+    this.pastDueAtStart = false;
+    if (!this.monitor) return;
+    const status = await this.monitor.get(this.deps.fn.name);
+    if (status) {
+      this.last = new Date(status.Last);
+      // The host was down (or stopped) across the occurrence it had planned next.
+      this.pastDueAtStart = Date.parse(status.Next) <= this.now().getTime();
+    }
   }
 
   start(): void {
     this.running = true;
     const startedAt = this.now();
-    if (this.deps.fn.trigger.runOnStartup === true) {
-      this.current = this.fire(startedAt, false).then(() => this.arm(this.schedule.next(this.now())));
+    const pastDue = this.pastDueAtStart;
+    if (this.deps.fn.trigger.runOnStartup === true || pastDue) {
+      this.current = this.fire(startedAt, pastDue).then(() => this.arm(this.schedule.next(this.now())));
     } else {
       this.arm(this.schedule.next(startedAt));
     }
@@ -96,5 +115,17 @@ export class TimerTriggerListener {
       triggerMetadata: { TimerTrigger: { string: at.toISOString() } },
     });
     if (result.error) this.deps.log.warn({ functionName: fn.name, invocationId: result.invocationId }, 'Timer invocation failed; waiting for the next occurrence');
+    if (this.monitor) {
+      const done = this.now();
+      const status = { Last: at.toISOString(), Next: this.schedule.next(done).toISOString(), LastUpdated: done.toISOString() };
+      await this.monitor.set(fn.name, status).catch((err: unknown) => this.deps.log.warn({ functionName: fn.name, err }, 'Could not save the timer status'));
+    }
   }
+}
+
+/** The host's rule: monitor by default only when occurrences are at least a minute apart. */
+function useMonitor(setting: unknown, schedule: TimerSchedule, now: Date): boolean {
+  if (typeof setting === 'boolean') return setting;
+  const first = schedule.next(now);
+  return schedule.next(first).getTime() - first.getTime() >= 60_000;
 }
