@@ -17,6 +17,7 @@ export async function pullRef(s: Session, imageArg: string, progress: (line: str
   const { image } = await pullImage(ref, {
     store: s.images,
     clientKey: s.node.clientKey,
+    localAddress: process.env.AZ_BATCH_EMULATOR_NODE_IP,
     authorization: authorization ?? (await authorizationFor(s.node, ref.registry)),
     progress,
   });

@@ -22,6 +22,8 @@ export interface PullOptions {
   clientKey: string;
   /** `Basic ...` from `docker login`, if any. */
   authorization?: string;
+  /** Source address for connections (the emulated node's own loopback address). */
+  localAddress?: string;
   /** Progress lines (Docker's pull output). */
   progress: (line: string) => void;
 }
@@ -44,6 +46,7 @@ class RegistryHttp {
   constructor(
     readonly base: string,
     private readonly headers: Record<string, string>,
+    private readonly localAddress?: string,
   ) {
     this.mod = base.startsWith('https:') ? https : http;
     this.agent = new this.mod.Agent({ keepAlive: true, maxSockets: MAX_CONCURRENT_DOWNLOADS });
@@ -51,7 +54,8 @@ class RegistryHttp {
 
   request(url: string, accept?: string, redirects = 0): Promise<Response> {
     return new Promise((resolve, reject) => {
-      const req = this.mod.request(url, { agent: this.agent, headers: { ...this.headers, ...(accept ? { Accept: accept } : {}) } }, (res) => {
+      const headers = { ...this.headers, ...(accept ? { Accept: accept } : {}) };
+      const req = this.mod.request(url, { agent: this.agent, headers, ...(this.localAddress ? { localAddress: this.localAddress } : {}) }, (res) => {
         const status = res.statusCode ?? 0;
         if (status >= 300 && status < 400 && res.headers.location && redirects < 5) {
           res.resume();
@@ -168,11 +172,17 @@ async function runLimited<T>(items: T[], limit: number, fn: (item: T) => Promise
 
 export async function pullImage(ref: ImageRef, opts: PullOptions): Promise<PullResult> {
   const { store, progress } = opts;
-  const client = new RegistryHttp(registryBaseUrl(ref.registry), {
-    'User-Agent': 'docker/24.0-emulated (hpc-control-plane node tools)',
-    'X-Pull-Client': opts.clientKey,
-    ...(opts.authorization ? { Authorization: opts.authorization } : {}),
-  });
+  const base = registryBaseUrl(ref.registry);
+  const client = new RegistryHttp(
+    base,
+    {
+      'User-Agent': 'docker/24.0-emulated (hpc-control-plane node tools)',
+      'X-Pull-Client': opts.clientKey,
+      ...(opts.authorization ? { Authorization: opts.authorization } : {}),
+    },
+    // An emulated node with its own loopback address connects from it, so the registry also sees distinct peers.
+    opts.localAddress && /^127\./.test(opts.localAddress) && /^http:\/\/(127\.|localhost)/.test(base) ? opts.localAddress : undefined,
+  );
   try {
     const ping = await client.request(`${client.base}/v2/`);
     await readAll(ping.stream);
