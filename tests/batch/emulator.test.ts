@@ -159,6 +159,11 @@ describe('Batch emulator through @azure/batch', () => {
       expect(files.map((f) => f.name).sort()).toEqual(['stderr.txt', 'stdout.txt', 'wd']);
       const props = await client.file.getPropertiesFromTask(j, 'env', 'stdout.txt');
       expect(props.contentLength).toBeGreaterThan(0);
+      const ranged = await client.file.getFromTask(j, 'noshell', 'stdout.txt', { fileGetFromTaskOptions: { ocpRange: 'bytes=4-7' } });
+      expect(ranged.contentLength).toBe(4);
+      const chunks: Buffer[] = [];
+      for await (const c of ranged.readableStreamBody as NodeJS.ReadableStream) chunks.push(Buffer.from(c as Buffer));
+      expect(Buffer.concat(chunks).toString()).toBe('BATC');
       const counts = await client.job.getTaskCounts(j);
       expect(counts.taskCounts).toMatchObject({ completed: 2, succeeded: 2, failed: 0 });
     });
@@ -303,6 +308,21 @@ describe('Batch emulator through @azure/batch', () => {
       const bad = nodes.filter((n) => n.state === 'unusable');
       expect(bad.length).toBe(1);
       expect(bad[0].errors?.[0]?.code).toBe('NodeUnusable');
+      emu.setFaults({ unusableNodes: undefined });
+    });
+
+    it('makes a running node unusable and requeues its task', async () => {
+      const p = await pool({ nodes: 1 });
+      await waitForNodes(client, p, 1);
+      const j = await job(p);
+      await client.task.add(j, { id: 'victim', commandLine: '/bin/sleep 30' });
+      await waitForTask(client, j, 'victim', 'running');
+      emu.setFaults({ unusableNodes: { count: 1, poolId: p } });
+      const [node] = await waitForNodes(client, p, 1, ['unusable']);
+      expect(node.errors?.[0]?.code).toBe('NodeUnusable');
+      const t = await client.task.get(j, 'victim');
+      expect(t.state).toBe('active');
+      expect(t.executionInfo?.requeueCount).toBe(1);
       emu.setFaults({ unusableNodes: undefined });
     });
 

@@ -11,7 +11,11 @@ export interface FaultConfig {
    * (0 = total failure); the resize ends with allocationState `steady` and `resizeErrors` set.
    */
   allocation?: { maxNodes: number; poolId?: string; code?: string; message?: string };
-  /** The first `count` nodes reaching idle in a pool (optionally only `poolId`) go `unusable` instead. */
+  /**
+   * The first `count` nodes (by creation order) of a pool (optionally only `poolId`) go `unusable`:
+   * nodes still booting when they would become idle, nodes already up as soon as the fault is set
+   * (their running tasks are requeued, as Batch does).
+   */
   unusableNodes?: { count: number; poolId?: string };
   /** The start task on the first `count` nodes of a pool fails with `exitCode` (default 1) instead of running. */
   startTaskFailure?: { count: number; poolId?: string; exitCode?: number };
@@ -41,6 +45,8 @@ export type ThrottleDecision = { status: 429; retryAfterSeconds: number } | { st
 export class FaultState {
   private config: FaultConfig;
   private random: () => number;
+  /** Told about every change, so faults that hit live nodes can act at once. */
+  onChange: (patch: Partial<FaultConfig>) => void = () => undefined;
 
   constructor(initial: FaultConfig = {}) {
     this.config = { ...initial };
@@ -54,6 +60,7 @@ export class FaultState {
   update(patch: Partial<FaultConfig>): void {
     this.config = { ...this.config, ...patch };
     if (patch.seed !== undefined) this.random = seededRandom(patch.seed);
+    this.onChange(patch);
   }
 
   /** Decides whether this API call is answered with a throttling error. */

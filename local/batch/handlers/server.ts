@@ -113,17 +113,21 @@ async function handle(cfg: ServerConfig, req: IncomingMessage, res: ServerRespon
   }
   const outHeaders: Record<string, string> = { 'request-id': requestId, DataServiceVersion: '3.0', ...(result.headers ?? {}) };
   if (headers['client-request-id']) outHeaders['client-request-id'] = headers['client-request-id'];
+  let sentHeaders: Record<string, string>;
   if (result.stream !== undefined) {
+    sentHeaders = outHeaders;
     res.writeHead(result.status, outHeaders);
     if (method === 'HEAD') res.end();
     else if (Buffer.isBuffer(result.stream)) res.end(result.stream);
     else (result.stream as Readable).pipe(res);
   } else if (result.body !== undefined) {
     const text = JSON.stringify(result.body);
-    res.writeHead(result.status, { ...outHeaders, 'Content-Type': JSON_TYPE, 'Content-Length': String(Buffer.byteLength(text)) });
+    sentHeaders = { ...outHeaders, 'Content-Type': JSON_TYPE, 'Content-Length': String(Buffer.byteLength(text)) };
+    res.writeHead(result.status, sentHeaders);
     res.end(text);
   } else {
-    res.writeHead(result.status, { 'Content-Length': outHeaders['Content-Length'] ?? '0', ...outHeaders });
+    sentHeaders = { 'Content-Length': outHeaders['Content-Length'] ?? '0', ...outHeaders };
+    res.writeHead(result.status, sentHeaders);
     res.end();
   }
   cfg.onExchange?.({
@@ -135,9 +139,7 @@ async function handle(cfg: ServerConfig, req: IncomingMessage, res: ServerRespon
     requestBody: requestBody ?? parseForRecord(rawBody),
     status: result.status,
     responseBody: result.stream !== undefined ? undefined : result.body,
-    responseHeaders: Object.fromEntries(
-      Object.entries(res.getHeaders()).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(', ') : String(v)]),
-    ),
+    responseHeaders: Object.fromEntries(Object.entries(sentHeaders).map(([k, v]) => [k.toLowerCase(), v])),
   });
 }
 

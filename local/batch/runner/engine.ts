@@ -40,6 +40,22 @@ export class Engine {
   constructor(readonly cfg: EngineConfig) {
     this.hostsFile = path.join(cfg.dataDir, 'hosts');
     writeHostsFile(this.hostsFile, []);
+    cfg.faults.onChange = (patch) => {
+      if (patch.unusableNodes) this.applyUnusableToLiveNodes();
+    };
+  }
+
+  /** A node that is already up can fail too: its tasks are requeued and it goes unusable. */
+  private applyUnusableToLiveNodes(): void {
+    for (const pool of this.pools.values()) {
+      for (const node of this.liveNodes(pool)) {
+        if (node.state !== 'idle' && node.state !== 'running') continue;
+        if (!this.cfg.faults.nodeBecomesUnusable(pool.id, node.ordinal)) continue;
+        this.onNodeLeaving(node, true);
+        this.killNodeProcesses(node);
+        this.checkUsable(pool, node);
+      }
+    }
   }
 
   get isStopped(): boolean {
