@@ -104,7 +104,7 @@ export const StartTaskSchema = z
     ).max(32, { error: 'must list at most 32 files' }).default([])
       .meta({ description: 'Blobs downloaded next to the command before it runs (read through short-lived read-only SAS URLs).' }),
   })
-  .meta({ description: 'Node preparation for a pool this job creates (ignored for a reused pool).' });
+  .meta({ description: 'Node preparation for a pool this job creates (not allowed with poolId).' });
 
 export const PoolSchema = z
   .strictObject({
@@ -212,7 +212,7 @@ export const DataSchema = z
       .optional()
       .meta({ description: 'Where shards land on each node. Default: "$AZ_BATCH_NODE_SHARED_DIR/jobdata/<jobId>" (see resolveDestination).' }),
     retention: isoDuration({ minMs: 60 * 60_000, minText: 'PT1H' }).default('P2D')
-      .meta({ description: 'Longest lifetime of staged shards and their SAS URLs; the sweep deletes older ones.' }),
+      .meta({ description: 'Longest lifetime of staged shards and their SAS URLs (at least PT1H); the sweep deletes older ones.' }),
   })
   .meta({ description: 'Input data staged to the nodes in shards.' });
 
@@ -264,7 +264,7 @@ export const MaxCostSchema = z.strictObject({
 export const LimitsSchema = z
   .strictObject({
     maxWallClock: isoDuration({ minMs: 60_000, minText: 'PT1M' }).optional()
-      .meta({ description: 'Longest run time of the MPI task (Batch maxWallClockTime). Default: no limit.' }),
+      .meta({ description: 'Longest run time of the MPI task (Batch maxWallClockTime; at least PT1M). Default: no limit.' }),
     maxRetries: int('a retry count').min(0).max(LIMITS.maxRetries).default(0)
       .meta({ description: 'Batch task retries of the MPI task (maxTaskRetryCount).' }),
     maxNodeHours: z.number({ error: typeError('must be a number') }).positive({ error: 'must be greater than 0' }).optional()
