@@ -337,3 +337,43 @@ export async function listOwnedPools(ctx: BatchContext): Promise<OwnedPool[]> {
   }
   return owned;
 }
+
+/**
+ * A finished resize that fell short, as an error naming the pool, Batch's code and message and how
+ * many nodes came (undefined while resizing or when nothing went wrong). Pure: reads a snapshot.
+ */
+export function poolAllocationError(snapshot: PoolSnapshot): BatchError | undefined {
+  if (snapshot.allocationState !== 'steady' || snapshot.resizeErrors.length === 0) return undefined;
+  const [first] = snapshot.resizeErrors;
+  return new BatchError({
+    code: first.code,
+    operation: 'pools.allocate',
+    resource: poolResource(snapshot.poolId),
+    message:
+      `allocated ${snapshot.currentDedicatedNodes} of ${snapshot.targetDedicatedNodes} dedicated nodes: ` +
+      snapshot.resizeErrors.map((e) => `${e.code}: ${e.message}`).join('; '),
+  });
+}
+
+export interface NodeFailure {
+  nodeId: string;
+  state: 'unusable' | 'starttaskfailed';
+  /** Why, from the node's errors or its start task's exit code and failure. */
+  reason: string;
+}
+
+/** Nodes that will never run tasks as they are (remove them to get replacements). Pure. */
+export function failedNodes(snapshot: PoolSnapshot): NodeFailure[] {
+  const out: NodeFailure[] = [];
+  for (const n of snapshot.nodes) {
+    if (n.state === 'unusable') {
+      const why = n.errors?.map((e) => `${e.code}: ${e.message}`).join('; ');
+      out.push({ nodeId: n.id, state: 'unusable', reason: why || 'node is unusable (no error reported)' });
+    } else if (n.state === 'starttaskfailed') {
+      const st = n.startTask;
+      const parts = [st?.exitCode !== undefined ? `start task exited with code ${st.exitCode}` : 'start task failed', st?.failure].filter(Boolean);
+      out.push({ nodeId: n.id, state: 'starttaskfailed', reason: parts.join(': ') });
+    }
+  }
+  return out;
+}
