@@ -25,11 +25,17 @@ import {
 import { EventType, events, type HistoryEvent } from './history';
 import { Poller } from './poller';
 import { EtagConflictError, rowFromState, type DurableStore, type LoadedInstance } from './store';
-import { emptyOutbox, isTerminal, type ChildStart, type ControlMessage, type InstanceState, type Outbox } from './state';
+import { emptyOutbox, isBatch, isTerminal, type ChildStart, type ControlMessage, type InstanceState, type Outbox } from './state';
 
-interface Buffered {
+/** One queue message; a batch message backs several logical messages and is deleted after the last. */
+interface QueueRef {
   queueMessageId: string;
   popReceipt: string;
+  remaining: number;
+}
+
+interface Buffered {
+  ref: QueueRef;
   msg: ControlMessage;
   order: number;
 }
@@ -40,6 +46,7 @@ const OUT_PARALLELISM = 16;
 
 export class OrchestrationDispatcher {
   private readonly buffers = new Map<string, Map<string, Buffered>>();
+  private readonly refs = new Map<string, QueueRef>();
   private readonly running = new Set<string>();
   private readonly waiting = new Set<string>();
   private readonly cache = new Map<string, LoadedInstance>();
@@ -90,21 +97,27 @@ export class OrchestrationDispatcher {
     const received = await this.store.receiveControl(32, this.opts.controlVisibilitySeconds);
     const touched = new Set<string>();
     for (const r of received) {
-      const msg = r.body;
-      let buf = this.buffers.get(msg.instanceId);
-      if (!buf) this.buffers.set(msg.instanceId, (buf = new Map()));
-      const existing = buf.get(msg.id);
-      if (existing) {
-        if (existing.queueMessageId === r.queueMessageId) {
-          existing.popReceipt = r.popReceipt;
-        } else {
-          // The same logical message sent twice (a re-sent timer or a recovery re-send): delete the copy.
-          void this.store.deleteControl(r).catch((err) => this.log.warn({ err }, 'could not delete duplicate control message'));
-        }
-      } else {
-        buf.set(msg.id, { queueMessageId: r.queueMessageId, popReceipt: r.popReceipt, msg, order: this.order++ });
+      const env = r.body;
+      touched.add(env.instanceId);
+      const known = this.refs.get(r.queueMessageId);
+      if (known) {
+        // Our visibility ran out while the message waited here: it came back with a new pop receipt.
+        known.popReceipt = r.popReceipt;
+        continue;
       }
-      touched.add(msg.instanceId);
+      const logical: ControlMessage[] = isBatch(env)
+        ? env.events.map((event, i) => ({ id: `${env.id}#${i}`, instanceId: env.instanceId, executionId: env.executionId, event, sentAt: env.sentAt }))
+        : [env];
+      let buf = this.buffers.get(env.instanceId);
+      if (!buf) this.buffers.set(env.instanceId, (buf = new Map()));
+      const ref: QueueRef = { queueMessageId: r.queueMessageId, popReceipt: r.popReceipt, remaining: 0 };
+      for (const msg of logical) {
+        if (buf.has(msg.id)) continue; // a second copy (re-sent timer, recovery re-send) of what we hold
+        buf.set(msg.id, { ref, msg, order: this.order++ });
+        ref.remaining += 1;
+      }
+      if (ref.remaining > 0) this.refs.set(r.queueMessageId, ref);
+      else void this.store.deleteControl(r).catch((err) => this.log.warn({ err }, 'could not delete duplicate control message'));
     }
     for (const id of touched) this.trySchedule(id);
     return received.length > 0;
@@ -160,11 +173,7 @@ export class OrchestrationDispatcher {
     for (const d of sel.dropped) this.log.debug({ instanceId, messageId: d.id, why: d.why }, 'durable message dropped');
     for (const r of sel.requeue) {
       await this.store.sendControl(r.msg, r.delayMs);
-      const b = byId.get(r.msg.id);
-      if (b) {
-        buf.delete(r.msg.id);
-        await this.store.deleteControl(b);
-      }
+      await this.deleteMessages(buf, byId, [r.msg.id]);
     }
     await this.deleteMessages(buf, byId, sel.dropped.map((d) => d.id));
 
@@ -216,9 +225,8 @@ export class OrchestrationDispatcher {
       history: final.executionId === execId ? baseHistory.concat(appended) : [],
     });
 
-    await this.store.putInstance(rowFromState(final));
-    await this.sendOutbox(result.outbox);
-    await this.deleteMessages(buf, byId, sel.consumed);
+    // After the commit these are independent (recovery re-derives any of them after a crash).
+    await Promise.all([this.store.putInstance(rowFromState(final)), this.sendOutbox(result.outbox), this.deleteMessages(buf, byId, sel.consumed)]);
     if (sel.newExecution && loaded) void this.cleanupHistory(instanceId, execId);
     if (final.executionId !== execId) void this.cleanupHistory(instanceId, final.executionId);
     if (buf.size === 0) this.buffers.delete(instanceId);
@@ -256,29 +264,37 @@ export class OrchestrationDispatcher {
   }
 
   private async deleteMessages(buf: Map<string, Buffered>, byId: Map<string, Buffered>, ids: string[]): Promise<void> {
-    await inParallel(ids, OUT_PARALLELISM, async (id) => {
+    const done: QueueRef[] = [];
+    for (const id of ids) {
       const b = buf.get(id) ?? byId.get(id);
-      buf.delete(id);
-      if (b) await this.store.deleteControl(b);
-    });
+      if (!buf.delete(id) || !b) continue;
+      b.ref.remaining -= 1;
+      if (b.ref.remaining === 0) {
+        this.refs.delete(b.ref.queueMessageId);
+        done.push(b.ref);
+      }
+    }
+    await inParallel(done, OUT_PARALLELISM, (ref) => this.store.deleteControl(ref));
   }
 
   async sendOutbox(outbox: Outbox): Promise<void> {
     const sentAt = new Date().toISOString();
-    await inParallel(outbox.activities, OUT_PARALLELISM, async (a) => {
-      try {
-        await this.store.sendWorkItem(a);
-      } catch (err) {
-        // A work item we cannot enqueue (too large) fails its task instead of stalling the instance.
-        await this.store.sendControl({
-          id: `${a.instanceId}|${a.executionId}|task|${a.taskId}`,
-          instanceId: a.instanceId,
-          executionId: a.executionId,
-          event: events.taskFailed(new Date(), a.taskId, `Activity function '${a.name}' could not be scheduled: ${(err as Error).message}`, ''),
-          sentAt,
-        });
-      }
-    });
+    const tooLarge = await this.store.sendWorkItems(outbox.activities, OUT_PARALLELISM);
+    // A work item too large for a queue message fails its task instead of stalling the instance.
+    await inParallel(tooLarge, OUT_PARALLELISM, (a) =>
+      this.store.sendControl({
+        id: `${a.instanceId}|${a.executionId}|task|${a.taskId}`,
+        instanceId: a.instanceId,
+        executionId: a.executionId,
+        event: events.taskFailed(
+          new Date(),
+          a.taskId,
+          `Activity function '${a.name}' could not be scheduled: its input (${(a.input ?? '').length} characters) does not fit in an Azure Storage queue message, and the local Durable engine does not offload large messages to blobs`,
+          '',
+        ),
+        sentAt,
+      }),
+    );
     if (outbox.activities.length > 0) this.onWorkItems();
     await inParallel(outbox.timers, OUT_PARALLELISM, (t) =>
       this.store.sendControl(timerMessage(t.instanceId, t.executionId, t.timerId, t.fireAt), Date.parse(t.fireAt) - Date.now()),

@@ -63,6 +63,7 @@ async function recoverOne(store: DurableStore, dispatcher: OrchestrationDispatch
   for (const e of loaded.history) {
     if (e.EventType === EventType.TaskScheduled || e.EventType === EventType.SubOrchestrationInstanceCreated) scheduled.set(e.EventId, e);
   }
+  const work: Parameters<DurableStore['sendWorkItems']>[0] = [];
   for (const [key, open] of Object.entries(state.open)) {
     const id = Number(key);
     if (open.kind === 'timer' && open.fireAt) {
@@ -70,7 +71,7 @@ async function recoverOne(store: DurableStore, dispatcher: OrchestrationDispatch
       resent += 1;
     } else if (open.kind === 'activity') {
       const e = scheduled.get(id);
-      await store.sendWorkItem({ instanceId: state.instanceId, executionId: state.executionId, taskId: id, name: open.name ?? e?.Name ?? '', input: e?.Input });
+      work.push({ instanceId: state.instanceId, executionId: state.executionId, taskId: id, name: open.name ?? e?.Name ?? '', input: e?.Input });
       resent += 1;
     } else if (open.kind === 'suborch' && open.childInstanceId) {
       const parent = { instanceId: state.instanceId, executionId: state.executionId, taskId: id };
@@ -88,5 +89,6 @@ async function recoverOne(store: DurableStore, dispatcher: OrchestrationDispatch
       resent += 1;
     }
   }
+  await store.sendWorkItems(work);
   return resent;
 }

@@ -103,7 +103,28 @@ export interface ControlMessage {
   sentAt: string;
 }
 
-/** A work-item-queue message: run one activity attempt. */
+/**
+ * Several answers for one instance in one queue message (the activity dispatcher batches them to
+ * save queue operations; each event is still de-duplicated on its own by its task id).
+ */
+export interface ControlBatch {
+  id: string;
+  instanceId: string;
+  executionId: string;
+  events: HistoryEvent[];
+  sentAt: string;
+}
+
+export type ControlEnvelope = ControlMessage | ControlBatch;
+
+export const isBatch = (m: ControlEnvelope): m is ControlBatch => Array.isArray((m as ControlBatch).events);
+
+/** A work-item-queue message carries one or more activity attempts (one episode's fan-out is packed). */
+export interface WorkItemMessage {
+  items: ActivityWorkItem[];
+}
+
+/** One activity attempt. */
 export interface ActivityWorkItem {
   instanceId: string;
   executionId: string;

@@ -13,13 +13,14 @@ import { TableClient, odata, type TableEntity, type TransactionAction } from '@a
 import { QueueServiceClient, type QueueClient } from '@azure/storage-queue';
 import type { HistoryEvent } from './history';
 import { EventType } from './history';
-import type { ActivityWorkItem, ControlMessage, InstanceState, ParentRef, RuntimeStatus } from './state';
+import type { ActivityWorkItem, ControlBatch, ControlEnvelope, ControlMessage, InstanceState, ParentRef, RuntimeStatus, WorkItemMessage } from './state';
 
 const CHUNK = 30_000; // characters per string property (Azure Table's limit is 64 KiB = 32K UTF-16 chars)
 const SENTINEL = '~sentinel';
 const MAX_BATCH = 100;
 /** Azure Storage queue messages are at most 64 KiB; base64 costs a third. */
-export const MAX_QUEUE_MESSAGE_CHARS = 48 * 1024;
+const MAX_PACK_CHARS = 46 * 1024;
+const MAX_ITEMS_PER_MESSAGE = 64;
 /** Queue visibility delays are capped at 7 days; longer timers are re-sent when they come back early. */
 const MAX_VISIBILITY_SECONDS = 6 * 24 * 3600;
 
@@ -259,16 +260,52 @@ export class DurableStore {
     await this.control.sendMessage(text, visibilityTimeout > 0 ? { visibilityTimeout } : {});
   }
 
-  async sendWorkItem(item: ActivityWorkItem): Promise<void> {
-    await this.workItems.sendMessage(encode(item));
+  async sendControlBatch(batch: ControlBatch): Promise<void> {
+    await this.control.sendMessage(encode(batch));
   }
 
-  receiveControl(max: number, visibilitySeconds: number): Promise<ReceivedMessage<ControlMessage>[]> {
-    return receive<ControlMessage>(this.control, max, visibilitySeconds);
+  /**
+   * Send activity work items packed into as few queue messages as fit (Azure Storage queue operations
+   * are the engine's main cost). Returns the items that are too large for any message.
+   */
+  async sendWorkItems(items: ActivityWorkItem[], parallelism = 8): Promise<ActivityWorkItem[]> {
+    const tooLarge: ActivityWorkItem[] = [];
+    const packs: ActivityWorkItem[][] = [];
+    let current: ActivityWorkItem[] = [];
+    let size = 0;
+    for (const item of items) {
+      const n = JSON.stringify(item).length + 1;
+      if (n > MAX_PACK_CHARS) {
+        tooLarge.push(item);
+        continue;
+      }
+      if (current.length >= MAX_ITEMS_PER_MESSAGE || size + n > MAX_PACK_CHARS) {
+        packs.push(current);
+        current = [];
+        size = 0;
+      }
+      current.push(item);
+      size += n;
+    }
+    if (current.length) packs.push(current);
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: Math.min(parallelism, packs.length) }, async () => {
+        while (next < packs.length) {
+          const pack = packs[next++];
+          await this.workItems.sendMessage(encode({ items: pack } satisfies WorkItemMessage));
+        }
+      }),
+    );
+    return tooLarge;
   }
 
-  receiveWorkItems(max: number, visibilitySeconds: number): Promise<ReceivedMessage<ActivityWorkItem>[]> {
-    return receive<ActivityWorkItem>(this.workItems, max, visibilitySeconds);
+  receiveControl(max: number, visibilitySeconds: number): Promise<ReceivedMessage<ControlEnvelope>[]> {
+    return receive<ControlEnvelope>(this.control, max, visibilitySeconds);
+  }
+
+  receiveWorkItems(max: number, visibilitySeconds: number): Promise<ReceivedMessage<WorkItemMessage>[]> {
+    return receive<WorkItemMessage>(this.workItems, max, visibilitySeconds);
   }
 
   async deleteControl(m: { queueMessageId: string; popReceipt: string }): Promise<void> {
@@ -370,10 +407,13 @@ export function isStatus(err: unknown, code: number): boolean {
   return typeof err === 'object' && err !== null && (err as { statusCode?: number }).statusCode === code;
 }
 
+/** A message already deleted (404), or received again by someone since (400 PopReceiptMismatch), is not ours to delete. */
 async function ignore404(p: Promise<unknown>): Promise<void> {
   try {
     await p;
   } catch (err) {
-    if (!isStatus(err, 404)) throw err;
+    if (isStatus(err, 404)) return;
+    if (isStatus(err, 400) && (err as { code?: string }).code === 'PopReceiptMismatch') return;
+    throw err;
   }
 }

@@ -1,0 +1,130 @@
+/**
+ * Drives the engine's pure episode functions (selectBatch / applyOutcome) with the REAL durable-functions
+ * orchestrator executor, in memory: activities are plain functions, timers fire on a simulated clock,
+ * and answers can be delivered in any order and batch size. No I/O: the unit tests of the id
+ * allocation and of batching use it. (The executor is the library's own, via its exported testing
+ * helper createOrchestrator, which is exactly the handler df.app.orchestration registers.)
+ */
+import * as df from 'durable-functions';
+import type { OrchestrationHandler } from 'durable-functions';
+import { applyOutcome, applySuspend, applyTerminate, selectBatch, type Outcome } from '../../../local/durable/episode';
+import { events, type HistoryEvent } from '../../../local/durable/history';
+import { failureOutcome, MAXIMUM_SHORT_TIMER_DURATION } from '../../../local/durable/orchestrations';
+import type { OrchestratorStateJson } from '../../../local/durable/actions';
+import { isTerminal, type ControlMessage, type InstanceState } from '../../../local/durable/state';
+
+export type Activity = (input: unknown, attempt: number) => unknown;
+
+export interface SimOptions {
+  /** Picks which pending message goes next (index into the pending list); default FIFO. */
+  pick?: (pendingCount: number) => number;
+  /** How many pending messages to offer per episode; default all. */
+  batch?: (pendingCount: number) => number;
+  maxEpisodes?: number;
+}
+
+export interface SimResult {
+  state: InstanceState;
+  history: HistoryEvent[];
+  episodes: number;
+  output: unknown;
+}
+
+// An untyped deep import: the library's own testing helper, which wraps the handler the way df.app.orchestration does.
+const { createOrchestrator } = require('durable-functions/lib/src/util/testingUtils') as {
+  createOrchestrator: (fn: OrchestrationHandler) => (trigger: unknown, ctx: unknown) => Promise<unknown>;
+};
+
+let msgSeq = 0;
+
+export async function simulate(fn: OrchestrationHandler, input: unknown, activities: Record<string, Activity>, opts: SimOptions = {}): Promise<SimResult> {
+  const handler = createOrchestrator(fn);
+  const attempts = new Map<string, number>();
+  let clock = Date.parse('2030-01-01T00:00:00Z');
+  const pending: ControlMessage[] = [
+    {
+      id: 'start',
+      instanceId: 'sim',
+      executionId: 'e1',
+      event: events.executionStarted(new Date(clock), 'Sim', input === undefined ? undefined : JSON.stringify(input)),
+      sentAt: new Date(clock).toISOString(),
+    },
+  ];
+  let state: InstanceState | undefined;
+  let history: HistoryEvent[] = [];
+  let episodes = 0;
+  const maxEpisodes = opts.maxEpisodes ?? 2000;
+  while (!state || !isTerminal(state.status)) {
+    if (++episodes > maxEpisodes) throw new Error(`simulation did not finish in ${maxEpisodes} episodes; pending ${JSON.stringify(pending.map((m) => m.event))}`);
+    if (pending.length === 0) throw new Error(`simulation stalled: nothing pending; state ${JSON.stringify(state)}`);
+    // Choose the offered messages (order and batch size under test control).
+    const offered: ControlMessage[] = [];
+    const pool = [...pending];
+    const n = Math.max(1, Math.min(pool.length, opts.batch ? opts.batch(pool.length) : pool.length));
+    for (let i = 0; i < n; i++) offered.push(pool.splice(opts.pick ? opts.pick(pool.length) % pool.length : 0, 1)[0]);
+    clock += 3_600_000; // every timer created so far is due
+    const now = new Date(clock);
+    const sel = selectBatch(state, offered, now);
+    const gone = new Set([...sel.consumed, ...sel.dropped.map((d) => d.id)]);
+    for (let i = pending.length - 1; i >= 0; i--) if (gone.has(pending[i].id)) pending.splice(i, 1);
+    if (!sel.state) continue;
+    let result;
+    let prefix: HistoryEvent[] = [];
+    if (sel.control === 'terminate') result = applyTerminate(sel.state, sel.controlReason, now);
+    else if (sel.control === 'suspend') result = applySuspend(sel.state, sel.controlReason, now);
+    else if (sel.deliver.length > 0) {
+      prefix = [events.orchestratorStarted(now), ...sel.deliver];
+      const base = sel.newExecution ? [] : history;
+      const outcome = await invoke(handler, sel.state, base, prefix);
+      result = applyOutcome(sel.state, sel.deliver, outcome, now);
+    } else continue;
+    const appended = [...prefix, ...result.appended];
+    const sameExecution = result.state.executionId === sel.state.executionId;
+    history = sameExecution ? (sel.newExecution ? [] : history).concat(appended) : [];
+    result.state.historyLength = history.length;
+    state = result.state;
+    for (const a of result.outbox.activities) {
+      const key = `${a.name}:${a.input}`;
+      const attempt = (attempts.get(key) ?? 0) + 1;
+      attempts.set(key, attempt);
+      const impl = activities[a.name];
+      let event: HistoryEvent;
+      try {
+        if (!impl) throw new Error(`no activity ${a.name}`);
+        const v = await impl(a.input === undefined ? undefined : JSON.parse(a.input), attempt);
+        event = events.taskCompleted(now, a.taskId, JSON.stringify(v ?? null));
+      } catch (err) {
+        event = events.taskFailed(now, a.taskId, `Activity function '${a.name}' failed: ${(err as Error).message}`, (err as Error).stack ?? '');
+      }
+      pending.push({ id: `m${msgSeq++}`, instanceId: 'sim', executionId: a.executionId, event, sentAt: now.toISOString() });
+    }
+    for (const t of result.outbox.timers) {
+      pending.push({ id: `m${msgSeq++}`, instanceId: 'sim', executionId: t.executionId, event: events.timerFired(new Date(t.fireAt), t.timerId, t.fireAt), sentAt: now.toISOString() });
+    }
+    for (const m of result.outbox.messages) pending.push(m);
+    if (result.outbox.children.length) throw new Error('the simulator does not run sub-orchestrations');
+  }
+  return { state, history, episodes, output: state.output === undefined ? undefined : JSON.parse(state.output) };
+}
+
+async function invoke(handler: (t: unknown, c: unknown) => Promise<unknown>, state: InstanceState, committed: HistoryEvent[], fresh: HistoryEvent[]): Promise<Outcome> {
+  const payload = {
+    history: committed.map((e) => ({ ...e, IsPlayed: true })).concat(fresh),
+    input: state.input !== undefined ? JSON.parse(state.input) : undefined,
+    instanceId: state.instanceId,
+    isReplaying: committed.length > 0,
+    parentInstanceId: null,
+    upperSchemaVersion: 1,
+    upperSchemaVersionNew: 2,
+    longRunningTimerIntervalDuration: '3.00:00:00',
+    maximumShortTimerDuration: MAXIMUM_SHORT_TIMER_DURATION,
+    defaultHttpAsyncRequestSleepTimeMillseconds: 30000,
+  };
+  try {
+    // The host passes the trigger as a JSON string that the library parses: do the same round trip.
+    const result = await handler(JSON.parse(JSON.stringify(payload)), new df.DummyOrchestrationContext());
+    return { kind: 'state', state: result as OrchestratorStateJson };
+  } catch (err) {
+    return failureOutcome(err as Error);
+  }
+}
