@@ -26,6 +26,8 @@ export interface StartAzuriteOptions {
   accounts?: StorageAccount[];
   /** Suppress Azurite's access log (default true). When false its output goes to our stderr. */
   silent?: boolean;
+  /** Keep all data in Azurite's memory (`--inMemoryPersistence`); not combinable with `location`. */
+  inMemory?: boolean;
   /** Loopback address to listen on (default 127.0.0.1). */
   host?: string;
   /** How long to wait for the three services (default 30 s). */
@@ -52,6 +54,9 @@ export async function startAzurite(opts: StartAzuriteOptions = {}): Promise<Azur
   const accounts = opts.accounts && opts.accounts.length > 0 ? [...opts.accounts] : [...DEFAULT_ACCOUNTS];
   const host = opts.host ?? '127.0.0.1';
   const silent = opts.silent ?? true;
+  if (opts.inMemory && opts.location !== undefined) {
+    throw new Error(`startAzurite: inMemory and location (${opts.location}) exclude each other`);
+  }
   const ownsLocation = opts.location === undefined;
   const location = opts.location ?? (await mkdtemp(path.join(tmpdir(), 'azurite-')));
   if (!ownsLocation) await mkdir(location, { recursive: true });
@@ -61,7 +66,7 @@ export async function startAzurite(opts: StartAzuriteOptions = {}): Promise<Azur
     '--blobHost', host, '--blobPort', '0',
     '--queueHost', host, '--queuePort', '0',
     '--tableHost', host, '--tablePort', '0',
-    '--location', location,
+    ...(opts.inMemory ? ['--inMemoryPersistence'] : ['--location', location]),
     '--skipApiVersionCheck',
     '--disableTelemetry',
   ];

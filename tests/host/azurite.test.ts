@@ -56,4 +56,16 @@ describe('startAzurite', () => {
     await other.stop();
     expect(existsSync(other.location)).toBe(false);
   });
+
+  it('can keep data in memory only', async () => {
+    const mem = await startAzurite({ inMemory: true });
+    try {
+      const container = BlobServiceClient.fromConnectionString(mem.connectionString('stage1')).getContainerClient('memory-only');
+      await container.create();
+      await container.getBlockBlobClient('x').upload('in memory', 9);
+      expect((await container.getBlobClient('x').downloadToBuffer()).toString()).toBe('in memory');
+    } finally {
+      await mem.stop();
+    }
+  });
 });
