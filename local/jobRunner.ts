@@ -1,0 +1,131 @@
+/**
+ * Submitting a job to a running local stack and checking its outcome: shared by the demo (the README's main
+ * command) and the end-to-end tests, so both exercise the public HTTP API the same way.
+ */
+import * as path from 'node:path';
+import { BatchServiceClient, BatchSharedKeyCredentials } from '@azure/batch';
+import { BlobServiceClient } from '@azure/storage-blob';
+import { REPO_ROOT, type Stack } from './stack';
+import { STAGING_ACCOUNTS } from './azurite';
+import { shapeForSize, type ExpectedResult } from '../examples/data/dataset';
+import { uploadDataset } from '../examples/data/upload';
+
+export interface JobViewLite {
+  id: string;
+  state: string;
+  stage: string;
+  progress?: { stage?: string; progress?: Record<string, unknown>; lastError?: string } | null;
+  result?: { exitCode?: number; timings?: Record<string, { startedAt: string; endedAt?: string }>; nodeMinutes?: number; logs?: { node: string; stdout: string; stderr: string }[]; mpi?: { stdoutTail?: string } };
+  error?: { code: string; message: string };
+  batchPoolId?: string;
+  batchJobId?: string;
+  orchestrationStatus?: string;
+  timeline?: { kind: string; from?: string | null; to?: string; reason: string }[];
+}
+
+const TERMINAL = new Set(['Succeeded', 'Failed', 'Cancelled']);
+export type Say = (msg: string) => void;
+
+export function describeProgress(view: JobViewLite): string {
+  const p = view.progress?.progress ?? {};
+  const parts: string[] = [];
+  const counter = (label: string, c: unknown) => {
+    const v = c as { done?: number; total?: number } | undefined;
+    if (v && typeof v.done === 'number') parts.push(`${label} ${v.done}/${v.total}`);
+  };
+  counter('nodes ready', p.nodesReady);
+  counter('images pulled', p.imagesPulled);
+  counter('shards staged', p.shardsStaged);
+  counter('shards on nodes', p.shardsDownloaded);
+  const mpi = p.mpi as { state?: string } | undefined;
+  if (mpi?.state) parts.push(`mpi ${mpi.state}`);
+  const cleanup = p.cleanup as { done?: string[] } | undefined;
+  if (cleanup?.done?.length) parts.push(`cleanup: ${cleanup.done.join(', ')}`);
+  return parts.join(' · ');
+}
+
+export async function submitSpec(stack: Stack, specText: string): Promise<string> {
+  const res = await fetch(`${stack.baseUrl}/api/jobs`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/yaml', 'x-functions-key': stack.host.keys.functionKey },
+    body: specText,
+  });
+  const body = (await res.json()) as { job?: { id: string }; errors?: unknown };
+  if (res.status !== 202 && res.status !== 200) throw new Error(`submission answered ${res.status}: ${JSON.stringify(body)}`);
+  return (body.job as { id: string }).id;
+}
+
+export async function watchJob(stack: Stack, id: string, timeoutMs: number, say: Say = () => undefined): Promise<JobViewLite> {
+  let last = '';
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await fetch(`${stack.baseUrl}/api/jobs/${id}`);
+    const view = (await res.json()) as JobViewLite;
+    const line = `${view.state.padEnd(13)} ${describeProgress(view)}${view.progress?.lastError ? `  (${view.progress.lastError})` : ''}`;
+    if (line !== last) {
+      say(line);
+      last = line;
+    }
+    if (TERMINAL.has(view.state)) return view;
+    if (view.orchestrationStatus && ['Failed', 'Terminated'].includes(view.orchestrationStatus)) {
+      throw new Error(`job ${id} is ${view.state} but its orchestration is ${view.orchestrationStatus}: ${JSON.stringify(view.progress)}`);
+    }
+    if (Date.now() > deadline) throw new Error(`job ${id} still ${view.state} after ${timeoutMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+export function checkResult(view: JobViewLite, expected: ExpectedResult, say: Say = () => undefined): string[] {
+  const tail = view.result?.mpi?.stdoutTail ?? '';
+  const line = tail.split('\n').find((l) => l.startsWith('RESULT '));
+  if (!line) return ['no RESULT line in the MPI output'];
+  const got = JSON.parse(line.slice('RESULT '.length)) as Record<string, number | string>;
+  const problems: string[] = [];
+  if (Number(got.records) !== expected.records) problems.push(`records ${got.records} != ${expected.records}`);
+  if (String(got.valueSum) !== expected.valueSum) problems.push(`valueSum ${got.valueSum} != ${expected.valueSum}`);
+  if (Number(got.bytes) !== expected.bytes) problems.push(`bytes ${got.bytes} != ${expected.bytes}`);
+  if (Number(got.badRecords) !== 0) problems.push(`${got.badRecords} torn records`);
+  say(`MPI result: ${line.slice('RESULT '.length)}`);
+  say(`expected:   {"records":${expected.records},"valueSum":${expected.valueSum},"bytes":${expected.bytes}}`);
+  return problems;
+}
+
+/** Nothing the job created may outlive it: pool, Batch job (terminated), staged shards. */
+export async function checkCleanup(stack: Stack, view: JobViewLite): Promise<string[]> {
+  const problems: string[] = [];
+  const batch = new BatchServiceClient(new BatchSharedKeyCredentials(stack.batch.accountName, stack.batch.accountKey), stack.batch.url);
+  if (view.batchPoolId) {
+    for (let i = 0; i < 20; i++) {
+      const exists = await batch.pool.exists(view.batchPoolId).catch(() => false);
+      if (!exists) break;
+      const pool = await batch.pool.get(view.batchPoolId).catch(() => undefined);
+      if (pool?.state === 'deleting' && i < 19) {
+        await new Promise((r) => setTimeout(r, 250));
+        continue;
+      }
+      problems.push(`pool ${view.batchPoolId} still exists (${pool?.state})`);
+      break;
+    }
+  }
+  if (view.batchJobId) {
+    const job = await batch.job.get(view.batchJobId).catch(() => undefined);
+    if (job && job.state !== 'completed' && job.state !== 'deleting') problems.push(`Batch job ${view.batchJobId} is ${job.state}`);
+  }
+  for (const account of STAGING_ACCOUNTS) {
+    const svc = BlobServiceClient.fromConnectionString(stack.azurite.connectionString(account.name));
+    for await (const c of svc.listContainers({ prefix: 'stg-' })) problems.push(`staged data left in ${account.name}/${c.name}`);
+  }
+  return problems;
+}
+
+/** Uploads the generated data set and the MPI program source the demo spec's start task compiles. */
+export async function uploadDemoInputs(stack: Stack, sizeMb: number, say: Say = () => undefined): Promise<ExpectedResult> {
+  const shape = shapeForSize(sizeMb);
+  say(`uploading a ${sizeMb} MB input data set (${shape.largeFiles.length} large files to split, ${shape.smallFiles.count} small files to pack)`);
+  const conn = stack.azurite.connectionString('devstoreaccount1');
+  const expected = await uploadDataset(conn, 'inputs', 'demo/', shape);
+  const software = BlobServiceClient.fromConnectionString(conn).getContainerClient('software');
+  await software.createIfNotExists();
+  await software.getBlockBlobClient('shardsum.c').uploadFile(path.join(REPO_ROOT, 'examples', 'mpi', 'shardsum.c'));
+  return expected;
+}

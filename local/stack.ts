@@ -1,0 +1,125 @@
+/**
+ * The embedded local stack: Azurite (several accounts), the Azure Batch emulator with node tools, an OCI
+ * registry holding the demo image, and the local Functions host with the Durable engine running the
+ * unchanged function app. Only configuration (the environment below) differs from Azure.
+ */
+import * as path from 'node:path';
+import { mkdir } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { startAzurite, STAGING_ACCOUNTS, type AzuriteHandle } from './azurite';
+import { startBatchEmulator, type BatchEmulatorHandle, type BatchEmulatorOptions } from './batch';
+import { startRegistry, type RegistryHandle } from './registry';
+import { buildDemoImage } from '../examples/images/buildDemoImage';
+import { startFunctionsHost, type FunctionsHostHandle } from './host';
+import { createDurableExtension } from './durable';
+
+/** The repository root, whether this file runs from sources (tsx, jest) or from dist/. */
+export const REPO_ROOT = findRepoRoot(__dirname);
+
+function findRepoRoot(from: string): string {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, 'host.json')) && existsSync(path.join(dir, 'package.json'))) return dir;
+    if (path.dirname(dir) === dir) throw new Error(`no host.json above ${from}`);
+  }
+}
+
+export interface StackOptions {
+  /** Folder for persistent data (Azurite, Batch node sandboxes). Default: fresh temp dirs removed on stop. */
+  dataDir?: string;
+  /** Functions host port (default 7071; 0 for an ephemeral port). */
+  port?: number;
+  /** The function app folder (default: this repository, compiled to dist/). */
+  appDir?: string;
+  /** Registry concurrent pull limit (default 10, the limit real registries start throttling at in the seeds). */
+  registryMaxConcurrentPulls?: number;
+  registryBandwidthBytesPerSec?: number;
+  /** Batch emulator options (timing, faults). */
+  batch?: Partial<BatchEmulatorOptions>;
+  /** Extra app settings. */
+  env?: Record<string, string>;
+  /** Whether to build and serve the demo image (default true). */
+  demoImage?: boolean;
+  logLevel?: string;
+  /** Where the host's structured log goes (default stdout). */
+  logDestination?: import('./host').FunctionsHostOptions['logDestination'];
+  /** Size of the demo image's filler layer (bytes). */
+  demoImageFillerBytes?: number;
+}
+
+export interface Stack {
+  azurite: AzuriteHandle;
+  batch: BatchEmulatorHandle;
+  registry: RegistryHandle;
+  host: FunctionsHostHandle;
+  /** The app settings the function app was started with. */
+  settings: Record<string, string>;
+  baseUrl: string;
+  stop(): Promise<void>;
+}
+
+/** App settings for the local stack: the same names as in Azure, pointing at local services. */
+export function localAppSettings(azurite: AzuriteHandle, batch: BatchEmulatorHandle): Record<string, string> {
+  return {
+    FUNCTIONS_WORKER_RUNTIME: 'node',
+    AzureWebJobsStorage: azurite.connectionString(),
+    BATCH_ACCOUNT_URL: batch.url,
+    BATCH_ACCOUNT_NAME: batch.accountName,
+    BATCH_ACCOUNT_KEY: batch.accountKey,
+    STAGING_ACCOUNTS: STAGING_ACCOUNTS.map((a) => azurite.connectionString(a.name)).join(','),
+    POLL_INITIAL_MS: '500',
+    POLL_MAX_MS: '2000',
+  };
+}
+
+export async function startStack(opts: StackOptions = {}): Promise<Stack> {
+  const stopOnError: (() => Promise<void>)[] = [];
+  const sub = async (name: string) => {
+    if (!opts.dataDir) return undefined;
+    const dir = path.join(opts.dataDir, name);
+    await mkdir(dir, { recursive: true });
+    return dir;
+  };
+  try {
+    const azurite = await startAzurite({ location: await sub('azurite') });
+    stopOnError.push(() => azurite.stop());
+    const registry = await startRegistry({
+      maxConcurrentPulls: opts.registryMaxConcurrentPulls ?? 10,
+      bandwidthBytesPerSec: opts.registryBandwidthBytesPerSec,
+      images: opts.demoImage === false ? [] : [await buildDemoImage({ fillerBytes: opts.demoImageFillerBytes })],
+    });
+    stopOnError.push(() => registry.stop());
+    const batch = await startBatchEmulator({
+      dataDir: await sub('batch'),
+      nodePath: [path.join(REPO_ROOT, 'local', 'batch', 'nodetools', 'bin')],
+      ...opts.batch,
+    });
+    stopOnError.push(() => batch.stop());
+    const settings = { ...localAppSettings(azurite, batch), LOCAL_REGISTRY: registry.host, ...opts.env };
+    const host = await startFunctionsHost({
+      appDir: opts.appDir ?? REPO_ROOT,
+      port: opts.port ?? 7071,
+      storageConnectionString: azurite.connectionString(),
+      extensions: [createDurableExtension()],
+      env: settings,
+      logLevel: opts.logLevel,
+      logDestination: opts.logDestination,
+    });
+    return {
+      azurite,
+      batch,
+      registry,
+      host,
+      settings,
+      baseUrl: host.baseUrl,
+      async stop() {
+        await host.stop();
+        await batch.stop();
+        await registry.stop();
+        await azurite.stop();
+      },
+    };
+  } catch (err) {
+    for (const stop of stopOnError.reverse()) await stop().catch(() => undefined);
+    throw err;
+  }
+}

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# The local stack for interactive use (Functions host on 127.0.0.1:7071). Ctrl-C stops it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/ensure-deps.sh
+exec node dist/local/start.js "$@"
