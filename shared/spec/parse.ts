@@ -64,7 +64,9 @@ export function validateJobSpec(raw: unknown): ParseJobSpecResult {
 
 type Decoded = { ok: true; value: unknown } | { ok: false; errors: SpecError[] };
 
-function decodeText(text: string, contentType: string | undefined): Decoded {
+function decodeText(input: string, contentType: string | undefined): Decoded {
+  // Editors on Windows like to start files with a byte-order mark; JSON.parse does not.
+  const text = input.charCodeAt(0) === 0xfeff ? input.slice(1) : input;
   if (text.length > MAX_SPEC_TEXT_CHARS) {
     return { ok: false, errors: [{ path: '', message: `the request body is too large: ${text.length} characters, at most ${MAX_SPEC_TEXT_CHARS}` }] };
   }

@@ -16,3 +16,6 @@ export {
 export type {
   JobView, SubmitJobResponse, JobConflictResponse, JobListResponse, CancelJobResponse, ProblemResponse, HealthResponse, JobViewOptions,
 } from './view';
+export { recordSubmission, requestCancel } from './submission';
+export type { SubmissionOutcome, SubmissionInput, CancelOutcome } from './submission';
+export { parseListQuery } from './listQuery';

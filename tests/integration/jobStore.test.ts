@@ -6,7 +6,8 @@ import { TableClient } from '@azure/data-tables';
 import { startAzurite, type AzuriteHandle } from '../../local/azurite';
 import { parseJobSpec, specHash, type JobSpec } from '../../shared/spec';
 import {
-  IllegalTransitionError, InvalidContinuationTokenError, JobNotFoundError, JobStore, type JobRecord, type JobState,
+  IllegalTransitionError, InvalidContinuationTokenError, JobNotFoundError, JobStore, recordSubmission, requestCancel,
+  type JobRecord, type JobState,
 } from '../../shared/state';
 
 let azurite: AzuriteHandle;
@@ -296,4 +297,39 @@ test('ETag conflict: the loser re-reads and re-applies when its move is still le
   expect(out.event).toMatchObject({ from: 'Running', to: 'CleaningUp', seq: 4 });
   const events = await b.events('stale-2');
   expect(events.map((e) => e.to)).toEqual(['Submitted', 'Provisioning', 'Running', 'CleaningUp']);
+});
+
+test('recordSubmission: created once, repeats recognised, a different spec under the same id is a conflict with paths', async () => {
+  const store = await newStore();
+  const spec = makeSpec({ id: 'sub-1' });
+  const first = await recordSubmission(store, { spec, owner: 'alice' });
+  expect(first.outcome).toBe('created');
+  const again = await recordSubmission(store, { spec, owner: 'alice' });
+  expect(again).toMatchObject({ outcome: 'repeat', job: { id: 'sub-1' } });
+  const changed = makeSpec({ id: 'sub-1', pool: { vmSize: 'Standard_HB120rs_v3', nodes: 3 } });
+  const conflict = await recordSubmission(store, { spec: changed, owner: 'bob' });
+  expect(conflict).toMatchObject({ outcome: 'conflict', differingPaths: ['pool.nodes'] });
+  expect((await store.get('sub-1'))!.owner).toBe('alice'); // nothing overwritten
+
+  // Queue redelivery: no id in the spec, the message id is the idempotency key.
+  const anon = makeSpec();
+  const [a, b] = await Promise.all([
+    recordSubmission(store, { spec: anon, idempotencyKey: 'msg-42', owner: 'queue' }),
+    recordSubmission(store, { spec: anon, idempotencyKey: 'msg-42', owner: 'queue' }),
+  ]);
+  expect([a.outcome, b.outcome].sort()).toEqual(['created', 'repeat']);
+  expect(a.job.id).toBe(b.job.id);
+  expect(a.job.id).toMatch(/^k-[a-f0-9]{32}$/);
+});
+
+test('requestCancel: marks once, keeps the first time, reports finished jobs and unknown ids', async () => {
+  const store = await newStore();
+  await create(store, 'cancel-me');
+  const first = await requestCancel(store, 'cancel-me', new Date('2026-05-01T00:00:00.000Z'));
+  expect(first).toMatchObject({ outcome: 'requested', job: { cancelRequestedAt: '2026-05-01T00:00:00.000Z' } });
+  const second = await requestCancel(store, 'cancel-me', new Date('2026-05-01T00:05:00.000Z'));
+  expect(second).toMatchObject({ outcome: 'requested', job: { cancelRequestedAt: '2026-05-01T00:00:00.000Z' } });
+  await store.transition('cancel-me', 'Cancelled', 'cancelled before provisioning');
+  expect((await requestCancel(store, 'cancel-me')).outcome).toBe('finished');
+  expect((await requestCancel(store, 'nobody')).outcome).toBe('notFound');
 });

@@ -1,0 +1,52 @@
+/**
+ * The two decisions intake makes against the store, shared by the HTTP and queue paths so both behave
+ * identically: record a submission exactly once, and request a cancel.
+ */
+import { deriveJobId, diffSpecs, specHash, type JobSpec } from '../spec';
+import type { JobStore } from './jobStore';
+import type { JobRecord } from './record';
+import { isTerminal } from './states';
+
+export type SubmissionOutcome =
+  /** A new row was written: start the orchestration (instanceId = job.id), answer 202. */
+  | { outcome: 'created'; job: JobRecord }
+  /** Same id, same spec: a duplicate delivery or client retry. Make sure the orchestration exists, answer 200. */
+  | { outcome: 'repeat'; job: JobRecord }
+  /** Same id, different spec: answer 409 with the differing paths; nothing was written. */
+  | { outcome: 'conflict'; job: JobRecord; differingPaths: string[] };
+
+export interface SubmissionInput {
+  /** A spec that passed parseJobSpec (rejected specs never reach the store). */
+  spec: JobSpec;
+  /** HTTP Idempotency-Key header or queue message id; used only when the spec has no id. */
+  idempotencyKey?: string;
+  owner: string;
+}
+
+export async function recordSubmission(store: JobStore, input: SubmissionInput): Promise<SubmissionOutcome> {
+  const id = deriveJobId(input.spec, input.idempotencyKey);
+  const hash = specHash(input.spec);
+  const { created, job } = await store.createIfAbsent({ id, spec: input.spec, specHash: hash, owner: input.owner });
+  if (created) return { outcome: 'created', job };
+  if (job.specHash === hash) return { outcome: 'repeat', job };
+  return { outcome: 'conflict', job, differingPaths: diffSpecs(job.spec, input.spec) };
+}
+
+export type CancelOutcome =
+  | { outcome: 'requested'; job: JobRecord }
+  /** Already terminal: nothing to cancel (answer 200). */
+  | { outcome: 'finished'; job: JobRecord }
+  | { outcome: 'notFound' };
+
+/**
+ * Mark the job as cancel-requested (idempotent: the first request's time is kept). The caller then
+ * raises the cancel event on the orchestration, or, if the job is still Submitted and no orchestration
+ * exists, moves it to Cancelled itself.
+ */
+export async function requestCancel(store: JobStore, id: string, at: Date = new Date()): Promise<CancelOutcome> {
+  const current = await store.get(id);
+  if (!current) return { outcome: 'notFound' };
+  if (isTerminal(current.state)) return { outcome: 'finished', job: current };
+  const job = await store.update(id, (j) => (j.cancelRequestedAt ? {} : { cancelRequestedAt: at.toISOString() }));
+  return isTerminal(job.state) ? { outcome: 'finished', job } : { outcome: 'requested', job };
+}
