@@ -111,10 +111,12 @@ export function describeSdkError(err: unknown, nowMs: number = Date.now()): SdkF
       if (key) details[key] = stringOf(v?.value) ?? '';
     }
   }
+  // Our request timeout aborts a call that got no response; say so rather than "The request was aborted".
+  const text = code === 'REQUEST_ABORTED_ERROR' ? 'no response within the request timeout (request aborted)' : firstLine(message);
   return {
     status,
     code,
-    message: firstLine(message),
+    message: text,
     requestId: header('request-id') ?? undefined,
     retryAfterMs: parseRetryAfter(header('retry-after'), nowMs),
     details: Object.keys(details).length ? details : undefined,

@@ -269,6 +269,26 @@ describe('Batch faults: visible state and adapter behaviour', () => {
     await deletePool(ctx, 'reset-pool');
   });
 
+  test('a hung connection cannot stall an activity: the request times out, is retried, then reported', async () => {
+    const hung = http.createServer(() => undefined); // accepts, never answers
+    await new Promise<void>((r) => hung.listen(0, '127.0.0.1', r));
+    try {
+      const slow = contextFor(`http://127.0.0.1:${(hung.address() as AddressInfo).port}`, { ...FAST_RETRY, maxAttempts: 2 }, 200);
+      const started = Date.now();
+      const err = (await inspectPool(slow, 'any').catch((e: unknown) => e)) as BatchError;
+      expect(err).toBeInstanceOf(BatchError);
+      expect(err).toMatchObject({ code: 'REQUEST_ABORTED_ERROR', attempts: 2, resource: 'pool any' });
+      expect(err.message).toMatch(/no response within the request timeout/);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(400);
+      expect(retries).toHaveLength(1);
+    } finally {
+      await new Promise<void>((r) => {
+        hung.close(() => r());
+        hung.closeAllConnections();
+      });
+    }
+  });
+
   test('every exchange, faulty ones included, conforms to the Batch OpenAPI document', () => {
     console.log(`Batch fault-test contract coverage\n${recorder.report()}`);
     expect(recorder.violations()).toEqual([]);
