@@ -37,3 +37,23 @@ export function httpRoutePrefix(hostJson: HostJson): string {
   if (typeof prefix !== 'string') throw new Error(`host.json extensions.http.routePrefix must be a string, got ${JSON.stringify(prefix)}`);
   return prefix.replace(/^\/+|\/+$/g, '');
 }
+
+const LEVELS: Record<string, string> = {
+  trace: 'trace',
+  debug: 'debug',
+  information: 'info',
+  warning: 'warn',
+  error: 'error',
+  critical: 'fatal',
+  none: 'silent',
+};
+
+/** pino level for host.json `logging.logLevel.default` (Information when absent). */
+export function hostJsonLogLevel(hostJson: HostJson): string {
+  const logging = hostJson.logging as { logLevel?: { default?: unknown } } | undefined;
+  const value = logging?.logLevel?.default;
+  if (value === undefined) return 'info';
+  const level = typeof value === 'string' ? LEVELS[value.toLowerCase()] : undefined;
+  if (!level) throw new Error(`host.json logging.logLevel.default must be one of ${Object.keys(LEVELS).join(', ')} (any case), got ${JSON.stringify(value)}`);
+  return level;
+}

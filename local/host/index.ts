@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import { loadApp, type LoadedApp } from './appLoader';
 import { coreState, resetRegistrations, type HookCallback } from './coreModule';
 import type { HostContext, HostExtension, RegisteredFunction } from './extension';
-import { readHostJson, httpRoutePrefix, type HostJson } from './hostJson';
+import { hostJsonLogLevel, readHostJson, httpRoutePrefix, type HostJson } from './hostJson';
 import { startHttpListener, type HttpListener } from './http/httpServer';
 import { RouteTable } from './http/routeTable';
 import { Invoker, type OutputBindingWriter } from './invoke';
@@ -73,8 +73,9 @@ export async function startFunctionsHost(opts: FunctionsHostOptions): Promise<Fu
     throw new Error(`A Functions host for ${running} is already running in this process; only one host per process is supported`);
   }
   const appDir = path.resolve(opts.appDir);
+  const hostJson: HostJson = readHostJson(appDir);
   running = appDir;
-  const log = createHostLogger(opts.logLevel ?? 'info', opts.logDestination);
+  const log = createHostLogger(opts.logLevel ?? hostJsonLogLevel(hostJson), opts.logDestination);
   const envRestore = new EnvOverlay();
   const cleanups: (() => Promise<void> | void)[] = [];
   const extensions = opts.extensions ?? [];
@@ -98,7 +99,6 @@ export async function startFunctionsHost(opts: FunctionsHostOptions): Promise<Fu
   };
 
   try {
-    const hostJson: HostJson = readHostJson(appDir);
     if (opts.loadLocalSettings ?? true) envRestore.apply(loadLocalSettings(appDir));
     envRestore.apply({ FUNCTIONS_WORKER_RUNTIME: 'node', AzureWebJobsStorage: opts.storageConnectionString });
     if (opts.env) envRestore.apply(opts.env);

@@ -1,7 +1,7 @@
 import { PollingBackoff } from '../../local/host/triggers/pollingBackoff';
 import { decodeMessageText, encodeMessage, outputMessages } from '../../local/host/triggers/queueMessages';
 import { queueOptions } from '../../local/host/triggers/queueOptions';
-import { parseTimeSpan } from '../../local/host/hostJson';
+import { hostJsonLogLevel, parseTimeSpan } from '../../local/host/hostJson';
 
 describe('queue message encoding', () => {
   it('round-trips text through base64 and leaves it alone with "none"', () => {
@@ -45,5 +45,14 @@ describe('queue polling backoff', () => {
       expect(d).toBeLessThanOrEqual(500);
     }
     expect(() => new PollingBackoff(0, 10)).toThrow(/0 < min <= max/);
+  });
+});
+
+describe('host.json logging level', () => {
+  it('maps the default category level to pino', () => {
+    expect(hostJsonLogLevel({})).toBe('info');
+    expect(hostJsonLogLevel({ logging: { logLevel: { default: 'Warning' } } })).toBe('warn');
+    expect(hostJsonLogLevel({ logging: { logLevel: { default: 'None' } } })).toBe('silent');
+    expect(() => hostJsonLogLevel({ logging: { logLevel: { default: 'Loud' } } })).toThrow(/logLevel.default/);
   });
 });
