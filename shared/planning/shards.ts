@@ -5,10 +5,11 @@
  * units), so the defaults are 80,000,000 and 100,000,000 bytes.
  *
  * Packing walks the files in a canonical order (account, container, name by UTF-16 code units) and fills each shard
- * up to `maxBytes`. A file that does not fit whole is
- *  - left for the next shard when the current one already holds >= minBytes (small files stay whole), or
- *  - split at the largest record boundary that still fits (boundaries are multiples of `recordAlignment` counted from
- *    the start of the file), which leaves the shard above maxBytes - recordAlignment >= minBytes.
+ * to a common capacity (`shardCapacity`): the even share of the total, so shards come out nearly equal and the last one
+ * is not a short tail that would unbalance the accounts. Small files are packed whole while they fit; the file that
+ * crosses a shard boundary is cut at the largest record boundary that fits (boundaries are multiples of
+ * `recordAlignment` counted from the start of the file). A cut leaves the shard above capacity - recordAlignment, and
+ * capacity >= minBytes + recordAlignment.
  * So every shard except the last lies in [minBytes, maxBytes], provided recordAlignment <= maxBytes - minBytes.
  *
  * Accounts: shards go largest-first onto the least-loaded account (ties: lower shard index onto the first account in
@@ -157,14 +158,35 @@ function canonicalListing(listing: readonly ListedBlob[]): ListedBlob[] {
   return sorted;
 }
 
+function sameBlob(a: BlobRef, b: BlobRef): boolean {
+  return a.account === b.account && a.container === b.container && a.name === b.name;
+}
+
 interface Draft {
   parts: ShardPart[];
   bytes: number;
 }
 
+/**
+ * Shard capacity: the smallest fill that still needs only n = ceil(total / (maxBytes - align + 1)) shards, given that
+ * a record-aligned cut can leave up to align - 1 bytes of room unused. Raised to minBytes + align so a cut shard
+ * reaches minBytes, capped at maxBytes.
+ */
+export function shardCapacity(totalBytes: number, minBytes: number, maxBytes: number, align: number): number {
+  if (totalBytes === 0) return maxBytes;
+  const n = Math.ceil(totalBytes / (maxBytes - align + 1));
+  return Math.min(maxBytes, Math.max(Math.ceil(totalBytes / n) + align - 1, minBytes + align));
+}
+
 /** Cut the canonical byte stream into shard drafts (see the module comment for the rules). */
 function packShards(files: readonly ListedBlob[], opts: ResolvedShardPlanOptions): Draft[] {
   const { minBytes, maxBytes, recordAlignment: align } = opts;
+  const capacity = shardCapacity(
+    files.reduce((sum, f) => sum + f.size, 0),
+    minBytes,
+    maxBytes,
+    align,
+  );
   const drafts: Draft[] = [];
   let cur: Draft = { parts: [], bytes: 0 };
   const add = (f: ListedBlob, offset: number, length: number): void => {
@@ -191,27 +213,36 @@ function packShards(files: readonly ListedBlob[], opts: ResolvedShardPlanOptions
     let offset = 0;
     while (offset < f.size) {
       const remaining = f.size - offset;
-      const room = maxBytes - cur.bytes;
+      const room = capacity - cur.bytes;
       if (remaining <= room) {
         add(f, offset, remaining);
         offset = f.size;
-        if (cur.bytes === maxBytes) close();
-      } else if (cur.bytes >= minBytes) {
-        close();
+        if (cur.bytes === capacity) close();
       } else {
         // offset is always a multiple of align here (0 or a previous cut), so this cut is record-aligned too.
         const piece = Math.floor(room / align) * align;
-        add(f, offset, piece);
-        offset += piece;
-        close();
+        if (piece > 0) {
+          add(f, offset, piece);
+          offset += piece;
+        }
+        close(); // holds > capacity - align >= minBytes
       }
     }
   }
   if (cur.parts.length > 0) {
-    if (cur.bytes === 0 && drafts.length > 0) {
-      // Only empty files are left: attach them to the last shard rather than staging a 0-byte blob.
-      const last = drafts[drafts.length - 1];
-      for (const p of cur.parts) last.parts.push({ ...p, shardOffset: last.bytes });
+    const prev = drafts[drafts.length - 1];
+    if (prev && cur.bytes < minBytes && prev.bytes + cur.bytes <= maxBytes) {
+      // A short tail (or only empty files) joins the previous shard when it fits: a tiny last shard is what tips an
+      // account over the balance bound, and a 0-byte blob is pointless. Adjacent parts of one file are coalesced.
+      for (const p of cur.parts) {
+        const last = prev.parts[prev.parts.length - 1];
+        if (last && p.length > 0 && last.offset + last.length === p.offset && sameBlob(last.source, p.source)) {
+          last.length += p.length;
+        } else {
+          prev.parts.push({ ...p, shardOffset: prev.bytes });
+        }
+        prev.bytes += p.length;
+      }
     } else {
       drafts.push(cur);
     }
