@@ -12,6 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import { odata, TableClient, type TableEntityResult } from '@azure/data-tables';
 import type { JobSpec } from '../spec';
+import { JOB_ID_RE } from '../spec/patterns';
 import {
   entityToEvent, entityToJob, eventToEntity, jobToEntity, JOB_ROW_KEY, tagPropertyName,
 } from './entityCodec';
@@ -117,6 +118,8 @@ export class JobStore {
    * existing row, which the caller compares with its own spec (specHash / diffSpecs) to answer 200 or 409.
    */
   async createIfAbsent(input: NewJob): Promise<{ created: boolean; job: JobRecord }> {
+    // The id becomes a PartitionKey and part of URLs: refuse anything the spec rules would refuse.
+    if (!JOB_ID_RE.test(input.id)) throw new RangeError(`job id ${JSON.stringify(input.id)} does not match ${JOB_ID_RE}`);
     const at = this.now().toISOString();
     const first: JobEvent = { jobId: input.id, at, kind: 'transition', seq: 1, from: null, to: 'Submitted', reason: input.reason ?? 'submitted' };
     const record: JobRecord = {
@@ -196,6 +199,10 @@ export class JobStore {
 
   /** Append a note (not a state change) to the job's timeline, e.g. "pulled 12/40 nodes". */
   async appendEvent(id: string, note: NoteInput): Promise<JobEvent> {
+    // The eventId is part of the RowKey, where "/", "\\", "#" and "?" are not allowed.
+    if (note.eventId !== undefined && !/^[A-Za-z0-9._:@=+-]{1,200}$/.test(note.eventId)) {
+      throw new RangeError(`job ${id}: eventId ${JSON.stringify(note.eventId)} must be 1-200 characters of letters, digits and "._:@=+-"`);
+    }
     const event: JobEvent = {
       jobId: id,
       at: note.at ?? this.now().toISOString(),
