@@ -9,7 +9,7 @@ import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } 
 import * as df from 'durable-functions';
 import { submitJob } from '../shared/intake/submit';
 import { cancelJob } from '../shared/intake/cancel';
-import { isJobState, toJobView, jobUrl, type JobState } from '../shared/state';
+import { parseListQuery, toJobView, jobUrl } from '../shared/state';
 import { jobStore } from '../orchestrations/activities/services';
 import { cancelSignal, liveStatus, orchestrationStarter } from './lib/durable';
 
@@ -89,25 +89,11 @@ export async function getJobHttp(request: HttpRequest, context: InvocationContex
 }
 
 export async function listJobsHttp(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
-  const q = request.query;
-  const states = (q.get('state') ?? '').split(',').map((s) => s.trim()).filter(Boolean);
-  const bad = states.filter((s) => !isJobState(s));
-  if (bad.length) return { status: 400, jsonBody: { errors: [{ path: 'state', message: `unknown state(s): ${bad.join(', ')}` }] } };
-  const tag = q.get('tag');
-  const top = q.get('top') ? Number(q.get('top')) : undefined;
-  if (top !== undefined && (!Number.isInteger(top) || top < 1 || top > 1000)) {
-    return { status: 400, jsonBody: { errors: [{ path: 'top', message: 'must be a whole number 1–1000' }] } };
-  }
+  const parsed = parseListQuery(request.query);
+  if (!parsed.ok) return { status: 400, jsonBody: { errors: parsed.errors } };
   try {
     const store = await jobStore();
-    const page = await store.list({
-      state: states.length ? (states as JobState[]) : undefined,
-      tag: tag ? { key: tag.split('=')[0], value: tag.includes('=') ? tag.slice(tag.indexOf('=') + 1) : undefined } : undefined,
-      createdFrom: q.get('createdFrom') ?? undefined,
-      createdTo: q.get('createdTo') ?? undefined,
-      top,
-      continuationToken: q.get('continuationToken') ?? undefined,
-    });
+    const page = await store.list(parsed.query);
     const base = baseUrlOf(request);
     return { status: 200, jsonBody: { jobs: page.jobs.map((j) => toJobView(j, { baseUrl: base })), continuationToken: page.continuationToken } };
   } catch (err) {

@@ -1,5 +1,4 @@
-import type { JobRecord, JobStore } from '../state';
-import { isTerminal } from '../state';
+import { requestCancel, type JobRecord, type JobStore } from '../state';
 
 export interface CancelSignal {
   /** Raises the orchestration's "cancel" event; false when the instance is gone or already finished. */
@@ -14,13 +13,17 @@ export type CancelOutcome =
 /**
  * Cancel goes through the pipeline, not around it: the orchestration receives the event at its next wait,
  * runs cleanup (terminate the Batch job, delete the pool and staged data) and ends the job Cancelled.
+ * A job whose orchestration never started (intake died after recording it) is cancelled directly.
  */
 export async function cancelJob(store: JobStore, signal: CancelSignal, jobId: string, reason: string): Promise<CancelOutcome> {
-  const job = await store.get(jobId);
-  if (!job) return { kind: 'notFound' };
-  if (isTerminal(job.state)) return { kind: 'alreadyFinished', job };
-  const updated = job.cancelRequestedAt ? job : await store.update(jobId, { cancelRequestedAt: new Date().toISOString() });
+  const requested = await requestCancel(store, jobId);
+  if (requested.outcome === 'notFound') return { kind: 'notFound' };
+  if (requested.outcome === 'finished') return { kind: 'alreadyFinished', job: requested.job };
   await store.appendEvent(jobId, { reason: `cancel requested: ${reason}` });
-  await signal.raiseCancel(jobId, reason);
-  return { kind: 'requested', job: updated };
+  const delivered = await signal.raiseCancel(jobId, reason);
+  if (!delivered && requested.job.state === 'Submitted') {
+    const { job } = await store.transition(jobId, 'Cancelled', `cancelled before the pipeline started: ${reason}`);
+    return { kind: 'requested', job };
+  }
+  return { kind: 'requested', job: requested.job };
 }

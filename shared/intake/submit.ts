@@ -1,11 +1,11 @@
 /**
  * Intake: the one code path behind both doors (HTTP and the job-submissions queue).
- * validate → derive the job id → insert the job row if absent → start the mpiJob orchestration (instance id =
- * job id) if it is not running yet. A repeat of the same job returns the existing one; the same id with a
- * different spec is a conflict. Nothing is written for a rejected spec.
+ * validate → derive the job id and record the submission once (recordSubmission) → start the mpiJob
+ * orchestration (instance id = job id) unless it runs already. A repeat of the same job returns the existing
+ * one; the same id with a different spec is a conflict. Nothing is written for a rejected spec.
  */
-import { diffSpecs, parseJobSpec, specHash, deriveJobId, type JobSpec, type SpecError } from '../spec';
-import type { JobRecord, JobStore } from '../state';
+import { parseJobSpec, type JobSpec, type SpecError } from '../spec';
+import { recordSubmission, type JobRecord, type JobStore } from '../state';
 
 export interface OrchestrationStarter {
   /**
@@ -19,7 +19,7 @@ export interface SubmitRequest {
   /** Raw body (JSON or YAML text) or an already parsed object. */
   body: unknown;
   contentType?: string;
-  /** HTTP Idempotency-Key header or the queue message id. */
+  /** HTTP Idempotency-Key header; used only when the spec has no id. */
   idempotencyKey?: string;
   /** Who submitted it (function key name, principal, or "queue"). */
   owner: string;
@@ -33,17 +33,13 @@ export type SubmitOutcome =
 export async function submitJob(store: JobStore, starter: OrchestrationStarter, req: SubmitRequest): Promise<SubmitOutcome> {
   const parsed = parseJobSpec(req.body, req.contentType);
   if (!parsed.ok) return { kind: 'invalid', errors: parsed.errors };
-  const spec = parsed.spec;
-  const id = deriveJobId(spec, req.idempotencyKey);
-  const hash = specHash(spec);
-
-  const { created, job } = await store.createIfAbsent({ id, spec, specHash: hash, owner: req.owner });
-  if (!created && job.specHash !== hash) {
-    return { kind: 'conflict', job, differingPaths: diffSpecs(job.spec, spec) };
-  }
+  const recorded = await recordSubmission(store, { spec: parsed.spec, idempotencyKey: req.idempotencyKey, owner: req.owner });
+  if (recorded.outcome === 'conflict') return { kind: 'conflict', job: recorded.job, differingPaths: recorded.differingPaths };
+  const { job } = recorded;
+  const created = recorded.outcome === 'created';
   // A job that moved on (running or finished) has its orchestration; only a job still in Submitted may lack
   // one (its first intake died between the insert and the start, or this is that intake).
   if (job.state !== 'Submitted') return { kind: 'accepted', created, orchestration: 'skipped', job };
-  const orchestration = await starter.ensureStarted(id, spec);
+  const orchestration = await starter.ensureStarted(job.id, parsed.spec);
   return { kind: 'accepted', created, orchestration, job };
 }

@@ -1,0 +1,83 @@
+/**
+ * The whole pipeline on the local stack, through the public HTTP API only: real Azurite, the Batch emulator
+ * running real processes and real Open MPI, the Durable engine replaying the real orchestration.
+ * Needs the compiled app (dist/), which `npm test` builds first.
+ */
+import { readFileSync, mkdirSync } from 'node:fs';
+import * as path from 'node:path';
+import { parse, stringify } from 'yaml';
+import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
+import { checkCleanup, checkResult, submitSpec, uploadDemoInputs, watchJob, type JobViewLite } from '../../local/jobRunner';
+
+const DEMO_SPEC = readFileSync(path.join(REPO_ROOT, 'examples', 'demo', 'native-openmpi.yaml'), 'utf8');
+let stack: Stack;
+
+// The demo spec as plain YAML data, edited per test.
+type SpecDoc = { id?: string; data?: unknown; mpi: { command: string } } & Record<string, unknown>;
+function variant(patch: (spec: SpecDoc) => void): string {
+  const spec = parse(DEMO_SPEC) as SpecDoc;
+  patch(spec);
+  return stringify(spec);
+}
+
+async function getJob(id: string): Promise<JobViewLite> {
+  return (await (await fetch(`${stack.baseUrl}/api/jobs/${id}`)).json()) as JobViewLite;
+}
+
+beforeAll(async () => {
+  const logs = path.join(REPO_ROOT, 'test-artifacts');
+  mkdirSync(logs, { recursive: true });
+  stack = await startStack({ port: 0, logDestination: path.join(logs, 'e2e-host.log'), demoImageFillerBytes: 64 * 1024 });
+}, 120_000);
+afterAll(async () => stack?.stop(), 60_000);
+
+describe('mpiJob pipeline end to end', () => {
+  it('runs a real MPI job over staged shards, verifies the result, and leaves no pool, job or staged data', async () => {
+    const expected = await uploadDemoInputs(stack, 180);
+    const id = await submitSpec(stack, variant((s) => { s.id = 'e2e-native'; }));
+    const view = await watchJob(stack, id, 300_000);
+    expect(view.error).toBeUndefined();
+    expect(view.state).toBe('Succeeded');
+    expect(checkResult(view, expected)).toEqual([]);
+    expect(await checkCleanup(stack, view)).toEqual([]);
+
+    // The timeline went through every stage in order, each with a reason.
+    const transitions = (view.timeline ?? []).filter((e) => e.kind === 'transition').map((e) => e.to);
+    expect(transitions).toEqual(['Submitted', 'Provisioning', 'PullingImages', 'StagingData', 'Running', 'CleaningUp', 'Succeeded']);
+    // Every node took part: 4 nodes x 2 ranks.
+    const mpi = (view.result as { mpi?: { stdoutTail?: string } }).mpi?.stdoutTail ?? '';
+    expect(mpi).toMatch(/"ranks":8,"nodes":4/);
+  }, 360_000);
+
+  it('ends Failed with the exit code and log locations when the MPI program fails, and still cleans up', async () => {
+    const id = await submitSpec(stack, variant((s) => {
+      s.id = 'e2e-mpi-fails';
+      s.data = { inputs: [] };
+      s.mpi.command = 'echo failing on purpose >&2; exit 3';
+    }));
+    const view = await watchJob(stack, id, 240_000);
+    expect(view.state).toBe('Failed');
+    expect(view.error?.message).toMatch(/MPI task exited with code [1-9]/);
+    expect(view.result?.logs?.[0]?.stderr).toMatch(/\/jobs\/hpc-e2e-mpi-fails\/tasks\/mpi\/files\/stderr\.txt$/);
+    expect(view.timeline?.some((e) => e.to === 'CleaningUp')).toBe(true);
+    expect(await checkCleanup(stack, view)).toEqual([]);
+  }, 300_000);
+
+  it('cancels a running job through the pipeline: cleanup runs and the job ends Cancelled', async () => {
+    const id = await submitSpec(stack, variant((s) => {
+      s.id = 'e2e-cancel';
+      s.data = { inputs: [] };
+      s.mpi.command = 'sleep 120';
+    }));
+    for (let i = 0; i < 400 && (await getJob(id)).state !== 'Running'; i++) await new Promise((r) => setTimeout(r, 500));
+    expect((await getJob(id)).state).toBe('Running');
+    const res = await fetch(`${stack.baseUrl}/api/jobs/${id}?reason=test`, { method: 'DELETE', headers: { 'x-functions-key': stack.host.keys.functionKey } });
+    expect(res.status).toBe(202);
+    const view = await watchJob(stack, id, 120_000);
+    expect(view.state).toBe('Cancelled');
+    expect(view.timeline?.some((e) => /cancel requested/.test(e.reason))).toBe(true);
+    const cleanup = (view.progress as { progress?: { cleanup?: { done?: string[] } } }).progress?.cleanup?.done ?? [];
+    expect(cleanup).toEqual(expect.arrayContaining(['batch job terminated', 'pool deleted']));
+    expect(await checkCleanup(stack, view)).toEqual([]);
+  }, 300_000);
+});
