@@ -83,11 +83,11 @@ const mixed = function* (ctx: OrchestrationContext) {
   let results: unknown[];
   try {
     results = (yield ctx.df.Task.all(tasks)) as unknown[];
-  } catch (err) {
+  } catch {
     results = ['failed'];
   }
   yield timer;
-  const tail = yield ctx.df.callActivity('Sq', 100);
+  const tail = (yield ctx.df.callActivity('Sq', 100)) as number;
   return { results, tail };
 };
 
