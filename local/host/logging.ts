@@ -14,6 +14,21 @@ export function createHostLogger(level = 'info', destination?: LogDestination): 
   return pino({ level, base: { component: 'functions-host' } }, dest);
 }
 
+/**
+ * A human-readable destination for the CLI (one line per entry, invocation id and function name in front).
+ * pino-pretty is a dev dependency: the local tools only run from a development checkout.
+ */
+export function prettyDestination(colorize: boolean): DestinationStream {
+  const pretty = require('pino-pretty') as (opts: Record<string, unknown>) => DestinationStream;
+  return pretty({
+    colorize,
+    sync: true,
+    singleLine: true,
+    ignore: 'pid,hostname,component,category,invocationId,functionName',
+    messageFormat: '{if functionName}[{functionName} {invocationId}] {end}{msg}',
+  });
+}
+
 /** pino level for a worker log level; undefined for 'none' (not logged). */
 export function pinoLevel(level: RpcLogLevel): Level | undefined {
   switch (level) {

@@ -10,6 +10,7 @@ import { Command } from 'commander';
 import * as path from 'node:path';
 import { startAzurite, type AzuriteHandle } from '../azurite';
 import { startFunctionsHost, type FunctionsHostHandle } from './index';
+import { prettyDestination } from './logging';
 
 export interface CliOptions {
   app: string;
@@ -17,7 +18,9 @@ export interface CliOptions {
   host: string;
   storage?: string;
   azuriteLocation?: string;
-  logLevel: string;
+  logLevel?: string;
+  /** Human-readable log lines instead of JSON (default: when stdout is a terminal). */
+  pretty: boolean;
 }
 
 export function parseCliArgs(argv: string[]): CliOptions {
@@ -29,13 +32,16 @@ export function parseCliArgs(argv: string[]): CliOptions {
     .option('--host <addr>', 'listen address', '127.0.0.1')
     .option('--storage <connectionString>', 'AzureWebJobsStorage; default: start Azurite')
     .option('--azurite-location <dir>', 'Azurite data folder when Azurite is started here (default <app>/.local/azurite)')
-    .option('--log-level <level>', 'pino log level', 'info')
+    .option('--log-level <level>', 'pino log level (default: host.json logging.logLevel.default)')
+    .option('--pretty', 'human-readable log lines (default when stdout is a terminal)')
+    .option('--json', 'JSON log lines (default when stdout is not a terminal)')
     .exitOverride();
   program.parse(argv, { from: 'user' });
-  const o = program.opts<{ app: string; port: string; host: string; storage?: string; azuriteLocation?: string; logLevel: string }>();
+  const o = program.opts<{ app: string; port: string; host: string; storage?: string; azuriteLocation?: string; logLevel?: string; pretty?: boolean; json?: boolean }>();
   const port = Number(o.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be an integer in [0, 65535], got ${o.port}`);
-  return { app: path.resolve(o.app), port, host: o.host, storage: o.storage, azuriteLocation: o.azuriteLocation, logLevel: o.logLevel };
+  const pretty = o.pretty ? true : o.json ? false : process.stdout.isTTY === true;
+  return { app: path.resolve(o.app), port, host: o.host, storage: o.storage, azuriteLocation: o.azuriteLocation, logLevel: o.logLevel, pretty };
 }
 
 export interface RunningStack {
@@ -52,7 +58,14 @@ export async function startFromCli(opts: CliOptions): Promise<RunningStack> {
     storage = azurite.connectionString();
   }
   try {
-    const host = await startFunctionsHost({ appDir: opts.app, port: opts.port, host: opts.host, storageConnectionString: storage, logLevel: opts.logLevel });
+    const host = await startFunctionsHost({
+      appDir: opts.app,
+      port: opts.port,
+      host: opts.host,
+      storageConnectionString: storage,
+      logLevel: opts.logLevel,
+      logDestination: opts.pretty ? prettyDestination(process.stdout.isTTY === true) : undefined,
+    });
     return {
       host,
       azurite,

@@ -31,7 +31,7 @@ describe('local host CLI (main.ts)', () => {
   });
 
   it('starts Azurite and the host, prints the banner, serves requests and stops cleanly on SIGINT', async () => {
-    child = spawn(process.execPath, ['--import', 'tsx', MAIN, '--app', FIXTURE_APP, '--port', '0', '--azurite-location', dataDir, '--log-level', 'warn'], {
+    child = spawn(process.execPath, ['--import', 'tsx', MAIN, '--app', FIXTURE_APP, '--port', '0', '--azurite-location', dataDir, '--log-level', 'info', '--pretty'], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, NODE_OPTIONS: '' },
     });
@@ -52,6 +52,8 @@ describe('local host CLI (main.ts)', () => {
     const res = await fetch(`${baseUrl}/api/greet/Cli`);
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ name: 'Cli' });
+    // --pretty: one readable line per log entry, with function name and invocation id.
+    await waitFor('the pretty user log line', () => (/INFO: \[greet [0-9a-f-]{36}\] greeting Cli/.test(out) ? true : undefined));
 
     child.kill('SIGINT');
     expect(await exited).toBe(0);
