@@ -1,8 +1,9 @@
 /**
  * Timer trigger: fires on the schedule, never overlapping itself (the next occurrence is armed after an
- * invocation ends, as the host's TimerListener does). When the host fell behind (the event loop was blocked,
- * or an invocation overran) so that a later occurrence already passed, the missed ones are folded into one
- * invocation with isPastDue = true. runOnStartup fires once at start.
+ * invocation ends, from that moment, as the host's TimerListener does; occurrences that pass while the function
+ * runs are skipped). When a due occurrence fires so late that a later one already passed too (the event loop
+ * was blocked), the missed ones are folded into one invocation with isPastDue = true. runOnStartup fires once
+ * at start; a persisted status (./scheduleMonitor) showing a missed occurrence fires once at start, past due.
  */
 import type { Logger } from 'pino';
 import type { InvocationRequest, InvocationResult, RegisteredFunction } from '../extension';
