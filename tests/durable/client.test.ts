@@ -3,7 +3,12 @@
  * the fixture's ClientOp function) against the engine's management API; plus the webhook URLs that
  * createCheckStatusResponse hands out, followed with plain HTTP as curl would.
  */
+import { execFile } from 'node:child_process';
+import * as path from 'node:path';
+import { promisify } from 'node:util';
 import { clientOp, getStatus, http, startDurableStack, startOrchestration, waitForStatus, type DurableStack, type Status } from './helpers/harness';
+
+const execFileAsync = promisify(execFile);
 
 let stack: DurableStack;
 
@@ -127,4 +132,19 @@ test('createCheckStatusResponse URLs work when followed over plain HTTP', async 
   await waitForStatus(stack.baseUrl, 'curl-2', ['Running']);
   expect((await http('POST', tl.terminatePostUri.replace('{text}', 'bye'))).status).toBe(202);
   expect(await waitForStatus(stack.baseUrl, 'curl-2')).toMatchObject({ runtimeStatus: 'Terminated', output: 'bye' });
+});
+
+test('the timeline command prints an instance history from the task hub', async () => {
+  const { id } = await startOrchestration(stack.baseUrl, 'Retry', 'timeline-key', 'timeline-1');
+  await waitForStatus(stack.baseUrl, id);
+  const { stdout } = await execFileAsync(process.execPath, ['--import', 'tsx', 'local/durable/timeline.ts', id, '--conn', stack.azurite.connectionString(), '--hub', 'DurableTestHub'], {
+    cwd: path.resolve(__dirname, '../..'),
+    env: { ...process.env, NODE_OPTIONS: '' },
+  });
+  expect(stdout).toContain('instance timeline-1  orchestrator Retry  status Completed');
+  expect(stdout).toContain('-- episode 1 --');
+  expect(stdout).toMatch(/TaskScheduled #0 Double/);
+  expect(stdout).toMatch(/TaskFailed task #1 reason=Activity function 'Flaky' failed/);
+  expect(stdout).toMatch(/TimerCreated #2/);
+  expect(stdout).toMatch(/ExecutionCompleted Completed result=/);
 });
