@@ -95,15 +95,16 @@ export async function checkCleanup(stack: Stack, view: JobViewLite): Promise<str
   const problems: string[] = [];
   const batch = new BatchServiceClient(new BatchSharedKeyCredentials(stack.batch.accountName, stack.batch.accountKey), stack.batch.url);
   if (view.batchPoolId) {
-    for (let i = 0; i < 20; i++) {
-      const exists = await batch.pool.exists(view.batchPoolId).catch(() => false);
+    // Deletion is asynchronous in Batch: a pool may show as `deleting` for a moment before it is gone.
+    for (let i = 0; ; i++) {
+      const exists = (await batch.pool.exists(view.batchPoolId)).body;
       if (!exists) break;
       const pool = await batch.pool.get(view.batchPoolId).catch(() => undefined);
-      if (pool?.state === 'deleting' && i < 19) {
+      if (pool?.state === 'deleting' && i < 40) {
         await new Promise((r) => setTimeout(r, 250));
         continue;
       }
-      problems.push(`pool ${view.batchPoolId} still exists (${pool?.state})`);
+      problems.push(`pool ${view.batchPoolId} still exists (${pool?.state ?? 'unknown state'})`);
       break;
     }
   }
