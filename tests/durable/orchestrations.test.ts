@@ -138,3 +138,15 @@ test('an orchestrator that reads Math.random() into its control flow is failed a
   expect(s.runtimeStatus).toBe('Failed');
   expect(String(s.output)).toContain('Non-Deterministic workflow detected');
 });
+
+test('sub-orchestration with retry: two failed child attempts, then the parent catches the failure', async () => {
+  const { id } = await startOrchestration(stack.baseUrl, 'ParentRetry');
+  const s = await waitForStatus(stack.baseUrl, id);
+  expect(s.runtimeStatus).toBe('Completed');
+  expect(String((s.output as { caught: string }).caught)).toContain("Sub-orchestration 'FailingActivity'");
+  expect(String((s.output as { caught: string }).caught)).toContain('boom: child boom');
+  const h = await getStatus(stack.baseUrl, id, '?showHistory=true');
+  const failedChildren = h!.historyEvents!.filter((e) => e.EventType === 'SubOrchestrationInstanceFailed');
+  expect(failedChildren).toHaveLength(2);
+  expect(new Set(failedChildren.map((e) => e.InstanceId)).size).toBe(2);
+});
