@@ -10,6 +10,7 @@
  * the next step if it ever is not.
  */
 import { randomUUID } from 'node:crypto';
+import type { TokenCredential } from '@azure/core-auth';
 import { odata, TableClient, type TableEntityResult } from '@azure/data-tables';
 import type { JobSpec } from '../spec';
 import { JOB_ID_RE } from '../spec/patterns';
@@ -98,10 +99,24 @@ export class JobStore {
   /** Build from a storage connection string (Azurite's or a real account's). */
   static fromConnectionString(connectionString: string, options: JobStoreOptions = {}): JobStore {
     // Plain http is only ever Azurite on loopback; real accounts use https.
-    const clientOptions = { allowInsecureConnection: /DefaultEndpointsProtocol=http;|TableEndpoint=http:/i.test(connectionString) };
+    const clientOptions = { allowInsecureConnection: /DefaultEndpointsProtocol=http;|TableEndpoint=http:|UseDevelopmentStorage=true/i.test(connectionString) };
     return new JobStore(
       TableClient.fromConnectionString(connectionString, options.jobsTable ?? DEFAULT_JOBS_TABLE, clientOptions),
       TableClient.fromConnectionString(connectionString, options.eventsTable ?? DEFAULT_EVENTS_TABLE, clientOptions),
+      options,
+    );
+  }
+
+  /** Build from a table service URL and a credential (in Azure: the app's managed identity). */
+  static fromTableEndpoint(
+    endpoint: string,
+    credential: TokenCredential,
+    options: JobStoreOptions = {},
+  ): JobStore {
+    const clientOptions = { allowInsecureConnection: endpoint.startsWith('http://') };
+    return new JobStore(
+      new TableClient(endpoint, options.jobsTable ?? DEFAULT_JOBS_TABLE, credential, clientOptions),
+      new TableClient(endpoint, options.eventsTable ?? DEFAULT_EVENTS_TABLE, credential, clientOptions),
       options,
     );
   }
@@ -199,7 +214,7 @@ export class JobStore {
 
   /** Append a note (not a state change) to the job's timeline, e.g. "pulled 12/40 nodes". */
   async appendEvent(id: string, note: NoteInput): Promise<JobEvent> {
-    // The eventId is part of the RowKey, where "/", "\\", "#" and "?" are not allowed.
+    // The eventId is part of the RowKey, where "/", "\", "#" and "?" are not allowed.
     if (note.eventId !== undefined && !/^[A-Za-z0-9._:@=+-]{1,200}$/.test(note.eventId)) {
       throw new RangeError(`job ${id}: eventId ${JSON.stringify(note.eventId)} must be 1-200 characters of letters, digits and "._:@=+-"`);
     }
