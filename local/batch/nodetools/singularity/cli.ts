@@ -130,7 +130,7 @@ async function execIn(s: Session, argv: string[], useImageCommand: boolean): Pro
   const imageEnv = parseEnvAssignments(image.config.config?.Env ?? [], {});
   const hostEnv: Record<string, string> = {};
   const keep = flag(p, 'cleanenv') ? ['HOME', 'USER', 'TERM', 'LANG', 'AZ_BATCH_NODE_ROOT_DIR', 'AZ_BATCH_NODE_ID', 'AZ_BATCH_POOL_ID'] : undefined;
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && (!keep || keep.includes(k))) hostEnv[k] = v;
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== 'HPC_NODETOOLS_DIR' && (!keep || keep.includes(k))) hostEnv[k] = v;
   const injected: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) {
     const m = /^(?:SINGULARITYENV|APPTAINERENV)_(.+)$/.exec(k);
