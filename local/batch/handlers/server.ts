@@ -57,6 +57,7 @@ export function createBatchServer(cfg: ServerConfig): http.Server {
   return http.createServer((req, res) => {
     handle(cfg, req, res).catch((e: Error) => {
       // Never leave a request hanging, even on an emulator bug.
+      if (res.writableEnded) return;
       if (!res.headersSent) res.writeHead(500, { 'Content-Type': JSON_TYPE });
       res.end(JSON.stringify({ code: 'InternalError', message: { lang: 'en-US', value: e.message } }));
     });

@@ -97,9 +97,9 @@ export class ImageStore {
    * Finds an image by reference key, full ID, or ID prefix (as `docker inspect` accepts), checking that the
    * manifest, config and every layer are present.
    */
-  async find(nameOrId: string, refKey?: string): Promise<LocalImage | undefined> {
+  async find(nameOrId: string): Promise<LocalImage | undefined> {
     const refs = await this.readRefs();
-    const hit = (refKey && refs[refKey]) || refs[nameOrId];
+    const hit = refs[nameOrId];
     const images = hit ? [await this.load(hit.manifestDigest, [])] : (await this.list()).filter((i) => {
       const hex = i.id.slice('sha256:'.length);
       const q = nameOrId.replace(/^sha256:/, '');

@@ -62,7 +62,8 @@ async function resolveImage(s: Session, arg: string): Promise<LocalImage> {
   const sif = await readJson<SifFile>(path.resolve(arg)).catch(() => undefined);
   if (!sif) throw fatal(`could not open image ${path.resolve(arg)}: failed to retrieve path for ${arg}: lstat ${path.resolve(arg)}: no such file or directory`);
   if (sif.format !== SIF_FORMAT) throw fatal(`could not open image ${path.resolve(arg)}: image format not recognized`);
-  const image = await s.images.find(sif.manifestDigest ? `${sif.ref}` : sif.imageId).then((i) => i ?? s.images.find(sif.imageId));
+  // By digest first: the tag may have moved on since this SIF was pulled.
+  const image = (await s.images.find(`${sif.ref.replace(/:[^:/]+$/, '')}@${sif.manifestDigest}`)) ?? (await s.images.find(sif.ref));
   if (!image || image.id !== sif.imageId) throw fatal(`could not open image ${path.resolve(arg)}: image ${sif.imageId} is not in this node's image store`);
   return image;
 }
