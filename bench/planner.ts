@@ -40,7 +40,11 @@ printModel('large-region, input spread over 10 sources', modelStagingTime({ tota
 printModel('conservative, data already staged', modelStagingTime({ totalBytes: TB, stagingAccounts: 10, nodes: 40, alreadyStaged: true }));
 printModel('conservative, already staged, 10 nodes', modelStagingTime({ totalBytes: TB, stagingAccounts: 10, nodes: 10, alreadyStaged: true }));
 
-function listing(files: number, size: number): ListedBlob[] {
+function listing(files: number, size: number, presorted = false): ListedBlob[] {
+  if (presorted) {
+    // As Blob Storage lists one container: name order.
+    return Array.from({ length: files }, (_, i) => ({ account: 'src', container: 'input', name: `part-${String(i).padStart(8, '0')}`, size }));
+  }
   // Shuffled names so the planner's sort does real work.
   return Array.from({ length: files }, (_, i) => ({
     account: `src${i % 3}`,
@@ -51,13 +55,14 @@ function listing(files: number, size: number): ListedBlob[] {
 }
 
 console.log('\nShard planner on 1 TB listings (default 80-100 MB shards, 10 staging accounts, 40 nodes)');
-for (const [files, size] of [
-  [100, 10_000 * MB],
-  [10_000, 100 * MB],
-  [100_000, 10 * MB],
-  [1_000_000, 1 * MB],
+for (const [files, size, presorted] of [
+  [100, 10_000 * MB, false],
+  [10_000, 100 * MB, false],
+  [100_000, 10 * MB, false],
+  [1_000_000, 1 * MB, false],
+  [1_000_000, 1 * MB, true],
 ] as const) {
-  const input = listing(files, size);
+  const input = listing(files, size, presorted);
   const accounts = Array.from({ length: 10 }, (_, i) => `stage${i}`);
   global.gc?.();
   const heapBefore = process.memoryUsage().heapUsed;
@@ -70,7 +75,7 @@ for (const [files, size] of [
   const loads = Object.values(plan.byAccount);
   const manifestBytes = JSON.stringify(manifests[0]).length;
   console.log(
-    `  ${String(files).padStart(9)} files x ${String(size / MB).padStart(6)} MB: ${String(plan.shards.length).padStart(6)} shards, ` +
+    `  ${String(files).padStart(9)} files x ${String(size / MB).padStart(6)} MB${presorted ? ' (listed in name order)' : ''}: ${String(plan.shards.length).padStart(6)} shards, ` +
       `plan ${fmt(t1 - t0, 0).padStart(6)} ms, manifests ${fmt(t2 - t1, 0).padStart(5)} ms, heap +${fmt((heapAfter - heapBefore) / 2 ** 20, 0)} MiB, ` +
       `account max/min ${fmt(Math.max(...loads) / Math.min(...loads), 4)}, node-0 manifest ${fmt(manifestBytes / 1024, 0)} KiB`,
   );

@@ -147,7 +147,10 @@ function canonicalListing(listing: readonly ListedBlob[]): ListedBlob[] {
     }
     return b;
   });
-  sorted.sort(compareBlobRefs);
+  // Storage listings arrive name-ordered per container, so a linear check usually saves the O(n log n) sort.
+  let ordered = true;
+  for (let i = 1; i < sorted.length && ordered; i++) ordered = compareBlobRefs(sorted[i - 1], sorted[i]) < 0;
+  if (!ordered) sorted.sort(compareBlobRefs);
   for (let i = 1; i < sorted.length; i++) {
     if (compareBlobRefs(sorted[i - 1], sorted[i]) === 0) {
       const d = sorted[i];
