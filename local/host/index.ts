@@ -75,26 +75,41 @@ export async function startFunctionsHost(opts: FunctionsHostOptions): Promise<Fu
   const appDir = path.resolve(opts.appDir);
   const hostJson: HostJson = readHostJson(appDir);
   running = appDir;
-  const log = createHostLogger(opts.logLevel ?? hostJsonLogLevel(hostJson), opts.logDestination);
+  const hostLogger = createHostLogger(opts.logLevel ?? hostJsonLogLevel(hostJson), opts.logDestination);
+  const log = hostLogger.log;
   const envRestore = new EnvOverlay();
-  const cleanups: (() => Promise<void> | void)[] = [];
   const extensions = opts.extensions ?? [];
   let app: LoadedApp | undefined;
+  // What has started, so teardown (also after a failed start) stops exactly that, in the host's order:
+  // stop taking work (HTTP drained, trigger listeners), then extensions, then appTerminate hooks.
+  let listener: HttpListener | undefined;
+  let triggers: TriggerListeners | undefined;
+  const startedExtensions: HostExtension[] = [];
+  let appHooksStarted = false;
+  const appHookData: Record<string, unknown> = {};
 
   const teardown = async (): Promise<void> => {
-    for (const fn of cleanups.reverse()) {
+    const steps: [string, () => Promise<void> | undefined][] = [
+      ['HTTP listener', () => listener?.close()],
+      ['trigger listeners', () => triggers?.stop()],
+      ...startedExtensions.reverse().map((ext): [string, () => Promise<void>] => [`extension ${ext.name}`, () => ext.stop()]),
+      ['appTerminate hooks', () => (appHooksStarted ? runHooks('appTerminate', { hookData: appHookData, appHookData }) : undefined)],
+    ];
+    for (const [what, step] of steps) {
       try {
-        await fn();
+        await step();
       } catch (err) {
-        log.error({ err }, 'Error while stopping the Functions host');
+        log.error({ err }, `Error while stopping the Functions host (${what})`);
       }
     }
-    cleanups.length = 0;
+    listener = undefined;
+    triggers = undefined;
+    startedExtensions.length = 0;
+    appHooksStarted = false;
     resetRegistrations();
     coreState().systemLog = undefined;
     app?.unload();
     envRestore.restore();
-    log.flush?.();
     running = undefined;
   };
 
@@ -116,7 +131,6 @@ export async function startFunctionsHost(opts: FunctionsHostOptions): Promise<Fu
     if (capabilities.HttpUri) throw new Error('The app enabled HTTP streaming (app.setup({ enableHttpStream })); the local host does not support it');
 
     const keys = opts.keys ?? loadOrCreateKeys(opts.keysFile ?? defaultKeysFile(appDir));
-    const appHookData: Record<string, unknown> = {};
     const outputWriters: Record<string, OutputBindingWriter> = { queue: createQueueOutputWriter(hostJson, log) };
     const invoker = new Invoker({ log, extensions, outputWriters, appHookData });
     const functions = (): RegisteredFunction[] => invoker.functions();
@@ -124,7 +138,7 @@ export async function startFunctionsHost(opts: FunctionsHostOptions): Promise<Fu
     const hostDispatched = (): RegisteredFunction[] => functions().filter((f) => !claimed.has(f.trigger.type));
     const routeTable = new RouteTable(hostDispatched(), httpRoutePrefix(hostJson));
 
-    const listener: HttpListener = await startHttpListener({
+    listener = await startHttpListener({
       host: opts.host ?? '127.0.0.1',
       port: opts.port ?? 7071,
       routes: () => routeTable,
@@ -133,52 +147,56 @@ export async function startFunctionsHost(opts: FunctionsHostOptions): Promise<Fu
       invoke: (name, req) => invoker.invoke(name, req),
       log,
     });
-    cleanups.push(() => listener.close());
     // durable-functions rewrites its management URLs to localhost:7071 unless this names the real host.
-    envRestore.apply({ WEBSITE_HOSTNAME: new URL(listener.baseUrl).host });
+    const baseUrl = listener.baseUrl;
+    envRestore.apply({ WEBSITE_HOSTNAME: new URL(baseUrl).host });
 
     // App-level hooks share one hookData for the app's lifetime, as in the worker.
+    appHooksStarted = true;
     await runHooks('appStart', { hookData: appHookData, appHookData, functionAppDirectory: appDir });
-    cleanups.push(() => runHooks('appTerminate', { hookData: appHookData, appHookData }));
 
     const context: HostContext = {
       functions,
       invoke: (name, req) => invoker.invoke(name, req),
-      baseUrl: () => listener.baseUrl,
+      baseUrl: () => baseUrl,
       storageConnectionString: () => opts.storageConnectionString,
       hostJson: () => hostJson,
       log,
     };
     for (const ext of extensions) {
+      startedExtensions.push(ext);
       await ext.start(context);
-      cleanups.push(() => ext.stop());
     }
 
-    const triggers: TriggerListeners = await startTriggerListeners({
+    triggers = await startTriggerListeners({
       functions: hostDispatched(),
       scheduleMonitor: new BlobScheduleMonitor(opts.storageConnectionString, localHostId(appDir)),
       hostJson,
       log,
       invoke: (name, req) => invoker.invoke(name, req),
     });
-    cleanups.push(() => triggers.stop());
 
-    const banner = (): string => formatBanner(functions(), { routeTable, baseUrl: listener.baseUrl, claimedTriggerTypes: claimed });
+    const banner = (): string => formatBanner(functions(), { routeTable, baseUrl, claimedTriggerTypes: claimed });
     if (opts.printBanner) process.stdout.write(banner() + '\n');
-    log.info({ baseUrl: listener.baseUrl, functions: functions().map((f) => f.name) }, 'Functions host started');
+    log.info({ baseUrl, functions: functions().map((f) => f.name) }, 'Functions host started');
 
     let stopping: Promise<void> | undefined;
     return {
-      baseUrl: listener.baseUrl,
+      baseUrl,
       context,
       functions,
       keys,
       banner,
       log,
-      stop: () => (stopping ??= teardown().then(() => log.info('Functions host stopped'))),
+      stop: () =>
+        (stopping ??= teardown().then(() => {
+          log.info('Functions host stopped');
+          hostLogger.close();
+        })),
     };
   } catch (err) {
     await teardown();
+    hostLogger.close();
     throw err;
   }
 }

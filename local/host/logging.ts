@@ -4,14 +4,25 @@ import type { RpcLogLevel } from './coreModule';
 
 export type LogDestination = DestinationStream | string | number;
 
-export function createHostLogger(level = 'info', destination?: LogDestination): Logger {
-  const dest =
-    destination === undefined
-      ? pino.destination({ dest: 1, sync: true })
-      : typeof destination === 'string' || typeof destination === 'number'
-        ? pino.destination({ dest: destination, sync: true, mkdir: true })
-        : destination;
-  return pino({ level, base: { component: 'functions-host' } }, dest);
+export interface HostLogger {
+  log: Logger;
+  /** Flushes, and closes a file the logger opened itself (caller-provided streams stay open). */
+  close(): void;
+}
+
+export function createHostLogger(level = 'info', destination?: LogDestination): HostLogger {
+  if (destination === undefined || typeof destination === 'number' || typeof destination === 'string') {
+    const boom = pino.destination({ dest: destination ?? 1, sync: true, mkdir: typeof destination === 'string' });
+    const log = pino({ level, base: { component: 'functions-host' } }, boom);
+    return {
+      log,
+      close: () => {
+        boom.flushSync();
+        if (typeof destination === 'string') boom.end();
+      },
+    };
+  }
+  return { log: pino({ level, base: { component: 'functions-host' } }, destination), close: () => undefined };
 }
 
 /**

@@ -71,6 +71,16 @@ describe('local host: configuration', () => {
     }
   });
 
+  it('writes its log to a file when given a path', async () => {
+    const logFile = path.join(appDir, 'logs', 'host.log');
+    const host = await startFunctionsHost({ appDir, port: 0, storageConnectionString: azurite.connectionString(), logDestination: logFile, keys: { functionKey: 'f', masterKey: 'm' } });
+    await fetch(`${host.baseUrl}/v1/env?code=f`);
+    await host.stop();
+    const lines = readFileSync(logFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { msg: string; functionName?: string });
+    expect(lines.some((l) => l.functionName === 'env' && /Executed 'Functions.env' \(Succeeded\)/.test(l.msg))).toBe(true);
+    expect(lines.at(-1)?.msg).toBe('Functions host stopped');
+  });
+
   it('fails with the entry-point pattern when nothing matches package.json main', async () => {
     const empty = await mkdtemp(path.join(tmpdir(), 'host-empty-app-'));
     try {
