@@ -1,7 +1,9 @@
 /** parseJobSpec on hand-picked inputs: formats, messages, defaults, identity helpers. */
+import fc from 'fast-check';
 import {
-  deriveJobId, diffSpecs, parseJobSpec, resolveDestination, specHash, type JobSpec,
+  deriveJobId, diffSpecs, MAX_SPEC_TEXT_CHARS, parseJobSpec, resolveDestination, specHash, type JobSpec,
 } from '../../shared/spec';
+import { jsonErrorOffset } from '../../shared/spec/jsonErrorOffset';
 
 const minimal = { name: 'demo', pool: { vmSize: 'Standard_HB120rs_v3', nodes: 4 }, mpi: { runtime: 'openmpi', command: './app' } };
 
@@ -127,4 +129,29 @@ test('diffSpecs names the differing paths', () => {
   const b = ok({ ...minimal, pool: { ...minimal.pool, nodes: 8 }, container: { runtime: 'docker', images: ['app:1'] }, tags: { x: 'y' } });
   expect(diffSpecs(a, b)).toEqual(['container.images[1]', 'pool.nodes', 'tags.x']);
   expect(diffSpecs(a, a)).toEqual([]);
+});
+
+test('the JSON error locator agrees with JSON.parse: valid text has no error, broken text is located inside it', () => {
+  fc.assert(
+    fc.property(fc.jsonValue(), fc.nat(), (value, cutAt) => {
+      const text = JSON.stringify(value, null, 1);
+      expect(jsonErrorOffset(text)).toBe(text.length);
+      const cut = text.slice(0, cutAt % (text.length + 1));
+      let parses = true;
+      try {
+        JSON.parse(cut);
+      } catch {
+        parses = false;
+      }
+      const offset = jsonErrorOffset(cut);
+      if (parses) expect(offset).toBe(cut.length);
+      else expect(offset).toBeLessThanOrEqual(cut.length);
+    }),
+    { numRuns: 300 },
+  );
+});
+
+test('oversized bodies are refused before parsing', () => {
+  const errs = errors(`name: x\n#${'y'.repeat(MAX_SPEC_TEXT_CHARS)}`);
+  expect(errs[0].message).toMatch(/too large/);
 });
