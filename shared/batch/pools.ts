@@ -221,7 +221,14 @@ export async function getPoolSnapshot(ctx: BatchContext, poolId: string): Promis
     if (isGone(err, ['PoolNotFound'])) return undefined;
     throw err;
   }
-  const nodes = await listNodes(ctx, poolId);
+  let nodes: NodeSnapshot[];
+  try {
+    nodes = await listNodes(ctx, poolId);
+  } catch (err) {
+    // Deleted between the two reads.
+    if (isGone(err, ['PoolNotFound'])) return undefined;
+    throw err;
+  }
   return {
     poolId,
     state: pool.state ?? 'unknown',
