@@ -11,7 +11,7 @@ import { ActivityDispatcher } from './activities';
 import { ManagementApi, clientBindingData } from './api';
 import { resolveOptions, type DurableOptions, type ResolvedOptions } from './config';
 import { OrchestrationDispatcher } from './orchestrations';
-import { recover, type RecoveryReport } from './recovery';
+import { recover, recoverInstance, type RecoveryReport } from './recovery';
 import { DurableStore } from './store';
 
 export type { DurableOptions } from './config';
@@ -63,6 +63,7 @@ export function createDurableExtension(opts: DurableOptions = {}): DurableExtens
       const activities = new ActivityDispatcher(store, host, options, log);
       orchestrations.onWorkItems = () => activities.wake();
       activities.onAnswer = () => orchestrations.wake();
+      orchestrations.onEpisodeError = (instanceId) => recoverInstance(store, orchestrations, instanceId);
       const api = new ManagementApi(store, orchestrations, host, options, log);
       const report = await recover(store, orchestrations, log);
       orchestrations.start();

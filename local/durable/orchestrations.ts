@@ -57,6 +57,8 @@ export class OrchestrationDispatcher {
   readonly stats = { episodes: 0, deliveredEvents: 0 };
   /** Called when work items were enqueued (wakes the activity poller). */
   onWorkItems: () => void = () => undefined;
+  /** Called when an episode failed; its committed part may have an unsent outbox to re-derive. */
+  onEpisodeError: (instanceId: string) => Promise<unknown> = async () => undefined;
 
   constructor(
     private readonly store: DurableStore,
@@ -144,6 +146,9 @@ export class OrchestrationDispatcher {
         this.running.delete(instanceId);
         this.cache.delete(instanceId);
         this.log.error({ err, instanceId }, 'durable episode failed; its messages will be retried');
+        if (!this.stopped) {
+          this.onEpisodeError(instanceId).catch((e: unknown) => this.log.error({ err: e, instanceId }, 'durable re-derivation after a failed episode failed'));
+        }
       })
       .finally(() => {
         this.inFlight.delete(p);

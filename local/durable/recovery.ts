@@ -34,6 +34,16 @@ export async function recover(store: DurableStore, dispatcher: OrchestrationDisp
   return report;
 }
 
+/**
+ * Re-derive one instance's outstanding work (used after an episode failed past its commit, e.g. a
+ * transient storage error while sending its outbox, so the instance does not wait for a restart).
+ */
+export async function recoverInstance(store: DurableStore, dispatcher: OrchestrationDispatcher, instanceId: string): Promise<number> {
+  const row = await store.getInstance(instanceId);
+  if (!row || isTerminal(row.runtimeStatus)) return 0;
+  return recoverOne(store, dispatcher, row);
+}
+
 async function recoverOne(store: DurableStore, dispatcher: OrchestrationDispatcher, row: InstanceRow): Promise<number> {
   const loaded = await store.load(row.instanceId);
   const now = new Date();

@@ -171,3 +171,32 @@ test('small pure helpers', () => {
   expect(sig).toBe('WhenAll[CallActivity:A,CreateTimer]');
   expect(atomsOfSignature(sig)).toEqual(['CallActivity:A', 'CreateTimer']);
 });
+
+/** The pipeline's waiting pattern (orchestrations/pipeline/run.ts): one cancel-event task raced again and again against fresh timers. */
+const pollUntilCancelled = function* (ctx: OrchestrationContext) {
+  const cancel = ctx.df.waitForExternalEvent('cancel');
+  let polls = 0;
+  for (;;) {
+    const status = (yield ctx.df.callActivity('Sq', polls)) as number;
+    const timer = ctx.df.createTimer(new Date(ctx.df.currentUtcDateTime.getTime() + 10_000));
+    const winner = (yield ctx.df.Task.any([timer, cancel])) as df.Task;
+    if (winner === cancel) {
+      timer.cancel();
+      return { cancelled: cancel.result, polls, status };
+    }
+    polls += 1;
+  }
+};
+
+test('a reused cancel event raced against fresh timers: ids stay aligned and the cancel lands', async () => {
+  const r = await simulate(pollUntilCancelled, undefined, simActivities, { raise: [{ afterEpisode: 7, name: 'cancel', input: { by: 'user' } }] });
+  expect(r.state.status).toBe('Completed');
+  const out = r.output as { cancelled: unknown; polls: number; status: number };
+  expect(out.cancelled).toEqual({ by: 'user' });
+  expect(out.status).toBe(out.polls * out.polls);
+  // Each poll took one activity id and one timer id, the event none: ids are contiguous from 0.
+  const ids = r.history.filter((e) => e.EventId >= 0).map((e) => e.EventId);
+  expect(ids).toEqual(ids.map((_, i) => i));
+  expect(ids.length).toBeGreaterThanOrEqual(2 * out.polls + 1);
+  expect(out.polls).toBeGreaterThanOrEqual(2);
+});

@@ -21,6 +21,8 @@ export interface SimOptions {
   /** How many pending messages to offer per episode; default all. */
   batch?: (pendingCount: number) => number;
   maxEpisodes?: number;
+  /** External events to raise once the given number of episodes has run. */
+  raise?: { afterEpisode: number; name: string; input?: unknown }[];
 }
 
 export interface SimResult {
@@ -56,6 +58,12 @@ export async function simulate(fn: OrchestrationHandler, input: unknown, activit
   const maxEpisodes = opts.maxEpisodes ?? 2000;
   while (!state || !isTerminal(state.status)) {
     if (++episodes > maxEpisodes) throw new Error(`simulation did not finish in ${maxEpisodes} episodes; pending ${JSON.stringify(pending.map((m) => m.event))}`);
+    for (const r of opts.raise ?? []) {
+      if (r.afterEpisode === episodes - 1) {
+        const at = new Date(clock);
+        pending.push({ id: `m${msgSeq++}`, instanceId: 'sim', event: events.eventRaised(at, r.name, r.input === undefined ? undefined : JSON.stringify(r.input)), sentAt: at.toISOString() });
+      }
+    }
     if (pending.length === 0) throw new Error(`simulation stalled: nothing pending; state ${JSON.stringify(state)}`);
     // Choose the offered messages (order and batch size under test control).
     const offered: ControlMessage[] = [];
