@@ -447,8 +447,16 @@ describe('real Open MPI (integration)', () => {
     const c = buildMpiTaskCommands({
       ...base,
       command: `echo "rank $OMPI_COMM_WORLD_RANK/$OMPI_COMM_WORLD_SIZE: $GREETING"`,
-      options: ['--mca', 'plm_rsh_agent', agent, '--mca', 'btl', 'self,tcp', '--mca', 'btl_tcp_if_include', 'lo', '--mca', 'oob_tcp_if_include', 'lo'],
-      env: { GREETING: `it's "quoted" $HOME`, OMPI_ALLOW_RUN_AS_ROOT: '1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM: '1' },
+      // The local-stack settings travel as OMPI_MCA_* variables; they also displace the TCP preset's eth0 flag.
+      env: {
+        GREETING: `it's "quoted" $HOME`,
+        OMPI_MCA_plm_rsh_agent: agent,
+        OMPI_MCA_btl: 'self,tcp',
+        OMPI_MCA_btl_tcp_if_include: 'lo',
+        OMPI_MCA_oob_tcp_if_include: 'lo',
+        OMPI_ALLOW_RUN_AS_ROOT: '1',
+        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM: '1',
+      },
     });
     const argv = splitShellWords(c.applicationCommandLine);
     const r = spawnSync(argv[0], argv.slice(1), {
