@@ -72,7 +72,9 @@ async function main(): Promise<void> {
   const registry = await startRegistry({ images: [image], maxConcurrentPulls: LIMIT, bandwidthBytesPerSec: BANDWIDTH });
   const ref = `${registry.host}/hpc/mpi-demo:1.0`;
   // Warm the node tools' bundle so that the first scenario does not pay for building it.
-  await pull(await mkdtemp(path.join(tmpdir(), 'bench-warm-')), 'warm', `${registry.host}/hpc/none:0`);
+  const warm = await mkdtemp(path.join(tmpdir(), 'bench-warm-'));
+  await pull(warm, 'warm', `${registry.host}/hpc/none:0`);
+  await rm(warm, { recursive: true, force: true });
   registry.resetStats();
   const out: Outcome[] = [];
   try {
