@@ -280,6 +280,58 @@ describe('Batch emulator through @azure/batch', () => {
       expect(await readTaskFile(client, j, 'mi', 'stdout.txt')).toBe('');
     });
 
+    it('ends a job at its maxWallClockTime', async () => {
+      const p = await pool();
+      await waitForNodes(client, p, 1);
+      const j = await job(p, { constraints: { maxWallClockTime: 'PT1S' } });
+      await client.task.add(j, { id: 'long', commandLine: '/bin/sleep 30' });
+      const done = await waitFor('job completed', async () => {
+        const got = await client.job.get(j);
+        return got.state === 'completed' ? got : undefined;
+      }, 10_000);
+      expect(done.executionInfo?.terminateReason).toBe('MaxWallClockTimeExpiry');
+      expect((await client.task.get(j, 'long')).state).toBe('completed');
+    });
+
+    it('requeues running tasks when their pool is deleted', async () => {
+      const p = await pool();
+      await waitForNodes(client, p, 1);
+      const j = await job(p);
+      await client.task.add(j, { id: 'orphan', commandLine: '/bin/sleep 30' });
+      await waitForTask(client, j, 'orphan', 'running');
+      await client.pool.deleteMethod(p);
+      expect((await client.pool.get(p)).state).toBe('deleting');
+      const t = await waitForTask(client, j, 'orphan', 'active');
+      expect(t.executionInfo?.requeueCount).toBe(1);
+      await waitFor('pool gone', async () => ((await client.pool.exists(p)).body === false ? true : undefined));
+    });
+
+    it('gives every node an ssh that runs commands on the node owning an address, or in its sshd container', async () => {
+      const p = await pool({ nodes: 2, interNode: true });
+      const nodes = await waitForNodes(client, p, 2);
+      const j = await job(p);
+      const other = nodes[1];
+      // Each node's own ssh reaches the other node by IP and sees that node's environment and sandbox.
+      await client.task.add(j, {
+        id: 'hop',
+        commandLine: `ssh -o StrictHostKeyChecking=no ${other.ipAddress} 'echo $AZ_BATCH_NODE_ID; pwd'`,
+        affinityInfo: { affinityId: nodes[0].affinityId as string },
+      });
+      await waitForTask(client, j, 'hop');
+      const [id, cwd] = (await readTaskFile(client, j, 'hop', 'stdout.txt')).trim().split('\n');
+      expect(id).toBe(other.id);
+      expect(cwd).toBe(emu.nodes(p).find((n) => n.id === other.id)?.rootDir);
+      // A "container" with sshd on port 2222, recorded the way the node's docker records it.
+      const container =
+        `mkdir -p $AZ_BATCH_NODE_ROOT_DIR/containers/web; ` +
+        `printf '{"name":"web","image":"x","env":{"IN_CONTAINER":"yes"},"rootfs":"/","workdir":"/tmp","sshPort":2222,"pid":%s,"state":"running"}' $$ > $AZ_BATCH_NODE_ROOT_DIR/containers/web/config.json; ` +
+        `ssh -p 2222 $AZ_BATCH_EMULATOR_NODE_IP 'echo $IN_CONTAINER $PWD'; ssh -p 2223 $AZ_BATCH_EMULATOR_NODE_IP true; echo refused=$?`;
+      await client.task.add(j, { id: 'sshd', commandLine: `/bin/sh -c '${container.replace(/'/g, `'\\''`)}'` });
+      await waitForTask(client, j, 'sshd');
+      expect(await readTaskFile(client, j, 'sshd', 'stdout.txt')).toBe('yes /tmp\nrefused=255\n');
+      expect(await readTaskFile(client, j, 'sshd', 'stderr.txt')).toContain('Connection refused');
+    });
+
     it('resizes, removes and reboots nodes', async () => {
       const p = await pool({ nodes: 1 });
       await waitForNodes(client, p, 1);
