@@ -7,7 +7,8 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
-import { readTaskFile, sdkClient, signedFetch, waitFor, waitForNodes, waitForTask } from '../../local/batch/testing/sdkHelpers';
+import { processesMentioning, readTaskFile, sdkClient, signedFetch, waitFor, waitForNodes, waitForTask } from '../../local/batch/testing/sdkHelpers';
+import { existsSync } from 'node:fs';
 
 const FAST = { allocateMs: 20, bootMs: 20, leaveMs: 20, rebootMs: 20, startTaskPollMs: 100 };
 
@@ -486,5 +487,19 @@ describe('Batch emulator through @azure/batch', () => {
       expect(args.slice(-3)).toEqual(['registry.local/app:1', 'hostname', '-f']);
       expect(envLine).toBe('task=ct');
     });
+  });
+
+  it('stop() kills running task processes and removes its data dir', async () => {
+    const own = await startBatchEmulator({ timing: FAST });
+    const c = sdkClient(own);
+    await c.pool.add({ id: 'sp', vmSize: 'standard_d2s_v3', targetDedicatedNodes: 1 });
+    await waitForNodes(c, 'sp', 1);
+    await c.job.add({ id: 'sj', poolInfo: { poolId: 'sp' } });
+    await c.task.add('sj', { id: 'st', commandLine: `/bin/sh -c 'sleep 600 & sleep 600'` });
+    await waitForTask(c, 'sj', 'st', 'running');
+    await waitFor('task processes', async () => (processesMentioning(own.dataDir).length >= 3 ? true : undefined));
+    await own.stop();
+    expect(existsSync(own.dataDir)).toBe(false);
+    await waitFor('processes gone', async () => (processesMentioning(own.dataDir).length === 0 ? true : undefined), 5_000);
   });
 });
