@@ -1,4 +1,5 @@
 import { createContractValidator, type ContractExchange } from '../../local/batch/contract';
+import { convertDefinitions, convertSchema } from '../../local/batch/contract/swaggerToJsonSchema';
 
 const v = createContractValidator();
 const API = 'api-version=2022-10-01.16.0';
@@ -233,6 +234,37 @@ describe('validateResponse', () => {
     const ex = get(pool);
     expect(v.validateResponse({ ...ex, responseHeaders: { 'request-id': 'not-a-uuid' } })[0]).toMatch(
       /header "request-id"="not-a-uuid" must match format "uuid"/,
+    );
+  });
+});
+
+describe('swagger → JSON Schema conversion', () => {
+  test('documentation and x-ms-* keywords are dropped; listed properties become closed; free-form objects stay open', () => {
+    const out = convertSchema({
+      type: 'object',
+      title: 't',
+      description: 'd',
+      'x-ms-enum': { name: 'E' },
+      properties: { a: { type: 'string', readOnly: true }, settings: { type: 'object', title: 'free' } },
+      required: ['a'],
+    });
+    expect(out).toEqual({
+      type: 'object',
+      properties: { a: { type: 'string' }, settings: { type: 'object' } },
+      required: ['a'],
+      additionalProperties: false,
+    });
+  });
+
+  test('x-nullable allows null; $ref points at the shared definitions document', () => {
+    expect(convertSchema({ type: 'integer', 'x-nullable': true })).toEqual({ type: ['integer', 'null'] });
+    expect(convertSchema({ $ref: '#/definitions/CloudPool' })).toEqual({ $ref: 'batch-definitions#/definitions/CloudPool' });
+    expect(() => convertSchema({ $ref: 'other.json#/x' })).toThrow(/unsupported \$ref/);
+  });
+
+  test('a later-revision allowance that the spec already defines is refused (so it gets removed when the spec catches up)', () => {
+    expect(() => convertDefinitions({ CloudPool: { type: 'object', properties: { targetNodeCommunicationMode: { type: 'string' } } } })).toThrow(
+      /CloudPool.targetNodeCommunicationMode already exists in the spec/,
     );
   });
 });
