@@ -8,23 +8,52 @@
 import { readFileSync, mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { Command } from 'commander';
-import { startStack, REPO_ROOT } from './stack';
+import { startStack, REPO_ROOT, type Stack } from './stack';
+import type { ExpectedResult } from '../examples/data/dataset';
 import { checkCleanup, checkResult, submitSpec, uploadDemoInputs, watchJob } from './jobRunner';
 
 const t0 = Date.now();
 const stamp = () => `[${((Date.now() - t0) / 1000).toFixed(1).padStart(6)}s]`;
 const say = (msg: string) => console.log(`${stamp()} ${msg}`);
 
+/** Submits one spec, watches it to the end, and returns what is wrong (empty when the job succeeded and left nothing). */
+async function runOne(stack: Stack, specFile: string, expected: ExpectedResult, timeoutMs: number, hostLog: string): Promise<string[]> {
+  // Example specs name the registry as localhost:5000; the local one listens on an ephemeral port.
+  const specText = readFileSync(specFile, 'utf8').replace(/localhost:5000\//g, `${stack.registry.host}/`);
+  const id = await submitSpec(stack, specText);
+  say(`submitted ${path.relative(REPO_ROOT, specFile)} as job ${id} (POST /api/jobs → 202); watching GET /api/jobs/${id}`);
+  const view = await watchJob(stack, id, timeoutMs, say);
+  const problems: string[] = [];
+  if (view.state !== 'Succeeded') problems.push(`job ended ${view.state}: ${view.error?.message ?? ''}`);
+  else problems.push(...checkResult(view, expected, say));
+  problems.push(...(await checkCleanup(stack, view)));
+
+  console.log('\nStage timings:');
+  for (const [stage, t] of Object.entries(view.result?.timings ?? {})) {
+    const secs = t.endedAt ? ((Date.parse(t.endedAt) - Date.parse(t.startedAt)) / 1000).toFixed(1) : '?';
+    console.log(`  ${stage.padEnd(14)} ${secs.padStart(7)} s`);
+  }
+  if (view.result?.nodeMinutes !== undefined) console.log(`  node-minutes   ${view.result.nodeMinutes}`);
+  const logs = view.result?.logs ?? [];
+  console.log(`\nLogs: MPI master stdout ${logs[0]?.stdout ?? 'n/a'}${logs.length > 1 ? ` (+${logs.length - 1} subtasks)` : ''}`);
+  console.log(`      control plane ${path.relative(process.cwd(), hostLog)}\n`);
+  if (!problems.length) say(`job ${id} Succeeded; result verified; nothing left behind`);
+  return problems;
+}
+
 async function main(): Promise<number> {
   const program = new Command()
     .name('demo')
     .description('Run the demo MPI job through the whole pipeline on the local stack')
     .option('--size-mb <n>', 'size of the generated input data set in MB', '300')
-    .option('--spec <file>', 'job spec to submit', path.join(REPO_ROOT, 'examples', 'demo', 'native-openmpi.yaml'))
+    .option('--spec <file...>', 'job spec(s) to submit, one after the other', [
+      path.join(REPO_ROOT, 'examples', 'demo', 'native-openmpi.yaml'),
+      path.join(REPO_ROOT, 'examples', 'demo', 'docker-openmpi.yaml'),
+    ])
     .option('--timeout-s <n>', 'give up after this many seconds', '900')
     .option('--keep', 'keep the stack running afterwards (Ctrl-C to stop)', false)
     .parse();
-  const opts = program.opts<{ sizeMb: string; spec: string; timeoutS: string; keep: boolean }>();
+  const opts = program.opts<{ sizeMb: string; spec: string[]; timeoutS: string; keep: boolean }>();
 
   const logDir = path.join(REPO_ROOT, '.local', 'demo');
   mkdirSync(logDir, { recursive: true });
@@ -36,30 +65,15 @@ async function main(): Promise<number> {
     say(`function app up at ${stack.baseUrl} with ${stack.host.functions().length} functions (host log: ${path.relative(process.cwd(), hostLog)})`);
     const expected = await uploadDemoInputs(stack, Number(opts.sizeMb), say);
 
-    const specText = readFileSync(opts.spec, 'utf8');
-    const id = await submitSpec(stack, specText);
-    say(`submitted job ${id} (POST /api/jobs → 202); watching GET /api/jobs/${id}`);
-    const view = await watchJob(stack, id, Number(opts.timeoutS) * 1000, say);
-
-    const problems: string[] = [];
-    if (view.state !== 'Succeeded') problems.push(`job ended ${view.state}: ${view.error?.message ?? ''}`);
-    else problems.push(...checkResult(view, expected, say));
-    problems.push(...(await checkCleanup(stack, view)));
-
-    console.log('\nStage timings:');
-    for (const [stage, t] of Object.entries(view.result?.timings ?? {})) {
-      const secs = t.endedAt ? ((Date.parse(t.endedAt) - Date.parse(t.startedAt)) / 1000).toFixed(1) : '?';
-      console.log(`  ${stage.padEnd(14)} ${secs.padStart(7)} s`);
+    const failures: string[] = [];
+    for (const specFile of opts.spec) {
+      const problems = await runOne(stack, specFile, expected, Number(opts.timeoutS) * 1000, hostLog);
+      failures.push(...problems.map((p) => `${path.basename(specFile)}: ${p}`));
     }
-    if (view.result?.nodeMinutes !== undefined) console.log(`  node-minutes   ${view.result.nodeMinutes}`);
-    console.log('\nLogs (Batch task files):');
-    for (const l of view.result?.logs ?? []) console.log(`  ${l.node}: ${l.stdout}`);
-    console.log(`  control plane: ${path.relative(process.cwd(), hostLog)}`);
-    console.log('');
-    if (problems.length) {
-      for (const p of problems) say(`FAILED: ${p}`);
+    if (failures.length) {
+      for (const p of failures) say(`FAILED: ${p}`);
     } else {
-      say(`job ${id} Succeeded; result verified; pool, Batch job and staged shards cleaned up`);
+      say(`all ${opts.spec.length} job(s) Succeeded; results verified; pools, Batch jobs and staged shards cleaned up`);
       exitCode = 0;
     }
     if (opts.keep) {
