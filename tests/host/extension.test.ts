@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AzuriteHandle } from '../../local/azurite';
 import type { BindingInfo, HostContext, HostExtension } from '../../local/host';
 import { events } from '../fixtures/host-app/src/events';
-import { startAzurite, startFixtureHost } from './harness';
+import { startAzurite, startFixtureHost, waitFor } from './harness';
 
 /** A minimal extension standing in for the Durable engine: it owns a trigger type, an input type and a webhook. */
 class FakeExtension implements HostExtension {
@@ -99,8 +99,9 @@ describe('local host: extensions', () => {
 
   it('lets a request in progress finish when the host stops', async () => {
     const { host } = await startFixtureHost(azurite);
+    const started = events().length;
     const pending = fetch(`${host.baseUrl}/api/slow`);
-    await new Promise((r) => setTimeout(r, 100));
+    await waitFor('the slow function to start', () => (events().slice(started).some((e) => e.kind === 'slowStarted') ? true : undefined));
     const stopped = host.stop();
     const res = await pending;
     expect(res.status).toBe(200);
