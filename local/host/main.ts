@@ -11,6 +11,7 @@ import * as path from 'node:path';
 import { startAzurite, type AzuriteHandle } from '../azurite';
 import { startFunctionsHost, type FunctionsHostHandle } from './index';
 import { prettyDestination } from './logging';
+import { localHttpPort } from '../settings/localSettings';
 
 export interface CliOptions {
   app: string;
@@ -28,7 +29,7 @@ export function parseCliArgs(argv: string[]): CliOptions {
     .name('local-functions-host')
     .description('Run an Azure Functions v4 Node app on the embedded local host')
     .option('--app <dir>', 'function app folder (package.json main + host.json)', process.cwd())
-    .option('--port <n>', 'HTTP port (0 = any free port)', '7071')
+    .option('--port <n>', 'HTTP port, 0 = any free port (default: local.settings.json Host.LocalHttpPort, else 7071)')
     .option('--host <addr>', 'listen address', '127.0.0.1')
     .option('--storage <connectionString>', 'AzureWebJobsStorage; default: start Azurite')
     .option('--azurite-location <dir>', 'Azurite data folder when Azurite is started here (default <app>/.local/azurite)')
@@ -37,11 +38,12 @@ export function parseCliArgs(argv: string[]): CliOptions {
     .option('--json', 'JSON log lines (default when stdout is not a terminal)')
     .exitOverride();
   program.parse(argv, { from: 'user' });
-  const o = program.opts<{ app: string; port: string; host: string; storage?: string; azuriteLocation?: string; logLevel?: string; pretty?: boolean; json?: boolean }>();
-  const port = Number(o.port);
+  const o = program.opts<{ app: string; port?: string; host: string; storage?: string; azuriteLocation?: string; logLevel?: string; pretty?: boolean; json?: boolean }>();
+  const app = path.resolve(o.app);
+  const port = o.port === undefined ? (localHttpPort(app) ?? 7071) : Number(o.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be an integer in [0, 65535], got ${o.port}`);
   const pretty = o.pretty ? true : o.json ? false : process.stdout.isTTY === true;
-  return { app: path.resolve(o.app), port, host: o.host, storage: o.storage, azuriteLocation: o.azuriteLocation, logLevel: o.logLevel, pretty };
+  return { app, port, host: o.host, storage: o.storage, azuriteLocation: o.azuriteLocation, logLevel: o.logLevel, pretty };
 }
 
 export interface RunningStack {

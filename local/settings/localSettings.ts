@@ -5,15 +5,29 @@
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 
-export function loadLocalSettings(appDir: string, env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+function readLocalSettings(appDir: string): { file: string; parsed?: Record<string, unknown> } {
   const file = path.join(appDir, 'local.settings.json');
-  if (!existsSync(file)) return {};
-  let parsed: { IsEncrypted?: unknown; Values?: unknown };
+  if (!existsSync(file)) return { file };
   try {
-    parsed = JSON.parse(readFileSync(file, 'utf8')) as typeof parsed;
+    return { file, parsed: JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown> };
   } catch (err) {
     throw new Error(`Invalid local.settings.json at ${file}: ${(err as Error).message}`);
   }
+}
+
+/** `Host.LocalHttpPort` of local.settings.json (Core Tools' default port for `func start`), if set. */
+export function localHttpPort(appDir: string): number | undefined {
+  const { file, parsed } = readLocalSettings(appDir);
+  const value = (parsed?.Host as { LocalHttpPort?: unknown } | undefined)?.LocalHttpPort;
+  if (value === undefined) return undefined;
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`${file}: Host.LocalHttpPort must be a port number, got ${JSON.stringify(value)}`);
+  return port;
+}
+
+export function loadLocalSettings(appDir: string, env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const { file, parsed } = readLocalSettings(appDir);
+  if (!parsed) return {};
   if (parsed.IsEncrypted === true) throw new Error(`${file} is encrypted; the local host reads only plain settings`);
   const values = parsed.Values ?? {};
   if (typeof values !== 'object' || Array.isArray(values)) throw new Error(`${file}: "Values" must be an object`);

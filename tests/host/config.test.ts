@@ -5,6 +5,7 @@ import * as path from 'node:path';
 import type { AzuriteHandle } from '../../local/azurite';
 import { startFunctionsHost } from '../../local/host';
 import { loadLocalSettings } from '../../local/settings/localSettings';
+import { parseCliArgs } from '../../local/host/main';
 import { LogCapture, startAzurite } from './harness';
 
 /** A throw-away app in a temp dir: plain JS entry point, local.settings.json, host.json with routePrefix. */
@@ -15,7 +16,7 @@ async function makeTempApp(): Promise<string> {
   await writeFile(path.join(dir, 'host.json'), JSON.stringify({ version: '2.0', extensions: { http: { routePrefix: 'v1' } } }));
   await writeFile(
     path.join(dir, 'local.settings.json'),
-    JSON.stringify({ IsEncrypted: false, Values: { GREETING: 'hello from settings', PRESET_ELSEWHERE: 'from file', AzureWebJobsStorage: 'UseDevelopmentStorage=true' } }),
+    JSON.stringify({ IsEncrypted: false, Host: { LocalHttpPort: 7099 }, Values: { GREETING: 'hello from settings', PRESET_ELSEWHERE: 'from file', AzureWebJobsStorage: 'UseDevelopmentStorage=true' } }),
   );
   await import('node:fs/promises').then((fs) => fs.mkdir(path.join(dir, 'dist')));
   await writeFile(
@@ -91,6 +92,13 @@ describe('local host: configuration', () => {
     } finally {
       await rm(empty, { recursive: true, force: true });
     }
+  });
+
+  it('CLI port: --port, else local.settings.json Host.LocalHttpPort, else 7071', () => {
+    expect(parseCliArgs(['--app', appDir]).port).toBe(7099);
+    expect(parseCliArgs(['--app', appDir, '--port', '0']).port).toBe(0);
+    expect(parseCliArgs(['--app', tmpdir()]).port).toBe(7071);
+    expect(() => parseCliArgs(['--app', appDir, '--port', 'x'])).toThrow(/--port must be an integer/);
   });
 
   it('loadLocalSettings refuses non-string values and encrypted files', async () => {
