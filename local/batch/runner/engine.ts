@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { ResolvedTiming } from '../config';
 import { FaultState } from '../faults/faultConfig';
@@ -328,14 +328,30 @@ export function killContainers(nodeRoot: string): void {
   }
   for (const name of names) {
     try {
-      const cfg = JSON.parse(readFileSync(path.join(dir, name, 'config.json'), 'utf8')) as { pid?: number };
-      if (typeof cfg.pid === 'number' && cfg.pid > 1 && isAlive(cfg.pid)) {
-        killGroup(cfg.pid);
-        killPid(cfg.pid);
-      }
+      const cfg = JSON.parse(readFileSync(path.join(dir, name, 'config.json'), 'utf8')) as { pid?: number; state?: string };
+      if (cfg.state !== 'running' || typeof cfg.pid !== 'number' || cfg.pid <= 1 || !isAlive(cfg.pid)) continue;
+      // pids recycle (pid_max can be 32768): only kill a process that really belongs to this node.
+      if (!belongsToNode(cfg.pid, nodeRoot)) continue;
+      killGroup(cfg.pid);
+      killPid(cfg.pid);
     } catch {
       // not a container record
     }
+  }
+}
+
+/** True when the process runs with this node's environment or inside its sandbox. */
+function belongsToNode(pid: number, nodeRoot: string): boolean {
+  try {
+    if (readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`AZ_BATCH_NODE_ROOT_DIR=${nodeRoot}`)) return true;
+  } catch {
+    // unreadable: fall through to the working directory
+  }
+  try {
+    const cwd = readlinkSync(`/proc/${pid}/cwd`).replace(/ \(deleted\)$/, '');
+    return cwd === nodeRoot || cwd.startsWith(nodeRoot + path.sep);
+  } catch {
+    return false;
   }
 }
 

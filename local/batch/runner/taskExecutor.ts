@@ -6,7 +6,7 @@ import type { ExecInfo, JobRecord, Json, NodeRecord, PoolRecord, SubtaskRecord, 
 import { Engine, taskKey } from './engine';
 import { userEnv } from './env';
 import { splitCommandLine } from './commandLine';
-import { killGroup, runCommandLine, type ProcessOutcome } from './processes';
+import { groupAlive, killGroup, runCommandLine, type ProcessOutcome } from './processes';
 import { downloadResourceFiles } from './resourceFiles';
 import { taskRootRelative } from './sandbox';
 
@@ -110,6 +110,11 @@ export class TaskExecutor {
         : undefined;
     const o = await proc.done;
     this.engine.cancel(timer);
+    // Forget groups that are gone, so a later kill can never hit a recycled process group id.
+    if (proc.pgid && !groupAlive(proc.pgid)) {
+      this.engine.pgids.delete(proc.pgid);
+      opts.task?.pgids.delete(proc.pgid);
+    }
     return outcomeOf(o, timedOut);
   }
 
