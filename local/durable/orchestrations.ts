@@ -212,6 +212,7 @@ export class OrchestrationDispatcher {
     const start = sel.newExecution || !loaded ? 0 : loaded.state.historyLength;
     const final = result.state;
     if (final.executionId === execId) final.historyLength = start + appended.length;
+    const tInvoked = performance.now();
     let etag: string;
     try {
       etag = await this.store.commit(instanceId, loaded?.etag, execId, start, appended, final);
@@ -223,6 +224,7 @@ export class OrchestrationDispatcher {
       }
       throw err;
     }
+    const tCommitted = performance.now();
     const baseHistory = sel.newExecution || !loaded ? [] : loaded.history;
     this.cache.set(instanceId, {
       state: final,
@@ -254,6 +256,8 @@ export class OrchestrationDispatcher {
         status: final.status,
         historyLength: final.historyLength,
         durationMs,
+        untilInvokedMs: Math.round(tInvoked - started),
+        commitMs: Math.round(tCommitted - tInvoked),
       },
       result.nonDeterminism ? `durable episode: ${result.nonDeterminism}` : 'durable episode',
     );
