@@ -58,4 +58,9 @@ export interface BatchEmulatorOptions {
   onExchange?: (ex: ExchangeRecord) => void;
   /** Extra dirs prepended to every node's PATH (e.g. the nodetools bin dir). */
   nodePath?: string[];
+  /**
+   * Keep the account across restarts: state is saved to `<dataDir>/state.json` (every second and on
+   * stop) and loaded at start; stop() then keeps the node sandboxes. Needs `dataDir`.
+   */
+  persist?: boolean;
 }

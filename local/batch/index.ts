@@ -5,6 +5,8 @@ import path from 'node:path';
 import { DEFAULT_TIMING, DEV_ACCOUNT_KEY, DEV_ACCOUNT_NAME, type BatchEmulatorOptions } from './config';
 import { FaultState, type FaultConfig } from './faults/faultConfig';
 import { createBatchServer } from './handlers/server';
+import { continueTaskSeqAfter } from './handlers/tasks';
+import { loadSnapshot, saveSnapshot } from './model/snapshot';
 import { Engine } from './runner/engine';
 import { JobLifecycle } from './runner/jobLifecycle';
 import { nodeDirs } from './runner/sandbox';
@@ -48,6 +50,7 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
   const ownsDataDir = !opts.dataDir;
   const dataDir = opts.dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'batch-emu-'));
   mkdirSync(dataDir, { recursive: true });
+  if (opts.persist && !opts.dataDir) throw new Error('startBatchEmulator: persist needs a dataDir to keep the state in');
   const faults = new FaultState(opts.faults);
   let url = '';
   const engine = new Engine({
@@ -61,6 +64,8 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
   const executor = new TaskExecutor(engine);
   const scheduler = new Scheduler(engine, executor);
   const jobs = new JobLifecycle(engine, executor);
+  const stateFile = path.join(dataDir, 'state.json');
+  const saved = opts.persist ? loadSnapshot(stateFile) : undefined;
   const server = createBatchServer({
     accountName,
     accountKey,
@@ -77,6 +82,16 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
   });
   const port = (server.address() as AddressInfo).port;
   url = `http://${host}:${port}`;
+  if (saved) {
+    engine.restore(saved);
+    let maxSeq = -1;
+    for (const j of saved.jobs) for (const t of j.tasks.values()) maxSeq = Math.max(maxSeq, t.seq);
+    continueTaskSeqAfter(maxSeq);
+    jobs.resumeAfterRestore();
+    scheduler.kick();
+  }
+  const saver = opts.persist ? setInterval(() => saveSnapshot(stateFile, engine.snapshot()), 1000) : undefined;
+  saver?.unref();
 
   return {
     url,
@@ -96,13 +111,17 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
     },
     stop: async () => {
       scheduler.stop();
+      if (saver) {
+        clearInterval(saver);
+        saveSnapshot(stateFile, engine.snapshot());
+      }
       engine.stop();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
       });
       if (ownsDataDir) rmSync(dataDir, { recursive: true, force: true });
-      else rmSync(path.join(dataDir, 'nodes'), { recursive: true, force: true });
+      else if (!opts.persist) rmSync(path.join(dataDir, 'nodes'), { recursive: true, force: true });
     },
   };
 }

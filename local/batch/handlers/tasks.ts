@@ -9,6 +9,11 @@ import { optionalDuration, optionalInt, requireId, requireString } from './valid
 
 let seq = 0;
 
+/** After a restore, new tasks must sort after the restored ones. */
+export function continueTaskSeqAfter(max: number): void {
+  seq = Math.max(seq, max + 1);
+}
+
 export function getTask(s: Services, jobId: string, taskId: string): { job: JobRecord; task: TaskRecord } {
   const job = getJob(s, jobId);
   const task = job.tasks.get(taskId.toLowerCase());

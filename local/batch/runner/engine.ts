@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { ResolvedTiming } from '../config';
 import { FaultState } from '../faults/faultConfig';
 import { touch } from '../model/etag';
+import type { Snapshot } from '../model/snapshot';
 import type { JobRecord, Json, NodeRecord, NodeState, PoolRecord, TaskRecord } from '../model/types';
 import { nodeEnvironment } from './env';
 import { isAlive, killGroup, killPid } from './processes';
@@ -28,7 +29,7 @@ export class Engine {
   /** Every process group started on any node and not yet known dead. */
   readonly pgids = new Set<number>();
   private readonly timers = new Set<NodeJS.Timeout>();
-  private readonly ipBase = 1 + Math.floor(Math.random() * 254);
+  private ipBase = 1 + Math.floor(Math.random() * 254);
   private ipCounter = 0;
   private nodeCounter = 0;
   private stopped = false;
@@ -297,6 +298,50 @@ export class Engine {
       rmSync(path.join(this.cfg.dataDir, 'nodes', pool.id), { recursive: true, force: true });
       this.pools.delete(pool.id.toLowerCase());
     });
+  }
+
+  // ---- persistence ----------------------------------------------------------------------
+
+  snapshot(): Snapshot {
+    return {
+      version: 1,
+      savedAt: new Date().toISOString(),
+      counters: { ipBase: this.ipBase, ipCounter: this.ipCounter, nodeCounter: this.nodeCounter },
+      pools: [...this.pools.values()],
+      jobs: [...this.jobs.values()],
+    };
+  }
+
+  /**
+   * Takes back a saved account. Node processes did not survive the restart, so nodes come back
+   * as after a reboot: booting ones boot again, busy ones are idle (their tasks get requeued by
+   * the caller), leaving ones leave, and deleting pools finish deleting.
+   */
+  restore(s: Snapshot): void {
+    this.ipBase = s.counters.ipBase;
+    this.ipCounter = s.counters.ipCounter;
+    this.nodeCounter = s.counters.nodeCounter;
+    for (const pool of s.pools) {
+      this.pools.set(pool.id.toLowerCase(), pool);
+      if (pool.allocationState !== 'steady') this.setAllocationState(pool, 'steady');
+      for (const node of pool.nodes.values()) {
+        node.running = new Map();
+        const dirs = nodeDirs(this.cfg.dataDir, pool.id, node.id);
+        createNodeSandbox(dirs);
+        writeEnvFile(dirs.envFile, this.nodeEnv(node));
+        if (node.state === 'leavingpool') {
+          this.later(this.cfg.timing.leaveMs, () => this.dropNode(pool, node));
+        } else if (['creating', 'starting', 'rebooting', 'waitingforstarttask'].includes(node.state)) {
+          this.setNodeState(node, 'starting');
+          this.later(this.cfg.timing.bootMs, () => this.boot(pool, node));
+        } else if (node.state === 'running') {
+          this.setNodeState(node, 'idle');
+        }
+      }
+      if (pool.state === 'deleting') this.deletePool(pool);
+    }
+    for (const job of s.jobs) this.jobs.set(job.id.toLowerCase(), job);
+    this.rewriteHosts();
   }
 
   // ---- shutdown ----------------------------------------------------------------------------

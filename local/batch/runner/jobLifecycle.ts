@@ -77,6 +77,23 @@ export class JobLifecycle {
     this.engine.jobs.delete(job.id.toLowerCase());
   }
 
+  /** After a restore: tasks that were running start over, half-done job transitions finish. */
+  resumeAfterRestore(): void {
+    for (const job of [...this.engine.jobs.values()]) {
+      for (const t of job.tasks.values()) {
+        if (t.state === 'running' || t.state === 'preparing') this.executor.requeue(job, t, []);
+      }
+      if (job.state === 'terminating') {
+        job.executionInfo.endTime = new Date();
+        this.setState(job, 'completed');
+      } else if (job.state === 'deleting') {
+        void this.delete(job);
+      } else {
+        this.armWallClock(job);
+      }
+    }
+  }
+
   /** Tasks on a node that leaves (removal, pool deletion, reboot) are requeued or ended. */
   private nodeLeaving(node: NodeRecord, requeue: boolean): void {
     for (const r of [...node.running.values()]) {

@@ -172,6 +172,12 @@ export class TaskExecutor {
     if (!prep) return Promise.resolve(true);
     const key = `${job.id.toLowerCase()}/${node.poolId.toLowerCase()}/${node.id}`;
     let run = this.prepRuns.get(key);
+    const done = node.jobTasks.get(job.id.toLowerCase())?.prep;
+    if (!run && done?.state === 'completed') {
+      // Known from before an emulator restart.
+      run = Promise.resolve(done.result === 'success' || prep.waitForSuccess === false);
+      this.prepRuns.set(key, run);
+    }
     if (!run) {
       run = this.runPrep(job, node, prep);
       this.prepRuns.set(key, run);
