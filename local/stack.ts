@@ -37,6 +37,12 @@ export interface StackOptions {
   batch?: Partial<BatchEmulatorOptions>;
   /** Extra app settings. */
   env?: Record<string, string>;
+  /**
+   * The AzureWebJobsStorage the function app sees, built once Azurite's ports are known (e.g. with its
+   * TableEndpoint behind a fault-injecting proxy). The host's own storage (the Durable engine's) stays on
+   * Azurite. Default: Azurite's connection string.
+   */
+  appStorage?: (azurite: AzuriteHandle) => string | Promise<string>;
   /** Whether to build and serve the demo image (default true). */
   demoImage?: boolean;
   logLevel?: string;
@@ -94,7 +100,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       ...opts.batch,
     });
     stopOnError.push(() => batch.stop());
-    const settings = { ...localAppSettings(azurite, batch), LOCAL_REGISTRY: registry.host, ...opts.env };
+    const settings: Record<string, string> = { ...localAppSettings(azurite, batch), LOCAL_REGISTRY: registry.host, ...opts.env };
+    if (opts.appStorage) settings.AzureWebJobsStorage = await opts.appStorage(azurite);
     const host = await startFunctionsHost({
       appDir: opts.appDir ?? REPO_ROOT,
       port: opts.port ?? 7071,
