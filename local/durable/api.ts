@@ -9,6 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { HostContext } from '../host/extension';
 import type { ResolvedOptions } from './config';
+import { formatTimeline } from './timeline';
 import { EventType, events, type HistoryEvent } from './history';
 import { findFunction, startMessage, type OrchestrationDispatcher } from './orchestrations';
 import type { DurableStore, InstanceQuery, InstanceRow } from './store';
@@ -31,6 +32,8 @@ class HttpError extends Error {
 interface Reply {
   status: number;
   body?: unknown;
+  /** A plain-text answer instead of JSON. */
+  text?: string;
   headers?: Record<string, string>;
 }
 
@@ -112,6 +115,11 @@ export class ManagementApi {
         reply = { status: 500, body: { Message: (err as Error).message } };
       }
     }
+    if (reply.text !== undefined) {
+      res.writeHead(reply.status, { 'Content-Type': 'text/plain; charset=utf-8', ...reply.headers });
+      res.end(reply.text);
+      return true;
+    }
     const text = reply.body === undefined ? '' : JSON.stringify(reply.body);
     res.writeHead(reply.status, { ...(text ? { 'Content-Type': 'application/json; charset=utf-8' } : {}), ...reply.headers });
     res.end(text);
@@ -139,6 +147,8 @@ export class ManagementApi {
         if (op === 'terminate' || op === 'suspend' || op === 'resume') return this.control(id, op, url.searchParams.get('reason') ?? '');
         if (op === 'rewind') throw new HttpError(501, 'Rewind is not supported by the local Durable engine');
         if (op === 'restart') return this.restart(id, url, origin);
+      } else if (method === 'GET' && tail.length === 2 && tail[1] === 'timeline') {
+        return this.timeline(id);
       }
     }
     if (head === 'entities') throw new HttpError(501, 'Durable entities are not supported by the local Durable engine');
@@ -228,6 +238,14 @@ export class ManagementApi {
       body: page.rows.map((r) => this.payload(r, showInput)),
       headers: page.next ? { 'x-ms-continuation-token': page.next } : undefined,
     };
+  }
+
+  /** Local extension (not in the Durable API): the history as the timeline command prints it. */
+  private async timeline(instanceId: string): Promise<Reply> {
+    const row = await this.store.getInstance(instanceId);
+    const loaded = await this.store.load(instanceId);
+    if (!row && !loaded) throw new HttpError(404, `No instance with ID '${instanceId}' found.`);
+    return { status: 200, text: formatTimeline(row, loaded?.state, loaded?.history ?? []) + '\n' };
   }
 
   private async raise(instanceId: string, eventName: string, body: string, req: IncomingMessage): Promise<Reply> {

@@ -147,4 +147,8 @@ test('the timeline command prints an instance history from the task hub', async 
   expect(stdout).toMatch(/TaskFailed task #1 reason=Activity function 'Flaky' failed/);
   expect(stdout).toMatch(/TimerCreated #2/);
   expect(stdout).toMatch(/ExecutionCompleted Completed result=/);
+  const route = await fetch(`${stack.baseUrl}/runtime/webhooks/durabletask/instances/${id}/timeline`);
+  expect(route.status).toBe(200);
+  expect(await route.text()).toBe(stdout);
+  expect((await fetch(`${stack.baseUrl}/runtime/webhooks/durabletask/instances/nobody/timeline`)).status).toBe(404);
 });
