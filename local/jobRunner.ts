@@ -132,3 +132,20 @@ export async function uploadDemoInputs(stack: Stack, sizeMb: number, say: Say = 
   await software.getBlockBlobClient('shardsum.c').uploadFile(path.join(REPO_ROOT, 'examples', 'mpi', 'shardsum.c'));
   return expected;
 }
+
+/** The MPI master's stdout and stderr (the ends), for diagnosing a failed job. */
+export async function mpiOutput(stack: Stack, view: JobViewLite, maxChars = 4000): Promise<string> {
+  if (!view.batchJobId) return '(no Batch job)';
+  const batch = new BatchServiceClient(new BatchSharedKeyCredentials(stack.batch.accountName, stack.batch.accountKey), stack.batch.url);
+  const read = async (file: string) => {
+    try {
+      const res = await batch.file.getFromTask(view.batchJobId as string, 'mpi', file);
+      const chunks: Buffer[] = [];
+      for await (const c of res.readableStreamBody as AsyncIterable<Buffer>) chunks.push(Buffer.from(c));
+      return Buffer.concat(chunks).toString('utf8').slice(-maxChars);
+    } catch (err) {
+      return `(${file}: ${(err as Error).message})`;
+    }
+  };
+  return `--- stdout ---\n${await read('stdout.txt')}\n--- stderr ---\n${await read('stderr.txt')}`;
+}
