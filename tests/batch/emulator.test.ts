@@ -94,6 +94,7 @@ describe('Batch emulator through @azure/batch', () => {
       await client.task.add(j, { id: 't1', commandLine: '/bin/true' });
       expect(await failure(client.task.add(j, { id: 'T1', commandLine: '/bin/true' }))).toMatchObject({ statusCode: 409, code: 'TaskExists' });
       expect(await failure(client.task.get(j, 'nope'))).toMatchObject({ statusCode: 404, code: 'TaskNotFound' });
+      expect(await failure(client.job.listPreparationAndReleaseTaskStatus(j))).toMatchObject({ statusCode: 409, code: 'JobPreparationTaskNotSpecified' });
       const missing = await failure(client.task.add(j, { id: 't2', commandLine: '' }));
       expect(missing).toMatchObject({ statusCode: 400, code: 'MissingRequiredProperty' });
       await client.pool.deleteMethod(p);
@@ -254,6 +255,22 @@ describe('Batch emulator through @azure/batch', () => {
       const two = await waitFor('job completed', async () => ((await client.job.get(j)).state === 'completed' ? client.task.get(j, 'two') : undefined));
       expect(two.state).toBe('active'); // Batch leaves active tasks of a terminated job active.
       expect((await client.task.get(j, 'one')).executionInfo?.failureInfo?.code).toBe('TaskEnded');
+    });
+
+    it('holds a task until the tasks it depends on have succeeded', async () => {
+      const p = await pool({ slots: 4 });
+      await waitForNodes(client, p, 1);
+      const j = await job(p, { usesTaskDependencies: true });
+      await client.task.add(j, { id: '1', commandLine: '/bin/sleep 0.5' });
+      await client.task.add(j, { id: '2', commandLine: '/bin/true' });
+      await client.task.add(j, { id: 'after', commandLine: '/bin/true', dependsOn: { taskIds: ['2'], taskIdRanges: [{ start: 1, end: 1 }] } });
+      await waitForTask(client, j, '2');
+      expect((await client.task.get(j, 'after')).state).toBe('active');
+      const first = await waitForTask(client, j, '1');
+      const after = await waitForTask(client, j, 'after');
+      expect(+(after.executionInfo?.startTime as Date)).toBeGreaterThanOrEqual(+(first.executionInfo?.endTime as Date));
+      const noDeps = await job(p);
+      expect(await failure(client.task.add(noDeps, { id: 'x', commandLine: '/bin/true', dependsOn: { taskIds: ['y'] } }))).toMatchObject({ statusCode: 409, code: 'TaskDependenciesNotSpecifiedOnJob' });
     });
 
     it('never schedules a multi-instance task on a pool without inter-node communication', async () => {

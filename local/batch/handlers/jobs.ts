@@ -175,7 +175,7 @@ const enableJob: Handler = (ctx, p, s) => {
 const prepReleaseStatus: Handler = (ctx, p, s) => {
   const job = getJob(s, p.jobId);
   if (!job.spec.jobPreparationTask) {
-    throw errors.conflict('JobPreparationTaskOrReleaseTaskNotSpecified', 'The specified job does not have a job preparation task.');
+    throw errors.conflict('JobPreparationTaskNotSpecified', 'The specified job does not have a job preparation or job release task.');
   }
   const rows: Json[] = [];
   for (const ref of job.prepNodes) {

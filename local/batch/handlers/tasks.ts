@@ -36,6 +36,15 @@ function buildTask(s: Services, job: JobRecord, b: Json, path = ''): TaskRecord 
     optionalInt(mi, 'numberOfInstances', 1, 100, `${path}multiInstanceSettings.numberOfInstances`);
     if (requiredSlots !== 1) throw errors.invalid(`${path}requiredSlots`, requiredSlots, 'multi-instance tasks must have requiredSlots 1');
   }
+  for (const [key, code] of [['jobPreparationTask', 'TaskIdSameAsJobPreparationTask'], ['jobReleaseTask', 'TaskIdSameAsJobReleaseTask']] as const) {
+    const special = job.spec[key] as Json | undefined;
+    if (special && typeof special.id === 'string' && special.id.toLowerCase() === id.toLowerCase()) {
+      throw errors.conflict(code, `The task id ${id} is the id of the job's ${key}.`);
+    }
+  }
+  if (b.dependsOn && job.spec.usesTaskDependencies !== true) {
+    throw new BatchHttpError(409, 'TaskDependenciesNotSpecifiedOnJob', 'The task has dependencies but its job does not have usesTaskDependencies set.');
+  }
   const containerSettings = b.containerSettings as Json | undefined;
   if (containerSettings && !containerSettings.imageName) throw errors.missing(`${path}containerSettings.imageName`);
   const now = new Date();

@@ -45,6 +45,7 @@ export class Scheduler {
       let runningCount = [...job.tasks.values()].filter((t) => t.state === 'running' || t.state === 'preparing').length;
       for (const task of active) {
         if (job.maxParallelTasks !== -1 && runningCount >= job.maxParallelTasks) break;
+        if (!dependenciesMet(job, task)) continue;
         const nodes = this.pick(job, task, pool);
         if (!nodes) continue;
         const key = taskKey(task);
@@ -97,6 +98,24 @@ export class Scheduler {
     }
     return [ordered[0]];
   }
+}
+
+/**
+ * dependsOn: a task waits until every task it names (ids and id ranges) has completed successfully.
+ * A failed or missing parent keeps it waiting (exit-condition dependency actions are not emulated).
+ */
+export function dependenciesMet(job: JobRecord, task: TaskRecord): boolean {
+  const deps = task.spec.dependsOn as Json | undefined;
+  if (!deps) return true;
+  const ok = (id: string) => {
+    const parent = job.tasks.get(id.toLowerCase());
+    return parent?.state === 'completed' && parent.executionInfo?.result === 'success';
+  };
+  for (const id of (deps.taskIds as string[] | undefined) ?? []) if (!ok(id)) return false;
+  for (const r of (deps.taskIdRanges as { start: number; end: number }[] | undefined) ?? []) {
+    for (let i = r.start; i <= r.end; i++) if (!ok(String(i))) return false;
+  }
+  return true;
 }
 
 function freeSlots(n: NodeRecord, slotsPerNode: number): number {
