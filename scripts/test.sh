@@ -2,7 +2,7 @@
 # The whole test suite: install what is missing, type-check, lint, then jest (unit, integration, end-to-end).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/ensure-deps.sh
+bash scripts/ensure-deps.sh chromium
 echo "[test] eslint"
 npx eslint . --max-warnings=0
 echo "[test] jest"
