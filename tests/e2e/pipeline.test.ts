@@ -31,6 +31,29 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => stack?.stop(), 60_000);
 
+describe('job API surface', () => {
+  it('serves the OpenAPI document generated from the schemas, and health', async () => {
+    const doc = (await (await fetch(`${stack.baseUrl}/api/openapi.json`)).json()) as { openapi: string; paths: Record<string, unknown> };
+    expect(doc.openapi).toMatch(/^3\./);
+    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/api/jobs', '/api/jobs/{id}', '/api/health']));
+    const health = await fetch(`${stack.baseUrl}/api/health`);
+    expect(health.status).toBe(200);
+  });
+
+  it('rejects a bad spec with 400 and field paths, and a write without a key with 401', async () => {
+    const bad = await fetch(`${stack.baseUrl}/api/jobs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/yaml', 'x-functions-key': stack.host.keys.functionKey },
+      body: variant((s) => { (s.pool as { nodes: number }).nodes = 500; }),
+    });
+    expect(bad.status).toBe(400);
+    const body = (await bad.json()) as { errors: { path: string }[] };
+    expect(body.errors.map((e) => e.path)).toContain('pool.nodes');
+    const anonymous = await fetch(`${stack.baseUrl}/api/jobs`, { method: 'POST', body: DEMO_SPEC });
+    expect(anonymous.status).toBe(401);
+  });
+});
+
 describe('mpiJob pipeline end to end', () => {
   it('runs a real MPI job over staged shards, verifies the result, and leaves no pool, job or staged data', async () => {
     const expected = await uploadDemoInputs(stack, 180);
