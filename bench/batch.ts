@@ -10,7 +10,9 @@ import os from 'node:os';
 import path from 'node:path';
 import v8 from 'node:v8';
 import vm from 'node:vm';
+import http from 'node:http';
 import { startBatchEmulator } from '../local/batch';
+import { sign, stringToSign } from '../local/batch/auth/sharedKey';
 import { sdkClient, sleep, waitFor, waitForNodes, waitForTask } from '../local/batch/testing/sdkHelpers';
 
 // A real gc() without needing --expose-gc on the command line, so heap figures are settled.
@@ -103,6 +105,39 @@ async function main(): Promise<void> {
       }),
     );
     console.log(`get task throughput: ${((done / (performance.now() - t0)) * 1000).toFixed(0)} requests/s (${done} requests, 32 concurrent, SDK in-process)`);
+
+    // 3b. The same without the SDK: keep-alive HTTP, each request signed (shared key) by our signer.
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 32 });
+    const pathOnly = '/jobs/lat/tasks/t0';
+    const query = { 'api-version': '2022-10-01.16.0' };
+    const getRaw = () =>
+      new Promise<number>((resolve, reject) => {
+        const headers: Record<string, string> = { 'ocp-date': new Date().toUTCString() };
+        const sig = sign(stringToSign({ method: 'GET', rawPath: pathOnly, query, headers }, emu.accountName, ''), emu.accountKey);
+        headers.authorization = `SharedKey ${emu.accountName}:${sig}`;
+        const req = http.get(`${emu.url}${pathOnly}?api-version=${query['api-version']}`, { agent, headers }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        });
+        req.on('error', reject);
+      });
+    const rawUntil = Date.now() + 3000;
+    let rawDone = 0;
+    const r0 = performance.now();
+    const cpu0 = process.cpuUsage();
+    await Promise.all(
+      Array.from({ length: 32 }, async () => {
+        while (Date.now() < rawUntil) {
+          if ((await getRaw()) !== 200) throw new Error('raw get task failed');
+          rawDone++;
+        }
+      }),
+    );
+    const cpu = process.cpuUsage(cpu0);
+    agent.destroy();
+    console.log(`get task throughput without the SDK: ${((rawDone / (performance.now() - r0)) * 1000).toFixed(0)} requests/s (${rawDone} requests, 32 concurrent keep-alive)`);
+    // Wall-clock rates depend on how busy the machine is; CPU per request (client + server in this process) does not.
+    console.log(`CPU per get-task request (client and emulator together): ${((cpu.user + cpu.system) / 1000 / rawDone).toFixed(2)} ms → at most ~${Math.round(rawDone / ((cpu.user + cpu.system) / 1e6))} requests/s per core`);
 
     // 4. Memory per emulated node (idle nodes; tasks' own processes are not counted).
     // Warm up the node code paths first so that compiled code is not counted as node memory.
