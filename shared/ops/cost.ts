@@ -1,0 +1,109 @@
+/**
+ * Cost model of one job, pure: node-minutes from the pool's allocation (the create request) to its release
+ * (the delete request, or the job's end for a pool we keep), per stage, and the estimated cost from a price table.
+ * Low-priority/spot nodes are always 0 here: MPI pools need inter-node communication and our pools are
+ * created with dedicated nodes only; the field exists so the shape stays right if that changes.
+ */
+export interface StageTiming {
+  startedAt: string;
+  endedAt?: string;
+}
+
+export interface PoolUsage {
+  vmSize?: string;
+  dedicatedNodes: number;
+  lowPriorityNodes: number;
+  /** ISO time the pool was requested (created, or taken over when reused). */
+  allocatedAt: string;
+  /** ISO time the pool was released (delete requested, or the job ended for a pool we do not delete). */
+  releasedAt: string;
+}
+
+export interface JobCost {
+  vmSize?: string;
+  nodes: number;
+  allocatedAt: string;
+  releasedAt: string;
+  minutes: number;
+  nodeMinutes: { dedicated: number; lowPriority: number; total: number };
+  /** Dedicated node-minutes spent while each stage was current (clipped to the pool's lifetime). */
+  perStage: Record<string, number>;
+  pricePerNodeHour?: number;
+  currency: string;
+  /** Absent when the VM size is not in the price table. */
+  estimatedCost?: number;
+  priceSource: string;
+}
+
+const round2 = (n: number) => Math.round(n * 100) / 100;
+
+function minutesBetween(fromIso: string, toIso: string): number {
+  return Math.max(0, Date.parse(toIso) - Date.parse(fromIso)) / 60_000;
+}
+
+/** Node-hours used so far by `nodes` nodes allocated at `allocatedAtMs` (what the budget guard compares). */
+export function nodeHoursSoFar(nodes: number, allocatedAtMs: number, nowMs: number): number {
+  return (nodes * Math.max(0, nowMs - allocatedAtMs)) / 3_600_000;
+}
+
+export function jobCost(
+  usage: PoolUsage,
+  timings: Record<string, StageTiming>,
+  price: { pricePerNodeHour?: number; currency: string; source: string },
+): JobCost {
+  const minutes = minutesBetween(usage.allocatedAt, usage.releasedAt);
+  const dedicated = usage.dedicatedNodes * minutes;
+  const lowPriority = usage.lowPriorityNodes * minutes;
+  const from = Date.parse(usage.allocatedAt);
+  const to = Date.parse(usage.releasedAt);
+  const perStage: Record<string, number> = {};
+  for (const [stage, t] of Object.entries(timings)) {
+    const s = Math.max(from, Date.parse(t.startedAt));
+    const e = Math.min(to, Date.parse(t.endedAt ?? usage.releasedAt));
+    if (e > s) perStage[stage] = round2((usage.dedicatedNodes * (e - s)) / 60_000);
+  }
+  const cost: JobCost = {
+    vmSize: usage.vmSize,
+    nodes: usage.dedicatedNodes + usage.lowPriorityNodes,
+    allocatedAt: usage.allocatedAt,
+    releasedAt: usage.releasedAt,
+    minutes: round2(minutes),
+    nodeMinutes: { dedicated: round2(dedicated), lowPriority: round2(lowPriority), total: round2(dedicated + lowPriority) },
+    perStage,
+    currency: price.currency,
+    priceSource: price.source,
+  };
+  if (price.pricePerNodeHour !== undefined) {
+    cost.pricePerNodeHour = price.pricePerNodeHour;
+    // Rounded to 4 decimals: small test jobs cost fractions of a cent.
+    cost.estimatedCost = Math.round(((dedicated + lowPriority) / 60) * price.pricePerNodeHour * 10_000) / 10_000;
+  }
+  return cost;
+}
+
+export interface BudgetLimits {
+  maxNodeHours?: number;
+  maxCost?: { amount: number; currency: string };
+}
+
+/**
+ * Whether the running job is over its budget, and why (the text recorded as the cancel reason after "budget").
+ * maxCost in a currency other than the price table's cannot be compared: it is reported, not enforced.
+ */
+export function budgetVerdict(
+  limits: BudgetLimits,
+  used: { nodeHours: number; pricePerNodeHour?: number; currency: string },
+): { exceeded: false; note?: string } | { exceeded: true; reason: string } {
+  if (limits.maxNodeHours !== undefined && used.nodeHours > limits.maxNodeHours) {
+    return { exceeded: true, reason: `budget: ${used.nodeHours.toFixed(4)} node-hours used, limit maxNodeHours ${limits.maxNodeHours}` };
+  }
+  if (limits.maxCost) {
+    if (used.pricePerNodeHour === undefined) return { exceeded: false, note: 'maxCost not enforced: VM size not in the price table' };
+    if (limits.maxCost.currency !== used.currency) return { exceeded: false, note: `maxCost not enforced: prices are in ${used.currency}, limit in ${limits.maxCost.currency}` };
+    const spent = used.nodeHours * used.pricePerNodeHour;
+    if (spent > limits.maxCost.amount) {
+      return { exceeded: true, reason: `budget: estimated ${spent.toFixed(4)} ${used.currency} spent, limit maxCost ${limits.maxCost.amount} ${limits.maxCost.currency}` };
+    }
+  }
+  return { exceeded: false };
+}

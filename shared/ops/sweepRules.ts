@@ -1,0 +1,202 @@
+/**
+ * The sweep's rules as pure decisions over what it observed: which leftovers to remove, which runs are lost
+ * or stalled. No I/O here; sweep.ts observes and acts. Every action names the job it concerns, so it can be
+ * written to that job's timeline, and the rule that chose it, so each run can be summarised per rule.
+ */
+import type { JobState } from '../state/states';
+import { isTerminal } from '../state/states';
+
+export interface SweepSettings {
+  /** A running orchestration whose progress is older than this is stalled. */
+  stallLimitMs: number;
+  /** Extra time before a resource whose job is unknown, or past its wall-clock limit, is removed. */
+  graceMs: number;
+  /** Staging containers of finished (or unknown) jobs are deleted this long after their last change. */
+  stagingRetentionMs: number;
+}
+
+export interface ObservedJobRow {
+  id: string;
+  state: JobState;
+  createdAt: string;
+  updatedAt: string;
+  /** The job's whole-pipeline limit in ms (maxWallClock plus provisioning/staging allowances), if any. */
+  wallClockLimitMs?: number;
+  /** The job keeps its pool after it ends (spec cleanup.deletePool never, or onSuccess and the job did not succeed). */
+  keepsPool: boolean;
+  /** The job keeps its staged data for this long after it ends (spec cleanup.keepStagedData). */
+  keepStagedDataMs?: number;
+}
+
+export type OrchestrationRuntime = 'Pending' | 'Running' | 'Suspended' | 'Completed' | 'Failed' | 'Terminated' | 'Canceled' | 'ContinuedAsNew';
+
+export interface ObservedOrchestration {
+  runtimeStatus: OrchestrationRuntime | string;
+  /** Last time the instance changed (the Durable lastUpdatedTime). */
+  lastUpdatedTime: string;
+  /** The pipeline's own progress stamp (custom status updatedAt), if it reported any. */
+  progressAt?: string;
+}
+
+export interface ObservedPool {
+  poolId: string;
+  jobId: string;
+  state: string;
+  creationTime?: string;
+}
+
+export interface ObservedBatchJob {
+  batchJobId: string;
+  jobId: string;
+  state: string;
+  creationTime?: string;
+}
+
+export interface ObservedStagingContainer {
+  account: string;
+  container: string;
+  lastModified: string;
+  /** The job it belongs to, when the name maps back to a known job. */
+  jobId?: string;
+}
+
+export interface SweepObservation {
+  now: string;
+  jobs: ReadonlyMap<string, ObservedJobRow>;
+  /** Orchestration per job id; absent = no instance (never started, or purged / lost). */
+  orchestrations: ReadonlyMap<string, ObservedOrchestration>;
+  pools: readonly ObservedPool[];
+  batchJobs: readonly ObservedBatchJob[];
+  staging: readonly ObservedStagingContainer[];
+}
+
+export type SweepRule = 'stalledRun' | 'lostRun' | 'leakedPool' | 'leakedBatchJob' | 'expiredStaging';
+
+export type SweepAction =
+  | { kind: 'terminateOrchestration'; rule: SweepRule; jobId: string; reason: string }
+  | { kind: 'failJob'; rule: SweepRule; jobId: string; reason: string }
+  | { kind: 'terminateBatchJob'; rule: SweepRule; jobId: string; batchJobId: string; reason: string }
+  | { kind: 'deletePool'; rule: SweepRule; jobId: string; poolId: string; reason: string }
+  | { kind: 'deleteStaging'; rule: SweepRule; jobId?: string; account: string; container: string; reason: string };
+
+const TERMINAL_RUNTIME = new Set(['Completed', 'Failed', 'Terminated', 'Canceled']);
+const ACTIVE_BATCH_JOB = new Set(['active', 'disabling', 'disabled', 'enabling']);
+const GONE_POOL = new Set(['deleting']);
+
+export function isTerminalRuntime(status: string): boolean {
+  return TERMINAL_RUNTIME.has(status);
+}
+
+const ms = (iso: string | undefined) => (iso ? Date.parse(iso) : NaN);
+const ageMs = (nowMs: number, iso: string | undefined) => {
+  const t = ms(iso);
+  return Number.isNaN(t) ? Infinity : nowMs - t;
+};
+
+/** A running orchestration without progress for longer than the limit (the later of its two stamps counts). */
+export function isStalled(orch: ObservedOrchestration, nowMs: number, stallLimitMs: number): boolean {
+  if (orch.runtimeStatus !== 'Running' && orch.runtimeStatus !== 'Pending') return false;
+  const last = Math.max(ms(orch.lastUpdatedTime) || 0, ms(orch.progressAt) || 0);
+  return nowMs - last > stallLimitMs;
+}
+
+/**
+ * A job whose row is not finished but whose run is gone: no instance (purged, lost) or an instance that ended
+ * without finishing the row (terminated by hand, crashed). Young jobs get the grace period: intake writes the
+ * row a moment before it starts the orchestration.
+ */
+export function isLostRun(job: ObservedJobRow, orch: ObservedOrchestration | undefined, nowMs: number, graceMs: number): boolean {
+  if (isTerminal(job.state)) return false;
+  if (orch && !isTerminalRuntime(orch.runtimeStatus)) return false;
+  const since = orch ? Math.max(ms(orch.lastUpdatedTime) || 0, ms(job.updatedAt) || 0) : ms(job.updatedAt) || 0;
+  return nowMs - since > graceMs;
+}
+
+/** Why an owned pool should go now, or undefined to keep it. */
+export function poolVerdict(pool: ObservedPool, job: ObservedJobRow | undefined, failing: ReadonlySet<string>, nowMs: number, s: SweepSettings): string | undefined {
+  if (GONE_POOL.has(pool.state)) return undefined;
+  if (failing.has(pool.jobId)) return 'its run is lost or stalled';
+  if (!job) return ageMs(nowMs, pool.creationTime) > s.graceMs ? `job ${pool.jobId} is unknown` : undefined;
+  if (isTerminal(job.state)) return job.keepsPool ? undefined : `job ${job.id} is ${job.state}`;
+  if (job.wallClockLimitMs !== undefined && ageMs(nowMs, job.createdAt) > job.wallClockLimitMs + s.graceMs) {
+    return `job ${job.id} is past its wall-clock limit plus grace`;
+  }
+  return undefined;
+}
+
+/** Why an owned Batch job still active should be terminated now, or undefined. */
+export function batchJobVerdict(bj: ObservedBatchJob, job: ObservedJobRow | undefined, orch: ObservedOrchestration | undefined, failing: ReadonlySet<string>, nowMs: number, s: SweepSettings): string | undefined {
+  if (!ACTIVE_BATCH_JOB.has(bj.state)) return undefined;
+  if (failing.has(bj.jobId)) return 'its run is lost or stalled';
+  if (orch && isTerminalRuntime(orch.runtimeStatus)) return `orchestration is ${orch.runtimeStatus}`;
+  if (!orch && ageMs(nowMs, bj.creationTime) > s.graceMs) return job ? 'orchestration is missing' : `job ${bj.jobId} is unknown`;
+  return undefined;
+}
+
+/** Why a staging container should be deleted now, or undefined. */
+export function stagingVerdict(c: ObservedStagingContainer, job: ObservedJobRow | undefined, failing: ReadonlySet<string>, nowMs: number, s: SweepSettings): string | undefined {
+  if (c.jobId && failing.has(c.jobId)) return 'its run is lost or stalled';
+  const age = ageMs(nowMs, c.lastModified);
+  if (!job) return age > s.stagingRetentionMs ? 'no known job and past the staging retention' : undefined;
+  if (!isTerminal(job.state)) return undefined;
+  const keep = Math.max(s.stagingRetentionMs, job.keepStagedDataMs ?? 0);
+  return ageMs(nowMs, job.updatedAt) > keep ? `job ${job.id} is ${job.state} and its data is past retention` : undefined;
+}
+
+/**
+ * The whole plan of one sweep. Order matters for the actor: orchestrations are terminated before their
+ * resources are removed (so a stalled run cannot re-create them), and the job row is failed last (after its
+ * resources went, so the row's reason is true when it is read).
+ */
+export function planSweep(o: SweepObservation, s: SweepSettings): SweepAction[] {
+  const nowMs = Date.parse(o.now);
+  const actions: SweepAction[] = [];
+  const failing = new Set<string>();
+
+  for (const job of o.jobs.values()) {
+    const orch = o.orchestrations.get(job.id);
+    if (isTerminal(job.state)) continue;
+    if (orch && isStalled(orch, nowMs, s.stallLimitMs)) {
+      failing.add(job.id);
+      const reason = `stalled: no progress for ${Math.round((nowMs - Math.max(ms(orch.lastUpdatedTime) || 0, ms(orch.progressAt) || 0)) / 1000)} s (limit ${Math.round(s.stallLimitMs / 1000)} s)`;
+      actions.push({ kind: 'terminateOrchestration', rule: 'stalledRun', jobId: job.id, reason });
+    } else if (isLostRun(job, orch, nowMs, s.graceMs)) {
+      failing.add(job.id);
+    }
+  }
+
+  for (const bj of o.batchJobs) {
+    const reason = batchJobVerdict(bj, o.jobs.get(bj.jobId), o.orchestrations.get(bj.jobId), failing, nowMs, s);
+    if (reason) actions.push({ kind: 'terminateBatchJob', rule: failing.has(bj.jobId) ? ruleOf(o, bj.jobId, nowMs, s) : 'leakedBatchJob', jobId: bj.jobId, batchJobId: bj.batchJobId, reason });
+  }
+  for (const pool of o.pools) {
+    const reason = poolVerdict(pool, o.jobs.get(pool.jobId), failing, nowMs, s);
+    if (reason) actions.push({ kind: 'deletePool', rule: failing.has(pool.jobId) ? ruleOf(o, pool.jobId, nowMs, s) : 'leakedPool', jobId: pool.jobId, poolId: pool.poolId, reason });
+  }
+  for (const c of o.staging) {
+    const reason = stagingVerdict(c, c.jobId ? o.jobs.get(c.jobId) : undefined, failing, nowMs, s);
+    if (reason) actions.push({ kind: 'deleteStaging', rule: c.jobId && failing.has(c.jobId) ? ruleOf(o, c.jobId, nowMs, s) : 'expiredStaging', jobId: c.jobId, account: c.account, container: c.container, reason });
+  }
+
+  for (const id of failing) {
+    const rule = ruleOf(o, id, nowMs, s);
+    const orch = o.orchestrations.get(id);
+    const reason = rule === 'stalledRun'
+      ? (actions.find((a) => a.kind === 'terminateOrchestration' && a.jobId === id)?.reason ?? 'stalled')
+      : orch ? `lost: orchestration ended ${orch.runtimeStatus} without finishing the job` : 'lost: orchestration missing (purged or never started)';
+    actions.push({ kind: 'failJob', rule, jobId: id, reason });
+  }
+  return actions;
+}
+
+function ruleOf(o: SweepObservation, jobId: string, nowMs: number, s: SweepSettings): SweepRule {
+  const orch = o.orchestrations.get(jobId);
+  return orch && isStalled(orch, nowMs, s.stallLimitMs) ? 'stalledRun' : 'lostRun';
+}
+
+/** Counts per rule and action kind, for the one structured summary line each run logs. */
+export function summarise(actions: readonly SweepAction[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const a of actions) counts[`${a.rule}.${a.kind}`] = (counts[`${a.rule}.${a.kind}`] ?? 0) + 1;
+  return counts;
+}
