@@ -1,0 +1,166 @@
+/** The job API over HTTP, for the CLI: one method per endpoint, errors mapped to CliError with exit codes. */
+import { CliError, ExitCode, type FieldError } from './errors';
+import type { Connection } from './connection';
+
+/** The parts of a job view the CLI reads; the rest is passed through for --json. */
+export interface JobView {
+  id: string;
+  name: string;
+  state: string;
+  stage: string;
+  tags?: Record<string, string>;
+  createdAt?: string;
+  updatedAt?: string;
+  progress?: LiveProgress | null;
+  orchestrationStatus?: string;
+  batchPoolId?: string;
+  batchJobId?: string;
+  result?: {
+    exitCode?: number;
+    nodeMinutes?: number;
+    timings?: Record<string, { startedAt: string; endedAt?: string }>;
+    logs?: { node: string; stdout: string; stderr: string }[];
+    mpi?: { stdoutTail?: string; failure?: string };
+  };
+  error?: { code: string; message: string };
+  [extra: string]: unknown;
+}
+
+export interface Counter {
+  done: number;
+  total: number;
+}
+
+export interface LiveProgress {
+  stage?: string;
+  progress?: {
+    nodesReady?: Counter;
+    imagesPulled?: Counter;
+    shardsStaged?: Counter;
+    shardsDownloaded?: Counter;
+    mpi?: { state: string; startedAt?: string };
+    cleanup?: { done: string[] };
+  };
+  nodes?: Record<string, string>;
+  lastError?: string;
+}
+
+export interface SubmitAnswer {
+  job: JobView;
+  statusUrl: string;
+  created: boolean;
+}
+
+export interface JobLogs {
+  jobId: string;
+  node: string;
+  stream: 'stdout' | 'stderr';
+  source: 'live' | 'recorded' | 'none';
+  size: number;
+  start: number;
+  content: string;
+  nodes: string[];
+  message?: string;
+}
+
+export interface ListOptions {
+  state?: string;
+  tag?: string;
+  top?: number;
+  continuationToken?: string;
+}
+
+interface ErrorBody {
+  error?: string;
+  message?: string;
+  errors?: FieldError[];
+}
+
+export class ApiClient {
+  constructor(
+    private readonly connection: Connection,
+    private readonly fetchImpl: typeof fetch = fetch,
+  ) {}
+
+  async submit(specText: string, contentType: string): Promise<SubmitAnswer> {
+    const { status, body } = await this.call<{ job: JobView; statusUrl: string }>('POST', '/api/jobs', { body: specText, contentType });
+    return { job: body.job, statusUrl: body.statusUrl, created: status === 202 };
+  }
+
+  async getJob(id: string): Promise<JobView> {
+    return (await this.call<JobView>('GET', `/api/jobs/${encodeURIComponent(id)}`)).body;
+  }
+
+  async listJobs(options: ListOptions): Promise<{ jobs: JobView[]; continuationToken?: string }> {
+    const q = new URLSearchParams();
+    if (options.state) q.set('state', options.state);
+    if (options.tag) q.set('tag', options.tag);
+    if (options.top !== undefined) q.set('top', String(options.top));
+    if (options.continuationToken) q.set('continuationToken', options.continuationToken);
+    const qs = q.toString();
+    return (await this.call<{ jobs: JobView[]; continuationToken?: string }>('GET', `/api/jobs${qs ? `?${qs}` : ''}`)).body;
+  }
+
+  async cancel(id: string, reason?: string): Promise<{ job: JobView; cancelRequested: boolean }> {
+    const qs = reason ? `?reason=${encodeURIComponent(reason)}` : '';
+    return (await this.call<{ job: JobView; cancelRequested: boolean }>('DELETE', `/api/jobs/${encodeURIComponent(id)}${qs}`)).body;
+  }
+
+  async logs(id: string, options: { node?: string; stream: 'stdout' | 'stderr'; since?: number }): Promise<JobLogs> {
+    const q = new URLSearchParams({ stream: options.stream });
+    if (options.node) q.set('node', options.node);
+    if (options.since) q.set('since', String(options.since));
+    return (await this.call<JobLogs>('GET', `/api/jobs/${encodeURIComponent(id)}/logs?${q}`)).body;
+  }
+
+  async usage(query: URLSearchParams): Promise<unknown> {
+    const qs = query.toString();
+    return (await this.call<unknown>('GET', `/api/usage${qs ? `?${qs}` : ''}`, { notFound: 'GET /api/usage does not exist on this API (deployed without the usage endpoint?)' })).body;
+  }
+
+  private async call<T>(
+    method: string,
+    path: string,
+    options: { body?: string; contentType?: string; notFound?: string } = {},
+  ): Promise<{ status: number; body: T }> {
+    const url = `${this.connection.endpoint}${path}`;
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (this.connection.key) headers['x-functions-key'] = this.connection.key;
+    if (options.contentType) headers['content-type'] = options.contentType;
+    let res: Response;
+    try {
+      res = await this.fetchImpl(url, { method, headers, body: options.body });
+    } catch (err) {
+      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+      throw new CliError(`cannot reach the API at ${this.connection.endpoint}: ${cause?.code ?? cause?.message ?? (err as Error).message}`, ExitCode.Api);
+    }
+    const text = await res.text();
+    let body: unknown = undefined;
+    try {
+      body = text ? JSON.parse(text) : undefined;
+    } catch {
+      if (res.ok) throw new CliError(`${method} ${url} answered ${res.status} with a body that is not JSON: ${text.slice(0, 200)}`, ExitCode.Api);
+    }
+    if (res.ok) return { status: res.status, body: body as T };
+    throw apiError(method, url, res.status, body as ErrorBody | undefined, text, options.notFound);
+  }
+}
+
+function apiError(method: string, url: string, status: number, body: ErrorBody | undefined, text: string, notFound?: string): CliError {
+  const detail = body?.message ?? (body?.errors ? undefined : text.slice(0, 200).trim()) ?? '';
+  if (status === 404) {
+    // A 404 without our problem body means the route itself is missing, not the job.
+    if (!body?.error && notFound) return new CliError(notFound, ExitCode.NotFound);
+    return new CliError(body?.message ?? `not found: ${method} ${url}`, ExitCode.NotFound);
+  }
+  if (status === 400 || status === 413 || status === 415) {
+    const errors = body?.errors ?? [];
+    const what = errors.length ? `the API rejected the request: ${errors.length} problem(s)` : `the API rejected the request (${status})${detail ? `: ${detail}` : ''}`;
+    return new CliError(what, ExitCode.Usage, errors);
+  }
+  if (status === 401 || status === 403) {
+    return new CliError(`the API refused the request (${status}): pass the function key with --key, HPCJOB_KEY or the profile file`, ExitCode.Api);
+  }
+  if (status === 409) return new CliError(body?.message ?? `conflict (${status})`, ExitCode.Usage);
+  return new CliError(`${method} ${url} failed: ${status}${body?.error ? ` ${body.error}` : ''}${detail ? `: ${detail}` : ''}`, ExitCode.Api);
+}

@@ -1,0 +1,60 @@
+/**
+ * hpcjob watch <id>: polls the job until it is terminal, drawing the per-stage progress, and turns the outcome
+ * into the exit code (0 Succeeded, 1 Failed or Cancelled). Transient API errors are retried for a while:
+ * a watch outlives a Function App restart.
+ */
+import type { JobView } from '../apiClient';
+import { printJson, type CommandContext } from '../context';
+import { CliError, ExitCode } from '../errors';
+import { outcomeReason } from '../format';
+import { createProgressDisplay } from '../progressDisplay';
+import { isTerminalState } from '../stageRows';
+
+export interface WatchOptions {
+  intervalMs: number;
+  /** Consecutive failed polls tolerated before giving up. */
+  maxErrors?: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function watchCommand(ctx: CommandContext, id: string, options: WatchOptions): Promise<number> {
+  const api = ctx.api();
+  const maxErrors = options.maxErrors ?? 10;
+  // Progress goes to stderr so that stdout carries only the result (or the JSON) for scripts.
+  const display = ctx.json ? undefined : createProgressDisplay(ctx.stderr, ctx.err);
+  let errors = 0;
+  let view: JobView;
+  try {
+    for (;;) {
+      try {
+        view = await api.getJob(id);
+        errors = 0;
+      } catch (err) {
+        if (!(err instanceof CliError) || err.exitCode !== ExitCode.Api || ++errors >= maxErrors) throw err;
+        ctx.err(`(poll failed, retrying: ${err.message})\n`);
+        await sleep(options.intervalMs);
+        continue;
+      }
+      display?.update(view);
+      if (isTerminalState(view.state)) break;
+      if (view.orchestrationStatus && ['Failed', 'Terminated'].includes(view.orchestrationStatus)) {
+        throw new CliError(`job ${id} is stuck in ${view.state}: its orchestration is ${view.orchestrationStatus}${view.progress?.lastError ? ` (${view.progress.lastError})` : ''}`, ExitCode.Api);
+      }
+      await sleep(options.intervalMs);
+    }
+  } finally {
+    display?.stop();
+  }
+  return reportOutcome(ctx, view);
+}
+
+export function reportOutcome(ctx: CommandContext, view: JobView): number {
+  if (ctx.json) printJson(ctx, view);
+  if (view.state === 'Succeeded') {
+    if (!ctx.json) ctx.out(`job ${view.id} Succeeded${view.result?.nodeMinutes !== undefined ? ` (${view.result.nodeMinutes} node-minutes)` : ''}\n`);
+    return ExitCode.Ok;
+  }
+  ctx.err(`job ${view.id} ${view.state}: ${outcomeReason(view) || 'no reason recorded'}\n`);
+  return ExitCode.JobNotSucceeded;
+}

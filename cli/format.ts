@@ -1,0 +1,71 @@
+/** Human-readable text for job views, lists and errors. Pure: returns strings, prints nothing. */
+import type { JobView } from './apiClient';
+import type { FieldError } from './errors';
+
+export function formatFieldErrors(errors: FieldError[]): string[] {
+  return errors.map((e) => {
+    const where = e.line !== undefined ? ` (line ${e.line}${e.column !== undefined ? `, column ${e.column}` : ''})` : '';
+    return `  ${e.path || '(document)'}: ${e.message}${where}`;
+  });
+}
+
+function duration(fromIso: string | undefined, toIso: string | undefined): string {
+  if (!fromIso || !toIso) return '';
+  const s = Math.max(0, Math.round((Date.parse(toIso) - Date.parse(fromIso)) / 1000));
+  return s >= 60 ? `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s` : `${s}s`;
+}
+
+/** Why a finished job did not succeed, in one line. */
+export function outcomeReason(view: JobView): string {
+  return view.error?.message ?? view.result?.mpi?.failure ?? view.progress?.lastError ?? '';
+}
+
+export function formatJob(view: JobView): string {
+  const lines = [
+    `job      ${view.id}  (${view.name})`,
+    `state    ${view.state}${view.stage && view.stage !== view.state ? `  ${view.stage}` : ''}`,
+  ];
+  const tags = Object.entries(view.tags ?? {});
+  if (tags.length) lines.push(`tags     ${tags.map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  if (view.createdAt) lines.push(`created  ${view.createdAt}${view.updatedAt ? `   updated ${view.updatedAt}` : ''}`);
+  if (view.batchPoolId) lines.push(`pool     ${view.batchPoolId}${view.batchJobId ? `   batch job ${view.batchJobId}` : ''}`);
+  const progress = progressLine(view);
+  if (progress) lines.push(`progress ${progress}`);
+  if (view.result?.exitCode !== undefined) lines.push(`exit     ${view.result.exitCode}`);
+  if (view.result?.nodeMinutes !== undefined) lines.push(`usage    ${view.result.nodeMinutes} node-minutes`);
+  const timings = Object.entries(view.result?.timings ?? {});
+  if (timings.length) lines.push(`timings  ${timings.map(([k, t]) => `${k} ${duration(t.startedAt, t.endedAt)}`).join(', ')}`);
+  if (view.error) lines.push(`error    ${view.error.code}: ${view.error.message}`);
+  else if (view.progress?.lastError) lines.push(`last error ${view.progress.lastError}`);
+  return lines.join('\n');
+}
+
+/** The live counters on one line: "nodes ready 2/2 · shards staged 0/0 · mpi running". */
+export function progressLine(view: JobView): string {
+  const p = view.progress?.progress ?? {};
+  const parts: string[] = [];
+  const counter = (label: string, c: { done: number; total: number } | undefined) => {
+    if (c) parts.push(`${label} ${c.done}/${c.total}`);
+  };
+  counter('nodes ready', p.nodesReady);
+  counter('images pulled', p.imagesPulled);
+  counter('shards staged', p.shardsStaged);
+  counter('shards on nodes', p.shardsDownloaded);
+  if (p.mpi?.state) parts.push(`mpi ${p.mpi.state}`);
+  if (p.cleanup?.done.length) parts.push(`cleanup: ${p.cleanup.done.join(', ')}`);
+  return parts.join(' · ');
+}
+
+function pad(text: string, width: number): string {
+  return text.length >= width ? text : text + ' '.repeat(width - text.length);
+}
+
+export function formatJobTable(jobs: JobView[]): string {
+  if (!jobs.length) return 'no jobs';
+  const rows = [['ID', 'NAME', 'STATE', 'STAGE', 'CREATED', 'TAGS']];
+  for (const j of jobs) {
+    rows.push([j.id, j.name, j.state, j.stage, j.createdAt ?? '', Object.entries(j.tags ?? {}).map(([k, v]) => `${k}=${v}`).join(',')]);
+  }
+  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
+  return rows.map((r) => r.map((cell, c) => (c === r.length - 1 ? cell : pad(cell, widths[c]))).join('  ').trimEnd()).join('\n');
+}

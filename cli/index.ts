@@ -1,0 +1,166 @@
+#!/usr/bin/env node
+/**
+ * hpcjob: the command-line client of the HPC MPI job API. Each command lives in cli/commands; this file only
+ * declares the command line and turns errors into one line on stderr plus the documented exit code.
+ */
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { createContext, type CommandContext } from './context';
+import { CliError, ExitCode } from './errors';
+import { formatFieldErrors } from './format';
+import { submitCommand } from './commands/submit';
+import { watchCommand } from './commands/watch';
+import { listCommand, statusCommand } from './commands/status';
+import { cancelCommand } from './commands/cancel';
+import { validateCommand } from './commands/validate';
+import { logsCommand } from './commands/logs';
+import { usageCommand } from './commands/usage';
+
+interface GlobalFlags {
+  endpoint?: string;
+  key?: string;
+  profile?: string;
+  json?: boolean;
+}
+
+function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a whole number ≥ 1');
+  return n;
+}
+
+function keyValue(value: string, previous: string[] = []): string[] {
+  if (!/^[^=]+=/.test(value)) throw new InvalidArgumentError('must be key=value');
+  return [...previous, value];
+}
+
+const intervalOption = () => new Option('--interval <ms>', 'poll interval in milliseconds').default(1000).argParser(positiveInt);
+
+export function buildProgram(run: (action: (ctx: CommandContext) => Promise<number> | number) => Promise<void>): Command {
+  const program = new Command('hpcjob')
+    .description('Submit, watch and inspect MPI jobs on the HPC control plane.')
+    .version(cliVersion())
+    .option('--endpoint <url>', 'API base URL, e.g. https://myapp.azurewebsites.net (env HPCJOB_ENDPOINT)')
+    .option('--key <key>', 'function key for submit, cancel and logs (env HPCJOB_KEY)')
+    .option('--profile <file>', 'profile file with {"endpoint", "key"} (default ~/.config/hpcjob/config.json)')
+    .option('--json', 'machine-readable JSON on stdout')
+    .showHelpAfterError()
+    .exitOverride();
+
+  program
+    .command('submit')
+    .description('submit a job spec (YAML or JSON file, - for stdin)')
+    .argument('<spec>', 'spec file')
+    .option('-w, --watch', 'then watch it to the end and exit with its outcome')
+    .addOption(intervalOption())
+    .action((spec: string, opts: { watch?: boolean; interval: number }) =>
+      run((ctx) => submitCommand(ctx, spec, { watch: opts.watch, intervalMs: opts.interval })));
+
+  program
+    .command('status')
+    .description('show one job: state, progress, result')
+    .argument('<id>', 'job id')
+    .action((id: string) => run((ctx) => statusCommand(ctx, id)));
+
+  program
+    .command('list')
+    .description('list jobs, newest first')
+    .option('--state <states>', 'only jobs in these states (comma-separated, e.g. Running,Failed)')
+    .option('--tag <key=value>', 'only jobs with this tag (or just "key")')
+    .option('--top <n>', 'at most n jobs per page', positiveInt)
+    .option('--all', 'follow continuation tokens to list every page')
+    .action((opts: { state?: string; tag?: string; top?: number; all?: boolean }) => run((ctx) => listCommand(ctx, opts)));
+
+  program
+    .command('watch')
+    .description('live per-stage progress until the job ends; exit code 0 Succeeded, 1 Failed or Cancelled')
+    .argument('<id>', 'job id')
+    .addOption(intervalOption())
+    .action((id: string, opts: { interval: number }) => run((ctx) => watchCommand(ctx, id, { intervalMs: opts.interval })));
+
+  program
+    .command('logs')
+    .description("stdout/stderr of the MPI master (default) or of one node's subtask")
+    .argument('<id>', 'job id')
+    .option('--node <nodeId>', 'the node whose subtask output to show')
+    .addOption(new Option('--stream <stream>', 'only one stream').choices(['stdout', 'stderr']))
+    .option('-f, --follow', 'keep printing new output until the job ends')
+    .addOption(intervalOption())
+    .action((id: string, opts: { node?: string; stream?: 'stdout' | 'stderr'; follow?: boolean; interval: number }) =>
+      run((ctx) => logsCommand(ctx, id, { node: opts.node, stream: opts.stream, follow: opts.follow, intervalMs: opts.interval })));
+
+  program
+    .command('cancel')
+    .description('cancel a job (cleanup still runs)')
+    .argument('<id>', 'job id')
+    .option('--reason <text>', 'recorded in the job timeline')
+    .action((id: string, opts: { reason?: string }) => run((ctx) => cancelCommand(ctx, id, opts.reason)));
+
+  program
+    .command('validate')
+    .description('check a spec offline with the same schema and error paths as the API (exit 2 when invalid)')
+    .argument('<spec>', 'spec file (YAML or JSON, - for stdin)')
+    .action((spec: string) => run((ctx) => validateCommand(ctx, spec)));
+
+  program
+    .command('usage')
+    .description('node-minutes and estimated cost per day and per tag')
+    .option('--query <key=value>', 'extra query parameter for GET /api/usage (repeatable)', keyValue)
+    .action((opts: { query?: string[] }) =>
+      run((ctx) => {
+        const q = new URLSearchParams();
+        for (const kv of opts.query ?? []) q.append(kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1));
+        return usageCommand(ctx, q);
+      }));
+
+  return program;
+}
+
+function cliVersion(): string {
+  try {
+    // dist/cli/index.js and cli/index.ts are both two levels below the package root.
+    return (require('../../package.json') as { version: string }).version;
+  } catch {
+    return require('../package.json').version as string;
+  }
+}
+
+function printError(ctx: { err: (t: string) => void }, err: CliError): void {
+  ctx.err(`hpcjob: ${err.message}\n`);
+  for (const line of formatFieldErrors(err.fieldErrors)) ctx.err(`${line}\n`);
+}
+
+export async function main(argv: string[]): Promise<number> {
+  let exitCode: number = ExitCode.Ok;
+  const errOut = { err: (t: string) => void process.stderr.write(t) };
+  const program = buildProgram(async (action) => {
+    const ctx = createContext(program.opts<GlobalFlags>());
+    exitCode = await action(ctx);
+  });
+  try {
+    await program.parseAsync(argv);
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // Help and --version end through here too, with exit code 0.
+      return err.exitCode === 0 ? ExitCode.Ok : ExitCode.Usage;
+    }
+    if (err instanceof CliError) {
+      printError(errOut, err);
+      return err.exitCode;
+    }
+    errOut.err(`hpcjob: unexpected error: ${(err as Error).stack ?? String(err)}\n`);
+    return ExitCode.Api;
+  }
+  return exitCode;
+}
+
+if (require.main === module) {
+  main(process.argv).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err: unknown) => {
+      process.stderr.write(`hpcjob: ${String(err)}\n`);
+      process.exitCode = ExitCode.Api;
+    },
+  );
+}

@@ -1,0 +1,131 @@
+/**
+ * GET /api/jobs/{id}/logs?node=<nodeId>&stream=stdout|stderr&since=<bytes>   (function key: logs may hold secrets)
+ *
+ * The stdout/stderr of the MPI master (the default node) or of the subtask on `node`, read from Batch with the
+ * app's credentials, so clients (the CLI) never hold Batch keys. `since` answers only the bytes after that
+ * offset (at most MAX_BYTES, the newest ones), which is how `hpcjob logs --follow` tails a running job.
+ * Once the pool is deleted the files are gone with it: the master's stdout then comes from the tail the
+ * pipeline recorded in the job result (`source: "recorded"`).
+ */
+import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import { getTask, listSubtasks, readNodeFile, readTaskFile, type BatchContext, type FileContent } from '../shared/batch';
+import { batchContext, jobStore } from '../orchestrations/activities/services';
+
+const MAX_BYTES = 1024 * 1024;
+/** The MPI task's id when the result does not name it (see shared/pipeline/jobPlan.ts, mpiTaskId). */
+const DEFAULT_MPI_TASK_ID = 'mpi';
+
+type Stream = 'stdout' | 'stderr';
+
+export interface JobLogsResponse {
+  jobId: string;
+  node: string;
+  stream: Stream;
+  /** live: read from the node now; recorded: the tail kept in the job result; none: nothing to read (yet or any more). */
+  source: 'live' | 'recorded' | 'none';
+  /** Size of the whole file (live) or of the recorded tail. */
+  size: number;
+  /** Byte offset of `content` in the file. */
+  start: number;
+  content: string;
+  /** Every node with logs: the master first. */
+  nodes: string[];
+  message?: string;
+}
+
+interface RecordedResult {
+  logs?: { node: string; stdout: string; stderr: string }[];
+  mpi?: { stdoutTail?: string };
+}
+
+interface NodeLog {
+  node: string;
+  read: (file: string, maxBytes: number) => Promise<FileContent>;
+}
+
+function problem(status: number, error: string, message: string): HttpResponseInit {
+  return { status, jsonBody: { error, message } };
+}
+
+/** The MPI task id out of a recorded master log URL (.../jobs/{job}/tasks/{task}/files/stdout.txt). */
+function taskIdFromResult(result: RecordedResult | undefined): string {
+  const url = result?.logs?.[0]?.stdout;
+  const m = url ? /\/tasks\/([^/]+)\/files\//.exec(url) : null;
+  return m ? decodeURIComponent(m[1]) : DEFAULT_MPI_TASK_ID;
+}
+
+/** Where each node's files are, asked from Batch now: the master's task directory and every subtask's. */
+async function nodeLogs(ctx: BatchContext, batchJobId: string, taskId: string): Promise<NodeLog[]> {
+  const task = await getTask(ctx, batchJobId, taskId);
+  if (task.state === 'missing' || !task.nodeId) return [];
+  const master: NodeLog = { node: task.nodeId, read: (file, maxBytes) => readTaskFile(ctx, batchJobId, taskId, file, { maxBytes }) };
+  const subtasks = await listSubtasks(ctx, batchJobId, taskId);
+  const poolId = task.poolId;
+  const others = subtasks
+    .filter((s) => s.id !== 0 && s.nodeId && s.taskRootDirectory && poolId && s.nodeId !== task.nodeId)
+    .map((s): NodeLog => ({
+      node: s.nodeId as string,
+      read: (file, maxBytes) => readNodeFile(ctx, poolId as string, s.nodeId as string, `${s.taskRootDirectory}/${file}`, { maxBytes }),
+    }));
+  return [master, ...others];
+}
+
+/** The bytes after `since`: the size first (no content), then only the new end, bounded. */
+async function readSince(log: NodeLog, stream: Stream, since: number): Promise<FileContent> {
+  const head = await log.read(`${stream}.txt`, 0);
+  if (!head.exists || head.size <= since) return head;
+  return log.read(`${stream}.txt`, Math.min(MAX_BYTES, head.size - since));
+}
+
+export async function jobLogsHttp(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  const id = request.params.id;
+  const stream = (request.query.get('stream') ?? 'stdout') as Stream;
+  if (stream !== 'stdout' && stream !== 'stderr') {
+    return { status: 400, jsonBody: { errors: [{ path: 'stream', message: `must be stdout or stderr, got ${JSON.stringify(stream)}` }] } };
+  }
+  const sinceText = request.query.get('since') ?? '0';
+  const since = Number(sinceText);
+  if (!Number.isInteger(since) || since < 0) {
+    return { status: 400, jsonBody: { errors: [{ path: 'since', message: `must be a whole number of bytes, got ${JSON.stringify(sinceText)}` }] } };
+  }
+  const wanted = request.query.get('node') ?? undefined;
+  try {
+    const job = await (await jobStore()).get(id);
+    if (!job) return problem(404, 'JobNotFound', `no job with id ${id}`);
+    const recorded = job.result as RecordedResult | undefined;
+    const logs = job.batchJobId ? await nodeLogs(batchContext(), job.batchJobId, taskIdFromResult(recorded)) : [];
+    const nodes = logs.length ? logs.map((l) => l.node) : (recorded?.logs ?? []).map((l) => l.node);
+    const node = wanted ?? nodes[0];
+    const base = { jobId: id, stream, nodes };
+    if (!node) {
+      const body: JobLogsResponse = { ...base, node: '', source: 'none', size: 0, start: 0, content: '', message: `job ${id} (${job.state}) has no MPI task yet` };
+      return { status: 200, jsonBody: body };
+    }
+    if (!nodes.includes(node)) return problem(404, 'NodeNotFound', `job ${id} has no logs on node ${node}; nodes: ${nodes.join(', ') || 'none'}`);
+    const log = logs.find((l) => l.node === node);
+    const file = log ? await readSince(log, stream, since) : undefined;
+    if (file?.exists) {
+      const start = file.size - Buffer.byteLength(file.content);
+      const body: JobLogsResponse = { ...base, node, source: 'live', size: file.size, start, content: file.content };
+      return { status: 200, jsonBody: body };
+    }
+    // The node is gone (pool deleted): the master's stdout tail was kept in the result when the job ended.
+    const tail = recorded?.mpi?.stdoutTail;
+    if (stream === 'stdout' && node === nodes[0] && tail !== undefined) {
+      const size = Buffer.byteLength(tail);
+      const content = since >= size ? '' : Buffer.from(tail).subarray(since).toString('utf8');
+      const body: JobLogsResponse = {
+        ...base, node, source: 'recorded', size, start: Math.min(since, size), content,
+        message: 'the node is gone (pool deleted): these are the last lines of the master stdout recorded when the job ended',
+      };
+      return { status: 200, jsonBody: body };
+    }
+    const body: JobLogsResponse = { ...base, node, source: 'none', size: 0, start: 0, content: '', message: `the ${stream} of node ${node} is not available (${job.batchPoolId && ['Succeeded', 'Failed', 'Cancelled'].includes(job.state) ? 'the node is gone' : 'not written yet'})` };
+    return { status: 200, jsonBody: body };
+  } catch (err) {
+    context.error(`job logs ${id}: ${(err as Error).stack ?? String(err)}`);
+    return { status: 503, headers: { 'Retry-After': '2' }, jsonBody: { error: 'Unavailable', message: `temporarily unavailable: ${(err as Error).message}` } };
+  }
+}
+
+app.http('jobLogs', { route: 'jobs/{id}/logs', methods: ['GET'], authLevel: 'function', handler: jobLogsHttp });
