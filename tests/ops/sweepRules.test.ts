@@ -116,7 +116,9 @@ const world = fc.record({
   staging: fc.array(fc.record({ jobId: fc.option(jobIds), modified: minutes })),
 });
 
-function build(w: fc.infer<typeof world>): SweepObservation {
+type World = typeof world extends fc.Arbitrary<infer T> ? T : never;
+
+function build(w: World): SweepObservation {
   return obs({
     jobs: new Map(w.jobs.map((j) => [j.id, job(j.id, { state: j.state, createdAt: ago(j.created), updatedAt: ago(j.updated), keepsPool: j.keepsPool, wallClockLimitMs: j.wall === null ? undefined : j.wall * 60_000 })])),
     orchestrations: new Map(w.orchs.map((o) => [o.id, { runtimeStatus: o.status, lastUpdatedTime: ago(o.updated), progressAt: o.progress === null ? undefined : ago(o.progress) }])),
