@@ -41,7 +41,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     for (const t of Object.values(timings)) t.endedAt ??= now;
     timings[stage] = { startedAt: now };
     run.report({ stage });
-    yield context.df.callActivity(Activities.jobTransition, {
+    yield run.activity(Activities.jobTransition, {
       jobId: input.jobId,
       to: stage,
       reason,
@@ -52,7 +52,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
   try {
     yield* enter('Provisioning', plan.reusePool ? `reusing pool ${plan.poolId}` : `creating pool ${plan.poolId}`);
     pool = yield* provision(run, { jobId: input.jobId, poolId: plan.poolId, reuse: plan.reusePool, vmSize: input.spec.pool.vmSize, nodes: plan.nodes, minNodes: plan.minNodes, resizeTimeoutMs: plan.resizeTimeoutMs, createRequest: plan.poolCreate });
-    batchJobId = (yield context.df.callActivity(Activities.batchJobCreate, { jobId: input.jobId, batchJobId: plan.batchJobId, poolId: pool.poolId, releaseCommandLine: releaseTaskCommand(input.jobId, input.spec) })) as string;
+    batchJobId = (yield run.activity(Activities.batchJobCreate, { jobId: input.jobId, batchJobId: plan.batchJobId, poolId: pool.poolId, releaseCommandLine: releaseTaskCommand(input.jobId, input.spec) })) as string;
     run.report({ resources: { batchJobId } });
 
     yield* enter('PullingImages', `${input.spec.container.images.length} image(s) on ${pool.nodes.length} nodes, at most ${input.spec.container.pullConcurrency} at once`);
@@ -86,7 +86,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
   for (const t of Object.values(timings)) t.endedAt ??= end;
   if (pool) outcome.nodeMinutes = Math.round(((Date.parse(end) - Date.parse(pool.allocatedAt)) / 60_000) * pool.nodes.length * 100) / 100;
   run.report({ stage: outcome.state, progress: { cleanup: { done: cleaned.done } } });
-  yield context.df.callActivity(Activities.jobFinish, { jobId: input.jobId, outcome });
+  yield run.activity(Activities.jobFinish, { jobId: input.jobId, outcome });
   return outcome;
 }
 

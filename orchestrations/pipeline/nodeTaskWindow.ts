@@ -28,7 +28,6 @@ export interface NodeTaskWindowRequest {
  * deterministic jittered backoff; a permanent failure fails the stage naming the node and the message.
  */
 export function* nodeTaskWindow(run: PipelineRun, req: NodeTaskWindowRequest): Orchestration<void> {
-  const { ctx } = run;
   const byId = new Map(req.nodes.map((n, i) => [n.id, { node: n, index: i }]));
   let plan: PullPlanState = initPullPlan({
     nodes: req.nodes.map((n) => n.id),
@@ -58,7 +57,7 @@ export function* nodeTaskWindow(run: PipelineRun, req: NodeTaskWindowRequest): O
         nodeStates[w.nodeId] = req.inFlightState;
         return { id, affinityId: node.affinityId, ...req.taskFor(node, index, w) };
       });
-      yield ctx.df.callActivity(Activities.nodeTasksAdd, { batchJobId: req.batchJobId, tasks });
+      yield run.activity(Activities.nodeTasksAdd, { batchJobId: req.batchJobId, tasks });
     }
     report();
     if (isDone(plan)) break;
@@ -68,7 +67,7 @@ export function* nodeTaskWindow(run: PipelineRun, req: NodeTaskWindowRequest): O
     yield* run.sleep(req.stage, wait);
     if (inFlight.size === 0) continue;
 
-    const observed = (yield ctx.df.callActivity(Activities.nodeTasksObserve, { batchJobId: req.batchJobId, taskIds: [...inFlight.keys()] })) as NodeTaskObservation[];
+    const observed = (yield run.activity(Activities.nodeTasksObserve, { batchJobId: req.batchJobId, taskIds: [...inFlight.keys()] })) as NodeTaskObservation[];
     const nowMs = run.now().getTime();
     for (const o of observed) {
       const work = inFlight.get(o.id);
@@ -78,7 +77,7 @@ export function* nodeTaskWindow(run: PipelineRun, req: NodeTaskWindowRequest): O
       const ranOn = o.nodeId && byId.has(o.nodeId) ? o.nodeId : work.nodeId;
       plan = onPullResult(
         plan,
-        { nodeId: work.nodeId, ranOnNodeId: ranOn, outcome: ok ? 'ok' : 'failed', attempt: work.attempt, message: ok ? undefined : o.failure ?? o.outputTail ?? `task ${o.id} ${o.state}` },
+        { nodeId: work.nodeId, ranOnNodeId: ranOn, outcome: ok ? 'ok' : 'failed', attempt: work.attempt, message: ok ? undefined : failureMessage(o) },
         { nowMs, rand01: deterministicRand01(`${run.jobId}:${o.id}`) },
       );
       for (const id of Object.keys(plan.nodes)) if (plan.nodes[id].pulled) nodeStates[id] = req.doneState;
@@ -93,4 +92,13 @@ export function* nodeTaskWindow(run: PipelineRun, req: NodeTaskWindowRequest): O
   const missing = nodesNotPulled(plan);
   if (missing.length) throw new StageFailed(req.stage, `nodes not covered: ${missing.join(', ')}`);
   run.report({ lastError: undefined });
+}
+
+/**
+ * Batch's failure info for a task that exited non-zero only says so (FailureExitCode); the cause, such as the
+ * registry's "manifest unknown", is in the task's output, so a failure carries both.
+ */
+function failureMessage(o: NodeTaskObservation): string {
+  const parts = [o.failure, o.outputTail && `output: ${o.outputTail}`].filter((p): p is string => !!p);
+  return parts.length ? parts.join('; ') : `task ${o.id} ${o.state}`;
 }

@@ -1,3 +1,4 @@
+import * as df from 'durable-functions';
 import type { OrchestrationContext, Task } from 'durable-functions';
 import type { PipelineStatus, PollSettings, StageName } from '../contracts';
 
@@ -30,6 +31,13 @@ export class JobTimedOut extends StageFailed {
 
 export type Orchestration<T> = Generator<Task, T, unknown>;
 
+/** 3 attempts, 2 s then 4 s apart: long enough for a throttling burst, short enough to report real failures promptly. */
+const ACTIVITY_RETRY = (() => {
+  const r = new df.RetryOptions(2_000, 3);
+  r.backoffCoefficient = 2;
+  return r;
+})();
+
 /**
  * Everything a stage needs from the orchestration, kept deterministic: time comes from the replayed
  * history (`currentUtcDateTime`), waiting is a durable timer raced against the cancel event, and progress
@@ -48,6 +56,14 @@ export class PipelineRun {
   ) {
     this.cancelEvent = ctx.df.waitForExternalEvent('cancel');
     this.status = { stage: 'Submitted', progress: {}, resources: {} };
+  }
+
+  /**
+   * Calls an activity with Durable's retry: every pipeline activity is idempotent, and a transient Batch or
+   * Storage error that outlasts the adapter's own retries must not fail a job that has nodes running.
+   */
+  activity(name: string, input: unknown): Task {
+    return this.ctx.df.callActivityWithRetry(name, ACTIVITY_RETRY, input);
   }
 
   now(): Date {

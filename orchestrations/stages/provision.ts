@@ -20,9 +20,8 @@ export interface ProvisionRequest {
  * until enough nodes are idle, replacing broken nodes on pools we own.
  */
 export function* provision(run: PipelineRun, req: ProvisionRequest): Orchestration<ProvisionedPool> {
-  const { ctx } = run;
   if (req.reuse) {
-    const pool = (yield ctx.df.callActivity(Activities.poolInspect, { poolId: req.poolId })) as PoolInspection;
+    const pool = (yield run.activity(Activities.poolInspect, { poolId: req.poolId })) as PoolInspection;
     if (!pool.exists) throw new StageFailed('Provisioning', `pool ${req.poolId} does not exist`);
     const problems = checkReusablePool(
       { enableInterNodeCommunication: !!pool.enableInterNodeCommunication, taskSlotsPerNode: pool.taskSlotsPerNode ?? 1, vmSize: pool.vmSize ?? '', state: pool.state ?? 'unknown' },
@@ -30,14 +29,14 @@ export function* provision(run: PipelineRun, req: ProvisionRequest): Orchestrati
     );
     if (problems.length) throw new StageFailed('Provisioning', `pool ${req.poolId} cannot run this job: ${problems.join('; ')}`);
   } else {
-    yield ctx.df.callActivity(Activities.poolCreate, req.createRequest);
+    yield run.activity(Activities.poolCreate, req.createRequest);
   }
   run.report({ resources: { poolId: req.poolId } });
 
   const startedAtMs = run.now().getTime();
   let replacements = 0;
   for (let attempt = 0; ; attempt++) {
-    const obs = (yield ctx.df.callActivity(Activities.poolObserve, { poolId: req.poolId })) as PoolObservation;
+    const obs = (yield run.activity(Activities.poolObserve, { poolId: req.poolId })) as PoolObservation;
     const step = decideProvisionStep(
       obs,
       { target: req.nodes, minNodes: req.minNodes, timeoutMs: req.resizeTimeoutMs, maxReplacements: req.nodes, owned: !req.reuse },
@@ -65,10 +64,10 @@ export function* provision(run: PipelineRun, req: ProvisionRequest): Orchestrati
       case 'removeNodes':
         replacements += step.nodeIds.length;
         run.report({ lastError: step.reason });
-        yield ctx.df.callActivity(Activities.poolRemoveNodes, { poolId: req.poolId, nodeIds: step.nodeIds });
+        yield run.activity(Activities.poolRemoveNodes, { poolId: req.poolId, nodeIds: step.nodeIds });
         break;
       case 'resize':
-        yield ctx.df.callActivity(Activities.poolResize, { poolId: req.poolId, target: step.target });
+        yield run.activity(Activities.poolResize, { poolId: req.poolId, target: step.target });
         break;
       case 'wait':
         break;

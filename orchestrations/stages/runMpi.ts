@@ -8,16 +8,15 @@ import type { MpiTaskRequestShape } from '../../shared/pipeline/mpiTaskRequest';
  * order: add the tasks first, then set onAllTasksComplete), then wait and collect exit codes and logs.
  */
 export function* runMpi(run: PipelineRun, req: MpiTaskRequestShape): Orchestration<MpiResult> {
-  const { ctx } = run;
-  yield ctx.df.callActivity(Activities.mpiTaskAdd, req);
-  yield ctx.df.callActivity(Activities.batchJobAutoComplete, { batchJobId: req.batchJobId });
+  yield run.activity(Activities.mpiTaskAdd, req);
+  yield run.activity(Activities.batchJobAutoComplete, { batchJobId: req.batchJobId });
   run.report({ progress: { mpi: { state: 'active' } } });
 
   for (let attempt = 0; ; attempt++) {
-    const obs = (yield ctx.df.callActivity(Activities.mpiTaskObserve, { batchJobId: req.batchJobId, taskId: req.taskId })) as MpiTaskObservation;
+    const obs = (yield run.activity(Activities.mpiTaskObserve, { batchJobId: req.batchJobId, taskId: req.taskId })) as MpiTaskObservation;
     run.report({ progress: { mpi: { state: obs.state, startedAt: obs.startTime } } });
     if (obs.state === 'completed' || obs.state === 'missing') break;
     yield* run.sleep('Running', run.pollDelayMs(attempt));
   }
-  return (yield ctx.df.callActivity(Activities.mpiResultCollect, { batchJobId: req.batchJobId, taskId: req.taskId })) as MpiResult;
+  return (yield run.activity(Activities.mpiResultCollect, { batchJobId: req.batchJobId, taskId: req.taskId })) as MpiResult;
 }

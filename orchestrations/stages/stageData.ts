@@ -35,7 +35,7 @@ export function* stageData(run: PipelineRun, req: StageDataRequest): Orchestrati
   const stagingAccounts = spec.data.stagingAccounts.length ? spec.data.stagingAccounts : req.settings.stagingAccounts;
 
   const listing = spec.data.inputs.length
-    ? ((yield ctx.df.callActivity(Activities.inputsList, { inputs: spec.data.inputs })) as ListedBlob[])
+    ? ((yield run.activity(Activities.inputsList, { inputs: spec.data.inputs })) as ListedBlob[])
     : [];
   const plan = planShards(listing, {
     stagingAccounts,
@@ -54,7 +54,7 @@ export function* stageData(run: PipelineRun, req: StageDataRequest): Orchestrati
 
   for (let i = 0; i < plan.shards.length; i += req.settings.copyConcurrency) {
     const batch = plan.shards.slice(i, i + req.settings.copyConcurrency);
-    yield ctx.df.Task.all(batch.map((shard: Shard) => ctx.df.callActivity(Activities.shardCopy, { jobId: req.jobId, shard })));
+    yield ctx.df.Task.all(batch.map((shard: Shard) => run.activity(Activities.shardCopy, { jobId: req.jobId, shard })));
     run.report({ progress: { shardsStaged: { done: i + batch.length, total: plan.shards.length } } });
     run.throwIfCancelled();
   }
@@ -62,7 +62,7 @@ export function* stageData(run: PipelineRun, req: StageDataRequest): Orchestrati
   const validForMs = (spec.limits.maxWallClock ? parseIsoDuration(spec.limits.maxWallClock) : undefined) ?? parseIsoDuration(spec.data.retention) ?? 48 * 3_600_000;
   const expiresAt = new Date(run.now().getTime() + validForMs + req.settings.sasMarginMinutes * 60_000).toISOString();
   const urls = plan.shards.length
-    ? ((yield ctx.df.callActivity(Activities.shardUrls, { shards: plan.shards.map(({ id, account, container, blobName }) => ({ id, account, container, blobName })), expiresAt })) as Record<string, string>)
+    ? ((yield run.activity(Activities.shardUrls, { shards: plan.shards.map(({ id, account, container, blobName }) => ({ id, account, container, blobName })), expiresAt })) as Record<string, string>)
     : {};
   const manifests = buildNodeManifests(plan);
 
