@@ -8,6 +8,7 @@
  */
 import { z } from 'zod';
 import { parseStorageAccountRef, type StorageAccountRef } from './storageAccounts';
+import { parsePriceTable, type PriceTable } from '../ops/priceTable';
 
 export type { StorageAccountRef } from './storageAccounts';
 export { parseConnectionString, parseStorageAccountRef } from './storageAccounts';
@@ -49,6 +50,34 @@ export interface AppConfig {
   batchRetry: RetryConfig;
   /** Nodes pulling images at once unless the job spec says otherwise. */
   pullConcurrencyDefault: number;
+  /** The operations sweep (functions/sweep.ts) and cost accounting; see docs/operations.md. */
+  ops: OpsConfig;
+}
+
+export interface OpsConfig {
+  /** NCRONTAB (six fields) of the sweep timer. */
+  sweepSchedule: string;
+  /** A running orchestration with no progress for longer than this is stalled. */
+  stallLimitMs: number;
+  /** Extra time before the sweep removes a resource whose job is unknown or past its limits. */
+  graceMs: number;
+  /** Staging containers of finished or unknown jobs are deleted this long after they last changed. */
+  stagingRetentionMs: number;
+  /** Finished jobs' rows and events are purged this long after they ended; undefined = never (the default). */
+  jobsRetentionMs?: number;
+  priceTable: PriceTable;
+}
+
+/** The sweep's default schedule: every 5 minutes, on the minute. */
+export const DEFAULT_SWEEP_SCHEDULE = '0 */5 * * * *';
+
+/**
+ * The sweep timer's schedule, read when the function is registered (before the rest of the configuration is
+ * needed, and without failing registration when some other setting is bad).
+ */
+export function sweepSchedule(env: Record<string, string | undefined> = process.env): string {
+  const v = env.SWEEP_SCHEDULE?.trim();
+  return v ? v : DEFAULT_SWEEP_SCHEDULE;
 }
 
 /** Raised when settings are missing or invalid; lists every problem, each prefixed with the variable name. */
@@ -123,6 +152,12 @@ const envSchema = z.object({
   BATCH_RETRY_INITIAL_MS: intSetting(500, 1, 600_000),
   BATCH_RETRY_MAX_MS: intSetting(30_000, 1, 600_000),
   PULL_CONCURRENCY_DEFAULT: intSetting(10, 1, 1_000),
+  SWEEP_SCHEDULE: z.string().trim().optional(),
+  SWEEP_STALL_LIMIT_SECONDS: intSetting(30 * 60, 1, 30 * 24 * 3_600),
+  SWEEP_GRACE_SECONDS: intSetting(10 * 60, 0, 30 * 24 * 3_600),
+  STAGING_RETENTION_HOURS: numberSetting(24, 0, 24 * 365),
+  JOBS_RETENTION_DAYS: numberSetting(0, 0, 3_650),
+  PRICE_TABLE_JSON: z.string().optional(),
 });
 
 /**
@@ -149,6 +184,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     problems.push(
       `BATCH_RETRY_INITIAL_MS (${e.BATCH_RETRY_INITIAL_MS}) must not exceed BATCH_RETRY_MAX_MS (${e.BATCH_RETRY_MAX_MS})`,
     );
+  }
+  let priceTable: PriceTable | undefined;
+  try {
+    priceTable = parsePriceTable(e.PRICE_TABLE_JSON);
+  } catch (err) {
+    problems.push((err as Error).message);
   }
   if (e.BATCH_ACCOUNT_KEY !== undefined && e.BATCH_ACCOUNT_KEY !== '' && !isBase64(e.BATCH_ACCOUNT_KEY)) {
     problems.push('BATCH_ACCOUNT_KEY: must be base64 (the account key as the portal or emulator shows it)');
@@ -188,7 +229,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const duplicate = names.find((n, i) => names.indexOf(n) !== i);
   if (duplicate) problems.push(`STAGING_ACCOUNTS: account "${duplicate}" is listed twice`);
 
-  if (problems.length > 0 || !hostStorage) throw new ConfigError(problems);
+  if (problems.length > 0 || !hostStorage || !priceTable) throw new ConfigError(problems);
 
   const config: AppConfig = {
     batch: {
@@ -209,6 +250,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       jitter: 0.5,
     },
     pullConcurrencyDefault: e.PULL_CONCURRENCY_DEFAULT,
+    ops: {
+      sweepSchedule: e.SWEEP_SCHEDULE || DEFAULT_SWEEP_SCHEDULE,
+      stallLimitMs: e.SWEEP_STALL_LIMIT_SECONDS * 1000,
+      graceMs: e.SWEEP_GRACE_SECONDS * 1000,
+      stagingRetentionMs: e.STAGING_RETENTION_HOURS * 3_600_000,
+      jobsRetentionMs: e.JOBS_RETENTION_DAYS > 0 ? e.JOBS_RETENTION_DAYS * 24 * 3_600_000 : undefined,
+      priceTable,
+    },
   };
   return deepFreeze(config);
 }
