@@ -324,6 +324,16 @@ describe('Batch emulator through @azure/batch', () => {
       await waitFor('pool gone', async () => ((await client.pool.exists(p)).body === false ? true : undefined));
     });
 
+    it('kills a still-running start task when the node is removed', async () => {
+      const p = await pool({ startTask: { commandLine: `/bin/sh -c 'echo $$ > $AZ_BATCH_NODE_SHARED_DIR/st.pid; exec sleep 600'`, waitForSuccess: false } });
+      const [node] = await waitForNodes(client, p, 1);
+      const root = emu.nodes(p)[0].rootDir;
+      await waitFor('start task sleeping', async () => (processesMentioning(root).length > 0 ? true : undefined));
+      await client.pool.removeNodes(p, { nodeList: [node.id as string] });
+      await waitForNodes(client, p, 0, []);
+      await waitFor('start task killed', async () => (processesMentioning(root).length === 0 ? true : undefined), 5_000);
+    });
+
     it('gives every node an ssh that runs commands on the node owning an address, or in its sshd container', async () => {
       const p = await pool({ nodes: 2, interNode: true });
       const nodes = await waitForNodes(client, p, 2);

@@ -28,6 +28,8 @@ export class Engine {
   readonly hostsFile: string;
   /** Every process group started on any node and not yet known dead. */
   readonly pgids = new Set<number>();
+  /** The same, per node (start, prep and release tasks belong to no task record). */
+  private readonly nodeGroups = new Map<string, Set<number>>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private ipBase = 1 + Math.floor(Math.random() * 254);
   private ipCounter = 0;
@@ -278,8 +280,24 @@ export class Engine {
     touch(pool);
   }
 
-  /** Kills every task process group running on the node and every container recorded on it. */
+  groupsOf(node: NodeRecord): Set<number> {
+    const key = `${node.poolId.toLowerCase()}/${node.id}`;
+    let set = this.nodeGroups.get(key);
+    if (!set) {
+      set = new Set();
+      this.nodeGroups.set(key, set);
+    }
+    return set;
+  }
+
+  /** Kills every process group started on the node (tasks, start/prep/release tasks) and its containers. */
   killNodeProcesses(node: NodeRecord): void {
+    const groups = this.groupsOf(node);
+    for (const g of groups) {
+      killGroup(g);
+      this.pgids.delete(g);
+    }
+    groups.clear();
     for (const r of node.running.values()) {
       const t = this.jobs.get(r.jobId.toLowerCase())?.tasks.get(r.taskId.toLowerCase());
       for (const g of t?.pgids ?? []) killGroup(g);

@@ -73,9 +73,10 @@ export class TaskExecutor {
     engine.runStartTask = (pool, node) => void this.runStartTask(pool, node);
   }
 
-  private track(pgid: number | undefined, task?: TaskRecord): void {
+  private track(pgid: number | undefined, node: NodeRecord, task?: TaskRecord): void {
     if (!pgid) return;
     this.engine.pgids.add(pgid);
+    this.engine.groupsOf(node).add(pgid);
     task?.pgids.add(pgid);
   }
 
@@ -88,6 +89,8 @@ export class TaskExecutor {
     outPrefix?: string;
     maxWallClockMs?: number;
     task?: TaskRecord;
+    /** The node it runs on: removing or rebooting the node kills it. */
+    node: NodeRecord;
     /** The task's containerSettings: the command line then runs in that container. */
     container?: unknown;
   }): Promise<RunOutcome> {
@@ -99,7 +102,7 @@ export class TaskExecutor {
     const container = opts.container as Json | undefined;
     const wrap = container ? (argv: string[]) => containerArgv(container, opts.env, opts.cwd, argv) : undefined;
     const proc = runCommandLine({ commandLine: opts.commandLine, cwd: opts.cwd, env: opts.env, stdoutPath, stderrPath, wrap });
-    this.track(proc.pgid, opts.task);
+    this.track(proc.pgid, opts.node, opts.task);
     let timedOut = false;
     const timer =
       opts.maxWallClockMs !== undefined
@@ -113,6 +116,7 @@ export class TaskExecutor {
     // Forget groups that are gone, so a later kill can never hit a recycled process group id.
     if (proc.pgid && !groupAlive(proc.pgid)) {
       this.engine.pgids.delete(proc.pgid);
+      this.engine.groupsOf(opts.node).delete(proc.pgid);
       opts.task?.pgids.delete(proc.pgid);
     }
     return outcomeOf(o, timedOut);
@@ -138,7 +142,7 @@ export class TaskExecutor {
           mkdirSync(wd, { recursive: true });
           await downloadResourceFiles(st.resourceFiles as Json[] | undefined, wd);
           const env = { ...this.engine.nodeEnv(node), ...userEnv(st.environmentSettings), AZ_BATCH_TASK_DIR: startup, AZ_BATCH_TASK_WORKING_DIR: wd };
-          out = await this.runToEnd({ commandLine: String(st.commandLine ?? ''), cwd: wd, env, outDir: startup, container: st.containerSettings });
+          out = await this.runToEnd({ commandLine: String(st.commandLine ?? ''), cwd: wd, env, outDir: startup, container: st.containerSettings, node });
         } catch (e) {
           out = { failureInfo: failure('BlobDownloadMiscError', `Resource file download failed: ${(e as Error).message}`) };
         }
@@ -202,7 +206,7 @@ export class TaskExecutor {
       try {
         await downloadResourceFiles(prep.resourceFiles as Json[] | undefined, wd);
         const env = { ...this.jobEnv(job, node), ...userEnv(prep.environmentSettings), AZ_BATCH_TASK_ID: String(prep.id ?? 'jobpreparation'), AZ_BATCH_TASK_DIR: dir, AZ_BATCH_TASK_WORKING_DIR: wd };
-        out = await this.runToEnd({ commandLine: String(prep.commandLine ?? ''), cwd: wd, env, outDir: dir, maxWallClockMs: timerMs(constraints.maxWallClockTime), container: prep.containerSettings });
+        out = await this.runToEnd({ commandLine: String(prep.commandLine ?? ''), cwd: wd, env, outDir: dir, maxWallClockMs: timerMs(constraints.maxWallClockTime), container: prep.containerSettings, node });
       } catch (e) {
         out = { failureInfo: failure('BlobDownloadMiscError', `Resource file download failed: ${(e as Error).message}`) };
       }
@@ -248,7 +252,7 @@ export class TaskExecutor {
       const env = { ...this.jobEnv(job, node), ...userEnv(release.environmentSettings), AZ_BATCH_TASK_ID: String(release.id ?? 'jobrelease'), AZ_BATCH_TASK_DIR: dir, AZ_BATCH_TASK_WORKING_DIR: wd, AZ_BATCH_JOB_PREP_DIR: prepDir, AZ_BATCH_JOB_PREP_WORKING_DIR: path.join(prepDir, 'wd') };
       // Batch caps release tasks at 15 minutes.
       const max = Math.min(timerMs(release.maxWallClockTime) ?? 15 * 60_000, 15 * 60_000);
-      out = await this.runToEnd({ commandLine: String(release.commandLine ?? ''), cwd: wd, env, outDir: dir, maxWallClockMs: max, container: release.containerSettings });
+      out = await this.runToEnd({ commandLine: String(release.commandLine ?? ''), cwd: wd, env, outDir: dir, maxWallClockMs: max, container: release.containerSettings, node });
     } catch (e) {
       out = { failureInfo: failure('BlobDownloadMiscError', `Resource file download failed: ${(e as Error).message}`) };
     }
@@ -339,6 +343,7 @@ export class TaskExecutor {
       maxWallClockMs: timerMs(task.constraints.maxWallClockTime),
       task,
       container: task.spec.containerSettings,
+      node,
     });
   }
 
@@ -388,7 +393,7 @@ export class TaskExecutor {
         }
         if (!coordination) return { exitCode: 0 };
         // The primary keeps stdout.txt for the application command; its coordination output goes beside it.
-        return this.runToEnd({ commandLine: coordination, cwd: path.join(dir, 'wd'), env: envFor(n, i, dir), outDir: dir, outPrefix: i === 0 ? 'coordination-' : '', maxWallClockMs: remaining(), task });
+        return this.runToEnd({ commandLine: coordination, cwd: path.join(dir, 'wd'), env: envFor(n, i, dir), outDir: dir, outPrefix: i === 0 ? 'coordination-' : '', maxWallClockMs: remaining(), task, node: n });
       }),
     );
     if (task.attempt !== attempt) return undefined;
@@ -413,7 +418,7 @@ export class TaskExecutor {
     }
     const dir = path.join(nodes[0].rootDir, rel);
     // The application command runs in the task's container if it has one; the coordination command on the host.
-    const out = await this.runToEnd({ commandLine: String(task.spec.commandLine ?? ''), cwd: path.join(dir, 'wd'), env: envFor(nodes[0], 0, dir), outDir: dir, maxWallClockMs: remaining(), task, container: task.spec.containerSettings });
+    const out = await this.runToEnd({ commandLine: String(task.spec.commandLine ?? ''), cwd: path.join(dir, 'wd'), env: envFor(nodes[0], 0, dir), outDir: dir, maxWallClockMs: remaining(), task, container: task.spec.containerSettings, node: nodes[0] });
     if (task.attempt !== attempt) return undefined;
     const primary = task.subtasks[0];
     primary.exitCode = out.exitCode;
