@@ -1,0 +1,58 @@
+/**
+ * The operations sweep on a timer (SWEEP_SCHEDULE, NCRONTAB, default every 5 minutes). Adapter only: builds the
+ * sweep's dependencies from configuration and the Durable client, runs shared/ops/sweep, logs one structured
+ * summary line. Singleton through a blob lease (see shared/ops/lease.ts), so overlapping runs never act twice.
+ */
+import { app, type InvocationContext, type Timer } from '@azure/functions';
+import * as df from 'durable-functions';
+import type { DurableClient } from 'durable-functions';
+import { sweepSchedule } from '../shared/config';
+import { runSweep, type OrchestrationControl } from '../shared/ops/sweep';
+import { blobAccount } from '../shared/storage/clients';
+import { appConfig, batchContext, jobStore } from '../orchestrations/activities/services';
+
+/** The Durable client as the sweep needs it: status (absent when there is no instance) and terminate. */
+export function durableControl(client: DurableClient): OrchestrationControl {
+  return {
+    async status(instanceId) {
+      try {
+        const s = await client.getStatus(instanceId, { showInput: false });
+        if (!s || !s.runtimeStatus) return undefined;
+        const custom = s.customStatus as { updatedAt?: unknown } | undefined;
+        return {
+          runtimeStatus: String(s.runtimeStatus),
+          lastUpdatedTime: new Date(s.lastUpdatedTime).toISOString(),
+          progressAt: typeof custom?.updatedAt === 'string' ? custom.updatedAt : undefined,
+        };
+      } catch (err) {
+        if (/404|not found|no instance/i.test((err as Error).message)) return undefined;
+        throw err;
+      }
+    },
+    async terminate(instanceId, reason) {
+      await client.terminate(instanceId, reason);
+    },
+  };
+}
+
+export async function sweepTimer(timer: Timer, context: InvocationContext): Promise<void> {
+  const cfg = appConfig();
+  const report = await runSweep({
+    batch: batchContext(),
+    store: await jobStore(),
+    orchestrations: durableControl(df.getClient(context)),
+    stagingAccounts: cfg.stagingAccounts.map(blobAccount),
+    hostBlobs: blobAccount(cfg.hostStorage).service,
+    settings: { stallLimitMs: cfg.ops.stallLimitMs, graceMs: cfg.ops.graceMs, stagingRetentionMs: cfg.ops.stagingRetentionMs },
+  });
+  const failed = report.actions.filter((a) => !a.ok);
+  // One line per run, machine-readable: what was looked at, what each rule did, what failed.
+  const line = JSON.stringify({
+    event: 'sweep', runId: report.runId, ran: report.ran, isPastDue: timer.isPastDue, durationMs: report.durationMs,
+    observed: report.observed, counts: report.counts, failed: failed.map((a) => a.error),
+  });
+  if (failed.length) context.warn(line);
+  else context.info(line);
+}
+
+app.timer('sweep', { schedule: sweepSchedule(), extraInputs: [df.input.durableClient()], handler: sweepTimer });

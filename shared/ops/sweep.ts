@@ -1,0 +1,188 @@
+/**
+ * One sweep run: take the singleton lease, observe (owned pools and Batch jobs, job rows, orchestration
+ * status, staging containers), plan with the pure rules (./sweepRules), act idempotently, write every action
+ * to the timeline of the job it concerns, and return one summary (counts per rule) for the structured log line.
+ */
+import type { BlobServiceClient } from '@azure/storage-blob';
+import { deletePool, listOwnedJobs, listOwnedPools, terminateJob, type BatchContext } from '../batch';
+import { IllegalTransitionError, isTerminal, type JobRecord, type JobStore } from '../state';
+import { planJob, stagingContainerFor } from '../pipeline/jobPlan';
+import { parseIsoDuration } from '../spec/duration';
+import type { BlobAccount } from '../storage/clients';
+import { tryAcquireSweepLease } from './lease';
+import {
+  planSweep, summarise,
+  type ObservedJobRow, type ObservedOrchestration, type ObservedStagingContainer, type SweepAction, type SweepSettings,
+} from './sweepRules';
+
+/** What the sweep needs from Durable (the function adapts the Durable client to it). */
+export interface OrchestrationControl {
+  status(instanceId: string): Promise<ObservedOrchestration | undefined>;
+  terminate(instanceId: string, reason: string): Promise<void>;
+}
+
+export interface SweepDeps {
+  batch: BatchContext;
+  store: JobStore;
+  orchestrations: OrchestrationControl;
+  stagingAccounts: readonly BlobAccount[];
+  /** Host storage, where the lease blob lives. */
+  hostBlobs: BlobServiceClient;
+  settings: SweepSettings;
+  now?: () => Date;
+}
+
+export interface SweepReport {
+  runId: string;
+  /** false when another run held the lease. */
+  ran: boolean;
+  startedAt: string;
+  durationMs: number;
+  observed: { jobs: number; pools: number; batchJobs: number; stagingContainers: number };
+  counts: Record<string, number>;
+  actions: (SweepAction & { ok: boolean; error?: string })[];
+}
+
+/** Guard against an unbounded scan: the sweep looks at this many job rows at most per run. */
+const MAX_JOB_ROWS = 20_000;
+
+export async function runSweep(deps: SweepDeps): Promise<SweepReport> {
+  const now = deps.now ?? (() => new Date());
+  const started = now();
+  const runId = `${started.toISOString().replace(/[^0-9]/g, '').slice(0, 14)}-${Math.random().toString(36).slice(2, 8)}`;
+  const report: SweepReport = {
+    runId, ran: false, startedAt: started.toISOString(), durationMs: 0,
+    observed: { jobs: 0, pools: 0, batchJobs: 0, stagingContainers: 0 }, counts: {}, actions: [],
+  };
+  const lease = await tryAcquireSweepLease(deps.hostBlobs);
+  if (!lease) {
+    report.durationMs = now().getTime() - started.getTime();
+    return report;
+  }
+  try {
+    report.ran = true;
+    const [rows, pools, batchJobs] = await Promise.all([listAllJobs(deps.store), listOwnedPools(deps.batch), listOwnedJobs(deps.batch)]);
+    const jobs = new Map(rows.map((r) => [r.id, observeRow(r)]));
+    const byContainer = new Map(rows.map((r) => [stagingContainerFor(r.id), r.id]));
+    const staging = await listStaging(deps.stagingAccounts, byContainer);
+
+    // Orchestration status for every unfinished job and for every job that still owns something.
+    const ids = new Set<string>([
+      ...rows.filter((r) => !isTerminal(r.state)).map((r) => r.id),
+      ...pools.map((p) => p.jobId), ...batchJobs.map((b) => b.jobId),
+    ]);
+    const orchestrations = new Map<string, ObservedOrchestration>();
+    for (const id of ids) {
+      const s = await deps.orchestrations.status(id);
+      if (s) orchestrations.set(id, s);
+    }
+    report.observed = { jobs: rows.length, pools: pools.length, batchJobs: batchJobs.length, stagingContainers: staging.length };
+
+    const plan = planSweep({ now: now().toISOString(), jobs, orchestrations, pools, batchJobs, staging }, deps.settings);
+    report.counts = summarise(plan);
+    const failures = new Map<string, string[]>();
+    for (const action of plan) {
+      try {
+        const detail = await act(deps, action, failures.get(action.jobId ?? '') ?? []);
+        report.actions.push({ ...action, ok: true });
+        await note(deps.store, runId, action, detail);
+      } catch (err) {
+        const message = `${action.kind} for job ${action.jobId ?? '?'}: ${(err as Error).message}`;
+        if (action.jobId) failures.set(action.jobId, [...(failures.get(action.jobId) ?? []), message]);
+        report.actions.push({ ...action, ok: false, error: message });
+      }
+    }
+    return report;
+  } finally {
+    await lease.release();
+    report.durationMs = now().getTime() - started.getTime();
+  }
+}
+
+async function act(deps: SweepDeps, a: SweepAction, earlierFailures: string[]): Promise<string> {
+  switch (a.kind) {
+    case 'terminateOrchestration':
+      await deps.orchestrations.terminate(a.jobId, a.reason);
+      return 'orchestration terminated';
+    case 'terminateBatchJob':
+      // Terminating runs the job release task on every node, which removes the job's containers.
+      return `Batch job ${a.batchJobId}: ${await terminateJob(deps.batch, a.batchJobId, 'sweep')}`;
+    case 'deletePool': {
+      const r = await deletePool(deps.batch, a.poolId);
+      return `pool ${a.poolId} ${r.deleted ? 'deletion requested' : 'already gone'}`;
+    }
+    case 'deleteStaging': {
+      const account = deps.stagingAccounts.find((s) => s.name === a.account);
+      if (!account) throw new Error(`staging account ${a.account} is not configured`);
+      const r = await account.service.getContainerClient(a.container).deleteIfExists();
+      return `staging container ${a.account}/${a.container} ${r.succeeded ? 'deleted' : 'already gone'}`;
+    }
+    case 'failJob':
+      await failJob(deps.store, a.jobId, a.rule === 'stalledRun' ? 'Stalled' : 'LostRun', earlierFailures.length ? `${a.reason}; cleanup incomplete: ${earlierFailures.join('; ')}` : a.reason);
+      return 'job marked Failed';
+  }
+}
+
+/** Moves the row through CleaningUp to Failed (the only legal way from a running stage). */
+async function failJob(store: JobStore, jobId: string, code: string, reason: string): Promise<void> {
+  try {
+    const job = await store.get(jobId);
+    if (!job || isTerminal(job.state)) return;
+    if (job.state !== 'CleaningUp' && job.state !== 'Submitted') await store.transition(jobId, 'CleaningUp', `sweep: ${reason}`, { stage: 'CleaningUp' });
+    await store.transition(jobId, 'Failed', reason, { stage: 'Failed', error: { code, message: reason } });
+  } catch (err) {
+    // The run finished the row itself between our look and our write: nothing left to do.
+    if (err instanceof IllegalTransitionError) return;
+    throw err;
+  }
+}
+
+async function note(store: JobStore, runId: string, a: SweepAction, detail: string): Promise<void> {
+  if (!a.jobId) return;
+  const resource = 'poolId' in a ? a.poolId : 'batchJobId' in a ? a.batchJobId : 'container' in a ? a.container : a.jobId;
+  const eventId = `sweep-${runId}-${a.kind}-${resource}`.replace(/[^A-Za-z0-9._:@=+-]/g, '_').slice(0, 200);
+  try {
+    await store.appendEvent(a.jobId, { reason: `sweep ${a.rule}: ${detail} (${a.reason})`, eventId, data: { sweepRun: runId, rule: a.rule, action: a.kind, resource } });
+  } catch {
+    // Resources of an unknown job have no row to write to; the run summary still counts them.
+  }
+}
+
+async function listAllJobs(store: JobStore): Promise<JobRecord[]> {
+  const out: JobRecord[] = [];
+  let token: string | undefined;
+  do {
+    const page = await store.list({ top: 1000, continuationToken: token });
+    out.push(...page.jobs);
+    token = page.continuationToken;
+  } while (token && out.length < MAX_JOB_ROWS);
+  return out;
+}
+
+function observeRow(r: JobRecord): ObservedJobRow {
+  let wallClockLimitMs: number | undefined;
+  let keepsPool = false;
+  try {
+    const plan = planJob(r.id, r.spec);
+    // Only jobs with an explicit maxWallClock have a limit worth enforcing from outside.
+    wallClockLimitMs = r.spec.limits.maxWallClock ? plan.pipelineBudgetMs : undefined;
+    keepsPool = plan.deletePool === 'never' || (plan.deletePool === 'onSuccess' && r.state !== 'Succeeded');
+  } catch {
+    // A row whose spec no longer plans (older schema): treat it as keeping nothing and having no limit.
+  }
+  const keep = r.spec.cleanup?.keepStagedData;
+  return {
+    id: r.id, state: r.state, createdAt: r.createdAt, updatedAt: r.updatedAt, wallClockLimitMs, keepsPool,
+    keepStagedDataMs: typeof keep === 'string' ? parseIsoDuration(keep) ?? undefined : undefined,
+  };
+}
+
+async function listStaging(accounts: readonly BlobAccount[], byContainer: ReadonlyMap<string, string>): Promise<ObservedStagingContainer[]> {
+  const out: ObservedStagingContainer[] = [];
+  for (const account of accounts) {
+    for await (const c of account.service.listContainers({ prefix: 'stg-' })) {
+      out.push({ account: account.name, container: c.name, lastModified: c.properties.lastModified.toISOString(), jobId: byContainer.get(c.name) });
+    }
+  }
+  return out;
+}
