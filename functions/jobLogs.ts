@@ -8,7 +8,7 @@
  * pipeline recorded in the job result (`source: "recorded"`).
  */
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
-import { getTask, listSubtasks, readNodeFile, readTaskFile, type BatchContext, type FileContent } from '../shared/batch';
+import { BatchError, getTask, listSubtasks, readNodeFile, readTaskFile, type BatchContext, type FileContent } from '../shared/batch';
 import { batchContext, jobStore } from '../orchestrations/activities/services';
 
 const MAX_BYTES = 1024 * 1024;
@@ -70,11 +70,21 @@ async function nodeLogs(ctx: BatchContext, batchJobId: string, taskId: string): 
   return [master, ...others];
 }
 
-/** The bytes after `since`: the size first (no content), then only the new end, bounded. */
+const MISSING: FileContent = { exists: false, size: 0, content: '', truncated: false };
+
+/**
+ * The bytes after `since`: the size first (no content), then only the new end, bounded. A task whose node is
+ * gone (pool deleted) answers 409 (the task is no longer on a node): that is "no file", not an API failure.
+ */
 async function readSince(log: NodeLog, stream: Stream, since: number): Promise<FileContent> {
-  const head = await log.read(`${stream}.txt`, 0);
-  if (!head.exists || head.size <= since) return head;
-  return log.read(`${stream}.txt`, Math.min(MAX_BYTES, head.size - since));
+  try {
+    const head = await log.read(`${stream}.txt`, 0);
+    if (!head.exists || head.size <= since) return head;
+    return await log.read(`${stream}.txt`, Math.min(MAX_BYTES, head.size - since));
+  } catch (err) {
+    if (err instanceof BatchError && (err.status === 409 || err.status === 404)) return MISSING;
+    throw err;
+  }
 }
 
 export async function jobLogsHttp(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {

@@ -1,0 +1,178 @@
+/**
+ * Acceptance tests of the hpcjob CLI: the COMPILED binary (dist/cli/index.js, the package.json bin) run as a
+ * child process against the local stack (Azurite, the Batch emulator running real Open MPI, the Functions host).
+ * Needs dist/ built (`npx tsc -p tsconfig.json`, which `npm test` does first).
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { createServer } from 'node:net';
+import { readFileSync } from 'node:fs';
+import { parse, stringify } from 'yaml';
+import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
+
+const CLI = path.join(REPO_ROOT, 'dist', 'cli', 'index.js');
+let stack: Stack;
+let dir: string;
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI with a clean environment: HOME is the temp dir, so no real profile file is read. */
+function hpcjob(args: string[], env: Record<string, string> = {}): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? '', HOME: dir, XDG_CONFIG_HOME: path.join(dir, 'config'), ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const withStack = () => ({ HPCJOB_ENDPOINT: stack.baseUrl, HPCJOB_KEY: stack.host.keys.functionKey });
+
+/** The demo spec made cheap: no input data, no start task, 2 nodes x 1 rank. */
+function cheapSpec(patch: (spec: Record<string, unknown> & { mpi: Record<string, unknown> }) => void): string {
+  const spec = parse(readFileSync(path.join(REPO_ROOT, 'examples', 'demo', 'native-openmpi.yaml'), 'utf8'));
+  spec.data = { inputs: [] };
+  delete spec.pool.startTask;
+  spec.pool.nodes = 2;
+  spec.mpi.processesPerNode = 1;
+  spec.tags = { suite: 'cli-test' };
+  patch(spec);
+  return stringify(spec);
+}
+
+function writeSpec(name: string, text: string): string {
+  const file = path.join(dir, name);
+  writeFileSync(file, text);
+  return file;
+}
+
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as { port: number }).port;
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
+beforeAll(async () => {
+  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: build first with npx tsc -p tsconfig.json`);
+  dir = mkdtempSync(path.join(os.tmpdir(), 'hpcjob-cli-'));
+  const logs = path.join(REPO_ROOT, 'test-artifacts');
+  stack = await startStack({ port: 0, logDestination: path.join(logs, 'cli-host.log') });
+}, 120_000);
+
+afterAll(async () => {
+  await stack?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+}, 60_000);
+
+describe('hpcjob validate (offline)', () => {
+  const bad = () => writeSpec('bad.yaml', cheapSpec((s) => {
+    (s.pool as Record<string, unknown>).nodes = 0;
+    s.mpi.runtime = 'lam';
+  }));
+
+  it('prints the field paths of a bad spec and exits 2, with no endpoint configured', async () => {
+    const run = await hpcjob(['validate', bad()]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/is not a valid job spec: 2 problem/);
+    expect(run.stderr).toMatch(/^ {2}pool\.nodes: /m);
+    expect(run.stderr).toMatch(/^ {2}mpi\.runtime: must be one of/m);
+    const json = await hpcjob(['--json', 'validate', bad()]);
+    expect(json.code).toBe(2);
+    const body = JSON.parse(json.stdout) as { valid: boolean; errors: { path: string }[] };
+    expect(body.valid).toBe(false);
+    expect(body.errors.map((e) => e.path).sort()).toEqual(['mpi.runtime', 'pool.nodes']);
+  });
+
+  it('accepts a good spec (exit 0) and reports the same paths as the API for a bad one', async () => {
+    const good = await hpcjob(['validate', writeSpec('good.yaml', cheapSpec(() => undefined))]);
+    expect(good.code).toBe(0);
+    expect(good.stdout).toMatch(/is valid: job "shardsum-native", 2 node/);
+    // Submitting the same bad spec: the API's 400 field errors, printed the same way, exit 2.
+    const submitted = await hpcjob(['submit', bad()], withStack());
+    expect(submitted.code).toBe(2);
+    expect(submitted.stderr).toMatch(/^ {2}pool\.nodes: /m);
+    expect(submitted.stderr).toMatch(/^ {2}mpi\.runtime: must be one of/m);
+  });
+});
+
+describe('hpcjob against the local stack', () => {
+  let succeededId = '';
+
+  it('submit --watch runs a job to Succeeded with per-stage progress and exits 0; logs prints the master stdout', async () => {
+    const file = writeSpec('hello.yaml', cheapSpec((s) => {
+      s.id = 'cli-hello';
+      s.mpi.command = 'echo "hello from rank $OMPI_COMM_WORLD_RANK of $OMPI_COMM_WORLD_SIZE"';
+    }));
+    const run = await hpcjob(['submit', file, '--watch', '--interval', '300'], withStack());
+    expect(run.stderr).toMatch(/submitted job cli-hello/);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/job cli-hello Succeeded/);
+    // The progress lines (stderr when not a terminal) went through the stages.
+    expect(run.stderr).toMatch(/nodes ready 2\/2/);
+    expect(run.stderr).toMatch(/mpi completed/);
+    expect(run.stderr).toMatch(/^Succeeded .*cleanup: .*pool deleted/m);
+    succeededId = 'cli-hello';
+
+    const logs = await hpcjob(['logs', succeededId, '--stream', 'stdout'], withStack());
+    expect(logs.code).toBe(0);
+    expect(logs.stdout).toMatch(/hello from rank 0 of 2/);
+  }, 90_000);
+
+  it('--json output of status and list parses', async () => {
+    expect(succeededId).not.toBe('');
+    const status = await hpcjob(['status', succeededId, '--json'], withStack());
+    expect(status.code).toBe(0);
+    const view = JSON.parse(status.stdout) as { id: string; state: string; result: { exitCode: number } };
+    expect(view).toMatchObject({ id: succeededId, state: 'Succeeded', result: { exitCode: 0 } });
+    const list = await hpcjob(['--json', 'list', '--tag', 'suite=cli-test', '--state', 'Succeeded'], withStack());
+    expect(list.code).toBe(0);
+    const body = JSON.parse(list.stdout) as { jobs: { id: string; state: string }[] };
+    expect(body.jobs.map((j) => j.id)).toContain(succeededId);
+    expect(body.jobs.every((j) => j.state === 'Succeeded')).toBe(true);
+    const text = await hpcjob(['status', succeededId], withStack());
+    expect(text.stdout).toMatch(/^state +Succeeded/m);
+  });
+
+  it('a failing job: watch exits 1 with the reason; endpoint and key come from the profile file', async () => {
+    const profile = path.join(dir, 'profile.json');
+    writeFileSync(profile, JSON.stringify({ endpoint: stack.baseUrl, key: stack.host.keys.functionKey }));
+    const file = writeSpec('fails.yaml', cheapSpec((s) => {
+      s.id = 'cli-fails';
+      s.mpi.command = 'echo failing on purpose >&2; exit 3';
+    }));
+    const submitted = await hpcjob(['--profile', profile, '--json', 'submit', file]);
+    expect(submitted.code).toBe(0);
+    const answer = JSON.parse(submitted.stdout) as { job: { id: string } };
+    expect(answer.job.id).toBe('cli-fails');
+    const watched = await hpcjob(['--profile', profile, 'watch', 'cli-fails', '--interval', '300']);
+    expect(watched.code).toBe(1);
+    expect(watched.stderr).toMatch(/job cli-fails Failed: .*exited with code 3/);
+  }, 90_000);
+
+  it('not found exits 4, an unreachable API exits 3, a missing endpoint exits 2', async () => {
+    const missing = await hpcjob(['status', 'no-such-job'], withStack());
+    expect(missing.code).toBe(4);
+    expect(missing.stderr.trim()).toBe('hpcjob: no job with id no-such-job');
+    const down = await hpcjob(['status', 'x', '--endpoint', `http://127.0.0.1:${await closedPort()}`]);
+    expect(down.code).toBe(3);
+    expect(down.stderr).toMatch(/cannot reach the API at http:\/\/127\.0\.0\.1:\d+: ECONNREFUSED/);
+    const none = await hpcjob(['status', 'x']);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/no API endpoint/);
+  });
+});

@@ -1,0 +1,70 @@
+/** The CLI's pure parts: where the connection comes from, and the per-stage rows drawn by `watch`. */
+import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { resolveConnection, defaultProfilePath } from '../../cli/connection';
+import { stageRows } from '../../cli/stageRows';
+import { CliError, ExitCode } from '../../cli/errors';
+import type { JobView } from '../../cli/apiClient';
+
+describe('resolveConnection', () => {
+  let home: string;
+  beforeAll(() => {
+    home = mkdtempSync(path.join(os.tmpdir(), 'hpcjob-conn-'));
+  });
+  afterAll(() => rmSync(home, { recursive: true, force: true }));
+
+  it('takes each value from flags, then the environment, then the profile file', () => {
+    const env = { HOME: home, XDG_CONFIG_HOME: '' };
+    const file = defaultProfilePath(env);
+    expect(file).toBe(path.join(home, '.config', 'hpcjob', 'config.json'));
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, JSON.stringify({ endpoint: 'http://profile.example:7071/', key: 'profile-key' }));
+    expect(resolveConnection({}, env)).toEqual({ endpoint: 'http://profile.example:7071', key: 'profile-key' });
+    expect(resolveConnection({}, { ...env, HPCJOB_KEY: 'env-key' })).toEqual({ endpoint: 'http://profile.example:7071', key: 'env-key' });
+    expect(resolveConnection({ endpoint: 'https://flag.example', key: 'flag-key' }, { ...env, HPCJOB_ENDPOINT: 'http://env.example', HPCJOB_KEY: 'env-key' }))
+      .toEqual({ endpoint: 'https://flag.example', key: 'flag-key' });
+  });
+
+  it('refuses a missing endpoint, a missing explicit profile and a non-URL with exit code 2', () => {
+    const empty = { HOME: path.join(home, 'nowhere') };
+    const code = (f: () => unknown) => {
+      try {
+        f();
+      } catch (err) {
+        return err instanceof CliError ? err.exitCode : -1;
+      }
+      return 0;
+    };
+    expect(code(() => resolveConnection({}, empty))).toBe(ExitCode.Usage);
+    expect(code(() => resolveConnection({ profile: path.join(home, 'missing.json') }, empty))).toBe(ExitCode.Usage);
+    expect(code(() => resolveConnection({ endpoint: 'not a url' }, empty))).toBe(ExitCode.Usage);
+    const bad = path.join(home, 'bad.json');
+    writeFileSync(bad, '{"endpoint": 7}');
+    expect(code(() => resolveConnection({ profile: bad }, empty))).toBe(ExitCode.Usage);
+  });
+});
+
+describe('stageRows', () => {
+  const view = (state: string, progress: NonNullable<JobView['progress']>['progress']): JobView =>
+    ({ id: 'j', name: 'n', state, stage: state, progress: { stage: state, progress } }) as JobView;
+
+  it('maps the live counters and marks stages not reached yet as waiting', () => {
+    const rows = stageRows(view('Provisioning', { nodesReady: { done: 1, total: 4 } }));
+    expect(rows.map((r) => r.label)).toEqual(['nodes ready', 'images pulled', 'shards staged', 'shards on nodes', 'MPI running', 'cleanup']);
+    expect(rows[0]).toMatchObject({ done: 1, total: 4 });
+    expect(rows[2]).toMatchObject({ done: 0, note: 'waiting' });
+    expect(rows[5]).toMatchObject({ done: 0, total: 1, note: 'waiting' });
+  });
+
+  it('fills every bar of a finished job, skipped stages included', () => {
+    const rows = stageRows(view('Succeeded', {
+      nodesReady: { done: 2, total: 2 }, shardsStaged: { done: 0, total: 0 }, mpi: { state: 'completed' }, cleanup: { done: ['batch job terminated', 'pool deleted'] },
+    }));
+    const byKey = Object.fromEntries(rows.map((r) => [r.key, r]));
+    expect(byKey.images.note).toBe('skipped');
+    expect(byKey.staged.note).toBe('nothing to do');
+    expect(byKey.mpi).toMatchObject({ done: 1, total: 1, note: 'completed' });
+    expect(byKey.cleanup).toMatchObject({ done: 2, total: 2, note: 'batch job terminated, pool deleted' });
+  });
+});
