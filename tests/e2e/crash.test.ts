@@ -1,0 +1,108 @@
+/**
+ * Crash safety of the whole pipeline: the Functions host + Durable engine (the only part of the control plane
+ * that runs in our process on Azure too) is SIGKILLed once in each stage of a real MPI job — Provisioning,
+ * PullingImages, StagingData, Running, CleaningUp — and restarted on the same port. Azurite, the Batch
+ * emulator and the registry stand for Azure services and keep running. The job must still end Succeeded with
+ * the verified MPI result, own exactly one pool, and leave nothing behind.
+ *
+ * What is deterministic: each kill happens after GET /api/jobs/{id} showed the target stage, so the host died
+ * while the job was recorded in that stage (or, for short stages, at most one poll round later: CleaningUp
+ * can end within a poll interval, so that kill may land just after the orchestration finished cleanup).
+ */
+import { mkdirSync, type WriteStream } from 'node:fs';
+import * as path from 'node:path';
+import { stringify } from 'yaml';
+import { startAzurite, type AzuriteHandle } from '../../local/azurite';
+import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
+import type { ExchangeRecord } from '../../local/batch/config';
+import { startRegistry, type RegistryHandle } from '../../local/registry';
+import { buildDemoImage } from '../../examples/images/buildDemoImage';
+import { localAppSettings, REPO_ROOT, type Stack } from '../../local/stack';
+import { checkCleanup, checkResult, mpiOutput, submitSpec, uploadDemoInputs, watchJob, type JobViewLite } from '../../local/jobRunner';
+import { CHILD_KEYS, PipelineHostProcess, openLog } from './helpers/childHost';
+
+let azurite: AzuriteHandle | undefined;
+let batch: BatchEmulatorHandle | undefined;
+let registry: RegistryHandle | undefined;
+let host: PipelineHostProcess | undefined;
+let log: WriteStream | undefined;
+const exchanges: ExchangeRecord[] = [];
+
+beforeAll(async () => {
+  const logs = path.join(REPO_ROOT, 'test-artifacts');
+  mkdirSync(logs, { recursive: true });
+  log = openLog(path.join(logs, 'e2e-crash-host.log'));
+  azurite = await startAzurite();
+  // A bandwidth cap stretches the pulls over seconds, so the PullingImages stage can be hit.
+  registry = await startRegistry({ maxConcurrentPulls: 10, bandwidthBytesPerSec: 2 * 1024 * 1024, images: [await buildDemoImage({ fillerBytes: 3 * 1024 * 1024 })] });
+  batch = await startBatchEmulator({ nodePath: [path.join(REPO_ROOT, 'local', 'batch', 'nodetools', 'bin')], onExchange: (e) => exchanges.push(e) });
+}, 120_000);
+
+afterAll(async () => {
+  await host?.kill();
+  await batch?.stop();
+  await registry?.stop();
+  await azurite?.stop();
+  await new Promise((r) => log?.end(r));
+}, 60_000);
+
+const STAGES = ['Provisioning', 'PullingImages', 'StagingData', 'Running', 'CleaningUp'] as const;
+
+test('SIGKILL of the control plane once in every stage: the job still succeeds with the verified result, one pool, nothing left', async () => {
+  const az = azurite as AzuriteHandle;
+  const emu = batch as BatchEmulatorHandle;
+  const reg = registry as RegistryHandle;
+  const settings = { ...localAppSettings(az, emu), LOCAL_REGISTRY: reg.host };
+  const storage = az.connectionString();
+  host = await PipelineHostProcess.start({ port: 0, storage, settings, log: log as WriteStream });
+  const port = host.port;
+  // jobRunner's helpers need only these parts of a stack; the base URL survives restarts (same port).
+  const stack = { azurite: az, batch: emu, registry: reg, settings, baseUrl: host.baseUrl, host: { keys: CHILD_KEYS, baseUrl: host.baseUrl } } as unknown as Stack;
+
+  const expected = await uploadDemoInputs(stack, 20);
+  const id = await submitSpec(stack, stringify({
+    id: 'crash-every-stage',
+    name: 'crash',
+    pool: { vmSize: 'Standard_D2s_v5', nodes: 3 },
+    container: { runtime: 'docker', images: [`${reg.host}/hpc/mpi-demo:1.0`], pullConcurrency: 1 },
+    data: { inputs: [{ account: 'devstoreaccount1', container: 'inputs', prefix: 'demo/' }], recordBytes: 64 },
+    // The pause keeps the Running stage long enough to be hit; the program's output is still verified.
+    mpi: { runtime: 'openmpi', processesPerNode: 1, fabric: 'tcp', options: ['--mca', 'btl_tcp_if_include', 'lo'], command: 'sleep 4; mpi-demo run "$MPIJOB_DATA_DIR"' },
+    cleanup: { deletePool: 'always' },
+  }));
+
+  const killedIn: string[] = [];
+  for (const stage of STAGES) {
+    let view: JobViewLite | undefined;
+    for (const deadline = Date.now() + 150_000; Date.now() < deadline; ) {
+      view = (await (await fetch(`${stack.baseUrl}/api/jobs/${id}`)).json()) as JobViewLite;
+      if (view.state === stage || ['Succeeded', 'Failed', 'Cancelled'].includes(view.state)) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    // CleaningUp may be over between two polls; then the kill lands just after it (still a crash of a live host).
+    const justAfter = stage === 'CleaningUp' && view?.state === 'Succeeded';
+    if (view?.state !== stage && !justAfter) throw new Error(`job never seen in ${stage}; last state ${view?.state}: ${view?.error?.message ?? ''}`);
+    await host.kill();
+    killedIn.push(stage);
+    if (justAfter) console.log('the CleaningUp stage ended before it was observed: the last kill landed just after it');
+    host = await PipelineHostProcess.start({ port, storage, settings, log: log as WriteStream });
+    expect(host.baseUrl).toBe(stack.baseUrl);
+  }
+  expect(killedIn).toEqual([...STAGES]);
+
+  const view = await watchJob(stack, id, 150_000);
+  if (view.state !== 'Succeeded') console.log(`job ${id} ${view.state}: ${view.error?.message}\n${await mpiOutput(stack, view)}`);
+  expect(view.error?.message).toBeUndefined();
+  expect(view.state).toBe('Succeeded');
+  expect(checkResult(view, expected)).toEqual([]);
+  const transitions = (view.timeline ?? []).filter((e) => e.kind === 'transition').map((e) => e.to);
+  expect(transitions).toEqual(['Submitted', ...STAGES, 'Succeeded']);
+  // Replayed activities must not have created a second pool or Batch job: every create after the first
+  // answered "exists" (409), and the account held only this job's pool.
+  const created = (p: RegExp) => exchanges.filter((e) => e.method === 'POST' && p.test(e.path) && e.status === 201).length;
+  expect(created(/^\/pools$/)).toBe(1);
+  expect(created(/^\/jobs$/)).toBe(1);
+  const poolIds = new Set(exchanges.filter((e) => e.method === 'POST' && e.path === '/pools').map((e) => (e.requestBody as { id?: string }).id));
+  expect([...poolIds]).toEqual(['hpc-crash-every-stage']);
+  expect(await checkCleanup(stack, view)).toEqual([]);
+}, 240_000);
