@@ -2,6 +2,8 @@
  * What the mpiJob orchestration and its activities exchange. Everything here is plain JSON: it is written
  * to the orchestration history and replayed, so no classes, Dates or functions.
  */
+import type { JobCost } from '../shared/ops/cost';
+
 export type StageName =
   | 'Submitted'
   | 'Provisioning'
@@ -82,6 +84,8 @@ export interface JobOutcome {
   logs?: { node: string; stdout: string; stderr: string }[];
   timings: Record<string, { startedAt: string; endedAt?: string }>;
   nodeMinutes?: number;
+  /** Node-minutes per stage and the estimated cost (shared/ops/cost.ts), when a pool was allocated. */
+  cost?: JobCost;
 }
 
 /** Activity names: one I/O thing each, all idempotent (they look before they create). */
@@ -103,6 +107,7 @@ export const Activities = {
   shardCopy: 'shardCopy',
   shardUrls: 'shardUrls',
   stagedDataDelete: 'stagedDataDelete',
+  costPrice: 'costPrice',
   mpiTaskAdd: 'mpiTaskAdd',
   mpiTaskObserve: 'mpiTaskObserve',
   mpiResultCollect: 'mpiResultCollect',

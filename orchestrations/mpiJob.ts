@@ -11,6 +11,7 @@ import { planJob } from '../shared/pipeline/jobPlan';
 import { releaseTaskCommand } from '../shared/pipeline/mpiTaskRequest';
 import { mpiTaskRequest } from '../shared/pipeline/mpiTaskRequest';
 import type { JobSpec } from '../shared/spec/schema';
+import { budgetGuard, jobCost, type PriceQuote } from '../shared/ops/cost';
 
 export const MPI_JOB = 'mpiJob';
 
@@ -34,6 +35,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
   let pool: ProvisionedPool | undefined;
   let staged: StagedData | undefined;
   let batchJobId: string | undefined;
+  let price: PriceQuote | undefined;
   let outcome: JobOutcome;
 
   const enter = function* (stage: StageName, reason: string): Orchestration<void> {
@@ -52,6 +54,8 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
   try {
     yield* enter('Provisioning', plan.reusePool ? `reusing pool ${plan.poolId}` : `creating pool ${plan.poolId}`);
     pool = yield* provision(run, { jobId: input.jobId, poolId: plan.poolId, reuse: plan.reusePool, vmSize: input.spec.pool.vmSize, nodes: plan.nodes, minNodes: plan.minNodes, resizeTimeoutMs: plan.resizeTimeoutMs, createRequest: plan.poolCreate });
+    price = (yield run.activity(Activities.costPrice, { vmSize: input.spec.pool.vmSize ?? '' })) as PriceQuote;
+    run.guardBudget(budgetGuard(input.spec.limits, { nodes: pool.nodes.length, allocatedAt: pool.allocatedAt }, price));
     batchJobId = (yield run.activity(Activities.batchJobCreate, { jobId: input.jobId, batchJobId: plan.batchJobId, poolId: pool.poolId, releaseCommandLine: releaseTaskCommand(input.jobId, input.spec) })) as string;
     run.report({ resources: { batchJobId } });
 
@@ -85,6 +89,14 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
   const end = run.now().toISOString();
   for (const t of Object.values(timings)) t.endedAt ??= end;
   if (pool) outcome.nodeMinutes = Math.round(((Date.parse(end) - Date.parse(pool.allocatedAt)) / 60_000) * pool.nodes.length * 100) / 100;
+  // The pool is released when cleanup has requested its deletion (or kept it): `end`. MPI pools are dedicated only.
+  if (pool) {
+    outcome.cost = jobCost(
+      { vmSize: input.spec.pool.vmSize, dedicatedNodes: pool.nodes.length, lowPriorityNodes: 0, allocatedAt: pool.allocatedAt, releasedAt: end },
+      timings,
+      price ?? { currency: 'USD', source: 'no price looked up (the job ended before its nodes were ready)' },
+    );
+  }
   run.report({ stage: outcome.state, progress: { cleanup: { done: cleaned.done } } });
   yield run.activity(Activities.jobFinish, { jobId: input.jobId, outcome });
   return outcome;

@@ -6,3 +6,4 @@ import './activities/batchJob';
 import './activities/nodeTasks';
 import './activities/staging';
 import './activities/mpi';
+import './activities/costPrice';

@@ -18,6 +18,7 @@ export async function jobFinish(input: JobFinishInput): Promise<void> {
     exitCode: outcome.exitCode,
     timings: outcome.timings,
     nodeMinutes: outcome.nodeMinutes,
+    cost: outcome.cost,
     logs: outcome.logs,
     mpi: outcome.result,
   })) as JsonValue;

@@ -70,6 +70,16 @@ export class PipelineRun {
     return this.ctx.df.currentUtcDateTime;
   }
 
+  /**
+   * The budget guard (limits.maxNodeHours / maxCost), installed once nodes are allocated and checked at every
+   * poll: when it names a reason, the job is cancelled through the normal cancel path (cleanup runs).
+   */
+  guardBudget(check: ((now: Date) => string | undefined) | undefined): void {
+    this.budgetCheck = check;
+  }
+
+  private budgetCheck?: (now: Date) => string | undefined;
+
   isCancelRequested(): boolean {
     return this.cancelEvent.isCompleted;
   }
@@ -105,6 +115,11 @@ export class PipelineRun {
   *sleep(stage: StageName, ms: number): Orchestration<void> {
     if (this.deadline && this.now().getTime() >= Date.parse(this.deadline.at)) {
       throw new JobTimedOut(stage, this.deadline.limit);
+    }
+    const overBudget = this.budgetCheck?.(this.now());
+    if (overBudget) {
+      this.budgetCheck = undefined;
+      throw new JobCancelled(overBudget);
     }
     if (this.cancelEvent.isCompleted) throw new JobCancelled(this.cancelReason());
     const timer = this.ctx.df.createTimer(new Date(this.now().getTime() + ms));

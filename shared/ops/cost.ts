@@ -107,3 +107,24 @@ export function budgetVerdict(
   }
   return { exceeded: false };
 }
+
+/** A price looked up once per job (activity costPrice), then used deterministically by the orchestrator. */
+export interface PriceQuote {
+  vmSize: string;
+  pricePerNodeHour?: number;
+  currency: string;
+  source: string;
+}
+
+/**
+ * The orchestrator's budget check for one job, called at every poll with the replayed clock: the reason to
+ * cancel ("budget: …") once node-hours or estimated cost go over the spec's limits, else undefined.
+ */
+export function budgetGuard(limits: BudgetLimits, pool: { nodes: number; allocatedAt: string }, price: PriceQuote): ((now: Date) => string | undefined) | undefined {
+  if (limits.maxNodeHours === undefined && !limits.maxCost) return undefined;
+  const from = Date.parse(pool.allocatedAt);
+  return (now) => {
+    const v = budgetVerdict(limits, { nodeHours: nodeHoursSoFar(pool.nodes, from, now.getTime()), pricePerNodeHour: price.pricePerNodeHour, currency: price.currency });
+    return v.exceeded ? v.reason : undefined;
+  };
+}
