@@ -1,0 +1,86 @@
+/** The dashboard's pure view model (web/src/model.ts) and its build (web/build.ts), without a browser. */
+import { readFileSync } from 'node:fs';
+import fc from 'fast-check';
+import {
+  costSummary, displayedNodes, exitCodes, formatDuration, jobDurationMs, jobHref, listQuery, nodeCells, nodeStateCounts, parseRoute,
+  progressBars, stageSpans, type JobView,
+} from '../../web/src/model';
+import { buildPage, GENERATED, renderModule } from '../../web/build';
+
+const base: JobView = { id: 'j1', name: 'j1', tags: {}, state: 'Running', stage: 'Running', createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:01:00.000Z' };
+
+describe('dashboard view model', () => {
+  it('formats durations by magnitude', () => {
+    expect(formatDuration(850)).toBe('850 ms');
+    expect(formatDuration(42_000)).toBe('42 s');
+    expect(formatDuration(185_000)).toBe('3 min 05 s');
+    expect(formatDuration(2 * 3600_000 + 7 * 60_000)).toBe('2 h 07 min');
+    expect(formatDuration(-1)).toBe('–');
+  });
+
+  it('measures a running job to now and a finished one to its last update', () => {
+    const now = Date.parse('2026-01-01T00:05:00.000Z');
+    expect(jobDurationMs(base, now)).toBe(300_000);
+    expect(jobDurationMs({ ...base, state: 'Succeeded' }, now)).toBe(60_000);
+  });
+
+  it('builds the list query from the filters, leaving empty ones out', () => {
+    expect(listQuery({ state: '', tag: '  ' })).toBe('top=200');
+    expect(new URLSearchParams(listQuery({ state: 'Running', tag: 'team=cfd ' })).get('tag')).toBe('team=cfd');
+  });
+
+  it('turns transitions into stage spans that end where the next begins', () => {
+    const t = (to: string, at: string) => ({ kind: 'transition', to, at: `2026-01-01T00:0${at}.000Z`, reason: to });
+    const spans = stageSpans([t('Provisioning', '0:10'), t('Submitted', '0:00'), { kind: 'note', at: '2026-01-01T00:00:05.000Z', reason: 'x' }, t('Running', '1:00')], Date.parse('2026-01-01T00:01:30.000Z'));
+    expect(spans.map((s) => [s.state, s.durationMs, s.current])).toEqual([['Submitted', 10_000, false], ['Provisioning', 50_000, false], ['Running', 30_000, true]]);
+    const done = stageSpans([t('Running', '0:00'), t('Succeeded', '0:30')], Date.parse('2026-01-01T01:00:00.000Z'));
+    expect(done[1]).toMatchObject({ state: 'Succeeded', durationMs: 0, current: false });
+  });
+
+  it('orders nodes naturally and counts them in pipeline order', () => {
+    fc.assert(fc.property(fc.uniqueArray(fc.nat(200), { maxLength: 30 }), (ns) => {
+      const cells = nodeCells(Object.fromEntries(ns.map((n) => [`node-${n}`, 'ready'])));
+      expect(cells.map((c) => Number(c.id.slice(5)))).toEqual([...ns].sort((a, b) => a - b));
+    }));
+    const cells = nodeCells({ a: 'running', b: 'allocating', c: 'running', d: 'weird' });
+    expect(nodeStateCounts(cells)).toEqual([{ state: 'allocating', count: 1 }, { state: 'running', count: 2 }, { state: 'weird', count: 1 }]);
+  });
+
+  it('shows nodes running while the MPI task runs, then done or failed by their subtask exit code', () => {
+    const progress = { nodes: { n1: 'ready', n2: 'ready', n3: 'pulling' }, progress: { mpi: { state: 'running' } } };
+    expect(displayedNodes({ ...base, progress })).toEqual({ n1: 'running', n2: 'running', n3: 'pulling' });
+    const result = { mpi: { subtasks: [{ id: 0, nodeId: 'n1', exitCode: 0, state: 'completed' }, { id: 1, nodeId: 'n2', exitCode: 3, state: 'completed' }] } };
+    expect(displayedNodes({ ...base, state: 'Failed', progress, result })).toEqual({ n1: 'done', n2: 'failed', n3: 'pulling' });
+    expect(displayedNodes({ ...base, state: 'Succeeded', progress: { nodes: { n1: 'ready' } } })).toEqual({ n1: 'done' });
+    expect(displayedNodes({ ...base, state: 'Cancelled', progress: { nodes: { n1: 'ready' } } })).toEqual({ n1: 'ready' });
+  });
+
+  it('lists progress counters with shard staging first, and MPI exit codes per subtask', () => {
+    const bars = progressBars({ progress: { nodesReady: { done: 2, total: 4 }, shardsStaged: { done: 3, total: 9 }, shardsDownloaded: { done: 0, total: 9 } } });
+    expect(bars.map((b) => b.label)).toEqual(['Shards staged', 'Shards on nodes', 'Nodes ready']);
+    expect(exitCodes(undefined)).toEqual([]);
+    const rows = exitCodes({ exitCode: 0, mpi: { subtasks: [{ id: 0, nodeId: 'n1', exitCode: 0, state: 'completed' }, { id: 1, nodeId: 'n2', state: 'running' }] } });
+    expect(rows.map((r) => r.label)).toEqual(['job', 'master (subtask 0)', 'subtask 1']);
+  });
+
+  it('summarizes cost from the JobCost shape, or falls back to node-minutes', () => {
+    expect(costSummary({ cost: { estimatedCost: 0.0123, currency: 'USD', nodeMinutes: { total: 4.5 }, vmSize: 'Standard_D8s_v5', nodes: 3, pricePerNodeHour: 0.384, priceSource: 'builtin' } }))
+      .toEqual({ estimate: '0.0123 USD', nodeMinutes: 4.5, detail: 'Standard_D8s_v5 · 3 nodes · 0.384 USD/node-hour · prices: builtin' });
+    expect(costSummary({ result: { nodeMinutes: 2 } })).toEqual({ nodeMinutes: 2 });
+    expect(costSummary({})).toBeUndefined();
+  });
+
+  it('routes by hash, round-tripping any job id', () => {
+    expect(parseRoute('')).toEqual({ page: 'list' });
+    expect(parseRoute('#/jobs/%E0%A4%A')).toEqual({ page: 'list' });
+    fc.assert(fc.property(fc.string({ minLength: 1 }), (id) => {
+      expect(parseRoute(jobHref(id))).toEqual({ page: 'job', id });
+    }));
+  });
+});
+
+describe('dashboard build', () => {
+  it('the committed page module is what web/build.ts makes from the sources', () => {
+    expect(readFileSync(GENERATED, 'utf8')).toBe(renderModule(buildPage()));
+  });
+});

@@ -1,0 +1,262 @@
+/**
+ * The dashboard's view model, pure (no DOM, no fetch): what the job API answers, reduced to what the pages
+ * show. Unit-tested in tests/ui/model.test.ts; the DOM code in render.ts only turns these values into elements.
+ */
+
+export const JOB_STATES = [
+  'Submitted', 'Provisioning', 'PullingImages', 'StagingData', 'Running', 'CleaningUp', 'Succeeded', 'Failed', 'Cancelled',
+] as const;
+export const TERMINAL = new Set<string>(['Succeeded', 'Failed', 'Cancelled']);
+
+/** Per-node pipeline states as the orchestration reports them (orchestrations/contracts.ts NodeProgress). */
+export const NODE_STATES = ['allocating', 'idle', 'pulling', 'pulled', 'downloading', 'ready', 'running', 'done', 'failed'] as const;
+
+export interface Counter {
+  done: number;
+  total: number;
+}
+
+export interface LiveProgress {
+  stage?: string;
+  progress?: {
+    nodesReady?: Counter;
+    imagesPulled?: Counter;
+    shardsStaged?: Counter;
+    shardsDownloaded?: Counter;
+    mpi?: { state?: string; startedAt?: string };
+    cleanup?: { done?: string[] };
+  };
+  nodes?: Record<string, string>;
+  lastError?: string;
+}
+
+export interface TimelineEvent {
+  at: string;
+  kind: string;
+  from?: string | null;
+  to?: string;
+  reason: string;
+}
+
+export interface LogRef {
+  node: string;
+  stdout: string;
+  stderr: string;
+}
+
+export interface JobResult {
+  exitCode?: number;
+  timings?: Record<string, { startedAt: string; endedAt?: string }>;
+  nodeMinutes?: number;
+  logs?: LogRef[];
+  mpi?: { exitCode?: number; failure?: string; subtasks?: { id: number; nodeId?: string; exitCode?: number; state: string }[]; stdoutTail?: string };
+  cost?: unknown;
+}
+
+/** The subset of the API's JobView the dashboard reads (GET /api/jobs and GET /api/jobs/{id}). */
+export interface JobView {
+  id: string;
+  name: string;
+  owner?: string;
+  tags: Record<string, string>;
+  state: string;
+  stage: string;
+  createdAt: string;
+  updatedAt: string;
+  progress?: LiveProgress | null;
+  orchestrationStatus?: string;
+  timeline?: TimelineEvent[];
+  result?: JobResult;
+  error?: { code: string; message: string };
+  cancelRequestedAt?: string;
+  cost?: unknown;
+  spec?: { pool?: { nodes?: number; vmSize?: string } };
+}
+
+export interface ListFilters {
+  state: string;
+  tag: string;
+}
+
+/** Query string for GET /api/jobs from the filter form (empty fields are left out). */
+export function listQuery(filters: ListFilters): string {
+  const q = new URLSearchParams();
+  if (filters.state) q.set('state', filters.state);
+  if (filters.tag.trim()) q.set('tag', filters.tag.trim());
+  q.set('top', '200');
+  return q.toString();
+}
+
+export function isTerminal(state: string): boolean {
+  return TERMINAL.has(state);
+}
+
+/** "850 ms", "42 s", "3 min 05 s", "2 h 07 min". */
+export function formatDuration(ms: number): string {
+  if (!Number.isFinite(ms) || ms < 0) return '–';
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  const s = Math.floor(ms / 1000);
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m} min ${String(s % 60).padStart(2, '0')} s`;
+  return `${Math.floor(m / 60)} h ${String(m % 60).padStart(2, '0')} min`;
+}
+
+/** How long the job has run: to its last update once finished, to `now` while it runs. */
+export function jobDurationMs(job: Pick<JobView, 'state' | 'createdAt' | 'updatedAt'>, now: number): number {
+  const end = isTerminal(job.state) ? Date.parse(job.updatedAt) : now;
+  return end - Date.parse(job.createdAt);
+}
+
+export interface StageSpan {
+  state: string;
+  startedAt: string;
+  durationMs: number;
+  reason: string;
+  current: boolean;
+}
+
+/** The stage timeline from the job's transition events: each state lasts until the next transition. */
+export function stageSpans(timeline: TimelineEvent[] | undefined, now: number): StageSpan[] {
+  const transitions = (timeline ?? []).filter((e) => e.kind === 'transition' && e.to).sort((a, b) => Date.parse(a.at) - Date.parse(b.at));
+  return transitions.map((e, i) => {
+    const next = transitions[i + 1];
+    const terminal = isTerminal(e.to as string);
+    const end = next ? Date.parse(next.at) : terminal ? Date.parse(e.at) : now;
+    return { state: e.to as string, startedAt: e.at, durationMs: end - Date.parse(e.at), reason: e.reason, current: !next && !terminal };
+  });
+}
+
+export interface NodeCell {
+  id: string;
+  state: string;
+}
+
+/** Node ids sorted naturally (node-2 before node-10), so the grid keeps its order between polls. */
+export function nodeCells(nodes: Record<string, string> | undefined): NodeCell[] {
+  const collator = new Intl.Collator('en', { numeric: true });
+  return Object.entries(nodes ?? {})
+    .map(([id, state]) => ({ id, state }))
+    .sort((a, b) => collator.compare(a.id, b.id));
+}
+
+/**
+ * The node states to show. The pipeline reports each node up to "ready" (progress.nodes); past that the MPI
+ * task tells the rest: while it runs, ready nodes are running; once it is collected, each node's subtask exit
+ * code makes it done (0) or failed; a job that succeeded without subtask detail has all its ready nodes done.
+ */
+export function displayedNodes(job: Pick<JobView, 'state' | 'progress' | 'result'>): Record<string, string> {
+  const nodes: Record<string, string> = { ...(job.progress?.nodes ?? {}) };
+  const subtasks = (job.result?.mpi?.subtasks ?? []).filter((s) => s.nodeId && s.exitCode !== undefined);
+  const mpiState = job.progress?.progress?.mpi?.state;
+  for (const [id, state] of Object.entries(nodes)) {
+    if (state !== 'ready') continue;
+    if (job.state === 'Succeeded' && !subtasks.length) nodes[id] = 'done';
+    else if (mpiState === 'running' && !subtasks.length) nodes[id] = 'running';
+  }
+  for (const s of subtasks) {
+    const id = s.nodeId as string;
+    if (id in nodes && nodes[id] !== 'failed') nodes[id] = s.exitCode === 0 ? 'done' : 'failed';
+  }
+  return nodes;
+}
+
+/** How many nodes are in each state, in pipeline order, leaving out states no node is in. */
+export function nodeStateCounts(cells: NodeCell[]): { state: string; count: number }[] {
+  const counts = new Map<string, number>();
+  for (const c of cells) counts.set(c.state, (counts.get(c.state) ?? 0) + 1);
+  const order = [...NODE_STATES, ...[...counts.keys()].filter((s) => !(NODE_STATES as readonly string[]).includes(s)).sort()];
+  return order.filter((s) => counts.has(s)).map((state) => ({ state, count: counts.get(state) as number }));
+}
+
+export interface ProgressBar {
+  label: string;
+  done: number;
+  total: number;
+}
+
+/** The counters of the live progress worth a bar (shard staging first: it is what users wait for). */
+export function progressBars(progress: LiveProgress | null | undefined): ProgressBar[] {
+  const p = progress?.progress ?? {};
+  const bars: ProgressBar[] = [];
+  const add = (label: string, c: Counter | undefined) => {
+    if (c && typeof c.done === 'number' && typeof c.total === 'number') bars.push({ label, done: c.done, total: c.total });
+  };
+  add('Shards staged', p.shardsStaged);
+  add('Shards on nodes', p.shardsDownloaded);
+  add('Nodes ready', p.nodesReady);
+  add('Images pulled', p.imagesPulled);
+  return bars;
+}
+
+export interface ExitCodeRow {
+  label: string;
+  node?: string;
+  exitCode?: number;
+  state?: string;
+}
+
+/** The MPI exit codes: the job's overall code, then each subtask (0 = the master running mpirun). */
+export function exitCodes(result: JobResult | undefined): ExitCodeRow[] {
+  if (!result) return [];
+  const rows: ExitCodeRow[] = [];
+  if (result.exitCode !== undefined) rows.push({ label: 'job', exitCode: result.exitCode });
+  for (const s of result.mpi?.subtasks ?? []) {
+    rows.push({ label: s.id === 0 ? 'master (subtask 0)' : `subtask ${s.id}`, node: s.nodeId, exitCode: s.exitCode, state: s.state });
+  }
+  return rows;
+}
+
+export interface CostSummary {
+  estimate?: string;
+  nodeMinutes?: number;
+  detail?: string;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * The cost block, from `cost` on the job view (or in its result), shaped as shared/ops/cost.ts JobCost;
+ * falls back to the result's node-minutes. Undefined when the job has neither.
+ */
+export function costSummary(job: Pick<JobView, 'cost' | 'result'>): CostSummary | undefined {
+  const raw = job.cost ?? job.result?.cost;
+  if (isRecord(raw)) {
+    const summary: CostSummary = {};
+    const currency = typeof raw.currency === 'string' ? raw.currency : '';
+    if (typeof raw.estimatedCost === 'number') summary.estimate = `${raw.estimatedCost.toFixed(raw.estimatedCost < 1 ? 4 : 2)} ${currency}`.trim();
+    const nm = raw.nodeMinutes;
+    if (isRecord(nm) && typeof nm.total === 'number') summary.nodeMinutes = nm.total;
+    else if (typeof nm === 'number') summary.nodeMinutes = nm;
+    const parts: string[] = [];
+    if (typeof raw.vmSize === 'string') parts.push(raw.vmSize);
+    if (typeof raw.nodes === 'number') parts.push(`${raw.nodes} nodes`);
+    if (typeof raw.pricePerNodeHour === 'number') parts.push(`${raw.pricePerNodeHour} ${currency}/node-hour`.replace(/ +\//, '/'));
+    if (typeof raw.priceSource === 'string') parts.push(`prices: ${raw.priceSource}`);
+    if (parts.length) summary.detail = parts.join(' · ');
+    if (summary.estimate !== undefined || summary.nodeMinutes !== undefined) return summary;
+  } else if (typeof raw === 'number') {
+    return { estimate: raw.toFixed(raw < 1 ? 4 : 2) };
+  }
+  if (typeof job.result?.nodeMinutes === 'number') return { nodeMinutes: job.result.nodeMinutes };
+  return undefined;
+}
+
+/** Hash routes: "#/" is the job list, "#/jobs/<id>" one job. */
+export type Route = { page: 'list' } | { page: 'job'; id: string };
+
+export function parseRoute(hash: string): Route {
+  const m = /^#\/jobs\/([^/?#]+)/.exec(hash);
+  if (!m) return { page: 'list' };
+  try {
+    return { page: 'job', id: decodeURIComponent(m[1]) };
+  } catch {
+    return { page: 'list' };
+  }
+}
+
+export function jobHref(id: string): string {
+  return `#/jobs/${encodeURIComponent(id)}`;
+}

@@ -1,0 +1,124 @@
+/** The two pages as DOM, from the view model: the job list and one job. Re-rendered on every poll. */
+import { h } from './dom';
+import {
+  costSummary, displayedNodes, exitCodes, formatDuration, isTerminal, jobDurationMs, jobHref, nodeCells, nodeStateCounts, progressBars, stageSpans,
+  type JobView,
+} from './model';
+
+function stateBadge(state: string): HTMLElement {
+  return h('span', { class: `badge state-${state}`, 'data-testid': 'job-state' }, state);
+}
+
+function tags(t: Record<string, string>): HTMLElement {
+  return h('span', { class: 'tags' }, Object.entries(t).map(([k, v]) => h('span', { class: 'tag' }, v ? `${k}=${v}` : k)));
+}
+
+export function jobListTable(jobs: JobView[], now: number): HTMLElement {
+  if (!jobs.length) return h('p', { class: 'empty', 'data-testid': 'no-jobs' }, 'No jobs match.');
+  return h('table', { class: 'jobs' },
+    h('thead', {}, h('tr', {}, ['Job', 'State', 'Stage', 'Duration', 'Created', 'Tags'].map((c) => h('th', {}, c)))),
+    h('tbody', {}, jobs.map((j) => h('tr', { 'data-testid': 'job-row', 'data-job-id': j.id, 'data-state': j.state },
+      h('td', {}, h('a', { href: jobHref(j.id) }, j.name), h('div', { class: 'muted mono' }, j.id)),
+      h('td', {}, stateBadge(j.state)),
+      h('td', {}, j.stage),
+      h('td', { class: 'num' }, formatDuration(jobDurationMs(j, now))),
+      h('td', { class: 'muted' }, new Date(j.createdAt).toLocaleString()),
+      h('td', {}, tags(j.tags)),
+    ))),
+  );
+}
+
+function card(title: string, testId: string, ...body: (Node | string | null | undefined | false)[]): HTMLElement {
+  return h('section', { class: 'card', 'data-testid': testId }, h('h2', {}, title), ...body);
+}
+
+function timelineCard(job: JobView, now: number): HTMLElement {
+  const spans = stageSpans(job.timeline, now);
+  const total = spans.reduce((s, x) => s + Math.max(x.durationMs, 0), 0) || 1;
+  const bar = h('div', { class: 'timeline-bar' }, spans.filter((s) => s.durationMs > 0).map((s) => {
+    const seg = h('span', { class: `seg state-${s.state}`, title: `${s.state}: ${formatDuration(s.durationMs)}` });
+    seg.style.flexGrow = String(s.durationMs / total);
+    return seg;
+  }));
+  return card('Stage timeline', 'timeline', bar,
+    h('ol', { class: 'timeline' }, spans.map((s) => h('li', { class: s.current ? 'current' : '' },
+      stateBadge(s.state),
+      h('span', { class: 'num' }, isTerminal(s.state) ? '' : formatDuration(s.durationMs)),
+      h('span', { class: 'muted' }, `${new Date(s.startedAt).toLocaleTimeString()} · ${s.reason}`),
+    ))));
+}
+
+function nodesCard(job: JobView): HTMLElement {
+  const cells = nodeCells(displayedNodes(job));
+  const expected = job.spec?.pool?.nodes;
+  if (!cells.length) return card('Nodes', 'nodes', h('p', { class: 'muted' }, expected ? `${expected} nodes requested; none allocated yet.` : 'No nodes yet.'));
+  return card('Nodes', 'nodes',
+    h('div', { class: 'legend' }, nodeStateCounts(cells).map((c) => h('span', { class: `chip node-${c.state}` }, `${c.state} ${c.count}`))),
+    h('div', { class: 'node-grid' }, cells.map((c) => h('div', { class: `node node-${c.state}`, title: `${c.id}: ${c.state}`, 'data-testid': 'node-cell', 'data-node': c.id, 'data-state': c.state },
+      h('span', { class: 'node-id' }, c.id), h('span', { class: 'node-state' }, c.state)))));
+}
+
+function progressCard(job: JobView): HTMLElement | null {
+  const bars = progressBars(job.progress);
+  const mpi = job.progress?.progress?.mpi;
+  const cleanup = job.progress?.progress?.cleanup?.done;
+  if (!bars.length && !mpi && !cleanup?.length) return null;
+  return card('Progress', 'progress',
+    h('div', { class: 'bars' }, bars.map((b) => h('label', { class: 'bar' },
+      h('span', {}, b.label),
+      h('progress', { max: Math.max(b.total, 1), value: b.total ? b.done : 1 }),
+      h('span', { class: 'num' }, `${b.done}/${b.total}`)))),
+    mpi?.state ? h('p', {}, 'MPI task: ', h('b', {}, mpi.state), mpi.startedAt ? ` since ${new Date(mpi.startedAt).toLocaleTimeString()}` : '') : null,
+    cleanup?.length ? h('p', { class: 'muted' }, `Cleaned up: ${cleanup.join(', ')}`) : null);
+}
+
+function mpiCard(job: JobView, onLog: (node: string, stream: 'stdout' | 'stderr') => void): HTMLElement | null {
+  const rows = exitCodes(job.result);
+  const logs = job.result?.logs ?? [];
+  const tail = job.result?.mpi?.stdoutTail;
+  if (!rows.length && !logs.length && !tail) return null;
+  return card('MPI result', 'mpi',
+    rows.length ? h('table', { class: 'codes' },
+      h('thead', {}, h('tr', {}, ['', 'Node', 'State', 'Exit code'].map((c) => h('th', {}, c)))),
+      h('tbody', {}, rows.map((r) => h('tr', { 'data-testid': 'exit-code' },
+        h('td', {}, r.label), h('td', { class: 'mono' }, r.node ?? ''), h('td', {}, r.state ?? ''),
+        h('td', { class: `num ${r.exitCode === 0 ? 'ok' : r.exitCode === undefined ? '' : 'bad'}` }, r.exitCode ?? '–'))))) : null,
+    job.result?.mpi?.failure ? h('p', { class: 'bad' }, job.result.mpi.failure) : null,
+    logs.length ? h('div', { class: 'logs' }, h('h3', {}, 'Logs'), h('ul', {}, logs.map((l) => h('li', { 'data-testid': 'log-link' },
+      h('span', { class: 'mono' }, l.node), ' ',
+      h('a', { href: l.stdout, onclick: (ev: Event) => { ev.preventDefault(); onLog(l.node, 'stdout'); } }, 'stdout'), ' · ',
+      h('a', { href: l.stderr, onclick: (ev: Event) => { ev.preventDefault(); onLog(l.node, 'stderr'); } }, 'stderr'))))) : null,
+    tail ? h('details', {}, h('summary', {}, 'End of the master\'s stdout'), h('pre', {}, tail)) : null);
+}
+
+function costCard(job: JobView): HTMLElement | null {
+  const cost = costSummary(job);
+  if (!cost) return null;
+  return card('Cost', 'cost',
+    cost.estimate ? h('p', { class: 'big' }, cost.estimate) : null,
+    cost.nodeMinutes !== undefined ? h('p', {}, `${cost.nodeMinutes} node-minutes`) : null,
+    cost.detail ? h('p', { class: 'muted' }, cost.detail) : null);
+}
+
+export interface JobPageHandlers {
+  onCancel: () => void;
+  onLog: (node: string, stream: 'stdout' | 'stderr') => void;
+}
+
+export function jobPage(job: JobView, now: number, handlers: JobPageHandlers): HTMLElement {
+  const running = !isTerminal(job.state);
+  const problem = job.error?.message ?? job.progress?.lastError;
+  return h('div', { class: 'job', 'data-testid': 'job-page', 'data-job-id': job.id, 'data-state': job.state },
+    h('header', { class: 'job-head' },
+      h('div', {},
+        h('h1', {}, job.name, ' ', h('span', { class: 'muted mono' }, job.id)),
+        h('p', {}, stateBadge(job.state), ' ', h('span', { 'data-testid': 'job-stage' }, job.stage), ' · ',
+          h('span', { class: 'num', 'data-testid': 'job-duration' }, formatDuration(jobDurationMs(job, now))),
+          job.spec?.pool ? h('span', { class: 'muted' }, ` · ${job.spec.pool.nodes ?? '?'} × ${job.spec.pool.vmSize ?? '?'}`) : null,
+          ' ', tags(job.tags))),
+      running ? h('button', { class: 'danger', type: 'button', 'data-testid': 'cancel-button', disabled: Boolean(job.cancelRequestedAt), onclick: handlers.onCancel },
+        job.cancelRequestedAt ? 'Cancelling…' : 'Cancel job') : null),
+    problem ? h('p', { class: 'problem', 'data-testid': 'job-error' }, problem) : null,
+    h('div', { class: 'cards' },
+      nodesCard(job), progressCard(job), timelineCard(job, now), mpiCard(job, handlers.onLog), costCard(job)));
+}
