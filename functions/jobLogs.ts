@@ -130,7 +130,7 @@ export async function jobLogsHttp(request: HttpRequest, context: InvocationConte
       };
       return { status: 200, jsonBody: body };
     }
-    const body: JobLogsResponse = { ...base, node, source: 'none', size: 0, start: 0, content: '', message: `the ${stream} of node ${node} is not available (${job.batchPoolId && ['Succeeded', 'Failed', 'Cancelled'].includes(job.state) ? 'the node is gone' : 'not written yet'})` };
+    const body: JobLogsResponse = { ...base, node, source: 'none', size: 0, start: 0, content: '', message: `the ${stream} of node ${node} is not available (${['CleaningUp', 'Succeeded', 'Failed', 'Cancelled'].includes(job.state) ? 'the node is gone or the task never ran there' : 'not written yet'})` };
     return { status: 200, jsonBody: body };
   } catch (err) {
     context.error(`job logs ${id}: ${(err as Error).stack ?? String(err)}`);

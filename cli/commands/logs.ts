@@ -17,6 +17,19 @@ export interface LogsOptions {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** How much printed text per stream is kept to line the recorded tail up with what was already shown. */
+const KEEP_PRINTED = 64 * 1024;
+
+/**
+ * The part of the recorded tail not printed yet: the tail's longest prefix that ends what was printed is
+ * skipped. Needed because the live file and the recorded tail have different offsets.
+ */
+export function unseenTail(printed: string, tail: string): string {
+  for (let k = Math.min(tail.length, printed.length); k > 0; k--) {
+    if (printed.endsWith(tail.slice(0, k))) return tail.slice(k);
+  }
+  return tail;
+}
 
 export async function logsCommand(ctx: CommandContext, id: string, options: LogsOptions): Promise<number> {
   const api = ctx.api();
@@ -24,14 +37,26 @@ export async function logsCommand(ctx: CommandContext, id: string, options: Logs
   const offsets = new Map<Stream, number>(streams.map((s) => [s, 0]));
   const sources = new Map<Stream, JobLogs['source']>();
   const noted = new Set<string>();
+  const printed = new Map<Stream, string>();
 
   const readOnce = async () => {
     for (const stream of streams) {
       const since = offsets.get(stream) ?? 0;
       const chunk = await api.logs(id, { node: options.node, stream, since });
-      // Once the node is gone the recorded tail has other offsets than the live file we were reading: stop there.
-      if (chunk.source === 'recorded' && sources.get(stream) === 'live') continue;
+      if (chunk.source === 'recorded' && sources.get(stream) === 'live') {
+        // The node went away while we followed it (pool deleted): the recorded tail has its own offsets, so take
+        // all of it and print only what lies beyond the live reads.
+        const full = since > 0 ? await api.logs(id, { node: options.node, stream, since: 0 }) : chunk;
+        const rest = unseenTail(printed.get(stream) ?? '', full.content);
+        sources.set(stream, 'recorded');
+        offsets.set(stream, full.size);
+        if (ctx.json) {
+          if (rest) ctx.out(`${JSON.stringify({ ...full, content: rest })}\n`);
+        } else if (rest) (stream === 'stdout' ? ctx.out : ctx.err)(rest);
+        continue;
+      }
       if (chunk.source !== 'none') sources.set(stream, chunk.source);
+      if (chunk.content) printed.set(stream, ((printed.get(stream) ?? '') + chunk.content).slice(-KEEP_PRINTED));
       if (chunk.message && !noted.has(chunk.message)) {
         noted.add(chunk.message);
         ctx.err(`(${chunk.node ? `${chunk.node} ${stream}: ` : ''}${chunk.message})\n`);

@@ -164,6 +164,32 @@ describe('hpcjob against the local stack', () => {
     expect(watched.stderr).toMatch(/job cli-fails Failed: .*exited with code 3/);
   }, 90_000);
 
+  it('logs --follow prints the output of a running job once, in order, and exits when the job ends', async () => {
+    const file = writeSpec('ticks.yaml', cheapSpec((s) => {
+      s.id = 'cli-ticks';
+      s.mpi.command = 'for i in 1 2 3 4; do echo "tick $i rank $OMPI_COMM_WORLD_RANK"; sleep 1; done';
+    }));
+    const submitted = await hpcjob(['submit', file], withStack());
+    expect(submitted.code).toBe(0);
+    const followed = await hpcjob(['logs', 'cli-ticks', '--follow', '--stream', 'stdout', '--interval', '300'], withStack());
+    expect(followed.code).toBe(0);
+    const ticks = followed.stdout.split('\n').filter((l) => l.startsWith('tick '));
+    for (const rank of [0, 1]) {
+      expect(ticks.filter((l) => l.endsWith(`rank ${rank}`))).toEqual([1, 2, 3, 4].map((i) => `tick ${i} rank ${rank}`));
+    }
+    const status = JSON.parse((await hpcjob(['status', 'cli-ticks', '--json'], withStack())).stdout) as { state: string };
+    expect(status.state).toBe('Succeeded');
+  }, 90_000);
+
+  it('usage answers its report, or a clear not-found line (exit 4) on an API without GET /api/usage', async () => {
+    const usage = await hpcjob(['--json', 'usage'], withStack());
+    if (usage.code === 0) expect(JSON.parse(usage.stdout)).toHaveProperty('total');
+    else {
+      expect(usage.code).toBe(4);
+      expect(usage.stderr.trim()).toBe('hpcjob: GET /api/usage does not exist on this API (deployed without the usage endpoint?)');
+    }
+  });
+
   it('not found exits 4, an unreachable API exits 3, a missing endpoint exits 2', async () => {
     const missing = await hpcjob(['status', 'no-such-job'], withStack());
     expect(missing.code).toBe(4);

@@ -6,6 +6,7 @@ import { resolveConnection, defaultProfilePath } from '../../cli/connection';
 import { stageRows } from '../../cli/stageRows';
 import { CliError, ExitCode } from '../../cli/errors';
 import type { JobView } from '../../cli/apiClient';
+import { unseenTail } from '../../cli/commands/logs';
 
 describe('resolveConnection', () => {
   let home: string;
@@ -66,5 +67,15 @@ describe('stageRows', () => {
     expect(byKey.staged.note).toBe('nothing to do');
     expect(byKey.mpi).toMatchObject({ done: 1, total: 1, note: 'completed' });
     expect(byKey.cleanup).toMatchObject({ done: 2, total: 2, note: 'batch job terminated, pool deleted' });
+  });
+});
+
+describe('unseenTail (logs --follow after the node is gone)', () => {
+  it('prints only what the recorded tail has beyond the text already printed', () => {
+    expect(unseenTail('a\nb\nc\n', 'b\nc\nd\n')).toBe('d\n');
+    expect(unseenTail('a\nb\n', 'a\nb\n')).toBe('');
+    expect(unseenTail('', 'x\n')).toBe('x\n');
+    // Nothing in common: the whole tail (the live reads saw none of it).
+    expect(unseenTail('a\n', 'x\ny\n')).toBe('x\ny\n');
   });
 });
