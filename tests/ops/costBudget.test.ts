@@ -1,0 +1,110 @@
+/**
+ * Cost accounting, the budget guard, idle time, reused pools and concurrent sweeps on the local stack (real
+ * Azurite, the Batch emulator running real Open MPI, the Durable engine running the compiled app from dist/).
+ * Polling here is 500 ms → 2 s (POLL_MAX_MS), so "one polling interval" is 2 s.
+ */
+import { mkdirSync } from 'node:fs';
+import * as path from 'node:path';
+import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
+import { checkCleanup, submitSpec, watchJob } from '../../local/jobRunner';
+import { DEFAULT_PRICE_TABLE, pricePerNodeHour } from '../../shared/ops/priceTable';
+import { runSweep } from '../../shared/ops/sweep';
+import type { JobCost } from '../../shared/ops/cost';
+import { BatchRequestLog, batchClient, smallSpec, sweepDeps } from './helpers';
+
+const POLL_MAX_MS = 2_000;
+const requests = new BatchRequestLog();
+let stack: Stack;
+
+beforeAll(async () => {
+  const logs = path.join(REPO_ROOT, 'test-artifacts');
+  mkdirSync(logs, { recursive: true });
+  stack = await startStack({ port: 0, demoImage: false, logDestination: path.join(logs, 'ops-cost-host.log'), batch: { onExchange: requests.onExchange } });
+}, 120_000);
+afterAll(async () => stack?.stop(), 60_000);
+
+interface View {
+  state: string;
+  error?: { code: string; message: string };
+  result?: { cost?: JobCost; nodeMinutes?: number; mpi?: { endTime?: string } };
+  timeline?: { kind: string; to?: string; reason: string }[];
+}
+const view = async (id: string) => (await (await fetch(`${stack.baseUrl}/api/jobs/${id}`)).json()) as View;
+
+describe('cost, budget and idle time', () => {
+  it('records node-minutes = nodes × measured minutes (within one poll), priced from the table; usage sums it per tag; idle time ≤ one poll', async () => {
+    const id = await submitSpec(stack, smallSpec('ops-cost', { nodes: 2, command: 'sleep 4; hostname', tags: { team: 'ops-cost' } }));
+    const done = await watchJob(stack, id, 150_000);
+    expect(done.state).toBe('Succeeded');
+    const v = await view(id);
+    const cost = v.result!.cost!;
+    expect(cost.nodes).toBe(2);
+    expect(cost.nodeMinutes.lowPriority).toBe(0);
+
+    // What the emulator saw: the pool add and the pool delete request.
+    const add = requests.find('POST', /^\/pools$/).find((e) => e.status === 201);
+    const del = requests.find('DELETE', /^\/pools\/[^/]+$/).find((e) => e.path.includes(done.batchPoolId!));
+    expect(add && del).toBeTruthy();
+    const measured = (2 * (del!.at - add!.at)) / 60_000;
+    const tolerance = (2 * POLL_MAX_MS) / 60_000;
+    expect(Math.abs(cost.nodeMinutes.dedicated - measured)).toBeLessThanOrEqual(tolerance);
+    const price = pricePerNodeHour(DEFAULT_PRICE_TABLE, 'Standard_D8s_v5')!;
+    expect(cost.pricePerNodeHour).toBe(price);
+    expect(cost.estimatedCost).toBeCloseTo((cost.nodeMinutes.dedicated / 60) * price, 3);
+    expect(Object.keys(cost.perStage)).toEqual(expect.arrayContaining(['Provisioning', 'Running', 'CleaningUp']));
+
+    // Idle: the MPI task's end (Batch's endTime) to the pool deletion request.
+    const idleMs = del!.at - Date.parse(v.result!.mpi!.endTime!);
+    console.log(`ops figures: node-minutes ${cost.nodeMinutes.dedicated} vs measured ${measured.toFixed(3)}; idle (MPI end → pool delete request) ${idleMs} ms; poll max ${POLL_MAX_MS} ms`);
+    // One polling interval plus the activities between (collect result, record the stage, terminate the job): allow one more interval for this loaded machine.
+    expect(idleMs).toBeLessThanOrEqual(2 * POLL_MAX_MS + 3_000);
+
+    const usage = (await (await fetch(`${stack.baseUrl}/api/usage?tag=team=ops-cost`)).json()) as { perTag: Record<string, { jobs: number; nodeMinutes: number; estimatedCost: number }>; perDay: Record<string, unknown> };
+    expect(usage.perTag['team=ops-cost']).toEqual({ jobs: 1, nodeMinutes: cost.nodeMinutes.total, estimatedCost: cost.estimatedCost, unpriced: 0 });
+    expect(Object.keys(usage.perDay)).toEqual([cost.releasedAt.slice(0, 10)]);
+  }, 180_000);
+
+  it('cancels a job over limits.maxNodeHours with reason budget, and cleans up', async () => {
+    // 2 nodes × 0.004 h = 7.2 s of wall clock after allocation: the 120 s program cannot finish.
+    const id = await submitSpec(stack, smallSpec('ops-budget', { nodes: 2, command: 'sleep 120', limits: { maxNodeHours: 0.004 } }));
+    const done = await watchJob(stack, id, 150_000);
+    expect(done.state).toBe('Cancelled');
+    expect(done.error?.message).toMatch(/^budget: [\d.]+ node-hours used, limit maxNodeHours 0\.004/);
+    expect((done.timeline ?? []).filter((e) => e.kind === 'transition').map((e) => e.to)).toEqual(expect.arrayContaining(['CleaningUp', 'Cancelled']));
+    expect(await checkCleanup(stack, done)).toEqual([]);
+  }, 180_000);
+});
+
+describe('sweep on the stack', () => {
+  it('two sweeps started at once act on each leaked resource once, without errors; a reused pool is never deleted', async () => {
+    const batch = batchClient(stack);
+    const image = { imageReference: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts', version: 'latest' }, nodeAgentSKUId: 'batch.node.ubuntu 22.04' };
+    // A pool the control plane did not create (no owner tag), used by a job; and a leaked one we own whose job is unknown.
+    await batch.pool.add({ id: 'ops-shared-pool', vmSize: 'Standard_D8s_v5', virtualMachineConfiguration: image, targetDedicatedNodes: 2, enableInterNodeCommunication: true, taskSlotsPerNode: 1 });
+    await batch.pool.add({
+      id: 'ops-leaked-pool', vmSize: 'Standard_D8s_v5', virtualMachineConfiguration: image, targetDedicatedNodes: 0,
+      metadata: [{ name: 'hpc-cp-owner', value: 'hpc-mpi-control-plane' }, { name: 'hpc-cp-job', value: 'ops-ghost' }],
+    });
+
+    const id = await submitSpec(stack, smallSpec('ops-reuse', { command: 'hostname', pool: { poolId: 'ops-shared-pool', nodes: 2 } }));
+    const done = await watchJob(stack, id, 150_000);
+    expect(done.state).toBe('Succeeded');
+
+    await new Promise((r) => setTimeout(r, 1_500)); // past the grace below
+    const settings = { stallLimitMs: 10 * 60_000, graceMs: 1_000, stagingRetentionMs: 60 * 60_000 };
+    const [a, b] = await Promise.all([runSweep(sweepDeps(stack, settings)), runSweep(sweepDeps(stack, settings))]);
+    const third = await runSweep(sweepDeps(stack, settings));
+    const reports = [a, b, third];
+    for (const r of reports) expect(r.actions.filter((x) => !x.ok)).toEqual([]);
+    expect(reports.filter((r) => r.ran).length).toBeGreaterThanOrEqual(2);
+    const poolDeletes = reports.flatMap((r) => r.actions).filter((x) => x.kind === 'deletePool');
+    expect(poolDeletes.map((x) => (x as { poolId: string }).poolId)).toEqual(['ops-leaked-pool']);
+    expect(requests.find('DELETE', /^\/pools\/ops-leaked-pool$/)).toHaveLength(1);
+
+    // The reused pool is still there, no task of ours is active on it, and its Batch job ended.
+    expect((await batch.pool.exists('ops-shared-pool')).body).toBe(true);
+    expect(requests.find('DELETE', /^\/pools\/ops-shared-pool$/)).toHaveLength(0);
+    const job = await batch.job.get(done.batchJobId!);
+    expect(['completed', 'terminating']).toContain(job.state);
+  }, 180_000);
+});

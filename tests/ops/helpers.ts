@@ -1,0 +1,75 @@
+/** Shared by the ops stack tests: small job specs, a sweep wired to a running stack, Batch request timestamps. */
+import { BatchServiceClient, BatchSharedKeyCredentials } from '@azure/batch';
+import { stringify } from 'yaml';
+import type { Stack } from '../../local/stack';
+import { STAGING_ACCOUNTS } from '../../local/azurite';
+import { loadConfig } from '../../shared/config';
+import { createBatchContext } from '../../shared/batch';
+import { JobStore } from '../../shared/state';
+import { blobAccount } from '../../shared/storage/clients';
+import type { OrchestrationControl, SweepDeps } from '../../shared/ops/sweep';
+import type { SweepSettings } from '../../shared/ops/sweepRules';
+
+/** A native Open MPI job with no input data: the MPI program is a shell command. */
+export function smallSpec(id: string, opts: { nodes?: number; command: string; limits?: Record<string, unknown>; pool?: Record<string, unknown>; tags?: Record<string, string> }): string {
+  return stringify({
+    id,
+    name: id,
+    tags: opts.tags ?? { suite: 'ops' },
+    pool: opts.pool ?? { vmSize: 'Standard_D8s_v5', nodes: opts.nodes ?? 2 },
+    container: { runtime: 'none' },
+    data: { inputs: [] },
+    mpi: { runtime: 'openmpi', processesPerNode: 1, fabric: 'tcp', options: ['--mca', 'btl_tcp_if_include', 'lo'], command: opts.command },
+    limits: { maxWallClock: 'PT10M', ...(opts.limits ?? {}) },
+  });
+}
+
+export function batchClient(stack: Stack): BatchServiceClient {
+  return new BatchServiceClient(new BatchSharedKeyCredentials(stack.batch.accountName, stack.batch.accountKey), stack.batch.url);
+}
+
+/**
+ * The Durable client's two calls over the Durable HTTP management API of the running host. The sweep function
+ * uses the real Durable client binding; tests run extra sweeps from the test process, where no binding exists.
+ */
+export function httpDurableControl(baseUrl: string): OrchestrationControl {
+  const inst = (id: string) => `${baseUrl}/runtime/webhooks/durabletask/instances/${encodeURIComponent(id)}`;
+  return {
+    async status(id) {
+      const res = await fetch(`${inst(id)}?showInput=false`);
+      if (res.status === 404) return undefined;
+      if (!res.ok) throw new Error(`durable status of ${id}: ${res.status} ${await res.text()}`);
+      const s = (await res.json()) as { runtimeStatus: string; lastUpdatedTime: string; customStatus?: { updatedAt?: string } };
+      return { runtimeStatus: s.runtimeStatus, lastUpdatedTime: s.lastUpdatedTime, progressAt: s.customStatus?.updatedAt };
+    },
+    async terminate(id, reason) {
+      const res = await fetch(`${inst(id)}/terminate?reason=${encodeURIComponent(reason)}`, { method: 'POST' });
+      if (res.status !== 202 && res.status !== 410) throw new Error(`durable terminate of ${id}: ${res.status} ${await res.text()}`);
+    },
+  };
+}
+
+export function sweepDeps(stack: Stack, settings: SweepSettings): SweepDeps {
+  const cfg = loadConfig(stack.settings);
+  return {
+    batch: createBatchContext(cfg),
+    store: JobStore.fromConnectionString(stack.settings.AzureWebJobsStorage),
+    orchestrations: httpDurableControl(stack.baseUrl),
+    stagingAccounts: cfg.stagingAccounts.map(blobAccount),
+    hostBlobs: blobAccount(cfg.hostStorage).service,
+    settings,
+  };
+}
+
+export const STAGING_NAMES = STAGING_ACCOUNTS.map((a) => a.name);
+
+/** Records when the emulator answered each Batch request (the app's view: request sent ≈ answered on loopback). */
+export class BatchRequestLog {
+  readonly entries: { at: number; method: string; path: string; status: number }[] = [];
+  readonly onExchange = (ex: { method: string; path: string; status: number }) => {
+    this.entries.push({ at: Date.now(), method: ex.method, path: ex.path, status: ex.status });
+  };
+  find(method: string, path: RegExp) {
+    return this.entries.filter((e) => e.method === method && path.test(e.path));
+  }
+}
