@@ -66,13 +66,24 @@ export async function copyShard(
     return { shardId: shard.id, bytes: shard.bytes, md5: existing.metadata.md5, skipped: true };
   }
 
-  const blocks: BlockRange[] = [];
+  // Blocks are cut from the shard's byte stream, not per part: a shard packed from many small files still
+  // goes up in full-size blocks (one Put Block per 8 MB instead of one per file).
+  const blocks: BlockRange[][] = [[]];
+  let filled = 0;
   for (const part of shard.parts) {
-    for (let offset = part.offset; offset < part.offset + part.length; offset += BLOCK_BYTES) {
-      blocks.push({ part, offset, length: Math.min(BLOCK_BYTES, part.offset + part.length - offset) });
+    for (let offset = part.offset; offset < part.offset + part.length; ) {
+      if (filled === BLOCK_BYTES) {
+        blocks.push([]);
+        filled = 0;
+      }
+      const length = Math.min(BLOCK_BYTES - filled, part.offset + part.length - offset);
+      blocks[blocks.length - 1].push({ part, offset, length });
+      filled += length;
+      offset += length;
     }
   }
-  const copied = blocks.reduce((n, b) => n + b.length, 0);
+  if (blocks[blocks.length - 1].length === 0) blocks.pop();
+  const copied = blocks.flat().reduce((n, b) => n + b.length, 0);
   if (copied !== shard.bytes) throw new Error(`shard ${shard.id}: planned ${shard.bytes} bytes but its parts hold ${copied}`);
 
   const blockIds = blocks.map((_, i) => Buffer.from(`${shard.id}:${String(i).padStart(8, '0')}`).toString('base64'));
@@ -81,17 +92,9 @@ export async function copyShard(
     blocks.length,
     PARALLEL_BLOCKS,
     async (i) => {
-      const { part, offset, length } = blocks[i];
-      const source = sourceAccount(part.source.account).service.getContainerClient(part.source.container).getBlobClient(part.source.name);
-      let data: Buffer;
-      try {
-        data = await source.downloadToBuffer(offset, length, { conditions: part.etag ? { ifMatch: part.etag } : undefined });
-      } catch (err) {
-        const e = err as { statusCode?: number; message?: string };
-        const why = e.statusCode === 412 ? 'the source changed since it was listed' : e.message;
-        throw new Error(`shard ${shard.id}: reading ${part.source.account}/${part.source.container}/${part.source.name} @${offset}+${length}: ${why}`, { cause: err });
-      }
-      if (data.length !== length) throw new Error(`shard ${shard.id}: short read of ${part.source.name} at ${offset} (${data.length}/${length} bytes)`);
+      const pieces = await Promise.all(blocks[i].map((range) => readRange(shard.id, sourceAccount, range)));
+      const data = pieces.length === 1 ? pieces[0] : Buffer.concat(pieces);
+      const length = data.length;
       await blob.stageBlock(blockIds[i], data, length, { transactionalContentMD5: createHash('md5').update(data).digest() });
       return data;
     },
@@ -143,4 +146,18 @@ async function inOrderWindow<T>(count: number, parallel: number, work: (i: numbe
     }
   };
   await Promise.all(Array.from({ length: Math.min(parallel, count) }, worker));
+}
+
+async function readRange(shardId: string, sourceAccount: (name: string) => BlobAccount, { part, offset, length }: BlockRange): Promise<Buffer> {
+  const source = sourceAccount(part.source.account).service.getContainerClient(part.source.container).getBlobClient(part.source.name);
+  let data: Buffer;
+  try {
+    data = await source.downloadToBuffer(offset, length, { conditions: part.etag ? { ifMatch: part.etag } : undefined });
+  } catch (err) {
+    const e = err as { statusCode?: number; message?: string };
+    const why = e.statusCode === 412 ? 'the source changed since it was listed' : e.message;
+    throw new Error(`shard ${shardId}: reading ${part.source.account}/${part.source.container}/${part.source.name} @${offset}+${length}: ${why}`, { cause: err });
+  }
+  if (data.length !== length) throw new Error(`shard ${shardId}: short read of ${part.source.name} at ${offset} (${data.length}/${length} bytes)`);
+  return data;
 }
