@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import {
-  costSummary, displayedNodes, exitCodes, formatDuration, jobDurationMs, jobHref, listQuery, nodeCells, nodeStateCounts, parseRoute,
+  costSummary, displayedNodes, shortNodeLabels, exitCodes, formatDuration, jobDurationMs, jobHref, listQuery, nodeCells, nodeStateCounts, parseRoute,
   progressBars, stageSpans, type JobView,
 } from '../../web/src/model';
 import { buildPage, GENERATED, renderModule } from '../../web/build';
@@ -46,21 +46,41 @@ describe('dashboard view model', () => {
     expect(nodeStateCounts(cells)).toEqual([{ state: 'allocating', count: 1 }, { state: 'running', count: 2 }, { state: 'weird', count: 1 }]);
   });
 
-  it('shows nodes running while the MPI task runs, then done or failed by their subtask exit code', () => {
-    const progress = { nodes: { n1: 'ready', n2: 'ready', n3: 'pulling' }, progress: { mpi: { state: 'running' } } };
-    expect(displayedNodes({ ...base, progress })).toEqual({ n1: 'running', n2: 'running', n3: 'pulling' });
-    const result = { mpi: { subtasks: [{ id: 0, nodeId: 'n1', exitCode: 0, state: 'completed' }, { id: 1, nodeId: 'n2', exitCode: 3, state: 'completed' }] } };
-    expect(displayedNodes({ ...base, state: 'Failed', progress, result })).toEqual({ n1: 'done', n2: 'failed', n3: 'pulling' });
+  it('shows nodes running while the MPI task runs, then done or failed by their exit codes', () => {
+    const progress = { nodes: { n1: 'ready', n2: 'ready', n3: 'ready', n4: 'pulling' }, progress: { mpi: { state: 'running' } } };
+    expect(displayedNodes({ ...base, progress })).toEqual({ n1: 'running', n2: 'running', n3: 'running', n4: 'pulling' });
+    const logs = [{ node: 'n1', stdout: 'o', stderr: 'e' }];
+    const subtasks = [{ id: 1, nodeId: 'n2', exitCode: 0, state: 'completed' }, { id: 2, nodeId: 'n3', exitCode: 0, state: 'completed' }];
+    expect(displayedNodes({ ...base, state: 'CleaningUp', progress, result: { exitCode: 0, logs, mpi: { subtasks } } }))
+      .toEqual({ n1: 'done', n2: 'done', n3: 'done', n4: 'pulling' });
+    // mpirun failed on the master while the subtasks ended well: the master is the failed node.
+    expect(displayedNodes({ ...base, state: 'Failed', progress, result: { exitCode: 2, logs, mpi: { subtasks } } }))
+      .toEqual({ n1: 'failed', n2: 'done', n3: 'done', n4: 'pulling' });
+    // A subtask failed (the job's code is its code): that node is the failed one.
+    const failing = [subtasks[0], { ...subtasks[1], exitCode: 3 }];
+    expect(displayedNodes({ ...base, state: 'Failed', progress, result: { exitCode: 3, logs, mpi: { subtasks: failing } } }))
+      .toEqual({ n1: 'done', n2: 'done', n3: 'failed', n4: 'pulling' });
     expect(displayedNodes({ ...base, state: 'Succeeded', progress: { nodes: { n1: 'ready' } } })).toEqual({ n1: 'done' });
-    expect(displayedNodes({ ...base, state: 'Cancelled', progress: { nodes: { n1: 'ready' } } })).toEqual({ n1: 'ready' });
+    expect(displayedNodes({ ...base, state: 'Cancelled', progress: { nodes: { n1: 'ready' }, progress: { mpi: { state: 'running' } } } })).toEqual({ n1: 'ready' });
+  });
+
+  it('labels nodes by what tells them apart', () => {
+    expect(shortNodeLabels(['tvmps_abcdef_d-1', 'tvmps_abcdef_d-2'])).toEqual({ 'tvmps_abcdef_d-1': 'ef_d-1', 'tvmps_abcdef_d-2': 'ef_d-2' });
+    expect(shortNodeLabels(['tvmps_a1', 'tvmps_b2'])).toEqual({ tvmps_a1: 'mps_a1', tvmps_b2: 'mps_b2' });
+    expect(shortNodeLabels(['aaaaaa', 'aaaaaaa'])).toEqual({ aaaaaa: 'aaaaaa', aaaaaaa: 'aaaaaaa' });
+    expect(shortNodeLabels(['node-1'])).toEqual({ 'node-1': 'node-1' });
+    fc.assert(fc.property(fc.uniqueArray(fc.string({ minLength: 6 }), { minLength: 1, maxLength: 8 }), (ids) => {
+      const labels = Object.values(shortNodeLabels(ids));
+      expect(new Set(labels).size).toBe(ids.length);
+    }));
   });
 
   it('lists progress counters with shard staging first, and MPI exit codes per subtask', () => {
     const bars = progressBars({ progress: { nodesReady: { done: 2, total: 4 }, shardsStaged: { done: 3, total: 9 }, shardsDownloaded: { done: 0, total: 9 } } });
     expect(bars.map((b) => b.label)).toEqual(['Shards staged', 'Shards on nodes', 'Nodes ready']);
     expect(exitCodes(undefined)).toEqual([]);
-    const rows = exitCodes({ exitCode: 0, mpi: { subtasks: [{ id: 0, nodeId: 'n1', exitCode: 0, state: 'completed' }, { id: 1, nodeId: 'n2', state: 'running' }] } });
-    expect(rows.map((r) => r.label)).toEqual(['job', 'master (subtask 0)', 'subtask 1']);
+    const rows = exitCodes({ exitCode: 0, logs: [{ node: 'n1', stdout: '', stderr: '' }], mpi: { subtasks: [{ id: 1, nodeId: 'n2', exitCode: 0, state: 'completed' }] } });
+    expect(rows).toEqual([{ label: 'mpirun (master)', node: 'n1', exitCode: 0 }, { label: 'subtask 1', node: 'n2', exitCode: 0, state: 'completed' }]);
   });
 
   it('summarizes cost from the JobCost shape, or falls back to node-minutes', () => {

@@ -44,6 +44,7 @@ function showStatus(text: string, isError = false): void {
 
 function showKeyState(): void {
   keyState.textContent = storedKey() ? 'function key set for this tab' : 'no function key (needed to cancel)';
+  byId('forget-key').hidden = !storedKey();
 }
 
 function schedule(ms: number): void {

@@ -142,23 +142,39 @@ export function nodeCells(nodes: Record<string, string> | undefined): NodeCell[]
 
 /**
  * The node states to show. The pipeline reports each node up to "ready" (progress.nodes); past that the MPI
- * task tells the rest: while it runs, ready nodes are running; once it is collected, each node's subtask exit
- * code makes it done (0) or failed; a job that succeeded without subtask detail has all its ready nodes done.
+ * task tells the rest: while it runs, ready nodes are running; once its result is collected, each node with a
+ * subtask is done or failed by that subtask's exit code, and the master (the first node with logs, where
+ * mpirun ran) by the job's exit code unless a subtask already explains a failure.
  */
 export function displayedNodes(job: Pick<JobView, 'state' | 'progress' | 'result'>): Record<string, string> {
   const nodes: Record<string, string> = { ...(job.progress?.nodes ?? {}) };
-  const subtasks = (job.result?.mpi?.subtasks ?? []).filter((s) => s.nodeId && s.exitCode !== undefined);
+  const result = job.result;
+  const subtasks = (result?.mpi?.subtasks ?? []).filter((s) => s.nodeId && s.exitCode !== undefined);
+  const finished = result?.exitCode !== undefined;
   const mpiState = job.progress?.progress?.mpi?.state;
+  const master = result?.logs?.[0]?.node;
+  const subtaskFailed = subtasks.some((s) => s.exitCode !== 0);
   for (const [id, state] of Object.entries(nodes)) {
     if (state !== 'ready') continue;
-    if (job.state === 'Succeeded' && !subtasks.length) nodes[id] = 'done';
-    else if (mpiState === 'running' && !subtasks.length) nodes[id] = 'running';
-  }
-  for (const s of subtasks) {
-    const id = s.nodeId as string;
-    if (id in nodes && nodes[id] !== 'failed') nodes[id] = s.exitCode === 0 ? 'done' : 'failed';
+    const sub = subtasks.find((s) => s.nodeId === id);
+    if (sub) nodes[id] = sub.exitCode === 0 ? 'done' : 'failed';
+    else if (id === master && finished) nodes[id] = result?.exitCode === 0 || subtaskFailed ? 'done' : 'failed';
+    else if (finished || job.state === 'Succeeded') nodes[id] = 'done';
+    else if (mpiState === 'running' && job.state === 'Running') nodes[id] = 'running';
   }
   return nodes;
+}
+
+/**
+ * Short labels for a node grid: Batch node ids share a long pool-specific prefix ("tvmps_ffd0…_d"), so the
+ * part common to all ids is dropped, keeping at least `keep` characters of each.
+ */
+export function shortNodeLabels(ids: string[], keep = 6): Record<string, string> {
+  let prefix = ids.length > 1 ? ids[0] : '';
+  for (const id of ids) while (prefix && !id.startsWith(prefix)) prefix = prefix.slice(0, -1);
+  // Cut less when an id would keep fewer than `keep` characters: all ids lose the same prefix, so labels stay distinct.
+  const cut = Math.max(0, Math.min(prefix.length, ...ids.map((id) => id.length - keep)));
+  return Object.fromEntries(ids.map((id) => [id, id.slice(cut)]));
 }
 
 /** How many nodes are in each state, in pipeline order, leaving out states no node is in. */
@@ -196,13 +212,13 @@ export interface ExitCodeRow {
   state?: string;
 }
 
-/** The MPI exit codes: the job's overall code, then each subtask (0 = the master running mpirun). */
+/** The MPI exit codes: the job's (mpirun on the master, or the first failed subtask's), then each subtask's. */
 export function exitCodes(result: JobResult | undefined): ExitCodeRow[] {
   if (!result) return [];
   const rows: ExitCodeRow[] = [];
-  if (result.exitCode !== undefined) rows.push({ label: 'job', exitCode: result.exitCode });
+  if (result.exitCode !== undefined) rows.push({ label: 'mpirun (master)', node: result.logs?.[0]?.node, exitCode: result.exitCode });
   for (const s of result.mpi?.subtasks ?? []) {
-    rows.push({ label: s.id === 0 ? 'master (subtask 0)' : `subtask ${s.id}`, node: s.nodeId, exitCode: s.exitCode, state: s.state });
+    rows.push({ label: `subtask ${s.id}`, node: s.nodeId, exitCode: s.exitCode, state: s.state });
   }
   return rows;
 }

@@ -1,7 +1,7 @@
 /** The two pages as DOM, from the view model: the job list and one job. Re-rendered on every poll. */
 import { h } from './dom';
 import {
-  costSummary, displayedNodes, exitCodes, formatDuration, isTerminal, jobDurationMs, jobHref, nodeCells, nodeStateCounts, progressBars, stageSpans,
+  costSummary, displayedNodes, shortNodeLabels, exitCodes, formatDuration, isTerminal, jobDurationMs, jobHref, nodeCells, nodeStateCounts, progressBars, stageSpans,
   type JobView,
 } from './model';
 
@@ -52,10 +52,11 @@ function nodesCard(job: JobView): HTMLElement {
   const cells = nodeCells(displayedNodes(job));
   const expected = job.spec?.pool?.nodes;
   if (!cells.length) return card('Nodes', 'nodes', h('p', { class: 'muted' }, expected ? `${expected} nodes requested; none allocated yet.` : 'No nodes yet.'));
+  const labels = shortNodeLabels(cells.map((c) => c.id));
   return card('Nodes', 'nodes',
     h('div', { class: 'legend' }, nodeStateCounts(cells).map((c) => h('span', { class: `chip node-${c.state}` }, `${c.state} ${c.count}`))),
     h('div', { class: 'node-grid' }, cells.map((c) => h('div', { class: `node node-${c.state}`, title: `${c.id}: ${c.state}`, 'data-testid': 'node-cell', 'data-node': c.id, 'data-state': c.state },
-      h('span', { class: 'node-id' }, c.id), h('span', { class: 'node-state' }, c.state)))));
+      h('span', { class: 'node-id' }, labels[c.id]), h('span', { class: 'node-state' }, c.state)))));
 }
 
 function progressCard(job: JobView): HTMLElement | null {
