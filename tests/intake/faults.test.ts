@@ -5,7 +5,7 @@
  * The Durable engine and the queues talk to Azurite directly; only the app's Jobs/JobEvents traffic is faulted.
  * Needs the compiled app (dist/).
  */
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { startFaultProxy, withTableEndpoint, type FaultProxy } from '../../local/testing/faultProxy';
@@ -20,6 +20,7 @@ const hostLog = path.join(REPO_ROOT, 'test-artifacts', 'intake-faults-host.log')
 
 beforeAll(async () => {
   mkdirSync(path.dirname(hostLog), { recursive: true });
+  writeFileSync(hostLog, ''); // the host appends: start from an empty log, as the assertions count lines
   stack = await startStack({
     port: 0,
     logDestination: hostLog,
@@ -125,6 +126,28 @@ describe('a queue message that can never be processed', () => {
     const rows = await waitAllTerminal(stack, 'fault-poison-', 1, 60_000);
     expect(rows.map((r) => r.id)).toEqual(['fault-poison-1']);
   }, 180_000);
+
+  it('marks the job Failed with the reason on the last attempt when its row could be written', async () => {
+    // Only the JobEvents writes are refused: the Jobs row is inserted on the first delivery, but recording
+    // its first event fails every time, so the orchestration is never started. On the 5th delivery intake
+    // moves the row to Failed (the row write works; its event write fails again and is only logged).
+    const spec = fastSpec('fault-poison-2');
+    const text = JSON.stringify(spec);
+    proxy.fail({ mode: 'status', status: 403, forMs: 120_000, match: /^(POST|PUT|PATCH|MERGE|DELETE) \/[^/]+\/JobEvents/ });
+    await enqueue(submissionsQueue(stack), text);
+    const poison = submissionsQueue(stack, POISON_QUEUE);
+    const poisoned = await eventually('the message in the poison queue', 75_000, async () => {
+      const peeked = (await poison.peekMessages({ numberOfMessages: 32 })).peekedMessageItems;
+      return peeked.find((m) => Buffer.from(m.messageText, 'base64').toString('utf8').includes('fault-poison-2'));
+    });
+    proxy.heal();
+    expect(Buffer.from(poisoned.messageText, 'base64').toString('utf8')).toBe(text);
+    const job = await getJob('fault-poison-2');
+    expect(job.body.state).toBe('Failed');
+    expect(job.body.error?.code).toBe('IntakeFailed');
+    expect(job.body.error?.message).toMatch(/403|fault proxy/);
+    expect(await instancesOf('fault-poison-2')).toEqual([]);
+  }, 120_000);
 });
 
 describe('invalid submissions', () => {

@@ -1,6 +1,7 @@
 /**
  * Intake under load on the local stack (GitHub issue 5): 500 submissions over HTTP from 32 concurrent
  * clients (30% duplicates, 5% conflicts) and 500 through the job-submissions queue (duplicate deliveries),
+ * scaled by INTAKE_LOAD_SCALE (default 0.3, see SCALE below; INTAKE_LOAD_SCALE=1 runs the issue's numbers),
  * then: one Jobs row and one Durable orchestration per distinct id, every duplicate got the original job,
  * every conflict got 409, nothing accepted is missing, and every job reached a terminal state.
  * Every spec reuses a pool that does not exist, so each real mpiJob orchestration fails Provisioning at
@@ -16,12 +17,21 @@ import {
 
 type RetriedAnswer = HttpAnswer & { statuses: number[] };
 
-const HTTP_SUBMISSIONS = 500;
+/**
+ * The issue asks for 500 + 500 (INTAKE_LOAD_SCALE=1). Scaled down by default, because every distinct id
+ * runs a real pipeline: on this shared 2-core machine the Durable engine ends about 3 pipelines/s, so the
+ * full run (675 pipelines) takes 5-6 minutes, beyond the suite's budget. 0.3 keeps every ratio
+ * (150 + 150 submissions, 32 clients, 202 pipelines) and takes about 2 minutes.
+ */
+const SCALE = Number(process.env.INTAKE_LOAD_SCALE ?? 0.3);
+const HTTP_SUBMISSIONS = Math.round(500 * SCALE);
 const HTTP_CLIENTS = 32;
 const DUPLICATE_SHARE = 0.3;
 const CONFLICT_SHARE = 0.05;
-const QUEUE_MESSAGES = 500;
+const QUEUE_MESSAGES = Math.round(500 * SCALE);
 const QUEUE_DUPLICATE_SHARE = 0.3;
+/** Time for every pipeline to end, from the last HTTP answer. */
+const TERMINAL_WAIT_MS = 60_000 + 600_000 * SCALE;
 
 let stack: Stack;
 
@@ -139,17 +149,20 @@ describe('intake under load', () => {
     process.stdout.write(`intake load: ${answers.length} HTTP answers in ${((performance.now() - t0) / 1000).toFixed(1)} s, ${retried} retried after 503\n`);
 
     // Rows and orchestrations: exactly the distinct ids, each once, all terminal.
-    const httpRows = await waitAllTerminal(stack, 'load-h-', distinctHttp.size, 150_000);
-    const queueRows = await waitAllTerminal(stack, 'load-q-', queueDistinct, 150_000);
+    const httpRows = await waitAllTerminal(stack, 'load-h-', distinctHttp.size, TERMINAL_WAIT_MS);
+    const queueRows = await waitAllTerminal(stack, 'load-q-', queueDistinct, TERMINAL_WAIT_MS);
     expect(httpRows.map((r) => r.id).sort()).toEqual([...distinctHttp].sort());
     expect(queueRows.map((r) => r.id).sort()).toEqual([...queueIds].sort());
     expect(new Set([...httpRows, ...queueRows].map((r) => r.state))).toEqual(new Set(['Failed']));
 
-    const instances = (await durableInstances(stack)).filter((i) => i.instanceId.startsWith('load-'));
+    // The job row turns Failed in the pipeline's last activity; the orchestration completes an episode later.
+    const instances = await eventually('every load- orchestration to finish', 60_000, async () => {
+      const all = (await durableInstances(stack)).filter((i) => i.instanceId.startsWith('load-'));
+      return all.every((i) => ['Completed', 'Failed', 'Terminated'].includes(i.runtimeStatus)) ? all : undefined;
+    });
     const instanceIds = instances.map((i) => i.instanceId).sort();
     expect(instanceIds).toEqual([...distinctHttp, ...queueIds].sort());
-    process.stdout.write(`intake load: all ${instanceIds.length} jobs terminal after ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
-    expect(instances.filter((i) => !['Completed', 'Failed', 'Terminated'].includes(i.runtimeStatus))).toEqual([]);
+    process.stdout.write(`intake load: all ${instanceIds.length} jobs and orchestrations terminal after ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
 
     // The queue is drained and nothing was poisoned.
     await eventually('the submissions queue to drain', 30_000, async () => ((await queue.getProperties()).approximateMessagesCount === 0 ? true : undefined));
@@ -158,5 +171,5 @@ describe('intake under load', () => {
 
     // The rows are still exactly one per id (jobRows reads by PartitionKey range, so a second row would show).
     expect((await jobRows(stack, 'load-')).length).toBe(distinctHttp.size + queueDistinct);
-  }, 600_000);
+  }, 120_000 + 1_000_000 * SCALE);
 });
