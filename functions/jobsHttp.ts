@@ -15,6 +15,12 @@ import { cancelSignal, liveStatus, orchestrationStarter } from './lib/durable';
 
 const durableClient = df.input.durableClient();
 
+/** The job's node-minutes and estimated cost (shared/ops/cost.ts), recorded in its result when it ended. */
+function costOf(result: unknown): unknown {
+  const r = result as { cost?: unknown } | null | undefined;
+  return r && typeof r === 'object' ? r.cost : undefined;
+}
+
 function baseUrlOf(request: HttpRequest): string {
   return new URL(request.url).origin;
 }
@@ -81,7 +87,7 @@ export async function getJobHttp(request: HttpRequest, context: InvocationContex
     const view = toJobView(job, { baseUrl: baseUrlOf(request), includeSpec: true });
     return {
       status: 200,
-      jsonBody: { ...view, progress: live?.customStatus ?? view.progress, orchestrationStatus: live?.runtimeStatus, timeline: events },
+      jsonBody: { ...view, progress: live?.customStatus ?? view.progress, orchestrationStatus: live?.runtimeStatus, cost: costOf(view.result), timeline: events },
     };
   } catch (err) {
     return unavailable(context, err);

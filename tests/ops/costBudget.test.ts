@@ -27,6 +27,7 @@ interface View {
   state: string;
   error?: { code: string; message: string };
   result?: { cost?: JobCost; nodeMinutes?: number; mpi?: { endTime?: string } };
+  cost?: JobCost;
   timeline?: { kind: string; to?: string; reason: string }[];
 }
 const view = async (id: string) => (await (await fetch(`${stack.baseUrl}/api/jobs/${id}`)).json()) as View;
@@ -38,6 +39,7 @@ describe('cost, budget and idle time', () => {
     expect(done.state).toBe('Succeeded');
     const v = await view(id);
     const cost = v.result!.cost!;
+    expect(v.cost).toEqual(cost); // GET /api/jobs/{id} shows it at the top level too
     expect(cost.nodes).toBe(2);
     expect(cost.nodeMinutes.lowPriority).toBe(0);
 
