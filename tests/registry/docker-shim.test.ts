@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 /**
  * The node tools' `docker` and `singularity` commands on an emulated node: container records (the contract with
  * the Batch emulator), run -d / exec / ps / logs / kill / rm / run --rm, the sshd placeholder, path and environment
@@ -29,9 +30,10 @@ let ref: string;
 const readRecord = async (name: string): Promise<Record> => JSON.parse(await readFile(path.join(node.root, 'containers', name, 'config.json'), 'utf8')) as Record;
 
 function alive(pid: number): boolean {
+  // A killed process stays a zombie until its new parent reaps it; in a container without an init that reaps,
+  // that can take a while. A zombie runs nothing: count it as gone.
   try {
-    process.kill(pid, 0);
-    return true;
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {
     return false;
   }

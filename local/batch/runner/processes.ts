@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { splitCommandLine } from './commandLine';
+import { processAlive } from '../nodetools/lib/processAlive';
 
 export interface ProcessOutcome {
   exitCode?: number;
@@ -70,12 +71,7 @@ export function killPid(pid: number): void {
 }
 
 export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
+  return processAlive(pid);
 }
 
 export function groupAlive(pgid: number): boolean {

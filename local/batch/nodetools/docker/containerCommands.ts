@@ -14,6 +14,7 @@ import { duration, since } from './format';
 import { printTable } from './imageCommands';
 import { signalNumber } from './run';
 import { Session } from './session';
+import { processAlive } from '../lib/processAlive';
 
 async function mustFind(s: Session, name: string): Promise<Container> {
   const c = await s.containers.find(name);
@@ -115,14 +116,7 @@ export async function ps(s: Session, argv: string[]): Promise<number> {
   return 0;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+const alive = processAlive;
 
 /** Signals the container's process group (falls back to its pid) and waits up to `waitMs` for it to end. */
 async function signalContainer(c: Container, signal: string, waitMs: number): Promise<boolean> {

@@ -9,6 +9,7 @@ import { readFile, readdir, rm, stat } from 'node:fs/promises';
 import * as path from 'node:path';
 import { BindMount } from './containerView';
 import { readJson, writeJsonAtomic } from './fsutil';
+import { processAlive } from './processAlive';
 
 /** The on-disk contract with the Batch emulator. */
 export interface ContainerRecord {
@@ -67,15 +68,7 @@ export function newContainerId(): string {
   return randomBytes(32).toString('hex');
 }
 
-function alive(pid: number | undefined): boolean {
-  if (!pid) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+const alive = processAlive;
 
 export class ContainerStore {
   constructor(readonly dir: string) {}
