@@ -56,8 +56,12 @@ describe('job API surface', () => {
 
 describe('mpiJob pipeline end to end', () => {
   it('runs a real MPI job over staged shards, verifies the result, and leaves no pool, job or staged data', async () => {
-    const expected = await uploadDemoInputs(stack, 180);
-    const id = await submitSpec(stack, variant((s) => { s.id = 'e2e-native'; }));
+    // 100 MB in 20-25 MB shards: several shards per staging account and per node, for a fraction of the I/O.
+    const expected = await uploadDemoInputs(stack, 100);
+    const id = await submitSpec(stack, variant((s) => {
+      s.id = 'e2e-native';
+      (s.data as { shardSizeMB?: unknown }).shardSizeMB = { min: 20, max: 25 };
+    }));
     const view = await watchJob(stack, id, 300_000);
     expect(view.error).toBeUndefined();
     expect(view.state).toBe('Succeeded');
@@ -70,6 +74,9 @@ describe('mpiJob pipeline end to end', () => {
     // Every node took part: 4 nodes x 2 ranks.
     const mpi = (view.result as { mpi?: { stdoutTail?: string } }).mpi?.stdoutTail ?? '';
     expect(mpi).toMatch(/"ranks":8,"nodes":4/);
+    const staged = (view.progress as { progress?: { shardsStaged?: { done: number; total: number } } }).progress?.shardsStaged;
+    expect(staged?.total).toBeGreaterThanOrEqual(4);
+    expect(staged?.done).toBe(staged?.total);
   }, 360_000);
 
   it('ends Failed with the exit code and log locations when the MPI program fails, and still cleans up', async () => {
