@@ -154,6 +154,15 @@ describe('web dashboard', () => {
     await page.screenshot({ path: path.join(ARTIFACTS, 'dashboard-cancelled.png'), fullPage: true });
   }, 150_000);
 
+  it('shows the master\'s log of a finished job in the page, read with the stored function key', async () => {
+    await page.evaluate('location.hash = "#/jobs/ui-grid"');
+    await page.click('[data-testid="log-link"] >> nth=0 >> text=stdout');
+    await page.waitForSelector('#log-panel:not([hidden])');
+    await page.waitForFunction('document.getElementById("log-content").textContent !== "Loading…"', undefined, { timeout: 15_000 });
+    expect(await page.textContent('#log-title')).toMatch(/ · stdout$/);
+    expect(await page.textContent('#log-content')).not.toMatch(/answered \d+/);
+  }, 30_000);
+
   it('logged no console errors', () => {
     expect(consoleErrors).toEqual([]);
   });
