@@ -20,15 +20,18 @@ if [ ${#want_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${want_apt[@]}" >/dev/null
 fi
 
-# npm ci when node_modules is missing or older than the lock file.
+# Install when node_modules is missing or older than the lock file. `npm install` (not `npm ci`): it installs the
+# versions pinned in package-lock.json, while this npm's `npm ci` rejects a lock that omits other platforms'
+# optional binaries (e.g. @swc/core-darwin-*), which is how this npm writes locks.
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  echo "[deps] installing npm packages (npm ci)"
-  npm ci --no-audit --no-fund --loglevel=error
+  echo "[deps] installing npm packages (npm install, versions from package-lock.json)"
+  npm install --no-audit --no-fund --loglevel=error
 fi
 
 # Compile once; the local stack runs the compiled app exactly as Azure would.
-if [ ! -d dist ] || [ -n "$(find functions orchestrations shared local tests bench cli examples -name '*.ts' -newer dist/.build-stamp 2>/dev/null | head -n 1)" ] || [ ! -f dist/.build-stamp ]; then
+if [ ! -d dist ] || [ -n "$(find functions orchestrations shared local tests bench cli examples web \( -name '*.ts' -o -name '*.html' -o -name '*.css' \) -newer dist/.build-stamp 2>/dev/null | head -n 1)" ] || [ ! -f dist/.build-stamp ]; then
   echo "[deps] compiling TypeScript"
+  node --import tsx web/build.ts
   npx tsc -p tsconfig.json
   touch dist/.build-stamp
 fi
