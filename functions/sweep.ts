@@ -32,6 +32,13 @@ export function durableControl(client: DurableClient): OrchestrationControl {
     async terminate(instanceId, reason) {
       await client.terminate(instanceId, reason);
     },
+    async purge(instanceId) {
+      try {
+        await client.purgeInstanceHistory(instanceId);
+      } catch (err) {
+        if (!/404|not found/i.test((err as Error).message)) throw err;
+      }
+    },
   };
 }
 
@@ -43,7 +50,7 @@ export async function sweepTimer(timer: Timer, context: InvocationContext): Prom
     orchestrations: durableControl(df.getClient(context)),
     stagingAccounts: cfg.stagingAccounts.map(blobAccount),
     hostBlobs: blobAccount(cfg.hostStorage).service,
-    settings: { stallLimitMs: cfg.ops.stallLimitMs, graceMs: cfg.ops.graceMs, stagingRetentionMs: cfg.ops.stagingRetentionMs },
+    settings: { stallLimitMs: cfg.ops.stallLimitMs, graceMs: cfg.ops.graceMs, stagingRetentionMs: cfg.ops.stagingRetentionMs, jobsRetentionMs: cfg.ops.jobsRetentionMs },
   });
   const failed = report.actions.filter((a) => !a.ok);
   // One line per run, machine-readable: what was looked at, what each rule did, what failed.

@@ -19,6 +19,8 @@ import {
 export interface OrchestrationControl {
   status(instanceId: string): Promise<ObservedOrchestration | undefined>;
   terminate(instanceId: string, reason: string): Promise<void>;
+  /** Deletes the instance's history (already gone is fine). */
+  purge(instanceId: string): Promise<void>;
 }
 
 export interface SweepDeps {
@@ -67,8 +69,10 @@ export async function runSweep(deps: SweepDeps): Promise<SweepReport> {
     const staging = await listStaging(deps.stagingAccounts, byContainer);
 
     // Orchestration status for every unfinished job and for every job that still owns something.
+    const retention = deps.settings.jobsRetentionMs;
+    const due = (r: JobRecord) => retention !== undefined && isTerminal(r.state) && now().getTime() - Date.parse(r.updatedAt) > retention;
     const ids = new Set<string>([
-      ...rows.filter((r) => !isTerminal(r.state)).map((r) => r.id),
+      ...rows.filter((r) => !isTerminal(r.state) || due(r)).map((r) => r.id),
       ...pools.map((p) => p.jobId), ...batchJobs.map((b) => b.jobId),
     ]);
     const orchestrations = new Map<string, ObservedOrchestration>();
@@ -117,6 +121,11 @@ async function act(deps: SweepDeps, a: SweepAction, earlierFailures: string[]): 
       const r = await account.service.getContainerClient(a.container).deleteIfExists();
       return `staging container ${a.account}/${a.container} ${r.succeeded ? 'deleted' : 'already gone'}`;
     }
+    case 'purgeJob': {
+      await deps.orchestrations.purge(a.jobId);
+      const r = await deps.store.purge(a.jobId);
+      return `job row ${r.row ? 'and' : 'already gone;'} ${r.events} event(s) and orchestration history purged`;
+    }
     case 'failJob':
       await failJob(deps.store, a.jobId, a.rule === 'stalledRun' ? 'Stalled' : 'LostRun', earlierFailures.length ? `${a.reason}; cleanup incomplete: ${earlierFailures.join('; ')}` : a.reason);
       return 'job marked Failed';
@@ -138,7 +147,8 @@ async function failJob(store: JobStore, jobId: string, code: string, reason: str
 }
 
 async function note(store: JobStore, runId: string, a: SweepAction, detail: string): Promise<void> {
-  if (!a.jobId) return;
+  // A purged job has no timeline left to write to; the run summary counts it.
+  if (!a.jobId || a.kind === 'purgeJob') return;
   const resource = 'poolId' in a ? a.poolId : 'batchJobId' in a ? a.batchJobId : 'container' in a ? a.container : a.jobId;
   const eventId = `sweep-${runId}-${a.kind}-${resource}`.replace(/[^A-Za-z0-9._:@=+-]/g, '_').slice(0, 200);
   try {

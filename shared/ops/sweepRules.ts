@@ -13,6 +13,8 @@ export interface SweepSettings {
   graceMs: number;
   /** Staging containers of finished (or unknown) jobs are deleted this long after their last change. */
   stagingRetentionMs: number;
+  /** Finished jobs' rows, timelines and orchestration history are purged this long after they ended (undefined: never). */
+  jobsRetentionMs?: number;
 }
 
 export interface ObservedJobRow {
@@ -70,11 +72,12 @@ export interface SweepObservation {
   staging: readonly ObservedStagingContainer[];
 }
 
-export type SweepRule = 'stalledRun' | 'lostRun' | 'leakedPool' | 'leakedBatchJob' | 'expiredStaging';
+export type SweepRule = 'stalledRun' | 'lostRun' | 'leakedPool' | 'leakedBatchJob' | 'expiredStaging' | 'retention';
 
 export type SweepAction =
   | { kind: 'terminateOrchestration'; rule: SweepRule; jobId: string; reason: string }
   | { kind: 'failJob'; rule: SweepRule; jobId: string; reason: string }
+  | { kind: 'purgeJob'; rule: SweepRule; jobId: string; reason: string }
   | { kind: 'terminateBatchJob'; rule: SweepRule; jobId: string; batchJobId: string; reason: string }
   | { kind: 'deletePool'; rule: SweepRule; jobId: string; poolId: string; reason: string }
   | { kind: 'deleteStaging'; rule: SweepRule; jobId?: string; account: string; container: string; reason: string };
@@ -185,6 +188,21 @@ export function planSweep(o: SweepObservation, s: SweepSettings): SweepAction[] 
       ? (actions.find((a) => a.kind === 'terminateOrchestration' && a.jobId === id)?.reason ?? 'stalled')
       : orch ? `lost: orchestration ended ${orch.runtimeStatus} without finishing the job` : 'lost: orchestration missing (purged or never started)';
     actions.push({ kind: 'failJob', rule, jobId: id, reason });
+  }
+
+  // Retention: only jobs that own nothing any more (their leftovers are removed first, by the rules above, in an earlier run).
+  if (s.jobsRetentionMs !== undefined) {
+    const owns = new Set<string>([
+      ...o.pools.map((p) => p.jobId),
+      ...o.batchJobs.filter((b) => ACTIVE_BATCH_JOB.has(b.state)).map((b) => b.jobId),
+      ...o.staging.flatMap((c) => (c.jobId ? [c.jobId] : [])),
+    ]);
+    for (const job of o.jobs.values()) {
+      if (!isTerminal(job.state) || owns.has(job.id) || ageMs(nowMs, job.updatedAt) <= s.jobsRetentionMs) continue;
+      const orch = o.orchestrations.get(job.id);
+      if (orch && !isTerminalRuntime(orch.runtimeStatus)) continue;
+      actions.push({ kind: 'purgeJob', rule: 'retention', jobId: job.id, reason: `job ${job.id} ended more than ${Math.round(s.jobsRetentionMs / 86_400_000 * 10) / 10} day(s) ago` });
+    }
   }
   return actions;
 }

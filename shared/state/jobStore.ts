@@ -230,6 +230,30 @@ export class JobStore {
     return event;
   }
 
+  /**
+   * Deletes the job row and its timeline (the retention purge of the operations sweep). Events go first, so an
+   * interrupted purge leaves a row that the next purge finds again. Already gone is fine.
+   */
+  async purge(id: string): Promise<{ events: number; row: boolean }> {
+    let events = 0;
+    const iter = this.eventsTable.listEntities<Record<string, unknown>>({ queryOptions: { filter: odata`PartitionKey eq ${id}`, select: ['PartitionKey', 'RowKey'] } });
+    for await (const e of iter) {
+      try {
+        await this.eventsTable.deleteEntity(String(e.partitionKey), String(e.rowKey));
+        events++;
+      } catch (err) {
+        if (statusOf(err) !== 404) throw err;
+      }
+    }
+    try {
+      await this.jobs.deleteEntity(id, JOB_ROW_KEY);
+      return { events, row: true };
+    } catch (err) {
+      if (statusOf(err) !== 404) throw err;
+      return { events, row: false };
+    }
+  }
+
   /** The whole timeline in time order (transitions and notes). */
   async events(id: string): Promise<JobEvent[]> {
     const out: JobEvent[] = [];

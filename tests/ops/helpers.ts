@@ -46,6 +46,10 @@ export function httpDurableControl(baseUrl: string): OrchestrationControl {
       const res = await fetch(`${inst(id)}/terminate?reason=${encodeURIComponent(reason)}`, { method: 'POST' });
       if (res.status !== 202 && res.status !== 410) throw new Error(`durable terminate of ${id}: ${res.status} ${await res.text()}`);
     },
+    async purge(id) {
+      const res = await fetch(inst(id), { method: 'DELETE' });
+      if (res.status !== 200 && res.status !== 404) throw new Error(`durable purge of ${id}: ${res.status} ${await res.text()}`);
+    },
   };
 }
 

@@ -6,6 +6,8 @@ import {
 import { JOB_STATES, isTerminal } from '../../shared/state/states';
 
 const S: SweepSettings = { stallLimitMs: 10 * 60_000, graceMs: 2 * 60_000, stagingRetentionMs: 60 * 60_000 };
+/** With the (optional) retention purge on: 2 hours. */
+const SR: SweepSettings = { ...S, jobsRetentionMs: 120 * 60_000 };
 const NOW = '2026-01-01T12:00:00.000Z';
 const ago = (min: number) => new Date(Date.parse(NOW) - min * 60_000).toISOString();
 
@@ -96,6 +98,21 @@ describe('sweep rules', () => {
       .toEqual(['terminateBatchJob:b-a', 'deleteStaging:stg-b', 'deleteStaging:stg-x']);
   });
 
+  it('purges finished jobs past the retention only when they own nothing and retention is on', () => {
+    const o = obs({
+      jobs: new Map([
+        ['old', job('old', { state: 'Succeeded', updatedAt: ago(130) })],
+        ['old-with-pool', job('old-with-pool', { state: 'Failed', updatedAt: ago(130), keepsPool: true })],
+        ['young', job('young', { state: 'Succeeded', updatedAt: ago(100) })],
+        ['running', job('running', { updatedAt: ago(200) })],
+      ]),
+      orchestrations: new Map([['old', { runtimeStatus: 'Completed', lastUpdatedTime: ago(130) }], ['running', running(1)]]),
+      pools: [{ poolId: 'kept', jobId: 'old-with-pool', state: 'active' }],
+    });
+    expect(planSweep(o, S)).toEqual([]);
+    expect(planSweep(o, SR)).toEqual([{ kind: 'purgeJob', rule: 'retention', jobId: 'old', reason: 'job old ended more than 0.1 day(s) ago' }]);
+  });
+
   it('summarises counts per rule and action', () => {
     expect(summarise([
       { kind: 'deletePool', rule: 'leakedPool', jobId: 'a', poolId: 'p', reason: '' },
@@ -132,7 +149,7 @@ describe('sweep plan properties', () => {
   it('acts only on observed owned resources, at most once each, and fails only non-terminal rows', () => {
     fc.assert(fc.property(world, (w) => {
       const o = build(w);
-      const plan = planSweep(o, S);
+      const plan = planSweep(o, SR);
       const poolIds = new Set(o.pools.map((p) => p.poolId));
       const keys = plan.map((a) => JSON.stringify([a.kind, 'poolId' in a ? a.poolId : 'batchJobId' in a ? a.batchJobId : 'container' in a ? a.container : a.jobId]));
       expect(new Set(keys).size).toBe(keys.length);
@@ -142,6 +159,10 @@ describe('sweep plan properties', () => {
           expect(o.pools.find((p) => p.poolId === a.poolId)!.state).not.toBe('deleting');
         }
         if (a.kind === 'failJob') expect(isTerminal(o.jobs.get(a.jobId)!.state)).toBe(false);
+        if (a.kind === 'purgeJob') {
+          expect(isTerminal(o.jobs.get(a.jobId)!.state)).toBe(true);
+          expect(plan.filter((b) => b.jobId === a.jobId)).toHaveLength(1);
+        }
         if (a.kind === 'terminateOrchestration') expect(plan.some((b) => b.kind === 'failJob' && b.jobId === a.jobId)).toBe(true);
       }
     }));
@@ -155,7 +176,7 @@ describe('sweep plan properties', () => {
         return !isTerminal(j.state) && orch?.runtimeStatus === 'Running' && !isStalled(orch, Date.parse(NOW), S.stallLimitMs)
           && (j.wallClockLimitMs === undefined || Date.parse(NOW) - Date.parse(j.createdAt) <= j.wallClockLimitMs + S.graceMs);
       });
-      const plan = planSweep(o, S);
+      const plan = planSweep(o, SR);
       for (const j of healthy) expect(plan.filter((a) => a.jobId === j.id)).toEqual([]);
     }));
   });
@@ -163,15 +184,17 @@ describe('sweep plan properties', () => {
   it('is idempotent: once the actions are applied, the next plan is empty', () => {
     fc.assert(fc.property(world, (w) => {
       const o = build(w);
-      const plan = planSweep(o, S);
+      const plan = planSweep(o, SR);
+      const purged = (id: string) => plan.some((a) => a.kind === 'purgeJob' && a.jobId === id);
       const after = obs({
-        jobs: new Map([...o.jobs].map(([id, j]) => [id, plan.some((a) => a.kind === 'failJob' && a.jobId === id) ? { ...j, state: 'Failed' as const, updatedAt: NOW } : j])),
-        orchestrations: new Map([...o.orchestrations].map(([id, r]) => [id, plan.some((a) => a.kind === 'terminateOrchestration' && a.jobId === id) ? { ...r, runtimeStatus: 'Terminated', lastUpdatedTime: NOW } : r])),
+        jobs: new Map([...o.jobs].filter(([id]) => !purged(id)).map(([id, j]) => [id, plan.some((a) => a.kind === 'failJob' && a.jobId === id) ? { ...j, state: 'Failed' as const, updatedAt: NOW } : j])),
+        orchestrations: new Map([...o.orchestrations].filter(([id]) => !purged(id)).map(([id, r]) => [id, plan.some((a) => a.kind === 'terminateOrchestration' && a.jobId === id) ? { ...r, runtimeStatus: 'Terminated', lastUpdatedTime: NOW } : r])),
         pools: o.pools.filter((p) => !plan.some((a) => a.kind === 'deletePool' && a.poolId === p.poolId)),
         batchJobs: o.batchJobs.map((b) => plan.some((a) => a.kind === 'terminateBatchJob' && a.batchJobId === b.batchJobId) ? { ...b, state: 'terminating' } : b),
         staging: o.staging.filter((c) => !plan.some((a) => a.kind === 'deleteStaging' && a.container === c.container)),
       });
-      expect(planSweep(after, S)).toEqual([]);
+      // Retention may only become due for jobs this plan just finished or cleaned: none of them is old enough.
+      expect(planSweep(after, SR).filter((a) => a.kind !== 'purgeJob' || !plan.some((b) => b.jobId === a.jobId))).toEqual([]);
     }));
   });
 });
