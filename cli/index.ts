@@ -28,11 +28,6 @@ function positiveInt(value: string): number {
   return n;
 }
 
-function keyValue(value: string, previous: string[] = []): string[] {
-  if (!/^[^=]+=/.test(value)) throw new InvalidArgumentError('must be key=value');
-  return [...previous, value];
-}
-
 const intervalOption = () => new Option('--interval <ms>', 'poll interval in milliseconds').default(1000).argParser(positiveInt);
 
 export function buildProgram(run: (action: (ctx: CommandContext) => Promise<number> | number) => Promise<void>): Command {
@@ -63,7 +58,7 @@ export function buildProgram(run: (action: (ctx: CommandContext) => Promise<numb
 
   program
     .command('list')
-    .description('list jobs, newest first')
+    .description('list jobs (filtered by state and tag)')
     .option('--state <states>', 'only jobs in these states (comma-separated, e.g. Running,Failed)')
     .option('--tag <key=value>', 'only jobs with this tag (or just "key")')
     .option('--top <n>', 'at most n jobs per page', positiveInt)
@@ -103,12 +98,14 @@ export function buildProgram(run: (action: (ctx: CommandContext) => Promise<numb
 
   program
     .command('usage')
-    .description('node-minutes and estimated cost per day and per tag')
-    .option('--query <key=value>', 'extra query parameter for GET /api/usage (repeatable)', keyValue)
-    .action((opts: { query?: string[] }) =>
+    .description('node-minutes and estimated cost of finished jobs, per day and per tag')
+    .option('--from <day>', 'first day (YYYY-MM-DD, UTC, day the pool was released)')
+    .option('--to <day>', 'last day (YYYY-MM-DD)')
+    .option('--tag <key=value>', 'only jobs with this tag (or just "key")')
+    .action((opts: { from?: string; to?: string; tag?: string }) =>
       run((ctx) => {
         const q = new URLSearchParams();
-        for (const kv of opts.query ?? []) q.append(kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1));
+        for (const k of ['from', 'to', 'tag'] as const) if (opts[k]) q.set(k, opts[k] as string);
         return usageCommand(ctx, q);
       }));
 

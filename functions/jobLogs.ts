@@ -73,14 +73,20 @@ async function nodeLogs(ctx: BatchContext, batchJobId: string, taskId: string): 
 const MISSING: FileContent = { exists: false, size: 0, content: '', truncated: false };
 
 /**
- * The bytes after `since`: the size first (no content), then only the new end, bounded. A task whose node is
- * gone (pool deleted) answers 409 (the task is no longer on a node): that is "no file", not an API failure.
+ * The bytes after `since`: the size first (no content), then the new end, bounded. Reads keep the END of a file,
+ * so when it grew between the two calls the read is repeated with the larger size (a few times): otherwise the
+ * bytes written in between would be skipped. A task whose node is gone (pool deleted) answers 409 (the task is
+ * no longer on a node): that is "no file", not an API failure.
  */
 async function readSince(log: NodeLog, stream: Stream, since: number): Promise<FileContent> {
   try {
-    const head = await log.read(`${stream}.txt`, 0);
-    if (!head.exists || head.size <= since) return head;
-    return await log.read(`${stream}.txt`, Math.min(MAX_BYTES, head.size - since));
+    let file = await log.read(`${stream}.txt`, 0);
+    for (let attempt = 0; attempt < 5 && file.exists && file.size > since; attempt++) {
+      const wanted = Math.min(MAX_BYTES, file.size - since);
+      file = await log.read(`${stream}.txt`, wanted);
+      if (!file.exists || wanted === MAX_BYTES || file.size - Buffer.byteLength(file.content) <= since) break;
+    }
+    return file;
   } catch (err) {
     if (err instanceof BatchError && (err.status === 409 || err.status === 404)) return MISSING;
     throw err;
@@ -108,7 +114,7 @@ export async function jobLogsHttp(request: HttpRequest, context: InvocationConte
     const node = wanted ?? nodes[0];
     const base = { jobId: id, stream, nodes };
     if (!node) {
-      const body: JobLogsResponse = { ...base, node: '', source: 'none', size: 0, start: 0, content: '', message: `job ${id} (${job.state}) has no MPI task yet` };
+      const body: JobLogsResponse = { ...base, node: '', source: 'none', size: 0, start: 0, content: '', message: `job ${id} has not started its MPI task yet (${job.state})` };
       return { status: 200, jsonBody: body };
     }
     if (!nodes.includes(node)) return problem(404, 'NodeNotFound', `job ${id} has no logs on node ${node}; nodes: ${nodes.join(', ') || 'none'}`);

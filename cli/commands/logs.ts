@@ -5,6 +5,7 @@
 import type { JobLogs } from '../apiClient';
 import type { CommandContext } from '../context';
 import { ExitCode } from '../errors';
+import { TransientRetry } from '../transient';
 import { isTerminalState } from '../stageRows';
 
 type Stream = 'stdout' | 'stderr';
@@ -38,15 +39,17 @@ export async function logsCommand(ctx: CommandContext, id: string, options: Logs
   const sources = new Map<Stream, JobLogs['source']>();
   const noted = new Set<string>();
   const printed = new Map<Stream, string>();
+  // Only a follow outlives hiccups; a one-shot read reports the error at once.
+  const retry = new TransientRetry(options.intervalMs, ctx.err, options.follow ? 10 : 1);
 
   const readOnce = async () => {
     for (const stream of streams) {
       const since = offsets.get(stream) ?? 0;
-      const chunk = await api.logs(id, { node: options.node, stream, since });
+      const chunk = await retry.call(() => api.logs(id, { node: options.node, stream, since }));
       if (chunk.source === 'recorded' && sources.get(stream) === 'live') {
         // The node went away while we followed it (pool deleted): the recorded tail has its own offsets, so take
         // all of it and print only what lies beyond the live reads.
-        const full = since > 0 ? await api.logs(id, { node: options.node, stream, since: 0 }) : chunk;
+        const full = since > 0 ? await retry.call(() => api.logs(id, { node: options.node, stream, since: 0 })) : chunk;
         const rest = unseenTail(printed.get(stream) ?? '', full.content);
         sources.set(stream, 'recorded');
         offsets.set(stream, full.size);
@@ -55,10 +58,12 @@ export async function logsCommand(ctx: CommandContext, id: string, options: Logs
         } else if (rest) (stream === 'stdout' ? ctx.out : ctx.err)(rest);
         continue;
       }
+      // Notes ("not started yet", "node gone") only until the stream has been read: not when it ends a follow.
+      const note = chunk.message && !sources.has(stream) && !noted.has(chunk.message.replace(/\(.*\)$/, ''));
       if (chunk.source !== 'none') sources.set(stream, chunk.source);
       if (chunk.content) printed.set(stream, ((printed.get(stream) ?? '') + chunk.content).slice(-KEEP_PRINTED));
-      if (chunk.message && !noted.has(chunk.message)) {
-        noted.add(chunk.message);
+      if (note && chunk.message) {
+        noted.add(chunk.message.replace(/\(.*\)$/, ''));
         ctx.err(`(${chunk.node ? `${chunk.node} ${stream}: ` : ''}${chunk.message})\n`);
       }
       if (ctx.json) {
@@ -76,7 +81,7 @@ export async function logsCommand(ctx: CommandContext, id: string, options: Logs
     return ExitCode.Ok;
   }
   for (;;) {
-    const view = await api.getJob(id);
+    const view = await retry.call(() => api.getJob(id));
     await readOnce();
     if (isTerminalState(view.state)) return ExitCode.Ok;
     await sleep(options.intervalMs);

@@ -6,6 +6,7 @@
 import type { JobView } from '../apiClient';
 import { printJson, type CommandContext } from '../context';
 import { CliError, ExitCode } from '../errors';
+import { TransientRetry } from '../transient';
 import { outcomeReason } from '../format';
 import { createProgressDisplay } from '../progressDisplay';
 import { isTerminalState } from '../stageRows';
@@ -20,22 +21,13 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function watchCommand(ctx: CommandContext, id: string, options: WatchOptions): Promise<number> {
   const api = ctx.api();
-  const maxErrors = options.maxErrors ?? 10;
   // Progress goes to stderr so that stdout carries only the result (or the JSON) for scripts.
   const display = ctx.json ? undefined : createProgressDisplay(ctx.stderr, ctx.err);
-  let errors = 0;
+  const retry = new TransientRetry(options.intervalMs, ctx.err, options.maxErrors);
   let view: JobView;
   try {
     for (;;) {
-      try {
-        view = await api.getJob(id);
-        errors = 0;
-      } catch (err) {
-        if (!(err instanceof CliError) || err.exitCode !== ExitCode.Api || ++errors >= maxErrors) throw err;
-        ctx.err(`(poll failed, retrying: ${err.message})\n`);
-        await sleep(options.intervalMs);
-        continue;
-      }
+      view = await retry.call(() => api.getJob(id));
       display?.update(view);
       if (isTerminalState(view.state)) break;
       if (view.orchestrationStatus && ['Failed', 'Terminated'].includes(view.orchestrationStatus)) {

@@ -172,22 +172,30 @@ describe('hpcjob against the local stack', () => {
     const submitted = await hpcjob(['submit', file], withStack());
     expect(submitted.code).toBe(0);
     const followed = await hpcjob(['logs', 'cli-ticks', '--follow', '--stream', 'stdout', '--interval', '300'], withStack());
-    expect(followed.code).toBe(0);
+    expect({ code: followed.code, stderr: followed.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
     const ticks = followed.stdout.split('\n').filter((l) => l.startsWith('tick '));
     for (const rank of [0, 1]) {
-      expect(ticks.filter((l) => l.endsWith(`rank ${rank}`))).toEqual([1, 2, 3, 4].map((i) => `tick ${i} rank ${rank}`));
+      // On failure, show everything the command printed.
+      expect({ rank, ticks: ticks.filter((l) => l.endsWith(`rank ${rank}`)), all: followed.stdout + followed.stderr })
+        .toEqual({ rank, ticks: [1, 2, 3, 4].map((i) => `tick ${i} rank ${rank}`), all: expect.any(String) });
     }
-    const status = JSON.parse((await hpcjob(['status', 'cli-ticks', '--json'], withStack())).stdout) as { state: string };
-    expect(status.state).toBe('Succeeded');
+    const status = JSON.parse((await hpcjob(['status', 'cli-ticks', '--json'], withStack())).stdout) as { state: string; error?: unknown };
+    expect({ state: status.state, error: status.error }).toEqual({ state: 'Succeeded', error: undefined });
   }, 90_000);
 
-  it('usage answers its report, or a clear not-found line (exit 4) on an API without GET /api/usage', async () => {
-    const usage = await hpcjob(['--json', 'usage'], withStack());
-    if (usage.code === 0) expect(JSON.parse(usage.stdout)).toHaveProperty('total');
-    else {
-      expect(usage.code).toBe(4);
-      expect(usage.stderr.trim()).toBe('hpcjob: GET /api/usage does not exist on this API (deployed without the usage endpoint?)');
-    }
+  it('usage --json answers the report for finished jobs; a bad day is a field error (exit 2)', async () => {
+    const usage = await hpcjob(['--json', 'usage', '--tag', 'suite=cli-test'], withStack());
+    expect(usage.stderr).toBe('');
+    expect(usage.code).toBe(0);
+    const report = JSON.parse(usage.stdout) as { total: { jobs: number; nodeMinutes: number }; perDay: object; perTag: object };
+    expect(typeof report.total.nodeMinutes).toBe('number');
+    expect(report).toHaveProperty('perTag');
+    const text = await hpcjob(['usage'], withStack());
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/^total\n {2}all jobs +\d+ jobs/);
+    const bad = await hpcjob(['usage', '--from', 'yesterday'], withStack());
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/^ {2}from: must be a day, YYYY-MM-DD$/m);
   });
 
   it('not found exits 4, an unreachable API exits 3, a missing endpoint exits 2', async () => {
