@@ -13,6 +13,7 @@ import type { JobCost } from '../../shared/ops/cost';
 import { BatchRequestLog, batchClient, smallSpec, sweepDeps } from './helpers';
 
 const POLL_MAX_MS = 2_000;
+const IMAGE = { imageReference: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts', version: 'latest' }, nodeAgentSKUId: 'batch.node.ubuntu 22.04' };
 const requests = new BatchRequestLog();
 let stack: Stack;
 
@@ -20,6 +21,9 @@ beforeAll(async () => {
   const logs = path.join(REPO_ROOT, 'test-artifacts');
   mkdirSync(logs, { recursive: true });
   stack = await startStack({ port: 0, demoImage: false, logDestination: path.join(logs, 'ops-cost-host.log'), batch: { onExchange: requests.onExchange } });
+  // A long-lived pool the control plane did not create (no owner tag), as a reused pool is in practice: made now,
+  // long ready when the reuse test runs (MPI launched onto nodes that became idle a moment before failed with 213 twice in five runs).
+  await batchClient(stack).pool.add({ id: 'ops-shared-pool', vmSize: 'Standard_D8s_v5', virtualMachineConfiguration: IMAGE, targetDedicatedNodes: 2, enableInterNodeCommunication: true, taskSlotsPerNode: 1 });
 }, 120_000);
 afterAll(async () => stack?.stop(), 60_000);
 
@@ -80,17 +84,22 @@ describe('cost, budget and idle time', () => {
 describe('sweep on the stack', () => {
   it('two sweeps started at once act on each leaked resource once, without errors; a reused pool is never deleted', async () => {
     const batch = batchClient(stack);
-    const image = { imageReference: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts', version: 'latest' }, nodeAgentSKUId: 'batch.node.ubuntu 22.04' };
-    // A pool the control plane did not create (no owner tag), used by a job; and a leaked one we own whose job is unknown.
-    await batch.pool.add({ id: 'ops-shared-pool', vmSize: 'Standard_D8s_v5', virtualMachineConfiguration: image, targetDedicatedNodes: 2, enableInterNodeCommunication: true, taskSlotsPerNode: 1 });
+    // The reused pool (made in beforeAll) is used by a job; a leaked pool we own belongs to an unknown job.
     await batch.pool.add({
-      id: 'ops-leaked-pool', vmSize: 'Standard_D8s_v5', virtualMachineConfiguration: image, targetDedicatedNodes: 0,
+      id: 'ops-leaked-pool', vmSize: 'Standard_D8s_v5', virtualMachineConfiguration: IMAGE, targetDedicatedNodes: 0,
       metadata: [{ name: 'hpc-cp-owner', value: 'hpc-mpi-control-plane' }, { name: 'hpc-cp-job', value: 'ops-ghost' }],
     });
 
+    for (let i = 0; ; i++) {
+      const nodes = [];
+      for await (const n of await batch.computeNode.list('ops-shared-pool')) nodes.push(n);
+      if (nodes.filter((n) => n.state === 'idle').length === 2) break;
+      if (i > 120) throw new Error(`reused pool nodes not idle: ${nodes.map((n) => n.state).join(', ')}`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
     const id = await submitSpec(stack, smallSpec('ops-reuse', { command: 'hostname', pool: { poolId: 'ops-shared-pool', nodes: 2 } }));
     const done = await watchJob(stack, id, 150_000);
-    expect(done.state).toBe('Succeeded');
+    if (done.state !== 'Succeeded') throw new Error(`ops-reuse ended ${done.state}: ${JSON.stringify({ error: done.error, logs: done.result?.logs, timeline: done.timeline })}`);
 
     await new Promise((r) => setTimeout(r, 1_500)); // past the grace below
     const settings = { stallLimitMs: 10 * 60_000, graceMs: 1_000, stagingRetentionMs: 60 * 60_000 };
@@ -109,4 +118,16 @@ describe('sweep on the stack', () => {
     const job = await batch.job.get(done.batchJobId!);
     expect(['completed', 'terminating']).toContain(job.state);
   }, 180_000);
+
+  it('purges finished jobs (row, timeline, orchestration history) past the retention when retention is on', async () => {
+    const settings = { stallLimitMs: 10 * 60_000, graceMs: 1_000, stagingRetentionMs: 60 * 60_000 };
+    const off = await runSweep(sweepDeps(stack, settings));
+    expect(off.actions.filter((a) => a.kind === 'purgeJob')).toEqual([]);
+    const on = await runSweep(sweepDeps(stack, { ...settings, jobsRetentionMs: 1 }));
+    const purged = on.actions.filter((a) => a.kind === 'purgeJob');
+    expect(on.actions.filter((a) => !a.ok)).toEqual([]);
+    expect(purged.map((a) => a.jobId).sort()).toEqual(['ops-budget', 'ops-cost', 'ops-reuse']);
+    expect((await fetch(`${stack.baseUrl}/api/jobs/ops-cost`)).status).toBe(404);
+    expect((await fetch(`${stack.baseUrl}/runtime/webhooks/durabletask/instances/ops-cost`)).status).toBe(404);
+  }, 60_000);
 });
