@@ -3,4 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh
-exec node dist/local/demo.js "$@"
+# The local tooling runs from its TypeScript sources (it is never deployed and reads assets beside them);
+# the function app it hosts is loaded compiled from dist/, exactly as in Azure.
+exec node --import tsx local/demo.ts "$@"

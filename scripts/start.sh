@@ -3,4 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh
-exec node dist/local/start.js "$@"
+# Local tooling from sources; the function app from dist/ (see scripts/demo.sh).
+exec node --import tsx local/start.ts "$@"
