@@ -43,7 +43,10 @@ export async function startHttpListener(opts: HttpListenerOptions): Promise<Http
       .finally(() => active.delete(p));
     active.add(p);
   });
-  server.keepAliveTimeout = 2000;
+  // Longer than any client keeps an idle socket (Node's agent: 5 s), so a client never reuses a socket the server
+  // is closing at that moment (ECONNRESET under load). Shutdown closes idle sockets itself.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>
       reject(new Error(`Cannot listen on ${opts.host}:${opts.port}: ${err.code ?? err.message}`, { cause: err })),
