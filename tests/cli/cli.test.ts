@@ -154,6 +154,8 @@ describe('hpcjob against the local stack', () => {
     const file = writeSpec('fails.yaml', cheapSpec((s) => {
       s.id = 'cli-fails';
       s.mpi.command = 'echo failing on purpose >&2; exit 3';
+      // Keep the nodes, so their files (stderr, the other node's subtask) can still be read afterwards.
+      s.cleanup = { deletePool: 'never' };
     }));
     const submitted = await hpcjob(['--profile', profile, '--json', 'submit', file]);
     expect(submitted.code).toBe(0);
@@ -162,6 +164,21 @@ describe('hpcjob against the local stack', () => {
     const watched = await hpcjob(['--profile', profile, 'watch', 'cli-fails', '--interval', '300']);
     expect(watched.code).toBe(1);
     expect(watched.stderr).toMatch(/job cli-fails Failed: .*exited with code 3/);
+
+    // The master's stderr, read live from its node, says why.
+    const stderr = await hpcjob(['--profile', profile, 'logs', 'cli-fails', '--stream', 'stderr']);
+    expect(stderr.code).toBe(0);
+    expect(stderr.stderr).toMatch(/failing on purpose/);
+    // --json names every node; --node reads the other node's subtask output; an unknown node is exit 4.
+    const chunk = JSON.parse((await hpcjob(['--profile', profile, '--json', 'logs', 'cli-fails', '--stream', 'stderr'])).stdout) as { nodes: string[]; source: string };
+    expect(chunk.source).toBe('live');
+    expect(chunk.nodes).toHaveLength(2);
+    const other = await hpcjob(['--profile', profile, '--json', 'logs', 'cli-fails', '--node', chunk.nodes[1], '--stream', 'stdout']);
+    expect(other.code).toBe(0);
+    expect(JSON.parse(other.stdout)).toMatchObject({ node: chunk.nodes[1], source: 'live' });
+    const unknown = await hpcjob(['--profile', profile, 'logs', 'cli-fails', '--node', 'no-such-node']);
+    expect(unknown.code).toBe(4);
+    expect(unknown.stderr).toMatch(/has no logs on node no-such-node; nodes: /);
   }, 90_000);
 
   it('logs --follow prints the output of a running job once, in order, and exits when the job ends', async () => {
