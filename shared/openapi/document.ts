@@ -126,6 +126,63 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
           },
         },
       },
+      '/api/jobs/{id}/logs': {
+        get: {
+          operationId: 'getJobLogs',
+          summary: 'MPI output of a job',
+          description: 'stdout or stderr of the MPI master (default) or of the subtask on `node`, read live from Batch while the pool exists, '
+            + 'else the tail recorded in the job result. `since` returns only the bytes after that offset (for following a running job).',
+          security: WRITE_SECURITY,
+          parameters: [
+            idParam,
+            { name: 'node', in: 'query', required: false, schema: { type: 'string' }, description: 'Batch node id; default the master.' },
+            { name: 'stream', in: 'query', required: false, schema: { type: 'string', enum: ['stdout', 'stderr'] } },
+            { name: 'since', in: 'query', required: false, schema: { type: 'integer', minimum: 0 }, description: 'Byte offset already read.' },
+          ],
+          responses: {
+            200: {
+              description: 'The requested bytes.',
+              content: {
+                'application/json': {
+                  schema: {
+                    type: 'object',
+                    required: ['jobId', 'node', 'stream', 'source', 'size', 'start', 'content', 'nodes'],
+                    properties: {
+                      jobId: { type: 'string' },
+                      node: { type: 'string' },
+                      stream: { type: 'string', enum: ['stdout', 'stderr'] },
+                      source: { type: 'string', enum: ['live', 'recorded', 'none'] },
+                      size: { type: 'integer' },
+                      start: { type: 'integer' },
+                      content: { type: 'string' },
+                      nodes: { type: 'array', items: { type: 'string' } },
+                      message: { type: 'string' },
+                    },
+                  },
+                },
+              },
+            },
+            400: problem('A bad parameter.'),
+            401: problem('Missing or wrong function key.'),
+            404: problem('No such job or node.'),
+          },
+        },
+      },
+      '/api/usage': {
+        get: {
+          operationId: 'getUsage',
+          summary: 'Node-hours and estimated cost per day and per tag',
+          parameters: [
+            { name: 'from', in: 'query', required: false, schema: { type: 'string', format: 'date' }, description: 'First day (YYYY-MM-DD, day of pool release).' },
+            { name: 'to', in: 'query', required: false, schema: { type: 'string', format: 'date' }, description: 'Last day (YYYY-MM-DD).' },
+            { name: 'tag', in: 'query', required: false, schema: { type: 'string' }, description: '`key` or `key=value`.' },
+          ],
+          responses: {
+            200: { description: 'Usage report (see docs/operations.md).', content: { 'application/json': { schema: { type: 'object' } } } },
+            400: problem('A bad parameter.'),
+          },
+        },
+      },
       '/api/health': {
         get: {
           operationId: 'health',
