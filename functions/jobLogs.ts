@@ -35,7 +35,7 @@ export interface JobLogsResponse {
 
 interface RecordedResult {
   logs?: { node: string; stdout: string; stderr: string }[];
-  mpi?: { stdoutTail?: string };
+  mpi?: { stdoutTail?: string; stderrTail?: string };
 }
 
 interface NodeLog {
@@ -125,14 +125,14 @@ export async function jobLogsHttp(request: HttpRequest, context: InvocationConte
       const body: JobLogsResponse = { ...base, node, source: 'live', size: file.size, start, content: file.content };
       return { status: 200, jsonBody: body };
     }
-    // The node is gone (pool deleted): the master's stdout tail was kept in the result when the job ended.
-    const tail = recorded?.mpi?.stdoutTail;
-    if (stream === 'stdout' && node === nodes[0] && tail !== undefined) {
+    // The node is gone (pool deleted): the master's output tails were kept in the result when the job ended.
+    const tail = stream === 'stdout' ? recorded?.mpi?.stdoutTail : recorded?.mpi?.stderrTail;
+    if (node === nodes[0] && tail !== undefined) {
       const size = Buffer.byteLength(tail);
       const content = since >= size ? '' : Buffer.from(tail).subarray(since).toString('utf8');
       const body: JobLogsResponse = {
         ...base, node, source: 'recorded', size, start: Math.min(since, size), content,
-        message: 'the node is gone (pool deleted): these are the last lines of the master stdout recorded when the job ended',
+        message: `the node is gone (pool deleted): these are the last lines of the master ${stream} recorded when the job ended`,
       };
       return { status: 200, jsonBody: body };
     }

@@ -172,8 +172,9 @@ export interface MpiResult {
   /** Per node: exit code of the subtask (coordination command; the master's includes the application). */
   subtasks: { id: number; nodeId?: string; exitCode?: number; state: string }[];
   logs: { node: string; stdout: string; stderr: string }[];
-  /** The last lines of the master's stdout. */
+  /** The last lines of the master's stdout and stderr (kept: the files go away with the pool). */
   stdoutTail: string;
+  stderrTail?: string;
   startTime?: string;
   endTime?: string;
 }

@@ -28,6 +28,7 @@ export async function mpiResultCollect(input: { batchJobId: string; taskId: stri
   const task = await getTask(ctx, input.batchJobId, input.taskId);
   const subtasks = task.state === 'missing' ? [] : await listSubtasks(ctx, input.batchJobId, input.taskId);
   const stdout = await readTaskFile(ctx, input.batchJobId, input.taskId, 'stdout.txt', { maxBytes: 16 * 1024 }).catch(() => undefined);
+  const stderr = await readTaskFile(ctx, input.batchJobId, input.taskId, 'stderr.txt', { maxBytes: 8 * 1024 }).catch(() => undefined);
   const base = `${appConfig().batch.accountUrl}/jobs/${input.batchJobId}/tasks/${input.taskId}`;
   const logs = [
     { node: task.nodeId ?? 'master', stdout: `${base}/files/stdout.txt`, stderr: `${base}/files/stderr.txt` },
@@ -53,6 +54,7 @@ export async function mpiResultCollect(input: { batchJobId: string; taskId: stri
     subtasks: subtasks.map((s) => ({ id: s.id, nodeId: s.nodeId, exitCode: s.exitCode, state: s.state })),
     logs,
     stdoutTail: stdout?.content.split('\n').slice(-40).join('\n') ?? '',
+    stderrTail: stderr?.content.split('\n').slice(-40).join('\n') || undefined,
     startTime: task.startTime,
     endTime: task.endTime,
   };
