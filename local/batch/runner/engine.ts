@@ -26,6 +26,7 @@ export class Engine {
   readonly pools = new Map<string, PoolRecord>();
   readonly jobs = new Map<string, JobRecord>();
   readonly hostsFile: string;
+  private readonly tmpDirs = new Set<string>();
   /** Every process group started on any node and not yet known dead. */
   readonly pgids = new Set<number>();
   /** The same, per node (start, prep and release tasks belong to no task record). */
@@ -173,6 +174,7 @@ export class Engine {
       removed: false,
     };
     createNodeSandbox(dirs);
+    this.tmpDirs.add(dirs.tmp);
     writeEnvFile(dirs.envFile, this.nodeEnv(node));
     pool.nodes.set(id, node);
     this.rewriteHosts();
@@ -275,6 +277,7 @@ export class Engine {
     pool.nodes.delete(node.id);
     const dirs = nodeDirs(this.cfg.dataDir, pool.id, node.id);
     rmSync(dirs.root, { recursive: true, force: true });
+    rmSync(dirs.tmp, { recursive: true, force: true });
     rmSync(dirs.envFile, { force: true });
     this.rewriteHosts();
     touch(pool);
@@ -346,6 +349,7 @@ export class Engine {
         node.running = new Map();
         const dirs = nodeDirs(this.cfg.dataDir, pool.id, node.id);
         createNodeSandbox(dirs);
+        this.tmpDirs.add(dirs.tmp);
         writeEnvFile(dirs.envFile, this.nodeEnv(node));
         if (node.state === 'leavingpool') {
           this.later(this.cfg.timing.leaveMs, () => this.dropNode(pool, node));
@@ -377,6 +381,8 @@ export class Engine {
     }
     for (const g of this.pgids) killGroup(g);
     for (const p of this.pools.values()) for (const n of p.nodes.values()) killContainers(n.rootDir);
+    // Node temp dirs live outside the data dir (see nodeTmpDir): remove every one this engine made.
+    for (const dir of this.tmpDirs) rmSync(dir, { recursive: true, force: true });
   }
 }
 

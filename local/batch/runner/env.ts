@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { Json } from '../model/types';
+import { nodeTmpDir } from './sandbox';
 
 /** The ssh launcher on every node's PATH (also set as Open MPI's remote-shell agent). */
 export const LAUNCHER_BIN_DIR = path.join(__dirname, 'bin');
@@ -55,6 +56,9 @@ export function nodeEnvironment(n: NodeEnvInput): Record<string, string> {
     AZ_BATCH_NODE_STARTUP_DIR: path.join(n.root, 'startup'),
     AZ_BATCH_NODE_MOUNTS_DIR: path.join(n.root, 'fsmounts'),
     AZ_BATCH_CERTIFICATES_DIR: path.join(n.root, 'certs'),
+    // The node's own /tmp (see nodeTmpDir): Open MPI puts its session directory under TMPDIR. Not as
+    // OMPI_MCA_orte_tmpdir_base: mpirun forwards its MCA settings to every daemon, which would share the master's.
+    TMPDIR: nodeTmpDir(n.root),
     // Emulator-only: the hosts map for the ssh launcher, and this node's address.
     AZ_BATCH_EMULATOR_HOSTS: n.hostsFile,
     AZ_BATCH_EMULATOR_NODE_IP: n.ipAddress,

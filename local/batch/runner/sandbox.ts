@@ -1,5 +1,7 @@
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { createHash } from 'node:crypto';
+import { tmpdir } from 'node:os';
 
 /** Where the emulator keeps a node's files; each node's root mirrors /mnt/batch/tasks on a Linux node. */
 export interface NodeDirs {
@@ -14,6 +16,7 @@ export interface NodeDirs {
   containers: string;
   /** Shell-sourceable node environment used by the ssh launcher (kept outside the node root). */
   envFile: string;
+  tmp: string;
 }
 
 export function nodeDirs(dataDir: string, poolId: string, nodeId: string): NodeDirs {
@@ -30,7 +33,18 @@ export function nodeDirs(dataDir: string, poolId: string, nodeId: string): NodeD
     volatile: path.join(root, 'volatile'),
     containers: path.join(root, 'containers'),
     envFile: path.join(base, `${nodeId}.env`),
+    tmp: nodeTmpDir(root),
   };
+}
+
+/**
+ * The node's own temporary directory (its /tmp). Every real Batch node has one; emulated nodes share one machine, and
+ * without it the ORTE daemons of a 40-node mpirun race creating and removing the same session directory under /tmp
+ * (`mkdir /tmp/ompi.<host>.0/jf.N/...: No such file or directory`, mpirun exit 213). It is short on purpose:
+ * PMIx puts Unix sockets in it, and socket paths are limited to 108 bytes.
+ */
+export function nodeTmpDir(nodeRoot: string): string {
+  return path.join(tmpdir(), `bnode-${createHash('sha1').update(nodeRoot).digest('hex').slice(0, 12)}`);
 }
 
 /** Pool and job ids are [A-Za-z0-9_-]{1,64}, but a defensive pass keeps paths inside the data dir. */
@@ -39,7 +53,7 @@ export function safeSegment(id: string): string {
 }
 
 export function createNodeSandbox(d: NodeDirs): void {
-  for (const dir of [d.shared, d.startup, path.join(d.startup, 'wd'), d.workitems, d.mounts, d.certs, d.applications, d.volatile, d.containers]) {
+  for (const dir of [d.shared, d.startup, path.join(d.startup, 'wd'), d.workitems, d.mounts, d.certs, d.applications, d.volatile, d.containers, d.tmp]) {
     mkdirSync(dir, { recursive: true });
   }
 }
