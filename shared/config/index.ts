@@ -91,7 +91,8 @@ export class ConfigError extends Error {
 const required = (name: string) =>
   z.string({ error: `${name} is required` }).trim().min(1, { error: `${name} is required (empty)`, abort: true });
 
-const intSetting = (fallback: number, min: number, max: number) =>
+/** An optional numeric setting: the fallback when unset or empty, else a number in [min, max] (a whole one if `integer`). */
+const numericSetting = (fallback: number, min: number, max: number, integer: boolean) =>
   z
     .string()
     .trim()
@@ -99,27 +100,14 @@ const intSetting = (fallback: number, min: number, max: number) =>
     .transform((v, ctx) => {
       if (v === undefined || v === '') return fallback;
       const n = Number(v);
-      if (!Number.isInteger(n) || n < min || n > max) {
-        ctx.addIssue({ code: 'custom', message: `must be an integer in [${min}, ${max}], got "${v}"` });
+      if (!(integer ? Number.isInteger(n) : Number.isFinite(n)) || n < min || n > max) {
+        ctx.addIssue({ code: 'custom', message: `must be ${integer ? 'an integer' : 'a number'} in [${min}, ${max}], got "${v}"` });
         return z.NEVER;
       }
       return n;
     });
-
-const numberSetting = (fallback: number, min: number, max: number) =>
-  z
-    .string()
-    .trim()
-    .optional()
-    .transform((v, ctx) => {
-      if (v === undefined || v === '') return fallback;
-      const n = Number(v);
-      if (!Number.isFinite(n) || n < min || n > max) {
-        ctx.addIssue({ code: 'custom', message: `must be a number in [${min}, ${max}], got "${v}"` });
-        return z.NEVER;
-      }
-      return n;
-    });
+const intSetting = (fallback: number, min: number, max: number) => numericSetting(fallback, min, max, true);
+const numberSetting = (fallback: number, min: number, max: number) => numericSetting(fallback, min, max, false);
 
 const httpUrl = (name: string) =>
   required(name).refine(
