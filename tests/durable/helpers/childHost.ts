@@ -1,8 +1,8 @@
-/** Spawns tests/durable/helpers/hostProcess.ts as a separately killable process and follows its log. */
+/** Spawns tests/helpers/hostProcess.ts as a separately killable process and follows its log. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as path from 'node:path';
 
-const ENTRY = path.resolve(__dirname, 'hostProcess.ts');
+const ENTRY = path.resolve(__dirname, '../../helpers/hostProcess.ts');
 const ROOT = path.resolve(__dirname, '../../..');
 
 export interface LogLine {

@@ -1,10 +1,10 @@
-/** Runs tests/e2e/helpers/hostProcess.ts as a process the crash test can SIGKILL and restart on the same port. */
+/** Runs tests/helpers/hostProcess.ts over the real app as a process the crash test can SIGKILL and restart on the same port. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import * as path from 'node:path';
 import { REPO_ROOT } from '../../../local/stack';
 
-const ENTRY = path.join(__dirname, 'hostProcess.ts');
+const ENTRY = path.join(__dirname, '../../helpers/hostProcess.ts');
 export const CHILD_KEYS = { functionKey: 'crash-test-function-key', masterKey: 'crash-test-master-key' };
 
 export class PipelineHostProcess {
@@ -15,10 +15,10 @@ export class PipelineHostProcess {
 
   /** Starts the host (port 0 picks a free one; pass the previous port to restart in place). */
   static async start(opts: { port: number; storage: string; settings: Record<string, string>; log: WriteStream; timeoutMs?: number }): Promise<PipelineHostProcess> {
-    const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, String(opts.port), opts.storage], {
+    const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, REPO_ROOT, opts.storage, String(opts.port)], {
       cwd: REPO_ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, NODE_OPTIONS: '', HOST_SETTINGS: JSON.stringify(opts.settings) },
+      env: { ...process.env, NODE_OPTIONS: '', HOST_SETTINGS: JSON.stringify(opts.settings), HOST_KEYS: JSON.stringify(CHILD_KEYS) },
     });
     const h = new PipelineHostProcess(child);
     child.stderr!.on('data', (c: Buffer) => {

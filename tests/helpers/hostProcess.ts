@@ -1,0 +1,36 @@
+/**
+ * Child-process entry for crash tests: runs the local Functions host + Durable engine over an app until killed,
+ * so a test can SIGKILL the control plane while Azurite (and the Batch emulator) keep running.
+ *   [HOST_SETTINGS='<json app settings>'] [HOST_KEYS='<json {functionKey, masterKey}>'] \
+ *   node --import tsx tests/helpers/hostProcess.ts <appDir> <storageConnectionString> [port]
+ * Prints "READY <baseUrl>" on stdout once serving; every log line after it is pino JSON on stdout.
+ */
+import { startFunctionsHost } from '../../local/host';
+import { createDurableExtension } from '../../local/durable';
+
+async function main(): Promise<void> {
+  const [appDir, connectionString, port] = process.argv.slice(2);
+  if (!appDir || !connectionString) throw new Error('usage: hostProcess.ts <appDir> <storageConnectionString> [port]');
+  const host = await startFunctionsHost({
+    appDir,
+    port: Number(port ?? 0),
+    storageConnectionString: connectionString,
+    keys: process.env.HOST_KEYS ? JSON.parse(process.env.HOST_KEYS) : { functionKey: 'k', masterKey: 'm' },
+    env: process.env.HOST_SETTINGS ? (JSON.parse(process.env.HOST_SETTINGS) as Record<string, string>) : undefined,
+    logLevel: 'info',
+    logDestination: 1,
+    // Short leases so messages and work items held by a killed host are redelivered within seconds.
+    extensions: [createDurableExtension({ maxPollingIntervalMs: 200, controlVisibilitySeconds: 5, workItemVisibilitySeconds: 10 })],
+  });
+  process.stdout.write(`READY ${host.baseUrl}\n`);
+  const shutdown = (): void => {
+    void host.stop().then(() => process.exit(0));
+  };
+  process.on('SIGTERM', shutdown);
+  process.on('SIGINT', shutdown);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`host process failed: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});
