@@ -185,7 +185,12 @@ export class ManagementApi {
     }
     const executionId = randomUUID().replace(/-/g, '');
     const now = new Date().toISOString();
-    await this.store.putInstance({ instanceId, name, runtimeStatus: 'Pending', executionId, input, createdTime: now, lastUpdatedTime: now });
+    const row = { instanceId, name, runtimeStatus: 'Pending' as const, executionId, input, createdTime: now, lastUpdatedTime: now };
+    // A new id is inserted, not upserted: of two concurrent starts exactly one creates the instance, the other gets 409.
+    if (existing) await this.store.putInstance(row);
+    else if (!(await this.store.createInstance(row))) {
+      throw new HttpError(409, `An instance with ID '${instanceId}' already exists`);
+    }
     await this.store.sendControl(startMessage(instanceId, executionId, name, input));
     this.dispatcher.wake();
     this.log.info({ instanceId, orchestrator: name }, 'durable instance scheduled');

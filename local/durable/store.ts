@@ -133,6 +133,17 @@ export class DurableStore {
     await this.instances.upsertEntity(entityFromRow(row), 'Replace');
   }
 
+  /** Inserts a new instance row; false when a row with this id exists (a concurrent start won). */
+  async createInstance(row: InstanceRow): Promise<boolean> {
+    try {
+      await this.instances.createEntity(entityFromRow(row));
+      return true;
+    } catch (err) {
+      if (isStatus(err, 409)) return false;
+      throw err;
+    }
+  }
+
   async deleteInstance(instanceId: string): Promise<void> {
     await ignore404(this.instances.deleteEntity(encodeKey(instanceId), ''));
   }

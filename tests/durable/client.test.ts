@@ -41,6 +41,14 @@ test('startNew with and without an instance id, getStatus, and 404 for an unknow
   expect(unknownFn.status).toBe(400);
 });
 
+test('concurrent starts of one new instance id create it exactly once (the others get 409)', async () => {
+  const answers = await Promise.all(Array.from({ length: 8 }, () => http('POST', `${stack.baseUrl}/durabletask/orchestrators/Chain/race-1`, ['r'])));
+  expect(answers.filter((a) => a.status === 202)).toHaveLength(1);
+  expect(answers.filter((a) => a.status === 409)).toHaveLength(7);
+  const s = await waitForStatus(stack.baseUrl, 'race-1');
+  expect(s.runtimeStatus).toBe('Completed');
+});
+
 test('getStatusBy pages over more than one page with x-ms-continuation-token', async () => {
   const from = new Date(Date.now() - 1000);
   const ids: string[] = [];
