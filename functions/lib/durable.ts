@@ -18,8 +18,8 @@ async function exists(client: DurableClient, id: string): Promise<{ runtimeStatu
 
 export function orchestrationStarter(client: DurableClient): OrchestrationStarter {
   return {
-    async ensureStarted(jobId, spec) {
-      if (await exists(client, jobId)) return 'exists';
+    async ensureStarted(jobId, spec, justCreated) {
+      if (!justCreated && (await exists(client, jobId))) return 'exists';
       const input: MpiJobInput = { jobId, spec, settings: pipelineSettings(appConfig()) };
       try {
         await client.startNew(MPI_JOB, { instanceId: jobId, input });

@@ -11,8 +11,10 @@ export interface OrchestrationStarter {
   /**
    * Starts the job's orchestration unless an instance with this id exists already.
    * Returns 'started' or 'exists'; must not create a second instance when called twice.
+   * `justCreated`: this intake has just inserted the job row, so no instance can exist yet except through a
+   * racing duplicate, which the start itself detects (409): no need to look first.
    */
-  ensureStarted(jobId: string, spec: JobSpec): Promise<'started' | 'exists'>;
+  ensureStarted(jobId: string, spec: JobSpec, justCreated: boolean): Promise<'started' | 'exists'>;
 }
 
 export interface SubmitRequest {
@@ -40,6 +42,6 @@ export async function submitJob(store: JobStore, starter: OrchestrationStarter, 
   // A job that moved on (running or finished) has its orchestration; only a job still in Submitted may lack
   // one (its first intake died between the insert and the start, or this is that intake).
   if (job.state !== 'Submitted') return { kind: 'accepted', created, orchestration: 'skipped', job };
-  const orchestration = await starter.ensureStarted(job.id, parsed.spec);
+  const orchestration = await starter.ensureStarted(job.id, parsed.spec, created);
   return { kind: 'accepted', created, orchestration, job };
 }
