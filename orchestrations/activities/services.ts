@@ -2,6 +2,7 @@
  * The adapters activities use, built once per process from configuration (app settings). Nothing here
  * knows whether it runs in Azure or on the local stack: only the settings differ.
  */
+import { DefaultAzureCredential } from '@azure/identity';
 import { loadConfig, type AppConfig, type StorageAccountRef } from '../../shared/config';
 import { createBatchContext, type BatchContext } from '../../shared/batch';
 import { JobStore } from '../../shared/state';
@@ -24,10 +25,9 @@ export async function jobStore(): Promise<JobStore> {
   const cfg = appConfig();
   if (!store) {
     const host = cfg.hostStorage;
-    if (host.kind !== 'connectionString') {
-      throw new Error('Jobs table over managed identity needs AzureWebJobsStorage__tableServiceUri support, not wired yet; use a connection string');
-    }
-    store = JobStore.fromConnectionString(host.connectionString);
+    store = host.kind === 'connectionString'
+      ? JobStore.fromConnectionString(host.connectionString)
+      : JobStore.fromTableEndpoint(host.tableEndpoint, new DefaultAzureCredential());
     tablesReady = store.ensureTables();
   }
   await tablesReady;
