@@ -53,9 +53,9 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
 
   try {
     yield* enter('Provisioning', plan.reusePool ? `reusing pool ${plan.poolId}` : `creating pool ${plan.poolId}`);
-    pool = yield* provision(run, { jobId: input.jobId, poolId: plan.poolId, reuse: plan.reusePool, vmSize: input.spec.pool.vmSize, nodes: plan.nodes, minNodes: plan.minNodes, resizeTimeoutMs: plan.resizeTimeoutMs, createRequest: plan.poolCreate });
     price = (yield run.activity(Activities.costPrice, { vmSize: input.spec.pool.vmSize ?? '' })) as PriceQuote;
-    run.guardBudget(budgetGuard(input.spec.limits, { nodes: pool.nodes.length, allocatedAt: pool.allocatedAt }, price));
+    run.guardBudget(budgetGuard(input.spec.limits, price));
+    pool = yield* provision(run, { jobId: input.jobId, poolId: plan.poolId, reuse: plan.reusePool, vmSize: input.spec.pool.vmSize, nodes: plan.nodes, minNodes: plan.minNodes, resizeTimeoutMs: plan.resizeTimeoutMs, createRequest: plan.poolCreate });
     batchJobId = (yield run.activity(Activities.batchJobCreate, { jobId: input.jobId, batchJobId: plan.batchJobId, poolId: pool.poolId, releaseCommandLine: releaseTaskCommand(input.jobId, input.spec) })) as string;
     run.report({ resources: { batchJobId } });
 
@@ -88,13 +88,15 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
 
   const end = run.now().toISOString();
   for (const t of Object.values(timings)) t.endedAt ??= end;
-  if (pool) outcome.nodeMinutes = Math.round(((Date.parse(end) - Date.parse(pool.allocatedAt)) / 60_000) * pool.nodes.length * 100) / 100;
-  // The pool is released when cleanup has requested its deletion (or kept it): `end`. MPI pools are dedicated only.
-  if (pool) {
+  // Billed from the pool's allocation to its release (cleanup requested its deletion, or kept it): `end`.
+  // A job cancelled while provisioning is billed for the nodes allocated so far. MPI pools are dedicated only.
+  const { nodes, allocatedAt } = run.usage;
+  if (allocatedAt !== undefined) {
+    outcome.nodeMinutes = Math.round(((Date.parse(end) - Date.parse(allocatedAt)) / 60_000) * nodes * 100) / 100;
     outcome.cost = jobCost(
-      { vmSize: input.spec.pool.vmSize, dedicatedNodes: pool.nodes.length, lowPriorityNodes: 0, allocatedAt: pool.allocatedAt, releasedAt: end },
+      { vmSize: input.spec.pool.vmSize, dedicatedNodes: nodes, lowPriorityNodes: 0, allocatedAt, releasedAt: end },
       timings,
-      price ?? { currency: 'USD', source: 'no price looked up (the job ended before its nodes were ready)' },
+      price ?? { currency: 'USD', source: 'no price looked up' },
     );
   }
   run.report({ stage: outcome.state, progress: { cleanup: { done: cleaned.done } } });

@@ -1,6 +1,7 @@
 import * as df from 'durable-functions';
 import type { OrchestrationContext, Task } from 'durable-functions';
 import type { PipelineStatus, PollSettings, StageName } from '../contracts';
+import type { NodeUsage } from '../../shared/ops/cost';
 
 /** Thrown inside the orchestrator when the user cancelled; the pipeline still runs cleanup. */
 export class JobCancelled extends Error {
@@ -71,14 +72,23 @@ export class PipelineRun {
   }
 
   /**
-   * The budget guard (limits.maxNodeHours / maxCost), installed once nodes are allocated and checked at every
-   * poll: when it names a reason, the job is cancelled through the normal cancel path (cleanup runs).
+   * The budget guard (limits.maxNodeHours / maxCost), installed before provisioning and checked at every poll
+   * against the current usage: when it names a reason, the job is cancelled through the normal cancel path
+   * (cleanup runs).
    */
-  guardBudget(check: ((now: Date) => string | undefined) | undefined): void {
+  guardBudget(check: ((now: Date, usage: NodeUsage) => string | undefined) | undefined): void {
     this.budgetCheck = check;
   }
 
-  private budgetCheck?: (now: Date) => string | undefined;
+  private budgetCheck?: (now: Date, usage: NodeUsage) => string | undefined;
+
+  /** Nodes billed to this job and since when; provisioning keeps it current, the budget guard and the cost read it. */
+  readonly usage: NodeUsage = { nodes: 0 };
+
+  recordUsage(nodes: number, allocatedAt: string): void {
+    this.usage.nodes = nodes;
+    this.usage.allocatedAt = allocatedAt;
+  }
 
   isCancelRequested(): boolean {
     return this.cancelEvent.isCompleted;
@@ -109,6 +119,14 @@ export class PipelineRun {
   }
 
   /**
+   * The polling delay while the MPI task runs: at most half an interval, so that the task's end is seen and
+   * the pool's deletion requested within one polling interval (the idle-time bound, docs/operations.md).
+   */
+  runningPollDelayMs(attempt: number): number {
+    return Math.min(this.pollDelayMs(attempt), Math.ceil(this.poll.maxMs / 2));
+  }
+
+  /**
    * Waits `ms` on a durable timer unless the user cancels first. Also enforces the job's wall-clock limit,
    * so a stage stuck waiting on Batch cannot outlive the job's budget.
    */
@@ -116,7 +134,7 @@ export class PipelineRun {
     if (this.deadline && this.now().getTime() >= Date.parse(this.deadline.at)) {
       throw new JobTimedOut(stage, this.deadline.limit);
     }
-    const overBudget = this.budgetCheck?.(this.now());
+    const overBudget = this.budgetCheck?.(this.now(), this.usage);
     if (overBudget) {
       this.budgetCheck = undefined;
       throw new JobCancelled(overBudget);

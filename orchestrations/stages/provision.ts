@@ -34,6 +34,8 @@ export function* provision(run: PipelineRun, req: ProvisionRequest): Orchestrati
   run.report({ resources: { poolId: req.poolId } });
 
   const startedAtMs = run.now().getTime();
+  // A pool we create bills from its creation; a reused pool's nodes bill this job from when it takes them.
+  const allocatedAt = new Date(startedAtMs).toISOString();
   let replacements = 0;
   for (let attempt = 0; ; attempt++) {
     const obs = (yield run.activity(Activities.poolObserve, { poolId: req.poolId })) as PoolObservation;
@@ -45,10 +47,14 @@ export function* provision(run: PipelineRun, req: ProvisionRequest): Orchestrati
     const nodes: Record<string, NodeProgress> = {};
     for (const n of obs.nodes) nodes[n.id] = n.state === 'idle' ? 'idle' : ['unusable', 'starttaskfailed'].includes(n.state) ? 'failed' : 'allocating';
     const idle = obs.nodes.filter((n) => n.state === 'idle').length;
+    // Every node of a pool we own bills from allocation, ready or not; a reused pool's nodes bill this job only once it runs on them.
+    if (!req.reuse) run.recordUsage(obs.nodes.length, allocatedAt);
     run.report({ nodes, progress: { nodesReady: { done: Math.min(idle, req.nodes), total: req.nodes } } });
 
     switch (step.kind) {
-      case 'ready':
+      case 'ready': {
+        const billedFrom = req.reuse ? run.now().toISOString() : allocatedAt;
+        run.recordUsage(step.nodes.length, billedFrom);
         run.report({
           progress: { nodesReady: { done: step.nodes.length, total: req.nodes } },
           lastError: step.partial ? `continuing on ${step.nodes.length}/${req.nodes} nodes` : undefined,
@@ -57,8 +63,9 @@ export function* provision(run: PipelineRun, req: ProvisionRequest): Orchestrati
           poolId: req.poolId,
           createdByUs: !req.reuse,
           nodes: step.nodes.map((n) => ({ id: n.id, ipAddress: n.ipAddress, affinityId: n.affinityId })),
-          allocatedAt: new Date(startedAtMs).toISOString(),
+          allocatedAt: billedFrom,
         };
+      }
       case 'fail':
         throw new StageFailed('Provisioning', `pool ${req.poolId}: ${step.reason}`);
       case 'removeNodes':

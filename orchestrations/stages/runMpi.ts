@@ -16,7 +16,7 @@ export function* runMpi(run: PipelineRun, req: MpiTaskRequestShape): Orchestrati
     const obs = (yield run.activity(Activities.mpiTaskObserve, { batchJobId: req.batchJobId, taskId: req.taskId })) as MpiTaskObservation;
     run.report({ progress: { mpi: { state: obs.state, startedAt: obs.startTime } }, ...(obs.state === 'running' ? { nodes: nodesIn(run, 'running') } : {}) });
     if (obs.state === 'completed' || obs.state === 'missing') break;
-    yield* run.sleep('Running', run.pollDelayMs(attempt));
+    yield* run.sleep('Running', run.runningPollDelayMs(attempt));
   }
   const result = (yield run.activity(Activities.mpiResultCollect, { batchJobId: req.batchJobId, taskId: req.taskId })) as MpiResult;
   run.report({ nodes: nodeOutcomes(run, result) });

@@ -116,15 +116,22 @@ export interface PriceQuote {
   source: string;
 }
 
+/** What a job is billed for right now: nodes allocated to it, and since when (undefined before the pool exists). */
+export interface NodeUsage {
+  nodes: number;
+  allocatedAt?: string;
+}
+
 /**
- * The orchestrator's budget check for one job, called at every poll with the replayed clock: the reason to
- * cancel ("budget: …") once node-hours or estimated cost go over the spec's limits, else undefined.
+ * The orchestrator's budget check for one job, called at every poll with the replayed clock and the job's
+ * current usage (which grows while provisioning allocates nodes): the reason to cancel ("budget: …") once
+ * node-hours or estimated cost go over the spec's limits, else undefined.
  */
-export function budgetGuard(limits: BudgetLimits, pool: { nodes: number; allocatedAt: string }, price: PriceQuote): ((now: Date) => string | undefined) | undefined {
+export function budgetGuard(limits: BudgetLimits, price: PriceQuote): ((now: Date, usage: NodeUsage) => string | undefined) | undefined {
   if (limits.maxNodeHours === undefined && !limits.maxCost) return undefined;
-  const from = Date.parse(pool.allocatedAt);
-  return (now) => {
-    const v = budgetVerdict(limits, { nodeHours: nodeHoursSoFar(pool.nodes, from, now.getTime()), pricePerNodeHour: price.pricePerNodeHour, currency: price.currency });
+  return (now, usage) => {
+    if (usage.allocatedAt === undefined) return undefined;
+    const v = budgetVerdict(limits, { nodeHours: nodeHoursSoFar(usage.nodes, Date.parse(usage.allocatedAt), now.getTime()), pricePerNodeHour: price.pricePerNodeHour, currency: price.currency });
     return v.exceeded ? v.reason : undefined;
   };
 }

@@ -21,6 +21,8 @@ export interface SimOptions {
   /** How many pending messages to offer per episode; default all. */
   batch?: (pendingCount: number) => number;
   maxEpisodes?: number;
+  /** How far the clock moves per episode (default 1 h, so every timer created so far is due). */
+  clockStepMs?: number;
   /** External events to raise once the given number of episodes has run. */
   raise?: { afterEpisode: number; name: string; input?: unknown }[];
 }
@@ -70,7 +72,7 @@ export async function simulate(fn: OrchestrationHandler, input: unknown, activit
     const pool = [...pending];
     const n = Math.max(1, Math.min(pool.length, opts.batch ? opts.batch(pool.length) : pool.length));
     for (let i = 0; i < n; i++) offered.push(pool.splice(opts.pick ? opts.pick(pool.length) % pool.length : 0, 1)[0]);
-    clock += 3_600_000; // every timer created so far is due
+    clock += opts.clockStepMs ?? 3_600_000;
     const now = new Date(clock);
     const sel = selectBatch(state, offered, now);
     const gone = new Set([...sel.consumed, ...sel.dropped.map((d) => d.id)]);
