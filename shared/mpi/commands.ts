@@ -331,14 +331,26 @@ export function buildMpiTaskCommands(input: MpiTaskInput): MpiTaskCommands {
   };
 }
 
-/** Job release task: remove this job's containers; missing containers (or no docker at all) are not an error. */
+/**
+ * Removes the job's containers on this node (job release task, and the sweep's per-node cleanup task). The exit
+ * code is the verdict the sweep relies on: 0 only when none of the containers is left (missing ones are fine);
+ * a container runtime that cannot list its containers is a failure, not "nothing there".
+ */
 export function buildContainerCleanupCommand(containerNames: readonly string[]): string {
   for (const n of containerNames) {
     if (!CONTAINER_NAME.test(n)) throw new PlanningError(`invalid container name ${JSON.stringify(n)}`, { containerName: n });
   }
   if (containerNames.length === 0) return bashCommandLine(':');
+  const present = (v: string) => `printf '%s\\n' "$${v}" | grep -Fxq -- "$c"`;
   return bashCommandLine(
-    `for c in ${shellJoin(containerNames)}; do docker rm -f -v "$c" >/dev/null 2>&1 || true; done`,
+    'left=0; ' +
+      `for c in ${shellJoin(containerNames)}; do ` +
+      'if ! before=$(docker ps -a --format "{{.Names}}"); then echo "docker ps failed: cannot tell whether $c is on this node" >&2; left=1; continue; fi; ' +
+      `if ! ${present('before')}; then echo "no container $c"; continue; fi; ` +
+      'docker rm -f -v "$c" >/dev/null 2>&1; ' +
+      `if after=$(docker ps -a --format "{{.Names}}") && ! ${present('after')}; then echo "removed container $c"; ` +
+      'else echo "container $c is still on this node after docker rm" >&2; left=1; fi; ' +
+      'done; exit $left',
   );
 }
 

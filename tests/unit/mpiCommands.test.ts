@@ -35,6 +35,12 @@ env -0 > "$STUB_OUT/docker.$n.env"
 echo $((n + 1)) > "$STUB_OUT/docker.count"
 if [ "$1" = login ]; then cat > "$STUB_OUT/login.stdin"; fi
 if [ "$1" = inspect ]; then echo true; fi
+# A container set for the cleanup command: ps lists $STUB_OUT/containers, rm drops a name unless told to fail.
+if [ "$1" = ps ] && [ -z "$DOCKER_STUB_EXIT" ]; then cat "$STUB_OUT/containers" 2>/dev/null; fi
+if [ "$1" = rm ] && [ -z "$DOCKER_STUB_RM_KEEPS" ] && [ -f "$STUB_OUT/containers" ]; then
+  for a in "$@"; do last="$a"; done
+  grep -Fxv -- "$last" "$STUB_OUT/containers" > "$STUB_OUT/containers.new"; mv "$STUB_OUT/containers.new" "$STUB_OUT/containers"
+fi
 exit \${DOCKER_STUB_EXIT:-0}
 `,
   singularity: `#!/bin/sh
@@ -58,6 +64,7 @@ afterAll(() => {
 
 interface RunResult {
   status: number | null;
+  stdout: string;
   stderr: string;
   out: string;
   nodeDir: string;
@@ -90,7 +97,7 @@ function runCommandLine(
   };
   // stdin from /dev/null: with a socket on stdin (Node's default pipes) bash thinks rshd started it and reads ~/.bashrc.
   const r = spawnSync(argv[0], argv.slice(1), { env, encoding: 'utf8', timeout: 20_000, stdio: ['ignore', 'pipe', 'pipe'] });
-  return { status: r.status, stderr: r.stderr, out, nodeDir };
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr, out, nodeDir };
 }
 
 function readNulList(file: string): string[] {
@@ -375,15 +382,26 @@ describe('user data stays data (bounded property, real bash)', () => {
 });
 
 describe('cleanup and pull commands', () => {
-  it('cleanup removes every container and tolerates missing ones (or a failing docker)', () => {
+  it('cleanup removes the containers present, tolerates missing ones, and exits 0 only when none is left', () => {
     const line = buildContainerCleanupCommand(['job-1-mpi', 'job-1-tools']);
-    const ok = runCommandLine(line, []);
+    const present = (names: string[]) => (nodeDir: string) => fs.writeFileSync(path.join(nodeDir, '..', 'containers'), names.map((n) => `${n}\n`).join(''));
+
+    const ok = runCommandLine(line, [], {}, present(['other', 'job-1-mpi']));
     expect(ok.status).toBe(0);
-    expect(dockerCalls(ok.out)).toEqual([
-      ['rm', '-f', '-v', 'job-1-mpi'],
-      ['rm', '-f', '-v', 'job-1-tools'],
-    ]);
-    expect(runCommandLine(line, [], { DOCKER_STUB_EXIT: '1' }).status).toBe(0);
+    expect(dockerCalls(ok.out).filter((c) => c[0] === 'rm')).toEqual([['rm', '-f', '-v', 'job-1-mpi']]);
+    expect(fs.readFileSync(path.join(ok.out, 'containers'), 'utf8')).toBe('other\n');
+    expect(ok.stdout).toContain('removed container job-1-mpi');
+    expect(ok.stdout).toContain('no container job-1-tools');
+
+    // docker rm did not remove it (a hung daemon): the node still holds it, and the exit code says so.
+    const kept = runCommandLine(line, [], { DOCKER_STUB_RM_KEEPS: '1' }, present(['job-1-mpi']));
+    expect(kept.status).toBe(1);
+    expect(kept.stderr).toContain('container job-1-mpi is still on this node');
+    // docker cannot even list containers: not "nothing there".
+    const broken = runCommandLine(line, [], { DOCKER_STUB_EXIT: '1' }, present(['job-1-mpi']));
+    expect(broken.status).toBe(1);
+    expect(broken.stderr).toContain('docker ps failed');
+
     expect(runCommandLine(buildContainerCleanupCommand([]), []).status).toBe(0);
     expect(() => buildContainerCleanupCommand(['bad name'])).toThrow(/invalid container name/);
   });

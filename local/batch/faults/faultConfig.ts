@@ -19,6 +19,11 @@ export interface FaultConfig {
   unusableNodes?: { count: number; poolId?: string };
   /** The start task on the first `count` nodes of a pool fails with `exitCode` (default 1) instead of running. */
   startTaskFailure?: { count: number; poolId?: string; exitCode?: number };
+  /**
+   * The job release task on the first `count` nodes of a pool fails with `exitCode` (default 1) instead of running
+   * (as when the container runtime hangs or the task times out): whatever it should have removed stays on the node.
+   */
+  releaseTaskFailure?: { count: number; poolId?: string; exitCode?: number };
   /** Fractions (0..1) of API calls answered 429 (with Retry-After) or 503 ServerBusy. */
   throttle?: { rate429?: number; rate503?: number; retryAfterSeconds?: number };
   /** The first `count` nodes of each pool take `extraAllocateMs` longer to allocate. */
@@ -99,6 +104,12 @@ export class FaultState {
 
   startTaskFailureExitCode(poolId: string, ordinal: number): number | undefined {
     const s = this.config.startTaskFailure;
+    if (!s || !this.appliesTo(poolId, s.poolId) || ordinal >= s.count) return undefined;
+    return s.exitCode ?? 1;
+  }
+
+  releaseTaskFailureExitCode(poolId: string, ordinal: number): number | undefined {
+    const s = this.config.releaseTaskFailure;
     if (!s || !this.appliesTo(poolId, s.poolId) || ordinal >= s.count) return undefined;
     return s.exitCode ?? 1;
   }

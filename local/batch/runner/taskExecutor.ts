@@ -246,15 +246,20 @@ export class TaskExecutor {
     const info: NonNullable<typeof entry.release> = { state: 'running', startTime: new Date(), retryCount: 0, requeueCount: 0, taskRootDirectory: rel };
     entry.release = info;
     let out: RunOutcome;
-    try {
-      await downloadResourceFiles(release.resourceFiles as Json[] | undefined, wd);
-      const prepDir = path.join(node.rootDir, `workitems/${job.id}/job-1/${typeof prep.id === 'string' ? prep.id : 'jobpreparation'}`);
-      const env = { ...this.jobEnv(job, node), ...userEnv(release.environmentSettings), AZ_BATCH_TASK_ID: String(release.id ?? 'jobrelease'), AZ_BATCH_TASK_DIR: dir, AZ_BATCH_TASK_WORKING_DIR: wd, AZ_BATCH_JOB_PREP_DIR: prepDir, AZ_BATCH_JOB_PREP_WORKING_DIR: path.join(prepDir, 'wd') };
-      // Batch caps release tasks at 15 minutes.
-      const max = Math.min(timerMs(release.maxWallClockTime) ?? 15 * 60_000, 15 * 60_000);
-      out = await this.runToEnd({ commandLine: String(release.commandLine ?? ''), cwd: wd, env, outDir: dir, maxWallClockMs: max, container: release.containerSettings, node });
-    } catch (e) {
-      out = { failureInfo: failure('BlobDownloadMiscError', `Resource file download failed: ${(e as Error).message}`) };
+    const injected = this.engine.cfg.faults.releaseTaskFailureExitCode(node.poolId, node.ordinal);
+    if (injected !== undefined) {
+      out = { exitCode: injected, failureInfo: EXIT_FAILURE() };
+    } else {
+      try {
+        await downloadResourceFiles(release.resourceFiles as Json[] | undefined, wd);
+        const prepDir = path.join(node.rootDir, `workitems/${job.id}/job-1/${typeof prep.id === 'string' ? prep.id : 'jobpreparation'}`);
+        const env = { ...this.jobEnv(job, node), ...userEnv(release.environmentSettings), AZ_BATCH_TASK_ID: String(release.id ?? 'jobrelease'), AZ_BATCH_TASK_DIR: dir, AZ_BATCH_TASK_WORKING_DIR: wd, AZ_BATCH_JOB_PREP_DIR: prepDir, AZ_BATCH_JOB_PREP_WORKING_DIR: path.join(prepDir, 'wd') };
+        // Batch caps release tasks at 15 minutes.
+        const max = Math.min(timerMs(release.maxWallClockTime) ?? 15 * 60_000, 15 * 60_000);
+        out = await this.runToEnd({ commandLine: String(release.commandLine ?? ''), cwd: wd, env, outDir: dir, maxWallClockMs: max, container: release.containerSettings, node });
+      } catch (e) {
+        out = { failureInfo: failure('BlobDownloadMiscError', `Resource file download failed: ${(e as Error).message}`) };
+      }
     }
     const ok = out.exitCode === 0 && !out.failureInfo;
     Object.assign(info, { state: 'completed', endTime: new Date(), exitCode: out.exitCode, failureInfo: out.failureInfo, result: ok ? 'success' : 'failure' });
