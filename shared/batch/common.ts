@@ -35,11 +35,20 @@ export interface ContainerSettingsSpec {
   workingDirectory?: 'taskWorkingDirectory' | 'containerImageDefault';
 }
 
-export function ownershipMetadata(jobId: string): BatchServiceModels.MetadataItem[] {
+/** Marks a Batch job the control plane made for housekeeping (e.g. "container-cleanup"), not to run a job. */
+export const PURPOSE_KEY = 'hpc-cp-purpose';
+
+export function ownershipMetadata(jobId: string, purpose?: string): BatchServiceModels.MetadataItem[] {
   return [
     { name: OWNER_KEY, value: OWNER_VALUE },
     { name: JOB_KEY, value: jobId },
+    ...(purpose ? [{ name: PURPOSE_KEY, value: purpose }] : []),
   ];
+}
+
+/** The housekeeping purpose a Batch job was made for, or undefined for a job's own Batch job. */
+export function purposeOf(metadata: BatchServiceModels.MetadataItem[] | undefined): string | undefined {
+  return (metadata ?? []).find((m) => m.name === PURPOSE_KEY)?.value;
 }
 
 /** The control-plane job id a resource was created for, or undefined when we did not create it. */

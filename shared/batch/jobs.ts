@@ -12,6 +12,7 @@ import {
   iso,
   isGone,
   ownerJobOf,
+  purposeOf,
   ownershipMetadata,
   secondsToDuration,
   stripUndefined,
@@ -49,6 +50,8 @@ export interface BatchJobSpec {
   /** Whole-job limit, measured from creation. */
   maxWallClockSeconds?: number;
   priority?: number;
+  /** Housekeeping purpose (metadata hpc-cp-purpose), for Batch jobs that do not run the job itself. */
+  purpose?: string;
 }
 
 export interface CreateJobResult {
@@ -125,7 +128,7 @@ export function buildJobAddParameter(spec: BatchJobSpec): BatchServiceModels.Job
           maxWallClockTime: secondsToDuration(spec.releaseTask.maxWallClockSeconds),
         })
       : undefined,
-    metadata: ownershipMetadata(spec.jobId),
+    metadata: ownershipMetadata(spec.jobId, spec.purpose),
   });
 }
 
@@ -268,6 +271,8 @@ export interface OwnedJob {
   jobId: string;
   state: string;
   creationTime?: string;
+  /** Set for housekeeping jobs (see BatchJobSpec.purpose). */
+  purpose?: string;
 }
 
 /** Jobs this control plane created (for the sweep). */
@@ -281,7 +286,7 @@ export async function listOwnedJobs(ctx: BatchContext): Promise<OwnedJob[]> {
   const owned: OwnedJob[] = [];
   for (const j of jobs) {
     const jobId = ownerJobOf(j.metadata);
-    if (jobId && j.id) owned.push(stripUndefined({ batchJobId: j.id, jobId, state: j.state ?? 'unknown', creationTime: iso(j.creationTime) }));
+    if (jobId && j.id) owned.push(stripUndefined({ batchJobId: j.id, jobId, state: j.state ?? 'unknown', creationTime: iso(j.creationTime), purpose: purposeOf(j.metadata) }));
   }
   return owned;
 }

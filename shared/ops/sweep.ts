@@ -4,7 +4,14 @@
  * to the timeline of the job it concerns, and return one summary (counts per rule) for the structured log line.
  */
 import type { BlobServiceClient } from '@azure/storage-blob';
-import { deletePool, listOwnedJobs, listOwnedPools, terminateJob, type BatchContext } from '../batch';
+import {
+  BatchError, addNodeTask, createJob, deleteJob, deletePool, getNodeLifecycleStatus, listNodes, listOwnedJobs, listOwnedPools, listTasks, terminateJob,
+  type BatchContext, type OwnedJob,
+} from '../batch';
+import { buildContainerCleanupCommand } from '../mpi/commands';
+import { containerNameFor } from '../pipeline/mpiTaskRequest';
+import { isPoolReuse } from '../spec/normalize';
+import { CONTAINER_CLEANUP_PURPOSE, type ContainerAction, type ObservedContainerJob } from './leftoverContainers';
 import { IllegalTransitionError, isTerminal, type JobRecord, type JobStore } from '../state';
 import { planJob, stagingContainerFor } from '../pipeline/jobPlan';
 import { parseIsoDuration } from '../spec/duration';
@@ -40,7 +47,7 @@ export interface SweepReport {
   ran: boolean;
   startedAt: string;
   durationMs: number;
-  observed: { jobs: number; pools: number; batchJobs: number; stagingContainers: number };
+  observed: { jobs: number; pools: number; batchJobs: number; stagingContainers: number; containerJobs: number };
   counts: Record<string, number>;
   actions: (SweepAction & { ok: boolean; error?: string })[];
 }
@@ -54,7 +61,7 @@ export async function runSweep(deps: SweepDeps): Promise<SweepReport> {
   const runId = `${started.toISOString().replace(/[^0-9]/g, '').slice(0, 14)}-${Math.random().toString(36).slice(2, 8)}`;
   const report: SweepReport = {
     runId, ran: false, startedAt: started.toISOString(), durationMs: 0,
-    observed: { jobs: 0, pools: 0, batchJobs: 0, stagingContainers: 0 }, counts: {}, actions: [],
+    observed: { jobs: 0, pools: 0, batchJobs: 0, stagingContainers: 0, containerJobs: 0 }, counts: {}, actions: [],
   };
   const lease = await tryAcquireSweepLease(deps.hostBlobs);
   if (!lease) {
@@ -80,9 +87,10 @@ export async function runSweep(deps: SweepDeps): Promise<SweepReport> {
       const s = await deps.orchestrations.status(id);
       if (s) orchestrations.set(id, s);
     }
-    report.observed = { jobs: rows.length, pools: pools.length, batchJobs: batchJobs.length, stagingContainers: staging.length };
+    const containerJobs = await observeContainerJobs(deps.batch, rows, batchJobs);
+    report.observed = { jobs: rows.length, pools: pools.length, batchJobs: batchJobs.length, stagingContainers: staging.length, containerJobs: containerJobs.length };
 
-    const plan = planSweep({ now: now().toISOString(), jobs, orchestrations, pools, batchJobs, staging }, deps.settings);
+    const plan = planSweep({ now: now().toISOString(), jobs, orchestrations, pools, batchJobs, staging, containerJobs }, deps.settings);
     report.counts = summarise(plan);
     const failures = new Map<string, string[]>();
     for (const action of plan) {
@@ -126,6 +134,17 @@ async function act(deps: SweepDeps, a: SweepAction, earlierFailures: string[]): 
       const r = await deps.store.purge(a.jobId);
       return `job row ${r.row ? 'and' : 'already gone;'} ${r.events} event(s) and orchestration history purged`;
     }
+    case 'deleteBatchJob': {
+      const r = await deleteJob(deps.batch, a.batchJobId);
+      return `Batch job ${a.batchJobId} ${r.deleted ? 'deleted' : 'already gone'}`;
+    }
+    case 'cleanContainers':
+      return cleanContainers(deps.batch, a);
+    case 'finishContainerCleanup': {
+      const deleted = a.cleanupJobId ? (await deleteJob(deps.batch, a.cleanupJobId)).deleted : false;
+      await deps.store.update(a.jobId, { containersCheckedAt: (deps.now ?? (() => new Date()))().toISOString() });
+      return `no container of the job is left on its nodes${deleted ? `; cleanup job ${a.cleanupJobId} deleted` : ''}`;
+    }
     case 'failJob':
       await failJob(deps.store, a.jobId, a.rule === 'stalledRun' ? 'Stalled' : 'LostRun', earlierFailures.length ? `${a.reason}; cleanup incomplete: ${earlierFailures.join('; ')}` : a.reason);
       return 'job marked Failed';
@@ -149,13 +168,85 @@ async function failJob(store: JobStore, jobId: string, code: string, reason: str
 async function note(store: JobStore, runId: string, a: SweepAction, detail: string): Promise<void> {
   // A purged job has no timeline left to write to; the run summary counts it.
   if (!a.jobId || a.kind === 'purgeJob') return;
-  const resource = 'poolId' in a ? a.poolId : 'batchJobId' in a ? a.batchJobId : 'container' in a ? a.container : a.jobId;
+  const resource = resourceOf(a);
   const eventId = `sweep-${runId}-${a.kind}-${resource}`.replace(/[^A-Za-z0-9._:@=+-]/g, '_').slice(0, 200);
   try {
     await store.appendEvent(a.jobId, { reason: `sweep ${a.rule}: ${detail} (${a.reason})`, eventId, data: { sweepRun: runId, rule: a.rule, action: a.kind, resource } });
   } catch {
     // Resources of an unknown job have no row to write to; the run summary still counts them.
   }
+}
+
+function resourceOf(a: SweepAction): string {
+  switch (a.kind) {
+    case 'deletePool': return a.poolId;
+    case 'terminateBatchJob': case 'deleteBatchJob': return a.batchJobId;
+    case 'deleteStaging': return a.container;
+    case 'cleanContainers': return `${a.cleanupJobId}-${a.tasks.map((t) => t.taskId).join('-')}`;
+    default: return a.jobId ?? 'sweep';
+  }
+}
+
+/** One housekeeping Batch job on the reused pool, and a cleanup task pinned to each node that may hold the containers. */
+async function cleanContainers(batch: BatchContext, a: Extract<ContainerAction, { kind: 'cleanContainers' }>): Promise<string> {
+  await createJob(batch, { batchJobId: a.cleanupJobId, jobId: a.jobId, poolId: a.poolId, purpose: CONTAINER_CLEANUP_PURPOSE, displayName: `container cleanup for job ${a.jobId}` });
+  const commandLine = buildContainerCleanupCommand(a.containers);
+  for (const t of a.tasks) {
+    await addNodeTask(batch, a.cleanupJobId, { id: t.taskId, affinityId: t.affinityId, commandLine, elevated: true, maxWallClockSeconds: 600 });
+  }
+  return `cleanup task(s) ${a.tasks.map((t) => `${t.taskId} on ${t.nodeId}`).join(', ')} added to ${a.cleanupJobId} on pool ${a.poolId}`;
+}
+
+/**
+ * Finished jobs that ran docker containers on a pool we did not create, and were not yet found clean: what the
+ * container rule needs about each (the Batch job's release outcomes, the pool's nodes, the cleanup job's tasks).
+ */
+async function observeContainerJobs(batch: BatchContext, rows: readonly JobRecord[], owned: readonly OwnedJob[]): Promise<ObservedContainerJob[]> {
+  const candidates = rows.filter((r) => isTerminal(r.state) && !r.containersCheckedAt && isPoolReuse(r.spec) && r.spec.container?.runtime === 'docker');
+  const byBatchId = new Map(owned.filter((j) => j.purpose === undefined).map((j) => [j.batchJobId, j]));
+  const cleanupJobs = new Map(owned.filter((j) => j.purpose === CONTAINER_CLEANUP_PURPOSE).map((j) => [j.jobId, j]));
+  const poolNodes = new Map<string, ObservedContainerJob['poolNodes']>();
+  const out: ObservedContainerJob[] = [];
+  for (const r of candidates) {
+    const poolId = r.spec.pool.poolId as string;
+    if (!poolNodes.has(poolId)) poolNodes.set(poolId, await nodesOf(batch, poolId));
+    const run = r.batchJobId ? byBatchId.get(r.batchJobId) : undefined;
+    const cleanup = cleanupJobs.get(r.id);
+    out.push({
+      jobId: r.id,
+      endedAt: r.updatedAt,
+      poolId,
+      containers: [containerNameFor(r.id)],
+      batchJobId: r.batchJobId,
+      batchJobState: run?.state,
+      release: run?.state === 'completed'
+        ? (await getNodeLifecycleStatus(batch, run.batchJobId)).map((n) => ({ nodeId: n.nodeId, state: n.release?.state, exitCode: n.release?.exitCode }))
+        : undefined,
+      ranOn: ranOn(r.result),
+      poolNodes: poolNodes.get(poolId),
+      cleanup: cleanup
+        ? { batchJobId: cleanup.batchJobId, tasks: (await listTasks(batch, cleanup.batchJobId)).map((t) => ({ taskId: t.taskId, state: t.state, exitCode: t.exitCode, nodeId: t.nodeId })) }
+        : undefined,
+    });
+  }
+  return out;
+}
+
+async function nodesOf(batch: BatchContext, poolId: string): Promise<ObservedContainerJob['poolNodes']> {
+  try {
+    return (await listNodes(batch, poolId)).map((n) => ({ id: n.id, state: n.state, affinityId: n.affinityId }));
+  } catch (err) {
+    if (err instanceof BatchError && (err.code === 'PoolNotFound' || err.status === 404)) return undefined;
+    throw err;
+  }
+}
+
+/** The nodes the MPI task ran on, from the result the pipeline recorded (master and subtasks). */
+function ranOn(result: JobRecord['result']): string[] | undefined {
+  const mpi = (result as { mpi?: { logs?: { node?: string }[]; subtasks?: { nodeId?: string }[] } } | undefined)?.mpi;
+  if (!mpi) return undefined;
+  const nodes = [...(mpi.logs ?? []).map((l) => l.node), ...(mpi.subtasks ?? []).map((s) => s.nodeId)].filter((n): n is string => !!n && n !== 'master');
+  return nodes.length ? [...new Set(nodes)] : undefined;
 }
 
 async function listAllJobs(store: JobStore): Promise<JobRecord[]> {

@@ -5,6 +5,7 @@
  */
 import type { JobState } from '../state/states';
 import { isTerminal } from '../state/states';
+import { CONTAINER_CLEANUP_PURPOSE, planContainerCleanup, type ContainerAction, type ObservedContainerJob } from './leftoverContainers';
 
 export interface SweepSettings {
   /** A running orchestration whose progress is older than this is stalled. */
@@ -52,6 +53,8 @@ export interface ObservedBatchJob {
   jobId: string;
   state: string;
   creationTime?: string;
+  /** Housekeeping jobs (e.g. container cleanup) carry their purpose; a job's own Batch job has none. */
+  purpose?: string;
 }
 
 export interface ObservedStagingContainer {
@@ -70,9 +73,11 @@ export interface SweepObservation {
   pools: readonly ObservedPool[];
   batchJobs: readonly ObservedBatchJob[];
   staging: readonly ObservedStagingContainer[];
+  /** Finished jobs that ran containers on a reused pool and are not yet known to have left none behind. */
+  containerJobs?: readonly ObservedContainerJob[];
 }
 
-export type SweepRule = 'stalledRun' | 'lostRun' | 'leakedPool' | 'leakedBatchJob' | 'expiredStaging' | 'retention';
+export type SweepRule = 'stalledRun' | 'lostRun' | 'leakedPool' | 'leakedBatchJob' | 'leftoverContainers' | 'expiredStaging' | 'retention';
 
 export type SweepAction =
   | { kind: 'terminateOrchestration'; rule: SweepRule; jobId: string; reason: string }
@@ -80,7 +85,9 @@ export type SweepAction =
   | { kind: 'purgeJob'; rule: SweepRule; jobId: string; reason: string }
   | { kind: 'terminateBatchJob'; rule: SweepRule; jobId: string; batchJobId: string; reason: string }
   | { kind: 'deletePool'; rule: SweepRule; jobId: string; poolId: string; reason: string }
-  | { kind: 'deleteStaging'; rule: SweepRule; jobId?: string; account: string; container: string; reason: string };
+  | { kind: 'deleteStaging'; rule: SweepRule; jobId?: string; account: string; container: string; reason: string }
+  | { kind: 'deleteBatchJob'; rule: SweepRule; jobId: string; batchJobId: string; reason: string }
+  | (ContainerAction & { rule: SweepRule });
 
 const TERMINAL_RUNTIME = new Set(['Completed', 'Failed', 'Terminated', 'Canceled']);
 const ACTIVE_BATCH_JOB = new Set(['active', 'disabling', 'disabled', 'enabling']);
@@ -130,6 +137,8 @@ export function poolVerdict(pool: ObservedPool, job: ObservedJobRow | undefined,
 /** Why an owned Batch job still active should be terminated now, or undefined. */
 export function batchJobVerdict(bj: ObservedBatchJob, job: ObservedJobRow | undefined, orch: ObservedOrchestration | undefined, failing: ReadonlySet<string>, nowMs: number, s: SweepSettings): string | undefined {
   if (!ACTIVE_BATCH_JOB.has(bj.state)) return undefined;
+  // Housekeeping jobs outlive the job's run on purpose; the rule that made them removes them.
+  if (bj.purpose !== undefined) return undefined;
   if (failing.has(bj.jobId)) return 'its run is lost or stalled';
   if (orch && isTerminalRuntime(orch.runtimeStatus)) return `orchestration is ${orch.runtimeStatus}`;
   if (!orch && ageMs(nowMs, bj.creationTime) > s.graceMs) return job ? 'orchestration is missing' : `job ${bj.jobId} is unknown`;
@@ -181,6 +190,18 @@ export function planSweep(o: SweepObservation, s: SweepSettings): SweepAction[] 
     if (reason) actions.push({ kind: 'deleteStaging', rule: c.jobId && failing.has(c.jobId) ? ruleOf(o, c.jobId, nowMs, s) : 'expiredStaging', jobId: c.jobId, account: c.account, container: c.container, reason });
   }
 
+  const containerJobs = o.containerJobs ?? [];
+  for (const c of containerJobs) {
+    const action = planContainerCleanup(c, nowMs);
+    if (action) actions.push({ ...action, rule: 'leftoverContainers' });
+  }
+  const watched = new Set(containerJobs.map((c) => c.jobId));
+  for (const bj of o.batchJobs) {
+    if (bj.purpose === CONTAINER_CLEANUP_PURPOSE && !watched.has(bj.jobId)) {
+      actions.push({ kind: 'deleteBatchJob', rule: 'leftoverContainers', jobId: bj.jobId, batchJobId: bj.batchJobId, reason: `no finished job of ours still waits on this container cleanup` });
+    }
+  }
+
   for (const id of failing) {
     const rule = ruleOf(o, id, nowMs, s);
     const orch = o.orchestrations.get(id);
@@ -196,6 +217,7 @@ export function planSweep(o: SweepObservation, s: SweepSettings): SweepAction[] 
       ...o.pools.map((p) => p.jobId),
       ...o.batchJobs.filter((b) => ACTIVE_BATCH_JOB.has(b.state)).map((b) => b.jobId),
       ...o.staging.flatMap((c) => (c.jobId ? [c.jobId] : [])),
+      ...containerJobs.map((c) => c.jobId),
     ]);
     for (const job of o.jobs.values()) {
       if (!isTerminal(job.state) || owns.has(job.id) || ageMs(nowMs, job.updatedAt) <= s.jobsRetentionMs) continue;

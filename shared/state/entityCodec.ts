@@ -78,7 +78,7 @@ export function jobToEntity(rec: JobRecord): JobEntity {
     updatedAt: rec.updatedAt,
     eventSeq: rec.eventSeq,
   };
-  for (const [k, v] of Object.entries({ batchPoolId: rec.batchPoolId, batchJobId: rec.batchJobId, cancelRequestedAt: rec.cancelRequestedAt })) {
+  for (const [k, v] of Object.entries({ batchPoolId: rec.batchPoolId, batchJobId: rec.batchJobId, cancelRequestedAt: rec.cancelRequestedAt, containersCheckedAt: rec.containersCheckedAt })) {
     if (v !== undefined) props[k] = v;
   }
   putJson(props, 'tags', rec.tags);
@@ -115,6 +115,7 @@ export function entityToJob(e: TableEntityResult<Record<string, unknown>>): JobR
     batchPoolId: str('batchPoolId'),
     batchJobId: str('batchJobId'),
     cancelRequestedAt: str('cancelRequestedAt'),
+    containersCheckedAt: str('containersCheckedAt'),
     result: getJson<JobRecord['result']>(e, 'result'),
     error: getJson<JobRecord['error']>(e, 'error'),
     lastEvent: getJson<JobRecord['lastEvent']>(e, 'lastEvent'),

@@ -31,6 +31,11 @@ export interface JobRecord {
   error?: JobError;
   /** Set by the cancel API; the orchestration reacts and moves the job to CleaningUp → Cancelled. */
   cancelRequestedAt?: string;
+  /**
+   * Set by the sweep once no container of this job is left on the nodes of the reused pool it ran on (the release
+   * task removed them, or the sweep's cleanup tasks did): such jobs are not looked at again.
+   */
+  containersCheckedAt?: string;
   /** Number of transition events recorded so far (the creation counts as 1). */
   eventSeq: number;
   /** The most recent transition event, kept on the row so a lost event write can be repaired. */
@@ -62,4 +67,5 @@ export interface JobPatch {
   result?: JsonValue;
   error?: JobError;
   cancelRequestedAt?: string;
+  containersCheckedAt?: string;
 }

@@ -3,13 +3,14 @@
  * Azurite, the Batch emulator running real Open MPI, the Durable engine running the compiled app from dist/).
  * Polling here is 500 ms → 2 s (POLL_MAX_MS), so "one polling interval" is 2 s.
  */
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { checkCleanup, submitSpec, watchJob } from '../../local/jobRunner';
 import { DEFAULT_PRICE_TABLE, pricePerNodeHour } from '../../shared/ops/priceTable';
 import { runSweep } from '../../shared/ops/sweep';
 import type { JobCost } from '../../shared/ops/cost';
+import { JobStore } from '../../shared/state';
 import { BatchRequestLog, batchClient, smallSpec, sweepDeps } from './helpers';
 
 const POLL_MAX_MS = 2_000;
@@ -20,7 +21,7 @@ let stack: Stack;
 beforeAll(async () => {
   const logs = path.join(REPO_ROOT, 'test-artifacts');
   mkdirSync(logs, { recursive: true });
-  stack = await startStack({ port: 0, demoImage: false, logDestination: path.join(logs, 'ops-cost-host.log'), batch: { onExchange: requests.onExchange } });
+  stack = await startStack({ port: 0, demoImageFillerBytes: 0, logDestination: path.join(logs, 'ops-cost-host.log'), batch: { onExchange: requests.onExchange } });
   // A long-lived pool the control plane did not create (no owner tag), as a reused pool is in practice: made now,
   // long ready when the reuse test runs (MPI launched onto nodes that became idle a moment before failed with 213 twice in five runs).
   await batchClient(stack).pool.add({ id: 'ops-shared-pool', vmSize: 'Standard_D8s_v5', virtualMachineConfiguration: IMAGE, targetDedicatedNodes: 2, enableInterNodeCommunication: true, taskSlotsPerNode: 1 });
@@ -34,6 +35,17 @@ interface View {
   cost?: JobCost;
   timeline?: { kind: string; to?: string; reason: string }[];
 }
+/** Both nodes of the reused pool idle (the previous job's tasks and release tasks are done). */
+async function sharedPoolIdle(): Promise<void> {
+  for (let i = 0; ; i++) {
+    const nodes = [];
+    for await (const n of await batchClient(stack).computeNode.list('ops-shared-pool')) nodes.push(n);
+    if (nodes.filter((n) => n.state === 'idle').length === 2) return;
+    if (i > 120) throw new Error(`reused pool nodes not idle: ${nodes.map((n) => n.state).join(', ')}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
 const view = async (id: string) => (await (await fetch(`${stack.baseUrl}/api/jobs/${id}`)).json()) as View;
 
 describe('cost, budget and idle time', () => {
@@ -91,13 +103,7 @@ describe('sweep on the stack', () => {
       metadata: [{ name: 'hpc-cp-owner', value: 'hpc-mpi-control-plane' }, { name: 'hpc-cp-job', value: 'ops-ghost' }],
     });
 
-    for (let i = 0; ; i++) {
-      const nodes = [];
-      for await (const n of await batch.computeNode.list('ops-shared-pool')) nodes.push(n);
-      if (nodes.filter((n) => n.state === 'idle').length === 2) break;
-      if (i > 120) throw new Error(`reused pool nodes not idle: ${nodes.map((n) => n.state).join(', ')}`);
-      await new Promise((r) => setTimeout(r, 500));
-    }
+    await sharedPoolIdle();
     const id = await submitSpec(stack, smallSpec('ops-reuse', { command: 'hostname', pool: { poolId: 'ops-shared-pool', nodes: 2 } }));
     const done = await watchJob(stack, id, 150_000);
     if (done.state !== 'Succeeded') throw new Error(`ops-reuse ended ${done.state}: ${JSON.stringify({ error: done.error, logs: done.result?.logs, timeline: done.timeline })}`);
@@ -120,6 +126,61 @@ describe('sweep on the stack', () => {
     expect(['completed', 'terminating']).toContain(job.state);
   }, 180_000);
 
+  it('removes containers a failed release task left on a reused pool: a cleanup task on that node only, then the job is never looked at again', async () => {
+    const batch = batchClient(stack);
+    const settings = { stallLimitMs: 10 * 60_000, graceMs: 1_000, stagingRetentionMs: 60 * 60_000 };
+    // The job release task fails on the pool's first node without running (a hung container runtime, say).
+    stack.batch.setFaults({ releaseTaskFailure: { count: 1, poolId: 'ops-shared-pool' } });
+    try {
+      await sharedPoolIdle();
+      const id = await submitSpec(stack, smallSpec('ops-reuse-docker', {
+        command: 'hostname', pool: { poolId: 'ops-shared-pool', nodes: 2 },
+        container: { runtime: 'docker', images: [`${stack.registry.host}/hpc/mpi-demo:1.0`] },
+      }));
+      const done = await watchJob(stack, id, 150_000);
+      if (done.state !== 'Succeeded') throw new Error(`ops-reuse-docker ended ${done.state}: ${JSON.stringify({ error: done.error, timeline: done.timeline })}`);
+      const holders = () => stack.batch.nodes('ops-shared-pool').filter((n) => existsSync(path.join(n.rootDir, 'containers', `mpijob-${id}`))).map((n) => n.id);
+      for (let i = 0; i < 60 && (await batch.job.get(done.batchJobId!)).state !== 'completed'; i++) await new Promise((r) => setTimeout(r, 250));
+      const left = holders();
+      expect(left).toHaveLength(1); // the node whose release task failed; the other node's release task removed its container
+
+      // First sweep: one cleanup task, pinned to that node, in a housekeeping job on the reused pool.
+      const first = await runSweep(sweepDeps(stack, settings));
+      expect(first.actions.filter((a) => !a.ok)).toEqual([]);
+      const clean = first.actions.filter((a) => a.kind === 'cleanContainers');
+      expect(clean).toEqual([expect.objectContaining({ rule: 'leftoverContainers', jobId: id, poolId: 'ops-shared-pool', tasks: [expect.objectContaining({ nodeId: left[0] })] })]);
+      const cleanupJobId = (clean[0] as { cleanupJobId: string }).cleanupJobId;
+      for (let i = 0; ; i++) {
+        const tasks = [];
+        for await (const t of await batch.task.list(cleanupJobId)) tasks.push(t);
+        if (tasks.length && tasks.every((t) => t.state === 'completed')) {
+          expect(tasks.map((t) => [t.nodeInfo?.nodeId, t.executionInfo?.exitCode])).toEqual([[left[0], 0]]);
+          break;
+        }
+        if (i > 120) throw new Error(`cleanup tasks did not finish: ${JSON.stringify(tasks.map((t) => t.state))}`);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      expect(holders()).toEqual([]);
+
+      // Second sweep: the node is clean; the housekeeping job goes and the row says so. Third: nothing more to do.
+      const second = await runSweep(sweepDeps(stack, settings));
+      expect(second.actions.filter((a) => !a.ok)).toEqual([]);
+      expect(second.actions.filter((a) => a.rule === 'leftoverContainers').map((a) => a.kind)).toEqual(['finishContainerCleanup']);
+      expect((await batch.job.get(cleanupJobId).catch(() => ({ state: 'gone' }))).state).toMatch(/^(deleting|gone)$/);
+      const third = await runSweep(sweepDeps(stack, settings));
+      expect(third.actions.filter((a) => a.rule === 'leftoverContainers')).toEqual([]);
+      expect(third.observed.containerJobs).toBe(0);
+
+      const row = await JobStore.fromConnectionString(stack.settings.AzureWebJobsStorage).get(id);
+      expect(row?.containersCheckedAt).toEqual(expect.any(String));
+      const notes = (await view(id)).timeline!.filter((e) => e.kind === 'note' && e.reason.startsWith('sweep leftoverContainers:')).map((e) => e.reason);
+      expect(notes).toEqual([expect.stringContaining(`on ${left[0]} added to ${cleanupJobId}`), expect.stringContaining('no container of the job is left on its nodes')]);
+      expect((await batch.pool.exists('ops-shared-pool')).body).toBe(true);
+    } finally {
+      stack.batch.setFaults({ releaseTaskFailure: undefined });
+    }
+  }, 240_000);
+
   it('purges finished jobs (row, timeline, orchestration history) past the retention when retention is on', async () => {
     const settings = { stallLimitMs: 10 * 60_000, graceMs: 1_000, stagingRetentionMs: 60 * 60_000 };
     const off = await runSweep(sweepDeps(stack, settings));
@@ -127,7 +188,7 @@ describe('sweep on the stack', () => {
     const on = await runSweep(sweepDeps(stack, { ...settings, jobsRetentionMs: 1 }));
     const purged = on.actions.filter((a) => a.kind === 'purgeJob');
     expect(on.actions.filter((a) => !a.ok)).toEqual([]);
-    expect(purged.map((a) => a.jobId).sort()).toEqual(['ops-budget', 'ops-cost', 'ops-reuse']);
+    expect(purged.map((a) => a.jobId).sort()).toEqual(['ops-budget', 'ops-cost', 'ops-reuse', 'ops-reuse-docker']);
     expect((await fetch(`${stack.baseUrl}/api/jobs/ops-cost`)).status).toBe(404);
     expect((await fetch(`${stack.baseUrl}/runtime/webhooks/durabletask/instances/ops-cost`)).status).toBe(404);
   }, 60_000);

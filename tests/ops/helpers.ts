@@ -11,13 +11,13 @@ import type { OrchestrationControl, SweepDeps } from '../../shared/ops/sweep';
 import type { SweepSettings } from '../../shared/ops/sweepRules';
 
 /** A native Open MPI job with no input data: the MPI program is a shell command. */
-export function smallSpec(id: string, opts: { nodes?: number; command: string; limits?: Record<string, unknown>; pool?: Record<string, unknown>; tags?: Record<string, string>; data?: unknown }): string {
+export function smallSpec(id: string, opts: { nodes?: number; command: string; limits?: Record<string, unknown>; pool?: Record<string, unknown>; tags?: Record<string, string>; data?: unknown; container?: Record<string, unknown> }): string {
   return stringify({
     id,
     name: id,
     tags: opts.tags ?? { suite: 'ops' },
     pool: opts.pool ?? { vmSize: 'Standard_D8s_v5', nodes: opts.nodes ?? 2 },
-    container: { runtime: 'none' },
+    container: opts.container ?? { runtime: 'none' },
     data: opts.data ?? { inputs: [] },
     mpi: { runtime: 'openmpi', processesPerNode: 1, fabric: 'tcp', options: ['--mca', 'btl_tcp_if_include', 'lo'], command: opts.command },
     limits: { maxWallClock: 'PT10M', ...(opts.limits ?? {}) },
