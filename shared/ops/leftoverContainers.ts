@@ -11,6 +11,7 @@
  * housekeeping job is deleted and the job row is marked, so the job is never looked at again.
  */
 import { createHash } from 'node:crypto';
+import { batchIdFor } from '../pipeline/jobPlan';
 
 /** Metadata value (hpc-cp-purpose) of the housekeeping Batch jobs this rule makes. */
 export const CONTAINER_CLEANUP_PURPOSE = 'container-cleanup';
@@ -65,8 +66,7 @@ export type ContainerAction =
 
 /** The housekeeping Batch job for one job's containers (Batch ids are at most 64 characters). */
 export function cleanupJobIdFor(jobId: string): string {
-  const id = `hpccmi-${jobId}`;
-  return id.length <= 64 ? id : `${id.slice(0, 53)}-${shortHash(jobId)}`;
+  return batchIdFor('hpccmi', jobId);
 }
 
 /** One cleanup task per node and attempt; the node id goes through a hash (real node ids are up to 70 characters). */
