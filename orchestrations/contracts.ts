@@ -73,7 +73,6 @@ export interface ProvisionedPool {
   poolId: string;
   createdByUs: boolean;
   nodes: NodeRef[];
-  allocatedAt: string;
 }
 
 export interface JobOutcome {

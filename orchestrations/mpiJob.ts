@@ -8,8 +8,7 @@ import { stageData, StagedData } from './stages/stageData';
 import { runMpi } from './stages/runMpi';
 import { cleanup } from './stages/cleanup';
 import { planJob } from '../shared/pipeline/jobPlan';
-import { releaseTaskCommand } from '../shared/pipeline/mpiTaskRequest';
-import { mpiTaskRequest } from '../shared/pipeline/mpiTaskRequest';
+import { mpiTaskRequest, releaseTaskCommand } from '../shared/pipeline/mpiTaskRequest';
 import type { JobSpec } from '../shared/spec/schema';
 import { budgetGuard, jobCost, type PriceQuote } from '../shared/ops/cost';
 
@@ -92,12 +91,12 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
   // A job cancelled while provisioning is billed for the nodes allocated so far. MPI pools are dedicated only.
   const { nodes, allocatedAt } = run.usage;
   if (allocatedAt !== undefined) {
-    outcome.nodeMinutes = Math.round(((Date.parse(end) - Date.parse(allocatedAt)) / 60_000) * nodes * 100) / 100;
     outcome.cost = jobCost(
       { vmSize: input.spec.pool.vmSize, dedicatedNodes: nodes, lowPriorityNodes: 0, allocatedAt, releasedAt: end },
       timings,
       price ?? { currency: 'USD', source: 'no price looked up' },
     );
+    outcome.nodeMinutes = outcome.cost.nodeMinutes.total;
   }
   run.report({ stage: outcome.state, progress: { cleanup: { done: cleaned.done } } });
   yield run.activity(Activities.jobFinish, { jobId: input.jobId, outcome });

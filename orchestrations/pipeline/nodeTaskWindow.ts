@@ -81,7 +81,7 @@ export function* nodeTaskWindow(run: PipelineRun, req: NodeTaskWindowRequest): O
         { nowMs, rand01: deterministicRand01(`${run.jobId}:${o.id}`) },
       );
       for (const id of Object.keys(plan.nodes)) if (plan.nodes[id].pulled) nodeStates[id] = req.doneState;
-      if (!ok) nodeStates[work.nodeId] = plan.failure?.nodeId === work.nodeId ? 'failed' : nodeStates[work.nodeId];
+      if (!ok && plan.failure?.nodeId === work.nodeId) nodeStates[work.nodeId] = 'failed';
     }
   }
 

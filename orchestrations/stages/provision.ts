@@ -53,8 +53,7 @@ export function* provision(run: PipelineRun, req: ProvisionRequest): Orchestrati
 
     switch (step.kind) {
       case 'ready': {
-        const billedFrom = req.reuse ? run.now().toISOString() : allocatedAt;
-        run.recordUsage(step.nodes.length, billedFrom);
+        run.recordUsage(step.nodes.length, req.reuse ? run.now().toISOString() : allocatedAt);
         run.report({
           progress: { nodesReady: { done: step.nodes.length, total: req.nodes } },
           lastError: step.partial ? `continuing on ${step.nodes.length}/${req.nodes} nodes` : undefined,
@@ -63,7 +62,6 @@ export function* provision(run: PipelineRun, req: ProvisionRequest): Orchestrati
           poolId: req.poolId,
           createdByUs: !req.reuse,
           nodes: step.nodes.map((n) => ({ id: n.id, ipAddress: n.ipAddress, affinityId: n.affinityId })),
-          allocatedAt: billedFrom,
         };
       }
       case 'fail':
