@@ -1,6 +1,7 @@
 /** The job API over HTTP, for the CLI: one method per endpoint, errors mapped to CliError with exit codes. */
 import { CliError, ExitCode, type FieldError } from './errors';
 import type { Connection } from './connection';
+import type { PipelineStatus } from '../orchestrations/contracts';
 
 /** The parts of a job view the CLI reads; the rest is passed through for --json. */
 export interface JobView {
@@ -26,24 +27,8 @@ export interface JobView {
   [extra: string]: unknown;
 }
 
-export interface Counter {
-  done: number;
-  total: number;
-}
-
-export interface LiveProgress {
-  stage?: string;
-  progress?: {
-    nodesReady?: Counter;
-    imagesPulled?: Counter;
-    shardsStaged?: Counter;
-    shardsDownloaded?: Counter;
-    mpi?: { state: string; startedAt?: string };
-    cleanup?: { done: string[] };
-  };
-  nodes?: Record<string, string>;
-  lastError?: string;
-}
+/** The orchestration's custom status as the API passes it through; any part may be missing. */
+export type LiveProgress = Partial<PipelineStatus>;
 
 export interface SubmitAnswer {
   job: JobView;
