@@ -4,6 +4,7 @@
  */
 import type { BatchServiceModels } from '@azure/batch';
 import { BatchError } from './errors';
+import { callWithRetry, type RetryRuntime } from './retry';
 
 /** Metadata that marks Batch resources as created by this control plane, and for which job. */
 export const OWNER_KEY = 'hpc-cp-owner';
@@ -119,16 +120,19 @@ export function stripUndefined<T extends object>(value: T): T {
   return out as T;
 }
 
-/** Follows odata.nextLink pages until done. */
+/** Follows odata.nextLink pages until done, each page fetched through callWithRetry. */
 export async function collectPages<T>(
+  retry: RetryRuntime,
+  what: { operation: string; resource: string },
   first: () => Promise<T[] & { odatanextLink?: string }>,
   next: (link: string) => Promise<T[] & { odatanextLink?: string }>,
 ): Promise<T[]> {
   const items: T[] = [];
-  let page = await first();
+  let page = await callWithRetry(retry, what, first);
   items.push(...page);
   while (page.odatanextLink) {
-    page = await next(page.odatanextLink);
+    const link = page.odatanextLink;
+    page = await callWithRetry(retry, what, () => next(link));
     items.push(...page);
   }
   return items;

@@ -3,7 +3,7 @@
  * never pulls a multi-gigabyte log into memory or into orchestration history.
  */
 import type { BatchContext } from './client';
-import { isGone } from './common';
+import { collectPages, isGone } from './common';
 import { callWithRetry } from './retry';
 
 export interface ReadFileOptions {
@@ -112,14 +112,11 @@ export interface FileEntry {
 /** Lists a task's files (recursive), e.g. to find output logs. */
 export async function listTaskFiles(ctx: BatchContext, batchJobId: string, taskId: string): Promise<FileEntry[]> {
   const what = { operation: 'files.listTaskFiles', resource: `task ${batchJobId}/${taskId}` };
-  const first = await callWithRetry(ctx.retry, what, () => ctx.client.file.listFromTask(batchJobId, taskId, { recursive: true }));
-  const all = [...first];
-  let link = first.odatanextLink;
-  while (link) {
-    const current = link;
-    const page = await callWithRetry(ctx.retry, what, () => ctx.client.file.listFromTaskNext(current));
-    all.push(...page);
-    link = page.odatanextLink;
-  }
+  const all = await collectPages(
+    ctx.retry,
+    what,
+    () => ctx.client.file.listFromTask(batchJobId, taskId, { recursive: true }),
+    (link) => ctx.client.file.listFromTaskNext(link),
+  );
   return all.map((f) => ({ name: f.name ?? '', isDirectory: f.isDirectory ?? false, ...(f.properties?.contentLength !== undefined ? { size: f.properties.contentLength } : {}) }));
 }

@@ -236,8 +236,10 @@ export async function getNodeLifecycleStatus(ctx: BatchContext, batchJobId: stri
   let items: BatchServiceModels.JobPreparationAndReleaseTaskExecutionInformation[];
   try {
     items = await collectPages(
-      () => callWithRetry(ctx.retry, what, () => ctx.client.job.listPreparationAndReleaseTaskStatus(batchJobId)),
-      (link) => callWithRetry(ctx.retry, what, () => ctx.client.job.listPreparationAndReleaseTaskStatusNext(link)),
+      ctx.retry,
+      what,
+      () => ctx.client.job.listPreparationAndReleaseTaskStatus(batchJobId),
+      (link) => ctx.client.job.listPreparationAndReleaseTaskStatusNext(link),
     );
   } catch (err) {
     if (err instanceof BatchError && err.code === 'JobPreparationTaskNotSpecified') return [];
@@ -280,8 +282,10 @@ export async function listOwnedJobs(ctx: BatchContext): Promise<OwnedJob[]> {
   const what = { operation: 'jobs.list', resource: 'account jobs' };
   const options = { jobListOptions: { select: 'id,state,creationTime,metadata' } };
   const jobs = await collectPages(
-    () => callWithRetry(ctx.retry, what, () => ctx.client.job.list(options)),
-    (link) => callWithRetry(ctx.retry, what, () => ctx.client.job.listNext(link)),
+    ctx.retry,
+    what,
+    () => ctx.client.job.list(options),
+    (link) => ctx.client.job.listNext(link),
   );
   const owned: OwnedJob[] = [];
   for (const j of jobs) {

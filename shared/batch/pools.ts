@@ -244,8 +244,10 @@ export async function listNodes(ctx: BatchContext, poolId: string): Promise<Node
   const what = { operation: 'nodes.list', resource: poolResource(poolId) };
   const options = { computeNodeListOptions: { select: 'id,state,ipAddress,affinityId,errors,startTaskInfo' } };
   const nodes = await collectPages(
-    () => callWithRetry(ctx.retry, what, () => ctx.client.computeNode.list(poolId, options)),
-    (link) => callWithRetry(ctx.retry, what, () => ctx.client.computeNode.listNext(link)),
+    ctx.retry,
+    what,
+    () => ctx.client.computeNode.list(poolId, options),
+    (link) => ctx.client.computeNode.listNext(link),
   );
   return nodes.map(toNodeSnapshot).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
@@ -334,8 +336,10 @@ export async function listOwnedPools(ctx: BatchContext): Promise<OwnedPool[]> {
   const what = { operation: 'pools.list', resource: 'account pools' };
   const options = { poolListOptions: { select: 'id,state,creationTime,metadata' } };
   const pools = await collectPages(
-    () => callWithRetry(ctx.retry, what, () => ctx.client.pool.list(options)),
-    (link) => callWithRetry(ctx.retry, what, () => ctx.client.pool.listNext(link)),
+    ctx.retry,
+    what,
+    () => ctx.client.pool.list(options),
+    (link) => ctx.client.pool.listNext(link),
   );
   const owned: OwnedPool[] = [];
   for (const p of pools) {

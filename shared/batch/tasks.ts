@@ -171,8 +171,10 @@ export async function getTask(ctx: BatchContext, batchJobId: string, taskId: str
 export async function listTasks(ctx: BatchContext, batchJobId: string): Promise<TaskSnapshot[]> {
   const what = { operation: 'tasks.list', resource: `job ${batchJobId}` };
   const tasks = await collectPages(
-    () => callWithRetry(ctx.retry, what, () => ctx.client.task.list(batchJobId)),
-    (link) => callWithRetry(ctx.retry, what, () => ctx.client.task.listNext(link)),
+    ctx.retry,
+    what,
+    () => ctx.client.task.list(batchJobId),
+    (link) => ctx.client.task.listNext(link),
   );
   return tasks.map((t) => toTaskSnapshot(t.id ?? '', t));
 }
