@@ -77,27 +77,8 @@ export class OrchestrationDispatcher {
     this.poller.wake();
   }
 
-  /**
-   * Polls again when a timer this process set becomes visible, instead of up to one idle polling interval later
-   * (a job's polling stages wait on timers; the lateness would add to every poll). Timers set by another process
-   * are still found by polling.
-   */
-  private wakeAt(delayMs: number): void {
-    if (this.stopped) return;
-    const handle = setTimeout(() => {
-      this.timerWakes.delete(handle);
-      this.wake();
-    }, Math.ceil(Math.max(0, delayMs) / 1000) * 1000 + TIMER_WAKE_SLACK_MS);
-    handle.unref();
-    this.timerWakes.add(handle);
-  }
-
-  private readonly timerWakes = new Set<NodeJS.Timeout>();
-
   async stop(): Promise<void> {
     this.stopped = true;
-    for (const t of this.timerWakes) clearTimeout(t);
-    this.timerWakes.clear();
     await this.poller.stop();
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
   }
@@ -196,7 +177,7 @@ export class OrchestrationDispatcher {
 
     for (const d of sel.dropped) this.log.debug({ instanceId, messageId: d.id, why: d.why }, 'durable message dropped');
     for (const r of sel.requeue) {
-      await this.store.sendControl(r.msg, r.delayMs);
+      await this.sendTimer(r.msg, r.delayMs);
       await this.deleteMessages(buf, byId, [r.msg.id]);
     }
     await this.deleteMessages(buf, byId, sel.dropped.map((d) => d.id));
@@ -324,14 +305,20 @@ export class OrchestrationDispatcher {
       }),
     );
     if (outbox.activities.length > 0) this.onWorkItems();
-    await inParallel(outbox.timers, OUT_PARALLELISM, async (t) => {
-      const delayMs = Date.parse(t.fireAt) - Date.now();
-      await this.store.sendControl(timerMessage(t.instanceId, t.executionId, t.timerId, t.fireAt), delayMs);
-      this.wakeAt(delayMs);
-    });
+    await inParallel(outbox.timers, OUT_PARALLELISM, (t) => this.sendTimer(timerMessage(t.instanceId, t.executionId, t.timerId, t.fireAt), Date.parse(t.fireAt) - Date.now()));
     await inParallel(outbox.children, OUT_PARALLELISM, (c) => this.startChild(c));
     await inParallel(outbox.messages, OUT_PARALLELISM, (m) => this.store.sendControl(m));
     if (outbox.messages.length > 0 || outbox.children.length > 0) this.wake();
+  }
+
+  /**
+   * Sends a timer message and polls again when it becomes visible, instead of up to one idle polling interval
+   * later (a job's polling stages wait on timers; the lateness would add to every poll). Timers set by another
+   * process are still found by polling.
+   */
+  async sendTimer(msg: ControlMessage, delayMs: number): Promise<void> {
+    const visibleInMs = await this.store.sendControl(msg, delayMs);
+    this.poller.wakeIn(visibleInMs + TIMER_WAKE_SLACK_MS);
   }
 
   /** Create (or re-create after a crash) a sub-orchestration instance and send its start message. */
@@ -420,7 +407,7 @@ export function findFunction(fns: RegisteredFunction[], name: string, triggerTyp
   return fns.find((f) => f.name.toLowerCase() === lower && f.trigger.type === triggerType);
 }
 
-/** The timer message becomes visible on the next whole second (queue visibility is in seconds): look a moment after. */
+/** A delayed queue message becomes visible at its whole second: look a moment after. */
 const TIMER_WAKE_SLACK_MS = 25;
 
 export function timerMessage(instanceId: string, executionId: string, timerId: number, fireAt: string): ControlMessage {

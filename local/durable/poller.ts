@@ -1,6 +1,7 @@
 /**
  * A polling loop that backs off exponentially while idle, can be woken early (when this process just
- * enqueued something or freed a slot), and stops cleanly leaving no timer behind.
+ * enqueued something or freed a slot) or at a set time (when a delayed message it sent becomes visible),
+ * and stops cleanly leaving no timer behind.
  */
 import type { Logger } from 'pino';
 
@@ -13,6 +14,7 @@ export class Poller {
   private wakeUp: (() => void) | undefined;
   private loop: Promise<void> | undefined;
   private woken = false;
+  private readonly wakeTimers = new Set<NodeJS.Timeout>();
 
   constructor(
     private readonly name: string,
@@ -32,8 +34,21 @@ export class Poller {
     if (this.wakeUp) this.wakeUp();
   }
 
+  /** Wakes the loop in `ms` (instead of up to one idle interval later); stop() cancels it. */
+  wakeIn(ms: number): void {
+    if (this.stopped) return;
+    const handle = setTimeout(() => {
+      this.wakeTimers.delete(handle);
+      this.wake();
+    }, ms);
+    handle.unref();
+    this.wakeTimers.add(handle);
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
+    for (const t of this.wakeTimers) clearTimeout(t);
+    this.wakeTimers.clear();
     this.wake();
     await this.loop;
   }

@@ -77,7 +77,7 @@ async function recoverOne(store: DurableStore, dispatcher: OrchestrationDispatch
   for (const [key, open] of Object.entries(state.open)) {
     const id = Number(key);
     if (open.kind === 'timer' && open.fireAt) {
-      await store.sendControl(timerMessage(state.instanceId, state.executionId, id, open.fireAt), Date.parse(open.fireAt) - Date.now());
+      await dispatcher.sendTimer(timerMessage(state.instanceId, state.executionId, id, open.fireAt), Date.parse(open.fireAt) - Date.now());
       resent += 1;
     } else if (open.kind === 'activity') {
       const e = scheduled.get(id);

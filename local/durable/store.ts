@@ -265,10 +265,12 @@ export class DurableStore {
 
   // ---- Queues ---------------------------------------------------------------------------------
 
-  async sendControl(msg: ControlMessage, delayMs = 0): Promise<void> {
+  /** Returns the milliseconds until the message becomes visible (delays are whole seconds, at most MAX_VISIBILITY_SECONDS). */
+  async sendControl(msg: ControlMessage, delayMs = 0): Promise<number> {
     const text = encode(msg);
     const visibilityTimeout = Math.min(MAX_VISIBILITY_SECONDS, Math.max(0, Math.ceil(delayMs / 1000)));
     await this.control.sendMessage(text, visibilityTimeout > 0 ? { visibilityTimeout } : {});
+    return visibilityTimeout * 1000;
   }
 
   async sendControlBatch(batch: ControlBatch): Promise<void> {
