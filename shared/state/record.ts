@@ -59,13 +59,6 @@ export interface JobEvent {
 }
 
 /** Fields a caller may change outside a state transition. */
-export interface JobPatch {
-  stage?: string;
-  progress?: JsonValue | null;
-  batchPoolId?: string;
-  batchJobId?: string;
-  result?: JsonValue;
-  error?: JobError;
-  cancelRequestedAt?: string;
-  containersCheckedAt?: string;
-}
+export type JobPatch = Partial<
+  Pick<JobRecord, 'stage' | 'progress' | 'batchPoolId' | 'batchJobId' | 'result' | 'error' | 'cancelRequestedAt' | 'containersCheckedAt'>
+>;
