@@ -8,17 +8,13 @@ import * as path from 'node:path';
 import { startAzurite } from '../local/azurite';
 import { startFunctionsHost } from '../local/host';
 import { createDurableExtension } from '../local/durable';
+import { numberArg } from './lib/args';
 
 const APP = path.resolve(__dirname, '../tests/fixtures/durable-app');
 
-function arg(name: string, dflt: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
-}
-
 async function main(): Promise<void> {
-  const fanout = arg('fanout', 1000);
-  const chain = arg('chain', 100);
+  const fanout = numberArg('fanout', 1000);
+  const chain = numberArg('chain', 100);
   const azurite = await startAzurite();
   const durable = createDurableExtension({ maxPollingIntervalMs: 200 });
   const host = await startFunctionsHost({

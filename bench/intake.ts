@@ -13,11 +13,7 @@ import { jobToEntity } from '../shared/state/entityCodec';
 import { parseJobSpec, specHash } from '../shared/spec';
 import type { JobRecord } from '../shared/state';
 import { enqueue, fastSpec, jobRows, percentile, postJob, runPool, submissionsQueue, waitAllTerminal } from '../tests/intake/support';
-
-function arg(name: string, dflt: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
-}
+import { numberArg } from './lib/args';
 
 interface Figures {
   label: string;
@@ -46,8 +42,8 @@ function equivalentRow(id: string): ReturnType<typeof jobToEntity> {
 }
 
 async function main(): Promise<void> {
-  const jobs = arg('jobs', 200);
-  const clients = arg('clients', 16);
+  const jobs = numberArg('jobs', 200);
+  const clients = numberArg('clients', 16);
   const stack = await startStack({ port: 0, demoImage: false, logLevel: 'warn', logDestination: 2 });
   try {
     // Warm up every path once (table creation, first orchestration, queue listener).

@@ -18,15 +18,10 @@ import { BatchServiceClient, BatchSharedKeyCredentials } from '@azure/batch';
 import { startStack, REPO_ROOT, type Stack } from '../local/stack';
 import type { ExchangeRecord } from '../local/batch/config';
 import { checkResult, submitSpec, uploadDemoInputs, watchJob } from '../local/jobRunner';
+import { numberArg } from './lib/args';
 
-function arg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  const v = i >= 0 ? Number(process.argv[i + 1]) : fallback;
-  if (!Number.isFinite(v) || v <= 0) throw new Error(`--${name} must be a positive number`);
-  return v;
-}
-const SIZE_MB = arg('size-mb', 120);
-const RUNS = arg('runs', 2);
+const SIZE_MB = numberArg('size-mb', 120);
+const RUNS = numberArg('runs', 2);
 
 const span = (starts: number[], ends: number[]) => (starts.length && ends.length ? (Math.max(...ends) - Math.min(...starts)) / 1000 : 0);
 

@@ -12,21 +12,15 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { buildDemoImage } from '../examples/images/buildDemoImage';
 import { RegistryHandle, startRegistry } from '../local/registry';
+import { numberArg } from './lib/args';
 
 const BIN = path.resolve(__dirname, '../local/batch/nodetools/bin');
 
-function arg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  const v = i >= 0 ? Number(process.argv[i + 1]) : fallback;
-  if (!Number.isFinite(v) || v <= 0) throw new Error(`--${name} must be a positive number`);
-  return v;
-}
-
-const NODES = arg('nodes', 40);
-const LIMIT = arg('limit', 10);
-const WINDOW = arg('window', 10);
-const FILLER = Math.round(arg('filler-mb', 4) * 1024 * 1024);
-const BANDWIDTH = Math.round(arg('bandwidth-mb', 32) * 1024 * 1024);
+const NODES = numberArg('nodes', 40);
+const LIMIT = numberArg('limit', 10);
+const WINDOW = numberArg('window', 10);
+const FILLER = Math.round(numberArg('filler-mb', 4) * 1024 * 1024);
+const BANDWIDTH = Math.round(numberArg('bandwidth-mb', 32) * 1024 * 1024);
 
 function pull(root: string, id: string, ref: string): Promise<boolean> {
   return new Promise((resolve) => {

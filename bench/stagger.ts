@@ -17,16 +17,13 @@ import { stringify } from 'yaml';
 import { buildDemoImage } from '../examples/images/buildDemoImage';
 import { startStack, type Stack } from '../local/stack';
 import { submitSpec, watchJob, type JobViewLite } from '../local/jobRunner';
+import { textArg } from './lib/args';
 
-function arg(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : fallback;
-}
 // Batch caps pools with inter-node communication (MPI) at 100 nodes, and so does the job spec: 100 is the most the
 // pipeline can be measured with. For 200 nodes without the pipeline: bench/registry.ts --nodes 200.
-const NODE_COUNTS = arg('nodes', '40,100').split(',').map(Number);
-const FILLER = Math.round(Number(arg('filler-mb', '2')) * 1024 * 1024);
-const BANDWIDTH = Math.round(Number(arg('bandwidth-mb', '16')) * 1024 * 1024);
+const NODE_COUNTS = textArg('nodes', '40,100').split(',').map(Number);
+const FILLER = Math.round(Number(textArg('filler-mb', '2')) * 1024 * 1024);
+const BANDWIDTH = Math.round(Number(textArg('bandwidth-mb', '16')) * 1024 * 1024);
 const REGISTRY_LIMIT = 10;
 
 interface Outcome {

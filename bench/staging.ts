@@ -14,16 +14,10 @@ import { uploadDataset } from '../examples/data/upload';
 import { planShards, type ListedBlob, type Shard } from '../shared/planning/shards';
 import { copyShard } from '../shared/storage/shardCopy';
 import type { BlobAccount } from '../shared/storage/clients';
+import { numberArg } from './lib/args';
 
-function arg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  const v = i >= 0 ? Number(process.argv[i + 1]) : fallback;
-  if (!Number.isFinite(v) || v <= 0) throw new Error(`--${name} must be a positive number`);
-  return v;
-}
-
-const SIZE_MB = arg('size-mb', 400);
-const ROUNDS = arg('rounds', 2);
+const SIZE_MB = numberArg('size-mb', 400);
+const ROUNDS = numberArg('rounds', 2);
 const CONCURRENCY = 8; // the pipeline's copyConcurrency default
 
 async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<unknown>): Promise<void> {
