@@ -24,7 +24,7 @@ import {
 } from './episode';
 import { EventType, events, type HistoryEvent } from './history';
 import { Poller } from './poller';
-import { EtagConflictError, rowFromState, type DurableStore, type LoadedInstance } from './store';
+import { EtagConflictError, inParallel, rowFromState, type DurableStore, type LoadedInstance } from './store';
 import { emptyOutbox, isBatch, isTerminal, type ChildStart, type ControlMessage, type InstanceState, type Outbox } from './state';
 
 /** One queue message; a batch message backs several logical messages and is deleted after the last. */
@@ -435,15 +435,4 @@ export function startMessage(instanceId: string, executionId: string, name: stri
 /** Deterministic so that re-sending a child start after a crash names the same execution. */
 export function childExecutionId(c: ChildStart): string {
   return createHash('sha1').update(`${c.parent.instanceId}\n${c.parent.executionId}\n${c.parent.taskId}\n${c.instanceId}`).digest('hex').slice(0, 32);
-}
-
-export async function inParallel<T>(items: T[], limit: number, fn: (item: T) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const item = items[next++];
-      await fn(item);
-    }
-  });
-  await Promise.all(workers);
 }

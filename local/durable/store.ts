@@ -301,15 +301,7 @@ export class DurableStore {
       size += n;
     }
     if (current.length) packs.push(current);
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: Math.min(parallelism, packs.length) }, async () => {
-        while (next < packs.length) {
-          const pack = packs[next++];
-          await this.workItems.sendMessage(encode({ items: pack } satisfies WorkItemMessage));
-        }
-      }),
-    );
+    await inParallel(packs, parallelism, (pack) => this.workItems.sendMessage(encode({ items: pack } satisfies WorkItemMessage)));
     return tooLarge;
   }
 
@@ -334,6 +326,18 @@ export class DurableStore {
     const r = await this.workItems.updateMessage(m.queueMessageId, m.popReceipt, undefined, visibilitySeconds);
     return r.popReceipt;
   }
+}
+
+/** Runs `fn` over `items` with at most `limit` calls in flight. */
+export async function inParallel<T>(items: T[], limit: number, fn: (item: T) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const item = items[next++];
+      await fn(item);
+    }
+  });
+  await Promise.all(workers);
 }
 
 function encode(body: unknown): string {
