@@ -24,7 +24,7 @@ export interface CompiledRoute {
 
 export function compileRouteTemplate(template: string): CompiledRoute {
   const cleaned = template.replace(/^\/+|\/+$/g, '');
-  const segments = cleaned === '' ? [] : splitSegments(cleaned).map((s) => parseSegment(s, template));
+  const segments = cleaned === '' ? [] : splitTopLevel(cleaned, '/', '{', '}').map((s) => parseSegment(s, template));
   const params: ParamPart[] = [];
   let pattern = '^';
   const precedence: number[] = [];
@@ -76,15 +76,15 @@ export function compileRouteTemplate(template: string): CompiledRoute {
   };
 }
 
-function splitSegments(template: string): string[] {
-  // Split on '/' outside braces (a regex constraint may contain '/').
+/** Splits `s` on `sep` where it is not nested inside `open`…`close` (a regex constraint may contain '/' or ':'). */
+function splitTopLevel(s: string, sep: string, open: string, close: string): string[] {
   const out: string[] = [];
   let depth = 0;
   let current = '';
-  for (const c of template) {
-    if (c === '{') depth++;
-    if (c === '}') depth--;
-    if (c === '/' && depth === 0) {
+  for (const c of s) {
+    if (c === open) depth++;
+    if (c === close) depth--;
+    if (c === sep && depth === 0) {
       out.push(current);
       current = '';
     } else {
@@ -144,26 +144,8 @@ function parseParam(body: string, template: string): ParamPart {
     defaultValue = rest.slice(eq + 1);
     rest = rest.slice(0, eq);
   }
-  const constraints = rest === '' ? [] : splitConstraints(rest.slice(1)).map((c) => parseConstraint(c, template));
+  const constraints = rest === '' ? [] : splitTopLevel(rest.slice(1), ':', '(', ')').map((c) => parseConstraint(c, template));
   return { kind: 'param', name, optional, catchAll, defaultValue, constraints };
-}
-
-function splitConstraints(s: string): string[] {
-  const out: string[] = [];
-  let depth = 0;
-  let current = '';
-  for (const c of s) {
-    if (c === '(') depth++;
-    if (c === ')') depth--;
-    if (c === ':' && depth === 0) {
-      out.push(current);
-      current = '';
-    } else {
-      current += c;
-    }
-  }
-  out.push(current);
-  return out;
 }
 
 const GUID = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i;
