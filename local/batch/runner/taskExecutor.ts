@@ -28,6 +28,26 @@ const EXIT_FAILURE = () =>
     { name: 'AdditionalErrorCode', value: 'FailureExitCode' },
   ]);
 
+const downloadFailure = (e: unknown): RunOutcome => ({ failureInfo: failure('BlobDownloadMiscError', `Resource file download failed: ${(e as Error).message}`) });
+
+/**
+ * One run of a start, preparation or release task: an injected fault (`injectedExitCode`) fails it without running;
+ * otherwise `run` downloads its resource files and runs it, and a throw is a failed download.
+ */
+async function runOrFail(injectedExitCode: number | undefined, run: () => Promise<RunOutcome>): Promise<RunOutcome> {
+  if (injectedExitCode !== undefined) return { exitCode: injectedExitCode, failureInfo: EXIT_FAILURE() };
+  try {
+    return await run();
+  } catch (e) {
+    return downloadFailure(e);
+  }
+}
+
+/** A job preparation/release task's directory relative to the node root (`id` defaults as on Batch). */
+function jobTaskRelative(jobId: string, spec: Json, defaultId: 'jobpreparation' | 'jobrelease'): string {
+  return `workitems/${jobId}/job-1/${typeof spec.id === 'string' ? spec.id : defaultId}`;
+}
+
 function outcomeOf(o: ProcessOutcome, timedOut: boolean): RunOutcome {
   if (timedOut) {
     return {
@@ -133,20 +153,12 @@ export class TaskExecutor {
     const info: Json & { state: 'running' | 'completed' } = { state: 'running', startTime: new Date().toISOString(), retryCount: 0 };
     node.startTaskInfo = info;
     for (let attempt = 0; ; attempt++) {
-      let out: RunOutcome;
-      const injected = this.engine.cfg.faults.startTaskFailureExitCode(pool.id, node.ordinal);
-      if (injected !== undefined) {
-        out = { exitCode: injected, failureInfo: EXIT_FAILURE() };
-      } else {
-        try {
-          mkdirSync(wd, { recursive: true });
-          await downloadResourceFiles(st.resourceFiles as Json[] | undefined, wd);
-          const env = { ...this.engine.nodeEnv(node), ...userEnv(st.environmentSettings), AZ_BATCH_TASK_DIR: startup, AZ_BATCH_TASK_WORKING_DIR: wd };
-          out = await this.runToEnd({ commandLine: String(st.commandLine ?? ''), cwd: wd, env, outDir: startup, container: st.containerSettings, node });
-        } catch (e) {
-          out = { failureInfo: failure('BlobDownloadMiscError', `Resource file download failed: ${(e as Error).message}`) };
-        }
-      }
+      const out = await runOrFail(this.engine.cfg.faults.startTaskFailureExitCode(pool.id, node.ordinal), async () => {
+        mkdirSync(wd, { recursive: true });
+        await downloadResourceFiles(st.resourceFiles as Json[] | undefined, wd);
+        const env = { ...this.engine.nodeEnv(node), ...userEnv(st.environmentSettings), AZ_BATCH_TASK_DIR: startup, AZ_BATCH_TASK_WORKING_DIR: wd };
+        return this.runToEnd({ commandLine: String(st.commandLine ?? ''), cwd: wd, env, outDir: startup, container: st.containerSettings, node });
+      });
       if (node.removed || node.state === 'leavingpool' || node.state === 'rebooting') return;
       const ok = out.exitCode === 0 && !out.failureInfo;
       if (!ok && (maxRetries === -1 || attempt < maxRetries)) {
@@ -189,27 +201,30 @@ export class TaskExecutor {
     return run;
   }
 
-  private async runPrep(job: JobRecord, node: NodeRecord, prep: Json): Promise<boolean> {
-    const rel = `workitems/${job.id}/job-1/${typeof prep.id === 'string' ? prep.id : 'jobpreparation'}`;
+  /** Creates a job preparation/release task's directories on the node and its execution record there. */
+  private beginJobTask(job: JobRecord, node: NodeRecord, kind: 'prep' | 'release', spec: Json) {
+    const rel = jobTaskRelative(job.id, spec, kind === 'prep' ? 'jobpreparation' : 'jobrelease');
     const dir = path.join(node.rootDir, rel);
     const wd = path.join(dir, 'wd');
     mkdirSync(wd, { recursive: true });
     const entry = node.jobTasks.get(job.id.toLowerCase()) ?? {};
     node.jobTasks.set(job.id.toLowerCase(), entry);
     const info: NonNullable<typeof entry.prep> = { state: 'running', startTime: new Date(), retryCount: 0, requeueCount: 0, taskRootDirectory: rel };
-    entry.prep = info;
+    entry[kind] = info;
+    return { dir, wd, info };
+  }
+
+  private async runPrep(job: JobRecord, node: NodeRecord, prep: Json): Promise<boolean> {
+    const { dir, wd, info } = this.beginJobTask(job, node, 'prep', prep);
     job.prepNodes.push(`${node.poolId}/${node.id}`);
     const constraints = (prep.constraints ?? {}) as Json;
     const maxRetries = typeof constraints.maxTaskRetryCount === 'number' ? constraints.maxTaskRetryCount : 0;
-    let out: RunOutcome = {};
     for (let attempt = 0; ; attempt++) {
-      try {
+      const out = await runOrFail(undefined, async () => {
         await downloadResourceFiles(prep.resourceFiles as Json[] | undefined, wd);
         const env = { ...this.jobEnv(job, node), ...userEnv(prep.environmentSettings), AZ_BATCH_TASK_ID: String(prep.id ?? 'jobpreparation'), AZ_BATCH_TASK_DIR: dir, AZ_BATCH_TASK_WORKING_DIR: wd };
-        out = await this.runToEnd({ commandLine: String(prep.commandLine ?? ''), cwd: wd, env, outDir: dir, maxWallClockMs: timerMs(constraints.maxWallClockTime), container: prep.containerSettings, node });
-      } catch (e) {
-        out = { failureInfo: failure('BlobDownloadMiscError', `Resource file download failed: ${(e as Error).message}`) };
-      }
+        return this.runToEnd({ commandLine: String(prep.commandLine ?? ''), cwd: wd, env, outDir: dir, maxWallClockMs: timerMs(constraints.maxWallClockTime), container: prep.containerSettings, node });
+      });
       const ok = out.exitCode === 0 && !out.failureInfo;
       if (!ok && !node.removed && (maxRetries === -1 || attempt < maxRetries)) {
         info.retryCount = attempt + 1;
@@ -236,31 +251,15 @@ export class TaskExecutor {
   }
 
   private async runRelease(job: JobRecord, node: NodeRecord, release: Json): Promise<void> {
-    const prep = job.spec.jobPreparationTask as Json;
-    const rel = `workitems/${job.id}/job-1/${typeof release.id === 'string' ? release.id : 'jobrelease'}`;
-    const dir = path.join(node.rootDir, rel);
-    const wd = path.join(dir, 'wd');
-    mkdirSync(wd, { recursive: true });
-    const entry = node.jobTasks.get(job.id.toLowerCase()) ?? {};
-    node.jobTasks.set(job.id.toLowerCase(), entry);
-    const info: NonNullable<typeof entry.release> = { state: 'running', startTime: new Date(), retryCount: 0, requeueCount: 0, taskRootDirectory: rel };
-    entry.release = info;
-    let out: RunOutcome;
-    const injected = this.engine.cfg.faults.releaseTaskFailureExitCode(node.poolId, node.ordinal);
-    if (injected !== undefined) {
-      out = { exitCode: injected, failureInfo: EXIT_FAILURE() };
-    } else {
-      try {
-        await downloadResourceFiles(release.resourceFiles as Json[] | undefined, wd);
-        const prepDir = path.join(node.rootDir, `workitems/${job.id}/job-1/${typeof prep.id === 'string' ? prep.id : 'jobpreparation'}`);
-        const env = { ...this.jobEnv(job, node), ...userEnv(release.environmentSettings), AZ_BATCH_TASK_ID: String(release.id ?? 'jobrelease'), AZ_BATCH_TASK_DIR: dir, AZ_BATCH_TASK_WORKING_DIR: wd, AZ_BATCH_JOB_PREP_DIR: prepDir, AZ_BATCH_JOB_PREP_WORKING_DIR: path.join(prepDir, 'wd') };
-        // Batch caps release tasks at 15 minutes.
-        const max = Math.min(timerMs(release.maxWallClockTime) ?? 15 * 60_000, 15 * 60_000);
-        out = await this.runToEnd({ commandLine: String(release.commandLine ?? ''), cwd: wd, env, outDir: dir, maxWallClockMs: max, container: release.containerSettings, node });
-      } catch (e) {
-        out = { failureInfo: failure('BlobDownloadMiscError', `Resource file download failed: ${(e as Error).message}`) };
-      }
-    }
+    const { dir, wd, info } = this.beginJobTask(job, node, 'release', release);
+    const out = await runOrFail(this.engine.cfg.faults.releaseTaskFailureExitCode(node.poolId, node.ordinal), async () => {
+      await downloadResourceFiles(release.resourceFiles as Json[] | undefined, wd);
+      const prepDir = path.join(node.rootDir, jobTaskRelative(job.id, job.spec.jobPreparationTask as Json, 'jobpreparation'));
+      const env = { ...this.jobEnv(job, node), ...userEnv(release.environmentSettings), AZ_BATCH_TASK_ID: String(release.id ?? 'jobrelease'), AZ_BATCH_TASK_DIR: dir, AZ_BATCH_TASK_WORKING_DIR: wd, AZ_BATCH_JOB_PREP_DIR: prepDir, AZ_BATCH_JOB_PREP_WORKING_DIR: path.join(prepDir, 'wd') };
+      // Batch caps release tasks at 15 minutes.
+      const max = Math.min(timerMs(release.maxWallClockTime) ?? 15 * 60_000, 15 * 60_000);
+      return this.runToEnd({ commandLine: String(release.commandLine ?? ''), cwd: wd, env, outDir: dir, maxWallClockMs: max, container: release.containerSettings, node });
+    });
     const ok = out.exitCode === 0 && !out.failureInfo;
     Object.assign(info, { state: 'completed', endTime: new Date(), exitCode: out.exitCode, failureInfo: out.failureInfo, result: ok ? 'success' : 'failure' });
   }
@@ -271,7 +270,7 @@ export class TaskExecutor {
     const env: Record<string, string> = { ...this.engine.nodeEnv(node), ...userEnv(job.spec.commonEnvironmentSettings), AZ_BATCH_JOB_ID: job.id };
     const prep = job.spec.jobPreparationTask as Json | undefined;
     if (prep) {
-      const prepDir = path.join(node.rootDir, `workitems/${job.id}/job-1/${typeof prep.id === 'string' ? prep.id : 'jobpreparation'}`);
+      const prepDir = path.join(node.rootDir, jobTaskRelative(job.id, prep, 'jobpreparation'));
       env.AZ_BATCH_JOB_PREP_DIR = prepDir;
       env.AZ_BATCH_JOB_PREP_WORKING_DIR = path.join(prepDir, 'wd');
     }
@@ -338,7 +337,7 @@ export class TaskExecutor {
     try {
       await downloadResourceFiles(task.spec.resourceFiles as Json[] | undefined, path.join(dir, 'wd'));
     } catch (e) {
-      return { failureInfo: failure('BlobDownloadMiscError', `Resource file download failed: ${(e as Error).message}`) };
+      return downloadFailure(e);
     }
     return this.runToEnd({
       commandLine: String(task.spec.commandLine ?? ''),
@@ -394,7 +393,7 @@ export class TaskExecutor {
           await downloadResourceFiles(mi.commonResourceFiles as Json[] | undefined, dir);
           if (i === 0) await downloadResourceFiles(task.spec.resourceFiles as Json[] | undefined, path.join(dir, 'wd'));
         } catch (e) {
-          return { failureInfo: failure('BlobDownloadMiscError', `Resource file download failed: ${(e as Error).message}`) };
+          return downloadFailure(e);
         }
         if (!coordination) return { exitCode: 0 };
         // The primary keeps stdout.txt for the application command; its coordination output goes beside it.
