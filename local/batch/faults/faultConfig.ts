@@ -82,6 +82,11 @@ export class FaultState {
     return filter === undefined || filter.toLowerCase() === poolId.toLowerCase();
   }
 
+  /** Whether a "first `count` nodes of a pool" fault hits the node with this 0-based creation `ordinal`. */
+  private hits<F extends { count: number; poolId?: string }>(f: F | undefined, poolId: string, ordinal: number): f is F {
+    return !!f && this.appliesTo(poolId, f.poolId) && ordinal < f.count;
+  }
+
   allocationLimit(poolId: string): { maxNodes: number; code: string; message: string } | undefined {
     const a = this.config.allocation;
     if (!a || !this.appliesTo(poolId, a.poolId)) return undefined;
@@ -96,28 +101,23 @@ export class FaultState {
     };
   }
 
-  /** `ordinal` is the node's 0-based creation order within its pool. */
   nodeBecomesUnusable(poolId: string, ordinal: number): boolean {
-    const u = this.config.unusableNodes;
-    return !!u && this.appliesTo(poolId, u.poolId) && ordinal < u.count;
+    return this.hits(this.config.unusableNodes, poolId, ordinal);
   }
 
   startTaskFailureExitCode(poolId: string, ordinal: number): number | undefined {
     const s = this.config.startTaskFailure;
-    if (!s || !this.appliesTo(poolId, s.poolId) || ordinal >= s.count) return undefined;
-    return s.exitCode ?? 1;
+    return this.hits(s, poolId, ordinal) ? (s.exitCode ?? 1) : undefined;
   }
 
   releaseTaskFailureExitCode(poolId: string, ordinal: number): number | undefined {
     const s = this.config.releaseTaskFailure;
-    if (!s || !this.appliesTo(poolId, s.poolId) || ordinal >= s.count) return undefined;
-    return s.exitCode ?? 1;
+    return this.hits(s, poolId, ordinal) ? (s.exitCode ?? 1) : undefined;
   }
 
   extraAllocateMs(poolId: string, ordinal: number): number {
     const s = this.config.slowNodes;
-    if (!s || !this.appliesTo(poolId, s.poolId) || ordinal >= s.count) return 0;
-    return s.extraAllocateMs;
+    return this.hits(s, poolId, ordinal) ? s.extraAllocateMs : 0;
   }
 
   get ignoreAffinity(): boolean {
