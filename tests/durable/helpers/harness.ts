@@ -1,25 +1,11 @@
 /** Azurite + the local host with the Durable engine over the fixture app, in this (jest) process. */
 import * as path from 'node:path';
-import { Writable } from 'node:stream';
 import { startAzurite, type AzuriteHandle } from '../../../local/azurite';
 import { startFunctionsHost, type FunctionsHostHandle } from '../../../local/host';
 import { createDurableExtension, type DurableExtension, type DurableOptions } from '../../../local/durable';
+import { LogCapture } from '../../host/harness';
 
 export const DURABLE_APP = path.resolve(__dirname, '../../fixtures/durable-app');
-
-export interface LogLine {
-  level: number;
-  msg: string;
-  [k: string]: unknown;
-}
-
-export class LogCapture extends Writable {
-  readonly lines: LogLine[] = [];
-  override _write(chunk: Buffer, _enc: BufferEncoding, cb: () => void): void {
-    for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) this.lines.push(JSON.parse(line) as LogLine);
-    cb();
-  }
-}
 
 export interface DurableStack {
   azurite: AzuriteHandle;
