@@ -40,8 +40,13 @@ export function formatJob(view: JobView): string {
   return lines.join('\n');
 }
 
+/** One line per poll, for pipes and logs: the state, the live counters and the last error. */
+export function statusLine(view: Pick<JobView, 'state' | 'progress'>): string {
+  return `${view.state.padEnd(13)} ${progressLine(view)}${view.progress?.lastError ? `  (${view.progress.lastError})` : ''}`;
+}
+
 /** The live counters on one line: "nodes ready 2/2 · shards staged 0/0 · mpi running". */
-export function progressLine(view: JobView): string {
+export function progressLine(view: Pick<JobView, 'progress'>): string {
   const p = view.progress?.progress ?? {};
   const parts: string[] = [];
   const counter = (label: string, c: { done: number; total: number } | undefined) => {

@@ -4,7 +4,7 @@
  */
 import { MultiBar, Presets, type SingleBar } from 'cli-progress';
 import type { JobView } from './apiClient';
-import { progressLine } from './format';
+import { statusLine } from './format';
 import { stageRows, type StageRow } from './stageRows';
 
 export interface ProgressDisplay {
@@ -23,7 +23,7 @@ class LineDisplay implements ProgressDisplay {
   constructor(private readonly write: Write) {}
 
   update(view: JobView): void {
-    const line = `${view.state.padEnd(13)} ${progressLine(view)}${view.progress?.lastError ? `  (${view.progress.lastError})` : ''}`.trimEnd();
+    const line = statusLine(view).trimEnd();
     if (line === this.last) return;
     this.last = line;
     this.write(`${line}\n`);

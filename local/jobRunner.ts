@@ -9,12 +9,14 @@ import { REPO_ROOT, type Stack } from './stack';
 import { STAGING_ACCOUNTS } from './azurite';
 import { shapeForSize, type ExpectedResult } from '../examples/data/dataset';
 import { uploadDataset } from '../examples/data/upload';
+import { statusLine } from '../cli/format';
+import type { LiveProgress } from '../cli/apiClient';
 
 export interface JobViewLite {
   id: string;
   state: string;
   stage: string;
-  progress?: { stage?: string; progress?: Record<string, unknown>; lastError?: string } | null;
+  progress?: LiveProgress | null;
   result?: { exitCode?: number; timings?: Record<string, { startedAt: string; endedAt?: string }>; nodeMinutes?: number; logs?: { node: string; stdout: string; stderr: string }[]; mpi?: { stdoutTail?: string } };
   error?: { code: string; message: string };
   batchPoolId?: string;
@@ -25,24 +27,6 @@ export interface JobViewLite {
 
 const TERMINAL = new Set(['Succeeded', 'Failed', 'Cancelled']);
 export type Say = (msg: string) => void;
-
-export function describeProgress(view: JobViewLite): string {
-  const p = view.progress?.progress ?? {};
-  const parts: string[] = [];
-  const counter = (label: string, c: unknown) => {
-    const v = c as { done?: number; total?: number } | undefined;
-    if (v && typeof v.done === 'number') parts.push(`${label} ${v.done}/${v.total}`);
-  };
-  counter('nodes ready', p.nodesReady);
-  counter('images pulled', p.imagesPulled);
-  counter('shards staged', p.shardsStaged);
-  counter('shards on nodes', p.shardsDownloaded);
-  const mpi = p.mpi as { state?: string } | undefined;
-  if (mpi?.state) parts.push(`mpi ${mpi.state}`);
-  const cleanup = p.cleanup as { done?: string[] } | undefined;
-  if (cleanup?.done?.length) parts.push(`cleanup: ${cleanup.done.join(', ')}`);
-  return parts.join(' · ');
-}
 
 export async function submitSpec(stack: Stack, specText: string): Promise<string> {
   const res = await fetch(`${stack.baseUrl}/api/jobs`, {
@@ -61,7 +45,7 @@ export async function watchJob(stack: Stack, id: string, timeoutMs: number, say:
   for (;;) {
     const res = await fetch(`${stack.baseUrl}/api/jobs/${id}`);
     const view = (await res.json()) as JobViewLite;
-    const line = `${view.state.padEnd(13)} ${describeProgress(view)}${view.progress?.lastError ? `  (${view.progress.lastError})` : ''}`;
+    const line = statusLine(view);
     if (line !== last) {
       say(line);
       last = line;
