@@ -38,21 +38,11 @@ import {
   type PoolSnapshot,
   type TaskSnapshot,
 } from '../../shared/batch';
+import { until } from './until';
 
 const JOB = 'adapterjob';
 const POOL = `${JOB}-pool`;
 const BATCH_JOB = `${JOB}-run`;
-
-/** Test-side polling: the adapter never waits, the orchestrator does (with durable timers). */
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 40));
-  }
-}
 
 const completed = (ctx: BatchContext, job: string, task: string) =>
   until<TaskSnapshot>(`task ${task} completed`, async () => {

@@ -11,22 +11,13 @@ import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch'
 import { createContractRecorder, createContractValidator, type ContractRecorder } from '../../local/batch/contract';
 import { loadConfig } from '../../shared/config';
 import * as batch from '../../shared/batch';
+import { until } from './until';
 
 const JOB = 'contractjob';
 const POOL = `${JOB}-pool`;
 const BJOB = `${JOB}-run`;
 /** The workload must touch at least this many distinct spec operations. */
 const MIN_OPERATIONS = 22;
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 40));
-  }
-}
 
 describe('every exchange of the adapter workload conforms to the Batch OpenAPI document', () => {
   let emu: BatchEmulatorHandle;

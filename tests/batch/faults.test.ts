@@ -30,18 +30,9 @@ import {
   type RetryEvent,
   type RetryPolicy,
 } from '../../shared/batch';
+import { until } from './until';
 
 const FAST_RETRY: RetryPolicy = { maxAttempts: 6, initialMs: 10, maxMs: 2_000, multiplier: 2, jitter: 0.5 };
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 40));
-  }
-}
 
 const steady = (ctx: BatchContext, poolId: string, pred: (s: PoolSnapshot) => boolean = () => true) =>
   until(`pool ${poolId} steady`, async () => {
