@@ -27,6 +27,12 @@ function sendError(res: ServerResponse, status: number, code: ErrorCode, message
   res.end(head ? undefined : body);
 }
 
+function sendJson(res: ServerResponse, value: unknown, head: boolean): void {
+  const body = JSON.stringify(value);
+  res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
+  res.end(head ? undefined : body);
+}
+
 export function clientKey(req: IncomingMessage): string {
   const h = req.headers['x-pull-client'];
   const v = Array.isArray(h) ? h[0] : h;
@@ -84,10 +90,7 @@ export async function handleRequest(ctx: RegistryContext, req: IncomingMessage, 
 
   if (pathname === '/v2/' || pathname === '/v2') {
     ctx.admission.countRequest(key);
-    const body = '{}';
-    res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': body.length });
-    res.end(head ? undefined : body);
-    return;
+    return sendJson(res, {}, head);
   }
   if (method !== 'GET' && method !== 'HEAD') {
     ctx.admission.countRequest(key);
@@ -96,10 +99,7 @@ export async function handleRequest(ctx: RegistryContext, req: IncomingMessage, 
   }
   if (pathname === '/v2/_catalog') {
     ctx.admission.countRequest(key);
-    const body = JSON.stringify({ repositories: ctx.catalog.repositories() });
-    res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
-    res.end(head ? undefined : body);
-    return;
+    return sendJson(res, { repositories: ctx.catalog.repositories() }, head);
   }
   const tagsMatch = TAGS.exec(pathname);
   if (tagsMatch) {
@@ -107,10 +107,7 @@ export async function handleRequest(ctx: RegistryContext, req: IncomingMessage, 
     const name = tagsMatch[1];
     const tags = ctx.catalog.tags(name);
     if (!tags) return sendError(res, 404, 'NAME_UNKNOWN', `repository name not known to registry`, { name }, head);
-    const body = JSON.stringify({ name, tags });
-    res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
-    res.end(head ? undefined : body);
-    return;
+    return sendJson(res, { name, tags }, head);
   }
   const m = ROUTE.exec(pathname);
   if (!m) {
