@@ -108,6 +108,18 @@ export function selectBatch(current: InstanceState | undefined, msgs: ControlMes
   const drop = (m: ControlMessage, why: string): void => {
     sel.dropped.push({ id: m.id, why });
   };
+  /** A start or control message opens its own episode: when this one already has content, hold it and all after it. */
+  const holdIfBusy = (m: ControlMessage): boolean => {
+    if (sel.deliver.length === 0 && !sel.control) return false;
+    sel.held.push(m.id);
+    cut = true;
+    return true;
+  };
+  const takeControl = (m: ControlMessage, control: NonNullable<Selection['control']>, reason: string | undefined): void => {
+    sel.control = control;
+    sel.controlReason = reason;
+    sel.consumed.push(m.id);
+  };
 
   for (const m of msgs) {
     if (cut) {
@@ -123,11 +135,7 @@ export function selectBatch(current: InstanceState | undefined, msgs: ControlMes
       const fresh = !state || (isTerminal(state.status) && state.executionId !== m.executionId);
       const pendingStart = state && state.executionId === m.executionId && state.historyLength === 0 && !sel.deliver.length;
       if (fresh || pendingStart) {
-        if (sel.deliver.length > 0 || sel.control) {
-          sel.held.push(m.id);
-          cut = true;
-          continue;
-        }
+        if (holdIfBusy(m)) continue;
         if (fresh) {
           state = newInstanceState({
             instanceId: m.instanceId,
@@ -167,14 +175,7 @@ export function selectBatch(current: InstanceState | undefined, msgs: ControlMes
       continue;
     }
     if (e.EventType === EventType.ExecutionTerminated) {
-      if (sel.deliver.length > 0 || sel.control) {
-        sel.held.push(m.id);
-        cut = true;
-        continue;
-      }
-      sel.control = 'terminate';
-      sel.controlReason = e.Input;
-      sel.consumed.push(m.id);
+      if (!holdIfBusy(m)) takeControl(m, 'terminate', e.Input);
       cut = true;
       continue;
     }
@@ -183,14 +184,7 @@ export function selectBatch(current: InstanceState | undefined, msgs: ControlMes
         drop(m, 'already suspended');
         continue;
       }
-      if (sel.deliver.length > 0 || sel.control) {
-        sel.held.push(m.id);
-        cut = true;
-        continue;
-      }
-      sel.control = 'suspend';
-      sel.controlReason = e.Reason;
-      sel.consumed.push(m.id);
+      if (!holdIfBusy(m)) takeControl(m, 'suspend', e.Reason);
       cut = true;
       continue;
     }
@@ -199,14 +193,8 @@ export function selectBatch(current: InstanceState | undefined, msgs: ControlMes
         drop(m, 'not suspended');
         continue;
       }
-      if (sel.deliver.length > 0 || sel.control) {
-        sel.held.push(m.id);
-        cut = true;
-        continue;
-      }
-      sel.control = 'resume';
-      sel.controlReason = e.Reason;
-      sel.consumed.push(m.id);
+      if (holdIfBusy(m)) continue;
+      takeControl(m, 'resume', e.Reason);
       state.suspended = false;
       // Events parked while suspended go first, under the same one-retry-event-last rule.
       const parked = state.inbox;
