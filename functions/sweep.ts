@@ -10,24 +10,20 @@ import { sweepSchedule } from '../shared/config';
 import { runSweep, type OrchestrationControl } from '../shared/ops/sweep';
 import { blobAccount } from '../shared/storage/clients';
 import { appConfig, batchContext, jobStore } from '../orchestrations/activities/services';
+import { instanceStatus } from './lib/durable';
 
 /** The Durable client as the sweep needs it: status (absent when there is no instance) and terminate. */
 export function durableControl(client: DurableClient): OrchestrationControl {
   return {
     async status(instanceId) {
-      try {
-        const s = await client.getStatus(instanceId, { showInput: false });
-        if (!s || !s.runtimeStatus) return undefined;
-        const custom = s.customStatus as { updatedAt?: unknown } | undefined;
-        return {
-          runtimeStatus: String(s.runtimeStatus),
-          lastUpdatedTime: new Date(s.lastUpdatedTime).toISOString(),
-          progressAt: typeof custom?.updatedAt === 'string' ? custom.updatedAt : undefined,
-        };
-      } catch (err) {
-        if (/404|not found|no instance/i.test((err as Error).message)) return undefined;
-        throw err;
-      }
+      const s = await instanceStatus(client, instanceId);
+      if (!s || !s.runtimeStatus) return undefined;
+      const custom = s.customStatus as { updatedAt?: unknown } | undefined;
+      return {
+        runtimeStatus: String(s.runtimeStatus),
+        lastUpdatedTime: new Date(s.lastUpdatedTime).toISOString(),
+        progressAt: typeof custom?.updatedAt === 'string' ? custom.updatedAt : undefined,
+      };
     },
     async terminate(instanceId, reason) {
       await client.terminate(instanceId, reason);

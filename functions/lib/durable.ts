@@ -1,19 +1,24 @@
 /** Adapters from the Durable client to the intake's small interfaces (start once, raise cancel, read progress). */
-import type { DurableClient } from 'durable-functions';
+import type { DurableClient, DurableOrchestrationStatus } from 'durable-functions';
 import { MPI_JOB, type MpiJobInput } from '../../orchestrations/mpiJob';
 import type { CancelSignal } from '../../shared/intake/cancel';
 import type { OrchestrationStarter } from '../../shared/intake/submit';
 import { pipelineSettings } from '../../shared/intake/settings';
 import { appConfig } from '../../orchestrations/activities/services';
 
-async function exists(client: DurableClient, id: string): Promise<{ runtimeStatus: string; customStatus?: unknown } | undefined> {
+/** The instance's status, or undefined when there is no such instance. */
+export async function instanceStatus(client: DurableClient, id: string): Promise<DurableOrchestrationStatus | undefined> {
   try {
-    const s = await client.getStatus(id, { showInput: false });
-    return { runtimeStatus: String(s.runtimeStatus), customStatus: s.customStatus };
+    return await client.getStatus(id, { showInput: false });
   } catch (err) {
     if (/404|not found|no instance/i.test((err as Error).message)) return undefined;
     throw err;
   }
+}
+
+async function exists(client: DurableClient, id: string): Promise<{ runtimeStatus: string; customStatus?: unknown } | undefined> {
+  const s = await instanceStatus(client, id);
+  return s && { runtimeStatus: String(s.runtimeStatus), customStatus: s.customStatus };
 }
 
 export function orchestrationStarter(client: DurableClient): OrchestrationStarter {
