@@ -247,8 +247,7 @@ export class ManagementApi {
 
   /** Local extension (not in the Durable API): the history as the timeline command prints it. */
   private async timeline(instanceId: string): Promise<Reply> {
-    const row = await this.store.getInstance(instanceId);
-    const loaded = await this.store.load(instanceId);
+    const [row, loaded] = await Promise.all([this.store.getInstance(instanceId), this.store.load(instanceId)]);
     if (!row && !loaded) throw new HttpError(404, `No instance with ID '${instanceId}' found.`);
     return { status: 200, text: formatTimeline(row, loaded?.state, loaded?.history ?? []) + '\n' };
   }
