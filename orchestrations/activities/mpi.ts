@@ -26,18 +26,22 @@ export async function mpiTaskObserve(input: { batchJobId: string; taskId: string
 export async function mpiResultCollect(input: { batchJobId: string; taskId: string }): Promise<MpiResult> {
   const ctx = batchContext();
   const task = await getTask(ctx, input.batchJobId, input.taskId);
-  const subtasks = task.state === 'missing' ? [] : await listSubtasks(ctx, input.batchJobId, input.taskId);
-  const stdout = await readTaskFile(ctx, input.batchJobId, input.taskId, 'stdout.txt', { maxBytes: 16 * 1024 }).catch(() => undefined);
-  const stderr = await readTaskFile(ctx, input.batchJobId, input.taskId, 'stderr.txt', { maxBytes: 8 * 1024 }).catch(() => undefined);
-  const base = `${appConfig().batch.accountUrl}/jobs/${input.batchJobId}/tasks/${input.taskId}`;
+  // The pool is billed until cleanup, which waits for this activity: the reads go out together.
+  const [subtasks, stdout, stderr] = await Promise.all([
+    task.state === 'missing' ? [] : listSubtasks(ctx, input.batchJobId, input.taskId),
+    readTaskFile(ctx, input.batchJobId, input.taskId, 'stdout.txt', { maxBytes: 16 * 1024 }).catch(() => undefined),
+    readTaskFile(ctx, input.batchJobId, input.taskId, 'stderr.txt', { maxBytes: 8 * 1024 }).catch(() => undefined),
+  ]);
+  const { accountUrl } = appConfig().batch;
+  const base = `${accountUrl}/jobs/${input.batchJobId}/tasks/${input.taskId}`;
   const logs = [
     { node: task.nodeId ?? 'master', stdout: `${base}/files/stdout.txt`, stderr: `${base}/files/stderr.txt` },
     ...subtasks
       .filter((s) => s.id !== 0 && s.nodeId && s.taskRootDirectory)
       .map((s) => ({
         node: s.nodeId as string,
-        stdout: `${appConfig().batch.accountUrl}/pools/${task.poolId}/nodes/${s.nodeId}/files/${s.taskRootDirectory}/stdout.txt`,
-        stderr: `${appConfig().batch.accountUrl}/pools/${task.poolId}/nodes/${s.nodeId}/files/${s.taskRootDirectory}/stderr.txt`,
+        stdout: `${accountUrl}/pools/${task.poolId}/nodes/${s.nodeId}/files/${s.taskRootDirectory}/stdout.txt`,
+        stderr: `${accountUrl}/pools/${task.poolId}/nodes/${s.nodeId}/files/${s.taskRootDirectory}/stderr.txt`,
       })),
   ];
   const failedSub = subtasks.find((s) => s.exitCode !== undefined && s.exitCode !== 0);
