@@ -1,28 +1,18 @@
 /** hpcjob usage: node-minutes and estimated cost per day and per tag (GET /api/usage). */
 import { printJson, type CommandContext } from '../context';
 import { ExitCode } from '../errors';
+import type { UsageBucket, UsageReport } from '../../shared/ops/usage';
 
-interface Bucket {
-  jobs: number;
-  nodeMinutes: number;
-  estimatedCost: number;
-  unpriced: number;
-}
+/** As GET /api/usage answers it; parts may be missing (the text falls back to the JSON). */
+type Report = Partial<UsageReport>;
 
-interface UsageReport {
-  currency?: string;
-  perDay?: Record<string, Bucket>;
-  perTag?: Record<string, Bucket>;
-  total?: Bucket;
-}
-
-function row(name: string, b: Bucket, currency: string): string {
+function row(name: string, b: UsageBucket, currency: string): string {
   const cost = `${b.estimatedCost.toFixed(2)} ${currency}${b.unpriced ? ` (+${b.unpriced} unpriced)` : ''}`;
   return `  ${name.padEnd(24)} ${String(b.jobs).padStart(5)} jobs ${b.nodeMinutes.toFixed(2).padStart(12)} node-min  ${cost}`;
 }
 
 export async function usageCommand(ctx: CommandContext, query: URLSearchParams): Promise<number> {
-  const report = (await ctx.api().usage(query)) as UsageReport;
+  const report = (await ctx.api().usage(query)) as Report;
   if (ctx.json) {
     printJson(ctx, report);
     return ExitCode.Ok;
@@ -30,7 +20,7 @@ export async function usageCommand(ctx: CommandContext, query: URLSearchParams):
   const currency = report.currency ?? '';
   const lines: string[] = [];
   if (report.total) lines.push('total', row('all jobs', report.total, currency));
-  const section = (title: string, buckets: Record<string, Bucket> | undefined) => {
+  const section = (title: string, buckets: Record<string, UsageBucket> | undefined) => {
     const entries = Object.entries(buckets ?? {}).sort(([a], [b]) => a.localeCompare(b));
     if (entries.length) lines.push(title, ...entries.map(([k, b]) => row(k, b, currency)));
   };
