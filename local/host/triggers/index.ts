@@ -30,7 +30,7 @@ export async function startTriggerListeners(opts: TriggerListenerOptions): Promi
     if (fn.trigger.type === 'queueTrigger') listeners.push(new QueueTriggerListener({ ...deps, fn, options: queueOptions(opts.hostJson) }));
     else if (fn.trigger.type === 'timerTrigger') listeners.push(new TimerTriggerListener({ ...deps, fn, monitor: opts.scheduleMonitor }));
   }
-  for (const l of listeners) await l.prepare?.();
+  await Promise.all(listeners.map((l) => l.prepare?.()));
   listeners.forEach((l) => l.start());
   return {
     stop: async () => {
