@@ -49,10 +49,6 @@ export function createDurableExtension(opts: DurableOptions = {}): DurableExtens
     async start(host: HostContext): Promise<void> {
       const options = resolveOptions(host.hostJson(), opts);
       const log = host.log.child({ component: 'durable', hub: options.hubName });
-      // durable-functions' getClient rewrites every management URL to http://localhost:7071 unless
-      // WEBSITE_HOSTNAME names the real host; our listener is on an ephemeral port. The host sets it
-      // too; setting it here keeps the engine correct under any host (one host per process).
-      process.env.WEBSITE_HOSTNAME = new URL(host.baseUrl()).host;
       const entities = host.functions().filter((f) => f.trigger.type === 'entityTrigger');
       if (entities.length > 0) {
         log.warn({ functions: entities.map((f) => f.name) }, 'entity functions are not supported by the local Durable engine and will not run');
