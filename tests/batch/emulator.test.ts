@@ -141,6 +141,15 @@ describe('Batch emulator through @azure/batch', () => {
   });
 
   describe('nodes and tasks', () => {
+    it("gives a task's own environmentSettings precedence over the job's commonEnvironmentSettings, and Batch's variables over both", async () => {
+      const p = await pool();
+      await waitForNodes(client, p, 1);
+      const j = await job(p, { commonEnvironmentSettings: [{ name: 'WHO', value: 'job' }, { name: 'SHARED', value: 'job' }, { name: 'AZ_BATCH_JOB_ID', value: 'forged' }] });
+      await client.task.add(j, { id: 'env-order', commandLine: `/bin/sh -c 'echo "$WHO|$SHARED|$AZ_BATCH_JOB_ID"'`, environmentSettings: [{ name: 'WHO', value: 'task' }] });
+      await waitForTask(client, j, 'env-order');
+      expect(await readTaskFile(client, j, 'env-order', 'stdout.txt')).toBe(`task|job|${j}\n`);
+    });
+
     it('runs a task as a real process with the AZ_BATCH_* environment and serves its files', async () => {
       const p = await pool();
       const [node] = await waitForNodes(client, p, 1);

@@ -267,22 +267,28 @@ export class TaskExecutor {
   // ---- tasks -------------------------------------------------------------------------------
 
   private jobEnv(job: JobRecord, node: NodeRecord): Record<string, string> {
-    const env: Record<string, string> = { ...this.engine.nodeEnv(node), ...userEnv(job.spec.commonEnvironmentSettings), AZ_BATCH_JOB_ID: job.id };
+    return { ...this.engine.nodeEnv(node), ...userEnv(job.spec.commonEnvironmentSettings), ...this.jobVars(job, node) };
+  }
+
+  /** The job-level variables Batch itself defines (they win over user settings). */
+  private jobVars(job: JobRecord, node: NodeRecord): Record<string, string> {
+    const vars: Record<string, string> = { AZ_BATCH_JOB_ID: job.id };
     const prep = job.spec.jobPreparationTask as Json | undefined;
     if (prep) {
       const prepDir = path.join(node.rootDir, jobTaskRelative(job.id, prep, 'jobpreparation'));
-      env.AZ_BATCH_JOB_PREP_DIR = prepDir;
-      env.AZ_BATCH_JOB_PREP_WORKING_DIR = path.join(prepDir, 'wd');
+      vars.AZ_BATCH_JOB_PREP_DIR = prepDir;
+      vars.AZ_BATCH_JOB_PREP_WORKING_DIR = path.join(prepDir, 'wd');
     }
-    return env;
+    return vars;
   }
 
+  /** A task's own environmentSettings override the job's commonEnvironmentSettings, as in Batch. */
   private taskEnv(job: JobRecord, task: TaskRecord, node: NodeRecord, taskDir: string): Record<string, string> {
     return {
       ...this.engine.nodeEnv(node),
       ...userEnv(job.spec.commonEnvironmentSettings),
       ...userEnv(task.spec.environmentSettings),
-      ...this.jobEnv(job, node),
+      ...this.jobVars(job, node),
       AZ_BATCH_TASK_ID: task.id,
       AZ_BATCH_TASK_DIR: taskDir,
       AZ_BATCH_TASK_WORKING_DIR: path.join(taskDir, 'wd'),
