@@ -1,7 +1,8 @@
 /** The job API over HTTP, for the CLI: one method per endpoint, errors mapped to CliError with exit codes. */
 import { CliError, ExitCode, type FieldError } from './errors';
 import type { Connection } from './connection';
-import type { PipelineStatus } from '../orchestrations/contracts';
+import type { PipelineStatus } from '../shared/contract/progress';
+import type { JobResultView } from '../shared/contract/jobResult';
 
 /** The parts of a job view the CLI reads; the rest is passed through for --json. */
 export interface JobView {
@@ -16,13 +17,7 @@ export interface JobView {
   orchestrationStatus?: string;
   batchPoolId?: string;
   batchJobId?: string;
-  result?: {
-    exitCode?: number;
-    nodeMinutes?: number;
-    timings?: Record<string, { startedAt: string; endedAt?: string }>;
-    logs?: { node: string; stdout: string; stderr: string }[];
-    mpi?: { stdoutTail?: string; failure?: string };
-  };
+  result?: JobResultView;
   error?: { code: string; message: string };
   [extra: string]: unknown;
 }

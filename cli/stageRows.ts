@@ -3,6 +3,7 @@
  * orchestration's custom status is unit-tested without a terminal.
  */
 import type { JobView } from './apiClient';
+import { isTerminal } from '../shared/state/states';
 
 export interface StageRow {
   key: 'nodes' | 'images' | 'staged' | 'onNodes' | 'mpi' | 'cleanup';
@@ -13,15 +14,10 @@ export interface StageRow {
   note: string;
 }
 
-const TERMINAL = new Set(['Succeeded', 'Failed', 'Cancelled']);
-
-export function isTerminalState(state: string): boolean {
-  return TERMINAL.has(state);
-}
 
 export function stageRows(view: JobView): StageRow[] {
   const p = view.progress?.progress ?? {};
-  const finished = isTerminalState(view.state);
+  const finished = isTerminal(view.state);
   const counter = (key: StageRow['key'], label: string, c: { done: number; total: number } | undefined): StageRow =>
     c ? { key, label, done: c.done, total: c.total, note: c.total === 0 ? 'nothing to do' : '' } : { key, label, done: 0, total: 1, note: finished ? 'skipped' : 'waiting' };
   const mpiState = p.mpi?.state;

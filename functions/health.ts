@@ -2,6 +2,7 @@
 import { app, type HttpRequest, type HttpResponseInit } from '@azure/functions';
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
+import { appVersionSetting } from '../shared/config';
 
 /** The app's package.json version, found from here (functions/ in source, dist/functions/ when compiled). */
 function appVersion(): string {
@@ -17,7 +18,7 @@ function appVersion(): string {
   return 'unknown';
 }
 
-const version = process.env.APP_VERSION ?? appVersion();
+const version = appVersionSetting() ?? appVersion();
 
 export function health(_req: HttpRequest): HttpResponseInit {
   return { status: 200, jsonBody: { status: 'ok', version } };

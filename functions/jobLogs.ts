@@ -9,11 +9,13 @@
  */
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 import { BatchError, getTask, listSubtasks, readNodeFile, readTaskFile, type BatchContext, type FileContent } from '../shared/batch';
-import { batchContext, jobStore } from '../orchestrations/activities/services';
+import { batchContext, jobStore } from '../shared/services';
+import { MPI_TASK_ID } from '../shared/planning/jobPlan';
+import type { JobResult } from '../shared/contract';
+import { isTerminal } from '../shared/state';
+import { invalidRequest, problem, unavailable } from './lib/http';
 
 const MAX_BYTES = 1024 * 1024;
-/** The MPI task's id when the result does not name it (see shared/pipeline/jobPlan.ts, mpiTaskId). */
-const DEFAULT_MPI_TASK_ID = 'mpi';
 
 type Stream = 'stdout' | 'stderr';
 
@@ -33,25 +35,14 @@ export interface JobLogsResponse {
   message?: string;
 }
 
-interface RecordedResult {
-  logs?: { node: string; stdout: string; stderr: string }[];
-  mpi?: { stdoutTail?: string; stderrTail?: string };
-}
-
 interface NodeLog {
   node: string;
   read: (file: string, maxBytes: number) => Promise<FileContent>;
 }
 
-function problem(status: number, error: string, message: string): HttpResponseInit {
-  return { status, jsonBody: { error, message } };
-}
-
-/** The MPI task id out of a recorded master log URL (.../jobs/{job}/tasks/{task}/files/stdout.txt). */
-function taskIdFromResult(result: RecordedResult | undefined): string {
-  const url = result?.logs?.[0]?.stdout;
-  const m = url ? /\/tasks\/([^/]+)\/files\//.exec(url) : null;
-  return m ? decodeURIComponent(m[1]) : DEFAULT_MPI_TASK_ID;
+/** The MPI task of the job: the one its result names (results recorded before the id was kept name none). */
+function mpiTaskIdOf(result: JobResult | undefined): string {
+  return result?.mpi?.taskId ?? MPI_TASK_ID;
 }
 
 /** Where each node's files are, asked from Batch now: the master's task directory and every subtask's. */
@@ -97,19 +88,19 @@ export async function jobLogsHttp(request: HttpRequest, context: InvocationConte
   const id = request.params.id;
   const stream = (request.query.get('stream') ?? 'stdout') as Stream;
   if (stream !== 'stdout' && stream !== 'stderr') {
-    return { status: 400, jsonBody: { errors: [{ path: 'stream', message: `must be stdout or stderr, got ${JSON.stringify(stream)}` }] } };
+    return invalidRequest([{ path: 'stream', message: `must be stdout or stderr, got ${JSON.stringify(stream)}` }]);
   }
   const sinceText = request.query.get('since') ?? '0';
   const since = Number(sinceText);
   if (!Number.isInteger(since) || since < 0) {
-    return { status: 400, jsonBody: { errors: [{ path: 'since', message: `must be a whole number of bytes, got ${JSON.stringify(sinceText)}` }] } };
+    return invalidRequest([{ path: 'since', message: `must be a whole number of bytes, got ${JSON.stringify(sinceText)}` }]);
   }
   const wanted = request.query.get('node') ?? undefined;
   try {
     const job = await (await jobStore()).get(id);
     if (!job) return problem(404, 'JobNotFound', `no job with id ${id}`);
-    const recorded = job.result as RecordedResult | undefined;
-    const logs = job.batchJobId ? await nodeLogs(batchContext(), job.batchJobId, taskIdFromResult(recorded)) : [];
+    const recorded = job.result;
+    const logs = job.batchJobId ? await nodeLogs(batchContext(), job.batchJobId, mpiTaskIdOf(recorded)) : [];
     const nodes = logs.length ? logs.map((l) => l.node) : (recorded?.logs ?? []).map((l) => l.node);
     const node = wanted ?? nodes[0];
     const base = { jobId: id, stream, nodes };
@@ -136,11 +127,10 @@ export async function jobLogsHttp(request: HttpRequest, context: InvocationConte
       };
       return { status: 200, jsonBody: body };
     }
-    const body: JobLogsResponse = { ...base, node, source: 'none', size: 0, start: 0, content: '', message: `the ${stream} of node ${node} is not available (${['CleaningUp', 'Succeeded', 'Failed', 'Cancelled'].includes(job.state) ? 'the node is gone or the task never ran there' : 'not written yet'})` };
+    const body: JobLogsResponse = { ...base, node, source: 'none', size: 0, start: 0, content: '', message: `the ${stream} of node ${node} is not available (${job.state === 'CleaningUp' || isTerminal(job.state) ? 'the node is gone or the task never ran there' : 'not written yet'})` };
     return { status: 200, jsonBody: body };
   } catch (err) {
-    context.error(`job logs ${id}: ${(err as Error).stack ?? String(err)}`);
-    return { status: 503, headers: { 'Retry-After': '2' }, jsonBody: { error: 'Unavailable', message: `temporarily unavailable: ${(err as Error).message}` } };
+    return unavailable(context, `job logs ${id}`, err);
   }
 }
 

@@ -10,35 +10,20 @@ import * as df from 'durable-functions';
 import { submitJob } from '../shared/intake/submit';
 import { cancelJob } from '../shared/intake/cancel';
 import { parseListQuery, toJobView, jobUrl } from '../shared/state';
-import { jobStore } from '../orchestrations/activities/services';
+import { jobStore } from '../shared/services';
 import { cancelSignal, liveStatus, orchestrationStarter } from './lib/durable';
+import { invalidRequest, problem, unavailable } from './lib/http';
 
 const durableClient = df.input.durableClient();
-
-/** The job's node-minutes and estimated cost (shared/ops/cost.ts), recorded in its result when it ended. */
-function costOf(result: unknown): unknown {
-  const r = result as { cost?: unknown } | null | undefined;
-  return r && typeof r === 'object' ? r.cost : undefined;
-}
 
 function baseUrlOf(request: HttpRequest): string {
   return new URL(request.url).origin;
 }
 
-function problem(status: number, error: string, message: string): HttpResponseInit {
-  return { status, jsonBody: { error, message } };
-}
-
-/** Storage or Durable answered with a transient error: tell the client to retry instead of guessing. */
-function unavailable(context: InvocationContext, err: unknown): HttpResponseInit {
-  context.error(`job API dependency failed: ${(err as Error).stack ?? String(err)}`);
-  return { status: 503, headers: { 'Retry-After': '2' }, jsonBody: { error: 'Unavailable', message: `temporarily unavailable: ${(err as Error).message}` } };
-}
-
 export async function submitJobHttp(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   const client = df.getClient(context);
   const body = await request.text();
-  if (!body.trim()) return { status: 400, jsonBody: { errors: [{ path: '', message: 'the request body is empty: send a job spec as JSON or YAML' }] } };
+  if (!body.trim()) return invalidRequest([{ path: '', message: 'the request body is empty: send a job spec as JSON or YAML' }]);
   try {
     const store = await jobStore();
     const outcome = await submitJob(store, orchestrationStarter(client), {
@@ -47,7 +32,7 @@ export async function submitJobHttp(request: HttpRequest, context: InvocationCon
       idempotencyKey: request.headers.get('idempotency-key') ?? undefined,
       owner: request.headers.get('x-ms-client-principal-name') ?? 'api',
     });
-    if (outcome.kind === 'invalid') return { status: 400, jsonBody: { errors: outcome.errors } };
+    if (outcome.kind === 'invalid') return invalidRequest(outcome.errors);
     if (outcome.kind === 'conflict') {
       return {
         status: 409,
@@ -73,7 +58,7 @@ export async function submitJobHttp(request: HttpRequest, context: InvocationCon
       },
     };
   } catch (err) {
-    return unavailable(context, err);
+    return unavailable(context, 'job API', err);
   }
 }
 
@@ -87,23 +72,23 @@ export async function getJobHttp(request: HttpRequest, context: InvocationContex
     const view = toJobView(job, { baseUrl: baseUrlOf(request), includeSpec: true });
     return {
       status: 200,
-      jsonBody: { ...view, progress: live?.customStatus ?? view.progress, orchestrationStatus: live?.runtimeStatus, cost: costOf(view.result), timeline: events },
+      jsonBody: { ...view, progress: live?.customStatus ?? view.progress, orchestrationStatus: live?.runtimeStatus, cost: job.result?.cost, timeline: events },
     };
   } catch (err) {
-    return unavailable(context, err);
+    return unavailable(context, 'job API', err);
   }
 }
 
 export async function listJobsHttp(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   const parsed = parseListQuery(request.query);
-  if (!parsed.ok) return { status: 400, jsonBody: { errors: parsed.errors } };
+  if (!parsed.ok) return invalidRequest(parsed.errors);
   try {
     const store = await jobStore();
     const page = await store.list(parsed.query);
     const base = baseUrlOf(request);
     return { status: 200, jsonBody: { jobs: page.jobs.map((j) => toJobView(j, { baseUrl: base })), continuationToken: page.continuationToken } };
   } catch (err) {
-    return unavailable(context, err);
+    return unavailable(context, 'job API', err);
   }
 }
 
@@ -118,7 +103,7 @@ export async function cancelJobHttp(request: HttpRequest, context: InvocationCon
     if (outcome.kind === 'alreadyFinished') return { status: 200, jsonBody: { job: view, cancelRequested: false } };
     return { status: 202, headers: { Location: jobUrl(id, baseUrlOf(request)) }, jsonBody: { job: view, cancelRequested: true } };
   } catch (err) {
-    return unavailable(context, err);
+    return unavailable(context, 'job API', err);
   }
 }
 

@@ -12,12 +12,10 @@ import { parseJobSpec, deriveJobId } from '../shared/spec';
 import { submitJob } from '../shared/intake/submit';
 import { claimedJobId, recordRejectedSubmission } from '../shared/intake/rejected';
 import { isTerminal } from '../shared/state';
-import { jobStore } from '../orchestrations/activities/services';
+import { appConfig, jobStore } from '../shared/services';
 import { orchestrationStarter } from './lib/durable';
 
 export const SUBMISSIONS_QUEUE = 'job-submissions';
-/** Must match host.json extensions.queues.maxDequeueCount (the host's default is 5). */
-const MAX_DEQUEUE_COUNT = Number(process.env.QUEUE_MAX_DEQUEUE_COUNT ?? 5);
 
 export async function jobSubmissionFromQueue(message: unknown, context: InvocationContext): Promise<void> {
   const dequeueCount = Number(context.triggerMetadata?.dequeueCount ?? 1);
@@ -39,7 +37,7 @@ export async function jobSubmissionFromQueue(message: unknown, context: Invocati
     }
     context.info(`queue message ${messageId}: job ${outcome.job.id} ${outcome.created ? 'accepted' : 'already known'} (orchestration ${outcome.orchestration})`);
   } catch (err) {
-    if (dequeueCount >= MAX_DEQUEUE_COUNT) await markFailedBeforePoison(message, err, context);
+    if (dequeueCount >= appConfig().queueMaxDequeueCount) await markFailedBeforePoison(message, err, context);
     throw err;
   }
 }
@@ -53,7 +51,7 @@ async function markFailedBeforePoison(message: unknown, err: unknown, context: I
     const store = await jobStore();
     const job = await store.get(id);
     if (!job || isTerminal(job.state) || job.state !== 'Submitted') return;
-    await store.transition(id, 'Failed', `intake failed ${MAX_DEQUEUE_COUNT} times; message moved to ${SUBMISSIONS_QUEUE}-poison: ${(err as Error).message}`, {
+    await store.transition(id, 'Failed', `intake failed ${appConfig().queueMaxDequeueCount} times; message moved to ${SUBMISSIONS_QUEUE}-poison: ${(err as Error).message}`, {
       error: { code: 'IntakeFailed', message: (err as Error).message },
     });
   } catch (inner) {

@@ -9,7 +9,7 @@ import type { DurableClient } from 'durable-functions';
 import { sweepSchedule } from '../shared/config';
 import { runSweep, type OrchestrationControl } from '../shared/ops/sweep';
 import { blobAccount } from '../shared/storage/clients';
-import { appConfig, batchContext, jobStore } from '../orchestrations/activities/services';
+import { appConfig, batchContext, jobStore, stagingAccounts } from '../shared/services';
 import { instanceStatus } from './lib/durable';
 
 /** The Durable client as the sweep needs it: status (absent when there is no instance) and terminate. */
@@ -29,11 +29,8 @@ export function durableControl(client: DurableClient): OrchestrationControl {
       await client.terminate(instanceId, reason);
     },
     async purge(instanceId) {
-      try {
-        await client.purgeInstanceHistory(instanceId);
-      } catch (err) {
-        if (!/404|not found/i.test((err as Error).message)) throw err;
-      }
+      // An instance that is already gone answers 404, which the client reports as 0 instances purged.
+      await client.purgeInstanceHistory(instanceId);
     },
   };
 }
@@ -44,17 +41,17 @@ export async function sweepTimer(timer: Timer, context: InvocationContext): Prom
     batch: batchContext(),
     store: await jobStore(),
     orchestrations: durableControl(df.getClient(context)),
-    stagingAccounts: cfg.stagingAccounts.map(blobAccount),
+    stagingAccounts: stagingAccounts(),
     hostBlobs: blobAccount(cfg.hostStorage).service,
     settings: { stallLimitMs: cfg.ops.stallLimitMs, graceMs: cfg.ops.graceMs, stagingRetentionMs: cfg.ops.stagingRetentionMs, jobsRetentionMs: cfg.ops.jobsRetentionMs },
   });
   const failed = report.actions.filter((a) => !a.ok);
-  // One line per run, machine-readable: what was looked at, what each rule did, what failed.
+  // One line per run, machine-readable: what was looked at, what each rule did, what failed, what was skipped.
   const line = JSON.stringify({
     event: 'sweep', runId: report.runId, ran: report.ran, isPastDue: timer.isPastDue, durationMs: report.durationMs,
-    observed: report.observed, counts: report.counts, failed: failed.map((a) => a.error),
+    observed: report.observed, counts: report.counts, failed: failed.map((a) => a.error), skipped: report.skipped,
   });
-  if (failed.length) context.warn(line);
+  if (failed.length || report.skipped.length) context.warn(line);
   else context.info(line);
 }
 

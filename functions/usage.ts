@@ -3,18 +3,13 @@
  * per day (of pool release) and per tag. Reads the cost each job recorded in its result (shared/ops/cost.ts).
  */
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
-import { TERMINAL_STATES, type JobRecord } from '../shared/state';
+import { TERMINAL_STATES } from '../shared/state';
 import { usageReport, type UsageInput } from '../shared/ops/usage';
-import type { JobCost } from '../shared/ops/cost';
-import { jobStore } from '../orchestrations/activities/services';
+import { jobStore } from '../shared/services';
+import { invalidRequest, unavailable } from './lib/http';
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
 const MAX_ROWS = 20_000;
-
-function costOf(job: JobRecord): JobCost | undefined {
-  const r = job.result as { cost?: JobCost } | undefined | null;
-  return r && typeof r === 'object' && r.cost && typeof r.cost === 'object' ? r.cost : undefined;
-}
 
 export async function usageHttp(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   const from = request.query.get('from') ?? undefined;
@@ -23,7 +18,7 @@ export async function usageHttp(request: HttpRequest, context: InvocationContext
   const errors: { path: string; message: string }[] = [];
   if (from !== undefined && !DAY.test(from)) errors.push({ path: 'from', message: 'must be a day, YYYY-MM-DD' });
   if (to !== undefined && !DAY.test(to)) errors.push({ path: 'to', message: 'must be a day, YYYY-MM-DD' });
-  if (errors.length) return { status: 400, jsonBody: { errors } };
+  if (errors.length) return invalidRequest(errors);
   const tag = tagParam ? { key: tagParam.split('=')[0], value: tagParam.includes('=') ? tagParam.slice(tagParam.indexOf('=') + 1) : undefined } : undefined;
   try {
     const store = await jobStore();
@@ -32,7 +27,7 @@ export async function usageHttp(request: HttpRequest, context: InvocationContext
     do {
       const page = await store.list({ state: [...TERMINAL_STATES], tag, top: 1000, continuationToken: token });
       for (const j of page.jobs) {
-        const cost = costOf(j);
+        const cost = j.result?.cost;
         const day = cost?.releasedAt.slice(0, 10);
         if (day && ((from && day < from) || (to && day > to))) continue;
         jobs.push({ id: j.id, tags: j.tags, cost });
@@ -41,8 +36,7 @@ export async function usageHttp(request: HttpRequest, context: InvocationContext
     } while (token && jobs.length < MAX_ROWS);
     return { status: 200, jsonBody: { from, to, tag: tagParam, ...usageReport(jobs) } };
   } catch (err) {
-    context.error(`usage: ${(err as Error).stack ?? String(err)}`);
-    return { status: 503, headers: { 'Retry-After': '2' }, jsonBody: { error: 'Unavailable', message: `temporarily unavailable: ${(err as Error).message}` } };
+    return unavailable(context, 'usage', err);
   }
 }
 

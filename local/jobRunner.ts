@@ -11,13 +11,16 @@ import { shapeForSize, type ExpectedResult } from '../examples/data/dataset';
 import { uploadDataset } from '../examples/data/upload';
 import { statusLine } from '../cli/format';
 import type { LiveProgress } from '../cli/apiClient';
+import type { JobResultView } from '../shared/contract/jobResult';
+import { isOrchestrationAborted } from '../shared/contract/orchestration';
+import { isTerminal } from '../shared/state/states';
 
 export interface JobViewLite {
   id: string;
   state: string;
   stage: string;
   progress?: LiveProgress | null;
-  result?: { exitCode?: number; timings?: Record<string, { startedAt: string; endedAt?: string }>; nodeMinutes?: number; logs?: { node: string; stdout: string; stderr: string }[]; mpi?: { stdoutTail?: string } };
+  result?: JobResultView;
   error?: { code: string; message: string };
   batchPoolId?: string;
   batchJobId?: string;
@@ -25,7 +28,6 @@ export interface JobViewLite {
   timeline?: { kind: string; from?: string | null; to?: string; reason: string }[];
 }
 
-const TERMINAL = new Set(['Succeeded', 'Failed', 'Cancelled']);
 export type Say = (msg: string) => void;
 
 export async function submitSpec(stack: Stack, specText: string): Promise<string> {
@@ -50,8 +52,8 @@ export async function watchJob(stack: Stack, id: string, timeoutMs: number, say:
       say(line);
       last = line;
     }
-    if (TERMINAL.has(view.state)) return view;
-    if (view.orchestrationStatus && ['Failed', 'Terminated'].includes(view.orchestrationStatus)) {
+    if (isTerminal(view.state)) return view;
+    if (view.orchestrationStatus && isOrchestrationAborted(view.orchestrationStatus)) {
       throw new Error(`job ${id} is ${view.state} but its orchestration is ${view.orchestrationStatus}: ${JSON.stringify(view.progress)}`);
     }
     if (Date.now() > deadline) throw new Error(`job ${id} still ${view.state} after ${timeoutMs / 1000} s`);

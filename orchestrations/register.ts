@@ -1,5 +1,7 @@
 /** Registers the mpiJob orchestration and every activity it calls with the Functions programming model. */
-import './mpiJob';
+import * as df from 'durable-functions';
+import { MPI_JOB_ORCHESTRATION } from '../shared/contract';
+import { mpiJobOrchestrator } from './mpiJob';
 import './activities/jobState';
 import './activities/pool';
 import './activities/batchJob';
@@ -7,3 +9,5 @@ import './activities/nodeTasks';
 import './activities/staging';
 import './activities/mpi';
 import './activities/costPrice';
+
+df.app.orchestration(MPI_JOB_ORCHESTRATION, mpiJobOrchestrator);

@@ -31,6 +31,7 @@ fi
 # Compile once; the local stack runs the compiled app exactly as Azure would.
 if [ ! -d dist ] || [ -n "$(find functions orchestrations shared local tests bench cli examples web \( -name '*.ts' -o -name '*.html' -o -name '*.css' \) -newer dist/.build-stamp 2>/dev/null | head -n 1)" ] || [ ! -f dist/.build-stamp ]; then
   echo "[deps] compiling TypeScript"
+  rm -rf dist  # a file removed or moved in the sources must not linger in what the host loads
   node --import tsx web/build.ts
   npx tsc -p tsconfig.json
   touch dist/.build-stamp

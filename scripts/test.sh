@@ -3,6 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh chromium
+echo "[test] type-check the dashboard (browser code, DOM types)"
+npx tsc -p web/tsconfig.json
 echo "[test] eslint"
 npx eslint . --max-warnings=0
 echo "[test] jest"

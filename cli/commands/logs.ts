@@ -6,7 +6,7 @@ import type { JobLogs } from '../apiClient';
 import type { CommandContext } from '../context';
 import { ExitCode } from '../errors';
 import { TransientRetry } from '../transient';
-import { isTerminalState } from '../stageRows';
+import { isTerminal } from '../../shared/state/states';
 
 type Stream = 'stdout' | 'stderr';
 
@@ -83,7 +83,7 @@ export async function logsCommand(ctx: CommandContext, id: string, options: Logs
   for (;;) {
     const view = await retry.call(() => api.getJob(id));
     await readOnce();
-    if (isTerminalState(view.state)) return ExitCode.Ok;
+    if (isTerminal(view.state)) return ExitCode.Ok;
     await sleep(options.intervalMs);
   }
 }

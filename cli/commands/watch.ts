@@ -9,7 +9,8 @@ import { CliError, ExitCode } from '../errors';
 import { TransientRetry } from '../transient';
 import { outcomeReason } from '../format';
 import { createProgressDisplay } from '../progressDisplay';
-import { isTerminalState } from '../stageRows';
+import { isTerminal } from '../../shared/state/states';
+import { isOrchestrationAborted } from '../../shared/contract/orchestration';
 
 export interface WatchOptions {
   intervalMs: number;
@@ -29,8 +30,8 @@ export async function watchCommand(ctx: CommandContext, id: string, options: Wat
     for (;;) {
       view = await retry.call(() => api.getJob(id));
       display?.update(view);
-      if (isTerminalState(view.state)) break;
-      if (view.orchestrationStatus && ['Failed', 'Terminated'].includes(view.orchestrationStatus)) {
+      if (isTerminal(view.state)) break;
+      if (view.orchestrationStatus && isOrchestrationAborted(view.orchestrationStatus)) {
         throw new CliError(`job ${id} is stuck in ${view.state}: its orchestration is ${view.orchestrationStatus}${view.progress?.lastError ? ` (${view.progress.lastError})` : ''}`, ExitCode.Api);
       }
       await sleep(options.intervalMs);

@@ -1,37 +1,55 @@
-/** Adapters from the Durable client to the intake's small interfaces (start once, raise cancel, read progress). */
+/** Adapters from the Durable client to the small interfaces the services need (start once, cancel, read status). */
 import type { DurableClient, DurableOrchestrationStatus } from 'durable-functions';
-import { MPI_JOB, type MpiJobInput } from '../../orchestrations/mpiJob';
+import { CANCEL_EVENT, MPI_JOB_ORCHESTRATION, isOrchestrationFinished, type CancelEventData, type MpiJobInput } from '../../shared/contract';
 import type { CancelSignal } from '../../shared/intake/cancel';
 import type { OrchestrationStarter } from '../../shared/intake/submit';
 import { pipelineSettings } from '../../shared/intake/settings';
-import { appConfig } from '../../orchestrations/activities/services';
+import { appConfig } from '../../shared/services';
+
+/**
+ * The HTTP status behind a DurableClient error. The library (durable-functions 3.x) turns the management API's
+ * answers into plain Errors: "…replied with HTTP 404 response…" from getStatus, "…unexpected status code: 409…"
+ * from the others, "No instance with ID … found." for raiseEvent's 404. This is the one place that reads them.
+ */
+export function durableErrorStatus(err: unknown): number | undefined {
+  const message = err instanceof Error ? err.message : '';
+  const m = /\bHTTP (\d{3}) response\b/.exec(message) ?? /\bunexpected status code: (\d{3})\b/.exec(message);
+  if (m) return Number(m[1]);
+  return /^No instance with ID '.*' found\.$/.test(message) ? 404 : undefined;
+}
 
 /** The instance's status, or undefined when there is no such instance. */
 export async function instanceStatus(client: DurableClient, id: string): Promise<DurableOrchestrationStatus | undefined> {
   try {
     return await client.getStatus(id, { showInput: false });
   } catch (err) {
-    if (/404|not found|no instance/i.test((err as Error).message)) return undefined;
+    if (durableErrorStatus(err) === 404) return undefined;
     throw err;
   }
 }
 
-async function exists(client: DurableClient, id: string): Promise<{ runtimeStatus: string; customStatus?: unknown } | undefined> {
-  const s = await instanceStatus(client, id);
+export interface LiveStatus {
+  runtimeStatus: string;
+  customStatus?: unknown;
+}
+
+/** The orchestration's runtime status and live progress (custom status), when the instance exists. */
+export async function liveStatus(client: DurableClient, jobId: string): Promise<LiveStatus | undefined> {
+  const s = await instanceStatus(client, jobId);
   return s && { runtimeStatus: String(s.runtimeStatus), customStatus: s.customStatus };
 }
 
 export function orchestrationStarter(client: DurableClient): OrchestrationStarter {
   return {
     async ensureStarted(jobId, spec, justCreated) {
-      if (!justCreated && (await exists(client, jobId))) return 'exists';
+      if (!justCreated && (await liveStatus(client, jobId))) return 'exists';
       const input: MpiJobInput = { jobId, spec, settings: pipelineSettings(appConfig()) };
       try {
-        await client.startNew(MPI_JOB, { instanceId: jobId, input });
+        await client.startNew(MPI_JOB_ORCHESTRATION, { instanceId: jobId, input });
         return 'started';
       } catch (err) {
         // Two intakes of the same job raced; the other one started it.
-        if (/409|already exists/i.test((err as Error).message)) return 'exists';
+        if (durableErrorStatus(err) === 409) return 'exists';
         throw err;
       }
     },
@@ -41,15 +59,17 @@ export function orchestrationStarter(client: DurableClient): OrchestrationStarte
 export function cancelSignal(client: DurableClient): CancelSignal {
   return {
     async raiseCancel(jobId, reason) {
-      const s = await exists(client, jobId);
-      if (!s || ['Completed', 'Failed', 'Terminated', 'Canceled'].includes(s.runtimeStatus)) return false;
-      await client.raiseEvent(jobId, 'cancel', { reason });
+      const s = await liveStatus(client, jobId);
+      if (!s || isOrchestrationFinished(s.runtimeStatus)) return false;
+      const data: CancelEventData = { reason };
+      try {
+        await client.raiseEvent(jobId, CANCEL_EVENT, data);
+      } catch (err) {
+        // Finished or purged between the look and the raise.
+        if (durableErrorStatus(err) === 404) return false;
+        throw err;
+      }
       return true;
     },
   };
-}
-
-/** The orchestration's live progress (custom status), if it has one. */
-export async function liveStatus(client: DurableClient, jobId: string): Promise<{ runtimeStatus: string; customStatus?: unknown } | undefined> {
-  return exists(client, jobId);
 }

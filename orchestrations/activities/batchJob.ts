@@ -1,14 +1,7 @@
-import * as df from 'durable-functions';
-import { Activities } from '../contracts';
-import { batchContext } from './services';
+import type { BatchJobCreateInput } from '../../shared/contract';
+import { batchContext } from '../../shared/services';
 import { createJob, enableAutoTerminate, terminateJob } from '../../shared/batch';
-
-export interface BatchJobCreateInput {
-  jobId: string;
-  batchJobId: string;
-  poolId: string;
-  releaseCommandLine: string;
-}
+import { registerActivity } from '../runtime/activityCalls';
 
 /**
  * Creates the Batch job (idempotent). The release task, which removes the job's containers from every node
@@ -36,6 +29,6 @@ export async function batchJobTerminate(input: { batchJobId: string; reason?: st
   return terminateJob(batchContext(), input.batchJobId, input.reason ? `ControlPlane:${input.reason}` : undefined);
 }
 
-df.app.activity(Activities.batchJobCreate, { handler: batchJobCreate });
-df.app.activity(Activities.batchJobAutoComplete, { handler: batchJobAutoComplete });
-df.app.activity(Activities.batchJobTerminate, { handler: batchJobTerminate });
+registerActivity('batchJobCreate', batchJobCreate);
+registerActivity('batchJobAutoComplete', batchJobAutoComplete);
+registerActivity('batchJobTerminate', batchJobTerminate);

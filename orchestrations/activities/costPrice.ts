@@ -1,8 +1,7 @@
-import * as df from 'durable-functions';
-import { Activities } from '../contracts';
-import { appConfig } from './services';
-import { pricePerNodeHour } from '../../shared/ops/priceTable';
+import { appConfig } from '../../shared/services';
+import { pricePerNodeHour } from '../../shared/config/priceTable';
 import type { PriceQuote } from '../../shared/ops/cost';
+import { registerActivity } from '../runtime/activityCalls';
 
 /** The configured price of one node-hour of the job's VM size (the orchestrator never reads configuration). */
 export async function costPrice(input: { vmSize: string }): Promise<PriceQuote> {
@@ -10,4 +9,4 @@ export async function costPrice(input: { vmSize: string }): Promise<PriceQuote> 
   return { vmSize: input.vmSize, pricePerNodeHour: pricePerNodeHour(table, input.vmSize), currency: table.currency, source: table.source };
 }
 
-df.app.activity(Activities.costPrice, { handler: costPrice });
+registerActivity('costPrice', costPrice);

@@ -1,7 +1,6 @@
-import * as df from 'durable-functions';
-import { Activities, JobFinishInput, JobTransitionInput } from '../contracts';
-import { jobStore } from './services';
-import type { JsonValue } from '../../shared/state';
+import type { JobFinishInput, JobTransitionInput } from '../../shared/contract';
+import { jobStore } from '../../shared/services';
+import { registerActivity } from '../runtime/activityCalls';
 
 /** Records a stage change on the job row (a repeated call for the same state changes nothing). */
 export async function jobTransition(input: JobTransitionInput): Promise<void> {
@@ -14,17 +13,9 @@ export async function jobTransition(input: JobTransitionInput): Promise<void> {
 export async function jobFinish(input: JobFinishInput): Promise<void> {
   const store = await jobStore();
   const { outcome } = input;
-  const result = JSON.parse(JSON.stringify({
-    exitCode: outcome.exitCode,
-    timings: outcome.timings,
-    nodeMinutes: outcome.nodeMinutes,
-    cost: outcome.cost,
-    logs: outcome.logs,
-    mpi: outcome.result,
-  })) as JsonValue;
   const error = outcome.state === 'Succeeded' ? undefined : { code: outcome.state === 'Cancelled' ? 'Cancelled' : 'PipelineFailed', message: outcome.reason ?? outcome.state };
-  await store.transition(input.jobId, outcome.state, outcome.reason ?? outcome.state, { stage: outcome.state, result, error });
+  await store.transition(input.jobId, outcome.state, outcome.reason ?? outcome.state, { stage: outcome.state, result: outcome.result, error });
 }
 
-df.app.activity(Activities.jobTransition, { handler: jobTransition });
-df.app.activity(Activities.jobFinish, { handler: jobFinish });
+registerActivity('jobTransition', jobTransition);
+registerActivity('jobFinish', jobFinish);

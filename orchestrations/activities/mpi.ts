@@ -1,8 +1,8 @@
-import * as df from 'durable-functions';
-import { Activities, MpiResult, MpiTaskObservation } from '../contracts';
-import { appConfig, batchContext } from './services';
+import type { BatchTaskRef, MpiResult, MpiTaskObservation } from '../../shared/contract';
+import { appConfig, batchContext } from '../../shared/services';
 import { addMpiTask, getTask, listSubtasks, readTaskFile } from '../../shared/batch';
-import type { MpiTaskRequestShape } from '../../shared/pipeline/mpiTaskRequest';
+import type { MpiTaskRequestShape } from '../../shared/planning/mpiTaskRequest';
+import { registerActivity } from '../runtime/activityCalls';
 
 export async function mpiTaskAdd(input: MpiTaskRequestShape): Promise<void> {
   await addMpiTask(batchContext(), input.batchJobId, {
@@ -17,13 +17,13 @@ export async function mpiTaskAdd(input: MpiTaskRequestShape): Promise<void> {
   });
 }
 
-export async function mpiTaskObserve(input: { batchJobId: string; taskId: string }): Promise<MpiTaskObservation> {
+export async function mpiTaskObserve(input: BatchTaskRef): Promise<MpiTaskObservation> {
   const t = await getTask(batchContext(), input.batchJobId, input.taskId);
   return { state: t.state, startTime: t.startTime, endTime: t.endTime };
 }
 
 /** Exit codes of the master and every subtask, where their logs are, and the end of the master's output. */
-export async function mpiResultCollect(input: { batchJobId: string; taskId: string }): Promise<MpiResult> {
+export async function mpiResultCollect(input: BatchTaskRef): Promise<MpiResult> {
   const ctx = batchContext();
   const task = await getTask(ctx, input.batchJobId, input.taskId);
   // The pool is billed until cleanup, which waits for this activity: the reads go out together.
@@ -47,6 +47,7 @@ export async function mpiResultCollect(input: { batchJobId: string; taskId: stri
   const failedSub = subtasks.find((s) => s.exitCode !== undefined && s.exitCode !== 0);
   const exitCode = task.state === 'missing' ? -1 : task.exitCode ?? (task.failure ? -1 : 0);
   return {
+    taskId: input.taskId,
     exitCode: exitCode === 0 && failedSub ? failedSub.exitCode ?? -1 : exitCode,
     failure: task.state === 'missing'
       ? 'the MPI task disappeared (job deleted?)'
@@ -64,6 +65,6 @@ export async function mpiResultCollect(input: { batchJobId: string; taskId: stri
   };
 }
 
-df.app.activity(Activities.mpiTaskAdd, { handler: mpiTaskAdd });
-df.app.activity(Activities.mpiTaskObserve, { handler: mpiTaskObserve });
-df.app.activity(Activities.mpiResultCollect, { handler: mpiResultCollect });
+registerActivity('mpiTaskAdd', mpiTaskAdd);
+registerActivity('mpiTaskObserve', mpiTaskObserve);
+registerActivity('mpiResultCollect', mpiResultCollect);

@@ -1,10 +1,10 @@
-import * as df from 'durable-functions';
-import { Activities, NodeTaskObservation, NodeTaskSpec } from '../contracts';
-import { batchContext } from './services';
+import type { NodeTaskObservation, NodeTaskRequest } from '../../shared/contract';
+import { batchContext } from '../../shared/services';
 import { addNodeTask, getTask, readTaskFile } from '../../shared/batch';
+import { registerActivity } from '../runtime/activityCalls';
 
 /** Adds pinned per-node tasks; a task that already exists (a retried activity) is not added twice. */
-export async function nodeTasksAdd(input: { batchJobId: string; tasks: NodeTaskSpec[] }): Promise<void> {
+export async function nodeTasksAdd(input: { batchJobId: string; tasks: NodeTaskRequest[] }): Promise<void> {
   const ctx = batchContext();
   await Promise.all(input.tasks.map((t) => addNodeTask(ctx, input.batchJobId, { ...t, elevated: true })));
 }
@@ -26,5 +26,5 @@ export async function nodeTasksObserve(input: { batchJobId: string; taskIds: str
   );
 }
 
-df.app.activity(Activities.nodeTasksAdd, { handler: nodeTasksAdd });
-df.app.activity(Activities.nodeTasksObserve, { handler: nodeTasksObserve });
+registerActivity('nodeTasksAdd', nodeTasksAdd);
+registerActivity('nodeTasksObserve', nodeTasksObserve);

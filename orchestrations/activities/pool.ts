@@ -1,17 +1,14 @@
-import * as df from 'durable-functions';
-import { Activities, PoolInspection } from '../contracts';
-import { batchContext, storageAccount } from './services';
-import { createJobPool, deletePool, getPoolSnapshot, inspectPool, removeNodes, resizePool } from '../../shared/batch';
-import type { PoolCreateRequest } from '../../shared/pipeline/jobPlan';
-import type { PoolObservation } from '../../shared/pipeline/provisionPolicy';
+import { batchContext, storageAccount } from '../../shared/services';
+import { createJobPool, deletePool, getPoolSnapshot, inspectPool, removeNodes, resizePool, type PoolInspection } from '../../shared/batch';
+import { registerActivity } from '../runtime/activityCalls';
+import type { PoolCreateRequest } from '../../shared/planning/jobPlan';
+import type { PoolObservation } from '../../shared/planning/provisionPolicy';
 import { readOnlyBlobUrl } from '../../shared/storage/sas';
 import { bashCommandLine } from '../../shared/mpi/shellQuote';
 import { parseIsoDuration } from '../../shared/spec/duration';
 
-export type PoolCreateInput = PoolCreateRequest;
-
 /** Creates the job-owned pool; a repeated call for the same job finds its pool and succeeds. */
-export async function poolCreate(input: PoolCreateInput): Promise<{ created: boolean }> {
+export async function poolCreate(input: PoolCreateRequest): Promise<{ created: boolean }> {
   // The start task's files are read through SAS URLs valid for a day: long enough for nodes that join late
   // (replacements), short enough not to matter if they leak.
   const expires = new Date(Date.now() + 24 * 3_600_000);
@@ -64,9 +61,9 @@ export async function poolDelete(input: { poolId: string }): Promise<{ deleted: 
   return deletePool(batchContext(), input.poolId);
 }
 
-df.app.activity(Activities.poolCreate, { handler: poolCreate });
-df.app.activity(Activities.poolInspect, { handler: poolInspect });
-df.app.activity(Activities.poolObserve, { handler: poolObserve });
-df.app.activity(Activities.poolRemoveNodes, { handler: poolRemoveNodes });
-df.app.activity(Activities.poolResize, { handler: poolResize });
-df.app.activity(Activities.poolDelete, { handler: poolDelete });
+registerActivity('poolCreate', poolCreate);
+registerActivity('poolInspect', poolInspect);
+registerActivity('poolObserve', poolObserve);
+registerActivity('poolRemoveNodes', poolRemoveNodes);
+registerActivity('poolResize', poolResize);
+registerActivity('poolDelete', poolDelete);

@@ -1,11 +1,11 @@
-import * as df from 'durable-functions';
-import { Activities } from '../contracts';
-import { storageAccount } from './services';
+import type { InputSource, ShardUrlRequest, StagingContainerRef } from '../../shared/contract';
+import { storageAccount } from '../../shared/services';
+import { registerActivity } from '../runtime/activityCalls';
 import { listInputBlobs, type ListedInputBlob } from '../../shared/storage/listing';
 import { copyShard, type ShardCopyResult, type ShardToCopy } from '../../shared/storage/shardCopy';
 import { readOnlyBlobUrl } from '../../shared/storage/sas';
 
-export async function inputsList(input: { inputs: { account: string; container: string; prefix: string }[] }): Promise<ListedInputBlob[]> {
+export async function inputsList(input: { inputs: InputSource[] }): Promise<ListedInputBlob[]> {
   const lists = await Promise.all(input.inputs.map((i) => listInputBlobs(storageAccount(i.account), i.container, i.prefix)));
   return lists.flat();
 }
@@ -16,7 +16,7 @@ export async function shardCopy(input: { jobId: string; shard: ShardToCopy & { a
 }
 
 /** Read-only SAS URLs for every shard, expiring at `expiresAt`. */
-export async function shardUrls(input: { shards: { id: string; account: string; container: string; blobName: string }[]; expiresAt: string }): Promise<Record<string, string>> {
+export async function shardUrls(input: ShardUrlRequest): Promise<Record<string, string>> {
   const expires = new Date(input.expiresAt);
   const entries = await Promise.all(
     input.shards.map(async (s) => [s.id, await readOnlyBlobUrl(storageAccount(s.account), s.container, s.blobName, expires)] as const),
@@ -25,14 +25,14 @@ export async function shardUrls(input: { shards: { id: string; account: string; 
 }
 
 /** Deletes the job's staging containers (already gone is fine). */
-export async function stagedDataDelete(input: { containers: { account: string; container: string }[] }): Promise<number> {
+export async function stagedDataDelete(input: { containers: StagingContainerRef[] }): Promise<number> {
   const results = await Promise.all(
     input.containers.map((c) => storageAccount(c.account).service.getContainerClient(c.container).deleteIfExists()),
   );
   return results.filter((r) => r.succeeded).length;
 }
 
-df.app.activity(Activities.inputsList, { handler: inputsList });
-df.app.activity(Activities.shardCopy, { handler: shardCopy });
-df.app.activity(Activities.shardUrls, { handler: shardUrls });
-df.app.activity(Activities.stagedDataDelete, { handler: stagedDataDelete });
+registerActivity('inputsList', inputsList);
+registerActivity('shardCopy', shardCopy);
+registerActivity('shardUrls', shardUrls);
+registerActivity('stagedDataDelete', stagedDataDelete);

@@ -1,20 +1,19 @@
-import * as df from 'durable-functions';
-import { Activities, JobOutcome } from '../contracts';
-import { Orchestration, PipelineRun } from '../pipeline/run';
+import type { StagingContainerRef } from '../../shared/contract';
+import type { TerminalState } from '../../shared/state/states';
+import { retryOptions, type ActivityTask } from '../runtime/activityCalls';
+import { Orchestration, PipelineRun } from '../runtime/pipelineRun';
 
 export interface CleanupRequest {
   batchJobId?: string;
   pool?: { poolId: string; createdByUs: boolean };
   deletePool: 'always' | 'onSuccess' | 'never';
-  staging: { containers: { account: string; container: string }[]; keep: boolean };
+  staging: { containers: StagingContainerRef[]; keep: boolean };
 }
 
-/** Cleanup steps are retried a few times: they are idempotent and a transient error must not leak a pool. */
-const cleanupRetry = (() => {
-  const r = new df.RetryOptions(2_000, 4);
-  r.backoffCoefficient = 2;
-  return r;
-})();
+/** Cleanup steps are retried a few times more than others: they are idempotent and a transient error must not leak a pool. */
+const CLEANUP_RETRY = retryOptions(2_000, 4);
+
+type CleanupActivity = 'batchJobTerminate' | 'poolDelete' | 'stagedDataDelete';
 
 /**
  * Cleanup always runs, after success, failure, timeout or cancel. Each step is independent: one failing
@@ -22,19 +21,19 @@ const cleanupRetry = (() => {
  * Terminating the Batch job and deleting a pool we own are requested together: the pool's deletion is what
  * stops the billing, so it must not wait a round trip behind the job (idle time, docs/operations.md).
  */
-export function* cleanup(run: PipelineRun, req: CleanupRequest, outcome: JobOutcome['state']): Orchestration<{ done: string[]; failed: string[] }> {
+export function* cleanup(run: PipelineRun, req: CleanupRequest, outcome: TerminalState): Orchestration<{ done: string[]; failed: string[] }> {
   const { ctx } = run;
   const done: string[] = [];
   const failed: string[] = [];
-  const together = function* (steps: { name: string; activity: string; input: unknown }[]): Orchestration<void> {
-    let pending = steps.map((s) => ({ name: s.name, task: ctx.df.callActivityWithRetry(s.activity, cleanupRetry, s.input) }));
+  const together = function* (steps: { name: string; task: ActivityTask<CleanupActivity> }[]): Orchestration<void> {
+    let pending = steps;
     while (pending.length) {
-      yield ctx.df.Task.any(pending.map((p) => p.task));
+      yield ctx.df.Task.any(pending.map((p) => p.task.task));
       for (const p of pending) {
-        if (p.task.isCompleted) done.push(p.name);
-        else if (p.task.isFaulted) failed.push(`${p.name}: ${describe(p.task.result)}`);
+        if (p.task.task.isCompleted) done.push(p.name);
+        else if (p.task.task.isFaulted) failed.push(`${p.name}: ${describe(p.task.task.result)}`);
       }
-      pending = pending.filter((p) => !p.task.isCompleted && !p.task.isFaulted);
+      pending = pending.filter((p) => !p.task.task.isCompleted && !p.task.task.isFaulted);
       run.report({ progress: { cleanup: { done: [...done] } } });
     }
   };
@@ -43,11 +42,11 @@ export function* cleanup(run: PipelineRun, req: CleanupRequest, outcome: JobOutc
   // Terminating the job kills what still runs and runs the job release task (which removes containers); on a
   // pool being deleted the nodes go anyway.
   yield* together([
-    ...(req.batchJobId ? [{ name: 'batch job terminated', activity: Activities.batchJobTerminate, input: { batchJobId: req.batchJobId, reason: outcome } }] : []),
-    ...(req.pool && deletePool ? [{ name: 'pool deleted', activity: Activities.poolDelete, input: { poolId: req.pool.poolId } }] : []),
+    ...(req.batchJobId ? [{ name: 'batch job terminated', task: run.start('batchJobTerminate', { batchJobId: req.batchJobId, reason: outcome }, CLEANUP_RETRY) }] : []),
+    ...(req.pool && deletePool ? [{ name: 'pool deleted', task: run.start('poolDelete', { poolId: req.pool.poolId }, CLEANUP_RETRY) }] : []),
   ]);
   if (req.staging.containers.length && !req.staging.keep) {
-    yield* together([{ name: 'staged data deleted', activity: Activities.stagedDataDelete, input: { containers: req.staging.containers } }]);
+    yield* together([{ name: 'staged data deleted', task: run.start('stagedDataDelete', { containers: req.staging.containers }, CLEANUP_RETRY) }]);
   }
   return { done, failed };
 }

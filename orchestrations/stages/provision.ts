@@ -1,6 +1,13 @@
-import { Activities, NodeProgress, PoolInspection, ProvisionedPool } from '../contracts';
-import { Orchestration, PipelineRun, StageFailed } from '../pipeline/run';
-import { checkReusablePool, decideProvisionStep, PoolObservation } from '../../shared/pipeline/provisionPolicy';
+import type { NodeProgress, NodeRef } from '../../shared/contract';
+import { Orchestration, PipelineRun, StageFailed } from '../runtime/pipelineRun';
+import { checkReusablePool, decideProvisionStep } from '../../shared/planning/provisionPolicy';
+import type { PoolCreateRequest } from '../../shared/planning/jobPlan';
+
+export interface ProvisionedPool {
+  poolId: string;
+  createdByUs: boolean;
+  nodes: NodeRef[];
+}
 
 export interface ProvisionRequest {
   jobId: string;
@@ -11,8 +18,7 @@ export interface ProvisionRequest {
   nodes: number;
   minNodes: number;
   resizeTimeoutMs: number;
-  /** Everything poolCreate needs; opaque here. */
-  createRequest: unknown;
+  createRequest: PoolCreateRequest;
 }
 
 /**
@@ -21,7 +27,7 @@ export interface ProvisionRequest {
  */
 export function* provision(run: PipelineRun, req: ProvisionRequest): Orchestration<ProvisionedPool> {
   if (req.reuse) {
-    const pool = (yield run.activity(Activities.poolInspect, { poolId: req.poolId })) as PoolInspection;
+    const pool = yield* run.call('poolInspect', { poolId: req.poolId });
     if (!pool.exists) throw new StageFailed('Provisioning', `pool ${req.poolId} does not exist`);
     const problems = checkReusablePool(
       { enableInterNodeCommunication: !!pool.enableInterNodeCommunication, taskSlotsPerNode: pool.taskSlotsPerNode ?? 1, vmSize: pool.vmSize ?? '', state: pool.state ?? 'unknown' },
@@ -29,7 +35,7 @@ export function* provision(run: PipelineRun, req: ProvisionRequest): Orchestrati
     );
     if (problems.length) throw new StageFailed('Provisioning', `pool ${req.poolId} cannot run this job: ${problems.join('; ')}`);
   } else {
-    yield run.activity(Activities.poolCreate, req.createRequest);
+    yield* run.call('poolCreate', req.createRequest);
   }
   run.report({ resources: { poolId: req.poolId } });
 
@@ -38,7 +44,7 @@ export function* provision(run: PipelineRun, req: ProvisionRequest): Orchestrati
   const allocatedAt = new Date(startedAtMs).toISOString();
   let replacements = 0;
   for (let attempt = 0; ; attempt++) {
-    const obs = (yield run.activity(Activities.poolObserve, { poolId: req.poolId })) as PoolObservation;
+    const obs = yield* run.call('poolObserve', { poolId: req.poolId });
     const step = decideProvisionStep(
       obs,
       { target: req.nodes, minNodes: req.minNodes, timeoutMs: req.resizeTimeoutMs, maxReplacements: req.nodes, owned: !req.reuse },
@@ -69,10 +75,10 @@ export function* provision(run: PipelineRun, req: ProvisionRequest): Orchestrati
       case 'removeNodes':
         replacements += step.nodeIds.length;
         run.report({ lastError: step.reason });
-        yield run.activity(Activities.poolRemoveNodes, { poolId: req.poolId, nodeIds: step.nodeIds });
+        yield* run.call('poolRemoveNodes', { poolId: req.poolId, nodeIds: step.nodeIds });
         break;
       case 'resize':
-        yield run.activity(Activities.poolResize, { poolId: req.poolId, target: step.target });
+        yield* run.call('poolResize', { poolId: req.poolId, target: step.target });
         break;
       case 'wait':
         break;

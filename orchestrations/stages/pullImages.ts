@@ -1,7 +1,7 @@
-import { NodeRef } from '../contracts';
-import { Orchestration, PipelineRun } from '../pipeline/run';
-import { nodeTaskWindow } from '../pipeline/nodeTaskWindow';
-import { pullTaskCommand } from '../../shared/pipeline/mpiTaskRequest';
+import type { NodeRef } from '../../shared/contract';
+import { Orchestration, PipelineRun } from '../runtime/pipelineRun';
+import { nodeTaskWindow } from '../runtime/nodeTaskWindow';
+import { pullTaskCommand } from '../../shared/planning/mpiTaskRequest';
 import type { JobSpec } from '../../shared/spec/schema';
 
 export interface PullImagesRequest {

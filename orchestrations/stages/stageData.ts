@@ -1,8 +1,8 @@
-import { Activities, NodeRef, PipelineSettings } from '../contracts';
-import { Orchestration, PipelineRun } from '../pipeline/run';
-import { nodeTaskWindow } from '../pipeline/nodeTaskWindow';
-import { buildNodeManifests, ListedBlob, planShards, Shard } from '../../shared/planning/shards';
-import { stagingContainerFor } from '../../shared/pipeline/jobPlan';
+import type { NodeRef, PipelineSettings, StagingContainerRef } from '../../shared/contract';
+import { Orchestration, PipelineRun } from '../runtime/pipelineRun';
+import { nodeTaskWindow } from '../runtime/nodeTaskWindow';
+import { buildNodeManifests, planShards } from '../../shared/planning/shards';
+import { stagingContainerFor } from '../../shared/planning/jobPlan';
 import { resolveDestination } from '../../shared/spec/normalize';
 import { parseIsoDuration } from '../../shared/spec/duration';
 import type { JobSpec } from '../../shared/spec/schema';
@@ -10,7 +10,7 @@ import type { JobSpec } from '../../shared/spec/schema';
 export interface StagedData {
   /** Where every node holds its shards (may reference node environment variables). */
   destination: string;
-  containers: { account: string; container: string }[];
+  containers: StagingContainerRef[];
   shards: number;
   bytes: number;
 }
@@ -29,14 +29,11 @@ export interface StageDataRequest {
  * margin, and have every node download exactly its own shards through Batch resource files.
  */
 export function* stageData(run: PipelineRun, req: StageDataRequest): Orchestration<StagedData> {
-  const { ctx } = run;
   const { spec } = req;
   const destination = resolveDestination(spec, req.jobId, '$AZ_BATCH_NODE_SHARED_DIR');
   const stagingAccounts = spec.data.stagingAccounts.length ? spec.data.stagingAccounts : req.settings.stagingAccounts;
 
-  const listing = spec.data.inputs.length
-    ? ((yield run.activity(Activities.inputsList, { inputs: spec.data.inputs })) as ListedBlob[])
-    : [];
+  const listing = spec.data.inputs.length ? yield* run.call('inputsList', { inputs: spec.data.inputs }) : [];
   const plan = planShards(listing, {
     stagingAccounts,
     nodes: req.nodes.length,
@@ -54,7 +51,7 @@ export function* stageData(run: PipelineRun, req: StageDataRequest): Orchestrati
 
   for (let i = 0; i < plan.shards.length; i += req.settings.copyConcurrency) {
     const batch = plan.shards.slice(i, i + req.settings.copyConcurrency);
-    yield ctx.df.Task.all(batch.map((shard: Shard) => run.activity(Activities.shardCopy, { jobId: req.jobId, shard })));
+    yield* run.all(batch.map((shard) => run.start('shardCopy', { jobId: req.jobId, shard })));
     run.report({ progress: { shardsStaged: { done: i + batch.length, total: plan.shards.length } } });
     run.throwIfCancelled();
   }
@@ -62,7 +59,7 @@ export function* stageData(run: PipelineRun, req: StageDataRequest): Orchestrati
   const validForMs = (spec.limits.maxWallClock ? parseIsoDuration(spec.limits.maxWallClock) : undefined) ?? parseIsoDuration(spec.data.retention) ?? 48 * 3_600_000;
   const expiresAt = new Date(run.now().getTime() + validForMs + req.settings.sasMarginMinutes * 60_000).toISOString();
   const urls = plan.shards.length
-    ? ((yield run.activity(Activities.shardUrls, { shards: plan.shards.map(({ id, account, container, blobName }) => ({ id, account, container, blobName })), expiresAt })) as Record<string, string>)
+    ? yield* run.call('shardUrls', { shards: plan.shards.map(({ id, account, container, blobName }) => ({ id, account, container, blobName })), expiresAt })
     : {};
   const manifests = buildNodeManifests(plan);
 

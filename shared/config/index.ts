@@ -8,7 +8,7 @@
  */
 import { z } from 'zod';
 import { parseStorageAccountRef, type StorageAccountRef } from './storageAccounts';
-import { parsePriceTable, type PriceTable } from '../ops/priceTable';
+import { parsePriceTable, type PriceTable } from './priceTable';
 
 export type { StorageAccountRef } from './storageAccounts';
 export { parseConnectionString, parseStorageAccountRef } from './storageAccounts';
@@ -48,10 +48,24 @@ export interface AppConfig {
   polling: BackoffConfig;
   /** How the Batch adapter retries throttled / failed calls inside one activity. */
   batchRetry: RetryConfig;
-  /** Nodes pulling images at once unless the job spec says otherwise. */
-  pullConcurrencyDefault: number;
+  /** What the pipeline needs beyond polling; handed to each orchestration at intake. */
+  pipeline: PipelineConfig;
+  /**
+   * host.json `extensions.queues.maxDequeueCount`: the queue door marks a job Failed on the attempt before the
+   * host moves its message to the poison queue, so it must know the count.
+   */
+  queueMaxDequeueCount: number;
   /** The operations sweep (functions/sweep.ts) and cost accounting; see docs/operations.md. */
   ops: OpsConfig;
+}
+
+export interface PipelineConfig {
+  /** Shard copies run at once per job. */
+  copyConcurrency: number;
+  /** Extra validity of node SAS URLs beyond the job's wall-clock limit (minutes). */
+  sasMarginMinutes: number;
+  /** Attempts of a per-node task (image pull, shard download) before the job fails. */
+  nodeTaskMaxAttempts: number;
 }
 
 export interface OpsConfig {
@@ -78,6 +92,16 @@ export const DEFAULT_SWEEP_SCHEDULE = '0 */5 * * * *';
 export function sweepSchedule(env: Record<string, string | undefined> = process.env): string {
   const v = env.SWEEP_SCHEDULE?.trim();
   return v ? v : DEFAULT_SWEEP_SCHEDULE;
+}
+
+/**
+ * The app's version for the health endpoint: APP_VERSION when the deployment sets it, else undefined (the
+ * caller falls back to package.json). Read on its own, like the sweep schedule: health must answer even when
+ * the rest of the configuration is bad.
+ */
+export function appVersionSetting(env: Record<string, string | undefined> = process.env): string | undefined {
+  const v = env.APP_VERSION?.trim();
+  return v ? v : undefined;
 }
 
 /** Raised when settings are missing or invalid; lists every problem, each prefixed with the variable name. */
@@ -139,7 +163,10 @@ const envSchema = z.object({
   BATCH_RETRY_MAX_ATTEMPTS: intSetting(6, 1, 50),
   BATCH_RETRY_INITIAL_MS: intSetting(500, 1, 600_000),
   BATCH_RETRY_MAX_MS: intSetting(30_000, 1, 600_000),
-  PULL_CONCURRENCY_DEFAULT: intSetting(10, 1, 1_000),
+  STAGING_COPY_CONCURRENCY: intSetting(8, 1, 64),
+  NODE_SAS_MARGIN_MINUTES: intSetting(60, 0, 24 * 60),
+  NODE_TASK_MAX_ATTEMPTS: intSetting(3, 1, 10),
+  QUEUE_MAX_DEQUEUE_COUNT: intSetting(5, 1, 1_000),
   SWEEP_SCHEDULE: z.string().trim().optional(),
   SWEEP_STALL_LIMIT_SECONDS: intSetting(30 * 60, 1, 30 * 24 * 3_600),
   SWEEP_GRACE_SECONDS: intSetting(10 * 60, 0, 30 * 24 * 3_600),
@@ -237,7 +264,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       multiplier: 2,
       jitter: 0.5,
     },
-    pullConcurrencyDefault: e.PULL_CONCURRENCY_DEFAULT,
+    pipeline: {
+      copyConcurrency: e.STAGING_COPY_CONCURRENCY,
+      sasMarginMinutes: e.NODE_SAS_MARGIN_MINUTES,
+      nodeTaskMaxAttempts: e.NODE_TASK_MAX_ATTEMPTS,
+    },
+    queueMaxDequeueCount: e.QUEUE_MAX_DEQUEUE_COUNT,
     ops: {
       sweepSchedule: e.SWEEP_SCHEDULE || DEFAULT_SWEEP_SCHEDULE,
       stallLimitMs: e.SWEEP_STALL_LIMIT_SECONDS * 1000,

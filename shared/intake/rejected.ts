@@ -1,4 +1,4 @@
-import type { JobSpec, SpecError } from '../spec';
+import type { SpecError } from '../spec';
 import type { JobStore, JsonValue } from '../state';
 import { JOB_ID_RE } from '../spec/patterns';
 
@@ -14,9 +14,11 @@ export function claimedJobId(raw: unknown): string | undefined {
  * it never reaches the pipeline. An id already used by an accepted job is left alone (a note is added).
  */
 export async function recordRejectedSubmission(store: JobStore, id: string, raw: unknown, errors: SpecError[], source: string): Promise<'recorded' | 'idTaken'> {
-  const name = raw && typeof raw === 'object' && typeof (raw as { name?: unknown }).name === 'string' ? String((raw as { name: string }).name).slice(0, 128) : id;
-  const submitted = { ...(raw as object), name, tags: {} } as unknown as JobSpec;
-  const { created, job } = await store.createIfAbsent({ id, spec: submitted, specHash: 'rejected', owner: source, reason: `rejected ${source} submission` });
+  const claimed = raw && typeof raw === 'object' ? (raw as { name?: unknown }).name : undefined;
+  const name = typeof claimed === 'string' ? claimed.slice(0, 128) : id;
+  const { created, job } = await store.createIfAbsent({
+    id, specHash: 'rejected', owner: source, reason: `rejected ${source} submission`, rejected: { name, document: toJsonValue(raw) },
+  });
   const summary = errors.map((e) => `${e.path || '(document)'}: ${e.message}`).join('; ');
   if (!created && job.specHash !== 'rejected') {
     await store.appendEvent(id, { reason: `a ${source} submission with this id was rejected: ${summary}` });
@@ -26,4 +28,9 @@ export async function recordRejectedSubmission(store: JobStore, id: string, raw:
     error: { code: 'InvalidSpec', message: summary, details: errors as unknown as JsonValue },
   });
   return 'recorded';
+}
+
+/** The document as plain JSON (what Table Storage keeps): undefined and functions drop out, as in JSON.stringify. */
+function toJsonValue(raw: unknown): JsonValue {
+  return raw === undefined ? null : (JSON.parse(JSON.stringify(raw)) as JsonValue);
 }

@@ -11,7 +11,7 @@
  * housekeeping job is deleted and the job row is marked, so the job is never looked at again.
  */
 import { createHash } from 'node:crypto';
-import { batchIdFor } from '../pipeline/jobPlan';
+import { batchIdFor } from '../planning/jobPlan';
 
 /** Metadata value (hpc-cp-purpose) of the housekeeping Batch jobs this rule makes. */
 export const CONTAINER_CLEANUP_PURPOSE = 'container-cleanup';

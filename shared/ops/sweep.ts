@@ -9,17 +9,16 @@ import {
   type BatchContext, type OwnedJob,
 } from '../batch';
 import { buildContainerCleanupCommand } from '../mpi/commands';
-import { containerNameFor } from '../pipeline/mpiTaskRequest';
-import { isPoolReuse } from '../spec/normalize';
+import { containerNameFor } from '../planning/mpiTaskRequest';
 import { CONTAINER_CLEANUP_PURPOSE, type ContainerAction, type ObservedContainerJob } from './leftoverContainers';
-import { IllegalTransitionError, isTerminal, type JobRecord, type JobStore } from '../state';
-import { planJob, stagingContainerFor } from '../pipeline/jobPlan';
+import { IllegalTransitionError, JobNotFoundError, isTerminal, type JobRecord, type JobStore } from '../state';
+import { planJob, stagingContainerFor } from '../planning/jobPlan';
 import { parseIsoDuration } from '../spec/duration';
 import type { BlobAccount } from '../storage/clients';
 import { tryAcquireSweepLease } from './lease';
 import {
   planSweep, summarise,
-  type ObservedJobRow, type ObservedOrchestration, type ObservedStagingContainer, type SweepAction, type SweepSettings,
+  type ObservedJobRow, type ObservedOrchestration, type ObservedStagingContainer, type SweepAction, type SweepSettings, type SweepSkip,
 } from './sweepRules';
 
 /** What the sweep needs from Durable (the function adapts the Durable client to it). */
@@ -50,6 +49,11 @@ export interface SweepReport {
   observed: { jobs: number; pools: number; batchJobs: number; stagingContainers: number; containerJobs: number };
   counts: Record<string, number>;
   actions: (SweepAction & { ok: boolean; error?: string })[];
+  /**
+   * What could not be observed, decided or recorded this run, each on its own: the rest of the sweep went on,
+   * and whatever was skipped is looked at again next run. A job skipped while observing gets no action at all.
+   */
+  skipped: SweepSkip[];
 }
 
 /** Guard against an unbounded scan: the sweep looks at this many job rows at most per run. */
@@ -61,8 +65,9 @@ export async function runSweep(deps: SweepDeps): Promise<SweepReport> {
   const runId = `${started.toISOString().replace(/[^0-9]/g, '').slice(0, 14)}-${Math.random().toString(36).slice(2, 8)}`;
   const report: SweepReport = {
     runId, ran: false, startedAt: started.toISOString(), durationMs: 0,
-    observed: { jobs: 0, pools: 0, batchJobs: 0, stagingContainers: 0, containerJobs: 0 }, counts: {}, actions: [],
+    observed: { jobs: 0, pools: 0, batchJobs: 0, stagingContainers: 0, containerJobs: 0 }, counts: {}, actions: [], skipped: [],
   };
+  const skip = (step: string, err: unknown, jobId?: string) => report.skipped.push({ step, jobId, error: errorText(err) });
   const lease = await tryAcquireSweepLease(deps.hostBlobs);
   if (!lease) {
     report.durationMs = now().getTime() - started.getTime();
@@ -70,10 +75,28 @@ export async function runSweep(deps: SweepDeps): Promise<SweepReport> {
   }
   try {
     report.ran = true;
-    const [rows, pools, batchJobs] = await Promise.all([listAllJobs(deps.store), listOwnedPools(deps.batch), listOwnedJobs(deps.batch)]);
-    const jobs = new Map(rows.map((r) => [r.id, observeRow(r)]));
+    // Without the whole picture (every job row, every owned pool and Batch job) no rule can tell a leak from a
+    // live job's resource: a failed listing skips the run.
+    let listed: [JobRecord[], Awaited<ReturnType<typeof listOwnedPools>>, OwnedJob[]];
+    try {
+      listed = await Promise.all([listAllJobs(deps.store), listOwnedPools(deps.batch), listOwnedJobs(deps.batch)]);
+    } catch (err) {
+      skip('list jobs, pools and Batch jobs (the run decided nothing)', err);
+      return report;
+    }
+    const [rows, pools, batchJobs] = listed;
+    const unobserved = new Set<string>();
+    const jobs = new Map<string, ObservedJobRow>();
+    for (const r of rows) {
+      try {
+        jobs.set(r.id, observeRow(r));
+      } catch (err) {
+        unobserved.add(r.id);
+        skip('observe job row', err, r.id);
+      }
+    }
     const byContainer = new Map(rows.map((r) => [stagingContainerFor(r.id), r.id]));
-    const staging = await listStaging(deps.stagingAccounts, byContainer);
+    const staging = await listStaging(deps.stagingAccounts, byContainer, skip);
 
     // Orchestration status for every unfinished job and for every job that still owns something.
     const retention = deps.settings.jobsRetentionMs;
@@ -84,20 +107,29 @@ export async function runSweep(deps: SweepDeps): Promise<SweepReport> {
     ]);
     const orchestrations = new Map<string, ObservedOrchestration>();
     for (const id of ids) {
-      const s = await deps.orchestrations.status(id);
-      if (s) orchestrations.set(id, s);
+      try {
+        const s = await deps.orchestrations.status(id);
+        if (s) orchestrations.set(id, s);
+      } catch (err) {
+        // Unknown is not "missing": a job whose orchestration could not be read must not look lost.
+        unobserved.add(id);
+        skip('read orchestration status', err, id);
+      }
     }
-    const containerJobs = await observeContainerJobs(deps.batch, rows, batchJobs);
+    const containerJobs = await observeContainerJobs(deps.batch, rows, batchJobs, (jobId, err) => {
+      unobserved.add(jobId);
+      skip('observe containers on a reused pool', err, jobId);
+    });
     report.observed = { jobs: rows.length, pools: pools.length, batchJobs: batchJobs.length, stagingContainers: staging.length, containerJobs: containerJobs.length };
 
-    const plan = planSweep({ now: now().toISOString(), jobs, orchestrations, pools, batchJobs, staging, containerJobs }, deps.settings);
+    const plan = planSweep({ now: now().toISOString(), jobs, orchestrations, pools, batchJobs, staging, containerJobs, unobserved }, deps.settings, report.skipped);
     report.counts = summarise(plan);
     const failures = new Map<string, string[]>();
     for (const action of plan) {
       try {
         const detail = await act(deps, action, failures.get(action.jobId ?? '') ?? []);
         report.actions.push({ ...action, ok: true });
-        await note(deps.store, runId, action, detail);
+        await note(deps.store, runId, action, detail).catch((err) => skip(`write the ${action.kind} note to the timeline`, err, action.jobId));
       } catch (err) {
         const message = `${action.kind} for job ${action.jobId ?? '?'}: ${(err as Error).message}`;
         if (action.jobId) failures.set(action.jobId, [...(failures.get(action.jobId) ?? []), message]);
@@ -172,9 +204,14 @@ async function note(store: JobStore, runId: string, a: SweepAction, detail: stri
   const eventId = `sweep-${runId}-${a.kind}-${resource}`.replace(/[^A-Za-z0-9._:@=+-]/g, '_').slice(0, 200);
   try {
     await store.appendEvent(a.jobId, { reason: `sweep ${a.rule}: ${detail} (${a.reason})`, eventId, data: { sweepRun: runId, rule: a.rule, action: a.kind, resource } });
-  } catch {
+  } catch (err) {
     // Resources of an unknown job have no row to write to; the run summary still counts them.
+    if (!(err instanceof JobNotFoundError)) throw err;
   }
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 function resourceOf(a: SweepAction): string {
@@ -201,35 +238,57 @@ async function cleanContainers(batch: BatchContext, a: Extract<ContainerAction, 
  * Finished jobs that ran docker containers on a pool we did not create, and were not yet found clean: what the
  * container rule needs about each (the Batch job's release outcomes, the pool's nodes, the cleanup job's tasks).
  */
-async function observeContainerJobs(batch: BatchContext, rows: readonly JobRecord[], owned: readonly OwnedJob[]): Promise<ObservedContainerJob[]> {
-  const candidates = rows.filter((r) => isTerminal(r.state) && !r.containersCheckedAt && isPoolReuse(r.spec) && r.spec.container?.runtime === 'docker');
+async function observeContainerJobs(
+  batch: BatchContext,
+  rows: readonly JobRecord[],
+  owned: readonly OwnedJob[],
+  failed: (jobId: string, err: unknown) => void,
+): Promise<ObservedContainerJob[]> {
+  const candidates = rows.flatMap((r) => {
+    const poolId = r.spec?.pool.poolId;
+    return poolId !== undefined && isTerminal(r.state) && !r.containersCheckedAt && r.spec?.container.runtime === 'docker' ? [{ r, poolId }] : [];
+  });
   const byBatchId = new Map(owned.filter((j) => j.purpose === undefined).map((j) => [j.batchJobId, j]));
   const cleanupJobs = new Map(owned.filter((j) => j.purpose === CONTAINER_CLEANUP_PURPOSE).map((j) => [j.jobId, j]));
   const poolNodes = new Map<string, ObservedContainerJob['poolNodes']>();
   const out: ObservedContainerJob[] = [];
-  for (const r of candidates) {
-    const poolId = r.spec.pool.poolId as string;
-    if (!poolNodes.has(poolId)) poolNodes.set(poolId, await nodesOf(batch, poolId));
-    const run = r.batchJobId ? byBatchId.get(r.batchJobId) : undefined;
-    const cleanup = cleanupJobs.get(r.id);
-    out.push({
-      jobId: r.id,
-      endedAt: r.updatedAt,
-      poolId,
-      containers: [containerNameFor(r.id)],
-      batchJobId: r.batchJobId,
-      batchJobState: run?.state,
-      release: run?.state === 'completed'
-        ? (await getNodeLifecycleStatus(batch, run.batchJobId)).map((n) => ({ nodeId: n.nodeId, state: n.release?.state, exitCode: n.release?.exitCode }))
-        : undefined,
-      ranOn: ranOn(r.result),
-      poolNodes: poolNodes.get(poolId),
-      cleanup: cleanup
-        ? { batchJobId: cleanup.batchJobId, tasks: (await listTasks(batch, cleanup.batchJobId)).map((t) => ({ taskId: t.taskId, state: t.state, exitCode: t.exitCode, nodeId: t.nodeId })) }
-        : undefined,
-    });
+  for (const { r, poolId } of candidates) {
+    try {
+      out.push(await observeContainerJob(batch, r, poolId, byBatchId, cleanupJobs, poolNodes));
+    } catch (err) {
+      failed(r.id, err);
+    }
   }
   return out;
+}
+
+async function observeContainerJob(
+  batch: BatchContext,
+  r: JobRecord,
+  poolId: string,
+  byBatchId: ReadonlyMap<string, OwnedJob>,
+  cleanupJobs: ReadonlyMap<string, OwnedJob>,
+  poolNodes: Map<string, ObservedContainerJob['poolNodes']>,
+): Promise<ObservedContainerJob> {
+  if (!poolNodes.has(poolId)) poolNodes.set(poolId, await nodesOf(batch, poolId));
+  const run = r.batchJobId ? byBatchId.get(r.batchJobId) : undefined;
+  const cleanup = cleanupJobs.get(r.id);
+  return {
+    jobId: r.id,
+    endedAt: r.updatedAt,
+    poolId,
+    containers: [containerNameFor(r.id)],
+    batchJobId: r.batchJobId,
+    batchJobState: run?.state,
+    release: run?.state === 'completed'
+      ? (await getNodeLifecycleStatus(batch, run.batchJobId)).map((n) => ({ nodeId: n.nodeId, state: n.release?.state, exitCode: n.release?.exitCode }))
+      : undefined,
+    ranOn: ranOn(r.result),
+    poolNodes: poolNodes.get(poolId),
+    cleanup: cleanup
+      ? { batchJobId: cleanup.batchJobId, tasks: (await listTasks(batch, cleanup.batchJobId)).map((t) => ({ taskId: t.taskId, state: t.state, exitCode: t.exitCode, nodeId: t.nodeId })) }
+      : undefined,
+  };
 }
 
 async function nodesOf(batch: BatchContext, poolId: string): Promise<ObservedContainerJob['poolNodes']> {
@@ -243,9 +302,9 @@ async function nodesOf(batch: BatchContext, poolId: string): Promise<ObservedCon
 
 /** The nodes the MPI task ran on, from the result the pipeline recorded (master and subtasks). */
 function ranOn(result: JobRecord['result']): string[] | undefined {
-  const mpi = (result as { mpi?: { logs?: { node?: string }[]; subtasks?: { nodeId?: string }[] } } | undefined)?.mpi;
+  const mpi = result?.mpi;
   if (!mpi) return undefined;
-  const nodes = [...(mpi.logs ?? []).map((l) => l.node), ...(mpi.subtasks ?? []).map((s) => s.nodeId)].filter((n): n is string => !!n && n !== 'master');
+  const nodes = [...mpi.logs.map((l) => l.node), ...mpi.subtasks.map((s) => s.nodeId)].filter((n): n is string => !!n && n !== 'master');
   return nodes.length ? [...new Set(nodes)] : undefined;
 }
 
@@ -260,29 +319,42 @@ async function listAllJobs(store: JobStore): Promise<JobRecord[]> {
   return out;
 }
 
+/**
+ * A row as the rules see it. A row without a valid spec (a rejected submission, a damaged row) keeps nothing and
+ * has no limit: it never ran a pipeline, or its pipeline's input no longer says what it kept.
+ */
 function observeRow(r: JobRecord): ObservedJobRow {
   let wallClockLimitMs: number | undefined;
   let keepsPool = false;
-  try {
+  if (r.spec) {
     const plan = planJob(r.id, r.spec);
     // Only jobs with an explicit maxWallClock have a limit worth enforcing from outside.
     wallClockLimitMs = r.spec.limits.maxWallClock ? plan.pipelineBudgetMs : undefined;
     keepsPool = plan.deletePool === 'never' || (plan.deletePool === 'onSuccess' && r.state !== 'Succeeded');
-  } catch {
-    // A row whose spec no longer plans (older schema): treat it as keeping nothing and having no limit.
   }
-  const keep = r.spec.cleanup?.keepStagedData;
+  const keep = r.spec?.cleanup.keepStagedData;
   return {
     id: r.id, state: r.state, createdAt: r.createdAt, updatedAt: r.updatedAt, wallClockLimitMs, keepsPool,
     keepStagedDataMs: typeof keep === 'string' ? parseIsoDuration(keep) ?? undefined : undefined,
   };
 }
 
-async function listStaging(accounts: readonly BlobAccount[], byContainer: ReadonlyMap<string, string>): Promise<ObservedStagingContainer[]> {
+/** Staging containers per account; an account that cannot be listed is skipped this run (its containers wait). */
+async function listStaging(
+  accounts: readonly BlobAccount[],
+  byContainer: ReadonlyMap<string, string>,
+  skip: (step: string, err: unknown) => void,
+): Promise<ObservedStagingContainer[]> {
   const out: ObservedStagingContainer[] = [];
   for (const account of accounts) {
-    for await (const c of account.service.listContainers({ prefix: 'stg-' })) {
-      out.push({ account: account.name, container: c.name, lastModified: c.properties.lastModified.toISOString(), jobId: byContainer.get(c.name) });
+    try {
+      const found: ObservedStagingContainer[] = [];
+      for await (const c of account.service.listContainers({ prefix: 'stg-' })) {
+        found.push({ account: account.name, container: c.name, lastModified: c.properties.lastModified.toISOString(), jobId: byContainer.get(c.name) });
+      }
+      out.push(...found);
+    } catch (err) {
+      skip(`list staging containers of ${account.name}`, err);
     }
   }
   return out;

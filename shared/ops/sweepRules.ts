@@ -5,6 +5,7 @@
  */
 import type { JobState } from '../state/states';
 import { isTerminal } from '../state/states';
+import { isOrchestrationFinished } from '../contract/orchestration';
 import { CONTAINER_CLEANUP_PURPOSE, planContainerCleanup, type ContainerAction, type ObservedContainerJob } from './leftoverContainers';
 
 export interface SweepSettings {
@@ -31,10 +32,9 @@ export interface ObservedJobRow {
   keepStagedDataMs?: number;
 }
 
-export type OrchestrationRuntime = 'Pending' | 'Running' | 'Suspended' | 'Completed' | 'Failed' | 'Terminated' | 'Canceled' | 'ContinuedAsNew';
-
 export interface ObservedOrchestration {
-  runtimeStatus: OrchestrationRuntime | string;
+  /** A Durable runtime status (shared/contract/orchestration.ts); any other text is treated as unknown. */
+  runtimeStatus: string;
   /** Last time the instance changed (the Durable lastUpdatedTime). */
   lastUpdatedTime: string;
   /** The pipeline's own progress stamp (custom status updatedAt), if it reported any. */
@@ -75,6 +75,15 @@ export interface SweepObservation {
   staging: readonly ObservedStagingContainer[];
   /** Finished jobs that ran containers on a reused pool and are not yet known to have left none behind. */
   containerJobs?: readonly ObservedContainerJob[];
+  /** Jobs something could not be observed about this run: no action touches them or their resources. */
+  unobserved?: ReadonlySet<string>;
+}
+
+/** Something one run could not do for one job (or at all): reported in the run's summary, retried next run. */
+export interface SweepSkip {
+  step: string;
+  jobId?: string;
+  error: string;
 }
 
 export type SweepRule = 'stalledRun' | 'lostRun' | 'leakedPool' | 'leakedBatchJob' | 'leftoverContainers' | 'expiredStaging' | 'retention';
@@ -89,13 +98,8 @@ export type SweepAction =
   | { kind: 'deleteBatchJob'; rule: SweepRule; jobId: string; batchJobId: string; reason: string }
   | (ContainerAction & { rule: SweepRule });
 
-const TERMINAL_RUNTIME = new Set(['Completed', 'Failed', 'Terminated', 'Canceled']);
 const ACTIVE_BATCH_JOB = new Set(['active', 'disabling', 'disabled', 'enabling']);
 const GONE_POOL = new Set(['deleting']);
-
-export function isTerminalRuntime(status: string): boolean {
-  return TERMINAL_RUNTIME.has(status);
-}
 
 const ms = (iso: string | undefined) => (iso ? Date.parse(iso) : NaN);
 const ageMs = (nowMs: number, iso: string | undefined) => {
@@ -117,7 +121,7 @@ export function isStalled(orch: ObservedOrchestration, nowMs: number, stallLimit
  */
 export function isLostRun(job: ObservedJobRow, orch: ObservedOrchestration | undefined, nowMs: number, graceMs: number): boolean {
   if (isTerminal(job.state)) return false;
-  if (orch && !isTerminalRuntime(orch.runtimeStatus)) return false;
+  if (orch && !isOrchestrationFinished(orch.runtimeStatus)) return false;
   const since = orch ? Math.max(ms(orch.lastUpdatedTime) || 0, ms(job.updatedAt) || 0) : ms(job.updatedAt) || 0;
   return nowMs - since > graceMs;
 }
@@ -140,7 +144,7 @@ export function batchJobVerdict(bj: ObservedBatchJob, job: ObservedJobRow | unde
   // Housekeeping jobs outlive the job's run on purpose; the rule that made them removes them.
   if (bj.purpose !== undefined) return undefined;
   if (failing.has(bj.jobId)) return 'its run is lost or stalled';
-  if (orch && isTerminalRuntime(orch.runtimeStatus)) return `orchestration is ${orch.runtimeStatus}`;
+  if (orch && isOrchestrationFinished(orch.runtimeStatus)) return `orchestration is ${orch.runtimeStatus}`;
   if (!orch && ageMs(nowMs, bj.creationTime) > s.graceMs) return job ? 'orchestration is missing' : `job ${bj.jobId} is unknown`;
   return undefined;
 }
@@ -159,15 +163,27 @@ export function stagingVerdict(c: ObservedStagingContainer, job: ObservedJobRow 
  * The whole plan of one sweep. Order matters for the actor: orchestrations are terminated before their
  * resources are removed (so a stalled run cannot re-create them), and the job row is failed last (after its
  * resources went, so the row's reason is true when it is read).
+ *
+ * Each rule decides each row on its own: a row a rule cannot decide (`skipped` receives why) gets no action from
+ * that rule, and every other row and rule goes on. Jobs in `o.unobserved` get no action at all.
  */
-export function planSweep(o: SweepObservation, s: SweepSettings): SweepAction[] {
+export function planSweep(o: SweepObservation, s: SweepSettings, skipped: SweepSkip[] = []): SweepAction[] {
   const nowMs = Date.parse(o.now);
   const actions: SweepAction[] = [];
   const failing = new Set<string>();
+  const each = <T>(items: Iterable<T>, step: string, jobIdOf: (item: T) => string | undefined, decide: (item: T) => void) => {
+    for (const item of items) {
+      try {
+        decide(item);
+      } catch (err) {
+        skipped.push({ step: `rule ${step}`, jobId: jobIdOf(item), error: err instanceof Error ? err.message : String(err) });
+      }
+    }
+  };
 
-  for (const job of o.jobs.values()) {
+  each(o.jobs.values(), 'stalledRun/lostRun', (job) => job.id, (job) => {
     const orch = o.orchestrations.get(job.id);
-    if (isTerminal(job.state)) continue;
+    if (isTerminal(job.state)) return;
     if (orch && isStalled(orch, nowMs, s.stallLimitMs)) {
       failing.add(job.id);
       const reason = `stalled: no progress for ${Math.round((nowMs - Math.max(ms(orch.lastUpdatedTime) || 0, ms(orch.progressAt) || 0)) / 1000)} s (limit ${Math.round(s.stallLimitMs / 1000)} s)`;
@@ -175,58 +191,60 @@ export function planSweep(o: SweepObservation, s: SweepSettings): SweepAction[] 
     } else if (isLostRun(job, orch, nowMs, s.graceMs)) {
       failing.add(job.id);
     }
-  }
+  });
 
-  for (const bj of o.batchJobs) {
+  each(o.batchJobs, 'leakedBatchJob', (bj) => bj.jobId, (bj) => {
     const reason = batchJobVerdict(bj, o.jobs.get(bj.jobId), o.orchestrations.get(bj.jobId), failing, nowMs, s);
     if (reason) actions.push({ kind: 'terminateBatchJob', rule: failing.has(bj.jobId) ? ruleOf(o, bj.jobId, nowMs, s) : 'leakedBatchJob', jobId: bj.jobId, batchJobId: bj.batchJobId, reason });
-  }
-  for (const pool of o.pools) {
+  });
+  each(o.pools, 'leakedPool', (pool) => pool.jobId, (pool) => {
     const reason = poolVerdict(pool, o.jobs.get(pool.jobId), failing, nowMs, s);
     if (reason) actions.push({ kind: 'deletePool', rule: failing.has(pool.jobId) ? ruleOf(o, pool.jobId, nowMs, s) : 'leakedPool', jobId: pool.jobId, poolId: pool.poolId, reason });
-  }
-  for (const c of o.staging) {
+  });
+  each(o.staging, 'expiredStaging', (c) => c.jobId, (c) => {
     const reason = stagingVerdict(c, c.jobId ? o.jobs.get(c.jobId) : undefined, failing, nowMs, s);
     if (reason) actions.push({ kind: 'deleteStaging', rule: c.jobId && failing.has(c.jobId) ? ruleOf(o, c.jobId, nowMs, s) : 'expiredStaging', jobId: c.jobId, account: c.account, container: c.container, reason });
-  }
+  });
 
   const containerJobs = o.containerJobs ?? [];
-  for (const c of containerJobs) {
+  each(containerJobs, 'leftoverContainers', (c) => c.jobId, (c) => {
     const action = planContainerCleanup(c, nowMs);
     if (action) actions.push({ ...action, rule: 'leftoverContainers' });
-  }
+  });
   const watched = new Set(containerJobs.map((c) => c.jobId));
-  for (const bj of o.batchJobs) {
+  each(o.batchJobs, 'leftoverContainers', (bj) => bj.jobId, (bj) => {
     if (bj.purpose === CONTAINER_CLEANUP_PURPOSE && !watched.has(bj.jobId)) {
       actions.push({ kind: 'deleteBatchJob', rule: 'leftoverContainers', jobId: bj.jobId, batchJobId: bj.batchJobId, reason: `no finished job of ours still waits on this container cleanup` });
     }
-  }
+  });
 
-  for (const id of failing) {
+  each(failing, 'stalledRun/lostRun', (id) => id, (id) => {
     const rule = ruleOf(o, id, nowMs, s);
     const orch = o.orchestrations.get(id);
     const reason = rule === 'stalledRun'
       ? (actions.find((a) => a.kind === 'terminateOrchestration' && a.jobId === id)?.reason ?? 'stalled')
       : orch ? `lost: orchestration ended ${orch.runtimeStatus} without finishing the job` : 'lost: orchestration missing (purged or never started)';
     actions.push({ kind: 'failJob', rule, jobId: id, reason });
-  }
+  });
 
   // Retention: only jobs that own nothing any more (their leftovers are removed first, by the rules above, in an earlier run).
-  if (s.jobsRetentionMs !== undefined) {
+  const retention = s.jobsRetentionMs;
+  if (retention !== undefined) {
     const owns = new Set<string>([
       ...o.pools.map((p) => p.jobId),
       ...o.batchJobs.filter((b) => ACTIVE_BATCH_JOB.has(b.state)).map((b) => b.jobId),
       ...o.staging.flatMap((c) => (c.jobId ? [c.jobId] : [])),
       ...containerJobs.map((c) => c.jobId),
     ]);
-    for (const job of o.jobs.values()) {
-      if (!isTerminal(job.state) || owns.has(job.id) || ageMs(nowMs, job.updatedAt) <= s.jobsRetentionMs) continue;
+    each(o.jobs.values(), 'retention', (job) => job.id, (job) => {
+      if (!isTerminal(job.state) || owns.has(job.id) || ageMs(nowMs, job.updatedAt) <= retention) return;
       const orch = o.orchestrations.get(job.id);
-      if (orch && !isTerminalRuntime(orch.runtimeStatus)) continue;
-      actions.push({ kind: 'purgeJob', rule: 'retention', jobId: job.id, reason: `job ${job.id} ended more than ${Math.round(s.jobsRetentionMs / 86_400_000 * 10) / 10} day(s) ago` });
-    }
+      if (orch && !isOrchestrationFinished(orch.runtimeStatus)) return;
+      actions.push({ kind: 'purgeJob', rule: 'retention', jobId: job.id, reason: `job ${job.id} ended more than ${Math.round(retention / 86_400_000 * 10) / 10} day(s) ago` });
+    });
   }
-  return actions;
+  const unobserved = o.unobserved;
+  return unobserved?.size ? actions.filter((a) => a.jobId === undefined || !unobserved.has(a.jobId)) : actions;
 }
 
 function ruleOf(o: SweepObservation, jobId: string, nowMs: number, s: SweepSettings): SweepRule {

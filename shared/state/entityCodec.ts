@@ -14,8 +14,10 @@
  */
 import type { TableEntityResult } from '@azure/data-tables';
 import { JobRecordTooLargeError } from './errors';
-import type { JobEvent, JobRecord } from './record';
+import type { JobEvent, JobRecord, JsonValue } from './record';
+import { validateJobSpec } from '../spec/parse';
 import { isJobState } from './states';
+import { parseJobResult } from '../contract/jobResult';
 
 export const JOB_ROW_KEY = 'job';
 export const CHUNK_CHARS = 30_000;
@@ -83,7 +85,7 @@ export function jobToEntity(rec: JobRecord): JobEntity {
   }
   putJson(props, 'tags', rec.tags);
   for (const [k, v] of Object.entries(rec.tags)) props[tagPropertyName(k)] = v;
-  putJson(props, 'spec', rec.spec);
+  putJson(props, 'spec', rec.spec ?? rec.submitted);
   putJson(props, 'progress', rec.progress);
   putJson(props, 'result', rec.result);
   putJson(props, 'error', rec.error);
@@ -103,7 +105,6 @@ export function entityToJob(e: TableEntityResult<Record<string, unknown>>): JobR
     owner: str('owner') ?? '',
     tags: getJson<Record<string, string>>(e, 'tags') ?? {},
     specHash: str('specHash') ?? '',
-    spec: getJson(e, 'spec') as JobRecord['spec'],
     state,
     stage: str('stage') ?? state,
     progress: getJson(e, 'progress') ?? null,
@@ -111,12 +112,16 @@ export function entityToJob(e: TableEntityResult<Record<string, unknown>>): JobR
     updatedAt: str('updatedAt') ?? '',
     eventSeq: typeof e.eventSeq === 'number' ? e.eventSeq : 0,
   };
+  const stored = getJson<JsonValue>(e, 'spec');
+  const validated = stored === undefined ? undefined : validateJobSpec(stored);
   const optional = {
+    spec: validated?.ok ? validated.spec : undefined,
+    submitted: validated?.ok ? undefined : stored,
     batchPoolId: str('batchPoolId'),
     batchJobId: str('batchJobId'),
     cancelRequestedAt: str('cancelRequestedAt'),
     containersCheckedAt: str('containersCheckedAt'),
-    result: getJson<JobRecord['result']>(e, 'result'),
+    result: parseJobResult(getJson<unknown>(e, 'result')),
     error: getJson<JobRecord['error']>(e, 'error'),
     lastEvent: getJson<JobRecord['lastEvent']>(e, 'lastEvent'),
   };

@@ -1,6 +1,6 @@
 /** Job state: the pure state machine, the Table Storage store, and the API views. */
 export { JOB_STATES, TERMINAL_STATES, ACTIVE_STAGES, isTerminal, isJobState, canTransition, nextStates } from './states';
-export type { JobState } from './states';
+export type { JobState, TerminalState } from './states';
 export { transition } from './machine';
 export type { TransitionableRow, TransitionResult } from './machine';
 export {

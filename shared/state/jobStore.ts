@@ -34,14 +34,14 @@ export interface JobStoreOptions {
   maxAttempts?: number;
 }
 
-export interface NewJob {
+/** A job to record: an accepted spec, or a rejected submission's document (kept so its sender can see it). */
+export type NewJob = {
   id: string;
-  spec: JobSpec;
   specHash: string;
   owner: string;
   /** Creation reason recorded in the first event (default "submitted"). */
   reason?: string;
-}
+} & ({ spec: JobSpec } | { rejected: { name: string; document: JsonValue } });
 
 export interface TransitionOutcome {
   job: JobRecord;
@@ -139,11 +139,11 @@ export class JobStore {
     const first: JobEvent = { jobId: input.id, at, kind: 'transition', seq: 1, from: null, to: 'Submitted', reason: input.reason ?? 'submitted' };
     const record: JobRecord = {
       id: input.id,
-      name: input.spec.name,
+      name: 'spec' in input ? input.spec.name : input.rejected.name,
       owner: input.owner,
-      tags: { ...input.spec.tags },
+      tags: 'spec' in input ? { ...input.spec.tags } : {},
       specHash: input.specHash,
-      spec: input.spec,
+      ...('spec' in input ? { spec: input.spec } : { submitted: input.rejected.document }),
       state: 'Submitted',
       stage: 'Submitted',
       progress: null,

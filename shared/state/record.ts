@@ -1,6 +1,7 @@
 /** The job row and its timeline events as the rest of the app sees them (storage layout is in entityCodec.ts). */
 import type { JobSpec } from '../spec';
 import type { JobState } from './states';
+import type { JobResult } from '../contract/jobResult';
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
@@ -18,7 +19,13 @@ export interface JobRecord {
   owner: string;
   tags: Record<string, string>;
   specHash: string;
-  spec: JobSpec;
+  /**
+   * The normalized spec, validated again on every read: absent when the stored document is not a valid spec
+   * (a rejected submission, or a row damaged or written by an incompatible version), so no reader ever trusts it.
+   */
+  spec?: JobSpec;
+  /** The submitted document of a row without a valid spec (e.g. a rejected queue message), as stored. */
+  submitted?: JsonValue;
   state: JobState;
   /** Finer-grained, human-readable step inside the state, e.g. "waiting for nodes 3/4". */
   stage: string;
@@ -27,7 +34,8 @@ export interface JobRecord {
   updatedAt: string;
   batchPoolId?: string;
   batchJobId?: string;
-  result?: JsonValue;
+  /** What the pipeline recorded when the job ended (parsed on read: a row that does not match has none). */
+  result?: JobResult;
   error?: JobError;
   /** Set by the cancel API; the orchestration reacts and moves the job to CleaningUp → Cancelled. */
   cancelRequestedAt?: string;

@@ -19,12 +19,14 @@ export const JOB_STATES = [
 ] as const;
 export type JobState = (typeof JOB_STATES)[number];
 
-export const TERMINAL_STATES: readonly JobState[] = ['Succeeded', 'Failed', 'Cancelled'];
+export const TERMINAL_STATES = ['Succeeded', 'Failed', 'Cancelled'] as const satisfies readonly JobState[];
+export type TerminalState = (typeof TERMINAL_STATES)[number];
 /** The pipeline stages in order; CleaningUp follows them. */
 export const ACTIVE_STAGES: readonly JobState[] = ['Submitted', 'Provisioning', 'PullingImages', 'StagingData', 'Running'];
 
-export function isTerminal(state: JobState): boolean {
-  return TERMINAL_STATES.includes(state);
+/** Takes any string, so readers of API answers (the CLI, the dashboard) can ask about what they were sent. */
+export function isTerminal(state: string): state is TerminalState {
+  return (TERMINAL_STATES as readonly string[]).includes(state);
 }
 
 export function isJobState(value: unknown): value is JobState {

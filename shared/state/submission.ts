@@ -29,7 +29,8 @@ export async function recordSubmission(store: JobStore, input: SubmissionInput):
   const { created, job } = await store.createIfAbsent({ id, spec: input.spec, specHash: hash, owner: input.owner });
   if (created) return { outcome: 'created', job };
   if (job.specHash === hash) return { outcome: 'repeat', job };
-  return { outcome: 'conflict', job, differingPaths: diffSpecs(job.spec, input.spec) };
+  // A row without a valid spec (a rejected submission holds the id) differs as a whole.
+  return { outcome: 'conflict', job, differingPaths: job.spec ? diffSpecs(job.spec, input.spec) : [''] };
 }
 
 export type CancelOutcome =

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { JobSpecSchema } from '../spec/schema';
 import type { JobRecord } from './record';
 import { JOB_STATES } from './states';
+import { JobResultSchema } from '../contract/jobResult';
 
 const JsonSchemaValue: z.ZodType<unknown> = z.unknown().meta({ description: 'Free-form JSON written by the pipeline.' });
 
@@ -34,10 +35,11 @@ export const JobViewSchema = z.object({
   updatedAt: z.string(),
   batchPoolId: z.string().optional(),
   batchJobId: z.string().optional(),
-  result: JsonSchemaValue.optional(),
+  result: JobResultSchema.optional().meta({ description: 'What the pipeline recorded when the job ended.' }),
   error: JobErrorSchema.optional(),
   cancelRequestedAt: z.string().optional(),
   spec: JobSpecSchema.optional().meta({ description: 'The normalized spec (single-job answers only).' }),
+  submitted: JsonSchemaValue.optional().meta({ description: 'For a job without a valid spec (a rejected queue submission): the document as it was submitted (single-job answers only).' }),
   links: JobLinksSchema,
 }).meta({ title: 'JobView' });
 export type JobView = z.infer<typeof JobViewSchema>;
@@ -112,6 +114,7 @@ export function toJobView(job: JobRecord, options: JobViewOptions = {}): JobView
   if (job.result !== undefined) view.result = job.result;
   if (job.error !== undefined) view.error = job.error;
   if (job.cancelRequestedAt !== undefined) view.cancelRequestedAt = job.cancelRequestedAt;
-  if (options.includeSpec) view.spec = job.spec;
+  if (options.includeSpec && job.spec) view.spec = job.spec;
+  if (options.includeSpec && job.submitted !== undefined) view.submitted = job.submitted;
   return view;
 }

@@ -172,7 +172,7 @@ test('small pure helpers', () => {
   expect(atomsOfSignature(sig)).toEqual(['CallActivity:A', 'CreateTimer']);
 });
 
-/** The pipeline's waiting pattern (orchestrations/pipeline/run.ts): one cancel-event task raced again and again against fresh timers. */
+/** The pipeline's waiting pattern (orchestrations/runtime/pipelineRun.ts): one cancel-event task raced again and again against fresh timers. */
 const pollUntilCancelled = function* (ctx: OrchestrationContext) {
   const cancel = ctx.df.waitForExternalEvent('cancel');
   let polls = 0;

@@ -93,7 +93,7 @@ test('a spec larger than one 64 KiB property is split and read back intact', asy
   const got = await store.get('big-spec');
   expect(got!.spec).toEqual(spec);
   // A later, smaller write must not leave stale chunks behind (Replace, not Merge).
-  await store.update('big-spec', { result: { exitCode: 0 } });
+  await store.update('big-spec', { result: { exitCode: 0, timings: {} } });
   expect((await store.get('big-spec'))!.spec).toEqual(spec);
 });
 

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { budgetVerdict, jobCost, nodeHoursSoFar } from '../../shared/ops/cost';
-import { DEFAULT_PRICE_TABLE, parsePriceTable, pricePerNodeHour } from '../../shared/ops/priceTable';
+import { DEFAULT_PRICE_TABLE, parsePriceTable, pricePerNodeHour } from '../../shared/config/priceTable';
 import { usageReport } from '../../shared/ops/usage';
 
 const T0 = Date.parse('2026-03-01T10:00:00.000Z');

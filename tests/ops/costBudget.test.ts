@@ -7,7 +7,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { checkCleanup, submitSpec, watchJob } from '../../local/jobRunner';
-import { DEFAULT_PRICE_TABLE, pricePerNodeHour } from '../../shared/ops/priceTable';
+import { DEFAULT_PRICE_TABLE, pricePerNodeHour } from '../../shared/config/priceTable';
 import { runSweep } from '../../shared/ops/sweep';
 import type { JobCost } from '../../shared/ops/cost';
 import { JobStore } from '../../shared/state';

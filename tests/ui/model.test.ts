@@ -84,8 +84,15 @@ describe('dashboard view model', () => {
   });
 
   it('summarizes cost from the JobCost shape, or falls back to node-minutes', () => {
-    expect(costSummary({ cost: { estimatedCost: 0.0123, currency: 'USD', nodeMinutes: { total: 4.5 }, vmSize: 'Standard_D8s_v5', nodes: 3, pricePerNodeHour: 0.384, priceSource: 'builtin' } }))
+    const cost = {
+      estimatedCost: 0.0123, currency: 'USD', nodeMinutes: { dedicated: 4.5, lowPriority: 0, total: 4.5 }, vmSize: 'Standard_D8s_v5', nodes: 3,
+      pricePerNodeHour: 0.384, priceSource: 'builtin', allocatedAt: '2026-01-01T00:00:00.000Z', releasedAt: '2026-01-01T00:01:30.000Z', minutes: 1.5, perStage: {},
+    };
+    expect(costSummary({ cost }))
       .toEqual({ estimate: '0.0123 USD', nodeMinutes: 4.5, detail: 'Standard_D8s_v5 · 3 nodes · 0.384 USD/node-hour · prices: builtin' });
+    // A VM size missing from the price table: node-minutes, no estimate.
+    expect(costSummary({ result: { cost: { ...cost, estimatedCost: undefined, pricePerNodeHour: undefined } } }))
+      .toEqual({ estimate: undefined, nodeMinutes: 4.5, detail: 'Standard_D8s_v5 · 3 nodes · prices: builtin' });
     expect(costSummary({ result: { nodeMinutes: 2 } })).toEqual({ nodeMinutes: 2 });
     expect(costSummary({})).toBeUndefined();
   });

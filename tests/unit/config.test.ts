@@ -37,7 +37,8 @@ describe('loadConfig', () => {
       ['connectionString', 'stage1'],
       ['connectionString', 'stage2'],
     ]);
-    expect(c.pullConcurrencyDefault).toBe(10);
+    expect(c.pipeline).toEqual({ copyConcurrency: 8, sasMarginMinutes: 60, nodeTaskMaxAttempts: 3 });
+    expect(c.queueMaxDequeueCount).toBe(5);
     expect(c.polling).toEqual({ initialMs: 5000, maxMs: 60000, multiplier: 2, jitter: 0.2 });
     expect(c.batchRetry.maxAttempts).toBeGreaterThan(1);
     expect(Object.isFrozen(c.batch)).toBe(true);
@@ -49,7 +50,8 @@ describe('loadConfig', () => {
       BATCH_ACCOUNT_NAME: 'hpcbatch',
       AzureWebJobsStorage__accountName: 'hpchost',
       STAGING_ACCOUNTS: 'hpcstage1, hpcstage2,hpcstage3',
-      PULL_CONCURRENCY_DEFAULT: '8',
+      STAGING_COPY_CONCURRENCY: '4',
+      QUEUE_MAX_DEQUEUE_COUNT: '7',
       POLL_INITIAL_MS: '1000',
       POLL_MAX_MS: '30000',
     });
@@ -65,7 +67,8 @@ describe('loadConfig', () => {
       queueEndpoint: 'https://hpcstage2.queue.core.windows.net',
       tableEndpoint: 'https://hpcstage2.table.core.windows.net',
     });
-    expect(c.pullConcurrencyDefault).toBe(8);
+    expect(c.pipeline.copyConcurrency).toBe(4);
+    expect(c.queueMaxDequeueCount).toBe(7);
     expect(c.polling.initialMs).toBe(1000);
   });
 
@@ -87,8 +90,10 @@ describe('loadConfig', () => {
     ['BATCH_ACCOUNT_URL', 'https://acct.batch.azure.com/some/path', /BATCH_ACCOUNT_URL/],
     ['BATCH_ACCOUNT_NAME', 'Bad_Name', /BATCH_ACCOUNT_NAME: must be 3-24 lowercase/],
     ['BATCH_ACCOUNT_KEY', 'not base64!', /BATCH_ACCOUNT_KEY: must be base64/],
-    ['PULL_CONCURRENCY_DEFAULT', '0', /PULL_CONCURRENCY_DEFAULT: must be an integer in \[1, 1000\], got "0"/],
-    ['PULL_CONCURRENCY_DEFAULT', 'ten', /PULL_CONCURRENCY_DEFAULT: must be an integer/],
+    ['QUEUE_MAX_DEQUEUE_COUNT', '0', /QUEUE_MAX_DEQUEUE_COUNT: must be an integer in \[1, 1000\], got "0"/],
+    ['QUEUE_MAX_DEQUEUE_COUNT', 'five', /QUEUE_MAX_DEQUEUE_COUNT: must be an integer/],
+    ['NODE_TASK_MAX_ATTEMPTS', '11', /NODE_TASK_MAX_ATTEMPTS: must be an integer in \[1, 10\]/],
+    ['STAGING_COPY_CONCURRENCY', '1.5', /STAGING_COPY_CONCURRENCY: must be an integer/],
     ['POLL_INITIAL_MS', '99999999', /POLL_INITIAL_MS/],
     ['POLL_JITTER', '2', /POLL_JITTER: must be a number in \[0, 1\]/],
     ['STAGING_ACCOUNTS', 'Not A Name', /STAGING_ACCOUNTS: entry 1: "Not A Name" is neither/],
@@ -107,7 +112,7 @@ describe('loadConfig', () => {
   });
 
   test('several problems are reported together', () => {
-    expect(problemsOf({ ...localEnv, BATCH_ACCOUNT_NAME: '', PULL_CONCURRENCY_DEFAULT: '-1' }).length).toBe(2);
+    expect(problemsOf({ ...localEnv, BATCH_ACCOUNT_NAME: '', QUEUE_MAX_DEQUEUE_COUNT: '-1' }).length).toBe(2);
   });
 
   test('the error message lists problems', () => {

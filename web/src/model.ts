@@ -3,32 +3,34 @@
  * show. Unit-tested in tests/ui/model.test.ts; the DOM code in render.ts only turns these values into elements.
  */
 
-export const JOB_STATES = [
-  'Submitted', 'Provisioning', 'PullingImages', 'StagingData', 'Running', 'CleaningUp', 'Succeeded', 'Failed', 'Cancelled',
-] as const;
-export const TERMINAL = new Set<string>(['Succeeded', 'Failed', 'Cancelled']);
+import type { JobState, TerminalState } from '../../shared/state/states';
+import type { Counter, NodeProgress, PipelineStatus } from '../../shared/contract/progress';
+import type { JobCost, JobResultView } from '../../shared/contract/jobResult';
 
-/** Per-node pipeline states as the orchestration reports them (orchestrations/contracts.ts NodeProgress). */
-export const NODE_STATES = ['allocating', 'idle', 'pulling', 'pulled', 'downloading', 'ready', 'running', 'done', 'failed'] as const;
-
-export interface Counter {
-  done: number;
-  total: number;
+/** The keys of a record, typed: how the lists below stay complete (a missing or unknown key does not compile). */
+function keysOf<K extends string>(r: Record<K, unknown>): K[] {
+  return Object.keys(r) as K[];
 }
 
-export interface LiveProgress {
-  stage?: string;
-  progress?: {
-    nodesReady?: Counter;
-    imagesPulled?: Counter;
-    shardsStaged?: Counter;
-    shardsDownloaded?: Counter;
-    mpi?: { state?: string; startedAt?: string };
-    cleanup?: { done?: string[] };
-  };
+/** Every job state in pipeline order, for the state filter. */
+export const JOB_STATES: readonly JobState[] = keysOf<JobState>({
+  Submitted: 0, Provisioning: 0, PullingImages: 0, StagingData: 0, Running: 0, CleaningUp: 0, Succeeded: 0, Failed: 0, Cancelled: 0,
+});
+const TERMINAL: ReadonlySet<string> = new Set(keysOf<TerminalState>({ Succeeded: 0, Failed: 0, Cancelled: 0 }));
+
+/** Per-node pipeline states in the order a node goes through them (the legend's order). */
+export const NODE_STATES: readonly NodeProgress[] = keysOf<NodeProgress>({
+  allocating: 0, idle: 0, pulling: 0, pulled: 0, downloading: 0, ready: 0, running: 0, done: 0, failed: 0,
+});
+
+/**
+ * The orchestration's custom status as the API passes it through. Read leniently: any part may be missing, and node
+ * states the dashboard does not know (a newer server) are shown as they come.
+ */
+export type LiveProgress = Partial<Omit<PipelineStatus, 'nodes' | 'progress'>> & {
+  progress?: Partial<PipelineStatus['progress']>;
   nodes?: Record<string, string>;
-  lastError?: string;
-}
+};
 
 export interface TimelineEvent {
   at: string;
@@ -36,21 +38,6 @@ export interface TimelineEvent {
   from?: string | null;
   to?: string;
   reason: string;
-}
-
-export interface LogRef {
-  node: string;
-  stdout: string;
-  stderr: string;
-}
-
-export interface JobResult {
-  exitCode?: number;
-  timings?: Record<string, { startedAt: string; endedAt?: string }>;
-  nodeMinutes?: number;
-  logs?: LogRef[];
-  mpi?: { exitCode?: number; failure?: string; subtasks?: { id: number; nodeId?: string; exitCode?: number; state: string }[]; stdoutTail?: string };
-  cost?: unknown;
 }
 
 /** The subset of the API's JobView the dashboard reads (GET /api/jobs and GET /api/jobs/{id}). */
@@ -66,10 +53,10 @@ export interface JobView {
   progress?: LiveProgress | null;
   orchestrationStatus?: string;
   timeline?: TimelineEvent[];
-  result?: JobResult;
+  result?: JobResultView;
   error?: { code: string; message: string };
   cancelRequestedAt?: string;
-  cost?: unknown;
+  cost?: JobCost;
   spec?: { pool?: { nodes?: number; vmSize?: string } };
 }
 
@@ -213,7 +200,7 @@ export interface ExitCodeRow {
 }
 
 /** The MPI exit codes: the job's (mpirun on the master, or the first failed subtask's), then each subtask's. */
-export function exitCodes(result: JobResult | undefined): ExitCodeRow[] {
+export function exitCodes(result: JobResultView | undefined): ExitCodeRow[] {
   if (!result) return [];
   const rows: ExitCodeRow[] = [];
   if (result.exitCode !== undefined) rows.push({ label: 'mpirun (master)', node: result.logs?.[0]?.node, exitCode: result.exitCode });
@@ -229,32 +216,21 @@ export interface CostSummary {
   detail?: string;
 }
 
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/**
- * The cost block, from `cost` on the job view (or in its result), shaped as shared/ops/cost.ts JobCost;
- * falls back to the result's node-minutes. Undefined when the job has neither.
- */
+/** The cost block, from `cost` on the job view (or in its result); falls back to the result's node-minutes. */
 export function costSummary(job: Pick<JobView, 'cost' | 'result'>): CostSummary | undefined {
-  const raw = job.cost ?? job.result?.cost;
-  if (isRecord(raw)) {
-    const summary: CostSummary = {};
-    const currency = typeof raw.currency === 'string' ? raw.currency : '';
-    if (typeof raw.estimatedCost === 'number') summary.estimate = `${raw.estimatedCost.toFixed(raw.estimatedCost < 1 ? 4 : 2)} ${currency}`.trim();
-    const nm = raw.nodeMinutes;
-    if (isRecord(nm) && typeof nm.total === 'number') summary.nodeMinutes = nm.total;
-    else if (typeof nm === 'number') summary.nodeMinutes = nm;
-    const parts: string[] = [];
-    if (typeof raw.vmSize === 'string') parts.push(raw.vmSize);
-    if (typeof raw.nodes === 'number') parts.push(`${raw.nodes} nodes`);
-    if (typeof raw.pricePerNodeHour === 'number') parts.push(`${raw.pricePerNodeHour} ${currency}/node-hour`.replace(/ +\//, '/'));
-    if (typeof raw.priceSource === 'string') parts.push(`prices: ${raw.priceSource}`);
-    if (parts.length) summary.detail = parts.join(' · ');
-    if (summary.estimate !== undefined || summary.nodeMinutes !== undefined) return summary;
-  } else if (typeof raw === 'number') {
-    return { estimate: raw.toFixed(raw < 1 ? 4 : 2) };
+  const cost = job.cost ?? job.result?.cost;
+  if (cost) {
+    const parts = [
+      cost.vmSize,
+      `${cost.nodes} nodes`,
+      cost.pricePerNodeHour !== undefined ? `${cost.pricePerNodeHour} ${cost.currency}/node-hour` : undefined,
+      `prices: ${cost.priceSource}`,
+    ].filter((p): p is string => !!p);
+    return {
+      estimate: cost.estimatedCost !== undefined ? `${cost.estimatedCost.toFixed(cost.estimatedCost < 1 ? 4 : 2)} ${cost.currency}` : undefined,
+      nodeMinutes: cost.nodeMinutes.total,
+      detail: parts.join(' · '),
+    };
   }
   if (typeof job.result?.nodeMinutes === 'number') return { nodeMinutes: job.result.nodeMinutes };
   return undefined;

@@ -1,7 +1,8 @@
-import * as df from 'durable-functions';
 import type { OrchestrationContext, Task } from 'durable-functions';
-import type { PipelineStatus, PollSettings, StageName } from '../contracts';
+import { CANCEL_EVENT, type ActivityInput, type ActivityName, type ActivityOutput, type CancelEventData, type NodeProgress, type PipelineStatus, type PollSettings } from '../../shared/contract';
+import type { JobState } from '../../shared/state/states';
 import type { NodeUsage } from '../../shared/ops/cost';
+import { resultOf, retryOptions, scheduleActivity, type ActivityTask } from './activityCalls';
 
 /** Thrown inside the orchestrator when the user cancelled; the pipeline still runs cleanup. */
 export class JobCancelled extends Error {
@@ -14,7 +15,7 @@ export class JobCancelled extends Error {
 /** Thrown when a stage gives up; `reason` is recorded on the job row as the failure reason. */
 export class StageFailed extends Error {
   constructor(
-    readonly stage: StageName,
+    readonly stage: JobState,
     readonly reason: string,
   ) {
     super(`${stage}: ${reason}`);
@@ -24,7 +25,7 @@ export class StageFailed extends Error {
 
 /** Thrown when the job's wall-clock limit passes while a stage is still waiting. */
 export class JobTimedOut extends StageFailed {
-  constructor(stage: StageName, limit: string) {
+  constructor(stage: JobState, limit: string) {
     super(stage, `wall-clock limit ${limit} exceeded`);
     this.name = 'JobTimedOut';
   }
@@ -33,11 +34,7 @@ export class JobTimedOut extends StageFailed {
 export type Orchestration<T> = Generator<Task, T, unknown>;
 
 /** 3 attempts, 2 s then 4 s apart: long enough for a throttling burst, short enough to report real failures promptly. */
-const ACTIVITY_RETRY = (() => {
-  const r = new df.RetryOptions(2_000, 3);
-  r.backoffCoefficient = 2;
-  return r;
-})();
+const ACTIVITY_RETRY = retryOptions(2_000, 3);
 
 /**
  * Everything a stage needs from the orchestration, kept deterministic: time comes from the replayed
@@ -55,16 +52,30 @@ export class PipelineRun {
     /** ISO time after which waiting stages fail with a timeout (the job's maxWallClock), if any. */
     private readonly deadline: { at: string; limit: string } | undefined,
   ) {
-    this.cancelEvent = ctx.df.waitForExternalEvent('cancel');
+    this.cancelEvent = ctx.df.waitForExternalEvent(CANCEL_EVENT);
     this.status = { stage: 'Submitted', progress: {}, resources: {} };
   }
 
   /**
-   * Calls an activity with Durable's retry: every pipeline activity is idempotent, and a transient Batch or
-   * Storage error that outlasts the adapter's own retries must not fail a job that has nodes running.
+   * Calls an activity with Durable's retry and returns its result: every pipeline activity is idempotent, and a
+   * transient Batch or Storage error that outlasts the adapter's own retries must not fail a job that has nodes
+   * running.
    */
-  activity(name: string, input: unknown): Task {
-    return this.ctx.df.callActivityWithRetry(name, ACTIVITY_RETRY, input);
+  *call<N extends ActivityName>(name: N, input: ActivityInput<N>): Orchestration<ActivityOutput<N>> {
+    const scheduled = this.start(name, input);
+    yield scheduled.task;
+    return resultOf(scheduled);
+  }
+
+  /** Schedules an activity without waiting, for fan-out (`all`). */
+  start<N extends ActivityName>(name: N, input: ActivityInput<N>, retry = ACTIVITY_RETRY): ActivityTask<N> {
+    return scheduleActivity(this.ctx, name, input, retry);
+  }
+
+  /** Waits for every scheduled activity; fails with the first failure, as Task.all does. */
+  *all<N extends ActivityName>(scheduled: ActivityTask<N>[]): Orchestration<ActivityOutput<N>[]> {
+    yield this.ctx.df.Task.all(scheduled.map((s) => s.task));
+    return scheduled.map(resultOf);
   }
 
   now(): Date {
@@ -108,8 +119,9 @@ export class PipelineRun {
     this.ctx.df.setCustomStatus(this.status);
   }
 
-  snapshot(): PipelineStatus {
-    return JSON.parse(JSON.stringify(this.status)) as PipelineStatus;
+  /** The per-node states reported so far (a copy). */
+  nodeStates(): Record<string, NodeProgress> {
+    return { ...(this.status.nodes ?? {}) };
   }
 
   /** The n-th polling delay: exponential from initialMs to maxMs (deterministic, so replay-safe). */
@@ -130,7 +142,7 @@ export class PipelineRun {
    * Waits `ms` on a durable timer unless the user cancels first. Also enforces the job's wall-clock limit,
    * so a stage stuck waiting on Batch cannot outlive the job's budget.
    */
-  *sleep(stage: StageName, ms: number): Orchestration<void> {
+  *sleep(stage: JobState, ms: number): Orchestration<void> {
     if (this.deadline && this.now().getTime() >= Date.parse(this.deadline.at)) {
       throw new JobTimedOut(stage, this.deadline.limit);
     }
@@ -154,7 +166,12 @@ export class PipelineRun {
   }
 
   private cancelReason(): string {
-    const r = this.cancelEvent.result as { reason?: unknown } | undefined;
+    // Raised from outside (the API or anyone holding the system key): checked, not trusted.
+    const r: Partial<CancelEventData> | undefined = isRecord(this.cancelEvent.result) ? this.cancelEvent.result : undefined;
     return typeof r?.reason === 'string' && r.reason ? r.reason : 'cancelled by user';
   }
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

@@ -1,10 +1,11 @@
-import { Activities, Counter, NodeProgress, NodeRef, NodeTaskObservation, NodeTaskSpec, StageName } from '../contracts';
-import { Orchestration, PipelineRun, StageFailed } from './run';
+import type { Counter, NodeProgress, NodeRef, NodeTaskObservation, NodeTaskRequest } from '../../shared/contract';
+import type { JobState } from '../../shared/state/states';
+import { Orchestration, PipelineRun, StageFailed } from './pipelineRun';
 import { initPullPlan, isDone, nextPulls, nodesNotPulled, onPullResult, progress, PullPlanState, PullWork } from '../../shared/planning/pullWindow';
 import { deterministicRand01 } from '../../shared/planning/hash';
 
 export interface NodeTaskWindowRequest {
-  stage: StageName;
+  stage: JobState;
   batchJobId: string;
   nodes: NodeRef[];
   /** What every node must end up holding (image references, or a label such as "shards"). */
@@ -14,7 +15,7 @@ export interface NodeTaskWindowRequest {
   /** Short task-id prefix, e.g. "pull" or "dl". */
   taskPrefix: string;
   /** The Batch task for one node (already pinned by its affinity id). */
-  taskFor(node: NodeRef, nodeIndex: number, work: PullWork): Omit<NodeTaskSpec, 'id' | 'affinityId'>;
+  taskFor(node: NodeRef, nodeIndex: number, work: PullWork): Omit<NodeTaskRequest, 'id' | 'affinityId'>;
   /** Custom-status keys this window reports under. */
   progressKey: 'imagesPulled' | 'shardsDownloaded';
   inFlightState: NodeProgress;
@@ -42,7 +43,7 @@ export function* nodeTaskWindow(run: PipelineRun, req: NodeTaskWindowRequest): O
   const report = () => {
     const p = progress(plan, run.now().getTime());
     const counter: Counter = { done: p.pulled, total: p.total };
-    run.report({ progress: { [req.progressKey]: counter }, nodes: { ...(run.snapshot().nodes ?? {}), ...nodeStates } });
+    run.report({ progress: { [req.progressKey]: counter }, nodes: { ...run.nodeStates(), ...nodeStates } });
   };
 
   for (let tick = 0; ; tick++) {
@@ -50,14 +51,14 @@ export function* nodeTaskWindow(run: PipelineRun, req: NodeTaskWindowRequest): O
     const next = nextPulls(plan, now);
     plan = next.state;
     if (next.work.length) {
-      const tasks: NodeTaskSpec[] = next.work.map((w) => {
+      const tasks: NodeTaskRequest[] = next.work.map((w) => {
         const { node, index } = byId.get(w.nodeId)!;
         const id = `${req.taskPrefix}-${index}-a${w.attempt}`;
         inFlight.set(id, w);
         nodeStates[w.nodeId] = req.inFlightState;
         return { id, affinityId: node.affinityId, ...req.taskFor(node, index, w) };
       });
-      yield run.activity(Activities.nodeTasksAdd, { batchJobId: req.batchJobId, tasks });
+      yield* run.call('nodeTasksAdd', { batchJobId: req.batchJobId, tasks });
     }
     report();
     if (isDone(plan)) break;
@@ -67,7 +68,7 @@ export function* nodeTaskWindow(run: PipelineRun, req: NodeTaskWindowRequest): O
     yield* run.sleep(req.stage, wait);
     if (inFlight.size === 0) continue;
 
-    const observed = (yield run.activity(Activities.nodeTasksObserve, { batchJobId: req.batchJobId, taskIds: [...inFlight.keys()] })) as NodeTaskObservation[];
+    const observed = yield* run.call('nodeTasksObserve', { batchJobId: req.batchJobId, taskIds: [...inFlight.keys()] });
     const nowMs = run.now().getTime();
     for (const o of observed) {
       const work = inFlight.get(o.id);

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import type { JobSpec } from '../spec/schema';
 import { parseIsoDuration } from '../spec/duration';
+import { DEFAULT_IMAGE, DEFAULT_NODE_AGENT_SKU } from '../spec/schema';
 
 export const OWNER_TAG = 'hpc-mpi-control-plane';
 
@@ -43,6 +44,9 @@ export interface JobPlan {
   pipelineBudgetMs: number;
 }
 
+/** The multi-instance MPI task's id inside the job's Batch job. */
+export const MPI_TASK_ID = 'mpi';
+
 /** Batch ids are at most 64 characters; long job ids keep a readable head and a hash for uniqueness. */
 export function batchIdFor(prefix: string, jobId: string): string {
   const id = `${prefix}-${jobId}`;
@@ -50,8 +54,6 @@ export function batchIdFor(prefix: string, jobId: string): string {
   const hash = createHash('sha256').update(jobId).digest('hex').slice(0, 10);
   return `${id.slice(0, 64 - hash.length - 1)}-${hash}`;
 }
-
-const DEFAULT_IMAGE = { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204', version: 'latest' };
 
 export function planJob(jobId: string, spec: JobSpec): JobPlan {
   const reusePool = !!spec.pool.poolId;
@@ -65,7 +67,7 @@ export function planJob(jobId: string, spec: JobSpec): JobPlan {
     poolId,
     reusePool,
     batchJobId: batchIdFor('hpc', jobId),
-    mpiTaskId: 'mpi',
+    mpiTaskId: MPI_TASK_ID,
     nodes,
     minNodes,
     resizeTimeoutMs,
@@ -76,7 +78,7 @@ export function planJob(jobId: string, spec: JobSpec): JobPlan {
       nodes,
       image: spec.pool.customImageId ? undefined : { ...DEFAULT_IMAGE, ...(spec.pool.image ?? {}) },
       customImageId: spec.pool.customImageId,
-      nodeAgentSku: spec.pool.nodeAgentSku ?? 'batch.node.ubuntu 22.04',
+      nodeAgentSku: spec.pool.nodeAgentSku ?? DEFAULT_NODE_AGENT_SKU,
       resizeTimeout: spec.pool.resizeTimeout,
       containerRuntime: spec.container.runtime,
       metadata: [

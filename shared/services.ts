@@ -1,12 +1,13 @@
 /**
- * The adapters activities use, built once per process from configuration (app settings). Nothing here
- * knows whether it runs in Azure or on the local stack: only the settings differ.
+ * The composition root: the adapters the app uses (configuration, the Batch client, the job store, storage
+ * accounts), built once per process from app settings and shared by the HTTP/queue/timer functions and the
+ * activities. Nothing here knows whether it runs in Azure or on the local stack: only the settings differ.
  */
 import { DefaultAzureCredential } from '@azure/identity';
-import { loadConfig, type AppConfig, type StorageAccountRef } from '../../shared/config';
-import { createBatchContext, type BatchContext } from '../../shared/batch';
-import { JobStore } from '../../shared/state';
-import { blobAccount, type BlobAccount } from '../../shared/storage/clients';
+import { loadConfig, type AppConfig, type StorageAccountRef } from './config';
+import { createBatchContext, type BatchContext } from './batch';
+import { JobStore } from './state';
+import { blobAccount, type BlobAccount } from './storage/clients';
 
 let config: AppConfig | undefined;
 let batch: BatchContext | undefined;
@@ -56,10 +57,7 @@ export function storageAccount(name: string): BlobAccount {
   });
 }
 
-/** For tests that start several stacks in one process. */
-export function resetServices(): void {
-  config = undefined;
-  batch = undefined;
-  store = undefined;
-  tablesReady = undefined;
+/** The staging accounts, as configured (the sweep walks them). */
+export function stagingAccounts(): BlobAccount[] {
+  return appConfig().stagingAccounts.map(blobAccount);
 }

@@ -6,11 +6,11 @@
  * bound are pinned down.
  */
 import { parseJobSpec } from '../../shared/spec';
-import { mpiJobOrchestrator, type MpiJobInput } from '../../orchestrations/mpiJob';
-import { Activities, type JobOutcome, type PipelineSettings } from '../../orchestrations/contracts';
+import { mpiJobOrchestrator } from '../../orchestrations/mpiJob';
+import type { JobOutcome, MpiJobInput, PipelineSettings } from '../../shared/contract';
 import { EventType, type HistoryEvent } from '../../local/durable/history';
 import { simulate, type Activity } from '../durable/helpers/simulator';
-import { smallSpec } from './helpers';
+import { smallSpec } from '../ops/helpers';
 
 const STEP_MS = 60_000;
 const SETTINGS: PipelineSettings = {
@@ -39,25 +39,25 @@ function activities(overrides: Record<string, Activity> = {}): { impl: Record<st
   // Node tasks (the native runtime's readiness check) run where they were pinned: aff-i is node-i.
   const pinned = new Map<string, string>();
   const impl: Record<string, Activity> = {
-    [Activities.jobTransition]: () => null,
-    [Activities.jobFinish]: (i) => { outcome = (i as { outcome: JobOutcome }).outcome; return null; },
-    [Activities.costPrice]: (i) => ({ vmSize: (i as { vmSize: string }).vmSize, pricePerNodeHour: 0.5, currency: 'USD', source: 'test table' }),
-    [Activities.poolCreate]: () => null,
-    [Activities.poolObserve]: () => observation(['idle', 'idle']),
-    [Activities.poolDelete]: () => null,
-    [Activities.batchJobCreate]: (i) => (i as { batchJobId: string }).batchJobId,
-    [Activities.batchJobAutoComplete]: () => null,
-    [Activities.batchJobTerminate]: () => null,
-    [Activities.nodeTasksAdd]: (i) => {
+    jobTransition: () => null,
+    jobFinish: (i) => { outcome = (i as { outcome: JobOutcome }).outcome; return null; },
+    costPrice: (i) => ({ vmSize: (i as { vmSize: string }).vmSize, pricePerNodeHour: 0.5, currency: 'USD', source: 'test table' }),
+    poolCreate: () => null,
+    poolObserve: () => observation(['idle', 'idle']),
+    poolDelete: () => null,
+    batchJobCreate: (i) => (i as { batchJobId: string }).batchJobId,
+    batchJobAutoComplete: () => null,
+    batchJobTerminate: () => null,
+    nodeTasksAdd: (i) => {
       for (const t of (i as { tasks: { id: string; affinityId: string }[] }).tasks) pinned.set(t.id, t.affinityId.replace('aff-', 'node-'));
       return null;
     },
-    [Activities.nodeTasksObserve]: (i) => (i as { taskIds: string[] }).taskIds.map((id) => ({ id, state: 'completed', exitCode: 0, nodeId: pinned.get(id) })),
-    [Activities.inputsList]: () => [],
-    [Activities.mpiTaskAdd]: () => null,
-    [Activities.mpiTaskObserve]: () => ({ state: 'completed' }),
-    [Activities.mpiResultCollect]: () => ({ exitCode: 0, subtasks: [], logs: [], stdoutTail: '' }),
-    [Activities.stagedDataDelete]: () => null,
+    nodeTasksObserve: (i) => (i as { taskIds: string[] }).taskIds.map((id) => ({ id, state: 'completed', exitCode: 0, nodeId: pinned.get(id) })),
+    inputsList: () => [],
+    mpiTaskAdd: () => null,
+    mpiTaskObserve: () => ({ state: 'completed' }),
+    mpiResultCollect: () => ({ exitCode: 0, subtasks: [], logs: [], stdoutTail: '' }),
+    stagedDataDelete: () => null,
     ...overrides,
   };
   return { impl, finished: () => { if (!outcome) throw new Error('jobFinish was never called'); return outcome; } };
@@ -68,7 +68,7 @@ const scheduled = (history: HistoryEvent[]) => history.filter((e) => e.EventType
 describe('mpiJob orchestrator, replayed', () => {
   it('checks the budget while provisioning: nodes that never get ready are cancelled with reason budget, billed and deleted', async () => {
     // Two nodes allocated and never ready; 2 nodes x 1 min per poll = 1/30 node-hour per poll, limit 0.1.
-    const a = activities({ [Activities.poolObserve]: () => observation(['starting', 'starting']) });
+    const a = activities({ poolObserve: () => observation(['starting', 'starting']) });
     const r = await simulate(mpiJobOrchestrator, input('replay-budget', { nodes: 2, command: 'true', limits: { maxNodeHours: 0.1 } }), a.impl, { clockStepMs: STEP_MS });
     const outcome = a.finished();
     expect(outcome.state).toBe('Cancelled');
@@ -77,34 +77,34 @@ describe('mpiJob orchestrator, replayed', () => {
     expect(used).toBeGreaterThan(0.1);
     expect(used).toBeLessThanOrEqual(0.1 + (2 * 2 * STEP_MS) / 3_600_000 + 0.0001);
     // Billed for both allocated nodes from the pool's creation to its deletion request.
-    expect(outcome.cost).toMatchObject({ nodes: 2, pricePerNodeHour: 0.5 });
-    expect(outcome.cost!.nodeMinutes.dedicated).toBe(2 * outcome.cost!.minutes);
-    expect(outcome.cost!.nodeMinutes.dedicated).toBeGreaterThan(used * 60);
+    expect(outcome.result.cost).toMatchObject({ nodes: 2, pricePerNodeHour: 0.5 });
+    expect(outcome.result.cost!.nodeMinutes.dedicated).toBe(2 * outcome.result.cost!.minutes);
+    expect(outcome.result.cost!.nodeMinutes.dedicated).toBeGreaterThan(used * 60);
     // No Batch job existed yet: the pool we created is deleted, nothing else runs.
-    expect(scheduled(r.history)).toEqual(expect.arrayContaining([Activities.poolDelete]));
-    expect(scheduled(r.history)).not.toContain(Activities.batchJobCreate);
-    expect(scheduled(r.history)).not.toContain(Activities.batchJobTerminate);
+    expect(scheduled(r.history)).toEqual(expect.arrayContaining(['poolDelete']));
+    expect(scheduled(r.history)).not.toContain('batchJobCreate');
+    expect(scheduled(r.history)).not.toContain('batchJobTerminate');
   });
 
   it('does not bill a reused pool while waiting for its nodes, and bills the nodes it runs on once ready', async () => {
     let polls = 0;
     let readyAt = '';
     const a = activities({
-      [Activities.poolInspect]: () => ({ exists: true, state: 'active', vmSize: 'standard_d8s_v5', enableInterNodeCommunication: true, taskSlotsPerNode: 1 }),
-      [Activities.poolObserve]: () => observation(++polls < 6 ? ['running', 'running'] : ['idle', 'idle']),
+      poolInspect: () => ({ exists: true, state: 'active', vmSize: 'standard_d8s_v5', enableInterNodeCommunication: true, taskSlotsPerNode: 1 }),
+      poolObserve: () => observation(++polls < 6 ? ['running', 'running'] : ['idle', 'idle']),
     });
     // Five polls (10 min) waiting on someone else's busy nodes would take the job over its limit if they counted.
     const r = await simulate(mpiJobOrchestrator, input('replay-reuse', { command: 'true', pool: { poolId: 'shared', nodes: 2 }, limits: { maxNodeHours: 0.55 } }), a.impl, { clockStepMs: STEP_MS });
     // The orchestrator step that saw the nodes idle: the one that got the 6th poolObserve answer.
-    const observes = r.history.filter((e) => e.EventType === EventType.TaskScheduled && e.Name === Activities.poolObserve).map((e) => e.EventId);
+    const observes = r.history.filter((e) => e.EventType === EventType.TaskScheduled && e.Name === 'poolObserve').map((e) => e.EventId);
     const answer = r.history.findIndex((e) => e.EventType === EventType.TaskCompleted && e.TaskScheduledId === observes[5]);
     readyAt = [...r.history.slice(0, answer)].reverse().find((e) => e.EventType === EventType.OrchestratorStarted)!.Timestamp;
     const outcome = a.finished();
     expect(outcome).toMatchObject({ state: 'Succeeded' });
     // Billed from the poll that found the nodes idle: the waiting minutes are not this job's.
-    expect(outcome.cost?.nodes).toBe(2);
-    expect(outcome.cost!.allocatedAt).toBe(readyAt);
-    expect(outcome.cost!.nodeMinutes.dedicated).toBe(2 * outcome.cost!.minutes);
+    expect(outcome.result.cost?.nodes).toBe(2);
+    expect(outcome.result.cost!.allocatedAt).toBe(readyAt);
+    expect(outcome.result.cost!.nodeMinutes.dedicated).toBe(2 * outcome.result.cost!.minutes);
   });
 
   it('requests the Batch job termination and the pool deletion together once the MPI task ends', async () => {
@@ -116,21 +116,21 @@ describe('mpiJob orchestrator, replayed', () => {
       const id = r.history[at(name)].EventId;
       return r.history.findIndex((e) => e.EventType === EventType.TaskCompleted && e.TaskScheduledId === id);
     };
-    expect(at(Activities.poolDelete)).toBeGreaterThan(0);
+    expect(at('poolDelete')).toBeGreaterThan(0);
     // Both scheduled before either was answered: one round trip, not two.
-    expect(at(Activities.poolDelete)).toBeLessThan(answered(Activities.batchJobTerminate));
-    expect(at(Activities.batchJobTerminate)).toBeLessThan(answered(Activities.poolDelete));
+    expect(at('poolDelete')).toBeLessThan(answered('batchJobTerminate'));
+    expect(at('batchJobTerminate')).toBeLessThan(answered('poolDelete'));
   });
 
   it('polls the running MPI task at most every half polling interval', async () => {
     let observed = 0;
-    const a = activities({ [Activities.mpiTaskObserve]: () => ({ state: ++observed < 8 ? 'running' : 'completed' }) });
+    const a = activities({ mpiTaskObserve: () => ({ state: ++observed < 8 ? 'running' : 'completed' }) });
     const r = await simulate(mpiJobOrchestrator, input('replay-poll', { nodes: 2, command: 'true' }), a.impl, { clockStepMs: STEP_MS });
     expect(a.finished()).toMatchObject({ state: 'Succeeded' });
     // Each timer's delay: its fire time minus the orchestrator step that created it.
     const delays: number[] = [];
     let stepAt = 0;
-    const running = r.history.findIndex((e) => e.EventType === EventType.TaskScheduled && e.Name === Activities.mpiTaskAdd);
+    const running = r.history.findIndex((e) => e.EventType === EventType.TaskScheduled && e.Name === 'mpiTaskAdd');
     for (const e of r.history.slice(running)) {
       if (e.EventType === EventType.OrchestratorStarted) stepAt = Date.parse(e.Timestamp);
       if (e.EventType === EventType.TimerCreated) delays.push(Date.parse(e.FireAt!) - stepAt);

@@ -1,0 +1,38 @@
+/**
+ * Typed access to the activity contract (shared/contract/activities.ts): activities register through
+ * `registerActivity` and the orchestrator schedules them through `scheduleActivity`/`resultOf`, so the compiler
+ * checks the name, the input and the result of every call and no call site casts.
+ */
+import * as df from 'durable-functions';
+import type { OrchestrationContext, RetryOptions, Task } from 'durable-functions';
+import type { ActivityHandler, ActivityInput, ActivityName, ActivityOutput } from '../../shared/contract';
+
+/** A scheduled activity that remembers which one it is, so its result has the contract's type. */
+export interface ActivityTask<N extends ActivityName> {
+  readonly name: N;
+  readonly task: Task;
+}
+
+export function registerActivity<N extends ActivityName>(name: N, handler: ActivityHandler<N>): void {
+  df.app.activity(name, { handler: (input: ActivityInput<N>) => handler(input) });
+}
+
+export function scheduleActivity<N extends ActivityName>(ctx: OrchestrationContext, name: N, input: ActivityInput<N>, retry: RetryOptions): ActivityTask<N> {
+  return { name, task: ctx.df.callActivityWithRetry(name, retry, input) };
+}
+
+/**
+ * The result of a completed activity task. The one place the history's JSON meets the contract: Durable hands
+ * back exactly what the registered handler returned (serialised), and registerActivity only accepts handlers
+ * returning the contract's output type.
+ */
+export function resultOf<N extends ActivityName>(t: ActivityTask<N>): ActivityOutput<N> {
+  return t.task.result as ActivityOutput<N>;
+}
+
+/** Durable retry options: `attempts` tries in all, the first retry after `firstRetryMs`, doubling. */
+export function retryOptions(firstRetryMs: number, attempts: number): RetryOptions {
+  const r = new df.RetryOptions(firstRetryMs, attempts);
+  r.backoffCoefficient = 2;
+  return r;
+}

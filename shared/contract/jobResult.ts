@@ -1,0 +1,89 @@
+/**
+ * The result a finished job records (activity jobFinish writes it on the job row) and every reader parses:
+ * the job API, the logs endpoint, usage, the sweep, the CLI and the dashboard. Declared once, as zod schemas,
+ * so the OpenAPI document describes it and a reader never trusts a stored row blindly.
+ */
+import { z } from 'zod';
+import type { TerminalState } from '../state/states';
+
+export const StageTimingSchema = z.object({
+  startedAt: z.string(),
+  endedAt: z.string().optional(),
+}).meta({ title: 'StageTiming' });
+export type StageTiming = z.infer<typeof StageTimingSchema>;
+
+export const LogRefSchema = z.object({
+  node: z.string(),
+  stdout: z.string().meta({ description: 'Batch file URL of the node\'s stdout (gone with the pool).' }),
+  stderr: z.string(),
+}).meta({ title: 'LogRef' });
+export type LogRef = z.infer<typeof LogRefSchema>;
+
+export const SubtaskResultSchema = z.object({
+  id: z.number(),
+  nodeId: z.string().optional(),
+  exitCode: z.number().optional(),
+  state: z.string(),
+}).meta({ title: 'SubtaskResult' });
+
+export const MpiResultSchema = z.object({
+  /** The multi-instance task's id in the Batch job (the logs endpoint reads its files). */
+  taskId: z.string().optional(),
+  exitCode: z.number(),
+  failure: z.string().optional(),
+  subtasks: z.array(SubtaskResultSchema).meta({ description: 'Per node: the subtask\'s exit code (coordination command; the master\'s includes the application).' }),
+  logs: z.array(LogRefSchema),
+  stdoutTail: z.string().meta({ description: 'The last lines of the master\'s stdout (kept: the files go away with the pool).' }),
+  stderrTail: z.string().optional(),
+  startTime: z.string().optional(),
+  endTime: z.string().optional(),
+}).meta({ title: 'MpiResult' });
+export type MpiResult = z.infer<typeof MpiResultSchema>;
+
+export const JobCostSchema = z.object({
+  vmSize: z.string().optional(),
+  nodes: z.number(),
+  allocatedAt: z.string(),
+  releasedAt: z.string(),
+  minutes: z.number(),
+  nodeMinutes: z.object({ dedicated: z.number(), lowPriority: z.number(), total: z.number() }),
+  perStage: z.record(z.string(), z.number()).meta({ description: 'Dedicated node-minutes spent while each stage was current.' }),
+  pricePerNodeHour: z.number().optional(),
+  currency: z.string(),
+  estimatedCost: z.number().optional().meta({ description: 'Absent when the VM size is not in the price table.' }),
+  priceSource: z.string(),
+}).meta({ title: 'JobCost' });
+export type JobCost = z.infer<typeof JobCostSchema>;
+
+export const JobResultSchema = z.object({
+  exitCode: z.number().optional(),
+  timings: z.record(z.string(), StageTimingSchema).meta({ description: 'When each stage started and ended.' }),
+  nodeMinutes: z.number().optional(),
+  cost: JobCostSchema.optional(),
+  logs: z.array(LogRefSchema).optional(),
+  mpi: MpiResultSchema.optional(),
+}).meta({ title: 'JobResult' });
+export type JobResult = z.infer<typeof JobResultSchema>;
+
+/**
+ * The result as a client of the API reads it: leniently, since any part may be missing (an older server, a job
+ * that ended before the MPI task). The CLI and the dashboard use this, so a renamed field breaks their build.
+ */
+export type JobResultView = Partial<Omit<JobResult, 'mpi'>> & { mpi?: Partial<MpiResult> };
+
+/** What the orchestration returns and jobFinish records. */
+export interface JobOutcome {
+  state: TerminalState;
+  reason?: string;
+  result: JobResult;
+}
+
+/**
+ * A stored result, parsed: undefined when there is none or it does not have the expected shape (a row written
+ * by an older version, or damaged), so one bad row never breaks a reader.
+ */
+export function parseJobResult(value: unknown): JobResult | undefined {
+  if (value === undefined || value === null) return undefined;
+  const parsed = JobResultSchema.safeParse(value);
+  return parsed.success ? parsed.data : undefined;
+}

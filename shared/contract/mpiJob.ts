@@ -1,0 +1,38 @@
+/**
+ * How the mpiJob orchestration is started: its name, its input and the settings resolved at intake. The
+ * intake (functions/) and the orchestrator (orchestrations/) both depend on this, never on each other.
+ */
+import type { JobSpec } from '../spec/schema';
+
+export const MPI_JOB_ORCHESTRATION = 'mpiJob';
+
+/** The raised event that cancels a running job; its data is `{ reason }`. */
+export const CANCEL_EVENT = 'cancel';
+export interface CancelEventData {
+  reason: string;
+}
+
+export interface PollSettings {
+  initialMs: number;
+  maxMs: number;
+  factor: number;
+}
+
+/** Settings resolved from app configuration at intake time, so the orchestrator never reads the environment. */
+export interface PipelineSettings {
+  poll: PollSettings;
+  /** Staging storage account names shards are spread over. */
+  stagingAccounts: string[];
+  /** How many shard copies run at once. */
+  copyConcurrency: number;
+  /** Extra validity of node SAS URLs beyond the job's wall-clock limit (minutes). */
+  sasMarginMinutes: number;
+  /** Attempts for a per-node task (pull, download) before the job fails. */
+  nodeTaskMaxAttempts: number;
+}
+
+export interface MpiJobInput {
+  jobId: string;
+  spec: JobSpec;
+  settings: PipelineSettings;
+}

@@ -1,0 +1,41 @@
+/**
+ * The pipeline's live progress: what the mpiJob orchestration writes as its custom status and what
+ * `GET /api/jobs/{id}`, the CLI and the dashboard read. Plain JSON (it is replayed and stored by Durable).
+ */
+import type { JobState } from '../state/states';
+
+/** Per-node state in the pipeline, in the order a node normally goes through them. */
+export const NODE_PROGRESS_STATES = ['allocating', 'idle', 'pulling', 'pulled', 'downloading', 'ready', 'running', 'done', 'failed'] as const;
+export type NodeProgress = (typeof NODE_PROGRESS_STATES)[number];
+
+export interface Counter {
+  done: number;
+  total: number;
+}
+
+export interface StagingContainerRef {
+  account: string;
+  container: string;
+}
+
+export interface PipelineStatus {
+  /** The job state the pipeline is in (the same names as the job row's state). */
+  stage: JobState;
+  progress: {
+    nodesReady?: Counter;
+    imagesPulled?: Counter;
+    shardsStaged?: Counter;
+    shardsDownloaded?: Counter;
+    mpi?: { state: string; startedAt?: string };
+    cleanup?: { done: string[] };
+  };
+  /** Per-node detail for the dashboard: node id -> state in the pipeline. */
+  nodes?: Record<string, NodeProgress>;
+  resources: {
+    poolId?: string;
+    batchJobId?: string;
+    stagingContainers?: StagingContainerRef[];
+  };
+  lastError?: string;
+  updatedAt?: string;
+}
