@@ -8,7 +8,7 @@
  * Run: node --import tsx bench/staging.ts [--size-mb 400] [--rounds 2]
  */
 import { BlobServiceClient, StorageSharedKeyCredential } from '@azure/storage-blob';
-import { startAzurite, STAGING_ACCOUNTS, DEV_STORE_ACCOUNT } from '../local/azurite';
+import { startAzurite, STAGING_ACCOUNTS, DATA_ACCOUNT } from '../local/azurite';
 import { shapeForSize } from '../examples/data/dataset';
 import { uploadDataset } from '../examples/data/upload';
 import { planShards, type ListedBlob, type Shard } from '../shared/planning/shards';
@@ -28,7 +28,7 @@ async function main(): Promise<void> {
   const azurite = await startAzurite();
   try {
     const accounts = new Map<string, BlobAccount>();
-    for (const a of [DEV_STORE_ACCOUNT, ...STAGING_ACCOUNTS]) {
+    for (const a of [DATA_ACCOUNT, ...STAGING_ACCOUNTS]) {
       accounts.set(a.name, {
         name: a.name,
         service: BlobServiceClient.fromConnectionString(azurite.connectionString(a.name)),
@@ -41,11 +41,11 @@ async function main(): Promise<void> {
       return a;
     };
 
-    console.log(`uploading a ${SIZE_MB} MB source data set to devstoreaccount1 …`);
-    await uploadDataset(azurite.connectionString(DEV_STORE_ACCOUNT.name), 'inputs', 'bench/', shapeForSize(SIZE_MB));
+    console.log(`uploading a ${SIZE_MB} MB source data set to the data account …`);
+    await uploadDataset(azurite.connectionString(DATA_ACCOUNT.name), 'inputs', 'bench/', shapeForSize(SIZE_MB));
     const listing: ListedBlob[] = [];
-    for await (const b of account(DEV_STORE_ACCOUNT.name).service.getContainerClient('inputs').listBlobsFlat({ prefix: 'bench/' })) {
-      listing.push({ account: DEV_STORE_ACCOUNT.name, container: 'inputs', name: b.name, size: b.properties.contentLength ?? 0, etag: b.properties.etag });
+    for await (const b of account(DATA_ACCOUNT.name).service.getContainerClient('inputs').listBlobsFlat({ prefix: 'bench/' })) {
+      listing.push({ account: DATA_ACCOUNT.name, container: 'inputs', name: b.name, size: b.properties.contentLength ?? 0, etag: b.properties.etag });
     }
 
     const planFor = (container: string) => planShards(listing, { stagingAccounts: STAGING_ACCOUNTS.map((a) => a.name), nodes: 4, recordAlignment: 64, container, namePrefix: '' });

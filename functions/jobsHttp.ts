@@ -10,9 +10,11 @@ import * as df from 'durable-functions';
 import { submitJob } from '../shared/intake/submit';
 import { cancelJob } from '../shared/intake/cancel';
 import { parseListQuery, toJobView, jobUrl } from '../shared/state';
-import { jobStore } from '../shared/services';
+import { appConfig, jobStore } from '../shared/services';
+import { dataAccessPolicy } from '../shared/intake/dataAccess';
 import { cancelSignal, liveStatus, orchestrationStarter } from './lib/durable';
 import { invalidRequest, problem, unavailable } from './lib/http';
+import { TEXT_LIMITS } from '../shared/spec/textLimits';
 
 const durableClient = df.input.durableClient();
 
@@ -22,6 +24,11 @@ function baseUrlOf(request: HttpRequest): string {
 
 export async function submitJobHttp(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   const client = df.getClient(context);
+  // Refuse an oversized body before reading it (a spec is at most TEXT_LIMITS.maxChars characters, 4 bytes each at most).
+  const declared = Number(request.headers.get('content-length') ?? '0');
+  if (declared > TEXT_LIMITS.maxChars * 4) {
+    return problem(413, 'RequestBodyTooLarge', `the request body is ${declared} bytes; a job spec is at most ${TEXT_LIMITS.maxChars} characters`);
+  }
   const body = await request.text();
   if (!body.trim()) return invalidRequest([{ path: '', message: 'the request body is empty: send a job spec as JSON or YAML' }]);
   try {
@@ -31,6 +38,7 @@ export async function submitJobHttp(request: HttpRequest, context: InvocationCon
       contentType: request.headers.get('content-type') ?? undefined,
       idempotencyKey: request.headers.get('idempotency-key') ?? undefined,
       owner: request.headers.get('x-ms-client-principal-name') ?? 'api',
+      dataAccess: dataAccessPolicy(appConfig()),
     });
     if (outcome.kind === 'invalid') return invalidRequest(outcome.errors);
     if (outcome.kind === 'conflict') {
@@ -101,7 +109,10 @@ export async function cancelJobHttp(request: HttpRequest, context: InvocationCon
     if (outcome.kind === 'notFound') return problem(404, 'JobNotFound', `no job with id ${id}`);
     const view = toJobView(outcome.job, { baseUrl: baseUrlOf(request) });
     if (outcome.kind === 'alreadyFinished') return { status: 200, jsonBody: { job: view, cancelRequested: false } };
-    return { status: 202, headers: { Location: jobUrl(id, baseUrlOf(request)) }, jsonBody: { job: view, cancelRequested: true } };
+    const message = outcome.pipeline === 'gone'
+      ? 'the job\'s orchestration has already ended (terminated or lost): the operations sweep removes its resources and ends it Cancelled at its next run'
+      : undefined;
+    return { status: 202, headers: { Location: jobUrl(id, baseUrlOf(request)) }, jsonBody: { job: view, cancelRequested: true, pipeline: outcome.pipeline, ...(message ? { message } : {}) } };
   } catch (err) {
     return unavailable(context, 'job API', err);
   }

@@ -14,6 +14,7 @@ import { claimedJobId, recordRejectedSubmission } from '../shared/intake/rejecte
 import { isTerminal } from '../shared/state';
 import { appConfig, jobStore } from '../shared/services';
 import { orchestrationStarter } from './lib/durable';
+import { dataAccessPolicy } from '../shared/intake/dataAccess';
 
 export const SUBMISSIONS_QUEUE = 'job-submissions';
 
@@ -22,7 +23,7 @@ export async function jobSubmissionFromQueue(message: unknown, context: Invocati
   const messageId = String(context.triggerMetadata?.id ?? 'unknown');
   try {
     const store = await jobStore();
-    const outcome = await submitJob(store, orchestrationStarter(df.getClient(context)), { body: message, owner: 'queue' });
+    const outcome = await submitJob(store, orchestrationStarter(df.getClient(context)), { body: message, owner: 'queue', dataAccess: dataAccessPolicy(appConfig()) });
     if (outcome.kind === 'invalid') {
       const raw = typeof message === 'string' ? tryParse(message) : message;
       const id = claimedJobId(raw);

@@ -23,6 +23,8 @@ export function durableControl(client: DurableClient): OrchestrationControl {
         runtimeStatus: String(s.runtimeStatus),
         lastUpdatedTime: new Date(s.lastUpdatedTime).toISOString(),
         progressAt: typeof custom?.updatedAt === 'string' ? custom.updatedAt : undefined,
+        // A terminated instance's output is the reason it was given.
+        terminationReason: s.runtimeStatus === 'Terminated' && typeof s.output === 'string' ? s.output.slice(0, 500) : undefined,
       };
     },
     async terminate(instanceId, reason) {

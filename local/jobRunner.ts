@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { BatchServiceClient, BatchSharedKeyCredentials } from '@azure/batch';
 import { BlobServiceClient } from '@azure/storage-blob';
 import { REPO_ROOT, type Stack } from './stack';
-import { STAGING_ACCOUNTS } from './azurite';
+import { DATA_ACCOUNT, STAGING_ACCOUNTS } from './azurite';
 import { shapeForSize, type ExpectedResult } from '../examples/data/dataset';
 import { uploadDataset } from '../examples/data/upload';
 import { statusLine } from '../cli/format';
@@ -111,7 +111,7 @@ export async function checkCleanup(stack: Stack, view: JobViewLite): Promise<str
 export async function uploadDemoInputs(stack: Stack, sizeMb: number, say: Say = () => undefined): Promise<ExpectedResult> {
   const shape = shapeForSize(sizeMb);
   say(`uploading a ${sizeMb} MB input data set (${shape.largeFiles.length} large files to split, ${shape.smallFiles.count} small files to pack)`);
-  const conn = stack.azurite.connectionString('devstoreaccount1');
+  const conn = stack.azurite.connectionString(DATA_ACCOUNT.name);
   const expected = await uploadDataset(conn, 'inputs', 'demo/', shape);
   const software = BlobServiceClient.fromConnectionString(conn).getContainerClient('software');
   await software.createIfNotExists();

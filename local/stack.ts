@@ -6,7 +6,7 @@
 import * as path from 'node:path';
 import { mkdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
-import { startAzurite, STAGING_ACCOUNTS, type AzuriteHandle } from './azurite';
+import { startAzurite, DATA_ACCOUNT, STAGING_ACCOUNTS, type AzuriteHandle } from './azurite';
 import { startBatchEmulator, type BatchEmulatorHandle, type BatchEmulatorOptions } from './batch';
 import { startRegistry, type RegistryHandle } from './registry';
 import { buildDemoImage } from '../examples/images/buildDemoImage';
@@ -72,6 +72,8 @@ export function localAppSettings(azurite: AzuriteHandle, batch: BatchEmulatorHan
     BATCH_ACCOUNT_NAME: batch.accountName,
     BATCH_ACCOUNT_KEY: batch.accountKey,
     STAGING_ACCOUNTS: STAGING_ACCOUNTS.map((a) => azurite.connectionString(a.name)).join(','),
+    // Users' data lives in its own account: jobs can never name the host storage or the staging accounts.
+    DATA_ACCOUNTS: azurite.connectionString(DATA_ACCOUNT.name),
     POLL_INITIAL_MS: '500',
     POLL_MAX_MS: '2000',
   };

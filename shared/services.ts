@@ -8,6 +8,7 @@ import { loadConfig, type AppConfig, type StorageAccountRef } from './config';
 import { createBatchContext, type BatchContext } from './batch';
 import { JobStore } from './state';
 import { blobAccount, type BlobAccount } from './storage/clients';
+import { dataAccessPolicy, dataAccessRefusal } from './intake/dataAccess';
 
 let config: AppConfig | undefined;
 let batch: BatchContext | undefined;
@@ -35,26 +36,33 @@ export async function jobStore(): Promise<JobStore> {
   return store;
 }
 
-/** Every storage account the app knows: staging accounts and host storage. */
-function knownAccounts(): StorageAccountRef[] {
-  const cfg = appConfig();
-  return [...cfg.stagingAccounts, cfg.hostStorage];
+/** Refused access to storage a job named (the data-access policy said no). */
+export class DataAccessDenied extends Error {
+  constructor(readonly account: string, readonly container: string, reason: string) {
+    super(`storage ${account}/${container} refused: ${reason}`);
+    this.name = 'DataAccessDenied';
+  }
+}
+
+function configured(refs: readonly StorageAccountRef[], name: string, what: string): BlobAccount {
+  const ref = refs.find((a) => a.accountName === name);
+  if (!ref) throw new Error(`storage account "${name}" is not a configured ${what} account`);
+  return blobAccount(ref);
+}
+
+/** A staging account of this deployment (shards are copied there and read from there). */
+export function stagingAccount(name: string): BlobAccount {
+  return configured(appConfig().stagingAccounts, name, 'staging');
 }
 
 /**
- * A storage account by name. Configured accounts use their configured access; any other account (an
- * input the job names) is reached with the app's managed identity at the standard endpoint.
+ * An account holding a job's own data, for one container of it: only what the deployment's data-access policy allows
+ * (shared/intake/dataAccess.ts), checked here again because an orchestration's input is not only written by intake.
  */
-export function storageAccount(name: string): BlobAccount {
-  const ref = knownAccounts().find((a) => a.accountName === name);
-  if (ref) return blobAccount(ref);
-  return blobAccount({
-    kind: 'managedIdentity',
-    accountName: name,
-    blobEndpoint: `https://${name}.blob.core.windows.net`,
-    queueEndpoint: `https://${name}.queue.core.windows.net`,
-    tableEndpoint: `https://${name}.table.core.windows.net`,
-  });
+export function dataAccount(name: string, container: string): BlobAccount {
+  const refusal = dataAccessRefusal(dataAccessPolicy(appConfig()), name, container);
+  if (refusal) throw new DataAccessDenied(name, container, refusal);
+  return configured(appConfig().dataAccess.accounts, name, 'data');
 }
 
 /** The staging accounts, as configured (the sweep walks them). */

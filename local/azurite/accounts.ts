@@ -23,8 +23,18 @@ export const STAGING_ACCOUNTS: readonly StorageAccount[] = [
   { name: 'stage4', key: 'bROwIAEBROAw6iwE3xMUAqga06xr4k/kqkuhcTS4Mpq0pk6nlV+nq4FikegcXA8RTewKgjR0aAWf8ONi1U6a0w==' },
 ];
 
-/** What `startAzurite` serves when no accounts are given: the dev account first, then the staging accounts. */
-export const DEFAULT_ACCOUNTS: readonly StorageAccount[] = [DEV_STORE_ACCOUNT, ...STAGING_ACCOUNTS];
+/**
+ * The account users keep their data in (inputs, start-task files, outputs): jobs may name it (DATA_ACCOUNTS), while
+ * the host storage (devstoreaccount1) and the staging accounts are the app's own and never reachable from a spec.
+ * Key: sha512 of "hpc-mpi-local-data1".
+ */
+export const DATA_ACCOUNT: StorageAccount = {
+  name: 'data1',
+  key: 'zgOKgNf8J+YjrpEqWbFNua6RfuuadxYv/Lx6nfhL8GbXc9LXsaYt/5YwP6XozYdBhsvzrjVIIROD2LJZKei6sg==',
+};
+
+/** What `startAzurite` serves when no accounts are given: the dev account first, then the staging and data accounts. */
+export const DEFAULT_ACCOUNTS: readonly StorageAccount[] = [DEV_STORE_ACCOUNT, ...STAGING_ACCOUNTS, DATA_ACCOUNT];
 
 /** The AZURITE_ACCOUNTS environment value: `name:key;name:key`. */
 export function azuriteAccountsEnv(accounts: readonly StorageAccount[]): string {

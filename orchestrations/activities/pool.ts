@@ -1,4 +1,4 @@
-import { batchContext, storageAccount } from '../../shared/services';
+import { appConfig, batchContext, dataAccount } from '../../shared/services';
 import { createJobPool, deletePool, getPoolSnapshot, inspectPool, removeNodes, resizePool, type PoolInspection } from '../../shared/batch';
 import { registerActivity } from '../runtime/activityCalls';
 import type { PoolCreateRequest } from '../../shared/planning/jobPlan';
@@ -9,12 +9,12 @@ import { parseIsoDuration } from '../../shared/spec/duration';
 
 /** Creates the job-owned pool; a repeated call for the same job finds its pool and succeeds. */
 export async function poolCreate(input: PoolCreateRequest): Promise<{ created: boolean }> {
-  // The start task's files are read through SAS URLs valid for a day: long enough for nodes that join late
-  // (replacements), short enough not to matter if they leak.
-  const expires = new Date(Date.now() + 24 * 3_600_000);
+  // The start task's files are read through SAS URLs valid for a day (or the deployment's shorter SAS cap): long
+  // enough for nodes that join late (replacements), short enough not to matter if they leak.
+  const expires = new Date(Date.now() + Math.min(24 * 60, appConfig().pipeline.sasMaxLifetimeMinutes) * 60_000);
   const resourceFiles = input.startTask
     ? await Promise.all(input.startTask.resourceFiles.map(async (f) => ({
-        httpUrl: await readOnlyBlobUrl(storageAccount(f.account), f.container, f.blob, expires),
+        httpUrl: await readOnlyBlobUrl(dataAccount(f.account, f.container), f.container, f.blob, expires),
         filePath: f.path,
       })))
     : undefined;

@@ -1,25 +1,27 @@
 import type { InputSource, ShardUrlRequest, StagingContainerRef } from '../../shared/contract';
-import { storageAccount } from '../../shared/services';
+import { dataAccount, stagingAccount } from '../../shared/services';
 import { registerActivity } from '../runtime/activityCalls';
 import { listInputBlobs, type ListedInputBlob } from '../../shared/storage/listing';
 import { copyShard, type ShardCopyResult, type ShardToCopy } from '../../shared/storage/shardCopy';
 import { readOnlyBlobUrl } from '../../shared/storage/sas';
 
 export async function inputsList(input: { inputs: InputSource[] }): Promise<ListedInputBlob[]> {
-  const lists = await Promise.all(input.inputs.map((i) => listInputBlobs(storageAccount(i.account), i.container, i.prefix)));
+  const lists = await Promise.all(input.inputs.map((i) => listInputBlobs(dataAccount(i.account, i.container), i.container, i.prefix)));
   return lists.flat();
 }
 
 /** Copies one planned shard into its staging account; verified shards from an earlier run are skipped. */
 export async function shardCopy(input: { jobId: string; shard: ShardToCopy & { account: string } }): Promise<ShardCopyResult> {
-  return copyShard(storageAccount(input.shard.account), storageAccount, input.shard, { hpcjob: input.jobId });
+  // Every source is checked against the data-access policy before a byte moves.
+  const sources = new Map(input.shard.parts.map((p) => [p.source.account, dataAccount(p.source.account, p.source.container)]));
+  return copyShard(stagingAccount(input.shard.account), (name) => sources.get(name) ?? dataAccount(name, ''), input.shard, { hpcjob: input.jobId });
 }
 
 /** Read-only SAS URLs for every shard, expiring at `expiresAt`. */
 export async function shardUrls(input: ShardUrlRequest): Promise<Record<string, string>> {
   const expires = new Date(input.expiresAt);
   const entries = await Promise.all(
-    input.shards.map(async (s) => [s.id, await readOnlyBlobUrl(storageAccount(s.account), s.container, s.blobName, expires)] as const),
+    input.shards.map(async (s) => [s.id, await readOnlyBlobUrl(stagingAccount(s.account), s.container, s.blobName, expires)] as const),
   );
   return Object.fromEntries(entries);
 }
@@ -27,7 +29,7 @@ export async function shardUrls(input: ShardUrlRequest): Promise<Record<string, 
 /** Deletes the job's staging containers (already gone is fine). */
 export async function stagedDataDelete(input: { containers: StagingContainerRef[] }): Promise<number> {
   const results = await Promise.all(
-    input.containers.map((c) => storageAccount(c.account).service.getContainerClient(c.container).deleteIfExists()),
+    input.containers.map((c) => stagingAccount(c.account).service.getContainerClient(c.container).deleteIfExists()),
   );
   return results.filter((r) => r.succeeded).length;
 }

@@ -56,8 +56,12 @@ export function* stageData(run: PipelineRun, req: StageDataRequest): Orchestrati
     run.throwIfCancelled();
   }
 
-  const validForMs = (spec.limits.maxWallClock ? parseIsoDuration(spec.limits.maxWallClock) : undefined) ?? parseIsoDuration(spec.data.retention) ?? 48 * 3_600_000;
-  const expiresAt = new Date(run.now().getTime() + validForMs + req.settings.sasMarginMinutes * 60_000).toISOString();
+  // Nodes read their shards once, right now; the URLs must not outlive the job's wall clock (plus a margin for
+  // nodes that download late), nor the deployment's cap however long the job may run.
+  const capMs = req.settings.sasMaxLifetimeMinutes * 60_000;
+  const wallClockMs = spec.limits.maxWallClock ? parseIsoDuration(spec.limits.maxWallClock) : undefined;
+  const validForMs = Math.min(capMs, (wallClockMs ?? capMs) + req.settings.sasMarginMinutes * 60_000);
+  const expiresAt = new Date(run.now().getTime() + validForMs).toISOString();
   const urls = plan.shards.length
     ? yield* run.call('shardUrls', { shards: plan.shards.map(({ id, account, container, blobName }) => ({ id, account, container, blobName })), expiresAt })
     : {};

@@ -44,6 +44,8 @@ export interface AppConfig {
   hostStorage: StorageAccountRef;
   /** Accounts the shard stager spreads data over, in the order given. */
   stagingAccounts: StorageAccountRef[];
+  /** Where jobs may read inputs and files from (and write outputs to); see docs/security.md. */
+  dataAccess: DataAccessConfig;
   /** How the orchestrator polls Batch (durable timers between polls). */
   polling: BackoffConfig;
   /** How the Batch adapter retries throttled / failed calls inside one activity. */
@@ -59,6 +61,16 @@ export interface AppConfig {
   ops: OpsConfig;
 }
 
+export interface DataAccessConfig {
+  /** Accounts a job spec may name. Never the host storage or a staging account (refused at start-up). */
+  accounts: StorageAccountRef[];
+  /**
+   * When set, only these containers of those accounts: `container` exactly, or a prefix ending in "*".
+   * Unset: any container of an allowed account (staging containers are refused everywhere regardless).
+   */
+  containers?: { account: string; container: string }[];
+}
+
 export interface PipelineConfig {
   /** Shard copies run at once per job. */
   copyConcurrency: number;
@@ -66,6 +78,8 @@ export interface PipelineConfig {
   sasMarginMinutes: number;
   /** Attempts of a per-node task (image pull, shard download) before the job fails. */
   nodeTaskMaxAttempts: number;
+  /** Longest lifetime of any SAS URL handed to a node (Azure caps user delegation SAS at 7 days). */
+  sasMaxLifetimeMinutes: number;
 }
 
 export interface OpsConfig {
@@ -164,6 +178,9 @@ const envSchema = z.object({
   BATCH_RETRY_INITIAL_MS: intSetting(500, 1, 600_000),
   BATCH_RETRY_MAX_MS: intSetting(30_000, 1, 600_000),
   STAGING_COPY_CONCURRENCY: intSetting(8, 1, 64),
+  DATA_ACCOUNTS: z.string().trim().optional(),
+  DATA_CONTAINERS: z.string().trim().optional(),
+  SAS_MAX_LIFETIME_HOURS: intSetting(168, 1, 168),
   NODE_SAS_MARGIN_MINUTES: intSetting(60, 0, 24 * 60),
   NODE_TASK_MAX_ATTEMPTS: intSetting(3, 1, 10),
   QUEUE_MAX_DEQUEUE_COUNT: intSetting(5, 1, 1_000),
@@ -244,6 +261,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const duplicate = names.find((n, i) => names.indexOf(n) !== i);
   if (duplicate) problems.push(`STAGING_ACCOUNTS: account "${duplicate}" is listed twice`);
 
+  const dataAccess = parseDataAccess(e.DATA_ACCOUNTS, e.DATA_CONTAINERS, endpointSuffix, [hostStorage?.accountName, ...names], problems);
+
   if (problems.length > 0 || !hostStorage || !priceTable) throw new ConfigError(problems);
 
   const config: AppConfig = {
@@ -256,6 +275,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     hostStorage,
     stagingAccounts,
+    dataAccess,
     polling: { initialMs: e.POLL_INITIAL_MS, maxMs: e.POLL_MAX_MS, multiplier: e.POLL_MULTIPLIER, jitter: e.POLL_JITTER },
     batchRetry: {
       maxAttempts: e.BATCH_RETRY_MAX_ATTEMPTS,
@@ -268,6 +288,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       copyConcurrency: e.STAGING_COPY_CONCURRENCY,
       sasMarginMinutes: e.NODE_SAS_MARGIN_MINUTES,
       nodeTaskMaxAttempts: e.NODE_TASK_MAX_ATTEMPTS,
+      sasMaxLifetimeMinutes: e.SAS_MAX_LIFETIME_HOURS * 60,
     },
     queueMaxDequeueCount: e.QUEUE_MAX_DEQUEUE_COUNT,
     ops: {
@@ -280,6 +301,40 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
   };
   return deepFreeze(config);
+}
+
+/**
+ * DATA_ACCOUNTS (account names or connection strings, like STAGING_ACCOUNTS) and DATA_CONTAINERS
+ * ("account/container" or "account/prefix*"). The app's own accounts may never be listed: a job could otherwise read
+ * the host's state or another job's staged shards.
+ */
+function parseDataAccess(
+  accountsText: string | undefined,
+  containersText: string | undefined,
+  endpointSuffix: string,
+  ownAccounts: (string | undefined)[],
+  problems: string[],
+): DataAccessConfig {
+  const accounts: StorageAccountRef[] = [];
+  (accountsText ?? '').split(',').forEach((entry, index) => {
+    if (!entry.trim()) return;
+    try {
+      const ref = parseStorageAccountRef(entry, endpointSuffix);
+      if (ownAccounts.includes(ref.accountName)) problems.push(`DATA_ACCOUNTS: entry ${index + 1}: "${ref.accountName}" is the app's own host or staging storage; jobs must never reach it`);
+      else accounts.push(ref);
+    } catch (err) {
+      problems.push(`DATA_ACCOUNTS: entry ${index + 1}: ${(err as Error).message}`);
+    }
+  });
+  if (!containersText) return { accounts };
+  const containers: { account: string; container: string }[] = [];
+  containersText.split(',').forEach((entry, index) => {
+    const m = /^([a-z0-9]{3,24})\/([a-z0-9-]{1,63}\*?)$/.exec(entry.trim());
+    if (!m) problems.push(`DATA_CONTAINERS: entry ${index + 1} must be "account/container" or "account/prefix*", got "${entry.trim()}"`);
+    else if (!accounts.some((a) => a.accountName === m[1])) problems.push(`DATA_CONTAINERS: entry ${index + 1}: account "${m[1]}" is not in DATA_ACCOUNTS`);
+    else containers.push({ account: m[1], container: m[2] });
+  });
+  return { accounts, containers };
 }
 
 function isBase64(value: string): boolean {

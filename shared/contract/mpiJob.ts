@@ -29,6 +29,8 @@ export interface PipelineSettings {
   sasMarginMinutes: number;
   /** Attempts for a per-node task (pull, download) before the job fails. */
   nodeTaskMaxAttempts: number;
+  /** Longest lifetime of a SAS URL handed to a node (the deployment's cap, at most 7 days). */
+  sasMaxLifetimeMinutes: number;
 }
 
 export interface MpiJobInput {

@@ -8,7 +8,12 @@ export interface CancelSignal {
 export type CancelOutcome =
   | { kind: 'notFound' }
   | { kind: 'alreadyFinished'; job: JobRecord }
-  | { kind: 'requested'; job: JobRecord };
+  /**
+   * `pipeline`: 'notified' when the running orchestration got the cancel event (it cleans up and ends the job
+   * Cancelled); 'gone' when no orchestration was left to tell (terminated or lost): the sweep then removes the job's
+   * resources and ends it Cancelled at its next run, without the grace it gives lost runs.
+   */
+  | { kind: 'requested'; job: JobRecord; pipeline: 'notified' | 'gone' };
 
 /**
  * Cancel goes through the pipeline, not around it: the orchestration receives the event at its next wait,
@@ -21,9 +26,11 @@ export async function cancelJob(store: JobStore, signal: CancelSignal, jobId: st
   if (requested.outcome === 'finished') return { kind: 'alreadyFinished', job: requested.job };
   await store.appendEvent(jobId, { reason: `cancel requested: ${reason}` });
   const delivered = await signal.raiseCancel(jobId, reason);
-  if (!delivered && requested.job.state === 'Submitted') {
+  if (delivered) return { kind: 'requested', job: requested.job, pipeline: 'notified' };
+  if (requested.job.state === 'Submitted') {
     const { job } = await store.transition(jobId, 'Cancelled', `cancelled before the pipeline started: ${reason}`);
-    return { kind: 'requested', job };
+    return { kind: 'requested', job, pipeline: 'notified' };
   }
-  return { kind: 'requested', job: requested.job };
+  await store.appendEvent(jobId, { reason: 'the job\'s orchestration has already ended: the sweep removes its resources and ends it Cancelled at its next run' });
+  return { kind: 'requested', job: requested.job, pipeline: 'gone' };
 }

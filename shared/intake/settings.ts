@@ -9,5 +9,6 @@ export function pipelineSettings(config: AppConfig): PipelineSettings {
     copyConcurrency: config.pipeline.copyConcurrency,
     sasMarginMinutes: config.pipeline.sasMarginMinutes,
     nodeTaskMaxAttempts: config.pipeline.nodeTaskMaxAttempts,
+    sasMaxLifetimeMinutes: config.pipeline.sasMaxLifetimeMinutes,
   };
 }

@@ -6,6 +6,7 @@
  */
 import { parseJobSpec, type JobSpec, type SpecError } from '../spec';
 import { recordSubmission, type JobRecord, type JobStore } from '../state';
+import { checkDataAccess, type DataAccessPolicy } from './dataAccess';
 
 export interface OrchestrationStarter {
   /**
@@ -25,6 +26,8 @@ export interface SubmitRequest {
   idempotencyKey?: string;
   /** Who submitted it (function key name, principal, or "queue"). */
   owner: string;
+  /** The storage this deployment lets jobs name (shared/intake/dataAccess.ts). */
+  dataAccess: DataAccessPolicy;
 }
 
 export type SubmitOutcome =
@@ -35,6 +38,8 @@ export type SubmitOutcome =
 export async function submitJob(store: JobStore, starter: OrchestrationStarter, req: SubmitRequest): Promise<SubmitOutcome> {
   const parsed = parseJobSpec(req.body, req.contentType);
   if (!parsed.ok) return { kind: 'invalid', errors: parsed.errors };
+  const refused = checkDataAccess(parsed.spec, req.dataAccess);
+  if (refused.length) return { kind: 'invalid', errors: refused };
   const recorded = await recordSubmission(store, { spec: parsed.spec, idempotencyKey: req.idempotencyKey, owner: req.owner });
   if (recorded.outcome === 'conflict') return { kind: 'conflict', job: recorded.job, differingPaths: recorded.differingPaths };
   const { job } = recorded;

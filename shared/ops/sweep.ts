@@ -178,18 +178,25 @@ async function act(deps: SweepDeps, a: SweepAction, earlierFailures: string[]): 
       return `no container of the job is left on its nodes${deleted ? `; cleanup job ${a.cleanupJobId} deleted` : ''}`;
     }
     case 'failJob':
-      await failJob(deps.store, a.jobId, a.rule === 'stalledRun' ? 'Stalled' : 'LostRun', earlierFailures.length ? `${a.reason}; cleanup incomplete: ${earlierFailures.join('; ')}` : a.reason);
+      await endJob(deps.store, a.jobId, 'Failed', a.rule === 'stalledRun' ? 'Stalled' : 'LostRun', withFailures(a.reason, earlierFailures));
       return 'job marked Failed';
+    case 'cancelJob':
+      await endJob(deps.store, a.jobId, 'Cancelled', 'Cancelled', withFailures(a.reason, earlierFailures));
+      return 'job marked Cancelled';
   }
 }
 
-/** Moves the row through CleaningUp to Failed (the only legal way from a running stage). */
-async function failJob(store: JobStore, jobId: string, code: string, reason: string): Promise<void> {
+function withFailures(reason: string, earlierFailures: string[]): string {
+  return earlierFailures.length ? `${reason}; cleanup incomplete: ${earlierFailures.join('; ')}` : reason;
+}
+
+/** Moves the row through CleaningUp to its end (the only legal way from a running stage). */
+async function endJob(store: JobStore, jobId: string, to: 'Failed' | 'Cancelled', code: string, reason: string): Promise<void> {
   try {
     const job = await store.get(jobId);
     if (!job || isTerminal(job.state)) return;
     if (job.state !== 'CleaningUp' && job.state !== 'Submitted') await store.transition(jobId, 'CleaningUp', `sweep: ${reason}`, { stage: 'CleaningUp' });
-    await store.transition(jobId, 'Failed', reason, { stage: 'Failed', error: { code, message: reason } });
+    await store.transition(jobId, to, reason, { stage: to, error: { code, message: reason } });
   } catch (err) {
     // The run finished the row itself between our look and our write: nothing left to do.
     if (err instanceof IllegalTransitionError) return;
@@ -334,7 +341,7 @@ function observeRow(r: JobRecord): ObservedJobRow {
   }
   const keep = r.spec?.cleanup.keepStagedData;
   return {
-    id: r.id, state: r.state, createdAt: r.createdAt, updatedAt: r.updatedAt, wallClockLimitMs, keepsPool,
+    id: r.id, state: r.state, createdAt: r.createdAt, updatedAt: r.updatedAt, wallClockLimitMs, keepsPool, cancelRequestedAt: r.cancelRequestedAt,
     keepStagedDataMs: typeof keep === 'string' ? parseIsoDuration(keep) ?? undefined : undefined,
   };
 }

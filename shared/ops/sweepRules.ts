@@ -30,6 +30,8 @@ export interface ObservedJobRow {
   keepsPool: boolean;
   /** The job keeps its staged data for this long after it ends (spec cleanup.keepStagedData). */
   keepStagedDataMs?: number;
+  /** Someone asked to cancel the job (DELETE /api/jobs/{id}). */
+  cancelRequestedAt?: string;
 }
 
 export interface ObservedOrchestration {
@@ -39,6 +41,8 @@ export interface ObservedOrchestration {
   lastUpdatedTime: string;
   /** The pipeline's own progress stamp (custom status updatedAt), if it reported any. */
   progressAt?: string;
+  /** For a Terminated instance: the reason given to terminate (its output). */
+  terminationReason?: string;
 }
 
 export interface ObservedPool {
@@ -86,11 +90,12 @@ export interface SweepSkip {
   error: string;
 }
 
-export type SweepRule = 'stalledRun' | 'lostRun' | 'leakedPool' | 'leakedBatchJob' | 'leftoverContainers' | 'expiredStaging' | 'retention';
+export type SweepRule = 'stalledRun' | 'lostRun' | 'cancelledRun' | 'leakedPool' | 'leakedBatchJob' | 'leftoverContainers' | 'expiredStaging' | 'retention';
 
 export type SweepAction =
   | { kind: 'terminateOrchestration'; rule: SweepRule; jobId: string; reason: string }
   | { kind: 'failJob'; rule: SweepRule; jobId: string; reason: string }
+  | { kind: 'cancelJob'; rule: SweepRule; jobId: string; reason: string }
   | { kind: 'purgeJob'; rule: SweepRule; jobId: string; reason: string }
   | { kind: 'terminateBatchJob'; rule: SweepRule; jobId: string; batchJobId: string; reason: string }
   | { kind: 'deletePool'; rule: SweepRule; jobId: string; poolId: string; reason: string }
@@ -122,8 +127,20 @@ export function isStalled(orch: ObservedOrchestration, nowMs: number, stallLimit
 export function isLostRun(job: ObservedJobRow, orch: ObservedOrchestration | undefined, nowMs: number, graceMs: number): boolean {
   if (isTerminal(job.state)) return false;
   if (orch && !isOrchestrationFinished(orch.runtimeStatus)) return false;
+  if (isCancelledRun(job, orch)) return true;
   const since = orch ? Math.max(ms(orch.lastUpdatedTime) || 0, ms(job.updatedAt) || 0) : ms(job.updatedAt) || 0;
   return nowMs - since > graceMs;
+}
+
+/**
+ * A run that ended because someone stopped it: its orchestration was terminated (through the Durable management
+ * API), or a cancel was asked for and the orchestration is gone. Such a job is cancelled at once, without the
+ * grace a lost run gets: nothing will come back to finish it, and its nodes are billing.
+ */
+export function isCancelledRun(job: ObservedJobRow, orch: ObservedOrchestration | undefined): boolean {
+  if (isTerminal(job.state)) return false;
+  if (orch?.runtimeStatus === 'Terminated') return true;
+  return job.cancelRequestedAt !== undefined && (!orch || isOrchestrationFinished(orch.runtimeStatus));
 }
 
 /** Why an owned pool should go now, or undefined to keep it. */
@@ -218,9 +235,16 @@ export function planSweep(o: SweepObservation, s: SweepSettings, skipped: SweepS
     }
   });
 
-  each(failing, 'stalledRun/lostRun', (id) => id, (id) => {
+  each(failing, 'stalledRun/lostRun/cancelledRun', (id) => id, (id) => {
     const rule = ruleOf(o, id, nowMs, s);
     const orch = o.orchestrations.get(id);
+    if (rule === 'cancelledRun') {
+      const reason = orch?.runtimeStatus === 'Terminated'
+        ? `cancelled: the orchestration was terminated${orch.terminationReason ? ` (${orch.terminationReason})` : ''}`
+        : 'cancelled: the orchestration was gone when the cancel was asked for';
+      actions.push({ kind: 'cancelJob', rule, jobId: id, reason });
+      return;
+    }
     const reason = rule === 'stalledRun'
       ? (actions.find((a) => a.kind === 'terminateOrchestration' && a.jobId === id)?.reason ?? 'stalled')
       : orch ? `lost: orchestration ended ${orch.runtimeStatus} without finishing the job` : 'lost: orchestration missing (purged or never started)';
@@ -249,7 +273,9 @@ export function planSweep(o: SweepObservation, s: SweepSettings, skipped: SweepS
 
 function ruleOf(o: SweepObservation, jobId: string, nowMs: number, s: SweepSettings): SweepRule {
   const orch = o.orchestrations.get(jobId);
-  return orch && isStalled(orch, nowMs, s.stallLimitMs) ? 'stalledRun' : 'lostRun';
+  if (orch && isStalled(orch, nowMs, s.stallLimitMs)) return 'stalledRun';
+  const job = o.jobs.get(jobId);
+  return job && isCancelledRun(job, orch) ? 'cancelledRun' : 'lostRun';
 }
 
 /** Counts per rule and action kind, for the one structured summary line each run logs. */

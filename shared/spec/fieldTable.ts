@@ -64,7 +64,7 @@ function typeOf(s: Schema): string {
 /** Patterns shown by what they mean rather than as regular expressions. */
 const PATTERN_LABELS = new Map<string, string>([
   [P_DURATION_SOURCE(), 'ISO 8601 duration (W, or D and T…H…M…S; no years/months)'],
-  [SINGLE_LINE_TEXT_RE.source, 'single line, no control characters'],
+  [SINGLE_LINE_TEXT_RE.source, 'single line: no control characters, U+2028/U+2029 or bidirectional controls'],
 ]);
 
 function P_DURATION_SOURCE(): string {

@@ -10,6 +10,7 @@ import { formatPath, valueAt } from './path';
 import { JobSpec, JobSpecSchema, LIMITS } from './schema';
 import { canonicalJson } from './canonical';
 import { jsonErrorOffset } from './jsonErrorOffset';
+import { checkSpecTextSize, checkYamlText, TEXT_LIMITS } from './textLimits';
 
 export interface SpecError {
   /** JSON path of the offending field ("pool.nodes", "container.images[0]"); "" for the document itself. */
@@ -23,7 +24,10 @@ export interface SpecError {
 export type ParseJobSpecResult = { ok: true; spec: JobSpec } | { ok: false; errors: SpecError[] };
 
 /** Largest accepted request text; bigger bodies are refused before parsing. */
-export const MAX_SPEC_TEXT_CHARS = 1_000_000;
+export const MAX_SPEC_TEXT_CHARS = TEXT_LIMITS.maxChars;
+
+/** At most this many problems are listed (a hostile document can have tens of thousands); the rest are counted. */
+export const MAX_LISTED_ERRORS = 100;
 
 export function parseJobSpec(input: string | unknown, contentType?: string): ParseJobSpecResult {
   try {
@@ -53,7 +57,7 @@ export function validateJobSpec(raw: unknown): ParseJobSpecResult {
     for (const issue of result.error.issues) issues.push(...explainIssue(issue, raw, crossKeys));
   }
   issues.push(...cross);
-  if (issues.length > 0 || !result.success) return { ok: false, errors: dedupe(issues) };
+  if (issues.length > 0 || !result.success) return { ok: false, errors: capped(dedupe(issues)) };
   const spec = normalizeSpec(result.data);
   const size = canonicalJson(spec).length;
   if (size > LIMITS.maxSpecJsonChars) {
@@ -67,13 +71,13 @@ type Decoded = { ok: true; value: unknown } | { ok: false; errors: SpecError[] }
 function decodeText(input: string, contentType: string | undefined): Decoded {
   // Editors on Windows like to start files with a byte-order mark; JSON.parse does not.
   const text = input.charCodeAt(0) === 0xfeff ? input.slice(1) : input;
-  if (text.length > MAX_SPEC_TEXT_CHARS) {
-    return { ok: false, errors: [{ path: '', message: `the request body is too large: ${text.length} characters, at most ${MAX_SPEC_TEXT_CHARS}` }] };
-  }
   const type = (contentType ?? '').split(';')[0].trim().toLowerCase();
-  if (type === 'application/json' || type.endsWith('+json')) return decodeJson(text);
+  const json = type === 'application/json' || type.endsWith('+json');
+  // JSON.parse is native and linear; the YAML parser is not, so YAML is measured first (shared/spec/textLimits.ts).
+  const tooBig = json ? checkSpecTextSize(text) : checkYamlText(text);
+  if (tooBig) return { ok: false, errors: [{ path: '', message: tooBig.message }] };
   // YAML 1.2 is a superset of JSON, so anything else (YAML types, text/plain, no type) goes through YAML.
-  return decodeYaml(text);
+  return json ? decodeJson(text) : decodeYaml(text);
 }
 
 function decodeJson(text: string): Decoded {
@@ -94,7 +98,12 @@ function decodeJson(text: string): Decoded {
 }
 
 function decodeYaml(text: string): Decoded {
-  const doc = YAML.parseDocument(text, { uniqueKeys: true, prettyErrors: true });
+  // The parser's own duplicate-key check compares every key with every other (quadratic): ours is linear.
+  const doc = YAML.parseDocument(text, { uniqueKeys: false, prettyErrors: true });
+  if (doc.errors.length === 0) {
+    const duplicate = firstDuplicateKey(doc, text);
+    if (duplicate) return { ok: false, errors: [{ path: '', message: `YAML error: the key ${JSON.stringify(duplicate.key)} appears twice in one mapping`, ...duplicate.at }] };
+  }
   if (doc.errors.length > 0) {
     return {
       ok: false,
@@ -115,6 +124,33 @@ function decodeYaml(text: string): Decoded {
   } catch (err) {
     return { ok: false, errors: [{ path: '', message: `YAML error: ${err instanceof Error ? err.message : String(err)}` }] };
   }
+}
+
+/** The first key that appears twice in one mapping, with where it appears the second time. */
+function firstDuplicateKey(doc: YAML.Document, text: string): { key: string; at: { line?: number; column?: number } } | undefined {
+  let found: { key: string; at: { line?: number; column?: number } } | undefined;
+  YAML.visit(doc, {
+    Map(_, map) {
+      const seen = new Set<string>();
+      for (const pair of map.items) {
+        const key = YAML.isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
+        if (seen.has(key)) {
+          const offset = YAML.isNode(pair.key) ? pair.key.range?.[0] : undefined;
+          found = { key, at: offset !== undefined ? lineColumn(text, offset) : {} };
+          return YAML.visit.BREAK;
+        }
+        seen.add(key);
+      }
+      return undefined;
+    },
+  });
+  return found;
+}
+
+/** The first MAX_LISTED_ERRORS problems, and one more saying how many were left out. */
+function capped(errors: SpecError[]): SpecError[] {
+  if (errors.length <= MAX_LISTED_ERRORS) return errors;
+  return [...errors.slice(0, MAX_LISTED_ERRORS), { path: '', message: `… and ${errors.length - MAX_LISTED_ERRORS} more problem(s) not listed` }];
 }
 
 function lineColumn(text: string, offset: number): { line: number; column: number } {

@@ -55,6 +55,14 @@ export const ABSOLUTE_PATH_RE = /^(?!.*(?:^|\/)\.\.?(?:\/|$))\/[A-Za-z0-9._/-]{0
 export const ENV_KEY_RE = /^(?!AZ_BATCH_)[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 /** One launcher option token (e.g. "--bind-to", "core", "^openib", "-genv"). */
 export const MPI_OPTION_RE = /^[A-Za-z0-9_.,:=+/@%^-]{1,256}$/;
-/** Free text that is passed as data (commands, env values): no NUL and no line breaks. */
+/**
+ * Free text that is passed as data (commands, env values): one line of printable text. Besides the C0 and C1
+ * controls (NUL, line feed, NEL U+0085, …) this refuses the Unicode line and paragraph separators (U+2028,
+ * U+2029: JavaScript and some JSON tooling treat them as line breaks) and the bidirectional controls (U+061C,
+ * U+200E, U+200F, U+202A–U+202E, U+2066–U+2069), which make a command read differently from what it runs
+ * ("Trojan Source").
+ */
 // eslint-disable-next-line no-control-regex
-export const SINGLE_LINE_TEXT_RE = /^[^\u0000-\u0008\u000a-\u001f\u007f]*$/;
+export const SINGLE_LINE_TEXT_RE = /^[^\u0000-\u0008\u000a-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]*$/;
+/** Why SINGLE_LINE_TEXT_RE refused a value, for error messages. */
+export const SINGLE_LINE_TEXT_RULE = 'must be a single line without control characters, line or paragraph separators (U+2028, U+2029) or bidirectional controls';

@@ -91,7 +91,7 @@ export const StartTaskSchema = z
     command: z.string({ error: 'must be a string: the shell command run on every node' })
       .min(1, { error: 'must not be empty' })
       .max(LIMITS.maxCommandLength)
-      .regex(P.SINGLE_LINE_TEXT_RE, { error: 'must be a single line without control characters' })
+      .regex(P.SINGLE_LINE_TEXT_RE, { error: P.SINGLE_LINE_TEXT_RULE })
       .meta({ description: 'Shell command run (bash, elevated) on every node as it joins the pool, e.g. to install or build the MPI program. The node is not used until it succeeds.' }),
     resourceFiles: z.array(
       z.strictObject({
@@ -229,7 +229,7 @@ export const MpiSchema = z
     command: z.string({ error: typeError('must be a string: the program and its arguments') })
       .min(1, { error: 'must not be empty' })
       .max(LIMITS.maxCommandLength, { error: `must be at most ${LIMITS.maxCommandLength} characters` })
-      .regex(P.SINGLE_LINE_TEXT_RE, { error: 'must be a single line without control characters' })
+      .regex(P.SINGLE_LINE_TEXT_RE, { error: P.SINGLE_LINE_TEXT_RULE })
       .meta({ description: 'Program and arguments run by every rank. Passed as data: quoted as one word wherever it is embedded in a shell line.' }),
     options: z.array(pattern(P.MPI_OPTION_RE, `one launcher option token such as "--bind-to" or "core" (${SHELL_SAFE_HINT})`), {
       error: 'must be a list of option tokens',
@@ -241,15 +241,15 @@ export const MpiSchema = z
       z.string().regex(P.ENV_KEY_RE, { error: 'environment variable names must match ^[A-Za-z_][A-Za-z0-9_]*$ (at most 128 characters) and must not start with AZ_BATCH_ (reserved by Batch)' }),
       z.string({ error: typeError('must be a string') })
         .max(LIMITS.maxEnvValueLength)
-        .regex(P.SINGLE_LINE_TEXT_RE, { error: 'must be a single line without control characters' }),
+        .regex(P.SINGLE_LINE_TEXT_RE, { error: P.SINGLE_LINE_TEXT_RULE }),
       { error: 'must be a map of NAME: value' },
     ).default({})
       .meta({ description: `Extra environment for every rank (at most ${LIMITS.maxEnv} entries; values are passed as data).` }),
     preExecutionCommand: z.string({ error: typeError('must be a string') }).min(1).max(LIMITS.maxCommandLength)
-      .regex(P.SINGLE_LINE_TEXT_RE, { error: 'must be a single line without control characters' }).optional()
+      .regex(P.SINGLE_LINE_TEXT_RE, { error: P.SINGLE_LINE_TEXT_RULE }).optional()
       .meta({ description: 'Run on the master node before the launcher (e.g. module loads); passed as data.' }),
     coordinationCommand: z.string({ error: typeError('must be a string') }).min(1).max(LIMITS.maxCommandLength)
-      .regex(P.SINGLE_LINE_TEXT_RE, { error: 'must be a single line without control characters' }).optional()
+      .regex(P.SINGLE_LINE_TEXT_RE, { error: P.SINGLE_LINE_TEXT_RULE }).optional()
       .meta({ description: 'Override of the multi-instance coordination command run on every node.' }),
     sshPort: int('a TCP port').min(1).max(65535).optional()
       .meta({ description: 'Port of the sshd the launcher uses. Default 23 with docker (the container\'s sshd), 22 otherwise.' }),

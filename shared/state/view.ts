@@ -68,6 +68,8 @@ export type JobListResponse = z.infer<typeof JobListResponseSchema>;
 export const CancelJobResponseSchema = z.object({
   job: JobViewSchema,
   cancelRequested: z.boolean().meta({ description: 'false when the job had already finished: nothing to cancel.' }),
+  pipeline: z.enum(['notified', 'gone']).optional().meta({ description: 'notified: the running pipeline got the cancel and cleans up; gone: its orchestration had already ended, the operations sweep cleans up at its next run.' }),
+  message: z.string().optional(),
 }).meta({ title: 'CancelJobResponse' });
 export type CancelJobResponse = z.infer<typeof CancelJobResponseSchema>;
 

@@ -65,7 +65,7 @@ test('SIGKILL of the control plane once in every stage: the job still succeeds w
     name: 'crash',
     pool: { vmSize: 'Standard_D2s_v5', nodes: 3 },
     container: { runtime: 'docker', images: [`${reg.host}/hpc/mpi-demo:1.0`], pullConcurrency: 1 },
-    data: { inputs: [{ account: 'devstoreaccount1', container: 'inputs', prefix: 'demo/' }], recordBytes: 64 },
+    data: { inputs: [{ account: 'data1', container: 'inputs', prefix: 'demo/' }], recordBytes: 64 },
     // The pause keeps the Running stage long enough to be hit; the program's output is still verified.
     mpi: { runtime: 'openmpi', processesPerNode: 1, fabric: 'tcp', options: ['--mca', 'btl_tcp_if_include', 'lo'], command: 'sleep 4; mpi-demo run "$MPIJOB_DATA_DIR"' },
     cleanup: { deletePool: 'always' },

@@ -82,7 +82,7 @@ beforeAll(async () => {
   stack = await startStack({ port: 0, logDestination: path.join(logs, 'e2e-faults-host.log'), demoImageFillerBytes: 64 * 1024, batch: { onExchange: (e) => exchanges.push(e) } });
   // The start task compiles the demo program from this blob even when there is no input data.
   const { BlobServiceClient } = await import('@azure/storage-blob');
-  const software = BlobServiceClient.fromConnectionString(stack.azurite.connectionString('devstoreaccount1')).getContainerClient('software');
+  const software = BlobServiceClient.fromConnectionString(stack.azurite.connectionString('data1')).getContainerClient('software');
   await software.createIfNotExists();
   await software.getBlockBlobClient('shardsum.c').uploadFile(path.join(REPO_ROOT, 'examples', 'mpi', 'shardsum.c'));
 }, 120_000);

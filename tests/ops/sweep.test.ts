@@ -66,7 +66,7 @@ describe('sweep', () => {
   it('finds a run lost while the host was down (history purged) and removes its pool, Batch job and staged data', async () => {
     await uploadDemoInputs(stack, 8);
     const id = await submitSpec(current, smallSpec('ops-lost', {
-      command: 'sleep 120', data: { inputs: [{ account: 'devstoreaccount1', container: 'inputs', prefix: 'demo/' }], recordBytes: 64 },
+      command: 'sleep 120', data: { inputs: [{ account: 'data1', container: 'inputs', prefix: 'demo/' }], recordBytes: 64 },
     }));
     const running = await until('the job to run', 90_000, async () => {
       const v = await view(id);

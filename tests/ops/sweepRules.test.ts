@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import {
   isLostRun, isStalled, planSweep, summarise,
-  type ObservedJobRow, type ObservedOrchestration, type SweepObservation, type SweepSettings,
+  type ObservedJobRow, type ObservedOrchestration, type SweepObservation, type SweepSettings, type SweepAction,
 } from '../../shared/ops/sweepRules';
 import { JOB_STATES, isTerminal } from '../../shared/state/states';
 
@@ -145,6 +145,12 @@ function build(w: World): SweepObservation {
   });
 }
 
+/** The state a plan's failJob or cancelJob action ends a job in. */
+function ended(plan: SweepAction[], id: string): 'Failed' | 'Cancelled' | undefined {
+  const a = plan.find((b) => (b.kind === 'failJob' || b.kind === 'cancelJob') && b.jobId === id);
+  return a ? (a.kind === 'failJob' ? 'Failed' : 'Cancelled') : undefined;
+}
+
 describe('sweep plan properties', () => {
   it('acts only on observed owned resources, at most once each, and fails only non-terminal rows', () => {
     fc.assert(fc.property(world, (w) => {
@@ -158,7 +164,8 @@ describe('sweep plan properties', () => {
           expect(poolIds.has(a.poolId)).toBe(true);
           expect(o.pools.find((p) => p.poolId === a.poolId)!.state).not.toBe('deleting');
         }
-        if (a.kind === 'failJob') expect(isTerminal(o.jobs.get(a.jobId)!.state)).toBe(false);
+        if (a.kind === 'failJob' || a.kind === 'cancelJob') expect(isTerminal(o.jobs.get(a.jobId)!.state)).toBe(false);
+        if (a.kind === 'cancelJob') expect(['Terminated', undefined, 'Completed', 'Failed', 'Canceled']).toContain(o.orchestrations.get(a.jobId)?.runtimeStatus);
         if (a.kind === 'purgeJob') {
           expect(isTerminal(o.jobs.get(a.jobId)!.state)).toBe(true);
           expect(plan.filter((b) => b.jobId === a.jobId)).toHaveLength(1);
@@ -187,7 +194,7 @@ describe('sweep plan properties', () => {
       const plan = planSweep(o, SR);
       const purged = (id: string) => plan.some((a) => a.kind === 'purgeJob' && a.jobId === id);
       const after = obs({
-        jobs: new Map([...o.jobs].filter(([id]) => !purged(id)).map(([id, j]) => [id, plan.some((a) => a.kind === 'failJob' && a.jobId === id) ? { ...j, state: 'Failed' as const, updatedAt: NOW } : j])),
+        jobs: new Map([...o.jobs].filter(([id]) => !purged(id)).map(([id, j]) => [id, ended(plan, id) ? { ...j, state: ended(plan, id)!, updatedAt: NOW } : j])),
         orchestrations: new Map([...o.orchestrations].filter(([id]) => !purged(id)).map(([id, r]) => [id, plan.some((a) => a.kind === 'terminateOrchestration' && a.jobId === id) ? { ...r, runtimeStatus: 'Terminated', lastUpdatedTime: NOW } : r])),
         pools: o.pools.filter((p) => !plan.some((a) => a.kind === 'deletePool' && a.poolId === p.poolId)),
         batchJobs: o.batchJobs.map((b) => plan.some((a) => a.kind === 'terminateBatchJob' && a.batchJobId === b.batchJobId) ? { ...b, state: 'terminating' } : b),

@@ -18,6 +18,7 @@ const SETTINGS: PipelineSettings = {
   stagingAccounts: ['stage0'],
   copyConcurrency: 4,
   sasMarginMinutes: 60,
+  sasMaxLifetimeMinutes: 7 * 24 * 60,
   nodeTaskMaxAttempts: 3,
 };
 

@@ -37,7 +37,8 @@ describe('loadConfig', () => {
       ['connectionString', 'stage1'],
       ['connectionString', 'stage2'],
     ]);
-    expect(c.pipeline).toEqual({ copyConcurrency: 8, sasMarginMinutes: 60, nodeTaskMaxAttempts: 3 });
+    expect(c.pipeline).toEqual({ copyConcurrency: 8, sasMarginMinutes: 60, nodeTaskMaxAttempts: 3, sasMaxLifetimeMinutes: 7 * 24 * 60 });
+    expect(c.dataAccess).toEqual({ accounts: [] });
     expect(c.queueMaxDequeueCount).toBe(5);
     expect(c.polling).toEqual({ initialMs: 5000, maxMs: 60000, multiplier: 2, jitter: 0.2 });
     expect(c.batchRetry.maxAttempts).toBeGreaterThan(1);

@@ -51,7 +51,7 @@ test('YAML syntax errors carry line and column', () => {
 
 test('duplicate YAML keys are an error, not a silent last-one-wins', () => {
   const errs = errors('name: a\nname: b\n');
-  expect(errs[0].message).toMatch(/unique/i);
+  expect(errs[0].message).toMatch(/the key "name" appears twice/);
   expect(errs[0].line).toBe(2);
 });
 

@@ -1,0 +1,64 @@
+/**
+ * Which storage a job may name: the least-privilege rule behind every input, start-task file and (later) output.
+ * The app's managed identity can read its own host storage and every job's staged shards; a job spec must never be
+ * able to point it there (a confused deputy). Checked at the door (intake answers 400 with the field path) and again
+ * by the activities that touch the data, since an orchestration can be started by anyone holding the system key.
+ */
+import type { AppConfig } from '../config';
+import type { JobSpec, SpecError } from '../spec';
+
+export interface DataAccessPolicy {
+  /** Accounts jobs may name for their data. */
+  accounts: readonly string[];
+  /** When set, only these containers ("name", or "prefix*"). */
+  containers?: readonly { account: string; container: string }[];
+  /** The deployment's staging accounts: the only ones `data.stagingAccounts` may list. */
+  stagingAccounts: readonly string[];
+}
+
+/** Containers the pipeline stages shards into (shared/planning/jobPlan.ts stagingContainerFor): never a job's to name. */
+const STAGING_CONTAINER_PREFIX = 'stg-';
+
+export function dataAccessPolicy(config: AppConfig): DataAccessPolicy {
+  return {
+    accounts: config.dataAccess.accounts.map((a) => a.accountName),
+    containers: config.dataAccess.containers,
+    stagingAccounts: config.stagingAccounts.map((a) => a.accountName),
+  };
+}
+
+/** Why a job may not use this container, or undefined when it may. */
+export function dataAccessRefusal(policy: DataAccessPolicy, account: string, container: string): string | undefined {
+  if (!policy.accounts.includes(account)) {
+    return policy.accounts.length
+      ? `account "${account}" is not one jobs may use on this deployment (allowed: ${policy.accounts.join(', ')})`
+      : `account "${account}" is not allowed: this deployment lets jobs use no storage account for their data (DATA_ACCOUNTS is empty)`;
+  }
+  if (container.startsWith(STAGING_CONTAINER_PREFIX)) return `container "${container}" is a staging container of the pipeline; jobs cannot name it`;
+  if (policy.containers && !policy.containers.some((c) => c.account === account && matches(c.container, container))) {
+    const allowed = policy.containers.filter((c) => c.account === account).map((c) => c.container);
+    return `container "${container}" of account "${account}" is not one jobs may use (allowed: ${allowed.join(', ') || 'none'})`;
+  }
+  return undefined;
+}
+
+function matches(pattern: string, container: string): boolean {
+  return pattern.endsWith('*') ? container.startsWith(pattern.slice(0, -1)) : container === pattern;
+}
+
+/** Every place the spec names storage, checked against the policy, each refusal with its field path. */
+export function checkDataAccess(spec: JobSpec, policy: DataAccessPolicy): SpecError[] {
+  const errors: SpecError[] = [];
+  const check = (path: string, account: string, container: string) => {
+    const why = dataAccessRefusal(policy, account, container);
+    if (why) errors.push({ path: policy.accounts.includes(account) ? `${path}.container` : `${path}.account`, message: why });
+  };
+  spec.data.inputs.forEach((input, i) => check(`data.inputs[${i}]`, input.account, input.container));
+  spec.pool.startTask?.resourceFiles.forEach((f, i) => check(`pool.startTask.resourceFiles[${i}]`, f.account, f.container));
+  spec.data.stagingAccounts.forEach((account, i) => {
+    if (!policy.stagingAccounts.includes(account)) {
+      errors.push({ path: `data.stagingAccounts[${i}]`, message: `"${account}" is not a staging account of this deployment (configured: ${policy.stagingAccounts.join(', ')})` });
+    }
+  });
+  return errors;
+}
