@@ -39,8 +39,11 @@ export function httpDurableControl(baseUrl: string): OrchestrationControl {
       const res = await fetch(`${inst(id)}?showInput=false`);
       if (res.status === 404) return undefined;
       if (!res.ok) throw new Error(`durable status of ${id}: ${res.status} ${await res.text()}`);
-      const s = (await res.json()) as { runtimeStatus: string; lastUpdatedTime: string; customStatus?: { updatedAt?: string } };
-      return { runtimeStatus: s.runtimeStatus, lastUpdatedTime: s.lastUpdatedTime, progressAt: s.customStatus?.updatedAt };
+      const s = (await res.json()) as { runtimeStatus: string; lastUpdatedTime: string; customStatus?: { updatedAt?: string }; output?: unknown };
+      return {
+        runtimeStatus: s.runtimeStatus, lastUpdatedTime: s.lastUpdatedTime, progressAt: s.customStatus?.updatedAt,
+        terminationReason: s.runtimeStatus === 'Terminated' && typeof s.output === 'string' ? s.output : undefined,
+      };
     },
     async terminate(id, reason) {
       const res = await fetch(`${inst(id)}/terminate?reason=${encodeURIComponent(reason)}`, { method: 'POST' });
