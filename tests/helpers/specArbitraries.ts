@@ -7,7 +7,7 @@
  * resulting error must point at.
  */
 import fc from 'fast-check';
-import * as P from '../patterns';
+import * as P from '../../shared/spec/patterns';
 
 type Obj = Record<string, unknown>;
 
