@@ -68,7 +68,9 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     batchJobId,
     pool: pool ? { poolId: pool.poolId, createdByUs: pool.createdByUs } : plan.reusePool ? undefined : { poolId: plan.poolId, createdByUs: true },
     deletePool: plan.deletePool,
-    staging: { containers: staged?.containers ?? [], keep: plan.keepStagedData },
+    // The containers stageData reported, not only those of a finished stage: shards copied before a cancel or a
+    // failed download are deleted too.
+    staging: { containers: run.resources().stagingContainers ?? [], keep: plan.keepStagedData },
   }, outcome.state);
   if (cleaned.failed.length) outcome.reason = [outcome.reason, `cleanup incomplete: ${cleaned.failed.join('; ')}`].filter(Boolean).join('; ');
 
