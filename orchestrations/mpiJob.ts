@@ -2,6 +2,7 @@ import type { OrchestrationContext } from 'durable-functions';
 import type { JobOutcome, JobResult, MpiJobInput } from '../shared/contract';
 import type { JobState } from '../shared/state/states';
 import { JobCancelled, Orchestration, PipelineRun, StageFailed } from './runtime/pipelineRun';
+import { activityFailureMessage } from './runtime/activityCalls';
 import { provision, type ProvisionedPool } from './stages/provision';
 import { pullImages } from './stages/pullImages';
 import { stageData, StagedData } from './stages/stageData';
@@ -59,7 +60,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
   } catch (err) {
     outcome = err instanceof JobCancelled
       ? { state: 'Cancelled', reason: err.reason, result: { timings } }
-      : { state: 'Failed', reason: err instanceof StageFailed ? err.message : `unexpected: ${err instanceof Error ? err.message : String(err)}`, result: { timings } };
+      : { state: 'Failed', reason: err instanceof StageFailed ? err.message : `unexpected: ${activityFailureMessage(err)}`, result: { timings } };
     run.report({ lastError: outcome.reason });
   }
 

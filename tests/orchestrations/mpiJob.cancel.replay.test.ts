@@ -4,61 +4,25 @@
  * user pressing cancel on what the dashboard just showed. Every case must end Cancelled with the user's reason,
  * clean up exactly what existed by then, record the outcome once, and schedule nothing after that record.
  */
-import { CANCEL_EVENT, type CancelEventData, type JobTransitionInput } from '../../shared/contract';
-import type { JobState } from '../../shared/state/states';
-import { EventType } from '../../local/durable/history';
-import type { SimResult } from '../durable/helpers/simulator';
 import { healthyJob, poolObservation, type FakeJob } from './fakeActivities';
-import { jobInput, replay, scheduled, scheduledInputs, stagesEntered } from './jobReplay';
+import { cancelOnEntering, cleanupSteps, expectFinishedOnceAndLast, pipelineJob, replay, scheduled, scheduledInputs, stagesEntered, threeShards } from './jobReplay';
 
 const REASON = 'wrong input deck, resubmitting';
-
-/** Two nodes, one image to pull, 270 MB of input (three 90 MB shards): every stage has work and waits on Batch. */
-const fullJob = (id: string) =>
-  jobInput(id, {
-    nodes: 2,
-    command: 'app',
-    container: { runtime: 'docker', images: ['registry.example.com/hpc/app:1.0'], pullConcurrency: 1 },
-    data: { inputs: [{ account: 'inputsacct', container: 'inputs', prefix: 'deck/' }] },
-  });
 
 /** A pool still allocating at the first look (so Provisioning waits), then a healthy job whose MPI task keeps running. */
 function busyJob(): FakeJob {
   let observed = 0;
   return healthyJob({
     poolObserve: () => poolObservation(++observed === 1 ? ['starting', 'starting'] : ['idle', 'idle']),
-    inputsList: () => ['a.bin', 'b.bin', 'c.bin'].map((n) => ({ account: 'inputsacct', container: 'inputs', name: `deck/${n}`, size: 90_000_000 })),
+    inputsList: threeShards,
     mpiTaskObserve: () => ({ state: 'running', startTime: '2030-01-01T01:00:00.000Z' }),
   });
-}
-
-function cancelOnEntering(stage: JobState) {
-  const data: CancelEventData = { reason: REASON };
-  return { raiseAfterActivity: [{ activity: 'jobTransition', when: (i: unknown) => (i as JobTransitionInput).to === stage, name: CANCEL_EVENT, input: data }] };
-}
-
-/** Recorded once, last, with the final state; nothing (activity or timer) scheduled after it. */
-function expectFinishedOnceAndLast(r: SimResult, job: FakeJob): void {
-  expect(job.finishes).toHaveLength(1);
-  expect(scheduled(r.history).filter((n) => n === 'jobFinish')).toHaveLength(1);
-  expect(scheduled(r.history).at(-1)).toBe('jobFinish');
-  const finishAt = r.history.findIndex((e) => e.EventType === EventType.TaskScheduled && e.Name === 'jobFinish');
-  expect(r.history.slice(finishAt + 1).filter((e) => e.EventType === EventType.TaskScheduled || e.EventType === EventType.TimerCreated)).toEqual([]);
-  expect(r.state.status).toBe('Completed');
-  expect(r.output).toEqual(job.finished());
-}
-
-/** The activities scheduled after the orchestrator entered CleaningUp (jobFinish aside), by name. */
-function cleanupSteps(r: SimResult): string[] {
-  const entered = r.history.findIndex((e) => e.EventType === EventType.TaskScheduled && e.Name === 'jobTransition' && (JSON.parse(e.Input ?? '{}') as JobTransitionInput).to === 'CleaningUp');
-  expect(entered).toBeGreaterThan(0);
-  return scheduled(r.history.slice(entered + 1)).filter((n) => n !== 'jobFinish').sort();
 }
 
 describe('mpiJob orchestrator cancelled in each stage, replayed', () => {
   it('Provisioning: cancelled with the reason; the pool it created is deleted; no Batch job, nothing staged', async () => {
     const job = busyJob();
-    const r = await replay(fullJob('cancel-provisioning'), job, cancelOnEntering('Provisioning'));
+    const r = await replay(pipelineJob('cancel-provisioning'), job, cancelOnEntering('Provisioning', REASON));
     expect(job.finished()).toMatchObject({ state: 'Cancelled', reason: REASON });
     expect(stagesEntered(r.history)).toEqual(['Provisioning', 'CleaningUp']);
     expect(scheduled(r.history)).not.toContain('batchJobCreate');
@@ -69,7 +33,7 @@ describe('mpiJob orchestrator cancelled in each stage, replayed', () => {
 
   it('PullingImages: cancelled with the reason; the Batch job is terminated and the pool deleted; nothing staged', async () => {
     const job = busyJob();
-    const r = await replay(fullJob('cancel-pulling'), job, cancelOnEntering('PullingImages'));
+    const r = await replay(pipelineJob('cancel-pulling'), job, cancelOnEntering('PullingImages', REASON));
     expect(job.finished()).toMatchObject({ state: 'Cancelled', reason: REASON });
     expect(stagesEntered(r.history)).toEqual(['Provisioning', 'PullingImages', 'CleaningUp']);
     expect(scheduled(r.history)).not.toContain('inputsList');
@@ -81,7 +45,7 @@ describe('mpiJob orchestrator cancelled in each stage, replayed', () => {
 
   it('StagingData: cancelled with the reason once the copies in flight are done; the staged shards are deleted too', async () => {
     const job = busyJob();
-    const r = await replay(fullJob('cancel-staging'), job, cancelOnEntering('StagingData'));
+    const r = await replay(pipelineJob('cancel-staging'), job, cancelOnEntering('StagingData', REASON));
     expect(job.finished()).toMatchObject({ state: 'Cancelled', reason: REASON });
     expect(stagesEntered(r.history)).toEqual(['Provisioning', 'PullingImages', 'StagingData', 'CleaningUp']);
     const copied = scheduledInputs(r.history, 'shardCopy');
@@ -97,7 +61,7 @@ describe('mpiJob orchestrator cancelled in each stage, replayed', () => {
 
   it('Running: cancelled with the reason while the MPI task runs; job terminated, pool deleted, staged shards deleted', async () => {
     const job = busyJob();
-    const r = await replay(fullJob('cancel-running'), job, cancelOnEntering('Running'));
+    const r = await replay(pipelineJob('cancel-running'), job, cancelOnEntering('Running', REASON));
     expect(job.finished()).toMatchObject({ state: 'Cancelled', reason: REASON });
     expect(stagesEntered(r.history)).toEqual(['Provisioning', 'PullingImages', 'StagingData', 'Running', 'CleaningUp']);
     expect(scheduled(r.history)).toContain('mpiTaskAdd');
