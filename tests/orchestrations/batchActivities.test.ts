@@ -5,11 +5,9 @@
  * read back through the @azure/batch SDK, as the activities do in Azure.
  */
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
-import { loadConfig } from '../../shared/config';
 import {
   addMpiTask,
   addNodeTask,
-  createBatchContext,
   createJob,
   createJobPool,
   getPoolSnapshot,
@@ -22,6 +20,7 @@ import {
 import { collectMpiResult, type MpiResultDeps } from '../../orchestrations/activities/mpi';
 import { observeNodeTasks } from '../../orchestrations/activities/nodeTasks';
 import { until } from '../batch/until';
+import { emulatorBatchContext } from '../batch/emulatorContext';
 
 const POOL = 'activities-pool';
 const JOB = 'activities-job';
@@ -51,15 +50,8 @@ function mpiTask(id: string, coordination: string, application: string): MpiTask
 
 beforeAll(async () => {
   emu = await startBatchEmulator({ timing: { allocateMs: 20, bootMs: 20, leaveMs: 20, startTaskPollMs: 20 } });
-  const config = loadConfig({
-    BATCH_ACCOUNT_URL: emu.url,
-    BATCH_ACCOUNT_NAME: emu.accountName,
-    BATCH_ACCOUNT_KEY: emu.accountKey,
-    AzureWebJobsStorage: 'UseDevelopmentStorage=true',
-    STAGING_ACCOUNTS: 'devstoreaccount1',
-  });
-  ctx = createBatchContext(config, { policy: { maxAttempts: 4, initialMs: 20, maxMs: 200, multiplier: 2, jitter: 0.5 } });
-  deps = { batch: ctx, accountUrl: config.batch.accountUrl };
+  ctx = emulatorBatchContext(emu);
+  deps = { batch: ctx, accountUrl: emu.url };
   await createJobPool(ctx, {
     poolId: POOL,
     jobId: JOB,

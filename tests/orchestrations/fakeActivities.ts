@@ -109,3 +109,15 @@ export function healthyJob(overrides: FakeActivities = {}): FakeJob {
     pinnedNode: (taskId) => pinned.get(taskId),
   };
 }
+
+/**
+ * nodeTasksObserve answering as healthyJob's (every task completes where it was pinned), except that tasks whose id
+ * starts with `prefix` and that ran on `nodeId` end as `failed` says (an exit code, Batch's failure, the output tail).
+ */
+export function nodeTasksFailingOn(job: FakeJob, prefix: string, nodeId: string, failed: Pick<NodeTaskObservation, 'exitCode' | 'failure' | 'outputTail'>): FakeActivity<'nodeTasksObserve'> {
+  return ({ taskIds }) =>
+    taskIds.map((id): NodeTaskObservation => {
+      const ranOn = job.pinnedNode(id);
+      return id.startsWith(prefix) && ranOn === nodeId ? { id, state: 'completed', nodeId: ranOn, ...failed } : { id, state: 'completed', exitCode: 0, nodeId: ranOn };
+    });
+}

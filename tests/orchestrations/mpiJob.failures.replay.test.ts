@@ -4,8 +4,7 @@
  * a failed shard download, and a pool whose deletion keeps failing. Each case pins the outcome jobFinish records
  * and what cleanup did.
  */
-import type { NodeTaskObservation } from '../../shared/contract';
-import { healthyJob, poolObservation } from './fakeActivities';
+import { healthyJob, nodeTasksFailingOn, poolObservation } from './fakeActivities';
 import { EventType } from '../../local/durable/history';
 import { cleanupSteps, expectFinishedOnceAndLast, jobInput, pipelineJob, replay, scheduled, scheduledInputs, stagesEntered, STEP_MS, threeShards } from './jobReplay';
 
@@ -14,13 +13,11 @@ const EXIT_FAILURE = 'FailureExitCode: The task exited with an exit code represe
 describe('mpiJob orchestrator when Batch fails it, replayed', () => {
   it('an image pull that exits non-zero on one node every attempt: Failed naming the node and the message, after 3 attempts; cleanup runs', async () => {
     const job = healthyJob({ inputsList: threeShards });
-    job.fakes.nodeTasksObserve = ({ taskIds }) =>
-      taskIds.map((id): NodeTaskObservation => {
-        const nodeId = job.pinnedNode(id);
-        return id.startsWith('pull-') && nodeId === 'node-1'
-          ? { id, state: 'completed', exitCode: 1, nodeId, failure: EXIT_FAILURE, outputTail: 'Error response from daemon: layer sha256:9f2c checksum mismatch' }
-          : { id, state: 'completed', exitCode: 0, nodeId };
-      });
+    job.fakes.nodeTasksObserve = nodeTasksFailingOn(job, 'pull-', 'node-1', {
+      exitCode: 1,
+      failure: EXIT_FAILURE,
+      outputTail: 'Error response from daemon: layer sha256:9f2c checksum mismatch',
+    });
     const r = await replay(pipelineJob('pull-fails'), job);
 
     expect(job.finished()).toMatchObject({
@@ -83,13 +80,10 @@ describe('mpiJob orchestrator when Batch fails it, replayed', () => {
 
   it('a shard download that fails on a node: Failed in StagingData, and the shards already copied are deleted', async () => {
     const job = healthyJob({ inputsList: threeShards });
-    job.fakes.nodeTasksObserve = ({ taskIds }) =>
-      taskIds.map((id): NodeTaskObservation => {
-        const nodeId = job.pinnedNode(id);
-        return id.startsWith('dl-') && nodeId === 'node-0'
-          ? { id, state: 'completed', exitCode: 1, nodeId, failure: 'BlobDownloadMiscError: Resource file download failed: 403 AuthorizationFailure' }
-          : { id, state: 'completed', exitCode: 0, nodeId };
-      });
+    job.fakes.nodeTasksObserve = nodeTasksFailingOn(job, 'dl-', 'node-0', {
+      exitCode: 1,
+      failure: 'BlobDownloadMiscError: Resource file download failed: 403 AuthorizationFailure',
+    });
     const r = await replay(pipelineJob('download-fails'), job);
     expect(job.finished().state).toBe('Failed');
     expect(job.finished().reason).toMatch(/^StagingData: node node-0 failed after 1 attempt\(s\): BlobDownloadMiscError: .*403 AuthorizationFailure$/);
