@@ -2,6 +2,7 @@ import type { OrchestrationContext } from 'durable-functions';
 import type { JobOutcome, JobResult, MpiJobInput } from '../shared/contract';
 import type { JobState } from '../shared/state/states';
 import { JobCancelled, Orchestration, PipelineRun, StageFailed } from './runtime/pipelineRun';
+import { activityFailureMessage } from './runtime/activityCalls';
 import { provision, type ProvisionedPool } from './stages/provision';
 import { pullImages } from './stages/pullImages';
 import { stageData, StagedData } from './stages/stageData';
@@ -59,7 +60,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
   } catch (err) {
     outcome = err instanceof JobCancelled
       ? { state: 'Cancelled', reason: err.reason, result: { timings } }
-      : { state: 'Failed', reason: err instanceof StageFailed ? err.message : `unexpected: ${err instanceof Error ? err.message : String(err)}`, result: { timings } };
+      : { state: 'Failed', reason: err instanceof StageFailed ? err.message : `unexpected: ${activityFailureMessage(err)}`, result: { timings } };
     run.report({ lastError: outcome.reason });
   }
 
@@ -68,7 +69,9 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     batchJobId,
     pool: pool ? { poolId: pool.poolId, createdByUs: pool.createdByUs } : plan.reusePool ? undefined : { poolId: plan.poolId, createdByUs: true },
     deletePool: plan.deletePool,
-    staging: { containers: staged?.containers ?? [], keep: plan.keepStagedData },
+    // The containers stageData reported, not only those of a finished stage: shards copied before a cancel or a
+    // failed download are deleted too.
+    staging: { containers: run.resources().stagingContainers ?? [], keep: plan.keepStagedData },
   }, outcome.state);
   if (cleaned.failed.length) outcome.reason = [outcome.reason, `cleanup incomplete: ${cleaned.failed.join('; ')}`].filter(Boolean).join('; ');
 

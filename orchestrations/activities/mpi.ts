@@ -1,6 +1,6 @@
 import type { BatchTaskRef, MpiResult, MpiTaskObservation } from '../../shared/contract';
 import { appConfig, batchContext } from '../../shared/services';
-import { addMpiTask, getTask, listSubtasks, readTaskFile } from '../../shared/batch';
+import { addMpiTask, getTask, listSubtasks, readTaskFile, type BatchContext } from '../../shared/batch';
 import type { MpiTaskRequestShape } from '../../shared/planning/mpiTaskRequest';
 import { registerActivity } from '../runtime/activityCalls';
 
@@ -22,9 +22,23 @@ export async function mpiTaskObserve(input: BatchTaskRef): Promise<MpiTaskObserv
   return { state: t.state, startTime: t.startTime, endTime: t.endTime };
 }
 
-/** Exit codes of the master and every subtask, where their logs are, and the end of the master's output. */
-export async function mpiResultCollect(input: BatchTaskRef): Promise<MpiResult> {
-  const ctx = batchContext();
+export interface MpiResultDeps {
+  batch: BatchContext;
+  /** The Batch account URL the log locations are built on (the logs endpoint reads them back through it). */
+  accountUrl: string;
+}
+
+/** The end of a task's output kept in the job result. */
+const TAIL_LINES = 40;
+
+/**
+ * Exit codes of the master and every subtask, where their logs are, and the last lines of the master's output.
+ * When a subtask fails (its coordination command exited non-zero), Batch fails the whole task and the result's
+ * exit code is the subtask's, even where Batch reports the primary's 0.
+ * A task that no longer exists (its job was deleted) gives exit code -1, the failure "the MPI task disappeared
+ * (job deleted?)", no subtasks, an empty stdout tail and only the master's (now empty) log location, node "master".
+ */
+export async function collectMpiResult({ batch: ctx, accountUrl }: MpiResultDeps, input: BatchTaskRef): Promise<MpiResult> {
   const task = await getTask(ctx, input.batchJobId, input.taskId);
   // The pool is billed until cleanup, which waits for this activity: the reads go out together.
   const [subtasks, stdout, stderr] = await Promise.all([
@@ -32,7 +46,6 @@ export async function mpiResultCollect(input: BatchTaskRef): Promise<MpiResult> 
     readTaskFile(ctx, input.batchJobId, input.taskId, 'stdout.txt', { maxBytes: 16 * 1024 }).catch(() => undefined),
     readTaskFile(ctx, input.batchJobId, input.taskId, 'stderr.txt', { maxBytes: 8 * 1024 }).catch(() => undefined),
   ]);
-  const { accountUrl } = appConfig().batch;
   const base = `${accountUrl}/jobs/${input.batchJobId}/tasks/${input.taskId}`;
   const logs = [
     { node: task.nodeId ?? 'master', stdout: `${base}/files/stdout.txt`, stderr: `${base}/files/stderr.txt` },
@@ -58,11 +71,20 @@ export async function mpiResultCollect(input: BatchTaskRef): Promise<MpiResult> 
           : undefined,
     subtasks: subtasks.map((s) => ({ id: s.id, nodeId: s.nodeId, exitCode: s.exitCode, state: s.state })),
     logs,
-    stdoutTail: stdout?.content.split('\n').slice(-40).join('\n') ?? '',
-    stderrTail: stderr?.content.split('\n').slice(-40).join('\n') || undefined,
+    stdoutTail: lastLines(stdout?.content ?? '', TAIL_LINES),
+    stderrTail: lastLines(stderr?.content ?? '', TAIL_LINES) || undefined,
     startTime: task.startTime,
     endTime: task.endTime,
   };
+}
+
+/** The last `n` lines of a text (a final newline does not count as an empty last line). */
+function lastLines(text: string, n: number): string {
+  return text.replace(/\n$/, '').split('\n').slice(-n).join('\n');
+}
+
+export function mpiResultCollect(input: BatchTaskRef): Promise<MpiResult> {
+  return collectMpiResult({ batch: batchContext(), accountUrl: appConfig().batch.accountUrl }, input);
 }
 
 registerActivity('mpiTaskAdd', mpiTaskAdd);

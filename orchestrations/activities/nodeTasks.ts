@@ -1,6 +1,6 @@
-import type { NodeTaskObservation, NodeTaskRequest } from '../../shared/contract';
+import type { ActivityInput, NodeTaskObservation, NodeTaskRequest } from '../../shared/contract';
 import { batchContext } from '../../shared/services';
-import { addNodeTask, getTask, readTaskFile } from '../../shared/batch';
+import { addNodeTask, getTask, readTaskFile, type BatchContext } from '../../shared/batch';
 import { registerActivity } from '../runtime/activityCalls';
 
 /** Adds pinned per-node tasks; a task that already exists (a retried activity) is not added twice. */
@@ -9,9 +9,11 @@ export async function nodeTasksAdd(input: { batchJobId: string; tasks: NodeTaskR
   await Promise.all(input.tasks.map((t) => addNodeTask(ctx, input.batchJobId, { ...t, elevated: true })));
 }
 
-/** State of each task, where it really ran, and for failures the end of its output (the registry's message). */
-export async function nodeTasksObserve(input: { batchJobId: string; taskIds: string[] }): Promise<NodeTaskObservation[]> {
-  const ctx = batchContext();
+/**
+ * State of each task, where it really ran, and for failures the end of its output (the registry's message). A
+ * task that does not exist is reported `missing` (the window counts it as a failed attempt).
+ */
+export function observeNodeTasks(ctx: BatchContext, input: ActivityInput<'nodeTasksObserve'>): Promise<NodeTaskObservation[]> {
   return Promise.all(
     input.taskIds.map(async (id): Promise<NodeTaskObservation> => {
       const t = await getTask(ctx, input.batchJobId, id);
@@ -24,6 +26,10 @@ export async function nodeTasksObserve(input: { batchJobId: string; taskIds: str
       return obs;
     }),
   );
+}
+
+export function nodeTasksObserve(input: ActivityInput<'nodeTasksObserve'>): Promise<NodeTaskObservation[]> {
+  return observeNodeTasks(batchContext(), input);
 }
 
 registerActivity('nodeTasksAdd', nodeTasksAdd);

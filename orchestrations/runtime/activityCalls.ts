@@ -36,3 +36,13 @@ export function retryOptions(firstRetryMs: number, attempts: number): RetryOptio
   r.backoffCoefficient = 2;
   return r;
 }
+
+/**
+ * What a failed activity call says, for a job's reason: the failure's first line. durable-functions builds the
+ * error of a failed task as `${Reason} \n ${Details}`, and Details is the activity's stack trace (our engine) or
+ * the host's exception dump (Azure), which does not belong on the job row.
+ */
+export function activityFailureMessage(err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  return text.split('\n')[0].trim();
+}

@@ -119,6 +119,14 @@ export class PipelineRun {
     this.ctx.df.setCustomStatus(this.status);
   }
 
+  /**
+   * The resources reported so far (a copy): what cleanup must release, whichever stage stopped the pipeline (a
+   * stage that fails or is cancelled half-way has already created them).
+   */
+  resources(): PipelineStatus['resources'] {
+    return { ...this.status.resources };
+  }
+
   /** The per-node states reported so far (a copy). */
   nodeStates(): Record<string, NodeProgress> {
     return { ...(this.status.nodes ?? {}) };

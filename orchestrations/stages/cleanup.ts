@@ -1,6 +1,6 @@
 import type { StagingContainerRef } from '../../shared/contract';
 import type { TerminalState } from '../../shared/state/states';
-import { retryOptions, type ActivityTask } from '../runtime/activityCalls';
+import { activityFailureMessage, retryOptions, type ActivityTask } from '../runtime/activityCalls';
 import { Orchestration, PipelineRun } from '../runtime/pipelineRun';
 
 export interface CleanupRequest {
@@ -31,7 +31,7 @@ export function* cleanup(run: PipelineRun, req: CleanupRequest, outcome: Termina
       yield ctx.df.Task.any(pending.map((p) => p.task.task));
       for (const p of pending) {
         if (p.task.task.isCompleted) done.push(p.name);
-        else if (p.task.task.isFaulted) failed.push(`${p.name}: ${describe(p.task.task.result)}`);
+        else if (p.task.task.isFaulted) failed.push(`${p.name}: ${activityFailureMessage(p.task.task.result)}`);
       }
       pending = pending.filter((p) => !p.task.task.isCompleted && !p.task.task.isFaulted);
       run.report({ progress: { cleanup: { done: [...done] } } });
@@ -49,8 +49,4 @@ export function* cleanup(run: PipelineRun, req: CleanupRequest, outcome: Termina
     yield* together([{ name: 'staged data deleted', task: run.start('stagedDataDelete', { containers: req.staging.containers }, CLEANUP_RETRY) }]);
   }
   return { done, failed };
-}
-
-function describe(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

@@ -4,12 +4,10 @@
  * multi-instance task, bounded file reads, idempotent creates and deletes, and error context.
  */
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
-import { loadConfig } from '../../shared/config';
 import {
   BatchError,
   addMpiTask,
   addNodeTask,
-  createBatchContext,
   createJob,
   createJobPool,
   deleteJob,
@@ -39,6 +37,7 @@ import {
   type TaskSnapshot,
 } from '../../shared/batch';
 import { until } from './until';
+import { emulatorBatchContext } from './emulatorContext';
 
 const JOB = 'adapterjob';
 const POOL = `${JOB}-pool`;
@@ -50,16 +49,6 @@ const completed = (ctx: BatchContext, job: string, task: string) =>
     return t.state === 'completed' ? t : undefined;
   });
 
-function contextFor(emu: BatchEmulatorHandle): BatchContext {
-  const config = loadConfig({
-    BATCH_ACCOUNT_URL: emu.url,
-    BATCH_ACCOUNT_NAME: emu.accountName,
-    BATCH_ACCOUNT_KEY: emu.accountKey,
-    AzureWebJobsStorage: 'UseDevelopmentStorage=true',
-    STAGING_ACCOUNTS: 'devstoreaccount1',
-  });
-  return createBatchContext(config, { policy: { maxAttempts: 4, initialMs: 20, maxMs: 200, multiplier: 2, jitter: 0.5 } });
-}
 
 const poolSpec: JobPoolSpec = {
   poolId: POOL,
@@ -78,7 +67,7 @@ describe('Batch adapter against the emulator', () => {
 
   beforeAll(async () => {
     emu = await startBatchEmulator({ timing: { allocateMs: 20, bootMs: 20, leaveMs: 20, startTaskPollMs: 20 } });
-    ctx = contextFor(emu);
+    ctx = emulatorBatchContext(emu);
   });
 
   afterAll(async () => {

@@ -9,9 +9,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
 import { createContractRecorder, createContractValidator, type ContractRecorder } from '../../local/batch/contract';
-import { loadConfig } from '../../shared/config';
 import * as batch from '../../shared/batch';
 import { until } from './until';
+import { emulatorBatchContext } from './emulatorContext';
 
 const JOB = 'contractjob';
 const POOL = `${JOB}-pool`;
@@ -35,14 +35,7 @@ describe('every exchange of the adapter workload conforms to the Batch OpenAPI d
       timing: { allocateMs: 20, bootMs: 20, leaveMs: 20, startTaskPollMs: 20 },
       onExchange: (ex) => recorder.onExchange(ex),
     });
-    const config = loadConfig({
-      BATCH_ACCOUNT_URL: emu.url,
-      BATCH_ACCOUNT_NAME: emu.accountName,
-      BATCH_ACCOUNT_KEY: emu.accountKey,
-      AzureWebJobsStorage: 'UseDevelopmentStorage=true',
-      STAGING_ACCOUNTS: 'devstoreaccount1',
-    });
-    ctx = batch.createBatchContext(config, { policy: { maxAttempts: 3, initialMs: 20, maxMs: 200, multiplier: 2, jitter: 0.5 } });
+    ctx = emulatorBatchContext(emu, 3);
   });
 
   afterAll(async () => {

@@ -9,7 +9,7 @@
  * while the job was recorded in that stage (or, for short stages, at most one poll round later: CleaningUp
  * can end within a poll interval, so that kill may land just after the orchestration finished cleanup).
  */
-import { mkdirSync, type WriteStream } from 'node:fs';
+import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import * as path from 'node:path';
 import { stringify } from 'yaml';
 import { startAzurite, type AzuriteHandle } from '../../local/azurite';
@@ -19,19 +19,19 @@ import { startRegistry, type RegistryHandle } from '../../local/registry';
 import { buildDemoImage } from '../../examples/images/buildDemoImage';
 import { localAppSettings, REPO_ROOT, type Stack } from '../../local/stack';
 import { checkCleanup, checkResult, mpiOutput, submitSpec, uploadDemoInputs, watchJob, type JobViewLite } from '../../local/jobRunner';
-import { CHILD_KEYS, PipelineHostProcess, openLog } from './helpers/childHost';
+import { ChildHost } from '../helpers/childHost';
 
 let azurite: AzuriteHandle | undefined;
 let batch: BatchEmulatorHandle | undefined;
 let registry: RegistryHandle | undefined;
-let host: PipelineHostProcess | undefined;
+let host: ChildHost | undefined;
 let log: WriteStream | undefined;
 const exchanges: ExchangeRecord[] = [];
 
 beforeAll(async () => {
   const logs = path.join(REPO_ROOT, 'test-artifacts');
   mkdirSync(logs, { recursive: true });
-  log = openLog(path.join(logs, 'e2e-crash-host.log'));
+  log = createWriteStream(path.join(logs, 'e2e-crash-host.log'), { flags: 'w' });
   azurite = await startAzurite();
   // A bandwidth cap stretches the pulls over seconds, so the PullingImages stage can be hit.
   registry = await startRegistry({ maxConcurrentPulls: 10, bandwidthBytesPerSec: 2 * 1024 * 1024, images: [await buildDemoImage({ fillerBytes: 3 * 1024 * 1024 })] });
@@ -46,6 +46,12 @@ afterAll(async () => {
   await new Promise((r) => log?.end(r));
 }, 60_000);
 
+const CHILD_KEYS = { functionKey: 'crash-test-function-key', masterKey: 'crash-test-master-key' };
+
+/** The real app's host as a child process (port 0 picks a free one; the previous port restarts it in place). */
+const startHost = (port: number, storage: string, settings: Record<string, string>) =>
+  ChildHost.start({ appDir: REPO_ROOT, storage, port, settings, keys: CHILD_KEYS, log: log as WriteStream, timeoutMs: 90_000 });
+
 const STAGES = ['Provisioning', 'PullingImages', 'StagingData', 'Running', 'CleaningUp'] as const;
 
 test('SIGKILL of the control plane once in every stage: the job still succeeds with the verified result, one pool, nothing left', async () => {
@@ -54,7 +60,7 @@ test('SIGKILL of the control plane once in every stage: the job still succeeds w
   const reg = registry as RegistryHandle;
   const settings = { ...localAppSettings(az, emu), LOCAL_REGISTRY: reg.host };
   const storage = az.connectionString();
-  host = await PipelineHostProcess.start({ port: 0, storage, settings, log: log as WriteStream });
+  host = await startHost(0, storage, settings);
   const port = host.port;
   // jobRunner's helpers need only these parts of a stack; the base URL survives restarts (same port).
   const stack = { azurite: az, batch: emu, registry: reg, settings, baseUrl: host.baseUrl, host: { keys: CHILD_KEYS, baseUrl: host.baseUrl } } as unknown as Stack;
@@ -85,7 +91,7 @@ test('SIGKILL of the control plane once in every stage: the job still succeeds w
     await host.kill();
     killedIn.push(stage);
     if (justAfter) console.log('the CleaningUp stage ended before it was observed: the last kill landed just after it');
-    host = await PipelineHostProcess.start({ port, storage, settings, log: log as WriteStream });
+    host = await startHost(port, storage, settings);
     expect(host.baseUrl).toBe(stack.baseUrl);
   }
   expect(killedIn).toEqual([...STAGES]);

@@ -1,6 +1,7 @@
 /**
- * Child-process entry for crash tests: runs the local Functions host + Durable engine over an app until killed,
- * so a test can SIGKILL the control plane while Azurite (and the Batch emulator) keep running.
+ * Child-process entry for crash tests (spawned by tests/helpers/childHost.ts): runs the local Functions host +
+ * Durable engine over an app until killed, so a test can SIGKILL the control plane while Azurite (and the Batch
+ * emulator) keep running.
  *   [HOST_SETTINGS='<json app settings>'] [HOST_KEYS='<json {functionKey, masterKey}>'] \
  *   node --import tsx tests/helpers/hostProcess.ts <appDir> <storageConnectionString> [port]
  * Prints "READY <baseUrl>" on stdout once serving; every log line after it is pino JSON on stdout.

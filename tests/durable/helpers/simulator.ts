@@ -25,6 +25,11 @@ export interface SimOptions {
   clockStepMs?: number;
   /** External events to raise once the given number of episodes has run. */
   raise?: { afterEpisode: number; name: string; input?: unknown }[];
+  /**
+   * External events to raise once, right after the first run of `activity` whose input `when` accepts (default:
+   * any): the event is queued behind that activity's answer, as a user reacting to what the activity recorded.
+   */
+  raiseAfterActivity?: { activity: string; when?: (input: unknown) => boolean; name: string; input?: unknown }[];
 }
 
 export interface SimResult {
@@ -58,6 +63,7 @@ export async function simulate(fn: OrchestrationHandler, input: unknown, activit
   let history: HistoryEvent[] = [];
   let episodes = 0;
   const maxEpisodes = opts.maxEpisodes ?? 2000;
+  const afterActivity = [...(opts.raiseAfterActivity ?? [])];
   while (!state || !isTerminal(state.status)) {
     if (++episodes > maxEpisodes) throw new Error(`simulation did not finish in ${maxEpisodes} episodes; pending ${JSON.stringify(pending.map((m) => m.event))}`);
     for (const r of opts.raise ?? []) {
@@ -98,15 +104,22 @@ export async function simulate(fn: OrchestrationHandler, input: unknown, activit
       const attempt = (attempts.get(key) ?? 0) + 1;
       attempts.set(key, attempt);
       const impl = activities[a.name];
+      const activityInput: unknown = a.input === undefined ? undefined : JSON.parse(a.input);
       let event: HistoryEvent;
       try {
         if (!impl) throw new Error(`no activity ${a.name}`);
-        const v = await impl(a.input === undefined ? undefined : JSON.parse(a.input), attempt);
+        const v = await impl(activityInput, attempt);
         event = events.taskCompleted(now, a.taskId, JSON.stringify(v ?? null));
       } catch (err) {
         event = events.taskFailed(now, a.taskId, `Activity function '${a.name}' failed: ${(err as Error).message}`, (err as Error).stack ?? '');
       }
       pending.push({ id: `m${msgSeq++}`, instanceId: 'sim', executionId: a.executionId, event, sentAt: now.toISOString() });
+      const trigger = afterActivity.findIndex((r) => r.activity === a.name && (!r.when || r.when(activityInput)));
+      if (trigger >= 0) {
+        const [r] = afterActivity.splice(trigger, 1);
+        const raised = events.eventRaised(now, r.name, r.input === undefined ? undefined : JSON.stringify(r.input));
+        pending.push({ id: `m${msgSeq++}`, instanceId: 'sim', event: raised, sentAt: now.toISOString() });
+      }
     }
     for (const t of result.outbox.timers) {
       pending.push({ id: `m${msgSeq++}`, instanceId: 'sim', executionId: t.executionId, event: events.timerFired(new Date(t.fireAt), t.timerId, t.fireAt), sentAt: now.toISOString() });

@@ -1,0 +1,138 @@
+/**
+ * The local Functions host and Durable engine (tests/helpers/hostProcess.ts) as a child process that a crash test
+ * can SIGKILL and start again, on the same port and against the same storage, while Azurite (and the Batch
+ * emulator) keep running in the test process. Used by tests/durable/crash.test.ts (the Durable test app) and
+ * tests/e2e/crash.test.ts (the real app).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { WriteStream } from 'node:fs';
+import * as path from 'node:path';
+
+const ENTRY = path.join(__dirname, 'hostProcess.ts');
+const ROOT = path.resolve(__dirname, '../..');
+/** The end of the child's stderr kept for error messages. */
+const STDERR_TAIL_CHARS = 8000;
+
+/** One pino log line of the host (JSON on its stdout). */
+export interface LogLine {
+  msg: string;
+  [k: string]: unknown;
+}
+
+export interface ChildHostOptions {
+  /** The Functions app the host serves. */
+  appDir: string;
+  /** Storage connection string (Azurite) for the host and the Durable engine. */
+  storage: string;
+  /** 0 (default) picks a free port; the previous host's port restarts it in place. */
+  port?: number;
+  /** App settings the host exposes to the app (default: none beyond the process environment). */
+  settings?: Record<string, string>;
+  /** The host's function and master keys (default: hostProcess.ts' own). */
+  keys?: { functionKey: string; masterKey: string };
+  /** Where the child's stdout and stderr are copied. */
+  log?: WriteStream;
+  /** Keep the host's log lines in memory for `lines` and `waitForLog` (a test that only needs the log file leaves it off). */
+  followLog?: boolean;
+  /** How long the host may take to serve (default 60 s). */
+  timeoutMs?: number;
+}
+
+export class ChildHost {
+  readonly lines: LogLine[] = [];
+  baseUrl = '';
+  private waiters: { pred: (l: LogLine) => boolean; resolve: (l: LogLine) => void }[] = [];
+  private stderr = '';
+
+  private constructor(
+    private readonly child: ChildProcess,
+    private readonly followLog: boolean,
+  ) {}
+
+  /** Starts the host and resolves once it prints "READY <baseUrl>". */
+  static async start(opts: ChildHostOptions): Promise<ChildHost> {
+    const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: '' };
+    if (opts.settings) env.HOST_SETTINGS = JSON.stringify(opts.settings);
+    if (opts.keys) env.HOST_KEYS = JSON.stringify(opts.keys);
+    const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, opts.appDir, opts.storage, String(opts.port ?? 0)], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env,
+    });
+    const h = new ChildHost(child, opts.followLog ?? false);
+    child.stderr!.on('data', (c: Buffer) => {
+      h.stderr = (h.stderr + c.toString('utf8')).slice(-STDERR_TAIL_CHARS);
+      opts.log?.write(c);
+    });
+    const timeoutMs = opts.timeoutMs ?? 60_000;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`host child not ready in ${timeoutMs} ms; stderr:\n${h.stderr}`)), timeoutMs);
+      child.once('exit', (code, sig) => {
+        clearTimeout(timer);
+        reject(new Error(`host child exited (code ${code}, signal ${sig}) before READY; stderr:\n${h.stderr}`));
+      });
+      let pending = '';
+      child.stdout!.on('data', (chunk: Buffer) => {
+        opts.log?.write(chunk);
+        if (h.baseUrl && !h.followLog) return;
+        pending += chunk.toString('utf8');
+        const lines = pending.split('\n');
+        pending = lines.pop() ?? '';
+        for (const line of lines) {
+          if (!h.baseUrl && line.startsWith('READY ')) {
+            h.baseUrl = line.slice(6).trim();
+            clearTimeout(timer);
+            resolve();
+          } else if (h.followLog && line.startsWith('{')) {
+            h.push(line);
+          }
+        }
+      });
+    });
+    return h;
+  }
+
+  get port(): number {
+    return Number(new URL(this.baseUrl).port);
+  }
+
+  private push(text: string): void {
+    let l: LogLine;
+    try {
+      l = JSON.parse(text) as LogLine;
+    } catch {
+      return; // a line that only looks like JSON
+    }
+    this.lines.push(l);
+    this.waiters = this.waiters.filter((w) => {
+      if (!w.pred(l)) return true;
+      w.resolve(l);
+      return false;
+    });
+  }
+
+  /** Resolves with the first log line (past or future) matching `pred` (needs followLog). */
+  waitForLog(what: string, pred: (l: LogLine) => boolean, timeoutMs = 30_000): Promise<LogLine> {
+    if (!this.followLog) throw new Error('waitForLog needs a host started with followLog');
+    const past = this.lines.find(pred);
+    if (past) return Promise.resolve(past);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no log line "${what}" within ${timeoutMs} ms`)), timeoutMs);
+      this.waiters.push({
+        pred,
+        resolve: (l) => {
+          clearTimeout(timer);
+          resolve(l);
+        },
+      });
+    });
+  }
+
+  /** SIGKILL: no shutdown code runs, exactly like a crash. */
+  async kill(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    const exited = new Promise<void>((r) => this.child.once('exit', () => r()));
+    this.child.kill('SIGKILL');
+    await exited;
+  }
+}

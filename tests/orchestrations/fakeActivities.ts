@@ -1,0 +1,123 @@
+/**
+ * Typed fake activities for replaying the real mpiJob orchestrator in memory (tests/durable/helpers/simulator):
+ * each fake takes the contract's input and returns the contract's output (shared/contract/activities.ts), so a
+ * renamed activity, a changed input or a result of the wrong shape breaks the test's build instead of the
+ * orchestrator silently replaying against answers Batch would never give.
+ */
+import {
+  ACTIVITY_NAMES,
+  type ActivityInput,
+  type ActivityName,
+  type ActivityOutput,
+  type JobOutcome,
+  type NodeTaskObservation,
+} from '../../shared/contract';
+import type { PoolObservation } from '../../shared/planning/provisionPolicy';
+import type { Activity } from '../durable/helpers/simulator';
+
+/** One activity, as the orchestrator sees it; `attempt` counts Durable's retries of the same call (1, 2, …). */
+export type FakeActivity<N extends ActivityName> = (input: ActivityInput<N>, attempt: number) => ActivityOutput<N>;
+export type FakeActivities = { [N in ActivityName]?: FakeActivity<N> };
+
+function adapt<N extends ActivityName>(fakes: FakeActivities, name: N): Activity | undefined {
+  const fake: FakeActivity<N> | undefined = fakes[name];
+  // The one cast: the simulator hands back the JSON the orchestrator scheduled this activity with, and the
+  // orchestrator can only schedule it with the contract's input (orchestrations/runtime/activityCalls.ts).
+  return fake && ((input, attempt) => fake(input as ActivityInput<N>, attempt));
+}
+
+/** The simulator's untyped activity table (an activity without a fake fails when scheduled, as an unregistered one would). */
+export function simulatorActivities(fakes: FakeActivities): Record<string, Activity> {
+  const table: Record<string, Activity> = {};
+  for (const name of ACTIVITY_NAMES) {
+    const activity = adapt(fakes, name);
+    if (activity) table[name] = activity;
+  }
+  return table;
+}
+
+/** Node i of a fake pool: node-i at 10.0.0.i, affinity aff-i. */
+export const fakeNode = (i: number, state: string) => ({ id: `node-${i}`, state, ipAddress: `10.0.0.${i}`, affinityId: `aff-${i}` });
+
+/** One observation of a fake pool whose node i is in states[i] (steady once every node is idle). */
+export function poolObservation(states: string[]): PoolObservation {
+  return {
+    state: 'active',
+    allocationState: states.every((s) => s === 'idle') ? 'steady' : 'resizing',
+    currentDedicatedNodes: states.length,
+    targetDedicatedNodes: states.length,
+    resizeErrors: [],
+    nodes: states.map((s, i) => fakeNode(i, s)),
+  };
+}
+
+export interface FakeJob {
+  /** The fakes, with the overrides applied. */
+  fakes: FakeActivities;
+  /** Every outcome jobFinish was called with, in order. */
+  finishes: JobOutcome[];
+  /** The outcome jobFinish recorded (fails when it was never called). */
+  finished(): JobOutcome;
+  /** The node a node task was pinned to (aff-i is node-i), as the fake Batch ran it. */
+  pinnedNode(taskId: string): string | undefined;
+}
+
+/**
+ * Answers for every activity the pipeline calls, as Batch and Storage would for a healthy small job: the pool's
+ * two nodes are idle at the first look, node tasks run where they were pinned and succeed, the MPI task is
+ * complete at the first look and exits 0. `overrides` replace single activities.
+ */
+export function healthyJob(overrides: FakeActivities = {}): FakeJob {
+  const finishes: JobOutcome[] = [];
+  const pinned = new Map<string, string>();
+  const completed = (id: string): NodeTaskObservation => ({ id, state: 'completed', exitCode: 0, nodeId: pinned.get(id) });
+  const fakes: FakeActivities = {
+    jobTransition: () => undefined,
+    jobFinish: ({ outcome }) => {
+      finishes.push(outcome);
+    },
+    costPrice: ({ vmSize }) => ({ vmSize, pricePerNodeHour: 0.5, currency: 'USD', source: 'test table' }),
+    poolCreate: () => ({ created: true }),
+    poolInspect: () => ({ exists: true, state: 'active', vmSize: 'standard_d8s_v5', enableInterNodeCommunication: true, taskSlotsPerNode: 1 }),
+    poolObserve: () => poolObservation(['idle', 'idle']),
+    poolRemoveNodes: () => undefined,
+    poolResize: () => undefined,
+    poolDelete: () => ({ deleted: true }),
+    batchJobCreate: ({ batchJobId }) => batchJobId,
+    batchJobAutoComplete: () => undefined,
+    batchJobTerminate: () => 'terminated',
+    nodeTasksAdd: ({ tasks }) => {
+      for (const t of tasks) pinned.set(t.id, t.affinityId.replace('aff-', 'node-'));
+    },
+    nodeTasksObserve: ({ taskIds }) => taskIds.map(completed),
+    inputsList: () => [],
+    shardCopy: ({ shard }) => ({ shardId: shard.id, bytes: shard.bytes, md5: 'bWQ1', skipped: false }),
+    shardUrls: ({ shards }) => Object.fromEntries(shards.map((s) => [s.id, `https://${s.account}.blob.example/${s.container}/${s.blobName}?sas`])),
+    stagedDataDelete: ({ containers }) => containers.length,
+    mpiTaskAdd: () => undefined,
+    mpiTaskObserve: () => ({ state: 'completed' }),
+    mpiResultCollect: ({ taskId }) => ({ taskId, exitCode: 0, subtasks: [], logs: [], stdoutTail: '' }),
+    ...overrides,
+  };
+  return {
+    fakes,
+    finishes,
+    finished: () => {
+      if (finishes.length === 0) throw new Error('jobFinish was never called');
+      return finishes[finishes.length - 1];
+    },
+    pinnedNode: (taskId) => pinned.get(taskId),
+  };
+}
+
+/**
+ * nodeTasksObserve answering as healthyJob's (every task completes where it was pinned), except that tasks whose id
+ * starts with `prefix` and that ran on `nodeId` end as `failed` says (an exit code, Batch's failure, the output tail).
+ */
+export function nodeTasksFailingOn(job: FakeJob, prefix: string, nodeId: string, failed: Pick<NodeTaskObservation, 'exitCode' | 'failure' | 'outputTail'>): FakeActivity<'nodeTasksObserve'> {
+  return ({ taskIds }) =>
+    taskIds.map((id): NodeTaskObservation => {
+      const ranOn = job.pinnedNode(id);
+      return id.startsWith(prefix) && ranOn === nodeId ? { id, state: 'completed', nodeId: ranOn, ...failed } : { id, state: 'completed', exitCode: 0, nodeId: ranOn };
+    });
+}
