@@ -1,6 +1,8 @@
 /**
  * Fabric presets per MPI runtime: the environment and launcher flags that select InfiniBand (or plain TCP).
- * Follows Batch Shipyard's table (notes/batch-shipyard.md §2.1) for SR-IOV (HB/HC/ND-class) nodes.
+ * Follows the settings Batch Shipyard applied on SR-IOV (HB/HC/ND-class) nodes: Open MPI over UCX
+ * (`--mca pml ucx`, `UCX_NET_DEVICES=mlx5_0:1`, the node's `UCX_IB_PKEY`), Intel MPI 2019+ over OFI
+ * (`I_MPI_FABRICS=shm:ofi`, `FI_PROVIDER=mlx`), MPICH/MVAPICH with the partition key in their environment.
  *
  * A preset never fights the user: a launcher flag group is dropped when the user's own options (or an
  * `OMPI_MCA_<param>` environment variable) set the same thing, and a preset variable is dropped when the user's
