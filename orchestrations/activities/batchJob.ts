@@ -2,12 +2,14 @@ import type { BatchJobCreateInput } from '../../shared/contract';
 import { batchContext } from '../../shared/services';
 import { createJob, enableAutoTerminate, terminateJob } from '../../shared/batch';
 import { registerActivity } from '../runtime/activityCalls';
+import { refuseIfEnded } from './jobGuard';
 
 /**
  * Creates the Batch job (idempotent). The release task, which removes the job's containers from every node
  * when the job ends, needs a preparation task: Batch only runs release tasks on nodes that ran preparation.
  */
 export async function batchJobCreate(input: BatchJobCreateInput): Promise<string> {
+  await refuseIfEnded(input.jobId, `Batch job ${input.batchJobId}`);
   const result = await createJob(batchContext(), {
     batchJobId: input.batchJobId,
     jobId: input.jobId,

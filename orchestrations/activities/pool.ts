@@ -1,6 +1,7 @@
 import { appConfig, batchContext, dataAccount } from '../../shared/services';
 import { createJobPool, deletePool, getPoolSnapshot, inspectPool, removeNodes, resizePool, type PoolInspection } from '../../shared/batch';
 import { registerActivity } from '../runtime/activityCalls';
+import { refuseIfEnded } from './jobGuard';
 import type { PoolCreateRequest } from '../../shared/planning/jobPlan';
 import type { PoolObservation } from '../../shared/planning/provisionPolicy';
 import { readOnlyBlobUrl } from '../../shared/storage/sas';
@@ -9,6 +10,7 @@ import { parseIsoDuration } from '../../shared/spec/duration';
 
 /** Creates the job-owned pool; a repeated call for the same job finds its pool and succeeds. */
 export async function poolCreate(input: PoolCreateRequest): Promise<{ created: boolean }> {
+  await refuseIfEnded(input.jobId, `pool ${input.poolId}`);
   // The start task's files are read through SAS URLs valid for a day (or the deployment's shorter SAS cap): long
   // enough for nodes that join late (replacements), short enough not to matter if they leak.
   const expires = new Date(Date.now() + Math.min(24 * 60, appConfig().pipeline.sasMaxLifetimeMinutes) * 60_000);

@@ -1,5 +1,5 @@
 /** Job state: the pure state machine, the Table Storage store, and the API views. */
-export { JOB_STATES, TERMINAL_STATES, ACTIVE_STAGES, isTerminal, isJobState, canTransition, nextStates } from './states';
+export { JOB_STATES, TERMINAL_STATES, ACTIVE_STAGES, isTerminal, isPast, isJobState, canTransition, nextStates } from './states';
 export type { JobState, TerminalState } from './states';
 export { transition } from './machine';
 export type { TransitionableRow, TransitionResult } from './machine';

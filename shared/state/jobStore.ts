@@ -17,10 +17,10 @@ import { JOB_ID_RE } from '../spec/patterns';
 import {
   entityToEvent, entityToJob, eventToEntity, jobToEntity, JOB_ROW_KEY, tagPropertyName,
 } from './entityCodec';
-import { ConcurrencyConflictError, InvalidContinuationTokenError, JobNotFoundError } from './errors';
+import { ConcurrencyConflictError, IllegalTransitionError, InvalidContinuationTokenError, JobNotFoundError } from './errors';
 import { transition as applyTransition } from './machine';
 import type { JobEvent, JobPatch, JobRecord, JsonValue } from './record';
-import type { JobState } from './states';
+import { isPast, type JobState } from './states';
 
 export const DEFAULT_JOBS_TABLE = 'Jobs';
 export const DEFAULT_EVENTS_TABLE = 'JobEvents';
@@ -192,6 +192,27 @@ export class JobStore {
         return { job: next, event, applied: true };
       }
       await backoff(attempt);
+    }
+    throw new ConcurrencyConflictError(id, this.maxAttempts);
+  }
+
+  /**
+   * The pipeline's transition: like `transition`, but a row that has already gone past `to` (finished, or at a later
+   * stage) is left as it is (applied = false, stale = true) instead of being an error. Durable Functions runs a step
+   * again when the host dies between its effect and the history write, and a job the sweep ended stays ended.
+   */
+  async advance(id: string, to: JobState, reason: string, patch?: JobPatch): Promise<TransitionOutcome & { stale: boolean }> {
+    for (let attempt = 1; attempt <= this.maxAttempts; attempt++) {
+      try {
+        return { ...(await this.transition(id, to, reason, patch)), stale: false };
+      } catch (err) {
+        if (!(err instanceof IllegalTransitionError)) throw err;
+        const job = await this.get(id);
+        if (!job) throw new JobNotFoundError(id);
+        if (isPast(job.state, to)) return { job, applied: false, stale: true };
+        // Illegal, and not because the row moved on: a real bug (a stage skipped backwards), not a replay.
+        if (job.state !== err.from) throw err;
+      }
     }
     throw new ConcurrencyConflictError(id, this.maxAttempts);
   }

@@ -29,6 +29,16 @@ export function isTerminal(state: string): state is TerminalState {
   return (TERMINAL_STATES as readonly string[]).includes(state);
 }
 
+/**
+ * Whether a job in `current` has already gone past `target` in the pipeline: it is finished, or at a later stage.
+ * A pipeline step that runs again after its effect (Durable runs activities at least once) meets such a row.
+ */
+export function isPast(current: JobState, target: JobState): boolean {
+  if (isTerminal(current)) return true;
+  if (isTerminal(target)) return false;
+  return JOB_STATES.indexOf(current) > JOB_STATES.indexOf(target);
+}
+
 export function isJobState(value: unknown): value is JobState {
   return typeof value === 'string' && (JOB_STATES as readonly string[]).includes(value);
 }

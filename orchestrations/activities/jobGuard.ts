@@ -1,0 +1,20 @@
+import { jobStore } from '../../shared/services';
+import { isTerminal } from '../../shared/state';
+
+/** A create refused because the job already ended: a repeated or restarted run must not start it over. */
+export class JobAlreadyEnded extends Error {
+  constructor(readonly jobId: string, readonly state: string, what: string) {
+    super(`job ${jobId} already ended ${state}: not creating ${what}`);
+    this.name = 'JobAlreadyEnded';
+  }
+}
+
+/**
+ * Creating activities look at the job row first. Within one run Durable's history makes a create happen once; this
+ * covers a run that starts over for a job that already ended (an orchestration restarted by hand with the old input,
+ * or one whose history was lost): nothing is created twice, and nothing is created for a finished job.
+ */
+export async function refuseIfEnded(jobId: string, what: string): Promise<void> {
+  const job = await (await jobStore()).get(jobId);
+  if (job && isTerminal(job.state)) throw new JobAlreadyEnded(jobId, job.state, what);
+}

@@ -1,0 +1,223 @@
+/**
+ * Every activity of the mpiJob pipeline survives at-least-once execution. Durable Functions runs an activity again
+ * when the host dies between its effect and the history write, so each one is called twice in a row here (and, where
+ * it applies, after the next step's effect), against real Azurite and the real Batch emulator, through the app's own
+ * composition root (shared/services reads the app settings a Function App would have): the outcome must be the
+ * same as calling it once. Nothing is created twice, deleting twice is fine, finishing twice is a no-op, and
+ * observing an MPI task after its Batch job was cleaned up does not turn a recorded success into a failure.
+ */
+import { BlobServiceClient } from '@azure/storage-blob';
+import { startAzurite, DATA_ACCOUNT, type AzuriteHandle } from '../../local/azurite';
+import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
+import { localAppSettings } from '../../local/stack';
+import { jobStore } from '../../shared/services';
+import { recordSubmission, type JobRecord } from '../../shared/state';
+import { parseJobSpec, type JobSpec } from '../../shared/spec';
+import { planJob, stagingContainerFor } from '../../shared/planning/jobPlan';
+import { mpiTaskRequest } from '../../shared/planning/mpiTaskRequest';
+import { planShards } from '../../shared/planning/shards';
+import type { JobOutcome, NodeRef } from '../../shared/contract';
+import { jobFinish, jobTransition } from '../../orchestrations/activities/jobState';
+import { costPrice } from '../../orchestrations/activities/costPrice';
+import { poolCreate, poolDelete, poolInspect, poolObserve, poolRemoveNodes, poolResize } from '../../orchestrations/activities/pool';
+import { batchJobAutoComplete, batchJobCreate, batchJobTerminate } from '../../orchestrations/activities/batchJob';
+import { nodeTasksAdd, nodeTasksObserve } from '../../orchestrations/activities/nodeTasks';
+import { inputsList, shardCopy, shardUrls, stagedDataDelete } from '../../orchestrations/activities/staging';
+import { mpiResultCollect, mpiTaskAdd, mpiTaskObserve } from '../../orchestrations/activities/mpi';
+import { until } from '../batch/until';
+import { smallSpec } from '../ops/helpers';
+
+let azurite: AzuriteHandle;
+let emu: BatchEmulatorHandle;
+const creates: string[] = [];
+const saved = { ...process.env };
+
+/** Runs `call` twice and returns both results, so a test states what "the same outcome" means for that activity. */
+async function twice<T>(call: () => Promise<T>): Promise<[T, T]> {
+  const first = await call();
+  const second = await call();
+  return [first, second];
+}
+
+function spec(id: string, extra: Parameters<typeof smallSpec>[1] = { command: 'true' }): JobSpec {
+  const parsed = parseJobSpec(smallSpec(id, extra), 'application/yaml');
+  if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
+  return parsed.spec;
+}
+
+async function submitted(id: string, s: JobSpec = spec(id)): Promise<JobRecord> {
+  const r = await recordSubmission(await jobStore(), { spec: s, owner: 'test' });
+  return r.job;
+}
+
+beforeAll(async () => {
+  azurite = await startAzurite();
+  emu = await startBatchEmulator({
+    timing: { allocateMs: 20, bootMs: 20, leaveMs: 20, startTaskPollMs: 20 },
+    onExchange: (ex) => {
+      if (ex.method === 'POST' && /\/(pools|jobs|tasks)(\?|$)/.test(ex.path)) creates.push(`${ex.path.split('?')[0]} ${ex.status}`);
+    },
+  });
+  // The app's composition root reads the Function App settings from the environment, once, on first use.
+  Object.assign(process.env, localAppSettings(azurite, emu));
+}, 60_000);
+afterAll(async () => {
+  process.env = saved;
+  await emu?.stop();
+  await azurite?.stop();
+}, 60_000);
+
+describe('job state activities', () => {
+  it('jobTransition twice records one transition; a replay of an earlier stage after a later one changes nothing', async () => {
+    const id = 'twice-transition';
+    await submitted(id);
+    await twice(() => jobTransition({ jobId: id, to: 'Provisioning', reason: 'creating pool' }));
+    await jobTransition({ jobId: id, to: 'Running', reason: 'running' });
+    await jobTransition({ jobId: id, to: 'Provisioning', reason: 'a stale replay' });
+    const store = await jobStore();
+    expect((await store.get(id))?.state).toBe('Running');
+    expect((await store.events(id)).filter((e) => e.kind === 'transition').map((e) => e.to)).toEqual(['Submitted', 'Provisioning', 'Running']);
+  });
+
+  it('jobFinish twice is a no-op; a later run that comes to another end does not overwrite the recorded success', async () => {
+    const id = 'twice-finish';
+    await submitted(id);
+    await jobTransition({ jobId: id, to: 'Running', reason: 'running' });
+    await jobTransition({ jobId: id, to: 'CleaningUp', reason: 'done' });
+    const success: JobOutcome = { state: 'Succeeded', result: { exitCode: 0, timings: {}, mpi: { taskId: 'mpi', exitCode: 0, subtasks: [], logs: [], stdoutTail: 'RESULT ok' } } };
+    await twice(() => jobFinish({ jobId: id, outcome: success }));
+    // The run again, after cleanup: Batch no longer knows the task, so this run ends Failed.
+    await jobTransition({ jobId: id, to: 'CleaningUp', reason: 'a repeated run' });
+    await jobFinish({ jobId: id, outcome: { state: 'Failed', reason: 'MPI task exited with code -1: the MPI task disappeared (job deleted?)', result: { timings: {} } } });
+    const store = await jobStore();
+    const job = await store.get(id);
+    expect(job?.state).toBe('Succeeded');
+    expect(job?.result?.mpi?.stdoutTail).toBe('RESULT ok');
+    expect(job?.error).toBeUndefined();
+    const events = await store.events(id);
+    expect(events.filter((e) => e.kind === 'transition').map((e) => e.to)).toEqual(['Submitted', 'Running', 'CleaningUp', 'Succeeded']);
+    expect(events.filter((e) => e.kind === 'note').map((e) => e.reason)).toEqual([expect.stringMatching(/^a repeated run of the pipeline ended Failed .*; the recorded Succeeded stands$/)]);
+  });
+
+  it('costPrice twice gives the same quote', async () => {
+    const [a, b] = await twice(() => costPrice({ vmSize: 'Standard_HB120rs_v3' }));
+    expect(b).toEqual(a);
+  });
+});
+
+describe('Batch activities', () => {
+  const id = 'twice-batch';
+  let plan: ReturnType<typeof planJob>;
+  let nodes: NodeRef[];
+  let batchJobId: string;
+
+  it('poolCreate twice creates one pool, and creates none for a job that already ended', async () => {
+    const s = spec(id, { nodes: 2, command: 'true' });
+    await submitted(id, s);
+    plan = planJob(id, s);
+    const before = creates.length;
+    const [a, b] = await twice(() => poolCreate(plan.poolCreate));
+    expect([a.created, b.created]).toEqual([true, false]);
+    expect(creates.slice(before).filter((c) => c.startsWith('/pools ') && c.endsWith('201'))).toHaveLength(1);
+
+    const ended = 'twice-ended';
+    const e = spec(ended, { nodes: 1, command: 'true' });
+    await submitted(ended, e);
+    await jobTransition({ jobId: ended, to: 'Failed', reason: 'rejected' });
+    await expect(poolCreate(planJob(ended, e).poolCreate)).rejects.toThrow(/job twice-ended already ended Failed: not creating pool/);
+    await expect(batchJobCreate({ jobId: ended, batchJobId: 'hpc-twice-ended', poolId: 'p', releaseCommandLine: '/bin/true' })).rejects.toThrow(/already ended Failed/);
+  });
+
+  it('poolInspect and poolObserve read the same pool twice; poolResize twice targets the same size', async () => {
+    const [i1, i2] = await twice(() => poolInspect({ poolId: plan.poolId }));
+    expect(i2).toEqual(i1);
+    await twice(() => poolResize({ poolId: plan.poolId, target: 3 }));
+    const obs = await until('three idle nodes', async () => {
+      const o = await poolObserve({ poolId: plan.poolId });
+      return o.nodes.filter((n) => n.state === 'idle').length === 3 && o.allocationState === 'steady' ? o : undefined;
+    });
+    expect(obs.targetDedicatedNodes).toBe(3);
+    nodes = obs.nodes.slice(0, 2).map((n) => ({ id: n.id, ipAddress: n.ipAddress, affinityId: n.affinityId }));
+  });
+
+  it('poolRemoveNodes twice removes the node once and does not fail the second time', async () => {
+    const spare = (await poolObserve({ poolId: plan.poolId })).nodes.find((n) => !nodes.some((k) => k.id === n.id))!;
+    await twice(() => poolRemoveNodes({ poolId: plan.poolId, nodeIds: [spare.id] }));
+    const obs = await until('the spare node to leave', async () => {
+      const o = await poolObserve({ poolId: plan.poolId });
+      return o.nodes.length === 2 && o.allocationState === 'steady' ? o : undefined;
+    });
+    expect(obs.nodes.map((n) => n.id).sort()).toEqual(nodes.map((n) => n.id).sort());
+  });
+
+  it('batchJobCreate twice creates one Batch job; batchJobAutoComplete twice', async () => {
+    const before = creates.length;
+    const [a, b] = await twice(() => batchJobCreate({ jobId: id, batchJobId: plan.batchJobId, poolId: plan.poolId, releaseCommandLine: '/bin/true' }));
+    expect(b).toBe(a);
+    batchJobId = a;
+    expect(creates.slice(before).filter((c) => c === '/jobs 201')).toHaveLength(1);
+  });
+
+  it('nodeTasksAdd twice adds each task once; nodeTasksObserve twice reports the same ends', async () => {
+    const tasks = nodes.map((n, i) => ({ id: `probe-${i}`, affinityId: n.affinityId, commandLine: '/bin/sh -c "echo on $AZ_BATCH_NODE_ID"' }));
+    const before = creates.length;
+    await twice(() => nodeTasksAdd({ batchJobId, tasks }));
+    expect(creates.slice(before).filter((c) => c.endsWith('/tasks 201'))).toHaveLength(tasks.length);
+    const first = await until('both node tasks to complete', async () => {
+      const o = await nodeTasksObserve({ batchJobId, taskIds: tasks.map((t) => t.id) });
+      return o.every((t) => t.state === 'completed') ? o : undefined;
+    });
+    expect(await nodeTasksObserve({ batchJobId, taskIds: tasks.map((t) => t.id) })).toEqual(first);
+    expect(first.every((t) => t.exitCode === 0)).toBe(true);
+  });
+
+  it('mpiTaskAdd twice adds one task; observing and collecting twice give the same result, also after the Batch job ended', async () => {
+    const s = spec(id, { nodes: 2, command: 'echo RESULT from $AZ_BATCH_NODE_ID' });
+    const request = mpiTaskRequest(plan, s, nodes, '/tmp', batchJobId);
+    const before = creates.length;
+    await twice(() => mpiTaskAdd(request));
+    expect(creates.slice(before).filter((c) => c.endsWith('/tasks 201'))).toHaveLength(1);
+    await twice(() => batchJobAutoComplete({ batchJobId }));
+    await until('the MPI task to complete', async () => ((await mpiTaskObserve({ batchJobId, taskId: request.taskId })).state === 'completed' ? true : undefined));
+    const [o1, o2] = await twice(() => mpiTaskObserve({ batchJobId, taskId: request.taskId }));
+    expect(o2).toEqual(o1);
+    const [r1, r2] = await twice(() => mpiResultCollect({ batchJobId, taskId: request.taskId }));
+    expect(r1.exitCode).toBe(0);
+    expect(r2).toEqual(r1);
+    // Cleanup's next step, then the same reads again: the job is terminated (completed), its task still answers.
+    const [t1, t2] = await twice(() => batchJobTerminate({ batchJobId, reason: 'Succeeded' }));
+    expect(typeof t1).toBe('string');
+    expect(typeof t2).toBe('string');
+    expect(await mpiResultCollect({ batchJobId, taskId: request.taskId })).toEqual(r1);
+  });
+
+  it('poolDelete twice: the first requests the deletion, the second finds it gone or going', async () => {
+    const [a, b] = await twice(() => poolDelete({ poolId: plan.poolId }));
+    expect(a.deleted).toBe(true);
+    expect(b.deleted).toBe(false);
+    const obs = await poolObserve({ poolId: plan.poolId });
+    expect(['deleting', 'missing']).toContain(obs.state);
+  });
+});
+
+describe('staging activities', () => {
+  it('inputsList twice lists the same blobs; shardCopy twice copies once; shardUrls twice both read; stagedDataDelete twice', async () => {
+    const data = BlobServiceClient.fromConnectionString(azurite.connectionString(DATA_ACCOUNT.name)).getContainerClient('inputs');
+    await data.createIfNotExists();
+    await data.getBlockBlobClient('twice/a.bin').uploadData(Buffer.alloc(3_000_000, 7));
+    await data.getBlockBlobClient('twice/b.bin').uploadData(Buffer.alloc(2_000_000, 9));
+    const [l1, l2] = await twice(() => inputsList({ inputs: [{ account: DATA_ACCOUNT.name, container: 'inputs', prefix: 'twice/' }] }));
+    expect(l2).toEqual(l1);
+    const container = stagingContainerFor('twice-staging');
+    const planned = planShards(l1, { stagingAccounts: ['stage1'], nodes: 1, minBytes: 1_000_000, maxBytes: 10_000_000, container, namePrefix: '' });
+    const shard = planned.shards[0];
+    const [c1, c2] = await twice(() => shardCopy({ jobId: 'twice-staging', shard }));
+    expect([c1.skipped, c2.skipped]).toEqual([false, true]);
+    expect(c2.md5).toBe(c1.md5);
+    const expiresAt = new Date(Date.now() + 3_600_000).toISOString();
+    const [u1, u2] = await twice(() => shardUrls({ shards: [{ id: shard.id, account: shard.account, container: shard.container, blobName: shard.blobName }], expiresAt }));
+    for (const url of [u1[shard.id], u2[shard.id]]) expect((await fetch(url)).status).toBe(200);
+    const [d1, d2] = await twice(() => stagedDataDelete({ containers: [{ account: shard.account, container }] }));
+    expect([d1, d2]).toEqual([1, 0]);
+  });
+});
