@@ -6,17 +6,17 @@ import { BatchHttpError, errors } from './errors';
 import { checkConditions, jsonBody, versionHeaders, writeHeaders, type Handler, type RequestContext, type Services } from './http';
 import { metadataOf, optionalDuration, optionalEnum, optionalInt, requireId } from './validate';
 
-export function getJob(s: Services, jobId: string): JobRecord {
+export function jobOr404(s: Services, jobId: string): JobRecord {
   const j = s.engine.jobs.get(jobId.toLowerCase());
   if (!j) throw errors.notFound('JobNotFound', 'job');
   return j;
 }
 
-export function writableJob(j: JobRecord): void {
+export function refuseWhileJobDeleting(j: JobRecord): void {
   if (j.state === 'deleting') throw errors.conflict('JobBeingDeleted', 'The specified job has been marked for deletion and is being deleted.');
 }
 
-function constraintsOf(b: Json, path: string): Json | undefined {
+function checkedJobConstraints(b: Json, path: string): Json | undefined {
   const c = b.constraints as Json | undefined;
   if (c === undefined || c === null) return undefined;
   optionalDuration(c, 'maxWallClockTime', `${path}.maxWallClockTime`);
@@ -41,7 +41,7 @@ const addJob: Handler = (ctx, _p, s) => {
   if (maxParallelTasks === 0) throw errors.invalid('maxParallelTasks', 0, 'must be -1 or greater than 0');
   const onAll = optionalEnum(b, 'onAllTasksComplete', ['noaction', 'terminatejob']) ?? 'noaction';
   const onFail = optionalEnum(b, 'onTaskFailure', ['noaction', 'performexitoptionsjobaction']) ?? 'noaction';
-  const constraints = constraintsOf(b, 'constraints');
+  const constraints = checkedJobConstraints(b, 'constraints');
   const prep = b.jobPreparationTask as Json | undefined;
   if (prep && !prep.commandLine) throw errors.missing('jobPreparationTask.commandLine');
   const rel = b.jobReleaseTask as Json | undefined;
@@ -84,8 +84,8 @@ const listJobs: Handler = (ctx, _p, s) => {
   return { status: 200, body: pageOf(all, ctx.query, ctx.baseUrl, '/jobs') };
 };
 
-const getJobH: Handler = (ctx, p, s) => {
-  const job = getJob(s, p.jobId);
+const getJob: Handler = (ctx, p, s) => {
+  const job = jobOr404(s, p.jobId);
   checkConditions(ctx, job);
   return { status: 200, body: applySelect(jobView(job, ctx.baseUrl), ctx.query['$select']), headers: versionHeaders(job) };
 };
@@ -96,7 +96,7 @@ function applyJobChanges(ctx: RequestContext, s: Services, job: JobRecord, repla
   const priority = optionalInt(b, 'priority', -1000, 1000);
   const maxParallel = optionalInt(b, 'maxParallelTasks', -1, 2 ** 31 - 1);
   const onAll = optionalEnum(b, 'onAllTasksComplete', ['noaction', 'terminatejob']);
-  const constraints = constraintsOf(b, 'constraints');
+  const constraints = checkedJobConstraints(b, 'constraints');
   if (replace && !b.poolInfo) throw errors.missing('poolInfo');
   if (onAll === 'noaction' && job.onAllTasksComplete === 'terminatejob') {
     throw errors.invalid('onAllTasksComplete', onAll, 'cannot change from terminatejob back to noaction');
@@ -120,25 +120,25 @@ function applyJobChanges(ctx: RequestContext, s: Services, job: JobRecord, repla
 }
 
 const patchJob: Handler = (ctx, p, s) => {
-  const job = getJob(s, p.jobId);
+  const job = jobOr404(s, p.jobId);
   checkConditions(ctx, job);
-  writableJob(job);
+  refuseWhileJobDeleting(job);
   applyJobChanges(ctx, s, job, false);
   return { status: 200, headers: writeHeaders(job, `${ctx.baseUrl}/jobs/${job.id}`) };
 };
 
 const updateJob: Handler = (ctx, p, s) => {
-  const job = getJob(s, p.jobId);
+  const job = jobOr404(s, p.jobId);
   checkConditions(ctx, job);
-  writableJob(job);
+  refuseWhileJobDeleting(job);
   applyJobChanges(ctx, s, job, true);
   return { status: 200, headers: writeHeaders(job, `${ctx.baseUrl}/jobs/${job.id}`) };
 };
 
 const terminateJob: Handler = async (ctx, p, s) => {
-  const job = getJob(s, p.jobId);
+  const job = jobOr404(s, p.jobId);
   checkConditions(ctx, job);
-  writableJob(job);
+  refuseWhileJobDeleting(job);
   if (job.state === 'completed') throw errors.conflict('JobCompleted', 'The specified job is already in a completed state.');
   const b = jsonBody(ctx);
   const reason = typeof b.terminateReason === 'string' && b.terminateReason ? b.terminateReason : 'UserTerminate';
@@ -147,33 +147,33 @@ const terminateJob: Handler = async (ctx, p, s) => {
 };
 
 const deleteJob: Handler = (ctx, p, s) => {
-  const job = getJob(s, p.jobId);
+  const job = jobOr404(s, p.jobId);
   checkConditions(ctx, job);
-  writableJob(job);
+  refuseWhileJobDeleting(job);
   void s.jobs.delete(job);
   return { status: 202 };
 };
 
 const disableJob: Handler = (ctx, p, s) => {
-  const job = getJob(s, p.jobId);
+  const job = jobOr404(s, p.jobId);
   checkConditions(ctx, job);
-  writableJob(job);
+  refuseWhileJobDeleting(job);
   if (job.state !== 'active') throw errors.conflict('InvalidJobState', `The job is ${job.state}; only an active job can be disabled.`);
   s.jobs.setState(job, 'disabled');
   return { status: 202, headers: writeHeaders(job, `${ctx.baseUrl}/jobs/${job.id}`) };
 };
 
 const enableJob: Handler = (ctx, p, s) => {
-  const job = getJob(s, p.jobId);
+  const job = jobOr404(s, p.jobId);
   checkConditions(ctx, job);
-  writableJob(job);
+  refuseWhileJobDeleting(job);
   if (job.state === 'disabled') s.jobs.setState(job, 'active');
   s.scheduler.kick();
   return { status: 202, headers: writeHeaders(job, `${ctx.baseUrl}/jobs/${job.id}`) };
 };
 
-const prepReleaseStatus: Handler = (ctx, p, s) => {
-  const job = getJob(s, p.jobId);
+const listPrepReleaseStatus: Handler = (ctx, p, s) => {
+  const job = jobOr404(s, p.jobId);
   if (!job.spec.jobPreparationTask) {
     throw errors.conflict('JobPreparationTaskNotSpecified', 'The specified job does not have a job preparation or job release task.');
   }
@@ -210,8 +210,8 @@ const prepReleaseStatus: Handler = (ctx, p, s) => {
   return { status: 200, body: pageOf(rows, ctx.query, ctx.baseUrl, `/jobs/${job.id}/jobpreparationandreleasetaskstatus`) };
 };
 
-const taskCounts: Handler = (_ctx, p, s) => {
-  const job = getJob(s, p.jobId);
+const getTaskCounts: Handler = (_ctx, p, s) => {
+  const job = jobOr404(s, p.jobId);
   const counts = { active: 0, running: 0, completed: 0, succeeded: 0, failed: 0 };
   const slots = { active: 0, running: 0, completed: 0, succeeded: 0, failed: 0 };
   for (const t of job.tasks.values()) {
@@ -230,13 +230,13 @@ const taskCounts: Handler = (_ctx, p, s) => {
 export const jobRoutes: [string, string, Handler][] = [
   ['POST', 'jobs', addJob],
   ['GET', 'jobs', listJobs],
-  ['GET', 'jobs/{jobId}', getJobH],
+  ['GET', 'jobs/{jobId}', getJob],
   ['PATCH', 'jobs/{jobId}', patchJob],
   ['PUT', 'jobs/{jobId}', updateJob],
   ['POST', 'jobs/{jobId}/terminate', terminateJob],
   ['DELETE', 'jobs/{jobId}', deleteJob],
   ['POST', 'jobs/{jobId}/disable', disableJob],
   ['POST', 'jobs/{jobId}/enable', enableJob],
-  ['GET', 'jobs/{jobId}/jobpreparationandreleasetaskstatus', prepReleaseStatus],
-  ['GET', 'jobs/{jobId}/taskcounts', taskCounts],
+  ['GET', 'jobs/{jobId}/jobpreparationandreleasetaskstatus', listPrepReleaseStatus],
+  ['GET', 'jobs/{jobId}/taskcounts', getTaskCounts],
 ];

@@ -6,13 +6,13 @@ import { BatchHttpError, errors } from './errors';
 import { checkConditions, jsonBody, versionHeaders, writeHeaders, type Handler, type Services } from './http';
 import { metadataOf, optionalDuration, optionalInt, optionalEnum, requireId, requireString } from './validate';
 
-export function getPool(s: Services, poolId: string): PoolRecord {
+export function poolOr404(s: Services, poolId: string): PoolRecord {
   const p = s.engine.pools.get(poolId.toLowerCase());
   if (!p) throw errors.notFound('PoolNotFound', 'pool');
   return p;
 }
 
-function notDeleting(p: PoolRecord): void {
+function refuseWhilePoolDeleting(p: PoolRecord): void {
   if (p.state === 'deleting') throw errors.conflict('PoolBeingDeleted', 'The specified pool has been marked for deletion and is being reclaimed.');
 }
 
@@ -69,13 +69,13 @@ const listPools: Handler = (ctx, _p, s) => {
   return { status: 200, body: pageOf(all, ctx.query, ctx.baseUrl, '/pools') };
 };
 
-const getPoolH: Handler = (ctx, p, s) => {
-  const pool = getPool(s, p.poolId);
+const getPool: Handler = (ctx, p, s) => {
+  const pool = poolOr404(s, p.poolId);
   checkConditions(ctx, pool);
   return { status: 200, body: applySelect(poolView(pool, ctx.baseUrl), ctx.query['$select']), headers: versionHeaders(pool) };
 };
 
-const existsPool: Handler = (ctx, p, s) => {
+const poolExists: Handler = (ctx, p, s) => {
   const pool = s.engine.pools.get(p.poolId.toLowerCase());
   if (!pool) return { status: 404 };
   checkConditions(ctx, pool);
@@ -83,18 +83,18 @@ const existsPool: Handler = (ctx, p, s) => {
 };
 
 const deletePool: Handler = (ctx, p, s) => {
-  const pool = getPool(s, p.poolId);
+  const pool = poolOr404(s, p.poolId);
   checkConditions(ctx, pool);
-  notDeleting(pool);
+  refuseWhilePoolDeleting(pool);
   s.engine.deletePool(pool);
   return { status: 202 };
 };
 
 /** PATCH: only the given properties change. */
 const patchPool: Handler = (ctx, p, s) => {
-  const pool = getPool(s, p.poolId);
+  const pool = poolOr404(s, p.poolId);
   checkConditions(ctx, pool);
-  notDeleting(pool);
+  refuseWhilePoolDeleting(pool);
   const b = jsonBody(ctx);
   if (b.startTask !== undefined) pool.startTask = b.startTask ? { waitForSuccess: true, maxTaskRetryCount: 0, ...(b.startTask as Json) } : undefined;
   if (b.metadata !== undefined) pool.metadata = metadataOf(b.metadata);
@@ -105,8 +105,8 @@ const patchPool: Handler = (ctx, p, s) => {
 
 /** updateproperties: replaces startTask, metadata and references (absent = cleared). */
 const updatePoolProperties: Handler = (ctx, p, s) => {
-  const pool = getPool(s, p.poolId);
-  notDeleting(pool);
+  const pool = poolOr404(s, p.poolId);
+  refuseWhilePoolDeleting(pool);
   const b = jsonBody(ctx);
   if (b.certificateReferences === undefined) throw errors.missing('certificateReferences');
   if (b.applicationPackageReferences === undefined) throw errors.missing('applicationPackageReferences');
@@ -121,9 +121,9 @@ const updatePoolProperties: Handler = (ctx, p, s) => {
 };
 
 const resizePool: Handler = (ctx, p, s) => {
-  const pool = getPool(s, p.poolId);
+  const pool = poolOr404(s, p.poolId);
   checkConditions(ctx, pool);
-  notDeleting(pool);
+  refuseWhilePoolDeleting(pool);
   if (pool.spec.enableAutoScale === true) throw errors.conflict('AutoScalingEnabled', 'The specified pool has auto scaling enabled.');
   if (pool.allocationState !== 'steady') throw errors.conflict('PoolNotSteady', 'The specified pool is not in a steady allocation state.');
   const b = jsonBody(ctx);
@@ -137,17 +137,17 @@ const resizePool: Handler = (ctx, p, s) => {
 };
 
 const stopResize: Handler = (ctx, p, s) => {
-  const pool = getPool(s, p.poolId);
+  const pool = poolOr404(s, p.poolId);
   checkConditions(ctx, pool);
-  notDeleting(pool);
+  refuseWhilePoolDeleting(pool);
   if (pool.allocationState === 'resizing') s.engine.stopResize(pool);
   return { status: 202, headers: writeHeaders(pool, `${ctx.baseUrl}/pools/${pool.id}`) };
 };
 
 const removeNodes: Handler = (ctx, p, s) => {
-  const pool = getPool(s, p.poolId);
+  const pool = poolOr404(s, p.poolId);
   checkConditions(ctx, pool);
-  notDeleting(pool);
+  refuseWhilePoolDeleting(pool);
   if (pool.allocationState !== 'steady') throw errors.conflict('PoolNotSteady', 'The specified pool is not in a steady allocation state.');
   const b = jsonBody(ctx);
   const list = b.nodeList;
@@ -169,25 +169,25 @@ const removeNodes: Handler = (ctx, p, s) => {
 // ---- nodes ----
 
 const listNodes: Handler = (ctx, p, s) => {
-  const pool = getPool(s, p.poolId);
+  const pool = poolOr404(s, p.poolId);
   const all = s.engine.liveNodes(pool).map((n) => nodeView(n, pool, ctx.baseUrl, s.engine.jobs));
   return { status: 200, body: pageOf(all, ctx.query, ctx.baseUrl, `/pools/${pool.id}/nodes`) };
 };
 
-function getNode(s: Services, poolId: string, nodeId: string) {
-  const pool = getPool(s, poolId);
+function nodeOr404(s: Services, poolId: string, nodeId: string) {
+  const pool = poolOr404(s, poolId);
   const node = pool.nodes.get(nodeId);
   if (!node || node.removed) throw errors.notFound('NodeNotFound', 'node');
   return { pool, node };
 }
 
-const getNodeH: Handler = (ctx, p, s) => {
-  const { pool, node } = getNode(s, p.poolId, p.nodeId);
+const getNode: Handler = (ctx, p, s) => {
+  const { pool, node } = nodeOr404(s, p.poolId, p.nodeId);
   return { status: 200, body: applySelect(nodeView(node, pool, ctx.baseUrl, s.engine.jobs), ctx.query['$select']) };
 };
 
 const rebootNode: Handler = (ctx, p, s) => {
-  const { pool, node } = getNode(s, p.poolId, p.nodeId);
+  const { pool, node } = nodeOr404(s, p.poolId, p.nodeId);
   const b = jsonBody(ctx);
   const option = optionalEnum(b, 'nodeRebootOption', ['requeue', 'terminate', 'taskcompletion', 'retaineddata']) ?? 'requeue';
   if (!['idle', 'running', 'starttaskfailed', 'unusable'].includes(node.state)) {
@@ -197,8 +197,8 @@ const rebootNode: Handler = (ctx, p, s) => {
   return { status: 202, headers: { DataServiceId: `${ctx.baseUrl}/pools/${pool.id}/nodes/${node.id}/reboot` } };
 };
 
-const setScheduling = (enabled: boolean): Handler => (ctx, p, s) => {
-  const { node } = getNode(s, p.poolId, p.nodeId);
+const setNodeScheduling = (enabled: boolean): Handler => (ctx, p, s) => {
+  const { node } = nodeOr404(s, p.poolId, p.nodeId);
   node.schedulingState = enabled ? 'enabled' : 'disabled';
   if (enabled) s.scheduler.kick();
   return { status: 200, headers: { DataServiceId: `${ctx.baseUrl}/pools/${p.poolId}/nodes/${node.id}` } };
@@ -207,8 +207,8 @@ const setScheduling = (enabled: boolean): Handler => (ctx, p, s) => {
 export const poolRoutes: [string, string, Handler][] = [
   ['POST', 'pools', addPool],
   ['GET', 'pools', listPools],
-  ['GET', 'pools/{poolId}', getPoolH],
-  ['HEAD', 'pools/{poolId}', existsPool],
+  ['GET', 'pools/{poolId}', getPool],
+  ['HEAD', 'pools/{poolId}', poolExists],
   ['DELETE', 'pools/{poolId}', deletePool],
   ['PATCH', 'pools/{poolId}', patchPool],
   ['POST', 'pools/{poolId}/updateproperties', updatePoolProperties],
@@ -216,8 +216,8 @@ export const poolRoutes: [string, string, Handler][] = [
   ['POST', 'pools/{poolId}/stopresize', stopResize],
   ['POST', 'pools/{poolId}/removenodes', removeNodes],
   ['GET', 'pools/{poolId}/nodes', listNodes],
-  ['GET', 'pools/{poolId}/nodes/{nodeId}', getNodeH],
+  ['GET', 'pools/{poolId}/nodes/{nodeId}', getNode],
   ['POST', 'pools/{poolId}/nodes/{nodeId}/reboot', rebootNode],
-  ['POST', 'pools/{poolId}/nodes/{nodeId}/disablescheduling', setScheduling(false)],
-  ['POST', 'pools/{poolId}/nodes/{nodeId}/enablescheduling', setScheduling(true)],
+  ['POST', 'pools/{poolId}/nodes/{nodeId}/disablescheduling', setNodeScheduling(false)],
+  ['POST', 'pools/{poolId}/nodes/{nodeId}/enablescheduling', setNodeScheduling(true)],
 ];

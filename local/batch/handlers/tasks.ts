@@ -4,7 +4,7 @@ import type { JobRecord, Json, TaskRecord } from '../model/types';
 import { iso, subtaskView, taskView } from '../model/views';
 import { BatchHttpError, batchErrorBody, errors } from './errors';
 import { checkConditions, jsonBody, versionHeaders, writeHeaders, type Handler, type Services } from './http';
-import { getJob, writableJob } from './jobs';
+import { jobOr404, refuseWhileJobDeleting } from './jobs';
 import { optionalDuration, optionalInt, requireId, requireString } from './validate';
 
 let seq = 0;
@@ -14,15 +14,15 @@ export function continueTaskSeqAfter(max: number): void {
   seq = Math.max(seq, max + 1);
 }
 
-export function getTask(s: Services, jobId: string, taskId: string): { job: JobRecord; task: TaskRecord } {
-  const job = getJob(s, jobId);
+export function taskOr404(s: Services, jobId: string, taskId: string): { job: JobRecord; task: TaskRecord } {
+  const job = jobOr404(s, jobId);
   const task = job.tasks.get(taskId.toLowerCase());
   if (!task) throw errors.notFound('TaskNotFound', 'task');
   return { job, task };
 }
 
 /** Validates a TaskAddParameter and builds the record (not yet stored). */
-function buildTask(s: Services, job: JobRecord, b: Json, path = ''): TaskRecord {
+function taskRecordFrom(s: Services, job: JobRecord, b: Json, path = ''): TaskRecord {
   const id = requireId(b, 'id');
   requireString(b, 'commandLine', `${path}commandLine`);
   const requiredSlots = optionalInt(b, 'requiredSlots', 1, 256, `${path}requiredSlots`) ?? 1;
@@ -73,15 +73,15 @@ function buildTask(s: Services, job: JobRecord, b: Json, path = ''): TaskRecord 
   };
 }
 
-function acceptingTasks(job: JobRecord): void {
-  writableJob(job);
+function refuseUnlessJobAcceptsTasks(job: JobRecord): void {
+  refuseWhileJobDeleting(job);
   if (job.state === 'completed' || job.state === 'terminating') throw errors.conflict('JobCompleted', 'The specified job is already in a completed state.');
 }
 
 const addTask: Handler = (ctx, p, s) => {
-  const job = getJob(s, p.jobId);
-  acceptingTasks(job);
-  const task = buildTask(s, job, jsonBody(ctx));
+  const job = jobOr404(s, p.jobId);
+  refuseUnlessJobAcceptsTasks(job);
+  const task = taskRecordFrom(s, job, jsonBody(ctx));
   if (job.tasks.has(task.id.toLowerCase())) throw errors.exists('TaskExists', 'task');
   job.tasks.set(task.id.toLowerCase(), task);
   s.scheduler.kick();
@@ -89,9 +89,9 @@ const addTask: Handler = (ctx, p, s) => {
   return { status: 201, headers: { ...writeHeaders(task, url), Location: url } };
 };
 
-const addCollection: Handler = (ctx, p, s) => {
-  const job = getJob(s, p.jobId);
-  acceptingTasks(job);
+const addTaskCollection: Handler = (ctx, p, s) => {
+  const job = jobOr404(s, p.jobId);
+  refuseUnlessJobAcceptsTasks(job);
   const b = jsonBody(ctx);
   if (!Array.isArray(b.value)) throw errors.missing('value');
   if (b.value.length > 100) {
@@ -102,7 +102,7 @@ const addCollection: Handler = (ctx, p, s) => {
   const results = (b.value as Json[]).map((tb, i) => {
     const taskId = typeof tb?.id === 'string' ? tb.id : '';
     try {
-      const task = buildTask(s, job, tb ?? {}, `value[${i}].`);
+      const task = taskRecordFrom(s, job, tb ?? {}, `value[${i}].`);
       if (job.tasks.has(task.id.toLowerCase())) throw errors.exists('TaskExists', 'task');
       job.tasks.set(task.id.toLowerCase(), task);
       return { status: 'success', taskId: task.id, eTag: task.eTag, lastModified: iso(task.lastModified), location: `${ctx.baseUrl}/jobs/${job.id}/tasks/${task.id}` };
@@ -118,22 +118,22 @@ const addCollection: Handler = (ctx, p, s) => {
 };
 
 const listTasks: Handler = (ctx, p, s) => {
-  const job = getJob(s, p.jobId);
+  const job = jobOr404(s, p.jobId);
   const all = [...job.tasks.values()].sort((a, b) => a.seq - b.seq).map((t) => taskView(t, ctx.baseUrl, (pid, nid) => s.engine.findNode(pid, nid)));
   return { status: 200, body: pageOf(all, ctx.query, ctx.baseUrl, `/jobs/${job.id}/tasks`) };
 };
 
-const getTaskH: Handler = (ctx, p, s) => {
-  const { task } = getTask(s, p.jobId, p.taskId);
+const getTask: Handler = (ctx, p, s) => {
+  const { task } = taskOr404(s, p.jobId, p.taskId);
   checkConditions(ctx, task);
   const view = taskView(task, ctx.baseUrl, (pid, nid) => s.engine.findNode(pid, nid));
   return { status: 200, body: applySelect(view, ctx.query['$select']), headers: versionHeaders(task) };
 };
 
 const updateTask: Handler = (ctx, p, s) => {
-  const { job, task } = getTask(s, p.jobId, p.taskId);
+  const { job, task } = taskOr404(s, p.jobId, p.taskId);
   checkConditions(ctx, task);
-  writableJob(job);
+  refuseWhileJobDeleting(job);
   const c = (jsonBody(ctx).constraints ?? {}) as Json;
   optionalDuration(c, 'maxWallClockTime', 'constraints.maxWallClockTime');
   optionalDuration(c, 'retentionTime', 'constraints.retentionTime');
@@ -149,17 +149,17 @@ const updateTask: Handler = (ctx, p, s) => {
 };
 
 const terminateTask: Handler = (ctx, p, s) => {
-  const { job, task } = getTask(s, p.jobId, p.taskId);
+  const { job, task } = taskOr404(s, p.jobId, p.taskId);
   checkConditions(ctx, task);
-  writableJob(job);
+  refuseWhileJobDeleting(job);
   s.executor.terminate(job, task, 'Task Was Ended by User Request');
   return { status: 204, headers: writeHeaders(task, `${ctx.baseUrl}/jobs/${job.id}/tasks/${task.id}`) };
 };
 
 const reactivateTask: Handler = (ctx, p, s) => {
-  const { job, task } = getTask(s, p.jobId, p.taskId);
+  const { job, task } = taskOr404(s, p.jobId, p.taskId);
   checkConditions(ctx, task);
-  acceptingTasks(job);
+  refuseUnlessJobAcceptsTasks(job);
   if (task.state !== 'completed' || task.executionInfo?.result !== 'failure') {
     throw errors.conflict('TaskNotFailed', 'Only a completed task that failed can be reactivated.');
   }
@@ -174,9 +174,9 @@ const reactivateTask: Handler = (ctx, p, s) => {
 };
 
 const deleteTask: Handler = (ctx, p, s) => {
-  const { job, task } = getTask(s, p.jobId, p.taskId);
+  const { job, task } = taskOr404(s, p.jobId, p.taskId);
   checkConditions(ctx, task);
-  writableJob(job);
+  refuseWhileJobDeleting(job);
   if (task.state !== 'completed' && task.state !== 'active') s.executor.terminate(job, task, 'Task was deleted');
   s.executor.removeTaskFiles(task);
   job.tasks.delete(task.id.toLowerCase());
@@ -185,7 +185,7 @@ const deleteTask: Handler = (ctx, p, s) => {
 };
 
 const listSubtasks: Handler = (ctx, p, s) => {
-  const { task } = getTask(s, p.jobId, p.taskId);
+  const { task } = taskOr404(s, p.jobId, p.taskId);
   // The primary (instance 0) is the task itself; subtasks are instances 1..N-1.
   const value = task.subtasks.filter((st) => st.id !== 0).map((st) => applySelect(subtaskView(st, ctx.baseUrl, s.engine.findNode(st.poolId, st.nodeId)), ctx.query['$select']));
   return { status: 200, body: { value } };
@@ -193,9 +193,9 @@ const listSubtasks: Handler = (ctx, p, s) => {
 
 export const taskRoutes: [string, string, Handler][] = [
   ['POST', 'jobs/{jobId}/tasks', addTask],
-  ['POST', 'jobs/{jobId}/addtaskcollection', addCollection],
+  ['POST', 'jobs/{jobId}/addtaskcollection', addTaskCollection],
   ['GET', 'jobs/{jobId}/tasks', listTasks],
-  ['GET', 'jobs/{jobId}/tasks/{taskId}', getTaskH],
+  ['GET', 'jobs/{jobId}/tasks/{taskId}', getTask],
   ['PUT', 'jobs/{jobId}/tasks/{taskId}', updateTask],
   ['DELETE', 'jobs/{jobId}/tasks/{taskId}', deleteTask],
   ['POST', 'jobs/{jobId}/tasks/{taskId}/terminate', terminateTask],
