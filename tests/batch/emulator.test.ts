@@ -58,25 +58,25 @@ describe('Batch emulator through @azure/batch', () => {
   }
 
   describe('authentication', () => {
-    it('answers 401 with Batch’s error body when the signature is wrong', async () => {
+    it('answers 403 AuthenticationFailed with Batch’s error body when the signature is wrong', async () => {
       const bad = sdkClient({ ...emu, accountKey: Buffer.from('not the key').toString('base64') });
       const err = await failure(bad.pool.list());
-      expect(err.statusCode).toBe(401);
+      expect(err.statusCode).toBe(403);
       expect(err.code).toBe('AuthenticationFailed');
       expect(err.body?.values?.[0]?.key).toBe('AuthenticationErrorDetail');
     });
 
-    it('answers 401 when the Authorization header is missing', async () => {
+    it('answers 403 when the Authorization header is missing', async () => {
       const res = await fetch(`${emu.url}/pools?api-version=2022-10-01.16.0`);
-      expect(res.status).toBe(401);
+      expect(res.status).toBe(403);
       const body = (await res.json()) as Record<string, unknown>;
       expect(body).toMatchObject({ code: 'AuthenticationFailed', message: { lang: 'en-US' } });
       expect(String(body['odata.metadata'])).toContain('$metadata#Microsoft.Azure.Batch.Protocol.Entities.Container.errors');
     });
 
-    it('answers 401 for another account name', async () => {
+    it('answers 403 for another account name', async () => {
       const other = sdkClient({ ...emu, accountName: 'someoneelse' });
-      expect((await failure(other.job.list())).statusCode).toBe(401);
+      expect((await failure(other.job.list())).statusCode).toBe(403);
     });
   });
 

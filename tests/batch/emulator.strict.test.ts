@@ -1,0 +1,129 @@
+/**
+ * The emulator refuses what Azure Batch refuses, with Batch's status, code and property path (issue 19: every
+ * case here was accepted by the emulator before). Requests the SDK would refuse to build, or would retry, are
+ * sent with `signedFetch` (signed by the SDK's own signer); the rest go through the real @azure/batch client.
+ */
+import type { BatchServiceClient } from '@azure/batch';
+import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
+import { sdkClient, signedFetch } from '../../local/batch/testing/sdkHelpers';
+
+const FAST = { allocateMs: 20, bootMs: 20, leaveMs: 20, rebootMs: 20, startTaskPollMs: 50 };
+/** The smallest pool Batch accepts: a VM configuration, a size and a target. */
+const VM = { imageReference: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts', version: 'latest' }, nodeAgentSKUId: 'batch.node.ubuntu 22.04' };
+
+type BatchErrorBody = { code?: string; message?: { value?: string }; values?: { key: string; value: string }[] };
+
+/** The error body's values as a map, e.g. { PropertyName: 'resizeTimeout' }. */
+function valuesOf(json: unknown): Record<string, string> {
+  return Object.fromEntries(((json as BatchErrorBody)?.values ?? []).map((v) => [v.key, v.value]));
+}
+
+let seq = 0;
+const uid = (p: string) => `${p}-${++seq}`;
+
+describe('the Batch emulator is as strict as Batch', () => {
+  let emu: BatchEmulatorHandle;
+  let client: BatchServiceClient;
+  const call = (method: string, path: string, body?: unknown, opts?: Parameters<typeof signedFetch>[4]) => signedFetch(emu, method, path, body, opts);
+
+  beforeAll(async () => {
+    emu = await startBatchEmulator({ timing: FAST });
+    client = sdkClient(emu);
+  });
+  afterAll(async () => {
+    await emu?.stop();
+  });
+
+  describe('authentication', () => {
+    it('accepts an ocp-date within 15 minutes and answers 403 AuthenticationFailed outside the window', async () => {
+      const at = (offsetMin: number) => ({ headers: { 'ocp-date': new Date(Date.now() + offsetMin * 60_000).toUTCString() } });
+      expect((await call('GET', '/pools', undefined, at(-10))).status).toBe(200);
+      for (const offset of [-20, 20]) {
+        const r = await call('GET', '/pools', undefined, at(offset));
+        expect(r.status).toBe(403);
+        expect((r.json as BatchErrorBody).code).toBe('AuthenticationFailed');
+        expect(valuesOf(r.json).AuthenticationErrorDetail).toMatch(/more than 15 minutes/);
+      }
+    });
+
+    it('answers 400 InvalidAuthenticationInfo for an Authorization header that is not SharedKey account:signature', async () => {
+      const res = await fetch(`${emu.url}/pools?api-version=2022-10-01.16.0`, { headers: { Authorization: 'SharedKey no-signature', 'ocp-date': new Date().toUTCString() } });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as BatchErrorBody).code).toBe('InvalidAuthenticationInfo');
+    });
+
+    it('answers 501 for a Microsoft Entra ID bearer token, which the emulator does not serve', async () => {
+      const res = await fetch(`${emu.url}/pools?api-version=2022-10-01.16.0`, { headers: { Authorization: 'Bearer eyJ0eXAi.x.y' } });
+      expect(res.status).toBe(501);
+    });
+  });
+
+  describe('api-version and operations', () => {
+    it('refuses an api-version other than the one it implements, and a missing one', async () => {
+      const other = await call('GET', '/pools', undefined, { apiVersion: '2023-05-01.17.0' });
+      expect(other.status).toBe(400);
+      expect((other.json as BatchErrorBody).code).toBe('UnsupportedRequestVersion');
+      expect(valuesOf(other.json)).toMatchObject({ QueryParameterName: 'api-version', QueryParameterValue: '2023-05-01.17.0' });
+      const none = await call('GET', '/pools', undefined, { apiVersion: null });
+      expect(none.status).toBe(400);
+      expect((none.json as BatchErrorBody).code).toBe('MissingRequiredQueryParameter');
+    });
+
+    it.each([
+      ['POST', '/pools/p1/enableautoscale', { autoScaleFormula: '$TargetDedicatedNodes = 1;' }, 'Pool_EnableAutoScale'],
+      ['GET', '/jobschedules', undefined, 'JobSchedule_List'],
+      ['GET', '/applications', undefined, 'Application_List'],
+      ['POST', '/pools/p1/nodes/n1/users', { name: 'u' }, 'ComputeNode_AddUser'],
+      ['GET', '/certificates(thumbprintAlgorithm=sha1,thumbprint=abc)', undefined, 'Certificate_Get'],
+    ])('answers 501 naming the operation for %s %s (a spec operation it does not emulate)', async (method, path, body, operationId) => {
+      const r = await call(method, path, body);
+      expect(r.status).toBe(501);
+      expect((r.json as BatchErrorBody).code).toBe('NotImplemented');
+      expect(valuesOf(r.json).OperationId).toBe(operationId);
+      expect((r.json as BatchErrorBody).message?.value).toContain(operationId);
+    });
+
+    it('answers 400 InvalidUri for a path no operation has, and 405 for a verb the resource does not take', async () => {
+      expect((await call('GET', '/nonsense')).status).toBe(400);
+      expect((await call('PUT', '/pools/p1', { id: 'p1' })).status).toBe(405);
+    });
+  });
+
+  describe('request bodies and query parameters are checked against the spec', () => {
+    const pool = (extra: object) => ({ id: uid('schema'), vmSize: 'standard_d2s_v3', virtualMachineConfiguration: VM, targetDedicatedNodes: 0, ...extra });
+
+    it.each([
+      ['a wrong type', { targetDedicatedNodes: 'two' }, 'InvalidPropertyValue', 'targetDedicatedNodes'],
+      ['a nested wrong type', { taskSlotsPerNode: 1, startTask: { commandLine: '/bin/true', maxTaskRetryCount: '1' } }, 'InvalidPropertyValue', 'startTask.maxTaskRetryCount'],
+      ['a value outside an enum', { taskSchedulingPolicy: { nodeFillType: 'random' } }, 'InvalidPropertyValue', 'taskSchedulingPolicy.nodeFillType'],
+      ['a bad duration', { resizeTimeout: '15 minutes' }, 'InvalidPropertyValue', 'resizeTimeout'],
+      ['a property the spec does not define', { preloadEverything: true }, 'UnsupportedProperty', 'preloadEverything'],
+      ['a nested property the spec does not define', { startTask: { commandLine: '/bin/true', runElevated: true } }, 'UnsupportedProperty', 'startTask.runElevated'],
+      ['a missing required nested property', { virtualMachineConfiguration: { imageReference: VM.imageReference } }, 'MissingRequiredProperty', 'virtualMachineConfiguration.nodeAgentSKUId'],
+    ])('refuses a pool with %s', async (_what, extra, code, property) => {
+      const r = await call('POST', '/pools', pool(extra));
+      expect(r.status).toBe(400);
+      expect((r.json as BatchErrorBody).code).toBe(code);
+      expect(valuesOf(r.json).PropertyName).toBe(property);
+    });
+
+    it('names the task in a collection by its index', async () => {
+      const p = uid('coll');
+      await client.pool.add({ id: p, vmSize: 'standard_d2s_v3', virtualMachineConfiguration: VM, targetDedicatedNodes: 0 });
+      await client.job.add({ id: p, poolInfo: { poolId: p } });
+      const r = await call('POST', `/jobs/${p}/addtaskcollection`, { value: [{ id: 'a', commandLine: '/bin/true' }, { id: 'b', commandLine: '/bin/true', constraints: { maxTaskRetryCount: 'x' } }] });
+      expect(r.status).toBe(400);
+      expect(valuesOf(r.json).PropertyName).toBe('value[1].constraints.maxTaskRetryCount');
+    });
+
+    it('refuses query parameters the operation does not define, and badly typed ones', async () => {
+      const unknown = await call('GET', '/pools?colour=red');
+      expect(unknown.status).toBe(400);
+      expect((unknown.json as BatchErrorBody).code).toBe('UnsupportedQueryParameter');
+      expect(valuesOf(unknown.json).QueryParameterName).toBe('colour');
+      const typed = await call('GET', '/jobs?timeout=soon');
+      expect(typed.status).toBe(400);
+      expect(valuesOf(typed.json)).toMatchObject({ QueryParameterName: 'timeout', QueryParameterValue: 'soon' });
+    });
+  });
+});
