@@ -126,4 +126,84 @@ describe('the Batch emulator is as strict as Batch', () => {
       expect(valuesOf(typed.json)).toMatchObject({ QueryParameterName: 'timeout', QueryParameterValue: 'soon' });
     });
   });
+
+  describe("Batch's documented rules beyond the schema", () => {
+    const pool = (extra: object) => ({ id: uid('rules'), vmSize: 'standard_d2s_v3', virtualMachineConfiguration: VM, targetDedicatedNodes: 0, ...extra });
+    const expectError = (r: { status: number; json: unknown }, status: number, code: string, property?: string) => {
+      expect({ status: r.status, code: (r.json as BatchErrorBody).code }).toEqual({ status, code });
+      if (property) expect(valuesOf(r.json).PropertyName).toBe(property);
+    };
+    let job: string;
+    beforeAll(async () => {
+      job = uid('rulesjob');
+      await client.pool.add({ id: job, vmSize: 'standard_d2s_v3', virtualMachineConfiguration: VM, targetDedicatedNodes: 0 });
+      await client.job.add({ id: job, poolInfo: { poolId: job } });
+    });
+
+    it('needs a VM configuration, and refuses Cloud Services pools (retired 29 February 2024)', async () => {
+      const { virtualMachineConfiguration: _none, ...bare } = pool({});
+      expectError(await call('POST', '/pools', bare), 400, 'MissingRequiredProperty', 'virtualMachineConfiguration');
+      const { virtualMachineConfiguration: _vm, ...cloud } = pool({ cloudServiceConfiguration: { osFamily: '6' } });
+      expectError(await call('POST', '/pools', cloud), 400, 'InvalidPropertyValue', 'cloudServiceConfiguration');
+    });
+
+    it('refuses a resizeTimeout under 5 minutes on add, resize and removenodes', async () => {
+      expectError(await call('POST', '/pools', pool({ resizeTimeout: 'PT4M59S' })), 400, 'InvalidPropertyValue', 'resizeTimeout');
+      const p = uid('resize');
+      expect((await call('POST', '/pools', { ...pool({}), id: p, resizeTimeout: 'PT5M' })).status).toBe(201);
+      expectError(await call('POST', `/pools/${p}/resize`, { targetDedicatedNodes: 1, resizeTimeout: 'PT1M' }), 400, 'InvalidPropertyValue', 'resizeTimeout');
+      expectError(await call('POST', `/pools/${p}/removenodes`, { nodeList: ['n'], resizeTimeout: 'PT30S' }), 400, 'InvalidPropertyValue', 'resizeTimeout');
+    });
+
+    it.each([
+      ['enableAutoScale with a dedicated target', { enableAutoScale: true, autoScaleFormula: '$TargetDedicatedNodes = 1;' }, 'targetDedicatedNodes'],
+      ['enableAutoScale without a formula', { enableAutoScale: true, targetDedicatedNodes: undefined }, 'autoScaleFormula'],
+      ['a formula without enableAutoScale', { autoScaleFormula: '$TargetDedicatedNodes = 1;' }, 'autoScaleFormula'],
+    ])('refuses %s with 400 InvalidAutoScalingSettings', async (_what, extra, property) => {
+      expectError(await call('POST', '/pools', pool(extra)), 400, 'InvalidAutoScalingSettings', property);
+    });
+
+    it('refuses fixed scaling without any target, and answers a valid autoscale pool with 501 (formulas are not evaluated)', async () => {
+      expectError(await call('POST', '/pools', pool({ targetDedicatedNodes: undefined })), 400, 'MissingRequiredProperty', 'targetDedicatedNodes');
+      expectError(await call('POST', '/pools', pool({ targetDedicatedNodes: undefined, enableAutoScale: true, autoScaleFormula: '$TargetDedicatedNodes = 1;' })), 501, 'NotImplemented', 'enableAutoScale');
+    });
+
+    it.each([
+      ['mountConfiguration', { mountConfiguration: [{ nfsMountConfiguration: { source: 'x:/y', relativeMountPath: 'y' } }] }, 501, 'NotImplemented'],
+      ['virtualMachineConfiguration.containerConfiguration.containerImageNames', { virtualMachineConfiguration: { ...VM, containerConfiguration: { type: 'dockerCompatible', containerImageNames: ['busybox'] } } }, 501, 'NotImplemented'],
+      ['applicationPackageReferences', { applicationPackageReferences: [{ applicationId: 'app' }] }, 409, 'InvalidApplicationPackageReferences'],
+      ['metadata[0].name', { metadata: [{ name: '', value: 'x' }] }, 400, 'EmptyMetadataKey'],
+    ])('refuses a pool with %s instead of ignoring it', async (property, extra, status, code) => {
+      expectError(await call('POST', '/pools', pool(extra)), status, code, property);
+    });
+
+    it('needs exactly one source per resource file, a filePath with httpUrl, and a filePath inside the working directory', async () => {
+      const task = (resourceFiles: object[]) => ({ id: uid('rf'), commandLine: '/bin/true', resourceFiles });
+      expectError(await call('POST', `/jobs/${job}/tasks`, task([{ filePath: 'x' }])), 400, 'MissingRequiredProperty', 'resourceFiles[0].httpUrl');
+      expectError(await call('POST', `/jobs/${job}/tasks`, task([{ httpUrl: 'http://h/a', storageContainerUrl: 'http://h/c', filePath: 'x' }])), 400, 'InvalidPropertyValue', 'resourceFiles[0].httpUrl');
+      expectError(await call('POST', `/jobs/${job}/tasks`, task([{ httpUrl: 'http://h/a' }])), 400, 'MissingRequiredProperty', 'resourceFiles[0].filePath');
+      expectError(await call('POST', `/jobs/${job}/tasks`, task([{ httpUrl: 'http://h/a', filePath: '../../escape' }])), 400, 'InvalidPropertyValue', 'resourceFiles[0].filePath');
+      expectError(await call('POST', '/pools', pool({ startTask: { commandLine: '/bin/true', resourceFiles: [{ autoStorageContainerName: 'c', httpUrl: 'http://h/a', filePath: 'a' }] } })), 400, 'InvalidPropertyValue', 'startTask.resourceFiles[0].httpUrl');
+    });
+
+    it("refuses an exitConditions jobAction when the job's onTaskFailure is noaction", async () => {
+      const body = { id: uid('exit'), commandLine: '/bin/true', exitConditions: { default: { jobAction: 'terminate' } } };
+      expectError(await call('POST', `/jobs/${job}/tasks`, body), 400, 'InvalidPropertyValue', 'exitConditions.default.jobAction');
+    });
+
+    it('answers 501 for job manager tasks, auto pools and output files uploaded with a managed identity', async () => {
+      expectError(await call('POST', '/jobs', { id: uid('jm'), poolInfo: { poolId: job }, jobManagerTask: { id: 'jm', commandLine: '/bin/true' } }), 501, 'NotImplemented', 'jobManagerTask');
+      expectError(await call('POST', '/jobs', { id: uid('ap'), poolInfo: { autoPoolSpecification: { poolLifetimeOption: 'job', pool: { vmSize: 'standard_d2s_v3', virtualMachineConfiguration: VM } } } }), 501, 'NotImplemented', 'poolInfo.autoPoolSpecification');
+      const outputFiles = [{ filePattern: '*.txt', destination: { container: { containerUrl: 'https://acct.blob.core.windows.net/out', identityReference: { resourceId: '/subscriptions/0/x' } } }, uploadOptions: { uploadCondition: 'taskcompletion' } }];
+      expectError(await call('POST', `/jobs/${job}/tasks`, { id: uid('of'), commandLine: '/bin/true', outputFiles }), 501, 'NotImplemented', 'outputFiles[0].destination.container.identityReference');
+    });
+
+    it('refuses a task collection of 1 MB or more with 413 RequestBodyTooLarge, even under 100 tasks', async () => {
+      const big = 'x'.repeat(120 * 1024);
+      const value = Array.from({ length: 10 }, (_, i) => ({ id: `big${i}`, commandLine: '/bin/true', environmentSettings: [{ name: 'PAD', value: big }] }));
+      const r = await call('POST', `/jobs/${job}/addtaskcollection`, { value });
+      expectError(r, 413, 'RequestBodyTooLarge');
+      expect((await call('GET', `/jobs/${job}/tasks/big0`)).status).toBe(404);
+    });
+  });
 });

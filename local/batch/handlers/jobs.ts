@@ -4,6 +4,7 @@ import type { JobRecord, Json } from '../model/types';
 import { clean, iso, jobView, nodeUrl } from '../model/views';
 import { BatchHttpError, errors } from './errors';
 import { checkConditions, jsonBody, versionHeaders, writeHeaders, type Handler, type RequestContext, type Services } from './http';
+import { checkJobAdd, checkMetadata, notEmulated } from './rules';
 import { metadataOf, optionalDuration, optionalEnum, optionalInt, requireId } from './validate';
 
 export function jobOr404(s: Services, jobId: string): JobRecord {
@@ -28,13 +29,14 @@ function poolIdOf(b: Json): string {
   const info = b.poolInfo as Json | undefined;
   if (!info) throw errors.missing('poolInfo');
   if (typeof info.poolId === 'string' && info.poolId) return info.poolId;
-  if (info.autoPoolSpecification) throw new BatchHttpError(400, 'FeatureNotSupported', 'The local Batch emulator does not support auto pools; create the pool and give poolInfo.poolId.');
+  if (info.autoPoolSpecification) throw notEmulated('poolInfo.autoPoolSpecification', 'auto pools (create the pool and give poolInfo.poolId)');
   throw errors.missing('poolInfo.poolId');
 }
 
 const addJob: Handler = (ctx, _p, s) => {
   const b = jsonBody(ctx);
   const id = requireId(b);
+  checkJobAdd(b);
   const poolId = poolIdOf(b);
   const priority = optionalInt(b, 'priority', -1000, 1000) ?? 0;
   const maxParallelTasks = optionalInt(b, 'maxParallelTasks', -1, 2 ** 31 - 1) ?? -1;
@@ -47,7 +49,11 @@ const addJob: Handler = (ctx, _p, s) => {
   const rel = b.jobReleaseTask as Json | undefined;
   if (rel && !rel.commandLine) throw errors.missing('jobReleaseTask.commandLine');
   if (rel && !prep) throw new BatchHttpError(400, 'InvalidPropertyValue', 'A job release task requires a job preparation task.', [{ key: 'PropertyName', value: 'jobReleaseTask' }]);
-  if (s.engine.jobs.has(id.toLowerCase())) throw errors.exists('JobExists', 'job');
+  const existing = s.engine.jobs.get(id.toLowerCase());
+  if (existing) {
+    refuseWhileJobDeleting(existing);
+    throw errors.exists('JobExists', 'job');
+  }
   const now = new Date();
   const spec: Json = { ...b, poolInfo: { poolId } };
   if (prep) spec.jobPreparationTask = { id: 'jobpreparation', waitForSuccess: true, rerunOnNodeRebootAfterSuccess: true, ...prep };
@@ -93,6 +99,7 @@ const getJob: Handler = (ctx, p, s) => {
 function applyJobChanges(ctx: RequestContext, s: Services, job: JobRecord, replace: boolean): void {
   const b = jsonBody(ctx);
   if (job.state === 'completed' || job.state === 'terminating') throw errors.conflict('JobCompleted', 'The specified job is already in a completed state.');
+  checkMetadata(b.metadata);
   const priority = optionalInt(b, 'priority', -1000, 1000);
   const maxParallel = optionalInt(b, 'maxParallelTasks', -1, 2 ** 31 - 1);
   const onAll = optionalEnum(b, 'onAllTasksComplete', ['noaction', 'terminatejob']);

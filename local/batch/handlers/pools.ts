@@ -4,6 +4,7 @@ import type { Json, PoolRecord } from '../model/types';
 import { nodeView, poolView } from '../model/views';
 import { BatchHttpError, errors } from './errors';
 import { checkConditions, jsonBody, versionHeaders, writeHeaders, type Handler, type Services } from './http';
+import { checkMetadata, checkMinimumDuration, checkNodeTask, checkPoolAdd, noApplications, notEmulated } from './rules';
 import { metadataOf, optionalDuration, optionalInt, optionalEnum, requireId, requireString } from './validate';
 
 export function poolOr404(s: Services, poolId: string): PoolRecord {
@@ -20,12 +21,7 @@ const addPool: Handler = (ctx, _p, s) => {
   const b = jsonBody(ctx);
   const id = requireId(b);
   requireString(b, 'vmSize');
-  if (b.cloudServiceConfiguration && b.virtualMachineConfiguration) throw errors.invalid('virtualMachineConfiguration', 'both', 'give only one of cloudServiceConfiguration and virtualMachineConfiguration');
-  const vmc = b.virtualMachineConfiguration as Json | undefined;
-  if (vmc) {
-    if (!vmc.imageReference) throw errors.missing('virtualMachineConfiguration.imageReference');
-    if (!vmc.nodeAgentSKUId) throw errors.missing('virtualMachineConfiguration.nodeAgentSKUId');
-  }
+  checkPoolAdd(b);
   const target = optionalInt(b, 'targetDedicatedNodes', 0, 2000) ?? 0;
   const targetLow = optionalInt(b, 'targetLowPriorityNodes', 0, 1000) ?? 0;
   optionalInt(b, 'taskSlotsPerNode', 1, 256);
@@ -33,7 +29,11 @@ const addPool: Handler = (ctx, _p, s) => {
   if (b.enableInterNodeCommunication === true && target > 100) throw errors.invalid('targetDedicatedNodes', target, 'pools with inter-node communication are limited to 100 nodes');
   const startTask = b.startTask as Json | undefined;
   if (startTask && !startTask.commandLine) throw errors.missing('startTask.commandLine');
-  if (s.engine.pools.has(id.toLowerCase())) throw errors.exists('PoolExists', 'pool');
+  const existing = s.engine.pools.get(id.toLowerCase());
+  if (existing) {
+    refuseWhilePoolDeleting(existing);
+    throw errors.exists('PoolExists', 'pool');
+  }
   const now = new Date();
   const spec: Json = { ...b };
   delete spec.metadata;
@@ -90,12 +90,24 @@ const deletePool: Handler = (ctx, p, s) => {
   return { status: 202 };
 };
 
+/** "The minimum value is 5 minutes" for resizeTimeout on add, resize and removenodes. */
+const RESIZE_TIMEOUT_MIN_MS = 5 * 60_000;
+
+/** The rules patch and updateproperties share: start task files, metadata names, no certificates or packages. */
+function checkPoolPropertyChanges(b: Json): void {
+  checkMetadata(b.metadata);
+  checkNodeTask(b.startTask, 'startTask');
+  if (Array.isArray(b.certificateReferences) && b.certificateReferences.length) throw notEmulated('certificateReferences', 'certificates');
+  if (Array.isArray(b.applicationPackageReferences) && b.applicationPackageReferences.length) throw noApplications('applicationPackageReferences');
+}
+
 /** PATCH: only the given properties change. */
 const patchPool: Handler = (ctx, p, s) => {
   const pool = poolOr404(s, p.poolId);
   checkConditions(ctx, pool);
   refuseWhilePoolDeleting(pool);
   const b = jsonBody(ctx);
+  checkPoolPropertyChanges(b);
   if (b.startTask !== undefined) pool.startTask = b.startTask ? { waitForSuccess: true, maxTaskRetryCount: 0, ...(b.startTask as Json) } : undefined;
   if (b.metadata !== undefined) pool.metadata = metadataOf(b.metadata);
   for (const k of ['certificateReferences', 'applicationPackageReferences', 'targetNodeCommunicationMode']) if (b[k] !== undefined) pool.spec[k] = b[k];
@@ -111,6 +123,7 @@ const updatePoolProperties: Handler = (ctx, p, s) => {
   if (b.certificateReferences === undefined) throw errors.missing('certificateReferences');
   if (b.applicationPackageReferences === undefined) throw errors.missing('applicationPackageReferences');
   if (b.metadata === undefined) throw errors.missing('metadata');
+  checkPoolPropertyChanges(b);
   pool.startTask = b.startTask ? { waitForSuccess: true, maxTaskRetryCount: 0, ...(b.startTask as Json) } : undefined;
   pool.metadata = metadataOf(b.metadata);
   pool.spec.certificateReferences = b.certificateReferences;
@@ -130,6 +143,7 @@ const resizePool: Handler = (ctx, p, s) => {
   const target = optionalInt(b, 'targetDedicatedNodes', 0, 2000) ?? pool.targetDedicatedNodes;
   optionalInt(b, 'targetLowPriorityNodes', 0, 1000);
   const option = optionalEnum(b, 'nodeDeallocationOption', ['requeue', 'terminate', 'taskcompletion', 'retaineddata']) ?? 'requeue';
+  checkMinimumDuration(b, 'resizeTimeout', RESIZE_TIMEOUT_MIN_MS);
   const timeout = optionalDuration(b, 'resizeTimeout');
   if (timeout) pool.resizeTimeout = timeout;
   s.engine.resize(pool, target, option);
@@ -153,6 +167,7 @@ const removeNodes: Handler = (ctx, p, s) => {
   const list = b.nodeList;
   if (!Array.isArray(list) || list.length === 0) throw errors.missing('nodeList');
   if (list.length > 100) throw errors.invalid('nodeList', list.length, 'at most 100 nodes per request');
+  checkMinimumDuration(b, 'resizeTimeout', RESIZE_TIMEOUT_MIN_MS);
   const option = optionalEnum(b, 'nodeDeallocationOption', ['requeue', 'terminate', 'taskcompletion', 'retaineddata']) ?? 'requeue';
   const nodes = list.map((id) => {
     const n = typeof id === 'string' ? pool.nodes.get(id) : undefined;

@@ -5,7 +5,11 @@ import { iso, subtaskView, taskView } from '../model/views';
 import { BatchHttpError, batchErrorBody, errors } from './errors';
 import { checkConditions, jsonBody, versionHeaders, writeHeaders, type Handler, type Services } from './http';
 import { jobOr404, refuseWhileJobDeleting } from './jobs';
+import { checkTaskAdd } from './rules';
 import { optionalDuration, optionalInt, requireId, requireString } from './validate';
+
+/** "The total serialized size of this collection must be less than 1MB" (read as 1 MiB). */
+const TASK_COLLECTION_MAX_BYTES = 1024 * 1024;
 
 let seq = 0;
 
@@ -42,9 +46,7 @@ function taskRecordFrom(s: Services, job: JobRecord, b: Json, path = ''): TaskRe
       throw errors.conflict(code, `The task id ${id} is the id of the job's ${key}.`);
     }
   }
-  if (b.dependsOn && job.spec.usesTaskDependencies !== true) {
-    throw new BatchHttpError(409, 'TaskDependenciesNotSpecifiedOnJob', 'The task has dependencies but its job does not have usesTaskDependencies set.');
-  }
+  checkTaskAdd(b, { onTaskFailure: job.onTaskFailure, usesTaskDependencies: job.spec.usesTaskDependencies === true }, path);
   const containerSettings = b.containerSettings as Json | undefined;
   if (containerSettings && !containerSettings.imageName) throw errors.missing(`${path}containerSettings.imageName`);
   const now = new Date();
@@ -97,6 +99,11 @@ const addTaskCollection: Handler = (ctx, p, s) => {
   if (b.value.length > 100) {
     throw new BatchHttpError(413, 'RequestBodyTooLarge', 'The request body is too large: a task collection holds at most 100 tasks.', [
       { key: 'MaxTasksInCollection', value: '100' },
+    ]);
+  }
+  if (ctx.bodyBytes >= TASK_COLLECTION_MAX_BYTES) {
+    throw new BatchHttpError(413, 'RequestBodyTooLarge', 'The request body is too large: the serialized task collection must be less than 1 MB.', [
+      { key: 'MaxRequestBodySizeInBytes', value: String(TASK_COLLECTION_MAX_BYTES) },
     ]);
   }
   const results = (b.value as Json[]).map((tb, i) => {

@@ -3,6 +3,12 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 /** Helpers for tests and benchmarks that drive the emulator through the real @azure/batch SDK. */
 
+/** A pool's VM configuration as Batch requires one (the emulator's nodes are sandboxes, whatever the image). */
+export const LINUX_VM_CONFIGURATION: BatchServiceModels.VirtualMachineConfiguration = {
+  imageReference: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts', version: 'latest' },
+  nodeAgentSKUId: 'batch.node.ubuntu 22.04',
+};
+
 export function sdkClient(h: { url: string; accountName: string; accountKey: string }): BatchServiceClient {
   return new BatchServiceClient(new BatchSharedKeyCredentials(h.accountName, h.accountKey), h.url);
 }
