@@ -5,7 +5,7 @@
  */
 import type { BatchServiceClient } from '@azure/batch';
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
-import { sdkClient, signedFetch } from '../../local/batch/testing/sdkHelpers';
+import { sdkClient, signedFetch, waitFor, waitForNodes, waitForTask } from '../../local/batch/testing/sdkHelpers';
 
 const FAST = { allocateMs: 20, bootMs: 20, leaveMs: 20, rebootMs: 20, startTaskPollMs: 50 };
 /** The smallest pool Batch accepts: a VM configuration, a size and a target. */
@@ -204,6 +204,91 @@ describe('the Batch emulator is as strict as Batch', () => {
       const r = await call('POST', `/jobs/${job}/addtaskcollection`, { value });
       expectError(r, 413, 'RequestBodyTooLarge');
       expect((await call('GET', `/jobs/${job}/tasks/big0`)).status).toBe(404);
+    });
+  });
+
+  describe('conflicts answer 409 with the state they conflict with', () => {
+    let pool: string;
+    let job: string;
+    let nodeId: string;
+    beforeAll(async () => {
+      pool = uid('conflicts');
+      job = pool;
+      await client.pool.add({ id: pool, vmSize: 'standard_d2s_v3', virtualMachineConfiguration: VM, targetDedicatedNodes: 1, taskSlotsPerNode: 2 });
+      [nodeId] = (await waitForNodes(client, pool, 1)).map((n) => n.id as string);
+      await client.job.add({ id: job, poolInfo: { poolId: pool } });
+    });
+
+    it('refuses to disable (or enable) scheduling on a node already in that state', async () => {
+      await client.computeNode.disableScheduling(pool, nodeId);
+      const again = await call('POST', `/pools/${pool}/nodes/${nodeId}/disablescheduling`, {});
+      expect({ status: again.status, code: (again.json as BatchErrorBody).code }).toEqual({ status: 409, code: 'NodeAlreadyInTargetSchedulingState' });
+      expect((await client.computeNode.get(pool, nodeId)).state).toBe('offline');
+      await client.computeNode.enableScheduling(pool, nodeId);
+      expect((await call('POST', `/pools/${pool}/nodes/${nodeId}/enablescheduling`)).status).toBe(409);
+      expect((await client.computeNode.get(pool, nodeId)).state).toBe('idle');
+    });
+
+    it('disabling scheduling requeues running tasks by default, or lets them finish with taskcompletion', async () => {
+      await client.task.add(job, { id: 'requeued', commandLine: '/bin/sleep 30' });
+      await waitForTask(client, job, 'requeued', 'running');
+      await client.computeNode.disableScheduling(pool, nodeId);
+      const t = await waitForTask(client, job, 'requeued', 'active');
+      expect(t.executionInfo?.requeueCount).toBe(1);
+      expect((await client.computeNode.get(pool, nodeId)).state).toBe('offline');
+      await client.computeNode.enableScheduling(pool, nodeId);
+      await waitForTask(client, job, 'requeued', 'running');
+      await client.task.terminate(job, 'requeued');
+
+      await client.task.add(job, { id: 'finishes', commandLine: '/bin/sleep 0.5' });
+      await waitForTask(client, job, 'finishes', 'running');
+      await client.computeNode.disableScheduling(pool, nodeId, { nodeDisableSchedulingOption: 'taskcompletion' });
+      expect((await waitForTask(client, job, 'finishes')).executionInfo?.result).toBe('success');
+      await waitFor('node offline', async () => ((await client.computeNode.get(pool, nodeId)).state === 'offline' ? true : undefined));
+      await client.computeNode.enableScheduling(pool, nodeId);
+    });
+
+    it('refuses to terminate or update a completed task (TaskCompleted) and to reactivate one that did not fail', async () => {
+      await client.task.add(job, { id: 'done', commandLine: '/bin/true' });
+      await waitForTask(client, job, 'done');
+      for (const [method, path, body] of [['POST', `/jobs/${job}/tasks/done/terminate`, undefined], ['PUT', `/jobs/${job}/tasks/done`, { constraints: { maxTaskRetryCount: 1 } }]] as const) {
+        const r = await call(method, path, body);
+        expect({ status: r.status, code: (r.json as BatchErrorBody).code }).toEqual({ status: 409, code: 'TaskCompleted' });
+      }
+      const reactivate = await call('POST', `/jobs/${job}/tasks/done/reactivate`);
+      expect({ status: reactivate.status, code: (reactivate.json as BatchErrorBody).code }).toEqual({ status: 409, code: 'TaskSucceeded' });
+      await client.task.add(job, { id: 'waiting', commandLine: '/bin/true', affinityInfo: { affinityId: 'TVM:nowhere' }, multiInstanceSettings: { numberOfInstances: 2, coordinationCommandLine: '/bin/true' } });
+      const notDone = await call('POST', `/jobs/${job}/tasks/waiting/reactivate`);
+      expect({ status: notDone.status, code: (notDone.json as BatchErrorBody).code }).toEqual({ status: 409, code: 'TaskNotCompleted' });
+    });
+
+    it('refuses to disable a job that is not active, and to terminate a terminating one', async () => {
+      const j = uid('states');
+      await client.job.add({ id: j, poolInfo: { poolId: pool }, jobPreparationTask: { commandLine: '/bin/true' }, jobReleaseTask: { commandLine: '/bin/sleep 1' } });
+      await client.job.disable(j, 'requeue');
+      const twice = await call('POST', `/jobs/${j}/disable`, { disableTasks: 'requeue' });
+      expect({ status: twice.status, code: (twice.json as BatchErrorBody).code }).toEqual({ status: 409, code: 'JobNotActive' });
+      await client.job.enable(j);
+      await client.task.add(j, { id: 'quick', commandLine: '/bin/true' });
+      await waitForTask(client, j, 'quick');
+      await client.job.terminate(j);
+      const again = await call('POST', `/jobs/${j}/terminate`);
+      expect({ status: again.status, code: (again.json as BatchErrorBody).code }).toEqual({ status: 409, code: 'JobBeingTerminated' });
+    });
+
+    it('refuses a resize while the pool is resizing (PoolBeingResized) and a reboot of a node still being created', async () => {
+      const p = uid('resizing');
+      emu.setFaults({ slowNodes: { count: 1, extraAllocateMs: 1000, poolId: p } });
+      try {
+        await client.pool.add({ id: p, vmSize: 'standard_d2s_v3', virtualMachineConfiguration: VM, targetDedicatedNodes: 1 });
+        const r = await call('POST', `/pools/${p}/resize`, { targetDedicatedNodes: 2 });
+        expect({ status: r.status, code: (r.json as BatchErrorBody).code }).toEqual({ status: 409, code: 'PoolBeingResized' });
+        const [creating] = await client.computeNode.list(p);
+        const reboot = await call('POST', `/pools/${p}/nodes/${creating.id}/reboot`, {});
+        expect({ status: reboot.status, code: (reboot.json as BatchErrorBody).code }).toEqual({ status: 409, code: 'NodeBeingCreated' });
+      } finally {
+        emu.setFaults({ slowNodes: undefined });
+      }
     });
   });
 });

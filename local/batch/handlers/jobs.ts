@@ -14,7 +14,13 @@ export function jobOr404(s: Services, jobId: string): JobRecord {
 }
 
 export function refuseWhileJobDeleting(j: JobRecord): void {
-  if (j.state === 'deleting') throw errors.conflict('JobBeingDeleted', 'The specified job has been marked for deletion and is being deleted.');
+  if (j.state === 'deleting') throw errors.conflict('JobBeingDeleted', 'The specified job has been marked for deletion and is being garbage collected.');
+}
+
+/** A job that is terminating or completed takes no changes and no tasks (JobBeingTerminated, JobCompleted). */
+export function refuseWhileJobEnding(j: JobRecord): void {
+  if (j.state === 'terminating') throw errors.conflict('JobBeingTerminated', 'The specified job is being terminated.');
+  if (j.state === 'completed') throw errors.conflict('JobCompleted', 'The specified job is already in a completed state.');
 }
 
 function checkedJobConstraints(b: Json, path: string): Json | undefined {
@@ -98,7 +104,7 @@ const getJob: Handler = (ctx, p, s) => {
 
 function applyJobChanges(ctx: RequestContext, s: Services, job: JobRecord, replace: boolean): void {
   const b = jsonBody(ctx);
-  if (job.state === 'completed' || job.state === 'terminating') throw errors.conflict('JobCompleted', 'The specified job is already in a completed state.');
+  refuseWhileJobEnding(job);
   checkMetadata(b.metadata);
   const priority = optionalInt(b, 'priority', -1000, 1000);
   const maxParallel = optionalInt(b, 'maxParallelTasks', -1, 2 ** 31 - 1);
@@ -146,7 +152,7 @@ const terminateJob: Handler = async (ctx, p, s) => {
   const job = jobOr404(s, p.jobId);
   checkConditions(ctx, job);
   refuseWhileJobDeleting(job);
-  if (job.state === 'completed') throw errors.conflict('JobCompleted', 'The specified job is already in a completed state.');
+  refuseWhileJobEnding(job);
   const b = jsonBody(ctx);
   const reason = typeof b.terminateReason === 'string' && b.terminateReason ? b.terminateReason : 'UserTerminate';
   void s.jobs.terminate(job, reason);
@@ -165,7 +171,7 @@ const disableJob: Handler = (ctx, p, s) => {
   const job = jobOr404(s, p.jobId);
   checkConditions(ctx, job);
   refuseWhileJobDeleting(job);
-  if (job.state !== 'active') throw errors.conflict('InvalidJobState', `The job is ${job.state}; only an active job can be disabled.`);
+  if (job.state !== 'active') throw errors.conflict('JobNotActive', `The specified job is not in active state (it is ${job.state}).`);
   s.jobs.setState(job, 'disabled');
   return { status: 202, headers: writeHeaders(job, `${ctx.baseUrl}/jobs/${job.id}`) };
 };

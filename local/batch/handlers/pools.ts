@@ -138,7 +138,7 @@ const resizePool: Handler = (ctx, p, s) => {
   checkConditions(ctx, pool);
   refuseWhilePoolDeleting(pool);
   if (pool.spec.enableAutoScale === true) throw errors.conflict('AutoScalingEnabled', 'The specified pool has auto scaling enabled.');
-  if (pool.allocationState !== 'steady') throw errors.conflict('PoolNotSteady', 'The specified pool is not in a steady allocation state.');
+  if (pool.allocationState !== 'steady') throw errors.conflict('PoolBeingResized', 'The specified pool is being resized.');
   const b = jsonBody(ctx);
   const target = optionalInt(b, 'targetDedicatedNodes', 0, 2000) ?? pool.targetDedicatedNodes;
   optionalInt(b, 'targetLowPriorityNodes', 0, 1000);
@@ -162,7 +162,7 @@ const removeNodes: Handler = (ctx, p, s) => {
   const pool = poolOr404(s, p.poolId);
   checkConditions(ctx, pool);
   refuseWhilePoolDeleting(pool);
-  if (pool.allocationState !== 'steady') throw errors.conflict('PoolNotSteady', 'The specified pool is not in a steady allocation state.');
+  if (pool.allocationState !== 'steady') throw errors.conflict('PoolBeingResized', 'The specified pool is being resized.');
   const b = jsonBody(ctx);
   const list = b.nodeList;
   if (!Array.isArray(list) || list.length === 0) throw errors.missing('nodeList');
@@ -201,20 +201,43 @@ const getNode: Handler = (ctx, p, s) => {
   return { status: 200, body: applySelect(nodeView(node, pool, ctx.baseUrl, s.engine.jobs), ctx.query['$select']) };
 };
 
+/** The 409 Batch answers for an operation on a node that is not up. */
+function nodeBusy(node: { state: string }, operation: string): BatchHttpError | undefined {
+  const codes: Record<string, string> = {
+    creating: 'NodeBeingCreated',
+    starting: 'NodeBeingStarted',
+    waitingforstarttask: 'NodeBeingStarted',
+    rebooting: 'NodeBeingRebooted',
+    leavingpool: 'OperationNotValidOnNode',
+  };
+  const code = codes[node.state];
+  return code ? errors.conflict(code, `The node is ${node.state}; it cannot be ${operation} now.`) : undefined;
+}
+
 const rebootNode: Handler = (ctx, p, s) => {
   const { pool, node } = nodeOr404(s, p.poolId, p.nodeId);
   const b = jsonBody(ctx);
   const option = optionalEnum(b, 'nodeRebootOption', ['requeue', 'terminate', 'taskcompletion', 'retaineddata']) ?? 'requeue';
-  if (!['idle', 'running', 'starttaskfailed', 'unusable'].includes(node.state)) {
-    throw errors.conflict('NodeNotReady', `The node is in state ${node.state} and cannot be rebooted.`);
-  }
+  const busy = nodeBusy(node, 'rebooted');
+  if (busy) throw busy;
   s.engine.reboot(pool, node, option);
   return { status: 202, headers: { DataServiceId: `${ctx.baseUrl}/pools/${pool.id}/nodes/${node.id}/reboot` } };
 };
 
+/**
+ * Disabling scheduling requeues (default) or ends the node's running tasks, or lets them finish
+ * (taskcompletion); the node is then offline. Asking for the state the node is already in is a 409.
+ */
 const setNodeScheduling = (enabled: boolean): Handler => (ctx, p, s) => {
   const { node } = nodeOr404(s, p.poolId, p.nodeId);
-  node.schedulingState = enabled ? 'enabled' : 'disabled';
+  const target = enabled ? 'enabled' : 'disabled';
+  if (node.schedulingState === target) {
+    throw errors.conflict('NodeAlreadyInTargetSchedulingState', `Task scheduling on the node is already ${target}.`);
+  }
+  const option = enabled ? undefined : (optionalEnum(jsonBody(ctx), 'nodeDisableSchedulingOption', ['requeue', 'terminate', 'taskcompletion']) ?? 'requeue');
+  node.schedulingState = target;
+  if (option === 'requeue' || option === 'terminate') s.engine.onNodeLeaving(node, option === 'requeue', 'Task was ended because task scheduling on its compute node was disabled');
+  s.engine.settleNode(node);
   if (enabled) s.scheduler.kick();
   return { status: 200, headers: { DataServiceId: `${ctx.baseUrl}/pools/${p.poolId}/nodes/${node.id}` } };
 };

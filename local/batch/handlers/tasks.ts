@@ -4,7 +4,7 @@ import type { JobRecord, Json, TaskRecord } from '../model/types';
 import { iso, subtaskView, taskView } from '../model/views';
 import { BatchHttpError, batchErrorBody, errors } from './errors';
 import { checkConditions, jsonBody, versionHeaders, writeHeaders, type Handler, type Services } from './http';
-import { jobOr404, refuseWhileJobDeleting } from './jobs';
+import { jobOr404, refuseWhileJobDeleting, refuseWhileJobEnding } from './jobs';
 import { checkTaskAdd } from './rules';
 import { optionalDuration, optionalInt, requireId, requireString } from './validate';
 
@@ -77,7 +77,11 @@ function taskRecordFrom(s: Services, job: JobRecord, b: Json, path = ''): TaskRe
 
 function refuseUnlessJobAcceptsTasks(job: JobRecord): void {
   refuseWhileJobDeleting(job);
-  if (job.state === 'completed' || job.state === 'terminating') throw errors.conflict('JobCompleted', 'The specified job is already in a completed state.');
+  refuseWhileJobEnding(job);
+}
+
+function refuseIfTaskCompleted(task: TaskRecord): void {
+  if (task.state === 'completed') throw errors.conflict('TaskCompleted', 'The specified task is already in a completed state.');
 }
 
 const addTask: Handler = (ctx, p, s) => {
@@ -141,6 +145,7 @@ const updateTask: Handler = (ctx, p, s) => {
   const { job, task } = taskOr404(s, p.jobId, p.taskId);
   checkConditions(ctx, task);
   refuseWhileJobDeleting(job);
+  refuseIfTaskCompleted(task);
   const c = (jsonBody(ctx).constraints ?? {}) as Json;
   optionalDuration(c, 'maxWallClockTime', 'constraints.maxWallClockTime');
   optionalDuration(c, 'retentionTime', 'constraints.retentionTime');
@@ -159,6 +164,7 @@ const terminateTask: Handler = (ctx, p, s) => {
   const { job, task } = taskOr404(s, p.jobId, p.taskId);
   checkConditions(ctx, task);
   refuseWhileJobDeleting(job);
+  refuseIfTaskCompleted(task);
   s.executor.terminate(job, task, 'Task Was Ended by User Request');
   return { status: 204, headers: writeHeaders(task, `${ctx.baseUrl}/jobs/${job.id}/tasks/${task.id}`) };
 };
@@ -167,9 +173,8 @@ const reactivateTask: Handler = (ctx, p, s) => {
   const { job, task } = taskOr404(s, p.jobId, p.taskId);
   checkConditions(ctx, task);
   refuseUnlessJobAcceptsTasks(job);
-  if (task.state !== 'completed' || task.executionInfo?.result !== 'failure') {
-    throw errors.conflict('TaskNotFailed', 'Only a completed task that failed can be reactivated.');
-  }
+  if (task.state !== 'completed') throw errors.conflict('TaskNotCompleted', 'The specified task is not in a completed state, and the requested operation can be performed only on completed tasks.');
+  if (task.executionInfo?.result !== 'failure') throw errors.conflict('TaskSucceeded', 'The specified task has already completed successfully, and the requested operation cannot be performed on successful tasks.');
   task.executionInfo = { retryCount: 0, requeueCount: task.executionInfo.requeueCount };
   delete task.nodeInfo;
   task.subtasks = [];

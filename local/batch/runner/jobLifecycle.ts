@@ -14,7 +14,7 @@ export class JobLifecycle {
     private readonly executor: TaskExecutor,
   ) {
     executor.onTaskCompleted = (job) => this.checkAllTasksComplete(job);
-    engine.onNodeLeaving = (node, requeue) => this.nodeLeaving(node, requeue);
+    engine.onNodeLeaving = (node, requeue, reason) => this.nodeLeaving(node, requeue, reason);
   }
 
   setState(job: JobRecord, state: JobRecord['state']): void {
@@ -94,14 +94,14 @@ export class JobLifecycle {
     }
   }
 
-  /** Tasks on a node that leaves (removal, pool deletion, reboot) are requeued or ended. */
-  private nodeLeaving(node: NodeRecord, requeue: boolean): void {
+  /** Tasks on a node that leaves (removal, pool deletion, reboot, disabled scheduling) are requeued or ended. */
+  private nodeLeaving(node: NodeRecord, requeue: boolean, reason = 'Task was ended because its compute node was removed'): void {
     for (const r of [...node.running.values()]) {
       const job = this.engine.jobs.get(r.jobId.toLowerCase());
       const task = job?.tasks.get(r.taskId.toLowerCase());
       if (!job || !task || task.state === 'completed') continue;
       if (requeue) this.executor.requeue(job, task);
-      else this.executor.terminate(job, task, 'Task was ended because its compute node was removed');
+      else this.executor.terminate(job, task, reason);
     }
   }
 }

@@ -477,7 +477,7 @@ export class TaskExecutor {
       if (!n.running.delete(key)) continue;
       n.totalTasksRun += 1;
       if (succeeded) n.totalTasksSucceeded += 1;
-      if (n.running.size === 0 && n.state === 'running') this.engine.setNodeState(n, 'idle');
+      this.engine.settleNode(n);
     }
     this.engine.onCapacityChange();
   }
@@ -504,7 +504,7 @@ export class TaskExecutor {
     const key = taskKey(task);
     for (const n of nodes) {
       n.running.delete(key);
-      if (n.running.size === 0 && n.state === 'running') this.engine.setNodeState(n, 'idle');
+      this.engine.settleNode(n);
     }
     const exec = task.executionInfo as ExecInfo;
     exec.requeueCount += 1;
