@@ -116,6 +116,32 @@ describe('the Batch emulator is as strict as Batch', () => {
       expect(valuesOf(r.json).PropertyName).toBe('value[1].constraints.maxTaskRetryCount');
     });
 
+    it.each([
+      ['/pools', "vmSize eq 'standard_d2s_v3' and startswith(id,'schema')", 200],
+      ['/pools', "displayName eq 'x'", 400], // not a filterable pool property
+      ['/pools', "targetDedicatedNodes gt 1", 400],
+      ['/pools', "allocationState ne 'steady'", 400], // allocationState takes eq only
+      ['/pools', "startswith(vmSize,'standard')", 400], // vmSize takes eq, ne
+      ['/jobs', "executionInfo/poolId eq 'p' or state eq 'active'", 200],
+      ['/jobs', "priority gt 0", 400],
+      ['/jobs', "metadata eq 'x'", 400],
+    ])('GET %s?$filter=%s answers %i (only the properties the Batch reference lists for that list)', async (path, filter, status) => {
+      const r = await call('GET', `${path}?$filter=${encodeURIComponent(filter)}`);
+      expect(r.status).toBe(status);
+      if (status === 400) expect(valuesOf(r.json)).toMatchObject({ QueryParameterName: '$filter', QueryParameterValue: filter });
+    });
+
+    it('filters tasks on executionInfo/result and lastModifiedTime, and refuses commandLine', async () => {
+      const j = uid('filters');
+      await client.pool.add({ id: j, vmSize: 'standard_d2s_v3', virtualMachineConfiguration: VM, targetDedicatedNodes: 0 });
+      await client.job.add({ id: j, poolInfo: { poolId: j } });
+      await client.task.add(j, { id: 't1', commandLine: '/bin/true' });
+      const since = new Date(Date.now() - 60_000).toISOString();
+      const listed = await client.task.list(j, { taskListOptions: { filter: `state eq 'active' and lastModifiedTime ge datetime'${since}'` } });
+      expect(listed.map((t) => t.id)).toEqual(['t1']);
+      expect((await call('GET', `/jobs/${j}/tasks?$filter=${encodeURIComponent("commandLine eq '/bin/true'")}`)).status).toBe(400);
+    });
+
     it('refuses query parameters the operation does not define, and badly typed ones', async () => {
       const unknown = await call('GET', '/pools?colour=red');
       expect(unknown.status).toBe(400);

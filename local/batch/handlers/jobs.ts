@@ -1,4 +1,5 @@
 import { nextETag, touch } from '../model/etag';
+import { JOB_FILTERS, PREP_RELEASE_FILTERS } from '../model/filterable';
 import { applySelect, pageOf } from '../model/odata';
 import type { JobRecord, Json } from '../model/types';
 import { clean, iso, jobView, nodeUrl } from '../model/views';
@@ -93,7 +94,7 @@ const addJob: Handler = (ctx, _p, s) => {
 
 const listJobs: Handler = (ctx, _p, s) => {
   const all = [...s.engine.jobs.values()].map((j) => jobView(j, ctx.baseUrl));
-  return { status: 200, body: pageOf(all, ctx.query, ctx.baseUrl, '/jobs') };
+  return { status: 200, body: pageOf(all, ctx.query, ctx.baseUrl, '/jobs', JOB_FILTERS) };
 };
 
 const getJob: Handler = (ctx, p, s) => {
@@ -220,7 +221,7 @@ const listPrepReleaseStatus: Handler = (ctx, p, s) => {
       }),
     );
   }
-  return { status: 200, body: pageOf(rows, ctx.query, ctx.baseUrl, `/jobs/${job.id}/jobpreparationandreleasetaskstatus`) };
+  return { status: 200, body: pageOf(rows, ctx.query, ctx.baseUrl, `/jobs/${job.id}/jobpreparationandreleasetaskstatus`, PREP_RELEASE_FILTERS) };
 };
 
 const getTaskCounts: Handler = (_ctx, p, s) => {

@@ -1,4 +1,5 @@
 import { nextETag, touch } from '../model/etag';
+import { NODE_FILTERS, POOL_FILTERS } from '../model/filterable';
 import { pageOf, applySelect } from '../model/odata';
 import type { Json, PoolRecord } from '../model/types';
 import { nodeView, poolView } from '../model/views';
@@ -66,7 +67,7 @@ const addPool: Handler = (ctx, _p, s) => {
 
 const listPools: Handler = (ctx, _p, s) => {
   const all = [...s.engine.pools.values()].map((p) => poolView(p, ctx.baseUrl));
-  return { status: 200, body: pageOf(all, ctx.query, ctx.baseUrl, '/pools') };
+  return { status: 200, body: pageOf(all, ctx.query, ctx.baseUrl, '/pools', POOL_FILTERS) };
 };
 
 const getPool: Handler = (ctx, p, s) => {
@@ -186,7 +187,7 @@ const removeNodes: Handler = (ctx, p, s) => {
 const listNodes: Handler = (ctx, p, s) => {
   const pool = poolOr404(s, p.poolId);
   const all = s.engine.liveNodes(pool).map((n) => nodeView(n, pool, ctx.baseUrl, s.engine.jobs));
-  return { status: 200, body: pageOf(all, ctx.query, ctx.baseUrl, `/pools/${pool.id}/nodes`) };
+  return { status: 200, body: pageOf(all, ctx.query, ctx.baseUrl, `/pools/${pool.id}/nodes`, NODE_FILTERS) };
 };
 
 function nodeOr404(s: Services, poolId: string, nodeId: string) {

@@ -1,4 +1,5 @@
 import { nextETag } from '../model/etag';
+import { TASK_FILTERS } from '../model/filterable';
 import { applySelect, pageOf } from '../model/odata';
 import type { JobRecord, Json, TaskRecord } from '../model/types';
 import { iso, subtaskView, taskView } from '../model/views';
@@ -131,7 +132,7 @@ const addTaskCollection: Handler = (ctx, p, s) => {
 const listTasks: Handler = (ctx, p, s) => {
   const job = jobOr404(s, p.jobId);
   const all = [...job.tasks.values()].sort((a, b) => a.seq - b.seq).map((t) => taskView(t, ctx.baseUrl, (pid, nid) => s.engine.findNode(pid, nid)));
-  return { status: 200, body: pageOf(all, ctx.query, ctx.baseUrl, `/jobs/${job.id}/tasks`) };
+  return { status: 200, body: pageOf(all, ctx.query, ctx.baseUrl, `/jobs/${job.id}/tasks`, TASK_FILTERS) };
 };
 
 const getTask: Handler = (ctx, p, s) => {
