@@ -317,4 +317,42 @@ describe('the Batch emulator is as strict as Batch', () => {
       }
     });
   });
+
+  describe('deletion takes a while, as on Batch', () => {
+    let slow: BatchEmulatorHandle;
+    let c: BatchServiceClient;
+    beforeAll(async () => {
+      slow = await startBatchEmulator({ timing: { ...FAST, poolDeleteMs: 800, jobDeleteMs: 800 } });
+      c = sdkClient(slow);
+    });
+    afterAll(async () => {
+      await slow?.stop();
+    });
+    const raw = (method: string, path: string, body?: unknown) => signedFetch(slow, method, path, body);
+
+    it('keeps a deleted pool in state deleting and refuses its id with 409 PoolBeingDeleted until it is gone', async () => {
+      const body = { id: 'reused-pool', vmSize: 'standard_d2s_v3', virtualMachineConfiguration: VM, targetDedicatedNodes: 1 };
+      await c.pool.add(body);
+      await waitForNodes(c, 'reused-pool', 1);
+      await c.pool.deleteMethod('reused-pool');
+      expect((await c.pool.get('reused-pool')).state).toBe('deleting');
+      const again = await raw('POST', '/pools', body);
+      expect({ status: again.status, code: (again.json as BatchErrorBody).code }).toEqual({ status: 409, code: 'PoolBeingDeleted' });
+      expect((await raw('POST', '/pools/reused-pool/resize', { targetDedicatedNodes: 2 })).status).toBe(409);
+      await waitFor('pool gone', async () => ((await c.pool.exists('reused-pool')).body === false ? true : undefined));
+      expect((await raw('POST', '/pools', body)).status).toBe(201);
+    });
+
+    it('keeps a deleted job in state deleting and refuses its id with 409 JobBeingDeleted until it is gone', async () => {
+      await c.pool.add({ id: 'jp', vmSize: 'standard_d2s_v3', virtualMachineConfiguration: VM, targetDedicatedNodes: 0 });
+      await c.job.add({ id: 'reused-job', poolInfo: { poolId: 'jp' } });
+      await c.job.deleteMethod('reused-job');
+      expect((await c.job.get('reused-job')).state).toBe('deleting');
+      const again = await raw('POST', '/jobs', { id: 'reused-job', poolInfo: { poolId: 'jp' } });
+      expect({ status: again.status, code: (again.json as BatchErrorBody).code }).toEqual({ status: 409, code: 'JobBeingDeleted' });
+      expect((await raw('POST', '/jobs/reused-job/tasks', { id: 't', commandLine: '/bin/true' })).status).toBe(409);
+      await waitFor('job gone', async () => ((await raw('GET', '/jobs/reused-job')).status === 404 ? true : undefined));
+      expect((await raw('POST', '/jobs', { id: 'reused-job', poolInfo: { poolId: 'jp' } })).status).toBe(201);
+    });
+  });
 });

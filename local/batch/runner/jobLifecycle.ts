@@ -59,7 +59,12 @@ export class JobLifecycle {
     this.setState(job, 'completed');
   }
 
+  /**
+   * Deletion, as Batch does it: the job is `deleting` (its id refused with JobBeingDeleted) while running tasks
+   * end, release tasks run and files go, and for at least timing.jobDeleteMs; then it is gone.
+   */
   async delete(job: JobRecord): Promise<void> {
+    const started = Date.now();
     const wasEnded = job.state === 'completed' || job.state === 'terminating';
     this.setState(job, 'deleting');
     this.engine.cancel(job.wallClockTimer);
@@ -74,6 +79,8 @@ export class JobLifecycle {
         n.jobTasks.delete(job.id.toLowerCase());
       }
     }
+    const rest = this.engine.cfg.timing.jobDeleteMs - (Date.now() - started);
+    if (rest > 0) await new Promise<void>((resolve) => this.engine.later(rest, resolve));
     this.engine.jobs.delete(job.id.toLowerCase());
   }
 
