@@ -355,4 +355,112 @@ describe('the Batch emulator is as strict as Batch', () => {
       expect((await raw('POST', '/jobs', { id: 'reused-job', poolInfo: { poolId: 'jp' } })).status).toBe(201);
     });
   });
+
+  describe('exitConditions, onTaskFailure and disableTasks are carried out', () => {
+    let pool: string;
+    beforeAll(async () => {
+      pool = uid('exits');
+      await client.pool.add({ id: pool, vmSize: 'standard_d2s_v3', virtualMachineConfiguration: VM, targetDedicatedNodes: 1, taskSlotsPerNode: 4 });
+      await waitForNodes(client, pool, 1);
+    });
+    const exitJob = async (extra: object = {}) => {
+      const id = uid('exitjob');
+      await client.job.add({ id, poolInfo: { poolId: pool }, onTaskFailure: 'performexitoptionsjobaction', ...extra });
+      return id;
+    };
+    const jobState = async (id: string) => (await client.job.get(id)).state;
+
+    it('terminates the job (terminateReason TaskFailed) for an exit code mapped to jobAction terminate', async () => {
+      const j = await exitJob();
+      await client.task.add(j, { id: 'ok-exit-1', commandLine: '/bin/sh -c "exit 1"', exitConditions: { exitCodes: [{ code: 1, exitOptions: { jobAction: 'none' } }] } });
+      await waitForTask(client, j, 'ok-exit-1');
+      expect(await jobState(j)).toBe('active');
+      await client.task.add(j, { id: 'exit-3', commandLine: '/bin/sh -c "exit 3"', exitConditions: { exitCodeRanges: [{ start: 2, end: 5, exitOptions: { jobAction: 'terminate' } }] } });
+      const done = await waitFor('job completed', async () => {
+        const got = await client.job.get(j);
+        return got.state === 'completed' ? got : undefined;
+      });
+      expect(done.executionInfo?.terminateReason).toBe('TaskFailed');
+    });
+
+    it("terminates on any failure by default (jobAction defaults to terminate), but never with onTaskFailure noaction", async () => {
+      const j = await exitJob();
+      await client.task.add(j, { id: 'fails', commandLine: '/bin/sh -c "exit 7"' });
+      await waitFor('job completed', async () => ((await jobState(j)) === 'completed' ? true : undefined));
+      const plain = uid('noaction');
+      await client.job.add({ id: plain, poolInfo: { poolId: pool } });
+      await client.task.add(plain, { id: 'fails', commandLine: '/bin/sh -c "exit 7"' });
+      await waitForTask(client, plain, 'fails');
+      expect(await jobState(plain)).toBe('active');
+    });
+
+    it('disables the job for jobAction disable, even on exit code 0 when it is listed', async () => {
+      const j = await exitJob();
+      await client.task.add(j, { id: 'disabler', commandLine: '/bin/true', exitConditions: { exitCodes: [{ code: 0, exitOptions: { jobAction: 'disable' } }] } });
+      await waitFor('job disabled', async () => ((await jobState(j)) === 'disabled' ? true : undefined));
+      await client.task.add(j, { id: 'held', commandLine: '/bin/true' });
+      await new Promise((r) => setTimeout(r, 300));
+      expect((await client.task.get(j, 'held')).state).toBe('active');
+      await client.job.enable(j);
+      await waitForTask(client, j, 'held');
+    });
+
+    it('takes preProcessingError for a task that could not start, and does not retry it', async () => {
+      const j = await exitJob();
+      await client.task.add(j, {
+        id: 'no-download',
+        commandLine: '/bin/true',
+        resourceFiles: [{ httpUrl: 'http://127.0.0.1:9/missing', filePath: 'x' }],
+        constraints: { maxTaskRetryCount: 2 },
+        exitConditions: { preProcessingError: { jobAction: 'none' }, default: { jobAction: 'terminate' } },
+      });
+      const t = await waitForTask(client, j, 'no-download');
+      expect(t.executionInfo).toMatchObject({ result: 'failure', retryCount: 0, failureInfo: { code: 'BlobDownloadMiscError' } });
+      expect(await jobState(j)).toBe('active');
+    });
+
+    it('lets dependent tasks run after a failure whose dependencyAction is satisfy, and holds them after a blocking one', async () => {
+      const j = uid('deps');
+      await client.job.add({ id: j, poolInfo: { poolId: pool }, usesTaskDependencies: true });
+      await client.task.add(j, { id: 'soft', commandLine: '/bin/sh -c "exit 4"', exitConditions: { default: { dependencyAction: 'satisfy' } } });
+      await client.task.add(j, { id: 'hard', commandLine: '/bin/sh -c "exit 4"' });
+      await client.task.add(j, { id: 'after-soft', commandLine: '/bin/true', dependsOn: { taskIds: ['soft'] } });
+      await client.task.add(j, { id: 'after-hard', commandLine: '/bin/true', dependsOn: { taskIds: ['hard'] } });
+      await waitForTask(client, j, 'after-soft');
+      await waitForTask(client, j, 'hard');
+      await new Promise((r) => setTimeout(r, 300));
+      expect((await client.task.get(j, 'after-hard')).state).toBe('active');
+    });
+
+    it.each([
+      ['requeue', 'active', 1],
+      ['terminate', 'completed', 0],
+    ] as const)('job disable with disableTasks %s: the running task is %s', async (disableTasks, taskState, requeues) => {
+      const j = uid(`disable-${disableTasks}`);
+      await client.job.add({ id: j, poolInfo: { poolId: pool } });
+      await client.task.add(j, { id: 'long', commandLine: '/bin/sleep 30' });
+      await waitForTask(client, j, 'long', 'running');
+      await client.job.disable(j, disableTasks);
+      const t = await waitForTask(client, j, 'long', taskState);
+      expect(t.executionInfo?.requeueCount).toBe(requeues);
+      if (disableTasks === 'terminate') expect(t.executionInfo?.failureInfo?.code).toBe('TaskEnded');
+      expect(await jobState(j)).toBe('disabled');
+      if (disableTasks === 'requeue') {
+        await client.job.enable(j);
+        await waitForTask(client, j, 'long', 'running');
+      }
+      await client.job.terminate(j);
+    });
+
+    it('job disable with disableTasks wait: the job is disabling until its running tasks finish', async () => {
+      const j = uid('disable-wait');
+      await client.job.add({ id: j, poolInfo: { poolId: pool } });
+      await client.task.add(j, { id: 'finishing', commandLine: '/bin/sleep 1' });
+      await waitForTask(client, j, 'finishing', 'running');
+      await client.job.disable(j, 'wait');
+      expect(await jobState(j)).toBe('disabling');
+      expect((await waitForTask(client, j, 'finishing')).executionInfo?.result).toBe('success');
+      await waitFor('job disabled', async () => ((await jobState(j)) === 'disabled' ? true : undefined));
+    });
+  });
 });

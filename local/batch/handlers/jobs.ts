@@ -173,7 +173,9 @@ const disableJob: Handler = (ctx, p, s) => {
   checkConditions(ctx, job);
   refuseWhileJobDeleting(job);
   if (job.state !== 'active') throw errors.conflict('JobNotActive', `The specified job is not in active state (it is ${job.state}).`);
-  s.jobs.setState(job, 'disabled');
+  // The spec requires disableTasks (checked at the door).
+  const option = optionalEnum(jsonBody(ctx), 'disableTasks', ['requeue', 'terminate', 'wait']) as 'requeue' | 'terminate' | 'wait';
+  s.jobs.disable(job, option);
   return { status: 202, headers: writeHeaders(job, `${ctx.baseUrl}/jobs/${job.id}`) };
 };
 
@@ -181,7 +183,8 @@ const enableJob: Handler = (ctx, p, s) => {
   const job = jobOr404(s, p.jobId);
   checkConditions(ctx, job);
   refuseWhileJobDeleting(job);
-  if (job.state === 'disabled') s.jobs.setState(job, 'active');
+  refuseWhileJobEnding(job);
+  s.jobs.enable(job);
   s.scheduler.kick();
   return { status: 202, headers: writeHeaders(job, `${ctx.baseUrl}/jobs/${job.id}`) };
 };

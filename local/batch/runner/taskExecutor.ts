@@ -2,6 +2,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { timerMs } from '../model/duration';
 import { touch } from '../model/etag';
+import { isFileUploadFailure, isPreProcessingFailure } from '../model/exitOptions';
 import type { ExecInfo, JobRecord, Json, NodeRecord, PoolRecord, SubtaskRecord, TaskRecord, TaskState } from '../model/types';
 import { Engine, taskKey } from './engine';
 import { userEnv } from './env';
@@ -446,18 +447,32 @@ export class TaskExecutor {
     s.result = result;
   }
 
-  /** Ends the current attempt: retry within maxTaskRetryCount, else complete the task. */
+  /**
+   * Ends the current attempt: a nonzero exit is retried within maxTaskRetryCount (pre-processing and file upload
+   * errors are not retried, as on Batch), else the task completes. A retry of a task whose job is disabled waits,
+   * active, for the job to be enabled.
+   */
   private complete(job: JobRecord, task: TaskRecord, nodes: NodeRecord[], attempt: number, out: RunOutcome): void {
     if (task.attempt !== attempt) return;
     this.killTaskProcesses(task);
     const exec = task.executionInfo as ExecInfo;
     const failed = !!out.failureInfo || out.exitCode !== 0;
+    const code = out.failureInfo?.code;
     const max = task.constraints.maxTaskRetryCount;
-    if (failed && (max === -1 || exec.retryCount < max) && job.state === 'active' && nodes.every((n) => !n.removed)) {
+    const retryable = failed && !isPreProcessingFailure(code) && !isFileUploadFailure(code) && (max === -1 || exec.retryCount < max);
+    if (retryable && ['active', 'disabling', 'disabled'].includes(job.state) && nodes.every((n) => !n.removed)) {
       exec.retryCount += 1;
       exec.lastRetryTime = new Date();
       touch(task);
-      this.start(job, task, nodes);
+      if (job.state === 'active') {
+        this.start(job, task, nodes);
+      } else {
+        task.attempt += 1;
+        this.release(task, nodes, false);
+        delete task.nodeInfo;
+        task.subtasks = [];
+        setTaskState(task, 'active');
+      }
       return;
     }
     exec.endTime = new Date();
