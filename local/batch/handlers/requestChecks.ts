@@ -87,8 +87,20 @@ export function checkBody(op: OperationDescription, body: unknown): void {
     if (op.body.required) throw new BatchHttpError(400, 'InvalidRequestBody', 'The specified Request Body is not syntactically valid.', [{ key: 'Reason', value: 'the request has no body' }]);
     return;
   }
-  const [first] = specValidator().requestBodyErrors(op.operationId, body);
+  // Batch reads enum values without regard to case (taskCompletion = taskcompletion).
+  const [first] = specValidator().requestBodyErrors(op.operationId, body).filter((e) => !(e.keyword === 'enum' && enumMatchesIgnoringCase(e, body)));
   if (first) throw bodyError(first, body);
+}
+
+function valueAt(body: unknown, instancePath: string): unknown {
+  const segments = instancePath.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  return segments.reduce<unknown>((cur, k) => (cur !== null && typeof cur === 'object' ? (cur as Record<string, unknown>)[k] : undefined), body);
+}
+
+function enumMatchesIgnoringCase(e: ErrorObject, body: unknown): boolean {
+  const value = valueAt(body, e.instancePath);
+  const allowed = ((e.params as { allowedValues?: unknown[] }).allowedValues ?? []).map((v) => String(v).toLowerCase());
+  return typeof value === 'string' && allowed.includes(value.toLowerCase());
 }
 
 /** One ajv error as Batch's error: UnsupportedProperty, MissingRequiredProperty or InvalidPropertyValue, with the path. */
@@ -106,7 +118,7 @@ export function bodyError(e: ErrorObject, body: unknown): BatchHttpError {
     ]);
   }
   if (segments.length === 0) return new BatchHttpError(400, 'InvalidRequestBody', 'The specified Request Body is not syntactically valid.', [{ key: 'Reason', value: `the body ${e.message ?? 'is invalid'}` }]);
-  const value = segments.reduce<unknown>((cur, k) => (cur !== null && typeof cur === 'object' ? (cur as Record<string, unknown>)[k] : undefined), body);
+  const value = valueAt(body, e.instancePath);
   const reason = e.keyword === 'enum' ? `must be one of ${(params.allowedValues as unknown[]).join(', ')}` : (e.message ?? e.keyword);
   return new BatchHttpError(400, 'InvalidPropertyValue', 'The value provided for one of the properties in the request body is invalid.', [
     { key: 'PropertyName', value: propertyPath(segments) },

@@ -8,6 +8,7 @@ import { Engine, taskKey } from './engine';
 import { userEnv } from './env';
 import { splitCommandLine } from './commandLine';
 import { groupAlive, killGroup, runCommandLine, type ProcessOutcome } from './processes';
+import { uploadOutputFiles } from './outputFiles';
 import { downloadResourceFiles } from './resourceFiles';
 import { taskRootRelative } from './sandbox';
 
@@ -327,8 +328,17 @@ export class TaskExecutor {
     setTaskState(task, 'running');
     const rel = taskRootRelative(job.id, task.id);
     const mi = task.spec.multiInstanceSettings as Json | undefined;
-    const outcome = mi ? await this.runMultiInstance(job, task, nodes, rel, mi, attempt) : await this.runSingle(job, task, nodes[0], rel);
+    let outcome = mi ? await this.runMultiInstance(job, task, nodes, rel, mi, attempt) : await this.runSingle(job, task, nodes[0], rel);
     if (task.attempt !== attempt || outcome === undefined) return;
+    const outputFiles = task.spec.outputFiles as Json[] | undefined;
+    // After the last attempt, if the process ran: uploaded from the primary's node only (multi-instance too).
+    if (outputFiles?.length && !isPreProcessingFailure(outcome.failureInfo?.code) && !this.willRetry(job, task, nodes, outcome)) {
+      const primary = nodes[0];
+      const dir = path.join(primary.rootDir, rel);
+      const failure = await uploadOutputFiles({ outputFiles, taskDir: dir, nodeRoot: primary.rootDir, env: this.taskEnv(job, task, primary, dir), exitCode: outcome.exitCode });
+      if (task.attempt !== attempt) return;
+      if (failure && !outcome.failureInfo) outcome = { ...outcome, failureInfo: failure };
+    }
     this.complete(job, task, nodes, attempt, outcome);
   }
 
@@ -447,6 +457,16 @@ export class TaskExecutor {
     s.result = result;
   }
 
+  /** Whether this attempt's outcome is retried (see complete). */
+  private willRetry(job: JobRecord, task: TaskRecord, nodes: NodeRecord[], out: RunOutcome): boolean {
+    const failed = !!out.failureInfo || out.exitCode !== 0;
+    const code = out.failureInfo?.code;
+    const max = task.constraints.maxTaskRetryCount;
+    const retries = (task.executionInfo as ExecInfo).retryCount;
+    if (!failed || isPreProcessingFailure(code) || isFileUploadFailure(code) || (max !== -1 && retries >= max)) return false;
+    return ['active', 'disabling', 'disabled'].includes(job.state) && nodes.every((n) => !n.removed);
+  }
+
   /**
    * Ends the current attempt: a nonzero exit is retried within maxTaskRetryCount (pre-processing and file upload
    * errors are not retried, as on Batch), else the task completes. A retry of a task whose job is disabled waits,
@@ -457,10 +477,7 @@ export class TaskExecutor {
     this.killTaskProcesses(task);
     const exec = task.executionInfo as ExecInfo;
     const failed = !!out.failureInfo || out.exitCode !== 0;
-    const code = out.failureInfo?.code;
-    const max = task.constraints.maxTaskRetryCount;
-    const retryable = failed && !isPreProcessingFailure(code) && !isFileUploadFailure(code) && (max === -1 || exec.retryCount < max);
-    if (retryable && ['active', 'disabling', 'disabled'].includes(job.state) && nodes.every((n) => !n.removed)) {
+    if (this.willRetry(job, task, nodes, out)) {
       exec.retryCount += 1;
       exec.lastRetryTime = new Date();
       touch(task);
