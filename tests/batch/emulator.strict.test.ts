@@ -5,6 +5,7 @@
  */
 import type { BatchServiceClient } from '@azure/batch';
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
+import { createContractRecorder, createContractValidator } from '../../local/batch/contract';
 import { sdkClient, signedFetch, waitFor, waitForNodes, waitForTask } from '../../local/batch/testing/sdkHelpers';
 
 const FAST = { allocateMs: 20, bootMs: 20, leaveMs: 20, rebootMs: 20, startTaskPollMs: 50 };
@@ -26,8 +27,9 @@ describe('the Batch emulator is as strict as Batch', () => {
   let client: BatchServiceClient;
   const call = (method: string, path: string, body?: unknown, opts?: Parameters<typeof signedFetch>[4]) => signedFetch(emu, method, path, body, opts);
 
+  const recorder = createContractRecorder();
   beforeAll(async () => {
-    emu = await startBatchEmulator({ timing: FAST });
+    emu = await startBatchEmulator({ timing: FAST, onExchange: (ex) => recorder.onExchange(ex) });
     client = sdkClient(emu);
   });
   afterAll(async () => {
@@ -462,5 +464,12 @@ describe('the Batch emulator is as strict as Batch', () => {
       expect((await waitForTask(client, j, 'finishing')).executionInfo?.result).toBe('success');
       await waitFor('job disabled', async () => ((await jobState(j)) === 'disabled' ? true : undefined));
     });
+  });
+
+  it('answered every request in these tests with a status and body the spec documents (errors are BatchError)', () => {
+    const v = createContractValidator();
+    const answered = recorder.exchanges().filter((ex) => v.matchOperation(ex.method, ex.path));
+    expect(answered.length).toBeGreaterThan(100);
+    expect(answered.flatMap((ex) => v.validateResponse(ex).map((p) => `${ex.method} ${ex.path}: ${p}`))).toEqual([]);
   });
 });
