@@ -85,9 +85,11 @@ describe('the Batch emulator is as strict as Batch', () => {
       expect((r.json as BatchErrorBody).message?.value).toContain(operationId);
     });
 
-    it('answers 400 InvalidUri for a path no operation has, and 405 for a verb the resource does not take', async () => {
+    it('answers 400 InvalidUri for a path no operation has, 405 for a verb the resource does not take, 400 for a broken URL', async () => {
       expect((await call('GET', '/nonsense')).status).toBe(400);
       expect((await call('PUT', '/pools/p1', { id: 'p1' })).status).toBe(405);
+      const broken = await call('GET', '/pools/%E0%A4%A');
+      expect({ status: broken.status, code: (broken.json as BatchErrorBody).code }).toEqual({ status: 400, code: 'RequestUrlFailedToParse' });
     });
   });
 

@@ -42,6 +42,15 @@ function decode(s: string): string | null {
   }
 }
 
+/** Decoded path segments; a broken %-escape is Batch's RequestUrlFailedToParse, not an emulator crash. */
+function pathSegments(rawPath: string): string[] {
+  try {
+    return rawPath.split('/').filter(Boolean).map((s) => decodeURIComponent(s));
+  } catch {
+    throw new BatchHttpError(400, 'RequestUrlFailedToParse', 'The url in the request could not be parsed.');
+  }
+}
+
 function flatHeaders(req: IncomingMessage): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) out[k.toLowerCase()] = Array.isArray(v) ? v.join(',') : v;
@@ -106,7 +115,7 @@ async function handle(cfg: ServerConfig, req: IncomingMessage, res: ServerRespon
         throw new BatchHttpError(400, 'InvalidRequestBody', 'The specified Request Body is not syntactically valid.');
       }
     }
-    const segments = rawPath.split('/').filter(Boolean).map((s) => decodeURIComponent(s));
+    const segments = pathSegments(rawPath);
     const m = route(method, segments);
     const op = specValidator().describeOperation(method, rawPath);
     if (!m || 'methodNotAllowed' in m) {
