@@ -13,7 +13,7 @@ import vm from 'node:vm';
 import http from 'node:http';
 import { startBatchEmulator } from '../local/batch';
 import { sign, stringToSign } from '../local/batch/auth/sharedKey';
-import { sdkClient, sleep, waitFor, waitForNodes, waitForTask } from '../local/batch/testing/sdkHelpers';
+import { LINUX_VM_CONFIGURATION, sdkClient, sleep, waitFor, waitForNodes, waitForTask } from '../local/batch/testing/sdkHelpers';
 
 // A real gc() without needing --expose-gc on the command line, so heap figures are settled.
 v8.setFlagsFromString('--expose-gc');
@@ -32,7 +32,7 @@ async function main(): Promise<void> {
   const client = sdkClient(emu);
   try {
     // 1. Task start latency: add → running, seen by a client polling every 2 ms, and by the service's own timestamps.
-    await client.pool.add({ id: 'lat', vmSize: 'standard_d2s_v3', targetDedicatedNodes: 1, taskSlotsPerNode: 8 });
+    await client.pool.add({ id: 'lat', vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 1, taskSlotsPerNode: 8 });
     await waitForNodes(client, 'lat', 1);
     await client.job.add({ id: 'lat', poolInfo: { poolId: 'lat' } });
     const observed: number[] = [];
@@ -51,7 +51,7 @@ async function main(): Promise<void> {
     console.log(`task start latency (service creationTime → startTime): ${stats(service)}`);
 
     // 2. Multi-instance start on 8 nodes.
-    await client.pool.add({ id: 'mi8', vmSize: 'standard_hb120rs_v3', targetDedicatedNodes: 8, taskSlotsPerNode: 1, enableInterNodeCommunication: true });
+    await client.pool.add({ id: 'mi8', vmSize: 'standard_hb120rs_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 8, taskSlotsPerNode: 1, enableInterNodeCommunication: true });
     const poolT0 = performance.now();
     await waitForNodes(client, 'mi8', 8);
     console.log(`8-node pool add → all idle: ${(performance.now() - poolT0).toFixed(0)} ms (allocateMs=${TIMING.allocateMs}, bootMs=${TIMING.bootMs})`);
@@ -141,7 +141,7 @@ async function main(): Promise<void> {
 
     // 4. Memory per emulated node (idle nodes; tasks' own processes are not counted).
     // Warm up the node code paths first so that compiled code is not counted as node memory.
-    await client.pool.add({ id: 'warm', vmSize: 'standard_d2s_v3', targetDedicatedNodes: 5 });
+    await client.pool.add({ id: 'warm', vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 5 });
     await waitForNodes(client, 'warm', 5);
     await client.pool.deleteMethod('warm');
     await sleep(500);
@@ -149,7 +149,7 @@ async function main(): Promise<void> {
     await sleep(100);
     const before = process.memoryUsage();
     const N = 400;
-    await client.pool.add({ id: 'mem', vmSize: 'standard_d2s_v3', targetDedicatedNodes: N });
+    await client.pool.add({ id: 'mem', vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: N });
     await waitForNodes(client, 'mem', N, ['idle'], 60_000);
     gc();
     await sleep(100);

@@ -17,8 +17,10 @@ export interface EmulatorTiming {
   leaveMs?: number;
   /** rebooting → starting. */
   rebootMs?: number;
-  /** How long a deleted pool stays visible in state `deleting` (at least leaveMs). */
+  /** How long a deleted pool stays visible in state `deleting` (at least leaveMs); its id is refused with PoolBeingDeleted meanwhile. */
   poolDeleteMs?: number;
+  /** How long a deleted job stays visible in state `deleting` (at least as long as its release tasks run); JobBeingDeleted meanwhile. */
+  jobDeleteMs?: number;
 }
 
 export type ResolvedTiming = Required<EmulatorTiming>;
@@ -30,6 +32,7 @@ export const DEFAULT_TIMING: ResolvedTiming = {
   leaveMs: 100,
   rebootMs: 300,
   poolDeleteMs: 200,
+  jobDeleteMs: 200,
 };
 
 export interface ExchangeRecord {

@@ -173,7 +173,8 @@ export async function enableAutoTerminate(ctx: BatchContext, batchJobId: string)
   }
 }
 
-const ENDED_CODES = ['JobCompleted', 'JobTerminating', 'JobBeingDeleted'];
+/** Batch's 409 codes for a job that has ended or is ending (JobBeingTerminated while release tasks run). */
+const ENDED_CODES = ['JobCompleted', 'JobBeingTerminated', 'JobBeingDeleted'];
 
 export type TerminateOutcome = 'terminated' | 'alreadyEnded' | 'notFound';
 

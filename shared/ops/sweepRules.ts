@@ -230,7 +230,8 @@ export function planSweep(o: SweepObservation, s: SweepSettings, skipped: SweepS
   });
   const watched = new Set(containerJobs.map((c) => c.jobId));
   each(o.batchJobs, 'leftoverContainers', (bj) => bj.jobId, (bj) => {
-    if (bj.purpose === CONTAINER_CLEANUP_PURPOSE && !watched.has(bj.jobId)) {
+    // A housekeeping job already being deleted stays listed (state deleting) until Batch has removed it.
+    if (bj.purpose === CONTAINER_CLEANUP_PURPOSE && !watched.has(bj.jobId) && bj.state !== 'deleting') {
       actions.push({ kind: 'deleteBatchJob', rule: 'leftoverContainers', jobId: bj.jobId, batchJobId: bj.batchJobId, reason: `no finished job of ours still waits on this container cleanup` });
     }
   });

@@ -254,6 +254,23 @@ describe('Batch adapter against the emulator', () => {
     await deleteJob(ctx, 'longjob');
   });
 
+  test('terminateJob and enableAutoTerminate on a job still terminating (release tasks running) answer alreadyEnded', async () => {
+    // Batch answers 409 JobBeingTerminated while the release tasks run; the adapter counts that as ended.
+    await createJob(ctx, {
+      batchJobId: 'slowrelease', jobId: JOB, poolId: POOL,
+      preparationTask: { commandLine: '/bin/true' },
+      releaseTask: { commandLine: '/bin/sh -c "sleep 2"' },
+    });
+    await addNodeTask(ctx, 'slowrelease', { id: 'quick', affinityId: ready.nodes[0].affinityId, commandLine: '/bin/true' });
+    await completed(ctx, 'slowrelease', 'quick');
+    expect(await terminateJob(ctx, 'slowrelease')).toBe('terminated');
+    expect((await getJob(ctx, 'slowrelease'))?.state).toBe('terminating');
+    expect(await terminateJob(ctx, 'slowrelease')).toBe('alreadyEnded');
+    expect(await enableAutoTerminate(ctx, 'slowrelease')).toBe('alreadyEnded');
+    await until('job completed', async () => ((await getJob(ctx, 'slowrelease'))?.state === 'completed' ? true : undefined));
+    await deleteJob(ctx, 'slowrelease');
+  });
+
   test('resizePool and removeNodes replace nodes; repeats are not errors', async () => {
     await resizePool(ctx, POOL, 3, 5);
     await resizePool(ctx, POOL, 3, 5); // resize already under way (or done) towards 3

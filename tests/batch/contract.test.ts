@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
 import { createContractRecorder, createContractValidator, type ContractRecorder } from '../../local/batch/contract';
 import * as batch from '../../shared/batch';
+import { productOperations } from './productOperations';
 import { until } from './until';
 import { emulatorBatchContext } from './emulatorContext';
 
@@ -120,7 +121,7 @@ describe('every exchange of the adapter workload conforms to the Batch OpenAPI d
     await until('job ended', async () => ((await batch.getJob(ctx, BJOB))?.state === 'completed' ? true : undefined));
     await batch.getNodeLifecycleStatus(ctx, BJOB);
     await batch.enableAutoTerminate(ctx, BJOB); // 409 JobCompleted
-    await batch.terminateTask(ctx, BJOB, 'pull-0');
+    await batch.terminateTask(ctx, BJOB, 'pull-0'); // 409 TaskCompleted: done already
     await batch.deleteTask(ctx, BJOB, 'pull-0');
     await batch.getTask(ctx, BJOB, 'pull-0'); // 404
     await batch.terminateJob(ctx, BJOB); // 409 JobCompleted
@@ -145,6 +146,8 @@ describe('every exchange of the adapter workload conforms to the Batch OpenAPI d
     const operations = [...recorder.coverage().keys()];
     expect(operations).not.toContain('(no operation)');
     expect(operations.length).toBeGreaterThanOrEqual(MIN_OPERATIONS);
+    // Every operation the product calls (read from shared/batch's sources) went over the wire here.
+    expect(productOperations().filter((op) => !operations.includes(op))).toEqual([]);
     // Error responses were exercised and validated against BatchError too.
     const errorStatuses = [...recorder.statuses().values()].flat().filter((s) => s >= 400);
     expect(errorStatuses).toEqual(expect.arrayContaining([404, 409]));

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
-import { readTaskFile, sdkClient, waitFor, waitForNodes, waitForTask } from '../../local/batch/testing/sdkHelpers';
+import { LINUX_VM_CONFIGURATION, readTaskFile, sdkClient, waitFor, waitForNodes, waitForTask } from '../../local/batch/testing/sdkHelpers';
 
 const TIMING = { allocateMs: 20, bootMs: 20, leaveMs: 20 };
 
@@ -25,7 +25,7 @@ describe('Batch emulator persistence across restarts', () => {
   it('keeps the account and requeues what was running', async () => {
     emu = await startBatchEmulator({ dataDir, persist: true, timing: TIMING });
     let client = sdkClient(emu);
-    await client.pool.add({ id: 'keep', vmSize: 'standard_d2s_v3', targetDedicatedNodes: 1, taskSlotsPerNode: 2 });
+    await client.pool.add({ id: 'keep', vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 1, taskSlotsPerNode: 2 });
     const [before] = await waitForNodes(client, 'keep', 1);
     await client.job.add({ id: 'kj', poolInfo: { poolId: 'keep' } });
     await client.task.add('kj', { id: 'done', commandLine: '/bin/sh -c "echo finished"' });

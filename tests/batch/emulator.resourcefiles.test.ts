@@ -6,7 +6,7 @@ import { BlobServiceClient, ContainerSASPermissions, StorageSharedKeyCredential,
 import type { BatchServiceClient } from '@azure/batch';
 import { startAzurite, type AzuriteHandle } from '../../local/azurite';
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
-import { readTaskFile, sdkClient, waitForNodes, waitForTask } from '../../local/batch/testing/sdkHelpers';
+import { LINUX_VM_CONFIGURATION, readTaskFile, sdkClient, waitForNodes, waitForTask } from '../../local/batch/testing/sdkHelpers';
 
 describe('resource files from Azurite SAS URLs', () => {
   let azurite: AzuriteHandle;
@@ -43,6 +43,7 @@ describe('resource files from Azurite SAS URLs', () => {
     await client.pool.add({
       id: 'rf',
       vmSize: 'standard_d2s_v3',
+      virtualMachineConfiguration: LINUX_VM_CONFIGURATION,
       targetDedicatedNodes: 1,
       startTask: {
         commandLine: `/bin/sh -c 'cat data/shards/a.txt data/shards/b.txt; ls data/shards; test ! -e data/other'`,

@@ -7,7 +7,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
-import { processesMentioning, readTaskFile, sdkClient, signedFetch, waitFor, waitForNodes, waitForTask } from '../../local/batch/testing/sdkHelpers';
+import { LINUX_VM_CONFIGURATION, processesMentioning, readTaskFile, sdkClient, signedFetch, waitFor, waitForNodes, waitForTask } from '../../local/batch/testing/sdkHelpers';
 import { existsSync } from 'node:fs';
 
 const FAST = { allocateMs: 20, bootMs: 20, leaveMs: 20, rebootMs: 20, startTaskPollMs: 100 };
@@ -43,6 +43,7 @@ describe('Batch emulator through @azure/batch', () => {
     await client.pool.add({
       id,
       vmSize: 'standard_d2s_v3',
+      virtualMachineConfiguration: LINUX_VM_CONFIGURATION,
       targetDedicatedNodes: opts.nodes ?? 1,
       taskSlotsPerNode: opts.slots ?? 1,
       enableInterNodeCommunication: opts.interNode ?? false,
@@ -58,35 +59,35 @@ describe('Batch emulator through @azure/batch', () => {
   }
 
   describe('authentication', () => {
-    it('answers 401 with Batch’s error body when the signature is wrong', async () => {
+    it('answers 403 AuthenticationFailed with Batch’s error body when the signature is wrong', async () => {
       const bad = sdkClient({ ...emu, accountKey: Buffer.from('not the key').toString('base64') });
       const err = await failure(bad.pool.list());
-      expect(err.statusCode).toBe(401);
+      expect(err.statusCode).toBe(403);
       expect(err.code).toBe('AuthenticationFailed');
       expect(err.body?.values?.[0]?.key).toBe('AuthenticationErrorDetail');
     });
 
-    it('answers 401 when the Authorization header is missing', async () => {
+    it('answers 403 when the Authorization header is missing', async () => {
       const res = await fetch(`${emu.url}/pools?api-version=2022-10-01.16.0`);
-      expect(res.status).toBe(401);
+      expect(res.status).toBe(403);
       const body = (await res.json()) as Record<string, unknown>;
       expect(body).toMatchObject({ code: 'AuthenticationFailed', message: { lang: 'en-US' } });
       expect(String(body['odata.metadata'])).toContain('$metadata#Microsoft.Azure.Batch.Protocol.Entities.Container.errors');
     });
 
-    it('answers 401 for another account name', async () => {
+    it('answers 403 for another account name', async () => {
       const other = sdkClient({ ...emu, accountName: 'someoneelse' });
-      expect((await failure(other.job.list())).statusCode).toBe(401);
+      expect((await failure(other.job.list())).statusCode).toBe(403);
     });
   });
 
   describe('errors, ETags and request ids', () => {
     it('uses Batch’s codes and statuses', async () => {
       const p = await pool({ nodes: 0 });
-      expect(await failure(client.pool.add({ id: p, vmSize: 'x' }))).toMatchObject({ statusCode: 409, code: 'PoolExists' });
+      expect(await failure(client.pool.add({ id: p, vmSize: 'x', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 0 }))).toMatchObject({ statusCode: 409, code: 'PoolExists' });
       expect(await failure(client.pool.get('no-such-pool'))).toMatchObject({ statusCode: 404, code: 'PoolNotFound' });
       expect(await failure(client.job.get('no-such-job'))).toMatchObject({ statusCode: 404, code: 'JobNotFound' });
-      const bad = await failure(client.pool.add({ id: 'bad id!', vmSize: 'x' }));
+      const bad = await failure(client.pool.add({ id: 'bad id!', vmSize: 'x', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 0 }));
       expect(bad).toMatchObject({ statusCode: 400, code: 'InvalidPropertyValue' });
       expect(bad.body?.values).toContainEqual({ key: 'PropertyName', value: 'id' });
       const j = await job(p);
@@ -120,7 +121,7 @@ describe('Batch emulator through @azure/batch', () => {
   describe('lists', () => {
     it('pages with odata.nextLink and applies $filter and $select', async () => {
       const prefix = uid('page');
-      for (let i = 0; i < 5; i++) await client.pool.add({ id: `${prefix}-${i}`, vmSize: 'standard_d2s_v3', targetDedicatedNodes: 0 });
+      for (let i = 0; i < 5; i++) await client.pool.add({ id: `${prefix}-${i}`, vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 0 });
       const filter = `startswith(id,'${prefix}') and state eq 'active'`;
       const first = await client.pool.list({ poolListOptions: { filter, maxResults: 2, select: 'id,state' } });
       expect(first.length).toBe(2);
@@ -279,7 +280,7 @@ describe('Batch emulator through @azure/batch', () => {
       const after = await waitForTask(client, j, 'after');
       expect(+(after.executionInfo?.startTime as Date)).toBeGreaterThanOrEqual(+(first.executionInfo?.endTime as Date));
       const noDeps = await job(p);
-      expect(await failure(client.task.add(noDeps, { id: 'x', commandLine: '/bin/true', dependsOn: { taskIds: ['y'] } }))).toMatchObject({ statusCode: 409, code: 'TaskDependenciesNotSpecifiedOnJob' });
+      expect(await failure(client.task.add(noDeps, { id: 'x', commandLine: '/bin/true', dependsOn: { taskIds: ['y'] } }))).toMatchObject({ statusCode: 400, code: 'TaskDependenciesNotSpecifiedOnJob' });
     });
 
     it('never schedules a multi-instance task on a pool without inter-node communication', async () => {
@@ -392,7 +393,7 @@ describe('Batch emulator through @azure/batch', () => {
     it('makes a node unusable', async () => {
       const p = uid('unusable');
       emu.setFaults({ unusableNodes: { count: 1, poolId: p } });
-      await client.pool.add({ id: p, vmSize: 'standard_d2s_v3', targetDedicatedNodes: 2 });
+      await client.pool.add({ id: p, vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 2 });
       const nodes = await waitForNodes(client, p, 2, ['idle', 'unusable']);
       const bad = nodes.filter((n) => n.state === 'unusable');
       expect(bad.length).toBe(1);
@@ -418,7 +419,7 @@ describe('Batch emulator through @azure/batch', () => {
     it('fails start tasks on chosen nodes', async () => {
       const p = uid('stfail');
       emu.setFaults({ startTaskFailure: { count: 1, poolId: p, exitCode: 42 } });
-      await client.pool.add({ id: p, vmSize: 'standard_d2s_v3', targetDedicatedNodes: 2, startTask: { commandLine: '/bin/true', waitForSuccess: true } });
+      await client.pool.add({ id: p, vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 2, startTask: { commandLine: '/bin/true', waitForSuccess: true } });
       const nodes = await waitForNodes(client, p, 2, ['idle', 'starttaskfailed']);
       expect(nodes.map((n) => n.state).sort()).toEqual(['idle', 'starttaskfailed']);
       expect(nodes.find((n) => n.state === 'starttaskfailed')?.startTaskInfo).toMatchObject({ exitCode: 42, result: 'failure' });
@@ -428,7 +429,7 @@ describe('Batch emulator through @azure/batch', () => {
     it('allocates fewer nodes than asked and reports resizeErrors once steady', async () => {
       const p = uid('partial');
       emu.setFaults({ allocation: { maxNodes: 1, poolId: p } });
-      await client.pool.add({ id: p, vmSize: 'standard_d2s_v3', targetDedicatedNodes: 3 });
+      await client.pool.add({ id: p, vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 3 });
       const steady = await waitFor('steady', async () => {
         const got = await client.pool.get(p);
         return got.allocationState === 'steady' ? got : undefined;
@@ -437,7 +438,7 @@ describe('Batch emulator through @azure/batch', () => {
       expect(steady.resizeErrors?.[0]?.code).toBe('AllocationTimedout');
       const total = uid('nothing');
       emu.setFaults({ allocation: { maxNodes: 0, poolId: total } });
-      await client.pool.add({ id: total, vmSize: 'standard_d2s_v3', targetDedicatedNodes: 2 });
+      await client.pool.add({ id: total, vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 2 });
       const none = await waitFor('steady', async () => {
         const got = await client.pool.get(total);
         return got.allocationState === 'steady' ? got : undefined;
@@ -468,7 +469,7 @@ describe('Batch emulator through @azure/batch', () => {
     it('makes some nodes slow to allocate', async () => {
       const p = uid('slow');
       emu.setFaults({ slowNodes: { count: 1, extraAllocateMs: 1500, poolId: p } });
-      await client.pool.add({ id: p, vmSize: 'standard_d2s_v3', targetDedicatedNodes: 2 });
+      await client.pool.add({ id: p, vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 2 });
       const early = await waitFor('one idle node', async () => {
         const nodes = await client.computeNode.list(p);
         return nodes.some((n) => n.state === 'idle') ? nodes : undefined;
@@ -510,7 +511,7 @@ describe('Batch emulator through @azure/batch', () => {
 
     it('runs the command line through docker run with the node root mapped and the task env', async () => {
       const c = sdkClient(withDocker);
-      await c.pool.add({ id: 'cp', vmSize: 'standard_d2s_v3', targetDedicatedNodes: 1 });
+      await c.pool.add({ id: 'cp', vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 1 });
       const [node] = await waitForNodes(c, 'cp', 1);
       await c.job.add({ id: 'cj', poolInfo: { poolId: 'cp' } });
       await c.task.add('cj', { id: 'ct', commandLine: 'hostname -f', containerSettings: { imageName: 'registry.local/app:1', containerRunOptions: '--network host' } });
@@ -528,7 +529,7 @@ describe('Batch emulator through @azure/batch', () => {
   it('stop() kills running task processes and removes its data dir', async () => {
     const own = await startBatchEmulator({ timing: FAST });
     const c = sdkClient(own);
-    await c.pool.add({ id: 'sp', vmSize: 'standard_d2s_v3', targetDedicatedNodes: 1 });
+    await c.pool.add({ id: 'sp', vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 1 });
     await waitForNodes(c, 'sp', 1);
     await c.job.add({ id: 'sj', poolInfo: { poolId: 'sp' } });
     await c.task.add('sj', { id: 'st', commandLine: `/bin/sh -c 'sleep 600 & sleep 600'` });

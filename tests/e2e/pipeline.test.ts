@@ -8,9 +8,12 @@ import * as path from 'node:path';
 import { parse, stringify } from 'yaml';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { checkCleanup, checkResult, submitSpec, uploadDemoInputs, watchJob, type JobViewLite } from '../../local/jobRunner';
+import { createContractRecorder } from '../../local/batch/contract';
 
 const DEMO_SPEC = readFileSync(path.join(REPO_ROOT, 'examples', 'demo', 'native-openmpi.yaml'), 'utf8');
 let stack: Stack;
+/** Every Batch request the running product sends, and every answer, checked against the official spec. */
+const batchContract = createContractRecorder();
 
 // The demo spec as plain YAML data, edited per test.
 type SpecDoc = { id?: string; data?: unknown; mpi: { command: string } } & Record<string, unknown>;
@@ -27,7 +30,7 @@ async function getJob(id: string): Promise<JobViewLite> {
 beforeAll(async () => {
   const logs = path.join(REPO_ROOT, 'test-artifacts');
   mkdirSync(logs, { recursive: true });
-  stack = await startStack({ port: 0, logDestination: path.join(logs, 'e2e-host.log'), demoImageFillerBytes: 64 * 1024 });
+  stack = await startStack({ port: 0, logDestination: path.join(logs, 'e2e-host.log'), demoImageFillerBytes: 64 * 1024, batch: { onExchange: (ex) => batchContract.onExchange(ex) } });
 }, 120_000);
 afterAll(async () => stack?.stop(), 60_000);
 
@@ -110,4 +113,11 @@ describe('mpiJob pipeline end to end', () => {
     expect(cleanup).toEqual(expect.arrayContaining(['batch job terminated', 'pool deleted']));
     expect(await checkCleanup(stack, view)).toEqual([]);
   }, 300_000);
+
+  it('sent Batch only requests the spec allows, with the bodies it builds, and got only answers the spec documents', () => {
+    console.log(`Batch calls of the pipeline\n${batchContract.report()}`);
+    const violations = batchContract.violations().map((v) => `${v.method} ${v.path} -> ${v.status}\n    ${v.problems.join('\n    ')}`);
+    expect(violations).toEqual([]);
+    expect([...batchContract.coverage().keys()]).toEqual(expect.arrayContaining(['Pool_Add', 'Job_Add', 'Task_Add', 'Job_Patch', 'Job_Terminate', 'Pool_Delete']));
+  });
 });

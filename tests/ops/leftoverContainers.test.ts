@@ -139,4 +139,9 @@ describe('planSweep with the container rule', () => {
       { kind: 'deleteBatchJob', rule: 'leftoverContainers', jobId: 'gone', batchJobId: 'hpccmi-gone', reason: expect.any(String) },
     ]);
   });
+
+  it('leaves a housekeeping job that Batch is already deleting (it stays listed, state deleting, for a while)', () => {
+    const deleting = { batchJobId: 'hpccmi-gone', jobId: 'gone', state: 'deleting', purpose: 'container-cleanup' };
+    expect(planSweep({ ...empty, batchJobs: [deleting], containerJobs: [] }, settings)).toEqual([]);
+  });
 });

@@ -5,6 +5,7 @@
 import { WebResource } from '@azure/ms-rest-js';
 import fc from 'fast-check';
 import { createContractValidator } from '../../local/batch/contract';
+import { checkJobAdd, checkPoolAdd, checkTaskAdd } from '../../local/batch/handlers/rules';
 import {
   BatchError,
   BearerTokenCredentials,
@@ -28,6 +29,19 @@ function requestProblems(method: string, path: string, body: unknown): string[] 
   return contract.validateRequest({ method, path: `${path}?${API}`, requestBody: JSON.stringify(body) });
 }
 
+/** Batch's documented rules beyond the schema, as the emulator applies them (undefined when the body passes). */
+function ruleProblem(check: () => void): string | undefined {
+  try {
+    check();
+    return undefined;
+  } catch (e) {
+    return `${(e as { code?: string }).code}: ${(e as Error).message}`;
+  }
+}
+const asJson = (b: unknown) => JSON.parse(JSON.stringify(b)) as Record<string, unknown>;
+/** The job the tasks go to, as buildJobAddParameter makes it (onTaskFailure noaction, no task dependencies). */
+const PRODUCT_JOB = { onTaskFailure: 'noaction', usesTaskDependencies: false };
+
 describe('request bodies', () => {
   const poolSpec = {
     poolId: 'job7-pool',
@@ -37,7 +51,12 @@ describe('request bodies', () => {
     image: { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204' },
     nodeAgentSkuId: 'batch.node.ubuntu 22.04',
     containerRegistries: [{ registryServer: 'hpcacr.azurecr.io', identityResourceId: '/subscriptions/s/rg/id' }],
-    startTask: { commandLine: '/bin/bash -c "echo ok"', elevated: true, environment: [{ name: 'A', value: '1' }] },
+    startTask: {
+      commandLine: '/bin/bash -c "echo ok"',
+      elevated: true,
+      environment: [{ name: 'A', value: '1' }],
+      resourceFiles: [{ httpUrl: 'https://acct.blob.core.windows.net/c/setup.sh?sig=x', filePath: 'setup.sh' }],
+    },
     resizeTimeoutMinutes: 20,
   };
 
@@ -54,6 +73,9 @@ describe('request bodies', () => {
     ]);
     expect(p.resizeTimeout).toBe('PT20M');
     expect(requestProblems('POST', '/pools', p)).toEqual([]);
+    expect(ruleProblem(() => checkPoolAdd(asJson(p)))).toBeUndefined();
+    // The smallest resize timeout the spec allows is what the activity asks for at least.
+    expect(ruleProblem(() => checkPoolAdd(asJson(buildPoolAddParameter({ ...poolSpec, resizeTimeoutMinutes: 5 }))))).toBeUndefined();
   });
 
   test('job: created with noaction, prep and release tasks, valid against the spec', () => {
@@ -68,6 +90,16 @@ describe('request bodies', () => {
     expect(j.onAllTasksComplete).toBe('noaction');
     expect(j.constraints?.maxWallClockTime).toBe('PT7200S');
     expect(requestProblems('POST', '/jobs', j)).toEqual([]);
+    expect(ruleProblem(() => checkJobAdd(asJson(j)))).toBeUndefined();
+    // The task rules below are checked against this very job.
+    expect({ onTaskFailure: j.onTaskFailure, usesTaskDependencies: j.usesTaskDependencies ?? false }).toEqual(PRODUCT_JOB);
+  });
+
+  test('the other bodies the adapter sends (patch, terminate, resize, remove nodes) are valid against the spec', () => {
+    expect(requestProblems('PATCH', '/jobs/job7', { onAllTasksComplete: 'terminatejob' })).toEqual([]);
+    expect(requestProblems('POST', '/jobs/job7/terminate', { terminateReason: 'ControlPlane:cancelled' })).toEqual([]);
+    expect(requestProblems('POST', '/pools/job7-pool/resize', { targetDedicatedNodes: 5, targetLowPriorityNodes: 0, resizeTimeout: 'PT15M' })).toEqual([]);
+    expect(requestProblems('POST', '/pools/job7-pool/removenodes', { nodeList: ['tvmps_1'], nodeDeallocationOption: 'requeue' })).toEqual([]);
   });
 
   test('a release task without a preparation task is refused before Batch sees it', () => {
@@ -85,6 +117,7 @@ describe('request bodies', () => {
     });
     expect(t.affinityInfo).toEqual({ affinityId: 'TVM:tvmps_abc' });
     expect(requestProblems('POST', '/jobs/job7/tasks', t)).toEqual([]);
+    expect(ruleProblem(() => checkTaskAdd(asJson(t), PRODUCT_JOB))).toBeUndefined();
   });
 
   test('a resource file needs exactly one source', () => {
@@ -113,6 +146,7 @@ describe('request bodies', () => {
     expect(t.requiredSlots).toBe(1);
     expect(t.constraints).toEqual({ maxWallClockTime: 'PT2H', maxTaskRetryCount: 0 });
     expect(requestProblems('POST', '/jobs/job7/tasks', t)).toEqual([]);
+    expect(ruleProblem(() => checkTaskAdd(asJson(t), PRODUCT_JOB))).toBeUndefined();
     expect(buildMpiTaskParameter({ id: 'm', numberOfInstances: 2, coordinationCommandLine: 'c', applicationCommandLine: 'a', maxWallClockTime: 90 }).constraints?.maxWallClockTime).toBe('PT90S');
   });
 

@@ -1,5 +1,7 @@
 import { createContractValidator, type ContractExchange } from '../../local/batch/contract';
 import { convertDefinitions, convertSchema } from '../../local/batch/contract/swaggerToJsonSchema';
+import { route, emulatedRoutes } from '../../local/batch/handlers/router';
+import { productOperations } from '../batch/productOperations';
 
 const v = createContractValidator();
 const API = 'api-version=2022-10-01.16.0';
@@ -266,5 +268,25 @@ describe('swagger → JSON Schema conversion', () => {
     expect(() => convertDefinitions({ CloudPool: { type: 'object', properties: { targetNodeCommunicationMode: { type: 'string' } } } })).toThrow(
       /CloudPool.targetNodeCommunicationMode already exists in the spec/,
     );
+  });
+});
+
+describe('the emulator and the product against the spec', () => {
+  /** A concrete path for a route pattern: {x} → x1, {*filePath} → dir/file.txt. */
+  const samplePath = (pattern: string) => '/' + pattern.replace(/\{\*\w+\}/g, 'dir/file.txt').replace(/\{\w+\}/g, 'x1');
+
+  test('every emulated route is an operation of the spec (the rest answer 501 naming theirs)', () => {
+    const routes = emulatedRoutes();
+    expect(routes.length).toBeGreaterThan(40);
+    for (const r of routes) expect([r.method, r.pattern, v.matchOperation(r.method, samplePath(r.pattern))]).toEqual([r.method, r.pattern, expect.any(String)]);
+  });
+
+  test('every operation the product calls (read from shared/batch) is a spec operation the emulator emulates', () => {
+    const ops = productOperations();
+    expect(ops).toEqual(expect.arrayContaining(['Pool_Add', 'Job_Add', 'Task_Add', 'Task_ListSubtasks', 'File_GetFromTask']));
+    const emulated = new Set(emulatedRoutes().map((r) => v.matchOperation(r.method, samplePath(r.pattern))));
+    expect(ops.filter((op) => !v.operationIds().includes(op))).toEqual([]);
+    expect(ops.filter((op) => !emulated.has(op))).toEqual([]);
+    expect(route('POST', ['pools', 'p1', 'enableautoscale'])).toBeUndefined(); // not emulated: the server answers 501
   });
 });

@@ -14,7 +14,15 @@ export interface SignedRequest {
   headers: Record<string, string | string[] | undefined>;
 }
 
-export type AuthResult = { ok: true } | { ok: false; reason: string };
+/**
+ * `malformed`: the Authorization header is not `SharedKey account:signature` (Batch: 400 InvalidAuthenticationInfo);
+ * `failed`: missing, wrong account or key, or a date outside the window (Batch: 403 AuthenticationFailed);
+ * `unsupported`: a scheme Batch knows but this emulator does not serve (a Microsoft Entra ID bearer token).
+ */
+export type AuthResult = { ok: true } | { ok: false; kind: 'malformed' | 'failed' | 'unsupported'; reason: string };
+
+/** Batch must receive a request within 15 minutes of the time in its ocp-date (or Date) header. */
+export const CLOCK_SKEW_MS = 15 * 60_000;
 
 const STANDARD_HEADERS = [
   'content-encoding',
@@ -60,14 +68,22 @@ export function sign(text: string, accountKeyBase64: string): string {
  * while the HTTP client may or may not send a `Content-Length: 0` header. Both spellings of an empty
  * length are therefore accepted; everything else must match exactly.
  */
-export function verifySharedKey(req: SignedRequest, accountName: string, accountKey: string): AuthResult {
+export function verifySharedKey(req: SignedRequest, accountName: string, accountKey: string, nowMs: number = Date.now()): AuthResult {
   const auth = headerValue(req.headers, 'authorization');
-  if (!auth) return { ok: false, reason: 'The Authorization header is missing.' };
+  if (!auth) return { ok: false, kind: 'failed', reason: 'The Authorization header is missing.' };
+  if (/^Bearer\s/i.test(auth)) {
+    return { ok: false, kind: 'unsupported', reason: 'Microsoft Entra ID (Bearer token) authentication is not emulated; use SharedKey.' };
+  }
   const m = /^SharedKey ([^:]+):(.+)$/.exec(auth.trim());
-  if (!m) return { ok: false, reason: 'The Authorization header is not in the form SharedKey account:signature.' };
-  if (m[1] !== accountName) return { ok: false, reason: `The account ${m[1]} does not exist on this emulator (it serves ${accountName}).` };
-  if (!headerValue(req.headers, 'ocp-date') && !headerValue(req.headers, 'date')) {
-    return { ok: false, reason: 'Neither ocp-date nor Date is set.' };
+  if (!m) return { ok: false, kind: 'malformed', reason: 'The Authorization header is not in the form SharedKey account:signature.' };
+  if (m[1] !== accountName) return { ok: false, kind: 'failed', reason: `The account ${m[1]} does not exist on this emulator (it serves ${accountName}).` };
+  // ocp-date wins over Date when both are given, as on Batch.
+  const date = headerValue(req.headers, 'ocp-date') || headerValue(req.headers, 'date');
+  if (!date) return { ok: false, kind: 'failed', reason: 'Neither ocp-date nor Date is set.' };
+  const at = Date.parse(date);
+  if (Number.isNaN(at)) return { ok: false, kind: 'failed', reason: `The request date ${date} is not an RFC 1123 date.` };
+  if (Math.abs(nowMs - at) > CLOCK_SKEW_MS) {
+    return { ok: false, kind: 'failed', reason: `The request date ${date} is more than 15 minutes from the server time ${new Date(nowMs).toUTCString()}.` };
   }
   const given = Buffer.from(m[2], 'base64');
   const len = headerValue(req.headers, 'content-length');
@@ -76,5 +92,5 @@ export function verifySharedKey(req: SignedRequest, accountName: string, account
     const expected = Buffer.from(sign(stringToSign(req, accountName, c), accountKey), 'base64');
     if (expected.length === given.length && timingSafeEqual(expected, given)) return { ok: true };
   }
-  return { ok: false, reason: 'The MAC signature found in the HTTP request is not the same as any computed signature.' };
+  return { ok: false, kind: 'failed', reason: 'The MAC signature found in the HTTP request is not the same as any computed signature.' };
 }

@@ -7,8 +7,8 @@
  * Strict on purpose: objects refuse properties the spec does not define (see swaggerToJsonSchema.ts),
  * and unknown query parameters are refused, so both the emulator and the adapter are held to the spec.
  */
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import { registerBatchFormats } from './formats';
 import { compilePathTemplate, matchPathTemplate, type PathTemplate } from './pathTemplates';
@@ -37,9 +37,35 @@ export interface ContractExchange {
   responseHeaders?: Record<string, string | string[] | number | undefined>;
 }
 
+/** A query parameter as the spec declares it. */
+export interface QueryParameterSpec {
+  name: string;
+  required: boolean;
+  type?: string;
+  format?: string;
+  enum?: unknown[];
+  minimum?: number;
+  maximum?: number;
+}
+
+/** What the spec says about one operation's request, for a server that checks requests at the door. */
+export interface OperationDescription {
+  operationId: string;
+  method: string;
+  /** The spec's path template, e.g. /pools/{poolId}/resize. */
+  template: string;
+  query: QueryParameterSpec[];
+  /** Absent when the operation takes no body. */
+  body?: { name: string; required: boolean };
+}
+
 export interface ContractValidator {
   /** The spec's operationId for this method and path, or undefined when the spec has none. */
   matchOperation(method: string, path: string): string | undefined;
+  /** The operation for this method and path with its query parameters and body, or undefined. */
+  describeOperation(method: string, path: string): OperationDescription | undefined;
+  /** Schema errors of a request body for the operation, in ajv's order (empty when it conforms or takes no body). */
+  requestBodyErrors(operationId: string, body: unknown): ErrorObject[];
   /** Problems with the request; empty when it conforms. */
   validateRequest(exchange: ContractExchange): string[];
   /** Problems with the response; empty when it conforms. */
@@ -60,6 +86,8 @@ interface SwaggerParameter {
   type?: string;
   format?: string;
   enum?: unknown[];
+  minimum?: number;
+  maximum?: number;
   schema?: JsonSchema;
   $ref?: string;
 }
@@ -94,8 +122,11 @@ interface SwaggerDocument {
 const ODATA_ANNOTATION = 'odata.metadata';
 
 export function defaultSpecPath(): string {
-  // local/batch/contract -> repository root -> the shared folder that sits beside it.
-  return resolve(__dirname, '..', '..', '..', '..', 'shared', 'specs', SPEC_FILE);
+  // The shared folder sits beside the repository root, whether this file runs from sources or from dist/.
+  for (let dir = __dirname; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'host.json'))) return resolve(dir, '..', 'shared', 'specs', SPEC_FILE);
+    if (dirname(dir) === dir) return resolve(__dirname, '..', '..', '..', '..', 'shared', 'specs', SPEC_FILE);
+  }
 }
 
 export function createContractValidator(options: ContractValidatorOptions = {}): ContractValidator {
@@ -243,8 +274,33 @@ export function createContractValidator(options: ContractValidatorOptions = {}):
     return problems;
   }
 
+  function describeOperation(method: string, path: string): OperationDescription | undefined {
+    const found = find(method, path);
+    if (!found) return undefined;
+    const { op } = found;
+    const bodyParam = op.parameters.find((p) => p.in === 'body');
+    return {
+      operationId: op.operationId,
+      method: op.method,
+      template: op.template.template,
+      query: op.parameters
+        .filter((p) => p.in === 'query')
+        .map((p) => ({ name: p.name, required: p.required === true, type: p.type, format: p.format, enum: p.enum, minimum: p.minimum, maximum: p.maximum })),
+      body: bodyParam ? { name: bodyParam.name, required: bodyParam.required === true } : undefined,
+    };
+  }
+
+  function requestBodyErrors(operationId: string, body: unknown): ErrorObject[] {
+    const bodyParam = byOperationId.get(operationId)?.parameters.find((p) => p.in === 'body');
+    if (!bodyParam) return [];
+    const check = schemaValidator(bodyParam.schema ?? {});
+    return check(body) ? [] : [...(check.errors ?? [])];
+  }
+
   return {
     matchOperation: (method, path) => find(method, path)?.op.operationId,
+    describeOperation,
+    requestBodyErrors,
     validateRequest,
     validateResponse,
     operationIds: () => [...byOperationId.keys()],

@@ -1,12 +1,13 @@
 import { createReadStream, readdirSync, rmSync, statSync, type Stats } from 'node:fs';
 import path from 'node:path';
+import { FILE_FILTERS } from '../model/filterable';
 import { pageOf } from '../model/odata';
 import type { Json } from '../model/types';
 import { clean } from '../model/views';
 import { BatchHttpError, errors } from './errors';
 import type { Handler, HandlerResponse, RequestContext, Services } from './http';
-import { getPool } from './pools';
-import { getTask } from './tasks';
+import { poolOr404 } from './pools';
+import { taskOr404 } from './tasks';
 
 /** A directory the file API serves: the task root on its node, or a node's root. */
 interface FileRoot {
@@ -14,16 +15,16 @@ interface FileRoot {
   urlBase: string;
 }
 
-function taskRoot(ctx: RequestContext, s: Services, jobId: string, taskId: string): FileRoot {
-  const { job, task } = getTask(s, jobId, taskId);
+function taskFileRoot(ctx: RequestContext, s: Services, jobId: string, taskId: string): FileRoot {
+  const { job, task } = taskOr404(s, jobId, taskId);
   const info = task.nodeInfo;
   const node = info && s.engine.findNode(info.poolId, info.nodeId);
   if (!info || !node) throw new BatchHttpError(409, 'TaskNotStarted', 'The task has not been started on a compute node, so it has no files.');
   return { dir: path.join(node.rootDir, info.taskRootDirectory), urlBase: `${ctx.baseUrl}/jobs/${job.id}/tasks/${task.id}/files` };
 }
 
-function nodeRoot(ctx: RequestContext, s: Services, poolId: string, nodeId: string): FileRoot {
-  const pool = getPool(s, poolId);
+function nodeFileRoot(ctx: RequestContext, s: Services, poolId: string, nodeId: string): FileRoot {
+  const pool = poolOr404(s, poolId);
   const node = pool.nodes.get(nodeId);
   if (!node || node.removed) throw errors.notFound('NodeNotFound', 'node');
   return { dir: node.rootDir, urlBase: `${ctx.baseUrl}/pools/${pool.id}/nodes/${node.id}/files` };
@@ -137,19 +138,28 @@ function deleteFile(ctx: RequestContext, root: FileRoot, rel: string): HandlerRe
   return { status: 200 };
 }
 
+const listTaskFiles: Handler = (ctx, p, s) => {
+  const root = taskFileRoot(ctx, s, p.jobId, p.taskId);
+  return { status: 200, body: pageOf(listFiles(root, ctx.query.recursive === 'true'), ctx.query, ctx.baseUrl, `/jobs/${p.jobId}/tasks/${p.taskId}/files`, FILE_FILTERS) };
+};
+const getTaskFile: Handler = (ctx, p, s) => serveFile(ctx, taskFileRoot(ctx, s, p.jobId, p.taskId), p.filePath, false);
+const getTaskFileProperties: Handler = (ctx, p, s) => serveFile(ctx, taskFileRoot(ctx, s, p.jobId, p.taskId), p.filePath, true);
+const deleteTaskFile: Handler = (ctx, p, s) => deleteFile(ctx, taskFileRoot(ctx, s, p.jobId, p.taskId), p.filePath);
+const listNodeFiles: Handler = (ctx, p, s) => {
+  const root = nodeFileRoot(ctx, s, p.poolId, p.nodeId);
+  return { status: 200, body: pageOf(listFiles(root, ctx.query.recursive === 'true'), ctx.query, ctx.baseUrl, `/pools/${p.poolId}/nodes/${p.nodeId}/files`, FILE_FILTERS) };
+};
+const getNodeFile: Handler = (ctx, p, s) => serveFile(ctx, nodeFileRoot(ctx, s, p.poolId, p.nodeId), p.filePath, false);
+const getNodeFileProperties: Handler = (ctx, p, s) => serveFile(ctx, nodeFileRoot(ctx, s, p.poolId, p.nodeId), p.filePath, true);
+const deleteNodeFile: Handler = (ctx, p, s) => deleteFile(ctx, nodeFileRoot(ctx, s, p.poolId, p.nodeId), p.filePath);
+
 export const fileRoutes: [string, string, Handler][] = [
-  ['GET', 'jobs/{jobId}/tasks/{taskId}/files', (ctx, p, s) => {
-    const root = taskRoot(ctx, s, p.jobId, p.taskId);
-    return { status: 200, body: pageOf(listFiles(root, ctx.query.recursive === 'true'), ctx.query, ctx.baseUrl, `/jobs/${p.jobId}/tasks/${p.taskId}/files`) };
-  }],
-  ['GET', 'jobs/{jobId}/tasks/{taskId}/files/{*filePath}', (ctx, p, s) => serveFile(ctx, taskRoot(ctx, s, p.jobId, p.taskId), p.filePath, false)],
-  ['HEAD', 'jobs/{jobId}/tasks/{taskId}/files/{*filePath}', (ctx, p, s) => serveFile(ctx, taskRoot(ctx, s, p.jobId, p.taskId), p.filePath, true)],
-  ['DELETE', 'jobs/{jobId}/tasks/{taskId}/files/{*filePath}', (ctx, p, s) => deleteFile(ctx, taskRoot(ctx, s, p.jobId, p.taskId), p.filePath)],
-  ['GET', 'pools/{poolId}/nodes/{nodeId}/files', (ctx, p, s) => {
-    const root = nodeRoot(ctx, s, p.poolId, p.nodeId);
-    return { status: 200, body: pageOf(listFiles(root, ctx.query.recursive === 'true'), ctx.query, ctx.baseUrl, `/pools/${p.poolId}/nodes/${p.nodeId}/files`) };
-  }],
-  ['GET', 'pools/{poolId}/nodes/{nodeId}/files/{*filePath}', (ctx, p, s) => serveFile(ctx, nodeRoot(ctx, s, p.poolId, p.nodeId), p.filePath, false)],
-  ['HEAD', 'pools/{poolId}/nodes/{nodeId}/files/{*filePath}', (ctx, p, s) => serveFile(ctx, nodeRoot(ctx, s, p.poolId, p.nodeId), p.filePath, true)],
-  ['DELETE', 'pools/{poolId}/nodes/{nodeId}/files/{*filePath}', (ctx, p, s) => deleteFile(ctx, nodeRoot(ctx, s, p.poolId, p.nodeId), p.filePath)],
+  ['GET', 'jobs/{jobId}/tasks/{taskId}/files', listTaskFiles],
+  ['GET', 'jobs/{jobId}/tasks/{taskId}/files/{*filePath}', getTaskFile],
+  ['HEAD', 'jobs/{jobId}/tasks/{taskId}/files/{*filePath}', getTaskFileProperties],
+  ['DELETE', 'jobs/{jobId}/tasks/{taskId}/files/{*filePath}', deleteTaskFile],
+  ['GET', 'pools/{poolId}/nodes/{nodeId}/files', listNodeFiles],
+  ['GET', 'pools/{poolId}/nodes/{nodeId}/files/{*filePath}', getNodeFile],
+  ['HEAD', 'pools/{poolId}/nodes/{nodeId}/files/{*filePath}', getNodeFileProperties],
+  ['DELETE', 'pools/{poolId}/nodes/{nodeId}/files/{*filePath}', deleteNodeFile],
 ];

@@ -13,7 +13,11 @@ export interface RequestContext {
   query: Record<string, string>;
   headers: Record<string, string>;
   body: unknown;
+  /** Size of the request body as received, for Batch's body size limits. */
+  bodyBytes: number;
   baseUrl: string;
+  /** The spec operation the request is for, e.g. Pool_Add. */
+  operationId: string;
 }
 
 export interface HandlerResponse {

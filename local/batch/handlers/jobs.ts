@@ -1,22 +1,30 @@
 import { nextETag, touch } from '../model/etag';
+import { JOB_FILTERS, PREP_RELEASE_FILTERS } from '../model/filterable';
 import { applySelect, pageOf } from '../model/odata';
 import type { JobRecord, Json } from '../model/types';
 import { clean, iso, jobView, nodeUrl } from '../model/views';
 import { BatchHttpError, errors } from './errors';
 import { checkConditions, jsonBody, versionHeaders, writeHeaders, type Handler, type RequestContext, type Services } from './http';
+import { checkJobAdd, checkMetadata, notEmulated } from './rules';
 import { metadataOf, optionalDuration, optionalEnum, optionalInt, requireId } from './validate';
 
-export function getJob(s: Services, jobId: string): JobRecord {
+export function jobOr404(s: Services, jobId: string): JobRecord {
   const j = s.engine.jobs.get(jobId.toLowerCase());
   if (!j) throw errors.notFound('JobNotFound', 'job');
   return j;
 }
 
-export function writableJob(j: JobRecord): void {
-  if (j.state === 'deleting') throw errors.conflict('JobBeingDeleted', 'The specified job has been marked for deletion and is being deleted.');
+export function refuseWhileJobDeleting(j: JobRecord): void {
+  if (j.state === 'deleting') throw errors.conflict('JobBeingDeleted', 'The specified job has been marked for deletion and is being garbage collected.');
 }
 
-function constraintsOf(b: Json, path: string): Json | undefined {
+/** A job that is terminating or completed takes no changes and no tasks (JobBeingTerminated, JobCompleted). */
+export function refuseWhileJobEnding(j: JobRecord): void {
+  if (j.state === 'terminating') throw errors.conflict('JobBeingTerminated', 'The specified job is being terminated.');
+  if (j.state === 'completed') throw errors.conflict('JobCompleted', 'The specified job is already in a completed state.');
+}
+
+function checkedJobConstraints(b: Json, path: string): Json | undefined {
   const c = b.constraints as Json | undefined;
   if (c === undefined || c === null) return undefined;
   optionalDuration(c, 'maxWallClockTime', `${path}.maxWallClockTime`);
@@ -28,26 +36,31 @@ function poolIdOf(b: Json): string {
   const info = b.poolInfo as Json | undefined;
   if (!info) throw errors.missing('poolInfo');
   if (typeof info.poolId === 'string' && info.poolId) return info.poolId;
-  if (info.autoPoolSpecification) throw new BatchHttpError(400, 'FeatureNotSupported', 'The local Batch emulator does not support auto pools; create the pool and give poolInfo.poolId.');
+  if (info.autoPoolSpecification) throw notEmulated('poolInfo.autoPoolSpecification', 'auto pools (create the pool and give poolInfo.poolId)');
   throw errors.missing('poolInfo.poolId');
 }
 
 const addJob: Handler = (ctx, _p, s) => {
   const b = jsonBody(ctx);
   const id = requireId(b);
+  checkJobAdd(b);
   const poolId = poolIdOf(b);
   const priority = optionalInt(b, 'priority', -1000, 1000) ?? 0;
   const maxParallelTasks = optionalInt(b, 'maxParallelTasks', -1, 2 ** 31 - 1) ?? -1;
   if (maxParallelTasks === 0) throw errors.invalid('maxParallelTasks', 0, 'must be -1 or greater than 0');
   const onAll = optionalEnum(b, 'onAllTasksComplete', ['noaction', 'terminatejob']) ?? 'noaction';
   const onFail = optionalEnum(b, 'onTaskFailure', ['noaction', 'performexitoptionsjobaction']) ?? 'noaction';
-  const constraints = constraintsOf(b, 'constraints');
+  const constraints = checkedJobConstraints(b, 'constraints');
   const prep = b.jobPreparationTask as Json | undefined;
   if (prep && !prep.commandLine) throw errors.missing('jobPreparationTask.commandLine');
   const rel = b.jobReleaseTask as Json | undefined;
   if (rel && !rel.commandLine) throw errors.missing('jobReleaseTask.commandLine');
   if (rel && !prep) throw new BatchHttpError(400, 'InvalidPropertyValue', 'A job release task requires a job preparation task.', [{ key: 'PropertyName', value: 'jobReleaseTask' }]);
-  if (s.engine.jobs.has(id.toLowerCase())) throw errors.exists('JobExists', 'job');
+  const existing = s.engine.jobs.get(id.toLowerCase());
+  if (existing) {
+    refuseWhileJobDeleting(existing);
+    throw errors.exists('JobExists', 'job');
+  }
   const now = new Date();
   const spec: Json = { ...b, poolInfo: { poolId } };
   if (prep) spec.jobPreparationTask = { id: 'jobpreparation', waitForSuccess: true, rerunOnNodeRebootAfterSuccess: true, ...prep };
@@ -81,22 +94,23 @@ const addJob: Handler = (ctx, _p, s) => {
 
 const listJobs: Handler = (ctx, _p, s) => {
   const all = [...s.engine.jobs.values()].map((j) => jobView(j, ctx.baseUrl));
-  return { status: 200, body: pageOf(all, ctx.query, ctx.baseUrl, '/jobs') };
+  return { status: 200, body: pageOf(all, ctx.query, ctx.baseUrl, '/jobs', JOB_FILTERS) };
 };
 
-const getJobH: Handler = (ctx, p, s) => {
-  const job = getJob(s, p.jobId);
+const getJob: Handler = (ctx, p, s) => {
+  const job = jobOr404(s, p.jobId);
   checkConditions(ctx, job);
   return { status: 200, body: applySelect(jobView(job, ctx.baseUrl), ctx.query['$select']), headers: versionHeaders(job) };
 };
 
 function applyJobChanges(ctx: RequestContext, s: Services, job: JobRecord, replace: boolean): void {
   const b = jsonBody(ctx);
-  if (job.state === 'completed' || job.state === 'terminating') throw errors.conflict('JobCompleted', 'The specified job is already in a completed state.');
+  refuseWhileJobEnding(job);
+  checkMetadata(b.metadata);
   const priority = optionalInt(b, 'priority', -1000, 1000);
   const maxParallel = optionalInt(b, 'maxParallelTasks', -1, 2 ** 31 - 1);
   const onAll = optionalEnum(b, 'onAllTasksComplete', ['noaction', 'terminatejob']);
-  const constraints = constraintsOf(b, 'constraints');
+  const constraints = checkedJobConstraints(b, 'constraints');
   if (replace && !b.poolInfo) throw errors.missing('poolInfo');
   if (onAll === 'noaction' && job.onAllTasksComplete === 'terminatejob') {
     throw errors.invalid('onAllTasksComplete', onAll, 'cannot change from terminatejob back to noaction');
@@ -120,26 +134,26 @@ function applyJobChanges(ctx: RequestContext, s: Services, job: JobRecord, repla
 }
 
 const patchJob: Handler = (ctx, p, s) => {
-  const job = getJob(s, p.jobId);
+  const job = jobOr404(s, p.jobId);
   checkConditions(ctx, job);
-  writableJob(job);
+  refuseWhileJobDeleting(job);
   applyJobChanges(ctx, s, job, false);
   return { status: 200, headers: writeHeaders(job, `${ctx.baseUrl}/jobs/${job.id}`) };
 };
 
 const updateJob: Handler = (ctx, p, s) => {
-  const job = getJob(s, p.jobId);
+  const job = jobOr404(s, p.jobId);
   checkConditions(ctx, job);
-  writableJob(job);
+  refuseWhileJobDeleting(job);
   applyJobChanges(ctx, s, job, true);
   return { status: 200, headers: writeHeaders(job, `${ctx.baseUrl}/jobs/${job.id}`) };
 };
 
 const terminateJob: Handler = async (ctx, p, s) => {
-  const job = getJob(s, p.jobId);
+  const job = jobOr404(s, p.jobId);
   checkConditions(ctx, job);
-  writableJob(job);
-  if (job.state === 'completed') throw errors.conflict('JobCompleted', 'The specified job is already in a completed state.');
+  refuseWhileJobDeleting(job);
+  refuseWhileJobEnding(job);
   const b = jsonBody(ctx);
   const reason = typeof b.terminateReason === 'string' && b.terminateReason ? b.terminateReason : 'UserTerminate';
   void s.jobs.terminate(job, reason);
@@ -147,33 +161,36 @@ const terminateJob: Handler = async (ctx, p, s) => {
 };
 
 const deleteJob: Handler = (ctx, p, s) => {
-  const job = getJob(s, p.jobId);
+  const job = jobOr404(s, p.jobId);
   checkConditions(ctx, job);
-  writableJob(job);
+  refuseWhileJobDeleting(job);
   void s.jobs.delete(job);
   return { status: 202 };
 };
 
 const disableJob: Handler = (ctx, p, s) => {
-  const job = getJob(s, p.jobId);
+  const job = jobOr404(s, p.jobId);
   checkConditions(ctx, job);
-  writableJob(job);
-  if (job.state !== 'active') throw errors.conflict('InvalidJobState', `The job is ${job.state}; only an active job can be disabled.`);
-  s.jobs.setState(job, 'disabled');
+  refuseWhileJobDeleting(job);
+  if (job.state !== 'active') throw errors.conflict('JobNotActive', `The specified job is not in active state (it is ${job.state}).`);
+  // The spec requires disableTasks (checked at the door).
+  const option = optionalEnum(jsonBody(ctx), 'disableTasks', ['requeue', 'terminate', 'wait']) as 'requeue' | 'terminate' | 'wait';
+  s.jobs.disable(job, option);
   return { status: 202, headers: writeHeaders(job, `${ctx.baseUrl}/jobs/${job.id}`) };
 };
 
 const enableJob: Handler = (ctx, p, s) => {
-  const job = getJob(s, p.jobId);
+  const job = jobOr404(s, p.jobId);
   checkConditions(ctx, job);
-  writableJob(job);
-  if (job.state === 'disabled') s.jobs.setState(job, 'active');
+  refuseWhileJobDeleting(job);
+  refuseWhileJobEnding(job);
+  s.jobs.enable(job);
   s.scheduler.kick();
   return { status: 202, headers: writeHeaders(job, `${ctx.baseUrl}/jobs/${job.id}`) };
 };
 
-const prepReleaseStatus: Handler = (ctx, p, s) => {
-  const job = getJob(s, p.jobId);
+const listPrepReleaseStatus: Handler = (ctx, p, s) => {
+  const job = jobOr404(s, p.jobId);
   if (!job.spec.jobPreparationTask) {
     throw errors.conflict('JobPreparationTaskNotSpecified', 'The specified job does not have a job preparation or job release task.');
   }
@@ -207,11 +224,11 @@ const prepReleaseStatus: Handler = (ctx, p, s) => {
       }),
     );
   }
-  return { status: 200, body: pageOf(rows, ctx.query, ctx.baseUrl, `/jobs/${job.id}/jobpreparationandreleasetaskstatus`) };
+  return { status: 200, body: pageOf(rows, ctx.query, ctx.baseUrl, `/jobs/${job.id}/jobpreparationandreleasetaskstatus`, PREP_RELEASE_FILTERS) };
 };
 
-const taskCounts: Handler = (_ctx, p, s) => {
-  const job = getJob(s, p.jobId);
+const getTaskCounts: Handler = (_ctx, p, s) => {
+  const job = jobOr404(s, p.jobId);
   const counts = { active: 0, running: 0, completed: 0, succeeded: 0, failed: 0 };
   const slots = { active: 0, running: 0, completed: 0, succeeded: 0, failed: 0 };
   for (const t of job.tasks.values()) {
@@ -230,13 +247,13 @@ const taskCounts: Handler = (_ctx, p, s) => {
 export const jobRoutes: [string, string, Handler][] = [
   ['POST', 'jobs', addJob],
   ['GET', 'jobs', listJobs],
-  ['GET', 'jobs/{jobId}', getJobH],
+  ['GET', 'jobs/{jobId}', getJob],
   ['PATCH', 'jobs/{jobId}', patchJob],
   ['PUT', 'jobs/{jobId}', updateJob],
   ['POST', 'jobs/{jobId}/terminate', terminateJob],
   ['DELETE', 'jobs/{jobId}', deleteJob],
   ['POST', 'jobs/{jobId}/disable', disableJob],
   ['POST', 'jobs/{jobId}/enable', enableJob],
-  ['GET', 'jobs/{jobId}/jobpreparationandreleasetaskstatus', prepReleaseStatus],
-  ['GET', 'jobs/{jobId}/taskcounts', taskCounts],
+  ['GET', 'jobs/{jobId}/jobpreparationandreleasetaskstatus', listPrepReleaseStatus],
+  ['GET', 'jobs/{jobId}/taskcounts', getTaskCounts],
 ];

@@ -1,18 +1,20 @@
 import { nextETag, touch } from '../model/etag';
+import { NODE_FILTERS, POOL_FILTERS } from '../model/filterable';
 import { pageOf, applySelect } from '../model/odata';
 import type { Json, PoolRecord } from '../model/types';
 import { nodeView, poolView } from '../model/views';
 import { BatchHttpError, errors } from './errors';
 import { checkConditions, jsonBody, versionHeaders, writeHeaders, type Handler, type Services } from './http';
+import { checkMetadata, checkMinimumDuration, checkNodeTask, checkPoolAdd, noApplications, notEmulated } from './rules';
 import { metadataOf, optionalDuration, optionalInt, optionalEnum, requireId, requireString } from './validate';
 
-export function getPool(s: Services, poolId: string): PoolRecord {
+export function poolOr404(s: Services, poolId: string): PoolRecord {
   const p = s.engine.pools.get(poolId.toLowerCase());
   if (!p) throw errors.notFound('PoolNotFound', 'pool');
   return p;
 }
 
-function notDeleting(p: PoolRecord): void {
+function refuseWhilePoolDeleting(p: PoolRecord): void {
   if (p.state === 'deleting') throw errors.conflict('PoolBeingDeleted', 'The specified pool has been marked for deletion and is being reclaimed.');
 }
 
@@ -20,12 +22,7 @@ const addPool: Handler = (ctx, _p, s) => {
   const b = jsonBody(ctx);
   const id = requireId(b);
   requireString(b, 'vmSize');
-  if (b.cloudServiceConfiguration && b.virtualMachineConfiguration) throw errors.invalid('virtualMachineConfiguration', 'both', 'give only one of cloudServiceConfiguration and virtualMachineConfiguration');
-  const vmc = b.virtualMachineConfiguration as Json | undefined;
-  if (vmc) {
-    if (!vmc.imageReference) throw errors.missing('virtualMachineConfiguration.imageReference');
-    if (!vmc.nodeAgentSKUId) throw errors.missing('virtualMachineConfiguration.nodeAgentSKUId');
-  }
+  checkPoolAdd(b);
   const target = optionalInt(b, 'targetDedicatedNodes', 0, 2000) ?? 0;
   const targetLow = optionalInt(b, 'targetLowPriorityNodes', 0, 1000) ?? 0;
   optionalInt(b, 'taskSlotsPerNode', 1, 256);
@@ -33,7 +30,11 @@ const addPool: Handler = (ctx, _p, s) => {
   if (b.enableInterNodeCommunication === true && target > 100) throw errors.invalid('targetDedicatedNodes', target, 'pools with inter-node communication are limited to 100 nodes');
   const startTask = b.startTask as Json | undefined;
   if (startTask && !startTask.commandLine) throw errors.missing('startTask.commandLine');
-  if (s.engine.pools.has(id.toLowerCase())) throw errors.exists('PoolExists', 'pool');
+  const existing = s.engine.pools.get(id.toLowerCase());
+  if (existing) {
+    refuseWhilePoolDeleting(existing);
+    throw errors.exists('PoolExists', 'pool');
+  }
   const now = new Date();
   const spec: Json = { ...b };
   delete spec.metadata;
@@ -66,16 +67,16 @@ const addPool: Handler = (ctx, _p, s) => {
 
 const listPools: Handler = (ctx, _p, s) => {
   const all = [...s.engine.pools.values()].map((p) => poolView(p, ctx.baseUrl));
-  return { status: 200, body: pageOf(all, ctx.query, ctx.baseUrl, '/pools') };
+  return { status: 200, body: pageOf(all, ctx.query, ctx.baseUrl, '/pools', POOL_FILTERS) };
 };
 
-const getPoolH: Handler = (ctx, p, s) => {
-  const pool = getPool(s, p.poolId);
+const getPool: Handler = (ctx, p, s) => {
+  const pool = poolOr404(s, p.poolId);
   checkConditions(ctx, pool);
   return { status: 200, body: applySelect(poolView(pool, ctx.baseUrl), ctx.query['$select']), headers: versionHeaders(pool) };
 };
 
-const existsPool: Handler = (ctx, p, s) => {
+const poolExists: Handler = (ctx, p, s) => {
   const pool = s.engine.pools.get(p.poolId.toLowerCase());
   if (!pool) return { status: 404 };
   checkConditions(ctx, pool);
@@ -83,19 +84,31 @@ const existsPool: Handler = (ctx, p, s) => {
 };
 
 const deletePool: Handler = (ctx, p, s) => {
-  const pool = getPool(s, p.poolId);
+  const pool = poolOr404(s, p.poolId);
   checkConditions(ctx, pool);
-  notDeleting(pool);
+  refuseWhilePoolDeleting(pool);
   s.engine.deletePool(pool);
   return { status: 202 };
 };
 
+/** "The minimum value is 5 minutes" for resizeTimeout on add, resize and removenodes. */
+const RESIZE_TIMEOUT_MIN_MS = 5 * 60_000;
+
+/** The rules patch and updateproperties share: start task files, metadata names, no certificates or packages. */
+function checkPoolPropertyChanges(b: Json): void {
+  checkMetadata(b.metadata);
+  checkNodeTask(b.startTask, 'startTask');
+  if (Array.isArray(b.certificateReferences) && b.certificateReferences.length) throw notEmulated('certificateReferences', 'certificates');
+  if (Array.isArray(b.applicationPackageReferences) && b.applicationPackageReferences.length) throw noApplications('applicationPackageReferences');
+}
+
 /** PATCH: only the given properties change. */
 const patchPool: Handler = (ctx, p, s) => {
-  const pool = getPool(s, p.poolId);
+  const pool = poolOr404(s, p.poolId);
   checkConditions(ctx, pool);
-  notDeleting(pool);
+  refuseWhilePoolDeleting(pool);
   const b = jsonBody(ctx);
+  checkPoolPropertyChanges(b);
   if (b.startTask !== undefined) pool.startTask = b.startTask ? { waitForSuccess: true, maxTaskRetryCount: 0, ...(b.startTask as Json) } : undefined;
   if (b.metadata !== undefined) pool.metadata = metadataOf(b.metadata);
   for (const k of ['certificateReferences', 'applicationPackageReferences', 'targetNodeCommunicationMode']) if (b[k] !== undefined) pool.spec[k] = b[k];
@@ -105,12 +118,13 @@ const patchPool: Handler = (ctx, p, s) => {
 
 /** updateproperties: replaces startTask, metadata and references (absent = cleared). */
 const updatePoolProperties: Handler = (ctx, p, s) => {
-  const pool = getPool(s, p.poolId);
-  notDeleting(pool);
+  const pool = poolOr404(s, p.poolId);
+  refuseWhilePoolDeleting(pool);
   const b = jsonBody(ctx);
   if (b.certificateReferences === undefined) throw errors.missing('certificateReferences');
   if (b.applicationPackageReferences === undefined) throw errors.missing('applicationPackageReferences');
   if (b.metadata === undefined) throw errors.missing('metadata');
+  checkPoolPropertyChanges(b);
   pool.startTask = b.startTask ? { waitForSuccess: true, maxTaskRetryCount: 0, ...(b.startTask as Json) } : undefined;
   pool.metadata = metadataOf(b.metadata);
   pool.spec.certificateReferences = b.certificateReferences;
@@ -121,15 +135,16 @@ const updatePoolProperties: Handler = (ctx, p, s) => {
 };
 
 const resizePool: Handler = (ctx, p, s) => {
-  const pool = getPool(s, p.poolId);
+  const pool = poolOr404(s, p.poolId);
   checkConditions(ctx, pool);
-  notDeleting(pool);
+  refuseWhilePoolDeleting(pool);
   if (pool.spec.enableAutoScale === true) throw errors.conflict('AutoScalingEnabled', 'The specified pool has auto scaling enabled.');
-  if (pool.allocationState !== 'steady') throw errors.conflict('PoolNotSteady', 'The specified pool is not in a steady allocation state.');
+  if (pool.allocationState !== 'steady') throw errors.conflict('PoolBeingResized', 'The specified pool is being resized.');
   const b = jsonBody(ctx);
   const target = optionalInt(b, 'targetDedicatedNodes', 0, 2000) ?? pool.targetDedicatedNodes;
   optionalInt(b, 'targetLowPriorityNodes', 0, 1000);
   const option = optionalEnum(b, 'nodeDeallocationOption', ['requeue', 'terminate', 'taskcompletion', 'retaineddata']) ?? 'requeue';
+  checkMinimumDuration(b, 'resizeTimeout', RESIZE_TIMEOUT_MIN_MS);
   const timeout = optionalDuration(b, 'resizeTimeout');
   if (timeout) pool.resizeTimeout = timeout;
   s.engine.resize(pool, target, option);
@@ -137,22 +152,23 @@ const resizePool: Handler = (ctx, p, s) => {
 };
 
 const stopResize: Handler = (ctx, p, s) => {
-  const pool = getPool(s, p.poolId);
+  const pool = poolOr404(s, p.poolId);
   checkConditions(ctx, pool);
-  notDeleting(pool);
+  refuseWhilePoolDeleting(pool);
   if (pool.allocationState === 'resizing') s.engine.stopResize(pool);
   return { status: 202, headers: writeHeaders(pool, `${ctx.baseUrl}/pools/${pool.id}`) };
 };
 
 const removeNodes: Handler = (ctx, p, s) => {
-  const pool = getPool(s, p.poolId);
+  const pool = poolOr404(s, p.poolId);
   checkConditions(ctx, pool);
-  notDeleting(pool);
-  if (pool.allocationState !== 'steady') throw errors.conflict('PoolNotSteady', 'The specified pool is not in a steady allocation state.');
+  refuseWhilePoolDeleting(pool);
+  if (pool.allocationState !== 'steady') throw errors.conflict('PoolBeingResized', 'The specified pool is being resized.');
   const b = jsonBody(ctx);
   const list = b.nodeList;
   if (!Array.isArray(list) || list.length === 0) throw errors.missing('nodeList');
   if (list.length > 100) throw errors.invalid('nodeList', list.length, 'at most 100 nodes per request');
+  checkMinimumDuration(b, 'resizeTimeout', RESIZE_TIMEOUT_MIN_MS);
   const option = optionalEnum(b, 'nodeDeallocationOption', ['requeue', 'terminate', 'taskcompletion', 'retaineddata']) ?? 'requeue';
   const nodes = list.map((id) => {
     const n = typeof id === 'string' ? pool.nodes.get(id) : undefined;
@@ -169,37 +185,60 @@ const removeNodes: Handler = (ctx, p, s) => {
 // ---- nodes ----
 
 const listNodes: Handler = (ctx, p, s) => {
-  const pool = getPool(s, p.poolId);
+  const pool = poolOr404(s, p.poolId);
   const all = s.engine.liveNodes(pool).map((n) => nodeView(n, pool, ctx.baseUrl, s.engine.jobs));
-  return { status: 200, body: pageOf(all, ctx.query, ctx.baseUrl, `/pools/${pool.id}/nodes`) };
+  return { status: 200, body: pageOf(all, ctx.query, ctx.baseUrl, `/pools/${pool.id}/nodes`, NODE_FILTERS) };
 };
 
-function getNode(s: Services, poolId: string, nodeId: string) {
-  const pool = getPool(s, poolId);
+function nodeOr404(s: Services, poolId: string, nodeId: string) {
+  const pool = poolOr404(s, poolId);
   const node = pool.nodes.get(nodeId);
   if (!node || node.removed) throw errors.notFound('NodeNotFound', 'node');
   return { pool, node };
 }
 
-const getNodeH: Handler = (ctx, p, s) => {
-  const { pool, node } = getNode(s, p.poolId, p.nodeId);
+const getNode: Handler = (ctx, p, s) => {
+  const { pool, node } = nodeOr404(s, p.poolId, p.nodeId);
   return { status: 200, body: applySelect(nodeView(node, pool, ctx.baseUrl, s.engine.jobs), ctx.query['$select']) };
 };
 
+/** The 409 Batch answers for an operation on a node that is not up. */
+function nodeBusy(node: { state: string }, operation: string): BatchHttpError | undefined {
+  const codes: Record<string, string> = {
+    creating: 'NodeBeingCreated',
+    starting: 'NodeBeingStarted',
+    waitingforstarttask: 'NodeBeingStarted',
+    rebooting: 'NodeBeingRebooted',
+    leavingpool: 'OperationNotValidOnNode',
+  };
+  const code = codes[node.state];
+  return code ? errors.conflict(code, `The node is ${node.state}; it cannot be ${operation} now.`) : undefined;
+}
+
 const rebootNode: Handler = (ctx, p, s) => {
-  const { pool, node } = getNode(s, p.poolId, p.nodeId);
+  const { pool, node } = nodeOr404(s, p.poolId, p.nodeId);
   const b = jsonBody(ctx);
   const option = optionalEnum(b, 'nodeRebootOption', ['requeue', 'terminate', 'taskcompletion', 'retaineddata']) ?? 'requeue';
-  if (!['idle', 'running', 'starttaskfailed', 'unusable'].includes(node.state)) {
-    throw errors.conflict('NodeNotReady', `The node is in state ${node.state} and cannot be rebooted.`);
-  }
+  const busy = nodeBusy(node, 'rebooted');
+  if (busy) throw busy;
   s.engine.reboot(pool, node, option);
   return { status: 202, headers: { DataServiceId: `${ctx.baseUrl}/pools/${pool.id}/nodes/${node.id}/reboot` } };
 };
 
-const setScheduling = (enabled: boolean): Handler => (ctx, p, s) => {
-  const { node } = getNode(s, p.poolId, p.nodeId);
-  node.schedulingState = enabled ? 'enabled' : 'disabled';
+/**
+ * Disabling scheduling requeues (default) or ends the node's running tasks, or lets them finish
+ * (taskcompletion); the node is then offline. Asking for the state the node is already in is a 409.
+ */
+const setNodeScheduling = (enabled: boolean): Handler => (ctx, p, s) => {
+  const { node } = nodeOr404(s, p.poolId, p.nodeId);
+  const target = enabled ? 'enabled' : 'disabled';
+  if (node.schedulingState === target) {
+    throw errors.conflict('NodeAlreadyInTargetSchedulingState', `Task scheduling on the node is already ${target}.`);
+  }
+  const option = enabled ? undefined : (optionalEnum(jsonBody(ctx), 'nodeDisableSchedulingOption', ['requeue', 'terminate', 'taskcompletion']) ?? 'requeue');
+  node.schedulingState = target;
+  if (option === 'requeue' || option === 'terminate') s.engine.onNodeLeaving(node, option === 'requeue', 'Task was ended because task scheduling on its compute node was disabled');
+  s.engine.settleNode(node);
   if (enabled) s.scheduler.kick();
   return { status: 200, headers: { DataServiceId: `${ctx.baseUrl}/pools/${p.poolId}/nodes/${node.id}` } };
 };
@@ -207,8 +246,8 @@ const setScheduling = (enabled: boolean): Handler => (ctx, p, s) => {
 export const poolRoutes: [string, string, Handler][] = [
   ['POST', 'pools', addPool],
   ['GET', 'pools', listPools],
-  ['GET', 'pools/{poolId}', getPoolH],
-  ['HEAD', 'pools/{poolId}', existsPool],
+  ['GET', 'pools/{poolId}', getPool],
+  ['HEAD', 'pools/{poolId}', poolExists],
   ['DELETE', 'pools/{poolId}', deletePool],
   ['PATCH', 'pools/{poolId}', patchPool],
   ['POST', 'pools/{poolId}/updateproperties', updatePoolProperties],
@@ -216,8 +255,8 @@ export const poolRoutes: [string, string, Handler][] = [
   ['POST', 'pools/{poolId}/stopresize', stopResize],
   ['POST', 'pools/{poolId}/removenodes', removeNodes],
   ['GET', 'pools/{poolId}/nodes', listNodes],
-  ['GET', 'pools/{poolId}/nodes/{nodeId}', getNodeH],
+  ['GET', 'pools/{poolId}/nodes/{nodeId}', getNode],
   ['POST', 'pools/{poolId}/nodes/{nodeId}/reboot', rebootNode],
-  ['POST', 'pools/{poolId}/nodes/{nodeId}/disablescheduling', setScheduling(false)],
-  ['POST', 'pools/{poolId}/nodes/{nodeId}/enablescheduling', setScheduling(true)],
+  ['POST', 'pools/{poolId}/nodes/{nodeId}/disablescheduling', setNodeScheduling(false)],
+  ['POST', 'pools/{poolId}/nodes/{nodeId}/enablescheduling', setNodeScheduling(true)],
 ];

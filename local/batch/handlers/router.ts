@@ -16,6 +16,11 @@ const routes: Route[] = [...poolRoutes, ...jobRoutes, ...taskRoutes, ...fileRout
   handler,
 }));
 
+/** The emulated routes (method and path pattern), e.g. to check each is an operation of the spec. */
+export function emulatedRoutes(): { method: string; pattern: string }[] {
+  return routes.map((r) => ({ method: r.method, pattern: r.parts.join('/') }));
+}
+
 export type RouteMatch = { handler: Handler; params: Record<string, string> } | { methodNotAllowed: true } | undefined;
 
 /** Matches decoded path segments; `{x}` is one segment, `{*x}` the rest of the path. */

@@ -6,6 +6,7 @@ import type { ExchangeRecord } from '../config';
 import type { FaultState } from '../faults/faultConfig';
 import { BatchHttpError, batchErrorBody } from './errors';
 import type { HandlerResponse, RequestContext, Services } from './http';
+import { checkApiVersion, checkBody, checkQuery, notImplemented, specValidator } from './requestChecks';
 import { route } from './router';
 
 export interface ServerConfig {
@@ -41,6 +42,15 @@ function decode(s: string): string | null {
   }
 }
 
+/** Decoded path segments; a broken %-escape is Batch's RequestUrlFailedToParse, not an emulator crash. */
+function pathSegments(rawPath: string): string[] {
+  try {
+    return rawPath.split('/').filter(Boolean).map((s) => decodeURIComponent(s));
+  } catch {
+    throw new BatchHttpError(400, 'RequestUrlFailedToParse', 'The url in the request could not be parsed.');
+  }
+}
+
 function flatHeaders(req: IncomingMessage): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) out[k.toLowerCase()] = Array.isArray(v) ? v.join(',') : v;
@@ -64,6 +74,18 @@ export function createBatchServer(cfg: ServerConfig): http.Server {
   });
 }
 
+/** Shared key as Batch checks it: 403 AuthenticationFailed, 400 for a malformed header, 501 for Entra ID tokens. */
+function authenticate(cfg: ServerConfig, req: Parameters<typeof verifySharedKey>[0]): void {
+  const auth = verifySharedKey(req, cfg.accountName, cfg.accountKey);
+  if (auth.ok) return;
+  const detail = [{ key: 'AuthenticationErrorDetail', value: auth.reason }];
+  if (auth.kind === 'malformed') {
+    throw new BatchHttpError(400, 'InvalidAuthenticationInfo', 'The authentication information was not provided in the correct format. Verify the value of Authorization header.', detail);
+  }
+  if (auth.kind === 'unsupported') throw new BatchHttpError(501, 'NotImplemented', auth.reason, detail);
+  throw new BatchHttpError(403, 'AuthenticationFailed', 'Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature.', detail);
+}
+
 async function handle(cfg: ServerConfig, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const method = (req.method ?? 'GET').toUpperCase();
   const rawUrl = req.url ?? '/';
@@ -77,12 +99,7 @@ async function handle(cfg: ServerConfig, req: IncomingMessage, res: ServerRespon
   let requestBody: unknown = undefined;
   let result: HandlerResponse;
   try {
-    const auth = verifySharedKey({ method, rawPath, query, headers }, cfg.accountName, cfg.accountKey);
-    if (!auth.ok) {
-      throw new BatchHttpError(401, 'AuthenticationFailed', 'Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature.', [
-        { key: 'AuthenticationErrorDetail', value: auth.reason },
-      ]);
-    }
+    authenticate(cfg, { method, rawPath, query, headers });
     const throttle = cfg.faults.throttleDecision();
     if (throttle?.status === 429) {
       throw new BatchHttpError(429, 'TooManyRequests', 'The account is being throttled (injected fault). Retry after the interval in Retry-After.', [], {
@@ -90,11 +107,7 @@ async function handle(cfg: ServerConfig, req: IncomingMessage, res: ServerRespon
       });
     }
     if (throttle?.status === 503) throw new BatchHttpError(503, 'ServerBusy', 'The server is currently unable to receive requests (injected fault). Please retry your request.');
-    if (!query['api-version']) {
-      throw new BatchHttpError(400, 'MissingRequiredQueryParameter', 'A query parameter that is mandatory for this request is not specified.', [
-        { key: 'QueryParameterName', value: 'api-version' },
-      ]);
-    }
+    checkApiVersion(query);
     if (rawBody.length) {
       try {
         requestBody = JSON.parse(rawBody);
@@ -102,11 +115,19 @@ async function handle(cfg: ServerConfig, req: IncomingMessage, res: ServerRespon
         throw new BatchHttpError(400, 'InvalidRequestBody', 'The specified Request Body is not syntactically valid.');
       }
     }
-    const segments = rawPath.split('/').filter(Boolean).map((s) => decodeURIComponent(s));
+    const segments = pathSegments(rawPath);
     const m = route(method, segments);
-    if (!m) throw new BatchHttpError(400, 'InvalidUri', `The requested URI does not represent any resource on the server: ${rawPath}`);
-    if ('methodNotAllowed' in m) throw new BatchHttpError(405, 'UnsupportedHttpVerb', `The resource doesn't support the specified HTTP verb ${method}.`);
-    const ctx: RequestContext = { method, segments, query, headers, body: requestBody, baseUrl };
+    const op = specValidator().describeOperation(method, rawPath);
+    if (!m || 'methodNotAllowed' in m) {
+      if (op) throw notImplemented(op);
+      if (m) throw new BatchHttpError(405, 'UnsupportedHttpVerb', `The resource doesn't support the specified HTTP verb ${method}.`);
+      throw new BatchHttpError(400, 'InvalidUri', `The requested URI does not represent any resource on the server: ${rawPath}`);
+    }
+    // Every emulated route is a spec operation (the route table is checked against the spec in the unit tests).
+    if (!op) throw new Error(`emulator route ${method} ${rawPath} matches no operation of the spec`);
+    checkQuery(op, query);
+    checkBody(op, requestBody);
+    const ctx: RequestContext = { method, segments, query, headers, body: requestBody, bodyBytes: Buffer.byteLength(rawBody), baseUrl, operationId: op.operationId };
     result = await m.handler(ctx, m.params, cfg.services);
   } catch (e) {
     if (!(e instanceof BatchHttpError)) throw e;

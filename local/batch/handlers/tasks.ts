@@ -1,11 +1,16 @@
 import { nextETag } from '../model/etag';
+import { TASK_FILTERS } from '../model/filterable';
 import { applySelect, pageOf } from '../model/odata';
 import type { JobRecord, Json, TaskRecord } from '../model/types';
 import { iso, subtaskView, taskView } from '../model/views';
 import { BatchHttpError, batchErrorBody, errors } from './errors';
 import { checkConditions, jsonBody, versionHeaders, writeHeaders, type Handler, type Services } from './http';
-import { getJob, writableJob } from './jobs';
+import { jobOr404, refuseWhileJobDeleting, refuseWhileJobEnding } from './jobs';
+import { checkTaskAdd } from './rules';
 import { optionalDuration, optionalInt, requireId, requireString } from './validate';
+
+/** "The total serialized size of this collection must be less than 1MB" (read as 1 MiB). */
+const TASK_COLLECTION_MAX_BYTES = 1024 * 1024;
 
 let seq = 0;
 
@@ -14,15 +19,15 @@ export function continueTaskSeqAfter(max: number): void {
   seq = Math.max(seq, max + 1);
 }
 
-export function getTask(s: Services, jobId: string, taskId: string): { job: JobRecord; task: TaskRecord } {
-  const job = getJob(s, jobId);
+export function taskOr404(s: Services, jobId: string, taskId: string): { job: JobRecord; task: TaskRecord } {
+  const job = jobOr404(s, jobId);
   const task = job.tasks.get(taskId.toLowerCase());
   if (!task) throw errors.notFound('TaskNotFound', 'task');
   return { job, task };
 }
 
 /** Validates a TaskAddParameter and builds the record (not yet stored). */
-function buildTask(s: Services, job: JobRecord, b: Json, path = ''): TaskRecord {
+function taskRecordFrom(s: Services, job: JobRecord, b: Json, path = ''): TaskRecord {
   const id = requireId(b, 'id');
   requireString(b, 'commandLine', `${path}commandLine`);
   const requiredSlots = optionalInt(b, 'requiredSlots', 1, 256, `${path}requiredSlots`) ?? 1;
@@ -42,9 +47,7 @@ function buildTask(s: Services, job: JobRecord, b: Json, path = ''): TaskRecord 
       throw errors.conflict(code, `The task id ${id} is the id of the job's ${key}.`);
     }
   }
-  if (b.dependsOn && job.spec.usesTaskDependencies !== true) {
-    throw new BatchHttpError(409, 'TaskDependenciesNotSpecifiedOnJob', 'The task has dependencies but its job does not have usesTaskDependencies set.');
-  }
+  checkTaskAdd(b, { onTaskFailure: job.onTaskFailure, usesTaskDependencies: job.spec.usesTaskDependencies === true }, path);
   const containerSettings = b.containerSettings as Json | undefined;
   if (containerSettings && !containerSettings.imageName) throw errors.missing(`${path}containerSettings.imageName`);
   const now = new Date();
@@ -73,15 +76,19 @@ function buildTask(s: Services, job: JobRecord, b: Json, path = ''): TaskRecord 
   };
 }
 
-function acceptingTasks(job: JobRecord): void {
-  writableJob(job);
-  if (job.state === 'completed' || job.state === 'terminating') throw errors.conflict('JobCompleted', 'The specified job is already in a completed state.');
+function refuseUnlessJobAcceptsTasks(job: JobRecord): void {
+  refuseWhileJobDeleting(job);
+  refuseWhileJobEnding(job);
+}
+
+function refuseIfTaskCompleted(task: TaskRecord): void {
+  if (task.state === 'completed') throw errors.conflict('TaskCompleted', 'The specified task is already in a completed state.');
 }
 
 const addTask: Handler = (ctx, p, s) => {
-  const job = getJob(s, p.jobId);
-  acceptingTasks(job);
-  const task = buildTask(s, job, jsonBody(ctx));
+  const job = jobOr404(s, p.jobId);
+  refuseUnlessJobAcceptsTasks(job);
+  const task = taskRecordFrom(s, job, jsonBody(ctx));
   if (job.tasks.has(task.id.toLowerCase())) throw errors.exists('TaskExists', 'task');
   job.tasks.set(task.id.toLowerCase(), task);
   s.scheduler.kick();
@@ -89,9 +96,9 @@ const addTask: Handler = (ctx, p, s) => {
   return { status: 201, headers: { ...writeHeaders(task, url), Location: url } };
 };
 
-const addCollection: Handler = (ctx, p, s) => {
-  const job = getJob(s, p.jobId);
-  acceptingTasks(job);
+const addTaskCollection: Handler = (ctx, p, s) => {
+  const job = jobOr404(s, p.jobId);
+  refuseUnlessJobAcceptsTasks(job);
   const b = jsonBody(ctx);
   if (!Array.isArray(b.value)) throw errors.missing('value');
   if (b.value.length > 100) {
@@ -99,10 +106,15 @@ const addCollection: Handler = (ctx, p, s) => {
       { key: 'MaxTasksInCollection', value: '100' },
     ]);
   }
+  if (ctx.bodyBytes >= TASK_COLLECTION_MAX_BYTES) {
+    throw new BatchHttpError(413, 'RequestBodyTooLarge', 'The request body is too large: the serialized task collection must be less than 1 MB.', [
+      { key: 'MaxRequestBodySizeInBytes', value: String(TASK_COLLECTION_MAX_BYTES) },
+    ]);
+  }
   const results = (b.value as Json[]).map((tb, i) => {
     const taskId = typeof tb?.id === 'string' ? tb.id : '';
     try {
-      const task = buildTask(s, job, tb ?? {}, `value[${i}].`);
+      const task = taskRecordFrom(s, job, tb ?? {}, `value[${i}].`);
       if (job.tasks.has(task.id.toLowerCase())) throw errors.exists('TaskExists', 'task');
       job.tasks.set(task.id.toLowerCase(), task);
       return { status: 'success', taskId: task.id, eTag: task.eTag, lastModified: iso(task.lastModified), location: `${ctx.baseUrl}/jobs/${job.id}/tasks/${task.id}` };
@@ -118,22 +130,23 @@ const addCollection: Handler = (ctx, p, s) => {
 };
 
 const listTasks: Handler = (ctx, p, s) => {
-  const job = getJob(s, p.jobId);
+  const job = jobOr404(s, p.jobId);
   const all = [...job.tasks.values()].sort((a, b) => a.seq - b.seq).map((t) => taskView(t, ctx.baseUrl, (pid, nid) => s.engine.findNode(pid, nid)));
-  return { status: 200, body: pageOf(all, ctx.query, ctx.baseUrl, `/jobs/${job.id}/tasks`) };
+  return { status: 200, body: pageOf(all, ctx.query, ctx.baseUrl, `/jobs/${job.id}/tasks`, TASK_FILTERS) };
 };
 
-const getTaskH: Handler = (ctx, p, s) => {
-  const { task } = getTask(s, p.jobId, p.taskId);
+const getTask: Handler = (ctx, p, s) => {
+  const { task } = taskOr404(s, p.jobId, p.taskId);
   checkConditions(ctx, task);
   const view = taskView(task, ctx.baseUrl, (pid, nid) => s.engine.findNode(pid, nid));
   return { status: 200, body: applySelect(view, ctx.query['$select']), headers: versionHeaders(task) };
 };
 
 const updateTask: Handler = (ctx, p, s) => {
-  const { job, task } = getTask(s, p.jobId, p.taskId);
+  const { job, task } = taskOr404(s, p.jobId, p.taskId);
   checkConditions(ctx, task);
-  writableJob(job);
+  refuseWhileJobDeleting(job);
+  refuseIfTaskCompleted(task);
   const c = (jsonBody(ctx).constraints ?? {}) as Json;
   optionalDuration(c, 'maxWallClockTime', 'constraints.maxWallClockTime');
   optionalDuration(c, 'retentionTime', 'constraints.retentionTime');
@@ -149,20 +162,20 @@ const updateTask: Handler = (ctx, p, s) => {
 };
 
 const terminateTask: Handler = (ctx, p, s) => {
-  const { job, task } = getTask(s, p.jobId, p.taskId);
+  const { job, task } = taskOr404(s, p.jobId, p.taskId);
   checkConditions(ctx, task);
-  writableJob(job);
+  refuseWhileJobDeleting(job);
+  refuseIfTaskCompleted(task);
   s.executor.terminate(job, task, 'Task Was Ended by User Request');
   return { status: 204, headers: writeHeaders(task, `${ctx.baseUrl}/jobs/${job.id}/tasks/${task.id}`) };
 };
 
 const reactivateTask: Handler = (ctx, p, s) => {
-  const { job, task } = getTask(s, p.jobId, p.taskId);
+  const { job, task } = taskOr404(s, p.jobId, p.taskId);
   checkConditions(ctx, task);
-  acceptingTasks(job);
-  if (task.state !== 'completed' || task.executionInfo?.result !== 'failure') {
-    throw errors.conflict('TaskNotFailed', 'Only a completed task that failed can be reactivated.');
-  }
+  refuseUnlessJobAcceptsTasks(job);
+  if (task.state !== 'completed') throw errors.conflict('TaskNotCompleted', 'The specified task is not in a completed state, and the requested operation can be performed only on completed tasks.');
+  if (task.executionInfo?.result !== 'failure') throw errors.conflict('TaskSucceeded', 'The specified task has already completed successfully, and the requested operation cannot be performed on successful tasks.');
   task.executionInfo = { retryCount: 0, requeueCount: task.executionInfo.requeueCount };
   delete task.nodeInfo;
   task.subtasks = [];
@@ -174,9 +187,9 @@ const reactivateTask: Handler = (ctx, p, s) => {
 };
 
 const deleteTask: Handler = (ctx, p, s) => {
-  const { job, task } = getTask(s, p.jobId, p.taskId);
+  const { job, task } = taskOr404(s, p.jobId, p.taskId);
   checkConditions(ctx, task);
-  writableJob(job);
+  refuseWhileJobDeleting(job);
   if (task.state !== 'completed' && task.state !== 'active') s.executor.terminate(job, task, 'Task was deleted');
   s.executor.removeTaskFiles(task);
   job.tasks.delete(task.id.toLowerCase());
@@ -185,7 +198,7 @@ const deleteTask: Handler = (ctx, p, s) => {
 };
 
 const listSubtasks: Handler = (ctx, p, s) => {
-  const { task } = getTask(s, p.jobId, p.taskId);
+  const { task } = taskOr404(s, p.jobId, p.taskId);
   // The primary (instance 0) is the task itself; subtasks are instances 1..N-1.
   const value = task.subtasks.filter((st) => st.id !== 0).map((st) => applySelect(subtaskView(st, ctx.baseUrl, s.engine.findNode(st.poolId, st.nodeId)), ctx.query['$select']));
   return { status: 200, body: { value } };
@@ -193,9 +206,9 @@ const listSubtasks: Handler = (ctx, p, s) => {
 
 export const taskRoutes: [string, string, Handler][] = [
   ['POST', 'jobs/{jobId}/tasks', addTask],
-  ['POST', 'jobs/{jobId}/addtaskcollection', addCollection],
+  ['POST', 'jobs/{jobId}/addtaskcollection', addTaskCollection],
   ['GET', 'jobs/{jobId}/tasks', listTasks],
-  ['GET', 'jobs/{jobId}/tasks/{taskId}', getTaskH],
+  ['GET', 'jobs/{jobId}/tasks/{taskId}', getTask],
   ['PUT', 'jobs/{jobId}/tasks/{taskId}', updateTask],
   ['DELETE', 'jobs/{jobId}/tasks/{taskId}', deleteTask],
   ['POST', 'jobs/{jobId}/tasks/{taskId}/terminate', terminateTask],

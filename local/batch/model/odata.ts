@@ -1,9 +1,11 @@
 import { BatchHttpError } from '../handlers/errors';
+import type { Filterable, FilterOp } from './filterable';
 import type { Json } from './types';
 
 /**
  * The subset of OData `$filter` Batch clients use: `a eq 'x'`, `a ne 'x'`, `startswith(a,'x')`,
  * combined with `and` / `or` and parentheses. Property paths may use `/` (e.g. `executionInfo/result`).
+ * Each list names the properties and operators it filters on (see filterable.ts); anything else is refused.
  */
 type Expr =
   | { op: 'eq' | 'ne' | 'gt' | 'ge' | 'lt' | 'le'; path: string[]; value: string | number | boolean }
@@ -19,7 +21,7 @@ function badFilter(filter: string, why: string): BatchHttpError {
 
 function tokenize(s: string): string[] {
   const out: string[] = [];
-  const re = /\s*('(?:[^']|'')*'|\(|\)|,|[A-Za-z_][\w/.]*|-?\d+(?:\.\d+)?)/y;
+  const re = /\s*(datetime'[^']*'|'(?:[^']|'')*'|\(|\)|,|[A-Za-z_][\w/.]*|-?\d+(?:\.\d+)?)/iy;
   let m: RegExpExecArray | null;
   let last = 0;
   while ((m = re.exec(s))) {
@@ -33,12 +35,14 @@ function tokenize(s: string): string[] {
 function parseValue(tok: string | undefined): string | number | boolean {
   if (tok === undefined) throw new Error('missing value');
   if (tok.startsWith("'")) return tok.slice(1, -1).replace(/''/g, "'");
+  // OData's typed date literal, datetime'2026-01-01T00:00:00Z', compares as the date.
+  if (/^datetime'/i.test(tok)) return tok.slice(tok.indexOf("'") + 1, -1);
   if (tok === 'true' || tok === 'false') return tok === 'true';
   if (/^-?\d/.test(tok)) return Number(tok);
   throw new Error(`bad value ${tok}`);
 }
 
-export function parseFilter(filter: string): Expr {
+export function parseFilter(filter: string, filterable: Filterable): Expr {
   let toks: string[];
   try {
     toks = tokenize(filter);
@@ -89,13 +93,24 @@ export function parseFilter(filter: string): Expr {
     }
     return left;
   };
+  let parsed: Expr;
   try {
-    const e = orExpr();
+    parsed = orExpr();
     if (i !== toks.length) throw new Error(`unexpected ${toks[i]}`);
-    return e;
   } catch (e) {
     throw badFilter(filter, (e as Error).message);
   }
+  return bindToFilterable(parsed, filter, filterable);
+}
+
+/** Checks every comparison against the list's filterable properties and points it at the response property. */
+function bindToFilterable(e: Expr, filter: string, filterable: Filterable): Expr {
+  if ('left' in e) return { ...e, left: bindToFilterable(e.left, filter, filterable), right: bindToFilterable(e.right, filter, filterable) };
+  const name = e.path.join('/');
+  const prop = Object.entries(filterable).find(([k]) => k.toLowerCase() === name.toLowerCase())?.[1];
+  if (!prop) throw badFilter(filter, `this list cannot be filtered on ${name} (it filters on ${Object.keys(filterable).join(', ')})`);
+  if (!prop.ops.includes(e.op as FilterOp)) throw badFilter(filter, `${name} does not take the operator ${e.op} (it takes ${prop.ops.join(', ')})`);
+  return { ...e, path: (prop.path ?? Object.keys(filterable).find((k) => k.toLowerCase() === name.toLowerCase()) ?? name).split('/') };
 }
 
 function lookup(obj: Json, path: string[]): unknown {
@@ -153,20 +168,14 @@ export interface Page {
 }
 
 /**
- * Filters, selects and pages a list. The continuation token is the offset into the filtered list;
+ * Filters (on the list's filterable properties), selects and pages a list. The continuation token is the offset into the filtered list;
  * the next link repeats the query so the SDK's `listNext(nextLink)` needs nothing else.
  */
-export function pageOf(items: Json[], query: Record<string, string>, baseUrl: string, path: string): Page {
-  const filter = query['$filter'] ? parseFilter(query['$filter']) : undefined;
+export function pageOf(items: Json[], query: Record<string, string>, baseUrl: string, path: string, filterable: Filterable): Page {
+  const filter = query['$filter'] ? parseFilter(query['$filter'], filterable) : undefined;
   const filtered = filter ? items.filter((it) => matches(filter, it)) : items;
-  const maxRaw = query['maxresults'];
-  const max = maxRaw === undefined ? 1000 : Number(maxRaw);
-  if (!Number.isInteger(max) || max < 1 || max > 1000) {
-    throw new BatchHttpError(400, 'InvalidQueryParameterValue', 'maxresults must be between 1 and 1000.', [
-      { key: 'QueryParameterName', value: 'maxresults' },
-      { key: 'QueryParameterValue', value: String(maxRaw) },
-    ]);
-  }
+  // maxresults was checked at the door against the spec's range (1..1000).
+  const max = query['maxresults'] === undefined ? 1000 : Number(query['maxresults']);
   const start = Number(query['$skiptoken'] ?? 0) || 0;
   const slice = filtered.slice(start, start + max).map((o) => applySelect(o, query['$select']));
   const page: Page = { value: slice };

@@ -83,7 +83,7 @@ export interface JobRecord extends Versioned {
   id: string;
   spec: Json;
   creationTime: Date;
-  state: 'active' | 'terminating' | 'completed' | 'deleting' | 'disabled';
+  state: 'active' | 'disabling' | 'disabled' | 'terminating' | 'completed' | 'deleting';
   stateTransitionTime: Date;
   previousState?: string;
   previousStateTransitionTime?: Date;

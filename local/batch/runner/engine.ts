@@ -38,8 +38,8 @@ export class Engine {
   private stopped = false;
   /** Called whenever something that could let a waiting task run has changed. */
   onCapacityChange: () => void = () => undefined;
-  /** Called when nodes go away, so their tasks can be requeued or ended. */
-  onNodeLeaving: (node: NodeRecord, requeue: boolean) => void = () => undefined;
+  /** Called when nodes go away (or stop taking tasks), so their tasks can be requeued or ended with `reason`. */
+  onNodeLeaving: (node: NodeRecord, requeue: boolean, reason?: string) => void = () => undefined;
 
   constructor(readonly cfg: EngineConfig) {
     this.hostsFile = path.join(cfg.dataDir, 'hosts');
@@ -94,6 +94,15 @@ export class Engine {
     node.state = state;
     node.stateTransitionTime = new Date();
     if (state === 'idle' || state === 'running') this.onCapacityChange();
+  }
+
+  /**
+   * An up node's state from what runs on it: running while it has tasks, else offline when scheduling is
+   * disabled (Batch's state for a node that takes no tasks), else idle.
+   */
+  settleNode(node: NodeRecord): void {
+    if (!['idle', 'running', 'offline'].includes(node.state)) return;
+    this.setNodeState(node, node.running.size ? 'running' : node.schedulingState === 'disabled' ? 'offline' : 'idle');
   }
 
   // ---- pools -------------------------------------------------------------------------------
@@ -224,7 +233,7 @@ export class Engine {
     if (pool.startTask) {
       const waitForSuccess = pool.startTask.waitForSuccess !== false;
       this.setNodeState(node, waitForSuccess ? 'waitingforstarttask' : 'idle');
-      if (!waitForSuccess) this.checkUsable(pool, node);
+      if (!waitForSuccess && this.checkUsable(pool, node)) this.settleNode(node);
       this.runStartTask(pool, node);
     } else {
       this.nodeReady(pool, node);
@@ -234,7 +243,9 @@ export class Engine {
   /** A node that finished booting (and its start task, if it must wait) becomes idle or, by fault, unusable. */
   nodeReady(pool: PoolRecord, node: NodeRecord): void {
     if (node.removed) return;
-    if (this.checkUsable(pool, node)) this.setNodeState(node, node.running.size ? 'running' : 'idle');
+    if (!this.checkUsable(pool, node)) return;
+    this.setNodeState(node, 'idle');
+    this.settleNode(node);
   }
 
   private checkUsable(pool: PoolRecord, node: NodeRecord): boolean {
@@ -358,6 +369,7 @@ export class Engine {
           this.later(this.cfg.timing.bootMs, () => this.boot(pool, node));
         } else if (node.state === 'running') {
           this.setNodeState(node, 'idle');
+          this.settleNode(node);
         }
       }
       if (pool.state === 'deleting') this.deletePool(pool);

@@ -2,7 +2,8 @@ import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { timerMs } from '../model/duration';
 import { touch } from '../model/etag';
-import type { JobRecord, NodeRecord } from '../model/types';
+import { exitOptionsFor, isEndedByRequest } from '../model/exitOptions';
+import type { JobRecord, Json, NodeRecord, TaskRecord } from '../model/types';
 import { Engine } from './engine';
 import { safeSegment } from './sandbox';
 import { TaskExecutor } from './taskExecutor';
@@ -13,8 +14,8 @@ export class JobLifecycle {
     private readonly engine: Engine,
     private readonly executor: TaskExecutor,
   ) {
-    executor.onTaskCompleted = (job) => this.checkAllTasksComplete(job);
-    engine.onNodeLeaving = (node, requeue) => this.nodeLeaving(node, requeue);
+    executor.onTaskCompleted = (job, task) => this.taskCompleted(job, task);
+    engine.onNodeLeaving = (node, requeue, reason) => this.nodeLeaving(node, requeue, reason);
   }
 
   setState(job: JobRecord, state: JobRecord['state']): void {
@@ -32,8 +33,51 @@ export class JobLifecycle {
     const elapsed = Date.now() - job.creationTime.getTime();
     this.engine.cancel(job.wallClockTimer);
     job.wallClockTimer = this.engine.later(Math.max(0, ms - elapsed), () => {
-      if (job.state === 'active' || job.state === 'disabled') void this.terminate(job, 'MaxWallClockTimeExpiry');
+      if (job.state === 'active' || job.state === 'disabling' || job.state === 'disabled') void this.terminate(job, 'MaxWallClockTimeExpiry');
     });
+  }
+
+  /**
+   * A task completed: with onTaskFailure performExitOptionsJobAction its exit options may terminate (reason
+   * TaskFailed) or disable the job; a job disabling with disableTasks wait becomes disabled when its last running
+   * task is done; then onAllTasksComplete.
+   */
+  taskCompleted(job: JobRecord, task: TaskRecord): void {
+    if (job.state === 'disabling' && !this.hasRunningTasks(job)) this.setState(job, 'disabled');
+    const code = (task.executionInfo?.failureInfo as Json | undefined)?.code;
+    if (job.onTaskFailure === 'performexitoptionsjobaction' && !isEndedByRequest(code) && (job.state === 'active' || job.state === 'disabled')) {
+      const { jobAction } = exitOptionsFor(task);
+      if (jobAction === 'terminate') {
+        void this.terminate(job, 'TaskFailed');
+        return;
+      }
+      if (jobAction === 'disable' && job.state === 'active') this.disable(job, 'requeue');
+    }
+    this.checkAllTasksComplete(job);
+  }
+
+  private hasRunningTasks(job: JobRecord): boolean {
+    for (const t of job.tasks.values()) if (t.state === 'running' || t.state === 'preparing') return true;
+    return false;
+  }
+
+  /**
+   * Disable: no new task of the job starts. disableTasks requeue ends running tasks and puts them back to active
+   * (requeueCount + 1), terminate ends them for good (TaskEnded), wait lets them finish while the job is disabling.
+   */
+  disable(job: JobRecord, disableTasks: 'requeue' | 'terminate' | 'wait'): void {
+    this.setState(job, 'disabling');
+    for (const t of job.tasks.values()) {
+      if (t.state !== 'running' && t.state !== 'preparing') continue;
+      if (disableTasks === 'requeue') this.executor.requeue(job, t);
+      else if (disableTasks === 'terminate') this.executor.terminate(job, t, 'Task was ended because its job was disabled');
+    }
+    if (!this.hasRunningTasks(job)) this.setState(job, 'disabled');
+  }
+
+  enable(job: JobRecord): void {
+    if (job.state === 'disabled' || job.state === 'disabling') this.setState(job, 'active');
+    this.checkAllTasksComplete(job);
   }
 
   /** onAllTasksComplete=terminatejob: a job whose tasks are all completed (or that has none) ends. */
@@ -59,7 +103,12 @@ export class JobLifecycle {
     this.setState(job, 'completed');
   }
 
+  /**
+   * Deletion, as Batch does it: the job is `deleting` (its id refused with JobBeingDeleted) while running tasks
+   * end, release tasks run and files go, and for at least timing.jobDeleteMs; then it is gone.
+   */
   async delete(job: JobRecord): Promise<void> {
+    const started = Date.now();
     const wasEnded = job.state === 'completed' || job.state === 'terminating';
     this.setState(job, 'deleting');
     this.engine.cancel(job.wallClockTimer);
@@ -74,6 +123,8 @@ export class JobLifecycle {
         n.jobTasks.delete(job.id.toLowerCase());
       }
     }
+    const rest = this.engine.cfg.timing.jobDeleteMs - (Date.now() - started);
+    if (rest > 0) await new Promise<void>((resolve) => this.engine.later(rest, resolve));
     this.engine.jobs.delete(job.id.toLowerCase());
   }
 
@@ -86,6 +137,8 @@ export class JobLifecycle {
       if (job.state === 'terminating') {
         job.executionInfo.endTime = new Date();
         this.setState(job, 'completed');
+      } else if (job.state === 'disabling') {
+        this.setState(job, 'disabled');
       } else if (job.state === 'deleting') {
         void this.delete(job);
       } else {
@@ -94,14 +147,14 @@ export class JobLifecycle {
     }
   }
 
-  /** Tasks on a node that leaves (removal, pool deletion, reboot) are requeued or ended. */
-  private nodeLeaving(node: NodeRecord, requeue: boolean): void {
+  /** Tasks on a node that leaves (removal, pool deletion, reboot, disabled scheduling) are requeued or ended. */
+  private nodeLeaving(node: NodeRecord, requeue: boolean, reason = 'Task was ended because its compute node was removed'): void {
     for (const r of [...node.running.values()]) {
       const job = this.engine.jobs.get(r.jobId.toLowerCase());
       const task = job?.tasks.get(r.taskId.toLowerCase());
       if (!job || !task || task.state === 'completed') continue;
       if (requeue) this.executor.requeue(job, task);
-      else this.executor.terminate(job, task, 'Task was ended because its compute node was removed');
+      else this.executor.terminate(job, task, reason);
     }
   }
 }

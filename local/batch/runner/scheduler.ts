@@ -1,3 +1,4 @@
+import { exitOptionsFor } from '../model/exitOptions';
 import type { JobRecord, Json, NodeRecord, PoolRecord, TaskRecord } from '../model/types';
 import { affinityIdOf } from '../model/views';
 import { Engine, taskKey } from './engine';
@@ -101,15 +102,16 @@ export class Scheduler {
 }
 
 /**
- * dependsOn: a task waits until every task it names (ids and id ranges) has completed successfully.
- * A failed or missing parent keeps it waiting (exit-condition dependency actions are not emulated).
+ * dependsOn: a task waits until every task it names (ids and id ranges) has completed with a dependencyAction
+ * of satisfy: by default a success; a task's exitConditions can make a failure satisfy or a success block.
+ * A missing parent keeps it waiting.
  */
 export function dependenciesMet(job: JobRecord, task: TaskRecord): boolean {
   const deps = task.spec.dependsOn as Json | undefined;
   if (!deps) return true;
   const ok = (id: string) => {
     const parent = job.tasks.get(id.toLowerCase());
-    return parent?.state === 'completed' && parent.executionInfo?.result === 'success';
+    return parent?.state === 'completed' && exitOptionsFor(parent).dependencyAction === 'satisfy';
   };
   for (const id of (deps.taskIds as string[] | undefined) ?? []) if (!ok(id)) return false;
   for (const r of (deps.taskIdRanges as { start: number; end: number }[] | undefined) ?? []) {

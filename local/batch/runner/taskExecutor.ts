@@ -2,11 +2,13 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { timerMs } from '../model/duration';
 import { touch } from '../model/etag';
+import { isFileUploadFailure, isPreProcessingFailure } from '../model/exitOptions';
 import type { ExecInfo, JobRecord, Json, NodeRecord, PoolRecord, SubtaskRecord, TaskRecord, TaskState } from '../model/types';
 import { Engine, taskKey } from './engine';
 import { userEnv } from './env';
 import { splitCommandLine } from './commandLine';
 import { groupAlive, killGroup, runCommandLine, type ProcessOutcome } from './processes';
+import { uploadOutputFiles } from './outputFiles';
 import { downloadResourceFiles } from './resourceFiles';
 import { taskRootRelative } from './sandbox';
 
@@ -326,8 +328,17 @@ export class TaskExecutor {
     setTaskState(task, 'running');
     const rel = taskRootRelative(job.id, task.id);
     const mi = task.spec.multiInstanceSettings as Json | undefined;
-    const outcome = mi ? await this.runMultiInstance(job, task, nodes, rel, mi, attempt) : await this.runSingle(job, task, nodes[0], rel);
+    let outcome = mi ? await this.runMultiInstance(job, task, nodes, rel, mi, attempt) : await this.runSingle(job, task, nodes[0], rel);
     if (task.attempt !== attempt || outcome === undefined) return;
+    const outputFiles = task.spec.outputFiles as Json[] | undefined;
+    // After the last attempt, if the process ran: uploaded from the primary's node only (multi-instance too).
+    if (outputFiles?.length && !isPreProcessingFailure(outcome.failureInfo?.code) && !this.willRetry(job, task, nodes, outcome)) {
+      const primary = nodes[0];
+      const dir = path.join(primary.rootDir, rel);
+      const failure = await uploadOutputFiles({ outputFiles, taskDir: dir, nodeRoot: primary.rootDir, env: this.taskEnv(job, task, primary, dir), exitCode: outcome.exitCode });
+      if (task.attempt !== attempt) return;
+      if (failure && !outcome.failureInfo) outcome = { ...outcome, failureInfo: failure };
+    }
     this.complete(job, task, nodes, attempt, outcome);
   }
 
@@ -446,18 +457,39 @@ export class TaskExecutor {
     s.result = result;
   }
 
-  /** Ends the current attempt: retry within maxTaskRetryCount, else complete the task. */
+  /** Whether this attempt's outcome is retried (see complete). */
+  private willRetry(job: JobRecord, task: TaskRecord, nodes: NodeRecord[], out: RunOutcome): boolean {
+    const failed = !!out.failureInfo || out.exitCode !== 0;
+    const code = out.failureInfo?.code;
+    const max = task.constraints.maxTaskRetryCount;
+    const retries = (task.executionInfo as ExecInfo).retryCount;
+    if (!failed || isPreProcessingFailure(code) || isFileUploadFailure(code) || (max !== -1 && retries >= max)) return false;
+    return ['active', 'disabling', 'disabled'].includes(job.state) && nodes.every((n) => !n.removed);
+  }
+
+  /**
+   * Ends the current attempt: a nonzero exit is retried within maxTaskRetryCount (pre-processing and file upload
+   * errors are not retried, as on Batch), else the task completes. A retry of a task whose job is disabled waits,
+   * active, for the job to be enabled.
+   */
   private complete(job: JobRecord, task: TaskRecord, nodes: NodeRecord[], attempt: number, out: RunOutcome): void {
     if (task.attempt !== attempt) return;
     this.killTaskProcesses(task);
     const exec = task.executionInfo as ExecInfo;
     const failed = !!out.failureInfo || out.exitCode !== 0;
-    const max = task.constraints.maxTaskRetryCount;
-    if (failed && (max === -1 || exec.retryCount < max) && job.state === 'active' && nodes.every((n) => !n.removed)) {
+    if (this.willRetry(job, task, nodes, out)) {
       exec.retryCount += 1;
       exec.lastRetryTime = new Date();
       touch(task);
-      this.start(job, task, nodes);
+      if (job.state === 'active') {
+        this.start(job, task, nodes);
+      } else {
+        task.attempt += 1;
+        this.release(task, nodes, false);
+        delete task.nodeInfo;
+        task.subtasks = [];
+        setTaskState(task, 'active');
+      }
       return;
     }
     exec.endTime = new Date();
@@ -477,7 +509,7 @@ export class TaskExecutor {
       if (!n.running.delete(key)) continue;
       n.totalTasksRun += 1;
       if (succeeded) n.totalTasksSucceeded += 1;
-      if (n.running.size === 0 && n.state === 'running') this.engine.setNodeState(n, 'idle');
+      this.engine.settleNode(n);
     }
     this.engine.onCapacityChange();
   }
@@ -504,7 +536,7 @@ export class TaskExecutor {
     const key = taskKey(task);
     for (const n of nodes) {
       n.running.delete(key);
-      if (n.running.size === 0 && n.state === 'running') this.engine.setNodeState(n, 'idle');
+      this.engine.settleNode(n);
     }
     const exec = task.executionInfo as ExecInfo;
     exec.requeueCount += 1;

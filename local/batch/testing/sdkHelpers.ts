@@ -3,6 +3,12 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 /** Helpers for tests and benchmarks that drive the emulator through the real @azure/batch SDK. */
 
+/** A pool's VM configuration as Batch requires one (the emulator's nodes are sandboxes, whatever the image). */
+export const LINUX_VM_CONFIGURATION: BatchServiceModels.VirtualMachineConfiguration = {
+  imageReference: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts', version: 'latest' },
+  nodeAgentSKUId: 'batch.node.ubuntu 22.04',
+};
+
 export function sdkClient(h: { url: string; accountName: string; accountKey: string }): BatchServiceClient {
   return new BatchServiceClient(new BatchSharedKeyCredentials(h.accountName, h.accountKey), h.url);
 }
@@ -79,21 +85,34 @@ export function processesMentioning(fragment: string): { pid: number; cmd: strin
   return out;
 }
 
+export interface SignedFetchOptions {
+  /** Default the emulator's version; null sends none. */
+  apiVersion?: string | null;
+  /** Set before signing (e.g. an `ocp-date` in the past), so they are signed like the SDK's own. */
+  headers?: Record<string, string>;
+  /** Sent as is instead of JSON.stringify(body). */
+  rawBody?: string;
+}
+
 /**
  * A raw HTTP call signed exactly as the SDK signs (its own BatchSharedKeyCredentials), for tests
- * that need to see status codes and headers the SDK would retry or hide (429, 503).
+ * that need to see status codes and headers the SDK would retry or hide (429, 503), or to send what
+ * the SDK never would (another api-version, an old ocp-date, a malformed body).
  */
 export async function signedFetch(
   h: { url: string; accountName: string; accountKey: string },
   method: string,
   pathAndQuery: string,
   body?: unknown,
+  opts: SignedFetchOptions = {},
 ): Promise<{ status: number; headers: Headers; json: unknown }> {
   const { WebResource } = require('@azure/ms-rest-js') as typeof import('@azure/ms-rest-js');
-  const url = `${h.url}${pathAndQuery}${pathAndQuery.includes('?') ? '&' : '?'}api-version=2022-10-01.16.0`;
-  const text = body === undefined ? undefined : JSON.stringify(body);
+  const apiVersion = opts.apiVersion === undefined ? '2022-10-01.16.0' : opts.apiVersion;
+  const url = apiVersion === null ? `${h.url}${pathAndQuery}` : `${h.url}${pathAndQuery}${pathAndQuery.includes('?') ? '&' : '?'}api-version=${apiVersion}`;
+  const text = opts.rawBody ?? (body === undefined ? undefined : JSON.stringify(body));
   const wr = new WebResource(url, method as 'GET', text);
   if (text !== undefined) wr.headers.set('Content-Type', 'application/json; odata=minimalmetadata; charset=utf-8');
+  for (const [k, v] of Object.entries(opts.headers ?? {})) wr.headers.set(k, v);
   await new BatchSharedKeyCredentials(h.accountName, h.accountKey).signRequest(wr);
   const headers: Record<string, string> = {};
   for (const hd of wr.headers.headersArray()) headers[hd.name] = hd.value;

@@ -1,0 +1,86 @@
+/**
+ * The properties each list operation can filter on, and with which operators, as the Batch REST reference
+ * lists them ("OData filters in Azure Batch", learn.microsoft.com/rest/api/batchservice/odata-filters-in-batch).
+ * A $filter naming anything else is refused with 400 InvalidQueryParameterValue, as Batch refuses it.
+ */
+
+export type FilterOp = 'eq' | 'ne' | 'gt' | 'ge' | 'lt' | 'le' | 'startswith';
+
+export interface FilterableProperty {
+  ops: FilterOp[];
+  /** The property in the response when the filter name differs (the reference says lastModifiedTime for tasks). */
+  path?: string;
+}
+
+export type Filterable = Record<string, FilterableProperty>;
+
+const EQ: FilterableProperty = { ops: ['eq', 'ne'] };
+const EQ_ONLY: FilterableProperty = { ops: ['eq'] };
+const ORDERED: FilterableProperty = { ops: ['eq', 'ne', 'ge', 'gt', 'le', 'lt'] };
+const ID: FilterableProperty = { ops: ['startswith', 'eq', 'ne', 'ge', 'gt', 'le', 'lt'] };
+const STARTSWITH: FilterableProperty = { ops: ['startswith'] };
+
+export const POOL_FILTERS: Filterable = {
+  id: ID,
+  state: EQ,
+  stateTransitionTime: ORDERED,
+  allocationState: EQ_ONLY,
+  allocationStateTransitionTime: ORDERED,
+  creationTime: ORDERED,
+  enableAutoScale: EQ,
+  lastModified: ORDERED,
+  vmSize: EQ,
+  enableInterNodeCommunication: EQ,
+};
+
+export const NODE_FILTERS: Filterable = {
+  state: EQ,
+  stateTransitionTime: ORDERED,
+  lastBootTime: ORDERED,
+  allocationTime: ORDERED,
+  'startTaskInfo/state': EQ_ONLY,
+  'startTaskInfo/result': EQ,
+  'startTaskInfo/exitCode': ORDERED,
+  'startTaskInfo/startTime': ORDERED,
+  'startTaskInfo/endTime': ORDERED,
+};
+
+export const JOB_FILTERS: Filterable = {
+  id: ID,
+  state: EQ,
+  stateTransitionTime: ORDERED,
+  creationTime: ORDERED,
+  lastModified: ORDERED,
+  'executionInfo/startTime': ORDERED,
+  'executionInfo/endTime': ORDERED,
+  'executionInfo/poolId': ID,
+};
+
+export const TASK_FILTERS: Filterable = {
+  id: ID,
+  state: EQ,
+  stateTransitionTime: ORDERED,
+  creationTime: ORDERED,
+  lastModifiedTime: { ...ORDERED, path: 'lastModified' },
+  'executionInfo/startTime': ORDERED,
+  'executionInfo/endTime': ORDERED,
+  'executionInfo/exitCode': ORDERED,
+  'executionInfo/result': EQ,
+};
+
+const prepRelease = (kind: string): Filterable => ({
+  [`${kind}/state`]: EQ,
+  [`${kind}/startTime`]: ORDERED,
+  [`${kind}/endTime`]: ORDERED,
+  [`${kind}/exitCode`]: ORDERED,
+  [`${kind}/result`]: EQ,
+});
+
+export const PREP_RELEASE_FILTERS: Filterable = {
+  poolId: EQ,
+  nodeId: EQ,
+  ...prepRelease('jobPreparationTaskExecutionInfo'),
+  ...prepRelease('jobReleaseTaskExecutionInfo'),
+};
+
+export const FILE_FILTERS: Filterable = { name: STARTSWITH };
