@@ -192,6 +192,9 @@ const envSchema = z.object({
   PRICE_TABLE_JSON: z.string().optional(),
 });
 
+/** Every app setting the app reads (APP_VERSION aside, read on its own by appVersionSetting). */
+export const SETTING_NAMES: readonly string[] = Object.keys(envSchema.shape);
+
 /**
  * Reads and validates the configuration. Pure: everything comes from `env`.
  * Throws ConfigError naming each missing or bad variable.
