@@ -9,9 +9,11 @@
 import { z } from 'zod';
 import { parseStorageAccountRef, type StorageAccountRef } from './storageAccounts';
 import { parsePriceTable, type PriceTable } from './priceTable';
+import { authEnvSchema, parseAuthConfig, type AuthConfig } from './auth';
 
 export type { StorageAccountRef } from './storageAccounts';
 export { parseConnectionString, parseStorageAccountRef } from './storageAccounts';
+export { ROLES, MIN_OPERATOR_KEY_LENGTH, type Role, type AuthConfig, type BearerConfig } from './auth';
 
 /** The AAD scope of the Batch data plane (resource https://batch.core.windows.net/). */
 export const BATCH_TOKEN_SCOPE = 'https://batch.core.windows.net/.default';
@@ -57,6 +59,8 @@ export interface AppConfig {
   queueMaxDequeueCount: number;
   /** The operations sweep (functions/sweep.ts) and cost accounting; see docs/operations.md. */
   ops: OpsConfig;
+  /** Who may call the job API (Entra ID bearer tokens, operator keys, anonymous); see docs/security.md. */
+  auth: AuthConfig;
 }
 
 export interface PipelineConfig {
@@ -173,6 +177,7 @@ const envSchema = z.object({
   STAGING_RETENTION_HOURS: numberSetting(24, 0, 24 * 365),
   JOBS_RETENTION_DAYS: numberSetting(0, 0, 3_650),
   PRICE_TABLE_JSON: z.string().optional(),
+  ...authEnvSchema,
 });
 
 /**
@@ -244,6 +249,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const duplicate = names.find((n, i) => names.indexOf(n) !== i);
   if (duplicate) problems.push(`STAGING_ACCOUNTS: account "${duplicate}" is listed twice`);
 
+  const auth = parseAuthConfig(e, problems);
+
   if (problems.length > 0 || !hostStorage || !priceTable) throw new ConfigError(problems);
 
   const config: AppConfig = {
@@ -278,6 +285,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       jobsRetentionMs: e.JOBS_RETENTION_DAYS > 0 ? e.JOBS_RETENTION_DAYS * 24 * 3_600_000 : undefined,
       priceTable,
     },
+    auth,
   };
   return deepFreeze(config);
 }
