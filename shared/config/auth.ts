@@ -87,7 +87,8 @@ export function parseAuthConfig(env: AuthEnv, problems: string[]): AuthConfig {
     if (!audiences.length) problems.push('AUTH_AUDIENCES is required with AUTH_ISSUER (the API\'s application id URI and/or client id)');
     const issuerText = env.AUTH_ISSUER.replace(/\/+$/, '');
     const metadataText = env.AUTH_METADATA_URL || `${issuerText}/.well-known/openid-configuration`;
-    const metadata = checkedUrl(metadataText, 'AUTH_METADATA_URL', problems);
+    // A derived metadata URL is only as good as the issuer: report the issuer once, not twice.
+    const metadata = issuer || env.AUTH_METADATA_URL ? checkedUrl(metadataText, 'AUTH_METADATA_URL', problems) : undefined;
     if (issuer && metadata && audiences.length) {
       // Entra's issuer has no trailing slash (v2.0); keep it exactly as configured otherwise.
       bearer = { issuer: env.AUTH_ISSUER, audiences, metadataUrl: metadata.toString(), clockSkewSeconds };
