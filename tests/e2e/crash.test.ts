@@ -18,7 +18,7 @@ import type { ExchangeRecord } from '../../local/batch/config';
 import { startRegistry, type RegistryHandle } from '../../local/registry';
 import { buildDemoImage } from '../../examples/images/buildDemoImage';
 import { localAppSettings, REPO_ROOT, type Stack } from '../../local/stack';
-import { checkCleanup, checkResult, mpiOutput, submitSpec, uploadDemoInputs, watchJob, type JobViewLite } from '../../local/jobRunner';
+import { asOperator, checkCleanup, checkResult, mpiOutput, submitSpec, uploadDemoInputs, watchJob, type JobViewLite } from '../../local/jobRunner';
 import { CHILD_KEYS, PipelineHostProcess, openLog } from './helpers/childHost';
 
 let azurite: AzuriteHandle | undefined;
@@ -52,7 +52,8 @@ test('SIGKILL of the control plane once in every stage: the job still succeeds w
   const az = azurite as AzuriteHandle;
   const emu = batch as BatchEmulatorHandle;
   const reg = registry as RegistryHandle;
-  const settings = { ...localAppSettings(az, emu), LOCAL_REGISTRY: reg.host };
+  // No identity service here: the test is the operator (its function key is the app's operator key).
+  const settings = { ...localAppSettings(az, emu), LOCAL_REGISTRY: reg.host, OPERATOR_API_KEYS: CHILD_KEYS.functionKey };
   const storage = az.connectionString();
   host = await PipelineHostProcess.start({ port: 0, storage, settings, log: log as WriteStream });
   const port = host.port;
@@ -60,6 +61,7 @@ test('SIGKILL of the control plane once in every stage: the job still succeeds w
   const stack = { azurite: az, batch: emu, registry: reg, settings, baseUrl: host.baseUrl, host: { keys: CHILD_KEYS, baseUrl: host.baseUrl } } as unknown as Stack;
 
   const expected = await uploadDemoInputs(stack, 20);
+  const operator = asOperator(stack);
   const id = await submitSpec(stack, stringify({
     id: 'crash-every-stage',
     name: 'crash',
@@ -69,13 +71,13 @@ test('SIGKILL of the control plane once in every stage: the job still succeeds w
     // The pause keeps the Running stage long enough to be hit; the program's output is still verified.
     mpi: { runtime: 'openmpi', processesPerNode: 1, fabric: 'tcp', options: ['--mca', 'btl_tcp_if_include', 'lo'], command: 'sleep 4; mpi-demo run "$MPIJOB_DATA_DIR"' },
     cleanup: { deletePool: 'always' },
-  }));
+  }), operator);
 
   const killedIn: string[] = [];
   for (const stage of STAGES) {
     let view: JobViewLite | undefined;
     for (const deadline = Date.now() + 150_000; Date.now() < deadline; ) {
-      view = (await (await fetch(`${stack.baseUrl}/api/jobs/${id}`)).json()) as JobViewLite;
+      view = (await (await fetch(`${stack.baseUrl}/api/jobs/${id}`, { headers: { 'x-functions-key': stack.host.keys.functionKey } })).json()) as JobViewLite;
       if (view.state === stage || ['Succeeded', 'Failed', 'Cancelled'].includes(view.state)) break;
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -90,7 +92,7 @@ test('SIGKILL of the control plane once in every stage: the job still succeeds w
   }
   expect(killedIn).toEqual([...STAGES]);
 
-  const view = await watchJob(stack, id, 150_000);
+  const view = await watchJob(stack, id, 150_000, undefined, operator);
   if (view.state !== 'Succeeded') console.log(`job ${id} ${view.state}: ${view.error?.message}\n${await mpiOutput(stack, view)}`);
   expect(view.error?.message).toBeUndefined();
   expect(view.state).toBe('Succeeded');

@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { REPO_ROOT } from '../../../local/stack';
 
 const ENTRY = path.join(__dirname, '../../helpers/hostProcess.ts');
-export const CHILD_KEYS = { functionKey: 'crash-test-function-key', masterKey: 'crash-test-master-key' };
+export const CHILD_KEYS = { functionKey: 'crash-test-function-key-0123456789', masterKey: 'crash-test-master-key-0123456789' };
 
 export class PipelineHostProcess {
   baseUrl = '';
