@@ -72,13 +72,14 @@ export async function startIdentityService(opts: IdentityServiceOptions = {}): P
   const tls = ensureCertificate(opts.dataDir ?? (tempDir as string));
   const directory = opts.directory ?? defaultDirectory();
   const key = await createSigningKey();
-  let state: IdentityState | undefined;
+  // The issuer names the https port, known only once listening: requests before that are answered 503.
+  const ready: { state?: IdentityState } = {};
   const handler = (origin: () => string) => (req: http.IncomingMessage, res: http.ServerResponse) => {
-    if (!state) {
+    if (!ready.state) {
       res.writeHead(503).end();
       return;
     }
-    void route(req, res, state, origin());
+    void route(req, res, ready.state, origin());
   };
   let httpsOrigin = '';
   let httpOrigin = '';
@@ -94,7 +95,7 @@ export async function startIdentityService(opts: IdentityServiceOptions = {}): P
   }
   const issuer = `${httpsOrigin}/${directory.tenantId}/v2.0`;
   const live = new IdentityState({ issuer, directory, key });
-  state = live;
+  ready.state = live;
   return {
     tenantId: directory.tenantId,
     issuer,

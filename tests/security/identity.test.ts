@@ -35,6 +35,8 @@ const bearer = (token: string): Headers => ({ authorization: `Bearer ${token}` }
 const as = async (user: string, roles: string[]): Promise<Headers> => bearer(await stack.identity.userToken(user, { roles, name: `${user[0].toUpperCase()}${user.slice(1)}` }));
 const operator = (): Headers => ({ 'x-functions-key': stack.host.keys.functionKey });
 
+// The answers are read field by field in many shapes (views, lists, problems, usage): untyped JSON on purpose.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
 async function call(method: string, route: string, headers: Headers = {}, body?: string): Promise<{ status: number; body: any; headers: globalThis.Headers }> {
   const res = await fetch(`${stack.baseUrl}${route}`, { method, headers: { ...headers, ...(body ? { 'content-type': 'application/json' } : {}) }, body });
   const text = await res.text();
