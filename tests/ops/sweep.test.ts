@@ -39,7 +39,7 @@ afterAll(async () => {
 }, 60_000);
 
 type View = JobViewLite & { error?: { code: string; message: string }; timeline?: { kind: string; reason: string; to?: string }[] };
-const view = async (id: string) => (await (await fetch(`${current.baseUrl}/api/jobs/${id}`)).json()) as View;
+const view = async (id: string) => (await (await fetch(`${current.baseUrl}/api/jobs/${id}`, { headers: { 'x-functions-key': current.host.keys.functionKey } })).json()) as View;
 
 
 async function stagedContainers(): Promise<string[]> {
