@@ -19,6 +19,9 @@ async function main(): Promise<void> {
   console.log(`OCI registry     ${stack.registry.url}  (demo image ${stack.registry.host}/hpc/mpi-demo:1.0)`);
   console.log(`Azurite          ${stack.azurite.blobEndpoint()}  (accounts: ${stack.azurite.accounts.map((a) => a.name).join(', ')})`);
   console.log(`Function key     ${stack.host.keys.functionKey}  (x-functions-key header for POST/DELETE /api/jobs)`);
+  console.log(
+    `Durable API key  ${stack.host.keys.systemKeys?.durabletask_extension ?? '(none)'}  (code= for ${stack.baseUrl}/runtime/webhooks/durabletask/...; keys in .local/function-keys.json)`,
+  );
   console.log('\nCtrl-C to stop.');
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);

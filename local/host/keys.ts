@@ -6,7 +6,7 @@
  * extension asks for its webhook URL, as the host does, and saved to the file.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import * as path from 'node:path';
 
@@ -27,9 +27,12 @@ function newKey(): string {
   return randomBytes(30).toString('base64url');
 }
 
+/** Written to a temporary file and renamed, so a host starting meanwhile never reads half a file. */
 function writeKeys(file: string, keys: HostKeys): void {
   mkdirSync(path.dirname(file), { recursive: true });
-  writeFileSync(file, JSON.stringify(keys, null, 2) + '\n', { mode: 0o600 });
+  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  writeFileSync(tmp, JSON.stringify(keys, null, 2) + '\n', { mode: 0o600 });
+  renameSync(tmp, file);
 }
 
 export function loadOrCreateKeys(file: string): HostKeys {

@@ -10,7 +10,7 @@ import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { startFunctionsHost, type FunctionsHostHandle } from '../../local/host';
 import { createDurableExtension } from '../../local/durable';
 import { checkCleanup, submitSpec, uploadDemoInputs, type JobViewLite } from '../../local/jobRunner';
-import { smallSpec, STAGING_NAMES } from './helpers';
+import { durableInstanceUrl, smallSpec, STAGING_NAMES } from './helpers';
 import { startHangProxy, type HangProxy } from './hangProxy';
 
 const LOGS = path.join(REPO_ROOT, 'test-artifacts');
@@ -77,8 +77,8 @@ describe('sweep', () => {
     expect((await stagedContainers()).length).toBeGreaterThan(0);
 
     // The run is lost: its history is gone (terminated, then purged) and the host goes down.
-    const inst = `${stack.baseUrl}/runtime/webhooks/durabletask/instances/${id}`;
-    expect((await fetch(`${inst}/terminate?reason=test`, { method: 'POST' })).status).toBe(202);
+    const inst = durableInstanceUrl(stack, id);
+    expect((await fetch(durableInstanceUrl(stack, id, '/terminate', { reason: 'test' }), { method: 'POST' })).status).toBe(202);
     await until('termination', 20_000, async () => ((await (await fetch(inst)).json()) as { runtimeStatus: string }).runtimeStatus === 'Terminated' || undefined);
     expect((await fetch(inst, { method: 'DELETE' })).status).toBe(200);
     await stack.host.stop();
