@@ -64,7 +64,9 @@ export function rewindPlan(input: InstanceState, history: HistoryEvent[]): Rewin
   const state = structuredClone(input);
   state.status = 'Running';
   state.output = undefined;
-  state.open = Object.fromEntries(reopened.map(({ id, kind, name, fireAt, childInstanceId }) => [String(id), { kind, name, fireAt, childInstanceId }]));
+  state.open = Object.fromEntries(
+    reopened.map(({ id, kind, name, fireAt, childInstanceId }) => [String(id), kind === 'suborch' ? { kind, name, childInstanceId, rewound: true } : { kind, name, fireAt }]),
+  );
   state.retries = {};
   state.suspended = false;
   state.inbox = [];
