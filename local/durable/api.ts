@@ -236,7 +236,8 @@ export class ManagementApi {
     }
     if (RUNNING_STATUSES.includes(row.runtimeStatus)) {
       // Location is the request's own URL (HandleGetStatusRequestAsync), so a poller keeps its key and options.
-      return { status: 202, body: payload, headers: { Location: `${origin}${req.url ?? ''}`, 'Retry-After': '5' } };
+      const requestOrigin = req.headers.host ? `http://${req.headers.host}` : origin;
+      return { status: 202, body: payload, headers: { Location: `${requestOrigin}${req.url ?? ''}`, 'Retry-After': '5' } };
     }
     const failed500 = allow500 && row.runtimeStatus === 'Failed' && parseBool(queryValue(url, 'returnInternalServerErrorOnFailure'), false);
     return { status: failed500 ? 500 : 200, body: payload };
