@@ -26,6 +26,9 @@ async function main(): Promise<void> {
   console.log(`  export HPCJOB_ENDPOINT=${stack.baseUrl} HPCJOB_TENANT_ID=${stack.identity.tenantId} HPCJOB_CLIENT_ID=${CLI_CLIENT_ID}`);
   console.log(`  export HPCJOB_SCOPE=${stack.identity.scope} HPCJOB_AUTHORITY_HOST=${stack.identity.authorityHost} NODE_EXTRA_CA_CERTS=${stack.identity.caFile}`);
   console.log(`Test token       curl -s -X POST ${stack.identity.httpUrl}/local/token -d '{"user":"dev"}'`);
+  console.log(
+    `Durable API key  ${stack.host.keys.systemKeys?.durabletask_extension ?? '(none)'}  (code= for ${stack.baseUrl}/runtime/webhooks/durabletask/...; keys in .local/function-keys.json)`,
+  );
   console.log('\nCtrl-C to stop.');
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
