@@ -5,8 +5,9 @@
 import * as path from 'node:path';
 import { BatchServiceClient, BatchSharedKeyCredentials } from '@azure/batch';
 import { BlobServiceClient } from '@azure/storage-blob';
-import { REPO_ROOT, type Stack } from './stack';
-import { STAGING_ACCOUNTS } from './azurite';
+import { REPO_ROOT } from './stack';
+import { STAGING_ACCOUNTS, type AzuriteHandle } from './azurite';
+import type { BatchEmulatorHandle } from './batch';
 import { shapeForSize, type ExpectedResult } from '../examples/data/dataset';
 import { uploadDataset } from '../examples/data/upload';
 import { statusLine } from '../cli/format';
@@ -25,10 +26,21 @@ export interface JobViewLite {
   timeline?: { kind: string; from?: string | null; to?: string; reason: string }[];
 }
 
+/**
+ * What these helpers need of a stack: an in-process `Stack`, or the endpoints of a supervised one (its
+ * supervisor.json and ports.json; see tests/stack/supervisedStack.ts).
+ */
+export interface StackClient {
+  baseUrl: string;
+  host: { keys: { functionKey: string } };
+  batch: Pick<BatchEmulatorHandle, 'url' | 'accountName' | 'accountKey'>;
+  azurite: Pick<AzuriteHandle, 'connectionString'>;
+}
+
 const TERMINAL = new Set(['Succeeded', 'Failed', 'Cancelled']);
 export type Say = (msg: string) => void;
 
-export async function submitSpec(stack: Stack, specText: string): Promise<string> {
+export async function submitSpec(stack: StackClient, specText: string): Promise<string> {
   const res = await fetch(`${stack.baseUrl}/api/jobs`, {
     method: 'POST',
     headers: { 'content-type': 'application/yaml', 'x-functions-key': stack.host.keys.functionKey },
@@ -39,7 +51,7 @@ export async function submitSpec(stack: Stack, specText: string): Promise<string
   return (body.job as { id: string }).id;
 }
 
-export async function watchJob(stack: Stack, id: string, timeoutMs: number, say: Say = () => undefined): Promise<JobViewLite> {
+export async function watchJob(stack: StackClient, id: string, timeoutMs: number, say: Say = () => undefined): Promise<JobViewLite> {
   let last = '';
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -77,7 +89,7 @@ export function checkResult(view: JobViewLite, expected: ExpectedResult, say: Sa
 }
 
 /** Nothing the job created may outlive it: pool, Batch job (terminated), staged shards. */
-export async function checkCleanup(stack: Stack, view: JobViewLite): Promise<string[]> {
+export async function checkCleanup(stack: StackClient, view: JobViewLite): Promise<string[]> {
   const problems: string[] = [];
   const batch = new BatchServiceClient(new BatchSharedKeyCredentials(stack.batch.accountName, stack.batch.accountKey), stack.batch.url);
   if (view.batchPoolId) {
@@ -106,7 +118,7 @@ export async function checkCleanup(stack: Stack, view: JobViewLite): Promise<str
 }
 
 /** Uploads the generated data set and the MPI program source the demo spec's start task compiles. */
-export async function uploadDemoInputs(stack: Stack, sizeMb: number, say: Say = () => undefined): Promise<ExpectedResult> {
+export async function uploadDemoInputs(stack: StackClient, sizeMb: number, say: Say = () => undefined): Promise<ExpectedResult> {
   const shape = shapeForSize(sizeMb);
   say(`uploading a ${sizeMb} MB input data set (${shape.largeFiles.length} large files to split, ${shape.smallFiles.count} small files to pack)`);
   const conn = stack.azurite.connectionString('devstoreaccount1');
@@ -118,7 +130,7 @@ export async function uploadDemoInputs(stack: Stack, sizeMb: number, say: Say = 
 }
 
 /** The MPI master's stdout and stderr (the ends), for diagnosing a failed job. */
-export async function mpiOutput(stack: Stack, view: JobViewLite, maxChars = 4000): Promise<string> {
+export async function mpiOutput(stack: StackClient, view: JobViewLite, maxChars = 4000): Promise<string> {
   if (!view.batchJobId) return '(no Batch job)';
   const batch = new BatchServiceClient(new BatchSharedKeyCredentials(stack.batch.accountName, stack.batch.accountKey), stack.batch.url);
   const read = async (file: string) => {

@@ -253,6 +253,11 @@ export class Engine {
   reboot(pool: PoolRecord, node: NodeRecord, option: string): void {
     this.onNodeLeaving(node, option !== 'terminate');
     this.killNodeProcesses(node);
+    this.bootAgain(pool, node);
+  }
+
+  /** rebooting → starting → booted: the start task runs again, as on every Batch node reboot. */
+  private bootAgain(pool: PoolRecord, node: NodeRecord): void {
     this.setNodeState(node, 'rebooting');
     this.later(this.cfg.timing.rebootMs, () => {
       if (node.removed) return;
@@ -334,9 +339,11 @@ export class Engine {
   }
 
   /**
-   * Takes back a saved account. Node processes did not survive the restart, so nodes come back
-   * as after a reboot: booting ones boot again, busy ones are idle (their tasks get requeued by
-   * the caller), leaving ones leave, and deleting pools finish deleting.
+   * Takes back a saved account. Node processes did not survive the restart, so every node comes back
+   * the way Batch recovers a node whose host failed: it reboots (`rebooting` → `starting`, its start
+   * task runs again, then `idle`), and the caller requeues the tasks that were running on it, which
+   * Batch counts as a requeue, not a retry. Nodes still being allocated finish booting, unusable nodes
+   * stay unusable, leaving ones leave, and deleting pools finish deleting.
    */
   restore(s: Snapshot): void {
     this.ipBase = s.counters.ipBase;
@@ -353,11 +360,11 @@ export class Engine {
         writeEnvFile(dirs.envFile, this.nodeEnv(node));
         if (node.state === 'leavingpool') {
           this.later(this.cfg.timing.leaveMs, () => this.dropNode(pool, node));
-        } else if (['creating', 'starting', 'rebooting', 'waitingforstarttask'].includes(node.state)) {
+        } else if (node.state === 'creating' || node.state === 'starting') {
           this.setNodeState(node, 'starting');
           this.later(this.cfg.timing.bootMs, () => this.boot(pool, node));
-        } else if (node.state === 'running') {
-          this.setNodeState(node, 'idle');
+        } else if (node.state !== 'unusable') {
+          this.bootAgain(pool, node);
         }
       }
       if (pool.state === 'deleting') this.deletePool(pool);
