@@ -10,41 +10,18 @@
  * Both fail on the old one-process stack: its Batch emulator forgot every pool and job on restart (the job failed
  * `pool is missing`), and its host could not die alone.
  */
-import { mkdirSync, mkdtempSync, rmSync, type WriteStream } from 'node:fs';
-import { tmpdir } from 'node:os';
-import * as path from 'node:path';
 import { BatchServiceClient, BatchSharedKeyCredentials } from '@azure/batch';
 import { stringify } from 'yaml';
 import { checkCleanup, checkResult, mpiOutput, submitSpec, uploadDemoInputs, type JobViewLite, type StackClient } from '../../local/jobRunner';
-import { REPO_ROOT } from '../../local/stack';
 import { readPorts } from '../../local/supervisor/ports';
 import { isRunning, readRuntime } from '../../local/supervisor/runtime';
-import { openLog } from '../e2e/helpers/childHost';
-import { SupervisedStackProcess, waitGone } from './supervisedStack';
+import { StackFixture, waitGone } from './supervisedStack';
 
 const ORDER = ['Submitted', 'Provisioning', 'PullingImages', 'StagingData', 'Running', 'CleaningUp', 'Succeeded'];
-const ARTIFACTS = path.join(REPO_ROOT, 'test-artifacts');
+const fx = new StackFixture('restart');
 
-let dataDir: string;
-let log: WriteStream;
-let stack: SupervisedStackProcess | undefined;
-
-beforeAll(async () => {
-  mkdirSync(ARTIFACTS, { recursive: true });
-  dataDir = mkdtempSync(path.join(tmpdir(), 'stack-restart-'));
-  log = openLog(path.join(ARTIFACTS, 'stack-restart-supervisor.log'));
-  stack = await start();
-}, 180_000);
-
-afterAll(async () => {
-  await stack?.signal('SIGTERM').catch(() => undefined);
-  await new Promise((r) => log?.end(r));
-  rmSync(dataDir, { recursive: true, force: true });
-}, 180_000);
-
-function start(): Promise<SupervisedStackProcess> {
-  return SupervisedStackProcess.start({ dataDir, log, hostLog: path.join(ARTIFACTS, 'stack-restart-host.log'), args: ['--port', '0'] });
-}
+beforeAll(() => fx.setUp(), 180_000);
+afterAll(() => fx.tearDown(), 180_000);
 
 /** A cheap docker job: 2 nodes, one node pulling at a time, a few MB of input; the pause keeps Running observable. */
 function spec(id: string, registryHost: string, pauseSeconds: number): string {
@@ -104,10 +81,9 @@ async function expectSucceeded(client: StackClient, view: JobViewLite, expected:
 }
 
 test('a clean stop of the whole stack while the MPI task runs, then a new start: the job succeeds and never went back', async () => {
-  const s1 = stack as SupervisedStackProcess;
-  let client = s1.client();
-  const before = s1.runtime();
-  const portsBefore = readPorts(dataDir);
+  let client = fx.current.client();
+  const before = fx.current.runtime();
+  const portsBefore = readPorts(fx.dataDir);
   const expected = await uploadDemoInputs(client, 2);
   const id = await submitSpec(client, spec('restart-clean-stop', before.registry.host, 5));
   const states = new StateLog();
@@ -119,19 +95,17 @@ test('a clean stop of the whole stack while the MPI task runs, then a new start:
     return task?.state === 'running';
   }, 180_000);
   expect(running.state).toBe('Running');
-  const exit = await s1.signal('SIGTERM');
-  expect(exit).toEqual({ code: 0, signal: null });
-  stack = undefined;
+  expect(await fx.stop('SIGTERM')).toEqual({ code: 0, signal: null });
   // A clean stop leaves no process behind and says it is stopped.
-  expect(readRuntime(dataDir)).toBeUndefined();
+  expect(readRuntime(fx.dataDir)).toBeUndefined();
   expect(isRunning(before.azurite)).toBe(false);
   expect(isRunning(before.host)).toBe(false);
 
   // The job's data survived in every service while the stack was down: started again, it goes on.
-  stack = await start();
-  const after = stack.runtime();
-  client = stack.client();
-  expect(readPorts(dataDir)).toEqual(portsBefore);
+  const restarted = await fx.start();
+  const after = restarted.runtime();
+  client = restarted.client();
+  expect(readPorts(fx.dataDir)).toEqual(portsBefore);
   expect(after.baseUrl).toBe(before.baseUrl);
   expect(after.batch.url).toBe(before.batch.url);
   expect(after.registry.host).toBe(before.registry.host);
@@ -147,7 +121,7 @@ test('a clean stop of the whole stack while the MPI task runs, then a new start:
 }, 480_000);
 
 test('SIGKILL of the Functions host alone mid-job: the supervisor restarts it against the same services and the job succeeds', async () => {
-  const s = stack as SupervisedStackProcess;
+  const s = fx.current;
   const client = s.client();
   const before = s.runtime();
   const expected = await uploadDemoInputs(client, 2);

@@ -9,9 +9,6 @@
  *  - a SIGKILL of the supervisor itself (what a kill of the terminal's process group does to it) still loses no
  *    acknowledged storage write: Azurite, in its own process group, sees its IPC channel close and saves.
  */
-import { mkdirSync, mkdtempSync, rmSync, type WriteStream } from 'node:fs';
-import { tmpdir } from 'node:os';
-import * as path from 'node:path';
 import { BatchServiceClient, BatchSharedKeyCredentials } from '@azure/batch';
 import { TableClient } from '@azure/data-tables';
 import { BlobServiceClient } from '@azure/storage-blob';
@@ -19,35 +16,15 @@ import { QueueServiceClient } from '@azure/storage-queue';
 import { stringify } from 'yaml';
 import type { JobViewLite, StackClient } from '../../local/jobRunner';
 import { submitSpec } from '../../local/jobRunner';
-import { REPO_ROOT } from '../../local/stack';
 import { isRunning } from '../../local/supervisor/runtime';
-import { openLog } from '../e2e/helpers/childHost';
-import { SupervisedStackProcess, waitGone } from './supervisedStack';
+import { StackFixture, waitGone } from './supervisedStack';
 
-const ARTIFACTS = path.join(REPO_ROOT, 'test-artifacts');
 const ACCOUNTS = ['devstoreaccount1', 'stage2', 'stage4'];
 const BURST = 40;
+const fx = new StackFixture('storage');
 
-let dataDir: string;
-let log: WriteStream;
-let stack: SupervisedStackProcess | undefined;
-
-beforeAll(async () => {
-  mkdirSync(ARTIFACTS, { recursive: true });
-  dataDir = mkdtempSync(path.join(tmpdir(), 'stack-storage-'));
-  log = openLog(path.join(ARTIFACTS, 'stack-storage-supervisor.log'));
-  stack = await start();
-}, 180_000);
-
-afterAll(async () => {
-  await stack?.signal('SIGTERM').catch(() => undefined);
-  await new Promise((r) => log?.end(r));
-  rmSync(dataDir, { recursive: true, force: true });
-}, 180_000);
-
-function start(): Promise<SupervisedStackProcess> {
-  return SupervisedStackProcess.start({ dataDir, log, hostLog: path.join(ARTIFACTS, 'stack-storage-host.log'), args: ['--port', '0'] });
-}
+beforeAll(() => fx.setUp(), 180_000);
+afterAll(() => fx.tearDown(), 180_000);
 
 const table = (c: StackClient, account: string) =>
   TableClient.fromConnectionString(c.azurite.connectionString(account), 'burst', { allowInsecureConnection: true });
@@ -91,7 +68,7 @@ test.each([
   ['SIGTERM', 'term', ['SIGTERM']],
   ['Ctrl-C forwarded twice by npm (SIGINT, SIGINT)', 'int', ['SIGINT', 'SIGINT']],
 ] as const)('a clean stop (%s) right after acknowledged writes keeps every one of them, in every service', async (_what, round, signals) => {
-  const s = stack as SupervisedStackProcess;
+  const s = fx.current;
   const c = s.client();
   const bc = batchClient(c);
   const poolId = `keep-${round}`;
@@ -110,23 +87,20 @@ test.each([
 
   await writeBurst(c, round);
   // Stop at once: well inside Azurite's 5 s autosave, so only the save on stop can keep the burst.
-  const exit = s.signal(signals[0]);
-  for (const sig of signals.slice(1)) process.kill(s.pid, sig);
-  expect(await exit).toEqual({ code: 0, signal: null });
-  stack = undefined;
+  expect(await fx.stop(...signals)).toEqual({ code: 0, signal: null });
 
-  stack = await start();
-  const c2 = stack.client();
+  const restarted = await fx.start();
+  const c2 = restarted.client();
   expect(await countBurst(c2, round)).toEqual(everyAccount({ entities: BURST, blobs: BURST, messages: BURST }));
   const bc2 = batchClient(c2);
   expect((await bc2.pool.get(poolId)).id).toBe(poolId);
   expect((await bc2.task.get(`job-${round}`, 'waiting')).state).toBe('active');
-  const again = await fetch(`${stack.runtime().registry.url}/v2/hpc/mpi-demo/manifests/${digest}`, { headers: { accept: 'application/vnd.oci.image.manifest.v1+json' } });
+  const again = await fetch(`${restarted.runtime().registry.url}/v2/hpc/mpi-demo/manifests/${digest}`, { headers: { accept: 'application/vnd.oci.image.manifest.v1+json' } });
   expect(again.status).toBe(200);
 }, 240_000);
 
 test('a SIGKILL of the Functions host alone loses none of the jobs it accepted', async () => {
-  const s = stack as SupervisedStackProcess;
+  const s = fx.current;
   const c = s.client();
   const before = s.runtime();
   // Jobs that could run (valid specs) but are cancelled below; one node each, no image, no data.
@@ -155,16 +129,13 @@ test('a SIGKILL of the Functions host alone loses none of the jobs it accepted',
 }, 240_000);
 
 test('a SIGKILL of the supervisor: Azurite, in its own process group, still saves every acknowledged write', async () => {
-  const s = stack as SupervisedStackProcess;
-  const c = s.client();
-  const before = s.runtime();
+  const c = fx.current.client();
+  const before = fx.current.runtime();
   await writeBurst(c, 'killed');
-  process.kill(s.pid, 'SIGKILL');
-  await s.exited;
-  stack = undefined;
+  expect(await fx.stop('SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
   // The new supervisor waits for the old Azurite to finish saving before it takes the folder.
-  stack = await start();
+  const restarted = await fx.start();
   expect(isRunning(before.azurite)).toBe(false);
   expect(isRunning(before.host)).toBe(false);
-  expect(await countBurst(stack.client(), 'killed')).toEqual(everyAccount({ entities: BURST, blobs: BURST, messages: BURST }));
+  expect(await countBurst(restarted.client(), 'killed')).toEqual(everyAccount({ entities: BURST, blobs: BURST, messages: BURST }));
 }, 240_000);

@@ -4,7 +4,8 @@
  * signal or killed.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import type { WriteStream } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, type WriteStream } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { DEFAULT_ACCOUNTS, connectionStringFor } from '../../local/azurite/accounts';
 import { DEV_ACCOUNT_KEY } from '../../local/batch/config';
@@ -12,8 +13,10 @@ import type { StackClient } from '../../local/jobRunner';
 import { REPO_ROOT } from '../../local/stack';
 import { readPorts } from '../../local/supervisor/ports';
 import { isRunning, readRuntime, type ProcessRef, type RuntimeRecord } from '../../local/supervisor/runtime';
+import { openLog } from '../e2e/helpers/childHost';
 
 const START = path.join(REPO_ROOT, 'local', 'start.ts');
+const ARTIFACTS = path.join(REPO_ROOT, 'test-artifacts');
 
 export interface Exit {
   code: number | null;
@@ -108,5 +111,55 @@ export async function waitGone(ref: ProcessRef, timeoutMs: number): Promise<void
   while (isRunning(ref)) {
     if (Date.now() > deadline) throw new Error(`pid ${ref.pid} still running after ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * One supervised stack per test file, on a fresh temp data folder that restarts keep using; its output goes to
+ * test-artifacts/stack-<name>-supervisor.log and the host's log to test-artifacts/stack-<name>-host.log.
+ */
+export class StackFixture {
+  dataDir = '';
+  private stack: SupervisedStackProcess | undefined;
+  private log: WriteStream | undefined;
+
+  constructor(private readonly name: string) {}
+
+  async setUp(): Promise<void> {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    this.dataDir = mkdtempSync(path.join(tmpdir(), `stack-${this.name}-`));
+    this.log = openLog(path.join(ARTIFACTS, `stack-${this.name}-supervisor.log`));
+    await this.start();
+  }
+
+  async tearDown(): Promise<void> {
+    await this.stack?.signal('SIGTERM').catch(() => undefined);
+    await new Promise((r) => this.log?.end(r));
+    if (this.dataDir) rmSync(this.dataDir, { recursive: true, force: true });
+  }
+
+  /** `npm start` on the fixture's folder (the first start takes any free ports; later ones the recorded). */
+  async start(): Promise<SupervisedStackProcess> {
+    this.stack = await SupervisedStackProcess.start({
+      dataDir: this.dataDir,
+      log: this.log as WriteStream,
+      hostLog: path.join(ARTIFACTS, `stack-${this.name}-host.log`),
+      args: ['--port', '0'],
+    });
+    return this.stack;
+  }
+
+  get current(): SupervisedStackProcess {
+    if (!this.stack) throw new Error('the supervised stack is not running');
+    return this.stack;
+  }
+
+  /** Sends the signals (the first waits for the exit) and forgets the stopped stack. */
+  async stop(...signals: NodeJS.Signals[]): Promise<Exit> {
+    const s = this.current;
+    this.stack = undefined;
+    const exit = s.signal(signals[0]);
+    for (const sig of signals.slice(1)) process.kill(s.pid, sig);
+    return exit;
   }
 }

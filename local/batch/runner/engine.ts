@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { ResolvedTiming } from '../config';
 import { FaultState } from '../faults/faultConfig';
@@ -6,6 +6,7 @@ import { touch } from '../model/etag';
 import type { Snapshot } from '../model/snapshot';
 import type { JobRecord, Json, NodeRecord, NodeState, PoolRecord, TaskRecord } from '../model/types';
 import { nodeEnvironment } from './env';
+import { runsUnder } from './leftovers';
 import { isAlive, killGroup, killPid } from './processes';
 import { createNodeSandbox, nodeDirs, writeEnvFile, writeHostsFile } from './sandbox';
 
@@ -418,17 +419,7 @@ export function killContainers(nodeRoot: string): void {
 
 /** True when the process runs with this node's environment or inside its sandbox. */
 function belongsToNode(pid: number, nodeRoot: string): boolean {
-  try {
-    if (readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`AZ_BATCH_NODE_ROOT_DIR=${nodeRoot}`)) return true;
-  } catch {
-    // unreadable: fall through to the working directory
-  }
-  try {
-    const cwd = readlinkSync(`/proc/${pid}/cwd`).replace(/ \(deleted\)$/, '');
-    return cwd === nodeRoot || cwd.startsWith(nodeRoot + path.sep);
-  } catch {
-    return false;
-  }
+  return runsUnder(pid, [nodeRoot + path.sep]);
 }
 
 export function taskKey(task: TaskRecord): string {

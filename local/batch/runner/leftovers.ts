@@ -25,7 +25,7 @@ export function killLeftoverNodeProcesses(dataDir: string): number[] {
   }
   for (const entry of entries) {
     if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
-    if (!belongsToNodes(entry, roots)) continue;
+    if (!runsUnder(entry, roots)) continue;
     const pid = Number(entry);
     const group = groupOf(entry);
     if (group !== undefined && group !== ownGroup) killGroup(group);
@@ -35,7 +35,12 @@ export function killLeftoverNodeProcesses(dataDir: string): number[] {
   return killed;
 }
 
-function belongsToNodes(pid: string, roots: string[]): boolean {
+/**
+ * Whether a process runs on a node whose root is under one of `roots` (each ending with a path separator): its
+ * environment names such a node root, or (container processes, whose environment may be the image's) its working
+ * directory is there.
+ */
+export function runsUnder(pid: string | number, roots: string[]): boolean {
   try {
     for (const v of readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')) {
       if (v.startsWith('AZ_BATCH_NODE_ROOT_DIR=') && roots.some((r) => (v.slice('AZ_BATCH_NODE_ROOT_DIR='.length) + path.sep).startsWith(r))) return true;
