@@ -87,7 +87,17 @@ export async function startSupervisedStack(opts: SupervisorOptions): Promise<Sup
     registry: { url: registry.url, host: registry.host },
   });
 
-  const startWorker = async (): Promise<HostWorkerProcess> => {
+  let starting: Promise<HostWorkerProcess> | undefined;
+  const startWorker = (): Promise<HostWorkerProcess> => {
+    const start = launchWorker();
+    starting = start;
+    void start.catch(() => undefined).finally(() => {
+      if (starting === start) starting = undefined;
+    });
+    return start;
+  };
+
+  const launchWorker = async (): Promise<HostWorkerProcess> => {
     const w = await HostWorkerProcess.start(
       { appDir: opts.appDir, port, storage: azurite.connectionString(), settings, logLevel: opts.logLevel, logFile: opts.logFile, durable: opts.durable },
       opts.repoRoot,
@@ -146,6 +156,7 @@ export async function startSupervisedStack(opts: SupervisorOptions): Promise<Sup
         clearTimeout(restartTimer);
         restartTimer = undefined;
       }
+      await starting?.catch(() => undefined);
       const old = current;
       current = undefined;
       if (old) await old.stop();
@@ -161,6 +172,8 @@ export async function startSupervisedStack(opts: SupervisorOptions): Promise<Sup
     stop() {
       stopping ??= (async () => {
         if (restartTimer) clearTimeout(restartTimer);
+        // A host that is starting (a restart under way) is stopped too, once it is up or has failed.
+        await starting?.catch(() => undefined);
         const w = current;
         if (w) {
           say(`stopping the Functions host (pid ${w.pid})`);
