@@ -99,7 +99,9 @@ describe('Batch emulator persistence across restarts', () => {
 
       emu = await startBatchEmulator({ dataDir: dir, persist: true, timing: TIMING, port: Number(new URL(url).port) });
       client = sdkClient(emu);
-      expect(isAlive(firstPid)).toBe(false);
+      // The new emulator sent SIGKILL before it answered; the kernel may take a moment under load (the old task would
+      // otherwise sleep on for two minutes).
+      await waitFor('the old task process to end', async () => (isAlive(firstPid) ? undefined : true), 5_000);
       const rerun = await waitFor('the task running again', async () => {
         const t = await client.task.get('cj', 'long');
         return t.state === 'running' && t.executionInfo?.requeueCount === 1 ? t : undefined;

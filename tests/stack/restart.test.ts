@@ -30,7 +30,7 @@ function spec(id: string, registryHost: string, pauseSeconds: number): string {
     name: id,
     pool: { vmSize: 'Standard_D2s_v5', nodes: 2 },
     container: { runtime: 'docker', images: [`${registryHost}/hpc/mpi-demo:1.0`], pullConcurrency: 1 },
-    data: { inputs: [{ account: 'devstoreaccount1', container: 'inputs', prefix: 'demo/' }], recordBytes: 64 },
+    data: { inputs: [{ account: 'data1', container: 'inputs', prefix: 'demo/' }], recordBytes: 64 },
     mpi: { runtime: 'openmpi', processesPerNode: 1, fabric: 'tcp', options: ['--mca', 'btl_tcp_if_include', 'lo'], command: `sleep ${pauseSeconds}; mpi-demo run "$MPIJOB_DATA_DIR"` },
     cleanup: { deletePool: 'always' },
   });
@@ -41,7 +41,7 @@ class StateLog {
   readonly seen: string[] = [];
 
   async poll(client: StackClient, id: string): Promise<JobViewLite | undefined> {
-    const res = await fetch(`${client.baseUrl}/api/jobs/${id}`).catch(() => undefined);
+    const res = await fetch(`${client.baseUrl}/api/jobs/${id}`, { headers: { 'x-functions-key': client.host.keys.functionKey } }).catch(() => undefined);
     if (!res) return undefined; // the host is restarting
     if (res.status !== 200) throw new Error(`GET /api/jobs/${id} answered ${res.status}: ${await res.text()}`);
     const view = (await res.json()) as JobViewLite;

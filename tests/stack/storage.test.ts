@@ -118,7 +118,7 @@ test('a SIGKILL of the Functions host alone loses none of the jobs it accepted',
   await waitGone(before.host, 10_000);
   await s.waitForOutput(/the Functions host is back/, 120_000);
   for (const id of ids) {
-    const res = await fetch(`${c.baseUrl}/api/jobs/${id}`);
+    const res = await fetch(`${c.baseUrl}/api/jobs/${id}`, { headers: { 'x-functions-key': c.host.keys.functionKey } });
     expect({ id, status: res.status }).toEqual({ id, status: 200 });
     const view = (await res.json()) as JobViewLite;
     expect(view.orchestrationStatus).toBeDefined();
