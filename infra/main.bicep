@@ -130,7 +130,7 @@ resource existingData 'Microsoft.Storage/storageAccounts@2023-05-01' existing = 
   name: name
 }]
 
-resource batch 'Microsoft.Batch/batchAccounts@2024-07-01' = {
+resource batch 'Microsoft.Batch/batchAccounts@2023-11-01' = {
   name: 'ba${token}'
   location: location
   tags: tags
