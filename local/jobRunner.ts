@@ -5,6 +5,7 @@
 import * as path from 'node:path';
 import { BatchServiceClient, BatchSharedKeyCredentials } from '@azure/batch';
 import { BlobServiceClient } from '@azure/storage-blob';
+import type { TokenCredential } from '@azure/core-auth';
 import { REPO_ROOT, type Stack } from './stack';
 import { DATA_ACCOUNT, STAGING_ACCOUNTS } from './azurite';
 import { shapeForSize, type ExpectedResult } from '../examples/data/dataset';
@@ -30,10 +31,35 @@ export interface JobViewLite {
 
 export type Say = (msg: string) => void;
 
-export async function submitSpec(stack: Stack, specText: string): Promise<string> {
+/** How a script authenticates to the job API: the headers to send (built per request, so tokens stay fresh). */
+export type Caller = () => Promise<Record<string, string>>;
+
+/** The local tenant's default user (`dev`, app role Jobs.Submit): who the tests and the dashboard are by default. */
+export const DEFAULT_USER = 'dev';
+
+/** A user of the local tenant, with an access token signed by the local issuer. */
+export function asUser(stack: Stack, username: string = DEFAULT_USER): Caller {
+  return async () => ({ authorization: `Bearer ${await stack.identity.userToken(username)}` });
+}
+
+/** The operator: the stack's function key, which the app accepts as an operator key (an admin). */
+export function asOperator(stack: Stack): Caller {
+  return async () => ({ 'x-functions-key': stack.host.keys.functionKey });
+}
+
+/** A principal whose @azure/identity credential gets tokens for the API's scope (e.g. ClientSecretCredential). */
+export function withCredential(credential: TokenCredential, scope: string): Caller {
+  return async () => {
+    const token = await credential.getToken(scope);
+    if (!token) throw new Error(`no token for ${scope}`);
+    return { authorization: `Bearer ${token.token}` };
+  };
+}
+
+export async function submitSpec(stack: Stack, specText: string, caller: Caller = asUser(stack)): Promise<string> {
   const res = await fetch(`${stack.baseUrl}/api/jobs`, {
     method: 'POST',
-    headers: { 'content-type': 'application/yaml', 'x-functions-key': stack.host.keys.functionKey },
+    headers: { 'content-type': 'application/yaml', ...(await caller()) },
     body: specText,
   });
   const body = (await res.json()) as { job?: { id: string }; errors?: unknown };
@@ -41,12 +67,26 @@ export async function submitSpec(stack: Stack, specText: string): Promise<string
   return (body.job as { id: string }).id;
 }
 
-export async function watchJob(stack: Stack, id: string, timeoutMs: number, say: Say = () => undefined): Promise<JobViewLite> {
+/** GET /api/jobs/{id} as `caller`; throws on anything but 200. */
+export async function getJobView(stack: Stack, id: string, caller: Caller = asUser(stack)): Promise<JobViewLite> {
+  const res = await fetch(`${stack.baseUrl}/api/jobs/${encodeURIComponent(id)}`, { headers: await caller() });
+  if (res.status !== 200) throw Object.assign(new Error(`GET /api/jobs/${id} answered ${res.status}: ${await res.text()}`), { status: res.status });
+  return (await res.json()) as JobViewLite;
+}
+
+export async function watchJob(stack: Stack, id: string, timeoutMs: number, say: Say = () => undefined, caller: Caller = asUser(stack)): Promise<JobViewLite> {
   let last = '';
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const res = await fetch(`${stack.baseUrl}/api/jobs/${id}`);
-    const view = (await res.json()) as JobViewLite;
+    // A 503 (storage or Durable briefly unavailable) is worth another look; anything else is an answer.
+    const view = await getJobView(stack, id, caller).catch((err: Error & { status?: number }) => {
+      if (err.status === 503) return undefined;
+      throw err;
+    });
+    if (!view) {
+      await new Promise((r) => setTimeout(r, 500));
+      continue;
+    }
     const line = statusLine(view);
     if (line !== last) {
       say(line);

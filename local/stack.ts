@@ -1,7 +1,8 @@
 /**
  * The embedded local stack: Azurite (several accounts), the Azure Batch emulator with node tools, an OCI
- * registry holding the demo image, and the local Functions host with the Durable engine running the
- * unchanged function app. Only configuration (the environment below) differs from Azure.
+ * registry holding the demo image, the local identity service (the Entra ID tenant's stand-in), and the local
+ * Functions host with the Durable engine running the unchanged function app. Only configuration (the
+ * environment below) differs from Azure.
  */
 import * as path from 'node:path';
 import { mkdir } from 'node:fs/promises';
@@ -12,6 +13,9 @@ import { startRegistry, type RegistryHandle } from './registry';
 import { buildDemoImage } from '../examples/images/buildDemoImage';
 import { startFunctionsHost, type FunctionsHostHandle } from './host';
 import { createDurableExtension } from './durable';
+import { startIdentityService, type IdentityService } from './identity';
+import { createLocalEasyAuth } from './identity/easyAuth';
+import { defaultKeysFile, loadOrCreateKeys, type HostKeys } from './host/keys';
 
 /** The repository root, whether this file runs from sources (tsx, jest) or from dist/. */
 export const REPO_ROOT = findRepoRoot(__dirname);
@@ -50,6 +54,8 @@ export interface StackOptions {
   logDestination?: import('./host').FunctionsHostOptions['logDestination'];
   /** Size of the demo image's filler layer (bytes). */
   demoImageFillerBytes?: number;
+  /** The local user the dashboard signs in as (/.auth/login/aad); default the tenant's default user, `dev`. */
+  dashboardUser?: string;
 }
 
 export interface Stack {
@@ -57,6 +63,8 @@ export interface Stack {
   batch: BatchEmulatorHandle;
   registry: RegistryHandle;
   host: FunctionsHostHandle;
+  /** The local Entra ID stand-in: issuer, token endpoint, users (docs/security.md). */
+  identity: IdentityService;
   /** The app settings the function app was started with. */
   settings: Record<string, string>;
   baseUrl: string;
@@ -79,6 +87,20 @@ export function localAppSettings(azurite: AzuriteHandle, batch: BatchEmulatorHan
   };
 }
 
+/**
+ * App settings of the app's own authentication on the local stack: tokens of the local issuer (metadata read over
+ * loopback http, see local/identity), and the host's function key as the operator key, so `--key`, the dashboard's
+ * key field and scripts holding the function key keep working as the operator.
+ */
+export function localAuthSettings(identity: IdentityService, keys: HostKeys): Record<string, string> {
+  return {
+    AUTH_ISSUER: identity.issuer,
+    AUTH_AUDIENCES: identity.audiences.join(','),
+    AUTH_METADATA_URL: identity.metadataUrl,
+    OPERATOR_API_KEYS: keys.functionKey,
+  };
+}
+
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const stopOnError: (() => Promise<void>)[] = [];
   const sub = async (name: string) => {
@@ -88,6 +110,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     return dir;
   };
   try {
+    const identity = await startIdentityService({ dataDir: await sub('identity') });
+    stopOnError.push(() => identity.stop());
     const azurite = await startAzurite({ location: await sub('azurite') });
     stopOnError.push(() => azurite.stop());
     const registry = await startRegistry({
@@ -102,13 +126,18 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       ...opts.batch,
     });
     stopOnError.push(() => batch.stop());
-    const settings: Record<string, string> = { ...localAppSettings(azurite, batch), LOCAL_REGISTRY: registry.host, ...opts.env };
+    const appDir = opts.appDir ?? REPO_ROOT;
+    const keys = loadOrCreateKeys(defaultKeysFile(appDir));
+    const settings: Record<string, string> = {
+      ...localAppSettings(azurite, batch), LOCAL_REGISTRY: registry.host, ...localAuthSettings(identity, keys), ...opts.env,
+    };
     if (opts.appStorage) settings.AzureWebJobsStorage = await opts.appStorage(azurite);
     const host = await startFunctionsHost({
-      appDir: opts.appDir ?? REPO_ROOT,
+      appDir,
       port: opts.port ?? 7071,
       storageConnectionString: azurite.connectionString(),
-      extensions: [createDurableExtension()],
+      keys,
+      extensions: [createDurableExtension(), createLocalEasyAuth(identity, { user: opts.dashboardUser })],
       env: settings,
       logLevel: opts.logLevel,
       logDestination: opts.logDestination,
@@ -118,6 +147,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       batch,
       registry,
       host,
+      identity,
       settings,
       baseUrl: host.baseUrl,
       async stop() {
@@ -125,6 +155,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         await batch.stop();
         await registry.stop();
         await azurite.stop();
+        await identity.stop();
       },
     };
   } catch (err) {

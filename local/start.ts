@@ -5,6 +5,7 @@
 import * as path from 'node:path';
 import { Command } from 'commander';
 import { startStack, REPO_ROOT } from './stack';
+import { CLI_CLIENT_ID } from './identity';
 
 async function main(): Promise<void> {
   const opts = new Command()
@@ -18,7 +19,13 @@ async function main(): Promise<void> {
   console.log(`\nBatch emulator   ${stack.batch.url}  (account ${stack.batch.accountName})`);
   console.log(`OCI registry     ${stack.registry.url}  (demo image ${stack.registry.host}/hpc/mpi-demo:1.0)`);
   console.log(`Azurite          ${stack.azurite.blobEndpoint()}  (accounts: ${stack.azurite.accounts.map((a) => a.name).join(', ')})`);
-  console.log(`Function key     ${stack.host.keys.functionKey}  (x-functions-key header for POST/DELETE /api/jobs)`);
+  console.log(`Identity         ${stack.identity.issuer}  (local Entra ID tenant; users dev, reader, admin)`);
+  console.log(`Operator key     ${stack.host.keys.functionKey}  (x-functions-key header: an admin; the host's function key)`);
+  console.log(`Dashboard        ${stack.baseUrl}/api/dashboard  (Sign in: the local user dev)`);
+  console.log('\nCLI sign-in (hpcjob login, device code; docs/cli.md):');
+  console.log(`  export HPCJOB_ENDPOINT=${stack.baseUrl} HPCJOB_TENANT_ID=${stack.identity.tenantId} HPCJOB_CLIENT_ID=${CLI_CLIENT_ID}`);
+  console.log(`  export HPCJOB_SCOPE=${stack.identity.scope} HPCJOB_AUTHORITY_HOST=${stack.identity.authorityHost} NODE_EXTRA_CA_CERTS=${stack.identity.caFile}`);
+  console.log(`Test token       curl -s -X POST ${stack.identity.httpUrl}/local/token -d '{"user":"dev"}'`);
   console.log('\nCtrl-C to stop.');
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);

@@ -9,9 +9,11 @@
 import { z } from 'zod';
 import { parseStorageAccountRef, type StorageAccountRef } from './storageAccounts';
 import { parsePriceTable, type PriceTable } from './priceTable';
+import { authEnvSchema, parseAuthConfig, type AuthConfig } from './auth';
 
 export type { StorageAccountRef } from './storageAccounts';
 export { parseConnectionString, parseStorageAccountRef } from './storageAccounts';
+export { ROLES, MIN_OPERATOR_KEY_LENGTH, type Role, type AuthConfig, type BearerConfig } from './auth';
 
 /** The AAD scope of the Batch data plane (resource https://batch.core.windows.net/). */
 export const BATCH_TOKEN_SCOPE = 'https://batch.core.windows.net/.default';
@@ -59,6 +61,8 @@ export interface AppConfig {
   queueMaxDequeueCount: number;
   /** The operations sweep (functions/sweep.ts) and cost accounting; see docs/operations.md. */
   ops: OpsConfig;
+  /** Who may call the job API (Entra ID bearer tokens, operator keys, anonymous); see docs/security.md. */
+  auth: AuthConfig;
 }
 
 export interface DataAccessConfig {
@@ -190,6 +194,7 @@ const envSchema = z.object({
   STAGING_RETENTION_HOURS: numberSetting(24, 0, 24 * 365),
   JOBS_RETENTION_DAYS: numberSetting(0, 0, 3_650),
   PRICE_TABLE_JSON: z.string().optional(),
+  ...authEnvSchema,
 });
 
 /** Every app setting the app reads (APP_VERSION aside, read on its own by appVersionSetting). */
@@ -265,6 +270,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (duplicate) problems.push(`STAGING_ACCOUNTS: account "${duplicate}" is listed twice`);
 
   const dataAccess = parseDataAccess(e.DATA_ACCOUNTS, e.DATA_CONTAINERS, endpointSuffix, [hostStorage?.accountName, ...names], problems);
+  const auth = parseAuthConfig(e, problems);
 
   if (problems.length > 0 || !hostStorage || !priceTable) throw new ConfigError(problems);
 
@@ -302,6 +308,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       jobsRetentionMs: e.JOBS_RETENTION_DAYS > 0 ? e.JOBS_RETENTION_DAYS * 24 * 3_600_000 : undefined,
       priceTable,
     },
+    auth,
   };
   return deepFreeze(config);
 }

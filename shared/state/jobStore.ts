@@ -39,6 +39,8 @@ export type NewJob = {
   id: string;
   specHash: string;
   owner: string;
+  /** Display name of the owner (for people reading the job; `owner` is the identity). */
+  ownerName?: string;
   /** Creation reason recorded in the first event (default "submitted"). */
   reason?: string;
 } & ({ spec: JobSpec } | { rejected: { name: string; document: JsonValue } });
@@ -61,6 +63,8 @@ export interface NoteInput {
 }
 
 export interface ListJobsQuery {
+  /** Only jobs of this owner (the tenancy filter: set for every caller but admins). */
+  owner?: string;
   state?: JobState | JobState[];
   /** Tag filter: key only = the tag exists; with value = the tag equals it. */
   tag?: { key: string; value?: string };
@@ -141,6 +145,7 @@ export class JobStore {
       id: input.id,
       name: 'spec' in input ? input.spec.name : input.rejected.name,
       owner: input.owner,
+      ...(input.ownerName !== undefined ? { ownerName: input.ownerName } : {}),
       tags: 'spec' in input ? { ...input.spec.tags } : {},
       specHash: input.specHash,
       ...('spec' in input ? { spec: input.spec } : { submitted: input.rejected.document }),
@@ -357,6 +362,7 @@ function withPatch<R extends JobRecord>(row: R, patch: JobPatch | undefined): R 
 
 export function buildListFilter(query: ListJobsQuery): string {
   const parts: string[] = [odata`RowKey eq ${JOB_ROW_KEY}`];
+  if (query.owner !== undefined) parts.push(odata`owner eq ${query.owner}`);
   const states = query.state === undefined ? [] : Array.isArray(query.state) ? query.state : [query.state];
   if (states.length > 0) parts.push(`(${states.map((s) => odata`state eq ${s}`).join(' or ')})`);
   // createdAt is a fixed-format ISO string (toISOString), so string order is time order.

@@ -47,6 +47,7 @@ function spec(id: string, extra: Parameters<typeof smallSpec>[1] = { command: 't
 
 async function submitted(id: string, s: JobSpec = spec(id)): Promise<JobRecord> {
   const r = await recordSubmission(await jobStore(), { spec: s, owner: 'test' });
+  if (r.outcome === 'taken') throw new Error(`job id ${r.id} is taken`);
   return r.job;
 }
 
