@@ -37,6 +37,12 @@ param instanceMemoryMB int = 2048
 @maxValue(1000)
 param maximumInstanceCount int = 100
 
+@description('Accepted `aud` values of Entra ID access tokens, comma-separated: the API app registration\'s application id URI and/or client id (docs/security.md, "Setting it up in Azure"). Empty: no bearer tokens are accepted.')
+param authAudiences string = ''
+
+@description('Name of the Key Vault secret (in the vault created here) that holds the operator keys, comma-separated, at least 24 characters each. Empty: no operator keys. Create the secret before setting this; an unresolved reference stops the app (shared/config refuses it).')
+param operatorKeysSecretName string = ''
+
 @description('Always-ready instances of the Durable group (orchestrations and activities). Microsoft recommends 1 for Durable Functions on Flex Consumption; 0 scales to zero and pays cold starts.')
 @minValue(0)
 @maxValue(10)
@@ -238,6 +244,9 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
         { name: 'POLL_MAX_MS', value: string(pollMaxMs) }
         { name: 'SAS_MAX_LIFETIME_HOURS', value: string(sasMaxLifetimeHours) }
         { name: 'QUEUE_MAX_DEQUEUE_COUNT', value: string(queueMaxDequeueCount) }
+        { name: 'AUTH_ISSUER', value: empty(authAudiences) ? '' : '${environment().authentication.loginEndpoint}${tenant().tenantId}/v2.0' }
+        { name: 'AUTH_AUDIENCES', value: authAudiences }
+        { name: 'OPERATOR_API_KEYS', value: empty(operatorKeysSecretName) ? '' : '@Microsoft.KeyVault(VaultName=${vault.name};SecretName=${operatorKeysSecretName})' }
       ]
     }
     functionAppConfig: {

@@ -41,6 +41,9 @@ const EXAMPLE_VALUES: Record<string, string> = {
   STAGING_ACCOUNTS: 'stg0example,stg1example',
   DATA_ACCOUNTS: 'dataexample',
   STORAGE_ENDPOINT_SUFFIX: 'core.windows.net',
+  AUTH_ISSUER: 'https://login.microsoftonline.com/72f988bf-0000-0000-0000-000000000000/v2.0',
+  AUTH_AUDIENCES: 'api://hpc-jobs',
+  OPERATOR_API_KEYS: 'an-operator-key-read-from-key-vault-0001',
 };
 
 describe('(a) app settings', () => {
@@ -82,6 +85,14 @@ describe('(a) app settings', () => {
     expect(config.hostStorage.kind).toBe('managedIdentity');
     for (const account of [...config.stagingAccounts, ...config.dataAccess.accounts]) expect(account.kind).toBe('managedIdentity');
     expect(settings.map((s) => s.name)).not.toContain('BATCH_ACCOUNT_KEY');
+  });
+
+  it('operator keys come from Key Vault, and a reference App Service could not resolve is refused, never taken as a key', () => {
+    expect(settings.find((s) => s.name === 'OPERATOR_API_KEYS')?.value)
+      .toBe("empty(operatorKeysSecretName) ? '' : '@Microsoft.KeyVault(VaultName=${vault.name};SecretName=${operatorKeysSecretName})'");
+    const env = Object.fromEntries(settings.filter((s) => !PLATFORM_SETTINGS.includes(s.name)).map((s) => [s.name, valueOf(s.name, s.value)]));
+    expect(() => loadConfig({ ...env, OPERATOR_API_KEYS: '@Microsoft.KeyVault(VaultName=kv-abc;SecretName=operator-api-keys)' }))
+      .toThrow(/OPERATOR_API_KEYS: an unresolved Key Vault reference/);
   });
 
   it('points the app identity at the host storage, DefaultAzureCredential and telemetry (user-assigned identity)', () => {
