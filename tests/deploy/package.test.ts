@@ -20,7 +20,7 @@ import { startAzurite, type AzuriteHandle } from '../../local/azurite';
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
 import { expandEntryPoints } from '../../local/host/entryPoints';
 import { localAppSettings, REPO_ROOT, type Stack } from '../../local/stack';
-import { checkCleanup, checkResult, mpiOutput, submitSpec, uploadDemoInputs, watchJob } from '../../local/jobRunner';
+import { asOperator, checkCleanup, checkResult, mpiOutput, submitSpec, uploadDemoInputs, watchJob } from '../../local/jobRunner';
 import { ChildHost } from '../helpers/childHost';
 
 type Manifest = { name: string; version: string; main: string; scripts?: unknown; bin?: unknown; dependencies: Record<string, string>; devDependencies?: Record<string, string> };
@@ -187,9 +187,11 @@ describe('the packaged app runs a real MPI job on the local stack', () => {
   it('serves the API from the extracted package and runs a two-node Open MPI job over staged shards to Succeeded, leaving nothing behind', async () => {
     const az = azurite as AzuriteHandle;
     const emu = batch as BatchEmulatorHandle;
-    const settings = localAppSettings(az, emu);
+    // No identity service here: the test is the operator (its function key is the app's operator key).
+    const settings = { ...localAppSettings(az, emu), OPERATOR_API_KEYS: KEYS.functionKey };
     host = await ChildHost.start({ appDir: app, storage: az.connectionString(), settings, keys: KEYS, log: log as WriteStream, timeoutMs: 90_000 });
     const stack = { azurite: az, batch: emu, settings, baseUrl: host.baseUrl, host: { keys: KEYS, baseUrl: host.baseUrl } } as unknown as Stack;
+    const operator = asOperator(stack);
 
     const health = (await (await fetch(`${host.baseUrl}/api/health`)).json()) as { version?: string };
     expect(health.version).toBe(PACKAGED_VERSION);
@@ -204,8 +206,8 @@ describe('the packaged app runs a real MPI job on the local stack', () => {
       id: 'packaged-app',
       pool: { ...(spec.pool as object), nodes: 2 },
       data: { ...(spec.data as object), shardSizeMB: { min: 1, max: 2 } },
-    }));
-    const view = await watchJob(stack, id, 240_000);
+    }), operator);
+    const view = await watchJob(stack, id, 240_000, undefined, operator);
     if (view.state !== 'Succeeded') throw new Error(`job ended ${view.state}: ${view.error?.message}\n${await mpiOutput(stack, view)}`);
     expect(checkResult(view, expected)).toEqual([]);
     expect(view.result?.mpi?.stdoutTail ?? '').toMatch(/"ranks":4,"nodes":2/);
