@@ -1,21 +1,21 @@
 /**
- * The embedded local stack: Azurite (several accounts), the Azure Batch emulator with node tools, an OCI
- * registry holding the demo image, the local identity service (the Entra ID tenant's stand-in), and the local
- * Functions host with the Durable engine running the unchanged function app. Only configuration (the
- * environment below) differs from Azure.
+ * The embedded local stack in one process: the emulated services (Azurite, the Azure Batch emulator with node
+ * tools, an OCI registry holding the demo image, the local identity service standing in for the Entra ID tenant;
+ * see supervisor/services.ts) and the local Functions host with the Durable engine running the unchanged function app. Only configuration (the environment below) differs
+ * from Azure. Tests and the demo use this; `npm start` runs the same parts with the host in its own process
+ * under a supervisor (supervisor/index.ts), so the app can crash or restart while the services keep running.
  */
 import * as path from 'node:path';
-import { mkdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
-import { startAzurite, DATA_ACCOUNT, STAGING_ACCOUNTS, type AzuriteHandle } from './azurite';
-import { startBatchEmulator, type BatchEmulatorHandle, type BatchEmulatorOptions } from './batch';
-import { startRegistry, type RegistryHandle } from './registry';
-import { buildDemoImage } from '../examples/images/buildDemoImage';
+import { DATA_ACCOUNT, STAGING_ACCOUNTS, type AzuriteHandle } from './azurite';
+import type { BatchEmulatorHandle, BatchEmulatorOptions } from './batch';
+import type { RegistryHandle } from './registry';
 import { startFunctionsHost, type FunctionsHostHandle } from './host';
 import { createDurableExtension } from './durable';
-import { startIdentityService, type IdentityService } from './identity';
+import type { IdentityService } from './identity';
 import { createLocalEasyAuth } from './identity/easyAuth';
 import { defaultKeysFile, loadOrCreateKeys, type HostKeys } from './host/keys';
+import { startServices } from './supervisor/services';
 
 /** The repository root, whether this file runs from sources (tsx, jest) or from dist/. */
 export const REPO_ROOT = findRepoRoot(__dirname);
@@ -28,7 +28,10 @@ function findRepoRoot(from: string): string {
 }
 
 export interface StackOptions {
-  /** Folder for persistent data (Azurite, Batch node sandboxes). Default: fresh temp dirs removed on stop. */
+  /**
+   * Folder for persistent data: Azurite's stores, the Batch account (persisted) and its node sandboxes, the
+   * registry's images, the ports taken at the first start. Default: fresh temp dirs removed on stop.
+   */
   dataDir?: string;
   /** Functions host port (default 7071; 0 for an ephemeral port). */
   port?: number;
@@ -37,7 +40,7 @@ export interface StackOptions {
   /** Registry concurrent pull limit (default 10, the limit real registries start throttling at in the seeds). */
   registryMaxConcurrentPulls?: number;
   registryBandwidthBytesPerSec?: number;
-  /** Batch emulator options (timing, faults). */
+  /** Batch emulator options (timing, faults; `persist` defaults to true with a dataDir). */
   batch?: Partial<BatchEmulatorOptions>;
   /** Extra app settings. */
   env?: Record<string, string>;
@@ -102,30 +105,17 @@ export function localAuthSettings(identity: IdentityService, keys: HostKeys): Re
 }
 
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
-  const stopOnError: (() => Promise<void>)[] = [];
-  const sub = async (name: string) => {
-    if (!opts.dataDir) return undefined;
-    const dir = path.join(opts.dataDir, name);
-    await mkdir(dir, { recursive: true });
-    return dir;
-  };
+  const services = await startServices({
+    dataDir: opts.dataDir,
+    registryMaxConcurrentPulls: opts.registryMaxConcurrentPulls,
+    registryBandwidthBytesPerSec: opts.registryBandwidthBytesPerSec,
+    batch: opts.batch,
+    demoImage: opts.demoImage,
+    demoImageFillerBytes: opts.demoImageFillerBytes,
+    repoRoot: REPO_ROOT,
+  });
+  const { azurite, batch, registry, identity } = services;
   try {
-    const identity = await startIdentityService({ dataDir: await sub('identity') });
-    stopOnError.push(() => identity.stop());
-    const azurite = await startAzurite({ location: await sub('azurite') });
-    stopOnError.push(() => azurite.stop());
-    const registry = await startRegistry({
-      maxConcurrentPulls: opts.registryMaxConcurrentPulls ?? 10,
-      bandwidthBytesPerSec: opts.registryBandwidthBytesPerSec,
-      images: opts.demoImage === false ? [] : [await buildDemoImage({ fillerBytes: opts.demoImageFillerBytes })],
-    });
-    stopOnError.push(() => registry.stop());
-    const batch = await startBatchEmulator({
-      dataDir: await sub('batch'),
-      nodePath: [path.join(REPO_ROOT, 'local', 'batch', 'nodetools', 'bin')],
-      ...opts.batch,
-    });
-    stopOnError.push(() => batch.stop());
     const appDir = opts.appDir ?? REPO_ROOT;
     const keys = loadOrCreateKeys(defaultKeysFile(appDir));
     const settings: Record<string, string> = {
@@ -152,14 +142,11 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       baseUrl: host.baseUrl,
       async stop() {
         await host.stop();
-        await batch.stop();
-        await registry.stop();
-        await azurite.stop();
-        await identity.stop();
+        await services.stop();
       },
     };
   } catch (err) {
-    for (const stop of stopOnError.reverse()) await stop().catch(() => undefined);
+    await services.stop().catch(() => undefined);
     throw err;
   }
 }

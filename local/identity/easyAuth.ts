@@ -11,6 +11,27 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { HostExtension } from '../host/extension';
 import type { IdentityService } from './index';
+import { defaultDirectory, type LocalUser } from './directory';
+
+/** What the local Easy Auth needs of the identity service: its users, and a user's access token for the API. */
+export type EasyAuthIdentity = Pick<IdentityService, 'user' | 'userToken'> & { directory: { defaultUser: string } };
+
+/**
+ * The identity service seen from another process (the supervised stack's Functions host worker): users from the
+ * tenant's directory, tokens from the service's `/local/token` endpoint over loopback.
+ */
+export function remoteEasyAuthIdentity(identityHttpUrl: string): EasyAuthIdentity {
+  const directory = defaultDirectory();
+  return {
+    directory,
+    user: (username: string): LocalUser | undefined => directory.users.find((u) => u.username === username),
+    async userToken(username: string): Promise<string> {
+      const res = await fetch(`${identityHttpUrl}/local/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user: username }) });
+      if (!res.ok) throw new Error(`local identity service answered ${res.status} for a token of ${username}: ${await res.text()}`);
+      return ((await res.json()) as { access_token: string }).access_token;
+    },
+  };
+}
 
 export const SESSION_COOKIE = 'AppServiceAuthSession';
 
@@ -37,7 +58,7 @@ function decodeClaims(token: string): Record<string, unknown> {
   return JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString('utf8')) as Record<string, unknown>;
 }
 
-export function createLocalEasyAuth(identity: IdentityService, opts: { user?: string } = {}): HostExtension {
+export function createLocalEasyAuth(identity: EasyAuthIdentity, opts: { user?: string } = {}): HostExtension {
   const sessions = new Map<string, Session>();
   const username = opts.user ?? identity.directory.defaultUser;
 

@@ -11,7 +11,7 @@ import { DEFAULT_PRICE_TABLE, pricePerNodeHour } from '../../shared/config/price
 import { runSweep } from '../../shared/ops/sweep';
 import type { JobCost } from '../../shared/ops/cost';
 import { JobStore } from '../../shared/state';
-import { BatchRequestLog, batchClient, smallSpec, sweepDeps } from './helpers';
+import { BatchRequestLog, batchClient, durableInstanceUrl, smallSpec, sweepDeps } from './helpers';
 
 const POLL_MAX_MS = 2_000;
 const IMAGE = { imageReference: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts', version: 'latest' }, nodeAgentSKUId: 'batch.node.ubuntu 22.04' };
@@ -191,6 +191,6 @@ describe('sweep on the stack', () => {
     expect(on.actions.filter((a) => !a.ok)).toEqual([]);
     expect(purged.map((a) => a.jobId).sort()).toEqual(['ops-budget', 'ops-cost', 'ops-reuse', 'ops-reuse-docker']);
     expect((await fetch(`${stack.baseUrl}/api/jobs/ops-cost`, operator())).status).toBe(404);
-    expect((await fetch(`${stack.baseUrl}/runtime/webhooks/durabletask/instances/ops-cost`)).status).toBe(404);
+    expect((await fetch(durableInstanceUrl(stack, 'ops-cost'))).status).toBe(404);
   }, 60_000);
 });

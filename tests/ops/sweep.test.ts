@@ -11,7 +11,7 @@ import { until } from '../batch/until';
 import { startFunctionsHost, type FunctionsHostHandle } from '../../local/host';
 import { createDurableExtension } from '../../local/durable';
 import { checkCleanup, submitSpec, uploadDemoInputs, type JobViewLite } from '../../local/jobRunner';
-import { smallSpec, STAGING_NAMES } from './helpers';
+import { durableInstanceUrl, smallSpec, STAGING_NAMES } from './helpers';
 import { startHangProxy, type HangProxy } from './hangProxy';
 
 const LOGS = path.join(REPO_ROOT, 'test-artifacts');
@@ -69,8 +69,8 @@ describe('sweep', () => {
     expect((await stagedContainers()).length).toBeGreaterThan(0);
 
     // The run is lost: its history is gone (terminated, then purged) and the host goes down.
-    const inst = `${stack.baseUrl}/runtime/webhooks/durabletask/instances/${id}`;
-    expect((await fetch(`${inst}/terminate?reason=test`, { method: 'POST' })).status).toBe(202);
+    const inst = durableInstanceUrl(stack, id);
+    expect((await fetch(durableInstanceUrl(stack, id, '/terminate', { reason: 'test' }), { method: 'POST' })).status).toBe(202);
     await until('termination', async () => ((await (await fetch(inst)).json()) as { runtimeStatus: string }).runtimeStatus === 'Terminated' || undefined, 20_000);
     expect((await fetch(inst, { method: 'DELETE' })).status).toBe(200);
     await stack.host.stop();

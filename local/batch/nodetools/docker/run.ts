@@ -8,7 +8,7 @@
 import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { constants } from 'node:os';
-import { mkdir, readFile, symlink } from 'node:fs/promises';
+import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { FlagSet, all, bool, flag, last, val } from '../lib/args';
 import { Container, ContainerRecord, ContainerState, isValidName, newContainerId } from '../lib/containerStore';
@@ -100,6 +100,8 @@ export async function run(s: Session, argv: string[]): Promise<number> {
   await mkdir(s.containers.dir, { recursive: true });
   try {
     await mkdir(dir); // atomic claim of the name
+    // Until the records exist, say who claimed it: a `docker rm` can then tell an abandoned claim from a live one.
+    await writeFile(path.join(dir, 'claim'), String(process.pid));
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     const other = await s.containers.find(name);
