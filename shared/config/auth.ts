@@ -70,7 +70,10 @@ export function parseAuthConfig(env: AuthEnv, problems: string[]): AuthConfig {
   if (anonymous === 'none' || (ROLES as readonly string[]).includes(anonymous)) anonymousRole = anonymous as AuthConfig['anonymousRole'];
   else problems.push(`ANONYMOUS_ROLE: must be one of none, ${ROLES.join(', ')}, got ${JSON.stringify(env.ANONYMOUS_ROLE)}`);
 
-  const operatorKeys = (env.OPERATOR_API_KEYS ?? '').split(',').map((k) => k.trim()).filter(Boolean);
+  // App Service leaves a Key Vault reference it cannot resolve as the setting's text: that text must never be a key.
+  const unresolved = /^@Microsoft\.KeyVault\(/i.test((env.OPERATOR_API_KEYS ?? '').trim());
+  if (unresolved) problems.push('OPERATOR_API_KEYS: an unresolved Key Vault reference (the secret is missing or the app identity cannot read it)');
+  const operatorKeys = unresolved ? [] : (env.OPERATOR_API_KEYS ?? '').split(',').map((k) => k.trim()).filter(Boolean);
   operatorKeys.forEach((k, i) => {
     if (k.length < MIN_OPERATOR_KEY_LENGTH) problems.push(`OPERATOR_API_KEYS: key ${i + 1} is shorter than ${MIN_OPERATOR_KEY_LENGTH} characters`);
   });
