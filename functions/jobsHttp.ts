@@ -12,6 +12,7 @@ import { cancelJob } from '../shared/intake/cancel';
 import { parseListQuery, toJobView, jobUrl } from '../shared/state';
 import { appConfig, jobStore } from '../shared/services';
 import { dataAccessPolicy } from '../shared/intake/dataAccess';
+import { containerPolicy } from '../shared/intake/containerPolicy';
 import { cancelSignal, liveStatus, orchestrationStarter } from './lib/durable';
 import { invalidRequest, problem, unavailable } from './lib/http';
 import { TEXT_LIMITS } from '../shared/spec/textLimits';
@@ -39,6 +40,7 @@ export async function submitJobHttp(request: HttpRequest, context: InvocationCon
       idempotencyKey: request.headers.get('idempotency-key') ?? undefined,
       owner: request.headers.get('x-ms-client-principal-name') ?? 'api',
       dataAccess: dataAccessPolicy(appConfig()),
+      containers: containerPolicy(appConfig()),
     });
     if (outcome.kind === 'invalid') return invalidRequest(outcome.errors);
     if (outcome.kind === 'conflict') {

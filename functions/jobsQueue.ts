@@ -15,6 +15,7 @@ import { isTerminal } from '../shared/state';
 import { appConfig, jobStore } from '../shared/services';
 import { orchestrationStarter } from './lib/durable';
 import { dataAccessPolicy } from '../shared/intake/dataAccess';
+import { containerPolicy } from '../shared/intake/containerPolicy';
 
 export const SUBMISSIONS_QUEUE = 'job-submissions';
 
@@ -23,7 +24,7 @@ export async function jobSubmissionFromQueue(message: unknown, context: Invocati
   const messageId = String(context.triggerMetadata?.id ?? 'unknown');
   try {
     const store = await jobStore();
-    const outcome = await submitJob(store, orchestrationStarter(df.getClient(context)), { body: message, owner: 'queue', dataAccess: dataAccessPolicy(appConfig()) });
+    const outcome = await submitJob(store, orchestrationStarter(df.getClient(context)), { body: message, owner: 'queue', dataAccess: dataAccessPolicy(appConfig()), containers: containerPolicy(appConfig()) });
     if (outcome.kind === 'invalid') {
       const raw = typeof message === 'string' ? tryParse(message) : message;
       const id = claimedJobId(raw);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what the project needs on a fresh machine: npm packages (from package-lock.json) and
-# Debian's Open MPI (mpirun + mpicc), which the local Batch emulator uses to run real MPI jobs.
+# Installs what the project needs on a fresh machine: npm packages (from package-lock.json),
+# Debian's Open MPI (mpirun + mpicc), which the local Batch emulator uses to run real MPI jobs, and
+# environment-modules (`module`, as on Azure's HPC images; emulated nodes load mpi/openmpi with it).
 # Safe to run repeatedly: each step is skipped when already satisfied.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,6 +9,7 @@ cd "$(dirname "$0")/.."
 want_apt=()
 command -v mpirun >/dev/null 2>&1 || want_apt+=(openmpi-bin)
 command -v mpicc  >/dev/null 2>&1 || want_apt+=(libopenmpi-dev)
+[ -r /etc/profile.d/modules.sh ] || want_apt+=(environment-modules)
 for extra in "$@"; do
   case "$extra" in
     chromium) command -v chromium >/dev/null 2>&1 || want_apt+=(chromium) ;;

@@ -59,6 +59,13 @@ export interface AppConfig {
   queueMaxDequeueCount: number;
   /** The operations sweep (functions/sweep.ts) and cost accounting; see docs/operations.md. */
   ops: OpsConfig;
+  /** What job containers may ask for beyond the allowlist (docs/workloads.md). */
+  containers: ContainersConfig;
+}
+
+export interface ContainersConfig {
+  /** Whether a job may run its docker container with --privileged (CONTAINER_ALLOW_PRIVILEGED; default false). */
+  allowPrivileged: boolean;
 }
 
 export interface DataAccessConfig {
@@ -190,6 +197,8 @@ const envSchema = z.object({
   STAGING_RETENTION_HOURS: numberSetting(24, 0, 24 * 365),
   JOBS_RETENTION_DAYS: numberSetting(0, 0, 3_650),
   PRICE_TABLE_JSON: z.string().optional(),
+  CONTAINER_ALLOW_PRIVILEGED: z.string().trim().optional()
+    .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
 });
 
 /**
@@ -299,6 +308,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       jobsRetentionMs: e.JOBS_RETENTION_DAYS > 0 ? e.JOBS_RETENTION_DAYS * 24 * 3_600_000 : undefined,
       priceTable,
     },
+    containers: { allowPrivileged: e.CONTAINER_ALLOW_PRIVILEGED === 'true' },
   };
   return deepFreeze(config);
 }

@@ -5,6 +5,8 @@
  */
 import { parseIsoDuration } from './duration';
 import { LIMITS } from './schema';
+import { containerIssues } from './sections/container';
+import { launchIssues } from './sections/launch';
 
 export interface SpecIssue {
   /** Path segments from the spec root, e.g. ['container', 'images', 0]. */
@@ -112,5 +114,6 @@ export function crossFieldIssues(raw: unknown): SpecIssue[] {
   if (isObj(env) && Object.keys(env).length > LIMITS.maxEnv) {
     add(['mpi', 'env'], `must have at most ${LIMITS.maxEnv} entries`);
   }
+  issues.push(...launchIssues(raw), ...containerIssues(raw));
   return issues;
 }

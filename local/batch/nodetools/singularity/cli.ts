@@ -1,8 +1,15 @@
 /**
  * `singularity` for emulated Batch nodes: `pull`, `exec`, `run` (and `inspect`), the subset a Singularity MPI task
- * emits. Images come from `docker://` references through the node's image store (same pull, same digest checks);
- * a pulled ".sif" is a small JSON file naming the stored image. Unlike docker, the host environment and working
- * directory carry into the container, as Singularity does; the image's root filesystem is unpacked once per image.
+ * emits. Images come from `docker://` references (the local OCI registry) through the same pull and digest checks as
+ * docker, into Singularity's own layer cache: `$SINGULARITY_CACHEDIR` (or `$APPTAINER_CACHEDIR`), else the node's
+ * `singularity/cache`. A pulled ".sif" is a small JSON file naming the cached image, not a real SIF: only SIF files
+ * this tool wrote can be run. Unlike docker, the host environment and working directory carry into the container, as
+ * Singularity does; the image's root filesystem is unpacked once per image.
+ *
+ * What is modelled and what is not: no namespaces or isolation (the program runs as a host process that sees the
+ * host, with image paths resolved into the unpacked root filesystem), no GPUs (`--nv` warns that no NVIDIA
+ * libraries were found, as Singularity does on a host without a driver), no `library://` (Sylabs cloud library)
+ * or `oras://` source here: those are refused with an error naming the transport.
  */
 import { spawn } from 'node:child_process';
 import { mkdir, rename, rm } from 'node:fs/promises';
@@ -12,7 +19,7 @@ import { BindMount, ContainerView, containerPathVar, parseEnvAssignments, resolv
 import { CliError } from '../lib/errors';
 import { exists, readJson, writeJsonAtomic } from '../lib/fsutil';
 import { parseImageRef, refKey } from '../lib/imageRef';
-import { LocalImage } from '../lib/imageStore';
+import { ImageStore, LocalImage } from '../lib/imageStore';
 import { unpackImage } from '../lib/unpack';
 import { pullRef } from '../docker/imageCommands';
 import { signalNumber } from '../docker/run';
@@ -35,6 +42,20 @@ function info(message: string): void {
   process.stderr.write(`INFO:    ${message}\n`);
 }
 
+/** Singularity keeps its own cache of OCI blobs, apart from docker's image store. */
+function cacheSession(s: Session): Session {
+  const dir = process.env.SINGULARITY_CACHEDIR || process.env.APPTAINER_CACHEDIR || path.join(s.node.singularityDir, 'cache');
+  return { ...s, images: new ImageStore(path.join(path.resolve(dir), 'oci')) };
+}
+
+/** Transports a real Singularity pulls from that the local stack has no service for. */
+function refuseTransport(uri: string): void {
+  const scheme = /^([a-z]+):\/\//.exec(uri)?.[1];
+  if (scheme === 'library') throw fatal(`Unable to get library client configuration: library:// needs the Sylabs cloud library, which the local stack does not have: emulated nodes pull docker:// references from the local registry`);
+  if (scheme === 'oras') throw fatal(`oras:// needs an OCI registry holding SIF artifacts, which the local stack does not serve: emulated nodes pull docker:// references`);
+  if (scheme && scheme !== 'docker') throw fatal(`Unsupported transport type: ${scheme}`);
+}
+
 async function pullDocker(s: Session, uri: string): Promise<LocalImage> {
   try {
     // Singularity takes registry credentials from the environment rather than from `docker login`.
@@ -50,6 +71,7 @@ async function pullDocker(s: Session, uri: string): Promise<LocalImage> {
 
 /** The stored image behind a `docker://` URI (pulled when missing) or a .sif written by `singularity pull`. */
 async function resolveImage(s: Session, arg: string): Promise<LocalImage> {
+  refuseTransport(arg);
   if (arg.startsWith('docker://')) {
     const local = await s.images.find(refKey(parseImageRef(arg.slice('docker://'.length))));
     if (local) {
@@ -88,7 +110,9 @@ const PULL = new FlagSet('singularity pull', { force: bool('F', 'force'), dir: v
 async function pull(s: Session, argv: string[]): Promise<number> {
   const p = PULL.parse(argv, false);
   const uri = p.positionals[p.positionals.length - 1];
-  if (!uri?.startsWith('docker://')) throw fatal(`Unsupported transport type: ${uri?.split('://')[0] ?? '(none)'}: only docker:// is available on emulated nodes`);
+  if (!uri) throw fatal('pull requires a URI');
+  refuseTransport(uri);
+  if (!uri.startsWith('docker://')) throw fatal(`Unsupported transport type: ${uri.split('://')[0]}: only docker:// is available on emulated nodes`);
   const ref = parseImageRef(uri.slice('docker://'.length));
   const defaultName = `${ref.repository.split('/').pop()}_${ref.tag ?? 'latest'}.sif`;
   const file = path.resolve(last(p, 'dir') ?? '.', p.positionals.length > 1 ? p.positionals[0] : (last(p, 'name') ?? defaultName));
@@ -106,7 +130,8 @@ const EXEC = new FlagSet('singularity exec', {
   bind: val('B', 'bind'),
   cleanenv: bool('e', 'cleanenv'),
   env: val('env'),
-  ignored: bool('nv', 'writable-tmpfs', 'contain', 'C', 'containall', 'userns', 'u', 'no-home', 'fakeroot', 'f', 'writable', 'w', 'no-init', 'no-privs', 'quiet', 'q'),
+  nv: bool('nv'),
+  ignored: bool('writable-tmpfs', 'contain', 'C', 'containall', 'userns', 'u', 'no-home', 'fakeroot', 'f', 'writable', 'w', 'no-init', 'no-privs', 'quiet', 'q'),
   ignoredValue: val('home', 'H', 'security', 'overlay', 'o', 'app', 'scratch', 'S', 'workdir', 'W'),
 });
 
@@ -126,6 +151,8 @@ async function execIn(s: Session, argv: string[], useImageCommand: boolean): Pro
   if (!imageArg) throw fatal('no image given');
   const image = await resolveImage(s, imageArg);
   const rootfs = await rootfsFor(s, image);
+  // No GPU on an emulated node: what Singularity says on a host without the NVIDIA driver, and it carries on.
+  if (flag(p, 'nv')) process.stderr.write('WARNING: Could not find any nv files on this host!\n');
   const binds = parseBinds(all(p, 'bind'));
   const view: ContainerView = { rootfs, binds, nodeRootDir: s.node.rootDir };
   const imageEnv = parseEnvAssignments(image.config.config?.Env ?? [], {});
@@ -180,7 +207,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write('singularity-ce version 3.11.0-emulated\n');
     return 0;
   }
-  const s = openSession();
+  const s = cacheSession(openSession());
   switch (cmd) {
     case 'pull':
       return pull(s, rest);
