@@ -371,7 +371,7 @@ function rankSetup(v: Validated, preset: FabricPreset): string[] {
       ? 'export MPIJOB_HOSTS="${AZ_BATCH_HOST_LIST//,/:${MPIJOB_PPN},}:${MPIJOB_PPN}"'
       : 'export MPIJOB_HOSTS="$AZ_BATCH_HOST_LIST"',
   );
-  lines.push(`export MPIJOB_HOSTFILE="$AZ_BATCH_TASK_WORKING_DIR/${HOSTFILE_NAME}"`);
+  lines.push(`export MPIJOB_HOSTFILE="\${AZ_BATCH_TASK_WORKING_DIR:-$PWD}/${HOSTFILE_NAME}"`);
   lines.push(
     `for mpijob_h in \${AZ_BATCH_HOST_LIST//,/ }; do printf ${openmpi ? "'%s slots=%s\\n'" : "'%s:%s\\n'"} "$mpijob_h" "$MPIJOB_PPN"; done > "$MPIJOB_HOSTFILE"`,
   );
