@@ -31,6 +31,7 @@ export function isGpuSize(vmSize: string): boolean {
 export interface RetiredSize {
   /** The retired series, as Azure names it. */
   series: string;
+  /** The retirement date (ISO), or a phrase when the date is not one this table can vouch for. */
   retired: string;
   successors: string;
 }
@@ -48,7 +49,7 @@ const only = (p: VmSizeParts, features: string[], suffixes: (string | undefined)
 const RETIRED: RetirementRule[] = [
   {
     series: 'H-series (H8, H8m, H16, H16m, H16r, H16mr)',
-    retired: '2024-09-28',
+    retired: 'no longer offered',
     successors: 'HBv3/HBv4 (Standard_HB120rs_v3, Standard_HB176rs_v4) or HC-series (Standard_HC44rs); HX for large memory (Standard_HX176rs)',
     matches: (p) => p.family === 'h' && [8, 16].includes(p.vcpus) && only(p, ['', 'm', 'r', 'mr'], [undefined]),
   },
@@ -69,6 +70,12 @@ const RETIRED: RetirementRule[] = [
     retired: '2023-09-06',
     successors: 'NC A100 v4 (Standard_NC24ads_A100_v4); ND A100 v4 (Standard_ND96asr_v4) with InfiniBand',
     matches: (p) => p.family === 'nc' && [6, 12, 24].includes(p.vcpus) && only(p, ['s', 'rs'], ['v2']),
+  },
+  {
+    series: 'NCv3-series without InfiniBand (V100: NC6s_v3, NC12s_v3, NC24s_v3)',
+    retired: '2025-09-30',
+    successors: 'NC A100 v4 (Standard_NC24ads_A100_v4); ND A100 v4 (Standard_ND96asr_v4) with InfiniBand',
+    matches: (p) => p.family === 'nc' && [6, 12, 24].includes(p.vcpus) && only(p, ['s'], ['v3']),
   },
   {
     series: 'ND-series v1 (P40: ND6s, ND12s, ND24s, ND24rs)',

@@ -94,7 +94,7 @@ export const StartTaskSchema = z
       .min(1, { error: 'must not be empty' })
       .max(LIMITS.maxCommandLength)
       .regex(P.SINGLE_LINE_TEXT_RE, { error: P.SINGLE_LINE_TEXT_RULE })
-      .meta({ description: 'Shell command run (bash, elevated) on every node as it joins the pool, e.g. to install or build the MPI program. The node is not used until it succeeds.' }),
+      .meta({ description: 'Shell command run on every node as it joins the pool (elevated; bash with the node\'s /etc/profile.d loaded, so `module` works; no strict mode), e.g. to install or build the MPI program. The node is not used until it succeeds.' }),
     resourceFiles: z.array(
       z.strictObject({
         account: pattern(P.STORAGE_ACCOUNT_RE, 'a storage account name (3–24 lowercase letters and digits)'),

@@ -64,7 +64,7 @@ export function launchIssues(raw: Obj): SpecIssue[] {
 
   const retired = vmSize ? retiredVmSize(vmSize) : undefined;
   if (retired) {
-    issues.push({ path: ['pool', 'vmSize'], message: `${vmSize} is retired (${retired.series}, retired ${retired.retired}): Batch can no longer allocate it. Use ${retired.successors}` });
+    issues.push({ path: ['pool', 'vmSize'], message: `${vmSize} is retired (${retired.series}, ${/^\d/.test(retired.retired) ? `retired ${retired.retired}` : retired.retired}): Batch can no longer allocate it. Use ${retired.successors}` });
   }
   if (mpi.processesPerNode === 'gpus' && vmSize && !retired && !isGpuSize(vmSize)) {
     issues.push({ path: ['mpi', 'processesPerNode'], message: `"gpus" needs a GPU VM size (NC, ND or NV families); ${vmSize} has no GPU` });

@@ -32,6 +32,11 @@ interface SifFile {
   ref: string;
   imageId: string;
   manifestDigest: string;
+  /**
+   * The layer cache the image was pulled into. A real SIF carries its whole image; this stand-in points at the
+   * cache instead, so it opens whatever SINGULARITY_CACHEDIR the process that runs it has (as a real SIF would).
+   */
+  store?: string;
 }
 
 function fatal(message: string): CliError {
@@ -69,34 +74,41 @@ async function pullDocker(s: Session, uri: string): Promise<LocalImage> {
   }
 }
 
+interface Resolved {
+  image: LocalImage;
+  /** The store holding its blobs. */
+  store: ImageStore;
+}
+
 /** The stored image behind a `docker://` URI (pulled when missing) or a .sif written by `singularity pull`. */
-async function resolveImage(s: Session, arg: string): Promise<LocalImage> {
+async function resolveImage(s: Session, arg: string): Promise<Resolved> {
   refuseTransport(arg);
   if (arg.startsWith('docker://')) {
     const local = await s.images.find(refKey(parseImageRef(arg.slice('docker://'.length))));
     if (local) {
       info('Using cached SIF image');
-      return local;
+      return { image: local, store: s.images };
     }
     info('Converting OCI blobs to SIF format');
-    return pullDocker(s, arg);
+    return { image: await pullDocker(s, arg), store: s.images };
   }
   const sif = await readJson<SifFile>(path.resolve(arg)).catch(() => undefined);
   if (!sif) throw fatal(`could not open image ${path.resolve(arg)}: failed to retrieve path for ${arg}: lstat ${path.resolve(arg)}: no such file or directory`);
   if (sif.format !== SIF_FORMAT) throw fatal(`could not open image ${path.resolve(arg)}: image format not recognized`);
+  const store = sif.store ? new ImageStore(sif.store) : s.images;
   // By digest first: the tag may have moved on since this SIF was pulled.
-  const image = (await s.images.find(`${sif.ref.replace(/:[^:/]+$/, '')}@${sif.manifestDigest}`)) ?? (await s.images.find(sif.ref));
+  const image = (await store.find(`${sif.ref.replace(/:[^:/]+$/, '')}@${sif.manifestDigest}`)) ?? (await store.find(sif.ref));
   if (!image || image.id !== sif.imageId) throw fatal(`could not open image ${path.resolve(arg)}: image ${sif.imageId} is not in this node's image store`);
-  return image;
+  return { image, store };
 }
 
 /** Unpacks the image once per node (temp dir + rename, so concurrent ranks never see half a rootfs). */
-async function rootfsFor(s: Session, image: LocalImage): Promise<string> {
+async function rootfsFor(s: Session, { image, store }: Resolved): Promise<string> {
   const dir = path.join(s.node.singularityDir, 'rootfs', image.id.slice('sha256:'.length));
   if (await exists(dir)) return dir;
   const tmp = `${dir}.tmp-${process.pid}`;
   await mkdir(path.dirname(dir), { recursive: true });
-  await unpackImage(s.images, image, tmp);
+  await unpackImage(store, image, tmp);
   try {
     await rename(tmp, dir);
   } catch {
@@ -119,7 +131,7 @@ async function pull(s: Session, argv: string[]): Promise<number> {
   if ((await exists(file)) && !flag(p, 'force')) throw fatal(`Image file already exists: "${file}" - will not overwrite`);
   info('Converting OCI blobs to SIF format');
   const image = await pullDocker(s, uri);
-  const sif: SifFile = { format: SIF_FORMAT, ref: refKey(ref), imageId: image.id, manifestDigest: image.manifestDigest };
+  const sif: SifFile = { format: SIF_FORMAT, ref: refKey(ref), imageId: image.id, manifestDigest: image.manifestDigest, store: s.images.dir };
   await writeJsonAtomic(file, sif);
   info(`Creating SIF file... ${file}`);
   return 0;
@@ -149,8 +161,9 @@ async function execIn(s: Session, argv: string[], useImageCommand: boolean): Pro
   const p = EXEC.parse(argv, true);
   const [imageArg, ...command] = p.positionals;
   if (!imageArg) throw fatal('no image given');
-  const image = await resolveImage(s, imageArg);
-  const rootfs = await rootfsFor(s, image);
+  const resolved = await resolveImage(s, imageArg);
+  const { image } = resolved;
+  const rootfs = await rootfsFor(s, resolved);
   // No GPU on an emulated node: what Singularity says on a host without the NVIDIA driver, and it carries on.
   if (flag(p, 'nv')) process.stderr.write('WARNING: Could not find any nv files on this host!\n');
   const binds = parseBinds(all(p, 'bind'));
@@ -195,7 +208,7 @@ async function execIn(s: Session, argv: string[], useImageCommand: boolean): Pro
 }
 
 async function inspect(s: Session, argv: string[]): Promise<number> {
-  const image = await resolveImage(s, argv[argv.length - 1] ?? '');
+  const { image } = await resolveImage(s, argv[argv.length - 1] ?? '');
   process.stdout.write(`${JSON.stringify({ id: image.id, manifest: image.manifestDigest, refs: image.refs, config: image.config.config }, null, 2)}\n`);
   return 0;
 }
