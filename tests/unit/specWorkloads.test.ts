@@ -14,25 +14,27 @@ import { loadConfig } from '../../shared/config';
 const dir = path.join(__dirname, '../../examples/workloads');
 const files = readdirSync(dir).filter((f) => f.endsWith('.yaml'));
 
-function errorsOf(patch: (s: Record<string, any>) => void): { path: string; message: string }[] {
-  const spec: Record<string, any> = {
-    name: 'w',
+/** A spec's sections as plain data, patched per test. */
+type Doc = Record<'pool' | 'container' | 'mpi', Record<string, unknown>>;
+
+function parsed(patch: (s: Doc) => void) {
+  const doc: Doc = {
     pool: { vmSize: 'Standard_HB120rs_v3', nodes: 2 },
     container: { runtime: 'none' },
     mpi: { runtime: 'openmpi', command: './a.out' },
   };
-  patch(spec);
-  const r = parseJobSpec(spec as JobSpecInput);
+  patch(doc);
+  return parseJobSpec({ name: 'w', ...doc } as JobSpecInput);
+}
+
+function errorsOf(patch: (s: Doc) => void): { path: string; message: string }[] {
+  const r = parsed(patch);
   return r.ok ? [] : r.errors;
 }
 
-function ok(patch: (s: Record<string, any>) => void): JobSpec {
-  const errors = errorsOf(patch);
-  if (errors.length) throw new Error(JSON.stringify(errors));
-  const spec: Record<string, any> = { name: 'w', pool: { vmSize: 'Standard_HB120rs_v3', nodes: 2 }, container: { runtime: 'none' }, mpi: { runtime: 'openmpi', command: './a.out' } };
-  patch(spec);
-  const r = parseJobSpec(spec as JobSpecInput);
-  if (!r.ok) throw new Error('unreachable');
+function ok(patch: (s: Doc) => void): JobSpec {
+  const r = parsed(patch);
+  if (!r.ok) throw new Error(JSON.stringify(r.errors));
   return r.spec;
 }
 
