@@ -144,6 +144,22 @@ const BATCH_ENV_INTO_CONTAINER = [
   'AZ_BATCH_POOL_ID',
 ];
 
+/**
+ * Batch's directory variables exist only in the task's own processes: a rank Open MPI starts over ssh on another node
+ * has none of them (Hydra launchers forward the launcher's whole environment). The paths are the same on every Azure
+ * node, so the master forwards its values under these names and a rank falls back to them; where a node has its own
+ * values (the local emulator's nodes), those win.
+ */
+const RANK_DIR_FALLBACKS = [
+  ['AZ_BATCH_NODE_ROOT_DIR', 'MPIJOB_NODE_ROOT_DIR'],
+  ['AZ_BATCH_NODE_SHARED_DIR', 'MPIJOB_NODE_SHARED_DIR'],
+  ['AZ_BATCH_TASK_WORKING_DIR', 'MPIJOB_TASK_WORKING_DIR'],
+] as const;
+const rankDir = (batchVar: (typeof RANK_DIR_FALLBACKS)[number][0]): string => {
+  const fallback = RANK_DIR_FALLBACKS.find(([b]) => b === batchVar)?.[1] as string;
+  return `\${${batchVar}:-$${fallback}}`;
+};
+
 /** What the master exports before the launcher (and `docker exec` passes into the container). */
 const MPIJOB_RUN_ENV = ['MPIJOB_PPN', 'MPIJOB_NODES', 'MPIJOB_NP', 'MPIJOB_HOSTS', 'MPIJOB_HOSTFILE'];
 
@@ -268,10 +284,11 @@ function rankProgram(v: Validated): string[] {
   const { input } = v;
   if (input.runtime === 'singularity') {
     // Evaluated by each rank's own shell, so the SIF path and the binds are that node's (identical paths on Azure).
+    const root = rankDir('AZ_BATCH_NODE_ROOT_DIR');
     const script = [
-      'exec singularity exec --pwd "$AZ_BATCH_TASK_WORKING_DIR" -B "$AZ_BATCH_NODE_ROOT_DIR:$AZ_BATCH_NODE_ROOT_DIR"',
+      `exec singularity exec --pwd "${rankDir('AZ_BATCH_TASK_WORKING_DIR')}" -B "${root}:${root}"`,
       ...singularityOptions(v.container),
-      sifPathExpr(input.sifCacheKey as string, 0),
+      sifPathExpr(input.sifCacheKey as string, 0, `"${rankDir('AZ_BATCH_NODE_SHARED_DIR')}"`),
       '/bin/sh -c "$1"',
     ].join(' ');
     return ['/bin/bash -c', shellQuote(script), 'mpijob-rank', shellQuote(input.command)];
@@ -311,7 +328,8 @@ function managedLaunch(v: Validated, preset: FabricPreset, forwarded: readonly s
   if (openmpi && v.sshPort !== 22) groups.push({ key: 'mca:plm_rsh_args', args: ['--mca', 'plm_rsh_args', `-p ${v.sshPort}`] });
   const kept = applyUserOverrides({ ...preset, launcherArgs: groups }, v.options, v.env).launcherArgs;
   for (const g of kept) auto.push(shellJoin(g.args));
-  for (const name of forwarded) auto.push(openmpi ? `-x ${name}` : `-genv ${name} "$${name}"`);
+  const rankEnv = input.runtime === 'singularity' ? RANK_DIR_FALLBACKS.map(([, fallback]) => fallback) : [];
+  for (const name of [...forwarded, ...rankEnv]) auto.push(openmpi ? `-x ${name}` : `-genv ${name} "$${name}"`);
   auto.push('${mpijob_extra[@]+"${mpijob_extra[@]}"}');
   const userOptions = v.options.map(launcherWord);
   lines.push(['exec', launcherWord(v.launcher), ...userOptions, ...auto, ...rankProgram(v)].join(' '));
@@ -375,7 +393,10 @@ function rankSetup(v: Validated, preset: FabricPreset): string[] {
   lines.push(
     `for mpijob_h in \${AZ_BATCH_HOST_LIST//,/ }; do printf ${openmpi ? "'%s slots=%s\\n'" : "'%s:%s\\n'"} "$mpijob_h" "$MPIJOB_PPN"; done > "$MPIJOB_HOSTFILE"`,
   );
-  if (input.runtime === 'singularity') lines.push(`export MPIJOB_IMAGE=${sifPathExpr(input.sifCacheKey as string, 0)}`);
+  if (input.runtime === 'singularity') {
+    lines.push(`export MPIJOB_IMAGE=${sifPathExpr(input.sifCacheKey as string, 0)}`);
+    lines.push(...RANK_DIR_FALLBACKS.map(([batchVar, fallback]) => `export ${fallback}="$${batchVar}"`));
+  }
   return lines;
 }
 

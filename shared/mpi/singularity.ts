@@ -8,8 +8,8 @@
 import { PlanningError } from '../planning/errors';
 import { shellQuote } from './shellQuote';
 
-/** Node-relative home of the caches; on every Batch node `$AZ_BATCH_NODE_SHARED_DIR` is the same path. */
-const SIF_ROOT = '"$AZ_BATCH_NODE_SHARED_DIR"/mpijob/sif';
+/** The node's shared directory as a shell word; on every Batch node `$AZ_BATCH_NODE_SHARED_DIR` is the same path. */
+const NODE_SHARED_DIR = '"$AZ_BATCH_NODE_SHARED_DIR"';
 export const SINGULARITY_CACHE_DIR = '"$AZ_BATCH_NODE_SHARED_DIR"/singularity/cache';
 
 const CACHE_KEY = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
@@ -18,16 +18,19 @@ function checkKey(cacheKey: string): void {
   if (!CACHE_KEY.test(cacheKey)) throw new PlanningError(`invalid SIF cache key ${JSON.stringify(cacheKey)}`, { cacheKey });
 }
 
-/** The job's SIF directory on a node, as a shell word (it expands `$AZ_BATCH_NODE_SHARED_DIR` on that node). */
-export function sifDirExpr(cacheKey: string): string {
+/**
+ * The job's SIF directory on a node, as a shell word. `sharedDir` is the shell word of the node's shared directory:
+ * `$AZ_BATCH_NODE_SHARED_DIR` by default (node tasks have it; a rank started over ssh may need a fallback).
+ */
+export function sifDirExpr(cacheKey: string, sharedDir = NODE_SHARED_DIR): string {
   checkKey(cacheKey);
-  return `${SIF_ROOT}/${cacheKey}`;
+  return `${sharedDir}/mpijob/sif/${cacheKey}`;
 }
 
 /** The SIF file of image `index` of the job, as a shell word. */
-export function sifPathExpr(cacheKey: string, index: number): string {
+export function sifPathExpr(cacheKey: string, index: number, sharedDir = NODE_SHARED_DIR): string {
   if (!Number.isSafeInteger(index) || index < 0) throw new PlanningError('SIF index must be a whole number ≥ 0', { index });
-  return `${sifDirExpr(cacheKey)}/${index}.sif`;
+  return `${sifDirExpr(cacheKey, sharedDir)}/${index}.sif`;
 }
 
 /** Where a Singularity image comes from: a URI singularity pulls, or a SIF file already downloaded into the task's directory. */

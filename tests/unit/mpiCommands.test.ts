@@ -180,6 +180,14 @@ describe('buildMpiTaskCommands: singularity', () => {
     expect(readNulList(path.join(app.out, 'singularity.args'))).toEqual([
       'exec', '--pwd', '/n2/wd', '-B', '/n2:/n2', '/n2/shared/mpijob/sif/job-7/0.sif', '/bin/sh', '-c', './hello --size 10',
     ]);
+    // A rank Open MPI starts over ssh on a real node has no AZ_BATCH_* variables: it uses the master's, forwarded.
+    expect(argv.filter((a, i) => argv[i - 1] === '-genv' && a.startsWith('MPIJOB_'))).toEqual(['MPIJOB_NODE_ROOT_DIR', 'MPIJOB_NODE_SHARED_DIR', 'MPIJOB_TASK_WORKING_DIR']);
+    const remote = spawnSync('/bin/bash', ['-c', argv[argv.length - 3], 'mpijob-rank', './hello --size 10'], {
+      env: { PATH: `${bin}:/usr/bin:/bin`, STUB_OUT: app.out, MPIJOB_NODE_SHARED_DIR: '/m/shared', MPIJOB_NODE_ROOT_DIR: '/m', MPIJOB_TASK_WORKING_DIR: '/m/wd' },
+      encoding: 'utf8',
+    });
+    expect(remote.status).toBe(0);
+    expect(readNulList(path.join(app.out, 'singularity.args')).slice(0, 6)).toEqual(['exec', '--pwd', '/m/wd', '-B', '/m:/m', '/m/shared/mpijob/sif/job-7/0.sif']);
   });
 });
 
