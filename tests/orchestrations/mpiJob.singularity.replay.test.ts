@@ -4,7 +4,6 @@
  * as a resource file and fills the job's SIF cache, the MPI ranks run the cached SIF, and the job release task
  * removes the job's SIF files.
  */
-import { EventType } from '../../local/durable/history';
 import { healthyJob } from './fakeActivities';
 import { jobInput, replay, STEP_MS } from './jobReplay';
 import type { NodeTaskRequest } from '../../shared/contract';
