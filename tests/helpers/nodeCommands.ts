@@ -9,6 +9,17 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { splitShellWords } from '../../shared/mpi/shellWords';
+import type { MpiTaskInput } from '../../shared/mpi/commands';
+
+/** A small native Open MPI task on two nodes: what each builder test varies. */
+export const BASE_INPUT: MpiTaskInput = {
+  runtime: 'none',
+  mpiRuntime: 'openmpi',
+  nodes: 2,
+  processesPerNode: 2,
+  command: './hello --size 10',
+  vmSize: 'Standard_D4s_v3',
+};
 
 const STUBS: Record<string, string> = {
   mpirun: `#!/bin/sh

@@ -18,7 +18,7 @@ import {
 import { MPI_RUNTIMES } from '../../shared/mpi/rdmaPresets';
 import { splitShellWords } from '../../shared/mpi/shellWords';
 import { PlanningError } from '../../shared/planning/errors';
-import { after, commandHarness, dockerCalls, readEnv, readNulList } from '../helpers/nodeCommands';
+import { BASE_INPUT, after, commandHarness, dockerCalls, readEnv, readNulList } from '../helpers/nodeCommands';
 
 const harness = commandHarness('mpi-commands-');
 const runCommandLine = harness.run;
@@ -29,14 +29,7 @@ beforeAll(() => {
   bin = harness.bin();
 });
 
-const base: MpiTaskInput = {
-  runtime: 'none',
-  mpiRuntime: 'openmpi',
-  nodes: 2,
-  processesPerNode: 2,
-  command: './hello --size 10',
-  vmSize: 'Standard_D4s_v3',
-};
+const base: MpiTaskInput = BASE_INPUT;
 
 describe('buildMpiTaskCommands: every combination is valid bash', () => {
   const combos: [ContainerRuntime, (typeof MPI_RUNTIMES)[number], 'tcp' | 'rdma', number | 'nproc'][] = [];

@@ -14,19 +14,12 @@ import { PlanningError } from '../../shared/planning/errors';
 import { parseJobSpec, type JobSpec } from '../../shared/spec';
 import { pullTask, releaseTaskCommand, mpiTaskRequest, containerOptionsFor } from '../../shared/planning/mpiTaskRequest';
 import { planJob } from '../../shared/planning/jobPlan';
-import { after, commandHarness, dockerCalls, readEnv, readNulList } from '../helpers/nodeCommands';
+import { BASE_INPUT, after, commandHarness, dockerCalls, readEnv, readNulList } from '../helpers/nodeCommands';
 
 const harness = commandHarness('mpi-launch-');
 const run = harness.run;
 
-const base: MpiTaskInput = {
-  runtime: 'none',
-  mpiRuntime: 'openmpi',
-  nodes: 2,
-  processesPerNode: 2,
-  command: './hello --size 10',
-  vmSize: 'Standard_D4s_v3',
-};
+const base: MpiTaskInput = BASE_INPUT;
 
 function inputFor(runtime: ContainerRuntime, patch: Partial<MpiTaskInput> = {}): MpiTaskInput {
   return {

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import * as P from '../patterns';
 import { isGpuSize } from '../../mpi/vmSizes';
 import type { SpecIssue } from '../crossField';
+import { isObj, obj, type Obj } from '../rawInput';
 
 const LIBRARY_RE = /^library:\/\/(?:[a-z0-9][a-z0-9._-]{0,127}\/){0,3}[a-z0-9][a-z0-9._-]{0,127}(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$/;
 const SCHEMES = ['docker://', 'oras://', 'library://'] as const;
@@ -76,9 +77,6 @@ export const RunOptionsSchema = z
 export const GpusSchema = z.boolean({ error: 'must be true or false' }).default(false)
   .meta({ description: 'Give the container the node\'s GPUs: docker --gpus all, singularity --nv. Needs a GPU VM size (NC, ND, NV).' });
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-const obj = (o: Obj, k: string): Obj => (isObj(o[k]) ? (o[k] as Obj) : {});
 const under = (path: string, root: string) => path === root || path.startsWith(`${root}/`);
 
 /** Why a bind source is refused, if it is. */

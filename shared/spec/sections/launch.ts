@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { MPI_RUNTIMES, presetFamilyFor, SUPPORTED_VERSIONS, type MpiRuntime } from '../../mpi/rdmaPresets';
 import { isGpuSize, retiredVmSize } from '../../mpi/vmSizes';
 import type { SpecIssue } from '../crossField';
+import { obj, type Obj } from '../rawInput';
 
 const REF = String.raw`\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\}`;
 
@@ -50,9 +51,6 @@ export const MpiVersionSchema = z
   .optional()
   .meta({ description: `Version of the MPI runtime; selects its fabric preset (docs/workloads.md). Intel MPI ${SUPPORTED_VERSIONS.intelmpi}; Open MPI ${SUPPORTED_VERSIONS.openmpi}; MPICH ${SUPPORTED_VERSIONS.mpich}; MVAPICH ${SUPPORTED_VERSIONS.mvapich}. Default: the current generation (Intel MPI 2019+, Open MPI 4, MPICH 4, MVAPICH2).` });
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-const obj = (o: Obj, k: string): Obj => (isObj(o[k]) ? (o[k] as Obj) : {});
 
 /** Rules of the launch section that relate fields (they read the raw input defensively, like crossField.ts). */
 export function launchIssues(raw: Obj): SpecIssue[] {
