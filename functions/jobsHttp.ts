@@ -13,6 +13,7 @@ import { cancelJob } from '../shared/intake/cancel';
 import { parseListQuery, toJobView, jobUrl } from '../shared/state';
 import { appConfig, jobStore } from '../shared/services';
 import { dataAccessPolicy } from '../shared/intake/dataAccess';
+import { containerPolicy } from '../shared/intake/containerPolicy';
 import { cancelSignal, liveStatus, orchestrationStarter } from './lib/durable';
 import { invalidRequest, problem, unavailable } from './lib/http';
 import { TEXT_LIMITS } from '../shared/spec/textLimits';
@@ -47,6 +48,7 @@ export async function submitJobHttp(request: HttpRequest, context: InvocationCon
       owner: principal.id,
       ownerName: principal.name,
       idScope: principal.id,
+      containers: containerPolicy(appConfig()),
     });
     if (outcome.kind === 'invalid') return invalidRequest(outcome.errors);
     if (outcome.kind === 'taken') return problem(409, 'JobIdTaken', `job id ${outcome.jobId} is taken: choose another id`);

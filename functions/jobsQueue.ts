@@ -16,6 +16,7 @@ import { appConfig, jobStore } from '../shared/services';
 import { orchestrationStarter } from './lib/durable';
 import { dataAccessPolicy } from '../shared/intake/dataAccess';
 import { QUEUE_OWNER } from '../shared/auth';
+import { containerPolicy } from '../shared/intake/containerPolicy';
 
 export const SUBMISSIONS_QUEUE = 'job-submissions';
 
@@ -24,7 +25,7 @@ export async function jobSubmissionFromQueue(message: unknown, context: Invocati
   const messageId = String(context.triggerMetadata?.id ?? 'unknown');
   try {
     const store = await jobStore();
-    const outcome = await submitJob(store, orchestrationStarter(df.getClient(context)), { body: message, owner: QUEUE_OWNER, dataAccess: dataAccessPolicy(appConfig()) });
+    const outcome = await submitJob(store, orchestrationStarter(df.getClient(context)), { body: message, owner: QUEUE_OWNER, dataAccess: dataAccessPolicy(appConfig()), containers: containerPolicy(appConfig()) });
     if (outcome.kind === 'invalid') {
       const raw = typeof message === 'string' ? tryParse(message) : message;
       const id = claimedJobId(raw);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the project needs on a fresh machine: npm packages (from package-lock.json),
-# Debian's Open MPI (mpirun + mpicc), which the local Batch emulator uses to run real MPI jobs, and zip/unzip,
+# Debian's Open MPI (mpirun + mpicc), which the local Batch emulator uses to run real MPI jobs,
+# environment-modules (`module`, as on Azure's HPC images; emulated nodes load mpi/openmpi with it), and zip/unzip,
 # which build and check the deployment package (npm run package, tests/deploy).
 # Safe to run repeatedly: each step is skipped when already satisfied.
 set -euo pipefail
@@ -11,6 +12,7 @@ command -v mpirun >/dev/null 2>&1 || want_apt+=(openmpi-bin)
 command -v mpicc  >/dev/null 2>&1 || want_apt+=(libopenmpi-dev)
 command -v zip    >/dev/null 2>&1 || want_apt+=(zip)
 command -v unzip  >/dev/null 2>&1 || want_apt+=(unzip)
+[ -r /etc/profile.d/modules.sh ] || want_apt+=(environment-modules)
 for extra in "$@"; do
   case "$extra" in
     chromium) command -v chromium >/dev/null 2>&1 || want_apt+=(chromium) ;;

@@ -63,6 +63,13 @@ export interface AppConfig {
   ops: OpsConfig;
   /** Who may call the job API (Entra ID bearer tokens, operator keys, anonymous); see docs/security.md. */
   auth: AuthConfig;
+  /** What job containers may ask for beyond the allowlist (docs/workloads.md). */
+  containers: ContainersConfig;
+}
+
+export interface ContainersConfig {
+  /** Whether a job may run its docker container with --privileged (CONTAINER_ALLOW_PRIVILEGED; default false). */
+  allowPrivileged: boolean;
 }
 
 export interface DataAccessConfig {
@@ -195,6 +202,8 @@ const envSchema = z.object({
   JOBS_RETENTION_DAYS: numberSetting(0, 0, 3_650),
   PRICE_TABLE_JSON: z.string().optional(),
   ...authEnvSchema,
+  CONTAINER_ALLOW_PRIVILEGED: z.string().trim().optional()
+    .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
 });
 
 /** Every app setting the app reads (APP_VERSION aside, read on its own by appVersionSetting). */
@@ -309,6 +318,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       priceTable,
     },
     auth,
+    containers: { allowPrivileged: e.CONTAINER_ALLOW_PRIVILEGED === 'true' },
   };
   return deepFreeze(config);
 }

@@ -10,7 +10,7 @@
 import type { JobState } from '../state/states';
 import type { PoolInspection, NodeTaskSpec, TaskSnapshot } from '../batch';
 import type { PoolCreateRequest } from '../planning/jobPlan';
-import type { MpiTaskRequestShape } from '../planning/mpiTaskRequest';
+import type { ImageBlobRef, MpiTaskRequestShape } from '../planning/mpiTaskRequest';
 import type { PoolObservation } from '../planning/provisionPolicy';
 import type { ShardToCopy, ShardCopyResult } from '../storage/shardCopy';
 import type { ListedInputBlob } from '../storage/listing';
@@ -106,6 +106,8 @@ export interface ActivityContract {
   shardCopy(input: { jobId: string; shard: ShardToCopy & { account: string } }): ShardCopyResult;
   /** Shard id → read-only SAS URL. */
   shardUrls(input: ShardUrlRequest): Record<string, string>;
+  /** Read-only SAS URLs of SIF files in blob storage, in order (the data-access policy applies). */
+  imageBlobUrls(input: { blobs: ImageBlobRef[]; expiresAt: string }): string[];
   /** Returns how many containers were deleted (already gone is fine). */
   stagedDataDelete(input: { containers: StagingContainerRef[] }): number;
   mpiTaskAdd(input: MpiTaskRequestShape): void;
@@ -124,7 +126,7 @@ const NAMES: Record<ActivityName, true> = {
   poolCreate: true, poolInspect: true, poolObserve: true, poolRemoveNodes: true, poolResize: true, poolDelete: true,
   batchJobCreate: true, batchJobAutoComplete: true, batchJobTerminate: true,
   nodeTasksAdd: true, nodeTasksObserve: true,
-  inputsList: true, shardCopy: true, shardUrls: true, stagedDataDelete: true,
+  inputsList: true, shardCopy: true, shardUrls: true, imageBlobUrls: true, stagedDataDelete: true,
   mpiTaskAdd: true, mpiTaskObserve: true, mpiResultCollect: true,
 };
 export const ACTIVITY_NAMES: readonly ActivityName[] = Object.keys(NAMES).filter((n): n is ActivityName => n in NAMES);

@@ -7,6 +7,7 @@
 import { parseJobSpec, type JobSpec, type SpecError } from '../spec';
 import { recordSubmission, type JobRecord, type JobStore } from '../state';
 import { checkDataAccess, type DataAccessPolicy } from './dataAccess';
+import { checkContainerPolicy, STRICT_CONTAINER_POLICY, type ContainerPolicy } from './containerPolicy';
 
 export interface OrchestrationStarter {
   /**
@@ -31,6 +32,8 @@ export interface SubmitRequest {
   ownerName?: string;
   /** Derive job ids per owner (HTTP submissions: the principal's id); see submissionJobId. */
   idScope?: string;
+  /** What containers may ask for beyond the allowlist (shared/intake/containerPolicy.ts); default: nothing. */
+  containers?: ContainerPolicy;
 }
 
 export type SubmitOutcome =
@@ -43,7 +46,10 @@ export type SubmitOutcome =
 export async function submitJob(store: JobStore, starter: OrchestrationStarter, req: SubmitRequest): Promise<SubmitOutcome> {
   const parsed = parseJobSpec(req.body, req.contentType);
   if (!parsed.ok) return { kind: 'invalid', errors: parsed.errors };
-  const refused = checkDataAccess(parsed.spec, req.dataAccess);
+  const refused = [
+    ...checkDataAccess(parsed.spec, req.dataAccess),
+    ...checkContainerPolicy(parsed.spec, req.containers ?? STRICT_CONTAINER_POLICY, req.dataAccess),
+  ];
   if (refused.length) return { kind: 'invalid', errors: refused };
   const recorded = await recordSubmission(store, {
     spec: parsed.spec, idempotencyKey: req.idempotencyKey, owner: req.owner, ownerName: req.ownerName, idScope: req.idScope,
