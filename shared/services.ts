@@ -5,7 +5,7 @@
  */
 import { DefaultAzureCredential } from '@azure/identity';
 import { loadConfig, type AppConfig, type StorageAccountRef } from './config';
-import { createBatchContext, type BatchContext } from './batch';
+import { createArmBatchContext, createBatchContext, type ArmBatchContext, type BatchContext } from './batch';
 import { JobStore } from './state';
 import { blobAccount, type BlobAccount } from './storage/clients';
 import { dataAccessPolicy, dataAccessRefusal } from './intake/dataAccess';
@@ -30,6 +30,23 @@ export function tokenValidator(): TokenValidator | undefined {
 
 export function batchContext(): BatchContext {
   return (batch ??= createBatchContext(appConfig()));
+}
+
+let armBatch: ArmBatchContext | undefined;
+
+/** The Batch management plane, or undefined when the deployment has no pool identity (pools from the data plane). */
+export function armBatchContext(): ArmBatchContext | undefined {
+  return appConfig().poolIdentity ? (armBatch ??= createArmBatchContext(appConfig())) : undefined;
+}
+
+/**
+ * The value of a registry secret a job names by setting, for the server it is declared for (REGISTRY_CREDENTIALS);
+ * anything else is refused. The value goes straight into a Batch request and nowhere else.
+ */
+export function registrySecret(server: string, setting: string): string {
+  const found = appConfig().registryCredentials.find((c) => c.server === server.toLowerCase() && c.setting === setting);
+  if (!found) throw new Error(`app setting ${setting} is not a registry credential of ${server} on this deployment (REGISTRY_CREDENTIALS)`);
+  return found.secret;
 }
 
 export async function jobStore(): Promise<JobStore> {

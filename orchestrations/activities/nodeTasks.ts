@@ -1,12 +1,19 @@
 import type { ActivityInput, NodeTaskObservation, NodeTaskRequest } from '../../shared/contract';
-import { batchContext } from '../../shared/services';
+import { batchContext, registrySecret } from '../../shared/services';
 import { addNodeTask, getTask, readTaskFile, type BatchContext } from '../../shared/batch';
 import { registerActivity } from '../runtime/activityCalls';
 
 /** Adds pinned per-node tasks; a task that already exists (a retried activity) is not added twice. */
 export async function nodeTasksAdd(input: { batchJobId: string; tasks: NodeTaskRequest[] }): Promise<void> {
   const ctx = batchContext();
-  await Promise.all(input.tasks.map((t) => addNodeTask(ctx, input.batchJobId, { ...t, elevated: true })));
+  await Promise.all(
+    input.tasks.map(({ secretEnvironment, ...t }) => {
+      // Registry secrets are read here, at the last moment: the orchestration (whose history is stored) names settings only.
+      const secrets = (secretEnvironment ?? []).map((s) => ({ name: s.name, value: registrySecret(s.server, s.setting) }));
+      const environment = [...(t.environment ?? []), ...secrets];
+      return addNodeTask(ctx, input.batchJobId, { ...t, ...(environment.length ? { environment } : {}), elevated: true });
+    }),
+  );
 }
 
 /**

@@ -1,5 +1,5 @@
-import { appConfig, batchContext, dataAccount } from '../../shared/services';
-import { createJobPool, deletePool, getPoolSnapshot, inspectPool, removeNodes, resizePool, type PoolInspection } from '../../shared/batch';
+import { appConfig, armBatchContext, batchContext, dataAccount } from '../../shared/services';
+import { createJobPool, createJobPoolArm, deletePool, getPoolSnapshot, inspectPool, removeNodes, resizePool, type JobPoolSpec, type PoolInspection, type ResourceFileSpec } from '../../shared/batch';
 import { registerActivity } from '../runtime/activityCalls';
 import { refuseIfEnded } from './jobGuard';
 import type { PoolCreateRequest } from '../../shared/planning/jobPlan';
@@ -8,19 +8,28 @@ import { readOnlyBlobUrl } from '../../shared/storage/sas';
 import { userCommandLine } from '../../shared/mpi/userShell';
 import { parseIsoDuration } from '../../shared/spec/duration';
 
-/** Creates the job-owned pool; a repeated call for the same job finds its pool and succeeds. */
+/**
+ * Creates the job-owned pool; a repeated call for the same job finds its pool and succeeds. With a pool identity the
+ * pool comes from the management plane and carries it: the registry and the start task's files are reached with it
+ * (identityReference), so no SAS or password is in the pool. Without one, the data plane and SAS URLs, as before.
+ */
 export async function poolCreate(input: PoolCreateRequest): Promise<{ created: boolean }> {
   await refuseIfEnded(input.jobId, `pool ${input.poolId}`);
-  // The start task's files are read through SAS URLs valid for a day (or the deployment's shorter SAS cap): long
-  // enough for nodes that join late (replacements), short enough not to matter if they leak.
+  const arm = armBatchContext();
+  const identityId = arm?.identity.resourceId;
+  // Without an identity, the start task's files are read through SAS URLs valid for a day (or the deployment's shorter
+  // SAS cap): long enough for nodes that join late (replacements), short enough not to matter if they leak.
   const expires = new Date(Date.now() + Math.min(24 * 60, appConfig().pipeline.sasMaxLifetimeMinutes) * 60_000);
-  const resourceFiles = input.startTask
-    ? await Promise.all(input.startTask.resourceFiles.map(async (f) => ({
-        httpUrl: await readOnlyBlobUrl(dataAccount(f.account, f.container), f.container, f.blob, expires),
-        filePath: f.path,
-      })))
+  const resourceFiles: ResourceFileSpec[] | undefined = input.startTask
+    ? await Promise.all(input.startTask.resourceFiles.map(async (f) => {
+        const account = dataAccount(f.account, f.container);
+        return identityId
+          ? { httpUrl: account.service.getContainerClient(f.container).getBlobClient(f.blob).url, filePath: f.path, identityResourceId: identityId }
+          : { httpUrl: await readOnlyBlobUrl(account, f.container, f.blob, expires), filePath: f.path };
+      }))
     : undefined;
-  const result = await createJobPool(batchContext(), {
+  const registries = input.registry && identityId && input.registry.identity === 'managed' ? [{ registryServer: input.registry.server, identityResourceId: identityId }] : undefined;
+  const spec: JobPoolSpec = {
     poolId: input.poolId,
     jobId: input.jobId,
     vmSize: input.vmSize,
@@ -29,8 +38,10 @@ export async function poolCreate(input: PoolCreateRequest): Promise<{ created: b
     nodeAgentSkuId: input.nodeAgentSku,
     resizeTimeoutMinutes: Math.max(5, Math.round((parseIsoDuration(input.resizeTimeout) ?? 15 * 60_000) / 60_000)),
     startTask: input.startTask ? { commandLine: userCommandLine(input.startTask.command), resourceFiles, elevated: true, waitForSuccess: true } : undefined,
+    ...(registries ? { containerRegistries: registries } : {}),
     displayName: `hpc-mpi job ${input.jobId}`,
-  });
+  };
+  const result = arm ? await createJobPoolArm(arm, spec) : await createJobPool(batchContext(), spec);
   return { created: result.created };
 }
 

@@ -12,6 +12,8 @@ export interface PullImagesRequest {
   maxAttempts: number;
   /** The deployment's cap on SAS lifetimes (minutes). */
   sasMaxLifetimeMinutes: number;
+  /** The pool identity's client id, when the deployment has one. */
+  poolIdentityClientId?: string;
 }
 
 /** SIF files in blob storage are read through SAS URLs that live this long at most: the pull window, not the job. */
@@ -33,7 +35,7 @@ export function* pullImages(run: PipelineRun, req: PullImagesRequest): Orchestra
   const blobs = imageBlobs(req.spec);
   const expiresAt = new Date(run.now().getTime() + Math.min(req.sasMaxLifetimeMinutes, IMAGE_SAS_MINUTES) * 60_000).toISOString();
   const blobUrls = blobs.length ? yield* run.call('imageBlobUrls', { blobs, expiresAt }) : [];
-  const task = pullTask(req.jobId, req.spec, blobUrls);
+  const task = pullTask(req.jobId, req.spec, blobUrls, req.poolIdentityClientId);
   yield* nodeTaskWindow(run, {
     stage: 'PullingImages',
     batchJobId: req.batchJobId,
@@ -45,6 +47,10 @@ export function* pullImages(run: PipelineRun, req: PullImagesRequest): Orchestra
     progressKey: 'imagesPulled',
     inFlightState: 'pulling',
     doneState: 'pulled',
-    taskFor: () => ({ commandLine: task.commandLine, ...(task.resourceFiles.length ? { resourceFiles: task.resourceFiles } : {}) }),
+    taskFor: () => ({
+      commandLine: task.commandLine,
+      ...(task.resourceFiles.length ? { resourceFiles: task.resourceFiles } : {}),
+      ...(task.secretEnvironment.length ? { secretEnvironment: task.secretEnvironment } : {}),
+    }),
   });
 }

@@ -26,6 +26,8 @@ export interface ResourceFileSpec {
   filePath?: string;
   /** Octal mode on Linux, e.g. "0755". */
   fileMode?: string;
+  /** Read with this user-assigned identity of the pool (a URL without SAS), instead of a SAS in the URL. */
+  identityResourceId?: string;
 }
 
 export interface ContainerSettingsSpec {
@@ -80,6 +82,7 @@ export function toResourceFiles(files: ResourceFileSpec[] | undefined): BatchSer
       blobPrefix: f.blobPrefix,
       filePath: f.filePath,
       fileMode: f.fileMode,
+      identityReference: f.identityResourceId ? { resourceId: f.identityResourceId } : undefined,
     });
   });
 }

@@ -80,6 +80,8 @@ interface RawSdkError {
   statusCode?: unknown;
   message?: unknown;
   body?: { code?: unknown; message?: unknown; values?: unknown };
+  /** core-client's RestError (the management plane): the parsed ARM error body `{ error: { code, message } }`. */
+  details?: { error?: { code?: unknown; message?: unknown; values?: unknown } };
   response?: { headers?: { get?(name: string): string | undefined }; bodyAsText?: string | null };
 }
 
@@ -97,7 +99,8 @@ export interface SdkFailure {
 export function describeSdkError(err: unknown, nowMs: number = Date.now()): SdkFailure {
   const raw = (err ?? {}) as RawSdkError;
   const status = typeof raw.statusCode === 'number' ? raw.statusCode : undefined;
-  const body = raw.body && typeof raw.body === 'object' ? raw.body : undefined;
+  const armError = raw.details && typeof raw.details === 'object' && raw.details.error && typeof raw.details.error === 'object' ? raw.details.error : undefined;
+  const body = raw.body && typeof raw.body === 'object' ? raw.body : armError;
   const code = stringOf(body?.code) ?? stringOf(raw.code) ?? (status !== undefined ? `HTTP${status}` : 'UnknownError');
   // The SDK copies Batch's `message: {lang, value}` object onto Error.message, so look inside it.
   const message =
@@ -117,7 +120,8 @@ export function describeSdkError(err: unknown, nowMs: number = Date.now()): SdkF
     status,
     code,
     message: text,
-    requestId: header('request-id') ?? undefined,
+    // Batch answers request-id; Resource Manager x-ms-request-id.
+    requestId: header('request-id') ?? header('x-ms-request-id') ?? undefined,
     retryAfterMs: parseRetryAfter(header('retry-after'), nowMs),
     details: Object.keys(details).length ? details : undefined,
   };

@@ -12,3 +12,5 @@ export * from './jobs';
 export * from './tasks';
 export * from './mpiTask';
 export * from './files';
+export { createArmBatchClient, createArmBatchContext, type ArmBatchContext, type ArmClientOptions } from './armClient';
+export * from './armPools';

@@ -10,10 +10,14 @@ import { z } from 'zod';
 import { parseStorageAccountRef, type StorageAccountRef } from './storageAccounts';
 import { parsePriceTable, type PriceTable } from './priceTable';
 import { authEnvSchema, parseAuthConfig, type AuthConfig } from './auth';
+import { parsePoolIdentity, type PoolIdentityConfig } from './poolIdentity';
+import { parseRegistryCredentials, type RegistryCredential } from './registryCredentials';
 
 export type { StorageAccountRef } from './storageAccounts';
 export { parseConnectionString, parseStorageAccountRef } from './storageAccounts';
 export { ROLES, MIN_OPERATOR_KEY_LENGTH, type Role, type AuthConfig, type BearerConfig } from './auth';
+export { ARM_TOKEN_SCOPE, DEFAULT_ARM_ENDPOINT, POOL_IDENTITY_SETTINGS, type PoolIdentityConfig } from './poolIdentity';
+export type { RegistryCredential } from './registryCredentials';
 
 /** The AAD scope of the Batch data plane (resource https://batch.core.windows.net/). */
 export const BATCH_TOKEN_SCOPE = 'https://batch.core.windows.net/.default';
@@ -65,6 +69,13 @@ export interface AppConfig {
   auth: AuthConfig;
   /** What job containers may ask for beyond the allowlist (docs/workloads.md). */
   containers: ContainersConfig;
+  /**
+   * The user-assigned identity pools run with (pools then come from the management plane), or undefined: pools from
+   * the data plane, no identity on the nodes (see shared/config/poolIdentity.ts).
+   */
+  poolIdentity?: PoolIdentityConfig;
+  /** Registry secrets jobs may name by setting (container.registry.identity.secretRef), per server. */
+  registryCredentials: RegistryCredential[];
 }
 
 export interface ContainersConfig {
@@ -204,6 +215,12 @@ const envSchema = z.object({
   ...authEnvSchema,
   CONTAINER_ALLOW_PRIVILEGED: z.string().trim().optional()
     .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
+  BATCH_SUBSCRIPTION_ID: z.string().optional(),
+  BATCH_RESOURCE_GROUP: z.string().optional(),
+  POOL_IDENTITY_RESOURCE_ID: z.string().optional(),
+  POOL_IDENTITY_CLIENT_ID: z.string().optional(),
+  ARM_ENDPOINT: z.string().optional(),
+  REGISTRY_CREDENTIALS: z.string().optional(),
 });
 
 /** Every app setting the app reads (APP_VERSION aside, read on its own by appVersionSetting). */
@@ -280,6 +297,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 
   const dataAccess = parseDataAccess(e.DATA_ACCOUNTS, e.DATA_CONTAINERS, endpointSuffix, [hostStorage?.accountName, ...names], problems);
   const auth = parseAuthConfig(e, problems);
+  const poolIdentity = parsePoolIdentity(e, e.BATCH_ACCOUNT_NAME, problems);
+  const registryCredentials = parseRegistryCredentials(e.REGISTRY_CREDENTIALS, env, problems);
 
   if (problems.length > 0 || !hostStorage || !priceTable) throw new ConfigError(problems);
 
@@ -319,6 +338,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     auth,
     containers: { allowPrivileged: e.CONTAINER_ALLOW_PRIVILEGED === 'true' },
+    ...(poolIdentity ? { poolIdentity } : {}),
+    registryCredentials,
   };
   return deepFreeze(config);
 }

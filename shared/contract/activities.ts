@@ -46,8 +46,21 @@ export interface BatchJobCreateInput {
   releaseCommandLine: string;
 }
 
+/**
+ * A task environment variable whose value is a registry secret: the orchestration names the app setting (its
+ * history is stored), the activity that adds the task reads the value (shared/config registryCredentials), and only
+ * for the server the setting is declared for.
+ */
+export interface SecretEnvironmentRef {
+  name: string;
+  server: string;
+  setting: string;
+}
+
 /** A task pinned (by affinity, which Batch treats as a hint) to one node; the activity runs it elevated. */
-export type NodeTaskRequest = Pick<NodeTaskSpec, 'id' | 'affinityId' | 'commandLine' | 'resourceFiles' | 'environment' | 'maxWallClockSeconds'>;
+export type NodeTaskRequest = Pick<NodeTaskSpec, 'id' | 'affinityId' | 'commandLine' | 'resourceFiles' | 'environment' | 'maxWallClockSeconds'> & {
+  secretEnvironment?: SecretEnvironmentRef[];
+};
 
 export interface NodeTaskObservation {
   id: string;

@@ -31,6 +31,8 @@ export interface PipelineSettings {
   nodeTaskMaxAttempts: number;
   /** Longest lifetime of a SAS URL handed to a node (the deployment's cap, at most 7 days). */
   sasMaxLifetimeMinutes: number;
+  /** Client id of the pool identity, when the deployment has one (nodes sign in to registries with it). */
+  poolIdentityClientId?: string;
 }
 
 export interface MpiJobInput {

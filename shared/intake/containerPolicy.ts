@@ -9,17 +9,49 @@ import { dataAccessRefusal, type DataAccessPolicy } from './dataAccess';
 
 export interface ContainerPolicy {
   allowPrivileged: boolean;
+  /** Whether pools carry a user-assigned identity (container.registry.identity "managed" needs one). */
+  poolIdentity?: boolean;
+  /** The registry secrets jobs may name, by server and app setting (REGISTRY_CREDENTIALS); never their values. */
+  registrySecrets?: { server: string; setting: string }[];
 }
 
 /** Nothing beyond the allowlist: the default when a caller names no policy. */
 export const STRICT_CONTAINER_POLICY: ContainerPolicy = { allowPrivileged: false };
 
 export function containerPolicy(config: AppConfig): ContainerPolicy {
-  return { allowPrivileged: config.containers.allowPrivileged };
+  return {
+    allowPrivileged: config.containers.allowPrivileged,
+    poolIdentity: config.poolIdentity !== undefined,
+    registrySecrets: config.registryCredentials.map((c) => ({ server: c.server, setting: c.setting })),
+  };
+}
+
+/** How the job may sign in to its registry on this deployment. */
+function registryErrors(spec: JobSpec, policy: ContainerPolicy): SpecError[] {
+  const registry = spec.container.registry;
+  if (!registry) return [];
+  if (registry.identity === 'managed') {
+    return policy.poolIdentity
+      ? []
+      : [{ path: 'container.registry.identity', message: 'this deployment has no pool identity (POOL_IDENTITY_RESOURCE_ID and the settings that go with it), so nodes cannot pull with a managed identity; use { secretRef, username } with a registry credential of the deployment' }];
+  }
+  const { secretRef } = registry.identity;
+  if (/^https:\/\//i.test(secretRef)) {
+    return [{ path: 'container.registry.identity.secretRef', message: 'the app does not read Key Vault itself: name the app setting that holds a Key Vault reference to this secret (REGISTRY_CREDENTIALS lists them)' }];
+  }
+  const server = registry.server.toLowerCase();
+  const declared = (policy.registrySecrets ?? []).filter((c) => c.server === server);
+  if (declared.some((c) => c.setting === secretRef)) return [];
+  return [{
+    path: 'container.registry.identity.secretRef',
+    message: declared.length
+      ? `${secretRef} is not a registry credential of ${server} on this deployment; its credentials are: ${declared.map((c) => c.setting).join(', ')}`
+      : `this deployment has no registry credential for ${server} (REGISTRY_CREDENTIALS)`,
+  }];
 }
 
 export function checkContainerPolicy(spec: JobSpec, policy: ContainerPolicy, data: DataAccessPolicy): SpecError[] {
-  const errors: SpecError[] = [];
+  const errors: SpecError[] = [...registryErrors(spec, policy)];
   if (spec.container.runOptions?.privileged && !policy.allowPrivileged) {
     errors.push({
       path: 'container.runOptions.privileged',

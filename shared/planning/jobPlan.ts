@@ -24,6 +24,8 @@ export interface PoolCreateRequest {
   metadata: { name: string; value: string }[];
   /** Node preparation (install or build the program), run by Batch on every node as it joins. */
   startTask?: { command: string; resourceFiles: { account: string; container: string; blob: string; path: string }[] };
+  /** The job's private registry: with identity "managed" the pool lists it with the pool identity (containerRegistries). */
+  registry?: { server: string; identity: 'managed' | 'secret' };
 }
 
 export interface JobPlan {
@@ -86,6 +88,9 @@ export function planJob(jobId: string, spec: JobSpec): JobPlan {
         { name: 'hpc-cp-job', value: jobId },
       ],
       startTask: spec.pool.startTask,
+      ...(spec.container.registry && spec.container.runtime !== 'none'
+        ? { registry: { server: spec.container.registry.server, identity: spec.container.registry.identity === 'managed' ? 'managed' as const : 'secret' as const } }
+        : {}),
     },
     deletePool: reusePool ? 'never' : spec.cleanup.deletePool,
     keepStagedData: spec.cleanup.keepStagedData !== false,

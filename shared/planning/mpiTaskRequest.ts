@@ -5,6 +5,9 @@
 import { bashCommandLine } from '../mpi/shellQuote';
 import { buildContainerCleanupCommand, buildMpiTaskCommands, pullLines, type BindMount, type ContainerOptions } from '../mpi/commands';
 import { sifCleanupLine } from '../mpi/singularity';
+import { REGISTRY_SECRET_ENV, registryLoginLines, registryLogoutLines, type RegistryLoginPlan } from '../mpi/registryLogin';
+import { PlanningError } from './errors';
+import type { SecretEnvironmentRef } from '../contract/activities';
 import { GLUE_STRICT } from '../mpi/userShell';
 import type { JobSpec } from '../spec/schema';
 import type { ImageEntry } from '../spec/sections/container';
@@ -53,11 +56,37 @@ export function sifCacheKeyFor(jobId: string): string {
 const downloadedSifName = (index: number) => `mpijob-image-${index}.sif`;
 
 /**
- * One task per node that pulls every image of the job; exit 0 means the node holds them all. `blobUrls` are the
- * read-only SAS URLs of imageBlobs(spec), in the same order: Batch downloads them as the task's resource files.
+ * How the pull task signs in to the job's private registry, if it names one: with the pool identity (the deployment's
+ * client id; intake refuses `managed` without one) or with a secret that arrives in the task environment.
  */
-export function pullTask(jobId: string, spec: JobSpec, blobUrls: readonly string[] = []): { commandLine: string; resourceFiles: { httpUrl: string; filePath: string }[] } {
+export function registryLoginFor(spec: JobSpec, poolIdentityClientId: string | undefined): { login?: RegistryLoginPlan; secretEnvironment: SecretEnvironmentRef[] } {
+  const registry = spec.container.registry;
+  if (!registry || spec.container.runtime === 'none') return { secretEnvironment: [] };
+  if (registry.identity === 'managed') {
+    if (!poolIdentityClientId) throw new PlanningError('container.registry.identity "managed" needs a pool identity, and this deployment has none', { server: registry.server });
+    return { login: { kind: 'identity', server: registry.server, clientId: poolIdentityClientId }, secretEnvironment: [] };
+  }
+  return {
+    login: { kind: 'secret', server: registry.server, username: registry.identity.username, passwordEnvVar: REGISTRY_SECRET_ENV },
+    secretEnvironment: [{ name: REGISTRY_SECRET_ENV, server: registry.server, setting: registry.identity.secretRef }],
+  };
+}
+
+export interface PullTaskShape {
+  commandLine: string;
+  resourceFiles: { httpUrl: string; filePath: string }[];
+  /** Registry secrets the activity puts in the task environment (by setting name: no value here). */
+  secretEnvironment: SecretEnvironmentRef[];
+}
+
+/**
+ * One task per node that pulls every image of the job; exit 0 means the node holds them all. `blobUrls` are the
+ * read-only SAS URLs of imageBlobs(spec), in the same order: Batch downloads them as the task's resource files. A
+ * private registry is signed in to before the pulls and out of after them (shared/mpi/registryLogin.ts).
+ */
+export function pullTask(jobId: string, spec: JobSpec, blobUrls: readonly string[] = [], poolIdentityClientId?: string): PullTaskShape {
   const runtime = spec.container.runtime;
+  const { login, secretEnvironment } = registryLoginFor(spec, poolIdentityClientId);
   const resourceFiles: { httpUrl: string; filePath: string }[] = [];
   let blobIndex = 0;
   const lines = spec.container.images.flatMap((image, index) => {
@@ -68,7 +97,9 @@ export function pullTask(jobId: string, spec: JobSpec, blobUrls: readonly string
     resourceFiles.push({ httpUrl: url, filePath: downloadedSifName(index) });
     return pullLines({ runtime, downloadedSif: downloadedSifName(index), sifCacheKey: sifCacheKeyFor(jobId), sifIndex: index });
   });
-  return { commandLine: bashCommandLine([GLUE_STRICT, ...lines].join('; ')), resourceFiles };
+  const signIn = login && runtime !== 'none' ? registryLoginLines(runtime, login) : [];
+  const signOut = login && runtime !== 'none' ? registryLogoutLines(runtime, login) : [];
+  return { commandLine: bashCommandLine([GLUE_STRICT, ...signIn, ...lines, ...signOut].join('; ')), resourceFiles, secretEnvironment };
 }
 
 /** The job release task: removes the job's containers (docker) or SIF files (singularity) on every node that ran part of the job. */

@@ -1,0 +1,157 @@
+/**
+ * Job-owned pools created through the management plane (Microsoft.Batch/batchAccounts/pools, api-version
+ * 2023-11-01), so they carry the deployment's user-assigned identity: nodes then pull from the registry and read
+ * start-task files with that identity (identityReference), and no password or SAS reaches them. Everything else
+ * about the pool (snapshots, nodes, resize, delete) stays on the data plane, which sees these pools like any other.
+ *
+ * Idempotent like createJobPool: the create is a PUT with If-None-Match: * (never an update of someone's pool); a
+ * 412 leads to a read, and a pool of ours for the same job counts as created.
+ */
+import type * as BatchManagementModels from '@azure/arm-batch';
+import type { ArmBatchContext } from './armClient';
+import { ownerJobOf, ownershipMetadata, stripUndefined, type NameValue, type ResourceFileSpec } from './common';
+import { BatchError } from './errors';
+import type { CreatePoolResult, JobPoolSpec } from './pools';
+import { callWithRetry } from './retry';
+
+type ArmPool = BatchManagementModels.Pool;
+
+const poolResource = (poolId: string) => `pool ${poolId}`;
+
+const env = (list: NameValue[] | undefined) => (list && list.length ? list.map((e) => ({ name: e.name, value: e.value })) : undefined);
+
+function resourceFiles(files: ResourceFileSpec[] | undefined): BatchManagementModels.ResourceFile[] | undefined {
+  if (!files || files.length === 0) return undefined;
+  return files.map((f) =>
+    stripUndefined({
+      httpUrl: f.httpUrl,
+      storageContainerUrl: f.storageContainerUrl,
+      blobPrefix: f.blobPrefix,
+      filePath: f.filePath,
+      fileMode: f.fileMode,
+      identityReference: f.identityResourceId ? { resourceId: f.identityResourceId } : undefined,
+    }),
+  );
+}
+
+/**
+ * The management-plane Pool for a job-owned MPI pool with the identity `identityResourceId`: the same pool as
+ * buildPoolAddParameter (inter-node communication, one task slot, spread, no image preload, ownership metadata),
+ * in Resource Manager's shape. Pure; exported for tests and review.
+ */
+export function buildArmPool(spec: JobPoolSpec, identityResourceId: string): ArmPool {
+  const image = spec.image.virtualMachineImageId
+    ? { id: spec.image.virtualMachineImageId }
+    : stripUndefined({ publisher: spec.image.publisher, offer: spec.image.offer, sku: spec.image.sku, version: spec.image.version ?? 'latest' });
+  const st = spec.startTask;
+  return stripUndefined({
+    identity: { type: 'UserAssigned' as const, userAssignedIdentities: { [identityResourceId]: {} } },
+    displayName: spec.displayName,
+    vmSize: spec.vmSize,
+    deploymentConfiguration: {
+      virtualMachineConfiguration: {
+        imageReference: image,
+        nodeAgentSkuId: spec.nodeAgentSkuId,
+        // No containerImageNames, as on the data plane: the pipeline pulls, a bounded number of nodes at a time.
+        containerConfiguration: stripUndefined({
+          type: 'DockerCompatible',
+          containerRegistries: spec.containerRegistries?.map((r) =>
+            stripUndefined({
+              registryServer: r.registryServer,
+              userName: r.userName,
+              password: r.password,
+              identityReference: r.identityResourceId ? { resourceId: r.identityResourceId } : undefined,
+            }),
+          ),
+        }),
+      },
+    },
+    scaleSettings: {
+      fixedScale: {
+        targetDedicatedNodes: spec.targetDedicatedNodes,
+        targetLowPriorityNodes: 0,
+        resizeTimeout: `PT${spec.resizeTimeoutMinutes ?? 15}M`,
+      },
+    },
+    interNodeCommunication: 'Enabled' as const,
+    taskSlotsPerNode: 1,
+    taskSchedulingPolicy: { nodeFillType: 'Spread' as const },
+    networkConfiguration: spec.subnetId ? { subnetId: spec.subnetId } : undefined,
+    startTask: st
+      ? stripUndefined({
+          commandLine: st.commandLine,
+          environmentSettings: env(st.environment),
+          resourceFiles: resourceFiles(st.resourceFiles),
+          userIdentity: st.elevated ? { autoUser: { scope: 'Pool' as const, elevationLevel: 'Admin' as const } } : undefined,
+          waitForSuccess: st.waitForSuccess ?? true,
+          maxTaskRetryCount: st.maxTaskRetryCount ?? 0,
+        })
+      : undefined,
+    metadata: ownershipMetadata(spec.jobId).map((m) => ({ name: m.name, value: m.value })),
+  });
+}
+
+export interface ArmPoolInspection {
+  exists: boolean;
+  provisioningState?: string;
+  vmSize?: string;
+  ownedByJob?: string;
+  /** The user-assigned identities the pool carries (ARM ids, as given). */
+  identities?: string[];
+}
+
+/** Reads the pool through the management plane; a pool that does not exist is `{ exists: false }`. */
+export async function inspectArmPool(ctx: ArmBatchContext, poolId: string): Promise<ArmPoolInspection> {
+  const { resourceGroup, accountName } = ctx.identity;
+  try {
+    const pool = await callWithRetry(ctx.retry, { operation: 'armPools.get', resource: poolResource(poolId) }, () =>
+      ctx.client.poolOperations.get(resourceGroup, accountName, poolId),
+    );
+    return stripUndefined({
+      exists: true,
+      provisioningState: pool.provisioningState,
+      vmSize: pool.vmSize,
+      ownedByJob: ownerJobOf(pool.metadata),
+      identities: Object.keys(pool.identity?.userAssignedIdentities ?? {}),
+    });
+  } catch (err) {
+    if (err instanceof BatchError && err.status === 404) return { exists: false };
+    throw err;
+  }
+}
+
+/**
+ * Creates the pool with the deployment's identity. A pool that already exists counts as created when its metadata
+ * says it is ours for this job and it carries the identity (the activity ran twice); anything else is a conflict.
+ */
+export async function createJobPoolArm(ctx: ArmBatchContext, spec: JobPoolSpec): Promise<CreatePoolResult> {
+  const resource = poolResource(spec.poolId);
+  const body = buildArmPool(spec, ctx.identity.resourceId);
+  const { resourceGroup, accountName } = ctx.identity;
+  try {
+    // If-None-Match: * makes a repeated PUT a 412, never an update; so a retry after an unknown outcome is safe.
+    await callWithRetry(ctx.retry, { operation: 'armPools.create', resource }, () =>
+      ctx.client.poolOperations.create(resourceGroup, accountName, spec.poolId, body, { ifNoneMatch: '*' }),
+    );
+    return { poolId: spec.poolId, created: true };
+  } catch (err) {
+    if (!(err instanceof BatchError) || err.status !== 412) throw err;
+  }
+  const existing = await inspectArmPool(ctx, spec.poolId);
+  const carriesIdentity = (existing.identities ?? []).some((id) => id.toLowerCase() === ctx.identity.resourceId.toLowerCase());
+  if (existing.exists && existing.ownedByJob === spec.jobId && existing.provisioningState === 'Succeeded' && carriesIdentity) {
+    if (existing.vmSize?.toLowerCase() !== spec.vmSize.toLowerCase()) {
+      throw new BatchError({ code: 'PoolExistsWithDifferentSpec', status: 409, operation: 'armPools.create', resource, message: `pool exists for job ${spec.jobId} with VM size ${existing.vmSize}, expected ${spec.vmSize}` });
+    }
+    return { poolId: spec.poolId, created: false };
+  }
+  throw new BatchError({
+    code: 'PoolExists',
+    status: 409,
+    operation: 'armPools.create',
+    resource,
+    message: existing.exists
+      ? `pool already exists and is not ours for job ${spec.jobId} with the pool identity (owner job: ${existing.ownedByJob ?? 'none'}, state: ${existing.provisioningState ?? 'unknown'}, identities: ${(existing.identities ?? []).length})`
+      : 'pool was reported as existing but is gone',
+  });
+}
