@@ -20,9 +20,12 @@ import { route } from './server';
 import { ensureCertificate } from './tls';
 import { approveDeviceCode } from './handlers/deviceCode';
 import { userAccessToken } from './tokens';
+import { managedIdentityToken } from './managedIdentityTokens';
 
 export { AUTOMATION_CLIENT_ID, AUTOMATION_CLIENT_SECRET, CLI_CLIENT_ID, API_APP_ID_URI, LOCAL_TENANT_ID, stableGuid } from './directory';
 export type { Directory, LocalUser, LocalClient } from './directory';
+export { LOCAL_SUBSCRIPTION_ID, LOCAL_RESOURCE_GROUP, userAssignedIdentity, type ManagedIdentity, type ManagedIdentities } from './managedIdentities';
+export { createEntraTokenVerifier, TokenRejected, type EntraTokenVerifier, type VerifiedToken } from './verify';
 
 export interface IdentityServiceOptions {
   /** Folder for the TLS certificate (reused across starts); default a temp folder removed on stop. */
@@ -56,6 +59,14 @@ export interface IdentityService {
   /** What a person does on the device page: approve the code for a user. */
   approveDeviceCode(userCode: string, username?: string): boolean;
   user(username: string): LocalUser | undefined;
+  /** The tenant's signing keys over loopback http (what the emulated services verify tokens against). */
+  jwksUrl: string;
+  /** User-assigned identities (id-app, id-pool) and the hosts carrying them. */
+  managedIdentities: import('./managedIdentities').ManagedIdentities;
+  /** The instance metadata service of a new host carrying these identities: AZURE_POD_IDENTITY_AUTHORITY_HOST for it. */
+  openImds(resourceIds: string[]): { endpoint: string; close(): void };
+  /** A managed identity's token for `resource` (tests: a token as a node would get it; negative lifetime = expired). */
+  managedIdentityToken(resourceId: string, resource: string, lifetimeSeconds?: number): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -113,6 +124,17 @@ export async function startIdentityService(opts: IdentityServiceOptions = {}): P
     },
     approveDeviceCode: (userCode, username = directory.defaultUser) => approveDeviceCode(live, userCode, username),
     user: (username) => live.user(username),
+    jwksUrl: `${httpOrigin}/${directory.tenantId}/discovery/v2.0/keys`,
+    managedIdentities: live.managed,
+    openImds(resourceIds) {
+      const key = live.managed.registerHost(resourceIds);
+      return { endpoint: `${httpOrigin}/imds/${key}`, close: () => live.managed.unregisterHost(key) };
+    },
+    async managedIdentityToken(resourceId, resource, lifetimeSeconds) {
+      const mi = live.managed.byResourceId(resourceId);
+      if (!mi) throw new Error(`no user-assigned identity ${resourceId}`);
+      return (await managedIdentityToken(live.iss, mi, resource, lifetimeSeconds)).token;
+    },
     async stop() {
       for (const server of [secure, plain]) {
         server.closeAllConnections();

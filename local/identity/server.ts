@@ -6,6 +6,7 @@
  *   POST /{tenant}/oauth2/v2.0/devicecode                    device authorization
  *   GET|POST /device                                         the device code verification page
  *   POST /local/token                                        development tokens (tests, scripts)
+ *   GET  /imds/{host key}/metadata/identity/oauth2/token     a host's instance metadata service (handlers/imds.ts)
  * Anything else is 404; an operation Entra has that we do not emulate (authorize, logout) is 501.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -15,6 +16,7 @@ import { token } from './handlers/token';
 import { deviceAuthorization, devicePage } from './handlers/deviceCode';
 import { localToken } from './handlers/local';
 import { sendJson } from './handlers/http';
+import { imds } from './handlers/imds';
 
 export async function route(req: IncomingMessage, res: ServerResponse, state: IdentityState, origin: string): Promise<void> {
   const url = new URL(req.url ?? '/', origin);
@@ -23,6 +25,7 @@ export async function route(req: IncomingMessage, res: ServerResponse, state: Id
   try {
     if (url.pathname === '/device' && (method === 'GET' || method === 'POST')) return await devicePage(req, res, state, url);
     if (url.pathname === '/local/token' && method === 'POST') return await localToken(req, res, state);
+    if (parts[0] === 'imds') return await imds(req, res, state, url);
     const [tenant, ...rest] = parts;
     const path = rest.join('/');
     const known = ['v2.0/.well-known/openid-configuration', 'discovery/v2.0/keys', 'oauth2/v2.0/token', 'oauth2/v2.0/devicecode', 'oauth2/v2.0/authorize', 'oauth2/v2.0/logout'];

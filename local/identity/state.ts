@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { Issuer } from './tokens';
 import type { LocalUser } from './directory';
 import { localUser } from './directory';
+import { ManagedIdentities } from './managedIdentities';
 
 export interface DeviceCode {
   deviceCode: string;
@@ -25,6 +26,8 @@ export const DEVICE_CODE_SECONDS = 900;
 export class IdentityState {
   readonly deviceCodes = new Map<string, DeviceCode>();
   readonly refreshTokens = new Map<string, RefreshGrant>();
+  /** User-assigned identities and the hosts (app, pools) that carry them (managedIdentities.ts, handlers/imds.ts). */
+  readonly managed = new ManagedIdentities();
 
   constructor(readonly iss: Issuer) {}
 
