@@ -1,4 +1,6 @@
 import type { FaultConfig } from './faults/faultConfig';
+import type { NodeIdentityProvider } from './model/identity';
+import type { ArmAccessConfig } from './arm/auth';
 
 /** The fixed development key of the emulator (like Azurite's well-known key): never a secret. */
 export const DEV_ACCOUNT_NAME = 'localbatch';
@@ -61,6 +63,15 @@ export interface BatchEmulatorOptions {
   onExchange?: (ex: ExchangeRecord) => void;
   /** Extra dirs prepended to every node's PATH (e.g. the nodetools bin dir). */
   nodePath?: string[];
+  /** Where pool identities come from (the local identity service): lets management-plane pools carry one. */
+  identity?: NodeIdentityProvider;
+  /**
+   * Serve the account's management plane (Resource Manager's Microsoft.Batch/batchAccounts/pools) on its own
+   * listener: where the account sits, and who may call it (token verification and role assignments).
+   */
+  arm?: { subscriptionId: string; resourceGroup: string; access: ArmAccessConfig; port?: number };
+  /** Every management-plane exchange, for contract tests. */
+  onArmExchange?: (ex: ExchangeRecord) => void;
   /**
    * Keep the account across restarts: state is saved to `<dataDir>/state.json` (every second and on
    * stop) and loaded at start; stop() then keeps the node sandboxes. Needs `dataDir`.

@@ -5,6 +5,8 @@ import path from 'node:path';
 import { DEFAULT_TIMING, DEV_ACCOUNT_KEY, DEV_ACCOUNT_NAME, type BatchEmulatorOptions } from './config';
 import { FaultState, type FaultConfig } from './faults/faultConfig';
 import { createBatchServer } from './handlers/server';
+import { createArmServer } from './arm/server';
+import type { Server } from 'node:http';
 import { continueTaskSeqAfter } from './handlers/tasks';
 import { loadSnapshot, saveSnapshot } from './model/snapshot';
 import { Engine } from './runner/engine';
@@ -17,6 +19,9 @@ import { TaskExecutor } from './runner/taskExecutor';
 export { DEV_ACCOUNT_KEY, DEV_ACCOUNT_NAME, API_VERSION } from './config';
 export type { BatchEmulatorOptions, EmulatorTiming, ExchangeRecord } from './config';
 export type { FaultConfig } from './faults/faultConfig';
+export type { NodeIdentityProvider } from './model/identity';
+export type { ArmAccessConfig } from './arm/auth';
+export { ARM_AUDIENCES } from './arm/auth';
 export { SSH_LAUNCHER, LAUNCHER_BIN_DIR } from './runner/env';
 
 export interface EmulatedNodeInfo {
@@ -34,6 +39,8 @@ export interface EmulatedNodeInfo {
 export interface BatchEmulatorHandle {
   /** http://127.0.0.1:port */
   url: string;
+  /** The management plane's endpoint (ARM_ENDPOINT), when `arm` was given. */
+  armUrl?: string;
   accountName: string;
   accountKey: string;
   /** Where node sandboxes live. */
@@ -61,6 +68,7 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
     timing: { ...DEFAULT_TIMING, ...(opts.timing ?? {}) },
     faults,
     nodePath: opts.nodePath ?? [],
+    identity: opts.identity,
   });
   const executor = new TaskExecutor(engine);
   const scheduler = new Scheduler(engine, executor);
@@ -85,6 +93,25 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
   });
   const port = (server.address() as AddressInfo).port;
   url = `http://${host}:${port}`;
+  let armUrl: string | undefined;
+  let armServer: Server | undefined;
+  if (opts.arm) {
+    armServer = createArmServer({
+      scope: { subscriptionId: opts.arm.subscriptionId, resourceGroup: opts.arm.resourceGroup, accountName },
+      access: opts.arm.access,
+      identity: opts.identity,
+      services: { engine, executor, scheduler, jobs },
+      baseUrl: () => armUrl as string,
+      onExchange: opts.onArmExchange,
+    });
+    armServer.keepAliveTimeout = 1000;
+    const listening = armServer;
+    await new Promise<void>((resolve, reject) => {
+      listening.once('error', reject);
+      listening.listen(opts.arm?.port ?? 0, host, () => resolve());
+    });
+    armUrl = `http://${host}:${(listening.address() as AddressInfo).port}`;
+  }
   if (saved) {
     engine.restore(saved);
     let maxSeq = -1;
@@ -98,6 +125,7 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
 
   return {
     url,
+    armUrl,
     accountName,
     accountKey,
     dataDir,
@@ -123,6 +151,13 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
         server.close(() => resolve());
         server.closeAllConnections();
       });
+      if (armServer) {
+        const closing = armServer;
+        await new Promise<void>((resolve) => {
+          closing.close(() => resolve());
+          closing.closeAllConnections();
+        });
+      }
       if (ownsDataDir) rmSync(dataDir, { recursive: true, force: true });
       else if (!opts.persist) rmSync(path.join(dataDir, 'nodes'), { recursive: true, force: true });
     },

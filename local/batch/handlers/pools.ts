@@ -1,7 +1,7 @@
 import { nextETag, touch } from '../model/etag';
 import { NODE_FILTERS, POOL_FILTERS } from '../model/filterable';
 import { pageOf, applySelect } from '../model/odata';
-import type { Json, PoolRecord } from '../model/types';
+import type { Json, PoolIdentity, PoolRecord } from '../model/types';
 import { nodeView, poolView } from '../model/views';
 import { BatchHttpError, errors } from './errors';
 import { checkConditions, jsonBody, versionHeaders, writeHeaders, type Handler, type Services } from './http';
@@ -19,7 +19,16 @@ function refuseWhilePoolDeleting(p: PoolRecord): void {
 }
 
 const addPool: Handler = (ctx, _p, s) => {
-  const b = jsonBody(ctx);
+  const pool = createPoolRecord(s, jsonBody(ctx));
+  const url = `${ctx.baseUrl}/pools/${pool.id}`;
+  return { status: 201, headers: { ...writeHeaders(pool, url), Location: url } };
+};
+
+/**
+ * Checks a PoolAddParameter as Batch does and creates the pool (the data plane's Pool_Add, and the management
+ * plane's Pools_Create after translating its body, which may add the pool's identities).
+ */
+export function createPoolRecord(s: Services, b: Json, identity?: PoolIdentity): PoolRecord {
   const id = requireId(b);
   requireString(b, 'vmSize');
   checkPoolAdd(b);
@@ -55,15 +64,15 @@ const addPool: Handler = (ctx, _p, s) => {
     resizeErrors: [],
     metadata: metadataOf(b.metadata),
     startTask: startTask ? { waitForSuccess: true, maxTaskRetryCount: 0, ...startTask } : undefined,
+    ...(identity ? { identity } : {}),
     nodes: new Map(),
     nodeCounter: 0,
   };
   s.engine.pools.set(id.toLowerCase(), pool);
   // Low-priority nodes are emulated as dedicated ones: only the dedicated target allocates.
   if (target > 0) s.engine.resize(pool, target);
-  const url = `${ctx.baseUrl}/pools/${id}`;
-  return { status: 201, headers: { ...writeHeaders(pool, url), Location: url } };
-};
+  return pool;
+}
 
 const listPools: Handler = (ctx, _p, s) => {
   const all = [...s.engine.pools.values()].map((p) => poolView(p, ctx.baseUrl));

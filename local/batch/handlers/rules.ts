@@ -173,7 +173,7 @@ export function exitOptionsOf(exitConditions: unknown): { path: string; options:
 export const UPLOAD_HEADERS = ['content-type', 'content-encoding', 'content-language', 'content-disposition', 'cache-control', 'content-md5'];
 
 /**
- * Task add: resource files, output files (containerUrl a URL; identity references wait for identities: 501),
+ * Task add: resource files, output files (containerUrl a URL; an identityReference is used at upload time),
  * exitConditions' jobAction only when the job's onTaskFailure is performExitOptionsJobAction, dependencies only
  * on jobs that use them, no application packages or authentication tokens.
  */
@@ -205,9 +205,6 @@ export function checkTaskAdd(b: Json, job: { onTaskFailure: string; usesTaskDepe
 function checkOutputFile(of: Json, path: string): void {
   const container = ((of.destination ?? {}) as Json).container as Json | undefined;
   if (!container) throw errors.missing(`${path}.destination.container`);
-  if (container.identityReference) {
-    throw notEmulated(`${path}.destination.container.identityReference`, 'output file uploads with a managed identity (give a SAS in containerUrl)');
-  }
   const url = String(container.containerUrl);
   if (!/^https?:\/\//i.test(url) || !URL.canParse(url)) throw errors.invalid(`${path}.destination.container.containerUrl`, '(url)', 'must be an http(s) URL of a blob container');
   ((container.uploadHeaders as Json[] | undefined) ?? []).forEach((h, i) => {

@@ -47,9 +47,16 @@ export interface PoolRecord extends Versioned {
   resizeErrors: Json[];
   metadata: Json[];
   startTask?: Json;
+  /** User-assigned identities (only pools created through the management plane have any). */
+  identity?: PoolIdentity;
   nodes: Map<string, NodeRecord>;
   /** Counts nodes ever created, for node ordinals and ids. */
   nodeCounter: number;
+}
+
+export interface PoolIdentity {
+  type: 'UserAssigned';
+  userAssignedIdentities: { resourceId: string; clientId: string; principalId: string }[];
 }
 
 export interface NodeRecord {

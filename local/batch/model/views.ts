@@ -72,6 +72,8 @@ export function poolView(p: PoolRecord, baseUrl: string): Json {
   if (p.resizeErrors.length && p.allocationState === 'steady') out.resizeErrors = p.resizeErrors;
   if (p.startTask) out.startTask = p.startTask;
   if (p.metadata.length) out.metadata = p.metadata;
+  // The data plane shows a pool's identities (BatchPoolIdentity) but cannot set them.
+  if (p.identity) out.identity = { type: 'UserAssigned', userAssignedIdentities: p.identity.userAssignedIdentities.map((i) => ({ ...i })) };
   return clean(out);
 }
 

@@ -6,6 +6,7 @@ import { touch } from '../model/etag';
 import type { Snapshot } from '../model/snapshot';
 import type { JobRecord, Json, NodeRecord, NodeState, PoolRecord, TaskRecord } from '../model/types';
 import { nodeEnvironment } from './env';
+import type { NodeIdentityProvider } from '../model/identity';
 import { runsUnder } from './leftovers';
 import { isAlive, killGroup, killPid } from './processes';
 import { createNodeSandbox, nodeDirs, writeEnvFile, writeHostsFile } from './sandbox';
@@ -17,6 +18,8 @@ export interface EngineConfig {
   timing: ResolvedTiming;
   faults: FaultState;
   nodePath: string[];
+  /** Where pool identities come from (the local identity service); without it no pool can have one. */
+  identity?: NodeIdentityProvider;
 }
 
 /**
@@ -197,8 +200,33 @@ export class Engine {
     return allocate;
   }
 
+  private readonly imdsHandles = new Map<string, { endpoint: string; close(): void }>();
+
+  /**
+   * The instance metadata service of a pool's nodes (AZURE_POD_IDENTITY_AUTHORITY_HOST), opened on first use; undefined
+   * for a pool without identity. Azure gives every VM one at 169.254.169.254 serving the identities of its pool.
+   */
+  imdsOf(poolId: string): string | undefined {
+    const pool = this.pools.get(poolId.toLowerCase());
+    const ids = pool?.identity?.userAssignedIdentities.map((i) => i.resourceId) ?? [];
+    if (!pool || ids.length === 0 || !this.cfg.identity) return undefined;
+    let handle = this.imdsHandles.get(pool.id.toLowerCase());
+    if (!handle) {
+      handle = this.cfg.identity.openImds(ids);
+      this.imdsHandles.set(pool.id.toLowerCase(), handle);
+    }
+    return handle.endpoint;
+  }
+
+  private closeImds(poolId: string): void {
+    this.imdsHandles.get(poolId.toLowerCase())?.close();
+    this.imdsHandles.delete(poolId.toLowerCase());
+  }
+
   nodeEnv(node: NodeRecord): Record<string, string> {
+    const imds = this.imdsOf(node.poolId);
     return nodeEnvironment({
+      ...(imds ? { imdsEndpoint: imds } : {}),
       accountName: this.cfg.accountName,
       accountUrl: this.cfg.baseUrl(),
       poolId: node.poolId,
@@ -335,6 +363,7 @@ export class Engine {
       for (const n of [...pool.nodes.values()]) this.dropNode(pool, n);
       rmSync(path.join(this.cfg.dataDir, 'nodes', pool.id), { recursive: true, force: true });
       this.pools.delete(pool.id.toLowerCase());
+      this.closeImds(pool.id);
     });
   }
 

@@ -45,6 +45,8 @@ export interface NodeEnvInput {
   root: string;
   hostsFile: string;
   nodePath: string[];
+  /** The node's instance metadata service, when its pool has an identity (Azure: 169.254.169.254). */
+  imdsEndpoint?: string;
 }
 
 /** The environment every process on a node starts from (tasks add their own on top). */
@@ -72,6 +74,8 @@ export function nodeEnvironment(n: NodeEnvInput): Record<string, string> {
     AZ_BATCH_EMULATOR_HOSTS: n.hostsFile,
     AZ_BATCH_EMULATOR_NODE_IP: n.ipAddress,
   });
+  // Where MSAL, @azure/identity and our node scripts look for the instance metadata service instead of 169.254.169.254.
+  if (n.imdsEndpoint) env.AZURE_POD_IDENTITY_AUTHORITY_HOST = n.imdsEndpoint;
   return env;
 }
 

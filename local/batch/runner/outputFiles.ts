@@ -1,7 +1,8 @@
 /**
  * A task's outputFiles, uploaded as Batch uploads them after the task process exits: each filePattern (relative
  * to the working directory, `$VAR` expanded, `*`, `**`, `?` and `[...]` wildcards, dot files only when named)
- * under its uploadCondition, to destination.container.containerUrl (a SAS URL) under `path`. Every attempt writes
+ * under its uploadCondition, to destination.container.containerUrl (a SAS URL, or a plain URL with an
+ * identityReference to a pool identity) under `path`. Every attempt writes
  * fileuploadout.txt and fileuploaderr.txt beside stdout.txt; a failed upload becomes the task's failureInfo
  * (FileUploadContainerNotFound, FileUploadAccessDenied or FileUploadMiscError, category usererror).
  */
@@ -10,6 +11,7 @@ import { appendFileSync, readdirSync, realpathSync, statSync, writeFileSync } fr
 import path from 'node:path';
 import picomatch from 'picomatch';
 import type { Json } from '../model/types';
+import { nodeIdentityCredential } from './nodeIdentity';
 
 export interface OutputFilesRun {
   outputFiles: Json[];
@@ -20,6 +22,8 @@ export interface OutputFilesRun {
   /** The task's environment, for $VAR in patterns. */
   env: Record<string, string>;
   exitCode: number | undefined;
+  /** The node's instance metadata service, for destinations with an identityReference. */
+  imds?: string;
 }
 
 interface Upload {
@@ -41,7 +45,10 @@ export async function uploadOutputFiles(run: OutputFilesRun): Promise<Json | und
     const matched = matchFiles(pattern, path.join(run.taskDir, 'wd'), run.nodeRoot, typeof container.path === 'string' ? container.path : undefined);
     if (matched.outside) appendFileSync(err, `${pattern}: outside the node's file system (${run.nodeRoot}); nothing uploaded\n`);
     appendFileSync(out, `${pattern}: ${matched.uploads.length} file(s)\n`);
-    const client = new ContainerClient(String(container.containerUrl), new AnonymousCredential(), { retryOptions: { maxTries: 2, tryTimeoutInMs: 60_000 } });
+    const identity = (container.identityReference as Json | undefined)?.resourceId;
+    // identityReference: the upload authenticates with that pool identity's token (the URL carries no SAS).
+    const credential = typeof identity === 'string' ? nodeIdentityCredential(run.imds, identity) : new AnonymousCredential();
+    const client = new ContainerClient(String(container.containerUrl), credential, { retryOptions: { maxTries: 2, tryTimeoutInMs: 60_000 } });
     const { headers, metadata } = uploadHeaders(container.uploadHeaders as Json[] | undefined);
     for (const u of matched.uploads) {
       try {

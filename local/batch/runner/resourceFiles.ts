@@ -1,12 +1,21 @@
-import { ContainerClient } from '@azure/storage-blob';
+import { AnonymousCredential, ContainerClient } from '@azure/storage-blob';
+import { nodeIdentityCredential, nodeIdentityToken, STORAGE_RESOURCE } from './nodeIdentity';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Json } from '../model/types';
 
-/** Downloads a task's resourceFiles into `dir` (wd for task files, the task root for commonResourceFiles). */
-export async function downloadResourceFiles(files: Json[] | undefined, dir: string): Promise<void> {
-  for (const rf of files ?? []) await downloadOne(rf, dir);
+/**
+ * Downloads a task's resourceFiles into `dir` (wd for task files, the task root for commonResourceFiles). A file with
+ * an identityReference is read with a token of that pool identity from the node's instance metadata service `imds`.
+ */
+export async function downloadResourceFiles(files: Json[] | undefined, dir: string, imds?: string): Promise<void> {
+  for (const rf of files ?? []) await downloadOne(rf, dir, imds);
 }
+
+const identityOf = (rf: Json): string | undefined => {
+  const ref = rf.identityReference as Json | undefined;
+  return typeof ref?.resourceId === 'string' ? ref.resourceId : undefined;
+};
 
 function inside(dir: string, rel: string): string {
   const target = path.resolve(dir, rel);
@@ -18,10 +27,13 @@ function applyMode(file: string, mode: unknown): void {
   if (typeof mode === 'string' && /^[0-7]{3,4}$/.test(mode)) chmodSync(file, parseInt(mode, 8));
 }
 
-async function downloadOne(rf: Json, dir: string): Promise<void> {
+async function downloadOne(rf: Json, dir: string, imds: string | undefined): Promise<void> {
   const filePath = typeof rf.filePath === 'string' ? rf.filePath : undefined;
+  const identity = identityOf(rf);
   if (typeof rf.httpUrl === 'string') {
-    const res = await fetch(rf.httpUrl);
+    // With an identity, the blob is read as Azure Storage expects an Entra token: bearer plus a service version.
+    const headers: Record<string, string> = identity ? { Authorization: `Bearer ${(await nodeIdentityToken(imds, identity, STORAGE_RESOURCE)).token}`, 'x-ms-version': '2021-08-06' } : {};
+    const res = await fetch(rf.httpUrl, { headers });
     if (!res.ok) throw new Error(`GET ${redact(rf.httpUrl)} answered ${res.status}`);
     const name = filePath ?? path.basename(new URL(rf.httpUrl).pathname);
     const target = inside(dir, name);
@@ -31,7 +43,7 @@ async function downloadOne(rf: Json, dir: string): Promise<void> {
     return;
   }
   if (typeof rf.storageContainerUrl === 'string') {
-    const container = new ContainerClient(rf.storageContainerUrl);
+    const container = new ContainerClient(rf.storageContainerUrl, identity ? nodeIdentityCredential(imds, identity) : new AnonymousCredential());
     const prefix = typeof rf.blobPrefix === 'string' ? rf.blobPrefix : undefined;
     for await (const blob of container.listBlobsFlat({ prefix })) {
       const target = inside(dir, path.join(filePath ?? '', blob.name));
