@@ -15,7 +15,8 @@ import { createDurableExtension } from './durable';
 import type { IdentityService } from './identity';
 import { createLocalEasyAuth } from './identity/easyAuth';
 import { defaultKeysFile, loadOrCreateKeys, type HostKeys } from './host/keys';
-import { startServices } from './supervisor/services';
+import { startServices, type Services } from './supervisor/services';
+import { localIdentityWiring } from './supervisor/identityWiring';
 
 /** The repository root, whether this file runs from sources (tsx, jest) or from dist/. */
 export const REPO_ROOT = findRepoRoot(__dirname);
@@ -59,6 +60,13 @@ export interface StackOptions {
   demoImageFillerBytes?: number;
   /** The local user the dashboard signs in as (/.auth/login/aad); default the tenant's default user, `dev`. */
   dashboardUser?: string;
+  /**
+   * Run the deployment with a pool identity (docs/local-batch.md): pools come from the management plane with the
+   * id-pool identity, and the app reaches Resource Manager as id-app through its instance metadata service.
+   */
+  poolIdentity?: boolean;
+  /** The registry private (tokens required) or open (default). */
+  registryAccess?: 'open' | 'private';
 }
 
 export interface Stack {
@@ -104,8 +112,42 @@ export function localAuthSettings(identity: IdentityService, keys: HostKeys): Re
   };
 }
 
+/**
+ * App settings of a deployment with a pool identity on the local stack: where the Batch account sits in Resource
+ * Manager (the emulator's management endpoint), the pool identity, and the app's own identity (AZURE_CLIENT_ID) with
+ * its instance metadata service, which DefaultAzureCredential's managed identity path reads
+ * (AZURE_POD_IDENTITY_AUTHORITY_HOST). With a private registry, its credential as a registry secret setting.
+ */
+export function localIdentitySettings(services: Pick<Services, 'identity' | 'batch' | 'registry' | 'registryCredential'>, poolIdentity: boolean): { settings: Record<string, string>; close(): void } {
+  const wiring = localIdentityWiring(services.identity);
+  const settings: Record<string, string> = {};
+  let close = () => undefined as void;
+  if (poolIdentity) {
+    if (!services.batch.armUrl) throw new Error('the Batch emulator serves no management plane');
+    const imds = services.identity.openImds([wiring.app.resourceId]);
+    close = imds.close;
+    Object.assign(settings, {
+      BATCH_SUBSCRIPTION_ID: wiring.arm.subscriptionId,
+      BATCH_RESOURCE_GROUP: wiring.arm.resourceGroup,
+      POOL_IDENTITY_RESOURCE_ID: wiring.pool.resourceId,
+      POOL_IDENTITY_CLIENT_ID: wiring.pool.clientId,
+      ARM_ENDPOINT: services.batch.armUrl,
+      AZURE_CLIENT_ID: wiring.app.clientId,
+      AZURE_POD_IDENTITY_AUTHORITY_HOST: imds.endpoint,
+    });
+  }
+  if (services.registryCredential) {
+    // In Azure this setting would be a Key Vault reference; locally it holds the registry's development credential.
+    settings.REGISTRY_CREDENTIALS = `${services.registry.host}=LOCAL_REGISTRY_PASSWORD`;
+    settings.LOCAL_REGISTRY_PASSWORD = services.registryCredential.password;
+    settings.LOCAL_REGISTRY_USERNAME = services.registryCredential.username;
+  }
+  return { settings, close };
+}
+
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const services = await startServices({
+    registryAccess: opts.registryAccess,
     dataDir: opts.dataDir,
     registryMaxConcurrentPulls: opts.registryMaxConcurrentPulls,
     registryBandwidthBytesPerSec: opts.registryBandwidthBytesPerSec,
@@ -118,8 +160,9 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   try {
     const appDir = opts.appDir ?? REPO_ROOT;
     const keys = loadOrCreateKeys(defaultKeysFile(appDir));
+    const identitySettings = localIdentitySettings(services, opts.poolIdentity === true);
     const settings: Record<string, string> = {
-      ...localAppSettings(azurite, batch), LOCAL_REGISTRY: registry.host, ...localAuthSettings(identity, keys), ...opts.env,
+      ...localAppSettings(azurite, batch), LOCAL_REGISTRY: registry.host, ...localAuthSettings(identity, keys), ...identitySettings.settings, ...opts.env,
     };
     if (opts.appStorage) settings.AzureWebJobsStorage = await opts.appStorage(azurite);
     const host = await startFunctionsHost({

@@ -9,11 +9,13 @@ import { BandwidthLimiter } from './bandwidth';
 import { ImageCatalog, ImageSource } from './imageCatalog';
 import { PullAdmission, RegistryStats } from './pullAdmission';
 import { RegistryContext, handleRequest } from './server';
+import { createRegistryAuth, type RegistryAuthOptions } from './auth';
 
 export type { ImageSource, LayoutSource } from './imageCatalog';
 export type { BuiltImage, BuildImageOptions, LayerSpec } from './imageBuilder';
 export type { RegistryStats, ClientStats } from './pullAdmission';
 export { buildImage } from './imageBuilder';
+export { REFRESH_TOKEN_USER, REGISTRY_AAD_AUDIENCES, type RegistryAuthOptions } from './auth';
 export { writeOciLayout, readOciLayout } from './layout';
 
 export interface RegistryOptions {
@@ -26,6 +28,8 @@ export interface RegistryOptions {
   /** Value of Retry-After on 429 answers, in seconds (default 1). */
   retryAfterSeconds?: number;
   images?: ImageSource[];
+  /** Make the registry private (ACR's token service, auth.ts); absent = open, anyone may pull. */
+  auth?: RegistryAuthOptions;
 }
 
 export interface RegistryHandle {
@@ -50,6 +54,7 @@ export async function startRegistry(opts: RegistryOptions = {}): Promise<Registr
     admission: new PullAdmission(opts.maxConcurrentPulls),
     bandwidth: new BandwidthLimiter(opts.bandwidthBytesPerSec),
     retryAfterSeconds: opts.retryAfterSeconds ?? 1,
+    ...(opts.auth ? { auth: createRegistryAuth(opts.auth) } : {}),
   };
   const sockets = new Set<Socket>();
   const server = createServer((req, res) => {

@@ -9,6 +9,7 @@ import { BandwidthLimiter } from './bandwidth';
 import { BlobContent, ImageCatalog } from './imageCatalog';
 import { isDigest, isRepositoryName } from './oci';
 import { PullAdmission } from './pullAdmission';
+import { challenge, checkAccess, handleTokenService, type RegistryAuth } from './auth';
 
 const CHUNK = 64 * 1024;
 
@@ -17,13 +18,15 @@ export interface RegistryContext {
   admission: PullAdmission;
   bandwidth: BandwidthLimiter;
   retryAfterSeconds: number;
+  /** Private registry (auth.ts): tokens required; absent = open. */
+  auth?: RegistryAuth;
 }
 
-type ErrorCode = 'NAME_UNKNOWN' | 'NAME_INVALID' | 'MANIFEST_UNKNOWN' | 'BLOB_UNKNOWN' | 'DIGEST_INVALID' | 'UNSUPPORTED' | 'TOOMANYREQUESTS';
+type ErrorCode = 'NAME_UNKNOWN' | 'NAME_INVALID' | 'MANIFEST_UNKNOWN' | 'BLOB_UNKNOWN' | 'DIGEST_INVALID' | 'UNSUPPORTED' | 'TOOMANYREQUESTS' | 'UNAUTHORIZED' | 'DENIED';
 
-function sendError(res: ServerResponse, status: number, code: ErrorCode, message: string, detail?: unknown, head = false): void {
+function sendError(res: ServerResponse, status: number, code: ErrorCode, message: string, detail?: unknown, head = false, headers: Record<string, string> = {}): void {
   const body = JSON.stringify({ errors: [{ code, message, ...(detail === undefined ? {} : { detail }) }] });
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), ...headers });
   res.end(head ? undefined : body);
 }
 
@@ -87,6 +90,18 @@ export async function handleRequest(ctx: RegistryContext, req: IncomingMessage, 
   const method = req.method ?? 'GET';
   const key = clientKey(req);
   const head = method === 'HEAD';
+
+  if (ctx.auth) {
+    if (await handleTokenService(ctx.auth, req, res, pathname, url)) return;
+    // Every /v2 route needs an access token; a repository route one with pull on that repository.
+    const repo = TAGS.exec(pathname)?.[1] ?? ROUTE.exec(pathname)?.[1];
+    const verdict = await checkAccess(ctx.auth, req, repo);
+    if (!verdict.ok) {
+      ctx.admission.countRequest(key);
+      const scope = repo ? `repository:${repo}:pull` : undefined;
+      return sendError(res, verdict.status, verdict.code, verdict.message, repo ? [{ Type: 'repository', Name: repo, Action: 'pull' }] : undefined, head, { 'WWW-Authenticate': challenge(req, scope) });
+    }
+  }
 
   if (pathname === '/v2/' || pathname === '/v2') {
     ctx.admission.countRequest(key);

@@ -17,6 +17,7 @@ import { startAzurite, type AzuriteHandle } from '../azurite';
 import { startBatchEmulator, type BatchEmulatorHandle, type BatchEmulatorOptions } from '../batch';
 import { startRegistry, type RegistryHandle } from '../registry';
 import { startIdentityService, type IdentityService } from '../identity';
+import { localIdentityWiring } from './identityWiring';
 import { buildDemoImage } from '../../examples/images/buildDemoImage';
 import { choosePorts, portInUse, readPorts, recordPorts, type StackPorts } from './ports';
 
@@ -36,6 +37,11 @@ export interface ServicesOptions {
   demoImageFillerBytes?: number;
   /** The repository root (for the node tools on the emulated nodes' PATH). */
   repoRoot: string;
+  /**
+   * The registry as a private one (ACR's token service: pulls need the pool identity or the registry credential) or
+   * open (anyone pulls; default, so specs without container.registry keep working). See docs/local-registry.md.
+   */
+  registryAccess?: 'open' | 'private';
 }
 
 export interface Services {
@@ -44,6 +50,8 @@ export interface Services {
   registry: RegistryHandle;
   /** The local Entra ID tenant's stand-in (issuer, token endpoint, App Service Authentication's user tokens). */
   identity: IdentityService;
+  /** The registry's pull credential (user name, password) when it is private: what REGISTRY_CREDENTIALS names. */
+  registryCredential?: { username: string; password: string };
   /** The ports the services got (host: what was asked for, filled in by whoever starts the host). */
   ports: Omit<StackPorts, 'host'>;
   /** Stops the Batch emulator (saving its account), the registry, then Azurite (saving its stores). */
@@ -71,6 +79,8 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
     });
     started.push(azurite);
 
+    const wiring = localIdentityWiring(identity);
+    const registryCredential = opts.registryAccess === 'private' ? wiring.registryCredential() : undefined;
     const registryDir = await sub('registry');
     const images = opts.demoImage === false ? [] : [await buildDemoImage({ fillerBytes: opts.demoImageFillerBytes, layoutDir: registryDir })];
     const registry = await startRegistry({
@@ -80,6 +90,7 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
       // With a data folder the registry serves its layout (the demo image was just written into it; the build is
       // reproducible, so the digests a node resolved before a restart are still there).
       images: registryDir ? [{ layoutDir: registryDir }] : images,
+      ...(registryCredential ? { auth: wiring.registryAuth(registryCredential) } : {}),
     }).catch((err: unknown) => {
       throw portInUse(err, 'registry', want.registry, dataDir);
     });
@@ -90,6 +101,8 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
       persist: dataDir !== undefined,
       port: want.batch,
       nodePath: [path.join(opts.repoRoot, 'local', 'batch', 'nodetools', 'bin')],
+      identity: wiring.nodeIdentities,
+      arm: { ...wiring.arm, port: want.arm },
       ...opts.batch,
     }).catch((err: unknown) => {
       throw portInUse(err, 'batch', want.batch, dataDir);
@@ -102,6 +115,7 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
       table: azurite.ports.table,
       batch: Number(new URL(batch.url).port),
       registry: Number(new URL(registry.url).port),
+      arm: Number(new URL(batch.armUrl as string).port),
     };
     if (dataDir) recordPorts(dataDir, ports);
     return {
@@ -109,6 +123,7 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
       batch,
       registry,
       identity,
+      ...(registryCredential ? { registryCredential } : {}),
       ports,
       async stop() {
         await batch.stop();

@@ -4,6 +4,7 @@ import { readJson, writeJsonAtomic } from '../lib/fsutil';
 import { parseImageRef, refKey, registryBaseUrl } from '../lib/imageRef';
 import { LocalImage } from '../lib/imageStore';
 import { pullImage } from '../lib/registryClient';
+import { authorizationForChallenge, parseChallenge } from '../lib/registryAuth';
 import { FlagSet, bool, flag, last, val } from '../lib/args';
 import { renderTemplate } from '../lib/template';
 import { DockerAuthFile, Session, authFile, authorizationFor } from './session';
@@ -112,12 +113,19 @@ export async function login(s: Session, argv: string[]): Promise<number> {
   const username = last(p, 'username') ?? '00000000-0000-0000-0000-000000000000';
   // Reach the registry as Docker does before saving the credential, so a wrong server fails here.
   const url = `${registryBaseUrl(server)}/v2/`;
-  const status = await fetch(url, { headers: { Authorization: `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}` } }).then(
-    (r) => r.status,
-    (e: Error) => {
-      throw new CliError(`Error response from daemon: Get "${url}": ${e.message}`, 1);
-    },
-  );
+  const basic = `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
+  const ping = await fetch(url).catch((e: Error) => {
+    throw new CliError(`Error response from daemon: Get "${url}": ${e.message}`, 1);
+  });
+  await ping.arrayBuffer();
+  const challenge = ping.status === 401 ? parseChallenge(ping.headers.get('www-authenticate') ?? undefined) : undefined;
+  let status = ping.status;
+  if (challenge?.scheme === 'bearer') {
+    // Docker checks a login against a token registry by asking its realm for a token with the credentials.
+    status = await authorizationForChallenge(challenge, basic, undefined).then(() => 200, () => 401);
+  } else if (status === 401) {
+    status = (await fetch(url, { headers: { Authorization: basic } })).status;
+  }
   if (status === 401 || status === 403) throw new CliError(`Error response from daemon: Get "${url}": unauthorized: incorrect username or password`, 1);
   const file = authFile(s.node);
   const cfg = (await readJson<DockerAuthFile>(file)) ?? { auths: {} };

@@ -13,6 +13,7 @@ import { Descriptor, ImageIndex, ImageManifest, MEDIA_TYPE, sha256Digest } from 
 import { CliError } from './errors';
 import { ImageRef, familiarName, refKey, registryBaseUrl } from './imageRef';
 import { ImageStore, LocalImage } from './imageStore';
+import { authorizationForChallenge, parseChallenge } from './registryAuth';
 
 const MAX_CONCURRENT_DOWNLOADS = 3;
 const IDLE_TIMEOUT_MS = 60_000;
@@ -20,7 +21,7 @@ const IDLE_TIMEOUT_MS = 60_000;
 export interface PullOptions {
   store: ImageStore;
   clientKey: string;
-  /** `Basic ...` from `docker login`, if any. */
+  /** `Basic ...` from `docker login` (or Singularity's credentials), if any: sent as is, or traded for a token on a Bearer challenge. */
   authorization?: string;
   /** Source address for connections (the emulated node's own loopback address). */
   localAddress?: string;
@@ -45,7 +46,7 @@ class RegistryHttp {
 
   constructor(
     readonly base: string,
-    private readonly headers: Record<string, string>,
+    readonly headers: Record<string, string>,
     private readonly localAddress?: string,
   ) {
     this.mod = base.startsWith('https:') ? https : http;
@@ -178,7 +179,6 @@ export async function pullImage(ref: ImageRef, opts: PullOptions): Promise<PullR
     {
       'User-Agent': 'docker/24.0-emulated (hpc-control-plane node tools)',
       'X-Pull-Client': opts.clientKey,
-      ...(opts.authorization ? { Authorization: opts.authorization } : {}),
     },
     // An emulated node with its own loopback address connects from it, so the registry also sees distinct peers.
     opts.localAddress && /^127\./.test(opts.localAddress) && /^http:\/\/(127\.|localhost)/.test(base) ? opts.localAddress : undefined,
@@ -187,6 +187,15 @@ export async function pullImage(ref: ImageRef, opts: PullOptions): Promise<PullR
     const ping = await client.request(`${client.base}/v2/`);
     await readAll(ping.stream);
     if (ping.status !== 200 && ping.status !== 401) throw await registryError(ping, ref);
+    if (ping.status === 401) {
+      // A private registry: trade the credentials (or nothing: an anonymous token) for a pull token, as Docker does.
+      const challenge = parseChallenge(ping.headers['www-authenticate']);
+      if (!challenge) throw new CliError(`unauthorized: ${base}/v2/ answered 401 without a usable WWW-Authenticate challenge`);
+      const authorization = await authorizationForChallenge(challenge, opts.authorization, `repository:${ref.repository}:pull`);
+      if (authorization) client.headers.Authorization = authorization;
+    } else if (opts.authorization) {
+      client.headers.Authorization = opts.authorization;
+    }
     let man = await fetchManifest(client, ref, ref.digest ?? ref.tag ?? 'latest');
     progress(`${ref.digest ?? ref.tag}: Pulling from ${ref.repository}`);
     if (man.mediaType === MEDIA_TYPE.imageIndex) {
