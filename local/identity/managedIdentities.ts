@@ -63,7 +63,8 @@ export class ManagedIdentities {
       if (!mi) throw new Error(`no user-assigned identity ${r} in the local subscription`);
       return mi.resourceId.toLowerCase();
     });
-    const key = randomBytes(18).toString('base64url');
+    // Hex: MSAL lower-cases the endpoint URL it is given.
+    const key = randomBytes(18).toString('hex');
     this.hosts.set(key, new Set(ids));
     return key;
   }

@@ -1,12 +1,11 @@
 import { appConfig, armBatchContext, batchContext, dataAccount } from '../../shared/services';
-import { createJobPool, createJobPoolArm, deletePool, getPoolSnapshot, inspectPool, removeNodes, resizePool, type JobPoolSpec, type PoolInspection, type ResourceFileSpec } from '../../shared/batch';
+import { createJobPool, createJobPoolArm, deletePool, getPoolSnapshot, inspectPool, removeNodes, resizePool, type PoolInspection, type ResourceFileSpec } from '../../shared/batch';
+import { jobPoolSpecFor } from '../../shared/planning/poolSpec';
 import { registerActivity } from '../runtime/activityCalls';
 import { refuseIfEnded } from './jobGuard';
 import type { PoolCreateRequest } from '../../shared/planning/jobPlan';
 import type { PoolObservation } from '../../shared/planning/provisionPolicy';
 import { readOnlyBlobUrl } from '../../shared/storage/sas';
-import { userCommandLine } from '../../shared/mpi/userShell';
-import { parseIsoDuration } from '../../shared/spec/duration';
 
 /**
  * Creates the job-owned pool; a repeated call for the same job finds its pool and succeeds. With a pool identity the
@@ -28,19 +27,7 @@ export async function poolCreate(input: PoolCreateRequest): Promise<{ created: b
           : { httpUrl: await readOnlyBlobUrl(account, f.container, f.blob, expires), filePath: f.path };
       }))
     : undefined;
-  const registries = input.registry && identityId && input.registry.identity === 'managed' ? [{ registryServer: input.registry.server, identityResourceId: identityId }] : undefined;
-  const spec: JobPoolSpec = {
-    poolId: input.poolId,
-    jobId: input.jobId,
-    vmSize: input.vmSize,
-    targetDedicatedNodes: input.nodes,
-    image: input.customImageId ? { virtualMachineImageId: input.customImageId } : { ...input.image },
-    nodeAgentSkuId: input.nodeAgentSku,
-    resizeTimeoutMinutes: Math.max(5, Math.round((parseIsoDuration(input.resizeTimeout) ?? 15 * 60_000) / 60_000)),
-    startTask: input.startTask ? { commandLine: userCommandLine(input.startTask.command), resourceFiles, elevated: true, waitForSuccess: true } : undefined,
-    ...(registries ? { containerRegistries: registries } : {}),
-    displayName: `hpc-mpi job ${input.jobId}`,
-  };
+  const spec = jobPoolSpecFor(input, resourceFiles, identityId);
   const result = arm ? await createJobPoolArm(arm, spec) : await createJobPool(batchContext(), spec);
   return { created: result.created };
 }

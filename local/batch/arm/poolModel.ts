@@ -98,6 +98,11 @@ export function armPoolId(scope: ArmScope, poolId: string): string {
   return `/subscriptions/${scope.subscriptionId}/resourceGroups/${scope.resourceGroup}/providers/Microsoft.Batch/batchAccounts/${scope.accountName}/pools/${poolId}`;
 }
 
+/** The pool's version as Resource Manager's ETag header carries it (the model has no etag property in 2023-11-01). */
+export function armETag(p: PoolRecord): string {
+  return `W/"${p.eTag}"`;
+}
+
 /** A pool record in the management plane's shape (what Pools_Get and Pools_ListByBatchAccount return). */
 export function armPoolView(scope: ArmScope, p: PoolRecord): Json {
   const s = p.spec;
@@ -157,7 +162,6 @@ export function armPoolView(scope: ArmScope, p: PoolRecord): Json {
     id: armPoolId(scope, p.id),
     name: p.id,
     type: 'Microsoft.Batch/batchAccounts/pools',
-    etag: `W/"${p.eTag}"`,
     identity: p.identity
       ? { type: 'UserAssigned', userAssignedIdentities: Object.fromEntries(p.identity.userAssignedIdentities.map((i) => [i.resourceId, { principalId: i.principalId, clientId: i.clientId }])) }
       : undefined,

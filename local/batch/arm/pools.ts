@@ -1,6 +1,6 @@
 /**
  * Pools through the management plane (Microsoft.Batch/batchAccounts/pools, api-version 2023-11-01): create (PUT,
- * synchronous, 201 new / 200 unchanged repeat; If-None-Match: * turns an existing pool into 412), get, delete (a
+ * synchronous, 200 for a new pool and for an unchanged repeat; If-None-Match: * turns an existing pool into 412), get, delete (a
  * long-running operation: 202 with Location and Retry-After, the Location answering 202 until the pool is gone and
  * then 204, as `final-state-via: location` says) and list by account (nextLink paging). A PUT that would change an
  * existing pool is answered 501: the emulator does not update pools through this plane. The pools are the data
@@ -15,7 +15,7 @@ import type { Json, PoolIdentity } from '../model/types';
 import { authorizeArm, authorizeIdentityAssignment, type ArmAccessConfig } from './auth';
 import type { VerifiedToken } from '../../identity/verify';
 import { ArmHttpError, armErrors } from './errors';
-import { armPoolId, armPoolToPoolAdd, armPoolView, type ArmScope } from './poolModel';
+import { armETag, armPoolId, armPoolToPoolAdd, armPoolView, type ArmScope } from './poolModel';
 
 export interface ArmContext {
   scope: ArmScope;
@@ -94,8 +94,7 @@ export function createPool(ctx: ArmContext, caller: VerifiedToken, poolName: str
     if (existing.state === 'deleting') throw new ArmHttpError(409, 'PoolBeingDeleted', 'The specified pool has been marked for deletion and is being reclaimed.');
     // A repeated PUT of the same definition is a no-op; anything else would be an update, which is not emulated.
     if (ctx.definitions.get(poolName.toLowerCase()) === JSON.stringify(body)) {
-      const view = armPoolView(ctx.scope, existing);
-      return { status: 200, body: view, headers: { ETag: view.etag as string } };
+      return { status: 200, body: armPoolView(ctx.scope, existing), headers: { ETag: armETag(existing) } };
     }
     throw new ArmHttpError(501, 'NotImplemented', 'The local Batch emulator does not update pools through the management plane (Pools_Create on an existing pool with a different definition).');
   }
@@ -109,7 +108,9 @@ export function createPool(ctx: ArmContext, caller: VerifiedToken, poolName: str
   }
   ctx.definitions.set(poolName.toLowerCase(), JSON.stringify(body));
   const view = armPoolView(ctx.scope, record);
-  return { status: 201, body: view, headers: { ETag: view.etag as string } };
+  // 200, not 201: the spec lists both, Batch answers 200, and @azure/arm-batch (generated from the service's own
+  // earlier description) takes only 200 as success.
+  return { status: 200, body: view, headers: { ETag: armETag(record) } };
 }
 
 export function getPool(ctx: ArmContext, caller: VerifiedToken, poolName: string): ArmResponse {
@@ -117,8 +118,7 @@ export function getPool(ctx: ArmContext, caller: VerifiedToken, poolName: string
   authorizeArm(ctx.access, caller, READ, armPoolId(ctx.scope, poolName));
   const pool = ctx.services.engine.pools.get(poolName.toLowerCase());
   if (!pool) throw armErrors.poolNotFound(poolName);
-  const view = armPoolView(ctx.scope, pool);
-  return { status: 200, body: view, headers: { ETag: view.etag as string } };
+  return { status: 200, body: armPoolView(ctx.scope, pool), headers: { ETag: armETag(pool) } };
 }
 
 export function deletePool(ctx: ArmContext, caller: VerifiedToken, poolName: string): ArmResponse {
