@@ -66,8 +66,8 @@ resource appIdentity 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-3
   tags: tags
 }
 
-// The identity Batch pools run with (image pulls from the registry). A later change creates pools through the
-// management plane, which can assign it; the data-plane pool API used today can only reference it.
+// The identity Batch pools run with: nodes pull from the registry and read start-task files with it. The app creates
+// pools through the management plane (POOL_IDENTITY_* settings), which assigns it; the data plane could only reference it.
 resource poolIdentity 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' = {
   name: 'id-pool-${token}'
   location: location
@@ -238,6 +238,10 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
         { name: 'STORAGE_ENDPOINT_SUFFIX', value: environment().suffixes.storage }
         { name: 'BATCH_ACCOUNT_URL', value: 'https://${batch.properties.accountEndpoint}' }
         { name: 'BATCH_ACCOUNT_NAME', value: batch.name }
+        { name: 'BATCH_SUBSCRIPTION_ID', value: subscription().subscriptionId }
+        { name: 'BATCH_RESOURCE_GROUP', value: resourceGroup().name }
+        { name: 'POOL_IDENTITY_RESOURCE_ID', value: poolIdentity.id }
+        { name: 'POOL_IDENTITY_CLIENT_ID', value: poolIdentity.properties.clientId }
         { name: 'STAGING_ACCOUNTS', value: join(stagingAccountNames, ',') }
         { name: 'DATA_ACCOUNTS', value: join(concat([ dataAccountName ], existingDataAccountNames), ',') }
         { name: 'POLL_INITIAL_MS', value: string(pollInitialMs) }
@@ -365,6 +369,28 @@ resource batchDataContributor 'Microsoft.Authorization/roleAssignments@2022-04-0
   }
 }
 
+// Pools with the pool identity come from the management plane: pools/write on the account, and the right to assign
+// the identity (a linked check Resource Manager makes on the identity itself).
+resource batchAccountContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(batch.id, appIdentity.id, roles.batchAccountContributor.id)
+  scope: batch
+  properties: {
+    principalId: appIdentity.properties.principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.batchAccountContributor.id)
+  }
+}
+
+resource poolIdentityOperator 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(poolIdentity.id, appIdentity.id, roles.managedIdentityOperator.id)
+  scope: poolIdentity
+  properties: {
+    principalId: appIdentity.properties.principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.managedIdentityOperator.id)
+  }
+}
+
 resource vaultSecretsUser 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   name: guid(vault.id, appIdentity.id, roles.keyVaultSecretsUser.id)
   scope: vault
@@ -394,6 +420,27 @@ resource poolAcrPull 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.acrPull.id)
   }
 }
+
+// Start-task files of identity pools are read with the pool identity (resource files with identityReference).
+resource poolDataReader 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(dataAccount.id, poolIdentity.id, roles.storageBlobDataReader.id)
+  scope: dataAccount
+  properties: {
+    principalId: poolIdentity.properties.principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.storageBlobDataReader.id)
+  }
+}
+
+resource poolExistingDataReader 'Microsoft.Authorization/roleAssignments@2022-04-01' = [for (name, i) in existingDataAccountNames: {
+  name: guid(existingData[i].id, poolIdentity.id, roles.storageBlobDataReader.id)
+  scope: existingData[i]
+  properties: {
+    principalId: poolIdentity.properties.principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.storageBlobDataReader.id)
+  }
+}]
 
 output AZURE_FUNCTION_APP_NAME string = app.name
 output BATCH_ACCOUNT_URL string = 'https://${batch.properties.accountEndpoint}'

@@ -89,6 +89,21 @@ describe('task output files uploaded to Azurite', () => {
     expect(await readTaskFile(client, 'ofj', 'writer', 'fileuploaderr.txt')).toBe('');
   });
 
+  it('uploads with a pool identity for an identityReference (no SAS in the URL); a pool without that identity fails the upload', async () => {
+    const { container } = await outputContainer();
+    const identityReference = { resourceId: '/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id-pool' };
+    await client.task.add('ofj', {
+      id: 'byidentity',
+      commandLine: "/bin/sh -c 'echo x > r.txt'",
+      outputFiles: [{ filePattern: 'r.txt', destination: { container: { containerUrl: container.url, identityReference } }, uploadOptions: { uploadCondition: 'taskcompletion' } }],
+    });
+    const t = await waitForTask(client, 'ofj', 'byidentity');
+    // Pool "of" came from the data plane: it has no identity, so no instance metadata service to ask for a token.
+    expect(t.executionInfo?.failureInfo).toMatchObject({ category: 'usererror', code: 'FileUploadMiscError' });
+    expect(JSON.stringify(t.executionInfo?.failureInfo?.details)).toContain('the pool has no managed identity');
+    expect(await blobs(container)).toEqual({});
+  });
+
   it('uploads taskFailure files when the task fails, and a file with no path under its own name', async () => {
     const { container, url } = await outputContainer();
     await client.task.add('ofj', {

@@ -221,11 +221,12 @@ describe('the Batch emulator is as strict as Batch', () => {
       expectError(await call('POST', `/jobs/${job}/tasks`, body), 400, 'InvalidPropertyValue', 'exitConditions.default.jobAction');
     });
 
-    it('answers 501 for job manager tasks, auto pools and output files uploaded with a managed identity', async () => {
+    it('answers 501 for job manager tasks and auto pools; takes output files uploaded with a managed identity', async () => {
       expectError(await call('POST', '/jobs', { id: uid('jm'), poolInfo: { poolId: job }, jobManagerTask: { id: 'jm', commandLine: '/bin/true' } }), 501, 'NotImplemented', 'jobManagerTask');
       expectError(await call('POST', '/jobs', { id: uid('ap'), poolInfo: { autoPoolSpecification: { poolLifetimeOption: 'job', pool: { vmSize: 'standard_d2s_v3', virtualMachineConfiguration: VM } } } }), 501, 'NotImplemented', 'poolInfo.autoPoolSpecification');
       const outputFiles = [{ filePattern: '*.txt', destination: { container: { containerUrl: 'https://acct.blob.core.windows.net/out', identityReference: { resourceId: '/subscriptions/0/x' } } }, uploadOptions: { uploadCondition: 'taskcompletion' } }];
-      expectError(await call('POST', `/jobs/${job}/tasks`, { id: uid('of'), commandLine: '/bin/true', outputFiles }), 501, 'NotImplemented', 'outputFiles[0].destination.container.identityReference');
+      // identityReference is honoured at upload time (with the pool's identity), so the task is accepted.
+      expect((await call('POST', `/jobs/${job}/tasks`, { id: uid('of'), commandLine: '/bin/true', outputFiles })).status).toBe(201);
     });
 
     it('refuses a task collection of 1 MB or more with 413 RequestBodyTooLarge, even under 100 tasks', async () => {

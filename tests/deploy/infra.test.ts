@@ -44,6 +44,10 @@ const EXAMPLE_VALUES: Record<string, string> = {
   AUTH_ISSUER: 'https://login.microsoftonline.com/72f988bf-0000-0000-0000-000000000000/v2.0',
   AUTH_AUDIENCES: 'api://hpc-jobs',
   OPERATOR_API_KEYS: 'an-operator-key-read-from-key-vault-0001',
+  BATCH_SUBSCRIPTION_ID: '0b1f6471-1bf0-4dda-aec3-111122223333',
+  BATCH_RESOURCE_GROUP: 'hpc-cp',
+  POOL_IDENTITY_RESOURCE_ID: '/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333/resourceGroups/hpc-cp/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id-pool-abc',
+  POOL_IDENTITY_CLIENT_ID: '6f2b3a10-8d4e-4c1b-9a7f-0123456789ab',
 };
 
 describe('(a) app settings', () => {
@@ -85,6 +89,18 @@ describe('(a) app settings', () => {
     expect(config.hostStorage.kind).toBe('managedIdentity');
     for (const account of [...config.stagingAccounts, ...config.dataAccess.accounts]) expect(account.kind).toBe('managedIdentity');
     expect(settings.map((s) => s.name)).not.toContain('BATCH_ACCOUNT_KEY');
+    // Pools carry the pool identity: they come from the management plane, at Resource Manager's public endpoint.
+    expect(config.poolIdentity).toMatchObject({ armEndpoint: 'https://management.azure.com', armScope: 'https://management.azure.com/.default' });
+  });
+
+  it('names the pool identity and where the Batch account sits in Resource Manager', () => {
+    const value = (n: string) => settings.find((s) => s.name === n)?.value;
+    expect(value('POOL_IDENTITY_RESOURCE_ID')).toBe('poolIdentity.id');
+    expect(value('POOL_IDENTITY_CLIENT_ID')).toBe('poolIdentity.properties.clientId');
+    expect(value('BATCH_SUBSCRIPTION_ID')).toBe('subscription().subscriptionId');
+    expect(value('BATCH_RESOURCE_GROUP')).toBe('resourceGroup().name');
+    // The Batch account is in this resource group (the template creates it here).
+    expect(bicep.code).toMatch(/resource batch 'Microsoft\.Batch\/batchAccounts@2023-11-01' = \{/);
   });
 
   it('operator keys come from Key Vault, and a reference App Service could not resolve is refused, never taken as a key', () => {
@@ -162,6 +178,7 @@ describe('(b) role assignments', () => {
     }
     expect(bicep.code).toMatch(/resource stagingContributor '[^']+' = \[for i in range\(0, stagingAccountCount\):/);
     expect(bicep.code).toMatch(/resource existingDataReader '[^']+' = \[for \(name, i\) in existingDataAccountNames:/);
+    expect(bicep.code).toMatch(/resource poolExistingDataReader '[^']+' = \[for \(name, i\) in existingDataAccountNames:/);
   });
 
   it('names each assignment after its scope, principal and role (idempotent, one per triple)', () => {

@@ -11,7 +11,7 @@ import { appendFileSync, readdirSync, realpathSync, statSync, writeFileSync } fr
 import path from 'node:path';
 import picomatch from 'picomatch';
 import type { Json } from '../model/types';
-import { nodeIdentityCredential } from './nodeIdentity';
+import { nodeIdentityCredential, nodeIdentityToken, STORAGE_RESOURCE } from './nodeIdentity';
 
 export interface OutputFilesRun {
   outputFiles: Json[];
@@ -46,7 +46,16 @@ export async function uploadOutputFiles(run: OutputFilesRun): Promise<Json | und
     if (matched.outside) appendFileSync(err, `${pattern}: outside the node's file system (${run.nodeRoot}); nothing uploaded\n`);
     appendFileSync(out, `${pattern}: ${matched.uploads.length} file(s)\n`);
     const identity = (container.identityReference as Json | undefined)?.resourceId;
-    // identityReference: the upload authenticates with that pool identity's token (the URL carries no SAS).
+    // identityReference: the upload authenticates with that pool identity's token (the URL carries no SAS). Ask for
+    // it first: a pool without the identity fails the uploads of this pattern with the reason, not a TLS complaint.
+    if (typeof identity === 'string' && matched.uploads.length) {
+      const refused = await nodeIdentityToken(run.imds, identity, STORAGE_RESOURCE).then(() => undefined, (e: Error) => e);
+      if (refused) {
+        appendFileSync(err, `${pattern}: ${redact(refused.message)}\n`);
+        failure ??= uploadFailure(refused, pattern);
+        continue;
+      }
+    }
     const credential = typeof identity === 'string' ? nodeIdentityCredential(run.imds, identity) : new AnonymousCredential();
     const client = new ContainerClient(String(container.containerUrl), credential, { retryOptions: { maxTries: 2, tryTimeoutInMs: 60_000 } });
     const { headers, metadata } = uploadHeaders(container.uploadHeaders as Json[] | undefined);

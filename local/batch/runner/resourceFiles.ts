@@ -43,6 +43,8 @@ async function downloadOne(rf: Json, dir: string, imds: string | undefined): Pro
     return;
   }
   if (typeof rf.storageContainerUrl === 'string') {
+    // Ask for the token first, so a pool without the identity fails with that reason.
+    if (identity) await nodeIdentityToken(imds, identity, STORAGE_RESOURCE);
     const container = new ContainerClient(rf.storageContainerUrl, identity ? nodeIdentityCredential(imds, identity) : new AnonymousCredential());
     const prefix = typeof rf.blobPrefix === 'string' ? rf.blobPrefix : undefined;
     for await (const blob of container.listBlobsFlat({ prefix })) {
