@@ -19,8 +19,10 @@ async function main(): Promise<void> {
     .option('--data <dir>', 'folder for persistent data', path.join(REPO_ROOT, '.local', 'stack'))
     .option('--log <file>', "the Functions host's log file (appended; default: stdout)")
     .option('--log-level <level>', 'host log level (default: host.json logging.logLevel.default)')
+    .option('--pool-identity', 'deploy with a pool identity: pools from the management plane with id-pool (docs/local-batch.md)')
+    .option('--private-registry', 'make the registry private: pulls need the pool identity or the registry credential (docs/local-registry.md)')
     .parse()
-    .opts<{ port?: string; data: string; log?: string; logLevel?: string }>();
+    .opts<{ port?: string; data: string; log?: string; logLevel?: string; poolIdentity?: boolean; privateRegistry?: boolean }>();
   const say = (line: string): void => console.log(`[stack] ${line}`);
   // Signal handlers come first: a Ctrl-C during start-up stops the stack as soon as it is up, cleanly.
   // npm forwards the terminal's SIGINT to us as well, so one Ctrl-C can arrive twice: a stop in progress goes on.
@@ -57,6 +59,8 @@ async function main(): Promise<void> {
     appDir: REPO_ROOT,
     repoRoot: REPO_ROOT,
     port: opts.port === undefined ? undefined : Number(opts.port),
+    poolIdentity: opts.poolIdentity === true,
+    registryAccess: opts.privateRegistry ? 'private' : 'open',
     logFile: opts.log ? path.resolve(opts.log) : undefined,
     logLevel: opts.logLevel,
     say,

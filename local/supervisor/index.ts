@@ -15,7 +15,7 @@
 import * as path from 'node:path';
 import { mkdirSync } from 'node:fs';
 import type { DurableOptions } from '../durable';
-import { localAppSettings, localAuthSettings } from '../stack';
+import { localAppSettings, localAuthSettings, localIdentitySettings } from '../stack';
 import { defaultKeysFile, loadOrCreateKeys } from '../host/keys';
 import { HostWorkerProcess } from './hostProcess';
 import { choosePorts, portInUse, readPorts, recordPorts } from './ports';
@@ -37,6 +37,10 @@ export interface SupervisorOptions {
   durable?: DurableOptions;
   /** Supervisor messages (default console.log with a `[stack]` prefix). */
   say?: (line: string) => void;
+  /** Deploy with a pool identity (pools from the management plane; see local/stack.ts localIdentitySettings). */
+  poolIdentity?: boolean;
+  /** The registry private or open (default). */
+  registryAccess?: 'open' | 'private';
 }
 
 export interface SupervisedStack {
@@ -65,11 +69,12 @@ export async function startSupervisedStack(opts: SupervisorOptions): Promise<Sup
   mkdirSync(dataDir, { recursive: true });
   await claimDataDir(dataDir, say);
 
-  const services = await startServices({ dataDir, repoRoot: opts.repoRoot });
+  const services = await startServices({ dataDir, repoRoot: opts.repoRoot, registryAccess: opts.registryAccess });
   const { azurite, batch, registry, identity } = services;
   const keysFile = defaultKeysFile(opts.appDir);
   const settings: Record<string, string> = {
     ...localAppSettings(azurite, batch), LOCAL_REGISTRY: registry.host, ...localAuthSettings(identity, loadOrCreateKeys(keysFile)),
+    ...localIdentitySettings(services, opts.poolIdentity === true).settings,
   };
   const hostPort = choosePorts({ host: opts.port }, readPorts(dataDir)).host ?? 7071;
   const startedAt = new Date().toISOString();

@@ -8,7 +8,6 @@
  * long-running operation to its end, list pages follow nextLink, Resource Manager's 401/403/404 bodies, and the
  * identity on the nodes (their IMDS answers for the pool identity only).
  */
-import { BatchManagementClient } from '@azure/arm-batch';
 import type { AccessToken, TokenCredential } from '@azure/core-auth';
 import { ManagedIdentityCredential } from '@azure/identity';
 import { startBatchEmulator, type BatchEmulatorHandle, type ExchangeRecord } from '../../local/batch';
