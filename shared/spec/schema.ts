@@ -140,14 +140,14 @@ export const PoolSchema = z
 export const RegistryIdentitySchema = z
   .union(
     [
-      z.literal('managed').meta({ description: 'Pull with the managed identity (pool identity or a short-lived token from the app identity).' }),
+      z.literal('managed').meta({ description: 'Pull with the deployment\'s pool identity: each node exchanges the identity\'s token at the registry (as az acr login --identity). Refused on a deployment without a pool identity.' }),
       z.strictObject({
         secretRef: z
           .string({ error: 'must be a string' })
           .refine((v) => P.KEY_VAULT_SECRET_URI_RE.test(v) || P.APP_SETTING_NAME_RE.test(v), {
             error: 'must be a Key Vault secret URI (https://<vault>.vault.azure.net/secrets/<name>[/<version>]) or the name of an app setting holding the secret',
           })
-          .meta({ description: 'Key Vault secret URI or app-setting name whose value is the registry password/token.' }),
+          .meta({ description: 'The app setting holding the registry password or token (in Azure a Key Vault reference), declared for this server in the deployment\'s REGISTRY_CREDENTIALS; it reaches only the pull task\'s environment. A Key Vault secret URI is refused at submission: the app does not read Key Vault itself.' }),
         username: pattern(P.REGISTRY_USERNAME_RE, 'a registry user or token name').meta({ description: 'User or token name that goes with the secret.' }),
       }),
     ],
