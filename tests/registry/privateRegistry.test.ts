@@ -119,19 +119,22 @@ test('/oauth2/exchange trades a pool identity token for a refresh token; expired
 });
 
 test('an access token or refresh token past its lifetime is refused', async () => {
-  const shortLived = await startRegistry({ images: [await buildDemoImage({ fillerBytes: 16 * 1024 })], auth: { ...wiring.registryAuth(credential), accessTokenSeconds: 1, refreshTokenSeconds: 1 } });
+  // Lifetimes of 4 s: each token is used right after it is issued (accepted), then again once it has expired.
+  const shortLived = await startRegistry({ images: [await buildDemoImage({ fillerBytes: 16 * 1024 })], auth: { ...wiring.registryAuth(credential), accessTokenSeconds: 4, refreshTokenSeconds: 4 } });
   try {
     const at = (p: string, init: RequestInit = {}) => fetch(`${shortLived.url}${p}`, init);
-    const issued = await at(`/oauth2/token?service=${shortLived.host}&scope=repository:${repo}:pull`, { headers: { Authorization: basic(credential.username, credential.password) } });
+    const aad = await identity.managedIdentityToken(wiring.pool.resourceId, 'https://containerregistry.azure.net');
+    const refresh = ((await (await at('/oauth2/exchange', { method: 'POST', body: new URLSearchParams({ grant_type: 'access_token', service: shortLived.host, access_token: aad }) })).json()) as { refresh_token: string }).refresh_token;
+    const viaRefresh = () => at(`/oauth2/token?service=${shortLived.host}&scope=repository:${repo}:pull`, { headers: { Authorization: basic('00000000-0000-0000-0000-000000000000', refresh) } });
+    const issued = await viaRefresh();
+    expect(issued.status).toBe(200);
     const access = ((await issued.json()) as { access_token: string }).access_token;
-    const form = new URLSearchParams({ grant_type: 'access_token', service: shortLived.host, access_token: await identity.managedIdentityToken(wiring.pool.resourceId, 'https://containerregistry.azure.net') });
-    const refresh = ((await (await at('/oauth2/exchange', { method: 'POST', body: form })).json()) as { refresh_token: string }).refresh_token;
     expect((await at(`/v2/${repo}/tags/list`, { headers: { Authorization: `Bearer ${access}` } })).status).toBe(200);
-    await new Promise((r) => setTimeout(r, 2100));
+    await new Promise((r) => setTimeout(r, 5200));
     const late = await at(`/v2/${repo}/tags/list`, { headers: { Authorization: `Bearer ${access}` } });
     expect(late.status).toBe(401);
     expect(((await late.json()) as { errors: { message: string }[] }).errors[0].message).toMatch(/expired/);
-    expect((await at(`/oauth2/token?service=${shortLived.host}&scope=repository:${repo}:pull`, { headers: { Authorization: basic('00000000-0000-0000-0000-000000000000', refresh) } })).status).toBe(401);
+    expect((await viaRefresh()).status).toBe(401);
   } finally {
     await shortLived.stop();
   }
