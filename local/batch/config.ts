@@ -65,6 +65,8 @@ export interface BatchEmulatorOptions {
   nodePath?: string[];
   /** Where pool identities come from (the local identity service): lets management-plane pools carry one. */
   identity?: NodeIdentityProvider;
+  /** Certificate authorities (PEM) the emulated node image trusts besides the public ones (the local stack's own). */
+  nodeCaCerts?: string;
   /**
    * Serve the account's management plane (Resource Manager's Microsoft.Batch/batchAccounts/pools) on its own
    * listener: where the account sits, and who may call it (token verification and role assignments).

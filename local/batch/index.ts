@@ -69,6 +69,7 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
     faults,
     nodePath: opts.nodePath ?? [],
     identity: opts.identity,
+    nodeCaCerts: opts.nodeCaCerts,
   });
   const executor = new TaskExecutor(engine);
   const scheduler = new Scheduler(engine, executor);

@@ -7,6 +7,7 @@ import type { Snapshot } from '../model/snapshot';
 import type { JobRecord, Json, NodeRecord, NodeState, PoolRecord, TaskRecord } from '../model/types';
 import { nodeEnvironment } from './env';
 import type { NodeIdentityProvider } from '../model/identity';
+import type { NodeAgent } from './nodeIdentity';
 import { runsUnder } from './leftovers';
 import { isAlive, killGroup, killPid } from './processes';
 import { createNodeSandbox, nodeDirs, writeEnvFile, writeHostsFile } from './sandbox';
@@ -20,6 +21,8 @@ export interface EngineConfig {
   nodePath: string[];
   /** Where pool identities come from (the local identity service); without it no pool can have one. */
   identity?: NodeIdentityProvider;
+  /** Certificate authorities (PEM) the node image trusts besides the public ones. */
+  nodeCaCerts?: string;
 }
 
 /**
@@ -216,6 +219,12 @@ export class Engine {
       this.imdsHandles.set(pool.id.toLowerCase(), handle);
     }
     return handle.endpoint;
+  }
+
+  /** What the node agent of a pool's nodes uses for identity transfers: its IMDS and the node image's extra CAs. */
+  agentOf(poolId: string): NodeAgent {
+    const imds = this.imdsOf(poolId);
+    return { ...(imds ? { imds } : {}), ...(this.cfg.nodeCaCerts ? { ca: this.cfg.nodeCaCerts } : {}) };
   }
 
   private closeImds(poolId: string): void {

@@ -8,6 +8,12 @@ import type { AccessToken, TokenCredential } from '@azure/core-auth';
 
 export const STORAGE_RESOURCE = 'https://storage.azure.com/';
 
+/** A node's agent, for transfers with a pool identity: the node's IMDS (absent: the pool has no identity) and extra CAs. */
+export interface NodeAgent {
+  imds?: string;
+  ca?: string;
+}
+
 export async function nodeIdentityToken(imds: string | undefined, resourceId: string, resource: string): Promise<AccessToken> {
   if (!imds) throw new Error(`identityReference ${resourceId}: the pool has no managed identity (create it through the management plane with identity.userAssignedIdentities)`);
   const url = `${imds}/metadata/identity/oauth2/token?api-version=2018-02-01&resource=${encodeURIComponent(resource)}&msi_res_id=${encodeURIComponent(resourceId)}`;

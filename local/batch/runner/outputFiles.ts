@@ -7,11 +7,12 @@
  * (FileUploadContainerNotFound, FileUploadAccessDenied or FileUploadMiscError, category usererror).
  */
 import { AnonymousCredential, ContainerClient, RestError } from '@azure/storage-blob';
-import { appendFileSync, readdirSync, realpathSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, readFileSync, readdirSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import picomatch from 'picomatch';
 import type { Json } from '../model/types';
-import { nodeIdentityCredential, nodeIdentityToken, STORAGE_RESOURCE } from './nodeIdentity';
+import { nodeIdentityToken, STORAGE_RESOURCE, type NodeAgent } from './nodeIdentity';
+import { agentRequest, storageErrorCode } from './nodeAgentHttp';
 
 export interface OutputFilesRun {
   outputFiles: Json[];
@@ -22,8 +23,8 @@ export interface OutputFilesRun {
   /** The task's environment, for $VAR in patterns. */
   env: Record<string, string>;
   exitCode: number | undefined;
-  /** The node's instance metadata service, for destinations with an identityReference. */
-  imds?: string;
+  /** The node's agent (its instance metadata service, extra CAs), for destinations with an identityReference. */
+  agent?: NodeAgent;
 }
 
 interface Upload {
@@ -46,19 +47,32 @@ export async function uploadOutputFiles(run: OutputFilesRun): Promise<Json | und
     if (matched.outside) appendFileSync(err, `${pattern}: outside the node's file system (${run.nodeRoot}); nothing uploaded\n`);
     appendFileSync(out, `${pattern}: ${matched.uploads.length} file(s)\n`);
     const identity = (container.identityReference as Json | undefined)?.resourceId;
-    // identityReference: the upload authenticates with that pool identity's token (the URL carries no SAS). Ask for
-    // it first: a pool without the identity fails the uploads of this pattern with the reason, not a TLS complaint.
-    if (typeof identity === 'string' && matched.uploads.length) {
-      const refused = await nodeIdentityToken(run.imds, identity, STORAGE_RESOURCE).then(() => undefined, (e: Error) => e);
-      if (refused) {
-        appendFileSync(err, `${pattern}: ${redact(refused.message)}\n`);
-        failure ??= uploadFailure(refused, pattern);
+    const { headers, metadata } = uploadHeaders(container.uploadHeaders as Json[] | undefined);
+    if (typeof identity === 'string') {
+      // identityReference: each file is one Put Blob with that pool identity's token (the URL carries no SAS).
+      if (matched.uploads.length === 0) continue;
+      const token = await nodeIdentityToken(run.agent?.imds, identity, STORAGE_RESOURCE).then((t) => t.token, (e: Error) => e);
+      if (token instanceof Error) {
+        appendFileSync(err, `${pattern}: ${redact(token.message)}\n`);
+        failure ??= uploadFailure(token, pattern);
         continue;
       }
+      const base = String(container.containerUrl).replace(/\/+$/, '');
+      for (const u of matched.uploads) {
+        const target = `${base}/${u.blobName.split('/').map(encodeURIComponent).join('/')}`;
+        const res = await agentRequest('PUT', target, token, run.agent?.ca, readFileSync(u.file), { 'x-ms-blob-type': 'BlockBlob', ...blobHeaders(headers, metadata) }).catch((e: Error) => e);
+        if (!(res instanceof Error) && res.status === 201) {
+          appendFileSync(out, `uploaded ${path.relative(run.taskDir, u.file)} to ${redact(base)}/${u.blobName} (${statSync(u.file).size} bytes) with identity ${identity}\n`);
+          continue;
+        }
+        const e = res instanceof Error ? res : new RestError(`Put Blob answered ${res.status} ${storageErrorCode(res.body)}`.trim(), { statusCode: res.status, code: storageErrorCode(res.body) });
+        const f = uploadFailure(e, pattern);
+        appendFileSync(err, `${path.relative(run.taskDir, u.file)} -> ${redact(base)}/${u.blobName}: ${f.code}: ${describe(e)}\n`);
+        failure ??= f;
+      }
+      continue;
     }
-    const credential = typeof identity === 'string' ? nodeIdentityCredential(run.imds, identity) : new AnonymousCredential();
-    const client = new ContainerClient(String(container.containerUrl), credential, { retryOptions: { maxTries: 2, tryTimeoutInMs: 60_000 } });
-    const { headers, metadata } = uploadHeaders(container.uploadHeaders as Json[] | undefined);
+    const client = new ContainerClient(String(container.containerUrl), new AnonymousCredential(), { retryOptions: { maxTries: 2, tryTimeoutInMs: 60_000 } });
     for (const u of matched.uploads) {
       try {
         await client.getBlockBlobClient(u.blobName).uploadFile(u.file, { blobHTTPHeaders: headers, metadata });
@@ -150,6 +164,21 @@ function walk(dir: string, prefix = ''): string[] {
     if (e.isDirectory()) out.push(...walk(dir, rel));
     else if (e.isFile()) out.push(rel);
   }
+  return out;
+}
+
+/** The blob properties and metadata as Put Blob's request headers. */
+function blobHeaders(headers: Record<string, string>, metadata: Record<string, string>): Record<string, string> {
+  const names: Record<string, string> = {
+    blobContentType: 'x-ms-blob-content-type',
+    blobContentEncoding: 'x-ms-blob-content-encoding',
+    blobContentLanguage: 'x-ms-blob-content-language',
+    blobContentDisposition: 'x-ms-blob-content-disposition',
+    blobCacheControl: 'x-ms-blob-cache-control',
+  };
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers)) if (names[k]) out[names[k]] = v;
+  for (const [k, v] of Object.entries(metadata)) out[`x-ms-meta-${k}`] = v;
   return out;
 }
 

@@ -1,5 +1,6 @@
 import { AnonymousCredential, ContainerClient } from '@azure/storage-blob';
-import { nodeIdentityCredential, nodeIdentityToken, STORAGE_RESOURCE } from './nodeIdentity';
+import { nodeIdentityCredential, nodeIdentityToken, STORAGE_RESOURCE, type NodeAgent } from './nodeIdentity';
+import { agentRequest, storageErrorCode } from './nodeAgentHttp';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Json } from '../model/types';
@@ -8,8 +9,8 @@ import type { Json } from '../model/types';
  * Downloads a task's resourceFiles into `dir` (wd for task files, the task root for commonResourceFiles). A file with
  * an identityReference is read with a token of that pool identity from the node's instance metadata service `imds`.
  */
-export async function downloadResourceFiles(files: Json[] | undefined, dir: string, imds?: string): Promise<void> {
-  for (const rf of files ?? []) await downloadOne(rf, dir, imds);
+export async function downloadResourceFiles(files: Json[] | undefined, dir: string, agent: NodeAgent = {}): Promise<void> {
+  for (const rf of files ?? []) await downloadOne(rf, dir, agent);
 }
 
 const identityOf = (rf: Json): string | undefined => {
@@ -27,18 +28,27 @@ function applyMode(file: string, mode: unknown): void {
   if (typeof mode === 'string' && /^[0-7]{3,4}$/.test(mode)) chmodSync(file, parseInt(mode, 8));
 }
 
-async function downloadOne(rf: Json, dir: string, imds: string | undefined): Promise<void> {
+async function downloadOne(rf: Json, dir: string, agent: NodeAgent): Promise<void> {
   const filePath = typeof rf.filePath === 'string' ? rf.filePath : undefined;
   const identity = identityOf(rf);
+  const imds = agent.imds;
   if (typeof rf.httpUrl === 'string') {
-    // With an identity, the blob is read as Azure Storage expects an Entra token: bearer plus a service version.
-    const headers: Record<string, string> = identity ? { Authorization: `Bearer ${(await nodeIdentityToken(imds, identity, STORAGE_RESOURCE)).token}`, 'x-ms-version': '2021-08-06' } : {};
-    const res = await fetch(rf.httpUrl, { headers });
-    if (!res.ok) throw new Error(`GET ${redact(rf.httpUrl)} answered ${res.status}`);
+    let content: Buffer;
+    if (identity) {
+      // With an identity, the blob is read as Azure Storage takes an Entra token: bearer plus a service version.
+      const token = (await nodeIdentityToken(imds, identity, STORAGE_RESOURCE)).token;
+      const res = await agentRequest('GET', rf.httpUrl, token, agent.ca);
+      if (res.status !== 200) throw new Error(`GET ${redact(rf.httpUrl)} with identity ${identity} answered ${res.status} ${storageErrorCode(res.body)}`.trim());
+      content = res.body;
+    } else {
+      const res = await fetch(rf.httpUrl);
+      if (!res.ok) throw new Error(`GET ${redact(rf.httpUrl)} answered ${res.status}`);
+      content = Buffer.from(await res.arrayBuffer());
+    }
     const name = filePath ?? path.basename(new URL(rf.httpUrl).pathname);
     const target = inside(dir, name);
     mkdirSync(path.dirname(target), { recursive: true });
-    writeFileSync(target, Buffer.from(await res.arrayBuffer()));
+    writeFileSync(target, content);
     applyMode(target, rf.fileMode);
     return;
   }

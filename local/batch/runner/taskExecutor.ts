@@ -157,7 +157,7 @@ export class TaskExecutor {
     for (let attempt = 0; ; attempt++) {
       const out = await runOrFail(this.engine.cfg.faults.startTaskFailureExitCode(pool.id, node.ordinal), async () => {
         mkdirSync(wd, { recursive: true });
-        await downloadResourceFiles(st.resourceFiles as Json[] | undefined, wd, this.engine.imdsOf(node.poolId));
+        await downloadResourceFiles(st.resourceFiles as Json[] | undefined, wd, this.engine.agentOf(node.poolId));
         const env = { ...this.engine.nodeEnv(node), ...userEnv(st.environmentSettings), AZ_BATCH_TASK_DIR: startup, AZ_BATCH_TASK_WORKING_DIR: wd };
         return this.runToEnd({ commandLine: String(st.commandLine ?? ''), cwd: wd, env, outDir: startup, container: st.containerSettings, node });
       });
@@ -223,7 +223,7 @@ export class TaskExecutor {
     const maxRetries = typeof constraints.maxTaskRetryCount === 'number' ? constraints.maxTaskRetryCount : 0;
     for (let attempt = 0; ; attempt++) {
       const out = await runOrFail(undefined, async () => {
-        await downloadResourceFiles(prep.resourceFiles as Json[] | undefined, wd, this.engine.imdsOf(node.poolId));
+        await downloadResourceFiles(prep.resourceFiles as Json[] | undefined, wd, this.engine.agentOf(node.poolId));
         const env = { ...this.jobEnv(job, node), ...userEnv(prep.environmentSettings), AZ_BATCH_TASK_ID: String(prep.id ?? 'jobpreparation'), AZ_BATCH_TASK_DIR: dir, AZ_BATCH_TASK_WORKING_DIR: wd };
         return this.runToEnd({ commandLine: String(prep.commandLine ?? ''), cwd: wd, env, outDir: dir, maxWallClockMs: timerMs(constraints.maxWallClockTime), container: prep.containerSettings, node });
       });
@@ -255,7 +255,7 @@ export class TaskExecutor {
   private async runRelease(job: JobRecord, node: NodeRecord, release: Json): Promise<void> {
     const { dir, wd, info } = this.beginJobTask(job, node, 'release', release);
     const out = await runOrFail(this.engine.cfg.faults.releaseTaskFailureExitCode(node.poolId, node.ordinal), async () => {
-      await downloadResourceFiles(release.resourceFiles as Json[] | undefined, wd, this.engine.imdsOf(node.poolId));
+      await downloadResourceFiles(release.resourceFiles as Json[] | undefined, wd, this.engine.agentOf(node.poolId));
       const prepDir = path.join(node.rootDir, jobTaskRelative(job.id, job.spec.jobPreparationTask as Json, 'jobpreparation'));
       const env = { ...this.jobEnv(job, node), ...userEnv(release.environmentSettings), AZ_BATCH_TASK_ID: String(release.id ?? 'jobrelease'), AZ_BATCH_TASK_DIR: dir, AZ_BATCH_TASK_WORKING_DIR: wd, AZ_BATCH_JOB_PREP_DIR: prepDir, AZ_BATCH_JOB_PREP_WORKING_DIR: path.join(prepDir, 'wd') };
       // Batch caps release tasks at 15 minutes.
@@ -335,7 +335,7 @@ export class TaskExecutor {
     if (outputFiles?.length && !isPreProcessingFailure(outcome.failureInfo?.code) && !this.willRetry(job, task, nodes, outcome)) {
       const primary = nodes[0];
       const dir = path.join(primary.rootDir, rel);
-      const failure = await uploadOutputFiles({ outputFiles, taskDir: dir, nodeRoot: primary.rootDir, env: this.taskEnv(job, task, primary, dir), exitCode: outcome.exitCode, imds: this.engine.imdsOf(primary.poolId) });
+      const failure = await uploadOutputFiles({ outputFiles, taskDir: dir, nodeRoot: primary.rootDir, env: this.taskEnv(job, task, primary, dir), exitCode: outcome.exitCode, agent: this.engine.agentOf(primary.poolId) });
       if (task.attempt !== attempt) return;
       if (failure && !outcome.failureInfo) outcome = { ...outcome, failureInfo: failure };
     }
@@ -352,7 +352,7 @@ export class TaskExecutor {
   private async runSingle(job: JobRecord, task: TaskRecord, node: NodeRecord, rel: string): Promise<RunOutcome> {
     const dir = await this.prepareTaskDir(node, rel, true);
     try {
-      await downloadResourceFiles(task.spec.resourceFiles as Json[] | undefined, path.join(dir, 'wd'), this.engine.imdsOf(node.poolId));
+      await downloadResourceFiles(task.spec.resourceFiles as Json[] | undefined, path.join(dir, 'wd'), this.engine.agentOf(node.poolId));
     } catch (e) {
       return downloadFailure(e);
     }
@@ -407,8 +407,8 @@ export class TaskExecutor {
         writeFileSync(path.join(dir, 'stdout.txt'), '');
         writeFileSync(path.join(dir, 'stderr.txt'), '');
         try {
-          await downloadResourceFiles(mi.commonResourceFiles as Json[] | undefined, dir, this.engine.imdsOf(n.poolId));
-          if (i === 0) await downloadResourceFiles(task.spec.resourceFiles as Json[] | undefined, path.join(dir, 'wd'), this.engine.imdsOf(n.poolId));
+          await downloadResourceFiles(mi.commonResourceFiles as Json[] | undefined, dir, this.engine.agentOf(n.poolId));
+          if (i === 0) await downloadResourceFiles(task.spec.resourceFiles as Json[] | undefined, path.join(dir, 'wd'), this.engine.agentOf(n.poolId));
         } catch (e) {
           return downloadFailure(e);
         }

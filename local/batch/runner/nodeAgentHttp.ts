@@ -1,0 +1,51 @@
+/**
+ * The node agent's own blob transfers for files read or written with a pool identity: one GET or one Put Blob with
+ * `Authorization: Bearer <identity token>` and a service version, as Azure Storage takes Entra tokens (https only).
+ * Plain node:http(s) so the agent can trust the certificate authorities of the node image (`ca`, the emulator's
+ * `nodeCaCerts`), as a Batch node trusts its OS's store; SAS transfers keep using the Storage SDK.
+ */
+import * as http from 'node:http';
+import * as https from 'node:https';
+
+export const STORAGE_VERSION = '2021-08-06';
+
+export interface AgentHttpResult {
+  status: number;
+  body: Buffer;
+}
+
+export function agentRequest(method: 'GET' | 'PUT', url: string, token: string, ca: string | undefined, body?: Buffer, headers: Record<string, string> = {}): Promise<AgentHttpResult> {
+  const u = new URL(url);
+  const mod = u.protocol === 'https:' ? https : http;
+  return new Promise((resolve, reject) => {
+    const req = mod.request(
+      u,
+      {
+        method,
+        headers: {
+          Authorization: `Bearer ${token}`,
+          'x-ms-version': STORAGE_VERSION,
+          'x-ms-date': new Date().toUTCString(),
+          ...(body ? { 'Content-Length': String(body.length) } : {}),
+          ...headers,
+        },
+        ...(u.protocol === 'https:' && ca ? { ca } : {}),
+        timeout: 60_000,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`no answer from ${u.host} within 60 s`)));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** Storage's error code from an error answer (`<Code>…</Code>`), for messages. */
+export function storageErrorCode(body: Buffer): string {
+  return /<Code>([^<]+)<\/Code>/.exec(body.toString('utf8'))?.[1] ?? '';
+}
