@@ -9,7 +9,7 @@
  */
 import type * as BatchManagementModels from '@azure/arm-batch';
 import type { ArmBatchContext } from './armClient';
-import { ownerJobOf, ownershipMetadata, stripUndefined, type NameValue, type ResourceFileSpec } from './common';
+import { ownerJobOf, ownershipMetadata, stripUndefined, toResourceFiles, type NameValue, type ResourceFileSpec } from './common';
 import { BatchError } from './errors';
 import type { CreatePoolResult, JobPoolSpec } from './pools';
 import { callWithRetry } from './retry';
@@ -20,19 +20,8 @@ const poolResource = (poolId: string) => `pool ${poolId}`;
 
 const env = (list: NameValue[] | undefined) => (list && list.length ? list.map((e) => ({ name: e.name, value: e.value })) : undefined);
 
-function resourceFiles(files: ResourceFileSpec[] | undefined): BatchManagementModels.ResourceFile[] | undefined {
-  if (!files || files.length === 0) return undefined;
-  return files.map((f) =>
-    stripUndefined({
-      httpUrl: f.httpUrl,
-      storageContainerUrl: f.storageContainerUrl,
-      blobPrefix: f.blobPrefix,
-      filePath: f.filePath,
-      fileMode: f.fileMode,
-      identityReference: f.identityResourceId ? { resourceId: f.identityResourceId } : undefined,
-    }),
-  );
-}
+/** Resource files have the same shape on both planes (identityReference included). */
+const resourceFiles = (files: ResourceFileSpec[] | undefined): BatchManagementModels.ResourceFile[] | undefined => toResourceFiles(files);
 
 /**
  * The management-plane Pool for a job-owned MPI pool with the identity `identityResourceId`: the same pool as
