@@ -6,6 +6,7 @@ import { bashCommandLine } from '../mpi/shellQuote';
 import { buildContainerCleanupCommand, buildMpiTaskCommands, buildPullCommand } from '../mpi/commands';
 import type { JobSpec } from '../spec/schema';
 import type { JobPlan } from './jobPlan';
+import { masterOutputFiles, nodeSetupScript, outputsPlan, rankEnvironmentPrefix, rankLogOptions, releaseScript, type NodeResourceFile, type TaskOutputFile } from './workloadData';
 
 export interface MpiTaskRequestShape {
   batchJobId: string;
@@ -14,7 +15,9 @@ export interface MpiTaskRequestShape {
   coordinationCommandLine: string;
   applicationCommandLine: string;
   environment: { name: string; value: string }[];
-  commonResourceFiles: { httpUrl: string; filePath: string }[];
+  commonResourceFiles: NodeResourceFile[];
+  /** Uploaded by Batch from the master when the task ends, before it counts as completed. */
+  outputFiles?: TaskOutputFile[];
   maxWallClockSeconds?: number;
   maxTaskRetryCount?: number;
 }
@@ -33,7 +36,16 @@ export function pullTaskCommand(spec: JobSpec): string {
 
 /** The job release task: removes the job's containers on every node that ran part of the job. */
 export function releaseTaskCommand(jobId: string, spec: JobSpec): string {
-  return buildContainerCleanupCommand(spec.container.runtime === 'docker' ? [containerNameFor(jobId)] : []);
+  const containers = buildContainerCleanupCommand(spec.container.runtime === 'docker' ? [containerNameFor(jobId)] : []);
+  // The shared scratch goes first (never failing): the exit code stays the container cleanup's verdict.
+  const scratch = releaseScript(spec, jobId);
+  return scratch ? bashCommandLine(`${scratch}; ${containers}`) : containers;
+}
+
+/** The SAS URLs the MPI task needs, minted by the workloadUrls activity for this run. */
+export interface MpiTaskUrls {
+  commonResourceFiles: NodeResourceFile[];
+  outputsContainerUrl?: string;
 }
 
 /**
@@ -47,22 +59,25 @@ export function mpiTaskRequest(
   nodes: { id: string }[],
   dataDir: string,
   batchJobId: string,
+  urls: MpiTaskUrls = { commonResourceFiles: [] },
 ): MpiTaskRequestShape {
+  const jobEnv = rankEnvironmentPrefix(spec, plan.jobId);
   const commands = buildMpiTaskCommands({
     runtime: spec.container.runtime,
     mpiRuntime: spec.mpi.runtime,
     nodes: nodes.length,
     processesPerNode: spec.mpi.processesPerNode,
-    command: `export MPIJOB_DATA_DIR="${dataDir}"; ${spec.mpi.command}`,
-    options: spec.mpi.options,
+    command: `export MPIJOB_DATA_DIR="${dataDir}"; ${jobEnv}${spec.mpi.command}`,
+    options: [...spec.mpi.options, ...rankLogOptions(spec)],
     fabric: spec.mpi.fabric,
     vmSize: spec.pool.vmSize ?? plan.poolCreate.vmSize,
     image: spec.container.runtime === 'none' ? undefined : spec.container.images[0],
     containerName: spec.container.runtime === 'docker' ? containerNameFor(plan.jobId) : undefined,
     sshPort: spec.mpi.sshPort,
     env: spec.mpi.env,
-    preExecutionCommand: spec.mpi.preExecutionCommand,
+    preExecutionCommand: spec.mpi.preExecutionCommand === undefined ? undefined : `${jobEnv}${spec.mpi.preExecutionCommand}`,
     coordinationCommand: spec.mpi.coordinationCommand,
+    nodeSetupCommand: nodeSetupScript(spec, plan.jobId),
   });
   return {
     batchJobId,
@@ -71,7 +86,8 @@ export function mpiTaskRequest(
     coordinationCommandLine: commands.coordinationCommandLine,
     applicationCommandLine: commands.applicationCommandLine,
     environment: commands.environment,
-    commonResourceFiles: [],
+    commonResourceFiles: urls.commonResourceFiles,
+    outputFiles: masterOutputFiles(outputsPlan(spec, plan.jobId), urls.outputsContainerUrl),
     maxWallClockSeconds: plan.mpiMaxWallClockSeconds,
     maxTaskRetryCount: spec.limits.maxRetries,
   };
