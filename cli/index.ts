@@ -14,6 +14,7 @@ import { cancelCommand } from './commands/cancel';
 import { validateCommand } from './commands/validate';
 import { logsCommand } from './commands/logs';
 import { usageCommand } from './commands/usage';
+import { downloadCommand } from './commands/download';
 
 interface GlobalFlags {
   endpoint?: string;
@@ -35,7 +36,7 @@ export function buildProgram(run: (action: (ctx: CommandContext) => Promise<numb
     .description('Submit, watch and inspect MPI jobs on the HPC control plane.')
     .version(cliVersion())
     .option('--endpoint <url>', 'API base URL, e.g. https://myapp.azurewebsites.net (env HPCJOB_ENDPOINT)')
-    .option('--key <key>', 'function key for submit, cancel and logs (env HPCJOB_KEY)')
+    .option('--key <key>', 'function key for submit, cancel, logs and download (env HPCJOB_KEY)')
     .option('--profile <file>', 'profile file with {"endpoint", "key"} (default ~/.config/hpcjob/config.json)')
     .option('--json', 'machine-readable JSON on stdout')
     .showHelpAfterError()
@@ -82,6 +83,14 @@ export function buildProgram(run: (action: (ctx: CommandContext) => Promise<numb
     .addOption(intervalOption())
     .action((id: string, opts: { node?: string; stream?: 'stdout' | 'stderr'; follow?: boolean; interval: number }) =>
       run((ctx) => logsCommand(ctx, id, { node: opts.node, stream: opts.stream, follow: opts.follow, intervalMs: opts.interval })));
+
+  program
+    .command('download')
+    .description("fetch a job's outputs (spec outputs: files, logs) into a directory")
+    .argument('<id>', 'job id')
+    .option('--to <dir>', 'where to put them (default ./<id>)')
+    .option('--only <prefix>', 'only files whose name starts with this, e.g. logs/ or nodes/')
+    .action((id: string, opts: { to?: string; only?: string }) => run((ctx) => downloadCommand(ctx, id, opts)));
 
   program
     .command('cancel')

@@ -11,6 +11,7 @@ export async function mpiTaskAdd(input: MpiTaskRequestShape): Promise<void> {
     coordinationCommandLine: input.coordinationCommandLine,
     applicationCommandLine: input.applicationCommandLine,
     commonResourceFiles: input.commonResourceFiles,
+    outputFiles: input.outputFiles,
     environment: input.environment,
     maxWallClockSeconds: input.maxWallClockSeconds,
     maxTaskRetryCount: input.maxTaskRetryCount ?? 0,

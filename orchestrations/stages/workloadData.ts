@@ -45,7 +45,7 @@ export interface NodeUploadsRequest {
  * arriving now takes effect after the uploads). Returns one message per node whose uploads failed.
  */
 export function* uploadNodeOutputs(run: PipelineRun, req: NodeUploadsRequest): Orchestration<string[]> {
-  const index = new Map(req.nodes.map((n, i) => [n.id, n]));
+  const index = new Map(req.nodes.map((n) => [n.id, n]));
   const masterId = req.mpi.logs[0]?.node;
   const where = [
     ...(masterId && req.mpi.taskRootDirectory ? [{ nodeId: masterId, dir: req.mpi.taskRootDirectory, isMaster: true }] : []),

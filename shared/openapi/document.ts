@@ -10,6 +10,7 @@ import {
   CancelJobResponseSchema, HealthResponseSchema, JobConflictResponseSchema, JobListResponseSchema, JobViewSchema,
   ProblemResponseSchema, SubmitJobResponseSchema,
 } from '../state/view';
+import { JobOutputsResponseSchema, OUTPUTS_PAGE_DEFAULT, OUTPUTS_PAGE_MAX } from '../contract/outputs';
 
 export interface OpenApiOptions {
   /** Server URL, e.g. "https://myapp.azurewebsites.net" or "http://127.0.0.1:7071". Default: relative ("/"). */
@@ -168,6 +169,28 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
           },
         },
       },
+      '/api/jobs/{id}/outputs': {
+        get: {
+          operationId: 'getJobOutputs',
+          summary: 'The outputs of a job, with download URLs',
+          description: 'What the job uploaded (spec `outputs`: its container and prefix) with a read-only SAS URL per file, minted for this '
+            + 'call and valid until `expiresAt` (an hour at most). Pages of at most `top` files; `continuationToken` gets the next page. '
+            + '`hpcjob download` uses it.',
+          security: WRITE_SECURITY,
+          parameters: [
+            idParam,
+            { name: 'top', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: OUTPUTS_PAGE_MAX, default: OUTPUTS_PAGE_DEFAULT } },
+            { name: 'continuationToken', in: 'query', required: false, schema: { type: 'string' } },
+          ],
+          responses: {
+            200: { description: 'One page of outputs.', content: jsonContent('JobOutputsResponse') },
+            400: problem('A bad parameter.'),
+            401: problem('Missing or wrong function key.'),
+            403: problem('The deployment no longer lets jobs use the outputs\' container.'),
+            404: problem('No such job (JobNotFound), or the job has no outputs section (NoOutputs).'),
+          },
+        },
+      },
       '/api/usage': {
         get: {
           operationId: 'getUsage',
@@ -212,6 +235,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
         JobConflictResponse: schemaOf(JobConflictResponseSchema, 'output'),
         ProblemResponse: schemaOf(ProblemResponseSchema, 'output'),
         HealthResponse: schemaOf(HealthResponseSchema, 'output'),
+        JobOutputsResponse: schemaOf(JobOutputsResponseSchema, 'output'),
       },
       securitySchemes: {
         functionKeyHeader: { type: 'apiKey', in: 'header', name: 'x-functions-key', description: 'Azure Functions function or host key.' },

@@ -146,8 +146,9 @@ export function outputsPlan(spec: JobSpec, jobId: string): OutputsPlan | undefin
   }
   if (o.logs) {
     master.push(
-      { filePattern: '../stdout.txt', path: `${prefix}/logs/stdout.txt`, uploadCondition: 'taskCompletion' },
-      { filePattern: '../stderr.txt', path: `${prefix}/logs/stderr.txt`, uploadCondition: 'taskCompletion' },
+      // The text files Batch keeps in the master's task directory: stdout.txt and stderr.txt (every rank's output as the
+      // launcher collects it), and what else the node agent writes beside them (the emulator: the coordination output).
+      { filePattern: '../*.txt', path: `${prefix}/logs`, uploadCondition: 'taskCompletion' },
       { filePattern: `${RANK_LOG_DIR}/**`, path: `${prefix}/logs/ranks`, uploadCondition: 'taskCompletion' },
     );
   }
@@ -224,9 +225,7 @@ export function nodeUploadTask(plan: OutputsPlan, node: UploadNode, containerUrl
     }
   }
   if (plan.logs && !node.isMaster) {
-    for (const stream of ['stdout', 'stderr']) {
-      outputFiles.push({ filePattern: `${taskDir}/${stream}.txt`, path: `${plan.prefix}/logs/nodes/${node.id}/${stream}.txt`, containerUrl, uploadCondition: 'taskSuccess' });
-    }
+    outputFiles.push({ filePattern: `${taskDir}/*.txt`, path: `${plan.prefix}/logs/nodes/${node.id}`, containerUrl, uploadCondition: 'taskSuccess' });
   }
   if (outputFiles.length === 0) return undefined;
   const id = shellQuote(node.id);
