@@ -19,6 +19,8 @@ export interface DataAccessPolicy {
   ownAccounts?: readonly string[];
   /** File servers jobs may mount (DATA_MOUNT_SOURCES), exact or "prefix*". */
   mountSources?: readonly string[];
+  /** The mount secrets the deployment publishes (MOUNT_SECRET_<name>), by name; unset: not checked at intake. */
+  mountSecretNames?: readonly string[];
 }
 
 /** Containers the pipeline stages shards into (shared/planning/jobPlan.ts stagingContainerFor): never a job's to name. */
@@ -31,6 +33,7 @@ export function dataAccessPolicy(config: AppConfig): DataAccessPolicy {
     stagingAccounts: config.stagingAccounts.map((a) => a.accountName),
     ownAccounts: [config.hostStorage.accountName, ...config.stagingAccounts.map((a) => a.accountName)],
     mountSources: config.dataAccess.mountSources,
+    mountSecretNames: Object.keys(config.mountSecrets),
   };
 }
 

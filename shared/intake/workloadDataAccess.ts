@@ -16,6 +16,8 @@ export interface WorkloadPolicy {
   ownAccounts?: readonly string[];
   /** File servers jobs may mount, exact or "prefix*". */
   mountSources?: readonly string[];
+  /** The mount secrets the deployment publishes, by name (unset: not checked). */
+  mountSecretNames?: readonly string[];
 }
 
 /** `<account>.blob.<suffix>:/<account>/<container>` or `<account>.file.<suffix>:/<account>/<share>`: NFS served by a storage account. */
@@ -69,6 +71,12 @@ export function checkWorkloadDataAccess(spec: JobSpec, policy: WorkloadPolicy, r
       if (why) errors.push({ path: `${at}.nfs.source`, message: why });
     }
     if (m.cifs && !mountSourceAllowed(sources, m.cifs.source)) errors.push({ path: `${at}.cifs.source`, message: notListed(m.cifs.source, sources) });
+    const names = policy.mountSecretNames;
+    for (const [kind, ref] of [['azureFiles', m.azureFiles?.secretRef], ['cifs', m.cifs?.secretRef]] as const) {
+      if (names && ref !== undefined && !names.includes(ref)) {
+        errors.push({ path: `${at}.${kind}.secretRef`, message: `names no mount secret of this deployment: the app setting MOUNT_SECRET_${ref} is not set` });
+      }
+    }
   });
   return errors;
 }

@@ -190,6 +190,14 @@ describe('data-access policy over the data sections', () => {
     expect(none[0].message).toMatch(/DATA_MOUNT_SOURCES is empty/);
   });
 
+  test('a secretRef must name a mount secret the deployment publishes (when it says which)', () => {
+    const spec = 'mounts: [ { name: b, azureFiles: { account: data1, share: refdata, secretRef: REFKEY } }, { name: c, cifs: { source: //fs01/licenses, username: u, secretRef: LIC } } ]';
+    expect(checkDataAccess(parsed(spec), { ...policy, mountSecretNames: ['REFKEY'] }).map((e) => [e.path, e.message])).toEqual([
+      ['mounts[1].cifs.secretRef', 'names no mount secret of this deployment: the app setting MOUNT_SECRET_LIC is not set'],
+    ]);
+    expect(refusals(spec)).toEqual([]);
+  });
+
   test('an https URL must not point at the app\'s own storage', () => {
     expect(refusals('files: [ { url: "https://stage1.blob.core.windows.net/stg-x/shard", path: a } ]')).toEqual(['files[0].url']);
     expect(refusals('files: [ { url: "https://hoststore.table.core.windows.net/Jobs", path: a } ]')).toEqual(['files[0].url']);
