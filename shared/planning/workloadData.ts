@@ -171,15 +171,16 @@ export function masterOutputFiles(plan: OutputsPlan | undefined, containerUrl: s
 }
 
 /**
- * Launcher options that write one stdout/stderr pair per rank under RANK_LOG_DIR on the master (the launcher
- * collects every rank's output there, as it does for its own stdout). Relative: the launcher runs in the working
- * directory. Added only when the job keeps its logs.
+ * Launcher options that also write one stdout/stderr pair per rank under RANK_LOG_DIR on the master, when the job keeps
+ * its logs. Open MPI's `--output-filename` writes the files and still forwards every rank's output to the master's
+ * stdout/stderr (measured with Open MPI 4.1). Hydra's `-outfile-pattern` (Intel MPI, MPICH, MVAPICH) would take the
+ * output off stdout instead, which the job result's tail, `hpcjob logs` and the users' own parsing read: for those the
+ * master's stdout/stderr, which hold every rank's output, are what is kept.
  */
 export function rankLogOptions(spec: JobSpec): string[] {
-  if (!spec.outputs?.logs) return [];
-  return spec.mpi.runtime === 'openmpi'
-    ? ['--output-filename', RANK_LOG_DIR]
-    : ['-outfile-pattern', `${RANK_LOG_DIR}/rank.%r.stdout`, '-errfile-pattern', `${RANK_LOG_DIR}/rank.%r.stderr`];
+  if (!spec.outputs?.logs || spec.mpi.runtime !== 'openmpi') return [];
+  // Relative: the launcher runs in the working directory, which the MPI task's output files are relative to.
+  return ['--output-filename', RANK_LOG_DIR];
 }
 
 /** Whether the MPI run's outcome (exit code) calls for the files of `when`. */

@@ -191,10 +191,10 @@ describe('outputs', () => {
     expect(masterOutputFiles(undefined, 'u')).toEqual([]);
   });
 
-  test('the launchers write one output pair per rank when the logs are kept', () => {
+  test('Open MPI also writes one output pair per rank when the logs are kept; Hydra launchers keep every rank on stdout', () => {
     expect(rankLogOptions(withOutputs('[]'))).toEqual(['--output-filename', RANK_LOG_DIR]);
     const hydra = spec('outputs: { account: data1, container: results }', 'pool: { vmSize: Standard_HB120rs_v3, nodes: 3 }\nmpi: { runtime: intelmpi, command: app }');
-    expect(rankLogOptions(hydra)).toEqual(['-outfile-pattern', `${RANK_LOG_DIR}/rank.%r.stdout`, '-errfile-pattern', `${RANK_LOG_DIR}/rank.%r.stderr`]);
+    expect(rankLogOptions(hydra)).toEqual([]);
     expect(rankLogOptions(spec('outputs: { account: data1, container: results, logs: false, files: [ { pattern: x } ] }'))).toEqual([]);
     expect(rankLogOptions(spec(''))).toEqual([]);
   });
