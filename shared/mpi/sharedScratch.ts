@@ -56,9 +56,17 @@ export function scratchDirExpression(s: ScratchSpec): string {
   return s.kind === 'masterNfs' ? `$AZ_BATCH_NODE_SHARED_DIR/scratch/${s.jobId}` : `$AZ_BATCH_NODE_MOUNTS_DIR/${s.mount}/scratch/${s.jobId}`;
 }
 
-/** `export MPIJOB_SCRATCH="…"`: prepended to the ranks' command and the pre-execution command. */
+/**
+ * `export MPIJOB_SCRATCH="…"`: prepended to the ranks' command and the pre-execution command. A rank that a launcher
+ * started over ssh on another Azure node has no AZ_BATCH_* variables (they exist only in the task's own context), but
+ * it works in the master's working directory, whose path is the same on every node of the pool
+ * (`<node root>/workitems/<job>/job-1/<task>/wd`): the node root is taken from there when the variable is missing.
+ */
 export function scratchExport(s: ScratchSpec): string {
-  return `export ${SCRATCH_ENV}="${scratchDirExpression(s)}"`;
+  check(s);
+  const base = s.kind === 'masterNfs' ? '${AZ_BATCH_NODE_SHARED_DIR:-${PWD%%/workitems/*}/shared}' : '${AZ_BATCH_NODE_MOUNTS_DIR:-${PWD%%/workitems/*}/fsmounts}';
+  const rest = s.kind === 'masterNfs' ? `scratch/${s.jobId}` : `${s.mount}/scratch/${s.jobId}`;
+  return `export ${SCRATCH_ENV}="${base}/${rest}"`;
 }
 
 /** Marker beside the scratch on the node that owns it: the exporting master (masterNfs) or the creator (mount). */

@@ -13,7 +13,7 @@ import { mpiTaskRequest, releaseTaskCommand } from '../../shared/planning/mpiTas
 import {
   destinationFor, filesWanted, masterOutputFiles, nodeFileSources, nodeSasLifetimeMs, nodeUploadTask, outputsPlan, rankLogOptions, RANK_LOG_DIR, WRONG_NODE_EXIT,
 } from '../../shared/planning/workloadData';
-import { scratchDirExpression, scratchSetupScript, scratchTeardownScript, SCRATCH_EXPORT_OPTIONS } from '../../shared/mpi/sharedScratch';
+import { scratchDirExpression, scratchExport, scratchSetupScript, scratchTeardownScript, SCRATCH_EXPORT_OPTIONS } from '../../shared/mpi/sharedScratch';
 import { splitShellWords } from '../../shared/mpi';
 import { PlanningError } from '../../shared/planning/errors';
 
@@ -40,6 +40,22 @@ describe('shared scratch scripts', () => {
   test('the scratch lives on the local disk (masterNfs) or on the named mount, per job', () => {
     expect(scratchDirExpression({ kind: 'masterNfs', jobId: 'j1' })).toBe('$AZ_BATCH_NODE_SHARED_DIR/scratch/j1');
     expect(scratchDirExpression({ kind: 'mount', jobId: 'j1', mount: 'home' })).toBe('$AZ_BATCH_NODE_MOUNTS_DIR/home/scratch/j1');
+  });
+
+  test('a rank started over ssh without the Batch variables finds the scratch from its working directory, the same path on every node', () => {
+    const run = (env: Record<string, string>, cwd: string) =>
+      spawnSync('sh', ['-c', `${scratchExport({ kind: 'masterNfs', jobId: 'j1' })}; printf %s "$MPIJOB_SCRATCH"`], { env, cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).stdout;
+    const root = mkdtempSync(path.join(tmpdir(), 'node-root-'));
+    const wd = path.join(root, 'workitems', 'hpc-j1', 'job-1', 'mpi', 'wd');
+    mkdirSync(wd, { recursive: true });
+    try {
+      expect(run({}, wd)).toBe(`${root}/shared/scratch/j1`);
+      expect(run({ AZ_BATCH_NODE_SHARED_DIR: '/mnt/batch/tasks/shared' }, wd)).toBe('/mnt/batch/tasks/shared/scratch/j1');
+      const onMount = spawnSync('sh', ['-c', `${scratchExport({ kind: 'mount', jobId: 'j1', mount: 'home' })}; printf %s "$MPIJOB_SCRATCH"`], { env: {}, cwd: wd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).stdout;
+      expect(onMount).toBe(`${root}/fsmounts/home/scratch/j1`);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 
   test('values that are not single safe words are refused', () => {
@@ -252,8 +268,9 @@ outputs: { account: data1, container: results, files: [ { pattern: "case/**", fr
 
   test('the ranks and the pre-execution command see $MPIJOB_SCRATCH; the launcher writes the rank logs', () => {
     const app = req.applicationCommandLine;
-    expect(app).toContain('export MPIJOB_SCRATCH="$AZ_BATCH_NODE_SHARED_DIR/scratch/job-1"; ./run.sh');
-    expect(app).toContain('export MPIJOB_SCRATCH="$AZ_BATCH_NODE_SHARED_DIR/scratch/job-1"; ./decompose.sh');
+    const exported = 'export MPIJOB_SCRATCH="${AZ_BATCH_NODE_SHARED_DIR:-${PWD%%/workitems/*}/shared}/scratch/job-1"';
+    expect(app).toContain(`${exported}; ./run.sh`);
+    expect(app).toContain(`${exported}; ./decompose.sh`);
     expect(app).toContain(`--output-filename ${RANK_LOG_DIR}`);
   });
 

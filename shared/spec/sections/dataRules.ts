@@ -2,10 +2,9 @@
  * Rules between the fields of the data sections (files, mounts, scratch, outputs) and the rest of the spec. Like
  * crossField.ts they read the raw input defensively, so they run next to the schema and every problem is listed.
  */
-type Obj = Record<string, unknown>;
+import { has, isObj, type Obj } from '../rawInput';
+
 type Issue = { path: (string | number)[]; message: string };
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-const has = (o: Obj, k: string) => Object.prototype.hasOwnProperty.call(o, k) && o[k] !== undefined;
 const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 
 /** Keys that smell like a stored credential in a mount (the spec takes secretRef instead). */
