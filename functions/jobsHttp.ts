@@ -109,8 +109,12 @@ export async function listJobsHttp(request: HttpRequest, context: InvocationCont
   try {
     const store = await jobStore();
     const page = await store.list({ ...parsed.query, owner: listOwnerFilter(auth.principal) });
+    if (page.unreadable?.length) context.warn(`list jobs: ${page.unreadable.length} unreadable row(s) left out: ${page.unreadable.map((u) => `${u.id}: ${u.error}`).join('; ')}`);
     const base = baseUrlOf(request);
-    return { status: 200, jsonBody: { jobs: page.jobs.map((j) => toJobView(j, { baseUrl: base })), continuationToken: page.continuationToken } };
+    return {
+      status: 200,
+      jsonBody: { jobs: page.jobs.map((j) => toJobView(j, { baseUrl: base })), continuationToken: page.continuationToken, ...(page.unreadable?.length ? { unreadable: page.unreadable.length } : {}) },
+    };
   } catch (err) {
     return unavailable(context, 'job API', err);
   }

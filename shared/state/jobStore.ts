@@ -81,6 +81,8 @@ export interface ListJobsPage {
   jobs: JobRecord[];
   /** Present when more rows may match: pass it back to get the next page. */
   continuationToken?: string;
+  /** Rows of this page that could not be read (damaged, or written by an incompatible version): left out, named here. */
+  unreadable?: { id: string; error: string }[];
 }
 
 type Entity = TableEntityResult<Record<string, unknown>>;
@@ -295,6 +297,8 @@ export class JobStore {
     let token = query.continuationToken;
     if (token !== undefined) assertContinuationToken(token);
     const jobs: JobRecord[] = [];
+    const unreadable: { id: string; error: string }[] = [];
+    const done = (continuationToken?: string): ListJobsPage => ({ jobs, ...(continuationToken ? { continuationToken } : {}), ...(unreadable.length ? { unreadable } : {}) });
     // A filtered scan may return short or empty pages with a token; keep reading (bounded) until the
     // page is full, asking each time only for what is still missing so no row is skipped.
     for (let request = 0; request < 20; request++) {
@@ -307,13 +311,20 @@ export class JobStore {
         if (query.continuationToken !== undefined && statusOf(err) === 400) throw new InvalidContinuationTokenError(query.continuationToken);
         throw err;
       }
-      if (page.done) return { jobs };
-      for (const e of page.value) jobs.push(entityToJob(e as Entity));
+      if (page.done) return done();
+      for (const e of page.value) {
+        // One damaged row must never fail a list (or the sweep that reads every row): it is named and left out.
+        try {
+          jobs.push(entityToJob(e as Entity));
+        } catch (err) {
+          unreadable.push({ id: String((e as Entity).partitionKey), error: err instanceof Error ? err.message : String(err) });
+        }
+      }
       token = page.value.continuationToken;
-      if (!token) return { jobs };
-      if (jobs.length >= top) break;
+      if (!token) return done();
+      if (jobs.length + unreadable.length >= top) break;
     }
-    return { jobs, continuationToken: token };
+    return done(token);
   }
 
   private async read(id: string): Promise<{ job: JobRecord; etag: string } | undefined> {

@@ -63,6 +63,7 @@ export type JobConflictResponse = z.infer<typeof JobConflictResponseSchema>;
 export const JobListResponseSchema = z.object({
   jobs: z.array(JobViewSchema),
   continuationToken: z.string().optional().meta({ description: 'Pass as ?continuationToken= to get the next page.' }),
+  unreadable: z.number().optional().meta({ description: 'Rows of this page that could not be read (damaged) and were left out; the log names them.' }),
 }).meta({ title: 'JobListResponse' });
 export type JobListResponse = z.infer<typeof JobListResponseSchema>;
 
