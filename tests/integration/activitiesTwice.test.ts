@@ -66,7 +66,8 @@ afterAll(async () => {
   process.env = saved;
   await emu?.stop();
   await azurite?.stop();
-}, 60_000);
+  // Azurite saves its stores when it stops, and may wait for this process's idle keep-alive connections first.
+}, 150_000);
 
 describe('job state activities', () => {
   it('jobTransition twice records one transition; a replay of an earlier stage after a later one changes nothing', async () => {
