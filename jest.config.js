@@ -4,6 +4,8 @@ module.exports = {
   roots: ['<rootDir>/tests'],
   testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.(t|j)s$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }] },
+  // jose 6 ships ES modules only: Node >= 20.19 require()s them natively, Jest's own loader does not, so it is compiled.
+  transformIgnorePatterns: ['/node_modules/(?!jose/)'],
   // Under jest the real worker's require proxy does not apply; serve our embedded core module the same way.
   moduleNameMapper: { '^@azure/functions-core$': '<rootDir>/local/host/coreModule.ts' },
   testTimeout: 120000,

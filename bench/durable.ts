@@ -30,18 +30,20 @@ async function main(): Promise<void> {
   const sampler = setInterval(() => {
     peakRss = Math.max(peakRss, process.memoryUsage().rss);
   }, 50);
-  const api = `${host.baseUrl}/durabletask`;
+  // The management API as a client outside the app calls it: the webhook, with the master key.
+  const api = `${host.baseUrl}/runtime/webhooks/durabletask`;
+  const code = `code=${host.keys.masterKey}`;
 
   async function run(name: string, input: number): Promise<{ totalMs: number; activitiesDoneMs: number; episodes: number }> {
     const before = durable.stats()!;
     const t0 = performance.now();
-    const res = await fetch(`${api}/orchestrators/${name}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(input) });
+    const res = await fetch(`${api}/orchestrators/${name}?${code}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(input) });
     const { id } = (await res.json()) as { id: string };
     let activitiesDoneMs = 0;
     for (;;) {
       const st = durable.stats()!;
       if (!activitiesDoneMs && st.activitiesCompleted - before.activitiesCompleted >= input) activitiesDoneMs = performance.now() - t0;
-      const s = (await (await fetch(`${api}/instances/${id}`)).json()) as { runtimeStatus: string; output: unknown };
+      const s = (await (await fetch(`${api}/instances/${id}?${code}`)).json()) as { runtimeStatus: string; output: unknown };
       if (s.runtimeStatus === 'Completed') break;
       if (s.runtimeStatus === 'Failed' || s.runtimeStatus === 'Terminated') throw new Error(`${name} ${s.runtimeStatus}: ${JSON.stringify(s.output)}`);
       await new Promise((r) => setTimeout(r, 20));

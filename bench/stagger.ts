@@ -38,7 +38,7 @@ interface Outcome {
 }
 
 async function getJob(stack: Stack, id: string): Promise<JobViewLite> {
-  return (await (await fetch(`${stack.baseUrl}/api/jobs/${id}`)).json()) as JobViewLite;
+  return (await (await fetch(`${stack.baseUrl}/api/jobs/${id}`, { headers: { 'x-functions-key': stack.host.keys.functionKey } })).json()) as JobViewLite;
 }
 
 async function measure(stack: Stack, nodes: number, concurrency: number, label: string): Promise<Outcome> {

@@ -57,11 +57,29 @@ interface ErrorBody {
   errors?: FieldError[];
 }
 
+/** GET /api/me: the caller as the API sees it. */
+export interface Me {
+  id: string;
+  name: string;
+  kind: string;
+  roles: string[];
+  permissions: string[];
+  seesAllJobs: boolean;
+  tenantId?: string;
+  objectId?: string;
+}
+
 export class ApiClient {
   constructor(
     private readonly connection: Connection,
     private readonly fetchImpl: typeof fetch = fetch,
+    /** Bearer tokens (cli/auth.ts); not asked when an operator key is configured. */
+    private readonly token?: () => Promise<string | undefined>,
   ) {}
+
+  async me(): Promise<Me> {
+    return (await this.call<Me>('GET', '/api/me')).body;
+  }
 
   async submit(specText: string, contentType: string): Promise<SubmitAnswer> {
     const { status, body } = await this.call<{ job: JobView; statusUrl: string }>('POST', '/api/jobs', { body: specText, contentType });
@@ -117,6 +135,10 @@ export class ApiClient {
     const url = `${this.connection.endpoint}${path}`;
     const headers: Record<string, string> = { accept: 'application/json' };
     if (this.connection.key) headers['x-functions-key'] = this.connection.key;
+    else if (this.token) {
+      const token = await this.token();
+      if (token) headers.authorization = `Bearer ${token}`;
+    }
     if (options.contentType) headers['content-type'] = options.contentType;
     let res: Response;
     try {
@@ -149,9 +171,10 @@ function apiError(method: string, url: string, status: number, body: ErrorBody |
     const what = errors.length ? `the API rejected the request: ${errors.length} problem(s)` : `the API rejected the request (${status})${detail ? `: ${detail}` : ''}`;
     return new CliError(what, ExitCode.Usage, errors);
   }
-  if (status === 401 || status === 403) {
-    return new CliError(`the API refused the request (${status}): pass the function key with --key, HPCJOB_KEY or the profile file`, ExitCode.Api);
+  if (status === 401) {
+    return new CliError(`the API refused the credentials (401${detail ? `: ${detail}` : ''}): run \`hpcjob login\`, or pass an operator key with --key`, ExitCode.Api);
   }
+  if (status === 403) return new CliError(`not allowed (403)${detail ? `: ${detail}` : ''}`, ExitCode.Api);
   if (status === 409) return new CliError(body?.message ?? `conflict (${status})`, ExitCode.Usage);
   return new CliError(`${method} ${url} failed: ${status}${body?.error ? ` ${body.error}` : ''}${detail ? `: ${detail}` : ''}`, ExitCode.Api);
 }

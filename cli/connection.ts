@@ -1,7 +1,8 @@
 /**
- * Where the API is and which key to send: flags first, then the environment (HPCJOB_ENDPOINT, HPCJOB_KEY),
- * then the profile file (--profile <file>, else ~/.config/hpcjob/config.json). Each value is taken from the
- * first place that has it, so a profile can hold the endpoint while the key comes from the environment.
+ * Where the API is and how to sign in: flags first, then the environment (HPCJOB_ENDPOINT, HPCJOB_KEY,
+ * HPCJOB_TENANT_ID, HPCJOB_CLIENT_ID, HPCJOB_SCOPE, HPCJOB_AUTHORITY_HOST), then the profile file (--profile
+ * <file>, else ~/.config/hpcjob/config.json). Each value is taken from the first place that has it, so a profile
+ * can hold the endpoint and tenant while the key comes from the environment.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import * as os from 'node:os';
@@ -14,15 +15,26 @@ export interface ConnectionFlags {
   profile?: string;
 }
 
-export interface Connection {
+/** How the CLI gets Entra ID tokens for the API (cli/auth.ts); each only when configured. */
+export interface SignInSettings {
+  /** The Entra ID tenant (directory) id. */
+  tenantId?: string;
+  /** The CLI's own app registration (a public client) for the device code flow. */
+  clientId?: string;
+  /** The API's scope, e.g. api://hpc-jobs/.default. */
+  scope?: string;
+  /** Default https://login.microsoftonline.com; the local stack's issuer locally. */
+  authorityHost?: string;
+}
+
+export interface Connection extends SignInSettings {
   endpoint: string;
   key?: string;
 }
 
-interface Profile {
-  endpoint?: string;
-  key?: string;
-}
+const SIGN_IN_SETTINGS = { tenantId: 'HPCJOB_TENANT_ID', clientId: 'HPCJOB_CLIENT_ID', scope: 'HPCJOB_SCOPE', authorityHost: 'HPCJOB_AUTHORITY_HOST' } as const;
+
+type Profile = { endpoint?: string; key?: string } & SignInSettings;
 
 export function defaultProfilePath(env: NodeJS.ProcessEnv = process.env): string {
   const configHome = env.XDG_CONFIG_HOME || path.join(env.HOME || os.homedir(), '.config');
@@ -42,7 +54,7 @@ function readProfile(file: string, explicit: boolean): Profile {
   }
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new CliError(`profile file ${file} must hold a JSON object`, ExitCode.Usage);
   const profile: Profile = {};
-  for (const k of ['endpoint', 'key'] as const) {
+  for (const k of ['endpoint', 'key', ...(Object.keys(SIGN_IN_SETTINGS) as (keyof SignInSettings)[])] as const) {
     const v = (raw as Record<string, unknown>)[k];
     if (v === undefined) continue;
     if (typeof v !== 'string') throw new CliError(`profile file ${file}: "${k}" must be a string`, ExitCode.Usage);
@@ -65,5 +77,10 @@ export function resolveConnection(flags: ConnectionFlags, env: NodeJS.ProcessEnv
     throw new CliError(`the endpoint ${JSON.stringify(endpoint)} is not a URL (e.g. https://myapp.azurewebsites.net)`, ExitCode.Usage);
   }
   const key = flags.key || env.HPCJOB_KEY || profile.key;
-  return { endpoint: url.origin + url.pathname.replace(/\/+$/, ''), ...(key ? { key } : {}) };
+  const signIn: SignInSettings = {};
+  for (const [k, variable] of Object.entries(SIGN_IN_SETTINGS) as [keyof SignInSettings, string][]) {
+    const value = env[variable] || profile[k];
+    if (value) signIn[k] = value;
+  }
+  return { endpoint: url.origin + url.pathname.replace(/\/+$/, ''), ...(key ? { key } : {}), ...signIn };
 }

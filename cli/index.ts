@@ -14,6 +14,7 @@ import { cancelCommand } from './commands/cancel';
 import { validateCommand } from './commands/validate';
 import { logsCommand } from './commands/logs';
 import { usageCommand } from './commands/usage';
+import { loginCommand, logoutCommand, whoamiCommand } from './commands/identity';
 import { downloadCommand } from './commands/download';
 
 interface GlobalFlags {
@@ -36,11 +37,26 @@ export function buildProgram(run: (action: (ctx: CommandContext) => Promise<numb
     .description('Submit, watch and inspect MPI jobs on the HPC control plane.')
     .version(cliVersion())
     .option('--endpoint <url>', 'API base URL, e.g. https://myapp.azurewebsites.net (env HPCJOB_ENDPOINT)')
-    .option('--key <key>', 'function key for submit, cancel, logs and download (env HPCJOB_KEY)')
-    .option('--profile <file>', 'profile file with {"endpoint", "key"} (default ~/.config/hpcjob/config.json)')
+    .option('--key <key>', 'operator key, instead of signing in (env HPCJOB_KEY)')
+    .option('--profile <file>', 'profile file with {"endpoint", "tenantId", "clientId", "scope", "key"} (default ~/.config/hpcjob/config.json)')
     .option('--json', 'machine-readable JSON on stdout')
     .showHelpAfterError()
     .exitOverride();
+
+  program
+    .command('login')
+    .description('sign in with Microsoft Entra ID (device code flow); the token is kept for later commands')
+    .action(() => run((ctx) => loginCommand(ctx)));
+
+  program
+    .command('logout')
+    .description('forget the token saved by login')
+    .action(() => run((ctx) => logoutCommand(ctx)));
+
+  program
+    .command('whoami')
+    .description('who the API takes you for: id (the owner of your jobs), roles, what you may do')
+    .action(() => run((ctx) => whoamiCommand(ctx)));
 
   program
     .command('submit')

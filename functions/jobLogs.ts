@@ -1,5 +1,5 @@
 /**
- * GET /api/jobs/{id}/logs?node=<nodeId>&stream=stdout|stderr&since=<bytes>   (function key: logs may hold secrets)
+ * GET /api/jobs/{id}/logs?node=<nodeId>&stream=stdout|stderr&since=<bytes>   (own job; admins any)
  *
  * The stdout/stderr of the MPI master (the default node) or of the subtask on `node`, read from Batch with the
  * app's credentials, so clients (the CLI) never hold Batch keys. `since` answers only the bytes after that
@@ -14,6 +14,7 @@ import { MPI_TASK_ID } from '../shared/planning/jobPlan';
 import type { JobResult } from '../shared/contract';
 import { isTerminal } from '../shared/state';
 import { invalidRequest, problem, unavailable } from './lib/http';
+import { authorize, visibleJob } from './lib/auth';
 
 const MAX_BYTES = 1024 * 1024;
 
@@ -85,6 +86,8 @@ async function readSince(log: NodeLog, stream: Stream, since: number): Promise<F
 }
 
 export async function jobLogsHttp(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  const auth = await authorize(request, 'job:read');
+  if (!auth.ok) return auth.response;
   const id = request.params.id;
   const stream = (request.query.get('stream') ?? 'stdout') as Stream;
   if (stream !== 'stdout' && stream !== 'stderr') {
@@ -97,7 +100,7 @@ export async function jobLogsHttp(request: HttpRequest, context: InvocationConte
   }
   const wanted = request.query.get('node') ?? undefined;
   try {
-    const job = await (await jobStore()).get(id);
+    const job = visibleJob(auth.principal, await (await jobStore()).get(id));
     if (!job) return problem(404, 'JobNotFound', `no job with id ${id}`);
     const recorded = job.result;
     const logs = job.batchJobId ? await nodeLogs(batchContext(), job.batchJobId, mpiTaskIdOf(recorded)) : [];
@@ -134,4 +137,4 @@ export async function jobLogsHttp(request: HttpRequest, context: InvocationConte
   }
 }
 
-app.http('jobLogs', { route: 'jobs/{id}/logs', methods: ['GET'], authLevel: 'function', handler: jobLogsHttp });
+app.http('jobLogs', { route: 'jobs/{id}/logs', methods: ['GET'], authLevel: 'anonymous', handler: jobLogsHttp });

@@ -1,32 +1,23 @@
 /**
- * GET /api/jobs/{id}/outputs?top=<n>&continuationToken=<t>   (function key: the answer carries read SAS URLs)
+ * GET /api/jobs/{id}/outputs?top=<n>&continuationToken=<t>   (own job; admins any: the answer carries read SAS URLs)
  *
  * The job's outputs (spec `outputs`: the container and prefix it uploads to) with a read-only SAS URL per file, valid
  * for an hour (or the deployment's shorter SAS cap), minted for this caller with the app's identity: the client
  * never holds storage keys, and no SAS is ever stored. Pages of at most `top` files. A job whose spec has no outputs
- * section is 404 NoOutputs; the data-access policy is applied again (a container the deployment no longer lets jobs
- * use is 403).
+ * section is 404 NoOutputs, and so is a job the caller may not see (404 JobNotFound, exactly like a missing one); the
+ * data-access policy is applied again (a container the deployment no longer lets jobs use is 409).
  */
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 import { appConfig, DataAccessDenied, dataAccount, jobStore } from '../shared/services';
 import { listOutputs } from '../shared/storage/outputs';
 import { readOnlyBlobUrl, withoutQuery } from '../shared/storage/sas';
 import { OUTPUTS_PAGE_DEFAULT, OUTPUTS_PAGE_MAX, OUTPUTS_SAS_MINUTES, type JobOutputsResponse } from '../shared/contract/outputs';
-import type { JobRecord } from '../shared/state';
 import { invalidRequest, problem, unavailable } from './lib/http';
-
-/**
- * The one place that decides whether the caller may see this job. Today every holder of a function key may (as for
- * the logs). With owner-based access (branch `identity`), replace the body with
- *   const auth = await authorize(request, 'job:read'); if (!auth.ok) return auth;   // and the route's authLevel 'anonymous'
- *   return visibleJob(auth.principal, await (await jobStore()).get(id));
- * so a job the caller may not see answers 404 exactly like a missing one.
- */
-async function jobForCaller(_request: HttpRequest, id: string): Promise<JobRecord | undefined> {
-  return (await jobStore()).get(id);
-}
+import { authorize, visibleJob } from './lib/auth';
 
 export async function jobOutputsHttp(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  const auth = await authorize(request, 'job:read');
+  if (!auth.ok) return auth.response;
   const id = request.params.id;
   const topText = request.query.get('top') ?? String(OUTPUTS_PAGE_DEFAULT);
   const top = Number(topText);
@@ -35,7 +26,7 @@ export async function jobOutputsHttp(request: HttpRequest, context: InvocationCo
   }
   const continuationToken = request.query.get('continuationToken') ?? undefined;
   try {
-    const job = await jobForCaller(request, id);
+    const job = visibleJob(auth.principal, await (await jobStore()).get(id));
     if (!job) return problem(404, 'JobNotFound', `no job with id ${id}`);
     const outputs = job.spec?.outputs;
     if (!outputs) return problem(404, 'NoOutputs', `job ${id} has no outputs section: nothing was uploaded`);
@@ -44,7 +35,7 @@ export async function jobOutputsHttp(request: HttpRequest, context: InvocationCo
     try {
       account = dataAccount(outputs.account, outputs.container);
     } catch (err) {
-      if (err instanceof DataAccessDenied) return problem(403, 'OutputsNotAccessible', err.message);
+      if (err instanceof DataAccessDenied) return problem(409, 'OutputsNotAccessible', err.message);
       throw err;
     }
     const page = await listOutputs(account, outputs.container, prefix, top, continuationToken);
@@ -72,4 +63,4 @@ export async function jobOutputsHttp(request: HttpRequest, context: InvocationCo
   }
 }
 
-app.http('jobOutputs', { route: 'jobs/{id}/outputs', methods: ['GET'], authLevel: 'function', handler: jobOutputsHttp });
+app.http('jobOutputs', { route: 'jobs/{id}/outputs', methods: ['GET'], authLevel: 'anonymous', handler: jobOutputsHttp });

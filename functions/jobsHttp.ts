@@ -1,9 +1,10 @@
 /**
- * The job API over HTTP. Adapters only: parse the request, call the intake/cancel service, shape the answer.
- *   POST   /api/jobs        submit (JSON or YAML; Idempotency-Key header optional)   function key
- *   GET    /api/jobs        list (state, tag, createdFrom, createdTo, top, continuationToken)
- *   GET    /api/jobs/{id}   status, live progress, timeline
- *   DELETE /api/jobs/{id}   cancel (cleanup still runs)                              function key
+ * The job API over HTTP. Adapters only: authorize (lib/auth), parse the request, call the intake/cancel service,
+ * shape the answer. Every route is anonymous at the host; the app authenticates (docs/security.md).
+ *   POST   /api/jobs        submit (JSON or YAML; Idempotency-Key header optional)   Jobs.Submit
+ *   GET    /api/jobs        list (state, tag, createdFrom, createdTo, top, continuationToken)   own jobs; admins all
+ *   GET    /api/jobs/{id}   status, live progress, timeline                          own job; admins any
+ *   DELETE /api/jobs/{id}   cancel (cleanup still runs)                              Jobs.Submit, own job; admins any
  */
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 import * as df from 'durable-functions';
@@ -12,9 +13,12 @@ import { cancelJob } from '../shared/intake/cancel';
 import { parseListQuery, toJobView, jobUrl } from '../shared/state';
 import { appConfig, jobStore } from '../shared/services';
 import { dataAccessPolicy } from '../shared/intake/dataAccess';
+import { containerPolicy } from '../shared/intake/containerPolicy';
 import { cancelSignal, liveStatus, orchestrationStarter } from './lib/durable';
 import { invalidRequest, problem, unavailable } from './lib/http';
 import { TEXT_LIMITS } from '../shared/spec/textLimits';
+import { authorize, visibleJob } from './lib/auth';
+import { listOwnerFilter, seesAllJobs } from '../shared/auth';
 
 const durableClient = df.input.durableClient();
 
@@ -23,6 +27,9 @@ function baseUrlOf(request: HttpRequest): string {
 }
 
 export async function submitJobHttp(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  const auth = await authorize(request, 'job:submit');
+  if (!auth.ok) return auth.response;
+  const { principal } = auth;
   const client = df.getClient(context);
   // Refuse an oversized body before reading it (a spec is at most TEXT_LIMITS.maxChars characters, 4 bytes each at most).
   const declared = Number(request.headers.get('content-length') ?? '0');
@@ -37,10 +44,14 @@ export async function submitJobHttp(request: HttpRequest, context: InvocationCon
       body,
       contentType: request.headers.get('content-type') ?? undefined,
       idempotencyKey: request.headers.get('idempotency-key') ?? undefined,
-      owner: request.headers.get('x-ms-client-principal-name') ?? 'api',
       dataAccess: dataAccessPolicy(appConfig()),
+      owner: principal.id,
+      ownerName: principal.name,
+      idScope: principal.id,
+      containers: containerPolicy(appConfig()),
     });
     if (outcome.kind === 'invalid') return invalidRequest(outcome.errors);
+    if (outcome.kind === 'taken') return problem(409, 'JobIdTaken', `job id ${outcome.jobId} is taken: choose another id`);
     if (outcome.kind === 'conflict') {
       return {
         status: 409,
@@ -62,7 +73,8 @@ export async function submitJobHttp(request: HttpRequest, context: InvocationCon
         job: toJobView(outcome.job, { baseUrl: base }),
         statusUrl,
         cancelUrl: statusUrl,
-        orchestration: client.createHttpManagementPayload(outcome.job.id),
+        // The Durable management URLs carry the extension's system key in Azure, which controls every instance.
+        ...(seesAllJobs(principal) ? { orchestration: client.createHttpManagementPayload(outcome.job.id) } : {}),
       },
     };
   } catch (err) {
@@ -71,10 +83,12 @@ export async function submitJobHttp(request: HttpRequest, context: InvocationCon
 }
 
 export async function getJobHttp(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  const auth = await authorize(request, 'job:read');
+  if (!auth.ok) return auth.response;
   const id = request.params.id;
   try {
     const store = await jobStore();
-    const job = await store.get(id);
+    const job = visibleJob(auth.principal, await store.get(id));
     if (!job) return problem(404, 'JobNotFound', `no job with id ${id}`);
     const [live, events] = await Promise.all([liveStatus(df.getClient(context), id), store.events(id)]);
     const view = toJobView(job, { baseUrl: baseUrlOf(request), includeSpec: true });
@@ -88,23 +102,32 @@ export async function getJobHttp(request: HttpRequest, context: InvocationContex
 }
 
 export async function listJobsHttp(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  const auth = await authorize(request, 'job:read');
+  if (!auth.ok) return auth.response;
   const parsed = parseListQuery(request.query);
   if (!parsed.ok) return invalidRequest(parsed.errors);
   try {
     const store = await jobStore();
-    const page = await store.list(parsed.query);
+    const page = await store.list({ ...parsed.query, owner: listOwnerFilter(auth.principal) });
+    if (page.unreadable?.length) context.warn(`list jobs: ${page.unreadable.length} unreadable row(s) left out: ${page.unreadable.map((u) => `${u.id}: ${u.error}`).join('; ')}`);
     const base = baseUrlOf(request);
-    return { status: 200, jsonBody: { jobs: page.jobs.map((j) => toJobView(j, { baseUrl: base })), continuationToken: page.continuationToken } };
+    return {
+      status: 200,
+      jsonBody: { jobs: page.jobs.map((j) => toJobView(j, { baseUrl: base })), continuationToken: page.continuationToken, ...(page.unreadable?.length ? { unreadable: page.unreadable.length } : {}) },
+    };
   } catch (err) {
     return unavailable(context, 'job API', err);
   }
 }
 
 export async function cancelJobHttp(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  const auth = await authorize(request, 'job:cancel');
+  if (!auth.ok) return auth.response;
   const id = request.params.id;
   const reason = request.query.get('reason') ?? 'cancelled by user';
   try {
     const store = await jobStore();
+    if (!visibleJob(auth.principal, await store.get(id))) return problem(404, 'JobNotFound', `no job with id ${id}`);
     const outcome = await cancelJob(store, cancelSignal(df.getClient(context)), id, reason);
     if (outcome.kind === 'notFound') return problem(404, 'JobNotFound', `no job with id ${id}`);
     const view = toJobView(outcome.job, { baseUrl: baseUrlOf(request) });
@@ -118,7 +141,7 @@ export async function cancelJobHttp(request: HttpRequest, context: InvocationCon
   }
 }
 
-app.http('submitJob', { route: 'jobs', methods: ['POST'], authLevel: 'function', extraInputs: [durableClient], handler: submitJobHttp });
+app.http('submitJob', { route: 'jobs', methods: ['POST'], authLevel: 'anonymous', extraInputs: [durableClient], handler: submitJobHttp });
 app.http('listJobs', { route: 'jobs', methods: ['GET'], authLevel: 'anonymous', extraInputs: [durableClient], handler: listJobsHttp });
 app.http('getJob', { route: 'jobs/{id}', methods: ['GET'], authLevel: 'anonymous', extraInputs: [durableClient], handler: getJobHttp });
-app.http('cancelJob', { route: 'jobs/{id}', methods: ['DELETE'], authLevel: 'function', extraInputs: [durableClient], handler: cancelJobHttp });
+app.http('cancelJob', { route: 'jobs/{id}', methods: ['DELETE'], authLevel: 'anonymous', extraInputs: [durableClient], handler: cancelJobHttp });

@@ -15,6 +15,8 @@ import { isTerminal } from '../shared/state';
 import { appConfig, jobStore } from '../shared/services';
 import { orchestrationStarter } from './lib/durable';
 import { dataAccessPolicy } from '../shared/intake/dataAccess';
+import { QUEUE_OWNER } from '../shared/auth';
+import { containerPolicy } from '../shared/intake/containerPolicy';
 
 export const SUBMISSIONS_QUEUE = 'job-submissions';
 
@@ -23,12 +25,17 @@ export async function jobSubmissionFromQueue(message: unknown, context: Invocati
   const messageId = String(context.triggerMetadata?.id ?? 'unknown');
   try {
     const store = await jobStore();
-    const outcome = await submitJob(store, orchestrationStarter(df.getClient(context)), { body: message, owner: 'queue', dataAccess: dataAccessPolicy(appConfig()) });
+    const outcome = await submitJob(store, orchestrationStarter(df.getClient(context)), { body: message, owner: QUEUE_OWNER, dataAccess: dataAccessPolicy(appConfig()), containers: containerPolicy(appConfig()) });
     if (outcome.kind === 'invalid') {
       const raw = typeof message === 'string' ? tryParse(message) : message;
       const id = claimedJobId(raw);
       const recorded = id ? await recordRejectedSubmission(store, id, raw, outcome.errors, 'queue') : 'no id';
       context.warn(`rejected queue message ${messageId}: invalid job spec (${recorded}): ${outcome.errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`);
+      return;
+    }
+    if (outcome.kind === 'taken') {
+      // Someone's job holds the id: its timeline is not the queue's to write on.
+      context.warn(`rejected queue message ${messageId}: job id ${outcome.jobId} belongs to a job submitted through the API`);
       return;
     }
     if (outcome.kind === 'conflict') {

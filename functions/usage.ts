@@ -1,17 +1,22 @@
 /**
  * GET /api/usage?from=YYYY-MM-DD&to=YYYY-MM-DD&tag=key[=value]: node-minutes and estimated cost of finished jobs,
  * per day (of pool release) and per tag. Reads the cost each job recorded in its result (shared/ops/cost.ts).
+ * Callers see their own jobs' usage; admins everyone's.
  */
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 import { TERMINAL_STATES } from '../shared/state';
 import { usageReport, type UsageInput } from '../shared/ops/usage';
 import { jobStore } from '../shared/services';
 import { invalidRequest, unavailable } from './lib/http';
+import { authorize } from './lib/auth';
+import { listOwnerFilter } from '../shared/auth';
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
 const MAX_ROWS = 20_000;
 
 export async function usageHttp(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  const auth = await authorize(request, 'usage:read');
+  if (!auth.ok) return auth.response;
   const from = request.query.get('from') ?? undefined;
   const to = request.query.get('to') ?? undefined;
   const tagParam = request.query.get('tag') ?? undefined;
@@ -25,7 +30,7 @@ export async function usageHttp(request: HttpRequest, context: InvocationContext
     const jobs: UsageInput[] = [];
     let token: string | undefined;
     do {
-      const page = await store.list({ state: [...TERMINAL_STATES], tag, top: 1000, continuationToken: token });
+      const page = await store.list({ owner: listOwnerFilter(auth.principal), state: [...TERMINAL_STATES], tag, top: 1000, continuationToken: token });
       for (const j of page.jobs) {
         const cost = j.result?.cost;
         const day = cost?.releasedAt.slice(0, 10);

@@ -1,169 +1,404 @@
-// Azure deployment of the HPC MPI control plane.
-// Not compiled or deployed from this repository's CI (no Bicep compiler or Azure access there); see infra/README.md.
+// Azure deployment of the HPC MPI control plane: Flex Consumption (FC1), managed identities, no keys anywhere.
+// `azd up` (azure.yaml) provisions this and deploys the package `npm run package` builds; see infra/README.md.
+// Not compiled or deployed from this repository (no Bicep compiler or Azure endpoint is reachable where it is built);
+// tests/deploy/infra.test.ts reads it instead (app settings, role assignments, no keys).
 targetScope = 'resourceGroup'
 
-@description('Short prefix for resource names (lowercase letters and digits).')
-@minLength(3)
-@maxLength(11)
-param prefix string
+@minLength(1)
+@maxLength(64)
+@description('azd environment name (AZURE_ENV_NAME); seeds the resource names and tags every resource.')
+param environmentName string
 
 param location string = resourceGroup().location
 
-@description('How many staging storage accounts shards are spread over (each gives its own egress limit).')
+@description('How many staging storage accounts shards are spread over (each brings its own egress limit).')
 @minValue(1)
 @maxValue(20)
 param stagingAccountCount int = 4
+
+@description('Storage accounts in this resource group that already hold users\' data. Jobs may name these and the data account created here (DATA_ACCOUNTS), nothing else.')
+param existingDataAccountNames array = []
 
 @description('Polling of Batch by the orchestrator (durable timers): first and longest interval.')
 param pollInitialMs int = 5000
 param pollMaxMs int = 60000
 
-var suffix = uniqueString(resourceGroup().id)
-var hostStorageName = toLower('${prefix}host${take(suffix, 8)}')
-var batchName = toLower('${prefix}batch${take(suffix, 6)}')
-var acrName = toLower('${prefix}acr${take(suffix, 8)}')
+@description('Longest lifetime of a SAS URL handed to a node (Azure caps user delegation SAS at 7 days).')
+@minValue(1)
+@maxValue(168)
+param sasMaxLifetimeHours int = 168
 
-// Built-in role definition ids (documented, stable across tenants).
-var roles = {
-  storageBlobDataOwner: 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b'
-  storageBlobDataContributor: 'ba92f5b4-2d11-453d-a403-e96b0029c9fe'
-  storageBlobDelegator: 'db58b8e5-c6ad-4a2a-8342-4190687cbf4a'
-  storageQueueDataContributor: '974c5e8b-45b9-4653-ba55-5f855dd0fb88'
-  storageTableDataContributor: '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3'
-  acrPull: '7f951dda-4ed3-4680-a7ca-43fe172d538d'
-  // Batch honours ARM Contributor on the account for data-plane calls made with an AAD token.
-  contributor: 'b24988ac-6180-42a0-ab88-20f7382dd24c'
-}
+@description('Flex Consumption instance memory (MB).')
+@allowed([512, 2048, 4096])
+param instanceMemoryMB int = 2048
+
+@description('Flex Consumption scale-out limit.')
+@minValue(40)
+@maxValue(1000)
+param maximumInstanceCount int = 100
+
+@description('Accepted `aud` values of Entra ID access tokens, comma-separated: the API app registration\'s application id URI and/or client id (docs/security.md, "Setting it up in Azure"). Empty: no bearer tokens are accepted.')
+param authAudiences string = ''
+
+@description('Name of the Key Vault secret (in the vault created here) that holds the operator keys, comma-separated, at least 24 characters each. Empty: no operator keys. Create the secret before setting this; an unresolved reference stops the app (shared/config refuses it).')
+param operatorKeysSecretName string = ''
+
+@description('Always-ready instances of the Durable group (orchestrations and activities). Microsoft recommends 1 for Durable Functions on Flex Consumption; 0 scales to zero and pays cold starts.')
+@minValue(0)
+@maxValue(10)
+param durableAlwaysReady int = 1
+
+// Role ids are declared and checked once, in roles.json (the test and infra/README.md's table read the same file).
+var roles = loadJsonContent('roles.json', '$.roles')
+
+var token = toLower(uniqueString(subscription().id, resourceGroup().id, environmentName))
+var tags = { 'azd-env-name': environmentName }
+var hostStorageName = 'st${token}'
+var stagingAccountNames = [for i in range(0, stagingAccountCount): 'stg${i}${take(token, 10)}']
+var dataAccountName = 'data${take(token, 10)}'
+var deploymentContainerName = 'app-package'
+// Must equal host.json extensions.queues.maxDequeueCount (the queue door fails a job on the last attempt).
+var queueMaxDequeueCount = 5
 
 resource appIdentity 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' = {
-  name: '${prefix}-app-id'
+  name: 'id-app-${token}'
   location: location
+  tags: tags
+}
+
+// The identity Batch pools run with (image pulls from the registry). A later change creates pools through the
+// management plane, which can assign it; the data-plane pool API used today can only reference it.
+resource poolIdentity 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' = {
+  name: 'id-pool-${token}'
+  location: location
+  tags: tags
 }
 
 resource hostStorage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
   name: hostStorageName
   location: location
+  tags: tags
   sku: { name: 'Standard_LRS' }
   kind: 'StorageV2'
   properties: {
-    allowSharedKeyAccess: false // the app uses its managed identity; no keys in settings
+    allowSharedKeyAccess: false
+    defaultToOAuthAuthentication: true
+    allowBlobPublicAccess: false
     minimumTlsVersion: 'TLS1_2'
     supportsHttpsTrafficOnly: true
   }
 }
 
-resource staging 'Microsoft.Storage/storageAccounts@2023-05-01' = [for i in range(0, stagingAccountCount): {
-  name: toLower('${prefix}stg${i}${take(suffix, 6)}')
+resource hostBlobService 'Microsoft.Storage/storageAccounts/blobServices@2023-05-01' = {
+  parent: hostStorage
+  name: 'default'
+}
+
+// Flex Consumption runs the app from a package in this container, read with the app identity (no file share, no key).
+resource deploymentContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' = {
+  parent: hostBlobService
+  name: deploymentContainerName
+  properties: { publicAccess: 'None' }
+}
+
+resource staging 'Microsoft.Storage/storageAccounts@2023-05-01' = [for name in stagingAccountNames: {
+  name: name
   location: location
+  tags: tags
   sku: { name: 'Standard_LRS' }
   kind: 'StorageV2'
   properties: {
-    allowSharedKeyAccess: false // nodes read shards through user-delegation SAS minted per job
+    allowSharedKeyAccess: false
+    defaultToOAuthAuthentication: true
+    allowBlobPublicAccess: false
     minimumTlsVersion: 'TLS1_2'
     supportsHttpsTrafficOnly: true
   }
 }]
 
-resource batch 'Microsoft.Batch/batchAccounts@2024-02-01' = {
-  name: batchName
+// Where users put job inputs and start-task files. The app only reads it (Storage Blob Data Reader).
+resource dataAccount 'Microsoft.Storage/storageAccounts@2023-05-01' = {
+  name: dataAccountName
   location: location
+  tags: tags
+  sku: { name: 'Standard_LRS' }
+  kind: 'StorageV2'
+  properties: {
+    allowSharedKeyAccess: false
+    defaultToOAuthAuthentication: true
+    allowBlobPublicAccess: false
+    minimumTlsVersion: 'TLS1_2'
+    supportsHttpsTrafficOnly: true
+  }
+}
+
+resource existingData 'Microsoft.Storage/storageAccounts@2023-05-01' existing = [for name in existingDataAccountNames: {
+  name: name
+}]
+
+resource batch 'Microsoft.Batch/batchAccounts@2023-11-01' = {
+  name: 'ba${token}'
+  location: location
+  tags: tags
   properties: {
     poolAllocationMode: 'BatchService'
-    allowedAuthenticationModes: [ 'AAD' ] // no shared keys: the app authenticates with its identity
+    allowedAuthenticationModes: [ 'AAD' ]
+    publicNetworkAccess: 'Enabled'
   }
 }
 
 resource acr 'Microsoft.ContainerRegistry/registries@2023-07-01' = {
-  name: acrName
+  name: 'cr${token}'
   location: location
-  sku: { name: 'Premium' } // Premium: higher concurrent pull limits; pulls are still staggered to at most 10 nodes
-  properties: { adminUserEnabled: false }
+  tags: tags
+  sku: { name: 'Premium' } // higher concurrent pull limits; pulls are still staggered to at most 10 nodes
+  properties: {
+    adminUserEnabled: false
+    anonymousPullEnabled: false
+  }
+}
+
+// Registry credentials for private registries other than this one; app settings refer to them as Key Vault references.
+resource vault 'Microsoft.KeyVault/vaults@2023-07-01' = {
+  name: 'kv-${token}'
+  location: location
+  tags: tags
+  properties: {
+    tenantId: subscription().tenantId
+    sku: { family: 'A', name: 'standard' }
+    enableRbacAuthorization: true
+    enableSoftDelete: true
+    softDeleteRetentionInDays: 90
+    publicNetworkAccess: 'Enabled'
+  }
 }
 
 resource logs 'Microsoft.OperationalInsights/workspaces@2023-09-01' = {
-  name: '${prefix}-logs'
+  name: 'log-${token}'
   location: location
-  properties: { sku: { name: 'PerGB2018' }, retentionInDays: 30 }
+  tags: tags
+  properties: {
+    sku: { name: 'PerGB2018' }
+    retentionInDays: 30
+  }
 }
 
 resource insights 'Microsoft.Insights/components@2020-02-02' = {
-  name: '${prefix}-ai'
+  name: 'appi-${token}'
   location: location
+  tags: tags
   kind: 'web'
-  properties: { Application_Type: 'web', WorkspaceResourceId: logs.id }
+  properties: {
+    Application_Type: 'web'
+    WorkspaceResourceId: logs.id
+    DisableLocalAuth: true // ingestion only with Entra tokens (Monitoring Metrics Publisher), never the instrumentation key
+  }
 }
 
-resource plan 'Microsoft.Web/serverfarms@2023-12-01' = {
-  name: '${prefix}-plan'
+resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
+  name: 'plan-${token}'
   location: location
-  sku: { name: 'EP1', tier: 'ElasticPremium' } // Premium: no cold start for HTTP intake, VNet-ready
-  kind: 'elastic'
-  properties: { reserved: true }
+  tags: tags
+  kind: 'functionapp'
+  sku: {
+    name: 'FC1'
+    tier: 'FlexConsumption'
+  }
+  properties: {
+    reserved: true
+  }
 }
 
-resource app 'Microsoft.Web/sites@2023-12-01' = {
-  name: '${prefix}-func-${take(suffix, 6)}'
+resource app 'Microsoft.Web/sites@2024-04-01' = {
+  name: 'func-${token}'
   location: location
+  tags: union(tags, { 'azd-service-name': 'api' })
   kind: 'functionapp,linux'
-  identity: { type: 'UserAssigned', userAssignedIdentities: { '${appIdentity.id}': {} } }
+  identity: {
+    type: 'UserAssigned'
+    userAssignedIdentities: { '${appIdentity.id}': {} }
+  }
   properties: {
     serverFarmId: plan.id
     httpsOnly: true
     keyVaultReferenceIdentity: appIdentity.id
     siteConfig: {
-      linuxFxVersion: 'Node|20'
-      ftpsState: 'Disabled'
       minTlsVersion: '1.2'
+      ftpsState: 'Disabled'
+      // Exactly the settings shared/config reads, plus the platform's own (tests/deploy/infra.test.ts keeps it so).
+      // Flex Consumption sets the runtime in functionAppConfig: no FUNCTIONS_WORKER_RUNTIME, FUNCTIONS_EXTENSION_VERSION
+      // or WEBSITE_CONTENT* settings here.
       appSettings: [
-        { name: 'FUNCTIONS_EXTENSION_VERSION', value: '~4' }
-        { name: 'FUNCTIONS_WORKER_RUNTIME', value: 'node' }
         { name: 'AzureWebJobsStorage__accountName', value: hostStorage.name }
         { name: 'AzureWebJobsStorage__credential', value: 'managedidentity' }
         { name: 'AzureWebJobsStorage__clientId', value: appIdentity.properties.clientId }
-        { name: 'AZURE_CLIENT_ID', value: appIdentity.properties.clientId } // DefaultAzureCredential picks this identity
+        { name: 'AZURE_CLIENT_ID', value: appIdentity.properties.clientId }
         { name: 'APPLICATIONINSIGHTS_CONNECTION_STRING', value: insights.properties.ConnectionString }
+        { name: 'APPLICATIONINSIGHTS_AUTHENTICATION_STRING', value: 'ClientId=${appIdentity.properties.clientId};Authorization=AAD' }
+        { name: 'STORAGE_ENDPOINT_SUFFIX', value: environment().suffixes.storage }
         { name: 'BATCH_ACCOUNT_URL', value: 'https://${batch.properties.accountEndpoint}' }
         { name: 'BATCH_ACCOUNT_NAME', value: batch.name }
-        { name: 'STAGING_ACCOUNTS', value: join([for i in range(0, stagingAccountCount): staging[i].name], ',') }
+        { name: 'STAGING_ACCOUNTS', value: join(stagingAccountNames, ',') }
+        { name: 'DATA_ACCOUNTS', value: join(concat([ dataAccountName ], existingDataAccountNames), ',') }
         { name: 'POLL_INITIAL_MS', value: string(pollInitialMs) }
         { name: 'POLL_MAX_MS', value: string(pollMaxMs) }
+        { name: 'SAS_MAX_LIFETIME_HOURS', value: string(sasMaxLifetimeHours) }
+        { name: 'QUEUE_MAX_DEQUEUE_COUNT', value: string(queueMaxDequeueCount) }
+        { name: 'AUTH_ISSUER', value: empty(authAudiences) ? '' : '${environment().authentication.loginEndpoint}${tenant().tenantId}/v2.0' }
+        { name: 'AUTH_AUDIENCES', value: authAudiences }
+        { name: 'OPERATOR_API_KEYS', value: empty(operatorKeysSecretName) ? '' : '@Microsoft.KeyVault(VaultName=${vault.name};SecretName=${operatorKeysSecretName})' }
       ]
     }
+    functionAppConfig: {
+      deployment: {
+        storage: {
+          type: 'blobContainer'
+          value: '${hostStorage.properties.primaryEndpoints.blob}${deploymentContainerName}'
+          authentication: {
+            type: 'UserAssignedIdentity'
+            userAssignedIdentityResourceId: appIdentity.id
+          }
+        }
+      }
+      scaleAndConcurrency: {
+        maximumInstanceCount: maximumInstanceCount
+        instanceMemoryMB: instanceMemoryMB
+        alwaysReady: durableAlwaysReady > 0 ? [ { name: 'durable', instanceCount: durableAlwaysReady } ] : []
+      }
+      runtime: {
+        name: 'node'
+        version: '20'
+      }
+    }
+  }
+  // The host reads its storage and the deployment package with the app identity from its first start.
+  dependsOn: [
+    deploymentContainer
+    hostBlobOwner
+    hostQueueContributor
+    hostTableContributor
+  ]
+}
+
+// No publishing passwords: deployments authenticate with Entra ID (azd, az functionapp deployment).
+resource scmBasicAuth 'Microsoft.Web/sites/basicPublishingCredentialsPolicies@2023-12-01' = {
+  parent: app
+  name: 'scm'
+  properties: { allow: false }
+}
+
+resource ftpBasicAuth 'Microsoft.Web/sites/basicPublishingCredentialsPolicies@2023-12-01' = {
+  parent: app
+  name: 'ftp'
+  properties: { allow: false }
+}
+
+// ---- Role assignments: exactly the (role, principal, scope) triples of roles.json ----
+
+resource hostBlobOwner 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(hostStorage.id, appIdentity.id, roles.storageBlobDataOwner.id)
+  scope: hostStorage
+  properties: {
+    principalId: appIdentity.properties.principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.storageBlobDataOwner.id)
   }
 }
 
-var hostRoles = [ roles.storageBlobDataOwner, roles.storageQueueDataContributor, roles.storageTableDataContributor ]
-resource hostRoleAssignments 'Microsoft.Authorization/roleAssignments@2022-04-01' = [for r in hostRoles: {
-  name: guid(hostStorage.id, appIdentity.id, r)
+resource hostQueueContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(hostStorage.id, appIdentity.id, roles.storageQueueDataContributor.id)
   scope: hostStorage
-  properties: { principalId: appIdentity.properties.principalId, principalType: 'ServicePrincipal', roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', r) }
-}]
+  properties: {
+    principalId: appIdentity.properties.principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.storageQueueDataContributor.id)
+  }
+}
 
-// Staging: read inputs, write shards, and mint user-delegation SAS for the nodes.
+resource hostTableContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(hostStorage.id, appIdentity.id, roles.storageTableDataContributor.id)
+  scope: hostStorage
+  properties: {
+    principalId: appIdentity.properties.principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.storageTableDataContributor.id)
+  }
+}
+
 resource stagingContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = [for i in range(0, stagingAccountCount): {
-  name: guid(staging[i].id, appIdentity.id, roles.storageBlobDataContributor)
+  name: guid(staging[i].id, appIdentity.id, roles.storageBlobDataContributor.id)
   scope: staging[i]
-  properties: { principalId: appIdentity.properties.principalId, principalType: 'ServicePrincipal', roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.storageBlobDataContributor) }
-}]
-resource stagingDelegator 'Microsoft.Authorization/roleAssignments@2022-04-01' = [for i in range(0, stagingAccountCount): {
-  name: guid(staging[i].id, appIdentity.id, roles.storageBlobDelegator)
-  scope: staging[i]
-  properties: { principalId: appIdentity.properties.principalId, principalType: 'ServicePrincipal', roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.storageBlobDelegator) }
+  properties: {
+    principalId: appIdentity.properties.principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.storageBlobDataContributor.id)
+  }
 }]
 
-resource batchRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
-  name: guid(batch.id, appIdentity.id, roles.contributor)
+resource dataReader 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(dataAccount.id, appIdentity.id, roles.storageBlobDataContributor.id)
+  scope: dataAccount
+  properties: {
+    principalId: appIdentity.properties.principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.storageBlobDataContributor.id)
+  }
+}
+
+resource existingDataReader 'Microsoft.Authorization/roleAssignments@2022-04-01' = [for (name, i) in existingDataAccountNames: {
+  name: guid(existingData[i].id, appIdentity.id, roles.storageBlobDataContributor.id)
+  scope: existingData[i]
+  properties: {
+    principalId: appIdentity.properties.principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.storageBlobDataContributor.id)
+  }
+}]
+
+resource batchDataContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(batch.id, appIdentity.id, roles.batchDataContributor.id)
   scope: batch
-  properties: { principalId: appIdentity.properties.principalId, principalType: 'ServicePrincipal', roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.contributor) }
+  properties: {
+    principalId: appIdentity.properties.principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.batchDataContributor.id)
+  }
 }
 
-resource acrPull 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
-  name: guid(acr.id, appIdentity.id, roles.acrPull)
+resource vaultSecretsUser 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(vault.id, appIdentity.id, roles.keyVaultSecretsUser.id)
+  scope: vault
+  properties: {
+    principalId: appIdentity.properties.principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.keyVaultSecretsUser.id)
+  }
+}
+
+resource insightsPublisher 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(insights.id, appIdentity.id, roles.monitoringMetricsPublisher.id)
+  scope: insights
+  properties: {
+    principalId: appIdentity.properties.principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.monitoringMetricsPublisher.id)
+  }
+}
+
+resource poolAcrPull 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(acr.id, poolIdentity.id, roles.acrPull.id)
   scope: acr
-  properties: { principalId: appIdentity.properties.principalId, principalType: 'ServicePrincipal', roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.acrPull) }
+  properties: {
+    principalId: poolIdentity.properties.principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.acrPull.id)
+  }
 }
 
-output functionAppName string = app.name
-output batchAccountEndpoint string = batch.properties.accountEndpoint
-output stagingAccounts array = [for i in range(0, stagingAccountCount): staging[i].name]
-output registryLoginServer string = acr.properties.loginServer
+output AZURE_FUNCTION_APP_NAME string = app.name
+output BATCH_ACCOUNT_URL string = 'https://${batch.properties.accountEndpoint}'
+output STAGING_ACCOUNTS string = join(stagingAccountNames, ',')
+output DATA_ACCOUNTS string = join(concat([ dataAccountName ], existingDataAccountNames), ',')
+output REGISTRY_LOGIN_SERVER string = acr.properties.loginServer
+output POOL_IDENTITY_RESOURCE_ID string = poolIdentity.id
+output KEY_VAULT_URI string = vault.properties.vaultUri

@@ -1,6 +1,7 @@
 /**
  * The main job (README's first command): starts the local stack, stages a generated data set, submits a real
- * MPI job over the public HTTP API, shows live progress per stage, checks the MPI result against the totals
+ * MPI job over the public HTTP API as an Entra ID application (an access token from the local issuer, obtained
+ * with @azure/identity's ClientSecretCredential, as automation would in Azure), shows live progress per stage, checks the MPI result against the totals
  * known when the data was generated, checks that cleanup left no pool, job or staged data behind, and stops.
  *
  *   node dist/local/demo.js [--size-mb 300] [--spec examples/demo/native-openmpi.yaml] [--keep]
@@ -10,19 +11,22 @@ import * as path from 'node:path';
 import { Command } from 'commander';
 import { startStack, REPO_ROOT, type Stack } from './stack';
 import type { ExpectedResult } from '../examples/data/dataset';
-import { checkCleanup, checkResult, submitSpec, uploadDemoInputs, watchJob } from './jobRunner';
+import { ClientSecretCredential } from '@azure/identity';
+import { checkCleanup, checkResult, submitSpec, uploadDemoInputs, watchJob, withCredential, type Caller } from './jobRunner';
+import { AUTOMATION_CLIENT_ID, AUTOMATION_CLIENT_SECRET } from './identity';
+import { trustingLocalIssuer } from './identity/trust';
 
 const t0 = Date.now();
 const stamp = () => `[${((Date.now() - t0) / 1000).toFixed(1).padStart(6)}s]`;
 const say = (msg: string) => console.log(`${stamp()} ${msg}`);
 
 /** Submits one spec, watches it to the end, and returns what is wrong (empty when the job succeeded and left nothing). */
-async function runOne(stack: Stack, specFile: string, expected: ExpectedResult, timeoutMs: number, hostLog: string): Promise<string[]> {
+async function runOne(stack: Stack, caller: Caller, specFile: string, expected: ExpectedResult, timeoutMs: number, hostLog: string): Promise<string[]> {
   // Example specs name the registry as localhost:5000; the local one listens on an ephemeral port.
   const specText = readFileSync(specFile, 'utf8').replace(/localhost:5000\//g, `${stack.registry.host}/`);
-  const id = await submitSpec(stack, specText);
+  const id = await submitSpec(stack, specText, caller);
   say(`submitted ${path.relative(REPO_ROOT, specFile)} as job ${id} (POST /api/jobs → 202); watching GET /api/jobs/${id}`);
-  const view = await watchJob(stack, id, timeoutMs, say);
+  const view = await watchJob(stack, id, timeoutMs, say, caller);
   const problems: string[] = [];
   if (view.state !== 'Succeeded') problems.push(`job ended ${view.state}: ${view.error?.message ?? ''}`);
   else problems.push(...checkResult(view, expected, say));
@@ -64,10 +68,17 @@ async function main(): Promise<number> {
   try {
     say(`function app up at ${stack.baseUrl} with ${stack.host.functions().length} functions (host log: ${path.relative(process.cwd(), hostLog)})`);
     const expected = await uploadDemoInputs(stack, Number(opts.sizeMb), say);
+    // The demo is an application of the tenant with the Jobs.Submit app role: its own jobs, nobody else's.
+    const credential = new ClientSecretCredential(stack.identity.tenantId, AUTOMATION_CLIENT_ID, AUTOMATION_CLIENT_SECRET, {
+      authorityHost: stack.identity.authorityHost, disableInstanceDiscovery: true, ...trustingLocalIssuer(stack.identity.caCert),
+    });
+    const caller = withCredential(credential, stack.identity.scope);
+    await caller();
+    say(`signed in as the automation application (client ${AUTOMATION_CLIENT_ID}) with ClientSecretCredential at the local issuer ${stack.identity.issuer}`);
 
     const failures: string[] = [];
     for (const specFile of opts.spec) {
-      const problems = await runOne(stack, specFile, expected, Number(opts.timeoutS) * 1000, hostLog);
+      const problems = await runOne(stack, caller, specFile, expected, Number(opts.timeoutS) * 1000, hostLog);
       failures.push(...problems.map((p) => `${path.basename(specFile)}: ${p}`));
     }
     if (failures.length) {
@@ -77,7 +88,7 @@ async function main(): Promise<number> {
       exitCode = 0;
     }
     if (opts.keep) {
-      say(`stack kept at ${stack.baseUrl} (function key ${stack.host.keys.functionKey}); Ctrl-C to stop`);
+      say(`stack kept at ${stack.baseUrl} (operator key ${stack.host.keys.functionKey}; dashboard ${stack.baseUrl}/api/dashboard, sign in as dev); Ctrl-C to stop`);
       await new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));
     }
   } finally {

@@ -5,8 +5,11 @@
 import * as path from 'node:path';
 import { BatchServiceClient, BatchSharedKeyCredentials } from '@azure/batch';
 import { BlobServiceClient } from '@azure/storage-blob';
-import { REPO_ROOT, type Stack } from './stack';
-import { DATA_ACCOUNT, STAGING_ACCOUNTS } from './azurite';
+import type { TokenCredential } from '@azure/core-auth';
+import { REPO_ROOT } from './stack';
+import { DATA_ACCOUNT, STAGING_ACCOUNTS, type AzuriteHandle } from './azurite';
+import type { BatchEmulatorHandle } from './batch';
+import type { IdentityService } from './identity';
 import { shapeForSize, type ExpectedResult } from '../examples/data/dataset';
 import { uploadDataset } from '../examples/data/upload';
 import { statusLine } from '../cli/format';
@@ -30,10 +33,55 @@ export interface JobViewLite {
 
 export type Say = (msg: string) => void;
 
-export async function submitSpec(stack: Stack, specText: string): Promise<string> {
+/**
+ * What these helpers need of a stack: an in-process `Stack`, or the endpoints of a supervised one (its
+ * supervisor.json and ports.json; see tests/stack/supervisedStack.ts). With an identity service the default caller
+ * is its default user; without one, the operator.
+ */
+export interface StackClient {
+  baseUrl: string;
+  host: { keys: { functionKey: string } };
+  batch: Pick<BatchEmulatorHandle, 'url' | 'accountName' | 'accountKey'>;
+  azurite: Pick<AzuriteHandle, 'connectionString'>;
+  identity?: Pick<IdentityService, 'userToken'>;
+}
+
+/** How a script authenticates to the job API: the headers to send (built per request, so tokens stay fresh). */
+export type Caller = () => Promise<Record<string, string>>;
+
+/** The local tenant's default user (`dev`, app role Jobs.Submit): who the tests and the dashboard are by default. */
+export const DEFAULT_USER = 'dev';
+
+/** A user of the local tenant, with an access token signed by the local issuer. */
+export function asUser(stack: StackClient, username: string = DEFAULT_USER): Caller {
+  const identity = stack.identity;
+  if (!identity) throw new Error('this stack has no identity service: call as the operator (asOperator)');
+  return async () => ({ authorization: `Bearer ${await identity.userToken(username)}` });
+}
+
+/** The stack's default user when it has an identity service, else the operator. */
+function defaultCaller(stack: StackClient): Caller {
+  return stack.identity ? asUser(stack) : asOperator(stack);
+}
+
+/** The operator: the stack's function key, which the app accepts as an operator key (an admin). */
+export function asOperator(stack: StackClient): Caller {
+  return async () => ({ 'x-functions-key': stack.host.keys.functionKey });
+}
+
+/** A principal whose @azure/identity credential gets tokens for the API's scope (e.g. ClientSecretCredential). */
+export function withCredential(credential: TokenCredential, scope: string): Caller {
+  return async () => {
+    const token = await credential.getToken(scope);
+    if (!token) throw new Error(`no token for ${scope}`);
+    return { authorization: `Bearer ${token.token}` };
+  };
+}
+
+export async function submitSpec(stack: StackClient, specText: string, caller: Caller = defaultCaller(stack)): Promise<string> {
   const res = await fetch(`${stack.baseUrl}/api/jobs`, {
     method: 'POST',
-    headers: { 'content-type': 'application/yaml', 'x-functions-key': stack.host.keys.functionKey },
+    headers: { 'content-type': 'application/yaml', ...(await caller()) },
     body: specText,
   });
   const body = (await res.json()) as { job?: { id: string }; errors?: unknown };
@@ -41,12 +89,26 @@ export async function submitSpec(stack: Stack, specText: string): Promise<string
   return (body.job as { id: string }).id;
 }
 
-export async function watchJob(stack: Stack, id: string, timeoutMs: number, say: Say = () => undefined): Promise<JobViewLite> {
+/** GET /api/jobs/{id} as `caller`; throws on anything but 200. */
+export async function getJobView(stack: StackClient, id: string, caller: Caller = defaultCaller(stack)): Promise<JobViewLite> {
+  const res = await fetch(`${stack.baseUrl}/api/jobs/${encodeURIComponent(id)}`, { headers: await caller() });
+  if (res.status !== 200) throw Object.assign(new Error(`GET /api/jobs/${id} answered ${res.status}: ${await res.text()}`), { status: res.status });
+  return (await res.json()) as JobViewLite;
+}
+
+export async function watchJob(stack: StackClient, id: string, timeoutMs: number, say: Say = () => undefined, caller: Caller = defaultCaller(stack)): Promise<JobViewLite> {
   let last = '';
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const res = await fetch(`${stack.baseUrl}/api/jobs/${id}`);
-    const view = (await res.json()) as JobViewLite;
+    // A 503 (storage or Durable briefly unavailable) is worth another look; anything else is an answer.
+    const view = await getJobView(stack, id, caller).catch((err: Error & { status?: number }) => {
+      if (err.status === 503) return undefined;
+      throw err;
+    });
+    if (!view) {
+      await new Promise((r) => setTimeout(r, 500));
+      continue;
+    }
     const line = statusLine(view);
     if (line !== last) {
       say(line);
@@ -79,7 +141,7 @@ export function checkResult(view: JobViewLite, expected: ExpectedResult, say: Sa
 }
 
 /** Nothing the job created may outlive it: pool, Batch job (terminated), staged shards. */
-export async function checkCleanup(stack: Stack, view: JobViewLite): Promise<string[]> {
+export async function checkCleanup(stack: StackClient, view: JobViewLite): Promise<string[]> {
   const problems: string[] = [];
   const batch = new BatchServiceClient(new BatchSharedKeyCredentials(stack.batch.accountName, stack.batch.accountKey), stack.batch.url);
   if (view.batchPoolId) {
@@ -108,7 +170,7 @@ export async function checkCleanup(stack: Stack, view: JobViewLite): Promise<str
 }
 
 /** Uploads the generated data set and the MPI program source the demo spec's start task compiles. */
-export async function uploadDemoInputs(stack: Stack, sizeMb: number, say: Say = () => undefined): Promise<ExpectedResult> {
+export async function uploadDemoInputs(stack: StackClient, sizeMb: number, say: Say = () => undefined): Promise<ExpectedResult> {
   const shape = shapeForSize(sizeMb);
   say(`uploading a ${sizeMb} MB input data set (${shape.largeFiles.length} large files to split, ${shape.smallFiles.count} small files to pack)`);
   const conn = stack.azurite.connectionString(DATA_ACCOUNT.name);
@@ -120,7 +182,7 @@ export async function uploadDemoInputs(stack: Stack, sizeMb: number, say: Say = 
 }
 
 /** The MPI master's stdout and stderr (the ends), for diagnosing a failed job. */
-export async function mpiOutput(stack: Stack, view: JobViewLite, maxChars = 4000): Promise<string> {
+export async function mpiOutput(stack: StackClient, view: JobViewLite, maxChars = 4000): Promise<string> {
   if (!view.batchJobId) return '(no Batch job)';
   const batch = new BatchServiceClient(new BatchSharedKeyCredentials(stack.batch.accountName, stack.batch.accountKey), stack.batch.url);
   const read = async (file: string) => {

@@ -1,17 +1,21 @@
 /**
- * The embedded local stack: Azurite (several accounts), the Azure Batch emulator with node tools, an OCI
- * registry holding the demo image, and the local Functions host with the Durable engine running the
- * unchanged function app. Only configuration (the environment below) differs from Azure.
+ * The embedded local stack in one process: the emulated services (Azurite, the Azure Batch emulator with node
+ * tools, an OCI registry holding the demo image, the local identity service standing in for the Entra ID tenant;
+ * see supervisor/services.ts) and the local Functions host with the Durable engine running the unchanged function app. Only configuration (the environment below) differs
+ * from Azure. Tests and the demo use this; `npm start` runs the same parts with the host in its own process
+ * under a supervisor (supervisor/index.ts), so the app can crash or restart while the services keep running.
  */
 import * as path from 'node:path';
-import { mkdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
-import { startAzurite, DATA_ACCOUNT, STAGING_ACCOUNTS, type AzuriteHandle } from './azurite';
-import { startBatchEmulator, type BatchEmulatorHandle, type BatchEmulatorOptions } from './batch';
-import { startRegistry, type RegistryHandle } from './registry';
-import { buildDemoImage } from '../examples/images/buildDemoImage';
+import { DATA_ACCOUNT, STAGING_ACCOUNTS, type AzuriteHandle } from './azurite';
+import type { BatchEmulatorHandle, BatchEmulatorOptions } from './batch';
+import type { RegistryHandle } from './registry';
 import { startFunctionsHost, type FunctionsHostHandle } from './host';
 import { createDurableExtension } from './durable';
+import type { IdentityService } from './identity';
+import { createLocalEasyAuth } from './identity/easyAuth';
+import { defaultKeysFile, loadOrCreateKeys, type HostKeys } from './host/keys';
+import { startServices } from './supervisor/services';
 
 /** The repository root, whether this file runs from sources (tsx, jest) or from dist/. */
 export const REPO_ROOT = findRepoRoot(__dirname);
@@ -24,7 +28,10 @@ function findRepoRoot(from: string): string {
 }
 
 export interface StackOptions {
-  /** Folder for persistent data (Azurite, Batch node sandboxes). Default: fresh temp dirs removed on stop. */
+  /**
+   * Folder for persistent data: Azurite's stores, the Batch account (persisted) and its node sandboxes, the
+   * registry's images, the ports taken at the first start. Default: fresh temp dirs removed on stop.
+   */
   dataDir?: string;
   /** Functions host port (default 7071; 0 for an ephemeral port). */
   port?: number;
@@ -33,7 +40,7 @@ export interface StackOptions {
   /** Registry concurrent pull limit (default 10, the limit real registries start throttling at in the seeds). */
   registryMaxConcurrentPulls?: number;
   registryBandwidthBytesPerSec?: number;
-  /** Batch emulator options (timing, faults). */
+  /** Batch emulator options (timing, faults; `persist` defaults to true with a dataDir). */
   batch?: Partial<BatchEmulatorOptions>;
   /** Extra app settings. */
   env?: Record<string, string>;
@@ -50,6 +57,8 @@ export interface StackOptions {
   logDestination?: import('./host').FunctionsHostOptions['logDestination'];
   /** Size of the demo image's filler layer (bytes). */
   demoImageFillerBytes?: number;
+  /** The local user the dashboard signs in as (/.auth/login/aad); default the tenant's default user, `dev`. */
+  dashboardUser?: string;
 }
 
 export interface Stack {
@@ -57,6 +66,8 @@ export interface Stack {
   batch: BatchEmulatorHandle;
   registry: RegistryHandle;
   host: FunctionsHostHandle;
+  /** The local Entra ID stand-in: issuer, token endpoint, users (docs/security.md). */
+  identity: IdentityService;
   /** The app settings the function app was started with. */
   settings: Record<string, string>;
   baseUrl: string;
@@ -79,36 +90,44 @@ export function localAppSettings(azurite: AzuriteHandle, batch: BatchEmulatorHan
   };
 }
 
-export async function startStack(opts: StackOptions = {}): Promise<Stack> {
-  const stopOnError: (() => Promise<void>)[] = [];
-  const sub = async (name: string) => {
-    if (!opts.dataDir) return undefined;
-    const dir = path.join(opts.dataDir, name);
-    await mkdir(dir, { recursive: true });
-    return dir;
+/**
+ * App settings of the app's own authentication on the local stack: tokens of the local issuer (metadata read over
+ * loopback http, see local/identity), and the host's function key as the operator key, so `--key`, the dashboard's
+ * key field and scripts holding the function key keep working as the operator.
+ */
+export function localAuthSettings(identity: IdentityService, keys: HostKeys): Record<string, string> {
+  return {
+    AUTH_ISSUER: identity.issuer,
+    AUTH_AUDIENCES: identity.audiences.join(','),
+    AUTH_METADATA_URL: identity.metadataUrl,
+    OPERATOR_API_KEYS: keys.functionKey,
   };
+}
+
+export async function startStack(opts: StackOptions = {}): Promise<Stack> {
+  const services = await startServices({
+    dataDir: opts.dataDir,
+    registryMaxConcurrentPulls: opts.registryMaxConcurrentPulls,
+    registryBandwidthBytesPerSec: opts.registryBandwidthBytesPerSec,
+    batch: opts.batch,
+    demoImage: opts.demoImage,
+    demoImageFillerBytes: opts.demoImageFillerBytes,
+    repoRoot: REPO_ROOT,
+  });
+  const { azurite, batch, registry, identity } = services;
   try {
-    const azurite = await startAzurite({ location: await sub('azurite') });
-    stopOnError.push(() => azurite.stop());
-    const registry = await startRegistry({
-      maxConcurrentPulls: opts.registryMaxConcurrentPulls ?? 10,
-      bandwidthBytesPerSec: opts.registryBandwidthBytesPerSec,
-      images: opts.demoImage === false ? [] : [await buildDemoImage({ fillerBytes: opts.demoImageFillerBytes })],
-    });
-    stopOnError.push(() => registry.stop());
-    const batch = await startBatchEmulator({
-      dataDir: await sub('batch'),
-      nodePath: [path.join(REPO_ROOT, 'local', 'batch', 'nodetools', 'bin')],
-      ...opts.batch,
-    });
-    stopOnError.push(() => batch.stop());
-    const settings: Record<string, string> = { ...localAppSettings(azurite, batch), LOCAL_REGISTRY: registry.host, ...opts.env };
+    const appDir = opts.appDir ?? REPO_ROOT;
+    const keys = loadOrCreateKeys(defaultKeysFile(appDir));
+    const settings: Record<string, string> = {
+      ...localAppSettings(azurite, batch), LOCAL_REGISTRY: registry.host, ...localAuthSettings(identity, keys), ...opts.env,
+    };
     if (opts.appStorage) settings.AzureWebJobsStorage = await opts.appStorage(azurite);
     const host = await startFunctionsHost({
-      appDir: opts.appDir ?? REPO_ROOT,
+      appDir,
       port: opts.port ?? 7071,
       storageConnectionString: azurite.connectionString(),
-      extensions: [createDurableExtension()],
+      keys,
+      extensions: [createDurableExtension(), createLocalEasyAuth(identity, { user: opts.dashboardUser })],
       env: settings,
       logLevel: opts.logLevel,
       logDestination: opts.logDestination,
@@ -118,17 +137,16 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       batch,
       registry,
       host,
+      identity,
       settings,
       baseUrl: host.baseUrl,
       async stop() {
         await host.stop();
-        await batch.stop();
-        await registry.stop();
-        await azurite.stop();
+        await services.stop();
       },
     };
   } catch (err) {
-    for (const stop of stopOnError.reverse()) await stop().catch(() => undefined);
+    await services.stop().catch(() => undefined);
     throw err;
   }
 }

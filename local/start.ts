@@ -1,30 +1,83 @@
 /**
- * `npm start`: the local stack for interactive use, on http://127.0.0.1:7071 by default, data kept in .local/stack
- * so jobs and orchestrations survive a restart. Ctrl-C stops everything.
+ * `npm start`: the local stack for interactive use, on http://127.0.0.1:7071 by default, every service's data and
+ * ports kept in .local/stack so jobs, orchestrations, pools and images survive a restart. The emulated services
+ * run under a supervisor, apart from the Functions host (see local/supervisor/index.ts and docs/local-stack.md).
+ *
+ *   Ctrl-C / SIGTERM   stop everything cleanly (host first, then Batch, registry and Azurite, each saving its state)
+ *   SIGHUP             restart only the Functions host (e.g. after `npm run build`)
  */
 import * as path from 'node:path';
 import { Command } from 'commander';
-import { startStack, REPO_ROOT } from './stack';
+import { REPO_ROOT } from './stack';
+import { startSupervisedStack, type SupervisedStack } from './supervisor';
+import { CLI_CLIENT_ID } from './identity';
 
 async function main(): Promise<void> {
   const opts = new Command()
     .name('start')
-    .option('--port <n>', 'Functions host port', '7071')
+    .option('--port <n>', 'Functions host port (default: the one recorded in the data folder, else 7071; 0 = any free port, then kept)')
     .option('--data <dir>', 'folder for persistent data', path.join(REPO_ROOT, '.local', 'stack'))
+    .option('--log <file>', "the Functions host's log file (appended; default: stdout)")
+    .option('--log-level <level>', 'host log level (default: host.json logging.logLevel.default)')
     .parse()
-    .opts<{ port: string; data: string }>();
-  const stack = await startStack({ port: Number(opts.port), dataDir: opts.data });
-  console.log(stack.host.banner());
-  console.log(`\nBatch emulator   ${stack.batch.url}  (account ${stack.batch.accountName})`);
-  console.log(`OCI registry     ${stack.registry.url}  (demo image ${stack.registry.host}/hpc/mpi-demo:1.0)`);
-  console.log(`Azurite          ${stack.azurite.blobEndpoint()}  (accounts: ${stack.azurite.accounts.map((a) => a.name).join(', ')})`);
-  console.log(`Function key     ${stack.host.keys.functionKey}  (x-functions-key header for POST/DELETE /api/jobs)`);
-  console.log('\nCtrl-C to stop.');
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
+    .opts<{ port?: string; data: string; log?: string; logLevel?: string }>();
+  const say = (line: string): void => console.log(`[stack] ${line}`);
+  // Signal handlers come first: a Ctrl-C during start-up stops the stack as soon as it is up, cleanly.
+  // npm forwards the terminal's SIGINT to us as well, so one Ctrl-C can arrive twice: a stop in progress goes on.
+  let stack: SupervisedStack | undefined = undefined;
+  let stopRequested: NodeJS.Signals | undefined;
+  const stop = (): void => {
+    (stack as SupervisedStack).stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        console.error(`[stack] error while stopping: ${(err as Error).stack ?? String(err)}`);
+        process.exit(1);
+      },
+    );
+  };
+  const onStop = (signal: NodeJS.Signals): void => {
+    if (stopRequested) {
+      say(`${signal}: already stopping, saving every service's state`);
+      return;
+    }
+    stopRequested = signal;
+    say(`${signal}: stopping${stack ? '' : ' once started'}`);
+    if (stack) stop();
+  };
+  process.on('SIGINT', onStop);
+  process.on('SIGTERM', onStop);
+  process.on('SIGHUP', () => {
+    if (!stack || stopRequested) return;
+    say('SIGHUP: restarting the Functions host');
+    void stack.restartHost();
   });
-  await stack.stop();
+
+  stack = await startSupervisedStack({
+    dataDir: opts.data,
+    appDir: REPO_ROOT,
+    repoRoot: REPO_ROOT,
+    port: opts.port === undefined ? undefined : Number(opts.port),
+    logFile: opts.log ? path.resolve(opts.log) : undefined,
+    logLevel: opts.logLevel,
+    say,
+  });
+  const { azurite, batch, registry, identity } = stack.services;
+  console.log(stack.host()?.ready.banner ?? '');
+  console.log(`\nBatch emulator   ${batch.url}  (account ${batch.accountName})`);
+  console.log(`OCI registry     ${registry.url}  (demo image ${registry.host}/hpc/mpi-demo:1.0)`);
+  console.log(`Azurite          ${azurite.blobEndpoint()}  (accounts: ${azurite.accounts.map((a) => a.name).join(', ')})`);
+  console.log(`Identity         ${identity.issuer}  (local Entra ID tenant; users dev, reader, admin)`);
+  console.log(`Operator key     ${stack.functionKey}  (x-functions-key header: an admin; the host's function key)`);
+  console.log(`Durable API key  ${stack.durableSystemKey ?? '(none)'}  (code= for ${stack.baseUrl}/runtime/webhooks/durabletask/...; keys in .local/function-keys.json)`);
+  console.log(`Dashboard        ${stack.baseUrl}/api/dashboard  (Sign in: the local user dev)`);
+  console.log('\nCLI sign-in (hpcjob login, device code; docs/cli.md):');
+  console.log(`  export HPCJOB_ENDPOINT=${stack.baseUrl} HPCJOB_TENANT_ID=${identity.tenantId} HPCJOB_CLIENT_ID=${CLI_CLIENT_ID}`);
+  console.log(`  export HPCJOB_SCOPE=${identity.scope} HPCJOB_AUTHORITY_HOST=${identity.authorityHost} NODE_EXTRA_CA_CERTS=${identity.caFile}`);
+  console.log(`Test token       curl -s -X POST ${identity.httpUrl}/local/token -d '{"user":"dev"}'`);
+  console.log(`Data             ${stack.dataDir}  (ports in ports.json, running processes in supervisor.json)`);
+  console.log(`\nCtrl-C to stop; kill -HUP ${process.pid} restarts only the Functions host.`);
+  say(`ready (supervisor pid ${process.pid}, host pid ${stack.host()?.pid})`);
+  if (stopRequested) stop();
 }
 
 main().catch((err: Error) => {

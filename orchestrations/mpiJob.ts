@@ -51,7 +51,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     run.report({ resources: { batchJobId } });
 
     yield* enter('PullingImages', `${input.spec.container.images.length} image(s) on ${pool.nodes.length} nodes, at most ${input.spec.container.pullConcurrency} at once`);
-    yield* pullImages(run, { batchJobId, nodes: pool.nodes, spec: input.spec, maxAttempts: input.settings.nodeTaskMaxAttempts });
+    yield* pullImages(run, { jobId: input.jobId, batchJobId, nodes: pool.nodes, spec: input.spec, maxAttempts: input.settings.nodeTaskMaxAttempts, sasMaxLifetimeMinutes: input.settings.sasMaxLifetimeMinutes });
 
     yield* enter('StagingData', `${input.spec.data.inputs.length} input source(s)`);
     staged = yield* stageData(run, { jobId: input.jobId, batchJobId, nodes: pool.nodes, spec: input.spec, settings: input.settings });

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs what the project needs on a fresh machine: npm packages (from package-lock.json) and
-# Debian's Open MPI (mpirun + mpicc), which the local Batch emulator uses to run real MPI jobs.
+# Installs what the project needs on a fresh machine: npm packages (from package-lock.json),
+# Debian's Open MPI (mpirun + mpicc), which the local Batch emulator uses to run real MPI jobs,
+# environment-modules (`module`, as on Azure's HPC images; emulated nodes load mpi/openmpi with it), and zip/unzip,
+# which build and check the deployment package (npm run package, tests/deploy).
 # Safe to run repeatedly: each step is skipped when already satisfied.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,6 +10,9 @@ cd "$(dirname "$0")/.."
 want_apt=()
 command -v mpirun >/dev/null 2>&1 || want_apt+=(openmpi-bin)
 command -v mpicc  >/dev/null 2>&1 || want_apt+=(libopenmpi-dev)
+command -v zip    >/dev/null 2>&1 || want_apt+=(zip)
+command -v unzip  >/dev/null 2>&1 || want_apt+=(unzip)
+[ -r /etc/profile.d/modules.sh ] || want_apt+=(environment-modules)
 for extra in "$@"; do
   case "$extra" in
     chromium) command -v chromium >/dev/null 2>&1 || want_apt+=(chromium) ;;
@@ -29,7 +34,7 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
 fi
 
 # Compile once; the local stack runs the compiled app exactly as Azure would.
-if [ ! -d dist ] || [ -n "$(find functions orchestrations shared local tests bench cli examples web \( -name '*.ts' -o -name '*.html' -o -name '*.css' \) -newer dist/.build-stamp 2>/dev/null | head -n 1)" ] || [ ! -f dist/.build-stamp ]; then
+if [ ! -d dist ] || [ -n "$(find functions orchestrations shared local tests bench cli examples web scripts \( -name '*.ts' -o -name '*.html' -o -name '*.css' \) -newer dist/.build-stamp 2>/dev/null | head -n 1)" ] || [ ! -f dist/.build-stamp ]; then
   echo "[deps] compiling TypeScript"
   rm -rf dist  # a file removed or moved in the sources must not linger in what the host loads
   node --import tsx web/build.ts

@@ -9,6 +9,7 @@ import { createBatchContext, type BatchContext } from './batch';
 import { JobStore } from './state';
 import { blobAccount, type BlobAccount } from './storage/clients';
 import { dataAccessPolicy, dataAccessRefusal } from './intake/dataAccess';
+import { createTokenValidator, type TokenValidator } from './auth';
 
 let config: AppConfig | undefined;
 let batch: BatchContext | undefined;
@@ -17,6 +18,14 @@ let tablesReady: Promise<void> | undefined;
 
 export function appConfig(): AppConfig {
   return (config ??= loadConfig());
+}
+
+let validator: TokenValidator | undefined;
+
+/** The bearer token validator (keys cached per process), or undefined when AUTH_ISSUER is not set. */
+export function tokenValidator(): TokenValidator | undefined {
+  const bearer = appConfig().auth.bearer;
+  return bearer && (validator ??= createTokenValidator(bearer));
 }
 
 export function batchContext(): BatchContext {

@@ -23,13 +23,16 @@ const KEEP_PRINTED = 64 * 1024;
 
 /**
  * The part of the recorded tail not printed yet: the tail's longest prefix that ends what was printed is
- * skipped. Needed because the live file and the recorded tail have different offsets.
+ * skipped. Needed because the live file and the recorded tail have different offsets. The recorded tail is whole
+ * lines without the file's final line break (shared/contract MpiResult.stdoutTail), so a printed final break is
+ * not part of the match.
  */
 export function unseenTail(printed: string, tail: string): string {
-  for (let k = Math.min(tail.length, printed.length); k > 0; k--) {
-    if (printed.endsWith(tail.slice(0, k))) return tail.slice(k);
-  }
-  return tail;
+  const overlap = (shown: string) => {
+    for (let k = Math.min(tail.length, shown.length); k > 0; k--) if (shown.endsWith(tail.slice(0, k))) return k;
+    return 0;
+  };
+  return tail.slice(Math.max(overlap(printed), overlap(printed.replace(/\r?\n$/, ''))));
 }
 
 export async function logsCommand(ctx: CommandContext, id: string, options: LogsOptions): Promise<number> {

@@ -1,7 +1,14 @@
 /**
  * Starts and stops a private Azurite (blob, queue, table) as a child process on loopback.
- * Every service listens on an ephemeral port chosen by the OS (Azurite accepts port 0 and prints
- * the port it got), so parallel jest files and a running stack never collide.
+ * By default every service listens on an ephemeral port chosen by the OS (Azurite accepts port 0 and
+ * prints the port it got), so parallel jest files and a running stack never collide; a stack that keeps
+ * its data asks for the ports it had before (`ports`).
+ *
+ * Azurite keeps its metadata in LokiJS databases that it saves every 5 s and when it closes (SIGTERM,
+ * SIGINT). So the child runs in its own process group (a Ctrl-C meant for the stack reaches only the
+ * stack, which stops Azurite last, after everything that writes to it), and it is told to stop through
+ * its IPC channel: closing the channel makes it stop the SIGTERM way, which saves every store. A parent
+ * that dies without stopping it (SIGKILL) closes the channel too, so Azurite still saves and exits.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, mkdir, rm } from 'node:fs/promises';
@@ -32,6 +39,8 @@ export interface StartAzuriteOptions {
   host?: string;
   /** How long to wait for the three services (default 30 s). */
   startTimeoutMs?: number;
+  /** Ports to listen on (default 0 each: any free port). A port in use fails the start. */
+  ports?: Partial<Omit<ServicePorts, 'host'>>;
 }
 
 export interface AzuriteHandle {
@@ -39,6 +48,8 @@ export interface AzuriteHandle {
   /** Folder holding Azurite's data. */
   location: string;
   ports: ServicePorts;
+  /** Azurite's process id. */
+  pid: number;
   blobEndpoint(account?: string): string;
   queueEndpoint(account?: string): string;
   tableEndpoint(account?: string): string;
@@ -48,6 +59,18 @@ export interface AzuriteHandle {
 }
 
 const AZURITE_MAIN = require.resolve('azurite/dist/src/azurite.js');
+/**
+ * Preloaded into Azurite's process. When the IPC channel closes (our stop(), or our death), Azurite stops
+ * exactly as on SIGTERM: its servers close and each Loki store saves. Writes to a closed stdout/stderr
+ * (the parent is gone) must not crash it halfway through that save.
+ */
+const PRELOAD = [
+  "process.stdout.on('error', () => {});",
+  "process.stderr.on('error', () => {});",
+  "process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'));",
+].join('\n');
+/** How long a stopping Azurite may take to save its stores before it is killed. */
+const STOP_TIMEOUT_MS = 60_000;
 const LISTENING = /Azurite (Blob|Queue|Table) service is successfully listening at https?:\/\/[^:\s]+:(\d+)/;
 
 export async function startAzurite(opts: StartAzuriteOptions = {}): Promise<AzuriteHandle> {
@@ -61,11 +84,13 @@ export async function startAzurite(opts: StartAzuriteOptions = {}): Promise<Azur
   const location = opts.location ?? (await mkdtemp(path.join(tmpdir(), 'azurite-')));
   if (!ownsLocation) await mkdir(location, { recursive: true });
 
+  const port = (service: 'blob' | 'queue' | 'table'): string => String(opts.ports?.[service] ?? 0);
   const args = [
+    '--import', `data:text/javascript,${encodeURIComponent(PRELOAD)}`,
     AZURITE_MAIN,
-    '--blobHost', host, '--blobPort', '0',
-    '--queueHost', host, '--queuePort', '0',
-    '--tableHost', host, '--tablePort', '0',
+    '--blobHost', host, '--blobPort', port('blob'),
+    '--queueHost', host, '--queuePort', port('queue'),
+    '--tableHost', host, '--tablePort', port('table'),
     ...(opts.inMemory ? ['--inMemoryPersistence'] : ['--location', location]),
     '--skipApiVersionCheck',
     '--disableTelemetry',
@@ -75,19 +100,15 @@ export async function startAzurite(opts: StartAzuriteOptions = {}): Promise<Azur
   const child = spawn(process.execPath, args, {
     cwd: location,
     env: { ...process.env, AZURITE_ACCOUNTS: azuriteAccountsEnv(accounts) },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    detached: true,
   });
-  // If our process dies without calling stop(), do not leave Azurite running.
-  const killOnExit = (): void => {
-    child.kill('SIGKILL');
-  };
-  process.on('exit', killOnExit);
+  // If our process exits without calling stop(), its end closes the IPC channel: Azurite saves and exits.
 
   let stopped = false;
   const stop = async (): Promise<void> => {
     if (stopped) return;
     stopped = true;
-    process.off('exit', killOnExit);
     await terminate(child);
     if (ownsLocation) await rm(location, { recursive: true, force: true });
   };
@@ -107,6 +128,7 @@ export async function startAzurite(opts: StartAzuriteOptions = {}): Promise<Azur
       accounts,
       location,
       ports,
+      pid: child.pid as number,
       blobEndpoint: (a) => serviceEndpoint(ports, 'blob', find(a).name),
       queueEndpoint: (a) => serviceEndpoint(ports, 'queue', find(a).name),
       tableEndpoint: (a) => serviceEndpoint(ports, 'table', find(a).name),
@@ -191,13 +213,15 @@ async function waitAnswers(host: string, port: number, service: string): Promise
   throw new Error(`Azurite ${service} service on ${host}:${port} does not answer: ${String(lastError)}`);
 }
 
+/** Stops Azurite the way that saves its stores (see PRELOAD) and waits until it has exited. */
 async function terminate(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
+  if (child.connected) child.disconnect();
+  else child.kill('SIGTERM');
   let timer: NodeJS.Timeout | undefined;
   const forced = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => resolve('timeout'), 5000);
+    timer = setTimeout(() => resolve('timeout'), STOP_TIMEOUT_MS);
   });
   if ((await Promise.race([exited, forced])) === 'timeout') {
     child.kill('SIGKILL');

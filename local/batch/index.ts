@@ -9,6 +9,7 @@ import { continueTaskSeqAfter } from './handlers/tasks';
 import { loadSnapshot, saveSnapshot } from './model/snapshot';
 import { Engine } from './runner/engine';
 import { JobLifecycle } from './runner/jobLifecycle';
+import { killLeftoverNodeProcesses } from './runner/leftovers';
 import { nodeDirs } from './runner/sandbox';
 import { Scheduler } from './runner/scheduler';
 import { TaskExecutor } from './runner/taskExecutor';
@@ -67,6 +68,8 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
   const jobs = new JobLifecycle(engine, executor);
   const stateFile = path.join(dataDir, 'state.json');
   const saved = opts.persist ? loadSnapshot(stateFile) : undefined;
+  // A run that was killed could not end its tasks: they must not run on beside their requeued selves.
+  if (opts.persist) killLeftoverNodeProcesses(dataDir);
   const server = createBatchServer({
     accountName,
     accountKey,

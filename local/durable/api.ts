@@ -1,33 +1,35 @@
 /**
- * The Durable Functions HTTP management API (HttpApiHandler.cs routes, status codes and JSON shapes;
- * notes/azure-platform.md §5.1, functions-runtime.md §3.2), served under both
- * `/runtime/webhooks/durabletask/` (the URLs in check-status responses) and the rpcBaseUrl
- * `/durabletask/` (what durable-functions' DurableClient calls).
+ * The Durable Functions HTTP management API, as the extension's HttpApiHandler.cs serves it (routes,
+ * status codes, JSON shapes, error bodies, as documented on the "HTTP API reference" page of Durable Functions):
+ *  - at the webhook `/runtime/webhooks/durabletask/` on the host's listener, where the host has already
+ *    checked the system key (`code=` or x-functions-key: the `durabletask_extension` key or the master key);
+ *  - at the rpcBaseUrl `/durabletask/` on the engine's loopback RPC listener (rpcListener.ts), which is what
+ *    durable-functions' DurableClient calls.
+ * Where this engine answers differently from Azure, docs/local-durable.md says so.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { HostContext } from '../host/extension';
+import { parseBool, parseDate, parseDouble, parseInt32, parseRuntimeStatuses, queryValue } from './apiQuery';
 import type { ResolvedOptions } from './config';
-import { formatTimeline } from './timeline';
-import { EventType, events, type HistoryEvent } from './history';
+import { events } from './history';
+import { formatHistory, parseJsonText } from './historyView';
+import { instanceIdError } from './instanceIds';
+import { RPC_PATH, WEBHOOK_PATH, checkStatusBody, managementUrls, type Webhook } from './links';
 import { findFunction, startMessage, type OrchestrationDispatcher } from './orchestrations';
+import { rewindPlan } from './rewind';
 import type { DurableStore, InstanceQuery, InstanceRow } from './store';
 import { isTerminal, TERMINAL_STATUSES, type RuntimeStatus } from './state';
+import { formatTimeline } from './timeline';
 
-export const WEBHOOK_PREFIX = '/runtime/webhooks/durabletask/';
-export const RPC_PREFIX = '/durabletask/';
-const CONNECTION_NAME = 'Storage';
-const RUNTIME_STATUSES: readonly RuntimeStatus[] = ['Running', 'Completed', 'ContinuedAsNew', 'Failed', 'Canceled', 'Terminated', 'Pending', 'Suspended'];
+/** Azure Table returns at most 1,000 entities a page. */
+const MAX_PAGE_SIZE = 1000;
+/** Kestrel's request body limit for the extension's endpoints is lifted; ours stops at the host's 100 MB. */
+const MAX_BODY_BYTES = 100 * 1024 * 1024;
 
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+/** How the request arrived: through the host's webhook or the engine's RPC listener. */
+export type Via = 'webhook' | 'rpc';
 
 interface Reply {
   status: number;
@@ -37,55 +39,40 @@ interface Reply {
   headers?: Record<string, string>;
 }
 
-/** The durableClient binding data (BindingHelper.DurableOrchestrationClientToString). */
-export function clientBindingData(baseUrl: string, hubName: string): Record<string, unknown> {
-  const base = `${baseUrl}${WEBHOOK_PREFIX.slice(0, -1)}`;
-  const q = `taskHub=${hubName}&connection=${CONNECTION_NAME}`;
-  return {
-    taskHubName: hubName,
-    connectionName: CONNECTION_NAME,
-    creationUrls: {
-      createNewInstancePostUri: `${base}/orchestrators/{functionName}[/{instanceId}]?${q}`,
-      createAndWaitOnNewInstancePostUri: `${base}/orchestrators/{functionName}[/{instanceId}]?timeout={timeoutInSeconds}&pollingInterval={intervalInSeconds}&${q}`,
-    },
-    managementUrls: managementUrls(base, 'INSTANCEID', hubName),
-    baseUrl: base,
-    requiredQueryStringParameters: q,
-    rpcBaseUrl: `${baseUrl}${RPC_PREFIX}`,
-  };
+/** An answer other than success; `body` undefined means an empty body, as the handler's CreateResponse(status). */
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body?: unknown,
+  ) {
+    super(`HTTP ${status}`);
+  }
 }
 
-function managementUrls(base: string, id: string, hubName: string): Record<string, string> {
-  const q = `taskHub=${hubName}&connection=${CONNECTION_NAME}`;
-  const inst = `${base}/instances/${id}`;
-  return {
-    id,
-    statusQueryGetUri: `${inst}?${q}`,
-    sendEventPostUri: `${inst}/raiseEvent/{eventName}?${q}`,
-    terminatePostUri: `${inst}/terminate?reason={text}&${q}`,
-    rewindPostUri: `${inst}/rewind?reason={text}&${q}`,
-    purgeHistoryDeleteUri: `${inst}?${q}`,
-    restartPostUri: `${inst}/restart?${q}`,
-    suspendPostUri: `${inst}/suspend?reason={text}&${q}`,
-    resumePostUri: `${inst}/resume?reason={text}&${q}`,
-  };
+/** HttpRequestMessageExtensions.CreateErrorResponse(status, message, exception). */
+function exceptionBody(message: string, exceptionMessage: string, exceptionType: string): Record<string, unknown> {
+  return { Message: message, ExceptionMessage: exceptionMessage, ExceptionType: exceptionType, StackTrace: null };
 }
 
-export function checkStatusPayload(origin: string, instanceId: string, hubName: string): Record<string, string> {
-  return managementUrls(`${origin}${WEBHOOK_PREFIX.slice(0, -1)}`, encodeURIComponent(instanceId), hubName);
-}
+const answer = {
+  notFound: () => new HttpError(404),
+  gone: () => new HttpError(410),
+  /** An ArgumentException from the client (unknown function, bad instance id...): 400. */
+  argument: (exceptionMessage: string, message = 'One or more of the arguments submitted is incorrect') =>
+    new HttpError(400, exceptionBody(message, exceptionMessage, 'System.ArgumentException')),
+  invalidJson: (detail: string) => new HttpError(400, exceptionBody('Invalid JSON content', detail, 'Newtonsoft.Json.JsonReaderException')),
+  /** Any other exception in the handler (InvalidOperationException from the client): 500. */
+  failed: (exceptionMessage: string, exceptionType = 'System.InvalidOperationException') =>
+    new HttpError(500, exceptionBody('Something went wrong while processing your request', exceptionMessage, exceptionType)),
+  notEmulated: (message: string) => new HttpError(501, { Message: message }),
+};
+
+/** IsCompletedStatus of the handler: Completed, Terminated, Canceled, Failed. */
+const isCompleted = (s: RuntimeStatus): boolean => isTerminal(s);
+const RUNNING_STATUSES: readonly RuntimeStatus[] = ['Running', 'Pending', 'ContinuedAsNew', 'Suspended'];
 
 /** "yyyy-MM-ddTHH:mm:ssZ", as the extension formats status times. */
 const isoSeconds = (iso: string): string => `${iso.slice(0, 19)}Z`;
-
-function parseJsonText(text: string | undefined): unknown {
-  if (text === undefined) return null;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return text;
-  }
-}
 
 export class ManagementApi {
   constructor(
@@ -93,26 +80,24 @@ export class ManagementApi {
     private readonly dispatcher: OrchestrationDispatcher,
     private readonly host: HostContext,
     private readonly opts: ResolvedOptions,
+    private readonly webhook: Webhook,
     private readonly log: Logger,
   ) {}
 
-  async handle(req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean> {
-    let rest: string | undefined;
-    for (const prefix of [WEBHOOK_PREFIX, RPC_PREFIX]) {
-      if (url.pathname.startsWith(prefix)) rest = url.pathname.slice(prefix.length);
-      else if (url.pathname === prefix.slice(0, -1)) rest = '';
-      if (rest !== undefined) break;
-    }
+  /** Answers the request when its path is the API's (under the webhook or the RPC path); false otherwise. */
+  async handle(req: IncomingMessage, res: ServerResponse, url: URL, via: Via): Promise<boolean> {
+    const rest = apiPath(url.pathname, via);
     if (rest === undefined) return false;
     let reply: Reply;
     try {
       const body = await readBody(req);
-      reply = await this.route(req, url, rest.split('/').map(decodeURIComponent), body);
+      if (body === undefined) throw new HttpError(413);
+      reply = await this.route(req, url, via, rest, body);
     } catch (err) {
-      if (err instanceof HttpError) reply = { status: err.status, body: { Message: err.message } };
+      if (err instanceof HttpError) reply = { status: err.status, body: err.body };
       else {
         this.log.error({ err, url: url.pathname }, 'durable management API request failed');
-        reply = { status: 500, body: { Message: (err as Error).message } };
+        reply = { status: 500, body: exceptionBody('Something went wrong while processing your request', (err as Error).message, (err as Error).name) };
       }
     }
     if (reply.text !== undefined) {
@@ -126,54 +111,96 @@ export class ManagementApi {
     return true;
   }
 
-  private async route(req: IncomingMessage, url: URL, parts: string[], body: string): Promise<Reply> {
-    const method = req.method ?? 'GET';
-    const origin = `http://${req.headers.host ?? new URL(this.host.baseUrl()).host}`;
-    const [head, ...tail] = parts;
-    if (head === 'orchestrators' && method === 'POST' && tail.length >= 1 && tail.length <= 2 && tail[0]) {
-      return this.start(tail[0], tail[1] || undefined, body, url, origin, req);
+  private async route(req: IncomingMessage, url: URL, via: Via, rest: string, body: string): Promise<Reply> {
+    const method = (req.method ?? 'GET').toUpperCase();
+    // Links point at the host the caller used, as GetClientResponseLinks uses the request URI; RPC callers get the webhook's.
+    const origin = via === 'webhook' && req.headers.host ? `http://${req.headers.host}` : this.webhook.origin;
+    const taskHub = queryValue(url, 'taskHub');
+    if (taskHub && taskHub.toLowerCase() !== this.opts.hubName.toLowerCase()) {
+      throw answer.notEmulated(`The local Durable engine serves only the task hub '${this.opts.hubName}' (the request names '${taskHub}')`);
     }
-    if (head === 'instances') {
-      const id = tail[0] ?? '';
-      if (id === '' && tail.length <= 1) {
-        if (method === 'GET') return this.list(url, req);
-        if (method === 'DELETE') return this.purgeMany(url);
-      } else if (tail.length === 1) {
-        if (method === 'GET') return this.status(id, url, origin);
-        if (method === 'DELETE') return this.purgeOne(id);
-      } else if (method === 'POST') {
-        const op = tail[1];
-        if (op === 'raiseEvent' && tail[2]) return this.raise(id, tail[2], body, req);
-        if (op === 'terminate' || op === 'suspend' || op === 'resume') return this.control(id, op, url.searchParams.get('reason') ?? '');
-        if (op === 'rewind') throw new HttpError(501, 'Rewind is not supported by the local Durable engine');
-        if (op === 'restart') return this.restart(id, url, origin);
-      } else if (method === 'GET' && tail.length === 2 && tail[1] === 'timeline') {
-        return this.timeline(id);
-      }
+    const parts = rest === '' ? [] : rest.split('/').map(safeDecode);
+    const [head = '', ...tail] = parts;
+    switch (head.toLowerCase()) {
+      case 'orchestrators':
+        if (tail.length >= 1 && tail.length <= 2 && tail[0]) {
+          if (method !== 'POST') throw answer.notFound();
+          return this.start(tail[0], tail[1] || undefined, body, url, origin, req);
+        }
+        break;
+      case 'entities':
+        if (tail.length <= 2) throw answer.notEmulated('Durable entities are not supported by the local Durable engine');
+        break;
+      case 'makeprimary':
+        if (tail.length === 0) throw answer.notEmulated('App leases (makeprimary) are not supported by the local Durable engine');
+        break;
+      case 'instances':
+        return this.instances(method, tail, body, url, origin, req);
+      default:
+        break;
     }
-    if (head === 'entities') throw new HttpError(501, 'Durable entities are not supported by the local Durable engine');
-    throw new HttpError(404, `No Durable management route for ${method} ${url.pathname}`);
+    throw answer.notFound();
+  }
+
+  private async instances(method: string, tail: string[], body: string, url: URL, origin: string, req: IncomingMessage): Promise<Reply> {
+    if (tail.length === 3 && tail[1].toLowerCase() === 'raiseevent' && tail[2]) {
+      if (method !== 'POST') throw answer.notFound();
+      return this.raise(tail[0], tail[2], body, req);
+    }
+    if (tail.length > 2) throw answer.notFound();
+    const [id, op] = tail;
+    if (!id) {
+      if (method === 'GET') return this.list(url, req);
+      if (method === 'DELETE') return this.purgeMany(url);
+      throw answer.notFound();
+    }
+    if (!op) {
+      if (method === 'GET') return this.status(id, url, req, origin);
+      if (method === 'DELETE') return this.purgeOne(id);
+      throw answer.notFound();
+    }
+    const operation = op.toLowerCase();
+    if (method === 'POST') {
+      const reason = queryValue(url, 'reason');
+      if (operation === 'terminate' || operation === 'suspend' || operation === 'resume') return this.control(id, operation, reason);
+      if (operation === 'rewind') return this.rewind(id, reason);
+      if (operation === 'restart') return this.restart(id, url, origin, req);
+    } else if (method === 'GET' && operation === 'timeline') {
+      return this.timeline(id);
+    }
+    throw answer.notFound();
   }
 
   private async start(name: string, givenId: string | undefined, body: string, url: URL, origin: string, req: IncomingMessage): Promise<Reply> {
+    const input = parseJsonBody(body, true);
     const fn = findFunction(this.host.functions(), name, 'orchestrationTrigger');
-    if (!fn) throw new HttpError(400, `The function '${name}' doesn't exist, is disabled, or is not an orchestrator function.`);
-    const input = parseBodyJson(body, req);
+    if (!fn) throw answer.argument(`The function '${name}' doesn't exist, is disabled, or is not an orchestrator function.`);
+    if (givenId !== undefined) {
+      const invalid = instanceIdError(givenId);
+      if (invalid) throw answer.argument(invalid);
+    }
     const instanceId = givenId ?? randomUUID().replace(/-/g, '');
     await this.startInstance(fn.name, instanceId, input);
-    const timeout = url.searchParams.get('timeout');
-    if (timeout !== null) {
-      const deadline = Date.now() + Number(timeout) * 1000;
-      const interval = Math.max(100, Number(url.searchParams.get('pollingInterval') ?? '1') * 1000);
+    return this.waitOrCheckStatus(instanceId, url, origin, req);
+  }
+
+  /** WaitForCompletionOrCreateCheckStatusResponseAsync when `timeout` and `pollingInterval` are given, else the 202 links. */
+  private async waitOrCheckStatus(instanceId: string, url: URL, origin: string, req: IncomingMessage): Promise<Reply> {
+    const timeout = parseDouble(queryValue(url, 'timeout'));
+    const interval = parseDouble(queryValue(url, 'pollingInterval'));
+    if (timeout !== undefined && interval !== undefined) {
+      if (interval > timeout) throw answer.argument(`Total timeout ${timeout} should be bigger than retry timeout ${interval}`);
+      const deadline = Date.now() + timeout * 1000;
       for (;;) {
         const row = await this.store.getInstance(instanceId);
-        if (row && row.runtimeStatus === 'Completed') return { status: 200, body: parseJsonText(row.output) };
-        if (row && isTerminal(row.runtimeStatus)) return { status: 200, body: this.payload(row, true) };
-        if (Date.now() + interval > deadline) break;
-        await new Promise((r) => setTimeout(r, interval));
+        if (row?.runtimeStatus === 'Completed') return { status: 200, body: parseJsonText(row.output) };
+        if (row && isCompleted(row.runtimeStatus)) return this.status(instanceId, url, req, origin, false);
+        const left = deadline - Date.now();
+        if (left <= 0) break;
+        await new Promise((r) => setTimeout(r, Math.max(10, Math.min(left, interval * 1000))));
       }
     }
-    const links = checkStatusPayload(origin, instanceId, this.opts.hubName);
+    const links = checkStatusBody(managementUrls(this.webhook, origin, instanceId, this.opts.hubName));
     return { status: 202, body: links, headers: { Location: links.statusQueryGetUri, 'Retry-After': '10' } };
   }
 
@@ -181,7 +208,7 @@ export class ManagementApi {
   async startInstance(name: string, instanceId: string, input: string | undefined): Promise<void> {
     const existing = await this.store.getInstance(instanceId);
     if (existing && !isTerminal(existing.runtimeStatus)) {
-      throw new HttpError(409, `An instance with ID '${instanceId}' already exists and is ${existing.runtimeStatus}`);
+      throw new HttpError(409, { Message: `An instance with ID '${instanceId}' already exists and is ${existing.runtimeStatus}` });
     }
     const executionId = randomUUID().replace(/-/g, '');
     const now = new Date().toISOString();
@@ -189,33 +216,31 @@ export class ManagementApi {
     // A new id is inserted, not upserted: of two concurrent starts exactly one creates the instance, the other gets 409.
     if (existing) await this.store.putInstance(row);
     else if (!(await this.store.createInstance(row))) {
-      throw new HttpError(409, `An instance with ID '${instanceId}' already exists`);
+      throw new HttpError(409, { Message: `An instance with ID '${instanceId}' already exists` });
     }
     await this.store.sendControl(startMessage(instanceId, executionId, name, input));
     this.dispatcher.wake();
     this.log.info({ instanceId, orchestrator: name }, 'durable instance scheduled');
   }
 
-  private async status(instanceId: string, url: URL, origin: string): Promise<Reply> {
+  private async status(instanceId: string, url: URL, req: IncomingMessage, origin: string, allow500 = true): Promise<Reply> {
     const row = await this.store.getInstance(instanceId);
-    if (!row) throw new HttpError(404, `No instance with ID '${instanceId}' found.`);
-    const flag = (k: string, dflt: boolean): boolean => {
-      const v = url.searchParams.get(k);
-      return v === null ? dflt : v.toLowerCase() === 'true';
-    };
-    const payload = this.payload(row, flag('showInput', true));
-    if (flag('showHistory', false)) {
+    if (!row) throw answer.notFound();
+    const showHistory = parseBool(queryValue(url, 'showHistory'), false);
+    const showHistoryOutput = parseBool(queryValue(url, 'showHistoryOutput'), false);
+    const showInput = parseBool(queryValue(url, 'showInput'), true);
+    const payload = this.payload(row, showInput);
+    if (showHistory && row.runtimeStatus !== 'Pending') {
       const loaded = await this.store.load(instanceId);
-      const h = loaded ? formatHistory(loaded.history, flag('showHistoryOutput', false)) : [];
-      payload.historyEvents = h;
-      payload.history = h;
+      if (loaded) payload.historyEvents = formatHistory(loaded.history, { showHistoryOutput, showInput });
     }
-    if (isTerminal(row.runtimeStatus)) {
-      const failed500 = row.runtimeStatus === 'Failed' && flag('returnInternalServerErrorOnFailure', false);
-      return { status: failed500 ? 500 : 200, body: payload };
+    if (RUNNING_STATUSES.includes(row.runtimeStatus)) {
+      // Location is the request's own URL (HandleGetStatusRequestAsync), so a poller keeps its key and options.
+      const requestOrigin = req.headers.host ? `http://${req.headers.host}` : origin;
+      return { status: 202, body: payload, headers: { Location: `${requestOrigin}${req.url ?? ''}`, 'Retry-After': '5' } };
     }
-    const location = checkStatusPayload(origin, instanceId, this.opts.hubName).statusQueryGetUri;
-    return { status: 202, body: payload, headers: { Location: location, 'Retry-After': '5' } };
+    const failed500 = allow500 && row.runtimeStatus === 'Failed' && parseBool(queryValue(url, 'returnInternalServerErrorOnFailure'), false);
+    return { status: failed500 ? 500 : 200, body: payload };
   }
 
   payload(row: InstanceRow, showInput: boolean): Record<string, unknown> {
@@ -231,34 +256,41 @@ export class ManagementApi {
     };
   }
 
+  /** GET instances: filters that do not parse are ignored, as the handler's TryGet... helpers do. */
   private async list(url: URL, req: IncomingMessage): Promise<Reply> {
-    const q = queryFromUrl(url);
-    const top = url.searchParams.get('top');
-    const pageSize = top ? Math.max(1, Number(top)) : this.opts.statusPageSize;
+    const q: InstanceQuery = {
+      createdTimeFrom: parseDate(queryValue(url, 'createdTimeFrom')),
+      createdTimeTo: parseDate(queryValue(url, 'createdTimeTo')),
+      runtimeStatus: parseRuntimeStatuses(queryValue(url, 'runtimeStatus')),
+      instanceIdPrefix: queryValue(url, 'instanceIdPrefix') || undefined,
+    };
+    const top = parseInt32(queryValue(url, 'top'));
+    const pageSize = top !== undefined && top > 0 ? Math.min(top, MAX_PAGE_SIZE) : this.opts.statusPageSize;
+    const showInput = parseBool(queryValue(url, 'showInput'), true);
     const token = headerValue(req, 'x-ms-continuation-token');
-    const showInput = (url.searchParams.get('showInput') ?? 'false').toLowerCase() === 'true';
     const page = await this.store.queryInstances(q, pageSize, token || undefined);
     return {
       status: 200,
       body: page.rows.map((r) => this.payload(r, showInput)),
-      headers: page.next ? { 'x-ms-continuation-token': page.next } : undefined,
+      // The handler always adds the header; it is empty on the last page.
+      headers: { 'x-ms-continuation-token': page.next ?? '' },
     };
   }
 
-  /** Local extension (not in the Durable API): the history as the timeline command prints it. */
+  /** Local addition (not in the Durable API): the history as the timeline command prints it. */
   private async timeline(instanceId: string): Promise<Reply> {
     const [row, loaded] = await Promise.all([this.store.getInstance(instanceId), this.store.load(instanceId)]);
-    if (!row && !loaded) throw new HttpError(404, `No instance with ID '${instanceId}' found.`);
+    if (!row && !loaded) throw answer.notFound();
     return { status: 200, text: formatTimeline(row, loaded?.state, loaded?.history ?? []) + '\n' };
   }
 
   private async raise(instanceId: string, eventName: string, body: string, req: IncomingMessage): Promise<Reply> {
-    const contentType = headerValue(req, 'content-type');
-    if (contentType && !/json/i.test(contentType)) throw new HttpError(400, `raiseEvent needs Content-Type application/json, got '${contentType}'`);
-    const input = parseBodyJson(body, req);
     const row = await this.store.getInstance(instanceId);
-    if (!row) throw new HttpError(404, `No instance with ID '${instanceId}' found.`);
-    if (isTerminal(row.runtimeStatus)) throw new HttpError(410, `Instance '${instanceId}' is ${row.runtimeStatus}; it can no longer receive events`);
+    if (!row) throw answer.notFound();
+    if (isCompleted(row.runtimeStatus)) throw answer.gone();
+    const mediaType = (headerValue(req, 'content-type') ?? '').split(';')[0].trim().toLowerCase();
+    if (mediaType !== 'application/json') throw new HttpError(400, { Message: 'Only application/json request content is supported' });
+    const input = parseJsonBody(body, false);
     await this.store.sendControl({
       id: randomUUID(),
       instanceId,
@@ -270,43 +302,84 @@ export class ManagementApi {
     return { status: 202 };
   }
 
-  private async control(instanceId: string, op: 'terminate' | 'suspend' | 'resume', reason: string): Promise<Reply> {
+  private async control(instanceId: string, op: 'terminate' | 'suspend' | 'resume', reason: string | undefined): Promise<Reply> {
     const row = await this.store.getInstance(instanceId);
-    if (!row) throw new HttpError(404, `No instance with ID '${instanceId}' found.`);
-    if (isTerminal(row.runtimeStatus)) throw new HttpError(410, `Instance '${instanceId}' is already ${row.runtimeStatus}`);
+    if (!row) throw answer.notFound();
+    if (isCompleted(row.runtimeStatus)) throw answer.gone();
+    const s = row.runtimeStatus;
+    if (op === 'suspend' && !['Running', 'Pending', 'ContinuedAsNew'].includes(s)) {
+      throw answer.failed(`Cannot suspend the orchestration instance ${instanceId} because instance is in the ${s} state.`);
+    }
+    if (op === 'resume' && s !== 'Suspended') throw answer.failed(`Cannot resume the orchestration instance ${instanceId} because instance is in the ${s} state.`);
     const now = new Date();
     const event =
-      op === 'terminate' ? events.executionTerminated(now, reason) : op === 'suspend' ? events.executionSuspended(now, reason) : events.executionResumed(now, reason);
+      op === 'terminate' ? events.executionTerminated(now, reason) : op === 'suspend' ? events.executionSuspended(now, reason ?? '') : events.executionResumed(now, reason ?? '');
     await this.store.sendControl({ id: randomUUID(), instanceId, event, sentAt: now.toISOString() });
     this.dispatcher.wake();
     this.log.info({ instanceId, op, reason }, `durable instance ${op} requested`);
     return { status: 202 };
   }
 
-  private async restart(instanceId: string, url: URL, origin: string): Promise<Reply> {
+  /** Rewind a Failed instance (HandleRewindInstanceRequestAsync; see rewind.ts for what this engine rewinds). */
+  private async rewind(instanceId: string, reason: string | undefined): Promise<Reply> {
     const row = await this.store.getInstance(instanceId);
-    if (!row) throw new HttpError(404, `No instance with ID '${instanceId}' found.`);
-    const newId = (url.searchParams.get('restartWithNewInstanceId') ?? 'true').toLowerCase() !== 'false';
-    const id = newId ? randomUUID().replace(/-/g, '') : instanceId;
-    await this.startInstance(row.name, id, row.input);
-    const links = checkStatusPayload(origin, id, this.opts.hubName);
-    return { status: 202, body: links, headers: { Location: links.statusQueryGetUri, 'Retry-After': '10' } };
+    if (!row) throw answer.notFound();
+    if (['Canceled', 'Terminated', 'Completed'].includes(row.runtimeStatus)) throw answer.gone();
+    if (row.runtimeStatus !== 'Failed') throw answer.failed('The rewind operation is only supported on failed orchestration instances.');
+    const unsupported = await this.rewindUnsupported(instanceId, 0);
+    if (unsupported?.notFailed) throw answer.failed(unsupported.why);
+    if (unsupported) throw answer.notEmulated(unsupported.why);
+    // As UpdateStatusForRewindAsync: the instance reads Pending until its rewind episode runs.
+    await this.store.putInstance({ ...row, runtimeStatus: 'Pending', lastUpdatedTime: new Date().toISOString() });
+    await this.store.sendControl({ id: randomUUID(), instanceId, event: events.rewind(new Date(), reason ?? ''), sentAt: new Date().toISOString() });
+    this.dispatcher.wake();
+    this.log.info({ instanceId, reason }, 'durable instance rewind requested');
+    return { status: 202 };
   }
 
+  /** Why this instance (or a failed sub-orchestration it would rewind) cannot be rewound here, if it cannot. */
+  private async rewindUnsupported(instanceId: string, depth: number): Promise<{ why: string; notFailed?: boolean } | undefined> {
+    const loaded = await this.store.load(instanceId);
+    if (!loaded) return { why: `Instance '${instanceId}' has no history to rewind` };
+    const plan = rewindPlan(loaded.state, loaded.history);
+    if (!plan.ok) return plan;
+    for (const t of plan.reopened) {
+      if (t.kind !== 'suborch' || !t.childInstanceId) continue;
+      const child = await this.store.getInstance(t.childInstanceId);
+      if (child?.runtimeStatus !== 'Failed') continue;
+      if (depth >= 8) return { why: 'Rewind of sub-orchestrations nested deeper than 8 levels is not supported by the local Durable engine' };
+      const why = await this.rewindUnsupported(t.childInstanceId, depth + 1);
+      if (why) return { why: `sub-orchestration '${t.childInstanceId}': ${why.why}` };
+    }
+    return undefined;
+  }
+
+  private async restart(instanceId: string, url: URL, origin: string, req: IncomingMessage): Promise<Reply> {
+    const row = await this.store.getInstance(instanceId);
+    if (!row) throw answer.argument(`An orchestrastion with the instanceId ${instanceId} was not found.`, 'InstanceId does not match a valid orchestration instance.');
+    const newId = parseBool(queryValue(url, 'restartWithNewInstanceId'), true);
+    const id = newId ? randomUUID().replace(/-/g, '') : instanceId;
+    await this.startInstance(row.name, id, row.input);
+    return this.waitOrCheckStatus(id, url, origin, req);
+  }
+
+  /** DELETE instances/{id}: purges whatever the status, as the Azure Storage provider does. */
   private async purgeOne(instanceId: string): Promise<Reply> {
     const row = await this.store.getInstance(instanceId);
-    if (!row) throw new HttpError(404, `No instance with ID '${instanceId}' found.`);
-    if (!isTerminal(row.runtimeStatus)) throw new HttpError(412, `Instance '${instanceId}' is ${row.runtimeStatus}; only finished instances can be purged`);
+    if (!row) throw answer.notFound();
     await this.purge(instanceId);
     return { status: 200, body: { instancesDeleted: 1 } };
   }
 
   private async purgeMany(url: URL): Promise<Reply> {
-    const q = queryFromUrl(url);
-    if (!q.createdTimeFrom) throw new HttpError(400, 'Purging by filter requires createdTimeFrom');
-    q.runtimeStatus = q.runtimeStatus?.length ? q.runtimeStatus.filter((s) => isTerminal(s)) : [...TERMINAL_STATUSES];
+    const from = parseDate(queryValue(url, 'createdTimeFrom'));
+    if (!from) throw new HttpError(400, "Please provide value for 'createdTimeFrom' parameter.");
+    const statuses = parseRuntimeStatuses(queryValue(url, 'runtimeStatus'));
+    // The provider keeps only terminal statuses of the filter; see docs/local-durable.md for the empty case.
+    const terminal = (statuses ?? [...TERMINAL_STATUSES]).filter((s) => TERMINAL_STATUSES.includes(s as RuntimeStatus));
+    const q: InstanceQuery = { createdTimeFrom: from, createdTimeTo: parseDate(queryValue(url, 'createdTimeTo')) ?? new Date(), runtimeStatus: terminal };
     let n = 0;
-    if (q.runtimeStatus.length > 0) {
+    if (terminal.length > 0) {
       const ids: string[] = [];
       for await (const row of this.store.allInstances(q)) ids.push(row.instanceId);
       for (const id of ids) {
@@ -314,7 +387,7 @@ export class ManagementApi {
         n += 1;
       }
     }
-    if (n === 0) throw new HttpError(404, 'No instances matched the purge filter');
+    if (n === 0) throw answer.notFound();
     return { status: 200, body: { instancesDeleted: n } };
   }
 
@@ -326,36 +399,32 @@ export class ManagementApi {
   }
 }
 
-function queryFromUrl(url: URL): InstanceQuery {
-  const date = (k: string): Date | undefined => {
-    const v = url.searchParams.get(k);
-    if (!v) return undefined;
-    const d = new Date(v);
-    if (Number.isNaN(d.getTime())) throw new HttpError(400, `${k} is not a date: '${v}'`);
-    return d;
-  };
-  const statuses = url.searchParams.get('runtimeStatus');
-  const runtimeStatus = statuses
-    ? statuses.split(',').map((s) => {
-        const match = RUNTIME_STATUSES.find((r) => r.toLowerCase() === s.trim().toLowerCase());
-        if (!match) throw new HttpError(400, `Unknown runtimeStatus '${s}' (expected one of ${RUNTIME_STATUSES.join(', ')})`);
-        return match;
-      })
-    : undefined;
-  return {
-    createdTimeFrom: date('createdTimeFrom'),
-    createdTimeTo: date('createdTimeTo'),
-    runtimeStatus,
-    instanceIdPrefix: url.searchParams.get('instanceIdPrefix') ?? undefined,
-  };
+/** The path after the API's base (trimmed of slashes, as the handler does), or undefined when not the API's. */
+function apiPath(pathname: string, via: Via): string | undefined {
+  const base = via === 'webhook' ? WEBHOOK_PATH : RPC_PATH.slice(0, -1);
+  if (pathname.toLowerCase() !== base.toLowerCase() && !pathname.toLowerCase().startsWith(`${base.toLowerCase()}/`)) return undefined;
+  return pathname.slice(base.length).replace(/^\/+|\/+$/g, '');
 }
 
-function parseBodyJson(body: string, _req: IncomingMessage): string | undefined {
-  if (body.trim() === '') return undefined;
+function safeDecode(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
+/**
+ * The request body as the JSON text to store, undefined when empty. `emptyIsNull`: the start endpoint
+ * reads no input from an empty body; raiseEvent parses the body whatever it is (an empty one is invalid).
+ */
+function parseJsonBody(body: string, emptyIsNull: boolean): string | undefined {
+  if (emptyIsNull && body.trim() === '') return undefined;
   try {
     JSON.parse(body);
   } catch (err) {
-    throw new HttpError(400, `Request body is not valid JSON: ${(err as Error).message}`);
+    const detail = body.trim() === '' ? "Error reading JToken from JsonReader. Path '', line 0, position 0." : (err as Error).message;
+    throw answer.invalidJson(detail);
   }
   return body.trim();
 }
@@ -365,55 +434,15 @@ function headerValue(req: IncomingMessage, name: string): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
+function readBody(req: IncomingMessage): Promise<string | undefined> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size <= MAX_BODY_BYTES) chunks.push(c);
+    });
+    req.on('end', () => resolve(size > MAX_BODY_BYTES ? undefined : Buffer.concat(chunks).toString('utf8')));
     req.on('error', reject);
   });
-}
-
-/** History as the status API shows it: scheduling folded into the answering event, as the extension does. */
-export function formatHistory(history: HistoryEvent[], showOutput: boolean): Record<string, unknown>[] {
-  const scheduled = new Map<number, HistoryEvent>();
-  const out: Record<string, unknown>[] = [];
-  for (const e of history) {
-    const type = EventType[e.EventType];
-    switch (e.EventType) {
-      case EventType.OrchestratorStarted:
-      case EventType.OrchestratorCompleted:
-        continue;
-      case EventType.TaskScheduled:
-      case EventType.SubOrchestrationInstanceCreated:
-        scheduled.set(e.EventId, e);
-        continue;
-      default:
-        break;
-    }
-    const item: Record<string, unknown> = { EventType: type, EventId: e.EventId, Timestamp: e.Timestamp };
-    const id = e.TaskScheduledId;
-    if (id !== undefined) {
-      const s = scheduled.get(id);
-      item.TaskScheduledId = id;
-      if (s) {
-        item.FunctionName = s.Name;
-        item.ScheduledTime = s.Timestamp;
-        if (s.InstanceId) item.InstanceId = s.InstanceId;
-      }
-    }
-    if (e.EventType === EventType.ExecutionStarted) item.FunctionName = e.Name;
-    if (e.EventType === EventType.EventRaised) item.Name = e.Name;
-    if (e.TimerId !== undefined) item.TimerId = e.TimerId;
-    if (e.FireAt) item.FireAt = e.FireAt;
-    if (e.OrchestrationStatus) item.OrchestrationStatus = e.OrchestrationStatus;
-    if (e.Reason) item.Reason = e.Reason;
-    if (e.Details) item.Details = e.Details;
-    if (showOutput) {
-      if (e.Result !== undefined) item.Result = parseJsonText(e.Result);
-      if (e.Input !== undefined) item.Input = parseJsonText(e.Input);
-    }
-    out.push(item);
-  }
-  return out;
 }

@@ -17,8 +17,10 @@ export interface DurableOptions {
   controlVisibilitySeconds?: number;
   /** How long a received work item stays invisible; renewed while the activity runs (default 60 s). */
   workItemVisibilitySeconds?: number;
-  /** Instances per page of GET /instances when the caller gives no `top` (default 100). */
+  /** Instances per page of GET /instances when the caller gives no `top` (default 100, as the extension). */
   statusPageSize?: number;
+  /** Port of the loopback RPC endpoint (the extension's LocalHttpListener; Azure uses 17071). Default 0: any free port. */
+  rpcPort?: number;
 }
 
 export type ResolvedOptions = Required<DurableOptions>;
@@ -44,5 +46,6 @@ export function resolveOptions(hostJson: Record<string, unknown>, opts: DurableO
     controlVisibilitySeconds: opts.controlVisibilitySeconds ?? 20,
     workItemVisibilitySeconds: opts.workItemVisibilitySeconds ?? 60,
     statusPageSize: opts.statusPageSize ?? 100,
+    rpcPort: opts.rpcPort ?? 0,
   };
 }

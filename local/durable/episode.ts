@@ -52,7 +52,7 @@ export interface Selection {
   /** Events for the orchestrator, in delivery order. */
   deliver: HistoryEvent[];
   /** Events appended without running the orchestrator (suspend) or before the delivered ones (resume). */
-  control: 'terminate' | 'suspend' | 'resume' | undefined;
+  control: 'terminate' | 'suspend' | 'resume' | 'rewind' | undefined;
   controlReason?: string;
   /** Message ids whose effect this episode records (delete after commit). */
   consumed: string[];
@@ -159,6 +159,16 @@ export function selectBatch(current: InstanceState | undefined, msgs: ControlMes
       // An event for an instance whose start message has not been seen yet: keep it a while.
       if (now.getTime() - Date.parse(m.sentAt) > ORPHAN_MESSAGE_TTL_MS) drop(m, 'instance does not exist');
       else sel.held.push(m.id);
+      continue;
+    }
+    if (e.EventType === EventType.GenericEvent) {
+      // A rewind request: only a Failed instance takes it, in an episode of its own.
+      if (state.status !== 'Failed') {
+        drop(m, `rewind of an instance that is ${state.status}`);
+        continue;
+      }
+      if (!holdIfBusy(m)) takeControl(m, 'rewind', e.Data);
+      cut = true;
       continue;
     }
     if (isTerminal(state.status)) {
@@ -591,19 +601,49 @@ function outputText(output: string | undefined): string {
 /** Terminate: no replay; the instance ends with the reason as output. */
 export function applyTerminate(input: InstanceState, reason: string | undefined, now: Date): EpisodeResult {
   const state = structuredClone(input);
-  const text = reason !== undefined ? safeParseString(reason) : '';
-  const appended = [events.executionTerminated(now, text), events.executionCompleted(now, 'Terminated', JSON.stringify(text))];
+  // `reason` is the ExecutionTerminated event's Input (JSON text), absent when the caller gave none.
+  const text = reason !== undefined ? safeParseString(reason) : undefined;
+  const output = text !== undefined ? JSON.stringify(text) : undefined;
+  // In the history the event holds the reason itself, as DTFx's ExecutionTerminatedEvent(-1, reason) does.
+  const terminated = events.executionTerminated(now, undefined);
+  if (text !== undefined) terminated.Input = text;
+  const appended = [terminated, events.executionCompleted(now, 'Terminated', output)];
   state.status = 'Terminated';
-  state.output = JSON.stringify(text);
+  state.output = output;
   state.open = {};
   state.retries = {};
   state.suspended = false;
   state.inbox = [];
   state.lastUpdatedTime = now.toISOString();
   const outbox = emptyOutbox();
-  notifyParent(state, outbox, now, `terminated: ${text}`);
+  notifyParent(state, outbox, now, `terminated: ${text ?? ''}`);
   return { state, appended, outbox, actionsLog: [{ type: 'Terminate' }] };
 }
+
+/**
+ * The episode's results cannot be stored (tableSafe.UnstorableError): the instance fails with the reason,
+ * recording only small things, so this instance ends and no other is held up. `input` is the state before
+ * the episode. The input is kept when it is small enough to store.
+ */
+export function applyUnstorable(input: InstanceState, why: string, now: Date): EpisodeResult {
+  const state = structuredClone(input);
+  const message = `The local Durable engine could not store the state of orchestration '${state.name}' (instance '${state.instanceId}'): ${why}`;
+  state.status = 'Failed';
+  state.output = JSON.stringify(message);
+  state.customStatus = undefined;
+  if (state.input !== undefined && state.input.length > MAX_KEPT_INPUT_CHARS) state.input = undefined;
+  state.open = {};
+  state.retries = {};
+  state.suspended = false;
+  state.inbox = [];
+  state.lastUpdatedTime = now.toISOString();
+  const appended = [events.executionCompleted(now, 'Failed', state.output)];
+  const outbox = emptyOutbox();
+  notifyParent(state, outbox, now, message);
+  return { state, appended, outbox, actionsLog: [{ type: 'Unstorable' }] };
+}
+
+const MAX_KEPT_INPUT_CHARS = 64 * 1024;
 
 export function applySuspend(input: InstanceState, reason: string | undefined, now: Date): EpisodeResult {
   const state = structuredClone(input);

@@ -1,6 +1,7 @@
 /**
  * History events in the DTFx JSON shape the durable-functions library replays
- * (notes/functions-runtime.md §2.2). Field names are PascalCase because the library reads them so.
+ * (the DTFx HistoryEvent classes, serialised as the extension sends them). Field names are PascalCase because the
+ * library reads them so.
  */
 
 export enum EventType {
@@ -47,6 +48,8 @@ export interface HistoryEvent {
   InstanceId?: string;
   OrchestrationStatus?: string;
   ParentInstanceId?: string;
+  /** GenericEvent: the rewind request's reason, or "Rewound: <type>" where a failure event was cleared by a rewind. */
+  Data?: string;
 }
 
 export interface FailureDetails {
@@ -123,12 +126,15 @@ export const events = {
     if (failure) e.FailureDetails = failure;
     return e;
   },
-  executionTerminated: (at: Date, reason: string): HistoryEvent => ({
+  /** `reason` undefined: terminated without a reason (the instance's output is then null). */
+  executionTerminated: (at: Date, reason: string | undefined): HistoryEvent => ({
     ...base(EventType.ExecutionTerminated, at),
-    Input: JSON.stringify(reason),
+    ...(reason !== undefined ? { Input: JSON.stringify(reason) } : {}),
   }),
   executionSuspended: (at: Date, reason: string): HistoryEvent => ({ ...base(EventType.ExecutionSuspended, at), Reason: reason }),
   executionResumed: (at: Date, reason: string): HistoryEvent => ({ ...base(EventType.ExecutionResumed, at), Reason: reason }),
+  /** A rewind request (the control message) and its record in the history, as Azure's GenericEvent(-1, reason). */
+  rewind: (at: Date, reason: string): HistoryEvent => ({ ...base(EventType.GenericEvent, at), Data: reason }),
   continueAsNew: (at: Date, input: string | undefined): HistoryEvent => ({
     ...base(EventType.ContinueAsNew, at),
     ...(input !== undefined ? { Result: input } : {}),
@@ -166,6 +172,7 @@ export function describeEvent(e: HistoryEvent): string {
   if (e.FireAt) parts.push(`fireAt=${e.FireAt}`);
   if (e.OrchestrationStatus) parts.push(e.OrchestrationStatus);
   if (e.Reason) parts.push(`reason=${truncate(e.Reason, 200)}`);
+  if (e.Data !== undefined) parts.push(`data=${truncate(e.Data, 200)}`);
   if (e.Input !== undefined && e.EventType !== EventType.ExecutionStarted) parts.push(`input=${truncate(e.Input, 120)}`);
   if (e.Result !== undefined) parts.push(`result=${truncate(e.Result, 120)}`);
   return parts.join(' ');

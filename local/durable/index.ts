@@ -8,11 +8,16 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { BindingInfo, HostContext, HostExtension, TypedData } from '../host/extension';
 import { ActivityDispatcher } from './activities';
-import { ManagementApi, clientBindingData } from './api';
+import { ManagementApi } from './api';
 import { resolveOptions, type DurableOptions, type ResolvedOptions } from './config';
+import { clientBindingData, webhookFromUrl, type Webhook } from './links';
 import { OrchestrationDispatcher } from './orchestrations';
 import { recover, recoverInstance, type RecoveryReport } from './recovery';
+import { startRpcListener, type RpcListener } from './rpcListener';
 import { DurableStore } from './store';
+
+/** The extension's webhook name: /runtime/webhooks/durabletask, system key `durabletask_extension`. */
+const WEBHOOK_NAME = 'durabletask';
 
 export type { DurableOptions } from './config';
 export { DurableStore } from './store';
@@ -24,11 +29,25 @@ export interface DurableExtension extends HostExtension {
   options(): ResolvedOptions | undefined;
   /** What start-up recovery re-sent; undefined before start. */
   recovery(): RecoveryReport | undefined;
+  /** The loopback RPC endpoint's base URL without its credentials (for logs and tests); undefined before start. */
+  rpcEndpoint(): string | undefined;
 }
 
 export function createDurableExtension(opts: DurableOptions = {}): DurableExtension {
   let running:
-    | { store: DurableStore; orchestrations: OrchestrationDispatcher; activities: ActivityDispatcher; api: ManagementApi; options: ResolvedOptions; log: Logger; host: HostContext; recovery: RecoveryReport }
+    | {
+        store: DurableStore;
+        orchestrations: OrchestrationDispatcher;
+        activities: ActivityDispatcher;
+        api: ManagementApi;
+        options: ResolvedOptions;
+        log: Logger;
+        host: HostContext;
+        recovery: RecoveryReport;
+        webhook: Webhook;
+        rpc: RpcListener;
+        rpcBaseUrl: string;
+      }
     | undefined;
 
   return {
@@ -38,12 +57,12 @@ export function createDurableExtension(opts: DurableOptions = {}): DurableExtens
 
     async provideInputBinding(_binding: BindingInfo): Promise<TypedData> {
       if (!running) throw new Error('The durableClient binding was requested before the Durable extension started');
-      return { string: JSON.stringify(clientBindingData(running.host.baseUrl(), running.options.hubName)) };
+      return { string: JSON.stringify(clientBindingData(running.webhook, running.options.hubName, running.rpcBaseUrl)) };
     },
 
     async handleHttp(req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean> {
       if (!running) return false;
-      return running.api.handle(req, res, url);
+      return running.api.handle(req, res, url, 'webhook');
     },
 
     async start(host: HostContext): Promise<void> {
@@ -60,16 +79,33 @@ export function createDurableExtension(opts: DurableOptions = {}): DurableExtens
       orchestrations.onWorkItems = () => activities.wake();
       activities.onAnswer = () => orchestrations.wake();
       orchestrations.onEpisodeError = (instanceId) => recoverInstance(store, orchestrations, instanceId);
-      const api = new ManagementApi(store, orchestrations, host, options, log);
-      const report = await recover(store, orchestrations, log);
+      // As the extension asks the host's webhook provider: the URL carries the system key (created on first use).
+      const webhookUrl = host.webhookUrl(WEBHOOK_NAME);
+      const webhook = webhookFromUrl(webhookUrl);
+      const systemKey = new URL(webhookUrl).searchParams.get('code') ?? '';
+      const api = new ManagementApi(store, orchestrations, host, options, webhook, log);
+      const rpc = await startRpcListener({
+        port: options.rpcPort,
+        handle: (req, res, url) => api.handle(req, res, url, 'rpc'),
+        authorize: (presented) => host.isWebhookKey(WEBHOOK_NAME, presented),
+        log,
+      });
+      let report: RecoveryReport;
+      try {
+        report = await recover(store, orchestrations, log);
+      } catch (err) {
+        await rpc.close();
+        throw err;
+      }
       orchestrations.start();
       activities.start();
-      running = { store, orchestrations, activities, api, options, log, host, recovery: report };
+      running = { store, orchestrations, activities, api, options, log, host, recovery: report, webhook, rpc, rpcBaseUrl: rpc.baseUrlWithKey(systemKey) };
       log.info(
         {
           maxConcurrentActivityFunctions: options.maxConcurrentActivityFunctions,
           maxConcurrentOrchestratorFunctions: options.maxConcurrentOrchestratorFunctions,
-          rpcBaseUrl: `${host.baseUrl()}/durabletask/`,
+          webhook: `${webhook.origin}/runtime/webhooks/${WEBHOOK_NAME}`,
+          rpcEndpoint: `http://127.0.0.1:${rpc.port}/durabletask/`,
         },
         'Durable engine started',
       );
@@ -81,6 +117,7 @@ export function createDurableExtension(opts: DurableOptions = {}): DurableExtens
       running = undefined;
       await r.activities.stop();
       await r.orchestrations.stop();
+      await r.rpc.close();
       r.log.info('Durable engine stopped');
     },
 
@@ -98,5 +135,6 @@ export function createDurableExtension(opts: DurableOptions = {}): DurableExtens
     },
     options: () => running?.options,
     recovery: () => running?.recovery,
+    rpcEndpoint: () => (running ? `http://127.0.0.1:${running.rpc.port}/durabletask/` : undefined),
   };
 }

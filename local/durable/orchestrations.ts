@@ -9,7 +9,7 @@
  * One instance never runs two episodes at once: this process dispatches each instance on its own,
  * and the sentinel's ETag rejects a second writer.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { HostContext, RegisteredFunction } from '../host/extension';
 import type { OrchestratorStateJson } from './actions';
@@ -18,14 +18,19 @@ import {
   applyOutcome,
   applySuspend,
   applyTerminate,
+  applyUnstorable,
+  parentNotification,
   selectBatch,
   type EpisodeResult,
   type Outcome,
+  type Selection,
 } from './episode';
 import { EventType, events, type HistoryEvent } from './history';
 import { Poller } from './poller';
+import { rewindPlan, type ReopenedTask } from './rewind';
 import { EtagConflictError, inParallel, rowFromState, type DurableStore, type LoadedInstance } from './store';
 import { emptyOutbox, isBatch, isTerminal, type ChildStart, type ControlMessage, type InstanceState, type Outbox } from './state';
+import { UnstorableError } from './tableSafe';
 
 /** One queue message; a batch message backs several logical messages and is deleted after the last. */
 interface QueueRef {
@@ -186,7 +191,22 @@ export class OrchestrationDispatcher {
     if (!state) return false;
     let result: EpisodeResult | undefined;
     let prefix: HistoryEvent[] = [];
-    if (sel.control === 'terminate') {
+    /** Set by a rewind: the execution's whole history, rewritten; the commit then starts at row 0. */
+    let rewritten: HistoryEvent[] | undefined;
+    let reopened: ReopenedTask[] = [];
+    if (sel.control === 'rewind') {
+      const plan = rewindPlan(state, loaded?.history ?? []);
+      if (!plan.ok) {
+        this.log.warn({ instanceId, why: plan.why }, 'durable rewind request dropped');
+        await this.deleteMessages(buf, byId, sel.consumed);
+        return false;
+      }
+      rewritten = plan.history;
+      reopened = plan.reopened;
+      prefix = [events.orchestratorStarted(now), events.rewind(now, sel.controlReason ?? '')];
+      const outcome = await this.invokeOrchestrator(plan.state, rewritten, prefix);
+      result = applyOutcome(plan.state, [], outcome, now);
+    } else if (sel.control === 'terminate') {
       result = applyTerminate(state, sel.controlReason, now);
     } else if (sel.control === 'suspend') {
       result = applySuspend(state, sel.controlReason, now);
@@ -207,9 +227,9 @@ export class OrchestrationDispatcher {
     }
     if (!result) return false;
 
-    const appended = [...prefix, ...result.appended];
+    const appended = [...(rewritten ?? []), ...prefix, ...result.appended];
     const execId = state.executionId;
-    const start = sel.newExecution || !loaded ? 0 : loaded.state.historyLength;
+    const start = rewritten || sel.newExecution || !loaded ? 0 : loaded.state.historyLength;
     const final = result.state;
     if (final.executionId === execId) final.historyLength = start + appended.length;
     const tInvoked = performance.now();
@@ -222,10 +242,14 @@ export class OrchestrationDispatcher {
         this.log.warn({ instanceId, err: err.message }, 'durable episode lost a commit race; will replay');
         return true;
       }
+      if (err instanceof UnstorableError) {
+        await this.failUnstorable(instanceId, loaded, sel, err, now, buf, byId);
+        return false;
+      }
       throw err;
     }
     const tCommitted = performance.now();
-    const baseHistory = sel.newExecution || !loaded ? [] : loaded.history;
+    const baseHistory = rewritten || sel.newExecution || !loaded ? [] : loaded.history;
     this.cache.set(instanceId, {
       state: final,
       etag,
@@ -233,7 +257,12 @@ export class OrchestrationDispatcher {
     });
 
     // After the commit these are independent (recovery re-derives any of them after a crash).
-    await Promise.all([this.store.putInstance(rowFromState(final)), this.sendOutbox(result.outbox), this.deleteMessages(buf, byId, sel.consumed)]);
+    await Promise.all([
+      this.store.putInstance(rowFromState(final)),
+      this.sendOutbox(result.outbox),
+      this.deleteMessages(buf, byId, sel.consumed),
+      reopened.length > 0 && !isTerminal(final.status) ? this.resumeReopened(final, reopened) : undefined,
+    ]);
     if (sel.newExecution && loaded) void this.cleanupHistory(instanceId, execId);
     if (final.executionId !== execId) void this.cleanupHistory(instanceId, final.executionId);
     if (buf.size === 0) this.buffers.delete(instanceId);
@@ -262,6 +291,62 @@ export class OrchestrationDispatcher {
       result.nonDeterminism ? `durable episode: ${result.nonDeterminism}` : 'durable episode',
     );
     return true;
+  }
+
+  /**
+   * The episode's results do not fit in Table Storage: fail this instance alone with the reason (a small
+   * commit), tell its parent, and consume its messages so they do not come back forever.
+   */
+  private async failUnstorable(
+    instanceId: string,
+    loaded: LoadedInstance | undefined,
+    sel: Selection,
+    err: UnstorableError,
+    now: Date,
+    buf: Map<string, Buffered>,
+    byId: Map<string, Buffered>,
+  ): Promise<void> {
+    const before = sel.newExecution || !loaded ? sel.state! : loaded.state;
+    const failed = applyUnstorable(before, err.message, now);
+    const start = sel.newExecution || !loaded ? 0 : loaded.state.historyLength;
+    failed.state.historyLength = start + failed.appended.length;
+    this.log.error({ instanceId, err: err.message }, 'durable episode could not be stored; the instance fails');
+    try {
+      await this.store.commit(instanceId, loaded?.etag, failed.state.executionId, start, failed.appended, failed.state);
+    } catch (e) {
+      // Even the failure does not fit (or lost a race): the Instances row below still tells the caller.
+      this.log.error({ instanceId, err: e }, 'durable: could not record the failure in the History table');
+    }
+    await Promise.all([this.store.putInstance(rowFromState(failed.state)), this.sendOutbox(failed.outbox), this.deleteMessages(buf, byId, sel.consumed)]);
+  }
+
+  /** After a rewind: send again what the reopened tasks wait for. */
+  private async resumeReopened(state: InstanceState, tasks: ReopenedTask[]): Promise<void> {
+    const work: Outbox['activities'] = [];
+    for (const t of tasks) {
+      if (t.kind === 'activity') {
+        work.push({ instanceId: state.instanceId, executionId: state.executionId, taskId: t.id, name: t.name ?? '', input: t.scheduled?.Input });
+      } else if (t.kind === 'timer' && t.fireAt) {
+        await this.sendTimer(timerMessage(state.instanceId, state.executionId, t.id, t.fireAt), Date.parse(t.fireAt) - Date.now());
+      } else if (t.kind === 'suborch' && t.childInstanceId) {
+        const parent = { instanceId: state.instanceId, executionId: state.executionId, taskId: t.id };
+        const child = await this.store.load(t.childInstanceId);
+        const ours = child?.state.parent?.instanceId === parent.instanceId && child.state.parent.executionId === parent.executionId && child.state.parent.taskId === t.id;
+        if (child && ours && child.state.status === 'Failed') {
+          // Rewound like its parent, as the provider rewinds failed sub-orchestrations.
+          await this.store.sendControl({ id: randomUUID(), instanceId: child.state.instanceId, event: events.rewind(new Date(), `rewind of parent '${state.instanceId}'`), sentAt: new Date().toISOString() });
+        } else if (child && ours && isTerminal(child.state.status)) {
+          const m = parentNotification(child.state, new Date());
+          if (m) await this.store.sendControl(m);
+        } else if (!child || !ours) {
+          await this.startChild({ instanceId: t.childInstanceId, name: t.name ?? '', input: t.scheduled?.Input, parent });
+        }
+      }
+    }
+    if (work.length > 0) {
+      await this.sendOutbox({ ...emptyOutbox(), activities: work });
+    }
+    this.wake();
   }
 
   private async cleanupHistory(instanceId: string, keepExecutionId: string): Promise<void> {

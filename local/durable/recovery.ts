@@ -6,9 +6,10 @@
  * behind the committed state. Re-sends are harmless: episodes drop answers to tasks that are no longer
  * open and start messages of executions already running (activities are at-least-once).
  */
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { parentNotification } from './episode';
-import { EventType } from './history';
+import { EventType, events } from './history';
 import { startMessage, timerMessage, type OrchestrationDispatcher } from './orchestrations';
 import { rowFromState, type DurableStore, type InstanceRow } from './store';
 import { isTerminal } from './state';
@@ -90,7 +91,10 @@ async function recoverOne(store: DurableStore, dispatcher: OrchestrationDispatch
         child?.state.parent?.instanceId === parent.instanceId &&
         child.state.parent.executionId === parent.executionId &&
         child.state.parent.taskId === parent.taskId;
-      if (child && childIsOurs && isTerminal(child.state.status)) {
+      if (child && childIsOurs && child.state.status === 'Failed' && open.rewound) {
+        // The parent was rewound: its failed child is rewound too (the rewind message may not have been sent).
+        await store.sendControl({ id: randomUUID(), instanceId: child.state.instanceId, event: events.rewind(now, `rewind of parent '${state.instanceId}'`), sentAt: now.toISOString() });
+      } else if (child && childIsOurs && isTerminal(child.state.status)) {
         const m = parentNotification(child.state, now);
         if (m) await store.sendControl(m);
       } else if (!child || !childIsOurs || child.state.historyLength === 0) {

@@ -31,6 +31,8 @@ export interface OpenTask {
   name?: string;
   fireAt?: string;
   childInstanceId?: string;
+  /** Reopened by a rewind: a Failed child is to be rewound too, not reported as failed again. */
+  rewound?: boolean;
 }
 
 export interface RetryOptionsJson {

@@ -14,6 +14,7 @@ import { QueueServiceClient, type QueueClient } from '@azure/storage-queue';
 import type { HistoryEvent } from './history';
 import { EventType } from './history';
 import type { ActivityWorkItem, ControlBatch, ControlEnvelope, ControlMessage, InstanceState, ParentRef, RuntimeStatus, WorkItemMessage } from './state';
+import { assertTransactionSafe, escapeForTable } from './tableSafe';
 
 const CHUNK = 30_000; // characters per string property (Azure Table's limit is 64 KiB = 32K UTF-16 chars)
 const SENTINEL = '~sentinel';
@@ -53,7 +54,8 @@ export interface ReceivedMessage<T> {
 export interface InstanceQuery {
   createdTimeFrom?: Date;
   createdTimeTo?: Date;
-  runtimeStatus?: RuntimeStatus[];
+  /** Status names to match (a name no instance has matches nothing). */
+  runtimeStatus?: string[];
   instanceIdPrefix?: string;
 }
 
@@ -215,8 +217,9 @@ export class DurableStore {
         EventId: e.EventId,
         EventTime: e.Timestamp,
       };
-      if (e.Name) entity.Name = e.Name;
-      putLarge(entity, 'Data', JSON.stringify(e));
+      // Name is a diagnostic column (Data holds the event); event names come from callers, so escape them too.
+      if (e.Name) entity.Name = escapeForTable(e.Name);
+      putLarge(entity, 'Data', escapeForTable(JSON.stringify(e)));
       return ['upsert', entity as TableEntity, 'Replace'];
     });
     const sentinel: Record<string, unknown> = {
@@ -226,7 +229,7 @@ export class DurableStore {
       HistoryLength: state.historyLength,
       RuntimeStatus: state.status,
     };
-    putLarge(sentinel, 'State', JSON.stringify(state));
+    putLarge(sentinel, 'State', escapeForTable(JSON.stringify(state)));
     const last: TransactionAction = etag
       ? ['update', sentinel as TableEntity, 'Replace', { etag }]
       : ['create', sentinel as TableEntity];
@@ -234,13 +237,17 @@ export class DurableStore {
     const batches: TransactionAction[][] = [];
     for (let i = 0; i < rows.length; i += MAX_BATCH - 1) batches.push(rows.slice(i, i + MAX_BATCH - 1));
     if (batches.length === 0) batches.push([]);
+    batches[batches.length - 1].push(last);
+    // Checked before anything is sent: an unstorable episode writes nothing (see tableSafe.ts).
+    for (const batch of batches) assertTransactionSafe(`Instance '${instanceId}'`, batch.map((a) => a[1] as Record<string, unknown>));
     for (let b = 0; b < batches.length - 1; b++) await this.history.submitTransaction(batches[b]);
     try {
-      const res = await this.history.submitTransaction([...batches[batches.length - 1], last]);
+      const res = await this.history.submitTransaction(batches[batches.length - 1]);
       const sub = res.subResponses[res.subResponses.length - 1];
       return sub?.etag ?? (await this.history.getEntity(pk, SENTINEL)).etag ?? '';
     } catch (err) {
-      if (isStatus(err, 412) || isStatus(err, 409)) {
+      // 404: the sentinel we read is gone (the instance was purged meanwhile).
+      if (isStatus(err, 412) || isStatus(err, 409) || (etag && isStatus(err, 404))) {
         throw new EtagConflictError(`Instance '${instanceId}' was changed by another writer (sentinel ETag ${etag ?? 'none'})`);
       }
       throw err;
@@ -382,10 +389,12 @@ function entityFromRow(r: InstanceRow): TableEntity<Record<string, unknown>> {
     CreatedTime: new Date(r.createdTime),
     LastUpdatedTime: new Date(r.lastUpdatedTime),
   };
-  putLarge(e, 'Input', r.input);
-  putLarge(e, 'Output', r.output);
-  putLarge(e, 'CustomStatus', r.customStatus);
-  if (r.parent) e.Parent = JSON.stringify(r.parent);
+  // JSON texts, escaped as in the History table (tableSafe.ts): JSON.parse reads back the same values.
+  const json = (text: string | undefined): string | undefined => (text === undefined ? undefined : escapeForTable(text));
+  putLarge(e, 'Input', json(r.input));
+  putLarge(e, 'Output', json(r.output));
+  putLarge(e, 'CustomStatus', json(r.customStatus));
+  if (r.parent) e.Parent = escapeForTable(JSON.stringify(r.parent));
   return e as TableEntity<Record<string, unknown>>;
 }
 

@@ -68,6 +68,14 @@ export interface HostContext {
   invoke(functionName: string, request: InvocationRequest): Promise<InvocationResult>;
   /** Base URL of the host's HTTP listener, e.g. http://127.0.0.1:7071 (no trailing slash). */
   baseUrl(): string;
+  /**
+   * The extension's webhook URL with its system key, `<baseUrl>/runtime/webhooks/<name>?code=<key>` (the host's
+   * IWebHookProvider.GetUrl). The key `<name>_extension` is created on first use. The host answers 401 to any
+   * /runtime/webhooks/<name>/... request that presents neither this key nor the master key.
+   */
+  webhookUrl(extensionName: string): string;
+  /** Whether a presented key opens the webhook of `extensionName` (its system key or the master key). */
+  isWebhookKey(extensionName: string, presented: string | undefined): boolean;
   /** AzureWebJobsStorage connection string (Azurite locally). */
   storageConnectionString(): string;
   /** Parsed host.json. */
@@ -86,7 +94,8 @@ export interface HostExtension {
   provideInputBinding?(binding: BindingInfo, invocation: { functionName: string; requestUrl?: string }): Promise<TypedData>;
   /**
    * Offered every HTTP request before function routing. Return true when the extension answered it
-   * (e.g. /runtime/webhooks/durabletask/... and the rpcBaseUrl routes).
+   * (e.g. /runtime/webhooks/durabletask/...). Requests under /runtime/webhooks/ arrive here only once the
+   * host has checked their system key.
    */
   handleHttp?(req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean>;
   /** Called after the app is loaded and the HTTP listener is up. */

@@ -16,7 +16,7 @@ import { hostJsonLogLevel, readHostJson, httpRoutePrefix, type HostJson } from '
 import { startHttpListener, type HttpListener } from './http/httpServer';
 import { RouteTable } from './http/routeTable';
 import { Invoker, type OutputBindingWriter } from './invoke';
-import { defaultKeysFile, loadOrCreateKeys, type HostKeys } from './keys';
+import { KeyStore, defaultKeysFile, isWebhookAuthorized, loadOrCreateKeys, webhookKeyName, type HostKeys } from './keys';
 import { createHostLogger, pinoLevel, type LogDestination } from './logging';
 import { installCoreModuleRequireProxy } from './requireProxy';
 import { formatBanner } from './banner';
@@ -44,7 +44,7 @@ export interface FunctionsHostOptions {
   logLevel?: string;
   /** pino destination: a stream, a file path or an fd; default stdout. */
   logDestination?: LogDestination;
-  /** Use these keys instead of reading/creating the keys file. */
+  /** Use these keys instead of reading/creating the keys file (system keys missing here are created in memory). */
   keys?: HostKeys;
   /** Keys file, default `<appDir>/.local/function-keys.json` (git-ignored). */
   keysFile?: string;
@@ -59,6 +59,7 @@ export interface FunctionsHostHandle {
   baseUrl: string;
   context: HostContext;
   functions(): RegisteredFunction[];
+  /** Function, master and system keys (`systemKeys.durabletask_extension` once the Durable engine started). */
   keys: HostKeys;
   /** Human-readable list of functions with trigger and URL, like `func start` prints. */
   banner(): string;
@@ -130,7 +131,9 @@ export async function startFunctionsHost(opts: FunctionsHostOptions): Promise<Fu
     const capabilities = model.getCapabilities ? await model.getCapabilities(defaultCapabilities()) : {};
     if (capabilities.HttpUri) throw new Error('The app enabled HTTP streaming (app.setup({ enableHttpStream })); the local host does not support it');
 
-    const keys = opts.keys ?? loadOrCreateKeys(opts.keysFile ?? defaultKeysFile(appDir));
+    const keysFile = opts.keysFile ?? defaultKeysFile(appDir);
+    const keyStore = opts.keys ? new KeyStore(opts.keys) : new KeyStore(loadOrCreateKeys(keysFile), keysFile);
+    const keys = keyStore.keys;
     const outputWriters: Record<string, OutputBindingWriter> = { queue: createQueueOutputWriter(hostJson, log) };
     const invoker = new Invoker({ log, extensions, outputWriters, appHookData });
     const functions = (): RegisteredFunction[] => invoker.functions();
@@ -159,6 +162,8 @@ export async function startFunctionsHost(opts: FunctionsHostOptions): Promise<Fu
       functions,
       invoke: (name, req) => invoker.invoke(name, req),
       baseUrl: () => baseUrl,
+      webhookUrl: (name) => `${baseUrl}/runtime/webhooks/${name}?code=${encodeURIComponent(keyStore.systemKey(webhookKeyName(name)))}`,
+      isWebhookKey: (name, presented) => isWebhookAuthorized(name, presented, keys),
       storageConnectionString: () => opts.storageConnectionString,
       hostJson: () => hostJson,
       log,

@@ -5,7 +5,7 @@ import { refuseIfEnded } from './jobGuard';
 import type { PoolCreateRequest } from '../../shared/planning/jobPlan';
 import type { PoolObservation } from '../../shared/planning/provisionPolicy';
 import { readOnlyBlobUrl } from '../../shared/storage/sas';
-import { bashCommandLine } from '../../shared/mpi/shellQuote';
+import { userCommandLine } from '../../shared/mpi/userShell';
 import { parseIsoDuration } from '../../shared/spec/duration';
 import { dataAccessPolicy } from '../../shared/intake/dataAccess';
 import { mountSourceAllowed, storageNfsTarget } from '../../shared/intake/workloadDataAccess';
@@ -32,7 +32,7 @@ export async function poolCreate(input: PoolCreateRequest): Promise<{ created: b
     image: input.customImageId ? { virtualMachineImageId: input.customImageId } : { ...input.image },
     nodeAgentSkuId: input.nodeAgentSku,
     resizeTimeoutMinutes: Math.max(5, Math.round((parseIsoDuration(input.resizeTimeout) ?? 15 * 60_000) / 60_000)),
-    startTask: input.startTask ? { commandLine: bashCommandLine(input.startTask.command), resourceFiles, elevated: true, waitForSuccess: true } : undefined,
+    startTask: input.startTask ? { commandLine: userCommandLine(input.startTask.command), resourceFiles, elevated: true, waitForSuccess: true } : undefined,
     displayName: `hpc-mpi job ${input.jobId}`,
     mounts,
   });

@@ -26,6 +26,12 @@ export async function shardUrls(input: ShardUrlRequest): Promise<Record<string, 
   return Object.fromEntries(entries);
 }
 
+/** Read-only SAS URLs of the job's SIF files in blob storage; every blob is checked against the data-access policy. */
+export async function imageBlobUrls(input: { blobs: { account: string; container: string; blob: string }[]; expiresAt: string }): Promise<string[]> {
+  const expires = new Date(input.expiresAt);
+  return Promise.all(input.blobs.map((b) => readOnlyBlobUrl(dataAccount(b.account, b.container), b.container, b.blob, expires)));
+}
+
 /** Deletes the job's staging containers (already gone is fine). */
 export async function stagedDataDelete(input: { containers: StagingContainerRef[] }): Promise<number> {
   const results = await Promise.all(
@@ -37,4 +43,5 @@ export async function stagedDataDelete(input: { containers: StagingContainerRef[
 registerActivity('inputsList', inputsList);
 registerActivity('shardCopy', shardCopy);
 registerActivity('shardUrls', shardUrls);
+registerActivity('imageBlobUrls', imageBlobUrls);
 registerActivity('stagedDataDelete', stagedDataDelete);

@@ -38,11 +38,16 @@ export function retryOptions(firstRetryMs: number, attempts: number): RetryOptio
 }
 
 /**
- * What a failed activity call says, for a job's reason: the failure's first line. durable-functions builds the
- * error of a failed task as `${Reason} \n ${Details}`, and Details is the activity's stack trace (our engine) or
- * the host's exception dump (Azure), which does not belong on the job row.
+ * What a failed activity call says, for a job's reason: one line, the failure's first. durable-functions builds the
+ * error of a failed task as `${Reason} \n ${Details}`, and Details is the activity's stack trace (our engine) or the
+ * host's exception dump (Azure): that belongs in the log, not on the job row. The service's request id, which support
+ * asks for, is kept: Batch errors carry it in their first line already (`[request-id …]`), Azure Storage errors on a
+ * later `RequestId:` line, from where it is brought up.
  */
 export function activityFailureMessage(err: unknown): string {
   const text = err instanceof Error ? err.message : String(err);
-  return text.split('\n')[0].trim();
+  const first = text.split('\n')[0].trim();
+  if (/request-id /.test(first)) return first;
+  const storageRequest = /^RequestId:\s*([0-9a-fA-F-]{8,})\s*$/m.exec(text)?.[1];
+  return storageRequest ? `${first} [request-id ${storageRequest}]` : first;
 }

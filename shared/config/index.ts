@@ -9,9 +9,11 @@
 import { z } from 'zod';
 import { parseStorageAccountRef, type StorageAccountRef } from './storageAccounts';
 import { parsePriceTable, type PriceTable } from './priceTable';
+import { authEnvSchema, parseAuthConfig, type AuthConfig } from './auth';
 
 export type { StorageAccountRef } from './storageAccounts';
 export { parseConnectionString, parseStorageAccountRef } from './storageAccounts';
+export { ROLES, MIN_OPERATOR_KEY_LENGTH, type Role, type AuthConfig, type BearerConfig } from './auth';
 
 /** The AAD scope of the Batch data plane (resource https://batch.core.windows.net/). */
 export const BATCH_TOKEN_SCOPE = 'https://batch.core.windows.net/.default';
@@ -64,6 +66,15 @@ export interface AppConfig {
    * MOUNT_SECRET_<name>, keyed by <name>. In Azure each is a Key Vault reference the platform resolves.
    */
   mountSecrets: Readonly<Record<string, string>>;
+  /** Who may call the job API (Entra ID bearer tokens, operator keys, anonymous); see docs/security.md. */
+  auth: AuthConfig;
+  /** What job containers may ask for beyond the allowlist (docs/workloads.md). */
+  containers: ContainersConfig;
+}
+
+export interface ContainersConfig {
+  /** Whether a job may run its docker container with --privileged (CONTAINER_ALLOW_PRIVILEGED; default false). */
+  allowPrivileged: boolean;
 }
 
 export interface DataAccessConfig {
@@ -201,7 +212,13 @@ const envSchema = z.object({
   STAGING_RETENTION_HOURS: numberSetting(24, 0, 24 * 365),
   JOBS_RETENTION_DAYS: numberSetting(0, 0, 3_650),
   PRICE_TABLE_JSON: z.string().optional(),
+  ...authEnvSchema,
+  CONTAINER_ALLOW_PRIVILEGED: z.string().trim().optional()
+    .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
 });
+
+/** Every app setting the app reads (APP_VERSION aside, read on its own by appVersionSetting). */
+export const SETTING_NAMES: readonly string[] = Object.keys(envSchema.shape);
 
 /**
  * Reads and validates the configuration. Pure: everything comes from `env`.
@@ -273,6 +290,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (duplicate) problems.push(`STAGING_ACCOUNTS: account "${duplicate}" is listed twice`);
 
   const dataAccess = parseDataAccess(e.DATA_ACCOUNTS, e.DATA_CONTAINERS, endpointSuffix, [hostStorage?.accountName, ...names], problems);
+  const auth = parseAuthConfig(e, problems);
   dataAccess.mountSources = parseMountSources(e.DATA_MOUNT_SOURCES, problems);
   const mountSecrets = parseMountSecrets(env, problems);
 
@@ -313,6 +331,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       priceTable,
     },
     mountSecrets,
+    auth,
+    containers: { allowPrivileged: e.CONTAINER_ALLOW_PRIVILEGED === 'true' },
   };
   return deepFreeze(config);
 }

@@ -10,7 +10,7 @@
 import type { JobState } from '../state/states';
 import type { PoolInspection, NodeTaskSpec, TaskSnapshot } from '../batch';
 import type { PoolCreateRequest } from '../planning/jobPlan';
-import type { MpiTaskRequestShape } from '../planning/mpiTaskRequest';
+import type { ImageBlobRef, MpiTaskRequestShape } from '../planning/mpiTaskRequest';
 import type { NodeFileSource, NodeResourceFile } from '../planning/workloadData';
 import type { PoolObservation } from '../planning/provisionPolicy';
 import type { ShardToCopy, ShardCopyResult } from '../storage/shardCopy';
@@ -130,6 +130,8 @@ export interface ActivityContract {
   shardCopy(input: { jobId: string; shard: ShardToCopy & { account: string } }): ShardCopyResult;
   /** Shard id → read-only SAS URL. */
   shardUrls(input: ShardUrlRequest): Record<string, string>;
+  /** Read-only SAS URLs of SIF files in blob storage, in order (the data-access policy applies). */
+  imageBlobUrls(input: { blobs: ImageBlobRef[]; expiresAt: string }): string[];
   /** Returns how many containers were deleted (already gone is fine). */
   stagedDataDelete(input: { containers: StagingContainerRef[] }): number;
   mpiTaskAdd(input: MpiTaskRequestShape): void;
@@ -152,7 +154,7 @@ const NAMES: Record<ActivityName, true> = {
   poolCreate: true, poolInspect: true, poolObserve: true, poolRemoveNodes: true, poolResize: true, poolDelete: true,
   batchJobCreate: true, batchJobAutoComplete: true, batchJobTerminate: true,
   nodeTasksAdd: true, nodeTasksObserve: true,
-  inputsList: true, shardCopy: true, shardUrls: true, stagedDataDelete: true,
+  inputsList: true, shardCopy: true, shardUrls: true, imageBlobUrls: true, stagedDataDelete: true,
   mpiTaskAdd: true, mpiTaskObserve: true, mpiResultCollect: true,
   workloadUrls: true, outputsList: true,
 };

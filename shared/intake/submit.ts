@@ -7,6 +7,7 @@
 import { parseJobSpec, type JobSpec, type SpecError } from '../spec';
 import { recordSubmission, type JobRecord, type JobStore } from '../state';
 import { checkDataAccess, type DataAccessPolicy } from './dataAccess';
+import { checkContainerPolicy, STRICT_CONTAINER_POLICY, type ContainerPolicy } from './containerPolicy';
 
 export interface OrchestrationStarter {
   /**
@@ -24,23 +25,36 @@ export interface SubmitRequest {
   contentType?: string;
   /** HTTP Idempotency-Key header; used only when the spec has no id. */
   idempotencyKey?: string;
-  /** Who submitted it (function key name, principal, or "queue"). */
+  /** Who submitted it: the principal's id (shared/auth), or "queue". */
   owner: string;
   /** The storage this deployment lets jobs name (shared/intake/dataAccess.ts). */
   dataAccess: DataAccessPolicy;
+  ownerName?: string;
+  /** Derive job ids per owner (HTTP submissions: the principal's id); see submissionJobId. */
+  idScope?: string;
+  /** What containers may ask for beyond the allowlist (shared/intake/containerPolicy.ts); default: nothing. */
+  containers?: ContainerPolicy;
 }
 
 export type SubmitOutcome =
   | { kind: 'invalid'; errors: SpecError[] }
   | { kind: 'accepted'; created: boolean; orchestration: 'started' | 'exists' | 'skipped'; job: JobRecord }
-  | { kind: 'conflict'; job: JobRecord; differingPaths: string[] };
+  | { kind: 'conflict'; job: JobRecord; differingPaths: string[] }
+  /** The id names another owner's job (nothing of it is told). */
+  | { kind: 'taken'; jobId: string };
 
 export async function submitJob(store: JobStore, starter: OrchestrationStarter, req: SubmitRequest): Promise<SubmitOutcome> {
   const parsed = parseJobSpec(req.body, req.contentType);
   if (!parsed.ok) return { kind: 'invalid', errors: parsed.errors };
-  const refused = checkDataAccess(parsed.spec, req.dataAccess);
+  const refused = [
+    ...checkDataAccess(parsed.spec, req.dataAccess),
+    ...checkContainerPolicy(parsed.spec, req.containers ?? STRICT_CONTAINER_POLICY, req.dataAccess),
+  ];
   if (refused.length) return { kind: 'invalid', errors: refused };
-  const recorded = await recordSubmission(store, { spec: parsed.spec, idempotencyKey: req.idempotencyKey, owner: req.owner });
+  const recorded = await recordSubmission(store, {
+    spec: parsed.spec, idempotencyKey: req.idempotencyKey, owner: req.owner, ownerName: req.ownerName, idScope: req.idScope,
+  });
+  if (recorded.outcome === 'taken') return { kind: 'taken', jobId: recorded.id };
   if (recorded.outcome === 'conflict') return { kind: 'conflict', job: recorded.job, differingPaths: recorded.differingPaths };
   const { job } = recorded;
   const created = recorded.outcome === 'created';

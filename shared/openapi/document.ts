@@ -10,6 +10,8 @@ import {
   CancelJobResponseSchema, HealthResponseSchema, JobConflictResponseSchema, JobListResponseSchema, JobViewSchema,
   ProblemResponseSchema, SubmitJobResponseSchema,
 } from '../state/view';
+import { ACTIONS, appRolesFor, type Action } from '../auth/permissions';
+import { APP_ROLES } from '../auth/roles';
 import { JobOutputsResponseSchema, OUTPUTS_PAGE_DEFAULT, OUTPUTS_PAGE_MAX } from '../contract/outputs';
 
 export interface OpenApiOptions {
@@ -31,7 +33,17 @@ function schemaOf(schema: z.ZodType, io: 'input' | 'output'): JsonObject {
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const jsonContent = (name: string) => ({ 'application/json': { schema: ref(name) } });
 const problem = (description: string) => ({ description, content: jsonContent('ProblemResponse') });
-const WRITE_SECURITY = [{ functionKeyHeader: [] }, { functionKeyQuery: [] }];
+/**
+ * Who may call an operation: an Entra ID bearer token holding one of the app roles that grant `action` (OpenAPI
+ * 3.1 lets a non-OAuth scheme list role names), or an operator key in the header or the query.
+ */
+const securityFor = (action: Action) => [{ entraId: appRolesFor(action) }, { operatorKey: [] }, { operatorKeyQuery: [] }];
+const ANONYMOUS: unknown[] = [];
+const authResponses = {
+  401: problem('No valid credentials: a missing, expired or foreign token, or a wrong operator key (WWW-Authenticate: Bearer).'),
+  403: problem('Authenticated, but no app role grants this operation.'),
+  503: problem('A dependency (storage, Durable, the token issuer) is temporarily unavailable; retry.'),
+};
 
 export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
   const idParam = {
@@ -58,7 +70,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
             'Validates the spec, derives the job id (spec.id, else the Idempotency-Key header, else the content hash), ' +
             'records the job and starts its orchestration. Repeating a submission returns the existing job (200); ' +
             'the same id with a different spec is a conflict (409) listing the differing paths.',
-          security: WRITE_SECURITY,
+          security: securityFor('job:submit'),
           parameters: [{
             name: 'Idempotency-Key', in: 'header', required: false,
             description: 'Client retry key used to derive the job id when the spec has no id.',
@@ -79,8 +91,8 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
             },
             200: { description: 'An identical submission of an existing job (idempotent repeat).', content: jsonContent('SubmitJobResponse') },
             400: { description: 'The spec is invalid: every problem with its JSON path.', content: jsonContent('ValidationErrorResponse') },
-            401: problem('Missing or wrong function key.'),
-            409: { description: 'A job with this id exists with a different spec.', content: jsonContent('JobConflictResponse') },
+            ...authResponses,
+            409: { description: 'A job with this id exists with a different spec (JobConflictResponse), or the id belongs to another owner\'s job (ProblemResponse, error JobIdTaken).', content: { 'application/json': { schema: { oneOf: [ref('JobConflictResponse'), ref('ProblemResponse')] } } } },
             413: problem('The body is too large.'),
             415: problem('Unsupported content type (use application/json or application/yaml).'),
           },
@@ -88,7 +100,8 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
         get: {
           operationId: 'listJobs',
           summary: 'List jobs',
-          description: 'Filtered, paged listing. Pages may hold fewer than `top` jobs; continue while a continuationToken is returned.',
+          description: 'Filtered, paged listing of the caller\'s own jobs (admins: every job). Pages may hold fewer than `top` jobs; continue while a continuationToken is returned.',
+          security: securityFor('job:read'),
           parameters: [
             { name: 'state', in: 'query', required: false, description: 'One state or a comma-separated list.', schema: { type: 'string', examples: [JOB_STATES.join(',')] } },
             { name: 'tag', in: 'query', required: false, description: '"key" (tag present) or "key=value".', schema: { type: 'string' } },
@@ -100,6 +113,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
           responses: {
             200: { description: 'A page of jobs.', content: jsonContent('JobListResponse') },
             400: problem('A bad filter or continuation token.'),
+            ...authResponses,
           },
         },
       },
@@ -107,23 +121,26 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
         get: {
           operationId: 'getJob',
           summary: 'Job status',
+          description: 'The job with its live progress and timeline. Another owner\'s job is answered 404, like a missing one (admins see every job).',
+          security: securityFor('job:read'),
           parameters: [idParam],
           responses: {
             200: { description: 'The job, with its normalized spec.', content: jsonContent('JobView') },
-            404: problem('No such job.'),
+            ...authResponses,
+            404: problem('No such job (or not yours).'),
           },
         },
         delete: {
           operationId: 'cancelJob',
           summary: 'Cancel a job',
           description: 'Requests cancellation; the orchestration cleans up (job, pool, staged data) and ends in Cancelled.',
-          security: WRITE_SECURITY,
+          security: securityFor('job:cancel'),
           parameters: [idParam],
           responses: {
             202: { description: 'Cancellation requested.', content: jsonContent('CancelJobResponse') },
             200: { description: 'The job had already finished; nothing to cancel.', content: jsonContent('CancelJobResponse') },
-            401: problem('Missing or wrong function key.'),
-            404: problem('No such job.'),
+            ...authResponses,
+            404: problem('No such job (or not yours).'),
           },
         },
       },
@@ -133,7 +150,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
           summary: 'MPI output of a job',
           description: 'stdout or stderr of the MPI master (default) or of the subtask on `node`, read live from Batch while the pool exists, '
             + 'else the tail recorded in the job result. `since` returns only the bytes after that offset (for following a running job).',
-          security: WRITE_SECURITY,
+          security: securityFor('job:read'),
           parameters: [
             idParam,
             { name: 'node', in: 'query', required: false, schema: { type: 'string' }, description: 'Batch node id; default the master.' },
@@ -164,8 +181,8 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
               },
             },
             400: problem('A bad parameter.'),
-            401: problem('Missing or wrong function key.'),
-            404: problem('No such job or node.'),
+            ...authResponses,
+            404: problem('No such job (or not yours) or node.'),
           },
         },
       },
@@ -176,7 +193,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
           description: 'What the job uploaded (spec `outputs`: its container and prefix) with a read-only SAS URL per file, minted for this '
             + 'call and valid until `expiresAt` (an hour at most). Pages of at most `top` files; `continuationToken` gets the next page. '
             + '`hpcjob download` uses it.',
-          security: WRITE_SECURITY,
+          security: securityFor('job:read'),
           parameters: [
             idParam,
             { name: 'top', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: OUTPUTS_PAGE_MAX, default: OUTPUTS_PAGE_DEFAULT } },
@@ -185,9 +202,9 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
           responses: {
             200: { description: 'One page of outputs.', content: jsonContent('JobOutputsResponse') },
             400: problem('A bad parameter.'),
-            401: problem('Missing or wrong function key.'),
-            403: problem('The deployment no longer lets jobs use the outputs\' container.'),
-            404: problem('No such job (JobNotFound), or the job has no outputs section (NoOutputs).'),
+            ...authResponses,
+            404: problem('No such job, or not yours (JobNotFound); or the job has no outputs section (NoOutputs).'),
+            409: problem('The deployment no longer lets jobs use the outputs\' container (OutputsNotAccessible).'),
           },
         },
       },
@@ -195,6 +212,8 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
         get: {
           operationId: 'getUsage',
           summary: 'Node-hours and estimated cost per day and per tag',
+          description: 'Over the caller\'s own finished jobs (admins: every job).',
+          security: securityFor('usage:read'),
           parameters: [
             { name: 'from', in: 'query', required: false, schema: { type: 'string', format: 'date' }, description: 'First day (YYYY-MM-DD, day of pool release).' },
             { name: 'to', in: 'query', required: false, schema: { type: 'string', format: 'date' }, description: 'Last day (YYYY-MM-DD).' },
@@ -203,6 +222,39 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
           responses: {
             200: { description: 'Usage report (see docs/operations.md).', content: { 'application/json': { schema: { type: 'object' } } } },
             400: problem('A bad parameter.'),
+            ...authResponses,
+          },
+        },
+      },
+      '/api/me': {
+        get: {
+          operationId: 'whoAmI',
+          summary: 'The caller as the API sees it',
+          description: 'The principal id (the owner recorded on its jobs), display name, kind, roles and permissions.',
+          security: securityFor('job:read'),
+          responses: {
+            200: {
+              description: 'The caller.',
+              content: {
+                'application/json': {
+                  schema: {
+                    type: 'object',
+                    required: ['id', 'name', 'kind', 'roles', 'permissions', 'seesAllJobs'],
+                    properties: {
+                      id: { type: 'string', description: '"<tenant id>/<object id>", "operator" or "anonymous".' },
+                      name: { type: 'string' },
+                      kind: { type: 'string', enum: ['user', 'application', 'operator', 'anonymous'] },
+                      roles: { type: 'array', items: { type: 'string', enum: ['reader', 'submitter', 'admin'] } },
+                      tenantId: { type: 'string' },
+                      objectId: { type: 'string' },
+                      permissions: { type: 'array', items: { type: 'string', enum: [...ACTIONS] } },
+                      seesAllJobs: { type: 'boolean' },
+                    },
+                  },
+                },
+              },
+            },
+            ...authResponses,
           },
         },
       },
@@ -210,6 +262,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
         get: {
           operationId: 'health',
           summary: 'Liveness and dependency checks',
+          security: ANONYMOUS,
           responses: {
             200: { description: 'Healthy (or degraded but serving).', content: jsonContent('HealthResponse') },
             503: { description: 'Unhealthy.', content: jsonContent('HealthResponse') },
@@ -220,6 +273,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
         get: {
           operationId: 'openApiDocument',
           summary: 'This document',
+          security: ANONYMOUS,
           responses: { 200: { description: 'The OpenAPI 3.1 document.', content: { 'application/json': { schema: { type: 'object' } } } } },
         },
       },
@@ -238,8 +292,16 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
         JobOutputsResponse: schemaOf(JobOutputsResponseSchema, 'output'),
       },
       securitySchemes: {
-        functionKeyHeader: { type: 'apiKey', in: 'header', name: 'x-functions-key', description: 'Azure Functions function or host key.' },
-        functionKeyQuery: { type: 'apiKey', in: 'query', name: 'code', description: 'The same key as a query parameter.' },
+        entraId: {
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: 'JWT',
+          description: 'A Microsoft Entra ID access token for this API (audience: its application id URI or client id; RS256; '
+            + `issuer: the tenant's v2.0 issuer). The token's \`roles\` claim grants: ${Object.entries(APP_ROLES).map(([v, r]) => `${v} → ${r}`).join(', ')}. `
+            + 'Readers see their own jobs, submitters also submit and cancel their own, admins see and cancel every job. See docs/security.md.',
+        },
+        operatorKey: { type: 'apiKey', in: 'header', name: 'x-functions-key', description: 'An operator key (OPERATOR_API_KEYS): the caller is the admin principal "operator".' },
+        operatorKeyQuery: { type: 'apiKey', in: 'query', name: 'code', description: 'The same operator key as a query parameter.' },
       },
     },
   };

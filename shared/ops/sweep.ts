@@ -77,15 +77,20 @@ export async function runSweep(deps: SweepDeps): Promise<SweepReport> {
     report.ran = true;
     // Without the whole picture (every job row, every owned pool and Batch job) no rule can tell a leak from a
     // live job's resource: a failed listing skips the run.
-    let listed: [JobRecord[], Awaited<ReturnType<typeof listOwnedPools>>, OwnedJob[]];
+    let listed: [Awaited<ReturnType<typeof listAllJobs>>, Awaited<ReturnType<typeof listOwnedPools>>, OwnedJob[]];
     try {
       listed = await Promise.all([listAllJobs(deps.store), listOwnedPools(deps.batch), listOwnedJobs(deps.batch)]);
     } catch (err) {
       skip('list jobs, pools and Batch jobs (the run decided nothing)', err);
       return report;
     }
-    const [rows, pools, batchJobs] = listed;
+    const [{ rows, unreadable }, pools, batchJobs] = listed;
     const unobserved = new Set<string>();
+    // A row that cannot be read is a job we know nothing about, not an unknown job: its resources are left alone.
+    for (const u of unreadable) {
+      unobserved.add(u.id);
+      skip('read job row', new Error(u.error), u.id);
+    }
     const jobs = new Map<string, ObservedJobRow>();
     for (const r of rows) {
       try {
@@ -315,15 +320,17 @@ function ranOn(result: JobRecord['result']): string[] | undefined {
   return nodes.length ? [...new Set(nodes)] : undefined;
 }
 
-async function listAllJobs(store: JobStore): Promise<JobRecord[]> {
-  const out: JobRecord[] = [];
+async function listAllJobs(store: JobStore): Promise<{ rows: JobRecord[]; unreadable: { id: string; error: string }[] }> {
+  const rows: JobRecord[] = [];
+  const unreadable: { id: string; error: string }[] = [];
   let token: string | undefined;
   do {
     const page = await store.list({ top: 1000, continuationToken: token });
-    out.push(...page.jobs);
+    rows.push(...page.jobs);
+    unreadable.push(...(page.unreadable ?? []));
     token = page.continuationToken;
-  } while (token && out.length < MAX_JOB_ROWS);
-  return out;
+  } while (token && rows.length < MAX_JOB_ROWS);
+  return { rows, unreadable };
 }
 
 /**

@@ -3,8 +3,11 @@
  * multi-instance MPI task. Pure; the shell-level work is done by the builders in shared/mpi.
  */
 import { bashCommandLine } from '../mpi/shellQuote';
-import { buildContainerCleanupCommand, buildMpiTaskCommands, buildPullCommand } from '../mpi/commands';
+import { buildContainerCleanupCommand, buildMpiTaskCommands, pullLines, type BindMount, type ContainerOptions } from '../mpi/commands';
+import { sifCleanupLine } from '../mpi/singularity';
+import { GLUE_STRICT } from '../mpi/userShell';
 import type { JobSpec } from '../spec/schema';
+import type { ImageEntry } from '../spec/sections/container';
 import type { JobPlan } from './jobPlan';
 import { masterOutputFiles, nodeSetupScript, outputsPlan, rankEnvironmentPrefix, rankLogOptions, releaseScript, type NodeResourceFile, type TaskOutputFile } from './workloadData';
 
@@ -27,16 +30,55 @@ export function containerNameFor(jobId: string): string {
   return `mpijob-${jobId}`.slice(0, 128);
 }
 
-/** One task per node that pulls every image of the job; exit 0 means the node holds them all. */
-export function pullTaskCommand(spec: JobSpec): string {
-  const runtime = spec.container.runtime;
-  const pulls = spec.container.images.map((image) => buildPullCommand({ runtime, image }));
-  return pulls.length === 1 ? pulls[0] : bashCommandLine(`set -e; ${pulls.join(' && ')}`);
+/** A blob holding a SIF file, as a job names it. */
+export interface ImageBlobRef {
+  account: string;
+  container: string;
+  blob: string;
 }
 
-/** The job release task: removes the job's containers on every node that ran part of the job. */
+/** How an image shows in progress and errors: its reference, or `blob:<account>/<container>/<blob>`. */
+export function imageLabel(image: ImageEntry): string {
+  return typeof image === 'string' ? image : `blob:${image.account}/${image.container}/${image.blob}`;
+}
+
+/** The job's images that are SIF files in blob storage, in order (each needs a SAS URL for the pull task). */
+export function imageBlobs(spec: JobSpec): ImageBlobRef[] {
+  return spec.container.images.filter((i): i is ImageBlobRef => typeof i !== 'string');
+}
+
+/** The key of the job's SIF directory on every node: the job id (1–64 of [a-z0-9-], already a safe path segment). */
+export function sifCacheKeyFor(jobId: string): string {
+  return jobId;
+}
+
+/** Where a blob image lands in the pull task's directory before it moves into the node's SIF cache. */
+const downloadedSifName = (index: number) => `mpijob-image-${index}.sif`;
+
+/**
+ * One task per node that pulls every image of the job; exit 0 means the node holds them all. `blobUrls` are the
+ * read-only SAS URLs of imageBlobs(spec), in the same order: Batch downloads them as the task's resource files.
+ */
+export function pullTask(jobId: string, spec: JobSpec, blobUrls: readonly string[] = []): { commandLine: string; resourceFiles: { httpUrl: string; filePath: string }[] } {
+  const runtime = spec.container.runtime;
+  const resourceFiles: { httpUrl: string; filePath: string }[] = [];
+  let blobIndex = 0;
+  const lines = spec.container.images.flatMap((image, index) => {
+    if (runtime === 'docker') return pullLines({ runtime, image: image as string });
+    if (typeof image === 'string') return pullLines({ runtime, image, sifCacheKey: sifCacheKeyFor(jobId), sifIndex: index });
+    const url = blobUrls[blobIndex++];
+    if (!url) throw new Error(`no SAS URL for container.images[${index}] (${imageLabel(image)})`);
+    resourceFiles.push({ httpUrl: url, filePath: downloadedSifName(index) });
+    return pullLines({ runtime, downloadedSif: downloadedSifName(index), sifCacheKey: sifCacheKeyFor(jobId), sifIndex: index });
+  });
+  return { commandLine: bashCommandLine([GLUE_STRICT, ...lines].join('; ')), resourceFiles };
+}
+
+/** The job release task: removes the job's containers (docker) or SIF files (singularity) on every node that ran part of the job. */
 export function releaseTaskCommand(jobId: string, spec: JobSpec): string {
-  const containers = buildContainerCleanupCommand(spec.container.runtime === 'docker' ? [containerNameFor(jobId)] : []);
+  const containers = spec.container.runtime === 'singularity'
+    ? bashCommandLine(sifCleanupLine(sifCacheKeyFor(jobId)))
+    : buildContainerCleanupCommand(spec.container.runtime === 'docker' ? [containerNameFor(jobId)] : []);
   // The shared scratch goes first (never failing): the exit code stays the container cleanup's verdict.
   const scratch = releaseScript(spec, jobId);
   return scratch ? bashCommandLine(`${scratch}; ${containers}`) : containers;
@@ -46,6 +88,31 @@ export function releaseTaskCommand(jobId: string, spec: JobSpec): string {
 export interface MpiTaskUrls {
   commonResourceFiles: NodeResourceFile[];
   outputsContainerUrl?: string;
+}
+
+/**
+ * Host paths bound into the job's container. Hook for the data side: mounts and job scratch add their binds here,
+ * so docker (-v) and singularity (-B) see them without touching the command builders.
+ */
+export function containerBinds(spec: JobSpec): BindMount[] {
+  return (spec.container.runOptions?.binds ?? []).map((b) => ({ source: b.source, target: b.target, readOnly: b.readOnly }));
+}
+
+/** The spec's allowlisted run options in the builders' terms ("unlimited" ulimits are -1). */
+export function containerOptionsFor(spec: JobSpec): ContainerOptions {
+  const o = spec.container.runOptions;
+  const ulimits = o?.ulimits
+    ? Object.fromEntries(Object.entries(o.ulimits).filter(([, v]) => v !== undefined).map(([k, v]) => [k, v === 'unlimited' ? '-1' : String(v)]))
+    : undefined;
+  const binds = containerBinds(spec);
+  return {
+    ...(o?.shmSize !== undefined ? { shmSize: o.shmSize } : {}),
+    ...(ulimits && Object.keys(ulimits).length ? { ulimits } : {}),
+    ...(binds.length ? { binds } : {}),
+    ...(o?.capAdd.length ? { capAdd: [...o.capAdd] } : {}),
+    ...(o?.privileged ? { privileged: true } : {}),
+    ...(spec.container.gpus ? { gpus: true } : {}),
+  };
 }
 
 /**
@@ -61,18 +128,24 @@ export function mpiTaskRequest(
   batchJobId: string,
   urls: MpiTaskUrls = { commonResourceFiles: [] },
 ): MpiTaskRequestShape {
+  const runtime = spec.container.runtime;
   const jobEnv = rankEnvironmentPrefix(spec, plan.jobId);
   const commands = buildMpiTaskCommands({
-    runtime: spec.container.runtime,
+    runtime,
     mpiRuntime: spec.mpi.runtime,
+    mpiVersion: spec.mpi.version,
     nodes: nodes.length,
     processesPerNode: spec.mpi.processesPerNode,
     command: `export MPIJOB_DATA_DIR="${dataDir}"; ${jobEnv}${spec.mpi.command}`,
+    launcherMode: spec.mpi.launcher.mode,
+    launcher: spec.mpi.launcher.executable,
     options: [...spec.mpi.options, ...rankLogOptions(spec)],
     fabric: spec.mpi.fabric,
     vmSize: spec.pool.vmSize ?? plan.poolCreate.vmSize,
-    image: spec.container.runtime === 'none' ? undefined : spec.container.images[0],
-    containerName: spec.container.runtime === 'docker' ? containerNameFor(plan.jobId) : undefined,
+    image: runtime === 'docker' ? (spec.container.images[0] as string) : undefined,
+    sifCacheKey: runtime === 'singularity' ? sifCacheKeyFor(plan.jobId) : undefined,
+    containerName: runtime === 'docker' ? containerNameFor(plan.jobId) : undefined,
+    containerOptions: runtime === 'none' ? undefined : containerOptionsFor(spec),
     sshPort: spec.mpi.sshPort,
     env: spec.mpi.env,
     preExecutionCommand: spec.mpi.preExecutionCommand === undefined ? undefined : `${jobEnv}${spec.mpi.preExecutionCommand}`,

@@ -178,7 +178,8 @@ export function masterOutputFiles(plan: OutputsPlan | undefined, containerUrl: s
  * master's stdout/stderr, which hold every rank's output, are what is kept.
  */
 export function rankLogOptions(spec: JobSpec): string[] {
-  if (!spec.outputs?.logs || spec.mpi.runtime !== 'openmpi') return [];
+  // A custom launch script passes its own launcher options.
+  if (!spec.outputs?.logs || spec.mpi.runtime !== 'openmpi' || spec.mpi.launcher.mode === 'custom') return [];
   // Relative: the launcher runs in the working directory, which the MPI task's output files are relative to.
   return ['--output-filename', RANK_LOG_DIR];
 }

@@ -5,6 +5,9 @@
  */
 import { parseIsoDuration } from './duration';
 import { LIMITS } from './schema';
+import { containerIssues } from './sections/container';
+import { launchIssues } from './sections/launch';
+import { has, isObj, obj } from './rawInput';
 import { dataSectionIssues } from './sections/dataRules';
 
 export interface SpecIssue {
@@ -13,10 +16,6 @@ export interface SpecIssue {
   message: string;
 }
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-const has = (o: Obj, k: string) => Object.prototype.hasOwnProperty.call(o, k) && o[k] !== undefined;
-const obj = (o: Obj, k: string): Obj => (isObj(o[k]) ? (o[k] as Obj) : {});
 
 /** Field names that smell like a stored credential anywhere under container.registry. */
 export const PLAIN_SECRET_KEY_RE = /^(password|passwd|pass|secret|token|key|accessKey|apiKey|clientSecret)$/i;
@@ -113,6 +112,6 @@ export function crossFieldIssues(raw: unknown): SpecIssue[] {
   if (isObj(env) && Object.keys(env).length > LIMITS.maxEnv) {
     add(['mpi', 'env'], `must have at most ${LIMITS.maxEnv} entries`);
   }
-  issues.push(...dataSectionIssues(raw));
+  issues.push(...launchIssues(raw), ...containerIssues(raw), ...dataSectionIssues(raw));
   return issues;
 }

@@ -6,6 +6,8 @@
 import { z } from 'zod';
 import { parseIsoDuration } from './duration';
 import * as P from './patterns';
+import { GpusSchema, ImageEntrySchema, RunOptionsSchema } from './sections/container';
+import { LauncherOptionSchema, LauncherSchema, MpiVersionSchema, ProcessesPerNodeSchema } from './sections/launch';
 import { FilesSchema } from './sections/files';
 import { MountsSchema, ScratchSchema } from './sections/storage';
 import { OutputsSchema } from './sections/outputs';
@@ -95,7 +97,7 @@ export const StartTaskSchema = z
       .min(1, { error: 'must not be empty' })
       .max(LIMITS.maxCommandLength)
       .regex(P.SINGLE_LINE_TEXT_RE, { error: P.SINGLE_LINE_TEXT_RULE })
-      .meta({ description: 'Shell command run (bash, elevated) on every node as it joins the pool, e.g. to install or build the MPI program. The node is not used until it succeeds.' }),
+      .meta({ description: 'Shell command run on every node as it joins the pool (elevated; bash with the node\'s /etc/profile.d loaded, so `module` works; no strict mode), e.g. to install or build the MPI program. The node is not used until it succeeds.' }),
     resourceFiles: z.array(
       z.strictObject({
         account: pattern(P.STORAGE_ACCOUNT_RE, 'a storage account name (3–24 lowercase letters and digits)'),
@@ -168,12 +170,10 @@ export const ContainerSchema = z
     runtime: z.enum(['docker', 'singularity', 'none'], { error: 'must be one of "docker", "singularity", "none"' }).default('none')
       .meta({ description: 'Container runtime on the nodes; "none" runs the MPI program natively.' }),
     images: z
-      .array(pattern(P.OCI_REFERENCE_RE, `an OCI image reference such as "myregistry.azurecr.io/app:1.2" (lowercase repository, ${SHELL_SAFE_HINT})`), {
-        error: 'must be a list of image references',
-      })
+      .array(ImageEntrySchema, { error: 'must be a list of image references' })
       .max(LIMITS.maxImages, { error: `must list at most ${LIMITS.maxImages} images` })
       .default([])
-      .meta({ description: 'Images every node must hold before the MPI task starts; the first one runs the MPI program. Required for docker/singularity, forbidden for none.' }),
+      .meta({ description: 'Images every node must hold before the MPI task starts; the first one runs the MPI program. Required for docker/singularity, forbidden for none. Docker: OCI references. Singularity: OCI references (pulled as docker://), docker://, oras:// or library:// URIs, or SIF files in blob storage { account, container, blob }.' }),
     registry: RegistrySchema.optional(),
     pullConcurrency: int('how many nodes pull at the same time').min(1).max(LIMITS.maxPullConcurrency, {
       error: `must be at most ${LIMITS.maxPullConcurrency}`,
@@ -181,6 +181,8 @@ export const ContainerSchema = z
       .meta({ description: `How many nodes pull images at the same time (at most ${LIMITS.maxPullConcurrencyWithoutOptIn} unless allowAboveTen).` }),
     allowAboveTen: z.boolean({ error: 'must be true or false' }).default(false)
       .meta({ description: 'Opt in to pullConcurrency above 10 (registries throttle; the seeds saw failures above 10).' }),
+    runOptions: RunOptionsSchema.optional(),
+    gpus: GpusSchema,
   })
   .meta({ description: 'Container runtime and images.' });
 
@@ -223,21 +225,16 @@ export const MpiSchema = z
   .strictObject({
     runtime: z.enum(['intelmpi', 'openmpi', 'mpich', 'mvapich'], { error: 'must be one of "intelmpi", "openmpi", "mpich", "mvapich"' })
       .meta({ description: 'MPI implementation that launches the program.' }),
-    processesPerNode: z
-      .union([int('processes per node').min(1).max(LIMITS.maxProcessesPerNode), z.literal('nproc')], {
-        error: `must be a whole number 1–${LIMITS.maxProcessesPerNode} or "nproc"`,
-      })
-      .default('nproc')
-      .meta({ description: 'Ranks per node, or "nproc" for one per core.' }),
+    version: MpiVersionSchema,
+    processesPerNode: ProcessesPerNodeSchema,
     command: z.string({ error: typeError('must be a string: the program and its arguments') })
       .min(1, { error: 'must not be empty' })
       .max(LIMITS.maxCommandLength, { error: `must be at most ${LIMITS.maxCommandLength} characters` })
       .regex(P.SINGLE_LINE_TEXT_RE, { error: P.SINGLE_LINE_TEXT_RULE })
-      .meta({ description: 'Program and arguments run by every rank. Passed as data: quoted as one word wherever it is embedded in a shell line.' }),
-    options: z.array(pattern(P.MPI_OPTION_RE, `one launcher option token such as "--bind-to" or "core" (${SHELL_SAFE_HINT})`), {
-      error: 'must be a list of option tokens',
-    }).max(LIMITS.maxOptions).default([])
-      .meta({ description: 'Extra launcher options, one token per item.' }),
+      .meta({ description: 'Managed launcher: the program and arguments every rank runs (bash natively, /bin/sh in a container). Custom launcher: the launch script run once on the master. Passed as data: quoted as one word wherever it is embedded in a shell line.' }),
+    options: z.array(LauncherOptionSchema, { error: 'must be a list of option tokens' }).max(LIMITS.maxOptions).default([])
+      .meta({ description: 'Extra launcher options of the managed launcher, one token per item, before the automatic ones. "$NAME" / "${NAME}" references expand on the master (e.g. "$MPIJOB_HOSTFILE", "$MPIJOB_NP").' }),
+    launcher: LauncherSchema.prefault({}),
     fabric: z.enum(['rdma', 'tcp', 'auto'], { error: 'must be one of "rdma", "tcp", "auto"' }).default('auto')
       .meta({ description: 'Interconnect preset mapped to the runtime\'s environment (I_MPI_FABRICS/FI_PROVIDER, UCX_TLS/UCX_IB_PKEY, …).' }),
     env: z.record(
@@ -250,7 +247,7 @@ export const MpiSchema = z
       .meta({ description: `Extra environment for every rank (at most ${LIMITS.maxEnv} entries; values are passed as data).` }),
     preExecutionCommand: z.string({ error: typeError('must be a string') }).min(1).max(LIMITS.maxCommandLength)
       .regex(P.SINGLE_LINE_TEXT_RE, { error: P.SINGLE_LINE_TEXT_RULE }).optional()
-      .meta({ description: 'Run on the master node before the launcher (e.g. module loads); passed as data.' }),
+      .meta({ description: 'Run on the master node before the launcher, in the launcher\'s shell (bash with the node\'s /etc/profile.d loaded, no strict mode), e.g. "module load mpi/hpcx" or "source /opt/intel/oneapi/setvars.sh"; a non-zero status stops the job with that status. Passed as data.' }),
     coordinationCommand: z.string({ error: typeError('must be a string') }).min(1).max(LIMITS.maxCommandLength)
       .regex(P.SINGLE_LINE_TEXT_RE, { error: P.SINGLE_LINE_TEXT_RULE }).optional()
       .meta({ description: 'Override of the multi-instance coordination command run on every node.' }),

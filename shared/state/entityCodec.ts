@@ -80,7 +80,7 @@ export function jobToEntity(rec: JobRecord): JobEntity {
     updatedAt: rec.updatedAt,
     eventSeq: rec.eventSeq,
   };
-  for (const [k, v] of Object.entries({ batchPoolId: rec.batchPoolId, batchJobId: rec.batchJobId, cancelRequestedAt: rec.cancelRequestedAt, containersCheckedAt: rec.containersCheckedAt })) {
+  for (const [k, v] of Object.entries({ ownerName: rec.ownerName, batchPoolId: rec.batchPoolId, batchJobId: rec.batchJobId, cancelRequestedAt: rec.cancelRequestedAt, containersCheckedAt: rec.containersCheckedAt })) {
     if (v !== undefined) props[k] = v;
   }
   putJson(props, 'tags', rec.tags);
@@ -117,6 +117,7 @@ export function entityToJob(e: TableEntityResult<Record<string, unknown>>): JobR
   const optional = {
     spec: validated?.ok ? validated.spec : undefined,
     submitted: validated?.ok ? undefined : stored,
+    ownerName: str('ownerName'),
     batchPoolId: str('batchPoolId'),
     batchJobId: str('batchJobId'),
     cancelRequestedAt: str('cancelRequestedAt'),

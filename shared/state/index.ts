@@ -16,6 +16,6 @@ export {
 export type {
   JobView, SubmitJobResponse, JobConflictResponse, JobListResponse, CancelJobResponse, ProblemResponse, HealthResponse, JobViewOptions,
 } from './view';
-export { recordSubmission, requestCancel } from './submission';
+export { recordSubmission, requestCancel, submissionJobId } from './submission';
 export type { SubmissionOutcome, SubmissionInput, CancelOutcome } from './submission';
 export { parseListQuery } from './listQuery';

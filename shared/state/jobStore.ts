@@ -39,6 +39,8 @@ export type NewJob = {
   id: string;
   specHash: string;
   owner: string;
+  /** Display name of the owner (for people reading the job; `owner` is the identity). */
+  ownerName?: string;
   /** Creation reason recorded in the first event (default "submitted"). */
   reason?: string;
 } & ({ spec: JobSpec } | { rejected: { name: string; document: JsonValue } });
@@ -61,6 +63,8 @@ export interface NoteInput {
 }
 
 export interface ListJobsQuery {
+  /** Only jobs of this owner (the tenancy filter: set for every caller but admins). */
+  owner?: string;
   state?: JobState | JobState[];
   /** Tag filter: key only = the tag exists; with value = the tag equals it. */
   tag?: { key: string; value?: string };
@@ -77,6 +81,8 @@ export interface ListJobsPage {
   jobs: JobRecord[];
   /** Present when more rows may match: pass it back to get the next page. */
   continuationToken?: string;
+  /** Rows of this page that could not be read (damaged, or written by an incompatible version): left out, named here. */
+  unreadable?: { id: string; error: string }[];
 }
 
 type Entity = TableEntityResult<Record<string, unknown>>;
@@ -141,6 +147,7 @@ export class JobStore {
       id: input.id,
       name: 'spec' in input ? input.spec.name : input.rejected.name,
       owner: input.owner,
+      ...(input.ownerName !== undefined ? { ownerName: input.ownerName } : {}),
       tags: 'spec' in input ? { ...input.spec.tags } : {},
       specHash: input.specHash,
       ...('spec' in input ? { spec: input.spec } : { submitted: input.rejected.document }),
@@ -290,6 +297,8 @@ export class JobStore {
     let token = query.continuationToken;
     if (token !== undefined) assertContinuationToken(token);
     const jobs: JobRecord[] = [];
+    const unreadable: { id: string; error: string }[] = [];
+    const done = (continuationToken?: string): ListJobsPage => ({ jobs, ...(continuationToken ? { continuationToken } : {}), ...(unreadable.length ? { unreadable } : {}) });
     // A filtered scan may return short or empty pages with a token; keep reading (bounded) until the
     // page is full, asking each time only for what is still missing so no row is skipped.
     for (let request = 0; request < 20; request++) {
@@ -302,13 +311,20 @@ export class JobStore {
         if (query.continuationToken !== undefined && statusOf(err) === 400) throw new InvalidContinuationTokenError(query.continuationToken);
         throw err;
       }
-      if (page.done) return { jobs };
-      for (const e of page.value) jobs.push(entityToJob(e as Entity));
+      if (page.done) return done();
+      for (const e of page.value) {
+        // One damaged row must never fail a list (or the sweep that reads every row): it is named and left out.
+        try {
+          jobs.push(entityToJob(e as Entity));
+        } catch (err) {
+          unreadable.push({ id: String((e as Entity).partitionKey), error: err instanceof Error ? err.message : String(err) });
+        }
+      }
       token = page.value.continuationToken;
-      if (!token) return { jobs };
-      if (jobs.length >= top) break;
+      if (!token) return done();
+      if (jobs.length + unreadable.length >= top) break;
     }
-    return { jobs, continuationToken: token };
+    return done(token);
   }
 
   private async read(id: string): Promise<{ job: JobRecord; etag: string } | undefined> {
@@ -357,6 +373,7 @@ function withPatch<R extends JobRecord>(row: R, patch: JobPatch | undefined): R 
 
 export function buildListFilter(query: ListJobsQuery): string {
   const parts: string[] = [odata`RowKey eq ${JOB_ROW_KEY}`];
+  if (query.owner !== undefined) parts.push(odata`owner eq ${query.owner}`);
   const states = query.state === undefined ? [] : Array.isArray(query.state) ? query.state : [query.state];
   if (states.length > 0) parts.push(`(${states.map((s) => odata`state eq ${s}`).join(' or ')})`);
   // createdAt is a fixed-format ISO string (toISOString), so string order is time order.

@@ -15,8 +15,14 @@ export interface JobError {
 export interface JobRecord {
   id: string;
   name: string;
-  /** Who submitted it (principal name, function key name, or "queue"). */
+  /**
+   * Who submitted it: `<tenant id>/<object id>` of an Entra ID principal, "operator" (an operator key),
+   * "anonymous" (ANONYMOUS_ROLE) or "queue" (the job-submissions queue). Rows from before identities hold
+   * whatever the old intake wrote ("api" or a client-supplied name): only admins see those.
+   */
   owner: string;
+  /** The owner's display name when it submitted (name / preferred_username claim). */
+  ownerName?: string;
   tags: Record<string, string>;
   specHash: string;
   /**

@@ -2,6 +2,7 @@
  * The two decisions intake makes against the store, shared by the HTTP and queue paths so both behave
  * identically: record a submission exactly once, and request a cancel.
  */
+import { createHash } from 'node:crypto';
 import { deriveJobId, diffSpecs, specHash, type JobSpec } from '../spec';
 import type { JobStore } from './jobStore';
 import type { JobRecord } from './record';
@@ -13,7 +14,9 @@ export type SubmissionOutcome =
   /** Same id, same spec: a duplicate delivery or client retry. Make sure the orchestration exists, answer 200. */
   | { outcome: 'repeat'; job: JobRecord }
   /** Same id, different spec: answer 409 with the differing paths; nothing was written. */
-  | { outcome: 'conflict'; job: JobRecord; differingPaths: string[] };
+  | { outcome: 'conflict'; job: JobRecord; differingPaths: string[] }
+  /** The id belongs to another owner's job: answer 409 without anything of that job; nothing was written. */
+  | { outcome: 'taken'; id: string };
 
 export interface SubmissionInput {
   /** A spec that passed parseJobSpec (rejected specs never reach the store). */
@@ -21,13 +24,31 @@ export interface SubmissionInput {
   /** HTTP Idempotency-Key header or queue message id; used only when the spec has no id. */
   idempotencyKey?: string;
   owner: string;
+  ownerName?: string;
+  /**
+   * Derive ids (when the spec has none) within this scope, the submitting principal's id: two callers' equal
+   * specs or equal Idempotency-Keys then never name the same job. Unset: the global derivation (the queue).
+   */
+  idScope?: string;
+}
+
+/**
+ * The job id of a submission: spec.id as given (a global name, like a Batch job id); a derived id keeps its
+ * k-/h- prefix and is re-hashed with the scope when there is one.
+ */
+export function submissionJobId(spec: JobSpec, idempotencyKey?: string, idScope?: string): string {
+  const id = deriveJobId(spec, idempotencyKey);
+  if (spec.id !== undefined || idScope === undefined) return id;
+  const scoped = createHash('sha256').update(`owner\n${idScope}\n${id}`, 'utf8').digest('hex').slice(0, 32);
+  return `${id.slice(0, 2)}${scoped}`;
 }
 
 export async function recordSubmission(store: JobStore, input: SubmissionInput): Promise<SubmissionOutcome> {
-  const id = deriveJobId(input.spec, input.idempotencyKey);
+  const id = submissionJobId(input.spec, input.idempotencyKey, input.idScope);
   const hash = specHash(input.spec);
-  const { created, job } = await store.createIfAbsent({ id, spec: input.spec, specHash: hash, owner: input.owner });
+  const { created, job } = await store.createIfAbsent({ id, spec: input.spec, specHash: hash, owner: input.owner, ownerName: input.ownerName });
   if (created) return { outcome: 'created', job };
+  if (job.owner !== input.owner) return { outcome: 'taken', id };
   if (job.specHash === hash) return { outcome: 'repeat', job };
   // A row without a valid spec (a rejected submission holds the id) differs as a whole.
   return { outcome: 'conflict', job, differingPaths: job.spec ? diffSpecs(job.spec, input.spec) : [''] };

@@ -25,7 +25,8 @@ export const JobLinksSchema = z.object({
 export const JobViewSchema = z.object({
   id: z.string(),
   name: z.string(),
-  owner: z.string(),
+  owner: z.string().meta({ description: 'Who submitted the job: "<tenant id>/<object id>" of an Entra ID principal, "operator", "anonymous" or "queue".' }),
+  ownerName: z.string().optional().meta({ description: "The owner's display name when it submitted." }),
   tags: z.record(z.string(), z.string()),
   state: z.enum(JOB_STATES),
   stage: z.string().meta({ description: 'Human-readable step inside the state, e.g. "pulled 12/40".' }),
@@ -62,6 +63,7 @@ export type JobConflictResponse = z.infer<typeof JobConflictResponseSchema>;
 export const JobListResponseSchema = z.object({
   jobs: z.array(JobViewSchema),
   continuationToken: z.string().optional().meta({ description: 'Pass as ?continuationToken= to get the next page.' }),
+  unreadable: z.number().optional().meta({ description: 'Rows of this page that could not be read (damaged) and were left out; the log names them.' }),
 }).meta({ title: 'JobListResponse' });
 export type JobListResponse = z.infer<typeof JobListResponseSchema>;
 
@@ -102,6 +104,7 @@ export function toJobView(job: JobRecord, options: JobViewOptions = {}): JobView
     id: job.id,
     name: job.name,
     owner: job.owner,
+    ...(job.ownerName !== undefined ? { ownerName: job.ownerName } : {}),
     tags: job.tags,
     state: job.state,
     stage: job.stage,

@@ -11,6 +11,7 @@ import { createServer } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { parse, stringify } from 'yaml';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
+import { CLI_CLIENT_ID } from '../../local/identity';
 
 const CLI = path.join(REPO_ROOT, 'dist', 'cli', 'index.js');
 let stack: Stack;
@@ -23,7 +24,7 @@ interface Run {
 }
 
 /** Runs the CLI with a clean environment: HOME is the temp dir, so no real profile file is read. */
-function hpcjob(args: string[], env: Record<string, string> = {}): Promise<Run> {
+function hpcjob(args: string[], env: Record<string, string> = {}, onStderr?: (text: string) => void): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], {
       cwd: dir,
@@ -33,7 +34,10 @@ function hpcjob(args: string[], env: Record<string, string> = {}): Promise<Run> 
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.stderr.on('data', (c: Buffer) => {
+      stderr += c.toString();
+      onStderr?.(stderr);
+    });
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
@@ -226,4 +230,47 @@ describe('hpcjob against the local stack', () => {
     expect(none.code).toBe(2);
     expect(none.stderr).toMatch(/no API endpoint/);
   });
+});
+
+describe('hpcjob signed in with Entra ID (here: the local issuer, through @azure/identity)', () => {
+  // What a user's profile would hold, as environment variables; NODE_EXTRA_CA_CERTS trusts the local issuer's certificate.
+  const signIn = () => ({
+    HPCJOB_ENDPOINT: stack.baseUrl, HPCJOB_TENANT_ID: stack.identity.tenantId, HPCJOB_CLIENT_ID: CLI_CLIENT_ID,
+    HPCJOB_SCOPE: stack.identity.scope, HPCJOB_AUTHORITY_HOST: stack.identity.authorityHost, NODE_EXTRA_CA_CERTS: stack.identity.caFile,
+  });
+
+  it('login runs the device code flow; whoami and later commands use the saved token and see only the user\'s jobs', async () => {
+    let approved = false;
+    // The person: reads the code the CLI prints and approves it on the issuer's device page (here: directly).
+    const login = await hpcjob(['login'], signIn(), (stderr) => {
+      const code = /enter the code (\S+) to authenticate/.exec(stderr)?.[1];
+      if (code && !approved) approved = stack.identity.approveDeviceCode(code, 'dev');
+    });
+    expect({ code: login.code, stderr: login.stderr }).toEqual({ code: 0, stderr: expect.stringContaining('/device and enter the code') });
+    expect(approved).toBe(true);
+    expect(login.stdout).toMatch(/^Local Developer {2}\(user, id [0-9a-f-]{36}\/[0-9a-f-]{36}\)$/m);
+    expect(login.stdout).toMatch(/^roles {4}submitter$/m);
+
+    const me = JSON.parse((await hpcjob(['--json', 'whoami'], signIn())).stdout) as { name: string; roles: string[] };
+    expect(me).toMatchObject({ name: 'Local Developer', roles: ['submitter'] });
+    // A job submitted with the operator key (as every job above was) is the operator's, not dev's.
+    // (A pool that does not exist: the job fails at once, which is all this needs.)
+    const opJob = writeSpec('operator.yaml', stringify({
+      id: 'cli-operator-job', name: 'cli-operator-job', tags: { suite: 'cli-test' }, pool: { poolId: 'no-such-pool', nodes: 1 }, mpi: { runtime: 'openmpi', command: 'true' },
+    }));
+    expect((await hpcjob(['submit', opJob], { ...signIn(), HPCJOB_KEY: stack.host.keys.functionKey })).code).toBe(0);
+    const mine = await hpcjob(['--json', 'list', '--tag', 'suite=cli-test'], signIn());
+    expect(mine.code).toBe(0);
+    expect((JSON.parse(mine.stdout) as { jobs: unknown[] }).jobs).toEqual([]);
+    const missing = await hpcjob(['status', 'cli-operator-job'], signIn());
+    expect(missing.code).toBe(4);
+    // The operator key still works, and sees them.
+    const operator = await hpcjob(['--json', 'list', '--tag', 'suite=cli-test'], { ...signIn(), HPCJOB_KEY: stack.host.keys.functionKey });
+    expect((JSON.parse(operator.stdout) as { jobs: { id: string }[] }).jobs.map((j) => j.id)).toContain('cli-operator-job');
+
+    // Signed out, without a terminal to prompt on: a clear message and exit 3.
+    expect((await hpcjob(['logout'], signIn())).stderr).toMatch(/signed out/);
+    const after = await hpcjob(['list'], signIn());
+    expect({ code: after.code, stderr: after.stderr }).toEqual({ code: 3, stderr: expect.stringMatching(/not signed in: run `hpcjob login`/) });
+  }, 90_000);
 });

@@ -90,6 +90,9 @@ describe('unseenTail (logs --follow after the node is gone)', () => {
     expect(unseenTail('a\nb\nc\n', 'b\nc\nd\n')).toBe('d\n');
     expect(unseenTail('a\nb\n', 'a\nb\n')).toBe('');
     expect(unseenTail('', 'x\n')).toBe('x\n');
+    // Recorded tails end without the file's final line break.
+    expect(unseenTail('a\nb\nc\n', 'b\nc')).toBe('');
+    expect(unseenTail('a\nb\n', 'a\nb\nc')).toBe('c');
     // Nothing in common: the whole tail (the live reads saw none of it).
     expect(unseenTail('a\n', 'x\ny\n')).toBe('x\ny\n');
   });

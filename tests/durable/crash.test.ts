@@ -6,7 +6,7 @@
  */
 import { startAzurite, type AzuriteHandle } from '../../local/azurite';
 import { ChildHost } from '../helpers/childHost';
-import { DURABLE_APP, http, waitForStatus } from './helpers/harness';
+import { DURABLE_APP, durableUrl, http, waitForStatus } from './helpers/harness';
 
 let azurite: AzuriteHandle;
 let host: ChildHost | undefined;
@@ -27,7 +27,7 @@ const INPUT = { n: 6, ms: 150, timerMs: 1500 };
 const EXPECTED = { sum: 55, acc: 46, sub: 30 };
 
 async function start(baseUrl: string, id: string): Promise<void> {
-  const res = await http('POST', `${baseUrl}/runtime/webhooks/durabletask/orchestrators/MultiStage/${id}`, INPUT);
+  const res = await http('POST', durableUrl(baseUrl, `orchestrators/MultiStage/${id}`), INPUT);
   expect(res.status).toBe(202);
 }
 

@@ -18,7 +18,7 @@ import type { ExchangeRecord } from '../../local/batch/config';
 import { startRegistry, type RegistryHandle } from '../../local/registry';
 import { buildDemoImage } from '../../examples/images/buildDemoImage';
 import { localAppSettings, REPO_ROOT, type Stack } from '../../local/stack';
-import { checkCleanup, checkResult, mpiOutput, submitSpec, uploadDemoInputs, watchJob, type JobViewLite } from '../../local/jobRunner';
+import { asOperator, checkCleanup, checkResult, mpiOutput, submitSpec, uploadDemoInputs, watchJob, type JobViewLite } from '../../local/jobRunner';
 import { ChildHost } from '../helpers/childHost';
 
 let azurite: AzuriteHandle | undefined;
@@ -46,7 +46,8 @@ afterAll(async () => {
   await new Promise((r) => log?.end(r));
 }, 60_000);
 
-const CHILD_KEYS = { functionKey: 'crash-test-function-key', masterKey: 'crash-test-master-key' };
+// Operator keys are at least 24 characters (shared/config/auth.ts).
+const CHILD_KEYS = { functionKey: 'crash-test-function-key-0123456789', masterKey: 'crash-test-master-key-0123456789' };
 
 /** The real app's host as a child process (port 0 picks a free one; the previous port restarts it in place). */
 const startHost = (port: number, storage: string, settings: Record<string, string>) =>
@@ -58,7 +59,8 @@ test('SIGKILL of the control plane once in every stage: the job still succeeds w
   const az = azurite as AzuriteHandle;
   const emu = batch as BatchEmulatorHandle;
   const reg = registry as RegistryHandle;
-  const settings = { ...localAppSettings(az, emu), LOCAL_REGISTRY: reg.host };
+  // No identity service here: the test is the operator (its function key is the app's operator key).
+  const settings = { ...localAppSettings(az, emu), LOCAL_REGISTRY: reg.host, OPERATOR_API_KEYS: CHILD_KEYS.functionKey };
   const storage = az.connectionString();
   host = await startHost(0, storage, settings);
   const port = host.port;
@@ -66,6 +68,7 @@ test('SIGKILL of the control plane once in every stage: the job still succeeds w
   const stack = { azurite: az, batch: emu, registry: reg, settings, baseUrl: host.baseUrl, host: { keys: CHILD_KEYS, baseUrl: host.baseUrl } } as unknown as Stack;
 
   const expected = await uploadDemoInputs(stack, 20);
+  const operator = asOperator(stack);
   const id = await submitSpec(stack, stringify({
     id: 'crash-every-stage',
     name: 'crash',
@@ -75,13 +78,13 @@ test('SIGKILL of the control plane once in every stage: the job still succeeds w
     // The pause keeps the Running stage long enough to be hit; the program's output is still verified.
     mpi: { runtime: 'openmpi', processesPerNode: 1, fabric: 'tcp', options: ['--mca', 'btl_tcp_if_include', 'lo'], command: 'sleep 4; mpi-demo run "$MPIJOB_DATA_DIR"' },
     cleanup: { deletePool: 'always' },
-  }));
+  }), operator);
 
   const killedIn: string[] = [];
   for (const stage of STAGES) {
     let view: JobViewLite | undefined;
     for (const deadline = Date.now() + 150_000; Date.now() < deadline; ) {
-      view = (await (await fetch(`${stack.baseUrl}/api/jobs/${id}`)).json()) as JobViewLite;
+      view = (await (await fetch(`${stack.baseUrl}/api/jobs/${id}`, { headers: { 'x-functions-key': stack.host.keys.functionKey } })).json()) as JobViewLite;
       if (view.state === stage || ['Succeeded', 'Failed', 'Cancelled'].includes(view.state)) break;
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -96,7 +99,7 @@ test('SIGKILL of the control plane once in every stage: the job still succeeds w
   }
   expect(killedIn).toEqual([...STAGES]);
 
-  const view = await watchJob(stack, id, 150_000);
+  const view = await watchJob(stack, id, 150_000, undefined, operator);
   if (view.state !== 'Succeeded') console.log(`job ${id} ${view.state}: ${view.error?.message}\n${await mpiOutput(stack, view)}`);
   expect(view.error?.message).toBeUndefined();
   expect(view.state).toBe('Succeeded');

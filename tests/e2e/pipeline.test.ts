@@ -7,7 +7,7 @@ import { readFileSync, mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { parse, stringify } from 'yaml';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
-import { checkCleanup, checkResult, submitSpec, uploadDemoInputs, watchJob, type JobViewLite } from '../../local/jobRunner';
+import { checkCleanup, checkResult, getJobView, submitSpec, uploadDemoInputs, watchJob, type JobViewLite } from '../../local/jobRunner';
 import { createContractRecorder } from '../../local/batch/contract';
 
 const DEMO_SPEC = readFileSync(path.join(REPO_ROOT, 'examples', 'demo', 'native-openmpi.yaml'), 'utf8');
@@ -24,7 +24,7 @@ function variant(patch: (spec: SpecDoc) => void): string {
 }
 
 async function getJob(id: string): Promise<JobViewLite> {
-  return (await (await fetch(`${stack.baseUrl}/api/jobs/${id}`)).json()) as JobViewLite;
+  return getJobView(stack, id);
 }
 
 beforeAll(async () => {

@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { AzuriteHandle } from '../../local/azurite';
-import { startFunctionsHost } from '../../local/host';
+import { startFunctionsHost, type HostContext } from '../../local/host';
 import { loadLocalSettings } from '../../local/settings/localSettings';
 import { parseCliArgs } from '../../local/host/main';
 import { LogCapture, startAzurite } from './harness';
@@ -69,6 +69,36 @@ describe('local host: configuration', () => {
       await again.stop();
     } finally {
       delete process.env.PRESET_ELSEWHERE;
+    }
+  });
+
+  it('creates an extension webhook system key on first use, saves it to the keys file and reuses it after a restart', async () => {
+    const keysFile = path.join(appDir, '.local', 'function-keys.json');
+    const asking = { urls: [] as string[] };
+    const extension = {
+      name: 'asker',
+      triggerTypes: [],
+      inputBindingTypes: [],
+      start: async (host: HostContext) => {
+        asking.urls.push(host.webhookUrl('durabletask'));
+      },
+      stop: async () => undefined,
+    };
+    const first = await startFunctionsHost({ appDir, port: 0, storageConnectionString: azurite.connectionString(), logDestination: new LogCapture(), extensions: [extension] });
+    await first.stop();
+    const saved = JSON.parse(readFileSync(keysFile, 'utf8')) as { systemKeys: Record<string, string> };
+    expect(saved.systemKeys.durabletask_extension).toMatch(/^[A-Za-z0-9_-]{40}$/);
+    expect(asking.urls[0]).toBe(`${first.baseUrl}/runtime/webhooks/durabletask?code=${saved.systemKeys.durabletask_extension}`);
+    const second = await startFunctionsHost({ appDir, port: 0, storageConnectionString: azurite.connectionString(), logDestination: new LogCapture(), extensions: [extension] });
+    try {
+      expect(new URL(asking.urls[1]).searchParams.get('code')).toBe(saved.systemKeys.durabletask_extension);
+      // The file keeps the function and master keys next to it.
+      expect(second.keys).toEqual(JSON.parse(readFileSync(keysFile, 'utf8')));
+      // Without an extension answering it, a keyed webhook request reaches no one (404); unkeyed it is refused (401).
+      expect((await fetch(`${second.baseUrl}/runtime/webhooks/durabletask/instances?code=${saved.systemKeys.durabletask_extension}`)).status).toBe(404);
+      expect((await fetch(`${second.baseUrl}/runtime/webhooks/durabletask/instances`)).status).toBe(401);
+    } finally {
+      await second.stop();
     }
   });
 

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AzuriteHandle } from '../../local/azurite';
 import type { BindingInfo, HostContext, HostExtension } from '../../local/host';
 import { events } from '../fixtures/host-app/src/events';
-import { startAzurite, startFixtureHost, waitFor } from './harness';
+import { TEST_KEYS, startAzurite, startFixtureHost, waitFor } from './harness';
 
 /** A minimal extension standing in for the Durable engine: it owns a trigger type, an input type and a webhook. */
 class FakeExtension implements HostExtension {
@@ -10,6 +10,7 @@ class FakeExtension implements HostExtension {
   readonly triggerTypes = ['fakeTrigger'];
   readonly inputBindingTypes = ['fakeClient'];
   host?: HostContext;
+  webhookUrl?: string;
   stopped = false;
   provided: { binding: string; functionName: string; requestUrl?: string }[] = [];
 
@@ -26,6 +27,7 @@ class FakeExtension implements HostExtension {
 
   async start(host: HostContext): Promise<void> {
     this.host = host;
+    this.webhookUrl = host.webhookUrl('fake');
   }
 
   async stop(): Promise<void> {
@@ -67,8 +69,23 @@ describe('local host: extensions', () => {
       expect(await res.json()).toEqual({ hub: 'fake-hub', for: 'usesFakeClient' });
       expect(ext.provided.at(-1)).toEqual({ binding: 'client', functionName: 'usesFakeClient', requestUrl: `${host.baseUrl}/api/uses-client?x=1` });
 
-      // Webhooks reach the extension before function routing.
-      expect(await (await fetch(`${host.baseUrl}/runtime/webhooks/fake/abc`)).text()).toBe('fake webhook abc');
+      // Webhooks reach the extension before function routing, once the host has checked the extension's system key.
+      const hook = new URL(ext.webhookUrl!);
+      expect(hook.origin + hook.pathname).toBe(`${host.baseUrl}/runtime/webhooks/fake`);
+      const systemKey = hook.searchParams.get('code')!;
+      expect(systemKey).toBe(host.keys.systemKeys?.fake_extension);
+      expect(host.context.webhookUrl('fake')).toBe(ext.webhookUrl); // created once, then reused
+      expect(await (await fetch(`${host.baseUrl}/runtime/webhooks/fake/abc?code=${systemKey}`)).text()).toBe('fake webhook abc');
+      expect(await (await fetch(`${host.baseUrl}/runtime/webhooks/fake/abc`, { headers: { 'x-functions-key': TEST_KEYS.masterKey } })).text()).toBe('fake webhook abc');
+      for (const code of ['', 'wrong', TEST_KEYS.functionKey]) {
+        const denied = await fetch(`${host.baseUrl}/runtime/webhooks/fake/abc?code=${code}`);
+        expect(denied.status).toBe(401);
+        expect(await denied.text()).toBe('');
+      }
+      // Another extension's key does not open this webhook.
+      const otherKey = new URL(host.context.webhookUrl('other')).searchParams.get('code')!;
+      expect((await fetch(`${host.baseUrl}/runtime/webhooks/fake/abc?code=${otherKey}`)).status).toBe(401);
+      expect((await fetch(`${host.baseUrl}/runtime/webhooks/FAKE/abc?code=${otherKey}`)).status).toBe(401);
 
       const failed = await host.context.invoke('nope', { inputData: [] });
       expect(failed.error?.message).toMatch(/No function named "nope"/);

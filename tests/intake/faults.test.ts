@@ -50,7 +50,7 @@ function logLines(re: RegExp): string[] {
 }
 
 async function getJob(id: string): Promise<{ status: number; body: { state?: string; error?: { code: string; message: string; details?: { path: string }[] } } }> {
-  const res = await fetch(`${stack.baseUrl}/api/jobs/${id}`);
+  const res = await fetch(`${stack.baseUrl}/api/jobs/${id}`, { headers: { 'x-functions-key': stack.host.keys.functionKey } });
   return { status: res.status, body: (await res.json()) as never };
 }
 

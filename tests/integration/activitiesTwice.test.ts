@@ -50,6 +50,7 @@ function spec(id: string, extra: Parameters<typeof smallSpec>[1] = { command: 't
 
 async function submitted(id: string, s: JobSpec = spec(id)): Promise<JobRecord> {
   const r = await recordSubmission(await jobStore(), { spec: s, owner: 'test' });
+  if (r.outcome === 'taken') throw new Error(`job id ${r.id} is taken`);
   return r.job;
 }
 
@@ -72,7 +73,8 @@ afterAll(async () => {
   process.env = saved;
   await emu?.stop();
   await azurite?.stop();
-}, 60_000);
+  // Azurite saves its stores when it stops, and may wait for this process's idle keep-alive connections first.
+}, 150_000);
 
 describe('job state activities', () => {
   it('jobTransition twice records one transition; a replay of an earlier stage after a later one changes nothing', async () => {

@@ -235,6 +235,17 @@ test('row layout: PartitionKey = job id, RowKey "job", one tag_<hex key> propert
   expect(entity[`tag_${Buffer.from('project').toString('hex')}`]).toBe('cfd');
 });
 
+test('a damaged row never fails a list: it is left out and named, the others are listed', async () => {
+  const store = await newStore();
+  await create(store, 'good-a');
+  await create(store, 'good-b');
+  const jobs = TableClient.fromConnectionString(azurite.connectionString(), `Jobs${process.pid}x${tableCounter}`, { allowInsecureConnection: true });
+  await jobs.createEntity({ partitionKey: 'damaged', rowKey: 'job', id: 'damaged', state: 'Exploded', spec: '{not json' });
+  const page = await store.list({});
+  expect(page.jobs.map((j) => j.id).sort()).toEqual(['good-a', 'good-b']);
+  expect(page.unreadable).toEqual([{ id: 'damaged', error: expect.stringMatching(/not a job state/) }]);
+});
+
 /**
  * Deterministic ETag conflicts: writer A's table client is the real one, but its first replace waits
  * until writer B has committed, so A's write carries a stale ETag and Azurite answers 412.
@@ -307,8 +318,11 @@ test('recordSubmission: created once, repeats recognised, a different spec under
   const again = await recordSubmission(store, { spec, owner: 'alice' });
   expect(again).toMatchObject({ outcome: 'repeat', job: { id: 'sub-1' } });
   const changed = makeSpec({ id: 'sub-1', pool: { vmSize: 'Standard_HB120rs_v3', nodes: 3 } });
-  const conflict = await recordSubmission(store, { spec: changed, owner: 'bob' });
+  const conflict = await recordSubmission(store, { spec: changed, owner: 'alice' });
   expect(conflict).toMatchObject({ outcome: 'conflict', differingPaths: ['pool.nodes'] });
+  // Another owner under the same id learns nothing of the job, whether its spec is the same or not.
+  expect(await recordSubmission(store, { spec, owner: 'bob' })).toEqual({ outcome: 'taken', id: 'sub-1' });
+  expect(await recordSubmission(store, { spec: changed, owner: 'bob' })).toEqual({ outcome: 'taken', id: 'sub-1' });
   expect((await store.get('sub-1'))!.owner).toBe('alice'); // nothing overwritten
 
   // Queue redelivery: no id in the spec, the message id is the idempotency key.
@@ -318,8 +332,33 @@ test('recordSubmission: created once, repeats recognised, a different spec under
     recordSubmission(store, { spec: anon, idempotencyKey: 'msg-42', owner: 'queue' }),
   ]);
   expect([a.outcome, b.outcome].sort()).toEqual(['created', 'repeat']);
+  if (a.outcome === 'taken' || b.outcome === 'taken') throw new Error('same owner: never taken');
   expect(a.job.id).toBe(b.job.id);
   expect(a.job.id).toMatch(/^k-[a-f0-9]{32}$/);
+
+  // HTTP submissions derive ids per owner: two callers' identical specs are two jobs, each repeatable by its owner.
+  const mine = await recordSubmission(store, { spec: anon, owner: 't/alice', ownerName: 'Alice', idScope: 't/alice' });
+  const theirs = await recordSubmission(store, { spec: anon, owner: 't/bob', idScope: 't/bob' });
+  if (mine.outcome !== 'created' || theirs.outcome !== 'created') throw new Error(`expected two new jobs, got ${mine.outcome} and ${theirs.outcome}`);
+  expect(mine.job.id).toMatch(/^h-[a-f0-9]{32}$/);
+  expect(theirs.job.id).not.toBe(mine.job.id);
+  expect(mine.job).toMatchObject({ owner: 't/alice', ownerName: 'Alice' });
+  expect((await store.get(mine.job.id))!.ownerName).toBe('Alice');
+  expect(await recordSubmission(store, { spec: anon, owner: 't/alice', idScope: 't/alice' })).toMatchObject({ outcome: 'repeat', job: { id: mine.job.id } });
+});
+
+test('list filters by owner on the server (the tenancy filter)', async () => {
+  const store = await newStore();
+  const spec = makeSpec();
+  for (const [id, owner] of [['own-a1', 't/a'], ['own-a2', 't/a'], ['own-b1', 't/b'], ['own-q1', "it's 'quoted'"]] as const) {
+    await store.createIfAbsent({ id, spec, specHash: specHash(spec), owner });
+  }
+  const ids = async (owner?: string) => (await store.list({ owner, top: 1000 })).jobs.map((j) => j.id).filter((id) => id.startsWith('own-')).sort();
+  expect(await ids('t/a')).toEqual(['own-a1', 'own-a2']);
+  expect(await ids('t/b')).toEqual(['own-b1']);
+  expect(await ids("it's 'quoted'")).toEqual(['own-q1']);
+  expect(await ids("t/a' or owner ne '")).toEqual([]);
+  expect(await ids()).toEqual(['own-a1', 'own-a2', 'own-b1', 'own-q1']);
 });
 
 test('requestCancel: marks once, keeps the first time, reports finished jobs and unknown ids', async () => {

@@ -11,7 +11,7 @@ import { DEFAULT_PRICE_TABLE, pricePerNodeHour } from '../../shared/config/price
 import { runSweep } from '../../shared/ops/sweep';
 import type { JobCost } from '../../shared/ops/cost';
 import { JobStore } from '../../shared/state';
-import { BatchRequestLog, batchClient, smallSpec, sweepDeps } from './helpers';
+import { BatchRequestLog, batchClient, durableInstanceUrl, smallSpec, sweepDeps } from './helpers';
 
 const POLL_MAX_MS = 2_000;
 const IMAGE = { imageReference: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts', version: 'latest' }, nodeAgentSKUId: 'batch.node.ubuntu 22.04' };
@@ -46,7 +46,8 @@ async function sharedPoolIdle(): Promise<void> {
   }
 }
 
-const view = async (id: string) => (await (await fetch(`${stack.baseUrl}/api/jobs/${id}`)).json()) as View;
+const operator = () => ({ headers: { 'x-functions-key': stack.host.keys.functionKey } });
+const view = async (id: string) => (await (await fetch(`${stack.baseUrl}/api/jobs/${id}`, operator())).json()) as View;
 
 describe('cost, budget and idle time', () => {
   it('records node-minutes = nodes × measured minutes (within one poll), priced from the table; usage sums it per tag; idle time ≤ one poll', async () => {
@@ -78,7 +79,7 @@ describe('cost, budget and idle time', () => {
     // the other half for collecting the result, recording CleaningUp and the delete request).
     expect(idleMs).toBeLessThanOrEqual(POLL_MAX_MS);
 
-    const usage = (await (await fetch(`${stack.baseUrl}/api/usage?tag=team=ops-cost`)).json()) as { perTag: Record<string, { jobs: number; nodeMinutes: number; estimatedCost: number }>; perDay: Record<string, unknown> };
+    const usage = (await (await fetch(`${stack.baseUrl}/api/usage?tag=team=ops-cost`, operator())).json()) as { perTag: Record<string, { jobs: number; nodeMinutes: number; estimatedCost: number }>; perDay: Record<string, unknown> };
     expect(usage.perTag['team=ops-cost']).toEqual({ jobs: 1, nodeMinutes: cost.nodeMinutes.total, estimatedCost: cost.estimatedCost, unpriced: 0 });
     expect(Object.keys(usage.perDay)).toEqual([cost.releasedAt.slice(0, 10)]);
   }, 180_000);
@@ -189,7 +190,7 @@ describe('sweep on the stack', () => {
     const purged = on.actions.filter((a) => a.kind === 'purgeJob');
     expect(on.actions.filter((a) => !a.ok)).toEqual([]);
     expect(purged.map((a) => a.jobId).sort()).toEqual(['ops-budget', 'ops-cost', 'ops-reuse', 'ops-reuse-docker']);
-    expect((await fetch(`${stack.baseUrl}/api/jobs/ops-cost`)).status).toBe(404);
-    expect((await fetch(`${stack.baseUrl}/runtime/webhooks/durabletask/instances/ops-cost`)).status).toBe(404);
+    expect((await fetch(`${stack.baseUrl}/api/jobs/ops-cost`, operator())).status).toBe(404);
+    expect((await fetch(durableInstanceUrl(stack, 'ops-cost'))).status).toBe(404);
   }, 60_000);
 });

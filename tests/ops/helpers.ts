@@ -28,15 +28,22 @@ export function batchClient(stack: Stack): BatchServiceClient {
   return new BatchServiceClient(new BatchSharedKeyCredentials(stack.batch.accountName, stack.batch.accountKey), stack.batch.url);
 }
 
+/** The Durable management API URL of an instance (`op`: "/terminate"...) on the stack's host, with the webhook's system key. */
+export function durableInstanceUrl(stack: Pick<Stack, 'baseUrl' | 'host'>, id: string, op = '', query: Record<string, string> = {}): string {
+  const url = new URL(`${stack.baseUrl}/runtime/webhooks/durabletask/instances/${encodeURIComponent(id)}${op}`);
+  for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
+  url.searchParams.set('code', stack.host.keys.systemKeys?.durabletask_extension ?? stack.host.keys.masterKey);
+  return url.toString();
+}
+
 /**
  * The Durable client's two calls over the Durable HTTP management API of the running host. The sweep function
  * uses the real Durable client binding; tests run extra sweeps from the test process, where no binding exists.
  */
-export function httpDurableControl(baseUrl: string): OrchestrationControl {
-  const inst = (id: string) => `${baseUrl}/runtime/webhooks/durabletask/instances/${encodeURIComponent(id)}`;
+export function httpDurableControl(stack: Pick<Stack, 'baseUrl' | 'host'>): OrchestrationControl {
   return {
     async status(id) {
-      const res = await fetch(`${inst(id)}?showInput=false`);
+      const res = await fetch(durableInstanceUrl(stack, id, '', { showInput: 'false' }));
       if (res.status === 404) return undefined;
       if (!res.ok) throw new Error(`durable status of ${id}: ${res.status} ${await res.text()}`);
       const s = (await res.json()) as { runtimeStatus: string; lastUpdatedTime: string; customStatus?: { updatedAt?: string }; output?: unknown };
@@ -46,11 +53,11 @@ export function httpDurableControl(baseUrl: string): OrchestrationControl {
       };
     },
     async terminate(id, reason) {
-      const res = await fetch(`${inst(id)}/terminate?reason=${encodeURIComponent(reason)}`, { method: 'POST' });
+      const res = await fetch(durableInstanceUrl(stack, id, '/terminate', { reason }), { method: 'POST' });
       if (res.status !== 202 && res.status !== 410) throw new Error(`durable terminate of ${id}: ${res.status} ${await res.text()}`);
     },
     async purge(id) {
-      const res = await fetch(inst(id), { method: 'DELETE' });
+      const res = await fetch(durableInstanceUrl(stack, id), { method: 'DELETE' });
       if (res.status !== 200 && res.status !== 404) throw new Error(`durable purge of ${id}: ${res.status} ${await res.text()}`);
     },
   };
@@ -61,7 +68,7 @@ export function sweepDeps(stack: Stack, settings: SweepSettings): SweepDeps {
   return {
     batch: createBatchContext(cfg),
     store: JobStore.fromConnectionString(stack.settings.AzureWebJobsStorage),
-    orchestrations: httpDurableControl(stack.baseUrl),
+    orchestrations: httpDurableControl(stack),
     stagingAccounts: cfg.stagingAccounts.map(blobAccount),
     hostBlobs: blobAccount(cfg.hostStorage).service,
     settings,

@@ -7,10 +7,11 @@ import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { BlobServiceClient } from '@azure/storage-blob';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
+import { until } from '../batch/until';
 import { startFunctionsHost, type FunctionsHostHandle } from '../../local/host';
 import { createDurableExtension } from '../../local/durable';
 import { checkCleanup, submitSpec, uploadDemoInputs, type JobViewLite } from '../../local/jobRunner';
-import { smallSpec, STAGING_NAMES } from './helpers';
+import { durableInstanceUrl, smallSpec, STAGING_NAMES } from './helpers';
 import { startHangProxy, type HangProxy } from './hangProxy';
 
 const LOGS = path.join(REPO_ROOT, 'test-artifacts');
@@ -38,17 +39,8 @@ afterAll(async () => {
 }, 60_000);
 
 type View = JobViewLite & { error?: { code: string; message: string }; timeline?: { kind: string; reason: string; to?: string }[] };
-const view = async (id: string) => (await (await fetch(`${current.baseUrl}/api/jobs/${id}`)).json()) as View;
+const view = async (id: string) => (await (await fetch(`${current.baseUrl}/api/jobs/${id}`, { headers: { 'x-functions-key': current.host.keys.functionKey } })).json()) as View;
 
-async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 500));
-  }
-}
 
 async function stagedContainers(): Promise<string[]> {
   const out: string[] = [];
@@ -60,7 +52,7 @@ async function stagedContainers(): Promise<string[]> {
 }
 
 /** Cleanup is asynchronous in Batch (a terminating job, a deleting pool): look until it settles. */
-const cleaned = (v: View) => until(`cleanup of ${v.id}`, 20_000, async () => ((await checkCleanup(current, v)).length === 0 ? true : undefined));
+const cleaned = (v: View) => until(`cleanup of ${v.id}`, async () => ((await checkCleanup(current, v)).length === 0 ? true : undefined), 20_000);
 
 describe('sweep', () => {
   it('finds a run lost while the host was down (history purged) and removes its pool, Batch job and staged data', async () => {
@@ -68,18 +60,18 @@ describe('sweep', () => {
     const id = await submitSpec(current, smallSpec('ops-lost', {
       command: 'sleep 120', data: { inputs: [{ account: 'data1', container: 'inputs', prefix: 'demo/' }], recordBytes: 64 },
     }));
-    const running = await until('the job to run', 90_000, async () => {
+    const running = await until('the job to run', async () => {
       const v = await view(id);
       if (['Succeeded', 'Failed', 'Cancelled'].includes(v.state)) throw new Error(`job ended early: ${JSON.stringify(v.error)}`);
       return v.state === 'Running' ? v : undefined;
-    });
+    }, 90_000);
     expect(running.batchPoolId).toBeTruthy();
     expect((await stagedContainers()).length).toBeGreaterThan(0);
 
     // The run is lost: its history is gone (terminated, then purged) and the host goes down.
-    const inst = `${stack.baseUrl}/runtime/webhooks/durabletask/instances/${id}`;
-    expect((await fetch(`${inst}/terminate?reason=test`, { method: 'POST' })).status).toBe(202);
-    await until('termination', 20_000, async () => ((await (await fetch(inst)).json()) as { runtimeStatus: string }).runtimeStatus === 'Terminated' || undefined);
+    const inst = durableInstanceUrl(stack, id);
+    expect((await fetch(durableInstanceUrl(stack, id, '/terminate', { reason: 'test' }), { method: 'POST' })).status).toBe(202);
+    await until('termination', async () => ((await (await fetch(inst)).json()) as { runtimeStatus: string }).runtimeStatus === 'Terminated' || undefined, 20_000);
     expect((await fetch(inst, { method: 'DELETE' })).status).toBe(200);
     await stack.host.stop();
 
@@ -90,10 +82,10 @@ describe('sweep', () => {
     });
     current = { ...stack, host: restarted, baseUrl: restarted.baseUrl };
 
-    const failed = await until('the sweep to fail the lost job', 30_000, async () => {
+    const failed = await until('the sweep to fail the lost job', async () => {
       const v = await view(id);
       return v.state === 'Failed' ? v : undefined;
-    });
+    }, 30_000);
     expect(failed.error).toEqual({ code: 'LostRun', message: expect.stringMatching(/^lost: orchestration missing/) });
     // Sweeps run every 2 s here, so two rules may share the work: leakedBatchJob can terminate the Batch job one
     // run before lostRun deletes the rest. Every action is on the job's timeline either way.
@@ -108,17 +100,17 @@ describe('sweep', () => {
   it('terminates a stalled run (an activity that never returns), cleans it and fails the job with reason stalled', async () => {
     expect(restarted).toBeDefined();
     const id = await submitSpec(current, smallSpec('ops-stall', { command: 'sleep 120' }));
-    await until('the MPI task to run', 90_000, async () => {
+    await until('the MPI task to run', async () => {
       const v = await view(id);
       if (['Succeeded', 'Failed', 'Cancelled'].includes(v.state)) throw new Error(`job ended early: ${JSON.stringify(v.error)}`);
       return v.state === 'Running' ? v : undefined;
-    });
+    }, 90_000);
     // From now on the MPI task observation never answers: the orchestration waits on that activity forever.
     proxy.hang(/^GET \/jobs\/[^/]+\/tasks\/mpi(\?|$)/);
-    const failed = await until('the sweep to fail the stalled job', 60_000, async () => {
+    const failed = await until('the sweep to fail the stalled job', async () => {
       const v = await view(id);
       return v.state === 'Failed' ? v : undefined;
-    });
+    }, 60_000);
     expect(proxy.held()).toBeGreaterThan(0);
     proxy.hang(undefined);
     expect(failed.error).toEqual({ code: 'Stalled', message: expect.stringMatching(/^stalled: no progress for \d+ s \(limit 15 s\)/) });

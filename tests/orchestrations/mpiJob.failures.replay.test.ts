@@ -6,6 +6,8 @@
  */
 import { healthyJob, nodeTasksFailingOn, poolObservation } from './fakeActivities';
 import { EventType } from '../../local/durable/history';
+import { BatchError } from '../../shared/batch';
+import { activityFailureMessage } from '../../orchestrations/runtime/activityCalls';
 import { cleanupSteps, expectFinishedOnceAndLast, jobInput, pipelineJob, replay, scheduled, scheduledInputs, stagesEntered, STEP_MS, threeShards } from './jobReplay';
 
 const EXIT_FAILURE = 'FailureExitCode: The task exited with an exit code representing a failure';
@@ -114,5 +116,23 @@ describe('mpiJob orchestrator when Batch fails it, replayed', () => {
     expect(cleanupSteps(r)).toEqual(['batchJobTerminate', 'poolDelete', 'poolDelete', 'poolDelete', 'poolDelete', 'stagedDataDelete']);
     expect(scheduledInputs(r.history, 'stagedDataDelete')[0].containers.length).toBeGreaterThan(0);
     expectFinishedOnceAndLast(r, job);
+  });
+
+  it('a Batch call that keeps failing: one sentence with the operation and the Batch request id, never the stack trace', async () => {
+    const job = healthyJob({
+      poolCreate: () => {
+        throw new BatchError({ code: 'ServerBusy', status: 503, operation: 'pools.create', resource: 'pool hpc-batch-down', requestId: '9f1c2a3b-aaaa-4bbb-8ccc-0123456789ab', message: 'The server is currently unable to receive requests.', attempts: 6 });
+      },
+    });
+    await replay(pipelineJob('batch-down'), job);
+    const outcome = job.finished();
+    expect(outcome.state).toBe('Failed');
+    expect(outcome.reason).toMatch(/^unexpected: Activity function 'poolCreate' failed: pools\.create on pool hpc-batch-down failed after 6 attempts: HTTP 503 ServerBusy: The server is currently unable to receive requests\. \[request-id 9f1c2a3b-aaaa-4bbb-8ccc-0123456789ab\]/);
+    expect(outcome.reason).not.toMatch(/\n|\bat .+\(.+:\d+:\d+\)/);
+  });
+
+  it('an Azure Storage failure keeps its request id (on a later line of the message) in the one-line reason', () => {
+    const storage = new Error("Activity function 'stagedDataDelete' failed: The specified container is being deleted. Try operation later.\nRequestId:0a1b2c3d-0000-4111-8222-333344445555\nTime:2030-01-01T00:00:00.0000000Z\n    at handleErrorResponse (deserializationPolicy.js:1:1)");
+    expect(activityFailureMessage(storage)).toBe("Activity function 'stagedDataDelete' failed: The specified container is being deleted. Try operation later. [request-id 0a1b2c3d-0000-4111-8222-333344445555]");
   });
 });

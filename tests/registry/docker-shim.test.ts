@@ -5,7 +5,8 @@ import { readFileSync } from 'node:fs';
  * mapping, compiling the demo MPI program with mpicc inside the "container", and singularity pull/exec.
  * Real processes and a real registry on loopback.
  */
-import { readFile, readdir, stat } from 'node:fs/promises';
+import { execSync } from 'node:child_process';
+import { mkdir, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { RegistryHandle, startRegistry } from '../../local/registry';
 import { buildDemoImage } from '../../examples/images/buildDemoImage';
@@ -155,10 +156,35 @@ test('a detached command: logs, exit code picked up after it ends, and SIGKILL o
   const children = await childrenOf(pid as number);
   expect(children.length).toBe(1);
   process.kill(pid as number, 'SIGKILL'); // what the emulator does to a node's recorded pids
-  for (let i = 0; i < 100 && alive(children[0]); i++) await new Promise((r) => setTimeout(r, 20));
+  for (let i = 0; i < 500 && alive(children[0]); i++) await new Promise((r) => setTimeout(r, 20));
   expect(alive(children[0])).toBe(false);
   const rm = await runTool(node, 'docker', ['rm', 'long']);
   expect(rm.code).toBe(0); // the dead container counts as exited
+});
+
+test('a docker run that died while it created the container (its node rebooted) leaves a claim that rm -f clears, so the next run works', async () => {
+  // What such a run leaves: the name claimed (the folder), a half-unpacked rootfs, no records, and its dead pid.
+  const dead = Number(execSync('sh -c "echo $$"').toString().trim()); // a process that has exited
+  const dir = path.join(node.root, 'containers', 'coord');
+  await mkdir(path.join(dir, 'rootfs', 'opt'), { recursive: true });
+  await writeFile(path.join(dir, 'claim'), String(dead));
+  const blocked = await runTool(node, 'docker', ['run', '-d', '--name', 'coord', ref]);
+  expect(blocked.code).toBe(125);
+  expect(blocked.stderr).toContain('The container name "/coord" is already in use');
+  const removed = await runTool(node, 'docker', ['rm', '-f', 'coord']);
+  expect([removed.code, removed.stdout.trim()]).toEqual([0, 'coord']);
+  const run = await runTool(node, 'docker', ['run', '-d', '--name', 'coord', ref]);
+  expect(run.code).toBe(0);
+  expect((await readRecord('coord')).state).toBe('running');
+  expect((await runTool(node, 'docker', ['rm', '-f', 'coord'])).code).toBe(0);
+
+  // A claim whose docker run is still alive (here: this test process) is someone else's container in the making.
+  await mkdir(dir);
+  await writeFile(path.join(dir, 'claim'), String(process.pid));
+  const live = await runTool(node, 'docker', ['rm', '-f', 'coord']);
+  expect([live.code, live.stdout]).toEqual([0, '']);
+  expect((await stat(dir)).isDirectory()).toBe(true);
+  await rm(dir, { recursive: true });
 });
 
 test('singularity pull writes a SIF reference; exec runs with host env, image env and --pwd', async () => {

@@ -6,8 +6,10 @@
  * The identity findings (anonymous reads, spoofed owners) are in identity.test.ts.
  */
 import { mkdirSync } from 'node:fs';
+import { TableClient } from '@azure/data-tables';
 import * as path from 'node:path';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
+import { until } from '../batch/until';
 import { runSweep } from '../../shared/ops/sweep';
 import { batchClient, smallSpec, sweepDeps } from '../ops/helpers';
 import { enqueue, postJob, submissionsQueue } from '../intake/support';
@@ -32,15 +34,6 @@ type View = {
 const key = () => ({ 'x-functions-key': stack.host.keys.functionKey });
 const view = async (id: string): Promise<View> => (await (await fetch(`${stack.baseUrl}/api/jobs/${id}`, { headers: key() })).json()) as View;
 
-async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 300));
-  }
-}
 
 const SWEEP = { stallLimitMs: 30 * 60_000, graceMs: 10 * 60_000, stagingRetentionMs: 24 * 3_600_000 };
 
@@ -48,10 +41,10 @@ describe('finding 1: one malformed queue message must not disable the cleanup sw
   it('records the message as a Failed job, and the next sweep still runs every rule and removes a leaked pool', async () => {
     // An id and no pool: before, the row held the raw document as its "spec" and every sweep died reading spec.pool.
     await enqueue(submissionsQueue(stack), { id: 'evil-no-pool', name: 'x' });
-    const rejected = await until('the rejected message to be recorded', 20_000, async () => {
+    const rejected = await until('the rejected message to be recorded', async () => {
       const v = await view('evil-no-pool');
       return v.state === 'Failed' ? v : undefined;
-    });
+    }, 20_000);
     expect(rejected.error?.code).toBe('InvalidSpec');
 
     // A pool tagged as ours for a job nobody knows, created long ago as far as the sweep's grace is concerned.
@@ -65,6 +58,28 @@ describe('finding 1: one malformed queue message must not disable the cleanup sw
     expect(report.skipped).toEqual([]);
     expect(report.actions).toContainEqual(expect.objectContaining({ kind: 'deletePool', poolId: 'leaked-by-nobody', ok: true }));
     expect(report.observed.jobs).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe('a damaged job row', () => {
+  it('is left out of lists and reported by the sweep, which leaves that job\'s resources alone', async () => {
+    const jobs = TableClient.fromConnectionString(stack.azurite.connectionString(), 'Jobs', { allowInsecureConnection: true });
+    await jobs.createEntity({ partitionKey: 'damaged-owner', rowKey: 'job', id: 'damaged-owner', state: 'Exploded', owner: 'operator' });
+    await batchClient(stack).pool.add({
+      id: 'pool-of-damaged', vmSize: 'Standard_D2s_v3', targetDedicatedNodes: 0,
+      virtualMachineConfiguration: { imageReference: { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204', version: 'latest' }, nodeAgentSKUId: 'batch.node.ubuntu 22.04' },
+      metadata: [{ name: 'hpc-cp-owner', value: 'hpc-mpi-control-plane' }, { name: 'hpc-cp-job', value: 'damaged-owner' }],
+    });
+    const list = await fetch(`${stack.baseUrl}/api/jobs?top=1000`, { headers: key() });
+    expect(list.status).toBe(200);
+    const body = (await list.json()) as { jobs: { id: string }[]; unreadable?: number };
+    expect(body.jobs.map((j) => j.id)).not.toContain('damaged-owner');
+    expect(body.unreadable).toBe(1);
+    const report = await runSweep(sweepDeps(stack, { ...SWEEP, graceMs: 0 }));
+    expect(report.skipped).toContainEqual(expect.objectContaining({ step: 'read job row', jobId: 'damaged-owner' }));
+    expect(report.actions.filter((a) => a.jobId === 'damaged-owner')).toEqual([]);
+    await batchClient(stack).pool.deleteMethod('pool-of-damaged');
+    await jobs.deleteEntity('damaged-owner', 'job');
   });
 });
 
@@ -107,15 +122,15 @@ describe('finding 5: terminating the orchestration through the Durable API', () 
     const id = 'sec-terminated';
     const res = await fetch(`${stack.baseUrl}/api/jobs`, { method: 'POST', headers: { ...key(), 'content-type': 'application/yaml' }, body: smallSpec(id, { nodes: 2, command: 'sleep 300' }) });
     expect(res.status).toBe(202);
-    const running = await until('the MPI task to run', 90_000, async () => {
+    const running = await until('the MPI task to run', async () => {
       const v = await view(id);
       return v.state === 'Running' ? v : undefined;
-    });
+    }, 90_000);
     expect((await terminate(id)).status).toBe(202);
-    await until('the instance to be Terminated', 20_000, async () => {
+    await until('the instance to be Terminated', async () => {
       const s = await fetch(`${stack.baseUrl}/runtime/webhooks/durabletask/instances/${id}?code=${stack.host.keys.masterKey}`);
       return ((await s.json()) as { runtimeStatus?: string }).runtimeStatus === 'Terminated' ? true : undefined;
-    });
+    }, 20_000);
     // Before: the job stayed Running and its pool kept billing until the stalled-run grace passed, then ended Failed.
     // A cancel now tells the truth: nothing was left to tell.
     const cancel = await fetch(`${stack.baseUrl}/api/jobs/${id}`, { method: 'DELETE', headers: key() });
@@ -142,10 +157,10 @@ describe('finding 6: single-line fields refuse line separators and bidi controls
       expect(a.status).toBe(400);
       expect(a.body.errors).toContainEqual(expect.objectContaining({ path: 'mpi.command' }));
       await enqueue(submissionsQueue(stack), spec);
-      const v = await until('the queue message to be rejected', 20_000, async () => {
+      const v = await until('the queue message to be rejected', async () => {
         const j = await view(spec.id);
         return j.state === 'Failed' ? j : undefined;
-      });
+      }, 20_000);
       expect(v.error?.code).toBe('InvalidSpec');
     },
   );

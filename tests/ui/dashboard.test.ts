@@ -1,7 +1,9 @@
 /**
  * The web dashboard in a real browser: Debian's chromium (headless) driven by playwright-core, against the
  * local stack running the compiled app (the page is served by functions/dashboard.ts, the data comes from the
- * public job API, the jobs run real MPI on the Batch emulator). Needs /usr/bin/chromium (`npm test` installs
+ * job API, the jobs run real MPI on the Batch emulator). The browser signs in through the stack's App Service
+ * Authentication emulation as the local user `dev`, who also submits the jobs (local/jobRunner's default caller);
+ * the last tests sign out and come back in as an operator with the function key. Needs /usr/bin/chromium (`npm test` installs
  * it when missing) and dist/ built. Screenshots go to test-artifacts/.
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -10,7 +12,8 @@ import * as path from 'node:path';
 import { parse, stringify } from 'yaml';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { REPO_ROOT, startStack, type Stack } from '../../local/stack';
-import { submitSpec } from '../../local/jobRunner';
+import { asOperator, submitSpec } from '../../local/jobRunner';
+import { until } from '../batch/until';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = path.join(REPO_ROOT, 'test-artifacts');
@@ -35,7 +38,7 @@ let context: BrowserContext;
 let page: Page;
 let profileDir: string;
 const consoleErrors: string[] = [];
-const deletes: { url: string; key?: string }[] = [];
+const deletes: { url: string; key?: string; authorization?: string }[] = [];
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (scripts/ensure-deps.sh chromium)`);
@@ -50,9 +53,10 @@ beforeAll(async () => {
     viewport: { width: 1280, height: 860 },
   });
   page = context.pages()[0] ?? (await context.newPage());
-  page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(`console: ${m.text()}`); });
+  // Signed out, /.auth/me and the API answer 401 by design, which Chromium logs as a failed resource load.
+  page.on('console', (m) => { if (m.type() === 'error' && !/status of 401/.test(m.text())) consoleErrors.push(`console: ${m.text()}`); });
   page.on('pageerror', (e) => consoleErrors.push(`page error: ${e.message}`));
-  page.on('request', (r) => { if (r.method() === 'DELETE') deletes.push({ url: r.url(), key: r.headers()['x-functions-key'] }); });
+  page.on('request', (r) => { if (r.method() === 'DELETE') deletes.push({ url: r.url(), key: r.headers()['x-functions-key'], authorization: r.headers().authorization }); });
 }, 150_000);
 
 afterAll(async () => {
@@ -80,6 +84,16 @@ describe('web dashboard', () => {
     expect(await res.text()).toContain('<dialog id="cancel-dialog"');
     const again = await fetch(`${stack.baseUrl}/api/dashboard`, { headers: { 'if-none-match': res.headers.get('etag') ?? '' } });
     expect(again.status).toBe(304);
+  });
+
+  it('asks to sign in, and signs in through App Service Authentication as the local user', async () => {
+    await page.goto(`${stack.baseUrl}/api/dashboard`);
+    await page.waitForSelector('[data-testid="signed-out"]', { timeout: 10_000 });
+    expect(await page.isVisible('[data-testid="key-form"]')).toBe(true);
+    await page.click('[data-testid="sign-in"]');
+    await until('the signed-in name', async () => ((await page.textContent('[data-testid=who]'))?.includes('Local Developer') ? true : undefined), 10_000);
+    expect(await page.isVisible('[data-testid="sign-in"]')).toBe(false);
+    expect(await page.isVisible('[data-testid="key-form"]')).toBe(false);
   });
 
   it('lists a running job, and its node grid progresses to done without a reload', async () => {
@@ -129,7 +143,7 @@ describe('web dashboard', () => {
     await page.screenshot({ path: path.join(ARTIFACTS, 'dashboard-job.png'), fullPage: true });
   }, 150_000);
 
-  it('cancels a running job only after confirmation, with the function key', async () => {
+  it('cancels a running job only after confirmation, with the signed-in user\'s token', async () => {
     const id = await submitSpec(stack, cheapJob('ui-cancel', 2, 'sleep 120'));
     await page.evaluate(`location.hash = ${JSON.stringify(`#/jobs/${id}`)}`);
     await page.waitForSelector(`[data-testid="job-page"][data-job-id="${id}"][data-state="Running"]`, { timeout: 90_000 });
@@ -143,24 +157,44 @@ describe('web dashboard', () => {
     expect(await stateOf('[data-testid="job-page"]')).toBe('Running');
 
     await page.click('[data-testid="cancel-button"]');
-    await page.fill('[data-testid="key-input"]', stack.host.keys.functionKey);
+    // Signed in, no key is asked for.
+    expect(await page.isVisible('[data-testid="key-input"]')).toBe(false);
     await page.screenshot({ path: path.join(ARTIFACTS, 'dashboard-cancel-confirm.png') });
     await page.click('[data-testid="confirm-cancel"]');
     await page.waitForSelector(`[data-testid="job-page"][data-state="Cancelled"]`, { timeout: 90_000 });
     expect(deletes).toHaveLength(1);
     expect(deletes[0].url).toContain(`/api/jobs/${id}`);
-    expect(deletes[0].key).toBe(stack.host.keys.functionKey);
-    expect(await page.evaluate('sessionStorage.length')).toBe(1);
+    expect(deletes[0].key).toBeUndefined();
+    expect(deletes[0].authorization).toMatch(/^Bearer ey/);
+    expect(await page.evaluate('sessionStorage.length')).toBe(0);
     await page.screenshot({ path: path.join(ARTIFACTS, 'dashboard-cancelled.png'), fullPage: true });
   }, 150_000);
 
-  it('shows the master\'s log of a finished job in the page, read with the stored function key', async () => {
+  it('shows the master\'s log of a finished job in the page, read with the session', async () => {
     await page.evaluate('location.hash = "#/jobs/ui-grid"');
+    // The previous job's page stays until this one's first answer: wait for it before clicking its links.
+    await page.waitForSelector('[data-testid="job-page"][data-job-id="ui-grid"] [data-testid="log-link"]', { timeout: 15_000 });
     await page.click('[data-testid="log-link"] >> nth=0 >> text=stdout');
     await page.waitForSelector('#log-panel:not([hidden])');
-    await page.waitForFunction('document.getElementById("log-content").textContent !== "Loading…"', undefined, { timeout: 15_000 });
+    // Polled from here: the page's Content-Security-Policy forbids the eval a string predicate would need.
+    await until('the log to load', async () => ((await page.textContent('#log-content')) !== 'Loading…' ? true : undefined), 15_000);
     expect(await page.textContent('#log-title')).toMatch(/ · stdout$/);
     expect(await page.textContent('#log-content')).not.toMatch(/answered \d+/);
+  }, 30_000);
+
+  it('signed out, an operator gets in with the function key and sees every job', async () => {
+    // An operator's job (not dev's): only an admin sees it.
+    const opId = await submitSpec(stack, cheapJob('ui-operator', 1, 'true'), asOperator(stack));
+    await page.goto(`${stack.baseUrl}/.auth/logout?post_logout_redirect_uri=/api/dashboard`);
+    await page.waitForSelector('[data-testid="signed-out"]', { timeout: 10_000 });
+    await page.fill('[data-testid="operator-key"]', 'wrong-key-wrong-key-wrong-key');
+    await page.click('#use-key');
+    await page.waitForSelector('[data-testid="signed-out"]', { timeout: 10_000 });
+    await page.fill('[data-testid="operator-key"]', stack.host.keys.functionKey);
+    await page.click('#use-key');
+    for (const id of ['ui-grid', opId]) await page.waitForSelector(`[data-testid="job-row"][data-job-id="${id}"]`, { timeout: 15_000 });
+    expect(await page.textContent('#key-state')).toBe('operator key set for this tab');
+    expect(await page.evaluate('sessionStorage.length')).toBe(1);
   }, 30_000);
 
   it('logged no console errors', () => {

@@ -1,4 +1,6 @@
-import { BATCH_TOKEN_SCOPE, ConfigError, loadConfig, parseStorageAccountRef } from '../../shared/config';
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { BATCH_TOKEN_SCOPE, ConfigError, loadConfig, parseStorageAccountRef, SETTING_NAMES } from '../../shared/config';
 
 const AZURITE_A =
   'DefaultEndpointsProtocol=http;AccountName=stage1;AccountKey=a2V5MQ==;BlobEndpoint=http://127.0.0.1:10000/stage1;';
@@ -152,5 +154,15 @@ describe('parseStorageAccountRef', () => {
   test('uses the given endpoint suffix (sovereign clouds)', () => {
     const ref = parseStorageAccountRef('abc123', 'core.chinacloudapi.cn');
     expect(ref.kind === 'managedIdentity' && ref.blobEndpoint).toBe('https://abc123.blob.core.chinacloudapi.cn');
+  });
+});
+
+describe('the README documents every setting', () => {
+  it('lists each setting shared/config reads in its Configuration table, and no other', () => {
+    const readme = readFileSync(path.join(__dirname, '..', '..', 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('## Local stack'));
+    const documented = new Set([...section.matchAll(/^\| ([^|]+) \|/gm)].flatMap((m) => [...m[1].matchAll(/`([A-Za-z_][A-Za-z0-9_]*)`/g)].map((n) => n[1])));
+    for (const name of [...SETTING_NAMES, 'APP_VERSION']) expect({ name, documented: documented.has(name) }).toEqual({ name, documented: true });
+    for (const name of documented) expect({ name, read: [...SETTING_NAMES, 'APP_VERSION'].includes(name) }).toEqual({ name, read: true });
   });
 });

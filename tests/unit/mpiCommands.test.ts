@@ -6,7 +6,6 @@
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import fc from 'fast-check';
 import {
@@ -19,116 +18,18 @@ import {
 import { MPI_RUNTIMES } from '../../shared/mpi/rdmaPresets';
 import { splitShellWords } from '../../shared/mpi/shellWords';
 import { PlanningError } from '../../shared/planning/errors';
+import { BASE_INPUT, after, commandHarness, dockerCalls, readEnv, readNulList } from '../helpers/nodeCommands';
 
+const harness = commandHarness('mpi-commands-');
+const runCommandLine = harness.run;
 let root: string;
 let bin: string;
-
-const STUBS: Record<string, string> = {
-  mpirun: `#!/bin/sh
-printf '%s\\0' "$@" > "$STUB_OUT/mpirun.args"
-env -0 > "$STUB_OUT/mpirun.env"
-`,
-  docker: `#!/bin/sh
-n=$(cat "$STUB_OUT/docker.count" 2>/dev/null || echo 0)
-printf '%s\\0' "$@" > "$STUB_OUT/docker.$n.args"
-env -0 > "$STUB_OUT/docker.$n.env"
-echo $((n + 1)) > "$STUB_OUT/docker.count"
-if [ "$1" = login ]; then cat > "$STUB_OUT/login.stdin"; fi
-if [ "$1" = inspect ]; then echo true; fi
-# A container set for the cleanup command: ps lists $STUB_OUT/containers, rm drops a name unless told to fail.
-if [ "$1" = ps ] && [ -z "$DOCKER_STUB_EXIT" ]; then cat "$STUB_OUT/containers" 2>/dev/null; fi
-if [ "$1" = rm ] && [ -z "$DOCKER_STUB_RM_KEEPS" ] && [ -f "$STUB_OUT/containers" ]; then
-  for a in "$@"; do last="$a"; done
-  grep -Fxv -- "$last" "$STUB_OUT/containers" > "$STUB_OUT/containers.new"; mv "$STUB_OUT/containers.new" "$STUB_OUT/containers"
-fi
-exit \${DOCKER_STUB_EXIT:-0}
-`,
-  singularity: `#!/bin/sh
-printf '%s\\0' "$@" > "$STUB_OUT/singularity.args"
-`,
-  nproc: `#!/bin/sh
-echo 3
-`,
-};
-
 beforeAll(() => {
-  root = fs.mkdtempSync(path.join(os.tmpdir(), 'mpi-commands-'));
-  bin = path.join(root, 'bin');
-  fs.mkdirSync(bin);
-  for (const [name, body] of Object.entries(STUBS)) fs.writeFileSync(path.join(bin, name), body, { mode: 0o755 });
+  root = harness.root();
+  bin = harness.bin();
 });
 
-afterAll(() => {
-  fs.rmSync(root, { recursive: true, force: true });
-});
-
-interface RunResult {
-  status: number | null;
-  stdout: string;
-  stderr: string;
-  out: string;
-  nodeDir: string;
-}
-
-/** Run a Batch command line the way the node agent does: split into argv, exec, with the task environment. */
-function runCommandLine(
-  commandLine: string,
-  taskEnv: { name: string; value: string }[],
-  extraEnv: Record<string, string> = {},
-  setup?: (nodeDir: string) => void,
-): RunResult {
-  const argv = splitShellWords(commandLine);
-  expect(argv.slice(0, 2)).toEqual(['/bin/bash', '-c']);
-  expect(argv).toHaveLength(3);
-  const out = fs.mkdtempSync(path.join(root, 'run-'));
-  const nodeDir = path.join(out, 'node');
-  fs.mkdirSync(path.join(nodeDir, 'startup', 'wd'), { recursive: true });
-  fs.mkdirSync(path.join(nodeDir, 'task', 'wd'), { recursive: true });
-  setup?.(nodeDir);
-  const env: Record<string, string> = {
-    PATH: `${bin}:/usr/bin:/bin`,
-    STUB_OUT: out,
-    AZ_BATCH_HOST_LIST: '10.0.0.4,10.0.0.5',
-    AZ_BATCH_NODE_ROOT_DIR: nodeDir,
-    AZ_BATCH_NODE_STARTUP_DIR: path.join(nodeDir, 'startup'),
-    AZ_BATCH_TASK_WORKING_DIR: path.join(nodeDir, 'task', 'wd'),
-    ...Object.fromEntries(taskEnv.map((e) => [e.name, e.value])),
-    ...extraEnv,
-  };
-  // stdin from /dev/null: with a socket on stdin (Node's default pipes) bash thinks rshd started it and reads ~/.bashrc.
-  const r = spawnSync(argv[0], argv.slice(1), { env, encoding: 'utf8', timeout: 20_000, stdio: ['ignore', 'pipe', 'pipe'] });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr, out, nodeDir };
-}
-
-function readNulList(file: string): string[] {
-  const parts = fs.readFileSync(file, 'utf8').split('\0');
-  parts.pop();
-  return parts;
-}
-
-function readEnv(file: string): Record<string, string> {
-  return Object.fromEntries(readNulList(file).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
-}
-
-function dockerCalls(out: string): string[][] {
-  const n = fs.existsSync(path.join(out, 'docker.count')) ? Number(fs.readFileSync(path.join(out, 'docker.count'), 'utf8')) : 0;
-  return Array.from({ length: n }, (_, i) => readNulList(path.join(out, `docker.${i}.args`)));
-}
-
-/** The value following `flag` in argv. */
-function after(argv: string[], flag: string): string | undefined {
-  const i = argv.indexOf(flag);
-  return i >= 0 ? argv[i + 1] : undefined;
-}
-
-const base: MpiTaskInput = {
-  runtime: 'none',
-  mpiRuntime: 'openmpi',
-  nodes: 2,
-  processesPerNode: 2,
-  command: './hello --size 10',
-  vmSize: 'Standard_D4s_v3',
-};
+const base: MpiTaskInput = BASE_INPUT;
 
 describe('buildMpiTaskCommands: every combination is valid bash', () => {
   const combos: [ContainerRuntime, (typeof MPI_RUNTIMES)[number], 'tcp' | 'rdma', number | 'nproc'][] = [];
@@ -144,7 +45,8 @@ describe('buildMpiTaskCommands: every combination is valid bash', () => {
         mpiRuntime,
         fabric,
         processesPerNode,
-        image: 'registry.local/hpc/mpi:1',
+        image: runtime === 'docker' ? 'registry.local/hpc/mpi:1' : undefined,
+        sifCacheKey: runtime === 'singularity' ? 'job-1' : undefined,
         containerName: 'job-1-mpi',
         env: { FOO: 'bar' },
         preExecutionCommand: 'source /etc/profile',
@@ -183,7 +85,7 @@ describe('buildMpiTaskCommands: native (none)', () => {
       '--map-by', 'ppr:2:node',
       '--mca', 'btl_tcp_if_include', 'eth0',
       '-x', 'FOO',
-      '/bin/sh', '-c', './hello --size 10',
+      '/bin/bash', '-c', './hello --size 10',
     ]);
     expect(readEnv(path.join(app.out, 'mpirun.env')).FOO).toBe('bar');
   });
@@ -192,7 +94,7 @@ describe('buildMpiTaskCommands: native (none)', () => {
     const c = buildMpiTaskCommands({ ...base, mpiRuntime: 'intelmpi', vmSize: 'Standard_HB120rs_v3' });
     expect(c.fabric).toBe('rdma');
     const names = c.environment.map((e) => e.name);
-    expect(names).toEqual(['FI_PROVIDER', 'I_MPI_FABRICS', 'I_MPI_FALLBACK']);
+    expect(names).toEqual(['FI_PROVIDER', 'I_MPI_FABRICS']);
     const app = runCommandLine(c.applicationCommandLine, c.environment, {}, (nodeDir) =>
       // Written by node preparation on SR-IOV nodes (contents as Shipyard reads them).
       fs.writeFileSync(path.join(nodeDir, 'startup', 'wd', 'UCX_IB_PKEY'), 'UCX_IB_PKEY=0x800b\n'),
@@ -206,10 +108,9 @@ describe('buildMpiTaskCommands: native (none)', () => {
     expect(genv).toEqual([
       ['FI_PROVIDER', 'mlx'],
       ['I_MPI_FABRICS', 'shm:ofi'],
-      ['I_MPI_FALLBACK', '0'],
       ['UCX_IB_PKEY', '0x800b'],
     ]);
-    expect(argv.slice(-3)).toEqual(['/bin/sh', '-c', './hello --size 10']);
+    expect(argv.slice(-3)).toEqual(['/bin/bash', '-c', './hello --size 10']);
   });
 
   it('without the partition key file the key is simply not forwarded', () => {
@@ -253,21 +154,33 @@ describe('buildMpiTaskCommands: native (none)', () => {
 });
 
 describe('buildMpiTaskCommands: singularity', () => {
-  it('launches with the host MPI and runs the command in the image', () => {
-    const c = buildMpiTaskCommands({ ...base, runtime: 'singularity', mpiRuntime: 'mvapich', image: 'library://lab/mvapich:2.3', fabric: 'tcp' });
+  it('launches with the host MPI; every rank runs the command in the job\'s SIF file on its own node', () => {
+    const c = buildMpiTaskCommands({ ...base, runtime: 'singularity', mpiRuntime: 'mvapich', sifCacheKey: 'job-7', fabric: 'tcp' });
     const coord = runCommandLine(c.coordinationCommandLine, c.environment);
     expect(coord.status).toBe(0);
     const app = runCommandLine(c.applicationCommandLine, c.environment);
     expect(app.status).toBe(0);
     const argv = readNulList(path.join(app.out, 'mpirun.args'));
     expect(argv.slice(0, 8)).toEqual(['-hosts', '10.0.0.4,10.0.0.5', '-np', '4', '-ppn', '2', '-iface', 'eth0']);
-    expect(argv.slice(-10)).toEqual([
-      'singularity', 'exec',
-      '--pwd', path.join(app.nodeDir, 'task', 'wd'),
-      '-B', `${app.nodeDir}:${app.nodeDir}`,
-      'library://lab/mvapich:2.3',
-      '/bin/sh', '-c', './hello --size 10',
+    expect(argv.slice(-5, -3)).toEqual(['/bin/bash', '-c']);
+    expect(argv.slice(-2)).toEqual(['mpijob-rank', './hello --size 10']);
+    // Play one rank: its shell resolves the SIF path and binds on its node, then singularity runs the command.
+    const rank = spawnSync('/bin/bash', ['-c', argv[argv.length - 3], 'mpijob-rank', './hello --size 10'], {
+      env: { PATH: `${bin}:/usr/bin:/bin`, STUB_OUT: app.out, AZ_BATCH_NODE_SHARED_DIR: '/n2/shared', AZ_BATCH_NODE_ROOT_DIR: '/n2', AZ_BATCH_TASK_WORKING_DIR: '/n2/wd' },
+      encoding: 'utf8',
+    });
+    expect(rank.status).toBe(0);
+    expect(readNulList(path.join(app.out, 'singularity.args'))).toEqual([
+      'exec', '--pwd', '/n2/wd', '-B', '/n2:/n2', '/n2/shared/mpijob/sif/job-7/0.sif', '/bin/sh', '-c', './hello --size 10',
     ]);
+    // A rank Open MPI starts over ssh on a real node has no AZ_BATCH_* variables: it uses the master's, forwarded.
+    expect(argv.filter((a, i) => argv[i - 1] === '-genv' && a.startsWith('MPIJOB_'))).toEqual(['MPIJOB_NODE_ROOT_DIR', 'MPIJOB_NODE_SHARED_DIR', 'MPIJOB_TASK_WORKING_DIR']);
+    const remote = spawnSync('/bin/bash', ['-c', argv[argv.length - 3], 'mpijob-rank', './hello --size 10'], {
+      env: { PATH: `${bin}:/usr/bin:/bin`, STUB_OUT: app.out, MPIJOB_NODE_SHARED_DIR: '/m/shared', MPIJOB_NODE_ROOT_DIR: '/m', MPIJOB_TASK_WORKING_DIR: '/m/wd' },
+      encoding: 'utf8',
+    });
+    expect(remote.status).toBe(0);
+    expect(readNulList(path.join(app.out, 'singularity.args')).slice(0, 6)).toEqual(['exec', '--pwd', '/m/wd', '-B', '/m:/m', '/m/shared/mpijob/sif/job-7/0.sif']);
   });
 });
 
@@ -317,7 +230,7 @@ describe('buildMpiTaskCommands: docker', () => {
     const app = runCommandLine(c.applicationCommandLine, c.environment);
     expect(app.status).toBe(0);
     const [exec] = dockerCalls(app.out);
-    expect(exec.slice(0, 11)).toEqual(['exec', '-e', 'MPIJOB_PPN', '-e', 'MPIJOB_NODES', '-e', 'MPIJOB_NP', '-e', 'MPIJOB_HOSTS', '-e', 'UCX_IB_PKEY']);
+    expect(exec.slice(0, 13)).toEqual(['exec', '-e', 'MPIJOB_PPN', '-e', 'MPIJOB_NODES', '-e', 'MPIJOB_NP', '-e', 'MPIJOB_HOSTS', '-e', 'MPIJOB_HOSTFILE', '-e', 'UCX_IB_PKEY']);
     expect(exec.slice(-4, -2)).toEqual(['job-1-mpi', '/bin/bash']);
     expect(exec[exec.length - 2]).toBe('-c');
     // Play the container's part: run the launcher script with the environment docker exec would pass in.
@@ -367,12 +280,14 @@ describe('user data stays data (bounded property, real bash)', () => {
   it.each(['openmpi', 'intelmpi'] as const)('%s: the command and env values reach the launcher byte for byte', (mpiRuntime) => {
     fc.assert(
       fc.property(text, text, (command, value) => {
-        const c = buildMpiTaskCommands({ ...base, mpiRuntime, command, env: { USER_VALUE: value }, options: [value] });
+        // Options are literal words except for $NAME references (tested in mpiLaunch.test.ts): keep "$" out here.
+        const option = value.replace(/\$/g, '%');
+        const c = buildMpiTaskCommands({ ...base, mpiRuntime, command, env: { USER_VALUE: value }, options: [option] });
         const app = runCommandLine(c.applicationCommandLine, c.environment);
         expect(app.status).toBe(0);
         const argv = readNulList(path.join(app.out, 'mpirun.args'));
-        expect(argv[0]).toBe(value); // user options are argv words, unexpanded
-        expect(argv.slice(-3)).toEqual(['/bin/sh', '-c', command]);
+        expect(argv[0]).toBe(option); // user options are argv words, unexpanded
+        expect(argv.slice(-3)).toEqual(['/bin/bash', '-c', command]);
         if (mpiRuntime === 'openmpi') expect(readEnv(path.join(app.out, 'mpirun.env')).USER_VALUE).toBe(value);
         else expect(argv[argv.indexOf('USER_VALUE') + 1]).toBe(value);
       }),
@@ -429,11 +344,34 @@ describe('cleanup and pull commands', () => {
     expect(r.status).toBe(1);
   });
 
-  it('singularity warms the image cache with a no-op run', () => {
-    const r = runCommandLine(buildPullCommand({ runtime: 'singularity', image: 'docker://reg/x:1' }), []);
+  it('singularity pulls each image once per node into the job\'s SIF file, through a temporary name', () => {
+    const line = buildPullCommand({ runtime: 'singularity', image: 'reg.local/hpc/x:1', sifCacheKey: 'job-3', sifIndex: 1 });
+    const shared = fs.mkdtempSync(path.join(root, 'shared-'));
+    const sif = path.join(shared, 'mpijob', 'sif', 'job-3', '1.sif');
+    const r = runCommandLine(line, [], { AZ_BATCH_NODE_SHARED_DIR: shared });
+    expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
-    expect(readNulList(path.join(r.out, 'singularity.args'))).toEqual(['exec', 'docker://reg/x:1', '/bin/true']);
+    expect(fs.readFileSync(path.join(r.out, 'singularity.calls'), 'utf8')).toBe('pull\ninspect\n');
+    expect(fs.readFileSync(sif, 'utf8')).toBe('sif of docker://reg.local/hpc/x:1\n'); // a bare reference is a docker:// URI
+    expect(fs.readdirSync(path.dirname(sif))).toEqual(['1.sif']);
+    // Run again (a retried task, or the next image of the same job): nothing is pulled.
+    const again = runCommandLine(line, [], { AZ_BATCH_NODE_SHARED_DIR: shared });
+    expect(again.status).toBe(0);
+    expect(again.stdout).toContain('image 1 already on this node');
+    expect(fs.existsSync(path.join(again.out, 'singularity.calls'))).toBe(false);
     expect(() => buildPullCommand({ runtime: 'none', image: 'x' })).toThrow(PlanningError);
+    expect(() => buildPullCommand({ runtime: 'singularity', image: 'x' })).toThrow(/sifCacheKey/);
+  });
+
+  it('a SIF file from blob storage moves from the task directory into the cache; library:// and oras:// stay URIs', () => {
+    const shared = fs.mkdtempSync(path.join(root, 'shared-'));
+    const line = buildPullCommand({ runtime: 'singularity', downloadedSif: 'mpijob-image-0.sif', sifCacheKey: 'job-4', sifIndex: 0 });
+    const r = runCommandLine(line, [], { AZ_BATCH_NODE_SHARED_DIR: shared }, (nodeDir) => fs.writeFileSync(path.join(nodeDir, '..', 'mpijob-image-0.sif'), 'SIF bytes'));
+    expect(r.status).toBe(0);
+    expect(fs.readFileSync(path.join(shared, 'mpijob', 'sif', 'job-4', '0.sif'), 'utf8')).toBe('SIF bytes');
+    for (const uri of ['library://lab/mvapich/mvapich:2.3.2', 'oras://reg.local/sif/app:1', 'docker://reg.local/app:2']) {
+      expect(splitShellWords(buildPullCommand({ runtime: 'singularity', image: uri, sifCacheKey: 'k' }))[2]).toContain(`pull --force "$mpijob_tmp" ${uri};`);
+    }
   });
 });
 
@@ -445,7 +383,7 @@ describe('input validation', () => {
     ['bad env name', { env: { 'A-B': 'x' } }, /not a valid identifier/],
     ['reserved env name', { env: { AZ_BATCH_HOST_LIST: 'x' } }, /reserved prefix/],
     ['docker without container name', { runtime: 'docker', image: 'x' }, /containerName/],
-    ['singularity without image', { runtime: 'singularity' }, /image/],
+    ['singularity without its SIF cache key', { runtime: 'singularity' }, /sifCacheKey/],
     ['NUL in command', { command: 'a\0b' }, /NUL/],
     ['bad ssh port', { sshPort: 70000 }, /sshPort/],
     ['bad shm size', { runtime: 'docker', image: 'x', containerName: 'c', shmSize: '1g; rm -rf /' }, /shmSize/],
@@ -478,7 +416,8 @@ describe('real Open MPI (integration)', () => {
     });
     const argv = splitShellWords(c.applicationCommandLine);
     const r = spawnSync(argv[0], argv.slice(1), {
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: root, AZ_BATCH_HOST_LIST: '127.0.0.2,127.0.0.3', ...Object.fromEntries(c.environment.map((e) => [e.name, e.value])) },
+      // TMPDIR: a session directory of its own, apart from every other mpirun on this machine.
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: root, TMPDIR: root, AZ_BATCH_HOST_LIST: '127.0.0.2,127.0.0.3', ...Object.fromEntries(c.environment.map((e) => [e.name, e.value])) },
       encoding: 'utf8',
       timeout: 60_000,
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -46,9 +46,9 @@ describe('isRdmaCapable', () => {
 describe('fabricPreset', () => {
   const envOf = (p: ReturnType<typeof fabricPreset>) => Object.fromEntries(p.env.map((e) => [e.name, e.value]));
 
-  it('Intel MPI over IB uses the mlx OFI provider without fallback', () => {
+  it('Intel MPI 2019+ over IB uses the mlx OFI provider (I_MPI_FALLBACK is gone since 2019)', () => {
     const p = fabricPreset('intelmpi', 'rdma');
-    expect(envOf(p)).toEqual({ I_MPI_FABRICS: 'shm:ofi', FI_PROVIDER: 'mlx', I_MPI_FALLBACK: '0' });
+    expect(envOf(p)).toEqual({ I_MPI_FABRICS: 'shm:ofi', FI_PROVIDER: 'mlx' });
     expect(p.forwardUcxPkey).toBe(true);
     expect(envOf(fabricPreset('intelmpi', 'tcp'))).toEqual({ I_MPI_FABRICS: 'shm:ofi', FI_PROVIDER: 'tcp' });
   });

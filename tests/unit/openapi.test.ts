@@ -29,18 +29,35 @@ test('every route and method of the job API is described', () => {
   const paths = doc.paths as Record<string, Json>;
   const ops = Object.entries(paths).flatMap(([p, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${p}`));
   expect(ops.sort()).toEqual([
-    'DELETE /api/jobs/{id}', 'GET /api/health', 'GET /api/jobs', 'GET /api/jobs/{id}', 'GET /api/jobs/{id}/logs', 'GET /api/jobs/{id}/outputs', 'GET /api/openapi.json',
+    'DELETE /api/jobs/{id}', 'GET /api/health', 'GET /api/jobs', 'GET /api/jobs/{id}', 'GET /api/jobs/{id}/logs', 'GET /api/jobs/{id}/outputs', 'GET /api/me', 'GET /api/openapi.json',
     'GET /api/usage', 'POST /api/jobs',
   ]);
   const post = paths['/api/jobs'].post as Json;
-  expect(Object.keys(post.responses as Json).sort()).toEqual(['200', '202', '400', '401', '409', '413', '415']);
+  expect(Object.keys(post.responses as Json).sort()).toEqual(['200', '202', '400', '401', '403', '409', '413', '415', '503']);
   expect(Object.keys((post.requestBody as { content: Json }).content)).toEqual(['application/json', 'application/yaml']);
   const list = paths['/api/jobs'].get as { parameters: { name: string }[] };
   expect(list.parameters.map((p) => p.name)).toEqual(['state', 'tag', 'createdFrom', 'createdTo', 'top', 'continuationToken']);
   expect((paths['/api/jobs/{id}'].delete as Json).security).toEqual(post.security);
   expect(doc.components).toMatchObject({
-    securitySchemes: { functionKeyHeader: { in: 'header', name: 'x-functions-key' }, functionKeyQuery: { in: 'query', name: 'code' } },
+    securitySchemes: {
+      entraId: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+      operatorKey: { type: 'apiKey', in: 'header', name: 'x-functions-key' },
+      operatorKeyQuery: { type: 'apiKey', in: 'query', name: 'code' },
+    },
   });
+});
+
+test('every job operation declares its security: the app roles that grant it, or an operator key; health and the document are open', () => {
+  const paths = doc.paths as Record<string, Record<string, { security?: unknown[] }>>;
+  const roles = (p: string, m: string) => (paths[p][m].security as { entraId?: string[] }[]).find((s) => s.entraId)?.entraId;
+  expect(roles('/api/jobs', 'post')).toEqual(['Jobs.Submit', 'Jobs.Admin']);
+  expect(roles('/api/jobs/{id}', 'delete')).toEqual(['Jobs.Submit', 'Jobs.Admin']);
+  for (const [p, m] of [['/api/jobs', 'get'], ['/api/jobs/{id}', 'get'], ['/api/jobs/{id}/logs', 'get'], ['/api/usage', 'get'], ['/api/me', 'get']]) {
+    expect({ op: `${m} ${p}`, roles: roles(p, m) }).toEqual({ op: `${m} ${p}`, roles: ['Jobs.Read', 'Jobs.Submit', 'Jobs.Admin'] });
+    expect(paths[p][m].security).toEqual(expect.arrayContaining([{ operatorKey: [] }, { operatorKeyQuery: [] }]));
+  }
+  expect(paths['/api/health'].get.security).toEqual([]);
+  expect(paths['/api/openapi.json'].get.security).toEqual([]);
 });
 
 test('every $ref points at a schema that exists', () => {

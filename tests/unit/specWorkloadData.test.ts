@@ -213,6 +213,6 @@ test('every committed workload example parses', () => {
     const r = parseJobSpec(readFileSync(path.join(dir, f), 'utf8'), 'application/yaml');
     if (!r.ok) throw new Error(`${f}: ${JSON.stringify(r.errors)}`);
     // Each names the real code it stands for.
-    expect(readFileSync(path.join(dir, f), 'utf8')).toMatch(/^# Stands for /);
+    expect(readFileSync(path.join(dir, f), 'utf8')).toMatch(/^# Stands for: \S/);
   }
 });

@@ -1,6 +1,9 @@
 /**
- * The public job API as the page uses it. Reads are anonymous; cancel (and log reads) need the function key,
- * which the user types into the page and which stays in this tab's sessionStorage only.
+ * The job API as the page uses it, and who the page is. Two ways in:
+ *  - the App Service Authentication session (Easy Auth): `/.auth/me` on this origin answers the signed-in user's
+ *    access token for the API (App Service's token store; locally the stack's emulation), sent as a Bearer token;
+ *  - an operator key typed into the page (x-functions-key), kept in this tab's sessionStorage only.
+ * The session wins when both exist. Without either, the API answers 401 and the page offers both.
  */
 import { listQuery, type JobView, type ListFilters } from './model';
 
@@ -20,6 +23,51 @@ export function storeKey(key: string): void {
   else sessionStorage.removeItem(KEY_STORAGE);
 }
 
+export interface Session {
+  name: string;
+  token: string;
+  /** ms since the epoch. */
+  expiresAt: number;
+}
+
+let session: Session | undefined;
+
+export function currentSession(): Session | undefined {
+  return session;
+}
+
+/** Reads the Easy Auth session (undefined when not signed in, or when the app runs without App Service Authentication). */
+export async function loadSession(refresh = false): Promise<Session | undefined> {
+  try {
+    if (refresh) await fetch('/.auth/refresh', { credentials: 'same-origin', cache: 'no-store' });
+    const res = await fetch('/.auth/me', { credentials: 'same-origin', cache: 'no-store' });
+    if (!res.ok) return (session = undefined);
+    const [me] = (await res.json()) as { access_token?: string; expires_on?: string; user_id?: string; user_claims?: { typ: string; val: string }[] }[];
+    if (!me?.access_token) return (session = undefined);
+    const claim = (typ: string) => me.user_claims?.find((c) => c.typ === typ)?.val;
+    session = { token: me.access_token, expiresAt: Date.parse(me.expires_on ?? '') || Date.now() + 300_000, name: claim('name') ?? me.user_id ?? 'signed in' };
+  } catch {
+    session = undefined;
+  }
+  return session;
+}
+
+export function signInUrl(): string {
+  return `/.auth/login/aad?post_login_redirect_uri=${encodeURIComponent(location.pathname + location.hash)}`;
+}
+
+export function signOutUrl(): string {
+  return `/.auth/logout?post_logout_redirect_uri=${encodeURIComponent(location.pathname)}`;
+}
+
+/** The credentials for an API call: the session's token (renewed when it is about to expire), else the stored key. */
+async function authHeaders(): Promise<Record<string, string>> {
+  if (session && session.expiresAt - Date.now() < 120_000) await loadSession(true);
+  if (session) return { authorization: `Bearer ${session.token}` };
+  const key = storedKey();
+  return key ? { 'x-functions-key': key } : {};
+}
+
 export class ApiError extends Error {
   constructor(readonly status: number, message: string) {
     super(message);
@@ -36,19 +84,19 @@ async function answer<T>(res: Response, what: string): Promise<T> {
 }
 
 export async function listJobs(filters: ListFilters, signal?: AbortSignal): Promise<JobView[]> {
-  const res = await fetch(`${apiBase()}/jobs?${listQuery(filters)}`, { signal, cache: 'no-store' });
+  const res = await fetch(`${apiBase()}/jobs?${listQuery(filters)}`, { signal, cache: 'no-store', headers: await authHeaders() });
   return (await answer<{ jobs: JobView[] }>(res, 'GET /jobs')).jobs;
 }
 
 export async function getJob(id: string, signal?: AbortSignal): Promise<JobView> {
-  const res = await fetch(`${apiBase()}/jobs/${encodeURIComponent(id)}`, { signal, cache: 'no-store' });
+  const res = await fetch(`${apiBase()}/jobs/${encodeURIComponent(id)}`, { signal, cache: 'no-store', headers: await authHeaders() });
   return answer<JobView>(res, `GET /jobs/${id}`);
 }
 
-export async function cancelJob(id: string, key: string, reason: string): Promise<{ cancelRequested: boolean }> {
+export async function cancelJob(id: string, reason: string): Promise<{ cancelRequested: boolean }> {
   const res = await fetch(`${apiBase()}/jobs/${encodeURIComponent(id)}?reason=${encodeURIComponent(reason)}`, {
     method: 'DELETE',
-    headers: { 'x-functions-key': key },
+    headers: await authHeaders(),
   });
   return answer<{ cancelRequested: boolean }>(res, `DELETE /jobs/${id}`);
 }
@@ -59,9 +107,9 @@ export interface LogAnswer {
   message?: string;
 }
 
-/** GET /jobs/{id}/logs (function key): the newest part of one node's stdout or stderr. */
-export async function readLog(id: string, node: string, stream: 'stdout' | 'stderr', key: string): Promise<LogAnswer> {
+/** GET /jobs/{id}/logs: the newest part of one node's stdout or stderr. */
+export async function readLog(id: string, node: string, stream: 'stdout' | 'stderr'): Promise<LogAnswer> {
   const q = new URLSearchParams({ node, stream });
-  const res = await fetch(`${apiBase()}/jobs/${encodeURIComponent(id)}/logs?${q}`, { headers: { 'x-functions-key': key }, cache: 'no-store' });
+  const res = await fetch(`${apiBase()}/jobs/${encodeURIComponent(id)}/logs?${q}`, { headers: await authHeaders(), cache: 'no-store' });
   return answer<LogAnswer>(res, `GET /jobs/${id}/logs`);
 }

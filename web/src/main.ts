@@ -1,8 +1,9 @@
 /**
- * The dashboard: hash routing between the job list and one job, polling the public API (about every 1.5 s
- * while something runs) and re-rendering without reloading the page, and the guarded cancel flow.
+ * The dashboard: hash routing between the job list and one job, polling the API (about every 1.5 s while
+ * something runs) and re-rendering without reloading the page, and the guarded cancel flow. Who the page is:
+ * the App Service Authentication session, else an operator key (api.ts).
  */
-import { ApiError, cancelJob, getJob, listJobs, readLog, storeKey, storedKey } from './api';
+import { ApiError, cancelJob, currentSession, getJob, listJobs, loadSession, readLog, signInUrl, signOutUrl, storeKey, storedKey } from './api';
 import { byId, h } from './dom';
 import { JOB_STATES, isTerminal, parseRoute, type JobView, type ListFilters, type Route } from './model';
 import { jobListTable, jobPage } from './pages';
@@ -22,6 +23,12 @@ const dialogError = byId('cancel-error');
 const dialogJob = byId('cancel-job');
 const keyState = byId('key-state');
 const logPanel = byId('log-panel');
+const keyForm = byId<HTMLFormElement>('key-form');
+const operatorKey = byId<HTMLInputElement>('operator-key');
+const who = byId('who');
+const signIn = byId<HTMLAnchorElement>('sign-in');
+const signOut = byId<HTMLAnchorElement>('sign-out');
+const keyLabel = byId('key-label');
 
 let route: Route = parseRoute(location.hash);
 let timer: number | undefined;
@@ -43,8 +50,16 @@ function showStatus(text: string, isError = false): void {
 }
 
 function showKeyState(): void {
-  keyState.textContent = storedKey() ? 'function key set for this tab' : 'no function key (needed to cancel)';
+  const session = currentSession();
+  who.textContent = session ? `signed in as ${session.name}` : '';
+  signIn.hidden = Boolean(session);
+  signIn.href = signInUrl();
+  signOut.hidden = !session;
+  signOut.href = signOutUrl();
+  keyState.textContent = session ? '' : storedKey() ? 'operator key set for this tab' : 'not signed in';
   byId('forget-key').hidden = !storedKey();
+  // Signed in, the session's token does the cancelling; the key field is for operators without a session.
+  keyLabel.hidden = Boolean(session);
 }
 
 function schedule(ms: number): void {
@@ -77,10 +92,20 @@ async function refresh(): Promise<void> {
       }
       if (isTerminal(job.state)) next = POLL_IDLE_MS;
     }
+    keyForm.hidden = true;
     showStatus(`updated ${new Date().toLocaleTimeString()}`);
   } catch (err) {
     if ((err as Error).name === 'AbortError' || gen !== generation) return;
     showStatus((err as Error).message, true);
+    if (err instanceof ApiError && err.status === 401) {
+      // Not signed in (or the key was refused): offer both ways in, and poll no more until one is taken.
+      if (storedKey()) storeKey('');
+      showKeyState();
+      keyForm.hidden = false;
+      view.replaceChildren(h('p', { class: 'empty', 'data-testid': 'signed-out' }, 'Sign in to see your jobs.'));
+      return;
+    }
+    keyForm.hidden = true;
     if (err instanceof ApiError && err.status === 404) view.replaceChildren(h('p', { class: 'empty' }, `No job ${route.page === 'job' ? route.id : ''}.`));
   }
   if (gen === generation) schedule(next);
@@ -104,27 +129,31 @@ function openCancel(): void {
   keyInput.value = storedKey();
   dialogError.textContent = '';
   dialog.showModal();
-  (keyInput.value ? byId('confirm-cancel') : keyInput).focus();
+  (keyInput.value || currentSession() ? byId('confirm-cancel') : keyInput).focus();
 }
 
 async function confirmCancel(): Promise<void> {
   if (!current) return;
-  const key = keyInput.value.trim();
-  if (!key) {
-    dialogError.textContent = 'Enter the function key: cancelling needs it.';
-    return;
+  if (!currentSession()) {
+    const key = keyInput.value.trim();
+    if (!key) {
+      dialogError.textContent = 'Sign in, or enter an operator key: cancelling needs one.';
+      return;
+    }
+    storeKey(key);
+    showKeyState();
   }
-  storeKey(key);
-  showKeyState();
   try {
-    await cancelJob(current.id, key, 'cancelled from the dashboard');
+    await cancelJob(current.id, 'cancelled from the dashboard');
     dialog.close();
     void refresh();
   } catch (err) {
-    if (err instanceof ApiError && (err.status === 401 || err.status === 403)) {
+    if (err instanceof ApiError && err.status === 401) {
       storeKey('');
       showKeyState();
-      dialogError.textContent = 'The function key was refused.';
+      dialogError.textContent = 'The operator key was refused.';
+    } else if (err instanceof ApiError && err.status === 403) {
+      dialogError.textContent = 'Your roles do not allow cancelling (it needs Jobs.Submit for your own jobs, or Jobs.Admin).';
     } else {
       dialogError.textContent = (err as Error).message;
     }
@@ -132,17 +161,13 @@ async function confirmCancel(): Promise<void> {
 }
 
 async function showLog(jobId: string, node: string, stream: 'stdout' | 'stderr'): Promise<void> {
-  const key = storedKey() || window.prompt('Function key (reading logs needs it):')?.trim() || '';
-  if (!key) return;
-  storeKey(key);
-  showKeyState();
   logPanel.hidden = false;
   const title = byId('log-title');
   const pre = byId('log-content');
   title.textContent = `${node} · ${stream}`;
   pre.textContent = 'Loading…';
   try {
-    const log = await readLog(jobId, node, stream, key);
+    const log = await readLog(jobId, node, stream);
     pre.textContent = log.content || log.message || '(empty)';
   } catch (err) {
     pre.textContent = (err as Error).message;
@@ -155,7 +180,15 @@ dialogForm.addEventListener('submit', (ev) => {
 });
 byId('keep-running').addEventListener('click', () => dialog.close());
 byId('log-close').addEventListener('click', () => { logPanel.hidden = true; });
-byId('forget-key').addEventListener('click', () => { storeKey(''); showKeyState(); });
+byId('forget-key').addEventListener('click', () => { storeKey(''); showKeyState(); void refresh(); });
+keyForm.addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  storeKey(operatorKey.value.trim());
+  operatorKey.value = '';
+  showKeyState();
+  generation += 1;
+  void refresh();
+});
 filtersForm.addEventListener('submit', (ev) => ev.preventDefault());
 filtersForm.addEventListener('input', () => {
   generation += 1;
@@ -164,5 +197,7 @@ filtersForm.addEventListener('input', () => {
 window.addEventListener('hashchange', navigate);
 document.addEventListener('visibilitychange', () => { if (!document.hidden) void refresh(); });
 
-showKeyState();
-navigate();
+void loadSession().then(() => {
+  showKeyState();
+  navigate();
+});

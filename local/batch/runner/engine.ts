@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { ResolvedTiming } from '../config';
 import { FaultState } from '../faults/faultConfig';
@@ -6,6 +6,7 @@ import { touch } from '../model/etag';
 import type { Snapshot } from '../model/snapshot';
 import type { JobRecord, Json, NodeRecord, NodeState, PoolRecord, TaskRecord } from '../model/types';
 import { nodeEnvironment } from './env';
+import { runsUnder } from './leftovers';
 import { isAlive, killGroup, killPid } from './processes';
 import { createNodeSandbox, nodeDirs, writeEnvFile, writeHostsFile } from './sandbox';
 import { modelledMounts, mountOnNode } from './mounts';
@@ -268,6 +269,11 @@ export class Engine {
   reboot(pool: PoolRecord, node: NodeRecord, option: string): void {
     this.onNodeLeaving(node, option !== 'terminate');
     this.killNodeProcesses(node);
+    this.bootAgain(pool, node);
+  }
+
+  /** rebooting → starting → booted: the start task runs again, as on every Batch node reboot. */
+  private bootAgain(pool: PoolRecord, node: NodeRecord): void {
     this.setNodeState(node, 'rebooting');
     this.later(this.cfg.timing.rebootMs, () => {
       if (node.removed) return;
@@ -349,9 +355,11 @@ export class Engine {
   }
 
   /**
-   * Takes back a saved account. Node processes did not survive the restart, so nodes come back
-   * as after a reboot: booting ones boot again, busy ones are idle (their tasks get requeued by
-   * the caller), leaving ones leave, and deleting pools finish deleting.
+   * Takes back a saved account. Node processes did not survive the restart, so every node comes back
+   * the way Batch recovers a node whose host failed: it reboots (`rebooting` → `starting`, its start
+   * task runs again, then `idle`), and the caller requeues the tasks that were running on it, which
+   * Batch counts as a requeue, not a retry. Nodes still being allocated finish booting, unusable nodes
+   * stay unusable, leaving ones leave, and deleting pools finish deleting.
    */
   restore(s: Snapshot): void {
     this.ipBase = s.counters.ipBase;
@@ -369,12 +377,11 @@ export class Engine {
         writeEnvFile(dirs.envFile, this.nodeEnv(node));
         if (node.state === 'leavingpool') {
           this.later(this.cfg.timing.leaveMs, () => this.dropNode(pool, node));
-        } else if (['creating', 'starting', 'rebooting', 'waitingforstarttask'].includes(node.state)) {
+        } else if (node.state === 'creating' || node.state === 'starting') {
           this.setNodeState(node, 'starting');
           this.later(this.cfg.timing.bootMs, () => this.boot(pool, node));
-        } else if (node.state === 'running') {
-          this.setNodeState(node, 'idle');
-          this.settleNode(node);
+        } else if (node.state !== 'unusable') {
+          this.bootAgain(pool, node);
         }
       }
       if (pool.state === 'deleting') this.deletePool(pool);
@@ -428,17 +435,7 @@ export function killContainers(nodeRoot: string): void {
 
 /** True when the process runs with this node's environment or inside its sandbox. */
 function belongsToNode(pid: number, nodeRoot: string): boolean {
-  try {
-    if (readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`AZ_BATCH_NODE_ROOT_DIR=${nodeRoot}`)) return true;
-  } catch {
-    // unreadable: fall through to the working directory
-  }
-  try {
-    const cwd = readlinkSync(`/proc/${pid}/cwd`).replace(/ \(deleted\)$/, '');
-    return cwd === nodeRoot || cwd.startsWith(nodeRoot + path.sep);
-  } catch {
-    return false;
-  }
+  return runsUnder(pid, [nodeRoot + path.sep]);
 }
 
 export function taskKey(task: TaskRecord): string {

@@ -5,6 +5,14 @@ import { nodeTmpDir } from './sandbox';
 /** The ssh launcher on every node's PATH (also set as Open MPI's remote-shell agent). */
 export const LAUNCHER_BIN_DIR = path.join(__dirname, 'bin');
 export const SSH_LAUNCHER = path.join(LAUNCHER_BIN_DIR, 'ssh');
+/**
+ * The emulated node image's modulefiles (mpi/openmpi for Debian's Open MPI). Azure's HPC images keep theirs under
+ * /usr/share/modules/modulefiles, where `module` (environment-modules, initialised by /etc/profile.d/modules.sh)
+ * finds them. Emulated nodes share this machine, whose /usr/share is not the emulator's to write, so their
+ * MODULEPATH puts the emulator's own folder first and the machine's after it.
+ */
+export const NODE_MODULEFILES_DIR = path.join(__dirname, '..', 'nodeimage', 'modulefiles');
+export const NODE_MODULEPATH = [NODE_MODULEFILES_DIR, '/usr/share/modules/modulefiles'].join(':');
 
 const INHERITED = ['HOME', 'LANG', 'LC_ALL', 'USER', 'LOGNAME', 'SHELL', 'LD_LIBRARY_PATH', 'NODE_OPTIONS'];
 
@@ -46,6 +54,7 @@ export function nodeEnvironment(n: NodeEnvInput): Record<string, string> {
   env.PATH = [...n.nodePath, LAUNCHER_BIN_DIR, process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'].join(':');
   Object.assign(env, mpiEmulationEnv());
   Object.assign(env, {
+    MODULEPATH: NODE_MODULEPATH,
     AZ_BATCH_ACCOUNT_NAME: n.accountName,
     AZ_BATCH_ACCOUNT_URL: n.accountUrl,
     AZ_BATCH_POOL_ID: n.poolId,

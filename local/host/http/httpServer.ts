@@ -1,13 +1,14 @@
 /**
- * The host's HTTP listener: offers each request to the extensions, then routes it to an HTTP-triggered
- * function (404 / 405 / 401 as the host answers), converts it to the worker's RpcHttpData, invokes the
- * function and writes the RpcHttpData response back.
+ * The host's HTTP listener: checks the system key of extension webhooks (/runtime/webhooks/<name>/...),
+ * offers each request to the extensions, then routes it to an HTTP-triggered function (404 / 405 / 401 as
+ * the host answers), converts it to the worker's RpcHttpData, invokes the function and writes the
+ * RpcHttpData response back.
  */
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { HostExtension, InvocationRequest, InvocationResult, TypedData } from '../extension';
-import { isAuthorized, type HostKeys } from '../keys';
+import { isAuthorized, isWebhookAuthorized, presentedKey, type HostKeys } from '../keys';
 import type { RouteTable } from './routeTable';
 
 const MAX_BODY_BYTES = 100 * 1024 * 1024; // the real host's request size limit
@@ -30,6 +31,9 @@ export interface HttpListener {
 
 /** How long stop() lets requests in progress finish before cutting their connections. */
 const DRAIN_MS = 10_000;
+
+/** Extension webhooks: the host authorizes them with the extension's system key (or the master key). */
+const WEBHOOK = /^\/runtime\/webhooks\/([^/]+)(?:\/|$)/i;
 
 export async function startHttpListener(opts: HttpListenerOptions): Promise<HttpListener> {
   const active = new Set<Promise<void>>();
@@ -72,6 +76,13 @@ export async function startHttpListener(opts: HttpListenerOptions): Promise<Http
 
 async function handle(req: http.IncomingMessage, res: http.ServerResponse, opts: HttpListenerOptions, baseUrl: string): Promise<void> {
   const url = new URL(req.url ?? '/', baseUrl);
+  const hook = WEBHOOK.exec(url.pathname);
+  if (hook && !isWebhookAuthorized(safeDecode(hook[1]), presentedKey(req, url), opts.keys)) {
+    // As the host's SystemKeyAuthLevel policy answers: 401, no body, before the extension sees the request.
+    req.resume();
+    sendText(res, 401, '');
+    return;
+  }
   for (const ext of opts.extensions) {
     if (ext.handleHttp && (await ext.handleHttp(req, res, url))) return;
   }
@@ -92,9 +103,7 @@ async function handle(req: http.IncomingMessage, res: http.ServerResponse, opts:
     return;
   }
   const { route, params } = resolution;
-  const headerKey = req.headers['x-functions-key'];
-  const presented = (Array.isArray(headerKey) ? headerKey[0] : headerKey) ?? url.searchParams.get('code') ?? undefined;
-  if (!isAuthorized(route.authLevel, presented, opts.keys)) {
+  if (!isAuthorized(route.authLevel, presentedKey(req, url), opts.keys)) {
     sendText(res, 401, '');
     return;
   }
@@ -124,6 +133,14 @@ async function handle(req: http.IncomingMessage, res: http.ServerResponse, opts:
     return;
   }
   writeResponse(res, result.returnValue);
+}
+
+function safeDecode(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
 }
 
 function readBody(req: http.IncomingMessage): Promise<Buffer | undefined> {

@@ -6,6 +6,9 @@ import { createDurableExtension, type DurableExtension, type DurableOptions } fr
 import { LogCapture } from '../../host/harness';
 
 export const DURABLE_APP = path.resolve(__dirname, '../../fixtures/durable-app');
+/** The host keys of these tests (the child host process of tests/helpers/hostProcess.ts uses the same). */
+export const TEST_KEYS = { functionKey: 'k', masterKey: 'm' };
+const WEBHOOK = '/runtime/webhooks/durabletask';
 
 export interface DurableStack {
   azurite: AzuriteHandle;
@@ -13,6 +16,8 @@ export interface DurableStack {
   durable: DurableExtension;
   logs: LogCapture;
   baseUrl: string;
+  /** The `durabletask_extension` system key the host created for the engine's webhook. */
+  systemKey: string;
   stop(): Promise<void>;
 }
 
@@ -26,7 +31,7 @@ export async function startDurableStack(opts: DurableOptions = {}, azurite?: Azu
       appDir: DURABLE_APP,
       port: 0,
       storageConnectionString: az.connectionString(),
-      keys: { functionKey: 'k', masterKey: 'm' },
+      keys: TEST_KEYS,
       logLevel: 'info',
       logDestination: logs,
       extensions: [durable],
@@ -41,6 +46,7 @@ export async function startDurableStack(opts: DurableOptions = {}, azurite?: Azu
     durable,
     logs,
     baseUrl: host.baseUrl,
+    systemKey: host.keys.systemKeys?.durabletask_extension ?? '',
     stop: async () => {
       await host.stop();
       if (!azurite) await az.stop();
@@ -97,8 +103,18 @@ export interface Status {
   historyEvents?: Record<string, unknown>[];
 }
 
+/**
+ * A URL of the Durable management API: `path` under /runtime/webhooks/durabletask, with `code=<key>` added to
+ * its query (default: the master key, which the host accepts for every webhook; null: no key).
+ */
+export function durableUrl(baseUrl: string, path: string, key: string | null = TEST_KEYS.masterKey): string {
+  const url = new URL(`${baseUrl}${WEBHOOK}/${path.replace(/^\//, '')}`);
+  if (key !== null) url.searchParams.set('code', key);
+  return url.toString();
+}
+
 export async function getStatus(baseUrl: string, id: string, query = ''): Promise<Status | undefined> {
-  const res = await http('GET', `${baseUrl}/runtime/webhooks/durabletask/instances/${encodeURIComponent(id)}${query}`);
+  const res = await http('GET', durableUrl(baseUrl, `instances/${encodeURIComponent(id)}${query}`));
   if (res.status === 404) return undefined;
   return res.body as Status;
 }

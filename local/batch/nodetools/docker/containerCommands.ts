@@ -207,6 +207,10 @@ export async function rm(s: Session, argv: string[]): Promise<number> {
   let rc = 0;
   for (const name of p.positionals) {
     const c = await s.containers.find(name);
+    if (!c && (await s.containers.removeAbandoned(name))) {
+      s.out(name);
+      continue;
+    }
     if (!c) {
       // Like current Docker, `rm -f` of a container that does not exist is not an error.
       if (!force) {

@@ -1,14 +1,15 @@
 /**
  * docker run: unpack the image into the container's rootfs under the node, then run the command natively with the
  * container's environment (node env + image Env + --env-file + -e) and working directory. Options that only mean
- * something on a real host (--device, --ulimit, --shm-size, --privileged, --cap-add, ...) are accepted and recorded.
+ * something on a real host (--device, --ulimit, --shm-size, --privileged, --cap-add, ...) are accepted and recorded;
+ * --gpus fails as on a host without the NVIDIA container runtime (emulated nodes have no GPU).
  * A command that starts sshd is not run: its port is recorded for the node's ssh launcher and a placeholder
  * process keeps the container alive.
  */
 import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { constants } from 'node:os';
-import { mkdir, readFile, symlink } from 'node:fs/promises';
+import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { FlagSet, all, bool, flag, last, val } from '../lib/args';
 import { Container, ContainerRecord, ContainerState, isValidName, newContainerId } from '../lib/containerStore';
@@ -43,8 +44,9 @@ const RUN = new FlagSet('docker run', {
   ulimit: val('ulimit'),
   device: val('device'),
   capAdd: val('cap-add'),
+  gpus: val('gpus'),
   // Accepted and recorded; they change nothing on an emulated node.
-  ignored: val('cap-drop', 'security-opt', 'ipc', 'pid', 'hostname', 'h', 'gpus', 'runtime', 'p', 'publish', 'label', 'l', 'add-host', 'cpus', 'm', 'memory', 'restart', 'log-driver', 'log-opt', 'platform', 'pull', 'expose', 'group-add', 'tmpfs', 'cgroupns', 'uts', 'stop-signal', 'stop-timeout', 'memlock', 'dns', 'cidfile'),
+  ignored: val('cap-drop', 'security-opt', 'ipc', 'pid', 'hostname', 'h', 'runtime', 'p', 'publish', 'label', 'l', 'add-host', 'cpus', 'm', 'memory', 'restart', 'log-driver', 'log-opt', 'platform', 'pull', 'expose', 'group-add', 'tmpfs', 'cgroupns', 'uts', 'stop-signal', 'stop-timeout', 'memlock', 'dns', 'cidfile'),
 });
 
 // HPC_NODETOOLS_DIR is set by bin/launch.sh: the code may run from a bundle outside this directory.
@@ -95,11 +97,15 @@ export async function run(s: Session, argv: string[]): Promise<number> {
   const name = last(p, 'name') ?? `c-${newContainerId().slice(0, 12)}`;
   if (!isValidName(name)) throw runError(`Invalid container name (${name}), only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed`);
 
+  // Emulated nodes have no GPU and no NVIDIA container runtime: Docker's own answer on such a host.
+  if (all(p, 'gpus').length) throw runError('could not select device driver "" with capabilities: [[gpu]]');
   const image = await ensureImage(s, imageArg);
   const dir = s.containers.containerDir(name);
   await mkdir(s.containers.dir, { recursive: true });
   try {
     await mkdir(dir); // atomic claim of the name
+    // Until the records exist, say who claimed it: a `docker rm` can then tell an abandoned claim from a live one.
+    await writeFile(path.join(dir, 'claim'), String(process.pid));
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     const other = await s.containers.find(name);

@@ -2,7 +2,8 @@
  * Container records on a node: `$AZ_BATCH_NODE_ROOT_DIR/containers/<name>/`
  * - config.json: the record shared with the Batch emulator (its ssh launcher and node teardown read it);
  * - state.json:  what only the docker command needs (id, command, host options, exit code, timestamps);
- * - rootfs/, stdout.log, stderr.log, exitcode (written by the detached container's supervisor).
+ * - rootfs/, stdout.log, stderr.log, exitcode (written by the detached container's supervisor);
+ * - claim: the pid of the `docker run` that took the name, until the records above exist.
  */
 import { randomBytes } from 'node:crypto';
 import { readFile, readdir, rm, stat } from 'node:fs/promises';
@@ -130,6 +131,22 @@ export class ContainerStore {
     if (!/^[a-f0-9]+$/.test(q)) return undefined;
     const matches = (await this.list()).filter((c) => c.state.id.startsWith(q));
     return matches.length === 1 ? matches[0] : undefined;
+  }
+
+  /**
+   * Removes the folder of a container whose `docker run` died (killed, or its node rebooted) after claiming the
+   * name and before writing its records: Docker would list it as a created container, which `docker rm` removes.
+   * False when there is no such folder, it has records, or the `docker run` that claimed it is still alive.
+   */
+  async removeAbandoned(name: string): Promise<boolean> {
+    if (!isValidName(name)) return false;
+    const dir = this.containerDir(name);
+    if (!(await stat(dir).then((st) => st.isDirectory(), () => false))) return false;
+    if (await stat(path.join(dir, 'config.json')).then(() => true, () => false)) return false;
+    const claimer = Number(await readFile(path.join(dir, 'claim'), 'utf8').catch(() => ''));
+    if (claimer > 0 && alive(claimer)) return false;
+    await rm(dir, { recursive: true, force: true });
+    return true;
   }
 
   async remove(c: Container): Promise<void> {

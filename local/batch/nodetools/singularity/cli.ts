@@ -1,8 +1,15 @@
 /**
  * `singularity` for emulated Batch nodes: `pull`, `exec`, `run` (and `inspect`), the subset a Singularity MPI task
- * emits. Images come from `docker://` references through the node's image store (same pull, same digest checks);
- * a pulled ".sif" is a small JSON file naming the stored image. Unlike docker, the host environment and working
- * directory carry into the container, as Singularity does; the image's root filesystem is unpacked once per image.
+ * emits. Images come from `docker://` references (the local OCI registry) through the same pull and digest checks as
+ * docker, into Singularity's own layer cache: `$SINGULARITY_CACHEDIR` (or `$APPTAINER_CACHEDIR`), else the node's
+ * `singularity/cache`. A pulled ".sif" is a small JSON file naming the cached image, not a real SIF: only SIF files
+ * this tool wrote can be run. Unlike docker, the host environment and working directory carry into the container, as
+ * Singularity does; the image's root filesystem is unpacked once per image.
+ *
+ * What is modelled and what is not: no namespaces or isolation (the program runs as a host process that sees the
+ * host, with image paths resolved into the unpacked root filesystem), no GPUs (`--nv` warns that no NVIDIA
+ * libraries were found, as Singularity does on a host without a driver), no `library://` (Sylabs cloud library)
+ * or `oras://` source here: those are refused with an error naming the transport.
  */
 import { spawn } from 'node:child_process';
 import { mkdir, rename, rm } from 'node:fs/promises';
@@ -12,7 +19,7 @@ import { BindMount, ContainerView, containerPathVar, parseEnvAssignments, resolv
 import { CliError } from '../lib/errors';
 import { exists, readJson, writeJsonAtomic } from '../lib/fsutil';
 import { parseImageRef, refKey } from '../lib/imageRef';
-import { LocalImage } from '../lib/imageStore';
+import { ImageStore, LocalImage } from '../lib/imageStore';
 import { unpackImage } from '../lib/unpack';
 import { pullRef } from '../docker/imageCommands';
 import { signalNumber } from '../docker/run';
@@ -25,6 +32,11 @@ interface SifFile {
   ref: string;
   imageId: string;
   manifestDigest: string;
+  /**
+   * The layer cache the image was pulled into. A real SIF carries its whole image; this stand-in points at the
+   * cache instead, so it opens whatever SINGULARITY_CACHEDIR the process that runs it has (as a real SIF would).
+   */
+  store?: string;
 }
 
 function fatal(message: string): CliError {
@@ -33,6 +45,20 @@ function fatal(message: string): CliError {
 
 function info(message: string): void {
   process.stderr.write(`INFO:    ${message}\n`);
+}
+
+/** Singularity keeps its own cache of OCI blobs, apart from docker's image store. */
+function cacheSession(s: Session): Session {
+  const dir = process.env.SINGULARITY_CACHEDIR || process.env.APPTAINER_CACHEDIR || path.join(s.node.singularityDir, 'cache');
+  return { ...s, images: new ImageStore(path.join(path.resolve(dir), 'oci')) };
+}
+
+/** Transports a real Singularity pulls from that the local stack has no service for. */
+function refuseTransport(uri: string): void {
+  const scheme = /^([a-z]+):\/\//.exec(uri)?.[1];
+  if (scheme === 'library') throw fatal(`Unable to get library client configuration: library:// needs the Sylabs cloud library, which the local stack does not have: emulated nodes pull docker:// references from the local registry`);
+  if (scheme === 'oras') throw fatal(`oras:// needs an OCI registry holding SIF artifacts, which the local stack does not serve: emulated nodes pull docker:// references`);
+  if (scheme && scheme !== 'docker') throw fatal(`Unsupported transport type: ${scheme}`);
 }
 
 async function pullDocker(s: Session, uri: string): Promise<LocalImage> {
@@ -48,33 +74,41 @@ async function pullDocker(s: Session, uri: string): Promise<LocalImage> {
   }
 }
 
+interface Resolved {
+  image: LocalImage;
+  /** The store holding its blobs. */
+  store: ImageStore;
+}
+
 /** The stored image behind a `docker://` URI (pulled when missing) or a .sif written by `singularity pull`. */
-async function resolveImage(s: Session, arg: string): Promise<LocalImage> {
+async function resolveImage(s: Session, arg: string): Promise<Resolved> {
+  refuseTransport(arg);
   if (arg.startsWith('docker://')) {
     const local = await s.images.find(refKey(parseImageRef(arg.slice('docker://'.length))));
     if (local) {
       info('Using cached SIF image');
-      return local;
+      return { image: local, store: s.images };
     }
     info('Converting OCI blobs to SIF format');
-    return pullDocker(s, arg);
+    return { image: await pullDocker(s, arg), store: s.images };
   }
   const sif = await readJson<SifFile>(path.resolve(arg)).catch(() => undefined);
   if (!sif) throw fatal(`could not open image ${path.resolve(arg)}: failed to retrieve path for ${arg}: lstat ${path.resolve(arg)}: no such file or directory`);
   if (sif.format !== SIF_FORMAT) throw fatal(`could not open image ${path.resolve(arg)}: image format not recognized`);
+  const store = sif.store ? new ImageStore(sif.store) : s.images;
   // By digest first: the tag may have moved on since this SIF was pulled.
-  const image = (await s.images.find(`${sif.ref.replace(/:[^:/]+$/, '')}@${sif.manifestDigest}`)) ?? (await s.images.find(sif.ref));
+  const image = (await store.find(`${sif.ref.replace(/:[^:/]+$/, '')}@${sif.manifestDigest}`)) ?? (await store.find(sif.ref));
   if (!image || image.id !== sif.imageId) throw fatal(`could not open image ${path.resolve(arg)}: image ${sif.imageId} is not in this node's image store`);
-  return image;
+  return { image, store };
 }
 
 /** Unpacks the image once per node (temp dir + rename, so concurrent ranks never see half a rootfs). */
-async function rootfsFor(s: Session, image: LocalImage): Promise<string> {
+async function rootfsFor(s: Session, { image, store }: Resolved): Promise<string> {
   const dir = path.join(s.node.singularityDir, 'rootfs', image.id.slice('sha256:'.length));
   if (await exists(dir)) return dir;
   const tmp = `${dir}.tmp-${process.pid}`;
   await mkdir(path.dirname(dir), { recursive: true });
-  await unpackImage(s.images, image, tmp);
+  await unpackImage(store, image, tmp);
   try {
     await rename(tmp, dir);
   } catch {
@@ -88,14 +122,16 @@ const PULL = new FlagSet('singularity pull', { force: bool('F', 'force'), dir: v
 async function pull(s: Session, argv: string[]): Promise<number> {
   const p = PULL.parse(argv, false);
   const uri = p.positionals[p.positionals.length - 1];
-  if (!uri?.startsWith('docker://')) throw fatal(`Unsupported transport type: ${uri?.split('://')[0] ?? '(none)'}: only docker:// is available on emulated nodes`);
+  if (!uri) throw fatal('pull requires a URI');
+  refuseTransport(uri);
+  if (!uri.startsWith('docker://')) throw fatal(`Unsupported transport type: ${uri.split('://')[0]}: only docker:// is available on emulated nodes`);
   const ref = parseImageRef(uri.slice('docker://'.length));
   const defaultName = `${ref.repository.split('/').pop()}_${ref.tag ?? 'latest'}.sif`;
   const file = path.resolve(last(p, 'dir') ?? '.', p.positionals.length > 1 ? p.positionals[0] : (last(p, 'name') ?? defaultName));
   if ((await exists(file)) && !flag(p, 'force')) throw fatal(`Image file already exists: "${file}" - will not overwrite`);
   info('Converting OCI blobs to SIF format');
   const image = await pullDocker(s, uri);
-  const sif: SifFile = { format: SIF_FORMAT, ref: refKey(ref), imageId: image.id, manifestDigest: image.manifestDigest };
+  const sif: SifFile = { format: SIF_FORMAT, ref: refKey(ref), imageId: image.id, manifestDigest: image.manifestDigest, store: s.images.dir };
   await writeJsonAtomic(file, sif);
   info(`Creating SIF file... ${file}`);
   return 0;
@@ -106,7 +142,8 @@ const EXEC = new FlagSet('singularity exec', {
   bind: val('B', 'bind'),
   cleanenv: bool('e', 'cleanenv'),
   env: val('env'),
-  ignored: bool('nv', 'writable-tmpfs', 'contain', 'C', 'containall', 'userns', 'u', 'no-home', 'fakeroot', 'f', 'writable', 'w', 'no-init', 'no-privs', 'quiet', 'q'),
+  nv: bool('nv'),
+  ignored: bool('writable-tmpfs', 'contain', 'C', 'containall', 'userns', 'u', 'no-home', 'fakeroot', 'f', 'writable', 'w', 'no-init', 'no-privs', 'quiet', 'q'),
   ignoredValue: val('home', 'H', 'security', 'overlay', 'o', 'app', 'scratch', 'S', 'workdir', 'W'),
 });
 
@@ -124,8 +161,11 @@ async function execIn(s: Session, argv: string[], useImageCommand: boolean): Pro
   const p = EXEC.parse(argv, true);
   const [imageArg, ...command] = p.positionals;
   if (!imageArg) throw fatal('no image given');
-  const image = await resolveImage(s, imageArg);
-  const rootfs = await rootfsFor(s, image);
+  const resolved = await resolveImage(s, imageArg);
+  const { image } = resolved;
+  const rootfs = await rootfsFor(s, resolved);
+  // No GPU on an emulated node: what Singularity says on a host without the NVIDIA driver, and it carries on.
+  if (flag(p, 'nv')) process.stderr.write('WARNING: Could not find any nv files on this host!\n');
   const binds = parseBinds(all(p, 'bind'));
   const view: ContainerView = { rootfs, binds, nodeRootDir: s.node.rootDir };
   const imageEnv = parseEnvAssignments(image.config.config?.Env ?? [], {});
@@ -168,7 +208,7 @@ async function execIn(s: Session, argv: string[], useImageCommand: boolean): Pro
 }
 
 async function inspect(s: Session, argv: string[]): Promise<number> {
-  const image = await resolveImage(s, argv[argv.length - 1] ?? '');
+  const { image } = await resolveImage(s, argv[argv.length - 1] ?? '');
   process.stdout.write(`${JSON.stringify({ id: image.id, manifest: image.manifestDigest, refs: image.refs, config: image.config.config }, null, 2)}\n`);
   return 0;
 }
@@ -180,7 +220,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write('singularity-ce version 3.11.0-emulated\n');
     return 0;
   }
-  const s = openSession();
+  const s = cacheSession(openSession());
   switch (cmd) {
     case 'pull':
       return pull(s, rest);

@@ -1,0 +1,124 @@
+/**
+ * The local identity service: a small OpenID Connect issuer standing in for the Entra ID tenant, so the app's
+ * token validation, the CLI's @azure/identity credentials and the tests run against real signed tokens. One RSA
+ * signing key, one tenant (see directory.ts), Entra's v2.0 endpoint layout. Two listeners share the routes:
+ *   https (self-signed, tls.ts): what MSAL/@azure/identity need (they refuse an http authority);
+ *   http on loopback: where the app reads the metadata and keys (AUTH_METADATA_URL), so the in-process app needs
+ *   no extra trust store. Tokens name the https issuer either way.
+ * Room for more: an App Service managed identity endpoint (IDENTITY_ENDPOINT) would be one more route here.
+ */
+import * as http from 'node:http';
+import * as https from 'node:https';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { defaultDirectory, type Directory, type LocalUser } from './directory';
+import { createSigningKey } from './signingKey';
+import { IdentityState } from './state';
+import { route } from './server';
+import { ensureCertificate } from './tls';
+import { approveDeviceCode } from './handlers/deviceCode';
+import { userAccessToken } from './tokens';
+
+export { AUTOMATION_CLIENT_ID, AUTOMATION_CLIENT_SECRET, CLI_CLIENT_ID, API_APP_ID_URI, LOCAL_TENANT_ID, stableGuid } from './directory';
+export type { Directory, LocalUser, LocalClient } from './directory';
+
+export interface IdentityServiceOptions {
+  /** Folder for the TLS certificate (reused across starts); default a temp folder removed on stop. */
+  dataDir?: string;
+  directory?: Directory;
+  /** Ports (default 0: ephemeral). */
+  httpsPort?: number;
+  httpPort?: number;
+}
+
+export interface IdentityService {
+  tenantId: string;
+  /** The `iss` of tokens and AUTH_ISSUER: https://127.0.0.1:<port>/<tenant>/v2.0. */
+  issuer: string;
+  /** For @azure/identity's `authorityHost`: https://127.0.0.1:<port>. */
+  authorityHost: string;
+  /** Loopback http metadata URL, for the app's AUTH_METADATA_URL. */
+  metadataUrl: string;
+  /** Loopback http origin (the /local/token endpoint and the device page also answer here). */
+  httpUrl: string;
+  /** The self-signed certificate (PEM) and its file, to trust the https listener (NODE_EXTRA_CA_CERTS). */
+  caCert: string;
+  caFile: string;
+  /** Accepted audiences for AUTH_AUDIENCES: the API's app id URI and client id. */
+  audiences: string[];
+  /** The scope clients ask for: <app id URI>/.default. */
+  scope: string;
+  directory: Directory;
+  /** A signed access token for a user of the tenant (added with `roles` when new). */
+  userToken(username: string, opts?: { roles?: string[]; name?: string; lifetimeSeconds?: number; audience?: string }): Promise<string>;
+  /** What a person does on the device page: approve the code for a user. */
+  approveDeviceCode(userCode: string, username?: string): boolean;
+  user(username: string): LocalUser | undefined;
+  stop(): Promise<void>;
+}
+
+async function listen(server: http.Server | https.Server, port: number): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve());
+  });
+  return (server.address() as AddressInfo).port;
+}
+
+export async function startIdentityService(opts: IdentityServiceOptions = {}): Promise<IdentityService> {
+  const tempDir = opts.dataDir ? undefined : mkdtempSync(path.join(os.tmpdir(), 'local-identity-'));
+  const tls = ensureCertificate(opts.dataDir ?? (tempDir as string));
+  const directory = opts.directory ?? defaultDirectory();
+  const key = await createSigningKey();
+  // The issuer names the https port, known only once listening: requests before that are answered 503.
+  const ready: { state?: IdentityState } = {};
+  const handler = (origin: () => string) => (req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (!ready.state) {
+      res.writeHead(503).end();
+      return;
+    }
+    void route(req, res, ready.state, origin());
+  };
+  let httpsOrigin = '';
+  let httpOrigin = '';
+  const secure = https.createServer({ cert: tls.cert, key: tls.key }, handler(() => httpsOrigin));
+  const plain = http.createServer(handler(() => httpOrigin));
+  try {
+    httpsOrigin = `https://127.0.0.1:${await listen(secure, opts.httpsPort ?? 0)}`;
+    httpOrigin = `http://127.0.0.1:${await listen(plain, opts.httpPort ?? 0)}`;
+  } catch (err) {
+    secure.close();
+    plain.close();
+    throw err;
+  }
+  const issuer = `${httpsOrigin}/${directory.tenantId}/v2.0`;
+  const live = new IdentityState({ issuer, directory, key });
+  ready.state = live;
+  return {
+    tenantId: directory.tenantId,
+    issuer,
+    authorityHost: httpsOrigin,
+    metadataUrl: `${httpOrigin}/${directory.tenantId}/v2.0/.well-known/openid-configuration`,
+    httpUrl: httpOrigin,
+    caCert: tls.cert,
+    caFile: tls.certFile,
+    audiences: [directory.api.appIdUri, directory.api.clientId],
+    scope: `${directory.api.appIdUri}/.default`,
+    directory,
+    async userToken(username, o = {}) {
+      const user = live.ensureUser(username, o.roles, o.name);
+      return (await userAccessToken(live.iss, user, undefined, { lifetimeSeconds: o.lifetimeSeconds, audience: o.audience })).token;
+    },
+    approveDeviceCode: (userCode, username = directory.defaultUser) => approveDeviceCode(live, userCode, username),
+    user: (username) => live.user(username),
+    async stop() {
+      for (const server of [secure, plain]) {
+        server.closeAllConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      }
+      if (tempDir) rmSync(tempDir, { recursive: true, force: true });
+    },
+  };
+}

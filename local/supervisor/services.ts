@@ -1,0 +1,124 @@
+/**
+ * The emulated Azure services of the local stack: Azurite (several accounts), the Batch emulator with the node
+ * tools, and the OCI registry holding the demo image. With a data folder each keeps its state there and asks
+ * for the ports it had before (see ports.ts):
+ *
+ *   <data>/azurite/    Azurite's stores (saved when it stops; see docs/local-stack.md for what a SIGKILL loses)
+ *   <data>/batch/      the Batch account (state.json) and the node sandboxes
+ *   <data>/registry/   the OCI image layout the registry serves (the demo image is written into it at start)
+ *   <data>/identity/   the local identity service's TLS certificate (its signing key is new at every start)
+ *   <data>/ports.json  the ports taken at the first start
+ *
+ * Without one, everything lives in temp folders removed on stop and every port is ephemeral (tests).
+ */
+import * as path from 'node:path';
+import { mkdir } from 'node:fs/promises';
+import { startAzurite, type AzuriteHandle } from '../azurite';
+import { startBatchEmulator, type BatchEmulatorHandle, type BatchEmulatorOptions } from '../batch';
+import { startRegistry, type RegistryHandle } from '../registry';
+import { startIdentityService, type IdentityService } from '../identity';
+import { buildDemoImage } from '../../examples/images/buildDemoImage';
+import { choosePorts, portInUse, readPorts, recordPorts, type StackPorts } from './ports';
+
+export interface ServicesOptions {
+  /** Folder for persistent data. Default: temp folders removed on stop, ephemeral ports. */
+  dataDir?: string;
+  /** Ports to ask for (0 or absent: the recorded one, else any free one); `host` is not used here. */
+  ports?: Partial<StackPorts>;
+  /** Registry concurrent pull limit (default 10, the limit real registries start throttling at in the seeds). */
+  registryMaxConcurrentPulls?: number;
+  registryBandwidthBytesPerSec?: number;
+  /** Batch emulator options (timing, faults). With a data folder `persist` defaults to true. */
+  batch?: Partial<BatchEmulatorOptions>;
+  /** Whether to build and serve the demo image (default true). */
+  demoImage?: boolean;
+  /** Size of the demo image's filler layer (bytes). */
+  demoImageFillerBytes?: number;
+  /** The repository root (for the node tools on the emulated nodes' PATH). */
+  repoRoot: string;
+}
+
+export interface Services {
+  azurite: AzuriteHandle;
+  batch: BatchEmulatorHandle;
+  registry: RegistryHandle;
+  /** The local Entra ID tenant's stand-in (issuer, token endpoint, App Service Authentication's user tokens). */
+  identity: IdentityService;
+  /** The ports the services got (host: what was asked for, filled in by whoever starts the host). */
+  ports: Omit<StackPorts, 'host'>;
+  /** Stops the Batch emulator (saving its account), the registry, then Azurite (saving its stores). */
+  stop(): Promise<void>;
+}
+
+export async function startServices(opts: ServicesOptions): Promise<Services> {
+  const dataDir = opts.dataDir;
+  const want = dataDir ? choosePorts(opts.ports ?? {}, readPorts(dataDir)) : (opts.ports ?? {});
+  const sub = async (name: string): Promise<string | undefined> => {
+    if (!dataDir) return undefined;
+    const dir = path.join(dataDir, name);
+    await mkdir(dir, { recursive: true });
+    return dir;
+  };
+  const started: { stop(): Promise<void> }[] = [];
+  try {
+    const identity = await startIdentityService({ dataDir: await sub('identity') });
+    started.push(identity);
+    const azurite = await startAzurite({
+      location: await sub('azurite'),
+      ports: { blob: want.blob, queue: want.queue, table: want.table },
+    }).catch((err: unknown) => {
+      throw (['blob', 'queue', 'table'] as const).reduce((e, s) => portInUse(e, s, want[s], dataDir), err as Error);
+    });
+    started.push(azurite);
+
+    const registryDir = await sub('registry');
+    const images = opts.demoImage === false ? [] : [await buildDemoImage({ fillerBytes: opts.demoImageFillerBytes, layoutDir: registryDir })];
+    const registry = await startRegistry({
+      port: want.registry,
+      maxConcurrentPulls: opts.registryMaxConcurrentPulls ?? 10,
+      bandwidthBytesPerSec: opts.registryBandwidthBytesPerSec,
+      // With a data folder the registry serves its layout (the demo image was just written into it; the build is
+      // reproducible, so the digests a node resolved before a restart are still there).
+      images: registryDir ? [{ layoutDir: registryDir }] : images,
+    }).catch((err: unknown) => {
+      throw portInUse(err, 'registry', want.registry, dataDir);
+    });
+    started.push(registry);
+
+    const batch = await startBatchEmulator({
+      dataDir: await sub('batch'),
+      persist: dataDir !== undefined,
+      port: want.batch,
+      nodePath: [path.join(opts.repoRoot, 'local', 'batch', 'nodetools', 'bin')],
+      ...opts.batch,
+    }).catch((err: unknown) => {
+      throw portInUse(err, 'batch', want.batch, dataDir);
+    });
+    started.push(batch);
+
+    const ports = {
+      blob: azurite.ports.blob,
+      queue: azurite.ports.queue,
+      table: azurite.ports.table,
+      batch: Number(new URL(batch.url).port),
+      registry: Number(new URL(registry.url).port),
+    };
+    if (dataDir) recordPorts(dataDir, ports);
+    return {
+      azurite,
+      batch,
+      registry,
+      identity,
+      ports,
+      async stop() {
+        await batch.stop();
+        await registry.stop();
+        await azurite.stop();
+        await identity.stop();
+      },
+    };
+  } catch (err) {
+    for (const s of started.reverse()) await s.stop().catch(() => undefined);
+    throw err;
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * What a Table Storage transaction cannot carry (issue 18, finding 3). A U+2028 in an orchestration's input
+ * wedged Azurite's table transactions for every instance (see local/durable/tableSafe.ts); the engine now
+ * stores such text escaped, exactly recoverable, and an episode too large for Table Storage fails its own
+ * instance only. Each stack test runs beside a normal orchestration that must complete.
+ */
+import { TableClient } from '@azure/data-tables';
+import { assertTransactionSafe, escapeForTable, UnstorableError } from '../../local/durable/tableSafe';
+import { durableUrl, getStatus, http, startDurableStack, waitForStatus, type DurableStack } from './helpers/harness';
+
+const NASTY = {
+  lineSeparator: 'mpirun -np 4 ./a.out\u2028--rm -rf /',
+  paragraphSeparator: 'x\u2029y',
+  nextLine: 'a\u0085b',
+  bidi: 'rm \u202Etxt.exe\u202C \u2066isolate\u2069 \u200F\u200E\u061C',
+  bom: '\uFEFFstart',
+  mixed: 'all\u2028\u2029\u0085\u202A\u202B\u202D\u2067\u2068\u007F\u009F\uFFFE\uFFFF',
+  nested: { command: ['\u2028', { deeper: '\u2029\u0085' }] },
+};
+
+describe('escapeForTable / assertTransactionSafe (pure)', () => {
+  test('escaped JSON text parses back to the same value and holds none of the unsafe characters', () => {
+    const text = JSON.stringify(NASTY);
+    const stored = escapeForTable(text);
+    expect(JSON.parse(stored)).toEqual(NASTY);
+    expect(stored).not.toMatch(/[\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff\ufffe\uffff]/);
+    expect(stored).toContain('\\u2028');
+    // Text without unsafe characters is left alone.
+    expect(escapeForTable('{"plain":"ascii and ü"}')).toBe('{"plain":"ascii and ü"}');
+  });
+
+  test('a transaction with a raw line separator or over the size limits is refused before it is sent', () => {
+    expect(() => assertTransactionSafe('t', [{ partitionKey: 'p', rowKey: 'r', Data: 'a\u2028b' }])).toThrow(UnstorableError);
+    expect(() => assertTransactionSafe('t', [{ partitionKey: 'p', rowKey: 'r', Data: 'x'.repeat(33_000) }])).toThrow(/33000 characters/);
+    const big = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`P${i}`, 'x'.repeat(30_000)]));
+    expect(() => assertTransactionSafe('t', [{ partitionKey: 'p', rowKey: 'r', ...big }])).toThrow(/1 MiB/);
+    expect(() => assertTransactionSafe('t', [{ partitionKey: 'p', rowKey: 'r', Data: 'fine \\u2028' }])).not.toThrow();
+  });
+});
+
+describe('on the stack', () => {
+  let stack: DurableStack;
+
+  beforeAll(async () => {
+    stack = await startDurableStack();
+  });
+
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  const start = async (name: string, id: string, input?: unknown): Promise<void> => {
+    const res = await http('POST', durableUrl(stack.baseUrl, `orchestrators/${name}/${id}`, stack.systemKey), input);
+    expect(res.status).toBe(202);
+  };
+
+  test('line separators, NEL and bidi controls in an input round-trip exactly, and other orchestrations keep running', async () => {
+    await start('EchoInput', 'nasty-1', NASTY);
+    await start('Chain', 'normal-1', ['after']);
+    // An event whose name and data carry the same characters.
+    await start('Waiter', 'nasty-waiter');
+    await waitForStatus(stack.baseUrl, 'nasty-waiter', ['Running']);
+    const raised = await http('POST', durableUrl(stack.baseUrl, `instances/nasty-waiter/raiseEvent/Go`, stack.systemKey), NASTY.mixed);
+    expect(raised.status).toBe(202);
+    await http('POST', durableUrl(stack.baseUrl, `instances/nasty-waiter/raiseEvent/${encodeURIComponent('Go\u2028\u202E')}`, stack.systemKey), 1);
+
+    const nasty = await waitForStatus(stack.baseUrl, 'nasty-1');
+    expect(nasty).toMatchObject({ runtimeStatus: 'Completed', input: NASTY, output: NASTY, customStatus: NASTY });
+    expect(await waitForStatus(stack.baseUrl, 'normal-1')).toMatchObject({ runtimeStatus: 'Completed', output: ['Hello after'] });
+    expect(await waitForStatus(stack.baseUrl, 'nasty-waiter')).toMatchObject({ runtimeStatus: 'Completed', output: NASTY.mixed });
+    const h = await getStatus(stack.baseUrl, 'nasty-1', '?showHistory=true&showHistoryOutput=true');
+    expect(h?.historyEvents?.find((e) => e.EventType === 'TaskCompleted')?.Result).toEqual(NASTY);
+
+    // Nothing raw in the task hub's tables: every stored string is escaped.
+    for (const table of ['DurableTestHubHistory', 'DurableTestHubInstances']) {
+      const client = TableClient.fromConnectionString(stack.azurite.connectionString(), table, { allowInsecureConnection: true });
+      for await (const e of client.listEntities<Record<string, unknown>>()) {
+        for (const [k, v] of Object.entries(e)) {
+          if (typeof v === 'string') expect({ table, k, raw: /[\u2028\u2029\u0085\u202e]/.test(v) }).toEqual({ table, k, raw: false });
+        }
+      }
+    }
+    // A later transaction of another instance still succeeds (the stack is not wedged).
+    await start('Chain', 'normal-2', ['later']);
+    expect(await waitForStatus(stack.baseUrl, 'normal-2')).toMatchObject({ runtimeStatus: 'Completed' });
+  });
+
+  test('an episode too large for Table Storage fails its own instance with the reason; the others complete', async () => {
+    await start('HugeStatus', 'huge-1');
+    await start('Chain', 'beside-huge', ['x']);
+    const huge = await waitForStatus(stack.baseUrl, 'huge-1');
+    expect(huge.runtimeStatus).toBe('Failed');
+    expect(String(huge.output)).toMatch(/could not store the state of orchestration 'HugeStatus' \(instance 'huge-1'\): .*(1 MiB|characters)/);
+    expect(await waitForStatus(stack.baseUrl, 'beside-huge')).toMatchObject({ runtimeStatus: 'Completed', output: ['Hello x'] });
+    // Its messages were consumed: no episode of it runs again.
+    const episodes = () => stack.logs.lines.filter((l) => l.msg.startsWith('durable episode') && l.instanceId === 'huge-1').length;
+    const before = episodes();
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(episodes()).toBe(before);
+  });
+});
