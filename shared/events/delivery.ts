@@ -17,7 +17,7 @@ import type { DeliveryStore, StoredCursor } from './deliveryStore';
 import type { EventEndpoint } from './endpoint';
 
 /** A sender's hold on one cursor: long enough for one request and the writes around it; renewed at each write. */
-export const DEFAULT_LEASE_MS = 45_000;
+export const DEFAULT_LEASE_MS = 30_000;
 /** The relay looks again at jobs updated this long before its last run (writers' clocks, write latency). */
 export const RELAY_MARGIN_MS = 5 * 60_000;
 /** The first relay run (no watermark yet) looks this far back. */
