@@ -115,7 +115,7 @@ async function deliverToEndpoint(deps: DeliveryDeps, first: JobRecord, endpoint:
         await deps.schedule?.(job.id, verdict.delayMs);
         return { endpoint: name, state: 'waiting', until: verdict.cursor.nextAttemptAt as string, sent };
       }
-      sent++;
+      if (verdict.outcome === 'delivered') sent++;
     }
     const fresh = await deps.jobs.get(job.id);
     if (!fresh || fresh.eventSeq <= cursor.delivered) break;
