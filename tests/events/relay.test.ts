@@ -130,19 +130,22 @@ test('transitions nobody announced are found by the relay and delivered in order
 });
 
 test('a failing receiver: every try recorded, later events wait for the earlier one, then it is delivered', async () => {
-  const { store, deliveries, deps } = await setup({ maxAttempts: 5, initialMs: 50, maxMs: 200 });
+  const { store, deliveries, deps } = await setup({ maxAttempts: 5, initialMs: 1_000, maxMs: 60_000 });
+  // A pinned clock decides when a retry is due (the receiver and the tables are real).
+  let clock = Date.now();
+  const timed: DeliveryDeps = { ...deps, now: () => new Date(clock) };
   const id = 'flaky-receiver';
   await createJob(store, id);
   await store.transition(id, 'Provisioning', 'pool requested');
   await faults(2);
-  const run1 = await deliverJob(deps, id);
-  expect(run1[0]).toMatchObject({ state: 'waiting', sent: 0 });
-  // Not due yet: nothing is sent.
-  expect(await deliverJob(deps, id)).toMatchObject([{ state: 'waiting' }]);
-  await new Promise((r) => setTimeout(r, 60));
-  expect(await deliverJob(deps, id)).toMatchObject([{ state: 'waiting' }]); // second failure, 100 ms
-  await new Promise((r) => setTimeout(r, 110));
-  expect(await deliverJob(deps, id)).toMatchObject([{ state: 'delivered', sent: 2 }]);
+  expect(await deliverJob(timed, id)).toMatchObject([{ state: 'waiting', sent: 0 }]); // first failure: retry in 1 s
+  clock += 999;
+  expect(await deliverJob(timed, id)).toMatchObject([{ state: 'waiting', sent: 0 }]); // not due: nothing sent
+  expect(received(id)).toHaveLength(1);
+  clock += 1;
+  expect(await deliverJob(timed, id)).toMatchObject([{ state: 'waiting', sent: 0 }]); // second failure: retry in 2 s
+  clock += 2_000;
+  expect(await deliverJob(timed, id)).toMatchObject([{ state: 'delivered', sent: 2 }]);
   const attempts = await deliveries.attemptsOf(id);
   expect(attempts.map((a) => [a.seq, a.attempt, a.outcome, a.status])).toEqual([[1, 1, 'failed', 503], [1, 2, 'failed', 503], [1, 3, 'delivered', 204], [2, 1, 'delivered', 204]]);
   expect(received(id).map((d) => d.id)).toEqual([`${id}:1`, `${id}:1`, `${id}:1`, `${id}:2`]);
@@ -150,14 +153,16 @@ test('a failing receiver: every try recorded, later events wait for the earlier 
 });
 
 test('after the last try an event is given up, on record, and the next one goes', async () => {
-  const { store, deliveries, deps } = await setup({ maxAttempts: 2, initialMs: 20, maxMs: 20 });
+  const { store, deliveries, deps } = await setup({ maxAttempts: 2, initialMs: 1_000, maxMs: 1_000 });
+  let clock = Date.now();
+  const timed: DeliveryDeps = { ...deps, now: () => new Date(clock) };
   const id = 'given-up';
   await createJob(store, id);
   await store.transition(id, 'Provisioning', 'pool requested');
   await faults(2, 500);
-  await deliverJob(deps, id);
-  await new Promise((r) => setTimeout(r, 30));
-  expect(await deliverJob(deps, id)).toMatchObject([{ state: 'delivered', sent: 1 }]);
+  await deliverJob(timed, id);
+  clock += 1_000;
+  expect(await deliverJob(timed, id)).toMatchObject([{ state: 'delivered', sent: 1 }]);
   const attempts = await deliveries.attemptsOf(id);
   expect(attempts.map((a) => [a.seq, a.attempt, a.outcome])).toEqual([[1, 1, 'failed'], [1, 2, 'abandoned'], [2, 1, 'delivered']]);
   expect((await deliveries.cursor(id, 'webhook-local')).delivered).toBe(2);
