@@ -10,10 +10,12 @@ import { z } from 'zod';
 import { parseStorageAccountRef, type StorageAccountRef } from './storageAccounts';
 import { parsePriceTable, type PriceTable } from './priceTable';
 import { authEnvSchema, parseAuthConfig, type AuthConfig } from './auth';
+import { eventsEnvSchema, parseEventsConfig, type EventsConfig } from './events';
 
 export type { StorageAccountRef } from './storageAccounts';
 export { parseConnectionString, parseStorageAccountRef } from './storageAccounts';
 export { ROLES, MIN_OPERATOR_KEY_LENGTH, type Role, type AuthConfig, type BearerConfig } from './auth';
+export { eventsRelaySchedule, DEFAULT_EVENTS_RELAY_SCHEDULE, type EventsConfig, type WebhookTarget } from './events';
 
 /** The AAD scope of the Batch data plane (resource https://batch.core.windows.net/). */
 export const BATCH_TOKEN_SCOPE = 'https://batch.core.windows.net/.default';
@@ -70,6 +72,8 @@ export interface AppConfig {
   auth: AuthConfig;
   /** What job containers may ask for beyond the allowlist (docs/workloads.md). */
   containers: ContainersConfig;
+  /** Where each job state change is published (Event Grid, webhooks); see docs/events.md. */
+  events: EventsConfig;
 }
 
 export interface ContainersConfig {
@@ -215,6 +219,7 @@ const envSchema = z.object({
   ...authEnvSchema,
   CONTAINER_ALLOW_PRIVILEGED: z.string().trim().optional()
     .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
+  ...eventsEnvSchema,
 });
 
 /** Every app setting the app reads (APP_VERSION aside, read on its own by appVersionSetting). */
@@ -293,6 +298,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const auth = parseAuthConfig(e, problems);
   dataAccess.mountSources = parseMountSources(e.DATA_MOUNT_SOURCES, problems);
   const mountSecrets = parseMountSecrets(env, problems);
+  const events = parseEventsConfig(e, problems);
 
   if (problems.length > 0 || !hostStorage || !priceTable) throw new ConfigError(problems);
 
@@ -333,6 +339,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     mountSecrets,
     auth,
     containers: { allowPrivileged: e.CONTAINER_ALLOW_PRIVILEGED === 'true' },
+    events,
   };
   return deepFreeze(config);
 }
