@@ -9,8 +9,10 @@
 import { z } from 'zod';
 import { parseStorageAccountRef, type StorageAccountRef } from './storageAccounts';
 import { parsePriceTable, type PriceTable } from './priceTable';
+import { parseCoreQuota, parseQueues, type AdmissionConfig } from './admission';
 
 export type { StorageAccountRef } from './storageAccounts';
+export type { AdmissionConfig, QueueSetting } from './admission';
 export { parseConnectionString, parseStorageAccountRef } from './storageAccounts';
 
 /** The AAD scope of the Batch data plane (resource https://batch.core.windows.net/). */
@@ -59,6 +61,8 @@ export interface AppConfig {
   queueMaxDequeueCount: number;
   /** The operations sweep (functions/sweep.ts) and cost accounting; see docs/operations.md. */
   ops: OpsConfig;
+  /** Queues and the limits admission keeps; see docs/scheduling.md. */
+  admission: AdmissionConfig;
 }
 
 export interface DataAccessConfig {
@@ -190,6 +194,15 @@ const envSchema = z.object({
   STAGING_RETENTION_HOURS: numberSetting(24, 0, 24 * 365),
   JOBS_RETENTION_DAYS: numberSetting(0, 0, 3_650),
   PRICE_TABLE_JSON: z.string().optional(),
+  ADMISSION_QUEUES: z.string().optional(),
+  ADMISSION_CORE_QUOTA: z.string().optional(),
+  // 0 = no limit.
+  ADMISSION_MAX_POOLS: intSetting(0, 0, 100_000),
+  ADMISSION_MAX_NODES: intSetting(0, 0, 10_000_000),
+  ADMISSION_OWNER_MAX_NODES: intSetting(0, 0, 10_000_000),
+  ADMISSION_OWNER_MAX_CORES: intSetting(0, 0, 100_000_000),
+  ADMISSION_BACKFILL_LIMIT: intSetting(4, 0, 1_000),
+  ADMISSION_POLL_SECONDS: intSetting(60, 1, 3_600),
 });
 
 /** Every app setting the app reads (APP_VERSION aside, read on its own by appVersionSetting). */
@@ -223,6 +236,18 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   let priceTable: PriceTable | undefined;
   try {
     priceTable = parsePriceTable(e.PRICE_TABLE_JSON);
+  } catch (err) {
+    problems.push((err as Error).message);
+  }
+  let queues: AdmissionConfig['queues'] | undefined;
+  let coreQuota: AdmissionConfig['coreQuota'] | undefined;
+  try {
+    queues = parseQueues(e.ADMISSION_QUEUES);
+  } catch (err) {
+    problems.push((err as Error).message);
+  }
+  try {
+    coreQuota = parseCoreQuota(e.ADMISSION_CORE_QUOTA);
   } catch (err) {
     problems.push((err as Error).message);
   }
@@ -266,7 +291,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 
   const dataAccess = parseDataAccess(e.DATA_ACCOUNTS, e.DATA_CONTAINERS, endpointSuffix, [hostStorage?.accountName, ...names], problems);
 
-  if (problems.length > 0 || !hostStorage || !priceTable) throw new ConfigError(problems);
+  if (problems.length > 0 || !hostStorage || !priceTable || !queues || !coreQuota) throw new ConfigError(problems);
+  const limit = (n: number) => (n > 0 ? n : undefined);
 
   const config: AppConfig = {
     batch: {
@@ -301,6 +327,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       stagingRetentionMs: e.STAGING_RETENTION_HOURS * 3_600_000,
       jobsRetentionMs: e.JOBS_RETENTION_DAYS > 0 ? e.JOBS_RETENTION_DAYS * 24 * 3_600_000 : undefined,
       priceTable,
+    },
+    admission: {
+      queues,
+      coreQuota,
+      maxPools: limit(e.ADMISSION_MAX_POOLS),
+      maxNodes: limit(e.ADMISSION_MAX_NODES),
+      ownerMaxNodes: limit(e.ADMISSION_OWNER_MAX_NODES),
+      ownerMaxCores: limit(e.ADMISSION_OWNER_MAX_CORES),
+      backfillLimit: e.ADMISSION_BACKFILL_LIMIT,
+      pollMs: e.ADMISSION_POLL_SECONDS * 1000,
     },
   };
   return deepFreeze(config);

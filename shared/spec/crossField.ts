@@ -5,6 +5,7 @@
  */
 import { parseIsoDuration } from './duration';
 import { LIMITS } from './schema';
+import { schedulingIssues } from './sections/scheduling';
 
 export interface SpecIssue {
   /** Path segments from the spec root, e.g. ['container', 'images', 0]. */
@@ -112,5 +113,6 @@ export function crossFieldIssues(raw: unknown): SpecIssue[] {
   if (isObj(env) && Object.keys(env).length > LIMITS.maxEnv) {
     add(['mpi', 'env'], `must have at most ${LIMITS.maxEnv} entries`);
   }
+  issues.push(...schedulingIssues(raw));
   return issues;
 }

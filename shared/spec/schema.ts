@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { parseIsoDuration } from './duration';
 import * as P from './patterns';
+import { SchedulingFields } from './sections/scheduling';
 
 export const LIMITS = {
   maxNodes: 100,
@@ -304,6 +305,7 @@ export const JobSpecSchema = z
     mpi: MpiSchema,
     limits: LimitsSchema.prefault({}),
     cleanup: CleanupSchema.prefault({}),
+    ...SchedulingFields,
   })
   .meta({ title: 'JobSpec', description: 'An MPI job: where it runs, what it runs, on which data, within which limits.' });
 

@@ -6,7 +6,7 @@ export type { TransitionableRow, TransitionResult } from './machine';
 export {
   IllegalTransitionError, JobNotFoundError, ConcurrencyConflictError, InvalidContinuationTokenError, JobRecordTooLargeError,
 } from './errors';
-export type { JobRecord, JobEvent, JobPatch, JobError, JsonValue } from './record';
+export type { JobRecord, JobEvent, JobPatch, JobError, JsonValue, ArrayMembership } from './record';
 export { JobStore, DEFAULT_JOBS_TABLE, DEFAULT_EVENTS_TABLE, buildListFilter } from './jobStore';
 export type { JobStoreOptions, NewJob, TransitionOutcome, NoteInput, ListJobsQuery, ListJobsPage } from './jobStore';
 export {

@@ -14,7 +14,7 @@ function keysOf<K extends string>(r: Record<K, unknown>): K[] {
 
 /** Every job state in pipeline order, for the state filter. */
 export const JOB_STATES: readonly JobState[] = keysOf<JobState>({
-  Submitted: 0, Provisioning: 0, PullingImages: 0, StagingData: 0, Running: 0, CleaningUp: 0, Succeeded: 0, Failed: 0, Cancelled: 0,
+  Submitted: 0, Queued: 0, Provisioning: 0, PullingImages: 0, StagingData: 0, Running: 0, CleaningUp: 0, Succeeded: 0, Failed: 0, Cancelled: 0,
 });
 const TERMINAL: ReadonlySet<string> = new Set(keysOf<TerminalState>({ Succeeded: 0, Failed: 0, Cancelled: 0 }));
 

@@ -1,0 +1,166 @@
+/**
+ * The admission ledger and what a pass, a release, an acknowledgement and a reconciliation do to it. Pure: the store
+ * (admissionStore.ts) reads the partition, one of these functions computes the change, and the store commits it in one
+ * entity-group transaction guarded by the ledger's ETag (retrying from a fresh read on a conflict).
+ */
+import { decideAdmission, type AdmissionLimits, type Reservation, type WaitingJob } from './admission';
+
+export interface Ledger {
+  /** Bumped by every change (the ETag guards the writes; this is for people reading the table). */
+  version: number;
+  /** The number of the last grant made. */
+  grantSeq: number;
+  reservations: Record<string, Reservation>;
+  /** How many later jobs started ahead of a waiting job while it was blocked (bounded backfill). */
+  jumps: Record<string, number>;
+  /** Jobs refused at admission (they can never fit) until their run has seen it. */
+  refused: Record<string, { reason: string; at: string; acked?: boolean }>;
+}
+
+export const EMPTY_LEDGER: Ledger = { version: 0, grantSeq: 0, reservations: {}, jumps: {}, refused: {} };
+
+/** What the partition holds: the ledger and one row per waiting job. */
+export interface AdmissionSnapshot {
+  ledger: Ledger;
+  waiting: WaitingJob[];
+}
+
+/** A change to commit: the new ledger and the waiting rows to delete. Nothing to commit when `ledger` is undefined. */
+export interface LedgerChange {
+  ledger?: Ledger;
+  deleteWaiting: string[];
+}
+
+export interface PassOutcome extends LedgerChange {
+  admitted: Reservation[];
+  refused: { jobId: string; reason: string }[];
+  /** Grants and refusals older than the re-send delay that their runs have not seen yet: tell them again. */
+  resend: string[];
+  /** Why each job still waiting waits. */
+  waitingReasons: Record<string, string>;
+}
+
+/** At most this many grants and refusals per pass: with the ledger they fit one transaction (100 operations). */
+export const MAX_DECISIONS_PER_PASS = 90;
+
+function clone(l: Ledger): Ledger {
+  return { version: l.version, grantSeq: l.grantSeq, reservations: { ...l.reservations }, jumps: { ...l.jumps }, refused: { ...l.refused } };
+}
+
+/** Waiting rows whose job holds a reservation or a refusal already: left by a retried enqueue; deleted by the next change. */
+function staleWaiting(s: AdmissionSnapshot): string[] {
+  return s.waiting.filter((w) => s.ledger.reservations[w.jobId] || s.ledger.refused[w.jobId]).map((w) => w.jobId);
+}
+
+/**
+ * One admission pass: grants what fits (decideAdmission), refuses what never fits, records the backfill counts, and
+ * lists what to re-send. Grants are numbered in grant order. `ackFor`: the job whose own run makes this pass; its
+ * grant or refusal is marked seen in the same commit (its run learns it from the answer).
+ */
+export function planPass(s: AdmissionSnapshot, limits: AdmissionLimits, now: Date, resendAfterMs: number, ackFor?: string): PassOutcome {
+  const stale = new Set(staleWaiting(s));
+  const waiting = s.waiting.filter((w) => !stale.has(w.jobId)).map((w) => ({ ...w, jumpedBy: s.ledger.jumps[w.jobId] ?? 0 }));
+  const decision = decideAdmission(limits, Object.values(s.ledger.reservations), waiting, MAX_DECISIONS_PER_PASS);
+  const refused = decision.refuse.slice(0, Math.max(0, MAX_DECISIONS_PER_PASS - decision.admit.length));
+  const at = now.toISOString();
+  const resend = [
+    ...Object.values(s.ledger.reservations).filter((r) => !r.acked && now.getTime() - Date.parse(r.grantedAt) >= resendAfterMs).map((r) => r.jobId),
+    ...Object.entries(s.ledger.refused).filter(([, r]) => !r.acked && now.getTime() - Date.parse(r.at) >= resendAfterMs).map(([id]) => id),
+  ].filter((id) => id !== ackFor);
+  const selfAdmitted = ackFor !== undefined && decision.admit.some((w) => w.jobId === ackFor);
+  const selfRefused = ackFor !== undefined && refused.some((r) => r.jobId === ackFor);
+  const needsAck = ackFor !== undefined && (
+    (s.ledger.reservations[ackFor] && !s.ledger.reservations[ackFor].acked) || (s.ledger.refused[ackFor] && !s.ledger.refused[ackFor].acked));
+  const changed = decision.admit.length > 0 || refused.length > 0 || stale.size > 0 || Object.keys(decision.jumped).length > 0 || needsAck;
+  if (!changed) return { deleteWaiting: [], admitted: [], refused: [], resend, waitingReasons: decision.waiting };
+  const ledger = clone(s.ledger);
+  ledger.version++;
+  const admitted: Reservation[] = decision.admit.map((w) => ({
+    jobId: w.jobId, owner: w.owner, queue: w.queue, family: w.family, cores: w.cores, nodes: w.nodes, pools: w.pools,
+    grantedAt: at, grant: ++ledger.grantSeq, acked: w.jobId === ackFor,
+  }));
+  for (const r of admitted) {
+    ledger.reservations[r.jobId] = r;
+    delete ledger.jumps[r.jobId];
+  }
+  for (const r of refused) {
+    ledger.refused[r.jobId] = { reason: r.reason, at, ...(r.jobId === ackFor ? { acked: true } : {}) };
+    delete ledger.jumps[r.jobId];
+  }
+  for (const [id, n] of Object.entries(decision.jumped)) ledger.jumps[id] = n;
+  if (needsAck && !selfAdmitted && !selfRefused && ackFor !== undefined) {
+    const r = ledger.reservations[ackFor];
+    if (r) ledger.reservations[ackFor] = { ...r, acked: true };
+    const f = ledger.refused[ackFor];
+    if (f) ledger.refused[ackFor] = { ...f, acked: true };
+  }
+  return {
+    ledger,
+    deleteWaiting: [...stale, ...admitted.map((r) => r.jobId), ...refused.map((r) => r.jobId)],
+    admitted,
+    refused,
+    resend,
+    waitingReasons: decision.waiting,
+  };
+}
+
+/** The job's run is over (or it was cancelled while waiting): its reservation, waiting row and counts go. */
+export function planRelease(s: AdmissionSnapshot, jobId: string): LedgerChange {
+  const waits = s.waiting.some((w) => w.jobId === jobId);
+  const l = s.ledger;
+  if (!waits && !l.reservations[jobId] && l.jumps[jobId] === undefined && !l.refused[jobId]) return { deleteWaiting: [] };
+  const ledger = clone(l);
+  ledger.version++;
+  delete ledger.reservations[jobId];
+  delete ledger.jumps[jobId];
+  delete ledger.refused[jobId];
+  return { ledger, deleteWaiting: waits ? [jobId] : [] };
+}
+
+/** The job's run has seen its grant or refusal: later passes stop re-sending it. */
+export function planAck(s: AdmissionSnapshot, jobId: string): LedgerChange {
+  const r = s.ledger.reservations[jobId];
+  const f = s.ledger.refused[jobId];
+  if ((!r || r.acked) && (!f || f.acked)) return { deleteWaiting: [] };
+  const ledger = clone(s.ledger);
+  ledger.version++;
+  if (r && !r.acked) ledger.reservations[jobId] = { ...r, acked: true };
+  if (f && !f.acked) ledger.refused[jobId] = { ...f, acked: true };
+  return { ledger, deleteWaiting: [] };
+}
+
+/**
+ * Drops what belongs to jobs that ended or no longer exist (a crashed or terminated run never released): `ended`
+ * names them. Capacity is never leaked for good.
+ */
+export function planReconcile(s: AdmissionSnapshot, ended: ReadonlySet<string>): LedgerChange & { dropped: string[] } {
+  const dropped = new Set<string>();
+  for (const id of [...Object.keys(s.ledger.reservations), ...Object.keys(s.ledger.refused), ...Object.keys(s.ledger.jumps), ...s.waiting.map((w) => w.jobId)]) {
+    if (ended.has(id)) dropped.add(id);
+  }
+  if (!dropped.size) return { deleteWaiting: [], dropped: [] };
+  const ledger = clone(s.ledger);
+  ledger.version++;
+  for (const id of dropped) {
+    delete ledger.reservations[id];
+    delete ledger.jumps[id];
+    delete ledger.refused[id];
+  }
+  return { ledger, deleteWaiting: s.waiting.filter((w) => dropped.has(w.jobId)).map((w) => w.jobId), dropped: [...dropped] };
+}
+
+/** What a job's run learns when it asks. */
+export type AdmissionStatus =
+  | { state: 'granted'; grant: number; grantedAt: string }
+  | { state: 'refused'; reason: string }
+  | { state: 'waiting'; reason: string; position?: { inQueue: number; overall: number } }
+  | { state: 'absent' };
+
+export function statusOf(s: AdmissionSnapshot, jobId: string): Exclude<AdmissionStatus, { state: 'waiting' }> | { state: 'waiting' } {
+  const r = s.ledger.reservations[jobId];
+  if (r) return { state: 'granted', grant: r.grant, grantedAt: r.grantedAt };
+  const f = s.ledger.refused[jobId];
+  if (f) return { state: 'refused', reason: f.reason };
+  if (s.waiting.some((w) => w.jobId === jobId)) return { state: 'waiting' };
+  return { state: 'absent' };
+}
