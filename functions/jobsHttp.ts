@@ -10,7 +10,9 @@ import * as df from 'durable-functions';
 import { submitJob } from '../shared/intake/submit';
 import { cancelJob } from '../shared/intake/cancel';
 import { parseListQuery, toJobView, jobUrl } from '../shared/state';
-import { appConfig, jobStore } from '../shared/services';
+import { admissionDeps, appConfig, jobStore, schedulingPolicy } from '../shared/services';
+import { readJobQueue } from '../shared/scheduling/admissionService';
+import type { PipelineStatus } from '../shared/contract';
 import { dataAccessPolicy } from '../shared/intake/dataAccess';
 import { cancelSignal, liveStatus, orchestrationStarter } from './lib/durable';
 import { invalidRequest, problem, unavailable } from './lib/http';
@@ -39,6 +41,7 @@ export async function submitJobHttp(request: HttpRequest, context: InvocationCon
       idempotencyKey: request.headers.get('idempotency-key') ?? undefined,
       owner: request.headers.get('x-ms-client-principal-name') ?? 'api',
       dataAccess: dataAccessPolicy(appConfig()),
+      scheduling: await schedulingPolicy(),
     });
     if (outcome.kind === 'invalid') return invalidRequest(outcome.errors);
     if (outcome.kind === 'conflict') {
@@ -78,6 +81,7 @@ export async function getJobHttp(request: HttpRequest, context: InvocationContex
     if (!job) return problem(404, 'JobNotFound', `no job with id ${id}`);
     const [live, events] = await Promise.all([liveStatus(df.getClient(context), id), store.events(id)]);
     const view = toJobView(job, { baseUrl: baseUrlOf(request), includeSpec: true });
+    if (job.state === 'Queued' && !job.spec?.array) view.queue = await readJobQueue(await admissionDeps(), job, (live?.customStatus as PipelineStatus | undefined)?.queue);
     return {
       status: 200,
       jsonBody: { ...view, progress: live?.customStatus ?? view.progress, orchestrationStatus: live?.runtimeStatus, cost: job.result?.cost, timeline: events },

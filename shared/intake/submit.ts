@@ -4,9 +4,10 @@
  * orchestration (instance id = job id) unless it runs already. A repeat of the same job returns the existing
  * one; the same id with a different spec is a conflict. Nothing is written for a rejected spec.
  */
-import { parseJobSpec, type JobSpec, type SpecError } from '../spec';
+import { deriveJobId, parseJobSpec, type JobSpec, type SpecError } from '../spec';
 import { recordSubmission, type JobRecord, type JobStore } from '../state';
 import { checkDataAccess, type DataAccessPolicy } from './dataAccess';
+import { checkScheduling, planArray, registerDependents, startArray, type SchedulingPolicy } from '../scheduling/intake';
 
 export interface OrchestrationStarter {
   /**
@@ -28,6 +29,8 @@ export interface SubmitRequest {
   owner: string;
   /** The storage this deployment lets jobs name (shared/intake/dataAccess.ts). */
   dataAccess: DataAccessPolicy;
+  /** The deployment's queues and the dependents index (shared/scheduling/intake.ts). */
+  scheduling: SchedulingPolicy;
 }
 
 export type SubmitOutcome =
@@ -40,13 +43,24 @@ export async function submitJob(store: JobStore, starter: OrchestrationStarter, 
   if (!parsed.ok) return { kind: 'invalid', errors: parsed.errors };
   const refused = checkDataAccess(parsed.spec, req.dataAccess);
   if (refused.length) return { kind: 'invalid', errors: refused };
+  const id = deriveJobId(parsed.spec, req.idempotencyKey);
+  const unschedulable = await checkScheduling(store, req.scheduling, id, parsed.spec, req.owner);
+  if (unschedulable.length) return { kind: 'invalid', errors: unschedulable };
+  const array = parsed.spec.array ? await planArray(store, id, parsed.spec) : undefined;
+  if (array && !array.ok) return { kind: 'invalid', errors: array.errors };
   const recorded = await recordSubmission(store, { spec: parsed.spec, idempotencyKey: req.idempotencyKey, owner: req.owner });
   if (recorded.outcome === 'conflict') return { kind: 'conflict', job: recorded.job, differingPaths: recorded.differingPaths };
   const { job } = recorded;
   const created = recorded.outcome === 'created';
+  // An array runs as its jobs; its own row only tracks them.
+  if (array) {
+    const orchestration = await startArray(store, starter, req.scheduling, job, array.children);
+    return { kind: 'accepted', created, orchestration, job: (await store.get(job.id)) ?? job };
+  }
   // A job that moved on (running or finished) has its orchestration; only a job still in Submitted may lack
   // one (its first intake died between the insert and the start, or this is that intake).
   if (job.state !== 'Submitted') return { kind: 'accepted', created, orchestration: 'skipped', job };
+  await registerDependents(req.scheduling, job.id, parsed.spec);
   const orchestration = await starter.ensureStarted(job.id, parsed.spec, created);
   return { kind: 'accepted', created, orchestration, job };
 }

@@ -8,7 +8,7 @@ import { ValidationErrorResponseSchema } from '../spec/errorSchemas';
 import { JOB_STATES } from '../state/states';
 import {
   CancelJobResponseSchema, HealthResponseSchema, JobConflictResponseSchema, JobListResponseSchema, JobViewSchema,
-  ProblemResponseSchema, SubmitJobResponseSchema,
+  ProblemResponseSchema, QueuesResponseSchema, SubmitJobResponseSchema,
 } from '../state/view';
 
 export interface OpenApiOptions {
@@ -168,6 +168,16 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
           },
         },
       },
+      '/api/queues': {
+        get: {
+          operationId: 'getQueues',
+          summary: 'Admission queues',
+          description: 'Per queue: jobs waiting (depth), jobs holding a reservation, reserved nodes and cores per VM family; the totals and the limits admission keeps (docs/scheduling.md).',
+          responses: {
+            200: { description: 'The queues.', content: jsonContent('QueuesResponse') },
+          },
+        },
+      },
       '/api/usage': {
         get: {
           operationId: 'getUsage',
@@ -212,6 +222,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
         JobConflictResponse: schemaOf(JobConflictResponseSchema, 'output'),
         ProblemResponse: schemaOf(ProblemResponseSchema, 'output'),
         HealthResponse: schemaOf(HealthResponseSchema, 'output'),
+        QueuesResponse: schemaOf(QueuesResponseSchema, 'output'),
       },
       securitySchemes: {
         functionKeyHeader: { type: 'apiKey', in: 'header', name: 'x-functions-key', description: 'Azure Functions function or host key.' },

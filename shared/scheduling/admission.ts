@@ -55,6 +55,8 @@ export interface Reservation extends Demand {
   grant: number;
   /** The job's own run has seen the grant (later passes stop re-sending it). */
   acked: boolean;
+  /** When the job started waiting for admission (ISO), when known. */
+  waitingSince?: string;
 }
 
 export interface WaitingJob extends Demand {
@@ -66,6 +68,8 @@ export interface WaitingJob extends Demand {
   order: string;
   /** How many later jobs have started ahead of it while it was blocked. */
   jumpedBy: number;
+  /** When its waiting row was written (ISO). */
+  enqueuedAt?: string;
 }
 
 export interface AdmissionDecision {

@@ -5,6 +5,8 @@
  * them may run at once on any number of hosts.
  */
 import type { JobRecord } from '../state/record';
+import type { QueueProgress } from '../contract/progress';
+import type { JobQueueView, QueuesResponse } from '../state/view';
 import { isTerminal } from '../state/states';
 import type { JobStore } from '../state/jobStore';
 import { positions, usageOf, type AdmissionLimits, type Reservation } from './admission';
@@ -99,30 +101,19 @@ export async function reconcileAdmission(deps: AdmissionDeps, jobs: Pick<JobStor
 }
 
 /** Where a job stands, for GET /api/jobs/{id} (read-only: no pass). */
-export interface JobAdmissionView {
-  queue: string;
-  state: 'waiting' | 'granted' | 'refused' | 'notQueued';
-  position?: number;
-  positionOverall?: number;
-  waitingInQueue?: number;
-  reason?: string;
-  grant?: number;
-}
-
-export function jobAdmissionView(limits: AdmissionLimits, snap: AdmissionSnapshot, job: JobRecord): JobAdmissionView {
-  const queue = job.spec ? queueOf(job.spec) : 'default';
+export function jobAdmissionView(limits: AdmissionLimits, snap: AdmissionSnapshot, job: JobRecord): JobQueueView {
+  const name = job.spec ? queueOf(job.spec) : 'default';
   const st = statusOf(snap, job.id);
-  if (st.state === 'granted') return { queue, state: 'granted', grant: st.grant };
-  if (st.state === 'refused') return { queue, state: 'refused', reason: st.reason };
-  if (st.state === 'absent') return { queue, state: 'notQueued' };
+  if (st.state === 'granted') return { name, state: 'granted', grant: st.grant };
+  if (st.state === 'refused') return { name, state: 'refused', reason: st.reason };
+  if (st.state === 'absent') return { name, state: 'notQueued' };
   const waiting = snap.waiting.map((w) => ({ ...w, jumpedBy: snap.ledger.jumps[w.jobId] ?? 0 }));
   const place = positions(limits, waiting).get(job.id);
   return {
-    queue,
+    name,
     state: 'waiting',
-    position: place?.inQueue,
-    positionOverall: place?.overall,
-    waitingInQueue: waiting.filter((w) => w.queue === queue).length,
+    ...(place ? { position: place.inQueue, positionOverall: place.overall } : {}),
+    waitingInQueue: waiting.filter((w) => w.queue === name).length,
   };
 }
 
@@ -182,4 +173,22 @@ export function queuesView(limits: AdmissionLimits, snap: AdmissionSnapshot): Qu
     totals: { waiting: snap.waiting.length, running: reservations.length, pools: usage.pools, nodes: usage.nodes, cores: usage.totalCores, coresByFamily: coresByFamily(reservations) },
     limits: rest,
   };
+}
+
+/**
+ * A queued job's place for GET /api/jobs/{id}: read fresh from the Admission partition, with why it waits and which
+ * dependencies are pending as its run last reported them (its custom status).
+ */
+export async function readJobQueue(deps: AdmissionDeps, job: JobRecord, live?: QueueProgress): Promise<JobQueueView> {
+  const view = jobAdmissionView(deps.limits, await deps.store.read(), job);
+  return {
+    ...view,
+    ...(view.state === 'waiting' && live?.reason ? { reason: live.reason } : {}),
+    ...(view.state === 'notQueued' && live?.pending ? { pending: live.pending } : {}),
+  };
+}
+
+/** The queues for GET /api/queues. */
+export async function readQueues(deps: AdmissionDeps): Promise<QueuesResponse> {
+  return queuesView(deps.limits, await deps.store.read());
 }

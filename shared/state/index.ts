@@ -11,10 +11,11 @@ export { JobStore, DEFAULT_JOBS_TABLE, DEFAULT_EVENTS_TABLE, buildListFilter } f
 export type { JobStoreOptions, NewJob, TransitionOutcome, NoteInput, ListJobsQuery, ListJobsPage } from './jobStore';
 export {
   JobViewSchema, JobErrorSchema, JobLinksSchema, SubmitJobResponseSchema, JobConflictResponseSchema, JobListResponseSchema,
-  CancelJobResponseSchema, ProblemResponseSchema, HealthResponseSchema, toJobView, jobUrl,
+  CancelJobResponseSchema, ProblemResponseSchema, HealthResponseSchema, QueuesResponseSchema, JobQueueSchema, toJobView, jobUrl,
 } from './view';
 export type {
   JobView, SubmitJobResponse, JobConflictResponse, JobListResponse, CancelJobResponse, ProblemResponse, HealthResponse, JobViewOptions,
+  QueuesResponse, JobQueueView,
 } from './view';
 export { recordSubmission, requestCancel } from './submission';
 export type { SubmissionOutcome, SubmissionInput, CancelOutcome } from './submission';
