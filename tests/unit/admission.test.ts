@@ -216,7 +216,7 @@ describe('the ledger', () => {
     expect(p.deleteWaiting.sort()).toEqual(['job-000', 'job-001', 'job-003']);
     expect(p.ledger?.grantSeq).toBe(2);
     const after: AdmissionSnapshot = { ledger: p.ledger!, waiting: [job(2)] };
-    expect(statusOf(after, 'job-000')).toEqual({ state: 'granted', grant: 1, grantedAt: now.toISOString() });
+    expect(statusOf(after, 'job-000')).toEqual({ state: 'granted', grant: 1, grantedAt: now.toISOString(), queue: 'default' });
     expect(statusOf(after, 'job-003')).toMatchObject({ state: 'refused' });
     expect(statusOf(after, 'job-002')).toEqual({ state: 'waiting' });
     expect(statusOf(after, 'job-009')).toEqual({ state: 'absent' });

@@ -46,7 +46,7 @@ export const ArrayRangeSchema = z
   .strictObject({
     from: int('the first value').min(-1_000_000_000).max(1_000_000_000),
     to: int('the last value (inclusive)').min(-1_000_000_000).max(1_000_000_000),
-    step: int('the step').refine((v) => v !== 0, { error: 'must not be 0' }).default(1),
+    step: int('the step').min(-1_000_000_000).max(1_000_000_000).refine((v) => v !== 0, { error: 'must not be 0' }).default(1),
   })
   .superRefine((r, ctx) => {
     const n = rangeSize(r);
