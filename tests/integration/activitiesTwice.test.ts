@@ -24,6 +24,9 @@ import { batchJobAutoComplete, batchJobCreate, batchJobTerminate } from '../../o
 import { nodeTasksAdd, nodeTasksObserve } from '../../orchestrations/activities/nodeTasks';
 import { inputsList, shardCopy, shardUrls, stagedDataDelete } from '../../orchestrations/activities/staging';
 import { mpiResultCollect, mpiTaskAdd, mpiTaskObserve } from '../../orchestrations/activities/mpi';
+import { admissionRelease, admissionRequest, dependenciesCheck, jobEnded } from '../../orchestrations/activities/scheduling';
+import type { ActivityEnv } from '../../orchestrations/runtime/activityCalls';
+import { recordSubmission as record } from '../../shared/state';
 import { until } from '../batch/until';
 import { smallSpec } from '../ops/helpers';
 
@@ -59,7 +62,7 @@ beforeAll(async () => {
     },
   });
   // The app's composition root reads the Function App settings from the environment, once, on first use.
-  Object.assign(process.env, localAppSettings(azurite, emu));
+  Object.assign(process.env, localAppSettings(azurite, emu), { ADMISSION_CORE_QUOTA: '{"standardDSv5Family":16}' });
 }, 60_000);
 afterAll(async () => {
   process.env = saved;
@@ -219,5 +222,60 @@ describe('staging activities', () => {
     for (const url of [u1[shard.id], u2[shard.id]]) expect((await fetch(url)).status).toBe(200);
     const [d1, d2] = await twice(() => stagedDataDelete({ containers: [{ account: shard.account, container }] }));
     expect([d1, d2]).toEqual([1, 0]);
+  });
+});
+
+describe('scheduling activities', () => {
+  // The Durable client is the one boundary replaced here (no host runs in this test): it records the events raised.
+  const raised: [string, string][] = [];
+  const env = { client: { raiseEvent: async (id: string, name: string) => void raised.push([id, name]) }, log: { warn: () => undefined } } as unknown as ActivityEnv;
+
+  it('admissionRequest twice gives the same grant and one timeline note; a waiting job twice keeps its place; admissionRelease twice lets it in once', async () => {
+    // Standard_D8s_v5: 8 cores per node; the quota is 16 cores of that family.
+    await submitted('twice-adm-a', spec('twice-adm-a', { nodes: 1, command: 'true' }));
+    await submitted('twice-adm-b', spec('twice-adm-b', { nodes: 2, command: 'true' }));
+    const [a1, a2] = await twice(() => admissionRequest({ jobId: 'twice-adm-a' }, env));
+    expect(a1).toMatchObject({ state: 'granted', grant: 1 });
+    expect(a2).toEqual(a1);
+    const notes = (await (await jobStore()).events('twice-adm-a')).filter((e) => e.kind === 'note');
+    expect(notes.map((n) => n.reason)).toEqual([expect.stringMatching(/^admitted: grant 1 in queue default, waiting since /)]);
+    const [b1, b2] = await twice(() => admissionRequest({ jobId: 'twice-adm-b' }, env));
+    expect(b1).toEqual({ state: 'waiting', reason: 'standardDSv5Family: 8 of 16 cores in use, the job needs 16', position: { inQueue: 1, overall: 1 } });
+    expect(b2).toEqual(b1);
+    await twice(() => admissionRelease({ jobId: 'twice-adm-a' }, env));
+    expect(raised.filter(([id, name]) => id === 'twice-adm-b' && name === 'admission')).toHaveLength(1);
+    expect(await admissionRequest({ jobId: 'twice-adm-b' }, env)).toMatchObject({ state: 'granted', grant: 2 });
+  });
+
+  it('dependenciesCheck twice reads the same; jobEnded twice wakes the dependents and moves an array row once', async () => {
+    const parent = spec('twice-dep-parent');
+    await submitted('twice-dep-parent', parent);
+    const child = (await record(await jobStore(), { spec: { ...spec('twice-dep-child'), dependsOn: [{ job: 'twice-dep-parent', condition: 'succeeded' }] }, owner: 'test' })).job;
+    const [c1, c2] = await twice(() => dependenciesCheck({ jobId: child.id }));
+    expect(c1).toEqual({ state: 'pending', pending: ['twice-dep-parent'] });
+    expect(c2).toEqual(c1);
+    const { dependents } = await (await import('../../shared/services')).schedulingStores();
+    await dependents.add('twice-dep-parent', child.id);
+    await jobTransition({ jobId: 'twice-dep-parent', to: 'Failed', reason: 'gave up' });
+    raised.length = 0;
+    await twice(() => jobEnded({ jobId: 'twice-dep-parent' }, env));
+    expect(raised).toEqual([[child.id, 'dependency'], [child.id, 'dependency']]);
+    expect(await dependenciesCheck({ jobId: child.id })).toEqual({ state: 'impossible', reason: 'dependency twice-dep-parent ended Failed (this job needed it to succeed)' });
+
+    // An array of two whose jobs both ended: its row moves to Succeeded once, however often the end is announced.
+    const store = await jobStore();
+    const arraySpec = { ...spec('twice-arr'), array: { parameters: ['x', 'y'] } };
+    const arr = (await record(store, { spec: arraySpec, owner: 'test' })).job;
+    await jobTransition({ jobId: arr.id, to: 'Queued', reason: 'array of 2 jobs' });
+    for (const i of [0, 1]) {
+      const id = `twice-arr-${i}`;
+      await store.createIfAbsent({ id, spec: spec(id), specHash: `h${i}`, owner: 'test', array: { parent: arr.id, index: i, submittedAt: arr.createdAt } });
+      for (const to of ['Queued', 'Running', 'CleaningUp', 'Succeeded'] as const) await jobTransition({ jobId: id, to, reason: to });
+    }
+    await twice(() => jobEnded({ jobId: 'twice-arr-1' }, env));
+    const row = await store.get(arr.id);
+    expect(row?.state).toBe('Succeeded');
+    expect(row?.progress).toEqual({ array: { size: 2, counts: { Succeeded: 2 }, state: 'Succeeded' } });
+    expect((await store.events(arr.id)).filter((e) => e.kind === 'transition').map((e) => e.to)).toEqual(['Submitted', 'Queued', 'Running', 'CleaningUp', 'Succeeded']);
   });
 });

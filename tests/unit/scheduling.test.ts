@@ -80,7 +80,7 @@ describe('arrays', () => {
     expect(arrayValues({ range: { from: 3, to: -3, step: -2 } })).toEqual([3, 1, -1, -3]);
     fc.assert(fc.property(fc.integer({ min: -50, max: 50 }), fc.integer({ min: -50, max: 50 }), fc.integer({ min: 1, max: 7 }), (from, to, step) => {
       const values = arrayValues({ range: { from, to, step } });
-      for (const v of values) expect(v >= from && v <= to).toBe(true);
+      for (const v of values) expect(Number(v) >= from && Number(v) <= to).toBe(true);
       expect(values.length).toBe(to >= from ? Math.floor((to - from) / step) + 1 : 0);
     }));
   });
