@@ -12,7 +12,7 @@ import type { JobStore } from '../state/jobStore';
 import { positions, usageOf, type AdmissionLimits, type Reservation } from './admission';
 import type { AdmissionStore, ReadSnapshot, StoredWaitingJob } from './admissionStore';
 import { demandOf, priorityOf, queueOf, submissionOrder } from './demand';
-import { planPass, planReconcile, planRelease, statusOf, type AdmissionSnapshot, type AdmissionStatus, type PassOutcome } from './ledger';
+import { needsAck, planPass, planReconcile, planRelease, statusOf, type AdmissionSnapshot, type AdmissionStatus, type PassOutcome } from './ledger';
 
 export interface AdmissionDeps {
   store: AdmissionStore;
@@ -32,9 +32,10 @@ export function toNotify(pass: PassOutcome, except?: string): string[] {
   return [...new Set([...pass.admitted.map((r) => r.jobId), ...pass.refused.map((r) => r.jobId), ...pass.resend])].filter((id) => id !== except);
 }
 
-function after(s: ReadSnapshot, change: { ledger?: AdmissionSnapshot['ledger']; deleteWaiting: string[] }): AdmissionSnapshot {
+function after(s: ReadSnapshot, change: { ledger?: AdmissionSnapshot['ledger']; deleteWaiting: string[]; deleteAcks?: string[] }): AdmissionSnapshot {
   const gone = new Set(change.deleteWaiting);
-  return { ledger: change.ledger ?? s.ledger, waiting: s.waiting.filter((w) => !gone.has(w.jobId)) };
+  const unacked = new Set(change.deleteAcks ?? []);
+  return { ledger: change.ledger ?? s.ledger, waiting: s.waiting.filter((w) => !gone.has(w.jobId)), acks: new Set([...s.acks].filter((id) => !unacked.has(id))) };
 }
 
 export async function admissionPass(deps: AdmissionDeps, ackFor?: string): Promise<CommittedPass> {
@@ -71,6 +72,8 @@ export async function requestAdmission(deps: AdmissionDeps, job: JobRecord): Pro
   if (statusOf(before, job.id).state === 'absent') await deps.store.enqueue({ ...claimOf(job), enqueuedAt: now().toISOString() });
   const pass = await admissionPass(deps, job.id);
   const st = statusOf(pass.after, job.id);
+  // The run learns its grant or refusal from this answer: later passes need not send it again.
+  if (needsAck(pass.after, job.id)) await deps.store.ack(job.id);
   if (st.state !== 'waiting') return { status: st, pass };
   const place = positions(deps.limits, pass.after.waiting).get(job.id);
   return { status: { state: 'waiting', reason: pass.waitingReasons[job.id] ?? 'waiting for the next pass', ...(place ? { position: place } : {}) }, pass };

@@ -3,7 +3,8 @@
  * properties as the Jobs table does) and one row per waiting job. Every change to the ledger is committed in one
  * entity-group transaction with the waiting rows it deletes, guarded by the ledger's ETag: of two writers that read
  * the same ledger, one commits and the other re-reads and decides again. Only inserting a waiting row happens outside
- * that guard (the row is immutable, and a pass never grants a job it has not read).
+ * that guard (the row is immutable, and a pass never grants a job it has not read), and so does inserting an
+ * acknowledgement row (a job's run has seen its grant), which no decision depends on.
  */
 import type { TokenCredential } from '@azure/core-auth';
 import { TableClient, type TableEntityResult, type TransactionAction } from '@azure/data-tables';
@@ -15,6 +16,7 @@ export const DEFAULT_ADMISSION_TABLE = 'Admission';
 const PARTITION = 'admission';
 const LEDGER_ROW = 'ledger';
 const WAIT_PREFIX = 'w|';
+const ACK_PREFIX = 'a|';
 
 /** A waiting row as stored: the job's claim plus when it was written. */
 export interface StoredWaitingJob extends WaitingJob {
@@ -23,6 +25,7 @@ export interface StoredWaitingJob extends WaitingJob {
 
 export interface ReadSnapshot extends AdmissionSnapshot {
   waiting: StoredWaitingJob[];
+  acks: Set<string>;
   /** The ledger row's ETag; undefined when the row does not exist yet. */
   etag?: string;
 }
@@ -93,6 +96,7 @@ export class AdmissionStore {
     let ledger: Ledger = EMPTY_LEDGER;
     let etag: string | undefined;
     const waiting: StoredWaitingJob[] = [];
+    const acks = new Set<string>();
     const rows = this.table.listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq '${PARTITION}'` } });
     for await (const e of rows) {
       if (e.rowKey === LEDGER_ROW) {
@@ -100,9 +104,11 @@ export class AdmissionStore {
         etag = e.etag;
       } else if (String(e.rowKey).startsWith(WAIT_PREFIX)) {
         waiting.push(toWaiting(e));
+      } else if (String(e.rowKey).startsWith(ACK_PREFIX)) {
+        acks.add(String(e.rowKey).slice(ACK_PREFIX.length));
       }
     }
-    return { ledger, waiting, etag };
+    return { ledger, waiting, acks, etag };
   }
 
   /** Inserts the job's waiting row unless it is there already (a retried call). */
@@ -110,6 +116,15 @@ export class AdmissionStore {
     const { jobId, owner, queue, priority, order, family, cores, nodes, pools, enqueuedAt } = job;
     try {
       await this.table.createEntity({ partitionKey: PARTITION, rowKey: WAIT_PREFIX + jobId, jobId, owner, queue, priority, order, family, cores, nodes, pools, enqueuedAt });
+    } catch (err) {
+      if (statusOf(err) !== 409) throw err;
+    }
+  }
+
+  /** Records that the job's run has seen its grant or refusal (idempotent; outside the ledger's guard on purpose). */
+  async ack(jobId: string): Promise<void> {
+    try {
+      await this.table.createEntity({ partitionKey: PARTITION, rowKey: ACK_PREFIX + jobId, jobId });
     } catch (err) {
       if (statusOf(err) !== 409) throw err;
     }
@@ -125,6 +140,7 @@ export class AdmissionStore {
     const actions: TransactionAction[] = [
       seen.etag === undefined ? ['create', ledger] : ['update', ledger, 'Replace', { etag: seen.etag }],
       ...change.deleteWaiting.map((id): TransactionAction => ['delete', { partitionKey: PARTITION, rowKey: WAIT_PREFIX + id }]),
+      ...(change.deleteAcks ?? []).map((id): TransactionAction => ['delete', { partitionKey: PARTITION, rowKey: ACK_PREFIX + id }]),
     ];
     try {
       await this.table.submitTransaction(actions);

@@ -19,16 +19,32 @@ export interface Ledger {
 
 export const EMPTY_LEDGER: Ledger = { version: 0, grantSeq: 0, reservations: {}, jumps: {}, refused: {} };
 
-/** What the partition holds: the ledger and one row per waiting job. */
+/**
+ * What the partition holds: the ledger, one row per waiting job, and one acknowledgement row per job whose run has
+ * seen its grant or refusal (a row of its own, inserted without the ledger's guard, so hundreds of runs learning their
+ * grant at once do not contend for the ledger).
+ */
 export interface AdmissionSnapshot {
   ledger: Ledger;
   waiting: WaitingJob[];
+  acks?: ReadonlySet<string>;
 }
 
-/** A change to commit: the new ledger and the waiting rows to delete. Nothing to commit when `ledger` is undefined. */
+/** A change to commit: the new ledger and the rows to delete. Nothing to commit when `ledger` is undefined. */
 export interface LedgerChange {
   ledger?: Ledger;
   deleteWaiting: string[];
+  deleteAcks?: string[];
+}
+
+/** Whether the job's run has seen its grant or refusal. */
+export function seen(s: AdmissionSnapshot, jobId: string): boolean {
+  return !!(s.ledger.reservations[jobId]?.acked || s.ledger.refused[jobId]?.acked || s.acks?.has(jobId));
+}
+
+/** The job holds a grant or a refusal its run has not acknowledged yet. */
+export function needsAck(s: AdmissionSnapshot, jobId: string): boolean {
+  return !!(s.ledger.reservations[jobId] || s.ledger.refused[jobId]) && !seen(s, jobId);
 }
 
 export interface PassOutcome extends LedgerChange {
@@ -54,8 +70,9 @@ function staleWaiting(s: AdmissionSnapshot): string[] {
 
 /**
  * One admission pass: grants what fits (decideAdmission), refuses what never fits, records the backfill counts, and
- * lists what to re-send. Grants are numbered in grant order. `ackFor`: the job whose own run makes this pass; its
- * grant or refusal is marked seen in the same commit (its run learns it from the answer).
+ * lists what to re-send. Grants are numbered in grant order. `ackFor`: the job whose own run makes this pass; a grant
+ * or refusal of it made by this pass is marked seen in the same commit (its run learns it from the answer). A pass
+ * that changes nothing commits nothing.
  */
 export function planPass(s: AdmissionSnapshot, limits: AdmissionLimits, now: Date, resendAfterMs: number, ackFor?: string): PassOutcome {
   const stale = new Set(staleWaiting(s));
@@ -64,14 +81,10 @@ export function planPass(s: AdmissionSnapshot, limits: AdmissionLimits, now: Dat
   const refused = decision.refuse.slice(0, Math.max(0, MAX_DECISIONS_PER_PASS - decision.admit.length));
   const at = now.toISOString();
   const resend = [
-    ...Object.values(s.ledger.reservations).filter((r) => !r.acked && now.getTime() - Date.parse(r.grantedAt) >= resendAfterMs).map((r) => r.jobId),
-    ...Object.entries(s.ledger.refused).filter(([, r]) => !r.acked && now.getTime() - Date.parse(r.at) >= resendAfterMs).map(([id]) => id),
+    ...Object.values(s.ledger.reservations).filter((r) => !seen(s, r.jobId) && now.getTime() - Date.parse(r.grantedAt) >= resendAfterMs).map((r) => r.jobId),
+    ...Object.entries(s.ledger.refused).filter(([id, r]) => !seen(s, id) && now.getTime() - Date.parse(r.at) >= resendAfterMs).map(([id]) => id),
   ].filter((id) => id !== ackFor);
-  const selfAdmitted = ackFor !== undefined && decision.admit.some((w) => w.jobId === ackFor);
-  const selfRefused = ackFor !== undefined && refused.some((r) => r.jobId === ackFor);
-  const needsAck = ackFor !== undefined && (
-    (s.ledger.reservations[ackFor] && !s.ledger.reservations[ackFor].acked) || (s.ledger.refused[ackFor] && !s.ledger.refused[ackFor].acked));
-  const changed = decision.admit.length > 0 || refused.length > 0 || stale.size > 0 || Object.keys(decision.jumped).length > 0 || needsAck;
+  const changed = decision.admit.length > 0 || refused.length > 0 || stale.size > 0 || Object.keys(decision.jumped).length > 0;
   if (!changed) return { deleteWaiting: [], admitted: [], refused: [], resend, waitingReasons: decision.waiting };
   const ledger = clone(s.ledger);
   ledger.version++;
@@ -88,12 +101,6 @@ export function planPass(s: AdmissionSnapshot, limits: AdmissionLimits, now: Dat
     delete ledger.jumps[r.jobId];
   }
   for (const [id, n] of Object.entries(decision.jumped)) ledger.jumps[id] = n;
-  if (needsAck && !selfAdmitted && !selfRefused && ackFor !== undefined) {
-    const r = ledger.reservations[ackFor];
-    if (r) ledger.reservations[ackFor] = { ...r, acked: true };
-    const f = ledger.refused[ackFor];
-    if (f) ledger.refused[ackFor] = { ...f, acked: true };
-  }
   return {
     ledger,
     deleteWaiting: [...stale, ...admitted.map((r) => r.jobId), ...refused.map((r) => r.jobId)],
@@ -107,26 +114,15 @@ export function planPass(s: AdmissionSnapshot, limits: AdmissionLimits, now: Dat
 /** The job's run is over (or it was cancelled while waiting): its reservation, waiting row and counts go. */
 export function planRelease(s: AdmissionSnapshot, jobId: string): LedgerChange {
   const waits = s.waiting.some((w) => w.jobId === jobId);
+  const acked = !!s.acks?.has(jobId);
   const l = s.ledger;
-  if (!waits && !l.reservations[jobId] && l.jumps[jobId] === undefined && !l.refused[jobId]) return { deleteWaiting: [] };
+  if (!waits && !acked && !l.reservations[jobId] && l.jumps[jobId] === undefined && !l.refused[jobId]) return { deleteWaiting: [] };
   const ledger = clone(l);
   ledger.version++;
   delete ledger.reservations[jobId];
   delete ledger.jumps[jobId];
   delete ledger.refused[jobId];
-  return { ledger, deleteWaiting: waits ? [jobId] : [] };
-}
-
-/** The job's run has seen its grant or refusal: later passes stop re-sending it. */
-export function planAck(s: AdmissionSnapshot, jobId: string): LedgerChange {
-  const r = s.ledger.reservations[jobId];
-  const f = s.ledger.refused[jobId];
-  if ((!r || r.acked) && (!f || f.acked)) return { deleteWaiting: [] };
-  const ledger = clone(s.ledger);
-  ledger.version++;
-  if (r && !r.acked) ledger.reservations[jobId] = { ...r, acked: true };
-  if (f && !f.acked) ledger.refused[jobId] = { ...f, acked: true };
-  return { ledger, deleteWaiting: [] };
+  return { ledger, deleteWaiting: waits ? [jobId] : [], deleteAcks: acked ? [jobId] : [] };
 }
 
 /**
@@ -135,7 +131,7 @@ export function planAck(s: AdmissionSnapshot, jobId: string): LedgerChange {
  */
 export function planReconcile(s: AdmissionSnapshot, ended: ReadonlySet<string>): LedgerChange & { dropped: string[] } {
   const dropped = new Set<string>();
-  for (const id of [...Object.keys(s.ledger.reservations), ...Object.keys(s.ledger.refused), ...Object.keys(s.ledger.jumps), ...s.waiting.map((w) => w.jobId)]) {
+  for (const id of [...Object.keys(s.ledger.reservations), ...Object.keys(s.ledger.refused), ...Object.keys(s.ledger.jumps), ...s.waiting.map((w) => w.jobId), ...(s.acks ?? [])]) {
     if (ended.has(id)) dropped.add(id);
   }
   if (!dropped.size) return { deleteWaiting: [], dropped: [] };
@@ -146,7 +142,12 @@ export function planReconcile(s: AdmissionSnapshot, ended: ReadonlySet<string>):
     delete ledger.jumps[id];
     delete ledger.refused[id];
   }
-  return { ledger, deleteWaiting: s.waiting.filter((w) => dropped.has(w.jobId)).map((w) => w.jobId), dropped: [...dropped] };
+  return {
+    ledger,
+    deleteWaiting: s.waiting.filter((w) => dropped.has(w.jobId)).map((w) => w.jobId),
+    deleteAcks: [...(s.acks ?? [])].filter((id) => dropped.has(id)),
+    dropped: [...dropped],
+  };
 }
 
 /** What a job's run learns when it asks. */

@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import {
   decideAdmission, neverFits, queueOrder, usageOf, type AdmissionLimits, type Reservation, type WaitingJob,
 } from '../../shared/scheduling/admission';
-import { EMPTY_LEDGER, planPass, planReconcile, planRelease, statusOf, type AdmissionSnapshot } from '../../shared/scheduling/ledger';
+import { EMPTY_LEDGER, needsAck, planPass, planReconcile, planRelease, statusOf, type AdmissionSnapshot } from '../../shared/scheduling/ledger';
 
 const FAMILIES = ['fa', 'fb'];
 const OWNERS = ['o0', 'o1', 'o2'];
@@ -224,9 +224,10 @@ describe('the ledger', () => {
     expect(planPass(after, limits, now, 30_000).ledger).toBeUndefined();
     // Later, unseen grants and refusals are re-sent.
     expect(planPass(after, limits, new Date(now.getTime() + 31_000), 30_000).resend.sort()).toEqual(['job-000', 'job-003']);
-    // The asking job's pass marks its own grant seen even when nothing else changes.
-    const acked = planPass(after, limits, now, 30_000, 'job-000');
-    expect(acked.ledger?.reservations['job-000'].acked).toBe(true);
+    // A run that saw its grant (an acknowledgement row) is not sent it again; a pass that changes nothing commits nothing.
+    const acked = planPass({ ...after, acks: new Set(['job-000']) }, limits, new Date(now.getTime() + 31_000), 30_000, 'job-003');
+    expect(acked.resend).toEqual([]);
+    expect(acked.ledger).toBeUndefined();
   });
 
   it('a release frees the capacity for the next pass; a stale waiting row of a granted job is dropped, never granted twice', () => {
@@ -242,11 +243,17 @@ describe('the ledger', () => {
     expect(planRelease({ ledger: next.ledger!, waiting: [] }, 'never-there').ledger).toBeUndefined();
   });
 
-  it('reconciliation drops what ended jobs hold', () => {
+  it('reconciliation drops what ended jobs hold; a release takes the acknowledgement row with it', () => {
     const first = planPass({ ledger: EMPTY_LEDGER, waiting: [job(0), job(1), job(2)] }, limits, now, 30_000);
-    const r = planReconcile({ ledger: first.ledger!, waiting: [job(2)] }, new Set(['job-000', 'job-002']));
+    const r = planReconcile({ ledger: first.ledger!, waiting: [job(2)], acks: new Set(['job-000', 'job-001']) }, new Set(['job-000', 'job-002']));
     expect(r.dropped.sort()).toEqual(['job-000', 'job-002']);
     expect(Object.keys(r.ledger!.reservations)).toEqual(['job-001']);
     expect(r.deleteWaiting).toEqual(['job-002']);
+    expect(r.deleteAcks).toEqual(['job-000']);
+    const s: AdmissionSnapshot = { ledger: first.ledger!, waiting: [job(2)], acks: new Set(['job-001']) };
+    expect(needsAck(s, 'job-000')).toBe(true);
+    expect(needsAck(s, 'job-001')).toBe(false);
+    expect(needsAck(s, 'job-002')).toBe(false);
+    expect(planRelease(s, 'job-001')).toMatchObject({ deleteWaiting: [], deleteAcks: ['job-001'] });
   });
 });
