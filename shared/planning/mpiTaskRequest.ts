@@ -2,7 +2,8 @@
  * Maps a job onto the command lines Batch runs: the per-node pull task, the job release task and the
  * multi-instance MPI task. Pure; the shell-level work is done by the builders in shared/mpi.
  */
-import { bashCommandLine } from '../mpi/shellQuote';
+import { bashCommandLine, shellQuote } from '../mpi/shellQuote';
+import { ARRAY_ENV } from '../spec/sections/scheduling';
 import { buildContainerCleanupCommand, buildMpiTaskCommands, buildPullCommand } from '../mpi/commands';
 import type { JobSpec } from '../spec/schema';
 import type { JobPlan } from './jobPlan';
@@ -39,7 +40,9 @@ export function releaseTaskCommand(jobId: string, spec: JobSpec): string {
 /**
  * The multi-instance task. Every rank runs the user's command under /bin/sh with MPIJOB_DATA_DIR set to its own
  * node's shard directory: the export is evaluated by each rank's shell, so node-local variables such as
- * $AZ_BATCH_NODE_SHARED_DIR resolve on that node.
+ * $AZ_BATCH_NODE_SHARED_DIR resolve on that node. A job of an array carries MPIJOB_ARRAY_INDEX and MPIJOB_ARRAY_PARAM
+ * in its spec's mpi.env (intake put them there): being pipeline variables (MPIJOB_ is reserved for those) they are
+ * exported the same way, as quoted literals, not forwarded as user environment.
  */
 export function mpiTaskRequest(
   plan: JobPlan,
@@ -48,19 +51,22 @@ export function mpiTaskRequest(
   dataDir: string,
   batchJobId: string,
 ): MpiTaskRequestShape {
+  const { [ARRAY_ENV.index]: arrayIndex, [ARRAY_ENV.param]: arrayParam, ...env } = spec.mpi.env;
+  const arrayExports = [[ARRAY_ENV.index, arrayIndex], [ARRAY_ENV.param, arrayParam]]
+    .filter(([, v]) => v !== undefined).map(([k, v]) => `export ${k}=${shellQuote(v as string)}; `).join('');
   const commands = buildMpiTaskCommands({
     runtime: spec.container.runtime,
     mpiRuntime: spec.mpi.runtime,
     nodes: nodes.length,
     processesPerNode: spec.mpi.processesPerNode,
-    command: `export MPIJOB_DATA_DIR="${dataDir}"; ${spec.mpi.command}`,
+    command: `export MPIJOB_DATA_DIR="${dataDir}"; ${arrayExports}${spec.mpi.command}`,
     options: spec.mpi.options,
     fabric: spec.mpi.fabric,
     vmSize: spec.pool.vmSize ?? plan.poolCreate.vmSize,
     image: spec.container.runtime === 'none' ? undefined : spec.container.images[0],
     containerName: spec.container.runtime === 'docker' ? containerNameFor(plan.jobId) : undefined,
     sshPort: spec.mpi.sshPort,
-    env: spec.mpi.env,
+    env,
     preExecutionCommand: spec.mpi.preExecutionCommand,
     coordinationCommand: spec.mpi.coordinationCommand,
   });

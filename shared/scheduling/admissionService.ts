@@ -64,12 +64,15 @@ export interface AdmissionAnswer {
 
 /**
  * A job's run asks to be admitted: its waiting row is written unless the job holds a grant or a refusal already, a
- * pass runs (marking the job's own grant or refusal seen), and the answer says where the job stands.
+ * pass runs (marking the job's own grant or refusal seen), and the answer says where the job stands. A job whose row
+ * has left the queue (it runs or ended) is never enqueued again: that is a late repeat of an old request (Durable runs
+ * activities at least once, and a host that died may deliver one after the run went on), which must not take capacity.
  */
 export async function requestAdmission(deps: AdmissionDeps, job: JobRecord): Promise<AdmissionAnswer> {
   const now = deps.now ?? (() => new Date());
   const before = await deps.store.read();
-  if (statusOf(before, job.id).state === 'absent') await deps.store.enqueue({ ...claimOf(job), enqueuedAt: now().toISOString() });
+  const inQueue = job.state === 'Submitted' || job.state === 'Queued';
+  if (inQueue && statusOf(before, job.id).state === 'absent') await deps.store.enqueue({ ...claimOf(job), enqueuedAt: now().toISOString() });
   const pass = await admissionPass(deps, job.id);
   const st = statusOf(pass.after, job.id);
   // The run learns its grant or refusal from this answer: later passes need not send it again.

@@ -107,7 +107,7 @@ test('a job that can never fit is refused once with the reason; its retried requ
   expect((await store.read()).waiting).toEqual([]);
 });
 
-test('a stale waiting row (a request retried after its grant) is dropped, not granted again; reconciliation frees what ended jobs hold', async () => {
+test('a stale waiting row (a request retried after its grant) is dropped, not granted again; reconciliation frees what ended jobs hold; a late request of an ended job queues nothing', async () => {
   const store = await newStore();
   const deps: AdmissionDeps = { store, limits };
   const a = row('job-a', 0);
@@ -125,6 +125,9 @@ test('a stale waiting row (a request retried after its grant) is dropped, not gr
   const r = await reconcileAdmission(deps, { get: async (id) => rows.get(id) });
   expect(r.dropped).toEqual(['job-a']);
   expect(Object.keys((await store.read()).ledger.reservations)).toEqual(['job-b']);
+  // A late repeat of job-a's request (its run has ended) does not queue it again.
+  expect((await requestAdmission(deps, { ...a, state: 'Succeeded' })).status).toEqual({ state: 'absent' });
+  expect((await store.read()).waiting).toEqual([]);
 });
 
 test('the ledger keeps hundreds of reservations (its JSON split over properties)', async () => {

@@ -9,6 +9,8 @@ import { arrayValues, expandArray, pathTo, summarizeArray } from '../../shared/s
 import { checkDependencies, dependencyStatus } from '../../shared/scheduling/dependencies';
 import { demandOf, submissionOrder } from '../../shared/scheduling/demand';
 import { vmSizeInfo } from '../../shared/planning/vmSizes';
+import { planJob } from '../../shared/planning/jobPlan';
+import { mpiTaskRequest } from '../../shared/planning/mpiTaskRequest';
 import { canTransition, JOB_STATES, type JobRecord, type JobState } from '../../shared/state';
 
 const base = { name: 'sched', pool: { vmSize: 'Standard_D2s_v5', nodes: 2 }, mpi: { runtime: 'openmpi', command: 'app' } };
@@ -73,6 +75,17 @@ describe('arrays', () => {
       expect(c.spec.dependsOn).toEqual([{ job: 'prep', condition: 'succeeded' }]);
       expect(parseJobSpec(c.spec).ok).toBe(true);
     }
+  });
+
+  it('the MPI task exports the array variables on every rank as quoted literals, not as forwarded user environment', () => {
+    const out = expandArray('sweep', spec({ array: { parameters: ["it's $HOME; rm -rf /"] } }));
+    if (!out.ok) throw new Error('expand');
+    const c = out.children[0];
+    const task = mpiTaskRequest(planJob(c.id, c.spec), c.spec, [{ id: 'n1' }], '/data', 'bj');
+    expect(task.applicationCommandLine).toContain('export MPIJOB_ARRAY_INDEX=0; export MPIJOB_ARRAY_PARAM=');
+    expect(task.environment.map((e) => e.name)).not.toContain('MPIJOB_ARRAY_PARAM');
+    // The parameter is data: no part of it runs. (Run through the shell, the rank would print it back verbatim.)
+    expect(task.applicationCommandLine).not.toMatch(/MPIJOB_ARRAY_PARAM=it's/);
   });
 
   it('a range gives from, from+step, … up to to', () => {
