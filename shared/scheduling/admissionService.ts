@@ -38,9 +38,12 @@ function after(s: ReadSnapshot, change: { ledger?: AdmissionSnapshot['ledger']; 
   return { ledger: change.ledger ?? s.ledger, waiting: s.waiting.filter((w) => !gone.has(w.jobId)), acks: new Set([...s.acks].filter((id) => !unacked.has(id))) };
 }
 
+/**
+ * One pass, committed. Its grants are dated when the pass read the partition (not when it decided): a grant considered
+ * exactly the jobs that were waiting by then, which is what first come first served is judged on.
+ */
 export async function admissionPass(deps: AdmissionDeps, ackFor?: string): Promise<CommittedPass> {
-  const now = deps.now ?? (() => new Date());
-  const { result, snapshot } = await deps.store.mutate((s) => planPass(s, deps.limits, now(), deps.resendAfterMs ?? 30_000, ackFor));
+  const { result, snapshot } = await deps.store.mutate((s) => planPass(s, deps.limits, deps.now?.() ?? s.readAt, deps.resendAfterMs ?? 30_000, ackFor));
   return { ...result, after: after(snapshot, result) };
 }
 

@@ -28,6 +28,8 @@ export interface ReadSnapshot extends AdmissionSnapshot {
   acks: Set<string>;
   /** The ledger row's ETag; undefined when the row does not exist yet. */
   etag?: string;
+  /** When the read began: what the snapshot holds was written before this time. */
+  readAt: Date;
 }
 
 export class AdmissionConflictError extends Error {
@@ -93,6 +95,7 @@ export class AdmissionStore {
 
   /** The whole partition: the ledger (empty when it was never written) and the waiting rows. */
   async read(): Promise<ReadSnapshot> {
+    const readAt = new Date();
     let ledger: Ledger = EMPTY_LEDGER;
     let etag: string | undefined;
     const waiting: StoredWaitingJob[] = [];
@@ -108,7 +111,7 @@ export class AdmissionStore {
         acks.add(String(e.rowKey).slice(ACK_PREFIX.length));
       }
     }
-    return { ledger, waiting, acks, etag };
+    return { ledger, waiting, acks, etag, readAt };
   }
 
   /** Inserts the job's waiting row unless it is there already (a retried call). */
