@@ -3,6 +3,7 @@ import { CliError, ExitCode, type FieldError } from './errors';
 import type { Connection } from './connection';
 import type { PipelineStatus } from '../shared/contract/progress';
 import type { JobResultView } from '../shared/contract/jobResult';
+import type { JobQueueView } from '../shared/contract/queue';
 
 /** The parts of a job view the CLI reads; the rest is passed through for --json. */
 export interface JobView {
@@ -19,6 +20,8 @@ export interface JobView {
   batchJobId?: string;
   result?: JobResultView;
   error?: { code: string; message: string };
+  /** While Queued (GET /api/jobs/{id}): its place in the queue and why it waits. */
+  queue?: JobQueueView;
   [extra: string]: unknown;
 }
 
