@@ -206,7 +206,7 @@ test(`burst of ${BURST} jobs against a quota of 5 pools, the host SIGKILLed in t
 
   // Every job in its right final state.
   const expected = (i: number) => (cancelled.has(i) ? 'Cancelled' : failing.has(i) || tooBig.has(i) ? 'Failed' : 'Succeeded');
-  expect(ids.map((j, i) => `${j} ${views.get(j)?.state}`)).toEqual(ids.map((j, i) => `${j} ${expected(i)}`));
+  expect(ids.map((j) => `${j} ${views.get(j)?.state}`)).toEqual(ids.map((j, i) => `${j} ${expected(i)}`));
 
   // Details from each job's own view (timeline with the grant note).
   const full = new Map<string, View>();
