@@ -51,9 +51,18 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     return ended;
   };
 
+  /** Gives the job's admission back. A failure here must not keep the end from being recorded: the sweep reconciles. */
+  const release = function* (): Orchestration<void> {
+    try {
+      yield* run.call('admissionRelease', { jobId: input.jobId });
+    } catch (err) {
+      run.report({ lastError: `admission not given back (the sweep will): ${activityFailureMessage(err)}` });
+    }
+  };
+
   const waited = yield* queued(run, input, enter);
   if (waited.ended) {
-    yield* run.call('admissionRelease', { jobId: input.jobId });
+    yield* release();
     return yield* finish({ ...waited.ended, result: { timings } }, []);
   }
   // The budget starts at admission: time spent waiting in the queue does not count against it.
@@ -100,7 +109,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
   const released = run.now().toISOString();
   const deletedPool = cleaned.done.includes('pool deleted') ? (pool?.poolId ?? plan.poolId) : undefined;
   if (deletedPool) yield* waitForPoolGone(run, deletedPool);
-  yield* run.call('admissionRelease', { jobId: input.jobId });
+  yield* release();
 
   // A job cancelled while provisioning is billed for the nodes allocated so far. MPI pools are dedicated only.
   const { nodes, allocatedAt } = run.usage;

@@ -10,9 +10,9 @@ import type { JobQueueView, QueuesResponse } from '../state/view';
 import { isTerminal } from '../state/states';
 import type { JobStore } from '../state/jobStore';
 import { positions, usageOf, type AdmissionLimits, type Reservation } from './admission';
-import type { AdmissionStore, ReadSnapshot, StoredWaitingJob } from './admissionStore';
+import { AdmissionConflictError, type AdmissionStore, type ReadSnapshot, type StoredWaitingJob } from './admissionStore';
 import { demandOf, priorityOf, queueOf, submissionOrder } from './demand';
-import { needsAck, planPass, planReconcile, planRelease, statusOf, type AdmissionSnapshot, type AdmissionStatus, type PassOutcome } from './ledger';
+import { needsAck, planPass, planReconcile, statusOf, type AdmissionSnapshot, type AdmissionStatus, type PassOutcome } from './ledger';
 
 export interface AdmissionDeps {
   store: AdmissionStore;
@@ -32,10 +32,16 @@ export function toNotify(pass: PassOutcome, except?: string): string[] {
   return [...new Set([...pass.admitted.map((r) => r.jobId), ...pass.refused.map((r) => r.jobId), ...pass.resend])].filter((id) => id !== except);
 }
 
-function after(s: ReadSnapshot, change: { ledger?: AdmissionSnapshot['ledger']; deleteWaiting: string[]; deleteAcks?: string[] }): AdmissionSnapshot {
+function after(s: ReadSnapshot, change: { ledger?: AdmissionSnapshot['ledger']; deleteWaiting: string[]; deleteAcks?: string[]; deleteReleases?: string[] }): AdmissionSnapshot {
   const gone = new Set(change.deleteWaiting);
   const unacked = new Set(change.deleteAcks ?? []);
-  return { ledger: change.ledger ?? s.ledger, waiting: s.waiting.filter((w) => !gone.has(w.jobId)), acks: new Set([...s.acks].filter((id) => !unacked.has(id))) };
+  const folded = new Set(change.deleteReleases ?? []);
+  return {
+    ledger: change.ledger ?? s.ledger,
+    waiting: s.waiting.filter((w) => !gone.has(w.jobId)),
+    acks: new Set([...s.acks].filter((id) => !unacked.has(id))),
+    releases: new Set([...s.releases].filter((id) => !folded.has(id))),
+  };
 }
 
 /**
@@ -45,6 +51,20 @@ function after(s: ReadSnapshot, change: { ledger?: AdmissionSnapshot['ledger']; 
 export async function admissionPass(deps: AdmissionDeps, ackFor?: string): Promise<CommittedPass> {
   const { result, snapshot } = await deps.store.mutate((s) => planPass(s, deps.limits, deps.now?.() ?? s.readAt, deps.resendAfterMs ?? 30_000, ackFor));
   return { ...result, after: after(snapshot, result) };
+}
+
+/**
+ * A pass that may lose to other writers every time (AdmissionConflictError): then it decided nothing, and the partition
+ * as read now stands. Whoever asked loses nothing: the other writers' passes did the work, and the next pass runs soon.
+ */
+async function passOrNothing(deps: AdmissionDeps, ackFor?: string): Promise<CommittedPass> {
+  try {
+    return await admissionPass(deps, ackFor);
+  } catch (err) {
+    if (!(err instanceof AdmissionConflictError)) throw err;
+    const s = await deps.store.read();
+    return { deleteWaiting: [], admitted: [], refused: [], resend: [], waitingReasons: {}, after: after(s, { deleteWaiting: [] }) };
+  }
 }
 
 /** The claim a job makes in the queue, from its row: its demand, queue, priority and submission order. */
@@ -76,7 +96,7 @@ export async function requestAdmission(deps: AdmissionDeps, job: JobRecord): Pro
   const before = await deps.store.read();
   const inQueue = job.state === 'Submitted' || job.state === 'Queued';
   if (inQueue && statusOf(before, job.id).state === 'absent') await deps.store.enqueue({ ...claimOf(job), enqueuedAt: now().toISOString() });
-  const pass = await admissionPass(deps, job.id);
+  const pass = await passOrNothing(deps, job.id);
   const st = statusOf(pass.after, job.id);
   // The run learns its grant or refusal from this answer: later passes need not send it again.
   if (needsAck(pass.after, job.id)) await deps.store.ack(job.id);
@@ -85,10 +105,13 @@ export async function requestAdmission(deps: AdmissionDeps, job: JobRecord): Pro
   return { status: { state: 'waiting', reason: pass.waitingReasons[job.id] ?? 'waiting for the next pass', ...(place ? { position: place } : {}) }, pass };
 }
 
-/** A job's run is over (or it was cancelled while waiting): what it held goes, and a pass gives it to others. */
-export async function releaseAdmission(deps: AdmissionDeps, jobId: string): Promise<{ released: boolean; pass: CommittedPass }> {
-  const { result } = await deps.store.mutate((s) => planRelease(s, jobId));
-  return { released: result.ledger !== undefined, pass: await admissionPass(deps) };
+/**
+ * A job's run is over (or it was cancelled while waiting): its release row is written and a pass folds it in (what
+ * the job held goes) and gives the capacity to others.
+ */
+export async function releaseAdmission(deps: AdmissionDeps, jobId: string): Promise<{ pass: CommittedPass }> {
+  await deps.store.release(jobId);
+  return { pass: await passOrNothing(deps) };
 }
 
 /**

@@ -3,8 +3,9 @@
  * properties as the Jobs table does) and one row per waiting job. Every change to the ledger is committed in one
  * entity-group transaction with the waiting rows it deletes, guarded by the ledger's ETag: of two writers that read
  * the same ledger, one commits and the other re-reads and decides again. Only inserting a waiting row happens outside
- * that guard (the row is immutable, and a pass never grants a job it has not read), and so does inserting an
- * acknowledgement row (a job's run has seen its grant), which no decision depends on.
+ * that guard (the row is immutable, and a pass never grants a job it has not read), and so do inserting an
+ * acknowledgement row (a job's run has seen its grant) and a release row (a job's run is over; the next pass folds it
+ * into the ledger, under the guard).
  */
 import type { TokenCredential } from '@azure/core-auth';
 import { TableClient, type TableEntityResult, type TransactionAction } from '@azure/data-tables';
@@ -17,6 +18,7 @@ const PARTITION = 'admission';
 const LEDGER_ROW = 'ledger';
 const WAIT_PREFIX = 'w|';
 const ACK_PREFIX = 'a|';
+const RELEASE_PREFIX = 'r|';
 
 /** A waiting row as stored: the job's claim plus when it was written. */
 export interface StoredWaitingJob extends WaitingJob {
@@ -26,6 +28,7 @@ export interface StoredWaitingJob extends WaitingJob {
 export interface ReadSnapshot extends AdmissionSnapshot {
   waiting: StoredWaitingJob[];
   acks: Set<string>;
+  releases: Set<string>;
   /** The ledger row's ETag; undefined when the row does not exist yet. */
   etag?: string;
   /** When the read began: what the snapshot holds was written before this time. */
@@ -100,6 +103,7 @@ export class AdmissionStore {
     let etag: string | undefined;
     const waiting: StoredWaitingJob[] = [];
     const acks = new Set<string>();
+    const releases = new Set<string>();
     const rows = this.table.listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq '${PARTITION}'` } });
     for await (const e of rows) {
       if (e.rowKey === LEDGER_ROW) {
@@ -109,9 +113,11 @@ export class AdmissionStore {
         waiting.push(toWaiting(e));
       } else if (String(e.rowKey).startsWith(ACK_PREFIX)) {
         acks.add(String(e.rowKey).slice(ACK_PREFIX.length));
+      } else if (String(e.rowKey).startsWith(RELEASE_PREFIX)) {
+        releases.add(String(e.rowKey).slice(RELEASE_PREFIX.length));
       }
     }
-    return { ledger, waiting, acks, etag, readAt };
+    return { ledger, waiting, acks, releases, etag, readAt };
   }
 
   /** Inserts the job's waiting row unless it is there already (a retried call). */
@@ -126,8 +132,17 @@ export class AdmissionStore {
 
   /** Records that the job's run has seen its grant or refusal (idempotent; outside the ledger's guard on purpose). */
   async ack(jobId: string): Promise<void> {
+    await this.insertOnce(ACK_PREFIX, jobId);
+  }
+
+  /** Records that the job's run is over: the next pass gives back what it held (idempotent; outside the guard on purpose). */
+  async release(jobId: string): Promise<void> {
+    await this.insertOnce(RELEASE_PREFIX, jobId);
+  }
+
+  private async insertOnce(prefix: string, jobId: string): Promise<void> {
     try {
-      await this.table.createEntity({ partitionKey: PARTITION, rowKey: ACK_PREFIX + jobId, jobId });
+      await this.table.createEntity({ partitionKey: PARTITION, rowKey: prefix + jobId, jobId });
     } catch (err) {
       if (statusOf(err) !== 409) throw err;
     }
@@ -144,6 +159,7 @@ export class AdmissionStore {
       seen.etag === undefined ? ['create', ledger] : ['update', ledger, 'Replace', { etag: seen.etag }],
       ...change.deleteWaiting.map((id): TransactionAction => ['delete', { partitionKey: PARTITION, rowKey: WAIT_PREFIX + id }]),
       ...(change.deleteAcks ?? []).map((id): TransactionAction => ['delete', { partitionKey: PARTITION, rowKey: ACK_PREFIX + id }]),
+      ...(change.deleteReleases ?? []).map((id): TransactionAction => ['delete', { partitionKey: PARTITION, rowKey: RELEASE_PREFIX + id }]),
     ];
     try {
       await this.table.submitTransaction(actions);

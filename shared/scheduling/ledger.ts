@@ -20,14 +20,16 @@ export interface Ledger {
 export const EMPTY_LEDGER: Ledger = { version: 0, grantSeq: 0, reservations: {}, jumps: {}, refused: {} };
 
 /**
- * What the partition holds: the ledger, one row per waiting job, and one acknowledgement row per job whose run has
- * seen its grant or refusal (a row of its own, inserted without the ledger's guard, so hundreds of runs learning their
- * grant at once do not contend for the ledger).
+ * What the partition holds: the ledger, one row per waiting job, one acknowledgement row per job whose run has seen
+ * its grant or refusal, and one release row per job whose run is over (both rows of their own, inserted without the
+ * ledger's guard, so hundreds of runs learning their grant or ending at once do not contend for the ledger).
  */
 export interface AdmissionSnapshot {
   ledger: Ledger;
   waiting: WaitingJob[];
   acks?: ReadonlySet<string>;
+  /** Jobs whose run is over (or that were cancelled while waiting): a release row each, folded in by the next pass. */
+  releases?: ReadonlySet<string>;
 }
 
 /** A change to commit: the new ledger and the rows to delete. Nothing to commit when `ledger` is undefined. */
@@ -35,6 +37,7 @@ export interface LedgerChange {
   ledger?: Ledger;
   deleteWaiting: string[];
   deleteAcks?: string[];
+  deleteReleases?: string[];
 }
 
 /** Whether the job's run has seen its grant or refusal. */
@@ -56,37 +59,51 @@ export interface PassOutcome extends LedgerChange {
   waitingReasons: Record<string, string>;
 }
 
-/** At most this many grants and refusals per pass: with the ledger they fit one transaction (100 operations). */
-export const MAX_DECISIONS_PER_PASS = 90;
+/** A pass commits in one entity-group transaction: at most 100 operations, the ledger's update among them. */
+export const MAX_OPERATIONS_PER_PASS = 100;
+/** Releases folded into the ledger per pass (the rest wait for the next pass, still holding their capacity). */
+export const MAX_RELEASES_PER_PASS = 30;
 
 function clone(l: Ledger): Ledger {
   return { version: l.version, grantSeq: l.grantSeq, reservations: { ...l.reservations }, jumps: { ...l.jumps }, refused: { ...l.refused } };
 }
 
-/** Waiting rows whose job holds a reservation or a refusal already: left by a retried enqueue; deleted by the next change. */
-function staleWaiting(s: AdmissionSnapshot): string[] {
-  return s.waiting.filter((w) => s.ledger.reservations[w.jobId] || s.ledger.refused[w.jobId]).map((w) => w.jobId);
-}
-
 /**
- * One admission pass: grants what fits (decideAdmission), refuses what never fits, records the backfill counts, and
- * lists what to re-send. Grants are numbered in grant order. `ackFor`: the job whose own run makes this pass; a grant
- * or refusal of it made by this pass is marked seen in the same commit (its run learns it from the answer). A pass
- * that changes nothing commits nothing.
+ * One admission pass: folds the released jobs in (their reservations, refusals, counts and rows go), grants what fits
+ * (decideAdmission), refuses what never fits, records the backfill counts, and lists what to re-send. Grants are
+ * numbered in grant order. `ackFor`: the job whose own run makes this pass; a grant or refusal of it made by this pass
+ * is marked seen in the same commit (its run learns it from the answer). A pass that changes nothing commits nothing.
+ *
+ * A release is a row of its own (inserted without the ledger's guard, like a waiting row): hundreds of jobs ending at
+ * once do not contend for the ledger, the next pass folds them all in with one commit.
  */
 export function planPass(s: AdmissionSnapshot, limits: AdmissionLimits, now: Date, resendAfterMs: number, ackFor?: string): PassOutcome {
-  const stale = new Set(staleWaiting(s));
-  const waiting = s.waiting.filter((w) => !stale.has(w.jobId)).map((w) => ({ ...w, jumpedBy: s.ledger.jumps[w.jobId] ?? 0 }));
-  const decision = decideAdmission(limits, Object.values(s.ledger.reservations), waiting, MAX_DECISIONS_PER_PASS);
-  const refused = decision.refuse.slice(0, Math.max(0, MAX_DECISIONS_PER_PASS - decision.admit.length));
+  const releasing = new Set(s.releases ?? []);
+  const fold = [...releasing].sort().slice(0, MAX_RELEASES_PER_PASS);
+  const ledger = clone(s.ledger);
+  for (const id of fold) {
+    delete ledger.reservations[id];
+    delete ledger.jumps[id];
+    delete ledger.refused[id];
+  }
+  const foldedAcks = fold.filter((id) => s.acks?.has(id));
+  // Waiting rows that must go: a released job's, and a row left by a retried enqueue of a job that holds a grant or a
+  // refusal already (never granted twice).
+  const stale = new Set(s.waiting.filter((w) => releasing.has(w.jobId) ? fold.includes(w.jobId) : ledger.reservations[w.jobId] || ledger.refused[w.jobId]).map((w) => w.jobId));
+  const waiting = s.waiting
+    .filter((w) => !stale.has(w.jobId) && !releasing.has(w.jobId))
+    .map((w) => ({ ...w, jumpedBy: ledger.jumps[w.jobId] ?? 0 }));
+  const used = 1 + fold.length + foldedAcks.length + stale.size;
+  const room = Math.max(0, MAX_OPERATIONS_PER_PASS - used);
+  const decision = decideAdmission(limits, Object.values(ledger.reservations), waiting, room);
+  const refused = decision.refuse.slice(0, Math.max(0, room - decision.admit.length));
   const at = now.toISOString();
   const resend = [
-    ...Object.values(s.ledger.reservations).filter((r) => !seen(s, r.jobId) && now.getTime() - Date.parse(r.grantedAt) >= resendAfterMs).map((r) => r.jobId),
-    ...Object.entries(s.ledger.refused).filter(([id, r]) => !seen(s, id) && now.getTime() - Date.parse(r.at) >= resendAfterMs).map(([id]) => id),
+    ...Object.values(ledger.reservations).filter((r) => !seen(s, r.jobId) && now.getTime() - Date.parse(r.grantedAt) >= resendAfterMs).map((r) => r.jobId),
+    ...Object.entries(ledger.refused).filter(([id, r]) => !seen(s, id) && now.getTime() - Date.parse(r.at) >= resendAfterMs).map(([id]) => id),
   ].filter((id) => id !== ackFor);
-  const changed = decision.admit.length > 0 || refused.length > 0 || stale.size > 0 || Object.keys(decision.jumped).length > 0;
+  const changed = fold.length > 0 || decision.admit.length > 0 || refused.length > 0 || stale.size > 0 || Object.keys(decision.jumped).length > 0;
   if (!changed) return { deleteWaiting: [], admitted: [], refused: [], resend, waitingReasons: decision.waiting };
-  const ledger = clone(s.ledger);
   ledger.version++;
   const admitted: Reservation[] = decision.admit.map((w) => ({
     jobId: w.jobId, owner: w.owner, queue: w.queue, family: w.family, cores: w.cores, nodes: w.nodes, pools: w.pools,
@@ -104,25 +121,13 @@ export function planPass(s: AdmissionSnapshot, limits: AdmissionLimits, now: Dat
   return {
     ledger,
     deleteWaiting: [...stale, ...admitted.map((r) => r.jobId), ...refused.map((r) => r.jobId)],
+    deleteAcks: foldedAcks,
+    deleteReleases: fold,
     admitted,
     refused,
     resend,
     waitingReasons: decision.waiting,
   };
-}
-
-/** The job's run is over (or it was cancelled while waiting): its reservation, waiting row and counts go. */
-export function planRelease(s: AdmissionSnapshot, jobId: string): LedgerChange {
-  const waits = s.waiting.some((w) => w.jobId === jobId);
-  const acked = !!s.acks?.has(jobId);
-  const l = s.ledger;
-  if (!waits && !acked && !l.reservations[jobId] && l.jumps[jobId] === undefined && !l.refused[jobId]) return { deleteWaiting: [] };
-  const ledger = clone(l);
-  ledger.version++;
-  delete ledger.reservations[jobId];
-  delete ledger.jumps[jobId];
-  delete ledger.refused[jobId];
-  return { ledger, deleteWaiting: waits ? [jobId] : [], deleteAcks: acked ? [jobId] : [] };
 }
 
 /**
@@ -131,7 +136,7 @@ export function planRelease(s: AdmissionSnapshot, jobId: string): LedgerChange {
  */
 export function planReconcile(s: AdmissionSnapshot, ended: ReadonlySet<string>): LedgerChange & { dropped: string[] } {
   const dropped = new Set<string>();
-  for (const id of [...Object.keys(s.ledger.reservations), ...Object.keys(s.ledger.refused), ...Object.keys(s.ledger.jumps), ...s.waiting.map((w) => w.jobId), ...(s.acks ?? [])]) {
+  for (const id of [...Object.keys(s.ledger.reservations), ...Object.keys(s.ledger.refused), ...Object.keys(s.ledger.jumps), ...s.waiting.map((w) => w.jobId), ...(s.acks ?? []), ...(s.releases ?? [])]) {
     if (ended.has(id)) dropped.add(id);
   }
   if (!dropped.size) return { deleteWaiting: [], dropped: [] };
@@ -146,6 +151,7 @@ export function planReconcile(s: AdmissionSnapshot, ended: ReadonlySet<string>):
     ledger,
     deleteWaiting: s.waiting.filter((w) => dropped.has(w.jobId)).map((w) => w.jobId),
     deleteAcks: [...(s.acks ?? [])].filter((id) => dropped.has(id)),
+    deleteReleases: [...(s.releases ?? [])].filter((id) => dropped.has(id)),
     dropped: [...dropped],
   };
 }

@@ -114,6 +114,14 @@ describe('mpiJob orchestrator in the queue, replayed', () => {
     endedWhileQueued(job, r);
   });
 
+  it('a release that keeps failing does not keep the end from being recorded (the sweep reconciles)', async () => {
+    const job = healthyJob({ admissionRelease: () => { throw new Error('storage unavailable'); } });
+    const r = await replay(queuedJob('queue-release-fails'), job);
+    expect(job.finished()).toMatchObject({ state: 'Succeeded' });
+    expect(scheduled(r.history).filter((n) => n === 'admissionRelease')).toHaveLength(3);
+    expect(scheduled(r.history).slice(-2)).toEqual(['jobFinish', 'jobEnded']);
+  });
+
   it('time in the queue does not count against the pipeline budget: it starts at admission', async () => {
     // 20-minute steps: 12 polls wait 8 hours, beyond the budget (resize timeout + wall clock + 6 h = 6 h 25 min).
     let observed = 0;

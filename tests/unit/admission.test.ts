@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import {
   decideAdmission, neverFits, queueOrder, usageOf, type AdmissionLimits, type Reservation, type WaitingJob,
 } from '../../shared/scheduling/admission';
-import { EMPTY_LEDGER, needsAck, planPass, planReconcile, planRelease, statusOf, type AdmissionSnapshot } from '../../shared/scheduling/ledger';
+import { EMPTY_LEDGER, needsAck, planPass, planReconcile, statusOf, type AdmissionSnapshot } from '../../shared/scheduling/ledger';
 
 const FAMILIES = ['fa', 'fb'];
 const OWNERS = ['o0', 'o1', 'o2'];
@@ -236,14 +236,31 @@ describe('the ledger', () => {
     const again = planPass(s, limits, now, 30_000);
     expect(again.admitted).toEqual([]);
     expect(again.deleteWaiting).toEqual(['job-000']);
-    const released = planRelease({ ledger: again.ledger!, waiting: [job(2)] }, 'job-000');
-    expect(released.ledger?.reservations['job-000']).toBeUndefined();
-    const next = planPass({ ledger: released.ledger!, waiting: [job(2)] }, limits, now, 30_000);
+    // job-000 ends: its release row is folded in by the next pass, which gives its cores to job-002 in the same commit.
+    const next = planPass({ ledger: again.ledger!, waiting: [job(2)], acks: new Set(['job-000']), releases: new Set(['job-000']) }, limits, now, 30_000);
+    expect(next.ledger?.reservations['job-000']).toBeUndefined();
     expect(next.admitted.map((r) => [r.jobId, r.grant])).toEqual([['job-002', 3]]);
-    expect(planRelease({ ledger: next.ledger!, waiting: [] }, 'never-there').ledger).toBeUndefined();
+    expect(next).toMatchObject({ deleteReleases: ['job-000'], deleteAcks: ['job-000'], deleteWaiting: ['job-002'] });
+    // A release of a job that holds nothing only removes its row; a released job still waiting is never granted.
+    const idle = planPass({ ledger: next.ledger!, waiting: [job(3, 1)], releases: new Set(['never-there', 'job-003']) }, limits, now, 30_000);
+    expect(idle.admitted).toEqual([]);
+    expect(idle).toMatchObject({ deleteReleases: ['job-003', 'never-there'], deleteWaiting: ['job-003'] });
   });
 
-  it('reconciliation drops what ended jobs hold; a release takes the acknowledgement row with it', () => {
+  it('a pass folds at most 30 releases and keeps the transaction within 100 operations', () => {
+    const wide: AdmissionLimits = { queues: [{ name: 'default', priority: 0 }], coreQuota: { families: {} }, backfillLimit: 0 };
+    const many = Array.from({ length: 150 }, (_, i) => job(i));
+    const granted = planPass({ ledger: EMPTY_LEDGER, waiting: many }, wide, now, 30_000);
+    expect(granted.admitted).toHaveLength(99);
+    const ending = new Set(granted.admitted.slice(0, 50).map((r) => r.jobId));
+    const next = planPass({ ledger: granted.ledger!, waiting: many.slice(99), acks: ending, releases: ending }, wide, now, 30_000);
+    expect(next.deleteReleases).toHaveLength(30);
+    const ops = 1 + next.deleteWaiting.length + (next.deleteAcks?.length ?? 0) + (next.deleteReleases?.length ?? 0);
+    expect(ops).toBeLessThanOrEqual(100);
+    expect(next.admitted).toHaveLength(100 - 1 - 60);
+  });
+
+  it('reconciliation drops what ended jobs hold, with their rows; acknowledgements stop re-sends', () => {
     const first = planPass({ ledger: EMPTY_LEDGER, waiting: [job(0), job(1), job(2)] }, limits, now, 30_000);
     const r = planReconcile({ ledger: first.ledger!, waiting: [job(2)], acks: new Set(['job-000', 'job-001']) }, new Set(['job-000', 'job-002']));
     expect(r.dropped.sort()).toEqual(['job-000', 'job-002']);
@@ -254,6 +271,5 @@ describe('the ledger', () => {
     expect(needsAck(s, 'job-000')).toBe(true);
     expect(needsAck(s, 'job-001')).toBe(false);
     expect(needsAck(s, 'job-002')).toBe(false);
-    expect(planRelease(s, 'job-001')).toMatchObject({ deleteWaiting: [], deleteAcks: ['job-001'] });
   });
 });
