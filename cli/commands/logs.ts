@@ -23,11 +23,14 @@ const KEEP_PRINTED = 64 * 1024;
 
 /**
  * The part of the recorded tail not printed yet: the tail's longest prefix that ends what was printed is
- * skipped. Needed because the live file and the recorded tail have different offsets.
+ * skipped. Needed because the live file and the recorded tail have different offsets. The recorded tail is whole
+ * lines without the file's final newline, so the printed text is also matched without its own.
  */
 export function unseenTail(printed: string, tail: string): string {
-  for (let k = Math.min(tail.length, printed.length); k > 0; k--) {
-    if (printed.endsWith(tail.slice(0, k))) return tail.slice(k);
+  for (const seen of [printed, printed.replace(/\n+$/, '')]) {
+    for (let k = Math.min(tail.length, seen.length); k > 0; k--) {
+      if (seen.endsWith(tail.slice(0, k))) return tail.slice(k);
+    }
   }
   return tail;
 }

@@ -78,6 +78,9 @@ describe('unseenTail (logs --follow after the node is gone)', () => {
     expect(unseenTail('', 'x\n')).toBe('x\n');
     // Nothing in common: the whole tail (the live reads saw none of it).
     expect(unseenTail('a\n', 'x\ny\n')).toBe('x\ny\n');
+    // The recorded tail keeps whole lines without the file's last newline.
+    expect(unseenTail('tick 1\ntick 2\n', 'tick 1\ntick 2')).toBe('');
+    expect(unseenTail('tick 1\n', 'tick 1\ntick 2')).toBe('tick 2');
   });
 });
 
