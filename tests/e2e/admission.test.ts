@@ -26,7 +26,7 @@ let host: ChildHost | undefined;
 let log: WriteStream;
 let settings: Record<string, string>;
 let sampler: NodeJS.Timeout | undefined;
-const samples = { maxPools: 0, maxCores: 0, count: 0 };
+const samples = { maxPools: 0, maxCores: 0, count: 0, over: [] as string[][] };
 const poolCreates: string[] = [];
 
 const KEYS = { functionKey: 'admission-test-function-key', masterKey: 'admission-test-master-key' };
@@ -62,6 +62,7 @@ beforeAll(async () => {
     const pools = batch.pools();
     samples.count++;
     samples.maxPools = Math.max(samples.maxPools, pools.length);
+    if (pools.length > 5 && samples.over.length < 5) samples.over.push(pools.map((p) => `${p.id} ${p.state} ${p.nodes}`));
     samples.maxCores = Math.max(samples.maxCores, pools.reduce((n, p) => n + 2 * p.nodes, 0));
   }, 50);
   host = await startHost(0);
@@ -200,6 +201,7 @@ test(`burst of ${BURST} jobs against a quota of 5 pools, the host SIGKILLed in t
   console.log(`${BURST} jobs done in ${Math.round((Date.now() - started) / 1000)} s; ${samples.count} samples, at most ${samples.maxPools} pools and ${samples.maxCores} cores at once`);
 
   // Never more than 5 pools, never more than the quota; and the capacity was used.
+  expect({ maxPools: samples.maxPools, over: samples.over }).toEqual({ maxPools: expect.any(Number), over: [] });
   expect(samples.maxPools).toBeLessThanOrEqual(5);
   expect(samples.maxCores).toBeLessThanOrEqual(10);
   expect(samples.maxPools).toBeGreaterThanOrEqual(4);

@@ -129,6 +129,16 @@ describe('Batch activities', () => {
     await jobTransition({ jobId: ended, to: 'Failed', reason: 'rejected' });
     await expect(poolCreate(planJob(ended, e).poolCreate)).rejects.toThrow(/job twice-ended already ended Failed: not creating pool/);
     await expect(batchJobCreate({ jobId: ended, batchJobId: 'hpc-twice-ended', poolId: 'p', releaseCommandLine: '/bin/true' })).rejects.toThrow(/already ended Failed/);
+
+    // A late repeat of the create, delivered while the run cleans up (after it deleted the pool): refused too.
+    const late = 'twice-late-create';
+    const l = spec(late, { nodes: 1, command: 'true' });
+    await submitted(late, l);
+    await jobTransition({ jobId: late, to: 'Provisioning', reason: 'creating pool' });
+    await jobTransition({ jobId: late, to: 'CleaningUp', reason: 'failed' });
+    const before2 = creates.length;
+    await expect(poolCreate(planJob(late, l).poolCreate)).rejects.toThrow(/job twice-late-create is cleaning up: not creating pool/);
+    expect(creates.slice(before2)).toEqual([]);
   });
 
   it('poolInspect and poolObserve read the same pool twice; poolResize twice targets the same size', async () => {
