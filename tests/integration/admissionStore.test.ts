@@ -8,7 +8,9 @@ import { AdmissionStore } from '../../shared/scheduling/admissionStore';
 import { admissionPass, reconcileAdmission, releaseAdmission, requestAdmission, type AdmissionDeps } from '../../shared/scheduling/admissionService';
 import type { AdmissionLimits } from '../../shared/scheduling/admission';
 import { parseJobSpec } from '../../shared/spec';
-import type { JobRecord } from '../../shared/state';
+import { JobStore, type JobRecord } from '../../shared/state';
+import { schedulingHousekeeping } from '../../shared/scheduling/housekeeping';
+import { DependentsStore } from '../../shared/scheduling/dependentsStore';
 
 let azurite: AzuriteHandle;
 let tables = 0;
@@ -143,3 +145,43 @@ test('the ledger keeps hundreds of reservations (its JSON split over properties)
   expect(s.ledger.grantSeq).toBe(300);
   expect(s.waiting).toEqual([]);
 }, 60_000);
+
+test('the sweep\'s housekeeping frees what a crashed run held, re-sends its grants, and brings an array\'s row up to date', async () => {
+  const store = await newStore();
+  const deps: AdmissionDeps = { store, limits, resendAfterMs: 0 };
+  const n = ++tables;
+  const jobs = JobStore.fromConnectionString(azurite.connectionString(), { jobsTable: `HkJobs${n}`, eventsTable: `HkEvents${n}` });
+  await jobs.ensureTables();
+  const dependents = DependentsStore.fromConnectionString(azurite.connectionString(), `HkDeps${n}`);
+  await dependents.ensureTable();
+  // "crashed" holds 4 of the 10 cores but its row says Failed (its run was terminated); "waiting" asks 8: it fits only
+  // once the crashed run's reservation is dropped.
+  const add = async (id: string, nodes: number) => {
+    const { job } = await jobs.createIfAbsent({ id, spec: spec(nodes), specHash: id, owner: 'alice' });
+    await jobs.transition(id, 'Queued', 'waiting');
+    return { ...job, state: 'Queued' as const };
+  };
+  const crashed = await add('hk-crashed', 2);
+  const waiting = await add('hk-waiting', 4);
+  expect((await requestAdmission(deps, crashed)).status.state).toBe('granted');
+  expect((await requestAdmission(deps, waiting)).status.state).toBe('waiting');
+  await jobs.transition('hk-crashed', 'Failed', 'terminated by hand');
+  // An array of two whose jobs both succeeded while nobody announced it.
+  const arr = (await jobs.createIfAbsent({ id: 'hk-arr', spec: { ...spec(1), array: { parameters: ['a', 'b'] } }, specHash: 'arr', owner: 'alice' })).job;
+  await jobs.transition('hk-arr', 'Queued', 'array of 2 jobs');
+  for (const i of [0, 1]) {
+    await jobs.createIfAbsent({ id: `hk-arr-${i}`, spec: spec(1), specHash: `c${i}`, owner: 'alice', array: { parent: arr.id, index: i, submittedAt: arr.createdAt } });
+    for (const to of ['Queued', 'Running', 'CleaningUp', 'Succeeded'] as const) await jobs.transition(`hk-arr-${i}`, to, to);
+  }
+  await dependents.add('hk-arr', 'hk-after-arr');
+  const woken: { admitted: string[]; dependents: string[] } = { admitted: [], dependents: [] };
+  const report = await schedulingHousekeeping({
+    store: jobs, admission: deps, dependents,
+    wakeAdmitted: async (ids) => void woken.admitted.push(...ids),
+    wakeDependents: async (ids) => void woken.dependents.push(...ids),
+  });
+  expect(report).toMatchObject({ dropped: ['hk-crashed'], admitted: 1, arraysRefreshed: 1, arraysEnded: ['hk-arr'], errors: [] });
+  expect(woken).toEqual({ admitted: ['hk-waiting'], dependents: ['hk-after-arr'] });
+  expect(Object.keys((await store.read()).ledger.reservations)).toEqual(['hk-waiting']);
+  expect((await jobs.get('hk-arr'))?.state).toBe('Succeeded');
+});
