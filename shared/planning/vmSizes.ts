@@ -62,8 +62,3 @@ export function vmSizeInfo(vmSize: string): VmSizeInfo {
   const cores = m ? Number(m[1]) : 1;
   return { cores: Number.isSafeInteger(cores) && cores > 0 ? cores : 1, family: UNLISTED_FAMILY, listed: false };
 }
-
-/** Every listed size (lower-cased) and its entry: for the docs and tests. */
-export function listedVmSizes(): { size: string; cores: number; family: string }[] {
-  return [...TABLE].map(([size, [cores, family]]) => ({ size, cores, family }));
-}
