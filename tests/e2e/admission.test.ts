@@ -58,6 +58,7 @@ beforeAll(async () => {
     ADMISSION_CORE_QUOTA: '{"standardDSv5Family":10}',
     ADMISSION_QUEUES: '[{"name":"default","priority":0},{"name":"urgent","priority":10}]',
     ADMISSION_POLL_SECONDS: '20',
+    OPERATOR_API_KEYS: KEYS.functionKey,
   };
   sampler = setInterval(() => {
     const pools = batch.pools();
@@ -122,7 +123,7 @@ async function post(body: string): Promise<{ status: number; body: { job?: { id:
 async function get<T>(route: string): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
-      const res = await fetch(`${base()}${route}`);
+      const res = await fetch(`${base()}${route}`, { headers: { 'x-functions-key': KEYS.functionKey } });
       if (res.status === 200) return (await res.json()) as T;
       if (attempt >= 20) throw new Error(`GET ${route}: ${res.status} ${await res.text()}`);
     } catch (err) {
