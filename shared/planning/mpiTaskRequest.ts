@@ -113,6 +113,8 @@ export function mpiTaskRequest(
   nodes: { id: string }[],
   dataDir: string,
   batchJobId: string,
+  /** A retried attempt's task has its own id (ids are unique in a Batch job). */
+  taskId: string = plan.mpiTaskId,
 ): MpiTaskRequestShape {
   const runtime = spec.container.runtime;
   const commands = buildMpiTaskCommands({
@@ -138,7 +140,7 @@ export function mpiTaskRequest(
   });
   return {
     batchJobId,
-    taskId: plan.mpiTaskId,
+    taskId,
     numberOfInstances: nodes.length,
     coordinationCommandLine: commands.coordinationCommandLine,
     applicationCommandLine: commands.applicationCommandLine,

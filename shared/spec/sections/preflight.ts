@@ -1,0 +1,54 @@
+/**
+ * The `preflight` section of the job spec: a short check across the job's own nodes after staging and before the MPI
+ * task (docs/scheduling.md): every node reachable on the launcher's ssh port from the master, free disk, the paths the
+ * job needs present, and an MPI ping-pong over the fabric the job uses. Outliers are replaced and the check repeated.
+ */
+import { z } from 'zod';
+import { ISO_DURATION_PATTERN, parseIsoDuration } from '../duration';
+
+export const PREFLIGHT_LIMITS = { maxRounds: 5, minTimeoutMs: 30_000, maxTimeoutMs: 30 * 60_000 } as const;
+
+/**
+ * Ping-pong thresholds when the spec gives none, by the fabric the job resolves to. RDMA: an HDR/EDR InfiniBand pair
+ * shows ~2 µs and 10+ GB/s with 1 MiB messages; a link that fell back to IPoIB or TCP shows tens of µs and a few GB/s.
+ * TCP: only gross failures (Azure's accelerated networking gives 30–100 µs and 1+ GB/s; a loaded machine running the
+ * local emulator's nodes can show milliseconds), so a default never fails a healthy job.
+ */
+export const PINGPONG_DEFAULTS = {
+  rdma: { maxLatencyUs: 20, minBandwidthMBps: 4_000 },
+  tcp: { maxLatencyUs: 5_000, minBandwidthMBps: 10 },
+} as const;
+
+const num = (what: string) => z.number({ error: `must be a number: ${what}` });
+
+export const PingPongSchema = z
+  .strictObject({
+    enabled: z.boolean({ error: 'must be true or false' }).default(true)
+      .meta({ description: 'Run the ping-pong (needs `mpicc` where the launcher runs: the node, or the job\'s container; skipped and recorded when absent).' }),
+    maxLatencyUs: num('microseconds').positive({ error: 'must be greater than 0' }).max(1_000_000).optional()
+      .meta({ description: `Largest median one-way latency (8-byte messages, µs) of a pair of nodes. Default by fabric: rdma ${PINGPONG_DEFAULTS.rdma.maxLatencyUs}, tcp ${PINGPONG_DEFAULTS.tcp.maxLatencyUs}.` }),
+    minBandwidthMBps: num('MB/s').positive({ error: 'must be greater than 0' }).max(1_000_000).optional()
+      .meta({ description: `Smallest bandwidth (1 MiB messages, MB/s) of a pair of nodes. Default by fabric: rdma ${PINGPONG_DEFAULTS.rdma.minBandwidthMBps}, tcp ${PINGPONG_DEFAULTS.tcp.minBandwidthMBps}.` }),
+  })
+  .meta({ description: 'MPI ping-pong between neighbouring nodes (a ring: each node is measured with two partners, so a slow node is told from a slow partner; with two nodes a slow pair replaces both).' });
+
+export const PreflightSchema = z
+  .strictObject({
+    enabled: z.boolean({ error: 'must be true or false' }).default(true)
+      .meta({ description: 'Check the nodes before the MPI task (on by default: it takes seconds, against minutes of a job that dies on a bad node).' }),
+    maxSshMs: z.number({ error: 'must be a number of milliseconds' }).int({ error: 'must be a whole number' }).min(100).max(120_000).default(10_000)
+      .meta({ description: 'Longest ssh round trip (connect and a short command) from the master to a node on the launcher\'s port; slower or refused is unreachable.' }),
+    minFreeDiskGB: num('GB').min(0).max(100_000).default(1)
+      .meta({ description: 'Least free space on each node under the Batch task directory (AZ_BATCH_NODE_ROOT_DIR); 0 = not checked.' }),
+    pingPong: PingPongSchema.prefault({}),
+    rounds: z.number({ error: 'must be a number' }).int({ error: 'must be a whole number' }).min(0).max(PREFLIGHT_LIMITS.maxRounds).default(2)
+      .meta({ description: 'How many times bad nodes are replaced and the check repeated before the attempt fails (a preflightFailure, which `retry` may retry).' }),
+    timeout: z.string({ error: 'must be an ISO 8601 duration such as "PT3M"' })
+      .refine((v) => ISO_DURATION_PATTERN.test(v) && parseIsoDuration(v) !== undefined, { error: 'must be an ISO 8601 duration such as "PT3M"' })
+      .refine((v) => (parseIsoDuration(v) ?? 0) >= PREFLIGHT_LIMITS.minTimeoutMs && (parseIsoDuration(v) ?? 0) <= PREFLIGHT_LIMITS.maxTimeoutMs, { error: 'must be between PT30S and PT30M' })
+      .default('PT3M')
+      .meta({ description: 'Wall-clock limit of one check (the Batch task\'s maxWallClockTime).' }),
+  })
+  .meta({ description: 'A check across the job\'s own nodes after staging and before MPI: reachability on the launcher\'s ssh port, free disk, required paths, and an MPI ping-pong (docs/scheduling.md).' });
+
+export type PreflightSpec = z.output<typeof PreflightSchema>;
