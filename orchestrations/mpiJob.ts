@@ -71,7 +71,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
       yield* enter('StagingData', `${spec.data.inputs.length} input source(s)`);
       yield* stageOn(unprepared(), attempt.tag);
 
-      const checked = yield* preflight(run, { jobId: input.jobId, batchJobId, attempt: attempt.number, plan, spec, pool, replace: function* (bad, round) {
+      const checked = yield* preflight(run, { jobId: input.jobId, batchJobId, attempt: attempt.number, plan, spec, pool, fabricDefaults: input.settings.preflightFabricDefaults !== false, replace: function* (bad, round) {
         pool = yield* replaceNodes(run, provisioning, pool!, bad, { exclude: [...attempt.exclude, ...bad], reallocate: false });
         attempt.nodes = pool.nodes;
         yield* pullOn(unprepared(), `${attempt.tag}-p${round}`);

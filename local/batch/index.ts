@@ -16,7 +16,7 @@ import { TaskExecutor } from './runner/taskExecutor';
 
 export { DEV_ACCOUNT_KEY, DEV_ACCOUNT_NAME, API_VERSION } from './config';
 export type { BatchEmulatorOptions, EmulatorTiming, ExchangeRecord } from './config';
-export type { FaultConfig } from './faults/faultConfig';
+export type { FaultConfig, NodeFault } from './faults/faultConfig';
 export { SSH_LAUNCHER, LAUNCHER_BIN_DIR } from './runner/env';
 
 export interface EmulatedNodeInfo {

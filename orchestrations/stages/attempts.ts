@@ -116,6 +116,8 @@ export function* runAttempts(run: PipelineRun, req: AttemptsRequest, body: (atte
     }
     run.report({ lastError: `attempt ${n} failed (${verdict.failureClass}): ${verdict.reason}`, progress: { attempt: { current: n, max: policy.maxAttempts, lastFailure: verdict.reason } } });
     yield* run.sleep(stageError?.stage ?? 'Running', decision.delayMs);
+    // The wait billed the pool too: another attempt starts only within the budget.
+    run.checkpoint(stageError?.stage ?? 'Running');
     replace = verdict.nodes;
     exclude.push(...verdict.nodes.filter((id) => !exclude.includes(id)));
     reallocate = verdict.failureClass === 'allocationFailure';

@@ -13,6 +13,8 @@ export interface PreflightRequest {
   plan: JobPlan;
   spec: JobSpec;
   pool: ProvisionedPool;
+  /** The deployment applies the RDMA ping-pong defaults (PipelineSettings.preflightFabricDefaults). */
+  fabricDefaults: boolean;
   /** Replaces bad nodes through the provisioning path and readies the newcomers (images, shards); the pool after. */
   replace(bad: string[], round: number): Orchestration<ProvisionedPool>;
 }
@@ -37,7 +39,7 @@ export class PreflightFailed extends StageFailed {
 export function* preflight(run: PipelineRun, req: PreflightRequest): Orchestration<{ pool: ProvisionedPool; result?: PreflightResult }> {
   const { spec } = req;
   if (!spec.preflight.enabled) return { pool: req.pool };
-  const th = preflightThresholds(spec, spec.pool.vmSize ?? req.plan.poolCreate.vmSize);
+  const th = preflightThresholds(spec, spec.pool.vmSize ?? req.plan.poolCreate.vmSize, req.fabricDefaults);
   let pool = req.pool;
   const replaced: string[] = [];
   for (let round = 1; ; round++) {

@@ -42,9 +42,11 @@ export function* provision(run: PipelineRun, req: ProvisionRequest, opts: { real
       { vmSize: req.vmSize },
     );
     if (problems.length) throw new StageFailed('Provisioning', `pool ${req.poolId} cannot run this job: ${problems.join('; ')}`);
+  } else if (opts.reallocate) {
+    // An earlier attempt created the pool and Batch could not fill it.
+    yield* askAgain(run, req);
   } else {
     yield* run.call('poolCreate', req.createRequest);
-    if (opts.reallocate) yield* askAgain(run, req);
   }
   run.report({ resources: { poolId: req.poolId } });
   return yield* waitForNodes(run, req, { minNodes: req.minNodes, exclude: [], prefer: [] });

@@ -31,6 +31,8 @@ export interface PipelineSettings {
   nodeTaskMaxAttempts: number;
   /** Longest lifetime of a SAS URL handed to a node (the deployment's cap, at most 7 days). */
   sasMaxLifetimeMinutes: number;
+  /** Judge RDMA ping-pongs by the built-in thresholds when the spec sets none (absent, as in older inputs: yes). */
+  preflightFabricDefaults?: boolean;
 }
 
 export interface MpiJobInput {

@@ -99,6 +99,8 @@ export interface PreflightScriptInput {
   pingPong: boolean;
   /** Open MPI wants `host:slots` in its host list; the Hydra launchers take plain hosts. */
   openmpi: boolean;
+  /** The launcher, as the launch line names it (a shell word, commands.ts launcherWord). */
+  launcher: string;
 }
 
 /** `"…"` for bash: the characters double quotes keep special are escaped, so the text arrives as written. */
@@ -158,6 +160,7 @@ export function preflightMasterScript(input: PreflightScriptInput): string {
   lines.push(
     `export ${PINGPONG_BIN_ENV}="$mpijob_pf_dir/pingpong"`,
     'if [ "${#mpijob_pf_ok[@]}" -lt 2 ]; then echo "MPIJOB_PREFLIGHT pingpong skipped=fewer-than-2-reachable-nodes"; exit 0; fi',
+    `if ! command -v ${input.launcher} >/dev/null 2>&1; then echo "MPIJOB_PREFLIGHT pingpong skipped=no-launcher"; exit 0; fi`,
     'if ! command -v mpicc >/dev/null 2>&1; then echo "MPIJOB_PREFLIGHT pingpong skipped=no-mpicc"; exit 0; fi',
     `printf "%b" ${bashDoubleQuoted(oneLine(PINGPONG_C))} > "$mpijob_pf_dir/pingpong.c"`,
     `if ! mpicc -O2 -o "$${PINGPONG_BIN_ENV}" "$mpijob_pf_dir/pingpong.c" > "$mpijob_pf_dir/cc.txt" 2>&1; then echo "MPIJOB_PREFLIGHT pingpong skipped=compile-failed"; head -n 5 "$mpijob_pf_dir/cc.txt" | while IFS= read -r mpijob_pf_l; do echo "MPIJOB_PREFLIGHT cc $mpijob_pf_l"; done; exit 0; fi`,

@@ -3,7 +3,7 @@
  * judged by, the parse of what the master printed and the verdict per node. Pure; the orchestrator runs the task
  * (orchestrations/stages/preflight.ts) and replaces the nodes named here.
  */
-import { buildMpiTaskCommands } from '../mpi/commands';
+import { buildMpiTaskCommands, launcherWord } from '../mpi/commands';
 import { resolveFabric } from '../mpi/rdmaPresets';
 import { shellQuote } from '../mpi/shellQuote';
 import { PINGPONG_BIN_ENV, PINGPONG_RANK_COMMAND, preflightMasterScript } from '../mpi/preflightScript';
@@ -26,20 +26,27 @@ export interface PreflightThresholds {
   maxSshMs: number;
   minFreeMB: number;
   requiredPaths: string[];
-  pingPong: { enabled: boolean; maxLatencyUs: number; minBandwidthMBps: number };
+  /** A threshold left out is not judged (the figure is still recorded). */
+  pingPong: { enabled: boolean; maxLatencyUs?: number; minBandwidthMBps?: number };
 }
 
-export function preflightThresholds(spec: JobSpec, vmSize: string): PreflightThresholds {
+/**
+ * The thresholds a job is judged by: the spec's, else the defaults of an RDMA fabric (PINGPONG_DEFAULTS) unless the
+ * deployment turned those off (`fabricDefaults` false, the PREFLIGHT_FABRIC_DEFAULTS setting).
+ */
+export function preflightThresholds(spec: JobSpec, vmSize: string, fabricDefaults = true): PreflightThresholds {
   const p = spec.preflight;
-  const fabric = resolveFabric(spec.mpi.fabric, vmSize);
+  const defaults: { maxLatencyUs?: number; minBandwidthMBps?: number } = fabricDefaults && resolveFabric(spec.mpi.fabric, vmSize) === 'rdma' ? PINGPONG_DEFAULTS.rdma : {};
+  const maxLatencyUs = p.pingPong.maxLatencyUs ?? defaults.maxLatencyUs;
+  const minBandwidthMBps = p.pingPong.minBandwidthMBps ?? defaults.minBandwidthMBps;
   return {
     maxSshMs: p.maxSshMs,
     minFreeMB: Math.round(p.minFreeDiskGB * 1024),
     requiredPaths: requiredNodePaths(spec),
     pingPong: {
       enabled: p.pingPong.enabled,
-      maxLatencyUs: p.pingPong.maxLatencyUs ?? PINGPONG_DEFAULTS[fabric].maxLatencyUs,
-      minBandwidthMBps: p.pingPong.minBandwidthMBps ?? PINGPONG_DEFAULTS[fabric].minBandwidthMBps,
+      ...(maxLatencyUs !== undefined ? { maxLatencyUs } : {}),
+      ...(minBandwidthMBps !== undefined ? { minBandwidthMBps } : {}),
     },
   };
 }
@@ -66,6 +73,7 @@ export function preflightTaskRequest(plan: JobPlan, spec: JobSpec, nodes: { id: 
     requiredPaths: th.requiredPaths,
     pingPong: th.pingPong.enabled,
     openmpi: spec.mpi.runtime === 'openmpi',
+    launcher: launcherWord((managed ? spec.mpi.launcher.executable : undefined) ?? 'mpirun'),
   });
   const userPre = spec.mpi.preExecutionCommand;
   const preExecutionCommand = userPre
@@ -256,12 +264,15 @@ export function evaluatePreflight(run: PreflightRun, nodes: readonly { id: strin
   }
 
   // Ping-pong: a pair is slow past either threshold; a node is slow when all of its pairs are.
-  const slow = (p: PingPongPair) => p.latencyUs > th.pingPong.maxLatencyUs || p.bandwidthMBps < th.pingPong.minBandwidthMBps;
+  const { maxLatencyUs, minBandwidthMBps } = th.pingPong;
+  const judged = maxLatencyUs !== undefined || minBandwidthMBps !== undefined;
+  const slow = (p: PingPongPair) => (maxLatencyUs !== undefined && p.latencyUs > maxLatencyUs) || (minBandwidthMBps !== undefined && p.bandwidthMBps < minBandwidthMBps);
+  const limits = [maxLatencyUs !== undefined ? `latency ${maxLatencyUs} µs` : '', minBandwidthMBps !== undefined ? `bandwidth ${minBandwidthMBps} MB/s` : ''].filter(Boolean).join(', ');
   let pingPong: string;
   let unattributed: string | undefined;
   const expected = th.pingPong.enabled && (report.ranks?.length ?? 0) >= 2;
   if (report.pairs.length) {
-    pingPong = `measured over ${report.pairs.length} pair(s)`;
+    pingPong = `measured over ${report.pairs.length} pair(s)${judged ? '' : ' (no thresholds: recorded, not judged)'}`;
     const pairsOf = new Map<string, PingPongPair[]>();
     for (const p of report.pairs) for (const ip of [p.a, p.b]) pairsOf.set(ip, [...(pairsOf.get(ip) ?? []), p]);
     const slowIps: string[] = [];
@@ -275,11 +286,11 @@ export function evaluatePreflight(run: PreflightRun, nodes: readonly { id: strin
     }
     const allSlow = report.pairs.every(slow);
     if (allSlow && pairsOf.size >= 3) {
-      unattributed = `every ping-pong pair is over the thresholds (latency ${th.pingPong.maxLatencyUs} µs, bandwidth ${th.pingPong.minBandwidthMBps} MB/s): a fabric-wide problem, not one node`;
+      unattributed = `every ping-pong pair is over the thresholds (${limits}): a fabric-wide problem, not one node`;
     } else {
       for (const ip of slowIps) {
         const f = figures[idByIp.get(ip) as string];
-        f.problems.push(`slow fabric: latency ${f.latencyUs} µs (max ${th.pingPong.maxLatencyUs}), bandwidth ${f.bandwidthMBps} MB/s (min ${th.pingPong.minBandwidthMBps})${pairsOf.size === 2 ? ' (two nodes: the slow pair cannot be pinned on one)' : ''}`);
+        f.problems.push(`slow fabric: latency ${f.latencyUs} µs, bandwidth ${f.bandwidthMBps} MB/s (thresholds: ${limits})${pairsOf.size === 2 ? '; with two nodes the slow pair cannot be pinned on one' : ''}`);
       }
     }
   } else if (!th.pingPong.enabled) {
