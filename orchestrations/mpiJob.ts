@@ -60,7 +60,9 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     price = yield* run.call('costPrice', { vmSize: spec.pool.vmSize ?? '' });
     run.guardBudget(budgetGuard(spec.limits, price));
     const end = yield* runAttempts(run, { jobId: input.jobId, poolId: plan.poolId, policy: retryPolicyFor(spec), records: attempts }, function* (attempt) {
-      pool = pool ? yield* replaceNodes(run, provisioning, pool, attempt.replace, attempt) : yield* provision(run, provisioning, attempt);
+      pool = pool
+        ? yield* replaceNodes(run, provisioning, pool, attempt.replace, { exclude: attempt.exclude, reallocate: attempt.reallocate })
+        : yield* provision(run, provisioning, { reallocate: attempt.reallocate });
       attempt.nodes = pool.nodes;
       batchJobId ??= yield* run.call('batchJobCreate', { jobId: input.jobId, batchJobId: plan.batchJobId, poolId: pool.poolId, releaseCommandLine: releaseTaskCommand(input.jobId, spec) });
       run.report({ resources: { batchJobId } });

@@ -76,7 +76,8 @@ export function* runAttempts(run: PipelineRun, req: AttemptsRequest, body: (atte
     } catch (err) {
       if (!(err instanceof StageFailed) || err instanceof JobTimedOut) {
         // Cancelled, timed out, or a bug: the job ends here; the record says how far the attempt got.
-        req.records.push({ ...record(run, a, startedAt, { outcome: 'succeeded' }), outcome: err instanceof JobCancelled ? 'cancelled' : 'failed', reason: err instanceof JobCancelled ? err.reason : err instanceof Error ? err.message.split('\n')[0] : String(err) });
+        const reason = err instanceof JobCancelled ? err.reason : err instanceof Error ? err.message.split('\n')[0] : String(err);
+        req.records.push(record(run, a, startedAt, { outcome: err instanceof JobCancelled ? 'cancelled' : 'failed', reason }));
         throw err;
       }
       stageError = err;
@@ -130,17 +131,18 @@ function withNote(err: StageFailed, note: string): StageFailed {
   return new StageFailed(err.stage, `${err.reason}${note}`);
 }
 
-function record(run: PipelineRun, a: AttemptContext, startedAt: string, verdict: AttemptVerdict, mpi?: MpiResult): Attempt {
+/** An attempt's record: its verdict, or how it was cut short (cancelled, timed out: no failure class). */
+function record(run: PipelineRun, a: AttemptContext, startedAt: string, verdict: AttemptVerdict | { outcome: 'cancelled' | 'failed'; reason: string }, mpi?: MpiResult): Attempt {
   const endedAt = run.now().toISOString();
   const minutes = Math.max(0, Date.parse(endedAt) - Date.parse(startedAt)) / 60_000;
-  const failed = verdict.outcome === 'failed' ? verdict : undefined;
+  const failed = 'failureClass' in verdict ? verdict : undefined;
   return {
     attempt: a.number,
     startedAt,
     endedAt,
     nodes: a.nodes.map((x) => x.id),
     outcome: verdict.outcome,
-    ...(failed ? { failureClass: failed.failureClass, reason: failed.reason } : {}),
+    ...(failed ? { failureClass: failed.failureClass, reason: failed.reason } : 'reason' in verdict ? { reason: verdict.reason } : {}),
     ...(mpi ? { mpiTaskId: mpi.taskId ?? a.mpiTaskId, exitCode: mpi.exitCode } : failed?.exitCode !== undefined ? { exitCode: failed.exitCode } : {}),
     nodeMinutes: Math.round(a.nodes.length * minutes * 100) / 100,
     ...(a.preflight ? { preflight: a.preflight } : {}),

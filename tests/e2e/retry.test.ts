@@ -24,7 +24,8 @@ import { batchIdFor } from '../../shared/planning/jobPlan';
 import { smallSpec } from '../ops/helpers';
 
 let stack: Stack;
-const exchanges: ExchangeRecord[] = [];
+/** Every Batch API call the emulator answered, and when. */
+const exchanges: (ExchangeRecord & { at: number })[] = [];
 const calls = (method: string, pathPattern: RegExp, status?: number) =>
   exchanges.filter((e) => e.method === method && pathPattern.test(e.path) && (status === undefined || e.status === status)).length;
 
@@ -54,7 +55,7 @@ const show = (view: JobViewLite) => console.log(`${view.id}: ${view.state} ${vie
 beforeAll(async () => {
   const logs = path.join(REPO_ROOT, 'test-artifacts');
   mkdirSync(logs, { recursive: true });
-  stack = await startStack({ port: 0, demoImageFillerBytes: 0, logDestination: path.join(logs, 'e2e-retry-host.log'), batch: { onExchange: (e) => exchanges.push(e) } });
+  stack = await startStack({ port: 0, demoImageFillerBytes: 0, logDestination: path.join(logs, 'e2e-retry-host.log'), batch: { onExchange: (e) => exchanges.push({ ...e, at: Date.now() }) } });
 }, 120_000);
 afterAll(async () => stack?.stop(), 60_000);
 
@@ -184,9 +185,11 @@ describe('preflight before MPI', () => {
     expect(replacing).toMatch(/unreachable on the launcher's ssh port \(exit 255: ssh: connect to host \S+ port 22: Connection refused\)/);
     expect(calls('POST', new RegExp(`^/pools/${poolId}/removenodes$`, 'i'), 202)).toBe(1);
     // The preflight ran before the MPI task, which was added once.
-    const order = exchanges.filter((e) => e.method === 'POST' && e.path === `/jobs/${batchIdFor('hpc', id)}/tasks` && e.status === 201).map((e) => String((e.requestBody as { id?: string })?.id));
-    expect(order.filter((t) => t.startsWith('preflight-') || t === 'mpi')).toEqual(['preflight-1-1', 'preflight-1-2', 'mpi']);
-    console.log(`preflight figures: ${JSON.stringify(pf!.nodes)}`);
+    const adds = exchanges.filter((e) => e.method === 'POST' && e.path === `/jobs/${batchIdFor('hpc', id)}/tasks` && e.status === 201).map((e) => ({ id: String((e.requestBody as { id?: string })?.id), at: e.at }));
+    const order = adds.filter((t) => t.id.startsWith('preflight-') || t.id === 'mpi');
+    expect(order.map((t) => t.id)).toEqual(['preflight-1-1', 'preflight-1-2', 'mpi']);
+    // Figures: a check that passes, from its task's add to the MPI task's (polling included), and a round that replaces a node.
+    console.log(`preflight figures: passing check ${((order[2].at - order[1].at) / 1000).toFixed(1)} s, check + replacement ${((order[1].at - order[0].at) / 1000).toFixed(1)} s; per node ${JSON.stringify(pf!.nodes)}`);
     expect(view.result?.mpi?.stdoutTail).toMatch(/rank on /);
     expect(await checkCleanup(stack, view)).toEqual([]);
   }, 420_000);
