@@ -22,8 +22,7 @@ import { budgetGuard, jobCost, type PriceQuote } from '../shared/ops/cost';
  */
 export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestration<JobOutcome> {
   const input = context.df.getInput<MpiJobInput>();
-  const { spec } = input;
-  const plan = planJob(input.jobId, spec);
+  const plan = planJob(input.jobId, input.spec);
   const started = context.df.currentUtcDateTime;
   const deadline = { at: new Date(started.getTime() + plan.pipelineBudgetMs).toISOString(), limit: 'pipeline budget' };
   const run = new PipelineRun(context, input.jobId, input.settings.poll, deadline);
@@ -36,44 +35,44 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
   let outcome: JobOutcome;
 
   const enter = function* (stage: JobState, reason: string): Orchestration<void> {
-    run.report({ stage });
     // A later attempt goes through the stages again; the job row only moves forward (its timeline has the attempts).
-    if (timings[stage]) return;
+    if (timings[stage]) return run.report({ stage });
     const now = run.now().toISOString();
     for (const t of Object.values(timings)) t.endedAt ??= now;
     timings[stage] = { startedAt: now };
+    run.report({ stage });
     yield* run.call('jobTransition', { jobId: input.jobId, to: stage, reason, patch: { batchPoolId: plan.poolId, batchJobId } });
   };
-  const provisioning: ProvisionRequest = { jobId: input.jobId, poolId: plan.poolId, reuse: plan.reusePool, vmSize: spec.pool.vmSize, nodes: plan.nodes, minNodes: plan.minNodes, resizeTimeoutMs: plan.resizeTimeoutMs, createRequest: plan.poolCreate };
+  const provisioning: ProvisionRequest = { jobId: input.jobId, poolId: plan.poolId, reuse: plan.reusePool, vmSize: input.spec.pool.vmSize, nodes: plan.nodes, minNodes: plan.minNodes, resizeTimeoutMs: plan.resizeTimeoutMs, createRequest: plan.poolCreate };
   // Nodes that hold the job's images and shards; a node that replaces a failed one gets them before it is used.
   const prepared = new Set<string>();
   const unprepared = () => (pool?.nodes ?? []).filter((n) => !prepared.has(n.id));
   const pullOn = (nodes: NodeRef[], tag: string) =>
-    pullImages(run, { jobId: input.jobId, batchJobId: batchJobId!, nodes, spec, maxAttempts: input.settings.nodeTaskMaxAttempts, sasMaxLifetimeMinutes: input.settings.sasMaxLifetimeMinutes, taskPrefix: `pull${tag}` });
+    pullImages(run, { jobId: input.jobId, batchJobId: batchJobId!, nodes, spec: input.spec, maxAttempts: input.settings.nodeTaskMaxAttempts, sasMaxLifetimeMinutes: input.settings.sasMaxLifetimeMinutes, taskPrefix: `pull${tag}` });
   const stageOn = function* (nodes: NodeRef[], tag: string): Orchestration<void> {
-    staged = yield* stageData(run, { jobId: input.jobId, batchJobId: batchJobId!, nodes: pool!.nodes, spec, settings: input.settings, previous: staged, only: staged ? nodes.map((n) => n.id) : undefined, taskPrefix: `dl${tag}` });
+    staged = yield* stageData(run, { jobId: input.jobId, batchJobId: batchJobId!, nodes: pool!.nodes, spec: input.spec, settings: input.settings, previous: staged, only: staged ? nodes.map((n) => n.id) : undefined, taskPrefix: `dl${tag}` });
     for (const n of nodes) prepared.add(n.id);
   };
 
   try {
     yield* enter('Provisioning', plan.reusePool ? `reusing pool ${plan.poolId}` : `creating pool ${plan.poolId}`);
-    price = yield* run.call('costPrice', { vmSize: spec.pool.vmSize ?? '' });
-    run.guardBudget(budgetGuard(spec.limits, price));
-    const end = yield* runAttempts(run, { jobId: input.jobId, poolId: plan.poolId, policy: retryPolicyFor(spec), records: attempts }, function* (attempt) {
+    price = yield* run.call('costPrice', { vmSize: input.spec.pool.vmSize ?? '' });
+    run.guardBudget(budgetGuard(input.spec.limits, price));
+    const end = yield* runAttempts(run, { jobId: input.jobId, poolId: plan.poolId, policy: retryPolicyFor(input.spec), records: attempts }, function* (attempt) {
       pool = pool
         ? yield* replaceNodes(run, provisioning, pool, attempt.replace, { exclude: attempt.exclude, reallocate: attempt.reallocate })
         : yield* provision(run, provisioning, { reallocate: attempt.reallocate });
       attempt.nodes = pool.nodes;
-      batchJobId ??= yield* run.call('batchJobCreate', { jobId: input.jobId, batchJobId: plan.batchJobId, poolId: pool.poolId, releaseCommandLine: releaseTaskCommand(input.jobId, spec) });
+      batchJobId ??= yield* run.call('batchJobCreate', { jobId: input.jobId, batchJobId: plan.batchJobId, poolId: pool.poolId, releaseCommandLine: releaseTaskCommand(input.jobId, input.spec) });
       run.report({ resources: { batchJobId } });
 
-      yield* enter('PullingImages', `${spec.container.images.length} image(s) on ${pool.nodes.length} nodes, at most ${spec.container.pullConcurrency} at once`);
+      yield* enter('PullingImages', `${input.spec.container.images.length} image(s) on ${pool.nodes.length} nodes, at most ${input.spec.container.pullConcurrency} at once`);
       yield* pullOn(unprepared(), attempt.tag);
 
-      yield* enter('StagingData', `${spec.data.inputs.length} input source(s)`);
+      yield* enter('StagingData', `${input.spec.data.inputs.length} input source(s)`);
       yield* stageOn(unprepared(), attempt.tag);
 
-      const checked = yield* preflight(run, { jobId: input.jobId, batchJobId, attempt: attempt.number, plan, spec, pool, fabricDefaults: input.settings.preflightFabricDefaults !== false, replace: function* (bad, round) {
+      const checked = yield* preflight(run, { jobId: input.jobId, batchJobId, attempt: attempt.number, plan, spec: input.spec, pool, fabricDefaults: input.settings.preflightFabricDefaults !== false, replace: function* (bad, round) {
         pool = yield* replaceNodes(run, provisioning, pool!, bad, { exclude: [...attempt.exclude, ...bad], reallocate: false });
         attempt.nodes = pool.nodes;
         yield* pullOn(unprepared(), `${attempt.tag}-p${round}`);
@@ -84,7 +83,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
       attempt.preflight = checked.result;
 
       yield* enter('Running', `multi-instance task on ${pool.nodes.length} nodes`);
-      return yield* runMpi(run, mpiTaskRequest(plan, spec, pool.nodes, staged!.destination, batchJobId, attempt.mpiTaskId), { autoComplete: attempt.isLast, poolId: pool.poolId, nodes: pool.nodes.map((n) => n.id) });
+      return yield* runMpi(run, mpiTaskRequest(plan, input.spec, pool.nodes, staged!.destination, batchJobId, attempt.mpiTaskId), { autoComplete: attempt.isLast, poolId: pool.poolId, nodes: pool.nodes.map((n) => n.id) });
     });
     const { mpi } = end;
     const result: JobResult = { exitCode: mpi.exitCode, timings, logs: mpi.logs, mpi, attempts, ...lastPreflight(attempts) };
@@ -116,7 +115,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
   const { nodes, allocatedAt } = run.usage;
   if (allocatedAt !== undefined) {
     const cost = jobCost(
-      { vmSize: spec.pool.vmSize, dedicatedNodes: nodes, lowPriorityNodes: 0, allocatedAt, releasedAt: end },
+      { vmSize: input.spec.pool.vmSize, dedicatedNodes: nodes, lowPriorityNodes: 0, allocatedAt, releasedAt: end },
       timings,
       price ?? { currency: 'USD', source: 'no price looked up' },
     );
