@@ -38,7 +38,7 @@ export function* runMpi(run: PipelineRun, req: MpiTaskRequestShape, opts: MpiRun
   let requeued = false;
   for (let attempt = 0; ; attempt++) {
     const obs = yield* run.call('mpiTaskObserve', ref);
-    run.report({ progress: { mpi: { state: obs.state, startedAt: obs.startTime } }, ...(obs.state === 'running' ? { nodes: nodesIn(run, 'running') } : {}) });
+    run.report({ progress: { mpi: { state: obs.state, startedAt: obs.startTime } }, ...(obs.state === 'running' ? { nodes: nodesIn(run, opts.nodes, 'running') } : {}) });
     if (obs.state === 'completed' || obs.state === 'missing') break;
     if ((obs.requeueCount ?? 0) > requeues) {
       requeues = obs.requeueCount ?? 0;
@@ -59,9 +59,9 @@ export function* runMpi(run: PipelineRun, req: MpiTaskRequestShape, opts: MpiRun
   return { mpi: result, requeued };
 }
 
-/** Every node of the job in one state (the MPI task spans all of them). */
-function nodesIn(run: PipelineRun, state: NodeProgress): Record<string, NodeProgress> {
-  return Object.fromEntries(Object.keys(run.nodeStates()).map((id) => [id, state]));
+/** The attempt's nodes in one state (the MPI task spans all of them); nodes replaced earlier keep theirs. */
+function nodesIn(run: PipelineRun, nodes: readonly string[], state: NodeProgress): Record<string, NodeProgress> {
+  return { ...run.nodeStates(), ...Object.fromEntries(nodes.map((id) => [id, state])) };
 }
 
 /** Per node: done or failed, from its subtask's exit code (the master's is the task's). */
