@@ -22,6 +22,7 @@ import { checkCleanup, getJobView, submitSpec, watchJob, type JobViewLite } from
 import type { ExchangeRecord } from '../../local/batch/config';
 import { batchIdFor } from '../../shared/planning/jobPlan';
 import { smallSpec } from '../ops/helpers';
+import { until } from '../batch/until';
 
 let stack: Stack;
 /** Every Batch API call the emulator answered, and when. */
@@ -35,15 +36,6 @@ function spec(id: string, command: string, extra: Record<string, unknown>): stri
   return stringify({ ...doc, ...extra });
 }
 
-async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 300));
-  }
-}
 
 /** A marker file the test's MPI programs share (outside every node's sandbox). */
 const marker = (name: string) => path.join(stack.batch.dataDir, `marker-${name}`);
@@ -67,11 +59,11 @@ describe('retries by failure class', () => {
       retry: { maxAttempts: 2, on: ['nodeFailure'], backoff: { initial: 'PT1S', max: 'PT1S' } },
     }));
     // Wait until attempt 1's MPI task runs, then break one of its nodes.
-    const running = await until('the MPI task running', 150_000, async () => {
+    const running = await until('the MPI task running', async () => {
       const v = await getJobView(stack, id);
       if (['Succeeded', 'Failed', 'Cancelled'].includes(v.state)) throw new Error(`job ended before the fault: ${v.state} ${v.error?.message}`);
       return v.progress?.progress?.mpi?.state === 'running' ? v : undefined;
-    });
+    }, 150_000);
     const before = stack.batch.nodes(poolId).map((n) => n.id).sort();
     expect(before).toHaveLength(2);
     const broken = before[1];
