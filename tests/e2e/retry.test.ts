@@ -62,7 +62,9 @@ describe('retries by failure class', () => {
     const running = await until('the MPI task running', async () => {
       const v = await getJobView(stack, id);
       if (['Succeeded', 'Failed', 'Cancelled'].includes(v.state)) throw new Error(`job ended before the fault: ${v.state} ${v.error?.message}`);
-      return v.progress?.progress?.mpi?.state === 'running' ? v : undefined;
+      if (v.progress?.progress?.mpi?.state === 'running') return v;
+      await new Promise((r) => setTimeout(r, 300)); // the API, not the emulator: a few looks a second are enough
+      return undefined;
     }, 150_000);
     const before = stack.batch.nodes(poolId).map((n) => n.id).sort();
     expect(before).toHaveLength(2);
