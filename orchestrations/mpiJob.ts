@@ -1,17 +1,20 @@
 import type { OrchestrationContext } from 'durable-functions';
-import type { JobOutcome, JobResult, MpiJobInput } from '../shared/contract';
+import type { Attempt, JobOutcome, JobResult, MpiJobInput, NodeRef } from '../shared/contract';
 import type { JobState } from '../shared/state/states';
 import { JobCancelled, Orchestration, PipelineRun, StageFailed } from './runtime/pipelineRun';
 import { activityFailureMessage } from './runtime/activityCalls';
-import { provision, type ProvisionedPool } from './stages/provision';
+import { provision, replaceNodes, type ProvisionedPool, type ProvisionRequest } from './stages/provision';
 import { pullImages } from './stages/pullImages';
 import { stageData, StagedData } from './stages/stageData';
+import { preflight } from './stages/preflight';
 import { runMpi } from './stages/runMpi';
+import { runAttempts } from './stages/attempts';
 import { cleanup, waitForPoolGone } from './stages/cleanup';
 import { keepOutputs, withOutputs, workloadUrls } from './stages/workloadData';
 import { waitInQueue } from './stages/queue';
 import { planJob } from '../shared/planning/jobPlan';
 import { mpiTaskRequest, releaseTaskCommand } from '../shared/planning/mpiTaskRequest';
+import { retryPolicyFor } from '../shared/planning/retryPolicy';
 import { budgetGuard, jobCost, type PriceQuote } from '../shared/ops/cost';
 import { outputsPlan } from '../shared/planning/workloadData';
 import { priorityOf, queueOf } from '../shared/scheduling/demand';
@@ -21,14 +24,16 @@ const DEFAULT_QUEUE_POLL_MS = 60_000;
 
 /**
  * The pipeline, one stage per line: wait in the queue (dependencies, admission) → provision → stagger image pulls →
- * stage shards → MPI task, and cleanup always, whatever happened before (failure, timeout, cancel); then the job's
- * admission is given back and its end recorded and announced. A job that ends while it waits has nothing to clean.
+ * stage shards → preflight → MPI task, as attempts retried by failure class on replaced nodes (the spec's `retry`),
+ * and cleanup always, whatever happened before (failure, timeout, cancel); then the job's admission is given back and
+ * its end recorded and announced. A job that ends while it waits has nothing to clean.
  */
 export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestration<JobOutcome> {
   const input = context.df.getInput<MpiJobInput>();
   const plan = planJob(input.jobId, input.spec);
   const run = new PipelineRun(context, input.jobId, input.settings.poll, undefined);
   const timings: JobResult['timings'] = {};
+  const attempts: Attempt[] = [];
   let pool: ProvisionedPool | undefined;
   let staged: StagedData | undefined;
   let batchJobId: string | undefined;
@@ -37,13 +42,27 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
   const outputs = outputsPlan(input.spec, input.jobId);
   /** Set once the MPI task may exist and until its outputs are dealt with: cleanup must let Batch upload them first. */
   let pendingOutputs: { batchJobId: string; taskId: string } | undefined;
+  let nodeUploads = false;
+  let outputsUrl: string | undefined;
 
   const enter = function* (stage: JobState, reason: string): Orchestration<void> {
+    // A later attempt goes through the stages again; the job row only moves forward (its timeline has the attempts).
+    if (timings[stage]) return run.report({ stage });
     const now = run.now().toISOString();
     for (const t of Object.values(timings)) t.endedAt ??= now;
     timings[stage] = { startedAt: now };
     run.report({ stage });
     yield* run.call('jobTransition', { jobId: input.jobId, to: stage, reason, patch: { batchPoolId: plan.poolId, batchJobId } });
+  };
+  const provisioning: ProvisionRequest = { jobId: input.jobId, poolId: plan.poolId, reuse: plan.reusePool, vmSize: input.spec.pool.vmSize, nodes: plan.nodes, minNodes: plan.minNodes, resizeTimeoutMs: plan.resizeTimeoutMs, createRequest: plan.poolCreate };
+  // Nodes that hold the job's images and shards; a node that replaces a failed one gets them before it is used.
+  const prepared = new Set<string>();
+  const unprepared = () => (pool?.nodes ?? []).filter((n) => !prepared.has(n.id));
+  const pullOn = (nodes: NodeRef[], tag: string) =>
+    pullImages(run, { jobId: input.jobId, batchJobId: batchJobId!, nodes, spec: input.spec, maxAttempts: input.settings.nodeTaskMaxAttempts, sasMaxLifetimeMinutes: input.settings.sasMaxLifetimeMinutes, taskPrefix: `pull${tag}` });
+  const stageOn = function* (nodes: NodeRef[], tag: string): Orchestration<void> {
+    staged = yield* stageData(run, { jobId: input.jobId, batchJobId: batchJobId!, nodes: pool!.nodes, spec: input.spec, settings: input.settings, previous: staged, only: staged ? nodes.map((n) => n.id) : undefined, taskPrefix: `dl${tag}` });
+    for (const n of nodes) prepared.add(n.id);
   };
 
   /** Records the end once (the last write of the job's row) and tells whoever waits on this job. */
@@ -77,35 +96,54 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     yield* enter('Provisioning', plan.reusePool ? `reusing pool ${plan.poolId} (admission grant ${waited.grant})` : `creating pool ${plan.poolId} (admission grant ${waited.grant})`);
     price = yield* run.call('costPrice', { vmSize: input.spec.pool.vmSize ?? '' });
     run.guardBudget(budgetGuard(input.spec.limits, price));
-    pool = yield* provision(run, { jobId: input.jobId, poolId: plan.poolId, reuse: plan.reusePool, vmSize: input.spec.pool.vmSize, nodes: plan.nodes, minNodes: plan.minNodes, resizeTimeoutMs: plan.resizeTimeoutMs, createRequest: plan.poolCreate });
-    batchJobId = yield* run.call('batchJobCreate', { jobId: input.jobId, batchJobId: plan.batchJobId, poolId: pool.poolId, releaseCommandLine: releaseTaskCommand(input.jobId, input.spec) });
-    run.report({ resources: { batchJobId } });
+    const end = yield* runAttempts(run, { jobId: input.jobId, poolId: plan.poolId, policy: retryPolicyFor(input.spec), records: attempts }, function* (attempt) {
+      pool = pool
+        ? yield* replaceNodes(run, provisioning, pool, attempt.replace, { exclude: attempt.exclude, reallocate: attempt.reallocate })
+        : yield* provision(run, provisioning, { reallocate: attempt.reallocate });
+      attempt.nodes = pool.nodes;
+      batchJobId ??= yield* run.call('batchJobCreate', { jobId: input.jobId, batchJobId: plan.batchJobId, poolId: pool.poolId, releaseCommandLine: releaseTaskCommand(input.jobId, input.spec) });
+      run.report({ resources: { batchJobId } });
 
-    yield* enter('PullingImages', `${input.spec.container.images.length} image(s) on ${pool.nodes.length} nodes, at most ${input.spec.container.pullConcurrency} at once`);
-    yield* pullImages(run, { jobId: input.jobId, batchJobId, nodes: pool.nodes, spec: input.spec, maxAttempts: input.settings.nodeTaskMaxAttempts, sasMaxLifetimeMinutes: input.settings.sasMaxLifetimeMinutes });
+      yield* enter('PullingImages', `${input.spec.container.images.length} image(s) on ${pool.nodes.length} nodes, at most ${input.spec.container.pullConcurrency} at once`);
+      yield* pullOn(unprepared(), attempt.tag);
 
-    yield* enter('StagingData', `${input.spec.data.inputs.length} input source(s)`);
-    staged = yield* stageData(run, { jobId: input.jobId, batchJobId, nodes: pool.nodes, spec: input.spec, settings: input.settings });
+      yield* enter('StagingData', `${input.spec.data.inputs.length} input source(s)`);
+      yield* stageOn(unprepared(), attempt.tag);
 
-    yield* enter('Running', `multi-instance task on ${pool.nodes.length} nodes`);
-    const urls = yield* workloadUrls(run, input.spec, input.settings);
-    // Node uploads follow the MPI task when some output comes from every node (or their logs): no auto-complete then.
-    const nodeUploads = !!outputs && (outputs.nodePatterns.length > 0 || (outputs.logs && pool.nodes.length > 1));
-    if (outputs) pendingOutputs = { batchJobId, taskId: plan.mpiTaskId };
-    const mpi = yield* runMpi(run, mpiTaskRequest(plan, input.spec, pool.nodes, staged.destination, batchJobId, urls), { autoComplete: !nodeUploads });
-    pendingOutputs = undefined;
-    const result: JobResult = { exitCode: mpi.exitCode, timings, logs: mpi.logs, mpi };
-    outcome = mpi.exitCode === 0
-      ? { state: 'Succeeded', result }
-      : { state: 'Failed', reason: `MPI task exited with code ${mpi.exitCode}${mpi.failure ? `: ${mpi.failure}` : ''}`, result };
-    if (outputs && urls.outputsContainerUrl) {
-      const kept = yield* keepOutputs(run, { plan: outputs, batchJobId, nodes: pool.nodes, mpi, containerUrl: urls.outputsContainerUrl, nodeUploads, maxAttempts: input.settings.nodeTaskMaxAttempts });
+      const urls = yield* workloadUrls(run, input.spec, input.settings);
+      const checked = yield* preflight(run, { jobId: input.jobId, batchJobId, attempt: attempt.number, plan, spec: input.spec, pool, urls, fabricDefaults: input.settings.preflightFabricDefaults !== false, replace: function* (bad, round) {
+        pool = yield* replaceNodes(run, provisioning, pool!, bad, { exclude: [...attempt.exclude, ...bad], reallocate: false });
+        attempt.nodes = pool.nodes;
+        yield* pullOn(unprepared(), `${attempt.tag}-p${round}`);
+        yield* stageOn(unprepared(), `${attempt.tag}-p${round}`);
+        return pool;
+      } });
+      ({ pool } = checked);
+      attempt.preflight = checked.result;
+
+      yield* enter('Running', `multi-instance task on ${pool.nodes.length} nodes`);
+      // Node uploads follow the MPI task when some output comes from every node (or their logs): no auto-complete
+      // then; nor before the last attempt, whose tasks may still follow.
+      nodeUploads = !!outputs && (outputs.nodePatterns.length > 0 || (outputs.logs && pool.nodes.length > 1));
+      if (outputs) pendingOutputs = { batchJobId, taskId: attempt.mpiTaskId };
+      const ran = yield* runMpi(run, mpiTaskRequest(plan, input.spec, pool.nodes, staged!.destination, batchJobId, urls, attempt.mpiTaskId), { autoComplete: attempt.isLast && !nodeUploads, poolId: pool.poolId, nodes: pool.nodes.map((n) => n.id) });
+      pendingOutputs = undefined;
+      outputsUrl = urls.outputsContainerUrl;
+      return ran;
+    });
+    const { mpi } = end;
+    const result: JobResult = { exitCode: mpi.exitCode, timings, logs: mpi.logs, mpi, attempts, ...lastPreflight(attempts) };
+    outcome = end.failure === undefined ? { state: 'Succeeded', result } : { state: 'Failed', reason: end.failure, result };
+    // The last attempt's outputs: an earlier attempt's uploads under the same prefix are overwritten or left beside them.
+    if (outputs && outputsUrl) {
+      const kept = yield* keepOutputs(run, { plan: outputs, batchJobId: batchJobId!, nodes: pool!.nodes, mpi, containerUrl: outputsUrl, nodeUploads, maxAttempts: input.settings.nodeTaskMaxAttempts });
       outcome = withOutputs(outcome, kept, outputs.onUploadFailure);
     }
   } catch (err) {
+    const result: JobResult = { timings, ...(attempts.length ? { attempts, ...lastPreflight(attempts) } : {}) };
     outcome = err instanceof JobCancelled
-      ? { state: 'Cancelled', reason: err.reason, result: { timings } }
-      : { state: 'Failed', reason: err instanceof StageFailed ? err.message : `unexpected: ${activityFailureMessage(err)}`, result: { timings } };
+      ? { state: 'Cancelled', reason: err.reason, result }
+      : { state: 'Failed', reason: err instanceof StageFailed ? err.message : `unexpected: ${activityFailureMessage(err)}`, result };
     run.report({ lastError: outcome.reason });
   }
 
@@ -126,7 +164,8 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
   if (deletedPool) yield* waitForPoolGone(run, deletedPool);
   yield* release();
 
-  // A job cancelled while provisioning is billed for the nodes allocated so far. MPI pools are dedicated only.
+  // Every attempt ran on the same pool, so this sums them and the waits between them. A job cancelled while
+  // provisioning is billed for the nodes allocated so far. MPI pools are dedicated only.
   const { nodes, allocatedAt } = run.usage;
   if (allocatedAt !== undefined) {
     const cost = jobCost(
@@ -160,4 +199,10 @@ function* queued(
     run.report({ lastError: ended.reason, queue: undefined });
     return { ended };
   }
+}
+
+/** The last preflight check of the run, for the job result. */
+function lastPreflight(attempts: Attempt[]): Pick<JobResult, 'preflight'> {
+  const p = [...attempts].reverse().find((a) => a.preflight)?.preflight;
+  return p ? { preflight: p } : {};
 }

@@ -17,7 +17,7 @@ import { TaskExecutor } from './runner/taskExecutor';
 
 export { DEV_ACCOUNT_KEY, DEV_ACCOUNT_NAME, API_VERSION } from './config';
 export type { BatchEmulatorOptions, EmulatorTiming, ExchangeRecord } from './config';
-export type { FaultConfig } from './faults/faultConfig';
+export type { FaultConfig, NodeFault } from './faults/faultConfig';
 export type { AccountQuota } from './model/quota';
 export { SSH_LAUNCHER, LAUNCHER_BIN_DIR } from './runner/env';
 

@@ -156,6 +156,20 @@ export class PipelineRun {
    * so a stage stuck waiting on Batch cannot outlive the job's budget.
    */
   *sleep(stage: JobState, ms: number): Orchestration<void> {
+    this.checkpoint(stage);
+    const timer = this.ctx.df.createTimer(new Date(this.now().getTime() + ms));
+    const winner = yield this.ctx.df.Task.any([timer, this.cancelEvent]);
+    if (winner === this.cancelEvent) {
+      timer.cancel();
+      throw new JobCancelled(this.cancelReason());
+    }
+  }
+
+  /**
+   * The checks every wait makes (wall-clock limit, budget, cancel), for a step that may not wait at all, such as the
+   * start of another attempt.
+   */
+  checkpoint(stage: JobState): void {
     if (this.deadline && this.now().getTime() >= Date.parse(this.deadline.at)) {
       throw new JobTimedOut(stage, this.deadline.limit);
     }
@@ -165,12 +179,6 @@ export class PipelineRun {
       throw new JobCancelled(overBudget);
     }
     if (this.cancelEvent.isCompleted) throw new JobCancelled(this.cancelReason());
-    const timer = this.ctx.df.createTimer(new Date(this.now().getTime() + ms));
-    const winner = yield this.ctx.df.Task.any([timer, this.cancelEvent]);
-    if (winner === this.cancelEvent) {
-      timer.cancel();
-      throw new JobCancelled(this.cancelReason());
-    }
   }
 
   /**

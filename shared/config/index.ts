@@ -109,6 +109,8 @@ export interface PipelineConfig {
   nodeTaskMaxAttempts: number;
   /** Longest lifetime of any SAS URL handed to a node (Azure caps user delegation SAS at 7 days). */
   sasMaxLifetimeMinutes: number;
+  /** Judge the preflight ping-pong of RDMA jobs by the built-in thresholds when a spec sets none (docs/scheduling.md). */
+  preflightFabricDefaults: boolean;
 }
 
 export interface OpsConfig {
@@ -221,6 +223,8 @@ const envSchema = z.object({
   JOBS_RETENTION_DAYS: numberSetting(0, 0, 3_650),
   PRICE_TABLE_JSON: z.string().optional(),
   ...authEnvSchema,
+  PREFLIGHT_FABRIC_DEFAULTS: z.string().trim().optional()
+    .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
   CONTAINER_ALLOW_PRIVILEGED: z.string().trim().optional()
     .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
   ...eventsEnvSchema,
@@ -352,6 +356,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       sasMarginMinutes: e.NODE_SAS_MARGIN_MINUTES,
       nodeTaskMaxAttempts: e.NODE_TASK_MAX_ATTEMPTS,
       sasMaxLifetimeMinutes: e.SAS_MAX_LIFETIME_HOURS * 60,
+      preflightFabricDefaults: e.PREFLIGHT_FABRIC_DEFAULTS !== 'false',
     },
     queueMaxDequeueCount: e.QUEUE_MAX_DEQUEUE_COUNT,
     ops: {

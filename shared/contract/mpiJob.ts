@@ -41,6 +41,8 @@ export interface PipelineSettings {
   sasMaxLifetimeMinutes: number;
   /** How often a waiting job asks again where it stands (its fallback for a lost event). Absent in runs started before queues: 60 s. */
   queuePollMs?: number;
+  /** Judge RDMA ping-pongs by the built-in thresholds when the spec sets none (absent, as in older inputs: yes). */
+  preflightFabricDefaults?: boolean;
 }
 
 export interface MpiJobInput {

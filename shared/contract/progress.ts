@@ -3,6 +3,7 @@
  * `GET /api/jobs/{id}`, the CLI and the dashboard read. Plain JSON (it is replayed and stored by Durable).
  */
 import type { JobState } from '../state/states';
+import type { NodePreflight } from '../planning/preflight';
 
 /** Per-node state in the pipeline, in the order a node normally goes through them. */
 export const NODE_PROGRESS_STATES = ['allocating', 'idle', 'pulling', 'pulled', 'downloading', 'ready', 'running', 'done', 'failed'] as const;
@@ -41,6 +42,10 @@ export interface PipelineStatus {
     mpi?: { state: string; startedAt?: string };
     /** Nodes whose outputs (every-node files, task logs) were uploaded after the MPI task. */
     outputsUploaded?: Counter;
+    /** The attempt running now (retry by failure class) and the attempts allowed. */
+    attempt?: { current: number; max: number; lastFailure?: string };
+    /** The preflight check: its state, the round, and per node the figures of the last check. */
+    preflight?: { state: 'running' | 'passed' | 'replacing' | 'failed'; round: number; pingPong?: string; nodes?: Record<string, NodePreflight> };
     cleanup?: { done: string[] };
   };
   /** Per-node detail for the dashboard: node id -> state in the pipeline. */

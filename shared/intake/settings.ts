@@ -11,5 +11,6 @@ export function pipelineSettings(config: AppConfig): PipelineSettings {
     nodeTaskMaxAttempts: config.pipeline.nodeTaskMaxAttempts,
     sasMaxLifetimeMinutes: config.pipeline.sasMaxLifetimeMinutes,
     queuePollMs: config.admission.pollMs,
+    preflightFabricDefaults: config.pipeline.preflightFabricDefaults,
   };
 }

@@ -117,6 +117,18 @@ export function containerOptionsFor(spec: JobSpec): ContainerOptions {
 }
 
 /**
+ * What every rank's shell gets besides the user's environment: the pipeline's exports (the job scratch, an array job's
+ * index and parameter — MPIJOB_ is reserved in the task env, so they are exported as quoted literals) as a prefix for
+ * the pre-execution command, and the user's environment without them. The MPI task and the preflight check share it.
+ */
+export function rankSetup(spec: JobSpec, jobId: string): { env: Record<string, string>; prefix: string } {
+  const { [ARRAY_ENV.index]: arrayIndex, [ARRAY_ENV.param]: arrayParam, ...env } = spec.mpi.env;
+  const arrayExports = [[ARRAY_ENV.index, arrayIndex], [ARRAY_ENV.param, arrayParam]]
+    .filter(([, v]) => v !== undefined).map(([k, v]) => `export ${k}=${shellQuote(v as string)}; `).join('');
+  return { env, prefix: `${rankEnvironmentPrefix(spec, jobId)}${arrayExports}` };
+}
+
+/**
  * The multi-instance task. Every rank runs the user's command under /bin/sh with MPIJOB_DATA_DIR set to its own
  * node's shard directory: the export is evaluated by each rank's shell, so node-local variables such as
  * $AZ_BATCH_NODE_SHARED_DIR resolve on that node. A job of an array carries MPIJOB_ARRAY_INDEX and MPIJOB_ARRAY_PARAM
@@ -130,20 +142,18 @@ export function mpiTaskRequest(
   dataDir: string,
   batchJobId: string,
   urls: MpiTaskUrls = { commonResourceFiles: [] },
+  /** A retried attempt's task has its own id (ids are unique in a Batch job). */
+  taskId: string = plan.mpiTaskId,
 ): MpiTaskRequestShape {
   const runtime = spec.container.runtime;
-  const jobEnv = rankEnvironmentPrefix(spec, plan.jobId);
-  // An array job's index and parameter are exported in each rank's command (MPIJOB_ is reserved in the task env).
-  const { [ARRAY_ENV.index]: arrayIndex, [ARRAY_ENV.param]: arrayParam, ...env } = spec.mpi.env;
-  const arrayExports = [[ARRAY_ENV.index, arrayIndex], [ARRAY_ENV.param, arrayParam]]
-    .filter(([, v]) => v !== undefined).map(([k, v]) => `export ${k}=${shellQuote(v as string)}; `).join('');
+  const { env, prefix } = rankSetup(spec, plan.jobId);
   const commands = buildMpiTaskCommands({
     runtime,
     mpiRuntime: spec.mpi.runtime,
     mpiVersion: spec.mpi.version,
     nodes: nodes.length,
     processesPerNode: spec.mpi.processesPerNode,
-    command: `export MPIJOB_DATA_DIR="${dataDir}"; ${jobEnv}${arrayExports}${spec.mpi.command}`,
+    command: `export MPIJOB_DATA_DIR="${dataDir}"; ${prefix}${spec.mpi.command}`,
     launcherMode: spec.mpi.launcher.mode,
     launcher: spec.mpi.launcher.executable,
     options: [...spec.mpi.options, ...rankLogOptions(spec)],
@@ -155,13 +165,13 @@ export function mpiTaskRequest(
     containerOptions: runtime === 'none' ? undefined : containerOptionsFor(spec),
     sshPort: spec.mpi.sshPort,
     env,
-    preExecutionCommand: spec.mpi.preExecutionCommand === undefined ? undefined : `${jobEnv}${arrayExports}${spec.mpi.preExecutionCommand}`,
+    preExecutionCommand: spec.mpi.preExecutionCommand === undefined ? undefined : `${prefix}${spec.mpi.preExecutionCommand}`,
     coordinationCommand: spec.mpi.coordinationCommand,
     nodeSetupCommand: nodeSetupScript(spec, plan.jobId),
   });
   return {
     batchJobId,
-    taskId: plan.mpiTaskId,
+    taskId,
     numberOfInstances: nodes.length,
     coordinationCommandLine: commands.coordinationCommandLine,
     applicationCommandLine: commands.applicationCommandLine,

@@ -49,6 +49,12 @@ describe('mount settings', () => {
 });
 
 describe('loadConfig', () => {
+  test('PREFLIGHT_FABRIC_DEFAULTS: on unless "false"; anything but true/false is refused by name', () => {
+    expect(loadConfig({ ...localEnv, PREFLIGHT_FABRIC_DEFAULTS: 'false' }).pipeline.preflightFabricDefaults).toBe(false);
+    expect(loadConfig({ ...localEnv, PREFLIGHT_FABRIC_DEFAULTS: 'true' }).pipeline.preflightFabricDefaults).toBe(true);
+    expect(problemsOf({ ...localEnv, PREFLIGHT_FABRIC_DEFAULTS: 'no' }).join('\n')).toMatch(/PREFLIGHT_FABRIC_DEFAULTS.*must be "true" or "false"/);
+  });
+
   test('local settings: shared key, Azurite connection strings, defaults for knobs', () => {
     const c = loadConfig(localEnv);
     expect(c.batch).toEqual({
@@ -62,7 +68,7 @@ describe('loadConfig', () => {
       ['connectionString', 'stage1'],
       ['connectionString', 'stage2'],
     ]);
-    expect(c.pipeline).toEqual({ copyConcurrency: 8, sasMarginMinutes: 60, nodeTaskMaxAttempts: 3, sasMaxLifetimeMinutes: 7 * 24 * 60 });
+    expect(c.pipeline).toEqual({ copyConcurrency: 8, sasMarginMinutes: 60, nodeTaskMaxAttempts: 3, sasMaxLifetimeMinutes: 7 * 24 * 60, preflightFabricDefaults: true });
     expect(c.dataAccess).toEqual({ accounts: [], mountSources: [] });
     expect(c.mountSecrets).toEqual({});
     expect(c.queueMaxDequeueCount).toBe(5);

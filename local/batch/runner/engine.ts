@@ -56,7 +56,8 @@ export class Engine {
     this.hostsFile = path.join(cfg.dataDir, 'hosts');
     writeHostsFile(this.hostsFile, []);
     cfg.faults.onChange = (patch) => {
-      if (patch.unusableNodes) this.applyUnusableToLiveNodes();
+      if (patch.unusableNodes || patch.nodes) this.applyUnusableToLiveNodes();
+      if (patch.nodes !== undefined) this.rewriteHosts();
     };
   }
 
@@ -65,7 +66,7 @@ export class Engine {
     for (const pool of this.pools.values()) {
       for (const node of this.liveNodes(pool)) {
         if (node.state !== 'idle' && node.state !== 'running') continue;
-        if (!this.cfg.faults.nodeBecomesUnusable(pool.id, node.ordinal)) continue;
+        if (!this.cfg.faults.nodeBecomesUnusable(pool.id, node.ordinal, node.id)) continue;
         this.onNodeLeaving(node, true);
         this.killNodeProcesses(node);
         this.checkUsable(pool, node);
@@ -232,10 +233,13 @@ export class Engine {
   }
 
   rewriteHosts(): void {
-    const entries: { ip: string; root: string; envFile: string }[] = [];
+    const entries: { ip: string; root: string; envFile: string; faults: string[] }[] = [];
     for (const p of this.pools.values()) {
       for (const n of p.nodes.values()) {
-        if (!n.removed) entries.push({ ip: n.ipAddress, root: n.rootDir, envFile: nodeDirs(this.cfg.dataDir, p.id, n.id).envFile });
+        if (n.removed) continue;
+        const f = this.cfg.faults.nodeFault(p.id, n.ordinal, n.id);
+        const faults = [...(f?.sshRefused ? ['refuse'] : []), ...(f?.sshDelayMs ? [`delay=${Math.round(f.sshDelayMs)}`] : [])];
+        entries.push({ ip: n.ipAddress, root: n.rootDir, envFile: nodeDirs(this.cfg.dataDir, p.id, n.id).envFile, faults });
       }
     }
     writeHostsFile(this.hostsFile, entries);
@@ -266,7 +270,7 @@ export class Engine {
   }
 
   private checkUsable(pool: PoolRecord, node: NodeRecord): boolean {
-    if (!this.cfg.faults.nodeBecomesUnusable(pool.id, node.ordinal)) return true;
+    if (!this.cfg.faults.nodeBecomesUnusable(pool.id, node.ordinal, node.id)) return true;
     node.errors = [
       {
         code: 'NodeUnusable',
