@@ -2,12 +2,13 @@
  * The app's configuration: read once from environment variables (Function App settings), validated,
  * and handed around as a plain frozen object. Nothing else in the app reads process.env.
  *
- * Azure and local differ only in values: in Azure the Batch key is absent (the app authenticates with
- * its managed identity through DefaultAzureCredential) and storage accounts are named, not keyed;
- * locally the emulator's key and Azurite connection strings are given.
+ * Azure and local differ only in values: without a Batch key the app authenticates with its managed identity
+ * through DefaultAzureCredential, and storage accounts are named (Azure) or given by their service URIs (the local
+ * stack's Azurite), not keyed. Only the local stack's shared-key opt-in gives the emulator's key and Azurite
+ * connection strings.
  */
 import { z } from 'zod';
-import { parseStorageAccountRef, type StorageAccountRef } from './storageAccounts';
+import { accountNameOfServiceUri, parseStorageAccountRef, serviceUri, type StorageAccountRef } from './storageAccounts';
 import { parsePriceTable, type PriceTable } from './priceTable';
 import { authEnvSchema, parseAuthConfig, type AuthConfig } from './auth';
 
@@ -179,6 +180,9 @@ const envSchema = z.object({
   BATCH_ACCOUNT_KEY: z.string().trim().optional(),
   AzureWebJobsStorage: z.string().trim().optional(),
   AzureWebJobsStorage__accountName: z.string().trim().optional(),
+  AzureWebJobsStorage__blobServiceUri: z.string().trim().optional(),
+  AzureWebJobsStorage__queueServiceUri: z.string().trim().optional(),
+  AzureWebJobsStorage__tableServiceUri: z.string().trim().optional(),
   STAGING_ACCOUNTS: required('STAGING_ACCOUNTS'),
   STORAGE_ENDPOINT_SUFFIX: z.string().trim().optional(),
   POLL_INITIAL_MS: intSetting(5_000, 1, 3_600_000),
@@ -244,23 +248,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     problems.push('BATCH_ACCOUNT_KEY: must be base64 (the account key as the portal or emulator shows it)');
   }
 
-  let hostStorage: StorageAccountRef | undefined;
-  if (e.AzureWebJobsStorage) {
-    try {
-      hostStorage = parseStorageAccountRef(e.AzureWebJobsStorage, endpointSuffix);
-    } catch (err) {
-      problems.push(`AzureWebJobsStorage: ${(err as Error).message}`);
-    }
-  } else if (e.AzureWebJobsStorage__accountName) {
-    // Identity-based host storage connection, as the Functions host itself supports it.
-    try {
-      hostStorage = parseStorageAccountRef(e.AzureWebJobsStorage__accountName, endpointSuffix);
-    } catch (err) {
-      problems.push(`AzureWebJobsStorage__accountName: ${(err as Error).message}`);
-    }
-  } else {
-    problems.push('AzureWebJobsStorage is required (or AzureWebJobsStorage__accountName with managed identity)');
-  }
+  const hostStorage = parseHostStorage(e, endpointSuffix, problems);
 
   const stagingAccounts: StorageAccountRef[] = [];
   e.STAGING_ACCOUNTS.split(',').forEach((entry, index) => {
@@ -321,6 +309,59 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     containers: { allowPrivileged: e.CONTAINER_ALLOW_PRIVILEGED === 'true' },
   };
   return deepFreeze(config);
+}
+
+/**
+ * The host storage, as the Functions host reads it: the connection string AzureWebJobsStorage, else an
+ * identity-based connection, given by its service URIs (AzureWebJobsStorage__blobServiceUri, __queueServiceUri,
+ * __tableServiceUri: the host needs blob and queue, the app and the Durable engine table; any endpoint) or by
+ * AzureWebJobsStorage__accountName (public Azure endpoints at STORAGE_ENDPOINT_SUFFIX only).
+ */
+function parseHostStorage(e: z.infer<typeof envSchema>, endpointSuffix: string, problems: string[]): StorageAccountRef | undefined {
+  if (e.AzureWebJobsStorage) {
+    try {
+      return parseStorageAccountRef(e.AzureWebJobsStorage, endpointSuffix);
+    } catch (err) {
+      problems.push(`AzureWebJobsStorage: ${(err as Error).message}`);
+      return undefined;
+    }
+  }
+  const uris = { blob: e.AzureWebJobsStorage__blobServiceUri, queue: e.AzureWebJobsStorage__queueServiceUri, table: e.AzureWebJobsStorage__tableServiceUri };
+  if (uris.blob || uris.queue || uris.table) {
+    const found: Partial<Record<'blob' | 'queue' | 'table', { uri: string; account: string }>> = {};
+    for (const service of ['blob', 'queue', 'table'] as const) {
+      const name = `AzureWebJobsStorage__${service}ServiceUri`;
+      const value = uris[service];
+      if (!value) {
+        problems.push(`${name} is required with the other AzureWebJobsStorage__*ServiceUri settings (the host needs blob and queue, the app table)`);
+        continue;
+      }
+      try {
+        found[service] = { uri: serviceUri(value), account: accountNameOfServiceUri(value, service) };
+      } catch (err) {
+        problems.push(`${name}: ${(err as Error).message}`);
+      }
+    }
+    const { blob, queue, table } = found;
+    if (!blob || !queue || !table) return undefined;
+    if (queue.account !== blob.account || table.account !== blob.account) {
+      problems.push(`AzureWebJobsStorage__*ServiceUri name different accounts (${blob.account}, ${queue.account}, ${table.account}); the host storage is one account`);
+      return undefined;
+    }
+    return { kind: 'managedIdentity', accountName: blob.account, blobEndpoint: blob.uri, queueEndpoint: queue.uri, tableEndpoint: table.uri };
+  }
+  if (e.AzureWebJobsStorage__accountName) {
+    try {
+      const ref = parseStorageAccountRef(e.AzureWebJobsStorage__accountName, endpointSuffix);
+      if (ref.kind === 'managedIdentity' && ref.blobEndpoint.startsWith(`https://${ref.accountName}.`)) return ref;
+      problems.push('AzureWebJobsStorage__accountName: must be a storage account name (an identity-based connection; use the __*ServiceUri settings for other endpoints)');
+    } catch (err) {
+      problems.push(`AzureWebJobsStorage__accountName: ${(err as Error).message}`);
+    }
+    return undefined;
+  }
+  problems.push('AzureWebJobsStorage is required (or, with managed identity, AzureWebJobsStorage__accountName or the AzureWebJobsStorage__blobServiceUri, __queueServiceUri and __tableServiceUri settings)');
+  return undefined;
 }
 
 /**
