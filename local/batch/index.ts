@@ -16,6 +16,7 @@ import { TaskExecutor } from './runner/taskExecutor';
 
 export { DEV_ACCOUNT_KEY, DEV_ACCOUNT_NAME, API_VERSION } from './config';
 export type { BatchEmulatorOptions, EmulatorTiming, ExchangeRecord } from './config';
+export { BATCH_AUDIENCE, type BatchAadOptions } from './auth/bearer';
 export type { FaultConfig } from './faults/faultConfig';
 export { SSH_LAUNCHER, LAUNCHER_BIN_DIR } from './runner/env';
 
@@ -35,7 +36,9 @@ export interface BatchEmulatorHandle {
   /** http://127.0.0.1:port */
   url: string;
   accountName: string;
+  /** The account's key; refused when the account allows Microsoft Entra ID only (`sharedKeyAllowed` false). */
   accountKey: string;
+  sharedKeyAllowed: boolean;
   /** Where node sandboxes live. */
   dataDir: string;
   setFaults(f: Partial<FaultConfig>): void;
@@ -72,6 +75,7 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
   const server = createBatchServer({
     accountName,
     accountKey,
+    auth: { sharedKey: opts.sharedKey ?? true, aad: opts.aad },
     faults,
     services: { engine, executor, scheduler, jobs },
     baseUrl: () => url,
@@ -100,6 +104,7 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
     url,
     accountName,
     accountKey,
+    sharedKeyAllowed: opts.sharedKey ?? true,
     dataDir,
     setFaults: (f) => faults.update(f),
     nodes: (poolId) => {

@@ -16,8 +16,13 @@ export type { StorageAccountRef } from './storageAccounts';
 export { parseConnectionString, parseStorageAccountRef } from './storageAccounts';
 export { ROLES, MIN_OPERATOR_KEY_LENGTH, type Role, type AuthConfig, type BearerConfig } from './auth';
 
-/** The AAD scope of the Batch data plane (resource https://batch.core.windows.net/). */
-export const BATCH_TOKEN_SCOPE = 'https://batch.core.windows.net/.default';
+/**
+ * The Entra ID scope of the Batch data plane. Batch accepts only tokens whose audience is exactly
+ * `https://batch.core.windows.net/` (with the slash), and Entra puts in `aud` the resource as it was asked for:
+ * the managed identity endpoint gets the scope minus "/.default", so `https://batch.core.windows.net/.default`
+ * would ask for `https://batch.core.windows.net` and Batch would answer 401 "wrong audience". Hence the double slash.
+ */
+export const BATCH_TOKEN_SCOPE = 'https://batch.core.windows.net//.default';
 
 export type BatchAuth = { kind: 'sharedKey'; accountKey: string } | { kind: 'aad'; scope: string };
 

@@ -60,7 +60,8 @@ describe('loadConfig', () => {
     });
     expect(c.batch.accountUrl).toBe('https://hpcbatch.westeurope.batch.azure.com');
     expect(c.batch.auth).toEqual({ kind: 'aad', scope: BATCH_TOKEN_SCOPE });
-    expect(BATCH_TOKEN_SCOPE).toBe('https://batch.core.windows.net/.default');
+    // The double slash makes the managed identity endpoint's resource https://batch.core.windows.net/ (see BATCH_TOKEN_SCOPE).
+    expect(BATCH_TOKEN_SCOPE).toBe('https://batch.core.windows.net//.default');
     expect(c.hostStorage).toMatchObject({ kind: 'managedIdentity', accountName: 'hpchost' });
     expect(c.stagingAccounts).toHaveLength(3);
     expect(c.stagingAccounts[1]).toEqual({
