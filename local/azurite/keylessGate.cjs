@@ -23,6 +23,7 @@
 const https = require('node:https');
 const crypto = require('node:crypto');
 const { Buffer } = require('node:buffer');
+const { URL } = require('node:url');
 
 const tenantId = process.env.HPC_STORAGE_GATE_TENANT;
 const jwks = JSON.parse(process.env.HPC_STORAGE_GATE_JWKS || '{"keys":[]}');

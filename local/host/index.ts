@@ -23,7 +23,7 @@ import { formatBanner } from './banner';
 import { startTriggerListeners, createQueueOutputWriter, type TriggerListeners } from './triggers/index';
 import { loadLocalSettings } from '../settings/localSettings';
 import { BlobScheduleMonitor, localHostId } from './triggers/scheduleMonitor';
-import { resolveStorageConnection } from './storageConnection';
+import { resolveStorageConnection, type StorageConnection } from './storageConnection';
 
 export type { BindingInfo, HostContext, HostExtension, InvocationRequest, InvocationResult, RegisteredFunction, TypedData } from './extension';
 export type { HostKeys } from './keys';
@@ -131,7 +131,10 @@ export async function startFunctionsHost(opts: FunctionsHostOptions): Promise<Fu
     envRestore.apply({ FUNCTIONS_WORKER_RUNTIME: 'node', ...(opts.storageConnectionString ? { AzureWebJobsStorage: opts.storageConnectionString } : {}) });
     if (opts.identityEndpoint) envRestore.apply({ IDENTITY_ENDPOINT: opts.identityEndpoint.endpoint, IDENTITY_HEADER: opts.identityEndpoint.header });
     if (opts.env) envRestore.apply(opts.env);
-    const storage = resolveStorageConnection('AzureWebJobsStorage', 'queue', 'The host storage (AzureWebJobsStorage)');
+    // A connection string given to the host is its storage even when the app's settings name another (a test's proxy).
+    const storage: StorageConnection = opts.storageConnectionString
+      ? { kind: 'connectionString', name: 'AzureWebJobsStorage', connectionString: opts.storageConnectionString }
+      : resolveStorageConnection('AzureWebJobsStorage', 'queue', 'The host storage (AzureWebJobsStorage)');
 
     installCoreModuleRequireProxy();
     resetRegistrations();
