@@ -51,6 +51,9 @@ export function parseStorageAccountRef(entry: string, endpointSuffix: string): S
   if (value === 'UseDevelopmentStorage=true') {
     return { kind: 'connectionString', accountName: DEV_ACCOUNT, connectionString: DEV_CONNECTION_STRING };
   }
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) {
+    return { kind: 'managedIdentity', accountName: accountNameOfServiceUri(value, 'blob'), blobEndpoint: serviceUri(value) };
+  }
   if (value.includes('=')) {
     const parts = parseConnectionString(value);
     const accountName = parts.get('accountname');
@@ -61,9 +64,6 @@ export function parseStorageAccountRef(entry: string, endpointSuffix: string): S
       throw new Error(`connection string for "${accountName}" has neither AccountKey nor SharedAccessSignature`);
     }
     return { kind: 'connectionString', accountName, connectionString: value };
-  }
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) {
-    return { kind: 'managedIdentity', accountName: accountNameOfServiceUri(value, 'blob'), blobEndpoint: serviceUri(value) };
   }
   if (!ACCOUNT_NAME.test(value)) {
     throw new Error(`"${value}" is neither a connection string, a blob service URI nor a storage account name (3-24 lowercase letters/digits)`);
