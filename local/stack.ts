@@ -91,9 +91,9 @@ export interface Stack {
  * (AzureWebJobsStorage__*ServiceUri, STAGING_ACCOUNTS and DATA_ACCOUNTS as blob service URIs, since `__accountName`
  * means https://<name>.<service>.core.windows.net) and the user-assigned identity's client id; no key anywhere. The
  * platform's IDENTITY_ENDPOINT/IDENTITY_HEADER are not app settings: the host sets them (`identityEndpoint`). With
- * `sharedKeys`: Azurite connection strings and the emulator's key.
+ * an Azurite that takes shared keys (the opt-in): Azurite connection strings and the emulator's key.
  */
-export function localAppSettings(azurite: AzuriteHandle, batch: BatchEmulatorHandle, opts: { sharedKeys?: boolean } = {}): Record<string, string> {
+export function localAppSettings(azurite: AzuriteHandle, batch: BatchEmulatorHandle): Record<string, string> {
   const common = {
     FUNCTIONS_WORKER_RUNTIME: 'node',
     BATCH_ACCOUNT_URL: batch.url,
@@ -101,8 +101,7 @@ export function localAppSettings(azurite: AzuriteHandle, batch: BatchEmulatorHan
     POLL_INITIAL_MS: '500',
     POLL_MAX_MS: '2000',
   };
-  if (opts.sharedKeys) {
-    if (azurite.keyless) throw new Error('localAppSettings: shared keys asked for, but Azurite serves keyless');
+  if (!azurite.keyless) {
     return {
       ...common,
       AzureWebJobsStorage: azurite.connectionString(),
@@ -112,7 +111,6 @@ export function localAppSettings(azurite: AzuriteHandle, batch: BatchEmulatorHan
       DATA_ACCOUNTS: azurite.connectionString(DATA_ACCOUNT.name),
     };
   }
-  if (!azurite.keyless) throw new Error('localAppSettings: a keyless stack needs Azurite serving keyless (https, OAuth)');
   return {
     ...common,
     AzureWebJobsStorage__blobServiceUri: azurite.blobEndpoint(),
@@ -156,7 +154,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     const appDir = opts.appDir ?? REPO_ROOT;
     const keys = loadOrCreateKeys(defaultKeysFile(appDir));
     const settings: Record<string, string> = {
-      ...localAppSettings(azurite, batch, { sharedKeys: opts.sharedKeys }), LOCAL_REGISTRY: registry.host, ...localAuthSettings(identity, keys), ...opts.env,
+      ...localAppSettings(azurite, batch), LOCAL_REGISTRY: registry.host, ...localAuthSettings(identity, keys), ...opts.env,
     };
     if (opts.appStorage) {
       if (!opts.sharedKeys) throw new Error('startStack: appStorage is a connection string, which needs sharedKeys');

@@ -36,10 +36,9 @@ export async function jobStore(): Promise<JobStore> {
   const cfg = appConfig();
   if (!store) {
     const host = cfg.hostStorage;
-    if (host.kind === 'managedIdentity' && !host.tableEndpoint) throw new Error(`the host storage ${host.accountName} has no table endpoint`);
     store = host.kind === 'connectionString'
       ? JobStore.fromConnectionString(host.connectionString)
-      : JobStore.fromTableEndpoint(host.tableEndpoint as string, new DefaultAzureCredential());
+      : JobStore.fromTableEndpoint(host.tableEndpoint, new DefaultAzureCredential());
     tablesReady = store.ensureTables();
   }
   await tablesReady;

@@ -71,7 +71,7 @@ export async function startSupervisedStack(opts: SupervisorOptions): Promise<Sup
   const { azurite, batch, registry, identity } = services;
   const keysFile = defaultKeysFile(opts.appDir);
   const settings: Record<string, string> = {
-    ...localAppSettings(azurite, batch, { sharedKeys: opts.sharedKeys }), LOCAL_REGISTRY: registry.host, ...localAuthSettings(identity, loadOrCreateKeys(keysFile)),
+    ...localAppSettings(azurite, batch), LOCAL_REGISTRY: registry.host, ...localAuthSettings(identity, loadOrCreateKeys(keysFile)),
   };
   const hostPort = choosePorts({ host: opts.port }, readPorts(dataDir)).host ?? 7071;
   const startedAt = new Date().toISOString();

@@ -8,11 +8,11 @@
  * connection strings.
  */
 import { z } from 'zod';
-import { accountNameOfServiceUri, parseStorageAccountRef, serviceUri, type StorageAccountRef } from './storageAccounts';
+import { accountNameOfServiceUri, parseStorageAccountRef, serviceUri, type HostStorageRef, type StorageAccountRef } from './storageAccounts';
 import { parsePriceTable, type PriceTable } from './priceTable';
 import { authEnvSchema, parseAuthConfig, type AuthConfig } from './auth';
 
-export type { StorageAccountRef } from './storageAccounts';
+export type { HostStorageRef, StorageAccountRef } from './storageAccounts';
 export { parseConnectionString, parseStorageAccountRef } from './storageAccounts';
 export { ROLES, MIN_OPERATOR_KEY_LENGTH, type Role, type AuthConfig, type BearerConfig } from './auth';
 
@@ -49,7 +49,7 @@ export interface RetryConfig extends BackoffConfig {
 export interface AppConfig {
   batch: BatchConfig;
   /** Host storage (AzureWebJobsStorage): Durable state, queues, the Jobs table. */
-  hostStorage: StorageAccountRef;
+  hostStorage: HostStorageRef;
   /** Accounts the shard stager spreads data over, in the order given. */
   stagingAccounts: StorageAccountRef[];
   /** Where jobs may read inputs and files from (and write outputs to); see docs/security.md. */
@@ -322,14 +322,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
  * __tableServiceUri: the host needs blob and queue, the app and the Durable engine table; any endpoint) or by
  * AzureWebJobsStorage__accountName (public Azure endpoints at STORAGE_ENDPOINT_SUFFIX only).
  */
-function parseHostStorage(e: z.infer<typeof envSchema>, endpointSuffix: string, problems: string[]): StorageAccountRef | undefined {
+function parseHostStorage(e: z.infer<typeof envSchema>, endpointSuffix: string, problems: string[]): HostStorageRef | undefined {
   if (e.AzureWebJobsStorage) {
     try {
-      return parseStorageAccountRef(e.AzureWebJobsStorage, endpointSuffix);
+      const ref = parseStorageAccountRef(e.AzureWebJobsStorage, endpointSuffix);
+      if (ref.kind === 'connectionString') return ref;
+      problems.push('AzureWebJobsStorage: must be a connection string (an identity-based connection is given by the AzureWebJobsStorage__* settings)');
     } catch (err) {
       problems.push(`AzureWebJobsStorage: ${(err as Error).message}`);
-      return undefined;
     }
+    return undefined;
   }
   const uris = { blob: e.AzureWebJobsStorage__blobServiceUri, queue: e.AzureWebJobsStorage__queueServiceUri, table: e.AzureWebJobsStorage__tableServiceUri };
   if (uris.blob || uris.queue || uris.table) {
@@ -358,7 +360,9 @@ function parseHostStorage(e: z.infer<typeof envSchema>, endpointSuffix: string, 
   if (e.AzureWebJobsStorage__accountName) {
     try {
       const ref = parseStorageAccountRef(e.AzureWebJobsStorage__accountName, endpointSuffix);
-      if (ref.kind === 'managedIdentity' && ref.blobEndpoint.startsWith(`https://${ref.accountName}.`)) return ref;
+      if (ref.kind === 'managedIdentity' && ref.queueEndpoint && ref.tableEndpoint && ref.blobEndpoint.startsWith(`https://${ref.accountName}.`)) {
+        return { ...ref, queueEndpoint: ref.queueEndpoint, tableEndpoint: ref.tableEndpoint };
+      }
       problems.push('AzureWebJobsStorage__accountName: must be a storage account name (an identity-based connection; use the __*ServiceUri settings for other endpoints)');
     } catch (err) {
       problems.push(`AzureWebJobsStorage__accountName: ${(err as Error).message}`);

@@ -16,6 +16,11 @@ export type StorageAccountRef =
     tableEndpoint?: string;
   };
 
+/** The host storage: a connection string, or an identity-based connection that knows all three of its services. */
+export type HostStorageRef =
+  | Extract<StorageAccountRef, { kind: 'connectionString' }>
+  | (Extract<StorageAccountRef, { kind: 'managedIdentity' }> & { queueEndpoint: string; tableEndpoint: string });
+
 /** Azurite's well-known development account (`UseDevelopmentStorage=true`). Public, documented, not a secret. */
 const DEV_ACCOUNT = 'devstoreaccount1';
 const DEV_KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==';
