@@ -28,7 +28,7 @@ import { resourceAccessToken, v1Issuer } from './resourceTokens';
 import { APP_SERVICE_IDENTITY_PATH } from './handlers/appServiceIdentity';
 import { AZURE_CLI_CLIENT_ID, type LocalManagedIdentity } from './managedIdentities';
 import { LocalTenantCredential } from './localCredential';
-import type { JWK } from 'jose';
+import type { JSONWebKeySet } from 'jose';
 
 export { AUTOMATION_CLIENT_ID, AUTOMATION_CLIENT_SECRET, CLI_CLIENT_ID, API_APP_ID_URI, LOCAL_TENANT_ID, stableGuid } from './directory';
 export type { Directory, LocalUser, LocalClient } from './directory';
@@ -62,7 +62,7 @@ export interface IdentityService {
   /** The `iss` of v1.0 tokens for Azure resources (Storage, Batch): https://sts.windows.net/<tenant>/. */
   resourceIssuer: string;
   /** The tenant's signing keys (public), for whoever validates its tokens. */
-  jwks(): { keys: JWK[] };
+  jwks(): JSONWebKeySet;
   /**
    * The App Service managed identity endpoint of the local Function App: what the local Functions host sets as
    * IDENTITY_ENDPOINT and IDENTITY_HEADER, as App Service does.

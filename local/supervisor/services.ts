@@ -113,7 +113,7 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
       nodePath: [path.join(opts.repoRoot, 'local', 'batch', 'nodetools', 'bin')],
       // Batch accounts accept Microsoft Entra ID; the shared key only when the stack opted in to keys.
       sharedKey: !keyless,
-      aad: { tenantId: identity.tenantId, jwks: () => identity.jwks() as import('jose').JSONWebKeySet },
+      aad: { tenantId: identity.tenantId, jwks: () => identity.jwks() },
       ...opts.batch,
     }).catch((err: unknown) => {
       throw portInUse(err, 'batch', want.batch, dataDir);
