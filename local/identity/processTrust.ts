@@ -19,19 +19,20 @@ interface TrustState {
   original: typeof tls.createSecureContext;
 }
 
-// One state per process, whatever number of copies of this module are loaded (jest loads one per test file).
+// One state per process, whatever number of copies of this module are loaded (jest loads one per test file, each in
+// its own global scope, which it cleans afterwards): kept on the tls module object itself, which the process shares.
 const KEY = Symbol.for('hpc-local-stack.trusted-certificates');
 
 function state(): TrustState {
-  const g = globalThis as unknown as Record<symbol, TrustState | undefined>;
-  let s = g[KEY];
+  const holder = tls as unknown as Record<symbol, TrustState | undefined>;
+  let s = holder[KEY];
   if (!s) {
     const created: TrustState = { certs: new Map(), original: tls.createSecureContext };
     (tls as { createSecureContext: typeof tls.createSecureContext }).createSecureContext = function createSecureContext(options?: tls.SecureContextOptions): tls.SecureContext {
       if (created.certs.size === 0 || (options && options.ca !== undefined)) return created.original(options);
       return created.original({ ...options, ca: [...tls.rootCertificates, ...created.certs.keys()] });
     };
-    g[KEY] = created;
+    Object.defineProperty(holder, KEY, { value: created, enumerable: false });
     s = created;
   }
   return s;
