@@ -17,7 +17,21 @@ import tls from 'node:tls';
 interface TrustState {
   certs: Map<string, number>;
   original: typeof tls.createSecureContext;
+  /** Contexts for clients that set nothing but (at most) the cipher list: by cipher list. Emptied when certs change. */
+  shared: Map<string, tls.SecureContext>;
 }
+
+/**
+ * createSecureContext's options that shape the context (Node 20's lib/internal/tls/secure-context.js). A client that
+ * sets none of them (the SDKs' agents, fetch) gets one shared context: building one with Node's ~140 root
+ * certificates costs tens of milliseconds of the event loop, which every new connection would otherwise pay.
+ * `ciphers` is left out: tls.connect always sets it (to tls.DEFAULT_CIPHERS unless given), so it is part of the key.
+ */
+const CONTEXT_OPTIONS = [
+  'ca', 'cert', 'key', 'pfx', 'passphrase', 'crl', 'sigalgs', 'dhparam', 'ecdhCurve', 'honorCipherOrder', 'minVersion', 'maxVersion',
+  'secureOptions', 'secureProtocol', 'sessionIdContext', 'sessionTimeout', 'ticketKeys', 'privateKeyEngine', 'privateKeyIdentifier',
+  'clientCertEngine', 'allowPartialTrustChain',
+] as const;
 
 // One state per process, whatever number of copies of this module are loaded (jest loads one per test file, each in
 // its own global scope, which it cleans afterwards): kept on the tls module object itself, which the process shares.
@@ -27,10 +41,19 @@ function state(): TrustState {
   const holder = tls as unknown as Record<symbol, TrustState | undefined>;
   let s = holder[KEY];
   if (!s) {
-    const created: TrustState = { certs: new Map(), original: tls.createSecureContext };
+    const created: TrustState = { certs: new Map(), original: tls.createSecureContext, shared: new Map() };
     (tls as { createSecureContext: typeof tls.createSecureContext }).createSecureContext = function createSecureContext(options?: tls.SecureContextOptions): tls.SecureContext {
       if (created.certs.size === 0 || (options && options.ca !== undefined)) return created.original(options);
-      return created.original({ ...options, ca: [...tls.rootCertificates, ...created.certs.keys()] });
+      const ca = [...tls.rootCertificates, ...created.certs.keys()];
+      const o = (options ?? {}) as Record<string, unknown>;
+      if (CONTEXT_OPTIONS.some((k) => o[k] !== undefined)) return created.original({ ...options, ca });
+      const ciphers = typeof o.ciphers === 'string' ? o.ciphers : '';
+      let context = created.shared.get(ciphers);
+      if (!context) {
+        context = created.original({ ca, ...(ciphers ? { ciphers } : {}) });
+        created.shared.set(ciphers, context);
+      }
+      return context;
     };
     Object.defineProperty(holder, KEY, { value: created, enumerable: false });
     s = created;
@@ -41,14 +64,19 @@ function state(): TrustState {
 /** Trusts `certPem` in this process until the returned function is called (calls nest: trusted while one holds it). */
 export function trustCertificateInProcess(certPem: string): () => void {
   const s = state();
+  if (!s.certs.has(certPem)) s.shared.clear();
   s.certs.set(certPem, (s.certs.get(certPem) ?? 0) + 1);
   let released = false;
   return () => {
     if (released) return;
     released = true;
     const n = (s.certs.get(certPem) ?? 1) - 1;
-    if (n <= 0) s.certs.delete(certPem);
-    else s.certs.set(certPem, n);
+    if (n > 0) {
+      s.certs.set(certPem, n);
+      return;
+    }
+    s.certs.delete(certPem);
+    s.shared.clear();
   };
 }
 
