@@ -1,3 +1,4 @@
+import type { BatchAadOptions } from './auth/bearer';
 import type { FaultConfig } from './faults/faultConfig';
 import type { AccountQuota } from './model/quota';
 
@@ -55,6 +56,13 @@ export interface BatchEmulatorOptions {
   accountName?: string;
   /** base64; default DEV_ACCOUNT_KEY. */
   accountKey?: string;
+  /**
+   * Whether the account allows shared key authentication (allowedAuthenticationModes SharedKey; default true). The
+   * keyless local stack turns it off: a shared key request is refused with 403, as by an account allowing only AAD.
+   */
+  sharedKey?: boolean;
+  /** The Microsoft Entra ID tenant whose bearer tokens the account accepts (auth/bearer.ts); none: bearer answers 501. */
+  aad?: BatchAadOptions;
   /** Where node sandboxes live; default a fresh temp dir removed on stop. */
   dataDir?: string;
   timing?: EmulatorTiming;

@@ -17,6 +17,7 @@ import { TaskExecutor } from './runner/taskExecutor';
 
 export { DEV_ACCOUNT_KEY, DEV_ACCOUNT_NAME, API_VERSION } from './config';
 export type { BatchEmulatorOptions, EmulatorTiming, ExchangeRecord } from './config';
+export { BATCH_AUDIENCE, type BatchAadOptions } from './auth/bearer';
 export type { FaultConfig, NodeFault } from './faults/faultConfig';
 export type { AccountQuota } from './model/quota';
 export { SSH_LAUNCHER, LAUNCHER_BIN_DIR } from './runner/env';
@@ -37,7 +38,9 @@ export interface BatchEmulatorHandle {
   /** http://127.0.0.1:port */
   url: string;
   accountName: string;
+  /** The account's key; refused when the account allows Microsoft Entra ID only (`sharedKeyAllowed` false). */
   accountKey: string;
+  sharedKeyAllowed: boolean;
   /** Where node sandboxes live. */
   dataDir: string;
   setFaults(f: Partial<FaultConfig>): void;
@@ -80,6 +83,7 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
   const server = createBatchServer({
     accountName,
     accountKey,
+    auth: { sharedKey: opts.sharedKey ?? true, aad: opts.aad },
     faults,
     services: { engine, executor, scheduler, jobs },
     baseUrl: () => url,
@@ -108,6 +112,7 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
     url,
     accountName,
     accountKey,
+    sharedKeyAllowed: opts.sharedKey ?? true,
     dataDir,
     setFaults: (f) => faults.update(f),
     setQuota: (q) => {

@@ -10,8 +10,8 @@ import { checkCleanup, submitSpec, watchJob } from '../../local/jobRunner';
 import { DEFAULT_PRICE_TABLE, pricePerNodeHour } from '../../shared/config/priceTable';
 import { runSweep } from '../../shared/ops/sweep';
 import type { JobCost } from '../../shared/ops/cost';
-import { JobStore } from '../../shared/state';
-import { BatchRequestLog, batchClient, durableInstanceUrl, smallSpec, sweepDeps } from './helpers';
+import { loadConfig } from '../../shared/config';
+import { BatchRequestLog, appJobStore, batchClient, durableInstanceUrl, smallSpec, sweepDeps } from './helpers';
 
 const POLL_MAX_MS = 2_000;
 const IMAGE = { imageReference: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts', version: 'latest' }, nodeAgentSKUId: 'batch.node.ubuntu 22.04' };
@@ -175,7 +175,7 @@ describe('sweep on the stack', () => {
       expect(third.actions.filter((a) => a.rule === 'leftoverContainers')).toEqual([]);
       expect(third.observed.containerJobs).toBe(0);
 
-      const row = await JobStore.fromConnectionString(stack.settings.AzureWebJobsStorage).get(id);
+      const row = await appJobStore(loadConfig(stack.settings)).get(id);
       expect(row?.containersCheckedAt).toEqual(expect.any(String));
       const notes = (await view(id)).timeline!.filter((e) => e.kind === 'note' && e.reason.startsWith('sweep leftoverContainers:')).map((e) => e.reason);
       expect(notes).toEqual([expect.stringContaining(`on ${left[0]} added to ${cleanupJobId}`), expect.stringContaining('no container of the job is left on its nodes')]);

@@ -90,7 +90,8 @@ describe('loadConfig', () => {
     });
     expect(c.batch.accountUrl).toBe('https://hpcbatch.westeurope.batch.azure.com');
     expect(c.batch.auth).toEqual({ kind: 'aad', scope: BATCH_TOKEN_SCOPE });
-    expect(BATCH_TOKEN_SCOPE).toBe('https://batch.core.windows.net/.default');
+    // The double slash makes the managed identity endpoint's resource https://batch.core.windows.net/ (see BATCH_TOKEN_SCOPE).
+    expect(BATCH_TOKEN_SCOPE).toBe('https://batch.core.windows.net//.default');
     expect(c.hostStorage).toMatchObject({ kind: 'managedIdentity', accountName: 'hpchost' });
     expect(c.stagingAccounts).toHaveLength(3);
     expect(c.stagingAccounts[1]).toEqual({
@@ -103,6 +104,57 @@ describe('loadConfig', () => {
     expect(c.pipeline.copyConcurrency).toBe(4);
     expect(c.queueMaxDequeueCount).toBe(7);
     expect(c.polling.initialMs).toBe(1000);
+  });
+
+  test('the keyless local stack\'s settings: host storage and accounts by their service URIs, with managed identity', () => {
+    const c = loadConfig({
+      BATCH_ACCOUNT_URL: 'http://127.0.0.1:45123',
+      BATCH_ACCOUNT_NAME: 'localbatch',
+      AzureWebJobsStorage__blobServiceUri: 'https://127.0.0.1:40001/devstoreaccount1',
+      AzureWebJobsStorage__queueServiceUri: 'https://127.0.0.1:40002/devstoreaccount1/',
+      AzureWebJobsStorage__tableServiceUri: 'https://127.0.0.1:40003/devstoreaccount1',
+      STAGING_ACCOUNTS: 'https://127.0.0.1:40001/stage1,https://127.0.0.1:40001/stage2',
+      DATA_ACCOUNTS: 'https://127.0.0.1:40001/data1,https://mydata.blob.core.windows.net',
+    });
+    expect(c.batch.auth.kind).toBe('aad');
+    expect(c.hostStorage).toEqual({
+      kind: 'managedIdentity',
+      accountName: 'devstoreaccount1',
+      blobEndpoint: 'https://127.0.0.1:40001/devstoreaccount1',
+      queueEndpoint: 'https://127.0.0.1:40002/devstoreaccount1',
+      tableEndpoint: 'https://127.0.0.1:40003/devstoreaccount1',
+    });
+    expect(c.stagingAccounts).toEqual([
+      { kind: 'managedIdentity', accountName: 'stage1', blobEndpoint: 'https://127.0.0.1:40001/stage1' },
+      { kind: 'managedIdentity', accountName: 'stage2', blobEndpoint: 'https://127.0.0.1:40001/stage2' },
+    ]);
+    expect(c.dataAccess.accounts.map((a) => a.accountName)).toEqual(['data1', 'mydata']);
+  });
+
+  test.each([
+    [{ AzureWebJobsStorage__tableServiceUri: undefined }, /AzureWebJobsStorage__tableServiceUri is required with the other/],
+    [{ AzureWebJobsStorage__queueServiceUri: 'http://127.0.0.1:40002/devstoreaccount1' }, /AzureWebJobsStorage__queueServiceUri: .* must be an https URL/],
+    [{ AzureWebJobsStorage__queueServiceUri: 'https://127.0.0.1:40002/stage1' }, /name different accounts \(devstoreaccount1, stage1, devstoreaccount1\)/],
+    [{ AzureWebJobsStorage__blobServiceUri: 'https://127.0.0.1:40001/devstoreaccount1/jobs' }, /must name the service, not a resource in it/],
+    [{ AzureWebJobsStorage__blobServiceUri: 'https://devstoreaccount1.queue.core.windows.net' }, /is not a blob service URI/],
+    [{ STAGING_ACCOUNTS: 'https://127.0.0.1:40001/stage1?sv=2025-11-05&sig=abc' }, /STAGING_ACCOUNTS: entry 1: .* must be a bare service URI/],
+    [{ DATA_ACCOUNTS: 'https://127.0.0.1:40001/devstoreaccount1' }, /DATA_ACCOUNTS: entry 1: "devstoreaccount1" is the app's own host or staging storage/],
+  ])('identity-based settings %j are refused, naming the setting', (patch, message) => {
+    const env: Record<string, string | undefined> = {
+      BATCH_ACCOUNT_URL: 'http://127.0.0.1:45123',
+      BATCH_ACCOUNT_NAME: 'localbatch',
+      AzureWebJobsStorage__blobServiceUri: 'https://127.0.0.1:40001/devstoreaccount1',
+      AzureWebJobsStorage__queueServiceUri: 'https://127.0.0.1:40002/devstoreaccount1',
+      AzureWebJobsStorage__tableServiceUri: 'https://127.0.0.1:40003/devstoreaccount1',
+      STAGING_ACCOUNTS: 'https://127.0.0.1:40001/stage1',
+      ...patch,
+    };
+    expect(problemsOf(env).join('\n')).toMatch(message);
+  });
+
+  test('a connection string in AzureWebJobsStorage wins over identity-based settings, as in the Functions host', () => {
+    const c = loadConfig({ ...localEnv, AzureWebJobsStorage__blobServiceUri: 'https://127.0.0.1:40001/other1' });
+    expect(c.hostStorage.kind).toBe('connectionString');
   });
 
   test('missing variables are each named', () => {
