@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import type { TerminalState } from '../state/states';
 import { FAILURE_CLASSES } from '../planning/failureClass';
-import type { NodePreflight } from '../planning/preflight';
+import type { NodePreflight } from './preflight';
 
 export const StageTimingSchema = z.object({
   startedAt: z.string(),

@@ -3,7 +3,7 @@
  * `GET /api/jobs/{id}`, the CLI and the dashboard read. Plain JSON (it is replayed and stored by Durable).
  */
 import type { JobState } from '../state/states';
-import type { NodePreflight } from '../planning/preflight';
+import type { NodePreflight } from './preflight';
 
 /** Per-node state in the pipeline, in the order a node normally goes through them. */
 export const NODE_PROGRESS_STATES = ['allocating', 'idle', 'pulling', 'pulled', 'downloading', 'ready', 'running', 'done', 'failed'] as const;

@@ -13,6 +13,8 @@ import { PINGPONG_DEFAULTS } from '../spec/sections/preflight';
 import type { JobPlan } from './jobPlan';
 import { containerNameFor, containerOptionsFor, rankSetup, type MpiTaskRequestShape, type MpiTaskUrls } from './mpiTaskRequest';
 import { nodeSetupScript } from './workloadData';
+import type { NodePreflight } from '../contract/preflight';
+
 
 /**
  * Hook for the data side of the spec (mounts, scratch): the paths every node must have before MPI starts. The
@@ -201,19 +203,6 @@ export function parsePreflightOutput(stdout: string): PreflightReport {
 }
 
 // ---- the verdict --------------------------------------------------------------------------------------------
-
-/** One node's figures, as the job result and the progress show them. */
-export interface NodePreflight {
-  ok: boolean;
-  ip: string;
-  sshMs?: number;
-  freeGB?: number;
-  /** The worst (largest) median latency of the node's pairs, µs. */
-  latencyUs?: number;
-  /** The worst (smallest) bandwidth of the node's pairs, MB/s. */
-  bandwidthMBps?: number;
-  problems: string[];
-}
 
 export interface PreflightVerdict {
   /** Node id → figures. */
