@@ -3,6 +3,7 @@ import { Orchestration, PipelineRun } from '../runtime/pipelineRun';
 import { nodeTaskWindow } from '../runtime/nodeTaskWindow';
 import { buildNodeManifests, planShards } from '../../shared/planning/shards';
 import { stagingContainerFor } from '../../shared/planning/jobPlan';
+import { shardDownloadTask } from '../../shared/planning/batchRequests';
 import { resolveDestination } from '../../shared/spec/normalize';
 import { parseIsoDuration } from '../../shared/spec/duration';
 import type { JobSpec } from '../../shared/spec/schema';
@@ -79,10 +80,7 @@ export function* stageData(run: PipelineRun, req: StageDataRequest): Orchestrati
     progressKey: 'shardsDownloaded',
     inFlightState: 'downloading',
     doneState: 'ready',
-    taskFor: (_node, index) => ({
-      commandLine: `/bin/sh -c "mkdir -p ${destination} && if [ -d shards ]; then mv -f shards/* ${destination}/; fi && ls ${destination} | wc -l"`,
-      resourceFiles: manifests[index].shards.map((s) => ({ httpUrl: urls[s.shardId], filePath: `shards/${s.shardId}` })),
-    }),
+    taskFor: (_node, index) => shardDownloadTask(destination, manifests[index].shards.map((s) => ({ shardId: s.shardId, url: urls[s.shardId] }))),
   });
   return { destination, containers, shards: plan.shards.length, bytes: plan.totalBytes };
 }
