@@ -12,7 +12,7 @@ import { keepOutputs, withOutputs, workloadUrls } from './stages/workloadData';
 import { planJob } from '../shared/planning/jobPlan';
 import { mpiTaskRequest, releaseTaskCommand } from '../shared/planning/mpiTaskRequest';
 import { budgetGuard, jobCost, type PriceQuote } from '../shared/ops/cost';
-import { outputsPlan } from '../shared/planning/workloadData';
+import { needsNodeUploads, outputsPlan } from '../shared/planning/workloadData';
 
 /**
  * The pipeline, one stage per line: provision → stagger image pulls → stage shards → MPI task, and
@@ -59,7 +59,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     yield* enter('Running', `multi-instance task on ${pool.nodes.length} nodes`);
     const urls = yield* workloadUrls(run, input.spec, input.settings);
     // Node uploads follow the MPI task when some output comes from every node (or their logs): no auto-complete then.
-    const nodeUploads = !!outputs && (outputs.nodePatterns.length > 0 || (outputs.logs && pool.nodes.length > 1));
+    const nodeUploads = needsNodeUploads(outputs, pool.nodes.length);
     if (outputs) pendingOutputs = { batchJobId, taskId: plan.mpiTaskId };
     const mpi = yield* runMpi(run, mpiTaskRequest(plan, input.spec, pool.nodes, staged.destination, batchJobId, urls), { autoComplete: !nodeUploads });
     pendingOutputs = undefined;

@@ -3,9 +3,8 @@ import { Orchestration, PipelineRun } from '../runtime/pipelineRun';
 import { nodeTaskWindow } from '../runtime/nodeTaskWindow';
 import { buildNodeManifests, planShards } from '../../shared/planning/shards';
 import { stagingContainerFor } from '../../shared/planning/jobPlan';
-import { shardDownloadTask } from '../../shared/planning/batchRequests';
+import { shardDownloadConcurrency, shardDownloadTask, shardSasLifetimeMs } from '../../shared/planning/batchRequests';
 import { resolveDestination } from '../../shared/spec/normalize';
-import { parseIsoDuration } from '../../shared/spec/duration';
 import type { JobSpec } from '../../shared/spec/schema';
 
 export interface StagedData {
@@ -57,12 +56,8 @@ export function* stageData(run: PipelineRun, req: StageDataRequest): Orchestrati
     run.throwIfCancelled();
   }
 
-  // Nodes read their shards once, right now; the URLs must not outlive the job's wall clock (plus a margin for
-  // nodes that download late), nor the deployment's cap however long the job may run.
-  const capMs = req.settings.sasMaxLifetimeMinutes * 60_000;
-  const wallClockMs = spec.limits.maxWallClock ? parseIsoDuration(spec.limits.maxWallClock) : undefined;
-  const validForMs = Math.min(capMs, (wallClockMs ?? capMs) + req.settings.sasMarginMinutes * 60_000);
-  const expiresAt = new Date(run.now().getTime() + validForMs).toISOString();
+  // Nodes read their shards once, right now: the URLs live the job's wall clock plus a margin, within the cap.
+  const expiresAt = new Date(run.now().getTime() + shardSasLifetimeMs(spec, req.settings)).toISOString();
   const urls = plan.shards.length
     ? yield* run.call('shardUrls', { shards: plan.shards.map(({ id, account, container, blobName }) => ({ id, account, container, blobName })), expiresAt })
     : {};
@@ -74,7 +69,7 @@ export function* stageData(run: PipelineRun, req: StageDataRequest): Orchestrati
     batchJobId: req.batchJobId,
     nodes: req.nodes,
     items: ['shards'],
-    concurrency: Math.max(1, Math.min(req.nodes.length, spec.container.pullConcurrency)),
+    concurrency: shardDownloadConcurrency(req.nodes.length, spec.container.pullConcurrency),
     maxAttempts: req.settings.nodeTaskMaxAttempts,
     taskPrefix: 'dl',
     progressKey: 'shardsDownloaded',

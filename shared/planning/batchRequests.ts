@@ -9,6 +9,7 @@ import type { BatchJobCreateInput, NodeTaskRequest } from '../contract/activitie
 import type { BatchJobSpec, JobPoolSpec, MountSpec, MpiTaskSpec, NodeTaskSpec, ResourceFileSpec } from '../batch';
 import { userCommandLine } from '../mpi/userShell';
 import { parseIsoDuration } from '../spec/duration';
+import type { JobSpec } from '../spec/schema';
 import type { PoolCreateRequest } from './jobPlan';
 import type { MpiTaskRequestShape } from './mpiTaskRequest';
 import type { MountRequest, NodeFileSource, NodeResourceFile, NodeUploadTask } from './workloadData';
@@ -25,7 +26,7 @@ export const PREPARATION_COMMAND_LINE = '/bin/sh -c true';
 export const displayNameFor = (jobId: string) => `hpc-mpi job ${jobId}`;
 
 /** A per-node task's id: `<prefix>-<node index>-a<attempt>` (pull-0-a1, dl-1-a2, up-0-a1), unique in the Batch job. */
-export function nodeTaskId(prefix: string, nodeIndex: number, attempt: number): string {
+export function nodeTaskId(prefix: string, nodeIndex: number | string, attempt: number | string): string {
   return `${prefix}-${nodeIndex}-a${attempt}`;
 }
 
@@ -156,6 +157,21 @@ export function pullNodeTask(task: { commandLine: string; resourceFiles: { httpU
 }
 
 /**
+ * How long the shards' read-only SAS URLs live: nodes read their shards once, right away, so the job's wall clock
+ * (plus a margin for nodes that download late), never beyond the deployment's cap however long the job may run.
+ */
+export function shardSasLifetimeMs(spec: JobSpec, settings: { sasMaxLifetimeMinutes: number; sasMarginMinutes: number }): number {
+  const capMs = settings.sasMaxLifetimeMinutes * 60_000;
+  const wallClockMs = spec.limits.maxWallClock ? parseIsoDuration(spec.limits.maxWallClock) : undefined;
+  return Math.min(capMs, (wallClockMs ?? capMs) + settings.sasMarginMinutes * 60_000);
+}
+
+/** Nodes downloading their shards at the same time: the pull window's width, at most every node. */
+export function shardDownloadConcurrency(nodeCount: number, pullConcurrency: number): number {
+  return Math.max(1, Math.min(nodeCount, pullConcurrency));
+}
+
+/**
  * One node's download of its shards: Batch fetches each shard (its read-only SAS URL) into `shards/`, the command
  * moves them to the job's data directory. Every node gets one, also a node without shards, so the directory exists.
  */
@@ -167,7 +183,7 @@ export function shardDownloadTask(destination: string, shards: { shardId: string
 }
 
 /** The node upload task of one node (workloadData.nodeUploadTask) as a task request: pinned, time-limited. */
-export function uploadTaskRequest(upload: NodeUploadTask, nodeIndex: number, attempt: number): NodeTaskRequest {
+export function uploadTaskRequest(upload: NodeUploadTask, nodeIndex: number | string, attempt: number | string): NodeTaskRequest {
   return {
     id: nodeTaskId('up', nodeIndex, attempt),
     affinityId: upload.affinityId,

@@ -3,7 +3,7 @@
  * multi-instance MPI task. Pure; the shell-level work is done by the builders in shared/mpi.
  */
 import { bashCommandLine } from '../mpi/shellQuote';
-import { buildContainerCleanupCommand, buildMpiTaskCommands, pullLines, type BindMount, type ContainerOptions } from '../mpi/commands';
+import { buildContainerCleanupCommand, buildMpiTaskCommands, pullLines, type BindMount, type ContainerOptions, type MpiTaskInput } from '../mpi/commands';
 import { sifCleanupLine } from '../mpi/singularity';
 import { GLUE_STRICT } from '../mpi/userShell';
 import type { JobSpec } from '../spec/schema';
@@ -116,25 +116,18 @@ export function containerOptionsFor(spec: JobSpec): ContainerOptions {
 }
 
 /**
- * The multi-instance task. Every rank runs the user's command under /bin/sh with MPIJOB_DATA_DIR set to its own
- * node's shard directory: the export is evaluated by each rank's shell, so node-local variables such as
- * $AZ_BATCH_NODE_SHARED_DIR resolve on that node.
+ * What the MPI command builder gets for this job on `nodeCount` nodes. Every rank runs the user's command under
+ * /bin/sh with MPIJOB_DATA_DIR set to its own node's shard directory: the export is evaluated by each rank's shell,
+ * so node-local variables such as $AZ_BATCH_NODE_SHARED_DIR resolve on that node.
  */
-export function mpiTaskRequest(
-  plan: JobPlan,
-  spec: JobSpec,
-  nodes: { id: string }[],
-  dataDir: string,
-  batchJobId: string,
-  urls: MpiTaskUrls = { commonResourceFiles: [] },
-): MpiTaskRequestShape {
+export function mpiTaskInput(plan: JobPlan, spec: JobSpec, nodeCount: number, dataDir: string): MpiTaskInput {
   const runtime = spec.container.runtime;
   const jobEnv = rankEnvironmentPrefix(spec, plan.jobId);
-  const commands = buildMpiTaskCommands({
+  return {
     runtime,
     mpiRuntime: spec.mpi.runtime,
     mpiVersion: spec.mpi.version,
-    nodes: nodes.length,
+    nodes: nodeCount,
     processesPerNode: spec.mpi.processesPerNode,
     command: `export MPIJOB_DATA_DIR="${dataDir}"; ${jobEnv}${spec.mpi.command}`,
     launcherMode: spec.mpi.launcher.mode,
@@ -151,7 +144,19 @@ export function mpiTaskRequest(
     preExecutionCommand: spec.mpi.preExecutionCommand === undefined ? undefined : `${jobEnv}${spec.mpi.preExecutionCommand}`,
     coordinationCommand: spec.mpi.coordinationCommand,
     nodeSetupCommand: nodeSetupScript(spec, plan.jobId),
-  });
+  };
+}
+
+/** The multi-instance task on the job's nodes, with the SAS URLs minted for this run. */
+export function mpiTaskRequest(
+  plan: JobPlan,
+  spec: JobSpec,
+  nodes: { id: string }[],
+  dataDir: string,
+  batchJobId: string,
+  urls: MpiTaskUrls = { commonResourceFiles: [] },
+): MpiTaskRequestShape {
+  const commands = buildMpiTaskCommands(mpiTaskInput(plan, spec, nodes.length, dataDir));
   return {
     batchJobId,
     taskId: plan.mpiTaskId,
