@@ -29,6 +29,7 @@ import { submissionJobId } from '../../shared/state/submission';
 import { createContractValidator } from '../../local/batch/contract';
 import { EventType } from '../../local/durable/history';
 import { healthyJob, fakeNode } from '../orchestrations/fakeActivities';
+import { differences, downloadTaskDifferences } from '../helpers/explainMatch';
 import { replay, scheduledInputs, SETTINGS } from '../orchestrations/jobReplay';
 
 type Json = Record<string, unknown>;
@@ -150,30 +151,6 @@ async function pipelineRequests(jobId: string, s: JobSpec): Promise<PipelineRequ
 }
 
 const plain = (v: unknown): Json => JSON.parse(JSON.stringify(v)) as Json;
-const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
-/**
- * Where `actual` (a request the pipeline made) differs from `explained` (the document's): exact, except that each
- * placeholder of the document stands for one or more characters of the actual value.
- */
-function differences(explained: unknown, actual: unknown, at = '$'): string[] {
-  if (typeof explained === 'string') {
-    if (typeof actual !== 'string') return [`${at}: ${JSON.stringify(actual)} is not a string`];
-    const literal = explained.split(PLACEHOLDER_RE);
-    if (literal.length === 1) return explained === actual ? [] : [`${at}: ${JSON.stringify(actual)} != ${JSON.stringify(explained)}`];
-    return new RegExp(`^${literal.map(escapeRe).join('[\\s\\S]+?')}$`).test(actual) ? [] : [`${at}: ${JSON.stringify(actual)} does not match ${JSON.stringify(explained)}`];
-  }
-  if (Array.isArray(explained)) {
-    if (!Array.isArray(actual) || actual.length !== explained.length) return [`${at}: ${JSON.stringify(actual)} has not ${explained.length} items`];
-    return explained.flatMap((e, i) => differences(e, actual[i], `${at}[${i}]`));
-  }
-  if (explained && typeof explained === 'object') {
-    if (!actual || typeof actual !== 'object') return [`${at}: ${JSON.stringify(actual)} is not an object`];
-    const keys = [...new Set([...Object.keys(explained), ...Object.keys(actual)])].sort();
-    return keys.flatMap((k) => differences((explained as Json)[k], (actual as Json)[k], `${at}.${k}`));
-  }
-  return explained === actual ? [] : [`${at}: ${JSON.stringify(actual)} != ${JSON.stringify(explained)}`];
-}
 
 const body = (t: NodeTaskRequest) => plain(buildNodeTaskParameter(nodeTaskSpec(t)));
 
@@ -211,14 +188,7 @@ describe.each(CASES)('%s', (name, text) => {
     for (const t of [...byKind('pull'), ...byKind('dl')]) {
       const template = kinds[t.id.split('-')[0]] as Json;
       const actual = body(t);
-      // A download template shows one shard entry standing for each of the node's shards.
-      if (t.id.startsWith('dl-') && Array.isArray(template.resourceFiles)) {
-        const entry = (template.resourceFiles as Json[])[0];
-        for (const f of (actual.resourceFiles as Json[] | undefined) ?? []) expect(differences(entry, f)).toEqual([]);
-        expect(differences({ ...template, resourceFiles: undefined }, { ...actual, resourceFiles: undefined }, t.id)).toEqual([]);
-      } else {
-        expect(differences(template, actual, t.id)).toEqual([]);
-      }
+      expect(t.id.startsWith('dl-') ? downloadTaskDifferences(template, actual, t.id) : differences(template, actual, t.id)).toEqual([]);
     }
     const uploads = byKind('up');
     const explained = doc.outputs?.nodeUploads;
