@@ -5,6 +5,7 @@ import type { PipelineStatus } from '../shared/contract/progress';
 import type { JobResultView } from '../shared/contract/jobResult';
 import type { JobOutputsResponse } from '../shared/contract/outputs';
 import type { JobQueueView } from '../shared/contract/queue';
+import type { ExplainDocument } from '../shared/contract/explain';
 
 /** The parts of a job view the CLI reads; the rest is passed through for --json. */
 export interface JobView {
@@ -87,6 +88,13 @@ export class ApiClient {
   async submit(specText: string, contentType: string): Promise<SubmitAnswer> {
     const { status, body } = await this.call<{ job: JobView; statusUrl: string }>('POST', '/api/jobs', { body: specText, contentType });
     return { job: body.job, statusUrl: body.statusUrl, created: status === 202 };
+  }
+
+  /** POST /api/jobs?dryRun=true: what the deployment would send to Batch for this spec; nothing is created. */
+  async explain(specText: string, contentType: string): Promise<ExplainDocument> {
+    const { body } = await this.call<ExplainDocument>('POST', '/api/jobs?dryRun=true', { body: specText, contentType });
+    if (body?.version !== 1) throw new CliError(`POST /api/jobs?dryRun=true answered without an explain document (version ${String(body?.version)}): is the API older than dry runs?`, ExitCode.Api);
+    return body;
   }
 
   async getJob(id: string): Promise<JobView> {

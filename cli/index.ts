@@ -16,6 +16,7 @@ import { logsCommand } from './commands/logs';
 import { usageCommand } from './commands/usage';
 import { loginCommand, logoutCommand, whoamiCommand } from './commands/identity';
 import { downloadCommand } from './commands/download';
+import { explainCommand } from './commands/explain';
 
 interface GlobalFlags {
   endpoint?: string;
@@ -120,6 +121,13 @@ export function buildProgram(run: (action: (ctx: CommandContext) => Promise<numb
     .description('check a spec offline with the same schema and error paths as the API (exit 2 when invalid)')
     .argument('<spec>', 'spec file (YAML or JSON, - for stdin)')
     .action((spec: string) => run((ctx) => validateCommand(ctx, spec)));
+
+  program
+    .command('explain')
+    .description('what would be sent to Batch for a spec (pool, Batch job, pulls, staging, MPI task, uploads), creating nothing')
+    .argument('<spec>', 'spec file (YAML or JSON, - for stdin)')
+    .option('--offline', 'explain here with the documented default settings, without asking the API (its policies are not checked)')
+    .action((spec: string, opts: { offline?: boolean }) => run((ctx) => explainCommand(ctx, spec, opts)));
 
   program
     .command('usage')

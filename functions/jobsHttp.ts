@@ -2,6 +2,7 @@
  * The job API over HTTP. Adapters only: authorize (lib/auth), parse the request, call the intake/cancel service,
  * shape the answer. Every route is anonymous at the host; the app authenticates (docs/security.md).
  *   POST   /api/jobs        submit (JSON or YAML; Idempotency-Key header optional)   Jobs.Submit
+ *          ?dryRun=true    the same checks, then what would be sent to Batch (200); nothing is created
  *   GET    /api/jobs        list (state, tag, createdFrom, createdTo, top, continuationToken)   own jobs; admins all
  *   GET    /api/jobs/{id}   status, live progress, timeline                          own job; admins any
  *   DELETE /api/jobs/{id}   cancel (cleanup still runs)                              Jobs.Submit, own job; admins any
@@ -9,6 +10,8 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 import * as df from 'durable-functions';
 import { submitJob } from '../shared/intake/submit';
+import { dryRunSubmission } from '../shared/intake/dryRun';
+import { explainSettings } from '../shared/intake/settings';
 import { cancelJob } from '../shared/intake/cancel';
 import { parseListQuery, toJobView, jobUrl } from '../shared/state';
 import { admissionDeps, appConfig, jobStore, schedulingPolicy } from '../shared/services';
@@ -40,6 +43,9 @@ export async function submitJobHttp(request: HttpRequest, context: InvocationCon
   }
   const body = await request.text();
   if (!body.trim()) return invalidRequest([{ path: '', message: 'the request body is empty: send a job spec as JSON or YAML' }]);
+  const dryRun = request.query.get('dryRun');
+  if (dryRun !== null && dryRun !== 'true' && dryRun !== 'false') return invalidRequest([{ path: 'dryRun', message: 'must be "true" or "false"' }]);
+  if (dryRun === 'true') return dryRunHttp(request, context, body, principal.id);
   try {
     const store = await jobStore();
     const outcome = await submitJob(store, orchestrationStarter(client), {
@@ -82,6 +88,28 @@ export async function submitJobHttp(request: HttpRequest, context: InvocationCon
     };
   } catch (err) {
     return unavailable(context, 'job API', err);
+  }
+}
+
+/** `?dryRun=true`: the submission's checks and its explain document; nothing is stored, started or sent to Batch. */
+async function dryRunHttp(request: HttpRequest, context: InvocationContext, body: string, principalId: string): Promise<HttpResponseInit> {
+  try {
+    const config = appConfig();
+    const outcome = await dryRunSubmission(await jobStore(), {
+      body,
+      contentType: request.headers.get('content-type') ?? undefined,
+      idempotencyKey: request.headers.get('idempotency-key') ?? undefined,
+      idScope: principalId,
+      dataAccess: dataAccessPolicy(config),
+      containers: containerPolicy(config),
+      settings: explainSettings(config),
+      owner: principalId,
+      scheduling: await schedulingPolicy(),
+    });
+    if (outcome.kind === 'invalid') return invalidRequest(outcome.errors);
+    return { status: 200, jsonBody: outcome.document };
+  } catch (err) {
+    return unavailable(context, 'job API (dry run)', err);
   }
 }
 

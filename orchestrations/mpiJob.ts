@@ -16,7 +16,7 @@ import { planJob } from '../shared/planning/jobPlan';
 import { mpiTaskRequest, releaseTaskCommand } from '../shared/planning/mpiTaskRequest';
 import { retryPolicyFor } from '../shared/planning/retryPolicy';
 import { budgetGuard, jobCost, type PriceQuote } from '../shared/ops/cost';
-import { outputsPlan } from '../shared/planning/workloadData';
+import { needsNodeUploads, outputsPlan } from '../shared/planning/workloadData';
 import { priorityOf, queueOf } from '../shared/scheduling/demand';
 
 /** How often a waiting job asks where it stands when the run's settings do not say (runs started before queues). */
@@ -124,7 +124,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
       yield* enter('Running', `multi-instance task on ${pool.nodes.length} nodes`);
       // Node uploads follow the MPI task when some output comes from every node (or their logs): no auto-complete
       // then; nor before the last attempt, whose tasks may still follow.
-      nodeUploads = !!outputs && (outputs.nodePatterns.length > 0 || (outputs.logs && pool.nodes.length > 1));
+      nodeUploads = needsNodeUploads(outputs, pool.nodes.length);
       if (outputs) pendingOutputs = { batchJobId, taskId: attempt.mpiTaskId };
       const ran = yield* runMpi(run, mpiTaskRequest(plan, input.spec, pool.nodes, staged!.destination, batchJobId, urls, attempt.mpiTaskId), { autoComplete: attempt.isLast && !nodeUploads, poolId: pool.poolId, nodes: pool.nodes.map((n) => n.id) });
       pendingOutputs = undefined;

@@ -7,6 +7,7 @@ import type { MountSpec } from '../../shared/batch';
 import type { MountRequest } from '../../shared/planning/workloadData';
 import type { BlobAccount } from '../../shared/storage/clients';
 import { containerSasUrl } from '../../shared/storage/sas';
+import { blobfusePermissions, mountSpec } from '../../shared/planning/batchRequests';
 
 export interface MountDeps {
   /** The MOUNT_SECRET_<name> settings, by name. */
@@ -47,33 +48,18 @@ export async function resolveMounts(requests: readonly MountRequest[], deps: Mou
   for (const m of requests) {
     if (m.nfs) {
       deps.checkSource(m.nfs.source);
-      out.push({ kind: 'nfs', relativeMountPath: m.name, source: m.nfs.source, mountOptions: m.nfs.options });
+      out.push(mountSpec(m, {}));
     } else if (m.cifs) {
       deps.checkSource(m.cifs.source);
-      out.push({ kind: 'cifs', relativeMountPath: m.name, source: m.cifs.source, username: m.cifs.username, password: secret(deps, m.cifs.secretRef, m.name), mountOptions: m.cifs.options });
+      out.push(mountSpec(m, { secret: secret(deps, m.cifs.secretRef, m.name) }));
     } else if (m.azureFiles) {
       const account = deps.dataAccount(m.azureFiles.account, m.azureFiles.share);
-      out.push({
-        kind: 'azureFiles',
-        relativeMountPath: m.name,
-        accountName: m.azureFiles.account,
-        azureFileUrl: azureFileUrl(account, m.azureFiles.share),
-        accountKey: secret(deps, m.azureFiles.secretRef, m.name),
-        mountOptions: m.azureFiles.options,
-      });
+      out.push(mountSpec(m, { azureFileUrl: azureFileUrl(account, m.azureFiles.share), secret: secret(deps, m.azureFiles.secretRef, m.name) }));
     } else if (m.blobfuse) {
       const account = deps.dataAccount(m.blobfuse.account, m.blobfuse.container);
-      const url = await containerSasUrl(account, m.blobfuse.container, m.blobfuse.readOnly ? 'rl' : 'racwdl', deps.sasExpiresOn);
-      const options = [m.blobfuse.readOnly ? '-o ro' : undefined, m.blobfuse.options].filter(Boolean).join(' ');
-      out.push({
-        kind: 'blobfuse',
-        relativeMountPath: m.name,
-        accountName: m.blobfuse.account,
-        containerName: m.blobfuse.container,
-        // Batch takes the SAS token itself, without the "?".
-        sasKey: url.slice(url.indexOf('?') + 1),
-        blobfuseOptions: options || undefined,
-      });
+      const url = await containerSasUrl(account, m.blobfuse.container, blobfusePermissions(m), deps.sasExpiresOn);
+      // Batch takes the SAS token itself, without the "?".
+      out.push(mountSpec(m, { sasToken: url.slice(url.indexOf('?') + 1) }));
     } else {
       throw new MountRefused(`mount ${m.name}: names no file system (nfs, azureFiles, blobfuse or cifs)`);
     }

@@ -3,19 +3,10 @@ import { appConfig, batchContext } from '../../shared/services';
 import { addMpiTask, getTask, listSubtasks, readTaskFile, terminateTask, type BatchContext } from '../../shared/batch';
 import type { MpiTaskRequestShape } from '../../shared/planning/mpiTaskRequest';
 import { registerActivity } from '../runtime/activityCalls';
+import { mpiTaskSpec } from '../../shared/planning/batchRequests';
 
 export async function mpiTaskAdd(input: MpiTaskRequestShape): Promise<void> {
-  await addMpiTask(batchContext(), input.batchJobId, {
-    id: input.taskId,
-    numberOfInstances: input.numberOfInstances,
-    coordinationCommandLine: input.coordinationCommandLine,
-    applicationCommandLine: input.applicationCommandLine,
-    commonResourceFiles: input.commonResourceFiles,
-    outputFiles: input.outputFiles,
-    environment: input.environment,
-    maxWallClockSeconds: input.maxWallClockSeconds,
-    maxTaskRetryCount: input.maxTaskRetryCount ?? 0,
-  });
+  await addMpiTask(batchContext(), input.batchJobId, mpiTaskSpec(input));
 }
 
 export async function mpiTaskObserve(input: BatchTaskRef): Promise<MpiTaskObservation> {

@@ -2,11 +2,12 @@ import type { ActivityInput, NodeTaskObservation, NodeTaskRequest } from '../../
 import { batchContext } from '../../shared/services';
 import { addNodeTask, getTask, readTaskFile, type BatchContext } from '../../shared/batch';
 import { registerActivity } from '../runtime/activityCalls';
+import { nodeTaskSpec } from '../../shared/planning/batchRequests';
 
 /** Adds pinned per-node tasks; a task that already exists (a retried activity) is not added twice. */
 export async function nodeTasksAdd(input: { batchJobId: string; tasks: NodeTaskRequest[] }): Promise<void> {
   const ctx = batchContext();
-  await Promise.all(input.tasks.map((t) => addNodeTask(ctx, input.batchJobId, { ...t, elevated: true })));
+  await Promise.all(input.tasks.map((t) => addNodeTask(ctx, input.batchJobId, nodeTaskSpec(t))));
 }
 
 /**

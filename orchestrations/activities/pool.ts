@@ -5,8 +5,7 @@ import { refuseIfEnded } from './jobGuard';
 import type { PoolCreateRequest } from '../../shared/planning/jobPlan';
 import type { PoolObservation } from '../../shared/planning/provisionPolicy';
 import { readOnlyBlobUrl } from '../../shared/storage/sas';
-import { userCommandLine } from '../../shared/mpi/userShell';
-import { parseIsoDuration } from '../../shared/spec/duration';
+import { jobPoolSpec, mountSasLifetimeMs, startTaskResourceFile, startTaskSasMinutes } from '../../shared/planning/batchRequests';
 import { dataAccessPolicy } from '../../shared/intake/dataAccess';
 import { mountSourceAllowed, storageNfsTarget } from '../../shared/intake/workloadDataAccess';
 import { MountRefused, resolveMounts } from './mounts';
@@ -16,34 +15,20 @@ export async function poolCreate(input: PoolCreateRequest): Promise<{ created: b
   await refuseIfEnded(input.jobId, `pool ${input.poolId}`);
   // The start task's files are read through SAS URLs valid for a day (or the deployment's shorter SAS cap): long
   // enough for nodes that join late (replacements), short enough not to matter if they leak.
-  const expires = new Date(Date.now() + Math.min(24 * 60, appConfig().pipeline.sasMaxLifetimeMinutes) * 60_000);
-  const resourceFiles = input.startTask
-    ? await Promise.all(input.startTask.resourceFiles.map(async (f) => ({
-        httpUrl: await readOnlyBlobUrl(dataAccount(f.account, f.container), f.container, f.blob, expires),
-        filePath: f.path,
-      })))
+  const expires = new Date(Date.now() + startTaskSasMinutes(appConfig().pipeline.sasMaxLifetimeMinutes) * 60_000);
+  const startTaskFiles = input.startTask
+    ? await Promise.all(input.startTask.resourceFiles.map(async (f) =>
+        startTaskResourceFile(f, await readOnlyBlobUrl(dataAccount(f.account, f.container), f.container, f.blob, expires))))
     : undefined;
   const mounts = input.mounts?.length ? await resolveMounts(input.mounts, mountDeps(input.mountSasValidForMs)) : undefined;
-  const result = await createJobPool(batchContext(), {
-    poolId: input.poolId,
-    jobId: input.jobId,
-    vmSize: input.vmSize,
-    targetDedicatedNodes: input.nodes,
-    image: input.customImageId ? { virtualMachineImageId: input.customImageId } : { ...input.image },
-    nodeAgentSkuId: input.nodeAgentSku,
-    resizeTimeoutMinutes: Math.max(5, Math.round((parseIsoDuration(input.resizeTimeout) ?? 15 * 60_000) / 60_000)),
-    startTask: input.startTask ? { commandLine: userCommandLine(input.startTask.command), resourceFiles, elevated: true, waitForSuccess: true } : undefined,
-    displayName: `hpc-mpi job ${input.jobId}`,
-    mounts,
-  });
+  const result = await createJobPool(batchContext(), jobPoolSpec(input, { startTaskFiles, mounts }));
   return { created: result.created };
 }
 
 /** What resolving mounts needs from this deployment: its mount secrets, data accounts and file-server list. */
 function mountDeps(validForMs: number | undefined) {
   const config = appConfig();
-  const capMs = config.pipeline.sasMaxLifetimeMinutes * 60_000;
-  const lifetimeMs = Math.min(capMs, (validForMs ?? capMs) + config.pipeline.sasMarginMinutes * 60_000);
+  const lifetimeMs = mountSasLifetimeMs(validForMs, config.pipeline);
   const sources = dataAccessPolicy(config).mountSources ?? [];
   return {
     secrets: config.mountSecrets,

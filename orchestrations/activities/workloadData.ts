@@ -5,6 +5,7 @@ import { containerSasUrl, readOnlyBlobUrl, withoutQuery } from '../../shared/sto
 import { summarizeOutputs } from '../../shared/storage/outputs';
 import type { BlobAccount } from '../../shared/storage/clients';
 import type { NodeFileSource, NodeResourceFile } from '../../shared/planning/workloadData';
+import { nodeResourceFile } from '../../shared/planning/batchRequests';
 
 /** At most this many outputs are listed in a job result (the row must stay small); the rest are counted. */
 export const LISTED_OUTPUTS = 200;
@@ -22,16 +23,10 @@ export async function mintWorkloadUrls(deps: WorkloadUrlDeps, input: WorkloadUrl
   const expires = new Date(input.expiresAt);
   const files = await Promise.all(
     input.files.map(async (f: NodeFileSource): Promise<NodeResourceFile> => {
-      const mode = f.fileMode === undefined ? {} : { fileMode: f.fileMode };
-      if (f.kind === 'url') return { httpUrl: f.url, filePath: f.filePath, ...mode };
+      if (f.kind === 'url') return nodeResourceFile(f, {});
       const account = deps.dataAccount(f.account, f.container);
-      if (f.kind === 'blob') return { httpUrl: await readOnlyBlobUrl(account, f.container, f.blob, expires), filePath: f.filePath, ...mode };
-      return {
-        storageContainerUrl: await containerSasUrl(account, f.container, 'rl', expires),
-        ...(f.prefix ? { blobPrefix: f.prefix } : {}),
-        filePath: f.filePath,
-        ...mode,
-      };
+      if (f.kind === 'blob') return nodeResourceFile(f, { blobUrl: await readOnlyBlobUrl(account, f.container, f.blob, expires) });
+      return nodeResourceFile(f, { containerUrl: await containerSasUrl(account, f.container, 'rl', expires) });
     }),
   );
   const outputs = input.outputs;

@@ -3,6 +3,7 @@ import { Orchestration, PipelineRun } from '../runtime/pipelineRun';
 import { nodeTaskWindow } from '../runtime/nodeTaskWindow';
 import { imageBlobs, imageLabel, pullTask } from '../../shared/planning/mpiTaskRequest';
 import type { JobSpec } from '../../shared/spec/schema';
+import { IMAGE_SAS_MINUTES, pullNodeTask } from '../../shared/planning/batchRequests';
 
 export interface PullImagesRequest {
   jobId: string;
@@ -16,8 +17,6 @@ export interface PullImagesRequest {
   taskPrefix?: string;
 }
 
-/** SIF files in blob storage are read through SAS URLs that live this long at most: the pull window, not the job. */
-const IMAGE_SAS_MINUTES = 120;
 
 /**
  * Stagger image pulls: every node must hold every image before any MPI container starts, and at most
@@ -47,6 +46,6 @@ export function* pullImages(run: PipelineRun, req: PullImagesRequest): Orchestra
     progressKey: 'imagesPulled',
     inFlightState: 'pulling',
     doneState: 'pulled',
-    taskFor: () => ({ commandLine: task.commandLine, ...(task.resourceFiles.length ? { resourceFiles: task.resourceFiles } : {}) }),
+    taskFor: () => pullNodeTask(task),
   });
 }

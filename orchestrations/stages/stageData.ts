@@ -3,8 +3,8 @@ import { Orchestration, PipelineRun } from '../runtime/pipelineRun';
 import { nodeTaskWindow } from '../runtime/nodeTaskWindow';
 import { buildNodeManifests, planShards } from '../../shared/planning/shards';
 import { stagingContainerFor } from '../../shared/planning/jobPlan';
+import { shardDownloadConcurrency, shardDownloadTask, shardSasLifetimeMs } from '../../shared/planning/batchRequests';
 import { resolveDestination } from '../../shared/spec/normalize';
-import { parseIsoDuration } from '../../shared/spec/duration';
 import type { JobSpec } from '../../shared/spec/schema';
 
 export interface StagedData {
@@ -13,8 +13,8 @@ export interface StagedData {
   containers: StagingContainerRef[];
   shards: number;
   bytes: number;
-  /** Per node slot (the node's place in the job's node list): the resource files of its shards (read-only SAS URLs). */
-  nodeFiles: { httpUrl: string; filePath: string }[][];
+  /** Per node slot (the node's place in the job's node list): its shards and their read-only SAS URLs. */
+  slotShards: { shardId: string; url: string }[][];
 }
 
 export interface StageDataRequest {
@@ -72,17 +72,13 @@ function* stageShards(run: PipelineRun, req: StageDataRequest): Orchestration<St
     run.throwIfCancelled();
   }
 
-  // Nodes read their shards once, right now; the URLs must not outlive the job's wall clock (plus a margin for
-  // nodes that download late), nor the deployment's cap however long the job may run.
-  const capMs = req.settings.sasMaxLifetimeMinutes * 60_000;
-  const wallClockMs = spec.limits.maxWallClock ? parseIsoDuration(spec.limits.maxWallClock) : undefined;
-  const validForMs = Math.min(capMs, (wallClockMs ?? capMs) + req.settings.sasMarginMinutes * 60_000);
-  const expiresAt = new Date(run.now().getTime() + validForMs).toISOString();
+  // Nodes read their shards once, right now: the URLs live the job's wall clock plus a margin, within the cap.
+  const expiresAt = new Date(run.now().getTime() + shardSasLifetimeMs(spec, req.settings)).toISOString();
   const urls = plan.shards.length
     ? yield* run.call('shardUrls', { shards: plan.shards.map(({ id, account, container, blobName }) => ({ id, account, container, blobName })), expiresAt })
     : {};
-  const nodeFiles = buildNodeManifests(plan).map((m) => m.shards.map((s) => ({ httpUrl: urls[s.shardId], filePath: `shards/${s.shardId}` })));
-  return { destination, containers, shards: plan.shards.length, bytes: plan.totalBytes, nodeFiles };
+  const slotShards = buildNodeManifests(plan).map((m) => m.shards.map((s) => ({ shardId: s.shardId, url: urls[s.shardId] })));
+  return { destination, containers, shards: plan.shards.length, bytes: plan.totalBytes, slotShards };
 }
 
 /** Every node (of `only`, when given) downloads the shards of its slot. */
@@ -97,15 +93,12 @@ function* downloadShards(run: PipelineRun, req: StageDataRequest, staged: Staged
     batchJobId: req.batchJobId,
     nodes,
     items: ['shards'],
-    concurrency: Math.max(1, Math.min(nodes.length, req.spec.container.pullConcurrency)),
+    concurrency: shardDownloadConcurrency(nodes.length, req.spec.container.pullConcurrency),
     maxAttempts: req.settings.nodeTaskMaxAttempts,
     taskPrefix: req.taskPrefix ?? 'dl',
     progressKey: 'shardsDownloaded',
     inFlightState: 'downloading',
     doneState: 'ready',
-    taskFor: (node) => ({
-      commandLine: `/bin/sh -c "mkdir -p ${destination} && if [ -d shards ]; then mv -f shards/* ${destination}/; fi && ls ${destination} | wc -l"`,
-      resourceFiles: staged.nodeFiles[slot.get(node.id) ?? -1] ?? [],
-    }),
+    taskFor: (node) => shardDownloadTask(destination, staged.slotShards[slot.get(node.id) ?? -1] ?? []),
   });
 }

@@ -5,6 +5,7 @@ import type { JobSpec } from '../../shared/spec/schema';
 import type { MpiTaskUrls } from '../../shared/planning/mpiTaskRequest';
 import { nodeFileSources, nodeSasLifetimeMs, nodeUploadTask, WRONG_NODE_EXIT, type NodeUploadTask, type OutputsPlan } from '../../shared/planning/workloadData';
 import { Orchestration, PipelineRun } from '../runtime/pipelineRun';
+import { uploadTaskRequest } from '../../shared/planning/batchRequests';
 
 /**
  * The SAS URLs the MPI task needs: a read-only one per blob of `files` (a read/list one per prefix) and a
@@ -23,8 +24,6 @@ export function* workloadUrls(run: PipelineRun, spec: JobSpec, settings: Pipelin
   return { commonResourceFiles: urls.files, outputsContainerUrl: urls.outputsContainerUrl };
 }
 
-/** An upload task may run this long (Batch ends it after; its uploads then count as failed). */
-const UPLOAD_TASK_MAX_SECONDS = 6 * 3600;
 
 export interface NodeUploadsRequest {
   plan: OutputsPlan;
@@ -68,13 +67,7 @@ export function* uploadNodeOutputs(run: PipelineRun, req: NodeUploadsRequest): O
   report();
   let pending = work.map((w) => ({ ...w, attempt: 1 }));
   while (pending.length) {
-    const tasks: NodeTaskRequest[] = pending.map((p) => ({
-      id: `up-${p.slot}-a${p.attempt}`,
-      affinityId: p.upload.affinityId,
-      commandLine: p.upload.commandLine,
-      outputFiles: p.upload.outputFiles,
-      maxWallClockSeconds: UPLOAD_TASK_MAX_SECONDS,
-    }));
+    const tasks: NodeTaskRequest[] = pending.map((p) => uploadTaskRequest(p.upload, p.slot, p.attempt));
     yield* run.call('nodeTasksAdd', { batchJobId: req.batchJobId, tasks });
     const byId = new Map(pending.map((p, i) => [tasks[i].id, p]));
     const open = new Set(byId.keys());

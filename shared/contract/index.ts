@@ -10,3 +10,4 @@ export * from './mpiJob';
 export * from './orchestration';
 export * from './outputs';
 export * from './queue';
+export * from './explain';

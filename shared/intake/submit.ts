@@ -46,14 +46,20 @@ export type SubmitOutcome =
   /** The id names another owner's job (nothing of it is told). */
   | { kind: 'taken'; jobId: string };
 
-export async function submitJob(store: JobStore, starter: OrchestrationStarter, req: SubmitRequest): Promise<SubmitOutcome> {
+/** The checks every submission passes before anything is written (and a dry run passes too): the spec, then the deployment's policies. */
+export function checkSubmission(req: Pick<SubmitRequest, 'body' | 'contentType' | 'dataAccess' | 'containers'>): { ok: true; spec: JobSpec } | { ok: false; errors: SpecError[] } {
   const parsed = parseJobSpec(req.body, req.contentType);
-  if (!parsed.ok) return { kind: 'invalid', errors: parsed.errors };
+  if (!parsed.ok) return { ok: false, errors: parsed.errors };
   const refused = [
     ...checkDataAccess(parsed.spec, req.dataAccess),
     ...checkContainerPolicy(parsed.spec, req.containers ?? STRICT_CONTAINER_POLICY, req.dataAccess),
   ];
-  if (refused.length) return { kind: 'invalid', errors: refused };
+  return refused.length ? { ok: false, errors: refused } : { ok: true, spec: parsed.spec };
+}
+
+export async function submitJob(store: JobStore, starter: OrchestrationStarter, req: SubmitRequest): Promise<SubmitOutcome> {
+  const parsed = checkSubmission(req);
+  if (!parsed.ok) return { kind: 'invalid', errors: parsed.errors };
   const id = submissionJobId(parsed.spec, req.idempotencyKey, req.idScope);
   const unschedulable = await checkScheduling(store, req.scheduling, id, parsed.spec, req.owner);
   if (unschedulable.length) return { kind: 'invalid', errors: unschedulable };

@@ -13,6 +13,7 @@ import {
 import { ACTIONS, appRolesFor, type Action } from '../auth/permissions';
 import { APP_ROLES } from '../auth/roles';
 import { JobOutputsResponseSchema, OUTPUTS_PAGE_DEFAULT, OUTPUTS_PAGE_MAX } from '../contract/outputs';
+import { ExplainDocumentSchema } from '../contract/explain';
 
 export interface OpenApiOptions {
   /** Server URL, e.g. "https://myapp.azurewebsites.net" or "http://127.0.0.1:7071". Default: relative ("/"). */
@@ -75,6 +76,11 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
             name: 'Idempotency-Key', in: 'header', required: false,
             description: 'Client retry key used to derive the job id when the spec has no id.',
             schema: { type: 'string', maxLength: 256 },
+          }, {
+            name: 'dryRun', in: 'query', required: false,
+            description: 'true: run the same checks (spec, data-access and container policies, role), then answer 200 with the ExplainDocument '
+              + 'of what the pipeline would send to Batch (docs/explain.md). Nothing is created: no job row, no orchestration, no Batch call.',
+            schema: { type: 'string', enum: ['true', 'false'], default: 'false' },
           }],
           requestBody: {
             required: true,
@@ -89,8 +95,11 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
               headers: { Location: { description: 'Status URL of the job.', schema: { type: 'string' } } },
               content: jsonContent('SubmitJobResponse'),
             },
-            200: { description: 'An identical submission of an existing job (idempotent repeat).', content: jsonContent('SubmitJobResponse') },
-            400: { description: 'The spec is invalid: every problem with its JSON path.', content: jsonContent('ValidationErrorResponse') },
+            200: {
+              description: 'An identical submission of an existing job (idempotent repeat, SubmitJobResponse); with dryRun=true, what would be sent to Batch (ExplainDocument).',
+              content: { 'application/json': { schema: { oneOf: [ref('SubmitJobResponse'), ref('ExplainDocument')] } } },
+            },
+            400: { description: 'The spec is invalid or refused by this deployment\'s policies (also with dryRun=true): every problem with its JSON path.', content: jsonContent('ValidationErrorResponse') },
             ...authResponses,
             409: { description: 'A job with this id exists with a different spec (JobConflictResponse), or the id belongs to another owner\'s job (ProblemResponse, error JobIdTaken).', content: { 'application/json': { schema: { oneOf: [ref('JobConflictResponse'), ref('ProblemResponse')] } } } },
             413: problem('The body is too large.'),
@@ -301,6 +310,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
         HealthResponse: schemaOf(HealthResponseSchema, 'output'),
         JobOutputsResponse: schemaOf(JobOutputsResponseSchema, 'output'),
         QueuesResponse: schemaOf(QueuesResponseSchema, 'output'),
+        ExplainDocument: schemaOf(ExplainDocumentSchema, 'output'),
       },
       securitySchemes: {
         entraId: {

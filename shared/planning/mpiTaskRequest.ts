@@ -4,7 +4,7 @@
  */
 import { bashCommandLine, shellQuote } from '../mpi/shellQuote';
 import { ARRAY_ENV } from '../spec/sections/scheduling';
-import { buildContainerCleanupCommand, buildMpiTaskCommands, pullLines, type BindMount, type ContainerOptions } from '../mpi/commands';
+import { buildContainerCleanupCommand, buildMpiTaskCommands, pullLines, type BindMount, type ContainerOptions, type MpiTaskInput } from '../mpi/commands';
 import { sifCleanupLine } from '../mpi/singularity';
 import { GLUE_STRICT } from '../mpi/userShell';
 import type { JobSpec } from '../spec/schema';
@@ -129,29 +129,20 @@ export function rankSetup(spec: JobSpec, jobId: string): { env: Record<string, s
 }
 
 /**
- * The multi-instance task. Every rank runs the user's command under /bin/sh with MPIJOB_DATA_DIR set to its own
- * node's shard directory: the export is evaluated by each rank's shell, so node-local variables such as
- * $AZ_BATCH_NODE_SHARED_DIR resolve on that node. A job of an array carries MPIJOB_ARRAY_INDEX and MPIJOB_ARRAY_PARAM
- * in its spec's mpi.env (intake put them there): being pipeline variables (MPIJOB_ is reserved for those) they are
- * exported the same way, as quoted literals, not forwarded as user environment.
+ * What the MPI command builder gets for this job on `nodeCount` nodes. Every rank runs the user's command under
+ * /bin/sh with MPIJOB_DATA_DIR set to its own node's shard directory: the export is evaluated by each rank's shell,
+ * so node-local variables such as $AZ_BATCH_NODE_SHARED_DIR resolve on that node. A job of an array carries
+ * MPIJOB_ARRAY_INDEX and MPIJOB_ARRAY_PARAM in its spec's mpi.env (intake put them there): being pipeline variables
+ * (MPIJOB_ is reserved for those) they are exported the same way, as quoted literals, not forwarded as user environment.
  */
-export function mpiTaskRequest(
-  plan: JobPlan,
-  spec: JobSpec,
-  nodes: { id: string }[],
-  dataDir: string,
-  batchJobId: string,
-  urls: MpiTaskUrls = { commonResourceFiles: [] },
-  /** A retried attempt's task has its own id (ids are unique in a Batch job). */
-  taskId: string = plan.mpiTaskId,
-): MpiTaskRequestShape {
+export function mpiTaskInput(plan: JobPlan, spec: JobSpec, nodeCount: number, dataDir: string): MpiTaskInput {
   const runtime = spec.container.runtime;
   const { env, prefix } = rankSetup(spec, plan.jobId);
-  const commands = buildMpiTaskCommands({
+  return {
     runtime,
     mpiRuntime: spec.mpi.runtime,
     mpiVersion: spec.mpi.version,
-    nodes: nodes.length,
+    nodes: nodeCount,
     processesPerNode: spec.mpi.processesPerNode,
     command: `export MPIJOB_DATA_DIR="${dataDir}"; ${prefix}${spec.mpi.command}`,
     launcherMode: spec.mpi.launcher.mode,
@@ -168,7 +159,21 @@ export function mpiTaskRequest(
     preExecutionCommand: spec.mpi.preExecutionCommand === undefined ? undefined : `${prefix}${spec.mpi.preExecutionCommand}`,
     coordinationCommand: spec.mpi.coordinationCommand,
     nodeSetupCommand: nodeSetupScript(spec, plan.jobId),
-  });
+  };
+}
+
+/** The multi-instance task on the job's nodes, with the SAS URLs minted for this run. */
+export function mpiTaskRequest(
+  plan: JobPlan,
+  spec: JobSpec,
+  nodes: { id: string }[],
+  dataDir: string,
+  batchJobId: string,
+  urls: MpiTaskUrls = { commonResourceFiles: [] },
+  /** A retried attempt's task has its own id (ids are unique in a Batch job). */
+  taskId: string = plan.mpiTaskId,
+): MpiTaskRequestShape {
+  const commands = buildMpiTaskCommands(mpiTaskInput(plan, spec, nodes.length, dataDir));
   return {
     batchJobId,
     taskId,

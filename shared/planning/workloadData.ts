@@ -184,6 +184,14 @@ export function rankLogOptions(spec: JobSpec): string[] {
   return ['--output-filename', RANK_LOG_DIR];
 }
 
+/**
+ * Whether upload tasks follow the MPI task on the nodes: when some output comes from every node, or the other nodes'
+ * logs are kept. Then the Batch job is set to terminate itself only after them (it would end with the MPI task).
+ */
+export function needsNodeUploads(plan: OutputsPlan | undefined, nodeCount: number): boolean {
+  return !!plan && (plan.nodePatterns.length > 0 || (plan.logs && nodeCount > 1));
+}
+
 /** Whether the MPI run's outcome (exit code) calls for the files of `when`. */
 export function filesWanted(when: OutputsPlan['when'], exitCode: number): boolean {
   return when === 'always' || (when === 'success' ? exitCode === 0 : exitCode !== 0);

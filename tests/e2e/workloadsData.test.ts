@@ -21,6 +21,7 @@ import { createContractRecorder } from '../../local/batch/contract';
 import { DATA_ACCOUNT } from '../../local/azurite';
 import type { OutputsResult } from '../../shared/contract';
 import type { JobOutputsResponse } from '../../shared/contract/outputs';
+import { heat1dReference as heat1d, fieldValues as field } from '../helpers/heat1d';
 
 const WORKLOADS = path.join(REPO_ROOT, 'examples', 'workloads');
 const example = (file: string) => readFileSync(path.join(WORKLOADS, file), 'utf8');
@@ -73,16 +74,6 @@ async function ended(id: string, state: 'Succeeded' | 'Failed', timeoutMs = 240_
   return view;
 }
 
-/** heat1d's explicit scheme, computed here: fixed ends, u += a*(u[i-1] - 2u[i] + u[i+1]) on the whole rod. */
-function heat1d(initial: number[], steps: number, alpha: number): number[] {
-  let u = [...initial];
-  for (let s = 0; s < steps; s++) {
-    u = u.map((x, i) => (i === 0 || i === u.length - 1 ? x : x + alpha * (u[i - 1] - 2.0 * x + u[i + 1])));
-  }
-  return u;
-}
-
-const field = (text: string) => text.trim().split('\n').slice(1).map(Number);
 
 beforeAll(async () => {
   // A local "release server" over https with its own certificate, which the emulated nodes trust (as a node would a CA
