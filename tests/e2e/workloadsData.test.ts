@@ -14,7 +14,7 @@ import { mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:
 import { createServer, type Server } from 'node:https';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { BlobServiceClient } from '@azure/storage-blob';
+import type { BlobServiceClient } from '@azure/storage-blob';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { checkCleanup, submitSpec, watchJob, mpiOutput, type JobViewLite } from '../../local/jobRunner';
 import { createContractRecorder } from '../../local/batch/contract';
@@ -39,7 +39,7 @@ const SERVED: Record<string, { body: string }> = {
 };
 
 function data(): BlobServiceClient {
-  return BlobServiceClient.fromConnectionString(stack.azurite.connectionString(DATA_ACCOUNT.name));
+  return stack.operator.blobService(DATA_ACCOUNT.name);
 }
 
 async function blobText(container: string, name: string): Promise<string> {
