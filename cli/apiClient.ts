@@ -3,6 +3,9 @@ import { CliError, ExitCode, type FieldError } from './errors';
 import type { Connection } from './connection';
 import type { PipelineStatus } from '../shared/contract/progress';
 import type { JobResultView } from '../shared/contract/jobResult';
+import type { JobOutputsResponse } from '../shared/contract/outputs';
+import type { JobQueueView } from '../shared/contract/queue';
+import type { ExplainDocument } from '../shared/contract/explain';
 
 /** The parts of a job view the CLI reads; the rest is passed through for --json. */
 export interface JobView {
@@ -19,6 +22,8 @@ export interface JobView {
   batchJobId?: string;
   result?: JobResultView;
   error?: { code: string; message: string };
+  /** While Queued (GET /api/jobs/{id}): its place in the queue and why it waits. */
+  queue?: JobQueueView;
   [extra: string]: unknown;
 }
 
@@ -85,6 +90,13 @@ export class ApiClient {
     return { job: body.job, statusUrl: body.statusUrl, created: status === 202 };
   }
 
+  /** POST /api/jobs?dryRun=true: what the deployment would send to Batch for this spec; nothing is created. */
+  async explain(specText: string, contentType: string): Promise<ExplainDocument> {
+    const { body } = await this.call<ExplainDocument>('POST', '/api/jobs?dryRun=true', { body: specText, contentType });
+    if (body?.version !== 1) throw new CliError(`POST /api/jobs?dryRun=true answered without an explain document (version ${String(body?.version)}): is the API older than dry runs?`, ExitCode.Api);
+    return body;
+  }
+
   async getJob(id: string): Promise<JobView> {
     return (await this.call<JobView>('GET', `/api/jobs/${encodeURIComponent(id)}`)).body;
   }
@@ -109,6 +121,16 @@ export class ApiClient {
     if (options.node) q.set('node', options.node);
     if (options.since) q.set('since', String(options.since));
     return (await this.call<JobLogs>('GET', `/api/jobs/${encodeURIComponent(id)}/logs?${q}`)).body;
+  }
+
+  async outputs(id: string, options: { top?: number; continuationToken?: string } = {}): Promise<JobOutputsResponse> {
+    const q = new URLSearchParams();
+    if (options.top !== undefined) q.set('top', String(options.top));
+    if (options.continuationToken) q.set('continuationToken', options.continuationToken);
+    const qs = q.toString();
+    return (await this.call<JobOutputsResponse>('GET', `/api/jobs/${encodeURIComponent(id)}/outputs${qs ? `?${qs}` : ''}`, {
+      notFound: 'GET /api/jobs/{id}/outputs does not exist on this API (deployed before outputs?)',
+    })).body;
   }
 
   async usage(query: URLSearchParams): Promise<unknown> {

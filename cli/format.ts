@@ -29,20 +29,47 @@ export function formatJob(view: JobView): string {
   if (tags.length) lines.push(`tags     ${tags.map(([k, v]) => `${k}=${v}`).join(' ')}`);
   if (view.createdAt) lines.push(`created  ${view.createdAt}${view.updatedAt ? `   updated ${view.updatedAt}` : ''}`);
   if (view.batchPoolId) lines.push(`pool     ${view.batchPoolId}${view.batchJobId ? `   batch job ${view.batchJobId}` : ''}`);
+  const queue = queueText(view);
+  if (queue) lines.push(`queue    ${queue}`);
   const progress = progressLine(view);
   if (progress) lines.push(`progress ${progress}`);
   if (view.result?.exitCode !== undefined) lines.push(`exit     ${view.result.exitCode}`);
   if (view.result?.nodeMinutes !== undefined) lines.push(`usage    ${view.result.nodeMinutes} node-minutes`);
   const timings = Object.entries(view.result?.timings ?? {});
   if (timings.length) lines.push(`timings  ${timings.map(([k, t]) => `${k} ${duration(t.startedAt, t.endedAt)}`).join(', ')}`);
+  const outputs = view.result?.outputs;
+  if (outputs) {
+    lines.push(`outputs  ${outputs.count} file(s), ${formatBytes(outputs.bytes)} in ${outputs.container}/${outputs.prefix}/ (hpcjob download ${view.id})`);
+    for (const e of outputs.errors ?? []) lines.push(`         upload failed: ${e}`);
+  }
   if (view.error) lines.push(`error    ${view.error.code}: ${view.error.message}`);
   else if (view.progress?.lastError) lines.push(`last error ${view.progress.lastError}`);
   return lines.join('\n');
 }
 
-/** One line per poll, for pipes and logs: the state, the live counters and the last error. */
-export function statusLine(view: Pick<JobView, 'state' | 'progress'>): string {
-  return `${view.state.padEnd(13)} ${progressLine(view)}${view.progress?.lastError ? `  (${view.progress.lastError})` : ''}`;
+/** One line per poll, for pipes and logs: the state, the live counters (or the place in the queue) and the last error. */
+export function statusLine(view: Pick<JobView, 'state' | 'progress' | 'queue'>): string {
+  return `${view.state.padEnd(13)} ${queueText(view) ?? progressLine(view)}${view.progress?.lastError ? `  (${view.progress.lastError})` : ''}`;
+}
+
+/**
+ * Where a Queued job stands: its place in its queue (GET /api/jobs/{id} reads it fresh; the run's own last report
+ * otherwise) and why it waits, or the dependencies it waits for. Undefined for a job that is not Queued.
+ */
+export function queueText(view: Pick<JobView, 'state' | 'progress' | 'queue'>): string | undefined {
+  if (view.state !== 'Queued') return undefined;
+  const q = view.queue;
+  const live = view.progress?.queue;
+  const why = q?.reason ?? live?.reason;
+  if (q?.state === 'waiting') {
+    const place = q.position !== undefined ? `#${q.position} of ${q.waitingInQueue ?? '?'} in queue ${q.name}${q.positionOverall !== undefined ? ` (#${q.positionOverall} overall)` : ''}` : `waiting in queue ${q.name}`;
+    return `${place}${why ? ` · waiting for ${why}` : ''}`;
+  }
+  if (q?.state === 'granted') return `admitted (grant ${q.grant}) in queue ${q.name}`;
+  if (q?.state === 'refused') return `refused: ${q.reason ?? ''}`;
+  if (live?.waitingFor === 'dependencies') return `waiting for dependencies: ${(live.pending ?? q?.pending ?? []).join(', ') || '…'}`;
+  if (live?.waitingFor === 'admission' && live.position !== undefined) return `#${live.position} in its queue (#${live.positionOverall ?? '?'} overall)${why ? ` · waiting for ${why}` : ''}`;
+  return `waiting in queue ${q?.name ?? 'default'}`;
 }
 
 /** The live counters on one line: "nodes ready 2/2 · shards staged 0/0 · mpi running". */
@@ -57,8 +84,21 @@ export function progressLine(view: Pick<JobView, 'progress'>): string {
   counter('shards staged', p.shardsStaged);
   counter('shards on nodes', p.shardsDownloaded);
   if (p.mpi?.state) parts.push(`mpi ${p.mpi.state}`);
+  counter('outputs uploaded', p.outputsUploaded);
   if (p.cleanup?.done.length) parts.push(`cleanup: ${p.cleanup.done.join(', ')}`);
   return parts.join(' · ');
+}
+
+/** 1536 → "1.5 KiB". */
+export function formatBytes(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u += 1;
+  }
+  return u === 0 ? `${n} B` : `${v.toFixed(1)} ${units[u]}`;
 }
 
 function pad(text: string, width: number): string {

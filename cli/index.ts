@@ -15,6 +15,8 @@ import { validateCommand } from './commands/validate';
 import { logsCommand } from './commands/logs';
 import { usageCommand } from './commands/usage';
 import { loginCommand, logoutCommand, whoamiCommand } from './commands/identity';
+import { downloadCommand } from './commands/download';
+import { explainCommand } from './commands/explain';
 
 interface GlobalFlags {
   endpoint?: string;
@@ -100,6 +102,14 @@ export function buildProgram(run: (action: (ctx: CommandContext) => Promise<numb
       run((ctx) => logsCommand(ctx, id, { node: opts.node, stream: opts.stream, follow: opts.follow, intervalMs: opts.interval })));
 
   program
+    .command('download')
+    .description("fetch a job's outputs (spec outputs: files, logs) into a directory")
+    .argument('<id>', 'job id')
+    .option('--to <dir>', 'where to put them (default ./<id>)')
+    .option('--only <prefix>', 'only files whose name starts with this, e.g. logs/ or nodes/')
+    .action((id: string, opts: { to?: string; only?: string }) => run((ctx) => downloadCommand(ctx, id, opts)));
+
+  program
     .command('cancel')
     .description('cancel a job (cleanup still runs)')
     .argument('<id>', 'job id')
@@ -111,6 +121,13 @@ export function buildProgram(run: (action: (ctx: CommandContext) => Promise<numb
     .description('check a spec offline with the same schema and error paths as the API (exit 2 when invalid)')
     .argument('<spec>', 'spec file (YAML or JSON, - for stdin)')
     .action((spec: string) => run((ctx) => validateCommand(ctx, spec)));
+
+  program
+    .command('explain')
+    .description('what would be sent to Batch for a spec (pool, Batch job, pulls, staging, MPI task, uploads), creating nothing')
+    .argument('<spec>', 'spec file (YAML or JSON, - for stdin)')
+    .option('--offline', 'explain here with the documented default settings, without asking the API (its policies are not checked)')
+    .action((spec: string, opts: { offline?: boolean }) => run((ctx) => explainCommand(ctx, spec, opts)));
 
   program
     .command('usage')

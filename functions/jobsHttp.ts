@@ -2,6 +2,7 @@
  * The job API over HTTP. Adapters only: authorize (lib/auth), parse the request, call the intake/cancel service,
  * shape the answer. Every route is anonymous at the host; the app authenticates (docs/security.md).
  *   POST   /api/jobs        submit (JSON or YAML; Idempotency-Key header optional)   Jobs.Submit
+ *          ?dryRun=true    the same checks, then what would be sent to Batch (200); nothing is created
  *   GET    /api/jobs        list (state, tag, createdFrom, createdTo, top, continuationToken)   own jobs; admins all
  *   GET    /api/jobs/{id}   status, live progress, timeline                          own job; admins any
  *   DELETE /api/jobs/{id}   cancel (cleanup still runs)                              Jobs.Submit, own job; admins any
@@ -9,9 +10,13 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 import * as df from 'durable-functions';
 import { submitJob } from '../shared/intake/submit';
+import { dryRunSubmission } from '../shared/intake/dryRun';
+import { explainSettings } from '../shared/intake/settings';
 import { cancelJob } from '../shared/intake/cancel';
 import { parseListQuery, toJobView, jobUrl } from '../shared/state';
-import { appConfig, jobStore } from '../shared/services';
+import { admissionDeps, appConfig, jobStore, schedulingPolicy } from '../shared/services';
+import { readJobQueue } from '../shared/scheduling/admissionService';
+import type { PipelineStatus } from '../shared/contract';
 import { dataAccessPolicy } from '../shared/intake/dataAccess';
 import { containerPolicy } from '../shared/intake/containerPolicy';
 import { cancelSignal, liveStatus, orchestrationStarter } from './lib/durable';
@@ -38,6 +43,9 @@ export async function submitJobHttp(request: HttpRequest, context: InvocationCon
   }
   const body = await request.text();
   if (!body.trim()) return invalidRequest([{ path: '', message: 'the request body is empty: send a job spec as JSON or YAML' }]);
+  const dryRun = request.query.get('dryRun');
+  if (dryRun !== null && dryRun !== 'true' && dryRun !== 'false') return invalidRequest([{ path: 'dryRun', message: 'must be "true" or "false"' }]);
+  if (dryRun === 'true') return dryRunHttp(request, context, body, principal.id);
   try {
     const store = await jobStore();
     const outcome = await submitJob(store, orchestrationStarter(client), {
@@ -49,6 +57,7 @@ export async function submitJobHttp(request: HttpRequest, context: InvocationCon
       ownerName: principal.name,
       idScope: principal.id,
       containers: containerPolicy(appConfig()),
+      scheduling: await schedulingPolicy(),
     });
     if (outcome.kind === 'invalid') return invalidRequest(outcome.errors);
     if (outcome.kind === 'taken') return problem(409, 'JobIdTaken', `job id ${outcome.jobId} is taken: choose another id`);
@@ -82,6 +91,28 @@ export async function submitJobHttp(request: HttpRequest, context: InvocationCon
   }
 }
 
+/** `?dryRun=true`: the submission's checks and its explain document; nothing is stored, started or sent to Batch. */
+async function dryRunHttp(request: HttpRequest, context: InvocationContext, body: string, principalId: string): Promise<HttpResponseInit> {
+  try {
+    const config = appConfig();
+    const outcome = await dryRunSubmission(await jobStore(), {
+      body,
+      contentType: request.headers.get('content-type') ?? undefined,
+      idempotencyKey: request.headers.get('idempotency-key') ?? undefined,
+      idScope: principalId,
+      dataAccess: dataAccessPolicy(config),
+      containers: containerPolicy(config),
+      settings: explainSettings(config),
+      owner: principalId,
+      scheduling: await schedulingPolicy(),
+    });
+    if (outcome.kind === 'invalid') return invalidRequest(outcome.errors);
+    return { status: 200, jsonBody: outcome.document };
+  } catch (err) {
+    return unavailable(context, 'job API (dry run)', err);
+  }
+}
+
 export async function getJobHttp(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   const auth = await authorize(request, 'job:read');
   if (!auth.ok) return auth.response;
@@ -92,6 +123,7 @@ export async function getJobHttp(request: HttpRequest, context: InvocationContex
     if (!job) return problem(404, 'JobNotFound', `no job with id ${id}`);
     const [live, events] = await Promise.all([liveStatus(df.getClient(context), id), store.events(id)]);
     const view = toJobView(job, { baseUrl: baseUrlOf(request), includeSpec: true });
+    if (job.state === 'Queued' && !job.spec?.array) view.queue = await readJobQueue(await admissionDeps(), job, (live?.customStatus as PipelineStatus | undefined)?.queue);
     return {
       status: 200,
       jsonBody: { ...view, progress: live?.customStatus ?? view.progress, orchestrationStatus: live?.runtimeStatus, cost: job.result?.cost, timeline: events },
@@ -109,8 +141,12 @@ export async function listJobsHttp(request: HttpRequest, context: InvocationCont
   try {
     const store = await jobStore();
     const page = await store.list({ ...parsed.query, owner: listOwnerFilter(auth.principal) });
+    if (page.unreadable?.length) context.warn(`list jobs: ${page.unreadable.length} unreadable row(s) left out: ${page.unreadable.map((u) => `${u.id}: ${u.error}`).join('; ')}`);
     const base = baseUrlOf(request);
-    return { status: 200, jsonBody: { jobs: page.jobs.map((j) => toJobView(j, { baseUrl: base })), continuationToken: page.continuationToken } };
+    return {
+      status: 200,
+      jsonBody: { jobs: page.jobs.map((j) => toJobView(j, { baseUrl: base })), continuationToken: page.continuationToken, ...(page.unreadable?.length ? { unreadable: page.unreadable.length } : {}) },
+    };
   } catch (err) {
     return unavailable(context, 'job API', err);
   }

@@ -9,6 +9,8 @@ import * as path from 'node:path';
 import { existsSync } from 'node:fs';
 import { DATA_ACCOUNT, STAGING_ACCOUNTS, type AzuriteHandle } from './azurite';
 import type { BatchEmulatorHandle, BatchEmulatorOptions } from './batch';
+import { APP_IDENTITY } from './identity/managedIdentities';
+import type { OperatorAccess } from './operatorAccess';
 import type { RegistryHandle } from './registry';
 import { startFunctionsHost, type FunctionsHostHandle } from './host';
 import { createDurableExtension } from './durable';
@@ -17,6 +19,7 @@ import { createLocalEasyAuth } from './identity/easyAuth';
 import { defaultKeysFile, loadOrCreateKeys, type HostKeys } from './host/keys';
 import { startServices, type Services } from './supervisor/services';
 import { localIdentityWiring } from './supervisor/identityWiring';
+import { localWebhookSettings, type WebhookReceiver } from './webhooks';
 
 /** The repository root, whether this file runs from sources (tsx, jest) or from dist/. */
 export const REPO_ROOT = findRepoRoot(__dirname);
@@ -48,9 +51,14 @@ export interface StackOptions {
   /**
    * The AzureWebJobsStorage the function app sees, built once Azurite's ports are known (e.g. with its
    * TableEndpoint behind a fault-injecting proxy). The host's own storage (the Durable engine's) stays on
-   * Azurite. Default: Azurite's connection string.
+   * Azurite. A connection string: needs `sharedKeys`.
    */
   appStorage?: (azurite: AzuriteHandle) => string | Promise<string>;
+  /**
+   * Opt in to shared keys: Azurite over http with its account keys, connection strings and BATCH_ACCOUNT_KEY in the
+   * app settings. Default false: keyless, the same identity-based settings as in Azure (see localAppSettings).
+   */
+  sharedKeys?: boolean;
   /** Whether to build and serve the demo image (default true). */
   demoImage?: boolean;
   logLevel?: string;
@@ -62,7 +70,7 @@ export interface StackOptions {
   dashboardUser?: string;
   /**
    * Run the deployment with a pool identity (docs/local-batch.md): pools come from the management plane with the
-   * id-pool identity, and the app reaches Resource Manager as id-app through its instance metadata service.
+   * id-pool-local identity, and the app reaches Resource Manager as id-app-local through its managed identity endpoint.
    */
   poolIdentity?: boolean;
   /** The registry private (tokens required) or open (default). */
@@ -76,25 +84,57 @@ export interface Stack {
   host: FunctionsHostHandle;
   /** The local Entra ID stand-in: issuer, token endpoint, users (docs/security.md). */
   identity: IdentityService;
+  /** The webhook receiver registered for job events (local/webhooks). */
+  webhooks: WebhookReceiver;
+  /** The services as the operator reaches them directly (the tenant's `admin` user's tokens, or the keys). */
+  operator: OperatorAccess;
+  /** Keyless (the default) or with shared keys (the opt-in). */
+  keyless: boolean;
   /** The app settings the function app was started with. */
   settings: Record<string, string>;
   baseUrl: string;
   stop(): Promise<void>;
 }
 
-/** App settings for the local stack: the same names as in Azure, pointing at local services. */
+/**
+ * App settings for the local stack: the same names as in Azure, pointing at local services. Keyless (the default):
+ * the identity-based settings infra/main.bicep gives the app, with Azurite's path-style endpoints as service URIs
+ * (AzureWebJobsStorage__*ServiceUri, STAGING_ACCOUNTS and DATA_ACCOUNTS as blob service URIs, since `__accountName`
+ * means https://<name>.<service>.core.windows.net) and the user-assigned identity's client id; no key anywhere. The
+ * platform's IDENTITY_ENDPOINT/IDENTITY_HEADER are not app settings: the host sets them (`identityEndpoint`). With
+ * an Azurite that takes shared keys (the opt-in): Azurite connection strings and the emulator's key.
+ */
 export function localAppSettings(azurite: AzuriteHandle, batch: BatchEmulatorHandle): Record<string, string> {
-  return {
+  const common = {
     FUNCTIONS_WORKER_RUNTIME: 'node',
-    AzureWebJobsStorage: azurite.connectionString(),
     BATCH_ACCOUNT_URL: batch.url,
     BATCH_ACCOUNT_NAME: batch.accountName,
-    BATCH_ACCOUNT_KEY: batch.accountKey,
-    STAGING_ACCOUNTS: STAGING_ACCOUNTS.map((a) => azurite.connectionString(a.name)).join(','),
-    // Users' data lives in its own account: jobs can never name the host storage or the staging accounts.
-    DATA_ACCOUNTS: azurite.connectionString(DATA_ACCOUNT.name),
     POLL_INITIAL_MS: '500',
     POLL_MAX_MS: '2000',
+    // The emulated nodes' "fabric" is a loopback on one shared machine: the preflight ping-pong is measured and
+    // recorded, but not held to the InfiniBand thresholds of the VM size a job names (a spec's own thresholds apply).
+    PREFLIGHT_FABRIC_DEFAULTS: 'false',
+  };
+  if (!azurite.keyless) {
+    return {
+      ...common,
+      AzureWebJobsStorage: azurite.connectionString(),
+      BATCH_ACCOUNT_KEY: batch.accountKey,
+      STAGING_ACCOUNTS: STAGING_ACCOUNTS.map((a) => azurite.connectionString(a.name)).join(','),
+      // Users' data lives in its own account: jobs can never name the host storage or the staging accounts.
+      DATA_ACCOUNTS: azurite.connectionString(DATA_ACCOUNT.name),
+    };
+  }
+  return {
+    ...common,
+    AzureWebJobsStorage__blobServiceUri: azurite.blobEndpoint(),
+    AzureWebJobsStorage__queueServiceUri: azurite.queueEndpoint(),
+    AzureWebJobsStorage__tableServiceUri: azurite.tableEndpoint(),
+    AzureWebJobsStorage__credential: 'managedidentity',
+    AzureWebJobsStorage__clientId: APP_IDENTITY.clientId,
+    AZURE_CLIENT_ID: APP_IDENTITY.clientId,
+    STAGING_ACCOUNTS: STAGING_ACCOUNTS.map((a) => azurite.blobEndpoint(a.name)).join(','),
+    DATA_ACCOUNTS: azurite.blobEndpoint(DATA_ACCOUNT.name),
   };
 }
 
@@ -114,26 +154,23 @@ export function localAuthSettings(identity: IdentityService, keys: HostKeys): Re
 
 /**
  * App settings of a deployment with a pool identity on the local stack: where the Batch account sits in Resource
- * Manager (the emulator's management endpoint), the pool identity, and the app's own identity (AZURE_CLIENT_ID) with
- * its instance metadata service, which DefaultAzureCredential's managed identity path reads
- * (AZURE_POD_IDENTITY_AUTHORITY_HOST). With a private registry, its credential as a registry secret setting.
+ * Manager (the emulator's management endpoint), the pool identity, and the app's own identity (AZURE_CLIENT_ID), whose
+ * Resource Manager tokens come from the managed identity endpoint the host gives the app (IDENTITY_ENDPOINT), as for
+ * Storage and Batch. With a private registry, its credential as a registry secret setting.
  */
-export function localIdentitySettings(services: Pick<Services, 'identity' | 'batch' | 'registry' | 'registryCredential'>, poolIdentity: boolean): { settings: Record<string, string>; close(): void } {
+export function localIdentitySettings(services: Pick<Services, 'identity' | 'batch' | 'registry' | 'registryCredential'>, poolIdentity: boolean): Record<string, string> {
   const wiring = localIdentityWiring(services.identity);
   const settings: Record<string, string> = {};
-  let close = () => undefined as void;
   if (poolIdentity) {
     if (!services.batch.armUrl) throw new Error('the Batch emulator serves no management plane');
-    const imds = services.identity.openImds([wiring.app.resourceId]);
-    close = imds.close;
     Object.assign(settings, {
       BATCH_SUBSCRIPTION_ID: wiring.arm.subscriptionId,
       BATCH_RESOURCE_GROUP: wiring.arm.resourceGroup,
       POOL_IDENTITY_RESOURCE_ID: wiring.pool.resourceId,
       POOL_IDENTITY_CLIENT_ID: wiring.pool.clientId,
       ARM_ENDPOINT: services.batch.armUrl,
+      // Also with shared keys (whose settings name no identity): DefaultAzureCredential picks the app's identity by it.
       AZURE_CLIENT_ID: wiring.app.clientId,
-      AZURE_POD_IDENTITY_AUTHORITY_HOST: imds.endpoint,
     });
   }
   if (services.registryCredential) {
@@ -142,7 +179,15 @@ export function localIdentitySettings(services: Pick<Services, 'identity' | 'bat
     settings.LOCAL_REGISTRY_PASSWORD = services.registryCredential.password;
     settings.LOCAL_REGISTRY_USERNAME = services.registryCredential.username;
   }
-  return { settings, close };
+  return settings;
+}
+
+/**
+ * Job events on the local stack: the stack's webhook receiver is registered as the webhook `local`; the CloudEvents
+ * source is the host's URL when its port is known before it starts (not for an ephemeral port: then it is relative).
+ */
+export function localEventSettings(webhooks: Pick<WebhookReceiver, 'url' | 'secret'>, hostPort: number): Record<string, string> {
+  return { ...localWebhookSettings(webhooks), ...(hostPort ? { EVENTS_SOURCE_URL: `http://127.0.0.1:${hostPort}` } : {}) };
 }
 
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
@@ -155,20 +200,27 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     demoImage: opts.demoImage,
     demoImageFillerBytes: opts.demoImageFillerBytes,
     repoRoot: REPO_ROOT,
+    sharedKeys: opts.sharedKeys,
   });
-  const { azurite, batch, registry, identity } = services;
+  const { azurite, batch, registry, identity, webhooks } = services;
   try {
     const appDir = opts.appDir ?? REPO_ROOT;
     const keys = loadOrCreateKeys(defaultKeysFile(appDir));
-    const identitySettings = localIdentitySettings(services, opts.poolIdentity === true);
+    const port = opts.port ?? 7071;
     const settings: Record<string, string> = {
-      ...localAppSettings(azurite, batch), LOCAL_REGISTRY: registry.host, ...localAuthSettings(identity, keys), ...identitySettings.settings, ...opts.env,
+      ...localAppSettings(azurite, batch), LOCAL_REGISTRY: registry.host, ...localAuthSettings(identity, keys),
+      ...localEventSettings(webhooks, port), ...localIdentitySettings(services, opts.poolIdentity === true), ...opts.env,
     };
-    if (opts.appStorage) settings.AzureWebJobsStorage = await opts.appStorage(azurite);
+    if (opts.appStorage) {
+      if (!opts.sharedKeys) throw new Error('startStack: appStorage is a connection string, which needs sharedKeys');
+      settings.AzureWebJobsStorage = await opts.appStorage(azurite);
+    }
     const host = await startFunctionsHost({
       appDir,
-      port: opts.port ?? 7071,
-      storageConnectionString: azurite.connectionString(),
+      port,
+      // The host's own storage: Azurite's connection string with shared keys; else the app's identity-based settings.
+      storageConnectionString: opts.sharedKeys ? azurite.connectionString() : undefined,
+      identityEndpoint: identity.appServiceIdentity,
       keys,
       extensions: [createDurableExtension(), createLocalEasyAuth(identity, { user: opts.dashboardUser })],
       env: settings,
@@ -181,6 +233,9 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       registry,
       host,
       identity,
+      webhooks,
+      operator: services.operator,
+      keyless: services.keyless,
       settings,
       baseUrl: host.baseUrl,
       async stop() {

@@ -6,10 +6,20 @@
 import { DefaultAzureCredential } from '@azure/identity';
 import { loadConfig, type AppConfig, type StorageAccountRef } from './config';
 import { createArmBatchContext, createBatchContext, type ArmBatchContext, type BatchContext } from './batch';
-import { JobStore } from './state';
+import { JobStore, type JobEvent } from './state';
 import { blobAccount, type BlobAccount } from './storage/clients';
 import { dataAccessPolicy, dataAccessRefusal } from './intake/dataAccess';
 import { createTokenValidator, type TokenValidator } from './auth';
+import { queueAnnouncer, type EventAnnouncer } from './events/announcer';
+import { DeliveryStore } from './events/deliveryStore';
+import type { DeliveryDeps } from './events/delivery';
+import { eventGridEndpoint } from './events/eventGridSender';
+import { webhookEndpoint } from './events/webhookSender';
+import { AdmissionStore } from './scheduling/admissionStore';
+import { DependentsStore } from './scheduling/dependentsStore';
+import type { AdmissionLimits } from './scheduling/admission';
+import type { SchedulingPolicy } from './scheduling/intake';
+import type { AdmissionDeps } from './scheduling/admissionService';
 
 let config: AppConfig | undefined;
 let batch: BatchContext | undefined;
@@ -53,13 +63,54 @@ export async function jobStore(): Promise<JobStore> {
   const cfg = appConfig();
   if (!store) {
     const host = cfg.hostStorage;
+    const announcer = eventAnnouncer();
+    const options = announcer ? { onTransition: (event: JobEvent) => announceTransition(announcer, event) } : {};
     store = host.kind === 'connectionString'
-      ? JobStore.fromConnectionString(host.connectionString)
-      : JobStore.fromTableEndpoint(host.tableEndpoint, new DefaultAzureCredential());
+      ? JobStore.fromConnectionString(host.connectionString, options)
+      : JobStore.fromTableEndpoint(host.tableEndpoint, new DefaultAzureCredential(), options);
     tablesReady = store.ensureTables();
   }
   await tablesReady;
   return store;
+}
+
+let admission: { store: AdmissionStore; dependents: DependentsStore; ready: Promise<unknown> } | undefined;
+
+/** The Admission table and the dependents index, in host storage beside the Jobs table (docs/scheduling.md). */
+export async function schedulingStores(): Promise<{ admission: AdmissionStore; dependents: DependentsStore }> {
+  if (!admission) {
+    const host = appConfig().hostStorage;
+    const stores = host.kind === 'connectionString'
+      ? { store: AdmissionStore.fromConnectionString(host.connectionString), dependents: DependentsStore.fromConnectionString(host.connectionString) }
+      : { store: AdmissionStore.fromTableEndpoint(host.tableEndpoint, new DefaultAzureCredential()), dependents: DependentsStore.fromTableEndpoint(host.tableEndpoint, new DefaultAzureCredential()) };
+    admission = { ...stores, ready: Promise.all([stores.store.ensureTable(), stores.dependents.ensureTable()]) };
+  }
+  await admission.ready;
+  return { admission: admission.store, dependents: admission.dependents };
+}
+
+/** What intake needs for the scheduling section: the deployment's queues and the dependents index. */
+export async function schedulingPolicy(): Promise<SchedulingPolicy> {
+  return { queues: appConfig().admission.queues.map((q) => q.name), dependents: (await schedulingStores()).dependents };
+}
+
+/** Admission over the deployment's Admission table and limits. */
+export async function admissionDeps(): Promise<AdmissionDeps> {
+  return { store: (await schedulingStores()).admission, limits: admissionLimits() };
+}
+
+/** The limits admission keeps, from configuration. */
+export function admissionLimits(): AdmissionLimits {
+  const a = appConfig().admission;
+  return {
+    queues: a.queues,
+    coreQuota: a.coreQuota,
+    maxPools: a.maxPools,
+    maxNodes: a.maxNodes,
+    ownerMaxNodes: a.ownerMaxNodes,
+    ownerMaxCores: a.ownerMaxCores,
+    backfillLimit: a.backfillLimit,
+  };
 }
 
 /** Refused access to storage a job named (the data-access policy said no). */
@@ -94,4 +145,59 @@ export function dataAccount(name: string, container: string): BlobAccount {
 /** The staging accounts, as configured (the sweep walks them). */
 export function stagingAccounts(): BlobAccount[] {
   return appConfig().stagingAccounts.map(blobAccount);
+}
+
+let appCredential: DefaultAzureCredential | undefined;
+let announcer: EventAnnouncer | undefined;
+let delivery: Promise<DeliveryDeps> | undefined;
+
+/** Whether any event endpoint is configured (docs/events.md). */
+export function eventsEnabled(): boolean {
+  const events = appConfig().events;
+  return events.webhooks.length > 0 || events.topicEndpoint !== undefined;
+}
+
+/** Announces transitions on the job-events queue, or undefined when no event endpoint is configured. */
+export function eventAnnouncer(): EventAnnouncer | undefined {
+  if (!eventsEnabled()) return undefined;
+  return (announcer ??= queueAnnouncer(appConfig().hostStorage, () => (appCredential ??= new DefaultAzureCredential())));
+}
+
+async function announceTransition(a: EventAnnouncer, event: JobEvent): Promise<void> {
+  try {
+    await a.announce(event.jobId);
+  } catch (err) {
+    console.warn(`job ${event.jobId}: announcing transition ${event.seq} failed (the event relay delivers it at its next run): ${(err as Error).message}`);
+  }
+}
+
+/** What the event deliverer and relay need (shared/events/delivery.ts), or undefined when no endpoint is configured. */
+export async function eventDelivery(): Promise<DeliveryDeps | undefined> {
+  if (!eventsEnabled()) return undefined;
+  delivery ??= (async () => {
+    const cfg = appConfig();
+    const host = cfg.hostStorage;
+    const credential = () => (appCredential ??= new DefaultAzureCredential());
+    const deliveries = host.kind === 'connectionString'
+      ? DeliveryStore.fromConnectionString(host.connectionString)
+      : DeliveryStore.fromTableEndpoint(host.tableEndpoint, credential());
+    await deliveries.ensureTables();
+    const ev = cfg.events;
+    const announce = eventAnnouncer();
+    return {
+      jobs: await jobStore(),
+      deliveries,
+      endpoints: [
+        ...(ev.topicEndpoint !== undefined ? [eventGridEndpoint(ev.topicEndpoint, credential())] : []),
+        ...ev.webhooks.map((w) => webhookEndpoint({ ...w, allowLoopback: ev.allowLoopback })),
+      ],
+      policy: { maxAttempts: ev.maxAttempts, initialMs: ev.retryInitialMs, maxMs: ev.retryMaxMs },
+      ...(ev.sourceBaseUrl !== undefined ? { sourceBaseUrl: ev.sourceBaseUrl } : {}),
+      ...(announce ? { schedule: (jobId: string, delayMs: number) => announce.announce(jobId, delayMs) } : {}),
+    };
+  })().catch((err: unknown) => {
+    delivery = undefined;
+    throw err;
+  });
+  return delivery;
 }

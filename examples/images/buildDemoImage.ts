@@ -1,12 +1,13 @@
 /**
  * The demo image "hpc/mpi-demo:1.0": what the pipeline's docker/singularity examples need to run on a node.
- * Layer 1: /opt/mpi-demo with the `mpi-demo` entry point (build | run | info) and the MPI program source
- * (examples/mpi/shardsum.c), compiled inside the container with `mpi-demo build`.
+ * Layer 1: /opt/mpi-demo with the `mpi-demo` entry point (build | run | bench | info) and the MPI programs' sources
+ * (examples/mpi/*.c), compiled inside the container: shardsum with `mpi-demo build`, any of them on first use with
+ * `mpi-demo bench <name>`.
  * Layer 2: incompressible filler of a configurable size, so that pulling the image moves real bytes and takes time.
  * The image's default command starts sshd on port 23, as MPI container recipes do.
  */
 import { createCipheriv } from 'node:crypto';
-import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { BuiltImage, buildImage } from '../../local/registry/imageBuilder';
@@ -23,7 +24,7 @@ export interface DemoImageOptions {
   tag?: string;
   /** When given, the image is also written into this OCI image layout. */
   layoutDir?: string;
-  /** MPI program source placed at /opt/mpi-demo/src/shardsum.c (default examples/mpi/shardsum.c). */
+  /** MPI program source placed at /opt/mpi-demo/src/shardsum.c (default examples/mpi/shardsum.c); the other programs of examples/mpi sit beside it. */
   mpiSource?: string;
 }
 
@@ -39,7 +40,10 @@ export async function buildDemoImage(opts: DemoImageOptions = {}): Promise<Built
     const app = path.join(staging, 'app');
     await cp(path.join(__dirname, 'mpi-demo', 'rootfs'), app, { recursive: true });
     await mkdir(path.join(app, 'opt', 'mpi-demo', 'src'), { recursive: true });
-    await cp(opts.mpiSource ?? path.join(__dirname, '..', 'mpi', 'shardsum.c'), path.join(app, 'opt', 'mpi-demo', 'src', 'shardsum.c'));
+    // Every MPI program of examples/mpi, for `mpi-demo bench <name>` (the workload examples' benchmarks and solvers).
+    const programs = path.join(__dirname, '..', 'mpi');
+    for (const f of (await readdir(programs)).filter((n) => n.endsWith('.c')).sort()) await cp(path.join(programs, f), path.join(app, 'opt', 'mpi-demo', 'src', f));
+    await cp(opts.mpiSource ?? path.join(programs, 'shardsum.c'), path.join(app, 'opt', 'mpi-demo', 'src', 'shardsum.c'));
     const layers = [{ dir: app, createdBy: 'COPY rootfs/ /  # mpi-demo entry point and MPI source' }];
     const size = opts.fillerBytes ?? DEFAULT_FILLER_BYTES;
     if (size > 0) {

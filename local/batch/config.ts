@@ -1,6 +1,8 @@
+import type { BatchAadOptions } from './auth/bearer';
 import type { FaultConfig } from './faults/faultConfig';
 import type { NodeIdentityProvider } from './model/identity';
 import type { ArmAccessConfig } from './arm/auth';
+import type { AccountQuota } from './model/quota';
 
 /** The fixed development key of the emulator (like Azurite's well-known key): never a secret. */
 export const DEV_ACCOUNT_NAME = 'localbatch';
@@ -56,17 +58,24 @@ export interface BatchEmulatorOptions {
   accountName?: string;
   /** base64; default DEV_ACCOUNT_KEY. */
   accountKey?: string;
+  /**
+   * Whether the account allows shared key authentication (allowedAuthenticationModes SharedKey; default true). The
+   * keyless local stack turns it off: a shared key request is refused with 403, as by an account allowing only AAD.
+   */
+  sharedKey?: boolean;
+  /** The Microsoft Entra ID tenant whose bearer tokens the account accepts (auth/bearer.ts); none: bearer answers 501. */
+  aad?: BatchAadOptions;
   /** Where node sandboxes live; default a fresh temp dir removed on stop. */
   dataDir?: string;
   timing?: EmulatorTiming;
   faults?: FaultConfig;
+  /** The account's dedicated core quota, per VM family and in total (default: none). See docs/local-batch.md. */
+  quota?: AccountQuota;
   onExchange?: (ex: ExchangeRecord) => void;
   /** Extra dirs prepended to every node's PATH (e.g. the nodetools bin dir). */
   nodePath?: string[];
   /** Where pool identities come from (the local identity service): lets management-plane pools carry one. */
   identity?: NodeIdentityProvider;
-  /** Certificate authorities (PEM) the emulated node image trusts besides the public ones (the local stack's own). */
-  nodeCaCerts?: string;
   /**
    * Serve the account's management plane (Resource Manager's Microsoft.Batch/batchAccounts/pools) on its own
    * listener: where the account sits, and who may call it (token verification and role assignments).
@@ -74,6 +83,11 @@ export interface BatchEmulatorOptions {
   arm?: { subscriptionId: string; resourceGroup: string; access: ArmAccessConfig; port?: number };
   /** Every management-plane exchange, for contract tests. */
   onArmExchange?: (ex: ExchangeRecord) => void;
+  /**
+   * PEM CA certificates the emulated nodes trust besides Node's public roots, for https resource files and the node
+   * agent's identity transfers: what adding a CA to a real node's trust store does (e.g. a test's own https server).
+   */
+  trustedCertificates?: string[];
   /**
    * Keep the account across restarts: state is saved to `<dataDir>/state.json` (every second and on
    * stop) and loaded at start; stop() then keeps the node sandboxes. Needs `dataDir`.

@@ -1,7 +1,8 @@
 /**
  * The actions an orchestrator returns in its OrchestratorState (durable-functions lib/src/actions),
  * their signatures for non-determinism checks, and the depth-first walk that mirrors how the library's
- * TaskOrchestrationExecutor hands out sequence ids (notes/functions-runtime.md §2.3-2.4).
+ * TaskOrchestrationExecutor hands out sequence ids: one id per scheduled action in the order the generator yields
+ * them, Task.all/any children depth-first, and a retry timer of callActivityWithRetry taking an id of its own.
  */
 import type { RetryOptionsJson } from './state';
 

@@ -231,7 +231,7 @@ export class ActivityDispatcher {
   }
 }
 
-/** TaskCompleted.Result: JSON text the library parses back (notes §1.5, activityTrigger). */
+/** TaskCompleted.Result: JSON text the library parses back (the activityTrigger's return value, serialised). */
 export function resultJson(v: TypedData | undefined | null): string {
   if (!v) return 'null';
   if (v.json !== undefined) return v.json;

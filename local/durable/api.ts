@@ -1,6 +1,6 @@
 /**
  * The Durable Functions HTTP management API, as the extension's HttpApiHandler.cs serves it (routes,
- * status codes, JSON shapes, error bodies; notes/azure-platform.md §5.1, functions-runtime.md §3.2):
+ * status codes, JSON shapes, error bodies, as documented on the "HTTP API reference" page of Durable Functions):
  *  - at the webhook `/runtime/webhooks/durabletask/` on the host's listener, where the host has already
  *    checked the system key (`code=` or x-functions-key: the `durabletask_extension` key or the master key);
  *  - at the rpcBaseUrl `/durabletask/` on the engine's loopback RPC listener (rpcListener.ts), which is what

@@ -1,6 +1,7 @@
 /**
  * History events in the DTFx JSON shape the durable-functions library replays
- * (notes/functions-runtime.md §2.2). Field names are PascalCase because the library reads them so.
+ * (the DTFx HistoryEvent classes, serialised as the extension sends them). Field names are PascalCase because the
+ * library reads them so.
  */
 
 export enum EventType {

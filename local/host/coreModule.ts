@@ -1,6 +1,7 @@
 /**
  * The `@azure/functions-core` module that `@azure/functions` v4 talks to, as the Node worker serves it
- * (see notes/functions-runtime.md §1). Under jest it is reached through `moduleNameMapper`; in plain
+ * (the worker answers `require('@azure/functions-core')` with its own object; the library registers functions and
+ * hooks on it). Under jest it is reached through `moduleNameMapper`; in plain
  * node through the `Module.prototype.require` proxy in ./requireProxy.
  *
  * The registration state is a per-process (per-realm) singleton kept on `globalThis`, so every copy of

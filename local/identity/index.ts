@@ -5,7 +5,13 @@
  *   https (self-signed, tls.ts): what MSAL/@azure/identity need (they refuse an http authority);
  *   http on loopback: where the app reads the metadata and keys (AUTH_METADATA_URL), so the in-process app needs
  *   no extra trust store. Tokens name the https issuer either way.
- * Room for more: an App Service managed identity endpoint (IDENTITY_ENDPOINT) would be one more route here.
+ * It also stands for what Azure gives apps and tools for the Azure resources themselves: the App Service managed
+ * identity endpoint (IDENTITY_ENDPOINT, handlers/appServiceIdentity.ts) through which the local Functions host and
+ * the app get their identity's tokens, and v1.0 resource tokens (resourceTokens.ts) for Storage and Batch, which the
+ * storage gate in front of Azurite and the Batch emulator validate against this service's key. Its certificate is
+ * the stack's certificate: Azurite serves https with it too. Hosts other than the app (emulated pools with a
+ * user-assigned identity) get their identity's tokens from an instance metadata service of their own
+ * (handlers/imds.ts, openImds).
  */
 import * as http from 'node:http';
 import * as https from 'node:https';
@@ -20,11 +26,19 @@ import { route } from './server';
 import { ensureCertificate } from './tls';
 import { approveDeviceCode } from './handlers/deviceCode';
 import { userAccessToken } from './tokens';
-import { managedIdentityToken } from './managedIdentityTokens';
+import { resourceAccessToken, v1Issuer } from './resourceTokens';
+import { APP_SERVICE_IDENTITY_PATH } from './handlers/appServiceIdentity';
+import { AZURE_CLI_CLIENT_ID, type LocalManagedIdentity, type ManagedIdentities } from './managedIdentities';
+import { LocalTenantCredential } from './localCredential';
+import type { JSONWebKeySet } from 'jose';
 
 export { AUTOMATION_CLIENT_ID, AUTOMATION_CLIENT_SECRET, CLI_CLIENT_ID, API_APP_ID_URI, LOCAL_TENANT_ID, stableGuid } from './directory';
 export type { Directory, LocalUser, LocalClient } from './directory';
-export { LOCAL_SUBSCRIPTION_ID, LOCAL_RESOURCE_GROUP, userAssignedIdentity, type ManagedIdentity, type ManagedIdentities } from './managedIdentities';
+export {
+  APP_IDENTITY, POOL_IDENTITY, OPERATOR_USER, AZURE_CLI_CLIENT_ID, LOCAL_SUBSCRIPTION_ID, LOCAL_RESOURCE_GROUP, userAssignedIdentity,
+  type LocalManagedIdentity, type ManagedIdentities,
+} from './managedIdentities';
+export { AZURE_RESOURCES, v1Issuer } from './resourceTokens';
 export { createEntraTokenVerifier, TokenRejected, type EntraTokenVerifier, type VerifiedToken } from './verify';
 
 export interface IdentityServiceOptions {
@@ -49,6 +63,21 @@ export interface IdentityService {
   /** The self-signed certificate (PEM) and its file, to trust the https listener (NODE_EXTRA_CA_CERTS). */
   caCert: string;
   caFile: string;
+  /** The certificate's private key file: Azurite serves https with the same certificate. */
+  keyFile: string;
+  /** The `iss` of v1.0 tokens for Azure resources (Storage, Batch): https://sts.windows.net/<tenant>/. */
+  resourceIssuer: string;
+  /** The tenant's signing keys (public), for whoever validates its tokens. */
+  jwks(): JSONWebKeySet;
+  /**
+   * The App Service managed identity endpoint of the local Function App: what the local Functions host sets as
+   * IDENTITY_ENDPOINT and IDENTITY_HEADER, as App Service does.
+   */
+  appServiceIdentity: { endpoint: string; header: string; identities: readonly LocalManagedIdentity[] };
+  /** A v1.0 access token for an Azure resource: a user's (through the Azure CLI's client) or a managed identity's. */
+  resourceToken(resource: string, principal: { user: string } | { identity: LocalManagedIdentity }, opts?: { lifetimeSeconds?: number }): Promise<string>;
+  /** A TokenCredential of a user of the tenant for Azure resources (the local tooling's DefaultAzureCredential). */
+  userCredential(username: string): LocalTenantCredential;
   /** Accepted audiences for AUTH_AUDIENCES: the API's app id URI and client id. */
   audiences: string[];
   /** The scope clients ask for: <app id URI>/.default. */
@@ -59,14 +88,10 @@ export interface IdentityService {
   /** What a person does on the device page: approve the code for a user. */
   approveDeviceCode(userCode: string, username?: string): boolean;
   user(username: string): LocalUser | undefined;
-  /** The tenant's signing keys over loopback http (what the emulated services verify tokens against). */
-  jwksUrl: string;
-  /** User-assigned identities (id-app, id-pool) and the hosts carrying them. */
-  managedIdentities: import('./managedIdentities').ManagedIdentities;
+  /** The subscription's user-assigned identities (the app's, the pools') and the emulated hosts carrying them. */
+  managedIdentities: ManagedIdentities;
   /** The instance metadata service of a new host carrying these identities: AZURE_POD_IDENTITY_AUTHORITY_HOST for it. */
   openImds(resourceIds: string[]): { endpoint: string; close(): void };
-  /** A managed identity's token for `resource` (tests: a token as a node would get it; negative lifetime = expired). */
-  managedIdentityToken(resourceId: string, resource: string, lifetimeSeconds?: number): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -115,6 +140,14 @@ export async function startIdentityService(opts: IdentityServiceOptions = {}): P
     httpUrl: httpOrigin,
     caCert: tls.cert,
     caFile: tls.certFile,
+    keyFile: tls.keyFile,
+    resourceIssuer: v1Issuer(directory.tenantId),
+    jwks: () => ({ keys: [key.publicJwk] }),
+    appServiceIdentity: { endpoint: `${httpOrigin}${APP_SERVICE_IDENTITY_PATH}`, header: live.appService.header, identities: live.appService.identities },
+    async resourceToken(resource, principal, o = {}) {
+      return (await mintResourceToken(live, resource, principal, o.lifetimeSeconds)).token;
+    },
+    userCredential: (username) => new LocalTenantCredential((resource) => mintResourceToken(live, resource, { user: username })),
     audiences: [directory.api.appIdUri, directory.api.clientId],
     scope: `${directory.api.appIdUri}/.default`,
     directory,
@@ -124,16 +157,10 @@ export async function startIdentityService(opts: IdentityServiceOptions = {}): P
     },
     approveDeviceCode: (userCode, username = directory.defaultUser) => approveDeviceCode(live, userCode, username),
     user: (username) => live.user(username),
-    jwksUrl: `${httpOrigin}/${directory.tenantId}/discovery/v2.0/keys`,
     managedIdentities: live.managed,
     openImds(resourceIds) {
       const key = live.managed.registerHost(resourceIds);
       return { endpoint: `${httpOrigin}/imds/${key}`, close: () => live.managed.unregisterHost(key) };
-    },
-    async managedIdentityToken(resourceId, resource, lifetimeSeconds) {
-      const mi = live.managed.byResourceId(resourceId);
-      if (!mi) throw new Error(`no user-assigned identity ${resourceId}`);
-      return (await managedIdentityToken(live.iss, mi, resource, lifetimeSeconds)).token;
     },
     async stop() {
       for (const server of [secure, plain]) {
@@ -143,4 +170,11 @@ export async function startIdentityService(opts: IdentityServiceOptions = {}): P
       if (tempDir) rmSync(tempDir, { recursive: true, force: true });
     },
   };
+}
+
+async function mintResourceToken(state: IdentityState, resource: string, principal: { user: string } | { identity: LocalManagedIdentity }, lifetimeSeconds?: number) {
+  if ('identity' in principal) return resourceAccessToken(state.iss, { kind: 'managedIdentity', identity: principal.identity }, resource, { lifetimeSeconds });
+  const user = state.user(principal.user);
+  if (!user) throw new Error(`no user ${principal.user} in the local tenant`);
+  return resourceAccessToken(state.iss, { kind: 'user', user, clientId: AZURE_CLI_CLIENT_ID }, resource, { lifetimeSeconds });
 }

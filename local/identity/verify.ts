@@ -1,15 +1,14 @@
 /**
  * How the emulated Azure services (the Batch management plane, the registry's token exchange) check an Entra token
- * as the real ones do: the signature against the tenant's published keys (JWKS, fetched over http like any relying
- * party), the issuer (the tenant's v1 `https://sts.windows.net/<tenant>/` or its v2.0 issuer), the lifetime and the
- * audience. Failures say which check failed, so each service can answer with its own error code.
+ * as the real ones do: the signature against the tenant's published keys (JWKS), the issuer (the tenant's v1
+ * `https://sts.windows.net/<tenant>/` or its v2.0 issuer), the lifetime and the audience. Failures say which check failed, so each service can answer with its own error code.
  */
-import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
-import { stsIssuer } from './managedIdentityTokens';
+import { createLocalJWKSet, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWTPayload } from 'jose';
+import { v1Issuer } from './resourceTokens';
 
 export interface EntraTokenVerifierOptions {
-  /** The tenant's JWKS (the local identity service's `/<tenant>/discovery/v2.0/keys`). */
-  jwksUrl: string;
+  /** The tenant's signing keys (public): the local identity service's jwks(), also served at `/<tenant>/discovery/v2.0/keys`. */
+  jwks: () => JSONWebKeySet;
   tenantId: string;
   /** Accepted issuers besides the tenant's v1 issuer (e.g. its v2.0 issuer). */
   extraIssuers?: string[];
@@ -39,12 +38,11 @@ export interface VerifiedToken {
 export type EntraTokenVerifier = (token: string, audiences: string[]) => Promise<VerifiedToken>;
 
 export function createEntraTokenVerifier(opts: EntraTokenVerifierOptions): EntraTokenVerifier {
-  const keys = createRemoteJWKSet(new URL(opts.jwksUrl));
-  const issuers = [stsIssuer(opts.tenantId), ...(opts.extraIssuers ?? [])];
+  const issuers = [v1Issuer(opts.tenantId), ...(opts.extraIssuers ?? [])];
   return async (token, audiences) => {
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, keys, { algorithms: ['RS256'], clockTolerance: opts.clockToleranceSeconds ?? 300 }));
+      ({ payload } = await jwtVerify(token, createLocalJWKSet(opts.jwks()), { algorithms: ['RS256'], clockTolerance: opts.clockToleranceSeconds ?? 300 }));
     } catch (err) {
       if (err instanceof joseErrors.JWTExpired) throw new TokenRejected('expired', `the token expired at ${new Date(Number(err.payload.exp) * 1000).toISOString()}`);
       if (err instanceof joseErrors.JWSSignatureVerificationFailed || err instanceof joseErrors.JWKSNoMatchingKey) throw new TokenRejected('signature', 'the token\'s signature does not verify against the tenant\'s keys');

@@ -1,21 +1,20 @@
 /**
  * Who holds which role on the local stack, wired between the identity service and the services that check tokens,
- * the way infra/main.bicep assigns roles in Azure (infra/roles.json): the app identity (id-app) may create pools on
- * the Batch account and assign the pool identity to them (Batch Account Contributor-level rights, Managed Identity
- * Operator on id-pool); the pool identity (id-pool) may pull from the registry (AcrPull). Tokens are checked against
+ * the way infra/main.bicep assigns roles in Azure (infra/roles.json): the app identity (id-app-local) may create pools
+ * on the Batch account and assign the pool identity to them (Batch Account Contributor-level rights, Managed Identity
+ * Operator on id-pool-local); the pool identity may pull from the registry (AcrPull). Tokens are checked against
  * the tenant's published keys, as any relying party does.
  */
 import { randomBytes } from 'node:crypto';
-import { createEntraTokenVerifier, LOCAL_RESOURCE_GROUP, LOCAL_SUBSCRIPTION_ID, type IdentityService, type ManagedIdentity } from '../identity';
+import {
+  APP_IDENTITY, POOL_IDENTITY, createEntraTokenVerifier, LOCAL_RESOURCE_GROUP, LOCAL_SUBSCRIPTION_ID, type IdentityService, type LocalManagedIdentity,
+} from '../identity';
 import type { ArmAccessConfig, NodeIdentityProvider } from '../batch';
 import type { RegistryAuthOptions } from '../registry';
 
-export const APP_IDENTITY = 'id-app';
-export const POOL_IDENTITY = 'id-pool';
-
 export interface LocalIdentityWiring {
-  app: ManagedIdentity;
-  pool: ManagedIdentity;
+  app: LocalManagedIdentity;
+  pool: LocalManagedIdentity;
   nodeIdentities: NodeIdentityProvider;
   arm: { subscriptionId: string; resourceGroup: string; access: ArmAccessConfig };
   /** A fresh registry credential (an ACR token's user name and password). */
@@ -25,9 +24,9 @@ export interface LocalIdentityWiring {
 
 export function localIdentityWiring(identity: IdentityService): LocalIdentityWiring {
   const mis = identity.managedIdentities;
-  const app = mis.byName(APP_IDENTITY) as ManagedIdentity;
-  const pool = mis.byName(POOL_IDENTITY) as ManagedIdentity;
-  const verify = createEntraTokenVerifier({ jwksUrl: identity.jwksUrl, tenantId: identity.tenantId, extraIssuers: [identity.issuer] });
+  const app = APP_IDENTITY;
+  const pool = POOL_IDENTITY;
+  const verify = createEntraTokenVerifier({ jwks: identity.jwks, tenantId: identity.tenantId, extraIssuers: [identity.issuer] });
   return {
     app,
     pool,

@@ -15,7 +15,7 @@
 import * as path from 'node:path';
 import { mkdirSync } from 'node:fs';
 import type { DurableOptions } from '../durable';
-import { localAppSettings, localAuthSettings, localIdentitySettings } from '../stack';
+import { localAppSettings, localAuthSettings, localEventSettings, localIdentitySettings } from '../stack';
 import { defaultKeysFile, loadOrCreateKeys } from '../host/keys';
 import { HostWorkerProcess } from './hostProcess';
 import { choosePorts, portInUse, readPorts, recordPorts } from './ports';
@@ -35,6 +35,8 @@ export interface SupervisorOptions {
   logFile?: string;
   logLevel?: string;
   durable?: DurableOptions;
+  /** Opt in to shared keys (see ServicesOptions.sharedKeys); default keyless. */
+  sharedKeys?: boolean;
   /** Supervisor messages (default console.log with a `[stack]` prefix). */
   say?: (line: string) => void;
   /** Deploy with a pool identity (pools from the management plane; see local/stack.ts localIdentitySettings). */
@@ -69,14 +71,15 @@ export async function startSupervisedStack(opts: SupervisorOptions): Promise<Sup
   mkdirSync(dataDir, { recursive: true });
   await claimDataDir(dataDir, say);
 
-  const services = await startServices({ dataDir, repoRoot: opts.repoRoot, registryAccess: opts.registryAccess });
-  const { azurite, batch, registry, identity } = services;
+  const services = await startServices({ dataDir, repoRoot: opts.repoRoot, sharedKeys: opts.sharedKeys, registryAccess: opts.registryAccess });
+  const { azurite, batch, registry, identity, webhooks } = services;
   const keysFile = defaultKeysFile(opts.appDir);
+  const hostPort = choosePorts({ host: opts.port }, readPorts(dataDir)).host ?? 7071;
   const settings: Record<string, string> = {
     ...localAppSettings(azurite, batch), LOCAL_REGISTRY: registry.host, ...localAuthSettings(identity, loadOrCreateKeys(keysFile)),
-    ...localIdentitySettings(services, opts.poolIdentity === true).settings,
+    ...localEventSettings(webhooks, hostPort),
+    ...localIdentitySettings(services, opts.poolIdentity === true),
   };
-  const hostPort = choosePorts({ host: opts.port }, readPorts(dataDir)).host ?? 7071;
   const startedAt = new Date().toISOString();
 
   let current: HostWorkerProcess | undefined;
@@ -96,6 +99,9 @@ export async function startSupervisedStack(opts: SupervisorOptions): Promise<Sup
     azurite: { ...processRef(azurite.pid), blob: azurite.blobEndpoint(), queue: azurite.queueEndpoint(), table: azurite.tableEndpoint() },
     batch: { url: batch.url, accountName: batch.accountName },
     registry: { url: registry.url, host: registry.host },
+    webhooks: { url: webhooks.url },
+    keyless: services.keyless,
+    identity: { httpUrl: identity.httpUrl, issuer: identity.issuer, caFile: identity.caFile },
   });
 
   let starting: Promise<HostWorkerProcess> | undefined;
@@ -111,7 +117,10 @@ export async function startSupervisedStack(opts: SupervisorOptions): Promise<Sup
   const launchWorker = async (): Promise<HostWorkerProcess> => {
     const w = await HostWorkerProcess.start(
       {
-        appDir: opts.appDir, port, storage: azurite.connectionString(), settings, logLevel: opts.logLevel, logFile: opts.logFile, durable: opts.durable,
+        appDir: opts.appDir, port, settings, logLevel: opts.logLevel, logFile: opts.logFile, durable: opts.durable,
+        storage: services.keyless ? undefined : azurite.connectionString(),
+        identityEndpoint: identity.appServiceIdentity,
+        caFile: services.keyless ? identity.caFile : undefined,
         identityHttpUrl: identity.httpUrl,
       },
       opts.repoRoot,

@@ -7,16 +7,25 @@
  *   <data>/batch/      the Batch account (state.json) and the node sandboxes
  *   <data>/registry/   the OCI image layout the registry serves (the demo image is written into it at start)
  *   <data>/identity/   the local identity service's TLS certificate (its signing key is new at every start)
+ *   <data>/webhooks/   the webhook receiver's secret and every delivery it got (deliveries.jsonl)
  *   <data>/ports.json  the ports taken at the first start
  *
  * Without one, everything lives in temp folders removed on stop and every port is ephemeral (tests).
+ *
+ * Keyless by default, as in Azure: Azurite serves https with the identity service's certificate and accepts only
+ * the local tenant's tokens and user delegation SAS (local/azurite/keylessGate.cjs), the Batch account allows
+ * Microsoft Entra ID only, and this process trusts the certificate (local/identity/processTrust.ts). `sharedKeys`
+ * is the opt-in to the old shape: Azurite over http with its account keys, the Batch account's shared key allowed.
  */
 import * as path from 'node:path';
 import { mkdir } from 'node:fs/promises';
 import { startAzurite, type AzuriteHandle } from '../azurite';
 import { startBatchEmulator, type BatchEmulatorHandle, type BatchEmulatorOptions } from '../batch';
 import { startRegistry, type RegistryHandle } from '../registry';
-import { startIdentityService, type IdentityService } from '../identity';
+import { startWebhookReceiver, type WebhookReceiver } from '../webhooks';
+import { OPERATOR_USER, startIdentityService, type IdentityService } from '../identity';
+import { trustCertificateInProcess } from '../identity/processTrust';
+import { operatorAccess, type OperatorAccess } from '../operatorAccess';
 import { localIdentityWiring } from './identityWiring';
 import { buildDemoImage } from '../../examples/images/buildDemoImage';
 import { choosePorts, portInUse, readPorts, recordPorts, type StackPorts } from './ports';
@@ -38,6 +47,11 @@ export interface ServicesOptions {
   /** The repository root (for the node tools on the emulated nodes' PATH). */
   repoRoot: string;
   /**
+   * Opt in to shared keys: Azurite over http accepting its account keys, the Batch account's shared key allowed
+   * (default false: keyless, tokens only, as in Azure).
+   */
+  sharedKeys?: boolean;
+  /**
    * The registry as a private one (ACR's token service: pulls need the pool identity or the registry credential) or
    * open (anyone pulls; default, so specs without container.registry keep working). See docs/local-registry.md.
    */
@@ -52,6 +66,12 @@ export interface Services {
   identity: IdentityService;
   /** The registry's pull credential (user name, password) when it is private: what REGISTRY_CREDENTIALS names. */
   registryCredential?: { username: string; password: string };
+  /** The receiver the stack registers as the webhook for job events (docs/events.md). */
+  webhooks: WebhookReceiver;
+  /** Keyless (the default) or with shared keys (the opt-in). */
+  keyless: boolean;
+  /** The services as the operator reaches them directly (tokens of the tenant's `admin`, or the keys). */
+  operator: OperatorAccess;
   /** The ports the services got (host: what was asked for, filled in by whoever starts the host). */
   ports: Omit<StackPorts, 'host'>;
   /** Stops the Batch emulator (saving its account), the registry, then Azurite (saving its stores). */
@@ -68,12 +88,17 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
     return dir;
   };
   const started: { stop(): Promise<void> }[] = [];
+  const keyless = !opts.sharedKeys;
   try {
     const identity = await startIdentityService({ dataDir: await sub('identity') });
     started.push(identity);
+    // This process talks https to Azurite (the Batch emulator's resource files, an in-process app, the operator).
+    const release = keyless ? trustCertificateInProcess(identity.caCert) : () => undefined;
+    started.push({ stop: async () => release() });
     const azurite = await startAzurite({
       location: await sub('azurite'),
       ports: { blob: want.blob, queue: want.queue, table: want.table },
+      keyless: keyless ? { certFile: identity.caFile, keyFile: identity.keyFile, tenantId: identity.tenantId, jwks: identity.jwks() } : undefined,
     }).catch((err: unknown) => {
       throw (['blob', 'queue', 'table'] as const).reduce((e, s) => portInUse(e, s, want[s], dataDir), err as Error);
     });
@@ -101,6 +126,9 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
       persist: dataDir !== undefined,
       port: want.batch,
       nodePath: [path.join(opts.repoRoot, 'local', 'batch', 'nodetools', 'bin')],
+      // Batch accounts accept Microsoft Entra ID; the shared key only when the stack opted in to keys.
+      sharedKey: !keyless,
+      aad: { tenantId: identity.tenantId, jwks: () => identity.jwks() },
       identity: wiring.nodeIdentities,
       arm: { ...wiring.arm, port: want.arm },
       ...opts.batch,
@@ -109,27 +137,42 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
     });
     started.push(batch);
 
+    const webhooks = await startWebhookReceiver({ port: want.webhooks, dataDir: await sub('webhooks') }).catch((err: unknown) => {
+      throw portInUse(err, 'webhooks', want.webhooks, dataDir);
+    });
+    started.push(webhooks);
+
     const ports = {
       blob: azurite.ports.blob,
       queue: azurite.ports.queue,
       table: azurite.ports.table,
       batch: Number(new URL(batch.url).port),
       registry: Number(new URL(registry.url).port),
+      webhooks: webhooks.port,
       arm: Number(new URL(batch.armUrl as string).port),
     };
     if (dataDir) recordPorts(dataDir, ports);
+    const operator = operatorAccess(
+      { batch, storage: azurite },
+      keyless ? identity.userCredential(OPERATOR_USER) : undefined,
+    );
     return {
       azurite,
       batch,
       registry,
       identity,
       ...(registryCredential ? { registryCredential } : {}),
+      webhooks,
+      keyless,
+      operator,
       ports,
       async stop() {
         await batch.stop();
         await registry.stop();
         await azurite.stop();
         await identity.stop();
+        await webhooks.stop();
+        release();
       },
     };
   } catch (err) {

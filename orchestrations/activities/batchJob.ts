@@ -3,6 +3,7 @@ import { batchContext } from '../../shared/services';
 import { createJob, enableAutoTerminate, terminateJob } from '../../shared/batch';
 import { registerActivity } from '../runtime/activityCalls';
 import { refuseIfEnded } from './jobGuard';
+import { batchJobSpec } from '../../shared/planning/batchRequests';
 
 /**
  * Creates the Batch job (idempotent). The release task, which removes the job's containers from every node
@@ -10,14 +11,7 @@ import { refuseIfEnded } from './jobGuard';
  */
 export async function batchJobCreate(input: BatchJobCreateInput): Promise<string> {
   await refuseIfEnded(input.jobId, `Batch job ${input.batchJobId}`);
-  const result = await createJob(batchContext(), {
-    batchJobId: input.batchJobId,
-    jobId: input.jobId,
-    poolId: input.poolId,
-    displayName: `hpc-mpi job ${input.jobId}`,
-    preparationTask: { commandLine: '/bin/sh -c true' },
-    releaseTask: { commandLine: input.releaseCommandLine, elevated: true },
-  });
+  const result = await createJob(batchContext(), batchJobSpec(input));
   return result.batchJobId;
 }
 

@@ -1,25 +1,21 @@
 import type { BatchTaskRef, MpiResult, MpiTaskObservation } from '../../shared/contract';
 import { appConfig, batchContext } from '../../shared/services';
-import { addMpiTask, getTask, listSubtasks, readTaskFile, type BatchContext } from '../../shared/batch';
+import { addMpiTask, getTask, listSubtasks, readTaskFile, terminateTask, type BatchContext } from '../../shared/batch';
 import type { MpiTaskRequestShape } from '../../shared/planning/mpiTaskRequest';
 import { registerActivity } from '../runtime/activityCalls';
+import { mpiTaskSpec } from '../../shared/planning/batchRequests';
 
 export async function mpiTaskAdd(input: MpiTaskRequestShape): Promise<void> {
-  await addMpiTask(batchContext(), input.batchJobId, {
-    id: input.taskId,
-    numberOfInstances: input.numberOfInstances,
-    coordinationCommandLine: input.coordinationCommandLine,
-    applicationCommandLine: input.applicationCommandLine,
-    commonResourceFiles: input.commonResourceFiles,
-    environment: input.environment,
-    maxWallClockSeconds: input.maxWallClockSeconds,
-    maxTaskRetryCount: input.maxTaskRetryCount ?? 0,
-  });
+  await addMpiTask(batchContext(), input.batchJobId, mpiTaskSpec(input));
 }
 
 export async function mpiTaskObserve(input: BatchTaskRef): Promise<MpiTaskObservation> {
   const t = await getTask(batchContext(), input.batchJobId, input.taskId);
-  return { state: t.state, startTime: t.startTime, endTime: t.endTime };
+  return { state: t.state, startTime: t.startTime, endTime: t.endTime, ...(t.requeueCount ? { requeueCount: t.requeueCount } : {}) };
+}
+
+export async function mpiTaskTerminate(input: BatchTaskRef): Promise<void> {
+  await terminateTask(batchContext(), input.batchJobId, input.taskId);
 }
 
 export interface MpiResultDeps {
@@ -59,22 +55,26 @@ export async function collectMpiResult({ batch: ctx, accountUrl }: MpiResultDeps
   ];
   const failedSub = subtasks.find((s) => s.exitCode !== undefined && s.exitCode !== 0);
   const exitCode = task.state === 'missing' ? -1 : task.exitCode ?? (task.failure ? -1 : 0);
+  // Batch reports output files it could not upload as the task's failure; the program's exit code stands.
+  const uploadFailed = task.failure?.code.startsWith('FileUpload') ? task.failure : undefined;
   return {
     taskId: input.taskId,
     exitCode: exitCode === 0 && failedSub ? failedSub.exitCode ?? -1 : exitCode,
     failure: task.state === 'missing'
       ? 'the MPI task disappeared (job deleted?)'
-      : task.failure
+      : task.failure && !uploadFailed
         ? `${task.failure.code}: ${task.failure.message}`
         : failedSub
           ? `subtask ${failedSub.id} on ${failedSub.nodeId} exited ${failedSub.exitCode}`
           : undefined,
-    subtasks: subtasks.map((s) => ({ id: s.id, nodeId: s.nodeId, exitCode: s.exitCode, state: s.state })),
+    subtasks: subtasks.map((s) => ({ id: s.id, nodeId: s.nodeId, exitCode: s.exitCode, state: s.state, taskRootDirectory: s.taskRootDirectory })),
     logs,
     stdoutTail: lastLines(stdout?.content ?? '', TAIL_LINES),
     stderrTail: lastLines(stderr?.content ?? '', TAIL_LINES) || undefined,
     startTime: task.startTime,
     endTime: task.endTime,
+    taskRootDirectory: task.taskRootDirectory,
+    fileUploadFailure: uploadFailed ? `${uploadFailed.code}: ${uploadFailed.message}` : undefined,
   };
 }
 
@@ -90,3 +90,4 @@ export function mpiResultCollect(input: BatchTaskRef): Promise<MpiResult> {
 registerActivity('mpiTaskAdd', mpiTaskAdd);
 registerActivity('mpiTaskObserve', mpiTaskObserve);
 registerActivity('mpiResultCollect', mpiResultCollect);
+registerActivity('mpiTaskTerminate', mpiTaskTerminate);

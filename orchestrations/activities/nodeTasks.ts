@@ -2,18 +2,13 @@ import type { ActivityInput, NodeTaskObservation, NodeTaskRequest } from '../../
 import { batchContext, registrySecret } from '../../shared/services';
 import { addNodeTask, getTask, readTaskFile, type BatchContext } from '../../shared/batch';
 import { registerActivity } from '../runtime/activityCalls';
+import { nodeTaskSpec } from '../../shared/planning/batchRequests';
 
 /** Adds pinned per-node tasks; a task that already exists (a retried activity) is not added twice. */
 export async function nodeTasksAdd(input: { batchJobId: string; tasks: NodeTaskRequest[] }): Promise<void> {
   const ctx = batchContext();
-  await Promise.all(
-    input.tasks.map(({ secretEnvironment, ...t }) => {
-      // Registry secrets are read here, at the last moment: the orchestration (whose history is stored) names settings only.
-      const secrets = (secretEnvironment ?? []).map((s) => ({ name: s.name, value: registrySecret(s.server, s.setting) }));
-      const environment = [...(t.environment ?? []), ...secrets];
-      return addNodeTask(ctx, input.batchJobId, { ...t, ...(environment.length ? { environment } : {}), elevated: true });
-    }),
-  );
+  // Registry secrets are read here, at the last moment: the orchestration (whose history is stored) names settings only.
+  await Promise.all(input.tasks.map((t) => addNodeTask(ctx, input.batchJobId, nodeTaskSpec(t, (s) => registrySecret(s.server, s.setting)))));
 }
 
 /**

@@ -1,11 +1,14 @@
 import { appConfig, armBatchContext, batchContext, dataAccount } from '../../shared/services';
-import { createJobPool, createJobPoolArm, deletePool, getPoolSnapshot, inspectPool, removeNodes, resizePool, type PoolInspection, type ResourceFileSpec } from '../../shared/batch';
-import { jobPoolSpecFor } from '../../shared/planning/poolSpec';
+import { createJobPool, createJobPoolArm, deletePool, getPoolSnapshot, inspectPool, removeNodes, resizePool, type PoolInspection } from '../../shared/batch';
 import { registerActivity } from '../runtime/activityCalls';
 import { refuseIfEnded } from './jobGuard';
 import type { PoolCreateRequest } from '../../shared/planning/jobPlan';
 import type { PoolObservation } from '../../shared/planning/provisionPolicy';
 import { readOnlyBlobUrl } from '../../shared/storage/sas';
+import { jobPoolSpec, mountSasLifetimeMs, startTaskResourceFile, startTaskSasMinutes } from '../../shared/planning/batchRequests';
+import { dataAccessPolicy } from '../../shared/intake/dataAccess';
+import { mountSourceAllowed, storageNfsTarget } from '../../shared/intake/workloadDataAccess';
+import { MountRefused, resolveMounts } from './mounts';
 
 /**
  * Creates the job-owned pool; a repeated call for the same job finds its pool and succeeds. With a pool identity the
@@ -15,21 +18,41 @@ import { readOnlyBlobUrl } from '../../shared/storage/sas';
 export async function poolCreate(input: PoolCreateRequest): Promise<{ created: boolean }> {
   await refuseIfEnded(input.jobId, `pool ${input.poolId}`);
   const arm = armBatchContext();
-  const identityId = arm?.identity.resourceId;
+  const identityResourceId = arm?.identity.resourceId;
   // Without an identity, the start task's files are read through SAS URLs valid for a day (or the deployment's shorter
-  // SAS cap): long enough for nodes that join late (replacements), short enough not to matter if they leak.
-  const expires = new Date(Date.now() + Math.min(24 * 60, appConfig().pipeline.sasMaxLifetimeMinutes) * 60_000);
-  const resourceFiles: ResourceFileSpec[] | undefined = input.startTask
+  // SAS cap): long enough for nodes that join late (replacements), short enough not to matter if they leak. With one,
+  // through their plain URLs, read by the nodes with the pool identity.
+  const expires = new Date(Date.now() + startTaskSasMinutes(appConfig().pipeline.sasMaxLifetimeMinutes) * 60_000);
+  const startTaskFiles = input.startTask
     ? await Promise.all(input.startTask.resourceFiles.map(async (f) => {
         const account = dataAccount(f.account, f.container);
-        return identityId
-          ? { httpUrl: account.service.getContainerClient(f.container).getBlobClient(f.blob).url, filePath: f.path, identityResourceId: identityId }
-          : { httpUrl: await readOnlyBlobUrl(account, f.container, f.blob, expires), filePath: f.path };
+        return identityResourceId
+          ? startTaskResourceFile(f, account.service.getContainerClient(f.container).getBlobClient(f.blob).url, identityResourceId)
+          : startTaskResourceFile(f, await readOnlyBlobUrl(account, f.container, f.blob, expires));
       }))
     : undefined;
-  const spec = jobPoolSpecFor(input, resourceFiles, identityId);
+  const mounts = input.mounts?.length ? await resolveMounts(input.mounts, mountDeps(input.mountSasValidForMs)) : undefined;
+  const spec = jobPoolSpec(input, { startTaskFiles, mounts, identityResourceId });
   const result = arm ? await createJobPoolArm(arm, spec) : await createJobPool(batchContext(), spec);
   return { created: result.created };
+}
+
+/** What resolving mounts needs from this deployment: its mount secrets, data accounts and file-server list. */
+function mountDeps(validForMs: number | undefined) {
+  const config = appConfig();
+  const lifetimeMs = mountSasLifetimeMs(validForMs, config.pipeline);
+  const sources = dataAccessPolicy(config).mountSources ?? [];
+  return {
+    secrets: config.mountSecrets,
+    dataAccount,
+    checkSource: (source: string) => {
+      // NFS served by a data account (host <account>.blob|file.…) is checked as that account's container.
+      const onStorage = storageNfsTarget(source);
+      if (onStorage && onStorage.account === onStorage.exportAccount) dataAccount(onStorage.account, onStorage.container);
+      else if (!mountSourceAllowed(sources, source)) throw new MountRefused(`file server ${source} is not one jobs may mount on this deployment (DATA_MOUNT_SOURCES)`);
+    },
+    sasExpiresOn: new Date(Date.now() + lifetimeMs),
+  };
 }
 
 export async function poolInspect(input: { poolId: string }): Promise<PoolInspection> {

@@ -3,6 +3,7 @@ import type { JobState } from '../../shared/state/states';
 import { Orchestration, PipelineRun, StageFailed } from './pipelineRun';
 import { initPullPlan, isDone, nextPulls, nodesNotPulled, onPullResult, progress, PullPlanState, PullWork } from '../../shared/planning/pullWindow';
 import { deterministicRand01 } from '../../shared/planning/hash';
+import { nodeTaskId } from '../../shared/planning/batchRequests';
 
 export interface NodeTaskWindowRequest {
   stage: JobState;
@@ -53,7 +54,7 @@ export function* nodeTaskWindow(run: PipelineRun, req: NodeTaskWindowRequest): O
     if (next.work.length) {
       const tasks: NodeTaskRequest[] = next.work.map((w) => {
         const { node, index } = byId.get(w.nodeId)!;
-        const id = `${req.taskPrefix}-${index}-a${w.attempt}`;
+        const id = nodeTaskId(req.taskPrefix, index, w.attempt);
         inFlight.set(id, w);
         nodeStates[w.nodeId] = req.inFlightState;
         return { id, affinityId: node.affinityId, ...req.taskFor(node, index, w) };

@@ -3,6 +3,7 @@ import { Orchestration, PipelineRun } from '../runtime/pipelineRun';
 import { nodeTaskWindow } from '../runtime/nodeTaskWindow';
 import { imageBlobs, imageLabel, pullTask } from '../../shared/planning/mpiTaskRequest';
 import type { JobSpec } from '../../shared/spec/schema';
+import { IMAGE_SAS_MINUTES, pullNodeTask } from '../../shared/planning/batchRequests';
 
 export interface PullImagesRequest {
   jobId: string;
@@ -12,12 +13,11 @@ export interface PullImagesRequest {
   maxAttempts: number;
   /** The deployment's cap on SAS lifetimes (minutes). */
   sasMaxLifetimeMinutes: number;
-  /** The pool identity's client id, when the deployment has one. */
+  /** The pool identity's client id, when the deployment has one (the pull task signs in to the registry with it). */
   poolIdentityClientId?: string;
+  /** Task-id prefix (default "pull"); nodes that replace others pull under their own, as ids are unique in a Batch job. */
+  taskPrefix?: string;
 }
-
-/** SIF files in blob storage are read through SAS URLs that live this long at most: the pull window, not the job. */
-const IMAGE_SAS_MINUTES = 120;
 
 /**
  * Stagger image pulls: every node must hold every image before any MPI container starts, and at most
@@ -28,7 +28,7 @@ const IMAGE_SAS_MINUTES = 120;
  */
 export function* pullImages(run: PipelineRun, req: PullImagesRequest): Orchestration<void> {
   const { container } = req.spec;
-  if (container.runtime === 'none' || container.images.length === 0) {
+  if (container.runtime === 'none' || container.images.length === 0 || req.nodes.length === 0) {
     run.report({ progress: { imagesPulled: { done: req.nodes.length, total: req.nodes.length } } });
     return;
   }
@@ -43,14 +43,10 @@ export function* pullImages(run: PipelineRun, req: PullImagesRequest): Orchestra
     items: container.images.map(imageLabel),
     concurrency: container.pullConcurrency,
     maxAttempts: req.maxAttempts,
-    taskPrefix: 'pull',
+    taskPrefix: req.taskPrefix ?? 'pull',
     progressKey: 'imagesPulled',
     inFlightState: 'pulling',
     doneState: 'pulled',
-    taskFor: () => ({
-      commandLine: task.commandLine,
-      ...(task.resourceFiles.length ? { resourceFiles: task.resourceFiles } : {}),
-      ...(task.secretEnvironment.length ? { secretEnvironment: task.secretEnvironment } : {}),
-    }),
+    taskFor: () => pullNodeTask(task),
   });
 }

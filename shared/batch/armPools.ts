@@ -9,9 +9,9 @@
  */
 import type * as BatchManagementModels from '@azure/arm-batch';
 import type { ArmBatchContext } from './armClient';
-import { ownerJobOf, ownershipMetadata, stripUndefined, toResourceFiles, type NameValue, type ResourceFileSpec } from './common';
+import { ownerJobOf, ownershipMetadata, stripUndefined, toResourceFiles, type ContainerSettingsSpec, type NameValue, type ResourceFileSpec } from './common';
 import { BatchError } from './errors';
-import type { CreatePoolResult, JobPoolSpec } from './pools';
+import { toMountConfiguration, type CreatePoolResult, type JobPoolSpec, type MountSpec } from './pools';
 import { callWithRetry } from './retry';
 
 type ArmPool = BatchManagementModels.Pool;
@@ -22,6 +22,37 @@ const env = (list: NameValue[] | undefined) => (list && list.length ? list.map((
 
 /** Resource files have the same shape on both planes (identityReference included). */
 const resourceFiles = (files: ResourceFileSpec[] | undefined): BatchManagementModels.ResourceFile[] | undefined => toResourceFiles(files);
+
+/**
+ * Mounts: the data plane's mountConfiguration (toMountConfiguration, one source) in the management model, whose only
+ * difference is the CIFS user's name (`userName` there, `username` on the data plane).
+ */
+function mountConfiguration(mounts: MountSpec[] | undefined): BatchManagementModels.MountConfiguration[] | undefined {
+  return toMountConfiguration(mounts)?.map(({ cifsMountConfiguration: cifs, ...rest }) => {
+    if (!cifs) return rest;
+    const { username, ...other } = cifs;
+    return { ...rest, cifsMountConfiguration: { ...other, userName: username } };
+  });
+}
+
+/** A task's container settings in the management model (its working directory enum is capitalised). */
+function containerSettings(c: ContainerSettingsSpec | undefined): BatchManagementModels.TaskContainerSettings | undefined {
+  if (!c) return undefined;
+  const workingDirectory = { taskWorkingDirectory: 'TaskWorkingDirectory', containerImageDefault: 'ContainerImageDefault' } as const;
+  return stripUndefined({
+    imageName: c.imageName,
+    containerRunOptions: c.containerRunOptions,
+    workingDirectory: c.workingDirectory ? workingDirectory[c.workingDirectory] : undefined,
+    registry: c.registry
+      ? stripUndefined({
+          registryServer: c.registry.registryServer,
+          userName: c.registry.userName,
+          password: c.registry.password,
+          identityReference: c.registry.identityResourceId ? { resourceId: c.registry.identityResourceId } : undefined,
+        })
+      : undefined,
+  });
+}
 
 /**
  * The management-plane Pool for a job-owned MPI pool with the identity `identityResourceId`: the same pool as
@@ -71,13 +102,46 @@ export function buildArmPool(spec: JobPoolSpec, identityResourceId: string): Arm
           commandLine: st.commandLine,
           environmentSettings: env(st.environment),
           resourceFiles: resourceFiles(st.resourceFiles),
+          containerSettings: containerSettings(st.containerSettings),
           userIdentity: st.elevated ? { autoUser: { scope: 'Pool' as const, elevationLevel: 'Admin' as const } } : undefined,
           waitForSuccess: st.waitForSuccess ?? true,
           maxTaskRetryCount: st.maxTaskRetryCount ?? 0,
         })
       : undefined,
+    mountConfiguration: mountConfiguration(spec.mounts),
     metadata: ownershipMetadata(spec.jobId).map((m) => ({ name: m.name, value: m.value })),
   });
+}
+
+/**
+ * The JSON body of Pools_Create for `pool` as @azure/arm-batch sends it: Resource Manager's envelope (the identity
+ * beside `properties`, everything else under it) and the wire names where the SDK's model differs (a container
+ * registry's user is `username`). What a dry run shows; tests/unit/poolIdentity.test.ts checks it against the bytes
+ * the SDK sends.
+ */
+export function armPoolRequestBody(pool: ArmPool): Record<string, unknown> {
+  const { identity, id: _id, name: _name, type: _type, etag: _etag, ...properties } = pool;
+  const registries = (list: BatchManagementModels.ContainerRegistry[] | undefined) =>
+    list?.map(({ userName, ...r }) => stripUndefined({ ...r, username: userName }));
+  const vmc = properties.deploymentConfiguration?.virtualMachineConfiguration;
+  const wire = stripUndefined({
+    ...properties,
+    deploymentConfiguration: vmc
+      ? {
+          ...properties.deploymentConfiguration,
+          virtualMachineConfiguration: stripUndefined({
+            ...vmc,
+            containerConfiguration: vmc.containerConfiguration
+              ? stripUndefined({ ...vmc.containerConfiguration, containerRegistries: registries(vmc.containerConfiguration.containerRegistries) })
+              : undefined,
+          }),
+        }
+      : undefined,
+    startTask: properties.startTask?.containerSettings?.registry
+      ? { ...properties.startTask, containerSettings: { ...properties.startTask.containerSettings, registry: registries([properties.startTask.containerSettings.registry])?.[0] } }
+      : properties.startTask,
+  });
+  return JSON.parse(JSON.stringify(stripUndefined({ identity, properties: wire }))) as Record<string, unknown>;
 }
 
 export interface ArmPoolInspection {

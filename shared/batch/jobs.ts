@@ -157,6 +157,9 @@ export async function createJob(ctx: BatchContext, spec: BatchJobSpec): Promise<
   });
 }
 
+/** The patch that makes a job terminate itself when all its tasks are complete. */
+export const AUTO_TERMINATE_PATCH: BatchServiceModels.JobPatchParameter = { onAllTasksComplete: 'terminatejob' };
+
 /**
  * Switch on "terminate the job when all tasks complete"; call after the tasks are added. Idempotent.
  * A job that already ended (its tasks finished first, or it was terminated) needs nothing more.
@@ -164,7 +167,7 @@ export async function createJob(ctx: BatchContext, spec: BatchJobSpec): Promise<
 export async function enableAutoTerminate(ctx: BatchContext, batchJobId: string): Promise<'enabled' | 'alreadyEnded'> {
   try {
     await callWithRetry(ctx.retry, { operation: 'jobs.enableAutoTerminate', resource: jobResource(batchJobId) }, () =>
-      ctx.client.job.patch(batchJobId, { onAllTasksComplete: 'terminatejob' }),
+      ctx.client.job.patch(batchJobId, AUTO_TERMINATE_PATCH),
     );
     return 'enabled';
   } catch (err) {

@@ -2,25 +2,35 @@
  * The app's configuration: read once from environment variables (Function App settings), validated,
  * and handed around as a plain frozen object. Nothing else in the app reads process.env.
  *
- * Azure and local differ only in values: in Azure the Batch key is absent (the app authenticates with
- * its managed identity through DefaultAzureCredential) and storage accounts are named, not keyed;
- * locally the emulator's key and Azurite connection strings are given.
+ * Azure and local differ only in values: without a Batch key the app authenticates with its managed identity
+ * through DefaultAzureCredential, and storage accounts are named (Azure) or given by their service URIs (the local
+ * stack's Azurite), not keyed. Only the local stack's shared-key opt-in gives the emulator's key and Azurite
+ * connection strings.
  */
 import { z } from 'zod';
-import { parseStorageAccountRef, type StorageAccountRef } from './storageAccounts';
+import { accountNameOfServiceUri, parseStorageAccountRef, serviceUri, type HostStorageRef, type StorageAccountRef } from './storageAccounts';
 import { parsePriceTable, type PriceTable } from './priceTable';
 import { authEnvSchema, parseAuthConfig, type AuthConfig } from './auth';
+import { eventsEnvSchema, parseEventsConfig, type EventsConfig } from './events';
+import { parseCoreQuota, parseQueues, type AdmissionConfig } from './admission';
 import { parsePoolIdentity, type PoolIdentityConfig } from './poolIdentity';
 import { parseRegistryCredentials, type RegistryCredential } from './registryCredentials';
 
-export type { StorageAccountRef } from './storageAccounts';
+export type { HostStorageRef, StorageAccountRef } from './storageAccounts';
+export type { AdmissionConfig, QueueSetting } from './admission';
 export { parseConnectionString, parseStorageAccountRef } from './storageAccounts';
 export { ROLES, MIN_OPERATOR_KEY_LENGTH, type Role, type AuthConfig, type BearerConfig } from './auth';
+export { eventsRelaySchedule, DEFAULT_EVENTS_RELAY_SCHEDULE, type EventsConfig, type WebhookTarget } from './events';
 export { ARM_TOKEN_SCOPE, DEFAULT_ARM_ENDPOINT, POOL_IDENTITY_SETTINGS, type PoolIdentityConfig } from './poolIdentity';
 export type { RegistryCredential } from './registryCredentials';
 
-/** The AAD scope of the Batch data plane (resource https://batch.core.windows.net/). */
-export const BATCH_TOKEN_SCOPE = 'https://batch.core.windows.net/.default';
+/**
+ * The Entra ID scope of the Batch data plane. Batch accepts only tokens whose audience is exactly
+ * `https://batch.core.windows.net/` (with the slash), and Entra puts in `aud` the resource as it was asked for:
+ * the managed identity endpoint gets the scope minus "/.default", so `https://batch.core.windows.net/.default`
+ * would ask for `https://batch.core.windows.net` and Batch would answer 401 "wrong audience". Hence the double slash.
+ */
+export const BATCH_TOKEN_SCOPE = 'https://batch.core.windows.net//.default';
 
 export type BatchAuth = { kind: 'sharedKey'; accountKey: string } | { kind: 'aad'; scope: string };
 
@@ -47,7 +57,7 @@ export interface RetryConfig extends BackoffConfig {
 export interface AppConfig {
   batch: BatchConfig;
   /** Host storage (AzureWebJobsStorage): Durable state, queues, the Jobs table. */
-  hostStorage: StorageAccountRef;
+  hostStorage: HostStorageRef;
   /** Accounts the shard stager spreads data over, in the order given. */
   stagingAccounts: StorageAccountRef[];
   /** Where jobs may read inputs and files from (and write outputs to); see docs/security.md. */
@@ -65,10 +75,19 @@ export interface AppConfig {
   queueMaxDequeueCount: number;
   /** The operations sweep (functions/sweep.ts) and cost accounting; see docs/operations.md. */
   ops: OpsConfig;
+  /**
+   * Secrets jobs may reference by name for pool mounts (Azure Files account keys, CIFS passwords): the app settings
+   * MOUNT_SECRET_<name>, keyed by <name>. In Azure each is a Key Vault reference the platform resolves.
+   */
+  mountSecrets: Readonly<Record<string, string>>;
   /** Who may call the job API (Entra ID bearer tokens, operator keys, anonymous); see docs/security.md. */
   auth: AuthConfig;
   /** What job containers may ask for beyond the allowlist (docs/workloads.md). */
   containers: ContainersConfig;
+  /** Where each job state change is published (Event Grid, webhooks); see docs/events.md. */
+  events: EventsConfig;
+  /** Queues and the limits admission keeps; see docs/scheduling.md. */
+  admission: AdmissionConfig;
   /**
    * The user-assigned identity pools run with (pools then come from the management plane), or undefined: pools from
    * the data plane, no identity on the nodes (see shared/config/poolIdentity.ts).
@@ -91,6 +110,11 @@ export interface DataAccessConfig {
    * Unset: any container of an allowed account (staging containers are refused everywhere regardless).
    */
   containers?: { account: string; container: string }[];
+  /**
+   * File servers jobs may mount (DATA_MOUNT_SOURCES): NFS exports `host:/path` and SMB shares `//host/share`, each
+   * exact or a prefix ending in "*". Storage of the data accounts (NFS on Blob or Files) needs no entry.
+   */
+  mountSources: string[];
 }
 
 export interface PipelineConfig {
@@ -102,6 +126,8 @@ export interface PipelineConfig {
   nodeTaskMaxAttempts: number;
   /** Longest lifetime of any SAS URL handed to a node (Azure caps user delegation SAS at 7 days). */
   sasMaxLifetimeMinutes: number;
+  /** Judge the preflight ping-pong of RDMA jobs by the built-in thresholds when a spec sets none (docs/scheduling.md). */
+  preflightFabricDefaults: boolean;
 }
 
 export interface OpsConfig {
@@ -190,6 +216,9 @@ const envSchema = z.object({
   BATCH_ACCOUNT_KEY: z.string().trim().optional(),
   AzureWebJobsStorage: z.string().trim().optional(),
   AzureWebJobsStorage__accountName: z.string().trim().optional(),
+  AzureWebJobsStorage__blobServiceUri: z.string().trim().optional(),
+  AzureWebJobsStorage__queueServiceUri: z.string().trim().optional(),
+  AzureWebJobsStorage__tableServiceUri: z.string().trim().optional(),
   STAGING_ACCOUNTS: required('STAGING_ACCOUNTS'),
   STORAGE_ENDPOINT_SUFFIX: z.string().trim().optional(),
   POLL_INITIAL_MS: intSetting(5_000, 1, 3_600_000),
@@ -202,6 +231,7 @@ const envSchema = z.object({
   STAGING_COPY_CONCURRENCY: intSetting(8, 1, 64),
   DATA_ACCOUNTS: z.string().trim().optional(),
   DATA_CONTAINERS: z.string().trim().optional(),
+  DATA_MOUNT_SOURCES: z.string().trim().optional(),
   SAS_MAX_LIFETIME_HOURS: intSetting(168, 1, 168),
   NODE_SAS_MARGIN_MINUTES: intSetting(60, 0, 24 * 60),
   NODE_TASK_MAX_ATTEMPTS: intSetting(3, 1, 10),
@@ -213,8 +243,20 @@ const envSchema = z.object({
   JOBS_RETENTION_DAYS: numberSetting(0, 0, 3_650),
   PRICE_TABLE_JSON: z.string().optional(),
   ...authEnvSchema,
+  PREFLIGHT_FABRIC_DEFAULTS: z.string().trim().optional()
+    .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
   CONTAINER_ALLOW_PRIVILEGED: z.string().trim().optional()
     .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
+  ...eventsEnvSchema,
+  ADMISSION_QUEUES: z.string().optional(),
+  ADMISSION_CORE_QUOTA: z.string().optional(),
+  // 0 = no limit.
+  ADMISSION_MAX_POOLS: intSetting(0, 0, 100_000),
+  ADMISSION_MAX_NODES: intSetting(0, 0, 10_000_000),
+  ADMISSION_OWNER_MAX_NODES: intSetting(0, 0, 10_000_000),
+  ADMISSION_OWNER_MAX_CORES: intSetting(0, 0, 100_000_000),
+  ADMISSION_BACKFILL_LIMIT: intSetting(4, 0, 1_000),
+  ADMISSION_POLL_SECONDS: intSetting(60, 1, 3_600),
   BATCH_SUBSCRIPTION_ID: z.string().optional(),
   BATCH_RESOURCE_GROUP: z.string().optional(),
   POOL_IDENTITY_RESOURCE_ID: z.string().optional(),
@@ -257,27 +299,23 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   } catch (err) {
     problems.push((err as Error).message);
   }
+  let queues: AdmissionConfig['queues'] | undefined;
+  let coreQuota: AdmissionConfig['coreQuota'] | undefined;
+  try {
+    queues = parseQueues(e.ADMISSION_QUEUES);
+  } catch (err) {
+    problems.push((err as Error).message);
+  }
+  try {
+    coreQuota = parseCoreQuota(e.ADMISSION_CORE_QUOTA);
+  } catch (err) {
+    problems.push((err as Error).message);
+  }
   if (e.BATCH_ACCOUNT_KEY !== undefined && e.BATCH_ACCOUNT_KEY !== '' && !isBase64(e.BATCH_ACCOUNT_KEY)) {
     problems.push('BATCH_ACCOUNT_KEY: must be base64 (the account key as the portal or emulator shows it)');
   }
 
-  let hostStorage: StorageAccountRef | undefined;
-  if (e.AzureWebJobsStorage) {
-    try {
-      hostStorage = parseStorageAccountRef(e.AzureWebJobsStorage, endpointSuffix);
-    } catch (err) {
-      problems.push(`AzureWebJobsStorage: ${(err as Error).message}`);
-    }
-  } else if (e.AzureWebJobsStorage__accountName) {
-    // Identity-based host storage connection, as the Functions host itself supports it.
-    try {
-      hostStorage = parseStorageAccountRef(e.AzureWebJobsStorage__accountName, endpointSuffix);
-    } catch (err) {
-      problems.push(`AzureWebJobsStorage__accountName: ${(err as Error).message}`);
-    }
-  } else {
-    problems.push('AzureWebJobsStorage is required (or AzureWebJobsStorage__accountName with managed identity)');
-  }
+  const hostStorage = parseHostStorage(e, endpointSuffix, problems);
 
   const stagingAccounts: StorageAccountRef[] = [];
   e.STAGING_ACCOUNTS.split(',').forEach((entry, index) => {
@@ -297,10 +335,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 
   const dataAccess = parseDataAccess(e.DATA_ACCOUNTS, e.DATA_CONTAINERS, endpointSuffix, [hostStorage?.accountName, ...names], problems);
   const auth = parseAuthConfig(e, problems);
+  dataAccess.mountSources = parseMountSources(e.DATA_MOUNT_SOURCES, problems);
+  const mountSecrets = parseMountSecrets(env, problems);
+  const events = parseEventsConfig(e, problems);
   const poolIdentity = parsePoolIdentity(e, e.BATCH_ACCOUNT_NAME, problems);
   const registryCredentials = parseRegistryCredentials(e.REGISTRY_CREDENTIALS, env, problems);
 
-  if (problems.length > 0 || !hostStorage || !priceTable) throw new ConfigError(problems);
+  if (problems.length > 0 || !hostStorage || !priceTable || !queues || !coreQuota) throw new ConfigError(problems);
+  const limit = (n: number) => (n > 0 ? n : undefined);
 
   const config: AppConfig = {
     batch: {
@@ -326,6 +368,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       sasMarginMinutes: e.NODE_SAS_MARGIN_MINUTES,
       nodeTaskMaxAttempts: e.NODE_TASK_MAX_ATTEMPTS,
       sasMaxLifetimeMinutes: e.SAS_MAX_LIFETIME_HOURS * 60,
+      preflightFabricDefaults: e.PREFLIGHT_FABRIC_DEFAULTS !== 'false',
     },
     queueMaxDequeueCount: e.QUEUE_MAX_DEQUEUE_COUNT,
     ops: {
@@ -336,12 +379,81 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       jobsRetentionMs: e.JOBS_RETENTION_DAYS > 0 ? e.JOBS_RETENTION_DAYS * 24 * 3_600_000 : undefined,
       priceTable,
     },
+    mountSecrets,
     auth,
     containers: { allowPrivileged: e.CONTAINER_ALLOW_PRIVILEGED === 'true' },
+    events,
+    admission: {
+      queues,
+      coreQuota,
+      maxPools: limit(e.ADMISSION_MAX_POOLS),
+      maxNodes: limit(e.ADMISSION_MAX_NODES),
+      ownerMaxNodes: limit(e.ADMISSION_OWNER_MAX_NODES),
+      ownerMaxCores: limit(e.ADMISSION_OWNER_MAX_CORES),
+      backfillLimit: e.ADMISSION_BACKFILL_LIMIT,
+      pollMs: e.ADMISSION_POLL_SECONDS * 1000,
+    },
     ...(poolIdentity ? { poolIdentity } : {}),
     registryCredentials,
   };
   return deepFreeze(config);
+}
+
+/**
+ * The host storage, as the Functions host reads it: the connection string AzureWebJobsStorage, else an
+ * identity-based connection, given by its service URIs (AzureWebJobsStorage__blobServiceUri, __queueServiceUri,
+ * __tableServiceUri: the host needs blob and queue, the app and the Durable engine table; any endpoint) or by
+ * AzureWebJobsStorage__accountName (public Azure endpoints at STORAGE_ENDPOINT_SUFFIX only).
+ */
+function parseHostStorage(e: z.infer<typeof envSchema>, endpointSuffix: string, problems: string[]): HostStorageRef | undefined {
+  if (e.AzureWebJobsStorage) {
+    try {
+      const ref = parseStorageAccountRef(e.AzureWebJobsStorage, endpointSuffix);
+      if (ref.kind === 'connectionString') return ref;
+      problems.push('AzureWebJobsStorage: must be a connection string (an identity-based connection is given by the AzureWebJobsStorage__* settings)');
+    } catch (err) {
+      problems.push(`AzureWebJobsStorage: ${(err as Error).message}`);
+    }
+    return undefined;
+  }
+  const uris = { blob: e.AzureWebJobsStorage__blobServiceUri, queue: e.AzureWebJobsStorage__queueServiceUri, table: e.AzureWebJobsStorage__tableServiceUri };
+  if (uris.blob || uris.queue || uris.table) {
+    const found: Partial<Record<'blob' | 'queue' | 'table', { uri: string; account: string }>> = {};
+    for (const service of ['blob', 'queue', 'table'] as const) {
+      const name = `AzureWebJobsStorage__${service}ServiceUri`;
+      const value = uris[service];
+      if (!value) {
+        problems.push(`${name} is required with the other AzureWebJobsStorage__*ServiceUri settings (the host needs blob and queue, the app table)`);
+        continue;
+      }
+      try {
+        found[service] = { uri: serviceUri(value), account: accountNameOfServiceUri(value, service) };
+      } catch (err) {
+        problems.push(`${name}: ${(err as Error).message}`);
+      }
+    }
+    const { blob, queue, table } = found;
+    if (!blob || !queue || !table) return undefined;
+    if (queue.account !== blob.account || table.account !== blob.account) {
+      problems.push(`AzureWebJobsStorage__*ServiceUri name different accounts (${blob.account}, ${queue.account}, ${table.account}); the host storage is one account`);
+      return undefined;
+    }
+    return { kind: 'managedIdentity', accountName: blob.account, blobEndpoint: blob.uri, queueEndpoint: queue.uri, tableEndpoint: table.uri };
+  }
+  if (e.AzureWebJobsStorage__accountName) {
+    try {
+      const ref = parseStorageAccountRef(e.AzureWebJobsStorage__accountName, endpointSuffix);
+      if (ref.kind === 'managedIdentity' && ref.queueEndpoint && ref.tableEndpoint && ref.blobEndpoint.startsWith(`https://${ref.accountName}.`)) {
+        return { ...ref, queueEndpoint: ref.queueEndpoint, tableEndpoint: ref.tableEndpoint };
+      }
+      problems.push('AzureWebJobsStorage__accountName: must be a storage account name (an identity-based connection; use the __*ServiceUri settings for other endpoints)');
+    } catch (err) {
+      problems.push(`AzureWebJobsStorage__accountName: ${(err as Error).message}`);
+    }
+    return undefined;
+  }
+  problems.push('AzureWebJobsStorage is required (or, with managed identity, AzureWebJobsStorage__accountName or the AzureWebJobsStorage__blobServiceUri, __queueServiceUri and __tableServiceUri settings)');
+  return undefined;
 }
 
 /**
@@ -367,7 +479,7 @@ function parseDataAccess(
       problems.push(`DATA_ACCOUNTS: entry ${index + 1}: ${(err as Error).message}`);
     }
   });
-  if (!containersText) return { accounts };
+  if (!containersText) return { accounts, mountSources: [] };
   const containers: { account: string; container: string }[] = [];
   containersText.split(',').forEach((entry, index) => {
     const m = /^([a-z0-9]{3,24})\/([a-z0-9-]{1,63}\*?)$/.exec(entry.trim());
@@ -375,7 +487,36 @@ function parseDataAccess(
     else if (!accounts.some((a) => a.accountName === m[1])) problems.push(`DATA_CONTAINERS: entry ${index + 1}: account "${m[1]}" is not in DATA_ACCOUNTS`);
     else containers.push({ account: m[1], container: m[2] });
   });
-  return { accounts, containers };
+  return { accounts, containers, mountSources: [] };
+}
+
+const MOUNT_SOURCE_ENTRY = /^(?:[a-z0-9][a-z0-9.-]{0,252}:\/(?!\/)[A-Za-z0-9._/-]{0,1023}|\/\/[a-z0-9][a-z0-9.-]{0,252}\/[A-Za-z0-9._/-]{1,1024})\*?$/;
+
+/** DATA_MOUNT_SOURCES: "host:/path" (NFS) and "//host/share" (SMB) entries, each exact or a prefix ending in "*". */
+function parseMountSources(text: string | undefined, problems: string[]): string[] {
+  const out: string[] = [];
+  (text ?? '').split(',').forEach((entry, index) => {
+    const v = entry.trim();
+    if (!v) return;
+    if (!MOUNT_SOURCE_ENTRY.test(v)) problems.push(`DATA_MOUNT_SOURCES: entry ${index + 1} must be "host:/path" (NFS) or "//host/share" (SMB), optionally ending in "*", got "${v}"`);
+    else out.push(v);
+  });
+  return out;
+}
+
+/** The prefix of the app settings that hold mount secrets: MOUNT_SECRET_<name>. */
+export const MOUNT_SECRET_PREFIX = 'MOUNT_SECRET_';
+
+/** Every MOUNT_SECRET_<name> setting with a value, keyed by <name>. */
+function parseMountSecrets(env: Record<string, string | undefined>, problems: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(env)) {
+    if (!key.startsWith(MOUNT_SECRET_PREFIX) || value === undefined || value === '') continue;
+    const name = key.slice(MOUNT_SECRET_PREFIX.length);
+    if (!/^[A-Za-z][A-Za-z0-9_]{0,63}$/.test(name)) problems.push(`${key}: the name after MOUNT_SECRET_ must be letters, digits and "_" (at most 64), starting with a letter`);
+    else out[name] = value;
+  }
+  return out;
 }
 
 function isBase64(value: string): boolean {

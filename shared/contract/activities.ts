@@ -11,11 +11,16 @@ import type { JobState } from '../state/states';
 import type { PoolInspection, NodeTaskSpec, TaskSnapshot } from '../batch';
 import type { PoolCreateRequest } from '../planning/jobPlan';
 import type { ImageBlobRef, MpiTaskRequestShape } from '../planning/mpiTaskRequest';
+import type { NodeFileSource, NodeResourceFile } from '../planning/workloadData';
 import type { PoolObservation } from '../planning/provisionPolicy';
 import type { ShardToCopy, ShardCopyResult } from '../storage/shardCopy';
 import type { ListedInputBlob } from '../storage/listing';
 import type { PriceQuote } from '../ops/cost';
-import type { JobOutcome, MpiResult } from './jobResult';
+import type { AdmissionStatus } from '../scheduling/ledger';
+import type { DependencyStatus } from '../scheduling/dependencies';
+import type { PreflightRun } from '../planning/preflight';
+import type { JsonValue } from '../state/record';
+import type { JobOutcome, MpiResult, OutputsResult } from './jobResult';
 import type { StagingContainerRef } from './progress';
 
 /** A node the job runs on, as provisioning found it. */
@@ -58,7 +63,7 @@ export interface SecretEnvironmentRef {
 }
 
 /** A task pinned (by affinity, which Batch treats as a hint) to one node; the activity runs it elevated. */
-export type NodeTaskRequest = Pick<NodeTaskSpec, 'id' | 'affinityId' | 'commandLine' | 'resourceFiles' | 'environment' | 'maxWallClockSeconds'> & {
+export type NodeTaskRequest = Pick<NodeTaskSpec, 'id' | 'affinityId' | 'commandLine' | 'resourceFiles' | 'outputFiles' | 'environment' | 'maxWallClockSeconds'> & {
   secretEnvironment?: SecretEnvironmentRef[];
 };
 
@@ -77,6 +82,17 @@ export interface MpiTaskObservation {
   state: TaskState;
   startTime?: string;
   endTime?: string;
+  /** How often Batch put the task back to active after it started (a node it ran on went away or rebooted). */
+  requeueCount?: number;
+}
+
+/** A note on the job's timeline (not a state change); `eventId` and `at` (the orchestration's time) make a repeated call write it once. */
+export interface JobNoteInput {
+  jobId: string;
+  eventId: string;
+  at: string;
+  reason: string;
+  data?: JsonValue;
 }
 
 export interface InputSource {
@@ -91,16 +107,54 @@ export interface ShardUrlRequest {
   expiresAt: string;
 }
 
+export interface WorkloadUrlsRequest {
+  /** Files for every node; blob sources get a read-only SAS. */
+  files: NodeFileSource[];
+  /** The outputs' container: gets a create/write SAS for Batch's output file uploads. */
+  outputs?: { account: string; container: string };
+  /** ISO time every SAS expires. */
+  expiresAt: string;
+}
+
+export interface WorkloadUrls {
+  /** The MPI task's commonResourceFiles, in the order of `files`. */
+  files: NodeResourceFile[];
+  outputsContainerUrl?: string;
+}
+
+export interface OutputsListRequest {
+  account: string;
+  container: string;
+  prefix: string;
+  /** Upload failures seen by the orchestrator, recorded with the listing. */
+  errors: string[];
+}
+
 export interface BatchTaskRef {
   batchJobId: string;
   taskId: string;
 }
 
+export type { AdmissionStatus, DependencyStatus };
+
 export interface ActivityContract {
+  /**
+   * Asks admission for the job (its claim comes from its row): enqueues it unless it holds a grant or a refusal,
+   * runs a pass, and tells the jobs the pass admitted or refused (the admission event). Answers where the job stands.
+   */
+  admissionRequest(input: { jobId: string }): AdmissionStatus;
+  /** Gives back what the job held, or its place in the queue, and runs a pass that lets others in. */
+  admissionRelease(input: { jobId: string }): void;
+  /** Where the job's dependencies (spec.dependsOn) stand, from its parents' rows. */
+  dependenciesCheck(input: { jobId: string }): DependencyStatus;
+  /** After the job's end is recorded: tells the jobs that depend on it (and on its array), and updates its array's row. */
+  jobEnded(input: { jobId: string }): void;
   /** Records a stage change on the job row (a repeated call for the same state changes nothing). */
   jobTransition(input: JobTransitionInput): void;
   /** Records the final state, the result and the error, if any (a repeat for a finished job changes nothing). */
   jobFinish(input: JobFinishInput): void;
+  /** Appends a note to the job's timeline, e.g. an attempt that failed and the retry that follows. */
+  jobNote(input: JobNoteInput): void;
   costPrice(input: { vmSize: string }): PriceQuote;
   poolCreate(input: PoolCreateRequest): { created: boolean };
   poolInspect(input: { poolId: string }): PoolInspection;
@@ -126,6 +180,18 @@ export interface ActivityContract {
   mpiTaskAdd(input: MpiTaskRequestShape): void;
   mpiTaskObserve(input: BatchTaskRef): MpiTaskObservation;
   mpiResultCollect(input: BatchTaskRef): MpiResult;
+  /** SAS URLs for the files every node downloads and for the outputs' container (data-access policy checked). */
+  workloadUrls(input: WorkloadUrlsRequest): WorkloadUrls;
+  /** What landed under the job's outputs prefix, with sizes and plain URLs. */
+  outputsList(input: OutputsListRequest): OutputsResult;
+  /** Ends the MPI task of an attempt that is given up (Batch requeued it after a node failure). Completed or gone is fine. */
+  mpiTaskTerminate(input: BatchTaskRef): void;
+  /** Adds the preflight check, a multi-instance task over the attempt's nodes (shared/planning/preflight.ts). */
+  preflightTaskAdd(input: MpiTaskRequestShape): void;
+  /** The check's state (mpiTaskObserve for the preflight task: the MPI task's observers never see the check). */
+  preflightObserve(input: BatchTaskRef): MpiTaskObservation;
+  /** The check's exit code and what its master printed, parsed. */
+  preflightCollect(input: BatchTaskRef): PreflightRun;
 }
 
 export type ActivityName = keyof ActivityContract;
@@ -135,11 +201,14 @@ export type ActivityHandler<N extends ActivityName> = (input: ActivityInput<N>) 
 
 /** Every activity name, checked by the compiler against the contract (a missing or extra name does not compile). */
 const NAMES: Record<ActivityName, true> = {
-  jobTransition: true, jobFinish: true, costPrice: true,
+  admissionRequest: true, admissionRelease: true, dependenciesCheck: true, jobEnded: true,
+  jobTransition: true, jobFinish: true, jobNote: true, costPrice: true,
   poolCreate: true, poolInspect: true, poolObserve: true, poolRemoveNodes: true, poolResize: true, poolDelete: true,
   batchJobCreate: true, batchJobAutoComplete: true, batchJobTerminate: true,
   nodeTasksAdd: true, nodeTasksObserve: true,
   inputsList: true, shardCopy: true, shardUrls: true, imageBlobUrls: true, stagedDataDelete: true,
   mpiTaskAdd: true, mpiTaskObserve: true, mpiResultCollect: true,
+  workloadUrls: true, outputsList: true,
+  mpiTaskTerminate: true, preflightTaskAdd: true, preflightObserve: true, preflightCollect: true,
 };
 export const ACTIVITY_NAMES: readonly ActivityName[] = Object.keys(NAMES).filter((n): n is ActivityName => n in NAMES);

@@ -8,3 +8,6 @@ export * from './jobResult';
 export * from './progress';
 export * from './mpiJob';
 export * from './orchestration';
+export * from './outputs';
+export * from './queue';
+export * from './explain';

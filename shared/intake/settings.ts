@@ -1,4 +1,5 @@
-import type { AppConfig } from '../config';
+import { loadConfig, type AppConfig } from '../config';
+import type { ExplainSettings } from '../contract/explain';
 import type { PipelineSettings } from '../contract';
 
 /** The orchestration's settings, resolved from configuration at intake (orchestrators never read settings). */
@@ -10,6 +11,29 @@ export function pipelineSettings(config: AppConfig): PipelineSettings {
     sasMarginMinutes: config.pipeline.sasMarginMinutes,
     nodeTaskMaxAttempts: config.pipeline.nodeTaskMaxAttempts,
     sasMaxLifetimeMinutes: config.pipeline.sasMaxLifetimeMinutes,
+    queuePollMs: config.admission.pollMs,
+    preflightFabricDefaults: config.pipeline.preflightFabricDefaults,
     ...(config.poolIdentity ? { poolIdentityClientId: config.poolIdentity.clientId } : {}),
   };
+}
+
+/** The settings an explain document shows: this deployment's, as the orchestration would get them. */
+export function explainSettings(config: AppConfig): ExplainSettings {
+  const { stagingAccounts, copyConcurrency, sasMarginMinutes, sasMaxLifetimeMinutes, nodeTaskMaxAttempts } = pipelineSettings(config);
+  const poolIdentity = config.poolIdentity ? { resourceId: config.poolIdentity.resourceId, clientId: config.poolIdentity.clientId } : null;
+  return { source: 'deployment', stagingAccounts, copyConcurrency, sasMarginMinutes, sasMaxLifetimeMinutes, nodeTaskMaxAttempts, poolIdentity };
+}
+
+/**
+ * The documented defaults of those settings (an offline explain): shared/config's own defaults, read through it with
+ * only the settings it requires, and the staging accounts left open (every deployment names its own).
+ */
+export function defaultExplainSettings(openValue: (what: string) => string): ExplainSettings {
+  const config = loadConfig({
+    BATCH_ACCOUNT_URL: 'https://batch.invalid',
+    BATCH_ACCOUNT_NAME: 'batch',
+    AzureWebJobsStorage__accountName: 'host',
+    STAGING_ACCOUNTS: 'staging',
+  });
+  return { ...explainSettings(config), source: 'defaults', stagingAccounts: [openValue('staging accounts (STAGING_ACCOUNTS)')] };
 }

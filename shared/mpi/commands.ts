@@ -95,11 +95,18 @@ export interface MpiTaskInput {
   shardManifestPath?: string;
   /** Shell code that fetches this node's shards; runs on every node in the coordination step, before any rank starts. */
   shardDownloadCommand?: string;
+  /**
+   * Shell code run on every node in the coordination step before anything else of ours (before the container starts):
+   * e.g. mounting the job's shared scratch. Trusted pipeline code, not user input.
+   */
+  nodeSetupCommand?: string;
   /** Docker `--shm-size` (kept for callers that only set this); containerOptions.shmSize wins. */
   shmSize?: string;
   containerOptions?: ContainerOptions;
   /** Launcher executable: a path or name, which may reference variables (`$MPI_BIN/mpirun`). Default 'mpirun'. */
   launcher?: string;
+  /** Variables the master exports at run time (e.g. in the pre-execution step) that the launcher forwards to every rank. */
+  forwardNames?: string[];
 }
 
 export interface MpiTaskCommands {
@@ -242,11 +249,12 @@ function validate(input: MpiTaskInput): Validated {
       fail('docker runtime needs a containerName matching [A-Za-z0-9][A-Za-z0-9_.-]*', { containerName: input.containerName });
     }
   }
+  for (const name of input.forwardNames ?? []) if (!ENV_NAME.test(name)) fail(`forwarded variable name ${JSON.stringify(name)} is not a valid identifier`, { name });
   if (input.runtime === 'singularity' && !input.sifCacheKey) fail('runtime singularity needs the image\'s sifCacheKey', {});
   const container = validateContainerOptions(fail, input);
   const sshPort = input.sshPort ?? (input.runtime === 'docker' ? 23 : 22);
   if (!Number.isSafeInteger(sshPort) || sshPort < 1 || sshPort > 65535) fail('sshPort must be 1..65535', { sshPort });
-  for (const f of ['preExecutionCommand', 'coordinationCommand', 'shardDownloadCommand', 'shardManifestPath'] as const) {
+  for (const f of ['preExecutionCommand', 'coordinationCommand', 'shardDownloadCommand', 'shardManifestPath', 'nodeSetupCommand'] as const) {
     const v = input[f];
     if (v !== undefined) noNul(f, v);
   }
@@ -271,6 +279,7 @@ function taskEnvironment(v: Validated, preset: FabricPreset): { env: EnvVar[]; f
     all.set(name, value);
     forwarded.add(name);
   }
+  for (const name of v.input.forwardNames ?? []) forwarded.add(name);
   if (v.input.shardManifestPath !== undefined) {
     all.set(SHARD_MANIFEST_ENV, v.input.shardManifestPath);
     forwarded.add(SHARD_MANIFEST_ENV);
@@ -402,6 +411,7 @@ function rankSetup(v: Validated, preset: FabricPreset): string[] {
 
 function coordinationPrologue(input: MpiTaskInput): string[] {
   const lines = [GLUE_STRICT];
+  if (input.nodeSetupCommand !== undefined) lines.push(input.nodeSetupCommand);
   if (input.shardDownloadCommand !== undefined) lines.push(`eval ${shellQuote(input.shardDownloadCommand)}`);
   return lines;
 }

@@ -8,10 +8,12 @@ import { ValidationErrorResponseSchema } from '../spec/errorSchemas';
 import { JOB_STATES } from '../state/states';
 import {
   CancelJobResponseSchema, HealthResponseSchema, JobConflictResponseSchema, JobListResponseSchema, JobViewSchema,
-  ProblemResponseSchema, SubmitJobResponseSchema,
+  ProblemResponseSchema, QueuesResponseSchema, SubmitJobResponseSchema,
 } from '../state/view';
 import { ACTIONS, appRolesFor, type Action } from '../auth/permissions';
 import { APP_ROLES } from '../auth/roles';
+import { JobOutputsResponseSchema, OUTPUTS_PAGE_DEFAULT, OUTPUTS_PAGE_MAX } from '../contract/outputs';
+import { ExplainDocumentSchema } from '../contract/explain';
 
 export interface OpenApiOptions {
   /** Server URL, e.g. "https://myapp.azurewebsites.net" or "http://127.0.0.1:7071". Default: relative ("/"). */
@@ -74,6 +76,11 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
             name: 'Idempotency-Key', in: 'header', required: false,
             description: 'Client retry key used to derive the job id when the spec has no id.',
             schema: { type: 'string', maxLength: 256 },
+          }, {
+            name: 'dryRun', in: 'query', required: false,
+            description: 'true: run the same checks (spec, data-access and container policies, role), then answer 200 with the ExplainDocument '
+              + 'of what the pipeline would send to Batch (docs/explain.md). Nothing is created: no job row, no orchestration, no Batch call.',
+            schema: { type: 'string', enum: ['true', 'false'], default: 'false' },
           }],
           requestBody: {
             required: true,
@@ -88,8 +95,11 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
               headers: { Location: { description: 'Status URL of the job.', schema: { type: 'string' } } },
               content: jsonContent('SubmitJobResponse'),
             },
-            200: { description: 'An identical submission of an existing job (idempotent repeat).', content: jsonContent('SubmitJobResponse') },
-            400: { description: 'The spec is invalid: every problem with its JSON path.', content: jsonContent('ValidationErrorResponse') },
+            200: {
+              description: 'An identical submission of an existing job (idempotent repeat, SubmitJobResponse); with dryRun=true, what would be sent to Batch (ExplainDocument).',
+              content: { 'application/json': { schema: { oneOf: [ref('SubmitJobResponse'), ref('ExplainDocument')] } } },
+            },
+            400: { description: 'The spec is invalid or refused by this deployment\'s policies (also with dryRun=true): every problem with its JSON path.', content: jsonContent('ValidationErrorResponse') },
             ...authResponses,
             409: { description: 'A job with this id exists with a different spec (JobConflictResponse), or the id belongs to another owner\'s job (ProblemResponse, error JobIdTaken).', content: { 'application/json': { schema: { oneOf: [ref('JobConflictResponse'), ref('ProblemResponse')] } } } },
             413: problem('The body is too large.'),
@@ -185,6 +195,38 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
           },
         },
       },
+      '/api/jobs/{id}/outputs': {
+        get: {
+          operationId: 'getJobOutputs',
+          summary: 'The outputs of a job, with download URLs',
+          description: 'What the job uploaded (spec `outputs`: its container and prefix) with a read-only SAS URL per file, minted for this '
+            + 'call and valid until `expiresAt` (an hour at most). Pages of at most `top` files; `continuationToken` gets the next page. '
+            + '`hpcjob download` uses it.',
+          security: securityFor('job:read'),
+          parameters: [
+            idParam,
+            { name: 'top', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: OUTPUTS_PAGE_MAX, default: OUTPUTS_PAGE_DEFAULT } },
+            { name: 'continuationToken', in: 'query', required: false, schema: { type: 'string' } },
+          ],
+          responses: {
+            200: { description: 'One page of outputs.', content: jsonContent('JobOutputsResponse') },
+            400: problem('A bad parameter.'),
+            ...authResponses,
+            404: problem('No such job, or not yours (JobNotFound); or the job has no outputs section (NoOutputs).'),
+            409: problem('The deployment no longer lets jobs use the outputs\' container (OutputsNotAccessible).'),
+          },
+        },
+      },
+      '/api/queues': {
+        get: {
+          operationId: 'getQueues',
+          summary: 'Admission queues',
+          description: 'Per queue: jobs waiting (depth), jobs holding a reservation, reserved nodes and cores per VM family; the totals and the limits admission keeps (docs/scheduling.md).',
+          responses: {
+            200: { description: 'The queues.', content: jsonContent('QueuesResponse') },
+          },
+        },
+      },
       '/api/usage': {
         get: {
           operationId: 'getUsage',
@@ -266,6 +308,9 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
         JobConflictResponse: schemaOf(JobConflictResponseSchema, 'output'),
         ProblemResponse: schemaOf(ProblemResponseSchema, 'output'),
         HealthResponse: schemaOf(HealthResponseSchema, 'output'),
+        JobOutputsResponse: schemaOf(JobOutputsResponseSchema, 'output'),
+        QueuesResponse: schemaOf(QueuesResponseSchema, 'output'),
+        ExplainDocument: schemaOf(ExplainDocumentSchema, 'output'),
       },
       securitySchemes: {
         entraId: {

@@ -37,6 +37,8 @@ export interface SweepDeps {
   /** Host storage, where the lease blob lives. */
   hostBlobs: BlobServiceClient;
   settings: SweepSettings;
+  /** The event relay's records of a job (cursors, delivery attempts), purged with it; absent when events are off. */
+  eventDeliveries?: { purge(jobId: string): Promise<number> };
   now?: () => Date;
 }
 
@@ -77,15 +79,20 @@ export async function runSweep(deps: SweepDeps): Promise<SweepReport> {
     report.ran = true;
     // Without the whole picture (every job row, every owned pool and Batch job) no rule can tell a leak from a
     // live job's resource: a failed listing skips the run.
-    let listed: [JobRecord[], Awaited<ReturnType<typeof listOwnedPools>>, OwnedJob[]];
+    let listed: [Awaited<ReturnType<typeof listAllJobs>>, Awaited<ReturnType<typeof listOwnedPools>>, OwnedJob[]];
     try {
       listed = await Promise.all([listAllJobs(deps.store), listOwnedPools(deps.batch), listOwnedJobs(deps.batch)]);
     } catch (err) {
       skip('list jobs, pools and Batch jobs (the run decided nothing)', err);
       return report;
     }
-    const [rows, pools, batchJobs] = listed;
+    const [{ rows, unreadable }, pools, batchJobs] = listed;
     const unobserved = new Set<string>();
+    // A row that cannot be read is a job we know nothing about, not an unknown job: its resources are left alone.
+    for (const u of unreadable) {
+      unobserved.add(u.id);
+      skip('read job row', new Error(u.error), u.id);
+    }
     const jobs = new Map<string, ObservedJobRow>();
     for (const r of rows) {
       try {
@@ -163,6 +170,8 @@ async function act(deps: SweepDeps, a: SweepAction, earlierFailures: string[]): 
     }
     case 'purgeJob': {
       await deps.orchestrations.purge(a.jobId);
+      // Before the row: an interrupted purge leaves the row, which the next run finds and purges again.
+      await deps.eventDeliveries?.purge(a.jobId);
       const r = await deps.store.purge(a.jobId);
       return `job row ${r.row ? 'and' : 'already gone;'} ${r.events} event(s) and orchestration history purged`;
     }
@@ -195,7 +204,7 @@ async function endJob(store: JobStore, jobId: string, to: 'Failed' | 'Cancelled'
   try {
     const job = await store.get(jobId);
     if (!job || isTerminal(job.state)) return;
-    if (job.state !== 'CleaningUp' && job.state !== 'Submitted') await store.transition(jobId, 'CleaningUp', `sweep: ${reason}`, { stage: 'CleaningUp' });
+    if (job.state !== 'CleaningUp' && job.state !== 'Submitted' && job.state !== 'Queued') await store.transition(jobId, 'CleaningUp', `sweep: ${reason}`, { stage: 'CleaningUp' });
     await store.transition(jobId, to, reason, { stage: to, error: { code, message: reason } });
   } catch (err) {
     // The run finished the row itself between our look and our write: nothing left to do.
@@ -315,15 +324,17 @@ function ranOn(result: JobRecord['result']): string[] | undefined {
   return nodes.length ? [...new Set(nodes)] : undefined;
 }
 
-async function listAllJobs(store: JobStore): Promise<JobRecord[]> {
-  const out: JobRecord[] = [];
+async function listAllJobs(store: JobStore): Promise<{ rows: JobRecord[]; unreadable: { id: string; error: string }[] }> {
+  const rows: JobRecord[] = [];
+  const unreadable: { id: string; error: string }[] = [];
   let token: string | undefined;
   do {
     const page = await store.list({ top: 1000, continuationToken: token });
-    out.push(...page.jobs);
+    rows.push(...page.jobs);
+    unreadable.push(...(page.unreadable ?? []));
     token = page.continuationToken;
-  } while (token && out.length < MAX_JOB_ROWS);
-  return out;
+  } while (token && rows.length < MAX_JOB_ROWS);
+  return { rows, unreadable };
 }
 
 /**
@@ -341,7 +352,7 @@ function observeRow(r: JobRecord): ObservedJobRow {
   }
   const keep = r.spec?.cleanup.keepStagedData;
   return {
-    id: r.id, state: r.state, createdAt: r.createdAt, updatedAt: r.updatedAt, wallClockLimitMs, keepsPool, cancelRequestedAt: r.cancelRequestedAt,
+    id: r.id, state: r.state, createdAt: r.createdAt, updatedAt: r.updatedAt, wallClockLimitMs, keepsPool, cancelRequestedAt: r.cancelRequestedAt, isArray: !!r.spec?.array,
     keepStagedDataMs: typeof keep === 'string' ? parseIsoDuration(keep) ?? undefined : undefined,
   };
 }

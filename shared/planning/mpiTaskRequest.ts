@@ -2,8 +2,9 @@
  * Maps a job onto the command lines Batch runs: the per-node pull task, the job release task and the
  * multi-instance MPI task. Pure; the shell-level work is done by the builders in shared/mpi.
  */
-import { bashCommandLine } from '../mpi/shellQuote';
-import { buildContainerCleanupCommand, buildMpiTaskCommands, pullLines, type BindMount, type ContainerOptions } from '../mpi/commands';
+import { bashCommandLine, shellQuote } from '../mpi/shellQuote';
+import { ARRAY_ENV } from '../spec/sections/scheduling';
+import { buildContainerCleanupCommand, buildMpiTaskCommands, pullLines, type BindMount, type ContainerOptions, type MpiTaskInput } from '../mpi/commands';
 import { sifCleanupLine } from '../mpi/singularity';
 import { REGISTRY_SECRET_ENV, registryLoginLines, registryLogoutLines, type RegistryLoginPlan } from '../mpi/registryLogin';
 import { PlanningError } from './errors';
@@ -12,6 +13,7 @@ import { GLUE_STRICT } from '../mpi/userShell';
 import type { JobSpec } from '../spec/schema';
 import type { ImageEntry } from '../spec/sections/container';
 import type { JobPlan } from './jobPlan';
+import { masterOutputFiles, nodeSetupScript, outputsPlan, rankEnvironmentPrefix, rankLogOptions, releaseScript, type NodeResourceFile, type TaskOutputFile } from './workloadData';
 
 export interface MpiTaskRequestShape {
   batchJobId: string;
@@ -20,7 +22,9 @@ export interface MpiTaskRequestShape {
   coordinationCommandLine: string;
   applicationCommandLine: string;
   environment: { name: string; value: string }[];
-  commonResourceFiles: { httpUrl: string; filePath: string }[];
+  commonResourceFiles: NodeResourceFile[];
+  /** Uploaded by Batch from the master when the task ends, before it counts as completed. */
+  outputFiles?: TaskOutputFile[];
   maxWallClockSeconds?: number;
   maxTaskRetryCount?: number;
 }
@@ -104,8 +108,18 @@ export function pullTask(jobId: string, spec: JobSpec, blobUrls: readonly string
 
 /** The job release task: removes the job's containers (docker) or SIF files (singularity) on every node that ran part of the job. */
 export function releaseTaskCommand(jobId: string, spec: JobSpec): string {
-  if (spec.container.runtime === 'singularity') return bashCommandLine(sifCleanupLine(sifCacheKeyFor(jobId)));
-  return buildContainerCleanupCommand(spec.container.runtime === 'docker' ? [containerNameFor(jobId)] : []);
+  const containers = spec.container.runtime === 'singularity'
+    ? bashCommandLine(sifCleanupLine(sifCacheKeyFor(jobId)))
+    : buildContainerCleanupCommand(spec.container.runtime === 'docker' ? [containerNameFor(jobId)] : []);
+  // The shared scratch goes first (never failing): the exit code stays the container cleanup's verdict.
+  const scratch = releaseScript(spec, jobId);
+  return scratch ? bashCommandLine(`${scratch}; ${containers}`) : containers;
+}
+
+/** The SAS URLs the MPI task needs, minted by the workloadUrls activity for this run. */
+export interface MpiTaskUrls {
+  commonResourceFiles: NodeResourceFile[];
+  outputsContainerUrl?: string;
 }
 
 /**
@@ -134,28 +148,37 @@ export function containerOptionsFor(spec: JobSpec): ContainerOptions {
 }
 
 /**
- * The multi-instance task. Every rank runs the user's command under /bin/sh with MPIJOB_DATA_DIR set to its own
- * node's shard directory: the export is evaluated by each rank's shell, so node-local variables such as
- * $AZ_BATCH_NODE_SHARED_DIR resolve on that node.
+ * What every rank's shell gets besides the user's environment: the pipeline's exports (the job scratch, an array job's
+ * index and parameter — MPIJOB_ is reserved in the task env, so they are exported as quoted literals) as a prefix for
+ * the pre-execution command, and the user's environment without them. The MPI task and the preflight check share it.
  */
-export function mpiTaskRequest(
-  plan: JobPlan,
-  spec: JobSpec,
-  nodes: { id: string }[],
-  dataDir: string,
-  batchJobId: string,
-): MpiTaskRequestShape {
+export function rankSetup(spec: JobSpec, jobId: string): { env: Record<string, string>; prefix: string } {
+  const { [ARRAY_ENV.index]: arrayIndex, [ARRAY_ENV.param]: arrayParam, ...env } = spec.mpi.env;
+  const arrayExports = [[ARRAY_ENV.index, arrayIndex], [ARRAY_ENV.param, arrayParam]]
+    .filter(([, v]) => v !== undefined).map(([k, v]) => `export ${k}=${shellQuote(v as string)}; `).join('');
+  return { env, prefix: `${rankEnvironmentPrefix(spec, jobId)}${arrayExports}` };
+}
+
+/**
+ * What the MPI command builder gets for this job on `nodeCount` nodes. Every rank runs the user's command under
+ * /bin/sh with MPIJOB_DATA_DIR set to its own node's shard directory: the export is evaluated by each rank's shell,
+ * so node-local variables such as $AZ_BATCH_NODE_SHARED_DIR resolve on that node. A job of an array carries
+ * MPIJOB_ARRAY_INDEX and MPIJOB_ARRAY_PARAM in its spec's mpi.env (intake put them there): being pipeline variables
+ * (MPIJOB_ is reserved for those) they are exported the same way, as quoted literals, not forwarded as user environment.
+ */
+export function mpiTaskInput(plan: JobPlan, spec: JobSpec, nodeCount: number, dataDir: string): MpiTaskInput {
   const runtime = spec.container.runtime;
-  const commands = buildMpiTaskCommands({
+  const { env, prefix } = rankSetup(spec, plan.jobId);
+  return {
     runtime,
     mpiRuntime: spec.mpi.runtime,
     mpiVersion: spec.mpi.version,
-    nodes: nodes.length,
+    nodes: nodeCount,
     processesPerNode: spec.mpi.processesPerNode,
-    command: `export MPIJOB_DATA_DIR="${dataDir}"; ${spec.mpi.command}`,
+    command: `export MPIJOB_DATA_DIR="${dataDir}"; ${prefix}${spec.mpi.command}`,
     launcherMode: spec.mpi.launcher.mode,
     launcher: spec.mpi.launcher.executable,
-    options: spec.mpi.options,
+    options: [...spec.mpi.options, ...rankLogOptions(spec)],
     fabric: spec.mpi.fabric,
     vmSize: spec.pool.vmSize ?? plan.poolCreate.vmSize,
     image: runtime === 'docker' ? (spec.container.images[0] as string) : undefined,
@@ -163,18 +186,34 @@ export function mpiTaskRequest(
     containerName: runtime === 'docker' ? containerNameFor(plan.jobId) : undefined,
     containerOptions: runtime === 'none' ? undefined : containerOptionsFor(spec),
     sshPort: spec.mpi.sshPort,
-    env: spec.mpi.env,
-    preExecutionCommand: spec.mpi.preExecutionCommand,
+    env,
+    preExecutionCommand: spec.mpi.preExecutionCommand === undefined ? undefined : `${prefix}${spec.mpi.preExecutionCommand}`,
     coordinationCommand: spec.mpi.coordinationCommand,
-  });
+    nodeSetupCommand: nodeSetupScript(spec, plan.jobId),
+  };
+}
+
+/** The multi-instance task on the job's nodes, with the SAS URLs minted for this run. */
+export function mpiTaskRequest(
+  plan: JobPlan,
+  spec: JobSpec,
+  nodes: { id: string }[],
+  dataDir: string,
+  batchJobId: string,
+  urls: MpiTaskUrls = { commonResourceFiles: [] },
+  /** A retried attempt's task has its own id (ids are unique in a Batch job). */
+  taskId: string = plan.mpiTaskId,
+): MpiTaskRequestShape {
+  const commands = buildMpiTaskCommands(mpiTaskInput(plan, spec, nodes.length, dataDir));
   return {
     batchJobId,
-    taskId: plan.mpiTaskId,
+    taskId,
     numberOfInstances: nodes.length,
     coordinationCommandLine: commands.coordinationCommandLine,
     applicationCommandLine: commands.applicationCommandLine,
     environment: commands.environment,
-    commonResourceFiles: [],
+    commonResourceFiles: urls.commonResourceFiles,
+    outputFiles: masterOutputFiles(outputsPlan(spec, plan.jobId), urls.outputsContainerUrl),
     maxWallClockSeconds: plan.mpiMaxWallClockSeconds,
     maxTaskRetryCount: spec.limits.maxRetries,
   };

@@ -19,7 +19,7 @@ import {
 } from './entityCodec';
 import { ConcurrencyConflictError, IllegalTransitionError, InvalidContinuationTokenError, JobNotFoundError } from './errors';
 import { transition as applyTransition } from './machine';
-import type { JobEvent, JobPatch, JobRecord, JsonValue } from './record';
+import type { ArrayMembership, JobEvent, JobPatch, JobRecord, JsonValue } from './record';
 import { isPast, type JobState } from './states';
 
 export const DEFAULT_JOBS_TABLE = 'Jobs';
@@ -32,6 +32,11 @@ export interface JobStoreOptions {
   now?: () => Date;
   /** ETag retries before ConcurrencyConflictError (default 10). */
   maxAttempts?: number;
+  /**
+   * Told of each transition once it is recorded (the event relay's announcement, shared/events). Its failure never
+   * fails the transition: the relay finds transitions nobody announced.
+   */
+  onTransition?: (event: JobEvent) => Promise<void>;
 }
 
 /** A job to record: an accepted spec, or a rejected submission's document (kept so its sender can see it). */
@@ -43,6 +48,8 @@ export type NewJob = {
   ownerName?: string;
   /** Creation reason recorded in the first event (default "submitted"). */
   reason?: string;
+  /** A job of an array: which array, and its index. */
+  array?: ArrayMembership;
 } & ({ spec: JobSpec } | { rejected: { name: string; document: JsonValue } });
 
 export interface TransitionOutcome {
@@ -81,6 +88,8 @@ export interface ListJobsPage {
   jobs: JobRecord[];
   /** Present when more rows may match: pass it back to get the next page. */
   continuationToken?: string;
+  /** Rows of this page that could not be read (damaged, or written by an incompatible version): left out, named here. */
+  unreadable?: { id: string; error: string }[];
 }
 
 type Entity = TableEntityResult<Record<string, unknown>>;
@@ -94,10 +103,12 @@ function statusOf(err: unknown): number | undefined {
 export class JobStore {
   private readonly now: () => Date;
   private readonly maxAttempts: number;
+  private readonly onTransition?: (event: JobEvent) => Promise<void>;
 
   constructor(private readonly jobs: TableClient, private readonly eventsTable: TableClient, options: JobStoreOptions = {}) {
     this.now = options.now ?? (() => new Date());
     this.maxAttempts = options.maxAttempts ?? 10;
+    this.onTransition = options.onTransition;
   }
 
   /** Build from a storage connection string (Azurite's or a real account's). */
@@ -156,6 +167,7 @@ export class JobStore {
       updatedAt: at,
       eventSeq: 1,
       lastEvent: first,
+      ...(input.array ? { array: input.array } : {}),
     };
     try {
       await this.jobs.createEntity(jobToEntity(record));
@@ -168,6 +180,7 @@ export class JobStore {
       return { created: false, job: existing };
     }
     await this.writeEvent(first);
+    await this.announce(first);
     return { created: true, job: record };
   }
 
@@ -192,8 +205,12 @@ export class JobStore {
       }
       const { row, event } = applyTransition(current.job, to, reason, this.now());
       const next = withPatch(row, patch);
+      // The row about to be replaced may be the only record of its transition (the process that wrote it died before
+      // the event write): write that event first, so no seq is ever missing from the timeline (the event relay's outbox).
+      await this.repairLastEvent(current.job);
       if (await this.replace(next, current.etag)) {
         await this.writeEvent(event);
+        await this.announce(event);
         return { job: next, event, applied: true };
       }
       await backoff(attempt);
@@ -289,12 +306,25 @@ export class JobStore {
     return out.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : (a.seq ?? 0) - (b.seq ?? 0)));
   }
 
+  /** Job rows updated at or after `since` (ISO 8601): the event relay's scan for transitions nobody announced. */
+  async changedSince(since: string): Promise<{ id: string; eventSeq: number; updatedAt: string }[]> {
+    const out: { id: string; eventSeq: number; updatedAt: string }[] = [];
+    const filter = odata`RowKey eq ${JOB_ROW_KEY} and updatedAt ge ${isoBound('since', since)}`;
+    const iter = this.jobs.listEntities<Record<string, unknown>>({ queryOptions: { filter, select: ['PartitionKey', 'eventSeq', 'updatedAt'] } });
+    for await (const e of iter) {
+      out.push({ id: String(e.partitionKey), eventSeq: typeof e.eventSeq === 'number' ? e.eventSeq : 0, updatedAt: String(e.updatedAt ?? '') });
+    }
+    return out;
+  }
+
   async list(query: ListJobsQuery = {}): Promise<ListJobsPage> {
     const top = Math.min(Math.max(Math.trunc(query.top ?? 100), 1), 1000);
     const filter = buildListFilter(query);
     let token = query.continuationToken;
     if (token !== undefined) assertContinuationToken(token);
     const jobs: JobRecord[] = [];
+    const unreadable: { id: string; error: string }[] = [];
+    const done = (continuationToken?: string): ListJobsPage => ({ jobs, ...(continuationToken ? { continuationToken } : {}), ...(unreadable.length ? { unreadable } : {}) });
     // A filtered scan may return short or empty pages with a token; keep reading (bounded) until the
     // page is full, asking each time only for what is still missing so no row is skipped.
     for (let request = 0; request < 20; request++) {
@@ -307,13 +337,20 @@ export class JobStore {
         if (query.continuationToken !== undefined && statusOf(err) === 400) throw new InvalidContinuationTokenError(query.continuationToken);
         throw err;
       }
-      if (page.done) return { jobs };
-      for (const e of page.value) jobs.push(entityToJob(e as Entity));
+      if (page.done) return done();
+      for (const e of page.value) {
+        // One damaged row must never fail a list (or the sweep that reads every row): it is named and left out.
+        try {
+          jobs.push(entityToJob(e as Entity));
+        } catch (err) {
+          unreadable.push({ id: String((e as Entity).partitionKey), error: err instanceof Error ? err.message : String(err) });
+        }
+      }
       token = page.value.continuationToken;
-      if (!token) return { jobs };
-      if (jobs.length >= top) break;
+      if (!token) return done();
+      if (jobs.length + unreadable.length >= top) break;
     }
-    return { jobs, continuationToken: token };
+    return done(token);
   }
 
   private async read(id: string): Promise<{ job: JobRecord; etag: string } | undefined> {
@@ -342,6 +379,14 @@ export class JobStore {
   private async writeEvent(event: JobEvent): Promise<void> {
     // Upsert: the RowKey is fully determined by the event, so a repeat is a no-op rewrite.
     await this.eventsTable.upsertEntity(eventToEntity(event), 'Replace');
+  }
+
+  private async announce(event: JobEvent): Promise<void> {
+    try {
+      await this.onTransition?.(event);
+    } catch {
+      // Announcing is best effort (see JobStoreOptions.onTransition); the listener reports its own failures.
+    }
   }
 
   /**

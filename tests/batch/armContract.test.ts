@@ -1,8 +1,9 @@
 /**
  * The Batch management plane (Microsoft.Batch/batchAccounts/pools, api-version 2023-11-01) of the emulator, driven
  * by the product's own adapter (shared/batch/armPools.ts over @azure/arm-batch 9.1.0) with the bodies the product
- * builds (shared/planning/poolSpec.ts from a job plan), authenticated as the app's managed identity through the
- * local identity service's instance metadata service (the path DefaultAzureCredential takes). Every exchange is
+ * builds (shared/planning/batchRequests.ts jobPoolSpec from a job plan), authenticated as the app's managed identity
+ * through the App Service managed identity endpoint the local Functions host gives the app (IDENTITY_ENDPOINT, the
+ * path DefaultAzureCredential takes in a Function App). Every exchange is
  * validated against the official management spec (BatchManagement-2023-11-01.json and the ARM common types),
  * strictly; the operations the product calls must all be among them. Also: the SDK's delete poller follows the
  * long-running operation to its end, list pages follow nextLink, Resource Manager's 401/403/404 bodies, and the
@@ -17,7 +18,7 @@ import { localIdentityWiring, type LocalIdentityWiring } from '../../local/super
 import { loadConfig } from '../../shared/config';
 import * as batch from '../../shared/batch';
 import { planJob } from '../../shared/planning/jobPlan';
-import { jobPoolSpecFor } from '../../shared/planning/poolSpec';
+import { jobPoolSpec } from '../../shared/planning/batchRequests';
 import { parseJobSpec } from '../../shared/spec';
 import { productArmOperations } from './productOperations';
 import { until } from './until';
@@ -26,14 +27,13 @@ import { sdkClient } from '../../local/batch/testing/sdkHelpers';
 let identity: IdentityService;
 let wiring: LocalIdentityWiring;
 let emu: BatchEmulatorHandle;
-let appImds: { endpoint: string; close(): void };
 const exchanges: ExchangeRecord[] = [];
 const validator = createManagementValidator();
 let arm: batch.ArmBatchContext;
 
 /** A token credential as a given identity on a given host would get one (tests of other principals). */
 function miCredential(resourceId: string, resource = 'https://management.azure.com/', lifetimeSeconds?: number): TokenCredential {
-  return { getToken: async (): Promise<AccessToken> => ({ token: await identity.managedIdentityToken(resourceId, resource, lifetimeSeconds), expiresOnTimestamp: Date.now() + 3_600_000 }) };
+  return { getToken: async (): Promise<AccessToken> => ({ token: await identity.resourceToken(resource, { identity: identity.managedIdentities.byResourceId(resourceId)! }, { lifetimeSeconds }), expiresOnTimestamp: Date.now() + 3_600_000 }) };
 }
 
 function appConfig(extra: Record<string, string> = {}) {
@@ -56,7 +56,7 @@ function appConfig(extra: Record<string, string> = {}) {
 function productPool(jobId: string, specYaml: string, resourceFiles?: batch.ResourceFileSpec[]): batch.JobPoolSpec {
   const parsed = parseJobSpec(specYaml, 'application/yaml');
   if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
-  return jobPoolSpecFor(planJob(jobId, parsed.spec).poolCreate, resourceFiles, wiring.pool.resourceId);
+  return jobPoolSpec(planJob(jobId, parsed.spec).poolCreate, { startTaskFiles: resourceFiles, identityResourceId: wiring.pool.resourceId });
 }
 
 const DOCKER_JOB = `
@@ -75,9 +75,10 @@ beforeAll(async () => {
     arm: wiring.arm,
     onArmExchange: (ex) => exchanges.push(ex),
   });
-  // The app's credential exactly as in Azure (managed identity, AZURE_CLIENT_ID's client id), its IMDS local.
-  appImds = identity.openImds([wiring.app.resourceId]);
-  process.env.AZURE_POD_IDENTITY_AUTHORITY_HOST = appImds.endpoint;
+  // The app's credential exactly as in Azure Functions (managed identity, AZURE_CLIENT_ID's client id), through the
+  // App Service identity endpoint as the local host sets it.
+  process.env.IDENTITY_ENDPOINT = identity.appServiceIdentity.endpoint;
+  process.env.IDENTITY_HEADER = identity.appServiceIdentity.header;
   const cfg = appConfig();
   arm = batch.createArmBatchContext(cfg, {
     credential: new ManagedIdentityCredential({ clientId: wiring.app.clientId }),
@@ -86,8 +87,8 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  delete process.env.AZURE_POD_IDENTITY_AUTHORITY_HOST;
-  appImds?.close();
+  delete process.env.IDENTITY_ENDPOINT;
+  delete process.env.IDENTITY_HEADER;
   await emu?.stop();
   await identity?.stop();
 });
@@ -172,7 +173,7 @@ describe('Resource Manager\'s door', () => {
     const res = await fetch(url, { headers: token ? { Authorization: `Bearer ${token}` } : {} });
     return { status: res.status, body: (await res.json().catch(() => undefined)) as { error?: { code: string; message: string } } | undefined, headers: res.headers };
   };
-  const appToken = (resource = 'https://management.azure.com/', lifetime?: number) => identity.managedIdentityToken(wiring.app.resourceId, resource, lifetime);
+  const appToken = (resource = 'https://management.azure.com/', lifetime?: number) => identity.resourceToken(resource, { identity: wiring.app }, { lifetimeSeconds: lifetime });
 
   test('401 without a token, with an expired one, or one for another audience', async () => {
     const none = await get(poolPath());
@@ -190,10 +191,10 @@ describe('Resource Manager\'s door', () => {
     const asPool = batch.createArmBatchContext(appConfig(), { credential: miCredential(wiring.pool.resourceId), policy: { maxAttempts: 1, initialMs: 1, maxMs: 1, multiplier: 1, jitter: 0 } }) as batch.ArmBatchContext;
     await expect(batch.createJobPoolArm(asPool, productPool('armjob4', DOCKER_JOB))).rejects.toMatchObject({ code: 'AuthorizationFailed', status: 403, requestId: expect.any(String) });
     // A contributor on the account who may not assign the identity.
-    const other = identity.managedIdentities.byName('id-app');
+    const other = wiring.app;
     const emu2 = await startBatchEmulator({ identity: wiring.nodeIdentities, arm: { ...wiring.arm, access: { ...wiring.arm.access, identityOperators: {} } }, onArmExchange: (ex) => exchanges.push(ex) });
     try {
-      const ctx2 = batch.createArmBatchContext({ ...appConfig(), poolIdentity: { ...appConfig().poolIdentity!, armEndpoint: emu2.armUrl as string } }, { credential: miCredential(other!.resourceId), policy: { maxAttempts: 1, initialMs: 1, maxMs: 1, multiplier: 1, jitter: 0 } }) as batch.ArmBatchContext;
+      const ctx2 = batch.createArmBatchContext({ ...appConfig(), poolIdentity: { ...appConfig().poolIdentity!, armEndpoint: emu2.armUrl as string } }, { credential: miCredential(other.resourceId), policy: { maxAttempts: 1, initialMs: 1, maxMs: 1, multiplier: 1, jitter: 0 } }) as batch.ArmBatchContext;
       const err = (await batch.createJobPoolArm(ctx2, productPool("armjob5", DOCKER_JOB)).catch((e: unknown) => e)) as batch.BatchError;
       expect(err).toMatchObject({ code: 'LinkedAuthorizationFailed', status: 403 });
       expect(err.message).toContain('Microsoft.ManagedIdentity/userAssignedIdentities/assign/action');

@@ -1,7 +1,7 @@
 /**
  * `identityReference` on resource files and output files, end to end against real blob storage: Azurite's blob
  * service with OAuth (`--oauth basic`, which Azure Storage's bearer tokens need: https only), a pool created through
- * the emulator's management plane carrying id-pool, and the emulated node agent reading the start task's file and
+ * the emulator's management plane carrying id-pool-local, and the emulated node agent reading the start task's file and
  * uploading a task's output with the pool identity's token from the node's instance metadata service. The URLs carry
  * no SAS. A file that names an identity the pool does not carry fails with the reason.
  *
@@ -10,7 +10,7 @@
  * authorize it (that is infra's Storage Blob Data Reader on the data accounts).
  *
  * TLS: Azurite serves a self-signed certificate (made as the local identity service makes its own); the emulated node
- * image trusts it (`nodeCaCerts`), and so do this test's own requests.
+ * image trusts it (`trustedCertificates`), and so do this test's own requests.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -73,9 +73,9 @@ beforeAll(async () => {
   blobEndpoint = await startOAuthAzurite(tls.certFile, tls.keyFile);
   identity = await startIdentityService();
   wiring = localIdentityWiring(identity);
-  emu = await startBatchEmulator({ timing: { allocateMs: 20, bootMs: 20, leaveMs: 20, startTaskPollMs: 20 }, identity: wiring.nodeIdentities, arm: wiring.arm, nodeCaCerts: ca });
+  emu = await startBatchEmulator({ timing: { allocateMs: 20, bootMs: 20, leaveMs: 20, startTaskPollMs: 20 }, identity: wiring.nodeIdentities, arm: wiring.arm, trustedCertificates: [ca] });
   // The user's data, written as someone holding a storage token: a setup script the start task downloads, a container for outputs.
-  const owner = await identity.managedIdentityToken(wiring.app.resourceId, 'https://storage.azure.com/');
+  const owner = await identity.resourceToken('https://storage.azure.com/', { identity: wiring.app });
   for (const c of ['software', 'results']) expect((await storage('PUT', `${blobEndpoint}/${c}?restype=container`, owner)).status).toBe(201);
   expect((await storage('PUT', `${blobEndpoint}/software/setup.sh`, owner, 'echo set up by identity\n', { 'x-ms-blob-type': 'BlockBlob' })).status).toBe(201);
 }, 60_000);
@@ -94,7 +94,7 @@ test('the start task reads its file and a task uploads its output with the pool 
     BATCH_SUBSCRIPTION_ID: wiring.arm.subscriptionId, BATCH_RESOURCE_GROUP: wiring.arm.resourceGroup,
     POOL_IDENTITY_RESOURCE_ID: wiring.pool.resourceId, POOL_IDENTITY_CLIENT_ID: wiring.pool.clientId, ARM_ENDPOINT: emu.armUrl as string,
   });
-  const credential = { getToken: async () => ({ token: await identity.managedIdentityToken(wiring.app.resourceId, 'https://management.azure.com/'), expiresOnTimestamp: Date.now() + 3_600_000 }) };
+  const credential = { getToken: async () => ({ token: await identity.resourceToken('https://management.azure.com/', { identity: wiring.app }), expiresOnTimestamp: Date.now() + 3_600_000 }) };
   const arm = batch.createArmBatchContext(cfg, { credential }) as batch.ArmBatchContext;
   const setupUrl = `${blobEndpoint}/software/setup.sh`;
   await batch.createJobPoolArm(arm, {
@@ -113,7 +113,7 @@ test('the start task reads its file and a task uploads its output with the pool 
   });
   const t = await waitForTask(client, 'idjob', 'writer');
   expect({ exit: t.executionInfo?.exitCode, failure: t.executionInfo?.failureInfo, err: await readTaskFile(client, 'idjob', 'writer', 'fileuploaderr.txt') }).toEqual({ exit: 0, failure: undefined, err: '' });
-  const reader = await identity.managedIdentityToken(wiring.app.resourceId, 'https://storage.azure.com/');
+  const reader = await identity.resourceToken('https://storage.azure.com/', { identity: wiring.app });
   expect(await storage('GET', `${blobEndpoint}/results/run1/result.txt`, reader)).toEqual({ status: 200, body: 'set up by identity\n' });
   expect(await readTaskFile(client, 'idjob', 'writer', 'fileuploadout.txt')).toMatch(/uploaded wd\/result\.txt to .*\/results\/run1\/result\.txt .* with identity .*id-pool/);
 

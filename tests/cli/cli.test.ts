@@ -12,6 +12,11 @@ import { readFileSync } from 'node:fs';
 import { parse, stringify } from 'yaml';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { CLI_CLIENT_ID } from '../../local/identity';
+import type { ExplainDocument } from '../../shared/contract/explain';
+import { defaultExplainSettings } from '../../shared/intake/settings';
+import { deploymentValue, explainJob } from '../../shared/planning/explain';
+import { parseJobSpec } from '../../shared/spec';
+import { submissionJobId } from '../../shared/state/submission';
 
 const CLI = path.join(REPO_ROOT, 'dist', 'cli', 'index.js');
 let stack: Stack;
@@ -273,4 +278,65 @@ describe('hpcjob signed in with Entra ID (here: the local issuer, through @azure
     const after = await hpcjob(['list'], signIn());
     expect({ code: after.code, stderr: after.stderr }).toEqual({ code: 3, stderr: expect.stringMatching(/not signed in: run `hpcjob login`/) });
   }, 90_000);
+});
+
+describe('hpcjob explain', () => {
+  const hpl = path.join(REPO_ROOT, 'examples', 'workloads', 'hpl-openmpi-native.yaml');
+
+  it('--offline: no endpoint; a readable summary of every stage, and with --json the same document the pure function gives', async () => {
+    const run = await hpcjob(['explain', '--offline', hpl]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^job h-[0-9a-f]{32} \(id from content\), offline, with the documented default settings .*nothing was created$/m);
+    expect(run.stdout).toMatch(/^Pool {6}create hpc-h-[0-9a-f]{32}: 2 × Standard_HB120rs_v3, image microsoft-dsvm\/ubuntu-hpc\/2204\/latest/m);
+    expect(run.stdout).toMatch(/^ {12}hpl_lu\.c ← <run-time: read-only SAS URL of blob data1\/software\/hpl_lu\.c, valid 1440 minutes>$/m);
+    expect(run.stdout).toMatch(/^Files {5}HPL\.dat ← blob:data1\/software\/HPL\.dat \(mode 0644\) \(SAS 80 min\)$/m);
+    expect(run.stdout).toMatch(/^MPI task {2}mpi: 2 instance\(s\), openmpi 4\.1 over tcp, managed launcher, 2 per node = 4 rank\(s\), wall clock PT1200S$/m);
+    expect(run.stdout).toMatch(/^ {10}application \(master\): \/bin\/bash -c .*exec mpirun --mca btl_tcp_if_include lo -np "\$MPIJOB_NP"/m);
+
+    const json = await hpcjob(['explain', hpl, '--offline', '--json']);
+    expect(json.code).toBe(0);
+    const doc = JSON.parse(json.stdout) as ExplainDocument;
+    const parsed = parseJobSpec(readFileSync(hpl, 'utf8'), 'application/yaml');
+    if (!parsed.ok) throw new Error('example invalid');
+    expect(doc).toEqual(explainJob({
+      jobId: submissionJobId(parsed.spec), jobIdFrom: 'content', spec: parsed.spec, policiesChecked: false, settings: defaultExplainSettings(deploymentValue),
+    }));
+    expect(doc.settings).toEqual({
+      source: 'defaults', stagingAccounts: ['<deployment: staging accounts (STAGING_ACCOUNTS)>'], copyConcurrency: 8, sasMarginMinutes: 60, sasMaxLifetimeMinutes: 7 * 24 * 60, nodeTaskMaxAttempts: 3,
+    });
+  });
+
+  it('--offline refuses an invalid spec with its field paths (exit 2)', async () => {
+    const run = await hpcjob(['explain', '--offline', writeSpec('explain-bad.yaml', cheapSpec((s) => { (s.pool as Record<string, unknown>).nodes = 0; }))]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/^ {2}pool\.nodes: /m);
+  });
+
+  it('asks the API by default: this deployment\'s dry run (settings, policies, id), the API\'s document with --json, nothing created', async () => {
+    const file = writeSpec('explain.yaml', cheapSpec((s) => { s.id = 'cli-explain'; }));
+    const json = await hpcjob(['--json', 'explain', file], withStack());
+    expect(json.code).toBe(0);
+    const doc = JSON.parse(json.stdout) as ExplainDocument;
+    const direct = await fetch(`${stack.baseUrl}/api/jobs?dryRun=true`, {
+      method: 'POST', headers: { 'content-type': 'application/yaml', 'x-functions-key': stack.host.keys.functionKey }, body: readFileSync(file, 'utf8'),
+    });
+    expect(direct.status).toBe(200);
+    expect(doc).toEqual(await direct.json());
+    expect(doc).toMatchObject({ version: 1, jobId: 'cli-explain', jobIdFrom: 'spec.id', policiesChecked: true, settings: { source: 'deployment' } });
+    expect(doc.settings.stagingAccounts.length).toBeGreaterThan(0);
+    expect(doc.placeholders.every((p) => p.startsWith('<run-time: '))).toBe(true);
+
+    const text = await hpcjob(['explain', file], withStack());
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/^job cli-explain \(id from spec\.id\), as this deployment would run it \(its settings and policies\): nothing was created$/m);
+    expect((await hpcjob(['status', 'cli-explain'], withStack())).code).toBe(4);
+
+    // The deployment's data-access policy applies: a storage account jobs may not use is refused, with its path.
+    const foreign = writeSpec('explain-foreign.yaml', cheapSpec((s) => {
+      (s.pool as Record<string, unknown>).startTask = { command: 'true', resourceFiles: [{ account: 'elsewhere1', container: 'software', blob: 'a.c', path: 'a.c' }] };
+    }));
+    const refused = await hpcjob(['explain', foreign], withStack());
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/^ {2}pool\.startTask\.resourceFiles\[0\]\.account: account "elsewhere1" is not one jobs may use/m);
+  });
 });

@@ -44,6 +44,7 @@ const EXAMPLE_VALUES: Record<string, string> = {
   AUTH_ISSUER: 'https://login.microsoftonline.com/72f988bf-0000-0000-0000-000000000000/v2.0',
   AUTH_AUDIENCES: 'api://hpc-jobs',
   OPERATOR_API_KEYS: 'an-operator-key-read-from-key-vault-0001',
+  EVENTS_TOPIC_ENDPOINT: 'https://evgt-example.westeurope-1.eventgrid.azure.net/api/events',
   BATCH_SUBSCRIPTION_ID: '0b1f6471-1bf0-4dda-aec3-111122223333',
   BATCH_RESOURCE_GROUP: 'hpc-cp',
   POOL_IDENTITY_RESOURCE_ID: '/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333/resourceGroups/hpc-cp/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id-pool-abc',
@@ -85,7 +86,7 @@ describe('(a) app settings', () => {
   it('with the template defaults, the settings pass shared/config: every required one is set, and nothing needs a key', () => {
     const env = Object.fromEntries(settings.filter((s) => !PLATFORM_SETTINGS.includes(s.name)).map((s) => [s.name, valueOf(s.name, s.value)]));
     const config = loadConfig(env); // throws ConfigError naming each missing or invalid setting
-    expect(config.batch.auth).toEqual({ kind: 'aad', scope: 'https://batch.core.windows.net/.default' });
+    expect(config.batch.auth).toEqual({ kind: 'aad', scope: 'https://batch.core.windows.net//.default' });
     expect(config.hostStorage.kind).toBe('managedIdentity');
     for (const account of [...config.stagingAccounts, ...config.dataAccess.accounts]) expect(account.kind).toBe('managedIdentity');
     expect(settings.map((s) => s.name)).not.toContain('BATCH_ACCOUNT_KEY');
@@ -239,6 +240,7 @@ describe('(c) no keys', () => {
     expect(bicep.resource('acr').body).toMatch(/adminUserEnabled: false/);
     expect(bicep.resource('vault').body).toMatch(/enableRbacAuthorization: true/);
     expect(bicep.resource('insights').body).toMatch(/DisableLocalAuth: true/);
+    expect(bicep.resource('eventTopic').body).toMatch(/inputSchema: 'CloudEventSchemaV1_0'[\s\S]*disableLocalAuth: true/);
     for (const symbol of ['scmBasicAuth', 'ftpBasicAuth']) {
       const r = bicep.resource(symbol);
       expect(r.type).toBe('Microsoft.Web/sites/basicPublishingCredentialsPolicies');

@@ -1,7 +1,7 @@
 /**
  * Issue 19 parts 3 and 4 end to end, on one stack for the file: a deployment with a pool identity (pools created
- * through the emulator's management plane with id-pool, the app reaching Resource Manager as id-app through its
- * instance metadata service) and a private registry (ACR's token service). Four real jobs, submitted over the public
+ * through the emulator's management plane with id-pool-local, the app reaching Resource Manager as id-app-local
+ * through its managed identity endpoint, keyless like the rest of the stack) and a private registry (ACR's token service). Four real jobs, submitted over the public
  * API, pull hpc/mpi-demo from it and run real Open MPI on 2 emulated nodes each:
  *  - docker and singularity with the pool identity (container.registry.identity: managed);
  *  - docker and singularity with a credential by reference (identity: { secretRef: <app setting>, username }).
@@ -107,7 +107,7 @@ function pullTasks(jobId: string): { id: string; commandLine: string; environmen
 }
 
 describe('pulls with the pool identity', () => {
-  test.each(['pr-docker-identity', 'pr-sing-identity'])('%s: the job succeeds on a pool that carries id-pool, pulling through IMDS and the token exchange', async (id) => {
+  test.each(['pr-docker-identity', 'pr-sing-identity'])('%s: the job succeeds on a pool that carries id-pool-local, pulling through IMDS and the token exchange', async (id) => {
     await expectSucceeded(id);
     const body = poolBody(id) as { identity: { userAssignedIdentities: Record<string, unknown> }; properties: { deploymentConfiguration: { virtualMachineConfiguration: { containerConfiguration: { containerRegistries?: unknown[] } } } } };
     expect(Object.keys(body.identity.userAssignedIdentities)).toEqual([stack.settings.POOL_IDENTITY_RESOURCE_ID]);

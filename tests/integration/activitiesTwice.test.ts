@@ -24,6 +24,12 @@ import { batchJobAutoComplete, batchJobCreate, batchJobTerminate } from '../../o
 import { nodeTasksAdd, nodeTasksObserve } from '../../orchestrations/activities/nodeTasks';
 import { inputsList, shardCopy, shardUrls, stagedDataDelete } from '../../orchestrations/activities/staging';
 import { mpiResultCollect, mpiTaskAdd, mpiTaskObserve } from '../../orchestrations/activities/mpi';
+import { outputsList, workloadUrls } from '../../orchestrations/activities/workloadData';
+import { nodeFileSources } from '../../shared/planning/workloadData';
+import { sdkClient } from '../../local/batch/testing/sdkHelpers';
+import { admissionRelease, admissionRequest, dependenciesCheck, jobEnded } from '../../orchestrations/activities/scheduling';
+import type { ActivityEnv } from '../../orchestrations/runtime/activityCalls';
+import { recordSubmission as record } from '../../shared/state';
 import { until } from '../batch/until';
 import { smallSpec } from '../ops/helpers';
 
@@ -45,6 +51,12 @@ function spec(id: string, extra: Parameters<typeof smallSpec>[1] = { command: 't
   return parsed.spec;
 }
 
+/** The job a recorded submission names (an id taken by another owner cannot happen in these tests). */
+function jobOf(r: Awaited<ReturnType<typeof recordSubmission>>): JobRecord {
+  if (r.outcome === 'taken') throw new Error(`job id ${r.id} is taken`);
+  return r.job;
+}
+
 async function submitted(id: string, s: JobSpec = spec(id)): Promise<JobRecord> {
   const r = await recordSubmission(await jobStore(), { spec: s, owner: 'test' });
   if (r.outcome === 'taken') throw new Error(`job id ${r.id} is taken`);
@@ -60,13 +72,19 @@ beforeAll(async () => {
     },
   });
   // The app's composition root reads the Function App settings from the environment, once, on first use.
-  Object.assign(process.env, localAppSettings(azurite, emu));
+  Object.assign(process.env, localAppSettings(azurite, emu), {
+    // A mount secret the deployment publishes for jobs (in Azure a Key Vault reference), and the file servers jobs may mount.
+    MOUNT_SECRET_refkey: 'cmVma2V5LXNlY3JldA==',
+    DATA_MOUNT_SOURCES: '10.0.0.4:/exports/*',
+    ADMISSION_CORE_QUOTA: '{"standardDSv5Family":16}',
+  });
 }, 60_000);
 afterAll(async () => {
   process.env = saved;
   await emu?.stop();
   await azurite?.stop();
-}, 60_000);
+  // Azurite saves its stores when it stops, and may wait for this process's idle keep-alive connections first.
+}, 150_000);
 
 describe('job state activities', () => {
   it('jobTransition twice records one transition; a replay of an earlier stage after a later one changes nothing', async () => {
@@ -127,6 +145,16 @@ describe('Batch activities', () => {
     await jobTransition({ jobId: ended, to: 'Failed', reason: 'rejected' });
     await expect(poolCreate(planJob(ended, e).poolCreate)).rejects.toThrow(/job twice-ended already ended Failed: not creating pool/);
     await expect(batchJobCreate({ jobId: ended, batchJobId: 'hpc-twice-ended', poolId: 'p', releaseCommandLine: '/bin/true' })).rejects.toThrow(/already ended Failed/);
+
+    // A late repeat of the create, delivered while the run cleans up (after it deleted the pool): refused too.
+    const late = 'twice-late-create';
+    const l = spec(late, { nodes: 1, command: 'true' });
+    await submitted(late, l);
+    await jobTransition({ jobId: late, to: 'Provisioning', reason: 'creating pool' });
+    await jobTransition({ jobId: late, to: 'CleaningUp', reason: 'failed' });
+    const before2 = creates.length;
+    await expect(poolCreate(planJob(late, l).poolCreate)).rejects.toThrow(/job twice-late-create is cleaning up: not creating pool/);
+    expect(creates.slice(before2)).toEqual([]);
   });
 
   it('poolInspect and poolObserve read the same pool twice; poolResize twice targets the same size', async () => {
@@ -220,5 +248,148 @@ describe('staging activities', () => {
     for (const url of [u1[shard.id], u2[shard.id]]) expect((await fetch(url)).status).toBe(200);
     const [d1, d2] = await twice(() => stagedDataDelete({ containers: [{ account: shard.account, container }] }));
     expect([d1, d2]).toEqual([1, 0]);
+  });
+});
+
+describe('workload data activities', () => {
+  const data = () => BlobServiceClient.fromConnectionString(azurite.connectionString(DATA_ACCOUNT.name));
+
+  it('poolCreate with mounts twice: one pool whose mountConfiguration carries the resolved secret and a working SAS, never the history; a missing secret or an unlisted server is refused', async () => {
+    const id = 'twice-mounts';
+    const s = parseJobSpec(`${smallSpec(id, { nodes: 1, command: 'true' })}
+mounts:
+  - { name: home, nfs: { source: "10.0.0.4:/exports/home" } }
+  - { name: ref, azureFiles: { account: data1, share: refdata, secretRef: refkey } }
+  - { name: inputs, blobfuse: { account: data1, container: inputs, readOnly: true } }
+`, 'application/yaml');
+    if (!s.ok) throw new Error(JSON.stringify(s.errors));
+    await submitted(id, s.spec);
+    const plan = planJob(id, s.spec);
+    // What the orchestration history holds: names and references only.
+    expect(JSON.stringify(plan.poolCreate)).not.toContain('cmVma2V5LXNlY3JldA==');
+    const before = creates.length;
+    const [a, b] = await twice(() => poolCreate(plan.poolCreate));
+    expect([a.created, b.created]).toEqual([true, false]);
+    expect(creates.slice(before).filter((c) => c.startsWith('/pools ') && c.endsWith('201'))).toHaveLength(1);
+    const pool = await sdkClient(emu).pool.get(plan.poolId);
+    const [nfs, files, blobfuse] = pool.mountConfiguration ?? [];
+    expect(nfs.nfsMountConfiguration).toEqual({ source: '10.0.0.4:/exports/home', relativeMountPath: 'home' });
+    expect(files.azureFileShareConfiguration).toMatchObject({ accountName: 'data1', accountKey: 'cmVma2V5LXNlY3JldA==', relativeMountPath: 'ref' });
+    expect(files.azureFileShareConfiguration?.azureFileUrl).toMatch(/\/data1\/refdata$/);
+    expect(blobfuse.azureBlobFileSystemConfiguration).toMatchObject({ accountName: 'data1', containerName: 'inputs', relativeMountPath: 'inputs', blobfuseOptions: '-o ro' });
+    // The minted SAS reads and lists the container, and only that.
+    const sas = blobfuse.azureBlobFileSystemConfiguration?.sasKey ?? '';
+    expect(sas).toMatch(/(^|&)sp=rl(&|$)/);
+    await data().getContainerClient('inputs').createIfNotExists();
+    const listed = await fetch(`${data().getContainerClient('inputs').url}?restype=container&comp=list&${sas}`);
+    expect(listed.status).toBe(200);
+
+    const missing = parseJobSpec(`${smallSpec('twice-nosecret', { nodes: 1, command: 'true' })}\nmounts: [ { name: ref, azureFiles: { account: data1, share: refdata, secretRef: nope } } ]`, 'application/yaml');
+    const unlisted = parseJobSpec(`${smallSpec('twice-unlisted', { nodes: 1, command: 'true' })}\nmounts: [ { name: h, nfs: { source: "10.9.9.9:/x" } } ]`, 'application/yaml');
+    if (!missing.ok || !unlisted.ok) throw new Error('test specs invalid');
+    await submitted('twice-nosecret', missing.spec);
+    await submitted('twice-unlisted', unlisted.spec);
+    await expect(poolCreate(planJob('twice-nosecret', missing.spec).poolCreate)).rejects.toThrow(/secretRef "nope" names no app setting MOUNT_SECRET_nope/);
+    await expect(poolCreate(planJob('twice-unlisted', unlisted.spec).poolCreate)).rejects.toThrow(/file server 10\.9\.9\.9:\/x is not one jobs may mount/);
+    await poolDelete({ poolId: plan.poolId });
+  });
+
+  it('workloadUrls twice: both sets of URLs work (a blob, a prefix, the outputs\' container, created once); a refused container is refused', async () => {
+    const software = data().getContainerClient('software');
+    await software.createIfNotExists();
+    await software.getBlockBlobClient('bin/solver').upload('#!/bin/sh\n', 10);
+    const s = parseJobSpec(`${smallSpec('twice-urls', { command: 'true' })}
+files:
+  - { account: data1, container: software, blob: bin/solver, path: solver, mode: "0755" }
+  - { account: data1, container: software, prefix: bin/ }
+  - { url: "https://releases.example.org/a/run.sh", path: run.sh }
+outputs: { account: data1, container: twice-results }
+`, 'application/yaml');
+    if (!s.ok) throw new Error(JSON.stringify(s.errors));
+    const input = { files: nodeFileSources(s.spec), outputs: { account: 'data1', container: 'twice-results' }, expiresAt: new Date(Date.now() + 3_600_000).toISOString() };
+    const [u1, u2] = await twice(() => workloadUrls(input));
+    for (const u of [u1, u2]) {
+      expect(u.files[0]).toMatchObject({ filePath: 'wd/solver', fileMode: '0755' });
+      expect(await (await fetch(u.files[0].httpUrl as string)).text()).toBe('#!/bin/sh\n');
+      expect(u.files[1]).toMatchObject({ blobPrefix: 'bin/', filePath: 'wd' });
+      expect((await fetch(`${(u.files[1].storageContainerUrl as string).replace('?', '?restype=container&comp=list&')}`)).status).toBe(200);
+      expect(u.files[2]).toEqual({ httpUrl: 'https://releases.example.org/a/run.sh', filePath: 'wd/run.sh' });
+      // The outputs' SAS writes blobs but cannot read or list the container.
+      const out = u.outputsContainerUrl as string;
+      const blobUrl = out.replace('?', '/probe.txt?');
+      expect((await fetch(blobUrl, { method: 'PUT', headers: { 'x-ms-blob-type': 'BlockBlob' }, body: 'x' })).status).toBe(201);
+      expect((await fetch(blobUrl)).status).toBe(403);
+      expect((await fetch(out.replace('?', '?restype=container&comp=list&'))).status).toBe(403);
+    }
+    await expect(workloadUrls({ ...input, files: [{ kind: 'blob', account: 'stage1', container: 'x', blob: 'y', filePath: 'wd/y' }] })).rejects.toThrow(/refused/);
+  });
+
+  it('outputsList twice lists what landed under the prefix with sizes and plain URLs, and records the failures given', async () => {
+    const results = data().getContainerClient('twice-results');
+    await results.createIfNotExists();
+    await results.getBlockBlobClient('job-x/logs/stdout.txt').upload('hello', 5);
+    await results.getBlockBlobClient('job-x/workdir/out/a.dat').upload('abcdefgh', 8);
+    await results.getBlockBlobClient('job-xy/other').upload('z', 1);
+    const [l1, l2] = await twice(() => outputsList({ account: 'data1', container: 'twice-results', prefix: 'job-x', errors: ['node n1: FileUploadMiscError'] }));
+    expect(l2).toEqual(l1);
+    expect(l1).toMatchObject({ prefix: 'job-x', count: 2, bytes: 13, truncated: false, errors: ['node n1: FileUploadMiscError'] });
+    expect(l1.files.map((f) => [f.name, f.size])).toEqual([['logs/stdout.txt', 5], ['workdir/out/a.dat', 8]]);
+    for (const f of l1.files) expect(f.url).not.toContain('?');
+    expect(l1.container).toMatch(/\/data1\/twice-results$/);
+  });
+});
+
+describe('scheduling activities', () => {
+  // The Durable client is the one boundary replaced here (no host runs in this test): it records the events raised.
+  const raised: [string, string][] = [];
+  const env = { client: { raiseEvent: async (id: string, name: string) => void raised.push([id, name]) }, log: { warn: () => undefined } } as unknown as ActivityEnv;
+
+  it('admissionRequest twice gives the same grant and one timeline note; a waiting job twice keeps its place; admissionRelease twice lets it in once', async () => {
+    // Standard_D8s_v5: 8 cores per node; the quota is 16 cores of that family.
+    await submitted('twice-adm-a', spec('twice-adm-a', { nodes: 1, command: 'true' }));
+    await submitted('twice-adm-b', spec('twice-adm-b', { nodes: 2, command: 'true' }));
+    const [a1, a2] = await twice(() => admissionRequest({ jobId: 'twice-adm-a' }, env));
+    expect(a1).toMatchObject({ state: 'granted', grant: 1 });
+    expect(a2).toEqual(a1);
+    const notes = (await (await jobStore()).events('twice-adm-a')).filter((e) => e.kind === 'note');
+    expect(notes.map((n) => n.reason)).toEqual([expect.stringMatching(/^admitted: grant 1 in queue default, waiting since /)]);
+    const [b1, b2] = await twice(() => admissionRequest({ jobId: 'twice-adm-b' }, env));
+    expect(b1).toEqual({ state: 'waiting', reason: 'standardDSv5Family: 8 of 16 cores in use, the job needs 16', position: { inQueue: 1, overall: 1 } });
+    expect(b2).toEqual(b1);
+    await twice(() => admissionRelease({ jobId: 'twice-adm-a' }, env));
+    expect(raised.filter(([id, name]) => id === 'twice-adm-b' && name === 'admission')).toHaveLength(1);
+    expect(await admissionRequest({ jobId: 'twice-adm-b' }, env)).toMatchObject({ state: 'granted', grant: 2 });
+  });
+
+  it('dependenciesCheck twice reads the same; jobEnded twice wakes the dependents and moves an array row once', async () => {
+    const parent = spec('twice-dep-parent');
+    await submitted('twice-dep-parent', parent);
+    const child = jobOf(await record(await jobStore(), { spec: { ...spec('twice-dep-child'), dependsOn: [{ job: 'twice-dep-parent', condition: 'succeeded' }] }, owner: 'test' }));
+    const [c1, c2] = await twice(() => dependenciesCheck({ jobId: child.id }));
+    expect(c1).toEqual({ state: 'pending', pending: ['twice-dep-parent'] });
+    expect(c2).toEqual(c1);
+    const { dependents } = await (await import('../../shared/services')).schedulingStores();
+    await dependents.add('twice-dep-parent', child.id);
+    await jobTransition({ jobId: 'twice-dep-parent', to: 'Failed', reason: 'gave up' });
+    raised.length = 0;
+    await twice(() => jobEnded({ jobId: 'twice-dep-parent' }, env));
+    expect(raised).toEqual([[child.id, 'dependency'], [child.id, 'dependency']]);
+    expect(await dependenciesCheck({ jobId: child.id })).toEqual({ state: 'impossible', reason: 'dependency twice-dep-parent ended Failed (this job needed it to succeed)' });
+
+    // An array of two whose jobs both ended: its row moves to Succeeded once, however often the end is announced.
+    const store = await jobStore();
+    const arraySpec = { ...spec('twice-arr'), array: { parameters: ['x', 'y'] } };
+    const arr = jobOf(await record(store, { spec: arraySpec, owner: 'test' }));
+    await jobTransition({ jobId: arr.id, to: 'Queued', reason: 'array of 2 jobs' });
+    for (const i of [0, 1]) {
+      const id = `twice-arr-${i}`;
+      await store.createIfAbsent({ id, spec: spec(id), specHash: `h${i}`, owner: 'test', array: { parent: arr.id, index: i, submittedAt: arr.createdAt } });
+      for (const to of ['Queued', 'Running', 'CleaningUp', 'Succeeded'] as const) await jobTransition({ jobId: id, to, reason: to });
+    }
+    await twice(() => jobEnded({ jobId: 'twice-arr-1' }, env));
+    const row = await store.get(arr.id);
+    expect(row?.state).toBe('Succeeded');
+    expect(row?.progress).toEqual({ array: { size: 2, counts: { Succeeded: 2 }, state: 'Succeeded' } });
+    expect((await store.events(arr.id)).filter((e) => e.kind === 'transition').map((e) => e.to)).toEqual(['Submitted', 'Queued', 'Running', 'CleaningUp', 'Succeeded']);
   });
 });

@@ -235,6 +235,17 @@ test('row layout: PartitionKey = job id, RowKey "job", one tag_<hex key> propert
   expect(entity[`tag_${Buffer.from('project').toString('hex')}`]).toBe('cfd');
 });
 
+test('a damaged row never fails a list: it is left out and named, the others are listed', async () => {
+  const store = await newStore();
+  await create(store, 'good-a');
+  await create(store, 'good-b');
+  const jobs = TableClient.fromConnectionString(azurite.connectionString(), `Jobs${process.pid}x${tableCounter}`, { allowInsecureConnection: true });
+  await jobs.createEntity({ partitionKey: 'damaged', rowKey: 'job', id: 'damaged', state: 'Exploded', spec: '{not json' });
+  const page = await store.list({});
+  expect(page.jobs.map((j) => j.id).sort()).toEqual(['good-a', 'good-b']);
+  expect(page.unreadable).toEqual([{ id: 'damaged', error: expect.stringMatching(/not a job state/) }]);
+});
+
 /**
  * Deterministic ETag conflicts: writer A's table client is the real one, but its first replace waits
  * until writer B has committed, so A's write carries a stale ETag and Azurite answers 412.

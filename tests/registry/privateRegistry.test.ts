@@ -38,7 +38,7 @@ beforeAll(async () => {
   registry = await startRegistry({ images: [await buildDemoImage({ fillerBytes: 16 * 1024 })], auth: wiring.registryAuth(credential) });
   ref = `${registry.host}/hpc/mpi-demo:1.0`;
   repo = 'hpc/mpi-demo';
-  // A node of a pool carrying id-pool (AcrPull), and a host carrying only id-app (no AcrPull on the registry).
+  // A node of a pool carrying id-pool-local (AcrPull), and a host carrying only id-app-local (no AcrPull on the registry).
   poolImds = identity.openImds([wiring.pool.resourceId]);
   appImds = identity.openImds([wiring.app.resourceId]);
 }, 120_000);
@@ -93,14 +93,14 @@ test('the credential gets a pull token at the realm; a wrong password, a forged 
   const forged = `${h}.${Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(p, 'base64url').toString()), sub: 'someone-else' })).toString('base64url')}.${s}`;
   expect((await token(`/v2/${repo}/tags/list`, { headers: { Authorization: `Bearer ${forged}` } })).status).toBe(401);
   // An Entra token is not a registry access token.
-  const aad = await identity.managedIdentityToken(wiring.pool.resourceId, 'https://containerregistry.azure.net');
+  const aad = await identity.resourceToken('https://containerregistry.azure.net', { identity: wiring.pool });
   expect((await token(`/v2/${repo}/tags/list`, { headers: { Authorization: `Bearer ${aad}` } })).status).toBe(401);
 });
 
 test('/oauth2/exchange trades a pool identity token for a refresh token; expired, foreign-audience and unsigned Entra tokens are refused', async () => {
   const exchange = (accessToken: string) =>
     token('/oauth2/exchange', { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ grant_type: 'access_token', service: registry.host, access_token: accessToken }) });
-  const good = await exchange(await identity.managedIdentityToken(wiring.pool.resourceId, 'https://containerregistry.azure.net'));
+  const good = await exchange(await identity.resourceToken('https://containerregistry.azure.net', { identity: wiring.pool }));
   expect(good.status).toBe(200);
   const refresh = ((await good.json()) as { refresh_token: string }).refresh_token;
   // The refresh token buys an access token (POST, as docker does with an identity token) …
@@ -109,9 +109,9 @@ test('/oauth2/exchange trades a pool identity token for a refresh token; expired
   // … and works as the password of ACR's null-GUID user.
   expect((await token(`/oauth2/token?service=${registry.host}&scope=repository:${repo}:pull`, { headers: { Authorization: basic('00000000-0000-0000-0000-000000000000', refresh) } })).status).toBe(200);
 
-  expect((await exchange(await identity.managedIdentityToken(wiring.pool.resourceId, 'https://containerregistry.azure.net', -600))).status).toBe(401);
-  expect((await exchange(await identity.managedIdentityToken(wiring.pool.resourceId, 'https://storage.azure.com/'))).status).toBe(401);
-  const valid = await identity.managedIdentityToken(wiring.pool.resourceId, 'https://containerregistry.azure.net');
+  expect((await exchange(await identity.resourceToken('https://containerregistry.azure.net', { identity: wiring.pool }, { lifetimeSeconds: -600 }))).status).toBe(401);
+  expect((await exchange(await identity.resourceToken('https://storage.azure.com/', { identity: wiring.pool }))).status).toBe(401);
+  const valid = await identity.resourceToken('https://containerregistry.azure.net', { identity: wiring.pool });
   const [h, p] = valid.split('.');
   expect((await exchange(`${h}.${p}.`)).status).toBe(401);
   const tampered = await token('/oauth2/token', { method: 'POST', body: new URLSearchParams({ grant_type: 'refresh_token', service: registry.host, scope: `repository:${repo}:pull`, refresh_token: `${refresh.slice(0, -4)}AAAA` }) });
@@ -123,7 +123,7 @@ test('an access token or refresh token past its lifetime is refused', async () =
   const shortLived = await startRegistry({ images: [await buildDemoImage({ fillerBytes: 16 * 1024 })], auth: { ...wiring.registryAuth(credential), accessTokenSeconds: 4, refreshTokenSeconds: 4 } });
   try {
     const at = (p: string, init: RequestInit = {}) => fetch(`${shortLived.url}${p}`, init);
-    const aad = await identity.managedIdentityToken(wiring.pool.resourceId, 'https://containerregistry.azure.net');
+    const aad = await identity.resourceToken('https://containerregistry.azure.net', { identity: wiring.pool });
     const refresh = ((await (await at('/oauth2/exchange', { method: 'POST', body: new URLSearchParams({ grant_type: 'access_token', service: shortLived.host, access_token: aad }) })).json()) as { refresh_token: string }).refresh_token;
     const viaRefresh = () => at(`/oauth2/token?service=${shortLived.host}&scope=repository:${repo}:pull`, { headers: { Authorization: basic('00000000-0000-0000-0000-000000000000', refresh) } });
     const issued = await viaRefresh();

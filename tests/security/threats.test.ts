@@ -6,6 +6,7 @@
  * The identity findings (anonymous reads, spoofed owners) are in identity.test.ts.
  */
 import { mkdirSync } from 'node:fs';
+import { TableClient } from '@azure/data-tables';
 import * as path from 'node:path';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { until } from '../batch/until';
@@ -57,6 +58,28 @@ describe('finding 1: one malformed queue message must not disable the cleanup sw
     expect(report.skipped).toEqual([]);
     expect(report.actions).toContainEqual(expect.objectContaining({ kind: 'deletePool', poolId: 'leaked-by-nobody', ok: true }));
     expect(report.observed.jobs).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe('a damaged job row', () => {
+  it('is left out of lists and reported by the sweep, which leaves that job\'s resources alone', async () => {
+    const jobs = TableClient.fromConnectionString(stack.azurite.connectionString(), 'Jobs', { allowInsecureConnection: true });
+    await jobs.createEntity({ partitionKey: 'damaged-owner', rowKey: 'job', id: 'damaged-owner', state: 'Exploded', owner: 'operator' });
+    await batchClient(stack).pool.add({
+      id: 'pool-of-damaged', vmSize: 'Standard_D2s_v3', targetDedicatedNodes: 0,
+      virtualMachineConfiguration: { imageReference: { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204', version: 'latest' }, nodeAgentSKUId: 'batch.node.ubuntu 22.04' },
+      metadata: [{ name: 'hpc-cp-owner', value: 'hpc-mpi-control-plane' }, { name: 'hpc-cp-job', value: 'damaged-owner' }],
+    });
+    const list = await fetch(`${stack.baseUrl}/api/jobs?top=1000`, { headers: key() });
+    expect(list.status).toBe(200);
+    const body = (await list.json()) as { jobs: { id: string }[]; unreadable?: number };
+    expect(body.jobs.map((j) => j.id)).not.toContain('damaged-owner');
+    expect(body.unreadable).toBe(1);
+    const report = await runSweep(sweepDeps(stack, { ...SWEEP, graceMs: 0 }));
+    expect(report.skipped).toContainEqual(expect.objectContaining({ step: 'read job row', jobId: 'damaged-owner' }));
+    expect(report.actions.filter((a) => a.jobId === 'damaged-owner')).toEqual([]);
+    await batchClient(stack).pool.deleteMethod('pool-of-damaged');
+    await jobs.deleteEntity('damaged-owner', 'job');
   });
 });
 

@@ -13,6 +13,7 @@ import { parse, stringify } from 'yaml';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { REPO_ROOT, startStack, type Stack } from '../../local/stack';
 import { asOperator, submitSpec } from '../../local/jobRunner';
+import { until } from '../batch/until';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = path.join(REPO_ROOT, 'test-artifacts');
@@ -90,7 +91,7 @@ describe('web dashboard', () => {
     await page.waitForSelector('[data-testid="signed-out"]', { timeout: 10_000 });
     expect(await page.isVisible('[data-testid="key-form"]')).toBe(true);
     await page.click('[data-testid="sign-in"]');
-    await page.waitForFunction('document.querySelector("[data-testid=who]").textContent.includes("Local Developer")', undefined, { timeout: 10_000 });
+    await until('the signed-in name', async () => ((await page.textContent('[data-testid=who]'))?.includes('Local Developer') ? true : undefined), 10_000);
     expect(await page.isVisible('[data-testid="sign-in"]')).toBe(false);
     expect(await page.isVisible('[data-testid="key-form"]')).toBe(false);
   });
@@ -175,7 +176,8 @@ describe('web dashboard', () => {
     await page.waitForSelector('[data-testid="job-page"][data-job-id="ui-grid"] [data-testid="log-link"]', { timeout: 15_000 });
     await page.click('[data-testid="log-link"] >> nth=0 >> text=stdout');
     await page.waitForSelector('#log-panel:not([hidden])');
-    await page.waitForFunction('document.getElementById("log-content").textContent !== "Loading…"', undefined, { timeout: 15_000 });
+    // Polled from here: the page's Content-Security-Policy forbids the eval a string predicate would need.
+    await until('the log to load', async () => ((await page.textContent('#log-content')) !== 'Loading…' ? true : undefined), 15_000);
     expect(await page.textContent('#log-title')).toMatch(/ · stdout$/);
     expect(await page.textContent('#log-content')).not.toMatch(/answered \d+/);
   }, 30_000);

@@ -416,7 +416,8 @@ describe('real Open MPI (integration)', () => {
     });
     const argv = splitShellWords(c.applicationCommandLine);
     const r = spawnSync(argv[0], argv.slice(1), {
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: root, AZ_BATCH_HOST_LIST: '127.0.0.2,127.0.0.3', ...Object.fromEntries(c.environment.map((e) => [e.name, e.value])) },
+      // TMPDIR: a session directory of its own, apart from every other mpirun on this machine.
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: root, TMPDIR: root, AZ_BATCH_HOST_LIST: '127.0.0.2,127.0.0.3', ...Object.fromEntries(c.environment.map((e) => [e.name, e.value])) },
       encoding: 'utf8',
       timeout: 60_000,
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -29,12 +29,14 @@ test('every route and method of the job API is described', () => {
   const paths = doc.paths as Record<string, Json>;
   const ops = Object.entries(paths).flatMap(([p, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${p}`));
   expect(ops.sort()).toEqual([
-    'DELETE /api/jobs/{id}', 'GET /api/health', 'GET /api/jobs', 'GET /api/jobs/{id}', 'GET /api/jobs/{id}/logs', 'GET /api/me', 'GET /api/openapi.json',
-    'GET /api/usage', 'POST /api/jobs',
+    'DELETE /api/jobs/{id}', 'GET /api/health', 'GET /api/jobs', 'GET /api/jobs/{id}', 'GET /api/jobs/{id}/logs', 'GET /api/jobs/{id}/outputs', 'GET /api/me', 'GET /api/openapi.json',
+    'GET /api/queues', 'GET /api/usage', 'POST /api/jobs',
   ]);
   const post = paths['/api/jobs'].post as Json;
   expect(Object.keys(post.responses as Json).sort()).toEqual(['200', '202', '400', '401', '403', '409', '413', '415', '503']);
   expect(Object.keys((post.requestBody as { content: Json }).content)).toEqual(['application/json', 'application/yaml']);
+  expect((post.parameters as { name: string; in: string }[]).map((p) => `${p.in}:${p.name}`)).toEqual(['header:Idempotency-Key', 'query:dryRun']);
+  expect(JSON.stringify((post.responses as Json)['200'])).toContain('#/components/schemas/ExplainDocument');
   const list = paths['/api/jobs'].get as { parameters: { name: string }[] };
   expect(list.parameters.map((p) => p.name)).toEqual(['state', 'tag', 'createdFrom', 'createdTo', 'top', 'continuationToken']);
   expect((paths['/api/jobs/{id}'].delete as Json).security).toEqual(post.security);

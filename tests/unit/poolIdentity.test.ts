@@ -1,16 +1,19 @@
 /**
  * The pure parts of pools with a managed identity and private registries: the settings (shared/config), the door
  * (shared/intake/containerPolicy.ts), the pull task's sign-in lines (shared/mpi/registryLogin.ts, shared/planning),
- * the management-plane pool body (shared/batch/armPools.ts, shared/planning/poolSpec.ts) and how an ARM error is
- * read (shared/batch/errors.ts). No I/O.
+ * the management-plane pool body (shared/batch/armPools.ts from shared/planning/batchRequests.ts jobPoolSpec), the
+ * wire body a dry run shows for it (checked against what @azure/arm-batch sends, captured by an HTTP client that
+ * answers in process) and how an ARM error is read (shared/batch/errors.ts). No network.
  */
 import { ConfigError, loadConfig } from '../../shared/config';
 import { checkContainerPolicy, containerPolicy } from '../../shared/intake/containerPolicy';
 import { ACR_REFRESH_TOKEN_USER, registryLoginLines, registryLogoutLines, registryScheme } from '../../shared/mpi/registryLogin';
 import { pullTask } from '../../shared/planning/mpiTaskRequest';
 import { planJob } from '../../shared/planning/jobPlan';
-import { jobPoolSpecFor } from '../../shared/planning/poolSpec';
-import { buildArmPool, describeSdkError } from '../../shared/batch';
+import { jobPoolSpec } from '../../shared/planning/batchRequests';
+import { armPoolRequestBody, buildArmPool, describeSdkError, type JobPoolSpec } from '../../shared/batch';
+import { BatchManagementClient } from '@azure/arm-batch';
+import { createHttpHeaders, type HttpClient, type PipelineRequest } from '@azure/core-rest-pipeline';
 import { parseJobSpec, type JobSpec } from '../../shared/spec';
 import { PlanningError } from '../../shared/planning/errors';
 
@@ -166,7 +169,7 @@ describe('the pull task\'s sign-in', () => {
 describe('the management-plane pool', () => {
   test('the product\'s pool carries the identity; the registry only for identity "managed"; no password, no SAS', () => {
     const managed = planJob('job1', spec('container: { runtime: docker, images: [myreg.azurecr.io/app:1], registry: { server: myreg.azurecr.io, identity: managed } }')).poolCreate;
-    const pool = buildArmPool(jobPoolSpecFor(managed, [{ httpUrl: 'https://data1.blob.core.windows.net/sw/setup.sh', filePath: 'setup.sh', identityResourceId: IDENTITY }], IDENTITY), IDENTITY);
+    const pool = buildArmPool(jobPoolSpec(managed, { startTaskFiles: [{ httpUrl: 'https://data1.blob.core.windows.net/sw/setup.sh', filePath: 'setup.sh', identityResourceId: IDENTITY }], identityResourceId: IDENTITY }), IDENTITY);
     expect(pool.identity).toEqual({ type: 'UserAssigned', userAssignedIdentities: { [IDENTITY]: {} } });
     expect(pool.deploymentConfiguration?.virtualMachineConfiguration?.containerConfiguration).toEqual({
       type: 'DockerCompatible', containerRegistries: [{ registryServer: 'myreg.azurecr.io', identityReference: { resourceId: IDENTITY } }],
@@ -175,9 +178,38 @@ describe('the management-plane pool', () => {
     expect(pool.metadata).toEqual([{ name: 'hpc-cp-owner', value: 'hpc-mpi-control-plane' }, { name: 'hpc-cp-job', value: 'job1' }]);
     expect(JSON.stringify(pool)).not.toMatch(/password|sig=/i);
     const secret = planJob('job2', spec('container: { runtime: docker, images: [myreg.azurecr.io/app:1], registry: { server: myreg.azurecr.io, identity: { secretRef: REG_TOKEN, username: puller } } }')).poolCreate;
-    expect(jobPoolSpecFor(secret, undefined, IDENTITY).containerRegistries).toBeUndefined();
+    expect(jobPoolSpec(secret, { identityResourceId: IDENTITY }).containerRegistries).toBeUndefined();
     // Without a pool identity (data plane) the registry is not listed on the pool either: the pull task signs in.
-    expect(jobPoolSpecFor(managed, undefined, undefined).containerRegistries).toBeUndefined();
+    expect(jobPoolSpec(managed).containerRegistries).toBeUndefined();
+  });
+
+  test('the body a dry run shows is the body @azure/arm-batch sends (envelope, wire names, mounts)', async () => {
+    const managed = planJob('job3', spec('container: { runtime: docker, images: [myreg.azurecr.io/app:1], registry: { server: myreg.azurecr.io, identity: managed } }')).poolCreate;
+    const poolSpec: JobPoolSpec = {
+      ...jobPoolSpec(managed, { startTaskFiles: [{ httpUrl: 'https://data1.blob.core.windows.net/sw/setup.sh', filePath: 'setup.sh', identityResourceId: IDENTITY }], identityResourceId: IDENTITY }),
+      // Every shape that differs between the SDK's model and the wire: a registry user, a CIFS user, a container start task.
+      containerRegistries: [{ registryServer: 'myreg.azurecr.io', identityResourceId: IDENTITY }, { registryServer: 'other.io', userName: 'puller', password: 'p' }],
+      mounts: [
+        { kind: 'nfs', relativeMountPath: 'scratch', source: '10.0.0.4:/export' },
+        { kind: 'cifs', relativeMountPath: 'share', source: '//files/share', username: 'svc', password: 'pw', mountOptions: '-o vers=3.0' },
+        { kind: 'blobfuse', relativeMountPath: 'blob', accountName: 'data1', containerName: 'c', sasKey: 'sv=x' },
+      ],
+    };
+    poolSpec.startTask = { ...poolSpec.startTask!, containerSettings: { imageName: 'app:1', workingDirectory: 'taskWorkingDirectory', registry: { registryServer: 'other.io', userName: 'puller', password: 'p' } } };
+    const pool = buildArmPool(poolSpec, IDENTITY);
+    let sent: PipelineRequest | undefined;
+    const httpClient: HttpClient = {
+      sendRequest: async (request) => {
+        sent = request;
+        return { request, status: 200, headers: createHttpHeaders({ 'content-type': 'application/json' }), bodyAsText: '{}' };
+      },
+    };
+    const credential = { getToken: async () => ({ token: 't', expiresOnTimestamp: Date.now() + 3_600_000 }) };
+    const client = new BatchManagementClient(credential, SUB, { httpClient, retryOptions: { maxRetries: 0 } });
+    await client.poolOperations.create('hpc-cp', 'acct', 'pool-job3', pool);
+    expect(JSON.parse(String(sent?.body))).toEqual(armPoolRequestBody(pool));
+    const body = armPoolRequestBody(pool) as { properties: { mountConfiguration: { cifsMountConfiguration?: unknown }[] } };
+    expect(body.properties.mountConfiguration[1].cifsMountConfiguration).toMatchObject({ userName: 'svc' });
   });
 
   test('an ARM error is read with its code, message and x-ms-request-id', () => {

@@ -22,3 +22,24 @@ test('every example under examples/workloads is listed in docs/workloads.md', ()
   const { readdirSync } = require('node:fs') as typeof import('node:fs');
   for (const f of readdirSync(path.join(__dirname, '../../examples/workloads')).filter((x) => x.endsWith('.yaml'))) expect(doc).toContain(`\`${f}\``);
 });
+
+test('the examples table says which run locally, truthfully: each "yes" is run by the e2e test it names, each "no" is marked Azure only in its comment', () => {
+  const doc = readFileSync(docPath, 'utf8');
+  const { readdirSync } = require('node:fs') as typeof import('node:fs');
+  const dir = path.join(__dirname, '../../examples/workloads');
+  // The examples table: the rows of four columns that start with an example file.
+  const rows = doc.split('\n').filter((l) => /^\| `[^`]+\.yaml` \|/.test(l) && l.split(' | ').length === 4).map((l) => {
+    const cells = l.split(' | ');
+    return { file: /`([^`]+\.yaml)`/.exec(cells[0])?.[1] as string, local: cells[cells.length - 1] };
+  });
+  expect(rows.map((r) => r.file).sort()).toEqual(readdirSync(dir).filter((x) => x.endsWith('.yaml')).sort());
+  const local = rows.filter((r) => r.local.startsWith('yes'));
+  expect(local.length).toBeGreaterThanOrEqual(12);
+  for (const r of local) {
+    const test = /`(workloads(?:Data)?\.test\.ts)`/.exec(r.local)?.[1];
+    expect({ file: r.file, test }).toEqual({ file: r.file, test: expect.any(String) });
+    expect(readFileSync(path.join(__dirname, '../e2e', test as string), 'utf8')).toContain(r.file);
+    expect(readFileSync(path.join(dir, r.file), 'utf8')).not.toMatch(/^# Azure only:/m);
+  }
+  for (const r of rows.filter((x) => x.local.startsWith('no'))) expect({ file: r.file, comment: readFileSync(path.join(dir, r.file), 'utf8') }).toEqual({ file: r.file, comment: expect.stringMatching(/^# Azure only: \S/m) });
+});

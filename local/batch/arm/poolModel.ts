@@ -20,10 +20,31 @@ function userIdentity(u: unknown): Json | undefined {
   return defined({ userName: ui.userName, autoUser: auto });
 }
 
+/** A registry: the management plane names the user `username`, the data plane `userName`. */
+function registry(r: unknown): Json {
+  const { username, ...rest } = obj(r);
+  return defined({ ...rest, userName: username });
+}
+
 function containerSettings(c: unknown): Json | undefined {
   if (!c) return undefined;
   const cs = obj(c);
-  return defined({ ...cs, workingDirectory: typeof cs.workingDirectory === 'string' ? cs.workingDirectory.charAt(0).toLowerCase() + cs.workingDirectory.slice(1) : undefined });
+  return defined({
+    ...cs,
+    registry: cs.registry ? registry(cs.registry) : undefined,
+    workingDirectory: typeof cs.workingDirectory === 'string' ? cs.workingDirectory.charAt(0).toLowerCase() + cs.workingDirectory.slice(1) : undefined,
+  });
+}
+
+/** Mounts: the management plane's CIFS user is `userName`, the data plane's `username`; the rest is the same shape. */
+function mountConfiguration(m: unknown): Json[] | undefined {
+  if (!Array.isArray(m)) return m as undefined;
+  return m.map((entry) => {
+    const e = obj(entry);
+    if (!e.cifsMountConfiguration) return e;
+    const { userName, ...cifs } = obj(e.cifsMountConfiguration);
+    return { ...e, cifsMountConfiguration: defined({ ...cifs, username: userName }) };
+  });
 }
 
 /** A Pools_Create body's properties as the data plane's PoolAddParameter for pool `poolId`. */
@@ -46,7 +67,7 @@ export function armPoolToPoolAdd(poolId: string, properties: Json): Json {
     virtualMachineConfiguration: defined({
       imageReference: image.id ? { virtualMachineImageId: image.id } : defined({ publisher: image.publisher, offer: image.offer, sku: image.sku, version: image.version }),
       nodeAgentSKUId: vmc.nodeAgentSkuId,
-      containerConfiguration: containers ? defined({ type: lower(containers.type) === 'dockercompatible' ? 'dockerCompatible' : containers.type, containerImageNames: containers.containerImageNames, containerRegistries: containers.containerRegistries }) : undefined,
+      containerConfiguration: containers ? defined({ type: lower(containers.type) === 'dockercompatible' ? 'dockerCompatible' : containers.type, containerImageNames: containers.containerImageNames, containerRegistries: Array.isArray(containers.containerRegistries) ? containers.containerRegistries.map(registry) : containers.containerRegistries }) : undefined,
       dataDisks: vmc.dataDisks,
       extensions: vmc.extensions,
       licenseType: vmc.licenseType,
@@ -80,7 +101,7 @@ export function armPoolToPoolAdd(poolId: string, properties: Json): Json {
     certificateReferences: p.certificates,
     applicationPackageReferences: p.applicationPackages,
     applicationLicenses: p.applicationLicenses,
-    mountConfiguration: p.mountConfiguration,
+    mountConfiguration: mountConfiguration(p.mountConfiguration),
     targetNodeCommunicationMode: p.targetNodeCommunicationMode ? lower(p.targetNodeCommunicationMode) : undefined,
   });
 }
@@ -129,7 +150,7 @@ export function armPoolView(scope: ArmScope, p: PoolRecord): Json {
               type: containers.type === 'dockerCompatible' ? 'DockerCompatible' : containers.type,
               containerImageNames: containers.containerImageNames,
               // Passwords are never shown back.
-              containerRegistries: Array.isArray(containers.containerRegistries) ? (containers.containerRegistries as Json[]).map((r) => defined({ ...r, password: undefined })) : undefined,
+              containerRegistries: Array.isArray(containers.containerRegistries) ? (containers.containerRegistries as Json[]).map(({ userName, ...r }) => defined({ ...r, username: userName, password: undefined })) : undefined,
             })
           : undefined,
       }),

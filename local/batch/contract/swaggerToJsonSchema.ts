@@ -13,7 +13,8 @@ const NODE_COMMUNICATION_MODE: JsonSchema = { type: 'string', enum: ['default', 
 
 /**
  * Properties that exist in the later spec revision @azure/batch 10.2.0 was generated from, but not
- * in the saved 2022-10-01.16.0 file (see notes/azure-platform.md §1). They are allowed exactly
+ * in the saved 2022-10-01.16.0 file (the SDK's models carry node communication modes, which the service added in a
+ * later 2022-10-01 revision). They are allowed exactly
  * where the SDK sends or receives them.
  */
 export const LATER_REVISION_PROPERTIES: Record<string, Record<string, JsonSchema>> = {

@@ -4,6 +4,7 @@ import type { ResolvedTiming } from '../config';
 import { FaultState } from '../faults/faultConfig';
 import { touch } from '../model/etag';
 import type { Snapshot } from '../model/snapshot';
+import { nodesWithinQuota, QUOTA_ERROR, type AccountQuota } from '../model/quota';
 import type { JobRecord, Json, NodeRecord, NodeState, PoolRecord, TaskRecord } from '../model/types';
 import { nodeEnvironment } from './env';
 import type { NodeIdentityProvider } from '../model/identity';
@@ -11,6 +12,7 @@ import type { NodeAgent } from './nodeIdentity';
 import { runsUnder } from './leftovers';
 import { isAlive, killGroup, killPid } from './processes';
 import { createNodeSandbox, nodeDirs, writeEnvFile, writeHostsFile } from './sandbox';
+import { modelledMounts, mountOnNode } from './mounts';
 
 export interface EngineConfig {
   dataDir: string;
@@ -21,8 +23,10 @@ export interface EngineConfig {
   nodePath: string[];
   /** Where pool identities come from (the local identity service); without it no pool can have one. */
   identity?: NodeIdentityProvider;
-  /** Certificate authorities (PEM) the node image trusts besides the public ones. */
-  nodeCaCerts?: string;
+  /** PEM certificates nodes trust besides the public roots (a node's CA store): https resource files, identity transfers. */
+  trustedCertificates: string[];
+  /** The account's dedicated core quota (none: unlimited). */
+  quota?: AccountQuota;
 }
 
 /**
@@ -48,11 +52,16 @@ export class Engine {
   /** Called when nodes go away (or stop taking tasks), so their tasks can be requeued or ended with `reason`. */
   onNodeLeaving: (node: NodeRecord, requeue: boolean, reason?: string) => void = () => undefined;
 
+  /** The account's dedicated core quota; tests may change it at any time (setQuota). */
+  quota: AccountQuota;
+
   constructor(readonly cfg: EngineConfig) {
+    this.quota = { ...(cfg.quota ?? {}) };
     this.hostsFile = path.join(cfg.dataDir, 'hosts');
     writeHostsFile(this.hostsFile, []);
     cfg.faults.onChange = (patch) => {
-      if (patch.unusableNodes) this.applyUnusableToLiveNodes();
+      if (patch.unusableNodes || patch.nodes) this.applyUnusableToLiveNodes();
+      if (patch.nodes !== undefined) this.rewriteHosts();
     };
   }
 
@@ -61,7 +70,7 @@ export class Engine {
     for (const pool of this.pools.values()) {
       for (const node of this.liveNodes(pool)) {
         if (node.state !== 'idle' && node.state !== 'running') continue;
-        if (!this.cfg.faults.nodeBecomesUnusable(pool.id, node.ordinal)) continue;
+        if (!this.cfg.faults.nodeBecomesUnusable(pool.id, node.ordinal, node.id)) continue;
         this.onNodeLeaving(node, true);
         this.killNodeProcesses(node);
         this.checkUsable(pool, node);
@@ -134,6 +143,11 @@ export class Engine {
       wanted = limit.maxNodes;
       error = { code: limit.code, message: limit.message };
     }
+    const room = nodesWithinQuota(this.quota, this.pools.values(), pool);
+    if (wanted > room) {
+      wanted = room;
+      error = { ...QUOTA_ERROR };
+    }
     let longest = this.cfg.timing.allocateMs;
     for (let i = 0; i < wanted; i++) longest = Math.max(longest, this.createNode(pool));
     this.later(longest, () => {
@@ -190,6 +204,7 @@ export class Engine {
       removed: false,
     };
     createNodeSandbox(dirs);
+    mountOnNode(dirs.root, dirs.mounts, modelledMounts(this.cfg.dataDir, pool.spec.mountConfiguration));
     this.tmpDirs.add(dirs.tmp);
     writeEnvFile(dirs.envFile, this.nodeEnv(node));
     pool.nodes.set(id, node);
@@ -224,7 +239,7 @@ export class Engine {
   /** What the node agent of a pool's nodes uses for identity transfers: its IMDS and the node image's extra CAs. */
   agentOf(poolId: string): NodeAgent {
     const imds = this.imdsOf(poolId);
-    return { ...(imds ? { imds } : {}), ...(this.cfg.nodeCaCerts ? { ca: this.cfg.nodeCaCerts } : {}) };
+    return { ...(imds ? { imds } : {}), trustedCertificates: this.cfg.trustedCertificates };
   }
 
   private closeImds(poolId: string): void {
@@ -253,10 +268,13 @@ export class Engine {
   }
 
   rewriteHosts(): void {
-    const entries: { ip: string; root: string; envFile: string }[] = [];
+    const entries: { ip: string; root: string; envFile: string; faults: string[] }[] = [];
     for (const p of this.pools.values()) {
       for (const n of p.nodes.values()) {
-        if (!n.removed) entries.push({ ip: n.ipAddress, root: n.rootDir, envFile: nodeDirs(this.cfg.dataDir, p.id, n.id).envFile });
+        if (n.removed) continue;
+        const f = this.cfg.faults.nodeFault(p.id, n.ordinal, n.id);
+        const faults = [...(f?.sshRefused ? ['refuse'] : []), ...(f?.sshDelayMs ? [`delay=${Math.round(f.sshDelayMs)}`] : [])];
+        entries.push({ ip: n.ipAddress, root: n.rootDir, envFile: nodeDirs(this.cfg.dataDir, p.id, n.id).envFile, faults });
       }
     }
     writeHostsFile(this.hostsFile, entries);
@@ -287,7 +305,7 @@ export class Engine {
   }
 
   private checkUsable(pool: PoolRecord, node: NodeRecord): boolean {
-    if (!this.cfg.faults.nodeBecomesUnusable(pool.id, node.ordinal)) return true;
+    if (!this.cfg.faults.nodeBecomesUnusable(pool.id, node.ordinal, node.id)) return true;
     node.errors = [
       {
         code: 'NodeUnusable',
@@ -406,6 +424,7 @@ export class Engine {
         node.running = new Map();
         const dirs = nodeDirs(this.cfg.dataDir, pool.id, node.id);
         createNodeSandbox(dirs);
+        mountOnNode(dirs.root, dirs.mounts, modelledMounts(this.cfg.dataDir, pool.spec.mountConfiguration));
         this.tmpDirs.add(dirs.tmp);
         writeEnvFile(dirs.envFile, this.nodeEnv(node));
         if (node.state === 'leavingpool') {

@@ -1,11 +1,13 @@
 /**
- * The node agent's own blob transfers for files read or written with a pool identity: one GET or one Put Blob with
- * `Authorization: Bearer <identity token>` and a service version, as Azure Storage takes Entra tokens (https only).
- * Plain node:http(s) so the agent can trust the certificate authorities of the node image (`ca`, the emulator's
- * `nodeCaCerts`), as a Batch node trusts its OS's store; SAS transfers keep using the Storage SDK.
+ * The node agent's own transfers: files read or written with a pool identity (one GET or one Put Blob with
+ * `Authorization: Bearer <identity token>` and a service version, as Azure Storage takes Entra tokens, https only)
+ * and https resource files. Plain node:http(s) so the agent trusts the public roots plus the certificate authorities
+ * of the node image (the emulator's `trustedCertificates`), as a Batch node trusts its OS's store; SAS container
+ * transfers keep using the Storage SDK.
  */
 import * as http from 'node:http';
 import * as https from 'node:https';
+import { rootCertificates } from 'node:tls';
 
 export const STORAGE_VERSION = '2021-08-06';
 
@@ -14,7 +16,10 @@ export interface AgentHttpResult {
   body: Buffer;
 }
 
-export function agentRequest(method: 'GET' | 'PUT', url: string, token: string, ca: string | undefined, body?: Buffer, headers: Record<string, string> = {}): Promise<AgentHttpResult> {
+/** One request; `token` (a storage token) adds the bearer and the service version; `trustedCertificates` the node's extra CAs. */
+export function agentRequest(
+  method: 'GET' | 'PUT', url: string, token: string | undefined, trustedCertificates: string[] | undefined, body?: Buffer, headers: Record<string, string> = {},
+): Promise<AgentHttpResult> {
   const u = new URL(url);
   const mod = u.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
@@ -23,13 +28,11 @@ export function agentRequest(method: 'GET' | 'PUT', url: string, token: string, 
       {
         method,
         headers: {
-          Authorization: `Bearer ${token}`,
-          'x-ms-version': STORAGE_VERSION,
-          'x-ms-date': new Date().toUTCString(),
+          ...(token ? { Authorization: `Bearer ${token}`, 'x-ms-version': STORAGE_VERSION, 'x-ms-date': new Date().toUTCString() } : {}),
           ...(body ? { 'Content-Length': String(body.length) } : {}),
           ...headers,
         },
-        ...(u.protocol === 'https:' && ca ? { ca } : {}),
+        ...(u.protocol === 'https:' && trustedCertificates?.length ? { ca: [...rootCertificates, ...trustedCertificates] } : {}),
         timeout: 60_000,
       },
       (res) => {

@@ -11,7 +11,8 @@ export const STORAGE_RESOURCE = 'https://storage.azure.com/';
 /** A node's agent, for transfers with a pool identity: the node's IMDS (absent: the pool has no identity) and extra CAs. */
 export interface NodeAgent {
   imds?: string;
-  ca?: string;
+  /** PEM CAs the node image trusts besides the public roots. */
+  trustedCertificates?: string[];
 }
 
 export async function nodeIdentityToken(imds: string | undefined, resourceId: string, resource: string): Promise<AccessToken> {

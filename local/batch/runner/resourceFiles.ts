@@ -6,11 +6,30 @@ import path from 'node:path';
 import type { Json } from '../model/types';
 
 /**
- * Downloads a task's resourceFiles into `dir` (wd for task files, the task root for commonResourceFiles). A file with
- * an identityReference is read with a token of that pool identity from the node's instance metadata service `imds`.
+ * Downloads a task's resourceFiles into `dir` (wd for task files, the task root for commonResourceFiles). https URLs
+ * are read trusting the public roots plus the node image's extra CAs (`agent.trustedCertificates`). A file with an
+ * identityReference is read with a token of that pool identity from the node's instance metadata service.
  */
 export async function downloadResourceFiles(files: Json[] | undefined, dir: string, agent: NodeAgent = {}): Promise<void> {
   for (const rf of files ?? []) await downloadOne(rf, dir, agent);
+}
+
+async function fetchUrl(url: string, agent: NodeAgent, identity: string | undefined): Promise<Buffer> {
+  if (identity) {
+    // With an identity, the blob is read as Azure Storage takes an Entra token: bearer plus a service version.
+    const token = (await nodeIdentityToken(agent.imds, identity, STORAGE_RESOURCE)).token;
+    const res = await agentRequest('GET', url, token, agent.trustedCertificates);
+    if (res.status !== 200) throw new Error(`GET ${redact(url)} with identity ${identity} answered ${res.status} ${storageErrorCode(res.body)}`.trim());
+    return res.body;
+  }
+  if (url.startsWith('https:') && agent.trustedCertificates?.length) {
+    const res = await agentRequest('GET', url, undefined, agent.trustedCertificates);
+    if (res.status < 200 || res.status >= 300) throw new Error(`GET ${redact(url)} answered ${res.status}`);
+    return res.body;
+  }
+  const res = await fetch(url);
+  if (!res.ok) throw new Error(`GET ${redact(url)} answered ${res.status}`);
+  return Buffer.from(await res.arrayBuffer());
 }
 
 const identityOf = (rf: Json): string | undefined => {
@@ -33,22 +52,13 @@ async function downloadOne(rf: Json, dir: string, agent: NodeAgent): Promise<voi
   const identity = identityOf(rf);
   const imds = agent.imds;
   if (typeof rf.httpUrl === 'string') {
-    let content: Buffer;
-    if (identity) {
-      // With an identity, the blob is read as Azure Storage takes an Entra token: bearer plus a service version.
-      const token = (await nodeIdentityToken(imds, identity, STORAGE_RESOURCE)).token;
-      const res = await agentRequest('GET', rf.httpUrl, token, agent.ca);
-      if (res.status !== 200) throw new Error(`GET ${redact(rf.httpUrl)} with identity ${identity} answered ${res.status} ${storageErrorCode(res.body)}`.trim());
-      content = res.body;
-    } else {
-      const res = await fetch(rf.httpUrl);
-      if (!res.ok) throw new Error(`GET ${redact(rf.httpUrl)} answered ${res.status}`);
-      content = Buffer.from(await res.arrayBuffer());
-    }
+    const body = await fetchUrl(rf.httpUrl, agent, identity).catch((e: Error) => {
+      throw new Error(e.message.startsWith('GET ') || e.message.startsWith('identityReference ') ? e.message : `GET ${redact(rf.httpUrl as string)} failed: ${e.message}`);
+    });
     const name = filePath ?? path.basename(new URL(rf.httpUrl).pathname);
     const target = inside(dir, name);
     mkdirSync(path.dirname(target), { recursive: true });
-    writeFileSync(target, content);
+    writeFileSync(target, body);
     applyMode(target, rf.fileMode);
     return;
   }

@@ -11,6 +11,7 @@ import { groupAlive, killGroup, runCommandLine, type ProcessOutcome } from './pr
 import { uploadOutputFiles } from './outputFiles';
 import { downloadResourceFiles } from './resourceFiles';
 import { taskRootRelative } from './sandbox';
+import { mountedTargets } from './mounts';
 
 /** Batch's reserved port on the MI master (AZ_BATCH_MASTER_NODE=ip:6000). */
 const MASTER_PORT = 6000;
@@ -335,7 +336,7 @@ export class TaskExecutor {
     if (outputFiles?.length && !isPreProcessingFailure(outcome.failureInfo?.code) && !this.willRetry(job, task, nodes, outcome)) {
       const primary = nodes[0];
       const dir = path.join(primary.rootDir, rel);
-      const failure = await uploadOutputFiles({ outputFiles, taskDir: dir, nodeRoot: primary.rootDir, env: this.taskEnv(job, task, primary, dir), exitCode: outcome.exitCode, agent: this.engine.agentOf(primary.poolId) });
+      const failure = await uploadOutputFiles({ outputFiles, taskDir: dir, nodeRoot: primary.rootDir, mounted: mountedTargets(primary.rootDir), env: this.taskEnv(job, task, primary, dir), exitCode: outcome.exitCode, agent: this.engine.agentOf(primary.poolId) });
       if (task.attempt !== attempt) return;
       if (failure && !outcome.failureInfo) outcome = { ...outcome, failureInfo: failure };
     }

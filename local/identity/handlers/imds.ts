@@ -3,14 +3,18 @@
  * with `Metadata: true`: the instance metadata service's token endpoint, as a VM (or a Batch node) calls it at
  * 169.254.169.254, answering for the identities assigned to that host only. Answers and errors follow IMDS: the
  * token JSON with string numbers; 400 invalid_request for a missing Metadata header, an unknown identity or several
- * identities and none named; 400 invalid_resource for a resource Entra does not know.
+ * identities and none named; 400 invalid_resource for a resource Entra does not know. Tokens are the v1.0 resource
+ * tokens every other path of the local tenant issues (resourceTokens.ts), with IMDS's day-long lifetime.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { IdentityState } from '../state';
-import { MANAGED_IDENTITY_RESOURCES, managedIdentityToken, MI_TOKEN_SECONDS } from '../managedIdentityTokens';
+import { knownResource, resourceAccessToken } from '../resourceTokens';
 import { sendJson } from './http';
 
 const TOKEN_PATH = 'metadata/identity/oauth2/token';
+
+/** Managed identity tokens from IMDS last about a day (they are cached by the platform, not refreshed per call). */
+export const IMDS_TOKEN_SECONDS = 24 * 3_600;
 
 export async function imds(req: IncomingMessage, res: ServerResponse, state: IdentityState, url: URL): Promise<void> {
   const [, key, ...rest] = url.pathname.split('/').filter(Boolean);
@@ -25,7 +29,7 @@ export async function imds(req: IncomingMessage, res: ServerResponse, state: Ide
   if (!q.get('api-version')) return bad('Required query variable \'api-version\' is missing');
   const resource = q.get('resource') ?? '';
   if (!resource) return bad('Required query variable \'resource\' is missing');
-  if (!MANAGED_IDENTITY_RESOURCES.includes(resource)) {
+  if (!knownResource(resource)) {
     return bad(`AADSTS500011: The resource principal named ${resource} was not found in the tenant named ${state.iss.directory.tenantId}.`, 'invalid_resource');
   }
   const clientId = q.get('client_id')?.toLowerCase();
@@ -41,14 +45,14 @@ export async function imds(req: IncomingMessage, res: ServerResponse, state: Ide
       ? 'Multiple user assigned identities exist, please specify the clientId / resourceId of the identity in the token request'
       : 'Identity not found');
   }
-  const { token, expiresOn } = await managedIdentityToken(state.iss, mi, resource);
+  const { token, expiresOn } = await resourceAccessToken(state.iss, { kind: 'managedIdentity', identity: mi }, resource, { lifetimeSeconds: IMDS_TOKEN_SECONDS });
   const now = Math.floor(Date.now() / 1000);
   sendJson(res, 200, {
     access_token: token,
     client_id: mi.clientId,
-    expires_in: String(MI_TOKEN_SECONDS),
+    expires_in: String(IMDS_TOKEN_SECONDS),
     expires_on: String(expiresOn),
-    ext_expires_in: String(MI_TOKEN_SECONDS),
+    ext_expires_in: String(IMDS_TOKEN_SECONDS),
     not_before: String(now),
     resource,
     token_type: 'Bearer',

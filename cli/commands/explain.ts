@@ -1,0 +1,37 @@
+/**
+ * hpcjob explain <spec> [--offline]: what the pipeline would send to Batch for this spec, creating nothing. By default
+ * it asks the API (POST /api/jobs?dryRun=true), so the answer is this deployment's (its settings, its data-access and
+ * container policies, the job id it would give you); --offline runs the same pure function here with the documented
+ * default settings and without the deployment's policies. --json prints the document (docs/explain.md).
+ */
+import type { ExplainDocument } from '../../shared/contract/explain';
+import { defaultExplainSettings } from '../../shared/intake/settings';
+import { deploymentValue, explainJob } from '../../shared/planning/explain';
+import { parseJobSpec } from '../../shared/spec';
+import { submissionJobId } from '../../shared/state/submission';
+import { printJson, type CommandContext } from '../context';
+import { CliError, ExitCode } from '../errors';
+import { formatExplain } from '../explainSummary';
+import { readSpecFile } from '../specFile';
+
+export async function explainCommand(ctx: CommandContext, file: string, options: { offline?: boolean }): Promise<number> {
+  const spec = readSpecFile(file);
+  const doc = options.offline ? explainOffline(file, spec.text, spec.contentType) : await ctx.api().explain(spec.text, spec.contentType);
+  if (ctx.json) printJson(ctx, doc);
+  else ctx.out(`${formatExplain(doc)}\n`);
+  return ExitCode.Ok;
+}
+
+function explainOffline(file: string, text: string, contentType: string): ExplainDocument {
+  const parsed = parseJobSpec(text, contentType);
+  if (!parsed.ok) throw new CliError(`${file} is not a valid job spec: ${parsed.errors.length} problem(s)`, ExitCode.Usage, parsed.errors);
+  const { spec } = parsed;
+  // Without a caller the id of a spec without `id` is the unscoped content hash; the API scopes it to the caller.
+  return explainJob({
+    jobId: submissionJobId(spec),
+    jobIdFrom: spec.id !== undefined ? 'spec.id' : 'content',
+    spec,
+    settings: defaultExplainSettings(deploymentValue),
+    policiesChecked: false,
+  });
+}

@@ -1,0 +1,135 @@
+/**
+ * The readable summary of an explain document (hpcjob explain without --json): one block per stage of the pipeline,
+ * the command lines in full (they are what runs), the run-time values named. Pure: returns text, prints nothing.
+ */
+import type { ExplainDocument } from '../shared/contract/explain';
+
+type Json = Record<string, unknown>;
+
+const str = (v: unknown): string => (v === undefined || v === null ? '' : String(v));
+const obj = (v: unknown): Json => (v && typeof v === 'object' ? (v as Json) : {});
+const arr = (v: unknown): Json[] => (Array.isArray(v) ? (v as Json[]) : []);
+
+/** A labelled block: the first line after the label, the others indented under it. */
+function block(label: string, lines: string[]): string[] {
+  const pad = ' '.repeat(10);
+  return lines.filter((l) => l !== '').map((l, i) => `${i === 0 ? label.padEnd(10) : pad}${l}`);
+}
+
+function resourceFiles(files: unknown): string[] {
+  return arr(files).map((f) => {
+    const from = str(f.httpUrl) || `${str(f.storageContainerUrl)}${f.blobPrefix ? ` (prefix ${str(f.blobPrefix)})` : ''}`;
+    return `  ${str(f.filePath) || '.'} ← ${from}${f.fileMode ? ` (mode ${str(f.fileMode)})` : ''}`;
+  });
+}
+
+function outputFiles(files: unknown): string[] {
+  return arr(files).map((f) => {
+    const dest = obj(obj(f.destination).container);
+    return `  ${str(f.filePattern)} → ${str(dest.path)} (${str(obj(f.uploadOptions).uploadCondition)})`;
+  });
+}
+
+function environment(env: unknown): string {
+  return arr(env).map((e) => `${str(e.name)}=${str(e.value)}`).join(' ');
+}
+
+function poolLines(doc: ExplainDocument): string[] {
+  const p = doc.pool;
+  if (p.action === 'reuse') {
+    return [`reuse ${p.poolId} (${p.nodes} node(s)${p.vmSize ? ` of ${p.vmSize}` : ''}); never deleted`, ...p.reuseChecks.map((c) => `  check: ${c}`)];
+  }
+  // The data plane's Pool_Add, or the management plane's Pools_Create body (its properties, named a little differently).
+  const management = p.plane === 'management';
+  const r = management ? obj(obj(p.request).properties) : obj(p.request);
+  const vm = management ? obj(obj(r.deploymentConfiguration).virtualMachineConfiguration) : obj(r.virtualMachineConfiguration);
+  const image = obj(vm.imageReference);
+  const imageId = management ? image.id : image.virtualMachineImageId;
+  const imageText = imageId ? str(imageId) : [image.publisher, image.offer, image.sku, image.version].map(str).join('/');
+  const start = obj(r.startTask);
+  const identity = management ? Object.keys(obj(obj(obj(p.request).identity).userAssignedIdentities)) : [];
+  return [
+    `create ${p.poolId}: ${p.nodes} × ${str(r.vmSize)}, image ${imageText} (${str(management ? vm.nodeAgentSkuId : vm.nodeAgentSKUId)}), inter-node communication, `
+      + `no image preload, allocation within ${p.resizeTimeoutMinutes} min${p.minNodes < p.nodes ? ` (runs on ${p.minNodes}+ nodes)` : ''}; deleted: ${p.deleteAfter}`,
+    ...(management ? [`through the management plane (Resource Manager) with the pool identity ${identity.join(', ')}`] : []),
+    ...(r.startTask ? [`start task (every node, elevated): ${str(start.commandLine)}`, ...resourceFiles(start.resourceFiles)] : []),
+    ...p.mounts.map((m) => `mount ${m.name} (${m.kind}) at ${m.path}: ${m.credential}`),
+  ];
+}
+
+export function formatExplain(doc: ExplainDocument): string {
+  const lines: string[] = [];
+  const source = doc.settings.source === 'deployment'
+    ? 'as this deployment would run it (its settings and policies)'
+    : 'offline, with the documented default settings (the deployment\'s policies are not checked)';
+  lines.push(`job ${doc.jobId} (id from ${doc.jobIdFrom}), ${source}: nothing was created`);
+  lines.push('');
+  lines.push(...block('Pool', poolLines(doc)));
+
+  const job = obj(doc.batchJob.request);
+  lines.push(...block('Batch job', [
+    `${doc.batchJob.batchJobId} on pool ${doc.pool.poolId}; terminates itself when its tasks complete, `
+      + `set ${doc.batchJob.autoComplete.after === 'mpiTaskAdded' ? 'once the MPI task is added' : 'after the node upload tasks'}`,
+    `preparation (every node): ${str(obj(job.jobPreparationTask).commandLine)}`,
+    `release (every node, elevated): ${str(obj(job.jobReleaseTask).commandLine)}`,
+  ]));
+
+  const pulls = doc.imagePulls;
+  lines.push(...block('Images', pulls
+    ? [
+        `${pulls.nodes} node(s) pull ${pulls.images.length} image(s) with ${pulls.runtime}, at most ${pulls.concurrency} node(s) at once, ${pulls.maxAttempts} attempt(s) each`,
+        ...pulls.images.map((i) => `  ${i.image}: ${i.pulledAs}${i.sifPath ? ` → ${i.sifPath}` : ''}`),
+        `task per node: ${str(obj(pulls.task.request).commandLine)}`,
+      ]
+    : ['none (the program runs natively)']));
+
+  const s = doc.staging;
+  lines.push(...block('Staging', [
+    s.inputs.length
+      ? `${s.inputs.map((i) => `${i.account}/${i.container}/${i.prefix}`).join(', ')} → shards of ${s.shardSizeMB.min}–${s.shardSizeMB.max} MB`
+        + ` in ${s.stagingAccounts.join(', ')} (container ${s.container}), read-only SAS ${s.sasMinutes} min`
+      : 'no inputs',
+    `every node downloads its shards into ${s.destination} ($MPIJOB_DATA_DIR), ${s.concurrency} node(s) at once`,
+  ]));
+
+  if (doc.nodeFiles.length) {
+    lines.push(...block('Files', doc.nodeFiles.map((f) => `${f.path} ← ${f.source}${f.fileMode ? ` (mode ${f.fileMode})` : ''}${f.sasMinutes !== null ? ` (SAS ${f.sasMinutes} min)` : ''}`)));
+  }
+  if (doc.scratch) {
+    const where = doc.scratch.kind === 'mount' ? `on pool mount ${str(doc.scratch.mount)}` : 'NFS export of the master\'s local disk, mounted by the other nodes';
+    lines.push(...block('Scratch', [`${doc.scratch.directory} ($MPIJOB_SCRATCH): ${where}`]));
+  }
+
+  const m = doc.mpiTask;
+  const task = obj(m.request);
+  const multi = obj(task.multiInstanceSettings);
+  lines.push(...block('MPI task', [
+    `${m.taskId}: ${m.numberOfInstances} instance(s), ${m.mpiRuntime}${m.mpiVersion ? ` ${m.mpiVersion}` : ''} over ${m.fabric}, ${m.launcher} launcher, `
+      + `${m.processesPerNode} per node = ${m.ranks} rank(s)${obj(task.constraints).maxWallClockTime ? `, wall clock ${str(obj(task.constraints).maxWallClockTime)}` : ''}`,
+    ...(m.containerRunOptions ? [`container on every node: docker run ${m.containerRunOptions.join(' ')}`] : []),
+    `coordination (every node): ${str(multi.coordinationCommandLine)}`,
+    `application (master): ${str(task.commandLine)}`,
+    ...(arr(task.environmentSettings).length ? [`environment: ${environment(task.environmentSettings)}`] : []),
+    ...(arr(multi.commonResourceFiles).length ? ['files (every node, relative to the task directory; wd/ is the working directory):', ...resourceFiles(multi.commonResourceFiles)] : []),
+    ...(arr(task.outputFiles).length ? ['output files (master, when the task ends):', ...outputFiles(task.outputFiles)] : []),
+  ]));
+
+  const o = doc.outputs;
+  if (o) {
+    const uploads = o.nodeUploads;
+    lines.push(...block('Outputs', [
+      `${o.account}/${o.container}/${o.prefix}/, files when ${o.when}${o.logs ? ', logs always' : ''}, upload failures: ${o.onUploadFailure}`,
+      ...(uploads?.master ? ['upload task on the master:', ...outputFiles(uploads.master.outputFiles)] : []),
+      ...(uploads?.otherNodes ? ['upload task on every other node:', ...outputFiles(uploads.otherNodes.outputFiles)] : []),
+    ]));
+  }
+  const l = doc.limits;
+  lines.push(...block('Limits', [
+    `MPI wall clock ${l.mpiMaxWallClockSeconds !== null ? `${l.mpiMaxWallClockSeconds} s` : 'none'}, retries ${l.maxRetries}, pipeline budget ${l.pipelineBudgetMinutes} min`,
+  ]));
+  if (doc.notes.length) lines.push(...block('Notes', doc.notes));
+  lines.push('');
+  lines.push(`${doc.placeholders.length} value(s) are left open until the job runs (or, offline, to the deployment): shown as <run-time: …> / <deployment: …>.`);
+  lines.push('The full requests: hpcjob --json explain <spec>.');
+  return lines.join('\n');
+}

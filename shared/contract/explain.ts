@@ -1,0 +1,144 @@
+/**
+ * The explain document (`hpcjob explain`, `POST /api/jobs?dryRun=true`): what the pipeline would send to Batch for a
+ * job spec, built by shared/planning/explain.ts from the builders the pipeline itself uses. Declared once here: the
+ * function returns it, the OpenAPI document describes it (components.schemas.ExplainDocument), the CLI prints it,
+ * and docs/explain.md documents every field. Values only known when the job runs are placeholders "<run-time: …>";
+ * an offline explain also leaves the deployment's own values open as "<deployment: …>".
+ */
+import { z } from 'zod';
+
+/** The document's format version: a consumer that reads version 1 can rely on every field below. */
+export const EXPLAIN_VERSION = 1;
+
+const BatchBody = (what: string) =>
+  z.record(z.string(), z.unknown()).meta({ description: `${what}, exactly as the Batch adapter sends it (REST API 2022-10-01.16.0, the body of the request), with placeholders where a value is only known at run time.` });
+
+const NodeTaskTemplate = (what: string) =>
+  z.object({
+    perNode: z.literal(true).meta({ description: 'One such task per node: the id carries the node\'s index in pool order (0…nodes-1) and the attempt (1, 2, … up to nodeTaskMaxAttempts), affinityInfo the node\'s affinity id.' }),
+    request: BatchBody(`The ${what} task (Task_Add)`),
+  });
+
+export const ExplainSettingsSchema = z.object({
+  source: z.enum(['deployment', 'defaults']).meta({ description: '"deployment": the settings of the API that answered (dry run); "defaults": the documented defaults (hpcjob explain --offline), staging accounts left open.' }),
+  stagingAccounts: z.array(z.string()).meta({ description: 'STAGING_ACCOUNTS: the staging accounts shards are spread over when the spec names none.' }),
+  copyConcurrency: z.number().meta({ description: 'STAGING_COPY_CONCURRENCY: shard copies at once.' }),
+  sasMarginMinutes: z.number().meta({ description: 'NODE_SAS_MARGIN_MINUTES: extra life of node SAS URLs beyond the wall clock.' }),
+  sasMaxLifetimeMinutes: z.number().meta({ description: 'SAS_MAX_LIFETIME_HOURS × 60: no SAS handed to a node lives longer.' }),
+  nodeTaskMaxAttempts: z.number().meta({ description: 'NODE_TASK_MAX_ATTEMPTS: attempts of a per-node task (pull, download, upload).' }),
+  poolIdentity: z.object({
+    resourceId: z.string().meta({ description: 'POOL_IDENTITY_RESOURCE_ID: the user-assigned identity\'s ARM id.' }),
+    clientId: z.string().meta({ description: 'POOL_IDENTITY_CLIENT_ID: its client id (what the pull task signs in to a registry with).' }),
+  }).nullable().meta({ description: 'The pool identity (POOL_IDENTITY_*): pools are then created through the management plane carrying it. null: pools from the data plane, no identity on the nodes (also the documented default, offline).' }),
+}).meta({ title: 'ExplainSettings' });
+
+const StorageRef = z.object({ account: z.string(), container: z.string() });
+
+export const ExplainDocumentSchema = z.object({
+  version: z.literal(EXPLAIN_VERSION).meta({ description: 'Format version of this document (1).' }),
+  jobId: z.string().meta({ description: 'The job id a submission of this spec would get (it names the pool, the Batch job, the containers and the scratch).' }),
+  jobIdFrom: z.enum(['spec.id', 'idempotencyKey', 'content']).meta({ description: 'Where the id comes from: the spec\'s id, the Idempotency-Key header, or the spec\'s content hash (scoped to the caller over HTTP).' }),
+  policiesChecked: z.boolean().meta({ description: 'True when the deployment\'s data-access and container policies accepted the spec (dry run); false offline, where they are not known.' }),
+  settings: ExplainSettingsSchema,
+  placeholders: z.array(z.string()).meta({ description: 'Every placeholder the document holds, sorted: values filled in only when the job runs ("<run-time: …>") or, offline, by the deployment ("<deployment: …>").' }),
+  pool: z.object({
+    poolId: z.string(),
+    action: z.enum(['create', 'reuse']).meta({ description: '"create": a pool owned by this job; "reuse": the existing pool.poolId.' }),
+    vmSize: z.string().nullable(),
+    nodes: z.number().meta({ description: 'Nodes the job asks for (the MPI task\'s numberOfInstances).' }),
+    minNodes: z.number().meta({ description: 'Fewest nodes the job runs on when allocation falls short (pool.partialAllocation).' }),
+    resizeTimeoutMinutes: z.number().meta({ description: 'How long allocation may take before the pipeline stops waiting.' }),
+    deleteAfter: z.enum(['always', 'onSuccess', 'never']).meta({ description: 'When cleanup deletes the pool (never for a reused pool).' }),
+    plane: z.enum(['data', 'management']).nullable().meta({ description: 'Where the pool is created: "data", Pool_Add on the Batch account (REST API 2022-10-01.16.0); "management", Pools_Create through Resource Manager (api-version 2023-11-01) carrying the pool identity (settings.poolIdentity). null for a reused pool.' }),
+    request: z.record(z.string(), z.unknown()).nullable().meta({ description: 'The pool exactly as it is sent, with placeholders where a value is only known at run time: Pool_Add\'s body on the data plane; on the management plane the body of PUT …/batchAccounts/<account>/pools/<poolId> (Resource Manager\'s envelope: identity, properties), as @azure/arm-batch 9.1.0 sends it. null for a reused pool.' }),
+    startTaskFiles: z.array(StorageRef.extend({ blob: z.string(), path: z.string(), sasMinutes: z.number().nullable() }))
+      .meta({ description: 'The start task\'s files: each blob is downloaded through a read-only SAS URL living sasMinutes, or, with a pool identity, through its plain URL read with that identity (sasMinutes null).' }),
+    mounts: z.array(z.object({
+      name: z.string(),
+      kind: z.enum(['nfs', 'azureFiles', 'blobfuse', 'cifs']),
+      path: z.string().meta({ description: 'Where every node sees it: $AZ_BATCH_NODE_MOUNTS_DIR/<name>.' }),
+      credential: z.string().meta({ description: 'What the mount authenticates with (never the secret itself).' }),
+    })).meta({ description: 'File systems Batch mounts on every node (the request\'s mountConfiguration).' }),
+    reuseChecks: z.array(z.string()).meta({ description: 'What a reused pool must satisfy, checked before anything runs on it (empty when the job creates its pool).' }),
+  }),
+  batchJob: z.object({
+    batchJobId: z.string(),
+    request: BatchBody('The Batch job (Job_Add) with its preparation and release tasks'),
+    autoComplete: z.object({
+      request: BatchBody('The patch (Job_Patch) that makes the job terminate itself when its tasks are complete'),
+      after: z.enum(['mpiTaskAdded', 'nodeUploadsDone']).meta({ description: 'When it is sent: right after the MPI task is added, or after the node upload tasks.' }),
+    }),
+  }),
+  imagePulls: z.object({
+    runtime: z.enum(['docker', 'singularity']),
+    images: z.array(z.object({
+      image: z.string().meta({ description: 'The reference, or blob:<account>/<container>/<blob> for a SIF file in blob storage.' }),
+      source: z.enum(['registry', 'blob']),
+      pulledAs: z.string().meta({ description: 'docker: the reference docker pulls; singularity: the URI singularity pulls, or the downloaded SIF file.' }),
+      sifPath: z.string().nullable().meta({ description: 'singularity: the job\'s SIF file on every node (what the ranks run).' }),
+    })),
+    nodes: z.number(),
+    concurrency: z.number().meta({ description: 'At most this many nodes pull at the same time (container.pullConcurrency).' }),
+    maxAttempts: z.number(),
+    blobSasMinutes: z.number().nullable().meta({ description: 'Life of the SAS URLs of SIF blobs (null without any).' }),
+    task: NodeTaskTemplate('pull'),
+  }).nullable().meta({ description: 'The staggered image pulls (null for container.runtime none or no image).' }),
+  staging: z.object({
+    inputs: z.array(StorageRef.extend({ prefix: z.string() })),
+    shardSizeMB: z.object({ min: z.number(), max: z.number() }),
+    recordBytes: z.number(),
+    stagingAccounts: z.array(z.string()).meta({ description: 'Where shards are copied (data.stagingAccounts, else the deployment\'s).' }),
+    container: z.string().meta({ description: 'The job\'s staging container in each of those accounts.' }),
+    destination: z.string().meta({ description: 'Where every node holds its shards ($MPIJOB_DATA_DIR).' }),
+    shards: z.string().meta({ description: 'The shard plan: made from the listing of the inputs when the job runs.' }),
+    sasMinutes: z.number().meta({ description: 'Life of the shards\' read-only SAS URLs.' }),
+    keepStagedData: z.boolean(),
+    concurrency: z.number().meta({ description: 'Nodes downloading at the same time.' }),
+    task: NodeTaskTemplate('shard download'),
+  }),
+  nodeFiles: z.array(z.object({
+    source: z.string().meta({ description: 'url:<https URL>, blob:<account>/<container>/<blob> or prefix:<account>/<container>/<prefix>.' }),
+    path: z.string().meta({ description: 'Where it lands, relative to the ranks\' working directory.' }),
+    fileMode: z.string().nullable(),
+    sasMinutes: z.number().nullable().meta({ description: 'Life of the SAS URL the pipeline mints (null for a url).' }),
+  })).meta({ description: 'Files every node downloads before its coordination step (the MPI task\'s commonResourceFiles).' }),
+  scratch: z.object({
+    kind: z.enum(['masterNfs', 'mount']),
+    directory: z.string().meta({ description: 'The directory as a shell expression, the same on every node ($MPIJOB_SCRATCH).' }),
+    mount: z.string().nullable(),
+  }).nullable().meta({ description: 'The job\'s shared scratch: set up first in the coordination step, removed by the job release task.' }),
+  mpiTask: z.object({
+    taskId: z.string(),
+    numberOfInstances: z.number(),
+    mpiRuntime: z.string(),
+    mpiVersion: z.string().nullable(),
+    fabric: z.enum(['rdma', 'tcp']).meta({ description: 'The fabric the preset uses (mpi.fabric "auto" resolved for the VM size).' }),
+    launcher: z.enum(['managed', 'custom']),
+    processesPerNode: z.union([z.number(), z.string()]),
+    ranks: z.union([z.number(), z.string()]).meta({ description: 'nodes × processesPerNode, or how it is counted on the master.' }),
+    containerRunOptions: z.array(z.string()).nullable().meta({ description: 'docker: the options of the container started on every node.' }),
+    request: BatchBody('The multi-instance MPI task (Task_Add): coordination and application command lines, environment settings, commonResourceFiles, outputFiles'),
+  }),
+  outputs: z.object({
+    account: z.string(),
+    container: z.string(),
+    prefix: z.string(),
+    when: z.enum(['always', 'success', 'failure']),
+    logs: z.boolean(),
+    onUploadFailure: z.enum(['report', 'fail']),
+    sasMinutes: z.number().meta({ description: 'Life of the create/write SAS on the outputs\' container.' }),
+    nodeUploads: z.object({
+      master: BatchBody('The upload task of the master node (Task_Add), for the outcome in which files are uploaded').nullable(),
+      otherNodes: BatchBody('The upload task of every other node (Task_Add), for the outcome in which files are uploaded').nullable(),
+    }).nullable().meta({ description: 'The per-node upload tasks after the MPI task (null when nothing comes from the nodes): one per node, id up-<node index>-a<attempt>.' }),
+  }).nullable().meta({ description: 'What outlives the pool (null without outputs). The master\'s files are the MPI task\'s own outputFiles.' }),
+  limits: z.object({
+    mpiMaxWallClockSeconds: z.number().nullable(),
+    maxRetries: z.number(),
+    pipelineBudgetMinutes: z.number().meta({ description: 'The pipeline gives up after this long from its start.' }),
+  }),
+  notes: z.array(z.string()).meta({ description: 'Facts worth knowing about this job that the requests do not show.' }),
+}).meta({ title: 'ExplainDocument' });
+
+export type ExplainDocument = z.output<typeof ExplainDocumentSchema>;
+export type ExplainSettings = z.output<typeof ExplainSettingsSchema>;

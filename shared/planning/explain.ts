@@ -1,0 +1,315 @@
+/**
+ * What the pipeline would send to Batch for a job, without sending anything: the explain document
+ * (shared/contract/explain.ts) behind `hpcjob explain` and `POST /api/jobs?dryRun=true`. Pure. Every request body
+ * comes from the builders the pipeline runs (planJob, mpiTaskRequest, pullTask, releaseTaskCommand, the workload-data
+ * planners, the mappings of batchRequests.ts and the Batch adapter's build*Parameter), called with placeholders where
+ * a value exists only at run time (node ids, SAS URLs, secrets, the shard plan), so it cannot drift from what runs.
+ */
+import { buildJobAddParameter, AUTO_TERMINATE_PATCH } from '../batch/jobs';
+import { buildMpiTaskParameter } from '../batch/mpiTask';
+import { buildPoolAddParameter } from '../batch/pools';
+import { armPoolRequestBody, buildArmPool } from '../batch/armPools';
+import { buildNodeTaskParameter } from '../batch/tasks';
+import type { NodeTaskRequest, SecretEnvironmentRef } from '../contract/activities';
+import { EXPLAIN_VERSION, type ExplainDocument, type ExplainSettings } from '../contract/explain';
+import { buildMpiTaskCommands } from '../mpi/commands';
+import { REGISTRY_SECRET_ENV } from '../mpi/registryLogin';
+import { resolveFabric } from '../mpi/rdmaPresets';
+import { scratchDirExpression } from '../mpi/sharedScratch';
+import { sifPathExpr, singularityUri } from '../mpi/singularity';
+import { resolveDestination } from '../spec/normalize';
+import type { JobSpec } from '../spec/schema';
+import {
+  IMAGE_SAS_MINUTES, batchJobSpec, blobfusePermissions, jobPoolSpec, mountSasLifetimeMs, mountSpec, mpiTaskSpec, nodeResourceFile, nodeTaskId,
+  nodeTaskSpec, pullNodeTask, shardDownloadConcurrency, shardDownloadTask, shardSasLifetimeMs, startTaskResourceFile, startTaskSasMinutes,
+  uploadTaskRequest, type MountCredentials,
+} from './batchRequests';
+import { planJob, stagingContainerFor } from './jobPlan';
+import { imageBlobs, imageLabel, mpiTaskInput, mpiTaskRequest, pullTask, releaseTaskCommand, sifCacheKeyFor } from './mpiTaskRequest';
+import {
+  mountRequests, needsNodeUploads, nodeFileSources, nodeSasLifetimeMs, nodeUploadTask, outputsPlan, scratchOf, type MountRequest, type OutputsPlan,
+} from './workloadData';
+
+/** A value filled in when the job runs. */
+export const runTime = (what: string): string => `<run-time: ${what}>`;
+/** A value of the deployment, unknown to an offline explain. */
+export const deploymentValue = (what: string): string => `<deployment: ${what}>`;
+/** Finds every placeholder in a text. */
+export const PLACEHOLDER_RE = /<(?:run-time|deployment): [^<>]*>/g;
+
+export interface ExplainInput {
+  jobId: string;
+  jobIdFrom: ExplainDocument['jobIdFrom'];
+  spec: JobSpec;
+  settings: ExplainSettings;
+  /** Whether the deployment's data-access and container policies were applied to the spec. */
+  policiesChecked: boolean;
+}
+
+type Json = Record<string, unknown>;
+/** The request body as plain JSON (what the SDK serializes: undefined fields dropped). */
+const plain = (value: unknown): Json => JSON.parse(JSON.stringify(value)) as Json;
+const minutes = (ms: number) => Math.round(ms / 60_000);
+
+const NODE_INDEX = runTime('node index');
+const ATTEMPT = runTime('attempt');
+const NODE_AFFINITY = runTime("the node's affinity id");
+
+/** A registry secret as a dry run shows it: which app setting the activity reads it from, never its value. */
+const secretPlaceholder = (s: SecretEnvironmentRef): string => runTime(`the registry secret of ${s.server} in app setting ${s.setting}`);
+
+/** A node task as it is added for one node (id and affinity left open), as Batch receives it. */
+function nodeTaskBody(prefix: string, task: Omit<NodeTaskRequest, 'id' | 'affinityId'>): Json {
+  return plain(buildNodeTaskParameter(nodeTaskSpec({ id: nodeTaskId(prefix, NODE_INDEX, ATTEMPT), affinityId: NODE_AFFINITY, ...task }, secretPlaceholder)));
+}
+
+/**
+ * The pool identity a run would use: the deployment's; offline (or on a deployment without one) a job whose registry
+ * signs in with the managed identity can only run where there is one, so it is shown with its settings left open.
+ */
+function poolIdentityFor(spec: JobSpec, settings: ExplainSettings): { resourceId: string; clientId: string; open: boolean } | null {
+  if (settings.poolIdentity) return { ...settings.poolIdentity, open: false };
+  if (spec.container.registry?.identity === 'managed' && spec.container.runtime !== 'none') {
+    return { resourceId: deploymentValue('pool identity (POOL_IDENTITY_RESOURCE_ID)'), clientId: deploymentValue('pool identity client id (POOL_IDENTITY_CLIENT_ID)'), open: true };
+  }
+  return null;
+}
+
+function mountCredentials(m: MountRequest, settings: ExplainSettings, validForMs: number | undefined): MountCredentials {
+  if (m.cifs) return { secret: runTime(`the password in app setting MOUNT_SECRET_${m.cifs.secretRef}`) };
+  if (m.azureFiles) {
+    return {
+      azureFileUrl: runTime(`the URL of file share ${m.azureFiles.account}/${m.azureFiles.share}`),
+      secret: runTime(`the account key in app setting MOUNT_SECRET_${m.azureFiles.secretRef}`),
+    };
+  }
+  if (m.blobfuse) {
+    const life = minutes(mountSasLifetimeMs(validForMs, settings));
+    return { sasToken: runTime(`SAS token (${blobfusePermissions(m)}) on container ${m.blobfuse.account}/${m.blobfuse.container}, valid ${life} minutes`) };
+  }
+  return {};
+}
+
+function mountSummary(m: MountRequest): ExplainDocument['pool']['mounts'][number] {
+  const path = `$AZ_BATCH_NODE_MOUNTS_DIR/${m.name}`;
+  if (m.nfs) return { name: m.name, kind: 'nfs', path, credential: `none (NFS ${m.nfs.source}: network rules guard it)` };
+  if (m.cifs) return { name: m.name, kind: 'cifs', path, credential: `user ${m.cifs.username}, password from app setting MOUNT_SECRET_${m.cifs.secretRef}` };
+  if (m.azureFiles) return { name: m.name, kind: 'azureFiles', path, credential: `account key from app setting MOUNT_SECRET_${m.azureFiles.secretRef}` };
+  const b = m.blobfuse as NonNullable<MountRequest['blobfuse']>;
+  return { name: m.name, kind: 'blobfuse', path, credential: `a SAS (${blobfusePermissions(m)}) on ${b.account}/${b.container} minted at pool creation` };
+}
+
+/** What a pool named by pool.poolId must be (provisionPolicy.checkReusablePool). */
+function reuseChecks(spec: JobSpec): string[] {
+  return [
+    'the pool exists and is active',
+    'inter-node communication is enabled (multi-instance tasks need it)',
+    'taskSlotsPerNode is 1',
+    ...(spec.pool.vmSize ? [`its VM size is ${spec.pool.vmSize}`] : []),
+    `it has at least ${spec.pool.nodes} idle node(s)`,
+  ];
+}
+
+/**
+ * The node upload tasks, for the outcome in which the files are uploaded. The node id and the MPI task's directory
+ * on the node go through the same checks as at run time with stand-ins, replaced by placeholders afterwards.
+ */
+function nodeUploads(plan: OutputsPlan, containerUrl: string): NonNullable<ExplainDocument['outputs']>['nodeUploads'] {
+  const STAND_IN_NODE = 'mpijob-explain-node-id';
+  const STAND_IN_DIR = 'mpijob-explain-task-dir';
+  const exitCode = plan.when === 'failure' ? 1 : 0;
+  const body = (isMaster: boolean): Json | null => {
+    const upload = nodeUploadTask(plan, { id: STAND_IN_NODE, affinityId: NODE_AFFINITY, taskRootDirectory: STAND_IN_DIR, isMaster }, containerUrl, exitCode);
+    if (!upload) return null;
+    const text = JSON.stringify(plain(buildNodeTaskParameter(nodeTaskSpec(uploadTaskRequest(upload, NODE_INDEX, ATTEMPT)))));
+    return JSON.parse(text.replaceAll(STAND_IN_NODE, runTime("the node's id")).replaceAll(STAND_IN_DIR, runTime("the MPI task's directory on the node, as Batch reports it"))) as Json;
+  };
+  return { master: body(true), otherNodes: body(false) };
+}
+
+function placeholdersOf(doc: unknown): string[] {
+  return [...new Set(JSON.stringify(doc).match(PLACEHOLDER_RE) ?? [])].sort();
+}
+
+export function explainJob(input: ExplainInput): ExplainDocument {
+  const { jobId, spec, settings } = input;
+  const plan = planJob(jobId, spec);
+  const notes: string[] = [];
+
+  // ---- pool ----------------------------------------------------------------------------------------------------
+  const mounts = mountRequests(spec);
+  const startTaskSas = startTaskSasMinutes(settings.sasMaxLifetimeMinutes);
+  // With a pool identity the pool comes from the management plane, as poolCreate does it (orchestrations/activities/pool.ts).
+  const identity = poolIdentityFor(spec, settings);
+  const poolSpec = jobPoolSpec(plan.poolCreate, {
+    startTaskFiles: spec.pool.startTask?.resourceFiles.map((f) => identity
+      ? startTaskResourceFile(f, runTime(`URL of blob ${f.account}/${f.container}/${f.blob} (no SAS: read with the pool identity)`), identity.resourceId)
+      : startTaskResourceFile(f, runTime(`read-only SAS URL of blob ${f.account}/${f.container}/${f.blob}, valid ${startTaskSas} minutes`))),
+    mounts: mounts.length ? mounts.map((m) => mountSpec(m, mountCredentials(m, settings, plan.poolCreate.mountSasValidForMs))) : undefined,
+    identityResourceId: identity?.resourceId,
+  });
+  const poolRequest = plan.reusePool
+    ? null
+    : identity ? armPoolRequestBody(buildArmPool(poolSpec, identity.resourceId)) : plain(buildPoolAddParameter(poolSpec));
+
+  // ---- Batch job -----------------------------------------------------------------------------------------------
+  const outputs = outputsPlan(spec, jobId);
+  const uploadsFollow = needsNodeUploads(outputs, plan.nodes);
+  const batchJobRequest = plain(buildJobAddParameter(batchJobSpec({ jobId, batchJobId: plan.batchJobId, poolId: plan.poolId, releaseCommandLine: releaseTaskCommand(jobId, spec) })));
+
+  // ---- image pulls ---------------------------------------------------------------------------------------------
+  const runtime = spec.container.runtime;
+  let imagePulls: ExplainDocument['imagePulls'] = null;
+  if (runtime !== 'none' && spec.container.images.length) {
+    const blobs = imageBlobs(spec);
+    const blobSas = Math.min(settings.sasMaxLifetimeMinutes, IMAGE_SAS_MINUTES);
+    // An open client id (offline) cannot go through the sign-in lines' checks: a stand-in does, then shows as the placeholder.
+    const STAND_IN_CLIENT_ID = '00000000-0000-4000-8000-0000000c11e7';
+    const task = pullTask(jobId, spec, blobs.map((b) => runTime(`read-only SAS URL of SIF blob ${b.account}/${b.container}/${b.blob}, valid ${blobSas} minutes`)),
+      identity?.open ? STAND_IN_CLIENT_ID : identity?.clientId);
+    const pullRequest = nodeTaskBody('pull', pullNodeTask(task));
+    imagePulls = {
+      runtime,
+      images: spec.container.images.map((image, index) => ({
+        image: imageLabel(image),
+        source: typeof image === 'string' ? 'registry' : 'blob',
+        pulledAs: runtime === 'docker' ? (image as string) : typeof image === 'string' ? singularityUri(image) : 'the SIF file, downloaded as a resource file of the pull task',
+        sifPath: runtime === 'singularity' ? sifPathExpr(sifCacheKeyFor(jobId), index) : null,
+      })),
+      nodes: plan.nodes,
+      concurrency: spec.container.pullConcurrency,
+      maxAttempts: settings.nodeTaskMaxAttempts,
+      blobSasMinutes: blobs.length ? blobSas : null,
+      task: { perNode: true, request: identity?.open ? JSON.parse(JSON.stringify(pullRequest).replaceAll(STAND_IN_CLIENT_ID, identity.clientId)) as Json : pullRequest },
+    };
+  }
+
+  // ---- staging -------------------------------------------------------------------------------------------------
+  const destination = resolveDestination(spec, jobId, '$AZ_BATCH_NODE_SHARED_DIR');
+  const inputs = spec.data.inputs;
+  const staging: ExplainDocument['staging'] = {
+    inputs: inputs.map((i) => ({ account: i.account, container: i.container, prefix: i.prefix })),
+    shardSizeMB: { ...spec.data.shardSizeMB },
+    recordBytes: spec.data.recordBytes,
+    stagingAccounts: spec.data.stagingAccounts.length ? [...spec.data.stagingAccounts] : [...settings.stagingAccounts],
+    container: stagingContainerFor(jobId),
+    destination,
+    shards: inputs.length
+      ? runTime(`shards of ${spec.data.shardSizeMB.min}–${spec.data.shardSizeMB.max} MB planned from the listing of the inputs, spread over the staging accounts, contiguous runs per node`)
+      : 'none (no inputs): every node still gets its (empty) data directory',
+    sasMinutes: minutes(shardSasLifetimeMs(spec, settings)),
+    keepStagedData: plan.keepStagedData,
+    concurrency: shardDownloadConcurrency(plan.nodes, spec.container.pullConcurrency),
+    task: {
+      perNode: true,
+      request: nodeTaskBody('dl', shardDownloadTask(destination, inputs.length ? [{ shardId: runTime('shard id'), url: runTime("read-only SAS URL of each of the node's shards") }] : [])),
+    },
+  };
+
+  // ---- files, scratch, MPI task --------------------------------------------------------------------------------
+  const nodeSasMinutes = minutes(nodeSasLifetimeMs(spec, settings));
+  const files = nodeFileSources(spec);
+  const commonResourceFiles = files.map((f) => f.kind === 'url'
+    ? nodeResourceFile(f, {})
+    : nodeResourceFile(f, {
+        blobUrl: f.kind === 'blob' ? runTime(`read-only SAS URL of blob ${f.account}/${f.container}/${f.blob}, valid ${nodeSasMinutes} minutes`) : undefined,
+        containerUrl: f.kind === 'prefix' ? runTime(`read/list SAS URL of container ${f.account}/${f.container}, valid ${nodeSasMinutes} minutes`) : undefined,
+      }));
+  const outputsContainerUrl = spec.outputs
+    ? runTime(`create/write SAS URL of container ${spec.outputs.account}/${spec.outputs.container}, valid ${nodeSasMinutes} minutes`)
+    : undefined;
+  const nodes = Array.from({ length: plan.nodes }, (_, i) => ({ id: runTime(`id of node ${i}`) }));
+  const shape = mpiTaskRequest(plan, spec, nodes, destination, plan.batchJobId, { commonResourceFiles, outputsContainerUrl });
+  const commands = buildMpiTaskCommands(mpiTaskInput(plan, spec, plan.nodes, destination));
+  const scratch = scratchOf(spec, jobId);
+  const ppn = spec.mpi.processesPerNode;
+
+  // ---- notes ---------------------------------------------------------------------------------------------------
+  if (plan.minNodes < plan.nodes) {
+    notes.push(`pool.partialAllocation: the MPI task spans the nodes that are ready, ${plan.minNodes} to ${plan.nodes}; the requests show ${plan.nodes}.`);
+  }
+  if (typeof ppn !== 'number') notes.push(`mpi.processesPerNode "${ppn}" is counted on the master when the task starts.`);
+  if (plan.reusePool) notes.push(`pool.poolId: the job runs on the existing pool ${plan.poolId}, with its own start task and mounts; it is never deleted.`);
+  const registry = runtime !== 'none' ? spec.container.registry : undefined;
+  if (registry) {
+    notes.push(registry.identity === 'managed'
+      ? `container.registry (${registry.server}): the pull task signs in with the pool identity (its token from the node's instance metadata service, exchanged at the registry's /oauth2/exchange) and signs out after the pulls; ${plan.reusePool ? 'the reused pool must carry that identity' : 'the pool lists the registry with the identity (containerRegistries)'}.`
+      : `container.registry (${registry.server}): the pull task signs in as ${registry.identity.username} with the secret in app setting ${registry.identity.secretRef}, which the activity puts in the pull task's environment (${REGISTRY_SECRET_ENV}) when it adds the task; never in a command line or the pool.`);
+  }
+  if (identity?.open) {
+    notes.push('container.registry.identity "managed" needs a deployment with a pool identity (POOL_IDENTITY_*): the pool is shown as created through the management plane with it, its ids left open.');
+  }
+  if (!spec.cleanup.autoComplete) notes.push('cleanup.autoComplete false: this version terminates the Batch job when its tasks complete regardless.');
+  if (outputs && uploadsFollow) {
+    notes.push(`outputs: the node upload tasks shown are those of a run that ${outputs.when === 'failure' ? 'failed' : 'succeeded'}; the master is whichever node Batch makes the primary.`);
+  }
+
+  const doc: ExplainDocument = {
+    version: EXPLAIN_VERSION,
+    jobId,
+    jobIdFrom: input.jobIdFrom,
+    policiesChecked: input.policiesChecked,
+    settings: { ...settings, stagingAccounts: [...settings.stagingAccounts] },
+    placeholders: [],
+    pool: {
+      poolId: plan.poolId,
+      action: plan.reusePool ? 'reuse' : 'create',
+      vmSize: spec.pool.vmSize ?? null,
+      nodes: plan.nodes,
+      minNodes: plan.minNodes,
+      resizeTimeoutMinutes: minutes(plan.resizeTimeoutMs),
+      deleteAfter: plan.deletePool,
+      plane: plan.reusePool ? null : identity ? 'management' : 'data',
+      request: poolRequest,
+      startTaskFiles: plan.reusePool ? [] : (spec.pool.startTask?.resourceFiles ?? []).map((f) => ({ ...f, sasMinutes: identity ? null : startTaskSas })),
+      mounts: mounts.map(mountSummary),
+      reuseChecks: plan.reusePool ? reuseChecks(spec) : [],
+    },
+    batchJob: {
+      batchJobId: plan.batchJobId,
+      request: batchJobRequest,
+      autoComplete: { request: plain(AUTO_TERMINATE_PATCH), after: uploadsFollow ? 'nodeUploadsDone' : 'mpiTaskAdded' },
+    },
+    imagePulls,
+    staging,
+    nodeFiles: files.map((f) => ({
+      source: f.kind === 'url' ? `url:${f.url}` : f.kind === 'blob' ? `blob:${f.account}/${f.container}/${f.blob}` : `prefix:${f.account}/${f.container}/${f.prefix}`,
+      path: f.filePath.replace(/^wd\/?/, '') || '.',
+      fileMode: f.fileMode ?? null,
+      sasMinutes: f.kind === 'url' ? null : nodeSasMinutes,
+    })),
+    scratch: scratch ? { kind: scratch.kind, directory: scratchDirExpression(scratch), mount: scratch.mount ?? null } : null,
+    mpiTask: {
+      taskId: shape.taskId,
+      numberOfInstances: shape.numberOfInstances,
+      mpiRuntime: spec.mpi.runtime,
+      mpiVersion: spec.mpi.version ?? null,
+      fabric: resolveFabric(spec.mpi.fabric, spec.pool.vmSize ?? plan.poolCreate.vmSize),
+      launcher: spec.mpi.launcher.mode,
+      processesPerNode: ppn,
+      ranks: typeof ppn === 'number' ? plan.nodes * ppn : `${plan.nodes} × ${ppn} (counted on the master)`,
+      containerRunOptions: commands.containerRunOptions ?? null,
+      request: plain(buildMpiTaskParameter(mpiTaskSpec(shape))),
+    },
+    outputs: outputs
+      ? {
+          account: outputs.account,
+          container: outputs.container,
+          prefix: outputs.prefix,
+          when: outputs.when,
+          logs: outputs.logs,
+          onUploadFailure: outputs.onUploadFailure,
+          sasMinutes: nodeSasMinutes,
+          nodeUploads: uploadsFollow ? nodeUploads(outputs, outputsContainerUrl as string) : null,
+        }
+      : null,
+    limits: {
+      mpiMaxWallClockSeconds: plan.mpiMaxWallClockSeconds ?? null,
+      maxRetries: spec.limits.maxRetries,
+      pipelineBudgetMinutes: minutes(plan.pipelineBudgetMs),
+    },
+    notes,
+  };
+  doc.placeholders = placeholdersOf(doc);
+  return doc;
+}
