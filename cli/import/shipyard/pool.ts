@@ -66,7 +66,7 @@ export function mapPool(ctx: MappingContext, drafts: SpecDraft[]): PoolFacts {
         id: (v, p) => {
           const tag = typeof v === 'string' ? toTagValue(v) : '';
           if (tag) set(['tags', 'shipyard-pool'], tag);
-          ctx.approximated(role, p, tag ? 'tags.shipyard-pool' : undefined, 'each job creates its own pool and deletes it when it ends (Shipyard\'s pool outlived its jobs); the pool id is kept as a tag', drafts);
+          ctx.mapped(role, p, tag ? 'tags.shipyard-pool' : undefined, 'not needed as an id: each job creates its own pool of this shape (named by the control plane) and deletes it when it ends; kept as a tag', drafts);
         },
         vm_size: () => undefined,
         vm_configuration: () => undefined,
