@@ -35,7 +35,7 @@ import { mpiTaskRequest } from '../../shared/planning/mpiTaskRequest';
 import { parseJobSpec, type JobSpec } from '../../shared/spec';
 import { commandHarness, dockerCalls, readEnv, readNulList, type RunResult } from '../helpers/nodeCommands';
 import { FABRIC_ENV_RE, differences, dockerRunFacts, launchFacts, singularityFacts, type Difference, type Facts } from '../helpers/launchLine';
-import { isGpuPool, nativeTaskScript, shipyardTask, singleTaskScript, taskRunnerScript, type ShipyardTask } from '../helpers/shipyardModel';
+import { nativeTaskScript, shipyardTask, singleTaskScript, taskRunnerScript } from '../helpers/shipyardModel';
 
 const REPO = path.join(__dirname, '..', '..');
 const ROOT = defaultRecipesDir(REPO);

@@ -102,7 +102,9 @@ export function dockerRunFacts(argv: string[]): { facts: Facts; image: string; c
   for (; i < argv.length; i++) {
     const raw = argv[i];
     if (!raw.startsWith('-')) break;
-    let [flag, value] = raw.startsWith('--') && raw.includes('=') ? [raw.slice(0, raw.indexOf('=')), raw.slice(raw.indexOf('=') + 1)] : [raw, undefined as string | undefined];
+    const inline = raw.startsWith('--') && raw.includes('=');
+    const flag = inline ? raw.slice(0, raw.indexOf('=')) : raw;
+    let value: string | undefined = inline ? raw.slice(raw.indexOf('=') + 1) : undefined;
     if (value === undefined && takes.has(flag)) value = argv[++i];
     switch (flag) {
       case '-d': facts.detached = 'yes'; break;
