@@ -3,6 +3,7 @@ import { CliError, ExitCode, type FieldError } from './errors';
 import type { Connection } from './connection';
 import type { PipelineStatus } from '../shared/contract/progress';
 import type { JobResultView } from '../shared/contract/jobResult';
+import type { JobOutputsResponse } from '../shared/contract/outputs';
 
 /** The parts of a job view the CLI reads; the rest is passed through for --json. */
 export interface JobView {
@@ -109,6 +110,16 @@ export class ApiClient {
     if (options.node) q.set('node', options.node);
     if (options.since) q.set('since', String(options.since));
     return (await this.call<JobLogs>('GET', `/api/jobs/${encodeURIComponent(id)}/logs?${q}`)).body;
+  }
+
+  async outputs(id: string, options: { top?: number; continuationToken?: string } = {}): Promise<JobOutputsResponse> {
+    const q = new URLSearchParams();
+    if (options.top !== undefined) q.set('top', String(options.top));
+    if (options.continuationToken) q.set('continuationToken', options.continuationToken);
+    const qs = q.toString();
+    return (await this.call<JobOutputsResponse>('GET', `/api/jobs/${encodeURIComponent(id)}/outputs${qs ? `?${qs}` : ''}`, {
+      notFound: 'GET /api/jobs/{id}/outputs does not exist on this API (deployed before outputs?)',
+    })).body;
   }
 
   async usage(query: URLSearchParams): Promise<unknown> {

@@ -35,6 +35,11 @@ export function formatJob(view: JobView): string {
   if (view.result?.nodeMinutes !== undefined) lines.push(`usage    ${view.result.nodeMinutes} node-minutes`);
   const timings = Object.entries(view.result?.timings ?? {});
   if (timings.length) lines.push(`timings  ${timings.map(([k, t]) => `${k} ${duration(t.startedAt, t.endedAt)}`).join(', ')}`);
+  const outputs = view.result?.outputs;
+  if (outputs) {
+    lines.push(`outputs  ${outputs.count} file(s), ${formatBytes(outputs.bytes)} in ${outputs.container}/${outputs.prefix}/ (hpcjob download ${view.id})`);
+    for (const e of outputs.errors ?? []) lines.push(`         upload failed: ${e}`);
+  }
   if (view.error) lines.push(`error    ${view.error.code}: ${view.error.message}`);
   else if (view.progress?.lastError) lines.push(`last error ${view.progress.lastError}`);
   return lines.join('\n');
@@ -57,8 +62,21 @@ export function progressLine(view: Pick<JobView, 'progress'>): string {
   counter('shards staged', p.shardsStaged);
   counter('shards on nodes', p.shardsDownloaded);
   if (p.mpi?.state) parts.push(`mpi ${p.mpi.state}`);
+  counter('outputs uploaded', p.outputsUploaded);
   if (p.cleanup?.done.length) parts.push(`cleanup: ${p.cleanup.done.join(', ')}`);
   return parts.join(' · ');
+}
+
+/** 1536 → "1.5 KiB". */
+export function formatBytes(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u += 1;
+  }
+  return u === 0 ? `${n} B` : `${v.toFixed(1)} ${units[u]}`;
 }
 
 function pad(text: string, width: number): string {

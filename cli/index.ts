@@ -15,6 +15,7 @@ import { validateCommand } from './commands/validate';
 import { logsCommand } from './commands/logs';
 import { usageCommand } from './commands/usage';
 import { loginCommand, logoutCommand, whoamiCommand } from './commands/identity';
+import { downloadCommand } from './commands/download';
 import { importShipyardCommand, type ImportShipyardOptions } from './commands/importShipyard';
 
 interface GlobalFlags {
@@ -99,6 +100,14 @@ export function buildProgram(run: (action: (ctx: CommandContext) => Promise<numb
     .addOption(intervalOption())
     .action((id: string, opts: { node?: string; stream?: 'stdout' | 'stderr'; follow?: boolean; interval: number }) =>
       run((ctx) => logsCommand(ctx, id, { node: opts.node, stream: opts.stream, follow: opts.follow, intervalMs: opts.interval })));
+
+  program
+    .command('download')
+    .description("fetch a job's outputs (spec outputs: files, logs) into a directory")
+    .argument('<id>', 'job id')
+    .option('--to <dir>', 'where to put them (default ./<id>)')
+    .option('--only <prefix>', 'only files whose name starts with this, e.g. logs/ or nodes/')
+    .action((id: string, opts: { to?: string; only?: string }) => run((ctx) => downloadCommand(ctx, id, opts)));
 
   program
     .command('cancel')

@@ -6,7 +6,7 @@ import type { JobView } from './apiClient';
 import { isTerminal } from '../shared/state/states';
 
 export interface StageRow {
-  key: 'nodes' | 'images' | 'staged' | 'onNodes' | 'mpi' | 'cleanup';
+  key: 'nodes' | 'images' | 'staged' | 'onNodes' | 'mpi' | 'outputs' | 'cleanup';
   label: string;
   done: number;
   total: number;
@@ -31,6 +31,8 @@ export function stageRows(view: JobView): StageRow[] {
     counter('staged', 'shards staged', p.shardsStaged),
     counter('onNodes', 'shards on nodes', p.shardsDownloaded),
     { key: 'mpi', label: 'MPI running', done: mpiDone, total: 1, note: mpiState ?? (finished ? 'skipped' : 'waiting') },
+    // Only jobs whose nodes upload outputs after the MPI task have this row.
+    ...(p.outputsUploaded ? [counter('outputs', 'outputs uploaded', p.outputsUploaded)] : []),
     {
       key: 'cleanup',
       label: 'cleanup',

@@ -9,7 +9,7 @@ import type { DurableClient } from 'durable-functions';
 import { sweepSchedule } from '../shared/config';
 import { runSweep, type OrchestrationControl } from '../shared/ops/sweep';
 import { blobAccount } from '../shared/storage/clients';
-import { appConfig, batchContext, jobStore, stagingAccounts } from '../shared/services';
+import { appConfig, batchContext, eventDelivery, jobStore, stagingAccounts } from '../shared/services';
 import { instanceStatus } from './lib/durable';
 
 /** The Durable client as the sweep needs it: status (absent when there is no instance) and terminate. */
@@ -39,12 +39,17 @@ export function durableControl(client: DurableClient): OrchestrationControl {
 
 export async function sweepTimer(timer: Timer, context: InvocationContext): Promise<void> {
   const cfg = appConfig();
+  const events = await eventDelivery().catch((err: unknown) => {
+    context.warn(`sweep: the event relay's tables are unavailable, their records of purged jobs stay: ${(err as Error).message}`);
+    return undefined;
+  });
   const report = await runSweep({
     batch: batchContext(),
     store: await jobStore(),
     orchestrations: durableControl(df.getClient(context)),
     stagingAccounts: stagingAccounts(),
     hostBlobs: blobAccount(cfg.hostStorage).service,
+    ...(events ? { eventDeliveries: events.deliveries } : {}),
     settings: { stallLimitMs: cfg.ops.stallLimitMs, graceMs: cfg.ops.graceMs, stagingRetentionMs: cfg.ops.stagingRetentionMs, jobsRetentionMs: cfg.ops.jobsRetentionMs },
   });
   const failed = report.actions.filter((a) => !a.ok);

@@ -173,6 +173,19 @@ resource vault 'Microsoft.KeyVault/vaults@2023-07-01' = {
   }
 }
 
+// Job events (docs/events.md): every state change of a job as a CloudEvents 1.0 event, published with the app identity
+// (EventGrid Data Sender); access keys and SAS are off. Subscriptions (webhooks, queues, functions) are the user's own.
+resource eventTopic 'Microsoft.EventGrid/topics@2022-06-15' = {
+  name: 'evgt-${token}'
+  location: location
+  tags: tags
+  properties: {
+    inputSchema: 'CloudEventSchemaV1_0'
+    disableLocalAuth: true
+    publicNetworkAccess: 'Enabled'
+  }
+}
+
 resource logs 'Microsoft.OperationalInsights/workspaces@2023-09-01' = {
   name: 'log-${token}'
   location: location
@@ -247,6 +260,7 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
         { name: 'AUTH_ISSUER', value: empty(authAudiences) ? '' : '${environment().authentication.loginEndpoint}${tenant().tenantId}/v2.0' }
         { name: 'AUTH_AUDIENCES', value: authAudiences }
         { name: 'OPERATOR_API_KEYS', value: empty(operatorKeysSecretName) ? '' : '@Microsoft.KeyVault(VaultName=${vault.name};SecretName=${operatorKeysSecretName})' }
+        { name: 'EVENTS_TOPIC_ENDPOINT', value: eventTopic.properties.endpoint }
       ]
     }
     functionAppConfig: {
@@ -336,22 +350,22 @@ resource stagingContributor 'Microsoft.Authorization/roleAssignments@2022-04-01'
 }]
 
 resource dataReader 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
-  name: guid(dataAccount.id, appIdentity.id, roles.storageBlobDataReader.id)
+  name: guid(dataAccount.id, appIdentity.id, roles.storageBlobDataContributor.id)
   scope: dataAccount
   properties: {
     principalId: appIdentity.properties.principalId
     principalType: 'ServicePrincipal'
-    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.storageBlobDataReader.id)
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.storageBlobDataContributor.id)
   }
 }
 
 resource existingDataReader 'Microsoft.Authorization/roleAssignments@2022-04-01' = [for (name, i) in existingDataAccountNames: {
-  name: guid(existingData[i].id, appIdentity.id, roles.storageBlobDataReader.id)
+  name: guid(existingData[i].id, appIdentity.id, roles.storageBlobDataContributor.id)
   scope: existingData[i]
   properties: {
     principalId: appIdentity.properties.principalId
     principalType: 'ServicePrincipal'
-    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.storageBlobDataReader.id)
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.storageBlobDataContributor.id)
   }
 }]
 
@@ -382,6 +396,16 @@ resource insightsPublisher 'Microsoft.Authorization/roleAssignments@2022-04-01' 
     principalId: appIdentity.properties.principalId
     principalType: 'ServicePrincipal'
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.monitoringMetricsPublisher.id)
+  }
+}
+
+resource eventTopicSender 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(eventTopic.id, appIdentity.id, roles.eventGridDataSender.id)
+  scope: eventTopic
+  properties: {
+    principalId: appIdentity.properties.principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.eventGridDataSender.id)
   }
 }
 

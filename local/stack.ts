@@ -16,6 +16,7 @@ import type { IdentityService } from './identity';
 import { createLocalEasyAuth } from './identity/easyAuth';
 import { defaultKeysFile, loadOrCreateKeys, type HostKeys } from './host/keys';
 import { startServices } from './supervisor/services';
+import { localWebhookSettings, type WebhookReceiver } from './webhooks';
 
 /** The repository root, whether this file runs from sources (tsx, jest) or from dist/. */
 export const REPO_ROOT = findRepoRoot(__dirname);
@@ -68,6 +69,8 @@ export interface Stack {
   host: FunctionsHostHandle;
   /** The local Entra ID stand-in: issuer, token endpoint, users (docs/security.md). */
   identity: IdentityService;
+  /** The webhook receiver registered for job events (local/webhooks). */
+  webhooks: WebhookReceiver;
   /** The app settings the function app was started with. */
   settings: Record<string, string>;
   baseUrl: string;
@@ -104,6 +107,14 @@ export function localAuthSettings(identity: IdentityService, keys: HostKeys): Re
   };
 }
 
+/**
+ * Job events on the local stack: the stack's webhook receiver is registered as the webhook `local`; the CloudEvents
+ * source is the host's URL when its port is known before it starts (not for an ephemeral port: then it is relative).
+ */
+export function localEventSettings(webhooks: Pick<WebhookReceiver, 'url' | 'secret'>, hostPort: number): Record<string, string> {
+  return { ...localWebhookSettings(webhooks), ...(hostPort ? { EVENTS_SOURCE_URL: `http://127.0.0.1:${hostPort}` } : {}) };
+}
+
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const services = await startServices({
     dataDir: opts.dataDir,
@@ -114,17 +125,19 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     demoImageFillerBytes: opts.demoImageFillerBytes,
     repoRoot: REPO_ROOT,
   });
-  const { azurite, batch, registry, identity } = services;
+  const { azurite, batch, registry, identity, webhooks } = services;
   try {
     const appDir = opts.appDir ?? REPO_ROOT;
     const keys = loadOrCreateKeys(defaultKeysFile(appDir));
+    const port = opts.port ?? 7071;
     const settings: Record<string, string> = {
-      ...localAppSettings(azurite, batch), LOCAL_REGISTRY: registry.host, ...localAuthSettings(identity, keys), ...opts.env,
+      ...localAppSettings(azurite, batch), LOCAL_REGISTRY: registry.host, ...localAuthSettings(identity, keys),
+      ...localEventSettings(webhooks, port), ...opts.env,
     };
     if (opts.appStorage) settings.AzureWebJobsStorage = await opts.appStorage(azurite);
     const host = await startFunctionsHost({
       appDir,
-      port: opts.port ?? 7071,
+      port,
       storageConnectionString: azurite.connectionString(),
       keys,
       extensions: [createDurableExtension(), createLocalEasyAuth(identity, { user: opts.dashboardUser })],
@@ -138,6 +151,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       registry,
       host,
       identity,
+      webhooks,
       settings,
       baseUrl: host.baseUrl,
       async stop() {

@@ -61,11 +61,12 @@ async function main(): Promise<void> {
     logLevel: opts.logLevel,
     say,
   });
-  const { azurite, batch, registry, identity } = stack.services;
+  const { azurite, batch, registry, identity, webhooks } = stack.services;
   console.log(stack.host()?.ready.banner ?? '');
   console.log(`\nBatch emulator   ${batch.url}  (account ${batch.accountName})`);
   console.log(`OCI registry     ${registry.url}  (demo image ${registry.host}/hpc/mpi-demo:1.0)`);
   console.log(`Azurite          ${azurite.blobEndpoint()}  (accounts: ${azurite.accounts.map((a) => a.name).join(', ')})`);
+  console.log(`Webhook receiver ${webhooks.url}  (job events; GET ${new URL(webhooks.url).origin}/deliveries lists them)`);
   console.log(`Identity         ${identity.issuer}  (local Entra ID tenant; users dev, reader, admin)`);
   console.log(`Operator key     ${stack.functionKey}  (x-functions-key header: an admin; the host's function key)`);
   console.log(`Durable API key  ${stack.durableSystemKey ?? '(none)'}  (code= for ${stack.baseUrl}/runtime/webhooks/durabletask/...; keys in .local/function-keys.json)`);

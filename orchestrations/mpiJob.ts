@@ -8,9 +8,11 @@ import { pullImages } from './stages/pullImages';
 import { stageData, StagedData } from './stages/stageData';
 import { runMpi } from './stages/runMpi';
 import { cleanup } from './stages/cleanup';
+import { keepOutputs, withOutputs, workloadUrls } from './stages/workloadData';
 import { planJob } from '../shared/planning/jobPlan';
 import { mpiTaskRequest, releaseTaskCommand } from '../shared/planning/mpiTaskRequest';
 import { budgetGuard, jobCost, type PriceQuote } from '../shared/ops/cost';
+import { outputsPlan } from '../shared/planning/workloadData';
 
 /**
  * The pipeline, one stage per line: provision → stagger image pulls → stage shards → MPI task, and
@@ -28,6 +30,9 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
   let batchJobId: string | undefined;
   let price: PriceQuote | undefined;
   let outcome: JobOutcome;
+  const outputs = outputsPlan(input.spec, input.jobId);
+  /** Set once the MPI task may exist and until its outputs are dealt with: cleanup must let Batch upload them first. */
+  let pendingOutputs: { batchJobId: string; taskId: string } | undefined;
 
   const enter = function* (stage: JobState, reason: string): Orchestration<void> {
     const now = run.now().toISOString();
@@ -52,11 +57,20 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     staged = yield* stageData(run, { jobId: input.jobId, batchJobId, nodes: pool.nodes, spec: input.spec, settings: input.settings });
 
     yield* enter('Running', `multi-instance task on ${pool.nodes.length} nodes`);
-    const mpi = yield* runMpi(run, mpiTaskRequest(plan, input.spec, pool.nodes, staged.destination, batchJobId));
+    const urls = yield* workloadUrls(run, input.spec, input.settings);
+    // Node uploads follow the MPI task when some output comes from every node (or their logs): no auto-complete then.
+    const nodeUploads = !!outputs && (outputs.nodePatterns.length > 0 || (outputs.logs && pool.nodes.length > 1));
+    if (outputs) pendingOutputs = { batchJobId, taskId: plan.mpiTaskId };
+    const mpi = yield* runMpi(run, mpiTaskRequest(plan, input.spec, pool.nodes, staged.destination, batchJobId, urls), { autoComplete: !nodeUploads });
+    pendingOutputs = undefined;
     const result: JobResult = { exitCode: mpi.exitCode, timings, logs: mpi.logs, mpi };
     outcome = mpi.exitCode === 0
       ? { state: 'Succeeded', result }
       : { state: 'Failed', reason: `MPI task exited with code ${mpi.exitCode}${mpi.failure ? `: ${mpi.failure}` : ''}`, result };
+    if (outputs && urls.outputsContainerUrl) {
+      const kept = yield* keepOutputs(run, { plan: outputs, batchJobId, nodes: pool.nodes, mpi, containerUrl: urls.outputsContainerUrl, nodeUploads, maxAttempts: input.settings.nodeTaskMaxAttempts });
+      outcome = withOutputs(outcome, kept, outputs.onUploadFailure);
+    }
   } catch (err) {
     outcome = err instanceof JobCancelled
       ? { state: 'Cancelled', reason: err.reason, result: { timings } }
@@ -72,6 +86,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     // The containers stageData reported, not only those of a finished stage: shards copied before a cancel or a
     // failed download are deleted too.
     staging: { containers: run.resources().stagingContainers ?? [], keep: plan.keepStagedData },
+    awaitOutputs: pendingOutputs,
   }, outcome.state);
   if (cleaned.failed.length) outcome.reason = [outcome.reason, `cleanup incomplete: ${cleaned.failed.join('; ')}`].filter(Boolean).join('; ');
 

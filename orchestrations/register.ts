@@ -9,5 +9,6 @@ import './activities/nodeTasks';
 import './activities/staging';
 import './activities/mpi';
 import './activities/costPrice';
+import './activities/workloadData';
 
 df.app.orchestration(MPI_JOB_ORCHESTRATION, mpiJobOrchestrator);

@@ -6,10 +6,15 @@
 import { DefaultAzureCredential } from '@azure/identity';
 import { loadConfig, type AppConfig, type StorageAccountRef } from './config';
 import { createBatchContext, type BatchContext } from './batch';
-import { JobStore } from './state';
+import { JobStore, type JobEvent } from './state';
 import { blobAccount, type BlobAccount } from './storage/clients';
 import { dataAccessPolicy, dataAccessRefusal } from './intake/dataAccess';
 import { createTokenValidator, type TokenValidator } from './auth';
+import { queueAnnouncer, type EventAnnouncer } from './events/announcer';
+import { DeliveryStore } from './events/deliveryStore';
+import type { DeliveryDeps } from './events/delivery';
+import { eventGridEndpoint } from './events/eventGridSender';
+import { webhookEndpoint } from './events/webhookSender';
 
 let config: AppConfig | undefined;
 let batch: BatchContext | undefined;
@@ -36,9 +41,11 @@ export async function jobStore(): Promise<JobStore> {
   const cfg = appConfig();
   if (!store) {
     const host = cfg.hostStorage;
+    const announcer = eventAnnouncer();
+    const options = announcer ? { onTransition: (event: JobEvent) => announceTransition(announcer, event) } : {};
     store = host.kind === 'connectionString'
-      ? JobStore.fromConnectionString(host.connectionString)
-      : JobStore.fromTableEndpoint(host.tableEndpoint, new DefaultAzureCredential());
+      ? JobStore.fromConnectionString(host.connectionString, options)
+      : JobStore.fromTableEndpoint(host.tableEndpoint, new DefaultAzureCredential(), options);
     tablesReady = store.ensureTables();
   }
   await tablesReady;
@@ -77,4 +84,59 @@ export function dataAccount(name: string, container: string): BlobAccount {
 /** The staging accounts, as configured (the sweep walks them). */
 export function stagingAccounts(): BlobAccount[] {
   return appConfig().stagingAccounts.map(blobAccount);
+}
+
+let appCredential: DefaultAzureCredential | undefined;
+let announcer: EventAnnouncer | undefined;
+let delivery: Promise<DeliveryDeps> | undefined;
+
+/** Whether any event endpoint is configured (docs/events.md). */
+export function eventsEnabled(): boolean {
+  const events = appConfig().events;
+  return events.webhooks.length > 0 || events.topicEndpoint !== undefined;
+}
+
+/** Announces transitions on the job-events queue, or undefined when no event endpoint is configured. */
+export function eventAnnouncer(): EventAnnouncer | undefined {
+  if (!eventsEnabled()) return undefined;
+  return (announcer ??= queueAnnouncer(appConfig().hostStorage, () => (appCredential ??= new DefaultAzureCredential())));
+}
+
+async function announceTransition(a: EventAnnouncer, event: JobEvent): Promise<void> {
+  try {
+    await a.announce(event.jobId);
+  } catch (err) {
+    console.warn(`job ${event.jobId}: announcing transition ${event.seq} failed (the event relay delivers it at its next run): ${(err as Error).message}`);
+  }
+}
+
+/** What the event deliverer and relay need (shared/events/delivery.ts), or undefined when no endpoint is configured. */
+export async function eventDelivery(): Promise<DeliveryDeps | undefined> {
+  if (!eventsEnabled()) return undefined;
+  delivery ??= (async () => {
+    const cfg = appConfig();
+    const host = cfg.hostStorage;
+    const credential = () => (appCredential ??= new DefaultAzureCredential());
+    const deliveries = host.kind === 'connectionString'
+      ? DeliveryStore.fromConnectionString(host.connectionString)
+      : DeliveryStore.fromTableEndpoint(host.tableEndpoint, credential());
+    await deliveries.ensureTables();
+    const ev = cfg.events;
+    const announce = eventAnnouncer();
+    return {
+      jobs: await jobStore(),
+      deliveries,
+      endpoints: [
+        ...(ev.topicEndpoint !== undefined ? [eventGridEndpoint(ev.topicEndpoint, credential())] : []),
+        ...ev.webhooks.map((w) => webhookEndpoint({ ...w, allowLoopback: ev.allowLoopback })),
+      ],
+      policy: { maxAttempts: ev.maxAttempts, initialMs: ev.retryInitialMs, maxMs: ev.retryMaxMs },
+      ...(ev.sourceBaseUrl !== undefined ? { sourceBaseUrl: ev.sourceBaseUrl } : {}),
+      ...(announce ? { schedule: (jobId: string, delayMs: number) => announce.announce(jobId, delayMs) } : {}),
+    };
+  })().catch((err: unknown) => {
+    delivery = undefined;
+    throw err;
+  });
+  return delivery;
 }

@@ -62,6 +62,11 @@ export interface BatchEmulatorOptions {
   /** Extra dirs prepended to every node's PATH (e.g. the nodetools bin dir). */
   nodePath?: string[];
   /**
+   * PEM CA certificates the emulated nodes trust for https resource files, besides Node's public roots: what adding a
+   * CA to a real node's trust store does (e.g. a test's own https server).
+   */
+  trustedCertificates?: string[];
+  /**
    * Keep the account across restarts: state is saved to `<dataDir>/state.json` (every second and on
    * stop) and loaded at start; stop() then keeps the node sandboxes. Needs `dataDir`.
    */

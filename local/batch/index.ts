@@ -61,6 +61,7 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
     timing: { ...DEFAULT_TIMING, ...(opts.timing ?? {}) },
     faults,
     nodePath: opts.nodePath ?? [],
+    trustedCertificates: opts.trustedCertificates ?? [],
   });
   const executor = new TaskExecutor(engine);
   const scheduler = new Scheduler(engine, executor);
@@ -124,7 +125,10 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
         server.closeAllConnections();
       });
       if (ownsDataDir) rmSync(dataDir, { recursive: true, force: true });
-      else if (!opts.persist) rmSync(path.join(dataDir, 'nodes'), { recursive: true, force: true });
+      else if (!opts.persist) {
+        rmSync(path.join(dataDir, 'nodes'), { recursive: true, force: true });
+        rmSync(path.join(dataDir, 'mounts'), { recursive: true, force: true });
+      }
     },
   };
 }

@@ -15,7 +15,7 @@
 import * as path from 'node:path';
 import { mkdirSync } from 'node:fs';
 import type { DurableOptions } from '../durable';
-import { localAppSettings, localAuthSettings } from '../stack';
+import { localAppSettings, localAuthSettings, localEventSettings } from '../stack';
 import { defaultKeysFile, loadOrCreateKeys } from '../host/keys';
 import { HostWorkerProcess } from './hostProcess';
 import { choosePorts, portInUse, readPorts, recordPorts } from './ports';
@@ -66,12 +66,13 @@ export async function startSupervisedStack(opts: SupervisorOptions): Promise<Sup
   await claimDataDir(dataDir, say);
 
   const services = await startServices({ dataDir, repoRoot: opts.repoRoot });
-  const { azurite, batch, registry, identity } = services;
+  const { azurite, batch, registry, identity, webhooks } = services;
   const keysFile = defaultKeysFile(opts.appDir);
+  const hostPort = choosePorts({ host: opts.port }, readPorts(dataDir)).host ?? 7071;
   const settings: Record<string, string> = {
     ...localAppSettings(azurite, batch), LOCAL_REGISTRY: registry.host, ...localAuthSettings(identity, loadOrCreateKeys(keysFile)),
+    ...localEventSettings(webhooks, hostPort),
   };
-  const hostPort = choosePorts({ host: opts.port }, readPorts(dataDir)).host ?? 7071;
   const startedAt = new Date().toISOString();
 
   let current: HostWorkerProcess | undefined;
@@ -91,6 +92,7 @@ export async function startSupervisedStack(opts: SupervisorOptions): Promise<Sup
     azurite: { ...processRef(azurite.pid), blob: azurite.blobEndpoint(), queue: azurite.queueEndpoint(), table: azurite.tableEndpoint() },
     batch: { url: batch.url, accountName: batch.accountName },
     registry: { url: registry.url, host: registry.host },
+    webhooks: { url: webhooks.url },
   });
 
   let starting: Promise<HostWorkerProcess> | undefined;

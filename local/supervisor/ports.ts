@@ -12,7 +12,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 
-export const SERVICE_NAMES = ['host', 'blob', 'queue', 'table', 'batch', 'registry'] as const;
+export const SERVICE_NAMES = ['host', 'blob', 'queue', 'table', 'batch', 'registry', 'webhooks'] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 export type StackPorts = Record<ServiceName, number>;
 
@@ -24,6 +24,7 @@ export const PORT_OWNER: Record<ServiceName, string> = {
   table: 'Azurite table service',
   batch: 'Batch emulator',
   registry: 'OCI registry',
+  webhooks: 'webhook receiver',
 };
 
 export function portsFile(dataDir: string): string {

@@ -28,6 +28,8 @@ export interface RuntimeRecord {
   azurite: ProcessRef & { blob: string; queue: string; table: string };
   batch: { url: string; accountName: string };
   registry: { url: string; host: string };
+  /** The webhook receiver registered for job events (GET <origin>/deliveries lists what it got). */
+  webhooks: { url: string };
 }
 
 export function runtimeFile(dataDir: string): string {

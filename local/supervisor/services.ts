@@ -7,6 +7,7 @@
  *   <data>/batch/      the Batch account (state.json) and the node sandboxes
  *   <data>/registry/   the OCI image layout the registry serves (the demo image is written into it at start)
  *   <data>/identity/   the local identity service's TLS certificate (its signing key is new at every start)
+ *   <data>/webhooks/   the webhook receiver's secret and every delivery it got (deliveries.jsonl)
  *   <data>/ports.json  the ports taken at the first start
  *
  * Without one, everything lives in temp folders removed on stop and every port is ephemeral (tests).
@@ -17,6 +18,7 @@ import { startAzurite, type AzuriteHandle } from '../azurite';
 import { startBatchEmulator, type BatchEmulatorHandle, type BatchEmulatorOptions } from '../batch';
 import { startRegistry, type RegistryHandle } from '../registry';
 import { startIdentityService, type IdentityService } from '../identity';
+import { startWebhookReceiver, type WebhookReceiver } from '../webhooks';
 import { buildDemoImage } from '../../examples/images/buildDemoImage';
 import { choosePorts, portInUse, readPorts, recordPorts, type StackPorts } from './ports';
 
@@ -44,6 +46,8 @@ export interface Services {
   registry: RegistryHandle;
   /** The local Entra ID tenant's stand-in (issuer, token endpoint, App Service Authentication's user tokens). */
   identity: IdentityService;
+  /** The receiver the stack registers as the webhook for job events (docs/events.md). */
+  webhooks: WebhookReceiver;
   /** The ports the services got (host: what was asked for, filled in by whoever starts the host). */
   ports: Omit<StackPorts, 'host'>;
   /** Stops the Batch emulator (saving its account), the registry, then Azurite (saving its stores). */
@@ -96,12 +100,18 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
     });
     started.push(batch);
 
+    const webhooks = await startWebhookReceiver({ port: want.webhooks, dataDir: await sub('webhooks') }).catch((err: unknown) => {
+      throw portInUse(err, 'webhooks', want.webhooks, dataDir);
+    });
+    started.push(webhooks);
+
     const ports = {
       blob: azurite.ports.blob,
       queue: azurite.ports.queue,
       table: azurite.ports.table,
       batch: Number(new URL(batch.url).port),
       registry: Number(new URL(registry.url).port),
+      webhooks: webhooks.port,
     };
     if (dataDir) recordPorts(dataDir, ports);
     return {
@@ -109,12 +119,14 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
       batch,
       registry,
       identity,
+      webhooks,
       ports,
       async stop() {
         await batch.stop();
         await registry.stop();
         await azurite.stop();
         await identity.stop();
+        await webhooks.stop();
       },
     };
   } catch (err) {

@@ -11,6 +11,7 @@ export async function mpiTaskAdd(input: MpiTaskRequestShape): Promise<void> {
     coordinationCommandLine: input.coordinationCommandLine,
     applicationCommandLine: input.applicationCommandLine,
     commonResourceFiles: input.commonResourceFiles,
+    outputFiles: input.outputFiles,
     environment: input.environment,
     maxWallClockSeconds: input.maxWallClockSeconds,
     maxTaskRetryCount: input.maxTaskRetryCount ?? 0,
@@ -59,22 +60,26 @@ export async function collectMpiResult({ batch: ctx, accountUrl }: MpiResultDeps
   ];
   const failedSub = subtasks.find((s) => s.exitCode !== undefined && s.exitCode !== 0);
   const exitCode = task.state === 'missing' ? -1 : task.exitCode ?? (task.failure ? -1 : 0);
+  // Batch reports output files it could not upload as the task's failure; the program's exit code stands.
+  const uploadFailed = task.failure?.code.startsWith('FileUpload') ? task.failure : undefined;
   return {
     taskId: input.taskId,
     exitCode: exitCode === 0 && failedSub ? failedSub.exitCode ?? -1 : exitCode,
     failure: task.state === 'missing'
       ? 'the MPI task disappeared (job deleted?)'
-      : task.failure
+      : task.failure && !uploadFailed
         ? `${task.failure.code}: ${task.failure.message}`
         : failedSub
           ? `subtask ${failedSub.id} on ${failedSub.nodeId} exited ${failedSub.exitCode}`
           : undefined,
-    subtasks: subtasks.map((s) => ({ id: s.id, nodeId: s.nodeId, exitCode: s.exitCode, state: s.state })),
+    subtasks: subtasks.map((s) => ({ id: s.id, nodeId: s.nodeId, exitCode: s.exitCode, state: s.state, taskRootDirectory: s.taskRootDirectory })),
     logs,
     stdoutTail: lastLines(stdout?.content ?? '', TAIL_LINES),
     stderrTail: lastLines(stderr?.content ?? '', TAIL_LINES) || undefined,
     startTime: task.startTime,
     endTime: task.endTime,
+    taskRootDirectory: task.taskRootDirectory,
+    fileUploadFailure: uploadFailed ? `${uploadFailed.code}: ${uploadFailed.message}` : undefined,
   };
 }
 

@@ -7,6 +7,9 @@ import type { PoolObservation } from '../../shared/planning/provisionPolicy';
 import { readOnlyBlobUrl } from '../../shared/storage/sas';
 import { userCommandLine } from '../../shared/mpi/userShell';
 import { parseIsoDuration } from '../../shared/spec/duration';
+import { dataAccessPolicy } from '../../shared/intake/dataAccess';
+import { mountSourceAllowed, storageNfsTarget } from '../../shared/intake/workloadDataAccess';
+import { MountRefused, resolveMounts } from './mounts';
 
 /** Creates the job-owned pool; a repeated call for the same job finds its pool and succeeds. */
 export async function poolCreate(input: PoolCreateRequest): Promise<{ created: boolean }> {
@@ -20,6 +23,7 @@ export async function poolCreate(input: PoolCreateRequest): Promise<{ created: b
         filePath: f.path,
       })))
     : undefined;
+  const mounts = input.mounts?.length ? await resolveMounts(input.mounts, mountDeps(input.mountSasValidForMs)) : undefined;
   const result = await createJobPool(batchContext(), {
     poolId: input.poolId,
     jobId: input.jobId,
@@ -30,8 +34,28 @@ export async function poolCreate(input: PoolCreateRequest): Promise<{ created: b
     resizeTimeoutMinutes: Math.max(5, Math.round((parseIsoDuration(input.resizeTimeout) ?? 15 * 60_000) / 60_000)),
     startTask: input.startTask ? { commandLine: userCommandLine(input.startTask.command), resourceFiles, elevated: true, waitForSuccess: true } : undefined,
     displayName: `hpc-mpi job ${input.jobId}`,
+    mounts,
   });
   return { created: result.created };
+}
+
+/** What resolving mounts needs from this deployment: its mount secrets, data accounts and file-server list. */
+function mountDeps(validForMs: number | undefined) {
+  const config = appConfig();
+  const capMs = config.pipeline.sasMaxLifetimeMinutes * 60_000;
+  const lifetimeMs = Math.min(capMs, (validForMs ?? capMs) + config.pipeline.sasMarginMinutes * 60_000);
+  const sources = dataAccessPolicy(config).mountSources ?? [];
+  return {
+    secrets: config.mountSecrets,
+    dataAccount,
+    checkSource: (source: string) => {
+      // NFS served by a data account (host <account>.blob|file.…) is checked as that account's container.
+      const onStorage = storageNfsTarget(source);
+      if (onStorage && onStorage.account === onStorage.exportAccount) dataAccount(onStorage.account, onStorage.container);
+      else if (!mountSourceAllowed(sources, source)) throw new MountRefused(`file server ${source} is not one jobs may mount on this deployment (DATA_MOUNT_SOURCES)`);
+    },
+    sasExpiresOn: new Date(Date.now() + lifetimeMs),
+  };
 }
 
 export async function poolInspect(input: { poolId: string }): Promise<PoolInspection> {

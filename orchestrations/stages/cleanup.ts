@@ -1,14 +1,23 @@
-import type { StagingContainerRef } from '../../shared/contract';
+import type { BatchTaskRef, StagingContainerRef } from '../../shared/contract';
 import type { TerminalState } from '../../shared/state/states';
 import { activityFailureMessage, retryOptions, type ActivityTask } from '../runtime/activityCalls';
 import { Orchestration, PipelineRun } from '../runtime/pipelineRun';
+import { awaitTaskCompleted } from './workloadData';
 
 export interface CleanupRequest {
   batchJobId?: string;
   pool?: { poolId: string; createdByUs: boolean };
   deletePool: 'always' | 'onSuccess' | 'never';
   staging: { containers: StagingContainerRef[]; keep: boolean };
+  /**
+   * The MPI task whose output files Batch still has to upload (a cancel or failure while it may run, on a job with
+   * outputs): the pool waits until the task completed after the job's termination.
+   */
+  awaitOutputs?: BatchTaskRef;
 }
+
+/** Polls of the MPI task, after terminating its job, before the pool is deleted anyway. */
+const AWAIT_OUTPUT_POLLS = 30;
 
 /** Cleanup steps are retried a few times more than others: they are idempotent and a transient error must not leak a pool. */
 const CLEANUP_RETRY = retryOptions(2_000, 4);
@@ -39,12 +48,20 @@ export function* cleanup(run: PipelineRun, req: CleanupRequest, outcome: Termina
   };
 
   const deletePool = req.pool?.createdByUs && (req.deletePool === 'always' || (req.deletePool === 'onSuccess' && outcome === 'Succeeded'));
-  // Terminating the job kills what still runs and runs the job release task (which removes containers); on a
-  // pool being deleted the nodes go anyway.
-  yield* together([
-    ...(req.batchJobId ? [{ name: 'batch job terminated', task: run.start('batchJobTerminate', { batchJobId: req.batchJobId, reason: outcome }, CLEANUP_RETRY) }] : []),
-    ...(req.pool && deletePool ? [{ name: 'pool deleted', task: run.start('poolDelete', { poolId: req.pool.poolId }, CLEANUP_RETRY) }] : []),
-  ]);
+  const terminate = () => ({ name: 'batch job terminated', task: run.start('batchJobTerminate', { batchJobId: req.batchJobId as string, reason: outcome }, CLEANUP_RETRY) });
+  const removePool = () => ({ name: 'pool deleted', task: run.start('poolDelete', { poolId: (req.pool as { poolId: string }).poolId }, CLEANUP_RETRY) });
+  if (req.awaitOutputs && req.batchJobId) {
+    // Outputs first: terminating the job ends the MPI task and Batch then uploads its output files; only after that
+    // may the pool go (its deletion would end the uploads).
+    yield* together([terminate()]);
+    if (yield* awaitTaskCompleted(run, req.awaitOutputs, AWAIT_OUTPUT_POLLS)) done.push('outputs uploaded');
+    else failed.push('outputs: the MPI task had not finished uploading when the pool was deleted');
+    if (req.pool && deletePool) yield* together([removePool()]);
+  } else {
+    // Terminating the job kills what still runs and runs the job release task (which removes containers); on a
+    // pool being deleted the nodes go anyway.
+    yield* together([...(req.batchJobId ? [terminate()] : []), ...(req.pool && deletePool ? [removePool()] : [])]);
+  }
   if (req.staging.containers.length && !req.staging.keep) {
     yield* together([{ name: 'staged data deleted', task: run.start('stagedDataDelete', { containers: req.staging.containers }, CLEANUP_RETRY) }]);
   }

@@ -7,9 +7,10 @@ import type { MpiTaskRequestShape } from '../../shared/planning/mpiTaskRequest';
  * master), then the job is switched to terminate itself when its tasks are done (Batch's recommended
  * order: add the tasks first, then set onAllTasksComplete), then wait and collect exit codes and logs.
  */
-export function* runMpi(run: PipelineRun, req: MpiTaskRequestShape): Orchestration<MpiResult> {
+export function* runMpi(run: PipelineRun, req: MpiTaskRequestShape, opts: { autoComplete: boolean } = { autoComplete: true }): Orchestration<MpiResult> {
   yield* run.call('mpiTaskAdd', req);
-  yield* run.call('batchJobAutoComplete', { batchJobId: req.batchJobId });
+  // Not when tasks follow the MPI task (the node uploads): the job would end as soon as the MPI task does.
+  if (opts.autoComplete) yield* run.call('batchJobAutoComplete', { batchJobId: req.batchJobId });
   run.report({ progress: { mpi: { state: 'active' } } });
 
   for (let attempt = 0; ; attempt++) {

@@ -28,6 +28,28 @@ export interface ResourceFileSpec {
   fileMode?: string;
 }
 
+/**
+ * A file (or glob) Batch uploads to a blob container after the task process ended. `filePattern` is relative to the
+ * task working directory or absolute, and Batch expands `$VAR` from the task's environment first.
+ */
+export interface OutputFileSpec {
+  filePattern: string;
+  /** The container's URL with a SAS granting write (create) permission. */
+  containerUrl: string;
+  /** The blob (pattern without wildcards) or virtual directory (with wildcards) the files go to. */
+  path?: string;
+  uploadCondition: 'taskSuccess' | 'taskFailure' | 'taskCompletion';
+}
+
+export function toOutputFiles(files: OutputFileSpec[] | undefined): BatchServiceModels.OutputFile[] | undefined {
+  if (!files || files.length === 0) return undefined;
+  return files.map((f) => ({
+    filePattern: f.filePattern,
+    destination: { container: stripUndefined({ containerUrl: f.containerUrl, path: f.path }) },
+    uploadOptions: { uploadCondition: f.uploadCondition.toLowerCase() as BatchServiceModels.OutputFileUploadCondition },
+  }));
+}
+
 export interface ContainerSettingsSpec {
   imageName: string;
   /** Extra `docker create` options, e.g. "--network host --ipc host". */

@@ -9,9 +9,11 @@ import {
   stripUndefined,
   toContainerSettings,
   toEnvironmentSettings,
+  toOutputFiles,
   toResourceFiles,
   type ContainerSettingsSpec,
   type NameValue,
+  type OutputFileSpec,
   type ResourceFileSpec,
 } from './common';
 import { BatchError } from './errors';
@@ -29,6 +31,8 @@ export interface MpiTaskSpec {
   commonResourceFiles?: ResourceFileSpec[];
   /** Downloaded on the primary only, into its working directory. */
   resourceFiles?: ResourceFileSpec[];
+  /** Uploaded by Batch from the primary's node only, after the task ended and before it counts as completed. */
+  outputFiles?: OutputFileSpec[];
   environment?: NameValue[];
   containerSettings?: ContainerSettingsSpec;
   /** ISO 8601 duration ("PT2H") or seconds; from task start. */
@@ -62,6 +66,7 @@ export function buildMpiTaskParameter(spec: MpiTaskSpec): BatchServiceModels.Tas
       commonResourceFiles: toResourceFiles(spec.commonResourceFiles),
     }),
     resourceFiles: toResourceFiles(spec.resourceFiles),
+    outputFiles: toOutputFiles(spec.outputFiles),
     environmentSettings: toEnvironmentSettings(spec.environment),
     containerSettings: toContainerSettings(spec.containerSettings),
     constraints: stripUndefined({ maxWallClockTime: wallClock, maxTaskRetryCount: spec.maxTaskRetryCount ?? 0 }),

@@ -43,6 +43,37 @@ export interface StartTaskSpec {
   maxTaskRetryCount?: number;
 }
 
+/** One file system Batch mounts on every node at $AZ_BATCH_NODE_MOUNTS_DIR/<relativeMountPath>, secrets resolved. */
+export type MountSpec =
+  | { kind: 'nfs'; relativeMountPath: string; source: string; mountOptions?: string }
+  | { kind: 'cifs'; relativeMountPath: string; source: string; username: string; password: string; mountOptions?: string }
+  | { kind: 'azureFiles'; relativeMountPath: string; accountName: string; azureFileUrl: string; accountKey: string; mountOptions?: string }
+  | { kind: 'blobfuse'; relativeMountPath: string; accountName: string; containerName: string; sasKey: string; blobfuseOptions?: string };
+
+export function toMountConfiguration(mounts: MountSpec[] | undefined): BatchServiceModels.MountConfiguration[] | undefined {
+  if (!mounts || mounts.length === 0) return undefined;
+  return mounts.map((m): BatchServiceModels.MountConfiguration => {
+    switch (m.kind) {
+      case 'nfs':
+        return { nfsMountConfiguration: stripUndefined({ source: m.source, relativeMountPath: m.relativeMountPath, mountOptions: m.mountOptions }) };
+      case 'cifs':
+        return { cifsMountConfiguration: stripUndefined({ username: m.username, source: m.source, password: m.password, relativeMountPath: m.relativeMountPath, mountOptions: m.mountOptions }) };
+      case 'azureFiles':
+        return {
+          azureFileShareConfiguration: stripUndefined({
+            accountName: m.accountName, azureFileUrl: m.azureFileUrl, accountKey: m.accountKey, relativeMountPath: m.relativeMountPath, mountOptions: m.mountOptions,
+          }),
+        };
+      case 'blobfuse':
+        return {
+          azureBlobFileSystemConfiguration: stripUndefined({
+            accountName: m.accountName, containerName: m.containerName, sasKey: m.sasKey, relativeMountPath: m.relativeMountPath, blobfuseOptions: m.blobfuseOptions,
+          }),
+        };
+    }
+  });
+}
+
 export interface JobPoolSpec {
   poolId: string;
   /** The control-plane job that owns the pool (written to metadata). */
@@ -56,6 +87,8 @@ export interface JobPoolSpec {
   startTask?: StartTaskSpec;
   /** Allocation timeout in minutes (Batch minimum 5, default 15). */
   resizeTimeoutMinutes?: number;
+  /** File systems mounted on every node (Batch mountConfiguration). */
+  mounts?: MountSpec[];
   subnetId?: string;
   displayName?: string;
 }
@@ -145,6 +178,7 @@ export function buildPoolAddParameter(spec: JobPoolSpec): BatchServiceModels.Poo
           maxTaskRetryCount: spec.startTask.maxTaskRetryCount ?? 0,
         })
       : undefined,
+    mountConfiguration: toMountConfiguration(spec.mounts),
     metadata: ownershipMetadata(spec.jobId),
   });
 }

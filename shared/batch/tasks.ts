@@ -12,9 +12,11 @@ import {
   stripUndefined,
   toContainerSettings,
   toEnvironmentSettings,
+  toOutputFiles,
   toResourceFiles,
   type ContainerSettingsSpec,
   type NameValue,
+  type OutputFileSpec,
   type ResourceFileSpec,
 } from './common';
 import { BatchError } from './errors';
@@ -27,6 +29,8 @@ export interface NodeTaskSpec {
   /** Not run under a shell: wrap in `/bin/bash -c '…'` to expand variables. */
   commandLine: string;
   resourceFiles?: ResourceFileSpec[];
+  /** Uploaded by Batch after the task ends (e.g. a node's outputs). */
+  outputFiles?: OutputFileSpec[];
   environment?: NameValue[];
   containerSettings?: ContainerSettingsSpec;
   maxWallClockSeconds?: number;
@@ -89,6 +93,7 @@ export function buildNodeTaskParameter(spec: NodeTaskSpec): BatchServiceModels.T
     commandLine: spec.commandLine,
     affinityInfo: { affinityId: spec.affinityId },
     resourceFiles: toResourceFiles(spec.resourceFiles),
+    outputFiles: toOutputFiles(spec.outputFiles),
     environmentSettings: toEnvironmentSettings(spec.environment),
     containerSettings: toContainerSettings(spec.containerSettings),
     constraints: stripUndefined({

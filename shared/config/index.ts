@@ -10,10 +10,12 @@ import { z } from 'zod';
 import { parseStorageAccountRef, type StorageAccountRef } from './storageAccounts';
 import { parsePriceTable, type PriceTable } from './priceTable';
 import { authEnvSchema, parseAuthConfig, type AuthConfig } from './auth';
+import { eventsEnvSchema, parseEventsConfig, type EventsConfig } from './events';
 
 export type { StorageAccountRef } from './storageAccounts';
 export { parseConnectionString, parseStorageAccountRef } from './storageAccounts';
 export { ROLES, MIN_OPERATOR_KEY_LENGTH, type Role, type AuthConfig, type BearerConfig } from './auth';
+export { eventsRelaySchedule, DEFAULT_EVENTS_RELAY_SCHEDULE, type EventsConfig, type WebhookTarget } from './events';
 
 /** The AAD scope of the Batch data plane (resource https://batch.core.windows.net/). */
 export const BATCH_TOKEN_SCOPE = 'https://batch.core.windows.net/.default';
@@ -61,10 +63,17 @@ export interface AppConfig {
   queueMaxDequeueCount: number;
   /** The operations sweep (functions/sweep.ts) and cost accounting; see docs/operations.md. */
   ops: OpsConfig;
+  /**
+   * Secrets jobs may reference by name for pool mounts (Azure Files account keys, CIFS passwords): the app settings
+   * MOUNT_SECRET_<name>, keyed by <name>. In Azure each is a Key Vault reference the platform resolves.
+   */
+  mountSecrets: Readonly<Record<string, string>>;
   /** Who may call the job API (Entra ID bearer tokens, operator keys, anonymous); see docs/security.md. */
   auth: AuthConfig;
   /** What job containers may ask for beyond the allowlist (docs/workloads.md). */
   containers: ContainersConfig;
+  /** Where each job state change is published (Event Grid, webhooks); see docs/events.md. */
+  events: EventsConfig;
 }
 
 export interface ContainersConfig {
@@ -80,6 +89,11 @@ export interface DataAccessConfig {
    * Unset: any container of an allowed account (staging containers are refused everywhere regardless).
    */
   containers?: { account: string; container: string }[];
+  /**
+   * File servers jobs may mount (DATA_MOUNT_SOURCES): NFS exports `host:/path` and SMB shares `//host/share`, each
+   * exact or a prefix ending in "*". Storage of the data accounts (NFS on Blob or Files) needs no entry.
+   */
+  mountSources: string[];
 }
 
 export interface PipelineConfig {
@@ -191,6 +205,7 @@ const envSchema = z.object({
   STAGING_COPY_CONCURRENCY: intSetting(8, 1, 64),
   DATA_ACCOUNTS: z.string().trim().optional(),
   DATA_CONTAINERS: z.string().trim().optional(),
+  DATA_MOUNT_SOURCES: z.string().trim().optional(),
   SAS_MAX_LIFETIME_HOURS: intSetting(168, 1, 168),
   NODE_SAS_MARGIN_MINUTES: intSetting(60, 0, 24 * 60),
   NODE_TASK_MAX_ATTEMPTS: intSetting(3, 1, 10),
@@ -204,6 +219,7 @@ const envSchema = z.object({
   ...authEnvSchema,
   CONTAINER_ALLOW_PRIVILEGED: z.string().trim().optional()
     .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
+  ...eventsEnvSchema,
 });
 
 /** Every app setting the app reads (APP_VERSION aside, read on its own by appVersionSetting). */
@@ -280,6 +296,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 
   const dataAccess = parseDataAccess(e.DATA_ACCOUNTS, e.DATA_CONTAINERS, endpointSuffix, [hostStorage?.accountName, ...names], problems);
   const auth = parseAuthConfig(e, problems);
+  dataAccess.mountSources = parseMountSources(e.DATA_MOUNT_SOURCES, problems);
+  const mountSecrets = parseMountSecrets(env, problems);
+  const events = parseEventsConfig(e, problems);
 
   if (problems.length > 0 || !hostStorage || !priceTable) throw new ConfigError(problems);
 
@@ -317,8 +336,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       jobsRetentionMs: e.JOBS_RETENTION_DAYS > 0 ? e.JOBS_RETENTION_DAYS * 24 * 3_600_000 : undefined,
       priceTable,
     },
+    mountSecrets,
     auth,
     containers: { allowPrivileged: e.CONTAINER_ALLOW_PRIVILEGED === 'true' },
+    events,
   };
   return deepFreeze(config);
 }
@@ -346,7 +367,7 @@ function parseDataAccess(
       problems.push(`DATA_ACCOUNTS: entry ${index + 1}: ${(err as Error).message}`);
     }
   });
-  if (!containersText) return { accounts };
+  if (!containersText) return { accounts, mountSources: [] };
   const containers: { account: string; container: string }[] = [];
   containersText.split(',').forEach((entry, index) => {
     const m = /^([a-z0-9]{3,24})\/([a-z0-9-]{1,63}\*?)$/.exec(entry.trim());
@@ -354,7 +375,36 @@ function parseDataAccess(
     else if (!accounts.some((a) => a.accountName === m[1])) problems.push(`DATA_CONTAINERS: entry ${index + 1}: account "${m[1]}" is not in DATA_ACCOUNTS`);
     else containers.push({ account: m[1], container: m[2] });
   });
-  return { accounts, containers };
+  return { accounts, containers, mountSources: [] };
+}
+
+const MOUNT_SOURCE_ENTRY = /^(?:[a-z0-9][a-z0-9.-]{0,252}:\/(?!\/)[A-Za-z0-9._/-]{0,1023}|\/\/[a-z0-9][a-z0-9.-]{0,252}\/[A-Za-z0-9._/-]{1,1024})\*?$/;
+
+/** DATA_MOUNT_SOURCES: "host:/path" (NFS) and "//host/share" (SMB) entries, each exact or a prefix ending in "*". */
+function parseMountSources(text: string | undefined, problems: string[]): string[] {
+  const out: string[] = [];
+  (text ?? '').split(',').forEach((entry, index) => {
+    const v = entry.trim();
+    if (!v) return;
+    if (!MOUNT_SOURCE_ENTRY.test(v)) problems.push(`DATA_MOUNT_SOURCES: entry ${index + 1} must be "host:/path" (NFS) or "//host/share" (SMB), optionally ending in "*", got "${v}"`);
+    else out.push(v);
+  });
+  return out;
+}
+
+/** The prefix of the app settings that hold mount secrets: MOUNT_SECRET_<name>. */
+export const MOUNT_SECRET_PREFIX = 'MOUNT_SECRET_';
+
+/** Every MOUNT_SECRET_<name> setting with a value, keyed by <name>. */
+function parseMountSecrets(env: Record<string, string | undefined>, problems: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(env)) {
+    if (!key.startsWith(MOUNT_SECRET_PREFIX) || value === undefined || value === '') continue;
+    const name = key.slice(MOUNT_SECRET_PREFIX.length);
+    if (!/^[A-Za-z][A-Za-z0-9_]{0,63}$/.test(name)) problems.push(`${key}: the name after MOUNT_SECRET_ must be letters, digits and "_" (at most 64), starting with a letter`);
+    else out[name] = value;
+  }
+  return out;
 }
 
 function isBase64(value: string): boolean {

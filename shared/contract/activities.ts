@@ -11,11 +11,12 @@ import type { JobState } from '../state/states';
 import type { PoolInspection, NodeTaskSpec, TaskSnapshot } from '../batch';
 import type { PoolCreateRequest } from '../planning/jobPlan';
 import type { ImageBlobRef, MpiTaskRequestShape } from '../planning/mpiTaskRequest';
+import type { NodeFileSource, NodeResourceFile } from '../planning/workloadData';
 import type { PoolObservation } from '../planning/provisionPolicy';
 import type { ShardToCopy, ShardCopyResult } from '../storage/shardCopy';
 import type { ListedInputBlob } from '../storage/listing';
 import type { PriceQuote } from '../ops/cost';
-import type { JobOutcome, MpiResult } from './jobResult';
+import type { JobOutcome, MpiResult, OutputsResult } from './jobResult';
 import type { StagingContainerRef } from './progress';
 
 /** A node the job runs on, as provisioning found it. */
@@ -47,7 +48,7 @@ export interface BatchJobCreateInput {
 }
 
 /** A task pinned (by affinity, which Batch treats as a hint) to one node; the activity runs it elevated. */
-export type NodeTaskRequest = Pick<NodeTaskSpec, 'id' | 'affinityId' | 'commandLine' | 'resourceFiles' | 'environment' | 'maxWallClockSeconds'>;
+export type NodeTaskRequest = Pick<NodeTaskSpec, 'id' | 'affinityId' | 'commandLine' | 'resourceFiles' | 'outputFiles' | 'environment' | 'maxWallClockSeconds'>;
 
 export interface NodeTaskObservation {
   id: string;
@@ -76,6 +77,29 @@ export interface ShardUrlRequest {
   shards: { id: string; account: string; container: string; blobName: string }[];
   /** ISO time the read-only SAS URLs expire. */
   expiresAt: string;
+}
+
+export interface WorkloadUrlsRequest {
+  /** Files for every node; blob sources get a read-only SAS. */
+  files: NodeFileSource[];
+  /** The outputs' container: gets a create/write SAS for Batch's output file uploads. */
+  outputs?: { account: string; container: string };
+  /** ISO time every SAS expires. */
+  expiresAt: string;
+}
+
+export interface WorkloadUrls {
+  /** The MPI task's commonResourceFiles, in the order of `files`. */
+  files: NodeResourceFile[];
+  outputsContainerUrl?: string;
+}
+
+export interface OutputsListRequest {
+  account: string;
+  container: string;
+  prefix: string;
+  /** Upload failures seen by the orchestrator, recorded with the listing. */
+  errors: string[];
 }
 
 export interface BatchTaskRef {
@@ -113,6 +137,10 @@ export interface ActivityContract {
   mpiTaskAdd(input: MpiTaskRequestShape): void;
   mpiTaskObserve(input: BatchTaskRef): MpiTaskObservation;
   mpiResultCollect(input: BatchTaskRef): MpiResult;
+  /** SAS URLs for the files every node downloads and for the outputs' container (data-access policy checked). */
+  workloadUrls(input: WorkloadUrlsRequest): WorkloadUrls;
+  /** What landed under the job's outputs prefix, with sizes and plain URLs. */
+  outputsList(input: OutputsListRequest): OutputsResult;
 }
 
 export type ActivityName = keyof ActivityContract;
@@ -128,5 +156,6 @@ const NAMES: Record<ActivityName, true> = {
   nodeTasksAdd: true, nodeTasksObserve: true,
   inputsList: true, shardCopy: true, shardUrls: true, imageBlobUrls: true, stagedDataDelete: true,
   mpiTaskAdd: true, mpiTaskObserve: true, mpiResultCollect: true,
+  workloadUrls: true, outputsList: true,
 };
 export const ACTIVITY_NAMES: readonly ActivityName[] = Object.keys(NAMES).filter((n): n is ActivityName => n in NAMES);

@@ -8,3 +8,4 @@ export * from './jobResult';
 export * from './progress';
 export * from './mpiJob';
 export * from './orchestration';
+export * from './outputs';

@@ -24,6 +24,7 @@ export const SubtaskResultSchema = z.object({
   nodeId: z.string().optional(),
   exitCode: z.number().optional(),
   state: z.string(),
+  taskRootDirectory: z.string().optional().meta({ description: 'The MPI task\'s directory on that node, relative to the node root.' }),
 }).meta({ title: 'SubtaskResult' });
 
 export const MpiResultSchema = z.object({
@@ -37,7 +38,27 @@ export const MpiResultSchema = z.object({
   stderrTail: z.string().optional(),
   startTime: z.string().optional(),
   endTime: z.string().optional(),
+  taskRootDirectory: z.string().optional().meta({ description: 'The MPI task\'s directory on the master node, relative to the node root.' }),
+  fileUploadFailure: z.string().optional()
+    .meta({ description: 'Batch could not upload the task\'s output files (FileUpload… failure); the exit code is the program\'s.' }),
 }).meta({ title: 'MpiResult' });
+
+export const OutputFileSchema = z.object({
+  name: z.string().meta({ description: 'Blob name relative to the prefix: workdir/…, scratch/…, nodes/<nodeId>/…, logs/….' }),
+  size: z.number(),
+  url: z.string().meta({ description: 'The blob\'s URL, without a SAS (fetch through GET /api/jobs/{id}/outputs or `hpcjob download`).' }),
+}).meta({ title: 'OutputFile' });
+
+export const OutputsResultSchema = z.object({
+  container: z.string().meta({ description: 'URL of the container (no SAS).' }),
+  prefix: z.string(),
+  files: z.array(OutputFileSchema).meta({ description: 'The outputs found after the uploads (at most 200 listed; see count).' }),
+  count: z.number(),
+  bytes: z.number(),
+  truncated: z.boolean(),
+  errors: z.array(z.string()).meta({ description: 'Uploads that failed (the master\'s output files, a node\'s upload task). Empty when every upload went through.' }),
+}).meta({ title: 'OutputsResult' });
+export type OutputsResult = z.infer<typeof OutputsResultSchema>;
 export type MpiResult = z.infer<typeof MpiResultSchema>;
 
 export const JobCostSchema = z.object({
@@ -62,6 +83,7 @@ export const JobResultSchema = z.object({
   cost: JobCostSchema.optional(),
   logs: z.array(LogRefSchema).optional(),
   mpi: MpiResultSchema.optional(),
+  outputs: OutputsResultSchema.optional().meta({ description: 'Where the job\'s outputs went (spec outputs), with sizes and URLs.' }),
 }).meta({ title: 'JobResult' });
 export type JobResult = z.infer<typeof JobResultSchema>;
 

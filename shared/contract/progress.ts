@@ -27,6 +27,8 @@ export interface PipelineStatus {
     shardsStaged?: Counter;
     shardsDownloaded?: Counter;
     mpi?: { state: string; startedAt?: string };
+    /** Nodes whose outputs (every-node files, task logs) were uploaded after the MPI task. */
+    outputsUploaded?: Counter;
     cleanup?: { done: string[] };
   };
   /** Per-node detail for the dashboard: node id -> state in the pipeline. */

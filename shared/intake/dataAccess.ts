@@ -6,6 +6,7 @@
  */
 import type { AppConfig } from '../config';
 import type { JobSpec, SpecError } from '../spec';
+import { checkWorkloadDataAccess } from './workloadDataAccess';
 
 export interface DataAccessPolicy {
   /** Accounts jobs may name for their data. */
@@ -14,6 +15,12 @@ export interface DataAccessPolicy {
   containers?: readonly { account: string; container: string }[];
   /** The deployment's staging accounts: the only ones `data.stagingAccounts` may list. */
   stagingAccounts: readonly string[];
+  /** The app's own accounts (host storage and staging): never reachable through a job, not even by URL. */
+  ownAccounts?: readonly string[];
+  /** File servers jobs may mount (DATA_MOUNT_SOURCES), exact or "prefix*". */
+  mountSources?: readonly string[];
+  /** The mount secrets the deployment publishes (MOUNT_SECRET_<name>), by name; unset: not checked at intake. */
+  mountSecretNames?: readonly string[];
 }
 
 /** Containers the pipeline stages shards into (shared/planning/jobPlan.ts stagingContainerFor): never a job's to name. */
@@ -24,6 +31,9 @@ export function dataAccessPolicy(config: AppConfig): DataAccessPolicy {
     accounts: config.dataAccess.accounts.map((a) => a.accountName),
     containers: config.dataAccess.containers,
     stagingAccounts: config.stagingAccounts.map((a) => a.accountName),
+    ownAccounts: [config.hostStorage.accountName, ...config.stagingAccounts.map((a) => a.accountName)],
+    mountSources: config.dataAccess.mountSources,
+    mountSecretNames: Object.keys(config.mountSecrets),
   };
 }
 
@@ -60,5 +70,6 @@ export function checkDataAccess(spec: JobSpec, policy: DataAccessPolicy): SpecEr
       errors.push({ path: `data.stagingAccounts[${i}]`, message: `"${account}" is not a staging account of this deployment (configured: ${policy.stagingAccounts.join(', ')})` });
     }
   });
+  errors.push(...checkWorkloadDataAccess(spec, policy, (account, container) => dataAccessRefusal(policy, account, container)));
   return errors;
 }

@@ -95,6 +95,11 @@ export interface MpiTaskInput {
   shardManifestPath?: string;
   /** Shell code that fetches this node's shards; runs on every node in the coordination step, before any rank starts. */
   shardDownloadCommand?: string;
+  /**
+   * Shell code run on every node in the coordination step before anything else of ours (before the container starts):
+   * e.g. mounting the job's shared scratch. Trusted pipeline code, not user input.
+   */
+  nodeSetupCommand?: string;
   /** Docker `--shm-size` (kept for callers that only set this); containerOptions.shmSize wins. */
   shmSize?: string;
   containerOptions?: ContainerOptions;
@@ -246,7 +251,7 @@ function validate(input: MpiTaskInput): Validated {
   const container = validateContainerOptions(fail, input);
   const sshPort = input.sshPort ?? (input.runtime === 'docker' ? 23 : 22);
   if (!Number.isSafeInteger(sshPort) || sshPort < 1 || sshPort > 65535) fail('sshPort must be 1..65535', { sshPort });
-  for (const f of ['preExecutionCommand', 'coordinationCommand', 'shardDownloadCommand', 'shardManifestPath'] as const) {
+  for (const f of ['preExecutionCommand', 'coordinationCommand', 'shardDownloadCommand', 'shardManifestPath', 'nodeSetupCommand'] as const) {
     const v = input[f];
     if (v !== undefined) noNul(f, v);
   }
@@ -402,6 +407,7 @@ function rankSetup(v: Validated, preset: FabricPreset): string[] {
 
 function coordinationPrologue(input: MpiTaskInput): string[] {
   const lines = [GLUE_STRICT];
+  if (input.nodeSetupCommand !== undefined) lines.push(input.nodeSetupCommand);
   if (input.shardDownloadCommand !== undefined) lines.push(`eval ${shellQuote(input.shardDownloadCommand)}`);
   return lines;
 }

@@ -12,6 +12,7 @@ import {
 } from '../state/view';
 import { ACTIONS, appRolesFor, type Action } from '../auth/permissions';
 import { APP_ROLES } from '../auth/roles';
+import { JobOutputsResponseSchema, OUTPUTS_PAGE_DEFAULT, OUTPUTS_PAGE_MAX } from '../contract/outputs';
 
 export interface OpenApiOptions {
   /** Server URL, e.g. "https://myapp.azurewebsites.net" or "http://127.0.0.1:7071". Default: relative ("/"). */
@@ -185,6 +186,28 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
           },
         },
       },
+      '/api/jobs/{id}/outputs': {
+        get: {
+          operationId: 'getJobOutputs',
+          summary: 'The outputs of a job, with download URLs',
+          description: 'What the job uploaded (spec `outputs`: its container and prefix) with a read-only SAS URL per file, minted for this '
+            + 'call and valid until `expiresAt` (an hour at most). Pages of at most `top` files; `continuationToken` gets the next page. '
+            + '`hpcjob download` uses it.',
+          security: securityFor('job:read'),
+          parameters: [
+            idParam,
+            { name: 'top', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: OUTPUTS_PAGE_MAX, default: OUTPUTS_PAGE_DEFAULT } },
+            { name: 'continuationToken', in: 'query', required: false, schema: { type: 'string' } },
+          ],
+          responses: {
+            200: { description: 'One page of outputs.', content: jsonContent('JobOutputsResponse') },
+            400: problem('A bad parameter.'),
+            ...authResponses,
+            404: problem('No such job, or not yours (JobNotFound); or the job has no outputs section (NoOutputs).'),
+            409: problem('The deployment no longer lets jobs use the outputs\' container (OutputsNotAccessible).'),
+          },
+        },
+      },
       '/api/usage': {
         get: {
           operationId: 'getUsage',
@@ -266,6 +289,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
         JobConflictResponse: schemaOf(JobConflictResponseSchema, 'output'),
         ProblemResponse: schemaOf(ProblemResponseSchema, 'output'),
         HealthResponse: schemaOf(HealthResponseSchema, 'output'),
+        JobOutputsResponse: schemaOf(JobOutputsResponseSchema, 'output'),
       },
       securitySchemes: {
         entraId: {

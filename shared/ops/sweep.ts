@@ -37,6 +37,8 @@ export interface SweepDeps {
   /** Host storage, where the lease blob lives. */
   hostBlobs: BlobServiceClient;
   settings: SweepSettings;
+  /** The event relay's records of a job (cursors, delivery attempts), purged with it; absent when events are off. */
+  eventDeliveries?: { purge(jobId: string): Promise<number> };
   now?: () => Date;
 }
 
@@ -168,6 +170,8 @@ async function act(deps: SweepDeps, a: SweepAction, earlierFailures: string[]): 
     }
     case 'purgeJob': {
       await deps.orchestrations.purge(a.jobId);
+      // Before the row: an interrupted purge leaves the row, which the next run finds and purges again.
+      await deps.eventDeliveries?.purge(a.jobId);
       const r = await deps.store.purge(a.jobId);
       return `job row ${r.row ? 'and' : 'already gone;'} ${r.events} event(s) and orchestration history purged`;
     }

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import type { JobSpec } from '../spec/schema';
 import { parseIsoDuration } from '../spec/duration';
 import { DEFAULT_IMAGE, DEFAULT_NODE_AGENT_SKU } from '../spec/schema';
+import { mountRequests, type MountRequest } from './workloadData';
 
 export const OWNER_TAG = 'hpc-mpi-control-plane';
 
@@ -24,6 +25,13 @@ export interface PoolCreateRequest {
   metadata: { name: string; value: string }[];
   /** Node preparation (install or build the program), run by Batch on every node as it joins. */
   startTask?: { command: string; resourceFiles: { account: string; container: string; blob: string; path: string }[] };
+  /** File systems mounted on every node: names and references only, resolved (secrets, SAS) by the activity. */
+  mounts?: MountRequest[];
+  /**
+   * How long a SAS handed to a mount (blobfuse) must at least live: allocation plus every attempt of the MPI task.
+   * Undefined without a wall-clock limit (the activity then uses the deployment's cap).
+   */
+  mountSasValidForMs?: number;
 }
 
 export interface JobPlan {
@@ -86,6 +94,9 @@ export function planJob(jobId: string, spec: JobSpec): JobPlan {
         { name: 'hpc-cp-job', value: jobId },
       ],
       startTask: spec.pool.startTask,
+      ...(mountRequests(spec).length
+        ? { mounts: mountRequests(spec), mountSasValidForMs: wallClockMs === undefined ? undefined : resizeTimeoutMs + wallClockMs * (1 + spec.limits.maxRetries) }
+        : {}),
     },
     deletePool: reusePool ? 'never' : spec.cleanup.deletePool,
     keepStagedData: spec.cleanup.keepStagedData !== false,

@@ -9,6 +9,7 @@ import { GLUE_STRICT } from '../mpi/userShell';
 import type { JobSpec } from '../spec/schema';
 import type { ImageEntry } from '../spec/sections/container';
 import type { JobPlan } from './jobPlan';
+import { masterOutputFiles, nodeSetupScript, outputsPlan, rankEnvironmentPrefix, rankLogOptions, releaseScript, type NodeResourceFile, type TaskOutputFile } from './workloadData';
 
 export interface MpiTaskRequestShape {
   batchJobId: string;
@@ -17,7 +18,9 @@ export interface MpiTaskRequestShape {
   coordinationCommandLine: string;
   applicationCommandLine: string;
   environment: { name: string; value: string }[];
-  commonResourceFiles: { httpUrl: string; filePath: string }[];
+  commonResourceFiles: NodeResourceFile[];
+  /** Uploaded by Batch from the master when the task ends, before it counts as completed. */
+  outputFiles?: TaskOutputFile[];
   maxWallClockSeconds?: number;
   maxTaskRetryCount?: number;
 }
@@ -73,8 +76,18 @@ export function pullTask(jobId: string, spec: JobSpec, blobUrls: readonly string
 
 /** The job release task: removes the job's containers (docker) or SIF files (singularity) on every node that ran part of the job. */
 export function releaseTaskCommand(jobId: string, spec: JobSpec): string {
-  if (spec.container.runtime === 'singularity') return bashCommandLine(sifCleanupLine(sifCacheKeyFor(jobId)));
-  return buildContainerCleanupCommand(spec.container.runtime === 'docker' ? [containerNameFor(jobId)] : []);
+  const containers = spec.container.runtime === 'singularity'
+    ? bashCommandLine(sifCleanupLine(sifCacheKeyFor(jobId)))
+    : buildContainerCleanupCommand(spec.container.runtime === 'docker' ? [containerNameFor(jobId)] : []);
+  // The shared scratch goes first (never failing): the exit code stays the container cleanup's verdict.
+  const scratch = releaseScript(spec, jobId);
+  return scratch ? bashCommandLine(`${scratch}; ${containers}`) : containers;
+}
+
+/** The SAS URLs the MPI task needs, minted by the workloadUrls activity for this run. */
+export interface MpiTaskUrls {
+  commonResourceFiles: NodeResourceFile[];
+  outputsContainerUrl?: string;
 }
 
 /**
@@ -113,18 +126,20 @@ export function mpiTaskRequest(
   nodes: { id: string }[],
   dataDir: string,
   batchJobId: string,
+  urls: MpiTaskUrls = { commonResourceFiles: [] },
 ): MpiTaskRequestShape {
   const runtime = spec.container.runtime;
+  const jobEnv = rankEnvironmentPrefix(spec, plan.jobId);
   const commands = buildMpiTaskCommands({
     runtime,
     mpiRuntime: spec.mpi.runtime,
     mpiVersion: spec.mpi.version,
     nodes: nodes.length,
     processesPerNode: spec.mpi.processesPerNode,
-    command: `export MPIJOB_DATA_DIR="${dataDir}"; ${spec.mpi.command}`,
+    command: `export MPIJOB_DATA_DIR="${dataDir}"; ${jobEnv}${spec.mpi.command}`,
     launcherMode: spec.mpi.launcher.mode,
     launcher: spec.mpi.launcher.executable,
-    options: spec.mpi.options,
+    options: [...spec.mpi.options, ...rankLogOptions(spec)],
     fabric: spec.mpi.fabric,
     vmSize: spec.pool.vmSize ?? plan.poolCreate.vmSize,
     image: runtime === 'docker' ? (spec.container.images[0] as string) : undefined,
@@ -133,8 +148,9 @@ export function mpiTaskRequest(
     containerOptions: runtime === 'none' ? undefined : containerOptionsFor(spec),
     sshPort: spec.mpi.sshPort,
     env: spec.mpi.env,
-    preExecutionCommand: spec.mpi.preExecutionCommand,
+    preExecutionCommand: spec.mpi.preExecutionCommand === undefined ? undefined : `${jobEnv}${spec.mpi.preExecutionCommand}`,
     coordinationCommand: spec.mpi.coordinationCommand,
+    nodeSetupCommand: nodeSetupScript(spec, plan.jobId),
   });
   return {
     batchJobId,
@@ -143,7 +159,8 @@ export function mpiTaskRequest(
     coordinationCommandLine: commands.coordinationCommandLine,
     applicationCommandLine: commands.applicationCommandLine,
     environment: commands.environment,
-    commonResourceFiles: [],
+    commonResourceFiles: urls.commonResourceFiles,
+    outputFiles: masterOutputFiles(outputsPlan(spec, plan.jobId), urls.outputsContainerUrl),
     maxWallClockSeconds: plan.mpiMaxWallClockSeconds,
     maxTaskRetryCount: spec.limits.maxRetries,
   };

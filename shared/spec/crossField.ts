@@ -8,6 +8,7 @@ import { LIMITS } from './schema';
 import { containerIssues } from './sections/container';
 import { launchIssues } from './sections/launch';
 import { has, isObj, obj } from './rawInput';
+import { dataSectionIssues } from './sections/dataRules';
 
 export interface SpecIssue {
   /** Path segments from the spec root, e.g. ['container', 'images', 0]. */
@@ -111,6 +112,6 @@ export function crossFieldIssues(raw: unknown): SpecIssue[] {
   if (isObj(env) && Object.keys(env).length > LIMITS.maxEnv) {
     add(['mpi', 'env'], `must have at most ${LIMITS.maxEnv} entries`);
   }
-  issues.push(...launchIssues(raw), ...containerIssues(raw));
+  issues.push(...launchIssues(raw), ...containerIssues(raw), ...dataSectionIssues(raw));
   return issues;
 }

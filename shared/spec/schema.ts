@@ -8,6 +8,9 @@ import { parseIsoDuration } from './duration';
 import * as P from './patterns';
 import { GpusSchema, ImageEntrySchema, RunOptionsSchema } from './sections/container';
 import { LauncherOptionSchema, LauncherSchema, MpiVersionSchema, ProcessesPerNodeSchema } from './sections/launch';
+import { FilesSchema } from './sections/files';
+import { MountsSchema, ScratchSchema } from './sections/storage';
+import { OutputsSchema } from './sections/outputs';
 
 export const LIMITS = {
   maxNodes: 100,
@@ -301,6 +304,10 @@ export const JobSpecSchema = z
     mpi: MpiSchema,
     limits: LimitsSchema.prefault({}),
     cleanup: CleanupSchema.prefault({}),
+    files: FilesSchema,
+    mounts: MountsSchema,
+    scratch: ScratchSchema.optional(),
+    outputs: OutputsSchema.optional(),
   })
   .meta({ title: 'JobSpec', description: 'An MPI job: where it runs, what it runs, on which data, within which limits.' });
 

@@ -32,6 +32,11 @@ export interface JobStoreOptions {
   now?: () => Date;
   /** ETag retries before ConcurrencyConflictError (default 10). */
   maxAttempts?: number;
+  /**
+   * Told of each transition once it is recorded (the event relay's announcement, shared/events). Its failure never
+   * fails the transition: the relay finds transitions nobody announced.
+   */
+  onTransition?: (event: JobEvent) => Promise<void>;
 }
 
 /** A job to record: an accepted spec, or a rejected submission's document (kept so its sender can see it). */
@@ -96,10 +101,12 @@ function statusOf(err: unknown): number | undefined {
 export class JobStore {
   private readonly now: () => Date;
   private readonly maxAttempts: number;
+  private readonly onTransition?: (event: JobEvent) => Promise<void>;
 
   constructor(private readonly jobs: TableClient, private readonly eventsTable: TableClient, options: JobStoreOptions = {}) {
     this.now = options.now ?? (() => new Date());
     this.maxAttempts = options.maxAttempts ?? 10;
+    this.onTransition = options.onTransition;
   }
 
   /** Build from a storage connection string (Azurite's or a real account's). */
@@ -170,6 +177,7 @@ export class JobStore {
       return { created: false, job: existing };
     }
     await this.writeEvent(first);
+    await this.announce(first);
     return { created: true, job: record };
   }
 
@@ -194,8 +202,12 @@ export class JobStore {
       }
       const { row, event } = applyTransition(current.job, to, reason, this.now());
       const next = withPatch(row, patch);
+      // The row about to be replaced may be the only record of its transition (the process that wrote it died before
+      // the event write): write that event first, so no seq is ever missing from the timeline (the event relay's outbox).
+      await this.repairLastEvent(current.job);
       if (await this.replace(next, current.etag)) {
         await this.writeEvent(event);
+        await this.announce(event);
         return { job: next, event, applied: true };
       }
       await backoff(attempt);
@@ -291,6 +303,17 @@ export class JobStore {
     return out.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : (a.seq ?? 0) - (b.seq ?? 0)));
   }
 
+  /** Job rows updated at or after `since` (ISO 8601): the event relay's scan for transitions nobody announced. */
+  async changedSince(since: string): Promise<{ id: string; eventSeq: number; updatedAt: string }[]> {
+    const out: { id: string; eventSeq: number; updatedAt: string }[] = [];
+    const filter = odata`RowKey eq ${JOB_ROW_KEY} and updatedAt ge ${isoBound('since', since)}`;
+    const iter = this.jobs.listEntities<Record<string, unknown>>({ queryOptions: { filter, select: ['PartitionKey', 'eventSeq', 'updatedAt'] } });
+    for await (const e of iter) {
+      out.push({ id: String(e.partitionKey), eventSeq: typeof e.eventSeq === 'number' ? e.eventSeq : 0, updatedAt: String(e.updatedAt ?? '') });
+    }
+    return out;
+  }
+
   async list(query: ListJobsQuery = {}): Promise<ListJobsPage> {
     const top = Math.min(Math.max(Math.trunc(query.top ?? 100), 1), 1000);
     const filter = buildListFilter(query);
@@ -353,6 +376,14 @@ export class JobStore {
   private async writeEvent(event: JobEvent): Promise<void> {
     // Upsert: the RowKey is fully determined by the event, so a repeat is a no-op rewrite.
     await this.eventsTable.upsertEntity(eventToEntity(event), 'Replace');
+  }
+
+  private async announce(event: JobEvent): Promise<void> {
+    try {
+      await this.onTransition?.(event);
+    } catch {
+      // Announcing is best effort (see JobStoreOptions.onTransition); the listener reports its own failures.
+    }
   }
 
   /**

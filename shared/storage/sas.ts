@@ -1,4 +1,4 @@
-import { BlobSASPermissions, generateBlobSASQueryParameters, SASProtocol } from '@azure/storage-blob';
+import { BlobSASPermissions, ContainerSASPermissions, generateBlobSASQueryParameters, SASProtocol } from '@azure/storage-blob';
 import type { BlobAccount } from './clients';
 
 /**
@@ -21,4 +21,30 @@ export async function readOnlyBlobUrl(account: BlobAccount, container: string, b
   }
   const key = await account.service.getUserDelegationKey(startsOn, expiresOn);
   return `${blob.url}?${generateBlobSASQueryParameters(options, key, account.name).toString()}`;
+}
+
+/**
+ * A SAS URL for a whole container with `permissions` (e.g. "rl" to read and list, "cw" to create and write blobs),
+ * valid until `expiresOn`. Container-level: Batch's storageContainerUrl, output file destinations and blobfuse take
+ * one; the data-access policy is checked per container, so it grants nothing the policy would not.
+ */
+export async function containerSasUrl(account: BlobAccount, container: string, permissions: string, expiresOn: Date): Promise<string> {
+  const client = account.service.getContainerClient(container);
+  const startsOn = new Date(Date.now() - 5 * 60_000);
+  const options = {
+    containerName: container,
+    permissions: ContainerSASPermissions.parse(permissions),
+    startsOn,
+    expiresOn,
+    protocol: client.url.startsWith('https:') ? SASProtocol.Https : SASProtocol.HttpsAndHttp,
+  };
+  if (account.sharedKey) return `${client.url}?${generateBlobSASQueryParameters(options, account.sharedKey).toString()}`;
+  const key = await account.service.getUserDelegationKey(startsOn, expiresOn);
+  return `${client.url}?${generateBlobSASQueryParameters(options, key, account.name).toString()}`;
+}
+
+/** A URL without its query string: what may be stored or shown (a SAS never is). */
+export function withoutQuery(url: string): string {
+  const i = url.indexOf('?');
+  return i < 0 ? url : url.slice(0, i);
 }

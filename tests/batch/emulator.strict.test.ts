@@ -199,7 +199,8 @@ describe('the Batch emulator is as strict as Batch', () => {
     });
 
     it.each([
-      ['mountConfiguration', { mountConfiguration: [{ nfsMountConfiguration: { source: 'x:/y', relativeMountPath: 'y' } }] }, 501, 'NotImplemented'],
+      // Mounts are modelled (tests/batch/emulator.mounts.test.ts); a blobfuse mount with a managed identity is not.
+      ['mountConfiguration[0].azureBlobFileSystemConfiguration.identityReference', { mountConfiguration: [{ azureBlobFileSystemConfiguration: { accountName: 'a', containerName: 'c', relativeMountPath: 'b', identityReference: { resourceId: '/subscriptions/x' } } }] }, 501, 'NotImplemented'],
       ['virtualMachineConfiguration.containerConfiguration.containerImageNames', { virtualMachineConfiguration: { ...VM, containerConfiguration: { type: 'dockerCompatible', containerImageNames: ['busybox'] } } }, 501, 'NotImplemented'],
       ['applicationPackageReferences', { applicationPackageReferences: [{ applicationId: 'app' }] }, 409, 'InvalidApplicationPackageReferences'],
       ['metadata[0].name', { metadata: [{ name: '', value: 'x' }] }, 400, 'EmptyMetadataKey'],

@@ -4,6 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { resolveConnection, defaultProfilePath } from '../../cli/connection';
 import { stageRows } from '../../cli/stageRows';
+import { targetPath } from '../../cli/commands/download';
 import { CliError, ExitCode } from '../../cli/errors';
 import type { JobView } from '../../cli/apiClient';
 import { unseenTail } from '../../cli/commands/logs';
@@ -67,6 +68,20 @@ describe('stageRows', () => {
     expect(byKey.staged.note).toBe('nothing to do');
     expect(byKey.mpi).toMatchObject({ done: 1, total: 1, note: 'completed' });
     expect(byKey.cleanup).toMatchObject({ done: 2, total: 2, note: 'batch job terminated, pool deleted' });
+    expect(byKey.outputs).toBeUndefined();
+  });
+
+  it('a job whose nodes upload outputs after the MPI task has a row for them', () => {
+    const rows = stageRows(view('Running', { mpi: { state: 'completed' }, outputsUploaded: { done: 1, total: 3 } }));
+    expect(rows.map((r) => r.label)).toEqual(['nodes ready', 'images pulled', 'shards staged', 'shards on nodes', 'MPI running', 'outputs uploaded', 'cleanup']);
+    expect(rows[5]).toMatchObject({ key: 'outputs', done: 1, total: 3 });
+  });
+});
+
+describe('download targets (blob names come from storage: none may leave the directory)', () => {
+  it('keeps the layout below the prefix and refuses names that would escape', () => {
+    expect(targetPath('/tmp/out', 'logs/ranks/1/rank.0/stdout')).toBe(path.join('/tmp/out', 'logs', 'ranks', '1', 'rank.0', 'stdout'));
+    for (const bad of ['../x', 'a/../../x', '/etc/passwd', 'a//b', './a', 'a\\..\\b', '', 'a/\0b']) expect(targetPath('/tmp/out', bad)).toBeUndefined();
   });
 });
 

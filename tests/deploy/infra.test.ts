@@ -44,6 +44,7 @@ const EXAMPLE_VALUES: Record<string, string> = {
   AUTH_ISSUER: 'https://login.microsoftonline.com/72f988bf-0000-0000-0000-000000000000/v2.0',
   AUTH_AUDIENCES: 'api://hpc-jobs',
   OPERATOR_API_KEYS: 'an-operator-key-read-from-key-vault-0001',
+  EVENTS_TOPIC_ENDPOINT: 'https://evgt-example.westeurope-1.eventgrid.azure.net/api/events',
 };
 
 describe('(a) app settings', () => {
@@ -222,6 +223,7 @@ describe('(c) no keys', () => {
     expect(bicep.resource('acr').body).toMatch(/adminUserEnabled: false/);
     expect(bicep.resource('vault').body).toMatch(/enableRbacAuthorization: true/);
     expect(bicep.resource('insights').body).toMatch(/DisableLocalAuth: true/);
+    expect(bicep.resource('eventTopic').body).toMatch(/inputSchema: 'CloudEventSchemaV1_0'[\s\S]*disableLocalAuth: true/);
     for (const symbol of ['scmBasicAuth', 'ftpBasicAuth']) {
       const r = bicep.resource(symbol);
       expect(r.type).toBe('Microsoft.Web/sites/basicPublishingCredentialsPolicies');

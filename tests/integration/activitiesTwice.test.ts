@@ -24,6 +24,9 @@ import { batchJobAutoComplete, batchJobCreate, batchJobTerminate } from '../../o
 import { nodeTasksAdd, nodeTasksObserve } from '../../orchestrations/activities/nodeTasks';
 import { inputsList, shardCopy, shardUrls, stagedDataDelete } from '../../orchestrations/activities/staging';
 import { mpiResultCollect, mpiTaskAdd, mpiTaskObserve } from '../../orchestrations/activities/mpi';
+import { outputsList, workloadUrls } from '../../orchestrations/activities/workloadData';
+import { nodeFileSources } from '../../shared/planning/workloadData';
+import { sdkClient } from '../../local/batch/testing/sdkHelpers';
 import { until } from '../batch/until';
 import { smallSpec } from '../ops/helpers';
 
@@ -60,7 +63,11 @@ beforeAll(async () => {
     },
   });
   // The app's composition root reads the Function App settings from the environment, once, on first use.
-  Object.assign(process.env, localAppSettings(azurite, emu));
+  Object.assign(process.env, localAppSettings(azurite, emu), {
+    // A mount secret the deployment publishes for jobs (in Azure a Key Vault reference), and the file servers jobs may mount.
+    MOUNT_SECRET_refkey: 'cmVma2V5LXNlY3JldA==',
+    DATA_MOUNT_SOURCES: '10.0.0.4:/exports/*',
+  });
 }, 60_000);
 afterAll(async () => {
   process.env = saved;
@@ -221,5 +228,93 @@ describe('staging activities', () => {
     for (const url of [u1[shard.id], u2[shard.id]]) expect((await fetch(url)).status).toBe(200);
     const [d1, d2] = await twice(() => stagedDataDelete({ containers: [{ account: shard.account, container }] }));
     expect([d1, d2]).toEqual([1, 0]);
+  });
+});
+
+describe('workload data activities', () => {
+  const data = () => BlobServiceClient.fromConnectionString(azurite.connectionString(DATA_ACCOUNT.name));
+
+  it('poolCreate with mounts twice: one pool whose mountConfiguration carries the resolved secret and a working SAS, never the history; a missing secret or an unlisted server is refused', async () => {
+    const id = 'twice-mounts';
+    const s = parseJobSpec(`${smallSpec(id, { nodes: 1, command: 'true' })}
+mounts:
+  - { name: home, nfs: { source: "10.0.0.4:/exports/home" } }
+  - { name: ref, azureFiles: { account: data1, share: refdata, secretRef: refkey } }
+  - { name: inputs, blobfuse: { account: data1, container: inputs, readOnly: true } }
+`, 'application/yaml');
+    if (!s.ok) throw new Error(JSON.stringify(s.errors));
+    await submitted(id, s.spec);
+    const plan = planJob(id, s.spec);
+    // What the orchestration history holds: names and references only.
+    expect(JSON.stringify(plan.poolCreate)).not.toContain('cmVma2V5LXNlY3JldA==');
+    const before = creates.length;
+    const [a, b] = await twice(() => poolCreate(plan.poolCreate));
+    expect([a.created, b.created]).toEqual([true, false]);
+    expect(creates.slice(before).filter((c) => c.startsWith('/pools ') && c.endsWith('201'))).toHaveLength(1);
+    const pool = await sdkClient(emu).pool.get(plan.poolId);
+    const [nfs, files, blobfuse] = pool.mountConfiguration ?? [];
+    expect(nfs.nfsMountConfiguration).toEqual({ source: '10.0.0.4:/exports/home', relativeMountPath: 'home' });
+    expect(files.azureFileShareConfiguration).toMatchObject({ accountName: 'data1', accountKey: 'cmVma2V5LXNlY3JldA==', relativeMountPath: 'ref' });
+    expect(files.azureFileShareConfiguration?.azureFileUrl).toMatch(/\/data1\/refdata$/);
+    expect(blobfuse.azureBlobFileSystemConfiguration).toMatchObject({ accountName: 'data1', containerName: 'inputs', relativeMountPath: 'inputs', blobfuseOptions: '-o ro' });
+    // The minted SAS reads and lists the container, and only that.
+    const sas = blobfuse.azureBlobFileSystemConfiguration?.sasKey ?? '';
+    expect(sas).toMatch(/(^|&)sp=rl(&|$)/);
+    await data().getContainerClient('inputs').createIfNotExists();
+    const listed = await fetch(`${data().getContainerClient('inputs').url}?restype=container&comp=list&${sas}`);
+    expect(listed.status).toBe(200);
+
+    const missing = parseJobSpec(`${smallSpec('twice-nosecret', { nodes: 1, command: 'true' })}\nmounts: [ { name: ref, azureFiles: { account: data1, share: refdata, secretRef: nope } } ]`, 'application/yaml');
+    const unlisted = parseJobSpec(`${smallSpec('twice-unlisted', { nodes: 1, command: 'true' })}\nmounts: [ { name: h, nfs: { source: "10.9.9.9:/x" } } ]`, 'application/yaml');
+    if (!missing.ok || !unlisted.ok) throw new Error('test specs invalid');
+    await submitted('twice-nosecret', missing.spec);
+    await submitted('twice-unlisted', unlisted.spec);
+    await expect(poolCreate(planJob('twice-nosecret', missing.spec).poolCreate)).rejects.toThrow(/secretRef "nope" names no app setting MOUNT_SECRET_nope/);
+    await expect(poolCreate(planJob('twice-unlisted', unlisted.spec).poolCreate)).rejects.toThrow(/file server 10\.9\.9\.9:\/x is not one jobs may mount/);
+    await poolDelete({ poolId: plan.poolId });
+  });
+
+  it('workloadUrls twice: both sets of URLs work (a blob, a prefix, the outputs\' container, created once); a refused container is refused', async () => {
+    const software = data().getContainerClient('software');
+    await software.createIfNotExists();
+    await software.getBlockBlobClient('bin/solver').upload('#!/bin/sh\n', 10);
+    const s = parseJobSpec(`${smallSpec('twice-urls', { command: 'true' })}
+files:
+  - { account: data1, container: software, blob: bin/solver, path: solver, mode: "0755" }
+  - { account: data1, container: software, prefix: bin/ }
+  - { url: "https://releases.example.org/a/run.sh", path: run.sh }
+outputs: { account: data1, container: twice-results }
+`, 'application/yaml');
+    if (!s.ok) throw new Error(JSON.stringify(s.errors));
+    const input = { files: nodeFileSources(s.spec), outputs: { account: 'data1', container: 'twice-results' }, expiresAt: new Date(Date.now() + 3_600_000).toISOString() };
+    const [u1, u2] = await twice(() => workloadUrls(input));
+    for (const u of [u1, u2]) {
+      expect(u.files[0]).toMatchObject({ filePath: 'wd/solver', fileMode: '0755' });
+      expect(await (await fetch(u.files[0].httpUrl as string)).text()).toBe('#!/bin/sh\n');
+      expect(u.files[1]).toMatchObject({ blobPrefix: 'bin/', filePath: 'wd' });
+      expect((await fetch(`${(u.files[1].storageContainerUrl as string).replace('?', '?restype=container&comp=list&')}`)).status).toBe(200);
+      expect(u.files[2]).toEqual({ httpUrl: 'https://releases.example.org/a/run.sh', filePath: 'wd/run.sh' });
+      // The outputs' SAS writes blobs but cannot read or list the container.
+      const out = u.outputsContainerUrl as string;
+      const blobUrl = out.replace('?', '/probe.txt?');
+      expect((await fetch(blobUrl, { method: 'PUT', headers: { 'x-ms-blob-type': 'BlockBlob' }, body: 'x' })).status).toBe(201);
+      expect((await fetch(blobUrl)).status).toBe(403);
+      expect((await fetch(out.replace('?', '?restype=container&comp=list&'))).status).toBe(403);
+    }
+    await expect(workloadUrls({ ...input, files: [{ kind: 'blob', account: 'stage1', container: 'x', blob: 'y', filePath: 'wd/y' }] })).rejects.toThrow(/refused/);
+  });
+
+  it('outputsList twice lists what landed under the prefix with sizes and plain URLs, and records the failures given', async () => {
+    const results = data().getContainerClient('twice-results');
+    await results.createIfNotExists();
+    await results.getBlockBlobClient('job-x/logs/stdout.txt').upload('hello', 5);
+    await results.getBlockBlobClient('job-x/workdir/out/a.dat').upload('abcdefgh', 8);
+    await results.getBlockBlobClient('job-xy/other').upload('z', 1);
+    const [l1, l2] = await twice(() => outputsList({ account: 'data1', container: 'twice-results', prefix: 'job-x', errors: ['node n1: FileUploadMiscError'] }));
+    expect(l2).toEqual(l1);
+    expect(l1).toMatchObject({ prefix: 'job-x', count: 2, bytes: 13, truncated: false, errors: ['node n1: FileUploadMiscError'] });
+    expect(l1.files.map((f) => [f.name, f.size])).toEqual([['logs/stdout.txt', 5], ['workdir/out/a.dat', 8]]);
+    for (const f of l1.files) expect(f.url).not.toContain('?');
+    expect(l1.container).toMatch(/\/data1\/twice-results$/);
   });
 });

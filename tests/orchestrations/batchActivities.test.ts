@@ -103,6 +103,19 @@ describe('collectMpiResult (activity mpiResultCollect)', () => {
     expect(r.endTime).toBeDefined();
   });
 
+  test('output files Batch could not upload: the program\'s exit code stands, the failure is an upload failure, not the run\'s', async () => {
+    await addMpiTask(ctx, BATCH_JOB, {
+      ...mpiTask('mpi-upload', '/bin/true', '/bin/sh -c "echo result > out.dat"'),
+      // No storage listens there: Batch reports FileUploadMiscError (the emulator as Batch does).
+      outputFiles: [{ filePattern: 'out.dat', containerUrl: 'http://127.0.0.1:9/results?sv=x&sig=none', path: 'job/out.dat', uploadCondition: 'taskCompletion' }],
+    });
+    await completed('mpi-upload');
+    const r = await collectMpiResult(deps, { batchJobId: BATCH_JOB, taskId: 'mpi-upload' });
+    expect(r.exitCode).toBe(0);
+    expect(r.failure).toBeUndefined();
+    expect(r.fileUploadFailure).toMatch(/^FileUploadMiscError: /);
+  });
+
   test('a master that succeeds: exit code 0, no failure, the last 40 lines of stdout and the stderr tail, every node\'s log readable', async () => {
     await addMpiTask(ctx, BATCH_JOB, mpiTask(
       'mpi-ok',
@@ -115,7 +128,10 @@ describe('collectMpiResult (activity mpiResultCollect)', () => {
     expect(r.exitCode).toBe(0);
     expect(r.failure).toBeUndefined();
     const worker = nodes.find((n) => n.id !== task.nodeId)!;
-    expect(r.subtasks).toEqual([{ id: 1, nodeId: worker.id, exitCode: 0, state: 'completed' }]);
+    // Where the MPI task's directory is on each node (relative to its root): the node upload tasks read from there.
+    expect(r.subtasks).toEqual([{ id: 1, nodeId: worker.id, exitCode: 0, state: 'completed', taskRootDirectory: `workitems/${BATCH_JOB}/job-1/mpi-ok` }]);
+    expect(r.taskRootDirectory).toBe(`workitems/${BATCH_JOB}/job-1/mpi-ok`);
+    expect(r.fileUploadFailure).toBeUndefined();
     expect(r.stdoutTail.split('\n')).toEqual(Array.from({ length: 40 }, (_, i) => `rank 0 step ${i + 21}`));
     expect(r.stderrTail).toBe('warning: slow fabric');
     expect(await fetchLog(r.logs[0].stdout)).toMatch(/^rank 0 step 1\n[\s\S]*rank 0 step 60\n$/);

@@ -69,8 +69,8 @@ beforeAll(async () => {
 
 describe('anonymous callers (ANONYMOUS_ROLE defaults to none)', () => {
   it.each([
-    ['GET', '/api/jobs'], ['GET', '/api/jobs/sec-alice-1'], ['GET', '/api/jobs/sec-alice-1/logs'], ['DELETE', '/api/jobs/sec-alice-1'],
-    ['GET', '/api/usage'], ['GET', '/api/me'],
+    ['GET', '/api/jobs'], ['GET', '/api/jobs/sec-alice-1'], ['GET', '/api/jobs/sec-alice-1/logs'], ['GET', '/api/jobs/sec-alice-1/outputs'],
+    ['DELETE', '/api/jobs/sec-alice-1'], ['GET', '/api/usage'], ['GET', '/api/me'],
   ])('%s %s is 401 with a Bearer challenge', async (method, route) => {
     const res = await call(method, route);
     expect({ status: res.status, challenge: res.headers.get('www-authenticate') }).toEqual({ status: 401, challenge: 'Bearer realm="hpc-jobs"' });
@@ -108,7 +108,9 @@ describe('tenancy: own jobs only, admins all', () => {
     expect(JSON.stringify((await call('GET', '/api/jobs?top=1000', bob)).body)).not.toContain('private-output-of-sec-alice-1');
 
     const missing = await call('GET', '/api/jobs/sec-nobody', bob);
-    for (const route of ['/api/jobs/sec-alice-1', '/api/jobs/sec-alice-1/logs']) {
+    // The owner's own job without an outputs section is NoOutputs; someone else's is JobNotFound, like a missing one.
+    expect((await call('GET', '/api/jobs/sec-bob-1/outputs', bob)).body).toMatchObject({ error: 'NoOutputs' });
+    for (const route of ['/api/jobs/sec-alice-1', '/api/jobs/sec-alice-1/logs', '/api/jobs/sec-alice-1/outputs']) {
       const other = await call('GET', route, bob);
       expect({ route, status: other.status, error: other.body.error }).toEqual({ route, status: 404, error: 'JobNotFound' });
       expect(other.body.message).toBe(missing.body.message.replace('sec-nobody', 'sec-alice-1'));

@@ -150,6 +150,50 @@ describe('request bodies', () => {
     expect(buildMpiTaskParameter({ id: 'm', numberOfInstances: 2, coordinationCommandLine: 'c', applicationCommandLine: 'a', maxWallClockTime: 90 }).constraints?.maxWallClockTime).toBe('PT90S');
   });
 
+  test('files for every node, shared file systems and outputs: the bodies pass the spec and Batch\'s rules', () => {
+    const mounts = buildPoolAddParameter({
+      ...poolSpec,
+      mounts: [
+        { kind: 'nfs', relativeMountPath: 'home', source: '10.0.0.4:/exports/home', mountOptions: '-o vers=4.1' },
+        { kind: 'cifs', relativeMountPath: 'lic', source: '//fs01/licenses', username: 'svc', password: 'pw' },
+        { kind: 'azureFiles', relativeMountPath: 'ref', accountName: 'data1', azureFileUrl: 'https://data1.file.core.windows.net/refdata', accountKey: 'a2V5' },
+        { kind: 'blobfuse', relativeMountPath: 'in', accountName: 'data1', containerName: 'inputs', sasKey: 'sv=x&sig=y', blobfuseOptions: '-o ro' },
+      ],
+    });
+    expect(mounts.mountConfiguration).toEqual([
+      { nfsMountConfiguration: { source: '10.0.0.4:/exports/home', relativeMountPath: 'home', mountOptions: '-o vers=4.1' } },
+      { cifsMountConfiguration: { username: 'svc', source: '//fs01/licenses', password: 'pw', relativeMountPath: 'lic' } },
+      { azureFileShareConfiguration: { accountName: 'data1', azureFileUrl: 'https://data1.file.core.windows.net/refdata', accountKey: 'a2V5', relativeMountPath: 'ref' } },
+      { azureBlobFileSystemConfiguration: { accountName: 'data1', containerName: 'inputs', sasKey: 'sv=x&sig=y', relativeMountPath: 'in', blobfuseOptions: '-o ro' } },
+    ]);
+    expect(requestProblems('POST', '/pools', mounts)).toEqual([]);
+    expect(ruleProblem(() => checkPoolAdd(asJson(mounts)))).toBeUndefined();
+    expect(buildPoolAddParameter(poolSpec)).not.toHaveProperty('mountConfiguration');
+
+    const outputFiles = [
+      { filePattern: '../*.txt', containerUrl: 'https://data1.blob.core.windows.net/results?sig=w', path: 'job/logs', uploadCondition: 'taskCompletion' as const },
+      { filePattern: '$AZ_BATCH_NODE_SHARED_DIR/scratch/job/case/**', containerUrl: 'https://data1.blob.core.windows.net/results?sig=w', path: 'job/scratch/case', uploadCondition: 'taskSuccess' as const },
+    ];
+    const mpi = buildMpiTaskParameter({
+      id: 'mpi', numberOfInstances: 2, coordinationCommandLine: 'c', applicationCommandLine: 'a',
+      commonResourceFiles: [
+        { httpUrl: 'https://releases.example.org/a/run.sh', filePath: 'wd/run.sh', fileMode: '0755' },
+        { storageContainerUrl: 'https://data1.blob.core.windows.net/cases?sig=r', blobPrefix: 'motorbike/', filePath: 'wd' },
+      ],
+      outputFiles,
+    });
+    expect(mpi.outputFiles).toEqual([
+      { filePattern: '../*.txt', destination: { container: { containerUrl: 'https://data1.blob.core.windows.net/results?sig=w', path: 'job/logs' } }, uploadOptions: { uploadCondition: 'taskcompletion' } },
+      { filePattern: '$AZ_BATCH_NODE_SHARED_DIR/scratch/job/case/**', destination: { container: { containerUrl: 'https://data1.blob.core.windows.net/results?sig=w', path: 'job/scratch/case' } }, uploadOptions: { uploadCondition: 'tasksuccess' } },
+    ]);
+    expect(requestProblems('POST', '/jobs/j/tasks', mpi)).toEqual([]);
+    expect(ruleProblem(() => checkTaskAdd(asJson(mpi), PRODUCT_JOB))).toBeUndefined();
+    const upload = buildNodeTaskParameter({ id: 'up-0-a1', affinityId: 'aff', commandLine: '/bin/true', outputFiles, maxWallClockSeconds: 3600 });
+    expect(upload.outputFiles).toHaveLength(2);
+    expect(requestProblems('POST', '/jobs/j/tasks', upload)).toEqual([]);
+    expect(ruleProblem(() => checkTaskAdd(asJson(upload), PRODUCT_JOB))).toBeUndefined();
+  });
+
   test('an MPI task with no instances is refused', () => {
     expect(() => buildMpiTaskParameter({ id: 'm', numberOfInstances: 0, coordinationCommandLine: 'c', applicationCommandLine: 'a' })).toThrow(
       /numberOfInstances must be a positive integer/,

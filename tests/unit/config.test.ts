@@ -25,6 +25,28 @@ function problemsOf(env: Record<string, string | undefined>): string[] {
   throw new Error('expected loadConfig to throw');
 }
 
+describe('mount settings', () => {
+  test('DATA_MOUNT_SOURCES lists NFS exports and SMB shares, exact or as a prefix', () => {
+    const c = loadConfig({ ...localEnv, DATA_MOUNT_SOURCES: ' 10.0.0.4:/exports/home , anf01.example.com:/vol1* ,//fs01/licenses ' });
+    expect(c.dataAccess.mountSources).toEqual(['10.0.0.4:/exports/home', 'anf01.example.com:/vol1*', '//fs01/licenses']);
+  });
+
+  test('a DATA_MOUNT_SOURCES entry that is neither an NFS export nor an SMB share is refused by position', () => {
+    const problems = problemsOf({ ...localEnv, DATA_MOUNT_SOURCES: '10.0.0.4:/ok,https://x/y,fs01' });
+    expect(problems).toEqual([
+      expect.stringMatching(/^DATA_MOUNT_SOURCES: entry 2 must be "host:\/path"/),
+      expect.stringMatching(/^DATA_MOUNT_SOURCES: entry 3 /),
+    ]);
+  });
+
+  test('MOUNT_SECRET_<name> settings become the mount secrets by name; empty ones are absent; a bad name is refused', () => {
+    const c = loadConfig({ ...localEnv, MOUNT_SECRET_refdata: 'key==', MOUNT_SECRET_LIC_PW: 'pw', MOUNT_SECRET_EMPTY: '' });
+    expect(c.mountSecrets).toEqual({ refdata: 'key==', LIC_PW: 'pw' });
+    expect(Object.isFrozen(c.mountSecrets)).toBe(true);
+    expect(problemsOf({ ...localEnv, 'MOUNT_SECRET_9bad': 'x' })).toEqual([expect.stringMatching(/^MOUNT_SECRET_9bad: /)]);
+  });
+});
+
 describe('loadConfig', () => {
   test('local settings: shared key, Azurite connection strings, defaults for knobs', () => {
     const c = loadConfig(localEnv);
@@ -40,7 +62,8 @@ describe('loadConfig', () => {
       ['connectionString', 'stage2'],
     ]);
     expect(c.pipeline).toEqual({ copyConcurrency: 8, sasMarginMinutes: 60, nodeTaskMaxAttempts: 3, sasMaxLifetimeMinutes: 7 * 24 * 60 });
-    expect(c.dataAccess).toEqual({ accounts: [] });
+    expect(c.dataAccess).toEqual({ accounts: [], mountSources: [] });
+    expect(c.mountSecrets).toEqual({});
     expect(c.queueMaxDequeueCount).toBe(5);
     expect(c.polling).toEqual({ initialMs: 5000, maxMs: 60000, multiplier: 2, jitter: 0.2 });
     expect(c.batchRetry.maxAttempts).toBeGreaterThan(1);

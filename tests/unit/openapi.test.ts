@@ -29,7 +29,7 @@ test('every route and method of the job API is described', () => {
   const paths = doc.paths as Record<string, Json>;
   const ops = Object.entries(paths).flatMap(([p, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${p}`));
   expect(ops.sort()).toEqual([
-    'DELETE /api/jobs/{id}', 'GET /api/health', 'GET /api/jobs', 'GET /api/jobs/{id}', 'GET /api/jobs/{id}/logs', 'GET /api/me', 'GET /api/openapi.json',
+    'DELETE /api/jobs/{id}', 'GET /api/health', 'GET /api/jobs', 'GET /api/jobs/{id}', 'GET /api/jobs/{id}/logs', 'GET /api/jobs/{id}/outputs', 'GET /api/me', 'GET /api/openapi.json',
     'GET /api/usage', 'POST /api/jobs',
   ]);
   const post = paths['/api/jobs'].post as Json;

@@ -112,12 +112,43 @@ export function checkPoolAdd(b: Json): void {
     [present(containers.containerImageNames), 'virtualMachineConfiguration.containerConfiguration.containerImageNames', 'container image prefetch (pull the images in a start task or a node task)'],
     [present(vmc.dataDisks), 'virtualMachineConfiguration.dataDisks', 'data disks'],
     [present(vmc.extensions), 'virtualMachineConfiguration.extensions', 'VM extensions'],
-    [present(b.mountConfiguration), 'mountConfiguration', 'file system mounts'],
     [present(b.certificateReferences), 'certificateReferences', 'certificates'],
     [present(b.applicationLicenses), 'applicationLicenses', 'application licenses'],
   ];
   for (const [given, property, what] of unemulated) if (given) throw notEmulated(property, what);
   if (present(b.applicationPackageReferences)) throw noApplications('applicationPackageReferences');
+  checkMountConfiguration(b.mountConfiguration);
+}
+
+const MOUNT_KINDS = ['azureBlobFileSystemConfiguration', 'nfsMountConfiguration', 'cifsMountConfiguration', 'azureFileShareConfiguration'];
+
+/**
+ * mountConfiguration: each item one file system ("mutually exclusive with all other properties"), a relativeMountPath
+ * below AZ_BATCH_NODE_MOUNTS_DIR used once, and for blobfuse exactly one of accountKey, sasKey and identityReference.
+ * Identity references are 501 until the emulator serves managed identities.
+ */
+export function checkMountConfiguration(list: unknown): void {
+  if (!Array.isArray(list)) return;
+  const paths = new Map<string, number>();
+  list.forEach((m: Json, i) => {
+    const where = `mountConfiguration[${i}]`;
+    const kinds = MOUNT_KINDS.filter((k) => present(m?.[k]));
+    if (kinds.length === 0) throw errors.missing(`${where}.nfsMountConfiguration`);
+    if (kinds.length > 1) throw errors.invalid(`${where}.${kinds[1]}`, '(object)', `give only one file system per mount (also given: ${kinds[0]})`);
+    const c = m[kinds[0]] as Json;
+    const rel = String(c.relativeMountPath ?? '');
+    if (rel === '' || rel.startsWith('/') || rel.split(/[\\/]/).some((p) => p === '..')) {
+      throw errors.invalid(`${where}.${kinds[0]}.relativeMountPath`, rel, 'a relative path below the mounts directory');
+    }
+    if (paths.has(rel)) throw errors.invalid(`${where}.${kinds[0]}.relativeMountPath`, rel, `mountConfiguration[${paths.get(rel)}] already mounts at this path`);
+    paths.set(rel, i);
+    if (kinds[0] === 'azureBlobFileSystemConfiguration') {
+      const auth = ['accountKey', 'sasKey', 'identityReference'].filter((k) => present(c[k]));
+      if (auth.length === 0) throw errors.missing(`${where}.${kinds[0]}.sasKey`);
+      if (auth.length > 1) throw errors.invalid(`${where}.${kinds[0]}.${auth[1]}`, '(secret)', `give exactly one of accountKey, sasKey and identityReference (also given: ${auth[0]})`);
+      if (auth[0] === 'identityReference') throw notEmulated(`${where}.${kinds[0]}.identityReference`, 'blobfuse mounts with a managed identity (give a sasKey)');
+    }
+  });
 }
 
 /**

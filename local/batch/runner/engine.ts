@@ -9,6 +9,7 @@ import { nodeEnvironment } from './env';
 import { runsUnder } from './leftovers';
 import { isAlive, killGroup, killPid } from './processes';
 import { createNodeSandbox, nodeDirs, writeEnvFile, writeHostsFile } from './sandbox';
+import { modelledMounts, mountOnNode } from './mounts';
 
 export interface EngineConfig {
   dataDir: string;
@@ -17,6 +18,8 @@ export interface EngineConfig {
   timing: ResolvedTiming;
   faults: FaultState;
   nodePath: string[];
+  /** PEM certificates nodes trust for https resource files besides the public roots (a node's CA store). */
+  trustedCertificates: string[];
 }
 
 /**
@@ -184,6 +187,7 @@ export class Engine {
       removed: false,
     };
     createNodeSandbox(dirs);
+    mountOnNode(dirs.root, dirs.mounts, modelledMounts(this.cfg.dataDir, pool.spec.mountConfiguration));
     this.tmpDirs.add(dirs.tmp);
     writeEnvFile(dirs.envFile, this.nodeEnv(node));
     pool.nodes.set(id, node);
@@ -368,6 +372,7 @@ export class Engine {
         node.running = new Map();
         const dirs = nodeDirs(this.cfg.dataDir, pool.id, node.id);
         createNodeSandbox(dirs);
+        mountOnNode(dirs.root, dirs.mounts, modelledMounts(this.cfg.dataDir, pool.spec.mountConfiguration));
         this.tmpDirs.add(dirs.tmp);
         writeEnvFile(dirs.envFile, this.nodeEnv(node));
         if (node.state === 'leavingpool') {

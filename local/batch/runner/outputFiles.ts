@@ -17,6 +17,8 @@ export interface OutputFilesRun {
   taskDir: string;
   /** The node's root: what lies outside it is not on the emulated node. */
   nodeRoot: string;
+  /** File systems mounted on the node (modelled mounts): outside the sandbox, yet on the node. */
+  mounted?: string[];
   /** The task's environment, for $VAR in patterns. */
   env: Record<string, string>;
   exitCode: number | undefined;
@@ -38,7 +40,7 @@ export async function uploadOutputFiles(run: OutputFilesRun): Promise<Json | und
     if (!conditionHolds(spec, run.exitCode)) continue;
     const pattern = expandVariables(String(spec.filePattern ?? ''), run.env);
     const container = ((spec.destination as Json).container ?? {}) as Json;
-    const matched = matchFiles(pattern, path.join(run.taskDir, 'wd'), run.nodeRoot, typeof container.path === 'string' ? container.path : undefined);
+    const matched = matchFiles(pattern, path.join(run.taskDir, 'wd'), run.nodeRoot, typeof container.path === 'string' ? container.path : undefined, run.mounted);
     if (matched.outside) appendFileSync(err, `${pattern}: outside the node's file system (${run.nodeRoot}); nothing uploaded\n`);
     appendFileSync(out, `${pattern}: ${matched.uploads.length} file(s)\n`);
     const client = new ContainerClient(String(container.containerUrl), new AnonymousCredential(), { retryOptions: { maxTries: 2, tryTimeoutInMs: 60_000 } });
@@ -76,18 +78,19 @@ const WILDCARD = /[*?[]/;
  * (or its own name); with wildcards, each match keeps its path below the pattern's fixed leading directories,
  * under the virtual directory `path`.
  */
-export function matchFiles(pattern: string, workingDir: string, nodeRoot: string, blobPath: string | undefined): { uploads: Upload[]; outside: boolean } {
+export function matchFiles(pattern: string, workingDir: string, nodeRoot: string, blobPath: string | undefined, mounted: string[] = []): { uploads: Upload[]; outside: boolean } {
   const absolute = path.isAbsolute(pattern) ? pattern : path.join(workingDir, pattern);
   const segments = absolute.split('/');
   const firstWild = segments.findIndex((s) => WILDCARD.test(s));
   const base = path.normalize(firstWild < 0 ? path.dirname(absolute) : segments.slice(0, firstWild).join('/') || '/');
-  if (!inside(base, nodeRoot)) return { uploads: [], outside: true };
+  const onNode = (p: string) => [nodeRoot, ...mounted].some((root) => inside(p, root));
+  if (!onNode(base)) return { uploads: [], outside: true };
   const trimmed = (blobPath ?? '').replace(/^\/+|\/+$/g, '');
   if (firstWild < 0) {
     const file = path.normalize(absolute);
     if (!isFile(file)) return { uploads: [], outside: false };
     // A link the task made to a file elsewhere on the machine is not a file of the emulated node.
-    if (!inside(file, nodeRoot)) return { uploads: [], outside: true };
+    if (!onNode(file)) return { uploads: [], outside: true };
     return { uploads: [{ file, blobName: trimmed || path.basename(file) }], outside: false };
   }
   const isMatch = picomatch(segments.slice(firstWild).join('/'), { dot: false });

@@ -11,6 +11,7 @@ import { groupAlive, killGroup, runCommandLine, type ProcessOutcome } from './pr
 import { uploadOutputFiles } from './outputFiles';
 import { downloadResourceFiles } from './resourceFiles';
 import { taskRootRelative } from './sandbox';
+import { mountedTargets } from './mounts';
 
 /** Batch's reserved port on the MI master (AZ_BATCH_MASTER_NODE=ip:6000). */
 const MASTER_PORT = 6000;
@@ -157,7 +158,7 @@ export class TaskExecutor {
     for (let attempt = 0; ; attempt++) {
       const out = await runOrFail(this.engine.cfg.faults.startTaskFailureExitCode(pool.id, node.ordinal), async () => {
         mkdirSync(wd, { recursive: true });
-        await downloadResourceFiles(st.resourceFiles as Json[] | undefined, wd);
+        await downloadResourceFiles(st.resourceFiles as Json[] | undefined, wd, this.engine.cfg);
         const env = { ...this.engine.nodeEnv(node), ...userEnv(st.environmentSettings), AZ_BATCH_TASK_DIR: startup, AZ_BATCH_TASK_WORKING_DIR: wd };
         return this.runToEnd({ commandLine: String(st.commandLine ?? ''), cwd: wd, env, outDir: startup, container: st.containerSettings, node });
       });
@@ -223,7 +224,7 @@ export class TaskExecutor {
     const maxRetries = typeof constraints.maxTaskRetryCount === 'number' ? constraints.maxTaskRetryCount : 0;
     for (let attempt = 0; ; attempt++) {
       const out = await runOrFail(undefined, async () => {
-        await downloadResourceFiles(prep.resourceFiles as Json[] | undefined, wd);
+        await downloadResourceFiles(prep.resourceFiles as Json[] | undefined, wd, this.engine.cfg);
         const env = { ...this.jobEnv(job, node), ...userEnv(prep.environmentSettings), AZ_BATCH_TASK_ID: String(prep.id ?? 'jobpreparation'), AZ_BATCH_TASK_DIR: dir, AZ_BATCH_TASK_WORKING_DIR: wd };
         return this.runToEnd({ commandLine: String(prep.commandLine ?? ''), cwd: wd, env, outDir: dir, maxWallClockMs: timerMs(constraints.maxWallClockTime), container: prep.containerSettings, node });
       });
@@ -255,7 +256,7 @@ export class TaskExecutor {
   private async runRelease(job: JobRecord, node: NodeRecord, release: Json): Promise<void> {
     const { dir, wd, info } = this.beginJobTask(job, node, 'release', release);
     const out = await runOrFail(this.engine.cfg.faults.releaseTaskFailureExitCode(node.poolId, node.ordinal), async () => {
-      await downloadResourceFiles(release.resourceFiles as Json[] | undefined, wd);
+      await downloadResourceFiles(release.resourceFiles as Json[] | undefined, wd, this.engine.cfg);
       const prepDir = path.join(node.rootDir, jobTaskRelative(job.id, job.spec.jobPreparationTask as Json, 'jobpreparation'));
       const env = { ...this.jobEnv(job, node), ...userEnv(release.environmentSettings), AZ_BATCH_TASK_ID: String(release.id ?? 'jobrelease'), AZ_BATCH_TASK_DIR: dir, AZ_BATCH_TASK_WORKING_DIR: wd, AZ_BATCH_JOB_PREP_DIR: prepDir, AZ_BATCH_JOB_PREP_WORKING_DIR: path.join(prepDir, 'wd') };
       // Batch caps release tasks at 15 minutes.
@@ -335,7 +336,7 @@ export class TaskExecutor {
     if (outputFiles?.length && !isPreProcessingFailure(outcome.failureInfo?.code) && !this.willRetry(job, task, nodes, outcome)) {
       const primary = nodes[0];
       const dir = path.join(primary.rootDir, rel);
-      const failure = await uploadOutputFiles({ outputFiles, taskDir: dir, nodeRoot: primary.rootDir, env: this.taskEnv(job, task, primary, dir), exitCode: outcome.exitCode });
+      const failure = await uploadOutputFiles({ outputFiles, taskDir: dir, nodeRoot: primary.rootDir, mounted: mountedTargets(primary.rootDir), env: this.taskEnv(job, task, primary, dir), exitCode: outcome.exitCode });
       if (task.attempt !== attempt) return;
       if (failure && !outcome.failureInfo) outcome = { ...outcome, failureInfo: failure };
     }
@@ -352,7 +353,7 @@ export class TaskExecutor {
   private async runSingle(job: JobRecord, task: TaskRecord, node: NodeRecord, rel: string): Promise<RunOutcome> {
     const dir = await this.prepareTaskDir(node, rel, true);
     try {
-      await downloadResourceFiles(task.spec.resourceFiles as Json[] | undefined, path.join(dir, 'wd'));
+      await downloadResourceFiles(task.spec.resourceFiles as Json[] | undefined, path.join(dir, 'wd'), this.engine.cfg);
     } catch (e) {
       return downloadFailure(e);
     }
@@ -407,8 +408,8 @@ export class TaskExecutor {
         writeFileSync(path.join(dir, 'stdout.txt'), '');
         writeFileSync(path.join(dir, 'stderr.txt'), '');
         try {
-          await downloadResourceFiles(mi.commonResourceFiles as Json[] | undefined, dir);
-          if (i === 0) await downloadResourceFiles(task.spec.resourceFiles as Json[] | undefined, path.join(dir, 'wd'));
+          await downloadResourceFiles(mi.commonResourceFiles as Json[] | undefined, dir, this.engine.cfg);
+          if (i === 0) await downloadResourceFiles(task.spec.resourceFiles as Json[] | undefined, path.join(dir, 'wd'), this.engine.cfg);
         } catch (e) {
           return downloadFailure(e);
         }

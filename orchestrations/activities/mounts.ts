@@ -1,0 +1,82 @@
+/**
+ * Pool mounts, from the references a job spec holds to what Batch's mountConfiguration needs: secrets read from the
+ * app settings MOUNT_SECRET_<name> (never in the spec, the history or a log), a SAS minted for blobfuse, and the
+ * data-access policy checked again (an orchestration's input is not only written by intake).
+ */
+import type { MountSpec } from '../../shared/batch';
+import type { MountRequest } from '../../shared/planning/workloadData';
+import type { BlobAccount } from '../../shared/storage/clients';
+import { containerSasUrl } from '../../shared/storage/sas';
+
+export interface MountDeps {
+  /** The MOUNT_SECRET_<name> settings, by name. */
+  secrets: Readonly<Record<string, string>>;
+  /** A data account for one of its containers (or file shares); throws when the policy refuses it. */
+  dataAccount(account: string, container: string): BlobAccount;
+  /** Refuses a file server the deployment does not list (NFS and SMB sources not on a data account). */
+  checkSource(source: string): void;
+  /** When a blobfuse SAS expires. */
+  sasExpiresOn: Date;
+}
+
+/** Thrown for a mount that cannot be made (a missing secret, a refused source): the job fails with this message. */
+export class MountRefused extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'MountRefused';
+  }
+}
+
+function secret(deps: MountDeps, name: string, mount: string): string {
+  const value = deps.secrets[name];
+  if (value === undefined) throw new MountRefused(`mount ${mount}: secretRef "${name}" names no app setting MOUNT_SECRET_${name} on this deployment`);
+  return value;
+}
+
+/** The Azure Files URL of a share: the account's file endpoint (from its blob endpoint) and the share. */
+export function azureFileUrl(account: BlobAccount, share: string): string {
+  const blob = new URL(account.service.url);
+  // https://<account>.blob.<suffix>/ → https://<account>.file.<suffix>/<share>; a local endpoint keeps its host.
+  const host = blob.host.replace(/^([a-z0-9]+)\.blob\./, '$1.file.');
+  const path = blob.pathname.replace(/\/+$/, '');
+  return `${blob.protocol}//${host}${path}/${share}`;
+}
+
+export async function resolveMounts(requests: readonly MountRequest[], deps: MountDeps): Promise<MountSpec[]> {
+  const out: MountSpec[] = [];
+  for (const m of requests) {
+    if (m.nfs) {
+      deps.checkSource(m.nfs.source);
+      out.push({ kind: 'nfs', relativeMountPath: m.name, source: m.nfs.source, mountOptions: m.nfs.options });
+    } else if (m.cifs) {
+      deps.checkSource(m.cifs.source);
+      out.push({ kind: 'cifs', relativeMountPath: m.name, source: m.cifs.source, username: m.cifs.username, password: secret(deps, m.cifs.secretRef, m.name), mountOptions: m.cifs.options });
+    } else if (m.azureFiles) {
+      const account = deps.dataAccount(m.azureFiles.account, m.azureFiles.share);
+      out.push({
+        kind: 'azureFiles',
+        relativeMountPath: m.name,
+        accountName: m.azureFiles.account,
+        azureFileUrl: azureFileUrl(account, m.azureFiles.share),
+        accountKey: secret(deps, m.azureFiles.secretRef, m.name),
+        mountOptions: m.azureFiles.options,
+      });
+    } else if (m.blobfuse) {
+      const account = deps.dataAccount(m.blobfuse.account, m.blobfuse.container);
+      const url = await containerSasUrl(account, m.blobfuse.container, m.blobfuse.readOnly ? 'rl' : 'racwdl', deps.sasExpiresOn);
+      const options = [m.blobfuse.readOnly ? '-o ro' : undefined, m.blobfuse.options].filter(Boolean).join(' ');
+      out.push({
+        kind: 'blobfuse',
+        relativeMountPath: m.name,
+        accountName: m.blobfuse.account,
+        containerName: m.blobfuse.container,
+        // Batch takes the SAS token itself, without the "?".
+        sasKey: url.slice(url.indexOf('?') + 1),
+        blobfuseOptions: options || undefined,
+      });
+    } else {
+      throw new MountRefused(`mount ${m.name}: names no file system (nfs, azureFiles, blobfuse or cifs)`);
+    }
+  }
+  return out;
+}

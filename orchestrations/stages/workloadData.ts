@@ -1,0 +1,171 @@
+import type { BatchTaskRef, JobOutcome, MpiResult, NodeRef, NodeTaskObservation, NodeTaskRequest, OutputsResult, PipelineSettings } from '../../shared/contract';
+import { activityFailureMessage } from '../runtime/activityCalls';
+import type { Task } from 'durable-functions';
+import type { JobSpec } from '../../shared/spec/schema';
+import type { MpiTaskUrls } from '../../shared/planning/mpiTaskRequest';
+import { nodeFileSources, nodeSasLifetimeMs, nodeUploadTask, WRONG_NODE_EXIT, type NodeUploadTask, type OutputsPlan } from '../../shared/planning/workloadData';
+import { Orchestration, PipelineRun } from '../runtime/pipelineRun';
+
+/**
+ * The SAS URLs the MPI task needs: a read-only one per blob of `files` (a read/list one per prefix) and a
+ * create/write one on the outputs' container, valid for the MPI run (its wall clock per attempt plus the margin,
+ * never beyond the deployment's cap). Nothing to mint: no call.
+ */
+export function* workloadUrls(run: PipelineRun, spec: JobSpec, settings: PipelineSettings): Orchestration<MpiTaskUrls> {
+  const files = nodeFileSources(spec);
+  if (files.length === 0 && !spec.outputs) return { commonResourceFiles: [] };
+  const expiresAt = new Date(run.now().getTime() + nodeSasLifetimeMs(spec, settings)).toISOString();
+  const urls = yield* run.call('workloadUrls', {
+    files,
+    ...(spec.outputs ? { outputs: { account: spec.outputs.account, container: spec.outputs.container } } : {}),
+    expiresAt,
+  });
+  return { commonResourceFiles: urls.files, outputsContainerUrl: urls.outputsContainerUrl };
+}
+
+/** An upload task may run this long (Batch ends it after; its uploads then count as failed). */
+const UPLOAD_TASK_MAX_SECONDS = 6 * 3600;
+
+export interface NodeUploadsRequest {
+  plan: OutputsPlan;
+  batchJobId: string;
+  /** The job's nodes, in pool order (task ids use the index). */
+  nodes: NodeRef[];
+  mpi: MpiResult;
+  containerUrl: string;
+  maxAttempts: number;
+}
+
+/**
+ * After the MPI task (whose own output files Batch uploaded from the master before it completed): one task per node
+ * uploads that node's every-node files and its task stdout/stderr (Batch uploads a multi-instance task's output files
+ * from the primary only). Batch affinity is a hint, so a task that ran on another node fails itself and is added
+ * again for its node, up to maxAttempts; a failed upload is retried the same way, then reported. Waits on plain
+ * durable timers: the MPI run is over, and what it produced is uploaded before cleanup may delete the pool (a cancel
+ * arriving now takes effect after the uploads). Returns one message per node whose uploads failed.
+ */
+export function* uploadNodeOutputs(run: PipelineRun, req: NodeUploadsRequest): Orchestration<string[]> {
+  const index = new Map(req.nodes.map((n) => [n.id, n]));
+  const masterId = req.mpi.logs[0]?.node;
+  const where = [
+    ...(masterId && req.mpi.taskRootDirectory ? [{ nodeId: masterId, dir: req.mpi.taskRootDirectory, isMaster: true }] : []),
+    ...req.mpi.subtasks.filter((s) => s.id !== 0 && s.nodeId && s.taskRootDirectory && s.nodeId !== masterId)
+      .map((s) => ({ nodeId: s.nodeId as string, dir: s.taskRootDirectory as string, isMaster: false })),
+  ];
+  const work: { upload: NodeUploadTask; slot: number }[] = [];
+  for (const w of where) {
+    const node = index.get(w.nodeId);
+    if (!node) continue;
+    const upload = nodeUploadTask(req.plan, { id: node.id, affinityId: node.affinityId, taskRootDirectory: w.dir, isMaster: w.isMaster }, req.containerUrl, req.mpi.exitCode);
+    if (upload) work.push({ upload, slot: req.nodes.indexOf(node) });
+  }
+  const errors: string[] = [];
+  if (work.length === 0) return errors;
+
+  const total = work.length;
+  let done = 0;
+  const report = () => run.report({ progress: { outputsUploaded: { done, total } } });
+  report();
+  let pending = work.map((w) => ({ ...w, attempt: 1 }));
+  while (pending.length) {
+    const tasks: NodeTaskRequest[] = pending.map((p) => ({
+      id: `up-${p.slot}-a${p.attempt}`,
+      affinityId: p.upload.affinityId,
+      commandLine: p.upload.commandLine,
+      outputFiles: p.upload.outputFiles,
+      maxWallClockSeconds: UPLOAD_TASK_MAX_SECONDS,
+    }));
+    yield* run.call('nodeTasksAdd', { batchJobId: req.batchJobId, tasks });
+    const byId = new Map(pending.map((p, i) => [tasks[i].id, p]));
+    const open = new Set(byId.keys());
+    const retry: typeof pending = [];
+    for (let poll = 0; open.size; poll++) {
+      yield* plainSleep(run, run.pollDelayMs(Math.min(poll, 3)));
+      const observed = yield* run.call('nodeTasksObserve', { batchJobId: req.batchJobId, taskIds: [...open] });
+      for (const o of observed) {
+        const p = byId.get(o.id);
+        if (!p || (o.state !== 'completed' && o.state !== 'missing')) continue;
+        open.delete(o.id);
+        if (o.state === 'completed' && o.exitCode === 0 && !o.failure) {
+          done += 1;
+        } else if (p.attempt < req.maxAttempts) {
+          retry.push({ ...p, attempt: p.attempt + 1 });
+        } else {
+          errors.push(`node ${p.upload.nodeId}: ${uploadFailure(o)}`);
+        }
+      }
+      report();
+    }
+    pending = retry;
+  }
+  return errors;
+}
+
+/** Why a node's upload task did not upload: it ran elsewhere, or Batch's upload failure, or what it printed. */
+function uploadFailure(o: NodeTaskObservation): string {
+  if (o.state === 'missing') return `upload task ${o.id} disappeared`;
+  if (o.exitCode === WRONG_NODE_EXIT) return `upload task ran on ${o.nodeId ?? 'another node'} every time (Batch affinity is a hint)`;
+  return [o.failure, o.outputTail && `output: ${o.outputTail}`].filter(Boolean).join('; ') || `upload task exited ${o.exitCode}`;
+}
+
+export interface KeepOutputsRequest extends NodeUploadsRequest {
+  /** Whether upload tasks follow the MPI task (every-node files, or the other nodes' logs). */
+  nodeUploads: boolean;
+}
+
+export interface KeptOutputs {
+  /** What landed under the prefix; undefined when it could not be listed (the reason is in errors). */
+  listing?: OutputsResult;
+  errors: string[];
+}
+
+/**
+ * Outputs after the MPI task: the master's upload result (Batch reports it as the task's failure), the node uploads,
+ * then the listing for the job result. The job's auto-termination is switched on once the node uploads are done.
+ * Never throws for an upload or listing problem: that is reported, and the MPI outcome stands.
+ */
+export function* keepOutputs(run: PipelineRun, req: KeepOutputsRequest): Orchestration<KeptOutputs> {
+  const errors = req.mpi.fileUploadFailure ? [`master: ${req.mpi.fileUploadFailure}`] : [];
+  try {
+    if (req.nodeUploads) {
+      errors.push(...(yield* uploadNodeOutputs(run, req)));
+      yield* run.call('batchJobAutoComplete', { batchJobId: req.batchJobId });
+    }
+    const listing = yield* run.call('outputsList', { account: req.plan.account, container: req.plan.container, prefix: req.plan.prefix, errors });
+    return { listing, errors };
+  } catch (err) {
+    errors.push(`outputs not listed: ${activityFailureMessage(err)}`);
+    return { errors };
+  }
+}
+
+/**
+ * The job's outcome with its outputs: the listing goes into the result; upload failures become a note on the job
+ * (the reason recorded with its final state) and, with onUploadFailure "fail", fail it.
+ */
+export function withOutputs(outcome: JobOutcome, kept: KeptOutputs, onUploadFailure: OutputsPlan['onUploadFailure']): JobOutcome {
+  const result = kept.listing ? { ...outcome.result, outputs: kept.listing } : outcome.result;
+  if (kept.errors.length === 0) return { ...outcome, result };
+  const reason = [outcome.reason, `outputs incomplete: ${kept.errors.join('; ')}`].filter(Boolean).join('; ');
+  return onUploadFailure === 'fail' && outcome.state === 'Succeeded' ? { state: 'Failed', reason, result } : { ...outcome, reason, result };
+}
+
+/**
+ * Cleanup after a cancel or failure while the MPI task may still run: once its Batch job is terminated Batch ends
+ * the task and uploads its output files; the pool must stay until it has (polls at most `maxPolls` times).
+ * Returns false when the task had not completed by then.
+ */
+export function* awaitTaskCompleted(run: PipelineRun, task: BatchTaskRef, maxPolls: number): Orchestration<boolean> {
+  for (let poll = 0; poll < maxPolls; poll++) {
+    const obs = yield* run.call('mpiTaskObserve', task);
+    if (obs.state === 'completed' || obs.state === 'missing') return true;
+    yield* plainSleep(run, run.pollDelayMs(Math.min(poll, 3)));
+  }
+  return false;
+}
+
+/** A durable timer that a cancel does not interrupt (cleanup and the uploads after the MPI run wait on these). */
+function* plainSleep(run: PipelineRun, ms: number): Orchestration<void> {
+  const timer: Task = run.ctx.df.createTimer(new Date(run.now().getTime() + ms));
+  yield timer;
+}

@@ -1,0 +1,34 @@
+/**
+ * `outputs`: what outlives the pool. Glob patterns uploaded to a blob container of a data account under a prefix
+ * (default: the job id) through Batch task output files, before any cleanup; every rank's stdout/stderr too.
+ */
+import { z } from 'zod';
+import { DATA_LIMITS, GLOB_RE, SHELL_SAFE, blobContainer, blobPrefix, storageAccount } from './storageFields';
+
+export const OutputPatternSchema = z
+  .strictObject({
+    pattern: z.string({ error: 'must be a string: a glob such as "results/**/*.dat"' })
+      .regex(GLOB_RE, { error: `must be a relative glob ("*", "**", "?", "[…]"; no leading "/", no "." or ".." segments; ${SHELL_SAFE})` })
+      .meta({ description: 'Glob relative to `from` (Batch filePattern rules: "**" spans directories; names starting with "." only when the pattern names them).' }),
+    from: z.enum(['workdir', 'scratch', 'allNodes'], { error: 'must be one of "workdir", "scratch", "allNodes"' }).default('workdir')
+      .meta({ description: '"workdir": the master\'s working directory (blobs <prefix>/workdir/…); "scratch": the shared scratch, uploaded once (<prefix>/scratch/…); "allNodes": the working directory of every node (<prefix>/nodes/<nodeId>/…).' }),
+  });
+
+export const OutputsSchema = z
+  .strictObject({
+    account: storageAccount().meta({ description: 'Data account the outputs go to (the data-access policy applies).' }),
+    container: blobContainer(),
+    prefix: blobPrefix().optional()
+      .meta({ description: 'Blob name prefix of every output ("" is refused). Default: the job id.' }),
+    when: z.enum(['always', 'success', 'failure'], { error: 'must be one of "always", "success", "failure"' }).default('always')
+      .meta({ description: 'Upload the files on success (MPI exit code 0), failure, or always. Logs are uploaded always.' }),
+    files: z.array(OutputPatternSchema, { error: 'must be a list of { pattern, from }' })
+      .max(DATA_LIMITS.maxOutputPatterns, { error: `must list at most ${DATA_LIMITS.maxOutputPatterns} patterns` })
+      .default([])
+      .meta({ description: 'What to upload.' }),
+    logs: z.boolean({ error: 'must be true or false' }).default(true)
+      .meta({ description: 'Also keep the logs under <prefix>/logs/: the master\'s stdout/stderr (every rank\'s output as the launcher collects it), one file pair per rank, and every node\'s task stdout/stderr.' }),
+    onUploadFailure: z.enum(['report', 'fail'], { error: 'must be "report" or "fail"' }).default('report')
+      .meta({ description: '"report": the job\'s state follows the MPI exit code and the failed uploads are listed in result.outputs.errors; "fail": an upload failure fails the job.' }),
+  })
+  .meta({ description: 'Files uploaded to blob storage before the pool goes away, listed in the job result and fetched with `hpcjob download`.' });

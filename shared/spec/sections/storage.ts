@@ -1,0 +1,61 @@
+/**
+ * `mounts` and `scratch`: shared file systems. Mounts are Batch pool mounts (mountConfiguration: NFS, Azure Files,
+ * blobfuse, CIFS) made on every node of a pool the job creates, under $AZ_BATCH_NODE_MOUNTS_DIR/<name>. Secrets are
+ * never in the spec: `secretRef` names the app setting MOUNT_SECRET_<secretRef> (a Key Vault reference in Azure).
+ * `scratch` is a per-job directory every rank sees at $MPIJOB_SCRATCH: an NFS export of the master node's local
+ * disk mounted by the other nodes (masterNfs), or a directory on one of the mounts (mount).
+ */
+import { z } from 'zod';
+import {
+  CIFS_SOURCE_RE, CIFS_USER_RE, DATA_LIMITS, FILE_SHARE_RE, MOUNT_NAME_RE, MOUNT_OPTIONS_RE, NFS_SOURCE_RE, SECRET_REF_RE,
+  blobContainer, pattern, storageAccount,
+} from './storageFields';
+
+const options = () => pattern(MOUNT_OPTIONS_RE, 'mount options: words of letters, digits and ",=._/:+-" separated by single spaces').optional()
+  .meta({ description: 'Options handed to the mount (mount(8) -o … or blobfuse options), e.g. "-o vers=4.1,nconnect=4".' });
+const secretRef = () => pattern(SECRET_REF_RE, 'the name of a mount secret (letters, digits, "_"): the app setting MOUNT_SECRET_<name> holds it')
+  .meta({ description: 'Names the app setting MOUNT_SECRET_<secretRef> holding the secret (in Azure a Key Vault reference). The secret itself is never in a spec.' });
+
+export const MountSchema = z
+  .strictObject({
+    name: pattern(MOUNT_NAME_RE, 'a mount name: one path segment of letters, digits, "_" and "-" (up to 64)')
+      .meta({ description: 'Mounted at $AZ_BATCH_NODE_MOUNTS_DIR/<name> on every node (Batch relativeMountPath).' }),
+    nfs: z.strictObject({
+      source: pattern(NFS_SOURCE_RE, 'an NFS export "host:/path" (host a DNS name or IPv4 address)'),
+      options: options(),
+    }).optional().meta({ description: 'An NFS export (a file server, Azure NetApp Files, or NFS on Azure Files/Blob of a data account). Other than data accounts\' storage, only sources the deployment lists in DATA_MOUNT_SOURCES.' }),
+    azureFiles: z.strictObject({
+      account: storageAccount(),
+      share: pattern(FILE_SHARE_RE, 'an Azure file share name (3–63 lowercase letters, digits and single hyphens)'),
+      secretRef: secretRef(),
+      options: options(),
+    }).optional().meta({ description: 'An Azure Files (SMB) share of a data account; Batch needs the account key, read from the app setting secretRef names.' }),
+    blobfuse: z.strictObject({
+      account: storageAccount(),
+      container: blobContainer(),
+      readOnly: z.boolean({ error: 'must be true or false' }).default(false)
+        .meta({ description: 'Mount read-only (the SAS the pipeline mints then only reads and lists).' }),
+      options: options(),
+    }).optional().meta({ description: 'A blob container of a data account through blobfuse, with a SAS the pipeline mints (no secret in the spec).' }),
+    cifs: z.strictObject({
+      source: pattern(CIFS_SOURCE_RE, 'an SMB share "//host/share[/path]"'),
+      username: pattern(CIFS_USER_RE, 'a user name (letters, digits, "._@-")'),
+      secretRef: secretRef(),
+      options: options(),
+    }).optional().meta({ description: 'An SMB/CIFS share listed in DATA_MOUNT_SOURCES; the password comes from the app setting secretRef names.' }),
+  })
+  .meta({ description: 'One pool mount: a name and exactly one of nfs, azureFiles, blobfuse, cifs.' });
+
+export const MountsSchema = z.array(MountSchema, { error: 'must be a list of { name, nfs | azureFiles | blobfuse | cifs }' })
+  .max(DATA_LIMITS.maxMounts, { error: `must list at most ${DATA_LIMITS.maxMounts} mounts` })
+  .optional()
+  .meta({ description: 'File systems mounted on every node of the pool the job creates (Batch mountConfiguration; not allowed with pool.poolId).' });
+
+export const ScratchSchema = z
+  .strictObject({
+    kind: z.enum(['masterNfs', 'mount'], { error: 'must be "masterNfs" or "mount"' }).default('masterNfs')
+      .meta({ description: '"masterNfs": the master node exports a directory on its local disk over NFS and every other node mounts it (set up by the coordination command, torn down by the job release task). "mount": a per-job directory on one of mounts.' }),
+    mount: pattern(MOUNT_NAME_RE, 'the name of one of mounts').optional()
+      .meta({ description: 'With kind "mount": the mount holding the scratch directory ($AZ_BATCH_NODE_MOUNTS_DIR/<mount>/scratch/<jobId>).' }),
+  })
+  .meta({ description: 'A per-job shared scratch directory every rank sees at $MPIJOB_SCRATCH (the same path on every node); deleted when the job ends, after outputs are uploaded.' });
