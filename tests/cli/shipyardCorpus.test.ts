@@ -67,8 +67,10 @@ const RETIRED_SIZE = 'pool.yaml pool_specification.vm_size approximated';
 const NATIVE = 'pool.yaml pool_specification.vm_configuration.platform_image.native approximated';
 const SINGULARITY_INSTALL = 'pool.yaml pool_specification.container_runtimes.install[0] approximated';
 const SIGNED = 'config.yaml global_resources.singularity_images.signed[0].signing_key unsupported';
-const TASK_FILES = 'jobs.yaml job_specifications[0].tasks[0].resource_files unsupported';
-const SCRATCH = ['pool.yaml pool_specification.per_job_auto_scratch unsupported', 'jobs.yaml job_specifications[0].auto_scratch unsupported'];
+// The task's files reach every node, not only the master (files).
+const TASK_FILE = (i: number) => `jobs.yaml job_specifications[0].tasks[0].resource_files[${i}].blob_source approximated`;
+// One NFS server instead of BeeOND (scratch).
+const SCRATCH = 'jobs.yaml job_specifications[0].auto_scratch approximated';
 const SINGLE_NODE = 'jobs.yaml job_specifications[0].tasks[0].command approximated';
 const NO_MPI_BLOCK = 'jobs.yaml job_specifications[0].tasks[0].multi_instance approximated';
 
@@ -83,8 +85,8 @@ const NOT_EXACT: Record<string, string[]> = {
   'CNTK-GPU-OpenMPI (singlenode-singlegpu)': [IMAGE, RETIRED_SIZE, SSH, SINGLE_NODE],
   'HPCG-Infiniband-IntelMPI (docker)': [IMAGE, SSH],
   'HPCG-Infiniband-IntelMPI (singularity)': [SIGNED, IMAGE, SSH, SINGULARITY_INSTALL],
-  'HPLinpack-Infiniband-IntelMPI (docker)': [IMAGE, SSH, TASK_FILES],
-  'HPLinpack-Infiniband-IntelMPI (singularity)': [SIGNED, IMAGE, SSH, SINGULARITY_INSTALL, TASK_FILES],
+  'HPLinpack-Infiniband-IntelMPI (docker)': [IMAGE, SSH, TASK_FILE(0), TASK_FILE(1)],
+  'HPLinpack-Infiniband-IntelMPI (singularity)': [SIGNED, IMAGE, SSH, SINGULARITY_INSTALL, TASK_FILE(0), TASK_FILE(1)],
   'HPMLA-CPU-OpenMPI': [
     'config.yaml global_resources.volumes.shared_data_volumes.azureblob_vol unsupported',
     IMAGE,
@@ -93,12 +95,12 @@ const NOT_EXACT: Record<string, string[]> = {
     NO_MPI_BLOCK,
   ],
   'NAMD-GPU': [IMAGE, RETIRED_SIZE, SSH, SINGLE_NODE],
-  'NAMD-Infiniband-IntelMPI': [IMAGE, RETIRED_SIZE, SSH, TASK_FILES],
+  'NAMD-Infiniband-IntelMPI': [IMAGE, RETIRED_SIZE, SSH, TASK_FILE(0)],
   'NAMD-TCP': [IMAGE, SSH, NO_MPI_BLOCK],
   'OSUMicroBenchmarks-Infiniband-MVAPICH': [SIGNED, IMAGE, SSH, SINGULARITY_INSTALL],
-  'OpenFOAM-Infiniband-IntelMPI': [IMAGE, RETIRED_SIZE, SCRATCH[0], SSH, SCRATCH[1], TASK_FILES],
-  'OpenFOAM-Infiniband-OpenMPI': [IMAGE, SCRATCH[0], SSH, SCRATCH[1], TASK_FILES],
-  'OpenFOAM-TCP-OpenMPI': [IMAGE, SCRATCH[0], SSH, SCRATCH[1], TASK_FILES],
+  'OpenFOAM-Infiniband-IntelMPI': [IMAGE, RETIRED_SIZE, SSH, SCRATCH, TASK_FILE(0)],
+  'OpenFOAM-Infiniband-OpenMPI': [IMAGE, SSH, SCRATCH, TASK_FILE(0)],
+  'OpenFOAM-TCP-OpenMPI': [IMAGE, SSH, SCRATCH, TASK_FILE(0)],
   'mpiBench-Infiniband-MPICH': [IMAGE, SSH],
   'mpiBench-Infiniband-OpenMPI': [IMAGE, SSH],
   'mpiBench-IntelMPI (docker)': [IMAGE, NATIVE, SSH],
@@ -151,6 +153,8 @@ test('docs/migrating-from-shipyard.md shows these results (regenerate: node --im
 // Running both sides.
 
 const PKEY = '0x800b';
+/** The harness has no task directory variable: both sides get this one (and it reads back as $AZ_BATCH_TASK_DIR). */
+const TASK_DIR = '/mnt/batch/tasks/workitems/shipyard-cmp/job-1/mpi';
 /** The recipes' setup scripts, vendor scripts and modules, the same on both sides (they are not in the corpus). */
 const FIXTURE = [
   'source() { case "$1" in',
@@ -170,6 +174,7 @@ interface Side {
 function run(commandLine: string, env: Record<string, string>, hosts: string): RunResult {
   const r = harness.run(commandLine, Object.entries(env).map(([name, value]) => ({ name, value })), {
     AZ_BATCH_HOST_LIST: hosts,
+    AZ_BATCH_TASK_DIR: TASK_DIR,
     DOCKER_STUB_EXEC: '1',
     PATH: `${extraBin}:${harness.bin()}:${harness.gpuBin()}:/usr/bin:/bin`,
   }, (nodeDir) => fs.writeFileSync(path.join(nodeDir, 'startup', 'wd', 'UCX_IB_PKEY'), `UCX_IB_PKEY=${PKEY}\n`));
@@ -286,11 +291,16 @@ function compareWithShipyard(recipe: RecipeConfig, result: ImportResult): Differ
 
   // The container every node runs.
   if (sy.runtime === 'docker') {
-    const ourCoordination = run(req.coordinationCommandLine, Object.fromEntries(req.environment.map((e) => [e.name, e.value])), hosts);
+    // The shared scratch's setup (NFS export and mounts, the data side's, tested with it) runs before the container
+    // starts and needs a node's NFS server: the container is compared on the same spec without it.
+    const { scratch: _scratch, ...withoutScratch } = ourSpec;
+    const coordinationSpec = withoutScratch as JobSpec;
+    const coordinationReq = mpiTaskRequest(planJob('shipyard-cmp', coordinationSpec), coordinationSpec, nodes, '$AZ_BATCH_NODE_SHARED_DIR/jobdata/shipyard-cmp', 'hpc-shipyard-cmp');
+    const ourCoordination = run(coordinationReq.coordinationCommandLine, Object.fromEntries(coordinationReq.environment.map((e) => [e.name, e.value])), hosts);
     const ourRun = dockerRunFacts(dockerCalls(ourCoordination.out).find((c) => c[0] === 'run') as string[]);
     const o = norm({ ...ourRun.facts, 'container command': ourRun.command.join(' ') }, ourCoordination);
     // Our coordination exposes every /dev/infiniband/* device present (none here): read it from the command line.
-    if (req.coordinationCommandLine.includes('for d in /dev/infiniband/*')) o.devices = 'InfiniBand devices';
+    if (coordinationReq.coordinationCommandLine.includes('for d in /dev/infiniband/*')) o.devices = 'InfiniBand devices';
     let s: Facts;
     if (mode === 'single') {
       const d = dockerRunFacts(dockerCalls(shipyardRun.out).find((c) => c[0] === 'run') as string[]);
@@ -318,7 +328,7 @@ function compareWithShipyard(recipe: RecipeConfig, result: ImportResult): Differ
 /** Paths of one run's emulated node, written the way a command line names them, so two runs compare. */
 function norm(facts: Facts, r: RunResult): Facts {
   const out: Facts = {};
-  const fix = (v: string) => v.split(r.nodeDir).join('$AZ_BATCH_NODE_ROOT_DIR').split(r.out).join('$RUN_DIR');
+  const fix = (v: string) => v.split(r.nodeDir).join('$AZ_BATCH_NODE_ROOT_DIR').split(r.out).join('$RUN_DIR').split(TASK_DIR).join('$AZ_BATCH_TASK_DIR');
   for (const [k, v] of Object.entries(facts)) out[fix(k)] = fix(v);
   return out;
 }
@@ -380,6 +390,7 @@ const WHY: [RegExp, string][] = [
   [/^container container command$/, 'ours starts sshd -D -p 23 itself (or a keep-alive loop for a single-node task); Shipyard ran the image\'s CMD, which in the recipe images is that sshd (native pools: Batch ran sshd -p 23 in the container)'],
   [/^container bind \/etc\/dat\.conf$/, 'only DAPL (Intel MPI ≤ 2018 over NetworkDirect) reads /etc/dat.conf; none of our presets uses DAPL'],
   [/^container gpus$/, 'Shipyard\'s GPU size table predates the A100 sizes that replace the retired NC sizes: on these nodes it would not have given the container the GPUs'],
+  [/^container bind \$AZ_BATCH_TASK_DIR\/auto_scratch$/, 'the shared scratch is at $MPIJOB_SCRATCH (under the node root, which the container binds); Shipyard bound its BeeOND mount at $AZ_BATCH_TASK_DIR/auto_scratch (the spec\'s header says to change the paths)'],
   [/^container bind .*\/azblob$/, 'the recipe\'s shared blob volume is reported unsupported until the job spec has mounts: the bind is missing (the spec\'s header says so)'],
   [/^container rm$/, 'Shipyard ran this container with --rm; ours is removed by the job release task'],
   [/^container (detached|network)$/, 'a single-node task: ours runs in the job\'s long-running container (detached, host network) through docker exec; Shipyard ran docker run in the foreground'],
@@ -406,7 +417,8 @@ const SSH_PORT_HYDRA = d('env I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS', undefined,
 const MANPATH = d('env MANPATH', '/usr/share/man:/usr/local/man', undefined);
 const FALLBACK = d('env I_MPI_FALLBACK', '0', undefined);
 const SIF = (uri: string) => d('singularity image', uri, '$AZ_BATCH_NODE_SHARED_DIR/mpijob/sif/shipyard-cmp/0.sif');
-const sorted = (list: Difference[]) => [...list].sort((a, b) => a.key.localeCompare(b.key));
+const AUTO_SCRATCH = (job: string) => d('container bind $AZ_BATCH_TASK_DIR/auto_scratch', `$AZ_BATCH_NODE_ROOT_DIR/mounts/auto_scratch/${job}:$AZ_BATCH_TASK_DIR/auto_scratch`, undefined);
+const sorted = (list: Difference[]) => [...list].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
 
 const DEVIATIONS: Record<string, Difference[]> = {
   // Intel MPI (2019+ preset) on HB120rs_v3, the H16r successor: SR-IOV now, where Shipyard chose shm:ofi + mlx too.
@@ -438,9 +450,9 @@ const DEVIATIONS: Record<string, Difference[]> = {
   'NAMD-Infiniband-IntelMPI': sorted([...dockerBase('namdjob-alfpark-namd-2.11-icc-mkl-intelmpi', '256m'), DAT_CONF, FALLBACK, MANPATH, PKEY_INTEL, SSH_PORT_HYDRA]),
   'NAMD-TCP': sorted(dockerBase('namdjob-alfpark-namd-2.11-tcp')),
   'OSUMicroBenchmarks-Infiniband-MVAPICH': sorted([d('env MV2_IBA_HCA', undefined, 'mlx5_0'), SIF('library://alfpark/mvapich/mvapich:2.3.2')]),
-  'OpenFOAM-Infiniband-IntelMPI': sorted([...dockerBase('openfoamjob-alfpark-openfoam-4.0-icc-intelmpi', '256m'), DAT_CONF, FALLBACK, MANPATH, PKEY_INTEL, SSH_PORT_HYDRA]),
-  'OpenFOAM-Infiniband-OpenMPI': sorted([...dockerBase('docker-openfoam-openmpi-ib-job-vincentlabo-openfoam-openmpi-ib'), DAT_CONF, d('env UCX_TLS', undefined, 'rc,sm,self')]),
-  'OpenFOAM-TCP-OpenMPI': sorted(dockerBase('openfoamjob-alfpark-openfoam-4.0-gcc-openmpi')),
+  'OpenFOAM-Infiniband-IntelMPI': sorted([...dockerBase('openfoamjob-alfpark-openfoam-4.0-icc-intelmpi', '256m'), AUTO_SCRATCH('openfoamjob'), DAT_CONF, FALLBACK, MANPATH, PKEY_INTEL, SSH_PORT_HYDRA]),
+  'OpenFOAM-Infiniband-OpenMPI': sorted([...dockerBase('docker-openfoam-openmpi-ib-job-vincentlabo-openfoam-openmpi-ib'), AUTO_SCRATCH('docker-openfoam-openmpi-ib-job'), DAT_CONF, d('env UCX_TLS', undefined, 'rc,sm,self')]),
+  'OpenFOAM-TCP-OpenMPI': sorted([...dockerBase('openfoamjob-alfpark-openfoam-4.0-gcc-openmpi'), AUTO_SCRATCH('openfoamjob')]),
   'mpiBench-Infiniband-MPICH': sorted([...dockerBase('mpibench-mpich-ib-vincentlabo-mpibench-mpich-ib', '256m'), DAT_CONF, d('env UCX_NET_DEVICES', undefined, 'mlx5_0:1'), d('env UCX_TLS', undefined, 'rc,sm,self')]),
   'mpiBench-Infiniband-OpenMPI': sorted([...dockerBase('mpibench-openmpi-ib-vincentlabo-mpibench-openmpi-ib'), DAT_CONF, SSH_PORT, d('env UCX_TLS', undefined, 'rc,sm,self')]),
   // Native pools: Batch ran the container (only the options from the Shipyard files compare).

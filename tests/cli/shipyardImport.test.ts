@@ -325,3 +325,114 @@ describe('values', () => {
     expect(p.env).toEqual({ OMP_NUM_THREADS: '4' });
   });
 });
+
+describe('data: files, scratch, mounts, outputs', () => {
+  const config = `global_resources:
+  docker_images: [myregistry.azurecr.io/cfd/solver:3.1]
+  volumes:
+    shared_data_volumes:
+      refdata:
+        volume_driver: azureblob
+        storage_account_settings: datastore
+        azure_blob_container_name: reference
+        container_path: $AZ_BATCH_NODE_SHARED_DIR/ref
+        bind_options: ro
+      homes:
+        volume_driver: azurefile
+        storage_account_settings: datastore
+        azure_file_share_name: homes
+        container_path: /home/shared
+      beegfs:
+        volume_driver: storage_cluster
+        container_path: /scratch
+      lustre:
+        volume_driver: custom_linux_mount
+        container_path: /lustre
+        fstab_entry: { fs_spec: "10.0.0.9@tcp:/lfs", fs_vfstype: lustre, fs_mntops: defaults }
+      nfshome:
+        volume_driver: custom_linux_mount
+        container_path: /nfs
+        fstab_entry: { fs_spec: "fileserver.corp.example:/export/home", fs_vfstype: nfs4, fs_mntops: "vers=4.1,hard" }
+      licenses:
+        volume_driver: custom_linux_mount
+        container_path: /lic
+        fstab_entry: { fs_spec: //fs01.corp.example/lic, fs_vfstype: cifs, fs_mntops: "username=svc,password=Cifs-Secret-9" }
+`;
+  const credentials = 'credentials:\n  storage:\n    datastore:\n      account: hpcdata01\n';
+  const jobs = `job_specifications:
+- id: cfd
+  auto_scratch: true
+  shared_data_volumes: [refdata, homes, beegfs, lustre, nfshome, licenses]
+  input_data:
+    azure_storage:
+    - storage_account_settings: datastore
+      remote_path: cases/motorbike
+      local_path: case
+      include: ["*.stl"]
+    - storage_account_settings: datastore
+      remote_path: shares/meshes
+      is_file_share: true
+  tasks:
+  - docker_image: myregistry.azurecr.io/cfd/solver:3.1
+    resource_files:
+    - { blob_source: "https://example.org/setup.sh", file_path: setup.sh, file_mode: "0755" }
+    - { blob_source: "http://example.org/plain.txt", file_path: plain.txt }
+    - { blob_source: "https://hpcdata01.blob.core.windows.net/software/solver.tgz?sv=2021&sig=U2FzU2ln", file_path: solver.tgz }
+    output_data:
+      azure_storage:
+      - storage_account_settings: datastore
+        remote_path: results/motorbike
+        local_path: $AZ_BATCH_TASK_WORKING_DIR/postProcessing
+        condition: tasksuccess
+        include: ["**/*.dat"]
+    multi_instance:
+      num_instances: 4
+      resource_files:
+      - { blob_source: "https://example.org/hosts.conf", file_path: conf/hosts.conf }
+      mpi: { runtime: openmpi, processes_per_node: 96 }
+    command: solver -parallel
+`;
+  const r = imp({ jobs, config, credentials });
+  const spec = specOf(r);
+
+  it('files: URLs and blobs every node gets in the working directory; SAS dropped and reported; plain http refused', () => {
+    expect(spec.files).toEqual([
+      { account: 'hpcdata01', container: 'cases', prefix: 'motorbike', path: 'case' },
+      { url: 'https://example.org/setup.sh', path: 'setup.sh', mode: '0755' },
+      { account: 'hpcdata01', container: 'software', blob: 'solver.tgz', path: 'solver.tgz' },
+      { url: 'https://example.org/hosts.conf', path: 'conf/hosts.conf' },
+    ]);
+    expect(entry(r, 'job_specifications[0].tasks[0].resource_files[1].blob_source')).toMatchObject({ status: 'unsupported', note: expect.stringMatching(/https:\/\/ URL/) });
+    expect(entry(r, 'job_specifications[0].tasks[0].resource_files[2].blob_source')).toMatchObject({ status: 'approximated', secret: true });
+    expect(entry(r, 'job_specifications[0].input_data.azure_storage[0].include')).toMatchObject({ status: 'approximated', note: expect.stringMatching(/not applied/) });
+    expect(entry(r, 'job_specifications[0].input_data.azure_storage[1].is_file_share')).toMatchObject({ status: 'unsupported', note: expect.stringMatching(/mount/) });
+    expect(r.specs[0].yaml).not.toContain('U2FzU2ln');
+  });
+
+  it('auto_scratch is the shared scratch; the header says where it is now', () => {
+    expect(spec.scratch).toEqual({ kind: 'masterNfs' });
+    expect(entry(r, 'job_specifications[0].auto_scratch')).toMatchObject({ status: 'approximated', target: 'scratch' });
+    expect(r.specs[0].yaml).toContain('# TODO: the shared scratch is at $MPIJOB_SCRATCH, not $AZ_BATCH_TASK_DIR/auto_scratch');
+  });
+
+  it('shared data volumes become pool mounts; secrets by reference only; what Batch cannot mount is unsupported', () => {
+    expect(spec.mounts).toEqual([
+      { name: 'refdata', blobfuse: { account: 'hpcdata01', container: 'reference', readOnly: true } },
+      { name: 'homes', azureFiles: { account: 'hpcdata01', share: 'homes', secretRef: 'HPCDATA01_KEY' } },
+      { name: 'beegfs', nfs: { source: 'beegfs-nfs-server-todo:/data' } },
+      { name: 'nfshome', nfs: { source: 'fileserver.corp.example:/export/home', options: '-o vers=4.1,hard' } },
+      // The password in its fstab options is replaced by a reference the user publishes.
+      { name: 'licenses', cifs: { source: '//fs01.corp.example/lic', username: 'svc', secretRef: 'LICENSES_PASSWORD' } },
+    ]);
+    expect(entry(r, 'job_specifications[0].shared_data_volumes[3]')).toMatchObject({ status: 'unsupported', note: expect.stringMatching(/"lustre" cannot be mounted by Batch/) });
+    expect(r.secrets.map((s) => `${s.path} ${s.kind}`)).toEqual(['global_resources.volumes.shared_data_volumes.licenses.fstab_entry.fs_mntops password', 'job_specifications[0].tasks[0].resource_files[2].blob_source SAS']);
+    expect(entry(r, 'global_resources.volumes.shared_data_volumes.licenses.fstab_entry.fs_mntops')).toMatchObject({ status: 'approximated', secret: true, target: 'mounts' });
+    expect(JSON.stringify(r.entries) + r.specs[0].yaml + formatReport(r)).not.toContain('Cifs-Secret-9');
+    for (const todo of ['MOUNT_SECRET_HPCDATA01_KEY', 'MOUNT_SECRET_LICENSES_PASSWORD', 'nfs.source is a placeholder', 'is at $AZ_BATCH_NODE_MOUNTS_DIR/refdata, not $AZ_BATCH_NODE_SHARED_DIR/ref']) expect(r.specs[0].yaml).toContain(todo);
+  });
+
+  it('output_data becomes outputs: the account the alias names, the container and prefix, the condition, the patterns', () => {
+    expect(spec.outputs).toMatchObject({ account: 'hpcdata01', container: 'results', prefix: 'motorbike', when: 'success', files: [{ pattern: 'postProcessing/**/*.dat', from: 'workdir' }] });
+    expect(entry(r, 'job_specifications[0].tasks[0].output_data.azure_storage[0].condition')).toMatchObject({ status: 'mapped', target: 'outputs.when' });
+  });
+});

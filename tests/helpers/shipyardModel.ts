@@ -108,6 +108,8 @@ export function shipyardTask(pool: ShipyardPoolModel, job: Obj, task: Obj, numIn
   }
   // §2.1 6 / §2.3: the node's Batch root (non-native only).
   if (!pool.native) opts.push(`${bind} $AZ_BATCH_NODE_ROOT_DIR:$AZ_BATCH_NODE_ROOT_DIR`);
+  // §2.1 7: the job's auto_scratch (BeeOND) is bound at $AZ_BATCH_TASK_DIR/auto_scratch (convoy/settings.py L4063-4068).
+  if (job.auto_scratch !== undefined && job.auto_scratch !== false) opts.push(`${bind} $AZ_BATCH_NODE_ROOT_DIR/mounts/auto_scratch/${String(job.id)}:$AZ_BATCH_TASK_DIR/auto_scratch`);
   // §2.1 7: shared data volumes, bound from where Shipyard mounted them on the node (under
   // $AZ_BATCH_NODE_ROOT_DIR/mounts, convoy/settings.py _HOST_MOUNTS_DIR; the folder is named by the volume here, by
   // driver, account and container in Shipyard) to their container_path.

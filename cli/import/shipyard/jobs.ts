@@ -15,7 +15,8 @@ import { addComment, getIn, isObj, newDraft, setIn, type MappingContext, type Ob
 import { parseDockerRunOptions, parseSingularityOptions, type ParsedOptions, type RunOptionsDraft } from './containerOptions';
 import type { ConfigFacts } from './globalResources';
 import { mapLaunch } from './launch';
-import { DATA_PENDING, NOT_NEEDED, SCHEDULING_PENDING } from './notes';
+import { NOT_NEEDED, SCHEDULING_PENDING } from './notes';
+import { inputData, outputData, resourceFile, sharedVolumeMount } from './data';
 import { startCommandLine, type PoolFacts } from './pool';
 import { joinIndex, joinKey, type MappingStatus } from './report';
 import { shipyardTimespanToIso, toJobId, toName, toShmSize, toTagValue } from './values';
@@ -178,7 +179,7 @@ function mapJobKeys(ctx: MappingContext, job: Obj, jobPath: string, plans: TaskP
     exit_conditions: (_v, p) => ctx.unsupported(role, p, 'exit conditions are fixed: a failed MPI task fails the job, and cleanup always runs', drafts),
     data_volumes: (v, p) => dataVolumes(ctx, v, p, plans, config),
     shared_data_volumes: (v, p) => sharedVolumes(ctx, v, p, plans, config),
-    auto_scratch: (_v, p) => ctx.unsupported(role, p, `shared scratch across the job's nodes (BeeOND): ${DATA_PENDING}`, drafts),
+    auto_scratch: (v, p) => autoScratch(ctx, v, p, drafts),
     job_preparation: (v, p) => ctx.visit(role, p, v, {
       command: (c, q) => {
         const line = oneLine(c);
@@ -191,7 +192,7 @@ function mapJobKeys(ctx: MappingContext, job: Obj, jobPath: string, plans: TaskP
       },
     }, {}, drafts),
     job_release: (_v, p) => ctx.unsupported(role, p, 'no user command runs at job release: the release task only removes the job\'s container (or SIF files)', drafts),
-    input_data: (_v, p) => ctx.unsupported(role, p, `job input data: ${DATA_PENDING}`, drafts),
+    input_data: (v, p) => inputData(ctx, role, v, p, drafts, 'job'),
     default_working_dir: (v, p) => {
       if (byTask('default_working_dir', p)) return;
       workingDir(ctx, v, p, drafts);
@@ -254,9 +255,11 @@ function mapTask(ctx: MappingContext, plan: TaskPlan, pool: PoolFacts, config: C
     environment_variables_keyvault_secret_id: (_v, p) => ctx.secret(role, p, 'unsupported', 'a Key Vault secret of environment variables: job specs carry no secrets; have the pre-execution command fetch them on the node', drafts),
     data_volumes: (v, p) => dataVolumes(ctx, v, p, [plan], config),
     shared_data_volumes: (v, p) => sharedVolumes(ctx, v, p, [plan], config),
-    resource_files: (_v, p) => ctx.unsupported(role, p, `files for the task: ${DATA_PENDING}`, drafts),
-    input_data: (_v, p) => ctx.unsupported(role, p, `task input data: ${DATA_PENDING}`, drafts),
-    output_data: (_v, p) => ctx.unsupported(role, p, `task output data: ${DATA_PENDING}`, drafts),
+    resource_files: (v, p) => (Array.isArray(v)
+      ? v.forEach((item, i) => resourceFile(ctx, role, item, joinIndex(p, i), drafts, 'master'))
+      : ctx.unsupported(role, p, 'must be a list of { blob_source, file_path }', drafts)),
+    input_data: (v, p) => inputData(ctx, role, v, p, drafts, 'task'),
+    output_data: (v, p) => outputData(ctx, v, p, drafts),
     default_working_dir: (v, p) => workingDir(ctx, v, p, drafts),
     remove_container_after_exit: (v, p) => removeContainer(ctx, v, p, [plan]),
     shm_size: (v, p) => shmSize(ctx, v, p, [plan]),
@@ -373,7 +376,9 @@ function mapLaunchSettings(ctx: MappingContext, plan: TaskPlan, pool: PoolFacts,
       if (plan.runtime === 'docker') ctx.approximated(role, p, 'mpi.coordinationCommand', 'the container\'s command, run under /bin/sh -c inside it (Shipyard appended it to docker run as the container\'s arguments)', drafts);
       else ctx.mapped(role, p, 'mpi.coordinationCommand', 'run on every node before the application command', drafts);
     },
-    resource_files: (_v, p) => ctx.unsupported(role, p, `files for every node: ${DATA_PENDING}`, drafts),
+    resource_files: (v, p) => (Array.isArray(v)
+      ? v.forEach((item, i) => resourceFile(ctx, role, item, joinIndex(p, i), drafts, 'common'))
+      : ctx.unsupported(role, p, 'must be a list of { blob_source, file_path }', drafts)),
     pre_execution_command: (c, p) => {
       const line = oneLine(c);
       if (!line) return ctx.unsupported(role, p, 'not a command line', drafts);
@@ -563,10 +568,30 @@ function sharedVolumes(ctx: MappingContext, v: unknown, path: string, plans: Tas
   v.forEach((name, i) => {
     const p = joinIndex(path, i);
     const vol = typeof name === 'string' ? config.sharedDataVolumes[name] : undefined;
-    if (vol) vol.used = true;
-    ctx.unsupported(role, p, `shared data volume ${JSON.stringify(name)}: ${DATA_PENDING}`, drafts);
-    if (vol) ctx.unsupported('config', vol.path, `${String(vol.value.volume_driver ?? 'shared')} volume: ${DATA_PENDING}`, drafts);
+    if (!vol) return ctx.unsupported(role, p, `no shared data volume ${JSON.stringify(name)} in config.yaml global_resources.volumes.shared_data_volumes`, drafts);
+    vol.used = true;
+    sharedVolumeMount(ctx, name as string, vol, p, drafts);
   });
+}
+
+/**
+ * Shipyard's per-job scratch (BeeOND over every node of the job, at $AZ_BATCH_TASK_DIR/auto_scratch) → the spec's shared
+ * scratch: an NFS export of the master's local disk, at $MPIJOB_SCRATCH on every node.
+ */
+function autoScratch(ctx: MappingContext, v: unknown, path: string, drafts: SpecDraft[]): void {
+  if (v === false || v === null) return ctx.mapped(role, path, undefined, 'no scratch', drafts);
+  drafts.forEach((d) => {
+    setIn(d.spec, ['scratch'], {});
+    d.header.push('TODO: the shared scratch is at $MPIJOB_SCRATCH, not $AZ_BATCH_TASK_DIR/auto_scratch: point the commands and setup scripts there');
+  });
+  const note = 'a shared scratch at $MPIJOB_SCRATCH on every node: an NFS export of the master\'s local disk instead of BeeOND striped over every node (fine for decomposed cases and setup files, slower for heavy parallel I/O); scripts that use $AZ_BATCH_TASK_DIR/auto_scratch must use $MPIJOB_SCRATCH';
+  if (!isObj(v)) return ctx.approximated(role, path, 'scratch', note, drafts);
+  ctx.approximated(role, path, 'scratch', note, drafts);
+  ctx.visit(role, path, v, {
+    setup: (_s, p) => ctx.mapped(role, p, undefined, NOT_NEEDED('the scratch is ready on every node before any rank starts'), drafts),
+    task_id: (_s, p) => ctx.mapped(role, p, undefined, NOT_NEEDED('no separate setup task'), drafts),
+    num_instances: (_s, p) => ctx.approximated(role, p, undefined, 'every node of the job\'s pool mounts the scratch', drafts),
+  }, {}, drafts);
 }
 
 /** A command as one line: YAML block scalars are joined with "; " (reported). */

@@ -1,9 +1,5 @@
 /** Reasons the report gives in several places, worded once. */
 
-/** Shipyard's data settings, until the job spec's data sections exist. */
-export const DATA_PENDING =
-  'the job spec has no field for this yet: files for every node, mounts, job scratch and outputs are being added (docs/migrating-from-shipyard.md)';
-
 /** Shipyard's scheduling settings (priority, dependencies), until the job spec's scheduling section exists. */
 export const SCHEDULING_PENDING =
   'the job spec has no field for this yet: queueing, priorities and dependencies between jobs are being added (docs/migrating-from-shipyard.md)';

@@ -9,7 +9,8 @@ import { parseIsoDuration } from '../../../shared/spec/duration';
 import * as P from '../../../shared/spec/patterns';
 import { isObj, setIn, type MappingContext, type Obj, type SpecDraft } from './context';
 import { joinIndex, joinKey } from './report';
-import { DATA_PENDING } from './notes';
+import { NOT_NEEDED } from './notes';
+import { inputData } from './data';
 import { blobUrlParts } from './storage';
 import { imageVerdict, retiredNodeAgent, shipyardTimespanToIso, successorVmSize, toTagValue } from './values';
 
@@ -103,13 +104,12 @@ export function mapPool(ctx: MappingContext, drafts: SpecDraft[]): PoolFacts {
           : ctx.approximated(role, p, undefined, 'the job\'s pool has inter-node communication anyway: MPI needs it', drafts)),
         per_job_auto_scratch: (v, p) => {
           facts.perJobAutoScratch = v === true;
-          if (v === true) ctx.unsupported(role, p, `BeeOND scratch across the job's nodes: ${DATA_PENDING}`, drafts);
-          else ctx.mapped(role, p, undefined, 'no per-job scratch', drafts);
+          ctx.mapped(role, p, undefined, v === true ? NOT_NEEDED('a job\'s shared scratch (its auto_scratch, the spec\'s scratch) needs no pool setting') : 'no per-job scratch', drafts);
         },
         block_until_all_global_resources_loaded: (v, p) => (v === false
           ? ctx.approximated(role, p, undefined, 'every node holds every image before the MPI task starts (staggered pulls); there is no way to start earlier', drafts)
           : ctx.mapped(role, p, undefined, 'every node holds every image before the MPI task starts (staggered pulls)', drafts)),
-        input_data: (_v, p) => ctx.unsupported(role, p, `pool input data: ${DATA_PENDING}`, drafts),
+        input_data: (v, p) => inputData(ctx, role, v, p, drafts, 'pool'),
         resource_files: (v, p) => mapStartFiles(ctx, v, p, drafts, facts),
         additional_node_prep: (v, p) => ctx.visit(role, p, v, {
           commands: (c, q) => ctx.visit(role, q, c, {
@@ -275,7 +275,7 @@ function mapStartFiles(ctx: MappingContext, v: unknown, path: string, drafts: Sp
           if (sas) ctx.secret('pool', q, 'approximated', 'the SAS in the URL is dropped (reported, never written): the pipeline reads the blob through a short-lived SAS it mints, so the account must be one of the deployment\'s DATA_ACCOUNTS', drafts, 'pool.startTask.resourceFiles');
           else ctx.mapped('pool', q, 'pool.startTask.resourceFiles', `blob ${blob.account}/${blob.container}/${blob.blob} (the account must be one of the deployment's DATA_ACCOUNTS)`, drafts);
         } else if (sas) ctx.secret('pool', q, 'unsupported', 'a URL with a SAS: not carried (reported, never written); start task files come from blob storage of a data account', drafts);
-        else ctx.unsupported('pool', q, `start task files come from blob storage of a data account (https://<account>.blob.core.windows.net/<container>/<blob>); other URLs: ${DATA_PENDING}`, drafts);
+        else ctx.unsupported('pool', q, 'start task files come from blob storage of a data account (https://<account>.blob.core.windows.net/<container>/<blob>): put the file there (files of the spec reach the MPI task\'s working directory, after the start task)', drafts);
       },
       file_path: (_f, q) => ctx.mapped('pool', q, undefined, 'the file\'s name in the start task\'s directory', drafts, { noComment: true }),
       file_mode: (mode, q) => {

@@ -25,7 +25,7 @@ const NOT_SECRET_KEYS = new Set([
 /** Environment variable names that announce a credential (PWD is the working directory, not a password). */
 const SECRET_ENV_RE = /(?:^|_)(?:PASSWORD|PASSWD|SECRET|TOKEN|KEY|ACCESS_?KEY|API_?KEY|SAS|CONNECTION_?STRING|CREDENTIALS?)(?:_|$)/i;
 /** Values that carry a credential whatever their key: storage connection strings and SAS query strings. */
-const SECRET_VALUE_RE = /AccountKey=|SharedAccessSignature=|[?&]sig=[^&\s]+/i;
+const SECRET_VALUE_RE = /AccountKey=|SharedAccessSignature=|[?&]sig=[^&\s]+|(?:^|[,\s])(?:password|passwd|pass|pwd)=[^,\s]/i;
 
 export function findSecrets(sources: readonly ShipyardSource[]): SecretFinding[] {
   const out: SecretFinding[] = [];
@@ -61,6 +61,7 @@ function classify(key: string | undefined, value: unknown, path: string): Secret
     return 'password';
   }
   if (/AccountKey=/i.test(text)) return 'connection string';
+  if (/(?:^|[,\s])(?:password|passwd|pass|pwd)=/i.test(text)) return 'password';
   if (SECRET_VALUE_RE.test(text)) return 'SAS';
   if (/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(text)) return 'private key';
   return undefined;
