@@ -109,7 +109,7 @@ function azureStorageInput(ctx: MappingContext, role: Role, item: unknown, path:
   const reason = fileShare
     ? 'an Azure Files share: name it as a mount (mounts: azureFiles) instead'
     : !account.account ? 'its storage account is not known: give credentials.yaml, or name the blobs in files' : local.how === 'invalid' ? 'local_path is not a directory the spec can name' : 'remote_path is not "<container>/<prefix>" of blob names the spec accepts';
-  const note = `every node gets every blob under ${container}/${prefix} in the working directory${local.path ? ` at ${local.path}/` : ''} before any rank starts (Shipyard copied it ${when}; the blobs keep their names below the prefix's directory, as blobxfer did)`;
+  const note = `every node gets every blob under ${container}/${prefix} in the working directory${local.path ? ` at ${local.path}/` : ''} before any rank starts (Shipyard copied it ${when} with blobxfer); each blob keeps its full name (${prefix}…) below that directory: check the paths your commands expect`;
   ctx.visit(role, path, item, {
     storage_account_settings: (_v, p) => (entry
       ? ctx.entry(role, { path: p, status: account.assumed ? 'approximated' : 'mapped', target: 'files', note: account.assumed ? `the alias is taken as the account name ${account.account} (no credentials.yaml names it); it must be one of DATA_ACCOUNTS` : `account ${account.account} (one of DATA_ACCOUNTS)` }, drafts, { noComment: true })
