@@ -7,23 +7,27 @@ import { provision, type ProvisionedPool } from './stages/provision';
 import { pullImages } from './stages/pullImages';
 import { stageData, StagedData } from './stages/stageData';
 import { runMpi } from './stages/runMpi';
-import { cleanup } from './stages/cleanup';
+import { cleanup, waitForPoolGone } from './stages/cleanup';
 import { keepOutputs, withOutputs, workloadUrls } from './stages/workloadData';
+import { waitInQueue } from './stages/queue';
 import { planJob } from '../shared/planning/jobPlan';
 import { mpiTaskRequest, releaseTaskCommand } from '../shared/planning/mpiTaskRequest';
 import { budgetGuard, jobCost, type PriceQuote } from '../shared/ops/cost';
 import { outputsPlan } from '../shared/planning/workloadData';
+import { priorityOf, queueOf } from '../shared/scheduling/demand';
+
+/** How often a waiting job asks where it stands when the run's settings do not say (runs started before queues). */
+const DEFAULT_QUEUE_POLL_MS = 60_000;
 
 /**
- * The pipeline, one stage per line: provision → stagger image pulls → stage shards → MPI task, and
- * cleanup always, whatever happened before (failure, timeout, cancel).
+ * The pipeline, one stage per line: wait in the queue (dependencies, admission) → provision → stagger image pulls →
+ * stage shards → MPI task, and cleanup always, whatever happened before (failure, timeout, cancel); then the job's
+ * admission is given back and its end recorded and announced. A job that ends while it waits has nothing to clean.
  */
 export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestration<JobOutcome> {
   const input = context.df.getInput<MpiJobInput>();
   const plan = planJob(input.jobId, input.spec);
-  const started = context.df.currentUtcDateTime;
-  const deadline = { at: new Date(started.getTime() + plan.pipelineBudgetMs).toISOString(), limit: 'pipeline budget' };
-  const run = new PipelineRun(context, input.jobId, input.settings.poll, deadline);
+  const run = new PipelineRun(context, input.jobId, input.settings.poll, undefined);
   const timings: JobResult['timings'] = {};
   let pool: ProvisionedPool | undefined;
   let staged: StagedData | undefined;
@@ -42,8 +46,35 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     yield* run.call('jobTransition', { jobId: input.jobId, to: stage, reason, patch: { batchPoolId: plan.poolId, batchJobId } });
   };
 
+  /** Records the end once (the last write of the job's row) and tells whoever waits on this job. */
+  const finish = function* (ended: JobOutcome, cleanedUp: string[]): Orchestration<JobOutcome> {
+    const end = run.now().toISOString();
+    for (const t of Object.values(timings)) t.endedAt ??= end;
+    run.report({ stage: ended.state, progress: { cleanup: { done: cleanedUp } } });
+    yield* run.call('jobFinish', { jobId: input.jobId, outcome: ended });
+    yield* run.call('jobEnded', { jobId: input.jobId });
+    return ended;
+  };
+
+  /** Gives the job's admission back. A failure here must not keep the end from being recorded: the sweep reconciles. */
+  const release = function* (): Orchestration<void> {
+    try {
+      yield* run.call('admissionRelease', { jobId: input.jobId });
+    } catch (err) {
+      run.report({ lastError: `admission not given back (the sweep will): ${activityFailureMessage(err)}` });
+    }
+  };
+
+  const waited = yield* queued(run, input, enter);
+  if (waited.ended) {
+    yield* release();
+    return yield* finish({ ...waited.ended, result: { timings } }, []);
+  }
+  // The budget starts at admission: time spent waiting in the queue does not count against it.
+  run.startDeadline({ at: new Date(run.now().getTime() + plan.pipelineBudgetMs).toISOString(), limit: 'pipeline budget' });
+
   try {
-    yield* enter('Provisioning', plan.reusePool ? `reusing pool ${plan.poolId}` : `creating pool ${plan.poolId}`);
+    yield* enter('Provisioning', plan.reusePool ? `reusing pool ${plan.poolId} (admission grant ${waited.grant})` : `creating pool ${plan.poolId} (admission grant ${waited.grant})`);
     price = yield* run.call('costPrice', { vmSize: input.spec.pool.vmSize ?? '' });
     run.guardBudget(budgetGuard(input.spec.limits, price));
     pool = yield* provision(run, { jobId: input.jobId, poolId: plan.poolId, reuse: plan.reusePool, vmSize: input.spec.pool.vmSize, nodes: plan.nodes, minNodes: plan.minNodes, resizeTimeoutMs: plan.resizeTimeoutMs, createRequest: plan.poolCreate });
@@ -89,21 +120,44 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     awaitOutputs: pendingOutputs,
   }, outcome.state);
   if (cleaned.failed.length) outcome.reason = [outcome.reason, `cleanup incomplete: ${cleaned.failed.join('; ')}`].filter(Boolean).join('; ');
+  // Billed from the pool's allocation to its release (cleanup requested its deletion, or kept it).
+  const released = run.now().toISOString();
+  const deletedPool = cleaned.done.includes('pool deleted') ? (pool?.poolId ?? plan.poolId) : undefined;
+  if (deletedPool) yield* waitForPoolGone(run, deletedPool);
+  yield* release();
 
-  const end = run.now().toISOString();
-  for (const t of Object.values(timings)) t.endedAt ??= end;
-  // Billed from the pool's allocation to its release (cleanup requested its deletion, or kept it): `end`.
   // A job cancelled while provisioning is billed for the nodes allocated so far. MPI pools are dedicated only.
   const { nodes, allocatedAt } = run.usage;
   if (allocatedAt !== undefined) {
     const cost = jobCost(
-      { vmSize: input.spec.pool.vmSize, dedicatedNodes: nodes, lowPriorityNodes: 0, allocatedAt, releasedAt: end },
+      { vmSize: input.spec.pool.vmSize, dedicatedNodes: nodes, lowPriorityNodes: 0, allocatedAt, releasedAt: released },
       timings,
       price ?? { currency: 'USD', source: 'no price looked up' },
     );
     outcome.result = { ...outcome.result, cost, nodeMinutes: cost.nodeMinutes.total };
   }
-  run.report({ stage: outcome.state, progress: { cleanup: { done: cleaned.done } } });
-  yield* run.call('jobFinish', { jobId: input.jobId, outcome });
-  return outcome;
+  return yield* finish(outcome, cleaned.done);
+}
+
+/**
+ * The Queued stage: the job waits for its dependencies and for admission. It ends here (nothing was created) when
+ * cancelled, when a dependency can no longer be met, or when it can never fit.
+ */
+function* queued(
+  run: PipelineRun,
+  input: MpiJobInput,
+  enter: (stage: JobState, reason: string) => Orchestration<void>,
+): Orchestration<{ ended: Omit<JobOutcome, 'result'>; grant?: undefined } | { ended?: undefined; grant: number }> {
+  const deps = input.spec.dependsOn ?? [];
+  try {
+    yield* enter('Queued', `queue ${queueOf(input.spec)}, priority ${priorityOf(input.spec)}${deps.length ? `, after ${deps.map((d) => `${d.job} (${d.condition})`).join(', ')}` : ''}`);
+    const granted = yield* waitInQueue(run, { jobId: input.jobId, hasDependencies: deps.length > 0, pollMs: input.settings.queuePollMs ?? DEFAULT_QUEUE_POLL_MS });
+    return { grant: granted.grant };
+  } catch (err) {
+    const ended: Omit<JobOutcome, 'result'> = err instanceof JobCancelled
+      ? { state: 'Cancelled', reason: err.reason }
+      : { state: 'Failed', reason: err instanceof StageFailed ? err.reason : `unexpected: ${activityFailureMessage(err)}` };
+    run.report({ lastError: ended.reason, queue: undefined });
+    return { ended };
+  }
 }

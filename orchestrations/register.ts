@@ -10,5 +10,6 @@ import './activities/staging';
 import './activities/mpi';
 import './activities/costPrice';
 import './activities/workloadData';
+import './activities/scheduling';
 
 df.app.orchestration(MPI_JOB_ORCHESTRATION, mpiJobOrchestrator);

@@ -1,4 +1,5 @@
 import type { FaultConfig } from './faults/faultConfig';
+import type { AccountQuota } from './model/quota';
 
 /** The fixed development key of the emulator (like Azurite's well-known key): never a secret. */
 export const DEV_ACCOUNT_NAME = 'localbatch';
@@ -58,6 +59,8 @@ export interface BatchEmulatorOptions {
   dataDir?: string;
   timing?: EmulatorTiming;
   faults?: FaultConfig;
+  /** The account's dedicated core quota, per VM family and in total (default: none). See docs/local-batch.md. */
+  quota?: AccountQuota;
   onExchange?: (ex: ExchangeRecord) => void;
   /** Extra dirs prepended to every node's PATH (e.g. the nodetools bin dir). */
   nodePath?: string[];

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { DEFAULT_TIMING, DEV_ACCOUNT_KEY, DEV_ACCOUNT_NAME, type BatchEmulatorOptions } from './config';
 import { FaultState, type FaultConfig } from './faults/faultConfig';
+import type { AccountQuota } from './model/quota';
 import { createBatchServer } from './handlers/server';
 import { continueTaskSeqAfter } from './handlers/tasks';
 import { loadSnapshot, saveSnapshot } from './model/snapshot';
@@ -17,6 +18,7 @@ import { TaskExecutor } from './runner/taskExecutor';
 export { DEV_ACCOUNT_KEY, DEV_ACCOUNT_NAME, API_VERSION } from './config';
 export type { BatchEmulatorOptions, EmulatorTiming, ExchangeRecord } from './config';
 export type { FaultConfig } from './faults/faultConfig';
+export type { AccountQuota } from './model/quota';
 export { SSH_LAUNCHER, LAUNCHER_BIN_DIR } from './runner/env';
 
 export interface EmulatedNodeInfo {
@@ -39,6 +41,10 @@ export interface BatchEmulatorHandle {
   /** Where node sandboxes live. */
   dataDir: string;
   setFaults(f: Partial<FaultConfig>): void;
+  /** Replaces the account's dedicated core quota. */
+  setQuota(q: AccountQuota): void;
+  /** The account's pools now (a pool being deleted is listed until it is gone), with their allocated nodes. */
+  pools(): { id: string; state: string; vmSize: string; nodes: number }[];
   nodes(poolId: string): EmulatedNodeInfo[];
   /** Kills every task/container process, removes sandboxes, closes the server. */
   stop(): Promise<void>;
@@ -62,6 +68,7 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
     faults,
     nodePath: opts.nodePath ?? [],
     trustedCertificates: opts.trustedCertificates ?? [],
+    quota: opts.quota,
   });
   const executor = new TaskExecutor(engine);
   const scheduler = new Scheduler(engine, executor);
@@ -103,6 +110,12 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
     accountKey,
     dataDir,
     setFaults: (f) => faults.update(f),
+    setQuota: (q) => {
+      engine.quota = { ...q };
+    },
+    pools: () => [...engine.pools.values()].map((p) => ({
+      id: p.id, state: p.state, vmSize: String(p.spec.vmSize ?? ''), nodes: [...p.nodes.values()].filter((n) => !n.removed).length,
+    })),
     nodes: (poolId) => {
       const pool = engine.pools.get(poolId.toLowerCase());
       if (!pool) return [];

@@ -11,8 +11,10 @@ import { parseStorageAccountRef, type StorageAccountRef } from './storageAccount
 import { parsePriceTable, type PriceTable } from './priceTable';
 import { authEnvSchema, parseAuthConfig, type AuthConfig } from './auth';
 import { eventsEnvSchema, parseEventsConfig, type EventsConfig } from './events';
+import { parseCoreQuota, parseQueues, type AdmissionConfig } from './admission';
 
 export type { StorageAccountRef } from './storageAccounts';
+export type { AdmissionConfig, QueueSetting } from './admission';
 export { parseConnectionString, parseStorageAccountRef } from './storageAccounts';
 export { ROLES, MIN_OPERATOR_KEY_LENGTH, type Role, type AuthConfig, type BearerConfig } from './auth';
 export { eventsRelaySchedule, DEFAULT_EVENTS_RELAY_SCHEDULE, type EventsConfig, type WebhookTarget } from './events';
@@ -74,6 +76,8 @@ export interface AppConfig {
   containers: ContainersConfig;
   /** Where each job state change is published (Event Grid, webhooks); see docs/events.md. */
   events: EventsConfig;
+  /** Queues and the limits admission keeps; see docs/scheduling.md. */
+  admission: AdmissionConfig;
 }
 
 export interface ContainersConfig {
@@ -220,6 +224,15 @@ const envSchema = z.object({
   CONTAINER_ALLOW_PRIVILEGED: z.string().trim().optional()
     .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
   ...eventsEnvSchema,
+  ADMISSION_QUEUES: z.string().optional(),
+  ADMISSION_CORE_QUOTA: z.string().optional(),
+  // 0 = no limit.
+  ADMISSION_MAX_POOLS: intSetting(0, 0, 100_000),
+  ADMISSION_MAX_NODES: intSetting(0, 0, 10_000_000),
+  ADMISSION_OWNER_MAX_NODES: intSetting(0, 0, 10_000_000),
+  ADMISSION_OWNER_MAX_CORES: intSetting(0, 0, 100_000_000),
+  ADMISSION_BACKFILL_LIMIT: intSetting(4, 0, 1_000),
+  ADMISSION_POLL_SECONDS: intSetting(60, 1, 3_600),
 });
 
 /** Every app setting the app reads (APP_VERSION aside, read on its own by appVersionSetting). */
@@ -253,6 +266,18 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   let priceTable: PriceTable | undefined;
   try {
     priceTable = parsePriceTable(e.PRICE_TABLE_JSON);
+  } catch (err) {
+    problems.push((err as Error).message);
+  }
+  let queues: AdmissionConfig['queues'] | undefined;
+  let coreQuota: AdmissionConfig['coreQuota'] | undefined;
+  try {
+    queues = parseQueues(e.ADMISSION_QUEUES);
+  } catch (err) {
+    problems.push((err as Error).message);
+  }
+  try {
+    coreQuota = parseCoreQuota(e.ADMISSION_CORE_QUOTA);
   } catch (err) {
     problems.push((err as Error).message);
   }
@@ -300,7 +325,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const mountSecrets = parseMountSecrets(env, problems);
   const events = parseEventsConfig(e, problems);
 
-  if (problems.length > 0 || !hostStorage || !priceTable) throw new ConfigError(problems);
+  if (problems.length > 0 || !hostStorage || !priceTable || !queues || !coreQuota) throw new ConfigError(problems);
+  const limit = (n: number) => (n > 0 ? n : undefined);
 
   const config: AppConfig = {
     batch: {
@@ -340,6 +366,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     auth,
     containers: { allowPrivileged: e.CONTAINER_ALLOW_PRIVILEGED === 'true' },
     events,
+    admission: {
+      queues,
+      coreQuota,
+      maxPools: limit(e.ADMISSION_MAX_POOLS),
+      maxNodes: limit(e.ADMISSION_MAX_NODES),
+      ownerMaxNodes: limit(e.ADMISSION_OWNER_MAX_NODES),
+      ownerMaxCores: limit(e.ADMISSION_OWNER_MAX_CORES),
+      backfillLimit: e.ADMISSION_BACKFILL_LIMIT,
+      pollMs: e.ADMISSION_POLL_SECONDS * 1000,
+    },
   };
   return deepFreeze(config);
 }

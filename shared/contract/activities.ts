@@ -16,6 +16,8 @@ import type { PoolObservation } from '../planning/provisionPolicy';
 import type { ShardToCopy, ShardCopyResult } from '../storage/shardCopy';
 import type { ListedInputBlob } from '../storage/listing';
 import type { PriceQuote } from '../ops/cost';
+import type { AdmissionStatus } from '../scheduling/ledger';
+import type { DependencyStatus } from '../scheduling/dependencies';
 import type { JobOutcome, MpiResult, OutputsResult } from './jobResult';
 import type { StagingContainerRef } from './progress';
 
@@ -107,7 +109,20 @@ export interface BatchTaskRef {
   taskId: string;
 }
 
+export type { AdmissionStatus, DependencyStatus };
+
 export interface ActivityContract {
+  /**
+   * Asks admission for the job (its claim comes from its row): enqueues it unless it holds a grant or a refusal,
+   * runs a pass, and tells the jobs the pass admitted or refused (the admission event). Answers where the job stands.
+   */
+  admissionRequest(input: { jobId: string }): AdmissionStatus;
+  /** Gives back what the job held, or its place in the queue, and runs a pass that lets others in. */
+  admissionRelease(input: { jobId: string }): void;
+  /** Where the job's dependencies (spec.dependsOn) stand, from its parents' rows. */
+  dependenciesCheck(input: { jobId: string }): DependencyStatus;
+  /** After the job's end is recorded: tells the jobs that depend on it (and on its array), and updates its array's row. */
+  jobEnded(input: { jobId: string }): void;
   /** Records a stage change on the job row (a repeated call for the same state changes nothing). */
   jobTransition(input: JobTransitionInput): void;
   /** Records the final state, the result and the error, if any (a repeat for a finished job changes nothing). */
@@ -150,6 +165,7 @@ export type ActivityHandler<N extends ActivityName> = (input: ActivityInput<N>) 
 
 /** Every activity name, checked by the compiler against the contract (a missing or extra name does not compile). */
 const NAMES: Record<ActivityName, true> = {
+  admissionRequest: true, admissionRelease: true, dependenciesCheck: true, jobEnded: true,
   jobTransition: true, jobFinish: true, costPrice: true,
   poolCreate: true, poolInspect: true, poolObserve: true, poolRemoveNodes: true, poolResize: true, poolDelete: true,
   batchJobCreate: true, batchJobAutoComplete: true, batchJobTerminate: true,

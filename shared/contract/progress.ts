@@ -18,6 +18,18 @@ export interface StagingContainerRef {
   container: string;
 }
 
+/** A queued job's place, as its run last learned it. */
+export interface QueueProgress {
+  waitingFor: 'dependencies' | 'admission';
+  /** Dependencies not yet at their condition. */
+  pending?: string[];
+  /** 1-based place in its queue and among all waiting jobs. */
+  position?: number;
+  positionOverall?: number;
+  /** Why it waits (the limit that keeps it out). */
+  reason?: string;
+}
+
 export interface PipelineStatus {
   /** The job state the pipeline is in (the same names as the job row's state). */
   stage: JobState;
@@ -33,6 +45,8 @@ export interface PipelineStatus {
   };
   /** Per-node detail for the dashboard: node id -> state in the pipeline. */
   nodes?: Record<string, NodeProgress>;
+  /** While the job is Queued. */
+  queue?: QueueProgress;
   resources: {
     poolId?: string;
     batchJobId?: string;

@@ -46,6 +46,8 @@ export type ProvisionStep =
   | { kind: 'fail'; reason: string };
 
 const READY = new Set(['idle']);
+/** Resize errors that say the account's quota is used up (PoolResizeErrorCodes), rather than that Azure has no capacity. */
+const QUOTA_ERRORS = new Set(['AccountCoreQuotaReached', 'AccountLowPriorityCoreQuotaReached', 'AccountSpotCoreQuotaReached']);
 const BROKEN = new Set(['unusable', 'starttaskfailed']);
 
 const byId = (a: ObservedNode, b: ObservedNode) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
@@ -65,11 +67,17 @@ export function decideProvisionStep(obs: PoolObservation, policy: ProvisionPolic
   }
 
   const steady = obs.allocationState === 'steady';
+  const timedOut = progress.nowMs - progress.startedAtMs >= policy.timeoutMs;
+  // The account's core quota is shared: another pool being deleted frees it soon. Ask again until the timeout (unless
+  // the job may run on what it has).
+  const canRunShort = ready.length >= policy.minNodes && policy.minNodes < policy.target;
+  if (steady && policy.owned && !timedOut && !canRunShort && obs.resizeErrors.length > 0 && obs.resizeErrors.every((e) => QUOTA_ERRORS.has(e.code))) {
+    return { kind: 'resize', target: policy.target };
+  }
   if (steady && obs.resizeErrors.length > 0) {
     const errors = obs.resizeErrors.map((e) => `${e.code}: ${e.message}`).join('; ');
     return settleShort(ready, policy, `allocation failed: ${errors}`);
   }
-  const timedOut = progress.nowMs - progress.startedAtMs >= policy.timeoutMs;
   if (timedOut) {
     return settleShort(ready, policy, `only ${ready.length}/${policy.target} nodes ready after ${Math.round(policy.timeoutMs / 1000)} s`);
   }

@@ -11,6 +11,7 @@ import { LauncherOptionSchema, LauncherSchema, MpiVersionSchema, ProcessesPerNod
 import { FilesSchema } from './sections/files';
 import { MountsSchema, ScratchSchema } from './sections/storage';
 import { OutputsSchema } from './sections/outputs';
+import { SchedulingFields } from './sections/scheduling';
 
 export const LIMITS = {
   maxNodes: 100,
@@ -308,6 +309,7 @@ export const JobSpecSchema = z
     mounts: MountsSchema,
     scratch: ScratchSchema.optional(),
     outputs: OutputsSchema.optional(),
+    ...SchedulingFields,
   })
   .meta({ title: 'JobSpec', description: 'An MPI job: where it runs, what it runs, on which data, within which limits.' });
 

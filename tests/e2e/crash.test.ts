@@ -105,7 +105,7 @@ test('SIGKILL of the control plane once in every stage: the job still succeeds w
   expect(view.state).toBe('Succeeded');
   expect(checkResult(view, expected)).toEqual([]);
   const transitions = (view.timeline ?? []).filter((e) => e.kind === 'transition').map((e) => e.to);
-  expect(transitions).toEqual(['Submitted', ...STAGES, 'Succeeded']);
+  expect(transitions).toEqual(['Submitted', 'Queued', ...STAGES, 'Succeeded']);
   // Replayed activities must not have created a second pool or Batch job: every create after the first
   // answered "exists" (409), and the account held only this job's pool.
   const created = (p: RegExp) => exchanges.filter((e) => e.method === 'POST' && p.test(e.path) && e.status === 201).length;

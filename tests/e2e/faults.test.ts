@@ -118,7 +118,7 @@ describe('pipeline under injected faults', () => {
     expect(view.error?.message).toMatch(/manifest unknown/i);
     expect(view.error?.message).toMatch(/node/i);
     const transitions = (view.timeline ?? []).filter((e) => e.kind === 'transition').map((e) => e.to);
-    expect(transitions).toEqual(['Submitted', 'Provisioning', 'PullingImages', 'CleaningUp', 'Failed']);
+    expect(transitions).toEqual(['Submitted', 'Queued', 'Provisioning', 'PullingImages', 'CleaningUp', 'Failed']);
     const cleanup = (view.progress as { progress?: { cleanup?: { done?: string[] } } }).progress?.cleanup?.done ?? [];
     expect(cleanup).toEqual(expect.arrayContaining(['pool deleted']));
     expect([...pools]).toEqual(['hpc-faults-bad-image']);

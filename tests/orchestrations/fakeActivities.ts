@@ -63,15 +63,20 @@ export interface FakeJob {
 }
 
 /**
- * Answers for every activity the pipeline calls, as Batch and Storage would for a healthy small job: the pool's
- * two nodes are idle at the first look, node tasks run where they were pinned and succeed, the MPI task is
- * complete at the first look and exits 0. `overrides` replace single activities.
+ * Answers for every activity the pipeline calls, as Batch and Storage would for a healthy small job: admission grants
+ * the job at once (no dependencies), the pool's two nodes are idle at the first look, node tasks run where they were
+ * pinned and succeed, the MPI task is complete at the first look and exits 0, a deleted pool is gone at the next look.
+ * `overrides` replace single activities.
  */
 export function healthyJob(overrides: FakeActivities = {}): FakeJob {
   const finishes: JobOutcome[] = [];
   const pinned = new Map<string, string>();
   const completed = (id: string): NodeTaskObservation => ({ id, state: 'completed', exitCode: 0, nodeId: pinned.get(id) });
   const fakes: FakeActivities = {
+    admissionRequest: () => ({ state: 'granted', grant: 1, grantedAt: '2030-01-01T00:00:00.000Z' }),
+    admissionRelease: () => undefined,
+    dependenciesCheck: () => ({ state: 'met' }),
+    jobEnded: () => undefined,
     jobTransition: () => undefined,
     jobFinish: ({ outcome }) => {
       finishes.push(outcome);
@@ -99,6 +104,18 @@ export function healthyJob(overrides: FakeActivities = {}): FakeJob {
     mpiResultCollect: ({ taskId }) => ({ taskId, exitCode: 0, subtasks: [], logs: [], stdoutTail: '' }),
     ...overrides,
   };
+  // Batch stops listing a pool once it is deleted, whatever the test's own poolObserve answered before.
+  const deleted = new Set<string>();
+  const { poolDelete, poolObserve } = fakes;
+  fakes.poolDelete = (input, attempt) => {
+    const out = poolDelete!(input, attempt);
+    deleted.add(input.poolId);
+    return out;
+  };
+  fakes.poolObserve = (input, attempt) =>
+    deleted.has(input.poolId)
+      ? { state: 'missing', allocationState: 'steady', currentDedicatedNodes: 0, targetDedicatedNodes: 0, resizeErrors: [], nodes: [] }
+      : poolObserve!(input, attempt);
   return {
     fakes,
     finishes,

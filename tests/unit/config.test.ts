@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { BATCH_TOKEN_SCOPE, ConfigError, loadConfig, parseStorageAccountRef, SETTING_NAMES } from '../../shared/config';
+import { pipelineSettings } from '../../shared/intake/settings';
 
 const AZURITE_A =
   'DefaultEndpointsProtocol=http;AccountName=stage1;AccountKey=a2V5MQ==;BlobEndpoint=http://127.0.0.1:10000/stage1;';
@@ -154,6 +155,41 @@ describe('parseStorageAccountRef', () => {
   test('uses the given endpoint suffix (sovereign clouds)', () => {
     const ref = parseStorageAccountRef('abc123', 'core.chinacloudapi.cn');
     expect(ref.kind === 'managedIdentity' && ref.blobEndpoint).toBe('https://abc123.blob.core.chinacloudapi.cn');
+  });
+});
+
+describe('admission settings', () => {
+  test('defaults: one queue "default", no core quota, no pool/node/owner limits, backfill 4, poll 60 s', () => {
+    expect(loadConfig(localEnv).admission).toEqual({
+      queues: [{ name: 'default', priority: 0 }], coreQuota: { families: {} }, maxPools: undefined, maxNodes: undefined,
+      ownerMaxNodes: undefined, ownerMaxCores: undefined, backfillLimit: 4, pollMs: 60_000,
+    });
+  });
+
+  test('queues, quota and limits as given', () => {
+    const c = loadConfig({
+      ...localEnv,
+      ADMISSION_QUEUES: '[{"name":"default"},{"name":"urgent","priority":10,"maxNodes":40}]',
+      ADMISSION_CORE_QUOTA: '{"standardHBv3Family":720,"total":900}',
+      ADMISSION_MAX_POOLS: '20', ADMISSION_OWNER_MAX_CORES: '480', ADMISSION_BACKFILL_LIMIT: '0', ADMISSION_POLL_SECONDS: '15',
+    });
+    expect(c.admission).toMatchObject({
+      queues: [{ name: 'default', priority: 0 }, { name: 'urgent', priority: 10, maxNodes: 40 }],
+      coreQuota: { total: 900, families: { standardHBv3Family: 720 } },
+      maxPools: 20, ownerMaxCores: 480, backfillLimit: 0, pollMs: 15_000,
+    });
+    // Handed to every run at intake: how often a waiting job asks again.
+    expect(pipelineSettings(c).queuePollMs).toBe(15_000);
+  });
+
+  test('each bad admission setting is named', () => {
+    expect(problemsOf({ ...localEnv, ADMISSION_QUEUES: '[{"name":"urgent"}]' })).toEqual(['ADMISSION_QUEUES: must declare the queue "default" (jobs that name no queue wait there)']);
+    expect(problemsOf({ ...localEnv, ADMISSION_QUEUES: '[{"name":"default"},{"name":"default"}]' })).toEqual(['ADMISSION_QUEUES: queue "default" is listed twice']);
+    expect(problemsOf({ ...localEnv, ADMISSION_QUEUES: '[{"name":"Bad Name"}]' })[0]).toMatch(/^ADMISSION_QUEUES: 0\.name: queue names are/);
+    expect(problemsOf({ ...localEnv, ADMISSION_QUEUES: 'default' })[0]).toMatch(/^ADMISSION_QUEUES: not JSON/);
+    expect(problemsOf({ ...localEnv, ADMISSION_CORE_QUOTA: '{"standardHBv3Family":-1}' })[0]).toMatch(/^ADMISSION_CORE_QUOTA: standardHBv3Family: /);
+    expect(problemsOf({ ...localEnv, ADMISSION_BACKFILL_LIMIT: 'many' })).toEqual(['ADMISSION_BACKFILL_LIMIT: must be an integer in [0, 1000], got "many"']);
+    expect(problemsOf({ ...localEnv, ADMISSION_POLL_SECONDS: '0' })).toEqual(['ADMISSION_POLL_SECONDS: must be an integer in [1, 3600], got "0"']);
   });
 });
 

@@ -4,6 +4,7 @@ import type { ResolvedTiming } from '../config';
 import { FaultState } from '../faults/faultConfig';
 import { touch } from '../model/etag';
 import type { Snapshot } from '../model/snapshot';
+import { nodesWithinQuota, QUOTA_ERROR, type AccountQuota } from '../model/quota';
 import type { JobRecord, Json, NodeRecord, NodeState, PoolRecord, TaskRecord } from '../model/types';
 import { nodeEnvironment } from './env';
 import { runsUnder } from './leftovers';
@@ -20,6 +21,8 @@ export interface EngineConfig {
   nodePath: string[];
   /** PEM certificates nodes trust for https resource files besides the public roots (a node's CA store). */
   trustedCertificates: string[];
+  /** The account's dedicated core quota (none: unlimited). */
+  quota?: AccountQuota;
 }
 
 /**
@@ -45,7 +48,11 @@ export class Engine {
   /** Called when nodes go away (or stop taking tasks), so their tasks can be requeued or ended with `reason`. */
   onNodeLeaving: (node: NodeRecord, requeue: boolean, reason?: string) => void = () => undefined;
 
+  /** The account's dedicated core quota; tests may change it at any time (setQuota). */
+  quota: AccountQuota;
+
   constructor(readonly cfg: EngineConfig) {
+    this.quota = { ...(cfg.quota ?? {}) };
     this.hostsFile = path.join(cfg.dataDir, 'hosts');
     writeHostsFile(this.hostsFile, []);
     cfg.faults.onChange = (patch) => {
@@ -130,6 +137,11 @@ export class Engine {
     if (limit && wanted > limit.maxNodes) {
       wanted = limit.maxNodes;
       error = { code: limit.code, message: limit.message };
+    }
+    const room = nodesWithinQuota(this.quota, this.pools.values(), pool);
+    if (wanted > room) {
+      wanted = room;
+      error = { ...QUOTA_ERROR };
     }
     let longest = this.cfg.timing.allocateMs;
     for (let i = 0; i < wanted; i++) longest = Math.max(longest, this.createNode(pool));
