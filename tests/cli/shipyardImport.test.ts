@@ -274,9 +274,10 @@ describe('launcher choices', () => {
     expect(entry(r, 'job_specifications[0].tasks[0].multi_instance.mpi.runtime')).toMatchObject({ status: 'approximated' });
   });
 
-  it('several multi-instance tasks in one job make one spec each', () => {
+  it('several multi-instance tasks in one job make one spec each; task dependencies and the priority carry over', () => {
     const jobs = `job_specifications:
 - id: pair
+  priority: 100
   tasks:
   - id: solve
     docker_image: myregistry.azurecr.io/cfd/solver:3.1
@@ -284,12 +285,24 @@ describe('launcher choices', () => {
     command: solve
   - id: post
     docker_image: myregistry.azurecr.io/cfd/solver:3.1
+    depends_on: [solve, cleanup]
     multi_instance: { num_instances: 2, mpi: { runtime: openmpi, processes_per_node: 1 } }
     command: post
+  - id: cleanup
+    docker_image: busybox
+    command: "true"
 `;
     const r = imp({ jobs });
     expect(r.specs.map((s) => s.file)).toEqual(['pair-solve.yaml', 'pair-post.yaml']);
     expect(specOf(r, 1).pool.nodes).toBe(2);
+    // The parent gets an id its dependent names; the plain task it also waited for did not become a spec.
+    expect(specOf(r, 0)).toMatchObject({ id: 'pair-solve', priority: 100 });
+    expect(specOf(r, 1)).toMatchObject({ priority: 100, dependsOn: [{ job: 'pair-solve', condition: 'succeeded' }] });
+    expect(specOf(r, 1).id).toBeUndefined();
+    expect(entry(r, 'job_specifications[0].tasks[1].depends_on[0]')).toMatchObject({ status: 'mapped', target: 'dependsOn' });
+    expect(entry(r, 'job_specifications[0].tasks[1].depends_on[1]')).toMatchObject({ status: 'unsupported', note: expect.stringMatching(/cleanup of this job did not become/) });
+    expect(entry(r, 'job_specifications[0].priority')).toMatchObject({ status: 'mapped', target: 'priority' });
+    expect(r.specs[1].yaml).toContain('# TODO: submit pair-solve.yaml first');
     expect(entry(r, 'job_specifications[0].tasks[1].multi_instance.num_instances')).toMatchObject({ status: 'approximated', note: expect.stringMatching(/Shipyard's pool had 4/) });
   });
 });

@@ -7,7 +7,7 @@ import type { Obj, SpecDraft } from './context';
 import { isObj } from './context';
 
 const ORDER: Record<string, string[]> = {
-  '': ['id', 'name', 'tags', 'pool', 'container', 'data', 'files', 'mounts', 'scratch', 'mpi', 'outputs', 'limits', 'cleanup'],
+  '': ['id', 'name', 'tags', 'queue', 'priority', 'dependsOn', 'array', 'pool', 'container', 'data', 'files', 'mounts', 'scratch', 'mpi', 'outputs', 'limits', 'cleanup'],
   pool: ['vmSize', 'nodes', 'image', 'customImageId', 'nodeAgentSku', 'resizeTimeout', 'partialAllocation', 'startTask'],
   container: ['runtime', 'images', 'registry', 'pullConcurrency', 'allowAboveTen', 'runOptions', 'gpus'],
   mpi: ['runtime', 'version', 'processesPerNode', 'fabric', 'env', 'preExecutionCommand', 'coordinationCommand', 'launcher', 'options', 'command'],
