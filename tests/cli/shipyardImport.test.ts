@@ -3,9 +3,11 @@
  * not Shipyard files, unknown keys (reported, not fatal), task kinds a job spec cannot hold, credentials (reported by
  * path, never copied anywhere), registry identities, launcher choices and value conversions.
  */
+import fc from 'fast-check';
 import YAML from 'yaml';
 import { importShipyard, type ImportResult, type ShipyardInput } from '../../cli/import/shipyard/importShipyard';
 import { formatReport } from '../../cli/import/shipyard/reportTable';
+import { leafPaths } from '../../cli/import/shipyard/report';
 import { parseDockerRunOptions } from '../../cli/import/shipyard/containerOptions';
 import { shipyardTimespanToIso, successorVmSize, toShmSize, toJobId } from '../../cli/import/shipyard/values';
 import { parseJobSpec } from '../../shared/spec';
@@ -237,6 +239,17 @@ describe('credentials never cross', () => {
     expect(entry(r, 'pool_specification.rdp.password')).toMatchObject({ status: 'unsupported', secret: true });
   });
 
+  it('a SAS inside a command is removed from the command the spec carries, reported, and flagged as a TODO', () => {
+    const c = imp({ jobs: JOBS.replace('    command: solver -parallel', '    command: curl -o in.dat "https://acct01.blob.core.windows.net/c/in.dat?sv=2021-08-06&sig=QUJDREVGRw%3D%3D"; solver -parallel') });
+    expect(specOf(c).mpi.command).toBe('curl -o in.dat "https://acct01.blob.core.windows.net/c/in.dat"; solver -parallel');
+    expect(entry(c, 'job_specifications[0].tasks[0].command')).toMatchObject({ status: 'mapped' });
+    expect(c.entries.filter((e) => e.path === 'job_specifications[0].tasks[0].command' && e.secret)).toEqual([
+      expect.objectContaining({ status: 'approximated', target: 'mpi.command', note: expect.stringMatching(/^a SAS in the value: removed/) }),
+    ]);
+    expect(c.specs[0].yaml).toMatch(/# TODO: mpi\.command had a SAS in the Shipyard file/);
+    expect(JSON.stringify(c) + formatReport(c)).not.toContain('QUJDREVGRw');
+  });
+
   it('a Key Vault reference is a secret reference already: mapped as it is', () => {
     const kv = 'https://myvault.vault.azure.net/secrets/acr-pull';
     const k = imp({ credentials: `credentials:\n  docker_registry:\n    myregistry.azurecr.io:\n      username: puller\n      password_keyvault_secret_id: ${kv}\n` });
@@ -447,5 +460,63 @@ describe('data: files, scratch, mounts, outputs', () => {
   it('output_data becomes outputs: the account the alias names, the container and prefix, the condition, the patterns', () => {
     expect(spec.outputs).toMatchObject({ account: 'hpcdata01', container: 'results', prefix: 'motorbike', when: 'success', files: [{ pattern: 'postProcessing/**/*.dat', from: 'workdir' }] });
     expect(entry(r, 'job_specifications[0].tasks[0].output_data.azure_storage[0].condition')).toMatchObject({ status: 'mapped', target: 'outputs.when' });
+  });
+});
+
+describe('hostile and broken input', () => {
+  const base = { pool: YAML.parse(POOL), jobs: YAML.parse(JOBS) };
+  type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+  const anyValue: fc.Arbitrary<Json> = fc.oneof(
+    fc.constant(null), fc.boolean(), fc.integer({ min: -5, max: 200 }), fc.string({ maxLength: 12 }),
+    fc.constantFrom('nproc', 'pool_current_dedicated', 'intelmpi-ofa', 'STANDARD_H16R', '-v /dev:/dev', 'https://x.blob.core.windows.net/c/b?sig=abc'),
+    fc.array(fc.string({ maxLength: 6 }), { maxLength: 3 }),
+    fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.string({ maxLength: 6 }), { maxKeys: 3 }),
+  );
+
+  /** Replaces, deletes or adds a value somewhere in a copy of the document. */
+  function mutate(doc: Json, steps: { pick: number; action: number; value: Json; key: string }[]): Json {
+    const copy = structuredClone(doc);
+    for (const step of steps) {
+      const spots: { parent: Record<string, Json> | Json[]; key: string | number }[] = [];
+      const walk = (v: Json) => {
+        if (Array.isArray(v)) v.forEach((x, i) => { spots.push({ parent: v, key: i }); walk(x); });
+        else if (v && typeof v === 'object') for (const k of Object.keys(v)) { spots.push({ parent: v, key: k }); walk(v[k]); }
+      };
+      walk(copy);
+      if (!spots.length) continue;
+      const { parent, key } = spots[step.pick % spots.length];
+      if (step.action === 0) (parent as Record<string, Json>)[key as string] = step.value;
+      else if (step.action === 1 && !Array.isArray(parent)) delete parent[key as string];
+      else if (!Array.isArray(parent)) parent[`${step.key}_x`] = step.value;
+    }
+    return copy;
+  }
+
+  it('never throws, reports every setting it was given, and writes only valid specs or says why', () => {
+    const step = fc.record({ pick: fc.nat(), action: fc.nat({ max: 2 }), value: anyValue, key: fc.string({ minLength: 1, maxLength: 6 }).filter((k) => /^[a-z_]+$/.test(k)) });
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 6 }), fc.array(step, { maxLength: 6 }), (poolSteps, jobSteps) => {
+        const pool = YAML.stringify(mutate(base.pool, poolSteps));
+        const jobs = YAML.stringify(mutate(base.jobs, jobSteps));
+        const r = imp({ pool, jobs });
+        if (r.problems.length) return expect(r.outcome).toBe('error');
+        for (const [role, text] of [['pool', pool], ['jobs', jobs]] as const) {
+          const entries = r.entries.filter((e) => e.role === role);
+          for (const leaf of leafPaths(YAML.parse(text))) {
+            if (leaf === '') continue;
+            expect({ leaf, covered: entries.some((e) => e.path === leaf || leaf.startsWith(`${e.path}.`) || leaf.startsWith(`${e.path}[`)) }).toEqual({ leaf, covered: true });
+          }
+        }
+        for (const s of r.specs) expect(s.errors.length === 0 || r.outcome === 'error').toBe(true);
+        expect(JSON.stringify(r.entries) + r.specs.map((s) => s.yaml).join('')).not.toContain('sig=abc');
+      }),
+      { numRuns: Number(process.env.SHIPYARD_FUZZ_RUNS ?? 150), seed: Number(process.env.SHIPYARD_FUZZ_SEED ?? 20240611) },
+    );
+  });
+
+  it('an empty file and a file that is a list are problems, not crashes', () => {
+    expect(imp({ pool: '' }).problems[0].message).toMatch(/not a Shipyard pool file/);
+    expect(imp({ jobs: '- a\n- b\n' }).problems[0].message).toMatch(/not a Shipyard jobs file/);
+    expect(imp({ jobs: 'job_specifications: []\n' })).toMatchObject({ outcome: 'error', specs: [] });
   });
 });

@@ -12,7 +12,7 @@ import { mapJobsFile, planTasks } from './jobs';
 import { mapPool } from './pool';
 import { mapRegistries } from './registry';
 import { ReportBuilder, summarize, type MappingEntry, type ReportSummary } from './report';
-import { SecretIndex, findSecrets, type SecretFinding } from './secrets';
+import { SecretIndex, findSecrets, redactSource, type SecretFinding } from './secrets';
 import { decodeShipyardYaml, type ShipyardFileRole, type ShipyardSource, type SourceProblem } from './source';
 import { isObj } from './context';
 
@@ -86,8 +86,10 @@ export function importShipyard(input: ShipyardInput): ImportResult {
   }
   if (problems.length) return { problems, specs: [], entries: [], secrets: [], summary: { mapped: 0, approximated: 0, unsupported: 0 }, outcome: 'error' };
 
+  const secrets = findSecrets(Object.values(sources) as ShipyardSource[]);
+  // From here on the mappers read the files with every credential redacted: none can leak, whatever field holds it.
+  for (const role of Object.keys(sources) as ShipyardFileRole[]) sources[role] = redactSource(sources[role] as ShipyardSource, secrets);
   const list = Object.values(sources) as ShipyardSource[];
-  const secrets = findSecrets(list);
   const ctx = new MappingContext(new ReportBuilder(list), new SecretIndex(secrets), sources);
 
   const { plans, jobsWithoutSpecs } = planTasks(ctx);
@@ -98,10 +100,17 @@ export function importShipyard(input: ShipyardInput): ImportResult {
   mapRegistries(ctx, drafts, config);
   reportUnusedVolumes(ctx, config);
   mapCredentials(ctx);
-  // A credential no mapper reported (inside a block reported as a whole) still gets its own line, by path only.
-  const reported = new Set(ctx.report.list().filter((e) => e.secret).map((e) => `${e.role}\u0000${e.path}`));
+  // A credential no mapper reported as one (inside a block reported as a whole, or in a field that is not meant to
+  // hold one, whose redacted value a mapper carried) still gets its own line, by path only.
+  const listed = ctx.report.list();
+  const reported = new Set(listed.filter((e) => e.secret).map((e) => `${e.role}\u0000${e.path}`));
   for (const f of secrets) {
-    if (!reported.has(`${f.role}\u0000${f.path}`)) ctx.secret(f.role, f.path, 'unsupported', `a ${f.kind}: not carried (never written anywhere)`);
+    if (reported.has(`${f.role}\u0000${f.path}`)) continue;
+    const carried = listed.find((e) => e.role === f.role && e.path === f.path && e.target && e.status !== 'unsupported');
+    if (carried) {
+      ctx.secret(f.role, f.path, 'approximated', `a ${f.kind} in the value: removed from what ${carried.target} carries (never written anywhere); give it to the job another way (a secret reference, the pool's identity)`, drafts.filter((d) => carried.specs?.includes(d.file)), carried.target);
+      for (const d of drafts) if (carried.specs?.includes(d.file)) d.header.push(`TODO: ${carried.target} had a ${f.kind} in the Shipyard file (${ctx.fileName(f.role)}: ${f.path}); it was removed: supply it another way`);
+    } else ctx.secret(f.role, f.path, 'unsupported', `a ${f.kind}: not carried (never written anywhere)`);
   }
   ctx.report.coverRest();
 

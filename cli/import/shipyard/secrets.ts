@@ -89,3 +89,46 @@ export class SecretIndex {
     return this.findings.some((f) => f.role === role && (f.path === path || f.path.startsWith(`${path}.`) || f.path.startsWith(`${path}[`)));
   }
 }
+
+/** What replaces a credential in a value the importer reads: never the credential, and a valid word where one is needed. */
+export const REDACTED = 'REDACTED';
+
+/**
+ * The value with its credential removed: a SAS query string dropped from a URL, `password=…` options blanked, any other
+ * secret value replaced whole. Mappers only ever see this, so no mapper can copy a credential into a spec, a comment or
+ * the report, even through a field that is not meant to hold one (a pool id, a command line).
+ */
+export function redactValue(value: string, kind: SecretFinding['kind']): string {
+  if (kind === 'SAS') {
+    const stripped = value.replace(/\?[^\s"']*(?:sig|se|sv|sp)=[^\s"']*/gi, '');
+    return SECRET_VALUE_RE.test(stripped) ? REDACTED : stripped;
+  }
+  if (kind === 'password' && /(?:^|[,\s])(?:password|passwd|pass|pwd)=/i.test(value)) {
+    return value.replace(/((?:^|[,\s])(?:password|passwd|pass|pwd)=)[^,\s]*/gi, `$1${REDACTED}`);
+  }
+  return REDACTED;
+}
+
+/** A copy of the source whose secret values are redacted (value and scalar text alike). */
+export function redactSource(source: ShipyardSource, findings: readonly SecretFinding[]): ShipyardSource {
+  const mine = findings.filter((f) => f.role === source.role);
+  if (!mine.length) return source;
+  const value = structuredClone(source.value);
+  const byPath = new Map(mine.map((f) => [f.path, f.kind]));
+  const walk = (v: unknown, path: string): unknown => {
+    if (Array.isArray(v)) return v.map((x, i) => walk(x, joinIndex(path, i)));
+    if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x, joinKey(path, k))]));
+    const kind = byPath.get(path);
+    return kind === undefined || v === null || v === undefined ? v : redactValue(String(v), kind);
+  };
+  const redacted = walk(value, '');
+  return {
+    ...source,
+    value: redacted,
+    scalarText: (path) => {
+      const kind = byPath.get(path);
+      const text = source.scalarText(path);
+      return kind === undefined || text === undefined ? text : redactValue(text, kind);
+    },
+  };
+}
