@@ -9,6 +9,8 @@ export const ExitCode = {
   Api: 3,
   /** No such job (or node). */
   NotFound: 4,
+  /** import: specs written, but some settings were approximated or are unsupported (see the report). */
+  ImportIncomplete: 5,
 } as const;
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
 

@@ -17,6 +17,7 @@ import { usageCommand } from './commands/usage';
 import { loginCommand, logoutCommand, whoamiCommand } from './commands/identity';
 import { downloadCommand } from './commands/download';
 import { explainCommand } from './commands/explain';
+import { importShipyardCommand, type ImportShipyardOptions } from './commands/importShipyard';
 
 interface GlobalFlags {
   endpoint?: string;
@@ -141,6 +142,20 @@ export function buildProgram(run: (action: (ctx: CommandContext) => Promise<numb
         for (const k of ['from', 'to', 'tag'] as const) if (opts[k]) q.set(k, opts[k] as string);
         return usageCommand(ctx, q);
       }));
+
+  const importer = program
+    .command('import')
+    .description('convert job definitions of another tool into job specs (offline)');
+  importer
+    .command('shipyard')
+    .description('Batch Shipyard pool/jobs/config files → one commented job spec per MPI job, and a mapping report of every setting (exit 5 when something was approximated or unsupported)')
+    .requiredOption('--pool <file>', 'Shipyard pool.yaml')
+    .requiredOption('--jobs <file>', 'Shipyard jobs.yaml')
+    .option('--config <file>', 'Shipyard config.yaml (images, registries, volumes)')
+    .option('--credentials <file>', 'Shipyard credentials.yaml (registry users and Key Vault references; secrets in it are reported, never copied)')
+    .option('--out <dir>', 'where the specs are written', '.')
+    .option('--force', 'overwrite spec files that exist')
+    .action((opts: ImportShipyardOptions) => run((ctx) => importShipyardCommand(ctx, opts)));
 
   return program;
 }

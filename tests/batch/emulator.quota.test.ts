@@ -15,9 +15,10 @@ let ctx: BatchContext;
 
 beforeAll(async () => {
   recorder = createContractRecorder();
-  // Standard_D2s_v5: 2 cores, standardDSv5Family. Standard_HC44rs: 44 cores, standardHCSFamily.
+  // Standard_D2s_v5: 2 cores, standardDSv5Family. Standard_HC44rs: 44 cores, standardHCSFamily. A pool takes 4 s to
+  // delete: long enough that the resize made while it is deleting comes before it is gone, even on a loaded machine.
   emu = await startBatchEmulator({
-    timing: { allocateMs: 20, bootMs: 20, leaveMs: 20, startTaskPollMs: 20, poolDeleteMs: 300 },
+    timing: { allocateMs: 20, bootMs: 20, leaveMs: 20, startTaskPollMs: 20, poolDeleteMs: 4000 },
     quota: { perFamily: { standardDSv5Family: 6 }, dedicatedCores: 100 },
     onExchange: (ex) => recorder.onExchange(ex),
   });

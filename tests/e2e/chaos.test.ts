@@ -25,8 +25,9 @@ import type { ExchangeRecord } from '../../local/batch/config';
 import { seededRandom } from '../../local/batch/faults/faultConfig';
 import { startRegistry, type RegistryHandle } from '../../local/registry';
 import { buildDemoImage } from '../../examples/images/buildDemoImage';
-import { localAppSettings, REPO_ROOT, type Stack } from '../../local/stack';
-import { checkCleanup, mpiOutput, type JobViewLite } from '../../local/jobRunner';
+import { localAppSettings, REPO_ROOT } from '../../local/stack';
+import { operatorAccess } from '../../local/operatorAccess';
+import { checkCleanup, mpiOutput, type JobViewLite, type StackClient } from '../../local/jobRunner';
 import { isTerminal } from '../../shared/state/states';
 import { ChildHost } from '../helpers/childHost';
 
@@ -75,7 +76,8 @@ test('SIGKILLs of the host at random points of several concurrent jobs under Bat
   host = await start(0);
   const port = host.port;
   const baseUrl = host.baseUrl;
-  const stack = { azurite: az, batch: emu, registry: reg, settings, baseUrl, host: { keys: KEYS, baseUrl } } as unknown as Stack;
+  // A shared-key stack (the keyless gate is the stack's, not this test's subject): the operator uses the keys.
+  const stack: StackClient = { baseUrl, host: { keys: KEYS }, operator: operatorAccess({ batch: emu, storage: az }, undefined) };
   const headers = { 'x-functions-key': KEYS.functionKey };
   const kills: string[] = [];
   const restart = async (why: string) => {
