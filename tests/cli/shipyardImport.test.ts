@@ -250,10 +250,12 @@ describe('credentials never cross', () => {
     expect(JSON.stringify(c) + formatReport(c)).not.toContain('QUJDREVGRw');
   });
 
-  it('a Key Vault reference is a secret reference already: mapped as it is', () => {
+  it('a Key Vault secret becomes the app setting holding a reference to it (jobs may name only declared settings)', () => {
     const kv = 'https://myvault.vault.azure.net/secrets/acr-pull';
     const k = imp({ credentials: `credentials:\n  docker_registry:\n    myregistry.azurecr.io:\n      username: puller\n      password_keyvault_secret_id: ${kv}\n` });
-    expect(specOf(k).container.registry).toEqual({ server: 'myregistry.azurecr.io', identity: { secretRef: kv, username: 'puller' } });
+    expect(specOf(k).container.registry).toEqual({ server: 'myregistry.azurecr.io', identity: { secretRef: 'REGISTRY_PASSWORD_MYREGISTRY_AZURECR_IO', username: 'puller' } });
+    expect(k.specs[0].yaml).toContain(`a Key Vault reference to ${kv}`);
+    expect(k.specs[0].yaml).toMatch(/REGISTRY_CREDENTIALS \(myregistry\.azurecr\.io=REGISTRY_PASSWORD_MYREGISTRY_AZURECR_IO\)/);
     expect(k.secrets).toEqual([]);
     expect(entry(k, 'credentials.docker_registry["myregistry.azurecr.io"].password_keyvault_secret_id')).toMatchObject({ status: 'mapped' });
   });

@@ -1,7 +1,9 @@
 /**
  * Private registries: which registry a job's images come from, and how nodes authenticate to it. Credentials never
- * cross: a password in credentials.yaml is reported by path and replaced by a secret reference the user must fill
- * (an app setting name, or a Key Vault secret URI); a `password_keyvault_secret_id` already is one.
+ * cross: a job names an app setting the deployment declares as that registry's secret (REGISTRY_CREDENTIALS; intake
+ * refuses anything else, a Key Vault URI included), so a password in credentials.yaml is reported by path and replaced
+ * by such a setting the user must create, and a `password_keyvault_secret_id` becomes the setting that holds a Key
+ * Vault reference to that secret.
  */
 import * as P from '../../../shared/spec/patterns';
 import { addComment, getIn, isObj, setIn, type MappingContext, type SpecDraft } from './context';
@@ -47,13 +49,12 @@ export function mapRegistries(ctx: MappingContext, drafts: SpecDraft[], config: 
       const base = joinKey(joinKey('credentials', group), server);
       const username = typeof cred.username === 'string' && P.REGISTRY_USERNAME_RE.test(cred.username) ? cred.username : undefined;
       const kv = typeof cred.password_keyvault_secret_id === 'string' && P.KEY_VAULT_SECRET_URI_RE.test(cred.password_keyvault_secret_id) ? cred.password_keyvault_secret_id : undefined;
-      const secretRef = kv ?? passwordSettingName(server);
+      const secretRef = passwordSettingName(server);
       setIn(d.spec, ['container', 'registry'], { server, identity: { secretRef, username: username ?? 'TODO-username' } });
       ctx.mapped('credentials', base, 'container.registry.server', `private registry of the job's images`, [d]);
-      if (!kv) {
-        addComment(d, 'container.registry.identity.secretRef', `TODO: create the app setting ${secretRef} holding the registry password (in Azure a Key Vault reference), or put a Key Vault secret URI here`);
-        d.header.push(`TODO: container.registry.identity.secretRef names the app setting ${secretRef}: create it (or use a Key Vault secret URI)`);
-      }
+      const holding = kv ? `a Key Vault reference to ${kv} (@Microsoft.KeyVault(SecretUri=…))` : 'the registry password (in Azure a Key Vault reference)';
+      addComment(d, 'container.registry.identity.secretRef', `TODO: create the app setting ${secretRef} holding ${holding} and declare it in REGISTRY_CREDENTIALS (${server}=${secretRef})`);
+      d.header.push(`TODO: container.registry.identity.secretRef names the app setting ${secretRef}: create it and list it in REGISTRY_CREDENTIALS`);
       if (!username) {
         addComment(d, 'container.registry.identity.username', 'TODO: the registry user name');
         d.header.push('TODO: container.registry.identity.username');
@@ -80,11 +81,11 @@ export function mapRegistries(ctx: MappingContext, drafts: SpecDraft[], config: 
           ? ctx.mapped('credentials', p, 'container.registry.identity.username', 'registry user', users)
           : ctx.mapped('credentials', p, undefined, NOT_NEEDED('no imported job pulls from this registry'))),
         password: (_s, p) => (users.length
-          ? ctx.secret('credentials', p, 'approximated', `a password in the file: reported here by path only and never written; container.registry.identity.secretRef names the app setting ${passwordSettingName(server)} you must create with it (or a Key Vault secret URI)`, users, 'container.registry.identity.secretRef')
+          ? ctx.secret('credentials', p, 'approximated', `a password in the file: reported here by path only and never written; container.registry.identity.secretRef names the app setting ${passwordSettingName(server)} you must create with it and declare in REGISTRY_CREDENTIALS`, users, 'container.registry.identity.secretRef')
           : ctx.secret('credentials', p, 'unsupported', 'a password in the file: not carried (never written); no imported job pulls from this registry')),
         password_keyvault_secret_id: (s, p) => {
           if (!users.length) return ctx.mapped('credentials', p, undefined, NOT_NEEDED('no imported job pulls from this registry'));
-          if (typeof s === 'string' && P.KEY_VAULT_SECRET_URI_RE.test(s)) ctx.mapped('credentials', p, 'container.registry.identity.secretRef', 'the Key Vault secret holding the password', users);
+          if (typeof s === 'string' && P.KEY_VAULT_SECRET_URI_RE.test(s)) ctx.mapped('credentials', p, 'container.registry.identity.secretRef', `the Key Vault secret holding the password, through the app setting ${passwordSettingName(server)} (a Key Vault reference, declared in REGISTRY_CREDENTIALS)`, users);
           else ctx.unsupported('credentials', p, 'not a Key Vault secret URI (https://<vault>.vault.azure.net/secrets/<name>)', users);
         },
       }, {}, users.length ? users : undefined);

@@ -333,12 +333,13 @@ export class Engine {
     });
   }
 
-  removeNode(pool: PoolRecord, node: NodeRecord, deallocation: string): void {
+  /** The node leaves the pool; `drop` false: it stays (leavingpool, its cores counted) until its deleted pool is gone. */
+  removeNode(pool: PoolRecord, node: NodeRecord, deallocation: string, drop = true): void {
     if (node.removed || node.state === 'leavingpool') return;
     this.onNodeLeaving(node, deallocation !== 'terminate');
     this.setNodeState(node, 'leavingpool');
     this.killNodeProcesses(node);
-    this.later(this.cfg.timing.leaveMs, () => this.dropNode(pool, node));
+    if (drop) this.later(this.cfg.timing.leaveMs, () => this.dropNode(pool, node));
   }
 
   /** Removes the node for good: processes, containers, sandbox, hosts entry. */
@@ -385,7 +386,8 @@ export class Engine {
     pool.stateTransitionTime = new Date();
     pool.targetDedicatedNodes = 0;
     this.setAllocationState(pool, 'resizing');
-    for (const n of this.liveNodes(pool)) this.removeNode(pool, n, 'requeue');
+    // A deleted pool's nodes count against the core quota until the pool is gone (model/quota.ts).
+    for (const n of this.liveNodes(pool)) this.removeNode(pool, n, 'requeue', false);
     this.later(Math.max(this.cfg.timing.leaveMs + 20, this.cfg.timing.poolDeleteMs), () => {
       for (const n of [...pool.nodes.values()]) this.dropNode(pool, n);
       rmSync(path.join(this.cfg.dataDir, 'nodes', pool.id), { recursive: true, force: true });
