@@ -93,7 +93,8 @@ describe('mpiJob pipeline end to end', () => {
 
   it('overlapped staging on a docker job: copy before the Batch job exists, each node downloads after its own pull, MPI after every download', async () => {
     const expected = await inputs();
-    const spec = parse(readFileSync(path.join(REPO_ROOT, 'examples', 'demo', 'docker-openmpi.yaml'), 'utf8')) as SpecDoc;
+    // The example names the registry localhost:5000; the stack's listens on an ephemeral port (as local/demo.ts does).
+    const spec = parse(readFileSync(path.join(REPO_ROOT, 'examples', 'demo', 'docker-openmpi.yaml'), 'utf8').replace(/localhost:5000\//g, `${stack.registry.host}/`)) as SpecDoc;
     spec.id = 'e2e-overlap';
     (spec.pool as { nodes: number }).nodes = 4;
     // One node pulls at a time, so pulls and downloads can interleave.
