@@ -12,7 +12,6 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parse, stringify } from 'yaml';
-import { BatchServiceClient, BatchSharedKeyCredentials } from '@azure/batch';
 import { startStack, REPO_ROOT, type Stack } from '../local/stack';
 import type { ExchangeRecord } from '../local/batch/config';
 import { checkResult, submitSpec, uploadDemoInputs, watchJob } from '../local/jobRunner';
@@ -61,7 +60,7 @@ async function runOnce(b: Bench, round: number): Promise<Figures> {
   const problems = checkResult(view, b.expected);
   if (problems.length) throw new Error(`job ${id}: wrong result: ${problems.join('; ')}`);
 
-  const batch = new BatchServiceClient(new BatchSharedKeyCredentials(b.stack.batch.accountName, b.stack.batch.accountKey), b.stack.batch.url);
+  const batch = b.stack.operator.batch();
   const tasks = await batch.task.list(view.batchJobId as string);
   const mpiStart = tasks.find((t) => t.id === 'mpi')?.executionInfo?.startTime?.getTime() ?? NaN;
   // Each node's readiness as the emulator stamped it: its start task's end, from the node lists the pipeline read.

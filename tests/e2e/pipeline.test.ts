@@ -9,7 +9,7 @@ import { parse, stringify } from 'yaml';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { checkCleanup, checkResult, getJobView, submitSpec, uploadDemoInputs, watchJob, type JobViewLite } from '../../local/jobRunner';
 import { createContractRecorder } from '../../local/batch/contract';
-import { BatchServiceClient, BatchSharedKeyCredentials, type BatchServiceModels } from '@azure/batch';
+import type { BatchServiceModels } from '@azure/batch';
 
 const DEMO_SPEC = readFileSync(path.join(REPO_ROOT, 'examples', 'demo', 'native-openmpi.yaml'), 'utf8');
 let stack: Stack;
@@ -108,7 +108,7 @@ describe('mpiJob pipeline end to end', () => {
     expect(await checkCleanup(stack, view)).toEqual([]);
 
     // The emulator's task records: where and when each pull, download, preflight and MPI task ran.
-    const batch = new BatchServiceClient(new BatchSharedKeyCredentials(stack.batch.accountName, stack.batch.accountKey), stack.batch.url);
+    const batch = stack.operator.batch();
     const tasks: BatchServiceModels.CloudTask[] = await batch.task.list(view.batchJobId as string);
     const times = (t: BatchServiceModels.CloudTask) => ({ node: t.nodeInfo?.nodeId ?? '', start: t.executionInfo?.startTime?.getTime() ?? NaN, end: t.executionInfo?.endTime?.getTime() ?? NaN });
     const of = (prefix: string) => tasks.filter((t) => t.id?.startsWith(prefix) && t.executionInfo?.exitCode === 0).map(times);
