@@ -34,7 +34,10 @@ export function formatJob(view: JobView): string {
   const progress = progressLine(view);
   if (progress) lines.push(`progress ${progress}`);
   if (view.result?.exitCode !== undefined) lines.push(`exit     ${view.result.exitCode}`);
-  if (view.result?.nodeMinutes !== undefined) lines.push(`usage    ${view.result.nodeMinutes} node-minutes`);
+  if (view.result?.nodeMinutes !== undefined) {
+    const idle = view.result.cost?.idleNodeMinutesBeforeMpi;
+    lines.push(`usage    ${view.result.nodeMinutes} node-minutes${idle !== undefined ? ` (${idle} idle before MPI)` : ''}`);
+  }
   lines.push(...attemptLines(view));
   const preflight = preflightText(view);
   if (preflight) lines.push(`preflight ${preflight}`);
