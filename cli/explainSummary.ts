@@ -64,6 +64,11 @@ export function formatExplain(doc: ExplainDocument): string {
     : 'offline, with the documented default settings (the deployment\'s policies are not checked)';
   lines.push(`job ${doc.jobId} (id from ${doc.jobIdFrom}), ${source}: nothing was created`);
   lines.push('');
+  const q = doc.scheduling;
+  lines.push(...block('Queue', [
+    `${q.queue}, priority ${q.priority}${q.dependsOn.length ? `, after ${q.dependsOn.map((d) => `${d.job} (${d.condition})`).join(', ')}` : ''}`,
+    ...(q.array ? [`array of ${q.array.jobs} job(s) ${q.array.firstJobId} … ${q.array.lastJobId}; shown: ${q.array.shownJobId}`] : []),
+  ]));
   lines.push(...block('Pool', poolLines(doc)));
 
   const job = obj(doc.batchJob.request);
@@ -114,6 +119,21 @@ export function formatExplain(doc: ExplainDocument): string {
     ...(arr(task.outputFiles).length ? ['output files (master, when the task ends):', ...outputFiles(task.outputFiles)] : []),
   ]));
 
+  const p = doc.preflight;
+  lines.push(...block('Preflight', p
+    ? [
+        `${p.taskIds} on every node before the MPI task: ssh within ${p.maxSshMs} ms, ${p.minFreeMB} MB free`
+          + `${p.pingPong.enabled ? `, MPI ping-pong (${pingPongLimits(p.pingPong)})` : ''}`
+          + `${p.runsPreExecutionCommand ? ', after the pre-execution command' : ''}; bad nodes replaced, up to ${p.rounds} more check(s)`,
+      ]
+    : ['none (preflight.enabled false)']));
+  const r = doc.retry;
+  lines.push(...block('Retry', [
+    r.maxAttempts > 1
+      ? `up to ${r.maxAttempts} attempts on ${[...r.on, ...(r.exitCodes.length ? [`exit codes ${r.exitCodes.join(', ')}`] : [])].join(', ') || 'nothing'}, backoff ${r.backoffSeconds.initial}–${r.backoffSeconds.max} s, failed nodes replaced`
+      : 'one attempt (retry.maxAttempts 1)',
+  ]));
+
   const o = doc.outputs;
   if (o) {
     const uploads = o.nodeUploads;
@@ -132,4 +152,12 @@ export function formatExplain(doc: ExplainDocument): string {
   lines.push(`${doc.placeholders.length} value(s) are left open until the job runs (or, offline, to the deployment): shown as <run-time: …> / <deployment: …>.`);
   lines.push('The full requests: hpcjob --json explain <spec>.');
   return lines.join('\n');
+}
+
+function pingPongLimits(pp: { maxLatencyUs: number | null; minBandwidthMBps: number | null }): string {
+  const limits = [
+    ...(pp.maxLatencyUs !== null ? [`latency ≤ ${pp.maxLatencyUs} µs`] : []),
+    ...(pp.minBandwidthMBps !== null ? [`bandwidth ≥ ${pp.minBandwidthMBps} MB/s`] : []),
+  ];
+  return limits.length ? limits.join(', ') : 'figures recorded, not judged';
 }

@@ -34,7 +34,13 @@ export function formatJob(view: JobView): string {
   const progress = progressLine(view);
   if (progress) lines.push(`progress ${progress}`);
   if (view.result?.exitCode !== undefined) lines.push(`exit     ${view.result.exitCode}`);
-  if (view.result?.nodeMinutes !== undefined) lines.push(`usage    ${view.result.nodeMinutes} node-minutes`);
+  if (view.result?.nodeMinutes !== undefined) {
+    const idle = view.result.cost?.idleNodeMinutesBeforeMpi;
+    lines.push(`usage    ${view.result.nodeMinutes} node-minutes${idle !== undefined ? ` (${idle} idle before MPI)` : ''}`);
+  }
+  lines.push(...attemptLines(view));
+  const preflight = preflightText(view);
+  if (preflight) lines.push(`preflight ${preflight}`);
   const timings = Object.entries(view.result?.timings ?? {});
   if (timings.length) lines.push(`timings  ${timings.map(([k, t]) => `${k} ${duration(t.startedAt, t.endedAt)}`).join(', ')}`);
   const outputs = view.result?.outputs;
@@ -83,6 +89,8 @@ export function progressLine(view: Pick<JobView, 'progress'>): string {
   counter('images pulled', p.imagesPulled);
   counter('shards staged', p.shardsStaged);
   counter('shards on nodes', p.shardsDownloaded);
+  if (p.preflight) parts.push(`preflight ${p.preflight.state}${p.preflight.round > 1 ? ` (check ${p.preflight.round})` : ''}`);
+  if (p.attempt && p.attempt.max > 1) parts.push(`attempt ${p.attempt.current}/${p.attempt.max}`);
   if (p.mpi?.state) parts.push(`mpi ${p.mpi.state}`);
   counter('outputs uploaded', p.outputsUploaded);
   if (p.cleanup?.done.length) parts.push(`cleanup: ${p.cleanup.done.join(', ')}`);
@@ -113,4 +121,33 @@ export function formatJobTable(jobs: JobView[]): string {
   }
   const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
   return rows.map((r) => r.map((cell, c) => (c === r.length - 1 ? cell : pad(cell, widths[c]))).join('  ').trimEnd()).join('\n');
+}
+
+/** The attempts of a job that retried (or could): one line each, with why it ended and what came next. */
+export function attemptLines(view: Pick<JobView, 'result'>): string[] {
+  const attempts = view.result?.attempts ?? [];
+  if (attempts.length < 2 && !attempts.some((a) => a.retried)) return [];
+  return attempts.map((a, i) => {
+    const why = a.outcome === 'failed' ? ` (${[a.failureClass, a.reason].filter(Boolean).join(': ')})` : '';
+    const next = a.retried
+      ? `; retried${a.retryAfterMs !== undefined ? ` after ${Math.round(a.retryAfterMs / 1000)} s` : ''}${a.replacedNodes?.length ? `, replacing ${a.replacedNodes.join(', ')}` : ''}`
+      : a.retryReason ? `; not retried: ${a.retryReason}` : '';
+    return `${i === 0 ? 'attempts' : '        '} #${a.attempt} ${a.outcome} on ${a.nodes.length} node(s)${why}${next}`;
+  });
+}
+
+/** The last preflight check: passed or not, over how many nodes, the worst figures and the nodes it replaced. */
+export function preflightText(view: Pick<JobView, 'result'>): string | undefined {
+  const p = view.result?.preflight;
+  if (!p) return undefined;
+  const nodes = Object.values(p.nodes);
+  const worst = (pick: (n: (typeof nodes)[number]) => number | undefined, better: (a: number, b: number) => number) => {
+    const values = nodes.map(pick).filter((v): v is number => v !== undefined);
+    return values.length ? values.reduce(better) : undefined;
+  };
+  const latency = worst((n) => n.latencyUs, (a, b) => Math.max(a, b));
+  const bandwidth = worst((n) => n.bandwidthMBps, (a, b) => Math.min(a, b));
+  const figures = [latency !== undefined ? `worst latency ${latency} µs` : '', bandwidth !== undefined ? `worst bandwidth ${bandwidth} MB/s` : ''].filter(Boolean).join(', ');
+  return `${p.passed ? 'passed' : 'failed'} on ${nodes.length} node(s) after ${p.rounds} check(s)${figures ? `: ${figures}` : ''} (${p.pingPong})`
+    + `${p.replaced.length ? `; replaced ${p.replaced.join(', ')}` : ''}`;
 }

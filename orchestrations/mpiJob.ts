@@ -5,7 +5,7 @@ import { JobCancelled, Orchestration, PipelineRun, StageFailed } from './runtime
 import { activityFailureMessage } from './runtime/activityCalls';
 import { provision, replaceNodes, type ProvisionedPool, type ProvisionRequest } from './stages/provision';
 import { pullImages } from './stages/pullImages';
-import { stageData, StagedData } from './stages/stageData';
+import { EarlyStaging, stageData, StagedData } from './stages/stageData';
 import { preflight } from './stages/preflight';
 import { runMpi } from './stages/runMpi';
 import { runAttempts } from './stages/attempts';
@@ -15,7 +15,7 @@ import { waitInQueue } from './stages/queue';
 import { planJob } from '../shared/planning/jobPlan';
 import { mpiTaskRequest, releaseTaskCommand } from '../shared/planning/mpiTaskRequest';
 import { retryPolicyFor } from '../shared/planning/retryPolicy';
-import { budgetGuard, jobCost, type PriceQuote } from '../shared/ops/cost';
+import { budgetGuard, idleNodeMinutesBeforeMpi, jobCost, type MpiStart, type PriceQuote } from '../shared/ops/cost';
 import { needsNodeUploads, outputsPlan } from '../shared/planning/workloadData';
 import { priorityOf, queueOf } from '../shared/scheduling/demand';
 
@@ -27,6 +27,8 @@ const DEFAULT_QUEUE_POLL_MS = 60_000;
  * stage shards → preflight → MPI task, as attempts retried by failure class on replaced nodes (the spec's `retry`),
  * and cleanup always, whatever happened before (failure, timeout, cancel); then the job's admission is given back and
  * its end recorded and announced. A job that ends while it waits has nothing to clean.
+ * With `settings.overlapStaging` the shards are copied from admission on, beside provisioning and the pulls, and each
+ * node downloads its shards once its own pull is done; the StagingData stage then only waits for what is left.
  */
 export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestration<JobOutcome> {
   const input = context.df.getInput<MpiJobInput>();
@@ -44,6 +46,9 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
   let pendingOutputs: { batchJobId: string; taskId: string } | undefined;
   let nodeUploads = false;
   let outputsUrl: string | undefined;
+  /** The overlapped staging (settings.overlapStaging); runs started without the setting replay the sequential one. */
+  let early: EarlyStaging | undefined;
+  const mpiStarts: MpiStart[] = [];
 
   const enter = function* (stage: JobState, reason: string): Orchestration<void> {
     // A later attempt goes through the stages again; the job row only moves forward (its timeline has the attempts).
@@ -58,10 +63,16 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
   // Nodes that hold the job's images and shards; a node that replaces a failed one gets them before it is used.
   const prepared = new Set<string>();
   const unprepared = () => (pool?.nodes ?? []).filter((n) => !prepared.has(n.id));
-  const pullOn = (nodes: NodeRef[], tag: string) =>
-    pullImages(run, { jobId: input.jobId, batchJobId: batchJobId!, nodes, spec: input.spec, maxAttempts: input.settings.nodeTaskMaxAttempts, sasMaxLifetimeMinutes: input.settings.sasMaxLifetimeMinutes, poolIdentityClientId: input.settings.poolIdentityClientId, taskPrefix: `pull${tag}` });
+  const pullOn = (nodes: NodeRef[], tag: string) => {
+    // Overlapped: each of these nodes downloads its shards as soon as its own pull is done.
+    early?.expect(batchJobId!, pool!.nodes, nodes, `dl${tag}`);
+    const onNodesPulled = early ? (ids: string[]) => early!.offer(ids) : undefined;
+    return pullImages(run, { jobId: input.jobId, batchJobId: batchJobId!, nodes, spec: input.spec, maxAttempts: input.settings.nodeTaskMaxAttempts, sasMaxLifetimeMinutes: input.settings.sasMaxLifetimeMinutes, poolIdentityClientId: input.settings.poolIdentityClientId, taskPrefix: `pull${tag}`, onNodesPulled });
+  };
   const stageOn = function* (nodes: NodeRef[], tag: string): Orchestration<void> {
-    staged = yield* stageData(run, { jobId: input.jobId, batchJobId: batchJobId!, nodes: pool!.nodes, spec: input.spec, settings: input.settings, previous: staged, only: staged ? nodes.map((n) => n.id) : undefined, taskPrefix: `dl${tag}` });
+    staged = early
+      ? yield* early.drain()
+      : yield* stageData(run, { jobId: input.jobId, batchJobId: batchJobId!, nodes: pool!.nodes, spec: input.spec, settings: input.settings, previous: staged, only: staged ? nodes.map((n) => n.id) : undefined, taskPrefix: `dl${tag}` });
     for (const n of nodes) prepared.add(n.id);
   };
 
@@ -96,7 +107,10 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     yield* enter('Provisioning', plan.reusePool ? `reusing pool ${plan.poolId} (admission grant ${waited.grant})` : `creating pool ${plan.poolId} (admission grant ${waited.grant})`);
     price = yield* run.call('costPrice', { vmSize: input.spec.pool.vmSize ?? '' });
     run.guardBudget(budgetGuard(input.spec.limits, price));
+    // The shards need no node: their copy starts now and goes on while the pool allocates and the nodes pull.
+    if (input.settings.overlapStaging) early = yield* EarlyStaging.start(run, { jobId: input.jobId, spec: input.spec, settings: input.settings, plannedNodes: plan.nodes });
     const end = yield* runAttempts(run, { jobId: input.jobId, poolId: plan.poolId, policy: retryPolicyFor(input.spec), records: attempts }, function* (attempt) {
+      const attemptStartedAt = run.now().toISOString();
       pool = pool
         ? yield* replaceNodes(run, provisioning, pool, attempt.replace, { exclude: attempt.exclude, reallocate: attempt.reallocate })
         : yield* provision(run, provisioning, { reallocate: attempt.reallocate });
@@ -126,6 +140,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
       // then; nor before the last attempt, whose tasks may still follow.
       nodeUploads = needsNodeUploads(outputs, pool.nodes.length);
       if (outputs) pendingOutputs = { batchJobId, taskId: attempt.mpiTaskId };
+      mpiStarts.push({ at: run.now().toISOString(), nodes: pool.nodes.map((n) => n.id), attemptStartedAt });
       const ran = yield* runMpi(run, mpiTaskRequest(plan, input.spec, pool.nodes, staged!.destination, batchJobId, urls, attempt.mpiTaskId), { autoComplete: attempt.isLast && !nodeUploads, poolId: pool.poolId, nodes: pool.nodes.map((n) => n.id) });
       pendingOutputs = undefined;
       outputsUrl = urls.outputsContainerUrl;
@@ -154,7 +169,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     deletePool: plan.deletePool,
     // The containers stageData reported, not only those of a finished stage: shards copied before a cancel or a
     // failed download are deleted too.
-    staging: { containers: run.resources().stagingContainers ?? [], keep: plan.keepStagedData },
+    staging: { containers: run.resources().stagingContainers ?? [], keep: plan.keepStagedData, settle: early && (() => early!.settle()) },
     awaitOutputs: pendingOutputs,
   }, outcome.state);
   if (cleaned.failed.length) outcome.reason = [outcome.reason, `cleanup incomplete: ${cleaned.failed.join('; ')}`].filter(Boolean).join('; ');
@@ -172,9 +187,11 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
       { vmSize: input.spec.pool.vmSize, dedicatedNodes: nodes, lowPriorityNodes: 0, allocatedAt, releasedAt: released },
       timings,
       price ?? { currency: 'USD', source: 'no price looked up' },
+      mpiStarts.length ? idleNodeMinutesBeforeMpi(run.nodeReadyAt, mpiStarts) : undefined,
     );
     outcome.result = { ...outcome.result, cost, nodeMinutes: cost.nodeMinutes.total };
   }
+  if (early) outcome.result = { ...outcome.result, staging: { overlapped: true, ...early.times } };
   return yield* finish(outcome, cleaned.done);
 }
 

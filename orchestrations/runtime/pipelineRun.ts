@@ -33,6 +33,18 @@ export class JobTimedOut extends StageFailed {
 
 export type Orchestration<T> = Generator<Task, T, unknown>;
 
+/**
+ * Work that runs beside the stages (the early shard copy, the downloads of nodes whose pulls are done): it advances
+ * whenever a stage waits. `step` may call activities (it runs at the start of each wait) and may throw to fail the
+ * stage that waits; `fresh` hands over the durable tasks it created since the last wait, which the wait races with
+ * its timer exactly once (a task yielded again inside a later Task.any would be scheduled again by the extension,
+ * azure-functions-durable-js#574), so its end is noticed later through `isCompleted`.
+ */
+export interface BackgroundWork {
+  step(): Orchestration<void>;
+  fresh(): Task[];
+}
+
 /** 3 attempts, 2 s then 4 s apart: long enough for a throttling burst, short enough to report real failures promptly. */
 const ACTIVITY_RETRY = retryOptions(2_000, 3);
 
@@ -106,6 +118,25 @@ export class PipelineRun {
     this.usage.allocatedAt = allocatedAt;
   }
 
+  /** The first time the run saw each node idle (ISO), for the billed idle time before the MPI task. */
+  readonly nodeReadyAt: Record<string, string> = {};
+
+  noteNodesReady(nodeIds: readonly string[]): void {
+    const now = this.now().toISOString();
+    for (const id of nodeIds) this.nodeReadyAt[id] ??= now;
+  }
+
+  private readonly background = new Set<BackgroundWork>();
+
+  /** Runs `work` beside the stages until `stopBackground(work)`. */
+  startBackground(work: BackgroundWork): void {
+    this.background.add(work);
+  }
+
+  stopBackground(work: BackgroundWork): void {
+    this.background.delete(work);
+  }
+
   isCancelRequested(): boolean {
     return this.cancelEvent.isCompleted;
   }
@@ -157,11 +188,18 @@ export class PipelineRun {
    */
   *sleep(stage: JobState, ms: number): Orchestration<void> {
     this.checkpoint(stage);
-    const timer = this.ctx.df.createTimer(new Date(this.now().getTime() + ms));
-    const winner = yield this.ctx.df.Task.any([timer, this.cancelEvent]);
-    if (winner === this.cancelEvent) {
+    const until = new Date(this.now().getTime() + ms);
+    for (;;) {
+      // Background work first (it may start downloads or copies), then the wait raced with what it just started.
+      for (const work of [...this.background]) yield* work.step();
+      const fresh = [...this.background].flatMap((w) => w.fresh());
+      const timer = this.ctx.df.createTimer(until);
+      const winner = yield this.ctx.df.Task.any([timer, this.cancelEvent, ...fresh]);
+      if (winner === timer) return;
       timer.cancel();
-      throw new JobCancelled(this.cancelReason());
+      if (winner === this.cancelEvent) throw new JobCancelled(this.cancelReason());
+      if (this.now().getTime() >= until.getTime()) return;
+      // A background task ended first: let the work go on, then wait for the rest of the interval on a new timer.
     }
   }
 

@@ -8,7 +8,8 @@ export interface CleanupRequest {
   batchJobId?: string;
   pool?: { poolId: string; createdByUs: boolean };
   deletePool: 'always' | 'onSuccess' | 'never';
-  staging: { containers: StagingContainerRef[]; keep: boolean };
+  /** `settle`: waits for shard copies still running (an overlapped staging), so none writes after the deletion. */
+  staging: { containers: StagingContainerRef[]; keep: boolean; settle?: () => Orchestration<void> };
   /**
    * The MPI task whose output files Batch still has to upload (a cancel or failure while it may run, on a job with
    * outputs): the pool waits until the task completed after the job's termination.
@@ -62,6 +63,8 @@ export function* cleanup(run: PipelineRun, req: CleanupRequest, outcome: Termina
     // pool being deleted the nodes go anyway.
     yield* together([...(req.batchJobId ? [terminate()] : []), ...(req.pool && deletePool ? [removePool()] : [])]);
   }
+  // After the pool's deletion was requested: a copy still running must not hold up the end of the billing.
+  if (req.staging.settle) yield* req.staging.settle();
   if (req.staging.containers.length && !req.staging.keep) {
     yield* together([{ name: 'staged data deleted', task: run.start('stagedDataDelete', { containers: req.staging.containers }, CLEANUP_RETRY) }]);
   }

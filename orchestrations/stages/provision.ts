@@ -114,6 +114,7 @@ function* waitForNodes(run: PipelineRun, req: ProvisionRequest, sel: { minNodes:
     const nodes: Record<string, NodeProgress> = {};
     for (const n of obs.nodes) nodes[n.id] = n.state === 'idle' ? 'idle' : ['unusable', 'starttaskfailed'].includes(n.state) ? 'failed' : 'allocating';
     const idle = obs.nodes.filter((n) => n.state === 'idle').length;
+    run.noteNodesReady(obs.nodes.filter((n) => n.state === 'idle').map((n) => n.id));
     // Every node of a pool we own bills from allocation, ready or not; a reused pool's nodes bill this job only once it runs on them.
     if (!req.reuse) run.recordUsage(billed(obs.nodes.length), allocatedAt);
     run.report({ nodes, progress: { nodesReady: { done: Math.min(idle, req.nodes), total: req.nodes } } });

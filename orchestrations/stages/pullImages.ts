@@ -17,6 +17,11 @@ export interface PullImagesRequest {
   poolIdentityClientId?: string;
   /** Task-id prefix (default "pull"); nodes that replace others pull under their own, as ids are unique in a Batch job. */
   taskPrefix?: string;
+  /**
+   * Told which nodes hold every image as soon as the stage knows (each node once; all of them at once when there is
+   * nothing to pull): their shard downloads may start while other nodes still pull.
+   */
+  onNodesPulled?: (nodeIds: string[]) => void;
 }
 
 /**
@@ -30,6 +35,7 @@ export function* pullImages(run: PipelineRun, req: PullImagesRequest): Orchestra
   const { container } = req.spec;
   if (container.runtime === 'none' || container.images.length === 0 || req.nodes.length === 0) {
     run.report({ progress: { imagesPulled: { done: req.nodes.length, total: req.nodes.length } } });
+    req.onNodesPulled?.(req.nodes.map((n) => n.id));
     return;
   }
   const blobs = imageBlobs(req.spec);
@@ -48,5 +54,6 @@ export function* pullImages(run: PipelineRun, req: PullImagesRequest): Orchestra
     inFlightState: 'pulling',
     doneState: 'pulled',
     taskFor: () => pullNodeTask(task),
+    onNodesDone: req.onNodesPulled,
   });
 }

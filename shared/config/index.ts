@@ -128,6 +128,8 @@ export interface PipelineConfig {
   sasMaxLifetimeMinutes: number;
   /** Judge the preflight ping-pong of RDMA jobs by the built-in thresholds when a spec sets none (docs/scheduling.md). */
   preflightFabricDefaults: boolean;
+  /** Copy shards from admission on and start each node's downloads when its pull ends (PIPELINE_OVERLAP, docs/pipeline.md). */
+  overlapStaging: boolean;
 }
 
 export interface OpsConfig {
@@ -244,6 +246,8 @@ const envSchema = z.object({
   PRICE_TABLE_JSON: z.string().optional(),
   ...authEnvSchema,
   PREFLIGHT_FABRIC_DEFAULTS: z.string().trim().optional()
+    .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
+  PIPELINE_OVERLAP: z.string().trim().optional()
     .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
   CONTAINER_ALLOW_PRIVILEGED: z.string().trim().optional()
     .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
@@ -369,6 +373,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       nodeTaskMaxAttempts: e.NODE_TASK_MAX_ATTEMPTS,
       sasMaxLifetimeMinutes: e.SAS_MAX_LIFETIME_HOURS * 60,
       preflightFabricDefaults: e.PREFLIGHT_FABRIC_DEFAULTS !== 'false',
+      overlapStaging: e.PIPELINE_OVERLAP !== 'false',
     },
     queueMaxDequeueCount: e.QUEUE_MAX_DEQUEUE_COUNT,
     ops: {

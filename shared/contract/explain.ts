@@ -132,6 +132,34 @@ export const ExplainDocumentSchema = z.object({
       otherNodes: BatchBody('The upload task of every other node (Task_Add), for the outcome in which files are uploaded').nullable(),
     }).nullable().meta({ description: 'The per-node upload tasks after the MPI task (null when nothing comes from the nodes): one per node, id up-<node index>-a<attempt>.' }),
   }).nullable().meta({ description: 'What outlives the pool (null without outputs). The master\'s files are the MPI task\'s own outputFiles.' }),
+  scheduling: z.object({
+    queue: z.string().meta({ description: 'The admission queue the job waits in (spec queue, else "default").' }),
+    priority: z.number().meta({ description: 'Its priority in that queue (higher first).' }),
+    dependsOn: z.array(z.object({ job: z.string(), condition: z.enum(['succeeded', 'finished']) }))
+      .meta({ description: 'Jobs that must end first (and how) before this one is admitted.' }),
+    array: z.object({
+      jobs: z.number().meta({ description: 'How many jobs the array runs.' }),
+      firstJobId: z.string(),
+      lastJobId: z.string(),
+      shownJobId: z.string().meta({ description: 'The array\'s job whose requests this document shows (its first); the others differ in their ids and MPIJOB_ARRAY_INDEX / MPIJOB_ARRAY_PARAM.' }),
+    }).nullable().meta({ description: 'An array: its jobs run as jobs of their own, "<id>-<index>" (null for a single job).' }),
+  }).meta({ description: 'How the job is queued and admitted before its pool is created (docs/scheduling.md).' }),
+  preflight: z.object({
+    taskIds: z.string().meta({ description: 'The check\'s task ids: preflight-<attempt>-<round>.' }),
+    rounds: z.number().meta({ description: 'Checks after replacing bad nodes before the attempt fails (preflight.rounds).' }),
+    maxSshMs: z.number(),
+    minFreeMB: z.number(),
+    runsPreExecutionCommand: z.boolean(),
+    pingPong: z.object({ enabled: z.boolean(), maxLatencyUs: z.number().nullable(), minBandwidthMBps: z.number().nullable() })
+      .meta({ description: 'The MPI ping-pong between node pairs and the thresholds a node is judged by (null: recorded, not judged).' }),
+    request: BatchBody('The preflight check (Task_Add): a multi-instance task, one rank per node, with the MPI task\'s launcher, fabric and files'),
+  }).nullable().meta({ description: 'The check of the nodes before the MPI task (null when preflight.enabled is false).' }),
+  retry: z.object({
+    maxAttempts: z.number().meta({ description: 'Attempts in all, the first included (retry.maxAttempts).' }),
+    on: z.array(z.string()).meta({ description: 'Failure classes retried on replaced nodes.' }),
+    exitCodes: z.array(z.number()).meta({ description: 'MPI exit codes retried.' }),
+    backoffSeconds: z.object({ initial: z.number(), max: z.number() }),
+  }).meta({ description: 'Retries by failure class: each attempt replaces the failed nodes and runs under its own task ids (docs/scheduling.md#attempts).' }),
   limits: z.object({
     mpiMaxWallClockSeconds: z.number().nullable(),
     maxRetries: z.number(),

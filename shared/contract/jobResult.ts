@@ -75,6 +75,8 @@ export const JobCostSchema = z.object({
   currency: z.string(),
   estimatedCost: z.number().optional().meta({ description: 'Absent when the VM size is not in the price table.' }),
   priceSource: z.string(),
+  idleNodeMinutesBeforeMpi: z.number().optional()
+    .meta({ description: 'Σ over nodes of (node ready → MPI task start), per MPI task started: billed minutes nodes sat idle before MPI.' }),
 }).meta({ title: 'JobCost' });
 export type JobCost = z.infer<typeof JobCostSchema>;
 
@@ -120,9 +122,16 @@ export const AttemptSchema = z.object({
 }).meta({ title: 'Attempt' });
 export type Attempt = z.infer<typeof AttemptSchema>;
 
+export const StagingTimesSchema = z.object({
+  overlapped: z.boolean().meta({ description: 'Staged beside provisioning and the pulls (PIPELINE_OVERLAP).' }),
+  copy: StageTimingSchema.meta({ description: 'The server-side shard copy: from admission to the last URL minted.' }),
+  downloads: StageTimingSchema.optional().meta({ description: 'The first node download task added → the last one seen done.' }),
+}).meta({ title: 'StagingTimes' });
+
 export const JobResultSchema = z.object({
   exitCode: z.number().optional(),
   timings: z.record(z.string(), StageTimingSchema).meta({ description: 'When each stage started and ended.' }),
+  staging: StagingTimesSchema.optional().meta({ description: 'When the overlapped staging copied and downloaded (its work runs across the stages of `timings`).' }),
   nodeMinutes: z.number().optional(),
   cost: JobCostSchema.optional(),
   logs: z.array(LogRefSchema).optional(),

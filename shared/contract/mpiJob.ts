@@ -45,6 +45,11 @@ export interface PipelineSettings {
   queuePollMs?: number;
   /** Judge RDMA ping-pongs by the built-in thresholds when the spec sets none (absent, as in older inputs: yes). */
   preflightFabricDefaults?: boolean;
+  /**
+   * Stage shards beside provisioning and the pulls (PIPELINE_OVERLAP). Absent in runs started before the overlap: they
+   * replay the sequential pipeline they started with.
+   */
+  overlapStaging?: boolean;
 }
 
 export interface MpiJobInput {

@@ -13,6 +13,7 @@ export function pipelineSettings(config: AppConfig): PipelineSettings {
     sasMaxLifetimeMinutes: config.pipeline.sasMaxLifetimeMinutes,
     queuePollMs: config.admission.pollMs,
     preflightFabricDefaults: config.pipeline.preflightFabricDefaults,
+    overlapStaging: config.pipeline.overlapStaging,
     ...(config.poolIdentity ? { poolIdentityClientId: config.poolIdentity.clientId } : {}),
   };
 }

@@ -33,6 +33,34 @@ export interface JobCost {
   /** Absent when the VM size is not in the price table. */
   estimatedCost?: number;
   priceSource: string;
+  /** Σ over nodes of (node ready → MPI task start): billed minutes nodes sat idle before MPI (absent without an MPI task). */
+  idleNodeMinutesBeforeMpi?: number;
+}
+
+/** One MPI task start: when the task was added, on which nodes, and when its attempt began. */
+export interface MpiStart {
+  at: string;
+  nodes: readonly string[];
+  attemptStartedAt: string;
+}
+
+/**
+ * Billed idle node-minutes before MPI: for each MPI task started, Σ over its nodes of (the node ready → the task's
+ * start), a node's readiness counted from its attempt's start at the earliest (the wait between attempts is the
+ * retry's, not the staging's). A node never seen ready counts from its attempt's start. Times as the orchestrator saw
+ * them (within one poll).
+ */
+export function idleNodeMinutesBeforeMpi(nodeReadyAt: Readonly<Record<string, string>>, starts: readonly MpiStart[]): number {
+  let ms = 0;
+  for (const s of starts) {
+    const at = Date.parse(s.at);
+    const from = Date.parse(s.attemptStartedAt);
+    for (const id of s.nodes) {
+      const ready = nodeReadyAt[id] ? Math.max(from, Date.parse(nodeReadyAt[id])) : from;
+      ms += Math.max(0, at - ready);
+    }
+  }
+  return round2(ms / 60_000);
 }
 
 const round2 = (n: number) => Math.round(n * 100) / 100;
@@ -50,6 +78,7 @@ export function jobCost(
   usage: PoolUsage,
   timings: Record<string, StageTiming>,
   price: { pricePerNodeHour?: number; currency: string; source: string },
+  idleBeforeMpi?: number,
 ): JobCost {
   const minutes = minutesBetween(usage.allocatedAt, usage.releasedAt);
   const dedicated = usage.dedicatedNodes * minutes;
@@ -72,6 +101,7 @@ export function jobCost(
     perStage,
     currency: price.currency,
     priceSource: price.source,
+    ...(idleBeforeMpi !== undefined ? { idleNodeMinutesBeforeMpi: idleBeforeMpi } : {}),
   };
   if (price.pricePerNodeHour !== undefined) {
     cost.pricePerNodeHour = price.pricePerNodeHour;

@@ -25,6 +25,11 @@ import {
   uploadTaskRequest, type MountCredentials,
 } from './batchRequests';
 import { planJob, stagingContainerFor } from './jobPlan';
+import { preflightTaskId, preflightTaskRequest, preflightThresholds } from './preflight';
+import { retryPolicyFor } from './retryPolicy';
+import { expandArray } from '../scheduling/arrays';
+import { DEFAULT_QUEUE } from '../spec/sections/scheduling';
+import { PlanningError } from './errors';
 import { imageBlobs, imageLabel, mpiTaskInput, mpiTaskRequest, pullTask, releaseTaskCommand, sifCacheKeyFor } from './mpiTaskRequest';
 import {
   mountRequests, needsNodeUploads, nodeFileSources, nodeSasLifetimeMs, nodeUploadTask, outputsPlan, scratchOf, type MountRequest, type OutputsPlan,
@@ -132,6 +137,23 @@ function placeholdersOf(doc: unknown): string[] {
 }
 
 export function explainJob(input: ExplainInput): ExplainDocument {
+  // An array runs as jobs of its own: show the first, whose requests are what every other differs from only in ids
+  // and the array variables.
+  if (input.spec.array) {
+    const expanded = expandArray(input.jobId, input.spec);
+    if (!expanded.ok) throw new PlanningError(expanded.errors.map((e) => `${e.path}: ${e.message}`).join('; '));
+    const [first] = expanded.children;
+    const last = expanded.children[expanded.children.length - 1];
+    const doc = explainOne({ ...input, jobId: first.id, spec: first.spec });
+    doc.jobId = input.jobId;
+    doc.scheduling.array = { jobs: expanded.children.length, firstJobId: first.id, lastJobId: last.id, shownJobId: first.id };
+    doc.notes.unshift(`array: ${expanded.children.length} jobs ${first.id} … ${last.id}, each queued, admitted and run on its own pool; the requests shown are ${first.id}'s.`);
+    return doc;
+  }
+  return explainOne(input);
+}
+
+function explainOne(input: ExplainInput): ExplainDocument {
   const { jobId, spec, settings } = input;
   const plan = planJob(jobId, spec);
   const notes: string[] = [];
@@ -224,6 +246,21 @@ export function explainJob(input: ExplainInput): ExplainDocument {
   const scratch = scratchOf(spec, jobId);
   const ppn = spec.mpi.processesPerNode;
 
+  // ---- queue, preflight, retries -------------------------------------------------------------------------------
+  const thresholds = preflightThresholds(spec, spec.pool.vmSize ?? plan.poolCreate.vmSize);
+  const preflight: ExplainDocument['preflight'] = spec.preflight.enabled
+    ? {
+        taskIds: 'preflight-<attempt>-<round>',
+        rounds: spec.preflight.rounds,
+        maxSshMs: thresholds.maxSshMs,
+        minFreeMB: thresholds.minFreeMB,
+        runsPreExecutionCommand: thresholds.runsPreExecution,
+        pingPong: { enabled: thresholds.pingPong.enabled, maxLatencyUs: thresholds.pingPong.maxLatencyUs ?? null, minBandwidthMBps: thresholds.pingPong.minBandwidthMBps ?? null },
+        request: plain(buildMpiTaskParameter(mpiTaskSpec(preflightTaskRequest(plan, spec, nodes, plan.batchJobId, preflightTaskId(1, 1), { commonResourceFiles, outputsContainerUrl })))),
+      }
+    : null;
+  const retry = retryPolicyFor(spec);
+
   // ---- notes ---------------------------------------------------------------------------------------------------
   if (plan.minNodes < plan.nodes) {
     notes.push(`pool.partialAllocation: the MPI task spans the nodes that are ready, ${plan.minNodes} to ${plan.nodes}; the requests show ${plan.nodes}.`);
@@ -303,6 +340,19 @@ export function explainJob(input: ExplainInput): ExplainDocument {
           nodeUploads: uploadsFollow ? nodeUploads(outputs, outputsContainerUrl as string) : null,
         }
       : null,
+    scheduling: {
+      queue: spec.queue ?? DEFAULT_QUEUE,
+      priority: spec.priority ?? 0,
+      dependsOn: (spec.dependsOn ?? []).map((d) => ({ job: d.job, condition: d.condition })),
+      array: null,
+    },
+    preflight,
+    retry: {
+      maxAttempts: retry.maxAttempts,
+      on: [...retry.on],
+      exitCodes: [...retry.exitCodes],
+      backoffSeconds: { initial: retry.backoff.initialMs / 1000, max: retry.backoff.maxMs / 1000 },
+    },
     limits: {
       mpiMaxWallClockSeconds: plan.mpiMaxWallClockSeconds ?? null,
       maxRetries: spec.limits.maxRetries,

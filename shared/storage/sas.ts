@@ -47,6 +47,7 @@ export async function containerSasUrl(account: BlobAccount, container: string, p
     startsOn,
     expiresOn,
     protocol: client.url.startsWith('https:') ? SASProtocol.Https : SASProtocol.HttpsAndHttp,
+    version: SAS_VERSION,
   };
   if (account.sharedKey) return `${client.url}?${generateBlobSASQueryParameters(options, account.sharedKey).toString()}`;
   const key = await account.service.getUserDelegationKey(startsOn, expiresOn);

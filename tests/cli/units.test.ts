@@ -8,7 +8,7 @@ import { targetPath } from '../../cli/commands/download';
 import { CliError, ExitCode } from '../../cli/errors';
 import type { JobView } from '../../cli/apiClient';
 import { unseenTail } from '../../cli/commands/logs';
-import { formatJob, queueText, statusLine } from '../../cli/format';
+import { attemptLines, formatJob, preflightText, progressLine, queueText, statusLine } from '../../cli/format';
 
 describe('resolveConnection', () => {
   let home: string;
@@ -116,5 +116,34 @@ describe('a queued job in status and watch', () => {
     expect(queueText({ ...queued, queue: { name: 'default', state: 'notQueued' }, progress: { queue: { waitingFor: 'dependencies', pending: ['prep', 'mesh'] } } })).toBe('waiting for dependencies: prep, mesh');
     expect(queueText({ ...queued, queue: { name: 'urgent', state: 'granted', grant: 41 } })).toBe('admitted (grant 41) in queue urgent');
     expect(queueText({ ...queued, state: 'Running', queue: { name: 'default', state: 'waiting', position: 1 } })).toBeUndefined();
+  });
+});
+
+describe('attempts and the preflight check in status and watch', () => {
+  const base: JobView = { id: 'r1', name: 'r1', state: 'Succeeded', stage: 'Succeeded' };
+  const at = '2026-11-23T10:00:00Z';
+
+  it('lists every attempt of a job that retried, with why it ended and what came next', () => {
+    const view: JobView = { ...base, result: { timings: {}, attempts: [
+      { attempt: 1, startedAt: at, endedAt: at, nodes: ['n1', 'n2'], outcome: 'failed', failureClass: 'nodeFailure', reason: 'node n2 became unusable', retried: true, retryAfterMs: 30_000, replacedNodes: ['n2'], nodeMinutes: 2 },
+      { attempt: 2, startedAt: at, endedAt: at, nodes: ['n1', 'n3'], outcome: 'succeeded', nodeMinutes: 3 },
+    ] } };
+    expect(attemptLines(view)).toEqual([
+      'attempts #1 failed on 2 node(s) (nodeFailure: node n2 became unusable); retried after 30 s, replacing n2',
+      '         #2 succeeded on 2 node(s)',
+    ]);
+    expect(formatJob(view)).toContain('attempts #1 failed');
+    // One attempt that was not retried says nothing: the error line tells it.
+    expect(attemptLines({ ...base, result: { timings: {}, attempts: [{ attempt: 1, startedAt: at, endedAt: at, nodes: ['n1'], outcome: 'succeeded', nodeMinutes: 1 }] } })).toEqual([]);
+  });
+
+  it('shows the last check with its worst figures and the nodes it replaced; the live line shows the check and the attempt', () => {
+    const view: JobView = { ...base, result: { timings: {}, preflight: { rounds: 2, passed: true, pingPong: 'measured over 2 pair(s)', replaced: ['n2'], nodes: {
+      n1: { ok: true, ip: '10.0.0.4', latencyUs: 2.1, bandwidthMBps: 11000, problems: [] },
+      n3: { ok: true, ip: '10.0.0.6', latencyUs: 3.4, bandwidthMBps: 9000, problems: [] },
+    } } } };
+    expect(preflightText(view)).toBe('passed on 2 node(s) after 2 check(s): worst latency 3.4 µs, worst bandwidth 9000 MB/s (measured over 2 pair(s)); replaced n2');
+    expect(formatJob(view).split('\n')).toContain(`preflight ${preflightText(view)}`);
+    expect(progressLine({ progress: { progress: { preflight: { state: 'replacing', round: 2 }, attempt: { current: 2, max: 3 } } } })).toBe('preflight replacing (check 2) · attempt 2/3');
   });
 });

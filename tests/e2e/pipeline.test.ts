@@ -9,11 +9,17 @@ import { parse, stringify } from 'yaml';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { checkCleanup, checkResult, getJobView, submitSpec, uploadDemoInputs, watchJob, type JobViewLite } from '../../local/jobRunner';
 import { createContractRecorder } from '../../local/batch/contract';
+import type { BatchServiceModels } from '@azure/batch';
 
 const DEMO_SPEC = readFileSync(path.join(REPO_ROOT, 'examples', 'demo', 'native-openmpi.yaml'), 'utf8');
 let stack: Stack;
 /** Every Batch request the running product sends, and every answer, checked against the official spec. */
 const batchContract = createContractRecorder();
+/** When the emulator answered each Batch request (its request log, stamped as the answer is sent). */
+const batchLog: { at: number; method: string; path: string; status: number; id?: string }[] = [];
+let demoInputs: ReturnType<typeof uploadDemoInputs> | undefined;
+/** The demo data set (100 MB under data1/inputs/demo/), uploaded once for the tests that read it. */
+const inputs = () => (demoInputs ??= uploadDemoInputs(stack, 100));
 
 // The demo spec as plain YAML data, edited per test.
 type SpecDoc = { id?: string; data?: unknown; mpi: { command: string } } & Record<string, unknown>;
@@ -30,7 +36,10 @@ async function getJob(id: string): Promise<JobViewLite> {
 beforeAll(async () => {
   const logs = path.join(REPO_ROOT, 'test-artifacts');
   mkdirSync(logs, { recursive: true });
-  stack = await startStack({ port: 0, logDestination: path.join(logs, 'e2e-host.log'), demoImageFillerBytes: 64 * 1024, batch: { onExchange: (ex) => batchContract.onExchange(ex) } });
+  stack = await startStack({ port: 0, logDestination: path.join(logs, 'e2e-host.log'), demoImageFillerBytes: 64 * 1024, batch: { onExchange: (ex) => {
+    batchLog.push({ at: Date.now(), method: ex.method, path: ex.path, status: ex.status, id: (ex.requestBody as { id?: string } | undefined)?.id });
+    batchContract.onExchange(ex);
+  } } });
 }, 120_000);
 afterAll(async () => stack?.stop(), 60_000);
 
@@ -60,7 +69,7 @@ describe('job API surface', () => {
 describe('mpiJob pipeline end to end', () => {
   it('runs a real MPI job over staged shards, verifies the result, and leaves no pool, job or staged data', async () => {
     // 100 MB in 20-25 MB shards: several shards per staging account and per node, for a fraction of the I/O.
-    const expected = await uploadDemoInputs(stack, 100);
+    const expected = await inputs();
     const id = await submitSpec(stack, variant((s) => {
       s.id = 'e2e-native';
       (s.data as { shardSizeMB?: unknown }).shardSizeMB = { min: 20, max: 25 };
@@ -81,6 +90,52 @@ describe('mpiJob pipeline end to end', () => {
     expect(staged?.total).toBeGreaterThanOrEqual(4);
     expect(staged?.done).toBe(staged?.total);
   }, 360_000);
+
+  it('overlapped staging on a docker job: copy before the Batch job exists, each node downloads after its own pull, MPI after every download', async () => {
+    const expected = await inputs();
+    // The example names the registry localhost:5000; the stack's listens on an ephemeral port (as local/demo.ts does).
+    const spec = parse(readFileSync(path.join(REPO_ROOT, 'examples', 'demo', 'docker-openmpi.yaml'), 'utf8').replace(/localhost:5000\//g, `${stack.registry.host}/`)) as SpecDoc;
+    spec.id = 'e2e-overlap';
+    (spec.pool as { nodes: number }).nodes = 4;
+    // One node pulls at a time, so pulls and downloads can interleave.
+    (spec.container as { pullConcurrency: number }).pullConcurrency = 1;
+    (spec.data as { shardSizeMB?: unknown }).shardSizeMB = { min: 20, max: 25 };
+    const id = await submitSpec(stack, stringify(spec));
+    const view = await watchJob(stack, id, 420_000);
+    expect(view.error).toBeUndefined();
+    expect(view.state).toBe('Succeeded');
+    expect(checkResult(view, expected)).toEqual([]);
+    expect(await checkCleanup(stack, view)).toEqual([]);
+
+    // The emulator's task records: where and when each pull, download, preflight and MPI task ran.
+    const batch = stack.operator.batch();
+    const tasks: BatchServiceModels.CloudTask[] = await batch.task.list(view.batchJobId as string);
+    const times = (t: BatchServiceModels.CloudTask) => ({ node: t.nodeInfo?.nodeId ?? '', start: t.executionInfo?.startTime?.getTime() ?? NaN, end: t.executionInfo?.endTime?.getTime() ?? NaN });
+    const of = (prefix: string) => tasks.filter((t) => t.id?.startsWith(prefix) && t.executionInfo?.exitCode === 0).map(times);
+    const pulls = of('pull-');
+    const downloads = of('dl-');
+    expect(pulls).toHaveLength(4);
+    expect(downloads).toHaveLength(4);
+    // A node's download started only after its own pull ended.
+    for (const d of downloads) {
+      const pull = pulls.find((p) => p.node === d.node);
+      expect(pull).toBeDefined();
+      expect(d.start).toBeGreaterThanOrEqual(pull!.end);
+    }
+    // The preflight and the MPI task started only after every node's download ended.
+    const lastDownload = Math.max(...downloads.map((d) => d.end));
+    const mpi = times(tasks.find((t) => t.id === 'mpi')!);
+    expect(mpi.start).toBeGreaterThanOrEqual(lastDownload);
+    for (const p of tasks.filter((t) => t.id?.startsWith('preflight')).map(times)) expect(p.start).toBeGreaterThanOrEqual(lastDownload);
+
+    // The copy started at admission: before the Batch job (created once the pool's nodes were ready) was requested.
+    const result = view.result as { staging?: { overlapped: boolean; copy: { startedAt: string; endedAt?: string } }; cost?: { idleNodeMinutesBeforeMpi?: number } };
+    expect(result.staging?.overlapped).toBe(true);
+    const jobCreated = batchLog.find((e) => e.method === 'POST' && e.path === '/jobs' && e.status === 201 && e.id === view.batchJobId);
+    expect(jobCreated).toBeDefined();
+    expect(Date.parse(result.staging!.copy.startedAt)).toBeLessThan(jobCreated!.at);
+    expect(result.cost?.idleNodeMinutesBeforeMpi).toBeGreaterThan(0);
+  }, 480_000);
 
   it('ends Failed with the exit code and log locations when the MPI program fails, and still cleans up', async () => {
     const id = await submitSpec(stack, variant((s) => {

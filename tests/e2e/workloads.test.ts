@@ -200,6 +200,8 @@ describe('the jobs ran what their dry runs showed', () => {
     for (const t of tasks) {
       const tid = String(t.id);
       const problems = tid === 'mpi' ? differences(doc.mpiTask.request, t, tid)
+        // The document shows the first check; a later round's differs in its id only.
+        : tid.startsWith('preflight-') ? differences(doc.preflight && { ...doc.preflight.request, id: tid }, t, tid)
         : tid.startsWith('pull-') ? differences(doc.imagePulls?.task.request, t, tid)
           : tid.startsWith('dl-') ? downloadTaskDifferences(doc.staging.task.request, t, tid)
             : tid.startsWith('up-') ? [doc.outputs?.nodeUploads?.master, doc.outputs?.nodeUploads?.otherNodes].some((u) => u && differences(u, t).length === 0) ? [] : [`${tid}: matches no upload task of the document`]
@@ -208,6 +210,7 @@ describe('the jobs ran what their dry runs showed', () => {
     }
     expect(ids.filter((t) => t.startsWith('pull-')).length).toBe(doc.imagePulls ? 2 : 0);
     expect(ids.filter((t) => t.startsWith('dl-')).length).toBeGreaterThanOrEqual(2);
+    expect(ids.some((t) => t.startsWith('preflight-'))).toBe(doc.preflight !== null);
   });
 });
 

@@ -20,7 +20,7 @@ import { BatchServiceClient, BatchSharedKeyCredentials } from '@azure/batch';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { APP_IDENTITY, AZURE_RESOURCES } from '../../local/identity';
 import { BATCH_TOKEN_SCOPE, loadConfig } from '../../shared/config';
-import { readOnlyBlobUrl, SAS_VERSION } from '../../shared/storage/sas';
+import { containerSasUrl, readOnlyBlobUrl, SAS_VERSION } from '../../shared/storage/sas';
 import { blobAccount } from '../../shared/storage/clients';
 
 let stack: Stack;
@@ -154,6 +154,11 @@ describe('Azurite refuses what a storage account with shared keys disabled refus
     expect(byDelegation).toMatchObject({ status: 200, text: 'hello' });
     // Its signature is checked: the same SAS for another blob is refused.
     expect((await raw(url.replace('/hello.txt?', '/other.txt?'))).status).toBe(403);
+    // A container SAS (what outputs, prefix files and blobfuse mounts get) is a user delegation SAS too: it lists.
+    const container = await containerSasUrl(blobAccount({ kind: 'managedIdentity', accountName: account, blobEndpoint: stack.azurite.blobEndpoint(account) }), 'keyless', 'rl', expiresOn);
+    expect(new URL(container).searchParams.get('sv')).toBe(SAS_VERSION);
+    const listed = await raw(container.replace('?', '?restype=container&comp=list&'));
+    expect({ status: listed.status, lists: listed.text.includes('<Name>hello.txt</Name>') }).toEqual({ status: 200, lists: true });
   });
 
   it('a wrong or expired token: 401 InvalidAuthenticationInfo with the reason and the Bearer challenge; the right one is served', async () => {

@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import {
-  costSummary, displayedNodes, shortNodeLabels, exitCodes, formatDuration, jobDurationMs, jobHref, listQuery, nodeCells, nodeStateCounts, parseRoute,
+  attemptRows, costSummary, displayedNodes, preflightRows, shortNodeLabels, exitCodes, formatDuration, jobDurationMs, jobHref, listQuery, nodeCells, nodeStateCounts, parseRoute,
   progressBars, queueSummary, stageSpans, type JobView,
 } from '../../web/src/model';
 import { buildPage, GENERATED, renderModule } from '../../web/build';
@@ -103,6 +103,29 @@ describe('dashboard view model', () => {
       .toEqual({ estimate: undefined, nodeMinutes: 4.5, detail: 'Standard_D8s_v5 · 3 nodes · prices: builtin' });
     expect(costSummary({ result: { nodeMinutes: 2 } })).toEqual({ nodeMinutes: 2 });
     expect(costSummary({})).toBeUndefined();
+  });
+
+  it('shows the attempts of a job that retried and its last preflight check, failed nodes first', () => {
+    const at = '2026-01-01T00:00:00.000Z';
+    expect(attemptRows({ result: { attempts: [
+      { attempt: 1, startedAt: at, endedAt: at, nodes: ['a', 'b'], outcome: 'failed', failureClass: 'preflightFailure', reason: 'node b: ssh refused', retried: true, retryAfterMs: 30_000, replacedNodes: ['b'], nodeMinutes: 1 },
+      { attempt: 2, startedAt: at, endedAt: at, nodes: ['a', 'c'], outcome: 'failed', failureClass: 'application', reason: 'exit 3', retried: false, retryReason: 'the application\'s exit code 3 is not in retry.exitCodes', nodeMinutes: 1 },
+    ] } })).toEqual([
+      { attempt: 1, outcome: 'failed', nodes: 2, why: 'preflightFailure: node b: ssh refused', next: `retried after ${formatDuration(30_000)}, replacing b` },
+      { attempt: 2, outcome: 'failed', nodes: 2, why: 'application: exit 3', next: 'the application\'s exit code 3 is not in retry.exitCodes' },
+    ]);
+    expect(attemptRows({ result: { attempts: [{ attempt: 1, startedAt: at, endedAt: at, nodes: ['a'], outcome: 'succeeded', nodeMinutes: 1 }] } })).toEqual([]);
+    expect(preflightRows({ result: { preflight: { rounds: 1, passed: false, pingPong: 'measured over 2 pair(s)', replaced: [], nodes: {
+      a: { ok: true, ip: '10.0.0.4', latencyUs: 2, bandwidthMBps: 9000, problems: [] },
+      b: { ok: false, ip: '10.0.0.5', problems: ['ssh: connection refused'] },
+    } } } })).toEqual({
+      summary: 'Failed after 1 check(s), measured over 2 pair(s).',
+      rows: [
+        { node: 'b', ok: false, latencyUs: undefined, bandwidthMBps: undefined, problems: 'ssh: connection refused' },
+        { node: 'a', ok: true, latencyUs: 2, bandwidthMBps: 9000, problems: '' },
+      ],
+    });
+    expect(preflightRows({})).toBeUndefined();
   });
 
   it('routes by hash, round-tripping any job id', () => {

@@ -302,3 +302,20 @@ describe('manifests and staging progress', () => {
     expect(stagingProgress(plan, ids).pendingShardIds).toEqual([]);
   });
 });
+
+describe('planning before the pool exists (overlapped staging)', () => {
+  it('the shards do not depend on the node count: a pool of fewer nodes re-slots the same shards, each read by one node', () => {
+    fc.assert(
+      fc.property(listingArb(1, 30), accountsArb, fc.integer({ min: 1, max: 100 }), fc.integer({ min: 1, max: 100 }), (listing, accounts, planned, actual) => {
+        const opts = { stagingAccounts: accounts, minBytes: DEFAULT_MIN_SHARD_BYTES, maxBytes: DEFAULT_MAX_SHARD_BYTES, recordAlignment: 1, container: 'c', namePrefix: '' };
+        const early = planShards(listing, { ...opts, nodes: planned });
+        const later = planShards(listing, { ...opts, nodes: actual });
+        const strip = (p: ShardPlan) => p.shards.map(({ node: _node, ...rest }) => rest);
+        expect(strip(later)).toEqual(strip(early));
+        const read = buildNodeManifests(later).flatMap((m) => m.shards.map((s) => s.shardId));
+        expect(read.sort()).toEqual(early.shards.map((s) => s.id).sort());
+      }),
+      { numRuns: 60 },
+    );
+  });
+});

@@ -81,6 +81,48 @@ export function queueSummary(job: Pick<JobView, 'state' | 'queue' | 'progress'>)
   return `Waiting in queue ${q?.name ?? 'default'}.`;
 }
 
+export interface AttemptRow {
+  attempt: number;
+  outcome: string;
+  nodes: number;
+  why: string;
+  next: string;
+}
+
+/** The attempts of a job that retried (none for a single attempt that was not retried: the error says it all). */
+export function attemptRows(job: Pick<JobView, 'result'>): AttemptRow[] {
+  const attempts = job.result?.attempts ?? [];
+  if (attempts.length < 2 && !attempts.some((a) => a.retried)) return [];
+  return attempts.map((a) => ({
+    attempt: a.attempt,
+    outcome: a.outcome,
+    nodes: a.nodes.length,
+    why: a.outcome === 'failed' ? [a.failureClass, a.reason].filter(Boolean).join(': ') : '',
+    next: a.retried
+      ? `retried${a.retryAfterMs !== undefined ? ` after ${formatDuration(a.retryAfterMs)}` : ''}${a.replacedNodes?.length ? `, replacing ${a.replacedNodes.join(', ')}` : ''}`
+      : a.retryReason ?? '',
+  }));
+}
+
+export interface PreflightRow {
+  node: string;
+  ok: boolean;
+  latencyUs?: number;
+  bandwidthMBps?: number;
+  problems: string;
+}
+
+/** The last preflight check, node by node (failed nodes first), and its summary line; undefined without one. */
+export function preflightRows(job: Pick<JobView, 'result'>): { summary: string; rows: PreflightRow[] } | undefined {
+  const p = job.result?.preflight;
+  if (!p) return undefined;
+  const rows = Object.entries(p.nodes)
+    .map(([node, n]) => ({ node, ok: n.ok, latencyUs: n.latencyUs, bandwidthMBps: n.bandwidthMBps, problems: n.problems.join('; ') }))
+    .sort((a, b) => Number(a.ok) - Number(b.ok) || a.node.localeCompare(b.node));
+  const summary = `${p.passed ? 'Passed' : 'Failed'} after ${p.rounds} check(s), ${p.pingPong}${p.replaced.length ? `; replaced ${p.replaced.join(', ')}` : ''}.`;
+  return { summary, rows };
+}
+
 export interface ListFilters {
   state: string;
   tag: string;

@@ -1,7 +1,7 @@
 /** The two pages as DOM, from the view model: the job list and one job. Re-rendered on every poll. */
 import { h } from './dom';
 import {
-  costSummary, displayedNodes, shortNodeLabels, exitCodes, formatDuration, isTerminal, jobDurationMs, jobHref, nodeCells, nodeStateCounts, progressBars, queueSummary, stageSpans,
+  attemptRows, costSummary, displayedNodes, preflightRows, shortNodeLabels, exitCodes, formatDuration, isTerminal, jobDurationMs, jobHref, nodeCells, nodeStateCounts, progressBars, queueSummary, stageSpans,
   type JobView,
 } from './model';
 
@@ -101,6 +101,24 @@ function costCard(job: JobView): HTMLElement | null {
     cost.detail ? h('p', { class: 'muted' }, cost.detail) : null);
 }
 
+function attemptsCard(job: JobView): HTMLElement | null {
+  const attempts = attemptRows(job);
+  const preflight = preflightRows(job);
+  if (!attempts.length && !preflight) return null;
+  return card('Attempts and preflight', 'attempts',
+    attempts.length ? h('table', { class: 'codes' },
+      h('thead', {}, h('tr', {}, ['Attempt', 'Outcome', 'Nodes', 'Why', 'Then'].map((c) => h('th', {}, c)))),
+      h('tbody', {}, attempts.map((a) => h('tr', { 'data-testid': 'attempt-row' },
+        h('td', { class: 'num' }, `#${a.attempt}`), h('td', { class: a.outcome === 'succeeded' ? 'ok' : 'bad' }, a.outcome),
+        h('td', { class: 'num' }, a.nodes), h('td', {}, a.why), h('td', { class: 'muted' }, a.next))))) : null,
+    preflight ? h('div', {}, h('h3', {}, 'Preflight check'), h('p', { 'data-testid': 'preflight-summary' }, preflight.summary),
+      h('table', { class: 'codes' },
+        h('thead', {}, h('tr', {}, ['Node', 'OK', 'Latency µs', 'Bandwidth MB/s', 'Problems'].map((c) => h('th', {}, c)))),
+        h('tbody', {}, preflight.rows.map((r) => h('tr', { 'data-testid': 'preflight-node' },
+          h('td', { class: 'mono' }, r.node), h('td', { class: r.ok ? 'ok' : 'bad' }, r.ok ? 'yes' : 'no'),
+          h('td', { class: 'num' }, r.latencyUs ?? '–'), h('td', { class: 'num' }, r.bandwidthMBps ?? '–'), h('td', {}, r.problems)))))) : null);
+}
+
 export interface JobPageHandlers {
   onCancel: () => void;
   onLog: (node: string, stream: 'stdout' | 'stderr') => void;
@@ -123,5 +141,5 @@ export function jobPage(job: JobView, now: number, handlers: JobPageHandlers): H
     queue ? h('p', { class: 'queue', 'data-testid': 'job-queue' }, queue) : null,
     problem ? h('p', { class: 'problem', 'data-testid': 'job-error' }, problem) : null,
     h('div', { class: 'cards' },
-      nodesCard(job), progressCard(job), timelineCard(job, now), mpiCard(job, handlers.onLog), costCard(job)));
+      nodesCard(job), progressCard(job), timelineCard(job, now), attemptsCard(job), mpiCard(job, handlers.onLog), costCard(job)));
 }

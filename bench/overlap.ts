@@ -1,0 +1,108 @@
+/**
+ * Sequential vs overlapped staging (PIPELINE_OVERLAP, docs/pipeline.md#overlapped-staging), side by side in one run:
+ * the docker demo job (examples/demo/docker-openmpi.yaml: 12 nodes, the demo image pulled at most 10 nodes at a time)
+ * over 300 MB of input, on local stacks that differ only in PIPELINE_OVERLAP (false, true). The app reads its settings
+ * once per process and a process holds one Functions host, so each run is a child process with its own stack; rounds
+ * alternate between the modes, so both see the same machine load. Per run:
+ *   submit → MPI start      submission (client clock) → the MPI task's start (the emulator's task record)
+ *   idle node-min (record)  the job's cost record: Σ over nodes of (ready → MPI task added), as the orchestrator saw it
+ * Goals (issue 15): overlapped submit → MPI start ≤ 0.7× sequential; billed idle node-minutes ≤ 0.5× sequential.
+ * Run: node --import tsx bench/overlap.ts [--size-mb 300] [--rounds 2] [--nodes 12]
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { parse, stringify } from 'yaml';
+import { startStack, REPO_ROOT, type Stack } from '../local/stack';
+import { checkResult, submitSpec, uploadDemoInputs, watchJob } from '../local/jobRunner';
+import { numberArg } from './lib/args';
+
+const MODE = process.argv.includes('--mode') ? process.argv[process.argv.indexOf('--mode') + 1] : undefined;
+
+const SIZE_MB = numberArg('size-mb', 300);
+const ROUNDS = numberArg('rounds', 2);
+const NODES = numberArg('nodes', 12);
+
+interface Figures {
+  submitToMpiStart: number;
+  idleRecord: number;
+}
+
+interface Bench {
+  name: 'sequential' | 'overlapped';
+  stack: Stack;
+  expected: Parameters<typeof checkResult>[1];
+  runs: Figures[];
+}
+
+async function open(name: Bench['name']): Promise<Bench> {
+  const stack = await startStack({
+    port: 0,
+    logLevel: 'warn',
+    env: { PIPELINE_OVERLAP: name === 'overlapped' ? 'true' : 'false' },
+  });
+  const expected = await uploadDemoInputs(stack, SIZE_MB);
+  return { name, stack, expected, runs: [] };
+}
+
+async function runOnce(b: Bench, round: number): Promise<Figures> {
+  const text = readFileSync(path.join(REPO_ROOT, 'examples', 'demo', 'docker-openmpi.yaml'), 'utf8').replace(/localhost:5000\//g, `${b.stack.registry.host}/`);
+  const spec = parse(text) as Record<string, unknown> & { pool: { nodes: number } };
+  const id = `bench-${b.name}-${round}`;
+  spec.id = id;
+  spec.pool.nodes = NODES;
+  const submitAt = Date.now();
+  await submitSpec(b.stack, stringify(spec));
+  const view = await watchJob(b.stack, id, 900_000);
+  if (view.state !== 'Succeeded') throw new Error(`job ${id} ${view.state}: ${view.error?.message}`);
+  const problems = checkResult(view, b.expected);
+  if (problems.length) throw new Error(`job ${id}: wrong result: ${problems.join('; ')}`);
+
+  const batch = b.stack.operator.batch();
+  const tasks = await batch.task.list(view.batchJobId as string);
+  const mpiStart = tasks.find((t) => t.id === 'mpi')?.executionInfo?.startTime?.getTime() ?? NaN;
+  const cost = (view.result as { cost?: { idleNodeMinutesBeforeMpi?: number } }).cost;
+  return {
+    submitToMpiStart: (mpiStart - submitAt) / 1000,
+    idleRecord: cost?.idleNodeMinutesBeforeMpi ?? NaN,
+  };
+}
+
+/** One run in this process: its own stack in `mode`, one job; the figures go to stdout as a JSON line. */
+async function child(mode: Bench['name'], round: number): Promise<void> {
+  const b = await open(mode);
+  try {
+    console.log(`FIGURES ${JSON.stringify(await runOnce(b, round))}`);
+  } finally {
+    await b.stack.stop();
+  }
+}
+
+async function main(): Promise<void> {
+  const benches: Pick<Bench, 'name' | 'runs'>[] = [{ name: 'sequential', runs: [] }, { name: 'overlapped', runs: [] }];
+  for (let r = 1; r <= ROUNDS; r++) {
+    for (const b of r % 2 ? benches : [...benches].reverse()) {
+      const out = execFileSync(process.execPath, ['--import', 'tsx', __filename, '--mode', b.name, '--round', String(r), '--size-mb', String(SIZE_MB), '--nodes', String(NODES)], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, stdio: ['ignore', 'pipe', 'inherit'] });
+      const line = out.split('\n').find((l) => l.startsWith('FIGURES '));
+      if (!line) throw new Error(`run ${b.name} ${r}: no figures in\n${out.slice(-2000)}`);
+      const f = JSON.parse(line.slice('FIGURES '.length)) as Figures;
+      b.runs.push(f);
+      console.log(`round ${r} ${b.name.padEnd(10)} submit→MPI ${f.submitToMpiStart.toFixed(2)} s, idle ${f.idleRecord.toFixed(3)} node-min (cost record)`);
+    }
+  }
+  const mean = (b: Pick<Bench, 'runs'>, k: keyof Figures) => b.runs.reduce((n, f) => n + f[k], 0) / b.runs.length;
+  const [seq, ov] = benches;
+  const row = (label: string, k: keyof Figures, unit: string, goal: number) => {
+    const ratio = mean(ov, k) / mean(seq, k);
+    console.log(`${label.padEnd(34)} ${mean(seq, k).toFixed(3).padStart(9)} ${mean(ov, k).toFixed(3).padStart(11)} ${unit.padEnd(9)} ${ratio.toFixed(2).padStart(6)}  ≤ ${goal.toFixed(1)}  ${ratio <= goal ? 'met' : 'NOT met'}`);
+  };
+  console.log(`\nstaging overlap: docker demo job, ${NODES} nodes, ${SIZE_MB} MB input, mean of ${ROUNDS} run(s) each, rounds alternating`);
+  console.log(`${''.padEnd(34)} ${'sequential'.padStart(9)} ${'overlapped'.padStart(11)} ${''.padEnd(9)} ${'ratio'.padStart(6)}  goal`);
+  row('submit → MPI task start', 'submitToMpiStart', 's', 0.7);
+  row('billed idle before MPI', 'idleRecord', 'node-min', 0.5);
+}
+
+(MODE === 'sequential' || MODE === 'overlapped' ? child(MODE, numberArg('round', 1)) : main()).catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
