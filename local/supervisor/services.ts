@@ -132,6 +132,9 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
       identity: wiring.nodeIdentities,
       arm: { ...wiring.arm, port: want.arm },
       ...opts.batch,
+      // Nodes reach this stack's https storage as Azure nodes reach Azure Storage (a CA they trust), whatever
+      // other servers a caller adds.
+      trustedCertificates: [...(keyless ? [identity.caCert] : []), ...(opts.batch?.trustedCertificates ?? [])],
     }).catch((err: unknown) => {
       throw portInUse(err, 'batch', want.batch, dataDir);
     });

@@ -55,7 +55,9 @@ async function blobNames(container: string, prefix: string): Promise<string[]> {
 /** The built CLI (dist/cli/index.js) with `args`: exit status, stdout, stderr. */
 function runCli(args: string[]): Promise<{ status: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [path.join(REPO_ROOT, 'dist', 'cli', 'index.js'), ...args], { encoding: 'utf8' }, (err, stdout, stderr) => {
+    // The CLI downloads from the keyless stack's https storage: it trusts the local certificate as a user's shell would.
+    const env = { ...process.env, ...(stack.keyless ? { NODE_EXTRA_CA_CERTS: stack.identity.caFile } : {}) };
+    execFile(process.execPath, [path.join(REPO_ROOT, 'dist', 'cli', 'index.js'), ...args], { encoding: 'utf8', env }, (err, stdout, stderr) => {
       resolve({ status: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
     });
   });
