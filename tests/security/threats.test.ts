@@ -6,7 +6,6 @@
  * The identity findings (anonymous reads, spoofed owners) are in identity.test.ts.
  */
 import { mkdirSync } from 'node:fs';
-import { TableClient } from '@azure/data-tables';
 import * as path from 'node:path';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { until } from '../batch/until';
@@ -63,7 +62,7 @@ describe('finding 1: one malformed queue message must not disable the cleanup sw
 
 describe('a damaged job row', () => {
   it('is left out of lists and reported by the sweep, which leaves that job\'s resources alone', async () => {
-    const jobs = TableClient.fromConnectionString(stack.azurite.connectionString(), 'Jobs', { allowInsecureConnection: true });
+    const jobs = stack.operator.table('Jobs');
     await jobs.createEntity({ partitionKey: 'damaged-owner', rowKey: 'job', id: 'damaged-owner', state: 'Exploded', owner: 'operator' });
     await batchClient(stack).pool.add({
       id: 'pool-of-damaged', vmSize: 'Standard_D2s_v3', targetDedicatedNodes: 0,
