@@ -73,6 +73,12 @@ export interface BatchEmulatorOptions {
   /** Extra dirs prepended to every node's PATH (e.g. the nodetools bin dir). */
   nodePath?: string[];
   /**
+   * Each node's network cap for node-to-node transfers, bytes per second in each direction (default: none). The
+   * emulated nodes share one machine, so a node's NIC is modelled: a node's concurrent outgoing copies share this
+   * budget, and so do its incoming ones (docs/local-batch.md, "Node-to-node bandwidth").
+   */
+  nodeBandwidthBytesPerSec?: number;
+  /**
    * PEM CA certificates the emulated nodes trust for https resource files, besides Node's public roots: what adding a
    * CA to a real node's trust store does (e.g. a test's own https server).
    */

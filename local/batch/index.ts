@@ -70,6 +70,7 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
     timing: { ...DEFAULT_TIMING, ...(opts.timing ?? {}) },
     faults,
     nodePath: opts.nodePath ?? [],
+    nodeBandwidthBytesPerSec: opts.nodeBandwidthBytesPerSec,
     trustedCertificates: opts.trustedCertificates ?? [],
     quota: opts.quota,
   });

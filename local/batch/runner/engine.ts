@@ -19,6 +19,8 @@ export interface EngineConfig {
   timing: ResolvedTiming;
   faults: FaultState;
   nodePath: string[];
+  /** Per-node cap on node-to-node transfers (bytes/s each way); none when undefined. */
+  nodeBandwidthBytesPerSec?: number;
   /** PEM certificates nodes trust for https resource files besides the public roots (a node's CA store). */
   trustedCertificates: string[];
   /** The account's dedicated core quota (none: unlimited). */
@@ -224,6 +226,7 @@ export class Engine {
       root: node.rootDir,
       hostsFile: this.hostsFile,
       nodePath: this.cfg.nodePath,
+      nodeBandwidthBytesPerSec: this.cfg.nodeBandwidthBytesPerSec,
     });
   }
 

@@ -49,6 +49,7 @@ export interface NodeEnvInput {
   root: string;
   hostsFile: string;
   nodePath: string[];
+  nodeBandwidthBytesPerSec?: number;
 }
 
 /** The environment every process on a node starts from (tasks add their own on top). */
@@ -76,6 +77,8 @@ export function nodeEnvironment(n: NodeEnvInput): Record<string, string> {
     AZ_BATCH_EMULATOR_HOSTS: n.hostsFile,
     AZ_BATCH_EMULATOR_NODE_IP: n.ipAddress,
   });
+  // Emulator-only: the node's NIC cap, applied by the node tools that move bulk data between nodes (docker save/load).
+  if (n.nodeBandwidthBytesPerSec) env.AZ_BATCH_EMULATOR_NODE_BANDWIDTH = String(Math.round(n.nodeBandwidthBytesPerSec));
   return env;
 }
 
