@@ -12,7 +12,7 @@ import { copyFile, link, mkdir, readFile, rename, rm, stat, writeFile } from 'no
 import * as path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { Descriptor, ImageIndex, ImageManifest, MEDIA_TYPE, REF_NAME_ANNOTATION, digestHex, isDigest } from '../../../registry/oci';
-import { FlagSet, bool, flag, last, val } from '../lib/args';
+import { FlagSet, bool, last, val } from '../lib/args';
 import { CliError } from '../lib/errors';
 import { parseImageRef, refKey } from '../lib/imageRef';
 import { ImageStore, LocalImage } from '../lib/imageStore';
