@@ -59,7 +59,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
   const prepared = new Set<string>();
   const unprepared = () => (pool?.nodes ?? []).filter((n) => !prepared.has(n.id));
   const pullOn = (nodes: NodeRef[], tag: string) =>
-    pullImages(run, { jobId: input.jobId, batchJobId: batchJobId!, nodes, spec: input.spec, maxAttempts: input.settings.nodeTaskMaxAttempts, sasMaxLifetimeMinutes: input.settings.sasMaxLifetimeMinutes, taskPrefix: `pull${tag}` });
+    pullImages(run, { jobId: input.jobId, batchJobId: batchJobId!, nodes, spec: input.spec, maxAttempts: input.settings.nodeTaskMaxAttempts, sasMaxLifetimeMinutes: input.settings.sasMaxLifetimeMinutes, taskPrefix: `pull${tag}`, holders: (pool?.nodes ?? []).filter((n) => prepared.has(n.id)) });
   const stageOn = function* (nodes: NodeRef[], tag: string): Orchestration<void> {
     staged = yield* stageData(run, { jobId: input.jobId, batchJobId: batchJobId!, nodes: pool!.nodes, spec: input.spec, settings: input.settings, previous: staged, only: staged ? nodes.map((n) => n.id) : undefined, taskPrefix: `dl${tag}` });
     for (const n of nodes) prepared.add(n.id);

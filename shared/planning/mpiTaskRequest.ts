@@ -6,6 +6,7 @@ import { bashCommandLine, shellQuote } from '../mpi/shellQuote';
 import { ARRAY_ENV } from '../spec/sections/scheduling';
 import { buildContainerCleanupCommand, buildMpiTaskCommands, pullLines, type BindMount, type ContainerOptions, type MpiTaskInput } from '../mpi/commands';
 import { sifCleanupLine } from '../mpi/singularity';
+import { peerCopyScriptLines, seedScriptLines, type TransferImages } from '../mpi/imageTransfer';
 import { GLUE_STRICT } from '../mpi/userShell';
 import type { JobSpec } from '../spec/schema';
 import type { ImageEntry } from '../spec/sections/container';
@@ -56,11 +57,14 @@ export function sifCacheKeyFor(jobId: string): string {
 /** Where a blob image lands in the pull task's directory before it moves into the node's SIF cache. */
 const downloadedSifName = (index: number) => `mpijob-image-${index}.sif`;
 
-/**
- * One task per node that pulls every image of the job; exit 0 means the node holds them all. `blobUrls` are the
- * read-only SAS URLs of imageBlobs(spec), in the same order: Batch downloads them as the task's resource files.
- */
-export function pullTask(jobId: string, spec: JobSpec, blobUrls: readonly string[] = []): { commandLine: string; resourceFiles: { httpUrl: string; filePath: string }[] } {
+/** A node task's command line and the files Batch downloads for it first. */
+export interface ImageTaskShape {
+  commandLine: string;
+  resourceFiles: { httpUrl: string; filePath: string }[];
+}
+
+/** The registry pull of every image as strict-script lines, with the SIF blobs' resource files. */
+function pullScript(jobId: string, spec: JobSpec, blobUrls: readonly string[]): { lines: string[]; resourceFiles: ImageTaskShape['resourceFiles'] } {
   const runtime = spec.container.runtime;
   const resourceFiles: { httpUrl: string; filePath: string }[] = [];
   let blobIndex = 0;
@@ -72,7 +76,39 @@ export function pullTask(jobId: string, spec: JobSpec, blobUrls: readonly string
     resourceFiles.push({ httpUrl: url, filePath: downloadedSifName(index) });
     return pullLines({ runtime, downloadedSif: downloadedSifName(index), sifCacheKey: sifCacheKeyFor(jobId), sifIndex: index });
   });
+  return { lines, resourceFiles };
+}
+
+/**
+ * One task per node that pulls every image of the job; exit 0 means the node holds them all. `blobUrls` are the
+ * read-only SAS URLs of imageBlobs(spec), in the same order: Batch downloads them as the task's resource files.
+ */
+export function pullTask(jobId: string, spec: JobSpec, blobUrls: readonly string[] = []): ImageTaskShape {
+  const { lines, resourceFiles } = pullScript(jobId, spec, blobUrls);
   return { commandLine: bashCommandLine([GLUE_STRICT, ...lines].join('; ')), resourceFiles };
+}
+
+/** The job's images as the node-side transfer scripts name them. */
+export function transferImages(spec: JobSpec): TransferImages {
+  return spec.container.runtime === 'docker'
+    ? { runtime: 'docker', refs: spec.container.images as string[] }
+    : { runtime: 'singularity', count: spec.container.images.length };
+}
+
+/**
+ * A seed of the image tree: the registry pull, then the digests of what the node holds (checked against `expected`
+ * when known), recorded for the peers that copy from it and printed for the orchestrator (imageTransfer.ts).
+ */
+export function seedPullTask(jobId: string, spec: JobSpec, blobUrls: readonly string[] = [], expected?: readonly string[]): ImageTaskShape {
+  const { lines, resourceFiles } = pullScript(jobId, spec, blobUrls);
+  const script = seedScriptLines(sifCacheKeyFor(jobId), transferImages(spec), lines, expected);
+  return { commandLine: bashCommandLine([GLUE_STRICT, ...script].join('; ')), resourceFiles };
+}
+
+/** A node of the image tree that copies every image from `source` over the cluster network (imageTransfer.ts). */
+export function peerCopyTask(jobId: string, spec: JobSpec, source: { nodeId: string; ipAddress: string }, expected?: readonly string[]): ImageTaskShape {
+  const script = peerCopyScriptLines({ jobKey: sifCacheKeyFor(jobId), images: transferImages(spec), source, expected });
+  return { commandLine: bashCommandLine([GLUE_STRICT, ...script].join('; ')), resourceFiles: [] };
 }
 
 /** The job release task: removes the job's containers (docker) or SIF files (singularity) on every node that ran part of the job. */
