@@ -23,7 +23,7 @@ import {
   uploadTaskRequest, type MountCredentials,
 } from './batchRequests';
 import { planJob, stagingContainerFor } from './jobPlan';
-import { imageBlobs, imageLabel, mpiTaskInput, mpiTaskRequest, pullTask, releaseTaskCommand, sifCacheKeyFor } from './mpiTaskRequest';
+import { imageBlobs, imageLabel, mpiTaskInput, mpiTaskRequest, peerCopyTask, pullTask, releaseTaskCommand, seedPullTask, type ImageTaskShape, sifCacheKeyFor } from './mpiTaskRequest';
 import {
   mountRequests, needsNodeUploads, nodeFileSources, nodeSasLifetimeMs, nodeUploadTask, outputsPlan, scratchOf, type MountRequest, type OutputsPlan,
 } from './workloadData';
@@ -34,6 +34,15 @@ export const runTime = (what: string): string => `<run-time: ${what}>`;
 export const deploymentValue = (what: string): string => `<deployment: ${what}>`;
 /** Finds every placeholder in a text. */
 export const PLACEHOLDER_RE = /<(?:run-time|deployment): [^<>]*>/g;
+
+/**
+ * The peer copy task with the source node left open: built for a stand-in node and address (TEST-NET-1, never a
+ * pool's), which then become placeholders, so the template is the very builder's output.
+ */
+function explainedPeerCopy(jobId: string, spec: JobSpec): ImageTaskShape {
+  const t = peerCopyTask(jobId, spec, { nodeId: 'mpijob-explain-source', ipAddress: '192.0.2.1' });
+  return { ...t, commandLine: t.commandLine.split('mpijob-explain-source').join(runTime('source node id')).split('192.0.2.1').join(runTime('source node address')) };
+}
 
 export interface ExplainInput {
   jobId: string;
@@ -141,7 +150,9 @@ export function explainJob(input: ExplainInput): ExplainDocument {
   if (runtime !== 'none' && spec.container.images.length) {
     const blobs = imageBlobs(spec);
     const blobSas = Math.min(settings.sasMaxLifetimeMinutes, IMAGE_SAS_MINUTES);
-    const task = pullTask(jobId, spec, blobs.map((b) => runTime(`read-only SAS URL of SIF blob ${b.account}/${b.container}/${b.blob}, valid ${blobSas} minutes`)));
+    const blobUrls = blobs.map((b) => runTime(`read-only SAS URL of SIF blob ${b.account}/${b.container}/${b.blob}, valid ${blobSas} minutes`));
+    // With the image tree, this is what a seed runs (the first pullConcurrency nodes); the others copy from peers.
+    const task = spec.container.imageDistribution === 'registry' ? pullTask(jobId, spec, blobUrls) : seedPullTask(jobId, spec, blobUrls);
     imagePulls = {
       runtime,
       images: spec.container.images.map((image, index) => ({
@@ -155,6 +166,8 @@ export function explainJob(input: ExplainInput): ExplainDocument {
       maxAttempts: settings.nodeTaskMaxAttempts,
       blobSasMinutes: blobs.length ? blobSas : null,
       task: { perNode: true, request: nodeTaskBody('pull', pullNodeTask(task)) },
+      distribution: spec.container.imageDistribution,
+      peerCopy: spec.container.imageDistribution === 'registry' ? null : { perNode: true, request: nodeTaskBody('pull', pullNodeTask(explainedPeerCopy(jobId, spec))) },
     };
   }
 
