@@ -117,7 +117,7 @@ function* distribute(run: PipelineRun, req: PullImagesRequest, blobUrls: string[
         nodeStates[w.nodeId] = 'pulling';
         return { id, affinityId: node.affinityId, ...taskFor(w) };
       });
-      yield* run.call('nodeTasksAdd', { batchJobId: req.batchJobId, tasks });
+      for (const chunk of messageSizedChunks(tasks)) yield* run.call('nodeTasksAdd', { batchJobId: req.batchJobId, tasks: chunk });
     }
     report();
     if (isTreeDone(plan)) break;
@@ -171,4 +171,26 @@ function* distribute(run: PipelineRun, req: PullImagesRequest, blobUrls: string[
   run.report({ lastError: undefined });
   const p = treeProgress(plan);
   return { ...(plan.pinned ? { digests: plan.pinned } : {}), fromRegistry: p.fromRegistry, fromPeers: p.fromPeers };
+}
+
+/**
+ * An activity's input travels in one storage queue message (64 KiB; the local engine does not offload larger ones to
+ * blobs, and offloading costs a blob round trip on Azure): the whole tree is issued at once, about 2 KB per copy task,
+ * so the tasks go in chunks of at most this many characters of JSON.
+ */
+const TASKS_CHUNK_CHARS = 32_000;
+
+function messageSizedChunks(tasks: NodeTaskRequest[]): NodeTaskRequest[][] {
+  const chunks: NodeTaskRequest[][] = [];
+  let size = 0;
+  for (const t of tasks) {
+    const n = JSON.stringify(t).length;
+    if (!chunks.length || size + n > TASKS_CHUNK_CHARS) {
+      chunks.push([]);
+      size = 0;
+    }
+    chunks[chunks.length - 1].push(t);
+    size += n;
+  }
+  return chunks;
 }
