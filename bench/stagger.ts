@@ -20,7 +20,6 @@
  * and no cap every copy is over before its process has started, and the figures would measure process start-up on
  * two shared cores, not distribution.
  */
-import { BatchServiceClient, BatchSharedKeyCredentials } from '@azure/batch';
 import { stringify } from 'yaml';
 import { buildDemoImage } from '../examples/images/buildDemoImage';
 import { startStack, type Stack } from '../local/stack';
@@ -78,7 +77,8 @@ async function measure(stack: Stack, nodes: number, concurrency: number, label: 
   const final = await watchJob(stack, id, 600_000);
   if (final.state === 'Failed') console.log(`  (${label}, ${nodes} nodes: job failed: ${final.error?.message})`);
 
-  const batch = new BatchServiceClient(new BatchSharedKeyCredentials(stack.batch.accountName, stack.batch.accountKey), stack.batch.url);
+  // The stack is keyless (as in Azure): the operator's Entra ID client, not the account key.
+  const batch = stack.operator.batch();
   const tasks = (await batch.task.list(final.batchJobId as string)).filter((t) => t.id?.startsWith('pull-'));
   const ok = tasks.filter((t) => t.executionInfo?.exitCode === 0);
   const failed = tasks.filter((t) => t.executionInfo?.exitCode !== undefined && t.executionInfo.exitCode !== 0);
