@@ -97,7 +97,7 @@ function* distribute(run: PipelineRun, req: PullImagesRequest, blobUrls: string[
   const taskFor = (w: TransferWork): Omit<NodeTaskRequest, 'id' | 'affinityId'> => {
     if (w.source.kind === 'registry') return pullNodeTask(seedPullTask(req.jobId, req.spec, blobUrls, w.expectedDigests));
     const source = byId.get(w.source.nodeId)!;
-    return pullNodeTask(peerCopyTask(req.jobId, req.spec, { nodeId: source.id, ipAddress: source.ipAddress }, w.expectedDigests));
+    return pullNodeTask(peerCopyTask(req.jobId, req.spec, { nodeId: source.id, ipAddress: source.ipAddress }, w.expectedDigests, w.turn));
   };
   const report = () => {
     const p = treeProgress(plan, run.now().getTime());

@@ -111,6 +111,23 @@ export interface PeerCopyInput {
   source: { nodeId: string; ipAddress: string };
   expected?: readonly string[];
   waitSeconds?: number;
+  /** Copies the source serves before this one (imageTree's TransferWork.turn); default 0. */
+  turn?: number;
+}
+
+/** How long a copy waits for its turn on the source before it takes the lock anyway (an earlier copy never came). */
+export const TURN_WAIT_SECONDS = 30;
+
+/**
+ * Remote shell code that serves `what` (a command writing the image to stdout) in turn: it waits until the source
+ * served `turn` copies of image `index` (or TURN_WAIT_SECONDS passed), then runs it under the serve lock and counts it.
+ */
+function servedInTurn(index: number, turn: number, wait: number, what: string): string {
+  const counter = `"$d/served.${index}"`;
+  return (
+    `t=${turn}; n=0; while [ "$(cat ${counter} 2>/dev/null || echo 0)" -lt "$t" ] && [ "$n" -lt ${TURN_WAIT_SECONDS * 5} ]; do n=$((n+1)); sleep 0.2; done; ` +
+    `flock -w ${wait} "$d/serve.lock" sh -c ${shellQuote(`${what}; rc=$?; echo $(( $(cat "$1/served.${index}" 2>/dev/null || echo 0) + 1 )) > "$1/served.${index}"; exit $rc`)} sh "$d" "$s"`
+  );
 }
 
 /**
@@ -123,6 +140,8 @@ export function peerCopyScriptLines(input: PeerCopyInput): string[] {
   checkExpected(images, input.expected);
   if (!IP.test(source.ipAddress)) throw new PlanningError('source node address is not an IP address', { ipAddress: source.ipAddress });
   const wait = input.waitSeconds ?? SOURCE_WAIT_SECONDS;
+  const turn = input.turn ?? 0;
+  if (!Number.isSafeInteger(turn) || turn < 0) throw new PlanningError('turn must be a whole number ≥ 0', { turn });
   if (!Number.isSafeInteger(wait) || wait < 1) throw new PlanningError('waitSeconds must be a positive whole number', { waitSeconds: wait });
   const from = `node ${source.nodeId} (${source.ipAddress})`;
   // Remote shell code: `s` (the node's shared dir) and `d` (its state dir for the job) are set by the prefix below.
@@ -144,7 +163,7 @@ export function peerCopyScriptLines(input: PeerCopyInput): string[] {
     lines.push(`mpijob_w${i}=$(printf '%s\\n' "$mpijob_want" | sed -n ${i + 1}p)`);
     if (images.runtime === 'docker') {
       const ref = images.refs[i];
-      const remote = shellQuote(`flock -w ${wait} "$d/serve.lock" docker save ${shellQuote(ref)}`);
+      const remote = shellQuote(servedInTurn(i, turn, wait, `docker save ${shellQuote(ref)}`));
       lines.push(
         `mpijob_ssh ${remote} | docker load -q >/dev/null || { mpijob_st=("${'$'}{PIPESTATUS[@]}"); ` +
           `if [ "${'$'}{mpijob_st[0]}" -ne 0 ]; then mpijob_lost ${shellQuote(`stopped serving ${ref}`)}" (exit ${'$'}{mpijob_st[0]})"; fi; ` +
@@ -152,7 +171,7 @@ export function peerCopyScriptLines(input: PeerCopyInput): string[] {
       );
     } else {
       const sif = sifPathExpr(jobKey, i);
-      const remote = shellQuote(`flock -w ${wait} "$d/serve.lock" cat "$s/mpijob/sif/${jobKey}/${i}.sif"`);
+      const remote = shellQuote(servedInTurn(i, turn, wait, `cat "$2/mpijob/sif/${jobKey}/${i}.sif"`));
       lines.push(
         `mkdir -p "$(dirname ${sif})"`,
         `mpijob_tmp=${sif}.tmp.$$`,

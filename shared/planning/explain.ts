@@ -40,8 +40,12 @@ export const PLACEHOLDER_RE = /<(?:run-time|deployment): [^<>]*>/g;
  * pool's), which then become placeholders, so the template is the very builder's output.
  */
 function explainedPeerCopy(jobId: string, spec: JobSpec): ImageTaskShape {
-  const t = peerCopyTask(jobId, spec, { nodeId: 'mpijob-explain-source', ipAddress: '192.0.2.1' });
-  return { ...t, commandLine: t.commandLine.split('mpijob-explain-source').join(runTime('source node id')).split('192.0.2.1').join(runTime('source node address')) };
+  const t = peerCopyTask(jobId, spec, { nodeId: 'mpijob-explain-source', ipAddress: '192.0.2.1' }, undefined, 987654321);
+  const open = (line: string, sentinel: string, what: string) => line.split(sentinel).join(runTime(what));
+  let commandLine = open(t.commandLine, 'mpijob-explain-source', 'source node id');
+  commandLine = open(commandLine, '192.0.2.1', 'source node address');
+  commandLine = open(commandLine, '987654321', 'copies the source serves before this one');
+  return { ...t, commandLine };
 }
 
 export interface ExplainInput {

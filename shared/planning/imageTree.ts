@@ -116,6 +116,12 @@ export interface TransferWork {
   workId: string;
   /** Digests the node must end with, when already pinned. */
   expectedDigests?: string[];
+  /**
+   * Peer copies: how many copies were queued on the source before this one when it was issued. The source serves its
+   * copies in this order (a lock alone is not fair: a node that serves a late-round copy first delays the subtree of
+   * its first-round one, which lengthens the tree's critical path by up to one copy per level).
+   */
+  turn?: number;
 }
 
 export type TransferOutcome = 'ok' | 'failed' | 'throttled' | 'sourceLost';
@@ -301,11 +307,22 @@ export function nextTransfers(state: TreePlanState, nowMs: number): NextTransfer
     if (source.kind === 'registry') {
       sched.registryInFlight++;
       sched.ready.set(id, state.registryRounds);
-    } else {
-      sched.queued.set(source.nodeId, (sched.queued.get(source.nodeId) ?? 0) + 1);
+    }
+    let turn: number | undefined;
+    if (source.kind === 'peer') {
+      turn = sched.queued.get(source.nodeId) ?? 0;
+      sched.queued.set(source.nodeId, turn + 1);
       sched.ready.set(id, sched.take(source.nodeId));
     }
-    work.push({ nodeId: id, source, images: [...state.images], attempt, workId: `${id}#${attempt}`, ...(state.pinned ? { expectedDigests: [...state.pinned] } : {}) });
+    work.push({
+      nodeId: id,
+      source,
+      images: [...state.images],
+      attempt,
+      workId: `${id}#${attempt}`,
+      ...(state.pinned ? { expectedDigests: [...state.pinned] } : {}),
+      ...(turn !== undefined ? { turn } : {}),
+    });
   }
   const next = work.length ? { ...state, nodes, seq } : state;
   // A wake-up helps only when something other than a full registry holds the node back.

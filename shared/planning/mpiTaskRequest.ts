@@ -106,8 +106,8 @@ export function seedPullTask(jobId: string, spec: JobSpec, blobUrls: readonly st
 }
 
 /** A node of the image tree that copies every image from `source` over the cluster network (imageTransfer.ts). */
-export function peerCopyTask(jobId: string, spec: JobSpec, source: { nodeId: string; ipAddress: string }, expected?: readonly string[]): ImageTaskShape {
-  const script = peerCopyScriptLines({ jobKey: sifCacheKeyFor(jobId), images: transferImages(spec), source, expected });
+export function peerCopyTask(jobId: string, spec: JobSpec, source: { nodeId: string; ipAddress: string }, expected?: readonly string[], turn?: number): ImageTaskShape {
+  const script = peerCopyScriptLines({ jobKey: sifCacheKeyFor(jobId), images: transferImages(spec), source, expected, turn });
   return { commandLine: bashCommandLine([GLUE_STRICT, ...script].join('; ')), resourceFiles: [] };
 }
 

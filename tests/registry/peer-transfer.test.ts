@@ -58,7 +58,7 @@ function runOn(n: TestNode, commandLine: string): Promise<{ code: number; stdout
 
 const images = () => ({ runtime: 'docker' as const, refs: [ref] });
 const seed = (n: TestNode) => runOn(n, bashCommandLine([GLUE_STRICT, ...seedScriptLines(JOB, images(), [`docker pull -q ${ref}`])].join('; ')));
-const copy = (n: TestNode, from: TestNode & { ip: string }, extra: { expected?: string[]; waitSeconds?: number } = {}) =>
+const copy = (n: TestNode, from: TestNode & { ip: string }, extra: { expected?: string[]; waitSeconds?: number; turn?: number } = {}) =>
   runOn(n, bashCommandLine([GLUE_STRICT, ...peerCopyScriptLines({ jobKey: JOB, images: images(), source: { nodeId: from.id, ipAddress: from.ip }, ...extra })].join('; ')));
 const refKey = () => ref;
 
@@ -167,4 +167,19 @@ test('a corrupted blob on the source is refused by docker load: the node does no
   expect(got.code).toBe(1);
   expect(got.stderr).toContain(`[mpijob] image ${ref}: the copy from node l (127.0.10.12) did not load`);
   expect(await verifyNodeImage(m, refKey())).toEqual([`m: no ${ref} in the image store`]);
+}, 120_000);
+
+test('a source serves its copies in turn: the copy with turn 0 is served before the one with turn 1, even when it asks later', async () => {
+  const src = await node('p', '127.0.10.14', { AZ_BATCH_EMULATOR_NODE_BANDWIDTH: String(2 * 1024 * 1024) });
+  const first = await node('q', '127.0.10.15');
+  const second = await node('r', '127.0.10.16');
+  expect((await seed(src)).code).toBe(0);
+  const ended: string[] = [];
+  const late = copy(second, src, { turn: 1 }).then((r) => (ended.push('turn 1'), r));
+  await new Promise((r) => setTimeout(r, 1000));
+  const early = copy(first, src, { turn: 0 }).then((r) => (ended.push('turn 0'), r));
+  const [a, b] = await Promise.all([early, late]);
+  expect([a.code, b.code]).toEqual([0, 0]);
+  expect(ended).toEqual(['turn 0', 'turn 1']);
+  expect(await readFile(path.join(src.root, 'shared', 'mpijob', 'images', JOB, 'served.0'), 'utf8')).toBe('2\n');
 }, 120_000);

@@ -61,6 +61,10 @@ describe('image tree: the first plan', () => {
         const perSource = new Map<string, number>();
         for (const w of work) if (w.source.kind === 'peer') perSource.set(w.source.nodeId, (perSource.get(w.source.nodeId) ?? 0) + 1);
         for (const c of perSource.values()) expect(c).toBeLessThanOrEqual(state.maxQueuePerSource);
+        // Each source serves its copies in issue order: turns 0, 1, 2, … per source.
+        const turns = new Map<string, number[]>();
+        for (const w of work) if (w.source.kind === 'peer') turns.set(w.source.nodeId, [...(turns.get(w.source.nodeId) ?? []), w.turn!]);
+        for (const t of turns.values()) expect(t).toEqual(t.map((_, i) => i));
         // Deterministic: the same input gives the same plan.
         expect(nextTransfers(plan, 0).work).toEqual(work);
       }),
