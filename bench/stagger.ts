@@ -34,6 +34,7 @@ const FILLER = Math.round(Number(textArg('filler-mb', '8')) * 1024 * 1024);
 const BANDWIDTH = Math.round(Number(textArg('bandwidth-mb', '16')) * 1024 * 1024);
 const NODE_BANDWIDTH = Math.round(Number(textArg('node-mb', '4')) * 1024 * 1024);
 const SCHEDULES = textArg('schedules', 'window,all,tree').split(',');
+const TIMELINE = textArg('timeline', 'no') === 'yes';
 const REGISTRY_LIMIT = 10;
 
 interface Outcome {
@@ -84,6 +85,18 @@ async function measure(stack: Stack, nodes: number, concurrency: number, label: 
   const failed = tasks.filter((t) => t.executionInfo?.exitCode !== undefined && t.executionInfo.exitCode !== 0);
   const starts = tasks.map((t) => t.executionInfo?.startTime?.getTime()).filter((x): x is number => !!x);
   const ends = ok.map((t) => t.executionInfo?.endTime?.getTime()).filter((x): x is number => !!x);
+  if (TIMELINE) {
+    // Per node: when its task started and ended (s after the first start) and where it got the image from.
+    const t0 = Math.min(...starts);
+    const rows = tasks.map((t) => ({
+      id: t.id,
+      from: /ConnectTimeout=20 (\S+) /.exec(t.commandLine ?? '')?.[1] ?? 'registry',
+      start: ((t.executionInfo?.startTime?.getTime() ?? NaN) - t0) / 1000,
+      end: ((t.executionInfo?.endTime?.getTime() ?? NaN) - t0) / 1000,
+      ip: tasks.length ? t.nodeInfo?.nodeId : '',
+    }));
+    for (const r of rows.sort((a, b) => a.end - b.end)) console.log(`    ${r.id} on ${r.ip} from ${r.from}: ${r.start.toFixed(1)} → ${r.end.toFixed(1)} s`);
+  }
   const timing = final.result?.timings?.PullingImages ?? (final as { timings?: Record<string, { startedAt: string; endedAt?: string }> }).timings?.PullingImages;
   const stageS = timing?.endedAt ? (Date.parse(timing.endedAt) - Date.parse(timing.startedAt)) / 1000 : NaN;
   return {
