@@ -13,6 +13,8 @@ import { buildDemoImage } from '../../examples/images/buildDemoImage';
 import { bashCommandLine } from '../../shared/mpi/shellQuote';
 import { GLUE_STRICT } from '../../shared/mpi/userShell';
 import { SOURCE_LOST_EXIT, parseDigestLines, peerCopyScriptLines, seedScriptLines } from '../../shared/mpi/imageTransfer';
+import { pullLines } from '../../shared/mpi/commands';
+import { createHash } from 'node:crypto';
 import { splitCommandLine } from '../../local/batch/runner/commandLine';
 import { TestNode, cleanupNodes, makeBaseDir, makeNode, verifyNodeImage } from './nodeHarness';
 
@@ -182,4 +184,21 @@ test('a source serves its copies in turn: the copy with turn 0 is served before 
   expect([a.code, b.code]).toEqual([0, 0]);
   expect(ended).toEqual(['turn 0', 'turn 1']);
   expect(await readFile(path.join(src.root, 'shared', 'mpijob', 'images', JOB, 'served.0'), 'utf8')).toBe('2\n');
+}, 120_000);
+
+test('singularity: a seed pulls the SIF, a peer copies the file and checks its sha256 (the emulated SIF is a pointer to the layer cache: the command path and the check are what runs here)', async () => {
+  const sifImages = { runtime: 'singularity' as const, count: 1 };
+  const s1 = await node('s1', '127.0.10.17');
+  const s2 = await node('s2', '127.0.10.18');
+  const seeded = await runOn(s1, bashCommandLine([GLUE_STRICT, ...seedScriptLines(JOB, sifImages, pullLines({ runtime: 'singularity', image: ref, sifCacheKey: JOB, sifIndex: 0 }))].join('; ')));
+  expect(seeded.stderr).not.toContain('[mpijob]');
+  expect(seeded.code).toBe(0);
+  const sif = (n: TestNode) => path.join(n.root, 'shared', 'mpijob', 'sif', JOB, '0.sif');
+  const digest = `sha256:${createHash('sha256').update(await readFile(sif(s1))).digest('hex')}`;
+  expect(parseDigestLines(seeded.stdout, 1)).toEqual([digest]);
+  const copied = await runOn(s2, bashCommandLine([GLUE_STRICT, ...peerCopyScriptLines({ jobKey: JOB, images: sifImages, source: { nodeId: s1.id, ipAddress: s1.ip }, expected: [digest] })].join('; ')));
+  expect(copied.stderr).toBe('');
+  expect(copied.code).toBe(0);
+  expect(parseDigestLines(copied.stdout, 1)).toEqual([digest]);
+  expect(await readFile(sif(s2))).toEqual(await readFile(sif(s1)));
 }, 120_000);
