@@ -3,7 +3,7 @@
  * pull from the registry, 4 nodes copy from a seed over ssh, all issued at once; a copy whose source is lost (exit
  * 75) is re-issued on another source under its next attempt's id; with imageDistribution: registry every node pulls.
  */
-import { FAKE_IMAGE_DIGEST, healthyJob, poolObservation, preflightReport, fakeIps } from './fakeActivities';
+import { FAKE_IMAGE_DIGEST, fakeNode, healthyJob, poolObservation, preflightReport, fakeIps } from './fakeActivities';
 import { jobInput, replay } from './jobReplay';
 import type { NodeTaskObservation, NodeTaskRequest } from '../../shared/contract';
 import { splitShellWords } from '../../shared/mpi/shellWords';
@@ -100,4 +100,26 @@ test('imageDistribution: registry keeps the window: every node pulls, 10 at a ti
   expect(pulls[0]).toHaveLength(10);
   expect(pulls.flat()).toHaveLength(NODES);
   for (const t of pulls.flat()) expect(script(t)).not.toContain('ssh ');
+});
+
+test('a node the preflight replaces copies the image from a node that holds it, not from the registry', async () => {
+  // A fake pool whose node-1 the first check cannot reach: removed, and a resize brings node-2.
+  let nodes = [0, 1].map((i) => fakeNode(i, 'idle'));
+  let checks = 0;
+  const adds: NodeTaskRequest[] = [];
+  const job = healthyJob({
+    poolObserve: () => ({ state: 'active', allocationState: 'steady', currentDedicatedNodes: nodes.length, targetDedicatedNodes: nodes.length, resizeErrors: [], nodes: nodes.map((n) => ({ ...n })) }),
+    poolRemoveNodes: ({ nodeIds }) => void (nodes = nodes.filter((n) => !nodeIds.includes(n.id))),
+    poolResize: ({ target }) => {
+      while (nodes.length < target) nodes.push(fakeNode(2, 'idle'));
+    },
+    preflightCollect: () => preflightReport(nodes.map((n) => n.ipAddress), ++checks === 1 ? { unreachable: [fakeNode(1, 'idle').ipAddress] } : {}),
+    nodeTasksAdd: ({ tasks }) => void adds.push(...tasks.filter((t) => t.id.startsWith('pull-'))),
+  });
+  await replay(jobInput('replay-tree-replace', { nodes: 2, command: 'true', container: { runtime: 'docker', images: ['registry.example/hpc/app:1.0'] } }), job);
+  expect(job.finished().reason).toBeUndefined();
+  const replacement = adds.find((t) => t.id === 'pull-p1-0-a1')!;
+  expect(replacement.affinityId).toBe('aff-2');
+  expect(sourceIp(replacement)).toBe('10.0.0.0');
+  expect(adds.filter((t) => !script(t).includes('ssh '))).toHaveLength(2);
 });
