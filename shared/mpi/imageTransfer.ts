@@ -125,12 +125,12 @@ export const TURN_WAIT_SECONDS = 30;
  * Remote shell code that serves `what` (a command writing the image to stdout) in turn: it waits until the source
  * served `turn` copies of image `index` (or TURN_WAIT_SECONDS passed), then runs it under the serve lock and counts it.
  */
-function servedInTurn(index: number, turn: number, wait: number, what: string): string {
-  const counter = `"$d/served.${index}"`;
-  return (
-    `t=${turn}; n=0; while [ "$(cat ${counter} 2>/dev/null || echo 0)" -lt "$t" ] && [ "$n" -lt ${TURN_WAIT_SECONDS * 5} ]; do n=$((n+1)); sleep 0.2; done; ` +
-    `flock -w ${wait} "$d/serve.lock" sh -c ${shellQuote(`${what}; rc=$?; echo $(( $(cat "$1/served.${index}" 2>/dev/null || echo 0) + 1 )) > "$1/served.${index}"; exit $rc`)} sh "$d" "$s"`
-  );
+function turnWait(index: number, turn: number): string {
+  return `t=${turn}; n=0; while [ "$(cat "$d/served.${index}" 2>/dev/null || echo 0)" -lt "$t" ] && [ "$n" -lt ${TURN_WAIT_SECONDS * 5} ]; do n=$((n+1)); sleep 0.2; done`;
+}
+
+function serveLocked(index: number, wait: number, what: string): string {
+  return `flock -w ${wait} "$d/serve.lock" sh -c ${shellQuote(`${what}; rc=$?; echo $(( $(cat "$1/served.${index}" 2>/dev/null || echo 0) + 1 )) > "$1/served.${index}"; exit $rc`)} sh "$d" "$s"`;
 }
 
 /**
@@ -149,46 +149,48 @@ export function peerCopyScriptLines(input: PeerCopyInput): string[] {
   const from = `node ${source.nodeId} (${source.ipAddress})`;
   // Remote shell code: `s` (the node's shared dir) and `d` (its state dir for the job) are set by the prefix below.
   // While the source runs its own transfer it holds pulling.lock: block on it instead of polling; poll (0.5 s) only
-  // before its task has started. The digests it recorded go to stderr, the image to stdout: one connection per image.
+  // before its task has started. Then wait for this copy's turn and print the digests the source recorded. Only then
+  // does the image stream start (a second connection): the receiving side's `docker load` is not started while the
+  // node waits, which on 100 nodes would be 90 processes started at once beside the seeds' pulls.
   const remoteWait =
     'n=0; while [ ! -s "$d/digests" ]; do ' +
     'if [ -e "$d/failed" ]; then echo "it failed to get the images" >&2; exit 3; fi; ' +
     `if [ -e "$d/pulling.lock" ] && ! flock -n -s "$d/pulling.lock" true; then flock -s -w ${wait} "$d/pulling.lock" true || { echo "it did not hold the images after ${wait} s" >&2; exit 3; }; continue; fi; ` +
     `n=$((n+1)); if [ "$n" -gt ${wait * 2} ]; then echo "it did not hold the images after ${wait} s" >&2; exit 3; fi; ` +
-    'sleep 0.5; done; cat "$d/digests" >&2';
+    `sleep 0.5; done; ${turnWait(0, turn)}; cat "$d/digests"`;
   const lines = [
     ...preamble(jobKey),
     // The remote prefix: the shared dir as the source's shell sees it (the same path on every Azure node).
     `mpijob_rs='s="${'$'}{AZ_BATCH_NODE_SHARED_DIR:-'"$AZ_BATCH_NODE_SHARED_DIR"'}"; d="$s/mpijob/images/${jobKey}"; '`,
     `mpijob_ssh() { ssh -o BatchMode=yes -o StrictHostKeyChecking=no -o ConnectTimeout=20 ${shellQuote(source.ipAddress)} "$mpijob_rs$1" 2>>"$mpijob_err"; }`,
     `mpijob_lost() { cat "$mpijob_err" >&2; echo ${shellQuote(`[mpijob] source ${from}:`)} "$1" >&2; exit ${SOURCE_LOST_EXIT}; }`,
-    // The source's side of the conversation (its digests, its errors), in the task's directory.
+    // The source's side of the conversation (its errors), in the task's directory.
     'mpijob_err="$PWD/mpijob-copy-stderr.txt"; : > "$mpijob_err"',
+    `mpijob_want=$(mpijob_ssh ${shellQuote(remoteWait)}) || mpijob_lost "has not got the images (failed, unreachable or timed out)"`,
   ];
   const n = imageCount(images);
   // How the copy of image i ends when the source's side failed: 3 is the remote wait's "no images there".
   const lostLine = (what: string, status: string) =>
     `if [ "${status}" -eq 3 ]; then mpijob_lost "has not got the images (failed, unreachable or timed out)"; fi; mpijob_lost ${shellQuote(`stopped serving ${what}`)}" (exit ${status})"`;
-  const wantLines = ["mpijob_want=$(grep -E '^sha256:[a-f0-9]{64}$' \"$mpijob_err\" || true)", ...Array.from({ length: n }, (_, i) => `mpijob_w${i}=$(printf '%s\\n' "$mpijob_want" | sed -n ${i + 1}p)`)];
+  for (let i = 0; i < n; i++) lines.push(`mpijob_w${i}=$(printf '%s\\n' "$mpijob_want" | sed -n ${i + 1}p)`);
   for (let i = 0; i < n; i++) {
-    const prefix = i === 0 ? `${remoteWait}; ` : '';
+    // Image 0's turn was waited for before the digests; the others wait for theirs on the source.
+    const prefix = i === 0 ? '' : `${turnWait(i, turn)}; `;
     if (images.runtime === 'docker') {
       const ref = images.refs[i];
-      const remote = shellQuote(prefix + servedInTurn(i, turn, wait, `docker save ${shellQuote(ref)}`));
+      const remote = shellQuote(prefix + serveLocked(i, wait, `docker save ${shellQuote(ref)}`));
       lines.push(
         `mpijob_ssh ${remote} | docker load -q >/dev/null || { mpijob_st=("${'$'}{PIPESTATUS[@]}"); ` +
           `if [ "${'$'}{mpijob_st[0]}" -ne 0 ]; then ${lostLine(ref, `${'$'}{mpijob_st[0]}`)}; fi; ` +
           `echo ${shellQuote(`[mpijob] image ${ref}: the copy from ${from} did not load:`)} "docker load exit ${'$'}{mpijob_st[1]}" >&2; exit 1; }`,
       );
-      if (i === 0) lines.push(...wantLines);
     } else {
       const sif = sifPathExpr(jobKey, i);
-      const remote = shellQuote(prefix + servedInTurn(i, turn, wait, `cat "$2/mpijob/sif/${jobKey}/${i}.sif"`));
+      const remote = shellQuote(prefix + serveLocked(i, wait, `cat "$2/mpijob/sif/${jobKey}/${i}.sif"`));
       lines.push(
         `mkdir -p "$(dirname ${sif})"`,
         `mpijob_tmp=${sif}.tmp.$$`,
         `mpijob_ssh ${remote} > "$mpijob_tmp" || { mpijob_st=$?; rm -f "$mpijob_tmp"; ${lostLine(`SIF ${i}`, '$mpijob_st')}; }`,
-        ...(i === 0 ? wantLines : []),
         `mpijob_got=sha256:$(sha256sum "$mpijob_tmp" | cut -d' ' -f1)`,
         `if [ "$mpijob_got" != "$mpijob_w${i}" ]; then rm -f "$mpijob_tmp"; echo ${shellQuote(`[mpijob] image SIF ${i}: digest mismatch after the copy from ${from}: the source holds`)} "$mpijob_w${i}, got $mpijob_got" >&2; exit 1; fi`,
         'singularity inspect "$mpijob_tmp" >/dev/null',
