@@ -67,7 +67,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     // Overlapped: each of these nodes downloads its shards as soon as its own pull is done.
     early?.expect(batchJobId!, pool!.nodes, nodes, `dl${tag}`);
     const onNodesPulled = early ? (ids: string[]) => early!.offer(ids) : undefined;
-    return pullImages(run, { jobId: input.jobId, batchJobId: batchJobId!, nodes, spec: input.spec, maxAttempts: input.settings.nodeTaskMaxAttempts, sasMaxLifetimeMinutes: input.settings.sasMaxLifetimeMinutes, poolIdentityClientId: input.settings.poolIdentityClientId, taskPrefix: `pull${tag}`, onNodesPulled });
+    return pullImages(run, { jobId: input.jobId, batchJobId: batchJobId!, nodes, spec: input.spec, maxAttempts: input.settings.nodeTaskMaxAttempts, sasMaxLifetimeMinutes: input.settings.sasMaxLifetimeMinutes, poolIdentityClientId: input.settings.poolIdentityClientId, taskPrefix: `pull${tag}`, holders: (pool?.nodes ?? []).filter((n) => prepared.has(n.id)), onNodesPulled });
   };
   const stageOn = function* (nodes: NodeRef[], tag: string): Orchestration<void> {
     staged = early

@@ -84,6 +84,12 @@ export interface BatchEmulatorOptions {
   /** Every management-plane exchange, for contract tests. */
   onArmExchange?: (ex: ExchangeRecord) => void;
   /**
+   * Each node's network cap for node-to-node transfers, bytes per second in each direction (default: none). The
+   * emulated nodes share one machine, so a node's NIC is modelled: a node's concurrent outgoing copies share this
+   * budget, and so do its incoming ones (docs/local-batch.md, "Node-to-node bandwidth").
+   */
+  nodeBandwidthBytesPerSec?: number;
+  /**
    * PEM CA certificates the emulated nodes trust besides Node's public roots, for https resource files and the node
    * agent's identity transfers: what adding a CA to a real node's trust store does (e.g. a test's own https server).
    */

@@ -78,6 +78,7 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
     faults,
     nodePath: opts.nodePath ?? [],
     identity: opts.identity,
+    nodeBandwidthBytesPerSec: opts.nodeBandwidthBytesPerSec,
     trustedCertificates: opts.trustedCertificates ?? [],
     quota: opts.quota,
   });

@@ -3,6 +3,7 @@ import { batchContext, registrySecret } from '../../shared/services';
 import { addNodeTask, getTask, readTaskFile, type BatchContext } from '../../shared/batch';
 import { registerActivity } from '../runtime/activityCalls';
 import { nodeTaskSpec } from '../../shared/planning/batchRequests';
+import { parseDigestLines } from '../../shared/mpi/imageTransfer';
 
 /** Adds pinned per-node tasks; a task that already exists (a retried activity) is not added twice. */
 export async function nodeTasksAdd(input: { batchJobId: string; tasks: NodeTaskRequest[] }): Promise<void> {
@@ -24,6 +25,11 @@ export function observeNodeTasks(ctx: BatchContext, input: ActivityInput<'nodeTa
       if (t.state === 'completed' && t.exitCode !== 0) {
         const err = await readTaskFile(ctx, input.batchJobId, id, 'stderr.txt', { maxBytes: 2048 }).catch(() => undefined);
         if (err?.content.trim()) obs.outputTail = err.content.trim().split('\n').slice(-5).join('\n');
+      }
+      if (input.digests && t.state === 'completed' && t.exitCode === 0) {
+        const out = await readTaskFile(ctx, input.batchJobId, id, 'stdout.txt', { maxBytes: 4096 }).catch(() => undefined);
+        const digests = out ? parseDigestLines(out.content, input.digests) : undefined;
+        if (digests) obs.digests = digests;
       }
       return obs;
     }),

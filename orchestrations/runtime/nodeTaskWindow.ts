@@ -178,7 +178,7 @@ export class NodeTaskWindow {
  * Batch's failure info for a task that exited non-zero only says so (FailureExitCode); the cause, such as the
  * registry's "manifest unknown", is in the task's output, so a failure carries both.
  */
-function failureMessage(o: NodeTaskObservation): string {
+export function failureMessage(o: NodeTaskObservation): string {
   const parts = [o.failure, o.outputTail && `output: ${o.outputTail}`].filter((p): p is string => !!p);
   return parts.length ? parts.join('; ') : `task ${o.id} ${o.state}`;
 }

@@ -1,9 +1,12 @@
-import type { NodeRef } from '../../shared/contract';
-import { Orchestration, PipelineRun } from '../runtime/pipelineRun';
-import { nodeTaskWindow } from '../runtime/nodeTaskWindow';
-import { imageBlobs, imageLabel, pullTask } from '../../shared/planning/mpiTaskRequest';
+import type { Counter, NodeProgress, NodeRef, NodeTaskRequest } from '../../shared/contract';
+import { Orchestration, PipelineRun, StageFailed } from '../runtime/pipelineRun';
+import { failureMessage, nodeTaskWindow } from '../runtime/nodeTaskWindow';
+import { imageBlobs, imageLabel, peerCopyTask, pullTask, seedPullTask } from '../../shared/planning/mpiTaskRequest';
 import type { JobSpec } from '../../shared/spec/schema';
-import { IMAGE_SAS_MINUTES, pullNodeTask } from '../../shared/planning/batchRequests';
+import { IMAGE_SAS_MINUTES, nodeTaskId, pullNodeTask } from '../../shared/planning/batchRequests';
+import { deterministicRand01 } from '../../shared/planning/hash';
+import { initTreePlan, isTreeDone, nextTransfers, nodesWithoutImages, onTransferResults, treeProgress, type TransferResult, type TransferWork, type TreePlanState } from '../../shared/planning/imageTree';
+import { SOURCE_LOST_EXIT } from '../../shared/mpi/imageTransfer';
 
 export interface PullImagesRequest {
   jobId: string;
@@ -17,6 +20,8 @@ export interface PullImagesRequest {
   poolIdentityClientId?: string;
   /** Task-id prefix (default "pull"); nodes that replace others pull under their own, as ids are unique in a Batch job. */
   taskPrefix?: string;
+  /** Nodes of the pool that already hold the images (an earlier round): replacements copy from them, not from the registry. */
+  holders?: NodeRef[];
   /**
    * Told which nodes hold every image as soon as the stage knows (each node once; all of them at once when there is
    * nothing to pull): their shard downloads may start while other nodes still pull.
@@ -24,36 +29,167 @@ export interface PullImagesRequest {
   onNodesPulled?: (nodeIds: string[]) => void;
 }
 
+export interface PullImagesResult {
+  /** Digest of every image as the nodes hold it (docker: image id; singularity: sha256 of the SIF), when reported. */
+  digests?: string[];
+  /** Nodes that got the images from the registry, and from a peer. */
+  fromRegistry: number;
+  fromPeers: number;
+}
+
 /**
- * Stagger image pulls: every node must hold every image before any MPI container starts, and at most
- * `pullConcurrency` nodes (10 by default) pull at the same time, because 40 nodes pulling at once knock
- * over a registry. The pool was created without image preload, so nothing else pulls behind our back.
- * Singularity images land in a per-job SIF file on each node; SIF files from blob storage come as the pull
- * task's resource files, through short-lived read-only SAS URLs.
+ * Every node must hold every image before any MPI container starts. With `imageDistribution: peers` (default) at
+ * most `pullConcurrency` nodes (10 by default) pull from the registry — 40 nodes pulling at once knock a registry
+ * over — and every other node copies the images from a node that holds them, in a tree that doubles the holders
+ * every copy time (shared/planning/imageTree.ts), each copy checked by digest (shared/mpi/imageTransfer.ts). With
+ * `registry`, every node pulls, `pullConcurrency` at a time. The pool was created without image preload, so nothing
+ * else pulls behind our back. SIF files from blob storage come as the seeds' resource files, through short-lived
+ * read-only SAS URLs.
  */
-export function* pullImages(run: PipelineRun, req: PullImagesRequest): Orchestration<void> {
+export function* pullImages(run: PipelineRun, req: PullImagesRequest): Orchestration<PullImagesResult> {
   const { container } = req.spec;
   if (container.runtime === 'none' || container.images.length === 0 || req.nodes.length === 0) {
     run.report({ progress: { imagesPulled: { done: req.nodes.length, total: req.nodes.length } } });
     req.onNodesPulled?.(req.nodes.map((n) => n.id));
-    return;
+    return { fromRegistry: 0, fromPeers: 0 };
   }
   const blobs = imageBlobs(req.spec);
   const expiresAt = new Date(run.now().getTime() + Math.min(req.sasMaxLifetimeMinutes, IMAGE_SAS_MINUTES) * 60_000).toISOString();
   const blobUrls = blobs.length ? yield* run.call('imageBlobUrls', { blobs, expiresAt }) : [];
-  const task = pullTask(req.jobId, req.spec, blobUrls, req.poolIdentityClientId);
-  yield* nodeTaskWindow(run, {
-    stage: 'PullingImages',
-    batchJobId: req.batchJobId,
-    nodes: req.nodes,
-    items: container.images.map(imageLabel),
-    concurrency: container.pullConcurrency,
+  if (container.imageDistribution === 'registry') {
+    const task = pullTask(req.jobId, req.spec, blobUrls, req.poolIdentityClientId);
+    yield* nodeTaskWindow(run, {
+      stage: 'PullingImages',
+      batchJobId: req.batchJobId,
+      nodes: req.nodes,
+      items: container.images.map(imageLabel),
+      concurrency: container.pullConcurrency,
+      maxAttempts: req.maxAttempts,
+      taskPrefix: req.taskPrefix ?? 'pull',
+      progressKey: 'imagesPulled',
+      inFlightState: 'pulling',
+      doneState: 'pulled',
+      taskFor: () => pullNodeTask(task),
+      onNodesDone: req.onNodesPulled,
+    });
+    return { fromRegistry: req.nodes.length, fromPeers: 0 };
+  }
+  return yield* distribute(run, req, blobUrls);
+}
+
+/** The image tree: issue the planner's transfers as pinned node tasks, feed their results back, until every node holds the images. */
+function* distribute(run: PipelineRun, req: PullImagesRequest, blobUrls: string[]): Orchestration<PullImagesResult> {
+  const { container } = req.spec;
+  const holders = (req.holders ?? []).filter((h) => !req.nodes.some((n) => n.id === h.id));
+  const byId = new Map([...req.nodes, ...holders].map((n) => [n.id, n]));
+  const indexOf = new Map(req.nodes.map((n, i) => [n.id, i]));
+  const prefix = req.taskPrefix ?? 'pull';
+  let plan: TreePlanState = initTreePlan({
+    nodes: req.nodes.map((n) => n.id),
+    holders: holders.map((n) => n.id),
+    images: container.images.map(imageLabel),
+    registrySlots: container.pullConcurrency,
     maxAttempts: req.maxAttempts,
-    taskPrefix: req.taskPrefix ?? 'pull',
-    progressKey: 'imagesPulled',
-    inFlightState: 'pulling',
-    doneState: 'pulled',
-    taskFor: () => pullNodeTask(task),
-    onNodesDone: req.onNodesPulled,
+    backoff: { baseMs: 2 * run.pollDelayMs(0), maxMs: 60_000, factor: 2 },
   });
+  const inFlight = new Map<string, TransferWork>();
+  const nodeStates: Record<string, NodeProgress> = {};
+  const announced = new Set<string>();
+
+  const taskFor = (w: TransferWork): Omit<NodeTaskRequest, 'id' | 'affinityId'> => {
+    if (w.source.kind === 'registry') return pullNodeTask(seedPullTask(req.jobId, req.spec, blobUrls, w.expectedDigests, req.poolIdentityClientId));
+    const source = byId.get(w.source.nodeId)!;
+    return pullNodeTask(peerCopyTask(req.jobId, req.spec, { nodeId: source.id, ipAddress: source.ipAddress }, w.expectedDigests, w.turn));
+  };
+  const report = () => {
+    const p = treeProgress(plan, run.now().getTime());
+    const counter: Counter = { done: p.holding, total: p.total };
+    run.report({ progress: { imagesPulled: counter }, nodes: { ...run.nodeStates(), ...nodeStates } });
+  };
+
+  for (;;) {
+    const now = run.now().getTime();
+    const next = nextTransfers(plan, now);
+    plan = next.state;
+    if (next.work.length) {
+      const tasks: NodeTaskRequest[] = next.work.map((w) => {
+        const node = byId.get(w.nodeId)!;
+        const id = nodeTaskId(prefix, indexOf.get(w.nodeId)!, w.attempt);
+        inFlight.set(id, w);
+        nodeStates[w.nodeId] = 'pulling';
+        return { id, affinityId: node.affinityId, ...taskFor(w) };
+      });
+      for (const chunk of messageSizedChunks(tasks)) yield* run.call('nodeTasksAdd', { batchJobId: req.batchJobId, tasks: chunk });
+    }
+    report();
+    if (isTreeDone(plan)) break;
+
+    // Poll at the base interval while work is in flight; when only backoff holds work back, wake when it ends.
+    const wait = inFlight.size > 0 ? run.pollDelayMs(0) : Math.max(run.pollDelayMs(0), (next.wakeAtMs ?? now) - now);
+    yield* run.sleep('PullingImages', wait);
+    if (inFlight.size === 0) continue;
+
+    const observed = yield* run.call('nodeTasksObserve', { batchJobId: req.batchJobId, taskIds: [...inFlight.keys()], digests: container.images.length });
+    const results: TransferResult[] = [];
+    const taskOf = new Map<TransferResult, string>();
+    for (const o of observed) {
+      const work = inFlight.get(o.id);
+      if (!work || (o.state !== 'completed' && o.state !== 'missing')) continue;
+      inFlight.delete(o.id);
+      const ok = o.state === 'completed' && o.exitCode === 0;
+      const lost = o.state === 'completed' && o.exitCode === SOURCE_LOST_EXIT && work.source.kind === 'peer';
+      const r: TransferResult = {
+        nodeId: work.nodeId,
+        ranOnNodeId: o.nodeId && byId.has(o.nodeId) ? o.nodeId : work.nodeId,
+        attempt: work.attempt,
+        outcome: ok ? 'ok' : lost ? 'sourceLost' : 'failed',
+        ...(ok ? { digests: o.digests } : { message: failureMessage(o) }),
+      };
+      taskOf.set(r, o.id);
+      results.push(r);
+    }
+    plan = onTransferResults(plan, results, { nowMs: run.now().getTime(), rand01: (r) => deterministicRand01(`${run.jobId}:${taskOf.get(r)}`) });
+    const ready: NodeRef[] = [];
+    for (const id of plan.order) {
+      if (plan.nodes[id].holds && !announced.has(id)) {
+        announced.add(id);
+        nodeStates[id] = 'pulled';
+        ready.push(byId.get(id)!);
+      }
+    }
+    if (plan.failure) nodeStates[plan.failure.nodeId] = 'failed';
+    if (ready.length && !plan.failure) req.onNodesPulled?.(ready.map((n) => n.id));
+  }
+
+  if (plan.failure) {
+    const f = plan.failure;
+    throw new StageFailed('PullingImages', `node ${f.nodeId}${f.ranOnNodeId !== f.nodeId ? ` (ran on ${f.ranOnNodeId})` : ''} failed after ${f.attempts} attempt(s): ${f.message}`);
+  }
+  const missing = nodesWithoutImages(plan);
+  if (missing.length) throw new StageFailed('PullingImages', `nodes not covered: ${missing.join(', ')}`);
+  run.report({ lastError: undefined });
+  const p = treeProgress(plan);
+  return { ...(plan.pinned ? { digests: plan.pinned } : {}), fromRegistry: p.fromRegistry, fromPeers: p.fromPeers };
+}
+
+/**
+ * An activity's input travels in one storage queue message (64 KiB; the local engine does not offload larger ones to
+ * blobs, and offloading costs a blob round trip on Azure): the whole tree is issued at once, about 2 KB per copy task,
+ * so the tasks go in chunks of at most this many characters of JSON.
+ */
+const TASKS_CHUNK_CHARS = 32_000;
+
+function messageSizedChunks(tasks: NodeTaskRequest[]): NodeTaskRequest[][] {
+  const chunks: NodeTaskRequest[][] = [];
+  let size = 0;
+  for (const t of tasks) {
+    const n = JSON.stringify(t).length;
+    if (!chunks.length || size + n > TASKS_CHUNK_CHARS) {
+      chunks.push([]);
+      size = 0;
+    }
+    chunks[chunks.length - 1].push(t);
+    size += n;
+  }
+  return chunks;
 }

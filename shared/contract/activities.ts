@@ -76,6 +76,8 @@ export interface NodeTaskObservation {
   failure?: string;
   /** The end of stderr for failed tasks: the registry or download message. */
   outputTail?: string;
+  /** Image digests the task printed (shared/mpi/imageTransfer.ts DIGEST_LINE), when asked for and it succeeded. */
+  digests?: string[];
 }
 
 export interface MpiTaskObservation {
@@ -168,7 +170,8 @@ export interface ActivityContract {
   /** Returns what happened ("terminated", "already completed", "gone"). */
   batchJobTerminate(input: { batchJobId: string; reason?: string }): string;
   nodeTasksAdd(input: { batchJobId: string; tasks: NodeTaskRequest[] }): void;
-  nodeTasksObserve(input: { batchJobId: string; taskIds: string[] }): NodeTaskObservation[];
+  /** `digests`: how many image digests each successful task printed on stdout (image transfers), read back. */
+  nodeTasksObserve(input: { batchJobId: string; taskIds: string[]; digests?: number }): NodeTaskObservation[];
   inputsList(input: { inputs: InputSource[] }): ListedInputBlob[];
   shardCopy(input: { jobId: string; shard: ShardToCopy & { account: string } }): ShardCopyResult;
   /** Shard id → read-only SAS URL. */

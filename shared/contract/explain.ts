@@ -82,7 +82,9 @@ export const ExplainDocumentSchema = z.object({
     maxAttempts: z.number(),
     blobSasMinutes: z.number().nullable().meta({ description: 'Life of the SAS URLs of SIF blobs (null without any).' }),
     task: NodeTaskTemplate('pull'),
-  }).nullable().meta({ description: 'The staggered image pulls (null for container.runtime none or no image).' }),
+    distribution: z.enum(['peers', 'registry']).meta({ description: 'container.imageDistribution: "peers": only the first `concurrency` nodes (the seeds) run `task`; every other node runs `peerCopy` from a node that holds the images. "registry": every node runs `task`, `concurrency` at a time.' }),
+    peerCopy: NodeTaskTemplate('peer copy').nullable().meta({ description: 'The copy a non-seed node runs (null with distribution "registry"): from the source node the image tree picks at run time.' }),
+  }).nullable().meta({ description: 'The image pulls (null for container.runtime none or no image).' }),
   staging: z.object({
     inputs: z.array(StorageRef.extend({ prefix: z.string() })),
     shardSizeMB: z.object({ min: z.number(), max: z.number() }),

@@ -30,7 +30,7 @@ import { retryPolicyFor } from './retryPolicy';
 import { expandArray } from '../scheduling/arrays';
 import { DEFAULT_QUEUE } from '../spec/sections/scheduling';
 import { PlanningError } from './errors';
-import { imageBlobs, imageLabel, mpiTaskInput, mpiTaskRequest, pullTask, releaseTaskCommand, sifCacheKeyFor } from './mpiTaskRequest';
+import { imageBlobs, imageLabel, mpiTaskInput, mpiTaskRequest, peerCopyTask, pullTask, releaseTaskCommand, seedPullTask, type PullTaskShape, sifCacheKeyFor } from './mpiTaskRequest';
 import {
   mountRequests, needsNodeUploads, nodeFileSources, nodeSasLifetimeMs, nodeUploadTask, outputsPlan, scratchOf, type MountRequest, type OutputsPlan,
 } from './workloadData';
@@ -41,6 +41,19 @@ export const runTime = (what: string): string => `<run-time: ${what}>`;
 export const deploymentValue = (what: string): string => `<deployment: ${what}>`;
 /** Finds every placeholder in a text. */
 export const PLACEHOLDER_RE = /<(?:run-time|deployment): [^<>]*>/g;
+
+/**
+ * The peer copy task with the source node left open: built for a stand-in node and address (TEST-NET-1, never a
+ * pool's), which then become placeholders, so the template is the very builder's output.
+ */
+function explainedPeerCopy(jobId: string, spec: JobSpec): PullTaskShape {
+  const t = peerCopyTask(jobId, spec, { nodeId: 'mpijob-explain-source', ipAddress: '192.0.2.1' }, undefined, 987654321);
+  const open = (line: string, sentinel: string, what: string) => line.split(sentinel).join(runTime(what));
+  let commandLine = open(t.commandLine, 'mpijob-explain-source', 'source node id');
+  commandLine = open(commandLine, '192.0.2.1', 'source node address');
+  commandLine = open(commandLine, '987654321', 'copies the source serves before this one');
+  return { ...t, commandLine };
+}
 
 export interface ExplainInput {
   jobId: string;
@@ -185,10 +198,12 @@ function explainOne(input: ExplainInput): ExplainDocument {
   if (runtime !== 'none' && spec.container.images.length) {
     const blobs = imageBlobs(spec);
     const blobSas = Math.min(settings.sasMaxLifetimeMinutes, IMAGE_SAS_MINUTES);
+    const blobUrls = blobs.map((b) => runTime(`read-only SAS URL of SIF blob ${b.account}/${b.container}/${b.blob}, valid ${blobSas} minutes`));
     // An open client id (offline) cannot go through the sign-in lines' checks: a stand-in does, then shows as the placeholder.
     const STAND_IN_CLIENT_ID = '00000000-0000-4000-8000-0000000c11e7';
-    const task = pullTask(jobId, spec, blobs.map((b) => runTime(`read-only SAS URL of SIF blob ${b.account}/${b.container}/${b.blob}, valid ${blobSas} minutes`)),
-      identity?.open ? STAND_IN_CLIENT_ID : identity?.clientId);
+    const clientId = identity?.open ? STAND_IN_CLIENT_ID : identity?.clientId;
+    // With the image tree, this is what a seed runs (the first pullConcurrency nodes); the others copy from peers.
+    const task = spec.container.imageDistribution === 'registry' ? pullTask(jobId, spec, blobUrls, clientId) : seedPullTask(jobId, spec, blobUrls, undefined, clientId);
     const pullRequest = nodeTaskBody('pull', pullNodeTask(task));
     imagePulls = {
       runtime,
@@ -203,6 +218,8 @@ function explainOne(input: ExplainInput): ExplainDocument {
       maxAttempts: settings.nodeTaskMaxAttempts,
       blobSasMinutes: blobs.length ? blobSas : null,
       task: { perNode: true, request: identity?.open ? JSON.parse(JSON.stringify(pullRequest).replaceAll(STAND_IN_CLIENT_ID, identity.clientId)) as Json : pullRequest },
+      distribution: spec.container.imageDistribution,
+      peerCopy: spec.container.imageDistribution === 'registry' ? null : { perNode: true, request: nodeTaskBody('pull', pullNodeTask(explainedPeerCopy(jobId, spec))) },
     };
   }
 

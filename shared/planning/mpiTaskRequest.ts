@@ -9,6 +9,7 @@ import { sifCleanupLine } from '../mpi/singularity';
 import { REGISTRY_SECRET_ENV, registryLoginLines, registryLogoutLines, type RegistryLoginPlan } from '../mpi/registryLogin';
 import { PlanningError } from './errors';
 import type { SecretEnvironmentRef } from '../contract/activities';
+import { peerCopyScriptLines, seedScriptLines, type TransferImages } from '../mpi/imageTransfer';
 import { GLUE_STRICT } from '../mpi/userShell';
 import type { JobSpec } from '../spec/schema';
 import type { ImageEntry } from '../spec/sections/container';
@@ -83,12 +84,8 @@ export interface PullTaskShape {
   secretEnvironment: SecretEnvironmentRef[];
 }
 
-/**
- * One task per node that pulls every image of the job; exit 0 means the node holds them all. `blobUrls` are the
- * read-only SAS URLs of imageBlobs(spec), in the same order: Batch downloads them as the task's resource files. A
- * private registry is signed in to before the pulls and out of after them (shared/mpi/registryLogin.ts).
- */
-export function pullTask(jobId: string, spec: JobSpec, blobUrls: readonly string[] = [], poolIdentityClientId?: string): PullTaskShape {
+/** The registry pull of every image as strict-script lines (signed in to the job's private registry around them), with the SIF blobs' resource files. */
+function pullScript(jobId: string, spec: JobSpec, blobUrls: readonly string[], poolIdentityClientId: string | undefined): { lines: string[] } & Omit<PullTaskShape, 'commandLine'> {
   const runtime = spec.container.runtime;
   const { login, secretEnvironment } = registryLoginFor(spec, poolIdentityClientId);
   const resourceFiles: { httpUrl: string; filePath: string }[] = [];
@@ -103,7 +100,40 @@ export function pullTask(jobId: string, spec: JobSpec, blobUrls: readonly string
   });
   const signIn = login && runtime !== 'none' ? registryLoginLines(runtime, login) : [];
   const signOut = login && runtime !== 'none' ? registryLogoutLines(runtime, login) : [];
-  return { commandLine: bashCommandLine([GLUE_STRICT, ...signIn, ...lines, ...signOut].join('; ')), resourceFiles, secretEnvironment };
+  return { lines: [...signIn, ...lines, ...signOut], resourceFiles, secretEnvironment };
+}
+
+/**
+ * One task per node that pulls every image of the job; exit 0 means the node holds them all. `blobUrls` are the
+ * read-only SAS URLs of imageBlobs(spec), in the same order: Batch downloads them as the task's resource files. A
+ * private registry is signed in to before the pulls and out of after them (shared/mpi/registryLogin.ts).
+ */
+export function pullTask(jobId: string, spec: JobSpec, blobUrls: readonly string[] = [], poolIdentityClientId?: string): PullTaskShape {
+  const { lines, resourceFiles, secretEnvironment } = pullScript(jobId, spec, blobUrls, poolIdentityClientId);
+  return { commandLine: bashCommandLine([GLUE_STRICT, ...lines].join('; ')), resourceFiles, secretEnvironment };
+}
+
+/** The job's images as the node-side transfer scripts name them. */
+export function transferImages(spec: JobSpec): TransferImages {
+  return spec.container.runtime === 'docker'
+    ? { runtime: 'docker', refs: spec.container.images as string[] }
+    : { runtime: 'singularity', count: spec.container.images.length };
+}
+
+/**
+ * A seed of the image tree: the registry pull, then the digests of what the node holds (checked against `expected`
+ * when known), recorded for the peers that copy from it and printed for the orchestrator (imageTransfer.ts).
+ */
+export function seedPullTask(jobId: string, spec: JobSpec, blobUrls: readonly string[] = [], expected?: readonly string[], poolIdentityClientId?: string): PullTaskShape {
+  const { lines, resourceFiles, secretEnvironment } = pullScript(jobId, spec, blobUrls, poolIdentityClientId);
+  const script = seedScriptLines(sifCacheKeyFor(jobId), transferImages(spec), lines, expected);
+  return { commandLine: bashCommandLine([GLUE_STRICT, ...script].join('; ')), resourceFiles, secretEnvironment };
+}
+
+/** A node of the image tree that copies every image from `source` over the cluster network (imageTransfer.ts). */
+export function peerCopyTask(jobId: string, spec: JobSpec, source: { nodeId: string; ipAddress: string }, expected?: readonly string[], turn?: number): PullTaskShape {
+  const script = peerCopyScriptLines({ jobKey: sifCacheKeyFor(jobId), images: transferImages(spec), source, expected, turn });
+  return { commandLine: bashCommandLine([GLUE_STRICT, ...script].join('; ')), resourceFiles: [], secretEnvironment: [] };
 }
 
 /** The job release task: removes the job's containers (docker) or SIF files (singularity) on every node that ran part of the job. */

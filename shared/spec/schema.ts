@@ -184,6 +184,8 @@ export const ContainerSchema = z
       .meta({ description: `How many nodes pull images at the same time (at most ${LIMITS.maxPullConcurrencyWithoutOptIn} unless allowAboveTen).` }),
     allowAboveTen: z.boolean({ error: 'must be true or false' }).default(false)
       .meta({ description: 'Opt in to pullConcurrency above 10 (registries throttle; the seeds saw failures above 10).' }),
+    imageDistribution: z.enum(['peers', 'registry'], { error: 'must be "peers" or "registry"' }).default('peers')
+      .meta({ description: '"peers" (default): at most pullConcurrency nodes pull from the registry, every other node copies the images from a node that holds them over the cluster network (ssh between the pool\'s nodes), digests checked on every copy. "registry": every node pulls from the registry, pullConcurrency at a time.' }),
     runOptions: RunOptionsSchema.optional(),
     gpus: GpusSchema,
   })

@@ -1,24 +1,60 @@
 /**
- * Staggered image pulls through the whole pipeline: 40 emulated nodes must all hold the image before the MPI
- * containers start, and the registry (limited like the seeds' overloaded one) must never see more than the
- * allowed number of nodes pulling. Real `docker pull` processes move real bytes from the local OCI registry.
+ * Images on 40 emulated nodes through the whole pipeline. With the image tree (the default) at most 10 nodes pull
+ * from the registry and the others copy from a node that holds the image (docker save | docker load over the
+ * emulator's ssh, paced by the per-node bandwidth cap); the registry's own counters must show it never served more
+ * than 10 pulls, and every node's image store must hold the image with the one digest, checked blob by blob. With the
+ * registry limited below the window, throttled pulls are retried with backoff. Real processes move real bytes.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { stringify } from 'yaml';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
-import { checkCleanup, mpiOutput, submitSpec, watchJob, type JobViewLite } from '../../local/jobRunner';
+import { checkCleanup, getJobView, mpiOutput, submitSpec, watchJob, type JobViewLite } from '../../local/jobRunner';
+import { verifyNodeImage } from '../registry/nodeHarness';
 
 let stack: Stack;
 
-function spec(id: string): string {
+const NODES = 40;
+const ref = () => `${stack.registry.host}/hpc/mpi-demo:1.0`;
+
+function spec(id: string, extra: { command?: string; imageDistribution?: 'peers' | 'registry' } = {}): string {
   return stringify({
     id,
     name: 'stagger',
-    pool: { vmSize: 'Standard_D2s_v5', nodes: 40 },
-    container: { runtime: 'docker', images: [`${stack.registry.host}/hpc/mpi-demo:1.0`], pullConcurrency: 10 },
-    mpi: { runtime: 'openmpi', processesPerNode: 1, fabric: 'tcp', options: ['--mca', 'btl_tcp_if_include', 'lo'], command: 'true' },
+    pool: { vmSize: 'Standard_D2s_v5', nodes: NODES },
+    container: { runtime: 'docker', images: [ref()], pullConcurrency: 10, ...(extra.imageDistribution ? { imageDistribution: extra.imageDistribution } : {}) },
+    mpi: { runtime: 'openmpi', processesPerNode: 1, fabric: 'tcp', options: ['--mca', 'btl_tcp_if_include', 'lo'], command: extra.command ?? 'true' },
   });
+}
+
+/**
+ * Once the job is past PullingImages (and before cleanup removes the nodes), checks every node's image store
+ * independently of the docker tool: the reference is there, every blob has the digest its name claims, every node
+ * has the same image id, and the digest the node recorded for its peers is that id. Returns the problems and the ids.
+ */
+async function nodeImagesWhileRunning(id: string): Promise<{ problems: string[]; imageIds: Set<string>; nodes: number }> {
+  for (let i = 0; i < 1200; i++) {
+    const view = await getJobView(stack, id).catch(() => undefined);
+    if (view && ['StagingData', 'Running'].includes(view.state)) {
+      const pool = stack.batch.pools().find((p) => p.nodes === NODES);
+      if (!pool) break;
+      const nodes = stack.batch.nodes(pool.id);
+      const problems: string[] = [];
+      const imageIds = new Set<string>();
+      for (const n of nodes) {
+        problems.push(...(await verifyNodeImage({ id: n.id, root: n.rootDir, taskDir: '', env: {} }, ref())));
+        const refs = JSON.parse(readFileSync(path.join(n.rootDir, 'docker', 'images', 'refs.json'), 'utf8')) as { refs: Record<string, { imageId: string }> };
+        const imageId = refs.refs[ref()]?.imageId;
+        imageIds.add(imageId);
+        const recorded = readFileSync(path.join(n.sharedDir, 'mpijob', 'images', id, 'digests'), 'utf8').trim();
+        if (recorded !== imageId) problems.push(`${n.id}: recorded digest ${recorded}, holds ${imageId}`);
+      }
+      return { problems, imageIds, nodes: nodes.length };
+    }
+    if (view && ['Succeeded', 'Failed', 'Cancelled', 'CleaningUp'].includes(view.state)) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return { problems: ['the job was never seen past PullingImages with its nodes up'], imageIds: new Set(), nodes: 0 };
 }
 
 async function explain(view: JobViewLite): Promise<void> {
@@ -45,27 +81,48 @@ beforeAll(async () => {
     // 1 MB pull is over before the next node's docker process has started, and no limit is ever reached.
     registryBandwidthBytesPerSec: 16 * 1024 * 1024,
     demoImageFillerBytes: 2 * 1024 * 1024,
+    // Each node's NIC for node-to-node copies (docs/local-batch.md): the tree's copies are paced like real transfers.
+    batch: { nodeBandwidthBytesPerSec: 32 * 1024 * 1024 },
   });
 }, 120_000);
 afterAll(async () => stack?.stop(), 120_000);
 
-describe('staggered pulls on 40 nodes', () => {
-  it('with the registry limited to 10 concurrent pulls: succeeds with zero failed pulls and never more than 10 pulling', async () => {
+describe('images on 40 nodes', () => {
+  it('image tree, registry limited to 10: the registry serves at most 10 pulls, never more than 10 at once, no 429, no failed pull, every node holds the one verified image', async () => {
     stack.registry.resetStats();
-    const id = await submitSpec(stack, spec('stagger-limit-10'));
-    const view = await watchJob(stack, id, 420_000);
+    const id = await submitSpec(stack, spec('stagger-tree', { command: 'sleep 3' }));
+    const [images, view] = await Promise.all([nodeImagesWhileRunning(id), watchJob(stack, id, 420_000)]);
     await explain(view);
     expect(view.error?.message).toBeUndefined();
     expect(view.state).toBe('Succeeded');
+    expect(images.nodes).toBe(NODES);
+    expect(images.problems).toEqual([]);
+    expect(images.imageIds.size).toBe(1);
     const stats = stack.registry.stats();
-    expect(stats.totalPulls).toBeGreaterThanOrEqual(40);
+    expect(stats.totalPulls).toBeLessThanOrEqual(10);
+    expect(Object.keys(stats.perClient).length).toBeLessThanOrEqual(10);
     expect(stats.maxConcurrentObserved).toBeLessThanOrEqual(10);
     expect(stats.total429).toBe(0);
     expect(await failedPullTasks(view.batchJobId as string)).toBe(0);
     expect(await checkCleanup(stack, view)).toEqual([]);
   }, 480_000);
 
-  it('with the registry limited to 5: throttled pulls are retried with backoff and the job still succeeds', async () => {
+  it('imageDistribution registry, limited to 10: every node pulls, never more than 10 at once, no failed pull', async () => {
+    stack.registry.resetStats();
+    const id = await submitSpec(stack, spec('stagger-limit-10', { imageDistribution: 'registry' }));
+    const view = await watchJob(stack, id, 420_000);
+    await explain(view);
+    expect(view.error?.message).toBeUndefined();
+    expect(view.state).toBe('Succeeded');
+    const stats = stack.registry.stats();
+    expect(stats.totalPulls).toBeGreaterThanOrEqual(NODES);
+    expect(stats.maxConcurrentObserved).toBeLessThanOrEqual(10);
+    expect(stats.total429).toBe(0);
+    expect(await failedPullTasks(view.batchJobId as string)).toBe(0);
+    expect(await checkCleanup(stack, view)).toEqual([]);
+  }, 480_000);
+
+  it('image tree, registry limited to 5: throttled seed pulls are retried with backoff, only the seeds ask the registry, the job succeeds', async () => {
     stack.registry.resetStats();
     stack.registry.setLimit(5);
     const id = await submitSpec(stack, spec('stagger-limit-5'));
@@ -76,6 +133,8 @@ describe('staggered pulls on 40 nodes', () => {
     const stats = stack.registry.stats();
     expect(stats.total429).toBeGreaterThan(0);
     expect(stats.maxConcurrentObserved).toBeLessThanOrEqual(5);
+    // Only the 10 seeds ever asked the registry; everyone else copied from a peer.
+    expect(Object.keys(stats.perClient).length).toBeLessThanOrEqual(10);
     expect(await failedPullTasks(view.batchJobId as string)).toBeGreaterThan(0);
     expect(await checkCleanup(stack, view)).toEqual([]);
   }, 480_000);

@@ -97,7 +97,7 @@ export interface FakeJob {
 export function healthyJob(overrides: FakeActivities = {}): FakeJob {
   const finishes: JobOutcome[] = [];
   const pinned = new Map<string, string>();
-  const completed = (id: string): NodeTaskObservation => ({ id, state: 'completed', exitCode: 0, nodeId: pinned.get(id) });
+  const completed = (id: string, digests?: number): NodeTaskObservation => ({ id, state: 'completed', exitCode: 0, nodeId: pinned.get(id), ...fakeDigests(digests) });
   const fakes: FakeActivities = {
     admissionRequest: () => ({ state: 'granted', grant: 1, grantedAt: '2030-01-01T00:00:00.000Z' }),
     admissionRelease: () => undefined,
@@ -120,7 +120,7 @@ export function healthyJob(overrides: FakeActivities = {}): FakeJob {
     nodeTasksAdd: ({ tasks }) => {
       for (const t of tasks) pinned.set(t.id, t.affinityId.replace('aff-', 'node-'));
     },
-    nodeTasksObserve: ({ taskIds }) => taskIds.map(completed),
+    nodeTasksObserve: ({ taskIds, digests }) => taskIds.map((id) => completed(id, digests)),
     inputsList: () => [],
     shardCopy: ({ shard }) => ({ shardId: shard.id, bytes: shard.bytes, md5: 'bWQ1', skipped: false }),
     shardUrls: ({ shards }) => Object.fromEntries(shards.map((s) => [s.id, `https://${s.account}.blob.example/${s.container}/${s.blobName}?sas`])),
@@ -159,14 +159,20 @@ export function healthyJob(overrides: FakeActivities = {}): FakeJob {
   };
 }
 
+/** The image digests a successful image transfer task prints (one per image) when the observer asks for them. */
+export const FAKE_IMAGE_DIGEST = `sha256:${'d'.repeat(64)}`;
+export function fakeDigests(count: number | undefined): Pick<NodeTaskObservation, 'digests'> {
+  return count ? { digests: Array.from({ length: count }, () => FAKE_IMAGE_DIGEST) } : {};
+}
+
 /**
  * nodeTasksObserve answering as healthyJob's (every task completes where it was pinned), except that tasks whose id
  * starts with `prefix` and that ran on `nodeId` end as `failed` says (an exit code, Batch's failure, the output tail).
  */
 export function nodeTasksFailingOn(job: FakeJob, prefix: string, nodeId: string, failed: Pick<NodeTaskObservation, 'exitCode' | 'failure' | 'outputTail'>): FakeActivity<'nodeTasksObserve'> {
-  return ({ taskIds }) =>
+  return ({ taskIds, digests }) =>
     taskIds.map((id): NodeTaskObservation => {
       const ranOn = job.pinnedNode(id);
-      return id.startsWith(prefix) && ranOn === nodeId ? { id, state: 'completed', nodeId: ranOn, ...failed } : { id, state: 'completed', exitCode: 0, nodeId: ranOn };
+      return id.startsWith(prefix) && ranOn === nodeId ? { id, state: 'completed', nodeId: ranOn, ...failed } : { id, state: 'completed', exitCode: 0, nodeId: ranOn, ...fakeDigests(digests) };
     });
 }

@@ -10,19 +10,22 @@ import { EventType, type HistoryEvent } from '../../local/durable/history';
 import type { ActivityInput, MpiResult, MpiTaskObservation, NodeTaskObservation } from '../../shared/contract';
 import type { PoolObservation } from '../../shared/planning/provisionPolicy';
 import type { SimResult } from '../durable/helpers/simulator';
-import { fakeNode, healthyJob, poolObservation, preflightReport, fakeIps, type FakeActivities, type FakeJob } from './fakeActivities';
+import { fakeDigests, fakeNode, healthyJob, poolObservation, preflightReport, fakeIps, type FakeActivities, type FakeJob } from './fakeActivities';
 import { cleanupSteps, expectFinishedOnceAndLast, jobInput, replay, scheduled, scheduledInputs, SETTINGS, stagesEntered } from './jobReplay';
 import type { MpiJobInput } from '../../shared/contract';
 import type { ListedInputBlob } from '../../shared/storage/listing';
 
 const OVERLAP = { ...SETTINGS, overlapStaging: true, stagingAccounts: ['stage0', 'stage1'], copyConcurrency: 2 };
 
-/** `nodes` nodes, one image pulled one node at a time, input data; the overlapped settings. */
+/**
+ * `nodes` nodes, one image pulled from the registry one node at a time (the window, so a node's pull ends while others
+ * wait for theirs), input data; the overlapped settings.
+ */
 function overlapJob(id: string, nodes: number): MpiJobInput {
   const input = jobInput(id, {
     nodes,
     command: 'app',
-    container: { runtime: 'docker', images: ['registry.example.com/hpc/app:1.0'], pullConcurrency: 1 },
+    container: { runtime: 'docker', images: ['registry.example.com/hpc/app:1.0'], pullConcurrency: 1, imageDistribution: 'registry' },
     data: { inputs: [{ account: 'inputsacct', container: 'inputs', prefix: 'deck/' }] },
   });
   return { ...input, settings: OVERLAP };
@@ -47,11 +50,11 @@ function slowJob(opts: { nodes: number; allocatingLooks: number; looks: (taskId:
   const job: FakeJob = healthyJob({
     inputsList: fiveShards,
     poolObserve: observePool,
-    nodeTasksObserve: ({ taskIds }) =>
+    nodeTasksObserve: ({ taskIds, digests }) =>
       taskIds.map((id): NodeTaskObservation => {
         const n = (seen.get(id) ?? 0) + 1;
         seen.set(id, n);
-        return n <= opts.looks(id) ? { id, state: 'running' } : { id, state: 'completed', exitCode: 0, nodeId: job.pinnedNode(id) };
+        return n <= opts.looks(id) ? { id, state: 'running' } : { id, state: 'completed', exitCode: 0, nodeId: job.pinnedNode(id), ...fakeDigests(digests) };
       }),
     preflightCollect: () => preflightReport(fakeIps(opts.nodes)),
     ...opts.overrides,

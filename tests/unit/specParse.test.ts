@@ -24,7 +24,7 @@ test('defaults are applied and documented values come out', () => {
     lowPriorityNodes: 0, resizeTimeout: 'PT15M', partialAllocation: { policy: 'fail' },
     image: { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204', version: 'latest' }, nodeAgentSku: 'batch.node.ubuntu 22.04',
   });
-  expect(spec.container).toEqual({ runtime: 'none', images: [], pullConcurrency: 10, allowAboveTen: false, gpus: false });
+  expect(spec.container).toEqual({ runtime: 'none', images: [], pullConcurrency: 10, allowAboveTen: false, imageDistribution: 'peers', gpus: false });
   expect(spec.data).toEqual({ inputs: [], shardSizeMB: { min: 80, max: 100 }, recordBytes: 1, stagingAccounts: [], retention: 'P2D' });
   expect(spec.mpi).toMatchObject({ processesPerNode: 'nproc', fabric: 'auto', options: [], env: {}, sshPort: 22 });
   expect(spec.limits).toEqual({ maxRetries: 0 });

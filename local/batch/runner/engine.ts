@@ -23,6 +23,8 @@ export interface EngineConfig {
   nodePath: string[];
   /** Where pool identities come from (the local identity service); without it no pool can have one. */
   identity?: NodeIdentityProvider;
+  /** Per-node cap on node-to-node transfers (bytes/s each way); none when undefined. */
+  nodeBandwidthBytesPerSec?: number;
   /** PEM certificates nodes trust besides the public roots (a node's CA store): https resource files, identity transfers. */
   trustedCertificates: string[];
   /** The account's dedicated core quota (none: unlimited). */
@@ -259,6 +261,7 @@ export class Engine {
       root: node.rootDir,
       hostsFile: this.hostsFile,
       nodePath: this.cfg.nodePath,
+      nodeBandwidthBytesPerSec: this.cfg.nodeBandwidthBytesPerSec,
     });
   }
 

@@ -51,6 +51,7 @@ export interface NodeEnvInput {
   nodePath: string[];
   /** The node's instance metadata service, when its pool has an identity (Azure: 169.254.169.254). */
   imdsEndpoint?: string;
+  nodeBandwidthBytesPerSec?: number;
 }
 
 /** The environment every process on a node starts from (tasks add their own on top). */
@@ -80,6 +81,8 @@ export function nodeEnvironment(n: NodeEnvInput): Record<string, string> {
   });
   // Where MSAL, @azure/identity and our node scripts look for the instance metadata service instead of 169.254.169.254.
   if (n.imdsEndpoint) env.AZURE_POD_IDENTITY_AUTHORITY_HOST = n.imdsEndpoint;
+  // Emulator-only: the node's NIC cap, applied by the node tools that move bulk data between nodes (docker save/load).
+  if (n.nodeBandwidthBytesPerSec) env.AZ_BATCH_EMULATOR_NODE_BANDWIDTH = String(Math.round(n.nodeBandwidthBytesPerSec));
   return env;
 }
 

@@ -4,6 +4,7 @@
  */
 import { exec, inspect, kill, logs, ps, rm, stop } from './containerCommands';
 import { images, login, logout, pull, rmi } from './imageCommands';
+import { load, save } from './archiveCommands';
 import { run } from './run';
 import { CliError } from '../lib/errors';
 import { Session, openSession } from './session';
@@ -16,6 +17,8 @@ const COMMANDS: Record<string, Command> = {
   login,
   logout,
   rmi,
+  save,
+  load,
   run,
   exec,
   ps,
@@ -31,7 +34,7 @@ const COMMANDS: Record<string, Command> = {
 };
 
 const GROUPS: Record<string, Record<string, Command>> = {
-  image: { pull, ls: images, list: images, rm: rmi, inspect: (s, a) => inspect(s, a, 'image') },
+  image: { pull, save, load, ls: images, list: images, rm: rmi, inspect: (s, a) => inspect(s, a, 'image') },
   container: { run, exec, ls: ps, list: ps, ps, kill, stop, rm, logs, inspect: (s, a) => inspect(s, a, 'container') },
 };
 
