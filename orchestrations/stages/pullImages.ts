@@ -91,6 +91,7 @@ function* distribute(run: PipelineRun, req: PullImagesRequest, blobUrls: string[
     registrySlots: container.pullConcurrency,
     maxAttempts: req.maxAttempts,
     backoff: { baseMs: 2 * run.pollDelayMs(0), maxMs: 60_000, factor: 2 },
+    pinRegistryDigests: container.runtime === 'docker',
   });
   const inFlight = new Map<string, TransferWork>();
   const nodeStates: Record<string, NodeProgress> = {};

@@ -48,6 +48,12 @@ export interface TreePlanOptions {
   backoff?: BackoffOptions;
   /** Digests per image when known already (an earlier round): every transfer must end with these. */
   pinnedDigests?: string[];
+  /**
+   * Whether every registry pull must end with the same digests (default true). Docker image ids are content digests,
+   * so two pulls of one tag agree unless the tag moved. A SIF that singularity builds from `docker://` is not
+   * byte-for-byte reproducible (it carries build times): each seed's own file is checked by the nodes that copy it.
+   */
+  pinRegistryDigests?: boolean;
 }
 
 export interface NodeTreeState {
@@ -104,6 +110,8 @@ export interface TreePlanState {
   /** Issue counter: orders the copies queued on a source. */
   seq: number;
   pinned?: string[];
+  /** See TreePlanOptions.pinRegistryDigests. */
+  pinsRegistry: boolean;
   failure?: TreeFailure;
 }
 
@@ -189,6 +197,7 @@ export function initTreePlan(options: TreePlanOptions): TreePlanState {
     nodes,
     seq: 0,
     ...(options.pinnedDigests ? { pinned: [...options.pinnedDigests] } : {}),
+    pinsRegistry: options.pinRegistryDigests ?? true,
   };
 }
 
@@ -381,18 +390,22 @@ function applyResult(state: TreePlanState, result: TransferResult, nowMs: number
     if (!digests || digests.length !== state.images.length || digests.some((d) => !d)) {
       outcome = 'failed';
       message = `node ${ranOn} reported no digest for every image after getting them from ${from}`;
-    } else if (pinned && !sameDigests(digests, pinned)) {
-      const bad = digests.findIndex((d, i) => d !== pinned![i]);
-      if (source.kind === 'registry') {
-        // The registry itself served something else: the tag moved during the job. Copying on would mix images.
-        fail('digest', `image ${state.images[bad]} on node ${ranOn} has digest ${digests[bad]}, but other nodes pulled ${pinned[bad]} from the registry: the tag changed while the job pulled it (pin the image by digest)`);
-      }
-      outcome = 'failed';
-      message = `image digest mismatch on node ${ranOn}: got ${digests[bad]} from ${from}, expected ${pinned[bad]}`;
-      if (ranOn !== result.nodeId) nodes[ranOn] = { ...nodes[ranOn], badDigest: true };
-      else updated.badDigest = true;
     } else {
-      pinned ??= [...digests];
+      // Without pinned digests, a copy must still end with what its source holds.
+      const reference = pinned ?? (source.kind === 'peer' ? state.nodes[source.nodeId]?.digests : undefined);
+      if (reference && !sameDigests(digests, reference)) {
+        const bad = digests.findIndex((d, i) => d !== reference[i]);
+        if (source.kind === 'registry') {
+          // The registry itself served something else: the tag moved during the job. Copying on would mix images.
+          fail('digest', `image ${state.images[bad]} on node ${ranOn} has digest ${digests[bad]}, but other nodes pulled ${reference[bad]} from the registry: the tag changed while the job pulled it (pin the image by digest)`);
+        }
+        outcome = 'failed';
+        message = `image digest mismatch on node ${ranOn}: got ${digests[bad]} from ${from}, expected ${reference[bad]}`;
+        if (ranOn !== result.nodeId) nodes[ranOn] = { ...nodes[ranOn], badDigest: true };
+        else updated.badDigest = true;
+      } else if (state.pinsRegistry) {
+        pinned ??= [...digests];
+      }
     }
   }
   if (outcome === 'sourceLost' && source.kind === 'registry') outcome = 'failed';

@@ -166,6 +166,21 @@ describe('image tree: failures', () => {
     expect(isTreeDone(s)).toBe(true);
   });
 
+  it('without pinning (SIFs built from docker:// differ per build), seeds may differ; a copy must still match its own source', () => {
+    const first = nextTransfers(initTreePlan({ nodes: ids(4), images: ['docker://app:1'], registrySlots: 2, pinRegistryDigests: false, maxQueuePerSource: 20 }), 0);
+    const [a, b] = first.work.filter((w) => w.source.kind === 'registry');
+    let s = onTransferResults(first.state, [ok(a, ['sha256:one']), ok(b, ['sha256:two'])], ctx());
+    expect(s.failure).toBeUndefined();
+    expect(s.pinned).toBeUndefined();
+    const copies = first.work.filter((w) => w.source.kind === 'peer');
+    const fromA = copies.find((w) => (w.source as { nodeId: string }).nodeId === a.nodeId)!;
+    const fromB = copies.find((w) => (w.source as { nodeId: string }).nodeId === b.nodeId)!;
+    s = onTransferResults(s, [ok(fromA, ['sha256:one']), ok(fromB, ['sha256:one'])], ctx());
+    expect(s.nodes[fromA.nodeId].holds).toBe(true);
+    expect(s.nodes[fromB.nodeId].holds).toBe(false);
+    expect(s.nodes[fromB.nodeId].lastMessage).toBe(`image digest mismatch on node ${fromB.nodeId}: got sha256:one from node ${b.nodeId}, expected sha256:two`);
+  });
+
   it('a permanent registry error fails the plan at once; a success without digests is a failure', () => {
     const first = nextTransfers(initTreePlan({ nodes: ids(3), images: ['x'], registrySlots: 1 }), 0);
     const seed = first.work[0];
