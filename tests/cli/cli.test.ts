@@ -302,7 +302,7 @@ describe('hpcjob explain', () => {
       jobId: submissionJobId(parsed.spec), jobIdFrom: 'content', spec: parsed.spec, policiesChecked: false, settings: defaultExplainSettings(deploymentValue),
     }));
     expect(doc.settings).toEqual({
-      source: 'defaults', stagingAccounts: ['<deployment: staging accounts (STAGING_ACCOUNTS)>'], copyConcurrency: 8, sasMarginMinutes: 60, sasMaxLifetimeMinutes: 7 * 24 * 60, nodeTaskMaxAttempts: 3,
+      source: 'defaults', stagingAccounts: ['<deployment: staging accounts (STAGING_ACCOUNTS)>'], copyConcurrency: 8, sasMarginMinutes: 60, sasMaxLifetimeMinutes: 7 * 24 * 60, nodeTaskMaxAttempts: 3, poolIdentity: null,
     });
   });
 
