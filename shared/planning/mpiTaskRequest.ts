@@ -30,6 +30,25 @@ export interface MpiTaskRequestShape {
   maxTaskRetryCount?: number;
 }
 
+/** The part of a multi-instance task every such task shares (the MPI task, the preflight check): ids, commands, files. */
+export function multiInstanceShape(
+  commands: Pick<MpiTaskRequestShape, 'coordinationCommandLine' | 'applicationCommandLine' | 'environment'>,
+  batchJobId: string,
+  taskId: string,
+  numberOfInstances: number,
+  urls: Pick<MpiTaskUrls, 'commonResourceFiles'>,
+): MpiTaskRequestShape {
+  return {
+    batchJobId,
+    taskId,
+    numberOfInstances,
+    coordinationCommandLine: commands.coordinationCommandLine,
+    applicationCommandLine: commands.applicationCommandLine,
+    environment: commands.environment,
+    commonResourceFiles: urls.commonResourceFiles,
+  };
+}
+
 /** The long-running MPI container's name on every node (also what the release task removes). */
 export function containerNameFor(jobId: string): string {
   return `mpijob-${jobId}`.slice(0, 128);
@@ -236,13 +255,7 @@ export function mpiTaskRequest(
 ): MpiTaskRequestShape {
   const commands = buildMpiTaskCommands(mpiTaskInput(plan, spec, nodes.length, dataDir));
   return {
-    batchJobId,
-    taskId,
-    numberOfInstances: nodes.length,
-    coordinationCommandLine: commands.coordinationCommandLine,
-    applicationCommandLine: commands.applicationCommandLine,
-    environment: commands.environment,
-    commonResourceFiles: urls.commonResourceFiles,
+    ...multiInstanceShape(commands, batchJobId, taskId, nodes.length, urls),
     outputFiles: masterOutputFiles(outputsPlan(spec, plan.jobId), urls.outputsContainerUrl),
     maxWallClockSeconds: plan.mpiMaxWallClockSeconds,
     maxTaskRetryCount: spec.limits.maxRetries,

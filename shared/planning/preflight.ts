@@ -11,7 +11,7 @@ import { parseIsoDuration } from '../spec/duration';
 import type { JobSpec } from '../spec/schema';
 import { PINGPONG_DEFAULTS } from '../spec/sections/preflight';
 import type { JobPlan } from './jobPlan';
-import { containerNameFor, containerOptionsFor, rankSetup, type MpiTaskRequestShape, type MpiTaskUrls } from './mpiTaskRequest';
+import { containerNameFor, containerOptionsFor, multiInstanceShape, rankSetup, type MpiTaskRequestShape, type MpiTaskUrls } from './mpiTaskRequest';
 import { nodeSetupScript } from './workloadData';
 import type { NodePreflight } from '../contract/preflight';
 
@@ -113,13 +113,7 @@ export function preflightTaskRequest(plan: JobPlan, spec: JobSpec, nodes: { id: 
     nodeSetupCommand: nodeSetupScript(spec, plan.jobId),
   });
   return {
-    batchJobId,
-    taskId,
-    numberOfInstances: nodes.length,
-    coordinationCommandLine: commands.coordinationCommandLine,
-    applicationCommandLine: commands.applicationCommandLine,
-    environment: commands.environment,
-    commonResourceFiles: urls.commonResourceFiles,
+    ...multiInstanceShape(commands, batchJobId, taskId, nodes.length, urls),
     maxWallClockSeconds: Math.ceil((parseIsoDuration(spec.preflight.timeout) ?? 180_000) / 1000),
     maxTaskRetryCount: 0,
   };
