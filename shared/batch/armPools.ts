@@ -9,7 +9,7 @@
  */
 import type * as BatchManagementModels from '@azure/arm-batch';
 import type { ArmBatchContext } from './armClient';
-import { ownerJobOf, ownershipMetadata, stripUndefined, toResourceFiles, type ContainerSettingsSpec, type NameValue, type ResourceFileSpec } from './common';
+import { ownerJobOf, ownershipMetadata, stripUndefined, toContainerSettings, toResourceFiles, type ContainerSettingsSpec, type NameValue, type ResourceFileSpec } from './common';
 import { BatchError } from './errors';
 import { toMountConfiguration, type CreatePoolResult, type JobPoolSpec, type MountSpec } from './pools';
 import { callWithRetry } from './retry';
@@ -37,21 +37,11 @@ function mountConfiguration(mounts: MountSpec[] | undefined): BatchManagementMod
 
 /** A task's container settings in the management model (its working directory enum is capitalised). */
 function containerSettings(c: ContainerSettingsSpec | undefined): BatchManagementModels.TaskContainerSettings | undefined {
-  if (!c) return undefined;
+  const data = toContainerSettings(c);
+  if (!c || !data) return undefined;
+  // The same settings as on the data plane; only the working directory's enum is spelled in PascalCase here.
   const workingDirectory = { taskWorkingDirectory: 'TaskWorkingDirectory', containerImageDefault: 'ContainerImageDefault' } as const;
-  return stripUndefined({
-    imageName: c.imageName,
-    containerRunOptions: c.containerRunOptions,
-    workingDirectory: c.workingDirectory ? workingDirectory[c.workingDirectory] : undefined,
-    registry: c.registry
-      ? stripUndefined({
-          registryServer: c.registry.registryServer,
-          userName: c.registry.userName,
-          password: c.registry.password,
-          identityReference: c.registry.identityResourceId ? { resourceId: c.registry.identityResourceId } : undefined,
-        })
-      : undefined,
-  });
+  return stripUndefined({ ...data, workingDirectory: c.workingDirectory ? workingDirectory[c.workingDirectory] : undefined });
 }
 
 /**
