@@ -200,6 +200,11 @@ describe('loadConfig', () => {
     expect(problemsOf({ ...localEnv, BATCH_ACCOUNT_NAME: '', QUEUE_MAX_DEQUEUE_COUNT: '-1' }).length).toBe(2);
   });
 
+  test('PIPELINE_OVERLAP takes true or false only, named in the problem', () => {
+    expect(problemsOf({ ...localEnv, PIPELINE_OVERLAP: 'sometimes' })).toEqual([expect.stringContaining('PIPELINE_OVERLAP')]);
+    expect(loadConfig({ ...localEnv, PIPELINE_OVERLAP: 'false' }).pipeline.overlapStaging).toBe(false);
+  });
+
   test('the error message lists problems', () => {
     expect(() => loadConfig({})).toThrow(/Invalid configuration:\n {2}- /);
   });

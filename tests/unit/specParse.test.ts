@@ -155,3 +155,10 @@ test('oversized bodies are refused before parsing', () => {
   const errs = errors(`name: x\n#${'y'.repeat(MAX_SPEC_TEXT_CHARS)}`);
   expect(errs[0].message).toMatch(/too large/);
 });
+
+test('the image distribution and the preflight\'s pre-execution switch refuse other values, with their paths', () => {
+  const docker = { runtime: 'docker', images: ['r.io/app:1'] };
+  expect(errors({ ...minimal, container: { ...docker, imageDistribution: 'torrent' } })).toEqual([expect.objectContaining({ path: 'container.imageDistribution' })]);
+  expect(errors({ ...minimal, preflight: { runPreExecutionCommand: 'no' } })).toEqual([expect.objectContaining({ path: 'preflight.runPreExecutionCommand' })]);
+  expect(ok({ ...minimal, container: { ...docker, imageDistribution: 'registry' } }).container.imageDistribution).toBe('registry');
+});
