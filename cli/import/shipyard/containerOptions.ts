@@ -36,6 +36,13 @@ const worst = (a: MappingStatus, b: MappingStatus): MappingStatus =>
 
 /** One verdict per list item (an item may hold several words, e.g. "-v /a:/b"). */
 export function parseDockerRunOptions(items: readonly unknown[]): ParsedOptions {
+  return parseOptions(items, dockerFlag);
+}
+
+type FlagReader = (flag: string, arg: () => string | undefined, out: ParsedOptions) => OptionVerdict;
+
+/** Each item split into shell words, each flag (with its argument, inline or next) judged by `read`. */
+function parseOptions(items: readonly unknown[], read: FlagReader): ParsedOptions {
   const out: ParsedOptions = { runOptions: {}, env: {}, verdicts: [] };
   for (const item of items) {
     if (typeof item !== 'string') {
@@ -53,7 +60,7 @@ export function parseDockerRunOptions(items: readonly unknown[]): ParsedOptions 
     for (let i = 0; i < words.length; i++) {
       const [flag, inline] = splitFlag(words[i]);
       const arg = (): string | undefined => (inline !== undefined ? inline : words[++i]);
-      parts.push(dockerFlag(flag, arg, out));
+      parts.push(read(flag, arg, out));
     }
     out.verdicts.push(combine(parts));
   }
@@ -152,34 +159,19 @@ function bind(spec: string | undefined, out: ParsedOptions): OptionVerdict {
 
 /** Singularity's options: binds and --nv have fields; the namespace options Shipyard itself stripped for MPI. */
 export function parseSingularityOptions(items: readonly unknown[]): ParsedOptions {
-  const out: ParsedOptions = { runOptions: {}, env: {}, verdicts: [] };
-  for (const item of items) {
-    if (typeof item !== 'string') {
-      out.verdicts.push({ status: 'unsupported', note: 'not a string option' });
-      continue;
-    }
-    let words: string[];
-    try {
-      words = splitShellWords(item);
-    } catch {
-      out.verdicts.push({ status: 'unsupported', note: 'unbalanced quotes: not read' });
-      continue;
-    }
-    const parts: OptionVerdict[] = [];
-    for (let i = 0; i < words.length; i++) {
-      const [flag, inline] = splitFlag(words[i]);
-      const arg = (): string | undefined => (inline !== undefined ? inline : words[++i]);
-      if (flag === '-B' || flag === '--bind') parts.push(bind(arg(), out));
-      else if (flag === '--nv') {
-        out.gpus = true;
-        parts.push({ status: 'mapped', target: 'container.gpus', note: '--nv' });
-      } else if (['-c', '--contain', '-C', '--containall', '-n', '--net'].includes(flag)) {
-        parts.push({ status: 'approximated', note: `${flag} left out: MPI ranks need the host's network and devices (Shipyard dropped it on InfiniBand too)` });
-      } else parts.push({ status: 'unsupported', note: `${flag} is not a singularity option the spec carries (binds and --nv are)` });
-    }
-    out.verdicts.push(combine(parts));
+  return parseOptions(items, singularityFlag);
+}
+
+function singularityFlag(flag: string, arg: () => string | undefined, out: ParsedOptions): OptionVerdict {
+  if (flag === '-B' || flag === '--bind') return bind(arg(), out);
+  if (flag === '--nv') {
+    out.gpus = true;
+    return { status: 'mapped', target: 'container.gpus', note: '--nv' };
   }
-  return out;
+  if (['-c', '--contain', '-C', '--containall', '-n', '--net'].includes(flag)) {
+    return { status: 'approximated', note: `${flag} left out: MPI ranks need the host's network and devices (Shipyard dropped it on InfiniBand too)` };
+  }
+  return { status: 'unsupported', note: `${flag} is not a singularity option the spec carries (binds and --nv are)` };
 }
 
 function splitFlag(word: string): [string, string | undefined] {
