@@ -399,7 +399,10 @@ describe('real Open MPI (integration)', () => {
   // (local-stack-facts.md). Everything else is the real launcher parsing the real command line.
   (hasMpirun ? it : it.skip)('the native Open MPI command line starts nodes x ppn ranks that run the user command', () => {
     const agent = path.join(root, 'rsh-agent.sh');
-    fs.writeFileSync(agent, '#!/bin/sh\nwhile [ $# -gt 0 ]; do case "$1" in -*) shift;; *) break;; esac; done\nshift\nexec /bin/sh -c "$*"\n', { mode: 0o755 });
+    // Each "host" gets a TMPDIR of its own, as each emulated node does: daemons sharing one session directory with
+    // mpirun (same hostname, same job) race on its hwloc topology file, and orted crashes in hwloc_shmem_topology_write
+    // (seen under load: exit 139).
+    fs.writeFileSync(agent, '#!/bin/sh\nwhile [ $# -gt 0 ]; do case "$1" in -*) shift;; *) break;; esac; done\nhost=$1; shift\nmkdir -p "$TMPDIR/$host"\nTMPDIR="$TMPDIR/$host" exec /bin/sh -c "$*"\n', { mode: 0o755 });
     const c = buildMpiTaskCommands({
       ...base,
       command: `echo "rank $OMPI_COMM_WORLD_RANK/$OMPI_COMM_WORLD_SIZE: $GREETING"`,
@@ -422,7 +425,8 @@ describe('real Open MPI (integration)', () => {
       timeout: 60_000,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    expect(r.status).toBe(0);
+    // On failure the launcher's stderr is part of what the assertion prints.
+    expect({ status: r.status, signal: r.signal, stderr: r.status === 0 ? '' : r.stderr }).toEqual({ status: 0, signal: null, stderr: '' });
     const lines = r.stdout.trim().split('\n').sort();
     expect(lines).toEqual([0, 1, 2, 3].map((i) => `rank ${i}/4: it's "quoted" $HOME`));
   });
