@@ -372,23 +372,7 @@ export class OrchestrationDispatcher {
   }
 
   async sendOutbox(outbox: Outbox): Promise<void> {
-    const sentAt = new Date().toISOString();
-    const tooLarge = await this.store.sendWorkItems(outbox.activities, OUT_PARALLELISM);
-    // A work item too large for a queue message fails its task instead of stalling the instance.
-    await inParallel(tooLarge, OUT_PARALLELISM, (a) =>
-      this.store.sendControl({
-        id: `${a.instanceId}|${a.executionId}|task|${a.taskId}`,
-        instanceId: a.instanceId,
-        executionId: a.executionId,
-        event: events.taskFailed(
-          new Date(),
-          a.taskId,
-          `Activity function '${a.name}' could not be scheduled: its input (${(a.input ?? '').length} characters) does not fit in an Azure Storage queue message, and the local Durable engine does not offload large messages to blobs`,
-          '',
-        ),
-        sentAt,
-      }),
-    );
+    await this.store.sendWorkItems(outbox.activities, OUT_PARALLELISM);
     if (outbox.activities.length > 0) this.onWorkItems();
     await inParallel(outbox.timers, OUT_PARALLELISM, (t) => this.sendTimer(timerMessage(t.instanceId, t.executionId, t.timerId, t.fireAt), Date.parse(t.fireAt) - Date.now()));
     await inParallel(outbox.children, OUT_PARALLELISM, (c) => this.startChild(c));

@@ -7,11 +7,17 @@
  *    is committed exactly when the sentinel is: rows past the sentinel's historyLength are leftovers of
  *    a crashed commit and are ignored (and overwritten by the next one);
  *  - queue `<hub>-control-00`: orchestration messages (one history event each; timers are messages
- *    with a visibility delay); queue `<hub>-workitems`: activity work items.
+ *    with a visibility delay); queue `<hub>-workitems`: activity work items;
+ *  - container `<hub>-largemessages`: a message too large for a queue message (64 KiB), gzipped, as the
+ *    provider's large-message support keeps it; the queue message names the blob. Blobs live under the
+ *    instance's id and go when the instance is purged, as the provider's do.
  */
+import { randomUUID } from 'node:crypto';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import type { ContainerClient } from '@azure/storage-blob';
 import { odata, type TableClient, type TableEntity, type TransactionAction } from '@azure/data-tables';
 import type { QueueClient } from '@azure/storage-queue';
-import { queueServiceClient, tableClient, type StorageConnection } from '../host/storageConnection';
+import { blobServiceClient, queueServiceClient, tableClient, type StorageConnection } from '../host/storageConnection';
 import type { HistoryEvent } from './history';
 import { EventType } from './history';
 import type { ActivityWorkItem, ControlBatch, ControlEnvelope, ControlMessage, InstanceState, ParentRef, RuntimeStatus, WorkItemMessage } from './state';
@@ -22,6 +28,8 @@ const SENTINEL = '~sentinel';
 const MAX_BATCH = 100;
 /** Azure Storage queue messages are at most 64 KiB; base64 costs a third. */
 const MAX_PACK_CHARS = 46 * 1024;
+/** The base64 text of a queue message, at most (Azure Storage's limit). */
+const MAX_QUEUE_MESSAGE_CHARS = 64 * 1024;
 const MAX_ITEMS_PER_MESSAGE = 64;
 /** Queue visibility delays are capped at 7 days; longer timers are re-sent when they come back early. */
 const MAX_VISIBILITY_SECONDS = 6 * 24 * 3600;
@@ -95,6 +103,7 @@ export class DurableStore {
   readonly history: TableClient;
   readonly control: QueueClient;
   readonly workItems: QueueClient;
+  readonly largeMessages: ContainerClient;
 
   /** `storage`: the host's storage (a connection string, e.g. a timeline tool's `--conn`, or the host's connection). */
   constructor(
@@ -110,6 +119,7 @@ export class DurableStore {
     const qs = queueServiceClient(conn);
     this.control = qs.getQueueClient(`${hubName.toLowerCase()}-control-00`);
     this.workItems = qs.getQueueClient(`${hubName.toLowerCase()}-workitems`);
+    this.largeMessages = blobServiceClient(conn).getContainerClient(`${hubName.toLowerCase()}-largemessages`);
   }
 
   async init(): Promise<void> {
@@ -118,6 +128,7 @@ export class DurableStore {
       this.history.createTable(),
       this.control.createIfNotExists(),
       this.workItems.createIfNotExists(),
+      this.largeMessages.createIfNotExists(),
     ]);
   }
 
@@ -270,35 +281,74 @@ export class DurableStore {
       const batch: TransactionAction[] = doomed.slice(i, i + MAX_BATCH).map((rk) => ['delete', { partitionKey: pk, rowKey: rk }]);
       await this.history.submitTransaction(batch);
     }
+    if (keepExecutionId === undefined) await this.deleteLargeMessages(instanceId);
+  }
+
+  /** The instance's offloaded messages (a purge removes them, as the provider's purge does). */
+  private async deleteLargeMessages(instanceId: string): Promise<void> {
+    const names: string[] = [];
+    for await (const b of this.largeMessages.listBlobsFlat({ prefix: `${encodeKey(instanceId)}/` })) names.push(b.name);
+    await inParallel(names, 8, (name) => ignore404(this.largeMessages.deleteBlob(name)));
+  }
+
+  /**
+   * The queue text of a message: the message itself, or, when it is larger than a queue message, a reference to
+   * a blob holding it gzipped (the provider's large-message support: the message size has no limit of its own).
+   */
+  private async encode(body: { instanceId: string } | WorkItemMessage): Promise<string> {
+    const text = Buffer.from(JSON.stringify(body), 'utf8').toString('base64');
+    if (text.length <= MAX_QUEUE_MESSAGE_CHARS) return text;
+    const instanceId = 'instanceId' in body ? body.instanceId : body.items[0]?.instanceId ?? '';
+    const blob = `${encodeKey(instanceId)}/message-${randomUUID()}.json.gz`;
+    const gz = gzipSync(JSON.stringify(body));
+    await this.largeMessages.getBlockBlobClient(blob).uploadData(gz, { blobHTTPHeaders: { blobContentType: 'application/json', blobContentEncoding: 'gzip' } });
+    return Buffer.from(JSON.stringify({ largeMessageBlob: blob } satisfies LargeMessageRef), 'utf8').toString('base64');
+  }
+
+  private async receive<T>(q: QueueClient, max: number, visibilityTimeout: number): Promise<ReceivedMessage<T>[]> {
+    const res = await q.receiveMessages({ numberOfMessages: Math.max(1, Math.min(32, max)), visibilityTimeout });
+    return Promise.all(res.receivedMessageItems.map(async (m) => {
+      const body = JSON.parse(Buffer.from(m.messageText, 'base64').toString('utf8')) as T | LargeMessageRef;
+      return {
+        queueMessageId: m.messageId,
+        popReceipt: m.popReceipt,
+        dequeueCount: m.dequeueCount,
+        body: isLargeMessageRef(body) ? await this.readLargeMessage<T>(body.largeMessageBlob) : body,
+      };
+    }));
+  }
+
+  private async readLargeMessage<T>(blob: string): Promise<T> {
+    const data = await this.largeMessages.getBlockBlobClient(blob).downloadToBuffer();
+    return JSON.parse(gunzipSync(data).toString('utf8')) as T;
   }
 
   // ---- Queues ---------------------------------------------------------------------------------
 
   /** Returns the milliseconds until the message becomes visible (delays are whole seconds, at most MAX_VISIBILITY_SECONDS). */
   async sendControl(msg: ControlMessage, delayMs = 0): Promise<number> {
-    const text = encode(msg);
+    const text = await this.encode(msg);
     const visibilityTimeout = Math.min(MAX_VISIBILITY_SECONDS, Math.max(0, Math.ceil(delayMs / 1000)));
     await this.control.sendMessage(text, visibilityTimeout > 0 ? { visibilityTimeout } : {});
     return visibilityTimeout * 1000;
   }
 
   async sendControlBatch(batch: ControlBatch): Promise<void> {
-    await this.control.sendMessage(encode(batch));
+    await this.control.sendMessage(await this.encode(batch));
   }
 
   /**
    * Send activity work items packed into as few queue messages as fit (Azure Storage queue operations
-   * are the engine's main cost). Returns the items that are too large for any message.
+   * are the engine's main cost). An item too large for a message goes alone, offloaded to a blob.
    */
-  async sendWorkItems(items: ActivityWorkItem[], parallelism = 8): Promise<ActivityWorkItem[]> {
-    const tooLarge: ActivityWorkItem[] = [];
+  async sendWorkItems(items: ActivityWorkItem[], parallelism = 8): Promise<void> {
     const packs: ActivityWorkItem[][] = [];
     let current: ActivityWorkItem[] = [];
     let size = 0;
     for (const item of items) {
       const n = JSON.stringify(item).length + 1;
       if (n > MAX_PACK_CHARS) {
-        tooLarge.push(item);
+        packs.push([item]);
         continue;
       }
       if (current.length >= MAX_ITEMS_PER_MESSAGE || size + n > MAX_PACK_CHARS) {
@@ -310,16 +360,15 @@ export class DurableStore {
       size += n;
     }
     if (current.length) packs.push(current);
-    await inParallel(packs, parallelism, (pack) => this.workItems.sendMessage(encode({ items: pack } satisfies WorkItemMessage)));
-    return tooLarge;
+    await inParallel(packs, parallelism, async (pack) => this.workItems.sendMessage(await this.encode({ items: pack } satisfies WorkItemMessage)));
   }
 
   receiveControl(max: number, visibilitySeconds: number): Promise<ReceivedMessage<ControlEnvelope>[]> {
-    return receive<ControlEnvelope>(this.control, max, visibilitySeconds);
+    return this.receive<ControlEnvelope>(this.control, max, visibilitySeconds);
   }
 
   receiveWorkItems(max: number, visibilitySeconds: number): Promise<ReceivedMessage<WorkItemMessage>[]> {
-    return receive<WorkItemMessage>(this.workItems, max, visibilitySeconds);
+    return this.receive<WorkItemMessage>(this.workItems, max, visibilitySeconds);
   }
 
   async deleteControl(m: { queueMessageId: string; popReceipt: string }): Promise<void> {
@@ -349,23 +398,13 @@ export async function inParallel<T>(items: T[], limit: number, fn: (item: T) => 
   await Promise.all(workers);
 }
 
-function encode(body: unknown): string {
-  const text = Buffer.from(JSON.stringify(body), 'utf8').toString('base64');
-  if (text.length > 64 * 1024) {
-    throw new Error(`Queue message of ${text.length} base64 characters exceeds the 64 KiB Azure Storage queue limit; the local Durable engine does not offload large messages to blobs`);
-  }
-  return text;
+/** A queue message that stands for a larger one kept in the large-messages container. */
+interface LargeMessageRef {
+  largeMessageBlob: string;
 }
 
-async function receive<T>(q: QueueClient, max: number, visibilityTimeout: number): Promise<ReceivedMessage<T>[]> {
-  const res = await q.receiveMessages({ numberOfMessages: Math.max(1, Math.min(32, max)), visibilityTimeout });
-  return res.receivedMessageItems.map((m) => ({
-    queueMessageId: m.messageId,
-    popReceipt: m.popReceipt,
-    dequeueCount: m.dequeueCount,
-    body: JSON.parse(Buffer.from(m.messageText, 'base64').toString('utf8')) as T,
-  }));
-}
+const isLargeMessageRef = (b: unknown): b is LargeMessageRef =>
+  typeof b === 'object' && b !== null && typeof (b as LargeMessageRef).largeMessageBlob === 'string';
 
 function instanceFilter(q: InstanceQuery): string | undefined {
   const parts: string[] = [];
