@@ -300,6 +300,15 @@ export function childInstanceIdFor(parentInstanceId: string, taskId: number): st
 }
 
 /**
+ * The extension refuses a custom status over 16 KB of UTF-16 text (MessagePayloadDataConverter.Serialize: the size
+ * in whole KB, rounded down, must not exceed 16), and the orchestration fails with this message.
+ */
+export function customStatusTooLarge(json: string): string | undefined {
+  const kb = Math.floor((json.length * 2) / 1024);
+  return kb > 16 ? `The UTF-16 size of the JSON-serialized payload must not exceed 16 KB. The current payload size is ${kb} KB.` : undefined;
+}
+
+/**
  * Turn the orchestrator's outcome into history, state and outbox. `delivered` is `sel.deliver` (the
  * events the orchestrator saw as new). `state` is the selection's state.
  */
@@ -337,13 +346,22 @@ export function applyOutcome(input: InstanceState, delivered: HistoryEvent[], ou
   };
 
   if (outcome.kind === 'failed') {
-    if (outcome.state?.customStatus !== undefined) state.customStatus = JSON.stringify(outcome.state.customStatus);
+    const status = outcome.state?.customStatus !== undefined ? JSON.stringify(outcome.state.customStatus) : undefined;
+    if (status !== undefined && !customStatusTooLarge(status)) state.customStatus = status;
     const message = `Orchestrator function '${state.name}' failed: ${outcome.message}`;
     return finish('Failed', JSON.stringify(message), message);
   }
 
   const result = outcome.state;
-  if (result.customStatus !== undefined) state.customStatus = JSON.stringify(result.customStatus);
+  if (result.customStatus !== undefined) {
+    const status = JSON.stringify(result.customStatus);
+    const tooLarge = customStatusTooLarge(status);
+    if (tooLarge) {
+      const message = `Orchestrator function '${state.name}' failed: ${tooLarge}`;
+      return finish('Failed', JSON.stringify(message), message);
+    }
+    state.customStatus = status;
+  }
   const actions = actionList(result);
 
   // 2. Non-determinism: the replay must reproduce every action recorded before, in order.
