@@ -1,5 +1,5 @@
 import type { OrchestrationContext, Task } from 'durable-functions';
-import { CANCEL_EVENT, type ActivityInput, type ActivityName, type ActivityOutput, type CancelEventData, type NodeProgress, type PipelineStatus, type PollSettings } from '../../shared/contract';
+import { CANCEL_EVENT, type ActivityInput, type ActivityName, type ActivityOutput, type CancelEventData, fitStatus, type NodeProgress, type PipelineStatus, type PollSettings } from '../../shared/contract';
 import type { JobState } from '../../shared/state/states';
 import type { NodeUsage } from '../../shared/ops/cost';
 import { resultOf, retryOptions, scheduleActivity, type ActivityTask } from './activityCalls';
@@ -152,7 +152,8 @@ export class PipelineRun {
       resources: { ...this.status.resources, ...(patch.resources ?? {}) },
       updatedAt: this.now().toISOString(),
     });
-    this.ctx.df.setCustomStatus(this.status);
+    // The run keeps every node's state (nodeStates); what it publishes must fit Azure's 16 KB custom status.
+    this.ctx.df.setCustomStatus(fitStatus(this.status));
   }
 
   /**

@@ -48,8 +48,10 @@ export interface PipelineStatus {
     preflight?: { state: 'running' | 'passed' | 'replacing' | 'failed'; round: number; pingPong?: string; nodes?: Record<string, NodePreflight> };
     cleanup?: { done: string[] };
   };
-  /** Per-node detail for the dashboard: node id -> state in the pipeline. */
+  /** Per-node detail for the dashboard: node id -> state in the pipeline. Left out when it does not fit (fitStatus). */
   nodes?: Record<string, NodeProgress>;
+  /** Instead of `nodes` when the per-node detail does not fit the status: how many nodes are in each state. */
+  nodeCounts?: Partial<Record<NodeProgress, number>>;
   /** While the job is Queued. */
   queue?: QueueProgress;
   resources: {
@@ -60,3 +62,49 @@ export interface PipelineStatus {
   lastError?: string;
   updatedAt?: string;
 }
+
+/**
+ * Azure fails an orchestration whose custom status is over 16 KB of UTF-16 text (the extension's
+ * MessagePayloadDataConverter: 8,703 characters of JSON at most). The published status keeps under this budget.
+ */
+export const STATUS_BUDGET_CHARS = 8_000;
+const MAX_TEXT_CHARS = 600;
+const MAX_LISTED = 20;
+
+/**
+ * The status as published: whole when it fits the budget. Otherwise the parts that grow with the job give way, in
+ * this order: the per-node states become counts per state (100 Azure node ids alone take about 8,000 characters),
+ * the preflight figures keep only the failing nodes and then none, long texts and lists are cut. Pure, so the
+ * orchestrator can call it on every report.
+ */
+export function fitStatus(status: PipelineStatus): PipelineStatus {
+  if (size(status) <= STATUS_BUDGET_CHARS) return status;
+  const { nodes, ...rest } = status;
+  const cut: PipelineStatus = {
+    ...rest,
+    ...(nodes ? { nodeCounts: countStates(nodes) } : {}),
+    ...(status.lastError ? { lastError: clip(status.lastError) } : {}),
+    ...(status.queue?.pending ? { queue: { ...status.queue, pending: status.queue.pending.slice(0, MAX_LISTED) } } : {}),
+    progress: {
+      ...status.progress,
+      ...(status.progress.attempt?.lastFailure ? { attempt: { ...status.progress.attempt, lastFailure: clip(status.progress.attempt.lastFailure) } } : {}),
+      ...(status.progress.cleanup ? { cleanup: { done: status.progress.cleanup.done.slice(0, MAX_LISTED) } } : {}),
+    },
+  };
+  const preflight = cut.progress.preflight;
+  if (preflight?.nodes) {
+    const failing = Object.fromEntries(Object.entries(preflight.nodes).filter(([, n]) => !n.ok).slice(0, MAX_LISTED));
+    cut.progress.preflight = { ...preflight, nodes: failing };
+    if (size(cut) > STATUS_BUDGET_CHARS) cut.progress.preflight = { ...preflight, nodes: undefined };
+  }
+  return cut;
+}
+
+function countStates(nodes: Record<string, NodeProgress>): Partial<Record<NodeProgress, number>> {
+  const counts: Partial<Record<NodeProgress, number>> = {};
+  for (const state of Object.values(nodes)) counts[state] = (counts[state] ?? 0) + 1;
+  return counts;
+}
+
+const size = (s: PipelineStatus): number => JSON.stringify(s).length;
+const clip = (text: string): string => (text.length <= MAX_TEXT_CHARS ? text : `${text.slice(0, MAX_TEXT_CHARS - 1)}…`);

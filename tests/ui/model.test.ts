@@ -52,6 +52,8 @@ describe('dashboard view model', () => {
     }));
     const cells = nodeCells({ a: 'running', b: 'allocating', c: 'running', d: 'weird' });
     expect(nodeStateCounts(cells)).toEqual([{ state: 'allocating', count: 1 }, { state: 'running', count: 2 }, { state: 'weird', count: 1 }]);
+    // A large job's status carries counts (fitStatus): shown in pipeline order, zero counts left out.
+    expect(nodeStateCounts([], { ready: 90, pulling: 10, failed: 0 })).toEqual([{ state: 'pulling', count: 10 }, { state: 'ready', count: 90 }]);
   });
 
   it('shows nodes running while the MPI task runs, then done or failed by their exit codes', () => {

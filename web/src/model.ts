@@ -227,10 +227,14 @@ export function shortNodeLabels(ids: string[], keep = 6): Record<string, string>
   return Object.fromEntries(ids.map((id) => [id, id.slice(cut)]));
 }
 
-/** How many nodes are in each state, in pipeline order, leaving out states no node is in. */
-export function nodeStateCounts(cells: NodeCell[]): { state: string; count: number }[] {
+/**
+ * How many nodes are in each state, in pipeline order, leaving out states no node is in. A large job's status
+ * carries counts instead of per-node states (shared/contract/progress.ts fitStatus): those are used as they are.
+ */
+export function nodeStateCounts(cells: NodeCell[], reported?: Partial<Record<string, number>>): { state: string; count: number }[] {
   const counts = new Map<string, number>();
   for (const c of cells) counts.set(c.state, (counts.get(c.state) ?? 0) + 1);
+  for (const [state, n] of Object.entries(reported ?? {})) if (n) counts.set(state, (counts.get(state) ?? 0) + n);
   const order = [...NODE_STATES, ...[...counts.keys()].filter((s) => !(NODE_STATES as readonly string[]).includes(s)).sort()];
   return order.filter((s) => counts.has(s)).map((state) => ({ state, count: counts.get(state) as number }));
 }

@@ -51,6 +51,12 @@ function timelineCard(job: JobView, now: number): HTMLElement {
 function nodesCard(job: JobView): HTMLElement {
   const cells = nodeCells(displayedNodes(job));
   const expected = job.spec?.pool?.nodes;
+  const counted = job.progress?.nodeCounts;
+  if (!cells.length && counted) {
+    return card('Nodes', 'nodes',
+      h('div', { class: 'legend' }, nodeStateCounts([], counted).map((c) => h('span', { class: `chip node-${c.state}`, 'data-testid': 'node-count' }, `${c.state} ${c.count}`))),
+      h('p', { class: 'muted' }, 'Too many nodes to show one by one in the live status; counts per state.'));
+  }
   if (!cells.length) return card('Nodes', 'nodes', h('p', { class: 'muted' }, expected ? `${expected} nodes requested; none allocated yet.` : 'No nodes yet.'));
   const labels = shortNodeLabels(cells.map((c) => c.id));
   return card('Nodes', 'nodes',
