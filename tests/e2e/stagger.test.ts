@@ -1,5 +1,5 @@
 /**
- * Images on 40 emulated nodes through the whole pipeline. With the image tree (the default) at most 10 nodes pull
+ * Images on many emulated nodes through the whole pipeline. With the image tree (the default) at most 10 nodes pull
  * from the registry and the others copy from a node that holds the image (docker save | docker load over the
  * emulator's ssh, paced by the per-node bandwidth cap); the registry's own counters must show it never served more
  * than 10 pulls, and every node's image store must hold the image with the one digest, checked blob by blob. With the
@@ -17,11 +17,11 @@ let stack: Stack;
 const NODES = 40;
 const ref = () => `${stack.registry.host}/hpc/mpi-demo:1.0`;
 
-function spec(id: string, extra: { command?: string; imageDistribution?: 'peers' | 'registry' } = {}): string {
+function spec(id: string, extra: { command?: string; imageDistribution?: 'peers' | 'registry'; nodes?: number } = {}): string {
   return stringify({
     id,
     name: 'stagger',
-    pool: { vmSize: 'Standard_D2s_v5', nodes: NODES },
+    pool: { vmSize: 'Standard_D2s_v5', nodes: extra.nodes ?? NODES },
     container: { runtime: 'docker', images: [ref()], pullConcurrency: 10, ...(extra.imageDistribution ? { imageDistribution: extra.imageDistribution } : {}) },
     mpi: { runtime: 'openmpi', processesPerNode: 1, fabric: 'tcp', options: ['--mca', 'btl_tcp_if_include', 'lo'], command: extra.command ?? 'true' },
   });
@@ -87,9 +87,13 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => stack?.stop(), 120_000);
 
-describe('images on 40 nodes', () => {
-  it('image tree, registry limited to 10: the registry serves at most 10 pulls, never more than 10 at once, no 429, no failed pull, every node holds the one verified image', async () => {
+describe('images on many nodes', () => {
+  // One 40-node job carries the tree's whole proof. Its result (every node's preflight figures, logs, subtasks) is
+  // larger than a queue message and its per-node progress larger than Azure's 16 KB custom status: the job succeeds
+  // only because the engine offloads the message to a blob and the pipeline publishes counts instead of node states.
+  it('image tree on 40 nodes, registry limited to 5: only the 10 seeds ask the registry, throttled seed pulls are retried with backoff, every node holds the one verified image', async () => {
     stack.registry.resetStats();
+    stack.registry.setLimit(5);
     const id = await submitSpec(stack, spec('stagger-tree', { command: 'sleep 3' }));
     const [images, view] = await Promise.all([nodeImagesWhileRunning(id), watchJob(stack, id, 420_000)]);
     await explain(view);
@@ -99,47 +103,29 @@ describe('images on 40 nodes', () => {
     expect(images.problems).toEqual([]);
     expect(images.imageIds.size).toBe(1);
     const stats = stack.registry.stats();
-    expect(stats.totalPulls).toBeLessThanOrEqual(10);
     expect(Object.keys(stats.perClient).length).toBeLessThanOrEqual(10);
-    expect(stats.maxConcurrentObserved).toBeLessThanOrEqual(10);
-    expect(stats.total429).toBe(0);
-    expect(await failedPullTasks(view.batchJobId as string)).toBe(0);
-    expect(await checkCleanup(stack, view)).toEqual([]);
-  }, 480_000);
-
-  it('imageDistribution registry, limited to 10: every node pulls, never more than 10 at once, no failed pull', async () => {
-    stack.registry.resetStats();
-    const id = await submitSpec(stack, spec('stagger-limit-10', { imageDistribution: 'registry' }));
-    const view = await watchJob(stack, id, 420_000);
-    await explain(view);
-    expect(view.error?.message).toBeUndefined();
-    expect(view.state).toBe('Succeeded');
-    const stats = stack.registry.stats();
-    expect(stats.totalPulls).toBeGreaterThanOrEqual(NODES);
-    expect(stats.maxConcurrentObserved).toBeLessThanOrEqual(10);
-    expect(stats.total429).toBe(0);
-    expect(await failedPullTasks(view.batchJobId as string)).toBe(0);
-    expect(await checkCleanup(stack, view)).toEqual([]);
-  }, 480_000);
-
-  // SKIPPED, an open bug (closing note of stop 21): on 40 nodes this job's jobFinish input (its result, with every
-  // node's preflight figures twice: result.preflight and attempts[].preflight) reached 44 KB, more than a queue
-  // message holds, and the local Durable engine does not offload large messages to blobs as Azure's does, so the
-  // orchestration failed after cleanup. Fix the result's size (or offload) and re-enable.
-  it.skip('image tree, registry limited to 5: throttled seed pulls are retried with backoff, only the seeds ask the registry, the job succeeds', async () => {
-    stack.registry.resetStats();
-    stack.registry.setLimit(5);
-    const id = await submitSpec(stack, spec('stagger-limit-5'));
-    const view = await watchJob(stack, id, 420_000);
-    await explain(view);
-    expect(view.error?.message).toBeUndefined();
-    expect(view.state).toBe('Succeeded');
-    const stats = stack.registry.stats();
-    expect(stats.total429).toBeGreaterThan(0);
     expect(stats.maxConcurrentObserved).toBeLessThanOrEqual(5);
-    // Only the 10 seeds ever asked the registry; everyone else copied from a peer.
-    expect(Object.keys(stats.perClient).length).toBeLessThanOrEqual(10);
+    expect(stats.total429).toBeGreaterThan(0);
     expect(await failedPullTasks(view.batchJobId as string)).toBeGreaterThan(0);
+    expect(Object.keys(view.result?.preflight?.nodes ?? {}).length).toBe(NODES);
+    expect(await checkCleanup(stack, view)).toEqual([]);
+  }, 480_000);
+
+  // The window without the tree needs only more nodes than the window (tests/registry/pull-stagger.test.ts drives
+  // 40 node pulls against the registry without the pipeline).
+  it('imageDistribution registry on 14 nodes, limited to 10: every node pulls, never more than 10 at once, no failed pull', async () => {
+    stack.registry.resetStats();
+    stack.registry.setLimit(10);
+    const id = await submitSpec(stack, spec('stagger-registry', { imageDistribution: 'registry', nodes: 14 }));
+    const view = await watchJob(stack, id, 420_000);
+    await explain(view);
+    expect(view.error?.message).toBeUndefined();
+    expect(view.state).toBe('Succeeded');
+    const stats = stack.registry.stats();
+    expect(stats.totalPulls).toBeGreaterThanOrEqual(14);
+    expect(stats.maxConcurrentObserved).toBeLessThanOrEqual(10);
+    expect(stats.total429).toBe(0);
+    expect(await failedPullTasks(view.batchJobId as string)).toBe(0);
     expect(await checkCleanup(stack, view)).toEqual([]);
   }, 480_000);
 });
