@@ -16,6 +16,7 @@ import { hostJsonLogLevel, readHostJson, httpRoutePrefix, type HostJson } from '
 import { startHttpListener, type HttpListener } from './http/httpServer';
 import { RouteTable } from './http/routeTable';
 import { Invoker, type OutputBindingWriter } from './invoke';
+import { IngressGauge } from './ingress';
 import { KeyStore, defaultKeysFile, isWebhookAuthorized, loadOrCreateKeys, webhookKeyName, type HostKeys } from './keys';
 import { createHostLogger, pinoLevel, type LogDestination } from './logging';
 import { installCoreModuleRequireProxy } from './requireProxy';
@@ -140,6 +141,7 @@ export async function startFunctionsHost(opts: FunctionsHostOptions): Promise<Fu
     const claimed = new Set(extensions.flatMap((e) => e.triggerTypes));
     const hostDispatched = (): RegisteredFunction[] => functions().filter((f) => !claimed.has(f.trigger.type));
     const routeTable = new RouteTable(hostDispatched(), httpRoutePrefix(hostJson));
+    const ingress = new IngressGauge();
 
     listener = await startHttpListener({
       host: opts.host ?? '127.0.0.1',
@@ -149,6 +151,7 @@ export async function startFunctionsHost(opts: FunctionsHostOptions): Promise<Fu
       extensions,
       invoke: (name, req) => invoker.invoke(name, req),
       log,
+      ingress,
     });
     // durable-functions rewrites its management URLs to localhost:7071 unless this names the real host.
     const baseUrl = listener.baseUrl;
@@ -167,6 +170,7 @@ export async function startFunctionsHost(opts: FunctionsHostOptions): Promise<Fu
       storageConnectionString: () => opts.storageConnectionString,
       hostJson: () => hostJson,
       log,
+      ingress,
     };
     for (const ext of extensions) {
       startedExtensions.push(ext);
@@ -179,6 +183,7 @@ export async function startFunctionsHost(opts: FunctionsHostOptions): Promise<Fu
       hostJson,
       log,
       invoke: (name, req) => invoker.invoke(name, req),
+      ingress,
     });
 
     const banner = (): string => formatBanner(functions(), { routeTable, baseUrl, claimedTriggerTypes: claimed });

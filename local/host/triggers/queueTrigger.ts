@@ -8,6 +8,7 @@
 import { QueueServiceClient, type DequeuedMessageItem, type QueueClient } from '@azure/storage-queue';
 import type { Logger } from 'pino';
 import type { InvocationRequest, InvocationResult, RegisteredFunction, TypedData } from '../extension';
+import type { IngressGauge } from '../ingress';
 import { resolveAppSettingExpressions, resolveStorageConnection } from './bindingSettings';
 import { decodeMessageText, hostTimestamp } from './queueMessages';
 import { PollingBackoff } from './pollingBackoff';
@@ -21,6 +22,8 @@ export interface QueueListenerDeps {
   options: QueueOptions;
   log: Logger;
   invoke(functionName: string, request: InvocationRequest): Promise<InvocationResult>;
+  /** Counts each message from its receipt until it is deleted or given back (../ingress.ts). */
+  ingress?: IngressGauge;
 }
 
 export class QueueTriggerListener {
@@ -87,8 +90,10 @@ export class QueueTriggerListener {
         continue;
       }
       this.backoff.reset();
+      // The whole batch runs at once, as the Storage extension runs a fetched batch.
       for (const m of messages) {
-        const p = this.process(m).finally(() => this.inFlight.delete(p));
+        const work = (): Promise<void> => this.process(m);
+        const p = (this.deps.ingress ? this.deps.ingress.track(work) : work()).finally(() => this.inFlight.delete(p));
         this.inFlight.add(p);
       }
     }
