@@ -11,7 +11,7 @@ import { DATA_ACCOUNT, STAGING_ACCOUNTS, type AzuriteHandle } from './azurite';
 import type { BatchEmulatorHandle, BatchEmulatorOptions } from './batch';
 import type { RegistryHandle } from './registry';
 import { startFunctionsHost, type FunctionsHostHandle } from './host';
-import { createDurableExtension } from './durable';
+import { createDurableExtension, type DurableOptions } from './durable';
 import type { IdentityService } from './identity';
 import { createLocalEasyAuth } from './identity/easyAuth';
 import { defaultKeysFile, loadOrCreateKeys, type HostKeys } from './host/keys';
@@ -60,6 +60,8 @@ export interface StackOptions {
   demoImageFillerBytes?: number;
   /** The local user the dashboard signs in as (/.auth/login/aad); default the tenant's default user, `dev`. */
   dashboardUser?: string;
+  /** Durable engine options beyond host.json (e.g. maxConcurrentWhileHostBusy; benchmarks compare settings). */
+  durable?: DurableOptions;
 }
 
 export interface Stack {
@@ -140,7 +142,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       port,
       storageConnectionString: azurite.connectionString(),
       keys,
-      extensions: [createDurableExtension(), createLocalEasyAuth(identity, { user: opts.dashboardUser })],
+      extensions: [createDurableExtension(opts.durable), createLocalEasyAuth(identity, { user: opts.dashboardUser })],
       env: settings,
       logLevel: opts.logLevel,
       logDestination: opts.logDestination,

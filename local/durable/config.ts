@@ -21,6 +21,13 @@ export interface DurableOptions {
   statusPageSize?: number;
   /** Port of the loopback RPC endpoint (the extension's LocalHttpListener; Azure uses 17071). Default 0: any free port. */
   rpcPort?: number;
+  /**
+   * Episodes, and separately activities, run at once while the host's listeners have HTTP requests or queue messages in
+   * flight and for a moment after (HostContext.ingress, ./hostLoad.ts). Local only (default 2): the whole stack shares
+   * one machine and one Azurite, and a submission should cost its own writes, not wait behind the pipelines earlier
+   * submissions started.
+   */
+  maxConcurrentWhileHostBusy?: number;
 }
 
 export type ResolvedOptions = Required<DurableOptions>;
@@ -47,5 +54,6 @@ export function resolveOptions(hostJson: Record<string, unknown>, opts: DurableO
     workItemVisibilitySeconds: opts.workItemVisibilitySeconds ?? 60,
     statusPageSize: opts.statusPageSize ?? 100,
     rpcPort: opts.rpcPort ?? 0,
+    maxConcurrentWhileHostBusy: opts.maxConcurrentWhileHostBusy ?? 2,
   };
 }
