@@ -90,7 +90,7 @@ export async function getJobHttp(request: HttpRequest, context: InvocationContex
     const store = await jobStore();
     const job = visibleJob(auth.principal, await store.get(id));
     if (!job) return problem(404, 'JobNotFound', `no job with id ${id}`);
-    const [live, events] = await Promise.all([liveStatus(df.getClient(context), id), store.events(id)]);
+    const [live, events] = await Promise.all([liveStatus(df.getClient(context), id), store.events(id, job)]);
     const view = toJobView(job, { baseUrl: baseUrlOf(request), includeSpec: true });
     return {
       status: 200,
