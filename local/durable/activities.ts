@@ -50,8 +50,8 @@ export class ActivityDispatcher {
   private readonly poller: Poller;
   private stopped = false;
   private unsubscribeIdle: (() => void) | undefined;
-  /** `peakWhileHostBusy`: the most activities running at once when one was started while the host was busy. */
-  readonly stats = { completed: 0, failed: 0, peakConcurrency: 0, peakWhileHostBusy: 0 };
+  /** `peakAtFloor`: the most activities running at once when one started while the host's load held the engine at its floor. */
+  readonly stats = { completed: 0, failed: 0, peakConcurrency: 0, peakAtFloor: 0 };
   /** Called after answers were put on the control queue (wakes the orchestration poller). */
   onAnswer: () => void = () => undefined;
 
@@ -66,7 +66,7 @@ export class ActivityDispatcher {
   }
 
   start(): void {
-    this.unsubscribeIdle = this.load.onQuiet(() => this.poller.wake());
+    this.unsubscribeIdle = this.load.onRelief(() => this.poller.wake());
     this.poller.start();
   }
 
@@ -104,7 +104,7 @@ export class ActivityDispatcher {
     return progressed;
   }
 
-  /** maxConcurrentActivityFunctions, or fewer while the host's listeners are busy (see OrchestrationDispatcher). */
+  /** maxConcurrentActivityFunctions, fewer while the host's listeners are busy (./hostLoad.ts). */
   private concurrencyLimit(): number {
     return this.load.limit(this.opts.maxConcurrentActivityFunctions);
   }
@@ -115,7 +115,7 @@ export class ActivityDispatcher {
       const a = this.backlog.shift()!;
       this.active += 1;
       this.stats.peakConcurrency = Math.max(this.stats.peakConcurrency, this.active);
-      if (this.load.busy()) this.stats.peakWhileHostBusy = Math.max(this.stats.peakWhileHostBusy, this.active);
+      if (this.load.atFloor(this.opts.maxConcurrentActivityFunctions)) this.stats.peakAtFloor = Math.max(this.stats.peakAtFloor, this.active);
       started = true;
       const p = this.run(a)
         .catch((err: unknown) => {

@@ -22,10 +22,10 @@ export interface DurableOptions {
   /** Port of the loopback RPC endpoint (the extension's LocalHttpListener; Azure uses 17071). Default 0: any free port. */
   rpcPort?: number;
   /**
-   * Episodes, and separately activities, run at once while the host's listeners have HTTP requests or queue messages in
-   * flight and for a moment after (HostContext.ingress, ./hostLoad.ts). Local only (default 2): the whole stack shares
-   * one machine and one Azurite, and a submission should cost its own writes, not wait behind the pipelines earlier
-   * submissions started.
+   * The fewest episodes, and separately activities, the engine keeps running however busy the host's listeners are
+   * (local only, default 2). Below the limits above, the engine gives up two slots of each per HTTP request or queue
+   * message in flight (HostContext.ingress, ./hostLoad.ts): the whole stack shares one machine and one Azurite, and a
+   * submission should cost its own writes, not wait behind the pipelines earlier submissions started.
    */
   maxConcurrentWhileHostBusy?: number;
 }

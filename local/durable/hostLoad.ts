@@ -1,61 +1,93 @@
 /**
- * How much the engine may run at once, given what the host's listeners are doing (HostContext.ingress): the
- * extension's limits while they are idle, `maxConcurrentWhileHostBusy` while they have HTTP requests or queue
- * messages in flight and for a short grace period after (a burst of submissions has gaps between requests and between
- * queue batches; without it each gap would let a full set of episodes start in the middle of the burst).
+ * How much the engine may run at once, given what the host's listeners are doing (HostContext.ingress): it gives up
+ * SLOTS_PER_REQUEST episode slots, and as many activity slots, for each HTTP request or queue message in flight, down
+ * to `maxConcurrentWhileHostBusy`. A status poll now and then costs the engine little (one request: two slots); a
+ * burst of submissions (16 requests, or a queue batch of 16–24 messages) leaves it the floor, so the submissions are
+ * answered at storage speed while the pipelines they start still move. The count used is the most in flight within
+ * the last BUSY_GRACE_MS: a burst has gaps between requests and between queue batches, and without the grace each gap
+ * would let a full set of episodes start in the middle of it.
  */
 import type { Ingress } from '../host/ingress';
 
-/** How long the listeners must have been idle before the engine runs at its full limits again. */
+/** How long a higher count of requests in flight still holds the engine's limits down after it dropped. */
 export const BUSY_GRACE_MS = 100;
+/** Episode (and activity) slots the engine gives up per request or queue message in flight. */
+export const SLOTS_PER_REQUEST = 2;
 
 export class HostLoad {
-  private readonly quietListeners = new Set<() => void>();
-  private readonly unsubscribe: () => void;
+  private peak = 0;
+  private peakAt = -Infinity;
   private timer: NodeJS.Timeout | undefined;
+  private readonly reliefListeners = new Set<() => void>();
+  private readonly unsubscribe: () => void;
 
   constructor(
     private readonly ingress: Ingress,
-    private readonly busyLimit: number,
+    /** The fewest the engine keeps running however busy the listeners are (at least 1). */
+    private readonly floor: number,
   ) {
-    this.unsubscribe = ingress.onIdle(() => this.armQuietCheck());
+    this.unsubscribe = ingress.onChange((n) => this.changed(n));
   }
 
-  /** Whether the host's listeners are (or just were) working. */
+  /** The most requests and queue messages in flight at once within the last BUSY_GRACE_MS (about). */
+  recentPeak(): number {
+    const now = performance.now();
+    const current = this.ingress.inFlight();
+    if (now - this.peakAt >= BUSY_GRACE_MS) {
+      this.peak = current;
+      this.peakAt = now;
+    }
+    return Math.max(this.peak, current);
+  }
+
+  /** Whether the listeners have (or just had) anything in flight. */
   busy(): boolean {
-    return this.ingress.inFlight() > 0 || this.ingress.idleForMs() < BUSY_GRACE_MS;
+    return this.recentPeak() > 0;
   }
 
-  /** `max` while the host is quiet; the busy limit (at least 1, at most `max`) while it is busy. */
+  /** The engine's limit `max`, lowered by SLOTS_PER_REQUEST per request in flight, not below the floor (nor above max). */
   limit(max: number): number {
-    return this.busy() ? Math.max(1, Math.min(max, this.busyLimit)) : max;
+    const lowered = max - SLOTS_PER_REQUEST * this.recentPeak();
+    return Math.min(max, Math.max(1, this.floor, lowered));
   }
 
-  /** Calls `listener` each time the host becomes quiet after being busy; returns the unsubscribe function. */
-  onQuiet(listener: () => void): () => void {
-    this.quietListeners.add(listener);
-    return () => this.quietListeners.delete(listener);
+  /** Whether the listeners' load holds the engine at its floor now (for `max`). */
+  atFloor(max: number): boolean {
+    return this.limit(max) <= Math.max(1, this.floor) && this.busy();
+  }
+
+  /** Calls `listener` when the limits may have risen (the listeners' load went down and stayed down). */
+  onRelief(listener: () => void): () => void {
+    this.reliefListeners.add(listener);
+    return () => this.reliefListeners.delete(listener);
   }
 
   stop(): void {
     this.unsubscribe();
     clearTimeout(this.timer);
     this.timer = undefined;
-    this.quietListeners.clear();
+    this.reliefListeners.clear();
   }
 
-  private armQuietCheck(delayMs = BUSY_GRACE_MS): void {
-    clearTimeout(this.timer);
+  private changed(inFlight: number): void {
+    const now = performance.now();
+    if (inFlight >= this.peak || now - this.peakAt >= BUSY_GRACE_MS) {
+      this.peak = inFlight;
+      this.peakAt = now;
+    }
+    // Fewer in flight than the peak: the limits rise once the grace period has passed (unless the load comes back).
+    if (inFlight < this.peak && !this.timer) this.armRelief();
+  }
+
+  private armRelief(): void {
+    const wait = Math.max(1, this.peakAt + BUSY_GRACE_MS - performance.now() + 1);
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      if (this.ingress.inFlight() > 0) return; // busy again: its next idle arms another check
-      const left = BUSY_GRACE_MS - this.ingress.idleForMs();
-      if (left > 0) {
-        this.armQuietCheck(left + 1); // timers may fire a little early on the loop's clock
-        return;
-      }
-      for (const listener of [...this.quietListeners]) listener();
-    }, delayMs);
+      const before = this.peak;
+      const now = this.recentPeak(); // refreshes the peak once the grace period has passed
+      if (now < before) for (const listener of [...this.reliefListeners]) listener();
+      if (this.ingress.inFlight() < this.peak) this.armRelief();
+    }, wait);
     this.timer.unref();
   }
 }

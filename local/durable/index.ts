@@ -32,9 +32,10 @@ export interface DurableExtension extends HostExtension {
         activitiesCompleted: number;
         activitiesFailed: number;
         peakActivityConcurrency: number;
-        /** The most episodes / activities running at once when one of them started while the host's listeners were busy. */
-        peakEpisodesWhileHostBusy: number;
-        peakActivitiesWhileHostBusy: number;
+        peakEpisodeConcurrency: number;
+        /** The most episodes / activities running at once when one of them started while the host's load held the engine at its floor. */
+        peakEpisodesAtFloor: number;
+        peakActivitiesAtFloor: number;
       }
     | undefined;
   /** The resolved settings (hub name, concurrency limits); undefined before start. */
@@ -148,8 +149,9 @@ export function createDurableExtension(opts: DurableOptions = {}): DurableExtens
         activitiesCompleted: a.completed,
         activitiesFailed: a.failed,
         peakActivityConcurrency: a.peakConcurrency,
-        peakEpisodesWhileHostBusy: o.peakWhileHostBusy,
-        peakActivitiesWhileHostBusy: a.peakWhileHostBusy,
+        peakEpisodeConcurrency: o.peakConcurrency,
+        peakEpisodesAtFloor: o.peakAtFloor,
+        peakActivitiesAtFloor: a.peakAtFloor,
       };
     },
     options: () => running?.options,

@@ -63,8 +63,8 @@ export class OrchestrationDispatcher {
   private order = 0;
   private stopped = false;
   private unsubscribeIdle: (() => void) | undefined;
-  /** `peakWhileHostBusy`: the most episodes running at once when one was started while the host was busy. */
-  readonly stats = { episodes: 0, deliveredEvents: 0, peakWhileHostBusy: 0 };
+  /** Most episodes running at once: ever, and when one started while the host's load held the engine at its floor. */
+  readonly stats = { episodes: 0, deliveredEvents: 0, peakConcurrency: 0, peakAtFloor: 0 };
   /** Called when work items were enqueued (wakes the activity poller). */
   onWorkItems: () => void = () => undefined;
   /** Called when an episode failed; its committed part may have an unsent outbox to re-derive. */
@@ -81,8 +81,8 @@ export class OrchestrationDispatcher {
   }
 
   start(): void {
-    // Once the host's listeners are quiet again, the instances held back while they were busy get their turn.
-    this.unsubscribeIdle = this.load.onQuiet(() => {
+    // Once the host's listeners are less busy, instances held back get their turn.
+    this.unsubscribeIdle = this.load.onRelief(() => {
       this.scheduleWaiting();
       this.poller.wake();
     });
@@ -112,8 +112,8 @@ export class OrchestrationDispatcher {
   }
 
   /**
-   * Episodes run at once: the extension's maxConcurrentOrchestratorFunctions, or fewer while the host's listeners have
-   * requests or queue messages in flight (ResolvedOptions.maxConcurrentWhileHostBusy): intake comes first.
+   * Episodes run at once: the extension's maxConcurrentOrchestratorFunctions, fewer while the host's listeners have
+   * requests or queue messages in flight (./hostLoad.ts): intake comes first.
    */
   private concurrencyLimit(): number {
     return this.load.limit(this.opts.maxConcurrentOrchestratorFunctions);
@@ -122,7 +122,7 @@ export class OrchestrationDispatcher {
   private async round(): Promise<boolean> {
     if (this.bufferedCount() > 5000) return false; // back-pressure: let episodes drain the buffer
     // Held back for a busy host and already holding plenty to do: receiving more now would only let their
-    // visibility run out in the buffer. The poller is woken when the host is idle again.
+    // visibility run out in the buffer. The poller is woken when the host's load goes down.
     if (this.waiting.size >= HELD_BACK_INSTANCES && this.load.busy()) return false;
     const received = await this.store.receiveControl(32, this.opts.controlVisibilitySeconds);
     const touched = new Set<string>();
@@ -166,7 +166,8 @@ export class OrchestrationDispatcher {
     }
     this.waiting.delete(instanceId);
     this.running.add(instanceId);
-    if (this.load.busy()) this.stats.peakWhileHostBusy = Math.max(this.stats.peakWhileHostBusy, this.running.size);
+    this.stats.peakConcurrency = Math.max(this.stats.peakConcurrency, this.running.size);
+    if (this.load.atFloor(this.opts.maxConcurrentOrchestratorFunctions)) this.stats.peakAtFloor = Math.max(this.stats.peakAtFloor, this.running.size);
     const firstNew = this.order;
     let again = false;
     const p = this.runEpisode(instanceId)
