@@ -15,14 +15,13 @@
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { TableClient } from '@azure/data-tables';
 import { REPO_ROOT, startStack } from '../local/stack';
 import { startSupervisedStack } from '../local/supervisor';
 import { defaultKeysFile, loadOrCreateKeys } from '../local/host/keys';
 import { jobToEntity } from '../shared/state/entityCodec';
 import { parseJobSpec, specHash } from '../shared/spec';
 import type { JobRecord } from '../shared/state';
-import { enqueue, fastSpec, jobRows, percentile, postJob, runPool, submissionsQueue, waitAllTerminal, type Stack } from '../tests/intake/support';
+import { enqueue, fastSpec, jobRows, jobsTable, percentile, postJob, runPool, submissionsQueue, waitAllTerminal, type Stack } from '../tests/intake/support';
 import { numberArg, textArg } from './lib/args';
 import type { RequestMix } from './lib/requestMix';
 
@@ -92,7 +91,7 @@ async function start(layout: string, busyConcurrency: number | undefined): Promi
   });
   const keys = loadOrCreateKeys(defaultKeysFile(REPO_ROOT));
   return {
-    stack: { baseUrl: s.baseUrl, host: { keys: { functionKey: s.functionKey, masterKey: keys.masterKey } }, azurite: s.services.azurite },
+    stack: { baseUrl: s.baseUrl, host: { keys: { functionKey: s.functionKey, masterKey: keys.masterKey } }, operator: s.services.operator },
     hostPid: () => s.host()?.pid ?? NaN,
     azuritePid: s.services.azurite.pid,
     stop: async () => {
@@ -143,7 +142,7 @@ async function main(): Promise<void> {
     await waitAllTerminal(stack, 'bench-warm-', 2, 120_000);
 
     // Baseline: the raw insert of an equivalent row, same concurrency, into a table of its own.
-    const raw = TableClient.fromConnectionString(stack.azurite.connectionString(), 'BenchRawJobs', { allowInsecureConnection: true });
+    const raw = stack.operator.table('BenchRawJobs');
     await raw.createTable();
     const rows = Array.from({ length: jobs }, (_, i) => equivalentRow(`bench-raw-${i}`));
     const rawLat: number[] = [];
@@ -180,7 +179,7 @@ async function main(): Promise<void> {
       }
     });
     const queueLat: number[] = [];
-    const table = TableClient.fromConnectionString(stack.azurite.connectionString(), 'Jobs', { allowInsecureConnection: true });
+    const table = jobsTable(stack);
     for await (const e of table.listEntities<{ createdAt: string }>({ queryOptions: { filter: "PartitionKey ge 'bench-q-' and PartitionKey lt 'bench-q-~' and RowKey eq 'job'" } })) {
       queueLat.push(Date.parse(e.createdAt) - (sentAt.get(String(e.partitionKey)) ?? NaN));
     }

@@ -54,7 +54,7 @@ async function measure(stack: Stack, nodes: number, concurrency: number, label: 
   // Leave the job alone until it is past the pulls, then cancel it (cleanup still runs and is waited for).
   let view = await getJob(stack, id);
   const started = Date.now();
-  while (['Submitted', 'Provisioning', 'PullingImages'].includes(view.state) && Date.now() - started < 1_200_000) {
+  while (['Submitted', 'Queued', 'Provisioning', 'PullingImages'].includes(view.state) && Date.now() - started < 1_200_000) {
     await new Promise((r) => setTimeout(r, 500));
     view = await getJob(stack, id);
   }

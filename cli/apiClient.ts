@@ -4,6 +4,7 @@ import type { Connection } from './connection';
 import type { PipelineStatus } from '../shared/contract/progress';
 import type { JobResultView } from '../shared/contract/jobResult';
 import type { JobOutputsResponse } from '../shared/contract/outputs';
+import type { JobQueueView } from '../shared/contract/queue';
 
 /** The parts of a job view the CLI reads; the rest is passed through for --json. */
 export interface JobView {
@@ -20,6 +21,8 @@ export interface JobView {
   batchJobId?: string;
   result?: JobResultView;
   error?: { code: string; message: string };
+  /** While Queued (GET /api/jobs/{id}): its place in the queue and why it waits. */
+  queue?: JobQueueView;
   [extra: string]: unknown;
 }
 

@@ -29,6 +29,8 @@ export function formatJob(view: JobView): string {
   if (tags.length) lines.push(`tags     ${tags.map(([k, v]) => `${k}=${v}`).join(' ')}`);
   if (view.createdAt) lines.push(`created  ${view.createdAt}${view.updatedAt ? `   updated ${view.updatedAt}` : ''}`);
   if (view.batchPoolId) lines.push(`pool     ${view.batchPoolId}${view.batchJobId ? `   batch job ${view.batchJobId}` : ''}`);
+  const queue = queueText(view);
+  if (queue) lines.push(`queue    ${queue}`);
   const progress = progressLine(view);
   if (progress) lines.push(`progress ${progress}`);
   if (view.result?.exitCode !== undefined) lines.push(`exit     ${view.result.exitCode}`);
@@ -45,9 +47,29 @@ export function formatJob(view: JobView): string {
   return lines.join('\n');
 }
 
-/** One line per poll, for pipes and logs: the state, the live counters and the last error. */
-export function statusLine(view: Pick<JobView, 'state' | 'progress'>): string {
-  return `${view.state.padEnd(13)} ${progressLine(view)}${view.progress?.lastError ? `  (${view.progress.lastError})` : ''}`;
+/** One line per poll, for pipes and logs: the state, the live counters (or the place in the queue) and the last error. */
+export function statusLine(view: Pick<JobView, 'state' | 'progress' | 'queue'>): string {
+  return `${view.state.padEnd(13)} ${queueText(view) ?? progressLine(view)}${view.progress?.lastError ? `  (${view.progress.lastError})` : ''}`;
+}
+
+/**
+ * Where a Queued job stands: its place in its queue (GET /api/jobs/{id} reads it fresh; the run's own last report
+ * otherwise) and why it waits, or the dependencies it waits for. Undefined for a job that is not Queued.
+ */
+export function queueText(view: Pick<JobView, 'state' | 'progress' | 'queue'>): string | undefined {
+  if (view.state !== 'Queued') return undefined;
+  const q = view.queue;
+  const live = view.progress?.queue;
+  const why = q?.reason ?? live?.reason;
+  if (q?.state === 'waiting') {
+    const place = q.position !== undefined ? `#${q.position} of ${q.waitingInQueue ?? '?'} in queue ${q.name}${q.positionOverall !== undefined ? ` (#${q.positionOverall} overall)` : ''}` : `waiting in queue ${q.name}`;
+    return `${place}${why ? ` · waiting for ${why}` : ''}`;
+  }
+  if (q?.state === 'granted') return `admitted (grant ${q.grant}) in queue ${q.name}`;
+  if (q?.state === 'refused') return `refused: ${q.reason ?? ''}`;
+  if (live?.waitingFor === 'dependencies') return `waiting for dependencies: ${(live.pending ?? q?.pending ?? []).join(', ') || '…'}`;
+  if (live?.waitingFor === 'admission' && live.position !== undefined) return `#${live.position} in its queue (#${live.positionOverall ?? '?'} overall)${why ? ` · waiting for ${why}` : ''}`;
+  return `waiting in queue ${q?.name ?? 'default'}`;
 }
 
 /** The live counters on one line: "nodes ready 2/2 · shards staged 0/0 · mpi running". */

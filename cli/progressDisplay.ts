@@ -4,7 +4,7 @@
  */
 import { MultiBar, Presets, type SingleBar } from 'cli-progress';
 import type { JobView } from './apiClient';
-import { statusLine } from './format';
+import { queueText, statusLine } from './format';
 import { stageRows, type StageRow } from './stageRows';
 
 export interface ProgressDisplay {
@@ -46,7 +46,8 @@ class BarDisplay implements ProgressDisplay {
   }
 
   update(view: JobView): void {
-    this.header.update(0, { label: `${view.id}: ${view.state}${view.progress?.lastError ? ` (${view.progress.lastError})` : ''}` });
+    const queue = queueText(view);
+    this.header.update(0, { label: `${view.id}: ${view.state}${queue ? ` ${queue}` : ''}${view.progress?.lastError ? ` (${view.progress.lastError})` : ''}` });
     for (const row of stageRows(view)) {
       const payload = { label: row.label.padEnd(15), note: row.note };
       let bar = this.bars.get(row.key);

@@ -11,7 +11,9 @@ import * as df from 'durable-functions';
 import { submitJob } from '../shared/intake/submit';
 import { cancelJob } from '../shared/intake/cancel';
 import { parseListQuery, toJobView, jobUrl } from '../shared/state';
-import { appConfig, jobStore } from '../shared/services';
+import { admissionDeps, appConfig, jobStore, schedulingPolicy } from '../shared/services';
+import { readJobQueue } from '../shared/scheduling/admissionService';
+import type { PipelineStatus } from '../shared/contract';
 import { dataAccessPolicy } from '../shared/intake/dataAccess';
 import { containerPolicy } from '../shared/intake/containerPolicy';
 import { cancelSignal, liveStatus, orchestrationStarter } from './lib/durable';
@@ -49,6 +51,7 @@ export async function submitJobHttp(request: HttpRequest, context: InvocationCon
       ownerName: principal.name,
       idScope: principal.id,
       containers: containerPolicy(appConfig()),
+      scheduling: await schedulingPolicy(),
     });
     if (outcome.kind === 'invalid') return invalidRequest(outcome.errors);
     if (outcome.kind === 'taken') return problem(409, 'JobIdTaken', `job id ${outcome.jobId} is taken: choose another id`);
@@ -92,6 +95,7 @@ export async function getJobHttp(request: HttpRequest, context: InvocationContex
     if (!job) return problem(404, 'JobNotFound', `no job with id ${id}`);
     const [live, events] = await Promise.all([liveStatus(df.getClient(context), id), store.events(id, job)]);
     const view = toJobView(job, { baseUrl: baseUrlOf(request), includeSpec: true });
+    if (job.state === 'Queued' && !job.spec?.array) view.queue = await readJobQueue(await admissionDeps(), job, (live?.customStatus as PipelineStatus | undefined)?.queue);
     return {
       status: 200,
       jsonBody: { ...view, progress: live?.customStatus ?? view.progress, orchestrationStatus: live?.runtimeStatus, cost: job.result?.cost, timeline: events },

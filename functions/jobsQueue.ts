@@ -12,7 +12,7 @@ import { parseJobSpec, deriveJobId } from '../shared/spec';
 import { submitJob } from '../shared/intake/submit';
 import { claimedJobId, recordRejectedSubmission } from '../shared/intake/rejected';
 import { isTerminal } from '../shared/state';
-import { appConfig, jobStore } from '../shared/services';
+import { appConfig, jobStore, schedulingPolicy } from '../shared/services';
 import { orchestrationStarter } from './lib/durable';
 import { dataAccessPolicy } from '../shared/intake/dataAccess';
 import { QUEUE_OWNER } from '../shared/auth';
@@ -25,7 +25,9 @@ export async function jobSubmissionFromQueue(message: unknown, context: Invocati
   const messageId = String(context.triggerMetadata?.id ?? 'unknown');
   try {
     const store = await jobStore();
-    const outcome = await submitJob(store, orchestrationStarter(df.getClient(context)), { body: message, owner: QUEUE_OWNER, dataAccess: dataAccessPolicy(appConfig()), containers: containerPolicy(appConfig()) });
+    const outcome = await submitJob(store, orchestrationStarter(df.getClient(context)), {
+      body: message, owner: QUEUE_OWNER, dataAccess: dataAccessPolicy(appConfig()), containers: containerPolicy(appConfig()), scheduling: await schedulingPolicy(),
+    });
     if (outcome.kind === 'invalid') {
       const raw = typeof message === 'string' ? tryParse(message) : message;
       const id = claimedJobId(raw);

@@ -9,7 +9,9 @@ import type { DurableClient } from 'durable-functions';
 import { sweepSchedule } from '../shared/config';
 import { runSweep, type OrchestrationControl } from '../shared/ops/sweep';
 import { blobAccount } from '../shared/storage/clients';
-import { appConfig, batchContext, eventDelivery, jobStore, stagingAccounts } from '../shared/services';
+import { admissionDeps, appConfig, batchContext, eventDelivery, jobStore, schedulingStores, stagingAccounts } from '../shared/services';
+import { schedulingHousekeeping } from '../shared/scheduling/housekeeping';
+import { ADMISSION_EVENT, DEPENDENCY_EVENT } from '../shared/contract';
 import { instanceStatus } from './lib/durable';
 
 /** The Durable client as the sweep needs it: status (absent when there is no instance) and terminate. */
@@ -53,12 +55,22 @@ export async function sweepTimer(timer: Timer, context: InvocationContext): Prom
     settings: { stallLimitMs: cfg.ops.stallLimitMs, graceMs: cfg.ops.graceMs, stagingRetentionMs: cfg.ops.stagingRetentionMs, jobsRetentionMs: cfg.ops.jobsRetentionMs },
   });
   const failed = report.actions.filter((a) => !a.ok);
+  const client = df.getClient(context);
+  const wake = (event: string) => async (ids: string[]) => {
+    for (const id of ids) await client.raiseEvent(id, event, {}).catch(() => undefined);
+  };
+  const scheduling = report.ran
+    ? await schedulingHousekeeping({
+      store: await jobStore(), admission: await admissionDeps(), dependents: (await schedulingStores()).dependents,
+      wakeAdmitted: wake(ADMISSION_EVENT), wakeDependents: wake(DEPENDENCY_EVENT),
+    })
+    : undefined;
   // One line per run, machine-readable: what was looked at, what each rule did, what failed, what was skipped.
   const line = JSON.stringify({
     event: 'sweep', runId: report.runId, ran: report.ran, isPastDue: timer.isPastDue, durationMs: report.durationMs,
-    observed: report.observed, counts: report.counts, failed: failed.map((a) => a.error), skipped: report.skipped,
+    observed: report.observed, counts: report.counts, failed: failed.map((a) => a.error), skipped: report.skipped, scheduling,
   });
-  if (failed.length || report.skipped.length) context.warn(line);
+  if (failed.length || report.skipped.length || scheduling?.errors.length) context.warn(line);
   else context.info(line);
 }
 

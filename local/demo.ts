@@ -4,7 +4,11 @@
  * with @azure/identity's ClientSecretCredential, as automation would in Azure), shows live progress per stage, checks the MPI result against the totals
  * known when the data was generated, checks that cleanup left no pool, job or staged data behind, and stops.
  *
- *   node dist/local/demo.js [--size-mb 300] [--spec examples/demo/native-openmpi.yaml] [--keep]
+ * The stack runs keyless, as in Azure: the app gets its managed identity's tokens from the local App Service
+ * identity endpoint, Azurite takes tokens and user delegation SAS only, Batch takes tokens only; the demo's own
+ * uploads and checks act as the tenant's operator user with tokens too (`--shared-keys`: the keyed opt-in).
+ *
+ *   node dist/local/demo.js [--size-mb 300] [--spec examples/demo/native-openmpi.yaml] [--keep] [--shared-keys]
  */
 import { readFileSync, mkdirSync } from 'node:fs';
 import * as path from 'node:path';
@@ -56,17 +60,21 @@ async function main(): Promise<number> {
     ])
     .option('--timeout-s <n>', 'give up after this many seconds', '900')
     .option('--keep', 'keep the stack running afterwards (Ctrl-C to stop)', false)
+    .option('--shared-keys', 'opt in to shared keys (Azurite connection strings, BATCH_ACCOUNT_KEY) instead of managed identity', false)
     .parse();
-  const opts = program.opts<{ sizeMb: string; spec: string[]; timeoutS: string; keep: boolean }>();
+  const opts = program.opts<{ sizeMb: string; spec: string[]; timeoutS: string; keep: boolean; sharedKeys: boolean }>();
 
   const logDir = path.join(REPO_ROOT, '.local', 'demo');
   mkdirSync(logDir, { recursive: true });
   const hostLog = path.join(logDir, `host-${new Date().toISOString().replace(/[:.]/g, '-')}.log`);
   say('starting the local stack: Azurite (5 accounts), Batch emulator, OCI registry, Functions host + Durable engine');
-  const stack = await startStack({ port: 0, logDestination: hostLog });
+  const stack = await startStack({ port: 0, logDestination: hostLog, sharedKeys: opts.sharedKeys });
   let exitCode = 1;
   try {
     say(`function app up at ${stack.baseUrl} with ${stack.host.functions().length} functions (host log: ${path.relative(process.cwd(), hostLog)})`);
+    say(stack.keyless
+      ? `keyless: the app uses its managed identity ${stack.settings.AZURE_CLIENT_ID} (App Service identity endpoint); Azurite (https) and Batch accept tokens only`
+      : 'shared keys (--shared-keys): Azurite connection strings and the Batch account key in the app settings');
     const expected = await uploadDemoInputs(stack, Number(opts.sizeMb), say);
     // The demo is an application of the tenant with the Jobs.Submit app role: its own jobs, nobody else's.
     const credential = new ClientSecretCredential(stack.identity.tenantId, AUTOMATION_CLIENT_ID, AUTOMATION_CLIENT_SECRET, {

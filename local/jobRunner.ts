@@ -3,13 +3,11 @@
  * command) and the end-to-end tests, so both exercise the public HTTP API the same way.
  */
 import * as path from 'node:path';
-import { BatchServiceClient, BatchSharedKeyCredentials } from '@azure/batch';
-import { BlobServiceClient } from '@azure/storage-blob';
 import type { TokenCredential } from '@azure/core-auth';
 import { REPO_ROOT } from './stack';
-import { DATA_ACCOUNT, STAGING_ACCOUNTS, type AzuriteHandle } from './azurite';
-import type { BatchEmulatorHandle } from './batch';
+import { DATA_ACCOUNT, STAGING_ACCOUNTS } from './azurite';
 import type { IdentityService } from './identity';
+import type { OperatorAccess } from './operatorAccess';
 import { shapeForSize, type ExpectedResult } from '../examples/data/dataset';
 import { uploadDataset } from '../examples/data/upload';
 import { statusLine } from '../cli/format';
@@ -36,13 +34,12 @@ export type Say = (msg: string) => void;
 /**
  * What these helpers need of a stack: an in-process `Stack`, or the endpoints of a supervised one (its
  * supervisor.json and ports.json; see tests/stack/supervisedStack.ts). With an identity service the default caller
- * is its default user; without one, the operator.
+ * is its default user; without one, the operator. `operator` reaches Batch and storage directly (uploads, checks).
  */
 export interface StackClient {
   baseUrl: string;
   host: { keys: { functionKey: string } };
-  batch: Pick<BatchEmulatorHandle, 'url' | 'accountName' | 'accountKey'>;
-  azurite: Pick<AzuriteHandle, 'connectionString'>;
+  operator: OperatorAccess;
   identity?: Pick<IdentityService, 'userToken'>;
 }
 
@@ -143,7 +140,7 @@ export function checkResult(view: JobViewLite, expected: ExpectedResult, say: Sa
 /** Nothing the job created may outlive it: pool, Batch job (terminated), staged shards. */
 export async function checkCleanup(stack: StackClient, view: JobViewLite): Promise<string[]> {
   const problems: string[] = [];
-  const batch = new BatchServiceClient(new BatchSharedKeyCredentials(stack.batch.accountName, stack.batch.accountKey), stack.batch.url);
+  const batch = stack.operator.batch();
   if (view.batchPoolId) {
     // Deletion is asynchronous in Batch: a pool may show as `deleting` for a moment before it is gone.
     for (let i = 0; ; i++) {
@@ -163,7 +160,7 @@ export async function checkCleanup(stack: StackClient, view: JobViewLite): Promi
     if (job && job.state !== 'completed' && job.state !== 'deleting') problems.push(`Batch job ${view.batchJobId} is ${job.state}`);
   }
   for (const account of STAGING_ACCOUNTS) {
-    const svc = BlobServiceClient.fromConnectionString(stack.azurite.connectionString(account.name));
+    const svc = stack.operator.blobService(account.name);
     for await (const c of svc.listContainers({ prefix: 'stg-' })) problems.push(`staged data left in ${account.name}/${c.name}`);
   }
   return problems;
@@ -173,9 +170,9 @@ export async function checkCleanup(stack: StackClient, view: JobViewLite): Promi
 export async function uploadDemoInputs(stack: StackClient, sizeMb: number, say: Say = () => undefined): Promise<ExpectedResult> {
   const shape = shapeForSize(sizeMb);
   say(`uploading a ${sizeMb} MB input data set (${shape.largeFiles.length} large files to split, ${shape.smallFiles.count} small files to pack)`);
-  const conn = stack.azurite.connectionString(DATA_ACCOUNT.name);
-  const expected = await uploadDataset(conn, 'inputs', 'demo/', shape);
-  const software = BlobServiceClient.fromConnectionString(conn).getContainerClient('software');
+  const data = stack.operator.blobService(DATA_ACCOUNT.name);
+  const expected = await uploadDataset(data, 'inputs', 'demo/', shape);
+  const software = data.getContainerClient('software');
   await software.createIfNotExists();
   await software.getBlockBlobClient('shardsum.c').uploadFile(path.join(REPO_ROOT, 'examples', 'mpi', 'shardsum.c'));
   return expected;
@@ -184,7 +181,7 @@ export async function uploadDemoInputs(stack: StackClient, sizeMb: number, say: 
 /** The MPI master's stdout and stderr (the ends), for diagnosing a failed job. */
 export async function mpiOutput(stack: StackClient, view: JobViewLite, maxChars = 4000): Promise<string> {
   if (!view.batchJobId) return '(no Batch job)';
-  const batch = new BatchServiceClient(new BatchSharedKeyCredentials(stack.batch.accountName, stack.batch.accountKey), stack.batch.url);
+  const batch = stack.operator.batch();
   const read = async (file: string) => {
     try {
       const res = await batch.file.getFromTask(view.batchJobId as string, 'mpi', file);

@@ -9,6 +9,8 @@ import * as path from 'node:path';
 import { existsSync } from 'node:fs';
 import { DATA_ACCOUNT, STAGING_ACCOUNTS, type AzuriteHandle } from './azurite';
 import type { BatchEmulatorHandle, BatchEmulatorOptions } from './batch';
+import { APP_IDENTITY } from './identity/managedIdentities';
+import type { OperatorAccess } from './operatorAccess';
 import type { RegistryHandle } from './registry';
 import { startFunctionsHost, type FunctionsHostHandle } from './host';
 import { createDurableExtension, type DurableOptions } from './durable';
@@ -48,9 +50,14 @@ export interface StackOptions {
   /**
    * The AzureWebJobsStorage the function app sees, built once Azurite's ports are known (e.g. with its
    * TableEndpoint behind a fault-injecting proxy). The host's own storage (the Durable engine's) stays on
-   * Azurite. Default: Azurite's connection string.
+   * Azurite. A connection string: needs `sharedKeys`.
    */
   appStorage?: (azurite: AzuriteHandle) => string | Promise<string>;
+  /**
+   * Opt in to shared keys: Azurite over http with its account keys, connection strings and BATCH_ACCOUNT_KEY in the
+   * app settings. Default false: keyless, the same identity-based settings as in Azure (see localAppSettings).
+   */
+  sharedKeys?: boolean;
   /** Whether to build and serve the demo image (default true). */
   demoImage?: boolean;
   logLevel?: string;
@@ -73,25 +80,55 @@ export interface Stack {
   identity: IdentityService;
   /** The webhook receiver registered for job events (local/webhooks). */
   webhooks: WebhookReceiver;
+  /** The services as the operator reaches them directly (the tenant's `admin` user's tokens, or the keys). */
+  operator: OperatorAccess;
+  /** Keyless (the default) or with shared keys (the opt-in). */
+  keyless: boolean;
   /** The app settings the function app was started with. */
   settings: Record<string, string>;
   baseUrl: string;
   stop(): Promise<void>;
 }
 
-/** App settings for the local stack: the same names as in Azure, pointing at local services. */
+/**
+ * App settings for the local stack: the same names as in Azure, pointing at local services. Keyless (the default):
+ * the identity-based settings infra/main.bicep gives the app, with Azurite's path-style endpoints as service URIs
+ * (AzureWebJobsStorage__*ServiceUri, STAGING_ACCOUNTS and DATA_ACCOUNTS as blob service URIs, since `__accountName`
+ * means https://<name>.<service>.core.windows.net) and the user-assigned identity's client id; no key anywhere. The
+ * platform's IDENTITY_ENDPOINT/IDENTITY_HEADER are not app settings: the host sets them (`identityEndpoint`). With
+ * an Azurite that takes shared keys (the opt-in): Azurite connection strings and the emulator's key.
+ */
 export function localAppSettings(azurite: AzuriteHandle, batch: BatchEmulatorHandle): Record<string, string> {
-  return {
+  const common = {
     FUNCTIONS_WORKER_RUNTIME: 'node',
-    AzureWebJobsStorage: azurite.connectionString(),
     BATCH_ACCOUNT_URL: batch.url,
     BATCH_ACCOUNT_NAME: batch.accountName,
-    BATCH_ACCOUNT_KEY: batch.accountKey,
-    STAGING_ACCOUNTS: STAGING_ACCOUNTS.map((a) => azurite.connectionString(a.name)).join(','),
-    // Users' data lives in its own account: jobs can never name the host storage or the staging accounts.
-    DATA_ACCOUNTS: azurite.connectionString(DATA_ACCOUNT.name),
     POLL_INITIAL_MS: '500',
     POLL_MAX_MS: '2000',
+    // The emulated nodes' "fabric" is a loopback on one shared machine: the preflight ping-pong is measured and
+    // recorded, but not held to the InfiniBand thresholds of the VM size a job names (a spec's own thresholds apply).
+    PREFLIGHT_FABRIC_DEFAULTS: 'false',
+  };
+  if (!azurite.keyless) {
+    return {
+      ...common,
+      AzureWebJobsStorage: azurite.connectionString(),
+      BATCH_ACCOUNT_KEY: batch.accountKey,
+      STAGING_ACCOUNTS: STAGING_ACCOUNTS.map((a) => azurite.connectionString(a.name)).join(','),
+      // Users' data lives in its own account: jobs can never name the host storage or the staging accounts.
+      DATA_ACCOUNTS: azurite.connectionString(DATA_ACCOUNT.name),
+    };
+  }
+  return {
+    ...common,
+    AzureWebJobsStorage__blobServiceUri: azurite.blobEndpoint(),
+    AzureWebJobsStorage__queueServiceUri: azurite.queueEndpoint(),
+    AzureWebJobsStorage__tableServiceUri: azurite.tableEndpoint(),
+    AzureWebJobsStorage__credential: 'managedidentity',
+    AzureWebJobsStorage__clientId: APP_IDENTITY.clientId,
+    AZURE_CLIENT_ID: APP_IDENTITY.clientId,
+    STAGING_ACCOUNTS: STAGING_ACCOUNTS.map((a) => azurite.blobEndpoint(a.name)).join(','),
+    DATA_ACCOUNTS: azurite.blobEndpoint(DATA_ACCOUNT.name),
   };
 }
 
@@ -126,6 +163,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     demoImage: opts.demoImage,
     demoImageFillerBytes: opts.demoImageFillerBytes,
     repoRoot: REPO_ROOT,
+    sharedKeys: opts.sharedKeys,
   });
   const { azurite, batch, registry, identity, webhooks } = services;
   try {
@@ -136,11 +174,16 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       ...localAppSettings(azurite, batch), LOCAL_REGISTRY: registry.host, ...localAuthSettings(identity, keys),
       ...localEventSettings(webhooks, port), ...opts.env,
     };
-    if (opts.appStorage) settings.AzureWebJobsStorage = await opts.appStorage(azurite);
+    if (opts.appStorage) {
+      if (!opts.sharedKeys) throw new Error('startStack: appStorage is a connection string, which needs sharedKeys');
+      settings.AzureWebJobsStorage = await opts.appStorage(azurite);
+    }
     const host = await startFunctionsHost({
       appDir,
       port,
-      storageConnectionString: azurite.connectionString(),
+      // The host's own storage: Azurite's connection string with shared keys; else the app's identity-based settings.
+      storageConnectionString: opts.sharedKeys ? azurite.connectionString() : undefined,
+      identityEndpoint: identity.appServiceIdentity,
       keys,
       extensions: [createDurableExtension(opts.durable), createLocalEasyAuth(identity, { user: opts.dashboardUser })],
       env: settings,
@@ -154,6 +197,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       host,
       identity,
       webhooks,
+      operator: services.operator,
+      keyless: services.keyless,
       settings,
       baseUrl: host.baseUrl,
       async stop() {

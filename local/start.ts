@@ -5,12 +5,15 @@
  *
  *   Ctrl-C / SIGTERM   stop everything cleanly (host first, then Batch, registry and Azurite, each saving its state)
  *   SIGHUP             restart only the Functions host (e.g. after `npm run build`)
+ *
+ * Keyless by default, as in Azure (tokens only; see docs/local-stack.md); `--shared-keys` opts in to Azurite's and
+ * the Batch emulator's keys.
  */
 import * as path from 'node:path';
 import { Command } from 'commander';
 import { REPO_ROOT } from './stack';
 import { startSupervisedStack, type SupervisedStack } from './supervisor';
-import { CLI_CLIENT_ID } from './identity';
+import { APP_IDENTITY, CLI_CLIENT_ID } from './identity';
 
 async function main(): Promise<void> {
   const opts = new Command()
@@ -19,8 +22,9 @@ async function main(): Promise<void> {
     .option('--data <dir>', 'folder for persistent data', path.join(REPO_ROOT, '.local', 'stack'))
     .option('--log <file>', "the Functions host's log file (appended; default: stdout)")
     .option('--log-level <level>', 'host log level (default: host.json logging.logLevel.default)')
+    .option('--shared-keys', 'opt in to shared keys: Azurite over http with its account keys, connection strings and BATCH_ACCOUNT_KEY in the app settings (default: keyless, managed identity as in Azure)')
     .parse()
-    .opts<{ port?: string; data: string; log?: string; logLevel?: string }>();
+    .opts<{ port?: string; data: string; log?: string; logLevel?: string; sharedKeys?: boolean }>();
   const say = (line: string): void => console.log(`[stack] ${line}`);
   // Signal handlers come first: a Ctrl-C during start-up stops the stack as soon as it is up, cleanly.
   // npm forwards the terminal's SIGINT to us as well, so one Ctrl-C can arrive twice: a stop in progress goes on.
@@ -59,15 +63,17 @@ async function main(): Promise<void> {
     port: opts.port === undefined ? undefined : Number(opts.port),
     logFile: opts.log ? path.resolve(opts.log) : undefined,
     logLevel: opts.logLevel,
+    sharedKeys: opts.sharedKeys,
     say,
   });
   const { azurite, batch, registry, identity, webhooks } = stack.services;
   console.log(stack.host()?.ready.banner ?? '');
   console.log(`\nBatch emulator   ${batch.url}  (account ${batch.accountName})`);
   console.log(`OCI registry     ${registry.url}  (demo image ${registry.host}/hpc/mpi-demo:1.0)`);
-  console.log(`Azurite          ${azurite.blobEndpoint()}  (accounts: ${azurite.accounts.map((a) => a.name).join(', ')})`);
+  console.log(`Azurite          ${azurite.blobEndpoint()}  (accounts: ${azurite.accounts.map((a) => a.name).join(', ')}; ${stack.services.keyless ? 'keyless: tokens and user delegation SAS only' : 'shared keys (--shared-keys)'})`);
+  console.log(`Identity         ${identity.issuer}  (local Entra ID tenant; users dev, reader, admin; the app's identity ${APP_IDENTITY.name} through ${identity.appServiceIdentity.endpoint})`);
   console.log(`Webhook receiver ${webhooks.url}  (job events; GET ${new URL(webhooks.url).origin}/deliveries lists them)`);
-  console.log(`Identity         ${identity.issuer}  (local Entra ID tenant; users dev, reader, admin)`);
+  if (stack.services.keyless) console.log(`Certificate      ${identity.caFile}  (Azurite and the issuer speak https with it: NODE_EXTRA_CA_CERTS for your own Node tools)`);
   console.log(`Operator key     ${stack.functionKey}  (x-functions-key header: an admin; the host's function key)`);
   console.log(`Durable API key  ${stack.durableSystemKey ?? '(none)'}  (code= for ${stack.baseUrl}/runtime/webhooks/durabletask/...; keys in .local/function-keys.json)`);
   console.log(`Dashboard        ${stack.baseUrl}/api/dashboard  (Sign in: the local user dev)`);

@@ -1,30 +1,39 @@
 import type { OrchestrationContext } from 'durable-functions';
-import type { JobOutcome, JobResult, MpiJobInput } from '../shared/contract';
+import type { Attempt, JobOutcome, JobResult, MpiJobInput, NodeRef } from '../shared/contract';
 import type { JobState } from '../shared/state/states';
 import { JobCancelled, Orchestration, PipelineRun, StageFailed } from './runtime/pipelineRun';
 import { activityFailureMessage } from './runtime/activityCalls';
-import { provision, type ProvisionedPool } from './stages/provision';
+import { provision, replaceNodes, type ProvisionedPool, type ProvisionRequest } from './stages/provision';
 import { pullImages } from './stages/pullImages';
 import { stageData, StagedData } from './stages/stageData';
+import { preflight } from './stages/preflight';
 import { runMpi } from './stages/runMpi';
-import { cleanup } from './stages/cleanup';
+import { runAttempts } from './stages/attempts';
+import { cleanup, waitForPoolGone } from './stages/cleanup';
 import { keepOutputs, withOutputs, workloadUrls } from './stages/workloadData';
+import { waitInQueue } from './stages/queue';
 import { planJob } from '../shared/planning/jobPlan';
 import { mpiTaskRequest, releaseTaskCommand } from '../shared/planning/mpiTaskRequest';
+import { retryPolicyFor } from '../shared/planning/retryPolicy';
 import { budgetGuard, jobCost, type PriceQuote } from '../shared/ops/cost';
 import { outputsPlan } from '../shared/planning/workloadData';
+import { priorityOf, queueOf } from '../shared/scheduling/demand';
+
+/** How often a waiting job asks where it stands when the run's settings do not say (runs started before queues). */
+const DEFAULT_QUEUE_POLL_MS = 60_000;
 
 /**
- * The pipeline, one stage per line: provision → stagger image pulls → stage shards → MPI task, and
- * cleanup always, whatever happened before (failure, timeout, cancel).
+ * The pipeline, one stage per line: wait in the queue (dependencies, admission) → provision → stagger image pulls →
+ * stage shards → preflight → MPI task, as attempts retried by failure class on replaced nodes (the spec's `retry`),
+ * and cleanup always, whatever happened before (failure, timeout, cancel); then the job's admission is given back and
+ * its end recorded and announced. A job that ends while it waits has nothing to clean.
  */
 export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestration<JobOutcome> {
   const input = context.df.getInput<MpiJobInput>();
   const plan = planJob(input.jobId, input.spec);
-  const started = context.df.currentUtcDateTime;
-  const deadline = { at: new Date(started.getTime() + plan.pipelineBudgetMs).toISOString(), limit: 'pipeline budget' };
-  const run = new PipelineRun(context, input.jobId, input.settings.poll, deadline);
+  const run = new PipelineRun(context, input.jobId, input.settings.poll, undefined);
   const timings: JobResult['timings'] = {};
+  const attempts: Attempt[] = [];
   let pool: ProvisionedPool | undefined;
   let staged: StagedData | undefined;
   let batchJobId: string | undefined;
@@ -33,48 +42,108 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
   const outputs = outputsPlan(input.spec, input.jobId);
   /** Set once the MPI task may exist and until its outputs are dealt with: cleanup must let Batch upload them first. */
   let pendingOutputs: { batchJobId: string; taskId: string } | undefined;
+  let nodeUploads = false;
+  let outputsUrl: string | undefined;
 
   const enter = function* (stage: JobState, reason: string): Orchestration<void> {
+    // A later attempt goes through the stages again; the job row only moves forward (its timeline has the attempts).
+    if (timings[stage]) return run.report({ stage });
     const now = run.now().toISOString();
     for (const t of Object.values(timings)) t.endedAt ??= now;
     timings[stage] = { startedAt: now };
     run.report({ stage });
     yield* run.call('jobTransition', { jobId: input.jobId, to: stage, reason, patch: { batchPoolId: plan.poolId, batchJobId } });
   };
+  const provisioning: ProvisionRequest = { jobId: input.jobId, poolId: plan.poolId, reuse: plan.reusePool, vmSize: input.spec.pool.vmSize, nodes: plan.nodes, minNodes: plan.minNodes, resizeTimeoutMs: plan.resizeTimeoutMs, createRequest: plan.poolCreate };
+  // Nodes that hold the job's images and shards; a node that replaces a failed one gets them before it is used.
+  const prepared = new Set<string>();
+  const unprepared = () => (pool?.nodes ?? []).filter((n) => !prepared.has(n.id));
+  const pullOn = (nodes: NodeRef[], tag: string) =>
+    pullImages(run, { jobId: input.jobId, batchJobId: batchJobId!, nodes, spec: input.spec, maxAttempts: input.settings.nodeTaskMaxAttempts, sasMaxLifetimeMinutes: input.settings.sasMaxLifetimeMinutes, taskPrefix: `pull${tag}` });
+  const stageOn = function* (nodes: NodeRef[], tag: string): Orchestration<void> {
+    staged = yield* stageData(run, { jobId: input.jobId, batchJobId: batchJobId!, nodes: pool!.nodes, spec: input.spec, settings: input.settings, previous: staged, only: staged ? nodes.map((n) => n.id) : undefined, taskPrefix: `dl${tag}` });
+    for (const n of nodes) prepared.add(n.id);
+  };
+
+  /** Records the end once (the last write of the job's row) and tells whoever waits on this job. */
+  const finish = function* (ended: JobOutcome, cleanedUp: string[]): Orchestration<JobOutcome> {
+    const end = run.now().toISOString();
+    for (const t of Object.values(timings)) t.endedAt ??= end;
+    run.report({ stage: ended.state, progress: { cleanup: { done: cleanedUp } } });
+    yield* run.call('jobFinish', { jobId: input.jobId, outcome: ended });
+    yield* run.call('jobEnded', { jobId: input.jobId });
+    return ended;
+  };
+
+  /** Gives the job's admission back. A failure here must not keep the end from being recorded: the sweep reconciles. */
+  const release = function* (): Orchestration<void> {
+    try {
+      yield* run.call('admissionRelease', { jobId: input.jobId });
+    } catch (err) {
+      run.report({ lastError: `admission not given back (the sweep will): ${activityFailureMessage(err)}` });
+    }
+  };
+
+  const waited = yield* queued(run, input, enter);
+  if (waited.ended) {
+    yield* release();
+    return yield* finish({ ...waited.ended, result: { timings } }, []);
+  }
+  // The budget starts at admission: time spent waiting in the queue does not count against it.
+  run.startDeadline({ at: new Date(run.now().getTime() + plan.pipelineBudgetMs).toISOString(), limit: 'pipeline budget' });
 
   try {
-    yield* enter('Provisioning', plan.reusePool ? `reusing pool ${plan.poolId}` : `creating pool ${plan.poolId}`);
+    yield* enter('Provisioning', plan.reusePool ? `reusing pool ${plan.poolId} (admission grant ${waited.grant})` : `creating pool ${plan.poolId} (admission grant ${waited.grant})`);
     price = yield* run.call('costPrice', { vmSize: input.spec.pool.vmSize ?? '' });
     run.guardBudget(budgetGuard(input.spec.limits, price));
-    pool = yield* provision(run, { jobId: input.jobId, poolId: plan.poolId, reuse: plan.reusePool, vmSize: input.spec.pool.vmSize, nodes: plan.nodes, minNodes: plan.minNodes, resizeTimeoutMs: plan.resizeTimeoutMs, createRequest: plan.poolCreate });
-    batchJobId = yield* run.call('batchJobCreate', { jobId: input.jobId, batchJobId: plan.batchJobId, poolId: pool.poolId, releaseCommandLine: releaseTaskCommand(input.jobId, input.spec) });
-    run.report({ resources: { batchJobId } });
+    const end = yield* runAttempts(run, { jobId: input.jobId, poolId: plan.poolId, policy: retryPolicyFor(input.spec), records: attempts }, function* (attempt) {
+      pool = pool
+        ? yield* replaceNodes(run, provisioning, pool, attempt.replace, { exclude: attempt.exclude, reallocate: attempt.reallocate })
+        : yield* provision(run, provisioning, { reallocate: attempt.reallocate });
+      attempt.nodes = pool.nodes;
+      batchJobId ??= yield* run.call('batchJobCreate', { jobId: input.jobId, batchJobId: plan.batchJobId, poolId: pool.poolId, releaseCommandLine: releaseTaskCommand(input.jobId, input.spec) });
+      run.report({ resources: { batchJobId } });
 
-    yield* enter('PullingImages', `${input.spec.container.images.length} image(s) on ${pool.nodes.length} nodes, at most ${input.spec.container.pullConcurrency} at once`);
-    yield* pullImages(run, { jobId: input.jobId, batchJobId, nodes: pool.nodes, spec: input.spec, maxAttempts: input.settings.nodeTaskMaxAttempts, sasMaxLifetimeMinutes: input.settings.sasMaxLifetimeMinutes });
+      yield* enter('PullingImages', `${input.spec.container.images.length} image(s) on ${pool.nodes.length} nodes, at most ${input.spec.container.pullConcurrency} at once`);
+      yield* pullOn(unprepared(), attempt.tag);
 
-    yield* enter('StagingData', `${input.spec.data.inputs.length} input source(s)`);
-    staged = yield* stageData(run, { jobId: input.jobId, batchJobId, nodes: pool.nodes, spec: input.spec, settings: input.settings });
+      yield* enter('StagingData', `${input.spec.data.inputs.length} input source(s)`);
+      yield* stageOn(unprepared(), attempt.tag);
 
-    yield* enter('Running', `multi-instance task on ${pool.nodes.length} nodes`);
-    const urls = yield* workloadUrls(run, input.spec, input.settings);
-    // Node uploads follow the MPI task when some output comes from every node (or their logs): no auto-complete then.
-    const nodeUploads = !!outputs && (outputs.nodePatterns.length > 0 || (outputs.logs && pool.nodes.length > 1));
-    if (outputs) pendingOutputs = { batchJobId, taskId: plan.mpiTaskId };
-    const mpi = yield* runMpi(run, mpiTaskRequest(plan, input.spec, pool.nodes, staged.destination, batchJobId, urls), { autoComplete: !nodeUploads });
-    pendingOutputs = undefined;
-    const result: JobResult = { exitCode: mpi.exitCode, timings, logs: mpi.logs, mpi };
-    outcome = mpi.exitCode === 0
-      ? { state: 'Succeeded', result }
-      : { state: 'Failed', reason: `MPI task exited with code ${mpi.exitCode}${mpi.failure ? `: ${mpi.failure}` : ''}`, result };
-    if (outputs && urls.outputsContainerUrl) {
-      const kept = yield* keepOutputs(run, { plan: outputs, batchJobId, nodes: pool.nodes, mpi, containerUrl: urls.outputsContainerUrl, nodeUploads, maxAttempts: input.settings.nodeTaskMaxAttempts });
+      const urls = yield* workloadUrls(run, input.spec, input.settings);
+      const checked = yield* preflight(run, { jobId: input.jobId, batchJobId, attempt: attempt.number, plan, spec: input.spec, pool, urls, fabricDefaults: input.settings.preflightFabricDefaults !== false, replace: function* (bad, round) {
+        pool = yield* replaceNodes(run, provisioning, pool!, bad, { exclude: [...attempt.exclude, ...bad], reallocate: false });
+        attempt.nodes = pool.nodes;
+        yield* pullOn(unprepared(), `${attempt.tag}-p${round}`);
+        yield* stageOn(unprepared(), `${attempt.tag}-p${round}`);
+        return pool;
+      } });
+      ({ pool } = checked);
+      attempt.preflight = checked.result;
+
+      yield* enter('Running', `multi-instance task on ${pool.nodes.length} nodes`);
+      // Node uploads follow the MPI task when some output comes from every node (or their logs): no auto-complete
+      // then; nor before the last attempt, whose tasks may still follow.
+      nodeUploads = !!outputs && (outputs.nodePatterns.length > 0 || (outputs.logs && pool.nodes.length > 1));
+      if (outputs) pendingOutputs = { batchJobId, taskId: attempt.mpiTaskId };
+      const ran = yield* runMpi(run, mpiTaskRequest(plan, input.spec, pool.nodes, staged!.destination, batchJobId, urls, attempt.mpiTaskId), { autoComplete: attempt.isLast && !nodeUploads, poolId: pool.poolId, nodes: pool.nodes.map((n) => n.id) });
+      pendingOutputs = undefined;
+      outputsUrl = urls.outputsContainerUrl;
+      return ran;
+    });
+    const { mpi } = end;
+    const result: JobResult = { exitCode: mpi.exitCode, timings, logs: mpi.logs, mpi, attempts, ...lastPreflight(attempts) };
+    outcome = end.failure === undefined ? { state: 'Succeeded', result } : { state: 'Failed', reason: end.failure, result };
+    // The last attempt's outputs: an earlier attempt's uploads under the same prefix are overwritten or left beside them.
+    if (outputs && outputsUrl) {
+      const kept = yield* keepOutputs(run, { plan: outputs, batchJobId: batchJobId!, nodes: pool!.nodes, mpi, containerUrl: outputsUrl, nodeUploads, maxAttempts: input.settings.nodeTaskMaxAttempts });
       outcome = withOutputs(outcome, kept, outputs.onUploadFailure);
     }
   } catch (err) {
+    const result: JobResult = { timings, ...(attempts.length ? { attempts, ...lastPreflight(attempts) } : {}) };
     outcome = err instanceof JobCancelled
-      ? { state: 'Cancelled', reason: err.reason, result: { timings } }
-      : { state: 'Failed', reason: err instanceof StageFailed ? err.message : `unexpected: ${activityFailureMessage(err)}`, result: { timings } };
+      ? { state: 'Cancelled', reason: err.reason, result }
+      : { state: 'Failed', reason: err instanceof StageFailed ? err.message : `unexpected: ${activityFailureMessage(err)}`, result };
     run.report({ lastError: outcome.reason });
   }
 
@@ -89,21 +158,51 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     awaitOutputs: pendingOutputs,
   }, outcome.state);
   if (cleaned.failed.length) outcome.reason = [outcome.reason, `cleanup incomplete: ${cleaned.failed.join('; ')}`].filter(Boolean).join('; ');
+  // Billed from the pool's allocation to its release (cleanup requested its deletion, or kept it).
+  const released = run.now().toISOString();
+  const deletedPool = cleaned.done.includes('pool deleted') ? (pool?.poolId ?? plan.poolId) : undefined;
+  if (deletedPool) yield* waitForPoolGone(run, deletedPool);
+  yield* release();
 
-  const end = run.now().toISOString();
-  for (const t of Object.values(timings)) t.endedAt ??= end;
-  // Billed from the pool's allocation to its release (cleanup requested its deletion, or kept it): `end`.
-  // A job cancelled while provisioning is billed for the nodes allocated so far. MPI pools are dedicated only.
+  // Every attempt ran on the same pool, so this sums them and the waits between them. A job cancelled while
+  // provisioning is billed for the nodes allocated so far. MPI pools are dedicated only.
   const { nodes, allocatedAt } = run.usage;
   if (allocatedAt !== undefined) {
     const cost = jobCost(
-      { vmSize: input.spec.pool.vmSize, dedicatedNodes: nodes, lowPriorityNodes: 0, allocatedAt, releasedAt: end },
+      { vmSize: input.spec.pool.vmSize, dedicatedNodes: nodes, lowPriorityNodes: 0, allocatedAt, releasedAt: released },
       timings,
       price ?? { currency: 'USD', source: 'no price looked up' },
     );
     outcome.result = { ...outcome.result, cost, nodeMinutes: cost.nodeMinutes.total };
   }
-  run.report({ stage: outcome.state, progress: { cleanup: { done: cleaned.done } } });
-  yield* run.call('jobFinish', { jobId: input.jobId, outcome });
-  return outcome;
+  return yield* finish(outcome, cleaned.done);
+}
+
+/**
+ * The Queued stage: the job waits for its dependencies and for admission. It ends here (nothing was created) when
+ * cancelled, when a dependency can no longer be met, or when it can never fit.
+ */
+function* queued(
+  run: PipelineRun,
+  input: MpiJobInput,
+  enter: (stage: JobState, reason: string) => Orchestration<void>,
+): Orchestration<{ ended: Omit<JobOutcome, 'result'>; grant?: undefined } | { ended?: undefined; grant: number }> {
+  const deps = input.spec.dependsOn ?? [];
+  try {
+    yield* enter('Queued', `queue ${queueOf(input.spec)}, priority ${priorityOf(input.spec)}${deps.length ? `, after ${deps.map((d) => `${d.job} (${d.condition})`).join(', ')}` : ''}`);
+    const granted = yield* waitInQueue(run, { jobId: input.jobId, hasDependencies: deps.length > 0, pollMs: input.settings.queuePollMs ?? DEFAULT_QUEUE_POLL_MS });
+    return { grant: granted.grant };
+  } catch (err) {
+    const ended: Omit<JobOutcome, 'result'> = err instanceof JobCancelled
+      ? { state: 'Cancelled', reason: err.reason }
+      : { state: 'Failed', reason: err instanceof StageFailed ? err.reason : `unexpected: ${activityFailureMessage(err)}` };
+    run.report({ lastError: ended.reason, queue: undefined });
+    return { ended };
+  }
+}
+
+/** The last preflight check of the run, for the job result. */
+function lastPreflight(attempts: Attempt[]): Pick<JobResult, 'preflight'> {
+  const p = [...attempts].reverse().find((a) => a.preflight)?.preflight;
+  return p ? { preflight: p } : {};
 }

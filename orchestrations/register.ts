@@ -8,7 +8,9 @@ import './activities/batchJob';
 import './activities/nodeTasks';
 import './activities/staging';
 import './activities/mpi';
+import './activities/preflight';
 import './activities/costPrice';
 import './activities/workloadData';
+import './activities/scheduling';
 
 df.app.orchestration(MPI_JOB_ORCHESTRATION, mpiJobOrchestrator);

@@ -15,6 +15,11 @@ import { DeliveryStore } from './events/deliveryStore';
 import type { DeliveryDeps } from './events/delivery';
 import { eventGridEndpoint } from './events/eventGridSender';
 import { webhookEndpoint } from './events/webhookSender';
+import { AdmissionStore } from './scheduling/admissionStore';
+import { DependentsStore } from './scheduling/dependentsStore';
+import type { AdmissionLimits } from './scheduling/admission';
+import type { SchedulingPolicy } from './scheduling/intake';
+import type { AdmissionDeps } from './scheduling/admissionService';
 
 let config: AppConfig | undefined;
 let batch: BatchContext | undefined;
@@ -50,6 +55,45 @@ export async function jobStore(): Promise<JobStore> {
   }
   await tablesReady;
   return store;
+}
+
+let admission: { store: AdmissionStore; dependents: DependentsStore; ready: Promise<unknown> } | undefined;
+
+/** The Admission table and the dependents index, in host storage beside the Jobs table (docs/scheduling.md). */
+export async function schedulingStores(): Promise<{ admission: AdmissionStore; dependents: DependentsStore }> {
+  if (!admission) {
+    const host = appConfig().hostStorage;
+    const stores = host.kind === 'connectionString'
+      ? { store: AdmissionStore.fromConnectionString(host.connectionString), dependents: DependentsStore.fromConnectionString(host.connectionString) }
+      : { store: AdmissionStore.fromTableEndpoint(host.tableEndpoint, new DefaultAzureCredential()), dependents: DependentsStore.fromTableEndpoint(host.tableEndpoint, new DefaultAzureCredential()) };
+    admission = { ...stores, ready: Promise.all([stores.store.ensureTable(), stores.dependents.ensureTable()]) };
+  }
+  await admission.ready;
+  return { admission: admission.store, dependents: admission.dependents };
+}
+
+/** What intake needs for the scheduling section: the deployment's queues and the dependents index. */
+export async function schedulingPolicy(): Promise<SchedulingPolicy> {
+  return { queues: appConfig().admission.queues.map((q) => q.name), dependents: (await schedulingStores()).dependents };
+}
+
+/** Admission over the deployment's Admission table and limits. */
+export async function admissionDeps(): Promise<AdmissionDeps> {
+  return { store: (await schedulingStores()).admission, limits: admissionLimits() };
+}
+
+/** The limits admission keeps, from configuration. */
+export function admissionLimits(): AdmissionLimits {
+  const a = appConfig().admission;
+  return {
+    queues: a.queues,
+    coreQuota: a.coreQuota,
+    maxPools: a.maxPools,
+    maxNodes: a.maxNodes,
+    ownerMaxNodes: a.ownerMaxNodes,
+    ownerMaxCores: a.ownerMaxCores,
+    backfillLimit: a.backfillLimit,
+  };
 }
 
 /** Refused access to storage a job named (the data-access policy said no). */

@@ -3,16 +3,17 @@ import { datasetFiles, DatasetShape, expectedResult, ExpectedResult, fileContent
 
 /**
  * Uploads the generated data set to `container` (created if absent) under `prefix`, skipping files already
- * present with the right size, so re-running the demo does not upload again.
+ * present with the right size, so re-running the demo does not upload again. `account`: the blob service (any
+ * credential), or a connection string.
  */
 export async function uploadDataset(
-  connectionString: string,
+  account: BlobServiceClient | string,
   container: string,
   prefix: string,
   shape: DatasetShape,
   onProgress?: (done: number, total: number) => void,
 ): Promise<ExpectedResult> {
-  const service = BlobServiceClient.fromConnectionString(connectionString);
+  const service = typeof account === 'string' ? BlobServiceClient.fromConnectionString(account) : account;
   const cc = service.getContainerClient(container);
   await cc.createIfNotExists();
   const files = datasetFiles(shape);

@@ -48,19 +48,22 @@ export interface ServicePorts {
   table: number;
 }
 
-/** Path-style endpoint of one service for one account, as Azurite addresses accounts (first path segment). */
-export function serviceEndpoint(ports: ServicePorts, service: 'blob' | 'queue' | 'table', account: string): string {
-  return `http://${ports.host}:${ports[service]}/${account}`;
+/**
+ * Path-style endpoint of one service for one account, as Azurite addresses accounts (first path segment): http, or
+ * https when Azurite serves keyless.
+ */
+export function serviceEndpoint(ports: ServicePorts, service: 'blob' | 'queue' | 'table', account: string, protocol: 'http' | 'https' = 'http'): string {
+  return `${protocol}://${ports.host}:${ports[service]}/${account}`;
 }
 
 /** A full connection string (no `UseDevelopmentStorage`, so it works with any port and account). */
-export function connectionStringFor(ports: ServicePorts, account: StorageAccount): string {
+export function connectionStringFor(ports: ServicePorts, account: StorageAccount, protocol: 'http' | 'https' = 'http'): string {
   return [
-    'DefaultEndpointsProtocol=http',
+    `DefaultEndpointsProtocol=${protocol}`,
     `AccountName=${account.name}`,
     `AccountKey=${account.key}`,
-    `BlobEndpoint=${serviceEndpoint(ports, 'blob', account.name)}`,
-    `QueueEndpoint=${serviceEndpoint(ports, 'queue', account.name)}`,
-    `TableEndpoint=${serviceEndpoint(ports, 'table', account.name)}`,
+    `BlobEndpoint=${serviceEndpoint(ports, 'blob', account.name, protocol)}`,
+    `QueueEndpoint=${serviceEndpoint(ports, 'queue', account.name, protocol)}`,
+    `TableEndpoint=${serviceEndpoint(ports, 'table', account.name, protocol)}`,
   ].join(';') + ';';
 }

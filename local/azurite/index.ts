@@ -9,10 +9,16 @@
  * stack, which stops Azurite last, after everything that writes to it), and it is told to stop through
  * its IPC channel: closing the channel makes it stop the SIGTERM way, which saves every store. A parent
  * that dies without stopping it (SIGKILL) closes the channel too, so Azurite still saves and exits.
+ *
+ * Keyless (`keyless`, the local stack's default): Azurite serves https with the stack's certificate and OAuth
+ * (`--oauth basic`), and the keyless gate (keylessGate.cjs) runs in its process: shared keys and key-signed SAS are
+ * refused as by an account with shared key access disabled, bearer tokens are checked against the local tenant.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, mkdir, rm } from 'node:fs/promises';
 import * as http from 'node:http';
+import * as https from 'node:https';
+import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import {
@@ -41,6 +47,17 @@ export interface StartAzuriteOptions {
   startTimeoutMs?: number;
   /** Ports to listen on (default 0 each: any free port). A port in use fails the start. */
   ports?: Partial<Omit<ServicePorts, 'host'>>;
+  /** Serve keyless: https, OAuth and the keyless gate (see the file comment). Default: http with shared keys. */
+  keyless?: KeylessStorageOptions;
+}
+
+export interface KeylessStorageOptions {
+  /** The certificate (PEM file) Azurite serves https with, and its key; clients must trust it (it is self-signed). */
+  certFile: string;
+  keyFile: string;
+  /** The tenant whose tokens are accepted (https://sts.windows.net/<tenantId>/) and its signing keys. */
+  tenantId: string;
+  jwks: { keys: unknown[] };
 }
 
 export interface AzuriteHandle {
@@ -50,15 +67,22 @@ export interface AzuriteHandle {
   ports: ServicePorts;
   /** Azurite's process id. */
   pid: number;
+  /** Whether it serves keyless (https, tokens only); then `connectionString` is refused by it (KeyBasedAuthenticationNotPermitted). */
+  keyless: boolean;
   blobEndpoint(account?: string): string;
   queueEndpoint(account?: string): string;
   tableEndpoint(account?: string): string;
-  /** `DefaultEndpointsProtocol=http;AccountName=..;AccountKey=..;BlobEndpoint=..;QueueEndpoint=..;TableEndpoint=..;` */
+  /**
+   * `DefaultEndpointsProtocol=http;AccountName=..;AccountKey=..;BlobEndpoint=..;QueueEndpoint=..;TableEndpoint=..;`
+   * (https when keyless, where Azurite refuses it: the account keys exist, as in Azure, but may not be used).
+   */
   connectionString(account?: string): string;
   stop(): Promise<void>;
 }
 
 const AZURITE_MAIN = require.resolve('azurite/dist/src/azurite.js');
+/** The gate is plain JavaScript beside this file's source (also when this file runs compiled from dist/). */
+const GATE = [path.join(__dirname, 'keylessGate.cjs'), path.join(__dirname, '..', '..', '..', 'local', 'azurite', 'keylessGate.cjs')].find((f) => existsSync(f));
 /**
  * Preloaded into Azurite's process. When the IPC channel closes (our stop(), or our death), Azurite stops
  * exactly as on SIGTERM: its servers close and each Loki store saves. Writes to a closed stdout/stderr
@@ -85,8 +109,11 @@ export async function startAzurite(opts: StartAzuriteOptions = {}): Promise<Azur
   if (!ownsLocation) await mkdir(location, { recursive: true });
 
   const port = (service: 'blob' | 'queue' | 'table'): string => String(opts.ports?.[service] ?? 0);
+  const keyless = opts.keyless;
+  if (keyless && !GATE) throw new Error('startAzurite: keylessGate.cjs is missing beside local/azurite');
   const args = [
     '--import', `data:text/javascript,${encodeURIComponent(PRELOAD)}`,
+    ...(keyless ? ['--require', GATE as string] : []),
     AZURITE_MAIN,
     '--blobHost', host, '--blobPort', port('blob'),
     '--queueHost', host, '--queuePort', port('queue'),
@@ -94,12 +121,22 @@ export async function startAzurite(opts: StartAzuriteOptions = {}): Promise<Azur
     ...(opts.inMemory ? ['--inMemoryPersistence'] : ['--location', location]),
     '--skipApiVersionCheck',
     '--disableTelemetry',
+    ...(keyless ? ['--cert', keyless.certFile, '--key', keyless.keyFile, '--oauth', 'basic'] : []),
   ];
   if (silent) args.push('--silent');
 
   const child = spawn(process.execPath, args, {
     cwd: location,
-    env: { ...process.env, AZURITE_ACCOUNTS: azuriteAccountsEnv(accounts) },
+    env: {
+      ...process.env,
+      AZURITE_ACCOUNTS: azuriteAccountsEnv(accounts),
+      ...(keyless ? {
+        HPC_STORAGE_GATE_TENANT: keyless.tenantId,
+        HPC_STORAGE_GATE_JWKS: JSON.stringify(keyless.jwks),
+        // Azurite's own outgoing requests (Copy Blob from a URL of itself) must trust its certificate.
+        NODE_EXTRA_CA_CERTS: keyless.certFile,
+      } : {}),
+    },
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     detached: true,
   });
@@ -115,7 +152,9 @@ export async function startAzurite(opts: StartAzuriteOptions = {}): Promise<Azur
 
   try {
     const ports = await waitForPorts(child, host, silent, opts.startTimeoutMs ?? 30_000);
-    await Promise.all((['blob', 'queue', 'table'] as const).map((s) => waitAnswers(host, ports[s], s)));
+    const ca = keyless ? readFileSync(keyless.certFile, 'utf8') : undefined;
+    await Promise.all((['blob', 'queue', 'table'] as const).map((s) => waitAnswers(host, ports[s], s, ca)));
+    const protocol = keyless ? 'https' : 'http';
     const find = (name?: string): StorageAccount => {
       if (name === undefined) return accounts[0];
       const found = accounts.find((a) => a.name === name);
@@ -129,10 +168,11 @@ export async function startAzurite(opts: StartAzuriteOptions = {}): Promise<Azur
       location,
       ports,
       pid: child.pid as number,
-      blobEndpoint: (a) => serviceEndpoint(ports, 'blob', find(a).name),
-      queueEndpoint: (a) => serviceEndpoint(ports, 'queue', find(a).name),
-      tableEndpoint: (a) => serviceEndpoint(ports, 'table', find(a).name),
-      connectionString: (a) => connectionStringFor(ports, find(a)),
+      keyless: keyless !== undefined,
+      blobEndpoint: (a) => serviceEndpoint(ports, 'blob', find(a).name, protocol),
+      queueEndpoint: (a) => serviceEndpoint(ports, 'queue', find(a).name, protocol),
+      tableEndpoint: (a) => serviceEndpoint(ports, 'table', find(a).name, protocol),
+      connectionString: (a) => connectionStringFor(ports, find(a), protocol),
       stop,
     };
   } catch (err) {
@@ -190,14 +230,15 @@ function waitForPorts(child: ChildProcess, host: string, silent: boolean, timeou
   });
 }
 
-/** Any HTTP answer (even 400) means the service is up. */
-async function waitAnswers(host: string, port: number, service: string): Promise<void> {
+/** Any HTTP answer (even 400) means the service is up. `ca`: the certificate of a keyless (https) Azurite. */
+async function waitAnswers(host: string, port: number, service: string, ca?: string): Promise<void> {
   const deadline = Date.now() + 10_000;
   let lastError: unknown;
   while (Date.now() < deadline) {
     try {
       await new Promise<void>((resolve, reject) => {
-        const req = http.get({ host, port, path: '/', agent: false, timeout: 2000 }, (res) => {
+        const get = ca ? (o: https.RequestOptions, cb: (res: http.IncomingMessage) => void) => https.get({ ...o, ca }, cb) : http.get;
+        const req = get({ host, port, path: '/', agent: false, timeout: 2000 }, (res) => {
           res.resume();
           res.on('end', resolve);
         });

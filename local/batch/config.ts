@@ -1,4 +1,6 @@
+import type { BatchAadOptions } from './auth/bearer';
 import type { FaultConfig } from './faults/faultConfig';
+import type { AccountQuota } from './model/quota';
 
 /** The fixed development key of the emulator (like Azurite's well-known key): never a secret. */
 export const DEV_ACCOUNT_NAME = 'localbatch';
@@ -54,10 +56,19 @@ export interface BatchEmulatorOptions {
   accountName?: string;
   /** base64; default DEV_ACCOUNT_KEY. */
   accountKey?: string;
+  /**
+   * Whether the account allows shared key authentication (allowedAuthenticationModes SharedKey; default true). The
+   * keyless local stack turns it off: a shared key request is refused with 403, as by an account allowing only AAD.
+   */
+  sharedKey?: boolean;
+  /** The Microsoft Entra ID tenant whose bearer tokens the account accepts (auth/bearer.ts); none: bearer answers 501. */
+  aad?: BatchAadOptions;
   /** Where node sandboxes live; default a fresh temp dir removed on stop. */
   dataDir?: string;
   timing?: EmulatorTiming;
   faults?: FaultConfig;
+  /** The account's dedicated core quota, per VM family and in total (default: none). See docs/local-batch.md. */
+  quota?: AccountQuota;
   onExchange?: (ex: ExchangeRecord) => void;
   /** Extra dirs prepended to every node's PATH (e.g. the nodetools bin dir). */
   nodePath?: string[];

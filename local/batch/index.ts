@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { DEFAULT_TIMING, DEV_ACCOUNT_KEY, DEV_ACCOUNT_NAME, type BatchEmulatorOptions } from './config';
 import { FaultState, type FaultConfig } from './faults/faultConfig';
+import type { AccountQuota } from './model/quota';
 import { createBatchServer } from './handlers/server';
 import { continueTaskSeqAfter } from './handlers/tasks';
 import { loadSnapshot, saveSnapshot } from './model/snapshot';
@@ -16,7 +17,9 @@ import { TaskExecutor } from './runner/taskExecutor';
 
 export { DEV_ACCOUNT_KEY, DEV_ACCOUNT_NAME, API_VERSION } from './config';
 export type { BatchEmulatorOptions, EmulatorTiming, ExchangeRecord } from './config';
-export type { FaultConfig } from './faults/faultConfig';
+export { BATCH_AUDIENCE, type BatchAadOptions } from './auth/bearer';
+export type { FaultConfig, NodeFault } from './faults/faultConfig';
+export type { AccountQuota } from './model/quota';
 export { SSH_LAUNCHER, LAUNCHER_BIN_DIR } from './runner/env';
 
 export interface EmulatedNodeInfo {
@@ -35,10 +38,16 @@ export interface BatchEmulatorHandle {
   /** http://127.0.0.1:port */
   url: string;
   accountName: string;
+  /** The account's key; refused when the account allows Microsoft Entra ID only (`sharedKeyAllowed` false). */
   accountKey: string;
+  sharedKeyAllowed: boolean;
   /** Where node sandboxes live. */
   dataDir: string;
   setFaults(f: Partial<FaultConfig>): void;
+  /** Replaces the account's dedicated core quota. */
+  setQuota(q: AccountQuota): void;
+  /** The account's pools now (a pool being deleted is listed until it is gone), with their allocated nodes. */
+  pools(): { id: string; state: string; vmSize: string; nodes: number }[];
   nodes(poolId: string): EmulatedNodeInfo[];
   /** Kills every task/container process, removes sandboxes, closes the server. */
   stop(): Promise<void>;
@@ -62,6 +71,7 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
     faults,
     nodePath: opts.nodePath ?? [],
     trustedCertificates: opts.trustedCertificates ?? [],
+    quota: opts.quota,
   });
   const executor = new TaskExecutor(engine);
   const scheduler = new Scheduler(engine, executor);
@@ -73,6 +83,7 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
   const server = createBatchServer({
     accountName,
     accountKey,
+    auth: { sharedKey: opts.sharedKey ?? true, aad: opts.aad },
     faults,
     services: { engine, executor, scheduler, jobs },
     baseUrl: () => url,
@@ -101,8 +112,15 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
     url,
     accountName,
     accountKey,
+    sharedKeyAllowed: opts.sharedKey ?? true,
     dataDir,
     setFaults: (f) => faults.update(f),
+    setQuota: (q) => {
+      engine.quota = { ...q };
+    },
+    pools: () => [...engine.pools.values()].map((p) => ({
+      id: p.id, state: p.state, vmSize: String(p.spec.vmSize ?? ''), nodes: [...p.nodes.values()].filter((n) => !n.removed).length,
+    })),
     nodes: (poolId) => {
       const pool = engine.pools.get(poolId.toLowerCase());
       if (!pool) return [];

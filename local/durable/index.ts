@@ -86,7 +86,7 @@ export function createDurableExtension(opts: DurableOptions = {}): DurableExtens
       if (entities.length > 0) {
         log.warn({ functions: entities.map((f) => f.name) }, 'entity functions are not supported by the local Durable engine and will not run');
       }
-      const store = new DurableStore(host.storageConnectionString(), options.hubName);
+      const store = new DurableStore(host.storage(), options.hubName);
       await store.init();
       const load = new HostLoad(host.ingress, options.maxConcurrentWhileHostBusy);
       const orchestrations = new OrchestrationDispatcher(store, host, options, log, load);

@@ -9,8 +9,9 @@
  *  - queue `<hub>-control-00`: orchestration messages (one history event each; timers are messages
  *    with a visibility delay); queue `<hub>-workitems`: activity work items.
  */
-import { TableClient, odata, type TableEntity, type TransactionAction } from '@azure/data-tables';
-import { QueueServiceClient, type QueueClient } from '@azure/storage-queue';
+import { odata, type TableClient, type TableEntity, type TransactionAction } from '@azure/data-tables';
+import type { QueueClient } from '@azure/storage-queue';
+import { queueServiceClient, tableClient, type StorageConnection } from '../host/storageConnection';
 import type { HistoryEvent } from './history';
 import { EventType } from './history';
 import type { ActivityWorkItem, ControlBatch, ControlEnvelope, ControlMessage, InstanceState, ParentRef, RuntimeStatus, WorkItemMessage } from './state';
@@ -95,17 +96,18 @@ export class DurableStore {
   readonly control: QueueClient;
   readonly workItems: QueueClient;
 
+  /** `storage`: the host's storage (a connection string, e.g. a timeline tool's `--conn`, or the host's connection). */
   constructor(
-    connectionString: string,
+    storage: string | StorageConnection,
     readonly hubName: string,
   ) {
     if (!/^[A-Za-z][A-Za-z0-9]{2,44}$/.test(hubName)) {
       throw new Error(`Task hub name "${hubName}" is invalid: use 3-45 letters and digits, starting with a letter`);
     }
-    const opts = { allowInsecureConnection: true };
-    this.instances = TableClient.fromConnectionString(connectionString, `${hubName}Instances`, opts);
-    this.history = TableClient.fromConnectionString(connectionString, `${hubName}History`, opts);
-    const qs = QueueServiceClient.fromConnectionString(connectionString);
+    const conn: StorageConnection = typeof storage === 'string' ? { kind: 'connectionString', name: 'AzureWebJobsStorage', connectionString: storage } : storage;
+    this.instances = tableClient(conn, `${hubName}Instances`);
+    this.history = tableClient(conn, `${hubName}History`);
+    const qs = queueServiceClient(conn);
     this.control = qs.getQueueClient(`${hubName.toLowerCase()}-control-00`);
     this.workItems = qs.getQueueClient(`${hubName.toLowerCase()}-workitems`);
   }

@@ -7,6 +7,7 @@
  * Keep this file small and stable: both sides build against it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { StorageConnection } from './storageConnection';
 
 /** RpcTypedData as the worker protocol defines it: exactly one field is set. */
 export interface TypedData {
@@ -76,8 +77,8 @@ export interface HostContext {
   webhookUrl(extensionName: string): string;
   /** Whether a presented key opens the webhook of `extensionName` (its system key or the master key). */
   isWebhookKey(extensionName: string, presented: string | undefined): boolean;
-  /** AzureWebJobsStorage connection string (Azurite locally). */
-  storageConnectionString(): string;
+  /** The host's storage, AzureWebJobsStorage: a connection string or an identity-based connection (storageConnection.ts). */
+  storage(): StorageConnection;
   /** Parsed host.json. */
   hostJson(): Record<string, unknown>;
   /** Structured logger (pino). */

@@ -24,9 +24,11 @@ import { formatBanner } from './banner';
 import { startTriggerListeners, createQueueOutputWriter, type TriggerListeners } from './triggers/index';
 import { loadLocalSettings } from '../settings/localSettings';
 import { BlobScheduleMonitor, localHostId } from './triggers/scheduleMonitor';
+import { resolveStorageConnection, type StorageConnection } from './storageConnection';
 
 export type { BindingInfo, HostContext, HostExtension, InvocationRequest, InvocationResult, RegisteredFunction, TypedData } from './extension';
 export type { HostKeys } from './keys';
+export type { StorageConnection } from './storageConnection';
 export { formatBanner } from './banner';
 
 export interface FunctionsHostOptions {
@@ -36,8 +38,18 @@ export interface FunctionsHostOptions {
   port?: number;
   /** Default 127.0.0.1. */
   host?: string;
-  /** AzureWebJobsStorage (Azurite). Also exported to the app's environment. */
-  storageConnectionString: string;
+  /**
+   * AzureWebJobsStorage as a connection string (Azurite with shared keys), exported to the app's environment.
+   * Without it the host reads its storage from the settings, as the real host does: AzureWebJobsStorage, or the
+   * identity-based AzureWebJobsStorage__* settings (storageConnection.ts).
+   */
+  storageConnectionString?: string;
+  /**
+   * The platform's managed identity endpoint (App Service's IDENTITY_ENDPOINT and IDENTITY_HEADER), set in the
+   * environment of the host and the app as App Service sets it: DefaultAzureCredential and ManagedIdentityCredential
+   * get the app's tokens there, and so do the host's identity-based connections.
+   */
+  identityEndpoint?: { endpoint: string; header: string };
   extensions?: HostExtension[];
   /** Extra environment for the app (applied after local.settings.json, restored on stop). */
   env?: Record<string, string>;
@@ -117,8 +129,13 @@ export async function startFunctionsHost(opts: FunctionsHostOptions): Promise<Fu
 
   try {
     if (opts.loadLocalSettings ?? true) envRestore.apply(loadLocalSettings(appDir));
-    envRestore.apply({ FUNCTIONS_WORKER_RUNTIME: 'node', AzureWebJobsStorage: opts.storageConnectionString });
+    envRestore.apply({ FUNCTIONS_WORKER_RUNTIME: 'node', ...(opts.storageConnectionString ? { AzureWebJobsStorage: opts.storageConnectionString } : {}) });
+    if (opts.identityEndpoint) envRestore.apply({ IDENTITY_ENDPOINT: opts.identityEndpoint.endpoint, IDENTITY_HEADER: opts.identityEndpoint.header });
     if (opts.env) envRestore.apply(opts.env);
+    // A connection string given to the host is its storage even when the app's settings name another (a test's proxy).
+    const storage: StorageConnection = opts.storageConnectionString
+      ? { kind: 'connectionString', name: 'AzureWebJobsStorage', connectionString: opts.storageConnectionString }
+      : resolveStorageConnection('AzureWebJobsStorage', 'queue', 'The host storage (AzureWebJobsStorage)');
 
     installCoreModuleRequireProxy();
     resetRegistrations();
@@ -167,7 +184,7 @@ export async function startFunctionsHost(opts: FunctionsHostOptions): Promise<Fu
       baseUrl: () => baseUrl,
       webhookUrl: (name) => `${baseUrl}/runtime/webhooks/${name}?code=${encodeURIComponent(keyStore.systemKey(webhookKeyName(name)))}`,
       isWebhookKey: (name, presented) => isWebhookAuthorized(name, presented, keys),
-      storageConnectionString: () => opts.storageConnectionString,
+      storage: () => storage,
       hostJson: () => hostJson,
       log,
       ingress,
@@ -179,7 +196,7 @@ export async function startFunctionsHost(opts: FunctionsHostOptions): Promise<Fu
 
     triggers = await startTriggerListeners({
       functions: hostDispatched(),
-      scheduleMonitor: new BlobScheduleMonitor(opts.storageConnectionString, localHostId(appDir)),
+      scheduleMonitor: new BlobScheduleMonitor(storage, localHostId(appDir)),
       hostJson,
       log,
       invoke: (name, req) => invoker.invoke(name, req),

@@ -5,7 +5,11 @@
  *   https (self-signed, tls.ts): what MSAL/@azure/identity need (they refuse an http authority);
  *   http on loopback: where the app reads the metadata and keys (AUTH_METADATA_URL), so the in-process app needs
  *   no extra trust store. Tokens name the https issuer either way.
- * Room for more: an App Service managed identity endpoint (IDENTITY_ENDPOINT) would be one more route here.
+ * It also stands for what Azure gives apps and tools for the Azure resources themselves: the App Service managed
+ * identity endpoint (IDENTITY_ENDPOINT, handlers/appServiceIdentity.ts) through which the local Functions host and
+ * the app get their identity's tokens, and v1.0 resource tokens (resourceTokens.ts) for Storage and Batch, which the
+ * storage gate in front of Azurite and the Batch emulator validate against this service's key. Its certificate is
+ * the stack's certificate: Azurite serves https with it too.
  */
 import * as http from 'node:http';
 import * as https from 'node:https';
@@ -20,9 +24,16 @@ import { route } from './server';
 import { ensureCertificate } from './tls';
 import { approveDeviceCode } from './handlers/deviceCode';
 import { userAccessToken } from './tokens';
+import { resourceAccessToken, v1Issuer } from './resourceTokens';
+import { APP_SERVICE_IDENTITY_PATH } from './handlers/appServiceIdentity';
+import { AZURE_CLI_CLIENT_ID, type LocalManagedIdentity } from './managedIdentities';
+import { LocalTenantCredential } from './localCredential';
+import type { JSONWebKeySet } from 'jose';
 
 export { AUTOMATION_CLIENT_ID, AUTOMATION_CLIENT_SECRET, CLI_CLIENT_ID, API_APP_ID_URI, LOCAL_TENANT_ID, stableGuid } from './directory';
 export type { Directory, LocalUser, LocalClient } from './directory';
+export { APP_IDENTITY, OPERATOR_USER, AZURE_CLI_CLIENT_ID, type LocalManagedIdentity } from './managedIdentities';
+export { AZURE_RESOURCES, v1Issuer } from './resourceTokens';
 
 export interface IdentityServiceOptions {
   /** Folder for the TLS certificate (reused across starts); default a temp folder removed on stop. */
@@ -46,6 +57,21 @@ export interface IdentityService {
   /** The self-signed certificate (PEM) and its file, to trust the https listener (NODE_EXTRA_CA_CERTS). */
   caCert: string;
   caFile: string;
+  /** The certificate's private key file: Azurite serves https with the same certificate. */
+  keyFile: string;
+  /** The `iss` of v1.0 tokens for Azure resources (Storage, Batch): https://sts.windows.net/<tenant>/. */
+  resourceIssuer: string;
+  /** The tenant's signing keys (public), for whoever validates its tokens. */
+  jwks(): JSONWebKeySet;
+  /**
+   * The App Service managed identity endpoint of the local Function App: what the local Functions host sets as
+   * IDENTITY_ENDPOINT and IDENTITY_HEADER, as App Service does.
+   */
+  appServiceIdentity: { endpoint: string; header: string; identities: readonly LocalManagedIdentity[] };
+  /** A v1.0 access token for an Azure resource: a user's (through the Azure CLI's client) or a managed identity's. */
+  resourceToken(resource: string, principal: { user: string } | { identity: LocalManagedIdentity }, opts?: { lifetimeSeconds?: number }): Promise<string>;
+  /** A TokenCredential of a user of the tenant for Azure resources (the local tooling's DefaultAzureCredential). */
+  userCredential(username: string): LocalTenantCredential;
   /** Accepted audiences for AUTH_AUDIENCES: the API's app id URI and client id. */
   audiences: string[];
   /** The scope clients ask for: <app id URI>/.default. */
@@ -104,6 +130,14 @@ export async function startIdentityService(opts: IdentityServiceOptions = {}): P
     httpUrl: httpOrigin,
     caCert: tls.cert,
     caFile: tls.certFile,
+    keyFile: tls.keyFile,
+    resourceIssuer: v1Issuer(directory.tenantId),
+    jwks: () => ({ keys: [key.publicJwk] }),
+    appServiceIdentity: { endpoint: `${httpOrigin}${APP_SERVICE_IDENTITY_PATH}`, header: live.appService.header, identities: live.appService.identities },
+    async resourceToken(resource, principal, o = {}) {
+      return (await mintResourceToken(live, resource, principal, o.lifetimeSeconds)).token;
+    },
+    userCredential: (username) => new LocalTenantCredential((resource) => mintResourceToken(live, resource, { user: username })),
     audiences: [directory.api.appIdUri, directory.api.clientId],
     scope: `${directory.api.appIdUri}/.default`,
     directory,
@@ -121,4 +155,11 @@ export async function startIdentityService(opts: IdentityServiceOptions = {}): P
       if (tempDir) rmSync(tempDir, { recursive: true, force: true });
     },
   };
+}
+
+async function mintResourceToken(state: IdentityState, resource: string, principal: { user: string } | { identity: LocalManagedIdentity }, lifetimeSeconds?: number) {
+  if ('identity' in principal) return resourceAccessToken(state.iss, { kind: 'managedIdentity', identity: principal.identity }, resource, { lifetimeSeconds });
+  const user = state.user(principal.user);
+  if (!user) throw new Error(`no user ${principal.user} in the local tenant`);
+  return resourceAccessToken(state.iss, { kind: 'user', user, clientId: AZURE_CLI_CLIENT_ID }, resource, { lifetimeSeconds });
 }

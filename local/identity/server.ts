@@ -6,6 +6,8 @@
  *   POST /{tenant}/oauth2/v2.0/devicecode                    device authorization
  *   GET|POST /device                                         the device code verification page
  *   POST /local/token                                        development tokens (tests, scripts)
+ *   POST /local/resource-token                               development tokens for Azure resources (Storage, Batch)
+ *   GET  /msi/token                                          App Service's managed identity endpoint (http only)
  * Anything else is 404; an operation Entra has that we do not emulate (authorize, logout) is 501.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -15,6 +17,8 @@ import { token } from './handlers/token';
 import { deviceAuthorization, devicePage } from './handlers/deviceCode';
 import { localToken } from './handlers/local';
 import { sendJson } from './handlers/http';
+import { APP_SERVICE_IDENTITY_PATH, appServiceIdentityToken } from './handlers/appServiceIdentity';
+import { localResourceToken } from './handlers/resourceToken';
 
 export async function route(req: IncomingMessage, res: ServerResponse, state: IdentityState, origin: string): Promise<void> {
   const url = new URL(req.url ?? '/', origin);
@@ -23,6 +27,8 @@ export async function route(req: IncomingMessage, res: ServerResponse, state: Id
   try {
     if (url.pathname === '/device' && (method === 'GET' || method === 'POST')) return await devicePage(req, res, state, url);
     if (url.pathname === '/local/token' && method === 'POST') return await localToken(req, res, state);
+    if (url.pathname === '/local/resource-token' && method === 'POST') return await localResourceToken(req, res, state);
+    if (url.pathname === APP_SERVICE_IDENTITY_PATH) return await appServiceIdentityToken(req, res, state, url);
     const [tenant, ...rest] = parts;
     const path = rest.join('/');
     const known = ['v2.0/.well-known/openid-configuration', 'discovery/v2.0/keys', 'oauth2/v2.0/token', 'oauth2/v2.0/devicecode', 'oauth2/v2.0/authorize', 'oauth2/v2.0/logout'];

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { Issuer } from './tokens';
 import type { LocalUser } from './directory';
 import { localUser } from './directory';
+import { FUNCTION_APP_IDENTITIES, type LocalManagedIdentity } from './managedIdentities';
 
 export interface DeviceCode {
   deviceCode: string;
@@ -25,6 +26,14 @@ export const DEVICE_CODE_SECONDS = 900;
 export class IdentityState {
   readonly deviceCodes = new Map<string, DeviceCode>();
   readonly refreshTokens = new Map<string, RefreshGrant>();
+  /**
+   * The App Service managed identity endpoint of the local Function App (handlers/appServiceIdentity.ts): the secret
+   * App Service hands the app as IDENTITY_HEADER (new at every start), and the identities assigned to the app.
+   */
+  readonly appService: { header: string; identities: readonly LocalManagedIdentity[] } = {
+    header: randomBytes(24).toString('base64url'),
+    identities: FUNCTION_APP_IDENTITIES,
+  };
 
   constructor(readonly iss: Issuer) {}
 

@@ -40,7 +40,8 @@ export class HostWorkerProcess {
       cwd,
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       detached: true,
-      env: process.env,
+      // A keyless stack's Azurite serves https with the stack's certificate: the worker trusts it from its start.
+      env: config.caFile ? { ...process.env, NODE_EXTRA_CA_CERTS: config.caFile } : process.env,
     });
     const exited = new Promise<WorkerExit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
     const ready = await new Promise<Extract<WorkerMessage, { type: 'ready' }>>((resolve, reject) => {

@@ -16,8 +16,15 @@ import { createLocalEasyAuth, remoteEasyAuthIdentity } from '../identity/easyAut
 export interface HostWorkerConfig {
   appDir: string;
   port: number;
-  /** The host's own storage (AzureWebJobsStorage of the Durable engine and the triggers). */
-  storage: string;
+  /**
+   * The host's own storage (AzureWebJobsStorage of the Durable engine and the triggers) as a connection string
+   * (shared keys); absent on a keyless stack, where the host reads the identity-based settings like the app.
+   */
+  storage?: string;
+  /** The App Service managed identity endpoint the host sets for itself and the app (IDENTITY_ENDPOINT/_HEADER). */
+  identityEndpoint?: { endpoint: string; header: string };
+  /** The stack's certificate (PEM file): the worker starts with NODE_EXTRA_CA_CERTS set to it (https Azurite). */
+  caFile?: string;
   /** App settings. */
   settings: Record<string, string>;
   logLevel?: string;
@@ -62,6 +69,7 @@ async function run(config: HostWorkerConfig): Promise<void> {
     appDir: config.appDir,
     port: config.port,
     storageConnectionString: config.storage,
+    identityEndpoint: config.identityEndpoint,
     extensions: [
       createDurableExtension(config.durable),
       ...(config.identityHttpUrl ? [createLocalEasyAuth(remoteEasyAuthIdentity(config.identityHttpUrl))] : []),

@@ -35,6 +35,8 @@ export interface SupervisorOptions {
   logFile?: string;
   logLevel?: string;
   durable?: DurableOptions;
+  /** Opt in to shared keys (see ServicesOptions.sharedKeys); default keyless. */
+  sharedKeys?: boolean;
   /** Supervisor messages (default console.log with a `[stack]` prefix). */
   say?: (line: string) => void;
 }
@@ -65,7 +67,7 @@ export async function startSupervisedStack(opts: SupervisorOptions): Promise<Sup
   mkdirSync(dataDir, { recursive: true });
   await claimDataDir(dataDir, say);
 
-  const services = await startServices({ dataDir, repoRoot: opts.repoRoot });
+  const services = await startServices({ dataDir, repoRoot: opts.repoRoot, sharedKeys: opts.sharedKeys });
   const { azurite, batch, registry, identity, webhooks } = services;
   const keysFile = defaultKeysFile(opts.appDir);
   const hostPort = choosePorts({ host: opts.port }, readPorts(dataDir)).host ?? 7071;
@@ -93,6 +95,8 @@ export async function startSupervisedStack(opts: SupervisorOptions): Promise<Sup
     batch: { url: batch.url, accountName: batch.accountName },
     registry: { url: registry.url, host: registry.host },
     webhooks: { url: webhooks.url },
+    keyless: services.keyless,
+    identity: { httpUrl: identity.httpUrl, issuer: identity.issuer, caFile: identity.caFile },
   });
 
   let starting: Promise<HostWorkerProcess> | undefined;
@@ -108,7 +112,10 @@ export async function startSupervisedStack(opts: SupervisorOptions): Promise<Sup
   const launchWorker = async (): Promise<HostWorkerProcess> => {
     const w = await HostWorkerProcess.start(
       {
-        appDir: opts.appDir, port, storage: azurite.connectionString(), settings, logLevel: opts.logLevel, logFile: opts.logFile, durable: opts.durable,
+        appDir: opts.appDir, port, settings, logLevel: opts.logLevel, logFile: opts.logFile, durable: opts.durable,
+        storage: services.keyless ? undefined : azurite.connectionString(),
+        identityEndpoint: identity.appServiceIdentity,
+        caFile: services.keyless ? identity.caFile : undefined,
         identityHttpUrl: identity.httpUrl,
       },
       opts.repoRoot,

@@ -27,6 +27,12 @@ export interface RuntimeRecord {
   host: ProcessRef & { startedAt: string; starts: number };
   azurite: ProcessRef & { blob: string; queue: string; table: string };
   batch: { url: string; accountName: string };
+  /**
+   * Keyless (tokens only; the default) or with shared keys; the identity service's loopback origin (development
+   * tokens at /local/resource-token) and the stack's certificate, which clients of the https services must trust.
+   */
+  keyless: boolean;
+  identity: { httpUrl: string; issuer: string; caFile: string };
   registry: { url: string; host: string };
   /** The webhook receiver registered for job events (GET <origin>/deliveries lists what it got). */
   webhooks: { url: string };

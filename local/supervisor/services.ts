@@ -11,14 +11,21 @@
  *   <data>/ports.json  the ports taken at the first start
  *
  * Without one, everything lives in temp folders removed on stop and every port is ephemeral (tests).
+ *
+ * Keyless by default, as in Azure: Azurite serves https with the identity service's certificate and accepts only
+ * the local tenant's tokens and user delegation SAS (local/azurite/keylessGate.cjs), the Batch account allows
+ * Microsoft Entra ID only, and this process trusts the certificate (local/identity/processTrust.ts). `sharedKeys`
+ * is the opt-in to the old shape: Azurite over http with its account keys, the Batch account's shared key allowed.
  */
 import * as path from 'node:path';
 import { mkdir } from 'node:fs/promises';
 import { startAzurite, type AzuriteHandle } from '../azurite';
 import { startBatchEmulator, type BatchEmulatorHandle, type BatchEmulatorOptions } from '../batch';
 import { startRegistry, type RegistryHandle } from '../registry';
-import { startIdentityService, type IdentityService } from '../identity';
 import { startWebhookReceiver, type WebhookReceiver } from '../webhooks';
+import { OPERATOR_USER, startIdentityService, type IdentityService } from '../identity';
+import { trustCertificateInProcess } from '../identity/processTrust';
+import { operatorAccess, type OperatorAccess } from '../operatorAccess';
 import { buildDemoImage } from '../../examples/images/buildDemoImage';
 import { choosePorts, portInUse, readPorts, recordPorts, type StackPorts } from './ports';
 
@@ -38,6 +45,11 @@ export interface ServicesOptions {
   demoImageFillerBytes?: number;
   /** The repository root (for the node tools on the emulated nodes' PATH). */
   repoRoot: string;
+  /**
+   * Opt in to shared keys: Azurite over http accepting its account keys, the Batch account's shared key allowed
+   * (default false: keyless, tokens only, as in Azure).
+   */
+  sharedKeys?: boolean;
 }
 
 export interface Services {
@@ -48,6 +60,10 @@ export interface Services {
   identity: IdentityService;
   /** The receiver the stack registers as the webhook for job events (docs/events.md). */
   webhooks: WebhookReceiver;
+  /** Keyless (the default) or with shared keys (the opt-in). */
+  keyless: boolean;
+  /** The services as the operator reaches them directly (tokens of the tenant's `admin`, or the keys). */
+  operator: OperatorAccess;
   /** The ports the services got (host: what was asked for, filled in by whoever starts the host). */
   ports: Omit<StackPorts, 'host'>;
   /** Stops the Batch emulator (saving its account), the registry, then Azurite (saving its stores). */
@@ -64,12 +80,17 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
     return dir;
   };
   const started: { stop(): Promise<void> }[] = [];
+  const keyless = !opts.sharedKeys;
   try {
     const identity = await startIdentityService({ dataDir: await sub('identity') });
     started.push(identity);
+    // This process talks https to Azurite (the Batch emulator's resource files, an in-process app, the operator).
+    const release = keyless ? trustCertificateInProcess(identity.caCert) : () => undefined;
+    started.push({ stop: async () => release() });
     const azurite = await startAzurite({
       location: await sub('azurite'),
       ports: { blob: want.blob, queue: want.queue, table: want.table },
+      keyless: keyless ? { certFile: identity.caFile, keyFile: identity.keyFile, tenantId: identity.tenantId, jwks: identity.jwks() } : undefined,
     }).catch((err: unknown) => {
       throw (['blob', 'queue', 'table'] as const).reduce((e, s) => portInUse(e, s, want[s], dataDir), err as Error);
     });
@@ -94,6 +115,9 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
       persist: dataDir !== undefined,
       port: want.batch,
       nodePath: [path.join(opts.repoRoot, 'local', 'batch', 'nodetools', 'bin')],
+      // Batch accounts accept Microsoft Entra ID; the shared key only when the stack opted in to keys.
+      sharedKey: !keyless,
+      aad: { tenantId: identity.tenantId, jwks: () => identity.jwks() },
       ...opts.batch,
     }).catch((err: unknown) => {
       throw portInUse(err, 'batch', want.batch, dataDir);
@@ -114,12 +138,18 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
       webhooks: webhooks.port,
     };
     if (dataDir) recordPorts(dataDir, ports);
+    const operator = operatorAccess(
+      { batch, storage: azurite },
+      keyless ? identity.userCredential(OPERATOR_USER) : undefined,
+    );
     return {
       azurite,
       batch,
       registry,
       identity,
       webhooks,
+      keyless,
+      operator,
       ports,
       async stop() {
         await batch.stop();
@@ -127,6 +157,7 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
         await azurite.stop();
         await identity.stop();
         await webhooks.stop();
+        release();
       },
     };
   } catch (err) {

@@ -1,4 +1,4 @@
-import type { JobFinishInput, JobTransitionInput } from '../../shared/contract';
+import type { JobFinishInput, JobNoteInput, JobTransitionInput } from '../../shared/contract';
 import { jobStore } from '../../shared/services';
 import { registerActivity } from '../runtime/activityCalls';
 
@@ -31,5 +31,12 @@ export async function jobFinish(input: JobFinishInput): Promise<void> {
   }
 }
 
+/** Appends a note to the job's timeline; the event id makes a repeated call (Durable's at-least-once) write it once. */
+export async function jobNote(input: JobNoteInput): Promise<void> {
+  const store = await jobStore();
+  await store.appendEvent(input.jobId, { reason: input.reason, eventId: input.eventId, at: input.at, ...(input.data !== undefined ? { data: input.data } : {}) });
+}
+
 registerActivity('jobTransition', jobTransition);
+registerActivity('jobNote', jobNote);
 registerActivity('jobFinish', jobFinish);

@@ -1,6 +1,6 @@
 import type { BatchTaskRef, MpiResult, MpiTaskObservation } from '../../shared/contract';
 import { appConfig, batchContext } from '../../shared/services';
-import { addMpiTask, getTask, listSubtasks, readTaskFile, type BatchContext } from '../../shared/batch';
+import { addMpiTask, getTask, listSubtasks, readTaskFile, terminateTask, type BatchContext } from '../../shared/batch';
 import type { MpiTaskRequestShape } from '../../shared/planning/mpiTaskRequest';
 import { registerActivity } from '../runtime/activityCalls';
 
@@ -20,7 +20,11 @@ export async function mpiTaskAdd(input: MpiTaskRequestShape): Promise<void> {
 
 export async function mpiTaskObserve(input: BatchTaskRef): Promise<MpiTaskObservation> {
   const t = await getTask(batchContext(), input.batchJobId, input.taskId);
-  return { state: t.state, startTime: t.startTime, endTime: t.endTime };
+  return { state: t.state, startTime: t.startTime, endTime: t.endTime, ...(t.requeueCount ? { requeueCount: t.requeueCount } : {}) };
+}
+
+export async function mpiTaskTerminate(input: BatchTaskRef): Promise<void> {
+  await terminateTask(batchContext(), input.batchJobId, input.taskId);
 }
 
 export interface MpiResultDeps {
@@ -95,3 +99,4 @@ export function mpiResultCollect(input: BatchTaskRef): Promise<MpiResult> {
 registerActivity('mpiTaskAdd', mpiTaskAdd);
 registerActivity('mpiTaskObserve', mpiTaskObserve);
 registerActivity('mpiResultCollect', mpiResultCollect);
+registerActivity('mpiTaskTerminate', mpiTaskTerminate);

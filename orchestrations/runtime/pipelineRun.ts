@@ -50,7 +50,7 @@ export class PipelineRun {
     readonly jobId: string,
     private readonly poll: PollSettings,
     /** ISO time after which waiting stages fail with a timeout (the job's maxWallClock), if any. */
-    private readonly deadline: { at: string; limit: string } | undefined,
+    private deadline: { at: string; limit: string } | undefined,
   ) {
     this.cancelEvent = ctx.df.waitForExternalEvent(CANCEL_EVENT);
     this.status = { stage: 'Submitted', progress: {}, resources: {} };
@@ -80,6 +80,11 @@ export class PipelineRun {
 
   now(): Date {
     return this.ctx.df.currentUtcDateTime;
+  }
+
+  /** Sets the time after which waiting stages fail (the job's budget starts at admission: queue time does not count). */
+  startDeadline(deadline: { at: string; limit: string }): void {
+    this.deadline = deadline;
   }
 
   /**
@@ -151,6 +156,20 @@ export class PipelineRun {
    * so a stage stuck waiting on Batch cannot outlive the job's budget.
    */
   *sleep(stage: JobState, ms: number): Orchestration<void> {
+    this.checkpoint(stage);
+    const timer = this.ctx.df.createTimer(new Date(this.now().getTime() + ms));
+    const winner = yield this.ctx.df.Task.any([timer, this.cancelEvent]);
+    if (winner === this.cancelEvent) {
+      timer.cancel();
+      throw new JobCancelled(this.cancelReason());
+    }
+  }
+
+  /**
+   * The checks every wait makes (wall-clock limit, budget, cancel), for a step that may not wait at all, such as the
+   * start of another attempt.
+   */
+  checkpoint(stage: JobState): void {
     if (this.deadline && this.now().getTime() >= Date.parse(this.deadline.at)) {
       throw new JobTimedOut(stage, this.deadline.limit);
     }
@@ -160,12 +179,25 @@ export class PipelineRun {
       throw new JobCancelled(overBudget);
     }
     if (this.cancelEvent.isCompleted) throw new JobCancelled(this.cancelReason());
+  }
+
+  /**
+   * Waits up to `ms` for `event` (true when it came first) unless the user cancels first: how a queued job waits for
+   * an admission or dependency event with a polling fallback. No deadline applies: the job's budget has not started.
+   */
+  *waitFor(event: Task, ms: number): Orchestration<boolean> {
+    if (this.cancelEvent.isCompleted) throw new JobCancelled(this.cancelReason());
     const timer = this.ctx.df.createTimer(new Date(this.now().getTime() + ms));
-    const winner = yield this.ctx.df.Task.any([timer, this.cancelEvent]);
-    if (winner === this.cancelEvent) {
-      timer.cancel();
-      throw new JobCancelled(this.cancelReason());
-    }
+    const winner = yield this.ctx.df.Task.any([timer, event, this.cancelEvent]);
+    if (winner === timer) return false;
+    timer.cancel();
+    if (winner === this.cancelEvent) throw new JobCancelled(this.cancelReason());
+    return true;
+  }
+
+  /** A plain durable-timer wait: for steps after the pipeline (cleanup's bookkeeping), which a cancel must not cut short. */
+  *pause(ms: number): Orchestration<void> {
+    yield this.ctx.df.createTimer(new Date(this.now().getTime() + ms));
   }
 
   /** Cancel check between steps that do not wait. */

@@ -67,3 +67,27 @@ export function* cleanup(run: PipelineRun, req: CleanupRequest, outcome: Termina
   }
   return { done, failed };
 }
+
+/** How long the pipeline waits for a deleted pool to be gone before it gives its admission back anyway. */
+export const POOL_GONE_WAIT_MS = 15 * 60_000;
+
+/**
+ * After cleanup deleted the job's pool: wait until Batch no longer lists it. Its nodes count against the account's
+ * core quota until they are deallocated, so admission gets the capacity back only then (a pool created earlier would
+ * meet AccountCoreQuotaReached). Gives up after POOL_GONE_WAIT_MS, or when the pool cannot be observed: the job must
+ * still finish, and a quota error is retried by the next job's provisioning.
+ */
+export function* waitForPoolGone(run: PipelineRun, poolId: string): Orchestration<boolean> {
+  const until = run.now().getTime() + POOL_GONE_WAIT_MS;
+  for (let attempt = 0; run.now().getTime() < until; attempt++) {
+    let state: string;
+    try {
+      state = (yield* run.call('poolObserve', { poolId })).state;
+    } catch {
+      return false;
+    }
+    if (state === 'missing') return true;
+    yield* run.pause(run.pollDelayMs(attempt));
+  }
+  return false;
+}

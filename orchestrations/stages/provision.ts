@@ -21,11 +21,19 @@ export interface ProvisionRequest {
   createRequest: PoolCreateRequest;
 }
 
+/** The pool could not get its nodes (resize error, timeout, too many broken nodes): a failure `retry` may retry. */
+export class AllocationFailed extends StageFailed {
+  constructor(reason: string) {
+    super('Provisioning', reason);
+    this.name = 'AllocationFailed';
+  }
+}
+
 /**
  * Provision: create the job-owned pool (or check the reused one), then observe → decide → act → wait
  * until enough nodes are idle, replacing broken nodes on pools we own.
  */
-export function* provision(run: PipelineRun, req: ProvisionRequest): Orchestration<ProvisionedPool> {
+export function* provision(run: PipelineRun, req: ProvisionRequest, opts: { reallocate?: boolean } = {}): Orchestration<ProvisionedPool> {
   if (req.reuse) {
     const pool = yield* run.call('poolInspect', { poolId: req.poolId });
     if (!pool.exists) throw new StageFailed('Provisioning', `pool ${req.poolId} does not exist`);
@@ -34,32 +42,85 @@ export function* provision(run: PipelineRun, req: ProvisionRequest): Orchestrati
       { vmSize: req.vmSize },
     );
     if (problems.length) throw new StageFailed('Provisioning', `pool ${req.poolId} cannot run this job: ${problems.join('; ')}`);
+  } else if (opts.reallocate) {
+    // An earlier attempt created the pool and Batch could not fill it.
+    yield* askAgain(run, req);
   } else {
     yield* run.call('poolCreate', req.createRequest);
   }
   run.report({ resources: { poolId: req.poolId } });
+  return yield* waitForNodes(run, req, { minNodes: req.minNodes, exclude: [], prefer: [] });
+}
 
+/**
+ * Replaces `failed` nodes of `current` through the same path: in a pool we own they are removed and Batch allocates
+ * new ones when the pool is resized back (or, after a failed allocation, asked again); a reused pool is not ours to
+ * change, so its other idle nodes are taken instead. The nodes kept stay in their places and a new node takes the
+ * place of the one it replaces, so the node that held shard set i is followed by the one that downloads set i. All
+ * of `current`'s nodes are needed again: a replacement never settles for fewer.
+ */
+export function* replaceNodes(
+  run: PipelineRun,
+  req: ProvisionRequest,
+  current: ProvisionedPool,
+  failed: readonly string[],
+  opts: { exclude: readonly string[]; reallocate: boolean },
+): Orchestration<ProvisionedPool> {
+  const failedSet = new Set(failed);
+  if (!req.reuse) {
+    const obs = yield* run.call('poolObserve', { poolId: req.poolId });
+    const present = obs.nodes.filter((n) => failedSet.has(n.id) && n.state !== 'leavingpool').map((n) => n.id);
+    if (present.length) {
+      run.report({ lastError: `replacing ${present.join(', ')}` });
+      yield* run.call('poolRemoveNodes', { poolId: req.poolId, nodeIds: present });
+    } else if (opts.reallocate) {
+      yield* askAgain(run, req);
+    }
+  }
+  const kept = current.nodes.filter((n) => !failedSet.has(n.id));
+  const wanted = Math.max(current.nodes.length, kept.length);
+  const ready = yield* waitForNodes(run, { ...req, nodes: wanted }, { minNodes: wanted, exclude: [...new Set([...opts.exclude, ...failed])], prefer: kept.map((n) => n.id) });
+  const readyIds = new Set(ready.nodes.map((n) => n.id));
+  const newcomers = ready.nodes.filter((n) => !kept.some((k) => k.id === n.id));
+  const nodes = current.nodes
+    .map((n) => (!failedSet.has(n.id) && readyIds.has(n.id) ? n : newcomers.shift()))
+    .filter((n): n is NodeRef => n !== undefined);
+  return { ...current, nodes: [...nodes, ...newcomers] };
+}
+
+/** A failed resize leaves its errors on the pool until the next resize: after the backoff, ask Batch again. */
+function* askAgain(run: PipelineRun, req: ProvisionRequest): Orchestration<void> {
+  const obs = yield* run.call('poolObserve', { poolId: req.poolId });
+  if (obs.state === 'active' && obs.allocationState === 'steady' && obs.resizeErrors.length) yield* run.call('poolResize', { poolId: req.poolId, target: req.nodes });
+}
+
+/** Observe → decide → act → wait until `req.nodes` usable nodes are idle (or fewer, down to `minNodes`, when allowed). */
+function* waitForNodes(run: PipelineRun, req: ProvisionRequest, sel: { minNodes: number; exclude: readonly string[]; prefer: readonly string[] }): Orchestration<ProvisionedPool> {
   const startedAtMs = run.now().getTime();
-  // A pool we create bills from its creation; a reused pool's nodes bill this job from when it takes them.
-  const allocatedAt = new Date(startedAtMs).toISOString();
+  // A pool we create bills from its creation; a reused pool's nodes bill this job from when it takes them. A later
+  // attempt keeps the time billing started.
+  const first = run.usage.allocatedAt === undefined;
+  const allocatedAt = run.usage.allocatedAt ?? new Date(startedAtMs).toISOString();
+  // While nodes are replaced the pool's count dips and grows back: the job is billed for the most it held.
+  const billed = (n: number) => (first ? n : Math.max(run.usage.nodes, n));
   let replacements = 0;
   for (let attempt = 0; ; attempt++) {
     const obs = yield* run.call('poolObserve', { poolId: req.poolId });
     const step = decideProvisionStep(
       obs,
-      { target: req.nodes, minNodes: req.minNodes, timeoutMs: req.resizeTimeoutMs, maxReplacements: req.nodes, owned: !req.reuse },
+      { target: req.nodes, minNodes: sel.minNodes, timeoutMs: req.resizeTimeoutMs, maxReplacements: req.nodes, owned: !req.reuse, exclude: sel.exclude, prefer: sel.prefer },
       { startedAtMs, nowMs: run.now().getTime(), replacements },
     );
     const nodes: Record<string, NodeProgress> = {};
     for (const n of obs.nodes) nodes[n.id] = n.state === 'idle' ? 'idle' : ['unusable', 'starttaskfailed'].includes(n.state) ? 'failed' : 'allocating';
     const idle = obs.nodes.filter((n) => n.state === 'idle').length;
     // Every node of a pool we own bills from allocation, ready or not; a reused pool's nodes bill this job only once it runs on them.
-    if (!req.reuse) run.recordUsage(obs.nodes.length, allocatedAt);
+    if (!req.reuse) run.recordUsage(billed(obs.nodes.length), allocatedAt);
     run.report({ nodes, progress: { nodesReady: { done: Math.min(idle, req.nodes), total: req.nodes } } });
 
     switch (step.kind) {
       case 'ready': {
-        run.recordUsage(step.nodes.length, req.reuse ? run.now().toISOString() : allocatedAt);
+        run.recordUsage(billed(step.nodes.length), req.reuse && first ? run.now().toISOString() : allocatedAt);
         run.report({
           progress: { nodesReady: { done: step.nodes.length, total: req.nodes } },
           lastError: step.partial ? `continuing on ${step.nodes.length}/${req.nodes} nodes` : undefined,
@@ -71,7 +132,8 @@ export function* provision(run: PipelineRun, req: ProvisionRequest): Orchestrati
         };
       }
       case 'fail':
-        throw new StageFailed('Provisioning', `pool ${req.poolId}: ${step.reason}`);
+        if (obs.state !== 'active') throw new StageFailed('Provisioning', `pool ${req.poolId}: ${step.reason}`);
+        throw new AllocationFailed(`pool ${req.poolId}: ${step.reason}`);
       case 'removeNodes':
         replacements += step.nodeIds.length;
         run.report({ lastError: step.reason });

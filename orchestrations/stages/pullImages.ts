@@ -12,6 +12,8 @@ export interface PullImagesRequest {
   maxAttempts: number;
   /** The deployment's cap on SAS lifetimes (minutes). */
   sasMaxLifetimeMinutes: number;
+  /** Task-id prefix (default "pull"); nodes that replace others pull under their own, as ids are unique in a Batch job. */
+  taskPrefix?: string;
 }
 
 /** SIF files in blob storage are read through SAS URLs that live this long at most: the pull window, not the job. */
@@ -26,7 +28,7 @@ const IMAGE_SAS_MINUTES = 120;
  */
 export function* pullImages(run: PipelineRun, req: PullImagesRequest): Orchestration<void> {
   const { container } = req.spec;
-  if (container.runtime === 'none' || container.images.length === 0) {
+  if (container.runtime === 'none' || container.images.length === 0 || req.nodes.length === 0) {
     run.report({ progress: { imagesPulled: { done: req.nodes.length, total: req.nodes.length } } });
     return;
   }
@@ -41,7 +43,7 @@ export function* pullImages(run: PipelineRun, req: PullImagesRequest): Orchestra
     items: container.images.map(imageLabel),
     concurrency: container.pullConcurrency,
     maxAttempts: req.maxAttempts,
-    taskPrefix: 'pull',
+    taskPrefix: req.taskPrefix ?? 'pull',
     progressKey: 'imagesPulled',
     inFlightState: 'pulling',
     doneState: 'pulled',

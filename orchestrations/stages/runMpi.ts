@@ -1,32 +1,68 @@
 import type { MpiResult, NodeProgress } from '../../shared/contract';
 import { Orchestration, PipelineRun } from '../runtime/pipelineRun';
 import type { MpiTaskRequestShape } from '../../shared/planning/mpiTaskRequest';
+import { lostNodes } from '../../shared/planning/failureClass';
+
+export interface MpiRunOptions {
+  /**
+   * Switch the Batch job to terminate itself once its tasks are done. Only the last attempt may: an attempt that can
+   * still be retried must leave the job open for the next attempt's tasks (cleanup terminates it otherwise).
+   */
+  autoComplete: boolean;
+  poolId: string;
+  /** The attempt's nodes: one of them lost while Batch holds the task requeued ends the attempt. */
+  nodes: readonly string[];
+}
+
+export interface MpiRun {
+  mpi: MpiResult;
+  /** Batch requeued the task and a node it needs is gone or unusable: the task was ended (a node failure). */
+  requeued: boolean;
+}
 
 /**
  * The MPI run: one multi-instance task (coordination command on every node, application command on the
  * master), then the job is switched to terminate itself when its tasks are done (Batch's recommended
  * order: add the tasks first, then set onAllTasksComplete), then wait and collect exit codes and logs.
+ * When a node goes away Batch requeues the task: if the node comes back (a reboot) Batch runs the task again and we
+ * keep waiting; if it is unusable or gone the task would wait for a node forever (or start on nodes without the
+ * images and shards), so it is ended and the attempt fails as a node failure.
  */
-export function* runMpi(run: PipelineRun, req: MpiTaskRequestShape, opts: { autoComplete: boolean } = { autoComplete: true }): Orchestration<MpiResult> {
+export function* runMpi(run: PipelineRun, req: MpiTaskRequestShape, opts: MpiRunOptions): Orchestration<MpiRun> {
   yield* run.call('mpiTaskAdd', req);
   // Not when tasks follow the MPI task (the node uploads): the job would end as soon as the MPI task does.
   if (opts.autoComplete) yield* run.call('batchJobAutoComplete', { batchJobId: req.batchJobId });
   run.report({ progress: { mpi: { state: 'active' } } });
 
+  const ref = { batchJobId: req.batchJobId, taskId: req.taskId };
+  let requeues = 0;
+  let requeued = false;
   for (let attempt = 0; ; attempt++) {
-    const obs = yield* run.call('mpiTaskObserve', { batchJobId: req.batchJobId, taskId: req.taskId });
-    run.report({ progress: { mpi: { state: obs.state, startedAt: obs.startTime } }, ...(obs.state === 'running' ? { nodes: nodesIn(run, 'running') } : {}) });
+    const obs = yield* run.call('mpiTaskObserve', ref);
+    run.report({ progress: { mpi: { state: obs.state, startedAt: obs.startTime } }, ...(obs.state === 'running' ? { nodes: nodesIn(run, opts.nodes, 'running') } : {}) });
     if (obs.state === 'completed' || obs.state === 'missing') break;
+    if ((obs.requeueCount ?? 0) > requeues) {
+      requeues = obs.requeueCount ?? 0;
+      const pool = yield* run.call('poolObserve', { poolId: opts.poolId });
+      const lost = lostNodes(opts.nodes, pool.nodes);
+      if (lost.length) {
+        run.report({ lastError: `Batch requeued the MPI task: ${lost.map((n) => `${n.id} ${n.state}`).join(', ')}` });
+        yield* run.call('mpiTaskTerminate', ref);
+        requeued = true;
+        break;
+      }
+      run.report({ lastError: `Batch requeued the MPI task (${requeues}×); its nodes are coming back, it runs again` });
+    }
     yield* run.sleep('Running', run.runningPollDelayMs(attempt));
   }
-  const result = yield* run.call('mpiResultCollect', { batchJobId: req.batchJobId, taskId: req.taskId });
+  const result = yield* run.call('mpiResultCollect', ref);
   run.report({ nodes: nodeOutcomes(run, result) });
-  return result;
+  return { mpi: result, requeued };
 }
 
-/** Every node of the job in one state (the MPI task spans all of them). */
-function nodesIn(run: PipelineRun, state: NodeProgress): Record<string, NodeProgress> {
-  return Object.fromEntries(Object.keys(run.nodeStates()).map((id) => [id, state]));
+/** The attempt's nodes in one state (the MPI task spans all of them); nodes replaced earlier keep theirs. */
+function nodesIn(run: PipelineRun, nodes: readonly string[], state: NodeProgress): Record<string, NodeProgress> {
+  return { ...run.nodeStates(), ...Object.fromEntries(nodes.map((id) => [id, state])) };
 }
 
 /** Per node: done or failed, from its subtask's exit code (the master's is the task's). */

@@ -13,6 +13,8 @@ export interface StagedData {
   containers: StagingContainerRef[];
   shards: number;
   bytes: number;
+  /** Per node slot (the node's place in the job's node list): the resource files of its shards (read-only SAS URLs). */
+  nodeFiles: { httpUrl: string; filePath: string }[][];
 }
 
 export interface StageDataRequest {
@@ -21,6 +23,13 @@ export interface StageDataRequest {
   nodes: NodeRef[];
   spec: JobSpec;
   settings: PipelineSettings;
+  /**
+   * Shards copied and URLs minted by an earlier attempt: only the nodes in `only` (nodes that replace failed ones, in
+   * the failed nodes' places) download theirs, under their own task-id prefix.
+   */
+  previous?: StagedData;
+  only?: readonly string[];
+  taskPrefix?: string;
 }
 
 /**
@@ -29,6 +38,13 @@ export interface StageDataRequest {
  * margin, and have every node download exactly its own shards through Batch resource files.
  */
 export function* stageData(run: PipelineRun, req: StageDataRequest): Orchestration<StagedData> {
+  const staged = req.previous ?? (yield* stageShards(run, req));
+  yield* downloadShards(run, req, staged);
+  return staged;
+}
+
+/** Lists the inputs, plans the shards, copies them and mints the nodes' read-only URLs. */
+function* stageShards(run: PipelineRun, req: StageDataRequest): Orchestration<StagedData> {
   const { spec } = req;
   const destination = resolveDestination(spec, req.jobId, '$AZ_BATCH_NODE_SHARED_DIR');
   const stagingAccounts = spec.data.stagingAccounts.length ? spec.data.stagingAccounts : req.settings.stagingAccounts;
@@ -65,24 +81,31 @@ export function* stageData(run: PipelineRun, req: StageDataRequest): Orchestrati
   const urls = plan.shards.length
     ? yield* run.call('shardUrls', { shards: plan.shards.map(({ id, account, container, blobName }) => ({ id, account, container, blobName })), expiresAt })
     : {};
-  const manifests = buildNodeManifests(plan);
+  const nodeFiles = buildNodeManifests(plan).map((m) => m.shards.map((s) => ({ httpUrl: urls[s.shardId], filePath: `shards/${s.shardId}` })));
+  return { destination, containers, shards: plan.shards.length, bytes: plan.totalBytes, nodeFiles };
+}
 
+/** Every node (of `only`, when given) downloads the shards of its slot. */
+function* downloadShards(run: PipelineRun, req: StageDataRequest, staged: StagedData): Orchestration<void> {
+  const slot = new Map(req.nodes.map((n, i) => [n.id, i]));
+  const nodes = req.only ? req.nodes.filter((n) => req.only!.includes(n.id)) : req.nodes;
+  if (nodes.length === 0) return;
+  const { destination } = staged;
   // Every node gets a download task, also nodes without shards, so the destination exists everywhere.
   yield* nodeTaskWindow(run, {
     stage: 'StagingData',
     batchJobId: req.batchJobId,
-    nodes: req.nodes,
+    nodes,
     items: ['shards'],
-    concurrency: Math.max(1, Math.min(req.nodes.length, spec.container.pullConcurrency)),
+    concurrency: Math.max(1, Math.min(nodes.length, req.spec.container.pullConcurrency)),
     maxAttempts: req.settings.nodeTaskMaxAttempts,
-    taskPrefix: 'dl',
+    taskPrefix: req.taskPrefix ?? 'dl',
     progressKey: 'shardsDownloaded',
     inFlightState: 'downloading',
     doneState: 'ready',
-    taskFor: (_node, index) => ({
+    taskFor: (node) => ({
       commandLine: `/bin/sh -c "mkdir -p ${destination} && if [ -d shards ]; then mv -f shards/* ${destination}/; fi && ls ${destination} | wc -l"`,
-      resourceFiles: manifests[index].shards.map((s) => ({ httpUrl: urls[s.shardId], filePath: `shards/${s.shardId}` })),
+      resourceFiles: staged.nodeFiles[slot.get(node.id) ?? -1] ?? [],
     }),
   });
-  return { destination, containers, shards: plan.shards.length, bytes: plan.totalBytes };
 }

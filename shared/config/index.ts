@@ -2,23 +2,31 @@
  * The app's configuration: read once from environment variables (Function App settings), validated,
  * and handed around as a plain frozen object. Nothing else in the app reads process.env.
  *
- * Azure and local differ only in values: in Azure the Batch key is absent (the app authenticates with
- * its managed identity through DefaultAzureCredential) and storage accounts are named, not keyed;
- * locally the emulator's key and Azurite connection strings are given.
+ * Azure and local differ only in values: without a Batch key the app authenticates with its managed identity
+ * through DefaultAzureCredential, and storage accounts are named (Azure) or given by their service URIs (the local
+ * stack's Azurite), not keyed. Only the local stack's shared-key opt-in gives the emulator's key and Azurite
+ * connection strings.
  */
 import { z } from 'zod';
-import { parseStorageAccountRef, type StorageAccountRef } from './storageAccounts';
+import { accountNameOfServiceUri, parseStorageAccountRef, serviceUri, type HostStorageRef, type StorageAccountRef } from './storageAccounts';
 import { parsePriceTable, type PriceTable } from './priceTable';
 import { authEnvSchema, parseAuthConfig, type AuthConfig } from './auth';
 import { eventsEnvSchema, parseEventsConfig, type EventsConfig } from './events';
+import { parseCoreQuota, parseQueues, type AdmissionConfig } from './admission';
 
-export type { StorageAccountRef } from './storageAccounts';
+export type { HostStorageRef, StorageAccountRef } from './storageAccounts';
+export type { AdmissionConfig, QueueSetting } from './admission';
 export { parseConnectionString, parseStorageAccountRef } from './storageAccounts';
 export { ROLES, MIN_OPERATOR_KEY_LENGTH, type Role, type AuthConfig, type BearerConfig } from './auth';
 export { eventsRelaySchedule, DEFAULT_EVENTS_RELAY_SCHEDULE, type EventsConfig, type WebhookTarget } from './events';
 
-/** The AAD scope of the Batch data plane (resource https://batch.core.windows.net/). */
-export const BATCH_TOKEN_SCOPE = 'https://batch.core.windows.net/.default';
+/**
+ * The Entra ID scope of the Batch data plane. Batch accepts only tokens whose audience is exactly
+ * `https://batch.core.windows.net/` (with the slash), and Entra puts in `aud` the resource as it was asked for:
+ * the managed identity endpoint gets the scope minus "/.default", so `https://batch.core.windows.net/.default`
+ * would ask for `https://batch.core.windows.net` and Batch would answer 401 "wrong audience". Hence the double slash.
+ */
+export const BATCH_TOKEN_SCOPE = 'https://batch.core.windows.net//.default';
 
 export type BatchAuth = { kind: 'sharedKey'; accountKey: string } | { kind: 'aad'; scope: string };
 
@@ -45,7 +53,7 @@ export interface RetryConfig extends BackoffConfig {
 export interface AppConfig {
   batch: BatchConfig;
   /** Host storage (AzureWebJobsStorage): Durable state, queues, the Jobs table. */
-  hostStorage: StorageAccountRef;
+  hostStorage: HostStorageRef;
   /** Accounts the shard stager spreads data over, in the order given. */
   stagingAccounts: StorageAccountRef[];
   /** Where jobs may read inputs and files from (and write outputs to); see docs/security.md. */
@@ -74,6 +82,8 @@ export interface AppConfig {
   containers: ContainersConfig;
   /** Where each job state change is published (Event Grid, webhooks); see docs/events.md. */
   events: EventsConfig;
+  /** Queues and the limits admission keeps; see docs/scheduling.md. */
+  admission: AdmissionConfig;
 }
 
 export interface ContainersConfig {
@@ -105,6 +115,8 @@ export interface PipelineConfig {
   nodeTaskMaxAttempts: number;
   /** Longest lifetime of any SAS URL handed to a node (Azure caps user delegation SAS at 7 days). */
   sasMaxLifetimeMinutes: number;
+  /** Judge the preflight ping-pong of RDMA jobs by the built-in thresholds when a spec sets none (docs/scheduling.md). */
+  preflightFabricDefaults: boolean;
 }
 
 export interface OpsConfig {
@@ -193,6 +205,9 @@ const envSchema = z.object({
   BATCH_ACCOUNT_KEY: z.string().trim().optional(),
   AzureWebJobsStorage: z.string().trim().optional(),
   AzureWebJobsStorage__accountName: z.string().trim().optional(),
+  AzureWebJobsStorage__blobServiceUri: z.string().trim().optional(),
+  AzureWebJobsStorage__queueServiceUri: z.string().trim().optional(),
+  AzureWebJobsStorage__tableServiceUri: z.string().trim().optional(),
   STAGING_ACCOUNTS: required('STAGING_ACCOUNTS'),
   STORAGE_ENDPOINT_SUFFIX: z.string().trim().optional(),
   POLL_INITIAL_MS: intSetting(5_000, 1, 3_600_000),
@@ -217,9 +232,20 @@ const envSchema = z.object({
   JOBS_RETENTION_DAYS: numberSetting(0, 0, 3_650),
   PRICE_TABLE_JSON: z.string().optional(),
   ...authEnvSchema,
+  PREFLIGHT_FABRIC_DEFAULTS: z.string().trim().optional()
+    .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
   CONTAINER_ALLOW_PRIVILEGED: z.string().trim().optional()
     .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
   ...eventsEnvSchema,
+  ADMISSION_QUEUES: z.string().optional(),
+  ADMISSION_CORE_QUOTA: z.string().optional(),
+  // 0 = no limit.
+  ADMISSION_MAX_POOLS: intSetting(0, 0, 100_000),
+  ADMISSION_MAX_NODES: intSetting(0, 0, 10_000_000),
+  ADMISSION_OWNER_MAX_NODES: intSetting(0, 0, 10_000_000),
+  ADMISSION_OWNER_MAX_CORES: intSetting(0, 0, 100_000_000),
+  ADMISSION_BACKFILL_LIMIT: intSetting(4, 0, 1_000),
+  ADMISSION_POLL_SECONDS: intSetting(60, 1, 3_600),
 });
 
 /** Every app setting the app reads (APP_VERSION aside, read on its own by appVersionSetting). */
@@ -256,27 +282,23 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   } catch (err) {
     problems.push((err as Error).message);
   }
+  let queues: AdmissionConfig['queues'] | undefined;
+  let coreQuota: AdmissionConfig['coreQuota'] | undefined;
+  try {
+    queues = parseQueues(e.ADMISSION_QUEUES);
+  } catch (err) {
+    problems.push((err as Error).message);
+  }
+  try {
+    coreQuota = parseCoreQuota(e.ADMISSION_CORE_QUOTA);
+  } catch (err) {
+    problems.push((err as Error).message);
+  }
   if (e.BATCH_ACCOUNT_KEY !== undefined && e.BATCH_ACCOUNT_KEY !== '' && !isBase64(e.BATCH_ACCOUNT_KEY)) {
     problems.push('BATCH_ACCOUNT_KEY: must be base64 (the account key as the portal or emulator shows it)');
   }
 
-  let hostStorage: StorageAccountRef | undefined;
-  if (e.AzureWebJobsStorage) {
-    try {
-      hostStorage = parseStorageAccountRef(e.AzureWebJobsStorage, endpointSuffix);
-    } catch (err) {
-      problems.push(`AzureWebJobsStorage: ${(err as Error).message}`);
-    }
-  } else if (e.AzureWebJobsStorage__accountName) {
-    // Identity-based host storage connection, as the Functions host itself supports it.
-    try {
-      hostStorage = parseStorageAccountRef(e.AzureWebJobsStorage__accountName, endpointSuffix);
-    } catch (err) {
-      problems.push(`AzureWebJobsStorage__accountName: ${(err as Error).message}`);
-    }
-  } else {
-    problems.push('AzureWebJobsStorage is required (or AzureWebJobsStorage__accountName with managed identity)');
-  }
+  const hostStorage = parseHostStorage(e, endpointSuffix, problems);
 
   const stagingAccounts: StorageAccountRef[] = [];
   e.STAGING_ACCOUNTS.split(',').forEach((entry, index) => {
@@ -300,7 +322,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const mountSecrets = parseMountSecrets(env, problems);
   const events = parseEventsConfig(e, problems);
 
-  if (problems.length > 0 || !hostStorage || !priceTable) throw new ConfigError(problems);
+  if (problems.length > 0 || !hostStorage || !priceTable || !queues || !coreQuota) throw new ConfigError(problems);
+  const limit = (n: number) => (n > 0 ? n : undefined);
 
   const config: AppConfig = {
     batch: {
@@ -326,6 +349,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       sasMarginMinutes: e.NODE_SAS_MARGIN_MINUTES,
       nodeTaskMaxAttempts: e.NODE_TASK_MAX_ATTEMPTS,
       sasMaxLifetimeMinutes: e.SAS_MAX_LIFETIME_HOURS * 60,
+      preflightFabricDefaults: e.PREFLIGHT_FABRIC_DEFAULTS !== 'false',
     },
     queueMaxDequeueCount: e.QUEUE_MAX_DEQUEUE_COUNT,
     ops: {
@@ -340,8 +364,75 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     auth,
     containers: { allowPrivileged: e.CONTAINER_ALLOW_PRIVILEGED === 'true' },
     events,
+    admission: {
+      queues,
+      coreQuota,
+      maxPools: limit(e.ADMISSION_MAX_POOLS),
+      maxNodes: limit(e.ADMISSION_MAX_NODES),
+      ownerMaxNodes: limit(e.ADMISSION_OWNER_MAX_NODES),
+      ownerMaxCores: limit(e.ADMISSION_OWNER_MAX_CORES),
+      backfillLimit: e.ADMISSION_BACKFILL_LIMIT,
+      pollMs: e.ADMISSION_POLL_SECONDS * 1000,
+    },
   };
   return deepFreeze(config);
+}
+
+/**
+ * The host storage, as the Functions host reads it: the connection string AzureWebJobsStorage, else an
+ * identity-based connection, given by its service URIs (AzureWebJobsStorage__blobServiceUri, __queueServiceUri,
+ * __tableServiceUri: the host needs blob and queue, the app and the Durable engine table; any endpoint) or by
+ * AzureWebJobsStorage__accountName (public Azure endpoints at STORAGE_ENDPOINT_SUFFIX only).
+ */
+function parseHostStorage(e: z.infer<typeof envSchema>, endpointSuffix: string, problems: string[]): HostStorageRef | undefined {
+  if (e.AzureWebJobsStorage) {
+    try {
+      const ref = parseStorageAccountRef(e.AzureWebJobsStorage, endpointSuffix);
+      if (ref.kind === 'connectionString') return ref;
+      problems.push('AzureWebJobsStorage: must be a connection string (an identity-based connection is given by the AzureWebJobsStorage__* settings)');
+    } catch (err) {
+      problems.push(`AzureWebJobsStorage: ${(err as Error).message}`);
+    }
+    return undefined;
+  }
+  const uris = { blob: e.AzureWebJobsStorage__blobServiceUri, queue: e.AzureWebJobsStorage__queueServiceUri, table: e.AzureWebJobsStorage__tableServiceUri };
+  if (uris.blob || uris.queue || uris.table) {
+    const found: Partial<Record<'blob' | 'queue' | 'table', { uri: string; account: string }>> = {};
+    for (const service of ['blob', 'queue', 'table'] as const) {
+      const name = `AzureWebJobsStorage__${service}ServiceUri`;
+      const value = uris[service];
+      if (!value) {
+        problems.push(`${name} is required with the other AzureWebJobsStorage__*ServiceUri settings (the host needs blob and queue, the app table)`);
+        continue;
+      }
+      try {
+        found[service] = { uri: serviceUri(value), account: accountNameOfServiceUri(value, service) };
+      } catch (err) {
+        problems.push(`${name}: ${(err as Error).message}`);
+      }
+    }
+    const { blob, queue, table } = found;
+    if (!blob || !queue || !table) return undefined;
+    if (queue.account !== blob.account || table.account !== blob.account) {
+      problems.push(`AzureWebJobsStorage__*ServiceUri name different accounts (${blob.account}, ${queue.account}, ${table.account}); the host storage is one account`);
+      return undefined;
+    }
+    return { kind: 'managedIdentity', accountName: blob.account, blobEndpoint: blob.uri, queueEndpoint: queue.uri, tableEndpoint: table.uri };
+  }
+  if (e.AzureWebJobsStorage__accountName) {
+    try {
+      const ref = parseStorageAccountRef(e.AzureWebJobsStorage__accountName, endpointSuffix);
+      if (ref.kind === 'managedIdentity' && ref.queueEndpoint && ref.tableEndpoint && ref.blobEndpoint.startsWith(`https://${ref.accountName}.`)) {
+        return { ...ref, queueEndpoint: ref.queueEndpoint, tableEndpoint: ref.tableEndpoint };
+      }
+      problems.push('AzureWebJobsStorage__accountName: must be a storage account name (an identity-based connection; use the __*ServiceUri settings for other endpoints)');
+    } catch (err) {
+      problems.push(`AzureWebJobsStorage__accountName: ${(err as Error).message}`);
+    }
+    return undefined;
+  }
+  problems.push('AzureWebJobsStorage is required (or, with managed identity, AzureWebJobsStorage__accountName or the AzureWebJobsStorage__blobServiceUri, __queueServiceUri and __tableServiceUri settings)');
+  return undefined;
 }
 
 /**

@@ -16,6 +16,10 @@ import type { PoolObservation } from '../planning/provisionPolicy';
 import type { ShardToCopy, ShardCopyResult } from '../storage/shardCopy';
 import type { ListedInputBlob } from '../storage/listing';
 import type { PriceQuote } from '../ops/cost';
+import type { AdmissionStatus } from '../scheduling/ledger';
+import type { DependencyStatus } from '../scheduling/dependencies';
+import type { PreflightRun } from '../planning/preflight';
+import type { JsonValue } from '../state/record';
 import type { JobOutcome, MpiResult, OutputsResult } from './jobResult';
 import type { StagingContainerRef } from './progress';
 
@@ -65,6 +69,17 @@ export interface MpiTaskObservation {
   state: TaskState;
   startTime?: string;
   endTime?: string;
+  /** How often Batch put the task back to active after it started (a node it ran on went away or rebooted). */
+  requeueCount?: number;
+}
+
+/** A note on the job's timeline (not a state change); `eventId` and `at` (the orchestration's time) make a repeated call write it once. */
+export interface JobNoteInput {
+  jobId: string;
+  eventId: string;
+  at: string;
+  reason: string;
+  data?: JsonValue;
 }
 
 export interface InputSource {
@@ -107,11 +122,26 @@ export interface BatchTaskRef {
   taskId: string;
 }
 
+export type { AdmissionStatus, DependencyStatus };
+
 export interface ActivityContract {
+  /**
+   * Asks admission for the job (its claim comes from its row): enqueues it unless it holds a grant or a refusal,
+   * runs a pass, and tells the jobs the pass admitted or refused (the admission event). Answers where the job stands.
+   */
+  admissionRequest(input: { jobId: string }): AdmissionStatus;
+  /** Gives back what the job held, or its place in the queue, and runs a pass that lets others in. */
+  admissionRelease(input: { jobId: string }): void;
+  /** Where the job's dependencies (spec.dependsOn) stand, from its parents' rows. */
+  dependenciesCheck(input: { jobId: string }): DependencyStatus;
+  /** After the job's end is recorded: tells the jobs that depend on it (and on its array), and updates its array's row. */
+  jobEnded(input: { jobId: string }): void;
   /** Records a stage change on the job row (a repeated call for the same state changes nothing). */
   jobTransition(input: JobTransitionInput): void;
   /** Records the final state, the result and the error, if any (a repeat for a finished job changes nothing). */
   jobFinish(input: JobFinishInput): void;
+  /** Appends a note to the job's timeline, e.g. an attempt that failed and the retry that follows. */
+  jobNote(input: JobNoteInput): void;
   costPrice(input: { vmSize: string }): PriceQuote;
   poolCreate(input: PoolCreateRequest): { created: boolean };
   poolInspect(input: { poolId: string }): PoolInspection;
@@ -141,6 +171,14 @@ export interface ActivityContract {
   workloadUrls(input: WorkloadUrlsRequest): WorkloadUrls;
   /** What landed under the job's outputs prefix, with sizes and plain URLs. */
   outputsList(input: OutputsListRequest): OutputsResult;
+  /** Ends the MPI task of an attempt that is given up (Batch requeued it after a node failure). Completed or gone is fine. */
+  mpiTaskTerminate(input: BatchTaskRef): void;
+  /** Adds the preflight check, a multi-instance task over the attempt's nodes (shared/planning/preflight.ts). */
+  preflightTaskAdd(input: MpiTaskRequestShape): void;
+  /** The check's state (mpiTaskObserve for the preflight task: the MPI task's observers never see the check). */
+  preflightObserve(input: BatchTaskRef): MpiTaskObservation;
+  /** The check's exit code and what its master printed, parsed. */
+  preflightCollect(input: BatchTaskRef): PreflightRun;
 }
 
 export type ActivityName = keyof ActivityContract;
@@ -150,12 +188,14 @@ export type ActivityHandler<N extends ActivityName> = (input: ActivityInput<N>) 
 
 /** Every activity name, checked by the compiler against the contract (a missing or extra name does not compile). */
 const NAMES: Record<ActivityName, true> = {
-  jobTransition: true, jobFinish: true, costPrice: true,
+  admissionRequest: true, admissionRelease: true, dependenciesCheck: true, jobEnded: true,
+  jobTransition: true, jobFinish: true, jobNote: true, costPrice: true,
   poolCreate: true, poolInspect: true, poolObserve: true, poolRemoveNodes: true, poolResize: true, poolDelete: true,
   batchJobCreate: true, batchJobAutoComplete: true, batchJobTerminate: true,
   nodeTasksAdd: true, nodeTasksObserve: true,
   inputsList: true, shardCopy: true, shardUrls: true, imageBlobUrls: true, stagedDataDelete: true,
   mpiTaskAdd: true, mpiTaskObserve: true, mpiResultCollect: true,
   workloadUrls: true, outputsList: true,
+  mpiTaskTerminate: true, preflightTaskAdd: true, preflightObserve: true, preflightCollect: true,
 };
 export const ACTIVITY_NAMES: readonly ActivityName[] = Object.keys(NAMES).filter((n): n is ActivityName => n in NAMES);

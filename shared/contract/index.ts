@@ -9,3 +9,4 @@ export * from './progress';
 export * from './mpiJob';
 export * from './orchestration';
 export * from './outputs';
+export * from './queue';

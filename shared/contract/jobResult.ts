@@ -5,6 +5,8 @@
  */
 import { z } from 'zod';
 import type { TerminalState } from '../state/states';
+import { FAILURE_CLASSES } from '../planning/failureClass';
+import type { NodePreflight } from './preflight';
 
 export const StageTimingSchema = z.object({
   startedAt: z.string(),
@@ -76,6 +78,48 @@ export const JobCostSchema = z.object({
 }).meta({ title: 'JobCost' });
 export type JobCost = z.infer<typeof JobCostSchema>;
 
+export const NodePreflightSchema = z.object({
+  ok: z.boolean(),
+  ip: z.string(),
+  sshMs: z.number().optional().meta({ description: 'ssh round trip from the master on the launcher\'s port (the master: its local probe).' }),
+  freeGB: z.number().optional().meta({ description: 'Free space under the Batch task directory.' }),
+  latencyUs: z.number().optional().meta({ description: 'The worst median one-way latency (8-byte messages) of the node\'s ping-pong pairs.' }),
+  bandwidthMBps: z.number().optional().meta({ description: 'The worst bandwidth (1 MiB messages) of the node\'s ping-pong pairs.' }),
+  problems: z.array(z.string()),
+}).meta({ title: 'NodePreflight' });
+
+export const PreflightResultSchema = z.object({
+  rounds: z.number().meta({ description: 'Checks run (a round that found bad nodes replaced them and checked again).' }),
+  passed: z.boolean(),
+  pingPong: z.string().meta({ description: '"measured over N pair(s)", or why there was no ping-pong.' }),
+  nodes: z.record(z.string(), NodePreflightSchema).meta({ description: 'Node id → the figures of the last check on that node.' }),
+  replaced: z.array(z.string()).meta({ description: 'Nodes the check replaced (or, in a reused pool, left out).' }),
+}).meta({ title: 'PreflightResult' });
+export type PreflightResult = z.infer<typeof PreflightResultSchema>;
+// The planner declares a node's figures (shared/planning/preflight.ts); the schema must describe exactly that.
+const _sameFigures: [NodePreflight, z.infer<typeof NodePreflightSchema>] extends [z.infer<typeof NodePreflightSchema>, NodePreflight] ? true : never = true;
+void _sameFigures;
+
+export const AttemptSchema = z.object({
+  attempt: z.number().meta({ description: '1, 2, …' }),
+  startedAt: z.string(),
+  endedAt: z.string(),
+  nodes: z.array(z.string()).meta({ description: 'The nodes the attempt ran on (as far as it got).' }),
+  outcome: z.enum(['succeeded', 'failed', 'cancelled']),
+  failureClass: z.enum(FAILURE_CLASSES).optional(),
+  reason: z.string().optional(),
+  exitCode: z.number().optional(),
+  mpiTaskId: z.string().optional(),
+  /** What happened next: another attempt (after `retryAfterMs`, on nodes replacing `replacedNodes`) or not, and why. */
+  retried: z.boolean().optional(),
+  retryReason: z.string().optional(),
+  retryAfterMs: z.number().optional(),
+  replacedNodes: z.array(z.string()).optional(),
+  nodeMinutes: z.number().meta({ description: 'Nodes × the attempt\'s duration (the job\'s cost covers the pool over every attempt and the waits between them).' }),
+  preflight: PreflightResultSchema.optional(),
+}).meta({ title: 'Attempt' });
+export type Attempt = z.infer<typeof AttemptSchema>;
+
 export const JobResultSchema = z.object({
   exitCode: z.number().optional(),
   timings: z.record(z.string(), StageTimingSchema).meta({ description: 'When each stage started and ended.' }),
@@ -84,6 +128,8 @@ export const JobResultSchema = z.object({
   logs: z.array(LogRefSchema).optional(),
   mpi: MpiResultSchema.optional(),
   outputs: OutputsResultSchema.optional().meta({ description: 'Where the job\'s outputs went (spec outputs), with sizes and URLs.' }),
+  attempts: z.array(AttemptSchema).optional().meta({ description: 'Every attempt of the pipeline and why it ended (retry by failure class, docs/scheduling.md).' }),
+  preflight: PreflightResultSchema.optional().meta({ description: 'The last preflight check before the MPI task, per node.' }),
 }).meta({ title: 'JobResult' });
 export type JobResult = z.infer<typeof JobResultSchema>;
 

@@ -12,6 +12,14 @@ export interface CancelEventData {
   reason: string;
 }
 
+/**
+ * Raised on a waiting job by whichever admission pass admitted or refused it, and on a dependent job by the end of a
+ * job it waits for. Only a wake-up: the job then asks (an activity) where it stands, so a forged or repeated event
+ * changes nothing and a lost one only delays until the next poll.
+ */
+export const ADMISSION_EVENT = 'admission';
+export const DEPENDENCY_EVENT = 'dependency';
+
 export interface PollSettings {
   initialMs: number;
   maxMs: number;
@@ -31,6 +39,10 @@ export interface PipelineSettings {
   nodeTaskMaxAttempts: number;
   /** Longest lifetime of a SAS URL handed to a node (the deployment's cap, at most 7 days). */
   sasMaxLifetimeMinutes: number;
+  /** How often a waiting job asks again where it stands (its fallback for a lost event). Absent in runs started before queues: 60 s. */
+  queuePollMs?: number;
+  /** Judge RDMA ping-pongs by the built-in thresholds when the spec sets none (absent, as in older inputs: yes). */
+  preflightFabricDefaults?: boolean;
 }
 
 export interface MpiJobInput {

@@ -1,4 +1,6 @@
 import { requestCancel, type JobRecord, type JobStore } from '../state';
+import { childIds } from '../scheduling/arrays';
+import { refreshArrayRow } from '../scheduling/arrayRow';
 
 export interface CancelSignal {
   /** Raises the orchestration's "cancel" event; false when the instance is gone or already finished. */
@@ -25,6 +27,7 @@ export async function cancelJob(store: JobStore, signal: CancelSignal, jobId: st
   if (requested.outcome === 'notFound') return { kind: 'notFound' };
   if (requested.outcome === 'finished') return { kind: 'alreadyFinished', job: requested.job };
   await store.appendEvent(jobId, { reason: `cancel requested: ${reason}` });
+  if (requested.job.spec?.array) return cancelArray(store, signal, requested.job, reason);
   const delivered = await signal.raiseCancel(jobId, reason);
   if (delivered) return { kind: 'requested', job: requested.job, pipeline: 'notified' };
   if (requested.job.state === 'Submitted') {
@@ -33,4 +36,23 @@ export async function cancelJob(store: JobStore, signal: CancelSignal, jobId: st
   }
   await store.appendEvent(jobId, { reason: 'the job\'s orchestration has already ended: the sweep removes its resources and ends it Cancelled at its next run' });
   return { kind: 'requested', job: requested.job, pipeline: 'gone' };
+}
+
+/**
+ * An array is cancelled through its jobs: each gets the cancel (and ends Cancelled, cleaning up what it created); the
+ * array's row follows their summary. An array whose jobs were never created (its intake stopped early) ends at once.
+ */
+async function cancelArray(store: JobStore, signal: CancelSignal, array: JobRecord, reason: string): Promise<CancelOutcome> {
+  const ids = childIds(array.id, array.spec!);
+  let found = 0;
+  for (let i = 0; i < ids.length; i += 16) {
+    const outcomes = await Promise.all(ids.slice(i, i + 16).map((id) => cancelJob(store, signal, id, `array ${array.id} cancelled: ${reason}`)));
+    found += outcomes.filter((o) => o.kind !== 'notFound').length;
+  }
+  if (found === 0) {
+    const { job } = await store.advance(array.id, 'Cancelled', `cancelled before its jobs were created: ${reason}`, { stage: 'Cancelled', error: { code: 'Cancelled', message: reason } });
+    return { kind: 'requested', job, pipeline: 'notified' };
+  }
+  const job = (await refreshArrayRow(store, array.id)) ?? array;
+  return { kind: 'requested', job, pipeline: 'notified' };
 }

@@ -10,5 +10,7 @@ export function pipelineSettings(config: AppConfig): PipelineSettings {
     sasMarginMinutes: config.pipeline.sasMarginMinutes,
     nodeTaskMaxAttempts: config.pipeline.nodeTaskMaxAttempts,
     sasMaxLifetimeMinutes: config.pipeline.sasMaxLifetimeMinutes,
+    queuePollMs: config.admission.pollMs,
+    preflightFabricDefaults: config.pipeline.preflightFabricDefaults,
   };
 }

@@ -5,9 +5,10 @@
  * one; the same id with a different spec is a conflict. Nothing is written for a rejected spec.
  */
 import { parseJobSpec, type JobSpec, type SpecError } from '../spec';
-import { recordSubmission, type JobRecord, type JobStore } from '../state';
+import { recordSubmission, submissionJobId, type JobRecord, type JobStore } from '../state';
 import { checkDataAccess, type DataAccessPolicy } from './dataAccess';
 import { checkContainerPolicy, STRICT_CONTAINER_POLICY, type ContainerPolicy } from './containerPolicy';
+import { checkScheduling, planArray, registerDependents, startArray, type SchedulingPolicy } from '../scheduling/intake';
 
 export interface OrchestrationStarter {
   /**
@@ -34,6 +35,8 @@ export interface SubmitRequest {
   idScope?: string;
   /** What containers may ask for beyond the allowlist (shared/intake/containerPolicy.ts); default: nothing. */
   containers?: ContainerPolicy;
+  /** The deployment's queues and the dependents index (shared/scheduling/intake.ts). */
+  scheduling: SchedulingPolicy;
 }
 
 export type SubmitOutcome =
@@ -51,6 +54,11 @@ export async function submitJob(store: JobStore, starter: OrchestrationStarter, 
     ...checkContainerPolicy(parsed.spec, req.containers ?? STRICT_CONTAINER_POLICY, req.dataAccess),
   ];
   if (refused.length) return { kind: 'invalid', errors: refused };
+  const id = submissionJobId(parsed.spec, req.idempotencyKey, req.idScope);
+  const unschedulable = await checkScheduling(store, req.scheduling, id, parsed.spec, req.owner);
+  if (unschedulable.length) return { kind: 'invalid', errors: unschedulable };
+  const array = parsed.spec.array ? await planArray(store, id, parsed.spec) : undefined;
+  if (array && !array.ok) return { kind: 'invalid', errors: array.errors };
   const recorded = await recordSubmission(store, {
     spec: parsed.spec, idempotencyKey: req.idempotencyKey, owner: req.owner, ownerName: req.ownerName, idScope: req.idScope,
   });
@@ -58,9 +66,15 @@ export async function submitJob(store: JobStore, starter: OrchestrationStarter, 
   if (recorded.outcome === 'conflict') return { kind: 'conflict', job: recorded.job, differingPaths: recorded.differingPaths };
   const { job } = recorded;
   const created = recorded.outcome === 'created';
+  // An array runs as its jobs; its own row only tracks them.
+  if (array) {
+    const orchestration = await startArray(store, starter, req.scheduling, job, array.children);
+    return { kind: 'accepted', created, orchestration, job: (await store.get(job.id)) ?? job };
+  }
   // A job that moved on (running or finished) has its orchestration; only a job still in Submitted may lack
   // one (its first intake died between the insert and the start, or this is that intake).
   if (job.state !== 'Submitted') return { kind: 'accepted', created, orchestration: 'skipped', job };
+  await registerDependents(req.scheduling, job.id, parsed.spec);
   const orchestration = await starter.ensureStarted(job.id, parsed.spec, created);
   return { kind: 'accepted', created, orchestration, job };
 }

@@ -105,6 +105,8 @@ export interface MpiTaskInput {
   containerOptions?: ContainerOptions;
   /** Launcher executable: a path or name, which may reference variables (`$MPI_BIN/mpirun`). Default 'mpirun'. */
   launcher?: string;
+  /** Variables the master exports at run time (e.g. in the pre-execution step) that the launcher forwards to every rank. */
+  forwardNames?: string[];
 }
 
 export interface MpiTaskCommands {
@@ -247,6 +249,7 @@ function validate(input: MpiTaskInput): Validated {
       fail('docker runtime needs a containerName matching [A-Za-z0-9][A-Za-z0-9_.-]*', { containerName: input.containerName });
     }
   }
+  for (const name of input.forwardNames ?? []) if (!ENV_NAME.test(name)) fail(`forwarded variable name ${JSON.stringify(name)} is not a valid identifier`, { name });
   if (input.runtime === 'singularity' && !input.sifCacheKey) fail('runtime singularity needs the image\'s sifCacheKey', {});
   const container = validateContainerOptions(fail, input);
   const sshPort = input.sshPort ?? (input.runtime === 'docker' ? 23 : 22);
@@ -276,6 +279,7 @@ function taskEnvironment(v: Validated, preset: FabricPreset): { env: EnvVar[]; f
     all.set(name, value);
     forwarded.add(name);
   }
+  for (const name of v.input.forwardNames ?? []) forwarded.add(name);
   if (v.input.shardManifestPath !== undefined) {
     all.set(SHARD_MANIFEST_ENV, v.input.shardManifestPath);
     forwarded.add(SHARD_MANIFEST_ENV);

@@ -6,7 +6,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { DEFAULT_FAMILY, LAUNCHER_SYNTAX, PRESET_FAMILIES, familyPreset, familyRuntime, type FabricPreset, type PresetFamily } from './rdmaPresets';
-import { retiredSeries } from './vmSizes';
+import { retiredSeries } from '../planning/vmSizes';
 
 const FAMILY_NAMES: Record<PresetFamily, string> = {
   'intelmpi-2018': 'Intel MPI 2017–2018',

@@ -8,7 +8,7 @@ import { ValidationErrorResponseSchema } from '../spec/errorSchemas';
 import { JOB_STATES } from '../state/states';
 import {
   CancelJobResponseSchema, HealthResponseSchema, JobConflictResponseSchema, JobListResponseSchema, JobViewSchema,
-  ProblemResponseSchema, SubmitJobResponseSchema,
+  ProblemResponseSchema, QueuesResponseSchema, SubmitJobResponseSchema,
 } from '../state/view';
 import { ACTIONS, appRolesFor, type Action } from '../auth/permissions';
 import { APP_ROLES } from '../auth/roles';
@@ -208,6 +208,16 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
           },
         },
       },
+      '/api/queues': {
+        get: {
+          operationId: 'getQueues',
+          summary: 'Admission queues',
+          description: 'Per queue: jobs waiting (depth), jobs holding a reservation, reserved nodes and cores per VM family; the totals and the limits admission keeps (docs/scheduling.md).',
+          responses: {
+            200: { description: 'The queues.', content: jsonContent('QueuesResponse') },
+          },
+        },
+      },
       '/api/usage': {
         get: {
           operationId: 'getUsage',
@@ -290,6 +300,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
         ProblemResponse: schemaOf(ProblemResponseSchema, 'output'),
         HealthResponse: schemaOf(HealthResponseSchema, 'output'),
         JobOutputsResponse: schemaOf(JobOutputsResponseSchema, 'output'),
+        QueuesResponse: schemaOf(QueuesResponseSchema, 'output'),
       },
       securitySchemes: {
         entraId: {

@@ -204,7 +204,7 @@ async function endJob(store: JobStore, jobId: string, to: 'Failed' | 'Cancelled'
   try {
     const job = await store.get(jobId);
     if (!job || isTerminal(job.state)) return;
-    if (job.state !== 'CleaningUp' && job.state !== 'Submitted') await store.transition(jobId, 'CleaningUp', `sweep: ${reason}`, { stage: 'CleaningUp' });
+    if (job.state !== 'CleaningUp' && job.state !== 'Submitted' && job.state !== 'Queued') await store.transition(jobId, 'CleaningUp', `sweep: ${reason}`, { stage: 'CleaningUp' });
     await store.transition(jobId, to, reason, { stage: to, error: { code, message: reason } });
   } catch (err) {
     // The run finished the row itself between our look and our write: nothing left to do.
@@ -352,7 +352,7 @@ function observeRow(r: JobRecord): ObservedJobRow {
   }
   const keep = r.spec?.cleanup.keepStagedData;
   return {
-    id: r.id, state: r.state, createdAt: r.createdAt, updatedAt: r.updatedAt, wallClockLimitMs, keepsPool, cancelRequestedAt: r.cancelRequestedAt,
+    id: r.id, state: r.state, createdAt: r.createdAt, updatedAt: r.updatedAt, wallClockLimitMs, keepsPool, cancelRequestedAt: r.cancelRequestedAt, isArray: !!r.spec?.array,
     keepStagedDataMs: typeof keep === 'string' ? parseIsoDuration(keep) ?? undefined : undefined,
   };
 }

@@ -32,6 +32,8 @@ export interface ObservedJobRow {
   keepStagedDataMs?: number;
   /** Someone asked to cancel the job (DELETE /api/jobs/{id}). */
   cancelRequestedAt?: string;
+  /** An array's own row: it has no orchestration (its jobs have), so it is never a lost or stalled run. */
+  isArray?: boolean;
 }
 
 export interface ObservedOrchestration {
@@ -149,7 +151,9 @@ export function poolVerdict(pool: ObservedPool, job: ObservedJobRow | undefined,
   if (failing.has(pool.jobId)) return 'its run is lost or stalled';
   if (!job) return ageMs(nowMs, pool.creationTime) > s.graceMs ? `job ${pool.jobId} is unknown` : undefined;
   if (isTerminal(job.state)) return job.keepsPool ? undefined : `job ${job.id} is ${job.state}`;
-  if (job.wallClockLimitMs !== undefined && ageMs(nowMs, job.createdAt) > job.wallClockLimitMs + s.graceMs) {
+  // Measured from the pool's creation, not the job's: time the job waited in the queue does not count (its budget
+  // starts at admission, and the pool is created right after).
+  if (job.wallClockLimitMs !== undefined && ageMs(nowMs, pool.creationTime ?? job.createdAt) > job.wallClockLimitMs + s.graceMs) {
     return `job ${job.id} is past its wall-clock limit plus grace`;
   }
   return undefined;
@@ -200,7 +204,7 @@ export function planSweep(o: SweepObservation, s: SweepSettings, skipped: SweepS
 
   each(o.jobs.values(), 'stalledRun/lostRun', (job) => job.id, (job) => {
     const orch = o.orchestrations.get(job.id);
-    if (isTerminal(job.state)) return;
+    if (isTerminal(job.state) || job.isArray) return;
     if (orch && isStalled(orch, nowMs, s.stallLimitMs)) {
       failing.add(job.id);
       const reason = `stalled: no progress for ${Math.round((nowMs - Math.max(ms(orch.lastUpdatedTime) || 0, ms(orch.progressAt) || 0)) / 1000)} s (limit ${Math.round(s.stallLimitMs / 1000)} s)`;

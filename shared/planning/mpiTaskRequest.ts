@@ -2,7 +2,8 @@
  * Maps a job onto the command lines Batch runs: the per-node pull task, the job release task and the
  * multi-instance MPI task. Pure; the shell-level work is done by the builders in shared/mpi.
  */
-import { bashCommandLine } from '../mpi/shellQuote';
+import { bashCommandLine, shellQuote } from '../mpi/shellQuote';
+import { ARRAY_ENV } from '../spec/sections/scheduling';
 import { buildContainerCleanupCommand, buildMpiTaskCommands, pullLines, type BindMount, type ContainerOptions } from '../mpi/commands';
 import { sifCleanupLine } from '../mpi/singularity';
 import { GLUE_STRICT } from '../mpi/userShell';
@@ -116,9 +117,23 @@ export function containerOptionsFor(spec: JobSpec): ContainerOptions {
 }
 
 /**
+ * What every rank's shell gets besides the user's environment: the pipeline's exports (the job scratch, an array job's
+ * index and parameter — MPIJOB_ is reserved in the task env, so they are exported as quoted literals) as a prefix for
+ * the pre-execution command, and the user's environment without them. The MPI task and the preflight check share it.
+ */
+export function rankSetup(spec: JobSpec, jobId: string): { env: Record<string, string>; prefix: string } {
+  const { [ARRAY_ENV.index]: arrayIndex, [ARRAY_ENV.param]: arrayParam, ...env } = spec.mpi.env;
+  const arrayExports = [[ARRAY_ENV.index, arrayIndex], [ARRAY_ENV.param, arrayParam]]
+    .filter(([, v]) => v !== undefined).map(([k, v]) => `export ${k}=${shellQuote(v as string)}; `).join('');
+  return { env, prefix: `${rankEnvironmentPrefix(spec, jobId)}${arrayExports}` };
+}
+
+/**
  * The multi-instance task. Every rank runs the user's command under /bin/sh with MPIJOB_DATA_DIR set to its own
  * node's shard directory: the export is evaluated by each rank's shell, so node-local variables such as
- * $AZ_BATCH_NODE_SHARED_DIR resolve on that node.
+ * $AZ_BATCH_NODE_SHARED_DIR resolve on that node. A job of an array carries MPIJOB_ARRAY_INDEX and MPIJOB_ARRAY_PARAM
+ * in its spec's mpi.env (intake put them there): being pipeline variables (MPIJOB_ is reserved for those) they are
+ * exported the same way, as quoted literals, not forwarded as user environment.
  */
 export function mpiTaskRequest(
   plan: JobPlan,
@@ -127,16 +142,18 @@ export function mpiTaskRequest(
   dataDir: string,
   batchJobId: string,
   urls: MpiTaskUrls = { commonResourceFiles: [] },
+  /** A retried attempt's task has its own id (ids are unique in a Batch job). */
+  taskId: string = plan.mpiTaskId,
 ): MpiTaskRequestShape {
   const runtime = spec.container.runtime;
-  const jobEnv = rankEnvironmentPrefix(spec, plan.jobId);
+  const { env, prefix } = rankSetup(spec, plan.jobId);
   const commands = buildMpiTaskCommands({
     runtime,
     mpiRuntime: spec.mpi.runtime,
     mpiVersion: spec.mpi.version,
     nodes: nodes.length,
     processesPerNode: spec.mpi.processesPerNode,
-    command: `export MPIJOB_DATA_DIR="${dataDir}"; ${jobEnv}${spec.mpi.command}`,
+    command: `export MPIJOB_DATA_DIR="${dataDir}"; ${prefix}${spec.mpi.command}`,
     launcherMode: spec.mpi.launcher.mode,
     launcher: spec.mpi.launcher.executable,
     options: [...spec.mpi.options, ...rankLogOptions(spec)],
@@ -147,14 +164,14 @@ export function mpiTaskRequest(
     containerName: runtime === 'docker' ? containerNameFor(plan.jobId) : undefined,
     containerOptions: runtime === 'none' ? undefined : containerOptionsFor(spec),
     sshPort: spec.mpi.sshPort,
-    env: spec.mpi.env,
-    preExecutionCommand: spec.mpi.preExecutionCommand === undefined ? undefined : `${jobEnv}${spec.mpi.preExecutionCommand}`,
+    env,
+    preExecutionCommand: spec.mpi.preExecutionCommand === undefined ? undefined : `${prefix}${spec.mpi.preExecutionCommand}`,
     coordinationCommand: spec.mpi.coordinationCommand,
     nodeSetupCommand: nodeSetupScript(spec, plan.jobId),
   });
   return {
     batchJobId,
-    taskId: plan.mpiTaskId,
+    taskId,
     numberOfInstances: nodes.length,
     coordinationCommandLine: commands.coordinationCommandLine,
     applicationCommandLine: commands.applicationCommandLine,

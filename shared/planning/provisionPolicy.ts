@@ -30,6 +30,10 @@ export interface ProvisionPolicy {
   maxReplacements: number;
   /** Whether the pipeline owns the pool (may resize it and remove nodes). */
   owned: boolean;
+  /** Nodes never to run on (an earlier attempt or the preflight found them bad); in a pool we own they are being removed. */
+  exclude?: readonly string[];
+  /** Nodes to take first when more are ready than needed (a retry keeps the healthy nodes that hold images and shards). */
+  prefer?: readonly string[];
 }
 
 export interface ProvisionProgress {
@@ -46,13 +50,18 @@ export type ProvisionStep =
   | { kind: 'fail'; reason: string };
 
 const READY = new Set(['idle']);
+/** Resize errors that say the account's quota is used up (PoolResizeErrorCodes), rather than that Azure has no capacity. */
+const QUOTA_ERRORS = new Set(['AccountCoreQuotaReached', 'AccountLowPriorityCoreQuotaReached', 'AccountSpotCoreQuotaReached']);
 const BROKEN = new Set(['unusable', 'starttaskfailed']);
 
 const byId = (a: ObservedNode, b: ObservedNode) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
 export function decideProvisionStep(obs: PoolObservation, policy: ProvisionPolicy, progress: ProvisionProgress): ProvisionStep {
   if (obs.state !== 'active') return { kind: 'fail', reason: `pool is ${obs.state}` };
-  const ready = obs.nodes.filter((n) => READY.has(n.state)).sort(byId);
+  const excluded = new Set(policy.exclude ?? []);
+  const rank = new Map((policy.prefer ?? []).map((id, i) => [id, i]));
+  const preferred = (a: ObservedNode, b: ObservedNode) => (rank.get(a.id) ?? Infinity) - (rank.get(b.id) ?? Infinity) || byId(a, b);
+  const ready = obs.nodes.filter((n) => READY.has(n.state) && !excluded.has(n.id)).sort(preferred);
   const broken = obs.nodes.filter((n) => BROKEN.has(n.state)).sort(byId);
 
   if (ready.length >= policy.target) return { kind: 'ready', nodes: ready.slice(0, policy.target), partial: false };
@@ -65,11 +74,17 @@ export function decideProvisionStep(obs: PoolObservation, policy: ProvisionPolic
   }
 
   const steady = obs.allocationState === 'steady';
+  const timedOut = progress.nowMs - progress.startedAtMs >= policy.timeoutMs;
+  // The account's core quota is shared: another pool being deleted frees it soon. Ask again until the timeout (unless
+  // the job may run on what it has).
+  const canRunShort = ready.length >= policy.minNodes && policy.minNodes < policy.target;
+  if (steady && policy.owned && !timedOut && !canRunShort && obs.resizeErrors.length > 0 && obs.resizeErrors.every((e) => QUOTA_ERRORS.has(e.code))) {
+    return { kind: 'resize', target: policy.target };
+  }
   if (steady && obs.resizeErrors.length > 0) {
     const errors = obs.resizeErrors.map((e) => `${e.code}: ${e.message}`).join('; ');
     return settleShort(ready, policy, `allocation failed: ${errors}`);
   }
-  const timedOut = progress.nowMs - progress.startedAtMs >= policy.timeoutMs;
   if (timedOut) {
     return settleShort(ready, policy, `only ${ready.length}/${policy.target} nodes ready after ${Math.round(policy.timeoutMs / 1000)} s`);
   }
@@ -77,6 +92,10 @@ export function decideProvisionStep(obs: PoolObservation, policy: ProvisionPolic
   if (policy.owned && steady && obs.targetDedicatedNodes < policy.target) return { kind: 'resize', target: policy.target };
   if (!policy.owned && broken.length > 0 && obs.nodes.length - broken.length < policy.target) {
     return settleShort(ready, policy, `reused pool has broken nodes (${describe(broken)}) and too few others`);
+  }
+  const usable = obs.nodes.filter((n) => !BROKEN.has(n.state) && !excluded.has(n.id)).length;
+  if (!policy.owned && excluded.size > 0 && usable < policy.target) {
+    return settleShort(ready, policy, `reused pool has too few nodes besides the ${excluded.size} left out (${[...excluded].join(', ')}): ${usable} of ${policy.target} needed`);
   }
   return { kind: 'wait', ready: ready.length };
 }

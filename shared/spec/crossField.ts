@@ -9,6 +9,7 @@ import { containerIssues } from './sections/container';
 import { launchIssues } from './sections/launch';
 import { has, isObj, obj } from './rawInput';
 import { dataSectionIssues } from './sections/dataRules';
+import { schedulingIssues } from './sections/scheduling';
 
 export interface SpecIssue {
   /** Path segments from the spec root, e.g. ['container', 'images', 0]. */
@@ -113,5 +114,6 @@ export function crossFieldIssues(raw: unknown): SpecIssue[] {
     add(['mpi', 'env'], `must have at most ${LIMITS.maxEnv} entries`);
   }
   issues.push(...launchIssues(raw), ...containerIssues(raw), ...dataSectionIssues(raw));
+  issues.push(...schedulingIssues(raw));
   return issues;
 }

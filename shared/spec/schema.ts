@@ -11,6 +11,9 @@ import { LauncherOptionSchema, LauncherSchema, MpiVersionSchema, ProcessesPerNod
 import { FilesSchema } from './sections/files';
 import { MountsSchema, ScratchSchema } from './sections/storage';
 import { OutputsSchema } from './sections/outputs';
+import { SchedulingFields } from './sections/scheduling';
+import { RetrySchema } from './sections/retry';
+import { PreflightSchema } from './sections/preflight';
 
 export const LIMITS = {
   maxNodes: 100,
@@ -266,7 +269,7 @@ export const LimitsSchema = z
     maxWallClock: isoDuration({ minMs: 60_000, minText: 'PT1M' }).optional()
       .meta({ description: 'Longest run time of the MPI task (Batch maxWallClockTime; at least PT1M). Default: no limit.' }),
     maxRetries: int('a retry count').min(0).max(LIMITS.maxRetries).default(0)
-      .meta({ description: 'Batch task retries of the MPI task (maxTaskRetryCount).' }),
+      .meta({ description: 'Batch\'s own retries of the MPI task (maxTaskRetryCount): Batch reruns it on the same nodes. Not the control plane\'s retry by failure class on replaced nodes: see retry.' }),
     maxNodeHours: z.number({ error: typeError('must be a number') }).positive({ error: 'must be greater than 0' }).optional()
       .meta({ description: 'Budget in node-hours (nodes × wall clock); enforced by the operations watchdog.' }),
     maxCost: MaxCostSchema.optional().meta({ description: 'Budget in money; enforced by the operations watchdog.' }),
@@ -303,11 +306,14 @@ export const JobSpecSchema = z
     data: DataSchema.prefault({}),
     mpi: MpiSchema,
     limits: LimitsSchema.prefault({}),
+    retry: RetrySchema.prefault({}),
+    preflight: PreflightSchema.prefault({}),
     cleanup: CleanupSchema.prefault({}),
     files: FilesSchema,
     mounts: MountsSchema,
     scratch: ScratchSchema.optional(),
     outputs: OutputsSchema.optional(),
+    ...SchedulingFields,
   })
   .meta({ title: 'JobSpec', description: 'An MPI job: where it runs, what it runs, on which data, within which limits.' });
 

@@ -34,7 +34,7 @@ export function tagPropertyName(key: string): string {
   return `tag_${Buffer.from(key, 'utf8').toString('hex')}`;
 }
 
-function putJson(props: EntityProps, name: string, value: unknown): void {
+export function putJson(props: EntityProps, name: string, value: unknown): void {
   if (value === undefined) return;
   const json = JSON.stringify(value);
   if (json.length <= CHUNK_CHARS) {
@@ -46,7 +46,7 @@ function putJson(props: EntityProps, name: string, value: unknown): void {
   for (let i = 0; i < n; i++) props[`${name}_${i}`] = json.slice(i * CHUNK_CHARS, (i + 1) * CHUNK_CHARS);
 }
 
-function getJson<T>(e: Record<string, unknown>, name: string): T | undefined {
+export function getJson<T>(e: Record<string, unknown>, name: string): T | undefined {
   let json: string | undefined;
   if (typeof e[name] === 'string') json = e[name] as string;
   else if (typeof e[`${name}_n`] === 'number') {
@@ -90,6 +90,7 @@ export function jobToEntity(rec: JobRecord): JobEntity {
   putJson(props, 'result', rec.result);
   putJson(props, 'error', rec.error);
   putJson(props, 'lastEvent', rec.lastEvent);
+  putJson(props, 'array', rec.array);
   const bytes = entityBytes(props);
   if (bytes > ENTITY_BYTE_BUDGET) throw new JobRecordTooLargeError(rec.id, 'the job row', bytes, ENTITY_BYTE_BUDGET);
   return { partitionKey: rec.id, rowKey: JOB_ROW_KEY, ...props };
@@ -125,6 +126,7 @@ export function entityToJob(e: TableEntityResult<Record<string, unknown>>): JobR
     result: parseJobResult(getJson<unknown>(e, 'result')),
     error: getJson<JobRecord['error']>(e, 'error'),
     lastEvent: getJson<JobRecord['lastEvent']>(e, 'lastEvent'),
+    array: getJson<JobRecord['array']>(e, 'array'),
   };
   for (const [k, v] of Object.entries(optional)) if (v !== undefined) (rec as unknown as Record<string, unknown>)[k] = v;
   return rec;

@@ -6,15 +6,16 @@ export type { TransitionableRow, TransitionResult } from './machine';
 export {
   IllegalTransitionError, JobNotFoundError, ConcurrencyConflictError, InvalidContinuationTokenError, JobRecordTooLargeError,
 } from './errors';
-export type { JobRecord, JobEvent, JobPatch, JobError, JsonValue } from './record';
+export type { JobRecord, JobEvent, JobPatch, JobError, JsonValue, ArrayMembership } from './record';
 export { JobStore, DEFAULT_JOBS_TABLE, DEFAULT_EVENTS_TABLE, buildListFilter } from './jobStore';
 export type { JobStoreOptions, NewJob, TransitionOutcome, NoteInput, ListJobsQuery, ListJobsPage } from './jobStore';
 export {
   JobViewSchema, JobErrorSchema, JobLinksSchema, SubmitJobResponseSchema, JobConflictResponseSchema, JobListResponseSchema,
-  CancelJobResponseSchema, ProblemResponseSchema, HealthResponseSchema, toJobView, jobUrl,
+  CancelJobResponseSchema, ProblemResponseSchema, HealthResponseSchema, QueuesResponseSchema, JobQueueSchema, toJobView, jobUrl,
 } from './view';
 export type {
   JobView, SubmitJobResponse, JobConflictResponse, JobListResponse, CancelJobResponse, ProblemResponse, HealthResponse, JobViewOptions,
+  QueuesResponse, JobQueueView,
 } from './view';
 export { recordSubmission, requestCancel, submissionJobId } from './submission';
 export type { SubmissionOutcome, SubmissionInput, CancelOutcome } from './submission';

@@ -19,7 +19,7 @@ import {
 } from './entityCodec';
 import { ConcurrencyConflictError, IllegalTransitionError, InvalidContinuationTokenError, JobNotFoundError } from './errors';
 import { transition as applyTransition } from './machine';
-import type { JobEvent, JobPatch, JobRecord, JsonValue } from './record';
+import type { ArrayMembership, JobEvent, JobPatch, JobRecord, JsonValue } from './record';
 import { isPast, type JobState } from './states';
 
 export const DEFAULT_JOBS_TABLE = 'Jobs';
@@ -48,6 +48,8 @@ export type NewJob = {
   ownerName?: string;
   /** Creation reason recorded in the first event (default "submitted"). */
   reason?: string;
+  /** A job of an array: which array, and its index. */
+  array?: ArrayMembership;
 } & ({ spec: JobSpec } | { rejected: { name: string; document: JsonValue } });
 
 export interface TransitionOutcome {
@@ -173,6 +175,7 @@ export class JobStore {
       updatedAt: at,
       eventSeq: 1,
       lastEvent: first,
+      ...(input.array ? { array: input.array } : {}),
     };
     try {
       await this.jobs.createEntity(jobToEntity(record));

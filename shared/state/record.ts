@@ -50,10 +50,18 @@ export interface JobRecord {
    * task removed them, or the sweep's cleanup tasks did): such jobs are not looked at again.
    */
   containersCheckedAt?: string;
+  /** For a job of an array (spec.array): the array's job, this job's index in it, and when the array was submitted. */
+  array?: ArrayMembership;
   /** Number of transition events recorded so far (the creation counts as 1). */
   eventSeq: number;
   /** The most recent transition event, kept on the row so a lost event write can be repaired. */
   lastEvent?: JobEvent;
+}
+
+export interface ArrayMembership {
+  parent: string;
+  index: number;
+  submittedAt: string;
 }
 
 export interface JobEvent {

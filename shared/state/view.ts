@@ -7,6 +7,10 @@ import { JobSpecSchema } from '../spec/schema';
 import type { JobRecord } from './record';
 import { JOB_STATES } from './states';
 import { JobResultSchema } from '../contract/jobResult';
+import { JobQueueSchema } from '../contract/queue';
+
+export { JobQueueSchema };
+export type { JobQueueView } from '../contract/queue';
 
 const JsonSchemaValue: z.ZodType<unknown> = z.unknown().meta({ description: 'Free-form JSON written by the pipeline.' });
 
@@ -21,6 +25,13 @@ export const JobLinksSchema = z.object({
   cancel: z.string().meta({ description: 'DELETE this URL to cancel the job.' }),
   events: z.string().optional().meta({ description: 'The job timeline (when the API serves it).' }),
 }).meta({ title: 'JobLinks' });
+
+
+export const ArrayMembershipSchema = z.object({
+  parent: z.string().meta({ description: 'The array\'s job id.' }),
+  index: z.number().int(),
+  submittedAt: z.string(),
+}).meta({ title: 'ArrayMembership' });
 
 export const JobViewSchema = z.object({
   id: z.string(),
@@ -39,6 +50,8 @@ export const JobViewSchema = z.object({
   result: JobResultSchema.optional().meta({ description: 'What the pipeline recorded when the job ended.' }),
   error: JobErrorSchema.optional(),
   cancelRequestedAt: z.string().optional(),
+  array: ArrayMembershipSchema.optional().meta({ description: 'For a job of an array: which array and its index.' }),
+  queue: JobQueueSchema.optional().meta({ description: 'While the job is Queued (single-job answers only): its place and why it waits.' }),
   spec: JobSpecSchema.optional().meta({ description: 'The normalized spec (single-job answers only).' }),
   submitted: JsonSchemaValue.optional().meta({ description: 'For a job without a valid spec (a rejected queue submission): the document as it was submitted (single-job answers only).' }),
   links: JobLinksSchema,
@@ -74,6 +87,31 @@ export const CancelJobResponseSchema = z.object({
   message: z.string().optional(),
 }).meta({ title: 'CancelJobResponse' });
 export type CancelJobResponse = z.infer<typeof CancelJobResponseSchema>;
+
+const CoresByFamily = z.record(z.string(), z.number()).meta({ description: 'Reserved dedicated cores per VM quota family.' });
+
+export const QueuesResponseSchema = z.object({
+  queues: z.array(z.object({
+    name: z.string(),
+    priority: z.number(),
+    maxNodes: z.number().optional(),
+    maxCores: z.number().optional(),
+    waiting: z.number().int().meta({ description: 'Jobs waiting for admission (depth).' }),
+    running: z.number().int().meta({ description: 'Jobs holding a reservation: admitted, running or cleaning up.' }),
+    reservedNodes: z.number().int(),
+    reservedCores: CoresByFamily,
+  })),
+  totals: z.object({ waiting: z.number().int(), running: z.number().int(), pools: z.number().int(), nodes: z.number().int(), cores: z.number().int(), coresByFamily: CoresByFamily }),
+  limits: z.object({
+    coreQuota: z.object({ total: z.number().optional(), families: z.record(z.string(), z.number()) }),
+    maxPools: z.number().optional(),
+    maxNodes: z.number().optional(),
+    ownerMaxNodes: z.number().optional(),
+    ownerMaxCores: z.number().optional(),
+    backfillLimit: z.number(),
+  }),
+}).meta({ title: 'QueuesResponse', description: 'The admission queues: depth, running jobs and reserved capacity, per queue and in total.' });
+export type QueuesResponse = z.infer<typeof QueuesResponseSchema>;
 
 export const ProblemResponseSchema = z.object({
   error: z.string(),
@@ -119,6 +157,7 @@ export function toJobView(job: JobRecord, options: JobViewOptions = {}): JobView
   if (job.result !== undefined) view.result = job.result;
   if (job.error !== undefined) view.error = job.error;
   if (job.cancelRequestedAt !== undefined) view.cancelRequestedAt = job.cancelRequestedAt;
+  if (job.array !== undefined) view.array = job.array;
   if (options.includeSpec && job.spec) view.spec = job.spec;
   if (options.includeSpec && job.submitted !== undefined) view.submitted = job.submitted;
   return view;

@@ -2,8 +2,17 @@ import { BlobSASPermissions, ContainerSASPermissions, generateBlobSASQueryParame
 import type { BlobAccount } from './clients';
 
 /**
- * A read-only SAS URL for one blob, valid until `expiresOn`. Key-based accounts sign locally; managed-identity
- * accounts sign with a user delegation key (no account key ever leaves Azure).
+ * The service version the app's SAS tokens are signed for (`sv`). Pinned rather than the SDK's newest, so an SDK
+ * upgrade never changes the string a node's URL was signed over; 2025-11-05 is supported by Azure Storage and is
+ * the newest version Azurite 3.35 validates user delegation SAS for (the SDK's default, 2026-04-06, adds fields
+ * Azurite does not know and it refuses the signature).
+ */
+export const SAS_VERSION = '2025-11-05';
+
+/**
+ * A read-only SAS URL for one blob, valid until `expiresOn`. Managed-identity accounts sign with a user delegation
+ * key (Get User Delegation Key, with the app's token: no account key is ever read); key-based accounts (the local
+ * stack's shared-key opt-in) sign locally.
  */
 export async function readOnlyBlobUrl(account: BlobAccount, container: string, blobName: string, expiresOn: Date): Promise<string> {
   const blob = account.service.getContainerClient(container).getBlobClient(blobName);
@@ -15,6 +24,7 @@ export async function readOnlyBlobUrl(account: BlobAccount, container: string, b
     startsOn,
     expiresOn,
     protocol: blob.url.startsWith('https:') ? SASProtocol.Https : SASProtocol.HttpsAndHttp,
+    version: SAS_VERSION,
   };
   if (account.sharedKey) {
     return `${blob.url}?${generateBlobSASQueryParameters(options, account.sharedKey).toString()}`;

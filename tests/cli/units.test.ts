@@ -8,6 +8,7 @@ import { targetPath } from '../../cli/commands/download';
 import { CliError, ExitCode } from '../../cli/errors';
 import type { JobView } from '../../cli/apiClient';
 import { unseenTail } from '../../cli/commands/logs';
+import { formatJob, queueText, statusLine } from '../../cli/format';
 
 describe('resolveConnection', () => {
   let home: string;
@@ -95,5 +96,25 @@ describe('unseenTail (logs --follow after the node is gone)', () => {
     expect(unseenTail('a\nb\n', 'a\nb\nc')).toBe('c');
     // Nothing in common: the whole tail (the live reads saw none of it).
     expect(unseenTail('a\n', 'x\ny\n')).toBe('x\ny\n');
+    // The recorded tail keeps whole lines without the file's last newline.
+    expect(unseenTail('tick 1\ntick 2\n', 'tick 1\ntick 2')).toBe('');
+    expect(unseenTail('tick 1\n', 'tick 1\ntick 2')).toBe('tick 2');
+  });
+});
+
+describe('a queued job in status and watch', () => {
+  const queued: JobView = { id: 'q1', name: 'q1', state: 'Queued', stage: 'Queued' };
+
+  it('shows its place in the queue and why it waits', () => {
+    const view: JobView = { ...queued, queue: { name: 'default', state: 'waiting', position: 3, positionOverall: 7, waitingInQueue: 12, reason: 'standardHBv3Family: 720 of 720 cores in use, the job needs 240' } };
+    expect(queueText(view)).toBe('#3 of 12 in queue default (#7 overall) · waiting for standardHBv3Family: 720 of 720 cores in use, the job needs 240');
+    expect(statusLine(view)).toBe('Queued        #3 of 12 in queue default (#7 overall) · waiting for standardHBv3Family: 720 of 720 cores in use, the job needs 240');
+    expect(formatJob(view).split('\n')).toContain('queue    #3 of 12 in queue default (#7 overall) · waiting for standardHBv3Family: 720 of 720 cores in use, the job needs 240');
+  });
+
+  it('shows the dependencies it waits for, from the run\'s own report, and nothing once it left the queue', () => {
+    expect(queueText({ ...queued, queue: { name: 'default', state: 'notQueued' }, progress: { queue: { waitingFor: 'dependencies', pending: ['prep', 'mesh'] } } })).toBe('waiting for dependencies: prep, mesh');
+    expect(queueText({ ...queued, queue: { name: 'urgent', state: 'granted', grant: 41 } })).toBe('admitted (grant 41) in queue urgent');
+    expect(queueText({ ...queued, state: 'Running', queue: { name: 'default', state: 'waiting', position: 1 } })).toBeUndefined();
   });
 });

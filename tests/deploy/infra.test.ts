@@ -82,7 +82,7 @@ describe('(a) app settings', () => {
   it('with the template defaults, the settings pass shared/config: every required one is set, and nothing needs a key', () => {
     const env = Object.fromEntries(settings.filter((s) => !PLATFORM_SETTINGS.includes(s.name)).map((s) => [s.name, valueOf(s.name, s.value)]));
     const config = loadConfig(env); // throws ConfigError naming each missing or invalid setting
-    expect(config.batch.auth).toEqual({ kind: 'aad', scope: 'https://batch.core.windows.net/.default' });
+    expect(config.batch.auth).toEqual({ kind: 'aad', scope: 'https://batch.core.windows.net//.default' });
     expect(config.hostStorage.kind).toBe('managedIdentity');
     for (const account of [...config.stagingAccounts, ...config.dataAccess.accounts]) expect(account.kind).toBe('managedIdentity');
     expect(settings.map((s) => s.name)).not.toContain('BATCH_ACCOUNT_KEY');

@@ -4,7 +4,9 @@
  * empty folder, checks what is in it and what is not, and runs a real MPI job through the local stack with the app
  * loaded from that folder by the local Functions host in its own Node process (Node's require, as the Functions worker
  * loads it, not jest's module registry): Azurite, the Batch emulator running real processes and real Open MPI, the
- * Durable engine replaying the packaged orchestration.
+ * Durable engine replaying the packaged orchestration. Keyless, as the stack runs by default and as in Azure: the
+ * packaged app's own @azure/identity (from the package's production node_modules) gets the managed identity's tokens
+ * from the App Service identity endpoint, and Azurite and the Batch emulator take nothing else.
  *
  * Cost, measured on 2 cores: building the package ~25 s (tsc of the product tree, `npm ci --omit=dev` from the npm
  * cache, zip), the two-node job over 4 MB of input ~10 s; the file about 45 s.
@@ -16,11 +18,10 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import picomatch from 'picomatch';
 import { parse as parseYaml, stringify } from 'yaml';
-import { startAzurite, type AzuriteHandle } from '../../local/azurite';
-import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
 import { expandEntryPoints } from '../../local/host/entryPoints';
-import { localAppSettings, REPO_ROOT, type Stack } from '../../local/stack';
-import { asOperator, checkCleanup, checkResult, mpiOutput, submitSpec, uploadDemoInputs, watchJob } from '../../local/jobRunner';
+import { localAppSettings, REPO_ROOT } from '../../local/stack';
+import { startServices, type Services } from '../../local/supervisor/services';
+import { asOperator, checkCleanup, checkResult, mpiOutput, submitSpec, uploadDemoInputs, watchJob, type StackClient } from '../../local/jobRunner';
 import { ChildHost } from '../helpers/childHost';
 
 type Manifest = { name: string; version: string; main: string; scripts?: unknown; bin?: unknown; dependencies: Record<string, string>; devDependencies?: Record<string, string> };
@@ -159,8 +160,7 @@ describe('what the package holds', () => {
 });
 
 describe('the packaged app runs a real MPI job on the local stack', () => {
-  let azurite: AzuriteHandle | undefined;
-  let batch: BatchEmulatorHandle | undefined;
+  let services: Services | undefined;
   let host: ChildHost | undefined;
   let log: WriteStream | undefined;
   const KEYS = { functionKey: 'package-test-function-key', masterKey: 'package-test-master-key' };
@@ -173,24 +173,25 @@ describe('the packaged app runs a real MPI job on the local stack', () => {
     // A version only the extracted package.json has: /api/health proves which package.json the app read.
     const manifestFile = path.join(app, 'package.json');
     writeFileSync(manifestFile, JSON.stringify({ ...JSON.parse(readFileSync(manifestFile, 'utf8')), version: PACKAGED_VERSION }, null, 2));
-    azurite = await startAzurite();
-    batch = await startBatchEmulator({ nodePath: [path.join(REPO_ROOT, 'local', 'batch', 'nodetools', 'bin')] });
+    services = await startServices({ repoRoot: REPO_ROOT, demoImage: false });
   }, 120_000);
 
   afterAll(async () => {
     await host?.kill();
-    await batch?.stop();
-    await azurite?.stop();
+    await services?.stop();
     await new Promise((r) => log?.end(r));
   }, 60_000);
 
   it('serves the API from the extracted package and runs a two-node Open MPI job over staged shards to Succeeded, leaving nothing behind', async () => {
-    const az = azurite as AzuriteHandle;
-    const emu = batch as BatchEmulatorHandle;
-    // No identity service here: the test is the operator (its function key is the app's operator key).
-    const settings = { ...localAppSettings(az, emu), OPERATOR_API_KEYS: KEYS.functionKey };
-    host = await ChildHost.start({ appDir: app, storage: az.connectionString(), settings, keys: KEYS, log: log as WriteStream, timeoutMs: 90_000 });
-    const stack = { azurite: az, batch: emu, settings, baseUrl: host.baseUrl, host: { keys: KEYS, baseUrl: host.baseUrl } } as unknown as Stack;
+    const s = services as Services;
+    expect(s.keyless).toBe(true);
+    // No bearer auth for the API here: the test is the operator (its function key is the app's operator key).
+    const settings = { ...localAppSettings(s.azurite, s.batch), OPERATOR_API_KEYS: KEYS.functionKey };
+    host = await ChildHost.start({
+      appDir: app, settings, keys: KEYS, log: log as WriteStream, timeoutMs: 90_000,
+      identityEndpoint: s.identity.appServiceIdentity, caFile: s.identity.caFile,
+    });
+    const stack: StackClient = { baseUrl: host.baseUrl, host: { keys: KEYS }, operator: s.operator };
     const operator = asOperator(stack);
 
     const health = (await (await fetch(`${host.baseUrl}/api/health`)).json()) as { version?: string };

@@ -2,8 +2,9 @@
  * Crash safety of the whole pipeline: the Functions host + Durable engine (the only part of the control plane
  * that runs in our process on Azure too) is SIGKILLed once in each stage of a real MPI job — Provisioning,
  * PullingImages, StagingData, Running, CleaningUp — and restarted on the same port. Azurite, the Batch
- * emulator and the registry stand for Azure services and keep running. The job must still end Succeeded with
- * the verified MPI result, own exactly one pool, and leave nothing behind.
+ * emulator, the registry and the identity service stand for Azure services and keep running (keyless, as the
+ * stack runs by default: each new host gets its identity's tokens again from the identity endpoint). The job must
+ * still end Succeeded with the verified MPI result, own exactly one pool, and leave nothing behind.
  *
  * What is deterministic: each kill happens after GET /api/jobs/{id} showed the target stage, so the host died
  * while the job was recorded in that stage (or, for short stages, at most one poll round later: CleaningUp
@@ -12,18 +13,13 @@
 import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import * as path from 'node:path';
 import { stringify } from 'yaml';
-import { startAzurite, type AzuriteHandle } from '../../local/azurite';
-import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
 import type { ExchangeRecord } from '../../local/batch/config';
-import { startRegistry, type RegistryHandle } from '../../local/registry';
-import { buildDemoImage } from '../../examples/images/buildDemoImage';
-import { localAppSettings, REPO_ROOT, type Stack } from '../../local/stack';
-import { asOperator, checkCleanup, checkResult, mpiOutput, submitSpec, uploadDemoInputs, watchJob, type JobViewLite } from '../../local/jobRunner';
+import { localAppSettings, REPO_ROOT } from '../../local/stack';
+import { startServices, type Services } from '../../local/supervisor/services';
+import { asOperator, checkCleanup, checkResult, mpiOutput, submitSpec, uploadDemoInputs, watchJob, type JobViewLite, type StackClient } from '../../local/jobRunner';
 import { ChildHost } from '../helpers/childHost';
 
-let azurite: AzuriteHandle | undefined;
-let batch: BatchEmulatorHandle | undefined;
-let registry: RegistryHandle | undefined;
+let services: Services | undefined;
 let host: ChildHost | undefined;
 let log: WriteStream | undefined;
 const exchanges: ExchangeRecord[] = [];
@@ -32,40 +28,46 @@ beforeAll(async () => {
   const logs = path.join(REPO_ROOT, 'test-artifacts');
   mkdirSync(logs, { recursive: true });
   log = createWriteStream(path.join(logs, 'e2e-crash-host.log'), { flags: 'w' });
-  azurite = await startAzurite();
   // A bandwidth cap stretches the pulls over seconds, so the PullingImages stage can be hit.
-  registry = await startRegistry({ maxConcurrentPulls: 10, bandwidthBytesPerSec: 2 * 1024 * 1024, images: [await buildDemoImage({ fillerBytes: 3 * 1024 * 1024 })] });
-  batch = await startBatchEmulator({ nodePath: [path.join(REPO_ROOT, 'local', 'batch', 'nodetools', 'bin')], onExchange: (e) => exchanges.push(e) });
+  services = await startServices({
+    repoRoot: REPO_ROOT,
+    registryBandwidthBytesPerSec: 2 * 1024 * 1024,
+    demoImageFillerBytes: 3 * 1024 * 1024,
+    batch: { onExchange: (e) => exchanges.push(e) },
+  });
 }, 120_000);
 
 afterAll(async () => {
   await host?.kill();
-  await batch?.stop();
-  await registry?.stop();
-  await azurite?.stop();
+  await services?.stop();
   await new Promise((r) => log?.end(r));
 }, 60_000);
 
 // Operator keys are at least 24 characters (shared/config/auth.ts).
 const CHILD_KEYS = { functionKey: 'crash-test-function-key-0123456789', masterKey: 'crash-test-master-key-0123456789' };
 
-/** The real app's host as a child process (port 0 picks a free one; the previous port restarts it in place). */
-const startHost = (port: number, storage: string, settings: Record<string, string>) =>
-  ChildHost.start({ appDir: REPO_ROOT, storage, port, settings, keys: CHILD_KEYS, log: log as WriteStream, timeoutMs: 90_000 });
+/**
+ * The real app's host as a child process (port 0 picks a free one; the previous port restarts it in place), keyless:
+ * its storage from the identity-based settings, its identity from the App Service identity endpoint.
+ */
+const startHost = (port: number, s: Services, settings: Record<string, string>) =>
+  ChildHost.start({
+    appDir: REPO_ROOT, port, settings, keys: CHILD_KEYS, log: log as WriteStream, timeoutMs: 90_000,
+    identityEndpoint: s.identity.appServiceIdentity, caFile: s.identity.caFile,
+  });
 
 const STAGES = ['Provisioning', 'PullingImages', 'StagingData', 'Running', 'CleaningUp'] as const;
 
 test('SIGKILL of the control plane once in every stage: the job still succeeds with the verified result, one pool, nothing left', async () => {
-  const az = azurite as AzuriteHandle;
-  const emu = batch as BatchEmulatorHandle;
-  const reg = registry as RegistryHandle;
-  // No identity service here: the test is the operator (its function key is the app's operator key).
-  const settings = { ...localAppSettings(az, emu), LOCAL_REGISTRY: reg.host, OPERATOR_API_KEYS: CHILD_KEYS.functionKey };
-  const storage = az.connectionString();
-  host = await startHost(0, storage, settings);
+  const s = services as Services;
+  const reg = s.registry;
+  expect(s.keyless).toBe(true);
+  // No bearer auth for the API here: the test is the operator (its function key is the app's operator key).
+  const settings = { ...localAppSettings(s.azurite, s.batch), LOCAL_REGISTRY: reg.host, OPERATOR_API_KEYS: CHILD_KEYS.functionKey };
+  host = await startHost(0, s, settings);
   const port = host.port;
   // jobRunner's helpers need only these parts of a stack; the base URL survives restarts (same port).
-  const stack = { azurite: az, batch: emu, registry: reg, settings, baseUrl: host.baseUrl, host: { keys: CHILD_KEYS, baseUrl: host.baseUrl } } as unknown as Stack;
+  const stack: StackClient = { baseUrl: host.baseUrl, host: { keys: CHILD_KEYS }, operator: s.operator };
 
   const expected = await uploadDemoInputs(stack, 20);
   const operator = asOperator(stack);
@@ -94,7 +96,7 @@ test('SIGKILL of the control plane once in every stage: the job still succeeds w
     await host.kill();
     killedIn.push(stage);
     if (justAfter) console.log('the CleaningUp stage ended before it was observed: the last kill landed just after it');
-    host = await startHost(port, storage, settings);
+    host = await startHost(port, s, settings);
     expect(host.baseUrl).toBe(stack.baseUrl);
   }
   expect(killedIn).toEqual([...STAGES]);
@@ -105,7 +107,7 @@ test('SIGKILL of the control plane once in every stage: the job still succeeds w
   expect(view.state).toBe('Succeeded');
   expect(checkResult(view, expected)).toEqual([]);
   const transitions = (view.timeline ?? []).filter((e) => e.kind === 'transition').map((e) => e.to);
-  expect(transitions).toEqual(['Submitted', ...STAGES, 'Succeeded']);
+  expect(transitions).toEqual(['Submitted', 'Queued', ...STAGES, 'Succeeded']);
   // Replayed activities must not have created a second pool or Batch job: every create after the first
   // answered "exists" (409), and the account held only this job's pool.
   const created = (p: RegExp) => exchanges.filter((e) => e.method === 'POST' && p.test(e.path) && e.status === 201).length;

@@ -7,7 +7,6 @@
 import { readFileSync, mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { parse, stringify } from 'yaml';
-import { BatchServiceClient, BatchSharedKeyCredentials } from '@azure/batch';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { checkCleanup, mpiOutput, submitSpec, watchJob, type JobViewLite } from '../../local/jobRunner';
 import type { ExchangeRecord } from '../../local/batch/config';
@@ -37,7 +36,7 @@ function cheapJob(id: string, patch: (spec: SpecDoc) => void = () => undefined):
  */
 function watchOwnedPools(jobId: string): { stop(): Promise<Set<string>> } {
   // No SDK retries: under the 503 storm a refused sample is simply skipped instead of stalling for its backoff.
-  const batch = new BatchServiceClient(new BatchSharedKeyCredentials(stack.batch.accountName, stack.batch.accountKey), stack.batch.url, { noRetryPolicy: true });
+  const batch = stack.operator.batch({ noRetryPolicy: true });
   const seen = new Set<string>();
   let running = true;
   const loop = (async () => {
@@ -81,8 +80,7 @@ beforeAll(async () => {
   mkdirSync(logs, { recursive: true });
   stack = await startStack({ port: 0, logDestination: path.join(logs, 'e2e-faults-host.log'), demoImageFillerBytes: 64 * 1024, batch: { onExchange: (e) => exchanges.push(e) } });
   // The start task compiles the demo program from this blob even when there is no input data.
-  const { BlobServiceClient } = await import('@azure/storage-blob');
-  const software = BlobServiceClient.fromConnectionString(stack.azurite.connectionString('data1')).getContainerClient('software');
+  const software = stack.operator.blobService('data1').getContainerClient('software');
   await software.createIfNotExists();
   await software.getBlockBlobClient('shardsum.c').uploadFile(path.join(REPO_ROOT, 'examples', 'mpi', 'shardsum.c'));
 }, 120_000);
@@ -118,7 +116,7 @@ describe('pipeline under injected faults', () => {
     expect(view.error?.message).toMatch(/manifest unknown/i);
     expect(view.error?.message).toMatch(/node/i);
     const transitions = (view.timeline ?? []).filter((e) => e.kind === 'transition').map((e) => e.to);
-    expect(transitions).toEqual(['Submitted', 'Provisioning', 'PullingImages', 'CleaningUp', 'Failed']);
+    expect(transitions).toEqual(['Submitted', 'Queued', 'Provisioning', 'PullingImages', 'CleaningUp', 'Failed']);
     const cleanup = (view.progress as { progress?: { cleanup?: { done?: string[] } } }).progress?.cleanup?.done ?? [];
     expect(cleanup).toEqual(expect.arrayContaining(['pool deleted']));
     expect([...pools]).toEqual(['hpc-faults-bad-image']);

@@ -73,7 +73,7 @@ describe('mpiJob pipeline end to end', () => {
 
     // The timeline went through every stage in order, each with a reason.
     const transitions = (view.timeline ?? []).filter((e) => e.kind === 'transition').map((e) => e.to);
-    expect(transitions).toEqual(['Submitted', 'Provisioning', 'PullingImages', 'StagingData', 'Running', 'CleaningUp', 'Succeeded']);
+    expect(transitions).toEqual(['Submitted', 'Queued', 'Provisioning', 'PullingImages', 'StagingData', 'Running', 'CleaningUp', 'Succeeded']);
     // Every node took part: 4 nodes x 2 ranks.
     const mpi = (view.result as { mpi?: { stdoutTail?: string } }).mpi?.stdoutTail ?? '';
     expect(mpi).toMatch(/"ranks":8,"nodes":4/);

@@ -6,7 +6,6 @@
 import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { stringify } from 'yaml';
-import { BatchServiceClient, BatchSharedKeyCredentials } from '@azure/batch';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { checkCleanup, mpiOutput, submitSpec, watchJob, type JobViewLite } from '../../local/jobRunner';
 
@@ -30,7 +29,7 @@ async function explain(view: JobViewLite): Promise<void> {
 }
 
 async function failedPullTasks(batchJobId: string): Promise<number> {
-  const batch = new BatchServiceClient(new BatchSharedKeyCredentials(stack.batch.accountName, stack.batch.accountKey), stack.batch.url);
+  const batch = stack.operator.batch();
   const tasks = await batch.task.list(batchJobId);
   return tasks.filter((t) => t.id?.startsWith('pull-') && t.executionInfo?.exitCode !== 0).length;
 }

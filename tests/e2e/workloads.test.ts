@@ -12,7 +12,6 @@
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { BlobServiceClient } from '@azure/storage-blob';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { DATA_ACCOUNT } from '../../local/azurite';
 import { checkCleanup, mpiOutput, submitSpec, watchJob, type JobViewLite } from '../../local/jobRunner';
@@ -43,7 +42,7 @@ beforeAll(async () => {
   mkdirSync(logs, { recursive: true });
   stack = await startStack({ port: 0, logDestination: path.join(logs, 'e2e-workloads-host.log'), demoImageFillerBytes: 64 * 1024 });
   // What the examples' start tasks download: the MPI program's source and the two scripts.
-  const software = BlobServiceClient.fromConnectionString(stack.azurite.connectionString(DATA_ACCOUNT.name)).getContainerClient('software');
+  const software = stack.operator.blobService(DATA_ACCOUNT.name).getContainerClient('software');
   await software.createIfNotExists();
   await software.getBlockBlobClient('shardsum.c').uploadFile(path.join(REPO_ROOT, 'examples', 'mpi', 'shardsum.c'));
   for (const f of ['mklvars.sh', 'run-solver.sh']) await software.getBlockBlobClient(f).uploadFile(path.join(WORKLOADS, 'files', f));

@@ -10,7 +10,7 @@
 import { stringify } from 'yaml';
 import { getJobView, submitSpec, type StackClient } from '../../local/jobRunner';
 import type { ReceivedDelivery } from '../../local/webhooks';
-import { DeliveryStore } from '../../shared/events/deliveryStore';
+import { ATTEMPTS_TABLE, CURSORS_TABLE, DeliveryStore } from '../../shared/events/deliveryStore';
 import { StackFixture, waitGone } from '../stack/supervisedStack';
 
 const fx = new StackFixture('events');
@@ -119,7 +119,7 @@ test('every transition of every job reaches the webhook, signed, in seq order, n
   }
 
   // Every delivery is on record: each seq of each job has a delivered attempt for the local webhook.
-  const store = DeliveryStore.fromConnectionString(client.azurite.connectionString());
+  const store = new DeliveryStore(client.operator.table(CURSORS_TABLE), client.operator.table(ATTEMPTS_TABLE));
   for (const [id, timeline] of timelines) {
     const attempts = await store.attemptsOf(id);
     const delivered = new Set(attempts.filter((a) => a.endpoint === 'webhook-local' && a.outcome === 'delivered').map((a) => a.seq));

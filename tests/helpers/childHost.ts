@@ -22,8 +22,15 @@ export interface LogLine {
 export interface ChildHostOptions {
   /** The Functions app the host serves. */
   appDir: string;
-  /** Storage connection string (Azurite) for the host and the Durable engine. */
-  storage: string;
+  /**
+   * Storage connection string (Azurite) for the host and the Durable engine; absent for a keyless stack, whose host
+   * reads its identity-based storage from `settings` like the app.
+   */
+  storage?: string;
+  /** The App Service managed identity endpoint the host sets (a keyless stack's IDENTITY_ENDPOINT/_HEADER). */
+  identityEndpoint?: { endpoint: string; header: string };
+  /** The keyless stack's certificate: the child starts with NODE_EXTRA_CA_CERTS set to it. */
+  caFile?: string;
   /** 0 (default) picks a free port; the previous host's port restarts it in place. */
   port?: number;
   /** App settings the host exposes to the app (default: none beyond the process environment). */
@@ -54,7 +61,9 @@ export class ChildHost {
     const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: '' };
     if (opts.settings) env.HOST_SETTINGS = JSON.stringify(opts.settings);
     if (opts.keys) env.HOST_KEYS = JSON.stringify(opts.keys);
-    const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, opts.appDir, opts.storage, String(opts.port ?? 0)], {
+    if (opts.identityEndpoint) env.HOST_IDENTITY_ENDPOINT = JSON.stringify({ endpoint: opts.identityEndpoint.endpoint, header: opts.identityEndpoint.header });
+    if (opts.caFile) env.NODE_EXTRA_CA_CERTS = opts.caFile;
+    const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, opts.appDir, opts.storage ?? '-', String(opts.port ?? 0)], {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
       env,

@@ -3,7 +3,9 @@
  * Durable engine over an app until killed, so a test can SIGKILL the control plane while Azurite (and the Batch
  * emulator) keep running.
  *   [HOST_SETTINGS='<json app settings>'] [HOST_KEYS='<json {functionKey, masterKey}>'] \
- *   node --import tsx tests/helpers/hostProcess.ts <appDir> <storageConnectionString> [port]
+ *   [HOST_IDENTITY_ENDPOINT='<json {endpoint, header}>'] \
+ *   node --import tsx tests/helpers/hostProcess.ts <appDir> <storageConnectionString | -> [port]
+ * `-`: the host's storage comes from the settings (a keyless stack's identity-based AzureWebJobsStorage__*).
  * Prints "READY <baseUrl>" on stdout once serving; every log line after it is pino JSON on stdout.
  */
 import { startFunctionsHost } from '../../local/host';
@@ -11,11 +13,12 @@ import { createDurableExtension } from '../../local/durable';
 
 async function main(): Promise<void> {
   const [appDir, connectionString, port] = process.argv.slice(2);
-  if (!appDir || !connectionString) throw new Error('usage: hostProcess.ts <appDir> <storageConnectionString> [port]');
+  if (!appDir || !connectionString) throw new Error('usage: hostProcess.ts <appDir> <storageConnectionString | -> [port]');
   const host = await startFunctionsHost({
     appDir,
     port: Number(port ?? 0),
-    storageConnectionString: connectionString,
+    storageConnectionString: connectionString === '-' ? undefined : connectionString,
+    identityEndpoint: process.env.HOST_IDENTITY_ENDPOINT ? (JSON.parse(process.env.HOST_IDENTITY_ENDPOINT) as { endpoint: string; header: string }) : undefined,
     keys: process.env.HOST_KEYS ? JSON.parse(process.env.HOST_KEYS) : { functionKey: 'k', masterKey: 'm' },
     env: process.env.HOST_SETTINGS ? (JSON.parse(process.env.HOST_SETTINGS) as Record<string, string>) : undefined,
     logLevel: 'info',

@@ -8,6 +8,7 @@
  */
 import fc from 'fast-check';
 import * as P from '../../shared/spec/patterns';
+import { retiredVmSize } from '../../shared/planning/vmSizes';
 
 type Obj = Record<string, unknown>;
 
@@ -63,7 +64,8 @@ const partialAllocation = (nodes: number) =>
 // Leaf arbitraries are built once: building a stringMatching arbitrary is costly, and chain() would
 // otherwise rebuild them for every sample.
 const poolIdArb = str(P.POOL_ID_RE);
-const vmSizeArb = str(P.VM_SIZE_RE);
+// A random name may be a retired size (NV24, H16r…), which validation refuses with its successors.
+const vmSizeArb = str(P.VM_SIZE_RE).filter((v) => !retiredVmSize(v));
 const nodeAgentSkuArb = str(P.NODE_AGENT_SKU_RE);
 const customImageIdArb = str(/^[a-z0-9-]{1,12}$/).map(
   (n) => `/subscriptions/0000-1111/resourceGroups/rg-${n}/providers/Microsoft.Compute/galleries/g/images/${n}/versions/1.0.0`,

@@ -51,7 +51,7 @@ describe('local host: extensions', () => {
     try {
       expect(ext.host).toBe(host.context);
       expect(ext.host?.baseUrl()).toBe(host.baseUrl);
-      expect(ext.host?.storageConnectionString()).toBe(azurite.connectionString());
+      expect(ext.host?.storage()).toEqual({ kind: 'connectionString', name: 'AzureWebJobsStorage', connectionString: azurite.connectionString() });
       const fn = host.functions().find((f) => f.name === 'fakeTriggered');
       expect(fn?.trigger).toMatchObject({ type: 'fakeTrigger', name: 'payload', direction: 'in' });
 

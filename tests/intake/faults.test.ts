@@ -25,6 +25,8 @@ beforeAll(async () => {
     port: 0,
     logDestination: hostLog,
     demoImage: false,
+    // The fault proxy forwards plain http, which a bearer token never crosses: this test opts in to shared keys.
+    sharedKeys: true,
     appStorage: async (azurite) => {
       proxy = await startFaultProxy(`http://${azurite.ports.host}:${azurite.ports.table}`);
       return withTableEndpoint(azurite.connectionString(), `${proxy.url}/${azurite.accounts[0]?.name ?? 'devstoreaccount1'}`);

@@ -14,6 +14,9 @@ import { submitJob, type OrchestrationStarter } from '../../shared/intake/submit
 import type { DataAccessPolicy } from '../../shared/intake/dataAccess';
 import { JobStore, type JobEvent } from '../../shared/state';
 import { pendingTransitions } from '../../shared/events/cursor';
+import { DependentsStore } from '../../shared/scheduling/dependentsStore';
+import type { SchedulingPolicy } from '../../shared/scheduling/intake';
+import { DEFAULT_QUEUE } from '../../shared/spec/sections/scheduling';
 import { fastSpec } from './support';
 
 let azurite: AzuriteHandle;
@@ -51,6 +54,9 @@ async function setup() {
   const events = TableClient.fromConnectionString(cs, `JobEvents${n}`, { allowInsecureConnection: true });
   const store = new JobStore(observed(jobs, calls), observed(events, calls), { onTransition: async (e) => void announced.push(e) });
   await store.ensureTables();
+  const dependentsTable = TableClient.fromConnectionString(cs, `JobDependents${n}`, { allowInsecureConnection: true });
+  await dependentsTable.createTable();
+  const scheduling: SchedulingPolicy = { queues: [DEFAULT_QUEUE], dependents: new DependentsStore(observed(dependentsTable, calls)) };
   calls.length = 0;
   const starts: { id: string; justCreated: boolean }[] = [];
   const started = new Set<string>();
@@ -62,12 +68,12 @@ async function setup() {
       return 'started';
     },
   };
-  return { store, calls, announced, starts, starter, jobsTable: `Jobs${n}`, eventsTable: `JobEvents${n}` };
+  return { store, calls, announced, starts, starter, scheduling, jobsTable: `Jobs${n}`, eventsTable: `JobEvents${n}` };
 }
 
 test('a new job: one insert and one start, nothing read, no event written or announced', async () => {
-  const { store, calls, announced, starts, starter, jobsTable } = await setup();
-  const outcome = await submitJob(store, starter, { body: fastSpec('calls-new'), owner: 'queue', dataAccess: POLICY });
+  const { store, calls, announced, starts, starter, scheduling, jobsTable } = await setup();
+  const outcome = await submitJob(store, starter, { body: fastSpec('calls-new'), owner: 'queue', dataAccess: POLICY, scheduling });
   expect(outcome).toMatchObject({ kind: 'accepted', created: true, orchestration: 'started', job: { id: 'calls-new', state: 'Submitted' } });
   expect(calls).toEqual([`${jobsTable}.createEntity`]);
   expect(starts).toEqual([{ id: 'calls-new', justCreated: true }]);
@@ -75,8 +81,8 @@ test('a new job: one insert and one start, nothing read, no event written or ann
 });
 
 test('the creation event: on the timeline through the row, then written and delivered with the first transition', async () => {
-  const { store, announced, starter } = await setup();
-  const outcome = await submitJob(store, starter, { body: fastSpec('calls-timeline'), owner: 'queue', dataAccess: POLICY });
+  const { store, announced, starter, scheduling } = await setup();
+  const outcome = await submitJob(store, starter, { body: fastSpec('calls-timeline'), owner: 'queue', dataAccess: POLICY, scheduling });
   if (outcome.kind !== 'accepted') throw new Error(outcome.kind);
   expect(await store.events('calls-timeline')).toEqual([]);
   const job = (await store.get('calls-timeline'))!;
@@ -96,10 +102,10 @@ test('the creation event: on the timeline through the row, then written and deli
 });
 
 test('a repeat reads the row and repairs its last event; a started job is not started again; a conflict starts nothing', async () => {
-  const { store, calls, starts, starter, jobsTable, eventsTable } = await setup();
-  await submitJob(store, starter, { body: fastSpec('calls-repeat'), owner: 'queue', dataAccess: POLICY });
+  const { store, calls, starts, starter, scheduling, jobsTable, eventsTable } = await setup();
+  await submitJob(store, starter, { body: fastSpec('calls-repeat'), owner: 'queue', dataAccess: POLICY, scheduling });
   calls.length = 0;
-  const again = await submitJob(store, starter, { body: fastSpec('calls-repeat'), owner: 'queue', dataAccess: POLICY });
+  const again = await submitJob(store, starter, { body: fastSpec('calls-repeat'), owner: 'queue', dataAccess: POLICY, scheduling });
   expect(again).toMatchObject({ kind: 'accepted', created: false, orchestration: 'exists' });
   expect(calls).toEqual([`${jobsTable}.createEntity`, `${jobsTable}.getEntity`, `${eventsTable}.upsertEntity`]);
   expect(starts.map((s) => s.justCreated)).toEqual([true, false]);
@@ -107,15 +113,15 @@ test('a repeat reads the row and repairs its last event; a started job is not st
   expect((await store.events('calls-repeat')).map((e) => e.seq)).toEqual([1]);
 
   calls.length = 0;
-  const conflict = await submitJob(store, starter, { body: fastSpec('calls-repeat', 'false'), owner: 'queue', dataAccess: POLICY });
+  const conflict = await submitJob(store, starter, { body: fastSpec('calls-repeat', 'false'), owner: 'queue', dataAccess: POLICY, scheduling });
   expect(conflict).toMatchObject({ kind: 'conflict', differingPaths: ['mpi.command'] });
   expect(calls).toEqual([`${jobsTable}.createEntity`, `${jobsTable}.getEntity`, `${eventsTable}.upsertEntity`]);
   expect(starts).toHaveLength(2);
 });
 
 test('an invalid spec touches no table', async () => {
-  const { store, calls, starts, starter } = await setup();
-  const outcome = await submitJob(store, starter, { body: { name: 'x' }, owner: 'queue', dataAccess: POLICY });
+  const { store, calls, starts, starter, scheduling } = await setup();
+  const outcome = await submitJob(store, starter, { body: { name: 'x' }, owner: 'queue', dataAccess: POLICY, scheduling });
   expect(outcome.kind).toBe('invalid');
   expect(calls).toEqual([]);
   expect(starts).toEqual([]);

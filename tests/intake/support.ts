@@ -2,14 +2,13 @@
  * Helpers shared by the intake tests and the intake bench: specs that end fast, submitting over HTTP and the
  * queue, and reading back what intake wrote (Jobs rows, Durable instances) straight from the local stack.
  */
-import { TableClient } from '@azure/data-tables';
-import { QueueClient } from '@azure/storage-queue';
+import type { TableClient } from '@azure/data-tables';
+import type { QueueClient } from '@azure/storage-queue';
 import type { Stack as FullStack } from '../../local/stack';
 
 /** What these helpers use of a stack: the in-process one (local/stack.ts) or a view of the supervised one (the bench). */
-export type Stack = Pick<FullStack, 'baseUrl'> & {
+export type Stack = Pick<FullStack, 'baseUrl' | 'operator'> & {
   host: { keys: { functionKey: string; masterKey: string } };
-  azurite: Pick<FullStack['azurite'], 'connectionString'>;
 };
 
 export const SUBMISSIONS_QUEUE = 'job-submissions';
@@ -61,8 +60,9 @@ export async function postJobRetrying(stack: Stack, spec: unknown, attempts = 6,
   }
 }
 
+/** A queue of the host storage, as the operator reaches it (tokens on a keyless stack, the key with shared keys). */
 export function submissionsQueue(stack: Stack, name = SUBMISSIONS_QUEUE): QueueClient {
-  return new QueueClient(stack.azurite.connectionString(), name);
+  return stack.operator.queue(name);
 }
 
 /** host.json says messageEncoding base64: send what the Functions host expects. */
@@ -73,7 +73,7 @@ export async function enqueue(queue: QueueClient, body: unknown): Promise<void> 
 
 /** The Jobs table read directly from Azurite (not through the app, which may sit behind a fault proxy). */
 export function jobsTable(stack: Stack): TableClient {
-  return TableClient.fromConnectionString(stack.azurite.connectionString(), 'Jobs', { allowInsecureConnection: true });
+  return stack.operator.table('Jobs');
 }
 
 export interface JobRow {

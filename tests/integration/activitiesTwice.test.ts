@@ -27,6 +27,9 @@ import { mpiResultCollect, mpiTaskAdd, mpiTaskObserve } from '../../orchestratio
 import { outputsList, workloadUrls } from '../../orchestrations/activities/workloadData';
 import { nodeFileSources } from '../../shared/planning/workloadData';
 import { sdkClient } from '../../local/batch/testing/sdkHelpers';
+import { admissionRelease, admissionRequest, dependenciesCheck, jobEnded } from '../../orchestrations/activities/scheduling';
+import type { ActivityEnv } from '../../orchestrations/runtime/activityCalls';
+import { recordSubmission as record } from '../../shared/state';
 import { until } from '../batch/until';
 import { smallSpec } from '../ops/helpers';
 
@@ -48,6 +51,12 @@ function spec(id: string, extra: Parameters<typeof smallSpec>[1] = { command: 't
   return parsed.spec;
 }
 
+/** The job a recorded submission names (an id taken by another owner cannot happen in these tests). */
+function jobOf(r: Awaited<ReturnType<typeof recordSubmission>>): JobRecord {
+  if (r.outcome === 'taken') throw new Error(`job id ${r.id} is taken`);
+  return r.job;
+}
+
 async function submitted(id: string, s: JobSpec = spec(id)): Promise<JobRecord> {
   const r = await recordSubmission(await jobStore(), { spec: s, owner: 'test' });
   if (r.outcome === 'taken') throw new Error(`job id ${r.id} is taken`);
@@ -67,6 +76,7 @@ beforeAll(async () => {
     // A mount secret the deployment publishes for jobs (in Azure a Key Vault reference), and the file servers jobs may mount.
     MOUNT_SECRET_refkey: 'cmVma2V5LXNlY3JldA==',
     DATA_MOUNT_SOURCES: '10.0.0.4:/exports/*',
+    ADMISSION_CORE_QUOTA: '{"standardDSv5Family":16}',
   });
 }, 60_000);
 afterAll(async () => {
@@ -135,6 +145,16 @@ describe('Batch activities', () => {
     await jobTransition({ jobId: ended, to: 'Failed', reason: 'rejected' });
     await expect(poolCreate(planJob(ended, e).poolCreate)).rejects.toThrow(/job twice-ended already ended Failed: not creating pool/);
     await expect(batchJobCreate({ jobId: ended, batchJobId: 'hpc-twice-ended', poolId: 'p', releaseCommandLine: '/bin/true' })).rejects.toThrow(/already ended Failed/);
+
+    // A late repeat of the create, delivered while the run cleans up (after it deleted the pool): refused too.
+    const late = 'twice-late-create';
+    const l = spec(late, { nodes: 1, command: 'true' });
+    await submitted(late, l);
+    await jobTransition({ jobId: late, to: 'Provisioning', reason: 'creating pool' });
+    await jobTransition({ jobId: late, to: 'CleaningUp', reason: 'failed' });
+    const before2 = creates.length;
+    await expect(poolCreate(planJob(late, l).poolCreate)).rejects.toThrow(/job twice-late-create is cleaning up: not creating pool/);
+    expect(creates.slice(before2)).toEqual([]);
   });
 
   it('poolInspect and poolObserve read the same pool twice; poolResize twice targets the same size', async () => {
@@ -316,5 +336,60 @@ outputs: { account: data1, container: twice-results }
     expect(l1.files.map((f) => [f.name, f.size])).toEqual([['logs/stdout.txt', 5], ['workdir/out/a.dat', 8]]);
     for (const f of l1.files) expect(f.url).not.toContain('?');
     expect(l1.container).toMatch(/\/data1\/twice-results$/);
+  });
+});
+
+describe('scheduling activities', () => {
+  // The Durable client is the one boundary replaced here (no host runs in this test): it records the events raised.
+  const raised: [string, string][] = [];
+  const env = { client: { raiseEvent: async (id: string, name: string) => void raised.push([id, name]) }, log: { warn: () => undefined } } as unknown as ActivityEnv;
+
+  it('admissionRequest twice gives the same grant and one timeline note; a waiting job twice keeps its place; admissionRelease twice lets it in once', async () => {
+    // Standard_D8s_v5: 8 cores per node; the quota is 16 cores of that family.
+    await submitted('twice-adm-a', spec('twice-adm-a', { nodes: 1, command: 'true' }));
+    await submitted('twice-adm-b', spec('twice-adm-b', { nodes: 2, command: 'true' }));
+    const [a1, a2] = await twice(() => admissionRequest({ jobId: 'twice-adm-a' }, env));
+    expect(a1).toMatchObject({ state: 'granted', grant: 1 });
+    expect(a2).toEqual(a1);
+    const notes = (await (await jobStore()).events('twice-adm-a')).filter((e) => e.kind === 'note');
+    expect(notes.map((n) => n.reason)).toEqual([expect.stringMatching(/^admitted: grant 1 in queue default, waiting since /)]);
+    const [b1, b2] = await twice(() => admissionRequest({ jobId: 'twice-adm-b' }, env));
+    expect(b1).toEqual({ state: 'waiting', reason: 'standardDSv5Family: 8 of 16 cores in use, the job needs 16', position: { inQueue: 1, overall: 1 } });
+    expect(b2).toEqual(b1);
+    await twice(() => admissionRelease({ jobId: 'twice-adm-a' }, env));
+    expect(raised.filter(([id, name]) => id === 'twice-adm-b' && name === 'admission')).toHaveLength(1);
+    expect(await admissionRequest({ jobId: 'twice-adm-b' }, env)).toMatchObject({ state: 'granted', grant: 2 });
+  });
+
+  it('dependenciesCheck twice reads the same; jobEnded twice wakes the dependents and moves an array row once', async () => {
+    const parent = spec('twice-dep-parent');
+    await submitted('twice-dep-parent', parent);
+    const child = jobOf(await record(await jobStore(), { spec: { ...spec('twice-dep-child'), dependsOn: [{ job: 'twice-dep-parent', condition: 'succeeded' }] }, owner: 'test' }));
+    const [c1, c2] = await twice(() => dependenciesCheck({ jobId: child.id }));
+    expect(c1).toEqual({ state: 'pending', pending: ['twice-dep-parent'] });
+    expect(c2).toEqual(c1);
+    const { dependents } = await (await import('../../shared/services')).schedulingStores();
+    await dependents.add('twice-dep-parent', child.id);
+    await jobTransition({ jobId: 'twice-dep-parent', to: 'Failed', reason: 'gave up' });
+    raised.length = 0;
+    await twice(() => jobEnded({ jobId: 'twice-dep-parent' }, env));
+    expect(raised).toEqual([[child.id, 'dependency'], [child.id, 'dependency']]);
+    expect(await dependenciesCheck({ jobId: child.id })).toEqual({ state: 'impossible', reason: 'dependency twice-dep-parent ended Failed (this job needed it to succeed)' });
+
+    // An array of two whose jobs both ended: its row moves to Succeeded once, however often the end is announced.
+    const store = await jobStore();
+    const arraySpec = { ...spec('twice-arr'), array: { parameters: ['x', 'y'] } };
+    const arr = jobOf(await record(store, { spec: arraySpec, owner: 'test' }));
+    await jobTransition({ jobId: arr.id, to: 'Queued', reason: 'array of 2 jobs' });
+    for (const i of [0, 1]) {
+      const id = `twice-arr-${i}`;
+      await store.createIfAbsent({ id, spec: spec(id), specHash: `h${i}`, owner: 'test', array: { parent: arr.id, index: i, submittedAt: arr.createdAt } });
+      for (const to of ['Queued', 'Running', 'CleaningUp', 'Succeeded'] as const) await jobTransition({ jobId: id, to, reason: to });
+    }
+    await twice(() => jobEnded({ jobId: 'twice-arr-1' }, env));
+    const row = await store.get(arr.id);
+    expect(row?.state).toBe('Succeeded');
+    expect(row?.progress).toEqual({ array: { size: 2, counts: { Succeeded: 2 }, state: 'Succeeded' } });
+    expect((await store.events(arr.id)).filter((e) => e.kind === 'transition').map((e) => e.to)).toEqual(['Submitted', 'Queued', 'Running', 'CleaningUp', 'Succeeded']);
   });
 });

@@ -1,9 +1,10 @@
 /** Shared by the ops stack tests: small job specs, a sweep wired to a running stack, Batch request timestamps. */
-import { BatchServiceClient, BatchSharedKeyCredentials } from '@azure/batch';
+import type { BatchServiceClient } from '@azure/batch';
+import { DefaultAzureCredential } from '@azure/identity';
 import { stringify } from 'yaml';
 import type { Stack } from '../../local/stack';
 import { STAGING_ACCOUNTS } from '../../local/azurite';
-import { loadConfig } from '../../shared/config';
+import { loadConfig, type AppConfig } from '../../shared/config';
 import { createBatchContext } from '../../shared/batch';
 import { JobStore } from '../../shared/state';
 import { blobAccount } from '../../shared/storage/clients';
@@ -24,8 +25,18 @@ export function smallSpec(id: string, opts: { nodes?: number; command: string; l
   });
 }
 
+/** Batch as the operator sees it (tokens of the local tenant's admin on a keyless stack). */
 export function batchClient(stack: Stack): BatchServiceClient {
-  return new BatchServiceClient(new BatchSharedKeyCredentials(stack.batch.accountName, stack.batch.accountKey), stack.batch.url);
+  return stack.operator.batch();
+}
+
+/**
+ * The job store as the app builds it from its settings (shared/services.ts): on a keyless stack with the app's
+ * managed identity, whose IDENTITY_ENDPOINT the in-process host has set in this process.
+ */
+export function appJobStore(cfg: AppConfig): JobStore {
+  const host = cfg.hostStorage;
+  return host.kind === 'connectionString' ? JobStore.fromConnectionString(host.connectionString) : JobStore.fromTableEndpoint(host.tableEndpoint, new DefaultAzureCredential());
 }
 
 /** The Durable management API URL of an instance (`op`: "/terminate"...) on the stack's host, with the webhook's system key. */
@@ -67,7 +78,7 @@ export function sweepDeps(stack: Stack, settings: SweepSettings): SweepDeps {
   const cfg = loadConfig(stack.settings);
   return {
     batch: createBatchContext(cfg),
-    store: JobStore.fromConnectionString(stack.settings.AzureWebJobsStorage),
+    store: appJobStore(cfg),
     orchestrations: httpDurableControl(stack),
     stagingAccounts: cfg.stagingAccounts.map(blobAccount),
     hostBlobs: blobAccount(cfg.hostStorage).service,

@@ -5,7 +5,6 @@
  */
 import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
-import { BlobServiceClient } from '@azure/storage-blob';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { until } from '../batch/until';
 import { startFunctionsHost, type FunctionsHostHandle } from '../../local/host';
@@ -45,7 +44,7 @@ const view = async (id: string) => (await (await fetch(`${current.baseUrl}/api/j
 async function stagedContainers(): Promise<string[]> {
   const out: string[] = [];
   for (const name of STAGING_NAMES) {
-    const svc = BlobServiceClient.fromConnectionString(stack.azurite.connectionString(name));
+    const svc = stack.operator.blobService(name);
     for await (const c of svc.listContainers({ prefix: 'stg-' })) out.push(`${name}/${c.name}`);
   }
   return out;
@@ -76,7 +75,9 @@ describe('sweep', () => {
     await stack.host.stop();
 
     restarted = await startFunctionsHost({
-      appDir: REPO_ROOT, port: 0, storageConnectionString: stack.azurite.connectionString(), extensions: [createDurableExtension()],
+      // The same host storage and identity as the first host's (keyless: the app's identity-based settings).
+      appDir: REPO_ROOT, port: 0, storageConnectionString: stack.keyless ? undefined : stack.azurite.connectionString(), extensions: [createDurableExtension()],
+      identityEndpoint: stack.identity.appServiceIdentity,
       env: { ...stack.settings, SWEEP_SCHEDULE: '*/2 * * * * *', SWEEP_GRACE_SECONDS: '3', SWEEP_STALL_LIMIT_SECONDS: '15' },
       logDestination: path.join(LOGS, 'ops-sweep-host2.log'),
     });

@@ -83,6 +83,24 @@ describe('sweep rules', () => {
     expect(planSweep(o, S).map((a) => a.kind)).toEqual(['deletePool']);
   });
 
+  it('counts the wall-clock limit from the pool\'s creation: time the job waited in the queue does not count', () => {
+    const o = obs({
+      jobs: new Map([['a', job('a', { createdAt: ago(300), wallClockLimitMs: 60 * 60_000 })]]),
+      orchestrations: new Map([['a', running(1)]]),
+      pools: [{ poolId: 'p', jobId: 'a', state: 'active', creationTime: ago(30) }],
+    });
+    expect(planSweep(o, S)).toEqual([]);
+    const late = obs({ ...o, pools: [{ poolId: 'p', jobId: 'a', state: 'active', creationTime: ago(100) }] });
+    expect(planSweep(late, S).map((a) => a.kind)).toEqual(['deletePool']);
+  });
+
+  it('never takes an array\'s own row (it has no orchestration) for a lost run', () => {
+    const o = obs({ jobs: new Map([['arr', job('arr', { state: 'Running', createdAt: ago(300), updatedAt: ago(300), isArray: true })]]) });
+    expect(planSweep(o, S)).toEqual([]);
+    const plain = obs({ jobs: new Map([['arr', job('arr', { state: 'Running', createdAt: ago(300), updatedAt: ago(300) })]]) });
+    expect(planSweep(plain, S).map((a) => a.kind)).toEqual(['failJob']);
+  });
+
   it('terminates an active Batch job whose orchestration ended; staging is kept until retention', () => {
     const o = obs({
       jobs: new Map([['a', job('a', { state: 'Failed', updatedAt: ago(30) })], ['b', job('b', { state: 'Succeeded', updatedAt: ago(90) })]]),
@@ -181,7 +199,7 @@ describe('sweep plan properties', () => {
       const healthy = [...o.jobs.values()].filter((j) => {
         const orch = o.orchestrations.get(j.id);
         return !isTerminal(j.state) && orch?.runtimeStatus === 'Running' && !isStalled(orch, Date.parse(NOW), S.stallLimitMs)
-          && (j.wallClockLimitMs === undefined || Date.parse(NOW) - Date.parse(j.createdAt) <= j.wallClockLimitMs + S.graceMs);
+          && (j.wallClockLimitMs === undefined || o.pools.filter((p) => p.jobId === j.id).every((p) => Date.parse(NOW) - Date.parse(p.creationTime ?? j.createdAt) <= j.wallClockLimitMs! + S.graceMs));
       });
       const plan = planSweep(o, SR);
       for (const j of healthy) expect(plan.filter((a) => a.jobId === j.id)).toEqual([]);

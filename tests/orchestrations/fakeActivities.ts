@@ -13,6 +13,7 @@ import {
   type NodeTaskObservation,
 } from '../../shared/contract';
 import type { PoolObservation } from '../../shared/planning/provisionPolicy';
+import type { PreflightRun } from '../../shared/planning/preflight';
 import type { Activity } from '../durable/helpers/simulator';
 
 /** One activity, as the orchestrator sees it; `attempt` counts Durable's retries of the same call (1, 2, …). */
@@ -51,6 +52,31 @@ export function poolObservation(states: string[]): PoolObservation {
   };
 }
 
+/**
+ * What a preflight check's master prints, parsed, for nodes at `ips`: every node answered on ssh in `sshMs` with
+ * 100 GB free, and each pair of neighbours ping-ponged at 2 µs and 10 GB/s (`slow` nodes' pairs at 5 ms and 5 MB/s;
+ * `unreachable` nodes refused ssh and are left out of the ping-pong).
+ */
+export function preflightReport(ips: string[], opts: { slow?: string[]; unreachable?: string[]; sshMs?: number } = {}): PreflightRun {
+  const down = new Set(opts.unreachable ?? []);
+  const ranks = ips.filter((ip) => !down.has(ip));
+  const slow = new Set(opts.slow ?? []);
+  const pairs = (ranks.length === 2 ? [[0, 1]] : ranks.length > 2 ? ranks.map((_, i) => [i, (i + 1) % ranks.length]) : []).map(([a, b]) => {
+    const bad = slow.has(ranks[a]) || slow.has(ranks[b]);
+    return { a: ranks[a], b: ranks[b], latencyUs: bad ? 5_000 : 2, bandwidthMBps: bad ? 5 : 10_000 };
+  });
+  return {
+    exitCode: 0,
+    report: {
+      probes: ips.map((ip, i) => ({ ip, via: i === 0 ? 'local' : 'ssh', rc: down.has(ip) ? 255 : 0, ms: opts.sshMs ?? 40, ...(down.has(ip) ? { message: `ssh: connect to host ${ip} port 22: Connection refused` } : { freeKB: 100 * 1024 * 1024 }), missing: [] })),
+      ...(ranks.length >= 2 ? { ranks, pairs } : { pairs: [], skipped: 'fewer-than-2-reachable-nodes' }),
+    },
+  };
+}
+
+/** The IPs of fakeNode 0..count-1. */
+export const fakeIps = (count: number) => Array.from({ length: count }, (_, i) => fakeNode(i, 'idle').ipAddress);
+
 export interface FakeJob {
   /** The fakes, with the overrides applied. */
   fakes: FakeActivities;
@@ -63,15 +89,20 @@ export interface FakeJob {
 }
 
 /**
- * Answers for every activity the pipeline calls, as Batch and Storage would for a healthy small job: the pool's
- * two nodes are idle at the first look, node tasks run where they were pinned and succeed, the MPI task is
- * complete at the first look and exits 0. `overrides` replace single activities.
+ * Answers for every activity the pipeline calls, as Batch and Storage would for a healthy small job: admission grants
+ * the job at once (no dependencies), the pool's two nodes are idle at the first look, node tasks run where they were
+ * pinned and succeed, the MPI task is complete at the first look and exits 0, a deleted pool is gone at the next look.
+ * `overrides` replace single activities.
  */
 export function healthyJob(overrides: FakeActivities = {}): FakeJob {
   const finishes: JobOutcome[] = [];
   const pinned = new Map<string, string>();
   const completed = (id: string): NodeTaskObservation => ({ id, state: 'completed', exitCode: 0, nodeId: pinned.get(id) });
   const fakes: FakeActivities = {
+    admissionRequest: () => ({ state: 'granted', grant: 1, grantedAt: '2030-01-01T00:00:00.000Z' }),
+    admissionRelease: () => undefined,
+    dependenciesCheck: () => ({ state: 'met' }),
+    jobEnded: () => undefined,
     jobTransition: () => undefined,
     jobFinish: ({ outcome }) => {
       finishes.push(outcome);
@@ -97,8 +128,26 @@ export function healthyJob(overrides: FakeActivities = {}): FakeJob {
     mpiTaskAdd: () => undefined,
     mpiTaskObserve: () => ({ state: 'completed' }),
     mpiResultCollect: ({ taskId }) => ({ taskId, exitCode: 0, subtasks: [], logs: [], stdoutTail: '' }),
+    mpiTaskTerminate: () => undefined,
+    jobNote: () => undefined,
+    preflightTaskAdd: () => undefined,
+    preflightObserve: () => ({ state: 'completed' }),
+    // Healthy figures for the first ten fake nodes: the check judges only the nodes of the attempt (by IP).
+    preflightCollect: () => preflightReport(fakeIps(10)),
     ...overrides,
   };
+  // Batch stops listing a pool once it is deleted, whatever the test's own poolObserve answered before.
+  const deleted = new Set<string>();
+  const { poolDelete, poolObserve } = fakes;
+  fakes.poolDelete = (input, attempt) => {
+    const out = poolDelete!(input, attempt);
+    deleted.add(input.poolId);
+    return out;
+  };
+  fakes.poolObserve = (input, attempt) =>
+    deleted.has(input.poolId)
+      ? { state: 'missing', allocationState: 'steady', currentDedicatedNodes: 0, targetDedicatedNodes: 0, resizeErrors: [], nodes: [] }
+      : poolObserve!(input, attempt);
   return {
     fakes,
     finishes,

@@ -77,20 +77,26 @@ export function stagesEntered(history: HistoryEvent[]): string[] {
   return scheduledInputs(history, 'jobTransition').map((t) => t.to);
 }
 
-/** Recorded once, last, with the final state; nothing (activity or timer) scheduled after it. */
+/**
+ * Recorded once, with the final state, after the job's admission was given back; nothing (activity or timer) scheduled
+ * after it but the announcement of the end (jobEnded).
+ */
 export function expectFinishedOnceAndLast(r: SimResult, job: FakeJob): void {
   expect(job.finishes).toHaveLength(1);
   expect(scheduled(r.history).filter((n) => n === 'jobFinish')).toHaveLength(1);
-  expect(scheduled(r.history).at(-1)).toBe('jobFinish');
+  expect(scheduled(r.history).slice(-3)).toEqual(['admissionRelease', 'jobFinish', 'jobEnded']);
   const finishAt = r.history.findIndex((e) => e.EventType === EventType.TaskScheduled && e.Name === 'jobFinish');
-  expect(r.history.slice(finishAt + 1).filter((e) => e.EventType === EventType.TaskScheduled || e.EventType === EventType.TimerCreated)).toEqual([]);
+  expect(r.history.slice(finishAt + 1).filter((e) => e.EventType === EventType.TaskScheduled || e.EventType === EventType.TimerCreated).map((e) => e.Name)).toEqual(['jobEnded']);
   expect(r.state.status).toBe('Completed');
   expect(r.output).toEqual(job.finished());
 }
 
-/** The activities scheduled after the orchestrator entered CleaningUp (jobFinish aside), by name. */
+/** What runs after cleanup: waiting for a deleted pool to be gone, giving the admission back, recording the end. */
+const AFTER_CLEANUP: readonly string[] = ['poolObserve', 'admissionRelease', 'jobFinish', 'jobEnded'];
+
+/** The activities scheduled after the orchestrator entered CleaningUp (the bookkeeping after it aside), by name. */
 export function cleanupSteps(r: SimResult): string[] {
   const entered = r.history.findIndex((e) => e.EventType === EventType.TaskScheduled && e.Name === 'jobTransition' && inputOf('jobTransition', e.Input).to === 'CleaningUp');
   expect(entered).toBeGreaterThan(0);
-  return scheduled(r.history.slice(entered + 1)).filter((n) => n !== 'jobFinish').sort();
+  return scheduled(r.history.slice(entered + 1)).filter((n) => !AFTER_CLEANUP.includes(n)).sort();
 }

@@ -24,7 +24,7 @@ describe('mpiJob orchestrator cancelled in each stage, replayed', () => {
     const job = busyJob();
     const r = await replay(pipelineJob('cancel-provisioning'), job, cancelOnEntering('Provisioning', REASON));
     expect(job.finished()).toMatchObject({ state: 'Cancelled', reason: REASON });
-    expect(stagesEntered(r.history)).toEqual(['Provisioning', 'CleaningUp']);
+    expect(stagesEntered(r.history)).toEqual(['Queued', 'Provisioning', 'CleaningUp']);
     expect(scheduled(r.history)).not.toContain('batchJobCreate');
     expect(cleanupSteps(r)).toEqual(['poolDelete']);
     expect(scheduledInputs(r.history, 'poolDelete')).toEqual([{ poolId: scheduledInputs(r.history, 'poolCreate')[0].poolId }]);
@@ -35,7 +35,7 @@ describe('mpiJob orchestrator cancelled in each stage, replayed', () => {
     const job = busyJob();
     const r = await replay(pipelineJob('cancel-pulling'), job, cancelOnEntering('PullingImages', REASON));
     expect(job.finished()).toMatchObject({ state: 'Cancelled', reason: REASON });
-    expect(stagesEntered(r.history)).toEqual(['Provisioning', 'PullingImages', 'CleaningUp']);
+    expect(stagesEntered(r.history)).toEqual(['Queued', 'Provisioning', 'PullingImages', 'CleaningUp']);
     expect(scheduled(r.history)).not.toContain('inputsList');
     expect(cleanupSteps(r)).toEqual(['batchJobTerminate', 'poolDelete']);
     const batchJobId = scheduledInputs(r.history, 'batchJobCreate')[0].batchJobId;
@@ -47,7 +47,7 @@ describe('mpiJob orchestrator cancelled in each stage, replayed', () => {
     const job = busyJob();
     const r = await replay(pipelineJob('cancel-staging'), job, cancelOnEntering('StagingData', REASON));
     expect(job.finished()).toMatchObject({ state: 'Cancelled', reason: REASON });
-    expect(stagesEntered(r.history)).toEqual(['Provisioning', 'PullingImages', 'StagingData', 'CleaningUp']);
+    expect(stagesEntered(r.history)).toEqual(['Queued', 'Provisioning', 'PullingImages', 'StagingData', 'CleaningUp']);
     const copied = scheduledInputs(r.history, 'shardCopy');
     expect(copied.length).toBeGreaterThan(0);
     expect(scheduled(r.history)).not.toContain('shardUrls');
@@ -63,7 +63,7 @@ describe('mpiJob orchestrator cancelled in each stage, replayed', () => {
     const job = busyJob();
     const r = await replay(pipelineJob('cancel-running'), job, cancelOnEntering('Running', REASON));
     expect(job.finished()).toMatchObject({ state: 'Cancelled', reason: REASON });
-    expect(stagesEntered(r.history)).toEqual(['Provisioning', 'PullingImages', 'StagingData', 'Running', 'CleaningUp']);
+    expect(stagesEntered(r.history)).toEqual(['Queued', 'Provisioning', 'PullingImages', 'StagingData', 'Running', 'CleaningUp']);
     expect(scheduled(r.history)).toContain('mpiTaskAdd');
     expect(scheduled(r.history)).not.toContain('mpiResultCollect');
     expect(cleanupSteps(r)).toEqual(['batchJobTerminate', 'poolDelete', 'stagedDataDelete']);

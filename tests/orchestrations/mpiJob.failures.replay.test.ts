@@ -29,7 +29,7 @@ describe('mpiJob orchestrator when Batch fails it, replayed', () => {
     // Each attempt is its own Batch task on the same node; the healthy node pulled once.
     const pulls = scheduledInputs(r.history, 'nodeTasksAdd').flatMap((a) => a.tasks.map((t) => `${t.id}@${t.affinityId}`));
     expect(pulls.sort()).toEqual(['pull-0-a1@aff-0', 'pull-1-a1@aff-1', 'pull-1-a2@aff-1', 'pull-1-a3@aff-1']);
-    expect(stagesEntered(r.history)).toEqual(['Provisioning', 'PullingImages', 'CleaningUp']);
+    expect(stagesEntered(r.history)).toEqual(['Queued', 'Provisioning', 'PullingImages', 'CleaningUp']);
     expect(scheduled(r.history)).not.toContain('inputsList');
     expect(scheduled(r.history)).not.toContain('mpiTaskAdd');
     expect(cleanupSteps(r)).toEqual(['batchJobTerminate', 'poolDelete']);
@@ -72,7 +72,7 @@ describe('mpiJob orchestrator when Batch fails it, replayed', () => {
       const r = await replay(threeAsked('partial-fail', { policy: 'fail' }), job);
       const poolId = scheduledInputs(r.history, 'poolCreate')[0].poolId;
       expect(job.finished()).toMatchObject({ state: 'Failed', reason: `Provisioning: pool ${poolId}: only 2/3 nodes ready after 300 s` });
-      expect(stagesEntered(r.history)).toEqual(['Provisioning', 'CleaningUp']);
+      expect(stagesEntered(r.history)).toEqual(['Queued', 'Provisioning', 'CleaningUp']);
       expect(scheduled(r.history)).not.toContain('batchJobCreate');
       expect(cleanupSteps(r)).toEqual(['poolDelete']);
       expect(scheduledInputs(r.history, 'poolDelete')).toEqual([{ poolId }]);

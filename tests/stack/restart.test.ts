@@ -10,7 +10,7 @@
  * Both fail on the old one-process stack: its Batch emulator forgot every pool and job on restart (the job failed
  * `pool is missing`), and its host could not die alone.
  */
-import { BatchServiceClient, BatchSharedKeyCredentials } from '@azure/batch';
+import type { BatchServiceClient } from '@azure/batch';
 import { stringify } from 'yaml';
 import { checkCleanup, checkResult, mpiOutput, submitSpec, uploadDemoInputs, type JobViewLite, type StackClient } from '../../local/jobRunner';
 import { readPorts } from '../../local/supervisor/ports';
@@ -68,7 +68,7 @@ class StateLog {
 }
 
 function batchClient(client: StackClient): BatchServiceClient {
-  return new BatchServiceClient(new BatchSharedKeyCredentials(client.batch.accountName, client.batch.accountKey), client.batch.url);
+  return client.operator.batch();
 }
 
 async function expectSucceeded(client: StackClient, view: JobViewLite, expected: Parameters<typeof checkResult>[1]): Promise<void> {

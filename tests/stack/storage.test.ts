@@ -9,10 +9,6 @@
  *  - a SIGKILL of the supervisor itself (what a kill of the terminal's process group does to it) still loses no
  *    acknowledged storage write: Azurite, in its own process group, sees its IPC channel close and saves.
  */
-import { BatchServiceClient, BatchSharedKeyCredentials } from '@azure/batch';
-import { TableClient } from '@azure/data-tables';
-import { BlobServiceClient } from '@azure/storage-blob';
-import { QueueServiceClient } from '@azure/storage-queue';
 import { stringify } from 'yaml';
 import type { JobViewLite, StackClient } from '../../local/jobRunner';
 import { submitSpec } from '../../local/jobRunner';
@@ -26,12 +22,11 @@ const fx = new StackFixture('storage');
 beforeAll(() => fx.setUp(), 180_000);
 afterAll(() => fx.tearDown(), 180_000);
 
-const table = (c: StackClient, account: string) =>
-  TableClient.fromConnectionString(c.azurite.connectionString(account), 'burst', { allowInsecureConnection: true });
-const blobs = (c: StackClient, account: string) => BlobServiceClient.fromConnectionString(c.azurite.connectionString(account)).getContainerClient('burst');
-const queue = (c: StackClient, account: string, round: string) =>
-  QueueServiceClient.fromConnectionString(c.azurite.connectionString(account)).getQueueClient(`burst-${round}`);
-const batchClient = (c: StackClient) => new BatchServiceClient(new BatchSharedKeyCredentials(c.batch.accountName, c.batch.accountKey), c.batch.url);
+// The operator's clients: the stack is keyless, so these carry the local tenant's tokens.
+const table = (c: StackClient, account: string) => c.operator.table('burst', account);
+const blobs = (c: StackClient, account: string) => c.operator.blobService(account).getContainerClient('burst');
+const queue = (c: StackClient, account: string, round: string) => c.operator.queue(`burst-${round}`, account);
+const batchClient = (c: StackClient) => c.operator.batch();
 
 /** BURST entities, blobs and messages per account, tagged with `round`, every one acknowledged. */
 async function writeBurst(c: StackClient, round: string): Promise<void> {

@@ -4,11 +4,15 @@
  * signal or killed.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync, mkdtempSync, rmSync, type WriteStream } from 'node:fs';
+import { createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, type WriteStream } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { DEFAULT_ACCOUNTS, connectionStringFor } from '../../local/azurite/accounts';
+import { DEFAULT_ACCOUNTS, serviceEndpoint } from '../../local/azurite/accounts';
 import { DEV_ACCOUNT_KEY } from '../../local/batch/config';
+import { OPERATOR_USER } from '../../local/identity/managedIdentities';
+import { remoteTenantCredential } from '../../local/identity/localCredential';
+import { trustCertificateInProcess } from '../../local/identity/processTrust';
+import { operatorAccess } from '../../local/operatorAccess';
 import type { StackClient } from '../../local/jobRunner';
 import { REPO_ROOT } from '../../local/stack';
 import { readPorts } from '../../local/supervisor/ports';
@@ -78,22 +82,28 @@ export class SupervisedStackProcess {
     return r;
   }
 
-  /** What local/jobRunner needs, from supervisor.json and ports.json. */
+  /**
+   * What local/jobRunner needs, from supervisor.json and ports.json: the API, and the services as the operator
+   * reaches them (a keyless stack: the tenant's `admin` user's tokens from the identity service, and this process
+   * trusts the stack's certificate; with shared keys: the services' development keys).
+   */
   client(): StackClient {
     const r = this.runtime();
     const p = readPorts(this.dataDir);
     const ports = { host: '127.0.0.1', blob: p.blob as number, queue: p.queue as number, table: p.table as number };
+    const protocol = r.keyless ? 'https' : 'http';
+    if (r.keyless) trustCertificateInProcess(readFileSync(r.identity.caFile, 'utf8'));
+    const endpoint = (service: 'blob' | 'queue' | 'table') => (name: string = DEFAULT_ACCOUNTS[0].name) => serviceEndpoint(ports, service, name, protocol);
     return {
       baseUrl: r.baseUrl,
       host: { keys: { functionKey: r.functionKey } },
-      batch: { url: r.batch.url, accountName: r.batch.accountName, accountKey: DEV_ACCOUNT_KEY },
-      azurite: {
-        connectionString: (name?: string) => {
-          const account = name === undefined ? DEFAULT_ACCOUNTS[0] : DEFAULT_ACCOUNTS.find((a) => a.name === name);
-          if (!account) throw new Error(`no account ${name}`);
-          return connectionStringFor(ports, account);
+      operator: operatorAccess(
+        {
+          batch: { url: r.batch.url, accountName: r.batch.accountName, accountKey: DEV_ACCOUNT_KEY },
+          storage: { accounts: DEFAULT_ACCOUNTS, blobEndpoint: endpoint('blob'), queueEndpoint: endpoint('queue'), tableEndpoint: endpoint('table') },
         },
-      },
+        r.keyless ? remoteTenantCredential(r.identity.httpUrl, { user: OPERATOR_USER }) : undefined,
+      ),
     };
   }
 

@@ -3,13 +3,21 @@ import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import {
   costSummary, displayedNodes, shortNodeLabels, exitCodes, formatDuration, jobDurationMs, jobHref, listQuery, nodeCells, nodeStateCounts, parseRoute,
-  progressBars, stageSpans, type JobView,
+  progressBars, queueSummary, stageSpans, type JobView,
 } from '../../web/src/model';
 import { buildPage, GENERATED, renderModule } from '../../web/build';
 
 const base: JobView = { id: 'j1', name: 'j1', tags: {}, state: 'Running', stage: 'Running', createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:01:00.000Z' };
 
 describe('dashboard view model', () => {
+  it('says where a queued job stands: its place and why it waits, or the dependencies it waits for', () => {
+    const queued: JobView = { ...base, state: 'Queued', stage: 'Queued' };
+    expect(queueSummary({ ...queued, queue: { name: 'default', state: 'waiting', position: 2, waitingInQueue: 9, positionOverall: 4, reason: 'pools: 5 of 5 in use' } }))
+      .toBe('Number 2 of 9 in queue default (4 overall); waiting for pools: 5 of 5 in use.');
+    expect(queueSummary({ ...queued, queue: { name: 'default', state: 'notQueued' }, progress: { queue: { waitingFor: 'dependencies', pending: ['prep'] } } })).toBe('Waiting for prep to finish.');
+    expect(queueSummary({ ...base, queue: { name: 'default', state: 'waiting', position: 1 } })).toBeUndefined();
+  });
+
   it('formats durations by magnitude', () => {
     expect(formatDuration(850)).toBe('850 ms');
     expect(formatDuration(42_000)).toBe('42 s');

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { BATCH_TOKEN_SCOPE, ConfigError, loadConfig, parseStorageAccountRef, SETTING_NAMES } from '../../shared/config';
+import { pipelineSettings } from '../../shared/intake/settings';
 
 const AZURITE_A =
   'DefaultEndpointsProtocol=http;AccountName=stage1;AccountKey=a2V5MQ==;BlobEndpoint=http://127.0.0.1:10000/stage1;';
@@ -48,6 +49,12 @@ describe('mount settings', () => {
 });
 
 describe('loadConfig', () => {
+  test('PREFLIGHT_FABRIC_DEFAULTS: on unless "false"; anything but true/false is refused by name', () => {
+    expect(loadConfig({ ...localEnv, PREFLIGHT_FABRIC_DEFAULTS: 'false' }).pipeline.preflightFabricDefaults).toBe(false);
+    expect(loadConfig({ ...localEnv, PREFLIGHT_FABRIC_DEFAULTS: 'true' }).pipeline.preflightFabricDefaults).toBe(true);
+    expect(problemsOf({ ...localEnv, PREFLIGHT_FABRIC_DEFAULTS: 'no' }).join('\n')).toMatch(/PREFLIGHT_FABRIC_DEFAULTS.*must be "true" or "false"/);
+  });
+
   test('local settings: shared key, Azurite connection strings, defaults for knobs', () => {
     const c = loadConfig(localEnv);
     expect(c.batch).toEqual({
@@ -61,7 +68,7 @@ describe('loadConfig', () => {
       ['connectionString', 'stage1'],
       ['connectionString', 'stage2'],
     ]);
-    expect(c.pipeline).toEqual({ copyConcurrency: 8, sasMarginMinutes: 60, nodeTaskMaxAttempts: 3, sasMaxLifetimeMinutes: 7 * 24 * 60 });
+    expect(c.pipeline).toEqual({ copyConcurrency: 8, sasMarginMinutes: 60, nodeTaskMaxAttempts: 3, sasMaxLifetimeMinutes: 7 * 24 * 60, preflightFabricDefaults: true });
     expect(c.dataAccess).toEqual({ accounts: [], mountSources: [] });
     expect(c.mountSecrets).toEqual({});
     expect(c.queueMaxDequeueCount).toBe(5);
@@ -83,7 +90,8 @@ describe('loadConfig', () => {
     });
     expect(c.batch.accountUrl).toBe('https://hpcbatch.westeurope.batch.azure.com');
     expect(c.batch.auth).toEqual({ kind: 'aad', scope: BATCH_TOKEN_SCOPE });
-    expect(BATCH_TOKEN_SCOPE).toBe('https://batch.core.windows.net/.default');
+    // The double slash makes the managed identity endpoint's resource https://batch.core.windows.net/ (see BATCH_TOKEN_SCOPE).
+    expect(BATCH_TOKEN_SCOPE).toBe('https://batch.core.windows.net//.default');
     expect(c.hostStorage).toMatchObject({ kind: 'managedIdentity', accountName: 'hpchost' });
     expect(c.stagingAccounts).toHaveLength(3);
     expect(c.stagingAccounts[1]).toEqual({
@@ -96,6 +104,57 @@ describe('loadConfig', () => {
     expect(c.pipeline.copyConcurrency).toBe(4);
     expect(c.queueMaxDequeueCount).toBe(7);
     expect(c.polling.initialMs).toBe(1000);
+  });
+
+  test('the keyless local stack\'s settings: host storage and accounts by their service URIs, with managed identity', () => {
+    const c = loadConfig({
+      BATCH_ACCOUNT_URL: 'http://127.0.0.1:45123',
+      BATCH_ACCOUNT_NAME: 'localbatch',
+      AzureWebJobsStorage__blobServiceUri: 'https://127.0.0.1:40001/devstoreaccount1',
+      AzureWebJobsStorage__queueServiceUri: 'https://127.0.0.1:40002/devstoreaccount1/',
+      AzureWebJobsStorage__tableServiceUri: 'https://127.0.0.1:40003/devstoreaccount1',
+      STAGING_ACCOUNTS: 'https://127.0.0.1:40001/stage1,https://127.0.0.1:40001/stage2',
+      DATA_ACCOUNTS: 'https://127.0.0.1:40001/data1,https://mydata.blob.core.windows.net',
+    });
+    expect(c.batch.auth.kind).toBe('aad');
+    expect(c.hostStorage).toEqual({
+      kind: 'managedIdentity',
+      accountName: 'devstoreaccount1',
+      blobEndpoint: 'https://127.0.0.1:40001/devstoreaccount1',
+      queueEndpoint: 'https://127.0.0.1:40002/devstoreaccount1',
+      tableEndpoint: 'https://127.0.0.1:40003/devstoreaccount1',
+    });
+    expect(c.stagingAccounts).toEqual([
+      { kind: 'managedIdentity', accountName: 'stage1', blobEndpoint: 'https://127.0.0.1:40001/stage1' },
+      { kind: 'managedIdentity', accountName: 'stage2', blobEndpoint: 'https://127.0.0.1:40001/stage2' },
+    ]);
+    expect(c.dataAccess.accounts.map((a) => a.accountName)).toEqual(['data1', 'mydata']);
+  });
+
+  test.each([
+    [{ AzureWebJobsStorage__tableServiceUri: undefined }, /AzureWebJobsStorage__tableServiceUri is required with the other/],
+    [{ AzureWebJobsStorage__queueServiceUri: 'http://127.0.0.1:40002/devstoreaccount1' }, /AzureWebJobsStorage__queueServiceUri: .* must be an https URL/],
+    [{ AzureWebJobsStorage__queueServiceUri: 'https://127.0.0.1:40002/stage1' }, /name different accounts \(devstoreaccount1, stage1, devstoreaccount1\)/],
+    [{ AzureWebJobsStorage__blobServiceUri: 'https://127.0.0.1:40001/devstoreaccount1/jobs' }, /must name the service, not a resource in it/],
+    [{ AzureWebJobsStorage__blobServiceUri: 'https://devstoreaccount1.queue.core.windows.net' }, /is not a blob service URI/],
+    [{ STAGING_ACCOUNTS: 'https://127.0.0.1:40001/stage1?sv=2025-11-05&sig=abc' }, /STAGING_ACCOUNTS: entry 1: .* must be a bare service URI/],
+    [{ DATA_ACCOUNTS: 'https://127.0.0.1:40001/devstoreaccount1' }, /DATA_ACCOUNTS: entry 1: "devstoreaccount1" is the app's own host or staging storage/],
+  ])('identity-based settings %j are refused, naming the setting', (patch, message) => {
+    const env: Record<string, string | undefined> = {
+      BATCH_ACCOUNT_URL: 'http://127.0.0.1:45123',
+      BATCH_ACCOUNT_NAME: 'localbatch',
+      AzureWebJobsStorage__blobServiceUri: 'https://127.0.0.1:40001/devstoreaccount1',
+      AzureWebJobsStorage__queueServiceUri: 'https://127.0.0.1:40002/devstoreaccount1',
+      AzureWebJobsStorage__tableServiceUri: 'https://127.0.0.1:40003/devstoreaccount1',
+      STAGING_ACCOUNTS: 'https://127.0.0.1:40001/stage1',
+      ...patch,
+    };
+    expect(problemsOf(env).join('\n')).toMatch(message);
+  });
+
+  test('a connection string in AzureWebJobsStorage wins over identity-based settings, as in the Functions host', () => {
+    const c = loadConfig({ ...localEnv, AzureWebJobsStorage__blobServiceUri: 'https://127.0.0.1:40001/other1' });
+    expect(c.hostStorage.kind).toBe('connectionString');
   });
 
   test('missing variables are each named', () => {
@@ -154,6 +213,41 @@ describe('parseStorageAccountRef', () => {
   test('uses the given endpoint suffix (sovereign clouds)', () => {
     const ref = parseStorageAccountRef('abc123', 'core.chinacloudapi.cn');
     expect(ref.kind === 'managedIdentity' && ref.blobEndpoint).toBe('https://abc123.blob.core.chinacloudapi.cn');
+  });
+});
+
+describe('admission settings', () => {
+  test('defaults: one queue "default", no core quota, no pool/node/owner limits, backfill 4, poll 60 s', () => {
+    expect(loadConfig(localEnv).admission).toEqual({
+      queues: [{ name: 'default', priority: 0 }], coreQuota: { families: {} }, maxPools: undefined, maxNodes: undefined,
+      ownerMaxNodes: undefined, ownerMaxCores: undefined, backfillLimit: 4, pollMs: 60_000,
+    });
+  });
+
+  test('queues, quota and limits as given', () => {
+    const c = loadConfig({
+      ...localEnv,
+      ADMISSION_QUEUES: '[{"name":"default"},{"name":"urgent","priority":10,"maxNodes":40}]',
+      ADMISSION_CORE_QUOTA: '{"standardHBv3Family":720,"total":900}',
+      ADMISSION_MAX_POOLS: '20', ADMISSION_OWNER_MAX_CORES: '480', ADMISSION_BACKFILL_LIMIT: '0', ADMISSION_POLL_SECONDS: '15',
+    });
+    expect(c.admission).toMatchObject({
+      queues: [{ name: 'default', priority: 0 }, { name: 'urgent', priority: 10, maxNodes: 40 }],
+      coreQuota: { total: 900, families: { standardHBv3Family: 720 } },
+      maxPools: 20, ownerMaxCores: 480, backfillLimit: 0, pollMs: 15_000,
+    });
+    // Handed to every run at intake: how often a waiting job asks again.
+    expect(pipelineSettings(c).queuePollMs).toBe(15_000);
+  });
+
+  test('each bad admission setting is named', () => {
+    expect(problemsOf({ ...localEnv, ADMISSION_QUEUES: '[{"name":"urgent"}]' })).toEqual(['ADMISSION_QUEUES: must declare the queue "default" (jobs that name no queue wait there)']);
+    expect(problemsOf({ ...localEnv, ADMISSION_QUEUES: '[{"name":"default"},{"name":"default"}]' })).toEqual(['ADMISSION_QUEUES: queue "default" is listed twice']);
+    expect(problemsOf({ ...localEnv, ADMISSION_QUEUES: '[{"name":"Bad Name"}]' })[0]).toMatch(/^ADMISSION_QUEUES: 0\.name: queue names are/);
+    expect(problemsOf({ ...localEnv, ADMISSION_QUEUES: 'default' })[0]).toMatch(/^ADMISSION_QUEUES: not JSON/);
+    expect(problemsOf({ ...localEnv, ADMISSION_CORE_QUOTA: '{"standardHBv3Family":-1}' })[0]).toMatch(/^ADMISSION_CORE_QUOTA: standardHBv3Family: /);
+    expect(problemsOf({ ...localEnv, ADMISSION_BACKFILL_LIMIT: 'many' })).toEqual(['ADMISSION_BACKFILL_LIMIT: must be an integer in [0, 1000], got "many"']);
+    expect(problemsOf({ ...localEnv, ADMISSION_POLL_SECONDS: '0' })).toEqual(['ADMISSION_POLL_SECONDS: must be an integer in [1, 3600], got "0"']);
   });
 });
 

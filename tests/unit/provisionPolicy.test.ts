@@ -40,6 +40,15 @@ describe('decideProvisionStep', () => {
     expect(decideProvisionStep(obs, policy, t0)).toEqual({ kind: 'fail', reason: 'allocation failed: AllocationFailed: no capacity' });
   });
 
+  it('asks again when the account\'s core quota stopped the allocation (another pool frees it), until the timeout', () => {
+    const obs = pool(['idle', 'idle'], { targetDedicatedNodes: 4, resizeErrors: [{ code: 'AccountCoreQuotaReached', message: 'The specified account has reached core quota' }] });
+    expect(decideProvisionStep(obs, policy, t0)).toEqual({ kind: 'resize', target: 4 });
+    expect(decideProvisionStep(obs, policy, { ...t0, nowMs: 60_000 })).toEqual({ kind: 'fail', reason: 'allocation failed: AccountCoreQuotaReached: The specified account has reached core quota' });
+    expect(decideProvisionStep(obs, { ...policy, owned: false }, t0).kind).toBe('fail');
+    const mixed = pool(['idle', 'idle'], { targetDedicatedNodes: 4, resizeErrors: [{ code: 'AccountCoreQuotaReached', message: 'q' }, { code: 'AllocationFailed', message: 'no capacity' }] });
+    expect(decideProvisionStep(mixed, policy, t0).kind).toBe('fail');
+  });
+
   it('continues on fewer nodes when the job allows a partial allocation', () => {
     const obs = pool(['idle', 'idle', 'idle'], { targetDedicatedNodes: 4, resizeErrors: [{ code: 'AllocationFailed', message: 'no capacity' }] });
     const step = decideProvisionStep(obs, { ...policy, minNodes: 3 }, t0);

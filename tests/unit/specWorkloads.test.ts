@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseJobSpec, type JobSpec, type JobSpecInput } from '../../shared/spec';
 import { checkContainerPolicy } from '../../shared/intake/containerPolicy';
-import { isGpuSize, retiredVmSize } from '../../shared/mpi/vmSizes';
+import { isGpuSize, retiredVmSize } from '../../shared/planning/vmSizes';
 import { loadConfig } from '../../shared/config';
 
 const dir = path.join(__dirname, '../../examples/workloads');

@@ -6,18 +6,26 @@ import {
 } from '../../shared/state';
 
 const start = (): TransitionableRow => ({ id: 'job-1', state: 'Submitted', stage: 'Submitted', updatedAt: '2026-01-01T00:00:00.000Z', eventSeq: 1 });
-/** Position in the pipeline: the machine may only move forward. */
-const rank = (s: JobState): number => (isTerminal(s) ? 6 : s === 'CleaningUp' ? 5 : ACTIVE_STAGES.indexOf(s));
+/** Position in the pipeline: the machine may only move forward (Queued sits between Submitted and Provisioning). */
+const rank = (s: JobState): number => (isTerminal(s) ? 7 : s === 'CleaningUp' ? 6 : s === 'Queued' ? 0.5 : ACTIVE_STAGES.indexOf(s));
 
 test('the happy path and its skips are legal', () => {
   let row = start();
-  for (const to of ['Provisioning', 'PullingImages', 'StagingData', 'Running', 'CleaningUp', 'Succeeded'] as JobState[]) {
+  for (const to of ['Queued', 'Provisioning', 'PullingImages', 'StagingData', 'Running', 'CleaningUp', 'Succeeded'] as JobState[]) {
     row = transition(row, to, `to ${to}`, '2026-01-01T00:00:01.000Z').row;
   }
   expect(row.state).toBe('Succeeded');
   expect(canTransition('Provisioning', 'Running')).toBe(true); // native job without data: nothing to pull or stage
   expect(canTransition('Submitted', 'Failed')).toBe(true); // rejected before anything was created
   expect(canTransition('Submitted', 'Cancelled')).toBe(true);
+  expect(canTransition('Submitted', 'Provisioning')).toBe(true); // a run started before the Queued state existed
+});
+
+test('Queued: entered from Submitted only; left for an active stage, or ended without cleanup (nothing was created)', () => {
+  expect(JOB_STATES.filter((s) => canTransition(s, 'Queued'))).toEqual(['Submitted']);
+  expect(nextStates('Queued')).toEqual(['Provisioning', 'PullingImages', 'StagingData', 'Running', 'Failed', 'Cancelled']);
+  expect(canTransition('Queued', 'CleaningUp')).toBe(false);
+  expect(canTransition('Queued', 'Succeeded')).toBe(false);
 });
 
 test.each<[JobState, JobState]>([
@@ -28,6 +36,10 @@ test.each<[JobState, JobState]>([
   ['Succeeded', 'Failed'],
   ['Cancelled', 'CleaningUp'],
   ['Running', 'Running'],
+  ['Queued', 'CleaningUp'],
+  ['Queued', 'Succeeded'],
+  ['Provisioning', 'Queued'],
+  ['Queued', 'Submitted'],
 ])('%s → %s is illegal and the error names both states', (from, to) => {
   const row = { ...start(), state: from };
   expect(() => transition(row, to, 'because', new Date())).toThrow(IllegalTransitionError);
@@ -68,7 +80,7 @@ test('every state is reachable from Submitted and every non-terminal state can s
   for (const s of JOB_STATES.filter((x) => !isTerminal(x))) {
     const r = reach(s);
     expect(TERMINAL_STATES.some((t) => r.has(t))).toBe(true);
-    expect(r.has('CleaningUp') || s === 'Submitted').toBe(true);
+    expect(r.has('CleaningUp') || s === 'Submitted' || s === 'Queued').toBe(true);
   }
 });
 
@@ -100,10 +112,10 @@ test('random event sequences never reach an illegal state; terminal states are a
         expect(rank(visited[i])).toBeGreaterThan(rank(visited[i - 1]));
         expect(isTerminal(visited[i - 1])).toBe(false);
       }
-      // Succeeded only through cleanup; Failed/Cancelled only through cleanup or straight from Submitted.
+      // Succeeded only through cleanup; Failed/Cancelled only through cleanup or straight from Submitted or Queued.
       for (let i = 1; i < visited.length; i++) {
         if (visited[i] === 'Succeeded') expect(visited[i - 1]).toBe('CleaningUp');
-        if (visited[i] === 'Failed' || visited[i] === 'Cancelled') expect(['CleaningUp', 'Submitted']).toContain(visited[i - 1]);
+        if (visited[i] === 'Failed' || visited[i] === 'Cancelled') expect(['CleaningUp', 'Submitted', 'Queued']).toContain(visited[i - 1]);
       }
     }),
     { numRuns: 300 },

@@ -6,6 +6,7 @@
 import type { JobState, TerminalState } from '../../shared/state/states';
 import type { Counter, NodeProgress, PipelineStatus } from '../../shared/contract/progress';
 import type { JobCost, JobResultView } from '../../shared/contract/jobResult';
+import type { JobQueueView } from '../../shared/contract/queue';
 
 /** The keys of a record, typed: how the lists below stay complete (a missing or unknown key does not compile). */
 function keysOf<K extends string>(r: Record<K, unknown>): K[] {
@@ -14,7 +15,7 @@ function keysOf<K extends string>(r: Record<K, unknown>): K[] {
 
 /** Every job state in pipeline order, for the state filter. */
 export const JOB_STATES: readonly JobState[] = keysOf<JobState>({
-  Submitted: 0, Provisioning: 0, PullingImages: 0, StagingData: 0, Running: 0, CleaningUp: 0, Succeeded: 0, Failed: 0, Cancelled: 0,
+  Submitted: 0, Queued: 0, Provisioning: 0, PullingImages: 0, StagingData: 0, Running: 0, CleaningUp: 0, Succeeded: 0, Failed: 0, Cancelled: 0,
 });
 const TERMINAL: ReadonlySet<string> = new Set(keysOf<TerminalState>({ Succeeded: 0, Failed: 0, Cancelled: 0 }));
 
@@ -58,6 +59,26 @@ export interface JobView {
   cancelRequestedAt?: string;
   cost?: JobCost;
   spec?: { pool?: { nodes?: number; vmSize?: string } };
+  /** While Queued (the single-job answer): its place in the queue. */
+  queue?: JobQueueView;
+}
+
+/**
+ * Where a Queued job stands, in one sentence: its place in its queue and why it waits, or the dependencies it waits
+ * for (the run's own report). Undefined once the job left the queue.
+ */
+export function queueSummary(job: Pick<JobView, 'state' | 'queue' | 'progress'>): string | undefined {
+  if (job.state !== 'Queued') return undefined;
+  const q = job.queue;
+  const live = job.progress?.queue;
+  const why = q?.reason ?? live?.reason;
+  if (q?.state === 'waiting' && q.position !== undefined) {
+    return `Number ${q.position} of ${q.waitingInQueue ?? '?'} in queue ${q.name}${q.positionOverall !== undefined ? ` (${q.positionOverall} overall)` : ''}${why ? `; waiting for ${why}` : ''}.`;
+  }
+  if (q?.state === 'granted') return `Admitted in queue ${q.name}; starting.`;
+  if (q?.state === 'refused') return `Refused: ${q.reason ?? ''}`;
+  if (live?.waitingFor === 'dependencies') return `Waiting for ${(live.pending ?? []).join(', ') || 'its dependencies'} to finish.`;
+  return `Waiting in queue ${q?.name ?? 'default'}.`;
 }
 
 export interface ListFilters {

@@ -1,7 +1,7 @@
 /** The two pages as DOM, from the view model: the job list and one job. Re-rendered on every poll. */
 import { h } from './dom';
 import {
-  costSummary, displayedNodes, shortNodeLabels, exitCodes, formatDuration, isTerminal, jobDurationMs, jobHref, nodeCells, nodeStateCounts, progressBars, stageSpans,
+  costSummary, displayedNodes, shortNodeLabels, exitCodes, formatDuration, isTerminal, jobDurationMs, jobHref, nodeCells, nodeStateCounts, progressBars, queueSummary, stageSpans,
   type JobView,
 } from './model';
 
@@ -109,6 +109,7 @@ export interface JobPageHandlers {
 export function jobPage(job: JobView, now: number, handlers: JobPageHandlers): HTMLElement {
   const running = !isTerminal(job.state);
   const problem = job.error?.message ?? job.progress?.lastError;
+  const queue = queueSummary(job);
   return h('div', { class: 'job', 'data-testid': 'job-page', 'data-job-id': job.id, 'data-state': job.state },
     h('header', { class: 'job-head' },
       h('div', {},
@@ -119,6 +120,7 @@ export function jobPage(job: JobView, now: number, handlers: JobPageHandlers): H
           ' ', tags(job.tags))),
       running ? h('button', { class: 'danger', type: 'button', 'data-testid': 'cancel-button', disabled: Boolean(job.cancelRequestedAt), onclick: handlers.onCancel },
         job.cancelRequestedAt ? 'Cancelling…' : 'Cancel job') : null),
+    queue ? h('p', { class: 'queue', 'data-testid': 'job-queue' }, queue) : null,
     problem ? h('p', { class: 'problem', 'data-testid': 'job-error' }, problem) : null,
     h('div', { class: 'cards' },
       nodesCard(job), progressCard(job), timelineCard(job, now), mpiCard(job, handlers.onLog), costCard(job)));

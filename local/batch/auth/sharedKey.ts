@@ -17,7 +17,8 @@ export interface SignedRequest {
 /**
  * `malformed`: the Authorization header is not `SharedKey account:signature` (Batch: 400 InvalidAuthenticationInfo);
  * `failed`: missing, wrong account or key, or a date outside the window (Batch: 403 AuthenticationFailed);
- * `unsupported`: a scheme Batch knows but this emulator does not serve (a Microsoft Entra ID bearer token).
+ * `unsupported`: a Microsoft Entra ID bearer token, when the emulator was given no tenant to check it against
+ * (with one, ../handlers/server.ts checks it with ./bearer.ts before coming here).
  */
 export type AuthResult = { ok: true } | { ok: false; kind: 'malformed' | 'failed' | 'unsupported'; reason: string };
 
@@ -72,7 +73,7 @@ export function verifySharedKey(req: SignedRequest, accountName: string, account
   const auth = headerValue(req.headers, 'authorization');
   if (!auth) return { ok: false, kind: 'failed', reason: 'The Authorization header is missing.' };
   if (/^Bearer\s/i.test(auth)) {
-    return { ok: false, kind: 'unsupported', reason: 'Microsoft Entra ID (Bearer token) authentication is not emulated; use SharedKey.' };
+    return { ok: false, kind: 'unsupported', reason: 'Microsoft Entra ID (Bearer token) authentication needs a tenant: this emulator was started without one (BatchEmulatorOptions.aad); use SharedKey.' };
   }
   const m = /^SharedKey ([^:]+):(.+)$/.exec(auth.trim());
   if (!m) return { ok: false, kind: 'malformed', reason: 'The Authorization header is not in the form SharedKey account:signature.' };

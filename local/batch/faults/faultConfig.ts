@@ -30,6 +30,24 @@ export interface FaultConfig {
   slowNodes?: { count: number; extraAllocateMs: number; poolId?: string };
   /** Soft affinity is ignored: a task with affinityInfo lands on another schedulable node when there is one. */
   ignoreAffinity?: boolean;
+  /**
+   * Faults of single nodes, each matched by `nodeId`, or by `ordinal` (creation order in its pool, from 0) within
+   * `poolId` (or any pool). Set while nodes are up, they act at once.
+   */
+  nodes?: NodeFault[];
+}
+
+/** One node's faults (see docs/local-batch.md, "Fault injection"). */
+export interface NodeFault {
+  nodeId?: string;
+  poolId?: string;
+  ordinal?: number;
+  /** Its ssh port is closed: the node's ssh stand-in answers "Connection refused" (exit 255), as a dead sshd does. */
+  sshRefused?: boolean;
+  /** Every ssh connection to it takes this much longer to open (a slow launcher path). */
+  sshDelayMs?: number;
+  /** It goes unusable (booting: instead of idle; up: at once, its running tasks requeued). */
+  unusable?: boolean;
 }
 
 /** A small deterministic PRNG (mulberry32); quality is irrelevant, determinism is the point. */
@@ -101,8 +119,16 @@ export class FaultState {
     };
   }
 
-  nodeBecomesUnusable(poolId: string, ordinal: number): boolean {
-    return this.hits(this.config.unusableNodes, poolId, ordinal);
+  nodeBecomesUnusable(poolId: string, ordinal: number, nodeId?: string): boolean {
+    return this.hits(this.config.unusableNodes, poolId, ordinal) || !!this.nodeFault(poolId, ordinal, nodeId)?.unusable;
+  }
+
+  /** The faults of one node (several matching entries are merged, later ones winning). */
+  nodeFault(poolId: string, ordinal: number, nodeId?: string): NodeFault | undefined {
+    const matching = (this.config.nodes ?? []).filter((f) =>
+      f.nodeId !== undefined ? f.nodeId === nodeId : f.ordinal === ordinal && this.appliesTo(poolId, f.poolId),
+    );
+    return matching.length ? Object.assign({}, ...matching) : undefined;
   }
 
   startTaskFailureExitCode(poolId: string, ordinal: number): number | undefined {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import { verifySharedKey } from '../auth/sharedKey';
+import { verifyBearer, type BatchAadOptions } from '../auth/bearer';
 import type { ExchangeRecord } from '../config';
 import type { FaultState } from '../faults/faultConfig';
 import { BatchHttpError, batchErrorBody } from './errors';
@@ -12,6 +13,11 @@ import { route } from './router';
 export interface ServerConfig {
   accountName: string;
   accountKey: string;
+  /**
+   * The account's allowedAuthenticationModes: shared key (default on) and Microsoft Entra ID (when `aad` names the
+   * tenant; without a tenant a bearer token answers 501, as the emulator cannot check it).
+   */
+  auth?: { sharedKey: boolean; aad?: BatchAadOptions };
   faults: FaultState;
   services: Services;
   baseUrl: () => string;
@@ -74,8 +80,28 @@ export function createBatchServer(cfg: ServerConfig): http.Server {
   });
 }
 
-/** Shared key as Batch checks it: 403 AuthenticationFailed, 400 for a malformed header, 501 for Entra ID tokens. */
-function authenticate(cfg: ServerConfig, req: Parameters<typeof verifySharedKey>[0]): void {
+/**
+ * Authentication as Batch checks it. Shared key: 403 AuthenticationFailed, 400 for a malformed header, and 403 when
+ * the account does not allow shared keys ("The specified type of authentication SharedKey is not allowed for this
+ * account.", Batch's detail). Microsoft Entra ID: 401 AuthenticationFailed with the reason (auth/bearer.ts); 501
+ * when the emulator was given no tenant to check tokens against.
+ */
+async function authenticate(cfg: ServerConfig, req: Parameters<typeof verifySharedKey>[0]): Promise<void> {
+  const header = String(req.headers.authorization ?? '');
+  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  const aad = cfg.auth?.aad;
+  if (bearer && aad) {
+    const result = await verifyBearer(bearer[1], aad);
+    if (result.ok) return;
+    throw new BatchHttpError(401, 'AuthenticationFailed', 'Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly.', [
+      { key: 'AuthenticationErrorDetail', value: result.reason },
+    ]);
+  }
+  if (/^SharedKey\s/i.test(header) && cfg.auth?.sharedKey === false) {
+    throw new BatchHttpError(403, 'AuthenticationFailed', 'Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature.', [
+      { key: 'AuthenticationErrorDetail', value: 'The specified type of authentication SharedKey is not allowed for this account.' },
+    ]);
+  }
   const auth = verifySharedKey(req, cfg.accountName, cfg.accountKey);
   if (auth.ok) return;
   const detail = [{ key: 'AuthenticationErrorDetail', value: auth.reason }];
@@ -99,7 +125,7 @@ async function handle(cfg: ServerConfig, req: IncomingMessage, res: ServerRespon
   let requestBody: unknown = undefined;
   let result: HandlerResponse;
   try {
-    authenticate(cfg, { method, rawPath, query, headers });
+    await authenticate(cfg, { method, rawPath, query, headers });
     const throttle = cfg.faults.throttleDecision();
     if (throttle?.status === 429) {
       throw new BatchHttpError(429, 'TooManyRequests', 'The account is being throttled (injected fault). Retry after the interval in Retry-After.', [], {

@@ -4,6 +4,7 @@ import type { ResolvedTiming } from '../config';
 import { FaultState } from '../faults/faultConfig';
 import { touch } from '../model/etag';
 import type { Snapshot } from '../model/snapshot';
+import { nodesWithinQuota, QUOTA_ERROR, type AccountQuota } from '../model/quota';
 import type { JobRecord, Json, NodeRecord, NodeState, PoolRecord, TaskRecord } from '../model/types';
 import { nodeEnvironment } from './env';
 import { runsUnder } from './leftovers';
@@ -20,6 +21,8 @@ export interface EngineConfig {
   nodePath: string[];
   /** PEM certificates nodes trust for https resource files besides the public roots (a node's CA store). */
   trustedCertificates: string[];
+  /** The account's dedicated core quota (none: unlimited). */
+  quota?: AccountQuota;
 }
 
 /**
@@ -45,11 +48,16 @@ export class Engine {
   /** Called when nodes go away (or stop taking tasks), so their tasks can be requeued or ended with `reason`. */
   onNodeLeaving: (node: NodeRecord, requeue: boolean, reason?: string) => void = () => undefined;
 
+  /** The account's dedicated core quota; tests may change it at any time (setQuota). */
+  quota: AccountQuota;
+
   constructor(readonly cfg: EngineConfig) {
+    this.quota = { ...(cfg.quota ?? {}) };
     this.hostsFile = path.join(cfg.dataDir, 'hosts');
     writeHostsFile(this.hostsFile, []);
     cfg.faults.onChange = (patch) => {
-      if (patch.unusableNodes) this.applyUnusableToLiveNodes();
+      if (patch.unusableNodes || patch.nodes) this.applyUnusableToLiveNodes();
+      if (patch.nodes !== undefined) this.rewriteHosts();
     };
   }
 
@@ -58,7 +66,7 @@ export class Engine {
     for (const pool of this.pools.values()) {
       for (const node of this.liveNodes(pool)) {
         if (node.state !== 'idle' && node.state !== 'running') continue;
-        if (!this.cfg.faults.nodeBecomesUnusable(pool.id, node.ordinal)) continue;
+        if (!this.cfg.faults.nodeBecomesUnusable(pool.id, node.ordinal, node.id)) continue;
         this.onNodeLeaving(node, true);
         this.killNodeProcesses(node);
         this.checkUsable(pool, node);
@@ -130,6 +138,11 @@ export class Engine {
     if (limit && wanted > limit.maxNodes) {
       wanted = limit.maxNodes;
       error = { code: limit.code, message: limit.message };
+    }
+    const room = nodesWithinQuota(this.quota, this.pools.values(), pool);
+    if (wanted > room) {
+      wanted = room;
+      error = { ...QUOTA_ERROR };
     }
     let longest = this.cfg.timing.allocateMs;
     for (let i = 0; i < wanted; i++) longest = Math.max(longest, this.createNode(pool));
@@ -220,10 +233,13 @@ export class Engine {
   }
 
   rewriteHosts(): void {
-    const entries: { ip: string; root: string; envFile: string }[] = [];
+    const entries: { ip: string; root: string; envFile: string; faults: string[] }[] = [];
     for (const p of this.pools.values()) {
       for (const n of p.nodes.values()) {
-        if (!n.removed) entries.push({ ip: n.ipAddress, root: n.rootDir, envFile: nodeDirs(this.cfg.dataDir, p.id, n.id).envFile });
+        if (n.removed) continue;
+        const f = this.cfg.faults.nodeFault(p.id, n.ordinal, n.id);
+        const faults = [...(f?.sshRefused ? ['refuse'] : []), ...(f?.sshDelayMs ? [`delay=${Math.round(f.sshDelayMs)}`] : [])];
+        entries.push({ ip: n.ipAddress, root: n.rootDir, envFile: nodeDirs(this.cfg.dataDir, p.id, n.id).envFile, faults });
       }
     }
     writeHostsFile(this.hostsFile, entries);
@@ -254,7 +270,7 @@ export class Engine {
   }
 
   private checkUsable(pool: PoolRecord, node: NodeRecord): boolean {
-    if (!this.cfg.faults.nodeBecomesUnusable(pool.id, node.ordinal)) return true;
+    if (!this.cfg.faults.nodeBecomesUnusable(pool.id, node.ordinal, node.id)) return true;
     node.errors = [
       {
         code: 'NodeUnusable',

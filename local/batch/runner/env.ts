@@ -33,6 +33,10 @@ export function mpiEmulationEnv(): Record<string, string> {
     OMPI_MCA_btl_tcp_if_include: 'lo',
     OMPI_MCA_oob_tcp_if_include: 'lo',
     PMIX_MCA_gds: 'hash',
+    // Each "host" binds its ranks from core 0 up, and the emulated hosts share one machine's cores: two nodes' ranks
+    // would share a core and a busy-polling ping-pong between them would measure the scheduler (milliseconds), not the
+    // loopback (microseconds). Real nodes have their own cores.
+    OMPI_MCA_hwloc_base_binding_policy: 'none',
   };
 }
 

@@ -80,7 +80,10 @@ export function writeAtomically(file: string, content: string): void {
   renameSync(tmp, file);
 }
 
-/** The hosts map read by the ssh launcher: `ip<TAB>nodeRoot<TAB>envFile` per live node. */
-export function writeHostsFile(file: string, entries: { ip: string; root: string; envFile: string }[]): void {
-  writeAtomically(file, entries.map((e) => `${e.ip}\t${e.root}\t${e.envFile}`).join('\n') + '\n');
+/**
+ * The hosts map read by the ssh launcher: `ip<TAB>nodeRoot<TAB>envFile<TAB>faults` per live node, where faults is
+ * `-` or comma-separated `refuse` / `delay=<ms>` (the node's injected ssh faults).
+ */
+export function writeHostsFile(file: string, entries: { ip: string; root: string; envFile: string; faults?: string[] }[]): void {
+  writeAtomically(file, entries.map((e) => `${e.ip}\t${e.root}\t${e.envFile}\t${e.faults?.length ? e.faults.join(',') : '-'}`).join('\n') + '\n');
 }

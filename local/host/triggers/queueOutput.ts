@@ -1,10 +1,11 @@
 /** The storage queue output binding (`output.storageQueue`): each value becomes one message, arrays several. */
-import { QueueServiceClient, type QueueClient } from '@azure/storage-queue';
+import type { QueueClient } from '@azure/storage-queue';
 import type { Logger } from 'pino';
 import type { BindingInfo, RegisteredFunction, TypedData } from '../extension';
 import type { HostJson } from '../hostJson';
 import type { OutputBindingWriter } from '../invoke';
-import { resolveAppSettingExpressions, resolveStorageConnection } from './bindingSettings';
+import { resolveAppSettingExpressions } from './bindingSettings';
+import { connectionKey, queueServiceClient, resolveStorageConnection } from '../storageConnection';
 import { encodeMessage, outputMessages } from './queueMessages';
 import { queueOptions } from './queueOptions';
 
@@ -15,11 +16,11 @@ export function createQueueOutputWriter(hostJson: HostJson, log: Logger): Output
     const what = `Function "${fn.name}" output binding "${binding.name}"`;
     const name = resolveAppSettingExpressions(String(binding.queueName ?? ''), what).toLowerCase();
     if (!name) throw new Error(`${what}: no queueName`);
-    const conn = resolveStorageConnection(binding.connection, what);
-    const key = `${conn}\n${name}`;
+    const conn = resolveStorageConnection(binding.connection, 'queue', what);
+    const key = `${connectionKey(conn)}\n${name}`;
     let client = ready.get(key);
     if (!client) {
-      const queue = QueueServiceClient.fromConnectionString(conn).getQueueClient(name);
+      const queue = queueServiceClient(conn).getQueueClient(name);
       // The host creates an output queue on first use.
       client = queue.createIfNotExists().then(() => queue);
       client.catch(() => ready.delete(key));

@@ -5,11 +5,12 @@
  * success, visibilityTimeout after a failure, and after maxDequeueCount failures a copy of the message
  * (body unchanged) in `<queue>-poison`.
  */
-import { QueueServiceClient, type DequeuedMessageItem, type QueueClient } from '@azure/storage-queue';
+import type { DequeuedMessageItem, QueueClient } from '@azure/storage-queue';
 import type { Logger } from 'pino';
 import type { InvocationRequest, InvocationResult, RegisteredFunction, TypedData } from '../extension';
 import type { IngressGauge } from '../ingress';
-import { resolveAppSettingExpressions, resolveStorageConnection } from './bindingSettings';
+import { resolveAppSettingExpressions } from './bindingSettings';
+import { queueServiceClient, resolveStorageConnection } from '../storageConnection';
 import { decodeMessageText, hostTimestamp } from './queueMessages';
 import { PollingBackoff } from './pollingBackoff';
 import { MIN_POLLING_INTERVAL_MS, type QueueOptions } from './queueOptions';
@@ -45,7 +46,7 @@ export class QueueTriggerListener {
     const what = `Function "${deps.fn.name}" queue trigger`;
     this.queueName = resolveAppSettingExpressions(String(t.queueName ?? ''), what).toLowerCase();
     if (!this.queueName) throw new Error(`${what}: no queueName`);
-    const service = QueueServiceClient.fromConnectionString(resolveStorageConnection(t.connection, what));
+    const service = queueServiceClient(resolveStorageConnection(t.connection, 'queue', what));
     this.queue = service.getQueueClient(this.queueName);
     this.poison = service.getQueueClient(`${this.queueName}-poison`);
     this.backoff = new PollingBackoff(MIN_POLLING_INTERVAL_MS, deps.options.maxPollingIntervalMs);

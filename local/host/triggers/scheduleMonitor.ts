@@ -3,7 +3,8 @@
  * `azure-webjobs-hosts/timers/<hostId>/<function>/status` holding {Last, Next, LastUpdated}), so that a
  * host that was down across an occurrence fires once at start with isPastDue = true.
  */
-import { BlobServiceClient, type ContainerClient } from '@azure/storage-blob';
+import type { ContainerClient } from '@azure/storage-blob';
+import { blobServiceClient, type StorageConnection } from '../storageConnection';
 
 export interface ScheduleStatus {
   Last: string;
@@ -27,10 +28,10 @@ export class BlobScheduleMonitor implements ScheduleMonitor {
   private created?: Promise<unknown>;
 
   constructor(
-    connectionString: string,
+    storage: StorageConnection,
     private readonly hostId: string,
   ) {
-    this.container = BlobServiceClient.fromConnectionString(connectionString).getContainerClient(MONITOR_CONTAINER);
+    this.container = blobServiceClient(storage).getContainerClient(MONITOR_CONTAINER);
   }
 
   async get(functionName: string): Promise<ScheduleStatus | undefined> {

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import * as P from '../patterns';
-import { isGpuSize } from '../../mpi/vmSizes';
+import { isGpuSize } from '../../planning/vmSizes';
 import type { SpecIssue } from '../crossField';
 import { isObj, obj, type Obj } from '../rawInput';
 

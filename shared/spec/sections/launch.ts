@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { MPI_RUNTIMES, presetFamilyFor, SUPPORTED_VERSIONS, type MpiRuntime } from '../../mpi/rdmaPresets';
-import { isGpuSize, retiredVmSize } from '../../mpi/vmSizes';
+import { isGpuSize, retiredVmSize } from '../../planning/vmSizes';
 import type { SpecIssue } from '../crossField';
 import { obj, type Obj } from '../rawInput';
 

@@ -1,0 +1,18 @@
+/**
+ * GET /api/queues: the admission queues (depth, running jobs, reserved nodes and cores per VM family, per queue and in
+ * total) and the limits admission keeps. Adapter only: reads shared/scheduling. See docs/scheduling.md.
+ */
+import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import { readQueues } from '../shared/scheduling/admissionService';
+import { admissionDeps } from '../shared/services';
+import { unavailable } from './lib/http';
+
+export async function getQueuesHttp(_request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  try {
+    return { status: 200, jsonBody: await readQueues(await admissionDeps()) };
+  } catch (err) {
+    return unavailable(context, 'queues API', err);
+  }
+}
+
+app.http('getQueues', { route: 'queues', methods: ['GET'], authLevel: 'anonymous', handler: getQueuesHttp });

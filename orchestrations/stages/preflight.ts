@@ -1,0 +1,81 @@
+import type { PreflightResult } from '../../shared/contract';
+import type { JobPlan } from '../../shared/planning/jobPlan';
+import type { MpiTaskUrls } from '../../shared/planning/mpiTaskRequest';
+import { evaluatePreflight, preflightTaskId, preflightTaskRequest, preflightThresholds, type PreflightVerdict } from '../../shared/planning/preflight';
+import type { JobSpec } from '../../shared/spec/schema';
+import { Orchestration, PipelineRun, StageFailed } from '../runtime/pipelineRun';
+import type { ProvisionedPool } from './provision';
+
+export interface PreflightRequest {
+  jobId: string;
+  batchJobId: string;
+  /** The attempt this check belongs to (task ids are unique in the Batch job). */
+  attempt: number;
+  plan: JobPlan;
+  spec: JobSpec;
+  pool: ProvisionedPool;
+  /** The deployment applies the RDMA ping-pong defaults (PipelineSettings.preflightFabricDefaults). */
+  fabricDefaults: boolean;
+  /** The files every node gets, as the MPI task gets them (the pre-execution command may source one). */
+  urls: MpiTaskUrls;
+  /** Replaces bad nodes through the provisioning path and readies the newcomers (images, shards); the pool after. */
+  replace(bad: string[], round: number): Orchestration<ProvisionedPool>;
+}
+
+/** The check kept finding bad nodes (or failed in a way no node can be blamed for): a failure `retry` may retry. */
+export class PreflightFailed extends StageFailed {
+  constructor(
+    readonly nodes: string[],
+    reason: string,
+    readonly result: PreflightResult,
+  ) {
+    super('StagingData', `preflight: ${reason}`);
+    this.name = 'PreflightFailed';
+  }
+}
+
+/**
+ * Preflight: after staging, before the MPI task, check the attempt's nodes as the launcher will use them
+ * (shared/planning/preflight.ts); replace the bad ones and check again, up to `preflight.rounds` times. The figures
+ * of every node go to the progress and the job result.
+ */
+export function* preflight(run: PipelineRun, req: PreflightRequest): Orchestration<{ pool: ProvisionedPool; result?: PreflightResult }> {
+  const { spec } = req;
+  if (!spec.preflight.enabled) return { pool: req.pool };
+  const th = preflightThresholds(spec, spec.pool.vmSize ?? req.plan.poolCreate.vmSize, req.fabricDefaults);
+  let pool = req.pool;
+  const replaced: string[] = [];
+  for (let round = 1; ; round++) {
+    const taskId = preflightTaskId(req.attempt, round);
+    const ref = { batchJobId: req.batchJobId, taskId };
+    run.report({ progress: { preflight: { state: 'running', round } } });
+    yield* run.call('preflightTaskAdd', preflightTaskRequest(req.plan, spec, pool.nodes, req.batchJobId, taskId, req.urls));
+    for (let poll = 0; ; poll++) {
+      const obs = yield* run.call('preflightObserve', ref);
+      if (obs.state === 'completed' || obs.state === 'missing') break;
+      yield* run.sleep('StagingData', run.runningPollDelayMs(poll));
+    }
+    const verdict = evaluatePreflight(yield* run.call('preflightCollect', ref), pool.nodes, th);
+    const result: PreflightResult = { rounds: round, passed: verdict.pass, pingPong: verdict.pingPong, nodes: verdict.nodes, replaced: [...replaced] };
+    const last = verdict.pass || !!verdict.unattributed || round > spec.preflight.rounds;
+    run.report({ progress: { preflight: { state: verdict.pass ? 'passed' : last ? 'failed' : 'replacing', round, pingPong: verdict.pingPong, nodes: verdict.nodes } } });
+    if (verdict.pass) return { pool, result };
+    const why = describe(verdict);
+    if (verdict.unattributed) throw new PreflightFailed([], why, result);
+    if (round > spec.preflight.rounds) throw new PreflightFailed(verdict.outliers, `${why} (still after ${round} checks)`, result);
+    yield* run.call('jobNote', {
+      jobId: req.jobId,
+      eventId: `preflight-${req.attempt}-${round}`,
+      at: run.now().toISOString(),
+      reason: `preflight check ${round} of attempt ${req.attempt}: replacing ${why}`,
+      data: { attempt: req.attempt, round, outliers: verdict.outliers },
+    });
+    replaced.push(...verdict.outliers);
+    pool = yield* req.replace(verdict.outliers, round);
+  }
+}
+
+function describe(v: PreflightVerdict): string {
+  if (v.unattributed) return v.unattributed;
+  return v.outliers.map((id) => `${id} (${v.nodes[id].problems.join('; ')})`).join(', ');
+}

@@ -1,0 +1,177 @@
+/**
+ * The shell and C parts of the preflight check (docs/scheduling.md). The check is a multi-instance task built by the
+ * same builder as the MPI task (commands.ts), so it goes through the job's own launch path (the node's profile, the
+ * user's pre-execution command, the launcher, its fabric preset and ssh port, the job's container for docker); this
+ * file gives it its master script (run as the pre-execution step) and its rank program, a ping-pong compiled on the
+ * master with the launcher's `mpicc`.
+ *
+ * Everything the master learns is printed on its stdout as `MPIJOB_PREFLIGHT …` and `MPIJOB_PINGPONG …` lines, which
+ * shared/planning/preflight.ts parses. No single quote appears in what is built here: the script is quoted again at
+ * each level it is nested in (eval, bash -c, docker exec), and only single quotes grow with each level.
+ */
+
+/** The variable the master exports with the ping-pong's path; the launcher forwards it to every rank. */
+export const PINGPONG_BIN_ENV = 'MPIJOB_PINGPONG_BIN';
+/** What every rank runs. */
+export const PINGPONG_RANK_COMMAND = `exec "$${PINGPONG_BIN_ENV}"`;
+
+/**
+ * A ring of ping-pongs: rank r with rank r+1 (mod n), one pair at a time, so each node is measured with two partners
+ * and a slow node shows in both of its pairs while a slow partner shows in one. Latency: the median half round trip
+ * of 8-byte messages; bandwidth: 1 MiB messages back and forth. Each measurement stops after about a second (at least
+ * 10 round trips), so a degraded link makes the check slower, not endless. Rank 0 prints one line per pair:
+ * `MPIJOB_PINGPONG <rank a> <rank b> <latency µs> <bandwidth MB/s> <latency round trips> <bandwidth round trips>`.
+ */
+export const PINGPONG_C = `#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#define SMALL 8
+#define BIG (1 << 20)
+#define MAXLAT 1000
+#define MAXBW 50
+static int cmp(const void *x, const void *y) { double a = *(const double *)x, b = *(const double *)y; return (a > b) - (a < b); }
+static void step(int lead, int peer, char *buf, int size) {
+  if (lead) { MPI_Send(buf, size, MPI_BYTE, peer, 1, MPI_COMM_WORLD); MPI_Recv(buf, size, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE); }
+  else { MPI_Recv(buf, size, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE); MPI_Send(buf, size, MPI_BYTE, peer, 1, MPI_COMM_WORLD); }
+}
+static int agree(int lead, int peer, int count) {
+  if (lead) MPI_Send(&count, 1, MPI_INT, peer, 2, MPI_COMM_WORLD); else MPI_Recv(&count, 1, MPI_INT, peer, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  return count;
+}
+int main(int argc, char **argv) {
+  int rank, n, p;
+  static double lat[MAXLAT];
+  char *buf = malloc(BIG);
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  memset(buf, 7, BIG);
+  for (p = 0; p < (n == 2 ? 1 : n); p++) {
+    int a = p, b = (p + 1) % n, lead = rank == a, k, count;
+    double res[4] = {0, 0, 0, 0}, t;
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == a || rank == b) {
+      int peer = lead ? b : a;
+      for (k = 0; k < 5; k++) step(lead, peer, buf, SMALL);
+      t = MPI_Wtime();
+      for (k = 0; k < 10; k++) step(lead, peer, buf, SMALL);
+      t = (MPI_Wtime() - t) / 10;
+      count = agree(lead, peer, t > 0 ? (int)(1.0 / t) : MAXLAT);
+      if (count < 10) count = 10;
+      if (count > MAXLAT) count = MAXLAT;
+      for (k = 0; k < count; k++) { t = MPI_Wtime(); step(lead, peer, buf, SMALL); lat[k] = (MPI_Wtime() - t) / 2 * 1e6; }
+      qsort(lat, count, sizeof(double), cmp);
+      res[0] = lat[count / 2];
+      res[2] = count;
+      step(lead, peer, buf, BIG);
+      t = MPI_Wtime();
+      step(lead, peer, buf, BIG);
+      t = MPI_Wtime() - t;
+      count = agree(lead, peer, t > 0 ? (int)(1.0 / t) : MAXBW);
+      if (count < 2) count = 2;
+      if (count > MAXBW) count = MAXBW;
+      t = MPI_Wtime();
+      for (k = 0; k < count; k++) step(lead, peer, buf, BIG);
+      t = MPI_Wtime() - t;
+      res[1] = t > 0 ? 2.0 * BIG * count / t / 1e6 : 0;
+      res[3] = count;
+      if (lead && a != 0) MPI_Send(res, 4, MPI_DOUBLE, 0, 3, MPI_COMM_WORLD);
+    }
+    if (rank == 0) {
+      if (a != 0) MPI_Recv(res, 4, MPI_DOUBLE, a, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      printf("MPIJOB_PINGPONG %d %d %.2f %.1f %d %d\\n", a, b, res[0], res[1], (int)res[2], (int)res[3]);
+      fflush(stdout);
+    }
+  }
+  free(buf);
+  MPI_Finalize();
+  return 0;
+}
+`;
+
+export interface PreflightScriptInput {
+  /** The launcher's ssh port (22 is the node's own sshd: no -p flag, as the launcher does it). */
+  sshPort: number;
+  maxSshMs: number;
+  /** Paths that must exist on every node (mounts, scratch); checked with `test -e`. */
+  requiredPaths: readonly string[];
+  pingPong: boolean;
+  /** Open MPI wants `host:slots` in its host list; the Hydra launchers take plain hosts. */
+  openmpi: boolean;
+  /** The launcher, as the launch line names it (a shell word, commands.ts launcherWord). */
+  launcher: string;
+}
+
+/** `"…"` for bash: the characters double quotes keep special are escaped, so the text arrives as written. */
+export function bashDoubleQuoted(text: string): string {
+  return `"${text.replace(/[\\"$`]/g, (c) => `\\${c}`)}"`;
+}
+
+/** Text as one line for `printf "%b"`: backslashes doubled, line ends as `\n` (command lines carry no line breaks). */
+export function oneLine(text: string): string {
+  return text.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
+}
+
+/** Safe path characters only (the spec validates mount and scratch paths the same way). */
+const SAFE_PATH = /^\/[A-Za-z0-9._/-]*$/;
+
+/**
+ * The master's part of the check, as one line of bash run in the launcher's shell right before the launcher: probe
+ * every node over ssh (the master itself locally), print what each answered, compile the ping-pong and copy it to the
+ * reachable nodes, then narrow the host list the launcher reads to the reachable nodes (or stop, exit 0, when there is
+ * nothing to ping-pong). The launcher line that follows runs the ping-pong.
+ */
+export function preflightMasterScript(input: PreflightScriptInput): string {
+  for (const p of input.requiredPaths) if (!SAFE_PATH.test(p)) throw new Error(`preflight: required path ${JSON.stringify(p)} is not an absolute path of safe characters`);
+  const port = Number.isSafeInteger(input.sshPort) && input.sshPort > 0 && input.sshPort < 65536 ? input.sshPort : 22;
+  const portOpt = port === 22 ? '' : ` -p ${port}`;
+  const timeoutS = Math.max(0.1, input.maxSshMs / 1000).toFixed(1);
+  const connectS = Math.max(1, Math.ceil(input.maxSshMs / 1000));
+  const ssh = `timeout ${timeoutS} ssh -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectTimeout=${connectS}${portOpt}`;
+  const paths = input.requiredPaths.join(' ');
+  const lines = [
+    'mpijob_pf_dir="$PWD/mpijob-preflight"',
+    'rm -rf "$mpijob_pf_dir"',
+    'mkdir -p "$mpijob_pf_dir"',
+    // Runs on each node: free space under the Batch directory and the required paths. Sent to the others over ssh.
+    'mpijob_pf_probe() { local r="$1"; shift; local f p; f=$(df -Pk "$r" 2>/dev/null | tail -n 1 | tr -s " " | cut -d " " -f 4); echo "free_kb=${f:-unknown}"; for p in "$@"; do if [ ! -e "$p" ]; then echo "missing=$p"; fi; done; true; }',
+    `mpijob_pf_args=$(printf " %q" "\${AZ_BATCH_NODE_ROOT_DIR:-$PWD}"${paths ? ` ${paths}` : ''})`,
+    'mpijob_pf_hosts=(${AZ_BATCH_HOST_LIST//,/ })',
+    'echo "MPIJOB_PREFLIGHT begin nodes=${#mpijob_pf_hosts[@]} port=' + port + ' max_ssh_ms=' + input.maxSshMs + '"',
+    'mpijob_pf_i=0',
+    'for mpijob_pf_h in "${mpijob_pf_hosts[@]}"; do ' +
+      '( mpijob_pf_s=$(date +%s%N); ' +
+      'if [ "$mpijob_pf_i" -eq 0 ]; then mpijob_pf_via=local; mpijob_pf_out=$(eval "mpijob_pf_probe$mpijob_pf_args" 2>&1); mpijob_pf_rc=$?; ' +
+      `else mpijob_pf_via=ssh; mpijob_pf_out=$(printf "%s\\nmpijob_pf_probe%s\\n" "$(declare -f mpijob_pf_probe)" "$mpijob_pf_args" | ${ssh} "$mpijob_pf_h" bash -s 2>&1); mpijob_pf_rc=$?; fi; ` +
+      'mpijob_pf_e=$(date +%s%N); ' +
+      '{ echo "MPIJOB_PREFLIGHT node $mpijob_pf_h via=$mpijob_pf_via rc=$mpijob_pf_rc ms=$(( (mpijob_pf_e - mpijob_pf_s) / 1000000 ))"; ' +
+      'printf "%s\\n" "$mpijob_pf_out" | head -n 20 | while IFS= read -r mpijob_pf_l; do if [ -n "$mpijob_pf_l" ]; then echo "MPIJOB_PREFLIGHT out $mpijob_pf_h $mpijob_pf_l"; fi; done; } > "$mpijob_pf_dir/probe.$mpijob_pf_i"; ' +
+      'echo "$mpijob_pf_rc" > "$mpijob_pf_dir/rc.$mpijob_pf_i" ) & ' +
+      'mpijob_pf_i=$((mpijob_pf_i + 1)); done',
+    'wait',
+    'mpijob_pf_ok=()',
+    'for ((mpijob_pf_i = 0; mpijob_pf_i < ${#mpijob_pf_hosts[@]}; mpijob_pf_i++)); do cat "$mpijob_pf_dir/probe.$mpijob_pf_i"; if [ "$(cat "$mpijob_pf_dir/rc.$mpijob_pf_i")" = 0 ] || [ "$mpijob_pf_i" -eq 0 ]; then mpijob_pf_ok+=("${mpijob_pf_hosts[$mpijob_pf_i]}"); fi; done',
+  ];
+  if (!input.pingPong) {
+    lines.push('echo "MPIJOB_PREFLIGHT pingpong skipped=disabled"', 'exit 0');
+    return lines.join('; ');
+  }
+  lines.push(
+    `export ${PINGPONG_BIN_ENV}="$mpijob_pf_dir/pingpong"`,
+    'if [ "${#mpijob_pf_ok[@]}" -lt 2 ]; then echo "MPIJOB_PREFLIGHT pingpong skipped=fewer-than-2-reachable-nodes"; exit 0; fi',
+    `if ! command -v ${input.launcher} >/dev/null 2>&1; then echo "MPIJOB_PREFLIGHT pingpong skipped=no-launcher"; exit 0; fi`,
+    'if ! command -v mpicc >/dev/null 2>&1; then echo "MPIJOB_PREFLIGHT pingpong skipped=no-mpicc"; exit 0; fi',
+    `printf "%b" ${bashDoubleQuoted(oneLine(PINGPONG_C))} > "$mpijob_pf_dir/pingpong.c"`,
+    `if ! mpicc -O2 -o "$${PINGPONG_BIN_ENV}" "$mpijob_pf_dir/pingpong.c" > "$mpijob_pf_dir/cc.txt" 2>&1; then echo "MPIJOB_PREFLIGHT pingpong skipped=compile-failed"; head -n 5 "$mpijob_pf_dir/cc.txt" | while IFS= read -r mpijob_pf_l; do echo "MPIJOB_PREFLIGHT cc $mpijob_pf_l"; done; exit 0; fi`,
+    // Copied under a per-host name and renamed, so a copy that meets another (the emulator's nodes share one disk) never truncates it.
+    `for mpijob_pf_h in "\${mpijob_pf_ok[@]:1}"; do if ! ${ssh} "$mpijob_pf_h" "mkdir -p $mpijob_pf_dir && cat > $${PINGPONG_BIN_ENV}.$mpijob_pf_h && chmod +x $${PINGPONG_BIN_ENV}.$mpijob_pf_h && mv -f $${PINGPONG_BIN_ENV}.$mpijob_pf_h $${PINGPONG_BIN_ENV}" < "$${PINGPONG_BIN_ENV}"; then echo "MPIJOB_PREFLIGHT copy-failed $mpijob_pf_h"; fi; done`,
+    'export AZ_BATCH_HOST_LIST="$(IFS=,; echo "${mpijob_pf_ok[*]}")"',
+    'export MPIJOB_NODES=${#mpijob_pf_ok[@]} MPIJOB_PPN=1',
+    'export MPIJOB_NP=$MPIJOB_NODES',
+    input.openmpi ? 'export MPIJOB_HOSTS="${AZ_BATCH_HOST_LIST//,/:1,}:1"' : 'export MPIJOB_HOSTS="$AZ_BATCH_HOST_LIST"',
+    `if [ -n "\${MPIJOB_HOSTFILE:-}" ]; then for mpijob_pf_h in "\${mpijob_pf_ok[@]}"; do printf ${input.openmpi ? '"%s slots=1\\n"' : '"%s:1\\n"'} "$mpijob_pf_h"; done > "$MPIJOB_HOSTFILE"; fi`,
+    'echo "MPIJOB_PREFLIGHT ranks $AZ_BATCH_HOST_LIST"',
+  );
+  return lines.join('; ');
+}
