@@ -22,6 +22,12 @@ export const DEFAULT_LEASE_MS = 30_000;
 export const RELAY_MARGIN_MS = 5 * 60_000;
 /** The first relay run (no watermark yet) looks this far back. */
 export const RELAY_FIRST_LOOKBACK_MS = 60 * 60_000;
+/**
+ * A job whose only transition is its creation is left this long to its first transition, whose announcement carries
+ * the creation with it (intake does not announce a creation: docs/intake.md). Less than RELAY_MARGIN_MS, so later
+ * passes still see the job; a job that stays Submitted longer gets its creation delivered by the relay.
+ */
+export const RELAY_CREATION_GRACE_MS = 60_000;
 
 export interface JobTimelineReader {
   get(id: string): Promise<JobRecord | undefined>;
@@ -163,6 +169,8 @@ export interface RelayReport {
   jobs: number;
   /** Jobs changed in the window that an earlier pass found delivered, at the same eventSeq: not read again. */
   settled: number;
+  /** Jobs with only their creation, younger than the creation grace: left to their first transition for now. */
+  young: number;
   sent: number;
   busy: number;
   waiting: number;
@@ -173,27 +181,36 @@ export interface RelayReport {
  * One relay pass: deliver every job with something due that the announcements may have missed. `memory` (one per
  * process, kept across passes) skips the jobs an earlier pass found delivered and that have not changed since.
  */
-export async function relayOnce(deps: DeliveryDeps, opts: { concurrency?: number; marginMs?: number; memory?: RelayMemory } = {}): Promise<RelayReport> {
+export async function relayOnce(
+  deps: DeliveryDeps,
+  opts: { concurrency?: number; marginMs?: number; memory?: RelayMemory; creationGraceMs?: number } = {},
+): Promise<RelayReport> {
   const now = (deps.now ?? (() => new Date()))();
   const marginMs = opts.marginMs ?? RELAY_MARGIN_MS;
+  const creationGraceMs = opts.creationGraceMs ?? RELAY_CREATION_GRACE_MS;
   const { memory } = opts;
   const mark = await deps.deliveries.watermark();
   const since = mark.at ?? new Date(now.getTime() - RELAY_FIRST_LOOKBACK_MS).toISOString();
-  const report: RelayReport = { since, watermark: since, jobs: 0, settled: 0, sent: 0, busy: 0, waiting: 0, failed: [] };
+  const report: RelayReport = { since, watermark: since, jobs: 0, settled: 0, young: 0, sent: 0, busy: 0, waiting: 0, failed: [] };
   if (deps.endpoints.length === 0) return report;
 
   const changed = await deps.jobs.changedSince(since);
   memory?.keepOnly(new Set(changed.map((j) => j.id)));
   const due = new Set((await deps.deliveries.dueCursors(now)).map((c) => c.jobId));
   const candidates = new Map<string, { updatedAt?: string; eventSeq?: number }>();
+  // Young creations hold the watermark back like unsettled jobs: a later pass must still find them.
+  const unsettled: string[] = [];
   for (const j of changed) {
-    if (!due.has(j.id) && memory?.isSettled(j.id, j.eventSeq)) report.settled++;
-    else candidates.set(j.id, { updatedAt: j.updatedAt, eventSeq: j.eventSeq });
+    if (due.has(j.id)) candidates.set(j.id, { updatedAt: j.updatedAt, eventSeq: j.eventSeq });
+    else if (memory?.isSettled(j.id, j.eventSeq)) report.settled++;
+    else if (j.eventSeq === 1 && now.getTime() - Date.parse(j.updatedAt) < creationGraceMs) {
+      report.young++;
+      unsettled.push(j.updatedAt);
+    } else candidates.set(j.id, { updatedAt: j.updatedAt, eventSeq: j.eventSeq });
   }
   for (const jobId of due) if (!candidates.has(jobId)) candidates.set(jobId, {});
   report.jobs = candidates.size;
 
-  const unsettled: string[] = [];
   const queue = [...candidates.entries()];
   const worker = async (): Promise<void> => {
     for (let next = queue.shift(); next; next = queue.shift()) {
