@@ -13,7 +13,7 @@ import { APP_IDENTITY } from './identity/managedIdentities';
 import type { OperatorAccess } from './operatorAccess';
 import type { RegistryHandle } from './registry';
 import { startFunctionsHost, type FunctionsHostHandle } from './host';
-import { createDurableExtension, type DurableOptions } from './durable';
+import { createDurableExtension, type DurableExtension, type DurableOptions } from './durable';
 import type { IdentityService } from './identity';
 import { createLocalEasyAuth } from './identity/easyAuth';
 import { defaultKeysFile, loadOrCreateKeys, type HostKeys } from './host/keys';
@@ -76,6 +76,8 @@ export interface Stack {
   batch: BatchEmulatorHandle;
   registry: RegistryHandle;
   host: FunctionsHostHandle;
+  /** The host's Durable engine (its counters and settings, for tests and benchmarks). */
+  durable: DurableExtension;
   /** The local Entra ID stand-in: issuer, token endpoint, users (docs/security.md). */
   identity: IdentityService;
   /** The webhook receiver registered for job events (local/webhooks). */
@@ -178,6 +180,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       if (!opts.sharedKeys) throw new Error('startStack: appStorage is a connection string, which needs sharedKeys');
       settings.AzureWebJobsStorage = await opts.appStorage(azurite);
     }
+    const durable = createDurableExtension(opts.durable);
     const host = await startFunctionsHost({
       appDir,
       port,
@@ -185,7 +188,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       storageConnectionString: opts.sharedKeys ? azurite.connectionString() : undefined,
       identityEndpoint: identity.appServiceIdentity,
       keys,
-      extensions: [createDurableExtension(opts.durable), createLocalEasyAuth(identity, { user: opts.dashboardUser })],
+      extensions: [durable, createLocalEasyAuth(identity, { user: opts.dashboardUser })],
       env: settings,
       logLevel: opts.logLevel,
       logDestination: opts.logDestination,
@@ -195,6 +198,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       batch,
       registry,
       host,
+      durable,
       identity,
       webhooks,
       operator: services.operator,
