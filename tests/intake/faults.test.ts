@@ -130,26 +130,33 @@ describe('a queue message that can never be processed', () => {
   }, 180_000);
 
   it('marks the job Failed with the reason on the last attempt when its row could be written', async () => {
-    // Only the JobEvents writes are refused: the Jobs row is inserted on the first delivery, but recording
-    // its first event fails every time, so the orchestration is never started. On the 5th delivery intake
-    // moves the row to Failed (the row write works; its event write fails again and is only logged).
-    const spec = fastSpec('fault-poison-2');
+    // A job that depends on another: intake writes its row, then the dependents index (JobDependents), then starts
+    // it. Only the JobDependents writes are refused, so the row is inserted on the first delivery and every delivery
+    // fails before the start: the orchestration is never started. On the 5th delivery intake moves the row to Failed.
+    // (Intake writes no event with the row: a fault on JobEvents no longer stops a delivery before its start.)
+    const queue = submissionsQueue(stack);
+    await enqueue(queue, fastSpec('fault-parent-2'));
+    await eventually('the parent job row', 30_000, async () => ((await getJob('fault-parent-2')).status === 200 ? true : undefined));
+    const spec = { ...fastSpec('fault-poison-2'), dependsOn: [{ job: 'fault-parent-2' }] };
     const text = JSON.stringify(spec);
-    proxy.fail({ mode: 'status', status: 403, forMs: 120_000, match: /^(POST|PUT|PATCH|MERGE|DELETE) \/[^/]+\/JobEvents/ });
-    await enqueue(submissionsQueue(stack), text);
-    const poison = submissionsQueue(stack, POISON_QUEUE);
-    const poisoned = await eventually('the message in the poison queue', 75_000, async () => {
-      const peeked = (await poison.peekMessages({ numberOfMessages: 32 })).peekedMessageItems;
-      return peeked.find((m) => Buffer.from(m.messageText, 'base64').toString('utf8').includes('fault-poison-2'));
-    });
-    proxy.heal();
-    expect(Buffer.from(poisoned.messageText, 'base64').toString('utf8')).toBe(text);
+    proxy.fail({ mode: 'status', status: 403, forMs: 120_000, match: /^(POST|PUT|PATCH|MERGE|DELETE) \/[^/]+\/JobDependents/ });
+    try {
+      await enqueue(queue, text);
+      const poison = submissionsQueue(stack, POISON_QUEUE);
+      const poisoned = await eventually('the message in the poison queue', 75_000, async () => {
+        const peeked = (await poison.peekMessages({ numberOfMessages: 32 })).peekedMessageItems;
+        return peeked.find((m) => Buffer.from(m.messageText, 'base64').toString('utf8').includes('fault-poison-2'));
+      });
+      expect(Buffer.from(poisoned.messageText, 'base64').toString('utf8')).toBe(text);
+    } finally {
+      proxy.heal();
+    }
     const job = await getJob('fault-poison-2');
     expect(job.body.state).toBe('Failed');
     expect(job.body.error?.code).toBe('IntakeFailed');
     expect(job.body.error?.message).toMatch(/403|fault proxy/);
     expect(await instancesOf('fault-poison-2')).toEqual([]);
-  }, 120_000);
+  }, 150_000);
 });
 
 describe('invalid submissions', () => {
