@@ -1,8 +1,11 @@
 /**
- * What the host's listeners have taken in and not finished: HTTP requests on the host's listener and queue-triggered
- * invocations (from the received message to its delete). Extensions read it to stay out of the way of that work: the
- * Durable engine runs fewer episodes and activities at once the more there is (local/durable/hostLoad.ts), so a burst
- * of submissions is answered at storage speed instead of queueing behind the pipelines it starts.
+ * What the host's listeners have taken in and not finished: HTTP requests on the host's listener, and the queue
+ * messages of full batches (from the received message to its delete). A full batch means the queue has a backlog;
+ * a listener that receives partial batches keeps up and needs no room made for it (the app's job-events
+ * announcements, one per pipeline transition, are such a trickle, and counting them held the Durable engine down for
+ * most of the pipelines' run). Extensions read it to stay out of the way of that work: the Durable engine runs fewer
+ * episodes and activities at once the more there is (local/durable/hostLoad.ts), so a burst of submissions is
+ * answered at storage speed instead of queueing behind the pipelines it starts.
  * The real host has no such signal (in Azure, front-door and Durable work scale out over instances); on one machine
  * shared by every part of the stack it is what keeps the listeners from being starved.
  */

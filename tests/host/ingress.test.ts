@@ -1,7 +1,9 @@
 /**
  * What the host's listeners have in flight (HostContext.ingress, local/host/ingress.ts), and how the queue listener
  * takes messages: in batches of batchSize, each batch run at once, the next fetched when in-flight messages drop to
- * newBatchThreshold. Counts and order of events only: invocations are held open by the test and released one by one.
+ * newBatchThreshold (as the Storage extension's QueueListener does), the messages of full batches counted as
+ * ingress and those of a partial batch not. Counts and order of events only: invocations are held open by the test
+ * and released one by one.
  */
 import pino from 'pino';
 import type { AzuriteHandle } from '../../local/azurite';
@@ -65,7 +67,7 @@ describe('queue listener batches', () => {
     delete process.env[SETTING];
   });
 
-  test('fetches batchSize messages at once, runs the whole batch at once, and fetches again only when in-flight drops to newBatchThreshold', async () => {
+  test('fetches batchSize messages at once, runs the whole batch at once, fetches again only when in-flight drops to newBatchThreshold; counts full batches only', async () => {
     process.env[SETTING] = azurite.connectionString();
     const queue = new QueueClient(azurite.connectionString(), QUEUE);
     await queue.create();
@@ -117,15 +119,22 @@ describe('queue listener batches', () => {
     expect(started.slice(4).map((s) => s.finishedBefore)).toEqual([2, 2, 2, 2]);
     expect(ingress.inFlight()).toBe(6); // batchSize + newBatchThreshold
 
-    // Finish everything as it comes: the last 2 messages arrive in a third receive; every message ran exactly once.
-    for (let i = 2; started.length < 10 || i < started.length; i++) {
-      await waitFor(`message ${i}`, () => started[i]);
-      started[i]!.finish();
-    }
+    // Four more finish, leaving 2 in flight: the last 2 messages come in a third receive. A partial batch (the queue
+    // has no backlog left): run at once like the others, but not counted as ingress.
+    for (let i = 2; i < 6; i++) started[i]!.finish();
+    await waitFor('the third batch', () => started.length === 10 || undefined);
     expect(received).toEqual([4, 4, 2]);
+    await waitFor('the four to be deleted', () => ingress.inFlight() === 2 || undefined);
+    started[6]!.finish();
+    started[7]!.finish();
+    await waitFor('the full batches to be done', () => ingress.inFlight() === 0 || undefined);
+    expect(finished).toBe(8); // messages 8 and 9 still run, uncounted
+    started[8]!.finish();
+    started[9]!.finish();
     expect(started.map((s) => s.text).sort()).toEqual([...bodies].sort());
-    await waitFor('every message deleted', () => ingress.inFlight() === 0 || undefined);
+    await waitFor('every message deleted', async () => ((await queue.getProperties()).approximateMessagesCount === 0) || undefined);
     expect((await queue.peekMessages({ numberOfMessages: 32 })).peekedMessageItems).toEqual([]);
+    expect(ingress.inFlight()).toBe(0);
     spy.mockRestore();
   });
 });

@@ -21,7 +21,7 @@ export interface TriggerListenerOptions {
   hostJson: HostJson;
   log: Logger;
   invoke(functionName: string, request: InvocationRequest): Promise<InvocationResult>;
-  /** Queue messages in progress are counted here (timers are background work and are not). */
+  /** Queue messages of full batches in progress are counted here (timers are background work and are not). */
   ingress?: IngressGauge;
 }
 

@@ -23,7 +23,11 @@ export interface QueueListenerDeps {
   options: QueueOptions;
   log: Logger;
   invoke(functionName: string, request: InvocationRequest): Promise<InvocationResult>;
-  /** Counts each message from its receipt until it is deleted or given back (../ingress.ts). */
+  /**
+   * Counts the messages of a full batch from their receipt until they are deleted or given back (../ingress.ts): a
+   * full batch means the queue has a backlog, which background work should make room for. A partial batch means the
+   * listener keeps up, and is not counted.
+   */
   ingress?: IngressGauge;
 }
 
@@ -92,9 +96,10 @@ export class QueueTriggerListener {
       }
       this.backoff.reset();
       // The whole batch runs at once, as the Storage extension runs a fetched batch.
+      const backlog = this.deps.ingress && messages.length >= options.batchSize ? this.deps.ingress : undefined;
       for (const m of messages) {
         const work = (): Promise<void> => this.process(m);
-        const p = (this.deps.ingress ? this.deps.ingress.track(work) : work()).finally(() => this.inFlight.delete(p));
+        const p = (backlog ? backlog.track(work) : work()).finally(() => this.inFlight.delete(p));
         this.inFlight.add(p);
       }
     }
