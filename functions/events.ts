@@ -7,12 +7,14 @@
 import { app, type InvocationContext, type Timer } from '@azure/functions';
 import { eventsRelaySchedule } from '../shared/config';
 import { EVENTS_QUEUE } from '../shared/events/announcer';
-import { deliverJob, relayOnce } from '../shared/events/delivery';
+import { deliverJob, relayOnce, RelayMemory } from '../shared/events/delivery';
 import { JOB_ID_RE } from '../shared/spec/patterns';
 import { eventAnnouncer, eventDelivery } from '../shared/services';
 
 /** A job whose cursor another sender holds is looked at again this soon (its sender may miss the newest transition). */
 const BUSY_RETRY_MS = 2_000;
+/** The relay's memory of settled jobs, kept across its runs in this process (shared/events/delivery.ts). */
+const relayMemory = new RelayMemory();
 
 export async function jobEventsFromQueue(message: unknown, context: InvocationContext): Promise<void> {
   const body = typeof message === 'string' ? parseJson(message) : message;
@@ -34,7 +36,7 @@ export async function jobEventsFromQueue(message: unknown, context: InvocationCo
 export async function eventsRelayTimer(timer: Timer, context: InvocationContext): Promise<void> {
   const deps = await eventDelivery();
   if (!deps) return;
-  const report = await relayOnce(deps);
+  const report = await relayOnce(deps, { memory: relayMemory });
   const line = JSON.stringify({ event: 'eventsRelay', isPastDue: timer.isPastDue, ...report });
   if (report.failed.length) context.warn(line);
   else context.info(line);

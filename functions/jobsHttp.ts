@@ -121,7 +121,7 @@ export async function getJobHttp(request: HttpRequest, context: InvocationContex
     const store = await jobStore();
     const job = visibleJob(auth.principal, await store.get(id));
     if (!job) return problem(404, 'JobNotFound', `no job with id ${id}`);
-    const [live, events] = await Promise.all([liveStatus(df.getClient(context), id), store.events(id)]);
+    const [live, events] = await Promise.all([liveStatus(df.getClient(context), id), store.events(id, job)]);
     const view = toJobView(job, { baseUrl: baseUrlOf(request), includeSpec: true });
     if (job.state === 'Queued' && !job.spec?.array) view.queue = await readJobQueue(await admissionDeps(), job, (live?.customStatus as PipelineStatus | undefined)?.queue);
     return {

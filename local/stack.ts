@@ -13,7 +13,7 @@ import { APP_IDENTITY } from './identity/managedIdentities';
 import type { OperatorAccess } from './operatorAccess';
 import type { RegistryHandle } from './registry';
 import { startFunctionsHost, type FunctionsHostHandle } from './host';
-import { createDurableExtension } from './durable';
+import { createDurableExtension, type DurableExtension, type DurableOptions } from './durable';
 import type { IdentityService } from './identity';
 import { createLocalEasyAuth } from './identity/easyAuth';
 import { defaultKeysFile, loadOrCreateKeys, type HostKeys } from './host/keys';
@@ -75,6 +75,8 @@ export interface StackOptions {
   poolIdentity?: boolean;
   /** The registry private (tokens required) or open (default). */
   registryAccess?: 'open' | 'private';
+  /** Durable engine options beyond host.json (e.g. maxConcurrentWhileHostBusy; benchmarks compare settings). */
+  durable?: DurableOptions;
 }
 
 export interface Stack {
@@ -82,6 +84,8 @@ export interface Stack {
   batch: BatchEmulatorHandle;
   registry: RegistryHandle;
   host: FunctionsHostHandle;
+  /** The host's Durable engine (its counters and settings, for tests and benchmarks). */
+  durable: DurableExtension;
   /** The local Entra ID stand-in: issuer, token endpoint, users (docs/security.md). */
   identity: IdentityService;
   /** The webhook receiver registered for job events (local/webhooks). */
@@ -215,6 +219,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       if (!opts.sharedKeys) throw new Error('startStack: appStorage is a connection string, which needs sharedKeys');
       settings.AzureWebJobsStorage = await opts.appStorage(azurite);
     }
+    const durable = createDurableExtension(opts.durable);
     const host = await startFunctionsHost({
       appDir,
       port,
@@ -222,7 +227,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       storageConnectionString: opts.sharedKeys ? azurite.connectionString() : undefined,
       identityEndpoint: identity.appServiceIdentity,
       keys,
-      extensions: [createDurableExtension(), createLocalEasyAuth(identity, { user: opts.dashboardUser })],
+      extensions: [durable, createLocalEasyAuth(identity, { user: opts.dashboardUser })],
       env: settings,
       logLevel: opts.logLevel,
       logDestination: opts.logDestination,
@@ -232,6 +237,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       batch,
       registry,
       host,
+      durable,
       identity,
       webhooks,
       operator: services.operator,

@@ -11,6 +11,7 @@ import type { HostContext, TypedData } from '../host/extension';
 import type { ResolvedOptions } from './config';
 import { events, type HistoryEvent } from './history';
 import { findFunction } from './orchestrations';
+import type { HostLoad } from './hostLoad';
 import { Poller } from './poller';
 import type { DurableStore } from './store';
 import type { ActivityWorkItem } from './state';
@@ -48,7 +49,9 @@ export class ActivityDispatcher {
   private flushTimer: NodeJS.Immediate | undefined;
   private readonly poller: Poller;
   private stopped = false;
-  readonly stats = { completed: 0, failed: 0, peakConcurrency: 0 };
+  private unsubscribeIdle: (() => void) | undefined;
+  /** `peakAtFloor`: the most activities running at once when one started while the host's load held the engine at its floor. */
+  readonly stats = { completed: 0, failed: 0, peakConcurrency: 0, peakAtFloor: 0 };
   /** Called after answers were put on the control queue (wakes the orchestration poller). */
   onAnswer: () => void = () => undefined;
 
@@ -57,11 +60,13 @@ export class ActivityDispatcher {
     private readonly host: HostContext,
     private readonly opts: ResolvedOptions,
     private readonly log: Logger,
+    private readonly load: HostLoad,
   ) {
     this.poller = new Poller('work-item-queue', () => this.round(), opts.maxPollingIntervalMs, log);
   }
 
   start(): void {
+    this.unsubscribeIdle = this.load.onRelief(() => this.poller.wake());
     this.poller.start();
   }
 
@@ -71,6 +76,7 @@ export class ActivityDispatcher {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.unsubscribeIdle?.();
     await this.poller.stop();
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
     if (this.flushTimer) clearImmediate(this.flushTimer);
@@ -98,12 +104,18 @@ export class ActivityDispatcher {
     return progressed;
   }
 
+  /** maxConcurrentActivityFunctions, fewer while the host's listeners are busy (./hostLoad.ts). */
+  private concurrencyLimit(): number {
+    return this.load.limit(this.opts.maxConcurrentActivityFunctions);
+  }
+
   private startAttempts(): boolean {
     let started = false;
-    while (!this.stopped && this.active < this.opts.maxConcurrentActivityFunctions && this.backlog.length > 0) {
+    while (!this.stopped && this.active < this.concurrencyLimit() && this.backlog.length > 0) {
       const a = this.backlog.shift()!;
       this.active += 1;
       this.stats.peakConcurrency = Math.max(this.stats.peakConcurrency, this.active);
+      if (this.load.atFloor(this.opts.maxConcurrentActivityFunctions)) this.stats.peakAtFloor = Math.max(this.stats.peakAtFloor, this.active);
       started = true;
       const p = this.run(a)
         .catch((err: unknown) => {

@@ -206,17 +206,19 @@ export class ManagementApi {
 
   /** Create the instance row and send its start message; 409 if a non-terminal instance has the id. */
   async startInstance(name: string, instanceId: string, input: string | undefined): Promise<void> {
-    const existing = await this.store.getInstance(instanceId);
-    if (existing && !isTerminal(existing.runtimeStatus)) {
-      throw new HttpError(409, { Message: `An instance with ID '${instanceId}' already exists and is ${existing.runtimeStatus}` });
-    }
     const executionId = randomUUID().replace(/-/g, '');
     const now = new Date().toISOString();
     const row = { instanceId, name, runtimeStatus: 'Pending' as const, executionId, input, createdTime: now, lastUpdatedTime: now };
-    // A new id is inserted, not upserted: of two concurrent starts exactly one creates the instance, the other gets 409.
-    if (existing) await this.store.putInstance(row);
-    else if (!(await this.store.createInstance(row))) {
-      throw new HttpError(409, { Message: `An instance with ID '${instanceId}' already exists` });
+    // The usual start names a new id: insert first and read only when the id is taken (one storage call, not two). An
+    // insert, not an upsert: of two concurrent starts exactly one creates the instance, the other gets 409.
+    if (!(await this.store.createInstance(row))) {
+      const existing = await this.store.getInstance(instanceId);
+      if (existing && !isTerminal(existing.runtimeStatus)) {
+        throw new HttpError(409, { Message: `An instance with ID '${instanceId}' already exists and is ${existing.runtimeStatus}` });
+      }
+      // A finished instance is started again under the same id (the provider overwrites it); one that vanished
+      // between the insert and the read (purged) is simply created.
+      await this.store.putInstance(row);
     }
     await this.store.sendControl(startMessage(instanceId, executionId, name, input));
     this.dispatcher.wake();

@@ -21,6 +21,13 @@ export interface DurableOptions {
   statusPageSize?: number;
   /** Port of the loopback RPC endpoint (the extension's LocalHttpListener; Azure uses 17071). Default 0: any free port. */
   rpcPort?: number;
+  /**
+   * The fewest episodes, and separately activities, the engine keeps running however busy the host's listeners are
+   * (local only, default 2). Below the limits above, the engine gives up two slots of each per HTTP request or queue
+   * message in flight (HostContext.ingress, ./hostLoad.ts): the whole stack shares one machine and one Azurite, and a
+   * submission should cost its own writes, not wait behind the pipelines earlier submissions started.
+   */
+  maxConcurrentWhileHostBusy?: number;
 }
 
 export type ResolvedOptions = Required<DurableOptions>;
@@ -47,5 +54,6 @@ export function resolveOptions(hostJson: Record<string, unknown>, opts: DurableO
     workItemVisibilitySeconds: opts.workItemVisibilitySeconds ?? 60,
     statusPageSize: opts.statusPageSize ?? 100,
     rpcPort: opts.rpcPort ?? 0,
+    maxConcurrentWhileHostBusy: opts.maxConcurrentWhileHostBusy ?? 2,
   };
 }

@@ -10,6 +10,7 @@ import type { BindingInfo, HostContext, HostExtension, TypedData } from '../host
 import { ActivityDispatcher } from './activities';
 import { ManagementApi } from './api';
 import { resolveOptions, type DurableOptions, type ResolvedOptions } from './config';
+import { HostLoad } from './hostLoad';
 import { clientBindingData, webhookFromUrl, type Webhook } from './links';
 import { OrchestrationDispatcher } from './orchestrations';
 import { recover, recoverInstance, type RecoveryReport } from './recovery';
@@ -24,7 +25,19 @@ export { DurableStore } from './store';
 
 export interface DurableExtension extends HostExtension {
   /** Engine counters (for benchmarks and tests); undefined before start. */
-  stats(): { episodes: number; deliveredEvents: number; activitiesCompleted: number; activitiesFailed: number; peakActivityConcurrency: number } | undefined;
+  stats():
+    | {
+        episodes: number;
+        deliveredEvents: number;
+        activitiesCompleted: number;
+        activitiesFailed: number;
+        peakActivityConcurrency: number;
+        peakEpisodeConcurrency: number;
+        /** The most episodes / activities running at once when one of them started while the host's load held the engine at its floor. */
+        peakEpisodesAtFloor: number;
+        peakActivitiesAtFloor: number;
+      }
+    | undefined;
   /** The resolved settings (hub name, concurrency limits); undefined before start. */
   options(): ResolvedOptions | undefined;
   /** What start-up recovery re-sent; undefined before start. */
@@ -46,6 +59,7 @@ export function createDurableExtension(opts: DurableOptions = {}): DurableExtens
         recovery: RecoveryReport;
         webhook: Webhook;
         rpc: RpcListener;
+        load: HostLoad;
         rpcBaseUrl: string;
       }
     | undefined;
@@ -74,8 +88,9 @@ export function createDurableExtension(opts: DurableOptions = {}): DurableExtens
       }
       const store = new DurableStore(host.storage(), options.hubName);
       await store.init();
-      const orchestrations = new OrchestrationDispatcher(store, host, options, log);
-      const activities = new ActivityDispatcher(store, host, options, log);
+      const load = new HostLoad(host.ingress, options.maxConcurrentWhileHostBusy);
+      const orchestrations = new OrchestrationDispatcher(store, host, options, log, load);
+      const activities = new ActivityDispatcher(store, host, options, log, load);
       orchestrations.onWorkItems = () => activities.wake();
       activities.onAnswer = () => orchestrations.wake();
       orchestrations.onEpisodeError = (instanceId) => recoverInstance(store, orchestrations, instanceId);
@@ -94,16 +109,18 @@ export function createDurableExtension(opts: DurableOptions = {}): DurableExtens
       try {
         report = await recover(store, orchestrations, log);
       } catch (err) {
+        load.stop();
         await rpc.close();
         throw err;
       }
       orchestrations.start();
       activities.start();
-      running = { store, orchestrations, activities, api, options, log, host, recovery: report, webhook, rpc, rpcBaseUrl: rpc.baseUrlWithKey(systemKey) };
+      running = { store, orchestrations, activities, api, options, log, host, recovery: report, webhook, rpc, load, rpcBaseUrl: rpc.baseUrlWithKey(systemKey) };
       log.info(
         {
           maxConcurrentActivityFunctions: options.maxConcurrentActivityFunctions,
           maxConcurrentOrchestratorFunctions: options.maxConcurrentOrchestratorFunctions,
+          maxConcurrentWhileHostBusy: options.maxConcurrentWhileHostBusy,
           webhook: `${webhook.origin}/runtime/webhooks/${WEBHOOK_NAME}`,
           rpcEndpoint: `http://127.0.0.1:${rpc.port}/durabletask/`,
         },
@@ -117,6 +134,7 @@ export function createDurableExtension(opts: DurableOptions = {}): DurableExtens
       running = undefined;
       await r.activities.stop();
       await r.orchestrations.stop();
+      r.load.stop();
       await r.rpc.close();
       r.log.info('Durable engine stopped');
     },
@@ -131,6 +149,9 @@ export function createDurableExtension(opts: DurableOptions = {}): DurableExtens
         activitiesCompleted: a.completed,
         activitiesFailed: a.failed,
         peakActivityConcurrency: a.peakConcurrency,
+        peakEpisodeConcurrency: o.peakConcurrency,
+        peakEpisodesAtFloor: o.peakAtFloor,
+        peakActivitiesAtFloor: a.peakAtFloor,
       };
     },
     options: () => running?.options,

@@ -26,6 +26,7 @@ import {
   type Selection,
 } from './episode';
 import { EventType, events, type HistoryEvent } from './history';
+import type { HostLoad } from './hostLoad';
 import { Poller } from './poller';
 import { rewindPlan, type ReopenedTask } from './rewind';
 import { EtagConflictError, inParallel, rowFromState, type DurableStore, type LoadedInstance } from './store';
@@ -48,6 +49,8 @@ interface Buffered {
 /** Sent so the library never splits timers into LongTimerTask chunks; the queue re-sends long timers instead. */
 export const MAXIMUM_SHORT_TIMER_DURATION = '36500.00:00:00';
 const OUT_PARALLELISM = 16;
+/** Instances waiting for a slot above which a busy host's engine stops receiving control messages. */
+const HELD_BACK_INSTANCES = 64;
 
 export class OrchestrationDispatcher {
   private readonly buffers = new Map<string, Map<string, Buffered>>();
@@ -59,7 +62,9 @@ export class OrchestrationDispatcher {
   private readonly poller: Poller;
   private order = 0;
   private stopped = false;
-  readonly stats = { episodes: 0, deliveredEvents: 0 };
+  private unsubscribeIdle: (() => void) | undefined;
+  /** Most episodes running at once: ever, and when one started while the host's load held the engine at its floor. */
+  readonly stats = { episodes: 0, deliveredEvents: 0, peakConcurrency: 0, peakAtFloor: 0 };
   /** Called when work items were enqueued (wakes the activity poller). */
   onWorkItems: () => void = () => undefined;
   /** Called when an episode failed; its committed part may have an unsent outbox to re-derive. */
@@ -70,11 +75,17 @@ export class OrchestrationDispatcher {
     private readonly host: HostContext,
     private readonly opts: ResolvedOptions,
     private readonly log: Logger,
+    private readonly load: HostLoad,
   ) {
     this.poller = new Poller('control-queue', () => this.round(), opts.maxPollingIntervalMs, log);
   }
 
   start(): void {
+    // Once the host's listeners are less busy, instances held back get their turn.
+    this.unsubscribeIdle = this.load.onRelief(() => {
+      this.scheduleWaiting();
+      this.poller.wake();
+    });
     this.poller.start();
   }
 
@@ -84,6 +95,7 @@ export class OrchestrationDispatcher {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.unsubscribeIdle?.();
     await this.poller.stop();
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
   }
@@ -99,8 +111,19 @@ export class OrchestrationDispatcher {
     return n;
   }
 
+  /**
+   * Episodes run at once: the extension's maxConcurrentOrchestratorFunctions, fewer while the host's listeners have
+   * requests or queue messages in flight (./hostLoad.ts): intake comes first.
+   */
+  private concurrencyLimit(): number {
+    return this.load.limit(this.opts.maxConcurrentOrchestratorFunctions);
+  }
+
   private async round(): Promise<boolean> {
     if (this.bufferedCount() > 5000) return false; // back-pressure: let episodes drain the buffer
+    // Held back for a busy host and already holding plenty to do: receiving more now would only let their
+    // visibility run out in the buffer. The poller is woken when the host's load goes down.
+    if (this.waiting.size >= HELD_BACK_INSTANCES && this.load.busy()) return false;
     const received = await this.store.receiveControl(32, this.opts.controlVisibilitySeconds);
     const touched = new Set<string>();
     for (const r of received) {
@@ -133,22 +156,27 @@ export class OrchestrationDispatcher {
   private trySchedule(instanceId: string): void {
     if (this.stopped || this.running.has(instanceId)) return;
     const buf = this.buffers.get(instanceId);
-    if (!buf || buf.size === 0) return;
-    if (this.running.size >= this.opts.maxConcurrentOrchestratorFunctions) {
+    if (!buf || buf.size === 0) {
+      this.waiting.delete(instanceId);
+      return;
+    }
+    if (this.running.size >= this.concurrencyLimit()) {
       this.waiting.add(instanceId);
       return;
     }
+    this.waiting.delete(instanceId);
     this.running.add(instanceId);
+    this.stats.peakConcurrency = Math.max(this.stats.peakConcurrency, this.running.size);
+    if (this.load.atFloor(this.opts.maxConcurrentOrchestratorFunctions)) this.stats.peakAtFloor = Math.max(this.stats.peakAtFloor, this.running.size);
     const firstNew = this.order;
+    let again = false;
     const p = this.runEpisode(instanceId)
       .then((progressed) => {
-        this.running.delete(instanceId);
         const buf = this.buffers.get(instanceId);
         const arrivedMeanwhile = buf !== undefined && [...buf.values()].some((b) => b.order >= firstNew);
-        if (progressed || arrivedMeanwhile) this.trySchedule(instanceId);
+        again = progressed || arrivedMeanwhile;
       })
       .catch((err: unknown) => {
-        this.running.delete(instanceId);
         this.cache.delete(instanceId);
         this.log.error({ err, instanceId }, 'durable episode failed; its messages will be retried');
         if (!this.stopped) {
@@ -156,14 +184,22 @@ export class OrchestrationDispatcher {
         }
       })
       .finally(() => {
+        this.running.delete(instanceId);
         this.inFlight.delete(p);
-        for (const w of [...this.waiting]) {
-          if (this.running.size >= this.opts.maxConcurrentOrchestratorFunctions) break;
-          this.waiting.delete(w);
-          this.trySchedule(w);
-        }
+        // The instance goes to the back of the line, and the next episode starts from a fresh turn of the event loop:
+        // requests and messages that arrived during this one are read before more episodes are started.
+        if (again) this.waiting.add(instanceId);
+        setImmediate(() => this.scheduleWaiting());
       });
     this.inFlight.add(p);
+  }
+
+  /** Starts waiting instances, oldest first, while the concurrency limit allows. */
+  private scheduleWaiting(): void {
+    for (const w of [...this.waiting]) {
+      if (this.stopped || this.running.size >= this.concurrencyLimit()) break;
+      this.trySchedule(w);
+    }
   }
 
   /** Runs one episode; resolves true when it made progress (so remaining messages deserve another). */

@@ -83,6 +83,11 @@ export interface HostContext {
   hostJson(): Record<string, unknown>;
   /** Structured logger (pino). */
   log: import('pino').Logger;
+  /**
+   * HTTP requests and queue messages the host's listeners are working on (./ingress.ts): an extension doing
+   * background work (the Durable engine) does less of it while this is not zero.
+   */
+  ingress: import('./ingress').Ingress;
 }
 
 export interface HostExtension {

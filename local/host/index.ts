@@ -16,6 +16,7 @@ import { hostJsonLogLevel, readHostJson, httpRoutePrefix, type HostJson } from '
 import { startHttpListener, type HttpListener } from './http/httpServer';
 import { RouteTable } from './http/routeTable';
 import { Invoker, type OutputBindingWriter } from './invoke';
+import { IngressGauge } from './ingress';
 import { KeyStore, defaultKeysFile, isWebhookAuthorized, loadOrCreateKeys, webhookKeyName, type HostKeys } from './keys';
 import { createHostLogger, pinoLevel, type LogDestination } from './logging';
 import { installCoreModuleRequireProxy } from './requireProxy';
@@ -157,6 +158,7 @@ export async function startFunctionsHost(opts: FunctionsHostOptions): Promise<Fu
     const claimed = new Set(extensions.flatMap((e) => e.triggerTypes));
     const hostDispatched = (): RegisteredFunction[] => functions().filter((f) => !claimed.has(f.trigger.type));
     const routeTable = new RouteTable(hostDispatched(), httpRoutePrefix(hostJson));
+    const ingress = new IngressGauge();
 
     listener = await startHttpListener({
       host: opts.host ?? '127.0.0.1',
@@ -166,6 +168,7 @@ export async function startFunctionsHost(opts: FunctionsHostOptions): Promise<Fu
       extensions,
       invoke: (name, req) => invoker.invoke(name, req),
       log,
+      ingress,
     });
     // durable-functions rewrites its management URLs to localhost:7071 unless this names the real host.
     const baseUrl = listener.baseUrl;
@@ -184,6 +187,7 @@ export async function startFunctionsHost(opts: FunctionsHostOptions): Promise<Fu
       storage: () => storage,
       hostJson: () => hostJson,
       log,
+      ingress,
     };
     for (const ext of extensions) {
       startedExtensions.push(ext);
@@ -196,6 +200,7 @@ export async function startFunctionsHost(opts: FunctionsHostOptions): Promise<Fu
       hostJson,
       log,
       invoke: (name, req) => invoker.invoke(name, req),
+      ingress,
     });
 
     const banner = (): string => formatBanner(functions(), { routeTable, baseUrl, claimedTriggerTypes: claimed });

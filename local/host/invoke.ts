@@ -28,10 +28,23 @@ export interface InvokerOptions {
 }
 
 export class Invoker {
+  /** One RegisteredFunction per registration: every episode and activity looks its function up, so it is built once. */
+  private readonly described = new WeakMap<RegisteredCallback, RegisteredFunction>();
+
   constructor(private readonly opts: InvokerOptions) {}
 
   functions(): RegisteredFunction[] {
-    return [...coreState().functions.values()].map(({ metadata }) => toRegisteredFunction(metadata.name, metadata.bindings, metadata.retryOptions));
+    return [...coreState().functions.values()].map((r) => this.describe(r));
+  }
+
+  private describe(registered: RegisteredCallback): RegisteredFunction {
+    let fn = this.described.get(registered);
+    if (!fn) {
+      const { metadata } = registered;
+      fn = toRegisteredFunction(metadata.name, metadata.bindings, metadata.retryOptions);
+      this.described.set(registered, fn);
+    }
+    return fn;
   }
 
   async invoke(functionName: string, request: InvocationRequest): Promise<InvocationResult> {
@@ -40,7 +53,7 @@ export class Invoker {
     if (!registered) {
       return { invocationId, outputData: [], error: new Error(`No function named "${functionName}" is registered`) };
     }
-    const fn = toRegisteredFunction(functionName, registered.metadata.bindings, registered.metadata.retryOptions);
+    const fn = this.describe(registered);
     const log = this.opts.log.child({ invocationId, functionName });
     const started = Date.now();
     log.info({ trigger: fn.trigger.type }, `Executing 'Functions.${functionName}'`);

@@ -3,7 +3,8 @@
  * demand: answer 503 ServerBusy (or another status), reset the connection, or lose the response of a request
  * that was applied, for the next N requests or for a time window.
  * Put it in front of one endpoint only (its URL goes into a connection string's TableEndpoint) to see how
- * the app behaves when storage is briefly or permanently unavailable, with everything else real.
+ * the app behaves when storage is briefly or permanently unavailable, with everything else real. It also records
+ * every request it sees, so a test can count the storage calls a path makes.
  */
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -44,6 +45,8 @@ export interface FaultProxy {
   /** Stop failing. */
   heal(): void;
   stats(): FaultProxyStats;
+  /** Every request seen, in arrival order, as "METHOD path" (path with its query; forwarded or failed alike). */
+  requests(): string[];
   close(): Promise<void>;
 }
 
@@ -70,7 +73,10 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
     return undefined;
   };
 
+  const seen: string[] = [];
+
   const server = http.createServer((req, res) => {
+    seen.push(`${req.method ?? 'GET'} ${req.url ?? '/'}`);
     const fault = shouldFail(req);
     if (fault && fault.mode !== 'lostResponse') {
       stats.failed++;
@@ -126,6 +132,7 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
       rule = undefined;
     },
     stats: () => ({ ...stats }),
+    requests: () => [...seen],
     async close() {
       rule = undefined;
       await new Promise<void>((resolve) => {

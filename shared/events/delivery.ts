@@ -22,6 +22,12 @@ export const DEFAULT_LEASE_MS = 30_000;
 export const RELAY_MARGIN_MS = 5 * 60_000;
 /** The first relay run (no watermark yet) looks this far back. */
 export const RELAY_FIRST_LOOKBACK_MS = 60 * 60_000;
+/**
+ * A job whose only transition is its creation is left this long to its first transition, whose announcement carries
+ * the creation with it (intake does not announce a creation: docs/intake.md). Less than RELAY_MARGIN_MS, so later
+ * passes still see the job; a job that stays Submitted longer gets its creation delivered by the relay.
+ */
+export const RELAY_CREATION_GRACE_MS = 60_000;
 
 export interface JobTimelineReader {
   get(id: string): Promise<JobRecord | undefined>;
@@ -126,35 +132,89 @@ async function deliverToEndpoint(deps: DeliveryDeps, first: JobRecord, endpoint:
   return { endpoint: name, state: 'delivered', sent };
 }
 
+/**
+ * What a relay remembers between its passes in one process: the jobs it found delivered to every endpoint, with the
+ * eventSeq their row had. Each pass looks RELAY_MARGIN_MS behind its watermark, so without it every job of that
+ * window is read again at every pass (its row and its cursors: 2 reads per job and pass), and a burst of submissions
+ * costs the relay thousands of reads in the minutes after it. A job whose row still has the eventSeq it was settled
+ * at has nothing due: cursors only move forward, a due retry is found by dueCursors, and a new endpoint comes with a
+ * new process (configuration). Jobs that leave the window are forgotten.
+ */
+export class RelayMemory {
+  private readonly settled = new Map<string, number>();
+
+  /** Whether `jobId` was found fully delivered while its row had this eventSeq. */
+  isSettled(jobId: string, eventSeq: number): boolean {
+    return this.settled.get(jobId) === eventSeq;
+  }
+
+  remember(jobId: string, eventSeq: number): void {
+    this.settled.set(jobId, eventSeq);
+  }
+
+  /** Forgets every job not in `window` (the jobs the last scan returned). */
+  keepOnly(window: ReadonlySet<string>): void {
+    for (const id of this.settled.keys()) if (!window.has(id)) this.settled.delete(id);
+  }
+
+  get size(): number {
+    return this.settled.size;
+  }
+}
+
 export interface RelayReport {
   since: string;
   watermark: string;
+  /** Jobs looked at (changed in the window and not remembered settled, or with a retry due). */
   jobs: number;
+  /** Jobs changed in the window that an earlier pass found delivered, at the same eventSeq: not read again. */
+  settled: number;
+  /** Jobs with only their creation, younger than the creation grace: left to their first transition for now. */
+  young: number;
   sent: number;
   busy: number;
   waiting: number;
   failed: { jobId: string; error: string }[];
 }
 
-/** One relay pass: deliver every job with something due that the announcements may have missed. */
-export async function relayOnce(deps: DeliveryDeps, opts: { concurrency?: number; marginMs?: number } = {}): Promise<RelayReport> {
+/**
+ * One relay pass: deliver every job with something due that the announcements may have missed. `memory` (one per
+ * process, kept across passes) skips the jobs an earlier pass found delivered and that have not changed since.
+ */
+export async function relayOnce(
+  deps: DeliveryDeps,
+  opts: { concurrency?: number; marginMs?: number; memory?: RelayMemory; creationGraceMs?: number } = {},
+): Promise<RelayReport> {
   const now = (deps.now ?? (() => new Date()))();
   const marginMs = opts.marginMs ?? RELAY_MARGIN_MS;
+  const creationGraceMs = opts.creationGraceMs ?? RELAY_CREATION_GRACE_MS;
+  const { memory } = opts;
   const mark = await deps.deliveries.watermark();
   const since = mark.at ?? new Date(now.getTime() - RELAY_FIRST_LOOKBACK_MS).toISOString();
-  const report: RelayReport = { since, watermark: since, jobs: 0, sent: 0, busy: 0, waiting: 0, failed: [] };
+  const report: RelayReport = { since, watermark: since, jobs: 0, settled: 0, young: 0, sent: 0, busy: 0, waiting: 0, failed: [] };
   if (deps.endpoints.length === 0) return report;
 
   const changed = await deps.jobs.changedSince(since);
-  const candidates = new Map<string, string | undefined>(changed.map((j) => [j.id, j.updatedAt]));
-  for (const c of await deps.deliveries.dueCursors(now)) if (!candidates.has(c.jobId)) candidates.set(c.jobId, undefined);
+  memory?.keepOnly(new Set(changed.map((j) => j.id)));
+  const due = new Set((await deps.deliveries.dueCursors(now)).map((c) => c.jobId));
+  const candidates = new Map<string, { updatedAt?: string; eventSeq?: number }>();
+  // Young creations hold the watermark back like unsettled jobs: a later pass must still find them.
+  const unsettled: string[] = [];
+  for (const j of changed) {
+    if (due.has(j.id)) candidates.set(j.id, { updatedAt: j.updatedAt, eventSeq: j.eventSeq });
+    else if (memory?.isSettled(j.id, j.eventSeq)) report.settled++;
+    else if (j.eventSeq === 1 && now.getTime() - Date.parse(j.updatedAt) < creationGraceMs) {
+      report.young++;
+      unsettled.push(j.updatedAt);
+    } else candidates.set(j.id, { updatedAt: j.updatedAt, eventSeq: j.eventSeq });
+  }
+  for (const jobId of due) if (!candidates.has(jobId)) candidates.set(jobId, {});
   report.jobs = candidates.size;
 
-  const unsettled: string[] = [];
   const queue = [...candidates.entries()];
   const worker = async (): Promise<void> => {
     for (let next = queue.shift(); next; next = queue.shift()) {
-      const [jobId, updatedAt] = next;
+      const [jobId, { updatedAt, eventSeq }] = next;
       try {
         const runs = await deliverJob(deps, jobId);
         for (const r of runs) {
@@ -162,6 +222,8 @@ export async function relayOnce(deps: DeliveryDeps, opts: { concurrency?: number
           if (r.state === 'waiting') report.waiting++;
           if (r.state === 'busy') report.busy++;
         }
+        // Idle everywhere: every endpoint had everything up to the row's eventSeq (at least the scanned one).
+        if (eventSeq !== undefined && runs.length > 0 && runs.every((r) => r.state === 'idle')) memory?.remember(jobId, eventSeq);
         if (updatedAt !== undefined && runs.some((r) => r.state === 'busy')) unsettled.push(updatedAt);
       } catch (err) {
         report.failed.push({ jobId, error: (err as Error).message });

@@ -33,8 +33,8 @@ export interface JobStoreOptions {
   /** ETag retries before ConcurrencyConflictError (default 10). */
   maxAttempts?: number;
   /**
-   * Told of each transition once it is recorded (the event relay's announcement, shared/events). Its failure never
-   * fails the transition: the relay finds transitions nobody announced.
+   * Told of each transition once it is recorded (the event relay's announcement, shared/events), except the creation
+   * (see createIfAbsent). Its failure never fails the transition: the relay finds transitions nobody announced.
    */
   onTransition?: (event: JobEvent) => Promise<void>;
 }
@@ -146,8 +146,16 @@ export class JobStore {
    * Insert the job in state Submitted unless a row with this id exists. Exactly one of any number of
    * concurrent callers gets created: true (Table Storage answers 409 to the others); they get the
    * existing row, which the caller compares with its own spec (specHash / diffSpecs) to answer 200 or 409.
+   *
+   * `deferFirstEvent`: the creation event stays in the row (its lastEvent) and the job's next transition writes it to
+   * the timeline (every transition writes the previous one first: repairLastEvent); `events(id, row)` shows it
+   * meanwhile and the event relay reads it from there. Intake's choice: a submission costs the row write alone.
+   *
+   * The creation is not announced (onTransition): the job's next transition is, and its sender delivers every seq due,
+   * this one included; the event relay finds a job that never moves on. Announcing it would start a sender per new job
+   * in the middle of a burst of submissions, for an event the next announcement carries anyway (docs/intake.md).
    */
-  async createIfAbsent(input: NewJob): Promise<{ created: boolean; job: JobRecord }> {
+  async createIfAbsent(input: NewJob, options: { deferFirstEvent?: boolean } = {}): Promise<{ created: boolean; job: JobRecord }> {
     // The id becomes a PartitionKey and part of URLs: refuse anything the spec rules would refuse.
     if (!JOB_ID_RE.test(input.id)) throw new RangeError(`job id ${JSON.stringify(input.id)} does not match ${JOB_ID_RE}`);
     const at = this.now().toISOString();
@@ -179,8 +187,7 @@ export class JobStore {
       await this.repairLastEvent(existing);
       return { created: false, job: existing };
     }
-    await this.writeEvent(first);
-    await this.announce(first);
+    if (!options.deferFirstEvent) await this.writeEvent(first);
     return { created: true, job: record };
   }
 
@@ -297,11 +304,17 @@ export class JobStore {
     }
   }
 
-  /** The whole timeline in time order (transitions and notes). */
-  async events(id: string): Promise<JobEvent[]> {
+  /**
+   * The whole timeline in time order (transitions and notes). Given the job's row, its last transition is included
+   * when the timeline does not have it yet (written by the row alone: a deferred creation event, or a writer that died
+   * between the row and the event).
+   */
+  async events(id: string, row?: Pick<JobRecord, 'lastEvent'>): Promise<JobEvent[]> {
     const out: JobEvent[] = [];
     const iter = this.eventsTable.listEntities<Record<string, unknown>>({ queryOptions: { filter: odata`PartitionKey eq ${id}` } });
     for await (const e of iter) out.push(entityToEvent(e));
+    const last = row?.lastEvent;
+    if (last?.kind === 'transition' && !out.some((e) => e.kind === 'transition' && e.seq === last.seq)) out.push(last);
     // RowKeys already sort by time; sorting again keeps the order independent of the store's scan order.
     return out.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : (a.seq ?? 0) - (b.seq ?? 0)));
   }

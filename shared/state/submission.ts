@@ -46,7 +46,11 @@ export function submissionJobId(spec: JobSpec, idempotencyKey?: string, idScope?
 export async function recordSubmission(store: JobStore, input: SubmissionInput): Promise<SubmissionOutcome> {
   const id = submissionJobId(input.spec, input.idempotencyKey, input.idScope);
   const hash = specHash(input.spec);
-  const { created, job } = await store.createIfAbsent({ id, spec: input.spec, specHash: hash, owner: input.owner, ownerName: input.ownerName });
+  // The row is the commit point; its creation event reaches the timeline with the job's first transition.
+  const { created, job } = await store.createIfAbsent(
+    { id, spec: input.spec, specHash: hash, owner: input.owner, ownerName: input.ownerName },
+    { deferFirstEvent: true },
+  );
   if (created) return { outcome: 'created', job };
   if (job.owner !== input.owner) return { outcome: 'taken', id };
   if (job.specHash === hash) return { outcome: 'repeat', job };

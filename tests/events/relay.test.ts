@@ -8,11 +8,14 @@
  *  - A failing receiver: each try is recorded, later events wait for the earlier one, retries follow the schedule,
  *    and after the last try the event is given up (recorded) and the next one goes.
  *  - Two senders at once deliver each event once (the cursor's lease).
+ *  - The relay's memory: a pass does not read again the jobs an earlier pass found delivered, unless they changed
+ *    (fails without it: every job of the look-back window was read at every pass).
+ *  - A job with only its creation is left to its first transition while younger than the grace, then delivered.
  */
 import { TableClient } from '@azure/data-tables';
 import { startAzurite, type AzuriteHandle } from '../../local/azurite';
 import { startWebhookReceiver, type WebhookReceiver } from '../../local/webhooks';
-import { deliverJob, relayOnce, type DeliveryDeps } from '../../shared/events/delivery';
+import { deliverJob, relayOnce, RelayMemory, type DeliveryDeps } from '../../shared/events/delivery';
 import { DeliveryStore } from '../../shared/events/deliveryStore';
 import { webhookEndpoint } from '../../shared/events/webhookSender';
 import { JobStore, type JobState } from '../../shared/state';
@@ -127,6 +130,67 @@ test('transitions nobody announced are found by the relay and delivered in order
   expect(second.sent).toBe(0);
   expect(Date.parse(second.watermark)).toBeGreaterThanOrEqual(Date.parse(first.watermark));
   expect(ids.flatMap(received).length).toBe(7);
+});
+
+test("with its memory, a pass reads nothing of the jobs an earlier pass found delivered; a job that moved on is read and delivered", async () => {
+  const { store, deps } = await setup();
+  const ids = ['settled-a', 'settled-b', 'settled-c'];
+  for (const id of ids) await createJob(store, id);
+  // Every row read and cursor read the relay makes, by job (the real store and tables answer them).
+  const reads: string[] = [];
+  const counted: DeliveryDeps = {
+    ...deps,
+    jobs: { get: (id) => (reads.push(`row ${id}`), store.get(id)), events: (id) => store.events(id), changedSince: (since) => store.changedSince(since) },
+    deliveries: new Proxy(deps.deliveries, {
+      get(target, prop, recv) {
+        const v = Reflect.get(target, prop, recv) as unknown;
+        if (prop === 'cursor') return (jobId: string, endpoint: string) => (reads.push(`cursor ${jobId}`), target.cursor(jobId, endpoint));
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    }),
+  };
+  const memory = new RelayMemory();
+  const opts = { memory, creationGraceMs: 0 };
+  const first = await relayOnce(counted, opts);
+  expect(first.sent).toBe(3);
+  expect(first.settled).toBe(0);
+  // The second pass finds them delivered (one row and one cursor read each) and remembers them.
+  reads.length = 0;
+  const second = await relayOnce(counted, opts);
+  expect(second.sent).toBe(0);
+  expect(reads.filter((r) => ids.some((id) => r.endsWith(id))).sort()).toEqual(ids.flatMap((id) => [`cursor ${id}`, `row ${id}`]).sort());
+  expect(memory.size).toBeGreaterThanOrEqual(3);
+  // From then on they are not read, until one of them moves on.
+  reads.length = 0;
+  await store.transition('settled-b', 'Provisioning', 'pool requested');
+  const third = await relayOnce(counted, opts);
+  expect(third.settled).toBeGreaterThanOrEqual(2);
+  expect(third.sent).toBe(1);
+  expect(reads.filter((r) => ids.some((id) => r.endsWith(id))).every((r) => r.endsWith('settled-b'))).toBe(true);
+  expect(firstSeqs('settled-b')).toEqual([1, 2]);
+  for (const id of ['settled-a', 'settled-c']) expect(received(id)).toHaveLength(1);
+});
+
+test('a job with only its creation is left to its first transition while young; its first transition delivers both; one that stays is delivered after the grace', async () => {
+  const { store, deps } = await setup();
+  let clock = Date.now();
+  const timed: DeliveryDeps = { ...deps, now: () => new Date(clock) };
+  await createJob(store, 'young-moves');
+  await createJob(store, 'young-stays');
+  const first = await relayOnce(timed, { creationGraceMs: 60_000 });
+  expect(first.young).toBe(2);
+  expect(first.sent).toBe(0);
+  expect(received('young-moves')).toEqual([]);
+  // The first transition's sender (its announcement) delivers the creation with it.
+  await store.transition('young-moves', 'Provisioning', 'pool requested');
+  await deliverJob(timed, 'young-moves');
+  expect(firstSeqs('young-moves')).toEqual([1, 2]);
+  // Past the grace, the job still in Submitted is the relay's: the watermark did not move past it.
+  clock += 61_000;
+  const later = await relayOnce(timed, { creationGraceMs: 60_000 });
+  expect(later.young).toBe(0);
+  expect(firstSeqs('young-stays')).toEqual([1]);
+  expect(firstSeqs('young-moves')).toEqual([1, 2]);
 });
 
 test('a failing receiver: every try recorded, later events wait for the earlier one, then it is delivered', async () => {

@@ -3,7 +3,9 @@
  * clients (30% duplicates, 5% conflicts) and 500 through the job-submissions queue (duplicate deliveries),
  * scaled by INTAKE_LOAD_SCALE (default 0.3, see SCALE below; INTAKE_LOAD_SCALE=1 runs the issue's numbers),
  * then: one Jobs row and one Durable orchestration per distinct id, every duplicate got the original job,
- * every conflict got 409, nothing accepted is missing, and every job reached a terminal state.
+ * every conflict got 409, nothing accepted is missing, and every job reached a terminal state. The burst holds
+ * the Durable engine at its floor while the listeners are busy (checked), so this is also the exactly-once check of
+ * that path.
  * Every spec reuses a pool that does not exist, so each real mpiJob orchestration fails Provisioning at
  * once and ends Failed after cleanup: hundreds of pipelines finish in seconds without Batch pools.
  * Needs the compiled app (dist/).
@@ -144,6 +146,12 @@ describe('intake under load', () => {
     const conflicts = answers.filter(({ s }) => s.kind === 'conflict');
     expect(conflicts).toHaveLength(Math.round(HTTP_SUBMISSIONS * CONFLICT_SHARE));
     for (const { a } of conflicts) expect(a.body.differingPaths).toEqual(['mpi.command']);
+
+    // The burst held the Durable engine at its floor (the listeners come first, local/durable/hostLoad.ts): what
+    // follows checks that nothing was lost or doubled on that path.
+    const engine = stack.durable.stats()!;
+    expect(engine.peakEpisodesAtFloor).toBeGreaterThanOrEqual(1);
+    expect(engine.peakEpisodesAtFloor).toBeLessThanOrEqual(stack.durable.options()!.maxConcurrentWhileHostBusy);
 
     const retried = answers.filter(({ a }) => a.statuses.length > 1).length;
     process.stdout.write(`intake load: ${answers.length} HTTP answers in ${((performance.now() - t0) / 1000).toFixed(1)} s, ${retried} retried after 503\n`);

@@ -4,7 +4,12 @@
  */
 import type { TableClient } from '@azure/data-tables';
 import type { QueueClient } from '@azure/storage-queue';
-import type { Stack } from '../../local/stack';
+import type { Stack as FullStack } from '../../local/stack';
+
+/** What these helpers use of a stack: the in-process one (local/stack.ts) or a view of the supervised one (the bench). */
+export type Stack = Pick<FullStack, 'baseUrl' | 'operator'> & {
+  host: { keys: { functionKey: string; masterKey: string } };
+};
 
 export const SUBMISSIONS_QUEUE = 'job-submissions';
 export const POISON_QUEUE = 'job-submissions-poison';

@@ -8,6 +8,7 @@ import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { HostExtension, InvocationRequest, InvocationResult, TypedData } from '../extension';
+import type { IngressGauge } from '../ingress';
 import { isAuthorized, isWebhookAuthorized, presentedKey, type HostKeys } from '../keys';
 import type { RouteTable } from './routeTable';
 
@@ -21,6 +22,8 @@ export interface HttpListenerOptions {
   extensions: readonly HostExtension[];
   invoke(functionName: string, request: InvocationRequest): Promise<InvocationResult>;
   log: Logger;
+  /** Counts each request from its arrival to its answer (./ingress.ts). */
+  ingress?: IngressGauge;
 }
 
 export interface HttpListener {
@@ -38,7 +41,8 @@ const WEBHOOK = /^\/runtime\/webhooks\/([^/]+)(?:\/|$)/i;
 export async function startHttpListener(opts: HttpListenerOptions): Promise<HttpListener> {
   const active = new Set<Promise<void>>();
   const server = http.createServer((req, res) => {
-    const p = handle(req, res, opts, baseUrl)
+    const served = (): Promise<void> => handle(req, res, opts, baseUrl);
+    const p = (opts.ingress ? opts.ingress.track(served) : served())
       .catch((err: Error) => {
         opts.log.error({ err, url: req.url }, 'HTTP request failed inside the host');
         if (!res.headersSent) res.writeHead(500);

@@ -2,6 +2,7 @@
 import type { Logger } from 'pino';
 import type { InvocationRequest, InvocationResult, RegisteredFunction } from '../extension';
 import type { HostJson } from '../hostJson';
+import type { IngressGauge } from '../ingress';
 import { queueOptions } from './queueOptions';
 import { QueueTriggerListener } from './queueTrigger';
 import type { ScheduleMonitor } from './scheduleMonitor';
@@ -20,6 +21,8 @@ export interface TriggerListenerOptions {
   hostJson: HostJson;
   log: Logger;
   invoke(functionName: string, request: InvocationRequest): Promise<InvocationResult>;
+  /** Queue messages of full batches in progress are counted here (timers are background work and are not). */
+  ingress?: IngressGauge;
 }
 
 export async function startTriggerListeners(opts: TriggerListenerOptions): Promise<TriggerListeners> {
@@ -27,7 +30,7 @@ export async function startTriggerListeners(opts: TriggerListenerOptions): Promi
   const deps = { log: opts.log, invoke: opts.invoke };
   // Build every listener before starting any, so a bad binding fails start-up without side effects.
   for (const fn of opts.functions) {
-    if (fn.trigger.type === 'queueTrigger') listeners.push(new QueueTriggerListener({ ...deps, fn, options: queueOptions(opts.hostJson) }));
+    if (fn.trigger.type === 'queueTrigger') listeners.push(new QueueTriggerListener({ ...deps, fn, options: queueOptions(opts.hostJson), ingress: opts.ingress }));
     else if (fn.trigger.type === 'timerTrigger') listeners.push(new TimerTriggerListener({ ...deps, fn, monitor: opts.scheduleMonitor }));
   }
   await Promise.all(listeners.map((l) => l.prepare?.()));

@@ -8,6 +8,7 @@
 import type { DequeuedMessageItem, QueueClient } from '@azure/storage-queue';
 import type { Logger } from 'pino';
 import type { InvocationRequest, InvocationResult, RegisteredFunction, TypedData } from '../extension';
+import type { IngressGauge } from '../ingress';
 import { resolveAppSettingExpressions } from './bindingSettings';
 import { queueServiceClient, resolveStorageConnection } from '../storageConnection';
 import { decodeMessageText, hostTimestamp } from './queueMessages';
@@ -22,6 +23,12 @@ export interface QueueListenerDeps {
   options: QueueOptions;
   log: Logger;
   invoke(functionName: string, request: InvocationRequest): Promise<InvocationResult>;
+  /**
+   * Counts the messages of a full batch from their receipt until they are deleted or given back (../ingress.ts): a
+   * full batch means the queue has a backlog, which background work should make room for. A partial batch means the
+   * listener keeps up, and is not counted.
+   */
+  ingress?: IngressGauge;
 }
 
 export class QueueTriggerListener {
@@ -88,8 +95,11 @@ export class QueueTriggerListener {
         continue;
       }
       this.backoff.reset();
+      // The whole batch runs at once, as the Storage extension runs a fetched batch.
+      const backlog = this.deps.ingress && messages.length >= options.batchSize ? this.deps.ingress : undefined;
       for (const m of messages) {
-        const p = this.process(m).finally(() => this.inFlight.delete(p));
+        const work = (): Promise<void> => this.process(m);
+        const p = (backlog ? backlog.track(work) : work()).finally(() => this.inFlight.delete(p));
         this.inFlight.add(p);
       }
     }

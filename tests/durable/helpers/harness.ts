@@ -21,7 +21,8 @@ export interface DurableStack {
   stop(): Promise<void>;
 }
 
-export async function startDurableStack(opts: DurableOptions = {}, azurite?: AzuriteHandle): Promise<DurableStack> {
+/** `storage`: the host's AzureWebJobsStorage when not Azurite's own (e.g. its table endpoint behind a recording proxy). */
+export async function startDurableStack(opts: DurableOptions = {}, azurite?: AzuriteHandle, storage?: string): Promise<DurableStack> {
   const az = azurite ?? (await startAzurite());
   const logs = new LogCapture();
   const durable = createDurableExtension({ maxPollingIntervalMs: 250, ...opts });
@@ -30,7 +31,7 @@ export async function startDurableStack(opts: DurableOptions = {}, azurite?: Azu
     host = await startFunctionsHost({
       appDir: DURABLE_APP,
       port: 0,
-      storageConnectionString: az.connectionString(),
+      storageConnectionString: storage ?? az.connectionString(),
       keys: TEST_KEYS,
       logLevel: 'info',
       logDestination: logs,
