@@ -26,7 +26,20 @@ const NODES = numberArg('nodes', 12);
 interface Figures {
   submitToMpiStart: number;
   idleRecord: number;
+  /** Where the time went, seconds after submission (the emulator's task records and the job's staging times). */
+  phases: Record<string, [number, number] | undefined>;
 }
+
+/** The first start and the last end of the tasks whose ids start with `prefix`, seconds after `t0`. */
+function span(tasks: { id?: string; executionInfo?: { startTime?: Date; endTime?: Date } }[], prefix: RegExp, t0: number): [number, number] | undefined {
+  const mine = tasks.filter((t) => prefix.test(t.id ?? '') && t.executionInfo?.startTime);
+  if (!mine.length) return undefined;
+  const starts = mine.map((t) => t.executionInfo!.startTime!.getTime());
+  const ends = mine.map((t) => t.executionInfo?.endTime?.getTime() ?? NaN);
+  return [(Math.min(...starts) - t0) / 1000, (Math.max(...ends) - t0) / 1000];
+}
+
+const at = (iso: string | undefined, t0: number): number => (iso ? (Date.parse(iso) - t0) / 1000 : NaN);
 
 interface Bench {
   name: 'sequential' | 'overlapped';
@@ -61,10 +74,19 @@ async function runOnce(b: Bench, round: number): Promise<Figures> {
   const batch = b.stack.operator.batch();
   const tasks = await batch.task.list(view.batchJobId as string);
   const mpiStart = tasks.find((t) => t.id === 'mpi')?.executionInfo?.startTime?.getTime() ?? NaN;
-  const cost = (view.result as { cost?: { idleNodeMinutesBeforeMpi?: number } }).cost;
+  const cost = view.result?.cost;
+  const timings = view.result?.timings ?? {};
+  const copy = view.result?.staging?.copy ?? timings.StagingData;
   return {
     submitToMpiStart: (mpiStart - submitAt) / 1000,
     idleRecord: cost?.idleNodeMinutesBeforeMpi ?? NaN,
+    phases: {
+      provisioning: timings.Provisioning && [at(timings.Provisioning.startedAt, submitAt), at(timings.Provisioning.endedAt, submitAt)],
+      pulls: span(tasks, /^pull/, submitAt),
+      'shard copy': copy && [at(copy.startedAt, submitAt), at(copy.endedAt, submitAt)],
+      downloads: span(tasks, /^dl|^stage|^download/, submitAt),
+      preflight: span(tasks, /^preflight-/, submitAt),
+    },
   };
 }
 
@@ -88,11 +110,12 @@ async function main(): Promise<void> {
       const f = JSON.parse(line.slice('FIGURES '.length)) as Figures;
       b.runs.push(f);
       console.log(`round ${r} ${b.name.padEnd(10)} submit→MPI ${f.submitToMpiStart.toFixed(2)} s, idle ${f.idleRecord.toFixed(3)} node-min (cost record)`);
+      console.log(`  ${Object.entries(f.phases).map(([k, v]) => `${k} ${v ? `${v[0].toFixed(1)}–${v[1].toFixed(1)} s` : '–'}`).join(', ')}`);
     }
   }
-  const mean = (b: Pick<Bench, 'runs'>, k: keyof Figures) => b.runs.reduce((n, f) => n + f[k], 0) / b.runs.length;
+  const mean = (b: Pick<Bench, 'runs'>, k: 'submitToMpiStart' | 'idleRecord') => b.runs.reduce((n, f) => n + f[k], 0) / b.runs.length;
   const [seq, ov] = benches;
-  const row = (label: string, k: keyof Figures, unit: string, goal: number) => {
+  const row = (label: string, k: 'submitToMpiStart' | 'idleRecord', unit: string, goal: number) => {
     const ratio = mean(ov, k) / mean(seq, k);
     console.log(`${label.padEnd(34)} ${mean(seq, k).toFixed(3).padStart(9)} ${mean(ov, k).toFixed(3).padStart(11)} ${unit.padEnd(9)} ${ratio.toFixed(2).padStart(6)}  ≤ ${goal.toFixed(1)}  ${ratio <= goal ? 'met' : 'NOT met'}`);
   };
