@@ -9,7 +9,7 @@ import { sifCleanupLine } from '../mpi/singularity';
 import { REGISTRY_SECRET_ENV, registryLoginLines, registryLogoutLines, type RegistryLoginPlan } from '../mpi/registryLogin';
 import { PlanningError } from './errors';
 import type { SecretEnvironmentRef } from '../contract/activities';
-import { peerCopyScriptLines, seedScriptLines, type TransferImages } from '../mpi/imageTransfer';
+import { imageStateDir, peerCopyScriptLines, seedScriptLines, type TransferImages } from '../mpi/imageTransfer';
 import { GLUE_STRICT } from '../mpi/userShell';
 import type { JobSpec } from '../spec/schema';
 import type { ImageEntry } from '../spec/sections/container';
@@ -160,9 +160,11 @@ export function releaseTaskCommand(jobId: string, spec: JobSpec): string {
   const containers = spec.container.runtime === 'singularity'
     ? bashCommandLine(sifCleanupLine(sifCacheKeyFor(jobId)))
     : buildContainerCleanupCommand(spec.container.runtime === 'docker' ? [containerNameFor(jobId)] : []);
-  // The shared scratch goes first (never failing): the exit code stays the container cleanup's verdict.
+  // The shared scratch and the image tree's state (digests, locks: a reused pool would keep them) go first, never
+  // failing: the exit code stays the container cleanup's verdict.
   const scratch = releaseScript(spec, jobId);
-  return scratch ? bashCommandLine(`${scratch}; ${containers}`) : containers;
+  const imageState = `rm -rf ${imageStateDir(sifCacheKeyFor(jobId))} || true`;
+  return bashCommandLine(`${scratch ? `${scratch}; ` : ''}${imageState}; ${containers}`);
 }
 
 /** The SAS URLs the MPI task needs, minted by the workloadUrls activity for this run. */

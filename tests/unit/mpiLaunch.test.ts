@@ -281,10 +281,13 @@ mpi: { runtime: mvapich, version: "2.3", processesPerNode: 1, command: osu_allre
     expect(fs.readdirSync(path.join(r.nodeDir, 'shared', 'mpijob', 'sif', 'osu-1')).sort()).toEqual(['0.sif', '1.sif']);
     expect(fs.readFileSync(path.join(r.nodeDir, 'shared', 'mpijob', 'sif', 'osu-1', '0.sif'), 'utf8')).toBe('sif of library://alfpark/mvapich/mvapich:2.3.2\n');
     expect(() => pullTask('osu-1', singularity, [])).toThrow(/no SAS URL/);
-    // The release task removes the job's SIF files on the node.
+    // The release task removes the job's SIF files and its image-tree state on the node.
+    fs.mkdirSync(path.join(r.nodeDir, 'shared', 'mpijob', 'images', 'osu-1'), { recursive: true });
+    fs.writeFileSync(path.join(r.nodeDir, 'shared', 'mpijob', 'images', 'osu-1', 'digests'), 'sha256:x\n');
     const rel = run(releaseTaskCommand('osu-1', singularity), [], { AZ_BATCH_NODE_SHARED_DIR: path.join(r.nodeDir, 'shared') });
     expect(rel.status).toBe(0);
     expect(fs.existsSync(path.join(r.nodeDir, 'shared', 'mpijob', 'sif', 'osu-1'))).toBe(false);
+    expect(fs.existsSync(path.join(r.nodeDir, 'shared', 'mpijob', 'images', 'osu-1'))).toBe(false);
   });
 
   it('the MPI task carries version, binds and the SIF cache key', () => {

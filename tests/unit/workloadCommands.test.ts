@@ -278,8 +278,8 @@ outputs: { account: data1, container: results, files: [ { pattern: "case/**", fr
     const release = scriptOf(releaseTaskCommand('job-1', s));
     bashSyntaxOk(release);
     expect(release.indexOf('mpijob_scratch=')).toBeLessThan(release.indexOf('docker'));
-    expect(release).toMatch(/\} \|\| true; \/bin\/bash -c /);
-    // Without scratch the release task is the container cleanup alone, as before.
+    expect(release).toMatch(/\} \|\| true; rm -rf "\$AZ_BATCH_NODE_SHARED_DIR"\/mpijob\/images\/job-1 \|\| true; \/bin\/bash -c /);
+    // Without scratch the release task removes the image state and the containers only.
     expect(releaseTaskCommand('job-1', spec(''))).not.toContain('scratch');
   });
 
