@@ -16,10 +16,12 @@ export const PINGPONG_BIN_ENV = 'MPIJOB_PINGPONG_BIN';
 export const PINGPONG_RANK_COMMAND = `exec "$${PINGPONG_BIN_ENV}"`;
 
 /**
- * A ring of ping-pongs: rank r with rank r+1 (mod n), one pair at a time, so each node is measured with two partners
- * and a slow node shows in both of its pairs while a slow partner shows in one. Latency: the median half round trip
- * of 8-byte messages; bandwidth: 1 MiB messages back and forth. Each measurement stops after about a second (at least
- * 10 round trips), so a degraded link makes the check slower, not endless. Rank 0 prints one line per pair:
+ * A ring of ping-pongs: rank r with rank r+1 (mod n), so each node is measured with two partners and a slow node shows
+ * in both of its pairs while a slow partner shows in one. The ring's pairs run in phases of disjoint pairs, all pairs of
+ * a phase at once: the even pairs, the odd pairs and, for an odd ring, its last pair alone; so the check takes two or
+ * three pair times whatever the node count (one pair at a time took n). Latency: the median half round trip of 8-byte
+ * messages; bandwidth: 1 MiB messages back and forth. Each measurement stops after about a second (at least 10 round
+ * trips), so a degraded link makes the check slower, not endless. Rank 0 prints one line per pair:
  * `MPIJOB_PINGPONG <rank a> <rank b> <latency µs> <bandwidth MB/s> <latency round trips> <bandwidth round trips>`.
  */
 export const PINGPONG_C = `#include <mpi.h>
@@ -39,48 +41,62 @@ static int agree(int lead, int peer, int count) {
   if (lead) MPI_Send(&count, 1, MPI_INT, peer, 2, MPI_COMM_WORLD); else MPI_Recv(&count, 1, MPI_INT, peer, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   return count;
 }
+/* Pair p is ranks p and p+1 (mod n). Pairs of one phase share no rank. */
+static int phase_of(int p, int n) { return (n % 2 && p == n - 1) ? 2 : p % 2; }
+/* The figures of one pair: res = {latency us, bandwidth MB/s, latency round trips, bandwidth round trips}. */
+static void measure(int lead, int peer, char *buf, double *lat, double *res) {
+  int k, count;
+  double t;
+  for (k = 0; k < 5; k++) step(lead, peer, buf, SMALL);
+  t = MPI_Wtime();
+  for (k = 0; k < 10; k++) step(lead, peer, buf, SMALL);
+  t = (MPI_Wtime() - t) / 10;
+  count = agree(lead, peer, t > 0 ? (int)(1.0 / t) : MAXLAT);
+  if (count < 10) count = 10;
+  if (count > MAXLAT) count = MAXLAT;
+  for (k = 0; k < count; k++) { t = MPI_Wtime(); step(lead, peer, buf, SMALL); lat[k] = (MPI_Wtime() - t) / 2 * 1e6; }
+  qsort(lat, count, sizeof(double), cmp);
+  res[0] = lat[count / 2];
+  res[2] = count;
+  step(lead, peer, buf, BIG);
+  t = MPI_Wtime();
+  step(lead, peer, buf, BIG);
+  t = MPI_Wtime() - t;
+  count = agree(lead, peer, t > 0 ? (int)(1.0 / t) : MAXBW);
+  if (count < 2) count = 2;
+  if (count > MAXBW) count = MAXBW;
+  t = MPI_Wtime();
+  for (k = 0; k < count; k++) step(lead, peer, buf, BIG);
+  t = MPI_Wtime() - t;
+  res[1] = t > 0 ? 2.0 * BIG * count / t / 1e6 : 0;
+  res[3] = count;
+}
 int main(int argc, char **argv) {
-  int rank, n, p;
+  int rank, n, p, ph, pairs, phases;
   static double lat[MAXLAT];
   char *buf = malloc(BIG);
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   memset(buf, 7, BIG);
-  for (p = 0; p < (n == 2 ? 1 : n); p++) {
-    int a = p, b = (p + 1) % n, lead = rank == a, k, count;
-    double res[4] = {0, 0, 0, 0}, t;
+  pairs = n < 2 ? 0 : n == 2 ? 1 : n;
+  phases = n < 2 ? 0 : n == 2 ? 1 : n % 2 ? 3 : 2;
+  for (ph = 0; ph < phases; ph++) {
+    double res[4] = {0, 0, 0, 0}, got[4];
     MPI_Barrier(MPI_COMM_WORLD);
-    if (rank == a || rank == b) {
-      int peer = lead ? b : a;
-      for (k = 0; k < 5; k++) step(lead, peer, buf, SMALL);
-      t = MPI_Wtime();
-      for (k = 0; k < 10; k++) step(lead, peer, buf, SMALL);
-      t = (MPI_Wtime() - t) / 10;
-      count = agree(lead, peer, t > 0 ? (int)(1.0 / t) : MAXLAT);
-      if (count < 10) count = 10;
-      if (count > MAXLAT) count = MAXLAT;
-      for (k = 0; k < count; k++) { t = MPI_Wtime(); step(lead, peer, buf, SMALL); lat[k] = (MPI_Wtime() - t) / 2 * 1e6; }
-      qsort(lat, count, sizeof(double), cmp);
-      res[0] = lat[count / 2];
-      res[2] = count;
-      step(lead, peer, buf, BIG);
-      t = MPI_Wtime();
-      step(lead, peer, buf, BIG);
-      t = MPI_Wtime() - t;
-      count = agree(lead, peer, t > 0 ? (int)(1.0 / t) : MAXBW);
-      if (count < 2) count = 2;
-      if (count > MAXBW) count = MAXBW;
-      t = MPI_Wtime();
-      for (k = 0; k < count; k++) step(lead, peer, buf, BIG);
-      t = MPI_Wtime() - t;
-      res[1] = t > 0 ? 2.0 * BIG * count / t / 1e6 : 0;
-      res[3] = count;
-      if (lead && a != 0) MPI_Send(res, 4, MPI_DOUBLE, 0, 3, MPI_COMM_WORLD);
+    for (p = 0; p < pairs; p++) {
+      int a = p, b = (p + 1) % n;
+      if (phase_of(p, n) != ph || (rank != a && rank != b)) continue;
+      measure(rank == a, rank == a ? b : a, buf, lat, res);
+      if (rank == a && a != 0) MPI_Send(res, 4, MPI_DOUBLE, 0, 3, MPI_COMM_WORLD);
     }
     if (rank == 0) {
-      if (a != 0) MPI_Recv(res, 4, MPI_DOUBLE, a, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      printf("MPIJOB_PINGPONG %d %d %.2f %.1f %d %d\\n", a, b, res[0], res[1], (int)res[2], (int)res[3]);
+      for (p = 0; p < pairs; p++) {
+        if (phase_of(p, n) != ph) continue;
+        if (p == 0) memcpy(got, res, sizeof got);
+        else MPI_Recv(got, 4, MPI_DOUBLE, p, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        printf("MPIJOB_PINGPONG %d %d %.2f %.1f %d %d\\n", p, (p + 1) % n, got[0], got[1], (int)got[2], (int)got[3]);
+      }
       fflush(stdout);
     }
   }

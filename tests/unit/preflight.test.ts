@@ -255,5 +255,15 @@ exec bash -c "$*"`);
     expect(report.pairs).toHaveLength(1);
     expect(report.pairs[0].latencyUs).toBeGreaterThan(0);
     expect(report.pairs[0].bandwidthMBps).toBeGreaterThan(0);
-  }, 60_000);
+    // Rings of 4 and 5: every pair (r, r+1 mod n) once, measured in phases of disjoint pairs (an odd ring needs three).
+    for (const n of [4, 5]) {
+      const ring = execFileSync('mpirun', ['--oversubscribe', '-np', String(n), '--mca', 'btl', 'self,tcp', '--mca', 'btl_tcp_if_include', 'lo', `${dir}/pp`], {
+        encoding: 'utf8', timeout: 60_000, env: { ...process.env, OMPI_ALLOW_RUN_AS_ROOT: '1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM: '1' },
+      });
+      const lines = ring.split('\n').filter((l) => l.startsWith('MPIJOB_PINGPONG ')).map((l) => l.split(' ').slice(1, 3).join('-'));
+      expect(lines.sort()).toEqual(Array.from({ length: n }, (_, r) => `${r}-${(r + 1) % n}`).sort());
+      const figures = parsePreflightOutput(`MPIJOB_PREFLIGHT ranks ${'abcde'.slice(0, n).split('').join(',')}\n${ring}`);
+      expect(figures.pairs.every((p) => p.latencyUs > 0 && p.bandwidthMBps > 0)).toBe(true);
+    }
+  }, 120_000);
 });
