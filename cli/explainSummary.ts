@@ -73,8 +73,9 @@ export function formatExplain(doc: ExplainDocument): string {
 
   const job = obj(doc.batchJob.request);
   lines.push(...block('Batch job', [
-    `${doc.batchJob.batchJobId} on pool ${doc.pool.poolId}; terminates itself when its tasks complete, `
-      + `set ${doc.batchJob.autoComplete.after === 'mpiTaskAdded' ? 'once the MPI task is added' : 'after the node upload tasks'}`,
+    `${doc.batchJob.batchJobId} on pool ${doc.pool.poolId}; ${doc.batchJob.autoComplete
+      ? `terminates itself when its tasks complete, set ${doc.batchJob.autoComplete.after === 'mpiTaskAdded' ? 'once the MPI task is added' : 'after the node upload tasks'}`
+      : 'stays active after its tasks (cleanup.autoComplete false) until cleanup terminates it'}`,
     `preparation (every node): ${str(obj(job.jobPreparationTask).commandLine)}`,
     `release (every node, elevated): ${str(obj(job.jobReleaseTask).commandLine)}`,
   ]));

@@ -141,7 +141,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
       nodeUploads = needsNodeUploads(outputs, pool.nodes.length);
       if (outputs) pendingOutputs = { batchJobId, taskId: attempt.mpiTaskId };
       mpiStarts.push({ at: run.now().toISOString(), nodes: pool.nodes.map((n) => n.id), attemptStartedAt });
-      const ran = yield* runMpi(run, mpiTaskRequest(plan, input.spec, pool.nodes, staged!.destination, batchJobId, urls, attempt.mpiTaskId), { autoComplete: attempt.isLast && !nodeUploads, poolId: pool.poolId, nodes: pool.nodes.map((n) => n.id) });
+      const ran = yield* runMpi(run, mpiTaskRequest(plan, input.spec, pool.nodes, staged!.destination, batchJobId, urls, attempt.mpiTaskId), { autoComplete: input.spec.cleanup.autoComplete && attempt.isLast && !nodeUploads, poolId: pool.poolId, nodes: pool.nodes.map((n) => n.id) });
       pendingOutputs = undefined;
       outputsUrl = urls.outputsContainerUrl;
       return ran;
@@ -151,7 +151,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     outcome = end.failure === undefined ? { state: 'Succeeded', result } : { state: 'Failed', reason: end.failure, result };
     // The last attempt's outputs: an earlier attempt's uploads under the same prefix are overwritten or left beside them.
     if (outputs && outputsUrl) {
-      const kept = yield* keepOutputs(run, { plan: outputs, batchJobId: batchJobId!, nodes: pool!.nodes, mpi, containerUrl: outputsUrl, nodeUploads, maxAttempts: input.settings.nodeTaskMaxAttempts });
+      const kept = yield* keepOutputs(run, { plan: outputs, batchJobId: batchJobId!, nodes: pool!.nodes, mpi, containerUrl: outputsUrl, nodeUploads, autoComplete: input.spec.cleanup.autoComplete, maxAttempts: input.settings.nodeTaskMaxAttempts });
       outcome = withOutputs(outcome, kept, outputs.onUploadFailure);
     }
   } catch (err) {

@@ -104,6 +104,8 @@ function uploadFailure(o: NodeTaskObservation): string {
 export interface KeepOutputsRequest extends NodeUploadsRequest {
   /** Whether upload tasks follow the MPI task (every-node files, or the other nodes' logs). */
   nodeUploads: boolean;
+  /** The spec's cleanup.autoComplete: switch the job's auto-termination on after the node uploads. */
+  autoComplete: boolean;
 }
 
 export interface KeptOutputs {
@@ -114,7 +116,8 @@ export interface KeptOutputs {
 
 /**
  * Outputs after the MPI task: the master's upload result (Batch reports it as the task's failure), the node uploads,
- * then the listing for the job result. The job's auto-termination is switched on once the node uploads are done.
+ * then the listing for the job result. The job's auto-termination (unless cleanup.autoComplete is false) is switched
+ * on once the node uploads are done.
  * Never throws for an upload or listing problem: that is reported, and the MPI outcome stands.
  */
 export function* keepOutputs(run: PipelineRun, req: KeepOutputsRequest): Orchestration<KeptOutputs> {
@@ -122,7 +125,7 @@ export function* keepOutputs(run: PipelineRun, req: KeepOutputsRequest): Orchest
   try {
     if (req.nodeUploads) {
       errors.push(...(yield* uploadNodeOutputs(run, req)));
-      yield* run.call('batchJobAutoComplete', { batchJobId: req.batchJobId });
+      if (req.autoComplete) yield* run.call('batchJobAutoComplete', { batchJobId: req.batchJobId });
     }
     const listing = yield* run.call('outputsList', { account: req.plan.account, container: req.plan.container, prefix: req.plan.prefix, errors });
     return { listing, errors };

@@ -67,7 +67,7 @@ export const ExplainDocumentSchema = z.object({
     autoComplete: z.object({
       request: BatchBody('The patch (Job_Patch) that makes the job terminate itself when its tasks are complete'),
       after: z.enum(['mpiTaskAdded', 'nodeUploadsDone']).meta({ description: 'When it is sent: right after the MPI task is added, or after the node upload tasks.' }),
-    }),
+    }).nullable().meta({ description: 'Null when cleanup.autoComplete is false: the job stays active until cleanup terminates it.' }),
   }),
   imagePulls: z.object({
     runtime: z.enum(['docker', 'singularity']),

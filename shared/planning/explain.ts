@@ -293,7 +293,7 @@ function explainOne(input: ExplainInput): ExplainDocument {
   if (identity?.open) {
     notes.push('container.registry.identity "managed" needs a deployment with a pool identity (POOL_IDENTITY_*): the pool is shown as created through the management plane with it, its ids left open.');
   }
-  if (!spec.cleanup.autoComplete) notes.push('cleanup.autoComplete false: this version terminates the Batch job when its tasks complete regardless.');
+  if (!spec.cleanup.autoComplete) notes.push('cleanup.autoComplete false: the Batch job is not set to terminate itself; it stays active after its tasks until the pipeline\'s cleanup terminates it.');
   if (outputs && uploadsFollow) {
     notes.push(`outputs: the node upload tasks shown are those of a run that ${outputs.when === 'failure' ? 'failed' : 'succeeded'}; the master is whichever node Batch makes the primary.`);
   }
@@ -322,7 +322,7 @@ function explainOne(input: ExplainInput): ExplainDocument {
     batchJob: {
       batchJobId: plan.batchJobId,
       request: batchJobRequest,
-      autoComplete: { request: plain(AUTO_TERMINATE_PATCH), after: uploadsFollow ? 'nodeUploadsDone' : 'mpiTaskAdded' },
+      autoComplete: spec.cleanup.autoComplete ? { request: plain(AUTO_TERMINATE_PATCH), after: uploadsFollow ? 'nodeUploadsDone' : 'mpiTaskAdded' } : null,
     },
     imagePulls,
     staging,

@@ -192,7 +192,7 @@ describe('the jobs ran what their dry runs showed', () => {
     expect(differences(doc.batchJob.request, body(jobs[0]), 'Job_Add')).toEqual([]);
     const patches = ok.filter((ex) => ex.method === 'PATCH' && pathOf(ex) === `/jobs/${batchJob}`);
     expect(patches.length).toBeGreaterThanOrEqual(1);
-    for (const p of patches) expect(differences(doc.batchJob.autoComplete.request, body(p), 'Job_Patch')).toEqual([]);
+    for (const p of patches) expect(differences(doc.batchJob.autoComplete?.request, body(p), 'Job_Patch')).toEqual([]);
 
     const tasks = ok.filter((ex) => ex.method === 'POST' && pathOf(ex) === `/jobs/${batchJob}/tasks`).map(body);
     const ids = tasks.map((t) => String(t.id));

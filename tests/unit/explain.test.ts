@@ -51,6 +51,13 @@ function spec(text: string): JobSpec {
 
 /** Specs for what the examples do not show: staged inputs, every mount kind, a reused pool, retries and a wall clock. */
 const EXTRA: Record<string, string> = {
+  'no-auto-complete': `
+name: keep-job-active
+pool: { vmSize: Standard_HB120rs_v3, nodes: 2 }
+mpi: { runtime: openmpi, processesPerNode: 2, command: ./solver }
+outputs: { account: data1, container: results, files: [ { pattern: "*.log", from: allNodes } ] }
+cleanup: { autoComplete: false }
+`,
   'staged-inputs': `
 name: staged
 pool: { vmSize: Standard_HB120rs_v3, nodes: 3 }
@@ -126,7 +133,8 @@ function mpiResult(exitCode: number, nodes: number): MpiResult {
 interface PipelineRequests {
   pool?: Json;
   job: Json;
-  autoCompleteAfter: 'mpiTaskAdded' | 'nodeUploadsDone';
+  /** When the pipeline patched the job to terminate itself; null: it never did (cleanup.autoComplete false). */
+  autoCompleteAfter: 'mpiTaskAdded' | 'nodeUploadsDone' | null;
   nodeTasks: NodeTaskRequest[];
   mpiTask: Json;
 }
@@ -175,7 +183,7 @@ async function pipelineRequests(jobId: string, s: JobSpec, identity?: { resource
   return {
     pool,
     job: plain(buildJobAddParameter(batchJobSpec(jobCreate))),
-    autoCompleteAfter: uploadsAt >= 0 && autoAt > uploadsAt ? 'nodeUploadsDone' : 'mpiTaskAdded',
+    autoCompleteAfter: autoAt < 0 ? null : uploadsAt >= 0 && autoAt > uploadsAt ? 'nodeUploadsDone' : 'mpiTaskAdded',
     nodeTasks: scheduledInputs(r.history, 'nodeTasksAdd').flatMap((a) => a.tasks),
     mpiTask: plain(buildMpiTaskParameter(mpiTaskSpec(mpi))),
   };
@@ -204,7 +212,8 @@ describe.each(CASES)('%s', (name, text) => {
     if (doc.pool.action === 'create') expect(differences(doc.pool.request, ran.pool)).toEqual([]);
     else expect([doc.pool.request, ran.pool]).toEqual([null, undefined]);
     expect(differences(doc.batchJob.request, ran.job)).toEqual([]);
-    expect(doc.batchJob.autoComplete).toEqual({ request: plain(AUTO_TERMINATE_PATCH), after: ran.autoCompleteAfter });
+    expect(doc.batchJob.autoComplete).toEqual(ran.autoCompleteAfter && { request: plain(AUTO_TERMINATE_PATCH), after: ran.autoCompleteAfter });
+    expect(ran.autoCompleteAfter === null).toBe(!s.cleanup.autoComplete);
   });
 
   it('the multi-instance MPI task is the one the pipeline adds', () => {
@@ -267,7 +276,7 @@ function validateDoc(doc: ExplainDocument): string[] {
   if (doc.pool.request && poolProblems.length) problems.push(`pool (${doc.pool.plane} plane): ${JSON.stringify(poolProblems.slice(0, 3))}`);
   const bodies: [string, unknown][] = [
     ['Job_Add', doc.batchJob.request],
-    ['Job_Patch', doc.batchJob.autoComplete.request],
+    ['Job_Patch', doc.batchJob.autoComplete?.request],
     ['Task_Add', doc.mpiTask.request],
     ['Task_Add', doc.imagePulls?.task.request],
     ['Task_Add', doc.staging.task.request],
@@ -299,7 +308,7 @@ describe('the document, field by field', () => {
     expect(doc.pool.mounts).toEqual([{ name: 'shared', kind: 'blobfuse', path: '$AZ_BATCH_NODE_MOUNTS_DIR/shared', credential: expect.stringMatching(/SAS \(racwdl\) on data1\/shared/) }]);
     // 30 minutes of wall clock + the 60-minute margin.
     expect(doc.outputs?.sasMinutes).toBe(90);
-    expect(doc.batchJob.autoComplete.after).toBe('nodeUploadsDone');
+    expect(doc.batchJob.autoComplete?.after).toBe('nodeUploadsDone');
   });
 
   it('mounts name their credentials without holding them; a blobfuse SAS lives allocation + wall clock + margin', () => {
