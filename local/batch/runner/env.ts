@@ -37,6 +37,10 @@ export function mpiEmulationEnv(): Record<string, string> {
     // would share a core and a busy-polling ping-pong between them would measure the scheduler (milliseconds), not the
     // loopback (microseconds). Real nodes have their own cores.
     OMPI_MCA_hwloc_base_binding_policy: 'none',
+    // Every emulated host has its own slots, so Open MPI sees no oversubscription and its idle ranks busy-poll; with
+    // a dozen nodes' ranks on two cores they starve the ranks that work (a 12-rank preflight ping-pong: 4 s busy-polling,
+    // 0.9 s yielding). Real nodes have their own cores and keep Open MPI's default.
+    OMPI_MCA_mpi_yield_when_idle: '1',
   };
 }
 
