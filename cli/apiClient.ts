@@ -5,7 +5,7 @@ import type { PipelineStatus } from '../shared/contract/progress';
 import type { JobResultView } from '../shared/contract/jobResult';
 import type { JobOutputsResponse } from '../shared/contract/outputs';
 import type { JobQueueView } from '../shared/contract/queue';
-import type { ExplainDocument } from '../shared/contract/explain';
+import { EXPLAIN_VERSION, type ExplainDocument } from '../shared/contract/explain';
 
 /** The parts of a job view the CLI reads; the rest is passed through for --json. */
 export interface JobView {
@@ -93,7 +93,9 @@ export class ApiClient {
   /** POST /api/jobs?dryRun=true: what the deployment would send to Batch for this spec; nothing is created. */
   async explain(specText: string, contentType: string): Promise<ExplainDocument> {
     const { body } = await this.call<ExplainDocument>('POST', '/api/jobs?dryRun=true', { body: specText, contentType });
-    if (body?.version !== 1) throw new CliError(`POST /api/jobs?dryRun=true answered without an explain document (version ${String(body?.version)}): is the API older than dry runs?`, ExitCode.Api);
+    if (body?.version !== EXPLAIN_VERSION) {
+      throw new CliError(`POST /api/jobs?dryRun=true answered without an explain document of version ${EXPLAIN_VERSION} (version ${String(body?.version)}): is the API older or newer than this CLI?`, ExitCode.Api);
+    }
     return body;
   }
 

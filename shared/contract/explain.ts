@@ -8,7 +8,7 @@
 import { z } from 'zod';
 
 /** The document's format version: a consumer that reads version 1 can rely on every field below. */
-export const EXPLAIN_VERSION = 1;
+export const EXPLAIN_VERSION = 2;
 
 const BatchBody = (what: string) =>
   z.record(z.string(), z.unknown()).meta({ description: `${what}, exactly as the Batch adapter sends it (REST API 2022-10-01.16.0, the body of the request), with placeholders where a value is only known at run time.` });

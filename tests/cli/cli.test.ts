@@ -322,7 +322,7 @@ describe('hpcjob explain', () => {
     });
     expect(direct.status).toBe(200);
     expect(doc).toEqual(await direct.json());
-    expect(doc).toMatchObject({ version: 1, jobId: 'cli-explain', jobIdFrom: 'spec.id', policiesChecked: true, settings: { source: 'deployment' } });
+    expect(doc).toMatchObject({ version: 2, jobId: 'cli-explain', jobIdFrom: 'spec.id', policiesChecked: true, settings: { source: 'deployment' } });
     expect(doc.settings.stagingAccounts.length).toBeGreaterThan(0);
     expect(doc.placeholders.every((p) => p.startsWith('<run-time: '))).toBe(true);
 

@@ -152,7 +152,7 @@ async function shardsumSucceeded(id: string): Promise<JobViewLite> {
 describe('dry runs (POST /api/jobs?dryRun=true)', () => {
   it('answer the explain document with this deployment\'s settings and the id the job gets, and create nothing', () => {
     for (const [id, doc] of docs) {
-      expect(doc).toMatchObject({ version: 1, jobId: id, jobIdFrom: 'spec.id', policiesChecked: true, settings: { source: 'deployment', stagingAccounts: STAGING_ACCOUNTS.map((a) => a.name) } });
+      expect(doc).toMatchObject({ version: 2, jobId: id, jobIdFrom: 'spec.id', policiesChecked: true, settings: { source: 'deployment', stagingAccounts: STAGING_ACCOUNTS.map((a) => a.name) } });
     }
     expect(afterDryRuns).toEqual({
       batchRequests: 0, rows: [], views: Object.keys(JOBS).map(() => 404), instances: [], dataContainers: dataContainersBefore, stagingContainers: [],

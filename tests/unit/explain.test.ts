@@ -297,7 +297,7 @@ describe('the document, field by field', () => {
 
   it('says where the values come from and which are open: settings, policies, placeholders', () => {
     const doc = explain('j1', wrf);
-    expect(doc.version).toBe(1);
+    expect(doc.version).toBe(2);
     expect(doc.settings).toEqual(SETTINGS_SHOWN);
     expect(doc.placeholders.every((p) => p.startsWith('<run-time: '))).toBe(true);
     expect(doc.nodeFiles).toEqual([
