@@ -482,14 +482,29 @@ export function nodesWithoutImages(state: TreePlanState): string[] {
   return state.order.filter((id) => !state.nodes[id].holds);
 }
 
-/** Copy rounds a tree of `nodes` needs after the seeds' registry pull: ⌈log_{1+fanOut}(nodes / seeds)⌉ (0 when seeds cover all). */
-export function treeDepth(nodes: number, seeds: number, fanOut = 1): number {
+/**
+ * Copy rounds a tree of `nodes` needs after the seeds' registry pull: ⌈log_{1+fanOut}(nodes / seeds)⌉ (0 when seeds
+ * cover all). With `maxCopiesPerSource` (the planner's maxQueuePerSource), a holder serves at most that many copies in
+ * all, `fanOut` a round: a deep tree then needs more rounds than the logarithm (2 seeds, fanOut 3, 127 nodes: the
+ * seeds would each serve 9 copies in 3 rounds; capped at 8 it takes 4).
+ */
+export function treeDepth(nodes: number, seeds: number, fanOut = 1, maxCopiesPerSource = Infinity): number {
   if (nodes <= seeds) return 0;
+  // Holders by the round they got the images (the seeds at round 0); a holder of round r has served
+  // min(cap, fanOut × (t - 1 - r)) copies before round t.
+  const cohorts: number[] = [seeds];
   let holders = seeds;
   let rounds = 0;
   while (holders < nodes) {
-    holders *= 1 + fanOut;
+    let added = 0;
+    cohorts.forEach((count, r) => {
+      const served = Math.min(maxCopiesPerSource, fanOut * (rounds - r));
+      added += count * Math.max(0, Math.min(fanOut, maxCopiesPerSource - served));
+    });
+    if (added === 0) return Infinity;
     rounds++;
+    cohorts.push(added);
+    holders += added;
   }
   return rounds;
 }
