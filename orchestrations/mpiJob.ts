@@ -147,7 +147,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
       return ran;
     });
     const { mpi } = end;
-    const result: JobResult = { exitCode: mpi.exitCode, timings, logs: mpi.logs, mpi, attempts, ...lastPreflight(attempts) };
+    const result: JobResult = { exitCode: mpi.exitCode, timings, logs: mpi.logs, mpi, ...checksOf(attempts) };
     outcome = end.failure === undefined ? { state: 'Succeeded', result } : { state: 'Failed', reason: end.failure, result };
     // The last attempt's outputs: an earlier attempt's uploads under the same prefix are overwritten or left beside them.
     if (outputs && outputsUrl) {
@@ -155,7 +155,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
       outcome = withOutputs(outcome, kept, outputs.onUploadFailure);
     }
   } catch (err) {
-    const result: JobResult = { timings, ...(attempts.length ? { attempts, ...lastPreflight(attempts) } : {}) };
+    const result: JobResult = { timings, ...(attempts.length ? checksOf(attempts) : {}) };
     outcome = err instanceof JobCancelled
       ? { state: 'Cancelled', reason: err.reason, result }
       : { state: 'Failed', reason: err instanceof StageFailed ? err.message : `unexpected: ${activityFailureMessage(err)}`, result };
@@ -218,8 +218,15 @@ function* queued(
   }
 }
 
-/** The last preflight check of the run, for the job result. */
-function lastPreflight(attempts: Attempt[]): Pick<JobResult, 'preflight'> {
-  const p = [...attempts].reverse().find((a) => a.preflight)?.preflight;
-  return p ? { preflight: p } : {};
+/**
+ * The attempts and the last preflight check, for the job result. The last check keeps every node's figures; the
+ * attempts keep theirs for the failing nodes only, so the result does not carry a large job's figures twice (it is
+ * stored in one table row, at most 1 MiB).
+ */
+function checksOf(attempts: Attempt[]): Pick<JobResult, 'attempts' | 'preflight'> {
+  const last = [...attempts].reverse().find((a) => a.preflight)?.preflight;
+  const compact = attempts.map((a) => (a.preflight
+    ? { ...a, preflight: { ...a.preflight, nodes: Object.fromEntries(Object.entries(a.preflight.nodes).filter(([, n]) => !n.ok)) } }
+    : a));
+  return { attempts: compact, ...(last ? { preflight: last } : {}) };
 }

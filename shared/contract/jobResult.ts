@@ -118,7 +118,7 @@ export const AttemptSchema = z.object({
   retryAfterMs: z.number().optional(),
   replacedNodes: z.array(z.string()).optional(),
   nodeMinutes: z.number().meta({ description: 'Nodes × the attempt\'s duration (the job\'s cost covers the pool over every attempt and the waits between them).' }),
-  preflight: PreflightResultSchema.optional(),
+  preflight: PreflightResultSchema.optional().meta({ description: 'The attempt\'s last check; `nodes` holds the failing nodes only (every node\'s figures of the run\'s last check are in the result\'s `preflight`).' }),
 }).meta({ title: 'Attempt' });
 export type Attempt = z.infer<typeof AttemptSchema>;
 

@@ -306,6 +306,9 @@ describe('mpiJob preflight, replayed', () => {
     expect(outcome.reason).toMatch(/^StagingData: preflight: node-2 \(unreachable on the launcher's ssh port .*\) \(still after 2 checks\)$/);
     expect(outcome.result.attempts?.map((a) => [a.failureClass, a.retried])).toEqual([['preflightFailure', false]]);
     expect(outcome.result.preflight).toMatchObject({ rounds: 2, passed: false, replaced: ['node-1'] });
+    // The result carries every node's figures once: in the last check; the attempt keeps the failing node's only.
+    expect(Object.keys(outcome.result.preflight?.nodes ?? {}).sort()).toEqual(['node-0', 'node-2', 'node-3']);
+    expect(Object.keys(outcome.result.attempts?.[0].preflight?.nodes ?? {})).toEqual(['node-2']);
     expect(scheduledInputs(r.history, 'poolRemoveNodes')).toEqual([{ poolId: 'hpc-preflight-bad', nodeIds: ['node-1'] }]);
     expect(scheduled(r.history)).not.toContain('mpiTaskAdd');
     expectFinishedOnceAndLast(r, job);
