@@ -38,8 +38,9 @@ beforeAll(async () => {
     const x = await getPoolSnapshot(ctx, POOL);
     return x && x.nodes.length === 2 && x.nodes.every((n) => n.state === 'idle') ? x : undefined;
   }, 30_000);
-  // Creation order: the emulator's node ids grow with it.
-  nodes = [...s.nodes].sort((a, b) => (a.id < b.id ? -1 : 1));
+  // Creation order (what a fault's ordinal counts), as the emulator's handle lists its nodes; ids do not tell it.
+  const created = emu.nodes(POOL).map((n) => n.id);
+  nodes = [...s.nodes].sort((a, b) => created.indexOf(a.id) - created.indexOf(b.id));
   await createJob(ctx, { batchJobId: JOB, jobId: POOL, poolId: POOL });
 }, 60_000);
 

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { ResolvedTiming } from '../config';
@@ -184,7 +185,9 @@ export class Engine {
   private createNode(pool: PoolRecord): number {
     const ordinal = pool.nodeCounter++;
     this.nodeCounter++;
-    const id = `tvmps_${(Date.now() % 0xffffffff).toString(16).padStart(8, '0')}${this.nodeCounter.toString(16).padStart(6, '0')}_d`;
+    // Azure's shape and length (tvmps_<64 hex>_d, 72 characters): what carries node ids (the live status, the job
+    // result, task and log names) meets the sizes it meets on Azure.
+    const id = `tvmps_${createHash('sha256').update(`${Date.now()}:${this.nodeCounter}:${pool.id}`).digest('hex')}_d`;
     const dirs = nodeDirs(this.cfg.dataDir, pool.id, id);
     const ip = this.nextIp();
     const now = new Date();
