@@ -110,7 +110,10 @@ export interface PreflightScriptInput {
   /** The launcher's ssh port (22 is the node's own sshd: no -p flag, as the launcher does it). */
   sshPort: number;
   maxSshMs: number;
-  /** Paths that must exist on every node (mounts, scratch); checked with `test -e`. */
+  /**
+   * What must exist on every node: absolute paths (checked with `test -e`) and pool mounts as `mount:<name>` (the
+   * node's `$AZ_BATCH_NODE_MOUNTS_DIR/<name>`, listed within 10 s; a stale mount hangs instead of failing).
+   */
   requiredPaths: readonly string[];
   pingPong: boolean;
   /** Open MPI wants `host:slots` in its host list; the Hydra launchers take plain hosts. */
@@ -129,8 +132,13 @@ export function oneLine(text: string): string {
   return text.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
 }
 
-/** Safe path characters only (the spec validates mount and scratch paths the same way). */
-const SAFE_PATH = /^\/[A-Za-z0-9._/-]*$/;
+/** C source without leading indentation and whole-line comments: the same program in fewer characters. */
+export function compactC(source: string): string {
+  return source.split('\n').map((l) => l.trim()).filter((l) => l && !/^\/\*.*\*\/$/.test(l)).join('\n');
+}
+
+/** Safe path characters only (the spec validates mount and scratch paths the same way), or a mount by name. */
+const SAFE_PATH = /^(\/[A-Za-z0-9._/-]*|mount:[A-Za-z0-9][A-Za-z0-9_-]{0,63})$/;
 
 /**
  * The master's part of the check, as one line of bash run in the launcher's shell right before the launcher: probe
@@ -139,7 +147,7 @@ const SAFE_PATH = /^\/[A-Za-z0-9._/-]*$/;
  * nothing to ping-pong). The launcher line that follows runs the ping-pong.
  */
 export function preflightMasterScript(input: PreflightScriptInput): string {
-  for (const p of input.requiredPaths) if (!SAFE_PATH.test(p)) throw new Error(`preflight: required path ${JSON.stringify(p)} is not an absolute path of safe characters`);
+  for (const p of input.requiredPaths) if (!SAFE_PATH.test(p)) throw new Error(`preflight: required path ${JSON.stringify(p)} is not an absolute path of safe characters nor mount:<name>`);
   const port = Number.isSafeInteger(input.sshPort) && input.sshPort > 0 && input.sshPort < 65536 ? input.sshPort : 22;
   const portOpt = port === 22 ? '' : ` -p ${port}`;
   const timeoutS = Math.max(0.1, input.maxSshMs / 1000).toFixed(1);
@@ -151,7 +159,9 @@ export function preflightMasterScript(input: PreflightScriptInput): string {
     'rm -rf "$mpijob_pf_dir"',
     'mkdir -p "$mpijob_pf_dir"',
     // Runs on each node: free space under the Batch directory and the required paths. Sent to the others over ssh.
-    'mpijob_pf_probe() { local r="$1"; shift; local f p; f=$(df -Pk "$r" 2>/dev/null | tail -n 1 | tr -s " " | cut -d " " -f 4); echo "free_kb=${f:-unknown}"; for p in "$@"; do if [ ! -e "$p" ]; then echo "missing=$p"; fi; done; true; }',
+    // A mount resolves under the node's own mounts directory; an ssh session on Azure carries no AZ_BATCH_* variables,
+    // and there the directory is the same under every node's Batch root (/mnt/batch/tasks/fsmounts).
+    'mpijob_pf_probe() { local r="$1"; shift; local f p; f=$(df -Pk "$r" 2>/dev/null | tail -n 1 | tr -s " " | cut -d " " -f 4); echo "free_kb=${f:-unknown}"; for p in "$@"; do case $p in mount:*) p=${AZ_BATCH_NODE_MOUNTS_DIR:-$r/fsmounts}/${p#mount:}; timeout 10 ls -d "$p/." >/dev/null 2>&1 || echo "missing=$p";; *) [ -e "$p" ] || echo "missing=$p";; esac; done; true; }',
     `mpijob_pf_args=$(printf " %q" "\${AZ_BATCH_NODE_ROOT_DIR:-$PWD}"${paths ? ` ${paths}` : ''})`,
     'mpijob_pf_hosts=(${AZ_BATCH_HOST_LIST//,/ })',
     'echo "MPIJOB_PREFLIGHT begin nodes=${#mpijob_pf_hosts[@]} port=' + port + ' max_ssh_ms=' + input.maxSshMs + '"',
@@ -178,7 +188,8 @@ export function preflightMasterScript(input: PreflightScriptInput): string {
     'if [ "${#mpijob_pf_ok[@]}" -lt 2 ]; then echo "MPIJOB_PREFLIGHT pingpong skipped=fewer-than-2-reachable-nodes"; exit 0; fi',
     `if ! command -v ${input.launcher} >/dev/null 2>&1; then echo "MPIJOB_PREFLIGHT pingpong skipped=no-launcher"; exit 0; fi`,
     'if ! command -v mpicc >/dev/null 2>&1; then echo "MPIJOB_PREFLIGHT pingpong skipped=no-mpicc"; exit 0; fi',
-    `printf "%b" ${bashDoubleQuoted(oneLine(PINGPONG_C))} > "$mpijob_pf_dir/pingpong.c"`,
+    // Indentation and comments dropped on the way (the command line is the budget; the C is the same).
+    `printf "%b" ${bashDoubleQuoted(oneLine(compactC(PINGPONG_C)))} > "$mpijob_pf_dir/pingpong.c"`,
     `if ! mpicc -O2 -o "$${PINGPONG_BIN_ENV}" "$mpijob_pf_dir/pingpong.c" > "$mpijob_pf_dir/cc.txt" 2>&1; then echo "MPIJOB_PREFLIGHT pingpong skipped=compile-failed"; head -n 5 "$mpijob_pf_dir/cc.txt" | while IFS= read -r mpijob_pf_l; do echo "MPIJOB_PREFLIGHT cc $mpijob_pf_l"; done; exit 0; fi`,
     // Copied under a per-host name and renamed, so a copy that meets another (the emulator's nodes share one disk) never truncates it.
     `for mpijob_pf_h in "\${mpijob_pf_ok[@]:1}"; do if ! ${ssh} "$mpijob_pf_h" "mkdir -p $mpijob_pf_dir && cat > $${PINGPONG_BIN_ENV}.$mpijob_pf_h && chmod +x $${PINGPONG_BIN_ENV}.$mpijob_pf_h && mv -f $${PINGPONG_BIN_ENV}.$mpijob_pf_h $${PINGPONG_BIN_ENV}" < "$${PINGPONG_BIN_ENV}"; then echo "MPIJOB_PREFLIGHT copy-failed $mpijob_pf_h"; fi; done`,

@@ -17,12 +17,15 @@ import type { NodePreflight } from '../contract/preflight';
 
 
 /**
- * Hook for the data side of the spec (mounts, scratch): the paths every node must have before MPI starts. The
- * preflight checks each with `test -e` on every node (over the launcher's ssh, inside the job's container for
- * docker). Nothing in the spec names such paths yet; the branch that adds `mounts`/`scratch` returns them here.
+ * What every node must have before MPI starts, beyond free disk: the pool's mounts, as `mount:<name>` (each node
+ * resolves it under its own `$AZ_BATCH_NODE_MOUNTS_DIR` and lists it within 10 s, so a mount that is missing or hangs,
+ * such as a stale NFS mount, fails the node). Checked where the launcher's ranks run: on the node for native and
+ * Singularity jobs. Not for docker: there the check runs inside the job's container, which sees a mount only when the
+ * spec binds it (container.runOptions.binds), so a mount not bound would fail every node.
  */
-export function requiredNodePaths(_spec: JobSpec): string[] {
-  return [];
+export function requiredNodePaths(spec: JobSpec): string[] {
+  if (spec.container.runtime === 'docker') return [];
+  return (spec.mounts ?? []).map((m) => `mount:${m.name}`);
 }
 
 export interface PreflightThresholds {

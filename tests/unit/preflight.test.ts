@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { parseJobSpec, type JobSpec } from '../../shared/spec';
 import { planJob } from '../../shared/planning/jobPlan';
 import { evaluatePreflight, parsePreflightOutput, preflightTaskRequest, preflightThresholds, type PreflightRun, type PreflightThresholds } from '../../shared/planning/preflight';
-import { PINGPONG_C, preflightMasterScript } from '../../shared/mpi/preflightScript';
+import { compactC, PINGPONG_C, preflightMasterScript } from '../../shared/mpi/preflightScript';
 import { smallSpec } from '../ops/helpers';
 
 function specOf(opts: Parameters<typeof smallSpec>[1] & { extra?: Record<string, unknown> }): JobSpec {
@@ -79,6 +79,18 @@ describe('the preflight task', () => {
     const own = { ...rdma, preflight: { ...rdma.preflight, pingPong: { enabled: true, maxLatencyUs: 7 } } };
     expect(preflightThresholds(own, 'Standard_HB120rs_v3', false).pingPong).toEqual({ enabled: true, maxLatencyUs: 7 });
     expect(preflightThresholds(own, 'Standard_HB120rs_v3').pingPong).toEqual({ enabled: true, maxLatencyUs: 7, minBandwidthMBps: 4000 });
+  });
+
+  it('checks the pool\'s mounts on every node where the ranks run: native and singularity, not inside a docker container', () => {
+    const mounts = [{ name: 'home', nfs: { source: '10.0.0.4:/exports/home' } }, { name: 'data', nfs: { source: '10.0.0.5:/exports/data' } }];
+    const native = specOf({ command: 'x', extra: { mounts } });
+    expect(preflightThresholds(native, 'Standard_D8s_v5').requiredPaths).toEqual(['mount:home', 'mount:data']);
+    const t = preflightTaskRequest(planJob('pf', native), native, NODES.slice(0, 2), 'hpc-pf', 'preflight-1-1');
+    expect(scriptOf(t.applicationCommandLine)).toContain('mount:home mount:data');
+    const docker = specOf({ command: 'x', container: { runtime: 'docker', images: ['registry.example.com/hpc/app:1.0'] }, extra: { mounts } });
+    expect(preflightThresholds(docker, 'Standard_D8s_v5').requiredPaths).toEqual([]);
+    expect(preflightThresholds(specOf({ command: 'x' }), 'Standard_D8s_v5').requiredPaths).toEqual([]);
+    expect(() => preflightMasterScript({ sshPort: 22, maxSshMs: 1000, requiredPaths: ['mount:a b'], pingPong: false, openmpi: true, launcher: 'mpirun' })).toThrow(/not an absolute path/);
   });
 });
 
@@ -231,22 +243,28 @@ exec bash -c "$*"`);
   it('no mpicc where the launcher runs: the probes are printed, the ping-pong is skipped and the launcher never runs', () => {
     stub('ssh', 'while [ $# -gt 0 ]; do case "$1" in -o|-p) shift 2 ;; -*) shift ;; *) break ;; esac; done; shift; exec bash -c "$*"');
     stub('mpirun', `touch "${dir}/mpirun.ran"`);
-    const script = preflightMasterScript({ sshPort: 22, maxSshMs: 5000, requiredPaths: ['/no/such/path'], pingPong: true, openmpi: true, launcher: 'mpirun' });
+    const script = preflightMasterScript({ sshPort: 22, maxSshMs: 5000, requiredPaths: ['/no/such/path', 'mount:home', 'mount:gone'], pingPong: true, openmpi: true, launcher: 'mpirun' });
     // A PATH without any mpicc: the stand-ins, and the few tools the script needs linked in.
     mkdirSync(`${dir}/tools`);
-    for (const tool of ['bash', 'date', 'df', 'tail', 'tr', 'cut', 'head', 'cat', 'mkdir', 'rm', 'timeout', 'touch']) {
+    for (const tool of ['bash', 'date', 'df', 'tail', 'tr', 'cut', 'head', 'cat', 'mkdir', 'rm', 'timeout', 'touch', 'ls']) {
       execFileSync('ln', ['-s', execFileSync('bash', ['-c', `command -v ${tool}`], { encoding: 'utf8' }).trim(), `${dir}/tools/${tool}`]);
     }
-    const r = spawnSync('/bin/bash', ['-c', script], { cwd: `${dir}/wd`, env: { PATH: `${dir}/bin:${dir}/tools`, AZ_BATCH_HOST_LIST: '10.9.0.1,10.9.0.2', AZ_BATCH_NODE_ROOT_DIR: dir }, encoding: 'utf8', timeout: 60_000 });
+    // The node's mounts directory holds "home" (a link, as the emulator makes it) but not "gone".
+    mkdirSync(`${dir}/fsmounts`);
+    mkdirSync(`${dir}/nfs-home`);
+    execFileSync('ln', ['-s', `${dir}/nfs-home`, `${dir}/fsmounts/home`]);
+    const r = spawnSync('/bin/bash', ['-c', script], { cwd: `${dir}/wd`, env: { PATH: `${dir}/bin:${dir}/tools`, AZ_BATCH_HOST_LIST: '10.9.0.1,10.9.0.2', AZ_BATCH_NODE_ROOT_DIR: dir, AZ_BATCH_NODE_MOUNTS_DIR: `${dir}/fsmounts` }, encoding: 'utf8', timeout: 60_000 });
     expect(r.status).toBe(0);
     const report = parsePreflightOutput(r.stdout);
     expect(report.skipped).toBe('no-mpicc');
-    expect(report.probes.map((p) => p.missing)).toEqual([['/no/such/path'], ['/no/such/path']]);
+    // Mounts resolve under the node's mounts directory; the missing one is named by its path on the node.
+    expect(report.probes.map((p) => p.missing)).toEqual([['/no/such/path', `${dir}/fsmounts/gone`], ['/no/such/path', `${dir}/fsmounts/gone`]]);
     expect(spawnSync('test', ['-e', `${dir}/mpirun.ran`]).status).toBe(1);
   });
 
   it('the ping-pong compiles with mpicc and measures a real pair with mpirun', () => {
-    writeFileSync(`${dir}/pp.c`, PINGPONG_C);
+    // The compacted source, as the check writes it on the master.
+    writeFileSync(`${dir}/pp.c`, compactC(PINGPONG_C));
     execFileSync('mpicc', ['-O2', '-o', `${dir}/pp`, `${dir}/pp.c`]);
     const out = execFileSync('mpirun', ['--oversubscribe', '-np', '2', '--mca', 'btl', 'self,tcp', '--mca', 'btl_tcp_if_include', 'lo', `${dir}/pp`], {
       encoding: 'utf8', timeout: 60_000, env: { ...process.env, OMPI_ALLOW_RUN_AS_ROOT: '1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM: '1' },
