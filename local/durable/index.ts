@@ -87,6 +87,7 @@ export function createDurableExtension(opts: DurableOptions = {}): DurableExtens
         log.warn({ functions: entities.map((f) => f.name) }, 'entity functions are not supported by the local Durable engine and will not run');
       }
       const store = new DurableStore(host.storage(), options.hubName);
+      store.onUnreadable = (m) => log.error(m, 'durable queue message unreadable: deleted');
       await store.init();
       const load = new HostLoad(host.ingress, options.maxConcurrentWhileHostBusy);
       const orchestrations = new OrchestrationDispatcher(store, host, options, log, load);

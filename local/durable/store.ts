@@ -98,12 +98,25 @@ const historyRowKey = (executionId: string, index: number): string => `${encodeK
 
 export class EtagConflictError extends Error {}
 
+/** A queue message no receiver can ever read (not our JSON, or a large message whose blob is gone or damaged). */
+export interface UnreadableMessage {
+  queue: string;
+  queueMessageId: string;
+  dequeueCount: number;
+  reason: string;
+}
+
 export class DurableStore {
   readonly instances: TableClient;
   readonly history: TableClient;
   readonly control: QueueClient;
   readonly workItems: QueueClient;
   readonly largeMessages: ContainerClient;
+  /**
+   * Told of every unreadable message the store deleted instead of handing out: kept in the queue, it would fail every
+   * receive it came back in and stall the instances behind it (a purge deletes the blobs of messages still queued).
+   */
+  onUnreadable: (m: UnreadableMessage) => void = () => undefined;
 
   /** `storage`: the host's storage (a connection string, e.g. a timeline tool's `--conn`, or the host's connection). */
   constructor(
@@ -307,15 +320,24 @@ export class DurableStore {
 
   private async receive<T>(q: QueueClient, max: number, visibilityTimeout: number): Promise<ReceivedMessage<T>[]> {
     const res = await q.receiveMessages({ numberOfMessages: Math.max(1, Math.min(32, max)), visibilityTimeout });
-    return Promise.all(res.receivedMessageItems.map(async (m) => {
-      const body = JSON.parse(Buffer.from(m.messageText, 'base64').toString('utf8')) as T | LargeMessageRef;
-      return {
-        queueMessageId: m.messageId,
-        popReceipt: m.popReceipt,
-        dequeueCount: m.dequeueCount,
-        body: isLargeMessageRef(body) ? await this.readLargeMessage<T>(body.largeMessageBlob) : body,
-      };
+    const read = await Promise.all(res.receivedMessageItems.map(async (m): Promise<ReceivedMessage<T> | undefined> => {
+      let body: T;
+      try {
+        const text = JSON.parse(Buffer.from(m.messageText, 'base64').toString('utf8')) as T | LargeMessageRef;
+        body = isLargeMessageRef(text) ? await this.readLargeMessage<T>(text.largeMessageBlob) : text;
+      } catch (err) {
+        // Only what can never be read is dropped: not JSON, the blob gone, not gzip. Anything else (storage or network
+        // trouble) says nothing about the message: the receive fails and it comes back.
+        const code = (err as { code?: unknown }).code;
+        if (!(err instanceof SyntaxError || isStatus(err, 404) || (typeof code === 'string' && code.startsWith('Z_')))) throw err;
+        await ignore404(q.deleteMessage(m.messageId, m.popReceipt));
+        const reason = isStatus(err, 404) ? 'its large-message blob is gone' : (err as Error).message.split('\n')[0];
+        this.onUnreadable({ queue: q.name, queueMessageId: m.messageId, dequeueCount: m.dequeueCount, reason });
+        return undefined;
+      }
+      return { queueMessageId: m.messageId, popReceipt: m.popReceipt, dequeueCount: m.dequeueCount, body };
     }));
+    return read.filter((m): m is ReceivedMessage<T> => m !== undefined);
   }
 
   private async readLargeMessage<T>(blob: string): Promise<T> {

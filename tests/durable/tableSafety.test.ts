@@ -6,6 +6,7 @@
  */
 import { TableClient } from '@azure/data-tables';
 import { BlobServiceClient } from '@azure/storage-blob';
+import { QueueClient } from '@azure/storage-queue';
 import { assertTransactionSafe, escapeForTable, UnstorableError } from '../../local/durable/tableSafe';
 import { durableUrl, getStatus, http, startDurableStack, waitForStatus, type DurableStack } from './helpers/harness';
 
@@ -104,6 +105,24 @@ describe('on the stack', () => {
     const purged = await http('DELETE', durableUrl(stack.baseUrl, 'instances/large-1', stack.systemKey));
     expect(purged.status).toBe(200);
     expect(await blobs()).toEqual([]);
+  });
+
+  test('a control message no one can read (not JSON, a large message whose blob is gone, a blob that is not gzip) is deleted and logged; the instances behind it run', async () => {
+    const control = new QueueClient(stack.azurite.connectionString(), 'durabletesthub-control-00');
+    const blobs = BlobServiceClient.fromConnectionString(stack.azurite.connectionString()).getContainerClient('durabletesthub-largemessages');
+    await blobs.getBlockBlobClient('x/message-not-gzip.json.gz').uploadData(Buffer.from('plain text'));
+    const b64 = (text: string) => Buffer.from(text).toString('base64');
+    for (const text of ['{not json', JSON.stringify({ largeMessageBlob: 'gone/message-1.json.gz' }), JSON.stringify({ largeMessageBlob: 'x/message-not-gzip.json.gz' })]) {
+      await control.sendMessage(b64(text));
+    }
+    await start('Chain', 'after-unreadable', ['still']);
+    expect(await waitForStatus(stack.baseUrl, 'after-unreadable')).toMatchObject({ runtimeStatus: 'Completed', output: ['Hello still'] });
+    const dropped = () => stack.logs.lines.filter((l) => l.msg === 'durable queue message unreadable: deleted');
+    for (let i = 0; i < 50 && dropped().length < 3; i++) await new Promise((r) => setTimeout(r, 100));
+    const reasons = dropped().map((l) => String(l.reason));
+    expect(reasons).toHaveLength(3);
+    expect(reasons).toEqual(expect.arrayContaining([expect.stringMatching(/JSON/), 'its large-message blob is gone', expect.stringMatching(/incorrect header check/)]));
+    expect((await control.peekMessages({ numberOfMessages: 32 })).peekedMessageItems.map((m) => m.messageText)).not.toContain(b64('{not json'));
   });
 
   test('a custom status over 16 KB of UTF-16 text fails the orchestration with the extension\'s message; 8,703 characters pass', async () => {
