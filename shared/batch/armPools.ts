@@ -11,12 +11,11 @@ import type * as BatchManagementModels from '@azure/arm-batch';
 import type { ArmBatchContext } from './armClient';
 import { ownerJobOf, ownershipMetadata, stripUndefined, toContainerSettings, toResourceFiles, type ContainerSettingsSpec, type NameValue, type ResourceFileSpec } from './common';
 import { BatchError } from './errors';
-import { toMountConfiguration, type CreatePoolResult, type JobPoolSpec, type MountSpec } from './pools';
+import { adoptExistingPool, poolResource, toMountConfiguration, type CreatePoolResult, type JobPoolSpec, type MountSpec } from './pools';
 import { callWithRetry } from './retry';
 
 type ArmPool = BatchManagementModels.Pool;
 
-const poolResource = (poolId: string) => `pool ${poolId}`;
 
 const env = (list: NameValue[] | undefined) => (list && list.length ? list.map((e) => ({ name: e.name, value: e.value })) : undefined);
 
@@ -182,19 +181,10 @@ export async function createJobPoolArm(ctx: ArmBatchContext, spec: JobPoolSpec):
   }
   const existing = await inspectArmPool(ctx, spec.poolId);
   const carriesIdentity = (existing.identities ?? []).some((id) => id.toLowerCase() === ctx.identity.resourceId.toLowerCase());
-  if (existing.exists && existing.ownedByJob === spec.jobId && existing.provisioningState === 'Succeeded' && carriesIdentity) {
-    if (existing.vmSize?.toLowerCase() !== spec.vmSize.toLowerCase()) {
-      throw new BatchError({ code: 'PoolExistsWithDifferentSpec', status: 409, operation: 'armPools.create', resource, message: `pool exists for job ${spec.jobId} with VM size ${existing.vmSize}, expected ${spec.vmSize}` });
-    }
-    return { poolId: spec.poolId, created: false };
-  }
-  throw new BatchError({
-    code: 'PoolExists',
-    status: 409,
-    operation: 'armPools.create',
-    resource,
-    message: existing.exists
-      ? `pool already exists and is not ours for job ${spec.jobId} with the pool identity (owner job: ${existing.ownedByJob ?? 'none'}, state: ${existing.provisioningState ?? 'unknown'}, identities: ${(existing.identities ?? []).length})`
-      : 'pool was reported as existing but is gone',
+  return adoptExistingPool('armPools.create', spec, {
+    exists: existing.exists,
+    vmSize: existing.vmSize,
+    ours: existing.exists && existing.ownedByJob === spec.jobId && existing.provisioningState === 'Succeeded' && carriesIdentity,
+    whose: `with the pool identity (owner job: ${existing.ownedByJob ?? 'none'}, state: ${existing.provisioningState ?? 'unknown'}, identities: ${(existing.identities ?? []).length})`,
   });
 }

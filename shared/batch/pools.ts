@@ -131,7 +131,7 @@ export interface PoolInspection {
   ownedByJob?: string;
 }
 
-const poolResource = (poolId: string) => `pool ${poolId}`;
+export const poolResource = (poolId: string) => `pool ${poolId}`;
 
 /** The PoolAddParameter for a job-owned MPI pool. Pure; exported for tests and for review. */
 export function buildPoolAddParameter(spec: JobPoolSpec): BatchServiceModels.PoolAddParameter {
@@ -197,26 +197,36 @@ export async function createJobPool(ctx: BatchContext, spec: JobPoolSpec): Promi
     if (!(err instanceof BatchError) || err.code !== 'PoolExists') throw err;
   }
   const existing = await inspectPool(ctx, spec.poolId);
-  if (existing.exists && existing.ownedByJob === spec.jobId && existing.state === 'active') {
+  return adoptExistingPool('pools.create', spec, {
+    exists: existing.exists,
+    vmSize: existing.vmSize,
+    ours: existing.exists && existing.ownedByJob === spec.jobId && existing.state === 'active',
+    whose: `(owner job: ${existing.ownedByJob ?? 'none'}, state: ${existing.state})`,
+  });
+}
+
+/**
+ * After a create answered "exists" (the activity ran twice, or someone else holds the id): the job's own pool from
+ * an earlier run counts as created, with the same VM size; anything else is a conflict. For both planes.
+ */
+export function adoptExistingPool(
+  operation: string,
+  spec: Pick<JobPoolSpec, 'poolId' | 'jobId' | 'vmSize'>,
+  existing: { exists: boolean; vmSize?: string; ours: boolean; whose: string },
+): CreatePoolResult {
+  const resource = poolResource(spec.poolId);
+  if (existing.ours) {
     if (existing.vmSize?.toLowerCase() !== spec.vmSize.toLowerCase()) {
-      throw new BatchError({
-        code: 'PoolExistsWithDifferentSpec',
-        status: 409,
-        operation: 'pools.create',
-        resource,
-        message: `pool exists for job ${spec.jobId} with VM size ${existing.vmSize}, expected ${spec.vmSize}`,
-      });
+      throw new BatchError({ code: 'PoolExistsWithDifferentSpec', status: 409, operation, resource, message: `pool exists for job ${spec.jobId} with VM size ${existing.vmSize}, expected ${spec.vmSize}` });
     }
     return { poolId: spec.poolId, created: false };
   }
   throw new BatchError({
     code: 'PoolExists',
     status: 409,
-    operation: 'pools.create',
+    operation,
     resource,
-    message: existing.exists
-      ? `pool already exists and is not ours for job ${spec.jobId} (owner job: ${existing.ownedByJob ?? 'none'}, state: ${existing.state})`
-      : 'pool was reported as existing but is gone',
+    message: existing.exists ? `pool already exists and is not ours for job ${spec.jobId} ${existing.whose}` : 'pool was reported as existing but is gone',
   });
 }
 
