@@ -17,7 +17,7 @@ import type { ErrorObject, ValidateFunction } from 'ajv';
 import type Ajv from 'ajv';
 import { registerBatchFormats } from './formats';
 import { compilePathTemplate, matchPathTemplate, type PathTemplate } from './pathTemplates';
-import { coerceParameterValue, parameterSchema, type JsonSchema } from './swaggerToJsonSchema';
+import { coerceParameterValue, parameterSchema, type JsonSchema, type SwaggerParameter } from './swaggerToJsonSchema';
 import type { ContractExchange } from './validator';
 
 export const MANAGEMENT_SPEC_FILE = 'BatchManagement-2023-11-01.json';
@@ -33,19 +33,6 @@ const DOCUMENTS: Record<string, string | undefined> = {
 const PRIVATELINKS = 'resource-management/v4/privatelinks.json';
 const MAIN_ID = 'batch-management';
 const DOC_KEYWORDS = new Set(['title', 'description', 'default', 'externalDocs', 'example', 'readOnly', 'discriminator']);
-
-interface SwaggerParameter {
-  name: string;
-  in: 'path' | 'query' | 'header' | 'body';
-  required?: boolean;
-  type?: string;
-  format?: string;
-  enum?: unknown[];
-  minimum?: number;
-  maximum?: number;
-  schema?: JsonSchema;
-  $ref?: string;
-}
 
 interface Operation {
   operationId: string;

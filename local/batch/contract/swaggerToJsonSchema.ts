@@ -8,6 +8,20 @@
 
 export type JsonSchema = Record<string, unknown>;
 
+/** A Swagger 2.0 operation parameter, as both specs (Batch data plane, Batch management) write them. */
+export interface SwaggerParameter {
+  name: string;
+  in: 'path' | 'query' | 'header' | 'body' | 'formData';
+  required?: boolean;
+  type?: string;
+  format?: string;
+  enum?: unknown[];
+  minimum?: number;
+  maximum?: number;
+  schema?: JsonSchema;
+  $ref?: string;
+}
+
 /** The enum the SDK (built from a later revision of the spec) uses for node communication mode. */
 const NODE_COMMUNICATION_MODE: JsonSchema = { type: 'string', enum: ['default', 'classic', 'simplified'] };
 

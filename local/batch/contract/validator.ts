@@ -18,6 +18,7 @@ import {
   convertSchema,
   parameterSchema,
   type JsonSchema,
+  type SwaggerParameter,
 } from './swaggerToJsonSchema';
 
 export const SPEC_FILE = 'BatchService-2022-10-01.16.0.json';
@@ -77,19 +78,6 @@ export interface ContractValidator {
 export interface ContractValidatorOptions {
   /** Path of the Swagger file; defaults to ../shared/specs/ beside the repository. */
   specPath?: string;
-}
-
-interface SwaggerParameter {
-  name: string;
-  in: 'path' | 'query' | 'header' | 'body' | 'formData';
-  required?: boolean;
-  type?: string;
-  format?: string;
-  enum?: unknown[];
-  minimum?: number;
-  maximum?: number;
-  schema?: JsonSchema;
-  $ref?: string;
 }
 
 interface SwaggerResponse {
