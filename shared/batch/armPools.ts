@@ -11,7 +11,7 @@ import type * as BatchManagementModels from '@azure/arm-batch';
 import type { ArmBatchContext } from './armClient';
 import { ownerJobOf, ownershipMetadata, stripUndefined, toContainerSettings, toResourceFiles, type ContainerSettingsSpec, type NameValue, type ResourceFileSpec } from './common';
 import { BatchError } from './errors';
-import { adoptExistingPool, poolResource, toMountConfiguration, type CreatePoolResult, type JobPoolSpec, type MountSpec } from './pools';
+import { adoptExistingPool, poolResource, toContainerRegistries, toMountConfiguration, type CreatePoolResult, type JobPoolSpec, type MountSpec } from './pools';
 import { callWithRetry } from './retry';
 
 type ArmPool = BatchManagementModels.Pool;
@@ -64,14 +64,7 @@ export function buildArmPool(spec: JobPoolSpec, identityResourceId: string): Arm
         // No containerImageNames, as on the data plane: the pipeline pulls, a bounded number of nodes at a time.
         containerConfiguration: stripUndefined({
           type: 'DockerCompatible',
-          containerRegistries: spec.containerRegistries?.map((r) =>
-            stripUndefined({
-              registryServer: r.registryServer,
-              userName: r.userName,
-              password: r.password,
-              identityReference: r.identityResourceId ? { resourceId: r.identityResourceId } : undefined,
-            }),
-          ),
+          containerRegistries: toContainerRegistries(spec.containerRegistries),
         }),
       },
     },

@@ -131,6 +131,18 @@ export interface PoolInspection {
   ownedByJob?: string;
 }
 
+/** The pool's registry logins, as both planes spell them (a secret, or the pool identity by reference). */
+export function toContainerRegistries(registries: JobPoolSpec['containerRegistries']) {
+  return registries?.map((r) =>
+    stripUndefined({
+      registryServer: r.registryServer,
+      userName: r.userName,
+      password: r.password,
+      identityReference: r.identityResourceId ? { resourceId: r.identityResourceId } : undefined,
+    }),
+  );
+}
+
 export const poolResource = (poolId: string) => `pool ${poolId}`;
 
 /** The PoolAddParameter for a job-owned MPI pool. Pure; exported for tests and for review. */
@@ -149,14 +161,7 @@ export function buildPoolAddParameter(spec: JobPoolSpec): BatchServiceModels.Poo
       // the pipeline pulls them itself, a bounded number of nodes at a time.
       containerConfiguration: stripUndefined({
         type: 'dockerCompatible' as const,
-        containerRegistries: spec.containerRegistries?.map((r) =>
-          stripUndefined({
-            registryServer: r.registryServer,
-            userName: r.userName,
-            password: r.password,
-            identityReference: r.identityResourceId ? { resourceId: r.identityResourceId } : undefined,
-          }),
-        ),
+        containerRegistries: toContainerRegistries(spec.containerRegistries),
       }),
     },
     targetDedicatedNodes: spec.targetDedicatedNodes,
