@@ -162,3 +162,10 @@ test('the image distribution and the preflight\'s pre-execution switch refuse ot
   expect(errors({ ...minimal, preflight: { runPreExecutionCommand: 'no' } })).toEqual([expect.objectContaining({ path: 'preflight.runPreExecutionCommand' })]);
   expect(ok({ ...minimal, container: { ...docker, imageDistribution: 'registry' } }).container.imageDistribution).toBe('registry');
 });
+
+test('cleanup.autoComplete (honoured since stop 22) takes true or false only, with its path', () => {
+  for (const bad of ['no', 0, null, {}]) {
+    expect(errors({ ...minimal, cleanup: { autoComplete: bad } })).toEqual([expect.objectContaining({ path: 'cleanup.autoComplete', message: expect.stringMatching(/^must be true or false/) })]);
+  }
+  expect(ok({ ...minimal, cleanup: { autoComplete: false } }).cleanup.autoComplete).toBe(false);
+});
