@@ -48,19 +48,24 @@ function timelineCard(job: JobView, now: number): HTMLElement {
     ))));
 }
 
+/** One chip per node state with its count. */
+function legend(counts: { state: string; count: number }[]): HTMLElement {
+  return h('div', { class: 'legend' }, counts.map((c) => h('span', { class: `chip node-${c.state}`, 'data-testid': 'node-count' }, `${c.state} ${c.count}`)));
+}
+
 function nodesCard(job: JobView): HTMLElement {
   const cells = nodeCells(displayedNodes(job));
   const expected = job.spec?.pool?.nodes;
   const counted = job.progress?.nodeCounts;
   if (!cells.length && counted) {
     return card('Nodes', 'nodes',
-      h('div', { class: 'legend' }, nodeStateCounts([], counted).map((c) => h('span', { class: `chip node-${c.state}`, 'data-testid': 'node-count' }, `${c.state} ${c.count}`))),
+      legend(nodeStateCounts([], counted)),
       h('p', { class: 'muted' }, 'Too many nodes to show one by one in the live status; counts per state.'));
   }
   if (!cells.length) return card('Nodes', 'nodes', h('p', { class: 'muted' }, expected ? `${expected} nodes requested; none allocated yet.` : 'No nodes yet.'));
   const labels = shortNodeLabels(cells.map((c) => c.id));
   return card('Nodes', 'nodes',
-    h('div', { class: 'legend' }, nodeStateCounts(cells).map((c) => h('span', { class: `chip node-${c.state}` }, `${c.state} ${c.count}`))),
+    legend(nodeStateCounts(cells)),
     h('div', { class: 'node-grid' }, cells.map((c) => h('div', { class: `node node-${c.state}`, title: `${c.id}: ${c.state}`, 'data-testid': 'node-cell', 'data-node': c.id, 'data-state': c.state },
       h('span', { class: 'node-id' }, labels[c.id]), h('span', { class: 'node-state' }, c.state)))));
 }
