@@ -137,6 +137,9 @@ export function compactC(source: string): string {
   return source.split('\n').map((l) => l.trim()).filter((l) => l && !/^\/\*.*\*\/$/.test(l)).join('\n');
 }
 
+/** How many copies of the ping-pong the master sends at once. */
+const COPY_WAVE = 16;
+
 /** Safe path characters only (the spec validates mount and scratch paths the same way), or a mount by name. */
 const SAFE_PATH = /^(\/[A-Za-z0-9._/-]*|mount:[A-Za-z0-9][A-Za-z0-9_-]{0,63})$/;
 
@@ -191,8 +194,11 @@ export function preflightMasterScript(input: PreflightScriptInput): string {
     // Indentation and comments dropped on the way (the command line is the budget; the C is the same).
     `printf "%b" ${bashDoubleQuoted(oneLine(compactC(PINGPONG_C)))} > "$mpijob_pf_dir/pingpong.c"`,
     `if ! mpicc -O2 -o "$${PINGPONG_BIN_ENV}" "$mpijob_pf_dir/pingpong.c" > "$mpijob_pf_dir/cc.txt" 2>&1; then echo "MPIJOB_PREFLIGHT pingpong skipped=compile-failed"; head -n 5 "$mpijob_pf_dir/cc.txt" | while IFS= read -r mpijob_pf_l; do echo "MPIJOB_PREFLIGHT cc $mpijob_pf_l"; done; exit 0; fi`,
-    // Copied under a per-host name and renamed, so a copy that meets another (the emulator's nodes share one disk) never truncates it.
-    `for mpijob_pf_h in "\${mpijob_pf_ok[@]:1}"; do if ! ${ssh} "$mpijob_pf_h" "mkdir -p $mpijob_pf_dir && cat > $${PINGPONG_BIN_ENV}.$mpijob_pf_h && chmod +x $${PINGPONG_BIN_ENV}.$mpijob_pf_h && mv -f $${PINGPONG_BIN_ENV}.$mpijob_pf_h $${PINGPONG_BIN_ENV}" < "$${PINGPONG_BIN_ENV}"; then echo "MPIJOB_PREFLIGHT copy-failed $mpijob_pf_h"; fi; done`,
+    // Copied under a per-host name and renamed, so a copy that meets another (the emulator's nodes share one disk) never
+    // truncates it. In waves of COPY_WAVE at once: one ssh after another took ~0.3 s a node, half a minute on 100 nodes.
+    'mpijob_pf_i=0',
+    `for mpijob_pf_h in "\${mpijob_pf_ok[@]:1}"; do ( if ! ${ssh} "$mpijob_pf_h" "mkdir -p $mpijob_pf_dir && cat > $${PINGPONG_BIN_ENV}.$mpijob_pf_h && chmod +x $${PINGPONG_BIN_ENV}.$mpijob_pf_h && mv -f $${PINGPONG_BIN_ENV}.$mpijob_pf_h $${PINGPONG_BIN_ENV}" < "$${PINGPONG_BIN_ENV}"; then echo "MPIJOB_PREFLIGHT copy-failed $mpijob_pf_h"; fi ) & mpijob_pf_i=$((mpijob_pf_i + 1)); if [ $((mpijob_pf_i % ${COPY_WAVE})) -eq 0 ]; then wait; fi; done`,
+    'wait',
     'export AZ_BATCH_HOST_LIST="$(IFS=,; echo "${mpijob_pf_ok[*]}")"',
     'export MPIJOB_NODES=${#mpijob_pf_ok[@]} MPIJOB_PPN=1',
     'export MPIJOB_NP=$MPIJOB_NODES',

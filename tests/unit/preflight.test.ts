@@ -240,6 +240,29 @@ exec bash -c "$*"`);
     expect(readFileSync(`${dir}/wd/mpijob.hosts`, 'utf8')).toBe('10.9.0.1 slots=1\n10.9.0.2 slots=1\n');
   });
 
+  it('copies the program to many nodes at once, in waves of 16, and says which copy failed', () => {
+    // A copy waits (up to 20 s) until the whole of its wave of 16 has started: copies sent one after another would each
+    // wait out the 20 s and fail. 20 nodes: 19 copies, a wave of 16 and one of 3; 10.9.1.7's copy fails.
+    const hosts = Array.from({ length: 20 }, (_, i) => `10.9.1.${i + 1}`);
+    stub('ssh', `while [ $# -gt 0 ]; do case "$1" in -o|-p) shift 2 ;; -*) shift ;; *) break ;; esac; done
+h="$1"; shift
+case "$*" in *"cat >"*) ;; *) exec bash -c "$*" ;; esac
+echo "$h" >> "${dir}/started"
+want=16; [ "$(wc -l < "${dir}/started")" -gt 16 ] && want=19
+for i in $(seq 200); do [ "$(wc -l < "${dir}/started")" -ge "$want" ] && break; sleep 0.1; done
+[ "$(wc -l < "${dir}/started")" -ge "$want" ] || { echo "$h" >> "${dir}/alone"; exit 1; }
+[ "$h" = 10.9.1.7 ] && exit 1
+exec bash -c "$*"`);
+    stub('mpicc', `o=""; while [ $# -gt 0 ]; do if [ "$1" = -o ]; then o="$2"; shift; fi; shift; done; printf '#!/bin/sh\\necho pingpong\\n' > "$o"; chmod +x "$o"`);
+    stub('mpirun', 'echo "MPIJOB_PINGPONG 0 1 3.25 2048.0 1000 50"');
+    const script = preflightMasterScript({ sshPort: 22, maxSshMs: 30_000, requiredPaths: [], pingPong: true, openmpi: true, launcher: 'mpirun' });
+    const r = spawnSync('bash', ['-c', script], { cwd: `${dir}/wd`, env: { PATH: `${dir}/bin:/usr/bin:/bin`, AZ_BATCH_HOST_LIST: hosts.join(','), AZ_BATCH_NODE_ROOT_DIR: dir }, encoding: 'utf8', timeout: 90_000 });
+    expect(r.status).toBe(0);
+    expect(spawnSync('test', ['-e', `${dir}/alone`]).status).toBe(1);
+    expect(readFileSync(`${dir}/started`, 'utf8').trim().split('\n').sort()).toEqual(hosts.slice(1).sort());
+    expect(r.stdout.split('\n').filter((l) => l.includes('copy-failed'))).toEqual(['MPIJOB_PREFLIGHT copy-failed 10.9.1.7']);
+  }, 120_000);
+
   it('no mpicc where the launcher runs: the probes are printed, the ping-pong is skipped and the launcher never runs', () => {
     stub('ssh', 'while [ $# -gt 0 ]; do case "$1" in -o|-p) shift 2 ;; -*) shift ;; *) break ;; esac; done; shift; exec bash -c "$*"');
     stub('mpirun', `touch "${dir}/mpirun.ran"`);
