@@ -146,8 +146,8 @@ const SAFE_PATH = /^(\/[A-Za-z0-9._/-]*|mount:[A-Za-z0-9][A-Za-z0-9_-]{0,63})$/;
 /**
  * The master's part of the check, as one line of bash run in the launcher's shell right before the launcher: probe
  * every node over ssh (the master itself locally), print what each answered, compile the ping-pong and copy it to the
- * reachable nodes, then narrow the host list the launcher reads to the reachable nodes (or stop, exit 0, when there is
- * nothing to ping-pong). The launcher line that follows runs the ping-pong.
+ * reachable nodes, then narrow the host list the launcher reads to the nodes the program reached (or stop, exit 0, when
+ * there is nothing to ping-pong). The launcher line that follows runs the ping-pong.
  */
 export function preflightMasterScript(input: PreflightScriptInput): string {
   for (const p of input.requiredPaths) if (!SAFE_PATH.test(p)) throw new Error(`preflight: required path ${JSON.stringify(p)} is not an absolute path of safe characters nor mount:<name>`);
@@ -155,55 +155,63 @@ export function preflightMasterScript(input: PreflightScriptInput): string {
   const portOpt = port === 22 ? '' : ` -p ${port}`;
   const timeoutS = Math.max(0.1, input.maxSshMs / 1000).toFixed(1);
   const connectS = Math.max(1, Math.ceil(input.maxSshMs / 1000));
-  const ssh = `timeout ${timeoutS} ssh -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectTimeout=${connectS}${portOpt}`;
+  // Declared once in the script as an array (the probe and the copy both use it): the command line is the budget.
+  const sshArray = `mjpf_ssh=(timeout ${timeoutS} ssh -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectTimeout=${connectS}${portOpt})`;
+  const ssh = '"${mjpf_ssh[@]}"';
   const paths = input.requiredPaths.join(' ');
   const lines = [
-    'mpijob_pf_dir="$PWD/mpijob-preflight"',
-    'rm -rf "$mpijob_pf_dir"',
-    'mkdir -p "$mpijob_pf_dir"',
+    'mjpf_dir="$PWD/mpijob-preflight"',
+    sshArray,
+    'rm -rf "$mjpf_dir"',
+    'mkdir -p "$mjpf_dir"',
     // Runs on each node: free space under the Batch directory and the required paths. Sent to the others over ssh.
     // A mount resolves under the node's own mounts directory; an ssh session on Azure carries no AZ_BATCH_* variables,
     // and there the directory is the same under every node's Batch root (/mnt/batch/tasks/fsmounts).
-    'mpijob_pf_probe() { local r="$1"; shift; local f p; f=$(df -Pk "$r" 2>/dev/null | tail -n 1 | tr -s " " | cut -d " " -f 4); echo "free_kb=${f:-unknown}"; for p in "$@"; do case $p in mount:*) p=${AZ_BATCH_NODE_MOUNTS_DIR:-$r/fsmounts}/${p#mount:}; timeout 10 ls -d "$p/." >/dev/null 2>&1 || echo "missing=$p";; *) [ -e "$p" ] || echo "missing=$p";; esac; done; true; }',
-    `mpijob_pf_args=$(printf " %q" "\${AZ_BATCH_NODE_ROOT_DIR:-$PWD}"${paths ? ` ${paths}` : ''})`,
-    'mpijob_pf_hosts=(${AZ_BATCH_HOST_LIST//,/ })',
-    'echo "MPIJOB_PREFLIGHT begin nodes=${#mpijob_pf_hosts[@]} port=' + port + ' max_ssh_ms=' + input.maxSshMs + '"',
-    'mpijob_pf_i=0',
-    'for mpijob_pf_h in "${mpijob_pf_hosts[@]}"; do ' +
-      '( mpijob_pf_s=$(date +%s%N); ' +
-      'if [ "$mpijob_pf_i" -eq 0 ]; then mpijob_pf_via=local; mpijob_pf_out=$(eval "mpijob_pf_probe$mpijob_pf_args" 2>&1); mpijob_pf_rc=$?; ' +
-      `else mpijob_pf_via=ssh; mpijob_pf_out=$(printf "%s\\nmpijob_pf_probe%s\\n" "$(declare -f mpijob_pf_probe)" "$mpijob_pf_args" | ${ssh} "$mpijob_pf_h" bash -s 2>&1); mpijob_pf_rc=$?; fi; ` +
-      'mpijob_pf_e=$(date +%s%N); ' +
-      '{ echo "MPIJOB_PREFLIGHT node $mpijob_pf_h via=$mpijob_pf_via rc=$mpijob_pf_rc ms=$(( (mpijob_pf_e - mpijob_pf_s) / 1000000 ))"; ' +
-      'printf "%s\\n" "$mpijob_pf_out" | head -n 20 | while IFS= read -r mpijob_pf_l; do if [ -n "$mpijob_pf_l" ]; then echo "MPIJOB_PREFLIGHT out $mpijob_pf_h $mpijob_pf_l"; fi; done; } > "$mpijob_pf_dir/probe.$mpijob_pf_i"; ' +
-      'echo "$mpijob_pf_rc" > "$mpijob_pf_dir/rc.$mpijob_pf_i" ) & ' +
-      'mpijob_pf_i=$((mpijob_pf_i + 1)); done',
+    'mjpf_probe() { local r="$1"; shift; local f p; f=$(df -Pk "$r" 2>/dev/null | tail -n 1 | tr -s " " | cut -d " " -f 4); echo "free_kb=${f:-unknown}"; for p in "$@"; do case $p in mount:*) p=${AZ_BATCH_NODE_MOUNTS_DIR:-$r/fsmounts}/${p#mount:}; timeout 10 ls -d "$p/." >/dev/null 2>&1 || echo "missing=$p";; *) [ -e "$p" ] || echo "missing=$p";; esac; done; true; }',
+    `mjpf_args=$(printf " %q" "\${AZ_BATCH_NODE_ROOT_DIR:-$PWD}"${paths ? ` ${paths}` : ''})`,
+    'mjpf_hosts=(${AZ_BATCH_HOST_LIST//,/ })',
+    'echo "MPIJOB_PREFLIGHT begin nodes=${#mjpf_hosts[@]} port=' + port + ' max_ssh_ms=' + input.maxSshMs + '"',
+    'mjpf_i=0',
+    'for mjpf_h in "${mjpf_hosts[@]}"; do ' +
+      '( mjpf_s=$(date +%s%N); ' +
+      'if [ "$mjpf_i" -eq 0 ]; then mjpf_via=local; mjpf_out=$(eval "mjpf_probe$mjpf_args" 2>&1); mjpf_rc=$?; ' +
+      `else mjpf_via=ssh; mjpf_out=$(printf "%s\\nmjpf_probe%s\\n" "$(declare -f mjpf_probe)" "$mjpf_args" | ${ssh} "$mjpf_h" bash -s 2>&1); mjpf_rc=$?; fi; ` +
+      'mjpf_e=$(date +%s%N); ' +
+      '{ echo "MPIJOB_PREFLIGHT node $mjpf_h via=$mjpf_via rc=$mjpf_rc ms=$(( (mjpf_e - mjpf_s) / 1000000 ))"; ' +
+      'printf "%s\\n" "$mjpf_out" | head -n 20 | while IFS= read -r mjpf_l; do if [ -n "$mjpf_l" ]; then echo "MPIJOB_PREFLIGHT out $mjpf_h $mjpf_l"; fi; done; } > "$mjpf_dir/probe.$mjpf_i"; ' +
+      'echo "$mjpf_rc" > "$mjpf_dir/rc.$mjpf_i" ) & ' +
+      'mjpf_i=$((mjpf_i + 1)); done',
     'wait',
-    'mpijob_pf_ok=()',
-    'for ((mpijob_pf_i = 0; mpijob_pf_i < ${#mpijob_pf_hosts[@]}; mpijob_pf_i++)); do cat "$mpijob_pf_dir/probe.$mpijob_pf_i"; if [ "$(cat "$mpijob_pf_dir/rc.$mpijob_pf_i")" = 0 ] || [ "$mpijob_pf_i" -eq 0 ]; then mpijob_pf_ok+=("${mpijob_pf_hosts[$mpijob_pf_i]}"); fi; done',
+    'mjpf_ok=()',
+    'for ((mjpf_i = 0; mjpf_i < ${#mjpf_hosts[@]}; mjpf_i++)); do cat "$mjpf_dir/probe.$mjpf_i"; if [ "$(cat "$mjpf_dir/rc.$mjpf_i")" = 0 ] || [ "$mjpf_i" -eq 0 ]; then mjpf_ok+=("${mjpf_hosts[$mjpf_i]}"); fi; done',
   ];
   if (!input.pingPong) {
     lines.push('echo "MPIJOB_PREFLIGHT pingpong skipped=disabled"', 'exit 0');
     return lines.join('; ');
   }
   lines.push(
-    `export ${PINGPONG_BIN_ENV}="$mpijob_pf_dir/pingpong"`,
-    'if [ "${#mpijob_pf_ok[@]}" -lt 2 ]; then echo "MPIJOB_PREFLIGHT pingpong skipped=fewer-than-2-reachable-nodes"; exit 0; fi',
+    `export ${PINGPONG_BIN_ENV}="$mjpf_dir/pingpong"`,
+    'if [ "${#mjpf_ok[@]}" -lt 2 ]; then echo "MPIJOB_PREFLIGHT pingpong skipped=fewer-than-2-reachable-nodes"; exit 0; fi',
     `if ! command -v ${input.launcher} >/dev/null 2>&1; then echo "MPIJOB_PREFLIGHT pingpong skipped=no-launcher"; exit 0; fi`,
     'if ! command -v mpicc >/dev/null 2>&1; then echo "MPIJOB_PREFLIGHT pingpong skipped=no-mpicc"; exit 0; fi',
     // Indentation and comments dropped on the way (the command line is the budget; the C is the same).
-    `printf "%b" ${bashDoubleQuoted(oneLine(compactC(PINGPONG_C)))} > "$mpijob_pf_dir/pingpong.c"`,
-    `if ! mpicc -O2 -o "$${PINGPONG_BIN_ENV}" "$mpijob_pf_dir/pingpong.c" > "$mpijob_pf_dir/cc.txt" 2>&1; then echo "MPIJOB_PREFLIGHT pingpong skipped=compile-failed"; head -n 5 "$mpijob_pf_dir/cc.txt" | while IFS= read -r mpijob_pf_l; do echo "MPIJOB_PREFLIGHT cc $mpijob_pf_l"; done; exit 0; fi`,
+    `printf "%b" ${bashDoubleQuoted(oneLine(compactC(PINGPONG_C)))} > "$mjpf_dir/pingpong.c"`,
+    `if ! mpicc -O2 -o "$${PINGPONG_BIN_ENV}" "$mjpf_dir/pingpong.c" > "$mjpf_dir/cc.txt" 2>&1; then echo "MPIJOB_PREFLIGHT pingpong skipped=compile-failed"; head -n 5 "$mjpf_dir/cc.txt" | while IFS= read -r mjpf_l; do echo "MPIJOB_PREFLIGHT cc $mjpf_l"; done; exit 0; fi`,
     // Copied under a per-host name and renamed, so a copy that meets another (the emulator's nodes share one disk) never
     // truncates it. In waves of COPY_WAVE at once: one ssh after another took ~0.3 s a node, half a minute on 100 nodes.
-    'mpijob_pf_i=0',
-    `for mpijob_pf_h in "\${mpijob_pf_ok[@]:1}"; do ( if ! ${ssh} "$mpijob_pf_h" "mkdir -p $mpijob_pf_dir && cat > $${PINGPONG_BIN_ENV}.$mpijob_pf_h && chmod +x $${PINGPONG_BIN_ENV}.$mpijob_pf_h && mv -f $${PINGPONG_BIN_ENV}.$mpijob_pf_h $${PINGPONG_BIN_ENV}" < "$${PINGPONG_BIN_ENV}"; then echo "MPIJOB_PREFLIGHT copy-failed $mpijob_pf_h"; fi ) & mpijob_pf_i=$((mpijob_pf_i + 1)); if [ $((mpijob_pf_i % ${COPY_WAVE})) -eq 0 ]; then wait; fi; done`,
+    'mjpf_i=0',
+    `for mjpf_h in "\${mjpf_ok[@]:1}"; do ( if ! ${ssh} "$mjpf_h" "mkdir -p $mjpf_dir && cat > $${PINGPONG_BIN_ENV}.$mjpf_h && chmod +x $${PINGPONG_BIN_ENV}.$mjpf_h && mv -f $${PINGPONG_BIN_ENV}.$mjpf_h $${PINGPONG_BIN_ENV}" < "$${PINGPONG_BIN_ENV}"; then echo "MPIJOB_PREFLIGHT copy-failed $mjpf_h"; : > "$mjpf_dir/copy-failed.$mjpf_h"; fi ) & mjpf_i=$((mjpf_i + 1)); if [ $((mjpf_i % ${COPY_WAVE})) -eq 0 ]; then wait; fi; done`,
     'wait',
-    'export AZ_BATCH_HOST_LIST="$(IFS=,; echo "${mpijob_pf_ok[*]}")"',
-    'export MPIJOB_NODES=${#mpijob_pf_ok[@]} MPIJOB_PPN=1',
+    // A node the program did not reach would fail the whole launch: it leaves the ring, and the verdict names it.
+    'mjpf_ring=()',
+    'for mjpf_h in "${mjpf_ok[@]}"; do [ -e "$mjpf_dir/copy-failed.$mjpf_h" ] || mjpf_ring+=("$mjpf_h"); done',
+    'mjpf_ok=("${mjpf_ring[@]}")',
+    'if [ "${#mjpf_ok[@]}" -lt 2 ]; then echo "MPIJOB_PREFLIGHT pingpong skipped=fewer-than-2-reachable-nodes"; exit 0; fi',
+    'export AZ_BATCH_HOST_LIST="$(IFS=,; echo "${mjpf_ok[*]}")"',
+    'export MPIJOB_NODES=${#mjpf_ok[@]} MPIJOB_PPN=1',
     'export MPIJOB_NP=$MPIJOB_NODES',
     input.openmpi ? 'export MPIJOB_HOSTS="${AZ_BATCH_HOST_LIST//,/:1,}:1"' : 'export MPIJOB_HOSTS="$AZ_BATCH_HOST_LIST"',
-    `if [ -n "\${MPIJOB_HOSTFILE:-}" ]; then for mpijob_pf_h in "\${mpijob_pf_ok[@]}"; do printf ${input.openmpi ? '"%s slots=1\\n"' : '"%s:1\\n"'} "$mpijob_pf_h"; done > "$MPIJOB_HOSTFILE"; fi`,
+    `if [ -n "\${MPIJOB_HOSTFILE:-}" ]; then for mjpf_h in "\${mjpf_ok[@]}"; do printf ${input.openmpi ? '"%s slots=1\\n"' : '"%s:1\\n"'} "$mjpf_h"; done > "$MPIJOB_HOSTFILE"; fi`,
     'echo "MPIJOB_PREFLIGHT ranks $AZ_BATCH_HOST_LIST"',
   );
   return lines.join('; ');

@@ -89,7 +89,7 @@ export function preflightTaskRequest(plan: JobPlan, spec: JobSpec, nodes: { id: 
   const { env, prefix } = rankSetup(spec, plan.jobId);
   const userPre = th.runsPreExecution ? spec.mpi.preExecutionCommand : undefined;
   const preExecutionCommand = userPre
-    ? `${prefix}eval ${shellQuote(userPre)}; mpijob_pf_rc=$?; if [ "$mpijob_pf_rc" -ne 0 ]; then echo "[mpijob] preExecutionCommand exited with status $mpijob_pf_rc" >&2; exit "$mpijob_pf_rc"; fi; ${script}`
+    ? `${prefix}eval ${shellQuote(userPre)}; mjpf_rc=$?; if [ "$mjpf_rc" -ne 0 ]; then echo "[mpijob] preExecutionCommand exited with status $mjpf_rc" >&2; exit "$mjpf_rc"; fi; ${script}`
     : `${prefix}${script}`;
   const commands = buildMpiTaskCommands({
     runtime: docker ? 'docker' : 'none',
@@ -149,6 +149,8 @@ export interface PreflightReport {
   /** The hosts the ping-pong ran on (rank order), when it ran. */
   ranks?: string[];
   pairs: PingPongPair[];
+  /** Nodes (ip) that answered the probe but the ping-pong program could not be copied to: left out of the ring. */
+  copyFailed?: string[];
   /** Why there was no ping-pong: disabled, no-mpicc, compile-failed, fewer-than-2-reachable-nodes. */
   skipped?: string;
   /** Compiler messages when the ping-pong did not compile. */
@@ -185,6 +187,8 @@ export function parsePreflightOutput(stdout: string): PreflightReport {
       report.ranks = line.slice('MPIJOB_PREFLIGHT ranks '.length).split(',').filter(Boolean);
     } else if (line.startsWith('MPIJOB_PREFLIGHT pingpong skipped=')) {
       report.skipped = line.slice('MPIJOB_PREFLIGHT pingpong skipped='.length);
+    } else if (line.startsWith('MPIJOB_PREFLIGHT copy-failed ')) {
+      (report.copyFailed ??= []).push(line.slice('MPIJOB_PREFLIGHT copy-failed '.length));
     } else if (line.startsWith('MPIJOB_PREFLIGHT cc ')) {
       (report.compiler ??= []).push(line.slice('MPIJOB_PREFLIGHT cc '.length));
     } else if ((m = PAIR_LINE.exec(line))) {
@@ -224,7 +228,8 @@ const round1 = (n: number) => Math.round(n * 10) / 10;
 
 /**
  * Judges the nodes by the report. A node is bad when it did not answer on the launcher's ssh port (refused, timed
- * out, slower than maxSshMs), has less free disk than asked, lacks a required path, or every ping-pong pair it is in
+ * out, slower than maxSshMs), has less free disk than asked, lacks a required path, did not take the ping-pong program
+ * (so it was left out of the ring), or every ping-pong pair it is in
  * is slow (latency above or bandwidth below the threshold) — so on three or more nodes a slow node is told from its
  * partners. With two nodes a slow pair cannot be pinned on either, and both are replaced. Every pair slow on three
  * or more nodes is a fabric-wide problem: no node is replaced and the check fails.
@@ -255,6 +260,7 @@ export function evaluatePreflight(run: PreflightRun, nodes: readonly { id: strin
       if (th.minFreeMB > 0 && probe.freeKB < th.minFreeMB * 1024) f.problems.push(`free disk ${f.freeGB} GB < ${round1(th.minFreeMB / 1024)} GB`);
     }
     for (const p of probe.missing) f.problems.push(`missing ${p}`);
+    if (probe.rc === 0 && report.copyFailed?.includes(n.ipAddress)) f.problems.push("the ping-pong program could not be copied to it over the launcher's ssh port");
   }
 
   // Ping-pong: a pair is slow past either threshold; a node is slow when all of its pairs are.
