@@ -121,6 +121,32 @@ export type ControlEnvelope = ControlMessage | ControlBatch;
 
 export const isBatch = (m: ControlEnvelope): m is ControlBatch => Array.isArray((m as ControlBatch).events);
 
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isEvent = (v: unknown): boolean => isRecord(v) && typeof v.EventType === 'number' && typeof v.EventId === 'number' && typeof v.Timestamp === 'string';
+
+/**
+ * What a control-queue message must be before anything acts on it (the queues are storage anyone with the account
+ * key can write to): otherwise it is unreadable and deleted, never handed to the dispatcher. Undefined when it is.
+ */
+export function controlShapeProblem(v: unknown): string | undefined {
+  if (!isRecord(v)) return 'not a control message: not a JSON object';
+  if (typeof v.id !== 'string' || typeof v.instanceId !== 'string' || typeof v.sentAt !== 'string') return 'not a control message: id, instanceId or sentAt is not a string';
+  if (Array.isArray(v.events)) {
+    if (typeof v.executionId !== 'string' || !v.events.every(isEvent)) return 'not a control message: a batch without an executionId or with an event that is not a history event';
+    return undefined;
+  }
+  if (!isEvent(v.event)) return 'not a control message: no history event';
+  if (v.executionId !== undefined && typeof v.executionId !== 'string') return 'not a control message: executionId is not a string';
+  return undefined;
+}
+
+/** The same for a work-item message: one or more activity attempts. */
+export function workItemShapeProblem(v: unknown): string | undefined {
+  if (!isRecord(v) || !Array.isArray(v.items) || v.items.length === 0) return 'not a work item message: no items';
+  const ok = v.items.every((i) => isRecord(i) && typeof i.instanceId === 'string' && typeof i.executionId === 'string' && typeof i.name === 'string' && Number.isSafeInteger(i.taskId) && (i.input === undefined || typeof i.input === 'string'));
+  return ok ? undefined : 'not a work item message: an item without instanceId, executionId, name or taskId';
+}
+
 /** A work-item-queue message carries one or more activity attempts (one episode's fan-out is packed). */
 export interface WorkItemMessage {
   items: ActivityWorkItem[];

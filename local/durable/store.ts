@@ -21,6 +21,7 @@ import { blobServiceClient, queueServiceClient, tableClient, type StorageConnect
 import type { HistoryEvent } from './history';
 import { EventType } from './history';
 import type { ActivityWorkItem, ControlBatch, ControlEnvelope, ControlMessage, InstanceState, ParentRef, RuntimeStatus, WorkItemMessage } from './state';
+import { controlShapeProblem, workItemShapeProblem } from './state';
 import { assertTransactionSafe, escapeForTable } from './tableSafe';
 
 const CHUNK = 30_000; // characters per string property (Azure Table's limit is 64 KiB = 32K UTF-16 chars)
@@ -318,13 +319,17 @@ export class DurableStore {
     return Buffer.from(JSON.stringify({ largeMessageBlob: blob } satisfies LargeMessageRef), 'utf8').toString('base64');
   }
 
-  private async receive<T>(q: QueueClient, max: number, visibilityTimeout: number): Promise<ReceivedMessage<T>[]> {
+  /** `problem` says why a parsed message is not a T (undefined: it is one); such a message is unreadable. */
+  private async receive<T>(q: QueueClient, max: number, visibilityTimeout: number, problem: (v: unknown) => string | undefined): Promise<ReceivedMessage<T>[]> {
     const res = await q.receiveMessages({ numberOfMessages: Math.max(1, Math.min(32, max)), visibilityTimeout });
     const read = await Promise.all(res.receivedMessageItems.map(async (m): Promise<ReceivedMessage<T> | undefined> => {
       let body: T;
       try {
-        const text = JSON.parse(Buffer.from(m.messageText, 'base64').toString('utf8')) as T | LargeMessageRef;
-        body = isLargeMessageRef(text) ? await this.readLargeMessage<T>(text.largeMessageBlob) : text;
+        const text: unknown = JSON.parse(Buffer.from(m.messageText, 'base64').toString('utf8'));
+        const value: unknown = isLargeMessageRef(text) ? await this.readLargeMessage(text.largeMessageBlob) : text;
+        const why = problem(value);
+        if (why !== undefined) throw new SyntaxError(why);
+        body = value as T;
       } catch (err) {
         // Only what can never be read is dropped: not JSON, the blob gone, not gzip. Anything else (storage or network
         // trouble) says nothing about the message: the receive fails and it comes back.
@@ -340,9 +345,9 @@ export class DurableStore {
     return read.filter((m): m is ReceivedMessage<T> => m !== undefined);
   }
 
-  private async readLargeMessage<T>(blob: string): Promise<T> {
+  private async readLargeMessage(blob: string): Promise<unknown> {
     const data = await this.largeMessages.getBlockBlobClient(blob).downloadToBuffer();
-    return JSON.parse(gunzipSync(data).toString('utf8')) as T;
+    return JSON.parse(gunzipSync(data).toString('utf8')) as unknown;
   }
 
   // ---- Queues ---------------------------------------------------------------------------------
@@ -386,11 +391,11 @@ export class DurableStore {
   }
 
   receiveControl(max: number, visibilitySeconds: number): Promise<ReceivedMessage<ControlEnvelope>[]> {
-    return this.receive<ControlEnvelope>(this.control, max, visibilitySeconds);
+    return this.receive<ControlEnvelope>(this.control, max, visibilitySeconds, controlShapeProblem);
   }
 
   receiveWorkItems(max: number, visibilitySeconds: number): Promise<ReceivedMessage<WorkItemMessage>[]> {
-    return this.receive<WorkItemMessage>(this.workItems, max, visibilitySeconds);
+    return this.receive<WorkItemMessage>(this.workItems, max, visibilitySeconds, workItemShapeProblem);
   }
 
   async deleteControl(m: { queueMessageId: string; popReceipt: string }): Promise<void> {

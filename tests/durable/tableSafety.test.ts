@@ -107,6 +107,24 @@ describe('on the stack', () => {
     expect(await blobs()).toEqual([]);
   });
 
+  test('valid JSON of the wrong shape, on the control and the work-item queue, is deleted and logged unread; the instances behind it run', async () => {
+    const control = new QueueClient(stack.azurite.connectionString(), 'durabletesthub-control-00');
+    const workItems = new QueueClient(stack.azurite.connectionString(), 'durabletesthub-workitems');
+    const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64');
+    const event = { EventType: 10, EventId: -1, IsPlayed: false, Timestamp: new Date().toISOString(), Name: 'x' };
+    const controlTexts = [null, 42, [], {}, { id: 'm1', instanceId: 7, sentAt: 'now', event }, { id: 'm2', instanceId: 'i', sentAt: 'now', event: { EventType: 1 } }, { id: 'm3', instanceId: 'i', sentAt: 'now', events: [event, 'x'], executionId: 'e' }];
+    const workTexts = [{}, { items: [] }, { items: [{ instanceId: 'i', executionId: 'e', name: 'Hello', taskId: 'zero' }] }];
+    for (const v of controlTexts) await control.sendMessage(b64(v));
+    for (const v of workTexts) await workItems.sendMessage(b64(v));
+    await start('Chain', 'after-wrong-shape', ['shaped']);
+    expect(await waitForStatus(stack.baseUrl, 'after-wrong-shape')).toMatchObject({ runtimeStatus: 'Completed', output: ['Hello shaped'] });
+    const dropped = () => stack.logs.lines.filter((l) => l.msg === 'durable queue message unreadable: deleted' && /^not a (control|work item) message/.test(String(l.reason)));
+    for (let i = 0; i < 100 && dropped().length < controlTexts.length + workTexts.length; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(dropped().filter((l) => l.queue === 'durabletesthub-control-00')).toHaveLength(controlTexts.length);
+    expect(dropped().filter((l) => l.queue === 'durabletesthub-workitems')).toHaveLength(workTexts.length);
+    expect((await control.peekMessages({ numberOfMessages: 32 })).peekedMessageItems.map((m) => m.messageText)).not.toContain(b64({}));
+  });
+
   test('a control message no one can read (not JSON, a large message whose blob is gone, a blob that is not gzip) is deleted and logged; the instances behind it run', async () => {
     const control = new QueueClient(stack.azurite.connectionString(), 'durabletesthub-control-00');
     const blobs = BlobServiceClient.fromConnectionString(stack.azurite.connectionString()).getContainerClient('durabletesthub-largemessages');
@@ -117,7 +135,7 @@ describe('on the stack', () => {
     }
     await start('Chain', 'after-unreadable', ['still']);
     expect(await waitForStatus(stack.baseUrl, 'after-unreadable')).toMatchObject({ runtimeStatus: 'Completed', output: ['Hello still'] });
-    const dropped = () => stack.logs.lines.filter((l) => l.msg === 'durable queue message unreadable: deleted');
+    const dropped = () => stack.logs.lines.filter((l) => l.msg === 'durable queue message unreadable: deleted' && !/^not a (control|work item) message/.test(String(l.reason)));
     for (let i = 0; i < 50 && dropped().length < 3; i++) await new Promise((r) => setTimeout(r, 100));
     const reasons = dropped().map((l) => String(l.reason));
     expect(reasons).toHaveLength(3);
