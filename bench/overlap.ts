@@ -76,7 +76,8 @@ async function runOnce(b: Bench, round: number): Promise<Figures> {
   spec.pool.nodes = NODES;
   const submitAt = Date.now();
   await submitSpec(b.stack, stringify(spec));
-  const view = await watchJob(b.stack, id, 900_000);
+  // Progress on stderr (the parent passes it through): a run that stalls shows where.
+  const view = await watchJob(b.stack, id, 900_000, (line: string) => process.stderr.write(`  [${id} ${((Date.now() - submitAt) / 1000).toFixed(1)} s] ${line}\n`));
   if (view.state !== 'Succeeded') throw new Error(`job ${id} ${view.state}: ${view.error?.message}`);
   const problems = checkResult(view, b.expected);
   if (problems.length) throw new Error(`job ${id}: wrong result: ${problems.join('; ')}`);
