@@ -48,7 +48,14 @@ const show = (view: JobViewLite) => console.log(`${view.id}: ${view.state} ${vie
 beforeAll(async () => {
   const logs = path.join(REPO_ROOT, 'test-artifacts');
   mkdirSync(logs, { recursive: true });
-  stack = await startStack({ port: 0, demoImageFillerBytes: 0, logDestination: path.join(logs, 'e2e-retry-host.log'), batch: { onExchange: (e) => exchanges.push({ ...e, at: Date.now() }) } });
+  stack = await startStack({
+    port: 0,
+    demoImageFillerBytes: 0,
+    logDestination: path.join(logs, 'e2e-retry-host.log'),
+    // The file server the broken-mount job mounts (a deployment lists the servers jobs may mount).
+    env: { DATA_MOUNT_SOURCES: '10.0.0.4:/exports/home' },
+    batch: { onExchange: (e) => exchanges.push({ ...e, at: Date.now() }) },
+  });
 }, 120_000);
 afterAll(async () => stack?.stop(), 60_000);
 
@@ -186,6 +193,29 @@ describe('preflight before MPI', () => {
     // Figures: a check that passes, from its task's add to the MPI task's (polling included), and a round that replaces a node.
     console.log(`preflight figures: passing check ${((order[2].at - order[1].at) / 1000).toFixed(1)} s, check + replacement ${((order[1].at - order[0].at) / 1000).toFixed(1)} s; per node ${JSON.stringify(pf!.nodes)}`);
     expect(view.result?.mpi?.stdoutTail).toMatch(/rank on /);
+    expect(await checkCleanup(stack, view)).toEqual([]);
+  }, 420_000);
+
+  it('a node whose NFS mount did not come up is replaced before the MPI task starts; the ranks then read the mount on every node', async () => {
+    const id = 'preflight-mount';
+    const poolId = batchIdFor('hpc', id);
+    stack.batch.setFaults({ nodes: [{ poolId, ordinal: 1, brokenMounts: ['home'] }] });
+    let view: JobViewLite;
+    try {
+      await submitSpec(stack, spec(id, 'ls -d "$AZ_BATCH_NODE_MOUNTS_DIR/home/." && echo "rank on $(hostname) sees home"', { mounts: [{ name: 'home', nfs: { source: '10.0.0.4:/exports/home' } }] }));
+      view = await watchJob(stack, id, 300_000);
+    } finally {
+      stack.batch.setFaults({ nodes: [] });
+    }
+    show(view);
+    expect(view.state).toBe('Succeeded');
+    const pf = view.result!.preflight!;
+    expect(pf).toMatchObject({ rounds: 2, passed: true });
+    expect(pf.replaced).toHaveLength(1);
+    expect(view.result?.attempts?.[0].nodes).not.toContain(pf.replaced[0]);
+    expect(notes(view).find((n) => n.startsWith('preflight check 1 of attempt 1: replacing'))).toMatch(new RegExp(`${pf.replaced[0]} \\(missing \\S+/fsmounts/home\\)`));
+    // Both ranks (one per node) listed the mount.
+    expect(view.result?.mpi?.stdoutTail?.match(/sees home/g)).toHaveLength(2);
     expect(await checkCleanup(stack, view)).toEqual([]);
   }, 420_000);
 

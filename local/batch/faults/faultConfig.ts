@@ -48,6 +48,11 @@ export interface NodeFault {
   sshDelayMs?: number;
   /** It goes unusable (booting: instead of idle; up: at once, its running tasks requeued). */
   unusable?: boolean;
+  /**
+   * These mounts of its pool (by relativeMountPath) failed on it: the node comes up without them, as a node whose NFS
+   * or blobfuse mount did not come up does. Read when the node is made (its mounts are made then), not later.
+   */
+  brokenMounts?: string[];
 }
 
 /** A small deterministic PRNG (mulberry32); quality is irrelevant, determinism is the point. */

@@ -181,6 +181,12 @@ export class Engine {
     });
   }
 
+  /** The pool's mounts on a new or restored node, less those an injected fault broke on it (brokenMounts). */
+  private mount(pool: PoolRecord, ordinal: number, nodeId: string, dirs: ReturnType<typeof nodeDirs>): void {
+    const broken = new Set(this.cfg.faults.nodeFault(pool.id, ordinal, nodeId)?.brokenMounts ?? []);
+    mountOnNode(dirs.root, dirs.mounts, modelledMounts(this.cfg.dataDir, pool.spec.mountConfiguration).filter((m) => !broken.has(m.relativeMountPath)));
+  }
+
   /** Returns how long the node takes to be allocated. */
   private createNode(pool: PoolRecord): number {
     const ordinal = pool.nodeCounter++;
@@ -209,7 +215,7 @@ export class Engine {
       removed: false,
     };
     createNodeSandbox(dirs);
-    mountOnNode(dirs.root, dirs.mounts, modelledMounts(this.cfg.dataDir, pool.spec.mountConfiguration));
+    this.mount(pool, ordinal, id, dirs);
     this.tmpDirs.add(dirs.tmp);
     writeEnvFile(dirs.envFile, this.nodeEnv(node));
     pool.nodes.set(id, node);
@@ -432,7 +438,7 @@ export class Engine {
         node.running = new Map();
         const dirs = nodeDirs(this.cfg.dataDir, pool.id, node.id);
         createNodeSandbox(dirs);
-        mountOnNode(dirs.root, dirs.mounts, modelledMounts(this.cfg.dataDir, pool.spec.mountConfiguration));
+        this.mount(pool, node.ordinal, node.id, dirs);
         this.tmpDirs.add(dirs.tmp);
         writeEnvFile(dirs.envFile, this.nodeEnv(node));
         if (node.state === 'leavingpool') {
