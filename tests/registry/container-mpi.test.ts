@@ -59,8 +59,14 @@ test('mpirun inside a container reaches the other node\'s container through ssh 
     expect(r.code).toBe(0);
   }
   const script = `exec mpirun --allow-run-as-root -np 4 --host ${IPS[0]}:2,${IPS[1]}:2 --mca plm_rsh_args "-p 23" /bin/sh -c 'echo "rank=$OMPI_COMM_WORLD_RANK node=$AZ_BATCH_NODE_ID home=$MPI_DEMO_HOME"'`;
-  const r = await runTool(nodes[0], 'docker', ['exec', '-w', nodes[0].taskDir, 'job-mpi', '/bin/bash', '-c', script]);
-  expect(r.code).toBe(0);
+  let r: Awaited<ReturnType<typeof runTool>>;
+  try {
+    r = await runTool(nodes[0], 'docker', ['exec', '-w', nodes[0].taskDir, 'job-mpi', '/bin/bash', '-c', script]);
+  } finally {
+    // Removed whatever happened: a container left running would answer the next test's port.
+    for (const n of nodes) expect((await runTool(n, 'docker', ['rm', '-f', 'job-mpi'])).code).toBe(0);
+  }
+  expect({ code: r.code, stderr: r.code ? r.stderr : '' }).toEqual({ code: 0, stderr: '' });
   const lines = r.stdout.trim().split('\n').sort();
   expect(lines).toEqual([
     'rank=0 node=mpi-node-0 home=/opt/mpi-demo',
@@ -68,7 +74,6 @@ test('mpirun inside a container reaches the other node\'s container through ssh 
     'rank=2 node=mpi-node-1 home=/opt/mpi-demo',
     'rank=3 node=mpi-node-1 home=/opt/mpi-demo',
   ]);
-  for (const n of nodes) expect((await runTool(n, 'docker', ['rm', '-f', 'job-mpi'])).code).toBe(0);
 });
 
 test('the ssh launcher refuses a port no running container declared', async () => {

@@ -33,9 +33,14 @@ export async function makeNode(baseDir: string, id: string, poolId = 'test-pool'
   const taskDir = path.join(root, 'workitems', 'job', 'job-1', 'task', 'wd');
   await mkdir(taskDir, { recursive: true });
   await mkdir(path.join(root, 'startup', 'wd'), { recursive: true });
+  // Each node its own /tmp, as the emulator gives its nodes (local/batch/runner/env.ts): Open MPI keeps its session
+  // directory under TMPDIR, and two "hosts" sharing one raced there (mpirun exit 139 in CI).
+  const tmp = path.join(root, 'node-tmp');
+  await mkdir(tmp, { recursive: true });
   const env: NodeJS.ProcessEnv = {
     PATH: `${NODETOOLS_BIN}:${process.env.PATH ?? '/usr/bin:/bin'}`,
     HOME: process.env.HOME,
+    TMPDIR: tmp,
     AZ_BATCH_NODE_ROOT_DIR: root,
     AZ_BATCH_NODE_ID: id,
     AZ_BATCH_POOL_ID: poolId,
