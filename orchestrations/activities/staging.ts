@@ -4,14 +4,20 @@ import { registerActivity } from '../runtime/activityCalls';
 import { listInputBlobs, type ListedInputBlob } from '../../shared/storage/listing';
 import { copyShard, type ShardCopyResult, type ShardToCopy } from '../../shared/storage/shardCopy';
 import { readOnlyBlobUrl } from '../../shared/storage/sas';
+import { refuseIfEnded } from './jobGuard';
 
 export async function inputsList(input: { inputs: InputSource[] }): Promise<ListedInputBlob[]> {
   const lists = await Promise.all(input.inputs.map((i) => listInputBlobs(dataAccount(i.account, i.container), i.container, i.prefix)));
   return lists.flat();
 }
 
-/** Copies one planned shard into its staging account; verified shards from an earlier run are skipped. */
+/**
+ * Copies one planned shard into its staging account; verified shards from an earlier run are skipped. A late repeat
+ * (Durable delivers an activity at least once: a host that died after the copy may run it again after the job's
+ * cleanup deleted the staged data) copies nothing for a job that is cleaning up or ended (jobGuard.ts).
+ */
 export async function shardCopy(input: { jobId: string; shard: ShardToCopy & { account: string } }): Promise<ShardCopyResult> {
+  await refuseIfEnded(input.jobId, `staged shard ${input.shard.blobName}`);
   // Every source is checked against the data-access policy before a byte moves.
   const sources = new Map(input.shard.parts.map((p) => [p.source.account, dataAccount(p.source.account, p.source.container)]));
   return copyShard(stagingAccount(input.shard.account), (name) => sources.get(name) ?? dataAccount(name, ''), input.shard, { hpcjob: input.jobId });

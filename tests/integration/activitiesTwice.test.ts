@@ -248,6 +248,17 @@ describe('staging activities', () => {
     for (const url of [u1[shard.id], u2[shard.id]]) expect((await fetch(url)).status).toBe(200);
     const [d1, d2] = await twice(() => stagedDataDelete({ containers: [{ account: shard.account, container }] }));
     expect([d1, d2]).toEqual([1, 0]);
+
+    // A late repeat of a copy, delivered after the run's cleanup began (a host that died after the copy ran it again,
+    // as the chaos test caught, seed 172643252): it copies nothing, so the deleted staged data stays deleted.
+    const late = 'twice-late-copy';
+    await submitted(late, spec(late, { nodes: 1, command: 'true' }));
+    await jobTransition({ jobId: late, to: 'Provisioning', reason: 'creating pool' });
+    await jobTransition({ jobId: late, to: 'CleaningUp', reason: 'succeeded' });
+    const lateContainer = stagingContainerFor(late);
+    const lateShard = planShards(l1, { stagingAccounts: ['stage1'], nodes: 1, minBytes: 1_000_000, maxBytes: 10_000_000, container: lateContainer, namePrefix: '' }).shards[0];
+    await expect(shardCopy({ jobId: late, shard: lateShard })).rejects.toThrow(/job twice-late-copy is cleaning up: not creating staged shard/);
+    expect(await BlobServiceClient.fromConnectionString(azurite.connectionString('stage1')).getContainerClient(lateContainer).exists()).toBe(false);
   });
 });
 
