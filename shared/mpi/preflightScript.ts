@@ -198,7 +198,8 @@ export function preflightMasterScript(input: PreflightScriptInput): string {
     `printf "%b" ${bashDoubleQuoted(oneLine(compactC(PINGPONG_C)))} > "$mjpf_dir/pingpong.c"`,
     `if ! mpicc -O2 -o "$${PINGPONG_BIN_ENV}" "$mjpf_dir/pingpong.c" > "$mjpf_dir/cc.txt" 2>&1; then echo "MPIJOB_PREFLIGHT pingpong skipped=compile-failed"; head -n 5 "$mjpf_dir/cc.txt" | while IFS= read -r mjpf_l; do echo "MPIJOB_PREFLIGHT cc $mjpf_l"; done; exit 0; fi`,
     // Copied under a per-host name and renamed, so a copy that meets another (the emulator's nodes share one disk) never
-    // truncates it. In waves of COPY_WAVE at once: one ssh after another took ~0.3 s a node, half a minute on 100 nodes.
+    // truncates it. In waves of COPY_WAVE at once: one ssh after another is a connection set-up (key exchange, login) per
+    // node, tens to hundreds of milliseconds on a real network: seconds on 100 nodes, each billed on every node.
     'mjpf_i=0',
     `for mjpf_h in "\${mjpf_ok[@]:1}"; do ( if ! ${ssh} "$mjpf_h" "mkdir -p $mjpf_dir && cat > $${PINGPONG_BIN_ENV}.$mjpf_h && chmod +x $${PINGPONG_BIN_ENV}.$mjpf_h && mv -f $${PINGPONG_BIN_ENV}.$mjpf_h $${PINGPONG_BIN_ENV}" < "$${PINGPONG_BIN_ENV}"; then echo "MPIJOB_PREFLIGHT copy-failed $mjpf_h"; : > "$mjpf_dir/copy-failed.$mjpf_h"; fi ) & mjpf_i=$((mjpf_i + 1)); if [ $((mjpf_i % ${COPY_WAVE})) -eq 0 ]; then wait; fi; done`,
     'wait',
