@@ -308,12 +308,14 @@ describe('image tree: invariants under random interleavings', () => {
         let s = initTreePlan({ nodes: ids(n), images: ['img'], registrySlots: slots, maxSourceLosses: 100 });
         let now = 0;
         let registryTransfers = 0;
+        let losses = 0;
         for (let round = 0; round < 200 && !isTreeDone(s); round++) {
           const next = nextTransfers(s, now);
           s = next.state;
           const flying = Object.entries(s.nodes).filter(([, x]) => x.inFlight).map(([id, x]) => ({ id, f: x.inFlight! }));
           const results: TransferResult[] = flying.map(({ id, f }, i) => {
             const lose = faults.includes(round * 1000 + i) && f.source.kind === 'peer';
+            if (lose) losses++;
             if (f.source.kind === 'registry') registryTransfers++;
             return lose ? { nodeId: id, ranOnNodeId: id, attempt: f.attempt, outcome: 'sourceLost', message: 'ssh: connect to host: Connection refused' } : { nodeId: id, ranOnNodeId: id, attempt: f.attempt, outcome: 'ok', digests: [GOOD] };
           });
@@ -322,11 +324,14 @@ describe('image tree: invariants under random interleavings', () => {
         }
         expect(isTreeComplete(s)).toBe(true);
         expect(nodesWithoutImages(s)).toEqual([]);
-        expect(registryTransfers).toBe(Math.min(n, slots));
+        // The seeds' pulls only; a lost source can send its node back to the registry (within the same cap) when no
+        // other node can serve it — at most once per loss (counterexample: 2 nodes, 1 slot, the only peer lost).
+        if (losses === 0) expect(registryTransfers).toBe(Math.min(n, slots));
+        else expect(registryTransfers).toBeLessThanOrEqual(Math.min(n, slots) + losses);
         const p = treeProgress(s);
         expect(p.fromRegistry + p.fromPeers).toBe(n);
       }),
-      { numRuns: 100 },
+      { numRuns: 100, examples: [[2, 1, [1]]] },
     );
   });
 });
