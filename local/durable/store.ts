@@ -323,24 +323,25 @@ export class DurableStore {
   private async receive<T>(q: QueueClient, max: number, visibilityTimeout: number, problem: (v: unknown) => string | undefined): Promise<ReceivedMessage<T>[]> {
     const res = await q.receiveMessages({ numberOfMessages: Math.max(1, Math.min(32, max)), visibilityTimeout });
     const read = await Promise.all(res.receivedMessageItems.map(async (m): Promise<ReceivedMessage<T> | undefined> => {
-      let body: T;
+      let value: unknown;
+      let why: string | undefined;
       try {
         const text: unknown = JSON.parse(Buffer.from(m.messageText, 'base64').toString('utf8'));
-        const value: unknown = isLargeMessageRef(text) ? await this.readLargeMessage(text.largeMessageBlob) : text;
-        const why = problem(value);
-        if (why !== undefined) throw new SyntaxError(why);
-        body = value as T;
+        value = isLargeMessageRef(text) ? await this.readLargeMessage(text.largeMessageBlob) : text;
+        why = problem(value);
       } catch (err) {
         // Only what can never be read is dropped: not JSON, the blob gone, not gzip. Anything else (storage or network
         // trouble) says nothing about the message: the receive fails and it comes back.
         const code = (err as { code?: unknown }).code;
         if (!(err instanceof SyntaxError || isStatus(err, 404) || (typeof code === 'string' && code.startsWith('Z_')))) throw err;
+        why = isStatus(err, 404) ? 'its large-message blob is gone' : (err as Error).message.split('\n')[0];
+      }
+      if (why !== undefined) {
         await ignore404(q.deleteMessage(m.messageId, m.popReceipt));
-        const reason = isStatus(err, 404) ? 'its large-message blob is gone' : (err as Error).message.split('\n')[0];
-        this.onUnreadable({ queue: q.name, queueMessageId: m.messageId, dequeueCount: m.dequeueCount, reason });
+        this.onUnreadable({ queue: q.name, queueMessageId: m.messageId, dequeueCount: m.dequeueCount, reason: why });
         return undefined;
       }
-      return { queueMessageId: m.messageId, popReceipt: m.popReceipt, dequeueCount: m.dequeueCount, body };
+      return { queueMessageId: m.messageId, popReceipt: m.popReceipt, dequeueCount: m.dequeueCount, body: value as T };
     }));
     return read.filter((m): m is ReceivedMessage<T> => m !== undefined);
   }
