@@ -20,6 +20,7 @@ import { parse, stringify } from 'yaml';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { checkCleanup, getJobView, submitSpec, watchJob, type JobViewLite } from '../../local/jobRunner';
 import type { ExchangeRecord } from '../../local/batch/config';
+import type { NodeFault } from '../../local/batch/faults/faultConfig';
 import { batchIdFor } from '../../shared/planning/jobPlan';
 import { smallSpec } from '../ops/helpers';
 import { until } from '../batch/until';
@@ -44,6 +45,28 @@ const marker = (name: string) => path.join(stack.batch.dataDir, `marker-${name}`
 const notes = (view: JobViewLite) => (view.timeline ?? []).filter((e) => e.kind === 'note' && !e.reason.startsWith('admitted:')).map((e) => e.reason);
 /** What a job did, for the log when an assertion fails. */
 const show = (view: JobViewLite) => console.log(`${view.id}: ${view.state} ${view.error?.message ?? ''}\nattempts: ${JSON.stringify(view.result?.attempts?.map(({ preflight, ...a }) => ({ ...a, preflight: preflight && { rounds: preflight.rounds, replaced: preflight.replaced } })))}\nnotes:\n  ${notes(view).join('\n  ')}`);
+
+/** Runs a job whose pool's second node (creation order 1) has `fault` from the start; the fault is cleared after. */
+async function runWithNodeFault(id: string, fault: Omit<NodeFault, 'poolId' | 'ordinal' | 'nodeId'>, command: string, extra: Record<string, unknown> = {}): Promise<JobViewLite> {
+  stack.batch.setFaults({ nodes: [{ poolId: batchIdFor('hpc', id), ordinal: 1, ...fault }] });
+  try {
+    await submitSpec(stack, spec(id, command, extra));
+    return await watchJob(stack, id, 300_000);
+  } finally {
+    stack.batch.setFaults({ nodes: [] });
+  }
+}
+
+/** The preflight check replaced exactly one node, in its second round, and the MPI task ran without it: that node and the note saying why. */
+function oneReplaced(view: JobViewLite): { replaced: string; note: string | undefined } {
+  show(view);
+  expect(view.state).toBe('Succeeded');
+  const pf = view.result!.preflight!;
+  expect(pf).toMatchObject({ rounds: 2, passed: true });
+  expect(pf.replaced).toHaveLength(1);
+  expect(view.result?.attempts?.[0].nodes).not.toContain(pf.replaced[0]);
+  return { replaced: pf.replaced[0], note: notes(view).find((n) => n.startsWith('preflight check 1 of attempt 1: replacing')) };
+}
 
 beforeAll(async () => {
   const logs = path.join(REPO_ROOT, 'test-artifacts');
@@ -152,14 +175,7 @@ describe('preflight before MPI', () => {
     const id = 'preflight-ssh';
     const poolId = batchIdFor('hpc', id);
     // The second node the pool gets (creation order 1) has its ssh port closed from the start.
-    stack.batch.setFaults({ nodes: [{ poolId, ordinal: 1, sshRefused: true }] });
-    let view: JobViewLite;
-    try {
-      await submitSpec(stack, spec(id, 'echo "rank on $(hostname)"', {}));
-      view = await watchJob(stack, id, 300_000);
-    } finally {
-      stack.batch.setFaults({ nodes: [] });
-    }
+    const view = await runWithNodeFault(id, { sshRefused: true }, 'echo "rank on $(hostname)"');
     expect(view.error?.message).toBeUndefined();
     expect(view.state).toBe('Succeeded');
     const pf = view.result?.preflight;
@@ -197,46 +213,18 @@ describe('preflight before MPI', () => {
   }, 420_000);
 
   it('a node whose NFS mount did not come up is replaced before the MPI task starts; the ranks then read the mount on every node', async () => {
-    const id = 'preflight-mount';
-    const poolId = batchIdFor('hpc', id);
-    stack.batch.setFaults({ nodes: [{ poolId, ordinal: 1, brokenMounts: ['home'] }] });
-    let view: JobViewLite;
-    try {
-      await submitSpec(stack, spec(id, 'ls -d "$AZ_BATCH_NODE_MOUNTS_DIR/home/." && echo "rank on $(hostname) sees home"', { mounts: [{ name: 'home', nfs: { source: '10.0.0.4:/exports/home' } }] }));
-      view = await watchJob(stack, id, 300_000);
-    } finally {
-      stack.batch.setFaults({ nodes: [] });
-    }
-    show(view);
-    expect(view.state).toBe('Succeeded');
-    const pf = view.result!.preflight!;
-    expect(pf).toMatchObject({ rounds: 2, passed: true });
-    expect(pf.replaced).toHaveLength(1);
-    expect(view.result?.attempts?.[0].nodes).not.toContain(pf.replaced[0]);
-    expect(notes(view).find((n) => n.startsWith('preflight check 1 of attempt 1: replacing'))).toMatch(new RegExp(`${pf.replaced[0]} \\(missing \\S+/fsmounts/home\\)`));
+    const view = await runWithNodeFault('preflight-mount', { brokenMounts: ['home'] }, 'ls -d "$AZ_BATCH_NODE_MOUNTS_DIR/home/." && echo "rank on $(hostname) sees home"', { mounts: [{ name: 'home', nfs: { source: '10.0.0.4:/exports/home' } }] });
+    const { replaced, note } = oneReplaced(view);
+    expect(note).toMatch(new RegExp(`${replaced} \\(missing \\S+/fsmounts/home\\)`));
     // Both ranks (one per node) listed the mount.
     expect(view.result?.mpi?.stdoutTail?.match(/sees home/g)).toHaveLength(2);
     expect(await checkCleanup(stack, view)).toEqual([]);
   }, 420_000);
 
   it('a node whose launcher path is slowed past preflight.maxSshMs is replaced before the MPI task starts', async () => {
-    const id = 'preflight-slow-ssh';
-    const poolId = batchIdFor('hpc', id);
-    stack.batch.setFaults({ nodes: [{ poolId, ordinal: 1, sshDelayMs: 30_000 }] });
-    let view: JobViewLite;
-    try {
-      await submitSpec(stack, spec(id, 'echo "rank on $(hostname)"', { preflight: { maxSshMs: 3000 } }));
-      view = await watchJob(stack, id, 300_000);
-    } finally {
-      stack.batch.setFaults({ nodes: [] });
-    }
-    show(view);
-    expect(view.state).toBe('Succeeded');
-    const pf = view.result!.preflight!;
-    expect(pf).toMatchObject({ rounds: 2, passed: true });
-    expect(pf.replaced).toHaveLength(1);
-    expect(view.result?.attempts?.[0].nodes).not.toContain(pf.replaced[0]);
-    expect(notes(view).find((n) => n.startsWith('preflight check 1 of attempt 1: replacing'))).toContain(`${pf.replaced[0]} (no answer on the launcher's ssh port within 3000 ms)`);
+    const view = await runWithNodeFault('preflight-slow-ssh', { sshDelayMs: 30_000 }, 'echo "rank on $(hostname)"', { preflight: { maxSshMs: 3000 } });
+    const { replaced, note } = oneReplaced(view);
+    expect(note).toContain(`${replaced} (no answer on the launcher's ssh port within 3000 ms)`);
     expect(await checkCleanup(stack, view)).toEqual([]);
   }, 420_000);
 });
