@@ -25,12 +25,12 @@ if [ ${#want_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${want_apt[@]}" >/dev/null
 fi
 
-# Install when node_modules is missing or older than the lock file. `npm install` (not `npm ci`): it installs the
-# versions pinned in package-lock.json, while this npm's `npm ci` rejects a lock that omits other platforms'
-# optional binaries (e.g. @swc/core-darwin-*), which is how this npm writes locks.
+# Install when node_modules is missing or older than the lock file, exactly as the lock pins it (`npm ci`: the lock
+# carries every platform's optional binaries, e.g. @swc/core-darwin-*, so it installs on any OS without rewriting it;
+# tests/deploy/lockfile.test.ts keeps it so).
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  echo "[deps] installing npm packages (npm install, versions from package-lock.json)"
-  npm install --no-audit --no-fund --loglevel=error
+  echo "[deps] installing npm packages (npm ci, versions from package-lock.json)"
+  npm ci --no-audit --no-fund --loglevel=error
 fi
 
 # Compile once; the local stack runs the compiled app exactly as Azure would.

@@ -1,0 +1,79 @@
+/**
+ * The lock file installs anywhere and says everything the code imports.
+ * - `npm ci` (what scripts/ensure-deps.sh runs) fails when package.json and the lock disagree, and an `npm install`
+ *   that has to add entries rewrites the lock, which leaves a fresh clone dirty. The check here is the cheap form of
+ *   "npm ci leaves the tree clean": npm recomputes the lock from package.json and the registry metadata in a copy
+ *   (`--package-lock-only`: no node_modules, no scripts) and the result must be byte for byte the committed lock. That
+ *   includes every platform's optional binaries (@swc/core-darwin-*, -win32-*), which an older lock lacked, so a macOS
+ *   or Windows contributor gets an swc binary.
+ * - Every package a source file imports is declared in package.json (a transitive dependency that happens to be
+ *   hoisted is not a contract: it can move or vanish on any update of the package that brings it).
+ */
+import { spawnSync } from 'node:child_process';
+import { builtinModules } from 'node:module';
+import { copyFileSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+const ROOT = path.resolve(__dirname, '..', '..');
+const manifest = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
+const SOURCE_FOLDERS = ['functions', 'orchestrations', 'shared', 'local', 'cli', 'scripts', 'bench', 'tests', 'web', 'examples'];
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const full = path.join(dir, name);
+    if (name === 'node_modules' || name === 'generated' || name === 'fixtures') return [];
+    if (statSync(full).isDirectory()) return sourceFiles(full);
+    return /\.(ts|mts|cts|js|cjs|mjs)$/.test(name) ? [full] : [];
+  });
+}
+
+/** The package an import specifier names, or undefined for relative paths and Node's built-ins. */
+function packageOf(specifier: string): string | undefined {
+  if (specifier.startsWith('.') || specifier.startsWith('node:') || builtinModules.includes(specifier.split('/')[0])) return undefined;
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
+}
+
+describe('package-lock.json', () => {
+  it('is what npm computes from package.json (so npm ci and npm install leave it unchanged)', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'hpc-lock-'));
+    try {
+      copyFileSync(path.join(ROOT, 'package.json'), path.join(dir, 'package.json'));
+      copyFileSync(path.join(ROOT, 'package-lock.json'), path.join(dir, 'package-lock.json'));
+      const run = spawnSync('npm', ['install', '--package-lock-only', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir, encoding: 'utf8', timeout: 180_000 });
+      expect(run.status).toBe(0);
+      expect(readFileSync(path.join(dir, 'package-lock.json'), 'utf8')).toBe(readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8'));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 200_000);
+
+  it('carries the optional native binaries of every platform', () => {
+    const lock = JSON.parse(readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, unknown> };
+    const swc = Object.keys(lock.packages).filter((k) => k.startsWith('node_modules/@swc/core-'));
+    for (const platform of ['darwin-arm64', 'darwin-x64', 'linux-x64-gnu', 'linux-arm64-gnu', 'win32-x64-msvc']) {
+      expect(swc).toContain(`node_modules/@swc/core-${platform}`);
+    }
+  });
+});
+
+describe('package.json', () => {
+  it('declares every package the sources import', () => {
+    const declared = new Set([...Object.keys(manifest.dependencies), ...Object.keys(manifest.devDependencies)]);
+    // @azure/functions-core is provided by the Functions worker at run time (local/host/coreModule.ts here), never installed.
+    const provided = new Set(['@azure/functions-core']);
+    const missing = new Map<string, string>();
+    const importRe = /(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|\brequire\(\s*['"]([^'"]+)['"]\s*\)|\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
+    for (const folder of SOURCE_FOLDERS) {
+      for (const file of sourceFiles(path.join(ROOT, folder))) {
+        const text = readFileSync(file, 'utf8');
+        for (const m of text.matchAll(importRe)) {
+          const pkg = packageOf(m[1] ?? m[2] ?? m[3]);
+          if (pkg && !declared.has(pkg) && !provided.has(pkg) && !missing.has(pkg)) missing.set(pkg, path.relative(ROOT, file));
+        }
+      }
+    }
+    expect(Object.fromEntries(missing)).toEqual({});
+  });
+});
