@@ -3,6 +3,7 @@ import { CANCEL_EVENT, type ActivityInput, type ActivityName, type ActivityOutpu
 import type { JobState } from '../../shared/state/states';
 import type { NodeUsage } from '../../shared/ops/cost';
 import { resultOf, retryOptions, scheduleActivity, type ActivityTask } from './activityCalls';
+import { backoffCeilingMs } from '../../shared/planning/backoff';
 
 /** Thrown inside the orchestrator when the user cancelled; the pipeline still runs cleanup. */
 export class JobCancelled extends Error {
@@ -169,10 +170,13 @@ export class PipelineRun {
     return { ...(this.status.nodes ?? {}) };
   }
 
-  /** The n-th polling delay: exponential from initialMs to maxMs (deterministic, so replay-safe). */
+  /**
+   * The n-th polling delay (0-based): exponential from initialMs to maxMs. Not jittered: each orchestration polls its
+   * own resources, so there is no herd to spread, and the same delay on replay needs no random input.
+   */
   pollDelayMs(attempt: number): number {
     const { initialMs, maxMs, factor } = this.poll;
-    return Math.min(maxMs, Math.round(initialMs * Math.pow(factor, Math.max(0, attempt))));
+    return backoffCeilingMs(Math.max(0, attempt) + 1, { baseMs: initialMs, maxMs, factor });
   }
 
   /**

@@ -12,6 +12,7 @@
  */
 import type { RetryConfig } from '../config';
 import { BatchError, describeSdkError, type SdkFailure } from './errors';
+import { backoffCeilingMs } from '../planning/backoff';
 
 export type RetryPolicy = RetryConfig;
 
@@ -71,7 +72,7 @@ export function isRetryable(f: SdkFailure, safety: CallSafety): boolean {
  * and never shorter than what the service asked for with Retry-After.
  */
 export function backoffDelay(attempt: number, policy: RetryPolicy, random: () => number, retryAfterMs?: number): number {
-  const exponential = Math.min(policy.maxMs, policy.initialMs * policy.multiplier ** (attempt - 1));
+  const exponential = backoffCeilingMs(attempt, { baseMs: policy.initialMs, maxMs: policy.maxMs, factor: policy.multiplier });
   const factor = 1 - policy.jitter + 2 * policy.jitter * random();
   const jittered = Math.min(policy.maxMs, Math.round(exponential * factor));
   return Math.max(jittered, Math.ceil(retryAfterMs ?? 0));

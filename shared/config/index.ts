@@ -40,16 +40,16 @@ export interface BatchConfig {
   auth: BatchAuth;
 }
 
-/** Jittered exponential backoff knobs: attempt n waits min(maxMs, initialMs * multiplier^n) +- jitter. */
+/** Exponential backoff knobs: attempt n waits min(maxMs, initialMs * multiplier^(n-1)) (shared/planning/backoff.ts). */
 export interface BackoffConfig {
   initialMs: number;
   maxMs: number;
   multiplier: number;
-  /** Fraction of the delay randomised, 0..1 (0.2 = +-20 %). */
-  jitter: number;
 }
 
 export interface RetryConfig extends BackoffConfig {
+  /** Fraction of the delay randomised, 0..1 (0.5 = +-50 %): many activities retrying the same service spread out. */
+  jitter: number;
   /** Total tries of one call, first one included. */
   maxAttempts: number;
 }
@@ -226,7 +226,6 @@ const envSchema = z.object({
   POLL_INITIAL_MS: intSetting(5_000, 1, 3_600_000),
   POLL_MAX_MS: intSetting(60_000, 1, 3_600_000),
   POLL_MULTIPLIER: numberSetting(2, 1, 10),
-  POLL_JITTER: numberSetting(0.2, 0, 1),
   BATCH_RETRY_MAX_ATTEMPTS: intSetting(6, 1, 50),
   BATCH_RETRY_INITIAL_MS: intSetting(500, 1, 600_000),
   BATCH_RETRY_MAX_MS: intSetting(30_000, 1, 600_000),
@@ -359,7 +358,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     hostStorage,
     stagingAccounts,
     dataAccess,
-    polling: { initialMs: e.POLL_INITIAL_MS, maxMs: e.POLL_MAX_MS, multiplier: e.POLL_MULTIPLIER, jitter: e.POLL_JITTER },
+    polling: { initialMs: e.POLL_INITIAL_MS, maxMs: e.POLL_MAX_MS, multiplier: e.POLL_MULTIPLIER },
     batchRetry: {
       maxAttempts: e.BATCH_RETRY_MAX_ATTEMPTS,
       initialMs: e.BATCH_RETRY_INITIAL_MS,

@@ -7,6 +7,7 @@
  * after it up to the row's eventSeq, in order.
  */
 import type { JobEvent } from '../state';
+import { backoffCeilingMs } from '../planning/backoff';
 
 export interface CursorState {
   /** Highest seq delivered (or given up on) to this endpoint: everything up to it is done. 0 = nothing yet. */
@@ -53,7 +54,7 @@ export interface RetryPolicy {
 
 /** Delay before try `attempt + 1` after `attempt` failures: doubling from initialMs, capped at maxMs, no jitter needed (one sender per cursor). */
 export function retryDelayMs(failures: number, policy: RetryPolicy): number {
-  return Math.min(policy.maxMs, policy.initialMs * 2 ** Math.max(0, failures - 1));
+  return backoffCeilingMs(Math.max(1, failures), { baseMs: policy.initialMs, maxMs: policy.maxMs, factor: 2 });
 }
 
 export type AttemptVerdict =

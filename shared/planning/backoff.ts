@@ -23,13 +23,17 @@ function assertBackoff(opts: BackoffOptions): void {
   }
 }
 
-/** The un-jittered ceiling for `attempt` (1-based): min(maxMs, baseMs * factor^(attempt-1)). */
+/**
+ * The one exponential backoff of the project, un-jittered: min(maxMs, baseMs * factor^(attempt-1)) for `attempt`
+ * (1-based), in whole milliseconds. The orchestrator's polling, the MPI retries, the event deliveries and the Batch
+ * calls' retries all take their delays from here; each adds only its own jitter (or none) and its own inputs.
+ */
 export function backoffCeilingMs(attempt: number, opts: BackoffOptions): number {
   assertBackoff(opts);
   const n = Math.max(1, Math.floor(attempt));
   if (opts.baseMs === 0) return 0;
   // factor ** huge is Infinity, which min() turns into maxMs: no overflow handling needed.
-  return Math.min(opts.maxMs, opts.baseMs * opts.factor ** (n - 1));
+  return Math.min(opts.maxMs, Math.round(opts.baseMs * opts.factor ** (n - 1)));
 }
 
 /**
@@ -41,43 +45,6 @@ export function delayMs(attempt: number, opts: BackoffOptions, rand01: number): 
   if (!(rand01 >= 0 && rand01 < 1)) throw new RangeError(`rand01 must be in [0, 1), got ${rand01}`);
   const ceiling = backoffCeilingMs(attempt, opts);
   return Math.round(ceiling / 2 + (rand01 * ceiling) / 2);
-}
-
-export interface PollScheduleOptions {
-  /** First wait, in ms. */
-  initialMs: number;
-  /** Longest single wait, in ms. */
-  maxMs: number;
-  /** Growth per poll. */
-  factor: number;
-}
-
-/** Polling Batch for node/task state: start quickly (things often finish soon), settle at one poll per 30 s. */
-export const DEFAULT_POLL_SCHEDULE: PollScheduleOptions = { initialMs: 2_000, maxMs: 30_000, factor: 1.5 };
-
-/**
- * Delay before poll number `pollIndex` (0-based) for a durable timer. Not jittered: each orchestration polls its
- * own resources, so there is no herd to spread, and whole seconds keep timers readable in the history.
- */
-export function pollDelayMs(pollIndex: number, opts: PollScheduleOptions = DEFAULT_POLL_SCHEDULE): number {
-  if (!(opts.initialMs > 0) || !(opts.maxMs >= opts.initialMs) || !(opts.factor >= 1)) {
-    throw new RangeError(`invalid poll schedule: ${JSON.stringify(opts)}`);
-  }
-  const i = Math.max(0, Math.floor(pollIndex));
-  const raw = Math.exp(Math.log(opts.initialMs) + i * Math.log(opts.factor));
-  return Math.min(opts.maxMs, Math.round(raw / 1000) * 1000 || opts.initialMs);
-}
-
-/** The delays of a polling loop that may wait at most `budgetMs` in total (the last delay is trimmed to fit). */
-export function pollSchedule(budgetMs: number, opts: PollScheduleOptions = DEFAULT_POLL_SCHEDULE): number[] {
-  const delays: number[] = [];
-  let spent = 0;
-  for (let i = 0; spent < budgetMs; i++) {
-    const d = Math.min(pollDelayMs(i, opts), budgetMs - spent);
-    delays.push(d);
-    spent += d;
-  }
-  return delays;
 }
 
 export type ErrorClass = 'transient' | 'permanent' | 'unknown';

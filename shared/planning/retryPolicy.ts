@@ -6,6 +6,7 @@ import type { JobSpec } from '../spec/schema';
 import { parseIsoDuration } from '../spec/duration';
 import type { RetryOn } from '../spec/sections/retry';
 import type { AttemptVerdict, FailureClass } from './failureClass';
+import { backoffCeilingMs } from './backoff';
 
 export interface RetryPolicy {
   /** Attempts in all, the first included. */
@@ -31,8 +32,7 @@ export type RetryDecision =
 
 /** The wait before attempt `next` (2, 3, …): initial, doubled per attempt, capped. Not jittered: one job, one pool. */
 export function retryDelayMs(policy: RetryPolicy, next: number): number {
-  const n = Math.max(2, Math.floor(next));
-  return Math.min(policy.backoff.maxMs, policy.backoff.initialMs * 2 ** (n - 2));
+  return backoffCeilingMs(Math.max(2, Math.floor(next)) - 1, { baseMs: policy.backoff.initialMs, maxMs: policy.backoff.maxMs, factor: 2 });
 }
 
 /** Whether the policy retries this class at all (exitCode means: the exit code was one of retry.exitCodes). */

@@ -72,7 +72,7 @@ describe('loadConfig', () => {
     expect(c.dataAccess).toEqual({ accounts: [], mountSources: [] });
     expect(c.mountSecrets).toEqual({});
     expect(c.queueMaxDequeueCount).toBe(5);
-    expect(c.polling).toEqual({ initialMs: 5000, maxMs: 60000, multiplier: 2, jitter: 0.2 });
+    expect(c.polling).toEqual({ initialMs: 5000, maxMs: 60000, multiplier: 2 });
     expect(c.batchRetry.maxAttempts).toBeGreaterThan(1);
     expect(Object.isFrozen(c.batch)).toBe(true);
   });
@@ -180,7 +180,6 @@ describe('loadConfig', () => {
     ['NODE_TASK_MAX_ATTEMPTS', '11', /NODE_TASK_MAX_ATTEMPTS: must be an integer in \[1, 10\]/],
     ['STAGING_COPY_CONCURRENCY', '1.5', /STAGING_COPY_CONCURRENCY: must be an integer/],
     ['POLL_INITIAL_MS', '99999999', /POLL_INITIAL_MS/],
-    ['POLL_JITTER', '2', /POLL_JITTER: must be a number in \[0, 1\]/],
     ['STAGING_ACCOUNTS', 'Not A Name', /STAGING_ACCOUNTS: entry 1: "Not A Name" is neither/],
     ['STAGING_ACCOUNTS', `${AZURITE_A},,${AZURITE_B}`, /STAGING_ACCOUNTS: entry 2 is empty/],
     ['STAGING_ACCOUNTS', `${AZURITE_A},${AZURITE_A}`, /account "stage1" is listed twice/],

@@ -1,12 +1,8 @@
 import fc from 'fast-check';
-import {
-  DEFAULT_POLL_SCHEDULE,
-  backoffCeilingMs,
-  classifyError,
-  delayMs,
-  pollDelayMs,
-  pollSchedule,
-} from '../../shared/planning/backoff';
+import { backoffCeilingMs, classifyError, delayMs } from '../../shared/planning/backoff';
+import { retryDelayMs as mpiRetryDelayMs } from '../../shared/planning/retryPolicy';
+import { retryDelayMs as eventRetryDelayMs } from '../../shared/events/cursor';
+import { backoffDelay } from '../../shared/batch/retry';
 import { deterministicRand01, fnv1a32 } from '../../shared/planning/hash';
 
 const optsArb = fc
@@ -67,22 +63,41 @@ describe('deterministic randomness', () => {
   });
 });
 
-describe('poll schedule', () => {
-  it('starts short, grows, and settles at the cap', () => {
-    const delays = [0, 1, 2, 3, 4, 5, 6, 7, 8, 20].map((i) => pollDelayMs(i));
-    expect(delays[0]).toBe(DEFAULT_POLL_SCHEDULE.initialMs);
-    for (let i = 1; i < delays.length; i++) expect(delays[i]).toBeGreaterThanOrEqual(delays[i - 1]);
-    expect(delays[delays.length - 1]).toBe(DEFAULT_POLL_SCHEDULE.maxMs);
+describe('one backoff: every user takes its delays from backoffCeilingMs', () => {
+  const caps = fc.record({ initialMs: fc.integer({ min: 1, max: 60_000 }), extra: fc.integer({ min: 0, max: 3_600_000 }) })
+    .map(({ initialMs, extra }) => ({ initialMs, maxMs: initialMs + extra }));
+
+  it('starts at the base, never shrinks, and settles at the cap', () => {
+    fc.assert(
+      fc.property(optsArb, (opts) => {
+        const delays = [1, 2, 3, 5, 8, 13, 200].map((a) => backoffCeilingMs(a, opts));
+        expect(delays[0]).toBe(opts.baseMs);
+        for (let i = 1; i < delays.length; i++) expect(delays[i]).toBeGreaterThanOrEqual(delays[i - 1]);
+        expect(delays.every((d) => Number.isInteger(d) && d <= opts.maxMs)).toBe(true);
+        if (opts.factor >= 1.01) expect(delays[delays.length - 1]).toBe(opts.maxMs);
+      }),
+    );
   });
 
-  it('fills a budget exactly', () => {
+  it('MPI attempt retries (attempt n waits the (n-1)-th doubling) and event deliveries (after f failures) agree with it', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 3_600_000 }), (budget) => {
-        const s = pollSchedule(budget);
-        expect(s.reduce((a, b) => a + b, 0)).toBe(budget);
-        expect(s.every((d) => d > 0)).toBe(true);
+      fc.property(caps, fc.integer({ min: 1, max: 40 }), ({ initialMs, maxMs }, n) => {
+        const doubling = { baseMs: initialMs, maxMs, factor: 2 };
+        expect(mpiRetryDelayMs({ maxAttempts: 50, on: [], exitCodes: [], backoff: { initialMs, maxMs } }, n + 1)).toBe(backoffCeilingMs(n, doubling));
+        expect(eventRetryDelayMs(n, { maxAttempts: 50, initialMs, maxMs })).toBe(backoffCeilingMs(n, doubling));
       }),
-      { numRuns: 50 },
+    );
+  });
+
+  it('Batch call retries jitter around it, capped, and never wait less than Retry-After', () => {
+    fc.assert(
+      fc.property(caps, fc.integer({ min: 1, max: 20 }), fc.double({ min: 0, max: 0.999, noNaN: true }), fc.option(fc.integer({ min: 0, max: 120_000 }), { nil: undefined }), ({ initialMs, maxMs }, attempt, r, retryAfterMs) => {
+        const policy = { initialMs, maxMs, multiplier: 2, jitter: 0.5, maxAttempts: 5 };
+        const ceiling = backoffCeilingMs(attempt, { baseMs: initialMs, maxMs, factor: 2 });
+        const d = backoffDelay(attempt, policy, () => r, retryAfterMs);
+        expect(d).toBeGreaterThanOrEqual(Math.max(Math.floor(ceiling * 0.5), Math.ceil(retryAfterMs ?? 0)));
+        expect(d).toBeLessThanOrEqual(Math.max(Math.min(maxMs, Math.round(ceiling * 1.5)), Math.ceil(retryAfterMs ?? 0)));
+      }),
     );
   });
 });
