@@ -24,6 +24,7 @@ import type { JobRecord } from '../shared/state';
 import { enqueue, fastSpec, jobRows, jobsTable, percentile, postJob, runPool, submissionsQueue, waitAllTerminal, type Stack } from '../tests/intake/support';
 import { numberArg, textArg } from './lib/args';
 import type { RequestMix } from './lib/requestMix';
+import { printGoal } from './lib/goal';
 
 /** The issue's goals (issue 15, item 1). */
 const GOALS = { jobsPerSecond: 150, httpP99Ms: 150, maxRatioToRaw: 2 };
@@ -101,10 +102,6 @@ async function start(layout: string, busyConcurrency: number | undefined): Promi
   };
 }
 
-/** One goal of the issue, its measured value and whether it was met. */
-function goalLine(what: string, target: string, measured: string, met: boolean): string {
-  return `  ${what.padEnd(40)} ${target.padStart(10)} ${measured.padStart(10)}   ${met ? 'PASS' : 'MISS'}`;
-}
 
 async function main(): Promise<void> {
   const jobs = numberArg('jobs', 200);
@@ -205,11 +202,11 @@ async function main(): Promise<void> {
     };
     console.log(`vs raw insert (same run): HTTP throughput ${ratio(httpFig).toFixed(1)}x lower, p50 ${(p(httpFig, 50) / p(rawFig, 50)).toFixed(1)}x, CPU per job ${cpuRatio(httpFig)}x; queue throughput ${ratio(queueFig).toFixed(1)}x lower, CPU per job ${cpuRatio(queueFig)}x`);
     console.log(`goals (issue 15)${' '.repeat(27)}    target   measured`);
-    console.log(goalLine('HTTP door throughput', `>= ${GOALS.jobsPerSecond}/s`, `${rate(httpFig).toFixed(1)}/s`, rate(httpFig) >= GOALS.jobsPerSecond));
-    console.log(goalLine('queue door throughput', `>= ${GOALS.jobsPerSecond}/s`, `${rate(queueFig).toFixed(1)}/s`, rate(queueFig) >= GOALS.jobsPerSecond));
-    console.log(goalLine('HTTP door p99', `<= ${GOALS.httpP99Ms} ms`, `${p(httpFig, 99).toFixed(0)} ms`, p(httpFig, 99) <= GOALS.httpP99Ms));
-    console.log(goalLine('HTTP door vs raw insert (throughput)', `<= ${GOALS.maxRatioToRaw}x`, `${ratio(httpFig).toFixed(1)}x`, ratio(httpFig) <= GOALS.maxRatioToRaw));
-    console.log(goalLine('queue door vs raw insert (throughput)', `<= ${GOALS.maxRatioToRaw}x`, `${ratio(queueFig).toFixed(1)}x`, ratio(queueFig) <= GOALS.maxRatioToRaw));
+    printGoal({ name: 'intake-http-throughput', measured: rate(httpFig), target: GOALS.jobsPerSecond, compare: '>=', unit: '/s', digits: 1 });
+    printGoal({ name: 'intake-queue-throughput', measured: rate(queueFig), target: GOALS.jobsPerSecond, compare: '>=', unit: '/s', digits: 1 });
+    printGoal({ name: 'intake-http-p99', measured: p(httpFig, 99), target: GOALS.httpP99Ms, compare: '<=', unit: 'ms', digits: 0 });
+    printGoal({ name: 'intake-http-vs-raw-insert', measured: ratio(httpFig), target: GOALS.maxRatioToRaw, compare: '<=', unit: 'x', digits: 1 });
+    printGoal({ name: 'intake-queue-vs-raw-insert', measured: ratio(queueFig), target: GOALS.maxRatioToRaw, compare: '<=', unit: 'x', digits: 1 });
     if (mix) {
       console.log('outgoing requests by owner (storage, Durable RPC, Batch, webhooks):');
       for (const [name, n] of [['raw insert', jobs], ['HTTP door', jobs], ['queue door', jobs], ['pipelines', 2 * jobs]] as const) {

@@ -26,6 +26,7 @@ import { startStack, type Stack } from '../local/stack';
 import { submitSpec, watchJob, type JobViewLite } from '../local/jobRunner';
 import { textArg } from './lib/args';
 import { treeDepth } from '../shared/planning/imageTree';
+import { printGoal } from './lib/goal';
 
 // Batch caps pools with inter-node communication (MPI) at 100 nodes, and so does the job spec: 100 is the most the
 // pipeline can be measured with. For 200 nodes without the pipeline: bench/registry.ts --nodes 200.
@@ -154,12 +155,10 @@ async function main(): Promise<void> {
     const tree = out.find((x) => x.nodes === n && x.schedule === 'tree');
     const window = out.find((x) => x.nodes === n && x.schedule === 'window(10)');
     if (tree && window) {
-      const ok = (b: boolean) => (b ? 'met' : 'NOT met');
-      console.log(
-        `${String(n).padStart(5)}  goals: tree/window ${(tree.pullSpanS / window.pullSpanS).toFixed(2)} (≤ 0.5: ${ok(tree.pullSpanS <= 0.5 * window.pullSpanS)}), ` +
-          `tree/tree-physical ${(tree.pullSpanS / treePhysical).toFixed(2)} (≤ 1.3: ${ok(tree.pullSpanS <= 1.3 * treePhysical)}), ` +
-          `registry pulls ${tree.registryPulls} (≤ 10: ${ok(tree.registryPulls <= 10)}), failed pulls ${tree.failedPulls} (0: ${ok(tree.failedPulls === 0)})`,
-      );
+      printGoal({ name: `stagger-tree-vs-window.nodes-${n}`, measured: tree.pullSpanS / window.pullSpanS, target: 0.5, compare: '<=' });
+      printGoal({ name: `stagger-tree-vs-physical.nodes-${n}`, measured: tree.pullSpanS / treePhysical, target: 1.3, compare: '<=' });
+      printGoal({ name: `stagger-registry-pulls.nodes-${n}`, measured: tree.registryPulls, target: 10, compare: '<=' });
+      printGoal({ name: `stagger-failed-pulls.nodes-${n}`, measured: tree.failedPulls, target: 0, compare: '==' });
     }
   }
 }
