@@ -222,8 +222,10 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
           operationId: 'getQueues',
           summary: 'Admission queues',
           description: 'Per queue: jobs waiting (depth), jobs holding a reservation, reserved nodes and cores per VM family; the totals and the limits admission keeps (docs/scheduling.md).',
+          security: securityFor('job:read'),
           responses: {
             200: { description: 'The queues.', content: jsonContent('QueuesResponse') },
+            ...authResponses,
           },
         },
       },
