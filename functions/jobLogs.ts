@@ -15,6 +15,7 @@ import type { JobResult } from '../shared/contract';
 import { isTerminal } from '../shared/state';
 import { invalidRequest, problem, unavailable } from './lib/http';
 import { authorize, visibleJob } from './lib/auth';
+import { badJobId } from './lib/jobId';
 
 const MAX_BYTES = 1024 * 1024;
 
@@ -89,6 +90,8 @@ export async function jobLogsHttp(request: HttpRequest, context: InvocationConte
   const auth = await authorize(request, 'job:read');
   if (!auth.ok) return auth.response;
   const id = request.params.id;
+  const invalidId = badJobId(id);
+  if (invalidId) return invalidId;
   const stream = (request.query.get('stream') ?? 'stdout') as Stream;
   if (stream !== 'stdout' && stream !== 'stderr') {
     return invalidRequest([{ path: 'stream', message: `must be stdout or stderr, got ${JSON.stringify(stream)}` }]);

@@ -14,11 +14,14 @@ import { readOnlyBlobUrl, withoutQuery } from '../shared/storage/sas';
 import { OUTPUTS_PAGE_DEFAULT, OUTPUTS_PAGE_MAX, OUTPUTS_SAS_MINUTES, type JobOutputsResponse } from '../shared/contract/outputs';
 import { invalidRequest, problem, unavailable } from './lib/http';
 import { authorize, visibleJob } from './lib/auth';
+import { badJobId } from './lib/jobId';
 
 export async function jobOutputsHttp(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   const auth = await authorize(request, 'job:read');
   if (!auth.ok) return auth.response;
   const id = request.params.id;
+  const invalidId = badJobId(id);
+  if (invalidId) return invalidId;
   const topText = request.query.get('top') ?? String(OUTPUTS_PAGE_DEFAULT);
   const top = Number(topText);
   if (!Number.isInteger(top) || top < 1 || top > OUTPUTS_PAGE_MAX) {

@@ -13,7 +13,8 @@ import { submitJob } from '../shared/intake/submit';
 import { dryRunSubmission } from '../shared/intake/dryRun';
 import { explainSettings } from '../shared/intake/settings';
 import { cancelJob } from '../shared/intake/cancel';
-import { parseListQuery, toJobView, jobUrl } from '../shared/state';
+import { parseCancelReason } from '../shared/intake/cancelReason';
+import { parseListQuery, toJobView, jobUrl, InvalidContinuationTokenError } from '../shared/state';
 import { admissionDeps, appConfig, jobStore, schedulingPolicy } from '../shared/services';
 import { readJobQueue } from '../shared/scheduling/admissionService';
 import type { PipelineStatus } from '../shared/contract';
@@ -23,6 +24,7 @@ import { cancelSignal, liveStatus, orchestrationStarter } from './lib/durable';
 import { invalidRequest, problem, unavailable } from './lib/http';
 import { TEXT_LIMITS } from '../shared/spec/textLimits';
 import { authorize, visibleJob } from './lib/auth';
+import { badJobId } from './lib/jobId';
 import { listOwnerFilter, seesAllJobs } from '../shared/auth';
 
 const durableClient = df.input.durableClient();
@@ -117,6 +119,8 @@ export async function getJobHttp(request: HttpRequest, context: InvocationContex
   const auth = await authorize(request, 'job:read');
   if (!auth.ok) return auth.response;
   const id = request.params.id;
+  const invalidId = badJobId(id);
+  if (invalidId) return invalidId;
   try {
     const store = await jobStore();
     const job = visibleJob(auth.principal, await store.get(id));
@@ -148,6 +152,9 @@ export async function listJobsHttp(request: HttpRequest, context: InvocationCont
       jsonBody: { jobs: page.jobs.map((j) => toJobView(j, { baseUrl: base })), continuationToken: page.continuationToken, ...(page.unreadable?.length ? { unreadable: page.unreadable.length } : {}) },
     };
   } catch (err) {
+    if (err instanceof InvalidContinuationTokenError) {
+      return invalidRequest([{ path: 'continuationToken', message: 'is not a continuation token of this list: pass the continuationToken of the previous page unchanged' }]);
+    }
     return unavailable(context, 'job API', err);
   }
 }
@@ -156,11 +163,14 @@ export async function cancelJobHttp(request: HttpRequest, context: InvocationCon
   const auth = await authorize(request, 'job:cancel');
   if (!auth.ok) return auth.response;
   const id = request.params.id;
-  const reason = request.query.get('reason') ?? 'cancelled by user';
+  const invalidId = badJobId(id);
+  if (invalidId) return invalidId;
+  const reason = parseCancelReason(request.query.get('reason'));
+  if (!reason.ok) return invalidRequest(reason.errors);
   try {
     const store = await jobStore();
     if (!visibleJob(auth.principal, await store.get(id))) return problem(404, 'JobNotFound', `no job with id ${id}`);
-    const outcome = await cancelJob(store, cancelSignal(df.getClient(context)), id, reason);
+    const outcome = await cancelJob(store, cancelSignal(df.getClient(context)), id, reason.reason);
     if (outcome.kind === 'notFound') return problem(404, 'JobNotFound', `no job with id ${id}`);
     const view = toJobView(outcome.job, { baseUrl: baseUrlOf(request) });
     if (outcome.kind === 'alreadyFinished') return { status: 200, jsonBody: { job: view, cancelRequested: false } };

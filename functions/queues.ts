@@ -6,8 +6,13 @@ import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } 
 import { readQueues } from '../shared/scheduling/admissionService';
 import { admissionDeps } from '../shared/services';
 import { unavailable } from './lib/http';
+import { authorize } from './lib/auth';
 
-export async function getQueuesHttp(_request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+export async function getQueuesHttp(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  // Any role may read the queues (README's API table), but a caller must have one: the depths and reservations say
+  // what the deployment runs, which is not for anonymous callers.
+  const auth = await authorize(request, 'job:read');
+  if (!auth.ok) return auth.response;
   try {
     return { status: 200, jsonBody: await readQueues(await admissionDeps()) };
   } catch (err) {

@@ -108,6 +108,14 @@ export interface Stack {
  * platform's IDENTITY_ENDPOINT/IDENTITY_HEADER are not app settings: the host sets them (`identityEndpoint`). With
  * an Azurite that takes shared keys (the opt-in): Azurite connection strings and the emulator's key.
  */
+/**
+ * The local registry's settings: where it is (LOCAL_REGISTRY) and that jobs may name it although it listens on
+ * 127.0.0.1 (ALLOWED_INTERNAL_HOSTS, that host and port only: every other loopback address stays refused).
+ */
+export function localRegistrySettings(registryHost: string): Record<string, string> {
+  return { LOCAL_REGISTRY: registryHost, ALLOWED_INTERNAL_HOSTS: registryHost };
+}
+
 export function localAppSettings(azurite: AzuriteHandle, batch: BatchEmulatorHandle): Record<string, string> {
   const common = {
     FUNCTIONS_WORKER_RUNTIME: 'node',
@@ -212,9 +220,11 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     const keys = loadOrCreateKeys(defaultKeysFile(appDir));
     const port = opts.port ?? 7071;
     const settings: Record<string, string> = {
-      ...localAppSettings(azurite, batch), LOCAL_REGISTRY: registry.host, ...localAuthSettings(identity, keys),
+      ...localAppSettings(azurite, batch), ...localRegistrySettings(registry.host), ...localAuthSettings(identity, keys),
       ...localEventSettings(webhooks, port), ...localIdentitySettings(services, opts.poolIdentity === true), ...opts.env,
     };
+    // A test's own internal hosts (a download server on 127.0.0.1) come in addition to the registry.
+    if (opts.env?.ALLOWED_INTERNAL_HOSTS) settings.ALLOWED_INTERNAL_HOSTS = `${registry.host},${opts.env.ALLOWED_INTERNAL_HOSTS}`;
     if (opts.appStorage) {
       if (!opts.sharedKeys) throw new Error('startStack: appStorage is a connection string, which needs sharedKeys');
       settings.AzureWebJobsStorage = await opts.appStorage(azurite);

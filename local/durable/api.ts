@@ -65,6 +65,11 @@ const answer = {
   failed: (exceptionMessage: string, exceptionType = 'System.InvalidOperationException') =>
     new HttpError(500, exceptionBody('Something went wrong while processing your request', exceptionMessage, exceptionType)),
   notEmulated: (message: string) => new HttpError(501, { Message: message }),
+  /**
+   * 412 Precondition Failed with the handler's message as a JSON string (`request.CreateResponse(PreconditionFailed,
+   * string)` in HttpApiHandler.cs): rewind of an instance that is not Failed, purge of one that is not terminal.
+   */
+  precondition: (message: string) => new HttpError(412, message),
 };
 
 /** IsCompletedStatus of the handler: Completed, Terminated, Canceled, Failed. */
@@ -322,12 +327,17 @@ export class ManagementApi {
     return { status: 202 };
   }
 
-  /** Rewind a Failed instance (HandleRewindInstanceRequestAsync; see rewind.ts for what this engine rewinds). */
+  /**
+   * Rewind a Failed instance (HandleRewindInstanceRequestAsync; see rewind.ts for what this engine rewinds). As the
+   * extension's handler: 404 with a JSON string for an unknown instance (its `\"${instanceId}\"` keeps the "$"), 412
+   * for every status but Failed (Running, Pending, Completed, Terminated, ...), before anything is changed.
+   */
   private async rewind(instanceId: string, reason: string | undefined): Promise<Reply> {
     const row = await this.store.getInstance(instanceId);
-    if (!row) throw answer.notFound();
-    if (['Canceled', 'Terminated', 'Completed'].includes(row.runtimeStatus)) throw answer.gone();
-    if (row.runtimeStatus !== 'Failed') throw answer.failed('The rewind operation is only supported on failed orchestration instances.');
+    if (!row) throw new HttpError(404, `No orchestration with instance ID "$${instanceId}" found.`);
+    if (row.runtimeStatus !== 'Failed') {
+      throw answer.precondition(`This orchestration has status ${row.runtimeStatus}, but only orchestrations in the "Failed" state can be rewound.`);
+    }
     const unsupported = await this.rewindUnsupported(instanceId, 0);
     if (unsupported?.notFailed) throw answer.failed(unsupported.why);
     if (unsupported) throw answer.notEmulated(unsupported.why);
@@ -365,10 +375,16 @@ export class ManagementApi {
     return this.waitOrCheckStatus(id, url, origin, req);
   }
 
-  /** DELETE instances/{id}: purges whatever the status, as the Azure Storage provider does. */
+  /**
+   * DELETE instances/{id} (HandleDeleteHistoryByIdRequestAsync): only a terminal instance is purged; any other answers
+   * 412 with the handler's message and keeps its history. Ids starting with "@" (entities) skip the status check there.
+   */
   private async purgeOne(instanceId: string): Promise<Reply> {
     const row = await this.store.getInstance(instanceId);
     if (!row) throw answer.notFound();
+    if (!instanceId.startsWith('@') && !isCompleted(row.runtimeStatus)) {
+      throw answer.precondition(`Only orchestrations in a terminal state can be purged, but the orchestration with instance ID ${instanceId} has status ${row.runtimeStatus}`);
+    }
     await this.purge(instanceId);
     return { status: 200, body: { instancesDeleted: 1 } };
   }

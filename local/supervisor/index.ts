@@ -15,7 +15,7 @@
 import * as path from 'node:path';
 import { mkdirSync } from 'node:fs';
 import type { DurableOptions } from '../durable';
-import { localAppSettings, localAuthSettings, localEventSettings, localIdentitySettings } from '../stack';
+import { localAppSettings, localAuthSettings, localEventSettings, localIdentitySettings, localRegistrySettings } from '../stack';
 import { defaultKeysFile, loadOrCreateKeys } from '../host/keys';
 import { HostWorkerProcess } from './hostProcess';
 import { choosePorts, portInUse, readPorts, recordPorts } from './ports';
@@ -76,7 +76,7 @@ export async function startSupervisedStack(opts: SupervisorOptions): Promise<Sup
   const keysFile = defaultKeysFile(opts.appDir);
   const hostPort = choosePorts({ host: opts.port }, readPorts(dataDir)).host ?? 7071;
   const settings: Record<string, string> = {
-    ...localAppSettings(azurite, batch), LOCAL_REGISTRY: registry.host, ...localAuthSettings(identity, loadOrCreateKeys(keysFile)),
+    ...localAppSettings(azurite, batch), ...localRegistrySettings(registry.host), ...localAuthSettings(identity, loadOrCreateKeys(keysFile)),
     ...localEventSettings(webhooks, hostPort),
     ...localIdentitySettings(services, opts.poolIdentity === true),
   };

@@ -115,6 +115,13 @@ export interface DataAccessConfig {
    * exact or a prefix ending in "*". Storage of the data accounts (NFS on Blob or Files) needs no entry.
    */
   mountSources: string[];
+  /**
+   * Internal hosts jobs may name anyway (ALLOWED_INTERNAL_HOSTS: `host` or `host:port`, comma-separated; default none):
+   * the local stack's registry on 127.0.0.1, a private registry or download server in the VNet. Every other internal
+   * address (loopback, private, link-local, metadata, the wire server) is refused in files[].url and image
+   * references (shared/spec/address.ts); the app's own storage is refused whatever this says.
+   */
+  allowedInternalHosts?: string[];
 }
 
 export interface PipelineConfig {
@@ -233,6 +240,7 @@ const envSchema = z.object({
   DATA_ACCOUNTS: z.string().trim().optional(),
   DATA_CONTAINERS: z.string().trim().optional(),
   DATA_MOUNT_SOURCES: z.string().trim().optional(),
+  ALLOWED_INTERNAL_HOSTS: z.string().trim().optional(),
   SAS_MAX_LIFETIME_HOURS: intSetting(168, 1, 168),
   NODE_SAS_MARGIN_MINUTES: intSetting(60, 0, 24 * 60),
   NODE_TASK_MAX_ATTEMPTS: intSetting(3, 1, 10),
@@ -339,6 +347,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const dataAccess = parseDataAccess(e.DATA_ACCOUNTS, e.DATA_CONTAINERS, endpointSuffix, [hostStorage?.accountName, ...names], problems);
   const auth = parseAuthConfig(e, problems);
   dataAccess.mountSources = parseMountSources(e.DATA_MOUNT_SOURCES, problems);
+  dataAccess.allowedInternalHosts = parseAllowedInternalHosts(e.ALLOWED_INTERNAL_HOSTS, problems);
   const mountSecrets = parseMountSecrets(env, problems);
   const events = parseEventsConfig(e, problems);
   const poolIdentity = parsePoolIdentity(e, e.BATCH_ACCOUNT_NAME, problems);
@@ -503,6 +512,18 @@ function parseMountSources(text: string | undefined, problems: string[]): string
     const v = entry.trim();
     if (!v) return;
     if (!MOUNT_SOURCE_ENTRY.test(v)) problems.push(`DATA_MOUNT_SOURCES: entry ${index + 1} must be "host:/path" (NFS) or "//host/share" (SMB), optionally ending in "*", got "${v}"`);
+    else out.push(v);
+  });
+  return out;
+}
+
+/** ALLOWED_INTERNAL_HOSTS: "host" or "host:port" entries (IPv6 in brackets), comma-separated. */
+function parseAllowedInternalHosts(text: string | undefined, problems: string[]): string[] {
+  const out: string[] = [];
+  (text ?? '').split(',').forEach((entry, index) => {
+    const v = entry.trim().toLowerCase();
+    if (!v) return;
+    if (!/^(?:\[[0-9a-f:.]+\]|[a-z0-9](?:[a-z0-9.-]{0,252}))(?::\d{1,5})?$/.test(v)) problems.push(`ALLOWED_INTERNAL_HOSTS: entry ${index + 1} must be "host" or "host:port", got "${v}"`);
     else out.push(v);
   });
   return out;

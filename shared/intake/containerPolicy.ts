@@ -6,6 +6,7 @@
 import type { AppConfig } from '../config';
 import type { JobSpec, SpecError } from '../spec';
 import { dataAccessRefusal, type DataAccessPolicy } from './dataAccess';
+import { checkRegistryAddresses } from './addressPolicy';
 
 export interface ContainerPolicy {
   allowPrivileged: boolean;
@@ -58,6 +59,8 @@ export function checkContainerPolicy(spec: JobSpec, policy: ContainerPolicy, dat
       message: 'this deployment does not run privileged containers (CONTAINER_ALLOW_PRIVILEGED is not "true"); ask for capabilities from the allowlist (container.runOptions.capAdd) instead',
     });
   }
+  // Every node pulls from the images' registries: no internal host unless the deployment serves it (addressPolicy.ts).
+  errors.push(...checkRegistryAddresses(spec, data));
   spec.container.images.forEach((image, i) => {
     if (typeof image === 'string') return;
     const why = dataAccessRefusal(data, image.account, image.container);

@@ -21,6 +21,8 @@ export interface DataAccessPolicy {
   mountSources?: readonly string[];
   /** The mount secrets the deployment publishes (MOUNT_SECRET_<name>), by name; unset: not checked at intake. */
   mountSecretNames?: readonly string[];
+  /** Internal hosts jobs may name anyway (ALLOWED_INTERNAL_HOSTS; shared/intake/addressPolicy.ts). */
+  allowedInternalHosts?: readonly string[];
 }
 
 /** Containers the pipeline stages shards into (shared/planning/jobPlan.ts stagingContainerFor): never a job's to name. */
@@ -34,6 +36,7 @@ export function dataAccessPolicy(config: AppConfig): DataAccessPolicy {
     ownAccounts: [config.hostStorage.accountName, ...config.stagingAccounts.map((a) => a.accountName)],
     mountSources: config.dataAccess.mountSources,
     mountSecretNames: Object.keys(config.mountSecrets),
+    allowedInternalHosts: config.dataAccess.allowedInternalHosts ?? [],
   };
 }
 

@@ -2,9 +2,10 @@
  * The data-access policy for the data sections of a spec: files for every node, outputs and pool mounts. Blob
  * sources and destinations, Azure Files shares and blobfuse containers must be the data accounts' (checked like
  * inputs); NFS on a storage account counts as that account; any other file server must be listed in
- * DATA_MOUNT_SOURCES; an https URL must not point at the app's own storage.
+ * DATA_MOUNT_SOURCES; an https URL must not name an internal host or the app's own storage (addressPolicy.ts).
  */
 import type { JobSpec, SpecError } from '../spec';
+import { urlRefusal } from './addressPolicy';
 
 /** The policy's verdict on one container (or file share) of an account: why not, or undefined. */
 export type Refusal = (account: string, container: string) => string | undefined;
@@ -14,6 +15,8 @@ export interface WorkloadPolicy {
   accounts: readonly string[];
   /** The app's own accounts (host and staging storage). */
   ownAccounts?: readonly string[];
+  /** Internal hosts jobs may name anyway (ALLOWED_INTERNAL_HOSTS). */
+  allowedInternalHosts?: readonly string[];
   /** File servers jobs may mount, exact or "prefix*". */
   mountSources?: readonly string[];
   /** The mount secrets the deployment publishes, by name (unset: not checked). */
@@ -22,8 +25,6 @@ export interface WorkloadPolicy {
 
 /** `<account>.blob.<suffix>:/<account>/<container>` or `<account>.file.<suffix>:/<account>/<share>`: NFS served by a storage account. */
 const STORAGE_NFS_RE = /^([a-z0-9]{3,24})\.(?:privatelink\.)?(?:blob|file)\.[a-z0-9.-]+:\/([a-z0-9]{3,24})\/([a-z0-9-]{3,63})(?:\/.*)?$/;
-/** The host of an Azure Storage endpoint: `<account>.<service>.…`. */
-const STORAGE_HOST_RE = /^([a-z0-9]{3,24})\.(?:privatelink\.)?(?:blob|file|dfs|queue|table|web)\./;
 
 /** The data account and container (or share) an NFS export on Azure Storage names, or undefined for another server. */
 export function storageNfsTarget(source: string): { account: string; exportAccount: string; container: string } | undefined {
@@ -38,7 +39,6 @@ export function mountSourceAllowed(allowed: readonly string[], source: string): 
 
 export function checkWorkloadDataAccess(spec: JobSpec, policy: WorkloadPolicy, refusal: Refusal): SpecError[] {
   const errors: SpecError[] = [];
-  const own = policy.ownAccounts ?? [];
   const sources = policy.mountSources ?? [];
   /** A refused container is reported at `<path>.container` (`containerKey`), a refused account at `<path>.account`. */
   const check = (path: string, account: string, container: string, containerKey = 'container') => {
@@ -49,10 +49,8 @@ export function checkWorkloadDataAccess(spec: JobSpec, policy: WorkloadPolicy, r
   (spec.files ?? []).forEach((f, i) => {
     if (f.account !== undefined && f.container !== undefined) check(`files[${i}]`, f.account, f.container);
     if (f.url !== undefined) {
-      const host = STORAGE_HOST_RE.exec(new URL(f.url).hostname);
-      if (host && own.includes(host[1])) {
-        errors.push({ path: `files[${i}].url`, message: `points at storage account "${host[1]}", the app's own storage: jobs can never reach it` });
-      }
+      const why = urlRefusal(policy, f.url);
+      if (why) errors.push({ path: `files[${i}].url`, message: why });
     }
   });
   if (spec.outputs) check('outputs', spec.outputs.account, spec.outputs.container);

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { JobSpecSchema } from '../spec/schema';
 import { ValidationErrorResponseSchema } from '../spec/errorSchemas';
+import { CANCEL_REASON_MAX_CHARS } from '../intake/cancelReason';
 import { JOB_STATES } from '../state/states';
 import {
   CancelJobResponseSchema, HealthResponseSchema, JobConflictResponseSchema, JobListResponseSchema, JobViewSchema,
@@ -135,6 +136,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
           parameters: [idParam],
           responses: {
             200: { description: 'The job, with its normalized spec.', content: jsonContent('JobView') },
+            400: { description: 'An id that can never name a job (path "id").', content: jsonContent('ValidationErrorResponse') },
             ...authResponses,
             404: problem('No such job (or not yours).'),
           },
@@ -144,10 +146,14 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
           summary: 'Cancel a job',
           description: 'Requests cancellation; the orchestration cleans up (job, pool, staged data) and ends in Cancelled.',
           security: securityFor('job:cancel'),
-          parameters: [idParam],
+          parameters: [
+            idParam,
+            { name: 'reason', in: 'query', required: false, description: 'Why (kept in the timeline and sent in events): one line of at most 256 characters, no control, line-separator or bidirectional characters. Default "cancelled by user".', schema: { type: 'string', minLength: 1, maxLength: CANCEL_REASON_MAX_CHARS } },
+          ],
           responses: {
             202: { description: 'Cancellation requested.', content: jsonContent('CancelJobResponse') },
             200: { description: 'The job had already finished; nothing to cancel.', content: jsonContent('CancelJobResponse') },
+            400: { description: 'An id that can never name a job (path "id") or a reason outside the text rules (path "reason").', content: jsonContent('ValidationErrorResponse') },
             ...authResponses,
             404: problem('No such job (or not yours).'),
           },
@@ -222,8 +228,10 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
           operationId: 'getQueues',
           summary: 'Admission queues',
           description: 'Per queue: jobs waiting (depth), jobs holding a reservation, reserved nodes and cores per VM family; the totals and the limits admission keeps (docs/scheduling.md).',
+          security: securityFor('job:read'),
           responses: {
             200: { description: 'The queues.', content: jsonContent('QueuesResponse') },
+            ...authResponses,
           },
         },
       },

@@ -11,6 +11,8 @@ import { JobSpec, JobSpecSchema, LIMITS } from './schema';
 import { canonicalJson } from './canonical';
 import { jsonErrorOffset } from './jsonErrorOffset';
 import { checkSpecTextSize, checkYamlText, TEXT_LIMITS } from './textLimits';
+import { firstDuplicateJsonKey } from './jsonDuplicateKeys';
+import { forbiddenKeys } from './forbiddenKeys';
 
 export interface SpecError {
   /** JSON path of the offending field ("pool.nodes", "container.images[0]"); "" for the document itself. */
@@ -49,6 +51,10 @@ export function validateJobSpec(raw: unknown): ParseJobSpecResult {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
     return { ok: false, errors: [{ path: '', message: `the job spec must be an object (a JSON object or a YAML mapping), got ${describe(raw)}` }] };
   }
+  const forbidden = forbiddenKeys(raw, MAX_LISTED_ERRORS);
+  if (forbidden.length) {
+    return { ok: false, errors: forbidden.map((f) => ({ path: f.path, message: `the key ${JSON.stringify(f.key)} is not allowed anywhere in a job spec (it names JavaScript object machinery, not a field)` })) };
+  }
   const cross = crossFieldIssues(raw);
   const crossKeys = new Set(cross.map((i) => formatPath(i.path)));
   const result = JobSpecSchema.safeParse(raw);
@@ -81,8 +87,9 @@ function decodeText(input: string, contentType: string | undefined): Decoded {
 }
 
 function decodeJson(text: string): Decoded {
+  let value: unknown;
   try {
-    return { ok: true, value: JSON.parse(text) };
+    value = JSON.parse(text);
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     const at = lineColumn(text, jsonErrorOffset(text));
@@ -95,6 +102,12 @@ function decodeJson(text: string): Decoded {
       }],
     };
   }
+  // JSON.parse keeps the last of two equal keys; the YAML door refuses them, and so does this one.
+  const duplicate = firstDuplicateJsonKey(text);
+  if (duplicate) {
+    return { ok: false, errors: [{ path: duplicate.path, message: `JSON error: the key ${JSON.stringify(duplicate.key)} appears twice in one object`, ...lineColumn(text, duplicate.offset) }] };
+  }
+  return { ok: true, value };
 }
 
 function decodeYaml(text: string): Decoded {

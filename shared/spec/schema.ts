@@ -176,7 +176,7 @@ export const ContainerSchema = z
       .array(ImageEntrySchema, { error: 'must be a list of image references' })
       .max(LIMITS.maxImages, { error: `must list at most ${LIMITS.maxImages} images` })
       .default([])
-      .meta({ description: 'Images every node must hold before the MPI task starts; the first one runs the MPI program. Required for docker/singularity, forbidden for none. Docker: OCI references. Singularity: OCI references (pulled as docker://), docker://, oras:// or library:// URIs, or SIF files in blob storage { account, container, blob }.' }),
+      .meta({ description: 'Images every node must hold before the MPI task starts; the first one runs the MPI program. Required for docker/singularity, forbidden for none. Docker: OCI references. Singularity: OCI references (pulled as docker://), docker://, oras:// or library:// URIs, or SIF files in blob storage { account, container, blob }. A registry on an internal address (localhost, private, link-local, in any spelling) is refused unless the deployment lists it in ALLOWED_INTERNAL_HOSTS (the local stack: its registry).' }),
     registry: RegistrySchema.optional(),
     pullConcurrency: int('how many nodes pull at the same time').min(1).max(LIMITS.maxPullConcurrency, {
       error: `must be at most ${LIMITS.maxPullConcurrency}`,

@@ -184,19 +184,16 @@ describe('answers as the official handler gives them', () => {
     expect(done).toMatchObject({ runtimeStatus: 'Completed', output: { first: 'Hello rw-1', second: 'ok rw-1' } });
     const h = (await getStatus(stack.baseUrl, 'rewind-1', '?showHistory=true'))!.historyEvents!;
     expect(h.filter((e) => e.EventType === 'GenericEvent').map((e) => e.Data)).toEqual(['Rewound: TaskFailed', 'Rewound: ExecutionCompleted', 'retry it']);
-    // Unknown: 404; Completed (and Terminated, Canceled): 410; not Failed: 500 with the client's exception.
-    expect((await http('POST', withSystemKey('instances/nobody/rewind'))).status).toBe(404);
-    expect((await http('POST', withSystemKey('instances/rewind-1/rewind'))).status).toBe(410);
+    // As HttpApiHandler.HandleRewindInstanceRequestAsync: unknown 404 with its JSON string (the "$" is the handler's);
+    // every status but Failed (Completed here, Running below) 412 with its JSON string, and nothing changes.
+    const unknown = await http('POST', withSystemKey('instances/nobody/rewind'));
+    expect({ status: unknown.status, body: unknown.body }).toEqual({ status: 404, body: 'No orchestration with instance ID "$nobody" found.' });
+    const completed = await http('POST', withSystemKey('instances/rewind-1/rewind'));
+    expect({ status: completed.status, body: completed.body }).toEqual({ status: 412, body: 'This orchestration has status Completed, but only orchestrations in the "Failed" state can be rewound.' });
     await started('Waiter', 'rewind-running');
     const running = await http('POST', withSystemKey('instances/rewind-running/rewind'));
-    expect(running).toMatchObject({
-      status: 500,
-      body: {
-        Message: 'Something went wrong while processing your request',
-        ExceptionMessage: 'The rewind operation is only supported on failed orchestration instances.',
-        ExceptionType: 'System.InvalidOperationException',
-      },
-    });
+    expect({ status: running.status, body: running.body }).toEqual({ status: 412, body: 'This orchestration has status Running, but only orchestrations in the "Failed" state can be rewound.' });
+    expect((await getStatus(stack.baseUrl, 'rewind-running'))?.runtimeStatus).toBe('Running');
     // Through the library (DurableClient.rewind), a failed parent rewinds its failed sub-orchestration too.
     await started('RewindParent', 'rewind-parent', 'rw-2', ['Failed']);
     expect((await getStatus(stack.baseUrl, 'rewind-parent-child'))?.runtimeStatus).toBe('Failed');
@@ -208,8 +205,16 @@ describe('answers as the official handler gives them', () => {
     expect((await getStatus(stack.baseUrl, 'rewind-parent-child'))?.runtimeStatus).toBe('Completed');
   });
 
-  test('purging a running instance deletes it (200, instancesDeleted 1), as the Azure Storage provider does', async () => {
+  test('purging a running instance answers 412 and keeps it; once terminal it is purged (200, instancesDeleted 1)', async () => {
     await started('Waiter', 'purge-running');
+    const refused = await http('DELETE', withSystemKey('instances/purge-running'));
+    expect({ status: refused.status, body: refused.body }).toEqual({
+      status: 412,
+      body: 'Only orchestrations in a terminal state can be purged, but the orchestration with instance ID purge-running has status Running',
+    });
+    expect((await getStatus(stack.baseUrl, 'purge-running'))?.runtimeStatus).toBe('Running');
+    expect((await http('POST', withSystemKey('instances/purge-running/terminate?reason=done'))).status).toBe(202);
+    await waitForStatus(stack.baseUrl, 'purge-running', ['Terminated']);
     const res = await http('DELETE', withSystemKey('instances/purge-running'));
     expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { instancesDeleted: 1 } });
     expect(await getStatus(stack.baseUrl, 'purge-running')).toBeUndefined();

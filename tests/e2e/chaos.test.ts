@@ -25,7 +25,7 @@ import type { ExchangeRecord } from '../../local/batch/config';
 import { seededRandom } from '../../local/batch/faults/faultConfig';
 import { startRegistry, type RegistryHandle } from '../../local/registry';
 import { buildDemoImage } from '../../examples/images/buildDemoImage';
-import { localAppSettings, REPO_ROOT } from '../../local/stack';
+import { localAppSettings, localRegistrySettings, REPO_ROOT } from '../../local/stack';
 import { operatorAccess } from '../../local/operatorAccess';
 import { checkCleanup, mpiOutput, type JobViewLite, type StackClient } from '../../local/jobRunner';
 import { isTerminal } from '../../shared/state/states';
@@ -70,7 +70,7 @@ test('SIGKILLs of the host at random points of several concurrent jobs under Bat
   const az = azurite as AzuriteHandle;
   const emu = batch as BatchEmulatorHandle;
   const reg = registry as RegistryHandle;
-  const settings = { ...localAppSettings(az, emu), LOCAL_REGISTRY: reg.host, OPERATOR_API_KEYS: KEYS.functionKey, BATCH_RETRY_INITIAL_MS: '200', BATCH_RETRY_MAX_MS: '2000' };
+  const settings = { ...localAppSettings(az, emu), ...localRegistrySettings(reg.host), OPERATOR_API_KEYS: KEYS.functionKey, BATCH_RETRY_INITIAL_MS: '200', BATCH_RETRY_MAX_MS: '2000' };
   const storage = az.connectionString();
   const start = (port: number) => ChildHost.start({ appDir: REPO_ROOT, storage, port, settings, keys: KEYS, log: log as WriteStream, timeoutMs: 90_000 });
   host = await start(0);

@@ -14,7 +14,7 @@ import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import * as path from 'node:path';
 import { stringify } from 'yaml';
 import type { ExchangeRecord } from '../../local/batch/config';
-import { localAppSettings, REPO_ROOT } from '../../local/stack';
+import { localAppSettings, localRegistrySettings, REPO_ROOT } from '../../local/stack';
 import { startServices, type Services } from '../../local/supervisor/services';
 import { asOperator, checkCleanup, checkResult, mpiOutput, submitSpec, uploadDemoInputs, watchJob, type JobViewLite, type StackClient } from '../../local/jobRunner';
 import { ChildHost } from '../helpers/childHost';
@@ -63,7 +63,7 @@ test('SIGKILL of the control plane once in every stage: the job still succeeds w
   const reg = s.registry;
   expect(s.keyless).toBe(true);
   // No bearer auth for the API here: the test is the operator (its function key is the app's operator key).
-  const settings = { ...localAppSettings(s.azurite, s.batch), LOCAL_REGISTRY: reg.host, OPERATOR_API_KEYS: CHILD_KEYS.functionKey };
+  const settings = { ...localAppSettings(s.azurite, s.batch), ...localRegistrySettings(reg.host), OPERATOR_API_KEYS: CHILD_KEYS.functionKey };
   host = await startHost(0, s, settings);
   const port = host.port;
   // jobRunner's helpers need only these parts of a stack; the base URL survives restarts (same port).

@@ -98,6 +98,8 @@ beforeAll(async () => {
     demoImage: false,
     logDestination: path.join(logs, 'e2e-workloads-host.log'),
     batch: { trustedCertificates: [cert], onExchange: (ex) => batchContract.onExchange(ex) },
+    // The "public" download server of the files test listens on 127.0.0.1: the deployment allows that one host.
+    env: { ALLOWED_INTERNAL_HOSTS: new URL(serverUrl).host },
   });
   // The users' data: the solver's source and the case (examples/workloads/heat1d-case), as a user uploads them.
   const software = data().getContainerClient('software');

@@ -268,7 +268,7 @@ container:
     - library://alfpark/mvapich/mvapich:2.3.2
     - { account: data1, container: images, blob: sif/tools.sif }
   gpus: false
-  runOptions: { binds: [{ source: /mnt/resource, target: /scratch }] }
+  runOptions: { binds: [{ source: /scratch/osu, target: /scratch }] }
 mpi: { runtime: mvapich, version: "2.3", processesPerNode: 1, command: osu_allreduce }
 `);
 
@@ -291,12 +291,12 @@ mpi: { runtime: mvapich, version: "2.3", processesPerNode: 1, command: osu_allre
   });
 
   it('the MPI task carries version, binds and the SIF cache key', () => {
-    expect(containerOptionsFor(singularity)).toEqual({ binds: [{ source: '/mnt/resource', target: '/scratch', readOnly: false }] });
+    expect(containerOptionsFor(singularity)).toEqual({ binds: [{ source: '/scratch/osu', target: '/scratch', readOnly: false }] });
     const plan = planJob('osu-1', singularity);
     const req = mpiTaskRequest(plan, singularity, [{ id: 'n0' }, { id: 'n1' }], '/data', 'hpc-osu-1');
     const script = splitShellWords(req.applicationCommandLine)[2];
     expect(script).toContain('"$AZ_BATCH_NODE_SHARED_DIR"/mpijob/sif/osu-1/0.sif');
-    expect(script).toContain('-B /mnt/resource:/scratch');
+    expect(script).toContain('-B /scratch/osu:/scratch');
     expect(req.environment).toEqual([{ name: 'MV2_IBA_HCA', value: 'mlx5_0' }]);
   });
 });

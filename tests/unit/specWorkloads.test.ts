@@ -143,7 +143,7 @@ describe('container section', () => {
     expect(docker({ ulimits: { cpu: 1 } })[0].path).toMatch(/^container\.runOptions\.ulimits/);
     expect(docker({ shmSize: '1g; rm -rf /' })[0].path).toBe('container.runOptions.shmSize');
     expect(docker({ network: 'host' })[0].message).toMatch(/unknown field "network"/);
-    for (const [source, why] of [['/var/run/docker.sock', /\/var\/run/], ['/', /whole node/], ['/dev/infiniband', /\/dev/], ['/etc/dat.conf', /readOnly: true/], ['/proc/1', /\/proc/]] as const) {
+    for (const [source, why] of [['/var/run/docker.sock', /\/var/], ['/', /whole node/], ['/dev/infiniband', /\/dev/], ['/etc/dat.conf', /\/etc/], ['/usr/share/dat.conf', /readOnly: true/], ['/proc/1', /\/proc/]] as const) {
       const e = docker({ binds: [{ source, target: '/x' }] });
       expect(e).toEqual([{ path: 'container.runOptions.binds[0].source', message: expect.stringMatching(why) }]);
     }

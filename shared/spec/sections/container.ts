@@ -7,6 +7,7 @@ import * as P from '../patterns';
 import { isGpuSize } from '../../planning/vmSizes';
 import type { SpecIssue } from '../crossField';
 import { isObj, obj, type Obj } from '../rawInput';
+import { isUnder, normalizeHostPath } from '../hostPath';
 
 const LIBRARY_RE = /^library:\/\/(?:[a-z0-9][a-z0-9._-]{0,127}\/){0,3}[a-z0-9][a-z0-9._-]{0,127}(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$/;
 const SCHEMES = ['docker://', 'oras://', 'library://'] as const;
@@ -42,10 +43,17 @@ export type ImageEntry = z.output<typeof ImageEntrySchema>;
 /** Capabilities a container may add: what MPI codes need (CMA single-copy, pinning, priorities), nothing that escapes it. */
 export const SAFE_CAPABILITIES = ['SYS_NICE', 'IPC_LOCK', 'SYS_PTRACE', 'SYS_RESOURCE'] as const;
 export const ULIMIT_NAMES = ['memlock', 'stack', 'nofile', 'nproc', 'core', 'rtprio'] as const;
-/** Host paths no container may bind: they give away the node (devices, the container runtime, kernel interfaces). */
-export const FORBIDDEN_BIND_SOURCES = ['/proc', '/sys', '/dev', '/boot', '/run', '/var/run', '/var/lib/docker', '/root', '/mnt/batch/tasks/startup'];
+/**
+ * Host paths no user-declared bind may reach (compared after normalizing: hostPath.ts): they give away the node.
+ * Kernel interfaces and devices (/proc, /sys, /dev, /boot); the container runtime and its socket (/run, /var: the
+ * docker socket is /var/run/docker.sock, images under /var/lib/docker); the node's configuration and accounts (/etc,
+ * /root, /home: ssh keys and the Batch users' homes); and /mnt, which holds Batch itself ($AZ_BATCH_NODE_ROOT_DIR
+ * /mnt/batch or /mnt/resource/batch: every task's files, the start task's folder, $AZ_BATCH_NODE_MOUNTS_DIR). The
+ * job's own mounts and scratch reach the container through the binds the control plane generates, not through these.
+ */
+export const FORBIDDEN_BIND_SOURCES = ['/proc', '/sys', '/dev', '/boot', '/run', '/var', '/etc', '/root', '/home', '/mnt'];
 /** Host paths a container may bind only read-only. */
-export const READ_ONLY_BIND_SOURCES = ['/etc', '/usr', '/opt'];
+export const READ_ONLY_BIND_SOURCES = ['/usr', '/opt'];
 
 const ulimitValue = z.union([
   z.literal('unlimited'),
@@ -77,14 +85,14 @@ export const RunOptionsSchema = z
 export const GpusSchema = z.boolean({ error: 'must be true or false' }).default(false)
   .meta({ description: 'Give the container the node\'s GPUs: docker --gpus all, singularity --nv. Needs a GPU VM size (NC, ND, NV).' });
 
-const under = (path: string, root: string) => path === root || path.startsWith(`${root}/`);
-
-/** Why a bind source is refused, if it is. */
+/** Why a user's bind source is refused, if it is (the path is normalized first: `//proc/` is /proc). */
 export function bindRefusal(source: string, readOnly: boolean): string | undefined {
-  if (source === '/') return 'must not be "/": the whole node';
-  const bad = FORBIDDEN_BIND_SOURCES.find((f) => under(source, f));
-  if (bad) return `must not be under ${bad}: it gives the container the node itself`;
-  const ro = READ_ONLY_BIND_SOURCES.find((f) => under(source, f));
+  const path = normalizeHostPath(source);
+  if (path === undefined) return 'must be an absolute host path without ".." segments';
+  if (path === '/') return 'must not be "/": the whole node';
+  const bad = FORBIDDEN_BIND_SOURCES.find((f) => isUnder(path, f));
+  if (bad) return `must not be ${path === bad ? '' : 'under '}${bad}: it gives the container the node itself`;
+  const ro = READ_ONLY_BIND_SOURCES.find((f) => isUnder(path, f));
   if (ro && !readOnly) return `is under ${ro}: bind it with readOnly: true`;
   return undefined;
 }

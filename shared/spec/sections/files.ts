@@ -15,7 +15,7 @@ export const NodeFileSchema = z
         if (problem) ctx.addIssue({ code: 'custom', message: problem });
       })
       .optional()
-      .meta({ description: 'A public https URL (no user info, no query string, no fragment: a SAS or token never goes into a spec).' }),
+      .meta({ description: 'A public https URL (no user info, no query string, no fragment: a SAS or token never goes into a spec). Not an internal host (loopback, private, link-local, the metadata service, in any spelling) unless the deployment lists it in ALLOWED_INTERNAL_HOSTS, and never the app\'s own storage.' }),
     account: storageAccount().optional().meta({ description: 'Data account of a blob source (with blob or prefix).' }),
     container: blobContainer().optional().meta({ description: 'Container of a blob source.' }),
     blob: blobName().optional().meta({ description: 'One blob.' }),
