@@ -62,6 +62,8 @@ export interface ExplainInput {
   settings: ExplainSettings;
   /** Whether the deployment's data-access and container policies were applied to the spec. */
   policiesChecked: boolean;
+  /** The submitter's owner id, recorded on the pool the job creates (unknown offline: a placeholder). */
+  owner?: string;
 }
 
 type Json = Record<string, unknown>;
@@ -182,6 +184,7 @@ function explainOne(input: ExplainInput): ExplainDocument {
       : startTaskResourceFile(f, runTime(`read-only SAS URL of blob ${f.account}/${f.container}/${f.blob}, valid ${startTaskSas} minutes`))),
     mounts: mounts.length ? mounts.map((m) => mountSpec(m, mountCredentials(m, settings, plan.poolCreate.mountSasValidForMs))) : undefined,
     identityResourceId: identity?.resourceId,
+    owner: input.owner ?? runTime("the submitter's owner id"),
   });
   const poolRequest = plan.reusePool
     ? null
