@@ -122,6 +122,8 @@ function mountSummary(m: MountRequest): ExplainDocument['pool']['mounts'][number
 /** What a pool named by pool.poolId must be (provisionPolicy.checkReusablePool). */
 function reuseChecks(spec: JobSpec): string[] {
   return [
+    // Pools have owners (shared/intake/poolAccess.ts): judged at submission and again when the job is placed on the pool.
+    'the pool is the submitter\'s own (its metadata names the submitter), or shared with the submitter (SHARED_POOLS), or the submitter is an admin',
     'the pool exists and is active',
     'inter-node communication is enabled (multi-instance tasks need it)',
     'taskSlotsPerNode is 1',

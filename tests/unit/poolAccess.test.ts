@@ -12,6 +12,8 @@ import { JOB_KEY, OWNER_KEY, OWNER_VALUE, SUBMITTER_KEY, submitterOf } from '../
 import { parseJobSpec } from '../../shared/spec';
 import { entityToJob, jobToEntity } from '../../shared/state/entityCodec';
 import type { JobRecord } from '../../shared/state';
+import { explainJob } from '../../shared/planning/explain';
+import { defaultExplainSettings } from '../../shared/intake/settings';
 
 const ALICE = 'tid-1/alice';
 const BOB = 'tid-1/bob';
@@ -187,5 +189,27 @@ describe('the pool records its submitter (both planes)', () => {
   it('is read back only from a pool this control plane created', () => {
     expect(submitterOf(expected)).toBe(ALICE);
     expect(submitterOf([{ name: SUBMITTER_KEY, value: ALICE }])).toBeUndefined();
+  });
+});
+
+describe('the dry run shows the owner and the rule', () => {
+  const settings = defaultExplainSettings((what) => `<deployment: ${what}>`);
+  const parse = (pool: Record<string, unknown>) => {
+    const parsed = parseJobSpec({ name: 'x', pool, mpi: { runtime: 'openmpi', command: 'true' } });
+    if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
+    return parsed.spec;
+  };
+
+  it('a pool the job creates carries the submitter (a placeholder when it is not known, as offline)', () => {
+    const spec = parse({ vmSize: 'Standard_D2s_v5', nodes: 1 });
+    const known = explainJob({ jobId: 'j1', jobIdFrom: 'spec.id', spec, settings, policiesChecked: true, owner: ALICE });
+    expect(known.pool.request?.metadata).toContainEqual({ name: SUBMITTER_KEY, value: ALICE });
+    const offline = explainJob({ jobId: 'j1', jobIdFrom: 'spec.id', spec, settings, policiesChecked: false });
+    expect(offline.pool.request?.metadata).toContainEqual({ name: SUBMITTER_KEY, value: "<run-time: the submitter's owner id>" });
+  });
+
+  it('a reused pool lists the ownership rule among its checks', () => {
+    const doc = explainJob({ jobId: 'j2', jobIdFrom: 'spec.id', spec: parse({ poolId: 'p', nodes: 1 }), settings, policiesChecked: true });
+    expect(doc.pool.reuseChecks[0]).toMatch(/submitter's own .*SHARED_POOLS.*admin/);
   });
 });
