@@ -2,6 +2,7 @@ import { appConfig, armBatchContext, batchContext, dataAccount, jobStore, poolLo
 import { callerOfJobRow, judgePool } from '../../shared/intake/poolAccess';
 import { OPERATOR, QUEUE_OWNER } from '../../shared/auth';
 import type { PoolAccessVerdict } from '../../shared/contract/activities';
+import type { JobRecord } from '../../shared/state';
 import { createJobPool, createJobPoolArm, deletePool, getPoolSnapshot, inspectPool, removeNodes, resizePool, type PoolInspection } from '../../shared/batch';
 import { registerActivity } from '../runtime/activityCalls';
 import { refuseIfEnded } from './jobGuard';
@@ -67,12 +68,27 @@ export async function poolInspect(input: { poolId: string; jobId?: string }): Pr
   const pool = await inspectPool(batchContext(), input.poolId);
   if (input.jobId === undefined) return pool;
   const job = await (await jobStore()).get(input.jobId);
-  if (!job) return { ...pool, access: { allowed: false, reason: `job ${input.jobId} has no row: its owner is unknown` } };
+  return { ...pool, access: await jobPoolVerdict(job, input.jobId, input.poolId, pool) };
+}
+
+/**
+ * May the job (its row) be placed on `poolId`, as the pool is now? Judged as at the door, with the row's owner; `pool`
+ * is a read made just before (else the pool is read here).
+ */
+export async function jobPoolVerdict(job: JobRecord | undefined, jobId: string, poolId: string, pool?: PoolInspection): Promise<PoolAccessVerdict> {
+  if (!job) return { allowed: false, reason: `job ${jobId} has no row: its owner is unknown` };
   const caller = callerOfJobRow(job, { queue: QUEUE_OWNER, operator: OPERATOR.id });
   const lookup = poolLookup();
-  // The pool was read just now: judge on that read, not a second one.
-  const access = await judgePool(input.poolId, { caller, shared: appConfig().sharedPools, lookup: { ...lookup, inspect: async () => pool } });
-  return { ...pool, access: access.allowed ? { allowed: true } : { allowed: false, reason: access.reason } };
+  const access = await judgePool(poolId, { caller, shared: appConfig().sharedPools, lookup: pool ? { ...lookup, inspect: async () => pool } : lookup });
+  return access.allowed ? { allowed: true } : { allowed: false, reason: access.reason };
+}
+
+/** A job refused a pool that is not (or no longer) its owner's: nothing of the job is placed on it. */
+export class PoolNotYours extends Error {
+  constructor(reason: string) {
+    super(reason);
+    this.name = 'PoolNotYours';
+  }
 }
 
 export async function poolObserve(input: { poolId: string }): Promise<PoolObservation> {
