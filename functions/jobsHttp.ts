@@ -15,17 +15,18 @@ import { explainSettings } from '../shared/intake/settings';
 import { cancelJob } from '../shared/intake/cancel';
 import { parseCancelReason } from '../shared/intake/cancelReason';
 import { parseListQuery, toJobView, jobUrl, InvalidContinuationTokenError } from '../shared/state';
-import { admissionDeps, appConfig, jobStore, schedulingPolicy } from '../shared/services';
+import { admissionDeps, appConfig, jobStore, poolGate, schedulingPolicy } from '../shared/services';
+import { poolCallerOf, POOL_FORBIDDEN } from '../shared/intake/poolAccess';
 import { readJobQueue } from '../shared/scheduling/admissionService';
 import type { PipelineStatus } from '../shared/contract';
 import { dataAccessPolicy } from '../shared/intake/dataAccess';
 import { containerPolicy } from '../shared/intake/containerPolicy';
 import { cancelSignal, liveStatus, orchestrationStarter } from './lib/durable';
-import { invalidRequest, problem, unavailable } from './lib/http';
+import { forbiddenRequest, invalidRequest, problem, unavailable } from './lib/http';
 import { TEXT_LIMITS } from '../shared/spec/textLimits';
 import { authorize, visibleJob } from './lib/auth';
 import { badJobId } from './lib/jobId';
-import { listOwnerFilter, seesAllJobs } from '../shared/auth';
+import { listOwnerFilter, seesAllJobs, type Principal } from '../shared/auth';
 
 const durableClient = df.input.durableClient();
 
@@ -47,7 +48,7 @@ export async function submitJobHttp(request: HttpRequest, context: InvocationCon
   if (!body.trim()) return invalidRequest([{ path: '', message: 'the request body is empty: send a job spec as JSON or YAML' }]);
   const dryRun = request.query.get('dryRun');
   if (dryRun !== null && dryRun !== 'true' && dryRun !== 'false') return invalidRequest([{ path: 'dryRun', message: 'must be "true" or "false"' }]);
-  if (dryRun === 'true') return dryRunHttp(request, context, body, principal.id);
+  if (dryRun === 'true') return dryRunHttp(request, context, body, principal);
   try {
     const store = await jobStore();
     const outcome = await submitJob(store, orchestrationStarter(client), {
@@ -60,8 +61,10 @@ export async function submitJobHttp(request: HttpRequest, context: InvocationCon
       idScope: principal.id,
       containers: containerPolicy(appConfig()),
       scheduling: await schedulingPolicy(),
+      pools: poolGate(poolCallerOf(principal)),
     });
     if (outcome.kind === 'invalid') return invalidRequest(outcome.errors);
+    if (outcome.kind === 'poolForbidden') return forbiddenRequest(POOL_FORBIDDEN, outcome.errors);
     if (outcome.kind === 'taken') return problem(409, 'JobIdTaken', `job id ${outcome.jobId} is taken: choose another id`);
     if (outcome.kind === 'conflict') {
       return {
@@ -94,7 +97,8 @@ export async function submitJobHttp(request: HttpRequest, context: InvocationCon
 }
 
 /** `?dryRun=true`: the submission's checks and its explain document; nothing is stored, started or sent to Batch. */
-async function dryRunHttp(request: HttpRequest, context: InvocationContext, body: string, principalId: string): Promise<HttpResponseInit> {
+async function dryRunHttp(request: HttpRequest, context: InvocationContext, body: string, principal: Principal): Promise<HttpResponseInit> {
+  const principalId = principal.id;
   try {
     const config = appConfig();
     const outcome = await dryRunSubmission(await jobStore(), {
@@ -107,8 +111,10 @@ async function dryRunHttp(request: HttpRequest, context: InvocationContext, body
       settings: explainSettings(config),
       owner: principalId,
       scheduling: await schedulingPolicy(),
+      pools: poolGate(poolCallerOf(principal)),
     });
     if (outcome.kind === 'invalid') return invalidRequest(outcome.errors);
+    if (outcome.kind === 'poolForbidden') return forbiddenRequest(POOL_FORBIDDEN, outcome.errors);
     return { status: 200, jsonBody: outcome.document };
   } catch (err) {
     return unavailable(context, 'job API (dry run)', err);

@@ -12,7 +12,8 @@ import { parseJobSpec, deriveJobId } from '../shared/spec';
 import { submitJob } from '../shared/intake/submit';
 import { claimedJobId, recordRejectedSubmission } from '../shared/intake/rejected';
 import { isTerminal } from '../shared/state';
-import { appConfig, jobStore, schedulingPolicy } from '../shared/services';
+import { appConfig, jobStore, poolGate, schedulingPolicy } from '../shared/services';
+import { queuePoolCaller } from '../shared/intake/poolAccess';
 import { orchestrationStarter } from './lib/durable';
 import { dataAccessPolicy } from '../shared/intake/dataAccess';
 import { QUEUE_OWNER } from '../shared/auth';
@@ -27,12 +28,18 @@ export async function jobSubmissionFromQueue(message: unknown, context: Invocati
     const store = await jobStore();
     const outcome = await submitJob(store, orchestrationStarter(df.getClient(context)), {
       body: message, owner: QUEUE_OWNER, dataAccess: dataAccessPolicy(appConfig()), containers: containerPolicy(appConfig()), scheduling: await schedulingPolicy(),
+      pools: poolGate(queuePoolCaller(QUEUE_OWNER)),
     });
     if (outcome.kind === 'invalid') {
       const raw = typeof message === 'string' ? tryParse(message) : message;
       const id = claimedJobId(raw);
       const recorded = id ? await recordRejectedSubmission(store, id, raw, outcome.errors, 'queue') : 'no id';
       context.warn(`rejected queue message ${messageId}: invalid job spec (${recorded}): ${outcome.errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`);
+      return;
+    }
+    if (outcome.kind === 'poolForbidden') {
+      // Not the queue's pool: dropped with a log line and nothing written (no row, no orchestration), as over HTTP.
+      context.warn(`rejected queue message ${messageId}: ${outcome.errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`);
       return;
     }
     if (outcome.kind === 'taken') {

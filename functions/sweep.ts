@@ -69,6 +69,8 @@ export async function sweepTimer(timer: Timer, context: InvocationContext): Prom
   const line = JSON.stringify({
     event: 'sweep', runId: report.runId, ran: report.ran, isPastDue: timer.isPastDue, durationMs: report.durationMs,
     observed: report.observed, counts: report.counts, failed: failed.map((a) => a.error), skipped: report.skipped, scheduling,
+    // Pools have owners: whose pool each deletion was (null: a pool from before owners, attributed by its job only).
+    deletedPools: report.actions.flatMap((a) => (a.kind === 'deletePool' ? [{ poolId: a.poolId, jobId: a.jobId, owner: a.owner ?? null, rule: a.rule, ok: a.ok }] : [])),
   });
   if (failed.length || report.skipped.length || scheduling?.errors.length) context.warn(line);
   else context.info(line);

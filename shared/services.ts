@@ -20,6 +20,8 @@ import { DependentsStore } from './scheduling/dependentsStore';
 import type { AdmissionLimits } from './scheduling/admission';
 import type { SchedulingPolicy } from './scheduling/intake';
 import type { AdmissionDeps } from './scheduling/admissionService';
+import { inspectPool } from './batch/pools';
+import type { PoolCaller, PoolGate, PoolLookup } from './intake/poolAccess';
 
 let config: AppConfig | undefined;
 let batch: BatchContext | undefined;
@@ -57,6 +59,19 @@ export function registrySecret(server: string, setting: string): string {
   const found = appConfig().registryCredentials.find((c) => c.server === server.toLowerCase() && c.setting === setting);
   if (!found) throw new Error(`app setting ${setting} is not a registry credential of ${server} on this deployment (REGISTRY_CREDENTIALS)`);
   return found.secret;
+}
+
+/** The reads the pool-ownership decision needs: the pool's metadata (data plane) and a job row's owner. */
+export function poolLookup(): PoolLookup {
+  return {
+    inspect: (poolId) => inspectPool(batchContext(), poolId),
+    jobOwner: async (jobId) => (await (await jobStore()).get(jobId))?.owner,
+  };
+}
+
+/** What the doors need to judge pool.poolId for `caller` on this deployment (shared/intake/poolAccess.ts). */
+export function poolGate(caller: PoolCaller): PoolGate {
+  return { caller, shared: appConfig().sharedPools, lookup: poolLookup() };
 }
 
 export async function jobStore(): Promise<JobStore> {

@@ -3,6 +3,7 @@ import { batchContext } from '../../shared/services';
 import { createJob, enableAutoTerminate, terminateJob } from '../../shared/batch';
 import { registerActivity } from '../runtime/activityCalls';
 import { refuseIfEnded } from './jobGuard';
+import { jobPoolVerdict, PoolNotYours } from './pool';
 import { batchJobSpec } from '../../shared/planning/batchRequests';
 
 /**
@@ -10,7 +11,13 @@ import { batchJobSpec } from '../../shared/planning/batchRequests';
  * when the job ends, needs a preparation task: Batch only runs release tasks on nodes that ran preparation.
  */
 export async function batchJobCreate(input: BatchJobCreateInput): Promise<string> {
-  await refuseIfEnded(input.jobId, `Batch job ${input.batchJobId}`);
+  const job = await refuseIfEnded(input.jobId, `Batch job ${input.batchJobId}`);
+  // Pools have owners: the last look before the job is placed on a pool it did not create (the pool may have changed
+  // hands while the job waited for its nodes, after Provisioning judged it).
+  if (job?.spec?.pool.poolId !== undefined) {
+    const verdict = await jobPoolVerdict(job, input.jobId, input.poolId);
+    if (!verdict.allowed) throw new PoolNotYours(verdict.reason);
+  }
   const result = await createJob(batchContext(), batchJobSpec(input));
   return result.batchJobId;
 }

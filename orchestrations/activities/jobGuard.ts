@@ -1,5 +1,5 @@
 import { jobStore } from '../../shared/services';
-import { isTerminal } from '../../shared/state';
+import { isTerminal, type JobRecord } from '../../shared/state';
 
 /** A create refused because the job already ended: a repeated or restarted run must not start it over. */
 export class JobAlreadyEnded extends Error {
@@ -17,7 +17,8 @@ export class JobAlreadyEnded extends Error {
  * is created for a job that is cleaning up or finished. Cleanup is recorded before it deletes anything, so a create
  * that passed this check meets the pool still there (or being deleted) and creates nothing.
  */
-export async function refuseIfEnded(jobId: string, what: string): Promise<void> {
+export async function refuseIfEnded(jobId: string, what: string): Promise<JobRecord | undefined> {
   const job = await (await jobStore()).get(jobId);
   if (job && (isTerminal(job.state) || job.state === 'CleaningUp')) throw new JobAlreadyEnded(jobId, job.state, what);
+  return job;
 }

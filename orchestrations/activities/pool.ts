@@ -1,4 +1,8 @@
-import { appConfig, armBatchContext, batchContext, dataAccount } from '../../shared/services';
+import { appConfig, armBatchContext, batchContext, dataAccount, jobStore, poolLookup } from '../../shared/services';
+import { callerOfJobRow, judgePool } from '../../shared/intake/poolAccess';
+import { OPERATOR, QUEUE_OWNER } from '../../shared/auth';
+import type { PoolAccessVerdict } from '../../shared/contract/activities';
+import type { JobRecord } from '../../shared/state';
 import { createJobPool, createJobPoolArm, deletePool, getPoolSnapshot, inspectPool, removeNodes, resizePool, type PoolInspection } from '../../shared/batch';
 import { registerActivity } from '../runtime/activityCalls';
 import { refuseIfEnded } from './jobGuard';
@@ -16,7 +20,8 @@ import { MountRefused, resolveMounts } from './mounts';
  * (identityReference), so no SAS or password is in the pool. Without one, the data plane and SAS URLs, as before.
  */
 export async function poolCreate(input: PoolCreateRequest): Promise<{ created: boolean }> {
-  await refuseIfEnded(input.jobId, `pool ${input.poolId}`);
+  // The row says who submitted the job: the pool records it, so only that owner's jobs may reuse it if it is kept.
+  const job = await refuseIfEnded(input.jobId, `pool ${input.poolId}`);
   const arm = armBatchContext();
   const identityResourceId = arm?.identity.resourceId;
   // Without an identity, the start task's files are read through SAS URLs valid for a day (or the deployment's shorter
@@ -32,7 +37,7 @@ export async function poolCreate(input: PoolCreateRequest): Promise<{ created: b
       }))
     : undefined;
   const mounts = input.mounts?.length ? await resolveMounts(input.mounts, mountDeps(input.mountSasValidForMs)) : undefined;
-  const spec = jobPoolSpec(input, { startTaskFiles, mounts, identityResourceId });
+  const spec = jobPoolSpec(input, { startTaskFiles, mounts, identityResourceId, owner: job?.owner });
   const result = arm ? await createJobPoolArm(arm, spec) : await createJobPool(batchContext(), spec);
   return { created: result.created };
 }
@@ -55,8 +60,35 @@ function mountDeps(validForMs: number | undefined) {
   };
 }
 
-export async function poolInspect(input: { poolId: string }): Promise<PoolInspection> {
-  return inspectPool(batchContext(), input.poolId);
+/**
+ * Reads the pool a job names; with `jobId`, judges again (as at the door, from the pool's metadata as it is now and
+ * the job row's owner) whether the job may be placed on it. An admin's job keeps the right the door recorded.
+ */
+export async function poolInspect(input: { poolId: string; jobId?: string }): Promise<PoolInspection & { access?: PoolAccessVerdict }> {
+  const pool = await inspectPool(batchContext(), input.poolId);
+  if (input.jobId === undefined) return pool;
+  const job = await (await jobStore()).get(input.jobId);
+  return { ...pool, access: await jobPoolVerdict(job, input.jobId, input.poolId, pool) };
+}
+
+/**
+ * May the job (its row) be placed on `poolId`, as the pool is now? Judged as at the door, with the row's owner; `pool`
+ * is a read made just before (else the pool is read here).
+ */
+export async function jobPoolVerdict(job: JobRecord | undefined, jobId: string, poolId: string, pool?: PoolInspection): Promise<PoolAccessVerdict> {
+  if (!job) return { allowed: false, reason: `job ${jobId} has no row: its owner is unknown` };
+  const caller = callerOfJobRow(job, { queue: QUEUE_OWNER, operator: OPERATOR.id });
+  const lookup = poolLookup();
+  const access = await judgePool(poolId, { caller, shared: appConfig().sharedPools, lookup: pool ? { ...lookup, inspect: async () => pool } : lookup });
+  return access.allowed ? { allowed: true } : { allowed: false, reason: access.reason };
+}
+
+/** A job refused a pool that is not (or no longer) its owner's: nothing of the job is placed on it. */
+export class PoolNotYours extends Error {
+  constructor(reason: string) {
+    super(reason);
+    this.name = 'PoolNotYours';
+  }
 }
 
 export async function poolObserve(input: { poolId: string }): Promise<PoolObservation> {

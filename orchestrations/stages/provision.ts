@@ -35,7 +35,9 @@ export class AllocationFailed extends StageFailed {
  */
 export function* provision(run: PipelineRun, req: ProvisionRequest, opts: { reallocate?: boolean } = {}): Orchestration<ProvisionedPool> {
   if (req.reuse) {
-    const pool = yield* run.call('poolInspect', { poolId: req.poolId });
+    // Pools have owners: judged again now, from the pool as it is, before anything of the job is placed on it.
+    const pool = yield* run.call('poolInspect', { poolId: req.poolId, jobId: req.jobId });
+    if (pool.access && !pool.access.allowed) throw new StageFailed('Provisioning', pool.access.reason);
     if (!pool.exists) throw new StageFailed('Provisioning', `pool ${req.poolId} does not exist`);
     const problems = checkReusablePool(
       { enableInterNodeCommunication: !!pool.enableInterNodeCommunication, taskSlotsPerNode: pool.taskSlotsPerNode ?? 1, vmSize: pool.vmSize ?? '', state: pool.state ?? 'unknown' },

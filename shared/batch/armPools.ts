@@ -9,7 +9,7 @@
  */
 import type * as BatchManagementModels from '@azure/arm-batch';
 import type { ArmBatchContext } from './armClient';
-import { ownerJobOf, ownershipMetadata, stripUndefined, toContainerSettings, toResourceFiles, type ContainerSettingsSpec, type NameValue, type ResourceFileSpec } from './common';
+import { ownerJobOf, poolOwnershipMetadata, stripUndefined, submitterOf, toContainerSettings, toResourceFiles, type ContainerSettingsSpec, type NameValue, type ResourceFileSpec } from './common';
 import { BatchError } from './errors';
 import { adoptExistingPool, poolResource, toContainerRegistries, toMountConfiguration, type CreatePoolResult, type JobPoolSpec, type MountSpec } from './pools';
 import { callWithRetry } from './retry';
@@ -91,7 +91,7 @@ export function buildArmPool(spec: JobPoolSpec, identityResourceId: string): Arm
         })
       : undefined,
     mountConfiguration: mountConfiguration(spec.mounts),
-    metadata: ownershipMetadata(spec.jobId).map((m) => ({ name: m.name, value: m.value })),
+    metadata: poolOwnershipMetadata(spec.jobId, spec.owner).map((m) => ({ name: m.name, value: m.value })),
   });
 }
 
@@ -131,6 +131,8 @@ export interface ArmPoolInspection {
   provisioningState?: string;
   vmSize?: string;
   ownedByJob?: string;
+  /** The submitter recorded in the metadata (SUBMITTER_KEY). */
+  owner?: string;
   /** The user-assigned identities the pool carries (ARM ids, as given). */
   identities?: string[];
 }
@@ -147,6 +149,7 @@ export async function inspectArmPool(ctx: ArmBatchContext, poolId: string): Prom
       provisioningState: pool.provisioningState,
       vmSize: pool.vmSize,
       ownedByJob: ownerJobOf(pool.metadata),
+      owner: submitterOf(pool.metadata),
       identities: Object.keys(pool.identity?.userAssignedIdentities ?? {}),
     });
   } catch (err) {

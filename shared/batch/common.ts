@@ -10,6 +10,12 @@ import { callWithRetry, type RetryRuntime } from './retry';
 export const OWNER_KEY = 'hpc-cp-owner';
 export const OWNER_VALUE = 'hpc-mpi-control-plane';
 export const JOB_KEY = 'hpc-cp-job';
+/**
+ * On pools: the owner id of whoever submitted the job that created the pool (the principal's `<tid>/<oid>`,
+ * "operator", "queue"), stored as-is: Batch sets no length limit on a metadata value (REST spec, MetadataItem) and an
+ * owner id is at most 73 characters. Who may run jobs on a kept pool is decided from it (shared/intake/poolAccess.ts).
+ */
+export const SUBMITTER_KEY = 'hpc-cp-submitter';
 
 export interface NameValue {
   name: string;
@@ -69,6 +75,17 @@ export function ownershipMetadata(jobId: string, purpose?: string): BatchService
     { name: JOB_KEY, value: jobId },
     ...(purpose ? [{ name: PURPOSE_KEY, value: purpose }] : []),
   ];
+}
+
+/** The metadata of a pool created for `jobId`, submitted by `owner` (absent only in callers that predate owners). */
+export function poolOwnershipMetadata(jobId: string, owner: string | undefined): BatchServiceModels.MetadataItem[] {
+  return [...ownershipMetadata(jobId), ...(owner !== undefined ? [{ name: SUBMITTER_KEY, value: owner }] : [])];
+}
+
+/** The submitter recorded on a pool this control plane created, or undefined (not ours, or created before owners). */
+export function submitterOf(metadata: BatchServiceModels.MetadataItem[] | undefined): string | undefined {
+  if (ownerJobOf(metadata) === undefined) return undefined;
+  return (metadata ?? []).find((m) => m.name === SUBMITTER_KEY)?.value;
 }
 
 /** The housekeeping purpose a Batch job was made for, or undefined for a job's own Batch job. */

@@ -9,8 +9,9 @@ import {
   iso,
   isGone,
   ownerJobOf,
-  ownershipMetadata,
+  poolOwnershipMetadata,
   stripUndefined,
+  submitterOf,
   toEnvironmentSettings,
   toResourceFiles,
   toContainerSettings,
@@ -78,6 +79,8 @@ export interface JobPoolSpec {
   poolId: string;
   /** The control-plane job that owns the pool (written to metadata). */
   jobId: string;
+  /** Who submitted that job (written to metadata, SUBMITTER_KEY): the pool's owner when it is kept and reused. */
+  owner?: string;
   vmSize: string;
   targetDedicatedNodes: number;
   image: ImageSpec;
@@ -129,6 +132,8 @@ export interface PoolInspection {
   taskSlotsPerNode?: number;
   /** The control-plane job recorded in the pool's metadata, when we created it. */
   ownedByJob?: string;
+  /** The submitter of that job recorded in the metadata (pools created before owners have none). */
+  owner?: string;
 }
 
 /** The pool's registry logins, as both planes spell them (a secret, or the pool identity by reference). */
@@ -184,7 +189,7 @@ export function buildPoolAddParameter(spec: JobPoolSpec): BatchServiceModels.Poo
         })
       : undefined,
     mountConfiguration: toMountConfiguration(spec.mounts),
-    metadata: ownershipMetadata(spec.jobId),
+    metadata: poolOwnershipMetadata(spec.jobId, spec.owner),
   });
 }
 
@@ -249,6 +254,7 @@ export async function inspectPool(ctx: BatchContext, poolId: string): Promise<Po
       enableInterNodeCommunication: pool.enableInterNodeCommunication ?? false,
       taskSlotsPerNode: pool.taskSlotsPerNode ?? 1,
       ownedByJob: ownerJobOf(pool.metadata),
+      owner: submitterOf(pool.metadata),
     });
   } catch (err) {
     if (isGone(err, ['PoolNotFound'])) return { exists: false };
@@ -376,6 +382,8 @@ export async function deletePool(ctx: BatchContext, poolId: string): Promise<Del
 export interface OwnedPool {
   poolId: string;
   jobId: string;
+  /** The submitter recorded in the pool's metadata (absent on pools created before owners). */
+  owner?: string;
   state: string;
   creationTime?: string;
 }
@@ -393,7 +401,7 @@ export async function listOwnedPools(ctx: BatchContext): Promise<OwnedPool[]> {
   const owned: OwnedPool[] = [];
   for (const p of pools) {
     const jobId = ownerJobOf(p.metadata);
-    if (jobId && p.id) owned.push(stripUndefined({ poolId: p.id, jobId, state: p.state ?? 'unknown', creationTime: iso(p.creationTime) }));
+    if (jobId && p.id) owned.push(stripUndefined({ poolId: p.id, jobId, owner: submitterOf(p.metadata), state: p.state ?? 'unknown', creationTime: iso(p.creationTime) }));
   }
   return owned;
 }

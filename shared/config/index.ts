@@ -15,6 +15,7 @@ import { eventsEnvSchema, parseEventsConfig, type EventsConfig } from './events'
 import { parseCoreQuota, parseQueues, type AdmissionConfig } from './admission';
 import { parsePoolIdentity, type PoolIdentityConfig } from './poolIdentity';
 import { parseRegistryCredentials, type RegistryCredential } from './registryCredentials';
+import { parseSharedPools, type SharedPool } from './sharedPools';
 
 export type { HostStorageRef, StorageAccountRef } from './storageAccounts';
 export type { AdmissionConfig, QueueSetting } from './admission';
@@ -23,6 +24,7 @@ export { ROLES, MIN_OPERATOR_KEY_LENGTH, type Role, type AuthConfig, type Bearer
 export { eventsRelaySchedule, DEFAULT_EVENTS_RELAY_SCHEDULE, type EventsConfig, type WebhookTarget } from './events';
 export { ARM_TOKEN_SCOPE, DEFAULT_ARM_ENDPOINT, POOL_IDENTITY_SETTINGS, type PoolIdentityConfig } from './poolIdentity';
 export type { RegistryCredential } from './registryCredentials';
+export { SHARED_POOL_USERS, type SharedPool, type SharedPoolUser } from './sharedPools';
 
 /**
  * The Entra ID scope of the Batch data plane. Batch accepts only tokens whose audience is exactly
@@ -95,6 +97,8 @@ export interface AppConfig {
   poolIdentity?: PoolIdentityConfig;
   /** Registry secrets jobs may name by setting (container.registry.identity.secretRef), per server. */
   registryCredentials: RegistryCredential[];
+  /** Pools the deployment declares shared (SHARED_POOLS): any other pool.poolId must be the submitter's own. */
+  sharedPools: SharedPool[];
 }
 
 export interface ContainersConfig {
@@ -274,6 +278,7 @@ const envSchema = z.object({
   POOL_IDENTITY_CLIENT_ID: z.string().optional(),
   ARM_ENDPOINT: z.string().optional(),
   REGISTRY_CREDENTIALS: z.string().optional(),
+  SHARED_POOLS: z.string().optional(),
 });
 
 /** Every app setting the app reads (APP_VERSION aside, read on its own by appVersionSetting). */
@@ -352,6 +357,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const events = parseEventsConfig(e, problems);
   const poolIdentity = parsePoolIdentity(e, e.BATCH_ACCOUNT_NAME, problems);
   const registryCredentials = parseRegistryCredentials(e.REGISTRY_CREDENTIALS, env, problems);
+  const sharedPools = parseSharedPools(e.SHARED_POOLS, problems);
 
   if (problems.length > 0 || !hostStorage || !priceTable || !queues || !coreQuota) throw new ConfigError(problems);
   const limit = (n: number) => (n > 0 ? n : undefined);
@@ -408,6 +414,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     ...(poolIdentity ? { poolIdentity } : {}),
     registryCredentials,
+    sharedPools,
   };
   return deepFreeze(config);
 }

@@ -9,6 +9,9 @@
  */
 import type { JobState } from '../state/states';
 import type { PoolInspection, NodeTaskSpec, TaskSnapshot } from '../batch';
+
+/** The admission-time verdict on a reused pool: allowed, or refused with the door's "not yours" sentence. */
+export type PoolAccessVerdict = { allowed: true } | { allowed: false; reason: string };
 import type { PoolCreateRequest } from '../planning/jobPlan';
 import type { ImageBlobRef, MpiTaskRequestShape } from '../planning/mpiTaskRequest';
 import type { NodeFileSource, NodeResourceFile } from '../planning/workloadData';
@@ -159,7 +162,11 @@ export interface ActivityContract {
   jobNote(input: JobNoteInput): void;
   costPrice(input: { vmSize: string }): PriceQuote;
   poolCreate(input: PoolCreateRequest): { created: boolean };
-  poolInspect(input: { poolId: string }): PoolInspection;
+  /**
+   * Reads a pool the job names (pool.poolId). With `jobId`, also judges again whether that job's owner may use it, as
+   * the pool's metadata says now (shared/intake/poolAccess.ts): `access`. Histories from before the check have none.
+   */
+  poolInspect(input: { poolId: string; jobId?: string }): PoolInspection & { access?: PoolAccessVerdict };
   poolObserve(input: { poolId: string }): PoolObservation;
   poolRemoveNodes(input: { poolId: string; nodeIds: string[] }): void;
   poolResize(input: { poolId: string; target: number }): void;

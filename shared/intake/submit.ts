@@ -9,6 +9,7 @@ import { recordSubmission, submissionJobId, type JobRecord, type JobStore } from
 import { checkDataAccess, type DataAccessPolicy } from './dataAccess';
 import { checkContainerPolicy, STRICT_CONTAINER_POLICY, type ContainerPolicy } from './containerPolicy';
 import { checkScheduling, planArray, registerDependents, startArray, type SchedulingPolicy } from '../scheduling/intake';
+import { checkPoolAccess, type PoolGate } from './poolAccess';
 
 export interface OrchestrationStarter {
   /**
@@ -37,6 +38,8 @@ export interface SubmitRequest {
   containers?: ContainerPolicy;
   /** The deployment's queues and the dependents index (shared/scheduling/intake.ts). */
   scheduling: SchedulingPolicy;
+  /** Who may use which existing pool (pool.poolId): shared/intake/poolAccess.ts. */
+  pools: PoolGate;
 }
 
 export type SubmitOutcome =
@@ -44,7 +47,9 @@ export type SubmitOutcome =
   | { kind: 'accepted'; created: boolean; orchestration: 'started' | 'exists' | 'skipped'; job: JobRecord }
   | { kind: 'conflict'; job: JobRecord; differingPaths: string[] }
   /** The id names another owner's job (nothing of it is told). */
-  | { kind: 'taken'; jobId: string };
+  | { kind: 'taken'; jobId: string }
+  /** pool.poolId names a pool the submitter may not use (403 PoolForbidden); nothing was written. */
+  | { kind: 'poolForbidden'; errors: SpecError[] };
 
 /** The checks every submission passes before anything is written (and a dry run passes too): the spec, then the deployment's policies. */
 export function checkSubmission(req: Pick<SubmitRequest, 'body' | 'contentType' | 'dataAccess' | 'containers'>): { ok: true; spec: JobSpec } | { ok: false; errors: SpecError[] } {
@@ -60,13 +65,16 @@ export function checkSubmission(req: Pick<SubmitRequest, 'body' | 'contentType' 
 export async function submitJob(store: JobStore, starter: OrchestrationStarter, req: SubmitRequest): Promise<SubmitOutcome> {
   const parsed = checkSubmission(req);
   if (!parsed.ok) return { kind: 'invalid', errors: parsed.errors };
+  // Pools have owners: judged before anything is written (and again when the job is placed on the pool).
+  const pool = await checkPoolAccess(parsed.spec, req.pools);
+  if (!pool.ok) return { kind: 'poolForbidden', errors: pool.errors };
   const id = submissionJobId(parsed.spec, req.idempotencyKey, req.idScope);
   const unschedulable = await checkScheduling(store, req.scheduling, id, parsed.spec, req.owner);
   if (unschedulable.length) return { kind: 'invalid', errors: unschedulable };
   const array = parsed.spec.array ? await planArray(store, id, parsed.spec) : undefined;
   if (array && !array.ok) return { kind: 'invalid', errors: array.errors };
   const recorded = await recordSubmission(store, {
-    spec: parsed.spec, idempotencyKey: req.idempotencyKey, owner: req.owner, ownerName: req.ownerName, idScope: req.idScope,
+    spec: parsed.spec, idempotencyKey: req.idempotencyKey, owner: req.owner, ownerName: req.ownerName, idScope: req.idScope, poolAccess: pool.basis,
   });
   if (recorded.outcome === 'taken') return { kind: 'taken', jobId: recorded.id };
   if (recorded.outcome === 'conflict') return { kind: 'conflict', job: recorded.job, differingPaths: recorded.differingPaths };

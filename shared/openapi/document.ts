@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { JobSpecSchema } from '../spec/schema';
-import { ValidationErrorResponseSchema } from '../spec/errorSchemas';
+import { ForbiddenRequestResponseSchema, ValidationErrorResponseSchema } from '../spec/errorSchemas';
 import { CANCEL_REASON_MAX_CHARS } from '../intake/cancelReason';
 import { JOB_STATES } from '../state/states';
 import {
@@ -102,6 +102,12 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
             },
             400: { description: 'The spec is invalid or refused by this deployment\'s policies (also with dryRun=true): every problem with its JSON path.', content: jsonContent('ValidationErrorResponse') },
             ...authResponses,
+            403: {
+              description: 'Authenticated, but no app role grants this operation (ProblemResponse); or the spec names something the caller may not use, '
+                + 'e.g. pool.poolId a pool that is neither the caller\'s own nor shared with it (ForbiddenRequestResponse, error PoolForbidden, '
+                + 'the field path in errors; also with dryRun=true). Nothing is recorded.',
+              content: { 'application/json': { schema: { oneOf: [ref('ProblemResponse'), ref('ForbiddenRequestResponse')] } } },
+            },
             409: { description: 'A job with this id exists with a different spec (JobConflictResponse), or the id belongs to another owner\'s job (ProblemResponse, error JobIdTaken).', content: { 'application/json': { schema: { oneOf: [ref('JobConflictResponse'), ref('ProblemResponse')] } } } },
             413: problem('The body is too large.'),
             415: problem('Unsupported content type (use application/json or application/yaml).'),
@@ -313,6 +319,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
         JobListResponse: schemaOf(JobListResponseSchema, 'output'),
         CancelJobResponse: schemaOf(CancelJobResponseSchema, 'output'),
         ValidationErrorResponse: schemaOf(ValidationErrorResponseSchema, 'output'),
+        ForbiddenRequestResponse: schemaOf(ForbiddenRequestResponseSchema, 'output'),
         JobConflictResponse: schemaOf(JobConflictResponseSchema, 'output'),
         ProblemResponse: schemaOf(ProblemResponseSchema, 'output'),
         HealthResponse: schemaOf(HealthResponseSchema, 'output'),

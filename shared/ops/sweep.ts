@@ -160,7 +160,7 @@ async function act(deps: SweepDeps, a: SweepAction, earlierFailures: string[]): 
       return `Batch job ${a.batchJobId}: ${await terminateJob(deps.batch, a.batchJobId, 'sweep')}`;
     case 'deletePool': {
       const r = await deletePool(deps.batch, a.poolId);
-      return `pool ${a.poolId} ${r.deleted ? 'deletion requested' : 'already gone'}`;
+      return `pool ${a.poolId} (owner ${a.owner ?? 'not recorded'}) ${r.deleted ? 'deletion requested' : 'already gone'}`;
     }
     case 'deleteStaging': {
       const account = deps.stagingAccounts.find((s) => s.name === a.account);

@@ -50,6 +50,8 @@ export interface ObservedOrchestration {
 export interface ObservedPool {
   poolId: string;
   jobId: string;
+  /** The submitter recorded on the pool (pools have owners); absent on pools from before owners. */
+  owner?: string;
   state: string;
   creationTime?: string;
 }
@@ -100,7 +102,7 @@ export type SweepAction =
   | { kind: 'cancelJob'; rule: SweepRule; jobId: string; reason: string }
   | { kind: 'purgeJob'; rule: SweepRule; jobId: string; reason: string }
   | { kind: 'terminateBatchJob'; rule: SweepRule; jobId: string; batchJobId: string; reason: string }
-  | { kind: 'deletePool'; rule: SweepRule; jobId: string; poolId: string; reason: string }
+  | { kind: 'deletePool'; rule: SweepRule; jobId: string; poolId: string; reason: string; owner?: string }
   | { kind: 'deleteStaging'; rule: SweepRule; jobId?: string; account: string; container: string; reason: string }
   | { kind: 'deleteBatchJob'; rule: SweepRule; jobId: string; batchJobId: string; reason: string }
   | (ContainerAction & { rule: SweepRule });
@@ -220,7 +222,7 @@ export function planSweep(o: SweepObservation, s: SweepSettings, skipped: SweepS
   });
   each(o.pools, 'leakedPool', (pool) => pool.jobId, (pool) => {
     const reason = poolVerdict(pool, o.jobs.get(pool.jobId), failing, nowMs, s);
-    if (reason) actions.push({ kind: 'deletePool', rule: failing.has(pool.jobId) ? ruleOf(o, pool.jobId, nowMs, s) : 'leakedPool', jobId: pool.jobId, poolId: pool.poolId, reason });
+    if (reason) actions.push({ kind: 'deletePool', rule: failing.has(pool.jobId) ? ruleOf(o, pool.jobId, nowMs, s) : 'leakedPool', jobId: pool.jobId, poolId: pool.poolId, reason, ...(pool.owner !== undefined ? { owner: pool.owner } : {}) });
   });
   each(o.staging, 'expiredStaging', (c) => c.jobId, (c) => {
     const reason = stagingVerdict(c, c.jobId ? o.jobs.get(c.jobId) : undefined, failing, nowMs, s);

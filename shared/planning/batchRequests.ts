@@ -51,7 +51,7 @@ export function startTaskResourceFile(file: { path: string }, url: string, ident
  */
 export function jobPoolSpec(
   input: PoolCreateRequest,
-  resolved: { startTaskFiles?: ResourceFileSpec[]; mounts?: MountSpec[]; identityResourceId?: string } = {},
+  resolved: { startTaskFiles?: ResourceFileSpec[]; mounts?: MountSpec[]; identityResourceId?: string; owner?: string } = {},
 ): JobPoolSpec {
   const identityResourceId = resolved.identityResourceId;
   const registries = input.registry && identityResourceId && input.registry.identity === 'managed'
@@ -60,6 +60,8 @@ export function jobPoolSpec(
   return {
     poolId: input.poolId,
     jobId: input.jobId,
+    // The submitter, recorded on the pool: a kept pool is then reusable by its owner only (docs/security.md).
+    ...(resolved.owner !== undefined ? { owner: resolved.owner } : {}),
     vmSize: input.vmSize,
     targetDedicatedNodes: input.nodes,
     image: input.customImageId ? { virtualMachineImageId: input.customImageId } : { ...input.image },

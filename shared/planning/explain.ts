@@ -62,6 +62,8 @@ export interface ExplainInput {
   settings: ExplainSettings;
   /** Whether the deployment's data-access and container policies were applied to the spec. */
   policiesChecked: boolean;
+  /** The submitter's owner id, recorded on the pool the job creates (unknown offline: a placeholder). */
+  owner?: string;
 }
 
 type Json = Record<string, unknown>;
@@ -120,6 +122,8 @@ function mountSummary(m: MountRequest): ExplainDocument['pool']['mounts'][number
 /** What a pool named by pool.poolId must be (provisionPolicy.checkReusablePool). */
 function reuseChecks(spec: JobSpec): string[] {
   return [
+    // Pools have owners (shared/intake/poolAccess.ts): judged at submission and again when the job is placed on the pool.
+    'the pool is the submitter\'s own (its metadata names the submitter), or shared with the submitter (SHARED_POOLS), or the submitter is an admin',
     'the pool exists and is active',
     'inter-node communication is enabled (multi-instance tasks need it)',
     'taskSlotsPerNode is 1',
@@ -182,6 +186,7 @@ function explainOne(input: ExplainInput): ExplainDocument {
       : startTaskResourceFile(f, runTime(`read-only SAS URL of blob ${f.account}/${f.container}/${f.blob}, valid ${startTaskSas} minutes`))),
     mounts: mounts.length ? mounts.map((m) => mountSpec(m, mountCredentials(m, settings, plan.poolCreate.mountSasValidForMs))) : undefined,
     identityResourceId: identity?.resourceId,
+    owner: input.owner ?? runTime("the submitter's owner id"),
   });
   const poolRequest = plan.reusePool
     ? null

@@ -79,6 +79,8 @@ export async function startArray(
     await Promise.all(children.slice(i, i + 8).map(async (c) => {
       const { created, job } = await store.createIfAbsent({
         id: c.id, spec: c.spec, specHash: specHash(c.spec), owner: array.owner,
+        // The array's pool right (pool.poolId) is each of its jobs' own: the pipeline judges the pool again per job.
+        ...(array.poolAccess ? { poolAccess: array.poolAccess } : {}),
         array: { parent: array.id, index: c.index, submittedAt: array.createdAt },
         reason: `job ${c.index} of array ${array.id}`,
       });

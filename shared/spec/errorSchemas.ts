@@ -13,3 +13,12 @@ export const SpecErrorSchema = z
 export const ValidationErrorResponseSchema = z
   .object({ errors: z.array(SpecErrorSchema).min(1) })
   .meta({ title: 'ValidationErrorResponse', description: 'Every problem found in the submitted spec.' });
+
+/** A 403 for an ownership rule (e.g. PoolForbidden): a code, one sentence, and the field paths as in a 400. */
+export const ForbiddenRequestResponseSchema = z
+  .object({
+    error: z.string().meta({ description: 'Which rule refused, e.g. "PoolForbidden" (pool.poolId names a pool the caller may not use).' }),
+    message: z.string(),
+    errors: z.array(SpecErrorSchema).min(1),
+  })
+  .meta({ title: 'ForbiddenRequestResponse', description: 'The spec is valid but names something the caller may not use.' });

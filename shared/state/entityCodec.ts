@@ -14,7 +14,7 @@
  */
 import type { TableEntityResult } from '@azure/data-tables';
 import { JobRecordTooLargeError } from './errors';
-import type { JobEvent, JobRecord, JsonValue } from './record';
+import { POOL_ACCESS_BASES, type JobEvent, type JobRecord, type JsonValue, type PoolAccessBasis } from './record';
 import { validateJobSpec } from '../spec/parse';
 import { isJobState } from './states';
 import { parseJobResult } from '../contract/jobResult';
@@ -80,7 +80,7 @@ export function jobToEntity(rec: JobRecord): JobEntity {
     updatedAt: rec.updatedAt,
     eventSeq: rec.eventSeq,
   };
-  for (const [k, v] of Object.entries({ ownerName: rec.ownerName, batchPoolId: rec.batchPoolId, batchJobId: rec.batchJobId, cancelRequestedAt: rec.cancelRequestedAt, containersCheckedAt: rec.containersCheckedAt })) {
+  for (const [k, v] of Object.entries({ ownerName: rec.ownerName, poolAccess: rec.poolAccess, batchPoolId: rec.batchPoolId, batchJobId: rec.batchJobId, cancelRequestedAt: rec.cancelRequestedAt, containersCheckedAt: rec.containersCheckedAt })) {
     if (v !== undefined) props[k] = v;
   }
   putJson(props, 'tags', rec.tags);
@@ -119,6 +119,7 @@ export function entityToJob(e: TableEntityResult<Record<string, unknown>>): JobR
     spec: validated?.ok ? validated.spec : undefined,
     submitted: validated?.ok ? undefined : stored,
     ownerName: str('ownerName'),
+    poolAccess: poolAccessOf(str('poolAccess')),
     batchPoolId: str('batchPoolId'),
     batchJobId: str('batchJobId'),
     cancelRequestedAt: str('cancelRequestedAt'),
@@ -130,6 +131,11 @@ export function entityToJob(e: TableEntityResult<Record<string, unknown>>): JobR
   };
   for (const [k, v] of Object.entries(optional)) if (v !== undefined) (rec as unknown as Record<string, unknown>)[k] = v;
   return rec;
+}
+
+/** A stored basis this version knows, else nothing (an unknown value grants nothing at the admission check). */
+function poolAccessOf(v: string | undefined): PoolAccessBasis | undefined {
+  return v !== undefined && (POOL_ACCESS_BASES as readonly string[]).includes(v) ? (v as PoolAccessBasis) : undefined;
 }
 
 export function eventRowKey(ev: JobEvent): string {

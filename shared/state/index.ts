@@ -6,7 +6,8 @@ export type { TransitionableRow, TransitionResult } from './machine';
 export {
   IllegalTransitionError, JobNotFoundError, ConcurrencyConflictError, InvalidContinuationTokenError, JobRecordTooLargeError,
 } from './errors';
-export type { JobRecord, JobEvent, JobPatch, JobError, JsonValue, ArrayMembership } from './record';
+export type { JobRecord, JobEvent, JobPatch, JobError, JsonValue, ArrayMembership, PoolAccessBasis } from './record';
+export { POOL_ACCESS_BASES } from './record';
 export { JobStore, DEFAULT_JOBS_TABLE, DEFAULT_EVENTS_TABLE, buildListFilter } from './jobStore';
 export type { JobStoreOptions, NewJob, TransitionOutcome, NoteInput, ListJobsQuery, ListJobsPage } from './jobStore';
 export {

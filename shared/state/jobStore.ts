@@ -19,7 +19,7 @@ import {
 } from './entityCodec';
 import { ConcurrencyConflictError, IllegalTransitionError, InvalidContinuationTokenError, JobNotFoundError } from './errors';
 import { transition as applyTransition } from './machine';
-import type { ArrayMembership, JobEvent, JobPatch, JobRecord, JsonValue } from './record';
+import type { ArrayMembership, JobEvent, JobPatch, JobRecord, JsonValue, PoolAccessBasis } from './record';
 import { isPast, type JobState } from './states';
 
 export const DEFAULT_JOBS_TABLE = 'Jobs';
@@ -46,6 +46,8 @@ export type NewJob = {
   owner: string;
   /** Display name of the owner (for people reading the job; `owner` is the identity). */
   ownerName?: string;
+  /** Why the owner may use pool.poolId (shared/intake/poolAccess.ts). */
+  poolAccess?: PoolAccessBasis;
   /** Creation reason recorded in the first event (default "submitted"). */
   reason?: string;
   /** A job of an array: which array, and its index. */
@@ -165,6 +167,7 @@ export class JobStore {
       name: 'spec' in input ? input.spec.name : input.rejected.name,
       owner: input.owner,
       ...(input.ownerName !== undefined ? { ownerName: input.ownerName } : {}),
+      ...(input.poolAccess !== undefined ? { poolAccess: input.poolAccess } : {}),
       tags: 'spec' in input ? { ...input.spec.tags } : {},
       specHash: input.specHash,
       ...('spec' in input ? { spec: input.spec } : { submitted: input.rejected.document }),

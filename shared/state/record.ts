@@ -12,6 +12,13 @@ export interface JobError {
   details?: JsonValue;
 }
 
+/**
+ * Why a job may use its pool.poolId, as the door decided (shared/intake/poolAccess.ts): the pool's recorded submitter,
+ * the owner of the job that created an older pool, a SHARED_POOLS entry, an admin's right, or no such pool (yet).
+ */
+export const POOL_ACCESS_BASES = ['owner', 'creatorJob', 'shared', 'admin', 'absent'] as const;
+export type PoolAccessBasis = (typeof POOL_ACCESS_BASES)[number];
+
 export interface JobRecord {
   id: string;
   name: string;
@@ -23,6 +30,8 @@ export interface JobRecord {
   owner: string;
   /** The owner's display name when it submitted (name / preferred_username claim). */
   ownerName?: string;
+  /** Why the owner may use the job's pool.poolId, as the door decided (absent: no pool.poolId, or rows from before owners). */
+  poolAccess?: PoolAccessBasis;
   tags: Record<string, string>;
   specHash: string;
   /**

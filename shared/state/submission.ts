@@ -7,6 +7,7 @@ import { deriveJobId, diffSpecs, specHash, type JobSpec } from '../spec';
 import type { JobStore } from './jobStore';
 import type { JobRecord } from './record';
 import { isTerminal } from './states';
+import type { PoolAccessBasis } from './record';
 
 export type SubmissionOutcome =
   /** A new row was written: start the orchestration (instanceId = job.id), answer 202. */
@@ -30,6 +31,8 @@ export interface SubmissionInput {
    * specs or equal Idempotency-Keys then never name the same job. Unset: the global derivation (the queue).
    */
   idScope?: string;
+  /** Why the submitter may use pool.poolId (shared/intake/poolAccess.ts), recorded on the row for the admission check. */
+  poolAccess?: PoolAccessBasis;
 }
 
 /**
@@ -48,7 +51,7 @@ export async function recordSubmission(store: JobStore, input: SubmissionInput):
   const hash = specHash(input.spec);
   // The row is the commit point; its creation event reaches the timeline with the job's first transition.
   const { created, job } = await store.createIfAbsent(
-    { id, spec: input.spec, specHash: hash, owner: input.owner, ownerName: input.ownerName },
+    { id, spec: input.spec, specHash: hash, owner: input.owner, ownerName: input.ownerName, ...(input.poolAccess ? { poolAccess: input.poolAccess } : {}) },
     { deferFirstEvent: true },
   );
   if (created) return { outcome: 'created', job };

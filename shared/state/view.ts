@@ -5,7 +5,9 @@
 import { z } from 'zod';
 import { JobSpecSchema } from '../spec/schema';
 import type { JobRecord } from './record';
-import { JOB_STATES } from './states';
+import { JOB_STATES, isTerminal } from './states';
+import { POOL_ACCESS_BASES } from './record';
+import { batchIdFor } from '../planning/jobPlan';
 import { JobResultSchema } from '../contract/jobResult';
 import { JobQueueSchema } from '../contract/queue';
 
@@ -33,6 +35,15 @@ export const ArrayMembershipSchema = z.object({
   submittedAt: z.string(),
 }).meta({ title: 'ArrayMembership' });
 
+/** The job's pool and whose it is (pools have owners: docs/security.md). */
+export const JobPoolViewSchema = z.object({
+  poolId: z.string(),
+  createdByJob: z.boolean().meta({ description: 'true: the job creates the pool (its owner is the job\'s owner, recorded in the pool\'s metadata); false: pool.poolId, an existing pool.' }),
+  owner: z.string().optional().meta({ description: 'The pool\'s owner, for a pool the job creates: the job\'s owner. Only that owner\'s jobs (and admins\') may reuse it.' }),
+  kept: z.boolean().optional().meta({ description: 'Once the job ended, for a pool it created: whether cleanup left the pool (cleanup.deletePool never, or onSuccess and the job did not succeed).' }),
+  access: z.enum(POOL_ACCESS_BASES).optional().meta({ description: 'For pool.poolId: why the submitter may use it, as decided at submission (owner, creatorJob, shared, admin; absent: no such pool then).' }),
+}).meta({ title: 'JobPool' });
+
 export const JobViewSchema = z.object({
   id: z.string(),
   name: z.string(),
@@ -47,6 +58,7 @@ export const JobViewSchema = z.object({
   updatedAt: z.string(),
   batchPoolId: z.string().optional(),
   batchJobId: z.string().optional(),
+  pool: JobPoolViewSchema.optional(),
   result: JobResultSchema.optional().meta({ description: 'What the pipeline recorded when the job ended.' }),
   error: JobErrorSchema.optional(),
   cancelRequestedAt: z.string().optional(),
@@ -136,6 +148,16 @@ export function jobUrl(id: string, baseUrl = ''): string {
   return `${baseUrl.replace(/\/+$/, '')}/api/jobs/${encodeURIComponent(id)}`;
 }
 
+/** The job's pool and its owner, from the spec: none for an array (its jobs have theirs) or a row without a spec. */
+function poolView(job: JobRecord): JobView['pool'] {
+  const spec = job.spec;
+  if (!spec || spec.array) return undefined;
+  if (spec.pool.poolId !== undefined) return { poolId: spec.pool.poolId, createdByJob: false, ...(job.poolAccess ? { access: job.poolAccess } : {}) };
+  const deletePool = spec.cleanup.deletePool;
+  const kept = isTerminal(job.state) ? deletePool === 'never' || (deletePool === 'onSuccess' && job.state !== 'Succeeded') : undefined;
+  return { poolId: job.batchPoolId ?? batchIdFor('hpc', job.id), createdByJob: true, owner: job.owner, ...(kept !== undefined ? { kept } : {}) };
+}
+
 export function toJobView(job: JobRecord, options: JobViewOptions = {}): JobView {
   const self = jobUrl(job.id, options.baseUrl);
   const view: JobView = {
@@ -154,6 +176,8 @@ export function toJobView(job: JobRecord, options: JobViewOptions = {}): JobView
   };
   if (job.batchPoolId !== undefined) view.batchPoolId = job.batchPoolId;
   if (job.batchJobId !== undefined) view.batchJobId = job.batchJobId;
+  const pool = poolView(job);
+  if (pool) view.pool = pool;
   if (job.result !== undefined) view.result = job.result;
   if (job.error !== undefined) view.error = job.error;
   if (job.cancelRequestedAt !== undefined) view.cancelRequestedAt = job.cancelRequestedAt;

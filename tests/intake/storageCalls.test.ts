@@ -11,6 +11,7 @@
 import { TableClient } from '@azure/data-tables';
 import { startAzurite, type AzuriteHandle } from '../../local/azurite';
 import { submitJob, type OrchestrationStarter } from '../../shared/intake/submit';
+import { queuePoolCaller, type PoolGate } from '../../shared/intake/poolAccess';
 import type { DataAccessPolicy } from '../../shared/intake/dataAccess';
 import { JobStore, type JobEvent } from '../../shared/state';
 import { pendingTransitions } from '../../shared/events/cursor';
@@ -71,9 +72,12 @@ async function setup() {
   return { store, calls, announced, starts, starter, scheduling, jobsTable: `Jobs${n}`, eventsTable: `JobEvents${n}` };
 }
 
+/** The pool gate of a queue submission on a deployment without pools (the specs name a pool that does not exist): no Batch pool, no job row read. */
+const NO_POOLS: PoolGate = { caller: queuePoolCaller('queue'), shared: [], lookup: { inspect: async () => ({ exists: false }), jobOwner: async () => undefined } };
+
 test('a new job: one insert and one start, nothing read, no event written or announced', async () => {
   const { store, calls, announced, starts, starter, scheduling, jobsTable } = await setup();
-  const outcome = await submitJob(store, starter, { body: fastSpec('calls-new'), owner: 'queue', dataAccess: POLICY, scheduling });
+  const outcome = await submitJob(store, starter, { body: fastSpec('calls-new'), owner: 'queue', dataAccess: POLICY, scheduling, pools: NO_POOLS });
   expect(outcome).toMatchObject({ kind: 'accepted', created: true, orchestration: 'started', job: { id: 'calls-new', state: 'Submitted' } });
   expect(calls).toEqual([`${jobsTable}.createEntity`]);
   expect(starts).toEqual([{ id: 'calls-new', justCreated: true }]);
@@ -82,7 +86,7 @@ test('a new job: one insert and one start, nothing read, no event written or ann
 
 test('the creation event: on the timeline through the row, then written and delivered with the first transition', async () => {
   const { store, announced, starter, scheduling } = await setup();
-  const outcome = await submitJob(store, starter, { body: fastSpec('calls-timeline'), owner: 'queue', dataAccess: POLICY, scheduling });
+  const outcome = await submitJob(store, starter, { body: fastSpec('calls-timeline'), owner: 'queue', dataAccess: POLICY, scheduling, pools: NO_POOLS });
   if (outcome.kind !== 'accepted') throw new Error(outcome.kind);
   expect(await store.events('calls-timeline')).toEqual([]);
   const job = (await store.get('calls-timeline'))!;
@@ -103,9 +107,9 @@ test('the creation event: on the timeline through the row, then written and deli
 
 test('a repeat reads the row and repairs its last event; a started job is not started again; a conflict starts nothing', async () => {
   const { store, calls, starts, starter, scheduling, jobsTable, eventsTable } = await setup();
-  await submitJob(store, starter, { body: fastSpec('calls-repeat'), owner: 'queue', dataAccess: POLICY, scheduling });
+  await submitJob(store, starter, { body: fastSpec('calls-repeat'), owner: 'queue', dataAccess: POLICY, scheduling, pools: NO_POOLS });
   calls.length = 0;
-  const again = await submitJob(store, starter, { body: fastSpec('calls-repeat'), owner: 'queue', dataAccess: POLICY, scheduling });
+  const again = await submitJob(store, starter, { body: fastSpec('calls-repeat'), owner: 'queue', dataAccess: POLICY, scheduling, pools: NO_POOLS });
   expect(again).toMatchObject({ kind: 'accepted', created: false, orchestration: 'exists' });
   expect(calls).toEqual([`${jobsTable}.createEntity`, `${jobsTable}.getEntity`, `${eventsTable}.upsertEntity`]);
   expect(starts.map((s) => s.justCreated)).toEqual([true, false]);
@@ -113,7 +117,7 @@ test('a repeat reads the row and repairs its last event; a started job is not st
   expect((await store.events('calls-repeat')).map((e) => e.seq)).toEqual([1]);
 
   calls.length = 0;
-  const conflict = await submitJob(store, starter, { body: fastSpec('calls-repeat', 'false'), owner: 'queue', dataAccess: POLICY, scheduling });
+  const conflict = await submitJob(store, starter, { body: fastSpec('calls-repeat', 'false'), owner: 'queue', dataAccess: POLICY, scheduling, pools: NO_POOLS });
   expect(conflict).toMatchObject({ kind: 'conflict', differingPaths: ['mpi.command'] });
   expect(calls).toEqual([`${jobsTable}.createEntity`, `${jobsTable}.getEntity`, `${eventsTable}.upsertEntity`]);
   expect(starts).toHaveLength(2);
@@ -121,7 +125,7 @@ test('a repeat reads the row and repairs its last event; a started job is not st
 
 test('an invalid spec touches no table', async () => {
   const { store, calls, starts, starter, scheduling } = await setup();
-  const outcome = await submitJob(store, starter, { body: { name: 'x' }, owner: 'queue', dataAccess: POLICY, scheduling });
+  const outcome = await submitJob(store, starter, { body: { name: 'x' }, owner: 'queue', dataAccess: POLICY, scheduling, pools: NO_POOLS });
   expect(outcome.kind).toBe('invalid');
   expect(calls).toEqual([]);
   expect(starts).toEqual([]);

@@ -172,7 +172,8 @@ async function pipelineRequests(jobId: string, s: JobSpec, identity?: { resource
     const startTaskFiles = poolCreate.startTask?.resourceFiles.map((f) => identity
       ? startTaskResourceFile(f, `https://${f.account}.blob.core.windows.net/${f.container}/${f.blob}`, identity.resourceId)
       : startTaskResourceFile(f, `https://${f.account}.blob.core.windows.net/${f.container}/${f.blob}?sig=START`));
-    const poolSpec = jobPoolSpec(poolCreate, { startTaskFiles, mounts, identityResourceId: identity?.resourceId });
+    // poolCreate records the job row's owner on the pool; the document shows a placeholder for it.
+    const poolSpec = jobPoolSpec(poolCreate, { startTaskFiles, mounts, identityResourceId: identity?.resourceId, owner: 'tenant-id/object-id' });
     pool = identity ? armPoolRequestBody(buildArmPool(poolSpec, identity.resourceId)) : plain(buildPoolAddParameter(poolSpec));
   }
   const [jobCreate] = scheduledInputs(r.history, 'batchJobCreate');
