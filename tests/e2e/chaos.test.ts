@@ -13,7 +13,7 @@
  * Required afterwards: every accepted job reaches a truthful final state (the good ones Succeeded with their
  * output, the failing program Failed with its exit code, the cancelled one Cancelled); a job seen in a final state
  * never shows another one later; no job's pool or Batch job was created twice (the emulator records every create);
- * nothing is left behind.
+ * nothing is left behind. A SIGKILL of the whole stack (Azurite and the emulator too) is tests/e2e/chaosWholeStack.test.ts.
  */
 import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import * as path from 'node:path';
