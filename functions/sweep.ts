@@ -9,10 +9,11 @@ import type { DurableClient } from 'durable-functions';
 import { sweepSchedule } from '../shared/config';
 import { runSweep, type OrchestrationControl } from '../shared/ops/sweep';
 import { blobAccount } from '../shared/storage/clients';
-import { admissionDeps, appConfig, batchContext, eventDelivery, jobStore, schedulingStores, stagingAccounts } from '../shared/services';
+import { admissionDeps, appConfig, batchContext, eventDelivery, jobStore, schedulingPolicy, schedulingStores, stagingAccounts } from '../shared/services';
+import { redriveSubmission } from '../shared/intake/redrive';
 import { schedulingHousekeeping } from '../shared/scheduling/housekeeping';
 import { ADMISSION_EVENT, DEPENDENCY_EVENT } from '../shared/contract';
-import { instanceStatus } from './lib/durable';
+import { instanceStatus, orchestrationStarter } from './lib/durable';
 
 /** The Durable client as the sweep needs it: status (absent when there is no instance) and terminate. */
 export function durableControl(client: DurableClient): OrchestrationControl {
@@ -39,21 +40,32 @@ export function durableControl(client: DurableClient): OrchestrationControl {
   };
 }
 
+/**
+ * Whether this host has finished a sweep yet. The first run after the host starts re-drives lost starts at once
+ * (an unclean stop is when they happen, and nothing of the previous host can still be starting them).
+ */
+let sweptSinceStart = false;
+
 export async function sweepTimer(timer: Timer, context: InvocationContext): Promise<void> {
   const cfg = appConfig();
   const events = await eventDelivery().catch((err: unknown) => {
     context.warn(`sweep: the event relay's tables are unavailable, their records of purged jobs stay: ${(err as Error).message}`);
     return undefined;
   });
+  const store = await jobStore();
+  const starter = orchestrationStarter(df.getClient(context));
+  const policy = await schedulingPolicy();
   const report = await runSweep({
     batch: batchContext(),
-    store: await jobStore(),
+    store,
     orchestrations: durableControl(df.getClient(context)),
+    redrive: async (jobId) => redriveSubmission(store, starter, policy, jobId),
     stagingAccounts: stagingAccounts(),
     hostBlobs: blobAccount(cfg.hostStorage).service,
     ...(events ? { eventDeliveries: events.deliveries } : {}),
-    settings: { stallLimitMs: cfg.ops.stallLimitMs, graceMs: cfg.ops.graceMs, stagingRetentionMs: cfg.ops.stagingRetentionMs, jobsRetentionMs: cfg.ops.jobsRetentionMs },
+    settings: { stallLimitMs: cfg.ops.stallLimitMs, graceMs: cfg.ops.graceMs, stagingRetentionMs: cfg.ops.stagingRetentionMs, jobsRetentionMs: cfg.ops.jobsRetentionMs, redriveAtOnce: !sweptSinceStart },
   });
+  if (report.ran) sweptSinceStart = true;
   const failed = report.actions.filter((a) => !a.ok);
   const client = df.getClient(context);
   const wake = (event: string) => async (ids: string[]) => {

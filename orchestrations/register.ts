@@ -11,6 +11,7 @@ import './activities/mpi';
 import './activities/preflight';
 import './activities/costPrice';
 import './activities/workloadData';
+import './activities/outputsCheck';
 import './activities/scheduling';
 
 df.app.orchestration(MPI_JOB_ORCHESTRATION, mpiJobOrchestrator);

@@ -6,6 +6,7 @@ import type { MpiTaskUrls } from '../../shared/planning/mpiTaskRequest';
 import { nodeFileSources, nodeSasLifetimeMs, nodeUploadTask, WRONG_NODE_EXIT, type NodeUploadTask, type OutputsPlan } from '../../shared/planning/workloadData';
 import { Orchestration, PipelineRun } from '../runtime/pipelineRun';
 import { uploadTaskRequest } from '../../shared/planning/batchRequests';
+import { missingUploadErrors } from '../../shared/planning/outputsCheck';
 
 /**
  * The SAS URLs the MPI task needs: a read-only one per blob of `files` (a read/list one per prefix) and a
@@ -101,6 +102,26 @@ function uploadFailure(o: NodeTaskObservation): string {
   return [o.failure, o.outputTail && `output: ${o.outputTail}`].filter(Boolean).join('; ') || `upload task exited ${o.exitCode}`;
 }
 
+/**
+ * Outputs verified before success: the blobs the MPI task's own output files must have produced (from the files in
+ * its directory on the master, and its exit code) are looked up in the outputs container; each missing one is an
+ * error. Batch reports an upload that failed, not one that never happened (the node or the stack died while
+ * uploading, a write storage lost). A check that cannot be made is an error too: the outputs are then not known to be
+ * complete.
+ */
+export function* verifyMasterUploads(run: PipelineRun, req: Pick<NodeUploadsRequest, 'plan' | 'batchJobId' | 'mpi'>): Orchestration<string[]> {
+  const taskId = req.mpi.taskId;
+  if (!taskId || req.plan.master.length === 0) return [];
+  try {
+    const expected = yield* run.call('mpiTaskUploads', { batchJobId: req.batchJobId, taskId, master: req.plan.master, exitCode: req.mpi.exitCode });
+    if (expected.names.length === 0) return [];
+    const missing = yield* run.call('outputsMissing', { account: req.plan.account, container: req.plan.container, names: expected.names });
+    return missingUploadErrors(missing);
+  } catch (err) {
+    return [`outputs not verified: ${activityFailureMessage(err)}`];
+  }
+}
+
 export interface KeepOutputsRequest extends NodeUploadsRequest {
   /** Whether upload tasks follow the MPI task (every-node files, or the other nodes' logs). */
   nodeUploads: boolean;
@@ -115,13 +136,14 @@ export interface KeptOutputs {
 }
 
 /**
- * Outputs after the MPI task: the master's upload result (Batch reports it as the task's failure), the node uploads,
- * then the listing for the job result. The job's auto-termination (unless cleanup.autoComplete is false) is switched
+ * Outputs after the MPI task: the master's upload result (Batch reports it as the task's failure) and the check that
+ * its uploads are all in the container, the node uploads, then the listing for the job result. The job's auto-termination (unless cleanup.autoComplete is false) is switched
  * on once the node uploads are done.
  * Never throws for an upload or listing problem: that is reported, and the MPI outcome stands.
  */
 export function* keepOutputs(run: PipelineRun, req: KeepOutputsRequest): Orchestration<KeptOutputs> {
   const errors = req.mpi.fileUploadFailure ? [`master: ${req.mpi.fileUploadFailure}`] : [];
+  errors.push(...(yield* verifyMasterUploads(run, req)));
   try {
     if (req.nodeUploads) {
       errors.push(...(yield* uploadNodeOutputs(run, req)));

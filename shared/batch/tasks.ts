@@ -107,18 +107,26 @@ export function buildNodeTaskParameter(spec: NodeTaskSpec): BatchServiceModels.T
 /**
  * Adds a task. Task ids are unique in a job, so a repeated add (the activity ran twice, or a retried
  * call whose first try went through) finds the task: same command line = success, else a conflict.
+ * A repeat can also find the job completed (JobCompleted): the first add went through and the job ended
+ * with its tasks (onAllTasksComplete), as when the orchestration's history was rolled back past the add
+ * by a storage loss while Batch kept going. The task, if it is there, is the answer; if not, the refusal is.
  */
 export async function addTask(ctx: BatchContext, batchJobId: string, task: BatchServiceModels.TaskAddParameter, operation = 'tasks.add'): Promise<AddTaskResult> {
   const resource = taskResource(batchJobId, task.id);
+  let refused: BatchError;
   try {
     await callWithRetry(ctx.retry, { operation, resource }, () => ctx.client.task.add(batchJobId, task));
     return { taskId: task.id, created: true };
   } catch (err) {
-    if (!(err instanceof BatchError) || err.code !== 'TaskExists') throw err;
+    if (!(err instanceof BatchError) || (err.code !== 'TaskExists' && err.code !== 'JobCompleted')) throw err;
+    refused = err;
   }
   const existing = await callWithRetry(ctx.retry, { operation: 'tasks.get', resource }, () =>
     ctx.client.task.get(batchJobId, task.id, { taskGetOptions: { select: 'id,commandLine,multiInstanceSettings' } }),
-  );
+  ).catch((err: unknown) => {
+    if (refused.code === 'JobCompleted' && isGone(err, ['TaskNotFound'])) throw refused;
+    throw err;
+  });
   const sameCommand = existing.commandLine === task.commandLine;
   const sameInstances = (existing.multiInstanceSettings?.numberOfInstances ?? 1) === (task.multiInstanceSettings?.numberOfInstances ?? 1);
   if (sameCommand && sameInstances) return { taskId: task.id, created: false };

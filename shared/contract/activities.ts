@@ -14,7 +14,8 @@ import type { PoolInspection, NodeTaskSpec, TaskSnapshot } from '../batch';
 export type PoolAccessVerdict = { allowed: true } | { allowed: false; reason: string };
 import type { PoolCreateRequest } from '../planning/jobPlan';
 import type { ImageBlobRef, MpiTaskRequestShape } from '../planning/mpiTaskRequest';
-import type { NodeFileSource, NodeResourceFile } from '../planning/workloadData';
+import type { NodeFileSource, NodeResourceFile, OutputsPlan } from '../planning/workloadData';
+import type { ExpectedUploads } from '../planning/outputsCheck';
 import type { PoolObservation } from '../planning/provisionPolicy';
 import type { ShardToCopy, ShardCopyResult } from '../storage/shardCopy';
 import type { ListedInputBlob } from '../storage/listing';
@@ -140,6 +141,20 @@ export interface BatchTaskRef {
   taskId: string;
 }
 
+export interface MpiTaskUploadsRequest extends BatchTaskRef {
+  /** The MPI task's own output files (without the container URL), as the plan made them. */
+  master: OutputsPlan['master'];
+  /** The exit code the upload conditions are judged by (the MPI task's). */
+  exitCode: number;
+}
+
+export interface OutputsMissingRequest {
+  account: string;
+  container: string;
+  /** Blob names (container-relative) that must exist. */
+  names: string[];
+}
+
 export type { AdmissionStatus, DependencyStatus };
 
 export interface ActivityContract {
@@ -194,6 +209,10 @@ export interface ActivityContract {
   workloadUrls(input: WorkloadUrlsRequest): WorkloadUrls;
   /** What landed under the job's outputs prefix, with sizes and plain URLs. */
   outputsList(input: OutputsListRequest): OutputsResult;
+  /** The blobs the MPI task's own output files must have produced, from the files in its directory on the master. */
+  mpiTaskUploads(input: MpiTaskUploadsRequest): ExpectedUploads;
+  /** Which of these blobs are not in the container (looked up one by one). */
+  outputsMissing(input: OutputsMissingRequest): string[];
   /** Ends the MPI task of an attempt that is given up (Batch requeued it after a node failure). Completed or gone is fine. */
   mpiTaskTerminate(input: BatchTaskRef): void;
   /** Adds the preflight check, a multi-instance task over the attempt's nodes (shared/planning/preflight.ts). */
@@ -218,7 +237,7 @@ const NAMES: Record<ActivityName, true> = {
   nodeTasksAdd: true, nodeTasksObserve: true,
   inputsList: true, shardCopy: true, shardUrls: true, imageBlobUrls: true, stagedDataDelete: true,
   mpiTaskAdd: true, mpiTaskObserve: true, mpiResultCollect: true,
-  workloadUrls: true, outputsList: true,
+  workloadUrls: true, outputsList: true, mpiTaskUploads: true, outputsMissing: true,
   mpiTaskTerminate: true, preflightTaskAdd: true, preflightObserve: true, preflightCollect: true,
 };
 export const ACTIVITY_NAMES: readonly ActivityName[] = Object.keys(NAMES).filter((n): n is ActivityName => n in NAMES);

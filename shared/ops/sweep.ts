@@ -37,6 +37,11 @@ export interface SweepDeps {
   /** Host storage, where the lease blob lives. */
   hostBlobs: BlobServiceClient;
   settings: SweepSettings;
+  /**
+   * Starts a job's run again from its row (shared/intake/redrive.ts) for the lostStart rule. Absent: this sweep cannot
+   * start orchestrations, and a row whose start was lost is failed by the lost-run rule instead.
+   */
+  redrive?: (jobId: string) => Promise<string>;
   /** The event relay's records of a job (cursors, delivery attempts), purged with it; absent when events are off. */
   eventDeliveries?: { purge(jobId: string): Promise<number> };
   now?: () => Date;
@@ -96,7 +101,7 @@ export async function runSweep(deps: SweepDeps): Promise<SweepReport> {
     const jobs = new Map<string, ObservedJobRow>();
     for (const r of rows) {
       try {
-        jobs.set(r.id, observeRow(r));
+        jobs.set(r.id, observeRow(r, deps.redrive !== undefined));
       } catch (err) {
         unobserved.add(r.id);
         skip('observe job row', err, r.id);
@@ -185,6 +190,10 @@ async function act(deps: SweepDeps, a: SweepAction, earlierFailures: string[]): 
       const deleted = a.cleanupJobId ? (await deleteJob(deps.batch, a.cleanupJobId)).deleted : false;
       await deps.store.update(a.jobId, { containersCheckedAt: (deps.now ?? (() => new Date()))().toISOString() });
       return `no container of the job is left on its nodes${deleted ? `; cleanup job ${a.cleanupJobId} deleted` : ''}`;
+    }
+    case 'redriveJob': {
+      if (!deps.redrive) throw new Error('this sweep cannot start orchestrations');
+      return `run re-driven from the recorded submission: ${await deps.redrive(a.jobId)}`;
     }
     case 'failJob':
       await endJob(deps.store, a.jobId, 'Failed', a.rule === 'stalledRun' ? 'Stalled' : 'LostRun', withFailures(a.reason, earlierFailures));
@@ -341,7 +350,7 @@ async function listAllJobs(store: JobStore): Promise<{ rows: JobRecord[]; unread
  * A row as the rules see it. A row without a valid spec (a rejected submission, a damaged row) keeps nothing and
  * has no limit: it never ran a pipeline, or its pipeline's input no longer says what it kept.
  */
-function observeRow(r: JobRecord): ObservedJobRow {
+function observeRow(r: JobRecord, canRedrive: boolean): ObservedJobRow {
   let wallClockLimitMs: number | undefined;
   let keepsPool = false;
   if (r.spec) {
@@ -353,6 +362,7 @@ function observeRow(r: JobRecord): ObservedJobRow {
   const keep = r.spec?.cleanup.keepStagedData;
   return {
     id: r.id, state: r.state, createdAt: r.createdAt, updatedAt: r.updatedAt, wallClockLimitMs, keepsPool, cancelRequestedAt: r.cancelRequestedAt, isArray: !!r.spec?.array,
+    redrivable: canRedrive && r.spec !== undefined,
     keepStagedDataMs: typeof keep === 'string' ? parseIsoDuration(keep) ?? undefined : undefined,
   };
 }

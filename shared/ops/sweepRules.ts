@@ -17,6 +17,11 @@ export interface SweepSettings {
   stagingRetentionMs: number;
   /** Finished jobs' rows, timelines and orchestration history are purged this long after they ended (undefined: never). */
   jobsRetentionMs?: number;
+  /**
+   * The first run since this host started: a job whose orchestration start was lost (see `shouldRedrive`) is re-driven
+   * at once instead of after the grace. Safe because the start is idempotent (instance id = job id).
+   */
+  redriveAtOnce?: boolean;
 }
 
 export interface ObservedJobRow {
@@ -34,6 +39,8 @@ export interface ObservedJobRow {
   cancelRequestedAt?: string;
   /** An array's own row: it has no orchestration (its jobs have), so it is never a lost or stalled run. */
   isArray?: boolean;
+  /** The row holds a valid spec and this sweep can start orchestrations: a lost start can be re-driven from it. */
+  redrivable?: boolean;
 }
 
 export interface ObservedOrchestration {
@@ -94,11 +101,12 @@ export interface SweepSkip {
   error: string;
 }
 
-export type SweepRule = 'stalledRun' | 'lostRun' | 'cancelledRun' | 'leakedPool' | 'leakedBatchJob' | 'leftoverContainers' | 'expiredStaging' | 'retention';
+export type SweepRule = 'lostStart' | 'stalledRun' | 'lostRun' | 'cancelledRun' | 'leakedPool' | 'leakedBatchJob' | 'leftoverContainers' | 'expiredStaging' | 'retention';
 
 export type SweepAction =
   | { kind: 'terminateOrchestration'; rule: SweepRule; jobId: string; reason: string }
   | { kind: 'failJob'; rule: SweepRule; jobId: string; reason: string }
+  | { kind: 'redriveJob'; rule: SweepRule; jobId: string; reason: string }
   | { kind: 'cancelJob'; rule: SweepRule; jobId: string; reason: string }
   | { kind: 'purgeJob'; rule: SweepRule; jobId: string; reason: string }
   | { kind: 'terminateBatchJob'; rule: SweepRule; jobId: string; batchJobId: string; reason: string }
@@ -134,6 +142,21 @@ export function isLostRun(job: ObservedJobRow, orch: ObservedOrchestration | und
   if (isCancelledRun(job, orch)) return true;
   const since = orch ? Math.max(ms(orch.lastUpdatedTime) || 0, ms(job.updatedAt) || 0) : ms(job.updatedAt) || 0;
   return nowMs - since > graceMs;
+}
+
+/**
+ * A submission whose orchestration start was lost (the row is written first, then the orchestration is started: a
+ * crash between the two, or a start the storage lost): the row is still `Submitted`, no cancel was asked for and there
+ * is no instance at all. Such a job is started again from its recorded spec (intake's own path: idempotent, instance
+ * id = job id). An array's row in `Submitted` is the same case for its jobs (the intake stopped half-way).
+ * Only `Submitted` rows: from any later state the orchestration had run and moved the row, so without its history
+ * the run cannot be resumed and the lost-run rule fails it. After the grace, or at once on the first run after the
+ * host started (`redriveAtOnce`): an intake of the previous host can no longer be between the insert and the start,
+ * and one of this host racing the re-drive makes the start answer "exists".
+ */
+export function shouldRedrive(job: ObservedJobRow, orch: ObservedOrchestration | undefined, nowMs: number, s: Pick<SweepSettings, 'graceMs' | 'redriveAtOnce'>): boolean {
+  if (job.state !== 'Submitted' || orch || job.cancelRequestedAt !== undefined || !job.redrivable) return false;
+  return s.redriveAtOnce === true || nowMs - (ms(job.updatedAt) || 0) > s.graceMs;
 }
 
 /**
@@ -204,9 +227,14 @@ export function planSweep(o: SweepObservation, s: SweepSettings, skipped: SweepS
     }
   };
 
-  each(o.jobs.values(), 'stalledRun/lostRun', (job) => job.id, (job) => {
+  each(o.jobs.values(), 'lostStart/stalledRun/lostRun', (job) => job.id, (job) => {
     const orch = o.orchestrations.get(job.id);
-    if (isTerminal(job.state) || job.isArray) return;
+    if (isTerminal(job.state)) return;
+    if (shouldRedrive(job, orch, nowMs, s)) {
+      actions.push({ kind: 'redriveJob', rule: 'lostStart', jobId: job.id, reason: `the orchestration start was lost: the row is Submitted and no instance exists${s.redriveAtOnce ? ' (first sweep since the host started)' : ''}` });
+      return;
+    }
+    if (job.isArray) return;
     if (orch && isStalled(orch, nowMs, s.stallLimitMs)) {
       failing.add(job.id);
       const reason = `stalled: no progress for ${Math.round((nowMs - Math.max(ms(orch.lastUpdatedTime) || 0, ms(orch.progressAt) || 0)) / 1000)} s (limit ${Math.round(s.stallLimitMs / 1000)} s)`;
@@ -254,7 +282,7 @@ export function planSweep(o: SweepObservation, s: SweepSettings, skipped: SweepS
     }
     const reason = rule === 'stalledRun'
       ? (actions.find((a) => a.kind === 'terminateOrchestration' && a.jobId === id)?.reason ?? 'stalled')
-      : orch ? `lost: orchestration ended ${orch.runtimeStatus} without finishing the job` : 'lost: orchestration missing (purged or never started)';
+      : orch ? `lost: orchestration ended ${orch.runtimeStatus} without finishing the job` : lostReason(o.jobs.get(id));
     actions.push({ kind: 'failJob', rule, jobId: id, reason });
   });
 
@@ -276,6 +304,12 @@ export function planSweep(o: SweepObservation, s: SweepSettings, skipped: SweepS
   }
   const unobserved = o.unobserved;
   return unobserved?.size ? actions.filter((a) => a.jobId === undefined || !unobserved.has(a.jobId)) : actions;
+}
+
+/** Why a job without an instance is failed rather than re-driven. */
+function lostReason(job: ObservedJobRow | undefined): string {
+  if (job?.state === 'Submitted') return 'lost: orchestration never started, and it cannot be started again from the row (no valid spec recorded)';
+  return `lost: orchestration missing (purged or never started)${job ? `; its run had reached ${job.state} and cannot be resumed without its history` : ''}`;
 }
 
 function ruleOf(o: SweepObservation, jobId: string, nowMs: number, s: SweepSettings): SweepRule {

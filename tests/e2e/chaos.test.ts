@@ -4,15 +4,16 @@
  * for Azure services and keep running; the host is restarted on the same port after each kill, as the Functions
  * runtime restarts a worker.
  *
- * Kills: right after a POST returned 202, once in each stage some job is in (Provisioning, PullingImages,
- * StagingData, Running, CleaningUp), twice in a row (the second as soon as the restarted host serves), and at a few
- * random moments. Which job a kill hits, and the random moments, come from a seeded generator: the seed is printed,
+ * Kills: right after a POST returned 202 (and a job was put on the job-submissions queue: the queue door), once in
+ * each stage some job is in (Provisioning, PullingImages, StagingData, Running, CleaningUp), twice in a row (the
+ * second as soon as the restarted host serves), and at a few random moments; one of the stage stops, at random, is
+ * graceful (SIGTERM: the host's shutdown runs mid-pipeline) instead of a kill. Which job a kill hits, and the random moments, come from a seeded generator: the seed is printed,
  * and CHAOS_SEED=<seed> replays the same schedule (the machine's timing still varies).
  *
  * Required afterwards: every accepted job reaches a truthful final state (the good ones Succeeded with their
  * output, the failing program Failed with its exit code, the cancelled one Cancelled); a job seen in a final state
  * never shows another one later; no job's pool or Batch job was created twice (the emulator records every create);
- * nothing is left behind.
+ * nothing is left behind. A SIGKILL of the whole stack (Azurite and the emulator too) is tests/e2e/chaosWholeStack.test.ts.
  */
 import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import * as path from 'node:path';
@@ -63,6 +64,8 @@ interface JobCase {
   id: string;
   spec: Record<string, unknown>;
   expect: 'Succeeded' | 'Failed' | 'Cancelled';
+  /** How it is submitted: POST /api/jobs (default) or a message on the job-submissions queue. */
+  door?: 'queue';
 }
 
 test('SIGKILLs of the host at random points of several concurrent jobs under Batch throttling: truthful ends, nothing created twice, nothing left', async () => {
@@ -80,9 +83,9 @@ test('SIGKILLs of the host at random points of several concurrent jobs under Bat
   const stack: StackClient = { baseUrl, host: { keys: KEYS }, operator: operatorAccess({ batch: emu, storage: az }, undefined) };
   const headers = { 'x-functions-key': KEYS.functionKey };
   const kills: string[] = [];
-  const restart = async (why: string) => {
-    await (host as ChildHost).kill();
-    kills.push(why);
+  const restart = async (why: string, graceful = false) => {
+    await (graceful ? (host as ChildHost).stop() : (host as ChildHost).kill());
+    kills.push(graceful ? `graceful stop ${why}` : why);
     host = await start(port);
   };
 
@@ -93,7 +96,9 @@ test('SIGKILLs of the host at random points of several concurrent jobs under Bat
     { id: 'chaos-docker', expect: 'Succeeded', spec: { pool: { vmSize: 'Standard_D2s_v5', nodes: 2 }, container: { runtime: 'docker', images: [`${reg.host}/hpc/mpi-demo:1.0`], pullConcurrency: 1 }, mpi: mpi('sleep 3; echo "docker done"') } },
     { id: 'chaos-exit3', expect: 'Failed', spec: { pool: { vmSize: 'Standard_D2s_v5', nodes: 2 }, mpi: mpi('sleep 2; exit 3') } },
     { id: 'chaos-cancel', expect: 'Cancelled', spec: { pool: { vmSize: 'Standard_D2s_v5', nodes: 2 }, mpi: mpi('sleep 300') } },
+    { id: 'chaos-queue', expect: 'Succeeded', door: 'queue', spec: { pool: { vmSize: 'Standard_D2s_v5', nodes: 1 }, mpi: mpi('sleep 1; echo "queue done"') } },
   ];
+  const submissions = stack.operator.queue('job-submissions');
 
   await uploadDataset(az.connectionString(DATA_ACCOUNT.name), 'inputs', 'chaos/', shapeForSize(40));
   // Throttling from here on; the adapter retries it (429 and 503 with Retry-After).
@@ -128,6 +133,12 @@ test('SIGKILLs of the host at random points of several concurrent jobs under Bat
     }
   };
   const post = async (j: JobCase) => {
+    if (j.door === 'queue') {
+      // host.json: messageEncoding base64. The queue keeps the message across host kills; intake is idempotent.
+      await submissions.createIfNotExists();
+      await submissions.sendMessage(Buffer.from(JSON.stringify({ id: j.id, name: j.id, ...j.spec }), 'utf8').toString('base64'));
+      return;
+    }
     for (let attempt = 0; ; attempt++) {
       const res = await fetch(`${baseUrl}/api/jobs`, { method: 'POST', headers: { ...headers, 'content-type': 'application/yaml' }, body: stringify({ id: j.id, name: j.id, ...j.spec }) }).catch(() => undefined);
       if (res && (res.status === 202 || res.status === 200)) return;
@@ -138,18 +149,22 @@ test('SIGKILLs of the host at random points of several concurrent jobs under Bat
 
   try {
     // A kill right after a POST returns: the job was accepted, so it must still run to its end.
-    const first = jobs[Math.floor(rand() * jobs.length)];
+    const http = jobs.filter((j) => j.door === undefined);
+    const first = http[Math.floor(rand() * http.length)];
+    const queued = jobs.filter((j) => j.door === 'queue');
+    for (const j of queued) await post(j);
     await post(first);
-    await restart(`right after POST ${first.id}`);
-    for (const j of jobs) if (j !== first) await post(j);
+    await restart(`right after POST ${first.id} (and ${queued.map((j) => j.id).join(', ')} queued)`);
+    for (const j of http) if (j !== first) await post(j);
 
     // Once in each stage some job is in (the first job seen there), and twice in a row once, at a random stage.
     const twiceAt = Math.floor(rand() * 5);
+    const gracefulAt = Math.floor(rand() * 5);
     const stages = ['Provisioning', 'PullingImages', 'StagingData', 'Running', 'CleaningUp'];
     for (const [i, stage] of stages.entries()) {
       await until(`a job in ${stage}`, () => jobs.some((j) => (seen.get(j.id) as string[]).includes(stage)), 150_000);
       const inStage = jobs.filter((j) => stateOf(j.id) === stage).map((j) => j.id);
-      await restart(`in ${stage}${inStage.length ? ` (${inStage.join(', ')})` : ' (just after)'}`);
+      await restart(`in ${stage}${inStage.length ? ` (${inStage.join(', ')})` : ' (just after)'}`, i === gracefulAt);
       if (i === twiceAt) await restart('again, as soon as the restarted host served');
       // Cancel the long job once it runs (through a restart or two: the DELETE is retried while the host is down).
       if (stage === 'Running' || stage === 'CleaningUp') {

@@ -137,6 +137,14 @@ export class ChildHost {
     });
   }
 
+  /** SIGTERM: a graceful stop (the host's shutdown code runs), as the Functions runtime stops a worker; waits for the exit. */
+  async stop(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    const exited = new Promise<void>((r) => this.child.once('exit', () => r()));
+    this.child.kill('SIGTERM');
+    await exited;
+  }
+
   /** SIGKILL: no shutdown code runs, exactly like a crash. */
   async kill(): Promise<void> {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return;

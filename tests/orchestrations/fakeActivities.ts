@@ -13,6 +13,7 @@ import {
   type NodeTaskObservation,
 } from '../../shared/contract';
 import type { PoolObservation } from '../../shared/planning/provisionPolicy';
+import { expectedMasterUploads } from '../../shared/planning/outputsCheck';
 import type { PreflightRun } from '../../shared/planning/preflight';
 import type { Activity } from '../durable/helpers/simulator';
 
@@ -129,6 +130,9 @@ export function healthyJob(overrides: FakeActivities = {}): FakeJob {
     mpiTaskObserve: () => ({ state: 'completed' }),
     mpiResultCollect: ({ taskId }) => ({ taskId, exitCode: 0, subtasks: [], logs: [], stdoutTail: '' }),
     mpiTaskTerminate: () => undefined,
+    // The master held its two logs when the MPI task ended, and every upload the check looks for landed.
+    mpiTaskUploads: ({ master, exitCode }) => expectedMasterUploads(master, [{ name: 'stdout.txt', isDirectory: false }, { name: 'stderr.txt', isDirectory: false }], exitCode),
+    outputsMissing: () => [],
     jobNote: () => undefined,
     preflightTaskAdd: () => undefined,
     preflightObserve: () => ({ state: 'completed' }),

@@ -3,6 +3,8 @@
  * Every fault is off unless configured. Fractions are drawn from a seeded generator, so a given
  * seed and request sequence always fails the same calls.
  */
+import picomatch from 'picomatch';
+
 export interface FaultConfig {
   /** Seed for every random choice below (default 1). */
   seed?: number;
@@ -28,6 +30,13 @@ export interface FaultConfig {
   throttle?: { rate429?: number; rate503?: number; retryAfterSeconds?: number };
   /** The first `count` nodes of each pool take `extraAllocateMs` longer to allocate. */
   slowNodes?: { count: number; extraAllocateMs: number; poolId?: string };
+  /**
+   * Output file uploads are lost: a file whose blob name (container-relative, e.g. `job-1/workdir/result.txt`) matches
+   * the glob `blobPattern` is logged as uploaded in fileuploadout.txt and fails nothing, but never reaches storage, as
+   * when the node (or the whole stack) dies during the upload or storage loses the write. `count`: only the first
+   * `count` such uploads (default: all).
+   */
+  lostUploads?: { blobPattern: string; count?: number };
   /** Soft affinity is ignored: a task with affinityInfo lands on another schedulable node when there is one. */
   ignoreAffinity?: boolean;
   /**
@@ -73,6 +82,8 @@ export type ThrottleDecision = { status: 429; retryAfterSeconds: number } | { st
 export class FaultState {
   private config: FaultConfig;
   private random: () => number;
+  /** Uploads lost so far under the current lostUploads fault (reset when it is set again). */
+  private lost = 0;
   /** Told about every change, so faults that hit live nodes can act at once. */
   onChange: (patch: Partial<FaultConfig>) => void = () => undefined;
 
@@ -88,6 +99,7 @@ export class FaultState {
   update(patch: Partial<FaultConfig>): void {
     this.config = { ...this.config, ...patch };
     if (patch.seed !== undefined) this.random = seededRandom(patch.seed);
+    if ('lostUploads' in patch) this.lost = 0;
     this.onChange(patch);
   }
 
@@ -149,6 +161,15 @@ export class FaultState {
   extraAllocateMs(poolId: string, ordinal: number): number {
     const s = this.config.slowNodes;
     return this.hits(s, poolId, ordinal) ? s.extraAllocateMs : 0;
+  }
+
+  /** Whether the upload of this blob is lost (counted: call once per upload). */
+  uploadLost(blobName: string): boolean {
+    const f = this.config.lostUploads;
+    if (!f || (f.count !== undefined && this.lost >= f.count)) return false;
+    if (!picomatch(f.blobPattern, { dot: true })(blobName)) return false;
+    this.lost += 1;
+    return true;
   }
 
   get ignoreAffinity(): boolean {

@@ -27,6 +27,8 @@ export interface OutputFilesRun {
   exitCode: number | undefined;
   /** The node's agent (its instance metadata service, extra CAs), for destinations with an identityReference. */
   agent?: NodeAgent;
+  /** Fault injection (lostUploads): this blob's upload is lost without a trace but the log line. */
+  lost?: (blobName: string) => boolean;
 }
 
 interface Upload {
@@ -61,6 +63,10 @@ export async function uploadOutputFiles(run: OutputFilesRun): Promise<Json | und
       }
       const base = String(container.containerUrl).replace(/\/+$/, '');
       for (const u of matched.uploads) {
+        if (run.lost?.(u.blobName)) {
+          appendFileSync(out, `uploaded ${path.relative(run.taskDir, u.file)} to ${redact(base)}/${u.blobName} (${statSync(u.file).size} bytes) with identity ${identity}\n`);
+          continue;
+        }
         const target = `${base}/${u.blobName.split('/').map(encodeURIComponent).join('/')}`;
         const res = await agentRequest('PUT', target, token, run.agent?.trustedCertificates, readFileSync(u.file), { 'x-ms-blob-type': 'BlockBlob', ...blobHeaders(headers, metadata) }).catch((e: Error) => e);
         if (!(res instanceof Error) && res.status === 201) {
@@ -76,6 +82,10 @@ export async function uploadOutputFiles(run: OutputFilesRun): Promise<Json | und
     }
     const client = new ContainerClient(String(container.containerUrl), new AnonymousCredential(), { retryOptions: { maxTries: 2, tryTimeoutInMs: 60_000 } });
     for (const u of matched.uploads) {
+      if (run.lost?.(u.blobName)) {
+        appendFileSync(out, `uploaded ${path.relative(run.taskDir, u.file)} to ${redact(client.url)}/${u.blobName} (${statSync(u.file).size} bytes)\n`);
+        continue;
+      }
       try {
         await client.getBlockBlobClient(u.blobName).uploadFile(u.file, { blobHTTPHeaders: headers, metadata });
         appendFileSync(out, `uploaded ${path.relative(run.taskDir, u.file)} to ${redact(client.url)}/${u.blobName} (${statSync(u.file).size} bytes)\n`);

@@ -336,7 +336,7 @@ export class TaskExecutor {
     if (outputFiles?.length && !isPreProcessingFailure(outcome.failureInfo?.code) && !this.willRetry(job, task, nodes, outcome)) {
       const primary = nodes[0];
       const dir = path.join(primary.rootDir, rel);
-      const failure = await uploadOutputFiles({ outputFiles, taskDir: dir, nodeRoot: primary.rootDir, mounted: mountedTargets(primary.rootDir), env: this.taskEnv(job, task, primary, dir), exitCode: outcome.exitCode, agent: this.engine.agentOf(primary.poolId) });
+      const failure = await uploadOutputFiles({ outputFiles, taskDir: dir, nodeRoot: primary.rootDir, mounted: mountedTargets(primary.rootDir), env: this.taskEnv(job, task, primary, dir), exitCode: outcome.exitCode, agent: this.engine.agentOf(primary.poolId), lost: (blob) => this.engine.cfg.faults.uploadLost(blob) });
       if (task.attempt !== attempt) return;
       if (failure && !outcome.failureInfo) outcome = { ...outcome, failureInfo: failure };
     }

@@ -1,0 +1,44 @@
+/**
+ * The two reads behind "outputs verified before success" (shared/planning/outputsCheck.ts decides): what was in the
+ * MPI task's directory on the master when it ended (Batch), and which of the blobs that makes due are not in the
+ * outputs container (Storage). Both only read, so running them twice is harmless.
+ */
+import type { ExpectedUploads } from '../../shared/planning/outputsCheck';
+import { expectedMasterUploads } from '../../shared/planning/outputsCheck';
+import type { MpiTaskUploadsRequest, OutputsMissingRequest } from '../../shared/contract';
+import { listTaskFiles, type BatchContext } from '../../shared/batch';
+import { batchContext, dataAccount } from '../../shared/services';
+import type { BlobAccount } from '../../shared/storage/clients';
+import { registerActivity } from '../runtime/activityCalls';
+
+/** Blob lookups in flight at once. */
+const LOOKUPS_AT_ONCE = 16;
+
+export async function expectedUploads(batch: BatchContext, input: MpiTaskUploadsRequest): Promise<ExpectedUploads> {
+  const files = await listTaskFiles(batch, input.batchJobId, input.taskId);
+  return expectedMasterUploads(input.master, files, input.exitCode);
+}
+
+export async function missingBlobs(account: BlobAccount, input: OutputsMissingRequest): Promise<string[]> {
+  const container = account.service.getContainerClient(input.container);
+  const missing: string[] = [];
+  for (let i = 0; i < input.names.length; i += LOOKUPS_AT_ONCE) {
+    const batch = input.names.slice(i, i + LOOKUPS_AT_ONCE);
+    const found = await Promise.all(batch.map((name) => container.getBlobClient(name).exists()));
+    batch.forEach((name, j) => {
+      if (!found[j]) missing.push(name);
+    });
+  }
+  return missing;
+}
+
+export function mpiTaskUploads(input: MpiTaskUploadsRequest): Promise<ExpectedUploads> {
+  return expectedUploads(batchContext(), input);
+}
+
+export function outputsMissing(input: OutputsMissingRequest): Promise<string[]> {
+  return missingBlobs(dataAccount(input.account, input.container), input);
+}
+
+registerActivity('mpiTaskUploads', mpiTaskUploads);
+registerActivity('outputsMissing', outputsMissing);
