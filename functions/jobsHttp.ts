@@ -20,10 +20,10 @@ import type { PipelineStatus } from '../shared/contract';
 import { dataAccessPolicy } from '../shared/intake/dataAccess';
 import { containerPolicy } from '../shared/intake/containerPolicy';
 import { cancelSignal, liveStatus, orchestrationStarter } from './lib/durable';
-import { invalidRequest, problem, unavailable } from './lib/http';
+import { dataAreaForbidden, invalidRequest, problem, unavailable } from './lib/http';
 import { TEXT_LIMITS } from '../shared/spec/textLimits';
 import { authorize, visibleJob } from './lib/auth';
-import { listOwnerFilter, seesAllJobs } from '../shared/auth';
+import { dataCallerOf, listOwnerFilter, seesAllJobs, type Principal } from '../shared/auth';
 
 const durableClient = df.input.durableClient();
 
@@ -45,7 +45,7 @@ export async function submitJobHttp(request: HttpRequest, context: InvocationCon
   if (!body.trim()) return invalidRequest([{ path: '', message: 'the request body is empty: send a job spec as JSON or YAML' }]);
   const dryRun = request.query.get('dryRun');
   if (dryRun !== null && dryRun !== 'true' && dryRun !== 'false') return invalidRequest([{ path: 'dryRun', message: 'must be "true" or "false"' }]);
-  if (dryRun === 'true') return dryRunHttp(request, context, body, principal.id);
+  if (dryRun === 'true') return dryRunHttp(request, context, body, principal);
   try {
     const store = await jobStore();
     const outcome = await submitJob(store, orchestrationStarter(client), {
@@ -56,10 +56,12 @@ export async function submitJobHttp(request: HttpRequest, context: InvocationCon
       owner: principal.id,
       ownerName: principal.name,
       idScope: principal.id,
+      caller: dataCallerOf(principal),
       containers: containerPolicy(appConfig()),
       scheduling: await schedulingPolicy(),
     });
     if (outcome.kind === 'invalid') return invalidRequest(outcome.errors);
+    if (outcome.kind === 'forbidden') return dataAreaForbidden(outcome.errors);
     if (outcome.kind === 'taken') return problem(409, 'JobIdTaken', `job id ${outcome.jobId} is taken: choose another id`);
     if (outcome.kind === 'conflict') {
       return {
@@ -92,7 +94,8 @@ export async function submitJobHttp(request: HttpRequest, context: InvocationCon
 }
 
 /** `?dryRun=true`: the submission's checks and its explain document; nothing is stored, started or sent to Batch. */
-async function dryRunHttp(request: HttpRequest, context: InvocationContext, body: string, principalId: string): Promise<HttpResponseInit> {
+async function dryRunHttp(request: HttpRequest, context: InvocationContext, body: string, principal: Principal): Promise<HttpResponseInit> {
+  const principalId = principal.id;
   try {
     const config = appConfig();
     const outcome = await dryRunSubmission(await jobStore(), {
@@ -104,9 +107,11 @@ async function dryRunHttp(request: HttpRequest, context: InvocationContext, body
       containers: containerPolicy(config),
       settings: explainSettings(config),
       owner: principalId,
+      caller: dataCallerOf(principal),
       scheduling: await schedulingPolicy(),
     });
     if (outcome.kind === 'invalid') return invalidRequest(outcome.errors);
+    if (outcome.kind === 'forbidden') return dataAreaForbidden(outcome.errors);
     return { status: 200, jsonBody: outcome.document };
   } catch (err) {
     return unavailable(context, 'job API (dry run)', err);

@@ -10,6 +10,17 @@ export function invalidRequest(errors: { path: string; message: string }[]): Htt
 }
 
 /**
+ * A spec that names data outside the caller's data area and every shared area it may use (shared/intake/dataAreas.ts):
+ * 403, with the field paths in the same `errors` list a 400 carries, and a code to tell it from other 403s.
+ */
+export function dataAreaForbidden(errors: { path: string; message: string }[]): HttpResponseInit {
+  return {
+    status: 403,
+    jsonBody: { error: 'DataAreaForbidden', message: `the spec names data outside your data area: ${errors.map((e) => e.path).join(', ')}`, errors },
+  };
+}
+
+/**
  * A dependency (storage, Durable, Batch) failed: tell the client to retry instead of guessing. The stack goes to
  * the log; the client gets one sentence.
  */

@@ -15,6 +15,7 @@ import { eventsEnvSchema, parseEventsConfig, type EventsConfig } from './events'
 import { parseCoreQuota, parseQueues, type AdmissionConfig } from './admission';
 import { parsePoolIdentity, type PoolIdentityConfig } from './poolIdentity';
 import { parseRegistryCredentials, type RegistryCredential } from './registryCredentials';
+import { parseSharedDataAreas, type SharedDataArea } from './dataAreas';
 
 export type { HostStorageRef, StorageAccountRef } from './storageAccounts';
 export type { AdmissionConfig, QueueSetting } from './admission';
@@ -23,6 +24,7 @@ export { ROLES, MIN_OPERATOR_KEY_LENGTH, type Role, type AuthConfig, type Bearer
 export { eventsRelaySchedule, DEFAULT_EVENTS_RELAY_SCHEDULE, type EventsConfig, type WebhookTarget } from './events';
 export { ARM_TOKEN_SCOPE, DEFAULT_ARM_ENDPOINT, POOL_IDENTITY_SETTINGS, type PoolIdentityConfig } from './poolIdentity';
 export type { RegistryCredential } from './registryCredentials';
+export type { SharedDataArea } from './dataAreas';
 
 /**
  * The Entra ID scope of the Batch data plane. Batch accepts only tokens whose audience is exactly
@@ -115,6 +117,8 @@ export interface DataAccessConfig {
    * exact or a prefix ending in "*". Storage of the data accounts (NFS on Blob or Files) needs no entry.
    */
   mountSources: string[];
+  /** Areas open to more than one owner (SHARED_DATA_AREAS, shared/config/dataAreas.ts); every owner also has `users/<ownerKey>/`. */
+  sharedAreas: SharedDataArea[];
 }
 
 export interface PipelineConfig {
@@ -126,6 +130,8 @@ export interface PipelineConfig {
   nodeTaskMaxAttempts: number;
   /** Longest lifetime of any SAS URL handed to a node (Azure caps user delegation SAS at 7 days). */
   sasMaxLifetimeMinutes: number;
+  /** The wall clock a job without limits.maxWallClock gets at intake (DEFAULT_MAX_WALL_CLOCK_HOURS), so its node SAS lives that long plus the margin, not the cap. */
+  defaultMaxWallClockMinutes: number;
   /** Judge the preflight ping-pong of RDMA jobs by the built-in thresholds when a spec sets none (docs/scheduling.md). */
   preflightFabricDefaults: boolean;
   /** Copy shards from admission on and start each node's downloads when its pull ends (PIPELINE_OVERLAP, docs/pipeline.md). */
@@ -235,6 +241,8 @@ const envSchema = z.object({
   DATA_CONTAINERS: z.string().trim().optional(),
   DATA_MOUNT_SOURCES: z.string().trim().optional(),
   SAS_MAX_LIFETIME_HOURS: intSetting(168, 1, 168),
+  SHARED_DATA_AREAS: z.string().trim().optional(),
+  DEFAULT_MAX_WALL_CLOCK_HOURS: intSetting(24, 1, 168),
   NODE_SAS_MARGIN_MINUTES: intSetting(60, 0, 24 * 60),
   NODE_TASK_MAX_ATTEMPTS: intSetting(3, 1, 10),
   QUEUE_MAX_DEQUEUE_COUNT: intSetting(5, 1, 1_000),
@@ -340,6 +348,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const dataAccess = parseDataAccess(e.DATA_ACCOUNTS, e.DATA_CONTAINERS, endpointSuffix, [hostStorage?.accountName, ...names], problems);
   const auth = parseAuthConfig(e, problems);
   dataAccess.mountSources = parseMountSources(e.DATA_MOUNT_SOURCES, problems);
+  dataAccess.sharedAreas = parseSharedDataAreas(e.SHARED_DATA_AREAS, dataAccess.accounts.map((a) => a.accountName), problems);
   const mountSecrets = parseMountSecrets(env, problems);
   const events = parseEventsConfig(e, problems);
   const poolIdentity = parsePoolIdentity(e, e.BATCH_ACCOUNT_NAME, problems);
@@ -372,6 +381,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       sasMarginMinutes: e.NODE_SAS_MARGIN_MINUTES,
       nodeTaskMaxAttempts: e.NODE_TASK_MAX_ATTEMPTS,
       sasMaxLifetimeMinutes: e.SAS_MAX_LIFETIME_HOURS * 60,
+      defaultMaxWallClockMinutes: e.DEFAULT_MAX_WALL_CLOCK_HOURS * 60,
       preflightFabricDefaults: e.PREFLIGHT_FABRIC_DEFAULTS !== 'false',
       overlapStaging: e.PIPELINE_OVERLAP !== 'false',
     },
@@ -484,7 +494,7 @@ function parseDataAccess(
       problems.push(`DATA_ACCOUNTS: entry ${index + 1}: ${(err as Error).message}`);
     }
   });
-  if (!containersText) return { accounts, mountSources: [] };
+  if (!containersText) return { accounts, mountSources: [], sharedAreas: [] };
   const containers: { account: string; container: string }[] = [];
   containersText.split(',').forEach((entry, index) => {
     const m = /^([a-z0-9]{3,24})\/([a-z0-9-]{1,63}\*?)$/.exec(entry.trim());
@@ -492,7 +502,7 @@ function parseDataAccess(
     else if (!accounts.some((a) => a.accountName === m[1])) problems.push(`DATA_CONTAINERS: entry ${index + 1}: account "${m[1]}" is not in DATA_ACCOUNTS`);
     else containers.push({ account: m[1], container: m[2] });
   });
-  return { accounts, containers, mountSources: [] };
+  return { accounts, containers, mountSources: [], sharedAreas: [] };
 }
 
 const MOUNT_SOURCE_ENTRY = /^(?:[a-z0-9][a-z0-9.-]{0,252}:\/(?!\/)[A-Za-z0-9._/-]{0,1023}|\/\/[a-z0-9][a-z0-9.-]{0,252}\/[A-Za-z0-9._/-]{1,1024})\*?$/;

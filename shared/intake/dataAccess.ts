@@ -4,7 +4,7 @@
  * able to point it there (a confused deputy). Checked at the door (intake answers 400 with the field path) and again
  * by the activities that touch the data, since an orchestration can be started by anyone holding the system key.
  */
-import type { AppConfig } from '../config';
+import type { AppConfig, SharedDataArea } from '../config';
 import type { JobSpec, SpecError } from '../spec';
 import { checkWorkloadDataAccess } from './workloadDataAccess';
 
@@ -21,6 +21,10 @@ export interface DataAccessPolicy {
   mountSources?: readonly string[];
   /** The mount secrets the deployment publishes (MOUNT_SECRET_<name>), by name; unset: not checked at intake. */
   mountSecretNames?: readonly string[];
+  /** Areas open to more than one owner (SHARED_DATA_AREAS); unset: none, only each owner's own (dataAreas.ts). */
+  sharedAreas?: readonly SharedDataArea[];
+  /** The wall clock intake gives a job without limits.maxWallClock (minutes); unset: none is added. */
+  defaultMaxWallClockMinutes?: number;
 }
 
 /** Containers the pipeline stages shards into (shared/planning/jobPlan.ts stagingContainerFor): never a job's to name. */
@@ -34,6 +38,8 @@ export function dataAccessPolicy(config: AppConfig): DataAccessPolicy {
     ownAccounts: [config.hostStorage.accountName, ...config.stagingAccounts.map((a) => a.accountName)],
     mountSources: config.dataAccess.mountSources,
     mountSecretNames: Object.keys(config.mountSecrets),
+    sharedAreas: config.dataAccess.sharedAreas,
+    defaultMaxWallClockMinutes: config.pipeline.defaultMaxWallClockMinutes,
   };
 }
 
