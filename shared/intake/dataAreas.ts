@@ -105,3 +105,21 @@ export function withIntakeDefaults(spec: JobSpec, d: IntakeDefaults): JobSpec {
   if (spec.limits.maxWallClock === undefined && d.defaultMaxWallClockMinutes !== undefined) out = { ...out, limits: { ...out.limits, maxWallClock: formatIsoDuration(d.defaultMaxWallClockMinutes * 60_000) } };
   return out;
 }
+
+/**
+ * Whether the API may serve a job's recorded outputs (listing and read SAS) to this reader: the blobs under
+ * `<prefix>/` must lie in the job owner's area or in a shared area the reader may read (admins: anywhere). A row
+ * written before the area rule (no `dataArea`) keeps its recorded prefix for whoever may see the job (its owner,
+ * admins): those outputs were written where the old rules put them. Returns why not, or undefined.
+ */
+export function outputsReadRefusal(
+  job: { owner: string; dataArea?: string },
+  outputs: { account: string; container: string; prefix: string },
+  reader: Pick<DataCaller, 'roles' | 'admin'>,
+  shared: readonly SharedDataArea[],
+): string | undefined {
+  if (job.dataArea === undefined) return undefined;
+  return areaRefusal({ owner: job.owner, roles: reader.roles, admin: reader.admin }, shared, {
+    account: outputs.account, container: outputs.container, name: `${outputs.prefix}/`, access: 'read',
+  });
+}
