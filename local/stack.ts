@@ -100,7 +100,10 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
-/** The local data account's shared read-only areas: example software and SIF images, example cases, the demo's inputs. */
+/**
+ * The local data account's shared read-only areas: example software and SIF images, example cases, the demo's inputs.
+ * Its container `shared` (the WRF example's blobfuse scratch) is shared read-write.
+ */
 export const LOCAL_SHARED_AREAS: readonly string[] = ['software/', 'images/', 'cases/', 'inputs/demo/'];
 
 /**
@@ -123,7 +126,7 @@ export function localAppSettings(azurite: AzuriteHandle, batch: BatchEmulatorHan
     PREFLIGHT_FABRIC_DEFAULTS: 'false',
     // What the demo and the examples read (local/jobRunner.ts seeds it): shared read-only with every caller; each
     // user's own data and every job's outputs live in users/<ownerKey>/ (docs/security.md, "Data areas").
-    SHARED_DATA_AREAS: LOCAL_SHARED_AREAS.map((c) => `${DATA_ACCOUNT.name}/${c}|read|*`).join(','),
+    SHARED_DATA_AREAS: [...LOCAL_SHARED_AREAS.map((c) => `${DATA_ACCOUNT.name}/${c}|read|*`), `${DATA_ACCOUNT.name}/shared/|write|*`].join(','),
   };
   if (!azurite.keyless) {
     return {
