@@ -248,12 +248,12 @@ function explainOne(input: ExplainInput): ExplainDocument {
   // ---- files, scratch, MPI task --------------------------------------------------------------------------------
   const nodeSasMinutes = minutes(nodeSasLifetimeMs(spec, settings));
   const files = nodeFileSources(spec);
+  // A prefix becomes one resource file per blob under it, listed when the job starts (a read-only SAS for each).
   const commonResourceFiles = files.map((f) => f.kind === 'url'
     ? nodeResourceFile(f, {})
-    : nodeResourceFile(f, {
-        blobUrl: f.kind === 'blob' ? runTime(`read-only SAS URL of blob ${f.account}/${f.container}/${f.blob}, valid ${nodeSasMinutes} minutes`) : undefined,
-        containerUrl: f.kind === 'prefix' ? runTime(`read/list SAS URL of container ${f.account}/${f.container}, valid ${nodeSasMinutes} minutes`) : undefined,
-      }));
+    : f.kind === 'prefix'
+      ? { httpUrl: runTime(`one read-only SAS URL per blob under ${f.account}/${f.container}/${f.prefix} (one resource file each, listed when the job starts), valid ${nodeSasMinutes} minutes`), filePath: `${f.filePath}/<blob name>`, ...(f.fileMode === undefined ? {} : { fileMode: f.fileMode }) }
+      : nodeResourceFile(f, { blobUrl: runTime(`read-only SAS URL of blob ${f.account}/${f.container}/${f.blob}, valid ${nodeSasMinutes} minutes`) }));
   const outputsContainerUrl = spec.outputs
     ? runTime(`create/write SAS URL of container ${spec.outputs.account}/${spec.outputs.container}, valid ${nodeSasMinutes} minutes`)
     : undefined;
