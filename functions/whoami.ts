@@ -5,7 +5,7 @@
  * use) and `sharedAreas` the shared areas its roles open (docs/security.md, "Data areas").
  */
 import { app, type HttpRequest, type HttpResponseInit } from '@azure/functions';
-import { ACTIONS, can, ownerDataArea, seesAllJobs } from '../shared/auth';
+import { ACTIONS, can, ownerDataArea, seesAllJobs, type Principal } from '../shared/auth';
 import { appConfig } from '../shared/services';
 import { opensSharedArea } from '../shared/intake/dataAreas';
 import { authorize } from './lib/auth';
@@ -31,7 +31,7 @@ export async function whoAmI(request: HttpRequest): Promise<HttpResponseInit> {
 app.http('whoAmI', { route: 'me', methods: ['GET'], authLevel: 'anonymous', handler: whoAmI });
 
 /** The caller's own data area and the shared areas it may use; settings that cannot be read leave them out. */
-function dataAreasOf(p: Parameters<typeof seesAllJobs>[0]): { dataArea?: string; sharedAreas?: { account: string; container: string; prefix: string; access: 'read' | 'write' }[] } {
+function dataAreasOf(p: Principal): { dataArea?: string; sharedAreas?: { account: string; container: string; prefix: string; access: 'read' | 'write' }[] } {
   const dataArea = ownerDataArea(p.id);
   let shared;
   try {
