@@ -36,6 +36,9 @@ import {
 } from './workloadData';
 
 /** A value filled in when the job runs. */
+
+/** How a `files[].prefix` entry's URL reads in the document: it stands for one resource file per blob under the prefix. */
+export const PER_BLOB_SAS = 'one read-only SAS URL per blob';
 export const runTime = (what: string): string => `<run-time: ${what}>`;
 /** A value of the deployment, unknown to an offline explain. */
 export const deploymentValue = (what: string): string => `<deployment: ${what}>`;
@@ -252,7 +255,7 @@ function explainOne(input: ExplainInput): ExplainDocument {
   const commonResourceFiles = files.map((f) => f.kind === 'url'
     ? nodeResourceFile(f, {})
     : f.kind === 'prefix'
-      ? { httpUrl: runTime(`one read-only SAS URL per blob under ${f.account}/${f.container}/${f.prefix} (one resource file each, listed when the job starts), valid ${nodeSasMinutes} minutes`), filePath: `${f.filePath}/<blob name>`, ...(f.fileMode === undefined ? {} : { fileMode: f.fileMode }) }
+      ? { httpUrl: runTime(`${PER_BLOB_SAS} under ${f.account}/${f.container}/${f.prefix} (one resource file each, listed when the job starts), valid ${nodeSasMinutes} minutes`), filePath: `${f.filePath}/${runTime('the blob\'s full name')}`, ...(f.fileMode === undefined ? {} : { fileMode: f.fileMode }) }
       : nodeResourceFile(f, { blobUrl: runTime(`read-only SAS URL of blob ${f.account}/${f.container}/${f.blob}, valid ${nodeSasMinutes} minutes`) }));
   const outputsContainerUrl = spec.outputs
     ? runTime(`create/write SAS URL of container ${spec.outputs.account}/${spec.outputs.container}, valid ${nodeSasMinutes} minutes`)
