@@ -35,10 +35,10 @@ import {
   mountRequests, needsNodeUploads, nodeFileSources, nodeSasLifetimeMs, nodeUploadTask, outputsPlan, scratchOf, type MountRequest, type OutputsPlan,
 } from './workloadData';
 
-/** A value filled in when the job runs. */
-
 /** How a `files[].prefix` entry's URL reads in the document: it stands for one resource file per blob under the prefix. */
 export const PER_BLOB_SAS = 'one read-only SAS URL per blob';
+
+/** A value filled in when the job runs. */
 export const runTime = (what: string): string => `<run-time: ${what}>`;
 /** A value of the deployment, unknown to an offline explain. */
 export const deploymentValue = (what: string): string => `<deployment: ${what}>`;
