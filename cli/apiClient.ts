@@ -71,6 +71,9 @@ export interface Me {
   seesAllJobs: boolean;
   tenantId?: string;
   objectId?: string;
+  /** The caller's own blob prefix in the data accounts (docs/security.md, "Data areas"). */
+  dataArea?: string;
+  sharedAreas?: { account: string; container: string; prefix: string; access: 'read' | 'write' }[];
 }
 
 export class ApiClient {

@@ -5,14 +5,18 @@
  * for an hour (or the deployment's shorter SAS cap), minted for this caller with the app's identity: the client
  * never holds storage keys, and no SAS is ever stored. Pages of at most `top` files. A job whose spec has no outputs
  * section is 404 NoOutputs, and so is a job the caller may not see (404 JobNotFound, exactly like a missing one); the
- * data-access policy is applied again (a container the deployment no longer lets jobs use is 409).
+ * data-access policy is applied again (a container the deployment no longer lets jobs use is 409), and so is the
+ * data-area rule: the prefix must lie in the job owner's area or a shared area the caller may read (403
+ * DataAreaForbidden; rows from before that rule keep their recorded prefix, shared/intake/dataAreas.ts).
  */
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 import { appConfig, DataAccessDenied, dataAccount, jobStore } from '../shared/services';
 import { listOutputs } from '../shared/storage/outputs';
 import { readOnlyBlobUrl, withoutQuery } from '../shared/storage/sas';
 import { OUTPUTS_PAGE_DEFAULT, OUTPUTS_PAGE_MAX, OUTPUTS_SAS_MINUTES, type JobOutputsResponse } from '../shared/contract/outputs';
-import { invalidRequest, problem, unavailable } from './lib/http';
+import { forbiddenRequest, invalidRequest, problem, unavailable } from './lib/http';
+import { dataCallerOf } from '../shared/auth';
+import { DATA_AREA_FORBIDDEN, outputsReadRefusal } from '../shared/intake/dataAreas';
 import { authorize, visibleJob } from './lib/auth';
 import { badJobId } from './lib/jobId';
 
@@ -34,6 +38,8 @@ export async function jobOutputsHttp(request: HttpRequest, context: InvocationCo
     const outputs = job.spec?.outputs;
     if (!outputs) return problem(404, 'NoOutputs', `job ${id} has no outputs section: nothing was uploaded`);
     const prefix = outputs.prefix ?? job.id;
+    const outside = outputsReadRefusal(job, { account: outputs.account, container: outputs.container, prefix }, dataCallerOf(auth.principal), appConfig().dataAccess.sharedAreas);
+    if (outside) return forbiddenRequest(DATA_AREA_FORBIDDEN, [{ path: 'outputs.prefix', message: outside }]);
     let account;
     try {
       account = dataAccount(outputs.account, outputs.container);

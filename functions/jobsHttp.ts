@@ -7,6 +7,7 @@
  *   GET    /api/jobs/{id}   status, live progress, timeline                          own job; admins any
  *   DELETE /api/jobs/{id}   cancel (cleanup still runs)                              Jobs.Submit, own job; admins any
  */
+import { DATA_AREA_FORBIDDEN } from '../shared/intake/dataAreas';
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 import * as df from 'durable-functions';
 import { submitJob } from '../shared/intake/submit';
@@ -26,7 +27,7 @@ import { forbiddenRequest, invalidRequest, problem, unavailable } from './lib/ht
 import { TEXT_LIMITS } from '../shared/spec/textLimits';
 import { authorize, visibleJob } from './lib/auth';
 import { badJobId } from './lib/jobId';
-import { listOwnerFilter, seesAllJobs, type Principal } from '../shared/auth';
+import { dataCallerOf, listOwnerFilter, seesAllJobs, type Principal } from '../shared/auth';
 
 const durableClient = df.input.durableClient();
 
@@ -59,12 +60,14 @@ export async function submitJobHttp(request: HttpRequest, context: InvocationCon
       owner: principal.id,
       ownerName: principal.name,
       idScope: principal.id,
+      caller: dataCallerOf(principal),
       containers: containerPolicy(appConfig()),
       scheduling: await schedulingPolicy(),
       pools: poolGate(poolCallerOf(principal)),
     });
     if (outcome.kind === 'invalid') return invalidRequest(outcome.errors);
     if (outcome.kind === 'poolForbidden') return forbiddenRequest(POOL_FORBIDDEN, outcome.errors);
+    if (outcome.kind === 'forbidden') return forbiddenRequest(DATA_AREA_FORBIDDEN, outcome.errors);
     if (outcome.kind === 'taken') return problem(409, 'JobIdTaken', `job id ${outcome.jobId} is taken: choose another id`);
     if (outcome.kind === 'conflict') {
       return {
@@ -110,11 +113,13 @@ async function dryRunHttp(request: HttpRequest, context: InvocationContext, body
       containers: containerPolicy(config),
       settings: explainSettings(config),
       owner: principalId,
+      caller: dataCallerOf(principal),
       scheduling: await schedulingPolicy(),
       pools: poolGate(poolCallerOf(principal)),
     });
     if (outcome.kind === 'invalid') return invalidRequest(outcome.errors);
     if (outcome.kind === 'poolForbidden') return forbiddenRequest(POOL_FORBIDDEN, outcome.errors);
+    if (outcome.kind === 'forbidden') return forbiddenRequest(DATA_AREA_FORBIDDEN, outcome.errors);
     return { status: 200, jsonBody: outcome.document };
   } catch (err) {
     return unavailable(context, 'job API (dry run)', err);

@@ -5,6 +5,7 @@
  * - anything else that fails (storage, Durable) throws, so the host retries it and after maxDequeueCount
  *   moves it to `job-submissions-poison`; on that last attempt the job is marked Failed with the reason.
  */
+import { DATA_AREA_FORBIDDEN } from '../shared/intake/dataAreas';
 import { app, type InvocationContext } from '@azure/functions';
 import * as df from 'durable-functions';
 import { parse as parseYaml } from 'yaml';
@@ -16,7 +17,7 @@ import { appConfig, jobStore, poolGate, schedulingPolicy } from '../shared/servi
 import { queuePoolCaller } from '../shared/intake/poolAccess';
 import { orchestrationStarter } from './lib/durable';
 import { dataAccessPolicy } from '../shared/intake/dataAccess';
-import { QUEUE_OWNER } from '../shared/auth';
+import { QUEUE_DATA_CALLER, QUEUE_OWNER } from '../shared/auth';
 import { containerPolicy } from '../shared/intake/containerPolicy';
 
 export const SUBMISSIONS_QUEUE = 'job-submissions';
@@ -27,14 +28,16 @@ export async function jobSubmissionFromQueue(message: unknown, context: Invocati
   try {
     const store = await jobStore();
     const outcome = await submitJob(store, orchestrationStarter(df.getClient(context)), {
-      body: message, owner: QUEUE_OWNER, dataAccess: dataAccessPolicy(appConfig()), containers: containerPolicy(appConfig()), scheduling: await schedulingPolicy(),
+      body: message, owner: QUEUE_OWNER, caller: QUEUE_DATA_CALLER, dataAccess: dataAccessPolicy(appConfig()), containers: containerPolicy(appConfig()), scheduling: await schedulingPolicy(),
       pools: poolGate(queuePoolCaller(QUEUE_OWNER)),
     });
-    if (outcome.kind === 'invalid') {
+    if (outcome.kind === 'invalid' || outcome.kind === 'forbidden') {
+      // No HTTP status here: data outside the queue's area is rejected like an invalid spec, recorded with its reason.
       const raw = typeof message === 'string' ? tryParse(message) : message;
       const id = claimedJobId(raw);
-      const recorded = id ? await recordRejectedSubmission(store, id, raw, outcome.errors, 'queue') : 'no id';
-      context.warn(`rejected queue message ${messageId}: invalid job spec (${recorded}): ${outcome.errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`);
+      const code = outcome.kind === 'forbidden' ? DATA_AREA_FORBIDDEN : 'InvalidSpec';
+      const recorded = id ? await recordRejectedSubmission(store, id, raw, outcome.errors, 'queue', code) : 'no id';
+      context.warn(`rejected queue message ${messageId}: ${outcome.kind === 'forbidden' ? 'data outside its area' : 'invalid job spec'} (${recorded}): ${outcome.errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`);
       return;
     }
     if (outcome.kind === 'poolForbidden') {

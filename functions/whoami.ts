@@ -1,9 +1,13 @@
 /**
  * GET /api/me: who the API takes the caller to be (principal id = the owner recorded on its jobs, display name,
  * kind, roles) and what it may do. Any authenticated caller; `hpcjob whoami` and the dashboard show it.
+ * `dataArea` is the caller's own blob prefix in the data accounts (`users/<ownerKey>/`, in any container jobs may
+ * use) and `sharedAreas` the shared areas its roles open (docs/security.md, "Data areas").
  */
 import { app, type HttpRequest, type HttpResponseInit } from '@azure/functions';
-import { ACTIONS, can, seesAllJobs } from '../shared/auth';
+import { ACTIONS, can, ownerDataArea, seesAllJobs, type Principal } from '../shared/auth';
+import { appConfig } from '../shared/services';
+import { opensSharedArea } from '../shared/intake/dataAreas';
 import { authorize } from './lib/auth';
 
 export async function whoAmI(request: HttpRequest): Promise<HttpResponseInit> {
@@ -19,8 +23,22 @@ export async function whoAmI(request: HttpRequest): Promise<HttpResponseInit> {
       ...(p.tenantId ? { tenantId: p.tenantId, objectId: p.objectId } : {}),
       permissions: ACTIONS.filter((a) => can(p, a)),
       seesAllJobs: seesAllJobs(p),
+      ...dataAreasOf(p),
     },
   };
 }
 
 app.http('whoAmI', { route: 'me', methods: ['GET'], authLevel: 'anonymous', handler: whoAmI });
+
+/** The caller's own data area and the shared areas it may use; settings that cannot be read leave them out. */
+function dataAreasOf(p: Principal): { dataArea?: string; sharedAreas?: { account: string; container: string; prefix: string; access: 'read' | 'write' }[] } {
+  const dataArea = ownerDataArea(p.id);
+  let shared;
+  try {
+    shared = appConfig().dataAccess.sharedAreas;
+  } catch {
+    return dataArea === undefined ? {} : { dataArea };
+  }
+  const sharedAreas = shared.filter((a) => opensSharedArea(a, p)).map((a) => ({ account: a.account, container: a.container, prefix: a.prefix, access: a.write ? 'write' as const : 'read' as const }));
+  return { ...(dataArea !== undefined ? { dataArea } : {}), sharedAreas };
+}

@@ -101,6 +101,12 @@ export interface Stack {
 }
 
 /**
+ * The local data account's shared read-only areas: example software and SIF images, example cases, the demo's inputs.
+ * Its container `shared` (the WRF example's blobfuse scratch) is shared read-write.
+ */
+export const LOCAL_SHARED_AREAS: readonly string[] = ['software/', 'images/', 'cases/', 'inputs/demo/'];
+
+/**
  * App settings for the local stack: the same names as in Azure, pointing at local services. Keyless (the default):
  * the identity-based settings infra/main.bicep gives the app, with Azurite's path-style endpoints as service URIs
  * (AzureWebJobsStorage__*ServiceUri, STAGING_ACCOUNTS and DATA_ACCOUNTS as blob service URIs, since `__accountName`
@@ -126,6 +132,9 @@ export function localAppSettings(azurite: AzuriteHandle, batch: BatchEmulatorHan
     // The emulated nodes' "fabric" is a loopback on one shared machine: the preflight ping-pong is measured and
     // recorded, but not held to the InfiniBand thresholds of the VM size a job names (a spec's own thresholds apply).
     PREFLIGHT_FABRIC_DEFAULTS: 'false',
+    // What the demo and the examples read (local/jobRunner.ts seeds it): shared read-only with every caller; each
+    // user's own data and every job's outputs live in users/<ownerKey>/ (docs/security.md, "Data areas").
+    SHARED_DATA_AREAS: [...LOCAL_SHARED_AREAS.map((c) => `${DATA_ACCOUNT.name}/${c}|read|*`), `${DATA_ACCOUNT.name}/shared/|write|*`].join(','),
   };
   if (!azurite.keyless) {
     return {

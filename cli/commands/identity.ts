@@ -20,6 +20,8 @@ export async function whoamiCommand(ctx: CommandContext): Promise<number> {
     ctx.out(`${me.name}  (${me.kind}, id ${me.id})\n`);
     ctx.out(`roles    ${me.roles.join(', ') || 'none'}\n`);
     ctx.out(`may      ${me.permissions.join(', ') || 'nothing'}${me.seesAllJobs ? '  (sees every job)' : '  (own jobs only)'}\n`);
+    if (me.dataArea !== undefined) ctx.out(`data     ${me.dataArea}  (in any container jobs may use)\n`);
+    for (const a of me.sharedAreas ?? []) ctx.out(`shared   ${a.account}/${a.container}/${a.prefix}  (${a.access})\n`);
   }
   return ExitCode.Ok;
 }

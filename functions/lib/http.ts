@@ -10,8 +10,9 @@ export function invalidRequest(errors: { path: string; message: string }[]): Htt
 }
 
 /**
- * A request refused by an ownership rule (e.g. pool.poolId naming someone else's pool): 403 with a code, and the field
- * paths in the same `errors` list as a 400 validation answer, so clients read both alike.
+ * A request refused by an ownership rule (pool.poolId naming someone else's pool: PoolForbidden; data outside the
+ * caller's data area: DataAreaForbidden): 403 with a code, and the field paths in the same `errors` list as a 400
+ * validation answer, so clients read both alike.
  */
 export function forbiddenRequest(code: string, errors: { path: string; message: string }[]): HttpResponseInit {
   return { status: 403, jsonBody: { error: code, message: errors.map((e) => `${e.path}: ${e.message}`).join('; '), errors } };

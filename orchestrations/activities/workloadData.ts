@@ -10,30 +10,53 @@ import { nodeResourceFile } from '../../shared/planning/batchRequests';
 /** At most this many outputs are listed in a job result (the row must stay small); the rest are counted. */
 export const LISTED_OUTPUTS = 200;
 
+/**
+ * At most this many blobs under one `files[].prefix`: each becomes a resource file with its own SAS URL (a few hundred
+ * bytes), and Batch refuses a task request that grows too large.
+ */
+export const MAX_PREFIX_BLOBS = 500;
+
 export interface WorkloadUrlDeps {
   /** A data account for one container; throws when the data-access policy refuses it. */
   dataAccount(account: string, container: string): BlobAccount;
 }
 
 /**
- * The MPI task's commonResourceFiles (a read-only SAS for each blob, a read/list SAS on the container of a prefix)
- * and a create/write SAS on the outputs' container, all expiring at `expiresAt`.
+ * The MPI task's commonResourceFiles (a read-only SAS for each blob; for a prefix, one per blob under it, listed now)
+ * and a create/write SAS on the outputs' container, all expiring at `expiresAt`. No node gets a SAS that reads or
+ * lists a whole container: the container may hold other owners' areas (docs/security.md, "Data areas").
  */
 export async function mintWorkloadUrls(deps: WorkloadUrlDeps, input: WorkloadUrlsRequest): Promise<WorkloadUrls> {
   const expires = new Date(input.expiresAt);
-  const files = await Promise.all(
-    input.files.map(async (f: NodeFileSource): Promise<NodeResourceFile> => {
-      if (f.kind === 'url') return nodeResourceFile(f, {});
+  const files = (await Promise.all(
+    input.files.map(async (f: NodeFileSource): Promise<NodeResourceFile[]> => {
+      if (f.kind === 'url') return [nodeResourceFile(f, {})];
       const account = deps.dataAccount(f.account, f.container);
-      if (f.kind === 'blob') return nodeResourceFile(f, { blobUrl: await readOnlyBlobUrl(account, f.container, f.blob, expires) });
-      return nodeResourceFile(f, { containerUrl: await containerSasUrl(account, f.container, 'rl', expires) });
+      if (f.kind === 'blob') return [nodeResourceFile(f, { blobUrl: await readOnlyBlobUrl(account, f.container, f.blob, expires) })];
+      return prefixResourceFiles(account, f, expires);
     }),
-  );
+  )).flat();
   const outputs = input.outputs;
   const outputsContainerUrl = outputs
     ? await createContainerAndSign(deps.dataAccount(outputs.account, outputs.container), outputs.container, expires)
     : undefined;
   return { files, ...(outputsContainerUrl ? { outputsContainerUrl } : {}) };
+}
+
+/**
+ * Every blob under the prefix as its own resource file, landing where Batch would put it with a container URL and
+ * blobPrefix (`<filePath>/<full blob name>`), each with a read-only SAS for that blob alone.
+ */
+async function prefixResourceFiles(account: BlobAccount, f: Extract<NodeFileSource, { kind: 'prefix' }>, expires: Date): Promise<NodeResourceFile[]> {
+  const names: string[] = [];
+  for await (const b of account.service.getContainerClient(f.container).listBlobsFlat({ prefix: f.prefix })) {
+    names.push(b.name);
+    if (names.length > MAX_PREFIX_BLOBS) {
+      throw new Error(`files: more than ${MAX_PREFIX_BLOBS} blobs under ${f.account}/${f.container}/${f.prefix}: each becomes a resource file of the MPI task; pack them (e.g. into a tar blob) or name a narrower prefix`);
+    }
+  }
+  const mode = f.fileMode === undefined ? {} : { fileMode: f.fileMode };
+  return Promise.all(names.map(async (name) => ({ httpUrl: await readOnlyBlobUrl(account, f.container, name, expires), filePath: `${f.filePath}/${name}`, ...mode })));
 }
 
 /** Batch fails uploads to a container that does not exist (FileUploadContainerNotFound): create it first. */

@@ -5,3 +5,4 @@ export { ACTIONS, can, roleFor, appRolesFor, seesAllJobs, maySeeJob, listOwnerFi
 export { matchesOperatorKey } from './operatorKeys';
 export { createTokenValidator, TokenRejectedError, IssuerUnavailableError, type TokenValidator } from './tokenValidator';
 export { authenticate, bearerChallenge, REALM, type Credentials, type AuthOutcome } from './authenticate';
+export { dataOwnerKey, ownerDataArea, dataCallerOf, QUEUE_DATA_CALLER, USERS_ROOT, type DataCaller } from './dataArea';

@@ -16,6 +16,7 @@ import { parseCoreQuota, parseQueues, type AdmissionConfig } from './admission';
 import { parsePoolIdentity, type PoolIdentityConfig } from './poolIdentity';
 import { parseRegistryCredentials, type RegistryCredential } from './registryCredentials';
 import { parseSharedPools, type SharedPool } from './sharedPools';
+import { parseSharedDataAreas, type SharedDataArea } from './dataAreas';
 
 export type { HostStorageRef, StorageAccountRef } from './storageAccounts';
 export type { AdmissionConfig, QueueSetting } from './admission';
@@ -25,6 +26,7 @@ export { eventsRelaySchedule, DEFAULT_EVENTS_RELAY_SCHEDULE, type EventsConfig, 
 export { ARM_TOKEN_SCOPE, DEFAULT_ARM_ENDPOINT, POOL_IDENTITY_SETTINGS, type PoolIdentityConfig } from './poolIdentity';
 export type { RegistryCredential } from './registryCredentials';
 export { SHARED_POOL_USERS, type SharedPool, type SharedPoolUser } from './sharedPools';
+export type { SharedDataArea } from './dataAreas';
 
 /**
  * The Entra ID scope of the Batch data plane. Batch accepts only tokens whose audience is exactly
@@ -126,6 +128,8 @@ export interface DataAccessConfig {
    * references (shared/spec/address.ts); the app's own storage is refused whatever this says.
    */
   allowedInternalHosts?: string[];
+  /** Areas open to more than one owner (SHARED_DATA_AREAS, shared/config/dataAreas.ts); every owner also has `users/<ownerKey>/`. */
+  sharedAreas: SharedDataArea[];
 }
 
 export interface PipelineConfig {
@@ -137,6 +141,8 @@ export interface PipelineConfig {
   nodeTaskMaxAttempts: number;
   /** Longest lifetime of any SAS URL handed to a node (Azure caps user delegation SAS at 7 days). */
   sasMaxLifetimeMinutes: number;
+  /** The wall clock a job without limits.maxWallClock gets at intake (DEFAULT_MAX_WALL_CLOCK_HOURS), so its node SAS lives that long plus the margin, not the cap. */
+  defaultMaxWallClockMinutes: number;
   /** Judge the preflight ping-pong of RDMA jobs by the built-in thresholds when a spec sets none (docs/scheduling.md). */
   preflightFabricDefaults: boolean;
   /** Copy shards from admission on and start each node's downloads when its pull ends (PIPELINE_OVERLAP, docs/pipeline.md). */
@@ -246,6 +252,8 @@ const envSchema = z.object({
   DATA_MOUNT_SOURCES: z.string().trim().optional(),
   ALLOWED_INTERNAL_HOSTS: z.string().trim().optional(),
   SAS_MAX_LIFETIME_HOURS: intSetting(168, 1, 168),
+  SHARED_DATA_AREAS: z.string().trim().optional(),
+  DEFAULT_MAX_WALL_CLOCK_HOURS: intSetting(24, 1, 168),
   NODE_SAS_MARGIN_MINUTES: intSetting(60, 0, 24 * 60),
   NODE_TASK_MAX_ATTEMPTS: intSetting(3, 1, 10),
   QUEUE_MAX_DEQUEUE_COUNT: intSetting(5, 1, 1_000),
@@ -353,6 +361,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const auth = parseAuthConfig(e, problems);
   dataAccess.mountSources = parseMountSources(e.DATA_MOUNT_SOURCES, problems);
   dataAccess.allowedInternalHosts = parseAllowedInternalHosts(e.ALLOWED_INTERNAL_HOSTS, problems);
+  dataAccess.sharedAreas = parseSharedDataAreas(e.SHARED_DATA_AREAS, dataAccess.accounts.map((a) => a.accountName), problems);
   const mountSecrets = parseMountSecrets(env, problems);
   const events = parseEventsConfig(e, problems);
   const poolIdentity = parsePoolIdentity(e, e.BATCH_ACCOUNT_NAME, problems);
@@ -386,6 +395,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       sasMarginMinutes: e.NODE_SAS_MARGIN_MINUTES,
       nodeTaskMaxAttempts: e.NODE_TASK_MAX_ATTEMPTS,
       sasMaxLifetimeMinutes: e.SAS_MAX_LIFETIME_HOURS * 60,
+      defaultMaxWallClockMinutes: e.DEFAULT_MAX_WALL_CLOCK_HOURS * 60,
       preflightFabricDefaults: e.PREFLIGHT_FABRIC_DEFAULTS !== 'false',
       overlapStaging: e.PIPELINE_OVERLAP !== 'false',
     },
@@ -499,7 +509,7 @@ function parseDataAccess(
       problems.push(`DATA_ACCOUNTS: entry ${index + 1}: ${(err as Error).message}`);
     }
   });
-  if (!containersText) return { accounts, mountSources: [] };
+  if (!containersText) return { accounts, mountSources: [], sharedAreas: [] };
   const containers: { account: string; container: string }[] = [];
   containersText.split(',').forEach((entry, index) => {
     const m = /^([a-z0-9]{3,24})\/([a-z0-9-]{1,63}\*?)$/.exec(entry.trim());
@@ -507,7 +517,7 @@ function parseDataAccess(
     else if (!accounts.some((a) => a.accountName === m[1])) problems.push(`DATA_CONTAINERS: entry ${index + 1}: account "${m[1]}" is not in DATA_ACCOUNTS`);
     else containers.push({ account: m[1], container: m[2] });
   });
-  return { accounts, containers, mountSources: [] };
+  return { accounts, containers, mountSources: [], sharedAreas: [] };
 }
 
 const MOUNT_SOURCE_ENTRY = /^(?:[a-z0-9][a-z0-9.-]{0,252}:\/(?!\/)[A-Za-z0-9._/-]{0,1023}|\/\/[a-z0-9][a-z0-9.-]{0,252}\/[A-Za-z0-9._/-]{1,1024})\*?$/;

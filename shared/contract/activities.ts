@@ -123,7 +123,7 @@ export interface WorkloadUrlsRequest {
 }
 
 export interface WorkloadUrls {
-  /** The MPI task's commonResourceFiles, in the order of `files`. */
+  /** The MPI task's commonResourceFiles, in the order of `files` (a prefix: one per blob under it, in name order). */
   files: NodeResourceFile[];
   outputsContainerUrl?: string;
 }

@@ -4,7 +4,7 @@
  * able to point it there (a confused deputy). Checked at the door (intake answers 400 with the field path) and again
  * by the activities that touch the data, since an orchestration can be started by anyone holding the system key.
  */
-import type { AppConfig } from '../config';
+import type { AppConfig, SharedDataArea } from '../config';
 import type { JobSpec, SpecError } from '../spec';
 import { checkWorkloadDataAccess } from './workloadDataAccess';
 
@@ -23,6 +23,10 @@ export interface DataAccessPolicy {
   mountSecretNames?: readonly string[];
   /** Internal hosts jobs may name anyway (ALLOWED_INTERNAL_HOSTS; shared/intake/addressPolicy.ts). */
   allowedInternalHosts?: readonly string[];
+  /** Areas open to more than one owner (SHARED_DATA_AREAS); unset: none, only each owner's own (dataAreas.ts). */
+  sharedAreas?: readonly SharedDataArea[];
+  /** The wall clock intake gives a job without limits.maxWallClock (minutes); unset: none is added. */
+  defaultMaxWallClockMinutes?: number;
 }
 
 /** Containers the pipeline stages shards into (shared/planning/jobPlan.ts stagingContainerFor): never a job's to name. */
@@ -37,6 +41,8 @@ export function dataAccessPolicy(config: AppConfig): DataAccessPolicy {
     mountSources: config.dataAccess.mountSources,
     mountSecretNames: Object.keys(config.mountSecrets),
     allowedInternalHosts: config.dataAccess.allowedInternalHosts ?? [],
+    sharedAreas: config.dataAccess.sharedAreas,
+    defaultMaxWallClockMinutes: config.pipeline.defaultMaxWallClockMinutes,
   };
 }
 

@@ -9,30 +9,34 @@ import { PlanningError } from '../planning/errors';
 import type { SpecError } from '../spec';
 import type { JobSpec } from '../spec/schema';
 import { submissionJobId } from '../state/submission';
-import { checkSubmission, type SubmitRequest } from './submit';
+import { callerOf, checkSubmission, recordedSpec, type SubmitRequest } from './submit';
 import { checkScheduling, type SchedulingPolicy } from '../scheduling/intake';
 import type { JobStore } from '../state/jobStore';
 import { checkPoolAccess, type PoolGate } from './poolAccess';
 
-export type DryRunRequest = Pick<SubmitRequest, 'body' | 'contentType' | 'idempotencyKey' | 'idScope' | 'dataAccess' | 'containers'> & {
+export type DryRunRequest = Pick<SubmitRequest, 'body' | 'contentType' | 'idempotencyKey' | 'idScope' | 'dataAccess' | 'containers' | 'caller'> & {
   settings: ExplainSettings;
-  /** The submitter: recorded on the pool the job would create. */
+  /** The submitter: recorded on the pool the job would create, and the recorded spec's defaults depend on it; unset: explained without them. */
   owner?: string;
 };
 
 export type DryRunOutcome =
   | { kind: 'invalid'; errors: SpecError[] }
-  | { kind: 'explained'; document: ExplainDocument; spec: JobSpec }
+  /** Data outside the caller's area (403 DataAreaForbidden), as a submission would be refused. */
+  | { kind: 'forbidden'; errors: SpecError[] }
   /** pool.poolId names a pool the caller may not use (as a submission would be refused: 403 PoolForbidden). */
-  | { kind: 'poolForbidden'; errors: SpecError[] };
+  | { kind: 'poolForbidden'; errors: SpecError[] }
+  | { kind: 'explained'; document: ExplainDocument; spec: JobSpec };
 
 export function dryRunJob(req: DryRunRequest): DryRunOutcome {
   const checked = checkSubmission(req);
-  if (!checked.ok) return { kind: 'invalid', errors: checked.errors };
-  const { spec } = checked;
-  const jobIdFrom = spec.id !== undefined ? 'spec.id' : req.idempotencyKey ? 'idempotencyKey' : 'content';
+  if (!checked.ok) return { kind: checked.forbidden ? 'forbidden' : 'invalid', errors: checked.errors };
+  const jobIdFrom = checked.spec.id !== undefined ? 'spec.id' : req.idempotencyKey ? 'idempotencyKey' : 'content';
+  const jobId = submissionJobId(checked.spec, req.idempotencyKey, req.idScope);
+  // What the job would run with: the spec as intake would record it (its defaults for this owner).
+  const spec = req.owner === undefined ? checked.spec : recordedSpec(checked.spec, req.owner, jobId, req.dataAccess);
   try {
-    const document = explainJob({ jobId: submissionJobId(spec, req.idempotencyKey, req.idScope), jobIdFrom, spec, settings: req.settings, policiesChecked: true, owner: req.owner });
+    const document = explainJob({ jobId, jobIdFrom, spec, settings: req.settings, policiesChecked: true, owner: req.owner });
     return { kind: 'explained', document, spec };
   } catch (err) {
     // A spec the schema accepts but the command builders refuse would fail its job in the pipeline: say so now.
@@ -46,7 +50,7 @@ export function dryRunJob(req: DryRunRequest): DryRunOutcome {
  * queue exists, every parent job exists and is the caller's), by reads only.
  */
 export async function dryRunSubmission(store: Pick<JobStore, 'get'>, req: DryRunRequest & { owner: string; scheduling: SchedulingPolicy; pools: PoolGate }): Promise<DryRunOutcome> {
-  const out = dryRunJob(req);
+  const out = dryRunJob({ ...req, caller: callerOf(req) });
   if (out.kind !== 'explained') return out;
   const pool = await checkPoolAccess(out.spec, req.pools);
   if (!pool.ok) return { kind: 'poolForbidden', errors: pool.errors };

@@ -1,3 +1,4 @@
+import { DATA_AREA_FORBIDDEN } from './dataAreas';
 import type { SpecError } from '../spec';
 import type { JobStore, JsonValue } from '../state';
 import { JOB_ID_RE } from '../spec/patterns';
@@ -13,7 +14,7 @@ export function claimedJobId(raw: unknown): string | undefined {
  * errors, so whoever sent it can look it up by its id. The row keeps the submitted document as its spec;
  * it never reaches the pipeline. An id already used by an accepted job is left alone (a note is added).
  */
-export async function recordRejectedSubmission(store: JobStore, id: string, raw: unknown, errors: SpecError[], source: string): Promise<'recorded' | 'idTaken'> {
+export async function recordRejectedSubmission(store: JobStore, id: string, raw: unknown, errors: SpecError[], source: string, code: 'InvalidSpec' | typeof DATA_AREA_FORBIDDEN = 'InvalidSpec'): Promise<'recorded' | 'idTaken'> {
   const claimed = raw && typeof raw === 'object' ? (raw as { name?: unknown }).name : undefined;
   const name = typeof claimed === 'string' ? claimed.slice(0, 128) : id;
   const { created, job } = await store.createIfAbsent({
@@ -24,8 +25,9 @@ export async function recordRejectedSubmission(store: JobStore, id: string, raw:
     await store.appendEvent(id, { reason: `a ${source} submission with this id was rejected: ${summary}` });
     return 'idTaken';
   }
-  await store.transition(id, 'Failed', `invalid job spec: ${summary}`, {
-    error: { code: 'InvalidSpec', message: summary, details: errors as unknown as JsonValue },
+  const what = code === DATA_AREA_FORBIDDEN ? 'the job spec names data outside its data area' : 'invalid job spec';
+  await store.transition(id, 'Failed', `${what}: ${summary}`, {
+    error: { code, message: summary, details: errors as unknown as JsonValue },
   });
   return 'recorded';
 }

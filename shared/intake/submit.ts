@@ -10,6 +10,8 @@ import { checkDataAccess, type DataAccessPolicy } from './dataAccess';
 import { checkContainerPolicy, STRICT_CONTAINER_POLICY, type ContainerPolicy } from './containerPolicy';
 import { checkScheduling, planArray, registerDependents, startArray, type SchedulingPolicy } from '../scheduling/intake';
 import { checkPoolAccess, type PoolGate } from './poolAccess';
+import { checkDataAreas, withIntakeDefaults } from './dataAreas';
+import { ownerDataArea, type DataCaller } from '../auth/dataArea';
 
 export interface OrchestrationStarter {
   /**
@@ -40,10 +42,17 @@ export interface SubmitRequest {
   scheduling: SchedulingPolicy;
   /** Who may use which existing pool (pool.poolId): shared/intake/poolAccess.ts. */
   pools: PoolGate;
+  /**
+   * Whose data area the spec's paths must lie in (shared/intake/dataAreas.ts). Unset: the owner's own area and
+   * the shared areas open to submitters, never an admin's reach.
+   */
+  caller?: DataCaller;
 }
 
 export type SubmitOutcome =
   | { kind: 'invalid'; errors: SpecError[] }
+  /** The spec names data outside the caller's area and every shared area it may use (403 DataAreaForbidden); nothing was written. */
+  | { kind: 'forbidden'; errors: SpecError[] }
   | { kind: 'accepted'; created: boolean; orchestration: 'started' | 'exists' | 'skipped'; job: JobRecord }
   | { kind: 'conflict'; job: JobRecord; differingPaths: string[] }
   /** The id names another owner's job (nothing of it is told). */
@@ -51,30 +60,52 @@ export type SubmitOutcome =
   /** pool.poolId names a pool the submitter may not use (403 PoolForbidden); nothing was written. */
   | { kind: 'poolForbidden'; errors: SpecError[] };
 
-/** The checks every submission passes before anything is written (and a dry run passes too): the spec, then the deployment's policies. */
-export function checkSubmission(req: Pick<SubmitRequest, 'body' | 'contentType' | 'dataAccess' | 'containers'>): { ok: true; spec: JobSpec } | { ok: false; errors: SpecError[] } {
+/** The outcome of the checks: the spec, or why not (`forbidden`: only data-area refusals, answered 403 rather than 400). */
+export type SubmissionCheck = { ok: true; spec: JobSpec } | { ok: false; errors: SpecError[]; forbidden?: true };
+
+/**
+ * The checks every submission passes before anything is written (and a dry run passes too): the spec, then the
+ * deployment's policies, then (for a spec that passes those) whose data areas it names. Without `caller` (an offline
+ * explain) the area check is left out.
+ */
+export function checkSubmission(req: Pick<SubmitRequest, 'body' | 'contentType' | 'dataAccess' | 'containers' | 'caller'>): SubmissionCheck {
   const parsed = parseJobSpec(req.body, req.contentType);
   if (!parsed.ok) return { ok: false, errors: parsed.errors };
   const refused = [
     ...checkDataAccess(parsed.spec, req.dataAccess),
     ...checkContainerPolicy(parsed.spec, req.containers ?? STRICT_CONTAINER_POLICY, req.dataAccess),
   ];
-  return refused.length ? { ok: false, errors: refused } : { ok: true, spec: parsed.spec };
+  if (refused.length) return { ok: false, errors: refused };
+  const outside = req.caller ? checkDataAreas(parsed.spec, req.caller, req.dataAccess.sharedAreas ?? []) : [];
+  return outside.length ? { ok: false, errors: outside, forbidden: true } : { ok: true, spec: parsed.spec };
+}
+
+/** The caller of a request that names none: the owner, with a submitter's reach. */
+export function callerOf(req: Pick<SubmitRequest, 'caller' | 'owner'>): DataCaller {
+  return req.caller ?? { owner: req.owner, roles: ['submitter'], admin: false };
+}
+
+/** The spec as recorded: with intake's defaults for this owner and job id (dataAreas.ts withIntakeDefaults). */
+export function recordedSpec(spec: JobSpec, owner: string, jobId: string, policy: DataAccessPolicy): JobSpec {
+  return withIntakeDefaults(spec, { owner, jobId, defaultMaxWallClockMinutes: policy.defaultMaxWallClockMinutes });
 }
 
 export async function submitJob(store: JobStore, starter: OrchestrationStarter, req: SubmitRequest): Promise<SubmitOutcome> {
-  const parsed = checkSubmission(req);
-  if (!parsed.ok) return { kind: 'invalid', errors: parsed.errors };
+  const checked = checkSubmission({ ...req, caller: callerOf(req) });
+  if (!checked.ok) return { kind: checked.forbidden ? 'forbidden' : 'invalid', errors: checked.errors };
   // Pools have owners: judged before anything is written (and again when the job is placed on the pool).
-  const pool = await checkPoolAccess(parsed.spec, req.pools);
+  const pool = await checkPoolAccess(checked.spec, req.pools);
   if (!pool.ok) return { kind: 'poolForbidden', errors: pool.errors };
-  const id = submissionJobId(parsed.spec, req.idempotencyKey, req.idScope);
+  // The id comes from the spec as submitted; the recorded spec then carries the defaults that depend on it.
+  const id = submissionJobId(checked.spec, req.idempotencyKey, req.idScope);
+  const parsed = { spec: recordedSpec(checked.spec, req.owner, id, req.dataAccess) };
   const unschedulable = await checkScheduling(store, req.scheduling, id, parsed.spec, req.owner);
   if (unschedulable.length) return { kind: 'invalid', errors: unschedulable };
   const array = parsed.spec.array ? await planArray(store, id, parsed.spec) : undefined;
   if (array && !array.ok) return { kind: 'invalid', errors: array.errors };
   const recorded = await recordSubmission(store, {
-    spec: parsed.spec, idempotencyKey: req.idempotencyKey, owner: req.owner, ownerName: req.ownerName, idScope: req.idScope, poolAccess: pool.basis,
+    id, spec: parsed.spec, idempotencyKey: req.idempotencyKey, owner: req.owner, ownerName: req.ownerName, idScope: req.idScope, poolAccess: pool.basis,
+    dataArea: ownerDataArea(req.owner) ?? '',
   });
   if (recorded.outcome === 'taken') return { kind: 'taken', jobId: recorded.id };
   if (recorded.outcome === 'conflict') return { kind: 'conflict', job: recorded.job, differingPaths: recorded.differingPaths };

@@ -103,9 +103,10 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
             400: { description: 'The spec is invalid or refused by this deployment\'s policies (also with dryRun=true): every problem with its JSON path.', content: jsonContent('ValidationErrorResponse') },
             ...authResponses,
             403: {
-              description: 'Authenticated, but no app role grants this operation (ProblemResponse); or the spec names something the caller may not use, '
-                + 'e.g. pool.poolId a pool that is neither the caller\'s own nor shared with it (ForbiddenRequestResponse, error PoolForbidden, '
-                + 'the field path in errors; also with dryRun=true). Nothing is recorded.',
+              description: 'Authenticated, but no app role grants this operation (ProblemResponse); or the spec names something the caller may not use '
+                + '(ForbiddenRequestResponse, the field paths in errors; also with dryRun=true; nothing is recorded): error PoolForbidden when '
+                + 'pool.poolId is a pool that is neither the caller\'s own nor shared with it, error DataAreaForbidden when the spec names data '
+                + 'outside the caller\'s data area and every shared area it may use.',
               content: { 'application/json': { schema: { oneOf: [ref('ProblemResponse'), ref('ForbiddenRequestResponse')] } } },
             },
             409: { description: 'A job with this id exists with a different spec (JobConflictResponse), or the id belongs to another owner\'s job (ProblemResponse, error JobIdTaken).', content: { 'application/json': { schema: { oneOf: [ref('JobConflictResponse'), ref('ProblemResponse')] } } } },
@@ -282,6 +283,16 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
                       objectId: { type: 'string' },
                       permissions: { type: 'array', items: { type: 'string', enum: [...ACTIONS] } },
                       seesAllJobs: { type: 'boolean' },
+                      dataArea: { type: 'string', description: 'The caller\'s own area in the data accounts: the blob prefix "users/<ownerKey>/" in any container jobs may use (docs/security.md, "Data areas").' },
+                      sharedAreas: {
+                        type: 'array',
+                        description: 'The shared areas (SHARED_DATA_AREAS) the caller\'s roles open.',
+                        items: {
+                          type: 'object',
+                          required: ['account', 'container', 'prefix', 'access'],
+                          properties: { account: { type: 'string' }, container: { type: 'string' }, prefix: { type: 'string' }, access: { type: 'string', enum: ['read', 'write'] } },
+                        },
+                      },
                     },
                   },
                 },

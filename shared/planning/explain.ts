@@ -35,6 +35,9 @@ import {
   mountRequests, needsNodeUploads, nodeFileSources, nodeSasLifetimeMs, nodeUploadTask, outputsPlan, scratchOf, type MountRequest, type OutputsPlan,
 } from './workloadData';
 
+/** How a `files[].prefix` entry's URL reads in the document: it stands for one resource file per blob under the prefix. */
+export const PER_BLOB_SAS = 'one read-only SAS URL per blob';
+
 /** A value filled in when the job runs. */
 export const runTime = (what: string): string => `<run-time: ${what}>`;
 /** A value of the deployment, unknown to an offline explain. */
@@ -253,12 +256,12 @@ function explainOne(input: ExplainInput): ExplainDocument {
   // ---- files, scratch, MPI task --------------------------------------------------------------------------------
   const nodeSasMinutes = minutes(nodeSasLifetimeMs(spec, settings));
   const files = nodeFileSources(spec);
+  // A prefix becomes one resource file per blob under it, listed when the job starts (a read-only SAS for each).
   const commonResourceFiles = files.map((f) => f.kind === 'url'
     ? nodeResourceFile(f, {})
-    : nodeResourceFile(f, {
-        blobUrl: f.kind === 'blob' ? runTime(`read-only SAS URL of blob ${f.account}/${f.container}/${f.blob}, valid ${nodeSasMinutes} minutes`) : undefined,
-        containerUrl: f.kind === 'prefix' ? runTime(`read/list SAS URL of container ${f.account}/${f.container}, valid ${nodeSasMinutes} minutes`) : undefined,
-      }));
+    : f.kind === 'prefix'
+      ? { httpUrl: runTime(`${PER_BLOB_SAS} under ${f.account}/${f.container}/${f.prefix} (one resource file each, listed when the job starts), valid ${nodeSasMinutes} minutes`), filePath: `${f.filePath}/${runTime('the blob\'s full name')}`, ...(f.fileMode === undefined ? {} : { fileMode: f.fileMode }) }
+      : nodeResourceFile(f, { blobUrl: runTime(`read-only SAS URL of blob ${f.account}/${f.container}/${f.blob}, valid ${nodeSasMinutes} minutes`) }));
   const outputsContainerUrl = spec.outputs
     ? runTime(`create/write SAS URL of container ${spec.outputs.account}/${spec.outputs.container}, valid ${nodeSasMinutes} minutes`)
     : undefined;

@@ -41,12 +41,23 @@ export function expandArray(arrayId: string, spec: JobSpec): { ok: true; childre
   const children: ArrayChild[] = [];
   for (const [index, value] of arrayValues(spec.array).entries()) {
     const id = childId(arrayId, index);
-    const child = { ...rest, id, mpi: { ...rest.mpi, env: { ...rest.mpi.env, [ARRAY_ENV.index]: String(index), [ARRAY_ENV.param]: String(value) } } };
+    const child = { ...rest, id, mpi: { ...rest.mpi, env: { ...rest.mpi.env, [ARRAY_ENV.index]: String(index), [ARRAY_ENV.param]: String(value) } }, ...childOutputs(rest.outputs, arrayId, id) };
     const checked = validateJobSpec(child);
     if (!checked.ok) return { ok: false, errors: checked.errors.map((e) => ({ ...e, message: `in the array's job ${id}: ${e.message}` })) };
     children.push({ id, index, spec: checked.spec });
   }
   return { ok: true, children };
+}
+
+/**
+ * A job's own outputs directory `…/jobs/<arrayId>` (intake's default, shared/intake/dataAreas.ts) becomes
+ * `…/jobs/<childId>` in each of the array's jobs, so they do not overwrite each other's files; any other prefix is
+ * kept as written.
+ */
+function childOutputs(outputs: JobSpec['outputs'], arrayId: string, childId: string): Pick<JobSpec, 'outputs'> | Record<string, never> {
+  const own = `/jobs/${arrayId}`;
+  if (!outputs?.prefix?.endsWith(own)) return {};
+  return { outputs: { ...outputs, prefix: `${outputs.prefix.slice(0, -arrayId.length)}${childId}` } };
 }
 
 export interface ArraySummary {

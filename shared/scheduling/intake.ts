@@ -78,7 +78,7 @@ export async function startArray(
   for (let i = 0; i < children.length; i += 8) {
     await Promise.all(children.slice(i, i + 8).map(async (c) => {
       const { created, job } = await store.createIfAbsent({
-        id: c.id, spec: c.spec, specHash: specHash(c.spec), owner: array.owner,
+        id: c.id, spec: c.spec, specHash: specHash(c.spec), owner: array.owner, ...(array.dataArea !== undefined ? { dataArea: array.dataArea } : {}),
         // The array's pool right (pool.poolId) is each of its jobs' own: the pipeline judges the pool again per job.
         ...(array.poolAccess ? { poolAccess: array.poolAccess } : {}),
         array: { parent: array.id, index: c.index, submittedAt: array.createdAt },

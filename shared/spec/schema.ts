@@ -269,7 +269,7 @@ export const MaxCostSchema = z.strictObject({
 export const LimitsSchema = z
   .strictObject({
     maxWallClock: isoDuration({ minMs: 60_000, minText: 'PT1M' }).optional()
-      .meta({ description: 'Longest run time of the MPI task (Batch maxWallClockTime; at least PT1M). Default: no limit.' }),
+      .meta({ description: 'Longest run time of the MPI task (Batch maxWallClockTime; at least PT1M). Default: the deployment\'s DEFAULT_MAX_WALL_CLOCK_HOURS (24 h unless set), written into the recorded spec at intake; the SAS URLs the nodes get live this long (× attempts) plus a margin.' }),
     maxRetries: int('a retry count').min(0).max(LIMITS.maxRetries).default(0)
       .meta({ description: 'Batch\'s own retries of the MPI task (maxTaskRetryCount): Batch reruns it on the same nodes. Not the control plane\'s retry by failure class on replaced nodes: see retry.' }),
     maxNodeHours: z.number({ error: typeError('must be a number') }).positive({ error: 'must be greater than 0' }).optional()

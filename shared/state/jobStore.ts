@@ -52,6 +52,8 @@ export type NewJob = {
   reason?: string;
   /** A job of an array: which array, and its index. */
   array?: ArrayMembership;
+  /** The owner's data area when intake checked the spec's paths against it (JobRecord.dataArea). */
+  dataArea?: string;
 } & ({ spec: JobSpec } | { rejected: { name: string; document: JsonValue } });
 
 export interface TransitionOutcome {
@@ -179,6 +181,7 @@ export class JobStore {
       eventSeq: 1,
       lastEvent: first,
       ...(input.array ? { array: input.array } : {}),
+      ...(input.dataArea !== undefined ? { dataArea: input.dataArea } : {}),
     };
     try {
       await this.jobs.createEntity(jobToEntity(record));

@@ -59,6 +59,12 @@ export interface JobRecord {
    * task removed them, or the sweep's cleanup tasks did): such jobs are not looked at again.
    */
   containersCheckedAt?: string;
+  /**
+   * The owner's data area (`users/<ownerKey>/`, '' for an owner without one) when intake checked every path of the
+   * spec against the data areas (shared/intake/dataAreas.ts). Absent on rows written before that rule: their
+   * recorded outputs prefix is still served to their owner (docs/security.md, "Data areas").
+   */
+  dataArea?: string;
   /** For a job of an array (spec.array): the array's job, this job's index in it, and when the array was submitted. */
   array?: ArrayMembership;
   /** Number of transition events recorded so far (the creation counts as 1). */

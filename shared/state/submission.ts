@@ -33,6 +33,10 @@ export interface SubmissionInput {
   idScope?: string;
   /** Why the submitter may use pool.poolId (shared/intake/poolAccess.ts), recorded on the row for the admission check. */
   poolAccess?: PoolAccessBasis;
+  /** The id intake derived (submissionJobId of the spec as submitted, before its defaults were added); unset: derived here. */
+  id?: string;
+  /** The owner's data area, recorded on the row (JobRecord.dataArea). */
+  dataArea?: string;
 }
 
 /**
@@ -47,11 +51,11 @@ export function submissionJobId(spec: JobSpec, idempotencyKey?: string, idScope?
 }
 
 export async function recordSubmission(store: JobStore, input: SubmissionInput): Promise<SubmissionOutcome> {
-  const id = submissionJobId(input.spec, input.idempotencyKey, input.idScope);
+  const id = input.id ?? submissionJobId(input.spec, input.idempotencyKey, input.idScope);
   const hash = specHash(input.spec);
   // The row is the commit point; its creation event reaches the timeline with the job's first transition.
   const { created, job } = await store.createIfAbsent(
-    { id, spec: input.spec, specHash: hash, owner: input.owner, ownerName: input.ownerName, ...(input.poolAccess ? { poolAccess: input.poolAccess } : {}) },
+    { id, spec: input.spec, specHash: hash, owner: input.owner, ownerName: input.ownerName, ...(input.poolAccess ? { poolAccess: input.poolAccess } : {}), ...(input.dataArea !== undefined ? { dataArea: input.dataArea } : {}) },
     { deferFirstEvent: true },
   );
   if (created) return { outcome: 'created', job };

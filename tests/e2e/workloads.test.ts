@@ -279,7 +279,8 @@ describe('benchmarks and solvers', () => {
   test('OpenFOAM in docker: the setup script decomposes into the scratch, $mpirun solves on 4 ranks, the reconstructed field is right', async () => {
     const view = await succeeded('wl-openfoam-docker');
     expect(view.result?.mpi?.stdoutTail).toMatch(/set_up_sample: decomposing input\/heat1d into \S+ for 4 ranks/);
-    const blob = async (name: string) => (await data().getContainerClient('results').getBlobClient(`openfoam-tcp/heat1d/${name}`).downloadToBuffer()).toString('utf8');
+    const prefix = (view.result?.outputs as { prefix: string } | undefined)?.prefix;
+    const blob = async (name: string) => (await data().getContainerClient('results').getBlobClient(`${prefix}/${name}`).downloadToBuffer()).toString('utf8');
     const initial = fieldValues(readFileSync(path.join(WORKLOADS, 'heat1d-case', '0', 'T'), 'utf8'));
     const expected = heat1dReference(initial, 200, 0.25);
     const got = fieldValues(await blob('scratch/case/200/T'));

@@ -121,7 +121,9 @@ describe('workloads on the local stack', () => {
   it('OpenFOAM-shaped: decomposes on the master into the shared scratch, solves on every rank, reconstructs; the results and every log land in blob storage', async () => {
     const id = await submitSpec(stack, example('openfoam-decompose-solve-reconstruct.yaml'));
     const view = await ended(id, 'Succeeded');
-    const prefix = 'openfoam-style/heat1d/';
+    // Without outputs.prefix the job's outputs are in its owner's data area: users/<ownerKey>/jobs/<id>.
+    const prefix = `${(view.result?.outputs as OutputsResult).prefix}/`;
+    expect(prefix).toMatch(new RegExp(`^users/[0-9a-f-]+/[0-9a-f-]+/jobs/${id}/$`));
 
     // The reconstructed field equals the computation done here: decomposition, halos and reconstruction were right,
     // and both nodes' ranks wrote their processor directories into the one scratch rank 0 read.
@@ -176,7 +178,7 @@ describe('workloads on the local stack', () => {
       expect(cli.stderr).toContain('scratch/case/200/T');
       expect(cli.status).toBe(0);
       expect(cli.stdout).toMatch(/file\(s\), .* downloaded to /);
-      expect(readFileSync(path.join(to, 'scratch', 'case', '200', 'T'), 'utf8')).toBe(await blobText('results', 'openfoam-style/heat1d/scratch/case/200/T'));
+      expect(readFileSync(path.join(to, 'scratch', 'case', '200', 'T'), 'utf8')).toBe(await blobText('results', `${page.prefix}/scratch/case/200/T`));
       expect(readdirSync(path.join(to, 'logs', 'ranks'), { recursive: true }).length).toBeGreaterThan(4);
     } finally {
       rmSync(to, { recursive: true, force: true });
@@ -188,7 +190,7 @@ describe('workloads on the local stack', () => {
     const view = await ended(id, 'Failed');
     expect(view.result?.exitCode).toBe(3);
     expect(view.error?.message).toMatch(/MPI task exited with code 3/);
-    const prefix = 'lammps/crash-restart/';
+    const prefix = `${(view.result?.outputs as OutputsResult).prefix}/`;
     const names = await blobNames('results', prefix);
     expect(names).toEqual(expect.arrayContaining(['workdir/restart/lmp.restart.1000.0', 'workdir/log.lammps.0', 'logs/stdout.txt', 'logs/stderr.txt']));
     expect(await blobText('results', `${prefix}logs/stderr.txt`)).toContain('ERROR: Lost atoms');
@@ -201,7 +203,7 @@ describe('workloads on the local stack', () => {
     const spec = example('wrf-tables-from-url.yaml').replaceAll('https://wrf-release.example.org', serverUrl);
     const id = await submitSpec(stack, spec);
     const view = await ended(id, 'Succeeded');
-    const prefix = 'wrf/url-members/';
+    const prefix = `${(view.result?.outputs as OutputsResult).prefix}/`;
     const names = await blobNames('results', prefix);
     // Every node checked its copy (executable script, namelist) in the coordination step and kept the checksum.
     const sums = names.filter((n) => /^nodes\/[^/]+\/namelist\.sha256$/.test(n));

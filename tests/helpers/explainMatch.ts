@@ -2,7 +2,7 @@
  * Comparing a request the pipeline really made with the explain document's version of it: exact, except that each
  * placeholder of the document ("<run-time: …>", "<deployment: …>") stands for one or more characters of the real value.
  */
-import { PLACEHOLDER_RE } from '../../shared/planning/explain';
+import { PER_BLOB_SAS, PLACEHOLDER_RE } from '../../shared/planning/explain';
 
 type Json = Record<string, unknown>;
 const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -16,7 +16,9 @@ export function differences(explained: unknown, actual: unknown, at = '$'): stri
     return new RegExp(`^${literal.map(escapeRe).join('[\\s\\S]+?')}$`).test(actual) ? [] : [`${at}: ${JSON.stringify(actual)} does not match ${JSON.stringify(explained)}`];
   }
   if (Array.isArray(explained)) {
-    if (!Array.isArray(actual) || actual.length !== explained.length) return [`${at}: ${JSON.stringify(actual)} has not ${explained.length} items`];
+    if (!Array.isArray(actual)) return [`${at}: ${JSON.stringify(actual)} is not a list`];
+    if (explained.some(perBlob)) return perBlobDifferences(explained, actual, at);
+    if (actual.length !== explained.length) return [`${at}: ${JSON.stringify(actual)} has not ${explained.length} items`];
     return explained.flatMap((e, i) => differences(e, actual[i], `${at}[${i}]`));
   }
   if (explained && typeof explained === 'object') {
@@ -25,6 +27,26 @@ export function differences(explained: unknown, actual: unknown, at = '$'): stri
     return keys.flatMap((k) => differences((explained as Json)[k], (actual as Json)[k], `${at}.${k}`));
   }
   return explained === actual ? [] : [`${at}: ${JSON.stringify(actual)} != ${JSON.stringify(explained)}`];
+}
+
+/** A resource file entry of the document that stands for every blob under a `files[].prefix` (shared/planning/explain.ts). */
+function perBlob(entry: unknown): boolean {
+  return !!entry && typeof entry === 'object' && typeof (entry as Json).httpUrl === 'string' && ((entry as Json).httpUrl as string).includes(PER_BLOB_SAS);
+}
+
+/** A list with per-blob entries: each of those matches the run of consecutive actual items it matches (none or more), any other entry one item. */
+function perBlobDifferences(explained: unknown[], actual: unknown[], at: string): string[] {
+  let i = 0;
+  for (const [k, e] of explained.entries()) {
+    if (perBlob(e)) {
+      while (i < actual.length && differences(e, actual[i]).length === 0) i++;
+      continue;
+    }
+    const problems = differences(e, actual[i], `${at}[${i}] (entry ${k} of the document)`);
+    if (problems.length) return problems;
+    i++;
+  }
+  return i === actual.length ? [] : [`${at}: ${JSON.stringify(actual.slice(i))} are items the document does not show`];
 }
 
 /**

@@ -309,6 +309,8 @@ mounts:
     const software = data().getContainerClient('software');
     await software.createIfNotExists();
     await software.getBlockBlobClient('bin/solver').upload('#!/bin/sh\n', 10);
+    await software.getBlockBlobClient('bin/lib/helper').upload('helper', 6);
+    await software.getBlockBlobClient('other/secret').upload('secret', 6);
     const s = parseJobSpec(`${smallSpec('twice-urls', { command: 'true' })}
 files:
   - { account: data1, container: software, blob: bin/solver, path: solver, mode: "0755" }
@@ -322,9 +324,13 @@ outputs: { account: data1, container: twice-results }
     for (const u of [u1, u2]) {
       expect(u.files[0]).toMatchObject({ filePath: 'wd/solver', fileMode: '0755' });
       expect(await (await fetch(u.files[0].httpUrl as string)).text()).toBe('#!/bin/sh\n');
-      expect(u.files[1]).toMatchObject({ blobPrefix: 'bin/', filePath: 'wd' });
-      expect((await fetch(`${(u.files[1].storageContainerUrl as string).replace('?', '?restype=container&comp=list&')}`)).status).toBe(200);
-      expect(u.files[2]).toEqual({ httpUrl: 'https://releases.example.org/a/run.sh', filePath: 'wd/run.sh' });
+      // The prefix: one resource file per blob under it, each with a SAS that reads that blob and nothing else.
+      expect(u.files.slice(1, 3).map((f) => f.filePath)).toEqual(['wd/bin/lib/helper', 'wd/bin/solver']);
+      expect(await (await fetch(u.files[1].httpUrl as string)).text()).toBe('helper');
+      expect(u.files.some((f) => f.storageContainerUrl !== undefined)).toBe(false);
+      expect((await fetch((u.files[1].httpUrl as string).replace('/bin/lib/helper?', '/other/secret?'))).status).toBe(403);
+      expect((await fetch((u.files[1].httpUrl as string).replace(/\/bin\/lib\/helper\?/, '?restype=container&comp=list&'))).status).toBe(403);
+      expect(u.files[3]).toEqual({ httpUrl: 'https://releases.example.org/a/run.sh', filePath: 'wd/run.sh' });
       // The outputs' SAS writes blobs but cannot read or list the container.
       const out = u.outputsContainerUrl as string;
       const blobUrl = out.replace('?', '/probe.txt?');

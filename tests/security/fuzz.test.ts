@@ -42,7 +42,8 @@ const nested = (depth: number): unknown => (depth === 0 ? 'x' : depth % 2 ? [nes
 const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
   fc.string(),
   fc.string({ unit: 'binary', maxLength: 40 }),
-  fc.constantFrom('\u2028', '\u2029', '\u0085', '\u202e', '\u2066', '\u0000', 'a\nb', '$(id)', '`id`', '../../etc/passwd', '__proto__', '', ' ', '-rf'),
+  fc.constantFrom('\u2028', '\u2029', '\u0085', '\u202e', '\u2066', '\u0000', 'a\nb', '$(id)', '`id`', '../../etc/passwd', '__proto__', '', ' ', '-rf',
+    'users/', 'users/queue/', 'users/queue/../operator/', 'users/operator', 'users//queue/', '/users/queue/x'),
   fc.integer(), fc.double(), fc.constantFrom(Number.MAX_SAFE_INTEGER, -0, 1e308), fc.boolean(), fc.constant(null),
   fc.jsonValue({ maxDepth: 3 }),
   fc.integer({ min: 1, max: 40 }).map(nested),
@@ -54,6 +55,8 @@ const FIELD_PATHS = [
   ['pool', 'startTask', 'command'], ['container'], ['container', 'runtime'], ['container', 'images'], ['container', 'registry'], ['data'], ['data', 'inputs'],
   ['data', 'inputs', '0'], ['data', 'destination'], ['data', 'stagingAccounts'], ['mpi'], ['mpi', 'command'], ['mpi', 'env'], ['mpi', 'options'],
   ['mpi', 'processesPerNode'], ['limits'], ['limits', 'maxWallClock'], ['cleanup'], ['__proto__'], ['constructor'], ['prototype'], ['extra'],
+  // The data-area rule's inputs (issue 23): paths in and around users/<ownerKey>/.
+  ['data', 'inputs', '0', 'prefix'], ['outputs'], ['outputs', 'prefix'], ['files'], ['files', '0'], ['files', '0', 'prefix'], ['files', '0', 'blob'],
 ];
 
 function setPath(spec: Obj, keys: string[], value: unknown): Obj {
@@ -126,7 +129,7 @@ it(`${HTTP_CASES} generated documents through POST /api/jobs: no 5xx, the host k
   });
   console.log(`fuzz HTTP answers: ${JSON.stringify(Object.fromEntries(statuses))}`);
   expect(serverErrors).toEqual([]);
-  expect([...statuses.keys()].every((s) => [200, 202, 400, 409, 413].includes(s))).toBe(true);
+  expect([...statuses.keys()].every((s) => [200, 202, 400, 403, 409, 413].includes(s))).toBe(true);
   expect((await fetch(`${stack.baseUrl}/api/health`)).status).toBe(200);
 }, 600_000);
 

@@ -68,8 +68,8 @@ describe('loadConfig', () => {
       ['connectionString', 'stage1'],
       ['connectionString', 'stage2'],
     ]);
-    expect(c.pipeline).toEqual({ copyConcurrency: 8, sasMarginMinutes: 60, nodeTaskMaxAttempts: 3, sasMaxLifetimeMinutes: 7 * 24 * 60, preflightFabricDefaults: true, overlapStaging: true });
-    expect(c.dataAccess).toEqual({ accounts: [], mountSources: [], allowedInternalHosts: [] });
+    expect(c.pipeline).toEqual({ copyConcurrency: 8, sasMarginMinutes: 60, nodeTaskMaxAttempts: 3, sasMaxLifetimeMinutes: 7 * 24 * 60, defaultMaxWallClockMinutes: 24 * 60, preflightFabricDefaults: true, overlapStaging: true });
+    expect(c.dataAccess).toEqual({ accounts: [], mountSources: [], allowedInternalHosts: [], sharedAreas: [] });
     expect(c.mountSecrets).toEqual({});
     expect(c.queueMaxDequeueCount).toBe(5);
     expect(c.polling).toEqual({ initialMs: 5000, maxMs: 60000, multiplier: 2 });

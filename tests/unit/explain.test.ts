@@ -152,7 +152,10 @@ async function pipelineRequests(jobId: string, s: JobSpec, identity?: { resource
     inputsList: ({ inputs }) => inputs.flatMap((i) => ['a.bin', 'b.bin', 'c.bin'].map((n) => ({ account: i.account, container: i.container, name: `${i.prefix}${n}`, size: 90_000_000 }))),
     imageBlobUrls: ({ blobs }) => blobs.map((b) => `https://${b.account}.blob.core.windows.net/${b.container}/${b.blob}?sv=1&sig=IMAGE`),
     workloadUrls: ({ files, outputs }) => ({
-      files: files.map((f) => nodeResourceFile(f, { blobUrl: `https://data1.blob.core.windows.net/x/y?sig=FILE`, containerUrl: 'https://data1.blob.core.windows.net/x?sig=LIST' })),
+      // A prefix: one resource file per blob listed under it (here one, named as the explain document shows it).
+      files: files.map((f) => f.kind === 'prefix'
+        ? { httpUrl: 'https://data1.blob.core.windows.net/x/y?sig=FILE', filePath: `${f.filePath}/<blob name>`, ...(f.fileMode === undefined ? {} : { fileMode: f.fileMode }) }
+        : nodeResourceFile(f, { blobUrl: `https://data1.blob.core.windows.net/x/y?sig=FILE` })),
       ...(outputs ? { outputsContainerUrl: `https://${outputs.account}.blob.core.windows.net/${outputs.container}?sig=WRITE` } : {}),
     }),
     mpiResultCollect: () => mpiResult(failing ? 3 : 0, nodes),

@@ -1,6 +1,6 @@
 /**
  * `outputs`: what outlives the pool. Glob patterns uploaded to a blob container of a data account under a prefix
- * (default: the job id) through Batch task output files, before any cleanup; every rank's stdout/stderr too.
+ * (default: users/<ownerKey>/jobs/<job id>, the owner's data area) through Batch task output files, before any cleanup; every rank's stdout/stderr too.
  */
 import { z } from 'zod';
 import { DATA_LIMITS, GLOB_RE, SHELL_SAFE, blobContainer, blobPrefix, storageAccount } from './storageFields';
@@ -19,7 +19,7 @@ export const OutputsSchema = z
     account: storageAccount().meta({ description: 'Data account the outputs go to (the data-access policy applies).' }),
     container: blobContainer(),
     prefix: blobPrefix().optional()
-      .meta({ description: 'Blob name prefix of every output ("" is refused). Default: the job id.' }),
+      .meta({ description: 'Blob name prefix of every output ("" is refused); it must lie in the submitter\'s data area users/<ownerKey>/ or a shared area it may write (docs/security.md, "Data areas"). Default: users/<ownerKey>/jobs/<job id>, written into the recorded spec at intake.' }),
     when: z.enum(['always', 'success', 'failure'], { error: 'must be one of "always", "success", "failure"' }).default('always')
       .meta({ description: 'Upload the files on success (MPI exit code 0), failure, or always. Logs are uploaded always.' }),
     files: z.array(OutputPatternSchema, { error: 'must be a list of { pattern, from }' })
