@@ -73,12 +73,27 @@ export interface Me {
   objectId?: string;
 }
 
+/**
+ * 503 means "not now" (the API's dependencies, or a Function App that is starting: Azure's host answers 503 until it
+ * runs): every call is retried after the answer's Retry-After (at most RETRY_AFTER_CAP_S, 2 s when absent), up to
+ * UNAVAILABLE_RETRIES times. Safe for submit too: a job's id is its spec's (or its idempotency key's), so a repeat
+ * finds the job the first try may have created.
+ */
+const UNAVAILABLE_RETRIES = 5;
+const RETRY_AFTER_CAP_S = 10;
+
+export function retryAfterMs(header: string | null): number {
+  const seconds = header !== null && /^\d+$/.test(header.trim()) ? Number(header.trim()) : 2;
+  return Math.min(seconds, RETRY_AFTER_CAP_S) * 1000;
+}
+
 export class ApiClient {
   constructor(
     private readonly connection: Connection,
     private readonly fetchImpl: typeof fetch = fetch,
     /** Bearer tokens (cli/auth.ts); not asked when an operator key is configured. */
     private readonly token?: () => Promise<string | undefined>,
+    private readonly sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms)),
   ) {}
 
   async me(): Promise<Me> {
@@ -154,11 +169,16 @@ export class ApiClient {
     }
     if (options.contentType) headers['content-type'] = options.contentType;
     let res: Response;
-    try {
-      res = await this.fetchImpl(url, { method, headers, body: options.body });
-    } catch (err) {
-      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      throw new CliError(`cannot reach the API at ${this.connection.endpoint}: ${cause?.code ?? cause?.message ?? (err as Error).message}`, ExitCode.Api);
+    for (let tries = 0; ; tries++) {
+      try {
+        res = await this.fetchImpl(url, { method, headers, body: options.body });
+      } catch (err) {
+        const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+        throw new CliError(`cannot reach the API at ${this.connection.endpoint}: ${cause?.code ?? cause?.message ?? (err as Error).message}`, ExitCode.Api);
+      }
+      if (res.status !== 503 || tries >= UNAVAILABLE_RETRIES) break;
+      await res.text().catch(() => undefined);
+      await this.sleep(retryAfterMs(res.headers.get('retry-after')));
     }
     const text = await res.text();
     let body: unknown = undefined;

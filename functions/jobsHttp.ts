@@ -19,7 +19,7 @@ import { readJobQueue } from '../shared/scheduling/admissionService';
 import type { PipelineStatus } from '../shared/contract';
 import { dataAccessPolicy } from '../shared/intake/dataAccess';
 import { containerPolicy } from '../shared/intake/containerPolicy';
-import { cancelSignal, liveStatus, orchestrationStarter } from './lib/durable';
+import { cancelSignal, durableClientOf, liveStatus, orchestrationStarter } from './lib/durable';
 import { invalidRequest, problem, unavailable } from './lib/http';
 import { TEXT_LIMITS } from '../shared/spec/textLimits';
 import { authorize, visibleJob } from './lib/auth';
@@ -35,7 +35,6 @@ export async function submitJobHttp(request: HttpRequest, context: InvocationCon
   const auth = await authorize(request, 'job:submit');
   if (!auth.ok) return auth.response;
   const { principal } = auth;
-  const client = df.getClient(context);
   // Refuse an oversized body before reading it (a spec is at most TEXT_LIMITS.maxChars characters, 4 bytes each at most).
   const declared = Number(request.headers.get('content-length') ?? '0');
   if (declared > TEXT_LIMITS.maxChars * 4) {
@@ -47,6 +46,7 @@ export async function submitJobHttp(request: HttpRequest, context: InvocationCon
   if (dryRun !== null && dryRun !== 'true' && dryRun !== 'false') return invalidRequest([{ path: 'dryRun', message: 'must be "true" or "false"' }]);
   if (dryRun === 'true') return dryRunHttp(request, context, body, principal.id);
   try {
+    const client = durableClientOf(context);
     const store = await jobStore();
     const outcome = await submitJob(store, orchestrationStarter(client), {
       body,
@@ -121,7 +121,7 @@ export async function getJobHttp(request: HttpRequest, context: InvocationContex
     const store = await jobStore();
     const job = visibleJob(auth.principal, await store.get(id));
     if (!job) return problem(404, 'JobNotFound', `no job with id ${id}`);
-    const [live, events] = await Promise.all([liveStatus(df.getClient(context), id), store.events(id, job)]);
+    const [live, events] = await Promise.all([liveStatus(durableClientOf(context), id), store.events(id, job)]);
     const view = toJobView(job, { baseUrl: baseUrlOf(request), includeSpec: true });
     if (job.state === 'Queued' && !job.spec?.array) view.queue = await readJobQueue(await admissionDeps(), job, (live?.customStatus as PipelineStatus | undefined)?.queue);
     return {
@@ -160,7 +160,7 @@ export async function cancelJobHttp(request: HttpRequest, context: InvocationCon
   try {
     const store = await jobStore();
     if (!visibleJob(auth.principal, await store.get(id))) return problem(404, 'JobNotFound', `no job with id ${id}`);
-    const outcome = await cancelJob(store, cancelSignal(df.getClient(context)), id, reason);
+    const outcome = await cancelJob(store, cancelSignal(durableClientOf(context)), id, reason);
     if (outcome.kind === 'notFound') return problem(404, 'JobNotFound', `no job with id ${id}`);
     const view = toJobView(outcome.job, { baseUrl: baseUrlOf(request) });
     if (outcome.kind === 'alreadyFinished') return { status: 200, jsonBody: { job: view, cancelRequested: false } };

@@ -13,7 +13,7 @@ import { submitJob } from '../shared/intake/submit';
 import { claimedJobId, recordRejectedSubmission } from '../shared/intake/rejected';
 import { isTerminal } from '../shared/state';
 import { appConfig, jobStore, schedulingPolicy } from '../shared/services';
-import { orchestrationStarter } from './lib/durable';
+import { durableClientOf, orchestrationStarter } from './lib/durable';
 import { dataAccessPolicy } from '../shared/intake/dataAccess';
 import { QUEUE_OWNER } from '../shared/auth';
 import { containerPolicy } from '../shared/intake/containerPolicy';
@@ -25,7 +25,7 @@ export async function jobSubmissionFromQueue(message: unknown, context: Invocati
   const messageId = String(context.triggerMetadata?.id ?? 'unknown');
   try {
     const store = await jobStore();
-    const outcome = await submitJob(store, orchestrationStarter(df.getClient(context)), {
+    const outcome = await submitJob(store, orchestrationStarter(durableClientOf(context)), {
       body: message, owner: QUEUE_OWNER, dataAccess: dataAccessPolicy(appConfig()), containers: containerPolicy(appConfig()), scheduling: await schedulingPolicy(),
     });
     if (outcome.kind === 'invalid') {
