@@ -61,6 +61,17 @@ interface ErrorBody {
   errors?: FieldError[];
 }
 
+/** DELETE /api/jobs/{id} as the CLI reads it. */
+export interface CancelAnswer {
+  job: JobView;
+  cancelRequested: boolean;
+  /** The job is cleaning up (409 JobFinishing): too late to cancel. */
+  finishing?: boolean;
+  /** With `finishing`: the state cleanup ends it in, when the pipeline recorded it. */
+  endsAs?: string;
+  message?: string;
+}
+
 /** GET /api/me: the caller as the API sees it. */
 export interface Me {
   id: string;
@@ -128,9 +139,12 @@ export class ApiClient {
     return (await this.call<{ jobs: JobView[]; continuationToken?: string }>('GET', `/api/jobs${qs ? `?${qs}` : ''}`)).body;
   }
 
-  async cancel(id: string, reason?: string): Promise<{ job: JobView; cancelRequested: boolean }> {
+  /** 202 requested; 200 already finished; 409 JobFinishing: cleaning up, too late (with the state it ends in). */
+  async cancel(id: string, reason?: string): Promise<CancelAnswer> {
     const qs = reason ? `?reason=${encodeURIComponent(reason)}` : '';
-    return (await this.call<{ job: JobView; cancelRequested: boolean }>('DELETE', `/api/jobs/${encodeURIComponent(id)}${qs}`)).body;
+    const { status, body } = await this.call<CancelAnswer & { error?: string }>('DELETE', `/api/jobs/${encodeURIComponent(id)}${qs}`, { accept: [409] });
+    if (status === 409 && body.error !== 'JobFinishing') throw new CliError(body.message ?? `conflict (${status})`, ExitCode.Usage);
+    return { ...body, finishing: status === 409 };
   }
 
   async logs(id: string, options: { node?: string; stream: 'stdout' | 'stderr'; since?: number }): Promise<JobLogs> {
@@ -158,7 +172,8 @@ export class ApiClient {
   private async call<T>(
     method: string,
     path: string,
-    options: { body?: string; contentType?: string; notFound?: string } = {},
+    /** `accept`: error statuses whose JSON body is returned instead of thrown. */
+    options: { body?: string; contentType?: string; notFound?: string; accept?: number[] } = {},
   ): Promise<{ status: number; body: T }> {
     const url = `${this.connection.endpoint}${path}`;
     const headers: Record<string, string> = { accept: 'application/json' };
@@ -187,7 +202,7 @@ export class ApiClient {
     } catch {
       if (res.ok) throw new CliError(`${method} ${url} answered ${res.status} with a body that is not JSON: ${text.slice(0, 200)}`, ExitCode.Api);
     }
-    if (res.ok) return { status: res.status, body: body as T };
+    if (res.ok || (body !== undefined && options.accept?.includes(res.status))) return { status: res.status, body: body as T };
     throw apiError(method, url, res.status, body as ErrorBody | undefined, text, options.notFound);
   }
 }

@@ -164,6 +164,7 @@ export async function cancelJobHttp(request: HttpRequest, context: InvocationCon
     if (outcome.kind === 'notFound') return problem(404, 'JobNotFound', `no job with id ${id}`);
     const view = toJobView(outcome.job, { baseUrl: baseUrlOf(request) });
     if (outcome.kind === 'alreadyFinished') return { status: 200, jsonBody: { job: view, cancelRequested: false } };
+    if (outcome.kind === 'finishing') return finishingAnswer(view, outcome.job.endingAs);
     const message = outcome.pipeline === 'gone'
       ? 'the job\'s orchestration has already ended (terminated or lost): the operations sweep removes its resources and ends it Cancelled at its next run'
       : undefined;
@@ -171,6 +172,15 @@ export async function cancelJobHttp(request: HttpRequest, context: InvocationCon
   } catch (err) {
     return unavailable(context, 'job API', err);
   }
+}
+
+/** 409 JobFinishing: the job is cleaning up after a run whose end is decided; a cancel would not change it. */
+export function finishingAnswer(job: ReturnType<typeof toJobView>, endsAs: string | undefined): HttpResponseInit {
+  const end = endsAs ? `it will end ${endsAs}` : 'its end is already decided';
+  return {
+    status: 409,
+    jsonBody: { error: 'JobFinishing', message: `job ${job.id} is cleaning up and ${end}: too late to cancel`, job, cancelRequested: false, ...(endsAs ? { endsAs } : {}) },
+  };
 }
 
 app.http('submitJob', { route: 'jobs', methods: ['POST'], authLevel: 'anonymous', extraInputs: [durableClient], handler: submitJobHttp });

@@ -7,7 +7,7 @@ import { JobSpecSchema } from '../spec/schema';
 import { ValidationErrorResponseSchema } from '../spec/errorSchemas';
 import { JOB_STATES } from '../state/states';
 import {
-  CancelJobResponseSchema, HealthResponseSchema, JobConflictResponseSchema, JobListResponseSchema, JobViewSchema,
+  CancelJobResponseSchema, JobFinishingResponseSchema, HealthResponseSchema, JobConflictResponseSchema, JobListResponseSchema, JobViewSchema,
   ProblemResponseSchema, QueuesResponseSchema, SubmitJobResponseSchema,
 } from '../state/view';
 import { ACTIONS, appRolesFor, type Action } from '../auth/permissions';
@@ -148,6 +148,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
           responses: {
             202: { description: 'Cancellation requested.', content: jsonContent('CancelJobResponse') },
             200: { description: 'The job had already finished; nothing to cancel.', content: jsonContent('CancelJobResponse') },
+            409: { description: 'JobFinishing: the job is cleaning up after a run whose end is decided; too late to cancel (nothing is recorded).', content: jsonContent('JobFinishingResponse') },
             ...authResponses,
             404: problem('No such job (or not yours).'),
           },
@@ -306,6 +307,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
         CancelJobResponse: schemaOf(CancelJobResponseSchema, 'output'),
         ValidationErrorResponse: schemaOf(ValidationErrorResponseSchema, 'output'),
         JobConflictResponse: schemaOf(JobConflictResponseSchema, 'output'),
+        JobFinishingResponse: schemaOf(JobFinishingResponseSchema, 'output'),
         ProblemResponse: schemaOf(ProblemResponseSchema, 'output'),
         HealthResponse: schemaOf(HealthResponseSchema, 'output'),
         JobOutputsResponse: schemaOf(JobOutputsResponseSchema, 'output'),

@@ -16,7 +16,7 @@ import type { TableEntityResult } from '@azure/data-tables';
 import { JobRecordTooLargeError } from './errors';
 import type { JobEvent, JobRecord, JsonValue } from './record';
 import { validateJobSpec } from '../spec/parse';
-import { isJobState } from './states';
+import { isJobState, isTerminal } from './states';
 import { parseJobResult } from '../contract/jobResult';
 
 export const JOB_ROW_KEY = 'job';
@@ -80,7 +80,7 @@ export function jobToEntity(rec: JobRecord): JobEntity {
     updatedAt: rec.updatedAt,
     eventSeq: rec.eventSeq,
   };
-  for (const [k, v] of Object.entries({ ownerName: rec.ownerName, batchPoolId: rec.batchPoolId, batchJobId: rec.batchJobId, cancelRequestedAt: rec.cancelRequestedAt, containersCheckedAt: rec.containersCheckedAt })) {
+  for (const [k, v] of Object.entries({ ownerName: rec.ownerName, batchPoolId: rec.batchPoolId, batchJobId: rec.batchJobId, cancelRequestedAt: rec.cancelRequestedAt, containersCheckedAt: rec.containersCheckedAt, endingAs: rec.endingAs })) {
     if (v !== undefined) props[k] = v;
   }
   putJson(props, 'tags', rec.tags);
@@ -123,6 +123,7 @@ export function entityToJob(e: TableEntityResult<Record<string, unknown>>): JobR
     batchJobId: str('batchJobId'),
     cancelRequestedAt: str('cancelRequestedAt'),
     containersCheckedAt: str('containersCheckedAt'),
+    endingAs: ((s) => (s !== undefined && isTerminal(s) ? s : undefined))(str('endingAs')),
     result: parseJobResult(getJson<unknown>(e, 'result')),
     error: getJson<JobRecord['error']>(e, 'error'),
     lastEvent: getJson<JobRecord['lastEvent']>(e, 'lastEvent'),
