@@ -147,7 +147,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
       return ran;
     });
     const { mpi } = end;
-    const result: JobResult = { exitCode: mpi.exitCode, timings, logs: mpi.logs, mpi, ...checksOf(attempts) };
+    const result: JobResult = { ...(mpi.noExitCode ? {} : { exitCode: mpi.exitCode }), timings, logs: mpi.logs, mpi, ...checksOf(attempts) };
     outcome = end.failure === undefined ? { state: 'Succeeded', result } : { state: 'Failed', reason: end.failure, result };
     // The last attempt's outputs: an earlier attempt's uploads under the same prefix are overwritten or left beside them.
     if (outputs && outputsUrl) {
