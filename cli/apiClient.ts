@@ -61,6 +61,17 @@ interface ErrorBody {
   errors?: FieldError[];
 }
 
+/** DELETE /api/jobs/{id} as the CLI reads it. */
+export interface CancelAnswer {
+  job: JobView;
+  cancelRequested: boolean;
+  /** The job is cleaning up (409 JobFinishing): too late to cancel. */
+  finishing?: boolean;
+  /** With `finishing`: the state cleanup ends it in, when the pipeline recorded it. */
+  endsAs?: string;
+  message?: string;
+}
+
 /** GET /api/me: the caller as the API sees it. */
 export interface Me {
   id: string;
@@ -76,12 +87,27 @@ export interface Me {
   sharedAreas?: { account: string; container: string; prefix: string; access: 'read' | 'write' }[];
 }
 
+/**
+ * 503 means "not now" (the API's dependencies, or a Function App that is starting: Azure's host answers 503 until it
+ * runs): every call is retried after the answer's Retry-After (at most RETRY_AFTER_CAP_S, 2 s when absent), up to
+ * UNAVAILABLE_RETRIES times. Safe for submit too: a job's id is its spec's (or its idempotency key's), so a repeat
+ * finds the job the first try may have created.
+ */
+const UNAVAILABLE_RETRIES = 5;
+const RETRY_AFTER_CAP_S = 10;
+
+export function retryAfterMs(header: string | null): number {
+  const seconds = header !== null && /^\d+$/.test(header.trim()) ? Number(header.trim()) : 2;
+  return Math.min(seconds, RETRY_AFTER_CAP_S) * 1000;
+}
+
 export class ApiClient {
   constructor(
     private readonly connection: Connection,
     private readonly fetchImpl: typeof fetch = fetch,
     /** Bearer tokens (cli/auth.ts); not asked when an operator key is configured. */
     private readonly token?: () => Promise<string | undefined>,
+    private readonly sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms)),
   ) {}
 
   async me(): Promise<Me> {
@@ -116,9 +142,12 @@ export class ApiClient {
     return (await this.call<{ jobs: JobView[]; continuationToken?: string }>('GET', `/api/jobs${qs ? `?${qs}` : ''}`)).body;
   }
 
-  async cancel(id: string, reason?: string): Promise<{ job: JobView; cancelRequested: boolean }> {
+  /** 202 requested; 200 already finished; 409 JobFinishing: cleaning up, too late (with the state it ends in). */
+  async cancel(id: string, reason?: string): Promise<CancelAnswer> {
     const qs = reason ? `?reason=${encodeURIComponent(reason)}` : '';
-    return (await this.call<{ job: JobView; cancelRequested: boolean }>('DELETE', `/api/jobs/${encodeURIComponent(id)}${qs}`)).body;
+    const { status, body } = await this.call<CancelAnswer & { error?: string }>('DELETE', `/api/jobs/${encodeURIComponent(id)}${qs}`, { accept: [409] });
+    if (status === 409 && body.error !== 'JobFinishing') throw new CliError(body.message ?? `conflict (${status})`, ExitCode.Usage);
+    return { ...body, finishing: status === 409 };
   }
 
   async logs(id: string, options: { node?: string; stream: 'stdout' | 'stderr'; since?: number }): Promise<JobLogs> {
@@ -146,7 +175,8 @@ export class ApiClient {
   private async call<T>(
     method: string,
     path: string,
-    options: { body?: string; contentType?: string; notFound?: string } = {},
+    /** `accept`: error statuses whose JSON body is returned instead of thrown. */
+    options: { body?: string; contentType?: string; notFound?: string; accept?: number[] } = {},
   ): Promise<{ status: number; body: T }> {
     const url = `${this.connection.endpoint}${path}`;
     const headers: Record<string, string> = { accept: 'application/json' };
@@ -157,11 +187,16 @@ export class ApiClient {
     }
     if (options.contentType) headers['content-type'] = options.contentType;
     let res: Response;
-    try {
-      res = await this.fetchImpl(url, { method, headers, body: options.body });
-    } catch (err) {
-      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      throw new CliError(`cannot reach the API at ${this.connection.endpoint}: ${cause?.code ?? cause?.message ?? (err as Error).message}`, ExitCode.Api);
+    for (let tries = 0; ; tries++) {
+      try {
+        res = await this.fetchImpl(url, { method, headers, body: options.body });
+      } catch (err) {
+        const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+        throw new CliError(`cannot reach the API at ${this.connection.endpoint}: ${cause?.code ?? cause?.message ?? (err as Error).message}`, ExitCode.Api);
+      }
+      if (res.status !== 503 || tries >= UNAVAILABLE_RETRIES) break;
+      await res.text().catch(() => undefined);
+      await this.sleep(retryAfterMs(res.headers.get('retry-after')));
     }
     const text = await res.text();
     let body: unknown = undefined;
@@ -170,7 +205,7 @@ export class ApiClient {
     } catch {
       if (res.ok) throw new CliError(`${method} ${url} answered ${res.status} with a body that is not JSON: ${text.slice(0, 200)}`, ExitCode.Api);
     }
-    if (res.ok) return { status: res.status, body: body as T };
+    if (res.ok || (body !== undefined && options.accept?.includes(res.status))) return { status: res.status, body: body as T };
     throw apiError(method, url, res.status, body as ErrorBody | undefined, text, options.notFound);
   }
 }

@@ -22,7 +22,7 @@ import { readJobQueue } from '../shared/scheduling/admissionService';
 import type { PipelineStatus } from '../shared/contract';
 import { dataAccessPolicy } from '../shared/intake/dataAccess';
 import { containerPolicy } from '../shared/intake/containerPolicy';
-import { cancelSignal, liveStatus, orchestrationStarter } from './lib/durable';
+import { cancelSignal, durableClientOf, liveStatus, orchestrationStarter } from './lib/durable';
 import { forbiddenRequest, invalidRequest, problem, unavailable } from './lib/http';
 import { TEXT_LIMITS } from '../shared/spec/textLimits';
 import { authorize, visibleJob } from './lib/auth';
@@ -39,7 +39,6 @@ export async function submitJobHttp(request: HttpRequest, context: InvocationCon
   const auth = await authorize(request, 'job:submit');
   if (!auth.ok) return auth.response;
   const { principal } = auth;
-  const client = df.getClient(context);
   // Refuse an oversized body before reading it (a spec is at most TEXT_LIMITS.maxChars characters, 4 bytes each at most).
   const declared = Number(request.headers.get('content-length') ?? '0');
   if (declared > TEXT_LIMITS.maxChars * 4) {
@@ -51,6 +50,7 @@ export async function submitJobHttp(request: HttpRequest, context: InvocationCon
   if (dryRun !== null && dryRun !== 'true' && dryRun !== 'false') return invalidRequest([{ path: 'dryRun', message: 'must be "true" or "false"' }]);
   if (dryRun === 'true') return dryRunHttp(request, context, body, principal);
   try {
+    const client = durableClientOf(context);
     const store = await jobStore();
     const outcome = await submitJob(store, orchestrationStarter(client), {
       body,
@@ -136,7 +136,7 @@ export async function getJobHttp(request: HttpRequest, context: InvocationContex
     const store = await jobStore();
     const job = visibleJob(auth.principal, await store.get(id));
     if (!job) return problem(404, 'JobNotFound', `no job with id ${id}`);
-    const [live, events] = await Promise.all([liveStatus(df.getClient(context), id), store.events(id, job)]);
+    const [live, events] = await Promise.all([liveStatus(durableClientOf(context), id), store.events(id, job)]);
     const view = toJobView(job, { baseUrl: baseUrlOf(request), includeSpec: true });
     if (job.state === 'Queued' && !job.spec?.array) view.queue = await readJobQueue(await admissionDeps(), job, (live?.customStatus as PipelineStatus | undefined)?.queue);
     return {
@@ -181,10 +181,11 @@ export async function cancelJobHttp(request: HttpRequest, context: InvocationCon
   try {
     const store = await jobStore();
     if (!visibleJob(auth.principal, await store.get(id))) return problem(404, 'JobNotFound', `no job with id ${id}`);
-    const outcome = await cancelJob(store, cancelSignal(df.getClient(context)), id, reason.reason);
+    const outcome = await cancelJob(store, cancelSignal(durableClientOf(context)), id, reason.reason);
     if (outcome.kind === 'notFound') return problem(404, 'JobNotFound', `no job with id ${id}`);
     const view = toJobView(outcome.job, { baseUrl: baseUrlOf(request) });
     if (outcome.kind === 'alreadyFinished') return { status: 200, jsonBody: { job: view, cancelRequested: false } };
+    if (outcome.kind === 'finishing') return finishingAnswer(view, outcome.job.endingAs);
     const message = outcome.pipeline === 'gone'
       ? 'the job\'s orchestration has already ended (terminated or lost): the operations sweep removes its resources and ends it Cancelled at its next run'
       : undefined;
@@ -192,6 +193,15 @@ export async function cancelJobHttp(request: HttpRequest, context: InvocationCon
   } catch (err) {
     return unavailable(context, 'job API', err);
   }
+}
+
+/** 409 JobFinishing: the job is cleaning up after a run whose end is decided; a cancel would not change it. */
+export function finishingAnswer(job: ReturnType<typeof toJobView>, endsAs: string | undefined): HttpResponseInit {
+  const end = endsAs ? `it will end ${endsAs}` : 'its end is already decided';
+  return {
+    status: 409,
+    jsonBody: { error: 'JobFinishing', message: `job ${job.id} is cleaning up and ${end}: too late to cancel`, job, cancelRequested: false, ...(endsAs ? { endsAs } : {}) },
+  };
 }
 
 app.http('submitJob', { route: 'jobs', methods: ['POST'], authLevel: 'anonymous', extraInputs: [durableClient], handler: submitJobHttp });

@@ -15,7 +15,7 @@ import { claimedJobId, recordRejectedSubmission } from '../shared/intake/rejecte
 import { isTerminal } from '../shared/state';
 import { appConfig, jobStore, poolGate, schedulingPolicy } from '../shared/services';
 import { queuePoolCaller } from '../shared/intake/poolAccess';
-import { orchestrationStarter } from './lib/durable';
+import { durableClientOf, orchestrationStarter } from './lib/durable';
 import { dataAccessPolicy } from '../shared/intake/dataAccess';
 import { QUEUE_DATA_CALLER, QUEUE_OWNER } from '../shared/auth';
 import { containerPolicy } from '../shared/intake/containerPolicy';
@@ -27,7 +27,7 @@ export async function jobSubmissionFromQueue(message: unknown, context: Invocati
   const messageId = String(context.triggerMetadata?.id ?? 'unknown');
   try {
     const store = await jobStore();
-    const outcome = await submitJob(store, orchestrationStarter(df.getClient(context)), {
+    const outcome = await submitJob(store, orchestrationStarter(durableClientOf(context)), {
       body: message, owner: QUEUE_OWNER, caller: QUEUE_DATA_CALLER, dataAccess: dataAccessPolicy(appConfig()), containers: containerPolicy(appConfig()), scheduling: await schedulingPolicy(),
       pools: poolGate(queuePoolCaller(QUEUE_OWNER)),
     });

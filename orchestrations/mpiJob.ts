@@ -1,6 +1,6 @@
 import type { OrchestrationContext } from 'durable-functions';
 import type { Attempt, JobOutcome, JobResult, MpiJobInput, NodeRef } from '../shared/contract';
-import type { JobState } from '../shared/state/states';
+import type { JobState, TerminalState } from '../shared/state/states';
 import { JobCancelled, Orchestration, PipelineRun, StageFailed } from './runtime/pipelineRun';
 import { activityFailureMessage } from './runtime/activityCalls';
 import { provision, replaceNodes, type ProvisionedPool, type ProvisionRequest } from './stages/provision';
@@ -50,14 +50,14 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
   let early: EarlyStaging | undefined;
   const mpiStarts: MpiStart[] = [];
 
-  const enter = function* (stage: JobState, reason: string): Orchestration<void> {
+  const enter = function* (stage: JobState, reason: string, endingAs?: TerminalState): Orchestration<void> {
     // A later attempt goes through the stages again; the job row only moves forward (its timeline has the attempts).
     if (timings[stage]) return run.report({ stage });
     const now = run.now().toISOString();
     for (const t of Object.values(timings)) t.endedAt ??= now;
     timings[stage] = { startedAt: now };
     run.report({ stage });
-    yield* run.call('jobTransition', { jobId: input.jobId, to: stage, reason, patch: { batchPoolId: plan.poolId, batchJobId } });
+    yield* run.call('jobTransition', { jobId: input.jobId, to: stage, reason, patch: { batchPoolId: plan.poolId, batchJobId, endingAs } });
   };
   const provisioning: ProvisionRequest = { jobId: input.jobId, poolId: plan.poolId, reuse: plan.reusePool, vmSize: input.spec.pool.vmSize, nodes: plan.nodes, minNodes: plan.minNodes, resizeTimeoutMs: plan.resizeTimeoutMs, createRequest: plan.poolCreate };
   // Nodes that hold the job's images and shards; a node that replaces a failed one gets them before it is used.
@@ -147,7 +147,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
       return ran;
     });
     const { mpi } = end;
-    const result: JobResult = { exitCode: mpi.exitCode, timings, logs: mpi.logs, mpi, ...checksOf(attempts) };
+    const result: JobResult = { ...(mpi.noExitCode ? {} : { exitCode: mpi.exitCode }), timings, logs: mpi.logs, mpi, ...checksOf(attempts) };
     outcome = end.failure === undefined ? { state: 'Succeeded', result } : { state: 'Failed', reason: end.failure, result };
     // The last attempt's outputs: an earlier attempt's uploads under the same prefix are overwritten or left beside them.
     if (outputs && outputsUrl) {
@@ -162,7 +162,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     run.report({ lastError: outcome.reason });
   }
 
-  yield* enter('CleaningUp', outcome.reason ?? outcome.state);
+  yield* enter('CleaningUp', outcome.reason ?? outcome.state, outcome.state);
   const cleaned = yield* cleanup(run, {
     batchJobId,
     pool: pool ? { poolId: pool.poolId, createdByUs: pool.createdByUs } : plan.reusePool ? undefined : { poolId: plan.poolId, createdByUs: true },

@@ -1,4 +1,6 @@
 /** Adapters from the Durable client to the small interfaces the services need (start once, cancel, read status). */
+import type { InvocationContext } from '@azure/functions';
+import * as df from 'durable-functions';
 import type { DurableClient, DurableOrchestrationStatus } from 'durable-functions';
 import { CANCEL_EVENT, MPI_JOB_ORCHESTRATION, isOrchestrationFinished, type CancelEventData, type MpiJobInput } from '../../shared/contract';
 import type { CancelSignal } from '../../shared/intake/cancel';
@@ -16,6 +18,29 @@ export function durableErrorStatus(err: unknown): number | undefined {
   const m = /\bHTTP (\d{3}) response\b/.exec(message) ?? /\bunexpected status code: (\d{3})\b/.exec(message);
   if (m) return Number(m[1]);
   return /^No instance with ID '.*' found\.$/.test(message) ? 404 : undefined;
+}
+
+/**
+ * The function's durableClient binding gave no usable client: the Durable extension has not started yet (a host that
+ * is starting: a restart here, a cold start or scale-out in Azure). Transient: the answer is 503 with Retry-After.
+ */
+export class DurableClientNotReady extends Error {
+  override readonly name = 'DurableClientNotReady';
+}
+
+/**
+ * The Durable client of this invocation. A function registered with the binding whose binding data is missing or
+ * not a client (durable-functions' getClient: "Received input is not a valid durable client input") is met while
+ * the extension is starting, so it is DurableClientNotReady; a function registered without the binding is a bug and
+ * its error goes on as it came.
+ */
+export function durableClientOf(context: InvocationContext): DurableClient {
+  try {
+    return df.getClient(context);
+  } catch (err) {
+    if (!context.options.extraInputs.some((i) => i.type === 'durableClient' || i.type === 'orchestrationClient')) throw err;
+    throw new DurableClientNotReady(`the Durable client is not ready yet (the host is starting): ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
 }
 
 /** The instance's status, or undefined when there is no such instance. */

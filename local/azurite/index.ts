@@ -41,6 +41,11 @@ export interface StartAzuriteOptions {
   silent?: boolean;
   /** Keep all data in Azurite's memory (`--inMemoryPersistence`); not combinable with `location`. */
   inMemory?: boolean;
+  /**
+   * How often Azurite saves a changed store to `location` (ms), instead of its hard-coded 5000: a SIGKILL loses at
+   * most this much of acknowledged writes (autosave.cjs; docs/local-stack.md). Default AZURITE_AUTOSAVE_MS.
+   */
+  autosaveMs?: number;
   /** Loopback address to listen on (default 127.0.0.1). */
   host?: string;
   /** How long to wait for the three services (default 30 s). */
@@ -83,6 +88,9 @@ export interface AzuriteHandle {
 const AZURITE_MAIN = require.resolve('azurite/dist/src/azurite.js');
 /** The gate is plain JavaScript beside this file's source (also when this file runs compiled from dist/). */
 const GATE = [path.join(__dirname, 'keylessGate.cjs'), path.join(__dirname, '..', '..', '..', 'local', 'azurite', 'keylessGate.cjs')].find((f) => existsSync(f));
+const AUTOSAVE = [path.join(__dirname, 'autosave.cjs'), path.join(__dirname, '..', '..', '..', 'local', 'azurite', 'autosave.cjs')].find((f) => existsSync(f));
+/** Azurite's save interval on disk (ms): 1 s instead of its 5 s (measured in docs/local-stack.md). */
+export const AZURITE_AUTOSAVE_MS = 1000;
 /**
  * Preloaded into Azurite's process. When the IPC channel closes (our stop(), or our death), Azurite stops
  * exactly as on SIGTERM: its servers close and each Loki store saves. Writes to a closed stdout/stderr
@@ -111,9 +119,12 @@ export async function startAzurite(opts: StartAzuriteOptions = {}): Promise<Azur
   const port = (service: 'blob' | 'queue' | 'table'): string => String(opts.ports?.[service] ?? 0);
   const keyless = opts.keyless;
   if (keyless && !GATE) throw new Error('startAzurite: keylessGate.cjs is missing beside local/azurite');
+  const autosaveMs = opts.inMemory ? undefined : opts.autosaveMs ?? AZURITE_AUTOSAVE_MS;
+  if (autosaveMs !== undefined && !AUTOSAVE) throw new Error('startAzurite: autosave.cjs is missing beside local/azurite');
   const args = [
     '--import', `data:text/javascript,${encodeURIComponent(PRELOAD)}`,
     ...(keyless ? ['--require', GATE as string] : []),
+    ...(autosaveMs !== undefined ? ['--require', AUTOSAVE as string] : []),
     AZURITE_MAIN,
     '--blobHost', host, '--blobPort', port('blob'),
     '--queueHost', host, '--queuePort', port('queue'),
@@ -130,6 +141,7 @@ export async function startAzurite(opts: StartAzuriteOptions = {}): Promise<Azur
     env: {
       ...process.env,
       AZURITE_ACCOUNTS: azuriteAccountsEnv(accounts),
+      ...(autosaveMs !== undefined ? { HPC_AZURITE_AUTOSAVE_MS: String(autosaveMs) } : {}),
       ...(keyless ? {
         HPC_STORAGE_GATE_TENANT: keyless.tenantId,
         HPC_STORAGE_GATE_JWKS: JSON.stringify(keyless.jwks),

@@ -15,6 +15,7 @@ import type { HostContext, HostExtension, RegisteredFunction } from './extension
 import { hostJsonLogLevel, readHostJson, httpRoutePrefix, type HostJson } from './hostJson';
 import { startHttpListener, type HttpListener } from './http/httpServer';
 import { RouteTable } from './http/routeTable';
+import { HostReadiness } from './http/readiness';
 import { Invoker, type OutputBindingWriter } from './invoke';
 import { IngressGauge } from './ingress';
 import { KeyStore, defaultKeysFile, isWebhookAuthorized, loadOrCreateKeys, webhookKeyName, type HostKeys } from './keys';
@@ -65,6 +66,11 @@ export interface FunctionsHostOptions {
   loadLocalSettings?: boolean;
   /** Print the start-up banner to stdout (default false; the CLI prints it). */
   printBanner?: boolean;
+  /**
+   * How long an HTTP request that arrives before the host is running (extensions still starting) is held before it
+   * is answered 503 "Function host is not running."; default 30 s, the real host's (http/readiness.ts).
+   */
+  readyTimeoutMs?: number;
 }
 
 export interface FunctionsHostHandle {
@@ -98,11 +104,15 @@ export async function startFunctionsHost(opts: FunctionsHostOptions): Promise<Fu
   // stop taking work (HTTP drained, trigger listeners), then extensions, then appTerminate hooks.
   let listener: HttpListener | undefined;
   let triggers: TriggerListeners | undefined;
+  // The listener opens before the extensions start (they need its URL); requests wait on this until the host runs.
+  const readiness = new HostReadiness();
   const startedExtensions: HostExtension[] = [];
   let appHooksStarted = false;
   const appHookData: Record<string, unknown> = {};
 
   const teardown = async (): Promise<void> => {
+    // Requests still held for the start (or arriving while the host drains) get their 503 now.
+    readiness.markStopped();
     const steps: [string, () => Promise<void> | undefined][] = [
       ['HTTP listener', () => listener?.close()],
       ['trigger listeners', () => triggers?.stop()],
@@ -169,6 +179,8 @@ export async function startFunctionsHost(opts: FunctionsHostOptions): Promise<Fu
       invoke: (name, req) => invoker.invoke(name, req),
       log,
       ingress,
+      readiness,
+      readyTimeoutMs: opts.readyTimeoutMs,
     });
     // durable-functions rewrites its management URLs to localhost:7071 unless this names the real host.
     const baseUrl = listener.baseUrl;
@@ -203,6 +215,7 @@ export async function startFunctionsHost(opts: FunctionsHostOptions): Promise<Fu
       ingress,
     });
 
+    readiness.markReady();
     const banner = (): string => formatBanner(functions(), { routeTable, baseUrl, claimedTriggerTypes: claimed });
     if (opts.printBanner) process.stdout.write(banner() + '\n');
     log.info({ baseUrl, functions: functions().map((f) => f.name) }, 'Functions host started');

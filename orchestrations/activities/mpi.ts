@@ -33,6 +33,8 @@ const TAIL_LINES = 40;
  * exit code is the subtask's, even where Batch reports the primary's 0.
  * A task that no longer exists (its job was deleted) gives exit code -1, the failure "the MPI task disappeared
  * (job deleted?)", no subtasks, an empty stdout tail and only the master's (now empty) log location, node "master".
+ * A task Batch reports no exit code for (ended before its program exited: terminated while requeued after a node
+ * was lost, or gone) is `noExitCode` with the placeholder -1: never 0, which read as a success.
  */
 export async function collectMpiResult({ batch: ctx, accountUrl }: MpiResultDeps, input: BatchTaskRef): Promise<MpiResult> {
   const task = await getTask(ctx, input.batchJobId, input.taskId);
@@ -54,12 +56,15 @@ export async function collectMpiResult({ batch: ctx, accountUrl }: MpiResultDeps
       })),
   ];
   const failedSub = subtasks.find((s) => s.exitCode !== undefined && s.exitCode !== 0);
-  const exitCode = task.state === 'missing' ? -1 : task.exitCode ?? (task.failure ? -1 : 0);
+  const reported = task.state === 'missing' ? undefined : task.exitCode;
+  // A failed subtask's code stands for the task when the primary reported 0 or nothing.
+  const exitCode = (reported === undefined || reported === 0) && failedSub ? failedSub.exitCode ?? -1 : reported;
   // Batch reports output files it could not upload as the task's failure; the program's exit code stands.
   const uploadFailed = task.failure?.code.startsWith('FileUpload') ? task.failure : undefined;
   return {
     taskId: input.taskId,
-    exitCode: exitCode === 0 && failedSub ? failedSub.exitCode ?? -1 : exitCode,
+    exitCode: exitCode ?? -1,
+    ...(exitCode === undefined ? { noExitCode: true as const } : {}),
     failure: task.state === 'missing'
       ? 'the MPI task disappeared (job deleted?)'
       : task.failure && !uploadFailed

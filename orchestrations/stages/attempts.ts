@@ -72,7 +72,7 @@ export function* runAttempts(run: PipelineRun, req: AttemptsRequest, body: (atte
     try {
       const out = yield* body(a);
       mpi = out.mpi;
-      end = { kind: 'mpi', exitCode: out.mpi.exitCode, failure: out.mpi.failure, requeued: out.requeued, subtasks: out.mpi.subtasks.filter((s) => s.id !== 0) };
+      end = { kind: 'mpi', exitCode: out.mpi.exitCode, noExitCode: out.mpi.noExitCode, failure: out.mpi.failure, requeued: out.requeued, subtasks: out.mpi.subtasks.filter((s) => s.id !== 0) };
     } catch (err) {
       if (!(err instanceof StageFailed) || err instanceof JobTimedOut) {
         // Cancelled, timed out, or a bug: the job ends here; the record says how far the attempt got.
@@ -143,7 +143,7 @@ function record(run: PipelineRun, a: AttemptContext, startedAt: string, verdict:
     nodes: a.nodes.map((x) => x.id),
     outcome: verdict.outcome,
     ...(failed ? { failureClass: failed.failureClass, reason: failed.reason } : 'reason' in verdict ? { reason: verdict.reason } : {}),
-    ...(mpi ? { mpiTaskId: mpi.taskId ?? a.mpiTaskId, exitCode: mpi.exitCode } : failed?.exitCode !== undefined ? { exitCode: failed.exitCode } : {}),
+    ...(mpi ? { mpiTaskId: mpi.taskId ?? a.mpiTaskId, ...(mpi.noExitCode ? {} : { exitCode: mpi.exitCode }) } : failed?.exitCode !== undefined ? { exitCode: failed.exitCode } : {}),
     nodeMinutes: Math.round(a.nodes.length * minutes * 100) / 100,
     ...(a.preflight ? { preflight: a.preflight } : {}),
   };

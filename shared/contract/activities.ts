@@ -7,7 +7,7 @@
  * Each activity does one I/O thing and is idempotent (it looks before it creates), because Durable Functions
  * runs an activity again when the host dies between its effect and the history write.
  */
-import type { JobState } from '../state/states';
+import type { JobState, TerminalState } from '../state/states';
 import type { PoolInspection, NodeTaskSpec, TaskSnapshot } from '../batch';
 
 /** The admission-time verdict on a reused pool: allowed, or refused with the door's "not yours" sentence. */
@@ -40,7 +40,7 @@ export interface JobTransitionInput {
   jobId: string;
   to: JobState;
   reason: string;
-  patch?: { batchPoolId?: string; batchJobId?: string };
+  patch?: { batchPoolId?: string; batchJobId?: string; endingAs?: TerminalState };
 }
 
 export interface JobFinishInput {

@@ -33,6 +33,8 @@ export const MpiResultSchema = z.object({
   /** The multi-instance task's id in the Batch job (the logs endpoint reads its files). */
   taskId: z.string().optional(),
   exitCode: z.number(),
+  noExitCode: z.literal(true).optional()
+    .meta({ description: 'Batch reported no exit code (the task was ended before its program exited, e.g. on a lost node): exitCode is the placeholder -1, not the program\'s.' }),
   failure: z.string().optional(),
   subtasks: z.array(SubtaskResultSchema).meta({ description: 'Per node: the subtask\'s exit code (coordination command; the master\'s includes the application).' }),
   logs: z.array(LogRefSchema),
@@ -110,7 +112,7 @@ export const AttemptSchema = z.object({
   outcome: z.enum(['succeeded', 'failed', 'cancelled']),
   failureClass: z.enum(FAILURE_CLASSES).optional(),
   reason: z.string().optional(),
-  exitCode: z.number().optional(),
+  exitCode: z.number().optional().meta({ description: 'The MPI task\'s exit code; absent when the attempt had none (it ended before the MPI task, or Batch reported none: see failureClass).' }),
   mpiTaskId: z.string().optional(),
   /** What happened next: another attempt (after `retryAfterMs`, on nodes replacing `replacedNodes`) or not, and why. */
   retried: z.boolean().optional(),

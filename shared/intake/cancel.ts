@@ -11,6 +11,11 @@ export type CancelOutcome =
   | { kind: 'notFound' }
   | { kind: 'alreadyFinished'; job: JobRecord }
   /**
+   * Too late: the job is cleaning up after a run whose end is already decided (`job.endingAs` when the pipeline
+   * recorded it); cleanup ends it in that state whatever a cancel says, so none is sent.
+   */
+  | { kind: 'finishing'; job: JobRecord }
+  /**
    * `pipeline`: 'notified' when the running orchestration got the cancel event (it cleans up and ends the job
    * Cancelled); 'gone' when no orchestration was left to tell (terminated or lost): the sweep then removes the job's
    * resources and ends it Cancelled at its next run, without the grace it gives lost runs.
@@ -26,6 +31,7 @@ export async function cancelJob(store: JobStore, signal: CancelSignal, jobId: st
   const requested = await requestCancel(store, jobId);
   if (requested.outcome === 'notFound') return { kind: 'notFound' };
   if (requested.outcome === 'finished') return { kind: 'alreadyFinished', job: requested.job };
+  if (requested.outcome === 'finishing') return { kind: 'finishing', job: requested.job };
   await store.appendEvent(jobId, { reason: `cancel requested: ${reason}` });
   if (requested.job.spec?.array) return cancelArray(store, signal, requested.job, reason);
   const delivered = await signal.raiseCancel(jobId, reason);

@@ -8,7 +8,7 @@ import { ForbiddenRequestResponseSchema, ValidationErrorResponseSchema } from '.
 import { CANCEL_REASON_MAX_CHARS } from '../intake/cancelReason';
 import { JOB_STATES } from '../state/states';
 import {
-  CancelJobResponseSchema, HealthResponseSchema, JobConflictResponseSchema, JobListResponseSchema, JobViewSchema,
+  CancelJobResponseSchema, JobFinishingResponseSchema, HealthResponseSchema, JobConflictResponseSchema, JobListResponseSchema, JobViewSchema,
   ProblemResponseSchema, QueuesResponseSchema, SubmitJobResponseSchema,
 } from '../state/view';
 import { ACTIONS, appRolesFor, type Action } from '../auth/permissions';
@@ -161,6 +161,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
             202: { description: 'Cancellation requested.', content: jsonContent('CancelJobResponse') },
             200: { description: 'The job had already finished; nothing to cancel.', content: jsonContent('CancelJobResponse') },
             400: { description: 'An id that can never name a job (path "id") or a reason outside the text rules (path "reason").', content: jsonContent('ValidationErrorResponse') },
+            409: { description: 'JobFinishing: the job is cleaning up after a run whose end is decided; too late to cancel (nothing is recorded).', content: jsonContent('JobFinishingResponse') },
             ...authResponses,
             404: problem('No such job (or not yours).'),
           },
@@ -332,6 +333,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
         ValidationErrorResponse: schemaOf(ValidationErrorResponseSchema, 'output'),
         ForbiddenRequestResponse: schemaOf(ForbiddenRequestResponseSchema, 'output'),
         JobConflictResponse: schemaOf(JobConflictResponseSchema, 'output'),
+        JobFinishingResponse: schemaOf(JobFinishingResponseSchema, 'output'),
         ProblemResponse: schemaOf(ProblemResponseSchema, 'output'),
         HealthResponse: schemaOf(HealthResponseSchema, 'output'),
         JobOutputsResponse: schemaOf(JobOutputsResponseSchema, 'output'),

@@ -17,6 +17,8 @@ export type AttemptEnd =
   | {
       kind: 'mpi';
       exitCode: number;
+      /** Batch reported no exit code: `exitCode` is a placeholder, never a success, and no verdict repeats it. */
+      noExitCode?: boolean;
       /** Batch's failure info of the task ("code: message"). */
       failure?: string;
       /** Batch put the task back to active after it had started: a node it ran on went away or rebooted. */
@@ -59,7 +61,7 @@ export type AttemptVerdict =
  * rank), so node health is looked at before the symptom.
  */
 export function classifyAttempt(end: AttemptEnd, attemptNodes: readonly string[], health: readonly NodeHealth[] | undefined, retryExitCodes: readonly number[]): AttemptVerdict {
-  if (end.kind === 'mpi' && end.exitCode === 0 && !end.requeued) return { outcome: 'succeeded' };
+  if (end.kind === 'mpi' && end.exitCode === 0 && !end.requeued && !end.noExitCode) return { outcome: 'succeeded' };
 
   const lost = lostNodes(attemptNodes, health);
   if (lost.length) {
@@ -74,7 +76,7 @@ export function classifyAttempt(end: AttemptEnd, attemptNodes: readonly string[]
 
   if (end.requeued) {
     // The node came back (rebooted) or cannot be told: the attempt's nodes are kept and the preflight checks them.
-    return { outcome: 'failed', failureClass: 'nodeFailure', reason: 'node failure: Batch requeued the MPI task (a node it ran on went away or rebooted)', nodes: [], exitCode: end.exitCode };
+    return { outcome: 'failed', failureClass: 'nodeFailure', reason: 'node failure: Batch requeued the MPI task (a node it ran on went away or rebooted)', nodes: [], ...exitOf(end) };
   }
 
   // A coordination command that failed on some nodes but not all is those nodes' problem (the container runtime, a
@@ -86,6 +88,7 @@ export function classifyAttempt(end: AttemptEnd, attemptNodes: readonly string[]
   }
 
   const detail = end.failure ? `: ${end.failure}` : '';
+  if (end.noExitCode) return { outcome: 'failed', failureClass: 'application', reason: `MPI task ended without an exit code${detail}`, nodes: [] };
   if (retryExitCodes.includes(end.exitCode)) {
     return { outcome: 'failed', failureClass: 'exitCode', reason: `exit code ${end.exitCode} (listed in retry.exitCodes)${detail}`, nodes: [], exitCode: end.exitCode };
   }
@@ -100,5 +103,5 @@ export function lostNodes(attemptNodes: readonly string[], health: readonly Node
 }
 
 function exitOf(end: AttemptEnd): { exitCode?: number } {
-  return end.kind === 'mpi' ? { exitCode: end.exitCode } : {};
+  return end.kind === 'mpi' && !end.noExitCode ? { exitCode: end.exitCode } : {};
 }

@@ -16,7 +16,7 @@ import type { TableEntityResult } from '@azure/data-tables';
 import { JobRecordTooLargeError } from './errors';
 import { POOL_ACCESS_BASES, type JobEvent, type JobRecord, type JsonValue, type PoolAccessBasis } from './record';
 import { validateJobSpec } from '../spec/parse';
-import { isJobState } from './states';
+import { isJobState, isTerminal } from './states';
 import { parseJobResult } from '../contract/jobResult';
 
 export const JOB_ROW_KEY = 'job';
@@ -80,7 +80,7 @@ export function jobToEntity(rec: JobRecord): JobEntity {
     updatedAt: rec.updatedAt,
     eventSeq: rec.eventSeq,
   };
-  for (const [k, v] of Object.entries({ ownerName: rec.ownerName, poolAccess: rec.poolAccess, batchPoolId: rec.batchPoolId, batchJobId: rec.batchJobId, cancelRequestedAt: rec.cancelRequestedAt, containersCheckedAt: rec.containersCheckedAt, dataArea: rec.dataArea })) {
+  for (const [k, v] of Object.entries({ ownerName: rec.ownerName, poolAccess: rec.poolAccess, batchPoolId: rec.batchPoolId, batchJobId: rec.batchJobId, cancelRequestedAt: rec.cancelRequestedAt, containersCheckedAt: rec.containersCheckedAt, dataArea: rec.dataArea, endingAs: rec.endingAs })) {
     if (v !== undefined) props[k] = v;
   }
   putJson(props, 'tags', rec.tags);
@@ -125,6 +125,7 @@ export function entityToJob(e: TableEntityResult<Record<string, unknown>>): JobR
     cancelRequestedAt: str('cancelRequestedAt'),
     containersCheckedAt: str('containersCheckedAt'),
     dataArea: str('dataArea'),
+    endingAs: ((s) => (s !== undefined && isTerminal(s) ? s : undefined))(str('endingAs')),
     result: parseJobResult(getJson<unknown>(e, 'result')),
     error: getJson<JobRecord['error']>(e, 'error'),
     lastEvent: getJson<JobRecord['lastEvent']>(e, 'lastEvent'),

@@ -12,7 +12,7 @@ export { JobStore, DEFAULT_JOBS_TABLE, DEFAULT_EVENTS_TABLE, buildListFilter } f
 export type { JobStoreOptions, NewJob, TransitionOutcome, NoteInput, ListJobsQuery, ListJobsPage } from './jobStore';
 export {
   JobViewSchema, JobErrorSchema, JobLinksSchema, SubmitJobResponseSchema, JobConflictResponseSchema, JobListResponseSchema,
-  CancelJobResponseSchema, ProblemResponseSchema, HealthResponseSchema, QueuesResponseSchema, JobQueueSchema, toJobView, jobUrl,
+  CancelJobResponseSchema, JobFinishingResponseSchema, ProblemResponseSchema, HealthResponseSchema, QueuesResponseSchema, JobQueueSchema, toJobView, jobUrl,
 } from './view';
 export type {
   JobView, SubmitJobResponse, JobConflictResponse, JobListResponse, CancelJobResponse, ProblemResponse, HealthResponse, JobViewOptions,

@@ -1,6 +1,6 @@
 /** The job row and its timeline events as the rest of the app sees them (storage layout is in entityCodec.ts). */
 import type { JobSpec } from '../spec';
-import type { JobState } from './states';
+import type { JobState, TerminalState } from './states';
 import type { JobResult } from '../contract/jobResult';
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
@@ -55,6 +55,11 @@ export interface JobRecord {
   /** Set by the cancel API; the orchestration reacts and moves the job to CleaningUp → Cancelled. */
   cancelRequestedAt?: string;
   /**
+   * Set when the job enters CleaningUp: the state cleanup ends it in (the run's outcome is decided by then, so a
+   * cancel that arrives now is too late and is answered 409 JobFinishing with this state).
+   */
+  endingAs?: TerminalState;
+  /**
    * Set by the sweep once no container of this job is left on the nodes of the reused pool it ran on (the release
    * task removed them, or the sweep's cleanup tasks did): such jobs are not looked at again.
    */
@@ -97,5 +102,5 @@ export interface JobEvent {
 
 /** Fields a caller may change outside a state transition. */
 export type JobPatch = Partial<
-  Pick<JobRecord, 'stage' | 'progress' | 'batchPoolId' | 'batchJobId' | 'result' | 'error' | 'cancelRequestedAt' | 'containersCheckedAt'>
+  Pick<JobRecord, 'stage' | 'progress' | 'batchPoolId' | 'batchJobId' | 'result' | 'error' | 'cancelRequestedAt' | 'containersCheckedAt' | 'endingAs'>
 >;

@@ -69,6 +69,8 @@ export type CancelOutcome =
   | { outcome: 'requested'; job: JobRecord }
   /** Already terminal: nothing to cancel (answer 200). */
   | { outcome: 'finished'; job: JobRecord }
+  /** Cleaning up: the run's end is decided (job.endingAs), a cancel would change nothing (answer 409 JobFinishing). */
+  | { outcome: 'finishing'; job: JobRecord }
   | { outcome: 'notFound' };
 
 /**
@@ -80,6 +82,11 @@ export async function requestCancel(store: JobStore, id: string, at: Date = new 
   const current = await store.get(id);
   if (!current) return { outcome: 'notFound' };
   if (isTerminal(current.state)) return { outcome: 'finished', job: current };
+  // An array's row is no pipeline: its jobs answer for themselves (cancelArray).
+  const finishing = (j: JobRecord) => j.state === 'CleaningUp' && !j.spec?.array;
+  if (finishing(current)) return { outcome: 'finishing', job: current };
   const job = await store.update(id, (j) => (j.cancelRequestedAt ? {} : { cancelRequestedAt: at.toISOString() }));
+  // The job may have moved on between the read and the write: the pipeline then ignores the request.
+  if (finishing(job)) return { outcome: 'finishing', job };
   return isTerminal(job.state) ? { outcome: 'finished', job } : { outcome: 'requested', job };
 }

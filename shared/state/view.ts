@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { JobSpecSchema } from '../spec/schema';
 import type { JobRecord } from './record';
-import { JOB_STATES, isTerminal } from './states';
+import { JOB_STATES, TERMINAL_STATES, isTerminal } from './states';
 import { POOL_ACCESS_BASES } from './record';
 import { batchIdFor } from '../planning/jobPlan';
 import { JobResultSchema } from '../contract/jobResult';
@@ -99,6 +99,15 @@ export const CancelJobResponseSchema = z.object({
   message: z.string().optional(),
 }).meta({ title: 'CancelJobResponse' });
 export type CancelJobResponse = z.infer<typeof CancelJobResponseSchema>;
+
+export const JobFinishingResponseSchema = z.object({
+  error: z.literal('JobFinishing'),
+  message: z.string(),
+  job: JobViewSchema,
+  cancelRequested: z.literal(false),
+  endsAs: z.enum(TERMINAL_STATES).optional()
+    .meta({ description: 'The state cleanup ends the job in, decided when cleanup began (absent when the pipeline did not record it).' }),
+}).meta({ title: 'JobFinishingResponse' });
 
 const CoresByFamily = z.record(z.string(), z.number()).meta({ description: 'Reserved dedicated cores per VM quota family.' });
 

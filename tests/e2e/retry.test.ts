@@ -119,6 +119,9 @@ describe('retries by failure class', () => {
     expect(attempts[0].nodes.sort()).toEqual(before);
     expect(attempts[0].replacedNodes).toEqual([broken]);
     expect(attempts[0].reason).toContain(broken);
+    // Attempt 1's MPI task was ended while Batch held it requeued: Batch gave no exit code, and none is invented.
+    expect(attempts[0]).not.toHaveProperty('exitCode');
+    expect(attempts[1].exitCode).toBe(0);
     // Attempt 2 ran on the healthy node and a new one, never on the broken one.
     expect(attempts[1].nodes).toHaveLength(2);
     expect(attempts[1].nodes).not.toContain(broken);

@@ -21,7 +21,9 @@ let stack: Stack;
 beforeAll(async () => {
   const logs = path.join(REPO_ROOT, 'test-artifacts');
   mkdirSync(logs, { recursive: true });
-  stack = await startStack({ port: 0, demoImageFillerBytes: 0, logDestination: path.join(logs, 'ops-cost-host.log'), batch: { onExchange: requests.onExchange } });
+  stack = await startStack({ port: 0, demoImageFillerBytes: 0, logDestination: path.join(logs, 'ops-cost-host.log'), batch: { onExchange: requests.onExchange },
+    // The pool made below stands for one the deployment shares (pools have owners: a submitter may not name another's).
+    env: { SHARED_POOLS: 'ops-shared-pool' } });
   // A long-lived pool the control plane did not create (no owner tag), as a reused pool is in practice: made now,
   // long ready when the reuse test runs (MPI launched onto nodes that became idle a moment before failed with 213 twice in five runs).
   await batchClient(stack).pool.add({ id: 'ops-shared-pool', vmSize: 'Standard_D8s_v5', virtualMachineConfiguration: IMAGE, targetDedicatedNodes: 2, enableInterNodeCommunication: true, taskSlotsPerNode: 1 });

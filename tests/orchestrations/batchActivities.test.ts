@@ -156,6 +156,7 @@ describe('collectMpiResult (activity mpiResultCollect)', () => {
     expect(r).toEqual({
       taskId: 'no-such-task',
       exitCode: -1,
+      noExitCode: true,
       failure: 'the MPI task disappeared (job deleted?)',
       subtasks: [],
       logs: [{ node: 'master', stdout: `${base}/stdout.txt`, stderr: `${base}/stderr.txt` }],

@@ -11,6 +11,7 @@ import type { HostExtension, InvocationRequest, InvocationResult, TypedData } fr
 import type { IngressGauge } from '../ingress';
 import { isAuthorized, isWebhookAuthorized, presentedKey, type HostKeys } from '../keys';
 import type { RouteTable } from './routeTable';
+import { HOST_NOT_RUNNING, HOST_READY_TIMEOUT_MS, type HostReadiness } from './readiness';
 
 const MAX_BODY_BYTES = 100 * 1024 * 1024; // the real host's request size limit
 
@@ -24,6 +25,10 @@ export interface HttpListenerOptions {
   log: Logger;
   /** Counts each request from its arrival to its answer (./ingress.ts). */
   ingress?: IngressGauge;
+  /** Holds requests until the host is running, then lets them on (./readiness.ts); without it every request goes on. */
+  readiness?: HostReadiness;
+  /** How long a request waits for the host to be running before its 503; default 30 s as in Azure. */
+  readyTimeoutMs?: number;
 }
 
 export interface HttpListener {
@@ -79,6 +84,13 @@ export async function startHttpListener(opts: HttpListenerOptions): Promise<Http
 }
 
 async function handle(req: http.IncomingMessage, res: http.ServerResponse, opts: HttpListenerOptions, baseUrl: string): Promise<void> {
+  const { readiness } = opts;
+  if (readiness && !readiness.isReady() && !(await readiness.waitUntilReady(opts.readyTimeoutMs ?? HOST_READY_TIMEOUT_MS))) {
+    // As the real host answers when it is not running after the wait: 503 and one sentence, before any routing.
+    req.resume();
+    sendText(res, 503, HOST_NOT_RUNNING);
+    return;
+  }
   const url = new URL(req.url ?? '/', baseUrl);
   const hook = WEBHOOK.exec(url.pathname);
   if (hook && !isWebhookAuthorized(safeDecode(hook[1]), presentedKey(req, url), opts.keys)) {
