@@ -277,7 +277,8 @@ describe('azure.yaml', () => {
     expect(api).toMatchObject({ project: '.', host: 'function', dist: 'dist-package/app', remoteBuild: false });
     expect(api.hooks.prepackage.run).toBe('npm run package');
     const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
-    expect(pkg.scripts.package).toBe('node --import tsx scripts/package.ts');
+    // The package command installs what it needs first, as `npm run demo` and `npm test` do (a fresh clone has no tsx).
+    expect(pkg.scripts.package).toBe('bash scripts/ensure-deps.sh && node --import tsx scripts/package.ts');
     // azd refuses remoteBuild: false when .funcignore excludes node_modules.
     const funcignore = readFileSync(path.join(ROOT, '.funcignore'), 'utf8').split('\n').map((l) => l.trim());
     expect(funcignore.filter((l) => /node_modules/.test(l) && !l.startsWith('#'))).toEqual([]);
