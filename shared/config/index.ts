@@ -375,9 +375,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   dataAccess.sharedAreas = parseSharedDataAreas(e.SHARED_DATA_AREAS, dataAccess.accounts.map((a) => a.accountName), problems);
   dataAccess.hnsAccounts = parseHnsAccounts(e.DATA_ACCOUNTS_HNS, dataAccess.accounts.map((a) => a.accountName), problems);
   dataAccess.outputsRequireScopedSas = e.OUTPUTS_REQUIRE_SCOPED_SAS === 'true';
-  if (dataAccess.outputsRequireScopedSas && dataAccess.hnsAccounts.length === 0 && !e.DATA_ACCOUNTS_HNS) {
-    problems.push('OUTPUTS_REQUIRE_SCOPED_SAS: is true but DATA_ACCOUNTS_HNS names no account: every job with outputs would be refused');
-  }
   const mountSecrets = parseMountSecrets(env, problems);
   const events = parseEventsConfig(e, problems);
   const poolIdentity = parsePoolIdentity(e, e.BATCH_ACCOUNT_NAME, problems);
