@@ -19,6 +19,9 @@ param stagingAccountCount int = 4
 @description('Storage accounts in this resource group that already hold users\' data. Jobs may name these and the data account created here (DATA_ACCOUNTS), nothing else.')
 param existingDataAccountNames array = []
 
+@description('Those of existingDataAccountNames that have a hierarchical namespace (ADLS Gen2). Only HNS accounts can be given a SAS for one job\'s outputs prefix; with OUTPUTS_REQUIRE_SCOPED_SAS (true here) jobs can write outputs to no other account.')
+param existingHnsDataAccountNames array = []
+
 @description('Polling of Batch by the orchestrator (durable timers): first and longest interval.')
 param pollInitialMs int = 5000
 param pollMaxMs int = 60000
@@ -129,6 +132,10 @@ resource dataAccount 'Microsoft.Storage/storageAccounts@2023-05-01' = {
     allowBlobPublicAccess: false
     minimumTlsVersion: 'TLS1_2'
     supportsHttpsTrafficOnly: true
+    // A hierarchical namespace lets the app give a job's nodes a directory SAS (sr=d) on exactly the job's outputs
+    // prefix instead of a create/write SAS on the whole container, where root on a node could overwrite another
+    // owner's results (docs/security.md, "Data areas"). Set at creation only: an existing flat account must be upgraded.
+    isHnsEnabled: true
   }
 }
 
@@ -257,6 +264,10 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
         { name: 'POOL_IDENTITY_CLIENT_ID', value: poolIdentity.properties.clientId }
         { name: 'STAGING_ACCOUNTS', value: join(stagingAccountNames, ',') }
         { name: 'DATA_ACCOUNTS', value: join(concat([ dataAccountName ], existingDataAccountNames), ',') }
+        // The data account created here has a hierarchical namespace; the existing ones named as having one too.
+        { name: 'DATA_ACCOUNTS_HNS', value: join(concat([ dataAccountName ], existingHnsDataAccountNames), ',') }
+        // Outputs only through a SAS on the job's own prefix: refused at intake on a flat account.
+        { name: 'OUTPUTS_REQUIRE_SCOPED_SAS', value: 'true' }
         { name: 'POLL_INITIAL_MS', value: string(pollInitialMs) }
         { name: 'POLL_MAX_MS', value: string(pollMaxMs) }
         { name: 'SAS_MAX_LIFETIME_HOURS', value: string(sasMaxLifetimeHours) }

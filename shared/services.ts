@@ -8,7 +8,7 @@ import { loadConfig, type AppConfig, type StorageAccountRef } from './config';
 import { createArmBatchContext, createBatchContext, type ArmBatchContext, type BatchContext } from './batch';
 import { JobStore, type JobEvent } from './state';
 import { blobAccount, type BlobAccount } from './storage/clients';
-import { dataAccessPolicy, dataAccessRefusal } from './intake/dataAccess';
+import { dataAccessPolicy, dataAccessRefusal, outputsSasScope } from './intake/dataAccess';
 import { createTokenValidator, type TokenValidator } from './auth';
 import { queueAnnouncer, type EventAnnouncer } from './events/announcer';
 import { DeliveryStore } from './events/deliveryStore';
@@ -155,6 +155,13 @@ export function dataAccount(name: string, container: string): BlobAccount {
   const refusal = dataAccessRefusal(dataAccessPolicy(appConfig()), name, container);
   if (refusal) throw new DataAccessDenied(name, container, refusal);
   return configured(appConfig().dataAccess.accounts, name, 'data');
+}
+
+/** Which SAS a node gets for outputs to this data account; throws when the deployment refuses it (shared/intake/dataAccess.ts). */
+export function outputsSasScopeOf(account: string, container: string): 'directory' | 'container' {
+  const sas = outputsSasScope(dataAccessPolicy(appConfig()), account);
+  if ('refusal' in sas) throw new DataAccessDenied(account, container, sas.refusal);
+  return sas.scope;
 }
 
 /** The staging accounts, as configured (the sweep walks them). */

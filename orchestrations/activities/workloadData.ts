@@ -1,7 +1,7 @@
 import type { OutputsListRequest, OutputsResult, WorkloadUrls, WorkloadUrlsRequest } from '../../shared/contract';
-import { dataAccount } from '../../shared/services';
+import { dataAccount, outputsSasScopeOf } from '../../shared/services';
 import { registerActivity } from '../runtime/activityCalls';
-import { containerSasUrl, readOnlyBlobUrl, withoutQuery } from '../../shared/storage/sas';
+import { containerSasUrl, directorySasUrl, readOnlyBlobUrl, withoutQuery } from '../../shared/storage/sas';
 import { summarizeOutputs } from '../../shared/storage/outputs';
 import type { BlobAccount } from '../../shared/storage/clients';
 import type { NodeFileSource, NodeResourceFile } from '../../shared/planning/workloadData';
@@ -19,12 +19,15 @@ export const MAX_PREFIX_BLOBS = 500;
 export interface WorkloadUrlDeps {
   /** A data account for one container; throws when the data-access policy refuses it. */
   dataAccount(account: string, container: string): BlobAccount;
+  /** Which SAS a node gets for outputs to this account (a directory SAS on HNS accounts); throws when refused. */
+  outputsSasScope(account: string, container: string): 'directory' | 'container';
 }
 
 /**
  * The MPI task's commonResourceFiles (a read-only SAS for each blob; for a prefix, one per blob under it, listed now)
- * and a create/write SAS on the outputs' container, all expiring at `expiresAt`. No node gets a SAS that reads or
- * lists a whole container: the container may hold other owners' areas (docs/security.md, "Data areas").
+ * and a create/write SAS for the outputs, all expiring at `expiresAt`. No node gets a SAS that reads or lists a whole
+ * container: the container may hold other owners' areas (docs/security.md, "Data areas"). The outputs SAS covers the
+ * job's outputs prefix alone on an HNS account; on a flat one it is the container's (docs/security.md, "Outputs").
  */
 export async function mintWorkloadUrls(deps: WorkloadUrlDeps, input: WorkloadUrlsRequest): Promise<WorkloadUrls> {
   const expires = new Date(input.expiresAt);
@@ -37,9 +40,7 @@ export async function mintWorkloadUrls(deps: WorkloadUrlDeps, input: WorkloadUrl
     }),
   )).flat();
   const outputs = input.outputs;
-  const outputsContainerUrl = outputs
-    ? await createContainerAndSign(deps.dataAccount(outputs.account, outputs.container), outputs.container, expires)
-    : undefined;
+  const outputsContainerUrl = outputs ? await createContainerAndSign(deps, outputs, expires) : undefined;
   return { files, ...(outputsContainerUrl ? { outputsContainerUrl } : {}) };
 }
 
@@ -60,9 +61,14 @@ async function prefixResourceFiles(account: BlobAccount, f: Extract<NodeFileSour
 }
 
 /** Batch fails uploads to a container that does not exist (FileUploadContainerNotFound): create it first. */
-async function createContainerAndSign(account: BlobAccount, container: string, expires: Date): Promise<string> {
-  await account.service.getContainerClient(container).createIfNotExists();
-  return containerSasUrl(account, container, 'cw', expires);
+async function createContainerAndSign(deps: WorkloadUrlDeps, outputs: NonNullable<WorkloadUrlsRequest['outputs']>, expires: Date): Promise<string> {
+  const account = deps.dataAccount(outputs.account, outputs.container);
+  const scope = deps.outputsSasScope(outputs.account, outputs.container);
+  await account.service.getContainerClient(outputs.container).createIfNotExists();
+  // Create and write only: no read, list or delete, so a node cannot see or remove what is already there.
+  if (scope === 'directory' && outputs.prefix) return directorySasUrl(account, outputs.container, outputs.prefix, 'cw', expires);
+  if (scope === 'directory') throw new Error(`outputs: no outputs prefix to scope the SAS of ${outputs.account}/${outputs.container} to (a run started before the prefix was sent); rerun the job`);
+  return containerSasUrl(account, outputs.container, 'cw', expires);
 }
 
 export async function listJobOutputs(deps: WorkloadUrlDeps, input: OutputsListRequest): Promise<OutputsResult> {
@@ -80,11 +86,11 @@ export async function listJobOutputs(deps: WorkloadUrlDeps, input: OutputsListRe
 }
 
 export function workloadUrls(input: WorkloadUrlsRequest): Promise<WorkloadUrls> {
-  return mintWorkloadUrls({ dataAccount }, input);
+  return mintWorkloadUrls({ dataAccount, outputsSasScope: outputsSasScopeOf }, input);
 }
 
 export function outputsList(input: OutputsListRequest): Promise<OutputsResult> {
-  return listJobOutputs({ dataAccount }, input);
+  return listJobOutputs({ dataAccount, outputsSasScope: outputsSasScopeOf }, input);
 }
 
 registerActivity('workloadUrls', workloadUrls);

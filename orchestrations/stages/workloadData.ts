@@ -3,23 +3,24 @@ import { activityFailureMessage } from '../runtime/activityCalls';
 import type { Task } from 'durable-functions';
 import type { JobSpec } from '../../shared/spec/schema';
 import type { MpiTaskUrls } from '../../shared/planning/mpiTaskRequest';
-import { nodeFileSources, nodeSasLifetimeMs, nodeUploadTask, WRONG_NODE_EXIT, type NodeUploadTask, type OutputsPlan } from '../../shared/planning/workloadData';
+import { nodeFileSources, nodeSasLifetimeMs, nodeUploadTask, outputsPlan, WRONG_NODE_EXIT, type NodeUploadTask, type OutputsPlan } from '../../shared/planning/workloadData';
 import { Orchestration, PipelineRun } from '../runtime/pipelineRun';
 import { uploadTaskRequest } from '../../shared/planning/batchRequests';
 import { missingUploadErrors } from '../../shared/planning/outputsCheck';
 
 /**
  * The SAS URLs the MPI task needs: a read-only one per blob of `files` (a read/list one per prefix) and a
- * create/write one on the outputs' container, valid for the MPI run (its wall clock per attempt plus the margin,
+ * create/write one for the outputs (on the job's outputs prefix alone on an HNS account, else on the container), valid for the MPI run (its wall clock per attempt plus the margin,
  * never beyond the deployment's cap). Nothing to mint: no call.
  */
 export function* workloadUrls(run: PipelineRun, spec: JobSpec, settings: PipelineSettings): Orchestration<MpiTaskUrls> {
   const files = nodeFileSources(spec);
   if (files.length === 0 && !spec.outputs) return { commonResourceFiles: [] };
   const expiresAt = new Date(run.now().getTime() + nodeSasLifetimeMs(spec, settings)).toISOString();
+  const outputs = outputsPlan(spec, run.jobId);
   const urls = yield* run.call('workloadUrls', {
     files,
-    ...(spec.outputs ? { outputs: { account: spec.outputs.account, container: spec.outputs.container } } : {}),
+    ...(outputs ? { outputs: { account: outputs.account, container: outputs.container, prefix: outputs.prefix } } : {}),
     expiresAt,
   });
   return { commonResourceFiles: urls.files, outputsContainerUrl: urls.outputsContainerUrl };

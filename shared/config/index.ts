@@ -17,6 +17,7 @@ import { parsePoolIdentity, type PoolIdentityConfig } from './poolIdentity';
 import { parseRegistryCredentials, type RegistryCredential } from './registryCredentials';
 import { parseSharedPools, type SharedPool } from './sharedPools';
 import { parseSharedDataAreas, type SharedDataArea } from './dataAreas';
+import { parseHnsAccounts } from './hnsAccounts';
 
 export type { HostStorageRef, StorageAccountRef } from './storageAccounts';
 export type { AdmissionConfig, QueueSetting } from './admission';
@@ -130,6 +131,13 @@ export interface DataAccessConfig {
   allowedInternalHosts?: string[];
   /** Areas open to more than one owner (SHARED_DATA_AREAS, shared/config/dataAreas.ts); every owner also has `users/<ownerKey>/`. */
   sharedAreas: SharedDataArea[];
+  /** Data accounts with a hierarchical namespace (DATA_ACCOUNTS_HNS, shared/config/hnsAccounts.ts): outputs get a directory SAS there. */
+  hnsAccounts?: string[];
+  /**
+   * Whether outputs must go to an HNS account (OUTPUTS_REQUIRE_SCOPED_SAS; default false): a flat account can only be
+   * given a container SAS, which lets a node write any blob of the container (docs/security.md, "Outputs").
+   */
+  outputsRequireScopedSas?: boolean;
 }
 
 export interface PipelineConfig {
@@ -250,6 +258,9 @@ const envSchema = z.object({
   DATA_ACCOUNTS: z.string().trim().optional(),
   DATA_CONTAINERS: z.string().trim().optional(),
   DATA_MOUNT_SOURCES: z.string().trim().optional(),
+  DATA_ACCOUNTS_HNS: z.string().trim().optional(),
+  OUTPUTS_REQUIRE_SCOPED_SAS: z.string().trim().optional()
+    .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
   ALLOWED_INTERNAL_HOSTS: z.string().trim().optional(),
   SAS_MAX_LIFETIME_HOURS: intSetting(168, 1, 168),
   SHARED_DATA_AREAS: z.string().trim().optional(),
@@ -362,6 +373,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   dataAccess.mountSources = parseMountSources(e.DATA_MOUNT_SOURCES, problems);
   dataAccess.allowedInternalHosts = parseAllowedInternalHosts(e.ALLOWED_INTERNAL_HOSTS, problems);
   dataAccess.sharedAreas = parseSharedDataAreas(e.SHARED_DATA_AREAS, dataAccess.accounts.map((a) => a.accountName), problems);
+  dataAccess.hnsAccounts = parseHnsAccounts(e.DATA_ACCOUNTS_HNS, dataAccess.accounts.map((a) => a.accountName), problems);
+  dataAccess.outputsRequireScopedSas = e.OUTPUTS_REQUIRE_SCOPED_SAS === 'true';
   const mountSecrets = parseMountSecrets(env, problems);
   const events = parseEventsConfig(e, problems);
   const poolIdentity = parsePoolIdentity(e, e.BATCH_ACCOUNT_NAME, problems);

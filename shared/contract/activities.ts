@@ -116,8 +116,12 @@ export interface ShardUrlRequest {
 export interface WorkloadUrlsRequest {
   /** Files for every node; blob sources get a read-only SAS. */
   files: NodeFileSource[];
-  /** The outputs' container: gets a create/write SAS for Batch's output file uploads. */
-  outputs?: { account: string; container: string };
+  /**
+   * The outputs' container and the job's outputs prefix: a create/write SAS for Batch's output file uploads, on the
+   * prefix alone where the account has a hierarchical namespace (a directory SAS), else on the container. Runs
+   * started before the prefix was sent have none: they keep the container SAS.
+   */
+  outputs?: { account: string; container: string; prefix?: string };
   /** ISO time every SAS expires. */
   expiresAt: string;
 }

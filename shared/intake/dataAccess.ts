@@ -25,6 +25,10 @@ export interface DataAccessPolicy {
   allowedInternalHosts?: readonly string[];
   /** Areas open to more than one owner (SHARED_DATA_AREAS); unset: none, only each owner's own (dataAreas.ts). */
   sharedAreas?: readonly SharedDataArea[];
+  /** Data accounts with a hierarchical namespace (DATA_ACCOUNTS_HNS): a node's outputs SAS there is a directory SAS. */
+  hnsAccounts?: readonly string[];
+  /** Whether outputs must go to one of hnsAccounts (OUTPUTS_REQUIRE_SCOPED_SAS). */
+  outputsRequireScopedSas?: boolean;
   /** The wall clock intake gives a job without limits.maxWallClock (minutes); unset: none is added. */
   defaultMaxWallClockMinutes?: number;
 }
@@ -42,6 +46,8 @@ export function dataAccessPolicy(config: AppConfig): DataAccessPolicy {
     mountSecretNames: Object.keys(config.mountSecrets),
     allowedInternalHosts: config.dataAccess.allowedInternalHosts ?? [],
     sharedAreas: config.dataAccess.sharedAreas,
+    hnsAccounts: config.dataAccess.hnsAccounts ?? [],
+    outputsRequireScopedSas: config.dataAccess.outputsRequireScopedSas ?? false,
     defaultMaxWallClockMinutes: config.pipeline.defaultMaxWallClockMinutes,
   };
 }
@@ -59,6 +65,22 @@ export function dataAccessRefusal(policy: DataAccessPolicy, account: string, con
     return `container "${container}" of account "${account}" is not one jobs may use (allowed: ${allowed.join(', ') || 'none'})`;
   }
   return undefined;
+}
+
+/**
+ * The SAS a node gets for outputs to `account`: a directory SAS on the job's outputs prefix on an HNS account, a
+ * container SAS on a flat one (the only SAS Azure signs there that lets Batch upload names not known in advance),
+ * or a refusal when the deployment requires the narrow one (OUTPUTS_REQUIRE_SCOPED_SAS) and the account is flat.
+ */
+export function outputsSasScope(policy: DataAccessPolicy, account: string): { scope: 'directory' | 'container' } | { refusal: string } {
+  if ((policy.hnsAccounts ?? []).includes(account)) return { scope: 'directory' };
+  if (!policy.outputsRequireScopedSas) return { scope: 'container' };
+  const hns = policy.hnsAccounts ?? [];
+  return {
+    refusal: `account "${account}" has no hierarchical namespace, so a node could only be given a SAS for its whole container, ` +
+      `and this deployment requires outputs to be written through a SAS for the job's own prefix (OUTPUTS_REQUIRE_SCOPED_SAS); ` +
+      `use ${hns.length ? `an account with one (${hns.join(', ')})` : 'an account with one (none is configured: DATA_ACCOUNTS_HNS)'}`,
+  };
 }
 
 function matches(pattern: string, container: string): boolean {
@@ -80,5 +102,9 @@ export function checkDataAccess(spec: JobSpec, policy: DataAccessPolicy): SpecEr
     }
   });
   errors.push(...checkWorkloadDataAccess(spec, policy, (account, container) => dataAccessRefusal(policy, account, container)));
+  if (spec.outputs && policy.accounts.includes(spec.outputs.account)) {
+    const sas = outputsSasScope(policy, spec.outputs.account);
+    if ('refusal' in sas) errors.push({ path: 'outputs.account', message: sas.refusal });
+  }
   return errors;
 }

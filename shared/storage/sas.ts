@@ -1,4 +1,5 @@
 import { BlobSASPermissions, ContainerSASPermissions, generateBlobSASQueryParameters, SASProtocol } from '@azure/storage-blob';
+import { DataLakeSASPermissions, generateDataLakeSASQueryParameters } from '@azure/storage-file-datalake';
 import type { BlobAccount } from './clients';
 
 /**
@@ -52,6 +53,47 @@ export async function containerSasUrl(account: BlobAccount, container: string, p
   if (account.sharedKey) return `${client.url}?${generateBlobSASQueryParameters(options, account.sharedKey).toString()}`;
   const key = await account.service.getUserDelegationKey(startsOn, expiresOn);
   return `${client.url}?${generateBlobSASQueryParameters(options, key, account.name).toString()}`;
+}
+
+/**
+ * The directory a directory SAS is signed on, and its depth (`sdd`): the prefix's path segments. Storage takes the
+ * first `sdd` segments of a request's blob name as the directory it checks the signature against, so a blob outside
+ * the prefix, or a sibling whose name merely starts with it (`jobs/a` vs `jobs/ab`), fails the signature.
+ */
+export function sasDirectory(prefix: string): { directory: string; depth: number } {
+  const segments = prefix.split('/').filter((s) => s !== '');
+  if (segments.length === 0) throw new Error('a directory SAS needs a non-empty prefix: an empty one would be the whole container');
+  if (segments.some((s) => s === '.' || s === '..')) throw new Error(`the prefix "${prefix}" has a "." or ".." segment`);
+  return { directory: segments.join('/'), depth: segments.length };
+}
+
+/**
+ * A directory SAS (`sr=d`, `sdd` = the prefix's depth) on `prefix` of a container of a hierarchical-namespace account,
+ * with `permissions` (e.g. "cw"), valid until `expiresOn`, returned on the CONTAINER's URL: Batch output files append
+ * `/<path>` to the container URL and keep its query, and the paths the pipeline gives them already start with the
+ * prefix. Azure accepts `sr=d` only on HNS accounts (docs/security.md, "Outputs"). Managed-identity accounts sign
+ * with a user delegation key, as readOnlyBlobUrl does; key-based ones sign with the account key.
+ */
+export async function directorySasUrl(account: BlobAccount, container: string, prefix: string, permissions: string, expiresOn: Date): Promise<string> {
+  const client = account.service.getContainerClient(container);
+  const { directory, depth } = sasDirectory(prefix);
+  const startsOn = new Date(Date.now() - 5 * 60_000);
+  const options = {
+    fileSystemName: container,
+    pathName: directory,
+    isDirectory: true,
+    directoryDepth: depth,
+    permissions: DataLakeSASPermissions.parse(permissions),
+    startsOn,
+    expiresOn,
+    protocol: client.url.startsWith('https:') ? SASProtocol.Https : SASProtocol.HttpsAndHttp,
+    version: SAS_VERSION,
+  };
+  if (account.sharedKey) {
+    return `${client.url}?${generateDataLakeSASQueryParameters(options, account.sharedKey).toString()}`;
+  }
+  const key = await account.service.getUserDelegationKey(startsOn, expiresOn);
+  return `${client.url}?${generateDataLakeSASQueryParameters(options, key, account.name).toString()}`;
 }
 
 /** A URL without its query string: what may be stored or shown (a SAS never is). */

@@ -40,6 +40,7 @@ const EXAMPLE_VALUES: Record<string, string> = {
   BATCH_ACCOUNT_NAME: 'baexample',
   STAGING_ACCOUNTS: 'stg0example,stg1example',
   DATA_ACCOUNTS: 'dataexample',
+  DATA_ACCOUNTS_HNS: 'dataexample',
   STORAGE_ENDPOINT_SUFFIX: 'core.windows.net',
   AUTH_ISSUER: 'https://login.microsoftonline.com/72f988bf-0000-0000-0000-000000000000/v2.0',
   AUTH_AUDIENCES: 'api://hpc-jobs',

@@ -71,9 +71,9 @@ describe('mpiJob with outputs, replayed', () => {
     expect(outcome.reason).toBeUndefined();
     expect(outcome.result.outputs).toEqual(listing('out-ok', []));
 
-    // The SAS minted for the run reach the MPI task: the files for every node, the outputs' container for its uploads.
+    // The SAS minted for the run reach the MPI task: the files for every node, the outputs' container and prefix (the SAS scope) for its uploads.
     const urls = scheduledInputs(r.history, 'workloadUrls')[0];
-    expect(urls.outputs).toEqual({ account: 'data1', container: 'results' });
+    expect(urls.outputs).toEqual({ account: 'data1', container: 'results', prefix: 'out-ok' });
     const task = scheduledInputs(r.history, 'mpiTaskAdd')[0];
     expect(task.commonResourceFiles).toEqual([{ httpUrl: 'https://releases.example.org/a/run.sh', filePath: 'wd/run.sh', fileMode: '0755' }]);
     expect(task.outputFiles?.map((f) => [f.filePattern, f.path, f.containerUrl])).toEqual([
