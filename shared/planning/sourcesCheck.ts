@@ -56,6 +56,14 @@ export function missMessage(c: SourceCheck, containerMissing: boolean): string {
   return containerMissing ? `${what} (container "${c.container}" does not exist)` : what;
 }
 
+/**
+ * The message for a check Storage refused to answer (403): the app's identity is the one that lists, copies and signs
+ * these blobs later, so the job could not read them either.
+ */
+export function deniedMessage(c: SourceCheck, code: string | undefined): string {
+  return `the app's identity may not read ${sourceLabel(c)}${code ? ` (${code})` : ''}: grant it read access to container "${c.container}" of account "${c.account}"`;
+}
+
 /** The misses as validation errors (the dry run's 400 body). */
 export function missesAsErrors(misses: readonly SourceMiss[]): SpecError[] {
   return misses.map((m) => ({ path: m.path, message: m.message }));

@@ -3,7 +3,7 @@
  * one-item listing for a prefix, a HEAD for a blob), plus one container lookup only when something is missing, to say
  * why. Read-only, so a repeat is harmless. Runs with the app's identity, the one that later lists, copies and signs.
  */
-import { missMessage, type SourceCheck, type SourceMiss } from '../planning/sourcesCheck';
+import { deniedMessage, missMessage, type SourceCheck, type SourceMiss } from '../planning/sourcesCheck';
 import type { BlobAccount } from './clients';
 
 /** Lookups in flight at once (a spec names at most a few dozen sources). */
@@ -35,13 +35,25 @@ async function lookUp(account: BlobAccount, c: SourceCheck): Promise<string | un
       if (!page.done && page.value.segment.blobItems.length > 0) return undefined;
     }
   } catch (err) {
-    if (!isContainerNotFound(err)) throw new Error(`looking up ${c.account}/${c.container}/${c.name}: ${(err as Error).message}`, { cause: err });
-    return missMessage(c, true);
+    if (isContainerNotFound(err)) return missMessage(c, true);
+    // Refused to the app: the job could not read it either, so it is the caller's to fix, not a transient failure.
+    if (statusOf(err) === 403) return deniedMessage(c, errorCodeOf(err));
+    throw new Error(`looking up ${c.account}/${c.container}/${c.name}: ${(err as Error).message}`, { cause: err });
   }
   return missMessage(c, !(await container.exists()));
 }
 
+type StorageError = { statusCode?: number; code?: string; details?: { errorCode?: string } };
+
+function statusOf(err: unknown): number | undefined {
+  return (err as StorageError).statusCode;
+}
+
+function errorCodeOf(err: unknown): string | undefined {
+  const e = err as StorageError;
+  return e.details?.errorCode ?? e.code;
+}
+
 function isContainerNotFound(err: unknown): boolean {
-  const e = err as { statusCode?: number; code?: string; details?: { errorCode?: string } };
-  return e.statusCode === 404 && (e.code === 'ContainerNotFound' || e.details?.errorCode === 'ContainerNotFound');
+  return statusOf(err) === 404 && errorCodeOf(err) === 'ContainerNotFound';
 }

@@ -3,7 +3,7 @@
  * the field path of each, and how a miss is worded for the dry run (400) and for the job's reason.
  */
 import { parseJobSpec } from '../../shared/spec';
-import { missesAsErrors, missesReason, missMessage, sourceChecks, type SourceCheck } from '../../shared/planning/sourcesCheck';
+import { deniedMessage, missesAsErrors, missesReason, missMessage, sourceChecks, type SourceCheck } from '../../shared/planning/sourcesCheck';
 
 function spec(yaml: string) {
   const parsed = parseJobSpec(`name: sc\nlimits: { maxWallClock: PT10M }\nmpi: { runtime: openmpi, command: app }\n${yaml}`, 'application/yaml');
@@ -48,6 +48,10 @@ describe('how a miss is worded', () => {
     expect(missMessage(input, true)).toBe('no blob under data1/inputs/demo/ (container "inputs" does not exist)');
     expect(missMessage(input, false)).toBe('no blob under data1/inputs/demo/');
     expect(missMessage(blob, false)).toBe('blob data1/software/osu_pingpong.c does not exist');
+  });
+
+  it('a lookup Storage refuses to the app says whose access is missing (the job could not read it either)', () => {
+    expect(deniedMessage(blob, 'AuthorizationPermissionMismatch')).toBe('the app\'s identity may not read data1/software/osu_pingpong.c (AuthorizationPermissionMismatch): grant it read access to container "software" of account "data1"');
   });
 
   it('as validation errors (the dry run) and as the job\'s reason, with every field path and no activity name', () => {
