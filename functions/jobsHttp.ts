@@ -16,7 +16,8 @@ import { explainSettings } from '../shared/intake/settings';
 import { cancelJob } from '../shared/intake/cancel';
 import { parseCancelReason } from '../shared/intake/cancelReason';
 import { parseListQuery, toJobView, jobUrl, InvalidContinuationTokenError } from '../shared/state';
-import { admissionDeps, appConfig, jobStore, poolGate, schedulingPolicy } from '../shared/services';
+import { admissionDeps, appConfig, dataAccount, jobStore, poolGate, schedulingPolicy } from '../shared/services';
+import { missingSources } from '../shared/storage/existence';
 import { poolCallerOf, POOL_FORBIDDEN } from '../shared/intake/poolAccess';
 import { readJobQueue } from '../shared/scheduling/admissionService';
 import type { PipelineStatus } from '../shared/contract';
@@ -116,6 +117,7 @@ async function dryRunHttp(request: HttpRequest, context: InvocationContext, body
       caller: dataCallerOf(principal),
       scheduling: await schedulingPolicy(),
       pools: poolGate(poolCallerOf(principal)),
+      sources: (checks) => missingSources(dataAccount, checks),
     });
     if (outcome.kind === 'invalid') return invalidRequest(outcome.errors);
     if (outcome.kind === 'poolForbidden') return forbiddenRequest(POOL_FORBIDDEN, outcome.errors);

@@ -12,6 +12,7 @@ import { runAttempts } from './stages/attempts';
 import { cleanup, waitForPoolGone } from './stages/cleanup';
 import { keepOutputs, withOutputs, workloadUrls } from './stages/workloadData';
 import { waitInQueue } from './stages/queue';
+import { sourcesCheck } from './stages/sourcesCheck';
 import { planJob } from '../shared/planning/jobPlan';
 import { mpiTaskRequest, releaseTaskCommand } from '../shared/planning/mpiTaskRequest';
 import { retryPolicyFor } from '../shared/planning/retryPolicy';
@@ -99,6 +100,14 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
   if (waited.ended) {
     yield* release();
     return yield* finish({ ...waited.ended, result: { timings } }, []);
+  }
+  // Fail before paying: what the job reads must exist before its pool does. Runs started before the check skip it
+  // (their histories have no such call).
+  const missing = input.settings.checkSources ? yield* sourcesCheck(run, input.spec) : undefined;
+  if (missing !== undefined) {
+    run.report({ lastError: missing });
+    yield* release();
+    return yield* finish({ state: 'Failed', reason: missing, result: { timings } }, []);
   }
   // The budget starts at admission: time spent waiting in the queue does not count against it.
   run.startDeadline({ at: new Date(run.now().getTime() + plan.pipelineBudgetMs).toISOString(), limit: 'pipeline budget' });

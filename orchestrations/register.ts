@@ -7,6 +7,7 @@ import './activities/pool';
 import './activities/batchJob';
 import './activities/nodeTasks';
 import './activities/staging';
+import './activities/sourcesCheck';
 import './activities/mpi';
 import './activities/preflight';
 import './activities/costPrice';

@@ -14,6 +14,7 @@ import type { PoolInspection, NodeTaskSpec, TaskSnapshot } from '../batch';
 export type PoolAccessVerdict = { allowed: true } | { allowed: false; reason: string };
 import type { PoolCreateRequest } from '../planning/jobPlan';
 import type { ImageBlobRef, MpiTaskRequestShape } from '../planning/mpiTaskRequest';
+import type { SourceCheck, SourceMiss } from '../planning/sourcesCheck';
 import type { NodeFileSource, NodeResourceFile, OutputsPlan } from '../planning/workloadData';
 import type { ExpectedUploads } from '../planning/outputsCheck';
 import type { PoolObservation } from '../planning/provisionPolicy';
@@ -199,6 +200,8 @@ export interface ActivityContract {
   /** `digests`: how many image digests each successful task printed on stdout (image transfers), read back. */
   nodeTasksObserve(input: { batchJobId: string; taskIds: string[]; digests?: number }): NodeTaskObservation[];
   inputsList(input: { inputs: InputSource[] }): ListedInputBlob[];
+  /** Which of the job's sources (shared/planning/sourcesCheck.ts) are missing, looked up before any pool exists. */
+  sourcesMissing(input: { checks: SourceCheck[] }): SourceMiss[];
   shardCopy(input: { jobId: string; shard: ShardToCopy & { account: string } }): ShardCopyResult;
   /** Shard id → read-only SAS URL. */
   shardUrls(input: ShardUrlRequest): Record<string, string>;
@@ -239,7 +242,7 @@ const NAMES: Record<ActivityName, true> = {
   poolCreate: true, poolInspect: true, poolObserve: true, poolRemoveNodes: true, poolResize: true, poolDelete: true,
   batchJobCreate: true, batchJobAutoComplete: true, batchJobTerminate: true,
   nodeTasksAdd: true, nodeTasksObserve: true,
-  inputsList: true, shardCopy: true, shardUrls: true, imageBlobUrls: true, stagedDataDelete: true,
+  inputsList: true, sourcesMissing: true, shardCopy: true, shardUrls: true, imageBlobUrls: true, stagedDataDelete: true,
   mpiTaskAdd: true, mpiTaskObserve: true, mpiResultCollect: true,
   workloadUrls: true, outputsList: true, mpiTaskUploads: true, outputsMissing: true,
   mpiTaskTerminate: true, preflightTaskAdd: true, preflightObserve: true, preflightCollect: true,

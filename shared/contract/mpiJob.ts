@@ -50,6 +50,11 @@ export interface PipelineSettings {
    * replay the sequential pipeline they started with.
    */
   overlapStaging?: boolean;
+  /**
+   * Look up every blob and prefix the job reads before its pool is created (orchestrations/stages/sourcesCheck.ts).
+   * Absent in runs started before the check: they replay without it.
+   */
+  checkSources?: boolean;
 }
 
 export interface MpiJobInput {

@@ -13,6 +13,7 @@ import { callerOf, checkSubmission, recordedSpec, type SubmitRequest } from './s
 import { checkScheduling, type SchedulingPolicy } from '../scheduling/intake';
 import type { JobStore } from '../state/jobStore';
 import { checkPoolAccess, type PoolGate } from './poolAccess';
+import { missesAsErrors, sourceChecks, type SourceCheck, type SourceMiss } from '../planning/sourcesCheck';
 
 export type DryRunRequest = Pick<SubmitRequest, 'body' | 'contentType' | 'idempotencyKey' | 'idScope' | 'dataAccess' | 'containers' | 'caller'> & {
   settings: ExplainSettings;
@@ -45,15 +46,23 @@ export function dryRunJob(req: DryRunRequest): DryRunOutcome {
   }
 }
 
+/** Looks up which of these sources are missing (shared/storage/existence.ts with the app's identity). */
+export type SourcesLookup = (checks: SourceCheck[]) => Promise<SourceMiss[]>;
+
 /**
  * The dry run against this deployment: also the scheduling checks a submission makes before anything is written (the
- * queue exists, every parent job exists and is the caller's), by reads only.
+ * queue exists, every parent job exists and is the caller's), by reads only; and, last and only when everything else
+ * passed, "fail before paying": every blob and prefix the job reads exists (`sources`). A submission does not look
+ * them up (intake's storage requests are counted, docs/intake.md); the pipeline does, before it creates the pool.
  */
-export async function dryRunSubmission(store: Pick<JobStore, 'get'>, req: DryRunRequest & { owner: string; scheduling: SchedulingPolicy; pools: PoolGate }): Promise<DryRunOutcome> {
+export async function dryRunSubmission(store: Pick<JobStore, 'get'>, req: DryRunRequest & { owner: string; scheduling: SchedulingPolicy; pools: PoolGate; sources?: SourcesLookup }): Promise<DryRunOutcome> {
   const out = dryRunJob({ ...req, caller: callerOf(req) });
   if (out.kind !== 'explained') return out;
   const pool = await checkPoolAccess(out.spec, req.pools);
   if (!pool.ok) return { kind: 'poolForbidden', errors: pool.errors };
   const unschedulable = await checkScheduling(store, req.scheduling, out.document.jobId, out.spec, req.owner);
-  return unschedulable.length ? { kind: 'invalid', errors: unschedulable } : out;
+  if (unschedulable.length) return { kind: 'invalid', errors: unschedulable };
+  const checks = req.sources ? sourceChecks(out.spec) : [];
+  const misses = checks.length ? await req.sources!(checks) : [];
+  return misses.length ? { kind: 'invalid', errors: missesAsErrors(misses) } : out;
 }

@@ -14,6 +14,7 @@ export function pipelineSettings(config: AppConfig): PipelineSettings {
     queuePollMs: config.admission.pollMs,
     preflightFabricDefaults: config.pipeline.preflightFabricDefaults,
     overlapStaging: config.pipeline.overlapStaging,
+    checkSources: true,
     ...(config.poolIdentity ? { poolIdentityClientId: config.poolIdentity.clientId } : {}),
   };
 }

@@ -79,7 +79,8 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
             schema: { type: 'string', maxLength: 256 },
           }, {
             name: 'dryRun', in: 'query', required: false,
-            description: 'true: run the same checks (spec, data-access and container policies, role), then answer 200 with the ExplainDocument '
+            description: 'true: run the same checks (spec, data-access and container policies, role) and look up every blob and prefix the job '
+              + 'reads (data.inputs, files, start-task files, SIF blobs: 400 with the field path for a missing one), then answer 200 with the ExplainDocument '
               + 'of what the pipeline would send to Batch (docs/explain.md). Nothing is created: no job row, no orchestration, no Batch call.',
             schema: { type: 'string', enum: ['true', 'false'], default: 'false' },
           }],

@@ -116,7 +116,8 @@ beforeAll(async () => {
   for (const rel of ['system/controlDict', '0/T']) await cases.getBlockBlobClient(`heat1d/${rel}`).uploadFile(path.join(WORKLOADS, 'heat1d-case', rel));
   dataContainersBefore = await containersOf(DATA_ACCOUNT.name);
 
-  // The dry runs first, one after the other: nothing they do may reach Batch or storage.
+  // The dry runs first, one after the other: nothing they do may reach Batch or write to storage (they only look up
+  // the blobs the jobs read: fail before paying).
   const batchBefore = exchanges.length;
   for (const [id, file] of Object.entries(JOBS)) {
     const answer = await dryRun(example(file, id));

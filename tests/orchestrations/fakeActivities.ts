@@ -123,6 +123,7 @@ export function healthyJob(overrides: FakeActivities = {}): FakeJob {
     },
     nodeTasksObserve: ({ taskIds, digests }) => taskIds.map((id) => completed(id, digests)),
     inputsList: () => [],
+    sourcesMissing: () => [],
     shardCopy: ({ shard }) => ({ shardId: shard.id, bytes: shard.bytes, md5: 'bWQ1', skipped: false }),
     shardUrls: ({ shards }) => Object.fromEntries(shards.map((s) => [s.id, `https://${s.account}.blob.example/${s.container}/${s.blobName}?sas`])),
     stagedDataDelete: ({ containers }) => containers.length,

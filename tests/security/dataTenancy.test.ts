@@ -141,6 +141,9 @@ describe('what each may name', () => {
       files: [{ account: DATA_ACCOUNT.name, container: 'software', blob: 'tool.sh', path: 'tool.sh' }],
       outputs: { account: DATA_ACCOUNT.name, container: 'results', prefix: `${areaOf('alice')}runs/1` },
     });
+    // The dry run also looks up what the job reads (fail before paying): alice's deck and the shared tool exist.
+    await seed('inputs', `${areaOf('alice')}deck/part-0`, 'alice-deck');
+    await seed('software', 'tool.sh', '#!/bin/sh\n');
     expect((await call('POST', '/api/jobs?dryRun=true', alice, JSON.stringify(own))).status).toBe(200);
     const admins = spec('dt-admin-any', { outputs: { account: DATA_ACCOUNT.name, container: 'results', prefix: `${areaOf('bob')}jobs/dt-admin` } });
     expect((await call('POST', '/api/jobs?dryRun=true', operator(), JSON.stringify(admins))).status).toBe(200);
