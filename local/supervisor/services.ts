@@ -56,6 +56,8 @@ export interface ServicesOptions {
    * open (anyone pulls; default, so specs without container.registry keep working). See docs/local-registry.md.
    */
   registryAccess?: 'open' | 'private';
+  /** Each job event the webhook receiver accepts (a valid, signed CloudEvent), as it arrives. */
+  onJobEvent?: (event: Record<string, unknown>) => void;
 }
 
 export interface Services {
@@ -142,7 +144,7 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
     });
     started.push(batch);
 
-    const webhooks = await startWebhookReceiver({ port: want.webhooks, dataDir: await sub('webhooks') }).catch((err: unknown) => {
+    const webhooks = await startWebhookReceiver({ port: want.webhooks, dataDir: await sub('webhooks'), onEvent: opts.onJobEvent }).catch((err: unknown) => {
       throw portInUse(err, 'webhooks', want.webhooks, dataDir);
     });
     started.push(webhooks);
