@@ -1,5 +1,5 @@
 /** The job API over HTTP, for the CLI: one method per endpoint, errors mapped to CliError with exit codes. */
-import { CliError, ExitCode, type FieldError } from './errors';
+import { AccessRefused, CliError, ExitCode, type FieldError } from './errors';
 import type { Connection } from './connection';
 import type { PipelineStatus } from '../shared/contract/progress';
 import type { JobResultView } from '../shared/contract/jobResult';
@@ -206,8 +206,43 @@ export class ApiClient {
       if (res.ok) throw new CliError(`${method} ${url} answered ${res.status} with a body that is not JSON: ${text.slice(0, 200)}`, ExitCode.Api);
     }
     if (res.ok || (body !== undefined && options.accept?.includes(res.status))) return { status: res.status, body: body as T };
+    if (res.status === 401 || res.status === 403) {
+      throw accessRefused(res.status, body as ErrorBody | undefined, text, Boolean(this.connection.key), res.headers.get('www-authenticate'));
+    }
     throw apiError(method, url, res.status, body as ErrorBody | undefined, text, options.notFound);
   }
+}
+
+/** The sign-in command the 401 message names (docs/cli.md). */
+export const SIGN_IN_COMMAND = 'hpcjob login';
+
+/**
+ * 401: the credentials are missing, expired or no longer accepted (e.g. the issuer's key changed): what to run to
+ * sign in again. 403: the caller is known but lacks the app role (named by the API's message or its Bearer
+ * challenge), or an ownership rule refused a field (DataAreaForbidden, PoolForbidden: the field errors say which).
+ */
+export function accessRefused(status: 401 | 403, body: ErrorBody | undefined, text: string, usedKey: boolean, challenge: string | null): AccessRefused {
+  const detail = body?.message ?? (body?.errors ? undefined : text.slice(0, 200).trim()) ?? '';
+  if (status === 401) {
+    const advice = usedKey
+      ? `the operator key was refused: check --key or HPCJOB_KEY, or drop the key and sign in with \`${SIGN_IN_COMMAND}\``
+      : `sign in (again) with \`${SIGN_IN_COMMAND}\`, or pass an operator key with --key`;
+    return new AccessRefused(`not signed in or the sign-in is no longer accepted (401${detail ? `: ${detail}` : ''}): ${advice}`, 401);
+  }
+  const role = neededRole(body?.message, challenge);
+  const advice = role
+    ? `: ask an administrator to assign you the app role ${role}, then run \`${SIGN_IN_COMMAND}\` again (roles are read at sign-in)`
+    : '';
+  return new AccessRefused(`not allowed (403)${detail ? `: ${detail}` : ''}${advice}`, 403, body?.errors ?? []);
+}
+
+/** The app role a 403 names: "… needs the app role X" in the message or in the challenge's error_description. */
+function neededRole(message: string | undefined, challenge: string | null): string | undefined {
+  for (const text of [message, challenge]) {
+    const m = /needs the app role ([\w. ]+?)(?:"|$)/.exec(text ?? '');
+    if (m) return m[1].trim();
+  }
+  return undefined;
 }
 
 function apiError(method: string, url: string, status: number, body: ErrorBody | undefined, text: string, notFound?: string): CliError {
@@ -222,10 +257,6 @@ function apiError(method: string, url: string, status: number, body: ErrorBody |
     const what = errors.length ? `the API rejected the request: ${errors.length} problem(s)` : `the API rejected the request (${status})${detail ? `: ${detail}` : ''}`;
     return new CliError(what, ExitCode.Usage, errors);
   }
-  if (status === 401) {
-    return new CliError(`the API refused the credentials (401${detail ? `: ${detail}` : ''}): run \`hpcjob login\`, or pass an operator key with --key`, ExitCode.Api);
-  }
-  if (status === 403) return new CliError(`not allowed (403)${detail ? `: ${detail}` : ''}`, ExitCode.Api);
   if (status === 409) return new CliError(body?.message ?? `conflict (${status})`, ExitCode.Usage);
   return new CliError(`${method} ${url} failed: ${status}${body?.error ? ` ${body.error}` : ''}${detail ? `: ${detail}` : ''}`, ExitCode.Api);
 }

@@ -14,7 +14,7 @@ import * as path from 'node:path';
 import { DefaultAzureCredential, DeviceCodeCredential, type AccessToken, type TokenCredential } from '@azure/identity';
 import type { Connection } from './connection';
 import { defaultProfilePath } from './connection';
-import { CliError, ExitCode } from './errors';
+import { AccessRefused, CliError, ExitCode } from './errors';
 
 const DEFAULT_AUTHORITY = 'https://login.microsoftonline.com';
 /** A saved token with less than this left is not used (a long command would see it expire). */
@@ -114,7 +114,7 @@ export function tokenSource(conn: Connection, opts: TokenSourceOptions): () => P
     } catch {
       // Nothing in the chain could sign in here: fall through to the device code flow or the advice below.
     }
-    if (!opts.interactive) throw new CliError('not signed in: run `hpcjob login`, sign in with `az login`, or pass an operator key with --key', ExitCode.Api);
+    if (!opts.interactive) throw new AccessRefused('not signed in: run `hpcjob login`, sign in with `az login`, or pass an operator key with --key', 401);
     cached = await login(conn, opts.prompt);
     return cached.token;
   };

@@ -33,3 +33,18 @@ export class CliError extends Error {
     this.name = 'CliError';
   }
 }
+
+/**
+ * The API refused who the caller is (401) or what they may do (403). Asking again cannot change that, so no command
+ * retries it (cli/transient.ts): the message says what to do instead (sign in again, or which role is needed).
+ */
+export class AccessRefused extends CliError {
+  constructor(
+    message: string,
+    readonly status: 401 | 403,
+    fieldErrors: FieldError[] = [],
+  ) {
+    super(message, ExitCode.Api, fieldErrors);
+    this.name = 'AccessRefused';
+  }
+}

@@ -10,6 +10,7 @@ import { EVENTS_QUEUE } from '../shared/events/announcer';
 import { deliverJob, relayOnce, RelayMemory } from '../shared/events/delivery';
 import { JOB_ID_RE } from '../shared/spec/patterns';
 import { eventAnnouncer, eventDelivery } from '../shared/services';
+import { relayRunLevel } from '../shared/ops/routineRuns';
 
 /** A job whose cursor another sender holds is looked at again this soon (its sender may miss the newest transition). */
 const BUSY_RETRY_MS = 2_000;
@@ -38,8 +39,8 @@ export async function eventsRelayTimer(timer: Timer, context: InvocationContext)
   if (!deps) return;
   const report = await relayOnce(deps, { memory: relayMemory });
   const line = JSON.stringify({ event: 'eventsRelay', isPastDue: timer.isPastDue, ...report });
-  if (report.failed.length) context.warn(line);
-  else context.info(line);
+  // A pass with nothing to relay is routine: debug, not a line every few seconds at info.
+  context[relayRunLevel(report)](line);
 }
 
 function parseJson(text: string): unknown {

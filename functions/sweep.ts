@@ -14,6 +14,7 @@ import { redriveSubmission } from '../shared/intake/redrive';
 import { schedulingHousekeeping } from '../shared/scheduling/housekeeping';
 import { ADMISSION_EVENT, DEPENDENCY_EVENT } from '../shared/contract';
 import { instanceStatus, orchestrationStarter } from './lib/durable';
+import { sweepRunLevel } from '../shared/ops/routineRuns';
 
 /** The Durable client as the sweep needs it: status (absent when there is no instance) and terminate. */
 export function durableControl(client: DurableClient): OrchestrationControl {
@@ -84,8 +85,8 @@ export async function sweepTimer(timer: Timer, context: InvocationContext): Prom
     // Pools have owners: whose pool each deletion was (null: a pool from before owners, attributed by its job only).
     deletedPools: report.actions.flatMap((a) => (a.kind === 'deletePool' ? [{ poolId: a.poolId, jobId: a.jobId, owner: a.owner ?? null, rule: a.rule, ok: a.ok }] : [])),
   });
-  if (failed.length || report.skipped.length || scheduling?.errors.length) context.warn(line);
-  else context.info(line);
+  // A run that found nothing to do is routine: debug, not info.
+  context[sweepRunLevel(report, scheduling)](line);
 }
 
 app.timer('sweep', { schedule: sweepSchedule(), extraInputs: [df.input.durableClient()], handler: sweepTimer });

@@ -10,23 +10,28 @@
  * the Batch emulator's keys.
  */
 import * as path from 'node:path';
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import { REPO_ROOT } from './stack';
 import { startSupervisedStack, type SupervisedStack } from './supervisor';
 import { APP_IDENTITY, CLI_CLIENT_ID } from './identity';
+import { jobLinePrinter } from './supervisor/jobLines';
+import { hostLogLevels } from './supervisor/logLevels';
 
 async function main(): Promise<void> {
   const opts = new Command()
     .name('start')
     .option('--port <n>', 'Functions host port (default: the one recorded in the data folder, else 7071; 0 = any free port, then kept)')
     .option('--data <dir>', 'folder for persistent data', path.join(REPO_ROOT, '.local', 'stack'))
-    .option('--log <file>', "the Functions host's log file (appended; default: stdout)")
-    .option('--log-level <level>', 'host log level (default: host.json logging.logLevel.default)')
+    .option('--log <file>', "the Functions host's full JSON log (appended; default: <data>/logs/host.log)")
+    .option('--log-level <level>', 'what of the host log the console shows besides job lines: debug, info, warn (default warn); the file has at least info')
+    .addOption(new Option('--log-console <mode>', 'the console: jobs (the banner, one line per job transition, host warnings) or json (the full JSON log too, as before)').choices(['jobs', 'json']).default('jobs'))
     .option('--shared-keys', 'opt in to shared keys: Azurite over http with its account keys, connection strings and BATCH_ACCOUNT_KEY in the app settings (default: keyless, managed identity as in Azure)')
     .option('--pool-identity', 'deploy with a pool identity: pools from the management plane with id-pool-local (docs/local-batch.md)')
     .option('--private-registry', 'make the registry private: pulls need the pool identity or the registry credential (docs/local-registry.md)')
     .parse()
-    .opts<{ port?: string; data: string; log?: string; logLevel?: string; sharedKeys?: boolean; poolIdentity?: boolean; privateRegistry?: boolean }>();
+    .opts<{ port?: string; data: string; log?: string; logLevel?: string; logConsole: 'jobs' | 'json'; sharedKeys?: boolean; poolIdentity?: boolean; privateRegistry?: boolean }>();
+  const logFile = opts.log ? path.resolve(opts.log) : path.join(path.resolve(opts.data), 'logs', 'host.log');
+  const levels = hostLogLevels(opts.logLevel, opts.logConsole);
   const say = (line: string): void => console.log(`[stack] ${line}`);
   // Signal handlers come first: a Ctrl-C during start-up stops the stack as soon as it is up, cleanly.
   // npm forwards the terminal's SIGINT to us as well, so one Ctrl-C can arrive twice: a stop in progress goes on.
@@ -65,8 +70,11 @@ async function main(): Promise<void> {
     port: opts.port === undefined ? undefined : Number(opts.port),
     poolIdentity: opts.poolIdentity === true,
     registryAccess: opts.privateRegistry ? 'private' : 'open',
-    logFile: opts.log ? path.resolve(opts.log) : undefined,
-    logLevel: opts.logLevel,
+    logFile,
+    logLevel: levels.file,
+    consoleLog: levels.console,
+    // One line per job transition, from the job events the stack's webhook receiver gets (docs/events.md).
+    onJobEvent: jobLinePrinter((line) => console.log(line)),
     sharedKeys: opts.sharedKeys,
     say,
   });
@@ -86,6 +94,7 @@ async function main(): Promise<void> {
   console.log(`  export HPCJOB_SCOPE=${identity.scope} HPCJOB_AUTHORITY_HOST=${identity.authorityHost} NODE_EXTRA_CA_CERTS=${identity.caFile}`);
   console.log(`Test token       curl -s -X POST ${identity.httpUrl}/local/token -d '{"user":"dev"}'`);
   console.log(`Data             ${stack.dataDir}  (ports in ports.json, running processes in supervisor.json)`);
+  console.log(`Host log         ${logFile}  (full JSON log; the console shows job transitions and host entries from ${levels.console.level}; --log-level, --log-console json)`);
   console.log(`\nCtrl-C to stop; kill -HUP ${process.pid} restarts only the Functions host.`);
   say(`ready (supervisor pid ${process.pid}, host pid ${stack.host()?.pid})`);
   if (stopRequested) stop();

@@ -56,12 +56,15 @@ export class Invoker {
     const fn = this.describe(registered);
     const log = this.opts.log.child({ invocationId, functionName });
     const started = Date.now();
-    log.info({ trigger: fn.trigger.type }, `Executing 'Functions.${functionName}'`);
+    // A timer's runs are routine (the event relay fires every few seconds): their start and success lines are debug,
+    // what the function itself logs keeps its level, and a failure stays an error.
+    const routine = fn.trigger.type === 'timerTrigger' ? 'debug' : 'info';
+    log[routine]({ trigger: fn.trigger.type }, `Executing 'Functions.${functionName}'`);
     try {
       const inputData = await this.withExtensionInputs(fn, request);
       const result = await this.runPipeline(fn, registered, invocationId, { ...request, inputData }, log);
       await this.writeOutputs(fn, result);
-      log.info({ durationMs: Date.now() - started }, `Executed 'Functions.${functionName}' (Succeeded)`);
+      log[routine]({ durationMs: Date.now() - started }, `Executed 'Functions.${functionName}' (Succeeded)`);
       return result;
     } catch (err) {
       const error = err instanceof Error ? err : new Error(String(err));

@@ -2,7 +2,26 @@
 import pino, { type DestinationStream, type Level, type Logger } from 'pino';
 import type { RpcLogLevel } from './coreModule';
 
-export type LogDestination = DestinationStream | string | number;
+/**
+ * The full log to a file (appended) at the host's level, and a second view of it on a console stream with its own
+ * threshold (`npm start`: the file keeps everything, the terminal shows warnings and above unless asked for more).
+ */
+export interface SplitDestination {
+  file: string;
+  console: { level: string; stream: DestinationStream };
+}
+
+export type LogDestination = DestinationStream | string | number | SplitDestination;
+
+function isSplit(d: LogDestination | undefined): d is SplitDestination {
+  return typeof d === 'object' && d !== null && 'file' in d && 'console' in d;
+}
+
+/** The more verbose of two pino levels. */
+function verbosest(a: string, b: string): string {
+  const value = (l: string) => pino.levels.values[l] ?? pino.levels.values.info;
+  return value(a) <= value(b) ? a : b;
+}
 
 export interface HostLogger {
   log: Logger;
@@ -11,6 +30,22 @@ export interface HostLogger {
 }
 
 export function createHostLogger(level = 'info', destination?: LogDestination): HostLogger {
+  if (isSplit(destination)) {
+    const file = pino.destination({ dest: destination.file, sync: true, mkdir: true });
+    const streams = pino.multistream([
+      { level: level as Level, stream: file },
+      { level: destination.console.level as Level, stream: destination.console.stream },
+    ]);
+    // The logger lets through what either stream wants; each stream keeps to its own level.
+    const log = pino({ level: verbosest(level, destination.console.level), base: { component: 'functions-host' } }, streams);
+    return {
+      log,
+      close: () => {
+        file.flushSync();
+        file.end();
+      },
+    };
+  }
   if (destination === undefined || typeof destination === 'number' || typeof destination === 'string') {
     const boom = pino.destination({ dest: destination ?? 1, sync: true, mkdir: typeof destination === 'string' });
     const log = pino({ level, base: { component: 'functions-host' } }, boom);

@@ -42,7 +42,10 @@ export { AZURE_RESOURCES, v1Issuer } from './resourceTokens';
 export { createEntraTokenVerifier, TokenRejected, type EntraTokenVerifier, type VerifiedToken } from './verify';
 
 export interface IdentityServiceOptions {
-  /** Folder for the TLS certificate (reused across starts); default a temp folder removed on stop. */
+  /**
+   * Folder for the TLS certificate and the signing key (both reused across starts, so saved tokens outlive a
+   * restart); default a temp folder removed on stop, with a new key at every start.
+   */
   dataDir?: string;
   directory?: Directory;
   /** Ports (default 0: ephemeral). */
@@ -107,7 +110,7 @@ export async function startIdentityService(opts: IdentityServiceOptions = {}): P
   const tempDir = opts.dataDir ? undefined : mkdtempSync(path.join(os.tmpdir(), 'local-identity-'));
   const tls = ensureCertificate(opts.dataDir ?? (tempDir as string));
   const directory = opts.directory ?? defaultDirectory();
-  const key = await createSigningKey();
+  const key = await createSigningKey(opts.dataDir);
   // The issuer names the https port, known only once listening: requests before that are answered 503.
   const ready: { state?: IdentityState } = {};
   const handler = (origin: () => string) => (req: http.IncomingMessage, res: http.ServerResponse) => {

@@ -12,6 +12,8 @@
 import { startFunctionsHost, type FunctionsHostHandle } from '../host';
 import { createDurableExtension, type DurableOptions } from '../durable';
 import { createLocalEasyAuth, remoteEasyAuthIdentity } from '../identity/easyAuth';
+import pino from 'pino';
+import { prettyDestination, type LogDestination } from '../host/logging';
 
 export interface HostWorkerConfig {
   appDir: string;
@@ -30,9 +32,26 @@ export interface HostWorkerConfig {
   logLevel?: string;
   /** Where the host's log goes (appended); default stdout. */
   logFile?: string;
+  /**
+   * With a log file: what of the log also shows on the terminal (stdout), from which level: readable one-line
+   * entries (`pretty`, npm start's default from warn) or the JSON lines themselves (`json`). Absent: nothing.
+   */
+  consoleLog?: ConsoleLog;
   durable?: DurableOptions;
   /** The local identity service's loopback http origin: App Service Authentication's sign-in for the dashboard. */
   identityHttpUrl?: string;
+}
+
+export interface ConsoleLog {
+  level: string;
+  format: 'pretty' | 'json';
+}
+
+function logDestination(config: HostWorkerConfig): LogDestination | undefined {
+  if (!config.logFile || !config.consoleLog) return config.logFile;
+  const { level, format } = config.consoleLog;
+  const stream = format === 'pretty' ? prettyDestination(process.stdout.isTTY === true) : pino.destination({ dest: 1, sync: true });
+  return { file: config.logFile, console: { level, stream } };
 }
 
 export type WorkerMessage =
@@ -76,7 +95,7 @@ async function run(config: HostWorkerConfig): Promise<void> {
     ],
     env: config.settings,
     logLevel: config.logLevel,
-    logDestination: config.logFile,
+    logDestination: logDestination(config),
   });
   if (stopping) return;
   await send({ type: 'ready', pid: process.pid, baseUrl: host.baseUrl, banner: host.banner(), functionKey: host.keys.functionKey });

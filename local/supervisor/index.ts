@@ -18,6 +18,7 @@ import type { DurableOptions } from '../durable';
 import { localAppSettings, localAuthSettings, localEventSettings, localIdentitySettings, localRegistrySettings } from '../stack';
 import { defaultKeysFile, loadOrCreateKeys } from '../host/keys';
 import { HostWorkerProcess } from './hostProcess';
+import type { ConsoleLog } from './hostWorker';
 import { choosePorts, portInUse, readPorts, recordPorts } from './ports';
 import { claimDataDir, processRef, removeRuntime, writeRuntime, type RuntimeRecord } from './runtime';
 import { startServices, type Services } from './services';
@@ -33,6 +34,10 @@ export interface SupervisorOptions {
   port?: number;
   /** Host log file (appended across restarts); default stdout. */
   logFile?: string;
+  /** With a log file: what of the host's log also shows on the terminal (see HostWorkerConfig.consoleLog). */
+  consoleLog?: ConsoleLog;
+  /** Each job event the stack's webhook receiver accepts (npm start prints one line per job transition). */
+  onJobEvent?: (event: Record<string, unknown>) => void;
   logLevel?: string;
   durable?: DurableOptions;
   /** Opt in to shared keys (see ServicesOptions.sharedKeys); default keyless. */
@@ -71,7 +76,7 @@ export async function startSupervisedStack(opts: SupervisorOptions): Promise<Sup
   mkdirSync(dataDir, { recursive: true });
   await claimDataDir(dataDir, say);
 
-  const services = await startServices({ dataDir, repoRoot: opts.repoRoot, sharedKeys: opts.sharedKeys, registryAccess: opts.registryAccess });
+  const services = await startServices({ dataDir, repoRoot: opts.repoRoot, sharedKeys: opts.sharedKeys, registryAccess: opts.registryAccess, onJobEvent: opts.onJobEvent });
   const { azurite, batch, registry, identity, webhooks } = services;
   const keysFile = defaultKeysFile(opts.appDir);
   const hostPort = choosePorts({ host: opts.port }, readPorts(dataDir)).host ?? 7071;
@@ -117,7 +122,7 @@ export async function startSupervisedStack(opts: SupervisorOptions): Promise<Sup
   const launchWorker = async (): Promise<HostWorkerProcess> => {
     const w = await HostWorkerProcess.start(
       {
-        appDir: opts.appDir, port, settings, logLevel: opts.logLevel, logFile: opts.logFile, durable: opts.durable,
+        appDir: opts.appDir, port, settings, logLevel: opts.logLevel, logFile: opts.logFile, consoleLog: opts.consoleLog, durable: opts.durable,
         storage: services.keyless ? undefined : azurite.connectionString(),
         identityEndpoint: identity.appServiceIdentity,
         caFile: services.keyless ? identity.caFile : undefined,

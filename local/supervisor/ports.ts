@@ -12,7 +12,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 
-export const SERVICE_NAMES = ['host', 'blob', 'queue', 'table', 'batch', 'registry', 'webhooks', 'arm'] as const;
+export const SERVICE_NAMES = ['host', 'blob', 'queue', 'table', 'batch', 'registry', 'webhooks', 'arm', 'identity', 'identityHttp'] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 export type StackPorts = Record<ServiceName, number>;
 
@@ -26,6 +26,9 @@ export const PORT_OWNER: Record<ServiceName, string> = {
   registry: 'OCI registry',
   webhooks: 'webhook receiver',
   arm: 'Batch management plane (Resource Manager)',
+  // The issuer's https origin is inside every token it signed (iss) and in the CLI's saved authority.
+  identity: 'identity service (https issuer)',
+  identityHttp: 'identity service (loopback http: metadata, keys, managed identity endpoint)',
 };
 
 export function portsFile(dataDir: string): string {

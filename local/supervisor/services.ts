@@ -6,7 +6,7 @@
  *   <data>/azurite/    Azurite's stores (saved when it stops; see docs/local-stack.md for what a SIGKILL loses)
  *   <data>/batch/      the Batch account (state.json) and the node sandboxes
  *   <data>/registry/   the OCI image layout the registry serves (the demo image is written into it at start)
- *   <data>/identity/   the local identity service's TLS certificate (its signing key is new at every start)
+ *   <data>/identity/   the local identity service's TLS certificate and signing key (kept: saved sign-ins survive a restart)
  *   <data>/webhooks/   the webhook receiver's secret and every delivery it got (deliveries.jsonl)
  *   <data>/ports.json  the ports taken at the first start
  *
@@ -56,6 +56,8 @@ export interface ServicesOptions {
    * open (anyone pulls; default, so specs without container.registry keep working). See docs/local-registry.md.
    */
   registryAccess?: 'open' | 'private';
+  /** Each job event the webhook receiver accepts (a valid, signed CloudEvent), as it arrives. */
+  onJobEvent?: (event: Record<string, unknown>) => void;
 }
 
 export interface Services {
@@ -90,7 +92,9 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
   const started: { stop(): Promise<void> }[] = [];
   const keyless = !opts.sharedKeys;
   try {
-    const identity = await startIdentityService({ dataDir: await sub('identity') });
+    const identity = await startIdentityService({ dataDir: await sub('identity'), httpsPort: want.identity, httpPort: want.identityHttp }).catch((err: unknown) => {
+      throw (['identity', 'identityHttp'] as const).reduce((e, s) => portInUse(e, s, want[s], dataDir), err as Error);
+    });
     started.push(identity);
     // This process talks https to Azurite (the Batch emulator's resource files, an in-process app, the operator).
     const release = keyless ? trustCertificateInProcess(identity.caCert) : () => undefined;
@@ -140,7 +144,7 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
     });
     started.push(batch);
 
-    const webhooks = await startWebhookReceiver({ port: want.webhooks, dataDir: await sub('webhooks') }).catch((err: unknown) => {
+    const webhooks = await startWebhookReceiver({ port: want.webhooks, dataDir: await sub('webhooks'), onEvent: opts.onJobEvent }).catch((err: unknown) => {
       throw portInUse(err, 'webhooks', want.webhooks, dataDir);
     });
     started.push(webhooks);
@@ -153,6 +157,8 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
       registry: Number(new URL(registry.url).port),
       webhooks: webhooks.port,
       arm: Number(new URL(batch.armUrl as string).port),
+      identity: Number(new URL(identity.authorityHost).port),
+      identityHttp: Number(new URL(identity.httpUrl).port),
     };
     if (dataDir) recordPorts(dataDir, ports);
     const operator = operatorAccess(

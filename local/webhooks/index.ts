@@ -50,6 +50,8 @@ export interface WebhookReceiverOptions {
   port?: number;
   /** Keeps the secret and the deliveries here. Default: in memory only, a new secret. */
   dataDir?: string;
+  /** Called with each delivery's event this receiver accepted (204), duplicates included, as it arrives. */
+  onEvent?: (event: Record<string, unknown>) => void;
 }
 
 function loadSecret(dataDir: string | undefined): string {
@@ -122,6 +124,13 @@ export async function startWebhookReceiver(opts: WebhookReceiverOptions = {}): P
         received.push(d);
         if (logFile) appendFileSync(logFile, JSON.stringify(d) + '\n');
         res.writeHead(d.status).end();
+        if (d.status === 204 && d.event && opts.onEvent) {
+          try {
+            opts.onEvent(d.event);
+          } catch {
+            // A watcher's failure is not the delivery's: it was accepted.
+          }
+        }
       } else if (req.method === 'GET' && url.pathname === '/deliveries') {
         json(200, received);
       } else if (req.method === 'POST' && url.pathname === '/faults') {
