@@ -1,5 +1,6 @@
 import type { OrchestrationContext } from 'durable-functions';
 import type { Attempt, JobOutcome, JobResult, MpiJobInput, NodeRef } from '../shared/contract';
+import { endedProgress } from '../shared/contract/endedProgress';
 import type { JobState } from '../shared/state/states';
 import { JobCancelled, Orchestration, PipelineRun, StageFailed } from './runtime/pipelineRun';
 import { activityFailureMessage } from './runtime/activityCalls';
@@ -80,7 +81,10 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
   const finish = function* (ended: JobOutcome, cleanedUp: string[]): Orchestration<JobOutcome> {
     const end = run.now().toISOString();
     for (const t of Object.values(timings)) t.endedAt ??= end;
-    run.report({ stage: ended.state, progress: { cleanup: { done: cleanedUp } } });
+    // The last report may still say the MPI task runs on every node (a cancel stopped the pipeline there): the
+    // final status says how each ended instead, so no view shows running nodes of a deleted pool.
+    const settled = endedProgress({ nodes: run.nodeStates(), mpi: run.mpiProgress() }, cleanedUp.includes('pool deleted'));
+    run.report({ stage: ended.state, progress: { cleanup: { done: cleanedUp }, ...(settled.mpi ? { mpi: settled.mpi } : {}) }, ...(settled.nodes ? { nodes: settled.nodes } : {}) });
     yield* run.call('jobFinish', { jobId: input.jobId, outcome: ended });
     yield* run.call('jobEnded', { jobId: input.jobId });
     return ended;
