@@ -82,8 +82,9 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     const end = run.now().toISOString();
     for (const t of Object.values(timings)) t.endedAt ??= end;
     // The last report may still say the MPI task runs on every node (a cancel stopped the pipeline there): the
-    // final status says how each ended instead, so no view shows running nodes of a deleted pool.
-    const settled = endedProgress({ nodes: run.nodeStates(), mpi: run.mpiProgress() }, cleanedUp.includes('pool deleted'));
+    // final status says how each ended instead, so no view shows running nodes of a deleted pool. A succeeded job's
+    // nodes are left to the result's subtasks (the dashboard shows its ready nodes done).
+    const settled = ended.state === 'Succeeded' ? {} : endedProgress({ nodes: run.nodeStates(), mpi: run.mpiProgress() }, cleanedUp.includes('pool deleted'));
     run.report({ stage: ended.state, progress: { cleanup: { done: cleanedUp }, ...(settled.mpi ? { mpi: settled.mpi } : {}) }, ...(settled.nodes ? { nodes: settled.nodes } : {}) });
     yield* run.call('jobFinish', { jobId: input.jobId, outcome: ended });
     yield* run.call('jobEnded', { jobId: input.jobId });
