@@ -6,6 +6,9 @@
  *   terminated task's output files, the result lists them) and its final status says nothing still runs.
  * Needs the compiled app (dist/: `bash scripts/ensure-deps.sh`).
  */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { tmpdir } from 'node:os';
 import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
@@ -77,6 +80,12 @@ describe('rerun', () => {
     expect(second.status).toBe(202);
     expect(second.body.job.id).not.toBe(newId);
     await Promise.all([newId, second.body.job.id as string].map((id) => watchJob(stack, id, 120_000, undefined, async () => alice)));
+
+    // The CLI (compiled), as the operator: another caller, so another rerun; it prints the new id and the watch hint.
+    const cli = await promisify(execFile)(process.execPath, [path.join(REPO_ROOT, 'dist', 'cli', 'index.js'), 'rerun', 'rr-failed'], {
+      env: { PATH: process.env.PATH ?? '', HOME: tmpdir(), HPCJOB_ENDPOINT: stack.baseUrl, HPCJOB_KEY: stack.host.keys.functionKey },
+    });
+    expect(cli.stdout).toMatch(/^job rr-failed rerun as job (rr-failed-r[0-9a-f]{8})\nstatus: .*\nwatch: hpcjob watch \1\n$/);
   }, 300_000);
 });
 
