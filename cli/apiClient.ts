@@ -119,6 +119,12 @@ export class ApiClient {
     return { job: body.job, statusUrl: body.statusUrl, created: status === 202 };
   }
 
+  /** POST /api/jobs/{id}/rerun: a new job from a finished job's recorded spec (each idempotency key gives another rerun). */
+  async rerun(id: string, idempotencyKey?: string): Promise<SubmitAnswer> {
+    const { status, body } = await this.call<{ job: JobView; statusUrl: string }>('POST', `/api/jobs/${encodeURIComponent(id)}/rerun`, idempotencyKey ? { headers: { 'idempotency-key': idempotencyKey } } : {});
+    return { job: body.job, statusUrl: body.statusUrl, created: status === 202 };
+  }
+
   /** POST /api/jobs?dryRun=true: what the deployment would send to Batch for this spec; nothing is created. */
   async explain(specText: string, contentType: string): Promise<ExplainDocument> {
     const { body } = await this.call<ExplainDocument>('POST', '/api/jobs?dryRun=true', { body: specText, contentType });
@@ -176,10 +182,10 @@ export class ApiClient {
     method: string,
     path: string,
     /** `accept`: error statuses whose JSON body is returned instead of thrown. */
-    options: { body?: string; contentType?: string; notFound?: string; accept?: number[] } = {},
+    options: { body?: string; contentType?: string; notFound?: string; accept?: number[]; headers?: Record<string, string> } = {},
   ): Promise<{ status: number; body: T }> {
     const url = `${this.connection.endpoint}${path}`;
-    const headers: Record<string, string> = { accept: 'application/json' };
+    const headers: Record<string, string> = { ...options.headers, accept: 'application/json' };
     if (this.connection.key) headers['x-functions-key'] = this.connection.key;
     else if (this.token) {
       const token = await this.token();

@@ -11,6 +11,7 @@ import { submitCommand } from './commands/submit';
 import { watchCommand } from './commands/watch';
 import { listCommand, statusCommand } from './commands/status';
 import { cancelCommand } from './commands/cancel';
+import { rerunCommand } from './commands/rerun';
 import { validateCommand } from './commands/validate';
 import { logsCommand } from './commands/logs';
 import { usageCommand } from './commands/usage';
@@ -116,6 +117,16 @@ export function buildProgram(run: (action: (ctx: CommandContext) => Promise<numb
     .argument('<id>', 'job id')
     .option('--reason <text>', 'recorded in the job timeline')
     .action((id: string, opts: { reason?: string }) => run((ctx) => cancelCommand(ctx, id, opts.reason)));
+
+  program
+    .command('rerun')
+    .description('start a new job from the spec of a finished job (its outputs go under the new job id)')
+    .argument('<id>', 'job id of the finished job')
+    .option('--idempotency-key <key>', 'each key gives another rerun; without one, repeating the command answers the same rerun')
+    .option('-w, --watch', 'then watch the new job to the end and exit with its outcome')
+    .addOption(intervalOption())
+    .action((id: string, opts: { idempotencyKey?: string; watch?: boolean; interval: number }) =>
+      run((ctx) => rerunCommand(ctx, id, { idempotencyKey: opts.idempotencyKey, watch: opts.watch, intervalMs: opts.interval })));
 
   program
     .command('validate')

@@ -1,5 +1,6 @@
 import type { OrchestrationContext } from 'durable-functions';
 import type { Attempt, JobOutcome, JobResult, MpiJobInput, NodeRef } from '../shared/contract';
+import { endedProgress } from '../shared/contract/endedProgress';
 import type { JobState, TerminalState } from '../shared/state/states';
 import { JobCancelled, Orchestration, PipelineRun, StageFailed } from './runtime/pipelineRun';
 import { activityFailureMessage } from './runtime/activityCalls';
@@ -10,14 +11,14 @@ import { preflight } from './stages/preflight';
 import { runMpi } from './stages/runMpi';
 import { runAttempts } from './stages/attempts';
 import { cleanup, waitForPoolGone } from './stages/cleanup';
-import { keepOutputs, withOutputs, workloadUrls } from './stages/workloadData';
+import { keepOutputs, withOutputs, workloadUrls, type KeptOutputs } from './stages/workloadData';
 import { waitInQueue } from './stages/queue';
 import { sourcesCheck } from './stages/sourcesCheck';
 import { planJob } from '../shared/planning/jobPlan';
 import { mpiTaskRequest, releaseTaskCommand } from '../shared/planning/mpiTaskRequest';
 import { retryPolicyFor } from '../shared/planning/retryPolicy';
 import { budgetGuard, idleNodeMinutesBeforeMpi, jobCost, type MpiStart, type PriceQuote } from '../shared/ops/cost';
-import { needsNodeUploads, outputsPlan } from '../shared/planning/workloadData';
+import { needsNodeUploads, outputsPlan, type OutputsPlan } from '../shared/planning/workloadData';
 import { priorityOf, queueOf } from '../shared/scheduling/demand';
 
 /** How often a waiting job asks where it stands when the run's settings do not say (runs started before queues). */
@@ -81,7 +82,11 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
   const finish = function* (ended: JobOutcome, cleanedUp: string[]): Orchestration<JobOutcome> {
     const end = run.now().toISOString();
     for (const t of Object.values(timings)) t.endedAt ??= end;
-    run.report({ stage: ended.state, progress: { cleanup: { done: cleanedUp } } });
+    // The last report may still say the MPI task runs on every node (a cancel stopped the pipeline there): the
+    // final status says how each ended instead, so no view shows running nodes of a deleted pool. A succeeded job's
+    // nodes are left to the result's subtasks (the dashboard shows its ready nodes done).
+    const settled = ended.state === 'Succeeded' ? {} : endedProgress({ nodes: run.nodeStates(), mpi: run.mpiProgress() }, cleanedUp.includes('pool deleted'));
+    run.report({ stage: ended.state, progress: { cleanup: { done: cleanedUp }, ...(settled.mpi ? { mpi: settled.mpi } : {}) }, ...(settled.nodes ? { nodes: settled.nodes } : {}) });
     yield* run.call('jobFinish', { jobId: input.jobId, outcome: ended });
     yield* run.call('jobEnded', { jobId: input.jobId });
     return ended;
@@ -185,6 +190,9 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
   // Billed from the pool's allocation to its release (cleanup requested its deletion, or kept it).
   const released = run.now().toISOString();
   const deletedPool = cleaned.done.includes('pool deleted') ? (pool?.poolId ?? plan.poolId) : undefined;
+  // A cancel (or failure) while the MPI task ran: cleanup terminated it and let Batch upload its output files and logs
+  // before the pool went; the result lists what arrived, as after a normal end.
+  if (outputs && pendingOutputs && cleaned.done.includes('outputs uploaded')) outcome = withOutputs(outcome, yield* listOutputs(run, outputs), 'report');
   if (deletedPool) yield* waitForPoolGone(run, deletedPool);
   yield* release();
 
@@ -238,4 +246,13 @@ function checksOf(attempts: Attempt[]): Pick<JobResult, 'attempts' | 'preflight'
     ? { ...a, preflight: { ...a.preflight, nodes: Object.fromEntries(Object.entries(a.preflight.nodes).filter(([, n]) => !n.ok)) } }
     : a));
   return { attempts: compact, ...(last ? { preflight: last } : {}) };
+}
+
+/** What landed under the outputs prefix (a listing failure is reported, never fails the job's end). */
+function* listOutputs(run: PipelineRun, plan: OutputsPlan): Orchestration<KeptOutputs> {
+  try {
+    return { listing: yield* run.call('outputsList', { account: plan.account, container: plan.container, prefix: plan.prefix, errors: [] }), errors: [] };
+  } catch (err) {
+    return { errors: [`outputs not listed: ${activityFailureMessage(err)}`] };
+  }
 }

@@ -170,6 +170,11 @@ export class PipelineRun {
     return { ...(this.status.nodes ?? {}) };
   }
 
+  /** The MPI task's state as last reported (undefined before the task was added). */
+  mpiProgress(): PipelineStatus['progress']['mpi'] {
+    return this.status.progress.mpi && { ...this.status.progress.mpi };
+  }
+
   /**
    * The n-th polling delay (0-based): exponential from initialMs to maxMs. Not jittered: each orchestration polls its
    * own resources, so there is no herd to spread, and the same delay on replay needs no random input.

@@ -6,6 +6,7 @@
 export * from './activities';
 export * from './jobResult';
 export * from './progress';
+export * from './endedProgress';
 export * from './mpiJob';
 export * from './orchestration';
 export * from './outputs';

@@ -5,8 +5,12 @@
 import type { JobState } from '../state/states';
 import type { NodePreflight } from './preflight';
 
-/** Per-node state in the pipeline, in the order a node normally goes through them. */
-export const NODE_PROGRESS_STATES = ['allocating', 'idle', 'pulling', 'pulled', 'downloading', 'ready', 'running', 'done', 'failed'] as const;
+/**
+ * Per-node state in the pipeline, in the order a node normally goes through them. `ended` and `deleted` are only
+ * written when the job ended (shared/contract/endedProgress.ts): the node's part stopped before done/failed (a cancel,
+ * a failure elsewhere), and its pool was kept (`ended`) or deleted (`deleted`).
+ */
+export const NODE_PROGRESS_STATES = ['allocating', 'idle', 'pulling', 'pulled', 'downloading', 'ready', 'running', 'done', 'failed', 'ended', 'deleted'] as const;
 export type NodeProgress = (typeof NODE_PROGRESS_STATES)[number];
 
 export interface Counter {

@@ -47,6 +47,8 @@ export interface SubmitRequest {
    * the shared areas open to submitters, never an admin's reach.
    */
   caller?: DataCaller;
+  /** A rerun (shared/intake/rerun.ts): the job it reruns, recorded on the new row. */
+  rerunOf?: string;
 }
 
 export type SubmitOutcome =
@@ -106,6 +108,7 @@ export async function submitJob(store: JobStore, starter: OrchestrationStarter, 
   const recorded = await recordSubmission(store, {
     id, spec: parsed.spec, idempotencyKey: req.idempotencyKey, owner: req.owner, ownerName: req.ownerName, idScope: req.idScope, poolAccess: pool.basis,
     dataArea: ownerDataArea(req.owner) ?? '',
+    ...(req.rerunOf !== undefined ? { rerunOf: req.rerunOf } : {}),
   });
   if (recorded.outcome === 'taken') return { kind: 'taken', jobId: recorded.id };
   if (recorded.outcome === 'conflict') return { kind: 'conflict', job: recorded.job, differingPaths: recorded.differingPaths };

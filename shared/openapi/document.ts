@@ -168,6 +168,35 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
           },
         },
       },
+      '/api/jobs/{id}/rerun': {
+        post: {
+          operationId: 'rerunJob',
+          summary: 'Rerun a finished job',
+          description:
+            'Starts a NEW job from the recorded spec of a finished job (Succeeded, Failed or Cancelled), through the same checks as a submission '
+            + 'with the caller\'s rights. The new id is "<id, cut to 53>-r<8 hex>", derived from the old id, the caller and the Idempotency-Key header, '
+            + 'so a retried request answers the same job (200). The new job records rerunOf; the old job\'s timeline notes "rerun as <new id>". '
+            + 'A defaulted outputs prefix (users/<key>/jobs/<old id>) becomes the new job\'s own; an explicit prefix stays. Another owner\'s job is 404.',
+          security: securityFor('job:submit'),
+          parameters: [idParam, {
+            name: 'Idempotency-Key', in: 'header', required: false,
+            description: 'Each key gives another rerun of the job; without one, repeats answer the caller\'s first rerun.',
+            schema: { type: 'string', maxLength: 256 },
+          }],
+          responses: {
+            202: { description: 'Accepted: the new job was recorded and started.', headers: { Location: { description: 'Status URL of the new job.', schema: { type: 'string' } } }, content: jsonContent('SubmitJobResponse') },
+            200: { description: 'A repeat of this rerun request: the job it started.', content: jsonContent('SubmitJobResponse') },
+            400: { description: 'An id that can never name a job (path "id"), or the spec is refused by this deployment\'s policies now.', content: jsonContent('ValidationErrorResponse') },
+            ...authResponses,
+            403: {
+              description: 'No app role grants submitting (ProblemResponse), or the spec names something the CALLER may not use (ForbiddenRequestResponse: PoolForbidden, DataAreaForbidden).',
+              content: { 'application/json': { schema: { oneOf: [ref('ProblemResponse'), ref('ForbiddenRequestResponse')] } } },
+            },
+            404: problem('No such job (or not yours).'),
+            409: problem('The job has not finished (error JobNotFinished), has no valid recorded spec (JobHasNoSpec), or the derived id is taken (JobIdTaken).'),
+          },
+        },
+      },
       '/api/jobs/{id}/logs': {
         get: {
           operationId: 'getJobLogs',

@@ -80,7 +80,7 @@ export function jobToEntity(rec: JobRecord): JobEntity {
     updatedAt: rec.updatedAt,
     eventSeq: rec.eventSeq,
   };
-  for (const [k, v] of Object.entries({ ownerName: rec.ownerName, poolAccess: rec.poolAccess, batchPoolId: rec.batchPoolId, batchJobId: rec.batchJobId, cancelRequestedAt: rec.cancelRequestedAt, containersCheckedAt: rec.containersCheckedAt, dataArea: rec.dataArea, endingAs: rec.endingAs })) {
+  for (const [k, v] of Object.entries({ ownerName: rec.ownerName, poolAccess: rec.poolAccess, batchPoolId: rec.batchPoolId, batchJobId: rec.batchJobId, cancelRequestedAt: rec.cancelRequestedAt, containersCheckedAt: rec.containersCheckedAt, dataArea: rec.dataArea, endingAs: rec.endingAs, rerunOf: rec.rerunOf })) {
     if (v !== undefined) props[k] = v;
   }
   putJson(props, 'tags', rec.tags);
@@ -126,6 +126,7 @@ export function entityToJob(e: TableEntityResult<Record<string, unknown>>): JobR
     containersCheckedAt: str('containersCheckedAt'),
     dataArea: str('dataArea'),
     endingAs: ((s) => (s !== undefined && isTerminal(s) ? s : undefined))(str('endingAs')),
+    rerunOf: str('rerunOf'),
     result: parseJobResult(getJson<unknown>(e, 'result')),
     error: getJson<JobRecord['error']>(e, 'error'),
     lastEvent: getJson<JobRecord['lastEvent']>(e, 'lastEvent'),

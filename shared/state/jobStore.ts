@@ -54,6 +54,8 @@ export type NewJob = {
   array?: ArrayMembership;
   /** The owner's data area when intake checked the spec's paths against it (JobRecord.dataArea). */
   dataArea?: string;
+  /** The job this one reruns (JobRecord.rerunOf). */
+  rerunOf?: string;
 } & ({ spec: JobSpec } | { rejected: { name: string; document: JsonValue } });
 
 export interface TransitionOutcome {
@@ -182,6 +184,7 @@ export class JobStore {
       lastEvent: first,
       ...(input.array ? { array: input.array } : {}),
       ...(input.dataArea !== undefined ? { dataArea: input.dataArea } : {}),
+      ...(input.rerunOf !== undefined ? { rerunOf: input.rerunOf } : {}),
     };
     try {
       await this.jobs.createEntity(jobToEntity(record));

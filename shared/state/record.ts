@@ -72,6 +72,8 @@ export interface JobRecord {
   dataArea?: string;
   /** For a job of an array (spec.array): the array's job, this job's index in it, and when the array was submitted. */
   array?: ArrayMembership;
+  /** The job this one reruns (POST /api/jobs/{id}/rerun, shared/intake/rerun.ts); the old job's timeline notes the new id. */
+  rerunOf?: string;
   /** Number of transition events recorded so far (the creation counts as 1). */
   eventSeq: number;
   /** The most recent transition event, kept on the row so a lost event write can be repaired. */

@@ -63,6 +63,7 @@ export const JobViewSchema = z.object({
   error: JobErrorSchema.optional(),
   cancelRequestedAt: z.string().optional(),
   array: ArrayMembershipSchema.optional().meta({ description: 'For a job of an array: which array and its index.' }),
+  rerunOf: z.string().optional().meta({ description: 'The job this one reruns (POST /api/jobs/{id}/rerun); that job\'s timeline notes "rerun as <this id>".' }),
   queue: JobQueueSchema.optional().meta({ description: 'While the job is Queued (single-job answers only): its place and why it waits.' }),
   spec: JobSpecSchema.optional().meta({ description: 'The normalized spec (single-job answers only).' }),
   submitted: JsonSchemaValue.optional().meta({ description: 'For a job without a valid spec (a rejected queue submission): the document as it was submitted (single-job answers only).' }),
@@ -191,6 +192,7 @@ export function toJobView(job: JobRecord, options: JobViewOptions = {}): JobView
   if (job.error !== undefined) view.error = job.error;
   if (job.cancelRequestedAt !== undefined) view.cancelRequestedAt = job.cancelRequestedAt;
   if (job.array !== undefined) view.array = job.array;
+  if (job.rerunOf !== undefined) view.rerunOf = job.rerunOf;
   if (options.includeSpec && job.spec) view.spec = job.spec;
   if (options.includeSpec && job.submitted !== undefined) view.submitted = job.submitted;
   return view;

@@ -21,7 +21,7 @@ const TERMINAL: ReadonlySet<string> = new Set(keysOf<TerminalState>({ Succeeded:
 
 /** Per-node pipeline states in the order a node goes through them (the legend's order). */
 export const NODE_STATES: readonly NodeProgress[] = keysOf<NodeProgress>({
-  allocating: 0, idle: 0, pulling: 0, pulled: 0, downloading: 0, ready: 0, running: 0, done: 0, failed: 0,
+  allocating: 0, idle: 0, pulling: 0, pulled: 0, downloading: 0, ready: 0, running: 0, done: 0, failed: 0, ended: 0, deleted: 0,
 });
 
 /**

@@ -93,9 +93,12 @@ export class JobLifecycle {
     this.setState(job, 'terminating');
     job.executionInfo.terminateReason = reason;
     this.engine.cancel(job.wallClockTimer);
+    // Running tasks upload their output files as they end (Batch does on a job's termination); the job completes after.
+    const ending: Promise<void>[] = [];
     for (const t of job.tasks.values()) {
-      if (t.state === 'running' || t.state === 'preparing') this.executor.terminate(job, t, 'Task was ended because its job was terminated');
+      if (t.state === 'running' || t.state === 'preparing') ending.push(this.executor.terminateWithUploads(job, t, 'Task was ended because its job was terminated'));
     }
+    await Promise.all(ending);
     await this.executor.runReleases(job);
     // A delete may have overtaken the termination while release tasks ran.
     if ((job.state as JobRecord['state']) !== 'terminating') return;

@@ -549,6 +549,26 @@ export class TaskExecutor {
   }
 
   /** Ends a started task now (terminate, job termination, node removal with terminate). */
+  /**
+   * Ends a running task as its job's termination does on Batch: the processes are killed, and as the task's process
+   * has exited its output files are uploaded under their uploadCondition (taskCompletion: whatever the exit; a killed
+   * task has no exit code, so taskSuccess does not hold) before the task is completed; it stays running meanwhile.
+   * A task that never ran, or has no output files, ends at once (terminate).
+   */
+  async terminateWithUploads(job: JobRecord, task: TaskRecord, reason: string): Promise<void> {
+    const outputFiles = task.spec.outputFiles as Json[] | undefined;
+    const primary = this.nodesOf(task)[0];
+    if (task.state !== 'running' || !outputFiles?.length || !primary) return this.terminate(job, task, reason);
+    // A new attempt number: the running attempt's execute() stops where it is and does not complete the task.
+    task.attempt += 1;
+    const attempt = task.attempt;
+    this.killTaskProcesses(task);
+    const dir = path.join(primary.rootDir, taskRootRelative(job.id, task.id));
+    await uploadOutputFiles({ outputFiles, taskDir: dir, nodeRoot: primary.rootDir, mounted: mountedTargets(primary.rootDir), env: this.taskEnv(job, task, primary, dir), exitCode: undefined, agent: this.engine.agentOf(primary.poolId), lost: (blob) => this.engine.cfg.faults.uploadLost(blob) })
+      .catch(() => undefined);
+    if (task.attempt === attempt) this.terminate(job, task, reason);
+  }
+
   terminate(job: JobRecord, task: TaskRecord, reason: string): void {
     if (task.state === 'completed') return;
     const nodes = this.nodesOf(task);
