@@ -165,7 +165,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     outcome = end.failure === undefined ? { state: 'Succeeded', result } : { state: 'Failed', reason: end.failure, result };
     // The last attempt's outputs: an earlier attempt's uploads under the same prefix are overwritten or left beside them.
     if (outputs && outputsUrl) {
-      const kept = yield* keepOutputs(run, { plan: outputs, batchJobId: batchJobId!, nodes: pool!.nodes, mpi, containerUrl: outputsUrl, nodeUploads, autoComplete: input.spec.cleanup.autoComplete, maxAttempts: input.settings.nodeTaskMaxAttempts });
+      const kept = yield* keepOutputs(run, { plan: outputs, batchJobId: batchJobId!, poolId: pool!.poolId, nodes: pool!.nodes, mpi, containerUrl: outputsUrl, nodeUploads, autoComplete: input.spec.cleanup.autoComplete, maxAttempts: input.settings.nodeTaskMaxAttempts });
       outcome = withOutputs(outcome, kept, outputs.onUploadFailure);
     }
   } catch (err) {

@@ -1,12 +1,13 @@
 /**
- * The two reads behind "outputs verified before success" (shared/planning/outputsCheck.ts decides): what was in the
- * MPI task's directory on the master when it ended (Batch), and which of the blobs that makes due are not in the
- * outputs container (Storage). Both only read, so running them twice is harmless.
+ * The reads behind "outputs verified before success" (shared/planning/outputsCheck.ts decides): what was in the
+ * MPI task's directory on the master when it ended, or below its directory on a node whose upload task uploaded from
+ * there (Batch), and which of the blobs that makes due are not in the
+ * outputs container (Storage). All only read, so running them twice is harmless.
  */
 import type { ExpectedUploads } from '../../shared/planning/outputsCheck';
-import { expectedMasterUploads } from '../../shared/planning/outputsCheck';
-import type { MpiTaskUploadsRequest, OutputsMissingRequest } from '../../shared/contract';
-import { listTaskFiles, type BatchContext } from '../../shared/batch';
+import { expectedMasterUploads, expectedNodeUploads } from '../../shared/planning/outputsCheck';
+import type { MpiTaskUploadsRequest, NodeTaskUploadsRequest, OutputsMissingRequest } from '../../shared/contract';
+import { listNodeFiles, listTaskFiles, type BatchContext } from '../../shared/batch';
 import { batchContext, dataAccount } from '../../shared/services';
 import type { BlobAccount } from '../../shared/storage/clients';
 import { registerActivity } from '../runtime/activityCalls';
@@ -17,6 +18,11 @@ const LOOKUPS_AT_ONCE = 16;
 export async function expectedUploads(batch: BatchContext, input: MpiTaskUploadsRequest): Promise<ExpectedUploads> {
   const files = await listTaskFiles(batch, input.batchJobId, input.taskId);
   return expectedMasterUploads(input.master, files, input.exitCode);
+}
+
+export async function expectedNodeTaskUploads(batch: BatchContext, input: NodeTaskUploadsRequest): Promise<ExpectedUploads> {
+  const files = await listNodeFiles(batch, input.poolId, input.nodeId, input.taskRootDirectory);
+  return expectedNodeUploads(input.outputFiles, files);
 }
 
 export async function missingBlobs(account: BlobAccount, input: OutputsMissingRequest): Promise<string[]> {
@@ -36,9 +42,14 @@ export function mpiTaskUploads(input: MpiTaskUploadsRequest): Promise<ExpectedUp
   return expectedUploads(batchContext(), input);
 }
 
+export function nodeTaskUploads(input: NodeTaskUploadsRequest): Promise<ExpectedUploads> {
+  return expectedNodeTaskUploads(batchContext(), input);
+}
+
 export function outputsMissing(input: OutputsMissingRequest): Promise<string[]> {
   return missingBlobs(dataAccount(input.account, input.container), input);
 }
 
 registerActivity('mpiTaskUploads', mpiTaskUploads);
+registerActivity('nodeTaskUploads', nodeTaskUploads);
 registerActivity('outputsMissing', outputsMissing);

@@ -6,7 +6,7 @@ import type { MpiTaskUrls } from '../../shared/planning/mpiTaskRequest';
 import { nodeFileSources, nodeSasLifetimeMs, nodeUploadTask, outputsPlan, WRONG_NODE_EXIT, type NodeUploadTask, type OutputsPlan } from '../../shared/planning/workloadData';
 import { Orchestration, PipelineRun } from '../runtime/pipelineRun';
 import { uploadTaskRequest } from '../../shared/planning/batchRequests';
-import { missingUploadErrors } from '../../shared/planning/outputsCheck';
+import { MAX_VERIFIED_UPLOADS, missingUploadErrors } from '../../shared/planning/outputsCheck';
 
 /**
  * The SAS URLs the MPI task needs: a read-only one per blob of `files` (a read/list one per prefix) and a
@@ -30,6 +30,8 @@ export function* workloadUrls(run: PipelineRun, spec: JobSpec, settings: Pipelin
 export interface NodeUploadsRequest {
   plan: OutputsPlan;
   batchJobId: string;
+  /** The pool the nodes are in (the node uploads are verified by listing the nodes' files). */
+  poolId: string;
   /** The job's nodes, in pool order (task ids use the index). */
   nodes: NodeRef[];
   mpi: MpiResult;
@@ -53,12 +55,13 @@ export function* uploadNodeOutputs(run: PipelineRun, req: NodeUploadsRequest): O
     ...req.mpi.subtasks.filter((s) => s.id !== 0 && s.nodeId && s.taskRootDirectory && s.nodeId !== masterId)
       .map((s) => ({ nodeId: s.nodeId as string, dir: s.taskRootDirectory as string, isMaster: false })),
   ];
-  const work: { upload: NodeUploadTask; slot: number }[] = [];
+  const work: { upload: NodeUploadTask; slot: number; dir: string }[] = [];
+  const uploaded: UploadedFrom[] = [];
   for (const w of where) {
     const node = index.get(w.nodeId);
     if (!node) continue;
     const upload = nodeUploadTask(req.plan, { id: node.id, affinityId: node.affinityId, taskRootDirectory: w.dir, isMaster: w.isMaster }, req.containerUrl, req.mpi.exitCode);
-    if (upload) work.push({ upload, slot: req.nodes.indexOf(node) });
+    if (upload) work.push({ upload, slot: req.nodes.indexOf(node), dir: w.dir });
   }
   const errors: string[] = [];
   if (work.length === 0) return errors;
@@ -83,6 +86,7 @@ export function* uploadNodeOutputs(run: PipelineRun, req: NodeUploadsRequest): O
         open.delete(o.id);
         if (o.state === 'completed' && o.exitCode === 0 && !o.failure) {
           done += 1;
+          uploaded.push({ upload: p.upload, dir: p.dir });
         } else if (p.attempt < req.maxAttempts) {
           retry.push({ ...p, attempt: p.attempt + 1 });
         } else {
@@ -93,7 +97,49 @@ export function* uploadNodeOutputs(run: PipelineRun, req: NodeUploadsRequest): O
     }
     pending = retry;
   }
+  errors.push(...(yield* verifyNodeUploads(run, req, uploaded)));
   return errors;
+}
+
+/** A node upload task that reported success, and the MPI task's directory on its node it uploaded from. */
+interface UploadedFrom {
+  upload: NodeUploadTask;
+  dir: string;
+}
+
+/** Blob names per outputsMissing call when the node checks are looked up. */
+const NAMES_PER_LOOKUP = 250;
+
+/**
+ * Outputs verified before success, for the node uploads: as for the master's (verifyMasterUploads), the blobs each
+ * upload task that reported success must have produced (from the files below the MPI task's directory on its node)
+ * are looked up in the outputs container; each missing one is an error naming the node. The nodes' files are listed
+ * together; the names of all nodes are looked up in batches, at most MAX_VERIFIED_UPLOADS for the job's nodes
+ * together (the rest are not checked). A check that cannot be made is an error too.
+ */
+export function* verifyNodeUploads(run: PipelineRun, req: Pick<NodeUploadsRequest, 'plan' | 'poolId'>, uploaded: readonly UploadedFrom[]): Orchestration<string[]> {
+  if (uploaded.length === 0) return [];
+  try {
+    const expected = yield* run.all(uploaded.map((u) => run.start('nodeTaskUploads', {
+      poolId: req.poolId,
+      nodeId: u.upload.nodeId,
+      taskRootDirectory: u.dir,
+      outputFiles: u.upload.outputFiles.map((f) => ({ filePattern: f.filePattern, ...(f.path !== undefined ? { path: f.path } : {}) })),
+    })));
+    const owner = new Map<string, string>();
+    uploaded.forEach((u, i) => {
+      for (const name of expected[i].names) if (!owner.has(name)) owner.set(name, u.upload.nodeId);
+    });
+    const names = [...owner.keys()].slice(0, MAX_VERIFIED_UPLOADS);
+    const lookups = [];
+    for (let i = 0; i < names.length; i += NAMES_PER_LOOKUP) {
+      lookups.push(run.start('outputsMissing', { account: req.plan.account, container: req.plan.container, names: names.slice(i, i + NAMES_PER_LOOKUP) }));
+    }
+    const missing = lookups.length ? (yield* run.all(lookups)).flat() : [];
+    return missing.flatMap((name) => missingUploadErrors([name], `node ${owner.get(name)}`));
+  } catch (err) {
+    return [`node outputs not verified: ${activityFailureMessage(err)}`];
+  }
 }
 
 /** Why a node's upload task did not upload: it ran elsewhere, or Batch's upload failure, or what it printed. */

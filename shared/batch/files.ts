@@ -120,3 +120,21 @@ export async function listTaskFiles(ctx: BatchContext, batchJobId: string, taskI
   );
   return all.map((f) => ({ name: f.name ?? '', isDirectory: f.isDirectory ?? false, ...(f.properties?.contentLength !== undefined ? { size: f.properties.contentLength } : {}) }));
 }
+
+/**
+ * Lists a node's files below `directory` (relative to the node root, e.g. a subtask's taskRootDirectory), recursive;
+ * names stay relative to the node root. The name filter keeps the listing to that directory (a node root holds every
+ * task's files and the shared directory).
+ */
+export async function listNodeFiles(ctx: BatchContext, poolId: string, nodeId: string, directory: string): Promise<FileEntry[]> {
+  const what = { operation: 'files.listNodeFiles', resource: `directory ${directory} on node ${poolId}/${nodeId}` };
+  const prefix = `${directory.replace(/^\/+|\/+$/g, '')}/`;
+  const filter = `startswith(name,'${prefix.replace(/'/g, "''")}')`;
+  const all = await collectPages(
+    ctx.retry,
+    what,
+    () => ctx.client.file.listFromComputeNode(poolId, nodeId, { recursive: true, fileListFromComputeNodeOptions: { filter } }),
+    (link) => ctx.client.file.listFromComputeNodeNext(link),
+  );
+  return all.map((f) => ({ name: f.name ?? '', isDirectory: f.isDirectory ?? false, ...(f.properties?.contentLength !== undefined ? { size: f.properties.contentLength } : {}) }));
+}

@@ -153,6 +153,15 @@ export interface MpiTaskUploadsRequest extends BatchTaskRef {
   exitCode: number;
 }
 
+export interface NodeTaskUploadsRequest {
+  poolId: string;
+  nodeId: string;
+  /** The MPI task's directory on that node (its subtask's), relative to the node root: the upload task's source. */
+  taskRootDirectory: string;
+  /** The node upload task's output files (without the container URL), as the plan made them. */
+  outputFiles: Pick<OutputsPlan['master'][number], 'filePattern' | 'path'>[];
+}
+
 export interface OutputsMissingRequest {
   account: string;
   container: string;
@@ -218,6 +227,8 @@ export interface ActivityContract {
   outputsList(input: OutputsListRequest): OutputsResult;
   /** The blobs the MPI task's own output files must have produced, from the files in its directory on the master. */
   mpiTaskUploads(input: MpiTaskUploadsRequest): ExpectedUploads;
+  /** The blobs a node's upload task must have produced, from the files below the MPI task's directory on that node. */
+  nodeTaskUploads(input: NodeTaskUploadsRequest): ExpectedUploads;
   /** Which of these blobs are not in the container (looked up one by one). */
   outputsMissing(input: OutputsMissingRequest): string[];
   /** Ends the MPI task of an attempt that is given up (Batch requeued it after a node failure). Completed or gone is fine. */
@@ -244,7 +255,7 @@ const NAMES: Record<ActivityName, true> = {
   nodeTasksAdd: true, nodeTasksObserve: true,
   inputsList: true, sourcesMissing: true, shardCopy: true, shardUrls: true, imageBlobUrls: true, stagedDataDelete: true,
   mpiTaskAdd: true, mpiTaskObserve: true, mpiResultCollect: true,
-  workloadUrls: true, outputsList: true, mpiTaskUploads: true, outputsMissing: true,
+  workloadUrls: true, outputsList: true, mpiTaskUploads: true, nodeTaskUploads: true, outputsMissing: true,
   mpiTaskTerminate: true, preflightTaskAdd: true, preflightObserve: true, preflightCollect: true,
 };
 export const ACTIVITY_NAMES: readonly ActivityName[] = Object.keys(NAMES).filter((n): n is ActivityName => n in NAMES);

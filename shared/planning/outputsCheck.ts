@@ -104,7 +104,7 @@ function normalize(segments: string[]): string[] | undefined {
  * fixed directories>`.
  */
 export function expectedMasterUploads(master: OutputsPlan['master'], files: readonly TaskFile[], exitCode: number | undefined): ExpectedUploads {
-  const present = files.filter((f) => !f.isDirectory).map((f) => f.name.replace(/^\/+/, ''));
+  const present = presentFiles(files).filter((f) => !isUploadLog(f));
   const names = new Set<string>();
   const unchecked: string[] = [];
   for (const f of master) {
@@ -113,27 +113,60 @@ export function expectedMasterUploads(master: OutputsPlan['master'], files: read
       unchecked.push(f.filePattern);
       continue;
     }
-    const segments = `${WORKDIR}/${f.filePattern}`.split('/');
-    const firstWild = segments.findIndex((s) => WILDCARD.test(s));
-    const fixed = normalize(firstWild < 0 ? segments : segments.slice(0, firstWild));
-    if (!fixed) {
-      unchecked.push(f.filePattern);
-      continue;
-    }
-    const blobPath = (f.path ?? '').replace(/^\/+|\/+$/g, '');
-    if (firstWild < 0) {
-      const file = fixed.join('/');
-      if (present.includes(file) && !isUploadLog(file)) names.add(blobPath || file.split('/').at(-1)!);
-      continue;
-    }
-    const base = fixed.join('/');
-    const glob = globRegExp(segments.slice(firstWild).join('/'));
-    for (const file of present) {
-      if (isUploadLog(file)) continue;
-      const rel = base ? (file.startsWith(`${base}/`) ? file.slice(base.length + 1) : undefined) : file;
-      if (rel !== undefined && glob.test(rel)) names.add(blobPath ? `${blobPath}/${rel}` : rel);
-    }
+    if (!addDueBlobs(`${WORKDIR}/${f.filePattern}`, f.path, present, names)) unchecked.push(f.filePattern);
   }
+  return bounded(names, unchecked);
+}
+
+/** How a node upload task's file patterns start (shared/planning/workloadData.ts nodeUploadTask): the node root. */
+const NODE_ROOT = '$AZ_BATCH_NODE_ROOT_DIR/';
+
+/**
+ * The blobs a node's upload task must have produced, given the files below the MPI task's directory on that node
+ * (names relative to the node root, as Batch lists a node's files: `workitems/<job>/job-1/<task>/wd/out/a.dat`). The
+ * upload task runs only after the MPI task ended and uploads only when it succeeds (its conditions are taskSuccess),
+ * so every match of its patterns is due. Same naming rules as the master's.
+ */
+export function expectedNodeUploads(outputFiles: readonly Pick<OutputsPlan['master'][number], 'filePattern' | 'path'>[], files: readonly TaskFile[]): ExpectedUploads {
+  const present = presentFiles(files);
+  const names = new Set<string>();
+  const unchecked: string[] = [];
+  for (const f of outputFiles) {
+    const rel = f.filePattern.startsWith(NODE_ROOT) ? f.filePattern.slice(NODE_ROOT.length) : undefined;
+    if (rel === undefined || rel.includes('$') || !addDueBlobs(rel, f.path, present, names)) unchecked.push(f.filePattern);
+  }
+  return bounded(names, unchecked);
+}
+
+function presentFiles(files: readonly TaskFile[]): string[] {
+  return files.filter((f) => !f.isDirectory).map((f) => f.name.replace(/^\/+/, ''));
+}
+
+/**
+ * Adds the blob names one output file (`pattern` relative to the listing's root) makes due for the present files.
+ * False when the pattern climbs out of the listing's root (it cannot be checked from there).
+ */
+function addDueBlobs(pattern: string, path: string | undefined, present: readonly string[], names: Set<string>): boolean {
+  const segments = pattern.split('/');
+  const firstWild = segments.findIndex((s) => WILDCARD.test(s));
+  const fixed = normalize(firstWild < 0 ? segments : segments.slice(0, firstWild));
+  if (!fixed) return false;
+  const blobPath = (path ?? '').replace(/^\/+|\/+$/g, '');
+  if (firstWild < 0) {
+    const file = fixed.join('/');
+    if (present.includes(file)) names.add(blobPath || file.split('/').at(-1)!);
+    return true;
+  }
+  const base = fixed.join('/');
+  const glob = globRegExp(segments.slice(firstWild).join('/'));
+  for (const file of present) {
+    const rel = base ? (file.startsWith(`${base}/`) ? file.slice(base.length + 1) : undefined) : file;
+    if (rel !== undefined && glob.test(rel)) names.add(blobPath ? `${blobPath}/${rel}` : rel);
+  }
+  return true;
+}
+
+function bounded(names: Set<string>, unchecked: string[]): ExpectedUploads {
   const all = [...names].sort();
   return { names: all.slice(0, MAX_VERIFIED_UPLOADS), more: Math.max(0, all.length - MAX_VERIFIED_UPLOADS), unchecked };
 }
@@ -142,7 +175,7 @@ function isUploadLog(file: string): boolean {
   return !file.includes('/') && UPLOAD_LOGS.has(file);
 }
 
-/** The entries for result.outputs.errors: one per expected blob that is not in the container. */
-export function missingUploadErrors(missing: readonly string[]): string[] {
-  return missing.map((name) => `master: ${name} was on the node but is not in the outputs container (its upload was lost)`);
+/** The entries for result.outputs.errors: one per expected blob that is not in the container (`who`: master or node <id>). */
+export function missingUploadErrors(missing: readonly string[], who = 'master'): string[] {
+  return missing.map((name) => `${who}: ${name} was on the node but is not in the outputs container (its upload was lost)`);
 }

@@ -2,7 +2,8 @@
  * Outputs verified before success, end to end on the local stack: the emulator loses the upload of the master's
  * workdir/result.txt without any error (fault lostUploads, docs/local-batch.md), as a node dying mid-upload does. The
  * job never ends Succeeded with empty errors: with onUploadFailure "report" it follows the MPI exit and lists the
- * missing file in result.outputs.errors; with "fail" it fails.
+ * missing file in result.outputs.errors; with "fail" it fails. The same for a file every node uploads (its own upload
+ * task per node): the lost one is named with its node.
  */
 import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
@@ -51,6 +52,37 @@ describe('outputs verified before success', () => {
       expect(f.state).toBe('Failed');
       const failed = f as typeof f & { error?: { message: string } };
       expect(failed.error?.message).toMatch(/outputs incomplete: master: .*workdir\/result\.txt was on the node but is not in the outputs container/);
+    } finally {
+      stack.batch.setFaults({ lostUploads: undefined });
+    }
+  }, 300_000);
+
+  it('a lost every-node upload is named with its node in result.outputs.errors', async () => {
+    // Each node writes node.log in its working directory before the run (the coordination command runs on every node).
+    const allNodes = `id: ver-lost-nodes
+name: ver-lost-nodes
+tags: { suite: ops }
+pool: { vmSize: Standard_D8s_v5, nodes: 2 }
+container: { runtime: none }
+data: { inputs: [] }
+mpi: { runtime: openmpi, processesPerNode: 1, fabric: tcp, options: [--mca, btl_tcp_if_include, lo], coordinationCommand: 'echo "on $AZ_BATCH_NODE_ID" > node.log', command: 'true' }
+limits: { maxWallClock: PT10M }
+outputs: { account: ${DATA_ACCOUNT.name}, container: results, files: [ { pattern: node.log, from: allNodes } ] }
+`;
+    // One of the two nodes' node.log is lost without a trace.
+    stack.batch.setFaults({ lostUploads: { blobPattern: '**/nodes/*/node.log', count: 1 } });
+    try {
+      const v = await watchJob(stack, await submitSpec(stack, allNodes), 180_000);
+      const outputs = v.result?.outputs as OutputsResult;
+      expect(v.state).toBe('Succeeded');
+      expect(outputs.errors).toHaveLength(1);
+      const [, node] = /^node (\S+): /.exec(outputs.errors[0]) ?? [];
+      expect(outputs.errors[0]).toBe(`node ${node}: ${outputs.prefix}/nodes/${node}/node.log was on the node but is not in the outputs container (its upload was lost)`);
+      // The other node's upload went through: the check named only the lost one.
+      const names = await blobNames(outputs.prefix);
+      const landed = names.filter((n) => /^nodes\/[^/]+\/node\.log$/.test(n));
+      expect(landed).toHaveLength(1);
+      expect(landed[0]).not.toBe(`nodes/${node}/node.log`);
     } finally {
       stack.batch.setFaults({ lostUploads: undefined });
     }

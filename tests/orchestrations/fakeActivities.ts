@@ -133,6 +133,8 @@ export function healthyJob(overrides: FakeActivities = {}): FakeJob {
     mpiTaskTerminate: () => undefined,
     // The master held its two logs when the MPI task ended, and every upload the check looks for landed.
     mpiTaskUploads: ({ master, exitCode }) => expectedMasterUploads(master, [{ name: 'stdout.txt', isDirectory: false }, { name: 'stderr.txt', isDirectory: false }], exitCode),
+    // The nodes' upload tasks: nothing found below the MPI task's directories, so nothing to look up.
+    nodeTaskUploads: () => ({ names: [], more: 0, unchecked: [] }),
     outputsMissing: () => [],
     jobNote: () => undefined,
     preflightTaskAdd: () => undefined,

@@ -5,8 +5,8 @@
  */
 import fc from 'fast-check';
 import picomatch from 'picomatch';
-import { expectedMasterUploads, globRegExp, MAX_VERIFIED_UPLOADS, missingUploadErrors } from '../../shared/planning/outputsCheck';
-import { outputsPlan } from '../../shared/planning/workloadData';
+import { expectedMasterUploads, expectedNodeUploads, globRegExp, MAX_VERIFIED_UPLOADS, missingUploadErrors } from '../../shared/planning/outputsCheck';
+import { nodeUploadTask, outputsPlan } from '../../shared/planning/workloadData';
 import { parseJobSpec } from '../../shared/spec';
 
 const files = (...names: string[]) => names.map((name) => ({ name, isDirectory: false }));
@@ -79,5 +79,49 @@ describe('globRegExp', () => {
     expect(globRegExp('[!a]*').test('a')).toBe(false);
     expect(globRegExp('[!a]*').test('b1')).toBe(true);
     expect(globRegExp('**/*.dat').test('x/y/z.dat')).toBe(true);
+  });
+});
+
+describe('expected node uploads', () => {
+  const DIR = 'workitems/hpc-j/job-1/mpi';
+  const nodeUpload = (logs: boolean, isMaster: boolean) => {
+    const plan = planOf(`{ account: data1, container: results, logs: ${logs}, files: [ { pattern: "*.log", from: allNodes }, { pattern: "out/**/*.dat", from: allNodes }, { pattern: "sum.txt", from: allNodes } ] }`);
+    return nodeUploadTask(plan, { id: 'node-1', affinityId: 'aff-1', taskRootDirectory: DIR, isMaster }, 'https://c?sig', 0)!;
+  };
+
+  it('names the matches of the upload task\'s patterns below the MPI task\'s directory on the node, and the node\'s logs', () => {
+    const upload = nodeUpload(true, false);
+    const expected = expectedNodeUploads(upload.outputFiles, [
+      ...files(`${DIR}/wd/a.log`, `${DIR}/wd/sub/b.log`, `${DIR}/wd/.h.log`, `${DIR}/wd/out/x/y.dat`, `${DIR}/wd/sum.txt`, `${DIR}/stdout.txt`, `${DIR}/stderr.txt`, `${DIR}/wd/keep.dat`),
+      { name: `${DIR}/wd/out`, isDirectory: true },
+      // Another task's directory on the same node: not this upload's.
+      ...files('workitems/hpc-j/job-1/up-1-a1/stdout.txt', 'workitems/other/job-1/mpi/wd/c.log'),
+    ]);
+    expect(expected).toEqual({
+      names: ['j/logs/nodes/node-1/stderr.txt', 'j/logs/nodes/node-1/stdout.txt', 'j/nodes/node-1/a.log', 'j/nodes/node-1/out/x/y.dat', 'j/nodes/node-1/sum.txt'],
+      more: 0,
+      unchecked: [],
+    });
+  });
+
+  it('on the master: the every-node files only (its logs are the MPI task\'s own uploads)', () => {
+    const upload = nodeUpload(true, true);
+    expect(expectedNodeUploads(upload.outputFiles, files(`${DIR}/wd/a.log`, `${DIR}/stdout.txt`)).names).toEqual(['j/nodes/node-1/a.log']);
+  });
+
+  it('a pattern not rooted at the node root, or climbing out of it, is reported as unchecked', () => {
+    expect(expectedNodeUploads([{ filePattern: '/mnt/x/*.log', path: 'p' }, { filePattern: '$AZ_BATCH_NODE_ROOT_DIR/../*.log', path: 'q' }, { filePattern: '$AZ_BATCH_NODE_SHARED_DIR/*.log', path: 'r' }], files('a.log')))
+      .toEqual({ names: [], more: 0, unchecked: ['/mnt/x/*.log', '$AZ_BATCH_NODE_ROOT_DIR/../*.log', '$AZ_BATCH_NODE_SHARED_DIR/*.log'] });
+  });
+
+  it('is bounded like the master\'s: the rest are counted', () => {
+    const many = Array.from({ length: MAX_VERIFIED_UPLOADS + 5 }, (_, i) => `${DIR}/wd/f${String(i).padStart(5, '0')}.log`);
+    const expected = expectedNodeUploads(nodeUpload(false, false).outputFiles, files(...many));
+    expect(expected.names).toHaveLength(MAX_VERIFIED_UPLOADS);
+    expect(expected.more).toBe(5);
+  });
+
+  it('names a missing blob with its node', () => {
+    expect(missingUploadErrors(['j/nodes/node-1/a.log'], 'node node-1')).toEqual(['node node-1: j/nodes/node-1/a.log was on the node but is not in the outputs container (its upload was lost)']);
   });
 });
