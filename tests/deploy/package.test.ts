@@ -149,8 +149,21 @@ describe('what the package holds', () => {
         expect({ spec, inPackage: resolved.startsWith(path.join(app, 'node_modules') + path.sep) }).toEqual({ spec, inPackage: true });
       }
     }
+    // Packages the product sources import for their types only (`import type`): nothing requires them at run time,
+    // but the code is typed against them, so they are declared (not left to be hoisted by chance) and ship anyway as
+    // dependencies of the SDKs that use them.
+    const typeOnly = new Set<string>();
+    for (const folder of PRODUCT_FOLDERS.map((p) => p.replace(/\/\*\*.*$/, ''))) {
+      for (const f of files(path.join(REPO_ROOT, folder)).filter((x) => x.endsWith('.ts'))) {
+        for (const m of readFileSync(path.join(REPO_ROOT, folder, f), 'utf8').matchAll(/^import type [^;]*? from '([^'.][^']*)'/gm)) {
+          const pkg = m[1].startsWith('@') ? m[1].split('/').slice(0, 2).join('/') : m[1].split('/')[0];
+          if (!used.has(pkg) && !builtins.has(m[1])) typeOnly.add(pkg);
+        }
+      }
+    }
+    for (const pkg of typeOnly) expect({ pkg, installed: existsSync(path.join(app, 'node_modules', pkg, 'package.json')) }).toEqual({ pkg, installed: true });
     // Declared and used are the same set: no undeclared import, no dependency shipped for nothing.
-    expect([...used].sort()).toEqual(Object.keys(repoManifest.dependencies).sort());
+    expect([...used, ...typeOnly].sort()).toEqual(Object.keys(repoManifest.dependencies).sort());
   });
 
   it('the build leaves the repository alone: its output folder is git-ignored', () => {
