@@ -74,9 +74,16 @@ describe('one backoff: every user takes its delays from backoffCeilingMs', () =>
         expect(delays[0]).toBe(opts.baseMs);
         for (let i = 1; i < delays.length; i++) expect(delays[i]).toBeGreaterThanOrEqual(delays[i - 1]);
         expect(delays.every((d) => Number.isInteger(d) && d <= opts.maxMs)).toBe(true);
-        if (opts.factor >= 1.01) expect(delays[delays.length - 1]).toBe(opts.maxMs);
+        // Attempt 200 is at the cap once the growth has passed it (1 ms × 1.01^199 is 7.3 ms: a cap of 8 is not reached).
+        if (opts.baseMs * opts.factor ** 199 >= opts.maxMs) expect(delays[delays.length - 1]).toBe(opts.maxMs);
+        else expect(delays[delays.length - 1]).toBe(Math.round(opts.baseMs * opts.factor ** 199));
       }),
     );
+  });
+
+  it('a slow growth below its cap stays below it (counterexample of a CI run: base 1, cap 8, factor 1.01)', () => {
+    expect(backoffCeilingMs(200, { baseMs: 1, maxMs: 8, factor: 1.01 })).toBe(7);
+    expect(backoffCeilingMs(210, { baseMs: 1, maxMs: 8, factor: 1.01 })).toBe(8);
   });
 
   it('MPI attempt retries (attempt n waits the (n-1)-th doubling) and event deliveries (after f failures) agree with it', () => {
