@@ -14,7 +14,7 @@ import { containerPolicy } from '../shared/intake/containerPolicy';
 import { jobUrl, toJobView } from '../shared/state';
 import { appConfig, jobStore, poolGate, schedulingPolicy } from '../shared/services';
 import { dataCallerOf, seesAllJobs } from '../shared/auth';
-import { orchestrationStarter } from './lib/durable';
+import { durableClientOf, orchestrationStarter } from './lib/durable';
 import { forbiddenRequest, invalidRequest, problem, unavailable } from './lib/http';
 import { authorize, visibleJob } from './lib/auth';
 import { badJobId } from './lib/jobId';
@@ -32,7 +32,7 @@ export async function rerunJobHttp(request: HttpRequest, context: InvocationCont
     const store = await jobStore();
     const old = visibleJob(principal, await store.get(id));
     if (!old) return problem(404, 'JobNotFound', `no job with id ${id}`);
-    const client = df.getClient(context);
+    const client = durableClientOf(context);
     const outcome = await rerunJob(store, orchestrationStarter(client), {
       old,
       callerId: principal.id,
