@@ -117,6 +117,8 @@ describe('every exchange of the adapter workload conforms to the Batch OpenAPI d
     expect(mpi.exitCode).toBe(0);
     const subtasks = await batch.listSubtasks(ctx, BJOB, 'mpi');
     await batch.readNodeFile(ctx, POOL, subtasks[0].nodeId!, `${subtasks[0].taskRootDirectory}/stdout.txt`);
+    // The node-upload check lists a task's directory on its node (File_ListFromComputeNode).
+    await batch.listNodeFiles(ctx, POOL, subtasks[0].nodeId!, subtasks[0].taskRootDirectory!);
     await batch.listTasks(ctx, BJOB);
     await until('job ended', async () => ((await batch.getJob(ctx, BJOB))?.state === 'completed' ? true : undefined));
     await batch.getNodeLifecycleStatus(ctx, BJOB);
