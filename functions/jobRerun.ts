@@ -8,15 +8,14 @@ import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } 
 import * as df from 'durable-functions';
 import { rerunJob } from '../shared/intake/rerun';
 import { DATA_AREA_FORBIDDEN } from '../shared/intake/dataAreas';
-import { poolCallerOf, POOL_FORBIDDEN } from '../shared/intake/poolAccess';
-import { dataAccessPolicy } from '../shared/intake/dataAccess';
-import { containerPolicy } from '../shared/intake/containerPolicy';
+import { POOL_FORBIDDEN } from '../shared/intake/poolAccess';
 import { jobUrl, toJobView } from '../shared/state';
-import { appConfig, jobStore, poolGate, schedulingPolicy } from '../shared/services';
-import { dataCallerOf, seesAllJobs } from '../shared/auth';
+import { jobStore } from '../shared/services';
+import { seesAllJobs } from '../shared/auth';
 import { durableClientOf, orchestrationStarter } from './lib/durable';
 import { forbiddenRequest, invalidRequest, problem, unavailable } from './lib/http';
 import { authorize, visibleJob } from './lib/auth';
+import { callerSubmission } from './lib/submission';
 import { badJobId } from './lib/jobId';
 
 const durableClient = df.input.durableClient();
@@ -37,14 +36,7 @@ export async function rerunJobHttp(request: HttpRequest, context: InvocationCont
       old,
       callerId: principal.id,
       idempotencyKey: request.headers.get('idempotency-key') ?? undefined,
-      dataAccess: dataAccessPolicy(appConfig()),
-      owner: principal.id,
-      ownerName: principal.name,
-      idScope: principal.id,
-      caller: dataCallerOf(principal),
-      containers: containerPolicy(appConfig()),
-      scheduling: await schedulingPolicy(),
-      pools: poolGate(poolCallerOf(principal)),
+      ...(await callerSubmission(principal)),
     });
     if (outcome.kind === 'notFinished') {
       return problem(409, 'JobNotFinished', `job ${id} is ${outcome.job.state}: only a finished job (Succeeded, Failed or Cancelled) can be rerun; cancel it (DELETE /api/jobs/${id}) or wait for it to end`);

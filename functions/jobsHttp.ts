@@ -27,6 +27,7 @@ import { cancelSignal, durableClientOf, liveStatus, orchestrationStarter } from 
 import { forbiddenRequest, invalidRequest, problem, unavailable } from './lib/http';
 import { TEXT_LIMITS } from '../shared/spec/textLimits';
 import { authorize, visibleJob } from './lib/auth';
+import { callerSubmission } from './lib/submission';
 import { badJobId } from './lib/jobId';
 import { dataCallerOf, listOwnerFilter, seesAllJobs, type Principal } from '../shared/auth';
 
@@ -57,14 +58,7 @@ export async function submitJobHttp(request: HttpRequest, context: InvocationCon
       body,
       contentType: request.headers.get('content-type') ?? undefined,
       idempotencyKey: request.headers.get('idempotency-key') ?? undefined,
-      dataAccess: dataAccessPolicy(appConfig()),
-      owner: principal.id,
-      ownerName: principal.name,
-      idScope: principal.id,
-      caller: dataCallerOf(principal),
-      containers: containerPolicy(appConfig()),
-      scheduling: await schedulingPolicy(),
-      pools: poolGate(poolCallerOf(principal)),
+      ...(await callerSubmission(principal)),
     });
     if (outcome.kind === 'invalid') return invalidRequest(outcome.errors);
     if (outcome.kind === 'poolForbidden') return forbiddenRequest(POOL_FORBIDDEN, outcome.errors);
