@@ -148,6 +148,7 @@ export function formatExplain(doc: ExplainDocument): string {
   lines.push(...block('Limits', [
     `MPI wall clock ${l.mpiMaxWallClockSeconds !== null ? `${l.mpiMaxWallClockSeconds} s` : 'none'}, retries ${l.maxRetries}, pipeline budget ${l.pipelineBudgetMinutes} min`,
   ]));
+  lines.push(...block('Cost', costLines(doc.cost)));
   if (doc.notes.length) lines.push(...block('Notes', doc.notes));
   lines.push('');
   lines.push(`${doc.placeholders.length} value(s) are left open until the job runs (or, offline, to the deployment): shown as <run-time: …> / <deployment: …>.`);
@@ -161,4 +162,19 @@ function pingPongLimits(pp: { maxLatencyUs: number | null; minBandwidthMBps: num
     ...(pp.minBandwidthMBps !== null ? [`bandwidth ≥ ${pp.minBandwidthMBps} MB/s`] : []),
   ];
   return limits.length ? limits.join(', ') : 'figures recorded, not judged';
+}
+
+/** The estimate and the price's source: a fallback price says so on its own line. */
+export function costLines(c: ExplainDocument['cost']): string[] {
+  const amount = (n: number) => `${n.toFixed(2)} ${c.currency}`;
+  const lines = c.perHour !== null && c.worstCase !== null
+    ? [
+        `${c.nodes} × ${c.vmSize} at ${c.pricePerNodeHour} ${c.currency}/node-hour = ${amount(c.perHour)} per hour; worst case ${amount(c.worstCase)} `
+          + `(bound by ${c.boundBy}, ${c.wallClockHours} h)`,
+      ]
+    : ['no estimate'];
+  if (c.maxCost) lines.push(`maxCost ${c.maxCost.amount} ${c.maxCost.currency}: the job is cancelled when its estimated cost passes it`);
+  lines.push(`${c.fallback ? 'FALLBACK price' : 'price'}: ${c.priceSource}`);
+  lines.push(...c.notes);
+  return lines;
 }

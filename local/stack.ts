@@ -19,6 +19,7 @@ import { createLocalEasyAuth } from './identity/easyAuth';
 import { defaultKeysFile, loadOrCreateKeys, type HostKeys } from './host/keys';
 import { startServices, type Services } from './supervisor/services';
 import { localIdentityWiring } from './supervisor/identityWiring';
+import { localPriceSettings } from './prices';
 import { localWebhookSettings, type WebhookReceiver } from './webhooks';
 
 /** The repository root, whether this file runs from sources (tsx, jest) or from dist/. */
@@ -230,7 +231,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     const port = opts.port ?? 7071;
     const settings: Record<string, string> = {
       ...localAppSettings(azurite, batch), ...localRegistrySettings(registry.host), ...localAuthSettings(identity, keys),
-      ...localEventSettings(webhooks, port), ...localIdentitySettings(services, opts.poolIdentity === true), ...opts.env,
+      ...localEventSettings(webhooks, port), ...localIdentitySettings(services, opts.poolIdentity === true), ...localPriceSettings(services.prices), ...opts.env,
     };
     // A test's own internal hosts (a download server on 127.0.0.1) come in addition to the registry.
     if (opts.env?.ALLOWED_INTERNAL_HOSTS) settings.ALLOWED_INTERNAL_HOSTS = `${registry.host},${opts.env.ALLOWED_INTERNAL_HOSTS}`;

@@ -85,6 +85,7 @@ async function main(): Promise<void> {
   console.log(`Azurite          ${azurite.blobEndpoint()}  (accounts: ${azurite.accounts.map((a) => a.name).join(', ')}; ${stack.services.keyless ? 'keyless: tokens and user delegation SAS only' : 'shared keys (--shared-keys)'})`);
   console.log(`Identity         ${identity.issuer}  (local Entra ID tenant; users dev, reader, admin; the app's identity ${APP_IDENTITY.name} through ${identity.appServiceIdentity.endpoint})`);
   console.log(`Webhook receiver ${webhooks.url}  (job events; GET ${new URL(webhooks.url).origin}/deliveries lists them)`);
+  console.log(`Retail Prices    ${stack.services.prices.url}  (stand-in of prices.azure.com: stand-in prices, region eastus)`);
   if (stack.services.keyless) console.log(`Certificate      ${identity.caFile}  (Azurite and the issuer speak https with it: NODE_EXTRA_CA_CERTS for your own Node tools)`);
   console.log(`Operator key     ${stack.functionKey}  (x-functions-key header: an admin; the host's function key)`);
   console.log(`Durable API key  ${stack.durableSystemKey ?? '(none)'}  (code= for ${stack.baseUrl}/runtime/webhooks/durabletask/...; keys in .local/function-keys.json)`);

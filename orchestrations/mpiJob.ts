@@ -121,6 +121,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     yield* enter('Provisioning', plan.reusePool ? `reusing pool ${plan.poolId} (admission grant ${waited.grant})` : `creating pool ${plan.poolId} (admission grant ${waited.grant})`);
     price = yield* run.call('costPrice', { vmSize: input.spec.pool.vmSize ?? '' });
     run.guardBudget(budgetGuard(input.spec.limits, price));
+    run.showPrice(price);
     // The shards need no node: their copy starts now and goes on while the pool allocates and the nodes pull.
     if (input.settings.overlapStaging) early = yield* EarlyStaging.start(run, { jobId: input.jobId, spec: input.spec, settings: input.settings, plannedNodes: plan.nodes });
     const end = yield* runAttempts(run, { jobId: input.jobId, poolId: plan.poolId, policy: retryPolicyFor(input.spec), records: attempts }, function* (attempt) {

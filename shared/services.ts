@@ -22,6 +22,9 @@ import type { SchedulingPolicy } from './scheduling/intake';
 import type { AdmissionDeps } from './scheduling/admissionService';
 import { inspectPool } from './batch/pools';
 import type { PoolCaller, PoolGate, PoolLookup } from './intake/poolAccess';
+import { PriceStore } from './ops/priceStore';
+import { priceService, type PriceService } from './ops/priceService';
+import { fetchNodePrices } from './ops/retailPricesClient';
 
 let config: AppConfig | undefined;
 let batch: BatchContext | undefined;
@@ -222,4 +225,31 @@ export async function eventDelivery(): Promise<DeliveryDeps | undefined> {
     throw err;
   });
   return delivery;
+}
+
+let prices: { service: PriceService; ready: Promise<unknown> } | undefined;
+
+/** Node prices: the Retail Prices API through the NodePrices table in host storage, the configured table as fallback. */
+export async function nodePrices(): Promise<PriceService> {
+  if (!prices) {
+    const cfg = appConfig();
+    const host = cfg.hostStorage;
+    const store = host.kind === 'connectionString'
+      ? PriceStore.fromConnectionString(host.connectionString)
+      : PriceStore.fromTableEndpoint(host.tableEndpoint, new DefaultAzureCredential());
+    const retail = cfg.ops.retailPrices;
+    const service = priceService({
+      ...(retail.region && retail.url ? { region: retail.region } : {}),
+      ...(retail.off ? { retailOff: retail.off } : {}),
+      table: cfg.ops.priceTable,
+      maxAgeMs: retail.maxAgeMs,
+      store,
+      fetchPrices: (region, sizes) => fetchNodePrices(retail.url!, region, sizes),
+      now: () => new Date(),
+    });
+    // A table that cannot be created leaves prices to the API and the fallback (every read of it is guarded).
+    prices = { service, ready: store.ensureTable().catch(() => undefined) };
+  }
+  await prices.ready;
+  return prices.service;
 }

@@ -13,6 +13,8 @@ import { printJson, type CommandContext } from '../context';
 import { CliError, ExitCode } from '../errors';
 import { formatExplain } from '../explainSummary';
 import { readSpecFile } from '../specFile';
+import { fallbackQuote } from '../../shared/ops/priceQuote';
+import { DEFAULT_PRICE_TABLE } from '../../shared/config/priceTable';
 
 export async function explainCommand(ctx: CommandContext, file: string, options: { offline?: boolean }): Promise<number> {
   const spec = readSpecFile(file);
@@ -33,5 +35,7 @@ function explainOffline(file: string, text: string, contentType: string): Explai
     spec,
     settings: defaultExplainSettings(deploymentValue),
     policiesChecked: false,
+    // Offline the deployment's prices are unknown: the built-in table, marked as the fallback it is.
+    ...(spec.pool.vmSize ? { price: fallbackQuote(spec.pool.vmSize, DEFAULT_PRICE_TABLE, 'offline: the deployment\'s prices are not known') } : {}),
   });
 }

@@ -16,6 +16,7 @@ import * as path from 'node:path';
 import { mkdirSync } from 'node:fs';
 import type { DurableOptions } from '../durable';
 import { localAppSettings, localAuthSettings, localEventSettings, localIdentitySettings, localRegistrySettings } from '../stack';
+import { localPriceSettings } from '../prices';
 import { defaultKeysFile, loadOrCreateKeys } from '../host/keys';
 import { HostWorkerProcess } from './hostProcess';
 import type { ConsoleLog } from './hostWorker';
@@ -83,7 +84,7 @@ export async function startSupervisedStack(opts: SupervisorOptions): Promise<Sup
   const settings: Record<string, string> = {
     ...localAppSettings(azurite, batch), ...localRegistrySettings(registry.host), ...localAuthSettings(identity, loadOrCreateKeys(keysFile)),
     ...localEventSettings(webhooks, hostPort),
-    ...localIdentitySettings(services, opts.poolIdentity === true),
+    ...localIdentitySettings(services, opts.poolIdentity === true), ...localPriceSettings(services.prices),
   };
   const startedAt = new Date().toISOString();
 

@@ -12,7 +12,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 
-export const SERVICE_NAMES = ['host', 'blob', 'queue', 'table', 'batch', 'registry', 'webhooks', 'arm', 'identity', 'identityHttp'] as const;
+export const SERVICE_NAMES = ['host', 'blob', 'queue', 'table', 'batch', 'registry', 'webhooks', 'arm', 'identity', 'identityHttp', 'prices'] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 export type StackPorts = Record<ServiceName, number>;
 
@@ -29,6 +29,7 @@ export const PORT_OWNER: Record<ServiceName, string> = {
   // The issuer's https origin is inside every token it signed (iss) and in the CLI's saved authority.
   identity: 'identity service (https issuer)',
   identityHttp: 'identity service (loopback http: metadata, keys, managed identity endpoint)',
+  prices: 'Retail Prices API stand-in',
 };
 
 export function portsFile(dataDir: string): string {

@@ -10,6 +10,8 @@
  *   <data>/webhooks/   the webhook receiver's secret and every delivery it got (deliveries.jsonl)
  *   <data>/ports.json  the ports taken at the first start
  *
+ * Beside them, a stand-in of the Azure Retail Prices API (local/prices: stand-in prices, nothing to keep).
+ *
  * Without one, everything lives in temp folders removed on stop and every port is ephemeral (tests).
  *
  * Keyless by default, as in Azure: Azurite serves https with the identity service's certificate and accepts only
@@ -23,6 +25,7 @@ import { startAzurite, type AzuriteHandle } from '../azurite';
 import { startBatchEmulator, type BatchEmulatorHandle, type BatchEmulatorOptions } from '../batch';
 import { startRegistry, type RegistryHandle } from '../registry';
 import { startWebhookReceiver, type WebhookReceiver } from '../webhooks';
+import { startRetailPricesStandIn, type RetailPricesStandIn } from '../prices';
 import { OPERATOR_USER, startIdentityService, type IdentityService } from '../identity';
 import { trustCertificateInProcess } from '../identity/processTrust';
 import { operatorAccess, type OperatorAccess } from '../operatorAccess';
@@ -70,6 +73,8 @@ export interface Services {
   registryCredential?: { username: string; password: string };
   /** The receiver the stack registers as the webhook for job events (docs/events.md). */
   webhooks: WebhookReceiver;
+  /** The Azure Retail Prices API's stand-in (node prices for the cost record and the dry run). */
+  prices: RetailPricesStandIn;
   /** Keyless (the default) or with shared keys (the opt-in). */
   keyless: boolean;
   /** The services as the operator reaches them directly (tokens of the tenant's `admin`, or the keys). */
@@ -149,6 +154,11 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
     });
     started.push(webhooks);
 
+    const prices = await startRetailPricesStandIn({ port: want.prices }).catch((err: unknown) => {
+      throw portInUse(err, 'prices', want.prices, dataDir);
+    });
+    started.push(prices);
+
     const ports = {
       blob: azurite.ports.blob,
       queue: azurite.ports.queue,
@@ -159,6 +169,7 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
       arm: Number(new URL(batch.armUrl as string).port),
       identity: Number(new URL(identity.authorityHost).port),
       identityHttp: Number(new URL(identity.httpUrl).port),
+      prices: prices.port,
     };
     if (dataDir) recordPorts(dataDir, ports);
     const operator = operatorAccess(
@@ -172,6 +183,7 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
       identity,
       ...(registryCredential ? { registryCredential } : {}),
       webhooks,
+      prices,
       keyless,
       operator,
       ports,
@@ -181,6 +193,7 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
         await azurite.stop();
         await identity.stop();
         await webhooks.stop();
+        await prices.stop();
         release();
       },
     };

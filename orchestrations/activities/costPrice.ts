@@ -1,12 +1,14 @@
-import { appConfig } from '../../shared/services';
-import { pricePerNodeHour } from '../../shared/config/priceTable';
+import { nodePrices } from '../../shared/services';
 import type { PriceQuote } from '../../shared/ops/cost';
 import { registerActivity } from '../runtime/activityCalls';
 
-/** The configured price of one node-hour of the job's VM size (the orchestrator never reads configuration). */
+/**
+ * The price of one node-hour of the job's VM size, with where it comes from and as of when (the Retail Prices API
+ * through its cache, or the configured table as the marked fallback). Looked up once per job: the orchestrator
+ * never reads configuration or the network.
+ */
 export async function costPrice(input: { vmSize: string }): Promise<PriceQuote> {
-  const table = appConfig().ops.priceTable;
-  return { vmSize: input.vmSize, pricePerNodeHour: pricePerNodeHour(table, input.vmSize), currency: table.currency, source: table.source };
+  return (await nodePrices()).quote(input.vmSize);
 }
 
 registerActivity('costPrice', costPrice);

@@ -1,7 +1,7 @@
 import type { OrchestrationContext, Task } from 'durable-functions';
 import { CANCEL_EVENT, type ActivityInput, type ActivityName, type ActivityOutput, type CancelEventData, fitStatus, type NodeProgress, type PipelineStatus, type PollSettings } from '../../shared/contract';
 import type { JobState } from '../../shared/state/states';
-import type { NodeUsage } from '../../shared/ops/cost';
+import type { NodeUsage, PriceQuote } from '../../shared/ops/cost';
 import { resultOf, retryOptions, scheduleActivity, type ActivityTask } from './activityCalls';
 import { backoffCeilingMs } from '../../shared/planning/backoff';
 
@@ -117,6 +117,19 @@ export class PipelineRun {
   recordUsage(nodes: number, allocatedAt: string): void {
     this.usage.nodes = nodes;
     this.usage.allocatedAt = allocatedAt;
+    // Published with the next report: the dashboard's running cost.
+    if (this.status.billing) this.status.billing = { ...this.status.billing, nodes, since: allocatedAt };
+  }
+
+  /** The job's price, published beside its usage (the running cost); looked up once, before provisioning. */
+  showPrice(price: PriceQuote): void {
+    this.status.billing = {
+      nodes: this.usage.nodes,
+      ...(this.usage.allocatedAt ? { since: this.usage.allocatedAt } : {}),
+      ...(price.pricePerNodeHour !== undefined ? { pricePerNodeHour: price.pricePerNodeHour } : {}),
+      currency: price.currency,
+      priceSource: price.source,
+    };
   }
 
   /** The first time the run saw each node idle (ISO), for the billed idle time before the MPI task. */

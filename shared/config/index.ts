@@ -10,6 +10,7 @@
 import { z } from 'zod';
 import { accountNameOfServiceUri, parseStorageAccountRef, serviceUri, type HostStorageRef, type StorageAccountRef } from './storageAccounts';
 import { parsePriceTable, type PriceTable } from './priceTable';
+import { RETAIL_PRICES_URL, regionOfBatchAccountUrl } from '../ops/retailPrices';
 import { authEnvSchema, parseAuthConfig, type AuthConfig } from './auth';
 import { eventsEnvSchema, parseEventsConfig, type EventsConfig } from './events';
 import { parseCoreQuota, parseQueues, type AdmissionConfig } from './admission';
@@ -169,6 +170,27 @@ export interface OpsConfig {
   /** Finished jobs' rows and events are purged this long after they ended; undefined = never (the default). */
   jobsRetentionMs?: number;
   priceTable: PriceTable;
+  /** Node prices from the Azure Retail Prices API (shared/ops/priceService.ts). */
+  retailPrices: RetailPricesConfig;
+}
+
+export interface RetailPricesConfig {
+  /** The API's URL (RETAIL_PRICES_URL); undefined when `off` says why it is not used. */
+  url?: string;
+  /** The region prices are read for (PRICES_REGION, else the Batch account URL's region). */
+  region?: string;
+  off?: string;
+  /** A cached price older than this is asked for again (PRICES_MAX_AGE_HOURS). */
+  maxAgeMs: number;
+}
+
+/** The price refresh timer's default schedule: once a day, 03:15 UTC. */
+export const DEFAULT_PRICES_REFRESH_SCHEDULE = '0 15 3 * * *';
+
+/** The price refresh timer's schedule (PRICES_REFRESH_SCHEDULE), read at registration like the sweep's. */
+export function pricesRefreshSchedule(env: Record<string, string | undefined> = process.env): string {
+  const v = env.PRICES_REFRESH_SCHEDULE?.trim();
+  return v ? v : DEFAULT_PRICES_REFRESH_SCHEDULE;
 }
 
 /** The sweep's default schedule: every 5 minutes, on the minute. */
@@ -274,6 +296,11 @@ const envSchema = z.object({
   STAGING_RETENTION_HOURS: numberSetting(24, 0, 24 * 365),
   JOBS_RETENTION_DAYS: numberSetting(0, 0, 3_650),
   PRICE_TABLE_JSON: z.string().optional(),
+  RETAIL_PRICES_URL: z.string().trim().optional(),
+  PRICES_REGION: z.string().trim().optional()
+    .refine((v) => v === undefined || v === '' || /^[a-z][a-z0-9]{2,39}$/.test(v), { error: 'must be an Azure region name such as "eastus" or "westeurope"' }),
+  PRICES_MAX_AGE_HOURS: intSetting(48, 1, 24 * 365),
+  PRICES_REFRESH_SCHEDULE: z.string().trim().optional(),
   ...authEnvSchema,
   PREFLIGHT_FABRIC_DEFAULTS: z.string().trim().optional()
     .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
@@ -420,6 +447,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       stagingRetentionMs: e.STAGING_RETENTION_HOURS * 3_600_000,
       jobsRetentionMs: e.JOBS_RETENTION_DAYS > 0 ? e.JOBS_RETENTION_DAYS * 24 * 3_600_000 : undefined,
       priceTable,
+      retailPrices: parseRetailPrices(e, problems),
     },
     mountSecrets,
     auth,
@@ -584,4 +612,28 @@ function deepFreeze<T>(value: T): T {
     Object.freeze(value);
   }
   return value;
+}
+
+/** RETAIL_PRICES_URL ("off" turns the API off), PRICES_REGION (else the Batch account URL's region), PRICES_MAX_AGE_HOURS. */
+function parseRetailPrices(
+  e: { RETAIL_PRICES_URL?: string; PRICES_REGION?: string; PRICES_MAX_AGE_HOURS: number; BATCH_ACCOUNT_URL: string },
+  problems: string[],
+): RetailPricesConfig {
+  const maxAgeMs = e.PRICES_MAX_AGE_HOURS * 3_600_000;
+  const raw = e.RETAIL_PRICES_URL || RETAIL_PRICES_URL;
+  if (raw === 'off') return { maxAgeMs, off: 'RETAIL_PRICES_URL is off' };
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    problems.push(`RETAIL_PRICES_URL: must be an http(s) URL or "off", got "${raw}"`);
+    return { maxAgeMs, off: 'RETAIL_PRICES_URL is invalid' };
+  }
+  // The public API is https; plain http only for a stand-in on this machine.
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname))) {
+    problems.push(`RETAIL_PRICES_URL: must be https (http only on loopback), got "${raw}"`);
+  }
+  const region = e.PRICES_REGION || regionOfBatchAccountUrl(e.BATCH_ACCOUNT_URL);
+  if (!region) return { maxAgeMs, url: url.toString(), off: 'no region: set PRICES_REGION (the Batch account URL names none)' };
+  return { maxAgeMs, url: url.toString(), region };
 }

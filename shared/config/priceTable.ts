@@ -8,6 +8,10 @@ export interface PriceTable {
   /** Lower-cased VM size → price per node-hour. */
   perNodeHour: Readonly<Record<string, number>>;
   source: string;
+  /** The day the prices are stated for (YYYY-MM-DD), when known. */
+  asOf?: string;
+  /** The sizes as written (Azure's spelling, e.g. Standard_HB120rs_v3: the Retail Prices API matches case). */
+  sizes: readonly string[];
 }
 
 export const DEFAULT_PRICES_PER_HOUR: Readonly<Record<string, number>> = {
@@ -31,15 +35,20 @@ function lowerKeys(prices: Readonly<Record<string, number>>): Record<string, num
   return Object.fromEntries(Object.entries(prices).map(([k, v]) => [k.toLowerCase(), v]));
 }
 
+/** The built-in list's date: mid-2024, as recalled (the fallback only; the Retail Prices API is the source). */
+export const DEFAULT_PRICES_AS_OF = '2024-07-01';
+
 export const DEFAULT_PRICE_TABLE: PriceTable = Object.freeze({
   currency: 'USD',
   perNodeHour: Object.freeze(lowerKeys(DEFAULT_PRICES_PER_HOUR)),
   source: DEFAULT_PRICE_SOURCE,
+  asOf: DEFAULT_PRICES_AS_OF,
+  sizes: Object.freeze(Object.keys(DEFAULT_PRICES_PER_HOUR)),
 });
 
 /**
  * The effective table: defaults merged with the override. The override is JSON, either a plain map
- * `{ "<vmSize>": price }` or `{ "currency"?: "EUR", "prices": { ... }, "replaceDefaults"?: true }`.
+ * `{ "<vmSize>": price }` or `{ "currency"?: "EUR", "prices": { ... }, "replaceDefaults"?: true, "asOf"?: "2026-11-01" }`.
  * Throws naming the bad entry.
  */
 export function parsePriceTable(json: string | undefined): PriceTable {
@@ -63,13 +72,19 @@ export function parsePriceTable(json: string | undefined): PriceTable {
       throw new Error(`PRICE_TABLE_JSON: price of "${size}" must be a non-negative number per node-hour, got ${JSON.stringify(price)}`);
     }
   }
+  const asOf = wrapped ? obj.asOf : undefined;
+  if (asOf !== undefined && (typeof asOf !== 'string' || !/^\d{4}-\d{2}-\d{2}$/.test(asOf) || Number.isNaN(Date.parse(asOf)))) {
+    throw new Error(`PRICE_TABLE_JSON "asOf" must be a date YYYY-MM-DD, got ${JSON.stringify(asOf)}`);
+  }
   const replace = wrapped && obj.replaceDefaults === true;
   // Defaults are in USD; mixing them with another currency would be wrong, so a foreign currency replaces them.
   const base = replace || currency !== 'USD' ? {} : DEFAULT_PRICE_TABLE.perNodeHour;
   return Object.freeze({
     currency,
     perNodeHour: Object.freeze({ ...base, ...lowerKeys(prices as Record<string, number>) }),
+    sizes: Object.freeze([...new Set([...(base === DEFAULT_PRICE_TABLE.perNodeHour ? DEFAULT_PRICE_TABLE.sizes : []), ...entries.map(([k]) => k)])]),
     source: base === DEFAULT_PRICE_TABLE.perNodeHour ? `${DEFAULT_PRICE_SOURCE}; with PRICE_TABLE_JSON overrides` : 'PRICE_TABLE_JSON',
+    ...(typeof asOf === 'string' ? { asOf } : base === DEFAULT_PRICE_TABLE.perNodeHour ? { asOf: DEFAULT_PRICES_AS_OF } : {}),
   });
 }
 

@@ -167,6 +167,21 @@ export const ExplainDocumentSchema = z.object({
     maxRetries: z.number(),
     pipelineBudgetMinutes: z.number().meta({ description: 'The pipeline gives up after this long from its start.' }),
   }),
+  cost: z.object({
+    vmSize: z.string().nullable(),
+    nodes: z.number(),
+    currency: z.string(),
+    pricePerNodeHour: z.number().nullable().meta({ description: 'Price of one node-hour (null when no price is known for the size).' }),
+    perHour: z.number().nullable().meta({ description: 'nodes × price: what every hour of the pool costs.' }),
+    worstCase: z.number().nullable().meta({ description: 'The most the job can cost while it runs: nodes × price × wall clock × attempts, or less where maxNodeHours or maxCost stops it first. Allocation and staging before the MPI task are billed on top.' }),
+    boundBy: z.enum(['maxWallClock', 'maxNodeHours', 'maxCost']).nullable().meta({ description: 'The limit that sets the worst case.' }),
+    wallClockHours: z.number().meta({ description: 'The hours the worst case counts: the MPI task\'s wall clock × the attempts.' }),
+    maxCost: z.object({ amount: z.number(), currency: z.string() }).nullable().meta({ description: 'limits.maxCost as the spec gives it.' }),
+    priceSource: z.string().meta({ description: 'Where the price comes from and as of when: the Azure Retail Prices API (region, meter, effective and fetched dates), or the fallback table, marked as such.' }),
+    priceAsOf: z.string().nullable().meta({ description: 'The day the price is stated for (YYYY-MM-DD).' }),
+    fallback: z.boolean().meta({ description: 'True when the price is the built-in or configured table\'s, not the Retail Prices API\'s.' }),
+    notes: z.array(z.string()),
+  }).meta({ description: 'What the job may cost (docs/operations.md#cost): its rate and worst case with the price\'s source; a dry run prices it with this deployment\'s prices, an offline explain with the built-in fallback table.' }),
   notes: z.array(z.string()).meta({ description: 'Facts worth knowing about this job that the requests do not show.' }),
 }).meta({ title: 'ExplainDocument' });
 

@@ -63,6 +63,8 @@ export interface PipelineStatus {
     batchJobId?: string;
     stagingContainers?: StagingContainerRef[];
   };
+  /** What the job is billed for now and at what price, so a reader can show the running cost (nodes × price × time since). */
+  billing?: { nodes: number; since?: string; pricePerNodeHour?: number; currency: string; priceSource: string };
   lastError?: string;
   updatedAt?: string;
 }

@@ -4,7 +4,8 @@
  * pipeline would send to Batch. Nothing is written, started or sent: no row, no orchestration, no Batch call.
  */
 import type { ExplainDocument, ExplainSettings } from '../contract/explain';
-import { explainJob } from '../planning/explain';
+import { explainCost, explainJob } from '../planning/explain';
+import type { PriceQuote } from '../ops/cost';
 import { PlanningError } from '../planning/errors';
 import type { SpecError } from '../spec';
 import type { JobSpec } from '../spec/schema';
@@ -55,7 +56,10 @@ export type SourcesLookup = (checks: SourceCheck[]) => Promise<SourceMiss[]>;
  * passed, "fail before paying": every blob and prefix the job reads exists (`sources`). A submission does not look
  * them up (intake's storage requests are counted, docs/intake.md); the pipeline does, before it creates the pool.
  */
-export async function dryRunSubmission(store: Pick<JobStore, 'get'>, req: DryRunRequest & { owner: string; scheduling: SchedulingPolicy; pools: PoolGate; sources?: SourcesLookup }): Promise<DryRunOutcome> {
+export async function dryRunSubmission(
+  store: Pick<JobStore, 'get'>,
+  req: DryRunRequest & { owner: string; scheduling: SchedulingPolicy; pools: PoolGate; sources?: SourcesLookup; priceOf?: (vmSize: string) => Promise<PriceQuote> },
+): Promise<DryRunOutcome> {
   const out = dryRunJob({ ...req, caller: callerOf(req) });
   if (out.kind !== 'explained') return out;
   const pool = await checkPoolAccess(out.spec, req.pools);
@@ -64,5 +68,12 @@ export async function dryRunSubmission(store: Pick<JobStore, 'get'>, req: DryRun
   if (unschedulable.length) return { kind: 'invalid', errors: unschedulable };
   const checks = req.sources ? sourceChecks(out.spec) : [];
   const misses = checks.length ? await req.sources!(checks) : [];
-  return misses.length ? { kind: 'invalid', errors: missesAsErrors(misses) } : out;
+  if (misses.length) return { kind: 'invalid', errors: missesAsErrors(misses) };
+  // Priced with this deployment's prices (the Retail Prices API through its cache, else the marked fallback).
+  const doc = out.document;
+  if (req.priceOf && doc.pool.action === 'create' && out.spec.pool.vmSize) {
+    const price = await req.priceOf(out.spec.pool.vmSize);
+    doc.cost = explainCost(out.spec, doc.pool.nodes, false, doc.retry.maxAttempts, doc.limits.mpiMaxWallClockSeconds ?? undefined, price);
+  }
+  return out;
 }

@@ -143,7 +143,12 @@ export interface PriceQuote {
   vmSize: string;
   pricePerNodeHour?: number;
   currency: string;
+  /** Where the price comes from and as of when, in words (shown wherever a price is). */
   source: string;
+  /** The day the price is stated for: the Retail Prices API's effectiveStartDate, or the fallback table's date. */
+  asOf?: string;
+  /** True when the price is the built-in (or PRICE_TABLE_JSON) table's, not the Retail Prices API's. */
+  fallback?: boolean;
 }
 
 /** What a job is billed for right now: nodes allocated to it, and since when (undefined before the pool exists). */

@@ -30,6 +30,8 @@ import { retryPolicyFor } from './retryPolicy';
 import { expandArray } from '../scheduling/arrays';
 import { DEFAULT_QUEUE } from '../spec/sections/scheduling';
 import { PlanningError } from './errors';
+import { costEstimate } from '../ops/priceQuote';
+import type { PriceQuote } from '../ops/cost';
 import { imageBlobs, imageLabel, mpiTaskInput, mpiTaskRequest, peerCopyTask, pullTask, releaseTaskCommand, seedPullTask, type PullTaskShape, sifCacheKeyFor } from './mpiTaskRequest';
 import {
   mountRequests, needsNodeUploads, nodeFileSources, nodeSasLifetimeMs, nodeUploadTask, outputsPlan, scratchOf, type MountRequest, type OutputsPlan,
@@ -67,6 +69,29 @@ export interface ExplainInput {
   policiesChecked: boolean;
   /** The submitter's owner id, recorded on the pool the job creates (unknown offline: a placeholder). */
   owner?: string;
+  /** The node price the cost estimate uses (the deployment's on a dry run, the fallback table offline). */
+  price?: PriceQuote;
+}
+
+/** The wall clock a spec without one gets at intake, unless the deployment sets DEFAULT_MAX_WALL_CLOCK_HOURS. */
+const DOCUMENTED_DEFAULT_WALL_CLOCK_HOURS = 24;
+
+/** The cost section: the job's rate and worst case at `price`. */
+export function explainCost(spec: JobSpec, nodes: number, reusesPool: boolean, attempts: number, mpiMaxWallClockSeconds: number | undefined, price: PriceQuote | undefined): ExplainDocument['cost'] {
+  const wallMinutes = mpiMaxWallClockSeconds !== undefined ? mpiMaxWallClockSeconds / 60 : DOCUMENTED_DEFAULT_WALL_CLOCK_HOURS * 60;
+  const estimate = costEstimate({
+    vmSize: reusesPool ? undefined : spec.pool.vmSize,
+    nodes,
+    wallClockMinutes: wallMinutes * attempts,
+    maxNodeHours: spec.limits.maxNodeHours,
+    maxCost: spec.limits.maxCost,
+    quote: reusesPool ? undefined : price,
+  });
+  const notes = [...estimate.notes];
+  if (mpiMaxWallClockSeconds === undefined) notes.push(`no limits.maxWallClock: counted at the documented default of ${DOCUMENTED_DEFAULT_WALL_CLOCK_HOURS} h (the deployment's DEFAULT_MAX_WALL_CLOCK_HOURS applies at submission)`);
+  if (attempts > 1) notes.push(`counted for all ${attempts} attempts (retry.maxAttempts), each up to the wall clock`);
+  const { vmSize, currency, pricePerNodeHour, perHour, worstCase, boundBy, wallClockHours, maxCost, priceSource, priceAsOf, fallback } = estimate;
+  return { vmSize, nodes: estimate.nodes, currency, pricePerNodeHour, perHour, worstCase, boundBy, wallClockHours, maxCost, priceSource, priceAsOf, fallback, notes };
 }
 
 type Json = Record<string, unknown>;
@@ -383,6 +408,7 @@ function explainOne(input: ExplainInput): ExplainDocument {
       maxRetries: spec.limits.maxRetries,
       pipelineBudgetMinutes: minutes(plan.pipelineBudgetMs),
     },
+    cost: explainCost(spec, plan.nodes, plan.reusePool, retry.maxAttempts, plan.mpiMaxWallClockSeconds, input.price),
     notes,
   };
   doc.placeholders = placeholdersOf(doc);

@@ -15,6 +15,8 @@ import { CLI_CLIENT_ID } from '../../local/identity';
 import type { ExplainDocument } from '../../shared/contract/explain';
 import { defaultExplainSettings } from '../../shared/intake/settings';
 import { deploymentValue, explainJob } from '../../shared/planning/explain';
+import { fallbackQuote } from '../../shared/ops/priceQuote';
+import { DEFAULT_PRICE_TABLE } from '../../shared/config/priceTable';
 import { parseJobSpec } from '../../shared/spec';
 import { submissionJobId } from '../../shared/state/submission';
 
@@ -300,7 +302,12 @@ describe('hpcjob explain', () => {
     if (!parsed.ok) throw new Error('example invalid');
     expect(doc).toEqual(explainJob({
       jobId: submissionJobId(parsed.spec), jobIdFrom: 'content', spec: parsed.spec, policiesChecked: false, settings: defaultExplainSettings(deploymentValue),
+      price: fallbackQuote('Standard_HB120rs_v3', DEFAULT_PRICE_TABLE, 'offline: the deployment\'s prices are not known'),
     }));
+    // Offline, the estimate uses the built-in table and says so: 2 nodes × 3.6 USD, wall clock PT1200S.
+    expect(doc.cost).toMatchObject({ nodes: 2, pricePerNodeHour: 3.6, perHour: 7.2, fallback: true, priceAsOf: '2024-07-01' });
+    expect(run.stdout).toMatch(/^Cost {6}2 × Standard_HB120rs_v3 at 3\.6 USD\/node-hour = 7\.20 USD per hour; worst case/m);
+    expect(run.stdout).toMatch(/^ {10}FALLBACK price: fallback \(offline: the deployment's prices are not known\)/m);
     expect(doc.settings).toEqual({
       source: 'defaults', stagingAccounts: ['<deployment: staging accounts (STAGING_ACCOUNTS)>'], copyConcurrency: 8, sasMarginMinutes: 60, sasMaxLifetimeMinutes: 7 * 24 * 60, nodeTaskMaxAttempts: 3, poolIdentity: null,
     });
@@ -325,6 +332,10 @@ describe('hpcjob explain', () => {
     expect(doc).toMatchObject({ version: 2, jobId: 'cli-explain', jobIdFrom: 'spec.id', policiesChecked: true, settings: { source: 'deployment' } });
     expect(doc.settings.stagingAccounts.length).toBeGreaterThan(0);
     expect(doc.placeholders.every((p) => p.startsWith('<run-time: '))).toBe(true);
+    // Priced from the (stand-in) Retail Prices API through the deployment's cache, not the fallback table.
+    expect(doc.cost).toMatchObject({ fallback: false, currency: 'USD' });
+    expect(doc.cost.priceSource).toMatch(/^Azure Retail Prices API: eastus, Linux pay-as-you-go \(.+\), effective \d{4}-\d{2}-\d{2}, fetched \d{4}-\d{2}-\d{2}$/);
+    expect(doc.cost.worstCase).toBeGreaterThan(0);
 
     const text = await hpcjob(['explain', file], withStack());
     expect(text.code).toBe(0);

@@ -129,12 +129,14 @@ describe('mpiJob pipeline end to end', () => {
     for (const p of tasks.filter((t) => t.id?.startsWith('preflight')).map(times)) expect(p.start).toBeGreaterThanOrEqual(lastDownload);
 
     // The copy started at admission: before the Batch job (created once the pool's nodes were ready) was requested.
-    const result = view.result as { staging?: { overlapped: boolean; copy: { startedAt: string; endedAt?: string } }; cost?: { idleNodeMinutesBeforeMpi?: number } };
+    const result = view.result as { staging?: { overlapped: boolean; copy: { startedAt: string; endedAt?: string } }; cost?: { idleNodeMinutesBeforeMpi?: number; priceSource?: string } };
     expect(result.staging?.overlapped).toBe(true);
     const jobCreated = batchLog.find((e) => e.method === 'POST' && e.path === '/jobs' && e.status === 201 && e.id === view.batchJobId);
     expect(jobCreated).toBeDefined();
     expect(Date.parse(result.staging!.copy.startedAt)).toBeLessThan(jobCreated!.at);
     expect(result.cost?.idleNodeMinutesBeforeMpi).toBeGreaterThan(0);
+    // The job was priced from the Retail Prices API (the local stand-in), not the fallback table.
+    expect(result.cost?.priceSource).toMatch(/^Azure Retail Prices API: eastus, /);
   }, 480_000);
 
   it('ends Failed with the exit code and log locations when the MPI program fails, and still cleans up', async () => {

@@ -303,6 +303,18 @@ export function costSummary(job: Pick<JobView, 'cost' | 'result'>): CostSummary 
   return undefined;
 }
 
+/**
+ * The running cost of a job whose pool is up: nodes × price × the time since allocation, from what the pipeline
+ * publishes (`progress.billing`). Undefined once the job has its final cost, before the pool exists, or without a price.
+ */
+export function runningCost(job: Pick<JobView, 'cost' | 'result' | 'progress'>, now: number): string | undefined {
+  if (job.cost ?? job.result?.cost) return undefined;
+  const b = job.progress?.billing;
+  if (!b?.since || b.pricePerNodeHour === undefined || !b.nodes) return undefined;
+  const amount = (b.nodes * b.pricePerNodeHour * Math.max(0, now - Date.parse(b.since))) / 3_600_000;
+  return `${amount.toFixed(amount < 1 ? 4 : 2)} ${b.currency} so far (${b.nodes} nodes × ${b.pricePerNodeHour} ${b.currency}/node-hour; prices: ${b.priceSource})`;
+}
+
 /** Hash routes: "#/" is the job list, "#/jobs/<id>" one job. */
 export type Route = { page: 'list' } | { page: 'job'; id: string };
 

@@ -1,7 +1,7 @@
 /** The two pages as DOM, from the view model: the job list and one job. Re-rendered on every poll. */
 import { h } from './dom';
 import {
-  attemptRows, costSummary, displayedNodes, preflightRows, shortNodeLabels, exitCodes, formatDuration, isTerminal, jobDurationMs, jobHref, nodeCells, nodeStateCounts, progressBars, queueSummary, stageSpans,
+  attemptRows, costSummary, runningCost, displayedNodes, preflightRows, shortNodeLabels, exitCodes, formatDuration, isTerminal, jobDurationMs, jobHref, nodeCells, nodeStateCounts, progressBars, queueSummary, stageSpans,
   type JobView,
 } from './model';
 
@@ -103,7 +103,9 @@ function mpiCard(job: JobView, onLog: (node: string, stream: 'stdout' | 'stderr'
     tail ? h('details', {}, h('summary', {}, 'End of the master\'s stdout'), h('pre', {}, tail)) : null);
 }
 
-function costCard(job: JobView): HTMLElement | null {
+function costCard(job: JobView, now: number): HTMLElement | null {
+  const running = runningCost(job, now);
+  if (running) return card('Cost', 'cost', h('p', { class: 'big' }, running.split(' (')[0]), h('p', { class: 'muted' }, running.slice(running.indexOf('(') + 1, -1)));
   const cost = costSummary(job);
   if (!cost) return null;
   return card('Cost', 'cost',
@@ -152,5 +154,5 @@ export function jobPage(job: JobView, now: number, handlers: JobPageHandlers): H
     queue ? h('p', { class: 'queue', 'data-testid': 'job-queue' }, queue) : null,
     problem ? h('p', { class: 'problem', 'data-testid': 'job-error' }, problem) : null,
     h('div', { class: 'cards' },
-      nodesCard(job), progressCard(job), timelineCard(job, now), attemptsCard(job), mpiCard(job, handlers.onLog), costCard(job)));
+      nodesCard(job), progressCard(job), timelineCard(job, now), attemptsCard(job), mpiCard(job, handlers.onLog), costCard(job, now)));
 }
