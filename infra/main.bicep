@@ -294,9 +294,10 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
         instanceMemoryMB: instanceMemoryMB
         alwaysReady: durableAlwaysReady > 0 ? [ { name: 'durable', instanceCount: durableAlwaysReady } ] : []
       }
+      // Node 22 LTS (Node 20 ended on 2026-04-30); the local stack runs the same code on Node >= 20.19.
       runtime: {
         name: 'node'
-        version: '20'
+        version: '22'
       }
     }
   }

@@ -255,7 +255,7 @@ describe('(c) no keys', () => {
     const app = bicep.resource(APP).body;
     expect(app).toMatch(/type: 'blobContainer'\s*\n\s*value: '\$\{hostStorage\.properties\.primaryEndpoints\.blob\}\$\{deploymentContainerName\}'/);
     expect(app).toMatch(/authentication: \{\s*\n\s*type: 'UserAssignedIdentity'\s*\n\s*userAssignedIdentityResourceId: appIdentity\.id/);
-    expect(app).toMatch(/runtime: \{\s*\n\s*name: 'node'\s*\n\s*version: '20'/);
+    expect(app).toMatch(/runtime: \{\s*\n\s*name: 'node'\s*\n\s*version: '22'/);
     expect(app).toMatch(/type: 'UserAssigned'/);
     expect(app).toMatch(/'azd-service-name': 'api'/);
   });

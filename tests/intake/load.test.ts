@@ -1,7 +1,7 @@
 /**
  * Intake under load on the local stack (GitHub issue 5): 500 submissions over HTTP from 32 concurrent
  * clients (30% duplicates, 5% conflicts) and 500 through the job-submissions queue (duplicate deliveries),
- * scaled by INTAKE_LOAD_SCALE (default 0.3, see SCALE below; INTAKE_LOAD_SCALE=1 runs the issue's numbers),
+ * scaled by INTAKE_LOAD_SCALE (default 0.1, see SCALE below; INTAKE_LOAD_SCALE=1 runs the issue's numbers),
  * then: one Jobs row and one Durable orchestration per distinct id, every duplicate got the original job,
  * every conflict got 409, nothing accepted is missing, and every job reached a terminal state. The burst holds
  * the Durable engine at its floor while the listeners are busy (checked), so this is also the exactly-once check of
@@ -20,20 +20,29 @@ import {
 type RetriedAnswer = HttpAnswer & { statuses: number[] };
 
 /**
- * The issue asks for 500 + 500 (INTAKE_LOAD_SCALE=1). Scaled down by default, because every distinct id
- * runs a real pipeline: on this shared 2-core machine the Durable engine ends about 3 pipelines/s, so the
- * full run (675 pipelines) takes 5-6 minutes, beyond the suite's budget. 0.3 keeps every ratio
- * (150 + 150 submissions, 32 clients, 202 pipelines) and takes about 2 minutes.
+ * The claim: intake is exactly-once under concurrency: with 32 clients racing duplicates and conflicts of the same
+ * ids over HTTP while the queue delivers duplicates, each distinct id gets one row and one orchestration, every
+ * duplicate gets the original job, every conflict 409, and this holds while the burst keeps the Durable engine at its
+ * floor. That needs the races, not the volume: more HTTP submissions than clients (so every client races others on
+ * shared ids), duplicates and conflicts of each kind, and a burst long enough to hold the engine at its floor
+ * (asserted below, so a scale too small to prove it fails rather than passing vacuously).
+ * The issue asked for 500 + 500 (INTAKE_LOAD_SCALE=1: 675 pipelines, 5-6 minutes here); the default suite ran 0.3
+ * (202 pipelines, ~3 minutes under load). 0.1 keeps every ratio (50 HTTP submissions from 32 clients: 32 ids, 15
+ * duplicates, 3 conflicts; 50 queue messages over 35 ids) with 67 pipelines; INTAKE_LOAD_SCALE runs a soak of any size.
  */
-const SCALE = Number(process.env.INTAKE_LOAD_SCALE ?? 0.3);
+const SCALE = Number(process.env.INTAKE_LOAD_SCALE ?? 0.1);
 const HTTP_SUBMISSIONS = Math.round(500 * SCALE);
 const HTTP_CLIENTS = 32;
 const DUPLICATE_SHARE = 0.3;
 const CONFLICT_SHARE = 0.05;
 const QUEUE_MESSAGES = Math.round(500 * SCALE);
 const QUEUE_DUPLICATE_SHARE = 0.3;
-/** Time for every pipeline to end, from the last HTTP answer. */
-const TERMINAL_WAIT_MS = 60_000 + 600_000 * SCALE;
+/**
+ * How long every pipeline may take to end, from the last HTTP answer: a bound for a hung run, not a measurement. Not
+ * cut with the scale: under the load of other test runs on this machine the last pipelines of even a small burst
+ * spend minutes in CleaningUp (seen at 0.1: 10 of 32 still there after 120 s at a load average of 19).
+ */
+const TERMINAL_WAIT_MS = 300_000 + 600_000 * SCALE;
 
 let stack: Stack;
 
@@ -179,5 +188,5 @@ describe('intake under load', () => {
 
     // The rows are still exactly one per id (jobRows reads by PartitionKey range, so a second row would show).
     expect((await jobRows(stack, 'load-')).length).toBe(distinctHttp.size + queueDistinct);
-  }, 120_000 + 1_000_000 * SCALE);
+  }, 2 * TERMINAL_WAIT_MS + 300_000);
 });

@@ -14,6 +14,7 @@ import {
   buildContainerCleanupCommand,
   buildMpiTaskCommands,
   buildPullCommand,
+  HOSTFILE_NAME,
 } from '../../shared/mpi/commands';
 import { MPI_RUNTIMES } from '../../shared/mpi/rdmaPresets';
 import { splitShellWords } from '../../shared/mpi/shellWords';
@@ -419,8 +420,10 @@ describe('real Open MPI (integration)', () => {
     });
     const argv = splitShellWords(c.applicationCommandLine);
     const r = spawnSync(argv[0], argv.slice(1), {
-      // TMPDIR: a session directory of its own, apart from every other mpirun on this machine.
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: root, TMPDIR: root, AZ_BATCH_HOST_LIST: '127.0.0.2,127.0.0.3', ...Object.fromEntries(c.environment.map((e) => [e.name, e.value])) },
+      // TMPDIR: a session directory of its own, apart from every other mpirun on this machine. The working directory,
+      // as Batch gives every task one: the hostfile is written there (without it, into the cwd: the repository root).
+      cwd: root,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: root, TMPDIR: root, AZ_BATCH_TASK_WORKING_DIR: root, AZ_BATCH_HOST_LIST: '127.0.0.2,127.0.0.3', ...Object.fromEntries(c.environment.map((e) => [e.name, e.value])) },
       encoding: 'utf8',
       timeout: 60_000,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -429,5 +432,8 @@ describe('real Open MPI (integration)', () => {
     expect({ status: r.status, signal: r.signal, stderr: r.status === 0 ? '' : r.stderr }).toEqual({ status: 0, signal: null, stderr: '' });
     const lines = r.stdout.trim().split('\n').sort();
     expect(lines).toEqual([0, 1, 2, 3].map((i) => `rank ${i}/4: it's "quoted" $HOME`));
+    // The hostfile went into the task's working directory, not into the repository (where it was once committed).
+    expect(fs.readFileSync(path.join(root, HOSTFILE_NAME), 'utf8')).toBe('127.0.0.2 slots=2\n127.0.0.3 slots=2\n');
+    expect(fs.existsSync(path.join(process.cwd(), HOSTFILE_NAME))).toBe(false);
   });
 });
