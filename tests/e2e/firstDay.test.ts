@@ -126,7 +126,7 @@ describe('every failure explained', () => {
   }, 900_000);
 
   it('a command not found: exit code 127 with its meaning and the stderr tail', async () => {
-    const id = await submit({ name: 'first-day-127', pool: { vmSize: 'Standard_D4s_v5', nodes: 1 }, mpi: { ...mpi('true'), preExecutionCommand: 'no_such_program_xyz --version' } });
+    const id = await submit({ name: 'first-day-127', pool: { vmSize: 'Standard_D4s_v5', nodes: 1 }, mpi: { ...mpi('true'), preExecutionCommand: 'no_such_program_xyz --version' }, preflight: { runPreExecutionCommand: false } });
     expect((await finished(id)).state).toBe('Failed');
     const { body } = await call('GET', `/api/jobs/${id}`);
     expect(body.error.message).toMatch(/^Running: .*exit code 127 \(command not found/);
