@@ -4,6 +4,7 @@ import type { Connection } from './connection';
 import type { PipelineStatus } from '../shared/contract/progress';
 import type { JobResultView } from '../shared/contract/jobResult';
 import type { JobOutputsResponse } from '../shared/contract/outputs';
+import type { UploadRequest, UploadResponse } from '../shared/contract/uploads';
 import type { JobQueueView } from '../shared/contract/queue';
 import { EXPLAIN_VERSION, type ExplainDocument } from '../shared/contract/explain';
 
@@ -161,6 +162,15 @@ export class ApiClient {
     if (options.node) q.set('node', options.node);
     if (options.since) q.set('since', String(options.since));
     return (await this.call<JobLogs>('GET', `/api/jobs/${encodeURIComponent(id)}/logs?${q}`)).body;
+  }
+
+  /** POST /api/uploads: a SAS URL per named blob in the caller's area (or a shared area it may write). */
+  async uploads(request: UploadRequest): Promise<UploadResponse> {
+    return (await this.call<UploadResponse>('POST', '/api/uploads', {
+      body: JSON.stringify(request),
+      contentType: 'application/json',
+      notFound: 'POST /api/uploads does not exist on this API (deployed before uploads?)',
+    })).body;
   }
 
   async outputs(id: string, options: { top?: number; continuationToken?: string } = {}): Promise<JobOutputsResponse> {

@@ -17,6 +17,7 @@ import { logsCommand } from './commands/logs';
 import { usageCommand } from './commands/usage';
 import { loginCommand, logoutCommand, whoamiCommand } from './commands/identity';
 import { downloadCommand } from './commands/download';
+import { uploadCommand } from './commands/upload';
 import { explainCommand } from './commands/explain';
 import { importShipyardCommand, type ImportShipyardOptions } from './commands/importShipyard';
 
@@ -110,6 +111,15 @@ export function buildProgram(run: (action: (ctx: CommandContext) => Promise<numb
     .option('--to <dir>', 'where to put them (default ./<id>)')
     .option('--only <prefix>', 'only files whose name starts with this, e.g. logs/ or nodes/')
     .action((id: string, opts: { to?: string; only?: string }) => run((ctx) => downloadCommand(ctx, id, opts)));
+
+  program
+    .command('upload')
+    .description('put a file or a folder into your data area (resumable: blobs with the same size and MD5 are skipped)')
+    .argument('<path>', 'a file or a folder (a folder keeps its layout under its own name)')
+    .option('--to <container[/path]>', 'where: a container and a path below your own area (users/... or a shared area you may write: as written); default inputs')
+    .option('--account <name>', 'the data account (default: the deployment\'s first)')
+    .option('--parallel <n>', 'files sent at once (each in parallel blocks)', (v) => Number(v), 4)
+    .action((local: string, opts: { to?: string; account?: string; parallel: number }) => run((ctx) => uploadCommand(ctx, local, opts)));
 
   program
     .command('cancel')

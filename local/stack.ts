@@ -120,7 +120,8 @@ export const LOCAL_SHARED_AREAS: readonly string[] = ['software/', 'images/', 'c
  * 127.0.0.1 (ALLOWED_INTERNAL_HOSTS, that host and port only: every other loopback address stays refused).
  */
 export function localRegistrySettings(registryHost: string): Record<string, string> {
-  return { LOCAL_REGISTRY: registryHost, ALLOWED_INTERNAL_HOSTS: registryHost };
+  // The examples name the registry localhost:5000 (as Docker's docs do): intake rewrites it to this one.
+  return { LOCAL_REGISTRY: registryHost, ALLOWED_INTERNAL_HOSTS: registryHost, REGISTRY_ALIASES: `localhost:5000=${registryHost}` };
 }
 
 export function localAppSettings(azurite: AzuriteHandle, batch: BatchEmulatorHandle): Record<string, string> {

@@ -16,6 +16,8 @@ import { startSupervisedStack, type SupervisedStack } from './supervisor';
 import { APP_IDENTITY, CLI_CLIENT_ID } from './identity';
 import { jobLinePrinter } from './supervisor/jobLines';
 import { hostLogLevels } from './supervisor/logLevels';
+import { seedExamples } from './seedExamples';
+import { DATA_ACCOUNT } from './azurite';
 
 async function main(): Promise<void> {
   const opts = new Command()
@@ -27,9 +29,10 @@ async function main(): Promise<void> {
     .addOption(new Option('--log-console <mode>', 'the console: jobs (the banner, one line per job transition, host warnings) or json (the full JSON log too, as before)').choices(['jobs', 'json']).default('jobs'))
     .option('--shared-keys', 'opt in to shared keys: Azurite over http with its account keys, connection strings and BATCH_ACCOUNT_KEY in the app settings (default: keyless, managed identity as in Azure)')
     .option('--pool-identity', 'deploy with a pool identity: pools from the management plane with id-pool-local (docs/local-batch.md)')
+    .option('--no-seed-examples', 'do not put what the examples read (software, cases, inputs/demo/) into the data account')
     .option('--private-registry', 'make the registry private: pulls need the pool identity or the registry credential (docs/local-registry.md)')
     .parse()
-    .opts<{ port?: string; data: string; log?: string; logLevel?: string; logConsole: 'jobs' | 'json'; sharedKeys?: boolean; poolIdentity?: boolean; privateRegistry?: boolean }>();
+    .opts<{ port?: string; data: string; log?: string; logLevel?: string; logConsole: 'jobs' | 'json'; sharedKeys?: boolean; poolIdentity?: boolean; privateRegistry?: boolean; seedExamples: boolean }>();
   const logFile = opts.log ? path.resolve(opts.log) : path.join(path.resolve(opts.data), 'logs', 'host.log');
   const levels = hostLogLevels(opts.logLevel, opts.logConsole);
   const say = (line: string): void => console.log(`[stack] ${line}`);
@@ -79,6 +82,15 @@ async function main(): Promise<void> {
     say,
   });
   const { azurite, batch, registry, identity, webhooks } = stack.services;
+  if (opts.seedExamples) {
+    // The examples run as written (docs/workloads.md): what they read is put where they name it, once.
+    try {
+      const seeded = await seedExamples(stack.services.operator.blobService(DATA_ACCOUNT.name), REPO_ROOT);
+      say(seeded.uploaded.length ? `examples' data seeded in ${DATA_ACCOUNT.name}: ${seeded.uploaded.join(', ')}` : `examples' data already in ${DATA_ACCOUNT.name} (${seeded.unchanged} blobs unchanged)`);
+    } catch (err) {
+      say(`examples' data not seeded (the examples that read it will fail): ${(err as Error).message}`);
+    }
+  }
   console.log(stack.host()?.ready.banner ?? '');
   console.log(`\nBatch emulator   ${batch.url}  (account ${batch.accountName})`);
   console.log(`OCI registry     ${registry.url}  (demo image ${registry.host}/hpc/mpi-demo:1.0)`);

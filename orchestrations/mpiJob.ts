@@ -61,7 +61,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     run.report({ stage });
     yield* run.call('jobTransition', { jobId: input.jobId, to: stage, reason, patch: { batchPoolId: plan.poolId, batchJobId, endingAs } });
   };
-  const provisioning: ProvisionRequest = { jobId: input.jobId, poolId: plan.poolId, reuse: plan.reusePool, vmSize: input.spec.pool.vmSize, nodes: plan.nodes, minNodes: plan.minNodes, resizeTimeoutMs: plan.resizeTimeoutMs, createRequest: plan.poolCreate };
+  const provisioning: ProvisionRequest = { jobId: input.jobId, poolId: plan.poolId, reuse: plan.reusePool, vmSize: input.spec.pool.vmSize, nodes: plan.nodes, minNodes: plan.minNodes, resizeTimeoutMs: plan.resizeTimeoutMs, createRequest: plan.poolCreate, explainFailures: input.settings.explainFailures };
   // Nodes that hold the job's images and shards; a node that replaces a failed one gets them before it is used.
   const prepared = new Set<string>();
   const unprepared = () => (pool?.nodes ?? []).filter((n) => !prepared.has(n.id));
@@ -173,7 +173,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     const result: JobResult = { timings, ...(attempts.length ? checksOf(attempts) : {}) };
     outcome = err instanceof JobCancelled
       ? { state: 'Cancelled', reason: err.reason, result }
-      : { state: 'Failed', reason: err instanceof StageFailed ? err.message : `unexpected: ${activityFailureMessage(err)}`, result };
+      : { state: 'Failed', reason: err instanceof StageFailed ? err.message : `unexpected: ${activityFailureMessage(err)}`, result, ...(err instanceof StageFailed && err.evidence ? { evidence: err.evidence } : {}) };
     run.report({ lastError: outcome.reason });
   }
 

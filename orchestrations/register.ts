@@ -14,5 +14,6 @@ import './activities/costPrice';
 import './activities/workloadData';
 import './activities/outputsCheck';
 import './activities/scheduling';
+import './activities/failureEvidence';
 
 df.app.orchestration(MPI_JOB_ORCHESTRATION, mpiJobOrchestrator);

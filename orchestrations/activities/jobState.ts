@@ -1,6 +1,7 @@
 import type { JobFinishInput, JobNoteInput, JobTransitionInput } from '../../shared/contract';
 import { jobStore } from '../../shared/services';
 import { registerActivity } from '../runtime/activityCalls';
+import { jobError } from '../../shared/planning/failureExplain';
 
 /**
  * Records a stage change on the job row. Run again (Durable runs activities at least once), it changes nothing;
@@ -20,7 +21,7 @@ export async function jobTransition(input: JobTransitionInput): Promise<void> {
 export async function jobFinish(input: JobFinishInput): Promise<void> {
   const store = await jobStore();
   const { outcome } = input;
-  const error = outcome.state === 'Succeeded' ? undefined : { code: outcome.state === 'Cancelled' ? 'Cancelled' : 'PipelineFailed', message: outcome.reason ?? outcome.state };
+  const error = jobError(outcome);
   const done = await store.advance(input.jobId, outcome.state, outcome.reason ?? outcome.state, { stage: outcome.state, result: outcome.result, error });
   if (done.stale && done.job.state !== outcome.state) {
     await store.appendEvent(input.jobId, {

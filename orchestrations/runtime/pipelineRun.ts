@@ -4,6 +4,7 @@ import type { JobState } from '../../shared/state/states';
 import type { NodeUsage, PriceQuote } from '../../shared/ops/cost';
 import { resultOf, retryOptions, scheduleActivity, type ActivityTask } from './activityCalls';
 import { backoffCeilingMs } from '../../shared/planning/backoff';
+import type { FailureEvidence } from '../../shared/planning/failureExplain';
 
 /** Thrown inside the orchestrator when the user cancelled; the pipeline still runs cleanup. */
 export class JobCancelled extends Error {
@@ -18,6 +19,8 @@ export class StageFailed extends Error {
   constructor(
     readonly stage: JobState,
     readonly reason: string,
+    /** What the stage saw of the failure (node, task, exit code, stderr), for the job's error. */
+    readonly evidence?: FailureEvidence,
   ) {
     super(`${stage}: ${reason}`);
     this.name = 'StageFailed';

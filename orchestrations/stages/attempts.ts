@@ -128,7 +128,7 @@ export function* runAttempts(run: PipelineRun, req: AttemptsRequest, body: (atte
 /** The failure as it came, its reason extended by the retry note (the class of error stays, for the job's reason). */
 function withNote(err: StageFailed, note: string): StageFailed {
   if (!note) return err;
-  return new StageFailed(err.stage, `${err.reason}${note}`);
+  return new StageFailed(err.stage, `${err.reason}${note}`, err.evidence);
 }
 
 /** An attempt's record: its verdict, or how it was cut short (cancelled, timed out: no failure class). */

@@ -2,6 +2,8 @@ import type { NodeProgress, NodeRef } from '../../shared/contract';
 import { Orchestration, PipelineRun, StageFailed } from '../runtime/pipelineRun';
 import { checkReusablePool, decideProvisionStep } from '../../shared/planning/provisionPolicy';
 import type { PoolCreateRequest } from '../../shared/planning/jobPlan';
+import { startTaskNote, type FailureEvidence } from '../../shared/planning/failureExplain';
+import type { PoolObservation } from '../../shared/planning/provisionPolicy';
 
 export interface ProvisionedPool {
   poolId: string;
@@ -19,12 +21,17 @@ export interface ProvisionRequest {
   minNodes: number;
   resizeTimeoutMs: number;
   createRequest: PoolCreateRequest;
+  /**
+   * Read a failed start task's stderr before its node goes, note every replacement on the timeline and carry the
+   * evidence into the job's error (PipelineSettings.explainFailures; runs started before it replay without).
+   */
+  explainFailures?: boolean;
 }
 
 /** The pool could not get its nodes (resize error, timeout, too many broken nodes): a failure `retry` may retry. */
 export class AllocationFailed extends StageFailed {
-  constructor(reason: string) {
-    super('Provisioning', reason);
+  constructor(reason: string, evidence?: FailureEvidence) {
+    super('Provisioning', reason, evidence);
     this.name = 'AllocationFailed';
   }
 }
@@ -134,12 +141,27 @@ function* waitForNodes(run: PipelineRun, req: ProvisionRequest, sel: { minNodes:
           nodes: step.nodes.map((n) => ({ id: n.id, ipAddress: n.ipAddress, affinityId: n.affinityId })),
         };
       }
-      case 'fail':
+      case 'fail': {
         if (obs.state !== 'active') throw new StageFailed('Provisioning', `pool ${req.poolId}: ${step.reason}`);
-        throw new AllocationFailed(`pool ${req.poolId}: ${step.reason}`);
+        const [failed] = req.explainFailures ? yield* startTasksFailed(run, req, obs, obs.nodes.map((n) => n.id)) : [];
+        const evidence: FailureEvidence | undefined = failed
+          ? { stage: 'Provisioning', node: failed.nodeId, task: 'start task', ...(failed.exitCode !== undefined ? { exitCode: failed.exitCode } : {}), ...(failed.stderr ? { stderr: failed.stderr } : {}) }
+          : undefined;
+        throw new AllocationFailed(`pool ${req.poolId}: ${step.reason}`, evidence);
+      }
       case 'removeNodes':
         replacements += step.nodeIds.length;
         run.report({ lastError: step.reason });
+        if (req.explainFailures) {
+          // The replaced nodes' start task output goes with them: the timeline keeps why each was replaced.
+          const failures = yield* startTasksFailed(run, req, obs, step.nodeIds);
+          const notes = step.nodeIds.map((id) => {
+            const f = failures.find((x) => x.nodeId === id);
+            return f ? startTaskNote(id, f.exitCode, f.failure, f.stderr) : `node ${id}: ${obs.nodes.find((n) => n.id === id)?.state ?? 'failed'}`;
+          });
+          const at = run.now().toISOString();
+          yield* run.call('jobNote', { jobId: req.jobId, eventId: `nodes-replaced-${run.now().getTime()}`, at, reason: `replacing ${step.nodeIds.length} failed node(s): ${notes.join('; ')}`, data: { replaced: step.nodeIds } });
+        }
         yield* run.call('poolRemoveNodes', { poolId: req.poolId, nodeIds: step.nodeIds });
         break;
       case 'resize':
@@ -150,4 +172,10 @@ function* waitForNodes(run: PipelineRun, req: ProvisionRequest, sel: { minNodes:
     }
     yield* run.sleep('Provisioning', run.pollDelayMs(attempt));
   }
+}
+
+/** The start task failures of those of `candidates` whose start task failed (none read when there are none). */
+function* startTasksFailed(run: PipelineRun, req: ProvisionRequest, obs: PoolObservation, candidates: readonly string[]) {
+  const nodeIds = obs.nodes.filter((n) => n.state === 'starttaskfailed' && candidates.includes(n.id)).map((n) => n.id).slice(0, 4);
+  return nodeIds.length ? yield* run.call('startTaskFailures', { poolId: req.poolId, nodeIds }) : [];
 }

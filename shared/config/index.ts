@@ -19,6 +19,7 @@ import { parseRegistryCredentials, type RegistryCredential } from './registryCre
 import { parseSharedPools, type SharedPool } from './sharedPools';
 import { parseSharedDataAreas, type SharedDataArea } from './dataAreas';
 import { parseHnsAccounts } from './hnsAccounts';
+import { parseRegistryAliases } from './registryAliases';
 
 export type { HostStorageRef, StorageAccountRef } from './storageAccounts';
 export type { AdmissionConfig, QueueSetting } from './admission';
@@ -108,6 +109,8 @@ export interface AppConfig {
 export interface ContainersConfig {
   /** Whether a job may run its docker container with --privileged (CONTAINER_ALLOW_PRIVILEGED; default false). */
   allowPrivileged: boolean;
+  /** Registry names users write → the registry each stands for (REGISTRY_ALIASES, shared/intake/registryAliases.ts). */
+  registryAliases?: Readonly<Record<string, string>>;
 }
 
 export interface DataAccessConfig {
@@ -308,6 +311,7 @@ const envSchema = z.object({
     .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
   CONTAINER_ALLOW_PRIVILEGED: z.string().trim().optional()
     .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
+  REGISTRY_ALIASES: z.string().trim().optional(),
   ...eventsEnvSchema,
   ADMISSION_QUEUES: z.string().optional(),
   ADMISSION_CORE_QUOTA: z.string().optional(),
@@ -451,7 +455,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     mountSecrets,
     auth,
-    containers: { allowPrivileged: e.CONTAINER_ALLOW_PRIVILEGED === 'true' },
+    containers: { allowPrivileged: e.CONTAINER_ALLOW_PRIVILEGED === 'true', registryAliases: parseRegistryAliases(e.REGISTRY_ALIASES, problems) },
     events,
     admission: {
       queues,

@@ -44,6 +44,15 @@ export interface JobTransitionInput {
   patch?: { batchPoolId?: string; batchJobId?: string; endingAs?: TerminalState };
 }
 
+/** A node's failed start task, as Batch's node file API shows it (startup/stderr.txt). */
+export interface StartTaskFailure {
+  nodeId: string;
+  exitCode?: number;
+  failure?: string;
+  /** The end of the start task's stderr. */
+  stderr?: string;
+}
+
 export interface JobFinishInput {
   jobId: string;
   outcome: JobOutcome;
@@ -197,6 +206,8 @@ export interface ActivityContract {
    */
   poolInspect(input: { poolId: string; jobId?: string }): PoolInspection & { access?: PoolAccessVerdict };
   poolObserve(input: { poolId: string }): PoolObservation;
+  /** Each node's start task exit code, failure and stderr (its end), read before the node is removed. */
+  startTaskFailures(input: { poolId: string; nodeIds: string[] }): StartTaskFailure[];
   poolRemoveNodes(input: { poolId: string; nodeIds: string[] }): void;
   poolResize(input: { poolId: string; target: number }): void;
   poolDelete(input: { poolId: string }): { deleted: boolean };
@@ -250,7 +261,7 @@ export type ActivityHandler<N extends ActivityName> = (input: ActivityInput<N>) 
 const NAMES: Record<ActivityName, true> = {
   admissionRequest: true, admissionRelease: true, dependenciesCheck: true, jobEnded: true,
   jobTransition: true, jobFinish: true, jobNote: true, costPrice: true,
-  poolCreate: true, poolInspect: true, poolObserve: true, poolRemoveNodes: true, poolResize: true, poolDelete: true,
+  poolCreate: true, poolInspect: true, poolObserve: true, startTaskFailures: true, poolRemoveNodes: true, poolResize: true, poolDelete: true,
   batchJobCreate: true, batchJobAutoComplete: true, batchJobTerminate: true,
   nodeTasksAdd: true, nodeTasksObserve: true,
   inputsList: true, sourcesMissing: true, shardCopy: true, shardUrls: true, imageBlobUrls: true, stagedDataDelete: true,

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { TerminalState } from '../state/states';
 import { FAILURE_CLASSES } from '../planning/failureClass';
 import type { NodePreflight } from './preflight';
+import type { FailureEvidence } from '../planning/failureExplain';
 
 export const StageTimingSchema = z.object({
   startedAt: z.string(),
@@ -155,6 +156,8 @@ export interface JobOutcome {
   state: TerminalState;
   reason?: string;
   result: JobResult;
+  /** What the pipeline saw of a failure before its pool went (a start task's stderr, …): the job's error explains it. */
+  evidence?: FailureEvidence;
 }
 
 /**

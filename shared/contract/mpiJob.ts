@@ -55,6 +55,11 @@ export interface PipelineSettings {
    * Absent in runs started before the check: they replay without it.
    */
   checkSources?: boolean;
+  /**
+   * Read failed start tasks' stderr before their nodes go, note node replacements on the timeline, and explain the
+   * failure in the job's error (shared/planning/failureExplain.ts). Absent in runs started before: they replay without.
+   */
+  explainFailures?: boolean;
 }
 
 export interface MpiJobInput {

@@ -14,6 +14,8 @@ export interface ContainerPolicy {
   poolIdentity?: boolean;
   /** The registry secrets jobs may name, by server and app setting (REGISTRY_CREDENTIALS); never their values. */
   registrySecrets?: { server: string; setting: string }[];
+  /** Registry names rewritten at submission (REGISTRY_ALIASES, registryAliases.ts). */
+  registryAliases?: Readonly<Record<string, string>>;
 }
 
 /** Nothing beyond the allowlist: the default when a caller names no policy. */
@@ -24,6 +26,7 @@ export function containerPolicy(config: AppConfig): ContainerPolicy {
     allowPrivileged: config.containers.allowPrivileged,
     poolIdentity: config.poolIdentity !== undefined,
     registrySecrets: config.registryCredentials.map((c) => ({ server: c.server, setting: c.setting })),
+    ...(config.containers.registryAliases && Object.keys(config.containers.registryAliases).length ? { registryAliases: config.containers.registryAliases } : {}),
   };
 }
 

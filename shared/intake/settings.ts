@@ -15,6 +15,7 @@ export function pipelineSettings(config: AppConfig): PipelineSettings {
     preflightFabricDefaults: config.pipeline.preflightFabricDefaults,
     overlapStaging: config.pipeline.overlapStaging,
     checkSources: true,
+    explainFailures: true,
     ...(config.poolIdentity ? { poolIdentityClientId: config.poolIdentity.clientId } : {}),
   };
 }

@@ -11,6 +11,7 @@ import { checkContainerPolicy, STRICT_CONTAINER_POLICY, type ContainerPolicy } f
 import { checkScheduling, planArray, registerDependents, startArray, type SchedulingPolicy } from '../scheduling/intake';
 import { checkPoolAccess, type PoolGate } from './poolAccess';
 import { checkDataAreas, withIntakeDefaults } from './dataAreas';
+import { withRegistryAliases } from './registryAliases';
 import { ownerDataArea, type DataCaller } from '../auth/dataArea';
 
 export interface OrchestrationStarter {
@@ -71,8 +72,10 @@ export type SubmissionCheck = { ok: true; spec: JobSpec } | { ok: false; errors:
  * explain) the area check is left out.
  */
 export function checkSubmission(req: Pick<SubmitRequest, 'body' | 'contentType' | 'dataAccess' | 'containers' | 'caller'>): SubmissionCheck {
-  const parsed = parseJobSpec(req.body, req.contentType);
-  if (!parsed.ok) return { ok: false, errors: parsed.errors };
+  const parsedAsWritten = parseJobSpec(req.body, req.contentType);
+  if (!parsedAsWritten.ok) return { ok: false, errors: parsedAsWritten.errors };
+  // Registry names the deployment aliases (the local stack's localhost:5000) become the registry nodes pull from.
+  const parsed = { ...parsedAsWritten, spec: withRegistryAliases(parsedAsWritten.spec, req.containers?.registryAliases) };
   const refused = [
     ...checkDataAccess(parsed.spec, req.dataAccess),
     ...checkContainerPolicy(parsed.spec, req.containers ?? STRICT_CONTAINER_POLICY, req.dataAccess),

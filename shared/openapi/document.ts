@@ -15,6 +15,7 @@ import { ACTIONS, appRolesFor, type Action } from '../auth/permissions';
 import { APP_ROLES } from '../auth/roles';
 import { JobOutputsResponseSchema, OUTPUTS_PAGE_DEFAULT, OUTPUTS_PAGE_MAX } from '../contract/outputs';
 import { ExplainDocumentSchema } from '../contract/explain';
+import { UploadRequestSchema, UploadResponseSchema, UPLOAD_FILES_MAX } from '../contract/uploads';
 
 export interface OpenApiOptions {
   /** Server URL, e.g. "https://myapp.azurewebsites.net" or "http://127.0.0.1:7071". Default: relative ("/"). */
@@ -261,6 +262,25 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
           },
         },
       },
+      '/api/uploads': {
+        post: {
+          operationId: 'createUpload',
+          summary: 'Upload URLs for your own data',
+          description: `Per file named (at most ${UPLOAD_FILES_MAX}), the blob's URL with a SAS for exactly that blob (read, create, write), `
+            + 'valid until `expiresAt` (an hour at most), under `prefix`: by default your own data area (users/<ownerKey>/, GET /api/me), '
+            + 'or a prefix there or in a shared area your roles let you write. On an account with a hierarchical namespace, also a directory '
+            + 'SAS (cw) on exactly the prefix. The container is created if it does not exist. `hpcjob upload` uses it.',
+          security: securityFor('job:submit'),
+          requestBody: { required: true, content: jsonContent('UploadRequest') },
+          responses: {
+            200: { description: 'The upload URLs.', content: jsonContent('UploadResponse') },
+            400: { description: 'A malformed body, an account that is no data account, or a container the deployment refuses: the field paths.', content: jsonContent('ValidationErrorResponse') },
+            ...authResponses,
+            403: { description: 'No app role grants uploads, or the prefix lies outside your data area and every shared area you may write (DataAreaForbidden, with the field path).', content: jsonContent('ForbiddenRequestResponse') },
+            415: problem('The body is not application/json.'),
+          },
+        },
+      },
       '/api/queues': {
         get: {
           operationId: 'getQueues',
@@ -367,6 +387,8 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
         ProblemResponse: schemaOf(ProblemResponseSchema, 'output'),
         HealthResponse: schemaOf(HealthResponseSchema, 'output'),
         JobOutputsResponse: schemaOf(JobOutputsResponseSchema, 'output'),
+        UploadRequest: schemaOf(UploadRequestSchema, 'input'),
+        UploadResponse: schemaOf(UploadResponseSchema, 'output'),
         QueuesResponse: schemaOf(QueuesResponseSchema, 'output'),
         ExplainDocument: schemaOf(ExplainDocumentSchema, 'output'),
       },

@@ -24,7 +24,8 @@ export function dependencyStatus(spec: JobSpec, parents: ReadonlyMap<string, Job
       continue;
     }
     if (dep.condition === 'succeeded' && parent.state !== 'Succeeded') {
-      const why = parent.error?.message ? `: ${parent.error.message}` : '';
+      // The parent's first line (its error may go on with a stderr tail, shared/planning/failureExplain.ts).
+      const why = parent.error?.message ? `: ${parent.error.message.split('\n')[0]}` : '';
       return { state: 'impossible', reason: `dependency ${dep.job} ended ${parent.state}${why.length > 300 ? `${why.slice(0, 300)}…` : why} (this job needed it to succeed)` };
     }
   }

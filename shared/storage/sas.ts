@@ -35,6 +35,31 @@ export async function readOnlyBlobUrl(account: BlobAccount, container: string, b
 }
 
 /**
+ * SAS URLs for several blobs of one container, each granting `permissions` (e.g. "rcw") on exactly its blob, valid
+ * until `expiresOn`: one user delegation key for all of them (keyless accounts), signed locally per blob. What
+ * POST /api/uploads hands a client: its write access is never wider than the files it named, on any account.
+ */
+export async function blobSasUrls(account: BlobAccount, container: string, blobNames: readonly string[], permissions: string, expiresOn: Date): Promise<string[]> {
+  const containerClient = account.service.getContainerClient(container);
+  const startsOn = new Date(Date.now() - 5 * 60_000);
+  const key = account.sharedKey ? undefined : await account.service.getUserDelegationKey(startsOn, expiresOn);
+  return blobNames.map((blobName) => {
+    const blob = containerClient.getBlobClient(blobName);
+    const options = {
+      containerName: container,
+      blobName,
+      permissions: BlobSASPermissions.parse(permissions),
+      startsOn,
+      expiresOn,
+      protocol: blob.url.startsWith('https:') ? SASProtocol.Https : SASProtocol.HttpsAndHttp,
+      version: SAS_VERSION,
+    };
+    const query = key ? generateBlobSASQueryParameters(options, key, account.name) : generateBlobSASQueryParameters(options, account.sharedKey!);
+    return `${blob.url}?${query.toString()}`;
+  });
+}
+
+/**
  * A SAS URL for a whole container with `permissions` (e.g. "rl" to read and list, "cw" to create and write blobs),
  * valid until `expiresOn`. Container-level: Batch's storageContainerUrl, output file destinations and blobfuse take
  * one; the data-access policy is checked per container, so it grants nothing the policy would not.

@@ -311,7 +311,7 @@ test('an array of 20 with dependencies: it starts after its parent succeeded; a 
 
   expect(v.get('arr-bad')!.state).toBe('Failed');
   expect(v.get('after-bad')!.state).toBe('Cancelled');
-  expect(v.get('after-bad')!.error?.message).toMatch(/^dependency arr-bad ended Failed: MPI task exited with code 2.*\(this job needed it to succeed\)$/);
+  expect(v.get('after-bad')!.error?.message).toMatch(/^dependency arr-bad ended Failed: Running: MPI task exited with code 2.*\(this job needed it to succeed\)$/);
   expect(transitions(v.get('after-bad')!)).toEqual(['Submitted', 'Queued', 'Cancelled']);
   expect(v.get('after-bad-finished')!.state).toBe('Succeeded');
   expect(Date.parse(at(v.get('after-bad-finished')!, 'Provisioning')!)).toBeGreaterThanOrEqual(Date.parse(at(v.get('arr-bad')!, 'Failed')!));

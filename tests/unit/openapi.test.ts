@@ -30,7 +30,7 @@ test('every route and method of the job API is described', () => {
   const ops = Object.entries(paths).flatMap(([p, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${p}`));
   expect(ops.sort()).toEqual([
     'DELETE /api/jobs/{id}', 'GET /api/health', 'GET /api/jobs', 'GET /api/jobs/{id}', 'GET /api/jobs/{id}/logs', 'GET /api/jobs/{id}/outputs', 'GET /api/me', 'GET /api/openapi.json',
-    'GET /api/queues', 'GET /api/usage', 'POST /api/jobs', 'POST /api/jobs/{id}/rerun',
+    'GET /api/queues', 'GET /api/usage', 'POST /api/jobs', 'POST /api/jobs/{id}/rerun', 'POST /api/uploads',
   ]);
   const post = paths['/api/jobs'].post as Json;
   expect(Object.keys(post.responses as Json).sort()).toEqual(['200', '202', '400', '401', '403', '409', '413', '415', '503']);
