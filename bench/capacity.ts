@@ -144,7 +144,8 @@ async function cpuPerJob(): Promise<number | undefined> {
       spec.id = `bench-capacity-cpu-${r}`;
       const before = process.cpuUsage();
       await submitSpec(stack, stringify(spec));
-      await watchJob(stack, String(spec.id), () => undefined);
+      const view = await watchJob(stack, String(spec.id), 600_000);
+      if (view.state !== 'Succeeded') throw new Error(`job ${String(spec.id)} ended ${view.state}`);
       const d = process.cpuUsage(before);
       samples.push((d.user + d.system) / 1e6);
     }

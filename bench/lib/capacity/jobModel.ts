@@ -352,7 +352,8 @@ export function simulateJob(inputs: JobInputs, design: JobDesign): JobFigures {
         break;
     }
   });
-  if (phase !== 'mpi') throw new Error(`simulation ended in phase ${phase}`);
+  // `phase` is changed inside the handlers above, which TypeScript's narrowing does not follow.
+  if ((phase as string) !== 'mpi') throw new Error(`simulation ended in phase ${phase}`);
   const mpiStart = mpiAddedAt + inputs.mpiStartS;
   const iso = (s: number) => new Date(Date.UTC(2026, 0, 1) + s * 1000).toISOString();
   const readyIso: Record<string, string> = {};
