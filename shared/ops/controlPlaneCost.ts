@@ -73,15 +73,18 @@ const u = (cpuSeconds: number, executions: number, table: number, queue: number,
 });
 
 /**
- * From bench/capacity.ts (2026-11-27): CPU-seconds of one 4-node native demo job on the local host, split by the model's
- * request counts into fixed and per-node parts; polling at one status poll per 30 s of a running pool (the orchestrator's
- * steady-state interval, docs/pipeline.md), each poll one Durable timer episode: ~6 table and ~3 queue transactions.
+ * CPU: bench/capacity.ts measured 7.67 CPU-s per 4-node native demo job on the local host (2026-11-27, mean of 2 runs,
+ * process.cpuUsage around submit → final; the in-process Batch emulator is included, so this is an upper bound). Only one
+ * size was measured: the split into a fixed part and a per-node part is an assumption. Storage transactions and
+ * executions are the model's estimate (intake, admission, provisioning, per-node pull/download tasks and their rows, one
+ * status poll per 30 s of a running pool with one Durable timer episode each: ~6 table and ~3 queue transactions) until
+ * the per-job request counts of issue 30 item 1 replace them.
  */
 export const DEFAULT_USAGE_COEFFICIENTS: UsageCoefficients = {
-  fixed: u(2.5, 60, 140, 70, 12, 10),
-  perNode: u(0.08, 2, 8, 4, 0, 2),
+  fixed: u(7.0, 60, 140, 70, 12, 10),
+  perNode: u(0.15, 2, 8, 4, 0, 2),
   perMinute: u(0.02, 2, 12, 6, 0, 0),
-  basis: 'estimate from bench/capacity.ts (2026-11-27), not metered per job',
+  basis: 'estimate from bench/capacity.ts (2026-11-27): 7.67 CPU-s measured per 4-node local job; transactions modelled, not metered per job',
 };
 
 export function estimateControlPlaneUsage(shape: JobShape, c: UsageCoefficients = DEFAULT_USAGE_COEFFICIENTS): ControlPlaneUsage {

@@ -64,3 +64,30 @@ describe('estimateControlPlaneUsage', () => {
     expect(() => estimateControlPlaneUsage({ nodes: 1, minutes: Number.POSITIVE_INFINITY })).toThrow(/minutes/);
   });
 });
+
+describe('usage report: the control plane beside the nodes', () => {
+  // Imported here so the pure report is covered without a stack (the route only lists jobs and calls it).
+  const { usageReport, jobControlPlaneCost } = require('../../shared/ops/usage') as typeof import('../../shared/ops/usage');
+  const cost = (day: string, nodes: number, minutes: number) => ({
+    nodes, minutes, allocatedAt: `${day}T00:00:00.000Z`, releasedAt: `${day}T01:00:00.000Z`, nodeMinutes: { dedicated: nodes * minutes, lowPriority: 0, total: nodes * minutes },
+    perStage: {}, currency: 'USD', estimatedCost: 1, priceSource: 'builtin',
+  });
+
+  it('sums each job\'s control-plane estimate per day and in total, with the prices\' date and source', () => {
+    const r = usageReport([
+      { id: 'a', tags: {}, cost: cost('2026-03-01', 4, 30) },
+      { id: 'b', tags: {}, cost: cost('2026-03-01', 100, 240) },
+      { id: 'c', tags: {}, cost: cost('2026-03-02', 16, 60) },
+      { id: 'd', tags: {} },
+    ]);
+    const a = jobControlPlaneCost({ nodes: 4, minutes: 30 });
+    const b = jobControlPlaneCost({ nodes: 100, minutes: 240 });
+    const c = jobControlPlaneCost({ nodes: 16, minutes: 60 });
+    expect(b).toBeGreaterThan(a);
+    expect(r.controlPlane.perDay['2026-03-01']).toBeCloseTo(a + b, 6);
+    expect(r.controlPlane.perDay['2026-03-02']).toBeCloseTo(c, 6);
+    expect(r.controlPlane.estimatedCost).toBeCloseTo(a + b + c, 6);
+    expect(r.controlPlane).toMatchObject({ currency: 'USD', pricesAsOf: CONTROL_PLANE_PRICES.asOf, fallback: true });
+    expect(r.total.jobs).toBe(3);
+  });
+});
