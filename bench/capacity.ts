@@ -16,6 +16,8 @@ import { AZURE_DAY, AZURE_JOB, IMAGE_BYTES, ONE_TB } from './lib/capacity/azureI
 import { CONSERVATIVE_ACCOUNT_LIMITS } from '../shared/planning/stagingModel';
 import { controlPlaneCost, estimateControlPlaneUsage } from '../shared/ops/controlPlaneCost';
 import { CONTROL_PLANE_PRICES } from '../shared/ops/controlPlanePrices';
+import { DEFAULT_PRICES_PER_HOUR } from '../shared/config/priceTable';
+import { HB_NODE } from './lib/capacity/azureInputs';
 
 /** `--measure-cpu no` skips the local run (the model alone takes a second). */
 const CPU_RUNS = textArg('measure-cpu', 'yes') === 'no' ? 0 : numberArg('cpu-runs', 1);
@@ -112,8 +114,13 @@ function calibration(): void {
 
 function day(): void {
   console.log(`## A day of ${JOBS} mixed jobs (${AZURE_DAY.classes.map((c) => `${c.share}% ${c.nodes} nodes/${c.inputBytes / 1e9} GB`).join(', ')}; ${AZURE_DAY.burstShare * 100}% in one burst at 09:00)\n`);
-  for (const d of [DESIGNS[0], DESIGNS[3]]) {
-    const f = simulateDay({ ...AZURE_DAY, jobs: JOBS }, AZURE_JOB, d);
+  const days = DESIGNS.map((d) => ({ d, f: simulateDay({ ...AZURE_DAY, jobs: JOBS }, AZURE_JOB, d) }));
+  console.log(`${pad('design', 26)}${pad('admission wait mean', 21)}${pad('submit→MPI mean', 17)}${pad('idle node-hours', 17)}registry TB`);
+  for (const { d, f } of days) {
+    console.log(`${pad(d.label, 26)}${pad(min(f.waitForAdmissionS.mean), 21)}${pad(min(f.submitToMpiS.mean), 17)}${pad((f.idleNodeMinutes / 60).toFixed(0), 17)}${(f.registryBytes / 1e12).toFixed(2)}`);
+  }
+  console.log();
+  for (const { d, f } of [days[0], days[3]]) {
     console.log(`### ${d.label}`);
     console.log(`admission wait: mean ${min(f.waitForAdmissionS.mean)}, p95 ${min(f.waitForAdmissionS.p95)}, max ${min(f.waitForAdmissionS.max)} (core quota ${AZURE_DAY.limits.coreQuota.total}, peak in use ${f.peakCoresInUse})`);
     console.log(`submit→MPI after admission: mean ${min(f.submitToMpiS.mean)}, p95 ${min(f.submitToMpiS.p95)}; billed idle before MPI ${(f.idleNodeMinutes / 60).toFixed(0)} node-hours; registry ${(f.registryBytes / 1e12).toFixed(2)} TB`);
@@ -160,12 +167,13 @@ async function controlPlane(): Promise<void> {
   const measured = await cpuPerJob();
   if (measured !== undefined) console.log(`measured: ${measured.toFixed(2)} CPU-s of the local host (+ in-process emulator) per 4-node native demo job (mean of ${CPU_RUNS})`);
   console.log(`prices: ${CONTROL_PLANE_PRICES.source} (as of ${CONTROL_PLANE_PRICES.asOf}${CONTROL_PLANE_PRICES.fallback ? ', dated fallback' : ''})\n`);
-  console.log(`${pad('job', 30)}${pad('CPU-s', 8)}${pad('executions', 12)}${pad('storage tx', 12)}${pad('control plane', 16)}nodes (HB120rs_v3 at 3.60 USD/h)`);
+  const nodePrice = DEFAULT_PRICES_PER_HOUR[HB_NODE.vmSize];
+  console.log(`${pad('job', 30)}${pad('CPU-s', 8)}${pad('executions', 12)}${pad('storage tx', 12)}${pad('control plane', 16)}nodes (${HB_NODE.vmSize} at ${nodePrice} USD/h, builtin price table)`);
   for (const [label, nodes, minutes] of [['4 nodes, 30 min', 4, 45], ['16 nodes, 1 h', 16, 75], ['100 nodes, 4 h', 100, 270]] as const) {
     const u = estimateControlPlaneUsage({ nodes, minutes });
     const c = controlPlaneCost(u);
     const tx = u.storage.table + u.storage.queue + u.storage.blobRead + u.storage.blobWrite;
-    const nodeCost = (nodes * minutes * 3.6) / 60;
+    const nodeCost = (nodes * minutes * nodePrice) / 60;
     console.log(`${pad(label, 30)}${pad(u.cpuSeconds.toFixed(1), 8)}${pad(u.executions.toFixed(0), 12)}${pad(tx.toFixed(0), 12)}${pad(`${c.total.toFixed(5)} ${c.currency}`, 16)}${nodeCost.toFixed(2)} USD (${((c.total / nodeCost) * 1e6).toFixed(1)} ppm)`);
   }
   if (measured !== undefined) {
