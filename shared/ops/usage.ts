@@ -1,5 +1,7 @@
 /** GET /api/usage: node-minutes and estimated cost per day and per tag, summed over finished jobs. Pure. */
 import type { JobCost } from './cost';
+import { controlPlaneCost, estimateControlPlaneUsage, DEFAULT_USAGE_COEFFICIENTS } from './controlPlaneCost';
+import { CONTROL_PLANE_PRICES } from './controlPlanePrices';
 
 export interface UsageInput {
   id: string;
@@ -22,6 +24,27 @@ export interface UsageReport {
   /** "key=value" → bucket. */
   perTag: Record<string, UsageBucket>;
   total: UsageBucket;
+  /**
+   * The control plane's own cost (Functions host and storage transactions) of the same jobs, beside the nodes' cost:
+   * an estimate from each job's nodes and pool minutes (shared/ops/controlPlaneCost.ts), priced with dated prices.
+   */
+  controlPlane: ControlPlaneUsageReport;
+}
+
+export interface ControlPlaneUsageReport {
+  currency: string;
+  estimatedCost: number;
+  perDay: Record<string, number>;
+  basis: string;
+  pricesAsOf: string;
+  priceSource: string;
+  /** True while the prices are the dated constants rather than loaded ones. */
+  fallback: boolean;
+}
+
+/** The control plane's estimated cost of one job, from its cost record. */
+export function jobControlPlaneCost(cost: Pick<JobCost, 'nodes' | 'minutes'>): number {
+  return controlPlaneCost(estimateControlPlaneUsage({ nodes: Math.max(0, cost.nodes), minutes: Math.max(0, cost.minutes) })).total;
 }
 
 const empty = (): UsageBucket => ({ jobs: 0, nodeMinutes: 0, estimatedCost: 0, unpriced: 0 });
@@ -36,7 +59,16 @@ function add(bucket: UsageBucket, cost: JobCost): void {
 
 /** Jobs without a cost (no pool was ever allocated, or still running) are left out. */
 export function usageReport(jobs: readonly UsageInput[]): UsageReport {
-  const report: UsageReport = { perDay: {}, perTag: {}, total: empty() };
+  const controlPlane: ControlPlaneUsageReport = {
+    currency: CONTROL_PLANE_PRICES.currency,
+    estimatedCost: 0,
+    perDay: {},
+    basis: DEFAULT_USAGE_COEFFICIENTS.basis,
+    pricesAsOf: CONTROL_PLANE_PRICES.asOf,
+    priceSource: CONTROL_PLANE_PRICES.source,
+    fallback: CONTROL_PLANE_PRICES.fallback,
+  };
+  const report: UsageReport = { perDay: {}, perTag: {}, total: empty(), controlPlane };
   for (const job of jobs) {
     const cost = job.cost;
     if (!cost) continue;
@@ -44,6 +76,10 @@ export function usageReport(jobs: readonly UsageInput[]): UsageReport {
     add(report.total, cost);
     add((report.perDay[cost.releasedAt.slice(0, 10)] ??= empty()), cost);
     for (const [k, v] of Object.entries(job.tags)) add((report.perTag[`${k}=${v}`] ??= empty()), cost);
+    const cp = jobControlPlaneCost(cost);
+    const day = cost.releasedAt.slice(0, 10);
+    controlPlane.estimatedCost = round(controlPlane.estimatedCost + cp, 6);
+    controlPlane.perDay[day] = round((controlPlane.perDay[day] ?? 0) + cp, 6);
   }
   return report;
 }

@@ -140,6 +140,9 @@ describe('web dashboard', () => {
     expect(await page.textContent('[data-testid="mpi"]')).toContain('master');
     expect(await page.$$eval('[data-testid="exit-code"]', (rows) => rows.length)).toBeGreaterThanOrEqual(2);
     expect(await page.$$eval('[data-testid="log-link"]', (l) => l.length)).toBeGreaterThanOrEqual(1);
+    // The cost card: the control plane's own estimated cost beside the nodes' (docs/capacity.md).
+    await page.waitForSelector('[data-testid="control-plane-cost"]', { timeout: 10_000 });
+    expect(await page.textContent('[data-testid="control-plane-cost"]')).toMatch(/^control plane ≈ \d+\.\d{5} USD \(Functions and storage; estimate, prices as of \d{4}-\d{2}-\d{2}/);
     await page.screenshot({ path: path.join(ARTIFACTS, 'dashboard-job.png'), fullPage: true });
   }, 150_000);
 

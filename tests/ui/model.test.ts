@@ -99,10 +99,10 @@ describe('dashboard view model', () => {
       pricePerNodeHour: 0.384, priceSource: 'builtin', allocatedAt: '2026-01-01T00:00:00.000Z', releasedAt: '2026-01-01T00:01:30.000Z', minutes: 1.5, perStage: {},
     };
     expect(costSummary({ cost }))
-      .toEqual({ estimate: '0.0123 USD', nodeMinutes: 4.5, detail: 'Standard_D8s_v5 · 3 nodes · 0.384 USD/node-hour · prices: builtin' });
+      .toEqual({ estimate: '0.0123 USD', nodeMinutes: 4.5, detail: 'Standard_D8s_v5 · 3 nodes · 0.384 USD/node-hour · prices: builtin', controlPlane: expect.stringMatching(/^control plane ≈ 0\.\d{5} USD \(Functions and storage; estimate, prices as of \d{4}-\d{2}-\d{2}, dated fallback\)$/) as unknown });
     // A VM size missing from the price table: node-minutes, no estimate.
     expect(costSummary({ result: { cost: { ...cost, estimatedCost: undefined, pricePerNodeHour: undefined } } }))
-      .toEqual({ estimate: undefined, nodeMinutes: 4.5, detail: 'Standard_D8s_v5 · 3 nodes · prices: builtin' });
+      .toEqual({ estimate: undefined, nodeMinutes: 4.5, detail: 'Standard_D8s_v5 · 3 nodes · prices: builtin', controlPlane: expect.any(String) as unknown });
     expect(costSummary({ result: { nodeMinutes: 2 } })).toEqual({ nodeMinutes: 2 });
     expect(costSummary({})).toBeUndefined();
   });

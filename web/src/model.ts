@@ -7,6 +7,8 @@ import type { JobState, TerminalState } from '../../shared/state/states';
 import type { Counter, NodeProgress, PipelineStatus } from '../../shared/contract/progress';
 import type { JobCost, JobResultView } from '../../shared/contract/jobResult';
 import type { JobQueueView } from '../../shared/contract/queue';
+import { jobControlPlaneCost } from '../../shared/ops/usage';
+import { CONTROL_PLANE_PRICES } from '../../shared/ops/controlPlanePrices';
 
 /** The keys of a record, typed: how the lists below stay complete (a missing or unknown key does not compile). */
 function keysOf<K extends string>(r: Record<K, unknown>): K[] {
@@ -281,6 +283,8 @@ export interface CostSummary {
   estimate?: string;
   nodeMinutes?: number;
   detail?: string;
+  /** The control plane's own estimated cost of the job (Functions and storage transactions), beside the nodes'. */
+  controlPlane?: string;
 }
 
 /** The cost block, from `cost` on the job view (or in its result); falls back to the result's node-minutes. */
@@ -297,6 +301,7 @@ export function costSummary(job: Pick<JobView, 'cost' | 'result'>): CostSummary 
       estimate: cost.estimatedCost !== undefined ? `${cost.estimatedCost.toFixed(cost.estimatedCost < 1 ? 4 : 2)} ${cost.currency}` : undefined,
       nodeMinutes: cost.nodeMinutes.total,
       detail: parts.join(' · '),
+      controlPlane: `control plane ≈ ${jobControlPlaneCost(cost).toFixed(5)} ${CONTROL_PLANE_PRICES.currency} (Functions and storage; estimate, prices as of ${CONTROL_PLANE_PRICES.asOf}${CONTROL_PLANE_PRICES.fallback ? ', dated fallback' : ''})`,
     };
   }
   if (typeof job.result?.nodeMinutes === 'number') return { nodeMinutes: job.result.nodeMinutes };

@@ -111,7 +111,8 @@ function costCard(job: JobView, now: number): HTMLElement | null {
   return card('Cost', 'cost',
     cost.estimate ? h('p', { class: 'big' }, cost.estimate) : null,
     cost.nodeMinutes !== undefined ? h('p', {}, `${cost.nodeMinutes} node-minutes`) : null,
-    cost.detail ? h('p', { class: 'muted' }, cost.detail) : null);
+    cost.detail ? h('p', { class: 'muted' }, cost.detail) : null,
+    cost.controlPlane ? h('p', { class: 'muted', 'data-testid': 'control-plane-cost' }, cost.controlPlane) : null);
 }
 
 function attemptsCard(job: JobView): HTMLElement | null {
