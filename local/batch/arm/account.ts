@@ -36,7 +36,8 @@ export function getAccount(ctx: ArmContext, caller: VerifiedToken): ArmResponse 
       id,
       name: scope.accountName,
       type: 'Microsoft.Batch/batchAccounts',
-      location: ctx.location,
+      // No location: BatchManagement 2023-11-01 models the account as a ProxyResource (the region is a setting of
+      // the control plane, BATCH_LOCATION, where it asks for virtualMachineSkus).
       identity: { type: 'None' },
       properties: {
         accountEndpoint: ctx.accountEndpoint,
