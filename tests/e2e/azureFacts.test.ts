@@ -67,7 +67,7 @@ test('an Ubuntu image with the Windows node agent is a 400 at pool.nodeAgentSku 
   expect(res.status).toBe(400);
   expect(errorAt(res.body, 'pool.nodeAgentSku')).toBe('the image microsoft-dsvm:ubuntu-hpc:2204 needs the node agent SKU batch.node.ubuntu 22.04, not "batch.node.windows amd64"');
   const image = await call('POST', '/api/jobs?dryRun=true', spec('facts-image', { vmSize: 'Standard_D2s_v5', nodes: 1, image: { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2404' }, nodeAgentSku: 'batch.node.ubuntu 24.04' }));
-  expect(errorAt(image.body, 'pool.image')).toMatch(/did you mean microsoft-dsvm:ubuntu-hpc:2204 \(batch\.node\.ubuntu 22\.04\)/);
+  expect(errorAt(image.body, 'pool.image')).toMatch(/did you mean .*microsoft-dsvm:ubuntu-hpc:2204 \(batch\.node\.ubuntu 22\.04\)/);
   expect(stack.batch.pools()).toEqual([]);
 });
 
