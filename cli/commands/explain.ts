@@ -7,6 +7,7 @@
 import type { ExplainDocument } from '../../shared/contract/explain';
 import { defaultExplainSettings } from '../../shared/intake/settings';
 import { deploymentValue, explainJob } from '../../shared/planning/explain';
+import { factsSummary, offlineFacts } from '../../shared/planning/azureFacts';
 import { parseJobSpec } from '../../shared/spec';
 import { submissionJobId } from '../../shared/state/submission';
 import { printJson, type CommandContext } from '../context';
@@ -27,11 +28,14 @@ function explainOffline(file: string, text: string, contentType: string): Explai
   if (!parsed.ok) throw new CliError(`${file} is not a valid job spec: ${parsed.errors.length} problem(s)`, ExitCode.Usage, parsed.errors);
   const { spec } = parsed;
   // Without a caller the id of a spec without `id` is the unscoped content hash; the API scopes it to the caller.
-  return explainJob({
+  const doc = explainJob({
     jobId: submissionJobId(spec),
     jobIdFrom: spec.id !== undefined ? 'spec.id' : 'content',
     spec,
     settings: defaultExplainSettings(deploymentValue),
     policiesChecked: false,
   });
+  // Offline the account is not asked: the built-in size table, marked as such (docs/azure-facts.md).
+  if (doc.pool.action === 'create') doc.pool.facts = factsSummary(offlineFacts(), spec.pool.vmSize);
+  return doc;
 }

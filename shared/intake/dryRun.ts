@@ -13,6 +13,7 @@ import { callerOf, checkFacts, checkSubmission, recordedSpec, type SubmitRequest
 import { checkScheduling, type SchedulingPolicy } from '../scheduling/intake';
 import type { JobStore } from '../state/jobStore';
 import { checkPoolAccess, type PoolGate } from './poolAccess';
+import { factsSummary } from '../planning/azureFacts';
 import { missesAsErrors, sourceChecks, type SourceCheck, type SourceMiss } from '../planning/sourcesCheck';
 
 export type DryRunRequest = Pick<SubmitRequest, 'body' | 'contentType' | 'idempotencyKey' | 'idScope' | 'dataAccess' | 'containers' | 'caller' | 'facts'> & {
@@ -61,8 +62,10 @@ export async function dryRunSubmission(store: Pick<JobStore, 'get'>, req: DryRun
   const pool = await checkPoolAccess(out.spec, req.pools);
   if (!pool.ok) return { kind: 'poolForbidden', errors: pool.errors };
   // The account's sizes, images and agents (docs/azure-facts.md): what Batch would refuse, refused before any pool.
-  const unavailable = await checkFacts(out.spec, req.facts);
+  const facts = req.facts ? await req.facts() : undefined;
+  const unavailable = await checkFacts(out.spec, facts && (() => Promise.resolve(facts)));
   if (unavailable.length) return { kind: 'invalid', errors: unavailable };
+  if (facts && out.document.pool.action === 'create') out.document.pool.facts = factsSummary(facts, out.spec.pool.vmSize);
   const unschedulable = await checkScheduling(store, req.scheduling, out.document.jobId, out.spec, req.owner);
   if (unschedulable.length) return { kind: 'invalid', errors: unschedulable };
   const checks = req.sources ? sourceChecks(out.spec) : [];

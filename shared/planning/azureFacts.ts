@@ -214,3 +214,19 @@ export function effectiveCoreQuota(live: FactQuota | undefined, configured: Core
 export function offlineFacts(): AzureFacts {
   return { source: 'offline', sizes: listedVmSizes().map(({ name, cores, family }) => ({ name, family, vCPUs: cores })) };
 }
+
+/** What the explain document says about the facts a pool was checked against (ExplainDocument pool.facts). */
+export function factsSummary(facts: AzureFacts, vmSize: string | undefined): {
+  source: AzureFacts['source'];
+  location: string | null;
+  readAt: { images: string | null; sizes: string | null; quota: string | null };
+  vmSize: { name: string; family: string; vCPUs: number; memoryGiB: number | null; gpus: number | null; rdma: boolean | null } | null;
+} {
+  const size = vmSize === undefined ? undefined : factSize(facts, vmSize);
+  return {
+    source: facts.source,
+    location: facts.location ?? null,
+    readAt: { images: facts.fetchedAt?.images ?? null, sizes: facts.fetchedAt?.sizes ?? null, quota: facts.fetchedAt?.quota ?? null },
+    vmSize: size ? { name: size.name, family: size.family, vCPUs: size.vCPUs, memoryGiB: size.memoryGiB ?? null, gpus: size.gpus ?? null, rdma: size.rdma ?? null } : null,
+  };
+}

@@ -298,9 +298,11 @@ describe('hpcjob explain', () => {
     const doc = JSON.parse(json.stdout) as ExplainDocument;
     const parsed = parseJobSpec(readFileSync(hpl, 'utf8'), 'application/yaml');
     if (!parsed.ok) throw new Error('example invalid');
-    expect(doc).toEqual(explainJob({
+    // The pure function's document, with the offline facts it was explained with (the built-in size table).
+    const pure = explainJob({
       jobId: submissionJobId(parsed.spec), jobIdFrom: 'content', spec: parsed.spec, policiesChecked: false, settings: defaultExplainSettings(deploymentValue),
-    }));
+    });
+    expect(doc).toEqual({ ...pure, pool: { ...pure.pool, facts: { source: 'offline', location: null, readAt: { images: null, sizes: null, quota: null }, vmSize: { name: 'Standard_HB120rs_v3', family: 'standardHBv3Family', vCPUs: 120, memoryGiB: null, gpus: null, rdma: null } } } });
     expect(doc.settings).toEqual({
       source: 'defaults', stagingAccounts: ['<deployment: staging accounts (STAGING_ACCOUNTS)>'], copyConcurrency: 8, sasMarginMinutes: 60, sasMaxLifetimeMinutes: 7 * 24 * 60, nodeTaskMaxAttempts: 3, poolIdentity: null,
     });
