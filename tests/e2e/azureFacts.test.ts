@@ -58,6 +58,11 @@ test('a dry run with Standard_Bogus9 is a 400 at pool.vmSize with suggestions, a
   expect(submitted.status).toBe(400);
   expect((await call('GET', '/api/jobs/facts-bogus')).status).toBe(404);
   expect(stack.batch.pools()).toEqual([]);
+  // A valid spec's dry run says which facts it was checked against.
+  const ok = await call('POST', '/api/jobs?dryRun=true', spec('facts-ok', { vmSize: 'standard_hb120rs_v3', nodes: 2 }));
+  expect(ok.status).toBe(200);
+  expect(ok.body.pool.facts).toMatchObject({ source: 'account', location: 'westeurope', vmSize: { name: 'Standard_HB120rs_v3', family: 'standardHBv3Family', vCPUs: 120, memoryGiB: 448, gpus: 0, rdma: true } });
+  expect(Date.parse(ok.body.pool.facts.readAt.sizes)).not.toBeNaN();
 });
 
 test('an Ubuntu image with the Windows node agent is a 400 at pool.nodeAgentSku naming the right agent', async () => {
