@@ -13,7 +13,7 @@ import { parseJobSpec, deriveJobId } from '../shared/spec';
 import { submitJob } from '../shared/intake/submit';
 import { claimedJobId, recordRejectedSubmission } from '../shared/intake/rejected';
 import { isTerminal } from '../shared/state';
-import { appConfig, jobStore, poolGate, schedulingPolicy } from '../shared/services';
+import { appConfig, jobStore, poolGate, schedulingPolicy, submissionFacts } from '../shared/services';
 import { queuePoolCaller } from '../shared/intake/poolAccess';
 import { durableClientOf, orchestrationStarter } from './lib/durable';
 import { dataAccessPolicy } from '../shared/intake/dataAccess';
@@ -30,6 +30,7 @@ export async function jobSubmissionFromQueue(message: unknown, context: Invocati
     const outcome = await submitJob(store, orchestrationStarter(durableClientOf(context)), {
       body: message, owner: QUEUE_OWNER, caller: QUEUE_DATA_CALLER, dataAccess: dataAccessPolicy(appConfig()), containers: containerPolicy(appConfig()), scheduling: await schedulingPolicy(),
       pools: poolGate(queuePoolCaller(QUEUE_OWNER)),
+      facts: submissionFacts(),
     });
     if (outcome.kind === 'invalid' || outcome.kind === 'forbidden') {
       // No HTTP status here: data outside the queue's area is rejected like an invalid spec, recorded with its reason.

@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import { existsSync } from 'node:fs';
 import { DATA_ACCOUNT, STAGING_ACCOUNTS, type AzuriteHandle } from './azurite';
 import type { BatchEmulatorHandle, BatchEmulatorOptions } from './batch';
+import { DEFAULT_LOCATION } from './batch/arm/server';
 import { APP_IDENTITY } from './identity/managedIdentities';
 import type { OperatorAccess } from './operatorAccess';
 import type { RegistryHandle } from './registry';
@@ -192,6 +193,8 @@ export function localIdentitySettings(services: Pick<Services, 'identity' | 'bat
       POOL_IDENTITY_RESOURCE_ID: wiring.pool.resourceId,
       POOL_IDENTITY_CLIENT_ID: wiring.pool.clientId,
       ARM_ENDPOINT: services.batch.armUrl,
+      // The emulated account's region: the VM sizes validation checks are the ones it lists there (docs/azure-facts.md).
+      BATCH_LOCATION: DEFAULT_LOCATION,
       // Also with shared keys (whose settings name no identity): DefaultAzureCredential picks the app's identity by it.
       AZURE_CLIENT_ID: wiring.app.clientId,
     });

@@ -25,6 +25,8 @@ import type { PoolCaller, PoolGate, PoolLookup } from './intake/poolAccess';
 import { PriceStore } from './ops/priceStore';
 import { priceService, type PriceService } from './ops/priceService';
 import { fetchNodePrices } from './ops/retailPricesClient';
+import { FactsCache } from './batch/facts';
+import { effectiveCoreQuota, type AzureFacts } from './planning/azureFacts';
 
 let config: AppConfig | undefined;
 let batch: BatchContext | undefined;
@@ -112,9 +114,38 @@ export async function schedulingPolicy(): Promise<SchedulingPolicy> {
   return { queues: appConfig().admission.queues.map((q) => q.name), dependents: (await schedulingStores()).dependents };
 }
 
-/** Admission over the deployment's Admission table and limits. */
+let factsCache: FactsCache | undefined;
+
+/** The Batch account's sizes, images and quotas, cached (shared/batch/facts.ts; docs/azure-facts.md). */
+export function accountFacts(): FactsCache {
+  return (factsCache ??= new FactsCache({
+    batch: batchContext(),
+    arm: armBatchContext(),
+    config: appConfig().facts,
+    onError: (part, err) => console.warn(`azure facts: reading the account's ${part} failed; keeping what was read before: ${(err as Error).message}`),
+  }));
+}
+
+/** What validation checks pools against: the account's facts, or undefined when FACTS_CHECK is false. */
+export function submissionFacts(): (() => Promise<AzureFacts>) | undefined {
+  return appConfig().facts.check ? () => accountFacts().facts() : undefined;
+}
+
+/** Admission over the deployment's Admission table and limits (with the account's live quota). */
 export async function admissionDeps(): Promise<AdmissionDeps> {
-  return { store: (await schedulingStores()).admission, limits: admissionLimits() };
+  return { store: (await schedulingStores()).admission, limits: await liveAdmissionLimits() };
+}
+
+/**
+ * The limits with the Batch account's core quota (read through the management plane, cached FACTS_QUOTA_TTL_MINUTES),
+ * lowered by ADMISSION_CORE_QUOTA where that is lower; without the management plane, or while the account cannot be
+ * read, ADMISSION_CORE_QUOTA alone (shared/planning/azureFacts.ts effectiveCoreQuota).
+ */
+export async function liveAdmissionLimits(): Promise<AdmissionLimits> {
+  const limits = admissionLimits();
+  const cfg = appConfig();
+  const live = await accountFacts().accountQuota();
+  return { ...limits, coreQuota: effectiveCoreQuota(live, cfg.facts.coreQuotaConfigured ? cfg.admission.coreQuota : undefined) };
 }
 
 /** The limits admission keeps, from configuration. */

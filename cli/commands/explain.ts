@@ -7,6 +7,7 @@
 import type { ExplainDocument } from '../../shared/contract/explain';
 import { defaultExplainSettings } from '../../shared/intake/settings';
 import { deploymentValue, explainJob } from '../../shared/planning/explain';
+import { factsSummary, offlineFacts } from '../../shared/planning/azureFacts';
 import { parseJobSpec } from '../../shared/spec';
 import { submissionJobId } from '../../shared/state/submission';
 import { printJson, type CommandContext } from '../context';
@@ -29,7 +30,7 @@ function explainOffline(file: string, text: string, contentType: string): Explai
   if (!parsed.ok) throw new CliError(`${file} is not a valid job spec: ${parsed.errors.length} problem(s)`, ExitCode.Usage, parsed.errors);
   const { spec } = parsed;
   // Without a caller the id of a spec without `id` is the unscoped content hash; the API scopes it to the caller.
-  return explainJob({
+  const doc = explainJob({
     jobId: submissionJobId(spec),
     jobIdFrom: spec.id !== undefined ? 'spec.id' : 'content',
     spec,
@@ -38,4 +39,7 @@ function explainOffline(file: string, text: string, contentType: string): Explai
     // Offline the deployment's prices are unknown: the built-in table, marked as the fallback it is.
     ...(spec.pool.vmSize ? { price: fallbackQuote(spec.pool.vmSize, DEFAULT_PRICE_TABLE, 'offline: the deployment\'s prices are not known') } : {}),
   });
+  // Offline the account is not asked: the built-in size table, marked as such (docs/azure-facts.md).
+  if (doc.pool.action === 'create') doc.pool.facts = factsSummary(offlineFacts(), spec.pool.vmSize);
+  return doc;
 }

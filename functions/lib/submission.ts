@@ -8,7 +8,7 @@ import { dataCallerOf } from '../../shared/auth';
 import { dataAccessPolicy } from '../../shared/intake/dataAccess';
 import { containerPolicy } from '../../shared/intake/containerPolicy';
 import { poolCallerOf } from '../../shared/intake/poolAccess';
-import { appConfig, poolGate, schedulingPolicy } from '../../shared/services';
+import { appConfig, poolGate, schedulingPolicy, submissionFacts } from '../../shared/services';
 
 export async function callerSubmission(principal: Principal) {
   return {
@@ -20,5 +20,6 @@ export async function callerSubmission(principal: Principal) {
     containers: containerPolicy(appConfig()),
     scheduling: await schedulingPolicy(),
     pools: poolGate(poolCallerOf(principal)),
+    facts: submissionFacts(),
   };
 }

@@ -69,7 +69,11 @@ export interface BatchEmulatorOptions {
   dataDir?: string;
   timing?: EmulatorTiming;
   faults?: FaultConfig;
-  /** The account's dedicated core quota, per VM family and in total (default: none). See docs/local-batch.md. */
+  /**
+   * The account's quotas: dedicated cores per VM family and in total (enforced at allocation), low-priority cores,
+   * pools and active jobs (reported by the management plane's account GET). Unset: not enforced, and the account GET
+   * reports Batch's defaults for a new account (model/catalog.ts). See docs/azure-facts.md.
+   */
   quota?: AccountQuota;
   onExchange?: (ex: ExchangeRecord) => void;
   /** Extra dirs prepended to every node's PATH (e.g. the nodetools bin dir). */
@@ -80,7 +84,7 @@ export interface BatchEmulatorOptions {
    * Serve the account's management plane (Resource Manager's Microsoft.Batch/batchAccounts/pools) on its own
    * listener: where the account sits, and who may call it (token verification and role assignments).
    */
-  arm?: { subscriptionId: string; resourceGroup: string; access: ArmAccessConfig; port?: number };
+  arm?: { subscriptionId: string; resourceGroup: string; access: ArmAccessConfig; port?: number; /** The account's region (default westeurope). */ location?: string };
   /** Every management-plane exchange, for contract tests. */
   onArmExchange?: (ex: ExchangeRecord) => void;
   /**

@@ -115,6 +115,9 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
       identity: opts.identity,
       services: { engine, executor, scheduler, jobs },
       baseUrl: () => armUrl as string,
+      accountUrl: () => url,
+      location: opts.arm.location,
+      sharedKey: opts.sharedKey ?? true,
       onExchange: opts.onArmExchange,
     });
     armServer.keepAliveTimeout = 1000;

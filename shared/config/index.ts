@@ -95,6 +95,8 @@ export interface AppConfig {
   events: EventsConfig;
   /** Queues and the limits admission keeps; see docs/scheduling.md. */
   admission: AdmissionConfig;
+  /** Reading the Batch account's sizes, images and quotas (docs/azure-facts.md). */
+  facts: FactsConfig;
   /**
    * The user-assigned identity pools run with (pools then come from the management plane), or undefined: pools from
    * the data plane, no identity on the nodes (see shared/config/poolIdentity.ts).
@@ -322,6 +324,13 @@ const envSchema = z.object({
   ADMISSION_OWNER_MAX_CORES: intSetting(0, 0, 100_000_000),
   ADMISSION_BACKFILL_LIMIT: intSetting(4, 0, 1_000),
   ADMISSION_POLL_SECONDS: intSetting(60, 1, 3_600),
+  // Azure facts (shared/batch/facts.ts, docs/azure-facts.md): the region the account's sizes are asked for, how long
+  // the quotas and the size/image lists are kept before they are read again, and whether validation asks at all.
+  BATCH_LOCATION: z.string().trim().regex(/^[a-z0-9]{2,40}$/, { error: 'must be an Azure region name such as "westeurope"' }).optional(),
+  FACTS_QUOTA_TTL_MINUTES: intSetting(60, 1, 7 * 24 * 60),
+  FACTS_CATALOG_TTL_MINUTES: intSetting(24 * 60, 1, 30 * 24 * 60),
+  FACTS_CHECK: z.string().trim().optional()
+    .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
   BATCH_SUBSCRIPTION_ID: z.string().optional(),
   BATCH_RESOURCE_GROUP: z.string().optional(),
   POOL_IDENTITY_RESOURCE_ID: z.string().optional(),
@@ -338,6 +347,20 @@ export const SETTING_NAMES: readonly string[] = Object.keys(envSchema.shape);
  * Reads and validates the configuration. Pure: everything comes from `env`.
  * Throws ConfigError naming each missing or bad variable.
  */
+/** How the control plane reads the Batch account's facts (shared/batch/facts.ts, docs/azure-facts.md). */
+export interface FactsConfig {
+  /** Validate pools against the account's sizes and images (FACTS_CHECK, default true). */
+  check: boolean;
+  /** The account's region (BATCH_LOCATION): the sizes are that region's. Unset: sizes are not checked. */
+  location?: string;
+  /** How long quotas are kept (FACTS_QUOTA_TTL_MINUTES, default 60). */
+  quotaTtlMs: number;
+  /** How long sizes and images are kept (FACTS_CATALOG_TTL_MINUTES, default 1440). */
+  catalogTtlMs: number;
+  /** Whether ADMISSION_CORE_QUOTA was set (it then lowers the account's quota; without the management plane it is the quota). */
+  coreQuotaConfigured: boolean;
+}
+
 export function loadConfig(env: Record<string, string | undefined> = process.env): AppConfig {
   const parsed = envSchema.safeParse(env);
   const problems: string[] = [];
@@ -466,6 +489,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       ownerMaxCores: limit(e.ADMISSION_OWNER_MAX_CORES),
       backfillLimit: e.ADMISSION_BACKFILL_LIMIT,
       pollMs: e.ADMISSION_POLL_SECONDS * 1000,
+    },
+    facts: {
+      check: e.FACTS_CHECK !== 'false',
+      ...(e.BATCH_LOCATION ? { location: e.BATCH_LOCATION } : {}),
+      quotaTtlMs: e.FACTS_QUOTA_TTL_MINUTES * 60_000,
+      catalogTtlMs: e.FACTS_CATALOG_TTL_MINUTES * 60_000,
+      coreQuotaConfigured: (e.ADMISSION_CORE_QUOTA ?? '').trim() !== '',
     },
     ...(poolIdentity ? { poolIdentity } : {}),
     registryCredentials,
@@ -618,9 +648,9 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** RETAIL_PRICES_URL ("off" turns the API off), PRICES_REGION (else the Batch account URL's region), PRICES_MAX_AGE_HOURS. */
+/** RETAIL_PRICES_URL ("off" turns the API off), PRICES_REGION (else BATCH_LOCATION, else the Batch account URL's region), PRICES_MAX_AGE_HOURS. */
 function parseRetailPrices(
-  e: { RETAIL_PRICES_URL?: string; PRICES_REGION?: string; PRICES_MAX_AGE_HOURS: number; BATCH_ACCOUNT_URL: string },
+  e: { RETAIL_PRICES_URL?: string; PRICES_REGION?: string; PRICES_MAX_AGE_HOURS: number; BATCH_ACCOUNT_URL: string; BATCH_LOCATION?: string },
   problems: string[],
 ): RetailPricesConfig {
   const maxAgeMs = e.PRICES_MAX_AGE_HOURS * 3_600_000;
@@ -637,7 +667,7 @@ function parseRetailPrices(
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname))) {
     problems.push(`RETAIL_PRICES_URL: must be https (http only on loopback), got "${raw}"`);
   }
-  const region = e.PRICES_REGION || regionOfBatchAccountUrl(e.BATCH_ACCOUNT_URL);
+  const region = e.PRICES_REGION || e.BATCH_LOCATION || regionOfBatchAccountUrl(e.BATCH_ACCOUNT_URL);
   if (!region) return { maxAgeMs, url: url.toString(), off: 'no region: set PRICES_REGION (the Batch account URL names none)' };
   return { maxAgeMs, url: url.toString(), region };
 }

@@ -10,13 +10,14 @@ import { PlanningError } from '../planning/errors';
 import type { SpecError } from '../spec';
 import type { JobSpec } from '../spec/schema';
 import { submissionJobId } from '../state/submission';
-import { callerOf, checkSubmission, recordedSpec, type SubmitRequest } from './submit';
+import { callerOf, checkFacts, checkSubmission, recordedSpec, type SubmitRequest } from './submit';
 import { checkScheduling, type SchedulingPolicy } from '../scheduling/intake';
 import type { JobStore } from '../state/jobStore';
 import { checkPoolAccess, type PoolGate } from './poolAccess';
+import { factsSummary } from '../planning/azureFacts';
 import { missesAsErrors, sourceChecks, type SourceCheck, type SourceMiss } from '../planning/sourcesCheck';
 
-export type DryRunRequest = Pick<SubmitRequest, 'body' | 'contentType' | 'idempotencyKey' | 'idScope' | 'dataAccess' | 'containers' | 'caller'> & {
+export type DryRunRequest = Pick<SubmitRequest, 'body' | 'contentType' | 'idempotencyKey' | 'idScope' | 'dataAccess' | 'containers' | 'caller' | 'facts'> & {
   settings: ExplainSettings;
   /** The submitter: recorded on the pool the job would create, and the recorded spec's defaults depend on it; unset: explained without them. */
   owner?: string;
@@ -64,6 +65,11 @@ export async function dryRunSubmission(
   if (out.kind !== 'explained') return out;
   const pool = await checkPoolAccess(out.spec, req.pools);
   if (!pool.ok) return { kind: 'poolForbidden', errors: pool.errors };
+  // The account's sizes, images and agents (docs/azure-facts.md): what Batch would refuse, refused before any pool.
+  const facts = req.facts ? await req.facts() : undefined;
+  const unavailable = await checkFacts(out.spec, facts && (() => Promise.resolve(facts)));
+  if (unavailable.length) return { kind: 'invalid', errors: unavailable };
+  if (facts && out.document.pool.action === 'create') out.document.pool.facts = factsSummary(facts, out.spec.pool.vmSize);
   const unschedulable = await checkScheduling(store, req.scheduling, out.document.jobId, out.spec, req.owner);
   if (unschedulable.length) return { kind: 'invalid', errors: unschedulable };
   const checks = req.sources ? sourceChecks(out.spec) : [];

@@ -13,6 +13,7 @@ import { checkPoolAccess, type PoolGate } from './poolAccess';
 import { checkDataAreas, withIntakeDefaults } from './dataAreas';
 import { withRegistryAliases } from './registryAliases';
 import { ownerDataArea, type DataCaller } from '../auth/dataArea';
+import { checkPoolFacts, type AzureFacts } from '../planning/azureFacts';
 
 export interface OrchestrationStarter {
   /**
@@ -50,6 +51,14 @@ export interface SubmitRequest {
   caller?: DataCaller;
   /** A rerun (shared/intake/rerun.ts): the job it reruns, recorded on the new row. */
   rerunOf?: string;
+  /** The Batch account's sizes and images (shared/services.ts submissionFacts); unset: not checked. */
+  facts?: () => Promise<AzureFacts>;
+}
+
+/** What Batch would refuse about the job's new pool (size, image, agent SKU), as spec errors with the nearest choices. */
+export async function checkFacts(spec: JobSpec, facts: (() => Promise<AzureFacts>) | undefined): Promise<SpecError[]> {
+  if (!facts) return [];
+  return checkPoolFacts(await facts(), spec.pool).map((i) => ({ path: i.path.join('.'), message: i.message }));
 }
 
 export type SubmitOutcome =
@@ -101,6 +110,9 @@ export async function submitJob(store: JobStore, starter: OrchestrationStarter, 
   // Pools have owners: judged before anything is written (and again when the job is placed on the pool).
   const pool = await checkPoolAccess(checked.spec, req.pools);
   if (!pool.ok) return { kind: 'poolForbidden', errors: pool.errors };
+  // Sizes, images and agents Batch would refuse: before anything is written, with the nearest valid choices.
+  const unavailable = await checkFacts(checked.spec, req.facts);
+  if (unavailable.length) return { kind: 'invalid', errors: unavailable };
   // The id comes from the spec as submitted; the recorded spec then carries the defaults that depend on it.
   const id = submissionJobId(checked.spec, req.idempotencyKey, req.idScope);
   const parsed = { spec: recordedSpec(checked.spec, req.owner, id, req.dataAccess) };

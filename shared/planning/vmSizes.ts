@@ -132,8 +132,7 @@ type Entry = readonly [cores: number, family: string];
 const series = (family: string, sizes: Record<string, number>): [string, Entry][] =>
   Object.entries(sizes).map(([size, cores]) => [size, [cores, family] as const]);
 
-const TABLE: ReadonlyMap<string, Entry> = new Map(
-  [
+const ENTRIES: readonly [string, Entry][] = [
     ...series('standardHBv3Family', {
       Standard_HB120rs_v3: 120, 'Standard_HB120-96rs_v3': 120, 'Standard_HB120-64rs_v3': 120, 'Standard_HB120-32rs_v3': 120, 'Standard_HB120-16rs_v3': 120,
     }),
@@ -154,8 +153,17 @@ const TABLE: ReadonlyMap<string, Entry> = new Map(
     ...series('standardNCSv3Family', { Standard_NC6s_v3: 6, Standard_NC12s_v3: 12, Standard_NC24s_v3: 24, Standard_NC24rs_v3: 24 }),
     ...series('standardNDSv2Family', { Standard_ND40rs_v2: 40 }),
     ...series('Standard NDASv4_A100 Family', { Standard_ND96asr_v4: 96 }),
-  ].map(([size, entry]) => [size.toLowerCase(), entry] as const),
-);
+];
+
+const TABLE: ReadonlyMap<string, Entry> = new Map(ENTRIES.map(([size, entry]) => [size.toLowerCase(), entry] as const));
+
+/**
+ * Every size of the built-in table: the control plane's offline fallback when it cannot read the account's sizes
+ * (shared/planning/azureFacts.ts offlineFacts). Not what a region offers: nothing is refused on its word.
+ */
+export function listedVmSizes(): { name: string; cores: number; family: string }[] {
+  return ENTRIES.map(([name, [cores, family]]) => ({ name, cores, family }));
+}
 
 export function vmSizeInfo(vmSize: string): VmSizeInfo {
   const entry = TABLE.get(vmSize.trim().toLowerCase());

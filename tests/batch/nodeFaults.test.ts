@@ -33,7 +33,7 @@ beforeAll(async () => {
   emu = await startBatchEmulator({ timing: { allocateMs: 20, bootMs: 20, leaveMs: 20 } });
   const config = loadConfig({ BATCH_ACCOUNT_URL: emu.url, BATCH_ACCOUNT_NAME: emu.accountName, BATCH_ACCOUNT_KEY: emu.accountKey, AzureWebJobsStorage: 'UseDevelopmentStorage=true', STAGING_ACCOUNTS: 'devstoreaccount1' });
   ctx = createBatchContext(config);
-  await createJobPool(ctx, { poolId: POOL, jobId: POOL, vmSize: 'standard_d2s_v5', targetDedicatedNodes: 2, image: { publisher: 'canonical', offer: 'ubuntu', sku: '22_04-lts' }, nodeAgentSkuId: 'batch.node.ubuntu 22.04' });
+  await createJobPool(ctx, { poolId: POOL, jobId: POOL, vmSize: 'standard_d2s_v5', targetDedicatedNodes: 2, image: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts' }, nodeAgentSkuId: 'batch.node.ubuntu 22.04' });
   const s = await until('two idle nodes', async () => {
     const x = await getPoolSnapshot(ctx, POOL);
     return x && x.nodes.length === 2 && x.nodes.every((n) => n.state === 'idle') ? x : undefined;

@@ -24,6 +24,12 @@ export interface ArmContext {
   services: Services;
   /** https?://host:port of this listener (Location headers, nextLink). */
   baseUrl: string;
+  /** The account's region (the account GET's location; the only location virtualMachineSkus answers for). */
+  location: string;
+  /** The data plane's host[:port], as the account GET's accountEndpoint reports it. */
+  accountEndpoint: string;
+  /** Whether the account allows shared key authentication. */
+  sharedKey: boolean;
   apiVersion: string;
   /** Pending deletions: operation id → pool id. */
   operations: Map<string, string>;

@@ -15,6 +15,7 @@ import type { NodeIdentityProvider } from '../model/identity';
 import type { Json } from '../model/types';
 import { authenticateArm, type ArmAccessConfig } from './auth';
 import { ArmHttpError, armErrorBody, armErrors } from './errors';
+import { getAccount, listVirtualMachineSkus } from './account';
 import { createPool, deleteOperation, deletePool, getPool, listPools, type ArmContext, type ArmResponse } from './pools';
 import type { ArmScope } from './poolModel';
 
@@ -24,8 +25,16 @@ export interface ArmServerConfig {
   identity?: NodeIdentityProvider;
   services: Services;
   baseUrl: () => string;
+  /** The data plane's URL (the account GET's accountEndpoint). */
+  accountUrl: () => string;
+  /** The account's region (default {@link DEFAULT_LOCATION}). */
+  location?: string;
+  sharedKey: boolean;
   onExchange?: (ex: ExchangeRecord) => void;
 }
+
+/** The emulated account's region unless the stack names one. */
+export const DEFAULT_LOCATION = 'westeurope';
 
 let validator: ManagementValidator | undefined;
 const managementSpec = () => (validator ??= createManagementValidator());
@@ -123,12 +132,28 @@ async function dispatch(
   const { scope } = cfg;
   if (!eq(subs ?? '', 'subscriptions') || !subscriptionId) throw new ArmHttpError(404, 'InvalidResourceType', `The resource path ${path} is not a resource of this endpoint.`);
   if (!eq(subscriptionId, scope.subscriptionId)) throw armErrors.subscriptionNotFound(subscriptionId);
+  const ctx: ArmContext = {
+    ...state,
+    scope,
+    access: cfg.access,
+    identity: cfg.identity,
+    services: cfg.services,
+    baseUrl: cfg.baseUrl(),
+    apiVersion: MANAGEMENT_API_VERSION,
+    location: cfg.location ?? DEFAULT_LOCATION,
+    accountEndpoint: new URL(cfg.accountUrl()).host,
+    sharedKey: cfg.sharedKey,
+  };
+  // /subscriptions/{id}/providers/Microsoft.Batch/locations/{location}/virtualMachineSkus: a subscription-level read.
+  if (eq(rgs ?? '', 'providers') && eq(resourceGroup ?? '', 'Microsoft.Batch') && eq(providers ?? '', 'locations') && namespace && eq(accounts ?? '', 'virtualMachineSkus') && accountName === undefined && method === 'GET') {
+    return listVirtualMachineSkus(ctx, caller, namespace, query);
+  }
   if (!eq(rgs ?? '', 'resourceGroups') || !resourceGroup) throw new ArmHttpError(404, 'InvalidResourceType', `The resource path ${path} is not a resource of this endpoint.`);
   if (!eq(resourceGroup, scope.resourceGroup)) throw armErrors.resourceGroupNotFound(resourceGroup);
   if (!eq(providers ?? '', 'providers') || !eq(namespace ?? '', 'Microsoft.Batch')) throw new ArmHttpError(404, 'InvalidResourceNamespace', `The resource namespace '${namespace ?? ''}' is invalid.`);
   if (!eq(accounts ?? '', 'batchAccounts') || !accountName) throw new ArmHttpError(404, 'InvalidResourceType', `The resource type '${accounts ?? ''}' could not be found in the namespace 'Microsoft.Batch' for api version '${MANAGEMENT_API_VERSION}'.`);
   if (!eq(accountName, scope.accountName)) throw armErrors.accountNotFound(accountName, resourceGroup);
-  const ctx: ArmContext = { ...state, scope, access: cfg.access, identity: cfg.identity, services: cfg.services, baseUrl: cfg.baseUrl(), apiVersion: MANAGEMENT_API_VERSION };
+  if (pools === undefined && method === 'GET') return getAccount(ctx, caller);
   if (eq(pools ?? '', 'pools')) {
     if (poolName === undefined && method === 'GET') return listPools(ctx, caller, query);
     if (poolName !== undefined && opResults === undefined) {

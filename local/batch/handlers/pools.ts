@@ -3,6 +3,7 @@ import { NODE_FILTERS, POOL_FILTERS } from '../model/filterable';
 import { pageOf, applySelect } from '../model/odata';
 import type { Json, PoolIdentity, PoolRecord } from '../model/types';
 import { nodeView, poolView } from '../model/views';
+import { checkPoolCatalog } from './catalogChecks';
 import { BatchHttpError, errors } from './errors';
 import { checkConditions, jsonBody, versionHeaders, writeHeaders, type Handler, type Services } from './http';
 import { checkMetadata, checkMinimumDuration, checkNodeTask, checkPoolAdd, noApplications, notEmulated } from './rules';
@@ -44,6 +45,7 @@ export function createPoolRecord(s: Services, b: Json, identity?: PoolIdentity):
     refuseWhilePoolDeleting(existing);
     throw errors.exists('PoolExists', 'pool');
   }
+  checkPoolCatalog(b);
   const now = new Date();
   const spec: Json = { ...b };
   delete spec.metadata;

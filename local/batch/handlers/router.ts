@@ -1,3 +1,4 @@
+import { accountRoutes } from './account';
 import { fileRoutes } from './files';
 import type { Handler } from './http';
 import { jobRoutes } from './jobs';
@@ -10,7 +11,7 @@ interface Route {
   handler: Handler;
 }
 
-const routes: Route[] = [...poolRoutes, ...jobRoutes, ...taskRoutes, ...fileRoutes].map(([method, pattern, handler]) => ({
+const routes: Route[] = [...poolRoutes, ...jobRoutes, ...taskRoutes, ...fileRoutes, ...accountRoutes].map(([method, pattern, handler]) => ({
   method,
   parts: pattern.split('/'),
   handler,

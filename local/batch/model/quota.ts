@@ -3,10 +3,13 @@
  * one for the whole account, counted over every node that is allocated (a node of a pool being deleted counts until
  * it is gone). A resize that would go over allocates what fits and ends with the resize error
  * `AccountCoreQuotaReached` (azure-platform notes; Batch's PoolResizeErrorCodes). Cores and family per VM size come
- * from the app's table (shared/planning/vmSizes.ts): the emulator has no catalogue of its own, so it is only as right
- * as that table.
+ * from the emulator's catalog (catalog.ts); a pool restored from an older state file with a size the catalog lacks
+ * falls back to the app's naming rule (shared/planning/vmSizes.ts).
+ *
+ * Only what is configured is enforced; the account GET reports Batch's defaults for the rest (arm/account.ts).
  */
 import { vmSizeInfo } from '../../../shared/planning/vmSizes';
+import { catalogSize } from './catalog';
 import type { PoolRecord } from './types';
 
 export interface AccountQuota {
@@ -14,12 +17,20 @@ export interface AccountQuota {
   dedicatedCores?: number;
   /** Dedicated cores per VM family, e.g. { standardDSv5Family: 10 }. */
   perFamily?: Record<string, number>;
+  /** Low-priority cores (reported by the account GET; low-priority nodes are not allocated by the emulator). */
+  lowPriorityCores?: number;
+  /** Pools (reported by the account GET). */
+  pools?: number;
+  /** Active jobs and job schedules (reported by the account GET). */
+  activeJobs?: number;
 }
 
 export const QUOTA_ERROR = { code: 'AccountCoreQuotaReached', message: 'The specified account has reached core quota' } as const;
 
-function sizeOf(pool: PoolRecord) {
-  return vmSizeInfo(typeof pool.spec.vmSize === 'string' ? pool.spec.vmSize : '');
+function sizeOf(pool: PoolRecord): { cores: number; family: string } {
+  const name = typeof pool.spec.vmSize === 'string' ? pool.spec.vmSize : '';
+  const size = catalogSize(name);
+  return size ? { cores: size.vCPUs, family: size.family } : vmSizeInfo(name);
 }
 
 /** Cores allocated now: in total and per family. */
