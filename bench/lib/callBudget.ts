@@ -16,6 +16,22 @@ const STAGE_OF: Record<string, Stage> = {
   CleaningUp: 'cleanup', Succeeded: 'cleanup', Failed: 'cleanup', Cancelled: 'cleanup',
 };
 
+/**
+ * App settings of a stack that counts per job: the clock-driven timers (the sweep, the event relay's catch-up) moved
+ * to once a year, so that every request in a job's window is the job's (their cost is per run, not per job).
+ */
+export const COUNTING_SETTINGS: Record<string, string> = { SWEEP_SCHEDULE: '0 0 0 1 1 *', EVENTS_RELAY_SCHEDULE: '0 0 0 1 1 *' };
+
+/**
+ * One job through intake and to its end first (it names a pool that does not exist, so it fails at once): the host's
+ * first-use work (tables created, clients built) is then done and not counted against the measured jobs.
+ */
+export async function warmUp(stack: Stack, counter: CallCounter): Promise<void> {
+  const id = `calls-warmup-${Date.now().toString(36)}`;
+  const job = await runCounted(stack, counter, { id, name: 'calls-warmup', pool: { poolId: `does-not-exist-${id}`, nodes: 1 }, mpi: { runtime: 'openmpi', command: 'true' } }, 120_000, 1000);
+  if (job.state !== 'Failed') throw new Error(`warm-up job ${id} ended ${job.state}`);
+}
+
 /** A job that needs no data and no image: `nodes` emulated nodes, one rank each, an MPI run of `seconds`. */
 export function budgetSpec(id: string, nodes: number, seconds: number): Record<string, unknown> {
   return {
@@ -28,17 +44,46 @@ export function budgetSpec(id: string, nodes: number, seconds: number): Record<s
   };
 }
 
+/**
+ * The intake's own requests among those that arrived while the POST ran: not the pollers' dequeues, and not the
+ * Durable engine's reaction to the start message (an episode may begin before the 202 leaves): after the start's
+ * message is put, only the app's requests are the intake's.
+ */
+export function intakeRequests(window: readonly Call[]): Call[] {
+  const start = window.findIndex((c) => c.service === 'queue' && c.component === 'durable' && c.operation === 'put-message');
+  return window.filter((c, i) => c.component !== 'poller' && (start < 0 || i <= start || c.component === 'app'));
+}
+
 export interface JobCalls {
   id: string;
   state: string;
+  /** The intake's requests (intakeRequests); `intakeWindow`: everything that arrived while the POST ran. */
   intake: Call[];
+  intakeWindow: Call[];
   /** Every call from the submission to a quiet moment after the final state, with its stage. */
   calls: (Call & { stage: Stage })[];
-  /** The MPI task's polls (GET of the task) and the calls between consecutive ones (first and last gaps left out). */
+  /** The MPI task's polls (GET of the task while Running): how many, and the calls from one to the next (first and last gaps left out). */
+  polls: number;
   pollGaps: Call[][];
   /** Rows of the job's orchestration(s) in the History table, and its Instances rows. */
   historyRows: number;
   instanceRows: number;
+}
+
+/** One observation of the MPI task (mpiTaskObserve: a GET of the task). */
+export function isMpiPoll(c: Call): boolean {
+  return c.service === 'batch' && c.operation === 'GET' && c.resource === '/jobs/{}/tasks/{}';
+}
+
+/** The steady state of a poll: the most frequent request list between two polls (ties: the shorter), as text. */
+export function steadyPoll(gaps: readonly Call[][]): string[] {
+  const seen = new Map<string, number>();
+  for (const g of gaps) {
+    const key = g.filter((c) => c.component !== 'poller').map((c) => `${c.service} ${c.resource} ${c.operation}`).join('\n');
+    seen.set(key, (seen.get(key) ?? 0) + 1);
+  }
+  const best = [...seen].sort((a, b) => b[1] - a[1] || a[0].length - b[0].length)[0];
+  return best ? best[0].split('\n') : [];
 }
 
 interface Transition { state: string; at: number }
@@ -59,7 +104,8 @@ export async function runCounted(stack: Stack, counter: CallCounter, spec: Recor
   const id = String(spec.id);
   await counter.mark();
   const from = counter.position();
-  const { calls: intake } = await counter.during(() => submitSpec(stack, JSON.stringify(spec)));
+  const { calls: intakeWindow } = await counter.during(() => submitSpec(stack, JSON.stringify(spec)));
+  const intake = intakeRequests(intakeWindow);
   const deadline = Date.now() + timeoutMs;
   let final: Transition | undefined;
   while (!final) {
@@ -79,7 +125,7 @@ export async function runCounted(stack: Stack, counter: CallCounter, spec: Recor
     return s;
   };
   const calls = all.map((c) => ({ ...c, stage: intakeSet.has(c) ? 'intake' : stageAt(c.at) }) as Call & { stage: Stage });
-  const polls = calls.map((c, i) => [c, i] as const).filter(([c]) => c.service === 'batch' && c.operation === 'GET' && c.resource === '/jobs/{}/tasks/{}');
+  const polls = calls.map((c, i) => [c, i] as const).filter(([c]) => c.stage === 'mpi' && isMpiPoll(c));
   const pollGaps: Call[][] = [];
   for (let k = 1; k + 2 < polls.length; k++) pollGaps.push(calls.slice(polls[k][1], polls[k + 1][1]));
 
@@ -93,7 +139,7 @@ export async function runCounted(stack: Stack, counter: CallCounter, spec: Recor
   const historyRows = await rows('HpcMpiHubHistory', range);
   const instanceRows = await rows('HpcMpiHubInstances', range);
   await counter.mark();
-  return { id, state: final.state, intake, calls, pollGaps, historyRows, instanceRows };
+  return { id, state: final.state, intake, intakeWindow, calls, polls: polls.length, pollGaps, historyRows, instanceRows };
 }
 
 /** The documented bound of History rows per job (docs/call-budgets.md); set from the measured figures. */

@@ -79,7 +79,10 @@ export function classifyStorage(service: 'table' | 'queue' | 'blob', method: str
     else if (rest.length === 1) operation = comp === 'list' ? 'list-blobs' : `container-${m.toLowerCase()}${comp ? `-${comp}` : ''}`;
     else operation = m === 'GET' ? 'read' : m === 'HEAD' ? 'properties' : m === 'DELETE' ? 'delete' : `write${comp ? `-${comp}` : ''}`;
   }
-  const component: CallComponent = service === 'queue' && operation === 'get-messages' ? 'poller' : durableResource(resource, hub) ? 'durable' : 'app';
+  // A table batch names its table in its body only: the Durable engine's History writes are the batches a job makes
+  // (the app's one transaction, admission's, is counted with them when a queue admits jobs).
+  const durable = durableResource(resource, hub) || (service === 'table' && operation === 'batch');
+  const component: CallComponent = service === 'queue' && operation === 'get-messages' ? 'poller' : durable ? 'durable' : 'app';
   return { service, component, account, resource, operation, url };
 }
 
