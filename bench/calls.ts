@@ -33,6 +33,7 @@ async function main(): Promise<void> {
   const stack = await startStack({ port: 0, demoImage: false, logLevel: 'warn', env: COUNTING_SETTINGS, onStorageRequest: hooks.onStorageRequest, batch: hooks.batch });
   counter.bindStorage(stack.azurite.ports, stack.azurite.tableEndpoint());
   const runs: { nodes: number; job: JobCalls; seconds: number }[] = [];
+  let longer: (typeof runs)[number] | undefined;
   try {
     await warmUp(stack, counter);
     for (const nodes of NODES) {
@@ -41,6 +42,10 @@ async function main(): Promise<void> {
       runs.push({ nodes, job, seconds: (Date.now() - started) / 1000 });
       console.log(`${nodes} nodes: ${job.state} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
     }
+    // The smallest job again with an MPI run twice as long: how History grows with run time.
+    const longId = `calls-${NODES[0]}-long-${Date.now().toString(36)}`;
+    const longJob = await runCounted(stack, counter, budgetSpec(longId, NODES[0], 2 * MPI_SECONDS));
+    longer = { nodes: NODES[0], job: longJob, seconds: 0 };
   } finally {
     await stack.stop();
   }
@@ -56,7 +61,7 @@ async function main(): Promise<void> {
     }
     const total = r.job.calls.filter(budget);
     console.log(`  ${'total'.padEnd(10)}${groups.map((g) => String(total.filter((c) => group(c) === g).length).padStart(15)).join('')}${String(total.length).padStart(8)}`);
-    console.log(`  dequeues by pollers ${r.job.calls.filter((c) => !budget(c)).length}; History rows ${r.job.historyRows}, Instances rows ${r.job.instanceRows}; MPI polls ${r.job.polls}`);
+    console.log(`  dequeues by pollers ${r.job.calls.filter((c) => !budget(c)).length}; History rows ${r.job.historyRows} (${r.job.timersFired} timers fired), Instances rows ${r.job.instanceRows}; MPI polls ${r.job.polls}`);
   }
   // Per node: what grows between the smallest and the largest run, per stage.
   if (runs.length > 1) {
@@ -92,7 +97,14 @@ async function main(): Promise<void> {
   const perPoll = runs.map((r) => steadyPoll(r.job.pollGaps).length);
   runs.forEach((r, i) => console.log(`steady-state requests per MPI poll, ${r.nodes} nodes: ${perPoll[i]} (${steadyPoll(r.job.pollGaps).join(', ')}; the most frequent of ${r.job.pollGaps.length} gaps, median ${median(r.job.pollGaps.map((g) => g.filter(budget).length))})`));
   if (runs.length > 1) printGoal({ name: 'poll-requests-largest-vs-smallest', measured: perPoll[perPoll.length - 1], target: perPoll[0], compare: '==' });
-  for (const r of runs) printGoal({ name: `history-rows-${r.nodes}-nodes`, measured: r.job.historyRows, target: historyRowBound(r.nodes), compare: '<=' });
+  for (const r of runs) printGoal({ name: `history-rows-${r.nodes}-nodes`, measured: r.job.historyRows, target: historyRowBound(r.job.timersFired), compare: '<=' });
+  // Independent of run time: the same job with a run twice as long must not write more rows (it does: no continueAsNew).
+  if (longer) {
+    const a = runs[0];
+    const b = longer;
+    console.log(`History rows, ${a.nodes} nodes: ${a.job.historyRows} (${a.job.timersFired} timers) with a ${MPI_SECONDS} s run, ${b.job.historyRows} (${b.job.timersFired} timers) with ${2 * MPI_SECONDS} s`);
+    printGoal({ name: 'history-rows-growth-with-run-time', measured: b.job.historyRows - a.job.historyRows, target: 0, compare: '<=' });
+  }
   if (runs.length > 1) {
     const total = (r: (typeof runs)[number]) => r.job.calls.filter(budget).length;
     printGoal({ name: 'total-requests-largest-over-smallest', measured: total(runs[runs.length - 1]) / total(runs[0]), target: 2, compare: '<=' });
