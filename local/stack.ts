@@ -7,7 +7,7 @@
  */
 import * as path from 'node:path';
 import { existsSync } from 'node:fs';
-import { DATA_ACCOUNT, STAGING_ACCOUNTS, type AzuriteHandle } from './azurite';
+import { DATA_ACCOUNT, STAGING_ACCOUNTS, type AzuriteHandle, type StorageArrival } from './azurite';
 import type { BatchEmulatorHandle, BatchEmulatorOptions } from './batch';
 import { DEFAULT_LOCATION } from './batch/arm/server';
 import { APP_IDENTITY } from './identity/managedIdentities';
@@ -77,6 +77,8 @@ export interface StackOptions {
   poolIdentity?: boolean;
   /** The registry private (tokens required) or open (default). */
   registryAccess?: 'open' | 'private';
+  /** Each request arriving at Azurite, as it arrives (local/testing/callCounter.ts counts them). */
+  onStorageRequest?: (request: StorageArrival) => void;
   /** Durable engine options beyond host.json (e.g. maxConcurrentWhileHostBusy; benchmarks compare settings). */
   durable?: DurableOptions;
 }
@@ -227,6 +229,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     demoImageFillerBytes: opts.demoImageFillerBytes,
     repoRoot: REPO_ROOT,
     sharedKeys: opts.sharedKeys,
+    onStorageRequest: opts.onStorageRequest,
   });
   const { azurite, batch, registry, identity, webhooks } = services;
   try {

@@ -54,6 +54,18 @@ export interface StartAzuriteOptions {
   ports?: Partial<Omit<ServicePorts, 'host'>>;
   /** Serve keyless: https, OAuth and the keyless gate (see the file comment). Default: http with shared keys. */
   keyless?: KeylessStorageOptions;
+  /**
+   * Each request as it arrives at Azurite (requestTap.cjs, reported over the IPC channel), for counting the requests
+   * a path makes where they land (local/testing/callCounter.ts). Default: no tap.
+   */
+  onRequest?: (request: StorageArrival) => void;
+}
+
+/** One request as Azurite received it: the port says which service, the path the account and resource. */
+export interface StorageArrival {
+  port: number;
+  method: string;
+  url: string;
 }
 
 export interface KeylessStorageOptions {
@@ -88,6 +100,7 @@ export interface AzuriteHandle {
 const AZURITE_MAIN = require.resolve('azurite/dist/src/azurite.js');
 /** The gate is plain JavaScript beside this file's source (also when this file runs compiled from dist/). */
 const GATE = [path.join(__dirname, 'keylessGate.cjs'), path.join(__dirname, '..', '..', '..', 'local', 'azurite', 'keylessGate.cjs')].find((f) => existsSync(f));
+const TAP = [path.join(__dirname, 'requestTap.cjs'), path.join(__dirname, '..', '..', '..', 'local', 'azurite', 'requestTap.cjs')].find((f) => existsSync(f));
 const AUTOSAVE = [path.join(__dirname, 'autosave.cjs'), path.join(__dirname, '..', '..', '..', 'local', 'azurite', 'autosave.cjs')].find((f) => existsSync(f));
 /** Azurite's save interval on disk (ms): 1 s instead of its 5 s (measured in docs/local-stack.md). */
 export const AZURITE_AUTOSAVE_MS = 1000;
@@ -119,11 +132,14 @@ export async function startAzurite(opts: StartAzuriteOptions = {}): Promise<Azur
   const port = (service: 'blob' | 'queue' | 'table'): string => String(opts.ports?.[service] ?? 0);
   const keyless = opts.keyless;
   if (keyless && !GATE) throw new Error('startAzurite: keylessGate.cjs is missing beside local/azurite');
+  if (opts.onRequest && !TAP) throw new Error('startAzurite: requestTap.cjs is missing beside local/azurite');
   const autosaveMs = opts.inMemory ? undefined : opts.autosaveMs ?? AZURITE_AUTOSAVE_MS;
   if (autosaveMs !== undefined && !AUTOSAVE) throw new Error('startAzurite: autosave.cjs is missing beside local/azurite');
   const args = [
     '--import', `data:text/javascript,${encodeURIComponent(PRELOAD)}`,
     ...(keyless ? ['--require', GATE as string] : []),
+    // After the gate: the tap wraps the gate's server and so sees every request, refused or not.
+    ...(opts.onRequest ? ['--require', TAP as string] : []),
     ...(autosaveMs !== undefined ? ['--require', AUTOSAVE as string] : []),
     AZURITE_MAIN,
     '--blobHost', host, '--blobPort', port('blob'),
@@ -153,6 +169,13 @@ export async function startAzurite(opts: StartAzuriteOptions = {}): Promise<Azur
     detached: true,
   });
   // If our process exits without calling stop(), its end closes the IPC channel: Azurite saves and exits.
+  const onRequest = opts.onRequest;
+  if (onRequest) {
+    child.on('message', (m: unknown) => {
+      const r = m as { tap?: string; port?: number; method?: string; url?: string };
+      if (r?.tap === 'storage') onRequest({ port: Number(r.port), method: String(r.method), url: String(r.url) });
+    });
+  }
 
   let stopped = false;
   const stop = async (): Promise<void> => {

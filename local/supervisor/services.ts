@@ -21,7 +21,7 @@
  */
 import * as path from 'node:path';
 import { mkdir } from 'node:fs/promises';
-import { startAzurite, type AzuriteHandle } from '../azurite';
+import { startAzurite, type AzuriteHandle, type StartAzuriteOptions as AzuriteOptions } from '../azurite';
 import { startBatchEmulator, type BatchEmulatorHandle, type BatchEmulatorOptions } from '../batch';
 import { startRegistry, type RegistryHandle } from '../registry';
 import { startWebhookReceiver, type WebhookReceiver } from '../webhooks';
@@ -59,6 +59,8 @@ export interface ServicesOptions {
    * open (anyone pulls; default, so specs without container.registry keep working). See docs/local-registry.md.
    */
   registryAccess?: 'open' | 'private';
+  /** Each request arriving at Azurite (StartAzuriteOptions.onRequest): for counting storage calls. */
+  onStorageRequest?: AzuriteOptions['onRequest'];
   /** Each job event the webhook receiver accepts (a valid, signed CloudEvent), as it arrives. */
   onJobEvent?: (event: Record<string, unknown>) => void;
 }
@@ -107,6 +109,7 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
     const azurite = await startAzurite({
       location: await sub('azurite'),
       ports: { blob: want.blob, queue: want.queue, table: want.table },
+      onRequest: opts.onStorageRequest,
       keyless: keyless ? { certFile: identity.caFile, keyFile: identity.keyFile, tenantId: identity.tenantId, jwks: identity.jwks() } : undefined,
     }).catch((err: unknown) => {
       throw (['blob', 'queue', 'table'] as const).reduce((e, s) => portInUse(e, s, want[s], dataDir), err as Error);

@@ -1,6 +1,6 @@
 import type { ActivityInput, NodeTaskObservation, NodeTaskRequest } from '../../shared/contract';
 import { batchContext, registrySecret } from '../../shared/services';
-import { addNodeTask, getTask, readTaskFile, type BatchContext } from '../../shared/batch';
+import { addNodeTask, getTasks, readTaskFile, type BatchContext } from '../../shared/batch';
 import { registerActivity } from '../runtime/activityCalls';
 import { nodeTaskSpec } from '../../shared/planning/batchRequests';
 import { parseDigestLines } from '../../shared/mpi/imageTransfer';
@@ -16,10 +16,11 @@ export async function nodeTasksAdd(input: { batchJobId: string; tasks: NodeTaskR
  * State of each task, where it really ran, and for failures the end of its output (the registry's message). A
  * task that does not exist is reported `missing` (the window counts it as a failed attempt).
  */
-export function observeNodeTasks(ctx: BatchContext, input: ActivityInput<'nodeTasksObserve'>): Promise<NodeTaskObservation[]> {
+export async function observeNodeTasks(ctx: BatchContext, input: ActivityInput<'nodeTasksObserve'>): Promise<NodeTaskObservation[]> {
+  const states = await getTasks(ctx, input.batchJobId, input.taskIds);
   return Promise.all(
     input.taskIds.map(async (id): Promise<NodeTaskObservation> => {
-      const t = await getTask(ctx, input.batchJobId, id);
+      const t = states.get(id) ?? { taskId: id, state: 'missing' as const };
       const obs: NodeTaskObservation = { id, state: t.state, exitCode: t.exitCode, nodeId: t.nodeId };
       if (t.failure) obs.failure = `${t.failure.code}: ${t.failure.message}`;
       if (t.state === 'completed' && t.exitCode !== 0) {

@@ -180,13 +180,37 @@ export async function getTask(ctx: BatchContext, batchJobId: string, taskId: str
   }
 }
 
+/** What a look at several tasks needs of each. */
+const TASK_SELECT = 'id,state,executionInfo,nodeInfo';
+
+/**
+ * Several tasks' states: one GET for a single task, else one list of the job's tasks (pages of 1000, only the fields
+ * a snapshot reads) instead of a GET per task, so a look at N nodes' tasks costs the same at 4 and at 100 nodes
+ * (docs/call-budgets.md). A task not listed, or a job that is gone, is `missing`.
+ */
+export async function getTasks(ctx: BatchContext, batchJobId: string, taskIds: readonly string[]): Promise<Map<string, TaskSnapshot>> {
+  const missing = (id: string): TaskSnapshot => ({ taskId: id, state: 'missing' });
+  if (taskIds.length === 0) return new Map();
+  if (taskIds.length === 1) return new Map([[taskIds[0], await getTask(ctx, batchJobId, taskIds[0])]]);
+  let listed: TaskSnapshot[];
+  try {
+    listed = await listTasks(ctx, batchJobId, { select: TASK_SELECT });
+  } catch (err) {
+    if (isGone(err, ['JobNotFound'])) listed = [];
+    else throw err;
+  }
+  const byId = new Map(listed.map((t) => [t.taskId, t]));
+  return new Map(taskIds.map((id) => [id, byId.get(id) ?? missing(id)]));
+}
+
 /** All tasks of a job in one call (cheaper than one get per task when observing many node tasks). */
-export async function listTasks(ctx: BatchContext, batchJobId: string): Promise<TaskSnapshot[]> {
+export async function listTasks(ctx: BatchContext, batchJobId: string, opts: { select?: string } = {}): Promise<TaskSnapshot[]> {
   const what = { operation: 'tasks.list', resource: `job ${batchJobId}` };
+  const options = opts.select ? { taskListOptions: { select: opts.select } } : undefined;
   const tasks = await collectPages(
     ctx.retry,
     what,
-    () => ctx.client.task.list(batchJobId),
+    () => ctx.client.task.list(batchJobId, options),
     (link) => ctx.client.task.listNext(link),
   );
   return tasks.map((t) => toTaskSnapshot(t.id ?? '', t));

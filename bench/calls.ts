@@ -1,0 +1,117 @@
+/**
+ * Call budgets, counted per job where the requests arrive (Azurite's request tap, the Batch emulator's exchanges;
+ * local/testing/callCounter.ts): the same job (no data, no image, `sleep` as the MPI command) at several node counts,
+ * every request it causes split by stage and by service/component, with the goals of issue 30:
+ *  - intake = the protocol minimum: one Jobs insert + the Durable start's writes (the Instances row, the start message);
+ *  - steady-state polling: requests per MPI-task poll equal at every node count;
+ *  - History rows per job ≤ the documented bound (docs/call-budgets.md);
+ *  - total requests of the largest job within 2× of the smallest's.
+ * Queue dequeues (`get-messages`) are the pollers' (host queue triggers, Durable dispatchers): clock-driven, shown
+ * apart and left out of the budgets. Run: node --import tsx bench/calls.ts [--nodes 4,40,100] [--mpi-seconds 20]
+ */
+import { startStack } from '../local/stack';
+import { CallCounter, type Call } from '../local/testing/callCounter';
+import { budgetSpec, COUNTING_SETTINGS, historyRowBound, runCounted, STAGES, steadyPoll, warmUp, type JobCalls } from './lib/callBudget';
+import { numberArg, textArg } from './lib/args';
+import { printGoal } from './lib/goal';
+
+const NODES = textArg('nodes', '4,40,100').split(',').map(Number);
+if (NODES.some((n) => !Number.isInteger(n) || n < 1)) throw new Error('--nodes must be a comma-separated list of node counts');
+const MPI_SECONDS = numberArg('mpi-seconds', 20);
+
+const budget = (c: Call) => c.component !== 'poller';
+const group = (c: Call) => (c.service === 'batch' || c.service === 'arm' ? c.service : `${c.service}:${c.component}`);
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.floor(s.length / 2)] : NaN;
+}
+
+async function main(): Promise<void> {
+  const counter = new CallCounter();
+  const hooks = counter.stackOptions();
+  const stack = await startStack({ port: 0, demoImage: false, logLevel: 'warn', env: COUNTING_SETTINGS, onStorageRequest: hooks.onStorageRequest, batch: hooks.batch });
+  counter.bindStorage(stack.azurite.ports, stack.azurite.tableEndpoint());
+  const runs: { nodes: number; job: JobCalls; seconds: number }[] = [];
+  let longer: (typeof runs)[number] | undefined;
+  try {
+    await warmUp(stack, counter);
+    for (const nodes of NODES) {
+      const started = Date.now();
+      const job = await runCounted(stack, counter, budgetSpec(`calls-${nodes}-${Date.now().toString(36)}`, nodes, MPI_SECONDS));
+      runs.push({ nodes, job, seconds: (Date.now() - started) / 1000 });
+      console.log(`${nodes} nodes: ${job.state} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+    }
+    // The smallest job again with an MPI run twice as long: how History grows with run time.
+    const longId = `calls-${NODES[0]}-long-${Date.now().toString(36)}`;
+    const longJob = await runCounted(stack, counter, budgetSpec(longId, NODES[0], 2 * MPI_SECONDS));
+    longer = { nodes: NODES[0], job: longJob, seconds: 0 };
+  } finally {
+    await stack.stop();
+  }
+
+  const groups = [...new Set(runs.flatMap((r) => r.job.calls.filter(budget).map(group)))].sort();
+  console.log(`\nrequests per job by stage and service (pollers' dequeues apart), MPI run ${MPI_SECONDS} s`);
+  for (const r of runs) {
+    console.log(`\n${r.nodes} nodes (${r.job.state}, ${r.seconds.toFixed(0)} s)`);
+    console.log(`  ${'stage'.padEnd(10)}${groups.map((g) => g.padStart(15)).join('')}${'total'.padStart(8)}`);
+    for (const st of STAGES) {
+      const cs = r.job.calls.filter((c) => c.stage === st && budget(c));
+      console.log(`  ${st.padEnd(10)}${groups.map((g) => String(cs.filter((c) => group(c) === g).length).padStart(15)).join('')}${String(cs.length).padStart(8)}`);
+    }
+    const total = r.job.calls.filter(budget);
+    console.log(`  ${'total'.padEnd(10)}${groups.map((g) => String(total.filter((c) => group(c) === g).length).padStart(15)).join('')}${String(total.length).padStart(8)}`);
+    console.log(`  dequeues by pollers ${r.job.calls.filter((c) => !budget(c)).length}; History rows ${r.job.historyRows} (${r.job.timersFired} timers fired), Instances rows ${r.job.instanceRows}; MPI polls ${r.job.polls}`);
+  }
+  // Per node: what grows between the smallest and the largest run, per stage.
+  if (runs.length > 1) {
+    const a = runs[0];
+    const b = runs[runs.length - 1];
+    console.log(`\nper node (difference ${a.nodes} → ${b.nodes} nodes, divided by ${b.nodes - a.nodes}):`);
+    for (const st of STAGES) {
+      const diff = (r: typeof a) => r.job.calls.filter((c) => c.stage === st && budget(c));
+      const byKey = (cs: Call[]) => {
+        const m = new Map<string, number>();
+        for (const c of cs) m.set(`${c.service} ${c.resource} ${c.operation}`, (m.get(`${c.service} ${c.resource} ${c.operation}`) ?? 0) + 1);
+        return m;
+      };
+      const ma = byKey(diff(a));
+      const mb = byKey(diff(b));
+      const grown = [...mb].map(([k, v]) => [k, (v - (ma.get(k) ?? 0)) / (b.nodes - a.nodes)] as const).filter(([, v]) => v >= 0.5);
+      if (grown.length) console.log(`  ${st}: ${grown.map(([k, v]) => `${k} ${v.toFixed(2)}`).join('; ')}`);
+    }
+  }
+
+  if (process.argv.includes('--verbose')) {
+    for (const r of runs) {
+      console.log(`\n${r.nodes} nodes, intake:\n  ${r.job.intake.map((c) => `${c.service} ${c.component} ${c.resource} ${c.operation}`).join('\n  ')}`);
+      r.job.pollGaps.forEach((g, i) => console.log(`gap ${i}: ${g.filter(budget).map((c) => `${c.service}:${c.resource}:${c.operation}`).join(' ')}`));
+    }
+  }
+  console.log('');
+  const intakeMinimum = 3; // Jobs insert + Instances insert + start message (docs/call-budgets.md)
+  for (const r of runs) {
+    const intake = r.job.intake.filter(budget).length;
+    printGoal({ name: `intake-requests-${r.nodes}-nodes`, measured: intake, target: intakeMinimum, compare: '==' });
+  }
+  const perPoll = runs.map((r) => steadyPoll(r.job.pollGaps).length);
+  runs.forEach((r, i) => console.log(`steady-state requests per MPI poll, ${r.nodes} nodes: ${perPoll[i]} (${steadyPoll(r.job.pollGaps).join(', ')}; the most frequent of ${r.job.pollGaps.length} gaps, median ${median(r.job.pollGaps.map((g) => g.filter(budget).length))})`));
+  if (runs.length > 1) printGoal({ name: 'poll-requests-largest-vs-smallest', measured: perPoll[perPoll.length - 1], target: perPoll[0], compare: '==' });
+  for (const r of runs) printGoal({ name: `history-rows-${r.nodes}-nodes`, measured: r.job.historyRows, target: historyRowBound(r.job.timersFired), compare: '<=' });
+  // Independent of run time: the same job with a run twice as long must not write more rows (it does: no continueAsNew).
+  if (longer) {
+    const a = runs[0];
+    const b = longer;
+    console.log(`History rows, ${a.nodes} nodes: ${a.job.historyRows} (${a.job.timersFired} timers) with a ${MPI_SECONDS} s run, ${b.job.historyRows} (${b.job.timersFired} timers) with ${2 * MPI_SECONDS} s`);
+    printGoal({ name: 'history-rows-growth-with-run-time', measured: b.job.historyRows - a.job.historyRows, target: 0, compare: '<=' });
+  }
+  if (runs.length > 1) {
+    const total = (r: (typeof runs)[number]) => r.job.calls.filter(budget).length;
+    printGoal({ name: 'total-requests-largest-over-smallest', measured: total(runs[runs.length - 1]) / total(runs[0]), target: 2, compare: '<=' });
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

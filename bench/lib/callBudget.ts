@@ -1,0 +1,159 @@
+/**
+ * Running one job on a local stack with a CallCounter (local/testing/callCounter.ts) and splitting the requests it
+ * caused by stage: the intake (the POST, between two barriers: exact), then the job's states as its events give them
+ * (Provisioning → provision, PullingImages → pull, StagingData → stage, Running → mpi, CleaningUp and the tail after
+ * the final state → cleanup). Shared by bench/calls.ts and tests/calls/callBudgets.test.ts.
+ */
+import type { Stack } from '../../local/stack';
+import type { Call, CallCounter } from '../../local/testing/callCounter';
+import { submitSpec } from '../../local/jobRunner';
+
+export const STAGES = ['intake', 'provision', 'pull', 'stage', 'mpi', 'cleanup'] as const;
+export type Stage = (typeof STAGES)[number];
+
+const STAGE_OF: Record<string, Stage> = {
+  Submitted: 'intake', Queued: 'intake', Provisioning: 'provision', PullingImages: 'pull', StagingData: 'stage', Running: 'mpi',
+  CleaningUp: 'cleanup', Succeeded: 'cleanup', Failed: 'cleanup', Cancelled: 'cleanup',
+};
+
+/**
+ * App settings of a stack that counts per job: the clock-driven timers (the sweep, the event relay's catch-up) moved
+ * to once a year, so that every request in a job's window is the job's (their cost is per run, not per job).
+ */
+export const COUNTING_SETTINGS: Record<string, string> = { SWEEP_SCHEDULE: '0 0 0 1 1 *', EVENTS_RELAY_SCHEDULE: '0 0 0 1 1 *' };
+
+/**
+ * One job through intake and to its end first (it names a pool that does not exist, so it fails at once): the host's
+ * first-use work (tables created, clients built) is then done and not counted against the measured jobs.
+ */
+export async function warmUp(stack: Stack, counter: CallCounter): Promise<void> {
+  const id = `calls-warmup-${Date.now().toString(36)}`;
+  const job = await runCounted(stack, counter, { id, name: 'calls-warmup', pool: { poolId: `does-not-exist-${id}`, nodes: 1 }, mpi: { runtime: 'openmpi', command: 'true' } }, 120_000, 1000);
+  if (job.state !== 'Failed') throw new Error(`warm-up job ${id} ended ${job.state}`);
+}
+
+/** A job that needs no data and no image: `nodes` emulated nodes, one rank each, an MPI run of `seconds`. */
+export function budgetSpec(id: string, nodes: number, seconds: number): Record<string, unknown> {
+  return {
+    id,
+    name: `calls-${nodes}`,
+    pool: { vmSize: 'Standard_D2s_v5', nodes },
+    container: { runtime: 'none' },
+    mpi: { runtime: 'openmpi', processesPerNode: 1, fabric: 'tcp', options: ['--mca', 'btl_tcp_if_include', 'lo'], command: `sleep ${seconds}` },
+    cleanup: { deletePool: 'always' },
+  };
+}
+
+/**
+ * The intake's own requests among those that arrived while the POST ran: not the pollers' dequeues, and not the
+ * Durable engine's reaction to the start message (an episode may begin before the 202 leaves): after the start's
+ * message is put, only the app's requests are the intake's.
+ */
+export function intakeRequests(window: readonly Call[]): Call[] {
+  const start = window.findIndex((c) => c.service === 'queue' && c.component === 'durable' && c.operation === 'put-message');
+  return window.filter((c, i) => c.component !== 'poller' && (start < 0 || i <= start || c.component === 'app'));
+}
+
+export interface JobCalls {
+  id: string;
+  state: string;
+  /** The intake's requests (intakeRequests); `intakeWindow`: everything that arrived while the POST ran. */
+  intake: Call[];
+  intakeWindow: Call[];
+  /** Every call from the submission to a quiet moment after the final state, with its stage. */
+  calls: (Call & { stage: Stage })[];
+  /** The MPI task's polls (GET of the task while Running): how many, and the calls from one to the next (first and last gaps left out). */
+  polls: number;
+  pollGaps: Call[][];
+  /** Rows of the job's orchestration(s) in the History table, and its Instances rows. */
+  historyRows: number;
+  /** The job's durable timers that fired (every wait between two polls is one). */
+  timersFired: number;
+  instanceRows: number;
+}
+
+/** One observation of the MPI task (mpiTaskObserve: a GET of the task). */
+export function isMpiPoll(c: Call): boolean {
+  return c.service === 'batch' && c.operation === 'GET' && c.resource === '/jobs/{}/tasks/{}';
+}
+
+/** The steady state of a poll: the most frequent request list between two polls (ties: the shorter), as text. */
+export function steadyPoll(gaps: readonly Call[][]): string[] {
+  const seen = new Map<string, number>();
+  for (const g of gaps) {
+    const key = g.filter((c) => c.component !== 'poller').map((c) => `${c.service} ${c.resource} ${c.operation}`).join('\n');
+    seen.set(key, (seen.get(key) ?? 0) + 1);
+  }
+  const best = [...seen].sort((a, b) => b[1] - a[1] || a[0].length - b[0].length)[0];
+  return best ? best[0].split('\n') : [];
+}
+
+interface Transition { state: string; at: number }
+
+function transitions(stack: Stack, id: string): Transition[] {
+  return stack.webhooks
+    .deliveries()
+    .map((d) => d.event?.data as { jobId?: string; state?: string; time?: string } | undefined)
+    .filter((d): d is { jobId: string; state: string; time: string } => d?.jobId === id && typeof d.state === 'string')
+    .map((d) => ({ state: d.state, at: Date.parse(d.time) }))
+    .sort((a, b) => a.at - b.at);
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Submits `spec` and waits for its final state (from the webhook deliveries: the watch itself makes no request). */
+export async function runCounted(stack: Stack, counter: CallCounter, spec: Record<string, unknown>, timeoutMs = 900_000, quietMs = 3000): Promise<JobCalls> {
+  const id = String(spec.id);
+  await counter.mark();
+  const from = counter.position();
+  const { calls: intakeWindow } = await counter.during(() => submitSpec(stack, JSON.stringify(spec)));
+  const intake = intakeRequests(intakeWindow);
+  const deadline = Date.now() + timeoutMs;
+  let final: Transition | undefined;
+  while (!final) {
+    if (Date.now() > deadline) throw new Error(`job ${id} not final within ${timeoutMs} ms`);
+    await sleep(250);
+    final = transitions(stack, id).find((t) => ['Succeeded', 'Failed', 'Cancelled'].includes(t.state));
+  }
+  // The orchestration's last episode and the pool's deletion follow the final transition.
+  await sleep(quietMs);
+  await counter.mark();
+  const all = counter.since(from);
+  const ts = transitions(stack, id);
+  const intakeSet = new Set(intake);
+  const stageAt = (at: number): Stage => {
+    let s: Stage = 'intake';
+    for (const t of ts) if (t.at <= at) s = STAGE_OF[t.state] ?? s;
+    return s;
+  };
+  const calls = all.map((c) => ({ ...c, stage: intakeSet.has(c) ? 'intake' : stageAt(c.at) }) as Call & { stage: Stage });
+  const polls = calls.map((c, i) => [c, i] as const).filter(([c]) => c.stage === 'mpi' && isMpiPoll(c));
+  const pollGaps: Call[][] = [];
+  for (let k = 1; k + 2 < polls.length; k++) pollGaps.push(calls.slice(polls[k][1], polls[k + 1][1]));
+
+  const rows = async (table: string, filter: string) => {
+    const types: string[] = [];
+    for await (const e of stack.operator.table(table).listEntities<{ EventType?: string }>({ queryOptions: { filter, select: ['EventType'] } })) types.push(e.EventType ?? '');
+    return types;
+  };
+  // Sub-orchestrations' ids start with the job's (instanceIds.ts); the bounds of a prefix range.
+  const range = `PartitionKey ge '${id}' and PartitionKey lt '${id}~'`;
+  const history = await rows('HpcMpiHubHistory', range);
+  const historyRows = history.length;
+  const timersFired = history.filter((t) => t === 'TimerFired').length;
+  const instanceRows = (await rows('HpcMpiHubInstances', range)).length;
+  await counter.mark();
+  return { id, state: final.state, intake, intakeWindow, calls, polls: polls.length, pollGaps, historyRows, timersFired, instanceRows };
+}
+
+/**
+ * The documented bound of History rows per job (docs/call-budgets.md): a fixed part for the pipeline's steps, and
+ * per wait (one durable timer between two polls) the timer's and the next poll's rows: TimerCreated, TimerFired,
+ * TaskScheduled, TaskCompleted and two episodes' OrchestratorStarted/Completed. The orchestration does not continue
+ * as new, so the rows grow with the number of waits, i.e. with run time (bounded by limits.maxWallClock / POLL_MAX_MS).
+ */
+export const HISTORY_ROWS_FIXED = 150;
+export const HISTORY_ROWS_PER_WAIT = 8;
+export function historyRowBound(timersFired: number): number {
+  return HISTORY_ROWS_FIXED + HISTORY_ROWS_PER_WAIT * timersFired;
+}
