@@ -17,7 +17,7 @@ async function refusal(p: Promise<unknown>): Promise<{ status?: number; code?: s
     await p;
   } catch (e) {
     const err = e as RestError & { body?: { values?: { key: string; value: string }[] } };
-    return { status: err.statusCode, code: err.code, property: err.body?.values?.find((v) => v.key === 'PropertyName')?.value };
+    return { status: err.statusCode, code: err.code, property: err.body?.values?.find((v: { key: string; value: string }) => v.key === 'PropertyName')?.value };
   }
   return {};
 }
