@@ -23,7 +23,7 @@ export type { FaultConfig, NodeFault } from './faults/faultConfig';
 export type { NodeIdentityProvider } from './model/identity';
 export type { ArmAccessConfig } from './arm/auth';
 export { ARM_AUDIENCES } from './arm/auth';
-export { BATCH_AUDIENCE, type BatchAadOptions } from './auth/bearer';
+export { BATCH_AUDIENCE, type BatchAadOptions, type BatchDataRoles } from './auth/bearer';
 export type { AccountQuota } from './model/quota';
 export { SSH_LAUNCHER, LAUNCHER_BIN_DIR } from './runner/env';
 

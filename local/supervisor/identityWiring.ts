@@ -7,9 +7,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import {
-  APP_IDENTITY, POOL_IDENTITY, createEntraTokenVerifier, LOCAL_RESOURCE_GROUP, LOCAL_SUBSCRIPTION_ID, type IdentityService, type LocalManagedIdentity,
+  APP_IDENTITY, OPERATOR_USER, POOL_IDENTITY, createEntraTokenVerifier, LOCAL_RESOURCE_GROUP, LOCAL_SUBSCRIPTION_ID, stableGuid, type IdentityService, type LocalManagedIdentity,
 } from '../identity';
-import type { ArmAccessConfig, NodeIdentityProvider } from '../batch';
+import type { ArmAccessConfig, BatchDataRoles, NodeIdentityProvider } from '../batch';
 import type { RegistryAuthOptions } from '../registry';
 
 export interface LocalIdentityWiring {
@@ -17,6 +17,11 @@ export interface LocalIdentityWiring {
   pool: LocalManagedIdentity;
   nodeIdentities: NodeIdentityProvider;
   arm: { subscriptionId: string; resourceGroup: string; access: ArmAccessConfig };
+  /**
+   * Batch data-plane roles (infra/roles.json: the app holds Azure Batch Data Contributor on the account; the operator,
+   * like an account owner, may too). The pool identity and every other principal hold none: 403 on the data plane.
+   */
+  batchDataRoles: BatchDataRoles;
   /** A fresh registry credential (an ACR token's user name and password). */
   registryCredential(): { username: string; password: string };
   registryAuth(credential: { username: string; password: string }): RegistryAuthOptions;
@@ -42,6 +47,8 @@ export function localIdentityWiring(identity: IdentityService): LocalIdentityWir
       resourceGroup: LOCAL_RESOURCE_GROUP,
       access: { verify, contributors: [app.principalId], identityOperators: { [pool.resourceId]: [app.principalId] }, authority: identity.authorityHost },
     },
+    // Directory users' object ids are stableGuid(`user:<name>`) (identity/directory.ts localUser).
+    batchDataRoles: { contributors: [app.principalId, stableGuid(`user:${OPERATOR_USER}`)], readers: [] },
     registryCredential: () => ({ username: 'hpc-pull', password: randomBytes(24).toString('base64url') }),
     registryAuth: (credential) => ({ verifyEntraToken: verify, pullPrincipals: [pool.principalId], credentials: [credential] }),
   };

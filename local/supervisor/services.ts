@@ -140,7 +140,7 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
       nodePath: [path.join(opts.repoRoot, 'local', 'batch', 'nodetools', 'bin')],
       // Batch accounts accept Microsoft Entra ID; the shared key only when the stack opted in to keys.
       sharedKey: !keyless,
-      aad: { tenantId: identity.tenantId, jwks: () => identity.jwks() },
+      aad: { tenantId: identity.tenantId, jwks: () => identity.jwks(), roles: wiring.batchDataRoles },
       identity: wiring.nodeIdentities,
       arm: { ...wiring.arm, port: want.arm },
       ...opts.batch,

@@ -12,7 +12,7 @@
 import type { AccessToken, TokenCredential } from '@azure/core-auth';
 import { ManagedIdentityCredential } from '@azure/identity';
 import { startBatchEmulator, type BatchEmulatorHandle, type ExchangeRecord } from '../../local/batch';
-import { createManagementValidator, MANAGEMENT_API_VERSION } from '../../local/batch/contract/managementValidator';
+import { createManagementValidator, defaultManagementSpecDir, MANAGEMENT_API_VERSION } from '../../local/batch/contract/managementValidator';
 import { startIdentityService, type IdentityService } from '../../local/identity';
 import { localIdentityWiring, type LocalIdentityWiring } from '../../local/supervisor/identityWiring';
 import { loadConfig } from '../../shared/config';
@@ -28,7 +28,7 @@ let identity: IdentityService;
 let wiring: LocalIdentityWiring;
 let emu: BatchEmulatorHandle;
 const exchanges: ExchangeRecord[] = [];
-const validator = createManagementValidator();
+const validator = createManagementValidator(defaultManagementSpecDir());
 let arm: batch.ArmBatchContext;
 
 /** A token credential as a given identity on a given host would get one (tests of other principals). */

@@ -8,7 +8,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
-import { createContractRecorder, createContractValidator, type ContractRecorder } from '../../local/batch/contract';
+import { createContractRecorder, createContractValidator, defaultSpecPath, type ContractRecorder } from '../../local/batch/contract';
 import * as batch from '../../shared/batch';
 import { productOperations } from './productOperations';
 import { until } from './until';
@@ -156,7 +156,7 @@ describe('every exchange of the adapter workload conforms to the Batch OpenAPI d
   });
 
   test('the checks bite on the recorded traffic: one stray or missing property fails', () => {
-    const v = createContractValidator();
+    const v = createContractValidator({ specPath: defaultSpecPath() });
     const ex = recorder.exchanges();
     const poolGet = ex.find((e) => v.matchOperation(e.method, e.path) === 'Pool_Get' && e.status === 200)!;
     const poolAdd = ex.find((e) => v.matchOperation(e.method, e.path) === 'Pool_Add' && e.status === 201)!;

@@ -5,7 +5,7 @@
  */
 import type { BatchServiceClient } from '@azure/batch';
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
-import { createContractRecorder, createContractValidator } from '../../local/batch/contract';
+import { createContractRecorder, createContractValidator, defaultSpecPath } from '../../local/batch/contract';
 import { sdkClient, signedFetch, waitFor, waitForNodes, waitForTask } from '../../local/batch/testing/sdkHelpers';
 
 const FAST = { allocateMs: 20, bootMs: 20, leaveMs: 20, rebootMs: 20, startTaskPollMs: 50 };
@@ -471,7 +471,7 @@ describe('the Batch emulator is as strict as Batch', () => {
   });
 
   it('answered every request in these tests with a status and body the spec documents (errors are BatchError)', () => {
-    const v = createContractValidator();
+    const v = createContractValidator({ specPath: defaultSpecPath() });
     const answered = recorder.exchanges().filter((ex) => v.matchOperation(ex.method, ex.path));
     expect(answered.length).toBeGreaterThan(100);
     expect(answered.flatMap((ex) => v.validateResponse(ex).map((p) => `${ex.method} ${ex.path}: ${p}`))).toEqual([]);

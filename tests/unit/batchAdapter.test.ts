@@ -4,7 +4,7 @@
  */
 import { WebResource } from '@azure/ms-rest-js';
 import fc from 'fast-check';
-import { createContractValidator } from '../../local/batch/contract';
+import { createContractValidator, defaultSpecPath } from '../../local/batch/contract';
 import { checkJobAdd, checkPoolAdd, checkTaskAdd } from '../../local/batch/handlers/rules';
 import {
   BatchError,
@@ -22,7 +22,7 @@ import {
   type RetryPolicy,
 } from '../../shared/batch';
 
-const contract = createContractValidator();
+const contract = createContractValidator({ specPath: defaultSpecPath() });
 const API = 'api-version=2022-10-01.16.0';
 
 function requestProblems(method: string, path: string, body: unknown): string[] {

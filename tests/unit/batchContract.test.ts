@@ -1,9 +1,9 @@
-import { createContractValidator, type ContractExchange } from '../../local/batch/contract';
+import { createContractValidator, defaultSpecPath, type ContractExchange } from '../../local/batch/contract';
 import { convertDefinitions, convertSchema } from '../../local/batch/contract/swaggerToJsonSchema';
 import { route, emulatedRoutes } from '../../local/batch/handlers/router';
 import { productOperations } from '../batch/productOperations';
 
-const v = createContractValidator();
+const v = createContractValidator({ specPath: defaultSpecPath() });
 const API = 'api-version=2022-10-01.16.0';
 const JSON_HEADERS = { 'content-type': 'application/json; odata=minimalmetadata; charset=utf-8' };
 

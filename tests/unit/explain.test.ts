@@ -26,8 +26,8 @@ import { resolveMounts } from '../../orchestrations/activities/mounts';
 import { buildOpenApiDocument } from '../../shared/openapi';
 import { dryRunJob } from '../../shared/intake/dryRun';
 import { submissionJobId } from '../../shared/state/submission';
-import { createContractValidator } from '../../local/batch/contract';
-import { createManagementValidator } from '../../local/batch/contract/managementValidator';
+import { createContractValidator, defaultSpecPath } from '../../local/batch/contract';
+import { createManagementValidator, defaultManagementSpecDir } from '../../local/batch/contract/managementValidator';
 import { armPoolRequestBody, buildArmPool } from '../../shared/batch/armPools';
 import { EventType } from '../../local/durable/history';
 import { healthyJob, fakeNode } from '../orchestrations/fakeActivities';
@@ -263,8 +263,8 @@ describe.each(CASES)('%s', (name, text) => {
   });
 });
 
-const contract = createContractValidator();
-const management = createManagementValidator();
+const contract = createContractValidator({ specPath: defaultSpecPath() });
+const management = createManagementValidator(defaultManagementSpecDir());
 const openapi = buildOpenApiDocument();
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 addFormats(ajv);

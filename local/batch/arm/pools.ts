@@ -63,7 +63,14 @@ function identitiesOf(ctx: ArmContext, body: Json): PoolIdentity | undefined {
   const identity = body.identity as Json | undefined;
   if (!identity) return undefined;
   const type = String(identity.type ?? '');
-  if (type === 'None') return undefined;
+  if (type === 'None') {
+    // Resource Manager's identity service refuses this before Batch sees it (Azure/azure-rest-api-specs#17650):
+    // 400 BadRequest "The request format was unexpected, a non-UserAssigned identity type should not contain: userAssignedIdentities".
+    if (Object.keys((identity.userAssignedIdentities as Json | undefined) ?? {}).length > 0) {
+      throw new ArmHttpError(400, 'BadRequest', 'The request format was unexpected, a non-UserAssigned identity type should not contain: userAssignedIdentities', {}, 'identity.userAssignedIdentities');
+    }
+    return undefined;
+  }
   if (type !== 'UserAssigned') {
     throw armErrors.invalidContent(`Batch pools support only user-assigned identities; identity.type '${type}' is not supported.`, 'identity.type');
   }

@@ -163,8 +163,10 @@ async function dispatch(
         if (problems.length) {
           const [first] = problems;
           const p = first.params as Record<string, unknown>;
-          const at = `${first.instancePath}${p.unevaluatedProperty ? `/${String(p.unevaluatedProperty)}` : p.missingProperty ? `/${String(p.missingProperty)}` : ''}`.replace(/^\//, '').replace(/\//g, '.');
-          throw armErrors.invalidContent(`The request content was invalid: ${at || 'the body'} ${p.unevaluatedProperty ? 'is not a property of the model' : first.message ?? first.keyword}.`, at || undefined);
+          // The SDK-derived contract closes models with additionalProperties, the spec file with unevaluatedProperties.
+          const extra = p.unevaluatedProperty ?? p.additionalProperty;
+          const at = `${first.instancePath}${extra ? `/${String(extra)}` : p.missingProperty ? `/${String(p.missingProperty)}` : ''}`.replace(/^\//, '').replace(/\//g, '.');
+          throw armErrors.invalidContent(`The request content was invalid: ${at || 'the body'} ${extra ? 'is not a property of the model' : first.message ?? first.keyword}.`, at || undefined);
         }
         return createPool(ctx, caller, poolName, body as Json, headers);
       }

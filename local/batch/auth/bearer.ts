@@ -4,7 +4,8 @@
  * for exactly the audience https://batch.core.windows.net/ (with its slash: a token for
  * `https://batch.core.windows.net` is refused, "It should exactly match (including forward slash)", as Batch
  * answers, e.g. github.com/AzureAD/microsoft-authentication-library-for-js/issues/1735), within its lifetime.
- * Role assignments on the account are not emulated: a valid token of the tenant may do anything.
+ * Role assignments on the account: when `roles` is given, the token's object id must hold a data role
+ * (dataRoleAllows); without it any valid token of the tenant may do anything (emulators started bare by tests).
  */
 import { createLocalJWKSet, decodeJwt, errors, jwtVerify, type JSONWebKeySet } from 'jose';
 
@@ -15,6 +16,25 @@ export interface BatchAadOptions {
   tenantId: string;
   /** Its signing keys (public). */
   jwks: () => JSONWebKeySet;
+  /** Who holds which Batch data role on the account (object ids). */
+  roles?: BatchDataRoles;
+}
+
+/**
+ * Azure's built-in Batch data roles on the account: Azure Batch Data Contributor (jobs, job schedules and pools:
+ * everything the data plane does) and a reader (Reader / Batch Account Reader: `.../read` actions, so GET and
+ * HEAD only). Anyone else, the pools' own identities included, holds none.
+ */
+export interface BatchDataRoles {
+  contributors: string[];
+  readers: string[];
+}
+
+/** Whether a principal's role allows this method; pure, for the server's door. */
+export function dataRoleAllows(roles: BatchDataRoles, oid: string | undefined, method: string): boolean {
+  if (!oid) return false;
+  if (roles.contributors.includes(oid)) return true;
+  return roles.readers.includes(oid) && (method === 'GET' || method === 'HEAD');
 }
 
 /** `failed`: Batch's 401 AuthenticationFailed, with the reason as its AuthenticationErrorDetail. */

@@ -16,6 +16,7 @@ import Ajv2019 from 'ajv/dist/2019';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import type Ajv from 'ajv';
 import { registerBatchFormats } from './formats';
+import { managementDocument } from './sdkContract';
 import { compilePathTemplate, matchPathTemplate, type PathTemplate } from './pathTemplates';
 import { coerceParameterValue, parameterSchema, type JsonSchema, type SwaggerParameter } from './swaggerToJsonSchema';
 import type { ContractExchange } from './validator';
@@ -51,6 +52,7 @@ export interface ManagementValidator {
   operationIds(): string[];
 }
 
+/** ../shared/specs beside the repository: reference data for contract tests only. */
 export function defaultManagementSpecDir(): string {
   for (let dir = __dirname; ; dir = dirname(dir)) {
     if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'host.json'))) return resolve(dir, '..', 'shared', 'specs');
@@ -112,8 +114,18 @@ function closeInline(schema: JsonSchema): JsonSchema {
   return schema;
 }
 
-export function createManagementValidator(specDir = process.env.BATCH_SPEC_DIR ?? defaultManagementSpecDir()): ManagementValidator {
-  const read = (rel: string) => JSON.parse(readFileSync(join(specDir, rel), 'utf8')) as { definitions?: Record<string, JsonSchema>; parameters?: Record<string, SwaggerParameter>; paths?: Record<string, Record<string, { operationId: string; parameters?: SwaggerParameter[]; responses: Operation['responses'] }>>; info?: { version: string } };
+/**
+ * `specDir`: a folder holding the official Swagger files (contract tests pass ../shared/specs). Without it (and
+ * without BATCH_SPEC_DIR) the contract comes from the @azure/arm-batch SDK's mappers (sdkContract.ts), so the
+ * emulator runs in a clone that has no ../shared beside it.
+ */
+export function createManagementValidator(specDir = process.env.BATCH_SPEC_DIR): ManagementValidator {
+  type SpecFile = { definitions?: Record<string, JsonSchema>; parameters?: Record<string, SwaggerParameter>; paths?: Record<string, Record<string, { operationId: string; parameters?: SwaggerParameter[]; responses: Operation['responses'] }>>; info?: { version: string } };
+  const read = (rel: string): SpecFile => {
+    if (specDir) return JSON.parse(readFileSync(join(specDir, rel), 'utf8')) as SpecFile;
+    // From the SDK: one self-contained document; the common-types files it would refer into are not needed.
+    return rel === MANAGEMENT_SPEC_FILE ? (managementDocument() as SpecFile) : { definitions: {}, parameters: {} };
+  };
   const main = read(MANAGEMENT_SPEC_FILE);
   const docs: Record<string, { definitions: Record<string, JsonSchema>; parameters: Record<string, SwaggerParameter> }> = {
     [MAIN_ID]: { definitions: main.definitions ?? {}, parameters: main.parameters ?? {} },

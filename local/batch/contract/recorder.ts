@@ -2,7 +2,7 @@
  * Collects the emulator's request/response exchanges and checks each against the contract, keeping
  * per-operation coverage. Used by the contract and fault tests.
  */
-import { createContractValidator, type ContractExchange, type ContractValidator } from './validator';
+import { createContractValidator, defaultSpecPath, type ContractExchange, type ContractValidator } from './validator';
 
 export interface ContractViolation {
   operationId?: string;
@@ -29,7 +29,7 @@ export interface ContractRecorder {
   report(): string;
 }
 
-export function createContractRecorder(validator: ContractValidator = createContractValidator()): ContractRecorder {
+export function createContractRecorder(validator: ContractValidator = createContractValidator({ specPath: defaultSpecPath() })): ContractRecorder {
   const violations: ContractViolation[] = [];
   const coverage = new Map<string, number>();
   const statuses = new Map<string, Set<number>>();

@@ -93,12 +93,15 @@ export function convertSchema(schema: JsonSchema): JsonSchema {
   return out;
 }
 
-/** All spec definitions converted, plus the later-revision properties, as one schema document. */
-export function convertDefinitions(definitions: Record<string, JsonSchema>): JsonSchema {
+/**
+ * All spec definitions converted, plus the later-revision properties, as one schema document. The SDK-derived
+ * contract (sdkContract.ts) already has them: `addLaterRevision` false leaves its definitions as they are.
+ */
+export function convertDefinitions(definitions: Record<string, JsonSchema>, addLaterRevision = true): JsonSchema {
   const converted: Record<string, JsonSchema> = {};
   for (const [name, def] of Object.entries(definitions)) {
     const schema = convertSchema(def);
-    const extra = LATER_REVISION_PROPERTIES[name];
+    const extra = addLaterRevision ? LATER_REVISION_PROPERTIES[name] : undefined;
     if (extra) {
       const props = (schema.properties ?? {}) as Record<string, JsonSchema>;
       for (const [prop, propSchema] of Object.entries(extra)) {

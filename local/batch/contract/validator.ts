@@ -11,6 +11,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import { registerBatchFormats } from './formats';
+import { dataPlaneDocument } from './sdkContract';
 import { compilePathTemplate, matchPathTemplate, type PathTemplate } from './pathTemplates';
 import {
   coerceParameterValue,
@@ -76,7 +77,11 @@ export interface ContractValidator {
 }
 
 export interface ContractValidatorOptions {
-  /** Path of the Swagger file; defaults to ../shared/specs/ beside the repository. */
+  /**
+   * Path of an official Swagger file to compile instead (contract tests use ../shared/specs/). Without it (and
+   * without BATCH_SPEC_PATH) the contract comes from the @azure/batch SDK's mappers (sdkContract.ts), so the
+   * emulator runs in a clone that has no ../shared beside it.
+   */
   specPath?: string;
 }
 
@@ -109,6 +114,7 @@ interface SwaggerDocument {
 /** Response bodies of the real service carry OData annotations the spec does not model as properties. */
 const ODATA_ANNOTATION = 'odata.metadata';
 
+/** The official Swagger file in ../shared/specs/ beside the repository: reference data for contract tests only. */
 export function defaultSpecPath(): string {
   // The shared folder sits beside the repository root, whether this file runs from sources or from dist/.
   for (let dir = __dirname; ; dir = dirname(dir)) {
@@ -118,12 +124,12 @@ export function defaultSpecPath(): string {
 }
 
 export function createContractValidator(options: ContractValidatorOptions = {}): ContractValidator {
-  const specPath = options.specPath ?? process.env.BATCH_SPEC_PATH ?? defaultSpecPath();
-  const doc = JSON.parse(readFileSync(specPath, 'utf8')) as SwaggerDocument;
+  const specPath = options.specPath ?? process.env.BATCH_SPEC_PATH;
+  const doc = specPath ? (JSON.parse(readFileSync(specPath, 'utf8')) as SwaggerDocument) : (dataPlaneDocument() as SwaggerDocument);
 
   const ajv = new Ajv({ allErrors: true, strict: false });
   registerBatchFormats(ajv);
-  ajv.addSchema(convertDefinitions(doc.definitions));
+  ajv.addSchema(convertDefinitions(doc.definitions, specPath !== undefined));
 
   const operations = collectOperations(doc);
   const byOperationId = new Map(operations.map((op) => [op.operationId, op]));

@@ -1,5 +1,5 @@
 import { nextETag, touch } from '../model/etag';
-import { NODE_FILTERS, POOL_FILTERS } from '../model/filterable';
+import { NODE_COUNT_FILTERS, NODE_FILTERS, POOL_FILTERS } from '../model/filterable';
 import { pageOf, applySelect } from '../model/odata';
 import type { Json, PoolIdentity, PoolRecord } from '../model/types';
 import { nodeView, poolView } from '../model/views';
@@ -220,6 +220,7 @@ function nodeBusy(node: { state: string }, operation: string): BatchHttpError | 
     starting: 'NodeBeingStarted',
     waitingforstarttask: 'NodeBeingStarted',
     rebooting: 'NodeBeingRebooted',
+    reimaging: 'NodeBeingReimaged',
     leavingpool: 'OperationNotValidOnNode',
   };
   const code = codes[node.state];
@@ -234,6 +235,36 @@ const rebootNode: Handler = (ctx, p, s) => {
   if (busy) throw busy;
   s.engine.reboot(pool, node, option);
   return { status: 202, headers: { DataServiceId: `${ctx.baseUrl}/pools/${pool.id}/nodes/${node.id}/reboot` } };
+};
+
+/** ComputeNode_Reimage: as reboot, with nodeReimageOption, and the node's disk wiped (engine.reimage). */
+const reimageNode: Handler = (ctx, p, s) => {
+  const { pool, node } = nodeOr404(s, p.poolId, p.nodeId);
+  const option = optionalEnum(jsonBody(ctx), 'nodeReimageOption', ['requeue', 'terminate', 'taskcompletion', 'retaineddata']) ?? 'requeue';
+  const busy = nodeBusy(node, 'reimaged');
+  if (busy) throw busy;
+  s.engine.reimage(pool, node, option);
+  return { status: 202, headers: { DataServiceId: `${ctx.baseUrl}/pools/${pool.id}/nodes/${node.id}/reimage` } };
+};
+
+/** The NodeCounts states (spec): every node state the emulator has, the rest zero. */
+const COUNTED_STATES: Record<string, string> = {
+  creating: 'creating', idle: 'idle', offline: 'offline', preempted: 'preempted', rebooting: 'rebooting', reimaging: 'reimaging',
+  running: 'running', starting: 'starting', starttaskfailed: 'startTaskFailed', leavingpool: 'leavingPool', unknown: 'unknown',
+  unusable: 'unusable', waitingforstarttask: 'waitingForStartTask', upgradingos: 'upgradingOS',
+};
+
+function nodeCounts(states: string[]): Json {
+  const counts: Record<string, number> = Object.fromEntries(Object.values(COUNTED_STATES).map((k) => [k, 0]));
+  for (const st of states) counts[COUNTED_STATES[st] ?? 'unknown'] += 1;
+  return { ...counts, total: states.length };
+}
+
+/** Account_ListPoolNodeCounts: per pool, dedicated and low-priority nodes by state (the emulator's nodes are all dedicated). */
+const listPoolNodeCounts: Handler = (ctx, _p, s) => {
+  const all = [...s.engine.pools.values()]
+    .map((pool) => ({ poolId: pool.id, dedicated: nodeCounts([...pool.nodes.values()].filter((n) => !n.removed).map((n) => n.state)), lowPriority: nodeCounts([]) }));
+  return { status: 200, body: pageOf(all, ctx.query, ctx.baseUrl, '/nodecounts', NODE_COUNT_FILTERS) };
 };
 
 /**
@@ -268,6 +299,8 @@ export const poolRoutes: [string, string, Handler][] = [
   ['GET', 'pools/{poolId}/nodes', listNodes],
   ['GET', 'pools/{poolId}/nodes/{nodeId}', getNode],
   ['POST', 'pools/{poolId}/nodes/{nodeId}/reboot', rebootNode],
+  ['POST', 'pools/{poolId}/nodes/{nodeId}/reimage', reimageNode],
+  ['GET', 'nodecounts', listPoolNodeCounts],
   ['POST', 'pools/{poolId}/nodes/{nodeId}/disablescheduling', setNodeScheduling(false)],
   ['POST', 'pools/{poolId}/nodes/{nodeId}/enablescheduling', setNodeScheduling(true)],
 ];

@@ -75,11 +75,50 @@ function escapes(rel: string): boolean {
 }
 
 /** A start, preparation, release or manager task's resource files and the features it may not use. */
-export function checkNodeTask(t: unknown, path: string): void {
+export function checkNodeTask(t: unknown, path: string, userAccounts?: unknown): void {
   if (!t || typeof t !== 'object') return;
   const task = t as Json;
+  checkUserIdentity(task.userIdentity, `${path}.userIdentity`, userAccounts);
+  // StartTask.maxTaskRetryCount and TaskConstraints.maxTaskRetryCount: "-1 means retry without limit"; less is invalid.
+  checkRetryCount(task.maxTaskRetryCount, `${path}.maxTaskRetryCount`);
+  checkRetryCount((task.constraints as Json | undefined)?.maxTaskRetryCount, `${path}.constraints.maxTaskRetryCount`);
   checkResourceFiles(task.resourceFiles, `${path}.resourceFiles`);
   if (present(task.applicationPackageReferences)) throw noApplications(`${path}.applicationPackageReferences`);
+}
+
+/**
+ * UserIdentity: "The userName and autoUser properties are mutually exclusive; you must specify one but not both"
+ * (spec, UserIdentity). A username must name one of the pool's userAccounts (given when the pool is known).
+ */
+export function checkUserIdentity(ui: unknown, path: string, userAccounts?: unknown): void {
+  if (!ui || typeof ui !== 'object') return;
+  const u = ui as Json;
+  if (present(u.username) && present(u.autoUser)) throw errors.invalid(`${path}.autoUser`, '(object)', 'username and autoUser are mutually exclusive; give one but not both');
+  if (typeof u.username === 'string' && userAccounts !== undefined) {
+    const names = Array.isArray(userAccounts) ? (userAccounts as Json[]).map((a) => a?.name) : [];
+    if (!names.includes(u.username)) throw errors.invalid(`${path}.username`, u.username, "the pool has no user account of this name (see the pool's userAccounts)");
+  }
+}
+
+/** maxTaskRetryCount: "Specifying -1 causes the Batch service to retry the Task without limit"; below -1 is invalid. */
+export function checkRetryCount(v: unknown, path: string): void {
+  if (typeof v === 'number' && v < -1) throw errors.invalid(path, v, 'must be -1 (retry without limit) or more');
+}
+
+/** JobPreparationTask.id / JobReleaseTask.id: "any combination of alphanumeric characters including hyphens and underscores", at most 64. */
+const NODE_TASK_ID = /^[A-Za-z0-9_-]{1,64}$/;
+export function checkNodeTaskId(t: unknown, path: string): void {
+  const id = (t as Json | undefined)?.id;
+  if (typeof id === 'string' && !NODE_TASK_ID.test(id)) throw errors.invalid(`${path}.id`, id, 'letters, digits, hyphens and underscores only, at most 64 characters');
+}
+
+/** taskSlotsPerNode: "The maximum value is the smaller of 4 times the number of cores of the vmSize of the pool or 256." */
+export const MAX_TASK_SLOTS_PER_NODE = 256;
+export function checkTaskSlots(b: Json, vCpus?: number): void {
+  const v = b.taskSlotsPerNode;
+  if (typeof v !== 'number') return;
+  const max = vCpus ? Math.min(4 * vCpus, MAX_TASK_SLOTS_PER_NODE) : MAX_TASK_SLOTS_PER_NODE;
+  if (v < 1 || v > max) throw errors.invalid('taskSlotsPerNode', v, `must be from 1 to ${max}`);
 }
 
 /** The emulated account has no application packages, so every reference is one Batch cannot satisfy. */
@@ -105,7 +144,8 @@ export function checkPoolAdd(b: Json): void {
   checkMinimumDuration(b, 'resizeTimeout', 5 * MINUTE);
   checkAutoScale(b);
   checkMetadata(b.metadata);
-  checkNodeTask(b.startTask, 'startTask');
+  checkTaskSlots(b);
+  checkNodeTask(b.startTask, 'startTask', b.userAccounts ?? []);
   const vmc = b.virtualMachineConfiguration as Json;
   const containers = (vmc.containerConfiguration ?? {}) as Json;
   const unemulated: [boolean, string, string][] = [
@@ -186,6 +226,8 @@ export function checkJobAdd(b: Json): void {
   checkMetadata(b.metadata);
   if (present((b.poolInfo as Json | undefined)?.autoPoolSpecification)) throw notEmulated('poolInfo.autoPoolSpecification', 'auto pools (create the pool and give poolInfo.poolId)');
   if (present(b.jobManagerTask)) throw notEmulated('jobManagerTask', 'job manager tasks');
+  checkNodeTaskId(b.jobPreparationTask, 'jobPreparationTask');
+  checkNodeTaskId(b.jobReleaseTask, 'jobReleaseTask');
   checkNodeTask(b.jobPreparationTask, 'jobPreparationTask');
   checkNodeTask(b.jobReleaseTask, 'jobReleaseTask');
 }
@@ -208,8 +250,10 @@ export const UPLOAD_HEADERS = ['content-type', 'content-encoding', 'content-lang
  * exitConditions' jobAction only when the job's onTaskFailure is performExitOptionsJobAction, dependencies only
  * on jobs that use them, no application packages or authentication tokens.
  */
-export function checkTaskAdd(b: Json, job: { onTaskFailure: string; usesTaskDependencies: boolean }, path = ''): void {
+export function checkTaskAdd(b: Json, job: { onTaskFailure: string; usesTaskDependencies: boolean; userAccounts?: unknown }, path = ''): void {
   checkDisplayName(b, path.replace(/\.$/, ''));
+  checkUserIdentity(b.userIdentity, `${path}userIdentity`, job.userAccounts);
+  checkRetryCount((b.constraints as Json | undefined)?.maxTaskRetryCount, `${path}constraints.maxTaskRetryCount`);
   checkResourceFiles(b.resourceFiles, `${path}resourceFiles`);
   checkResourceFiles((b.multiInstanceSettings as Json | undefined)?.commonResourceFiles, `${path}multiInstanceSettings.commonResourceFiles`);
   ((b.outputFiles as Json[] | undefined) ?? []).forEach((of, i) => checkOutputFile(of, `${path}outputFiles[${i}]`));
@@ -224,6 +268,10 @@ export function checkTaskAdd(b: Json, job: { onTaskFailure: string; usesTaskDepe
         { key: 'PropertyName', value: `${path}dependsOn` },
       ]);
     }
+    // TaskIdRange: "The start and end of the range are inclusive"; a range whose start is after its end names no task.
+    (((b.dependsOn as Json).taskIdRanges as Json[] | undefined) ?? []).forEach((r, i) => {
+      if (typeof r.start === 'number' && typeof r.end === 'number' && r.start > r.end) throw errors.invalid(`${path}dependsOn.taskIdRanges[${i}].end`, r.end, `must not be less than start (${r.start})`);
+    });
     const ids = ((b.dependsOn as Json).taskIds as string[] | undefined) ?? [];
     if (ids.join('').length > 64_000) {
       throw new BatchHttpError(400, 'TaskDependencyListTooLong', 'The list of task dependencies is too long: the task ids may total at most 64000 characters.', [{ key: 'PropertyName', value: `${path}dependsOn.taskIds` }]);

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import { verifySharedKey } from '../auth/sharedKey';
-import { verifyBearer, type BatchAadOptions } from '../auth/bearer';
+import { dataRoleAllows, verifyBearer, type BatchAadOptions } from '../auth/bearer';
 import type { ExchangeRecord } from '../config';
 import type { FaultState } from '../faults/faultConfig';
 import { BatchHttpError, batchErrorBody } from './errors';
@@ -92,7 +92,14 @@ async function authenticate(cfg: ServerConfig, req: Parameters<typeof verifyShar
   const aad = cfg.auth?.aad;
   if (bearer && aad) {
     const result = await verifyBearer(bearer[1], aad);
-    if (result.ok) return;
+    if (result.ok) {
+      if (!aad.roles || dataRoleAllows(aad.roles, result.oid, String(req.method ?? 'GET').toUpperCase())) return;
+      // An authenticated principal without a data role that allows the operation: 403, as Batch answers an
+      // Entra caller whose role assignments on the account do not grant the action.
+      throw new BatchHttpError(403, 'AuthorizationFailure', 'This request is not authorized to perform this operation.', [
+        { key: 'AuthorizationErrorDetail', value: `The principal '${result.oid ?? '(no oid)'}' holds no Batch data role on this account that allows ${String(req.method ?? 'GET').toUpperCase()} requests (Azure Batch Data Contributor for changes, a reader role for reads).` },
+      ]);
+    }
     throw new BatchHttpError(401, 'AuthenticationFailed', 'Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly.', [
       { key: 'AuthenticationErrorDetail', value: result.reason },
     ]);

@@ -47,7 +47,9 @@ function taskRecordFrom(s: Services, job: JobRecord, b: Json, path = ''): TaskRe
       throw errors.conflict(code, `The task id ${id} is the id of the job's ${key}.`);
     }
   }
-  checkTaskAdd(b, { onTaskFailure: job.onTaskFailure, usesTaskDependencies: job.spec.usesTaskDependencies === true }, path);
+  // A username must be one of the job's pool's userAccounts (known when the pool exists).
+  const pool = s.engine.pools.get(job.poolId.toLowerCase());
+  checkTaskAdd(b, { onTaskFailure: job.onTaskFailure, usesTaskDependencies: job.spec.usesTaskDependencies === true, userAccounts: pool ? (pool.spec.userAccounts ?? []) : undefined }, path);
   const containerSettings = b.containerSettings as Json | undefined;
   if (containerSettings && !containerSettings.imageName) throw errors.missing(`${path}containerSettings.imageName`);
   const now = new Date();

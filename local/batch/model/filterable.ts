@@ -20,6 +20,9 @@ const ORDERED: FilterableProperty = { ops: ['eq', 'ne', 'ge', 'gt', 'le', 'lt'] 
 const ID: FilterableProperty = { ops: ['startswith', 'eq', 'ne', 'ge', 'gt', 'le', 'lt'] };
 const STARTSWITH: FilterableProperty = { ops: ['startswith'] };
 
+/** Account_ListPoolNodeCounts: "$filter ... only poolId is supported" (eq and startswith as for ids). */
+export const NODE_COUNT_FILTERS: Filterable = { poolId: ID };
+
 export const POOL_FILTERS: Filterable = {
   id: ID,
   state: EQ,

@@ -9,6 +9,7 @@ export type NodeState =
   | 'idle'
   | 'running'
   | 'rebooting'
+  | 'reimaging'
   | 'unusable'
   | 'leavingpool'
   | 'offline';

@@ -335,9 +335,23 @@ export class Engine {
     this.bootAgain(pool, node);
   }
 
-  /** rebooting → starting → booted: the start task runs again, as on every Batch node reboot. */
-  private bootAgain(pool: PoolRecord, node: NodeRecord): void {
-    this.setNodeState(node, 'rebooting');
+  /**
+   * Reimage: "Reinstalls the operating system on the specified Compute Node": its tasks end (requeued unless
+   * `terminate`), everything the node kept on its disk (task, shared, startup and volatile folders, its /tmp) is
+   * gone, and it boots again through its start task. Mounted file systems are not the node's disk and stay.
+   */
+  reimage(pool: PoolRecord, node: NodeRecord, option: string): void {
+    this.onNodeLeaving(node, option !== 'terminate');
+    this.killNodeProcesses(node);
+    const d = nodeDirs(this.cfg.dataDir, pool.id, node.id);
+    for (const dir of [d.workitems, d.shared, d.startup, d.volatile, d.containers, d.tmp]) rmSync(dir, { recursive: true, force: true });
+    createNodeSandbox(d);
+    this.bootAgain(pool, node, 'reimaging');
+  }
+
+  /** rebooting (or reimaging) → starting → booted: the start task runs again, as on every Batch node reboot. */
+  private bootAgain(pool: PoolRecord, node: NodeRecord, state: 'rebooting' | 'reimaging' = 'rebooting'): void {
+    this.setNodeState(node, state);
     this.later(this.cfg.timing.rebootMs, () => {
       if (node.removed) return;
       this.setNodeState(node, 'starting');

@@ -97,3 +97,18 @@ export function userEnv(settings: unknown): Record<string, string> {
   }
   return env;
 }
+
+/**
+ * AZ_BATCH_TASK_USER and AZ_BATCH_TASK_USER_IDENTITY, as Batch sets them on every task ("Environment variables",
+ * Batch docs): the named user account when userIdentity.username is given, else the auto user, whose identity is
+ * its scope and elevation (PoolNonAdmin, PoolAdmin, TaskNonAdmin, TaskAdmin; defaults pool and nonAdmin) and whose
+ * account on Linux nodes is `_azbatch`. The emulator runs every task as the machine's own user either way.
+ */
+export function taskUserEnv(userIdentity: unknown): Record<string, string> {
+  const ui = (userIdentity ?? {}) as Json;
+  if (typeof ui.username === 'string' && ui.username !== '') return { AZ_BATCH_TASK_USER: ui.username, AZ_BATCH_TASK_USER_IDENTITY: ui.username };
+  const auto = (ui.autoUser ?? {}) as Json;
+  const scope = String(auto.scope ?? 'pool').toLowerCase() === 'task' ? 'Task' : 'Pool';
+  const elevation = String(auto.elevationLevel ?? 'nonadmin').toLowerCase() === 'admin' ? 'Admin' : 'NonAdmin';
+  return { AZ_BATCH_TASK_USER: '_azbatch', AZ_BATCH_TASK_USER_IDENTITY: `${scope}${elevation}` };
+}

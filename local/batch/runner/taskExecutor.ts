@@ -5,7 +5,7 @@ import { touch } from '../model/etag';
 import { isFileUploadFailure, isPreProcessingFailure } from '../model/exitOptions';
 import type { ExecInfo, JobRecord, Json, NodeRecord, PoolRecord, SubtaskRecord, TaskRecord, TaskState } from '../model/types';
 import { Engine, taskKey } from './engine';
-import { userEnv } from './env';
+import { taskUserEnv, userEnv } from './env';
 import { splitCommandLine } from './commandLine';
 import { groupAlive, killGroup, runCommandLine, type ProcessOutcome } from './processes';
 import { uploadOutputFiles } from './outputFiles';
@@ -159,7 +159,7 @@ export class TaskExecutor {
       const out = await runOrFail(this.engine.cfg.faults.startTaskFailureExitCode(pool.id, node.ordinal), async () => {
         mkdirSync(wd, { recursive: true });
         await downloadResourceFiles(st.resourceFiles as Json[] | undefined, wd, this.engine.agentOf(node.poolId));
-        const env = { ...this.engine.nodeEnv(node), ...userEnv(st.environmentSettings), AZ_BATCH_TASK_DIR: startup, AZ_BATCH_TASK_WORKING_DIR: wd };
+        const env = { ...this.engine.nodeEnv(node), ...userEnv(st.environmentSettings), ...taskUserEnv(st.userIdentity), AZ_BATCH_TASK_DIR: startup, AZ_BATCH_TASK_WORKING_DIR: wd };
         return this.runToEnd({ commandLine: String(st.commandLine ?? ''), cwd: wd, env, outDir: startup, container: st.containerSettings, node });
       });
       if (node.removed || node.state === 'leavingpool' || node.state === 'rebooting') return;
@@ -225,7 +225,7 @@ export class TaskExecutor {
     for (let attempt = 0; ; attempt++) {
       const out = await runOrFail(undefined, async () => {
         await downloadResourceFiles(prep.resourceFiles as Json[] | undefined, wd, this.engine.agentOf(node.poolId));
-        const env = { ...this.jobEnv(job, node), ...userEnv(prep.environmentSettings), AZ_BATCH_TASK_ID: String(prep.id ?? 'jobpreparation'), AZ_BATCH_TASK_DIR: dir, AZ_BATCH_TASK_WORKING_DIR: wd };
+        const env = { ...this.jobEnv(job, node), ...userEnv(prep.environmentSettings), ...taskUserEnv(prep.userIdentity), AZ_BATCH_TASK_ID: String(prep.id ?? 'jobpreparation'), AZ_BATCH_TASK_DIR: dir, AZ_BATCH_TASK_WORKING_DIR: wd };
         return this.runToEnd({ commandLine: String(prep.commandLine ?? ''), cwd: wd, env, outDir: dir, maxWallClockMs: timerMs(constraints.maxWallClockTime), container: prep.containerSettings, node });
       });
       const ok = out.exitCode === 0 && !out.failureInfo;
@@ -258,7 +258,7 @@ export class TaskExecutor {
     const out = await runOrFail(this.engine.cfg.faults.releaseTaskFailureExitCode(node.poolId, node.ordinal), async () => {
       await downloadResourceFiles(release.resourceFiles as Json[] | undefined, wd, this.engine.agentOf(node.poolId));
       const prepDir = path.join(node.rootDir, jobTaskRelative(job.id, job.spec.jobPreparationTask as Json, 'jobpreparation'));
-      const env = { ...this.jobEnv(job, node), ...userEnv(release.environmentSettings), AZ_BATCH_TASK_ID: String(release.id ?? 'jobrelease'), AZ_BATCH_TASK_DIR: dir, AZ_BATCH_TASK_WORKING_DIR: wd, AZ_BATCH_JOB_PREP_DIR: prepDir, AZ_BATCH_JOB_PREP_WORKING_DIR: path.join(prepDir, 'wd') };
+      const env = { ...this.jobEnv(job, node), ...userEnv(release.environmentSettings), ...taskUserEnv(release.userIdentity), AZ_BATCH_TASK_ID: String(release.id ?? 'jobrelease'), AZ_BATCH_TASK_DIR: dir, AZ_BATCH_TASK_WORKING_DIR: wd, AZ_BATCH_JOB_PREP_DIR: prepDir, AZ_BATCH_JOB_PREP_WORKING_DIR: path.join(prepDir, 'wd') };
       // Batch caps release tasks at 15 minutes.
       const max = Math.min(timerMs(release.maxWallClockTime) ?? 15 * 60_000, 15 * 60_000);
       return this.runToEnd({ commandLine: String(release.commandLine ?? ''), cwd: wd, env, outDir: dir, maxWallClockMs: max, container: release.containerSettings, node });
@@ -292,6 +292,7 @@ export class TaskExecutor {
       ...userEnv(job.spec.commonEnvironmentSettings),
       ...userEnv(task.spec.environmentSettings),
       ...this.jobVars(job, node),
+      ...taskUserEnv(task.spec.userIdentity),
       AZ_BATCH_TASK_ID: task.id,
       AZ_BATCH_TASK_DIR: taskDir,
       AZ_BATCH_TASK_WORKING_DIR: path.join(taskDir, 'wd'),

@@ -1,0 +1,66 @@
+/**
+ * Pool add: what Batch refuses, through the real @azure/batch SDK (issue 29). Each case was accepted (201) before.
+ */
+import { RestError } from '@azure/ms-rest-js';
+import type { BatchServiceClient, BatchServiceModels } from '@azure/batch';
+import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
+import { LINUX_VM_CONFIGURATION, sdkClient } from '../../local/batch/testing/sdkHelpers';
+
+const FAST = { allocateMs: 20, bootMs: 20, leaveMs: 20, rebootMs: 20, startTaskPollMs: 50 };
+let seq = 0;
+const pool = (extra: Partial<BatchServiceModels.PoolAddParameter> = {}): BatchServiceModels.PoolAddParameter => ({
+  id: `pool-${++seq}`, vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 0, ...extra,
+});
+
+/** The refusal's status, code and PropertyName. */
+async function refusal(p: Promise<unknown>): Promise<{ status?: number; code?: string; property?: string }> {
+  try {
+    await p;
+  } catch (e) {
+    const err = e as RestError & { body?: { values?: { key: string; value: string }[] } };
+    return { status: err.statusCode, code: err.code, property: err.body?.values?.find((v: { key: string; value: string }) => v.key === 'PropertyName')?.value };
+  }
+  return {};
+}
+
+describe('pool add contract', () => {
+  let emu: BatchEmulatorHandle;
+  let client: BatchServiceClient;
+  beforeAll(async () => {
+    emu = await startBatchEmulator({ timing: FAST });
+    client = sdkClient(emu);
+  });
+  afterAll(async () => {
+    await emu?.stop();
+  });
+
+  it('refuses taskSlotsPerNode above 256 and below 1 (400 InvalidPropertyValue) and accepts 256', async () => {
+    for (const taskSlotsPerNode of [257, 0]) {
+      expect(await refusal(client.pool.add(pool({ taskSlotsPerNode })))).toEqual({ status: 400, code: 'InvalidPropertyValue', property: 'taskSlotsPerNode' });
+    }
+    await client.pool.add(pool({ taskSlotsPerNode: 256 }));
+  });
+
+  it('refuses a start task maxTaskRetryCount below -1 and accepts -1', async () => {
+    const startTask = (maxTaskRetryCount: number) => ({ commandLine: '/bin/true', maxTaskRetryCount });
+    expect(await refusal(client.pool.add(pool({ startTask: startTask(-2) })))).toEqual({ status: 400, code: 'InvalidPropertyValue', property: 'startTask.maxTaskRetryCount' });
+    await client.pool.add(pool({ startTask: startTask(-1) }));
+  });
+
+  it('refuses a start task userIdentity with both username and autoUser', async () => {
+    const userIdentity = { userName: 'batchuser', autoUser: { scope: 'pool' as const } };
+    const userAccounts = [{ name: 'batchuser', password: 'p@ssw0rd-Local1' }];
+    expect(await refusal(client.pool.add(pool({ userAccounts, startTask: { commandLine: '/bin/true', userIdentity } })))).toEqual({ status: 400, code: 'InvalidPropertyValue', property: 'startTask.userIdentity.autoUser' });
+  });
+
+  it('refuses a start task username the pool defines no user account for, and accepts one it defines', async () => {
+    const startTask = { commandLine: '/bin/true', userIdentity: { userName: 'ghost' } };
+    expect(await refusal(client.pool.add(pool({ startTask })))).toEqual({ status: 400, code: 'InvalidPropertyValue', property: 'startTask.userIdentity.username' });
+    await client.pool.add(pool({ startTask, userAccounts: [{ name: 'ghost', password: 'p@ssw0rd-Local1' }] }));
+  });
+
+  it('still refuses what it refused before: no VM configuration, a stray property', async () => {
+    expect((await refusal(client.pool.add({ id: `pool-${++seq}`, vmSize: 'standard_d2s_v3', targetDedicatedNodes: 0 }))).status).toBe(400);
+    expect((await refusal(client.pool.add(pool({ taskSlotsPerNode: 1.5 })))).status).toBe(400);
+  });
+});
