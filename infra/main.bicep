@@ -51,6 +51,15 @@ param operatorKeysSecretName string = ''
 @maxValue(10)
 param durableAlwaysReady int = 1
 
+@description('Address space of the virtual network the pools join (pool.network; POOL_SUBNET_ID is its compute subnet).')
+param vnetAddressPrefix string = '10.40.0.0/16'
+
+@description('The compute subnet: every node of every pool takes one address (a /20 holds 4091 nodes).')
+param computeSubnetPrefix string = '10.40.0.0/20'
+
+@description('The subnet of the private endpoints (storage, registry, Key Vault, Batch node management).')
+param endpointsSubnetPrefix string = '10.40.16.0/24'
+
 // Role ids are declared and checked once, in roles.json (the test and infra/README.md's table read the same file).
 var roles = loadJsonContent('roles.json', '$.roles')
 
@@ -153,6 +162,107 @@ resource batch 'Microsoft.Batch/batchAccounts@2023-11-01' = {
     publicNetworkAccess: 'Enabled'
   }
 }
+
+// ---- the network (infra/README.md, "Network") ------------------------------------------------------------------
+// Pools join the compute subnet (POOL_SUBNET_ID: jobs need not know its id) without public IP addresses; nodes
+// reach storage, the registry, Key Vault and Batch's node management endpoint through private endpoints in the
+// endpoints subnet, resolved by the private DNS zones linked to the network. File servers (a head node's NFS,
+// NetApp Files, Azure Files NFS, Managed Lustre) and licence servers the jobs mount or call live in this network too.
+resource vnet 'Microsoft.Network/virtualNetworks@2023-11-01' = {
+  name: 'vnet-${token}'
+  location: location
+  tags: tags
+  properties: {
+    addressSpace: { addressPrefixes: [ vnetAddressPrefix ] }
+    subnets: [
+      {
+        name: 'compute'
+        properties: {
+          addressPrefix: computeSubnetPrefix
+          // Nodes without public IPs reach the internet (package mirrors, public registries) through Batch's
+          // simplified node communication and the endpoints only; no default outbound access.
+          defaultOutboundAccess: false
+          serviceEndpoints: [ { service: 'Microsoft.Storage' } ]
+        }
+      }
+      {
+        name: 'endpoints'
+        properties: {
+          addressPrefix: endpointsSubnetPrefix
+          privateEndpointNetworkPolicies: 'Disabled'
+        }
+      }
+    ]
+  }
+}
+
+resource computeSubnet 'Microsoft.Network/virtualNetworks/subnets@2023-11-01' existing = {
+  parent: vnet
+  name: 'compute'
+}
+
+resource endpointsSubnet 'Microsoft.Network/virtualNetworks/subnets@2023-11-01' existing = {
+  parent: vnet
+  name: 'endpoints'
+}
+
+// One private DNS zone per private-link service, linked to the network so the public names resolve to the endpoints.
+var privateZones = [
+  'privatelink.blob.${environment().suffixes.storage}'
+  'privatelink.azurecr.io'
+  'privatelink.vaultcore.azure.net'
+  'privatelink.batch.azure.com'
+]
+
+resource zones 'Microsoft.Network/privateDnsZones@2020-06-01' = [for zone in privateZones: {
+  name: zone
+  location: 'global'
+  tags: tags
+}]
+
+resource zoneLinks 'Microsoft.Network/privateDnsZones/virtualNetworkLinks@2020-06-01' = [for (zone, i) in privateZones: {
+  parent: zones[i]
+  name: 'vnet-${token}'
+  location: 'global'
+  properties: {
+    virtualNetwork: { id: vnet.id }
+    registrationEnabled: false
+  }
+}]
+
+// Each endpoint: the resource, its sub-resource (group id) and the zone (index into privateZones) its name goes in.
+var storageEndpoints = concat(
+  [ { name: 'pe-data-blob', id: dataAccount.id, group: 'blob', zone: 0 } ],
+  [for (name, i) in stagingAccountNames: { name: 'pe-${name}-blob', id: staging[i].id, group: 'blob', zone: 0 }]
+)
+var otherEndpoints = [
+  { name: 'pe-acr', id: acr.id, group: 'registry', zone: 1 }
+  { name: 'pe-vault', id: vault.id, group: 'vault', zone: 2 }
+  { name: 'pe-batch-nodemanagement', id: batch.id, group: 'nodeManagement', zone: 3 }
+]
+
+resource privateEndpoints 'Microsoft.Network/privateEndpoints@2023-11-01' = [for ep in concat(storageEndpoints, otherEndpoints): {
+  name: '${ep.name}-${take(token, 8)}'
+  location: location
+  tags: tags
+  properties: {
+    subnet: { id: endpointsSubnet.id }
+    privateLinkServiceConnections: [
+      {
+        name: ep.name
+        properties: { privateLinkServiceId: ep.id, groupIds: [ ep.group ] }
+      }
+    ]
+  }
+}]
+
+resource privateEndpointZones 'Microsoft.Network/privateEndpoints/privateDnsZoneGroups@2023-11-01' = [for (ep, i) in concat(storageEndpoints, otherEndpoints): {
+  parent: privateEndpoints[i]
+  name: 'default'
+  properties: {
+    privateDnsZoneConfigs: [ { name: 'zone', properties: { privateDnsZoneId: zones[ep.zone].id } } ]
+  }
+}]
 
 resource acr 'Microsoft.ContainerRegistry/registries@2023-07-01' = {
   name: 'cr${token}'
@@ -262,6 +372,7 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
         { name: 'BATCH_RESOURCE_GROUP', value: resourceGroup().name }
         { name: 'POOL_IDENTITY_RESOURCE_ID', value: poolIdentity.id }
         { name: 'POOL_IDENTITY_CLIENT_ID', value: poolIdentity.properties.clientId }
+        { name: 'POOL_SUBNET_ID', value: computeSubnet.id }
         { name: 'STAGING_ACCOUNTS', value: join(stagingAccountNames, ',') }
         { name: 'DATA_ACCOUNTS', value: join(concat([ dataAccountName ], existingDataAccountNames), ',') }
         // The data account created here has a hierarchical namespace; the existing ones named as having one too.
@@ -485,3 +596,4 @@ output DATA_ACCOUNTS string = join(concat([ dataAccountName ], existingDataAccou
 output REGISTRY_LOGIN_SERVER string = acr.properties.loginServer
 output POOL_IDENTITY_RESOURCE_ID string = poolIdentity.id
 output KEY_VAULT_URI string = vault.properties.vaultUri
+output POOL_SUBNET_ID string = computeSubnet.id

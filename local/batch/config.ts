@@ -3,6 +3,7 @@ import type { FaultConfig } from './faults/faultConfig';
 import type { NodeIdentityProvider } from './model/identity';
 import type { ArmAccessConfig } from './arm/auth';
 import type { AccountQuota } from './model/quota';
+import type { NetworkService } from './runner/networkServices';
 
 /** The fixed development key of the emulator (like Azurite's well-known key): never a secret. */
 export const DEV_ACCOUNT_NAME = 'localbatch';
@@ -93,6 +94,12 @@ export interface BatchEmulatorOptions {
    * budget, and so do its incoming ones (docs/local-batch.md, "Node-to-node bandwidth").
    */
   nodeBandwidthBytesPerSec?: number;
+  /**
+   * File servers in virtual networks (a head node's NFS export, NetApp Files, Azure Files NFS): each at its private
+   * address in one subnet, mountable (`mount -t nfs <address>:<path>`) only from nodes of pools in that subnet
+   * (runner/networkServices.ts; docs/local-batch.md, "Virtual networks").
+   */
+  networkServices?: NetworkService[];
   /**
    * PEM CA certificates the emulated nodes trust besides Node's public roots, for https resource files and the node
    * agent's identity transfers: what adding a CA to a real node's trust store does (e.g. a test's own https server).

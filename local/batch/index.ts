@@ -79,6 +79,7 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
     nodePath: opts.nodePath ?? [],
     identity: opts.identity,
     nodeBandwidthBytesPerSec: opts.nodeBandwidthBytesPerSec,
+    ...(opts.networkServices ? { networkServices: opts.networkServices } : {}),
     trustedCertificates: opts.trustedCertificates ?? [],
     quota: opts.quota,
   });

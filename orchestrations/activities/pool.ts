@@ -37,7 +37,8 @@ export async function poolCreate(input: PoolCreateRequest): Promise<{ created: b
       }))
     : undefined;
   const mounts = input.mounts?.length ? await resolveMounts(input.mounts, mountDeps(input.mountSasValidForMs)) : undefined;
-  const spec = jobPoolSpec(input, { startTaskFiles, mounts, identityResourceId, owner: job?.owner });
+  const defaultSubnetId = appConfig().poolSubnetId;
+  const spec = jobPoolSpec(input, { startTaskFiles, mounts, identityResourceId, owner: job?.owner, ...(defaultSubnetId ? { defaultSubnetId } : {}) });
   const result = arm ? await createJobPoolArm(arm, spec) : await createJobPool(batchContext(), spec);
   return { created: result.created };
 }

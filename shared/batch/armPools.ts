@@ -11,7 +11,7 @@ import type * as BatchManagementModels from '@azure/arm-batch';
 import type { ArmBatchContext } from './armClient';
 import { ownerJobOf, poolOwnershipMetadata, stripUndefined, submitterOf, toContainerSettings, toResourceFiles, type ContainerSettingsSpec, type NameValue, type ResourceFileSpec } from './common';
 import { BatchError } from './errors';
-import { adoptExistingPool, poolResource, toContainerRegistries, toMountConfiguration, type CreatePoolResult, type JobPoolSpec, type MountSpec } from './pools';
+import { adoptExistingPool, poolResource, publicIpConfiguration, toContainerRegistries, toMountConfiguration, type CreatePoolResult, type JobPoolSpec, type MountSpec } from './pools';
 import { callWithRetry } from './retry';
 
 type ArmPool = BatchManagementModels.Pool;
@@ -78,7 +78,13 @@ export function buildArmPool(spec: JobPoolSpec, identityResourceId: string): Arm
     interNodeCommunication: 'Enabled' as const,
     taskSlotsPerNode: 1,
     taskSchedulingPolicy: { nodeFillType: 'Spread' as const },
-    networkConfiguration: spec.subnetId ? { subnetId: spec.subnetId } : undefined,
+    networkConfiguration: spec.network
+      ? stripUndefined({
+          subnetId: spec.network.subnetId,
+          publicIPAddressConfiguration: publicIpConfiguration(spec.network.publicIp, { none: 'NoPublicIPAddresses' as const, batch: 'BatchManaged' as const, user: 'UserManaged' as const }),
+          enableAcceleratedNetworking: spec.network.acceleratedNetworking,
+        })
+      : undefined,
     startTask: st
       ? stripUndefined({
           commandLine: st.commandLine,

@@ -92,8 +92,25 @@ export interface JobPoolSpec {
   resizeTimeoutMinutes?: number;
   /** File systems mounted on every node (Batch mountConfiguration). */
   mounts?: MountSpec[];
-  subnetId?: string;
+  /** The virtual network the nodes join (Batch networkConfiguration). */
+  network?: PoolNetworkSpec;
   displayName?: string;
+}
+
+/** A pool's network: its subnet, its nodes' public IP addresses, accelerated networking (management plane only). */
+export interface PoolNetworkSpec {
+  subnetId: string;
+  /** Default: Batch's own (batchManaged). */
+  publicIp?: 'none' | 'batchManaged' | { userManaged: string[] };
+  acceleratedNetworking?: boolean;
+}
+
+/** networkConfiguration's publicIPAddressConfiguration, in a plane's spelling of the provisioning type. */
+export function publicIpConfiguration<T extends string>(publicIp: PoolNetworkSpec['publicIp'], names: { none: T; batch: T; user: T }): { provision: T; ipAddressIds?: string[] } | undefined {
+  if (publicIp === undefined) return undefined;
+  if (publicIp === 'none') return { provision: names.none };
+  if (publicIp === 'batchManaged') return { provision: names.batch };
+  return { provision: names.user, ipAddressIds: [...publicIp.userManaged] };
 }
 
 export interface CreatePoolResult {
@@ -150,6 +167,18 @@ export function toContainerRegistries(registries: JobPoolSpec['containerRegistri
 
 export const poolResource = (poolId: string) => `pool ${poolId}`;
 
+/**
+ * networkConfiguration on the data plane. The 2022-10-01 API has no enableAcceleratedNetworking: a spec asking for it
+ * is refused at the door on a deployment without a pool identity (shared/intake/networkPolicy.ts), never dropped.
+ */
+function dataPlaneNetwork(n: PoolNetworkSpec): BatchServiceModels.NetworkConfiguration {
+  if (n.acceleratedNetworking !== undefined) throw new Error('acceleratedNetworking needs the management plane (a pool identity): the data plane API 2022-10-01 has no such field');
+  return stripUndefined({
+    subnetId: n.subnetId,
+    publicIPAddressConfiguration: publicIpConfiguration(n.publicIp, { none: 'nopublicipaddresses' as const, batch: 'batchmanaged' as const, user: 'usermanaged' as const }),
+  });
+}
+
 /** The PoolAddParameter for a job-owned MPI pool. Pure; exported for tests and for review. */
 export function buildPoolAddParameter(spec: JobPoolSpec): BatchServiceModels.PoolAddParameter {
   const image = spec.image.virtualMachineImageId
@@ -176,7 +205,7 @@ export function buildPoolAddParameter(spec: JobPoolSpec): BatchServiceModels.Poo
     enableInterNodeCommunication: true,
     taskSlotsPerNode: 1,
     taskSchedulingPolicy: { nodeFillType: 'spread' as const },
-    networkConfiguration: spec.subnetId ? { subnetId: spec.subnetId } : undefined,
+    networkConfiguration: spec.network ? dataPlaneNetwork(spec.network) : undefined,
     startTask: spec.startTask
       ? stripUndefined({
           commandLine: spec.startTask.commandLine,

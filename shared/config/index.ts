@@ -16,6 +16,7 @@ import { eventsEnvSchema, parseEventsConfig, type EventsConfig } from './events'
 import { parseCoreQuota, parseQueues, type AdmissionConfig } from './admission';
 import { parsePoolIdentity, type PoolIdentityConfig } from './poolIdentity';
 import { parseRegistryCredentials, type RegistryCredential } from './registryCredentials';
+import { SUBNET_ID_HINT, SUBNET_ID_RE } from '../spec/sections/network';
 import { parseSharedPools, type SharedPool } from './sharedPools';
 import { parseSharedDataAreas, type SharedDataArea } from './dataAreas';
 import { parseHnsAccounts } from './hnsAccounts';
@@ -106,6 +107,8 @@ export interface AppConfig {
   registryCredentials: RegistryCredential[];
   /** Pools the deployment declares shared (SHARED_POOLS): any other pool.poolId must be the submitter's own. */
   sharedPools: SharedPool[];
+  /** The subnet new pools join when their spec names none (POOL_SUBNET_ID; default: no virtual network). */
+  poolSubnetId?: string;
 }
 
 export interface ContainersConfig {
@@ -338,6 +341,7 @@ const envSchema = z.object({
   ARM_ENDPOINT: z.string().optional(),
   REGISTRY_CREDENTIALS: z.string().optional(),
   SHARED_POOLS: z.string().optional(),
+  POOL_SUBNET_ID: z.string().trim().optional(),
 });
 
 /** Every app setting the app reads (APP_VERSION aside, read on its own by appVersionSetting). */
@@ -434,6 +438,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const poolIdentity = parsePoolIdentity(e, e.BATCH_ACCOUNT_NAME, problems);
   const registryCredentials = parseRegistryCredentials(e.REGISTRY_CREDENTIALS, env, problems);
   const sharedPools = parseSharedPools(e.SHARED_POOLS, problems);
+  const poolSubnetId = e.POOL_SUBNET_ID || undefined;
+  if (poolSubnetId && !SUBNET_ID_RE.test(poolSubnetId)) problems.push(`POOL_SUBNET_ID: must be ${SUBNET_ID_HINT}`);
 
   if (problems.length > 0 || !hostStorage || !priceTable || !queues || !coreQuota) throw new ConfigError(problems);
   const limit = (n: number) => (n > 0 ? n : undefined);
@@ -500,6 +506,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ...(poolIdentity ? { poolIdentity } : {}),
     registryCredentials,
     sharedPools,
+    ...(poolSubnetId ? { poolSubnetId } : {}),
   };
   return deepFreeze(config);
 }

@@ -30,6 +30,7 @@ export const ExplainSettingsSchema = z.object({
     resourceId: z.string().meta({ description: 'POOL_IDENTITY_RESOURCE_ID: the user-assigned identity\'s ARM id.' }),
     clientId: z.string().meta({ description: 'POOL_IDENTITY_CLIENT_ID: its client id (what the pull task signs in to a registry with).' }),
   }).nullable().meta({ description: 'The pool identity (POOL_IDENTITY_*): pools are then created through the management plane carrying it. null: pools from the data plane, no identity on the nodes (also the documented default, offline).' }),
+  poolSubnetId: z.string().nullable().optional().meta({ description: 'POOL_SUBNET_ID: the subnet new pools join when the spec names none (pool.network.subnetId). null: no default, pools without pool.network have no virtual network (also the documented default, offline).' }),
 }).meta({ title: 'ExplainSettings' });
 
 const StorageRef = z.object({ account: z.string(), container: z.string() });

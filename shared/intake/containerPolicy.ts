@@ -7,6 +7,7 @@ import type { AppConfig } from '../config';
 import type { JobSpec, SpecError } from '../spec';
 import { dataAccessRefusal, type DataAccessPolicy } from './dataAccess';
 import { checkRegistryAddresses } from './addressPolicy';
+import { checkNetworkPolicy } from './networkPolicy';
 
 export interface ContainerPolicy {
   allowPrivileged: boolean;
@@ -16,6 +17,11 @@ export interface ContainerPolicy {
   registrySecrets?: { server: string; setting: string }[];
   /** Registry names rewritten at submission (REGISTRY_ALIASES, registryAliases.ts). */
   registryAliases?: Readonly<Record<string, string>>;
+  /**
+   * The deployment's default subnet (POOL_SUBNET_ID). Carried here because the pool's network is checked with the
+   * pool identity it depends on (networkPolicy.ts), at the same door.
+   */
+  poolSubnetId?: string;
 }
 
 /** Nothing beyond the allowlist: the default when a caller names no policy. */
@@ -27,6 +33,7 @@ export function containerPolicy(config: AppConfig): ContainerPolicy {
     poolIdentity: config.poolIdentity !== undefined,
     registrySecrets: config.registryCredentials.map((c) => ({ server: c.server, setting: c.setting })),
     ...(config.containers.registryAliases && Object.keys(config.containers.registryAliases).length ? { registryAliases: config.containers.registryAliases } : {}),
+    ...(config.poolSubnetId ? { poolSubnetId: config.poolSubnetId } : {}),
   };
 }
 
@@ -55,7 +62,7 @@ function registryErrors(spec: JobSpec, policy: ContainerPolicy): SpecError[] {
 }
 
 export function checkContainerPolicy(spec: JobSpec, policy: ContainerPolicy, data: DataAccessPolicy): SpecError[] {
-  const errors: SpecError[] = [...registryErrors(spec, policy)];
+  const errors: SpecError[] = [...registryErrors(spec, policy), ...checkNetworkPolicy(spec, { poolSubnetId: policy.poolSubnetId, managementPlane: policy.poolIdentity === true })];
   if (spec.container.runOptions?.privileged && !policy.allowPrivileged) {
     errors.push({
       path: 'container.runOptions.privileged',

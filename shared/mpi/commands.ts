@@ -31,6 +31,7 @@ import {
 import { bashCommandLine, shellJoin, shellQuote } from './shellQuote';
 import { GLUE_STRICT, NODE_PROFILE, USER_MODE, userStep } from './userShell';
 import { SINGULARITY_CACHE_DIR, sifPathExpr, sifPullLines, singularityUri, type SifSource } from './singularity';
+import { COMPAT_VARIABLES, SCHEDULER_COMPAT, schedulerCompatLines, type SchedulerCompatInput } from './schedulerCompat';
 
 export type ContainerRuntime = 'docker' | 'singularity' | 'none';
 export type ProcessesPerNode = number | 'nproc' | 'cores' | 'gpus';
@@ -107,6 +108,8 @@ export interface MpiTaskInput {
   launcher?: string;
   /** Variables the master exports at run time (e.g. in the pre-execution step) that the launcher forwards to every rank. */
   forwardNames?: string[];
+  /** PBS / Slurm allocation variables and a node file with one line per slot, exported on the master (schedulerCompat.ts). */
+  schedulerCompat?: SchedulerCompatInput;
 }
 
 export interface MpiTaskCommands {
@@ -251,6 +254,12 @@ function validate(input: MpiTaskInput): Validated {
   }
   for (const name of input.forwardNames ?? []) if (!ENV_NAME.test(name)) fail(`forwarded variable name ${JSON.stringify(name)} is not a valid identifier`, { name });
   if (input.runtime === 'singularity' && !input.sifCacheKey) fail('runtime singularity needs the image\'s sifCacheKey', {});
+  const compat = input.schedulerCompat;
+  if (compat !== undefined) {
+    if (!(SCHEDULER_COMPAT as readonly string[]).includes(compat.kind)) fail(`schedulerCompat must be one of ${SCHEDULER_COMPAT.join(', ')}`, { schedulerCompat: compat.kind });
+    noNul('schedulerCompat.jobId', compat.jobId);
+    noNul('schedulerCompat.jobName', compat.jobName);
+  }
   const container = validateContainerOptions(fail, input);
   const sshPort = input.sshPort ?? (input.runtime === 'docker' ? 23 : 22);
   if (!Number.isSafeInteger(sshPort) || sshPort < 1 || sshPort > 65535) fail('sshPort must be 1..65535', { sshPort });
@@ -402,6 +411,7 @@ function rankSetup(v: Validated, preset: FabricPreset): string[] {
   lines.push(
     `for mpijob_h in \${AZ_BATCH_HOST_LIST//,/ }; do printf ${openmpi ? "'%s slots=%s\\n'" : "'%s:%s\\n'"} "$mpijob_h" "$MPIJOB_PPN"; done > "$MPIJOB_HOSTFILE"`,
   );
+  if (input.schedulerCompat) lines.push(...schedulerCompatLines(input.schedulerCompat));
   if (input.runtime === 'singularity') {
     lines.push(`export MPIJOB_IMAGE=${sifPathExpr(input.sifCacheKey as string, 0)}`);
     lines.push(...RANK_DIR_FALLBACKS.map(([batchVar, fallback]) => `export ${fallback}="$${batchVar}"`));
@@ -480,7 +490,12 @@ export function buildMpiTaskCommands(input: MpiTaskInput): MpiTaskCommands {
     `sleep 1; if [ "$(docker inspect -f '{{.State.Running}}' ${qName} 2>/dev/null)" != true ]; then echo "container ${name} is not running after start" >&2; docker logs ${qName} >&2 || true; exit 1; fi`,
   );
 
-  const execEnv = [...MPIJOB_RUN_ENV, ...(input.processesPerNode === 'gpus' ? ['MPIJOB_GPUS'] : []), ...(preset.forwardUcxPkey ? ['UCX_IB_PKEY'] : [])];
+  const execEnv = [
+    ...MPIJOB_RUN_ENV,
+    ...(input.processesPerNode === 'gpus' ? ['MPIJOB_GPUS'] : []),
+    ...(preset.forwardUcxPkey ? ['UCX_IB_PKEY'] : []),
+    ...(input.schedulerCompat ? ['MPIJOB_NODEFILE', ...COMPAT_VARIABLES[input.schedulerCompat.kind]] : []),
+  ];
   const application = [
     ...rankSetup(v, preset),
     [

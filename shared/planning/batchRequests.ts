@@ -8,6 +8,8 @@
 import type { BatchJobCreateInput, NodeTaskRequest, SecretEnvironmentRef } from '../contract/activities';
 import type { BatchJobSpec, JobPoolSpec, MountSpec, MpiTaskSpec, NodeTaskSpec, ResourceFileSpec } from '../batch';
 import { userCommandLine } from '../mpi/userShell';
+import { resolvePoolNetwork } from '../spec/sections/network';
+import { PlanningError } from './errors';
 import { parseIsoDuration } from '../spec/duration';
 import type { JobSpec } from '../spec/schema';
 import type { PoolCreateRequest } from './jobPlan';
@@ -51,9 +53,11 @@ export function startTaskResourceFile(file: { path: string }, url: string, ident
  */
 export function jobPoolSpec(
   input: PoolCreateRequest,
-  resolved: { startTaskFiles?: ResourceFileSpec[]; mounts?: MountSpec[]; identityResourceId?: string; owner?: string } = {},
+  resolved: { startTaskFiles?: ResourceFileSpec[]; mounts?: MountSpec[]; identityResourceId?: string; owner?: string; defaultSubnetId?: string } = {},
 ): JobPoolSpec {
   const identityResourceId = resolved.identityResourceId;
+  const network = resolvePoolNetwork(input.network, resolved.defaultSubnetId);
+  if (network && 'error' in network) throw new PlanningError(network.error, { poolId: input.poolId });
   const registries = input.registry && identityResourceId && input.registry.identity === 'managed'
     ? [{ registryServer: input.registry.server, identityResourceId }]
     : undefined;
@@ -73,6 +77,7 @@ export function jobPoolSpec(
     ...(registries ? { containerRegistries: registries } : {}),
     displayName: displayNameFor(input.jobId),
     mounts: resolved.mounts,
+    ...(network ? { network } : {}),
   };
 }
 

@@ -215,6 +215,7 @@ function explainOne(input: ExplainInput): ExplainDocument {
     mounts: mounts.length ? mounts.map((m) => mountSpec(m, mountCredentials(m, settings, plan.poolCreate.mountSasValidForMs))) : undefined,
     identityResourceId: identity?.resourceId,
     owner: input.owner ?? runTime("the submitter's owner id"),
+    ...(settings.poolSubnetId ? { defaultSubnetId: settings.poolSubnetId } : {}),
   });
   const poolRequest = plan.reusePool
     ? null

@@ -3,6 +3,7 @@
  * create or reuse, provisioning limits and cleanup policy. Pure and deterministic (the orchestrator calls it
  * during replay).
  */
+import type { PoolNetwork } from '../spec/sections/network';
 import { createHash } from 'node:crypto';
 import type { JobSpec } from '../spec/schema';
 import { parseIsoDuration } from '../spec/duration';
@@ -34,6 +35,8 @@ export interface PoolCreateRequest {
   mountSasValidForMs?: number;
   /** The job's private registry: with identity "managed" the pool lists it with the pool identity (containerRegistries). */
   registry?: { server: string; identity: 'managed' | 'secret' };
+  /** pool.network as the spec gives it; the deployment's default subnet is filled in by jobPoolSpec. */
+  network?: PoolNetwork;
 }
 
 export interface JobPlan {
@@ -96,6 +99,7 @@ export function planJob(jobId: string, spec: JobSpec): JobPlan {
         { name: 'hpc-cp-job', value: jobId },
       ],
       startTask: spec.pool.startTask,
+      ...(spec.pool.network ? { network: spec.pool.network } : {}),
       ...(mountRequests(spec).length
         ? { mounts: mountRequests(spec), mountSasValidForMs: wallClockMs === undefined ? undefined : resizeTimeoutMs + wallClockMs * (1 + spec.limits.maxRetries) }
         : {}),

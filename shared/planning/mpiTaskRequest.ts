@@ -241,6 +241,7 @@ export function mpiTaskInput(plan: JobPlan, spec: JobSpec, nodeCount: number, da
     preExecutionCommand: spec.mpi.preExecutionCommand === undefined ? undefined : `${prefix}${spec.mpi.preExecutionCommand}`,
     coordinationCommand: spec.mpi.coordinationCommand,
     nodeSetupCommand: nodeSetupScript(spec, plan.jobId),
+    ...(spec.mpi.launcher.compat ? { schedulerCompat: { kind: spec.mpi.launcher.compat, jobId: plan.jobId, jobName: spec.name } } : {}),
   };
 }
 

@@ -32,7 +32,7 @@ export function crossFieldIssues(raw: unknown): SpecIssue[] {
   const pool = obj(raw, 'pool');
   const reuse = typeof pool.poolId === 'string';
   if (reuse) {
-    for (const k of ['vmSize', 'image', 'customImageId', 'nodeAgentSku', 'startTask'] as const) {
+    for (const k of ['vmSize', 'image', 'customImageId', 'nodeAgentSku', 'startTask', 'network'] as const) {
       if (has(pool, k)) add(['pool', k], `not allowed together with pool.poolId: a reused pool keeps its own ${k}`);
     }
     const deletePool = obj(raw, 'cleanup').deletePool;

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { parseIsoDuration } from './duration';
 import * as P from './patterns';
 import { GpusSchema, ImageEntrySchema, RunOptionsSchema } from './sections/container';
+import { PoolNetworkSchema } from './sections/network';
 import { LauncherOptionSchema, LauncherSchema, MpiVersionSchema, ProcessesPerNodeSchema } from './sections/launch';
 import { FilesSchema } from './sections/files';
 import { MountsSchema, ScratchSchema } from './sections/storage';
@@ -140,6 +141,7 @@ export const PoolSchema = z
       .meta({ description: 'How long Batch may take to allocate the nodes (ISO 8601, at least PT5M).' }),
     partialAllocation: PartialAllocationSchema.default({ policy: 'fail' }),
     startTask: StartTaskSchema.optional(),
+    network: PoolNetworkSchema.optional(),
   })
   .meta({ description: 'Where the job runs: a new pool (created and owned by this job) or an existing one.' });
 

@@ -50,6 +50,7 @@ const EXAMPLE_VALUES: Record<string, string> = {
   BATCH_RESOURCE_GROUP: 'hpc-cp',
   POOL_IDENTITY_RESOURCE_ID: '/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333/resourceGroups/hpc-cp/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id-pool-abc',
   POOL_IDENTITY_CLIENT_ID: '6f2b3a10-8d4e-4c1b-9a7f-0123456789ab',
+  POOL_SUBNET_ID: '/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333/resourceGroups/hpc-cp/providers/Microsoft.Network/virtualNetworks/vnet-abc/subnets/compute',
 };
 
 describe('(a) app settings', () => {

@@ -7,6 +7,7 @@
 import { parseDurationMs } from '../model/duration';
 import type { Json } from '../model/types';
 import { BatchHttpError, errors } from './errors';
+import { checkNetworkConfiguration } from './network';
 
 const MINUTE = 60_000;
 
@@ -158,6 +159,7 @@ export function checkPoolAdd(b: Json): void {
   for (const [given, property, what] of unemulated) if (given) throw notEmulated(property, what);
   if (present(b.applicationPackageReferences)) throw noApplications('applicationPackageReferences');
   checkMountConfiguration(b.mountConfiguration);
+  checkNetworkConfiguration(b.networkConfiguration);
 }
 
 const MOUNT_KINDS = ['azureBlobFileSystemConfiguration', 'nfsMountConfiguration', 'cifsMountConfiguration', 'azureFileShareConfiguration'];

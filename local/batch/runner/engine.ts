@@ -14,6 +14,8 @@ import { runsUnder } from './leftovers';
 import { isAlive, killGroup, killPid } from './processes';
 import { createNodeSandbox, nodeDirs, writeEnvFile, writeHostsFile } from './sandbox';
 import { modelledMounts, mountOnNode } from './mounts';
+import { prepareNetworkServices, type NetworkService, type ServiceHostEntry } from './networkServices';
+import { poolSubnet } from '../handlers/network';
 
 export interface EngineConfig {
   dataDir: string;
@@ -26,6 +28,8 @@ export interface EngineConfig {
   identity?: NodeIdentityProvider;
   /** Per-node cap on node-to-node transfers (bytes/s each way); none when undefined. */
   nodeBandwidthBytesPerSec?: number;
+  /** File servers in virtual networks, reachable from nodes of pools in their subnet only (networkServices.ts). */
+  networkServices?: NetworkService[];
   /** PEM certificates nodes trust besides the public roots (a node's CA store): https resource files, identity transfers. */
   trustedCertificates: string[];
   /** The account's dedicated core quota (none: unlimited). */
@@ -40,6 +44,8 @@ export class Engine {
   readonly pools = new Map<string, PoolRecord>();
   readonly jobs = new Map<string, JobRecord>();
   readonly hostsFile: string;
+  /** The shared-network services' hosts-map entries (fixed at start). */
+  private readonly serviceHosts: ServiceHostEntry[];
   private readonly tmpDirs = new Set<string>();
   /** Every process group started on any node and not yet known dead. */
   readonly pgids = new Set<number>();
@@ -61,7 +67,8 @@ export class Engine {
   constructor(readonly cfg: EngineConfig) {
     this.quota = { ...(cfg.quota ?? {}) };
     this.hostsFile = path.join(cfg.dataDir, 'hosts');
-    writeHostsFile(this.hostsFile, []);
+    this.serviceHosts = prepareNetworkServices(cfg.dataDir, cfg.networkServices ?? []);
+    this.rewriteHosts();
     cfg.faults.onChange = (patch) => {
       if (patch.unusableNodes || patch.nodes) this.applyUnusableToLiveNodes();
       if (patch.nodes !== undefined) this.rewriteHosts();
@@ -271,6 +278,7 @@ export class Engine {
       hostsFile: this.hostsFile,
       nodePath: this.cfg.nodePath,
       nodeBandwidthBytesPerSec: this.cfg.nodeBandwidthBytesPerSec,
+      subnet: poolSubnet(this.pools.get(node.poolId.toLowerCase())?.spec ?? {}),
     });
   }
 
@@ -280,7 +288,7 @@ export class Engine {
   }
 
   rewriteHosts(): void {
-    const entries: { ip: string; root: string; envFile: string; faults: string[] }[] = [];
+    const entries: { ip: string; root: string; envFile: string; faults: string[]; subnet?: string }[] = [];
     for (const p of this.pools.values()) {
       for (const n of p.nodes.values()) {
         if (n.removed) continue;
@@ -289,6 +297,8 @@ export class Engine {
         entries.push({ ip: n.ipAddress, root: n.rootDir, envFile: nodeDirs(this.cfg.dataDir, p.id, n.id).envFile, faults });
       }
     }
+    // A service is no ssh target: "refuse" makes the ssh launcher answer Connection refused.
+    for (const s of this.serviceHosts) entries.push({ ip: s.ip, root: s.root, envFile: '-', faults: ['refuse'], subnet: s.subnet });
     writeHostsFile(this.hostsFile, entries);
   }
 

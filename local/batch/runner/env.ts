@@ -56,6 +56,8 @@ export interface NodeEnvInput {
   /** The node's instance metadata service, when its pool has an identity (Azure: 169.254.169.254). */
   imdsEndpoint?: string;
   nodeBandwidthBytesPerSec?: number;
+  /** The subnet of the node's pool, lowercased ('' without a virtual network): which network services it reaches. */
+  subnet?: string;
 }
 
 /** The environment every process on a node starts from (tasks add their own on top). */
@@ -82,6 +84,8 @@ export function nodeEnvironment(n: NodeEnvInput): Record<string, string> {
     // Emulator-only: the hosts map for the ssh launcher, and this node's address.
     AZ_BATCH_EMULATOR_HOSTS: n.hostsFile,
     AZ_BATCH_EMULATOR_NODE_IP: n.ipAddress,
+    // Emulator-only: the subnet of the node's pool (networkServices.ts), '' when the pool has no virtual network.
+    AZ_BATCH_EMULATOR_NODE_SUBNET: n.subnet ?? '',
   });
   // Where MSAL, @azure/identity and our node scripts look for the instance metadata service instead of 169.254.169.254.
   if (n.imdsEndpoint) env.AZURE_POD_IDENTITY_AUTHORITY_HOST = n.imdsEndpoint;

@@ -84,6 +84,7 @@ export function writeAtomically(file: string, content: string): void {
  * The hosts map read by the ssh launcher: `ip<TAB>nodeRoot<TAB>envFile<TAB>faults` per live node, where faults is
  * `-` or comma-separated `refuse` / `delay=<ms>` (the node's injected ssh faults).
  */
-export function writeHostsFile(file: string, entries: { ip: string; root: string; envFile: string; faults?: string[] }[]): void {
-  writeAtomically(file, entries.map((e) => `${e.ip}\t${e.root}\t${e.envFile}\t${e.faults?.length ? e.faults.join(',') : '-'}`).join('\n') + '\n');
+export function writeHostsFile(file: string, entries: { ip: string; root: string; envFile: string; faults?: string[]; subnet?: string }[]): void {
+  // The 5th column marks a shared-network service and its subnet (networkServices.ts); nodes have none.
+  writeAtomically(file, entries.map((e) => `${e.ip}\t${e.root}\t${e.envFile}\t${e.faults?.length ? e.faults.join(',') : '-'}${e.subnet ? `\t${e.subnet}` : ''}`).join('\n') + '\n');
 }

@@ -7,6 +7,7 @@ import { MPI_RUNTIMES, presetFamilyFor, SUPPORTED_VERSIONS, type MpiRuntime } fr
 import { isGpuSize, retiredVmSize } from '../../planning/vmSizes';
 import type { SpecIssue } from '../crossField';
 import { obj, type Obj } from '../rawInput';
+import { COMPAT_PREFIXES, SCHEDULER_COMPAT, type SchedulerCompat } from '../../mpi/schedulerCompat';
 
 const REF = String.raw`\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\}`;
 
@@ -42,6 +43,9 @@ export const LauncherSchema = z
       .regex(LAUNCHER_EXECUTABLE_RE, { error: 'must be a launcher name or absolute path such as "mpirun", "/opt/intel/oneapi/mpi/latest/bin/mpirun" or "$MPI_BIN/mpirun" (no spaces, quotes or shell characters)' })
       .optional()
       .meta({ description: 'Launcher program of the managed mode (default "mpirun"); may start from a variable the pre-execution command sets, e.g. "$MPI_BIN/mpirun" after `module load`.' }),
+    compat: z.enum(SCHEDULER_COMPAT, { error: 'must be "pbs" or "slurm"' })
+      .optional()
+      .meta({ description: 'Scheduler compatibility (off by default). "pbs": a node file with one line per slot and PBS_NODEFILE, PBS_JOBID, PBS_JOBNAME, PBS_O_WORKDIR, PBS_ENVIRONMENT, NCPUS, PBS_NUM_NODES, PBS_NUM_PPN, PBS_NP exported on the master; "slurm": SLURM_JOB_ID, SLURM_JOB_NAME, SLURM_JOB_NODELIST (a comma list), SLURM_NNODES, SLURM_NTASKS, SLURM_NTASKS_PER_NODE, SLURM_TASKS_PER_NODE, SLURM_CPUS_ON_NODE, SLURM_SUBMIT_DIR, SLURM_HOSTFILE. A PBS or Slurm job script then runs unchanged as the custom launch script.' }),
   })
   .meta({ description: 'Who launches the ranks.' });
 
@@ -70,6 +74,14 @@ export function launchIssues(raw: Obj): SpecIssue[] {
   if (typeof mpi.version === 'string' && typeof mpi.runtime === 'string' && (MPI_RUNTIMES as readonly string[]).includes(mpi.runtime)) {
     const family = presetFamilyFor(mpi.runtime as MpiRuntime, mpi.version);
     if ('error' in family) issues.push({ path: ['mpi', 'version'], message: family.error });
+  }
+  if (typeof launcher.compat === 'string' && (SCHEDULER_COMPAT as readonly string[]).includes(launcher.compat)) {
+    const prefixes = COMPAT_PREFIXES[launcher.compat as SchedulerCompat];
+    for (const name of Object.keys(obj(mpi, 'env'))) {
+      if (prefixes.some((p) => name.startsWith(p))) {
+        issues.push({ path: ['mpi', 'env', name], message: `not allowed with mpi.launcher.compat "${String(launcher.compat)}": the pipeline sets ${prefixes.join(', ')}* from the job's allocation` });
+      }
+    }
   }
   if (launcher.mode === 'custom') {
     if (Array.isArray(mpi.options) && mpi.options.length > 0) {
