@@ -14,6 +14,7 @@ import { authEnvSchema, parseAuthConfig, type AuthConfig } from './auth';
 import { eventsEnvSchema, parseEventsConfig, type EventsConfig } from './events';
 import { parseCoreQuota, parseQueues, type AdmissionConfig } from './admission';
 import { parsePoolIdentity, type PoolIdentityConfig } from './poolIdentity';
+import { DEFAULT_KEY_VAULT_URL_TEMPLATE } from '../mpi/secretFetch';
 import { parseRegistryCredentials, type RegistryCredential } from './registryCredentials';
 import { parseSharedPools, type SharedPool } from './sharedPools';
 import { parseSharedDataAreas, type SharedDataArea } from './dataAreas';
@@ -102,6 +103,11 @@ export interface AppConfig {
   registryCredentials: RegistryCredential[];
   /** Pools the deployment declares shared (SHARED_POOLS): any other pool.poolId must be the submitter's own. */
   sharedPools: SharedPool[];
+  /**
+   * How nodes turn a secret reference's vault name into the vault URL (KEY_VAULT_URL_TEMPLATE, "{vault}" replaced):
+   * "https://{vault}.vault.azure.net" in Azure's public cloud, the sovereign clouds' suffixes, or the local stack's.
+   */
+  keyVaultUrlTemplate: string;
 }
 
 export interface ContainersConfig {
@@ -298,6 +304,11 @@ const envSchema = z.object({
   ARM_ENDPOINT: z.string().optional(),
   REGISTRY_CREDENTIALS: z.string().optional(),
   SHARED_POOLS: z.string().optional(),
+  // https, or plain http on loopback only (the local stack's Key Vault stand-in); must contain "{vault}".
+  KEY_VAULT_URL_TEMPLATE: z.string().trim().optional()
+    .refine((v) => !v || (/^(?:https:\/\/[A-Za-z0-9.{}-]+|http:\/\/(?:127\.0\.0\.1|localhost)(?::\d{1,5})?)(?:\/[A-Za-z0-9._{}-]*)*$/.test(v) && v.includes('{vault}')), {
+      error: 'must be a URL with "{vault}" in it, such as "https://{vault}.vault.azure.net" (plain http only on 127.0.0.1/localhost)',
+    }),
 });
 
 /** Every app setting the app reads (APP_VERSION aside, read on its own by appVersionSetting). */
@@ -438,6 +449,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ...(poolIdentity ? { poolIdentity } : {}),
     registryCredentials,
     sharedPools,
+    keyVaultUrlTemplate: e.KEY_VAULT_URL_TEMPLATE || DEFAULT_KEY_VAULT_URL_TEMPLATE,
   };
   return deepFreeze(config);
 }
