@@ -136,3 +136,13 @@ export async function startKeyVault(opts: KeyVaultOptions): Promise<KeyVaultHand
     stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
+
+/** The secret `npm start` seeds: vault "hpclocal", secret "demo-license-key", readable by the pool identity. */
+export const DEMO_VAULT = 'hpclocal';
+export const DEMO_SECRET = 'demo-license-key';
+export const DEMO_SECRET_VALUE = 'local-demo-license-key (not a real secret)';
+
+/** A seed where vaults that name no readers are readable by `defaultReaders` (the pool identity). */
+export function seedWithReaders(vaults: Record<string, { secrets: Record<string, string>; readers?: string[] }>, defaultReaders: string[]): KeyVaultSeed {
+  return { vaults: Object.fromEntries(Object.entries(vaults).map(([name, v]) => [name.toLowerCase(), { secrets: { ...v.secrets }, readers: v.readers ?? defaultReaders }])) };
+}

@@ -23,7 +23,8 @@ import { startAzurite, type AzuriteHandle } from '../azurite';
 import { startBatchEmulator, type BatchEmulatorHandle, type BatchEmulatorOptions } from '../batch';
 import { startRegistry, type RegistryHandle } from '../registry';
 import { startWebhookReceiver, type WebhookReceiver } from '../webhooks';
-import { OPERATOR_USER, startIdentityService, type IdentityService } from '../identity';
+import { OPERATOR_USER, createEntraTokenVerifier, startIdentityService, type IdentityService } from '../identity';
+import { DEMO_SECRET, DEMO_SECRET_VALUE, DEMO_VAULT, seedWithReaders, startKeyVault, type KeyVaultHandle } from '../keyvault';
 import { trustCertificateInProcess } from '../identity/processTrust';
 import { operatorAccess, type OperatorAccess } from '../operatorAccess';
 import { localIdentityWiring } from './identityWiring';
@@ -58,6 +59,11 @@ export interface ServicesOptions {
   registryAccess?: 'open' | 'private';
   /** Each job event the webhook receiver accepts (a valid, signed CloudEvent), as it arrives. */
   onJobEvent?: (event: Record<string, unknown>) => void;
+  /**
+   * Vaults of the local Key Vault (local/keyvault): secrets, and who may read them (default: the pool identity).
+   * Default: the demo vault "hpclocal" with one secret "demo-license-key".
+   */
+  keyVault?: Record<string, { secrets: Record<string, string>; readers?: string[] }>;
 }
 
 export interface Services {
@@ -70,6 +76,8 @@ export interface Services {
   registryCredential?: { username: string; password: string };
   /** The receiver the stack registers as the webhook for job events (docs/events.md). */
   webhooks: WebhookReceiver;
+  /** The local Key Vault's secrets endpoint (KEY_VAULT_URL_TEMPLATE points at it). */
+  keyVault: KeyVaultHandle;
   /** Keyless (the default) or with shared keys (the opt-in). */
   keyless: boolean;
   /** The services as the operator reaches them directly (tokens of the tenant's `admin`, or the keys). */
@@ -149,6 +157,14 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
     });
     started.push(webhooks);
 
+    const keyVault = await startKeyVault({
+      seed: seedWithReaders(opts.keyVault ?? { [DEMO_VAULT]: { secrets: { [DEMO_SECRET]: DEMO_SECRET_VALUE } } }, [wiring.pool.principalId]),
+      verify: createEntraTokenVerifier({ jwks: () => identity.jwks(), tenantId: identity.tenantId }),
+      tenantId: identity.tenantId,
+      authority: identity.authorityHost,
+    });
+    started.push(keyVault);
+
     const ports = {
       blob: azurite.ports.blob,
       queue: azurite.ports.queue,
@@ -172,10 +188,12 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
       identity,
       ...(registryCredential ? { registryCredential } : {}),
       webhooks,
+      keyVault,
       keyless,
       operator,
       ports,
       async stop() {
+        await keyVault.stop();
         await batch.stop();
         await registry.stop();
         await azurite.stop();

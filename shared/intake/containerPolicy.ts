@@ -63,7 +63,7 @@ export function checkContainerPolicy(spec: JobSpec, policy: ContainerPolicy, dat
   // Every node pulls from the images' registries: no internal host unless the deployment serves it (addressPolicy.ts).
   errors.push(...checkRegistryAddresses(spec, data));
   // Secrets are read with the same pool identity a managed registry sign-in uses.
-  errors.push(...checkSecretPolicy(spec, policy));
+  errors.push(...checkSecretPolicy(spec, policy, data.allowedInternalHosts));
   spec.container.images.forEach((image, i) => {
     if (typeof image === 'string') return;
     const why = dataAccessRefusal(data, image.account, image.container);

@@ -5,12 +5,21 @@
  * pipeline's once the job declares licence servers.
  */
 import type { JobSpec, SpecError } from '../spec';
-import { isSecretEnvValue } from '../spec/sections/secrets';
+import { isSecretEnvValue, parseLicenseServer } from '../spec/sections/secrets';
+import { classifyHost, internalHostAllowed } from '../spec/address';
 
 const NO_IDENTITY = 'this deployment has no pool identity (POOL_IDENTITY_RESOURCE_ID and the settings that go with it), so nodes cannot read Key Vault; a secret cannot be taken any other way (never as a plain value)';
 
-export function checkSecretPolicy(spec: JobSpec, policy: { poolIdentity?: boolean }): SpecError[] {
+export function checkSecretPolicy(spec: JobSpec, policy: { poolIdentity?: boolean }, allowedInternalHosts: readonly string[] = []): SpecError[] {
   const errors: SpecError[] = [];
+  spec.licenses.forEach((l, i) => {
+    const server = parseLicenseServer(l.server);
+    if (!server) return;
+    const verdict = classifyHost(server.host);
+    if (verdict.internal && /loopback/.test(verdict.why) && !internalHostAllowed(allowedInternalHosts, server.host, String(server.port))) {
+      errors.push({ path: `licenses[${i}].server`, message: `names ${verdict.why}; a licence server must be another host (private addresses are fine), unless the deployment lists it in ALLOWED_INTERNAL_HOSTS` });
+    }
+  });
   if (!policy.poolIdentity) {
     for (const [name, value] of Object.entries(spec.mpi.env)) {
       if (isSecretEnvValue(value)) errors.push({ path: `mpi.env.${name}.secretRef`, message: NO_IDENTITY });

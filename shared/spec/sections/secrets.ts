@@ -66,14 +66,15 @@ export function parseLicenseServer(server: string): { host: string; port: number
 
 /**
  * Hosts no licence server can be, even on a private network: the instance metadata service and the wire server hand
- * out the node's identity and platform state, loopback is the node itself. Private ranges are allowed on purpose:
+ * out the node's identity and platform state. Loopback (the node itself) is refused at intake unless the deployment
+ * lists the host in ALLOWED_INTERNAL_HOSTS (the local stack, whose nodes share 127.0.0.1; secretPolicy.ts). Private ranges are allowed on purpose:
  * licence servers live on the customer's network (a head node, a VM in the pool's subnet), reached from the nodes
  * only, never from the control plane; preflight only opens a TCP connection to them from the job's own nodes.
  */
 function forbiddenLicenseHost(host: string): string | undefined {
   const verdict = classifyHost(host);
   if (!verdict.internal) return undefined;
-  return /instance metadata|wire server|loopback|"this network"|multicast|reserved/.test(verdict.why) ? verdict.why : undefined;
+  return /instance metadata|wire server|"this network"|multicast|reserved/.test(verdict.why) ? verdict.why : undefined;
 }
 
 const port = (what: string) => z.number({ error: `must be a number: ${what}` }).int({ error: `must be a whole number: ${what}` })
