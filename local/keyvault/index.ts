@@ -141,6 +141,8 @@ export async function startKeyVault(opts: KeyVaultOptions): Promise<KeyVaultHand
 export const DEMO_VAULT = 'hpclocal';
 export const DEMO_SECRET = 'demo-license-key';
 export const DEMO_SECRET_VALUE = 'local-demo-license-key (not a real secret)';
+/** The second demo secret (examples/workloads/licensed-app-flexlm.yaml's app token). */
+export const DEMO_TOKEN_SECRET = 'demo-app-token';
 
 /** A seed where vaults that name no readers are readable by `defaultReaders` (the pool identity). */
 export function seedWithReaders(vaults: Record<string, { secrets: Record<string, string>; readers?: string[] }>, defaultReaders: string[]): KeyVaultSeed {

@@ -24,7 +24,7 @@ import { startBatchEmulator, type BatchEmulatorHandle, type BatchEmulatorOptions
 import { startRegistry, type RegistryHandle } from '../registry';
 import { startWebhookReceiver, type WebhookReceiver } from '../webhooks';
 import { OPERATOR_USER, createEntraTokenVerifier, startIdentityService, type IdentityService } from '../identity';
-import { DEMO_SECRET, DEMO_SECRET_VALUE, DEMO_VAULT, seedWithReaders, startKeyVault, type KeyVaultHandle } from '../keyvault';
+import { DEMO_SECRET, DEMO_SECRET_VALUE, DEMO_TOKEN_SECRET, DEMO_VAULT, seedWithReaders, startKeyVault, type KeyVaultHandle } from '../keyvault';
 import { trustCertificateInProcess } from '../identity/processTrust';
 import { operatorAccess, type OperatorAccess } from '../operatorAccess';
 import { localIdentityWiring } from './identityWiring';
@@ -158,7 +158,7 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
     started.push(webhooks);
 
     const keyVault = await startKeyVault({
-      seed: seedWithReaders(opts.keyVault ?? { [DEMO_VAULT]: { secrets: { [DEMO_SECRET]: DEMO_SECRET_VALUE } } }, [wiring.pool.principalId]),
+      seed: seedWithReaders(opts.keyVault ?? { [DEMO_VAULT]: { secrets: { [DEMO_SECRET]: DEMO_SECRET_VALUE, [DEMO_TOKEN_SECRET]: 'local-demo-app-token (not a real secret)' } } }, [wiring.pool.principalId]),
       verify: createEntraTokenVerifier({ jwks: () => identity.jwks(), tenantId: identity.tenantId }),
       tenantId: identity.tenantId,
       authority: identity.authorityHost,

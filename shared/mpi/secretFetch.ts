@@ -76,7 +76,8 @@ export function secretFetchLines(fetches: readonly SecretFetch[]): string[] {
     'mpijob_kv_imds="${AZURE_POD_IDENTITY_AUTHORITY_HOST:-http://169.254.169.254}"',
     `mpijob_kv_token=$(curl -sS --fail --retry 3 -H Metadata:true "$mpijob_kv_imds/metadata/identity/oauth2/token?api-version=2018-02-01&resource=${resource}\${${KEY_VAULT_CLIENT_ID_ENV}:+&client_id=$${KEY_VAULT_CLIENT_ID_ENV}}" | sed -n 's/.*"access_token" *: *"\\([^"]*\\)".*/\\1/p' || true)`,
     `if [ -z "$mpijob_kv_token" ]; then echo "[mpijob] secrets: no Key Vault token for the pool identity \${${KEY_VAULT_CLIENT_ID_ENV}:-(default)} from the instance metadata service" >&2; exit 1; fi`,
-    `mpijob_kv_template="\${${KEY_VAULT_URL_TEMPLATE_ENV}:-${DEFAULT_KEY_VAULT_URL_TEMPLATE}}"`,
+    // Not as a ${VAR:-default}: the template's own braces would end the expansion.
+    `mpijob_kv_template="\${${KEY_VAULT_URL_TEMPLATE_ENV}:-}"; if [ -z "$mpijob_kv_template" ]; then mpijob_kv_template=${shellQuote(DEFAULT_KEY_VAULT_URL_TEMPLATE)}; fi`,
     // $1 vault, $2 secret path (name[/version]), $3 where the reference is in the spec; prints the value.
     'mpijob_kv_get() { local url body code; url="${mpijob_kv_template//\\{vault\\}/$1}/secrets/$2?api-version=' + KEY_VAULT_API_VERSION + '"; ' +
       'if ! body=$(printf \'header = "Authorization: Bearer %s"\\n\' "$mpijob_kv_token" | curl -sS --retry 3 -K - -w \'\\n%{http_code}\' "$url"); then echo "[mpijob] $3: Key Vault $1 is unreachable from this node" >&2; return 1; fi; ' +

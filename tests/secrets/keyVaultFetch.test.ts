@@ -37,6 +37,8 @@ async function runOnNode(fetches: SecretFetch[], after: string, carrier = POOL_I
   try {
     const script = [GLUE_STRICT, ...secretFetchLines(fetches), after].join('; ');
     const child = spawn('/bin/bash', ['-c', script], {
+      // stdin not a socket: bash would read ~/.bashrc as for a remote shell.
+      stdio: ['ignore', 'pipe', 'pipe'],
       env: {
         PATH: process.env.PATH,
         AZURE_POD_IDENTITY_AUTHORITY_HOST: imds.endpoint,
