@@ -66,7 +66,7 @@ beforeAll(async () => {
     dataDir,
     poolIdentity: true,
     logDestination: hostLog,
-    demoImage: false,
+    demoImageFillerBytes: 64 * 1024,
     keyVault: { hpclocal: { secrets: { 'demo-license-key': licenseKey, 'demo-app-token': appToken } } },
     // The licence server is on this machine's loopback, as every emulated node is.
     env: { ALLOWED_INTERNAL_HOSTS: `127.0.0.1:${lmPort},127.0.0.1:${vendorPort}`, NODE_TASK_MAX_ATTEMPTS: '1' },
