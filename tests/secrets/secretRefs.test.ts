@@ -14,7 +14,7 @@ import { jobSecrets, plainEnv } from '../../shared/planning/secretEnv';
 import { buildMpiTaskCommands, type MpiTaskInput } from '../../shared/mpi/commands';
 import { BASE_INPUT } from '../helpers/nodeCommands';
 import { SETTINGS } from '../orchestrations/jobReplay';
-import type { ExplainSettings } from '../../shared/planning/explain';
+import type { ExplainSettings } from '../../shared/contract/explain';
 
 const EXPLAIN_SETTINGS: ExplainSettings = { source: 'defaults', poolIdentity: null, ...(({ poll: _poll, ...rest }) => rest)(SETTINGS) };
 
@@ -115,7 +115,7 @@ describe('the MPI task carries references only', () => {
 
   it('the environment settings hold plain values and the Key Vault access, never a secret name as a value', () => {
     expect(shape.keyVault).toBe(true);
-    const names = task.environment.map((e) => e.name);
+    const names = (task.environment ?? []).map((e) => e.name);
     expect(names).toEqual(expect.arrayContaining(['PLAIN', 'LM_LICENSE_FILE', 'MPIJOB_KEYVAULT_CLIENT_ID', 'MPIJOB_KEYVAULT_URL_TEMPLATE']));
     expect(names).not.toContain('PODKEY');
     expect(names).not.toContain('MPIJOB_LICENSE_0_KEY');
@@ -132,7 +132,7 @@ describe('the MPI task carries references only', () => {
     const plain = ok({ id: 'p-1' });
     const s = mpiTaskRequest(planJob('p-1', plain), plain, [{ id: 'n0' }], '/data', 'b');
     expect(s.keyVault).toBeUndefined();
-    expect(mpiTaskSpec(s, { clientId: 'c' }).environment.map((e) => e.name)).not.toContain('MPIJOB_KEYVAULT_CLIENT_ID');
+    expect((mpiTaskSpec(s, { clientId: 'c' }).environment ?? []).map((e) => e.name)).not.toContain('MPIJOB_KEYVAULT_CLIENT_ID');
   });
 
   it('Hydra launchers forward secrets with -genvlist (never -genv NAME "$NAME", which puts the value in argv); docker passes them by name', () => {
