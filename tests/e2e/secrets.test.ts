@@ -123,8 +123,8 @@ test('the licensed job succeeds: every rank checked out with the right key and s
 
 test('the explain document and the status show the references, not the values', () => {
   expect(answers.explain).toMatch(/^200 /);
-  expect(answers.explain).toContain('demo-license-key');
-  expect(answers.explain).toContain('"secretRef"');
+  expect(answers.explain).toContain('mpijob_kv_get hpclocal demo-license-key');
+  expect(answers.explain).toContain('Key Vault secret hpclocal/demo-app-token');
   expect(answers.status).toContain('demo-app-token');
 });
 
