@@ -13,6 +13,8 @@ import { explainJob } from '../../shared/planning/explain';
 import { jobSecrets, plainEnv } from '../../shared/planning/secretEnv';
 import { buildMpiTaskCommands, type MpiTaskInput } from '../../shared/mpi/commands';
 import { BASE_INPUT } from '../helpers/nodeCommands';
+import { evaluatePreflight, parsePreflightOutput, requiredNodePaths } from '../../shared/planning/preflight';
+import { preflightMasterScript } from '../../shared/mpi/preflightScript';
 import { SETTINGS } from '../orchestrations/jobReplay';
 import type { ExplainSettings } from '../../shared/contract/explain';
 
@@ -154,5 +156,31 @@ describe('explain shows the reference, not a value', () => {
     expect(doc.notes.join('\n')).toContain('mpi.env.PODKEY: Key Vault secret labvault/pod-key');
     expect(doc.notes.join('\n')).toContain('LM_LICENSE_FILE=27000@10.1.0.4');
     expect(text).toContain('KEY_VAULT_URL_TEMPLATE');
+  });
+});
+
+describe('preflight checks every licence server port from every node', () => {
+  it('lists the lmgrd and vendor ports, and a node that cannot connect fails naming itself and the port', () => {
+    const spec = ok({ licenses: LICENSES });
+    expect(requiredNodePaths(spec)).toEqual(['tcp:10.1.0.4:27000', 'tcp:10.1.0.4:27001']);
+    const report = parsePreflightOutput([
+      'MPIJOB_PREFLIGHT node 10.9.0.1 via=local rc=0 ms=4',
+      'MPIJOB_PREFLIGHT out 10.9.0.1 free_kb=52428800',
+      'MPIJOB_PREFLIGHT node 10.9.0.2 via=ssh rc=0 ms=30',
+      'MPIJOB_PREFLIGHT out 10.9.0.2 free_kb=52428800',
+      'MPIJOB_PREFLIGHT out 10.9.0.2 unreachable=10.1.0.4:27001',
+    ].join('\n'));
+    const verdict = evaluatePreflight({ exitCode: 0, report }, [{ id: 'n0', ipAddress: '10.9.0.1' }, { id: 'n1', ipAddress: '10.9.0.2' }], {
+      maxSshMs: 2000, minFreeMB: 1, requiredPaths: requiredNodePaths(spec), runsPreExecution: false, pingPong: { enabled: false },
+    });
+    expect(verdict.pass).toBe(false);
+    expect(verdict.outliers).toEqual(['n1']);
+    expect(JSON.stringify(verdict.nodes.n1)).toContain('licence server port 10.1.0.4:27001');
+  });
+
+  it('the probe connects with bash /dev/tcp and reports the port it could not reach', () => {
+    const script = preflightMasterScript({ requiredPaths: ['tcp:10.1.0.4:27000'], sshPort: 22, maxSshMs: 1000, pingPong: false } as never);
+    expect(script).toContain('tcp:*) p=${p#tcp:}; timeout 5 bash -c ": <>/dev/tcp/${p%:*}/${p##*:}"');
+    expect(script).toContain('echo "unreachable=$p"');
   });
 });
