@@ -43,6 +43,11 @@ export const PER_BLOB_SAS = 'one read-only SAS URL per blob';
 export const runTime = (what: string): string => `<run-time: ${what}>`;
 /** A value of the deployment, unknown to an offline explain. */
 export const deploymentValue = (what: string): string => `<deployment: ${what}>`;
+/** What a task that reads Key Vault secrets gets from the activity, as the document shows it (secretEnv.ts). */
+export const EXPLAIN_KEY_VAULT_ACCESS = {
+  clientId: deploymentValue('pool identity client id (POOL_IDENTITY_CLIENT_ID)'),
+  urlTemplate: deploymentValue('vault URL template (KEY_VAULT_URL_TEMPLATE, https://{vault}.vault.azure.net by default)'),
+};
 /** Finds every placeholder in a text. */
 export const PLACEHOLDER_RE = /<(?:run-time|deployment): [^<>]*>/g;
 
@@ -356,10 +361,7 @@ function explainOne(input: ExplainInput): ExplainDocument {
       processesPerNode: ppn,
       ranks: typeof ppn === 'number' ? plan.nodes * ppn : `${plan.nodes} × ${ppn} (counted on the master)`,
       containerRunOptions: commands.containerRunOptions ?? null,
-      request: plain(buildMpiTaskParameter(mpiTaskSpec(shape, {
-        clientId: settings.poolIdentity?.clientId ?? deploymentValue('pool identity client id (POOL_IDENTITY_CLIENT_ID)'),
-        urlTemplate: deploymentValue('vault URL template (KEY_VAULT_URL_TEMPLATE, https://{vault}.vault.azure.net by default)'),
-      }))),
+      request: plain(buildMpiTaskParameter(mpiTaskSpec(shape, { ...EXPLAIN_KEY_VAULT_ACCESS, ...(settings.poolIdentity ? { clientId: settings.poolIdentity.clientId } : {}) }))),
     },
     outputs: outputs
       ? {
