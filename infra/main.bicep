@@ -568,6 +568,17 @@ resource poolAcrPull 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   }
 }
 
+// Jobs' secret references (mpi.env, licenses) are read on the nodes with the pool identity (shared/mpi/secretFetch.ts).
+resource poolVaultSecretsUser 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(vault.id, poolIdentity.id, roles.keyVaultSecretsUser.id)
+  scope: vault
+  properties: {
+    principalId: poolIdentity.properties.principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.keyVaultSecretsUser.id)
+  }
+}
+
 // Start-task files of identity pools are read with the pool identity (resource files with identityReference).
 resource poolDataReader 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   name: guid(dataAccount.id, poolIdentity.id, roles.storageBlobDataReader.id)

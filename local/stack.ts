@@ -50,6 +50,8 @@ export interface StackOptions {
   batch?: Partial<BatchEmulatorOptions>;
   /** Extra app settings. */
   env?: Record<string, string>;
+  /** Vaults of the local Key Vault (secrets, readers; default readers: the pool identity). Default: the demo vault. */
+  keyVault?: Record<string, { secrets: Record<string, string>; readers?: string[] }>;
   /**
    * The AzureWebJobsStorage the function app sees, built once Azurite's ports are known (e.g. with its
    * TableEndpoint behind a fault-injecting proxy). The host's own storage (the Durable engine's) stays on
@@ -184,9 +186,10 @@ export function localAuthSettings(identity: IdentityService, keys: HostKeys): Re
  * Resource Manager tokens come from the managed identity endpoint the host gives the app (IDENTITY_ENDPOINT), as for
  * Storage and Batch. With a private registry, its credential as a registry secret setting.
  */
-export function localIdentitySettings(services: Pick<Services, 'identity' | 'batch' | 'registry' | 'registryCredential'>, poolIdentity: boolean): Record<string, string> {
+export function localIdentitySettings(services: Pick<Services, 'identity' | 'batch' | 'registry' | 'registryCredential' | 'keyVault'>, poolIdentity: boolean): Record<string, string> {
   const wiring = localIdentityWiring(services.identity);
-  const settings: Record<string, string> = {};
+  // Nodes reach the local Key Vault's vaults as http://127.0.0.1:<port>/<vault> (local/keyvault).
+  const settings: Record<string, string> = { KEY_VAULT_URL_TEMPLATE: services.keyVault.urlTemplate };
   if (poolIdentity) {
     if (!services.batch.armUrl) throw new Error('the Batch emulator serves no management plane');
     Object.assign(settings, {
@@ -230,6 +233,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     repoRoot: REPO_ROOT,
     sharedKeys: opts.sharedKeys,
     onStorageRequest: opts.onStorageRequest,
+    keyVault: opts.keyVault,
   });
   const { azurite, batch, registry, identity, webhooks } = services;
   try {

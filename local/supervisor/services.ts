@@ -26,7 +26,8 @@ import { startBatchEmulator, type BatchEmulatorHandle, type BatchEmulatorOptions
 import { startRegistry, type RegistryHandle } from '../registry';
 import { startWebhookReceiver, type WebhookReceiver } from '../webhooks';
 import { startRetailPricesStandIn, type RetailPricesStandIn } from '../prices';
-import { OPERATOR_USER, startIdentityService, type IdentityService } from '../identity';
+import { OPERATOR_USER, createEntraTokenVerifier, startIdentityService, type IdentityService } from '../identity';
+import { DEMO_SECRET, DEMO_SECRET_VALUE, DEMO_TOKEN_SECRET, DEMO_VAULT, seedWithReaders, startKeyVault, type KeyVaultHandle } from '../keyvault';
 import { trustCertificateInProcess } from '../identity/processTrust';
 import { operatorAccess, type OperatorAccess } from '../operatorAccess';
 import { localIdentityWiring } from './identityWiring';
@@ -63,6 +64,11 @@ export interface ServicesOptions {
   onStorageRequest?: AzuriteOptions['onRequest'];
   /** Each job event the webhook receiver accepts (a valid, signed CloudEvent), as it arrives. */
   onJobEvent?: (event: Record<string, unknown>) => void;
+  /**
+   * Vaults of the local Key Vault (local/keyvault): secrets, and who may read them (default: the pool identity).
+   * Default: the demo vault "hpclocal" with one secret "demo-license-key".
+   */
+  keyVault?: Record<string, { secrets: Record<string, string>; readers?: string[] }>;
 }
 
 export interface Services {
@@ -77,6 +83,8 @@ export interface Services {
   webhooks: WebhookReceiver;
   /** The Azure Retail Prices API's stand-in (node prices for the cost record and the dry run). */
   prices: RetailPricesStandIn;
+  /** The local Key Vault's secrets endpoint (KEY_VAULT_URL_TEMPLATE points at it). */
+  keyVault: KeyVaultHandle;
   /** Keyless (the default) or with shared keys (the opt-in). */
   keyless: boolean;
   /** The services as the operator reaches them directly (tokens of the tenant's `admin`, or the keys). */
@@ -161,6 +169,13 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
       throw portInUse(err, 'prices', want.prices, dataDir);
     });
     started.push(prices);
+    const keyVault = await startKeyVault({
+      seed: seedWithReaders(opts.keyVault ?? { [DEMO_VAULT]: { secrets: { [DEMO_SECRET]: DEMO_SECRET_VALUE, [DEMO_TOKEN_SECRET]: 'local-demo-app-token (not a real secret)' } } }, [wiring.pool.principalId]),
+      verify: createEntraTokenVerifier({ jwks: () => identity.jwks(), tenantId: identity.tenantId }),
+      tenantId: identity.tenantId,
+      authority: identity.authorityHost,
+    });
+    started.push(keyVault);
 
     const ports = {
       blob: azurite.ports.blob,
@@ -187,10 +202,12 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
       ...(registryCredential ? { registryCredential } : {}),
       webhooks,
       prices,
+      keyVault,
       keyless,
       operator,
       ports,
       async stop() {
+        await keyVault.stop();
         await batch.stop();
         await registry.stop();
         await azurite.stop();

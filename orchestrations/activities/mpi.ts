@@ -6,7 +6,8 @@ import { registerActivity } from '../runtime/activityCalls';
 import { mpiTaskSpec } from '../../shared/planning/batchRequests';
 
 export async function mpiTaskAdd(input: MpiTaskRequestShape): Promise<void> {
-  await addMpiTask(batchContext(), input.batchJobId, mpiTaskSpec(input));
+  const config = appConfig();
+  await addMpiTask(batchContext(), input.batchJobId, mpiTaskSpec(input, { clientId: config.poolIdentity?.clientId, urlTemplate: config.keyVaultUrlTemplate }));
 }
 
 export async function mpiTaskObserve(input: BatchTaskRef): Promise<MpiTaskObservation> {

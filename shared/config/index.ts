@@ -15,6 +15,7 @@ import { authEnvSchema, parseAuthConfig, type AuthConfig } from './auth';
 import { eventsEnvSchema, parseEventsConfig, type EventsConfig } from './events';
 import { parseCoreQuota, parseQueues, type AdmissionConfig } from './admission';
 import { parsePoolIdentity, type PoolIdentityConfig } from './poolIdentity';
+import { DEFAULT_KEY_VAULT_URL_TEMPLATE } from '../mpi/secretFetch';
 import { parseRegistryCredentials, type RegistryCredential } from './registryCredentials';
 import { SUBNET_ID_HINT, SUBNET_ID_RE } from '../spec/sections/network';
 import { parseSharedPools, type SharedPool } from './sharedPools';
@@ -109,6 +110,11 @@ export interface AppConfig {
   sharedPools: SharedPool[];
   /** The subnet new pools join when their spec names none (POOL_SUBNET_ID; default: no virtual network). */
   poolSubnetId?: string;
+  /**
+   * How nodes turn a secret reference's vault name into the vault URL (KEY_VAULT_URL_TEMPLATE, "{vault}" replaced):
+   * "https://{vault}.vault.azure.net" in Azure's public cloud, the sovereign clouds' suffixes, or the local stack's.
+   */
+  keyVaultUrlTemplate: string;
 }
 
 export interface ContainersConfig {
@@ -342,6 +348,11 @@ const envSchema = z.object({
   REGISTRY_CREDENTIALS: z.string().optional(),
   SHARED_POOLS: z.string().optional(),
   POOL_SUBNET_ID: z.string().trim().optional(),
+  // https, or plain http on loopback only (the local stack's Key Vault stand-in); must contain "{vault}".
+  KEY_VAULT_URL_TEMPLATE: z.string().trim().optional()
+    .refine((v) => !v || (/^(?:https:\/\/[A-Za-z0-9.{}-]+|http:\/\/(?:127\.0\.0\.1|localhost)(?::\d{1,5})?)(?:\/[A-Za-z0-9._{}-]*)*$/.test(v) && v.includes('{vault}')), {
+      error: 'must be a URL with "{vault}" in it, such as "https://{vault}.vault.azure.net" (plain http only on 127.0.0.1/localhost)',
+    }),
 });
 
 /** Every app setting the app reads (APP_VERSION aside, read on its own by appVersionSetting). */
@@ -507,6 +518,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     registryCredentials,
     sharedPools,
     ...(poolSubnetId ? { poolSubnetId } : {}),
+    keyVaultUrlTemplate: e.KEY_VAULT_URL_TEMPLATE || DEFAULT_KEY_VAULT_URL_TEMPLATE,
   };
   return deepFreeze(config);
 }

@@ -8,6 +8,7 @@ import type { JobSpec, SpecError } from '../spec';
 import { dataAccessRefusal, type DataAccessPolicy } from './dataAccess';
 import { checkRegistryAddresses } from './addressPolicy';
 import { checkNetworkPolicy } from './networkPolicy';
+import { checkSecretPolicy } from './secretPolicy';
 
 export interface ContainerPolicy {
   allowPrivileged: boolean;
@@ -71,6 +72,8 @@ export function checkContainerPolicy(spec: JobSpec, policy: ContainerPolicy, dat
   }
   // Every node pulls from the images' registries: no internal host unless the deployment serves it (addressPolicy.ts).
   errors.push(...checkRegistryAddresses(spec, data));
+  // Secrets are read with the same pool identity a managed registry sign-in uses.
+  errors.push(...checkSecretPolicy(spec, policy, data.allowedInternalHosts));
   spec.container.images.forEach((image, i) => {
     if (typeof image === 'string') return;
     const why = dataAccessRefusal(data, image.account, image.container);

@@ -32,6 +32,7 @@ import { bashCommandLine, shellJoin, shellQuote } from './shellQuote';
 import { GLUE_STRICT, NODE_PROFILE, USER_MODE, userStep } from './userShell';
 import { SINGULARITY_CACHE_DIR, sifPathExpr, sifPullLines, singularityUri, type SifSource } from './singularity';
 import { COMPAT_VARIABLES, SCHEDULER_COMPAT, schedulerCompatLines, type SchedulerCompatInput } from './schedulerCompat';
+import { secretFetchLines, type SecretFetch } from './secretFetch';
 
 export type ContainerRuntime = 'docker' | 'singularity' | 'none';
 export type ProcessesPerNode = number | 'nproc' | 'cores' | 'gpus';
@@ -110,6 +111,11 @@ export interface MpiTaskInput {
   forwardNames?: string[];
   /** PBS / Slurm allocation variables and a node file with one line per slot, exported on the master (schedulerCompat.ts). */
   schedulerCompat?: SchedulerCompatInput;
+  /**
+   * Key Vault secrets the master reads at task start (secretFetch.ts) and exports before the launcher: their values
+   * are never in the task environment settings or a command line; the launcher forwards them by name only.
+   */
+  secrets?: SecretFetch[];
 }
 
 export interface MpiTaskCommands {
@@ -252,6 +258,7 @@ function validate(input: MpiTaskInput): Validated {
       fail('docker runtime needs a containerName matching [A-Za-z0-9][A-Za-z0-9_.-]*', { containerName: input.containerName });
     }
   }
+  for (const s of input.secrets ?? []) if (s.env in env) fail(`environment variable ${s.env} is both a value and a secret`, { name: s.env });
   for (const name of input.forwardNames ?? []) if (!ENV_NAME.test(name)) fail(`forwarded variable name ${JSON.stringify(name)} is not a valid identifier`, { name });
   if (input.runtime === 'singularity' && !input.sifCacheKey) fail('runtime singularity needs the image\'s sifCacheKey', {});
   const compat = input.schedulerCompat;
@@ -348,6 +355,9 @@ function managedLaunch(v: Validated, preset: FabricPreset, forwarded: readonly s
   for (const g of kept) auto.push(shellJoin(g.args));
   const rankEnv = input.runtime === 'singularity' ? RANK_DIR_FALLBACKS.map(([, fallback]) => fallback) : [];
   for (const name of [...forwarded, ...rankEnv]) auto.push(openmpi ? `-x ${name}` : `-genv ${name} "$${name}"`);
+  // Secrets by name only: -genv NAME "$NAME" would put the value in the launcher's arguments.
+  const secretNames = (input.secrets ?? []).map((s) => s.env);
+  if (secretNames.length) auto.push(...(openmpi ? secretNames.map((n) => `-x ${n}`) : [`-genvlist ${secretNames.join(',')}`]));
   auto.push('${mpijob_extra[@]+"${mpijob_extra[@]}"}');
   const userOptions = v.options.map(launcherWord);
   lines.push(['exec', launcherWord(v.launcher), ...userOptions, ...auto, ...rankProgram(v)].join(' '));
@@ -416,6 +426,8 @@ function rankSetup(v: Validated, preset: FabricPreset): string[] {
     lines.push(`export MPIJOB_IMAGE=${sifPathExpr(input.sifCacheKey as string, 0)}`);
     lines.push(...RANK_DIR_FALLBACKS.map(([batchVar, fallback]) => `export ${fallback}="$${batchVar}"`));
   }
+  // On the host (docker: before docker exec, which passes them in by name), before any user code runs.
+  lines.push(...secretFetchLines(input.secrets ?? []));
   return lines;
 }
 
@@ -495,6 +507,7 @@ export function buildMpiTaskCommands(input: MpiTaskInput): MpiTaskCommands {
     ...(input.processesPerNode === 'gpus' ? ['MPIJOB_GPUS'] : []),
     ...(preset.forwardUcxPkey ? ['UCX_IB_PKEY'] : []),
     ...(input.schedulerCompat ? ['MPIJOB_NODEFILE', ...COMPAT_VARIABLES[input.schedulerCompat.kind]] : []),
+    ...(input.secrets ?? []).map((s) => s.env),
   ];
   const application = [
     ...rankSetup(v, preset),

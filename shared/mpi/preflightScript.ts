@@ -141,7 +141,8 @@ export function compactC(source: string): string {
 const COPY_WAVE = 16;
 
 /** Safe path characters only (the spec validates mount and scratch paths the same way), or a mount by name. */
-const SAFE_PATH = /^(\/[A-Za-z0-9._/-]*|mount:[A-Za-z0-9][A-Za-z0-9_-]{0,63})$/;
+// tcp:<host>:<port>: a licence server's port every node must connect to (licenses).
+const SAFE_PATH = /^(\/[A-Za-z0-9._/-]*|mount:[A-Za-z0-9][A-Za-z0-9_-]{0,63}|tcp:[A-Za-z0-9.-]{1,253}:\d{1,5})$/;
 
 /**
  * The master's part of the check, as one line of bash run in the launcher's shell right before the launcher: probe
@@ -167,7 +168,7 @@ export function preflightMasterScript(input: PreflightScriptInput): string {
     // Runs on each node: free space under the Batch directory and the required paths. Sent to the others over ssh.
     // A mount resolves under the node's own mounts directory; an ssh session on Azure carries no AZ_BATCH_* variables,
     // and there the directory is the same under every node's Batch root (/mnt/batch/tasks/fsmounts).
-    'mjpf_probe() { local r="$1"; shift; local f p; f=$(df -Pk "$r" 2>/dev/null | tail -n 1 | tr -s " " | cut -d " " -f 4); echo "free_kb=${f:-unknown}"; for p in "$@"; do case $p in mount:*) p=${AZ_BATCH_NODE_MOUNTS_DIR:-$r/fsmounts}/${p#mount:}; timeout 10 ls -d "$p/." >/dev/null 2>&1 || echo "missing=$p";; *) [ -e "$p" ] || echo "missing=$p";; esac; done; true; }',
+    'mjpf_probe() { local r="$1"; shift; local f p; f=$(df -Pk "$r" 2>/dev/null | tail -n 1 | tr -s " " | cut -d " " -f 4); echo "free_kb=${f:-unknown}"; for p in "$@"; do case $p in mount:*) p=${AZ_BATCH_NODE_MOUNTS_DIR:-$r/fsmounts}/${p#mount:}; timeout 10 ls -d "$p/." >/dev/null 2>&1 || echo "missing=$p";; tcp:*) p=${p#tcp:}; timeout 5 bash -c ": <>/dev/tcp/${p%:*}/${p##*:}" >/dev/null 2>&1 || echo "unreachable=$p";; *) [ -e "$p" ] || echo "missing=$p";; esac; done; true; }',
     `mjpf_args=$(printf " %q" "\${AZ_BATCH_NODE_ROOT_DIR:-$PWD}"${paths ? ` ${paths}` : ''})`,
     'mjpf_hosts=(${AZ_BATCH_HOST_LIST//,/ })',
     'echo "MPIJOB_PREFLIGHT begin nodes=${#mjpf_hosts[@]} port=' + port + ' max_ssh_ms=' + input.maxSshMs + '"',

@@ -14,6 +14,7 @@ import { parseIsoDuration } from '../spec/duration';
 import type { JobSpec } from '../spec/schema';
 import type { PoolCreateRequest } from './jobPlan';
 import type { MpiTaskRequestShape, PullTaskShape } from './mpiTaskRequest';
+import { keyVaultTaskEnvironment, type KeyVaultAccess } from './secretEnv';
 import type { MountRequest, NodeFileSource, NodeResourceFile, NodeUploadTask } from './workloadData';
 
 /** The start task's files are read through SAS URLs valid this long at most (nodes that join late, replacements). */
@@ -152,7 +153,7 @@ export function batchJobSpec(input: BatchJobCreateInput): BatchJobSpec {
 }
 
 /** The multi-instance MPI task as the Batch adapter takes it. */
-export function mpiTaskSpec(input: MpiTaskRequestShape): MpiTaskSpec {
+export function mpiTaskSpec(input: MpiTaskRequestShape, keyVault: KeyVaultAccess = {}): MpiTaskSpec {
   return {
     id: input.taskId,
     numberOfInstances: input.numberOfInstances,
@@ -160,7 +161,7 @@ export function mpiTaskSpec(input: MpiTaskRequestShape): MpiTaskSpec {
     applicationCommandLine: input.applicationCommandLine,
     commonResourceFiles: input.commonResourceFiles,
     outputFiles: input.outputFiles,
-    environment: input.environment,
+    environment: input.keyVault ? [...input.environment, ...keyVaultTaskEnvironment(keyVault)] : input.environment,
     maxWallClockSeconds: input.maxWallClockSeconds,
     maxTaskRetryCount: input.maxTaskRetryCount ?? 0,
   };

@@ -5,6 +5,7 @@
  * planners, the mappings of batchRequests.ts and the Batch adapter's build*Parameter), called with placeholders where
  * a value exists only at run time (node ids, SAS URLs, secrets, the shard plan), so it cannot drift from what runs.
  */
+import { jobSecrets, plainEnv } from './secretEnv';
 import { buildJobAddParameter, AUTO_TERMINATE_PATCH } from '../batch/jobs';
 import { buildMpiTaskParameter } from '../batch/mpiTask';
 import { buildPoolAddParameter } from '../batch/pools';
@@ -44,6 +45,11 @@ export const PER_BLOB_SAS = 'one read-only SAS URL per blob';
 export const runTime = (what: string): string => `<run-time: ${what}>`;
 /** A value of the deployment, unknown to an offline explain. */
 export const deploymentValue = (what: string): string => `<deployment: ${what}>`;
+/** What a task that reads Key Vault secrets gets from the activity, as the document shows it (secretEnv.ts). */
+export const EXPLAIN_KEY_VAULT_ACCESS = {
+  clientId: deploymentValue('pool identity client id (POOL_IDENTITY_CLIENT_ID)'),
+  urlTemplate: deploymentValue('vault URL template (KEY_VAULT_URL_TEMPLATE, https://{vault}.vault.azure.net by default)'),
+};
 /** Finds every placeholder in a text. */
 export const PLACEHOLDER_RE = /<(?:run-time|deployment): [^<>]*>/g;
 
@@ -327,6 +333,10 @@ function explainOne(input: ExplainInput): ExplainDocument {
   if (identity?.open) {
     notes.push('container.registry.identity "managed" needs a deployment with a pool identity (POOL_IDENTITY_*): the pool is shown as created through the management plane with it, its ids left open.');
   }
+  for (const f of jobSecrets(spec)) {
+    notes.push(`${f.from}: Key Vault secret ${f.vault}/${f.name}${f.version ? `/${f.version}` : ''}, read on the master when the task starts with the pool identity and exported as ${f.env} to every rank by name; the value is never in a request, the job record or this document.`);
+  }
+  if (spec.licenses.length) notes.push(`licenses: every rank gets LM_LICENSE_FILE=${plainEnv(spec).LM_LICENSE_FILE ?? ''}.`);
   if (!spec.cleanup.autoComplete) notes.push('cleanup.autoComplete false: the Batch job is not set to terminate itself; it stays active after its tasks until the pipeline\'s cleanup terminates it.');
   if (outputs && uploadsFollow) {
     notes.push(`outputs: the node upload tasks shown are those of a run that ${outputs.when === 'failure' ? 'failed' : 'succeeded'}; the master is whichever node Batch makes the primary.`);
@@ -377,7 +387,7 @@ function explainOne(input: ExplainInput): ExplainDocument {
       processesPerNode: ppn,
       ranks: typeof ppn === 'number' ? plan.nodes * ppn : `${plan.nodes} × ${ppn} (counted on the master)`,
       containerRunOptions: commands.containerRunOptions ?? null,
-      request: plain(buildMpiTaskParameter(mpiTaskSpec(shape))),
+      request: plain(buildMpiTaskParameter(mpiTaskSpec(shape, { ...EXPLAIN_KEY_VAULT_ACCESS, ...(settings.poolIdentity ? { clientId: settings.poolIdentity.clientId } : {}) }))),
     },
     outputs: outputs
       ? {

@@ -14,6 +14,7 @@ import { GLUE_STRICT } from '../mpi/userShell';
 import type { JobSpec } from '../spec/schema';
 import type { ImageEntry } from '../spec/sections/container';
 import type { JobPlan } from './jobPlan';
+import { jobSecrets, plainEnv } from './secretEnv';
 import { masterOutputFiles, nodeSetupScript, outputsPlan, rankEnvironmentPrefix, rankLogOptions, releaseScript, type NodeResourceFile, type TaskOutputFile } from './workloadData';
 
 export interface MpiTaskRequestShape {
@@ -28,6 +29,11 @@ export interface MpiTaskRequestShape {
   outputFiles?: TaskOutputFile[];
   maxWallClockSeconds?: number;
   maxTaskRetryCount?: number;
+  /**
+   * The task reads Key Vault secrets on the master (references only, in its command line): the activity adds the
+   * pool identity's client id and the deployment's vault URL template to its environment (secretEnv.ts).
+   */
+  keyVault?: true;
 }
 
 /** The part of a multi-instance task every such task shares (the MPI task, the preflight check): ids, commands, files. */
@@ -204,7 +210,8 @@ export function containerOptionsFor(spec: JobSpec): ContainerOptions {
  * the pre-execution command, and the user's environment without them. The MPI task and the preflight check share it.
  */
 export function rankSetup(spec: JobSpec, jobId: string): { env: Record<string, string>; prefix: string } {
-  const { [ARRAY_ENV.index]: arrayIndex, [ARRAY_ENV.param]: arrayParam, ...env } = spec.mpi.env;
+  // Secret references never reach the task environment settings: the master reads them (mpiTaskInput's secrets).
+  const { [ARRAY_ENV.index]: arrayIndex, [ARRAY_ENV.param]: arrayParam, ...env } = plainEnv(spec);
   const arrayExports = [[ARRAY_ENV.index, arrayIndex], [ARRAY_ENV.param, arrayParam]]
     .filter(([, v]) => v !== undefined).map(([k, v]) => `export ${k}=${shellQuote(v as string)}; `).join('');
   return { env, prefix: `${rankEnvironmentPrefix(spec, jobId)}${arrayExports}` };
@@ -242,6 +249,7 @@ export function mpiTaskInput(plan: JobPlan, spec: JobSpec, nodeCount: number, da
     coordinationCommand: spec.mpi.coordinationCommand,
     nodeSetupCommand: nodeSetupScript(spec, plan.jobId),
     ...(spec.mpi.launcher.compat ? { schedulerCompat: { kind: spec.mpi.launcher.compat, jobId: plan.jobId, jobName: spec.name } } : {}),
+    secrets: jobSecrets(spec),
   };
 }
 
@@ -259,6 +267,7 @@ export function mpiTaskRequest(
   const commands = buildMpiTaskCommands(mpiTaskInput(plan, spec, nodes.length, dataDir));
   return {
     ...multiInstanceShape(commands, batchJobId, taskId, nodes.length, urls),
+    ...(jobSecrets(spec).length ? { keyVault: true as const } : {}),
     outputFiles: masterOutputFiles(outputsPlan(spec, plan.jobId), urls.outputsContainerUrl),
     maxWallClockSeconds: plan.mpiMaxWallClockSeconds,
     maxTaskRetryCount: spec.limits.maxRetries,

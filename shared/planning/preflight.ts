@@ -3,6 +3,7 @@
  * judged by, the parse of what the master printed and the verdict per node. Pure; the orchestrator runs the task
  * (orchestrations/stages/preflight.ts) and replaces the nodes named here.
  */
+import { parseLicenseServer } from '../spec/sections/secrets';
 import { buildMpiTaskCommands, launcherWord } from '../mpi/commands';
 import { resolveFabric } from '../mpi/rdmaPresets';
 import { shellQuote } from '../mpi/shellQuote';
@@ -24,8 +25,14 @@ import type { NodePreflight } from '../contract/preflight';
  * spec binds it (container.runOptions.binds), so a mount not bound would fail every node.
  */
 export function requiredNodePaths(spec: JobSpec): string[] {
-  if (spec.container.runtime === 'docker') return [];
-  return (spec.mounts ?? []).map((m) => `mount:${m.name}`);
+  // Every node must reach every licence server's lmgrd port and vendor daemon port (a TCP connect, 5 s).
+  const licenses = (spec.licenses ?? []).flatMap((l) => {
+    const server = parseLicenseServer(l.server);
+    if (!server) return [];
+    return [`tcp:${server.host}:${server.port}`, ...(l.vendorPort ? [`tcp:${server.host}:${l.vendorPort}`] : [])];
+  });
+  if (spec.container.runtime === 'docker') return licenses;
+  return [...(spec.mounts ?? []).map((m) => `mount:${m.name}`), ...licenses];
 }
 
 export interface PreflightThresholds {
@@ -180,8 +187,10 @@ export function parsePreflightOutput(stdout: string): PreflightReport {
       const text = m[2];
       const free = /^free_kb=(\d+)$/.exec(text);
       const missing = /^missing=(\/\S*)$/.exec(text);
+      const unreachable = /^unreachable=(\S+)$/.exec(text);
       if (free) probe.freeKB = Number(free[1]);
       else if (missing) probe.missing.push(missing[1]);
+      else if (unreachable) probe.missing.push(`licence server port ${unreachable[1]} (no TCP connection within 5 s)`);
       else if (!/^free_kb=/.test(text)) probe.message ??= text.slice(0, 300);
     } else if (line.startsWith('MPIJOB_PREFLIGHT ranks ')) {
       report.ranks = line.slice('MPIJOB_PREFLIGHT ranks '.length).split(',').filter(Boolean);

@@ -15,6 +15,7 @@ import { OutputsSchema } from './sections/outputs';
 import { SchedulingFields } from './sections/scheduling';
 import { RetrySchema } from './sections/retry';
 import { PreflightSchema } from './sections/preflight';
+import { LicensesSchema, SecretEnvValueSchema } from './sections/secrets';
 
 export const LIMITS = {
   maxNodes: 100,
@@ -246,12 +247,15 @@ export const MpiSchema = z
       .meta({ description: 'Interconnect preset mapped to the runtime\'s environment (I_MPI_FABRICS/FI_PROVIDER, UCX_TLS/UCX_IB_PKEY, …).' }),
     env: z.record(
       z.string().regex(P.ENV_KEY_RE, { error: 'environment variable names must match ^[A-Za-z_][A-Za-z0-9_]*$ (at most 128 characters) and must not start with AZ_BATCH_ (reserved by Batch)' }),
-      z.string({ error: typeError('must be a string') })
-        .max(LIMITS.maxEnvValueLength)
-        .regex(P.SINGLE_LINE_TEXT_RE, { error: P.SINGLE_LINE_TEXT_RULE }),
+      z.union([
+        z.string({ error: typeError('must be a string') })
+          .max(LIMITS.maxEnvValueLength)
+          .regex(P.SINGLE_LINE_TEXT_RE, { error: P.SINGLE_LINE_TEXT_RULE }),
+        SecretEnvValueSchema,
+      ], { error: 'must be a string, or { secretRef: { vault, name, version? } } for a Key Vault secret' }),
       { error: 'must be a map of NAME: value' },
     ).default({})
-      .meta({ description: `Extra environment for every rank (at most ${LIMITS.maxEnv} entries; values are passed as data).` }),
+      .meta({ description: `Extra environment for every rank (at most ${LIMITS.maxEnv} entries; values are passed as data). A value may be { secretRef: { vault, name, version? } }: the Key Vault secret is read on the master node at task start with the pool identity and exported to every rank, never stored or shown by the control plane. Plain values are stored with the job and shown by status and explain: secrets belong in secretRef.` }),
     preExecutionCommand: z.string({ error: typeError('must be a string') }).min(1).max(LIMITS.maxCommandLength)
       .regex(P.SINGLE_LINE_TEXT_RE, { error: P.SINGLE_LINE_TEXT_RULE }).optional()
       .meta({ description: 'Run on the master node before the launcher, in the launcher\'s shell (bash with the node\'s /etc/profile.d loaded, no strict mode), e.g. "module load mpi/hpcx" or "source /opt/intel/oneapi/setvars.sh"; a non-zero status stops the job with that status. Passed as data.' }),
@@ -317,6 +321,7 @@ export const JobSpecSchema = z
     mounts: MountsSchema,
     scratch: ScratchSchema.optional(),
     outputs: OutputsSchema.optional(),
+    licenses: LicensesSchema,
     ...SchedulingFields,
   })
   .meta({ title: 'JobSpec', description: 'An MPI job: where it runs, what it runs, on which data, within which limits.' });

@@ -189,7 +189,8 @@ async function pipelineRequests(jobId: string, s: JobSpec, identity?: { resource
     job: plain(buildJobAddParameter(batchJobSpec(jobCreate))),
     autoCompleteAfter: autoAt < 0 ? null : uploadsAt >= 0 && autoAt > uploadsAt ? 'nodeUploadsDone' : 'mpiTaskAdded',
     nodeTasks: scheduledInputs(r.history, 'nodeTasksAdd').flatMap((a) => a.tasks),
-    mpiTask: plain(buildMpiTaskParameter(mpiTaskSpec(mpi))),
+    // With the Key Vault access the activity adds to a task that reads secrets (the document shows placeholders).
+    mpiTask: plain(buildMpiTaskParameter(mpiTaskSpec(mpi, { clientId: POOL_IDENTITY.clientId, urlTemplate: 'https://{vault}.vault.azure.net' }))),
   };
 }
 

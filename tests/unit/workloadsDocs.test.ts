@@ -36,7 +36,7 @@ test('the examples table says which run locally, truthfully: each "yes" is run b
   const local = rows.filter((r) => r.local.startsWith('yes'));
   expect(local.length).toBeGreaterThanOrEqual(12);
   for (const r of local) {
-    const test = /`((?:workloads(?:Data)?|network\w*)\.test\.ts)`/.exec(r.local)?.[1];
+    const test = /`((?:workloads(?:Data)?|network\w*|secrets)\.test\.ts)`/.exec(r.local)?.[1];
     expect({ file: r.file, test }).toEqual({ file: r.file, test: expect.any(String) });
     expect(readFileSync(path.join(__dirname, '../e2e', test as string), 'utf8')).toContain(r.file);
     expect(readFileSync(path.join(dir, r.file), 'utf8')).not.toMatch(/^# Azure only:/m);
