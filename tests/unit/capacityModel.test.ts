@@ -101,12 +101,13 @@ describe('simulateJob', () => {
         (nodes, inputBytes, allocation, design) => {
           const f = simulateJob({ ...base, nodes, inputBytes, inputFileBytes: 50_000_000, allocationFirstS: allocation, allocationLastS: allocation * 1.5 }, design);
           expect(f.idleNodeMinutes).toBeGreaterThanOrEqual(0);
-          expect(f.submitToMpiS).toBeGreaterThanOrEqual(base.intakeS + allocation * 1.5);
+          // Sums of floating-point seconds: equal up to rounding.
+          expect(f.submitToMpiS).toBeGreaterThanOrEqual(base.intakeS + allocation * 1.5 - 1e-6);
           expect(f.phases.preflight.start).toBeGreaterThanOrEqual(f.phases.images.end);
           if (inputBytes > 0) expect(f.phases.preflight.start).toBeGreaterThanOrEqual(f.phases.downloads.end);
         },
       ),
-      { numRuns: 40 },
+      { numRuns: 40, seed: 20261127 },
     );
   });
 
@@ -138,7 +139,7 @@ describe('simulateJob', () => {
         expect(ovl.submitToMpiS).toBeLessThanOrEqual(seq.submitToMpiS + base.poll.maxMs / 1000);
         expect(ovl.idleNodeMinutes).toBeLessThanOrEqual(seq.idleNodeMinutes + (nodes * base.poll.maxMs) / 60_000);
       }),
-      { numRuns: 30 },
+      { numRuns: 30, seed: 20261127 },
     );
   });
 
@@ -160,7 +161,7 @@ describe('bytesPerNode', () => {
         expect(per).toHaveLength(nodes);
         expect(per.reduce((s, x) => s + x, 0)).toBe(Math.floor(inputBytes / files) * files);
       }),
-      { numRuns: 30 },
+      { numRuns: 30, seed: 20261127 },
     );
   });
 });
