@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
 import { createContractRecorder, createContractValidator, defaultSpecPath, type ContractRecorder } from '../../local/batch/contract';
 import * as batch from '../../shared/batch';
+import { readSupportedImages } from '../../shared/batch/facts';
 import { productOperations } from './productOperations';
 import { until } from './until';
 import { emulatorBatchContext } from './emulatorContext';
@@ -120,6 +121,8 @@ describe('every exchange of the adapter workload conforms to the Batch OpenAPI d
     // The node-upload check lists a task's directory on its node (File_ListFromComputeNode).
     await batch.listNodeFiles(ctx, POOL, subtasks[0].nodeId!, subtasks[0].taskRootDirectory!);
     await batch.listTasks(ctx, BJOB);
+    // Validation checks pool.image against the account's supported images (Account_ListSupportedImages).
+    expect((await readSupportedImages(ctx)).length).toBeGreaterThan(0);
     await until('job ended', async () => ((await batch.getJob(ctx, BJOB))?.state === 'completed' ? true : undefined));
     await batch.getNodeLifecycleStatus(ctx, BJOB);
     await batch.enableAutoTerminate(ctx, BJOB); // 409 JobCompleted

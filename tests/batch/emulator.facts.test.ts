@@ -10,7 +10,7 @@ import type { BatchServiceClient } from '@azure/batch';
 import type { SupportedSku } from '@azure/arm-batch';
 import { startBatchEmulator, type BatchEmulatorHandle, type ExchangeRecord } from '../../local/batch';
 import { createContractRecorder } from '../../local/batch/contract';
-import { createManagementValidator, MANAGEMENT_API_VERSION } from '../../local/batch/contract/managementValidator';
+import { createManagementValidator, defaultManagementSpecDir, MANAGEMENT_API_VERSION } from '../../local/batch/contract/managementValidator';
 import { startIdentityService, type IdentityService } from '../../local/identity';
 import { localIdentityWiring, type LocalIdentityWiring } from '../../local/supervisor/identityWiring';
 import { sdkClient, signedFetch } from '../../local/batch/testing/sdkHelpers';
@@ -23,7 +23,8 @@ let emu: BatchEmulatorHandle;
 let client: BatchServiceClient;
 const recorder = createContractRecorder();
 const armExchanges: ExchangeRecord[] = [];
-const validator = createManagementValidator();
+// The official spec (tests may read ../shared): the emulator's own contract is derived from the SDK.
+const validator = createManagementValidator(defaultManagementSpecDir());
 let arm: batch.ArmBatchContext;
 
 const VM = { imageReference: { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204', version: 'latest' }, nodeAgentSKUId: 'batch.node.ubuntu 22.04' };
