@@ -34,11 +34,14 @@ describe('pool add contract', () => {
     await emu?.stop();
   });
 
-  it('refuses taskSlotsPerNode above 256 and below 1 (400 InvalidPropertyValue) and accepts 256', async () => {
+  it('refuses taskSlotsPerNode above 256, above 4 × the size\'s vCPUs and below 1 (400 InvalidPropertyValue); accepts the limit', async () => {
     for (const taskSlotsPerNode of [257, 0]) {
       expect(await refusal(client.pool.add(pool({ taskSlotsPerNode })))).toEqual({ status: 400, code: 'InvalidPropertyValue', property: 'taskSlotsPerNode' });
     }
-    await client.pool.add(pool({ taskSlotsPerNode: 256 }));
+    // Standard_D2s_v3 has 2 vCPUs: at most 8 slots; an HB120rs_v3 (120 vCPUs) reaches Batch's own cap of 256.
+    expect(await refusal(client.pool.add(pool({ taskSlotsPerNode: 9 })))).toEqual({ status: 400, code: 'InvalidPropertyValue', property: 'taskSlotsPerNode' });
+    await client.pool.add(pool({ taskSlotsPerNode: 8 }));
+    await client.pool.add(pool({ taskSlotsPerNode: 256, vmSize: 'Standard_HB120rs_v3' }));
   });
 
   it('refuses a start task maxTaskRetryCount below -1 and accepts -1', async () => {
