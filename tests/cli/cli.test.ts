@@ -311,7 +311,7 @@ describe('hpcjob explain', () => {
     expect(run.stdout).toMatch(/^Cost {6}2 × Standard_HB120rs_v3 at 3\.6 USD\/node-hour = 7\.20 USD per hour; worst case/m);
     expect(run.stdout).toMatch(/^ {10}FALLBACK price: fallback \(offline: the deployment's prices are not known\)/m);
     expect(doc.settings).toEqual({
-      source: 'defaults', stagingAccounts: ['<deployment: staging accounts (STAGING_ACCOUNTS)>'], copyConcurrency: 8, sasMarginMinutes: 60, sasMaxLifetimeMinutes: 7 * 24 * 60, nodeTaskMaxAttempts: 3, poolIdentity: null,
+      source: 'defaults', stagingAccounts: ['<deployment: staging accounts (STAGING_ACCOUNTS)>'], copyConcurrency: 8, sasMarginMinutes: 60, sasMaxLifetimeMinutes: 7 * 24 * 60, nodeTaskMaxAttempts: 3, poolIdentity: null, poolSubnetId: null,
     });
   });
 

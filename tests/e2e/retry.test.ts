@@ -147,7 +147,8 @@ describe('retries by failure class', () => {
     const view = await watchJob(stack, id, 180_000);
     show(view);
     expect(view.state).toBe('Failed');
-    expect(view.error?.message).toBe("MPI task exited with code 3: FailureExitCode: The task exited with an exit code representing a failure; not retried: the application's exit code 3 is not in retry.exitCodes");
+    // The stage, the failing part and node, then the stderr tail (docs/troubleshooting.md).
+    expect(view.error?.message).toMatch(/^Running: MPI task exited with code 3; not retried: the application's exit code 3 is not in retry\.exitCodes \(the application on node \S+ ended with exit code 3\)\nLast lines of stderr:\n/);
     expect(view.result?.attempts?.map((a) => [a.outcome, a.failureClass, a.exitCode, a.retried])).toEqual([['failed', 'application', 3, false]]);
     expect(calls('POST', /^\/jobs\/hpc-retry-app-exit\/tasks$/, 201)).toBeGreaterThanOrEqual(1);
     const mpiAdds = exchanges.filter((e) => e.method === 'POST' && /^\/jobs\/hpc-retry-app-exit\/tasks$/.test(e.path) && /"id":"mpi/.test(JSON.stringify(e.requestBody ?? '')));
