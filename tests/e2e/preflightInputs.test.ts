@@ -1,6 +1,7 @@
 /**
  * "Fail before paying" (issue 28, item 3) on the local stack, with the examples a new user ran on a fresh stack:
- * examples/jobs/native-openmpi.yaml reads data1/inputs/demo/, which nobody uploaded, and
+ * examples/jobs/native-openmpi.yaml reads data1/inputs/demo/ and builds its program from data1/software/shardsum.c,
+ * neither of which anybody uploaded, and
  * examples/workloads/osu-latency-bw-native.yaml compiles a start-task blob that is not there. Before: the dry run
  * explained both, and each job failed only after its pool was provisioned ("unexpected: Activity function
  * 'inputsList' failed", "4 nodes failed (starttaskfailed)"). Now the dry run answers 400 with the field path, and a
@@ -47,19 +48,24 @@ const NATIVE = 'jobs/native-openmpi.yaml';
 const OSU = 'workloads/osu-latency-bw-native.yaml';
 const INPUT_MISSING = 'no blob under data1/inputs/demo/ (container "inputs" does not exist)';
 const START_BLOB_MISSING = 'blob data1/software/osu_pingpong.c does not exist';
+const SHARDSUM_MISSING = 'blob data1/software/shardsum.c does not exist (container "software" does not exist)';
 
 describe('fail before paying', () => {
   it('a dry run of a job whose input prefix holds nothing answers 400 with the field path', async () => {
     const res = await dryRun(example(NATIVE, 'pf-native-dry'));
     expect(res.status).toBe(400);
-    expect(res.body.errors).toEqual([{ path: 'data.inputs[0].prefix', message: INPUT_MISSING }]);
+    // Every miss at once, each with its path: the inputs and the start task's source.
+    expect(res.body.errors).toEqual([
+      { path: 'data.inputs[0].prefix', message: INPUT_MISSING },
+      { path: 'pool.startTask.resourceFiles[0].blob', message: SHARDSUM_MISSING },
+    ]);
   });
 
   it('the same job submitted fails after admission with the path in its reason, and no pool was ever created', async () => {
     const id = await submitSpec(stack, example(NATIVE, 'pf-native'));
     const view = await watchJob(stack, id, 120_000);
     expect(view.state).toBe('Failed');
-    expect(view.error?.message).toBe(`missing input (checked before any pool was created): data.inputs[0].prefix: ${INPUT_MISSING}`);
+    expect(view.error?.message).toBe(`missing inputs (checked before any pool was created): data.inputs[0].prefix: ${INPUT_MISSING}; pool.startTask.resourceFiles[0].blob: ${SHARDSUM_MISSING}`);
     expect(view.error?.message).not.toMatch(/unexpected|Activity function/);
     expect(stack.batch.pools()).toEqual([]);
     // It never left the queue: no Provisioning, no CleaningUp.
@@ -82,6 +88,7 @@ describe('fail before paying', () => {
   it('once the blobs are there, both dry runs are explained', async () => {
     await upload('inputs', 'demo/part-0.bin', 'x'.repeat(64));
     await upload('software', 'osu_pingpong.c', readFileSync(path.join(REPO_ROOT, 'examples', 'mpi', 'osu_pingpong.c'), 'utf8'));
+    await upload('software', 'shardsum.c', readFileSync(path.join(REPO_ROOT, 'examples', 'mpi', 'shardsum.c'), 'utf8'));
     for (const [rel, id] of [[NATIVE, 'pf-native-ok'], [OSU, 'pf-osu-ok']]) {
       const res = await dryRun(example(rel, id));
       expect({ id, status: res.status }).toEqual({ id, status: 200 });
