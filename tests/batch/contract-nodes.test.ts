@@ -4,16 +4,16 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { BatchServiceClient } from '@azure/batch';
+import { FAST_TIMING } from './batchRefusal';
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
 import { LINUX_VM_CONFIGURATION, sdkClient, signedFetch, waitFor, waitForNodes } from '../../local/batch/testing/sdkHelpers';
 
-const FAST = { allocateMs: 20, bootMs: 20, leaveMs: 20, rebootMs: 20, startTaskPollMs: 50 };
 
 describe('node contract', () => {
   let emu: BatchEmulatorHandle;
   let client: BatchServiceClient;
   beforeAll(async () => {
-    emu = await startBatchEmulator({ timing: FAST });
+    emu = await startBatchEmulator({ timing: FAST_TIMING });
     client = sdkClient(emu);
     await client.pool.add({ id: 'nodes-a', vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 2 });
     await client.pool.add({ id: 'nodes-b', vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 1, startTask: { commandLine: "/bin/sh -c 'echo booted >> $AZ_BATCH_NODE_SHARED_DIR/boots'", waitForSuccess: true } });

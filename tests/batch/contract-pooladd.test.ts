@@ -1,33 +1,21 @@
 /**
  * Pool add: what Batch refuses, through the real @azure/batch SDK (issue 29). Each case was accepted (201) before.
  */
-import { RestError } from '@azure/ms-rest-js';
 import type { BatchServiceClient, BatchServiceModels } from '@azure/batch';
+import { FAST_TIMING, refusal } from './batchRefusal';
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
 import { LINUX_VM_CONFIGURATION, sdkClient } from '../../local/batch/testing/sdkHelpers';
 
-const FAST = { allocateMs: 20, bootMs: 20, leaveMs: 20, rebootMs: 20, startTaskPollMs: 50 };
 let seq = 0;
 const pool = (extra: Partial<BatchServiceModels.PoolAddParameter> = {}): BatchServiceModels.PoolAddParameter => ({
   id: `pool-${++seq}`, vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 0, ...extra,
 });
 
-/** The refusal's status, code and PropertyName. */
-async function refusal(p: Promise<unknown>): Promise<{ status?: number; code?: string; property?: string }> {
-  try {
-    await p;
-  } catch (e) {
-    const err = e as RestError & { body?: { values?: { key: string; value: string }[] } };
-    return { status: err.statusCode, code: err.code, property: err.body?.values?.find((v: { key: string; value: string }) => v.key === 'PropertyName')?.value };
-  }
-  return {};
-}
-
 describe('pool add contract', () => {
   let emu: BatchEmulatorHandle;
   let client: BatchServiceClient;
   beforeAll(async () => {
-    emu = await startBatchEmulator({ timing: FAST });
+    emu = await startBatchEmulator({ timing: FAST_TIMING });
     client = sdkClient(emu);
   });
   afterAll(async () => {

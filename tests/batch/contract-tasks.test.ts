@@ -2,31 +2,20 @@
  * Jobs and tasks: what Batch refuses and the user variables it sets, through the real @azure/batch SDK (issue 29).
  * Each refusal here was accepted before.
  */
-import type { RestError } from '@azure/ms-rest-js';
 import type { BatchServiceClient } from '@azure/batch';
+import { FAST_TIMING, refusal } from './batchRefusal';
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
 import { LINUX_VM_CONFIGURATION, readTaskFile, sdkClient, waitForNodes, waitForTask } from '../../local/batch/testing/sdkHelpers';
 
-const FAST = { allocateMs: 20, bootMs: 20, leaveMs: 20, rebootMs: 20, startTaskPollMs: 50 };
 const POOL = 'tasks-pool';
 let seq = 0;
 const uid = (p: string) => `${p}-${++seq}`;
-
-async function refusal(p: Promise<unknown>): Promise<{ status?: number; code?: string; property?: string }> {
-  try {
-    await p;
-  } catch (e) {
-    const err = e as RestError & { body?: { values?: { key: string; value: string }[] } };
-    return { status: err.statusCode, code: err.code, property: err.body?.values?.find((v: { key: string; value: string }) => v.key === 'PropertyName')?.value };
-  }
-  return {};
-}
 
 describe('job and task contract', () => {
   let emu: BatchEmulatorHandle;
   let client: BatchServiceClient;
   beforeAll(async () => {
-    emu = await startBatchEmulator({ timing: FAST });
+    emu = await startBatchEmulator({ timing: FAST_TIMING });
     client = sdkClient(emu);
     await client.pool.add({ id: POOL, vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 1, userAccounts: [{ name: 'runner', password: 'p@ssw0rd-Local1' }] });
     await waitForNodes(client, POOL, 1);
