@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'dist-package/**', 'node_modules/**', 'coverage/**', '.local/**', 'local/batch/nodetools/**/*.sh'] },
+  { ignores: ['dist/**', 'dist-package/**', 'node_modules/**', 'coverage/**', '.local/**', 'local/batch/nodetools/**/*.sh', 'cli/dist/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -181,7 +181,11 @@ export function buildProgram(run: (action: (ctx: CommandContext) => Promise<numb
   return program;
 }
 
+/** Set by cli/build.ts in the installable bundle, whose tree has only its own package.json. */
+declare const __HPCJOB_VERSION__: string | undefined;
+
 function cliVersion(): string {
+  if (typeof __HPCJOB_VERSION__ === 'string') return __HPCJOB_VERSION__;
   try {
     // dist/cli/index.js and cli/index.ts are both two levels below the package root.
     return (require('../../package.json') as { version: string }).version;

@@ -46,25 +46,59 @@ export function productionManifest(pkg: Json): Json {
 }
 
 /**
- * The lock for the production manifest: the same resolved versions, without the entries npm marks dev-only. `npm ci`
- * on the repository's full lock refuses (this npm writes locks without other platforms' optional binaries of dev
- * tools such as @swc/core), and `npm install --omit=dev` could re-resolve; `npm ci` on this pair cannot.
+ * The lock for the production manifest: the same resolved versions, only the packages the app's `dependencies`
+ * reach. Walking the graph (rather than dropping entries npm marks `dev`) also leaves out the workspaces (the `hpcjob`
+ * CLI in cli/) and what only they use: their dependencies are production dependencies of theirs, not of the app.
+ * `npm ci` on the repository's full lock would install them; `npm install --omit=dev` could re-resolve; `npm ci`
+ * on this pair cannot.
  */
 export function productionLock(lock: Lock, manifest: Json): Lock {
   if (lock.lockfileVersion !== 3) throw new Error(`package-lock.json: lockfileVersion ${lock.lockfileVersion} (expected 3; regenerate with this npm)`);
-  const packages: Lock['packages'] = {};
-  for (const [key, entry] of Object.entries(lock.packages)) {
-    if (key === '') {
-      const root: Json = { ...entry };
-      delete root.devDependencies;
-      delete root.bin;
-      root.dependencies = manifest.dependencies;
-      packages[key] = root;
-    } else if (!entry.dev) {
-      packages[key] = entry;
+  const rootDeps = (manifest.dependencies ?? {}) as Record<string, string>;
+  const keep = new Set<string>();
+  const queue: { from: string; name: string }[] = Object.keys(rootDeps).map((name) => ({ from: '', name }));
+  while (queue.length > 0) {
+    const { from, name } = queue.shift()!;
+    const key = resolveInLock(lock, from, name);
+    if (key === undefined) {
+      throw new Error(`package-lock.json: ${name} (needed by ${from || 'the app'}) is not in the lock; run npm install`);
+    }
+    if (keep.has(key)) continue;
+    keep.add(key);
+    const entry = lock.packages[key];
+    for (const field of ['dependencies', 'optionalDependencies', 'peerDependencies'] as const) {
+      const deps = (entry[field] ?? {}) as Record<string, string>;
+      const optional = field === 'optionalDependencies' || field === 'peerDependencies';
+      const peerMeta = (entry.peerDependenciesMeta ?? {}) as Record<string, { optional?: boolean }>;
+      for (const dep of Object.keys(deps)) {
+        // npm does not install optional peers; optional dependencies and peers may be absent for this platform.
+        if (field === 'peerDependencies' && peerMeta[dep]?.optional) continue;
+        if (optional && resolveInLock(lock, key, dep) === undefined) continue;
+        queue.push({ from: key, name: dep });
+      }
     }
   }
+  const packages: Lock['packages'] = {};
+  const root: Json = { ...lock.packages[''] };
+  delete root.devDependencies;
+  delete root.bin;
+  delete root.workspaces;
+  root.dependencies = manifest.dependencies;
+  packages[''] = root;
+  for (const [key, entry] of Object.entries(lock.packages)) if (keep.has(key)) packages[key] = entry;
   return { ...lock, packages };
+}
+
+/** Where npm finds `name` for the package at lock key `from`: the nearest node_modules up the tree. */
+function resolveInLock(lock: Lock, from: string, name: string): string | undefined {
+  let base = from;
+  for (;;) {
+    const key = base ? `${base}/node_modules/${name}` : `node_modules/${name}`;
+    if (lock.packages[key]) return key;
+    if (!base) return undefined;
+    const cut = base.lastIndexOf('/node_modules/');
+    base = cut >= 0 ? base.slice(0, cut) : '';
+  }
 }
 
 function run(cmd: string, args: string[], cwd: string, what: string): void {

@@ -14,6 +14,7 @@ import type { PoolInspection, NodeTaskSpec, TaskSnapshot } from '../batch';
 export type PoolAccessVerdict = { allowed: true } | { allowed: false; reason: string };
 import type { PoolCreateRequest } from '../planning/jobPlan';
 import type { ImageBlobRef, MpiTaskRequestShape } from '../planning/mpiTaskRequest';
+import type { SecretEnvironmentRef } from './secretEnvironment';
 import type { SourceCheck, SourceMiss } from '../planning/sourcesCheck';
 import type { NodeFileSource, NodeResourceFile, OutputsPlan } from '../planning/workloadData';
 import type { ExpectedUploads } from '../planning/outputsCheck';
@@ -65,16 +66,7 @@ export interface BatchJobCreateInput {
   releaseCommandLine: string;
 }
 
-/**
- * A task environment variable whose value is a registry secret: the orchestration names the app setting (its
- * history is stored), the activity that adds the task reads the value (shared/config registryCredentials), and only
- * for the server the setting is declared for.
- */
-export interface SecretEnvironmentRef {
-  name: string;
-  server: string;
-  setting: string;
-}
+export type { SecretEnvironmentRef } from './secretEnvironment';
 
 /** A task pinned (by affinity, which Batch treats as a hint) to one node; the activity runs it elevated. */
 export type NodeTaskRequest = Pick<NodeTaskSpec, 'id' | 'affinityId' | 'commandLine' | 'resourceFiles' | 'outputFiles' | 'environment' | 'maxWallClockSeconds'> & {

@@ -8,7 +8,7 @@ import { buildContainerCleanupCommand, buildMpiTaskCommands, pullLines, type Bin
 import { sifCleanupLine } from '../mpi/singularity';
 import { REGISTRY_SECRET_ENV, registryLoginLines, registryLogoutLines, type RegistryLoginPlan } from '../mpi/registryLogin';
 import { PlanningError } from './errors';
-import type { SecretEnvironmentRef } from '../contract/activities';
+import type { SecretEnvironmentRef } from '../contract/secretEnvironment';
 import { imageStateDir, peerCopyScriptLines, seedScriptLines, type TransferImages } from '../mpi/imageTransfer';
 import { GLUE_STRICT } from '../mpi/userShell';
 import type { JobSpec } from '../spec/schema';

@@ -11,11 +11,8 @@ import { has, isObj, obj } from './rawInput';
 import { dataSectionIssues } from './sections/dataRules';
 import { schedulingIssues } from './sections/scheduling';
 
-export interface SpecIssue {
-  /** Path segments from the spec root, e.g. ['container', 'images', 0]. */
-  path: (string | number)[];
-  message: string;
-}
+import type { SpecIssue } from './issue';
+export type { SpecIssue } from './issue';
 
 
 /** Field names that smell like a stored credential anywhere under container.registry. */

@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto';
 import { canonicalJson } from './canonical';
 import { formatPath, PathSegment } from './path';
-import { JobSpec } from './schema';
+import type { JobSpec } from './schema';
 
 /** sha256 (hex) of the canonical JSON of a normalized spec. */
 export function specHash(spec: JobSpec): string {

@@ -1,13 +1,13 @@
 /** docs/job-spec.md must show the current schema and the committed examples. */
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { renderDocs, renderFieldTable } from '../../shared/spec/fieldTable';
+import { renderDocs, renderFieldTable } from '../../scripts/docs/specFieldTable';
 import { LIMITS } from '../../shared/spec';
 
 const docPath = path.join(__dirname, '../../docs/job-spec.md');
 const examplesDir = path.join(__dirname, '../../examples/jobs');
 
-test('the generated parts of docs/job-spec.md are current (regenerate: node --import tsx shared/spec/fieldTable.ts --write docs/job-spec.md)', () => {
+test('the generated parts of docs/job-spec.md are current (regenerate: node --import tsx scripts/docs/specFieldTable.ts --write docs/job-spec.md)', () => {
   const doc = readFileSync(docPath, 'utf8');
   expect(renderDocs(doc, examplesDir)).toBe(doc);
 });

@@ -1,11 +1,11 @@
 /** docs/workloads.md shows the MPI preset table and the retired VM sizes the code uses. */
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { renderPresetTable, renderWorkloadsDoc } from '../../shared/mpi/presetTable';
+import { renderPresetTable, renderWorkloadsDoc } from '../../scripts/docs/mpiPresetTable';
 
 const docPath = path.join(__dirname, '../../docs/workloads.md');
 
-test('the generated tables of docs/workloads.md are current (regenerate: node --import tsx shared/mpi/presetTable.ts --write docs/workloads.md)', () => {
+test('the generated tables of docs/workloads.md are current (regenerate: node --import tsx scripts/docs/mpiPresetTable.ts --write docs/workloads.md)', () => {
   const doc = readFileSync(docPath, 'utf8');
   expect(renderWorkloadsDoc(doc)).toBe(doc);
 });

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import * as P from '../patterns';
 import { isGpuSize } from '../../planning/vmSizes';
-import type { SpecIssue } from '../crossField';
+import type { SpecIssue } from '../issue';
 import { isObj, obj, type Obj } from '../rawInput';
 import { isUnder, normalizeHostPath } from '../hostPath';
 

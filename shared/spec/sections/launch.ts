@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { MPI_RUNTIMES, presetFamilyFor, SUPPORTED_VERSIONS, type MpiRuntime } from '../../mpi/rdmaPresets';
 import { isGpuSize, retiredVmSize } from '../../planning/vmSizes';
-import type { SpecIssue } from '../crossField';
+import type { SpecIssue } from '../issue';
 import { obj, type Obj } from '../rawInput';
 import { COMPAT_PREFIXES, SCHEDULER_COMPAT, type SchedulerCompat } from '../../mpi/schedulerCompat';
 
