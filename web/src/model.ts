@@ -60,7 +60,7 @@ export interface JobView {
   error?: { code: string; message: string };
   cancelRequestedAt?: string;
   cost?: JobCost;
-  spec?: { pool?: { nodes?: number; vmSize?: string } };
+  spec?: { pool?: { nodes?: number; vmSize?: string }; container?: { runtime?: string; images?: unknown[] }; data?: { inputs?: unknown[] }; outputs?: unknown };
   /** While Queued (the single-job answer): its place in the queue. */
   queue?: JobQueueView;
 }
@@ -320,10 +320,11 @@ export function runningCost(job: Pick<JobView, 'cost' | 'result' | 'progress'>, 
   return `${amount.toFixed(amount < 1 ? 4 : 2)} ${b.currency} so far (${b.nodes} nodes × ${b.pricePerNodeHour} ${b.currency}/node-hour; prices: ${b.priceSource})`;
 }
 
-/** Hash routes: "#/" is the job list, "#/jobs/<id>" one job. */
-export type Route = { page: 'list' } | { page: 'job'; id: string };
+/** Hash routes: "#/" is the job list, "#/jobs/<id>" one job, "#/usage" the usage page. */
+export type Route = { page: 'list' } | { page: 'job'; id: string } | { page: 'usage' };
 
 export function parseRoute(hash: string): Route {
+  if (/^#\/usage\/?$/.test(hash)) return { page: 'usage' };
   const m = /^#\/jobs\/([^/?#]+)/.exec(hash);
   if (!m) return { page: 'list' };
   try {
