@@ -57,7 +57,7 @@ describe('node labels', () => {
     const long = (n: number) => `tvmps_0123456789abcdef0123456789abcdef0123456789abcdef_d-${n}`;
     const labels = jobNodeLabels({
       progress: { nodes: { [long(1)]: 'ready', [long(2)]: 'ready' } },
-      result: { logs: [{ node: long(1), stdout: '', stderr: '' }], mpi: { subtasks: [{ id: 1, nodeId: long(3) }] } },
+      result: { logs: [{ node: long(1), stdout: '', stderr: '' }], mpi: { subtasks: [{ id: 1, state: 'completed', nodeId: long(3) }] } },
     });
     expect(Object.keys(labels).sort()).toEqual([long(1), long(2), long(3)]);
     expect(labels[long(1)]).toBe('ef_d-1');
