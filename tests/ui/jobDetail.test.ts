@@ -6,7 +6,7 @@
 import {
   appendTail, emptyTail, formatBytes, jobNodeLabels, newestFirst, outputRows, outputsDue, shouldTail, stagesNotApplying, tailText, visibleBars, TAIL_LINES, type LogAnswer,
 } from '../../web/src/jobDetail';
-import { parseRoute, type JobView } from '../../web/src/model';
+import { parseRoute, shortNodeLabels, type JobView } from '../../web/src/model';
 import { usageSummary } from '../../web/src/usage';
 import { usageReport } from '../../shared/ops/usage';
 import { jobCost } from '../../shared/ops/cost';
@@ -62,6 +62,16 @@ describe('node labels', () => {
     expect(Object.keys(labels).sort()).toEqual([long(1), long(2), long(3)]);
     expect(labels[long(1)]).toBe('ef_d-1');
     expect(new Set(Object.values(labels)).size).toBe(3);
+  });
+
+  it('cuts ids that differ in a long hash to the head that tells them apart (the emulator\'s and Azure\'s ids)', () => {
+    const a = 'tvmps_081b59a7cbea31ce1d1f4c55195799065234b1e8ffab831bf5b22b4e64b22b3f_d';
+    const b = 'tvmps_301823456cddf3451f2ce40ed35aed29582ea4ee988bbe56a72069e56e036286_d';
+    const c = 'tvmps_081b59f7cbea31ce1d1f4c55195799065234b1e8ffab831bf5b22b4e64b22b3f_d';
+    expect(shortNodeLabels([a, b])).toEqual({ [a]: '081b59…', [b]: '301823…' });
+    expect(shortNodeLabels([a, b, c])).toEqual({ [a]: '081b59a…', [b]: '3018234…', [c]: '081b59f…' });
+    expect(shortNodeLabels([a])).toEqual({ [a]: 'tvmps_081b59a…' });
+    expect(shortNodeLabels([a.slice(6), b.slice(6)])).toEqual({ [a.slice(6)]: '081b59…', [b.slice(6)]: '301823…' });
   });
 });
 
