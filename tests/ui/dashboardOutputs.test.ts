@@ -6,7 +6,7 @@
  * beside the control plane's), and every page fitting 1280 and 1920 px without horizontal overflow. Screenshots at
  * both widths go to test-artifacts/ and their names are printed. Needs /usr/bin/chromium and dist/ built.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parse, stringify } from 'yaml';
@@ -101,8 +101,10 @@ describe('dashboard: outputs, live log tail, node labels, usage', () => {
 
   it('tails the running MPI task, hides stages that do not apply, labels nodes short, lists outputs that download', async () => {
     const first = await submitSpec(stack, job('ui-a-first', 1, 'true'));
-    // Each rank prints a line per half second; the master keeps result.txt as the job's output.
-    const id = await submitSpec(stack, job('ui-out', 2, 'for i in $(seq 1 24); do echo "tick $i"; echo "warn $i" >&2; sleep 0.5; done; echo "result of $OMPI_COMM_WORLD_RANK" > result.txt', true));
+    // Each rank prints a line every 0.3 s until the test has seen the tail grow and drops a stop file (the emulated
+    // nodes are processes on this machine): no race between the task's end and the page's polls. Capped at 3 min.
+    const stopFile = path.join(profileDir, 'stop-ui-out');
+    const id = await submitSpec(stack, job('ui-out', 2, `i=0; while [ ! -e ${stopFile} ] && [ $i -lt 600 ]; do i=$((i+1)); echo "tick $i"; echo "warn $i" >&2; sleep 0.3; done; echo "result of $OMPI_COMM_WORLD_RANK" > result.txt`, true));
 
     // Newest first: ui-out was submitted after ui-a-first, although the API lists by id.
     await page.evaluate('location.hash = "#/"');
@@ -131,6 +133,7 @@ describe('dashboard: outputs, live log tail, node labels, usage', () => {
     expect(stages).not.toContain('StagingData');
     expect(await page.textContent('[data-testid="job-page"]')).not.toMatch(/Images pulled|Shards staged/);
     await shootAndCheckFit('job-running');
+    writeFileSync(stopFile, '');
 
     await page.waitForSelector(`[data-testid="job-page"][data-job-id="${id}"][data-state="Succeeded"]`, { timeout: 120_000 });
     // The tail stops with the task: shown as last read, not read again.
