@@ -155,7 +155,8 @@ describe('usage page', () => {
     expect(Number(u.storageTransactions)).toBeGreaterThan(0);
     expect(u.nodesCost).toBe('0.7680 USD');
     expect(u.unpriced).toMatch(/^1 job/);
-    expect(u.controlPlanePrices).toMatch(/^prices as of \d{4}-\d{2}-\d{2} \(dated fallback\): /);
+    expect(u.controlPlanePrices).toMatch(/^prices as of \d{4}-\d{2}-\d{2}: dated fallback: /);
+    expect(usageSummary({ controlPlane: { pricesAsOf: '2026-01-02', fallback: true, priceSource: 'a table' } }).controlPlanePrices).toBe('prices as of 2026-01-02 (dated fallback): a table');
     expect(u.nodePriceSources).toEqual(['Retail Prices stand-in, 2026-11-27']);
     expect(u.perDay.map((d) => d.day)).toEqual(['2026-03-02', '2026-03-01']);
   });

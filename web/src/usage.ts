@@ -100,7 +100,7 @@ export function usageSummary(r: UsageAnswer): UsageSummary {
     executions: num(cp.executions),
     storageTransactions: tx.total,
     storageDetail: tx.detail,
-    controlPlanePrices: `prices as of ${cp.pricesAsOf ?? '?'}${cp.fallback ? ' (dated fallback)' : ''}: ${cp.priceSource ?? 'unknown source'}`,
+    controlPlanePrices: `prices as of ${cp.pricesAsOf ?? '?'}${cp.fallback && !/^dated fallback/.test(cp.priceSource ?? '') ? ' (dated fallback)' : ''}: ${cp.priceSource ?? 'unknown source'}`,
     ...(cp.basis ? { basis: cp.basis } : {}),
     nodePriceSources: sources,
     perJob,
