@@ -6,6 +6,8 @@
  * The session wins when both exist. Without either, the API answers 401 and the page offers both.
  */
 import { listQuery, type JobView, type ListFilters } from './model';
+import type { LogAnswer as TailAnswer, OutputsAnswer, Stream } from './jobDetail';
+import type { UsageAnswer } from './usage';
 
 const KEY_STORAGE = 'hpc-dashboard.functionKey';
 
@@ -112,4 +114,24 @@ export async function readLog(id: string, node: string, stream: 'stdout' | 'stde
   const q = new URLSearchParams({ node, stream });
   const res = await fetch(`${apiBase()}/jobs/${encodeURIComponent(id)}/logs?${q}`, { headers: await authHeaders(), cache: 'no-store' });
   return answer<LogAnswer>(res, `GET /jobs/${id}/logs`);
+}
+
+/** GET /jobs/{id}/logs from byte `since` on (the live tail): the master's file unless `node` is given. */
+export async function readLogSince(id: string, stream: Stream, since: number, node?: string, signal?: AbortSignal): Promise<TailAnswer> {
+  const q = new URLSearchParams({ stream, since: String(since) });
+  if (node) q.set('node', node);
+  const res = await fetch(`${apiBase()}/jobs/${encodeURIComponent(id)}/logs?${q}`, { signal, headers: await authHeaders(), cache: 'no-store' });
+  return answer<TailAnswer>(res, `GET /jobs/${id}/logs`);
+}
+
+/** GET /jobs/{id}/outputs: the job's output files with read-only SAS URLs (they need no token of ours). */
+export async function listOutputs(id: string, signal?: AbortSignal): Promise<OutputsAnswer> {
+  const res = await fetch(`${apiBase()}/jobs/${encodeURIComponent(id)}/outputs?top=1000`, { signal, headers: await authHeaders(), cache: 'no-store' });
+  return answer<OutputsAnswer>(res, `GET /jobs/${id}/outputs`);
+}
+
+/** GET /usage: the nodes' and the control plane's cost of the caller's finished jobs. */
+export async function getUsage(signal?: AbortSignal): Promise<UsageAnswer> {
+  const res = await fetch(`${apiBase()}/usage`, { signal, headers: await authHeaders(), cache: 'no-store' });
+  return answer<UsageAnswer>(res, 'GET /usage');
 }

@@ -60,7 +60,7 @@ export interface JobView {
   error?: { code: string; message: string };
   cancelRequestedAt?: string;
   cost?: JobCost;
-  spec?: { pool?: { nodes?: number; vmSize?: string } };
+  spec?: { pool?: { nodes?: number; vmSize?: string }; container?: { runtime?: string; images?: unknown[] }; data?: { inputs?: unknown[] }; outputs?: unknown };
   /** While Queued (the single-job answer): its place in the queue. */
   queue?: JobQueueView;
 }
@@ -218,15 +218,28 @@ export function displayedNodes(job: Pick<JobView, 'state' | 'progress' | 'result
 }
 
 /**
- * Short labels for a node grid: Batch node ids share a long pool-specific prefix ("tvmps_ffd0…_d"), so the
- * part common to all ids is dropped, keeping at least `keep` characters of each.
+ * Short labels for the page's nodes: Batch node ids share a long pool-specific prefix ("tvmps_ffd0…_d"), so the
+ * part common to all ids is dropped, keeping at least `keep` characters of each. Ids that stay long after that (Azure's
+ * and the emulator's: a 64-hex-digit hash between a common head and tail) are cut to the shortest head of their
+ * distinct part that still tells them apart, with an ellipsis; the full id goes in the element's title.
  */
-export function shortNodeLabels(ids: string[], keep = 6): Record<string, string> {
+export function shortNodeLabels(ids: string[], keep = 6, max = 14): Record<string, string> {
   let prefix = ids.length > 1 ? ids[0] : '';
   for (const id of ids) while (prefix && !id.startsWith(prefix)) prefix = prefix.slice(0, -1);
   // Cut less when an id would keep fewer than `keep` characters: all ids lose the same prefix, so labels stay distinct.
   const cut = Math.max(0, Math.min(prefix.length, ...ids.map((id) => id.length - keep)));
-  return Object.fromEntries(ids.map((id) => [id, id.slice(cut)]));
+  if (ids.every((id) => id.length - cut <= max)) return Object.fromEntries(ids.map((id) => [id, id.slice(cut)]));
+  // Long ids: drop the common tail too (never into the cut head), then show the shortest head of what is left that
+  // still tells the ids apart, at least `keep` characters (taken from before the cut when what differs is shorter).
+  let suffix = ids.length > 1 ? ids[0].slice(cut) : '';
+  for (const id of ids) while (suffix && !id.slice(cut).endsWith(suffix)) suffix = suffix.slice(1);
+  const ends = ids.map((id) => id.length - suffix.length);
+  const start = Math.max(0, Math.min(cut, Math.min(...ends) - keep));
+  const cores = ids.map((id, i) => id.slice(start, ends[i]));
+  const longest = Math.max(...cores.map((c) => c.length));
+  let len = Math.min(ids.length > 1 ? keep : max - 1, longest);
+  while (new Set(cores.map((c) => c.slice(0, len))).size < cores.length && len < longest) len += 1;
+  return Object.fromEntries(ids.map((id, i) => [id, cores[i].length > len ? `${cores[i].slice(0, len)}…` : cores[i]]));
 }
 
 /**
@@ -320,10 +333,11 @@ export function runningCost(job: Pick<JobView, 'cost' | 'result' | 'progress'>, 
   return `${amount.toFixed(amount < 1 ? 4 : 2)} ${b.currency} so far (${b.nodes} nodes × ${b.pricePerNodeHour} ${b.currency}/node-hour; prices: ${b.priceSource})`;
 }
 
-/** Hash routes: "#/" is the job list, "#/jobs/<id>" one job. */
-export type Route = { page: 'list' } | { page: 'job'; id: string };
+/** Hash routes: "#/" is the job list, "#/jobs/<id>" one job, "#/usage" the usage page. */
+export type Route = { page: 'list' } | { page: 'job'; id: string } | { page: 'usage' };
 
 export function parseRoute(hash: string): Route {
+  if (/^#\/usage\/?$/.test(hash)) return { page: 'usage' };
   const m = /^#\/jobs\/([^/?#]+)/.exec(hash);
   if (!m) return { page: 'list' };
   try {

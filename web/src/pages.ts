@@ -1,9 +1,16 @@
 /** The two pages as DOM, from the view model: the job list and one job. Re-rendered on every poll. */
 import { h } from './dom';
 import {
-  attemptRows, costSummary, runningCost, displayedNodes, preflightRows, shortNodeLabels, exitCodes, formatDuration, isTerminal, jobDurationMs, jobHref, nodeCells, nodeStateCounts, progressBars, queueSummary, stageSpans,
+  attemptRows, costSummary, runningCost, displayedNodes, preflightRows, exitCodes, formatDuration, isTerminal, jobDurationMs, jobHref, nodeCells, nodeStateCounts, queueSummary, stageSpans,
   type JobView,
 } from './model';
+import { jobNodeLabels, stagesNotApplying, visibleBars } from './jobDetail';
+import { outputsCard, tailCard, type JobPageDetail } from './detailPages';
+
+/** A node as the page names it: the short label, the full id on hover. */
+function nodeName(id: string | undefined, labels: Record<string, string>): HTMLElement | string {
+  return id ? h('span', { class: 'mono', title: id, 'data-testid': 'node-name' }, labels[id] ?? id) : '';
+}
 
 function stateBadge(state: string): HTMLElement {
   return h('span', { class: `badge state-${state}`, 'data-testid': 'job-state' }, state);
@@ -33,7 +40,9 @@ function card(title: string, testId: string, ...body: (Node | string | null | un
 }
 
 function timelineCard(job: JobView, now: number): HTMLElement {
-  const spans = stageSpans(job.timeline, now);
+  // Stages the pipeline passed through without work for this job (a native job's image pull) are left out.
+  const skip = stagesNotApplying(job.spec);
+  const spans = stageSpans(job.timeline, now).filter((s) => !skip.has(s.state));
   const total = spans.reduce((s, x) => s + Math.max(x.durationMs, 0), 0) || 1;
   const bar = h('div', { class: 'timeline-bar' }, spans.filter((s) => s.durationMs > 0).map((s) => {
     const seg = h('span', { class: `seg state-${s.state}`, title: `${s.state}: ${formatDuration(s.durationMs)}` });
@@ -53,7 +62,7 @@ function legend(counts: { state: string; count: number }[]): HTMLElement {
   return h('div', { class: 'legend' }, counts.map((c) => h('span', { class: `chip node-${c.state}`, 'data-testid': 'node-count' }, `${c.state} ${c.count}`)));
 }
 
-function nodesCard(job: JobView): HTMLElement {
+function nodesCard(job: JobView, labels: Record<string, string>): HTMLElement {
   const cells = nodeCells(displayedNodes(job));
   const expected = job.spec?.pool?.nodes;
   const counted = job.progress?.nodeCounts;
@@ -63,15 +72,14 @@ function nodesCard(job: JobView): HTMLElement {
       h('p', { class: 'muted' }, 'Too many nodes to show one by one in the live status; counts per state.'));
   }
   if (!cells.length) return card('Nodes', 'nodes', h('p', { class: 'muted' }, expected ? `${expected} nodes requested; none allocated yet.` : 'No nodes yet.'));
-  const labels = shortNodeLabels(cells.map((c) => c.id));
   return card('Nodes', 'nodes',
     legend(nodeStateCounts(cells)),
     h('div', { class: 'node-grid' }, cells.map((c) => h('div', { class: `node node-${c.state}`, title: `${c.id}: ${c.state}`, 'data-testid': 'node-cell', 'data-node': c.id, 'data-state': c.state },
       h('span', { class: 'node-id' }, labels[c.id]), h('span', { class: 'node-state' }, c.state)))));
 }
 
-function progressCard(job: JobView): HTMLElement | null {
-  const bars = progressBars(job.progress);
+function progressCard(job: JobView, now: number): HTMLElement | null {
+  const bars = visibleBars(job, now);
   const mpi = job.progress?.progress?.mpi;
   const cleanup = job.progress?.progress?.cleanup?.done;
   if (!bars.length && !mpi && !cleanup?.length) return null;
@@ -79,12 +87,13 @@ function progressCard(job: JobView): HTMLElement | null {
     h('div', { class: 'bars' }, bars.map((b) => h('label', { class: 'bar' },
       h('span', {}, b.label),
       h('progress', { max: Math.max(b.total, 1), value: b.total ? b.done : 1 }),
-      h('span', { class: 'num' }, `${b.done}/${b.total}`)))),
+      h('span', { class: 'num' }, `${b.done}/${b.total}`),
+      b.detail ? h('span', { class: 'muted bar-detail', 'data-testid': 'bar-detail' }, b.detail) : null))),
     mpi?.state ? h('p', {}, 'MPI task: ', h('b', {}, mpi.state), mpi.startedAt ? ` since ${new Date(mpi.startedAt).toLocaleTimeString()}` : '') : null,
     cleanup?.length ? h('p', { class: 'muted' }, `Cleaned up: ${cleanup.join(', ')}`) : null);
 }
 
-function mpiCard(job: JobView, onLog: (node: string, stream: 'stdout' | 'stderr') => void): HTMLElement | null {
+function mpiCard(job: JobView, onLog: (node: string, stream: 'stdout' | 'stderr') => void, labels: Record<string, string>): HTMLElement | null {
   const rows = exitCodes(job.result);
   const logs = job.result?.logs ?? [];
   const tail = job.result?.mpi?.stdoutTail;
@@ -93,11 +102,11 @@ function mpiCard(job: JobView, onLog: (node: string, stream: 'stdout' | 'stderr'
     rows.length ? h('table', { class: 'codes' },
       h('thead', {}, h('tr', {}, ['', 'Node', 'State', 'Exit code'].map((c) => h('th', {}, c)))),
       h('tbody', {}, rows.map((r) => h('tr', { 'data-testid': 'exit-code' },
-        h('td', {}, r.label), h('td', { class: 'mono' }, r.node ?? ''), h('td', {}, r.state ?? ''),
+        h('td', {}, r.label), h('td', {}, nodeName(r.node, labels)), h('td', {}, r.state ?? ''),
         h('td', { class: `num ${r.exitCode === 0 ? 'ok' : r.exitCode === undefined ? '' : 'bad'}` }, r.exitCode ?? '–'))))) : null,
     job.result?.mpi?.failure ? h('p', { class: 'bad' }, job.result.mpi.failure) : null,
     logs.length ? h('div', { class: 'logs' }, h('h3', {}, 'Logs'), h('ul', {}, logs.map((l) => h('li', { 'data-testid': 'log-link' },
-      h('span', { class: 'mono' }, l.node), ' ',
+      nodeName(l.node, labels), ' ',
       h('a', { href: l.stdout, onclick: (ev: Event) => { ev.preventDefault(); onLog(l.node, 'stdout'); } }, 'stdout'), ' · ',
       h('a', { href: l.stderr, onclick: (ev: Event) => { ev.preventDefault(); onLog(l.node, 'stderr'); } }, 'stderr'))))) : null,
     tail ? h('details', {}, h('summary', {}, 'End of the master\'s stdout'), h('pre', {}, tail)) : null);
@@ -115,7 +124,7 @@ function costCard(job: JobView, now: number): HTMLElement | null {
     cost.controlPlane ? h('p', { class: 'muted', 'data-testid': 'control-plane-cost' }, cost.controlPlane) : null);
 }
 
-function attemptsCard(job: JobView): HTMLElement | null {
+function attemptsCard(job: JobView, labels: Record<string, string>): HTMLElement | null {
   const attempts = attemptRows(job);
   const preflight = preflightRows(job);
   if (!attempts.length && !preflight) return null;
@@ -129,7 +138,7 @@ function attemptsCard(job: JobView): HTMLElement | null {
       h('table', { class: 'codes' },
         h('thead', {}, h('tr', {}, ['Node', 'OK', 'Latency µs', 'Bandwidth MB/s', 'Problems'].map((c) => h('th', {}, c)))),
         h('tbody', {}, preflight.rows.map((r) => h('tr', { 'data-testid': 'preflight-node' },
-          h('td', { class: 'mono' }, r.node), h('td', { class: r.ok ? 'ok' : 'bad' }, r.ok ? 'yes' : 'no'),
+          h('td', {}, nodeName(r.node, labels)), h('td', { class: r.ok ? 'ok' : 'bad' }, r.ok ? 'yes' : 'no'),
           h('td', { class: 'num' }, r.latencyUs ?? '–'), h('td', { class: 'num' }, r.bandwidthMBps ?? '–'), h('td', {}, r.problems)))))) : null);
 }
 
@@ -138,8 +147,9 @@ export interface JobPageHandlers {
   onLog: (node: string, stream: 'stdout' | 'stderr') => void;
 }
 
-export function jobPage(job: JobView, now: number, handlers: JobPageHandlers): HTMLElement {
+export function jobPage(job: JobView, now: number, handlers: JobPageHandlers, detail: JobPageDetail = {}): HTMLElement {
   const running = !isTerminal(job.state);
+  const labels = jobNodeLabels(job);
   const problem = job.error?.message ?? job.progress?.lastError;
   const queue = queueSummary(job);
   return h('div', { class: 'job', 'data-testid': 'job-page', 'data-job-id': job.id, 'data-state': job.state },
@@ -155,5 +165,5 @@ export function jobPage(job: JobView, now: number, handlers: JobPageHandlers): H
     queue ? h('p', { class: 'queue', 'data-testid': 'job-queue' }, queue) : null,
     problem ? h('p', { class: 'problem', 'data-testid': 'job-error' }, problem) : null,
     h('div', { class: 'cards' },
-      nodesCard(job), progressCard(job), timelineCard(job, now), attemptsCard(job), mpiCard(job, handlers.onLog), costCard(job, now)));
+      nodesCard(job, labels), progressCard(job, now), tailCard(detail.tail, labels), timelineCard(job, now), attemptsCard(job, labels), mpiCard(job, handlers.onLog, labels), outputsCard(detail.outputs), costCard(job, now)));
 }
