@@ -16,6 +16,7 @@ import { SchedulingFields } from './sections/scheduling';
 import { RetrySchema } from './sections/retry';
 import { PreflightSchema } from './sections/preflight';
 import { LicensesSchema, SecretEnvValueSchema } from './sections/secrets';
+import { ChecksSchema } from './sections/checks';
 
 export const LIMITS = {
   maxNodes: 100,
@@ -191,6 +192,8 @@ export const ContainerSchema = z
       .meta({ description: '"peers" (default): at most pullConcurrency nodes pull from the registry, every other node copies the images from a node that holds them over the cluster network (ssh between the pool\'s nodes), digests checked on every copy. "registry": every node pulls from the registry, pullConcurrency at a time.' }),
     runOptions: RunOptionsSchema.optional(),
     gpus: GpusSchema,
+    cuda: pattern(/^\d{1,2}(\.\d{1,2})?$/, 'a CUDA version such as "8.0" or "12.4"').optional()
+      .meta({ description: 'The CUDA version the image\'s program was built with, when it uses GPUs: checked against the GPU of pool.vmSize (CUDA 8 has no kernels for an A100: refused with the nearest working choice; docs/images.md).' }),
   })
   .meta({ description: 'Container runtime and images.' });
 
@@ -322,6 +325,7 @@ export const JobSpecSchema = z
     scratch: ScratchSchema.optional(),
     outputs: OutputsSchema.optional(),
     licenses: LicensesSchema,
+    checks: ChecksSchema.optional(),
     ...SchedulingFields,
   })
   .meta({ title: 'JobSpec', description: 'An MPI job: where it runs, what it runs, on which data, within which limits.' });
