@@ -22,6 +22,8 @@ import { parseSharedPools, type SharedPool } from './sharedPools';
 import { parseSharedDataAreas, type SharedDataArea } from './dataAreas';
 import { parseHnsAccounts } from './hnsAccounts';
 import { parseRegistryAliases } from './registryAliases';
+import { parseCustomNodeImages } from './nodeImages';
+import type { DeclaredCustomImage } from '../images/catalog';
 
 export type { HostStorageRef, StorageAccountRef } from './storageAccounts';
 export type { AdmissionConfig, QueueSetting } from './admission';
@@ -122,6 +124,14 @@ export interface ContainersConfig {
   allowPrivileged: boolean;
   /** Registry names users write → the registry each stands for (REGISTRY_ALIASES, shared/intake/registryAliases.ts). */
   registryAliases?: Readonly<Record<string, string>>;
+  /** The deployment's custom node images, described for the node image checks (NODE_IMAGES_CUSTOM, nodeImages.ts). */
+  customNodeImages?: DeclaredCustomImage[];
+}
+
+/** NODE_IMAGES_CUSTOM as a config field: absent when the deployment declares none. */
+function customNodeImagesOf(text: string | undefined, problems: string[]): Pick<ContainersConfig, 'customNodeImages'> {
+  const images = parseCustomNodeImages(text, problems);
+  return images.length ? { customNodeImages: images } : {};
 }
 
 export interface DataAccessConfig {
@@ -323,6 +333,7 @@ const envSchema = z.object({
   CONTAINER_ALLOW_PRIVILEGED: z.string().trim().optional()
     .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
   REGISTRY_ALIASES: z.string().trim().optional(),
+  NODE_IMAGES_CUSTOM: z.string().trim().optional(),
   ...eventsEnvSchema,
   ADMISSION_QUEUES: z.string().optional(),
   ADMISSION_CORE_QUOTA: z.string().optional(),
@@ -495,7 +506,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     mountSecrets,
     auth,
-    containers: { allowPrivileged: e.CONTAINER_ALLOW_PRIVILEGED === 'true', registryAliases: parseRegistryAliases(e.REGISTRY_ALIASES, problems) },
+    containers: { allowPrivileged: e.CONTAINER_ALLOW_PRIVILEGED === 'true', registryAliases: parseRegistryAliases(e.REGISTRY_ALIASES, problems), ...customNodeImagesOf(e.NODE_IMAGES_CUSTOM, problems) },
     events,
     admission: {
       queues,

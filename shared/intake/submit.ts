@@ -14,6 +14,7 @@ import { checkDataAreas, withIntakeDefaults } from './dataAreas';
 import { withRegistryAliases } from './registryAliases';
 import { ownerDataArea, type DataCaller } from '../auth/dataArea';
 import { checkPoolFacts, type AzureFacts } from '../planning/azureFacts';
+import { imageCheckErrors } from '../images/imageCheckErrors';
 
 export interface OrchestrationStarter {
   /**
@@ -88,6 +89,8 @@ export function checkSubmission(req: Pick<SubmitRequest, 'body' | 'contentType' 
   const refused = [
     ...checkDataAccess(parsed.spec, req.dataAccess),
     ...checkContainerPolicy(parsed.spec, req.containers ?? STRICT_CONTAINER_POLICY, req.dataAccess),
+    // What the spec expects of its node image (modules, host paths, runtime), unless checks.image is "warn".
+    ...imageCheckErrors(parsed.spec, req.containers?.customNodeImages),
   ];
   if (refused.length) return { ok: false, errors: refused };
   const outside = req.caller ? checkDataAreas(parsed.spec, req.caller, req.dataAccess.sharedAreas ?? []) : [];
