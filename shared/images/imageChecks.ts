@@ -135,7 +135,7 @@ export function nearestPath(p: string, image: NodeImage): string | undefined {
     let n = 0;
     while (n < segs.length && n < qs.length && segs[n] === qs[n]) n++;
     // A sourced script wants a script: prefer the image's environment scripts under the same vendor directory.
-    const score = n * 10 + (/\.sh$/.test(p) && /\.sh$/.test(q) ? 5 : 0) + (/\/mpi\//.test(p) && /\/mpi\//.test(q) ? 3 : 0) - qs.length;
+    const score = n * 10 + (/\.sh$/.test(p) && /\.sh$/.test(q) ? 5 : 0) + (/\/mpi\//.test(p) && /\/mpi\//.test(q) ? 5 : 0) - qs.length;
     if (n >= 2 && (!best || score > best.score)) best = { path: q, score };
   }
   return best?.path;
