@@ -150,7 +150,7 @@ describe('intake, validate and explain', () => {
   });
 
   it('refuses checks.image values other than refuse | warn', () => {
-    const r = parseJobSpec({ ...wrong, checks: { image: 'ignore' } } as JobSpecInput);
+    const r = parseJobSpec({ ...wrong, checks: { image: 'ignore' } } as unknown as JobSpecInput);
     expect(r.ok ? [] : r.errors.map((e) => e.path)).toEqual(['checks.image']);
   });
 });
