@@ -104,7 +104,7 @@ export function callerOf(req: Pick<SubmitRequest, 'caller' | 'owner'>): DataCall
 
 /** The spec as recorded: with intake's defaults for this owner and job id (dataAreas.ts withIntakeDefaults). */
 export function recordedSpec(spec: JobSpec, owner: string, jobId: string, policy: DataAccessPolicy): JobSpec {
-  return withIntakeDefaults(spec, { owner, jobId, defaultMaxWallClockMinutes: policy.defaultMaxWallClockMinutes });
+  return withIntakeDefaults(spec, { owner, jobId, defaultMaxWallClockMinutes: policy.defaultMaxWallClockMinutes, ...(policy.defaultOutputs ? { defaultOutputs: policy.defaultOutputs } : {}) });
 }
 
 export async function submitJob(store: JobStore, starter: OrchestrationStarter, req: SubmitRequest): Promise<SubmitOutcome> {
