@@ -1,12 +1,16 @@
 /** hpcjob validate <spec>: offline, with the API's own parser, so the field paths are the ones the API answers. */
 import { parseJobSpec } from '../../shared/spec';
+import { imageCheckErrors } from '../../shared/images/imageCheckErrors';
 import { printJson, type CommandContext } from '../context';
 import { CliError, ExitCode } from '../errors';
 import { readSpecFile } from '../specFile';
 
 export function validateCommand(ctx: CommandContext, file: string): number {
   const spec = readSpecFile(file);
-  const parsed = parseJobSpec(spec.text, spec.contentType);
+  const parsedSpec = parseJobSpec(spec.text, spec.contentType);
+  // Offline, the node image checks use the built-in catalog (a deployment's custom images are checked at submission).
+  const imageErrors = parsedSpec.ok ? imageCheckErrors(parsedSpec.spec) : [];
+  const parsed = imageErrors.length ? { ok: false as const, errors: imageErrors } : parsedSpec;
   if (!parsed.ok) {
     if (ctx.json) printJson(ctx, { valid: false, errors: parsed.errors });
     throw new CliError(`${file} is not a valid job spec: ${parsed.errors.length} problem(s)`, ExitCode.Usage, parsed.errors);

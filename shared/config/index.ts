@@ -22,6 +22,8 @@ import { parseSharedPools, type SharedPool } from './sharedPools';
 import { parseSharedDataAreas, type SharedDataArea } from './dataAreas';
 import { parseHnsAccounts } from './hnsAccounts';
 import { parseRegistryAliases } from './registryAliases';
+import { parseCustomNodeImages } from './nodeImages';
+import type { DeclaredCustomImage } from '../images/catalog';
 
 export type { HostStorageRef, StorageAccountRef } from './storageAccounts';
 export type { AdmissionConfig, QueueSetting } from './admission';
@@ -122,6 +124,14 @@ export interface ContainersConfig {
   allowPrivileged: boolean;
   /** Registry names users write → the registry each stands for (REGISTRY_ALIASES, shared/intake/registryAliases.ts). */
   registryAliases?: Readonly<Record<string, string>>;
+  /** The deployment's custom node images, described for the node image checks (NODE_IMAGES_CUSTOM, nodeImages.ts). */
+  customNodeImages?: DeclaredCustomImage[];
+}
+
+/** NODE_IMAGES_CUSTOM as a config field: absent when the deployment declares none. */
+function customNodeImagesOf(text: string | undefined, problems: string[]): Pick<ContainersConfig, 'customNodeImages'> {
+  const images = parseCustomNodeImages(text, problems);
+  return images.length ? { customNodeImages: images } : {};
 }
 
 export interface DataAccessConfig {
@@ -153,6 +163,11 @@ export interface DataAccessConfig {
    * given a container SAS, which lets a node write any blob of the container (docs/security.md, "Outputs").
    */
   outputsRequireScopedSas?: boolean;
+  /**
+   * Where a job without an outputs section keeps every task's full stdout/stderr (DEFAULT_OUTPUTS = account/container,
+   * a data account and container jobs may use), under the owner's area; unset: such a job keeps nothing.
+   */
+  defaultOutputs?: { account: string; container: string };
 }
 
 export interface PipelineConfig {
@@ -293,6 +308,7 @@ const envSchema = z.object({
   STAGING_COPY_CONCURRENCY: intSetting(8, 1, 64),
   DATA_ACCOUNTS: z.string().trim().optional(),
   DATA_CONTAINERS: z.string().trim().optional(),
+  DEFAULT_OUTPUTS: z.string().trim().optional(),
   DATA_MOUNT_SOURCES: z.string().trim().optional(),
   DATA_ACCOUNTS_HNS: z.string().trim().optional(),
   OUTPUTS_REQUIRE_SCOPED_SAS: z.string().trim().optional()
@@ -323,6 +339,7 @@ const envSchema = z.object({
   CONTAINER_ALLOW_PRIVILEGED: z.string().trim().optional()
     .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
   REGISTRY_ALIASES: z.string().trim().optional(),
+  NODE_IMAGES_CUSTOM: z.string().trim().optional(),
   ...eventsEnvSchema,
   ADMISSION_QUEUES: z.string().optional(),
   ADMISSION_CORE_QUOTA: z.string().optional(),
@@ -444,6 +461,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   dataAccess.sharedAreas = parseSharedDataAreas(e.SHARED_DATA_AREAS, dataAccess.accounts.map((a) => a.accountName), problems);
   dataAccess.hnsAccounts = parseHnsAccounts(e.DATA_ACCOUNTS_HNS, dataAccess.accounts.map((a) => a.accountName), problems);
   dataAccess.outputsRequireScopedSas = e.OUTPUTS_REQUIRE_SCOPED_SAS === 'true';
+  const defaultOutputs = parseDefaultOutputs(e.DEFAULT_OUTPUTS, dataAccess, problems);
+  if (defaultOutputs) dataAccess.defaultOutputs = defaultOutputs;
   const mountSecrets = parseMountSecrets(env, problems);
   const events = parseEventsConfig(e, problems);
   const poolIdentity = parsePoolIdentity(e, e.BATCH_ACCOUNT_NAME, problems);
@@ -495,7 +514,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     mountSecrets,
     auth,
-    containers: { allowPrivileged: e.CONTAINER_ALLOW_PRIVILEGED === 'true', registryAliases: parseRegistryAliases(e.REGISTRY_ALIASES, problems) },
+    containers: { allowPrivileged: e.CONTAINER_ALLOW_PRIVILEGED === 'true', registryAliases: parseRegistryAliases(e.REGISTRY_ALIASES, problems), ...customNodeImagesOf(e.NODE_IMAGES_CUSTOM, problems) },
     events,
     admission: {
       queues,
@@ -689,4 +708,20 @@ function parseRetailPrices(
   const region = e.PRICES_REGION || e.BATCH_LOCATION || regionOfBatchAccountUrl(e.BATCH_ACCOUNT_URL);
   if (!region) return { maxAgeMs, url: url.toString(), off: 'no region: set PRICES_REGION (the Batch account URL names none)' };
   return { maxAgeMs, url: url.toString(), region };
+}
+
+/** DEFAULT_OUTPUTS = account/container: a data account (DATA_ACCOUNTS) and a container DATA_CONTAINERS allows. */
+function parseDefaultOutputs(text: string | undefined, data: DataAccessConfig, problems: string[]): { account: string; container: string } | undefined {
+  if (!text) return undefined;
+  const m = /^([a-z0-9]{3,24})\/([a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62})$/.exec(text);
+  if (!m) {
+    problems.push(`DEFAULT_OUTPUTS: must be "account/container", got "${text}"`);
+    return undefined;
+  }
+  const [, account, container] = m;
+  if (!data.accounts.some((a) => a.accountName === account)) problems.push(`DEFAULT_OUTPUTS: account "${account}" is not in DATA_ACCOUNTS`);
+  else if (data.containers && !data.containers.some((c) => c.account === account && (c.container === container || (c.container.endsWith('*') && container.startsWith(c.container.slice(0, -1)))))) {
+    problems.push(`DEFAULT_OUTPUTS: container "${account}/${container}" is not one DATA_CONTAINERS allows`);
+  } else return { account, container };
+  return undefined;
 }

@@ -123,6 +123,10 @@ export const ExplainDocumentSchema = z.object({
     mpiRuntime: z.string(),
     mpiVersion: z.string().nullable(),
     fabric: z.enum(['rdma', 'tcp']).meta({ description: 'The fabric the preset uses (mpi.fabric "auto" resolved for the VM size).' }),
+    preset: z.object({
+      family: z.string().meta({ description: 'The preset family (intelmpi-2018, intelmpi-2019, openmpi-4, openmpi-5, mpich-3, mpich-4, mvapich2).' }),
+      reason: z.string().meta({ description: 'Why this family and fabric: the declared mpi.version (or the default generation) and the VM size.' }),
+    }).optional().meta({ description: 'The MPI generation the fabric settings follow (docs/images.md, "MPI generations").' }),
     launcher: z.enum(['managed', 'custom']),
     processesPerNode: z.union([z.number(), z.string()]),
     ranks: z.union([z.number(), z.string()]).meta({ description: 'nodes × processesPerNode, or how it is counted on the master.' }),
@@ -190,6 +194,14 @@ export const ExplainDocumentSchema = z.object({
     fallback: z.boolean().meta({ description: 'True when the price is the built-in or configured table\'s, not the Retail Prices API\'s.' }),
     notes: z.array(z.string()),
   }).meta({ description: 'What the job may cost (docs/operations.md#cost): its rate and worst case with the price\'s source; a dry run prices it with this deployment\'s prices, an offline explain with the built-in fallback table.' }),
+  nodeImage: z.object({
+    id: z.string().nullable().meta({ description: 'The image catalog entry (docs/images.md); null when the pool\'s image is not in the catalog (nothing checked).' }),
+    summary: z.string().nullable().meta({ description: 'Its MPI modules and container runtimes, with the source of the facts.' }),
+    mode: z.enum(['refuse', 'warn']).meta({ description: 'checks.image: what a finding does.' }),
+    findings: z.array(z.object({ path: z.string(), kind: z.enum(['module', 'path', 'runtime']), name: z.string(), message: z.string(), suggestion: z.string().nullable() }))
+      .meta({ description: 'What the spec uses that the image lacks (only with checks.image "warn": with "refuse" such a spec is refused).' }),
+    notes: z.array(z.string()),
+  }).optional().meta({ description: 'The node image checks: module names, host paths and the container runtime against the image catalog.' }),
   notes: z.array(z.string()).meta({ description: 'Facts worth knowing about this job that the requests do not show.' }),
 }).meta({ title: 'ExplainDocument' });
 

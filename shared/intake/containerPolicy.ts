@@ -4,6 +4,7 @@
  * data-access policy lets jobs name (the pull activity checks again, through shared/services dataAccount).
  */
 import type { AppConfig } from '../config';
+import type { DeclaredCustomImage } from '../images/catalog';
 import type { JobSpec, SpecError } from '../spec';
 import { dataAccessRefusal, type DataAccessPolicy } from './dataAccess';
 import { checkRegistryAddresses } from './addressPolicy';
@@ -23,6 +24,8 @@ export interface ContainerPolicy {
    * pool identity it depends on (networkPolicy.ts), at the same door.
    */
   poolSubnetId?: string;
+  /** The deployment's custom node images for the node image checks (NODE_IMAGES_CUSTOM). */
+  customNodeImages?: DeclaredCustomImage[];
 }
 
 /** Nothing beyond the allowlist: the default when a caller names no policy. */
@@ -35,6 +38,7 @@ export function containerPolicy(config: AppConfig): ContainerPolicy {
     registrySecrets: config.registryCredentials.map((c) => ({ server: c.server, setting: c.setting })),
     ...(config.containers.registryAliases && Object.keys(config.containers.registryAliases).length ? { registryAliases: config.containers.registryAliases } : {}),
     ...(config.poolSubnetId ? { poolSubnetId: config.poolSubnetId } : {}),
+    ...(config.containers.customNodeImages?.length ? { customNodeImages: config.containers.customNodeImages } : {}),
   };
 }
 

@@ -31,6 +31,8 @@ export interface DataAccessPolicy {
   outputsRequireScopedSas?: boolean;
   /** The wall clock intake gives a job without limits.maxWallClock (minutes); unset: none is added. */
   defaultMaxWallClockMinutes?: number;
+  /** Where a job without outputs keeps its full logs (DEFAULT_OUTPUTS); unset: nowhere. */
+  defaultOutputs?: { account: string; container: string };
 }
 
 /** Containers the pipeline stages shards into (shared/planning/jobPlan.ts stagingContainerFor): never a job's to name. */
@@ -49,6 +51,7 @@ export function dataAccessPolicy(config: AppConfig): DataAccessPolicy {
     hnsAccounts: config.dataAccess.hnsAccounts ?? [],
     outputsRequireScopedSas: config.dataAccess.outputsRequireScopedSas ?? false,
     defaultMaxWallClockMinutes: config.pipeline.defaultMaxWallClockMinutes,
+    ...(config.dataAccess.defaultOutputs ? { defaultOutputs: config.dataAccess.defaultOutputs } : {}),
   };
 }
 

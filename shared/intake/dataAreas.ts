@@ -94,6 +94,8 @@ export interface IntakeDefaults {
   jobId: string;
   /** DEFAULT_MAX_WALL_CLOCK_HOURS × 60; unset: no wall clock is added. */
   defaultMaxWallClockMinutes?: number;
+  /** DEFAULT_OUTPUTS: where a job without outputs keeps its full logs; unset: nowhere. */
+  defaultOutputs?: { account: string; container: string };
 }
 
 /**
@@ -103,6 +105,12 @@ export interface IntakeDefaults {
  */
 export function withIntakeDefaults(spec: JobSpec, d: IntakeDefaults): JobSpec {
   let out = spec;
+  // Every job keeps the full stdout/stderr of every task (not only the last lines the job view shows), unless it
+  // opts out (cleanup.keepLogs: false) or the deployment names no place for them.
+  const logsPrefix = defaultOutputsPrefix(d.owner, d.jobId);
+  if (!spec.outputs && d.defaultOutputs && spec.cleanup.keepLogs !== false && logsPrefix !== undefined) {
+    out = { ...out, outputs: { account: d.defaultOutputs.account, container: d.defaultOutputs.container, prefix: logsPrefix, when: 'always', files: [], logs: true, onUploadFailure: 'report' } };
+  }
   const prefix = spec.outputs && spec.outputs.prefix === undefined ? defaultOutputsPrefix(d.owner, d.jobId) : undefined;
   if (spec.outputs && prefix !== undefined) out = { ...out, outputs: { ...spec.outputs, prefix } };
   if (spec.limits.maxWallClock === undefined && d.defaultMaxWallClockMinutes !== undefined) out = { ...out, limits: { ...out.limits, maxWallClock: formatIsoDuration(d.defaultMaxWallClockMinutes * 60_000) } };

@@ -39,7 +39,7 @@ export function dryRunJob(req: DryRunRequest): DryRunOutcome {
   // What the job would run with: the spec as intake would record it (its defaults for this owner).
   const spec = req.owner === undefined ? checked.spec : recordedSpec(checked.spec, req.owner, jobId, req.dataAccess);
   try {
-    const document = explainJob({ jobId, jobIdFrom, spec, settings: req.settings, policiesChecked: true, owner: req.owner });
+    const document = explainJob({ jobId, jobIdFrom, spec, settings: req.settings, policiesChecked: true, owner: req.owner, customNodeImages: req.containers?.customNodeImages });
     return { kind: 'explained', document, spec };
   } catch (err) {
     // A spec the schema accepts but the command builders refuse would fail its job in the pipeline: say so now.

@@ -14,6 +14,7 @@ import { checkDataAreas, withIntakeDefaults } from './dataAreas';
 import { withRegistryAliases } from './registryAliases';
 import { ownerDataArea, type DataCaller } from '../auth/dataArea';
 import { checkPoolFacts, type AzureFacts } from '../planning/azureFacts';
+import { imageCheckErrors } from '../images/imageCheckErrors';
 
 export interface OrchestrationStarter {
   /**
@@ -88,6 +89,8 @@ export function checkSubmission(req: Pick<SubmitRequest, 'body' | 'contentType' 
   const refused = [
     ...checkDataAccess(parsed.spec, req.dataAccess),
     ...checkContainerPolicy(parsed.spec, req.containers ?? STRICT_CONTAINER_POLICY, req.dataAccess),
+    // What the spec expects of its node image (modules, host paths, runtime), unless checks.image is "warn".
+    ...imageCheckErrors(parsed.spec, req.containers?.customNodeImages),
   ];
   if (refused.length) return { ok: false, errors: refused };
   const outside = req.caller ? checkDataAreas(parsed.spec, req.caller, req.dataAccess.sharedAreas ?? []) : [];
@@ -101,7 +104,7 @@ export function callerOf(req: Pick<SubmitRequest, 'caller' | 'owner'>): DataCall
 
 /** The spec as recorded: with intake's defaults for this owner and job id (dataAreas.ts withIntakeDefaults). */
 export function recordedSpec(spec: JobSpec, owner: string, jobId: string, policy: DataAccessPolicy): JobSpec {
-  return withIntakeDefaults(spec, { owner, jobId, defaultMaxWallClockMinutes: policy.defaultMaxWallClockMinutes });
+  return withIntakeDefaults(spec, { owner, jobId, defaultMaxWallClockMinutes: policy.defaultMaxWallClockMinutes, ...(policy.defaultOutputs ? { defaultOutputs: policy.defaultOutputs } : {}) });
 }
 
 export async function submitJob(store: JobStore, starter: OrchestrationStarter, req: SubmitRequest): Promise<SubmitOutcome> {

@@ -5,6 +5,9 @@
  * planners, the mappings of batchRequests.ts and the Batch adapter's build*Parameter), called with placeholders where
  * a value exists only at run time (node ids, SAS URLs, secrets, the shard plan), so it cannot drift from what runs.
  */
+import { checkImage, DEFAULT_IMAGE_CHECK_MODE, imageSummary } from '../images/imageChecks';
+import type { DeclaredCustomImage } from '../images/catalog';
+import { presetChoice } from '../mpi/generation';
 import { jobSecrets, plainEnv } from './secretEnv';
 import { buildJobAddParameter, AUTO_TERMINATE_PATCH } from '../batch/jobs';
 import { buildMpiTaskParameter } from '../batch/mpiTask';
@@ -77,6 +80,20 @@ export interface ExplainInput {
   owner?: string;
   /** The node price the cost estimate uses (the deployment's on a dry run, the fallback table offline). */
   price?: PriceQuote;
+  /** The deployment's custom node images (NODE_IMAGES_CUSTOM) for the node image checks; unknown offline. */
+  customNodeImages?: readonly DeclaredCustomImage[];
+}
+
+/** The node image checks for explain: the catalog entry, the mode, and what the spec uses that the image lacks. */
+function explainNodeImage(spec: JobSpec, custom: readonly DeclaredCustomImage[] | undefined): ExplainDocument['nodeImage'] {
+  const r = checkImage(spec, custom ?? []);
+  return {
+    id: r.image?.id ?? null,
+    summary: r.image ? imageSummary(r.image) : null,
+    mode: spec.checks?.image ?? DEFAULT_IMAGE_CHECK_MODE,
+    findings: r.findings.map((f) => ({ path: f.path, kind: f.kind, name: f.name, message: f.message, suggestion: f.suggestion ?? null })),
+    notes: r.notes,
+  };
 }
 
 /** The wall clock a spec without one gets at intake, unless the deployment sets DEFAULT_MAX_WALL_CLOCK_HOURS. */
@@ -337,6 +354,7 @@ function explainOne(input: ExplainInput): ExplainDocument {
     notes.push(`${f.from}: Key Vault secret ${f.vault}/${f.name}${f.version ? `/${f.version}` : ''}, read on the master when the task starts with the pool identity and exported as ${f.env} to every rank by name; the value is never in a request, the job record or this document.`);
   }
   if (spec.licenses.length) notes.push(`licenses: every rank gets LM_LICENSE_FILE=${plainEnv(spec).LM_LICENSE_FILE ?? ''}.`);
+  for (const f of checkImage(spec, input.customNodeImages ?? []).findings) notes.push(`node image (checks.image warn): ${f.path}: ${f.message}`);
   if (!spec.cleanup.autoComplete) notes.push('cleanup.autoComplete false: the Batch job is not set to terminate itself; it stays active after its tasks until the pipeline\'s cleanup terminates it.');
   if (outputs && uploadsFollow) {
     notes.push(`outputs: the node upload tasks shown are those of a run that ${outputs.when === 'failure' ? 'failed' : 'succeeded'}; the master is whichever node Batch makes the primary.`);
@@ -383,6 +401,7 @@ function explainOne(input: ExplainInput): ExplainDocument {
       mpiRuntime: spec.mpi.runtime,
       mpiVersion: spec.mpi.version ?? null,
       fabric: resolveFabric(spec.mpi.fabric, spec.pool.vmSize ?? plan.poolCreate.vmSize),
+      preset: (({ family, reason }) => ({ family, reason }))(presetChoice(spec.mpi.runtime, spec.mpi.version, spec.mpi.fabric, spec.pool.vmSize ?? plan.poolCreate.vmSize)),
       launcher: spec.mpi.launcher.mode,
       processesPerNode: ppn,
       ranks: typeof ppn === 'number' ? plan.nodes * ppn : `${plan.nodes} × ${ppn} (counted on the master)`,
@@ -420,6 +439,7 @@ function explainOne(input: ExplainInput): ExplainDocument {
       pipelineBudgetMinutes: minutes(plan.pipelineBudgetMs),
     },
     cost: explainCost(spec, plan.nodes, plan.reusePool, retry.maxAttempts, plan.mpiMaxWallClockSeconds, input.price),
+    nodeImage: explainNodeImage(spec, input.customNodeImages),
     notes,
   };
   doc.placeholders = placeholdersOf(doc);

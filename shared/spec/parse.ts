@@ -5,6 +5,7 @@
 import YAML from 'yaml';
 import { z } from 'zod';
 import { crossFieldIssues, SpecIssue } from './crossField';
+import { generationIssues } from '../mpi/generation';
 import { normalizeSpec } from './normalize';
 import { formatPath, valueAt } from './path';
 import { JobSpec, JobSpecSchema, LIMITS } from './schema';
@@ -65,6 +66,9 @@ export function validateJobSpec(raw: unknown): ParseJobSpecResult {
   issues.push(...cross);
   if (issues.length > 0 || !result.success) return { ok: false, errors: capped(dedupe(issues)) };
   const spec = normalizeSpec(result.data);
+  // Combinations no current VM size can run (Intel MPI 2017 over SR-IOV InfiniBand, CUDA older than the GPU).
+  const generation = generationIssues(spec);
+  if (generation.length) return { ok: false, errors: generation };
   const size = canonicalJson(spec).length;
   if (size > LIMITS.maxSpecJsonChars) {
     return { ok: false, errors: [{ path: '', message: `the job spec is too large: ${size} characters of JSON, at most ${LIMITS.maxSpecJsonChars}` }] };

@@ -16,6 +16,7 @@ import { SchedulingFields } from './sections/scheduling';
 import { RetrySchema } from './sections/retry';
 import { PreflightSchema } from './sections/preflight';
 import { LicensesSchema, SecretEnvValueSchema } from './sections/secrets';
+import { ChecksSchema } from './sections/checks';
 
 export const LIMITS = {
   maxNodes: 100,
@@ -191,6 +192,8 @@ export const ContainerSchema = z
       .meta({ description: '"peers" (default): at most pullConcurrency nodes pull from the registry, every other node copies the images from a node that holds them over the cluster network (ssh between the pool\'s nodes), digests checked on every copy. "registry": every node pulls from the registry, pullConcurrency at a time.' }),
     runOptions: RunOptionsSchema.optional(),
     gpus: GpusSchema,
+    cuda: pattern(/^\d{1,2}(\.\d{1,2})?$/, 'a CUDA version such as "8.0" or "12.4"').optional()
+      .meta({ description: 'The CUDA version the image\'s program was built with, when it uses GPUs: checked against the GPU of pool.vmSize (CUDA 8 has no kernels for an A100: refused with the nearest working choice; docs/images.md).' }),
   })
   .meta({ description: 'Container runtime and images.' });
 
@@ -290,6 +293,8 @@ export const CleanupSchema = z
       .meta({ description: 'Terminate the Batch job when its tasks complete (onAllTasksComplete = terminateJob).' }),
     deletePool: z.enum(['always', 'onSuccess', 'never'], { error: 'must be one of "always", "onSuccess", "never"' }).optional()
       .meta({ description: 'When to delete the pool this job created. Default "always"; a reused pool (poolId) is never deleted.' }),
+    keepLogs: z.boolean({ error: 'must be true or false' }).optional()
+      .meta({ description: 'Without an outputs section, whether the job still keeps the full stdout/stderr of every task in the deployment\'s default outputs location (DEFAULT_OUTPUTS; default true where the deployment sets it). false: nothing outlives the pool but the last lines in the job view.' }),
     keepStagedData: z.union([isoDuration(), z.literal(false)], { error: 'must be false or an ISO 8601 duration such as "P1D"' }).default(false)
       .meta({ description: 'Keep staged shards this long after the job ends (≤ data.retention); false deletes them at cleanup.' }),
   })
@@ -322,6 +327,7 @@ export const JobSpecSchema = z
     scratch: ScratchSchema.optional(),
     outputs: OutputsSchema.optional(),
     licenses: LicensesSchema,
+    checks: ChecksSchema.optional(),
     ...SchedulingFields,
   })
   .meta({ title: 'JobSpec', description: 'An MPI job: where it runs, what it runs, on which data, within which limits.' });

@@ -15,6 +15,7 @@ import { ReportBuilder, summarize, type MappingEntry, type ReportSummary } from 
 import { SecretIndex, findSecrets, redactSource, type SecretFinding } from './secrets';
 import { decodeShipyardYaml, type ShipyardFileRole, type ShipyardSource, type SourceProblem } from './source';
 import { isObj } from './context';
+import { imageFlags } from './imageFlags';
 
 export interface ShipyardFileInput {
   /** How the user named the file (shown in the report and the spec headers). */
@@ -129,8 +130,19 @@ function finish(d: SpecDraft, ctx: MappingContext): ImportedSpec {
   }
   const name = (role: ShipyardFileRole) => ctx.sources[role]?.name;
   const origin = `${name('jobs')} ${d.taskPath}, ${name('pool')}${ctx.sources.config ? `, ${name('config')}` : ''}${ctx.sources.credentials ? `, ${name('credentials')}` : ''}`;
-  const yaml = emitSpecYaml(d, { origin, reportHint: 'Check every TODO and NOT CARRIED OVER line; `hpcjob import shipyard` prints the whole mapping report.' });
-  const parsed = parseJobSpec(yaml, 'application/yaml');
+  const emit = () => emitSpecYaml(d, { origin, reportHint: 'Check every TODO and NOT CARRIED OVER line; `hpcjob import shipyard` prints the whole mapping report.' });
+  let yaml = emit();
+  let parsed = parseJobSpec(yaml, 'application/yaml');
+  // What the node image really holds (the image catalog): names and paths of CentOS-HPC, runtimes, library:// remotes.
+  if (parsed.ok) {
+    const flags = imageFlags(parsed.spec);
+    for (const f of flags) ctx.report.add('jobs', { path: `${d.taskPath}${f.shipyardPath}`, status: 'unsupported', ...(f.target ? { target: f.target } : {}), note: f.note, spec: d.file });
+    if (flags.length) {
+      d.header.unshift(...flags.map((f) => `CANNOT RUN AS IS: ${f.note}`));
+      yaml = emit();
+      parsed = parseJobSpec(yaml, 'application/yaml');
+    }
+  }
   return { file: d.file, origin, spec: d.spec, yaml, errors: parsed.ok ? [] : parsed.errors };
 }
 

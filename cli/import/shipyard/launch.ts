@@ -47,7 +47,7 @@ export interface LaunchInput {
 
 /** Shipyard's runtimes (schemas/jobs.yaml) → ours. `intelmpi-ofa` means Intel MPI before 2019: our 2018 preset. */
 const RUNTIMES: Record<string, { runtime: MpiRuntime; version?: string; note: string }> = {
-  intelmpi: { runtime: 'intelmpi', note: 'Intel MPI 2019 and later (the default preset), as Shipyard assumed for "intelmpi"' },
+  intelmpi: { runtime: 'intelmpi', note: 'Intel MPI 2019 and later (the default preset: I_MPI_FABRICS=shm:ofi with FI_PROVIDER=mlx on InfiniBand, tcp elsewhere). Shipyard set shm:ofi/mlx only on SR-IOV sizes; on NetworkDirect sizes it set I_MPI_FABRICS=shm:dapl (I_MPI_DAPL_PROVIDER=ofa-v2-ib0) and on sizes without RDMA nothing: an image with Intel MPI 2017/2018 needs mpi.version set to its generation' },
   'intelmpi-ofa': { runtime: 'intelmpi', version: '2018', note: 'Intel MPI before 2019 over OFA: the 2018 preset (I_MPI_FABRICS=shm:ofa, I_MPI_FALLBACK=0), as Shipyard set on InfiniBand' },
   intelmpi_ofa: { runtime: 'intelmpi', version: '2018', note: 'spelling of Shipyard\'s docs for "intelmpi-ofa": Intel MPI before 2019, the 2018 preset' },
   openmpi: { runtime: 'openmpi', note: 'Open MPI (the 4.x preset)' },

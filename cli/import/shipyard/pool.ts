@@ -3,6 +3,7 @@
  * jobs and were shared; here each job creates its own pool of the same shape and deletes it when it ends.
  */
 import { isGpuSize, retiredVmSize } from '../../../shared/planning/vmSizes';
+import { gpuGeneration } from '../../../shared/mpi/generation';
 import { isRdmaCapable } from '../../../shared/mpi/rdmaPresets';
 import { shellQuote } from '../../../shared/mpi/shellQuote';
 import { parseIsoDuration } from '../../../shared/spec/duration';
@@ -157,7 +158,17 @@ function mapVmSize(ctx: MappingContext, v: unknown, path: string, drafts: SpecDr
   drafts.forEach((d) => setIn(d.spec, ['pool', 'vmSize'], size));
   if (successor) {
     const r = retiredVmSize(v);
-    ctx.approximated('pool', path, 'pool.vmSize', `${v} is retired (${r?.series}; ${r?.retired}): Batch can no longer allocate it. Its successor ${successor}${isRdmaCapable(successor) ? ' (InfiniBand)' : ''}${isGpuSize(successor) ? ' (GPUs)' : ''} is used; its core and GPU counts differ, check ranks per node`, drafts);
+    const gpuChange = isGpuSize(v) && isGpuSize(successor)
+      ? `; GPU generation change: ${r?.series} → ${gpuGeneration(successor)?.gpu ?? successor}, a container built with a CUDA older than ${gpuGeneration(successor) ? gpuGeneration(successor)!.minCuda.join('.') : 'the GPU needs'} has no kernels for it (declare container.cuda to have it checked)`
+      : '';
+    ctx.approximated('pool', path, 'pool.vmSize', `${v} is retired (${r?.series}; ${r?.retired}): Batch can no longer allocate it. Its successor ${successor}${isRdmaCapable(successor) ? ' (InfiniBand)' : ''}${isGpuSize(successor) ? ' (GPUs)' : ''} is used; its core and GPU counts differ, check ranks per node${gpuChange}`, drafts);
+    // Shipyard's NetworkDirect node preparation bound the host's Intel MPI runtime into containers; the successor is
+    // SR-IOV and its image holds oneAPI 2021 under /opt/intel, not the runtime those images were built against.
+    if (isRdmaCapable(v) && !/_v[2-9]$|^standard_h[bc]/i.test(v)) {
+      ctx.unsupported('pool', path, `Shipyard's NetworkDirect host mounts on ${v} (-v /opt/intel:/opt/intel:ro, the DAPL dat.conf) are dropped: ${successor} is SR-IOV and its image's /opt/intel holds Intel MPI 2021 (oneAPI), not the DAPL-era runtime`, drafts);
+      drafts.forEach((d) => d.header.push(`NOT CARRIED OVER: Shipyard's NetworkDirect binds on ${v} (-v /opt/intel:/opt/intel:ro, the DAPL dat.conf): ${successor} is SR-IOV and its image's /opt/intel holds Intel MPI 2021 (oneAPI), not the DAPL-era runtime`));
+    }
+    if (gpuChange) drafts.forEach((d) => d.header.push(`CHECK: GPU generation change ${v} → ${successor}${gpuChange.replace(/^; GPU generation change: [^,]*/, '')}`));
   } else ctx.mapped('pool', path, 'pool.vmSize', v, drafts);
 }
 

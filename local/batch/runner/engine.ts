@@ -1,3 +1,5 @@
+import { nodeImageFor } from '../../../shared/images/catalog';
+import { moduleTreeFor } from '../nodeimage/moduleTree';
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
@@ -279,7 +281,23 @@ export class Engine {
       nodePath: this.cfg.nodePath,
       nodeBandwidthBytesPerSec: this.cfg.nodeBandwidthBytesPerSec,
       subnet: poolSubnet(this.pools.get(node.poolId.toLowerCase())?.spec ?? {}),
+      ...this.modulePathOf(node.poolId),
     });
+  }
+
+  /**
+   * The MODULEPATH of a pool's nodes: the catalog's modulefiles of its image (shared/images/catalog.ts), so a name
+   * Azure's image lacks fails here too; the machine's own modulefiles (environment-modules' dot, null, …) after them
+   * on images that have environment modules. An image not in the catalog keeps the emulator's default tree.
+   */
+  private modulePathOf(poolId: string): { modulePath?: string } {
+    const vm = ((this.pools.get(poolId.toLowerCase())?.spec ?? {}) as Json).virtualMachineConfiguration as Json | undefined;
+    const ref = (vm?.imageReference ?? {}) as Json;
+    const pick = (v: unknown) => (typeof v === 'string' ? v : '');
+    const image = nodeImageFor({ image: { publisher: pick(ref.publisher), offer: pick(ref.offer), sku: pick(ref.sku) } });
+    if (!image) return {};
+    if (!image.modulePath) return { modulePath: '' };
+    return { modulePath: [moduleTreeFor(image, this.cfg.dataDir), '/usr/share/modules/modulefiles'].join(':') };
   }
 
   private nextIp(): string {

@@ -58,6 +58,8 @@ export interface NodeEnvInput {
   nodeBandwidthBytesPerSec?: number;
   /** The subnet of the node's pool, lowercased ('' without a virtual network): which network services it reaches. */
   subnet?: string;
+  /** MODULEPATH of the pool's image (nodeimage/moduleTree.ts); default NODE_MODULEPATH for an image not in the catalog. */
+  modulePath?: string;
 }
 
 /** The environment every process on a node starts from (tasks add their own on top). */
@@ -67,7 +69,7 @@ export function nodeEnvironment(n: NodeEnvInput): Record<string, string> {
   env.PATH = [...n.nodePath, LAUNCHER_BIN_DIR, process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'].join(':');
   Object.assign(env, mpiEmulationEnv());
   Object.assign(env, {
-    MODULEPATH: NODE_MODULEPATH,
+    MODULEPATH: n.modulePath ?? NODE_MODULEPATH,
     AZ_BATCH_ACCOUNT_NAME: n.accountName,
     AZ_BATCH_ACCOUNT_URL: n.accountUrl,
     AZ_BATCH_POOL_ID: n.poolId,
