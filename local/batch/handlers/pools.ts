@@ -250,11 +250,11 @@ const reimageNode: Handler = (ctx, p, s) => {
   return { status: 202, headers: { DataServiceId: `${ctx.baseUrl}/pools/${pool.id}/nodes/${node.id}/reimage` } };
 };
 
-/** The NodeCounts states (spec): every node state the emulator has, the rest zero. */
+/** The NodeCounts states (spec 2022-10-01: no upgradingOS count): every node state the emulator has, the rest zero. */
 const COUNTED_STATES: Record<string, string> = {
   creating: 'creating', idle: 'idle', offline: 'offline', preempted: 'preempted', rebooting: 'rebooting', reimaging: 'reimaging',
   running: 'running', starting: 'starting', starttaskfailed: 'startTaskFailed', leavingpool: 'leavingPool', unknown: 'unknown',
-  unusable: 'unusable', waitingforstarttask: 'waitingForStartTask', upgradingos: 'upgradingOS',
+  unusable: 'unusable', waitingforstarttask: 'waitingForStartTask',
 };
 
 function nodeCounts(states: string[]): Json {
