@@ -19,6 +19,8 @@ export function retailQuote(vmSize: string, cached: CachedNodePrice, stale: bool
   return {
     vmSize,
     ...(cached.dedicated !== undefined ? { pricePerNodeHour: cached.dedicated } : {}),
+    // Spot nodes (pool.spot) bill at the Spot meter; Batch's older Low Priority meter where there is no Spot one.
+    ...(cached.spot ?? cached.lowPriority) !== undefined ? { spotPricePerNodeHour: (cached.spot ?? cached.lowPriority) as number } : {},
     currency: cached.currency,
     source: `Azure Retail Prices API: ${cached.region}, Linux pay-as-you-go (${cached.meterName}), effective ${day(cached.effectiveStartDate)}, fetched ${day(cached.fetchedAt)}${staleNote}`,
     asOf: day(cached.effectiveStartDate),
