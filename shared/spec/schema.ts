@@ -127,7 +127,7 @@ export const PoolSchema = z
       .meta({ description: 'VM size of a new pool. Required unless poolId is given.' }),
     nodes: int('the number of nodes').min(1, { error: 'must be at least 1' }).max(LIMITS.maxNodes, {
       error: `must be at most ${LIMITS.maxNodes}: Batch limits pools with inter-node communication (which MPI needs) to ${LIMITS.maxNodes} nodes`,
-    }).meta({ description: 'Dedicated nodes for the MPI task (numberOfInstances).' }),
+    }).meta({ description: 'Nodes for the MPI task (numberOfInstances); with pool.spot, spot.nodes of them are Spot nodes.' }),
     lowPriorityNodes: int('the number of low-priority nodes').min(0).default(0)
       .meta({ description: 'Must be 0: Spot/low-priority nodes are asked for with pool.spot, which says what happens when Azure takes one back.' }),
     spot: SpotSchema.optional(),
