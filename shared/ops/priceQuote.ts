@@ -129,3 +129,13 @@ export function costEstimate(args: {
   }
   return { ...base, perHour: money(nodes * price), worstCase: money(worstCase), boundBy, notes };
 }
+
+/** With pool.spot: the pool's hourly rate with its Spot nodes, and on dedicated nodes only (both shown by a dry run). */
+export function spotEstimate(nodes: number, spotNodes: number, quote: PriceQuote | undefined): { nodes: number; spotPricePerNodeHour: number | null; perHour: number | null; perHourAllDedicated: number | null } {
+  const spot = Math.min(nodes, spotNodes);
+  const dedicatedPrice = quote?.pricePerNodeHour;
+  const spotPrice = quote?.spotPricePerNodeHour;
+  const allDedicated = dedicatedPrice === undefined ? null : money(nodes * dedicatedPrice);
+  const perHour = dedicatedPrice === undefined ? null : money((nodes - spot) * dedicatedPrice + spot * (spotPrice ?? dedicatedPrice));
+  return { nodes: spot, spotPricePerNodeHour: spotPrice ?? null, perHour, perHourAllDedicated: allDedicated };
+}

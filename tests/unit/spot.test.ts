@@ -13,6 +13,7 @@ import { decideRetry, retryPolicyFor } from '../../shared/planning/retryPolicy';
 import { decideProvisionStep, type PoolObservation } from '../../shared/planning/provisionPolicy';
 import { jobCost, splitNodeMinutes } from '../../shared/ops/cost';
 import { retailQuote } from '../../shared/ops/priceQuote';
+import { explainCost } from '../../shared/planning/explain';
 import { planJob } from '../../shared/planning/jobPlan';
 import { jobPoolSpec } from '../../shared/planning/batchRequests';
 import { buildPoolAddParameter } from '../../shared/batch';
@@ -181,5 +182,24 @@ describe('the cost split', () => {
     expect(retailQuote('Standard_D8s_v5', { ...cached, spot: 0.05, lowPriority: 0.08 } as never, false).spotPricePerNodeHour).toBe(0.05);
     expect(retailQuote('Standard_D8s_v5', { ...cached, lowPriority: 0.08 } as never, false).spotPricePerNodeHour).toBe(0.08);
     expect(retailQuote('Standard_D8s_v5', cached as never, false).spotPricePerNodeHour).toBeUndefined();
+  });
+});
+
+describe('the dry run shows both estimates', () => {
+  const quote = { vmSize: 'Standard_D8s_v5', pricePerNodeHour: 0.4, spotPricePerNodeHour: 0.08, currency: 'USD', source: 'test' };
+  test('Spot rate and all-dedicated rate; the worst case at the dedicated price', () => {
+    const r = withPool({ spot: { nodes: 3 } });
+    if (!r.ok) throw new Error('refused');
+    const cost = explainCost(r.spec, 4, false, 1, 3600, quote);
+    expect(cost.spot).toEqual({ nodes: 3, spotPricePerNodeHour: 0.08, perHour: 0.64, perHourAllDedicated: 1.6 });
+    expect(cost.perHour).toBe(1.6);
+    // No Spot price: priced as dedicated, and said so.
+    const noSpot = explainCost(r.spec, 4, false, 1, 3600, { ...quote, spotPricePerNodeHour: undefined });
+    expect(noSpot.spot).toEqual({ nodes: 3, spotPricePerNodeHour: null, perHour: 1.6, perHourAllDedicated: 1.6 });
+    expect(noSpot.notes).toContain('no Spot price known for the size: its Spot nodes are priced as dedicated ones');
+    // Without pool.spot: no spot section.
+    const plain = withPool({});
+    if (!plain.ok) throw new Error('refused');
+    expect(explainCost(plain.spec, 4, false, 1, 3600, quote).spot).toBeUndefined();
   });
 });
