@@ -17,6 +17,7 @@ import { sourcesCheck } from './stages/sourcesCheck';
 import { planJob } from '../shared/planning/jobPlan';
 import { mpiTaskRequest, releaseTaskCommand } from '../shared/planning/mpiTaskRequest';
 import { retryPolicyFor } from '../shared/planning/retryPolicy';
+import { poolSplit } from '../shared/planning/spotPolicy';
 import { budgetGuard, idleNodeMinutesBeforeMpi, jobCost, type MpiStart, type PriceQuote } from '../shared/ops/cost';
 import { needsNodeUploads, outputsPlan, type OutputsPlan } from '../shared/planning/workloadData';
 import { priorityOf, queueOf } from '../shared/scheduling/demand';
@@ -61,7 +62,9 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     run.report({ stage });
     yield* run.call('jobTransition', { jobId: input.jobId, to: stage, reason, patch: { batchPoolId: plan.poolId, batchJobId, endingAs } });
   };
-  const provisioning: ProvisionRequest = { jobId: input.jobId, poolId: plan.poolId, reuse: plan.reusePool, vmSize: input.spec.pool.vmSize, nodes: plan.nodes, minNodes: plan.minNodes, resizeTimeoutMs: plan.resizeTimeoutMs, createRequest: plan.poolCreate, explainFailures: input.settings.explainFailures };
+  let provisioning: ProvisionRequest = { jobId: input.jobId, poolId: plan.poolId, reuse: plan.reusePool, vmSize: input.spec.pool.vmSize, nodes: plan.nodes, minNodes: plan.minNodes, resizeTimeoutMs: plan.resizeTimeoutMs, createRequest: plan.poolCreate, explainFailures: input.settings.explainFailures, ...(plan.spot ? { spotNodes: plan.spot.nodes } : {}) };
+  /** pool.spot fell back to dedicated nodes at this time: the Spot nodes bill as dedicated from then on. */
+  let spotUntil: string | undefined;
   // Nodes that hold the job's images and shards; a node that replaces a failed one gets them before it is used.
   const prepared = new Set<string>();
   const unprepared = () => (pool?.nodes ?? []).filter((n) => !prepared.has(n.id));
@@ -124,8 +127,14 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     run.showPrice(price);
     // The shards need no node: their copy starts now and goes on while the pool allocates and the nodes pull.
     if (input.settings.overlapStaging) early = yield* EarlyStaging.start(run, { jobId: input.jobId, spec: input.spec, settings: input.settings, plannedNodes: plan.nodes });
-    const end = yield* runAttempts(run, { jobId: input.jobId, poolId: plan.poolId, policy: retryPolicyFor(input.spec), records: attempts }, function* (attempt) {
+    const end = yield* runAttempts(run, { jobId: input.jobId, poolId: plan.poolId, policy: retryPolicyFor(input.spec), records: attempts, ...(plan.spot ? { spot: plan.spot } : {}) }, function* (attempt) {
       const attemptStartedAt = run.now().toISOString();
+      // Too many preemptions (pool.spot.fallback "dedicated"): the pool's Spot target goes to 0 and its dedicated one
+      // up, so the nodes replaced now and any Spot node left are dedicated ones.
+      if (attempt.dedicatedFallback && provisioning.spotNodes) {
+        provisioning = { ...provisioning, spotNodes: 0 };
+        spotUntil = attemptStartedAt;
+      }
       pool = pool
         ? yield* replaceNodes(run, provisioning, pool, attempt.replace, { exclude: attempt.exclude, reallocate: attempt.reallocate })
         : yield* provision(run, provisioning, { reallocate: attempt.reallocate });
@@ -198,11 +207,11 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
   yield* release();
 
   // Every attempt ran on the same pool, so this sums them and the waits between them. A job cancelled while
-  // provisioning is billed for the nodes allocated so far. MPI pools are dedicated only.
+  // provisioning is billed for the nodes allocated so far. Spot nodes (pool.spot) are billed apart.
   const { nodes, allocatedAt } = run.usage;
   if (allocatedAt !== undefined) {
     const cost = jobCost(
-      { vmSize: input.spec.pool.vmSize, dedicatedNodes: nodes, lowPriorityNodes: 0, allocatedAt, releasedAt: released },
+      { vmSize: input.spec.pool.vmSize, ...spotUsage(nodes, plan.spot?.nodes, spotUntil), allocatedAt, releasedAt: released },
       timings,
       price ?? { currency: 'USD', source: 'no price looked up' },
       mpiStarts.length ? idleNodeMinutesBeforeMpi(run.nodeReadyAt, mpiStarts) : undefined,
@@ -211,6 +220,12 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
   }
   if (early) outcome.result = { ...outcome.result, staging: { overlapped: true, ...early.times } };
   return yield* finish(outcome, cleaned.done);
+}
+
+/** The pool's nodes as billed: `spot` of them Spot nodes (until `until`, a fallback to dedicated ones), the rest dedicated. */
+function spotUsage(nodes: number, spot: number | undefined, until: string | undefined): { dedicatedNodes: number; lowPriorityNodes: number; lowPriorityUntil?: string } {
+  const split = poolSplit(nodes, spot);
+  return { dedicatedNodes: split.dedicated, lowPriorityNodes: split.lowPriority, ...(until && split.lowPriority ? { lowPriorityUntil: until } : {}) };
 }
 
 /**

@@ -100,6 +100,7 @@ export async function poolObserve(input: { poolId: string }): Promise<PoolObserv
     allocationState: snap.allocationState,
     currentDedicatedNodes: snap.currentDedicatedNodes,
     targetDedicatedNodes: snap.targetDedicatedNodes,
+    ...(snap.targetLowPriorityNodes ? { targetLowPriorityNodes: snap.targetLowPriorityNodes } : {}),
     resizeErrors: snap.resizeErrors,
     nodes: snap.nodes.map((n) => ({ id: n.id, state: n.state, ipAddress: n.ipAddress, affinityId: n.affinityId })),
   };
@@ -109,8 +110,9 @@ export async function poolRemoveNodes(input: { poolId: string; nodeIds: string[]
   await removeNodes(batchContext(), input.poolId, input.nodeIds);
 }
 
-export async function poolResize(input: { poolId: string; target: number }): Promise<void> {
-  await resizePool(batchContext(), input.poolId, input.target);
+/** `target` dedicated nodes and `lowPriority` Spot nodes (absent: none, as before pool.spot). */
+export async function poolResize(input: { poolId: string; target: number; lowPriority?: number }): Promise<void> {
+  await resizePool(batchContext(), input.poolId, input.target, 15, input.lowPriority ?? 0);
 }
 
 export async function poolDelete(input: { poolId: string }): Promise<{ deleted: boolean }> {

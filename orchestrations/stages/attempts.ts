@@ -1,7 +1,8 @@
 import type { Attempt, MpiResult, NodeRef, PreflightResult } from '../../shared/contract';
 import { classifyAttempt, type AttemptEnd, type AttemptVerdict, type NodeHealth } from '../../shared/planning/failureClass';
 import { MPI_TASK_ID } from '../../shared/planning/jobPlan';
-import { decideRetry, type RetryPolicy } from '../../shared/planning/retryPolicy';
+import { decideRetry, retryDelayMs, type RetryDecision, type RetryPolicy } from '../../shared/planning/retryPolicy';
+import { decideAfterPreemption, type SpotPolicy } from '../../shared/planning/spotPolicy';
 import { JobCancelled, JobTimedOut, Orchestration, PipelineRun, StageFailed } from '../runtime/pipelineRun';
 import { PreflightFailed } from './preflight';
 import { AllocationFailed } from './provision';
@@ -22,6 +23,8 @@ export interface AttemptContext {
   exclude: string[];
   /** The previous attempt could not get its nodes: ask Batch again. */
   reallocate: boolean;
+  /** pool.spot fell back to dedicated nodes (too many preemptions): this attempt's pool has no Spot nodes. */
+  dedicatedFallback: boolean;
   nodes: NodeRef[];
   preflight?: PreflightResult;
 }
@@ -30,6 +33,8 @@ export interface AttemptsRequest {
   jobId: string;
   poolId: string;
   policy: RetryPolicy;
+  /** pool.spot: preemptions are retried by its rules, apart from retry.maxAttempts (shared/planning/spotPolicy.ts). */
+  spot?: SpotPolicy;
   /** Filled with one record per attempt, also when the job fails or is cancelled half-way (for the job result). */
   records: Attempt[];
 }
@@ -53,15 +58,22 @@ export function* runAttempts(run: PipelineRun, req: AttemptsRequest, body: (atte
   let replace: string[] = [];
   let reallocate = false;
   const exclude: string[] = [];
+  // Preemptions so far, and the attempts they added (not counted against retry.maxAttempts).
+  let preemptions = 0;
+  let dedicatedFallback = false;
   for (let n = 1; ; n++) {
+    const counted = n - preemptions;
+    // While Spot nodes may be preempted another attempt may follow: the Batch job must not end itself.
+    const onSpot = req.spot !== undefined && !dedicatedFallback;
     const a: AttemptContext = {
       number: n,
-      isLast: n >= policy.maxAttempts,
+      isLast: counted >= policy.maxAttempts && !onSpot,
       mpiTaskId: n === 1 ? MPI_TASK_ID : `${MPI_TASK_ID}-a${n}`,
       tag: n === 1 ? '' : `-a${n}`,
       replace,
       exclude: [...exclude],
       reallocate,
+      dedicatedFallback,
       nodes: [],
     };
     const startedAt = run.now().toISOString();
@@ -93,7 +105,12 @@ export function* runAttempts(run: PipelineRun, req: AttemptsRequest, body: (atte
       return { mpi: mpi as MpiResult };
     }
 
-    const decision = decideRetry(policy, n, verdict);
+    const spotDecision = verdict.failureClass === 'preemption' && onSpot ? decideAfterPreemption(req.spot!, preemptions + 1) : undefined;
+    const decision: RetryDecision = spotDecision
+      ? spotDecision.action === 'fail'
+        ? { retry: false, reason: spotDecision.reason }
+        : { retry: true, delayMs: retryDelayMs(policy, preemptions + 2), reason: spotDecision.reason }
+      : decideRetry(policy, counted, verdict);
     const rec = record(run, a, startedAt, verdict, mpi);
     Object.assign(rec, {
       retried: decision.retry,
@@ -101,17 +118,18 @@ export function* runAttempts(run: PipelineRun, req: AttemptsRequest, body: (atte
       ...(decision.retry ? { retryAfterMs: decision.delayMs, replacedNodes: verdict.nodes } : {}),
     });
     req.records.push(rec);
-    if (policy.maxAttempts > 1) {
+    const noted = policy.maxAttempts > 1 || spotDecision !== undefined;
+    if (noted) {
       yield* run.call('jobNote', {
         jobId: req.jobId,
         eventId: `attempt-${n}`,
         at: rec.endedAt,
-        reason: `attempt ${n} of ${policy.maxAttempts} failed (${verdict.failureClass}): ${verdict.reason}; ${decision.retry ? `retry in ${Math.round(decision.delayMs / 1000)} s${verdict.nodes.length ? `, replacing ${verdict.nodes.join(', ')}` : ''}` : `not retried: ${decision.reason}`}`,
-        data: { attempt: n, failureClass: verdict.failureClass, retried: decision.retry, nodes: verdict.nodes },
+        reason: `attempt ${n} of ${policy.maxAttempts} failed (${verdict.failureClass}): ${verdict.reason}; ${decision.retry ? `retry in ${Math.round(decision.delayMs / 1000)} s${verdict.nodes.length ? `, replacing ${verdict.nodes.join(', ')}` : ''}${spotDecision ? `: ${spotDecision.reason}` : ''}` : `not retried: ${decision.reason}`}`,
+        data: { attempt: n, failureClass: verdict.failureClass, retried: decision.retry, nodes: verdict.nodes, ...(spotDecision ? { spot: spotDecision.action } : {}) },
       });
     }
     if (!decision.retry) {
-      const note = policy.maxAttempts > 1 ? `; not retried: ${decision.reason}` : '';
+      const note = noted ? `; not retried: ${decision.reason}` : '';
       if (stageError) throw withNote(stageError, note);
       return { mpi: mpi as MpiResult, failure: `${verdict.reason}${note}` };
     }
@@ -122,6 +140,10 @@ export function* runAttempts(run: PipelineRun, req: AttemptsRequest, body: (atte
     replace = verdict.nodes;
     exclude.push(...verdict.nodes.filter((id) => !exclude.includes(id)));
     reallocate = verdict.failureClass === 'allocationFailure';
+    if (spotDecision) {
+      preemptions += 1;
+      if (spotDecision.action === 'dedicated') dedicatedFallback = true;
+    }
   }
 }
 

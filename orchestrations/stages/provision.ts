@@ -4,6 +4,7 @@ import { checkReusablePool, decideProvisionStep } from '../../shared/planning/pr
 import type { PoolCreateRequest } from '../../shared/planning/jobPlan';
 import { startTaskNote, type FailureEvidence } from '../../shared/planning/failureExplain';
 import type { PoolObservation } from '../../shared/planning/provisionPolicy';
+import { poolSplit } from '../../shared/planning/spotPolicy';
 
 export interface ProvisionedPool {
   poolId: string;
@@ -18,6 +19,8 @@ export interface ProvisionRequest {
   reuse: boolean;
   vmSize?: string;
   nodes: number;
+  /** Of `nodes`, the Spot ones (pool.spot; 0 after a fallback to dedicated nodes; undefined without pool.spot). */
+  spotNodes?: number;
   minNodes: number;
   resizeTimeoutMs: number;
   createRequest: PoolCreateRequest;
@@ -100,7 +103,7 @@ export function* replaceNodes(
 /** A failed resize leaves its errors on the pool until the next resize: after the backoff, ask Batch again. */
 function* askAgain(run: PipelineRun, req: ProvisionRequest): Orchestration<void> {
   const obs = yield* run.call('poolObserve', { poolId: req.poolId });
-  if (obs.state === 'active' && obs.allocationState === 'steady' && obs.resizeErrors.length) yield* run.call('poolResize', { poolId: req.poolId, target: req.nodes });
+  if (obs.state === 'active' && obs.allocationState === 'steady' && obs.resizeErrors.length) yield* run.call('poolResize', resizeRequest(req.poolId, req.nodes, req.spotNodes));
 }
 
 /** Observe → decide → act → wait until `req.nodes` usable nodes are idle (or fewer, down to `minNodes`, when allowed). */
@@ -117,7 +120,7 @@ function* waitForNodes(run: PipelineRun, req: ProvisionRequest, sel: { minNodes:
     const obs = yield* run.call('poolObserve', { poolId: req.poolId });
     const step = decideProvisionStep(
       obs,
-      { target: req.nodes, minNodes: sel.minNodes, timeoutMs: req.resizeTimeoutMs, maxReplacements: req.nodes, owned: !req.reuse, exclude: sel.exclude, prefer: sel.prefer },
+      { target: req.nodes, minNodes: sel.minNodes, timeoutMs: req.resizeTimeoutMs, maxReplacements: req.nodes, owned: !req.reuse, exclude: sel.exclude, prefer: sel.prefer, ...(req.spotNodes !== undefined ? { lowPriority: req.spotNodes } : {}) },
       { startedAtMs, nowMs: run.now().getTime(), replacements },
     );
     const nodes: Record<string, NodeProgress> = {};
@@ -165,13 +168,20 @@ function* waitForNodes(run: PipelineRun, req: ProvisionRequest, sel: { minNodes:
         yield* run.call('poolRemoveNodes', { poolId: req.poolId, nodeIds: step.nodeIds });
         break;
       case 'resize':
-        yield* run.call('poolResize', { poolId: req.poolId, target: step.target });
+        yield* run.call('poolResize', resizeRequest(req.poolId, step.target, step.lowPriority));
         break;
       case 'wait':
         break;
     }
     yield* run.sleep('Provisioning', run.pollDelayMs(attempt));
   }
+}
+
+/** The resize of `nodes` nodes, `spot` of them Spot nodes; the request of a job without pool.spot is as it always was. */
+function resizeRequest(poolId: string, nodes: number, spot: number | undefined): { poolId: string; target: number; lowPriority?: number } {
+  if (spot === undefined) return { poolId, target: nodes };
+  const split = poolSplit(nodes, spot);
+  return { poolId, target: split.dedicated, lowPriority: split.lowPriority };
 }
 
 /** The start task failures of those of `candidates` whose start task failed (none read when there are none). */

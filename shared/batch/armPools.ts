@@ -71,7 +71,7 @@ export function buildArmPool(spec: JobPoolSpec, identityResourceId: string): Arm
     scaleSettings: {
       fixedScale: {
         targetDedicatedNodes: spec.targetDedicatedNodes,
-        targetLowPriorityNodes: 0,
+        targetLowPriorityNodes: spec.targetLowPriorityNodes ?? 0,
         resizeTimeout: `PT${spec.resizeTimeoutMinutes ?? 15}M`,
       },
     },

@@ -83,6 +83,8 @@ export interface JobPoolSpec {
   owner?: string;
   vmSize: string;
   targetDedicatedNodes: number;
+  /** Spot/low-priority nodes (pool.spot.nodes; 0 or absent: dedicated only). */
+  targetLowPriorityNodes?: number;
   image: ImageSpec;
   nodeAgentSkuId: string;
   /** Registries the container runtime may pull from (credentials are referenced, never preloaded). */
@@ -128,6 +130,8 @@ export interface NodeSnapshot {
   errors?: { code: string; message: string }[];
   /** The start task's outcome on this node, when it has one. */
   startTask?: { state: string; exitCode?: number; failure?: string };
+  /** False on a Spot/low-priority node (absent when Batch did not say: dedicated). */
+  isDedicated?: boolean;
 }
 
 export interface PoolSnapshot {
@@ -136,6 +140,9 @@ export interface PoolSnapshot {
   allocationState: string;
   currentDedicatedNodes: number;
   targetDedicatedNodes: number;
+  /** Spot/low-priority nodes (preempted ones included, as Batch counts them). */
+  currentLowPriorityNodes?: number;
+  targetLowPriorityNodes?: number;
   resizeErrors: { code: string; message: string }[];
   nodes: NodeSnapshot[];
 }
@@ -199,7 +206,8 @@ export function buildPoolAddParameter(spec: JobPoolSpec): BatchServiceModels.Poo
       }),
     },
     targetDedicatedNodes: spec.targetDedicatedNodes,
-    targetLowPriorityNodes: 0,
+    // Batch allows Spot nodes beside inter-node communication (docs/job-spec.md, "Spot nodes").
+    targetLowPriorityNodes: spec.targetLowPriorityNodes ?? 0,
     resizeTimeout: `PT${spec.resizeTimeoutMinutes ?? 15}M`,
     enableAutoScale: false,
     enableInterNodeCommunication: true,
@@ -298,7 +306,7 @@ export async function getPoolSnapshot(ctx: BatchContext, poolId: string): Promis
   try {
     pool = await callWithRetry(ctx.retry, { operation: 'pools.get', resource }, () =>
       ctx.client.pool.get(poolId, {
-        poolGetOptions: { select: 'id,state,allocationState,currentDedicatedNodes,targetDedicatedNodes,resizeErrors' },
+        poolGetOptions: { select: 'id,state,allocationState,currentDedicatedNodes,targetDedicatedNodes,currentLowPriorityNodes,targetLowPriorityNodes,resizeErrors' },
       }),
     );
   } catch (err) {
@@ -319,6 +327,8 @@ export async function getPoolSnapshot(ctx: BatchContext, poolId: string): Promis
     allocationState: pool.allocationState ?? 'unknown',
     currentDedicatedNodes: pool.currentDedicatedNodes ?? 0,
     targetDedicatedNodes: pool.targetDedicatedNodes ?? 0,
+    currentLowPriorityNodes: pool.currentLowPriorityNodes ?? 0,
+    targetLowPriorityNodes: pool.targetLowPriorityNodes ?? 0,
     resizeErrors: (pool.resizeErrors ?? []).map((e) => ({ code: e.code ?? 'Unknown', message: e.message ?? '' })),
     nodes,
   };
@@ -326,7 +336,7 @@ export async function getPoolSnapshot(ctx: BatchContext, poolId: string): Promis
 
 export async function listNodes(ctx: BatchContext, poolId: string): Promise<NodeSnapshot[]> {
   const what = { operation: 'nodes.list', resource: poolResource(poolId) };
-  const options = { computeNodeListOptions: { select: 'id,state,ipAddress,affinityId,errors,startTaskInfo' } };
+  const options = { computeNodeListOptions: { select: 'id,state,ipAddress,affinityId,errors,startTaskInfo,isDedicated' } };
   const nodes = await collectPages(
     ctx.retry,
     what,
@@ -347,27 +357,28 @@ function toNodeSnapshot(n: BatchServiceModels.ComputeNode): NodeSnapshot {
     affinityId: n.affinityId ?? '',
     errors: errors.length ? errors : undefined,
     startTask: st ? stripUndefined({ state: st.state, exitCode: st.exitCode, failure }) : undefined,
+    isDedicated: n.isDedicated === false ? false : undefined,
   });
 }
 
 /**
- * Sets the pool's dedicated target. A resize already under way towards the same target counts as
- * done (a repeated call after an unknown outcome).
+ * Sets the pool's dedicated and Spot/low-priority targets. A resize already under way towards the same targets counts
+ * as done (a repeated call after an unknown outcome).
  */
-export async function resizePool(ctx: BatchContext, poolId: string, targetDedicatedNodes: number, resizeTimeoutMinutes = 15): Promise<void> {
+export async function resizePool(ctx: BatchContext, poolId: string, targetDedicatedNodes: number, resizeTimeoutMinutes = 15, targetLowPriorityNodes = 0): Promise<void> {
   const resource = poolResource(poolId);
   try {
     await callWithRetry(ctx.retry, { operation: 'pools.resize', resource }, () =>
       ctx.client.pool.resize(poolId, {
         targetDedicatedNodes,
-        targetLowPriorityNodes: 0,
+        targetLowPriorityNodes,
         resizeTimeout: `PT${resizeTimeoutMinutes}M`,
       }),
     );
   } catch (err) {
     if (!(err instanceof BatchError) || err.status !== 409) throw err;
     const pool = await callWithRetry(ctx.retry, { operation: 'pools.get', resource }, () => ctx.client.pool.get(poolId));
-    if (pool.targetDedicatedNodes === targetDedicatedNodes) return;
+    if (pool.targetDedicatedNodes === targetDedicatedNodes && (pool.targetLowPriorityNodes ?? 0) === targetLowPriorityNodes) return;
     throw err;
   }
 }

@@ -201,7 +201,7 @@ export interface ActivityContract {
   /** Each node's start task exit code, failure and stderr (its end), read before the node is removed. */
   startTaskFailures(input: { poolId: string; nodeIds: string[] }): StartTaskFailure[];
   poolRemoveNodes(input: { poolId: string; nodeIds: string[] }): void;
-  poolResize(input: { poolId: string; target: number }): void;
+  poolResize(input: { poolId: string; target: number; lowPriority?: number }): void;
   poolDelete(input: { poolId: string }): { deleted: boolean };
   /** Returns the Batch job id. */
   batchJobCreate(input: BatchJobCreateInput): string;

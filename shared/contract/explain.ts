@@ -193,6 +193,12 @@ export const ExplainDocumentSchema = z.object({
     priceAsOf: z.string().nullable().meta({ description: 'The day the price is stated for (YYYY-MM-DD).' }),
     fallback: z.boolean().meta({ description: 'True when the price is the built-in or configured table\'s, not the Retail Prices API\'s.' }),
     notes: z.array(z.string()),
+    spot: z.object({
+      nodes: z.number().meta({ description: 'pool.spot.nodes: the Spot nodes of the pool.' }),
+      spotPricePerNodeHour: z.number().nullable().meta({ description: 'The Retail Prices API\'s Spot (else Low Priority) price of one node-hour; null when none is known (the Spot nodes are then priced as dedicated ones).' }),
+      perHour: z.number().nullable().meta({ description: 'What every hour of the pool costs with its Spot nodes: Spot nodes × Spot price + the rest × the dedicated price.' }),
+      perHourAllDedicated: z.number().nullable().meta({ description: 'The same pool on dedicated nodes only (what pool.spot.fallback "dedicated" runs on): nodes × the dedicated price.' }),
+    }).optional().meta({ description: 'With pool.spot: both estimates, Spot and dedicated. worstCase above counts every node at the dedicated price (a fallback may run there).' }),
   }).meta({ description: 'What the job may cost (docs/operations.md#cost): its rate and worst case with the price\'s source; a dry run prices it with this deployment\'s prices, an offline explain with the built-in fallback table.' }),
   nodeImage: z.object({
     id: z.string().nullable().meta({ description: 'The image catalog entry (docs/images.md); null when the pool\'s image is not in the catalog (nothing checked).' }),

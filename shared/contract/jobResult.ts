@@ -73,10 +73,12 @@ export const JobCostSchema = z.object({
   releasedAt: z.string(),
   minutes: z.number(),
   nodeMinutes: z.object({ dedicated: z.number(), lowPriority: z.number(), total: z.number() }),
-  perStage: z.record(z.string(), z.number()).meta({ description: 'Dedicated node-minutes spent while each stage was current.' }),
+  perStage: z.record(z.string(), z.number()).meta({ description: 'Node-minutes (dedicated and Spot) spent while each stage was current.' }),
   pricePerNodeHour: z.number().optional(),
+  spotPricePerNodeHour: z.number().optional().meta({ description: 'The Spot price the Spot node-minutes were costed with (absent: no Spot nodes, or no Spot price known, when they were costed at the dedicated price).' }),
   currency: z.string(),
   estimatedCost: z.number().optional().meta({ description: 'Absent when the VM size is not in the price table.' }),
+  estimatedCostSplit: z.object({ dedicated: z.number(), spot: z.number() }).optional().meta({ description: 'The estimated cost of the dedicated and of the Spot node-minutes (jobs with pool.spot).' }),
   priceSource: z.string(),
   idleNodeMinutesBeforeMpi: z.number().optional()
     .meta({ description: 'Σ over nodes of (node ready → MPI task start), per MPI task started: billed minutes nodes sat idle before MPI.' }),

@@ -1,8 +1,8 @@
 /**
  * Cost model of one job, pure: node-minutes from the pool's allocation (the create request) to its release
  * (the delete request, or the job's end for a pool we keep), per stage, and the estimated cost from a price table.
- * Low-priority/spot nodes are always 0 here: MPI pools need inter-node communication and our pools are
- * created with dedicated nodes only; the field exists so the shape stays right if that changes.
+ * Spot (low-priority) node-minutes are counted apart from dedicated ones and priced with the Spot price when the
+ * quote has one (pool.spot; a fallback to dedicated nodes moves the Spot nodes to the dedicated side from then on).
  */
 export interface StageTiming {
   startedAt: string;
@@ -13,6 +13,8 @@ export interface PoolUsage {
   vmSize?: string;
   dedicatedNodes: number;
   lowPriorityNodes: number;
+  /** When the Spot nodes were replaced by dedicated ones (pool.spot.fallback "dedicated"): from then they bill as dedicated. */
+  lowPriorityUntil?: string;
   /** ISO time the pool was requested (created, or taken over when reused). */
   allocatedAt: string;
   /** ISO time the pool was released (delete requested, or the job ended for a pool we do not delete). */
@@ -29,9 +31,13 @@ export interface JobCost {
   /** Dedicated node-minutes spent while each stage was current (clipped to the pool's lifetime). */
   perStage: Record<string, number>;
   pricePerNodeHour?: number;
+  /** The Spot price used for the Spot node-minutes (absent: they were priced as dedicated, or there were none). */
+  spotPricePerNodeHour?: number;
   currency: string;
   /** Absent when the VM size is not in the price table. */
   estimatedCost?: number;
+  /** The estimated cost of each kind of node, when the job had Spot nodes. */
+  estimatedCostSplit?: { dedicated: number; spot: number };
   priceSource: string;
   /** Σ over nodes of (node ready → MPI task start): billed minutes nodes sat idle before MPI (absent without an MPI task). */
   idleNodeMinutesBeforeMpi?: number;
@@ -74,22 +80,36 @@ export function nodeHoursSoFar(nodes: number, allocatedAtMs: number, nowMs: numb
   return (nodes * Math.max(0, nowMs - allocatedAtMs)) / 3_600_000;
 }
 
+const round4 = (n: number) => Math.round(n * 10_000) / 10_000;
+
+/** Dedicated and Spot node-minutes of a pool's life: Spot nodes bill as Spot until `lowPriorityUntil`, then as dedicated. */
+export function splitNodeMinutes(usage: PoolUsage): { dedicated: number; lowPriority: number } {
+  const minutes = minutesBetween(usage.allocatedAt, usage.releasedAt);
+  const until = usage.lowPriorityUntil !== undefined
+    ? new Date(Math.min(Math.max(Date.parse(usage.lowPriorityUntil), Date.parse(usage.allocatedAt)), Date.parse(usage.releasedAt))).toISOString()
+    : usage.releasedAt;
+  const spotMinutes = minutesBetween(usage.allocatedAt, until);
+  return {
+    dedicated: usage.dedicatedNodes * minutes + usage.lowPriorityNodes * (minutes - spotMinutes),
+    lowPriority: usage.lowPriorityNodes * spotMinutes,
+  };
+}
+
 export function jobCost(
   usage: PoolUsage,
   timings: Record<string, StageTiming>,
-  price: { pricePerNodeHour?: number; currency: string; source: string },
+  price: { pricePerNodeHour?: number; spotPricePerNodeHour?: number; currency: string; source: string },
   idleBeforeMpi?: number,
 ): JobCost {
   const minutes = minutesBetween(usage.allocatedAt, usage.releasedAt);
-  const dedicated = usage.dedicatedNodes * minutes;
-  const lowPriority = usage.lowPriorityNodes * minutes;
+  const { dedicated, lowPriority } = splitNodeMinutes(usage);
   const from = Date.parse(usage.allocatedAt);
   const to = Date.parse(usage.releasedAt);
   const perStage: Record<string, number> = {};
   for (const [stage, t] of Object.entries(timings)) {
     const s = Math.max(from, Date.parse(t.startedAt));
     const e = Math.min(to, Date.parse(t.endedAt ?? usage.releasedAt));
-    if (e > s) perStage[stage] = round2((usage.dedicatedNodes * (e - s)) / 60_000);
+    if (e > s) perStage[stage] = round2(((usage.dedicatedNodes + usage.lowPriorityNodes) * (e - s)) / 60_000);
   }
   const cost: JobCost = {
     vmSize: usage.vmSize,
@@ -105,8 +125,13 @@ export function jobCost(
   };
   if (price.pricePerNodeHour !== undefined) {
     cost.pricePerNodeHour = price.pricePerNodeHour;
+    // Spot minutes at the Spot price when there is one; else at the dedicated price (an upper bound, never less).
+    const spotPrice = lowPriority > 0 && price.spotPricePerNodeHour !== undefined ? price.spotPricePerNodeHour : price.pricePerNodeHour;
+    if (lowPriority > 0 && price.spotPricePerNodeHour !== undefined) cost.spotPricePerNodeHour = price.spotPricePerNodeHour;
+    const split = { dedicated: round4((dedicated / 60) * price.pricePerNodeHour), spot: round4((lowPriority / 60) * spotPrice) };
     // Rounded to 4 decimals: small test jobs cost fractions of a cent.
-    cost.estimatedCost = Math.round(((dedicated + lowPriority) / 60) * price.pricePerNodeHour * 10_000) / 10_000;
+    cost.estimatedCost = round4((dedicated / 60) * price.pricePerNodeHour + (lowPriority / 60) * spotPrice);
+    if (usage.lowPriorityNodes > 0) cost.estimatedCostSplit = split;
   }
   return cost;
 }
@@ -149,6 +174,8 @@ export interface PriceQuote {
   asOf?: string;
   /** True when the price is the built-in (or PRICE_TABLE_JSON) table's, not the Retail Prices API's. */
   fallback?: boolean;
+  /** The Spot price per node-hour (the Retail Prices API's Spot meter, else its Low Priority one), when known. */
+  spotPricePerNodeHour?: number;
 }
 
 /** What a job is billed for right now: nodes allocated to it, and since when (undefined before the pool exists). */

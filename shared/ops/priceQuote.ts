@@ -19,6 +19,8 @@ export function retailQuote(vmSize: string, cached: CachedNodePrice, stale: bool
   return {
     vmSize,
     ...(cached.dedicated !== undefined ? { pricePerNodeHour: cached.dedicated } : {}),
+    // Spot nodes (pool.spot) bill at the Spot meter; Batch's older Low Priority meter where there is no Spot one.
+    ...(cached.spot ?? cached.lowPriority) !== undefined ? { spotPricePerNodeHour: (cached.spot ?? cached.lowPriority) as number } : {},
     currency: cached.currency,
     source: `Azure Retail Prices API: ${cached.region}, Linux pay-as-you-go (${cached.meterName}), effective ${day(cached.effectiveStartDate)}, fetched ${day(cached.fetchedAt)}${staleNote}`,
     asOf: day(cached.effectiveStartDate),
@@ -126,4 +128,14 @@ export function costEstimate(args: {
     }
   }
   return { ...base, perHour: money(nodes * price), worstCase: money(worstCase), boundBy, notes };
+}
+
+/** With pool.spot: the pool's hourly rate with its Spot nodes, and on dedicated nodes only (both shown by a dry run). */
+export function spotEstimate(nodes: number, spotNodes: number, quote: PriceQuote | undefined): { nodes: number; spotPricePerNodeHour: number | null; perHour: number | null; perHourAllDedicated: number | null } {
+  const spot = Math.min(nodes, spotNodes);
+  const dedicatedPrice = quote?.pricePerNodeHour;
+  const spotPrice = quote?.spotPricePerNodeHour;
+  const allDedicated = dedicatedPrice === undefined ? null : money(nodes * dedicatedPrice);
+  const perHour = dedicatedPrice === undefined ? null : money((nodes - spot) * dedicatedPrice + spot * (spotPrice ?? dedicatedPrice));
+  return { nodes: spot, spotPricePerNodeHour: spotPrice ?? null, perHour, perHourAllDedicated: allDedicated };
 }

@@ -5,6 +5,7 @@
  * node ids), and `explainJob` (explain.ts) calls them with marked placeholders, so a dry run shows the very bodies
  * a run sends. Every constant that shapes a request is declared here once.
  */
+import { poolSplit } from './spotPolicy';
 import type { BatchJobCreateInput, NodeTaskRequest, SecretEnvironmentRef } from '../contract/activities';
 import type { BatchJobSpec, JobPoolSpec, MountSpec, MpiTaskSpec, NodeTaskSpec, ResourceFileSpec } from '../batch';
 import { userCommandLine } from '../mpi/userShell';
@@ -68,7 +69,9 @@ export function jobPoolSpec(
     // The submitter, recorded on the pool: a kept pool is then reusable by its owner only (docs/security.md).
     ...(resolved.owner !== undefined ? { owner: resolved.owner } : {}),
     vmSize: input.vmSize,
-    targetDedicatedNodes: input.nodes,
+    // pool.spot: its nodes are Batch's Spot (low-priority) nodes, the rest dedicated.
+    targetDedicatedNodes: poolSplit(input.nodes, input.spotNodes).dedicated,
+    ...(input.spotNodes ? { targetLowPriorityNodes: poolSplit(input.nodes, input.spotNodes).lowPriority } : {}),
     image: input.customImageId ? { virtualMachineImageId: input.customImageId } : { ...input.image },
     nodeAgentSkuId: input.nodeAgentSku,
     resizeTimeoutMinutes: Math.max(5, Math.round((parseIsoDuration(input.resizeTimeout) ?? 15 * 60_000) / 60_000)),

@@ -34,7 +34,7 @@ import { retryPolicyFor } from './retryPolicy';
 import { expandArray } from '../scheduling/arrays';
 import { DEFAULT_QUEUE } from '../spec/sections/scheduling';
 import { PlanningError } from './errors';
-import { costEstimate } from '../ops/priceQuote';
+import { costEstimate, spotEstimate } from '../ops/priceQuote';
 import type { PriceQuote } from '../ops/cost';
 import { imageBlobs, imageLabel, mpiTaskInput, mpiTaskRequest, peerCopyTask, pullTask, releaseTaskCommand, seedPullTask, type PullTaskShape, sifCacheKeyFor } from './mpiTaskRequest';
 import {
@@ -114,7 +114,10 @@ export function explainCost(spec: JobSpec, nodes: number, reusesPool: boolean, a
   if (mpiMaxWallClockSeconds === undefined) notes.push(`no limits.maxWallClock: counted at the documented default of ${DOCUMENTED_DEFAULT_WALL_CLOCK_HOURS} h (the deployment's DEFAULT_MAX_WALL_CLOCK_HOURS applies at submission)`);
   if (attempts > 1) notes.push(`counted for all ${attempts} attempts (retry.maxAttempts), each up to the wall clock`);
   const { vmSize, currency, pricePerNodeHour, perHour, worstCase, boundBy, wallClockHours, maxCost, priceSource, priceAsOf, fallback } = estimate;
-  return { vmSize, nodes: estimate.nodes, currency, pricePerNodeHour, perHour, worstCase, boundBy, wallClockHours, maxCost, priceSource, priceAsOf, fallback, notes };
+  // pool.spot: both rates; the worst case stays at the dedicated price, which a fallback may run at.
+  const spot = spec.pool.spot && !reusesPool ? spotEstimate(nodes, spec.pool.spot.nodes, price) : undefined;
+  if (spot && pricePerNodeHour !== null && spot.spotPricePerNodeHour === null) notes.push('no Spot price known for the size: its Spot nodes are priced as dedicated ones');
+  return { vmSize, nodes: estimate.nodes, currency, pricePerNodeHour, perHour, worstCase, boundBy, wallClockHours, maxCost, priceSource, priceAsOf, fallback, notes, ...(spot ? { spot } : {}) };
 }
 
 type Json = Record<string, unknown>;

@@ -6,7 +6,7 @@
  * policy). Anything else is the application's own failure (or a configuration error) and is not retried.
  */
 
-export const FAILURE_CLASSES = ['nodeFailure', 'allocationFailure', 'preflightFailure', 'exitCode', 'application', 'stage'] as const;
+export const FAILURE_CLASSES = ['nodeFailure', 'preemption', 'allocationFailure', 'preflightFailure', 'exitCode', 'application', 'stage'] as const;
 export type FailureClass = (typeof FAILURE_CLASSES)[number];
 
 /** Node states in which Batch has given up on a node (it runs nothing until removed or rebooted). */
@@ -64,6 +64,11 @@ export function classifyAttempt(end: AttemptEnd, attemptNodes: readonly string[]
   if (end.kind === 'mpi' && end.exitCode === 0 && !end.requeued && !end.noExitCode) return { outcome: 'succeeded' };
 
   const lost = lostNodes(attemptNodes, health);
+  // Azure took a Spot node back: not the node's fault, and pool.spot says what follows (spotPolicy.ts).
+  const preempted = lost.filter((n) => n.state === 'preempted');
+  if (preempted.length) {
+    return { outcome: 'failed', failureClass: 'preemption', reason: `preemption: Azure took back Spot node(s) ${preempted.map((n) => n.id).join(', ')}`, nodes: lost.map((n) => n.id), ...exitOf(end) };
+  }
   if (lost.length) {
     return { outcome: 'failed', failureClass: 'nodeFailure', reason: `node failure: ${lost.map((n) => `${n.id} ${n.state}`).join(', ')}`, nodes: lost.map((n) => n.id), ...exitOf(end) };
   }

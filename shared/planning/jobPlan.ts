@@ -3,6 +3,7 @@
  * create or reuse, provisioning limits and cleanup policy. Pure and deterministic (the orchestrator calls it
  * during replay).
  */
+import type { SpotPolicy } from './spotPolicy';
 import type { PoolNetwork } from '../spec/sections/network';
 import { createHash } from 'node:crypto';
 import type { JobSpec } from '../spec/schema';
@@ -33,6 +34,8 @@ export interface PoolCreateRequest {
    * Undefined without a wall-clock limit (the activity then uses the deployment's cap).
    */
   mountSasValidForMs?: number;
+  /** Spot nodes of `nodes` (pool.spot.nodes): the pool's targetLowPriorityNodes; the rest are dedicated. */
+  spotNodes?: number;
   /** The job's private registry: with identity "managed" the pool lists it with the pool identity (containerRegistries). */
   registry?: { server: string; identity: 'managed' | 'secret' };
   /** pool.network as the spec gives it; the deployment's default subnet is filled in by jobPoolSpec. */
@@ -48,6 +51,8 @@ export interface JobPlan {
   nodes: number;
   minNodes: number;
   resizeTimeoutMs: number;
+  /** pool.spot as the orchestrator applies it (undefined: dedicated nodes only). */
+  spot?: SpotPolicy;
   poolCreate: PoolCreateRequest;
   deletePool: 'always' | 'onSuccess' | 'never';
   keepStagedData: boolean;
@@ -84,11 +89,13 @@ export function planJob(jobId: string, spec: JobSpec): JobPlan {
     nodes,
     minNodes,
     resizeTimeoutMs,
+    ...(spec.pool.spot && !reusePool ? { spot: { ...spec.pool.spot, nodes: Math.min(nodes, spec.pool.spot.nodes) } } : {}),
     poolCreate: {
       jobId,
       poolId,
       vmSize: spec.pool.vmSize ?? 'Standard_HB120rs_v3',
       nodes,
+      ...(spec.pool.spot && !reusePool ? { spotNodes: Math.min(nodes, spec.pool.spot.nodes) } : {}),
       image: spec.pool.customImageId ? undefined : { ...DEFAULT_IMAGE, ...(spec.pool.image ?? {}) },
       customImageId: spec.pool.customImageId,
       nodeAgentSku: spec.pool.nodeAgentSku ?? DEFAULT_NODE_AGENT_SKU,

@@ -15,6 +15,8 @@ export interface PoolObservation {
   allocationState: string; // steady | resizing | stopping
   currentDedicatedNodes: number;
   targetDedicatedNodes: number;
+  /** Spot/low-priority target (absent: 0). */
+  targetLowPriorityNodes?: number;
   resizeErrors: { code: string; message: string }[];
   nodes: ObservedNode[];
 }
@@ -34,6 +36,8 @@ export interface ProvisionPolicy {
   exclude?: readonly string[];
   /** Nodes to take first when more are ready than needed (a retry keeps the healthy nodes that hold images and shards). */
   prefer?: readonly string[];
+  /** Of `target`, how many are Spot nodes (pool.spot; 0 after a fallback to dedicated nodes). Undefined: no Spot split. */
+  lowPriority?: number;
 }
 
 export interface ProvisionProgress {
@@ -45,14 +49,16 @@ export interface ProvisionProgress {
 export type ProvisionStep =
   | { kind: 'ready'; nodes: ObservedNode[]; partial: boolean }
   | { kind: 'removeNodes'; nodeIds: string[]; reason: string }
-  | { kind: 'resize'; target: number }
+  /** `target` nodes in all, `lowPriority` of them Spot nodes (present only when the policy has a Spot split). */
+  | { kind: 'resize'; target: number; lowPriority?: number }
   | { kind: 'wait'; ready: number }
   | { kind: 'fail'; reason: string };
 
 const READY = new Set(['idle']);
 /** Resize errors that say the account's quota is used up (PoolResizeErrorCodes), rather than that Azure has no capacity. */
 const QUOTA_ERRORS = new Set(['AccountCoreQuotaReached', 'AccountLowPriorityCoreQuotaReached', 'AccountSpotCoreQuotaReached']);
-const BROKEN = new Set(['unusable', 'starttaskfailed']);
+/** A preempted Spot node counts as broken: removed, and a fresh one asked for (Batch may restore it, or not, later). */
+const BROKEN = new Set(['unusable', 'starttaskfailed', 'preempted']);
 
 const byId = (a: ObservedNode, b: ObservedNode) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
@@ -79,7 +85,7 @@ export function decideProvisionStep(obs: PoolObservation, policy: ProvisionPolic
   // the job may run on what it has).
   const canRunShort = ready.length >= policy.minNodes && policy.minNodes < policy.target;
   if (steady && policy.owned && !timedOut && !canRunShort && obs.resizeErrors.length > 0 && obs.resizeErrors.every((e) => QUOTA_ERRORS.has(e.code))) {
-    return { kind: 'resize', target: policy.target };
+    return resizeTo(policy);
   }
   if (steady && obs.resizeErrors.length > 0) {
     const errors = obs.resizeErrors.map((e) => `${e.code}: ${e.message}`).join('; ');
@@ -89,7 +95,9 @@ export function decideProvisionStep(obs: PoolObservation, policy: ProvisionPolic
     return settleShort(ready, policy, `only ${ready.length}/${policy.target} nodes ready after ${Math.round(policy.timeoutMs / 1000)} s`);
   }
   // Removing nodes lowers the pool's target; ask for the difference back once Batch is steady again.
-  if (policy.owned && steady && obs.targetDedicatedNodes < policy.target) return { kind: 'resize', target: policy.target };
+  // With a Spot split, the two targets count together, and Spot nodes beyond the split (after a fallback) go.
+  const lowTarget = obs.targetLowPriorityNodes ?? 0;
+  if (policy.owned && steady && (obs.targetDedicatedNodes + lowTarget < policy.target || (policy.lowPriority !== undefined && lowTarget > policy.lowPriority))) return resizeTo(policy);
   if (!policy.owned && broken.length > 0 && obs.nodes.length - broken.length < policy.target) {
     return settleShort(ready, policy, `reused pool has broken nodes (${describe(broken)}) and too few others`);
   }
@@ -98,6 +106,10 @@ export function decideProvisionStep(obs: PoolObservation, policy: ProvisionPolic
     return settleShort(ready, policy, `reused pool has too few nodes besides the ${excluded.size} left out (${[...excluded].join(', ')}): ${usable} of ${policy.target} needed`);
   }
   return { kind: 'wait', ready: ready.length };
+}
+
+function resizeTo(policy: ProvisionPolicy): ProvisionStep {
+  return policy.lowPriority === undefined ? { kind: 'resize', target: policy.target } : { kind: 'resize', target: policy.target, lowPriority: Math.min(policy.target, policy.lowPriority) };
 }
 
 /** When allocation cannot reach the target: run on what is there if the job allows it, else fail. */

@@ -38,6 +38,8 @@ export function retryDelayMs(policy: RetryPolicy, next: number): number {
 /** Whether the policy retries this class at all (exitCode means: the exit code was one of retry.exitCodes). */
 export function retriesClass(policy: RetryPolicy, failureClass: FailureClass): boolean {
   if (failureClass === 'exitCode') return policy.exitCodes.length > 0;
+  // Without pool.spot (a reused pool with Spot nodes) a preemption is a lost node like any other.
+  if (failureClass === 'preemption') return (policy.on as readonly string[]).includes('nodeFailure');
   return (policy.on as readonly string[]).includes(failureClass);
 }
 

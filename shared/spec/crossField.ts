@@ -50,7 +50,12 @@ export function crossFieldIssues(raw: unknown): SpecIssue[] {
   }
   if (typeof pool.lowPriorityNodes === 'number' && pool.lowPriorityNodes > LIMITS.maxLowPriorityNodes) {
     add(['pool', 'lowPriorityNodes'],
-      'must be 0: MPI pools use inter-node communication, and Batch rejects low-priority/Spot nodes in such pools');
+      'must be 0: ask for Spot/low-priority nodes with pool.spot (it says what happens when Azure takes one back)');
+  }
+  const spot = obj(pool, 'spot');
+  if (reuse && has(pool, 'spot')) add(['pool', 'spot'], 'not allowed together with pool.poolId: a reused pool keeps its own nodes');
+  if (typeof spot.nodes === 'number' && typeof pool.nodes === 'number' && spot.nodes > pool.nodes) {
+    add(['pool', 'spot', 'nodes'], `must not exceed pool.nodes (${pool.nodes}): pool.spot.nodes of the pool's nodes are Spot nodes`);
   }
   const partial = obj(pool, 'partialAllocation');
   if (typeof partial.minNodes === 'number' && typeof pool.nodes === 'number' && partial.minNodes > pool.nodes) {

@@ -14,6 +14,7 @@ import { MountsSchema, ScratchSchema } from './sections/storage';
 import { OutputsSchema } from './sections/outputs';
 import { SchedulingFields } from './sections/scheduling';
 import { RetrySchema } from './sections/retry';
+import { SpotSchema } from './sections/spot';
 import { PreflightSchema } from './sections/preflight';
 import { LicensesSchema, SecretEnvValueSchema } from './sections/secrets';
 import { ChecksSchema } from './sections/checks';
@@ -127,9 +128,10 @@ export const PoolSchema = z
       .meta({ description: 'VM size of a new pool. Required unless poolId is given.' }),
     nodes: int('the number of nodes').min(1, { error: 'must be at least 1' }).max(LIMITS.maxNodes, {
       error: `must be at most ${LIMITS.maxNodes}: Batch limits pools with inter-node communication (which MPI needs) to ${LIMITS.maxNodes} nodes`,
-    }).meta({ description: 'Dedicated nodes for the MPI task (numberOfInstances).' }),
+    }).meta({ description: 'Nodes for the MPI task (numberOfInstances); with pool.spot, spot.nodes of them are Spot nodes.' }),
     lowPriorityNodes: int('the number of low-priority nodes').min(0).default(0)
-      .meta({ description: 'Must be 0: Batch rejects low-priority/Spot nodes in pools with inter-node communication, which every MPI pool uses.' }),
+      .meta({ description: 'Must be 0: Spot/low-priority nodes are asked for with pool.spot, which says what happens when Azure takes one back.' }),
+    spot: SpotSchema.optional(),
     image: MarketplaceImageSchema.optional()
       .meta({ description: `Marketplace image of a new pool. Default when neither image nor customImageId is given: ${DEFAULT_IMAGE.publisher}/${DEFAULT_IMAGE.offer}/${DEFAULT_IMAGE.sku}/${DEFAULT_IMAGE.version} with node agent "${DEFAULT_NODE_AGENT_SKU}".` }),
     customImageId: pattern(P.CUSTOM_IMAGE_ID_RE, 'an ARM id "/subscriptions/…/providers/Microsoft.Compute/…" of a managed or gallery image')

@@ -6,6 +6,7 @@
  * auto-users, certificates/applicationPackages) — translated here, nothing dropped: a property with no data-plane
  * counterpart is refused.
  */
+import { isDedicatedNode } from '../model/quota';
 import type { Json, PoolRecord } from '../model/types';
 import { ArmHttpError, armErrors } from './errors';
 
@@ -155,8 +156,8 @@ export function armPoolView(scope: ArmScope, p: PoolRecord): Json {
           : undefined,
       }),
     },
-    currentDedicatedNodes: [...p.nodes.values()].filter((n) => !n.removed).length,
-    currentLowPriorityNodes: 0,
+    currentDedicatedNodes: [...p.nodes.values()].filter((n) => !n.removed && isDedicatedNode(n)).length,
+    currentLowPriorityNodes: [...p.nodes.values()].filter((n) => !n.removed && !isDedicatedNode(n)).length,
     scaleSettings: { fixedScale: defined({ targetDedicatedNodes: p.targetDedicatedNodes, targetLowPriorityNodes: p.targetLowPriorityNodes, resizeTimeout: p.resizeTimeout }) },
     interNodeCommunication: s.enableInterNodeCommunication === true ? 'Enabled' : 'Disabled',
     networkConfiguration: s.networkConfiguration,

@@ -44,6 +44,12 @@ export interface FaultConfig {
    * `poolId` (or any pool). Set while nodes are up, they act at once.
    */
   nodes?: NodeFault[];
+  /**
+   * How long after a preemption Batch finds Spot capacity again: the node keeps its id and is reinitialized
+   * (`creating` → `starting` → its start task → `idle`), as Batch does "when replacement capacity is found". Absent:
+   * capacity does not come back (the node stays `preempted` until removed or the pool is resized).
+   */
+  spotRestoreMs?: number;
 }
 
 /** One node's faults (see docs/local-batch.md, "Fault injection"). */
@@ -57,6 +63,12 @@ export interface NodeFault {
   sshDelayMs?: number;
   /** It goes unusable (booting: instead of idle; up: at once, its running tasks requeued). */
   unusable?: boolean;
+  /**
+   * Azure takes it back (a Spot/low-priority node only; a dedicated node is never preempted): its state becomes
+   * `preempted`, its VM and disk are gone, its running tasks are requeued (a multi-instance task as a whole), and
+   * the pool keeps listing it. Once per node: a node Batch brings back (spotRestoreMs) is not preempted again.
+   */
+  preempted?: boolean;
   /**
    * These mounts of its pool (by relativeMountPath) failed on it: the node comes up without them, as a node whose NFS
    * or blobfuse mount did not come up does. Read when the node is made (its mounts are made then), not later.

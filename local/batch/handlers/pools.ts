@@ -3,6 +3,7 @@ import { NODE_COUNT_FILTERS, NODE_FILTERS, POOL_FILTERS } from '../model/filtera
 import { pageOf, applySelect } from '../model/odata';
 import type { Json, PoolIdentity, PoolRecord } from '../model/types';
 import { nodeView, poolView } from '../model/views';
+import { isDedicatedNode } from '../model/quota';
 import { checkPoolCatalog } from './catalogChecks';
 import { BatchHttpError, errors } from './errors';
 import { checkConditions, jsonBody, versionHeaders, writeHeaders, type Handler, type Services } from './http';
@@ -71,8 +72,7 @@ export function createPoolRecord(s: Services, b: Json, identity?: PoolIdentity):
     nodeCounter: 0,
   };
   s.engine.pools.set(id.toLowerCase(), pool);
-  // Low-priority nodes are emulated as dedicated ones: only the dedicated target allocates.
-  if (target > 0) s.engine.resize(pool, target);
+  if (target > 0 || targetLow > 0) s.engine.resize(pool, target, 'requeue', targetLow);
   return pool;
 }
 
@@ -153,12 +153,12 @@ const resizePool: Handler = (ctx, p, s) => {
   if (pool.allocationState !== 'steady') throw errors.conflict('PoolBeingResized', 'The specified pool is being resized.');
   const b = jsonBody(ctx);
   const target = optionalInt(b, 'targetDedicatedNodes', 0, 2000) ?? pool.targetDedicatedNodes;
-  optionalInt(b, 'targetLowPriorityNodes', 0, 1000);
+  const targetLow = optionalInt(b, 'targetLowPriorityNodes', 0, 1000) ?? pool.targetLowPriorityNodes;
   const option = optionalEnum(b, 'nodeDeallocationOption', ['requeue', 'terminate', 'taskcompletion', 'retaineddata']) ?? 'requeue';
   checkMinimumDuration(b, 'resizeTimeout', RESIZE_TIMEOUT_MIN_MS);
   const timeout = optionalDuration(b, 'resizeTimeout');
   if (timeout) pool.resizeTimeout = timeout;
-  s.engine.resize(pool, target, option);
+  s.engine.resize(pool, target, option, targetLow);
   return { status: 202, headers: writeHeaders(pool, `${ctx.baseUrl}/pools/${pool.id}`) };
 };
 
@@ -188,7 +188,10 @@ const removeNodes: Handler = (ctx, p, s) => {
   });
   s.engine.setAllocationState(pool, 'resizing');
   for (const n of nodes) s.engine.removeNode(pool, n, option);
-  pool.targetDedicatedNodes = Math.max(0, s.engine.liveNodes(pool).filter((n) => n.state !== 'leavingpool').length);
+  // Removing nodes lowers the target of their kind (dedicated or low-priority) by as many.
+  const staying = s.engine.liveNodes(pool).filter((n) => n.state !== 'leavingpool');
+  pool.targetDedicatedNodes = staying.filter(isDedicatedNode).length;
+  pool.targetLowPriorityNodes = staying.length - pool.targetDedicatedNodes;
   s.engine.later(s.engine.cfg.timing.leaveMs, () => s.engine.setAllocationState(pool, 'steady'));
   return { status: 202, headers: writeHeaders(pool, `${ctx.baseUrl}/pools/${pool.id}`) };
 };
@@ -247,11 +250,11 @@ const reimageNode: Handler = (ctx, p, s) => {
   return { status: 202, headers: { DataServiceId: `${ctx.baseUrl}/pools/${pool.id}/nodes/${node.id}/reimage` } };
 };
 
-/** The NodeCounts states (spec): every node state the emulator has, the rest zero. */
+/** The NodeCounts states (spec 2022-10-01: no upgradingOS count): every node state the emulator has, the rest zero. */
 const COUNTED_STATES: Record<string, string> = {
   creating: 'creating', idle: 'idle', offline: 'offline', preempted: 'preempted', rebooting: 'rebooting', reimaging: 'reimaging',
   running: 'running', starting: 'starting', starttaskfailed: 'startTaskFailed', leavingpool: 'leavingPool', unknown: 'unknown',
-  unusable: 'unusable', waitingforstarttask: 'waitingForStartTask', upgradingos: 'upgradingOS',
+  unusable: 'unusable', waitingforstarttask: 'waitingForStartTask',
 };
 
 function nodeCounts(states: string[]): Json {
@@ -260,10 +263,11 @@ function nodeCounts(states: string[]): Json {
   return { ...counts, total: states.length };
 }
 
-/** Account_ListPoolNodeCounts: per pool, dedicated and low-priority nodes by state (the emulator's nodes are all dedicated). */
+/** Account_ListPoolNodeCounts: per pool, dedicated and low-priority (Spot) nodes by state. */
 const listPoolNodeCounts: Handler = (ctx, _p, s) => {
+  const states = (pool: PoolRecord, dedicated: boolean) => [...pool.nodes.values()].filter((n) => !n.removed && isDedicatedNode(n) === dedicated).map((n) => n.state);
   const all = [...s.engine.pools.values()]
-    .map((pool) => ({ poolId: pool.id, dedicated: nodeCounts([...pool.nodes.values()].filter((n) => !n.removed).map((n) => n.state)), lowPriority: nodeCounts([]) }));
+    .map((pool) => ({ poolId: pool.id, dedicated: nodeCounts(states(pool, true)), lowPriority: nodeCounts(states(pool, false)) }));
   return { status: 200, body: pageOf(all, ctx.query, ctx.baseUrl, '/nodecounts', NODE_COUNT_FILTERS) };
 };
 

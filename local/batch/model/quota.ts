@@ -17,7 +17,11 @@ export interface AccountQuota {
   dedicatedCores?: number;
   /** Dedicated cores per VM family, e.g. { standardDSv5Family: 10 }. */
   perFamily?: Record<string, number>;
-  /** Low-priority cores (reported by the account GET; low-priority nodes are not allocated by the emulator). */
+  /**
+   * Low-priority/Spot cores of the whole account (reported by the account GET, enforced when low-priority nodes are
+   * allocated: Batch counts them apart from dedicated cores, and a resize over it ends with
+   * `AccountLowPriorityCoreQuotaReached`).
+   */
   lowPriorityCores?: number;
   /** Pools (reported by the account GET). */
   pools?: number;
@@ -26,6 +30,10 @@ export interface AccountQuota {
 }
 
 export const QUOTA_ERROR = { code: 'AccountCoreQuotaReached', message: 'The specified account has reached core quota' } as const;
+export const LOW_PRIORITY_QUOTA_ERROR = { code: 'AccountLowPriorityCoreQuotaReached', message: 'The specified account has reached low priority core quota' } as const;
+
+/** Whether a node is a dedicated one (records saved before low-priority nodes existed have no flag: dedicated). */
+export const isDedicatedNode = (n: { isDedicated?: boolean }): boolean => n.isDedicated !== false;
 
 function sizeOf(pool: PoolRecord): { cores: number; family: string } {
   const name = typeof pool.spec.vmSize === 'string' ? pool.spec.vmSize : '';
@@ -33,13 +41,14 @@ function sizeOf(pool: PoolRecord): { cores: number; family: string } {
   return size ? { cores: size.vCPUs, family: size.family } : vmSizeInfo(name);
 }
 
-/** Cores allocated now: in total and per family. */
-export function coresInUse(pools: Iterable<PoolRecord>): { total: number; byFamily: Map<string, number> } {
+/** Cores allocated now: in total and per family, of dedicated nodes (or, `dedicated` false, of low-priority ones). */
+export function coresInUse(pools: Iterable<PoolRecord>, dedicated = true): { total: number; byFamily: Map<string, number> } {
   let total = 0;
   const byFamily = new Map<string, number>();
   for (const pool of pools) {
     const { cores, family } = sizeOf(pool);
-    const nodes = [...pool.nodes.values()].filter((n) => !n.removed).length;
+    // A preempted node's VM is gone: it holds no cores until Batch brings it back.
+    const nodes = [...pool.nodes.values()].filter((n) => !n.removed && isDedicatedNode(n) === dedicated && n.state !== 'preempted').length;
     total += nodes * cores;
     byFamily.set(family, (byFamily.get(family) ?? 0) + nodes * cores);
   }
@@ -55,4 +64,11 @@ export function nodesWithinQuota(quota: AccountQuota, pools: Iterable<PoolRecord
   const fam = quota.perFamily?.[family];
   if (fam !== undefined) room = Math.min(room, fam - (used.byFamily.get(family) ?? 0));
   return room === Number.POSITIVE_INFINITY ? room : Math.max(0, Math.floor(room / cores));
+}
+
+/** How many more low-priority nodes `pool` may allocate under the account's low-priority core quota. */
+export function lowPriorityNodesWithinQuota(quota: AccountQuota, pools: Iterable<PoolRecord>, pool: PoolRecord): number {
+  if (quota.lowPriorityCores === undefined) return Number.POSITIVE_INFINITY;
+  const { cores } = sizeOf(pool);
+  return Math.max(0, Math.floor((quota.lowPriorityCores - coresInUse(pools, false).total) / cores));
 }

@@ -12,7 +12,8 @@ export type NodeState =
   | 'reimaging'
   | 'unusable'
   | 'leavingpool'
-  | 'offline';
+  | 'offline'
+  | 'preempted';
 
 export type TaskState = 'active' | 'preparing' | 'running' | 'completed';
 
@@ -80,6 +81,8 @@ export interface NodeRecord {
   /** Job prep/release state per job id (lower-case). */
   jobTasks: Map<string, NodeJobTasks>;
   removed: boolean;
+  /** False for a Spot/low-priority node (absent in records saved before they existed: dedicated). */
+  isDedicated?: boolean;
 }
 
 export interface NodeJobTasks {

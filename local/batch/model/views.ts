@@ -1,3 +1,4 @@
+import { isDedicatedNode } from './quota';
 import type { ExecInfo, Json, JobRecord, NodeRecord, PoolRecord, SubtaskRecord, TaskRecord } from './types';
 
 /** Turns records into the wire shapes of the 2022-10-01.16.0 spec (ISO dates, no undefined). */
@@ -58,8 +59,9 @@ export function poolView(p: PoolRecord, baseUrl: string): Json {
     allocationState: p.allocationState,
     allocationStateTransitionTime: iso(p.allocationStateTransitionTime),
     resizeTimeout: p.resizeTimeout,
-    currentDedicatedNodes: [...p.nodes.values()].filter((n) => !n.removed).length,
-    currentLowPriorityNodes: 0,
+    currentDedicatedNodes: [...p.nodes.values()].filter((n) => !n.removed && isDedicatedNode(n)).length,
+    // Preempted nodes are counted here (CloudPool.currentLowPriorityNodes: "…which have been preempted are included").
+    currentLowPriorityNodes: [...p.nodes.values()].filter((n) => !n.removed && !isDedicatedNode(n)).length,
     targetDedicatedNodes: p.targetDedicatedNodes,
     targetLowPriorityNodes: p.targetLowPriorityNodes,
   };
@@ -112,7 +114,7 @@ export function nodeView(n: NodeRecord, pool: PoolRecord, baseUrl: string, jobs:
     startTask: pool.startTask,
     startTaskInfo: n.startTaskInfo,
     errors: n.errors.length ? n.errors : undefined,
-    isDedicated: true,
+    isDedicated: isDedicatedNode(n),
     endpointConfiguration: { inboundEndpoints: [] },
     nodeAgentInfo: { version: '1.9.0-emulator', lastUpdateTime: iso(n.allocationTime) },
   });

@@ -7,7 +7,7 @@ import type { ResolvedTiming } from '../config';
 import { FaultState } from '../faults/faultConfig';
 import { touch } from '../model/etag';
 import type { Snapshot } from '../model/snapshot';
-import { nodesWithinQuota, QUOTA_ERROR, type AccountQuota } from '../model/quota';
+import { isDedicatedNode, lowPriorityNodesWithinQuota, LOW_PRIORITY_QUOTA_ERROR, nodesWithinQuota, QUOTA_ERROR, type AccountQuota } from '../model/quota';
 import type { JobRecord, Json, NodeRecord, NodeState, PoolRecord, TaskRecord } from '../model/types';
 import { nodeEnvironment } from './env';
 import type { NodeIdentityProvider } from '../model/identity';
@@ -73,6 +73,7 @@ export class Engine {
     this.rewriteHosts();
     cfg.faults.onChange = (patch) => {
       if (patch.unusableNodes || patch.nodes) this.applyUnusableToLiveNodes();
+      if (patch.nodes) this.applyPreemptions();
       if (patch.nodes !== undefined) this.rewriteHosts();
     };
   }
@@ -88,6 +89,51 @@ export class Engine {
         this.checkUsable(pool, node);
       }
     }
+  }
+
+  /** Nodes an injected preemption already took (each is preempted once). */
+  private readonly preemptedByFault = new Set<string>();
+
+  /** Spot nodes whose fault says preempted and that are up (or booting) are taken back now. */
+  private applyPreemptions(): void {
+    for (const pool of this.pools.values()) {
+      for (const node of this.liveNodes(pool)) {
+        if (isDedicatedNode(node) || ['preempted', 'leavingpool'].includes(node.state) || this.preemptedByFault.has(node.id)) continue;
+        if (!this.cfg.faults.nodeFault(pool.id, node.ordinal, node.id)?.preempted) continue;
+        this.preemptedByFault.add(node.id);
+        this.preempt(pool, node);
+      }
+    }
+  }
+
+  /**
+   * Azure takes a Spot node back (batch-spot-vms): "The preempted VMs have their state updated to Preempted", "the
+   * VM is effectively deleted, leading to loss of any data stored locally", "a list nodes operation on the pool still
+   * returns the preempted nodes", and the tasks that ran on it are requeued. Batch then seeks the pool's target: when
+   * capacity returns (spotRestoreMs) the node keeps its id and goes through creating and starting again.
+   */
+  preempt(pool: PoolRecord, node: NodeRecord): void {
+    this.onNodeLeaving(node, true);
+    this.killNodeProcesses(node);
+    const d = nodeDirs(this.cfg.dataDir, pool.id, node.id);
+    for (const dir of [d.workitems, d.shared, d.startup, d.volatile, d.containers, d.tmp]) rmSync(dir, { recursive: true, force: true });
+    createNodeSandbox(d);
+    node.jobTasks = new Map();
+    delete node.startTaskInfo;
+    this.setNodeState(node, 'preempted');
+    touch(pool);
+    const restoreMs = this.cfg.faults.current.spotRestoreMs;
+    if (restoreMs === undefined) return;
+    this.later(restoreMs, () => {
+      if (node.removed || node.state !== 'preempted') return;
+      node.allocationTime = new Date();
+      this.setNodeState(node, 'creating');
+      this.later(this.cfg.timing.allocateMs, () => {
+        if (node.removed) return;
+        this.setNodeState(node, 'starting');
+        this.later(this.cfg.timing.bootMs, () => this.boot(pool, node));
+      });
+    });
   }
 
   get isStopped(): boolean {
@@ -135,24 +181,39 @@ export class Engine {
 
   // ---- pools -------------------------------------------------------------------------------
 
-  /** Grows or shrinks the pool toward its target, honouring allocation faults. */
-  resize(pool: PoolRecord, target: number, deallocation: string = 'requeue'): void {
+  /**
+   * Grows or shrinks the pool toward its targets, dedicated and low-priority (Spot) apart, honouring allocation
+   * faults and the account's quotas: dedicated cores (AccountCoreQuotaReached) and low-priority cores
+   * (AccountLowPriorityCoreQuotaReached) are counted separately, as Batch does. A preempted node still counts towards
+   * its pool's low-priority nodes ("Spot/Low-priority Compute Nodes which have been preempted are included").
+   */
+  resize(pool: PoolRecord, target: number, deallocation: string = 'requeue', targetLow: number = pool.targetLowPriorityNodes): void {
     pool.targetDedicatedNodes = target;
+    pool.targetLowPriorityNodes = targetLow;
     pool.resizeErrors = [];
     this.setAllocationState(pool, 'resizing');
-    const live = this.liveNodes(pool);
-    if (target < live.length) {
-      // Shrink: idle nodes first, then the least busy.
-      const victims = [...live].sort((a, b) => a.running.size - b.running.size).slice(0, live.length - target);
+    const live = this.liveNodes(pool).filter((n) => n.state !== 'leavingpool');
+    const dedicated = live.filter(isDedicatedNode);
+    const low = live.filter((n) => !isDedicatedNode(n));
+    let shrinking = false;
+    for (const [nodes, want] of [[dedicated, target], [low, targetLow]] as const) {
+      if (want >= nodes.length) continue;
+      shrinking = true;
+      // Shrink: preempted and idle nodes first, then the least busy.
+      const victims = [...nodes].sort((a, b) => Number(b.state === 'preempted') - Number(a.state === 'preempted') || a.running.size - b.running.size).slice(0, nodes.length - want);
       for (const n of victims) this.removeNode(pool, n, deallocation);
-      this.later(this.cfg.timing.leaveMs, () => this.finishResize(pool));
+    }
+    let wanted = Math.max(0, target - dedicated.length);
+    let wantedLow = Math.max(0, targetLow - low.length);
+    if (wanted + wantedLow === 0) {
+      this.later(shrinking ? this.cfg.timing.leaveMs : 0, () => this.finishResize(pool));
       return;
     }
-    let wanted = target - live.length;
     const limit = this.cfg.faults.allocationLimit(pool.id);
     let error: Json | undefined;
-    if (limit && wanted > limit.maxNodes) {
-      wanted = limit.maxNodes;
+    if (limit && wanted + wantedLow > limit.maxNodes) {
+      wanted = Math.min(wanted, limit.maxNodes);
+      wantedLow = Math.min(wantedLow, limit.maxNodes - wanted);
       error = { code: limit.code, message: limit.message };
     }
     const room = nodesWithinQuota(this.quota, this.pools.values(), pool);
@@ -160,8 +221,14 @@ export class Engine {
       wanted = room;
       error = { ...QUOTA_ERROR };
     }
+    const roomLow = lowPriorityNodesWithinQuota(this.quota, this.pools.values(), pool);
+    if (wantedLow > roomLow) {
+      wantedLow = roomLow;
+      error ??= { ...LOW_PRIORITY_QUOTA_ERROR };
+    }
     let longest = this.cfg.timing.allocateMs;
     for (let i = 0; i < wanted; i++) longest = Math.max(longest, this.createNode(pool));
+    for (let i = 0; i < wantedLow; i++) longest = Math.max(longest, this.createNode(pool, false));
     this.later(longest, () => {
       if (error) {
         pool.resizeErrors = [error];
@@ -185,7 +252,9 @@ export class Engine {
   stopResize(pool: PoolRecord): void {
     this.setAllocationState(pool, 'stopping');
     this.later(Math.min(50, this.cfg.timing.allocateMs), () => {
-      pool.targetDedicatedNodes = this.liveNodes(pool).length;
+      const live = this.liveNodes(pool);
+      pool.targetDedicatedNodes = live.filter(isDedicatedNode).length;
+      pool.targetLowPriorityNodes = live.length - pool.targetDedicatedNodes;
       this.setAllocationState(pool, 'steady');
     });
   }
@@ -197,7 +266,7 @@ export class Engine {
   }
 
   /** Returns how long the node takes to be allocated. */
-  private createNode(pool: PoolRecord): number {
+  private createNode(pool: PoolRecord, dedicated = true): number {
     const ordinal = pool.nodeCounter++;
     this.nodeCounter++;
     // Azure's shape and length (tvmps_<64 hex>_d, 72 characters): what carries node ids (the live status, the job
@@ -222,6 +291,7 @@ export class Engine {
       errors: [],
       jobTasks: new Map(),
       removed: false,
+      ...(dedicated ? {} : { isDedicated: false }),
     };
     createNodeSandbox(dirs);
     this.mount(pool, ordinal, id, dirs);
@@ -282,6 +352,7 @@ export class Engine {
       nodeBandwidthBytesPerSec: this.cfg.nodeBandwidthBytesPerSec,
       subnet: poolSubnet(this.pools.get(node.poolId.toLowerCase())?.spec ?? {}),
       ...this.modulePathOf(node.poolId),
+      isDedicated: isDedicatedNode(node),
     });
   }
 
@@ -342,6 +413,7 @@ export class Engine {
     if (!this.checkUsable(pool, node)) return;
     this.setNodeState(node, 'idle');
     this.settleNode(node);
+    this.applyPreemptions();
   }
 
   private checkUsable(pool: PoolRecord, node: NodeRecord): boolean {
@@ -439,6 +511,7 @@ export class Engine {
     pool.state = 'deleting';
     pool.stateTransitionTime = new Date();
     pool.targetDedicatedNodes = 0;
+    pool.targetLowPriorityNodes = 0;
     this.setAllocationState(pool, 'resizing');
     // A deleted pool's nodes count against the core quota until the pool is gone (model/quota.ts).
     for (const n of this.liveNodes(pool)) this.removeNode(pool, n, 'requeue', false);
@@ -488,7 +561,7 @@ export class Engine {
         } else if (node.state === 'creating' || node.state === 'starting') {
           this.setNodeState(node, 'starting');
           this.later(this.cfg.timing.bootMs, () => this.boot(pool, node));
-        } else if (node.state !== 'unusable') {
+        } else if (node.state !== 'unusable' && node.state !== 'preempted') {
           this.bootAgain(pool, node);
         }
       }

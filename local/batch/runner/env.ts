@@ -60,6 +60,8 @@ export interface NodeEnvInput {
   subnet?: string;
   /** MODULEPATH of the pool's image (nodeimage/moduleTree.ts); default NODE_MODULEPATH for an image not in the catalog. */
   modulePath?: string;
+  /** False on a Spot/low-priority node (AZ_BATCH_NODE_IS_DEDICATED). */
+  isDedicated?: boolean;
 }
 
 /** The environment every process on a node starts from (tasks add their own on top). */
@@ -74,7 +76,7 @@ export function nodeEnvironment(n: NodeEnvInput): Record<string, string> {
     AZ_BATCH_ACCOUNT_URL: n.accountUrl,
     AZ_BATCH_POOL_ID: n.poolId,
     AZ_BATCH_NODE_ID: n.nodeId,
-    AZ_BATCH_NODE_IS_DEDICATED: 'true',
+    AZ_BATCH_NODE_IS_DEDICATED: n.isDedicated === false ? 'false' : 'true',
     AZ_BATCH_NODE_ROOT_DIR: n.root,
     AZ_BATCH_NODE_SHARED_DIR: path.join(n.root, 'shared'),
     AZ_BATCH_NODE_STARTUP_DIR: path.join(n.root, 'startup'),
