@@ -25,7 +25,8 @@ export const MountSchema = z
       .meta({ description: 'Mounted at $AZ_BATCH_NODE_MOUNTS_DIR/<name> on every node (Batch relativeMountPath).' }),
     path: pattern(FIXED_PATH_RE, 'an absolute path such as /apps, /data or /home/alice (segments of letters, digits, "._-"; at most 4)')
       .superRefine((p, ctx) => {
-        const problem = fixedPathProblem(p);
+        // Only a well-formed path is judged (the pattern's message already covers the rest).
+        const problem = FIXED_PATH_RE.test(p) ? fixedPathProblem(p) : undefined;
         if (problem) ctx.addIssue({ code: 'custom', message: problem });
       })
       .optional()
