@@ -11,6 +11,7 @@ import { nodeFilesystemSetup } from '../../shared/planning/nodeFilesystems';
 import { checkWorkloadDataAccess } from '../../shared/intake/workloadDataAccess';
 import { PlanningError } from '../../shared/planning/errors';
 import { FIXED_PATH_DENIED } from '../../shared/spec/sections/storageFields';
+import * as path from 'node:path';
 
 const SUBNET = '/subscriptions/00000000-1111-2222-3333-444444444444/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/compute';
 
@@ -148,5 +149,32 @@ describe('outputs from a mount', () => {
     expect(errorsOf(yaml(m, outputs('[{ pattern: "a", from: mount }]')))).toEqual([{ path: 'outputs.files[0].mount', message: expect.stringContaining('is required') }]);
     expect(errorsOf(yaml(m, outputs('[{ pattern: "a", from: mount, mount: other }]')))).toEqual([{ path: 'outputs.files[0].mount', message: 'must name one of mounts (data)' }]);
     expect(errorsOf(yaml(m, outputs('[{ pattern: "a", mount: data }]')))).toEqual([{ path: 'outputs.files[0].mount', message: 'only goes with from "mount"' }]);
+  });
+});
+
+describe('hpcjob explain --offline on the examples', () => {
+  // The CLI's offline path: the same pure function with the documented default settings, printed as text.
+  const offline = async (file: string) => {
+    const { explainCommand } = await import('../../cli/commands/explain');
+    const out: string[] = [];
+    const ctx = { json: true, out: (t: string) => out.push(t), err: () => undefined, api: () => { throw new Error('offline'); } };
+    await explainCommand(ctx as unknown as Parameters<typeof explainCommand>[0], path.join(__dirname, '../../examples/workloads', file), { offline: true });
+    return JSON.parse(out.join('')) as ReturnType<typeof explain>;
+  };
+
+  it('nfs-headnode-in-vnet.yaml: two NFS mounts, the start task binding /apps read-only and /data before the build', async () => {
+    const doc = await offline('nfs-headnode-in-vnet.yaml');
+    const body = doc.pool.request as PoolBody;
+    expect(body.mountConfiguration?.map((m) => m.nfsMountConfiguration.relativeMountPath)).toEqual(['apps', 'data']);
+    const cmd = body.startTask?.commandLine ?? '';
+    expect(cmd.indexOf('mount -o remount,bind,ro /apps')).toBeGreaterThan(0);
+    expect(cmd.indexOf('mount --bind "$AZ_BATCH_NODE_MOUNTS_DIR"/data /data')).toBeLessThan(cmd.indexOf('mpicc'));
+    expect(JSON.stringify(doc.mpiTask)).toContain('"filePattern":"$AZ_BATCH_NODE_MOUNTS_DIR/data/result-*.txt"');
+  });
+
+  it('parallel-scratch-ior.yaml: the scratch is the master\'s disk over NFS, removed by the release task', async () => {
+    const doc = await offline('parallel-scratch-ior.yaml');
+    expect(doc.scratch).toMatchObject({ kind: 'masterNfs' });
+    expect((doc.pool.request as PoolBody).mountConfiguration).toBeUndefined();
   });
 });
