@@ -39,7 +39,7 @@ type PoolBody = { mountConfiguration?: Record<string, Record<string, string>>[];
 describe('fixed paths', () => {
   it('accepts /apps, /data, /scratch and a shared home', () => {
     const s = spec(yaml('[{ name: apps, path: /apps, readOnly: true, nfs: { source: "10.0.0.4:/export/apps" } }, { name: home, path: /home/alice, nfs: { source: "10.0.0.4:/export/home" } }]'));
-    expect(s.mounts?.map((m) => [m.path, m.readOnly])).toEqual([['/apps', true], ['/home/alice', false]]);
+    expect(s.mounts?.map((m) => [m.path, m.readOnly])).toEqual([['/apps', true], ['/home/alice', undefined]]);
   });
 
   it.each([...FIXED_PATH_DENIED.filter((p) => p !== '/lost+found'), '/usr/local/apps', '/mnt/batch/x', '/lib64x'])('refuses %s with the field path', (p) => {

@@ -31,8 +31,8 @@ export const MountSchema = z
       })
       .optional()
       .meta({ description: 'Also at this fixed path on every node (the start task, as root, bind-mounts $AZ_BATCH_NODE_MOUNTS_DIR/<name> there), for codes that expect /apps, /data, /scratch or a shared home. System and Batch directories are refused.' }),
-    readOnly: z.boolean({ error: 'must be true or false' }).default(false)
-      .meta({ description: 'Mount read-only on every node (the NFS kinds get "-o ro", a fixed path is bind-mounted read-only, Lustre is mounted ro). Default: read-write.' }),
+    readOnly: z.boolean({ error: 'must be true or false' }).optional()
+      .meta({ description: 'true: mount read-only on every node (the NFS kinds get "-o ro", a fixed path is bind-mounted read-only, Lustre is mounted ro). Left out or false: read-write.' }),
     nfs: z.strictObject({
       source: pattern(NFS_SOURCE_RE, 'an NFS export "host:/path" (host a DNS name or IPv4 address)'),
       options: options(),
