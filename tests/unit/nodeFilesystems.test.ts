@@ -12,6 +12,7 @@ import { checkWorkloadDataAccess } from '../../shared/intake/workloadDataAccess'
 import { PlanningError } from '../../shared/planning/errors';
 import { FIXED_PATH_DENIED } from '../../shared/spec/sections/storageFields';
 import * as path from 'node:path';
+import { checkDataAreas } from '../../shared/intake/dataAreas';
 
 const SUBNET = '/subscriptions/00000000-1111-2222-3333-444444444444/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/compute';
 
@@ -176,5 +177,23 @@ describe('hpcjob explain --offline on the examples', () => {
     const doc = await offline('parallel-scratch-ior.yaml');
     expect(doc.scratch).toMatchObject({ kind: 'masterNfs' });
     expect((doc.pool.request as PoolBody).mountConfiguration).toBeUndefined();
+  });
+});
+
+describe('tenancy (shared/intake/dataAreas.ts)', () => {
+  const caller = { owner: 'alice', roles: ['submitter'] as const, admin: false };
+
+  it('an Azure Files NFS share of a data account is a whole-container area: refused unless a shared area covers it', () => {
+    const s = spec(yaml('[{ name: d, path: /data, azureFilesNfs: { account: data1, share: cases } }]'));
+    expect(checkDataAreas(s, { ...caller, roles: [...caller.roles] }, []).map((e) => e.path)).toEqual(['mounts[0].azureFilesNfs.share']);
+    const readable = [{ account: 'data1', container: 'cases', prefix: '', roles: '*' as const, write: false }];
+    expect(checkDataAreas(s, { ...caller, roles: [...caller.roles] }, readable)).toHaveLength(1);
+    const ro = spec(yaml('[{ name: d, path: /data, readOnly: true, azureFilesNfs: { account: data1, share: cases } }]'));
+    expect(checkDataAreas(ro, { ...caller, roles: [...caller.roles] }, readable)).toEqual([]);
+  });
+
+  it('outputs from a mount go under the prefix, which must be the caller\'s own area', () => {
+    const s = spec(yaml('[{ name: data, nfs: { source: "10.0.0.4:/x" } }]', 'outputs: { account: data1, container: results, prefix: users/bob/x, files: [{ pattern: "*", from: mount, mount: data }] }'));
+    expect(checkDataAreas(s, { ...caller, roles: [...caller.roles] }, [])).toEqual([{ path: 'outputs.prefix', message: expect.stringContaining('outside your data area') }]);
   });
 });
