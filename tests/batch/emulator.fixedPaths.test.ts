@@ -3,7 +3,7 @@
  *   - a Batch NFS mount of a shared-network service (head node, NetApp Files, Azure Files NFS in the pool's subnet)
  *     is that service's exported directory; from a pool in another subnet the node comes up without it;
  *   - the start task's `mount --bind` puts a mount at a fixed path (/apps) that every later process of the node sees,
- *     read-only when remounted so, private to the node (another pool binds the same path to something else);
+ *     read-only when remounted so; on this machine the path stays an empty mount point (the binds are the node's);
  *   - Lustre by MGS address (mount -t lustre MGS@tcp:/fsname) mounts the service's /fsname export.
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
