@@ -53,7 +53,7 @@ function poolLines(doc: ExplainDocument): string[] {
       + `no image preload, allocation within ${p.resizeTimeoutMinutes} min${p.minNodes < p.nodes ? ` (runs on ${p.minNodes}+ nodes)` : ''}; deleted: ${p.deleteAfter}`,
     ...(management ? [`through the management plane (Resource Manager) with the pool identity ${identity.join(', ')}`] : []),
     ...(r.startTask ? [`start task (every node, elevated): ${str(start.commandLine)}`, ...resourceFiles(start.resourceFiles)] : []),
-    ...p.mounts.map((m) => `mount ${m.name} (${m.kind}) at ${m.path}: ${m.credential}`),
+    ...p.mounts.map((m) => `mount ${m.name} (${m.kind}${m.access === 'readOnly' ? ', read-only' : ''}) at ${m.path}: ${m.credential}${m.atJobEnd ? `; at job end: ${m.atJobEnd}` : ''}`),
   ];
 }
 

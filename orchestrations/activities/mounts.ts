@@ -7,7 +7,8 @@ import type { MountSpec } from '../../shared/batch';
 import type { MountRequest } from '../../shared/planning/workloadData';
 import type { BlobAccount } from '../../shared/storage/clients';
 import { containerSasUrl } from '../../shared/storage/sas';
-import { blobfusePermissions, mountSpec } from '../../shared/planning/batchRequests';
+import { batchMountRequests, blobfusePermissions, mountSpec } from '../../shared/planning/batchRequests';
+import { mountServerSource } from '../../shared/planning/nodeFilesystems';
 
 export interface MountDeps {
   /** The MOUNT_SECRET_<name> settings, by name. */
@@ -45,9 +46,11 @@ export function azureFileUrl(account: BlobAccount, share: string): string {
 
 export async function resolveMounts(requests: readonly MountRequest[], deps: MountDeps): Promise<MountSpec[]> {
   const out: MountSpec[] = [];
-  for (const m of requests) {
-    if (m.nfs) {
-      deps.checkSource(m.nfs.source);
+  // Lustre is mounted by the start task (no Batch mount), from a source the deployment lists all the same.
+  for (const m of requests) if (m.lustre) deps.checkSource(mountServerSource(m) as string);
+  for (const m of batchMountRequests(requests)) {
+    if (m.nfs || m.azureFilesNfs || m.netappFiles) {
+      deps.checkSource(mountServerSource(m) as string);
       out.push(mountSpec(m, {}));
     } else if (m.cifs) {
       deps.checkSource(m.cifs.source);

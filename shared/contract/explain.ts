@@ -56,10 +56,12 @@ export const ExplainDocumentSchema = z.object({
       .meta({ description: 'The start task\'s files: each blob is downloaded through a read-only SAS URL living sasMinutes, or, with a pool identity, through its plain URL read with that identity (sasMinutes null).' }),
     mounts: z.array(z.object({
       name: z.string(),
-      kind: z.enum(['nfs', 'azureFiles', 'blobfuse', 'cifs']),
-      path: z.string().meta({ description: 'Where every node sees it: $AZ_BATCH_NODE_MOUNTS_DIR/<name>.' }),
+      kind: z.enum(['nfs', 'azureFiles', 'blobfuse', 'cifs', 'azureFilesNfs', 'netappFiles', 'lustre']),
+      path: z.string().meta({ description: 'Where every node sees it: $AZ_BATCH_NODE_MOUNTS_DIR/<name>, or its fixed path (bind-mounted by the start task).' }),
       credential: z.string().meta({ description: 'What the mount authenticates with (never the secret itself).' }),
-    })).meta({ description: 'File systems Batch mounts on every node (the request\'s mountConfiguration).' }),
+      access: z.enum(['readOnly', 'readWrite']).optional(),
+      atJobEnd: z.string().optional().meta({ description: 'What happens to the mount and its data when the job ends.' }),
+    })).meta({ description: 'File systems on every node: the request\'s mountConfiguration, and Lustre and fixed paths made by the start task (pool.request.startTask).' }),
     reuseChecks: z.array(z.string()).meta({ description: 'What a reused pool must satisfy, checked before anything runs on it (empty when the job creates its pool).' }),
     facts: z.object({
       source: z.enum(['account', 'offline']).meta({ description: '"account": read from the Batch account (the dry run); "offline": the built-in VM size table, which knows cores and families but not what a region offers.' }),

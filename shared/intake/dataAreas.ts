@@ -46,11 +46,14 @@ export function dataAreaPaths(spec: JobSpec): AreaPath[] {
     out.push({ path: 'outputs.prefix', account: spec.outputs.account, container: spec.outputs.container, name: `${spec.outputs.prefix}/`, access: 'write' });
   }
   // A mount exposes its whole container or share on every node: only an area that is the whole container covers it.
+  // A read-only mount (mounts[].readOnly, blobfuse.readOnly) needs read access only.
   (spec.mounts ?? []).forEach((m, i) => {
-    if (m.blobfuse) out.push({ path: `mounts[${i}].blobfuse.container`, account: m.blobfuse.account, container: m.blobfuse.container, name: '', access: m.blobfuse.readOnly ? 'read' : 'write' });
+    const access: AreaAccess = m.readOnly ? 'read' : 'write';
+    if (m.blobfuse) out.push({ path: `mounts[${i}].blobfuse.container`, account: m.blobfuse.account, container: m.blobfuse.container, name: '', access: m.blobfuse.readOnly ? 'read' : access });
     if (m.azureFiles) out.push({ path: `mounts[${i}].azureFiles.share`, account: m.azureFiles.account, container: m.azureFiles.share, name: '', access: 'write' });
+    if (m.azureFilesNfs) out.push({ path: `mounts[${i}].azureFilesNfs.share`, account: m.azureFilesNfs.account, container: m.azureFilesNfs.share, name: '', access });
     const nfs = m.nfs ? storageNfsTarget(m.nfs.source) : undefined;
-    if (nfs) out.push({ path: `mounts[${i}].nfs.source`, account: nfs.account, container: nfs.container, name: '', access: 'write' });
+    if (nfs) out.push({ path: `mounts[${i}].nfs.source`, account: nfs.account, container: nfs.container, name: '', access });
   });
   return out;
 }

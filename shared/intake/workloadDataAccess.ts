@@ -6,6 +6,7 @@
  */
 import type { JobSpec, SpecError } from '../spec';
 import { urlRefusal } from './addressPolicy';
+import { mountServerSource } from '../planning/nodeFilesystems';
 
 /** The policy's verdict on one container (or file share) of an account: why not, or undefined. */
 export type Refusal = (account: string, container: string) => string | undefined;
@@ -67,6 +68,12 @@ export function checkWorkloadDataAccess(spec: JobSpec, policy: WorkloadPolicy, r
           : refusal(onStorage.account, onStorage.container)
         : mountSourceAllowed(sources, m.nfs.source) ? undefined : notListed(m.nfs.source, sources);
       if (why) errors.push({ path: `${at}.nfs.source`, message: why });
+    }
+    if (m.azureFilesNfs) check(`${at}.azureFilesNfs`, m.azureFilesNfs.account, m.azureFilesNfs.share, 'share');
+    // NetApp Files and Lustre are servers by address: the deployment lists them like any file server.
+    for (const [kind, field] of [['netappFiles', 'address'], ['lustre', 'mgs']] as const) {
+      const source = m[kind] ? mountServerSource(m) : undefined;
+      if (source && !mountSourceAllowed(sources, source)) errors.push({ path: `${at}.${kind}.${field}`, message: notListed(source, sources) });
     }
     if (m.cifs && !mountSourceAllowed(sources, m.cifs.source)) errors.push({ path: `${at}.cifs.source`, message: notListed(m.cifs.source, sources) });
     const names = policy.mountSecretNames;

@@ -8,7 +8,9 @@
 import { poolSplit } from './spotPolicy';
 import type { BatchJobCreateInput, NodeTaskRequest, SecretEnvironmentRef } from '../contract/activities';
 import type { BatchJobSpec, JobPoolSpec, MountSpec, MpiTaskSpec, NodeTaskSpec, ResourceFileSpec } from '../batch';
-import { userCommandLine } from '../mpi/userShell';
+import { GLUE_STRICT, NODE_PROFILE, USER_MODE, userCommandLine, userStep } from '../mpi/userShell';
+import { bashCommandLine } from '../mpi/shellQuote';
+import { NETWORK_MOUNT_KINDS, mountKind, mountServerSource, nfsMountOptions, nodeFilesystemSetup } from './nodeFilesystems';
 import { resolvePoolNetwork } from '../spec/sections/network';
 import { PlanningError } from './errors';
 import { parseIsoDuration } from '../spec/duration';
@@ -60,6 +62,16 @@ export function jobPoolSpec(
   const identityResourceId = resolved.identityResourceId;
   const network = resolvePoolNetwork(input.network, resolved.defaultSubnetId);
   if (network && 'error' in network) throw new PlanningError(network.error, { poolId: input.poolId });
+  // Azure Files NFS, NetApp Files and Lustre answer private addresses only: without a subnet nothing could mount them.
+  (input.mounts ?? []).forEach((m, i) => {
+    const kind = mountKind(m);
+    if (!network && kind && NETWORK_MOUNT_KINDS.includes(kind)) {
+      throw new PlanningError(
+        `mounts[${i}].${kind}: ${m.name} is reached through a virtual network only (no key, no public endpoint): put the pool in one (pool.network.subnetId, or the deployment's POOL_SUBNET_ID)`,
+        { poolId: input.poolId },
+      );
+    }
+  });
   const registries = input.registry && identityResourceId && input.registry.identity === 'managed'
     ? [{ registryServer: input.registry.server, identityResourceId }]
     : undefined;
@@ -75,14 +87,34 @@ export function jobPoolSpec(
     image: input.customImageId ? { virtualMachineImageId: input.customImageId } : { ...input.image },
     nodeAgentSkuId: input.nodeAgentSku,
     resizeTimeoutMinutes: Math.max(5, Math.round((parseIsoDuration(input.resizeTimeout) ?? 15 * 60_000) / 60_000)),
-    startTask: input.startTask
-      ? { commandLine: userCommandLine(input.startTask.command), resourceFiles: resolved.startTaskFiles, elevated: true, waitForSuccess: true }
-      : undefined,
+    startTask: poolStartTask(input, resolved.startTaskFiles),
     ...(registries ? { containerRegistries: registries } : {}),
     displayName: displayNameFor(input.jobId),
     mounts: resolved.mounts,
     ...(network ? { network } : {}),
   };
+}
+
+/**
+ * The pool's start task: the file system steps the mounts need (Lustre, fixed paths; nodeFilesystems.ts), as root,
+ * then the user's start task as user code. Without either, none.
+ */
+function poolStartTask(input: PoolCreateRequest, resourceFiles: ResourceFileSpec[] | undefined): JobPoolSpec['startTask'] {
+  const setup = nodeFilesystemSetup(input.mounts ?? []);
+  if (!setup.length && !input.startTask) return undefined;
+  const commandLine = setup.length
+    ? bashCommandLine([
+        GLUE_STRICT,
+        ...setup,
+        ...(input.startTask ? [USER_MODE, NODE_PROFILE, ...userStep('pool.startTask.command', input.startTask.command)] : []),
+      ].join('\n'))
+    : userCommandLine((input.startTask as NonNullable<PoolCreateRequest['startTask']>).command);
+  return { commandLine, resourceFiles: input.startTask ? resourceFiles : undefined, elevated: true, waitForSuccess: true };
+}
+
+/** The mounts Batch makes itself (mountConfiguration): all but Lustre, which the start task mounts. */
+export function batchMountRequests(mounts: readonly MountRequest[]): MountRequest[] {
+  return mounts.filter((m) => !m.lustre);
 }
 
 /** The credentials of one mount, resolved by the poolCreate activity (or placeholders in a dry run). */
@@ -101,7 +133,9 @@ export function mountSpec(m: MountRequest, c: MountCredentials): MountSpec {
     if (v === undefined) throw new Error(`mount ${m.name}: no ${what} resolved`);
     return v;
   };
-  if (m.nfs) return { kind: 'nfs', relativeMountPath: m.name, source: m.nfs.source, mountOptions: m.nfs.options };
+  if (m.nfs || m.azureFilesNfs || m.netappFiles) {
+    return { kind: 'nfs', relativeMountPath: m.name, source: mountServerSource(m) as string, mountOptions: nfsMountOptions(m) };
+  }
   if (m.cifs) {
     return { kind: 'cifs', relativeMountPath: m.name, source: m.cifs.source, username: m.cifs.username, password: need(c.secret, 'password'), mountOptions: m.cifs.options };
   }
@@ -116,7 +150,7 @@ export function mountSpec(m: MountRequest, c: MountCredentials): MountSpec {
     };
   }
   if (m.blobfuse) {
-    const options = [m.blobfuse.readOnly ? '-o ro' : undefined, m.blobfuse.options].filter(Boolean).join(' ');
+    const options = [m.blobfuse.readOnly || m.readOnly ? '-o ro' : undefined, m.blobfuse.options].filter(Boolean).join(' ');
     return {
       kind: 'blobfuse',
       relativeMountPath: m.name,
@@ -126,7 +160,7 @@ export function mountSpec(m: MountRequest, c: MountCredentials): MountSpec {
       blobfuseOptions: options || undefined,
     };
   }
-  throw new Error(`mount ${m.name}: names no file system (nfs, azureFiles, blobfuse or cifs)`);
+  throw new Error(`mount ${m.name}: names no file system Batch mounts (nfs, azureFiles, blobfuse, cifs, azureFilesNfs or netappFiles)`);
 }
 
 /**
@@ -140,7 +174,7 @@ export function mountSasLifetimeMs(validForMs: number | undefined, settings: { s
 
 /** The SAS permissions a blobfuse mount gets on its container. */
 export function blobfusePermissions(m: MountRequest): 'rl' | 'racwdl' {
-  return m.blobfuse?.readOnly ? 'rl' : 'racwdl';
+  return m.blobfuse?.readOnly || m.readOnly ? 'rl' : 'racwdl';
 }
 
 /** The Batch job that holds the job's tasks, with the release task that cleans every node it ran on. */

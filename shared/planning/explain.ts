@@ -24,11 +24,12 @@ import { sifPathExpr, singularityUri } from '../mpi/singularity';
 import { resolveDestination } from '../spec/normalize';
 import type { JobSpec } from '../spec/schema';
 import {
-  IMAGE_SAS_MINUTES, batchJobSpec, blobfusePermissions, jobPoolSpec, mountSasLifetimeMs, mountSpec, mpiTaskSpec, nodeResourceFile, nodeTaskId,
+  IMAGE_SAS_MINUTES, batchJobSpec, batchMountRequests, blobfusePermissions, jobPoolSpec, mountSasLifetimeMs, mountSpec, mpiTaskSpec, nodeResourceFile, nodeTaskId,
   nodeTaskSpec, pullNodeTask, shardDownloadConcurrency, shardDownloadTask, shardSasLifetimeMs, startTaskResourceFile, startTaskSasMinutes,
   uploadTaskRequest, type MountCredentials,
 } from './batchRequests';
 import { planJob, stagingContainerFor } from './jobPlan';
+import { mountServerSource } from './nodeFilesystems';
 import { preflightTaskId, preflightTaskRequest, preflightThresholds } from './preflight';
 import { retryPolicyFor } from './retryPolicy';
 import { expandArray } from '../scheduling/arrays';
@@ -165,8 +166,23 @@ function mountCredentials(m: MountRequest, settings: ExplainSettings, validForMs
 }
 
 function mountSummary(m: MountRequest): ExplainDocument['pool']['mounts'][number] {
-  const path = `$AZ_BATCH_NODE_MOUNTS_DIR/${m.name}`;
+  const base = `$AZ_BATCH_NODE_MOUNTS_DIR/${m.name}`;
+  const path = m.path ? `${m.path} (bind-mounted by the start task from ${base})` : base;
+  const extra = { access: m.readOnly || m.blobfuse?.readOnly ? 'readOnly' as const : 'readWrite' as const, atJobEnd: atJobEnd(m) };
+  return { ...mountSummaryOf(m, path), ...extra };
+}
+
+/** What happens to a mount's data when the job ends (docs/job-spec.md, "Mounts"). */
+function atJobEnd(m: MountRequest): string {
+  if (m.blobfuse) return 'unmounted with the pool; the files stay in the blob container';
+  return 'unmounted with the pool (or kept mounted while a kept pool lives); the files stay on the file server';
+}
+
+function mountSummaryOf(m: MountRequest, path: string): Omit<ExplainDocument['pool']['mounts'][number], 'access' | 'atJobEnd'> {
   if (m.nfs) return { name: m.name, kind: 'nfs', path, credential: `none (NFS ${m.nfs.source}: network rules guard it)` };
+  if (m.azureFilesNfs) return { name: m.name, kind: 'azureFilesNfs', path, credential: `none (NFS 4.1 ${mountServerSource(m)}: the virtual network is the authentication)` };
+  if (m.netappFiles) return { name: m.name, kind: 'netappFiles', path, credential: `none (NFS ${mountServerSource(m)}: the volume's export policy and the virtual network guard it)` };
+  if (m.lustre) return { name: m.name, kind: 'lustre', path, credential: `none (Lustre ${m.lustre.mgs}@tcp:/${m.lustre.fsname}, mounted by the start task: the virtual network guards it)` };
   if (m.cifs) return { name: m.name, kind: 'cifs', path, credential: `user ${m.cifs.username}, password from app setting MOUNT_SECRET_${m.cifs.secretRef}` };
   if (m.azureFiles) return { name: m.name, kind: 'azureFiles', path, credential: `account key from app setting MOUNT_SECRET_${m.azureFiles.secretRef}` };
   const b = m.blobfuse as NonNullable<MountRequest['blobfuse']>;
@@ -238,7 +254,7 @@ function explainOne(input: ExplainInput): ExplainDocument {
     startTaskFiles: spec.pool.startTask?.resourceFiles.map((f) => identity
       ? startTaskResourceFile(f, runTime(`URL of blob ${f.account}/${f.container}/${f.blob} (no SAS: read with the pool identity)`), identity.resourceId)
       : startTaskResourceFile(f, runTime(`read-only SAS URL of blob ${f.account}/${f.container}/${f.blob}, valid ${startTaskSas} minutes`))),
-    mounts: mounts.length ? mounts.map((m) => mountSpec(m, mountCredentials(m, settings, plan.poolCreate.mountSasValidForMs))) : undefined,
+    mounts: batchMountRequests(mounts).length ? batchMountRequests(mounts).map((m) => mountSpec(m, mountCredentials(m, settings, plan.poolCreate.mountSasValidForMs))) : undefined,
     identityResourceId: identity?.resourceId,
     owner: input.owner ?? runTime("the submitter's owner id"),
     ...(settings.poolSubnetId ? { defaultSubnetId: settings.poolSubnetId } : {}),

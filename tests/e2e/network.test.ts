@@ -6,8 +6,11 @@
  *    -machinefile $PBS_NODEFILE) runs unchanged under mpi.launcher.compat: pbs; its dry run shows the node file and
  *    the PBS variables in the MPI task's command line (what `hpcjob explain` prints).
  *  - nfs-headnode-in-vnet: a pool in subnet "compute" mounts a file server of that subnet (the emulator's
- *    shared-network service 10.20.0.4) in its start task, builds the program from it and writes its result back;
- *    the same spec in another subnet cannot reach the server and fails in the start task, saying so.
+ *    shared-network service 10.20.0.4) at the fixed paths /apps (read-only) and /data, builds the program from /apps
+ *    and writes its result to /data, which is also uploaded (from: mount); the same spec in another subnet cannot
+ *    reach the server and fails in the start task.
+ *  - parallel-scratch-ior: every rank writes a block to the per-job shared scratch and reads back and checks the
+ *    block of a rank on the other node (IOR-like); the summary is uploaded from the scratch.
  */
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
@@ -24,6 +27,7 @@ const WORKLOADS = path.join(REPO_ROOT, 'examples', 'workloads');
 const JOBS: Record<string, string> = {
   'net-pbs': 'pbs-script-compat.yaml',
   'net-nfs': 'nfs-headnode-in-vnet.yaml',
+  'net-ior': 'parallel-scratch-ior.yaml',
 };
 const SUBNET = '/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/hpc-local/providers/Microsoft.Network/virtualNetworks/vnet-local';
 /** The head node's exports: software and case data, on this machine. */
@@ -46,6 +50,8 @@ beforeAll(async () => {
     port: 0,
     logDestination: path.join(logs, 'e2e-network-host.log'),
     demoImageFillerBytes: 64 * 1024,
+    // The head node's exports are file servers jobs may mount on this deployment.
+    env: { DATA_MOUNT_SOURCES: '10.20.0.4:/export/*' },
     batch: {
       networkServices: [{
         name: 'headnode', subnetId: `${SUBNET}/subnets/compute`, address: '10.20.0.4',
@@ -57,6 +63,7 @@ beforeAll(async () => {
   await software.createIfNotExists();
   await software.getBlockBlobClient('ranks.c').uploadFile(path.join(REPO_ROOT, 'examples', 'mpi', 'ranks.c'));
   await software.getBlockBlobClient('solver.pbs').uploadFile(path.join(WORKLOADS, 'files', 'solver.pbs'));
+  await software.getBlockBlobClient('scratchio.c').uploadFile(path.join(REPO_ROOT, 'examples', 'mpi', 'scratchio.c'));
   for (const [id, file] of Object.entries(JOBS)) {
     const res = await fetch(`${stack.baseUrl}/api/jobs?dryRun=true`, {
       method: 'POST',
@@ -105,17 +112,33 @@ describe('launch.compat: pbs (pbs-script-compat.yaml)', () => {
   });
 });
 
+/** A blob of the data account's results container. */
+async function resultBlob(name: string): Promise<string> {
+  return (await stack.operator.blobService(DATA_ACCOUNT.name).getContainerClient('results').getBlobClient(name).downloadToBuffer()).toString('utf8');
+}
+
 describe('a pool in the file server\'s network (nfs-headnode-in-vnet.yaml)', () => {
-  test('the dry run shows the pool\'s networkConfiguration', () => {
-    expect((docs.get('net-nfs')?.pool.request as { networkConfiguration?: unknown }).networkConfiguration).toEqual({ subnetId: `${SUBNET}/subnets/compute` });
+  test('the dry run shows the pool\'s networkConfiguration, the Batch NFS mounts and the start task binding /apps and /data', () => {
+    const request = docs.get('net-nfs')?.pool.request as { networkConfiguration?: unknown; mountConfiguration?: unknown; startTask?: { commandLine: string } };
+    expect(request.networkConfiguration).toEqual({ subnetId: `${SUBNET}/subnets/compute` });
+    expect(request.mountConfiguration).toEqual([
+      { nfsMountConfiguration: { source: '10.20.0.4:/export/apps', relativeMountPath: 'apps', mountOptions: '-o ro -o vers=4.1' } },
+      { nfsMountConfiguration: { source: '10.20.0.4:/export/data', relativeMountPath: 'data', mountOptions: '-o vers=4.1' } },
+    ]);
+    expect(request.startTask?.commandLine).toContain('mount --bind "$AZ_BATCH_NODE_MOUNTS_DIR"/apps /apps');
+    expect(request.startTask?.commandLine).toContain('mount -o remount,bind,ro /apps');
+    expect(request.startTask?.commandLine).toContain('mount --bind "$AZ_BATCH_NODE_MOUNTS_DIR"/data /data');
   });
 
-  test('every node mounted the head node\'s exports; the program built from /export/apps wrote its result to /export/data', async () => {
+  test('every node had the exports at /apps and /data; the program built from /apps wrote its result to /data, uploaded from the mount', async () => {
     const view = await succeeded('net-nfs');
     const out = view.result?.mpi?.stdoutTail ?? '';
     expect(out).toContain('case: cavity 2x2');
     expect(resultOf(view)).toEqual({ ranks: 4, rankSum: 6 });
     expect(readFileSync(path.join(served, 'data', 'result-2.txt'), 'utf8')).toBe('RESULT {"ranks":4,"rankSum":6}\n');
+    const prefix = view.result?.outputs?.prefix as string;
+    expect(prefix).toMatch(/^users\/[0-9a-f-]+\/[0-9a-f-]+\/jobs\/net-nfs$/);
+    expect(await resultBlob(`${prefix}/mounts/data/result-2.txt`)).toBe('RESULT {"ranks":4,"rankSum":6}\n');
   });
 
   test('the same spec in another subnet cannot reach the server: every node\'s start task fails, the job fails in provisioning', () => {
@@ -124,5 +147,22 @@ describe('a pool in the file server\'s network (nfs-headnode-in-vnet.yaml)', () 
     const view = views.get('net-nfs-outside') as JobViewLite;
     expect(view.state).toBe('Failed');
     expect(view.error?.message).toMatch(/^Provisioning: pool hpc-net-nfs-outside: \d+ nodes failed \(\S+ starttaskfailed, \S+ starttaskfailed\)/);
+  });
+});
+
+describe('a per-job parallel scratch over the nodes\' disks (parallel-scratch-ior.yaml)', () => {
+  test('every rank wrote its block and read back another node\'s rank\'s block without an error; the summary outlived the pool', async () => {
+    const view = await succeeded('net-ior');
+    const out = view.result?.mpi?.stdoutTail ?? '';
+    for (const [rank, other] of [[0, 2], [1, 3], [2, 0], [3, 1]]) expect(out).toContain(`rank ${rank} wrote block-${rank}, read block-${other}: 0 errors`);
+    expect(resultOf(view)).toEqual({ ranks: 4, bytesPerRank: 1048576, errors: 0 });
+    expect(await resultBlob(`${view.result?.outputs?.prefix as string}/scratch/ior/summary.txt`)).toBe('RESULT {"ranks":4,"bytesPerRank":1048576,"errors":0}\n');
+  });
+
+  test('the dry run shows the scratch: the master exports it in the coordination command, the release task removes it', () => {
+    const doc = docs.get('net-ior') as ExplainDocument;
+    expect(doc.scratch).toMatchObject({ kind: 'masterNfs' });
+    expect(JSON.stringify(doc.mpiTask)).toContain('exportfs');
+    expect(JSON.stringify(doc.batchJob.request)).toContain('umount');
   });
 });

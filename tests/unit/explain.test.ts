@@ -310,7 +310,7 @@ describe('the document, field by field', () => {
       { source: 'url:https://wrf-release.example.org/v4.5/run-member.sh', path: 'run/run-member.sh', fileMode: '0755', sasMinutes: null },
     ]);
     expect(doc.scratch).toEqual({ kind: 'mount', directory: '$AZ_BATCH_NODE_MOUNTS_DIR/shared/scratch/j1', mount: 'shared' });
-    expect(doc.pool.mounts).toEqual([{ name: 'shared', kind: 'blobfuse', path: '$AZ_BATCH_NODE_MOUNTS_DIR/shared', credential: expect.stringMatching(/SAS \(racwdl\) on data1\/shared/) }]);
+    expect(doc.pool.mounts).toEqual([{ name: 'shared', kind: 'blobfuse', path: '$AZ_BATCH_NODE_MOUNTS_DIR/shared', credential: expect.stringMatching(/SAS \(racwdl\) on data1\/shared/), access: 'readWrite', atJobEnd: expect.stringContaining('blob container') }]);
     // 30 minutes of wall clock + the 60-minute margin.
     expect(doc.outputs?.sasMinutes).toBe(90);
     expect(doc.batchJob.autoComplete?.after).toBe('nodeUploadsDone');

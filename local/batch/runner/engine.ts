@@ -262,7 +262,8 @@ export class Engine {
   /** The pool's mounts on a new or restored node, less those an injected fault broke on it (brokenMounts). */
   private mount(pool: PoolRecord, ordinal: number, nodeId: string, dirs: ReturnType<typeof nodeDirs>): void {
     const broken = new Set(this.cfg.faults.nodeFault(pool.id, ordinal, nodeId)?.brokenMounts ?? []);
-    mountOnNode(dirs.root, dirs.mounts, modelledMounts(this.cfg.dataDir, pool.spec.mountConfiguration).filter((m) => !broken.has(m.relativeMountPath)));
+    const network = { services: this.serviceHosts, subnet: poolSubnet(pool.spec) };
+    mountOnNode(dirs.root, dirs.mounts, modelledMounts(this.cfg.dataDir, pool.spec.mountConfiguration, network).filter((m) => !broken.has(m.relativeMountPath)));
   }
 
   /** Returns how long the node takes to be allocated. */

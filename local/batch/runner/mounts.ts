@@ -6,7 +6,7 @@
  * the blob container, an NFS mount by no NFS server.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import type { Json } from '../model/types';
 import { writeAtomically } from './sandbox';
@@ -26,8 +26,20 @@ export interface ModelledMount {
   source: string;
 }
 
-/** The mounts of a pool's mountConfiguration, each with the directory that models it. */
-export function modelledMounts(dataDir: string, mountConfiguration: unknown): ModelledMount[] {
+/** A shared-network service as the mounts see it (networkServices.ts): its address, root and subnet. */
+export interface MountableService {
+  ip: string;
+  root: string;
+  subnet: string;
+}
+
+/**
+ * The mounts of a pool's mountConfiguration, each with the directory that models it. An NFS source on a
+ * shared-network service's address (a head node, NetApp Files, Azure Files NFS in the pool's network) is that
+ * service's exported directory, mounted only by a pool in the service's subnet: from anywhere else it is
+ * `unreachable` (the node comes up without it, as with the brokenMounts fault).
+ */
+export function modelledMounts(dataDir: string, mountConfiguration: unknown, network: { services?: readonly MountableService[]; subnet?: string } = {}): ModelledMount[] {
   if (!Array.isArray(mountConfiguration)) return [];
   const out: ModelledMount[] = [];
   for (const m of mountConfiguration as Json[]) {
@@ -35,11 +47,33 @@ export function modelledMounts(dataDir: string, mountConfiguration: unknown): Mo
       const c = m[prop] as Json | undefined;
       if (!c) continue;
       const source = sourceOf(c);
+      const served = kind === 'nfs' ? servedDirectory(source, network) : undefined;
+      if (served === null) continue;
       const key = `${kind}-${createHash('sha256').update(source).digest('hex').slice(0, 16)}`;
-      out.push({ relativeMountPath: String(c.relativeMountPath), target: path.join(dataDir, 'mounts', key), kind, source });
+      out.push({ relativeMountPath: String(c.relativeMountPath), target: served ?? path.join(dataDir, 'mounts', key), kind, source });
     }
   }
   return out;
+}
+
+/**
+ * The directory a shared-network service serves for an NFS source: undefined when the host is no service; null when
+ * the pool cannot mount it (another subnet, or a path the service does not export).
+ */
+function servedDirectory(source: string, network: { services?: readonly MountableService[]; subnet?: string }): string | undefined | null {
+  const host = source.slice(0, source.indexOf(':'));
+  const service = network.services?.find((s) => s.ip === host);
+  if (!service) return undefined;
+  if ((network.subnet ?? '').toLowerCase() !== service.subnet) return null;
+  const at = path.join(service.root, path.posix.normalize(source.slice(source.indexOf(':') + 1)));
+  try {
+    // Only what the service exports (its NFS table: "*<TAB>path<TAB>options" lines).
+    const exported = readFileSync(path.join(service.root, 'volatile', 'emulator-nfs', 'exports'), 'utf8').split('\n').map((l) => l.split('\t')[1]).filter(Boolean);
+    if (!exported.some((e) => at === e || at.startsWith(`${e}/`))) return null;
+    return realpathSync(at);
+  } catch {
+    return null;
+  }
 }
 
 /** Where a node records its modelled mounts (the output file upload reads it: a mounted file system is on the node). */

@@ -1,3 +1,4 @@
+import { inNodeNamespace } from './mountNamespace';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { timerMs } from '../model/duration';
@@ -123,7 +124,8 @@ export class TaskExecutor {
     writeFileSync(stdoutPath, '');
     writeFileSync(stderrPath, '');
     const container = opts.container as Json | undefined;
-    const wrap = container ? (argv: string[]) => containerArgv(container, opts.env, opts.cwd, argv) : undefined;
+    // Every process of a node runs in its own mount namespace holding the node's fixed paths (mountNamespace.ts).
+    const wrap = (argv: string[]) => inNodeNamespace(opts.node.rootDir, container ? containerArgv(container, opts.env, opts.cwd, argv) : argv);
     const proc = runCommandLine({ commandLine: opts.commandLine, cwd: opts.cwd, env: opts.env, stdoutPath, stderrPath, wrap });
     this.track(proc.pgid, opts.node, opts.task);
     let timedOut = false;

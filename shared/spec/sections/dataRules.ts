@@ -13,7 +13,11 @@ export const MOUNT_SECRET_MESSAGE =
   'a secret is never accepted in a job spec (specs are stored in Table Storage and shown in job views): give secretRef, the name of ' +
   'the app setting MOUNT_SECRET_<secretRef> that holds it (in Azure a Key Vault reference); blobfuse needs none (the pipeline mints a SAS)';
 
-const MOUNT_KINDS = ['nfs', 'azureFiles', 'blobfuse', 'cifs'] as const;
+const MOUNT_KINDS = ['nfs', 'azureFiles', 'blobfuse', 'cifs', 'azureFilesNfs', 'netappFiles', 'lustre'] as const;
+const KINDS_TEXT = MOUNT_KINDS.join(', ');
+
+/** True when fixed path `a` is `b` or one lies inside the other (two bind mounts would hide each other). */
+const overlaps = (a: string, b: string) => a === b || a.startsWith(`${b}/`) || b.startsWith(`${a}/`);
 
 export function dataSectionIssues(raw: Obj): Issue[] {
   const issues: Issue[] = [];
@@ -46,11 +50,17 @@ export function dataSectionIssues(raw: Obj): Issue[] {
   // mounts: exactly one kind, unique names, no plain secrets, only on a pool the job creates.
   const mounts = list(raw.mounts);
   const names = new Map<string, number>();
+  const paths: { path: string; i: number }[] = [];
   mounts.forEach((m, i) => {
     if (!isObj(m)) return;
     const kinds = MOUNT_KINDS.filter((k) => has(m, k));
-    if (kinds.length === 0) add(['mounts', i], 'give exactly one of nfs, azureFiles, blobfuse, cifs');
-    if (kinds.length > 1) add(['mounts', i, kinds[1]], `give only one of nfs, azureFiles, blobfuse, cifs (also given: ${kinds[0]})`);
+    if (kinds.length === 0) add(['mounts', i], `give exactly one of ${KINDS_TEXT}`);
+    if (kinds.length > 1) add(['mounts', i, kinds[1]], `give only one of ${KINDS_TEXT} (also given: ${kinds[0]})`);
+    if (typeof m.path === 'string') {
+      const other = paths.find((p) => overlaps(p.path, m.path as string));
+      if (other) add(['mounts', i, 'path'], `overlaps mounts[${other.i}].path ${other.path}: two mounts cannot be at or inside one another`);
+      else paths.push({ path: m.path, i });
+    }
     if (typeof m.name === 'string') {
       if (names.has(m.name)) add(['mounts', i, 'name'], `duplicate of mounts[${names.get(m.name)}].name`);
       else names.set(m.name, i);
@@ -87,7 +97,13 @@ export function dataSectionIssues(raw: Obj): Issue[] {
     files.forEach((f, i) => {
       if (!isObj(f)) return;
       if (f.from === 'scratch' && !isObj(raw.scratch)) add(['outputs', 'files', i, 'from'], '"scratch" needs a scratch section (the job has no shared scratch)');
-      const key = `${String(f.from ?? 'workdir')}:${String(f.pattern)}`;
+      if (f.from === 'mount') {
+        if (!has(f, 'mount')) add(['outputs', 'files', i, 'mount'], 'is required with from "mount": the name of one of mounts');
+        else if (typeof f.mount === 'string' && !names.has(f.mount)) add(['outputs', 'files', i, 'mount'], `must name one of mounts (${[...names.keys()].join(', ') || 'none given'})`);
+      } else if (has(f, 'mount')) {
+        add(['outputs', 'files', i, 'mount'], 'only goes with from "mount"');
+      }
+      const key = `${String(f.from ?? 'workdir')}:${f.from === 'mount' ? `${String(f.mount)}:` : ''}${String(f.pattern)}`;
       if (seen.has(key)) add(['outputs', 'files', i], `duplicate of outputs.files[${seen.get(key)}]`);
       else seen.set(key, i);
     });

@@ -3,15 +3,17 @@
  * (default: users/<ownerKey>/jobs/<job id>, the owner's data area) through Batch task output files, before any cleanup; every rank's stdout/stderr too.
  */
 import { z } from 'zod';
-import { DATA_LIMITS, GLOB_RE, SHELL_SAFE, blobContainer, blobPrefix, storageAccount } from './storageFields';
+import { DATA_LIMITS, GLOB_RE, MOUNT_NAME_RE, SHELL_SAFE, blobContainer, blobPrefix, pattern, storageAccount } from './storageFields';
 
 export const OutputPatternSchema = z
   .strictObject({
     pattern: z.string({ error: 'must be a string: a glob such as "results/**/*.dat"' })
       .regex(GLOB_RE, { error: `must be a relative glob ("*", "**", "?", "[…]"; no leading "/", no "." or ".." segments; ${SHELL_SAFE})` })
       .meta({ description: 'Glob relative to `from` (Batch filePattern rules: "**" spans directories; names starting with "." only when the pattern names them).' }),
-    from: z.enum(['workdir', 'scratch', 'allNodes'], { error: 'must be one of "workdir", "scratch", "allNodes"' }).default('workdir')
-      .meta({ description: '"workdir": the master\'s working directory (blobs <prefix>/workdir/…); "scratch": the shared scratch, uploaded once (<prefix>/scratch/…); "allNodes": the working directory of every node (<prefix>/nodes/<nodeId>/…).' }),
+    from: z.enum(['workdir', 'scratch', 'allNodes', 'mount'], { error: 'must be one of "workdir", "scratch", "allNodes", "mount"' }).default('workdir')
+      .meta({ description: '"workdir": the master\'s working directory (blobs <prefix>/workdir/…); "scratch": the shared scratch, uploaded once (<prefix>/scratch/…); "allNodes": the working directory of every node (<prefix>/nodes/<nodeId>/…); "mount": one of the job\'s mounts, named by `mount`, read on the master and uploaded once (<prefix>/mounts/<mount>/…).' }),
+    mount: pattern(MOUNT_NAME_RE, 'the name of one of mounts').optional()
+      .meta({ description: 'With from "mount": the mount the pattern is relative to (its fixed path and $AZ_BATCH_NODE_MOUNTS_DIR/<name> are the same files). The blobs still go under the job\'s prefix, in the submitter\'s data area.' }),
   });
 
 export const OutputsSchema = z

@@ -1,14 +1,17 @@
 /**
  * `mounts` and `scratch`: shared file systems. Mounts are Batch pool mounts (mountConfiguration: NFS, Azure Files,
- * blobfuse, CIFS) made on every node of a pool the job creates, under $AZ_BATCH_NODE_MOUNTS_DIR/<name>. Secrets are
+ * blobfuse, CIFS; Azure Files NFS and Azure NetApp Files as NFS) made on every node of a pool the job creates, under
+ * $AZ_BATCH_NODE_MOUNTS_DIR/<name>; Azure Managed Lustre is mounted by the pool's start task (Batch has no Lustre
+ * mount). `path` also puts a mount at a fixed path on every node (/apps, /data, /home/<user>): the start task
+ * bind-mounts it there (shared/planning/nodeFilesystems.ts). Secrets are
  * never in the spec: `secretRef` names the app setting MOUNT_SECRET_<secretRef> (a Key Vault reference in Azure).
  * `scratch` is a per-job directory every rank sees at $MPIJOB_SCRATCH: an NFS export of the master node's local
  * disk mounted by the other nodes (masterNfs), or a directory on one of the mounts (mount).
  */
 import { z } from 'zod';
 import {
-  CIFS_SOURCE_RE, CIFS_USER_RE, DATA_LIMITS, FILE_SHARE_RE, MOUNT_NAME_RE, MOUNT_OPTIONS_RE, NFS_SOURCE_RE, SECRET_REF_RE,
-  blobContainer, pattern, storageAccount,
+  CIFS_SOURCE_RE, CIFS_USER_RE, DATA_LIMITS, EXPORT_PATH_RE, FILE_SHARE_RE, FIXED_PATH_RE, IPV4_RE, LUSTRE_FSNAME_RE, MOUNT_NAME_RE,
+  MOUNT_OPTIONS_RE, NFS_SOURCE_RE, SECRET_REF_RE, blobContainer, fixedPathProblem, pattern, storageAccount,
 } from './storageFields';
 
 const options = () => pattern(MOUNT_OPTIONS_RE, 'mount options: words of letters, digits and ",=._/:+-" separated by single spaces').optional()
@@ -20,6 +23,16 @@ export const MountSchema = z
   .strictObject({
     name: pattern(MOUNT_NAME_RE, 'a mount name: one path segment of letters, digits, "_" and "-" (up to 64)')
       .meta({ description: 'Mounted at $AZ_BATCH_NODE_MOUNTS_DIR/<name> on every node (Batch relativeMountPath).' }),
+    path: pattern(FIXED_PATH_RE, 'an absolute path such as /apps, /data or /home/alice (segments of letters, digits, "._-"; at most 4)')
+      .superRefine((p, ctx) => {
+        // Only a well-formed path is judged (the pattern's message already covers the rest).
+        const problem = FIXED_PATH_RE.test(p) ? fixedPathProblem(p) : undefined;
+        if (problem) ctx.addIssue({ code: 'custom', message: problem });
+      })
+      .optional()
+      .meta({ description: 'Also at this fixed path on every node (the start task, as root, bind-mounts $AZ_BATCH_NODE_MOUNTS_DIR/<name> there), for codes that expect /apps, /data, /scratch or a shared home. System and Batch directories are refused.' }),
+    readOnly: z.boolean({ error: 'must be true or false' }).optional()
+      .meta({ description: 'true: mount read-only on every node (the NFS kinds get "-o ro", a fixed path is bind-mounted read-only, Lustre is mounted ro). Left out or false: read-write.' }),
     nfs: z.strictObject({
       source: pattern(NFS_SOURCE_RE, 'an NFS export "host:/path" (host a DNS name or IPv4 address)'),
       options: options(),
@@ -43,10 +56,25 @@ export const MountSchema = z
       secretRef: secretRef(),
       options: options(),
     }).optional().meta({ description: 'An SMB/CIFS share listed in DATA_MOUNT_SOURCES; the password comes from the app setting secretRef names.' }),
+    azureFilesNfs: z.strictObject({
+      account: storageAccount(),
+      share: pattern(FILE_SHARE_RE, 'an Azure file share name (3–63 lowercase letters, digits and single hyphens)'),
+      options: options(),
+    }).optional().meta({ description: 'An NFS 4.1 share of a premium Azure Files account (<account>.file.core.windows.net:/<account>/<share>, vers=4,minorversion=1,sec=sys). Authenticated by the network, no key: the pool must be in a virtual network that reaches the account (pool.network or the deployment\'s POOL_SUBNET_ID).' }),
+    netappFiles: z.strictObject({
+      address: pattern(IPV4_RE, 'the volume\'s mount target IPv4 address, e.g. 10.0.2.4'),
+      volume: pattern(EXPORT_PATH_RE, 'the volume\'s export path, e.g. /vol1'),
+      options: options(),
+    }).optional().meta({ description: 'An Azure NetApp Files volume over NFS, by its mount target address (NFS 3 by default: "-o rw,hard,rsize=262144,wsize=262144,vers=3,tcp", Microsoft\'s recommendation for HPC). Needs the pool in the volume\'s virtual network. The address must be listed in DATA_MOUNT_SOURCES.' }),
+    lustre: z.strictObject({
+      mgs: pattern(IPV4_RE, 'the file system\'s MGS IPv4 address, e.g. 10.0.3.4'),
+      fsname: pattern(LUSTRE_FSNAME_RE, 'the Lustre file system name (up to 8 letters, digits, "_", "-"), "lustrefs" on Azure Managed Lustre').default('lustrefs'),
+      options: options(),
+    }).optional().meta({ description: 'An Azure Managed Lustre file system, mounted by the pool\'s start task (mount -t lustre <mgs>@tcp:/<fsname>; Batch has no Lustre mount). The node image must have the Lustre client matching its kernel (Azure\'s HPC images do not all: install amlfs-lustre-client in a custom image or in pool.startTask is too late, the mount runs first). Needs the pool in the file system\'s virtual network; the MGS address must be listed in DATA_MOUNT_SOURCES.' }),
   })
-  .meta({ description: 'One pool mount: a name and exactly one of nfs, azureFiles, blobfuse, cifs.' });
+  .meta({ description: 'One pool mount: a name and exactly one of nfs, azureFiles, blobfuse, cifs, azureFilesNfs, netappFiles, lustre; optionally a fixed path and read-only.' });
 
-export const MountsSchema = z.array(MountSchema, { error: 'must be a list of { name, nfs | azureFiles | blobfuse | cifs }' })
+export const MountsSchema = z.array(MountSchema, { error: 'must be a list of { name, nfs | azureFiles | blobfuse | cifs | azureFilesNfs | netappFiles | lustre }' })
   .max(DATA_LIMITS.maxMounts, { error: `must list at most ${DATA_LIMITS.maxMounts} mounts` })
   .optional()
   .meta({ description: 'File systems mounted on every node of the pool the job creates (Batch mountConfiguration; not allowed with pool.poolId).' });

@@ -32,6 +32,37 @@ export const GLOB_RE = /^(?!\/)(?!.*(?:^|\/)\.\.?(?:\/|$))(?!.*\/\/)[A-Za-z0-9._
 export const MOUNT_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 /** An NFS export: `host:/path` (host a DNS name or an IPv4 address). */
 export const NFS_SOURCE_RE = /^[a-z0-9](?:[a-z0-9-]{0,62})(?:\.[a-z0-9](?:[a-z0-9-]{0,62}))*:\/(?!\/)[A-Za-z0-9._/-]{0,1023}$/;
+/** An IPv4 address (Azure NetApp Files volumes and Lustre MGS are reached by private address). */
+export const IPV4_RE = /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
+/** An NFS export path on a server: absolute, segments of letters, digits, "._-". */
+export const EXPORT_PATH_RE = /^\/[A-Za-z0-9._-]{1,255}(?:\/[A-Za-z0-9._-]{1,255}){0,15}$/;
+/** A Lustre file system name (Lustre's rule: up to 8 letters, digits, "_" and "-"). */
+export const LUSTRE_FSNAME_RE = /^[A-Za-z0-9_-]{1,8}$/;
+/**
+ * A fixed path on every node (`/apps`, `/data`, `/scratch`, `/home/<user>`): absolute, normalised (no ".", "..", "//",
+ * trailing "/"), segments of letters, digits, "._-", at most 4 deep. Where it may not be is FIXED_PATH_DENIED.
+ */
+export const FIXED_PATH_RE = /^(?:\/(?!\.\.?(?:\/|$))[A-Za-z0-9._-]{1,64}){1,4}$/;
+/**
+ * System paths a fixed-path mount may not be at or below: the OS (a bind mount over them would hide the node's own
+ * programs or configuration), and Batch's own directories (its agent, task and mount directories live under /mnt
+ * on Azure's Linux images, /mnt/resource/batch on some).
+ */
+export const FIXED_PATH_DENIED = [
+  '/bin', '/boot', '/dev', '/etc', '/lib', '/lib32', '/lib64', '/libx32', '/lost+found', '/media', '/mnt', '/opt', '/proc',
+  '/root', '/run', '/sbin', '/snap', '/srv', '/sys', '/tmp', '/usr', '/var',
+] as const;
+/** Paths only refused themselves (their subdirectories are fine): the root, and /home (/home/<user> is a shared home). */
+export const FIXED_PATH_DENIED_EXACT = ['/', '/home'] as const;
+
+/** Why a fixed path is refused, or undefined. */
+export function fixedPathProblem(p: string): string | undefined {
+  if ((FIXED_PATH_DENIED_EXACT as readonly string[]).includes(p)) return `must not be ${p} itself (a subdirectory such as ${p === '/' ? '/apps' : '/home/<user>'} is fine)`;
+  const denied = FIXED_PATH_DENIED.find((d) => p === d || p.startsWith(`${d}/`) || (d.startsWith('/lib') && p.startsWith('/lib')));
+  if (denied) return `must not be at or below ${denied}: a system or Batch directory (${FIXED_PATH_DENIED.join(', ')}, ${FIXED_PATH_DENIED_EXACT.join(', ')} are refused)`;
+  return undefined;
+}
+
 /** A CIFS/SMB share: `//host/share[/path]`. */
 export const CIFS_SOURCE_RE = /^\/\/[a-z0-9](?:[a-z0-9-]{0,62})(?:\.[a-z0-9](?:[a-z0-9-]{0,62}))*\/[A-Za-z0-9._-]{1,80}(?:\/[A-Za-z0-9._-]{1,255})*$/;
 /** Mount options handed to mount(8) or blobfuse: words of option characters separated by single spaces. */
