@@ -28,7 +28,10 @@ import { priceService, type PriceService } from './ops/priceService';
 import { fetchNodePrices } from './ops/retailPricesClient';
 import { FactsCache } from './batch/facts';
 import { effectiveCoreQuota, type AzureFacts } from './planning/azureFacts';
-import type { PlacementAccount } from './planning/placement';
+import { placeJob, type Placement, type PlacementAccount } from './planning/placement';
+import { loadsOf, placementJob } from './scheduling/admission';
+import { demandOf, placementNeeds } from './scheduling/demand';
+import type { JobSpec } from './spec/schema';
 
 let config: AppConfig | undefined;
 let batch: BatchContext | undefined;
@@ -268,6 +271,19 @@ async function regionPrices(region: string): Promise<Record<string, number> | un
   } catch {
     return kept?.prices; // no table yet, or unreachable: placement goes on without prices
   }
+}
+
+/**
+ * Where admission would place a job now (the dry run): the live limits and what the deployment's jobs hold on each
+ * account, read-only. Undefined with one account, or for a job on an existing pool (it stays home).
+ */
+export async function placementPreview(jobId: string, spec: JobSpec): Promise<Placement | undefined> {
+  if (appConfig().batchAccounts.length < 2) return undefined;
+  const limits = await liveAdmissionLimits();
+  const demand = demandOf(jobId, spec);
+  if (!limits.accounts || demand.pools === 0) return undefined;
+  const snap = await (await schedulingStores()).admission.read();
+  return placeJob(limits.accounts, loadsOf(limits.accounts, Object.values(snap.ledger.reservations)), placementJob({ ...demand, place: placementNeeds(spec) }));
 }
 
 /** The limits admission keeps, from configuration. */

@@ -50,6 +50,13 @@ test('a job that does not fit the home account\'s quota is placed on the second 
     mpi: { runtime: 'openmpi', processesPerNode: 1, fabric: 'tcp', options: ['--mca', 'btl_tcp_if_include', 'lo'], command: 'hostname' },
     limits: { maxWallClock: 'PT10M' },
   });
+  // The dry run says where the job would go now, and why not the other account.
+  const dry = await call('POST', '/api/jobs?dryRun=true', spec);
+  expect(dry.status).toBe(200);
+  expect(dry.body.scheduling.placement).toMatchObject({
+    account: 'localbatch2',
+    accounts: [{ account: 'localbatch', blocked: 'standardDSv5Family: 0 of 2 cores in use, the job needs 4' }, { account: 'localbatch2', jobs: 0 }],
+  });
   const res = await call('POST', '/api/jobs', spec);
   expect(res.status).toBe(202);
   const job = await eventually('the job to end', 240_000, async () => {
