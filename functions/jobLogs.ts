@@ -9,7 +9,7 @@
  */
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 import { BatchError, getTask, listSubtasks, readNodeFile, readTaskFile, type BatchContext, type FileContent } from '../shared/batch';
-import { batchContext, jobStore } from '../shared/services';
+import { batchContextFor, jobStore } from '../shared/services';
 import { MPI_TASK_ID } from '../shared/planning/jobPlan';
 import type { JobResult } from '../shared/contract';
 import { isTerminal } from '../shared/state';
@@ -106,7 +106,7 @@ export async function jobLogsHttp(request: HttpRequest, context: InvocationConte
     const job = visibleJob(auth.principal, await (await jobStore()).get(id));
     if (!job) return problem(404, 'JobNotFound', `no job with id ${id}`);
     const recorded = job.result;
-    const logs = job.batchJobId ? await nodeLogs(batchContext(), job.batchJobId, mpiTaskIdOf(recorded)) : [];
+    const logs = job.batchJobId ? await nodeLogs(batchContextFor(job.batchAccount), job.batchJobId, mpiTaskIdOf(recorded)) : [];
     const nodes = logs.length ? logs.map((l) => l.node) : (recorded?.logs ?? []).map((l) => l.node);
     const node = wanted ?? nodes[0];
     const base = { jobId: id, stream, nodes };

@@ -16,7 +16,7 @@ import { explainSettings } from '../shared/intake/settings';
 import { cancelJob } from '../shared/intake/cancel';
 import { parseCancelReason } from '../shared/intake/cancelReason';
 import { parseListQuery, toJobView, jobUrl, InvalidContinuationTokenError } from '../shared/state';
-import { admissionDeps, appConfig, dataAccount, jobStore, nodePrices, poolGate, schedulingPolicy, submissionFacts } from '../shared/services';
+import { admissionDeps, appConfig, dataAccount, jobStore, nodePrices, poolGate, schedulingPolicy, submissionFacts , placementPreview } from '../shared/services';
 import { missingSources } from '../shared/storage/existence';
 import { poolCallerOf, POOL_FORBIDDEN } from '../shared/intake/poolAccess';
 import { readJobQueue } from '../shared/scheduling/admissionService';
@@ -113,6 +113,7 @@ async function dryRunHttp(request: HttpRequest, context: InvocationContext, body
       pools: poolGate(poolCallerOf(principal)),
       sources: (checks) => missingSources(dataAccount, checks),
       priceOf: async (vmSize) => (await nodePrices()).quote(vmSize),
+      placement: placementPreview,
       facts: submissionFacts(),
     });
     if (outcome.kind === 'invalid') return invalidRequest(outcome.errors);

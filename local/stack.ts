@@ -48,6 +48,11 @@ export interface StackOptions {
   registryBandwidthBytesPerSec?: number;
   /** Batch emulator options (timing, faults; `persist` defaults to true with a dataDir). */
   batch?: Partial<BatchEmulatorOptions>;
+  /**
+   * Run a second emulated Batch account with these options (e.g. its `quota`), and give the deployment both
+   * (BATCH_ACCOUNTS; docs/local-stack.md "Two Batch accounts"). Default: one account, as before.
+   */
+  secondBatch?: Partial<BatchEmulatorOptions>;
   /** Extra app settings. */
   env?: Record<string, string>;
   /** Vaults of the local Key Vault (secrets, readers; default readers: the pool identity). Default: the demo vault. */
@@ -88,6 +93,8 @@ export interface StackOptions {
 export interface Stack {
   azurite: AzuriteHandle;
   batch: BatchEmulatorHandle;
+  /** The second emulated Batch account (StackOptions.secondBatch). */
+  batch2?: BatchEmulatorHandle;
   registry: RegistryHandle;
   host: FunctionsHostHandle;
   /** The host's Durable engine (its counters and settings, for tests and benchmarks). */
@@ -214,6 +221,26 @@ export function localIdentitySettings(services: Pick<Services, 'identity' | 'bat
 }
 
 /**
+ * The deployment's Batch accounts when the stack runs two (BATCH_ACCOUNTS): the home account first, then the second
+ * with its own management endpoint (each emulated account serves its own; in Azure both sit behind
+ * management.azure.com) and, with shared keys, the same development key under BATCH_ACCOUNT_KEY. Nothing with one.
+ */
+export function localBatchAccountsSettings(services: Pick<Services, 'batch' | 'batch2' | 'keyless'>): Record<string, string> {
+  const { batch, batch2 } = services;
+  if (!batch2) return {};
+  return {
+    BATCH_ACCOUNTS: JSON.stringify([
+      { name: batch.accountName, url: batch.url },
+      {
+        name: batch2.accountName, url: batch2.url, location: DEFAULT_LOCATION,
+        ...(batch2.armUrl ? { armEndpoint: batch2.armUrl } : {}),
+        ...(services.keyless ? {} : { keySetting: 'BATCH_ACCOUNT_KEY' }),
+      },
+    ]),
+  };
+}
+
+/**
  * Job events on the local stack: the stack's webhook receiver is registered as the webhook `local`; the CloudEvents
  * source is the host's URL when its port is known before it starts (not for an ephemeral port: then it is relative).
  */
@@ -228,6 +255,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     registryMaxConcurrentPulls: opts.registryMaxConcurrentPulls,
     registryBandwidthBytesPerSec: opts.registryBandwidthBytesPerSec,
     batch: opts.batch,
+    ...(opts.secondBatch ? { secondBatch: opts.secondBatch } : {}),
     demoImage: opts.demoImage,
     demoImageFillerBytes: opts.demoImageFillerBytes,
     repoRoot: REPO_ROOT,
@@ -242,7 +270,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     const port = opts.port ?? 7071;
     const settings: Record<string, string> = {
       ...localAppSettings(azurite, batch), ...localRegistrySettings(registry.host), ...localAuthSettings(identity, keys),
-      ...localEventSettings(webhooks, port), ...localIdentitySettings(services, opts.poolIdentity === true), ...localPriceSettings(services.prices), ...opts.env,
+      ...localEventSettings(webhooks, port), ...localIdentitySettings(services, opts.poolIdentity === true), ...localPriceSettings(services.prices),
+      ...localBatchAccountsSettings(services), ...opts.env,
     };
     // A test's own internal hosts (a download server on 127.0.0.1) come in addition to the registry.
     if (opts.env?.ALLOWED_INTERNAL_HOSTS) settings.ALLOWED_INTERNAL_HOSTS = `${registry.host},${opts.env.ALLOWED_INTERNAL_HOSTS}`;
@@ -266,6 +295,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     return {
       azurite,
       batch,
+      ...(services.batch2 ? { batch2: services.batch2 } : {}),
       registry,
       host,
       durable,

@@ -28,11 +28,12 @@ async function main(): Promise<void> {
     .option('--log-level <level>', 'what of the host log the console shows besides job lines: debug, info, warn (default warn); the file has at least info')
     .addOption(new Option('--log-console <mode>', 'the console: jobs (the banner, one line per job transition, host warnings) or json (the full JSON log too, as before)').choices(['jobs', 'json']).default('jobs'))
     .option('--shared-keys', 'opt in to shared keys: Azurite over http with its account keys, connection strings and BATCH_ACCOUNT_KEY in the app settings (default: keyless, managed identity as in Azure)')
+    .option('--two-batch-accounts', 'run a second emulated Batch account (localbatch2) and place jobs over both (BATCH_ACCOUNTS; docs/local-stack.md)')
     .option('--pool-identity', 'deploy with a pool identity: pools from the management plane with id-pool-local (docs/local-batch.md)')
     .option('--no-seed-examples', 'do not put what the examples read (software, cases, inputs/demo/) into the data account')
     .option('--private-registry', 'make the registry private: pulls need the pool identity or the registry credential (docs/local-registry.md)')
     .parse()
-    .opts<{ port?: string; data: string; log?: string; logLevel?: string; logConsole: 'jobs' | 'json'; sharedKeys?: boolean; poolIdentity?: boolean; privateRegistry?: boolean; seedExamples: boolean }>();
+    .opts<{ port?: string; data: string; log?: string; logLevel?: string; logConsole: 'jobs' | 'json'; sharedKeys?: boolean; poolIdentity?: boolean; twoBatchAccounts?: boolean; privateRegistry?: boolean; seedExamples: boolean }>();
   const logFile = opts.log ? path.resolve(opts.log) : path.join(path.resolve(opts.data), 'logs', 'host.log');
   const levels = hostLogLevels(opts.logLevel, opts.logConsole);
   const say = (line: string): void => console.log(`[stack] ${line}`);
@@ -72,6 +73,7 @@ async function main(): Promise<void> {
     repoRoot: REPO_ROOT,
     port: opts.port === undefined ? undefined : Number(opts.port),
     poolIdentity: opts.poolIdentity === true,
+    twoBatchAccounts: opts.twoBatchAccounts === true,
     registryAccess: opts.privateRegistry ? 'private' : 'open',
     logFile,
     logLevel: levels.file,

@@ -109,6 +109,8 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     yield* release();
     return yield* finish({ ...waited.ended, result: { timings } }, []);
   }
+  // Placed on another Batch account than the home one: every later activity works on that account.
+  run.placeOn(waited.account);
   // Fail before paying: what the job reads must exist before its pool does. Runs started before the check skip it
   // (their histories have no such call).
   const missing = input.settings.checkSources ? yield* sourcesCheck(run, input.spec) : undefined;
@@ -236,12 +238,12 @@ function* queued(
   run: PipelineRun,
   input: MpiJobInput,
   enter: (stage: JobState, reason: string) => Orchestration<void>,
-): Orchestration<{ ended: Omit<JobOutcome, 'result'>; grant?: undefined } | { ended?: undefined; grant: number }> {
+): Orchestration<{ ended: Omit<JobOutcome, 'result'>; grant?: undefined } | { ended?: undefined; grant: number; account?: string }> {
   const deps = input.spec.dependsOn ?? [];
   try {
     yield* enter('Queued', `queue ${queueOf(input.spec)}, priority ${priorityOf(input.spec)}${deps.length ? `, after ${deps.map((d) => `${d.job} (${d.condition})`).join(', ')}` : ''}`);
     const granted = yield* waitInQueue(run, { jobId: input.jobId, hasDependencies: deps.length > 0, pollMs: input.settings.queuePollMs ?? DEFAULT_QUEUE_POLL_MS });
-    return { grant: granted.grant };
+    return { grant: granted.grant, ...(granted.account ? { account: granted.account } : {}) };
   } catch (err) {
     const ended: Omit<JobOutcome, 'result'> = err instanceof JobCancelled
       ? { state: 'Cancelled', reason: err.reason }

@@ -3,8 +3,9 @@
  * accounts), built once per process from app settings and shared by the HTTP/queue/timer functions and the
  * activities. Nothing here knows whether it runs in Azure or on the local stack: only the settings differ.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { DefaultAzureCredential } from '@azure/identity';
-import { loadConfig, type AppConfig, type StorageAccountRef } from './config';
+import { loadConfig, type AppConfig, type BatchAccountRef, type StorageAccountRef } from './config';
 import { createArmBatchContext, createBatchContext, type ArmBatchContext, type BatchContext } from './batch';
 import { JobStore, type JobEvent } from './state';
 import { blobAccount, type BlobAccount } from './storage/clients';
@@ -27,6 +28,10 @@ import { priceService, type PriceService } from './ops/priceService';
 import { fetchNodePrices } from './ops/retailPricesClient';
 import { FactsCache } from './batch/facts';
 import { effectiveCoreQuota, type AzureFacts } from './planning/azureFacts';
+import { placeJob, type Placement, type PlacementAccount } from './planning/placement';
+import { loadsOf, placementJob } from './scheduling/admission';
+import { demandOf, placementNeeds } from './scheduling/demand';
+import type { JobSpec } from './spec/schema';
 
 let config: AppConfig | undefined;
 let batch: BatchContext | undefined;
@@ -45,15 +50,76 @@ export function tokenValidator(): TokenValidator | undefined {
   return bearer && (validator ??= createTokenValidator(bearer));
 }
 
+/**
+ * The Batch account the current activity works on: a job placed on another account than the home one carries its
+ * name in every activity input after admission (orchestrations/runtime/activityCalls.ts runs the handler inside
+ * this scope), so every Batch call of that job goes to its account without each activity passing it along.
+ */
+const accountScope = new AsyncLocalStorage<string>();
+
+/** Runs `fn` with `account` as the Batch account of every batchContext()/armBatchContext() call inside it. */
+export function inBatchAccount<T>(account: string | undefined, fn: () => T): T {
+  return account ? accountScope.run(account, fn) : fn();
+}
+
+/** A configured Batch account by name (undefined: the home account); throws for one the deployment does not list. */
+export function batchAccountRef(name?: string): BatchAccountRef {
+  const accounts = appConfig().batchAccounts;
+  if (name === undefined) return accounts[0];
+  const found = accounts.find((a) => a.name === name);
+  if (!found) throw new Error(`Batch account "${name}" is not one of this deployment's accounts (BATCH_ACCOUNTS: ${accounts.map((a) => a.name).join(', ')})`);
+  return found;
+}
+
+const batchByAccount = new Map<string, BatchContext>();
+
+/** The data-plane client of the current account (the home account outside a placed job's activity). */
 export function batchContext(): BatchContext {
-  return (batch ??= createBatchContext(appConfig()));
+  return batchContextFor(accountScope.getStore());
+}
+
+/** The data-plane client of one account: one per account, cached. */
+export function batchContextFor(account?: string): BatchContext {
+  const ref = batchAccountRef(account);
+  if (ref.name === appConfig().batch.accountName) return (batch ??= createBatchContext(appConfig()));
+  let ctx = batchByAccount.get(ref.name);
+  if (!ctx) {
+    ctx = createBatchContext({ ...appConfig(), batch: { accountUrl: ref.accountUrl, accountName: ref.name, auth: ref.auth } });
+    batchByAccount.set(ref.name, ctx);
+  }
+  return ctx;
 }
 
 let armBatch: ArmBatchContext | undefined;
+const armByAccount = new Map<string, ArmBatchContext>();
 
-/** The Batch management plane, or undefined when the deployment has no pool identity (pools from the data plane). */
+/** The Batch management plane of the current account, or undefined when the deployment has no pool identity (pools from the data plane). */
 export function armBatchContext(): ArmBatchContext | undefined {
-  return appConfig().poolIdentity ? (armBatch ??= createArmBatchContext(appConfig())) : undefined;
+  return armBatchContextFor(accountScope.getStore());
+}
+
+/** The management plane of one account (where BATCH_ACCOUNTS says it sits; else beside the home account), cached. */
+export function armBatchContextFor(account?: string): ArmBatchContext | undefined {
+  const cfg = appConfig();
+  if (!cfg.poolIdentity) return undefined;
+  const ref = batchAccountRef(account);
+  if (ref.name === cfg.batch.accountName && !ref.arm) return (armBatch ??= createArmBatchContext(cfg));
+  let ctx = armByAccount.get(ref.name);
+  if (!ctx) {
+    const pi = cfg.poolIdentity;
+    ctx = createArmBatchContext({
+      ...cfg,
+      poolIdentity: {
+        ...pi,
+        accountName: ref.name,
+        subscriptionId: ref.arm?.subscriptionId ?? pi.subscriptionId,
+        resourceGroup: ref.arm?.resourceGroup ?? pi.resourceGroup,
+        armEndpoint: ref.arm?.endpoint ?? pi.armEndpoint,
+      },
+    }) as ArmBatchContext;
+    armByAccount.set(ref.name, ctx);
+  }
+  return ctx;
 }
 
 /**
@@ -114,16 +180,30 @@ export async function schedulingPolicy(): Promise<SchedulingPolicy> {
   return { queues: appConfig().admission.queues.map((q) => q.name), dependents: (await schedulingStores()).dependents };
 }
 
-let factsCache: FactsCache | undefined;
+const factsCaches = new Map<string, FactsCache>();
 
-/** The Batch account's sizes, images and quotas, cached (shared/batch/facts.ts; docs/azure-facts.md). */
+/** The home Batch account's sizes, images and quotas, cached (shared/batch/facts.ts; docs/azure-facts.md). */
 export function accountFacts(): FactsCache {
-  return (factsCache ??= new FactsCache({
-    batch: batchContext(),
-    arm: armBatchContext(),
-    config: appConfig().facts,
-    onError: (part, err) => console.warn(`azure facts: reading the account's ${part} failed; keeping what was read before: ${(err as Error).message}`),
-  }));
+  return accountFactsFor();
+}
+
+/** One account's facts (its own region's sizes, its own quota), one cache per account. */
+export function accountFactsFor(account?: string): FactsCache {
+  const ref = batchAccountRef(account);
+  let cache = factsCaches.get(ref.name);
+  if (!cache) {
+    const home = ref.name === appConfig().batch.accountName;
+    const facts = appConfig().facts;
+    const location = home ? facts.location : ref.location;
+    cache = new FactsCache({
+      batch: batchContextFor(ref.name),
+      arm: armBatchContextFor(ref.name),
+      config: { ...facts, ...(location ? { location } : {}) },
+      onError: (part, err) => console.warn(`azure facts: reading the ${part} of Batch account ${ref.name} failed; keeping what was read before: ${(err as Error).message}`),
+    });
+    factsCaches.set(ref.name, cache);
+  }
+  return cache;
 }
 
 /** What validation checks pools against: the account's facts, or undefined when FACTS_CHECK is false. */
@@ -144,8 +224,66 @@ export async function admissionDeps(): Promise<AdmissionDeps> {
 export async function liveAdmissionLimits(): Promise<AdmissionLimits> {
   const limits = admissionLimits();
   const cfg = appConfig();
+  const configured = cfg.facts.coreQuotaConfigured ? cfg.admission.coreQuota : undefined;
   const live = await accountFacts().accountQuota();
-  return { ...limits, coreQuota: effectiveCoreQuota(live, cfg.facts.coreQuotaConfigured ? cfg.admission.coreQuota : undefined) };
+  const coreQuota = effectiveCoreQuota(live, configured);
+  if (cfg.batchAccounts.length < 2) return { ...limits, coreQuota };
+  return { ...limits, coreQuota, accounts: await placementAccounts(configured) };
+}
+
+/**
+ * Each account as placement weighs it: its live quota (its own facts cache) lowered by its `coreQuota` in
+ * BATCH_ACCOUNTS (else by ADMISSION_CORE_QUOTA), its low-priority cores, region, nearby staging accounts, and the
+ * prices of its price region that the NodePrices table holds (no price read here: unknown prices rank last).
+ */
+async function placementAccounts(configured: AdmissionLimits['coreQuota'] | undefined): Promise<PlacementAccount[]> {
+  return Promise.all(appConfig().batchAccounts.map(async (ref): Promise<PlacementAccount> => {
+    const live = await accountFactsFor(ref.name).accountQuota();
+    const region = ref.priceRegion ?? ref.location;
+    const prices = region ? await regionPrices(region) : undefined;
+    return {
+      name: ref.name,
+      coreQuota: effectiveCoreQuota(live, ref.coreQuota ?? configured),
+      ...(live?.lowPriorityCores !== undefined ? { lowPriorityCores: live.lowPriorityCores } : {}),
+      ...(ref.location ? { region: ref.location } : {}),
+      stagingAccounts: ref.stagingAccounts,
+      ...(prices ? { prices } : {}),
+    };
+  }));
+}
+
+const PRICES_KEPT_MS = 5 * 60_000;
+const regionPriceCache = new Map<string, { at: number; prices: Record<string, number> }>();
+
+/** Dedicated prices per node-hour the NodePrices table holds for a region (read at most every 5 minutes). */
+async function regionPrices(region: string): Promise<Record<string, number> | undefined> {
+  const kept = regionPriceCache.get(region);
+  if (kept && Date.now() - kept.at < PRICES_KEPT_MS) return kept.prices;
+  try {
+    const host = appConfig().hostStorage;
+    const store = host.kind === 'connectionString'
+      ? PriceStore.fromConnectionString(host.connectionString)
+      : PriceStore.fromTableEndpoint(host.tableEndpoint, new DefaultAzureCredential());
+    const prices: Record<string, number> = {};
+    for (const p of await store.list(region)) if (p.dedicated !== undefined) prices[p.vmSize.toLowerCase()] = p.dedicated;
+    regionPriceCache.set(region, { at: Date.now(), prices });
+    return prices;
+  } catch {
+    return kept?.prices; // no table yet, or unreachable: placement goes on without prices
+  }
+}
+
+/**
+ * Where admission would place a job now (the dry run): the live limits and what the deployment's jobs hold on each
+ * account, read-only. Undefined with one account, or for a job on an existing pool (it stays home).
+ */
+export async function placementPreview(jobId: string, spec: JobSpec): Promise<Placement | undefined> {
+  if (appConfig().batchAccounts.length < 2) return undefined;
+  const limits = await liveAdmissionLimits();
+  const demand = demandOf(jobId, spec);
+  if (!limits.accounts || demand.pools === 0) return undefined;
+  const snap = await (await schedulingStores()).admission.read();
+  return placeJob(limits.accounts, loadsOf(limits.accounts, Object.values(snap.ledger.reservations)), placementJob({ ...demand, place: placementNeeds(spec) }));
 }
 
 /** The limits admission keeps, from configuration. */

@@ -15,7 +15,7 @@
 import * as path from 'node:path';
 import { mkdirSync } from 'node:fs';
 import type { DurableOptions } from '../durable';
-import { localAppSettings, localAuthSettings, localEventSettings, localIdentitySettings, localRegistrySettings } from '../stack';
+import { localAppSettings, localAuthSettings, localBatchAccountsSettings, localEventSettings, localIdentitySettings, localRegistrySettings } from '../stack';
 import { localPriceSettings } from '../prices';
 import { defaultKeysFile, loadOrCreateKeys } from '../host/keys';
 import { HostWorkerProcess } from './hostProcess';
@@ -49,6 +49,8 @@ export interface SupervisorOptions {
   poolIdentity?: boolean;
   /** The registry private or open (default). */
   registryAccess?: 'open' | 'private';
+  /** Run a second emulated Batch account and place jobs over both (`npm start -- --two-batch-accounts`). */
+  twoBatchAccounts?: boolean;
 }
 
 export interface SupervisedStack {
@@ -77,14 +79,17 @@ export async function startSupervisedStack(opts: SupervisorOptions): Promise<Sup
   mkdirSync(dataDir, { recursive: true });
   await claimDataDir(dataDir, say);
 
-  const services = await startServices({ dataDir, repoRoot: opts.repoRoot, sharedKeys: opts.sharedKeys, registryAccess: opts.registryAccess, onJobEvent: opts.onJobEvent });
+  const services = await startServices({
+    dataDir, repoRoot: opts.repoRoot, sharedKeys: opts.sharedKeys, registryAccess: opts.registryAccess, onJobEvent: opts.onJobEvent,
+    ...(opts.twoBatchAccounts ? { secondBatch: {} } : {}),
+  });
   const { azurite, batch, registry, identity, webhooks } = services;
   const keysFile = defaultKeysFile(opts.appDir);
   const hostPort = choosePorts({ host: opts.port }, readPorts(dataDir)).host ?? 7071;
   const settings: Record<string, string> = {
     ...localAppSettings(azurite, batch), ...localRegistrySettings(registry.host), ...localAuthSettings(identity, loadOrCreateKeys(keysFile)),
     ...localEventSettings(webhooks, hostPort),
-    ...localIdentitySettings(services, opts.poolIdentity === true), ...localPriceSettings(services.prices),
+    ...localIdentitySettings(services, opts.poolIdentity === true), ...localPriceSettings(services.prices), ...localBatchAccountsSettings(services),
   };
   const startedAt = new Date().toISOString();
 

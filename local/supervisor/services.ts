@@ -34,6 +34,9 @@ import { localIdentityWiring } from './identityWiring';
 import { buildDemoImage } from '../../examples/images/buildDemoImage';
 import { choosePorts, portInUse, readPorts, recordPorts, type StackPorts } from './ports';
 
+/** The second emulated Batch account's name (ServicesOptions.secondBatch). */
+export const SECOND_BATCH_ACCOUNT = 'localbatch2';
+
 export interface ServicesOptions {
   /** Folder for persistent data. Default: temp folders removed on stop, ephemeral ports. */
   dataDir?: string;
@@ -44,6 +47,11 @@ export interface ServicesOptions {
   registryBandwidthBytesPerSec?: number;
   /** Batch emulator options (timing, faults). With a data folder `persist` defaults to true. */
   batch?: Partial<BatchEmulatorOptions>;
+  /**
+   * A second emulated Batch account (placement over several accounts, docs/local-stack.md): its own emulator with
+   * its own name, data plane, management plane and quota; these options over the first's wiring. Default: none.
+   */
+  secondBatch?: Partial<BatchEmulatorOptions>;
   /** Whether to build and serve the demo image (default true). */
   demoImage?: boolean;
   /** Size of the demo image's filler layer (bytes). */
@@ -74,6 +82,8 @@ export interface ServicesOptions {
 export interface Services {
   azurite: AzuriteHandle;
   batch: BatchEmulatorHandle;
+  /** The second emulated Batch account, when asked for (ServicesOptions.secondBatch). */
+  batch2?: BatchEmulatorHandle;
   registry: RegistryHandle;
   /** The local Entra ID tenant's stand-in (issuer, token endpoint, App Service Authentication's user tokens). */
   identity: IdentityService;
@@ -159,6 +169,20 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
       throw portInUse(err, 'batch', want.batch, dataDir);
     });
     started.push(batch);
+    // The second account: the same tenant, roles and node wiring, its own name, ports (any free ones) and quota.
+    const batch2 = opts.secondBatch ? await startBatchEmulator({
+      dataDir: await sub('batch2'),
+      persist: dataDir !== undefined,
+      nodePath: [path.join(opts.repoRoot, 'local', 'batch', 'nodetools', 'bin')],
+      sharedKey: !keyless,
+      aad: { tenantId: identity.tenantId, jwks: () => identity.jwks(), roles: wiring.batchDataRoles },
+      identity: wiring.nodeIdentities,
+      arm: { ...wiring.arm },
+      accountName: SECOND_BATCH_ACCOUNT,
+      ...opts.secondBatch,
+      trustedCertificates: [...(keyless ? [identity.caCert] : []), ...(opts.secondBatch.trustedCertificates ?? [])],
+    }) : undefined;
+    if (batch2) started.push(batch2);
 
     const webhooks = await startWebhookReceiver({ port: want.webhooks, dataDir: await sub('webhooks'), onEvent: opts.onJobEvent }).catch((err: unknown) => {
       throw portInUse(err, 'webhooks', want.webhooks, dataDir);
@@ -197,6 +221,7 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
     return {
       azurite,
       batch,
+      ...(batch2 ? { batch2 } : {}),
       registry,
       identity,
       ...(registryCredential ? { registryCredential } : {}),
@@ -209,6 +234,7 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
       async stop() {
         await keyVault.stop();
         await batch.stop();
+        await batch2?.stop();
         await registry.stop();
         await azurite.stop();
         await identity.stop();

@@ -33,11 +33,17 @@ export async function admissionRequest(input: { jobId: string }, env: ActivityEn
   const st = answer.status;
   if (st.state === 'granted') {
     // The grant on the job's timeline: its number orders the grants of the deployment (deterministic id: written once).
-    await (await jobStore()).appendEvent(input.jobId, {
-      reason: `admitted: grant ${st.grant} in queue ${st.queue ?? 'default'}${st.waitingSince ? `, waiting since ${st.waitingSince}` : ''}`,
+    const store = await jobStore();
+    // Placed on a Batch account (several BATCH_ACCOUNTS): the row keeps it before any Batch call is made there.
+    if (st.account && job.batchAccount !== st.account) await store.update(input.jobId, { batchAccount: st.account });
+    await store.appendEvent(input.jobId, {
+      reason: `admitted: grant ${st.grant} in queue ${st.queue ?? 'default'}${st.waitingSince ? `, waiting since ${st.waitingSince}` : ''}${st.placedBecause ? `; ${st.placedBecause}` : ''}`,
       eventId: `admitted-${st.grant}`,
       at: st.grantedAt,
-      data: { grant: st.grant, grantedAt: st.grantedAt, ...(st.waitingSince ? { waitingSince: st.waitingSince } : {}) },
+      data: {
+        grant: st.grant, grantedAt: st.grantedAt, ...(st.waitingSince ? { waitingSince: st.waitingSince } : {}),
+        ...(st.account ? { batchAccount: st.account, placement: st.placedBecause ?? null } : {}),
+      },
     });
   }
   return st;

@@ -7,6 +7,7 @@ import * as df from 'durable-functions';
 import type { DurableClient, OrchestrationContext, RetryOptions, Task } from 'durable-functions';
 import type { InvocationContext } from '@azure/functions';
 import type { ActivityHandler, ActivityInput, ActivityName, ActivityOutput } from '../../shared/contract';
+import { inBatchAccount } from '../../shared/services';
 
 /** A scheduled activity that remembers which one it is, so its result has the contract's type. */
 export interface ActivityTask<N extends ActivityName> {
@@ -15,7 +16,21 @@ export interface ActivityTask<N extends ActivityName> {
 }
 
 export function registerActivity<N extends ActivityName>(name: N, handler: ActivityHandler<N>): void {
-  df.app.activity(name, { handler: (input: ActivityInput<N>) => handler(input) });
+  df.app.activity(name, { handler: (input: ActivityInput<N>) => inBatchAccount(batchAccountOf(input), () => handler(input)) });
+}
+
+/** The field a placed job's activity inputs carry: the Batch account admission placed it on. */
+const BATCH_ACCOUNT_FIELD = 'batchAccount';
+
+/** The input with the job's Batch account added (an object input; anything else is left as it is). */
+export function withBatchAccount<T>(input: T, account: string): T {
+  return input !== null && typeof input === 'object' && !Array.isArray(input) ? { ...input, [BATCH_ACCOUNT_FIELD]: account } : input;
+}
+
+/** The Batch account an activity input names, if any. */
+export function batchAccountOf(input: unknown): string | undefined {
+  const v = input !== null && typeof input === 'object' ? (input as Record<string, unknown>)[BATCH_ACCOUNT_FIELD] : undefined;
+  return typeof v === 'string' && v ? v : undefined;
 }
 
 /** What an activity that talks to other orchestrations gets besides its input: the Durable client and its log. */
@@ -28,7 +43,7 @@ export interface ActivityEnv {
 export function registerClientActivity<N extends ActivityName>(name: N, handler: (input: ActivityInput<N>, env: ActivityEnv) => Promise<ActivityOutput<N>>): void {
   df.app.activity(name, {
     extraInputs: [df.input.durableClient()],
-    handler: (input: ActivityInput<N>, context: InvocationContext) => handler(input, { client: df.getClient(context), log: context }),
+    handler: (input: ActivityInput<N>, context: InvocationContext) => inBatchAccount(batchAccountOf(input), () => handler(input, { client: df.getClient(context), log: context })),
   });
 }
 

@@ -2,7 +2,7 @@ import type { OrchestrationContext, Task } from 'durable-functions';
 import { CANCEL_EVENT, type ActivityInput, type ActivityName, type ActivityOutput, type CancelEventData, fitStatus, type NodeProgress, type PipelineStatus, type PollSettings } from '../../shared/contract';
 import type { JobState } from '../../shared/state/states';
 import type { NodeUsage, PriceQuote } from '../../shared/ops/cost';
-import { resultOf, retryOptions, scheduleActivity, type ActivityTask } from './activityCalls';
+import { resultOf, retryOptions, scheduleActivity, withBatchAccount, type ActivityTask } from './activityCalls';
 import { backoffCeilingMs } from '../../shared/planning/backoff';
 import type { FailureEvidence } from '../../shared/planning/failureExplain';
 
@@ -59,6 +59,7 @@ const ACTIVITY_RETRY = retryOptions(2_000, 3);
  */
 export class PipelineRun {
   private readonly cancelEvent: Task;
+  private batchAccount?: string;
   private readonly status: PipelineStatus;
 
   constructor(
@@ -85,7 +86,15 @@ export class PipelineRun {
 
   /** Schedules an activity without waiting, for fan-out (`all`). */
   start<N extends ActivityName>(name: N, input: ActivityInput<N>, retry = ACTIVITY_RETRY): ActivityTask<N> {
-    return scheduleActivity(this.ctx, name, input, retry);
+    return scheduleActivity(this.ctx, name, this.batchAccount ? withBatchAccount(input, this.batchAccount) : input, retry);
+  }
+
+  /**
+   * The Batch account admission placed the job on (several BATCH_ACCOUNTS): from now on every activity input carries
+   * it, and the activity's Batch clients are that account's (activityCalls.ts). Undefined: the home account.
+   */
+  placeOn(account: string | undefined): void {
+    this.batchAccount = account;
   }
 
   /** Waits for every scheduled activity; fails with the first failure, as Task.all does. */

@@ -24,6 +24,7 @@ import { parseHnsAccounts } from './hnsAccounts';
 import { parseRegistryAliases } from './registryAliases';
 import { parseCustomNodeImages } from './nodeImages';
 import type { DeclaredCustomImage } from '../images/catalog';
+import { parseBatchAccounts, type BatchAccountRef } from './batchAccounts';
 
 export type { HostStorageRef, StorageAccountRef } from './storageAccounts';
 export type { AdmissionConfig, QueueSetting } from './admission';
@@ -34,6 +35,7 @@ export { ARM_TOKEN_SCOPE, DEFAULT_ARM_ENDPOINT, POOL_IDENTITY_SETTINGS, type Poo
 export type { RegistryCredential } from './registryCredentials';
 export { SHARED_POOL_USERS, type SharedPool, type SharedPoolUser } from './sharedPools';
 export type { SharedDataArea } from './dataAreas';
+export type { BatchAccountRef } from './batchAccounts';
 
 /**
  * The Entra ID scope of the Batch data plane. Batch accepts only tokens whose audience is exactly
@@ -66,7 +68,13 @@ export interface RetryConfig extends BackoffConfig {
 }
 
 export interface AppConfig {
+  /** The home Batch account (BATCH_ACCOUNT_*): reused pools, facts checks and jobs never placed elsewhere use it. */
   batch: BatchConfig;
+  /**
+   * Every Batch account jobs may be placed on, the home account first (BATCH_ACCOUNTS; without it, the home account
+   * alone). See shared/config/batchAccounts.ts and docs/scheduling.md.
+   */
+  batchAccounts: BatchAccountRef[];
   /** Host storage (AzureWebJobsStorage): Durable state, queues, the Jobs table. */
   hostStorage: HostStorageRef;
   /** Accounts the shard stager spreads data over, in the order given. */
@@ -292,6 +300,7 @@ const envSchema = z.object({
     error: 'must be 3-24 lowercase letters or digits',
   }),
   BATCH_ACCOUNT_KEY: z.string().trim().optional(),
+  BATCH_ACCOUNTS: z.string().optional(),
   AzureWebJobsStorage: z.string().trim().optional(),
   AzureWebJobsStorage__accountName: z.string().trim().optional(),
   AzureWebJobsStorage__blobServiceUri: z.string().trim().optional(),
@@ -470,18 +479,21 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const sharedPools = parseSharedPools(e.SHARED_POOLS, problems);
   const poolSubnetId = e.POOL_SUBNET_ID || undefined;
   if (poolSubnetId && !SUBNET_ID_RE.test(poolSubnetId)) problems.push(`POOL_SUBNET_ID: must be ${SUBNET_ID_HINT}`);
+  const batch: BatchConfig = {
+    accountUrl: e.BATCH_ACCOUNT_URL.replace(/\/+$/, ''),
+    accountName: e.BATCH_ACCOUNT_NAME,
+    auth: e.BATCH_ACCOUNT_KEY
+      ? { kind: 'sharedKey', accountKey: e.BATCH_ACCOUNT_KEY }
+      : { kind: 'aad', scope: BATCH_TOKEN_SCOPE },
+  };
+  const batchAccounts = parseBatchAccounts(e, batch, env, names, problems);
 
   if (problems.length > 0 || !hostStorage || !priceTable || !queues || !coreQuota) throw new ConfigError(problems);
   const limit = (n: number) => (n > 0 ? n : undefined);
 
   const config: AppConfig = {
-    batch: {
-      accountUrl: e.BATCH_ACCOUNT_URL.replace(/\/+$/, ''),
-      accountName: e.BATCH_ACCOUNT_NAME,
-      auth: e.BATCH_ACCOUNT_KEY
-        ? { kind: 'sharedKey', accountKey: e.BATCH_ACCOUNT_KEY }
-        : { kind: 'aad', scope: BATCH_TOKEN_SCOPE },
-    },
+    batch,
+    batchAccounts,
     hostStorage,
     stagingAccounts,
     dataAccess,

@@ -159,6 +159,21 @@ export const ExplainDocumentSchema = z.object({
       lastJobId: z.string(),
       shownJobId: z.string().meta({ description: 'The array\'s job whose requests this document shows (its first); the others differ in their ids and MPIJOB_ARRAY_INDEX / MPIJOB_ARRAY_PARAM.' }),
     }).nullable().meta({ description: 'An array: its jobs run as jobs of their own, "<id>-<index>" (null for a single job).' }),
+    placement: z.object({
+      account: z.string().nullable().meta({ description: 'The Batch account the job would be placed on now (null: none has the quota free; it would wait).' }),
+      reason: z.string(),
+      accounts: z.array(z.object({
+        account: z.string(),
+        blocked: z.string().optional(),
+        freeCores: z.number().optional(),
+        jobs: z.number(),
+        pricePerNodeHour: z.number().optional(),
+        estimatedCost: z.number().optional(),
+        withinBudget: z.boolean(),
+        spotFree: z.boolean().optional(),
+        localStaging: z.number(),
+      })).meta({ description: 'Each account as placement weighed it (docs/scheduling.md, "Placement over several Batch accounts").' }),
+    }).optional().meta({ description: 'A dry run on a deployment with several Batch accounts: where admission would place the job if it let it start now.' }),
   }).meta({ description: 'How the job is queued and admitted before its pool is created (docs/scheduling.md).' }),
   preflight: z.object({
     taskIds: z.string().meta({ description: 'The check\'s task ids: preflight-<attempt>-<round>.' }),

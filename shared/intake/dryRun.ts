@@ -15,6 +15,7 @@ import { checkScheduling, type SchedulingPolicy } from '../scheduling/intake';
 import type { JobStore } from '../state/jobStore';
 import { checkPoolAccess, type PoolGate } from './poolAccess';
 import { factsSummary } from '../planning/azureFacts';
+import type { Placement } from '../planning/placement';
 import { missesAsErrors, sourceChecks, type SourceCheck, type SourceMiss } from '../planning/sourcesCheck';
 
 export type DryRunRequest = Pick<SubmitRequest, 'body' | 'contentType' | 'idempotencyKey' | 'idScope' | 'dataAccess' | 'containers' | 'caller' | 'facts'> & {
@@ -59,7 +60,11 @@ export type SourcesLookup = (checks: SourceCheck[]) => Promise<SourceMiss[]>;
  */
 export async function dryRunSubmission(
   store: Pick<JobStore, 'get'>,
-  req: DryRunRequest & { owner: string; scheduling: SchedulingPolicy; pools: PoolGate; sources?: SourcesLookup; priceOf?: (vmSize: string) => Promise<PriceQuote> },
+  req: DryRunRequest & {
+    owner: string; scheduling: SchedulingPolicy; pools: PoolGate; sources?: SourcesLookup; priceOf?: (vmSize: string) => Promise<PriceQuote>;
+    /** Where admission would place the job now (deployments with several Batch accounts; undefined: one account). */
+    placement?: (jobId: string, spec: JobSpec) => Promise<Placement | undefined>;
+  },
 ): Promise<DryRunOutcome> {
   const out = dryRunJob({ ...req, caller: callerOf(req) });
   if (out.kind !== 'explained') return out;
@@ -77,6 +82,8 @@ export async function dryRunSubmission(
   if (misses.length) return { kind: 'invalid', errors: missesAsErrors(misses) };
   // Priced with this deployment's prices (the Retail Prices API through its cache, else the marked fallback).
   const doc = out.document;
+  const placed = req.placement ? await req.placement(doc.jobId, out.spec) : undefined;
+  if (placed) doc.scheduling.placement = { account: placed.account ?? null, reason: placed.reason, accounts: placed.verdicts };
   if (req.priceOf && doc.pool.action === 'create' && out.spec.pool.vmSize) {
     const price = await req.priceOf(out.spec.pool.vmSize);
     doc.cost = explainCost(out.spec, doc.pool.nodes, false, doc.retry.maxAttempts, doc.limits.mpiMaxWallClockSeconds ?? undefined, price);

@@ -14,7 +14,11 @@
  *   cannot fit anyway, and each blocked job lets at most `backfillLimit` later jobs start ahead of it over its whole
  *   wait (the count is kept on its waiting row). After that nothing later starts until it has. A job waiting only on
  *   its own owner's or queue's cap blocks nobody: other owners and queues are not held back by someone else's cap.
+ * - Several Batch accounts (`limits.accounts`): the core quota is each account's, and a job that may start is placed
+ *   on the best account it fits now (shared/planning/placement.ts); it waits only when no account has the quota free.
+ *   It is placed again at every pass, so a waiting job goes to whichever account frees up first.
  */
+import { EMPTY_LOAD, neverFitsAnyAccount, placeJob, type AccountLoad, type PlacementAccount } from '../planning/placement';
 
 export interface QueueConfig {
   name: string;
@@ -35,6 +39,20 @@ export interface AdmissionLimits {
   ownerMaxCores?: number;
   /** How many later jobs may start ahead of a blocked job over its whole wait (0 = strict order). */
   backfillLimit: number;
+  /**
+   * The Batch accounts jobs are placed on, the home account first (several BATCH_ACCOUNTS): each with its own core
+   * quota, which then replaces `coreQuota`. Undefined: one account, `coreQuota`.
+   */
+  accounts?: readonly PlacementAccount[];
+}
+
+/** What placement needs of a job besides its demand (kept on its waiting row). */
+export interface PlacementNeeds {
+  vmSize?: string;
+  spotCores?: number;
+  stagingAccounts?: string[];
+  maxCost?: number;
+  hours?: number;
 }
 
 /** What a job holds while it runs: cores of one VM family (0 for a reused pool), nodes, and pools it creates. */
@@ -43,6 +61,8 @@ export interface Demand {
   cores: number;
   nodes: number;
   pools: number;
+  /** For placement over several accounts. */
+  place?: PlacementNeeds;
 }
 
 export interface Reservation extends Demand {
@@ -57,6 +77,9 @@ export interface Reservation extends Demand {
   acked: boolean;
   /** When the job started waiting for admission (ISO), when known. */
   waitingSince?: string;
+  /** The Batch account it was placed on, with why (several accounts only; else the home account). */
+  account?: string;
+  placedBecause?: string;
 }
 
 export interface WaitingJob extends Demand {
@@ -81,6 +104,8 @@ export interface AdmissionDecision {
   jumped: Record<string, number>;
   /** For every job left waiting, why. */
   waiting: Record<string, string>;
+  /** Where each admitted job goes and why (several accounts only). */
+  placed: Record<string, { account: string; reason: string }>;
 }
 
 export interface Usage {
@@ -138,6 +163,11 @@ export function fitsNow(limits: AdmissionLimits, u: Usage, job: WaitingJob): Che
 export function neverFits(limits: AdmissionLimits, job: Pick<WaitingJob, 'family' | 'cores' | 'nodes' | 'pools' | 'queue'>): string | undefined {
   const queue = limits.queues.find((q) => q.name === job.queue);
   if (!queue) return `queue "${job.queue}" is not one of this deployment's queues (${limits.queues.map((q) => q.name).join(', ')})`;
+  if (limits.accounts) {
+    const none = neverFitsAnyAccount(limits.accounts, job);
+    if (none) return none;
+    return neverFits({ ...limits, accounts: undefined, coreQuota: { families: {} } }, job);
+  }
   const familyQuota = limits.coreQuota.families[job.family];
   const checks: [number, number | undefined, string][] = [
     [job.cores, familyQuota, `the job needs ${job.cores} ${job.family} cores; the Batch account's quota for that family is ${familyQuota}`],
@@ -176,7 +206,11 @@ export function decideAdmission(
 ): AdmissionDecision {
   const usage = usageOf(reservations);
   const held = new Set(reservations.map((r) => r.jobId));
-  const decision: AdmissionDecision = { admit: [], refuse: [], jumped: {}, waiting: {} };
+  const decision: AdmissionDecision = { admit: [], refuse: [], jumped: {}, waiting: {}, placed: {} };
+  const accounts = limits.accounts;
+  // With several accounts the deployment-wide checks run without a core quota; each account's comes in placement.
+  const shared: AdmissionLimits = accounts ? { ...limits, coreQuota: { families: {} } } : limits;
+  const loads = accounts ? loadsOf(accounts, reservations) : new Map<string, AccountLoad>();
   /** Jobs earlier in the order that a shared limit keeps out, with their jump counts. */
   const blocked: WaitingJob[] = [];
   const jumps = (j: WaitingJob) => decision.jumped[j.jobId] ?? j.jumpedBy;
@@ -191,10 +225,19 @@ export function decideAdmission(
       decision.waiting[job.jobId] = 'more jobs are being admitted; next pass';
       continue;
     }
-    const fit = fitsNow(limits, usage, job);
+    const fit = fitsNow(shared, usage, job);
     if (!fit.ok) {
       if (fit.shared) blocked.push(job);
       decision.waiting[job.jobId] = fit.reason;
+      continue;
+    }
+    // A job on an existing pool runs where that pool is: the home account (pool.poolId names a pool there).
+    const placement = !accounts ? undefined
+      : job.pools === 0 ? { account: accounts[0].name, reason: `placed on ${accounts[0].name}: the job runs on an existing pool of the home account` }
+        : placeJob(accounts, loads, placementJob(job));
+    if (placement && placement.account === undefined) {
+      blocked.push(job);
+      decision.waiting[job.jobId] = placement.reason;
       continue;
     }
     const full = blocked.find((b) => jumps(b) >= limits.backfillLimit);
@@ -205,8 +248,35 @@ export function decideAdmission(
     for (const b of blocked) decision.jumped[b.jobId] = jumps(b) + 1;
     decision.admit.push(job);
     add(usage, job);
+    if (placement?.account !== undefined) {
+      decision.placed[job.jobId] = { account: placement.account, reason: placement.reason };
+      loads.set(placement.account, addLoad(loads.get(placement.account) ?? EMPTY_LOAD, job));
+    }
   }
   return decision;
+}
+
+/** The placement view of a waiting job. */
+export function placementJob(job: Demand): import('../planning/placement').PlacementJob {
+  return { family: job.family, cores: job.cores, nodes: job.nodes, ...(job.place ?? {}) };
+}
+
+function addLoad(l: AccountLoad, d: Demand): AccountLoad {
+  const familyCores = new Map(l.familyCores);
+  familyCores.set(d.family, (familyCores.get(d.family) ?? 0) + d.cores);
+  return { familyCores, totalCores: l.totalCores + d.cores, lowPriorityCores: l.lowPriorityCores + (d.place?.spotCores ?? 0), jobs: l.jobs + 1 };
+}
+
+/** What the reservations hold on each account (a reservation without an account is on the home account, the first). */
+export function loadsOf(accounts: readonly PlacementAccount[], reservations: readonly (Demand & { account?: string })[]): Map<string, AccountLoad> {
+  const loads = new Map<string, AccountLoad>();
+  const home = accounts[0]?.name;
+  for (const r of reservations) {
+    const name = r.account ?? home;
+    if (name === undefined) continue;
+    loads.set(name, addLoad(loads.get(name) ?? EMPTY_LOAD, r));
+  }
+  return loads;
 }
 
 /** Position of each waiting job: 1-based, in its queue and overall, in the order the passes consider them. */

@@ -9,9 +9,9 @@ import type { QueueProgress } from '../contract/progress';
 import type { JobQueueView, QueuesResponse } from '../state/view';
 import { isTerminal } from '../state/states';
 import type { JobStore } from '../state/jobStore';
-import { positions, usageOf, type AdmissionLimits, type Reservation } from './admission';
+import { positions, usageOf, type AdmissionLimits, type Demand, type Reservation } from './admission';
 import { AdmissionConflictError, type AdmissionStore, type ReadSnapshot, type StoredWaitingJob } from './admissionStore';
-import { demandOf, priorityOf, queueOf, submissionOrder } from './demand';
+import { demandOf, placementNeeds, priorityOf, queueOf, submissionOrder } from './demand';
 import { needsAck, planPass, planReconcile, statusOf, type AdmissionSnapshot, type AdmissionStatus, type PassOutcome } from './ledger';
 
 export interface AdmissionDeps {
@@ -76,8 +76,13 @@ export function claimOf(job: JobRecord): Omit<StoredWaitingJob, 'jumpedBy' | 'en
     queue: queueOf(job.spec),
     priority: priorityOf(job.spec),
     order: submissionOrder(job.array?.submittedAt ?? job.createdAt, job.array?.index),
-    ...demandOf(job.id, job.spec),
+    ...withPlacement(demandOf(job.id, job.spec), job.spec),
   };
+}
+
+/** A job that creates its pool carries what placement over several accounts weighs (a reused pool stays home). */
+function withPlacement(d: Demand, spec: NonNullable<JobRecord['spec']>): Demand {
+  return d.pools > 0 ? { ...d, place: placementNeeds(spec) } : d;
 }
 
 export interface AdmissionAnswer {

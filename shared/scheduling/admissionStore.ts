@@ -10,7 +10,7 @@
 import type { TokenCredential } from '@azure/core-auth';
 import { TableClient, type TableEntityResult, type TransactionAction } from '@azure/data-tables';
 import { getJson, putJson, type EntityProps } from '../state/entityCodec';
-import type { WaitingJob } from './admission';
+import type { PlacementNeeds, WaitingJob } from './admission';
 import { EMPTY_LEDGER, type AdmissionSnapshot, type Ledger, type LedgerChange } from './ledger';
 
 export const DEFAULT_ADMISSION_TABLE = 'Admission';
@@ -66,7 +66,17 @@ function toWaiting(e: Entity): StoredWaitingJob {
     pools: num(e, 'pools'),
     jumpedBy: 0,
     enqueuedAt: String(e.enqueuedAt ?? ''),
+    ...(typeof e.place === 'string' ? { place: parsePlace(e.place) } : {}),
   };
+}
+
+function parsePlace(text: string): PlacementNeeds | undefined {
+  try {
+    const v = JSON.parse(text) as PlacementNeeds;
+    return v && typeof v === 'object' ? v : undefined;
+  } catch {
+    return undefined; // a row written by hand: placed on its demand alone
+  }
 }
 
 function ledgerEntity(l: Ledger): { partitionKey: string; rowKey: string } & EntityProps {
@@ -122,9 +132,11 @@ export class AdmissionStore {
 
   /** Inserts the job's waiting row unless it is there already (a retried call). */
   async enqueue(job: Omit<StoredWaitingJob, 'jumpedBy'>): Promise<void> {
-    const { jobId, owner, queue, priority, order, family, cores, nodes, pools, enqueuedAt } = job;
+    const { jobId, owner, queue, priority, order, family, cores, nodes, pools, enqueuedAt, place } = job;
+    // What placement over several accounts needs (size, Spot cores, staging accounts, budget), as one JSON column.
+    const placeProps = place ? { place: JSON.stringify(place) } : {};
     try {
-      await this.table.createEntity({ partitionKey: PARTITION, rowKey: WAIT_PREFIX + jobId, jobId, owner, queue, priority, order, family, cores, nodes, pools, enqueuedAt });
+      await this.table.createEntity({ partitionKey: PARTITION, rowKey: WAIT_PREFIX + jobId, jobId, owner, queue, priority, order, family, cores, nodes, pools, enqueuedAt, ...placeProps });
     } catch (err) {
       if (statusOf(err) !== 409) throw err;
     }

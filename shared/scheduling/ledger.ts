@@ -108,6 +108,8 @@ export function planPass(s: AdmissionSnapshot, limits: AdmissionLimits, now: Dat
   const admitted: Reservation[] = decision.admit.map((w) => ({
     jobId: w.jobId, owner: w.owner, queue: w.queue, family: w.family, cores: w.cores, nodes: w.nodes, pools: w.pools,
     grantedAt: at, grant: ++ledger.grantSeq, acked: w.jobId === ackFor, ...(w.enqueuedAt ? { waitingSince: w.enqueuedAt } : {}),
+    ...(decision.placed[w.jobId] ? { account: decision.placed[w.jobId].account, placedBecause: decision.placed[w.jobId].reason } : {}),
+    ...(w.place?.spotCores ? { place: { spotCores: w.place.spotCores } } : {}),
   }));
   for (const r of admitted) {
     ledger.reservations[r.jobId] = r;
@@ -158,14 +160,19 @@ export function planReconcile(s: AdmissionSnapshot, ended: ReadonlySet<string>):
 
 /** What a job's run learns when it asks. */
 export type AdmissionStatus =
-  | { state: 'granted'; grant: number; grantedAt: string; waitingSince?: string; queue?: string }
+  | { state: 'granted'; grant: number; grantedAt: string; waitingSince?: string; queue?: string; account?: string; placedBecause?: string }
   | { state: 'refused'; reason: string }
   | { state: 'waiting'; reason: string; position?: { inQueue: number; overall: number } }
   | { state: 'absent' };
 
 export function statusOf(s: AdmissionSnapshot, jobId: string): Exclude<AdmissionStatus, { state: 'waiting' }> | { state: 'waiting' } {
   const r = s.ledger.reservations[jobId];
-  if (r) return { state: 'granted', grant: r.grant, grantedAt: r.grantedAt, ...(r.waitingSince ? { waitingSince: r.waitingSince } : {}), queue: r.queue };
+  if (r) {
+    return {
+      state: 'granted', grant: r.grant, grantedAt: r.grantedAt, ...(r.waitingSince ? { waitingSince: r.waitingSince } : {}), queue: r.queue,
+      ...(r.account ? { account: r.account } : {}), ...(r.placedBecause ? { placedBecause: r.placedBecause } : {}),
+    };
+  }
   const f = s.ledger.refused[jobId];
   if (f) return { state: 'refused', reason: f.reason };
   if (s.waiting.some((w) => w.jobId === jobId)) return { state: 'waiting' };

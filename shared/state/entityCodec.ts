@@ -80,7 +80,7 @@ export function jobToEntity(rec: JobRecord): JobEntity {
     updatedAt: rec.updatedAt,
     eventSeq: rec.eventSeq,
   };
-  for (const [k, v] of Object.entries({ ownerName: rec.ownerName, poolAccess: rec.poolAccess, batchPoolId: rec.batchPoolId, batchJobId: rec.batchJobId, cancelRequestedAt: rec.cancelRequestedAt, containersCheckedAt: rec.containersCheckedAt, dataArea: rec.dataArea, endingAs: rec.endingAs, rerunOf: rec.rerunOf })) {
+  for (const [k, v] of Object.entries({ ownerName: rec.ownerName, poolAccess: rec.poolAccess, batchPoolId: rec.batchPoolId, batchJobId: rec.batchJobId, batchAccount: rec.batchAccount, cancelRequestedAt: rec.cancelRequestedAt, containersCheckedAt: rec.containersCheckedAt, dataArea: rec.dataArea, endingAs: rec.endingAs, rerunOf: rec.rerunOf })) {
     if (v !== undefined) props[k] = v;
   }
   putJson(props, 'tags', rec.tags);
@@ -122,6 +122,7 @@ export function entityToJob(e: TableEntityResult<Record<string, unknown>>): JobR
     poolAccess: poolAccessOf(str('poolAccess')),
     batchPoolId: str('batchPoolId'),
     batchJobId: str('batchJobId'),
+    batchAccount: str('batchAccount'),
     cancelRequestedAt: str('cancelRequestedAt'),
     containersCheckedAt: str('containersCheckedAt'),
     dataArea: str('dataArea'),

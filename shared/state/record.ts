@@ -49,6 +49,8 @@ export interface JobRecord {
   updatedAt: string;
   batchPoolId?: string;
   batchJobId?: string;
+  /** The Batch account the job was placed on (several BATCH_ACCOUNTS); unset: the home account. */
+  batchAccount?: string;
   /** What the pipeline recorded when the job ended (parsed on read: a row that does not match has none). */
   result?: JobResult;
   error?: JobError;
@@ -104,5 +106,5 @@ export interface JobEvent {
 
 /** Fields a caller may change outside a state transition. */
 export type JobPatch = Partial<
-  Pick<JobRecord, 'stage' | 'progress' | 'batchPoolId' | 'batchJobId' | 'result' | 'error' | 'cancelRequestedAt' | 'containersCheckedAt' | 'endingAs'>
+  Pick<JobRecord, 'stage' | 'progress' | 'batchPoolId' | 'batchJobId' | 'batchAccount' | 'result' | 'error' | 'cancelRequestedAt' | 'containersCheckedAt' | 'endingAs'>
 >;

@@ -58,6 +58,7 @@ export const JobViewSchema = z.object({
   updatedAt: z.string(),
   batchPoolId: z.string().optional(),
   batchJobId: z.string().optional(),
+  batchAccount: z.string().optional().meta({ description: 'The Batch account the job was placed on (deployments with several BATCH_ACCOUNTS).' }),
   pool: JobPoolViewSchema.optional(),
   result: JobResultSchema.optional().meta({ description: 'What the pipeline recorded when the job ended.' }),
   error: JobErrorSchema.optional(),
@@ -186,6 +187,7 @@ export function toJobView(job: JobRecord, options: JobViewOptions = {}): JobView
   };
   if (job.batchPoolId !== undefined) view.batchPoolId = job.batchPoolId;
   if (job.batchJobId !== undefined) view.batchJobId = job.batchJobId;
+  if (job.batchAccount !== undefined) view.batchAccount = job.batchAccount;
   const pool = poolView(job);
   if (pool) view.pool = pool;
   if (job.result !== undefined) view.result = job.result;
