@@ -86,9 +86,11 @@ function replacedData(v: PreflightVerdict, attempt: number, round: number): Node
     attempt,
     round,
     outliers: v.outliers,
-    nodes: v.outliers.map((id) => {
-      const failed = (v.nodes[id].health ?? []).filter((r) => !r.ok);
-      return { node: id, cause: 'preflight' as const, reasons: v.nodes[id].problems, ...(failed.length ? { checks: failed } : {}) };
+    // A timeline note holds at most 30,000 characters (shared/state/entityCodec.ts): the first nodes keep their failed
+    // checks, every node its reasons cut to 300 characters, past 40 nodes only their ids (outliers).
+    nodes: v.outliers.slice(0, 40).map((id, i) => {
+      const failed = i < 10 ? (v.nodes[id].health ?? []).filter((r) => !r.ok).slice(0, 8) : [];
+      return { node: id, cause: 'preflight' as const, reasons: v.nodes[id].problems.slice(0, 8).map((p) => p.slice(0, 300)), ...(failed.length ? { checks: failed } : {}) };
     }),
   };
 }

@@ -4,6 +4,7 @@ import {
   attemptRows, costSummary, runningCost, displayedNodes, preflightRows, shortNodeLabels, exitCodes, formatDuration, isTerminal, jobDurationMs, jobHref, nodeCells, nodeStateCounts, progressBars, queueSummary, stageSpans,
   type JobView,
 } from './model';
+import { nodeReplacements } from '../../shared/contract/nodeReplacements';
 
 function stateBadge(state: string): HTMLElement {
   return h('span', { class: `badge state-${state}`, 'data-testid': 'job-state' }, state);
@@ -45,7 +46,18 @@ function timelineCard(job: JobView, now: number): HTMLElement {
       stateBadge(s.state),
       h('span', { class: 'num' }, isTerminal(s.state) ? '' : formatDuration(s.durationMs)),
       h('span', { class: 'muted' }, `${new Date(s.startedAt).toLocaleTimeString()} · ${s.reason}`),
-    ))));
+    ))),
+    replacedList(job));
+}
+
+/** Every node the pipeline replaced and why (the timeline's replacement notes). */
+function replacedList(job: JobView): HTMLElement | null {
+  const replaced = nodeReplacements(job.timeline);
+  if (!replaced.length) return null;
+  return h('div', { 'data-testid': 'replaced-nodes' }, h('h3', {}, 'Replaced nodes'),
+    h('ul', { class: 'timeline' }, replaced.map((r) => h('li', { 'data-testid': 'replaced-node', 'data-node': r.node, title: r.node },
+      h('span', { class: 'badge' }, r.cause),
+      h('span', { class: 'muted' }, `${new Date(r.at).toLocaleTimeString()} · ${r.stage} · ${r.node}: ${r.reasons.join('; ')}`)))));
 }
 
 /** One chip per node state with its count. */
