@@ -55,7 +55,7 @@ export const SiteCheckSchema = z
   .strictObject({
     script: z.string({ error: 'must be a string' }).min(1, { error: 'must not be empty' }).max(SITE_CHECK_LIMITS.maxScriptChars, { error: `must be at most ${SITE_CHECK_LIMITS.maxScriptChars} characters` }).optional()
       .meta({ description: 'A bash script run on every node (as the check\'s user, 120 s at most); a non-zero exit fails the node, its last output line is the reason. Put a longer script in `files` and call it from here.' }),
-    image: z.string({ error: 'must be a string' }).regex(/^[A-Za-z0-9][A-Za-z0-9._\/:@-]*$/, { error: 'must be a container image reference' }).max(SITE_CHECK_LIMITS.maxImageChars).optional()
+    image: z.string({ error: 'must be a string' }).regex(/^[A-Za-z0-9][A-Za-z0-9._/:@-]*$/, { error: 'must be a container image reference' }).max(SITE_CHECK_LIMITS.maxImageChars).optional()
       .meta({ description: 'A container image run on every node (`docker run --rm --network host`, 300 s at most); a non-zero exit fails the node.' }),
     privileged: z.boolean({ error: 'must be true or false' }).default(false)
       .meta({ description: 'Run the image privileged (only where the deployment allows privileged containers: CONTAINER_ALLOW_PRIVILEGED).' }),
