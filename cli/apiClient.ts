@@ -1,4 +1,5 @@
 /** The job API over HTTP, for the CLI: one method per endpoint, errors mapped to CliError with exit codes. */
+import type { TimelineNote } from '../shared/contract/nodeReplacements';
 import { AccessRefused, CliError, ExitCode, type FieldError } from './errors';
 import type { Connection } from './connection';
 import type { PipelineStatus } from '../shared/contract/progress';
@@ -25,6 +26,8 @@ export interface JobView {
   error?: { code: string; message: string };
   /** While Queued (GET /api/jobs/{id}): its place in the queue and why it waits. */
   queue?: JobQueueView;
+  /** The job's timeline (GET /api/jobs/{id}): transitions and notes, node replacements among them. */
+  timeline?: TimelineNote[];
   [extra: string]: unknown;
 }
 

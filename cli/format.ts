@@ -1,6 +1,7 @@
 /** Human-readable text for job views, lists and errors. Pure: returns strings, prints nothing. */
 import type { JobView } from './apiClient';
 import type { FieldError } from './errors';
+import { nodeReplacements, replacementLine } from '../shared/contract/nodeReplacements';
 
 export function formatFieldErrors(errors: FieldError[]): string[] {
   return errors.map((e) => {
@@ -41,6 +42,7 @@ export function formatJob(view: JobView): string {
   lines.push(...attemptLines(view));
   const preflight = preflightText(view);
   if (preflight) lines.push(`preflight ${preflight}`);
+  lines.push(...replacedLines(view));
   const timings = Object.entries(view.result?.timings ?? {});
   if (timings.length) lines.push(`timings  ${timings.map(([k, t]) => `${k} ${duration(t.startedAt, t.endedAt)}`).join(', ')}`);
   const outputs = view.result?.outputs;
@@ -134,6 +136,11 @@ export function attemptLines(view: Pick<JobView, 'result'>): string[] {
       : a.retryReason ? `; not retried: ${a.retryReason}` : '';
     return `${i === 0 ? 'attempts' : '        '} #${a.attempt} ${a.outcome} on ${a.nodes.length} node(s)${why}${next}`;
   });
+}
+
+/** Every node the pipeline replaced and why (the timeline's replacement notes), one line each. */
+export function replacedLines(view: Pick<JobView, 'timeline'>): string[] {
+  return nodeReplacements(view.timeline).map((r, i) => `${i === 0 ? 'replaced' : '        '} ${replacementLine(r)}`);
 }
 
 /** The last preflight check: passed or not, over how many nodes, the worst figures and the nodes it replaced. */

@@ -146,6 +146,10 @@ export function localAppSettings(azurite: AzuriteHandle, batch: BatchEmulatorHan
     // The emulated nodes' "fabric" is a loopback on one shared machine: the preflight ping-pong is measured and
     // recorded, but not held to the InfiniBand thresholds of the VM size a job names (a spec's own thresholds apply).
     PREFLIGHT_FABRIC_DEFAULTS: 'false',
+    // The node health checks the emulator models (local/batch/model/hardware.ts: InfiniBand ports, ib_write_bw loopback,
+    // STREAM) and the site's own check; CPU count and memory are the machine's, syslog's link flaps the machine's, and
+    // there are no GPUs: those are not judged here (docs/local-batch.md "Modelled node hardware").
+    PREFLIGHT_HEALTH_CHECKS: 'ib,ibbw,stream,site',
     // What the demo and the examples read (local/jobRunner.ts seeds it): shared read-only with every caller; each
     // user's own data and every job's outputs live in users/<ownerKey>/ (docs/security.md, "Data areas").
     SHARED_DATA_AREAS: [...LOCAL_SHARED_AREAS.map((c) => `${DATA_ACCOUNT.name}/${c}|read|*`), `${DATA_ACCOUNT.name}/shared/|write|*`].join(','),

@@ -151,7 +151,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
       yield* stageOn(unprepared(), attempt.tag);
 
       const urls = yield* workloadUrls(run, input.spec, input.settings);
-      const checked = yield* preflight(run, { jobId: input.jobId, batchJobId, attempt: attempt.number, plan, spec: input.spec, pool, urls, fabricDefaults: input.settings.preflightFabricDefaults !== false, replace: function* (bad, round) {
+      const checked = yield* preflight(run, { jobId: input.jobId, batchJobId, attempt: attempt.number, plan, spec: input.spec, pool, urls, fabricDefaults: input.settings.preflightFabricDefaults !== false, healthChecks: input.settings.preflightHealthChecks ?? [], replace: function* (bad, round) {
         pool = yield* replaceNodes(run, provisioning, pool!, bad, { exclude: [...attempt.exclude, ...bad], reallocate: false });
         attempt.nodes = pool.nodes;
         yield* pullOn(unprepared(), `${attempt.tag}-p${round}`);

@@ -1,4 +1,4 @@
-import type { PreflightResult } from '../../shared/contract';
+import type { NodesReplaced, PreflightResult } from '../../shared/contract';
 import type { JobPlan } from '../../shared/planning/jobPlan';
 import type { MpiTaskUrls } from '../../shared/planning/mpiTaskRequest';
 import { evaluatePreflight, preflightTaskId, preflightTaskRequest, preflightThresholds, type PreflightVerdict } from '../../shared/planning/preflight';
@@ -16,6 +16,8 @@ export interface PreflightRequest {
   pool: ProvisionedPool;
   /** The deployment applies the RDMA ping-pong defaults (PipelineSettings.preflightFabricDefaults). */
   fabricDefaults: boolean;
+  /** The node health checks the deployment runs (PipelineSettings.preflightHealthChecks; none in older runs). */
+  healthChecks?: readonly string[];
   /** The files every node gets, as the MPI task gets them (the pre-execution command may source one). */
   urls: MpiTaskUrls;
   /** Replaces bad nodes through the provisioning path and readies the newcomers (images, shards); the pool after. */
@@ -42,14 +44,15 @@ export class PreflightFailed extends StageFailed {
 export function* preflight(run: PipelineRun, req: PreflightRequest): Orchestration<{ pool: ProvisionedPool; result?: PreflightResult }> {
   const { spec } = req;
   if (!spec.preflight.enabled) return { pool: req.pool };
-  const th = preflightThresholds(spec, spec.pool.vmSize ?? req.plan.poolCreate.vmSize, req.fabricDefaults);
+  const healthChecks = req.healthChecks ?? [];
+  const th = preflightThresholds(spec, spec.pool.vmSize ?? req.plan.poolCreate.vmSize, req.fabricDefaults, healthChecks);
   let pool = req.pool;
   const replaced: string[] = [];
   for (let round = 1; ; round++) {
     const taskId = preflightTaskId(req.attempt, round);
     const ref = { batchJobId: req.batchJobId, taskId };
     run.report({ progress: { preflight: { state: 'running', round } } });
-    yield* run.call('preflightTaskAdd', preflightTaskRequest(req.plan, spec, pool.nodes, req.batchJobId, taskId, req.urls));
+    yield* run.call('preflightTaskAdd', preflightTaskRequest(req.plan, spec, pool.nodes, req.batchJobId, taskId, req.urls, healthChecks));
     for (let poll = 0; ; poll++) {
       const obs = yield* run.call('preflightObserve', ref);
       if (obs.state === 'completed' || obs.state === 'missing') break;
@@ -68,11 +71,28 @@ export function* preflight(run: PipelineRun, req: PreflightRequest): Orchestrati
       eventId: `preflight-${req.attempt}-${round}`,
       at: run.now().toISOString(),
       reason: `preflight check ${round} of attempt ${req.attempt}: replacing ${why}`,
-      data: { attempt: req.attempt, round, outliers: verdict.outliers },
+      data: replacedData(verdict, req.attempt, round),
     });
     replaced.push(...verdict.outliers);
     pool = yield* req.replace(verdict.outliers, round);
   }
+}
+
+/** The note's data: each replaced node with its problems and the health checks it failed (measured vs threshold). */
+function replacedData(v: PreflightVerdict, attempt: number, round: number): NodesReplaced & { outliers: string[] } {
+  return {
+    kind: 'nodesReplaced',
+    stage: 'StagingData',
+    attempt,
+    round,
+    outliers: v.outliers,
+    // A timeline note holds at most 30,000 characters (shared/state/entityCodec.ts): the first nodes keep their failed
+    // checks, every node its reasons cut to 300 characters, past 40 nodes only their ids (outliers).
+    nodes: v.outliers.slice(0, 40).map((id, i) => {
+      const failed = i < 10 ? (v.nodes[id].health ?? []).filter((r) => !r.ok).slice(0, 8) : [];
+      return { node: id, cause: 'preflight' as const, reasons: v.nodes[id].problems.slice(0, 8).map((p) => p.slice(0, 300)), ...(failed.length ? { checks: failed } : {}) };
+    }),
+  };
 }
 
 function describe(v: PreflightVerdict): string {

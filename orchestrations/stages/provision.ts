@@ -1,4 +1,4 @@
-import type { NodeProgress, NodeRef } from '../../shared/contract';
+import type { NodeProgress, NodeRef, NodesReplaced } from '../../shared/contract';
 import { Orchestration, PipelineRun, StageFailed } from '../runtime/pipelineRun';
 import { checkReusablePool, decideProvisionStep } from '../../shared/planning/provisionPolicy';
 import type { PoolCreateRequest } from '../../shared/planning/jobPlan';
@@ -163,7 +163,13 @@ function* waitForNodes(run: PipelineRun, req: ProvisionRequest, sel: { minNodes:
             return f ? startTaskNote(id, f.exitCode, f.failure, f.stderr) : `node ${id}: ${obs.nodes.find((n) => n.id === id)?.state ?? 'failed'}`;
           });
           const at = run.now().toISOString();
-          yield* run.call('jobNote', { jobId: req.jobId, eventId: `nodes-replaced-${run.now().getTime()}`, at, reason: `replacing ${step.nodeIds.length} failed node(s): ${notes.join('; ')}`, data: { replaced: step.nodeIds } });
+          const data: NodesReplaced & { replaced: string[] } = {
+            kind: 'nodesReplaced',
+            stage: 'Provisioning',
+            replaced: step.nodeIds,
+            nodes: step.nodeIds.map((id, i) => ({ node: id, cause: failures.some((x) => x.nodeId === id) ? 'startTask' : 'unusable', reasons: [notes[i]] })),
+          };
+          yield* run.call('jobNote', { jobId: req.jobId, eventId: `nodes-replaced-${run.now().getTime()}`, at, reason: `replacing ${step.nodeIds.length} failed node(s): ${notes.join('; ')}`, data });
         }
         yield* run.call('poolRemoveNodes', { poolId: req.poolId, nodeIds: step.nodeIds });
         break;

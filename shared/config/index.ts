@@ -25,6 +25,14 @@ import { parseRegistryAliases } from './registryAliases';
 import { parseCustomNodeImages } from './nodeImages';
 import type { DeclaredCustomImage } from '../images/catalog';
 import { parseBatchAccounts, type BatchAccountRef } from './batchAccounts';
+import { HEALTH_CHECKS, type HealthCheck } from '../spec/sections/preflight';
+
+/** PREFLIGHT_HEALTH_CHECKS: unset or "all" runs every check, "none" none, else the listed ones. */
+export function healthChecksSetting(value: string | undefined): HealthCheck[] {
+  if (value === undefined || value === '' || value === 'all') return [...HEALTH_CHECKS];
+  if (value === 'none') return [];
+  return HEALTH_CHECKS.filter((c) => value.split(',').map((x) => x.trim()).includes(c));
+}
 
 export type { HostStorageRef, StorageAccountRef } from './storageAccounts';
 export type { AdmissionConfig, QueueSetting } from './admission';
@@ -191,6 +199,8 @@ export interface PipelineConfig {
   defaultMaxWallClockMinutes: number;
   /** Judge the preflight ping-pong of RDMA jobs by the built-in thresholds when a spec sets none (docs/scheduling.md). */
   preflightFabricDefaults: boolean;
+  /** The node health checks preflight runs and judges (PREFLIGHT_HEALTH_CHECKS, docs/pipeline.md "Node health checks"). */
+  preflightHealthChecks: HealthCheck[];
   /** Copy shards from admission on and start each node's downloads when its pull ends (PIPELINE_OVERLAP, docs/pipeline.md). */
   overlapStaging: boolean;
 }
@@ -343,6 +353,8 @@ const envSchema = z.object({
   ...authEnvSchema,
   PREFLIGHT_FABRIC_DEFAULTS: z.string().trim().optional()
     .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
+  PREFLIGHT_HEALTH_CHECKS: z.string().trim().optional()
+    .refine((v) => v === undefined || v === '' || v === 'all' || v === 'none' || v.split(',').every((c) => (HEALTH_CHECKS as readonly string[]).includes(c.trim())), { error: `must be "all", "none" or a comma-separated list of ${HEALTH_CHECKS.join(', ')}` }),
   PIPELINE_OVERLAP: z.string().trim().optional()
     .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
   CONTAINER_ALLOW_PRIVILEGED: z.string().trim().optional()
@@ -512,6 +524,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       sasMaxLifetimeMinutes: e.SAS_MAX_LIFETIME_HOURS * 60,
       defaultMaxWallClockMinutes: e.DEFAULT_MAX_WALL_CLOCK_HOURS * 60,
       preflightFabricDefaults: e.PREFLIGHT_FABRIC_DEFAULTS !== 'false',
+      preflightHealthChecks: healthChecksSetting(e.PREFLIGHT_HEALTH_CHECKS),
       overlapStaging: e.PIPELINE_OVERLAP !== 'false',
     },
     queueMaxDequeueCount: e.QUEUE_MAX_DEQUEUE_COUNT,

@@ -7,6 +7,7 @@ export * from './activities';
 export * from './jobResult';
 export * from './progress';
 export * from './endedProgress';
+export * from './nodeReplacements';
 export * from './mpiJob';
 export * from './orchestration';
 export * from './outputs';

@@ -85,6 +85,16 @@ export const JobCostSchema = z.object({
 }).meta({ title: 'JobCost' });
 export type JobCost = z.infer<typeof JobCostSchema>;
 
+export const HealthResultSchema = z.object({
+  check: z.string().meta({ description: 'cpu, memory, ib, ibbw, stream, gpu, linkflap or site.' }),
+  device: z.string().optional().meta({ description: 'The InfiniBand device or port the figure is of.' }),
+  ok: z.boolean(),
+  measured: z.string().meta({ description: 'What the node showed, with its unit.' }),
+  threshold: z.string().optional().meta({ description: 'What it had to be.' }),
+  source: z.string().optional().meta({ description: 'Where the threshold comes from (AzNHC conf file and check).' }),
+  skipped: z.string().optional().meta({ description: 'Why the figure was not judged (tool missing on the node, no threshold for the size).' }),
+}).meta({ title: 'HealthResult' });
+
 export const NodePreflightSchema = z.object({
   ok: z.boolean(),
   ip: z.string(),
@@ -92,6 +102,7 @@ export const NodePreflightSchema = z.object({
   freeGB: z.number().optional().meta({ description: 'Free space under the Batch task directory.' }),
   latencyUs: z.number().optional().meta({ description: 'The worst median one-way latency (8-byte messages) of the node\'s ping-pong pairs.' }),
   bandwidthMBps: z.number().optional().meta({ description: 'The worst bandwidth (1 MiB messages) of the node\'s ping-pong pairs.' }),
+  health: z.array(HealthResultSchema).optional().meta({ description: 'The node health checks of the VM size (AzNHC figures) and the site\'s check, judged.' }),
   problems: z.array(z.string()),
 }).meta({ title: 'NodePreflight' });
 

@@ -46,6 +46,11 @@ export interface PipelineSettings {
   /** Judge RDMA ping-pongs by the built-in thresholds when the spec sets none (absent, as in older inputs: yes). */
   preflightFabricDefaults?: boolean;
   /**
+   * The node health checks preflight runs (PREFLIGHT_HEALTH_CHECKS: cpu, memory, ib, ibbw, stream, gpu, linkflap, site).
+   * Absent in runs started before the health checks: they replay without them.
+   */
+  preflightHealthChecks?: string[];
+  /**
    * Stage shards beside provisioning and the pulls (PIPELINE_OVERLAP). Absent in runs started before the overlap: they
    * replay the sequential pipeline they started with.
    */

@@ -11,5 +11,27 @@ export interface NodePreflight {
   latencyUs?: number;
   /** The worst (smallest) bandwidth of the node's pairs, MB/s. */
   bandwidthMBps?: number;
+  /** The node health checks (per VM size, and the site's check), when they ran. */
+  health?: HealthResult[];
   problems: string[];
 }
+
+/**
+ * One node health figure judged against its VM size's threshold (shared/planning/health.ts): AzNHC's checks and the
+ * site's own. `skipped`: measured nowhere or not judged (the tool is not on the node, no threshold for the size).
+ */
+// A type, not an interface: it travels as JSON (JsonValue needs an index signature).
+export type HealthResult = {
+  /** cpu, memory, ib, ibbw, stream, gpu, linkflap, site. */
+  check: string;
+  /** The InfiniBand device or port the figure is of. */
+  device?: string;
+  ok: boolean;
+  /** What the node showed, with its unit ("100 Gb/s", "Down/Polling", "exit 3: no scratch"). */
+  measured: string;
+  /** What it had to be ("≥ 200 Gb/s, Active, LinkUp"). */
+  threshold?: string;
+  /** Where the threshold comes from (the AzNHC file and check). */
+  source?: string;
+  skipped?: string;
+};

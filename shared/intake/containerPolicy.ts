@@ -74,6 +74,12 @@ export function checkContainerPolicy(spec: JobSpec, policy: ContainerPolicy, dat
       message: 'this deployment does not run privileged containers (CONTAINER_ALLOW_PRIVILEGED is not "true"); ask for capabilities from the allowlist (container.runOptions.capAdd) instead',
     });
   }
+  if (spec.preflight.siteCheck?.privileged && !policy.allowPrivileged) {
+    errors.push({
+      path: 'preflight.siteCheck.privileged',
+      message: 'this deployment does not run privileged containers (CONTAINER_ALLOW_PRIVILEGED is not "true"); run the site check unprivileged or as a script',
+    });
+  }
   // Every node pulls from the images' registries: no internal host unless the deployment serves it (addressPolicy.ts).
   errors.push(...checkRegistryAddresses(spec, data));
   // Secrets are read with the same pool identity a managed registry sign-in uses.

@@ -13,6 +13,7 @@ export function pipelineSettings(config: AppConfig): PipelineSettings {
     sasMaxLifetimeMinutes: config.pipeline.sasMaxLifetimeMinutes,
     queuePollMs: config.admission.pollMs,
     preflightFabricDefaults: config.pipeline.preflightFabricDefaults,
+    preflightHealthChecks: config.pipeline.preflightHealthChecks,
     overlapStaging: config.pipeline.overlapStaging,
     checkSources: true,
     explainFailures: true,

@@ -10,6 +10,8 @@
  * each level it is nested in (eval, bash -c, docker exec), and only single quotes grow with each level.
  */
 
+import { HEALTH_ARG, healthProbeCases } from './healthProbe';
+
 /** The variable the master exports with the ping-pong's path; the launcher forwards it to every rank. */
 export const PINGPONG_BIN_ENV = 'MPIJOB_PINGPONG_BIN';
 /** What every rank runs. */
@@ -120,6 +122,8 @@ export interface PreflightScriptInput {
   openmpi: boolean;
   /** The launcher, as the launch line names it (a shell word, commands.ts launcherWord). */
   launcher: string;
+  /** The node health checks each node runs on itself (healthProbe.ts healthProbeArgs); none when absent. */
+  health?: readonly string[];
 }
 
 /** `"…"` for bash: the characters double quotes keep special are escaped, so the text arrives as written. */
@@ -152,6 +156,8 @@ const SAFE_PATH = /^(\/[A-Za-z0-9._/-]*|mount:[A-Za-z0-9][A-Za-z0-9_-]{0,63}|tcp
  */
 export function preflightMasterScript(input: PreflightScriptInput): string {
   for (const p of input.requiredPaths) if (!SAFE_PATH.test(p)) throw new Error(`preflight: required path ${JSON.stringify(p)} is not an absolute path of safe characters nor mount:<name>`);
+  const health = input.health ?? [];
+  for (const a of health) if (!HEALTH_ARG.test(a)) throw new Error(`preflight: health argument ${JSON.stringify(a.slice(0, 40))} is not health:<check>, site:<base64> or siteimage:<P|U>:<base64>`);
   const port = Number.isSafeInteger(input.sshPort) && input.sshPort > 0 && input.sshPort < 65536 ? input.sshPort : 22;
   const portOpt = port === 22 ? '' : ` -p ${port}`;
   const timeoutS = Math.max(0.1, input.maxSshMs / 1000).toFixed(1);
@@ -159,7 +165,7 @@ export function preflightMasterScript(input: PreflightScriptInput): string {
   // Declared once in the script as an array (the probe and the copy both use it): the command line is the budget.
   const sshArray = `mjpf_ssh=(timeout ${timeoutS} ssh -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectTimeout=${connectS}${portOpt})`;
   const ssh = '"${mjpf_ssh[@]}"';
-  const paths = input.requiredPaths.join(' ');
+  const paths = [...input.requiredPaths, ...health].join(' ');
   const lines = [
     'mjpf_dir="$PWD/mpijob-preflight"',
     sshArray,
@@ -168,7 +174,7 @@ export function preflightMasterScript(input: PreflightScriptInput): string {
     // Runs on each node: free space under the Batch directory and the required paths. Sent to the others over ssh.
     // A mount resolves under the node's own mounts directory; an ssh session on Azure carries no AZ_BATCH_* variables,
     // and there the directory is the same under every node's Batch root (/mnt/batch/tasks/fsmounts).
-    'mjpf_probe() { local r="$1"; shift; local f p; f=$(df -Pk "$r" 2>/dev/null | tail -n 1 | tr -s " " | cut -d " " -f 4); echo "free_kb=${f:-unknown}"; for p in "$@"; do case $p in mount:*) p=${AZ_BATCH_NODE_MOUNTS_DIR:-$r/fsmounts}/${p#mount:}; timeout 10 ls -d "$p/." >/dev/null 2>&1 || echo "missing=$p";; tcp:*) p=${p#tcp:}; timeout 5 bash -c ": <>/dev/tcp/${p%:*}/${p##*:}" >/dev/null 2>&1 || echo "unreachable=$p";; *) [ -e "$p" ] || echo "missing=$p";; esac; done; true; }',
+    'mjpf_probe() { local r="$1"; shift; local f p; f=$(df -Pk "$r" 2>/dev/null | tail -n 1 | tr -s " " | cut -d " " -f 4); echo "free_kb=${f:-unknown}"; for p in "$@"; do case $p in mount:*) p=${AZ_BATCH_NODE_MOUNTS_DIR:-$r/fsmounts}/${p#mount:}; timeout 10 ls -d "$p/." >/dev/null 2>&1 || echo "missing=$p";; tcp:*) p=${p#tcp:}; timeout 5 bash -c ": <>/dev/tcp/${p%:*}/${p##*:}" >/dev/null 2>&1 || echo "unreachable=$p";; ' + (health.length ? `${healthProbeCases()} ` : '') + '*) [ -e "$p" ] || echo "missing=$p";; esac; done; true; }',
     `mjpf_args=$(printf " %q" "\${AZ_BATCH_NODE_ROOT_DIR:-$PWD}"${paths ? ` ${paths}` : ''})`,
     'mjpf_hosts=(${AZ_BATCH_HOST_LIST//,/ })',
     'echo "MPIJOB_PREFLIGHT begin nodes=${#mjpf_hosts[@]} port=' + port + ' max_ssh_ms=' + input.maxSshMs + '"',
@@ -179,7 +185,7 @@ export function preflightMasterScript(input: PreflightScriptInput): string {
       `else mjpf_via=ssh; mjpf_out=$(printf "%s\\nmjpf_probe%s\\n" "$(declare -f mjpf_probe)" "$mjpf_args" | ${ssh} "$mjpf_h" bash -s 2>&1); mjpf_rc=$?; fi; ` +
       'mjpf_e=$(date +%s%N); ' +
       '{ echo "MPIJOB_PREFLIGHT node $mjpf_h via=$mjpf_via rc=$mjpf_rc ms=$(( (mjpf_e - mjpf_s) / 1000000 ))"; ' +
-      'printf "%s\\n" "$mjpf_out" | head -n 20 | while IFS= read -r mjpf_l; do if [ -n "$mjpf_l" ]; then echo "MPIJOB_PREFLIGHT out $mjpf_h $mjpf_l"; fi; done; } > "$mjpf_dir/probe.$mjpf_i"; ' +
+      `printf "%s\\n" "$mjpf_out" | head -n ${20 + 8 * health.length} | ` + 'while IFS= read -r mjpf_l; do if [ -n "$mjpf_l" ]; then echo "MPIJOB_PREFLIGHT out $mjpf_h $mjpf_l"; fi; done; } > "$mjpf_dir/probe.$mjpf_i"; ' +
       'echo "$mjpf_rc" > "$mjpf_dir/rc.$mjpf_i" ) & ' +
       'mjpf_i=$((mjpf_i + 1)); done',
     'wait',

@@ -15,6 +15,8 @@ import type { JobPlan } from './jobPlan';
 import { containerNameFor, containerOptionsFor, multiInstanceShape, rankSetup, type MpiTaskRequestShape, type MpiTaskUrls } from './mpiTaskRequest';
 import { nodeSetupScript } from './workloadData';
 import type { NodePreflight } from '../contract/preflight';
+import { healthPlan, healthProblem, judgeHealth, parseHealthLine, type HealthLine, type HealthPlan } from './health';
+import { healthProbeArgs } from '../mpi/healthProbe';
 
 
 /**
@@ -43,13 +45,15 @@ export interface PreflightThresholds {
   runsPreExecution: boolean;
   /** A threshold left out is not judged (the figure is still recorded). */
   pingPong: { enabled: boolean; maxLatencyUs?: number; minBandwidthMBps?: number };
+  /** The node health checks each node runs and the thresholds they are judged by (shared/planning/health.ts). */
+  health?: HealthPlan;
 }
 
 /**
  * The thresholds a job is judged by: the spec's, else the defaults of an RDMA fabric (PINGPONG_DEFAULTS) unless the
  * deployment turned those off (`fabricDefaults` false, the PREFLIGHT_FABRIC_DEFAULTS setting).
  */
-export function preflightThresholds(spec: JobSpec, vmSize: string, fabricDefaults = true): PreflightThresholds {
+export function preflightThresholds(spec: JobSpec, vmSize: string, fabricDefaults = true, healthChecks: readonly string[] = []): PreflightThresholds {
   const p = spec.preflight;
   const defaults: { maxLatencyUs?: number; minBandwidthMBps?: number } = fabricDefaults && resolveFabric(spec.mpi.fabric, vmSize) === 'rdma' ? PINGPONG_DEFAULTS.rdma : {};
   const maxLatencyUs = p.pingPong.maxLatencyUs ?? defaults.maxLatencyUs;
@@ -64,6 +68,7 @@ export function preflightThresholds(spec: JobSpec, vmSize: string, fabricDefault
       ...(maxLatencyUs !== undefined ? { maxLatencyUs } : {}),
       ...(minBandwidthMBps !== undefined ? { minBandwidthMBps } : {}),
     },
+    health: healthPlan(spec, vmSize, healthChecks),
   };
 }
 
@@ -78,12 +83,13 @@ export function preflightTaskId(attempt: number, round: number): string {
  * Singularity job's launcher runs on the host, so its check does too (the ping-pong is compiled against the host's
  * MPI, not the image's). A custom launcher cannot be run for a check: the managed launcher of the same runtime is.
  */
-export function preflightTaskRequest(plan: JobPlan, spec: JobSpec, nodes: { id: string }[], batchJobId: string, taskId: string, urls: MpiTaskUrls = { commonResourceFiles: [] }): MpiTaskRequestShape {
+export function preflightTaskRequest(plan: JobPlan, spec: JobSpec, nodes: { id: string }[], batchJobId: string, taskId: string, urls: MpiTaskUrls = { commonResourceFiles: [] }, healthChecks: readonly string[] = []): MpiTaskRequestShape {
   const docker = spec.container.runtime === 'docker';
   const managed = spec.mpi.launcher.mode === 'managed';
   const vmSize = spec.pool.vmSize ?? plan.poolCreate.vmSize;
-  const th = preflightThresholds(spec, vmSize);
+  const th = preflightThresholds(spec, vmSize, true, healthChecks);
   const script = preflightMasterScript({
+    health: healthProbeArgs(th.health?.checks ?? [], spec.preflight.siteCheck),
     sshPort: spec.mpi.sshPort,
     maxSshMs: th.maxSshMs,
     requiredPaths: th.requiredPaths,
@@ -142,6 +148,8 @@ export interface NodeProbe {
   missing: string[];
   /** What a failed probe said (ssh's error). */
   message?: string;
+  /** The node health checks' lines (shared/mpi/healthProbe.ts), when it ran them. */
+  health?: HealthLine[];
 }
 
 export interface PingPongPair {
@@ -188,7 +196,9 @@ export function parsePreflightOutput(stdout: string): PreflightReport {
       const free = /^free_kb=(\d+)$/.exec(text);
       const missing = /^missing=(\/\S*)$/.exec(text);
       const unreachable = /^unreachable=(\S+)$/.exec(text);
-      if (free) probe.freeKB = Number(free[1]);
+      const health = parseHealthLine(text);
+      if (health) (probe.health ??= []).push(health);
+      else if (free) probe.freeKB = Number(free[1]);
       else if (missing) probe.missing.push(missing[1]);
       else if (unreachable) probe.missing.push(`licence server port ${unreachable[1]} (no TCP connection within 5 s)`);
       else if (!/^free_kb=/.test(text)) probe.message ??= text.slice(0, 300);
@@ -270,6 +280,10 @@ export function evaluatePreflight(run: PreflightRun, nodes: readonly { id: strin
     }
     for (const p of probe.missing) f.problems.push(`missing ${p}`);
     if (probe.rc === 0 && report.copyFailed?.includes(n.ipAddress)) f.problems.push("the ping-pong program could not be copied to it over the launcher's ssh port");
+    if (probe.rc === 0 && th.health?.checks.length) {
+      f.health = judgeHealth(probe.health ?? [], th.health);
+      for (const r of f.health) if (!r.ok) f.problems.push(healthProblem(r));
+    }
   }
 
   // Ping-pong: a pair is slow past either threshold; a node is slow when all of its pairs are.

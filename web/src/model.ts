@@ -41,6 +41,8 @@ export interface TimelineEvent {
   from?: string | null;
   to?: string;
   reason: string;
+  /** A note's data (node replacements: shared/contract/nodeReplacements.ts). */
+  data?: unknown;
 }
 
 /** The subset of the API's JobView the dashboard reads (GET /api/jobs and GET /api/jobs/{id}). */

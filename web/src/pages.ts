@@ -11,6 +11,7 @@ import { outputsCard, tailCard, type JobPageDetail } from './detailPages';
 function nodeName(id: string | undefined, labels: Record<string, string>): HTMLElement | string {
   return id ? h('span', { class: 'mono', title: id, 'data-testid': 'node-name' }, labels[id] ?? id) : '';
 }
+import { nodeReplacements } from '../../shared/contract/nodeReplacements';
 
 function stateBadge(state: string): HTMLElement {
   return h('span', { class: `badge state-${state}`, 'data-testid': 'job-state' }, state);
@@ -54,7 +55,18 @@ function timelineCard(job: JobView, now: number): HTMLElement {
       stateBadge(s.state),
       h('span', { class: 'num' }, isTerminal(s.state) ? '' : formatDuration(s.durationMs)),
       h('span', { class: 'muted' }, `${new Date(s.startedAt).toLocaleTimeString()} · ${s.reason}`),
-    ))));
+    ))),
+    replacedList(job));
+}
+
+/** Every node the pipeline replaced and why (the timeline's replacement notes). */
+function replacedList(job: JobView): HTMLElement | null {
+  const replaced = nodeReplacements(job.timeline);
+  if (!replaced.length) return null;
+  return h('div', { 'data-testid': 'replaced-nodes' }, h('h3', {}, 'Replaced nodes'),
+    h('ul', { class: 'timeline' }, replaced.map((r) => h('li', { 'data-testid': 'replaced-node', 'data-node': r.node, title: r.node },
+      h('span', { class: 'badge' }, r.cause),
+      h('span', { class: 'muted' }, `${new Date(r.at).toLocaleTimeString()} · ${r.stage} · ${r.node}: ${r.reasons.join('; ')}`)))));
 }
 
 /** One chip per node state with its count. */

@@ -74,6 +74,15 @@ export interface NodeFault {
    * or blobfuse mount did not come up does. Read when the node is made (its mounts are made then), not later.
    */
   brokenMounts?: string[];
+  /**
+   * Modelled hardware (docs/local-batch.md "Modelled node hardware"): its InfiniBand port is down (`ibstat`: Down,
+   * Polling, 10 Gb/s; `ib_write_bw` fails), its link trained at `ibRateGbps` instead of the size's rate (a slow link:
+   * `ibstat` shows the rate, `ib_write_bw` 2.5% under it), its STREAM shows `streamMBps` (low memory bandwidth).
+   * Read by the node's emulated tools whenever they run, so they act at once.
+   */
+  ibPortDown?: boolean;
+  ibRateGbps?: number;
+  streamMBps?: number;
 }
 
 /** A small deterministic PRNG (mulberry32); quality is irrelevant, determinism is the point. */

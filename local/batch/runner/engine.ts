@@ -14,7 +14,8 @@ import type { NodeIdentityProvider } from '../model/identity';
 import type { NodeAgent } from './nodeIdentity';
 import { runsUnder } from './leftovers';
 import { isAlive, killGroup, killPid } from './processes';
-import { createNodeSandbox, nodeDirs, writeEnvFile, writeHostsFile } from './sandbox';
+import { createNodeSandbox, nodeDirs, writeAtomically, writeEnvFile, writeHostsFile } from './sandbox';
+import { hardwareLine, nodeHardware } from '../model/hardware';
 import { modelledMounts, mountOnNode } from './mounts';
 import { prepareNetworkServices, type NetworkService, type ServiceHostEntry } from './networkServices';
 import { poolSubnet } from '../handlers/network';
@@ -46,6 +47,7 @@ export class Engine {
   readonly pools = new Map<string, PoolRecord>();
   readonly jobs = new Map<string, JobRecord>();
   readonly hostsFile: string;
+  readonly hardwareFile: string;
   /** The shared-network services' hosts-map entries (fixed at start). */
   private readonly serviceHosts: ServiceHostEntry[];
   private readonly tmpDirs = new Set<string>();
@@ -69,6 +71,7 @@ export class Engine {
   constructor(readonly cfg: EngineConfig) {
     this.quota = { ...(cfg.quota ?? {}) };
     this.hostsFile = path.join(cfg.dataDir, 'hosts');
+    this.hardwareFile = path.join(cfg.dataDir, 'hardware');
     this.serviceHosts = prepareNetworkServices(cfg.dataDir, cfg.networkServices ?? []);
     this.rewriteHosts();
     cfg.faults.onChange = (patch) => {
@@ -349,6 +352,7 @@ export class Engine {
       ipAddress: node.ipAddress,
       root: node.rootDir,
       hostsFile: this.hostsFile,
+      hardwareFile: this.hardwareFile,
       nodePath: this.cfg.nodePath,
       nodeBandwidthBytesPerSec: this.cfg.nodeBandwidthBytesPerSec,
       subnet: poolSubnet(this.pools.get(node.poolId.toLowerCase())?.spec ?? {}),
@@ -390,6 +394,19 @@ export class Engine {
     // A service is no ssh target: "refuse" makes the ssh launcher answer Connection refused.
     for (const s of this.serviceHosts) entries.push({ ip: s.ip, root: s.root, envFile: '-', faults: ['refuse'], subnet: s.subnet });
     writeHostsFile(this.hostsFile, entries);
+    this.rewriteHardware();
+  }
+
+  /** The modelled hardware of every node (model/hardware.ts), read by the node's emulated ibstat, ib_write_bw and stream. */
+  private rewriteHardware(): void {
+    const lines: string[] = [];
+    for (const p of this.pools.values()) {
+      const vmSize = typeof p.spec.vmSize === 'string' ? p.spec.vmSize : '';
+      for (const n of p.nodes.values()) {
+        if (!n.removed) lines.push(hardwareLine(n.ipAddress, nodeHardware(vmSize, this.cfg.faults.nodeFault(p.id, n.ordinal, n.id))));
+      }
+    }
+    writeAtomically(this.hardwareFile, lines.join('\n') + '\n');
   }
 
   /** Start-task hook set by the task executor (it owns process running). */

@@ -12,6 +12,8 @@ export const SSH_LAUNCHER = path.join(LAUNCHER_BIN_DIR, 'ssh');
  * MODULEPATH puts the emulator's own folder first and the machine's after it.
  */
 export const NODE_MODULEFILES_DIR = path.join(__dirname, '..', 'nodeimage', 'modulefiles');
+/** The emulated node image's hardware tools (ibstat, ib_write_bw, stream), reporting the modelled hardware (model/hardware.ts). */
+export const NODE_IMAGE_BIN_DIR = path.join(__dirname, '..', 'nodeimage', 'bin');
 export const NODE_MODULEPATH = [NODE_MODULEFILES_DIR, '/usr/share/modules/modulefiles'].join(':');
 
 const INHERITED = ['HOME', 'LANG', 'LC_ALL', 'USER', 'LOGNAME', 'SHELL', 'LD_LIBRARY_PATH', 'NODE_OPTIONS'];
@@ -52,6 +54,8 @@ export interface NodeEnvInput {
   ipAddress: string;
   root: string;
   hostsFile: string;
+  /** The modelled hardware map (model/hardware.ts) the emulated hardware tools read. */
+  hardwareFile?: string;
   nodePath: string[];
   /** The node's instance metadata service, when its pool has an identity (Azure: 169.254.169.254). */
   imdsEndpoint?: string;
@@ -68,7 +72,7 @@ export interface NodeEnvInput {
 export function nodeEnvironment(n: NodeEnvInput): Record<string, string> {
   const env: Record<string, string> = {};
   for (const k of INHERITED) if (process.env[k]) env[k] = process.env[k] as string;
-  env.PATH = [...n.nodePath, LAUNCHER_BIN_DIR, process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'].join(':');
+  env.PATH = [...n.nodePath, LAUNCHER_BIN_DIR, NODE_IMAGE_BIN_DIR, process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'].join(':');
   Object.assign(env, mpiEmulationEnv());
   Object.assign(env, {
     MODULEPATH: n.modulePath ?? NODE_MODULEPATH,
@@ -88,6 +92,7 @@ export function nodeEnvironment(n: NodeEnvInput): Record<string, string> {
     // Emulator-only: the hosts map for the ssh launcher, and this node's address.
     AZ_BATCH_EMULATOR_HOSTS: n.hostsFile,
     AZ_BATCH_EMULATOR_NODE_IP: n.ipAddress,
+    ...(n.hardwareFile ? { AZ_BATCH_EMULATOR_HARDWARE: n.hardwareFile } : {}),
     // Emulator-only: the subnet of the node's pool (networkServices.ts), '' when the pool has no virtual network.
     AZ_BATCH_EMULATOR_NODE_SUBNET: n.subnet ?? '',
   });

@@ -33,6 +33,37 @@ export const PingPongSchema = z
   })
   .meta({ description: 'MPI ping-pong between neighbouring nodes (a ring: each node is measured with two partners, so a slow node is told from a slow partner; with two nodes a slow pair replaces both).' });
 
+/** The node health checks there are (docs/pipeline.md "Node health checks"); a deployment picks with PREFLIGHT_HEALTH_CHECKS. */
+export const HEALTH_CHECKS = ['cpu', 'memory', 'ib', 'ibbw', 'stream', 'gpu', 'linkflap', 'site'] as const;
+export type HealthCheck = (typeof HEALTH_CHECKS)[number];
+
+/** The node health checks a job may leave out (the deployment's PREFLIGHT_HEALTH_CHECKS says which run at all). */
+export const SKIPPABLE_HEALTH_CHECKS = HEALTH_CHECKS.filter((c) => c !== 'site');
+
+export const HealthSchema = z
+  .strictObject({
+    enabled: z.boolean({ error: 'must be true or false' }).default(true)
+      .meta({ description: 'Run the node health checks of the VM size (AzNHC\'s figures, docs/pipeline.md "Node health checks") on every node.' }),
+    skip: z.array(z.enum(SKIPPABLE_HEALTH_CHECKS, { error: `must be one of ${SKIPPABLE_HEALTH_CHECKS.join(', ')}` })).max(SKIPPABLE_HEALTH_CHECKS.length).default([])
+      .meta({ description: 'Health checks to leave out for this job (measured nowhere, judged never).' }),
+  })
+  .meta({ description: 'Per-VM-size node health checks as Azure HPC runs them (AzNHC): CPU count, memory, InfiniBand port state and rate, ib_write_bw loopback, STREAM, GPU count, link flaps.' });
+
+export const SITE_CHECK_LIMITS = { maxScriptChars: 4000, maxImageChars: 500 } as const;
+
+export const SiteCheckSchema = z
+  .strictObject({
+    script: z.string({ error: 'must be a string' }).min(1, { error: 'must not be empty' }).max(SITE_CHECK_LIMITS.maxScriptChars, { error: `must be at most ${SITE_CHECK_LIMITS.maxScriptChars} characters` }).optional()
+      .meta({ description: 'A bash script run on every node (as the check\'s user, 120 s at most); a non-zero exit fails the node, its last output line is the reason. Put a longer script in `files` and call it from here.' }),
+    image: z.string({ error: 'must be a string' }).regex(/^[A-Za-z0-9][A-Za-z0-9._/:@-]*$/, { error: 'must be a container image reference' }).max(SITE_CHECK_LIMITS.maxImageChars).optional()
+      .meta({ description: 'A container image run on every node (`docker run --rm --network host`, 300 s at most); a non-zero exit fails the node.' }),
+    privileged: z.boolean({ error: 'must be true or false' }).default(false)
+      .meta({ description: 'Run the image privileged (only where the deployment allows privileged containers: CONTAINER_ALLOW_PRIVILEGED).' }),
+  })
+  .refine((v) => (v.script === undefined) !== (v.image === undefined), { error: 'give exactly one of script or image' })
+  .refine((v) => !v.privileged || v.image !== undefined, { error: 'privileged applies to an image only', path: ['privileged'] })
+  .meta({ description: 'The site\'s own node check, run on every node beside the built-in ones; nodes it fails are replaced like theirs.' });
+
 export const PreflightSchema = z
   .strictObject({
     enabled: z.boolean({ error: 'must be true or false' }).default(true)
@@ -42,6 +73,8 @@ export const PreflightSchema = z
     minFreeDiskGB: num('GB').min(0).max(100_000).default(1)
       .meta({ description: 'Least free space on each node under the Batch task directory (AZ_BATCH_NODE_ROOT_DIR); 0 = not checked.' }),
     pingPong: PingPongSchema.prefault({}),
+    health: HealthSchema.prefault({}),
+    siteCheck: SiteCheckSchema.optional(),
     runPreExecutionCommand: z.boolean({ error: 'must be true or false' }).default(true)
       .meta({ description: 'Run the job\'s `mpi.preExecutionCommand` before the check, for the environment it sets up (`module load`, vendor scripts) so the check finds the launcher and `mpicc` the job uses. Set false when it does the job\'s own work (decomposing a case, running what the coordination command built): natively the check runs no coordination command, and work done twice is not a check\'s business.' }),
     rounds: z.number({ error: 'must be a number' }).int({ error: 'must be a whole number' }).min(0).max(PREFLIGHT_LIMITS.maxRounds).default(2)

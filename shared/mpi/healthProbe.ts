@@ -1,0 +1,63 @@
+/**
+ * The node health checks' shell part (docs/pipeline.md "Node health checks"): what each node runs, inside the
+ * preflight probe (preflightScript.ts, `mjpf_probe`), to measure itself with the tools Azure's HPC images carry and
+ * AzNHC uses (github.com/Azure/azurehpc-health-checks): `nproc`, /proc/meminfo, `ibstat`, `ib_write_bw` (perftest)
+ * loopback per InfiniBand device, `stream`, `nvidia-smi`, syslog's "lost carrier" lines; and the site's own check.
+ *
+ * Each check is an argument of the probe (`health:<check>`, `site:<base64 script>`, `siteimage:<P|U>:<base64 image>`)
+ * and prints one line per figure, `health <check> <figures>`, which shared/planning/health.ts parses and judges. A
+ * tool that is not on the node prints `health <check> notool=<tool>`: recorded, not judged (the image lacks it, not
+ * the node). Like the rest of the probe, nothing here holds a single quote (it is quoted again at every level).
+ */
+import type { HealthCheck } from '../spec/sections/preflight';
+
+/** How long each measurement may take on a node (the check's wall clock is the spec's preflight.timeout). */
+export const HEALTH_TIMEOUTS = { ibWriteSeconds: 5, siteScriptSeconds: 120, siteImageSeconds: 300 } as const;
+
+/** AzNHC's ib_write_bw arguments (azure_ib_write_bw_non_gdr.nhc), with a 5 s run instead of its 10 s. */
+const IB_WRITE_BW_ARGS = `-s 1048576 -D ${HEALTH_TIMEOUTS.ibWriteSeconds} -x 0 -F --report_gbits -q 2`;
+
+/** The InfiniBand ports as `ibstat` prints them: `<ca>:<port> <state> <physical state> <rate>`, InfiniBand link layer only. */
+const IBSTAT_PORTS_AWK = 'awk "/^CA /{ca=\\$2; gsub(/[^A-Za-z0-9_]/,\\"\\",ca)} /^[ \\t]*Port [0-9]+:/{p=\\$2; sub(/:/,\\"\\",p)} /^[ \\t]*State:/{st=\\$2} /Physical state:/{ph=\\$3} /^[ \\t]*Rate:/{r=\\$2} /Link layer: InfiniBand/{print ca \\":\\" p \\" \\" st \\" \\" ph \\" \\" r}"';
+
+/**
+ * The case arms `mjpf_probe` adds for the health arguments (its loop variable is `$p`). Each ends in `;;`.
+ */
+export function healthProbeCases(): string {
+  const have = (tool: string) => `command -v ${tool} >/dev/null 2>&1`;
+  return [
+    'health:cpu) echo "health cpu $(nproc 2>/dev/null || echo unknown)";;',
+    'health:memory) echo "health memory $(awk "/^MemTotal:/{print \\$2}" /proc/meminfo 2>/dev/null)";;',
+    `health:ib) if ${have('ibstat')}; then mjpf_o=$(ibstat 2>/dev/null | ${IBSTAT_PORTS_AWK}); if [ -n "$mjpf_o" ]; then printf "%s\\n" "$mjpf_o" | sed "s/^/health ib /"; else echo "health ib none"; fi; else echo "health ib notool=ibstat"; fi;;`,
+    // Loopback: a server and a client on the same device, the client's 1 MiB line carries the average Gb/s (field 4).
+    `health:ibbw) if ${have('ib_write_bw')} && ${have('ibstat')}; then for mjpf_d in $(ibstat 2>/dev/null | ${IBSTAT_PORTS_AWK} | cut -d: -f1 | sort -u); do ` +
+      `timeout 30 ib_write_bw -d "$mjpf_d" ${IB_WRITE_BW_ARGS} >/dev/null 2>&1 & sleep 1; ` +
+      `mjpf_g=$(timeout 30 ib_write_bw -d "$mjpf_d" ${IB_WRITE_BW_ARGS} localhost 2>/dev/null | awk "\\$1==1048576{print \\$4; exit}"); wait; ` +
+      'echo "health ibbw $mjpf_d ${mjpf_g:-failed}"; done; else echo "health ibbw notool=ib_write_bw"; fi;;',
+    `health:stream) if ${have('stream')}; then echo "health stream$(stream 2>/dev/null | awk "/^(Copy|Scale|Add|Triad):/{sub(/:/,\\"\\",\\$1); printf \\" %s=%s\\", \\$1, \\$2}")"; else echo "health stream notool=stream"; fi;;`,
+    `health:gpu) if ${have('nvidia-smi')}; then echo "health gpu $(nvidia-smi --list-gpus 2>/dev/null | grep -c ^GPU)"; else echo "health gpu notool=nvidia-smi"; fi;;`,
+    'health:linkflap) if [ -r /var/log/syslog ]; then echo "health linkflap $(grep -i "lost carrier" /var/log/syslog 2>/dev/null | grep -c -E "ib[0-9A-Za-z_]+")"; else echo "health linkflap notool=/var/log/syslog"; fi;;',
+    // The site's script: its exit status and its last line (the reason), cut to 200 characters.
+    `site:*) mjpf_s=$(printf %s "\${p#site:}" | base64 -d 2>/dev/null); mjpf_o=$(timeout ${HEALTH_TIMEOUTS.siteScriptSeconds} bash -c "$mjpf_s" 2>&1 </dev/null); mjpf_r=$?; echo "health site $mjpf_r $(printf %s "$mjpf_o" | tail -n 1 | tr -d "\\r" | cut -c1-200)";;`,
+    `siteimage:*) p=\${p#siteimage:}; mjpf_x=; [ "\${p%%:*}" = P ] && mjpf_x=--privileged; mjpf_s=$(printf %s "\${p#*:}" | base64 -d 2>/dev/null); if ${have('docker')}; then mjpf_o=$(timeout ${HEALTH_TIMEOUTS.siteImageSeconds} docker run --rm --network host $mjpf_x "$mjpf_s" 2>&1 </dev/null); mjpf_r=$?; echo "health site $mjpf_r $(printf %s "$mjpf_o" | tail -n 1 | tr -d "\\r" | cut -c1-200)"; else echo "health site notool=docker"; fi;;`,
+  ].join(' ');
+}
+
+export interface SiteCheck {
+  script?: string;
+  image?: string;
+  privileged?: boolean;
+}
+
+/** The probe's health arguments: the checks to run and the site's check (base64, so any text passes every quoting level). */
+export function healthProbeArgs(checks: readonly HealthCheck[], site?: SiteCheck): string[] {
+  const args = checks.filter((c) => c !== 'site').map((c) => `health:${c}`);
+  if (site && checks.includes('site')) {
+    if (site.script !== undefined) args.push(`site:${Buffer.from(site.script, 'utf8').toString('base64')}`);
+    else if (site.image !== undefined) args.push(`siteimage:${site.privileged ? 'P' : 'U'}:${Buffer.from(site.image, 'utf8').toString('base64')}`);
+  }
+  return args;
+}
+
+/** What a health argument may look like (the probe's other arguments are paths, preflightScript.ts SAFE_PATH). */
+export const HEALTH_ARG = /^(health:[a-z]+|site:[A-Za-z0-9+/=]+|siteimage:[PU]:[A-Za-z0-9+/=]+)$/;
