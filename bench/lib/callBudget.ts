@@ -67,6 +67,8 @@ export interface JobCalls {
   pollGaps: Call[][];
   /** Rows of the job's orchestration(s) in the History table, and its Instances rows. */
   historyRows: number;
+  /** The History rows' event types per instance (the job's and its sub-orchestrations', the sentinel rows aside). */
+  historyByInstance: Record<string, string[]>;
   /** The job's durable timers that fired (every wait between two polls is one). */
   timersFired: number;
   instanceRows: number;
@@ -131,9 +133,13 @@ export async function runCounted(stack: Stack, counter: CallCounter, spec: Recor
   const pollGaps: Call[][] = [];
   for (let k = 1; k + 2 < polls.length; k++) pollGaps.push(calls.slice(polls[k][1], polls[k + 1][1]));
 
+  const byInstance: Record<string, string[]> = {};
   const rows = async (table: string, filter: string) => {
     const types: string[] = [];
-    for await (const e of stack.operator.table(table).listEntities<{ EventType?: string }>({ queryOptions: { filter, select: ['EventType'] } })) types.push(e.EventType ?? '');
+    for await (const e of stack.operator.table(table).listEntities<{ EventType?: string }>({ queryOptions: { filter, select: ['PartitionKey', 'RowKey', 'EventType'] } })) {
+      types.push(e.EventType ?? '');
+      if (table === 'HpcMpiHubHistory' && !String(e.rowKey).startsWith('~')) (byInstance[String(e.partitionKey)] ??= []).push(String(e.EventType ?? ''));
+    }
     return types;
   };
   // Sub-orchestrations' ids start with the job's (instanceIds.ts); the bounds of a prefix range.
@@ -143,7 +149,7 @@ export async function runCounted(stack: Stack, counter: CallCounter, spec: Recor
   const timersFired = history.filter((t) => t === 'TimerFired').length;
   const instanceRows = (await rows('HpcMpiHubInstances', range)).length;
   await counter.mark();
-  return { id, state: final.state, intake, intakeWindow, calls, polls: polls.length, pollGaps, historyRows, timersFired, instanceRows };
+  return { id, state: final.state, intake, intakeWindow, calls, polls: polls.length, pollGaps, historyRows, historyByInstance: byInstance, timersFired, instanceRows };
 }
 
 /**
