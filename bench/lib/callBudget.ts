@@ -154,12 +154,19 @@ export async function runCounted(stack: Stack, counter: CallCounter, spec: Recor
 
 /**
  * The documented bound of History rows per job (docs/call-budgets.md): a fixed part for the pipeline's steps, and
- * per wait (one durable timer between two polls) the timer's and the next poll's rows: TimerCreated, TimerFired,
- * TaskScheduled, TaskCompleted and two episodes' OrchestratorStarted/Completed. The orchestration does not continue
- * as new, so the rows grow with the number of waits, i.e. with run time (bounded by limits.maxWallClock / POLL_MAX_MS).
+ * per wait still in the history (one durable timer between two polls) the timer's and the next poll's rows:
+ * TimerCreated, TimerFired, TaskScheduled, TaskCompleted and two episodes' OrchestratorStarted/Completed. The MPI wait
+ * runs in a sub-orchestration that continues as new every MPI_WAIT_POLLS_PER_GENERATION polls and keeps only its last
+ * execution's rows, so its timers in the history are at most that many per wait, whatever the run time.
  */
 export const HISTORY_ROWS_FIXED = 150;
 export const HISTORY_ROWS_PER_WAIT = 8;
 export function historyRowBound(timersFired: number): number {
   return HISTORY_ROWS_FIXED + HISTORY_ROWS_PER_WAIT * timersFired;
+}
+
+/** The History rows of a job's MPI waits (its sub-orchestrations: instance ids `<job>:<seq>`) and how many waits. */
+export function mpiWaitRows(job: Pick<JobCalls, 'id' | 'historyByInstance'>): { waits: number; rows: number } {
+  const waits = Object.entries(job.historyByInstance).filter(([id]) => id !== job.id);
+  return { waits: waits.length, rows: waits.reduce((n, [, types]) => n + types.length, 0) };
 }

@@ -59,6 +59,8 @@ test('the same rows besides the waits for N and 4N seconds, and both within the 
   expect(waits(long).length).toBe(waits(short).length);
   expect(structure(long)).toBe(structure(short));
   for (const j of [short, long]) expect(j.historyRows).toBeLessThanOrEqual(historyRowBound(j.timersFired));
+  // In all: the two differ by the polls of the waits' last generations only, at most K − 1 polls' rows per wait.
+  expect(Math.abs(long.historyRows - short.historyRows)).toBeLessThanOrEqual(waits(long).length * (K - 1) * HISTORY_ROWS_PER_WAIT);
   // And the waits' rows present in the table: not more than K polls' worth per wait instance.
   const mpiWaitRows = (j: JobCalls) => waits(j).reduce((n, [, types]) => n + HISTORY_ROWS_PER_WAIT * timers(types), 0);
   expect(mpiWaitRows(long)).toBeLessThanOrEqual(waits(long).length * K * HISTORY_ROWS_PER_WAIT);
