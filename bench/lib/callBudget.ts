@@ -7,6 +7,7 @@
 import type { Stack } from '../../local/stack';
 import type { Call, CallCounter } from '../../local/testing/callCounter';
 import { submitSpec } from '../../local/jobRunner';
+import type { StorageTransactions } from '../../shared/ops/countedBudget';
 
 export const STAGES = ['intake', 'provision', 'pull', 'stage', 'mpi', 'cleanup'] as const;
 export type Stage = (typeof STAGES)[number];
@@ -169,4 +170,19 @@ export function historyRowBound(timersFired: number): number {
 export function mpiWaitRows(job: Pick<JobCalls, 'id' | 'historyByInstance'>): { waits: number; rows: number } {
   const waits = Object.entries(job.historyByInstance).filter(([id]) => id !== job.id);
   return { waits: waits.length, rows: waits.reduce((n, [, types]) => n + types.length, 0) };
+}
+
+/** Storage requests by the price class they are billed in (the pollers' dequeues apart: not a job's). */
+export function storageTransactions(calls: readonly Call[]): StorageTransactions {
+  const out: StorageTransactions = { table: 0, queue: 0, blobWrite: 0, blobRead: 0 };
+  for (const c of calls) {
+    if (c.component === 'poller') continue;
+    if (c.service === 'table') out.table++;
+    else if (c.service === 'queue') out.queue++;
+    else if (c.service === 'blob') {
+      if (['read', 'properties', 'list-blobs', 'list-containers'].includes(c.operation) || c.operation.startsWith('container-get')) out.blobRead++;
+      else out.blobWrite++;
+    }
+  }
+  return out;
 }

@@ -2,6 +2,7 @@
 import type { JobCost } from './cost';
 import { controlPlaneCost, estimateControlPlaneUsage, DEFAULT_USAGE_COEFFICIENTS } from './controlPlaneCost';
 import { CONTROL_PLANE_PRICES } from './controlPlanePrices';
+import { addTransactions, COUNTED_BUDGET, type StorageTransactions } from './countedBudget';
 
 export interface UsageInput {
   id: string;
@@ -40,11 +41,19 @@ export interface ControlPlaneUsageReport {
   priceSource: string;
   /** True while the prices are the dated constants rather than loaded ones. */
   fallback: boolean;
+  /** The storage transactions priced above, summed over the jobs (from the counted per-job table, countedBudget.ts). */
+  storageTransactions: StorageTransactions;
+  /** The day the per-job transactions were counted. */
+  storageCountedAt: string;
 }
 
 /** The control plane's estimated cost of one job, from its cost record. */
 export function jobControlPlaneCost(cost: Pick<JobCost, 'nodes' | 'minutes'>): number {
-  return controlPlaneCost(estimateControlPlaneUsage({ nodes: Math.max(0, cost.nodes), minutes: Math.max(0, cost.minutes) })).total;
+  return controlPlaneCost(jobControlPlaneUsage(cost)).total;
+}
+
+function jobControlPlaneUsage(cost: Pick<JobCost, 'nodes' | 'minutes'>) {
+  return estimateControlPlaneUsage({ nodes: Math.max(0, cost.nodes), minutes: Math.max(0, cost.minutes) });
 }
 
 const empty = (): UsageBucket => ({ jobs: 0, nodeMinutes: 0, estimatedCost: 0, unpriced: 0 });
@@ -67,6 +76,8 @@ export function usageReport(jobs: readonly UsageInput[]): UsageReport {
     pricesAsOf: CONTROL_PLANE_PRICES.asOf,
     priceSource: CONTROL_PLANE_PRICES.source,
     fallback: CONTROL_PLANE_PRICES.fallback,
+    storageTransactions: { table: 0, queue: 0, blobWrite: 0, blobRead: 0 },
+    storageCountedAt: COUNTED_BUDGET.countedAt,
   };
   const report: UsageReport = { perDay: {}, perTag: {}, total: empty(), controlPlane };
   for (const job of jobs) {
@@ -76,10 +87,16 @@ export function usageReport(jobs: readonly UsageInput[]): UsageReport {
     add(report.total, cost);
     add((report.perDay[cost.releasedAt.slice(0, 10)] ??= empty()), cost);
     for (const [k, v] of Object.entries(job.tags)) add((report.perTag[`${k}=${v}`] ??= empty()), cost);
-    const cp = jobControlPlaneCost(cost);
+    const used = jobControlPlaneUsage(cost);
+    const cp = controlPlaneCost(used).total;
+    controlPlane.storageTransactions = roundAll(addTransactions(controlPlane.storageTransactions, used.storage));
     const day = cost.releasedAt.slice(0, 10);
     controlPlane.estimatedCost = round(controlPlane.estimatedCost + cp, 6);
     controlPlane.perDay[day] = round((controlPlane.perDay[day] ?? 0) + cp, 6);
   }
   return report;
+}
+
+function roundAll(s: StorageTransactions): StorageTransactions {
+  return { table: round(s.table, 2), queue: round(s.queue, 2), blobWrite: round(s.blobWrite, 2), blobRead: round(s.blobRead, 2) };
 }

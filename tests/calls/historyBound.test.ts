@@ -2,12 +2,14 @@
  * History rows per job, counted in the History table at Azurite (as tests/calls/callBudgets.test.ts counts): the same
  * 2-node job with an MPI run of N and of 4N seconds. The MPI wait runs in the mpiWait sub-orchestration, which continues
  * as new every MPI_WAIT_POLLS_PER_GENERATION polls and keeps only its last execution's rows, so the rows of a job do
- * not grow with its run time (docs/call-budgets.md, "History rows"). Counts, never timings.
+ * not grow with its run time (docs/call-budgets.md, "History rows"). Counts, never timings. The same jobs check the
+ * declared per-job storage table the control plane's cost is priced from (shared/ops/countedBudget.ts).
  */
 import { startStack, type Stack } from '../../local/stack';
 import { CallCounter } from '../../local/testing/callCounter';
 import { MPI_WAIT_POLLS_PER_GENERATION } from '../../shared/contract';
-import { budgetSpec, COUNTING_SETTINGS, HISTORY_ROWS_PER_WAIT, historyRowBound, runCounted, warmUp, type JobCalls } from '../../bench/lib/callBudget';
+import { budgetSpec, COUNTING_SETTINGS, HISTORY_ROWS_PER_WAIT, historyRowBound, runCounted, steadyPoll, storageTransactions, warmUp, type JobCalls } from '../../bench/lib/callBudget';
+import { COUNTED_BUDGET, countedStorage } from '../../shared/ops/countedBudget';
 
 let stack: Stack;
 const counter = new CallCounter();
@@ -64,4 +66,33 @@ test('the same rows besides the waits for N and 4N seconds, and both within the 
   // And the waits' rows present in the table: not more than K polls' worth per wait instance.
   const mpiWaitRows = (j: JobCalls) => waits(j).reduce((n, [, types]) => n + HISTORY_ROWS_PER_WAIT * timers(types), 0);
   expect(mpiWaitRows(long)).toBeLessThanOrEqual(waits(long).length * K * HISTORY_ROWS_PER_WAIT);
+});
+
+describe('the declared per-job storage transactions (shared/ops/countedBudget.ts) are the counted ones', () => {
+  test('intake: exactly the table\'s', () => {
+    for (const j of [short, long]) expect(storageTransactions(j.intake)).toEqual(COUNTED_BUDGET.intake);
+  });
+
+  test('a steady-state MPI poll: exactly the table\'s (inside the mpiWait sub-orchestration as before)', () => {
+    const poll = steadyPoll(long.pollGaps);
+    const byService = { table: 0, queue: 0, blobWrite: 0, blobRead: 0 };
+    for (const r of poll) {
+      if (r.startsWith('table ')) byService.table++;
+      else if (r.startsWith('queue ')) byService.queue++;
+      else if (r.startsWith('blob ')) byService.blobWrite++;
+    }
+    expect(byService).toEqual(COUNTED_BUDGET.perMpiPoll);
+  });
+
+  test('a whole job: within 10% of intake + fixed + per node + per poll, each price class', () => {
+    // Not exact: the waits of provisioning and of the node tasks follow the emulator's timing, and the MPI wait adds
+    // its continue-as-new every K polls; the table's fixed part was counted at 2 nodes with 5 polls.
+    for (const j of [short, long]) {
+      const counted = storageTransactions(j.calls);
+      const table = countedStorage({ nodes: 2, mpiPolls: j.polls });
+      expect(Math.abs(counted.table - table.table)).toBeLessThanOrEqual(0.1 * table.table);
+      expect(Math.abs(counted.queue - table.queue)).toBeLessThanOrEqual(0.1 * table.queue);
+      expect(counted.blobWrite + counted.blobRead).toBe(0);
+    }
+  });
 });
