@@ -52,6 +52,9 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
   /** The overlapped staging (settings.overlapStaging); runs started without the setting replay the sequential one. */
   let early: EarlyStaging | undefined;
   const mpiStarts: MpiStart[] = [];
+  /** The MPI wait in a sub-orchestration that continues as new (bounded history); runs started before it wait inline. */
+  const generation = input.settings.mpiWaitPollsPerGeneration;
+  const waitInChild = () => (generation ? { waitInChild: { pollsPerGeneration: generation, ...(price ? { budget: { limits: input.spec.limits, price } } : {}) } } : {});
 
   const enter = function* (stage: JobState, reason: string, endingAs?: TerminalState): Orchestration<void> {
     // A later attempt goes through the stages again; the job row only moves forward (its timeline has the attempts).
@@ -167,7 +170,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
       nodeUploads = needsNodeUploads(outputs, pool.nodes.length);
       if (outputs) pendingOutputs = { batchJobId, taskId: attempt.mpiTaskId };
       mpiStarts.push({ at: run.now().toISOString(), nodes: pool.nodes.map((n) => n.id), attemptStartedAt });
-      const ran = yield* runMpi(run, mpiTaskRequest(plan, input.spec, pool.nodes, staged!.destination, batchJobId, urls, attempt.mpiTaskId), { autoComplete: input.spec.cleanup.autoComplete && attempt.isLast && !nodeUploads, poolId: pool.poolId, nodes: pool.nodes.map((n) => n.id) });
+      const ran = yield* runMpi(run, mpiTaskRequest(plan, input.spec, pool.nodes, staged!.destination, batchJobId, urls, attempt.mpiTaskId), { autoComplete: input.spec.cleanup.autoComplete && attempt.isLast && !nodeUploads, poolId: pool.poolId, nodes: pool.nodes.map((n) => n.id), ...waitInChild() });
       pendingOutputs = undefined;
       outputsUrl = urls.outputsContainerUrl;
       return ran;

@@ -2,6 +2,7 @@
 import * as df from 'durable-functions';
 import { MPI_JOB_ORCHESTRATION } from '../shared/contract';
 import { mpiJobOrchestrator } from './mpiJob';
+import { MPI_WAIT_ORCHESTRATION, mpiWaitOrchestrator } from './stages/mpiWait';
 import './activities/jobState';
 import './activities/pool';
 import './activities/batchJob';
@@ -17,3 +18,4 @@ import './activities/scheduling';
 import './activities/failureEvidence';
 
 df.app.orchestration(MPI_JOB_ORCHESTRATION, mpiJobOrchestrator);
+df.app.orchestration(MPI_WAIT_ORCHESTRATION, mpiWaitOrchestrator);

@@ -7,6 +7,7 @@
 import type { Stack } from '../../local/stack';
 import type { Call, CallCounter } from '../../local/testing/callCounter';
 import { submitSpec } from '../../local/jobRunner';
+import type { StorageTransactions } from '../../shared/ops/countedBudget';
 
 export const STAGES = ['intake', 'provision', 'pull', 'stage', 'mpi', 'cleanup'] as const;
 export type Stage = (typeof STAGES)[number];
@@ -67,6 +68,8 @@ export interface JobCalls {
   pollGaps: Call[][];
   /** Rows of the job's orchestration(s) in the History table, and its Instances rows. */
   historyRows: number;
+  /** The History rows' event types per instance (the job's and its sub-orchestrations', the sentinel rows aside). */
+  historyByInstance: Record<string, string[]>;
   /** The job's durable timers that fired (every wait between two polls is one). */
   timersFired: number;
   instanceRows: number;
@@ -131,9 +134,13 @@ export async function runCounted(stack: Stack, counter: CallCounter, spec: Recor
   const pollGaps: Call[][] = [];
   for (let k = 1; k + 2 < polls.length; k++) pollGaps.push(calls.slice(polls[k][1], polls[k + 1][1]));
 
+  const byInstance: Record<string, string[]> = {};
   const rows = async (table: string, filter: string) => {
     const types: string[] = [];
-    for await (const e of stack.operator.table(table).listEntities<{ EventType?: string }>({ queryOptions: { filter, select: ['EventType'] } })) types.push(e.EventType ?? '');
+    for await (const e of stack.operator.table(table).listEntities<{ EventType?: string }>({ queryOptions: { filter, select: ['PartitionKey', 'RowKey', 'EventType'] } })) {
+      types.push(e.EventType ?? '');
+      if (table === 'HpcMpiHubHistory' && !String(e.rowKey).startsWith('~')) (byInstance[String(e.partitionKey)] ??= []).push(String(e.EventType ?? ''));
+    }
     return types;
   };
   // Sub-orchestrations' ids start with the job's (instanceIds.ts); the bounds of a prefix range.
@@ -143,17 +150,39 @@ export async function runCounted(stack: Stack, counter: CallCounter, spec: Recor
   const timersFired = history.filter((t) => t === 'TimerFired').length;
   const instanceRows = (await rows('HpcMpiHubInstances', range)).length;
   await counter.mark();
-  return { id, state: final.state, intake, intakeWindow, calls, polls: polls.length, pollGaps, historyRows, timersFired, instanceRows };
+  return { id, state: final.state, intake, intakeWindow, calls, polls: polls.length, pollGaps, historyRows, historyByInstance: byInstance, timersFired, instanceRows };
 }
 
 /**
  * The documented bound of History rows per job (docs/call-budgets.md): a fixed part for the pipeline's steps, and
- * per wait (one durable timer between two polls) the timer's and the next poll's rows: TimerCreated, TimerFired,
- * TaskScheduled, TaskCompleted and two episodes' OrchestratorStarted/Completed. The orchestration does not continue
- * as new, so the rows grow with the number of waits, i.e. with run time (bounded by limits.maxWallClock / POLL_MAX_MS).
+ * per wait still in the history (one durable timer between two polls) the timer's and the next poll's rows:
+ * TimerCreated, TimerFired, TaskScheduled, TaskCompleted and two episodes' OrchestratorStarted/Completed. The MPI wait
+ * runs in a sub-orchestration that continues as new every MPI_WAIT_POLLS_PER_GENERATION polls and keeps only its last
+ * execution's rows, so its timers in the history are at most that many per wait, whatever the run time.
  */
 export const HISTORY_ROWS_FIXED = 150;
 export const HISTORY_ROWS_PER_WAIT = 8;
 export function historyRowBound(timersFired: number): number {
   return HISTORY_ROWS_FIXED + HISTORY_ROWS_PER_WAIT * timersFired;
+}
+
+/** The History rows of a job's MPI waits (its sub-orchestrations: instance ids `<job>:<seq>`) and how many waits. */
+export function mpiWaitRows(job: Pick<JobCalls, 'id' | 'historyByInstance'>): { waits: number; rows: number } {
+  const waits = Object.entries(job.historyByInstance).filter(([id]) => id !== job.id);
+  return { waits: waits.length, rows: waits.reduce((n, [, types]) => n + types.length, 0) };
+}
+
+/** Storage requests by the price class they are billed in (the pollers' dequeues apart: not a job's). */
+export function storageTransactions(calls: readonly Call[]): StorageTransactions {
+  const out: StorageTransactions = { table: 0, queue: 0, blobWrite: 0, blobRead: 0 };
+  for (const c of calls) {
+    if (c.component === 'poller') continue;
+    if (c.service === 'table') out.table++;
+    else if (c.service === 'queue') out.queue++;
+    else if (c.service === 'blob') {
+      if (['read', 'properties', 'list-blobs', 'list-containers'].includes(c.operation) || c.operation.startsWith('container-get')) out.blobRead++;
+      else out.blobWrite++;
+    }
+  }
+  return out;
 }

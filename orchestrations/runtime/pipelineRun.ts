@@ -200,6 +200,11 @@ export class PipelineRun {
     return this.status.progress.mpi && { ...this.status.progress.mpi };
   }
 
+  /** The polling settings (a sub-orchestration that polls gets them as input). */
+  pollSettings(): PollSettings {
+    return { ...this.poll };
+  }
+
   /**
    * The n-th polling delay (0-based): exponential from initialMs to maxMs. Not jittered: each orchestration polls its
    * own resources, so there is no herd to spread, and the same delay on replay needs no random input.
@@ -271,6 +276,29 @@ export class PipelineRun {
   /** A plain durable-timer wait: for steps after the pipeline (cleanup's bookkeeping), which a cancel must not cut short. */
   *pause(ms: number): Orchestration<void> {
     yield this.ctx.df.createTimer(new Date(this.now().getTime() + ms));
+  }
+
+  /**
+   * Waits for `task` (a sub-orchestration) unless the user cancels first; the task's failure is thrown as Durable
+   * throws it. A cancelled wait is left to end on its own (Durable does not stop sub-orchestrations; cleanup ends
+   * what it watches).
+   */
+  *race(task: Task): Orchestration<unknown> {
+    if (this.cancelEvent.isCompleted) throw new JobCancelled(this.cancelReason());
+    const winner = yield this.ctx.df.Task.any([task, this.cancelEvent]);
+    if (winner === this.cancelEvent) throw new JobCancelled(this.cancelReason());
+    if (task.isFaulted) throw task.result instanceof Error ? task.result : new Error(String(task.result));
+    return task.result;
+  }
+
+  /** The time after which waiting stages fail, if set (a sub-orchestration that waits gets it as input). */
+  deadlineOf(): { at: string; limit: string } | undefined {
+    return this.deadline && { ...this.deadline };
+  }
+
+  /** Whether work runs beside the stages (a wait moved elsewhere would not advance it). */
+  hasBackground(): boolean {
+    return this.background.size > 0;
   }
 
   /** Cancel check between steps that do not wait. */

@@ -2,6 +2,9 @@ import type { MpiResult, NodeProgress } from '../../shared/contract';
 import { Orchestration, PipelineRun } from '../runtime/pipelineRun';
 import type { MpiTaskRequestShape } from '../../shared/planning/mpiTaskRequest';
 import { lostNodes } from '../../shared/planning/failureClass';
+import type { MpiTaskObservation } from '../../shared/contract';
+import type { BudgetLimits, PriceQuote } from '../../shared/ops/cost';
+import { startMpiWait, type MpiWaitResult } from './mpiWait';
 
 export interface MpiRunOptions {
   /**
@@ -12,6 +15,11 @@ export interface MpiRunOptions {
   poolId: string;
   /** The attempt's nodes: one of them lost while Batch holds the task requeued ends the attempt. */
   nodes: readonly string[];
+  /**
+   * Wait in the mpiWait sub-orchestration, which continues as new every `pollsPerGeneration` polls (bounded history).
+   * Absent in runs started before it: they replay the inline wait they started with.
+   */
+  waitInChild?: { pollsPerGeneration: number; budget?: { limits: BudgetLimits; price: PriceQuote } };
 }
 
 export interface MpiRun {
@@ -37,8 +45,8 @@ export function* runMpi(run: PipelineRun, req: MpiTaskRequestShape, opts: MpiRun
   const ref = { batchJobId: req.batchJobId, taskId: req.taskId };
   let requeues = 0;
   let requeued = false;
-  for (let attempt = 0; ; attempt++) {
-    const obs = yield* run.call('mpiTaskObserve', ref);
+  let obs = yield* run.call('mpiTaskObserve', ref);
+  for (let attempt = 0; ; ) {
     run.report({ progress: { mpi: { state: obs.state, startedAt: obs.startTime } }, ...(obs.state === 'running' ? { nodes: nodesIn(run, opts.nodes, 'running') } : {}) });
     if (obs.state === 'completed' || obs.state === 'missing') break;
     if ((obs.requeueCount ?? 0) > requeues) {
@@ -53,11 +61,48 @@ export function* runMpi(run: PipelineRun, req: MpiTaskRequestShape, opts: MpiRun
       }
       run.report({ lastError: `Batch requeued the MPI task (${requeues}×); its nodes are coming back, it runs again` });
     }
-    yield* run.sleep('Running', run.runningPollDelayMs(attempt));
+    if (opts.waitInChild && !run.hasBackground()) {
+      ({ obs, polls: attempt } = yield* waitInChild(run, req, obs, attempt, opts.waitInChild));
+    } else {
+      yield* run.sleep('Running', run.runningPollDelayMs(attempt));
+      obs = yield* run.call('mpiTaskObserve', ref);
+      attempt++;
+    }
   }
   const result = yield* run.call('mpiResultCollect', ref);
   run.report({ nodes: nodeOutcomes(run, result) });
   return { mpi: result, requeued };
+}
+
+/**
+ * One wait in the mpiWait sub-orchestration, until Batch's answer changes: the parent's history gains a constant few
+ * rows per change, however many polls the wait makes. The wall-clock limit and the budget are checked here as at every
+ * wait (the child stops early when they would stop the job, and this check throws).
+ */
+function* waitInChild(
+  run: PipelineRun,
+  req: MpiTaskRequestShape,
+  seen: MpiTaskObservation,
+  polls: number,
+  opts: NonNullable<MpiRunOptions['waitInChild']>,
+): Orchestration<{ obs: MpiTaskObservation; polls: number }> {
+  run.checkpoint('Running');
+  const budget = opts.budget && { ...opts.budget, usage: { ...run.usage } };
+  const deadline = run.deadlineOf();
+  const task = startMpiWait(run.ctx, {
+    jobId: run.jobId,
+    ref: { batchJobId: req.batchJobId, taskId: req.taskId },
+    poll: run.pollSettings(),
+    seen,
+    polls,
+    pollsPerGeneration: opts.pollsPerGeneration,
+    generation: 0,
+    ...(deadline ? { deadline } : {}),
+    ...(budget ? { budget } : {}),
+  });
+  const ended = (yield* run.race(task)) as MpiWaitResult;
+  if (ended.ended === 'checkpoint') run.checkpoint('Running');
+  return { obs: ended.obs, polls: ended.polls };
 }
 
 /** The attempt's nodes in one state (the MPI task spans all of them); nodes replaced earlier keep theirs. */

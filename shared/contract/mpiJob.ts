@@ -65,7 +65,16 @@ export interface PipelineSettings {
    * failure in the job's error (shared/planning/failureExplain.ts). Absent in runs started before: they replay without.
    */
   explainFailures?: boolean;
+  /**
+   * Wait for the MPI task in the mpiWait sub-orchestration, which continues as new after this many polls, so a job's
+   * history rows do not grow with its run time (orchestrations/stages/mpiWait.ts). Absent in runs started before: they
+   * replay the inline wait.
+   */
+  mpiWaitPollsPerGeneration?: number;
 }
+
+/** Polls per execution of the MPI wait before it continues as new: its history holds at most this many polls. */
+export const MPI_WAIT_POLLS_PER_GENERATION = 8;
 
 export interface MpiJobInput {
   jobId: string;

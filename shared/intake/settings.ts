@@ -1,6 +1,6 @@
 import { loadConfig, type AppConfig } from '../config';
 import type { ExplainSettings } from '../contract/explain';
-import type { PipelineSettings } from '../contract';
+import { MPI_WAIT_POLLS_PER_GENERATION, type PipelineSettings } from '../contract';
 
 /** The orchestration's settings, resolved from configuration at intake (orchestrators never read settings). */
 export function pipelineSettings(config: AppConfig): PipelineSettings {
@@ -17,6 +17,7 @@ export function pipelineSettings(config: AppConfig): PipelineSettings {
     overlapStaging: config.pipeline.overlapStaging,
     checkSources: true,
     explainFailures: true,
+    mpiWaitPollsPerGeneration: MPI_WAIT_POLLS_PER_GENERATION,
     ...(config.poolIdentity ? { poolIdentityClientId: config.poolIdentity.clientId } : {}),
   };
 }

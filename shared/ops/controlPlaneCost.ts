@@ -6,6 +6,7 @@
  * busy time, a lower bound when calls wait on I/O (an instance executing several functions at once is billed once).
  */
 import { CONTROL_PLANE_PRICES, type ControlPlanePrices } from './controlPlanePrices';
+import { addTransactions, COUNTED_BUDGET, type CountedBudget, type StorageTransactions } from './countedBudget';
 
 export interface ControlPlaneUsage {
   /** Seconds the Functions host was busy for this job (measured as CPU-seconds). */
@@ -66,7 +67,7 @@ export interface UsageCoefficients {
   basis: string;
 }
 
-const u = (cpuSeconds: number, executions: number, table: number, queue: number, blobWrite: number, blobRead: number): ControlPlaneUsage => ({
+const usage = (cpuSeconds: number, executions: number, table: number, queue: number, blobWrite: number, blobRead: number): ControlPlaneUsage => ({
   cpuSeconds,
   executions,
   storage: { table, queue, blobWrite, blobRead },
@@ -75,23 +76,30 @@ const u = (cpuSeconds: number, executions: number, table: number, queue: number,
 /**
  * CPU: bench/capacity.ts measured 7.67 CPU-s per 4-node native demo job on the local host (2026-11-27, mean of 2 runs,
  * process.cpuUsage around submit → final; the in-process Batch emulator is included, so this is an upper bound). Only one
- * size was measured: the split into a fixed part and a per-node part is an assumption. Storage transactions and
- * executions are the model's estimate (intake, admission, provisioning, per-node pull/download tasks and their rows, one
- * status poll per 30 s of a running pool with one Durable timer episode each: ~6 table and ~3 queue transactions) until
- * the per-job request counts of issue 30 item 1 replace them.
+ * size was measured: the split into a fixed part and a per-node part is an assumption, and so are the executions.
+ * Storage transactions are the counted ones (countedBudget.ts): intake + the job's fixed part, its part per node, and
+ * per minute the MPI wait's polls (a pool minute is taken as a running minute: an upper bound for the other stages).
  */
-export const DEFAULT_USAGE_COEFFICIENTS: UsageCoefficients = {
-  fixed: u(7.0, 60, 140, 70, 12, 10),
-  perNode: u(0.15, 2, 8, 4, 0, 2),
-  perMinute: u(0.02, 2, 12, 6, 0, 0),
-  basis: 'estimate from bench/capacity.ts (2026-11-27): 7.67 CPU-s measured per 4-node local job; transactions modelled, not metered per job',
-};
+export function usageCoefficients(counted: CountedBudget = COUNTED_BUDGET): UsageCoefficients {
+  const withStorage = (cpuSeconds: number, executions: number, s: StorageTransactions): ControlPlaneUsage => ({ cpuSeconds, executions, storage: { ...s } });
+  const perMinute = addTransactions({ table: 0, queue: 0, blobWrite: 0, blobRead: 0 }, counted.perMpiPoll, counted.mpiPollsPerMinute);
+  return {
+    fixed: withStorage(7.0, 60, addTransactions(counted.intake, counted.fixed)),
+    perNode: withStorage(0.15, 2, counted.perNode),
+    perMinute: withStorage(0.02, 2, perMinute),
+    basis:
+      `storage transactions counted per job at Azurite (${counted.countedAt}: intake, fixed, per node, per MPI poll; ${counted.source}); ` +
+      'CPU estimated from bench/capacity.ts (2026-11-27: 7.67 CPU-s measured per 4-node local job), executions estimated',
+  };
+}
+
+export const DEFAULT_USAGE_COEFFICIENTS: UsageCoefficients = usageCoefficients();
 
 export function estimateControlPlaneUsage(shape: JobShape, c: UsageCoefficients = DEFAULT_USAGE_COEFFICIENTS): ControlPlaneUsage {
   const n = nonNegative('nodes', shape.nodes);
   const m = nonNegative('minutes', shape.minutes);
   const lin = (f: (x: ControlPlaneUsage) => number) => f(c.fixed) + n * f(c.perNode) + m * f(c.perMinute);
-  return u(
+  return usage(
     lin((x) => x.cpuSeconds),
     lin((x) => x.executions),
     lin((x) => x.storage.table),

@@ -2,6 +2,7 @@
 import type { JobCost } from './cost';
 import { controlPlaneCost, estimateControlPlaneUsage, DEFAULT_USAGE_COEFFICIENTS, type ControlPlaneUsage } from './controlPlaneCost';
 import { CONTROL_PLANE_PRICES } from './controlPlanePrices';
+import { COUNTED_BUDGET } from './countedBudget';
 
 export interface UsageInput {
   id: string;
@@ -66,6 +67,8 @@ export interface ControlPlaneUsageReport {
   cpuSeconds: number;
   executions: number;
   storageTransactions: ControlPlaneUsage['storage'];
+  /** The day the per-job storage transactions were counted (shared/ops/countedBudget.ts). */
+  storageCountedAt: string;
 }
 
 /** The control plane's estimated usage of one job, from its cost record. */
@@ -102,6 +105,7 @@ export function usageReport(jobs: readonly UsageInput[]): UsageReport {
     cpuSeconds: 0,
     executions: 0,
     storageTransactions: { table: 0, queue: 0, blobWrite: 0, blobRead: 0 },
+    storageCountedAt: COUNTED_BUDGET.countedAt,
   };
   const report: UsageReport = { perDay: {}, perTag: {}, total: empty(), controlPlane, perJob: [], perJobOmitted: 0 };
   const rows: UsageJobRow[] = [];
@@ -112,11 +116,11 @@ export function usageReport(jobs: readonly UsageInput[]): UsageReport {
     add(report.total, cost);
     add((report.perDay[cost.releasedAt.slice(0, 10)] ??= empty()), cost);
     for (const [k, v] of Object.entries(job.tags)) add((report.perTag[`${k}=${v}`] ??= empty()), cost);
-    const cp = jobControlPlaneCost(cost);
+    const used = jobControlPlaneUsage(cost);
+    const cp = controlPlaneCost(used).total;
     const day = cost.releasedAt.slice(0, 10);
     controlPlane.estimatedCost = round(controlPlane.estimatedCost + cp, 6);
     controlPlane.perDay[day] = round((controlPlane.perDay[day] ?? 0) + cp, 6);
-    const used = jobControlPlaneUsage(cost);
     controlPlane.cpuSeconds = round(controlPlane.cpuSeconds + used.cpuSeconds, 3);
     controlPlane.executions = round(controlPlane.executions + used.executions, 3);
     for (const k of Object.keys(used.storage) as (keyof ControlPlaneUsage['storage'])[]) controlPlane.storageTransactions[k] = round(controlPlane.storageTransactions[k] + used.storage[k], 3);
@@ -131,3 +135,4 @@ export function usageReport(jobs: readonly UsageInput[]): UsageReport {
   report.perJobOmitted = rows.length - report.perJob.length;
   return report;
 }
+

@@ -5,7 +5,8 @@
  */
 import { parseJobSpec } from '../../shared/spec';
 import { mpiJobOrchestrator } from '../../orchestrations/mpiJob';
-import { CANCEL_EVENT, type ActivityInput, type ActivityName, type CancelEventData, type MpiJobInput, type PipelineSettings } from '../../shared/contract';
+import { MPI_WAIT_ORCHESTRATION, mpiWaitOrchestrator } from '../../orchestrations/stages/mpiWait';
+import { CANCEL_EVENT, MPI_WAIT_POLLS_PER_GENERATION, type ActivityInput, type ActivityName, type CancelEventData, type MpiJobInput, type PipelineSettings } from '../../shared/contract';
 import type { JobState } from '../../shared/state/states';
 import type { ListedInputBlob } from '../../shared/storage/listing';
 import { EventType, type HistoryEvent } from '../../local/durable/history';
@@ -23,6 +24,7 @@ export const SETTINGS: PipelineSettings = {
   sasMarginMinutes: 60,
   sasMaxLifetimeMinutes: 7 * 24 * 60,
   nodeTaskMaxAttempts: 3,
+  mpiWaitPollsPerGeneration: MPI_WAIT_POLLS_PER_GENERATION,
 };
 
 /** The orchestration input for a small native Open MPI job (tests/ops/helpers smallSpec), parsed like the intake does. */
@@ -46,7 +48,7 @@ export const threeShards = (): ListedInputBlob[] =>
   ['a.bin', 'b.bin', 'c.bin'].map((n) => ({ account: 'inputsacct', container: 'inputs', name: `deck/${n}`, size: 90_000_000 }));
 
 export function replay(input: MpiJobInput, job: FakeJob, opts: SimOptions = {}): Promise<SimResult> {
-  return simulate(mpiJobOrchestrator, input, simulatorActivities(job.fakes), { clockStepMs: STEP_MS, ...opts });
+  return simulate(mpiJobOrchestrator, input, simulatorActivities(job.fakes), { clockStepMs: STEP_MS, orchestrators: { [MPI_WAIT_ORCHESTRATION]: mpiWaitOrchestrator }, ...opts });
 }
 
 /** Every activity the orchestrator scheduled, in order (each retry of a call with retry options appears again). */

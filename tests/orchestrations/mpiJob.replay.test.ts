@@ -69,7 +69,10 @@ describe('mpiJob orchestrator, replayed', () => {
   it('polls the running MPI task at most every half polling interval', async () => {
     let observed = 0;
     const a = healthyJob({ mpiTaskObserve: () => ({ state: ++observed < 8 ? 'running' : 'completed' }) });
-    const r = await replay(jobInput('replay-poll', { nodes: 2, command: 'true' }), a);
+    // The inline wait of runs started before the mpiWait sub-orchestration (its delays: mpiJob.historyBound.replay.test.ts).
+    const base = jobInput('replay-poll', { nodes: 2, command: 'true' });
+    const input = { ...base, settings: { ...base.settings, mpiWaitPollsPerGeneration: undefined } };
+    const r = await replay(input, a);
     expect(a.finished()).toMatchObject({ state: 'Succeeded' });
     // Each timer's delay: its fire time minus the orchestrator step that created it.
     const delays: number[] = [];

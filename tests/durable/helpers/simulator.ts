@@ -30,6 +30,8 @@ export interface SimOptions {
    * any): the event is queued behind that activity's answer, as a user reacting to what the activity recorded.
    */
   raiseAfterActivity?: { activity: string; when?: (input: unknown) => boolean; name: string; input?: unknown }[];
+  /** Sub-orchestrations the orchestrator may call, by name: they run in the same simulation, on the same clock. */
+  orchestrators?: Record<string, OrchestrationHandler>;
 }
 
 export interface SimResult {
@@ -37,6 +39,8 @@ export interface SimResult {
   history: HistoryEvent[];
   episodes: number;
   output: unknown;
+  /** The sub-orchestrations, by instance id: their last state and the history of their current execution. */
+  children: Record<string, { state: InstanceState; history: HistoryEvent[]; executions: number }>;
 }
 
 // An untyped deep import: the library's own testing helper, which wraps the handler the way df.app.orchestration does.
@@ -46,41 +50,48 @@ const { createOrchestrator } = require('durable-functions/lib/src/util/testingUt
 
 let msgSeq = 0;
 
+const ROOT = 'sim';
+
 export async function simulate(fn: OrchestrationHandler, input: unknown, activities: Record<string, Activity>, opts: SimOptions = {}): Promise<SimResult> {
-  const handler = createOrchestrator(fn);
+  const handlers = new Map<string, (trigger: unknown, ctx: unknown) => Promise<unknown>>([[ROOT, createOrchestrator(fn)]]);
+  for (const [name, h] of Object.entries(opts.orchestrators ?? {})) handlers.set(name, createOrchestrator(h));
   const attempts = new Map<string, number>();
   let clock = Date.parse('2030-01-01T00:00:00Z');
   const pending: ControlMessage[] = [
     {
       id: 'start',
-      instanceId: 'sim',
+      instanceId: ROOT,
       executionId: 'e1',
       event: events.executionStarted(new Date(clock), 'Sim', input === undefined ? undefined : JSON.stringify(input)),
       sentAt: new Date(clock).toISOString(),
     },
   ];
-  let state: InstanceState | undefined;
-  let history: HistoryEvent[] = [];
+  /** Every instance: the root ('sim') and the sub-orchestrations it started, each with its orchestrator's name. */
+  const instances = new Map<string, { name: string; state?: InstanceState; history: HistoryEvent[]; executions: number }>([[ROOT, { name: ROOT, history: [], executions: 1 }]]);
+  const root = instances.get(ROOT)!;
   let episodes = 0;
   const maxEpisodes = opts.maxEpisodes ?? 2000;
   const afterActivity = [...(opts.raiseAfterActivity ?? [])];
-  while (!state || !isTerminal(state.status)) {
+  while (!root.state || !isTerminal(root.state.status)) {
     if (++episodes > maxEpisodes) throw new Error(`simulation did not finish in ${maxEpisodes} episodes; pending ${JSON.stringify(pending.map((m) => m.event))}`);
     for (const r of opts.raise ?? []) {
       if (r.afterEpisode === episodes - 1) {
         const at = new Date(clock);
-        pending.push({ id: `m${msgSeq++}`, instanceId: 'sim', event: events.eventRaised(at, r.name, r.input === undefined ? undefined : JSON.stringify(r.input)), sentAt: at.toISOString() });
+        pending.push({ id: `m${msgSeq++}`, instanceId: ROOT, event: events.eventRaised(at, r.name, r.input === undefined ? undefined : JSON.stringify(r.input)), sentAt: at.toISOString() });
       }
     }
-    if (pending.length === 0) throw new Error(`simulation stalled: nothing pending; state ${JSON.stringify(state)}`);
-    // Choose the offered messages (order and batch size under test control).
+    if (pending.length === 0) throw new Error(`simulation stalled: nothing pending; state ${JSON.stringify(root.state)}`);
+    // Choose the offered messages (order and batch size under test control), all for one instance: the first chosen's.
     const offered: ControlMessage[] = [];
-    const pool = [...pending];
+    const first = pending[opts.pick ? opts.pick(pending.length) % pending.length : 0];
+    const inst = instances.get(first.instanceId)!;
+    const pool = pending.filter((m) => m.instanceId === first.instanceId);
     const n = Math.max(1, Math.min(pool.length, opts.batch ? opts.batch(pool.length) : pool.length));
-    for (let i = 0; i < n; i++) offered.push(pool.splice(opts.pick ? opts.pick(pool.length) % pool.length : 0, 1)[0]);
+    offered.push(pool.splice(pool.indexOf(first), 1)[0]);
+    for (let i = 1; i < n; i++) offered.push(pool.splice(opts.pick ? opts.pick(pool.length) % pool.length : 0, 1)[0]);
     clock += opts.clockStepMs ?? 3_600_000;
     const now = new Date(clock);
-    const sel = selectBatch(state, offered, now);
+    const sel = selectBatch(inst.state, offered, now);
     const gone = new Set([...sel.consumed, ...sel.dropped.map((d) => d.id)]);
     for (let i = pending.length - 1; i >= 0; i--) if (gone.has(pending[i].id)) pending.splice(i, 1);
     if (!sel.state) continue;
@@ -90,15 +101,19 @@ export async function simulate(fn: OrchestrationHandler, input: unknown, activit
     else if (sel.control === 'suspend') result = applySuspend(sel.state, sel.controlReason, now);
     else if (sel.deliver.length > 0) {
       prefix = [events.orchestratorStarted(now), ...sel.deliver];
-      const base = sel.newExecution ? [] : history;
+      const base = sel.newExecution ? [] : inst.history;
+      const handler = handlers.get(inst.name);
+      if (!handler) throw new Error(`the simulation has no orchestrator '${inst.name}'`);
       const outcome = await invoke(handler, sel.state, base, prefix);
       result = applyOutcome(sel.state, sel.deliver, outcome, now);
     } else continue;
     const appended = [...prefix, ...result.appended];
     const sameExecution = result.state.executionId === sel.state.executionId;
-    history = sameExecution ? (sel.newExecution ? [] : history).concat(appended) : [];
-    result.state.historyLength = history.length;
-    state = result.state;
+    // A new execution (continue-as-new) starts from an empty history, as the extension keeps only the current one.
+    inst.history = sameExecution ? (sel.newExecution ? [] : inst.history).concat(appended) : [];
+    if (!sameExecution) inst.executions += 1;
+    result.state.historyLength = inst.history.length;
+    inst.state = result.state;
     for (const a of result.outbox.activities) {
       const key = `${a.name}:${a.input}`;
       const attempt = (attempts.get(key) ?? 0) + 1;
@@ -113,21 +128,29 @@ export async function simulate(fn: OrchestrationHandler, input: unknown, activit
       } catch (err) {
         event = events.taskFailed(now, a.taskId, `Activity function '${a.name}' failed: ${(err as Error).message}`, (err as Error).stack ?? '');
       }
-      pending.push({ id: `m${msgSeq++}`, instanceId: 'sim', executionId: a.executionId, event, sentAt: now.toISOString() });
+      pending.push({ id: `m${msgSeq++}`, instanceId: a.instanceId, executionId: a.executionId, event, sentAt: now.toISOString() });
       const trigger = afterActivity.findIndex((r) => r.activity === a.name && (!r.when || r.when(activityInput)));
       if (trigger >= 0) {
         const [r] = afterActivity.splice(trigger, 1);
         const raised = events.eventRaised(now, r.name, r.input === undefined ? undefined : JSON.stringify(r.input));
-        pending.push({ id: `m${msgSeq++}`, instanceId: 'sim', event: raised, sentAt: now.toISOString() });
+        pending.push({ id: `m${msgSeq++}`, instanceId: ROOT, event: raised, sentAt: now.toISOString() });
       }
     }
     for (const t of result.outbox.timers) {
-      pending.push({ id: `m${msgSeq++}`, instanceId: 'sim', executionId: t.executionId, event: events.timerFired(new Date(t.fireAt), t.timerId, t.fireAt), sentAt: now.toISOString() });
+      pending.push({ id: `m${msgSeq++}`, instanceId: t.instanceId, executionId: t.executionId, event: events.timerFired(new Date(t.fireAt), t.timerId, t.fireAt), sentAt: now.toISOString() });
     }
     for (const m of result.outbox.messages) pending.push(m);
-    if (result.outbox.children.length) throw new Error('the simulator does not run sub-orchestrations');
+    for (const c of result.outbox.children) {
+      // As the engine's startChild: a new instance, its start message naming the parent.
+      if (!instances.has(c.instanceId)) instances.set(c.instanceId, { name: c.name, history: [], executions: 1 });
+      const startedAt = now.toISOString();
+      pending.push({ id: `m${msgSeq++}`, instanceId: c.instanceId, executionId: `${c.instanceId}|e1`, event: events.executionStarted(now, c.name, c.input, c.parent.instanceId), parent: c.parent, sentAt: startedAt });
+    }
   }
-  return { state, history, episodes, output: state.output === undefined ? undefined : JSON.parse(state.output) };
+  const children: SimResult['children'] = {};
+  for (const [id, i] of instances) if (id !== ROOT && i.state) children[id] = { state: i.state, history: i.history, executions: i.executions };
+  const state = root.state;
+  return { state, history: root.history, episodes, output: state.output === undefined ? undefined : JSON.parse(state.output), children };
 }
 
 async function invoke(handler: (t: unknown, c: unknown) => Promise<unknown>, state: InstanceState, committed: HistoryEvent[], fresh: HistoryEvent[]): Promise<Outcome> {
@@ -136,7 +159,7 @@ async function invoke(handler: (t: unknown, c: unknown) => Promise<unknown>, sta
     input: state.input !== undefined ? JSON.parse(state.input) : undefined,
     instanceId: state.instanceId,
     isReplaying: committed.length > 0,
-    parentInstanceId: null,
+    parentInstanceId: state.parent?.instanceId ?? null,
     upperSchemaVersion: 1,
     upperSchemaVersionNew: 2,
     longRunningTimerIntervalDuration: '3.00:00:00',
