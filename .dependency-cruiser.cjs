@@ -9,7 +9,7 @@ const PURE = [
   '^shared/(spec|planning|mpi|contract)/',
   // Pure modules that live beside the adapter they feed (decisions, state lists, cost arithmetic).
   '^shared/scheduling/(admission|arrays|demand|dependencies|ledger)\\.ts$',
-  '^shared/ops/(controlPlaneCost|controlPlanePrices|cost|leftoverContainers|priceQuote|retailPrices|sweepRules|usage)\\.ts$',
+  '^shared/ops/(controlPlaneCost|controlPlanePrices|cost|countedBudget|leftoverContainers|priceQuote|retailPrices|sweepRules|usage)\\.ts$',
   '^shared/state/(errors|machine|record|states)\\.ts$',
   '^shared/config/priceTable\\.ts$',
 ];
@@ -54,10 +54,10 @@ module.exports = {
       name: 'orchestrations-are-deterministic',
       comment: 'Orchestrators replay: they decide through the pure core and act through activities, never through an adapter or I/O.',
       severity: 'error',
-      from: { path: '^orchestrations/', pathNot: '^orchestrations/activities/' },
+      from: { path: '^orchestrations/', pathNot: ['^orchestrations/activities/', '^orchestrations/register\\.ts$'] },
       to: {
         dependencyTypesNot: ['type-only'],
-        path: [ADAPTERS, '^functions/', '^node_modules/(?!(durable-functions|zod)/)', IO_CORE_MODULES],
+        path: [ADAPTERS, '^shared/services\\.ts$', '^orchestrations/activities/', '^functions/', '^node_modules/(?!(durable-functions|zod)/)', IO_CORE_MODULES],
         pathNot: PURE,
       },
     },

@@ -1,7 +1,7 @@
 import type { BatchJobCreateInput } from '../../shared/contract';
 import { batchContext } from '../../shared/services';
 import { createJob, enableAutoTerminate, terminateJob } from '../../shared/batch';
-import { registerActivity } from '../runtime/activityCalls';
+import { registerActivity } from './registration';
 import { refuseIfEnded } from './jobGuard';
 import { jobPoolVerdict, PoolNotYours } from './pool';
 import { batchJobSpec } from '../../shared/planning/batchRequests';

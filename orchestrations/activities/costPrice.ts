@@ -1,6 +1,6 @@
 import { nodePrices } from '../../shared/services';
 import type { PriceQuote } from '../../shared/ops/cost';
-import { registerActivity } from '../runtime/activityCalls';
+import { registerActivity } from './registration';
 
 /**
  * The price of one node-hour of the job's VM size, with where it comes from and as of when (the Retail Prices API

@@ -1,7 +1,7 @@
 import type { StartTaskFailure } from '../../shared/contract';
 import { batchContext } from '../../shared/services';
 import { listNodes, readNodeFile, type BatchContext } from '../../shared/batch';
-import { registerActivity } from '../runtime/activityCalls';
+import { registerActivity } from './registration';
 
 /** Enough of a start task's stderr for its last lines (the job's error keeps 20, the timeline 5). */
 const STDERR_BYTES = 4 * 1024;

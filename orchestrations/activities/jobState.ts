@@ -1,6 +1,6 @@
 import type { JobFinishInput, JobNoteInput, JobTransitionInput } from '../../shared/contract';
 import { jobStore } from '../../shared/services';
-import { registerActivity } from '../runtime/activityCalls';
+import { registerActivity } from './registration';
 import { jobError } from '../../shared/planning/failureExplain';
 
 /**

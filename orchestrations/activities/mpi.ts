@@ -2,7 +2,7 @@ import type { BatchTaskRef, MpiResult, MpiTaskObservation } from '../../shared/c
 import { appConfig, batchContext } from '../../shared/services';
 import { addMpiTask, getTask, listSubtasks, readTaskFile, terminateTask, type BatchContext } from '../../shared/batch';
 import type { MpiTaskRequestShape } from '../../shared/planning/mpiTaskRequest';
-import { registerActivity } from '../runtime/activityCalls';
+import { registerActivity } from './registration';
 import { mpiTaskSpec } from '../../shared/planning/batchRequests';
 
 export async function mpiTaskAdd(input: MpiTaskRequestShape): Promise<void> {

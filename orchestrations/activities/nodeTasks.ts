@@ -1,7 +1,7 @@
 import type { ActivityInput, NodeTaskObservation, NodeTaskRequest } from '../../shared/contract';
 import { batchContext, registrySecret } from '../../shared/services';
 import { addNodeTask, getTasks, readTaskFile, type BatchContext } from '../../shared/batch';
-import { registerActivity } from '../runtime/activityCalls';
+import { registerActivity } from './registration';
 import { nodeTaskSpec } from '../../shared/planning/batchRequests';
 import { parseDigestLines } from '../../shared/mpi/imageTransfer';
 

@@ -10,7 +10,7 @@ import type { MpiTaskUploadsRequest, NodeTaskUploadsRequest, OutputsMissingReque
 import { listNodeFiles, listTaskFiles, type BatchContext } from '../../shared/batch';
 import { batchContext, dataAccount } from '../../shared/services';
 import type { BlobAccount } from '../../shared/storage/clients';
-import { registerActivity } from '../runtime/activityCalls';
+import { registerActivity } from './registration';
 
 /** Blob lookups in flight at once. */
 const LOOKUPS_AT_ONCE = 16;

@@ -4,7 +4,7 @@ import { OPERATOR, QUEUE_OWNER } from '../../shared/auth';
 import type { PoolAccessVerdict } from '../../shared/contract/activities';
 import type { JobRecord } from '../../shared/state';
 import { createJobPool, createJobPoolArm, deletePool, getPoolSnapshot, inspectPool, removeNodes, resizePool, type PoolInspection } from '../../shared/batch';
-import { registerActivity } from '../runtime/activityCalls';
+import { registerActivity } from './registration';
 import { refuseIfEnded } from './jobGuard';
 import type { PoolCreateRequest } from '../../shared/planning/jobPlan';
 import type { PoolObservation } from '../../shared/planning/provisionPolicy';

@@ -4,7 +4,7 @@ import { getTask, readTaskFile, type BatchContext } from '../../shared/batch';
 import { mpiTaskAdd, mpiTaskObserve } from './mpi';
 import { parsePreflightOutput, type PreflightRun } from '../../shared/planning/preflight';
 import type { MpiTaskRequestShape } from '../../shared/planning/mpiTaskRequest';
-import { registerActivity } from '../runtime/activityCalls';
+import { registerActivity } from './registration';
 
 /** Adds the preflight check: a multi-instance task added like the MPI task (a repeated add finds it), never retried by Batch. */
 export function preflightTaskAdd(input: MpiTaskRequestShape): Promise<void> {

@@ -9,7 +9,7 @@ import { isTerminal, type JobRecord } from '../../shared/state';
 import { releaseAdmission, requestAdmission, toNotify } from '../../shared/scheduling/admissionService';
 import { dependencyStatus } from '../../shared/scheduling/dependencies';
 import { refreshArrayRow } from '../../shared/scheduling/arrayRow';
-import { registerActivity, registerClientActivity, type ActivityEnv } from '../runtime/activityCalls';
+import { registerActivity, registerClientActivity, type ActivityEnv } from './registration';
 
 async function jobRow(jobId: string): Promise<JobRecord> {
   const job = await (await jobStore()).get(jobId);

@@ -5,7 +5,7 @@
 import type { SourceCheck, SourceMiss } from '../../shared/planning/sourcesCheck';
 import { dataAccount } from '../../shared/services';
 import { missingSources } from '../../shared/storage/existence';
-import { registerActivity } from '../runtime/activityCalls';
+import { registerActivity } from './registration';
 
 export function sourcesMissing(input: { checks: SourceCheck[] }): Promise<SourceMiss[]> {
   // dataAccount applies the data-access policy again: an orchestration can be started by anyone holding the system key.

@@ -1,6 +1,6 @@
 import type { InputSource, ShardUrlRequest, StagingContainerRef } from '../../shared/contract';
 import { dataAccount, stagingAccount } from '../../shared/services';
-import { registerActivity } from '../runtime/activityCalls';
+import { registerActivity } from './registration';
 import { listInputBlobs, type ListedInputBlob } from '../../shared/storage/listing';
 import { copyShard, type ShardCopyResult, type ShardToCopy } from '../../shared/storage/shardCopy';
 import { readOnlyBlobUrl } from '../../shared/storage/sas';

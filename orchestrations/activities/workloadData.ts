@@ -1,6 +1,6 @@
 import type { OutputsListRequest, OutputsResult, WorkloadUrls, WorkloadUrlsRequest } from '../../shared/contract';
 import { dataAccount, outputsSasScopeOf } from '../../shared/services';
-import { registerActivity } from '../runtime/activityCalls';
+import { registerActivity } from './registration';
 import { containerSasUrl, directorySasUrl, readOnlyBlobUrl, withoutQuery } from '../../shared/storage/sas';
 import { summarizeOutputs } from '../../shared/storage/outputs';
 import type { BlobAccount } from '../../shared/storage/clients';

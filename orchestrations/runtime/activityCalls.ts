@@ -4,19 +4,13 @@
  * checks the name, the input and the result of every call and no call site casts.
  */
 import * as df from 'durable-functions';
-import type { DurableClient, OrchestrationContext, RetryOptions, Task } from 'durable-functions';
-import type { InvocationContext } from '@azure/functions';
+import type { OrchestrationContext, RetryOptions, Task } from 'durable-functions';
 import type { ActivityHandler, ActivityInput, ActivityName, ActivityOutput } from '../../shared/contract';
-import { inBatchAccount } from '../../shared/services';
 
 /** A scheduled activity that remembers which one it is, so its result has the contract's type. */
 export interface ActivityTask<N extends ActivityName> {
   readonly name: N;
   readonly task: Task;
-}
-
-export function registerActivity<N extends ActivityName>(name: N, handler: ActivityHandler<N>): void {
-  df.app.activity(name, { handler: (input: ActivityInput<N>) => inBatchAccount(batchAccountOf(input), () => handler(input)) });
 }
 
 /** The field a placed job's activity inputs carry: the Batch account admission placed it on. */
@@ -31,20 +25,6 @@ export function withBatchAccount<T>(input: T, account: string): T {
 export function batchAccountOf(input: unknown): string | undefined {
   const v = input !== null && typeof input === 'object' ? (input as Record<string, unknown>)[BATCH_ACCOUNT_FIELD] : undefined;
   return typeof v === 'string' && v ? v : undefined;
-}
-
-/** What an activity that talks to other orchestrations gets besides its input: the Durable client and its log. */
-export interface ActivityEnv {
-  client: DurableClient;
-  log: Pick<InvocationContext, 'warn'>;
-}
-
-/** Registers an activity that raises events on other orchestrations (through the Durable client binding). */
-export function registerClientActivity<N extends ActivityName>(name: N, handler: (input: ActivityInput<N>, env: ActivityEnv) => Promise<ActivityOutput<N>>): void {
-  df.app.activity(name, {
-    extraInputs: [df.input.durableClient()],
-    handler: (input: ActivityInput<N>, context: InvocationContext) => inBatchAccount(batchAccountOf(input), () => handler(input, { client: df.getClient(context), log: context })),
-  });
 }
 
 export function scheduleActivity<N extends ActivityName>(ctx: OrchestrationContext, name: N, input: ActivityInput<N>, retry: RetryOptions): ActivityTask<N> {

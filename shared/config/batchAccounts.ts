@@ -7,7 +7,9 @@
  */
 import { z } from 'zod';
 import { regionOfBatchAccountUrl } from '../ops/retailPrices';
-import type { BatchAuth } from './index';
+
+/** How the control plane authenticates to a Batch account's data plane. */
+export type BatchAuth = { kind: 'sharedKey'; accountKey: string } | { kind: 'aad'; scope: string };
 
 export interface BatchAccountRef {
   /** The account's name (what the job record and the timeline keep). */

@@ -53,7 +53,8 @@ export type { BatchAccountRef } from './batchAccounts';
  */
 export const BATCH_TOKEN_SCOPE = 'https://batch.core.windows.net//.default';
 
-export type BatchAuth = { kind: 'sharedKey'; accountKey: string } | { kind: 'aad'; scope: string };
+import type { BatchAuth } from './batchAccounts';
+export type { BatchAuth } from './batchAccounts';
 
 export interface BatchConfig {
   accountUrl: string;

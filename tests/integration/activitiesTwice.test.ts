@@ -28,7 +28,7 @@ import { outputsList, workloadUrls } from '../../orchestrations/activities/workl
 import { nodeFileSources } from '../../shared/planning/workloadData';
 import { sdkClient } from '../../local/batch/testing/sdkHelpers';
 import { admissionRelease, admissionRequest, dependenciesCheck, jobEnded } from '../../orchestrations/activities/scheduling';
-import type { ActivityEnv } from '../../orchestrations/runtime/activityCalls';
+import type { ActivityEnv } from '../../orchestrations/activities/registration';
 import { recordSubmission as record } from '../../shared/state';
 import { until } from '../batch/until';
 import { smallSpec } from '../ops/helpers';
