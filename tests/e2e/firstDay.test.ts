@@ -1,8 +1,8 @@
 /**
  * Issue 28, items 1, 2 and 4, on one local stack as the local user `dev` (Jobs.Submit), through the public API only:
- * - examples run as written: the stack's example data is seeded as `npm start` seeds it (local/seedExamples.ts), and
- *   two examples docs/workloads.md marks "runs locally" are submitted byte for byte as committed (the docker one
- *   names localhost:5000, which intake rewrites through REGISTRY_ALIASES) and succeed;
+ * - the stack's example data is seeded as `npm start` seeds it (local/seedExamples.ts), idempotently (the examples
+ *   docs/workloads.md marks "runs locally" are submitted as written by workloads.test.ts and workloadsData.test.ts,
+ *   tests/helpers/examplesAsWritten.ts);
  * - a user's own data goes in with `hpcjob upload` (resumable: a second run uploads nothing), a job reads it, and its
  *   results come back with `hpcjob download`;
  * - every failure explained: a start task that fails (its stderr tail, the node replacement on the timeline), an
@@ -67,14 +67,6 @@ function cli(): { ctx: CommandContext; out: string[] } {
 }
 
 const mpi = (command: string) => ({ runtime: 'openmpi', processesPerNode: 1, fabric: 'tcp', options: ['--mca', 'btl_tcp_if_include', 'lo'], command });
-
-describe('examples run as written', () => {
-  it.each(['osu-latency-bw-native.yaml', 'mpibench-openmpi-docker.yaml'])('%s succeeds', async (file) => {
-    const text = readFileSync(path.join(REPO_ROOT, 'examples', 'workloads', file), 'utf8');
-    const view = await finished(await submit(text, 'application/yaml'));
-    expect({ state: view.state, error: view.error }).toEqual({ state: 'Succeeded', error: undefined });
-  }, 900_000);
-});
 
 describe('a user\'s own data in and results out', () => {
   it('hpcjob upload (resumable), a job reading it, hpcjob download', async () => {

@@ -6,6 +6,8 @@
  *     reconstructed field in blob storage equals the same computation done here, and every log is kept.
  *   - A failing run: its restart files (when: failure) and logs are uploaded after it fails.
  *   - Files from an https URL on every node (with their modes), a pool mount with the job's scratch on it.
+ * The OpenFOAM-shaped and the failing run are submitted as written (tests/helpers/examplesAsWritten.ts), with the user
+ * `dev`'s token, on a stack whose data is seeded as `npm start` seeds it (local/seedExamples.ts).
  * One stack for the file; needs the compiled app (dist/).
  */
 import { execFile, execFileSync } from 'node:child_process';
@@ -22,9 +24,17 @@ import { DATA_ACCOUNT } from '../../local/azurite';
 import type { OutputsResult } from '../../shared/contract';
 import type { JobOutputsResponse } from '../../shared/contract/outputs';
 import { heat1dReference as heat1d, fieldValues as field } from '../helpers/heat1d';
+import { WORKLOADS_DATA_AS_WRITTEN } from '../helpers/examplesAsWritten';
+import { seedExamples } from '../../local/seedExamples';
 
 const WORKLOADS = path.join(REPO_ROOT, 'examples', 'workloads');
 const example = (file: string) => readFileSync(path.join(WORKLOADS, file), 'utf8');
+/** An example this file submits as written (the committed bytes), by its file name. */
+function asWritten(file: string): string {
+  const listed = WORKLOADS_DATA_AS_WRITTEN.find((p) => path.basename(p) === file);
+  if (!listed) throw new Error(`${file} is not in WORKLOADS_DATA_AS_WRITTEN`);
+  return readFileSync(path.join(REPO_ROOT, listed), 'utf8');
+}
 
 let stack: Stack;
 let server: Server;
@@ -101,14 +111,8 @@ beforeAll(async () => {
     // The "public" download server of the files test listens on 127.0.0.1: the deployment allows that one host.
     env: { ALLOWED_INTERNAL_HOSTS: new URL(serverUrl).host },
   });
-  // The users' data: the solver's source and the case (examples/workloads/heat1d-case), as a user uploads them.
-  const software = data().getContainerClient('software');
-  await software.createIfNotExists();
-  await software.getBlockBlobClient('heat1d.c').uploadFile(path.join(REPO_ROOT, 'examples', 'mpi', 'heat1d.c'));
-  const cases = data().getContainerClient('cases');
-  await cases.createIfNotExists();
-  const caseDir = path.join(WORKLOADS, 'heat1d-case');
-  for (const rel of ['system/controlDict', '0/T']) await cases.getBlockBlobClient(`heat1d/${rel}`).uploadFile(path.join(caseDir, rel));
+  // What the examples read (the solver's source, the case examples/workloads/heat1d-case), seeded as `npm start` does.
+  await seedExamples(data(), REPO_ROOT);
 }, 180_000);
 
 afterAll(async () => {
@@ -119,7 +123,7 @@ afterAll(async () => {
 
 describe('workloads on the local stack', () => {
   it('OpenFOAM-shaped: decomposes on the master into the shared scratch, solves on every rank, reconstructs; the results and every log land in blob storage', async () => {
-    const id = await submitSpec(stack, example('openfoam-decompose-solve-reconstruct.yaml'));
+    const id = await submitSpec(stack, asWritten('openfoam-decompose-solve-reconstruct.yaml'));
     const view = await ended(id, 'Succeeded');
     // Without outputs.prefix the job's outputs are in its owner's data area: users/<ownerKey>/jobs/<id>.
     const prefix = `${(view.result?.outputs as OutputsResult).prefix}/`;
@@ -186,7 +190,7 @@ describe('workloads on the local stack', () => {
   }, 120_000);
 
   it('a failing run: its restart files (when: failure) and every log are uploaded after it fails', async () => {
-    const id = await submitSpec(stack, example('lammps-crash-keeps-restart.yaml'));
+    const id = await submitSpec(stack, asWritten('lammps-crash-keeps-restart.yaml'));
     const view = await ended(id, 'Failed');
     expect(view.result?.exitCode).toBe(3);
     expect(view.error?.message).toMatch(/MPI task exited with code 3/);
