@@ -15,6 +15,7 @@ import type { JobPlan } from './jobPlan';
 import { containerNameFor, containerOptionsFor, multiInstanceShape, rankSetup, type MpiTaskRequestShape, type MpiTaskUrls } from './mpiTaskRequest';
 import { nodeSetupScript } from './workloadData';
 import type { NodePreflight } from '../contract/preflight';
+import type { PreflightFailureRun } from './failureExplain';
 
 
 /**
@@ -226,7 +227,8 @@ export interface PreflightVerdict {
   pass: boolean;
 }
 
-export interface PreflightRun {
+/** Also what a failure is explained with (failureExplain.ts: the master's stderr tail, the failed subtasks' on their nodes). */
+export interface PreflightRun extends PreflightFailureRun {
   /** The preflight task's exit code and failure, as Batch reports them. */
   exitCode?: number;
   failure?: string;
