@@ -23,6 +23,7 @@ export const WORKLOADS_AS_WRITTEN = [
 export const WORKLOADS_DATA_AS_WRITTEN = [
   'examples/workloads/openfoam-decompose-solve-reconstruct.yaml',
   'examples/workloads/lammps-crash-keeps-restart.yaml',
+  'examples/workloads/wrf-tables-from-url.yaml',
 ] as const;
 
 /** Every example some e2e file submits as written, by the file that does. */
@@ -40,5 +41,4 @@ export const NOT_YET_AS_WRITTEN: Readonly<Record<string, string>> = {
   'examples/workloads/nfs-headnode-in-vnet.yaml': 'tests/e2e/network.test.ts prepends an id (and serves the NFS export itself)',
   'examples/workloads/pbs-script-compat.yaml': 'tests/e2e/network.test.ts prepends an id',
   'examples/workloads/licensed-app-flexlm.yaml': 'tests/e2e/secrets.test.ts prepends an id and points the licence server at its fake lmgrd',
-  'examples/workloads/wrf-tables-from-url.yaml': 'tests/e2e/workloadsData.test.ts points the release server (https://wrf-release.example.org) at its own https server',
 };
