@@ -65,7 +65,11 @@ export async function startReleaseServers(repoRoot: string, tls: { cert: string;
   return {
     aliases,
     stop: async () => {
-      await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+      // Nodes' keep-alive connections would hold close() open.
+      await Promise.all(servers.map((s) => new Promise<void>((resolve) => {
+        s.close(() => resolve());
+        s.closeAllConnections();
+      })));
     },
   };
 }
