@@ -221,6 +221,7 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
         await identity.stop();
         await webhooks.stop();
         await prices.stop();
+        await releases.stop();
         release();
       },
     };
