@@ -5,7 +5,8 @@
  * app's credentials, so clients (the CLI) never hold Batch keys. `since` answers only the bytes after that
  * offset (at most MAX_BYTES, the newest ones), which is how `hpcjob logs --follow` tails a running job.
  * Once the pool is deleted the files are gone with it: the master's stdout then comes from the tail the
- * pipeline recorded in the job result (`source: "recorded"`).
+ * pipeline recorded in the job result (`source: "recorded"`), and so does the stderr of a node whose subtask failed
+ * (the pipeline keeps its tail: docs/troubleshooting.md).
  */
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 import { BatchError, getTask, listSubtasks, readNodeFile, readTaskFile, type BatchContext, type FileContent } from '../shared/batch';
@@ -122,14 +123,18 @@ export async function jobLogsHttp(request: HttpRequest, context: InvocationConte
       const body: JobLogsResponse = { ...base, node, source: 'live', size: file.size, start, content: file.content };
       return { status: 200, jsonBody: body };
     }
-    // The node is gone (pool deleted): the master's output tails were kept in the result when the job ended.
-    const tail = stream === 'stdout' ? recorded?.mpi?.stdoutTail : recorded?.mpi?.stderrTail;
-    if (node === nodes[0] && tail !== undefined) {
+    // The node is gone (pool deleted): the master's output tails were kept in the result when the job ended, and the
+    // stderr tail of every node whose subtask failed.
+    const master = node === nodes[0];
+    const tail = master
+      ? stream === 'stdout' ? recorded?.mpi?.stdoutTail : recorded?.mpi?.stderrTail
+      : stream === 'stderr' ? recorded?.mpi?.subtasks.find((s) => s.nodeId === node && s.stderrTail !== undefined)?.stderrTail : undefined;
+    if (tail !== undefined) {
       const size = Buffer.byteLength(tail);
       const content = since >= size ? '' : Buffer.from(tail).subarray(since).toString('utf8');
       const body: JobLogsResponse = {
         ...base, node, source: 'recorded', size, start: Math.min(since, size), content,
-        message: `the node is gone (pool deleted): these are the last lines of the master ${stream} recorded when the job ended`,
+        message: `the node is gone (pool deleted): these are the last lines of the ${master ? 'master' : `failed node ${node}`} ${stream} recorded when the job ended`,
       };
       return { status: 200, jsonBody: body };
     }

@@ -106,6 +106,13 @@ export interface BatchEmulatorOptions {
    */
   trustedCertificates?: string[];
   /**
+   * The emulated nodes' name resolution for public hosts the local stack stands in for: a host name as specs name it
+   * (e.g. `wrf-release.example.org`) → the `host:port` of the local https server serving it. A node's https resource
+   * file on such a host is read from there (its certificate must name that address and be trusted:
+   * trustedCertificates), as a real node reaches the public host.
+   */
+  hostAliases?: Record<string, string>;
+  /**
    * Keep the account across restarts: state is saved to `<dataDir>/state.json` (every second and on
    * stop) and loaded at start; stop() then keeps the node sandboxes. Needs `dataDir`.
    */

@@ -81,6 +81,7 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
     nodeBandwidthBytesPerSec: opts.nodeBandwidthBytesPerSec,
     ...(opts.networkServices ? { networkServices: opts.networkServices } : {}),
     trustedCertificates: opts.trustedCertificates ?? [],
+    hostAliases: opts.hostAliases ?? {},
     quota: opts.quota,
   });
   const executor = new TaskExecutor(engine);

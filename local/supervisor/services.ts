@@ -33,6 +33,8 @@ import { operatorAccess, type OperatorAccess } from '../operatorAccess';
 import { localIdentityWiring } from './identityWiring';
 import { buildDemoImage } from '../../examples/images/buildDemoImage';
 import { choosePorts, portInUse, readPorts, recordPorts, type StackPorts } from './ports';
+import { startReleaseServers } from '../releaseServer';
+import { readFileSync } from 'node:fs';
 
 /** The second emulated Batch account's name (ServicesOptions.secondBatch). */
 export const SECOND_BATCH_ACCOUNT = 'localbatch2';
@@ -151,6 +153,10 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
     });
     started.push(registry);
 
+    // The public release servers the examples download from (wrf-release.example.org), stood in for with the stack's
+    // certificate; the nodes resolve those hosts to them (hostAliases) and trust the certificate.
+    const releases = await startReleaseServers(opts.repoRoot, { cert: identity.caCert, key: readFileSync(identity.keyFile, 'utf8') });
+    started.push(releases);
     const batch = await startBatchEmulator({
       dataDir: await sub('batch'),
       persist: dataDir !== undefined,
@@ -162,9 +168,10 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
       identity: wiring.nodeIdentities,
       arm: { ...wiring.arm, port: want.arm },
       ...opts.batch,
-      // Nodes reach this stack's https storage as Azure nodes reach Azure Storage (a CA they trust), whatever
-      // other servers a caller adds.
-      trustedCertificates: [...(keyless ? [identity.caCert] : []), ...(opts.batch?.trustedCertificates ?? [])],
+      // Nodes reach this stack's https storage as Azure nodes reach Azure Storage (a CA they trust), and the release
+      // servers (with the same certificate), whatever other servers a caller adds.
+      trustedCertificates: [identity.caCert, ...(opts.batch?.trustedCertificates ?? [])],
+      hostAliases: { ...releases.aliases, ...(opts.batch?.hostAliases ?? {}) },
     }).catch((err: unknown) => {
       throw portInUse(err, 'batch', want.batch, dataDir);
     });
@@ -240,6 +247,7 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
         await identity.stop();
         await webhooks.stop();
         await prices.stop();
+        await releases.stop();
         release();
       },
     };

@@ -1,6 +1,7 @@
 import type { BatchTaskRef, MpiResult, MpiTaskObservation } from '../../shared/contract';
 import { appConfig, batchContext } from '../../shared/services';
-import { addMpiTask, getTask, listSubtasks, readTaskFile, terminateTask, type BatchContext } from '../../shared/batch';
+import { addMpiTask, getTask, listSubtasks, readNodeFile, readTaskFile, terminateTask, type BatchContext, type SubtaskSnapshot } from '../../shared/batch';
+import { STDERR_TAIL_LINES } from '../../shared/planning/failureExplain';
 import type { MpiTaskRequestShape } from '../../shared/planning/mpiTaskRequest';
 import { registerActivity } from './registration';
 import { mpiTaskSpec } from '../../shared/planning/batchRequests';
@@ -27,6 +28,26 @@ export interface MpiResultDeps {
 
 /** The end of a task's output kept in the job result. */
 const TAIL_LINES = 40;
+
+/** At most this many failed subtasks' stderr are read (the job's error names the first; a 100-node failure stays cheap). */
+export const FAILED_SUBTASK_READS = 4;
+
+/**
+ * The last lines of the stderr of the subtasks on other nodes than the master that ended non-zero (their coordination
+ * command's), by subtask id, read through Batch's node file API (`<taskRootDirectory>/stderr.txt` on the subtask's
+ * node) before the pool goes. A read that fails gives nothing (never the job's failure).
+ */
+export async function failedSubtaskStderr(ctx: BatchContext, poolId: string | undefined, subtasks: readonly SubtaskSnapshot[]): Promise<Map<number, string>> {
+  const failed = subtasks.filter((s) => s.id !== 0 && s.exitCode !== undefined && s.exitCode !== 0 && s.nodeId && s.taskRootDirectory).slice(0, FAILED_SUBTASK_READS);
+  const tails = new Map<number, string>();
+  if (!poolId) return tails;
+  await Promise.all(failed.map(async (s) => {
+    const file = await readNodeFile(ctx, poolId, s.nodeId as string, `${s.taskRootDirectory}/stderr.txt`, { maxBytes: 4 * 1024 }).catch(() => undefined);
+    const tail = lastLines(file?.content ?? '', STDERR_TAIL_LINES);
+    if (tail.trim()) tails.set(s.id, tail);
+  }));
+  return tails;
+}
 
 /**
  * Exit codes of the master and every subtask, where their logs are, and the last lines of the master's output.
@@ -57,6 +78,7 @@ export async function collectMpiResult({ batch: ctx, accountUrl }: MpiResultDeps
       })),
   ];
   const failedSub = subtasks.find((s) => s.exitCode !== undefined && s.exitCode !== 0);
+  const subtaskStderr = await failedSubtaskStderr(ctx, task.poolId, subtasks);
   const reported = task.state === 'missing' ? undefined : task.exitCode;
   // A failed subtask's code stands for the task when the primary reported 0 or nothing.
   const exitCode = (reported === undefined || reported === 0) && failedSub ? failedSub.exitCode ?? -1 : reported;
@@ -73,7 +95,10 @@ export async function collectMpiResult({ batch: ctx, accountUrl }: MpiResultDeps
         : failedSub
           ? `subtask ${failedSub.id} on ${failedSub.nodeId} exited ${failedSub.exitCode}`
           : undefined,
-    subtasks: subtasks.map((s) => ({ id: s.id, nodeId: s.nodeId, exitCode: s.exitCode, state: s.state, taskRootDirectory: s.taskRootDirectory })),
+    subtasks: subtasks.map((s) => ({
+      id: s.id, nodeId: s.nodeId, exitCode: s.exitCode, state: s.state, taskRootDirectory: s.taskRootDirectory,
+      ...(subtaskStderr.has(s.id) ? { stderrTail: subtaskStderr.get(s.id) } : {}),
+    })),
     logs,
     stdoutTail: lastLines(stdout?.content ?? '', TAIL_LINES),
     stderrTail: lastLines(stderr?.content ?? '', TAIL_LINES) || undefined,

@@ -1,7 +1,8 @@
 import type { BatchTaskRef } from '../../shared/contract';
 import { batchContext } from '../../shared/services';
-import { getTask, readTaskFile, type BatchContext } from '../../shared/batch';
-import { mpiTaskAdd, mpiTaskObserve } from './mpi';
+import { getTask, listSubtasks, readTaskFile, type BatchContext } from '../../shared/batch';
+import { failedSubtaskStderr, mpiTaskAdd, mpiTaskObserve } from './mpi';
+import { STDERR_TAIL_LINES, tailLines } from '../../shared/planning/failureExplain';
 import { parsePreflightOutput, type PreflightRun } from '../../shared/planning/preflight';
 import type { MpiTaskRequestShape } from '../../shared/planning/mpiTaskRequest';
 import { registerActivity } from './registration';
@@ -16,16 +17,34 @@ const STDOUT_BYTES = 128 * 1024;
 
 /**
  * The check's exit code and failure, and its master's stdout parsed (shared/planning/preflight.ts). The output is read
- * whatever the exit code: a check that failed half-way still names the nodes it reached.
+ * whatever the exit code: a check that failed half-way still names the nodes it reached. A check that did not end 0
+ * also keeps, to explain the failure, its master's node and stderr tail and the failed subtasks with their stderr tails.
  */
 export async function collectPreflight(ctx: BatchContext, input: BatchTaskRef): Promise<PreflightRun> {
   const task = await getTask(ctx, input.batchJobId, input.taskId);
   const stdout = task.state === 'missing' ? undefined : await readTaskFile(ctx, input.batchJobId, input.taskId, 'stdout.txt', { maxBytes: STDOUT_BYTES }).catch(() => undefined);
+  const failed = task.state !== 'missing' && ((task.exitCode ?? 0) !== 0 || !!task.failure);
+  const evidence = failed ? await failureEvidence(ctx, input, task.poolId) : {};
   return {
     ...(task.exitCode !== undefined ? { exitCode: task.exitCode } : {}),
+    ...(failed && task.nodeId ? { masterNode: task.nodeId } : {}),
+    ...evidence,
     ...(task.state === 'missing' ? { failure: 'the preflight task disappeared (job deleted?)' } : task.failure ? { failure: `${task.failure.code}: ${task.failure.message}` } : {}),
     report: parsePreflightOutput(stdout?.content ?? ''),
   };
+}
+
+/** The master's stderr tail and the failed subtasks (with their own stderr tails) of a check that failed. */
+async function failureEvidence(ctx: BatchContext, input: BatchTaskRef, poolId: string | undefined): Promise<Pick<PreflightRun, 'stderrTail' | 'failedSubtasks'>> {
+  const [stderr, subtasks] = await Promise.all([
+    readTaskFile(ctx, input.batchJobId, input.taskId, 'stderr.txt', { maxBytes: 4 * 1024 }).catch(() => undefined),
+    listSubtasks(ctx, input.batchJobId, input.taskId).catch(() => []),
+  ]);
+  const tails = await failedSubtaskStderr(ctx, poolId, subtasks);
+  const failedSubtasks = subtasks.filter((s) => s.id !== 0 && s.exitCode !== undefined && s.exitCode !== 0)
+    .map((s) => ({ id: s.id, nodeId: s.nodeId, exitCode: s.exitCode, ...(tails.has(s.id) ? { stderrTail: tails.get(s.id) } : {}) }));
+  const tail = stderr?.content?.trim() ? tailLines(stderr.content, STDERR_TAIL_LINES) : undefined;
+  return { ...(tail ? { stderrTail: tail } : {}), ...(failedSubtasks.length ? { failedSubtasks } : {}) };
 }
 
 export function preflightCollect(input: BatchTaskRef): Promise<PreflightRun> {

@@ -4,6 +4,7 @@ import type { MpiTaskUrls } from '../../shared/planning/mpiTaskRequest';
 import { evaluatePreflight, preflightTaskId, preflightTaskRequest, preflightThresholds, type PreflightVerdict } from '../../shared/planning/preflight';
 import type { JobSpec } from '../../shared/spec/schema';
 import { Orchestration, PipelineRun, StageFailed } from '../runtime/pipelineRun';
+import { preflightEvidence, type FailureEvidence } from '../../shared/planning/failureExplain';
 import type { ProvisionedPool } from './provision';
 
 export interface PreflightRequest {
@@ -30,8 +31,9 @@ export class PreflightFailed extends StageFailed {
     readonly nodes: string[],
     reason: string,
     readonly result: PreflightResult,
+    evidence?: FailureEvidence,
   ) {
-    super('StagingData', `preflight: ${reason}`);
+    super('StagingData', `preflight: ${reason}`, evidence);
     this.name = 'PreflightFailed';
   }
 }
@@ -58,14 +60,15 @@ export function* preflight(run: PipelineRun, req: PreflightRequest): Orchestrati
       if (obs.state === 'completed' || obs.state === 'missing') break;
       yield* run.sleep('StagingData', run.runningPollDelayMs(poll));
     }
-    const verdict = evaluatePreflight(yield* run.call('preflightCollect', ref), pool.nodes, th);
+    const collected = yield* run.call('preflightCollect', ref);
+    const verdict = evaluatePreflight(collected, pool.nodes, th);
     const result: PreflightResult = { rounds: round, passed: verdict.pass, pingPong: verdict.pingPong, nodes: verdict.nodes, replaced: [...replaced] };
     const last = verdict.pass || !!verdict.unattributed || round > spec.preflight.rounds;
     run.report({ progress: { preflight: { state: verdict.pass ? 'passed' : last ? 'failed' : 'replacing', round, pingPong: verdict.pingPong, nodes: verdict.nodes } } });
     if (verdict.pass) return { pool, result };
     const why = describe(verdict);
-    if (verdict.unattributed) throw new PreflightFailed([], why, result);
-    if (round > spec.preflight.rounds) throw new PreflightFailed(verdict.outliers, `${why} (still after ${round} checks)`, result);
+    if (verdict.unattributed) throw new PreflightFailed([], why, result, preflightEvidence(collected, []));
+    if (round > spec.preflight.rounds) throw new PreflightFailed(verdict.outliers, `${why} (still after ${round} checks)`, result, preflightEvidence(collected, verdict.outliers));
     yield* run.call('jobNote', {
       jobId: req.jobId,
       eventId: `preflight-${req.attempt}-${round}`,

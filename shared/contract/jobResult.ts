@@ -28,6 +28,7 @@ export const SubtaskResultSchema = z.object({
   exitCode: z.number().optional(),
   state: z.string(),
   taskRootDirectory: z.string().optional().meta({ description: 'The MPI task\'s directory on that node, relative to the node root.' }),
+  stderrTail: z.string().optional().meta({ description: 'A failed subtask only (exit code not 0): the last lines of its stderr on that node (the coordination command\'s), read before the pool goes.' }),
 }).meta({ title: 'SubtaskResult' });
 
 export const MpiResultSchema = z.object({

@@ -7,8 +7,11 @@
 /** How many lines of the failing task's stderr the job's error carries (the result keeps more of the master's). */
 export const STDERR_TAIL_LINES = 20;
 
-/** What a failing task was: the pool's start task, the coordination command (every node) or the application (master). */
-export const FAILED_TASKS = ['start task', 'coordination command', 'application'] as const;
+/**
+ * What a failing task was: the pool's start task, the coordination command (every node), the application (master) or
+ * the preflight check (the multi-instance task that checks the nodes before the application).
+ */
+export const FAILED_TASKS = ['start task', 'coordination command', 'application', 'preflight check'] as const;
 export type FailedTask = (typeof FAILED_TASKS)[number];
 
 /** What the pipeline saw of the failure (all optional: a stage failure may have no node or task at all). */
@@ -20,6 +23,8 @@ export interface FailureEvidence {
   exitCode?: number;
   /** The task's stderr as read from the node (any length: it is cut to the last STDERR_TAIL_LINES). */
   stderr?: string;
+  /** The node the stderr was read on, when it is not `node` (e.g. the master's, for want of the failing node's). */
+  stderrNode?: string;
 }
 
 /**
@@ -110,29 +115,80 @@ export function explainFailure(reason: string, evidence: FailureEvidence | undef
   const stagePrefix = evidence.stage && !said.startsWith(`${evidence.stage}:`) ? `${evidence.stage}: ` : '';
   const head = where.length ? `${stagePrefix}${said} (${where.join(' ')})` : `${stagePrefix}${said}`;
   const tail = evidence.stderr?.trim() ? tailLines(evidence.stderr) : '';
-  return tail ? `${head}\nLast lines of stderr:\n${tail}` : head;
+  const on = evidence.stderrNode && evidence.stderrNode !== evidence.node ? ` on node ${evidence.stderrNode}` : '';
+  return tail ? `${head}\nLast lines of stderr${on}:\n${tail}` : head;
+}
+
+/** A subtask of a multi-instance task (MPI or preflight) as the pipeline recorded it; a failed one with its stderr tail. */
+export interface SubtaskEvidence {
+  id: number;
+  nodeId?: string;
+  exitCode?: number;
+  stderrTail?: string;
+}
+
+/** The first subtask on a node other than the master (id 0) that ended non-zero: the failing non-master node. */
+export function failedSubtask(subtasks: readonly SubtaskEvidence[]): SubtaskEvidence | undefined {
+  return subtasks.find((s) => s.id !== 0 && s.exitCode !== undefined && s.exitCode !== 0);
 }
 
 /**
- * The evidence of a finished MPI task: which part failed (a coordination command on a node whose subtask failed, or
- * the application on the master), its exit code and the master's stderr tail. Undefined when it succeeded.
+ * The evidence of a finished MPI task: which part failed (a coordination command on a node whose subtask failed, with
+ * that node's stderr tail, or the application on the master with the master's), its exit code. Undefined when it
+ * succeeded.
  */
 export function mpiEvidence(mpi: {
   exitCode: number;
   noExitCode?: boolean;
   failure?: string;
-  subtasks: { id: number; nodeId?: string; exitCode?: number }[];
+  subtasks: SubtaskEvidence[];
   logs: { node: string }[];
   stderrTail?: string;
 }): FailureEvidence | undefined {
   if (mpi.exitCode === 0 && !mpi.noExitCode && !mpi.failure) return undefined;
-  const failedSub = mpi.subtasks.find((s) => s.id !== 0 && s.exitCode !== undefined && s.exitCode !== 0);
+  const failedSub = failedSubtask(mpi.subtasks);
   const master = mpi.logs[0]?.node;
   const base: FailureEvidence = { stage: 'Running', ...(mpi.stderrTail ? { stderr: mpi.stderrTail } : {}) };
   if (failedSub && failedSub.exitCode === mpi.exitCode) {
-    return { ...base, task: 'coordination command', ...(failedSub.nodeId ? { node: failedSub.nodeId } : {}), exitCode: failedSub.exitCode };
+    // The failing node's own stderr; the master's only when that node's could not be read.
+    const stderr: Partial<FailureEvidence> = failedSub.stderrTail?.trim()
+      ? { stderr: failedSub.stderrTail }
+      : mpi.stderrTail?.trim() && master && master !== 'master' ? { stderrNode: master } : {};
+    return { ...base, ...stderr, task: 'coordination command', ...(failedSub.nodeId ? { node: failedSub.nodeId } : {}), exitCode: failedSub.exitCode };
   }
   return { ...base, task: 'application', ...(master && master !== 'master' ? { node: master } : {}), ...(mpi.noExitCode ? {} : { exitCode: mpi.exitCode }) };
+}
+
+/** What the preflight check left behind when it failed (orchestrations/activities/preflight.ts reads it). */
+export interface PreflightFailureRun {
+  exitCode?: number;
+  /** The node the check's master ran on. */
+  masterNode?: string;
+  /** The last lines of the master's stderr (the pre-execution command, the probes, the ping-pong's launcher). */
+  stderrTail?: string;
+  /** The check's subtasks on the other nodes that ended non-zero, each with its stderr tail. */
+  failedSubtasks?: SubtaskEvidence[];
+}
+
+/**
+ * The evidence of a failed preflight check: the failing node (a subtask that ended non-zero, else the first node the
+ * verdict blamed, else the master when no node could be blamed) with the exit code and the stderr tail of that node
+ * (the master's when that node has none of its own).
+ */
+export function preflightEvidence(run: PreflightFailureRun, blamed: readonly string[]): FailureEvidence {
+  const sub = failedSubtask(run.failedSubtasks ?? []);
+  const node = sub?.nodeId ?? blamed[0] ?? run.masterNode;
+  const exitCode = sub?.exitCode ?? (run.exitCode !== undefined && run.exitCode !== 0 ? run.exitCode : undefined);
+  const own = sub?.stderrTail?.trim() ? sub.stderrTail : undefined;
+  const stderr = own ?? (run.stderrTail?.trim() ? run.stderrTail : undefined);
+  return {
+    stage: 'StagingData',
+    task: 'preflight check',
+    ...(node ? { node } : {}),
+    ...(exitCode !== undefined ? { exitCode } : {}),
+    ...(stderr ? { stderr } : {}),
+    ...(stderr && !own && run.masterNode && run.masterNode !== node ? { stderrNode: run.masterNode } : {}),
+  };
 }
 
 /** A start task's failure on a node, for the timeline and the job's error. */
@@ -162,6 +218,9 @@ export function jobError(outcome: {
     const meaning = exitCodeMeaning(evidence.exitCode);
     if (meaning) details.exitCodeMeaning = meaning;
   }
-  if (evidence?.stderr?.trim()) details.stderrTail = tailLines(evidence.stderr);
+  if (evidence?.stderr?.trim()) {
+    details.stderrTail = tailLines(evidence.stderr);
+    if (evidence.stderrNode) details.stderrNode = evidence.stderrNode;
+  }
   return { code: 'PipelineFailed', message: explainFailure(reason, evidence), ...(Object.keys(details).length ? { details } : {}) };
 }

@@ -17,6 +17,7 @@ import { nodeSetupScript } from './workloadData';
 import type { NodePreflight } from '../contract/preflight';
 import { healthPlan, healthProblem, judgeHealth, parseHealthLine, type HealthLine, type HealthPlan } from './health';
 import { healthProbeArgs } from '../mpi/healthProbe';
+import type { PreflightFailureRun } from './failureExplain';
 
 
 /**
@@ -236,7 +237,8 @@ export interface PreflightVerdict {
   pass: boolean;
 }
 
-export interface PreflightRun {
+/** Also what a failure is explained with (failureExplain.ts: the master's stderr tail, the failed subtasks' on their nodes). */
+export interface PreflightRun extends PreflightFailureRun {
   /** The preflight task's exit code and failure, as Batch reports them. */
   exitCode?: number;
   failure?: string;

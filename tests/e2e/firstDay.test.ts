@@ -1,13 +1,14 @@
 /**
  * Issue 28, items 1, 2 and 4, on one local stack as the local user `dev` (Jobs.Submit), through the public API only:
- * - examples run as written: the stack's example data is seeded as `npm start` seeds it (local/seedExamples.ts), and
- *   two examples docs/workloads.md marks "runs locally" are submitted byte for byte as committed (the docker one
- *   names localhost:5000, which intake rewrites through REGISTRY_ALIASES) and succeed;
+ * - the stack's example data is seeded as `npm start` seeds it (local/seedExamples.ts), idempotently (the examples
+ *   docs/workloads.md marks "runs locally" are submitted as written by workloads.test.ts and workloadsData.test.ts,
+ *   tests/helpers/examplesAsWritten.ts);
  * - a user's own data goes in with `hpcjob upload` (resumable: a second run uploads nothing), a job reads it, and its
  *   results come back with `hpcjob download`;
  * - every failure explained: a start task that fails (its stderr tail, the node replacement on the timeline), an
- *   application that is not found (exit code 127 with its meaning and stderr tail) and a wall clock exceeded, each
- *   read from GET /api/jobs/{id}'s error.
+ *   application that is not found (exit code 127 with its meaning and stderr tail), a coordination command failing on
+ *   a non-master node (that node's own stderr tail, also through the logs route), a failed preflight check and a wall
+ *   clock exceeded, each read from GET /api/jobs/{id}'s error.
  * The jobs run a few at a time. Needs the compiled app (dist/: `bash scripts/ensure-deps.sh`).
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -68,14 +69,6 @@ function cli(): { ctx: CommandContext; out: string[] } {
 
 const mpi = (command: string) => ({ runtime: 'openmpi', processesPerNode: 1, fabric: 'tcp', options: ['--mca', 'btl_tcp_if_include', 'lo'], command });
 
-describe('examples run as written', () => {
-  it.each(['osu-latency-bw-native.yaml', 'mpibench-openmpi-docker.yaml'])('%s succeeds', async (file) => {
-    const text = readFileSync(path.join(REPO_ROOT, 'examples', 'workloads', file), 'utf8');
-    const view = await finished(await submit(text, 'application/yaml'));
-    expect({ state: view.state, error: view.error }).toEqual({ state: 'Succeeded', error: undefined });
-  }, 900_000);
-});
-
 describe('a user\'s own data in and results out', () => {
   it('hpcjob upload (resumable), a job reading it, hpcjob download', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'first-day-'));
@@ -133,6 +126,33 @@ describe('every failure explained', () => {
     expect(body.error.message).toMatch(/Last lines of stderr:[\s\S]*no_such_program_xyz/);
     expect(body.error.message).not.toMatch(/Activity function|FailureExitCode/);
     expect(body.error.details).toMatchObject({ stage: 'Running', exitCode: 127, exitCodeMeaning: expect.stringMatching(/command not found/) });
+  }, 900_000);
+
+  it('a coordination command failing on a non-master node: that node, its exit code and its own stderr tail (API, hpcjob logs)', async () => {
+    const failOnWorker = '[ "$AZ_BATCH_IS_CURRENT_NODE_MASTER" = true ] || { echo "prepare: /scratch/input: No such file or directory" >&2; exit 5; }';
+    const id = await submit({ name: 'first-day-worker', pool: { vmSize: 'Standard_D4s_v5', nodes: 2 }, mpi: { ...mpi('true'), coordinationCommand: failOnWorker }, preflight: { enabled: false } });
+    expect((await finished(id)).state).toBe('Failed');
+    const { body } = await call('GET', `/api/jobs/${id}`);
+    const master = body.result.mpi.logs[0].node as string;
+    const worker = (body.result.mpi.subtasks as { id: number; nodeId: string }[]).find((s) => s.id !== 0)?.nodeId as string;
+    expect(worker).toBeDefined();
+    expect(worker).not.toBe(master);
+    expect(body.error.message).toContain(`the coordination command on node ${worker} ended with exit code 5`);
+    // The worker's own stderr, not the master's.
+    expect(body.error.message).toMatch(/Last lines of stderr:\n(?:.*\n)*prepare: \/scratch\/input: No such file or directory/);
+    expect(body.error.details).toMatchObject({ stage: 'Running', task: 'coordination command', node: worker, exitCode: 5, stderrTail: expect.stringContaining('prepare: /scratch/input') });
+    // hpcjob logs --node <worker> --stream stderr, after the pool is gone: the recorded tail.
+    const logs = await call('GET', `/api/jobs/${id}/logs?node=${encodeURIComponent(worker)}&stream=stderr`);
+    expect(logs).toMatchObject({ status: 200, body: { node: worker, source: 'recorded', content: expect.stringContaining('prepare: /scratch/input') } });
+  }, 900_000);
+
+  it('a preflight check that fails: the stage, the node, the exit code with its meaning and the stderr tail', async () => {
+    const id = await submit({ name: 'first-day-preflight', pool: { vmSize: 'Standard_D4s_v5', nodes: 1 }, mpi: { ...mpi('true'), preExecutionCommand: 'no_such_program_xyz --version' } });
+    expect((await finished(id)).state).toBe('Failed');
+    const { body } = await call('GET', `/api/jobs/${id}`);
+    expect(body.error.message).toMatch(/preflight: [\s\S]*\(the preflight check on node \S+ ended with exit code 127 \(command not found/);
+    expect(body.error.message).toMatch(/Last lines of stderr:[\s\S]*no_such_program_xyz/);
+    expect(body.error.details).toMatchObject({ task: 'preflight check', exitCode: 127, node: expect.any(String) });
   }, 900_000);
 
   it('a wall clock exceeded', async () => {

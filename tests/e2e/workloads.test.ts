@@ -13,6 +13,10 @@
  *  - hpcg-openmpi-singularity: an HPCG-shaped CG solve in Singularity reading hpcg.dat, converging to all ones;
  *  - openfoam-tcp-openmpi-docker: decompose / solve / reconstruct in docker on the NFS scratch, launcher from $mpirun;
  *    the reconstructed field in blob storage equals the scheme computed here.
+ * Every example is submitted as written (tests/helpers/examplesAsWritten.ts): the committed bytes, through the public
+ * API with the user `dev`'s token, to a stack whose data is seeded as `npm start` seeds it (local/seedExamples.ts) and
+ * which rewrites `localhost:5000` to its registry (REGISTRY_ALIASES, as `npm start` sets it); the job ids come from the
+ * specs' content (none names an id).
  * Before submitting, each spec goes through `POST /api/jobs?dryRun=true`: nothing may be created (no row, no Durable
  * instance, no Batch request, no container); after the runs, every Batch request the pipeline made for the job
  * (Pool_Add, Job_Add, Task_Add, Job_Patch) must be the one the dry run showed (placeholders standing for run-time
@@ -24,33 +28,41 @@ import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { DATA_ACCOUNT, STAGING_ACCOUNTS } from '../../local/azurite';
 import type { ExchangeRecord } from '../../local/batch/config';
 import { asUser, checkCleanup, mpiOutput, submitSpec, watchJob, type JobViewLite } from '../../local/jobRunner';
+import { seedExamples } from '../../local/seedExamples';
 import type { ExplainDocument } from '../../shared/contract/explain';
 import { durableInstances, jobRows } from '../intake/support';
 import { differences, downloadTaskDifferences } from '../helpers/explainMatch';
 import { fieldValues, heat1dReference } from '../helpers/heat1d';
+import { WORKLOADS_AS_WRITTEN } from '../helpers/examplesAsWritten';
 
 let stack: Stack;
 const WORKLOADS = path.join(REPO_ROOT, 'examples', 'workloads');
 const exchanges: ExchangeRecord[] = [];
 
-/** The jobs, by id: the example as committed, run under this id. */
-const JOBS: Record<string, string> = {
-  'wl-modules': 'openfoam-modules-openmpi.yaml',
-  'wl-vendor': 'hpcg-vendor-env.yaml',
-  'wl-custom': 'namd-custom-launcher.yaml',
-  'wl-singularity': 'mpibench-singularity-docker.yaml',
-  'wl-mpibench-docker': 'mpibench-openmpi-docker.yaml',
-  'wl-osu': 'osu-latency-bw-native.yaml',
-  'wl-hpl': 'hpl-openmpi-native.yaml',
-  'wl-hpcg': 'hpcg-openmpi-singularity.yaml',
-  'wl-openfoam-docker': 'openfoam-tcp-openmpi-docker.yaml',
+/** A short label for each example this file submits (the test names use them). */
+const LABELS: Record<(typeof WORKLOADS_AS_WRITTEN)[number], string> = {
+  'examples/workloads/openfoam-modules-openmpi.yaml': 'wl-modules',
+  'examples/workloads/hpcg-vendor-env.yaml': 'wl-vendor',
+  'examples/workloads/namd-custom-launcher.yaml': 'wl-custom',
+  'examples/workloads/mpibench-singularity-docker.yaml': 'wl-singularity',
+  'examples/workloads/mpibench-openmpi-docker.yaml': 'wl-mpibench-docker',
+  'examples/workloads/osu-latency-bw-native.yaml': 'wl-osu',
+  'examples/workloads/hpl-openmpi-native.yaml': 'wl-hpl',
+  'examples/workloads/hpcg-openmpi-singularity.yaml': 'wl-hpcg',
+  'examples/workloads/openfoam-tcp-openmpi-docker.yaml': 'wl-openfoam-docker',
 };
 
-/** The example as committed, with the local registry's address for "localhost:5000" (as the demo does) and an id. */
-function example(file: string, id: string): string {
-  const text = readFileSync(path.join(WORKLOADS, file), 'utf8').replace(/localhost:5000\//g, `${stack.registry.host}/`);
-  return `id: ${id}\n${text}`;
+/** The jobs, by label: the example file each submits as written. */
+const JOBS: Record<string, string> = Object.fromEntries(WORKLOADS_AS_WRITTEN.map((p) => [LABELS[p], p]));
+
+/** The example as committed, byte for byte. */
+function example(file: string): string {
+  return readFileSync(path.join(REPO_ROOT, file), 'utf8');
 }
+
+/** The job id each label got (from the spec's content, scoped to the caller): the dry run's, then the submission's. */
+const jobIds = new Map<string, string>();
+const jobId = (label: string): string => jobIds.get(label) as string;
 
 function data() {
   return stack.operator.blobService(DATA_ACCOUNT.name);
@@ -96,6 +108,7 @@ const afterDryRuns: { batchRequests: number; rows: unknown[]; views: number[]; i
   batchRequests: -1, rows: [], views: [], instances: [], dataContainers: [], stagingContainers: [],
 };
 let dataContainersBefore: string[] = [];
+let submittedIds: Record<string, string> = {};
 
 beforeAll(async () => {
   const logs = path.join(REPO_ROOT, 'test-artifacts');
@@ -106,56 +119,53 @@ beforeAll(async () => {
     demoImageFillerBytes: 64 * 1024,
     batch: { onExchange: (ex) => exchanges.push(ex) },
   });
-  // What the examples download: the programs' sources, the scripts and input files, the case.
-  const software = data().getContainerClient('software');
-  await software.createIfNotExists();
-  for (const f of ['shardsum.c', 'osu_pingpong.c', 'hpl_lu.c']) await software.getBlockBlobClient(f).uploadFile(path.join(REPO_ROOT, 'examples', 'mpi', f));
-  for (const f of ['mklvars.sh', 'run-solver.sh', 'HPL.dat', 'hpcg.dat', 'set_up_sample.sh']) await software.getBlockBlobClient(f).uploadFile(path.join(WORKLOADS, 'files', f));
-  const cases = data().getContainerClient('cases');
-  await cases.createIfNotExists();
-  for (const rel of ['system/controlDict', '0/T']) await cases.getBlockBlobClient(`heat1d/${rel}`).uploadFile(path.join(WORKLOADS, 'heat1d-case', rel));
+  // What the examples download, seeded as `npm start` seeds it: the programs' sources, the scripts and input files, the case.
+  await seedExamples(data(), REPO_ROOT);
   dataContainersBefore = await containersOf(DATA_ACCOUNT.name);
 
   // The dry runs first, one after the other: nothing they do may reach Batch or write to storage (they only look up
   // the blobs the jobs read: fail before paying; and read the account's supported images, which validation checks
   // pool.image against: docs/azure-facts.md).
   const batchBefore = exchanges.length;
-  for (const [id, file] of Object.entries(JOBS)) {
-    const answer = await dryRun(example(file, id));
+  for (const [label, file] of Object.entries(JOBS)) {
+    const answer = await dryRun(example(file));
     if (answer.status !== 200) throw new Error(`dry run of ${file} answered ${answer.status}: ${JSON.stringify(answer.body)}`);
-    docs.set(id, answer.body as ExplainDocument);
+    docs.set(label, answer.body as ExplainDocument);
+    jobIds.set(label, (answer.body as ExplainDocument).jobId);
   }
   const dryRunExchanges = exchanges.slice(batchBefore);
   afterDryRuns.batchRequests = dryRunExchanges.filter((ex) => !(ex.method === 'GET' && /^\/supportedimages\b/.test(ex.path))).length;
-  afterDryRuns.rows = await rowsOf('wl-');
-  afterDryRuns.views = await Promise.all(Object.keys(JOBS).map(async (id) => (await fetch(`${stack.baseUrl}/api/jobs/${id}`, { headers: await asUser(stack)() })).status));
+  afterDryRuns.rows = await rowsOf('');
+  afterDryRuns.views = await Promise.all(Object.keys(JOBS).map(async (label) => (await fetch(`${stack.baseUrl}/api/jobs/${jobId(label)}`, { headers: await asUser(stack)() })).status));
   afterDryRuns.instances = (await durableInstances(stack)).map((i) => i.instanceId);
   afterDryRuns.dataContainers = await containersOf(DATA_ACCOUNT.name);
   afterDryRuns.stagingContainers = (await Promise.all(STAGING_ACCOUNTS.map((a) => containersOf(a.name)))).flat();
 
-  const ids = await Promise.all(Object.entries(JOBS).map(([id, file]) => submitSpec(stack, example(file, id))));
-  const done = await Promise.all(ids.map((id) => watchJob(stack, id, 540_000)));
-  for (const v of done) views.set(v.id, v);
+  const submitted = await Promise.all(Object.entries(JOBS).map(async ([label, file]) => ({ label, id: await submitSpec(stack, example(file)) })));
+  submittedIds = Object.fromEntries(submitted.map((s) => [s.label, s.id]));
+  const done = await Promise.all(submitted.map(async (s) => ({ label: s.label, view: await watchJob(stack, s.id, 540_000) })));
+  for (const d of done) views.set(d.label, d.view);
 }, 720_000);
 afterAll(async () => stack?.stop(), 60_000);
 
-async function succeeded(id: string): Promise<JobViewLite> {
-  const view = views.get(id) as JobViewLite;
+async function succeeded(label: string): Promise<JobViewLite> {
+  const view = views.get(label) as JobViewLite;
   if (view.state !== 'Succeeded') throw new Error(await explain(view));
   expect(await checkCleanup(stack, view)).toEqual([]);
   return view;
 }
 
-async function shardsumSucceeded(id: string): Promise<JobViewLite> {
-  const view = await succeeded(id);
+async function shardsumSucceeded(label: string): Promise<JobViewLite> {
+  const view = await succeeded(label);
   expect(resultOf(view)).toMatchObject({ ranks: 4, nodes: 2, badRecords: 0 });
   return view;
 }
 
 describe('dry runs (POST /api/jobs?dryRun=true)', () => {
   it('answer the explain document with this deployment\'s settings and the id the job gets, and create nothing', () => {
-    for (const [id, doc] of docs) {
-      expect(doc).toMatchObject({ version: 2, jobId: id, jobIdFrom: 'spec.id', policiesChecked: true, settings: { source: 'deployment', stagingAccounts: STAGING_ACCOUNTS.map((a) => a.name) } });
+    for (const [label, doc] of docs) {
+      // No example names an id: the job's id is the spec content's, the same for the dry run and the submission.
+      expect(doc).toMatchObject({ version: 2, jobId: submittedIds[label], jobIdFrom: 'content', policiesChecked: true, settings: { source: 'deployment', stagingAccounts: STAGING_ACCOUNTS.map((a) => a.name) } });
     }
     expect(afterDryRuns).toEqual({
       batchRequests: 0, rows: [], views: Object.keys(JOBS).map(() => 404), instances: [], dataContainers: dataContainersBefore, stagingContainers: [],
@@ -168,7 +178,7 @@ describe('dry runs (POST /api/jobs?dryRun=true)', () => {
     const bad = await dryRun('name: x\npool: { nodes: 0, vmSize: Standard_D4s_v5 }\nmpi: { runtime: lam, command: a }\n');
     expect(bad.status).toBe(400);
     expect((bad.body as { errors: { path: string }[] }).errors.map((e) => e.path).sort()).toEqual(['mpi.runtime', 'pool.nodes']);
-    const text = example(JOBS['wl-hpl'], 'wl-hpl-dry');
+    const text = `id: wl-hpl-dry\n${example(JOBS['wl-hpl'])}`;
     const foreign = await dryRun(text.replace('account: data1, container: software, blob: HPL.dat', 'account: nosuchacct, container: software, blob: HPL.dat'));
     expect(foreign).toEqual({ status: 400, body: { errors: [{ path: 'files[0].account', message: expect.stringMatching(/not one jobs may use/) }] } });
     expect((await dryRun(text, {})).status).toBe(401);
@@ -183,8 +193,8 @@ describe('the jobs ran what their dry runs showed', () => {
   const body = (ex: ExchangeRecord) => ex.requestBody as Record<string, unknown>;
   const pathOf = (ex: ExchangeRecord) => ex.path.split('?')[0];
 
-  it.each(Object.keys(JOBS))('%s: pool, Batch job, every task and the auto-completion, request by request', (id) => {
-    const doc = docs.get(id) as ExplainDocument;
+  it.each(Object.keys(JOBS))('%s: pool, Batch job, every task and the auto-completion, request by request', (label) => {
+    const doc = docs.get(label) as ExplainDocument;
     const batchJob = doc.batchJob.batchJobId;
     const ok = exchanges.filter((ex) => ex.status < 300);
     const pools = ok.filter((ex) => ex.method === 'POST' && pathOf(ex) === '/pools' && body(ex).id === doc.pool.poolId);

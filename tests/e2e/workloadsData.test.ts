@@ -1,17 +1,19 @@
 /**
  * The data side of real workloads on the local stack, through the public HTTP API only, with real Open MPI across
- * emulated nodes: the job specs of examples/workloads/ run as committed (the https URLs pointed at a local server).
+ * emulated nodes: the job specs of examples/workloads/ run as committed (the WRF example's release server
+ * https://wrf-release.example.org is the stack's stand-in, local/releaseServer.ts, which the emulated nodes resolve).
  *   - OpenFOAM-shaped: files from blob storage on every node, decomposed on the master into the shared scratch (the
  *     NFS export of the master, mounted by the other node), solved on every rank, reconstructed by rank 0; the
  *     reconstructed field in blob storage equals the same computation done here, and every log is kept.
  *   - A failing run: its restart files (when: failure) and logs are uploaded after it fails.
  *   - Files from an https URL on every node (with their modes), a pool mount with the job's scratch on it.
+ * Each is submitted as written (tests/helpers/examplesAsWritten.ts), with the user
+ * `dev`'s token, on a stack whose data is seeded as `npm start` seeds it (local/seedExamples.ts).
  * One stack for the file; needs the compiled app (dist/).
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:https';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { BlobServiceClient } from '@azure/storage-blob';
@@ -22,21 +24,22 @@ import { DATA_ACCOUNT } from '../../local/azurite';
 import type { OutputsResult } from '../../shared/contract';
 import type { JobOutputsResponse } from '../../shared/contract/outputs';
 import { heat1dReference as heat1d, fieldValues as field } from '../helpers/heat1d';
+import { WORKLOADS_DATA_AS_WRITTEN } from '../helpers/examplesAsWritten';
+import { seedExamples } from '../../local/seedExamples';
 
 const WORKLOADS = path.join(REPO_ROOT, 'examples', 'workloads');
-const example = (file: string) => readFileSync(path.join(WORKLOADS, file), 'utf8');
+/** An example this file submits as written (the committed bytes), by its file name. */
+function asWritten(file: string): string {
+  const listed = WORKLOADS_DATA_AS_WRITTEN.find((p) => path.basename(p) === file);
+  if (!listed) throw new Error(`${file} is not in WORKLOADS_DATA_AS_WRITTEN`);
+  return readFileSync(path.join(REPO_ROOT, listed), 'utf8');
+}
 
 let stack: Stack;
-let server: Server;
-let serverUrl: string;
-let tls: string;
 const batchContract = createContractRecorder();
 
-/** What the local https server serves (the "release server" of the WRF example). */
-const SERVED: Record<string, { body: string }> = {
-  '/v4.5/namelist.input': { body: '&time_control\n run_hours = 6,\n/\n&domains\n e_we = 100,\n/\n' },
-  '/v4.5/run-member.sh': { body: '#!/bin/sh\n# one ensemble member: $1 the shared scratch, $2 the member (rank)\nset -e\nprintf "member %s on %s: %s\\n" "$2" "$AZ_BATCH_NODE_ID" "$(head -c 14 run/namelist.input)" > "$1/member-$2.out"\n' },
-};
+/** The WRF example's namelist as its release server (the stack's stand-in) serves it. */
+const NAMELIST = path.join(WORKLOADS, 'files', 'wrf-release', 'v4.5', 'namelist.input');
 
 function data(): BlobServiceClient {
   return stack.operator.blobService(DATA_ACCOUNT.name);
@@ -78,48 +81,25 @@ async function ended(id: string, state: 'Succeeded' | 'Failed', timeoutMs = 240_
 
 
 beforeAll(async () => {
-  // A local "release server" over https with its own certificate, which the emulated nodes trust (as a node would a CA
-  // added to its store): the spec's https-only rule holds locally too.
-  tls = mkdtempSync(path.join(tmpdir(), 'workloads-tls-'));
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
-    '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', path.join(tls, 'key.pem'), '-out', path.join(tls, 'cert.pem')], { stdio: 'ignore' });
-  const cert = readFileSync(path.join(tls, 'cert.pem'), 'utf8');
-  server = createServer({ key: readFileSync(path.join(tls, 'key.pem')), cert }, (req, res) => {
-    const file = SERVED[req.url ?? ''];
-    res.writeHead(file ? 200 : 404, { 'content-type': 'application/octet-stream' }).end(file?.body ?? 'not found');
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  serverUrl = `https://127.0.0.1:${(server.address() as { port: number }).port}`;
-
   const logs = path.join(REPO_ROOT, 'test-artifacts');
   mkdirSync(logs, { recursive: true });
   stack = await startStack({
     port: 0,
     demoImage: false,
     logDestination: path.join(logs, 'e2e-workloads-host.log'),
-    batch: { trustedCertificates: [cert], onExchange: (ex) => batchContract.onExchange(ex) },
-    // The "public" download server of the files test listens on 127.0.0.1: the deployment allows that one host.
-    env: { ALLOWED_INTERNAL_HOSTS: new URL(serverUrl).host },
+    batch: { onExchange: (ex) => batchContract.onExchange(ex) },
   });
-  // The users' data: the solver's source and the case (examples/workloads/heat1d-case), as a user uploads them.
-  const software = data().getContainerClient('software');
-  await software.createIfNotExists();
-  await software.getBlockBlobClient('heat1d.c').uploadFile(path.join(REPO_ROOT, 'examples', 'mpi', 'heat1d.c'));
-  const cases = data().getContainerClient('cases');
-  await cases.createIfNotExists();
-  const caseDir = path.join(WORKLOADS, 'heat1d-case');
-  for (const rel of ['system/controlDict', '0/T']) await cases.getBlockBlobClient(`heat1d/${rel}`).uploadFile(path.join(caseDir, rel));
+  // What the examples read (the solver's source, the case examples/workloads/heat1d-case), seeded as `npm start` does.
+  await seedExamples(data(), REPO_ROOT);
 }, 180_000);
 
 afterAll(async () => {
   await stack?.stop();
-  await new Promise((r) => server?.close(r));
-  if (tls) rmSync(tls, { recursive: true, force: true });
 }, 60_000);
 
 describe('workloads on the local stack', () => {
   it('OpenFOAM-shaped: decomposes on the master into the shared scratch, solves on every rank, reconstructs; the results and every log land in blob storage', async () => {
-    const id = await submitSpec(stack, example('openfoam-decompose-solve-reconstruct.yaml'));
+    const id = await submitSpec(stack, asWritten('openfoam-decompose-solve-reconstruct.yaml'));
     const view = await ended(id, 'Succeeded');
     // Without outputs.prefix the job's outputs are in its owner's data area: users/<ownerKey>/jobs/<id>.
     const prefix = `${(view.result?.outputs as OutputsResult).prefix}/`;
@@ -186,7 +166,7 @@ describe('workloads on the local stack', () => {
   }, 120_000);
 
   it('a failing run: its restart files (when: failure) and every log are uploaded after it fails', async () => {
-    const id = await submitSpec(stack, example('lammps-crash-keeps-restart.yaml'));
+    const id = await submitSpec(stack, asWritten('lammps-crash-keeps-restart.yaml'));
     const view = await ended(id, 'Failed');
     expect(view.result?.exitCode).toBe(3);
     expect(view.error?.message).toMatch(/MPI task exited with code 3/);
@@ -200,15 +180,14 @@ describe('workloads on the local stack', () => {
   }, 300_000);
 
   it('files from an https URL reach every node with their modes; a pool mount carries the job scratch', async () => {
-    const spec = example('wrf-tables-from-url.yaml').replaceAll('https://wrf-release.example.org', serverUrl);
-    const id = await submitSpec(stack, spec);
+    const id = await submitSpec(stack, asWritten('wrf-tables-from-url.yaml'));
     const view = await ended(id, 'Succeeded');
     const prefix = `${(view.result?.outputs as OutputsResult).prefix}/`;
     const names = await blobNames('results', prefix);
     // Every node checked its copy (executable script, namelist) in the coordination step and kept the checksum.
     const sums = names.filter((n) => /^nodes\/[^/]+\/namelist\.sha256$/.test(n));
     expect(sums).toHaveLength(2);
-    const sha = createHash('sha256').update(SERVED['/v4.5/namelist.input'].body).digest('hex');
+    const sha = createHash('sha256').update(readFileSync(NAMELIST)).digest('hex');
     for (const n of sums) expect(await blobText('results', `${prefix}${n}`)).toContain(sha);
     // Both members wrote into the scratch on the blobfuse mount (modelled locally), uploaded from the master.
     const members = names.filter((n) => /^scratch\/member-\d\.out$/.test(n));

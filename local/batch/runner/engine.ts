@@ -35,6 +35,8 @@ export interface EngineConfig {
   networkServices?: NetworkService[];
   /** PEM certificates nodes trust besides the public roots (a node's CA store): https resource files, identity transfers. */
   trustedCertificates: string[];
+  /** Public host names nodes resolve to a local server (config.ts hostAliases). */
+  hostAliases: Record<string, string>;
   /** The account's dedicated core quota (none: unlimited). */
   quota?: AccountQuota;
 }
@@ -333,7 +335,7 @@ export class Engine {
   /** What the node agent of a pool's nodes uses for identity transfers: its IMDS and the node image's extra CAs. */
   agentOf(poolId: string): NodeAgent {
     const imds = this.imdsOf(poolId);
-    return { ...(imds ? { imds } : {}), trustedCertificates: this.cfg.trustedCertificates };
+    return { ...(imds ? { imds } : {}), trustedCertificates: this.cfg.trustedCertificates, hostAliases: this.cfg.hostAliases };
   }
 
   private closeImds(poolId: string): void {

@@ -13,6 +13,8 @@ export interface NodeAgent {
   imds?: string;
   /** PEM CAs the node image trusts besides the public roots. */
   trustedCertificates?: string[];
+  /** Public host names the node resolves to a local server standing in for them (config.ts hostAliases). */
+  hostAliases?: Record<string, string>;
 }
 
 export async function nodeIdentityToken(imds: string | undefined, resourceId: string, resource: string): Promise<AccessToken> {

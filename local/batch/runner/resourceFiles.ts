@@ -14,7 +14,18 @@ export async function downloadResourceFiles(files: Json[] | undefined, dir: stri
   for (const rf of files ?? []) await downloadOne(rf, dir, agent);
 }
 
-async function fetchUrl(url: string, agent: NodeAgent, identity: string | undefined): Promise<Buffer> {
+/** The URL a node really reads: an https URL on an aliased public host goes to the local server standing in for it. */
+export function resolvedUrl(url: string, aliases: Record<string, string> | undefined): string {
+  if (!aliases || !url.startsWith('https:')) return url;
+  const u = new URL(url);
+  const target = aliases[u.host.toLowerCase()];
+  if (!target) return url;
+  u.host = target;
+  return u.toString();
+}
+
+async function fetchUrl(original: string, agent: NodeAgent, identity: string | undefined): Promise<Buffer> {
+  const url = resolvedUrl(original, agent.hostAliases);
   if (identity) {
     // With an identity, the blob is read as Azure Storage takes an Entra token: bearer plus a service version.
     const token = (await nodeIdentityToken(agent.imds, identity, STORAGE_RESOURCE)).token;

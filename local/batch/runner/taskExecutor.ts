@@ -32,6 +32,9 @@ const EXIT_FAILURE = () =>
     { name: 'AdditionalErrorCode', value: 'FailureExitCode' },
   ]);
 
+/** " <code>: <message>" of a subtask's own failure other than a plain non-zero exit (a download, a start), else "". */
+const subtaskCause = (r: RunOutcome): string => (r.failureInfo && r.exitCode === undefined && r.failureInfo.message ? ` ${r.failureInfo.code}: ${r.failureInfo.message}` : '');
+
 const downloadFailure = (e: unknown): RunOutcome => ({ failureInfo: failure('BlobDownloadMiscError', `Resource file download failed: ${(e as Error).message}`) });
 
 /**
@@ -435,7 +438,8 @@ export class TaskExecutor {
       for (const s of task.subtasks) if (s.state !== 'completed') this.endSubtask(s, 'failure');
       return {
         exitCode: coordinationResults[failedAt].exitCode,
-        failureInfo: failure('SubtaskFailed', `The coordination command of subtask ${failedAt} on node ${nodes[failedAt].id} failed.`, [
+        // What failed there (e.g. a resource file's download) is in the message: the primary's subtask is not listed.
+        failureInfo: failure('SubtaskFailed', `The coordination command of subtask ${failedAt} on node ${nodes[failedAt].id} failed.${subtaskCause(coordinationResults[failedAt])}`, [
           { name: 'SubtaskId', value: String(failedAt) },
           ...(coordinationResults[failedAt].failureInfo?.code ? [{ name: 'SubtaskFailureCode', value: String(coordinationResults[failedAt].failureInfo?.code) }] : []),
         ]),
