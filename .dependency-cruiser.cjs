@@ -6,7 +6,7 @@
  * local/ the embedded stack (never deployed), web/ the dashboard.
  */
 const PURE = [
-  '^shared/(spec|planning|mpi|contract)/',
+  '^shared/(spec|planning|mpi|contract|images)/',
   // Pure modules that live beside the adapter they feed (decisions, state lists, cost arithmetic).
   '^shared/scheduling/(admission|arrays|demand|dependencies|ledger)\\.ts$',
   '^shared/ops/(controlPlaneCost|controlPlanePrices|cost|countedBudget|leftoverContainers|priceQuote|retailPrices|sweepRules|usage)\\.ts$',

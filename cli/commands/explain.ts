@@ -6,7 +6,7 @@
  */
 import type { ExplainDocument } from '../../shared/contract/explain';
 import { defaultExplainSettings } from '../../shared/intake/settings';
-import { deploymentValue, explainJob } from '../../shared/planning/explain';
+import { deploymentValue, explainJob } from '../../shared/intake/explain';
 import { factsSummary, offlineFacts } from '../../shared/planning/azureFacts';
 import { parseJobSpec } from '../../shared/spec';
 import { submissionJobId } from '../../shared/state/submission';

@@ -4,7 +4,7 @@
  * pipeline would send to Batch. Nothing is written, started or sent: no row, no orchestration, no Batch call.
  */
 import type { ExplainDocument, ExplainSettings } from '../contract/explain';
-import { explainCost, explainJob } from '../planning/explain';
+import { explainCost, explainJob } from './explain';
 import type { PriceQuote } from '../ops/cost';
 import { PlanningError } from '../planning/errors';
 import type { SpecError } from '../spec';

@@ -14,7 +14,7 @@ import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { CLI_CLIENT_ID } from '../../local/identity';
 import type { ExplainDocument } from '../../shared/contract/explain';
 import { defaultExplainSettings } from '../../shared/intake/settings';
-import { deploymentValue, explainJob } from '../../shared/planning/explain';
+import { deploymentValue, explainJob } from '../../shared/intake/explain';
 import { fallbackQuote } from '../../shared/ops/priceQuote';
 import { DEFAULT_PRICE_TABLE } from '../../shared/config/priceTable';
 import { parseJobSpec } from '../../shared/spec';

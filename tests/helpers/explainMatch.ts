@@ -2,7 +2,7 @@
  * Comparing a request the pipeline really made with the explain document's version of it: exact, except that each
  * placeholder of the document ("<run-time: …>", "<deployment: …>") stands for one or more characters of the real value.
  */
-import { PER_BLOB_SAS, PLACEHOLDER_RE } from '../../shared/planning/explain';
+import { PER_BLOB_SAS, PLACEHOLDER_RE } from '../../shared/intake/explain';
 
 type Json = Record<string, unknown>;
 const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

@@ -9,7 +9,7 @@ import { lmLicenseFile, parseLicenseServer, vaultNameOf } from '../../shared/spe
 import { mpiTaskRequest } from '../../shared/planning/mpiTaskRequest';
 import { mpiTaskSpec } from '../../shared/planning/batchRequests';
 import { planJob } from '../../shared/planning/jobPlan';
-import { explainJob } from '../../shared/planning/explain';
+import { explainJob } from '../../shared/intake/explain';
 import { jobSecrets, plainEnv } from '../../shared/planning/secretEnv';
 import { buildMpiTaskCommands, type MpiTaskInput } from '../../shared/mpi/commands';
 import { BASE_INPUT } from '../helpers/nodeCommands';

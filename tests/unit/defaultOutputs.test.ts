@@ -7,7 +7,7 @@ import { loadConfig } from '../../shared/config';
 import { withIntakeDefaults } from '../../shared/intake/dataAreas';
 import { dryRunJob } from '../../shared/intake/dryRun';
 import { defaultExplainSettings } from '../../shared/intake/settings';
-import { deploymentValue } from '../../shared/planning/explain';
+import { deploymentValue } from '../../shared/intake/explain';
 import { parseJobSpec, type JobSpecInput } from '../../shared/spec';
 
 const base = {

@@ -14,7 +14,7 @@ import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { BlobServiceClient, StorageSharedKeyCredential } from '@azure/storage-blob';
 import { parseJobSpec, type JobSpec } from '../../shared/spec';
-import { explainJob, PLACEHOLDER_RE } from '../../shared/planning/explain';
+import { explainJob, PLACEHOLDER_RE } from '../../shared/intake/explain';
 import { ExplainDocumentSchema, type ExplainDocument, type ExplainSettings } from '../../shared/contract/explain';
 import type { MpiJobInput, MpiResult, NodeTaskRequest, OutputsResult } from '../../shared/contract';
 import { buildJobAddParameter, AUTO_TERMINATE_PATCH } from '../../shared/batch/jobs';

@@ -10,7 +10,7 @@ import { parseJobSpec, type JobSpecInput } from '../../shared/spec';
 import { checkSubmission } from '../../shared/intake/submit';
 import { dryRunJob } from '../../shared/intake/dryRun';
 import { defaultExplainSettings } from '../../shared/intake/settings';
-import { deploymentValue } from '../../shared/planning/explain';
+import { deploymentValue } from '../../shared/intake/explain';
 import { parseCustomNodeImages } from '../../shared/config/nodeImages';
 
 const ubuntuHpc = NODE_IMAGES.find((i) => i.id === 'ubuntu-hpc-2204')!;

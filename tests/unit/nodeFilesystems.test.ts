@@ -4,7 +4,7 @@
  * mount, the deployment's source list, and what `hpcjob explain --offline` shows for each (the offline settings).
  */
 import { parseJobSpec, type JobSpec } from '../../shared/spec';
-import { explainJob } from '../../shared/planning/explain';
+import { explainJob } from '../../shared/intake/explain';
 import { defaultExplainSettings } from '../../shared/intake/settings';
 import { outputsPlan } from '../../shared/planning/workloadData';
 import { nodeFilesystemSetup } from '../../shared/planning/nodeFilesystems';

@@ -12,7 +12,7 @@ import { JOB_KEY, OWNER_KEY, OWNER_VALUE, SUBMITTER_KEY, submitterOf } from '../
 import { parseJobSpec } from '../../shared/spec';
 import { entityToJob, jobToEntity } from '../../shared/state/entityCodec';
 import type { JobRecord } from '../../shared/state';
-import { explainJob } from '../../shared/planning/explain';
+import { explainJob } from '../../shared/intake/explain';
 import { defaultExplainSettings } from '../../shared/intake/settings';
 
 const ALICE = 'tid-1/alice';

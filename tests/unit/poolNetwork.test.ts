@@ -8,7 +8,7 @@ import { buildPoolAddParameter } from '../../shared/batch/pools';
 import { buildArmPool } from '../../shared/batch/armPools';
 import { jobPoolSpec } from '../../shared/planning/batchRequests';
 import { planJob } from '../../shared/planning/jobPlan';
-import { explainJob } from '../../shared/planning/explain';
+import { explainJob } from '../../shared/intake/explain';
 import { defaultExplainSettings } from '../../shared/intake/settings';
 import { checkContainerPolicy, containerPolicy } from '../../shared/intake/containerPolicy';
 import { checkNetworkPolicy } from '../../shared/intake/networkPolicy';

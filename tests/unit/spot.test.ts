@@ -13,7 +13,7 @@ import { decideRetry, retryPolicyFor } from '../../shared/planning/retryPolicy';
 import { decideProvisionStep, type PoolObservation } from '../../shared/planning/provisionPolicy';
 import { jobCost, splitNodeMinutes } from '../../shared/ops/cost';
 import { retailQuote } from '../../shared/ops/priceQuote';
-import { explainCost } from '../../shared/planning/explain';
+import { explainCost } from '../../shared/intake/explain';
 import { planJob } from '../../shared/planning/jobPlan';
 import { jobPoolSpec } from '../../shared/planning/batchRequests';
 import { buildPoolAddParameter } from '../../shared/batch';

@@ -8,7 +8,7 @@
 import { checkImage, DEFAULT_IMAGE_CHECK_MODE, imageSummary } from '../images/imageChecks';
 import type { DeclaredCustomImage } from '../images/catalog';
 import { presetChoice } from '../mpi/generation';
-import { jobSecrets, plainEnv } from './secretEnv';
+import { jobSecrets, plainEnv } from '../planning/secretEnv';
 import { buildJobAddParameter, AUTO_TERMINATE_PATCH } from '../batch/jobs';
 import { buildMpiTaskParameter } from '../batch/mpiTask';
 import { buildPoolAddParameter } from '../batch/pools';
@@ -27,20 +27,20 @@ import {
   IMAGE_SAS_MINUTES, batchJobSpec, batchMountRequests, blobfusePermissions, jobPoolSpec, mountSasLifetimeMs, mountSpec, mpiTaskSpec, nodeResourceFile, nodeTaskId,
   nodeTaskSpec, pullNodeTask, shardDownloadConcurrency, shardDownloadTask, shardSasLifetimeMs, startTaskResourceFile, startTaskSasMinutes,
   uploadTaskRequest, type MountCredentials,
-} from './batchRequests';
-import { planJob, stagingContainerFor } from './jobPlan';
-import { mountServerSource } from './nodeFilesystems';
-import { preflightTaskId, preflightTaskRequest, preflightThresholds } from './preflight';
-import { retryPolicyFor } from './retryPolicy';
+} from '../planning/batchRequests';
+import { planJob, stagingContainerFor } from '../planning/jobPlan';
+import { mountServerSource } from '../planning/nodeFilesystems';
+import { preflightTaskId, preflightTaskRequest, preflightThresholds } from '../planning/preflight';
+import { retryPolicyFor } from '../planning/retryPolicy';
 import { expandArray } from '../scheduling/arrays';
 import { DEFAULT_QUEUE } from '../spec/sections/scheduling';
-import { PlanningError } from './errors';
+import { PlanningError } from '../planning/errors';
 import { costEstimate, spotEstimate } from '../ops/priceQuote';
 import type { PriceQuote } from '../ops/cost';
-import { imageBlobs, imageLabel, mpiTaskInput, mpiTaskRequest, peerCopyTask, pullTask, releaseTaskCommand, seedPullTask, type PullTaskShape, sifCacheKeyFor } from './mpiTaskRequest';
+import { imageBlobs, imageLabel, mpiTaskInput, mpiTaskRequest, peerCopyTask, pullTask, releaseTaskCommand, seedPullTask, type PullTaskShape, sifCacheKeyFor } from '../planning/mpiTaskRequest';
 import {
   mountRequests, needsNodeUploads, nodeFileSources, nodeSasLifetimeMs, nodeUploadTask, outputsPlan, scratchOf, type MountRequest, type OutputsPlan,
-} from './workloadData';
+} from '../planning/workloadData';
 
 /** How a `files[].prefix` entry's URL reads in the document: it stands for one resource file per blob under the prefix. */
 export const PER_BLOB_SAS = 'one read-only SAS URL per blob';
