@@ -5,7 +5,7 @@
  */
 import * as df from 'durable-functions';
 import type { OrchestrationContext, RetryOptions, Task } from 'durable-functions';
-import type { ActivityHandler, ActivityInput, ActivityName, ActivityOutput } from '../../shared/contract';
+import type { ActivityInput, ActivityName, ActivityOutput } from '../../shared/contract';
 
 /** A scheduled activity that remembers which one it is, so its result has the contract's type. */
 export interface ActivityTask<N extends ActivityName> {

@@ -40,5 +40,6 @@ export const SUBMITTED_AS_WRITTEN: Readonly<Record<string, readonly string[]>> =
 export const NOT_YET_AS_WRITTEN: Readonly<Record<string, string>> = {
   'examples/workloads/nfs-headnode-in-vnet.yaml': 'tests/e2e/network.test.ts prepends an id (and serves the NFS export itself)',
   'examples/workloads/pbs-script-compat.yaml': 'tests/e2e/network.test.ts prepends an id',
+  'examples/workloads/parallel-scratch-ior.yaml': 'tests/e2e/network.test.ts prepends an id',
   'examples/workloads/licensed-app-flexlm.yaml': 'tests/e2e/secrets.test.ts prepends an id and points the licence server at its fake lmgrd',
 };

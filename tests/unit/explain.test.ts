@@ -37,7 +37,7 @@ import { replay, scheduledInputs, SETTINGS } from '../orchestrations/jobReplay';
 type Json = Record<string, unknown>;
 const WORKLOADS = path.join(__dirname, '../../examples/workloads');
 const EXAMPLES = readdirSync(WORKLOADS).filter((f) => f.endsWith('.yaml')).sort();
-const SETTINGS_SHOWN: ExplainSettings = { source: 'deployment', poolIdentity: null, ...(({ poll: _poll, ...rest }) => rest)(SETTINGS) };
+const SETTINGS_SHOWN: ExplainSettings = { source: 'deployment', poolIdentity: null, ...(({ poll: _poll, mpiWaitPollsPerGeneration: _polls, ...rest }) => rest)(SETTINGS) };
 /** A deployment with a pool identity (pools through the management plane) and a registry secret setting. */
 const POOL_IDENTITY = { resourceId: '/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id-pool', clientId: '6f2b3a10-8d4e-4c1b-9a7f-0123456789ab' };
 const REGISTRY_SECRET = 'not-a-real-registry-token';

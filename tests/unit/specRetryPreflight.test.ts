@@ -16,7 +16,7 @@ test('defaults: one attempt (no retry) on the infrastructure classes; preflight 
   const r = withSections({});
   if (!r.ok) throw new Error(JSON.stringify(r.errors));
   expect(r.spec.retry).toEqual({ maxAttempts: 1, on: ['nodeFailure', 'allocationFailure', 'preflightFailure'], exitCodes: [], backoff: { initial: 'PT30S', max: 'PT10M' } });
-  expect(r.spec.preflight).toEqual({ enabled: true, maxSshMs: 10_000, minFreeDiskGB: 1, pingPong: { enabled: true }, rounds: 2, runPreExecutionCommand: true, timeout: 'PT3M' });
+  expect(r.spec.preflight).toEqual({ enabled: true, health: { enabled: true, skip: [] }, maxSshMs: 10_000, minFreeDiskGB: 1, pingPong: { enabled: true }, rounds: 2, runPreExecutionCommand: true, timeout: 'PT3M' });
 });
 
 test('a full retry section is taken as given', () => {
