@@ -46,5 +46,5 @@ export const SUBMITTED_AS_WRITTEN: Readonly<Record<string, readonly string[]>> =
  * when a "runs locally" example is neither submitted as written nor listed here.
  */
 export const NOT_YET_AS_WRITTEN: Readonly<Record<string, string>> = {
-  'examples/workloads/licensed-app-flexlm.yaml': 'tests/e2e/secrets.test.ts prepends an id and points the licence server at its fake lmgrd (the emulator models no TCP service at 10.0.0.4:27000 yet)',
+  'examples/workloads/licensed-app-flexlm.yaml': 'tests/e2e/secrets.test.ts points the licence server at its fake lmgrd (the emulator models no TCP service at 10.0.0.4:27000 yet)',
 };
