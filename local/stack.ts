@@ -22,6 +22,7 @@ import { startServices, type Services } from './supervisor/services';
 import { localIdentityWiring } from './supervisor/identityWiring';
 import { localPriceSettings } from './prices';
 import { localWebhookSettings, type WebhookReceiver } from './webhooks';
+import { exampleNetworkSettings, type ExampleHeadnode } from './exampleNetwork';
 
 /** The repository root, whether this file runs from sources (tsx, jest) or from dist/. */
 export const REPO_ROOT = findRepoRoot(__dirname);
@@ -88,6 +89,11 @@ export interface StackOptions {
   onStorageRequest?: (request: StorageArrival) => void;
   /** Durable engine options beyond host.json (e.g. maxConcurrentWhileHostBusy; benchmarks compare settings). */
   durable?: DurableOptions;
+  /**
+   * Serve the examples' virtual network as `npm start` does (local/exampleNetwork.ts): the head node's NFS server
+   * 10.20.0.4 in subnet "compute" and DATA_MOUNT_SOURCES allowing its exports. Default false.
+   */
+  exampleNetwork?: boolean;
 }
 
 export interface Stack {
@@ -109,6 +115,8 @@ export interface Stack {
   keyless: boolean;
   /** The app settings the function app was started with. */
   settings: Record<string, string>;
+  /** The head node's export directories (StackOptions.exampleNetwork). */
+  headnode?: ExampleHeadnode;
   baseUrl: string;
   stop(): Promise<void>;
 }
@@ -266,6 +274,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     sharedKeys: opts.sharedKeys,
     onStorageRequest: opts.onStorageRequest,
     keyVault: opts.keyVault,
+    exampleNetwork: opts.exampleNetwork,
   });
   const { azurite, batch, registry, identity, webhooks } = services;
   try {
@@ -275,7 +284,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     const settings: Record<string, string> = {
       ...localAppSettings(azurite, batch), ...localRegistrySettings(registry.host), ...localAuthSettings(identity, keys),
       ...localEventSettings(webhooks, port), ...localIdentitySettings(services, opts.poolIdentity === true), ...localPriceSettings(services.prices),
-      ...localBatchAccountsSettings(services), ...opts.env,
+      ...localBatchAccountsSettings(services), ...(opts.exampleNetwork ? exampleNetworkSettings() : {}), ...opts.env,
     };
     // A test's own internal hosts (a download server on 127.0.0.1) come in addition to the registry.
     if (opts.env?.ALLOWED_INTERNAL_HOSTS) settings.ALLOWED_INTERNAL_HOSTS = `${registry.host},${opts.env.ALLOWED_INTERNAL_HOSTS}`;
@@ -308,6 +317,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       operator: services.operator,
       keyless: services.keyless,
       settings,
+      ...(services.headnode ? { headnode: services.headnode } : {}),
       baseUrl: host.baseUrl,
       async stop() {
         await host.stop();

@@ -31,9 +31,10 @@ async function main(): Promise<void> {
     .option('--two-batch-accounts', 'run a second emulated Batch account (localbatch2) and place jobs over both (BATCH_ACCOUNTS; docs/local-stack.md)')
     .option('--pool-identity', 'deploy with a pool identity: pools from the management plane with id-pool-local (docs/local-batch.md)')
     .option('--no-seed-examples', 'do not put what the examples read (software, cases, inputs/demo/) into the data account')
+    .option('--no-example-network', "do not serve the examples' head node NFS server 10.20.0.4 in subnet compute (nfs-headnode-in-vnet.yaml; docs/local-stack.md)")
     .option('--private-registry', 'make the registry private: pulls need the pool identity or the registry credential (docs/local-registry.md)')
     .parse()
-    .opts<{ port?: string; data: string; log?: string; logLevel?: string; logConsole: 'jobs' | 'json'; sharedKeys?: boolean; poolIdentity?: boolean; twoBatchAccounts?: boolean; privateRegistry?: boolean; seedExamples: boolean }>();
+    .opts<{ port?: string; data: string; log?: string; logLevel?: string; logConsole: 'jobs' | 'json'; sharedKeys?: boolean; poolIdentity?: boolean; twoBatchAccounts?: boolean; privateRegistry?: boolean; seedExamples: boolean; exampleNetwork: boolean }>();
   const logFile = opts.log ? path.resolve(opts.log) : path.join(path.resolve(opts.data), 'logs', 'host.log');
   const levels = hostLogLevels(opts.logLevel, opts.logConsole);
   const say = (line: string): void => console.log(`[stack] ${line}`);
@@ -75,6 +76,7 @@ async function main(): Promise<void> {
     poolIdentity: opts.poolIdentity === true,
     twoBatchAccounts: opts.twoBatchAccounts === true,
     registryAccess: opts.privateRegistry ? 'private' : 'open',
+    exampleNetwork: opts.exampleNetwork,
     logFile,
     logLevel: levels.file,
     consoleLog: levels.console,
@@ -100,6 +102,7 @@ async function main(): Promise<void> {
   console.log(`Identity         ${identity.issuer}  (local Entra ID tenant; users dev, reader, admin; the app's identity ${APP_IDENTITY.name} through ${identity.appServiceIdentity.endpoint})`);
   console.log(`Webhook receiver ${webhooks.url}  (job events; GET ${new URL(webhooks.url).origin}/deliveries lists them)`);
   console.log(`Retail Prices    ${stack.services.prices.url}  (stand-in of prices.azure.com: stand-in prices, region eastus)`);
+  if (stack.services.headnode) console.log(`Head node NFS    10.20.0.4:/export/apps, /export/data in subnet compute  (served from ${path.dirname(stack.services.headnode.apps)}; --no-example-network)`);
   if (stack.services.keyless) console.log(`Certificate      ${identity.caFile}  (Azurite and the issuer speak https with it: NODE_EXTRA_CA_CERTS for your own Node tools)`);
   console.log(`Operator key     ${stack.functionKey}  (x-functions-key header: an admin; the host's function key)`);
   console.log(`Durable API key  ${stack.durableSystemKey ?? '(none)'}  (code= for ${stack.baseUrl}/runtime/webhooks/durabletask/...; keys in .local/function-keys.json)`);

@@ -16,6 +16,7 @@ import * as path from 'node:path';
 import { mkdirSync } from 'node:fs';
 import type { DurableOptions } from '../durable';
 import { localAppSettings, localAuthSettings, localBatchAccountsSettings, localEventSettings, localIdentitySettings, localRegistrySettings } from '../stack';
+import { exampleNetworkSettings } from '../exampleNetwork';
 import { localPriceSettings } from '../prices';
 import { defaultKeysFile, loadOrCreateKeys } from '../host/keys';
 import { HostWorkerProcess } from './hostProcess';
@@ -51,6 +52,8 @@ export interface SupervisorOptions {
   registryAccess?: 'open' | 'private';
   /** Run a second emulated Batch account and place jobs over both (`npm start -- --two-batch-accounts`). */
   twoBatchAccounts?: boolean;
+  /** Serve the examples' virtual network (local/exampleNetwork.ts; `npm start` does unless --no-example-network). */
+  exampleNetwork?: boolean;
 }
 
 export interface SupervisedStack {
@@ -82,6 +85,7 @@ export async function startSupervisedStack(opts: SupervisorOptions): Promise<Sup
   const services = await startServices({
     dataDir, repoRoot: opts.repoRoot, sharedKeys: opts.sharedKeys, registryAccess: opts.registryAccess, onJobEvent: opts.onJobEvent,
     ...(opts.twoBatchAccounts ? { secondBatch: {} } : {}),
+    exampleNetwork: opts.exampleNetwork,
   });
   const { azurite, batch, registry, identity, webhooks } = services;
   const keysFile = defaultKeysFile(opts.appDir);
@@ -90,6 +94,7 @@ export async function startSupervisedStack(opts: SupervisorOptions): Promise<Sup
     ...localAppSettings(azurite, batch), ...localRegistrySettings(registry.host), ...localAuthSettings(identity, loadOrCreateKeys(keysFile)),
     ...localEventSettings(webhooks, hostPort),
     ...localIdentitySettings(services, opts.poolIdentity === true), ...localPriceSettings(services.prices), ...localBatchAccountsSettings(services),
+    ...(opts.exampleNetwork ? exampleNetworkSettings() : {}),
   };
   const startedAt = new Date().toISOString();
 

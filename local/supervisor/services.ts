@@ -34,7 +34,9 @@ import { localIdentityWiring } from './identityWiring';
 import { buildDemoImage } from '../../examples/images/buildDemoImage';
 import { choosePorts, portInUse, readPorts, recordPorts, type StackPorts } from './ports';
 import { startReleaseServers } from '../releaseServer';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import * as os from 'node:os';
+import { exampleNetwork, type ExampleHeadnode } from '../exampleNetwork';
 
 /** The second emulated Batch account's name (ServicesOptions.secondBatch). */
 export const SECOND_BATCH_ACCOUNT = 'localbatch2';
@@ -79,6 +81,11 @@ export interface ServicesOptions {
    * Default: the demo vault "hpclocal" with one secret "demo-license-key".
    */
   keyVault?: Record<string, { secrets: Record<string, string>; readers?: string[] }>;
+  /**
+   * Serve the examples' virtual network (local/exampleNetwork.ts): the head node's NFS server 10.20.0.4 in subnet
+   * "compute", its exports in `<data>/headnode/` (a temp folder without a data folder). Default false.
+   */
+  exampleNetwork?: boolean;
 }
 
 export interface Services {
@@ -97,6 +104,8 @@ export interface Services {
   prices: RetailPricesStandIn;
   /** The local Key Vault's secrets endpoint (KEY_VAULT_URL_TEMPLATE points at it). */
   keyVault: KeyVaultHandle;
+  /** The head node's export directories, when the examples' network is served (ServicesOptions.exampleNetwork). */
+  headnode?: ExampleHeadnode;
   /** Keyless (the default) or with shared keys (the opt-in). */
   keyless: boolean;
   /** The services as the operator reaches them directly (tokens of the tenant's `admin`, or the keys). */
@@ -157,6 +166,10 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
     // certificate; the nodes resolve those hosts to them (hostAliases) and trust the certificate.
     const releases = await startReleaseServers(opts.repoRoot, { cert: identity.caCert, key: readFileSync(identity.keyFile, 'utf8') });
     started.push(releases);
+    // The examples' head node: kept in the data folder, or in a temp folder removed on stop.
+    const headnodeTemp = opts.exampleNetwork && !dataDir ? mkdtempSync(path.join(os.tmpdir(), 'headnode-')) : undefined;
+    if (headnodeTemp) started.push({ stop: async () => rmSync(headnodeTemp, { recursive: true, force: true }) });
+    const network = opts.exampleNetwork ? exampleNetwork(headnodeTemp ?? (await sub('headnode')) as string, opts.repoRoot) : undefined;
     const batch = await startBatchEmulator({
       dataDir: await sub('batch'),
       persist: dataDir !== undefined,
@@ -172,6 +185,7 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
       // servers (with the same certificate), whatever other servers a caller adds.
       trustedCertificates: [identity.caCert, ...(opts.batch?.trustedCertificates ?? [])],
       hostAliases: { ...releases.aliases, ...(opts.batch?.hostAliases ?? {}) },
+      ...(network ? { networkServices: [...network.services, ...(opts.batch?.networkServices ?? [])] } : {}),
     }).catch((err: unknown) => {
       throw portInUse(err, 'batch', want.batch, dataDir);
     });
@@ -235,6 +249,7 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
       webhooks,
       prices,
       keyVault,
+      ...(network ? { headnode: network.headnode } : {}),
       keyless,
       operator,
       ports,
@@ -248,6 +263,7 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
         await webhooks.stop();
         await prices.stop();
         await releases.stop();
+        if (headnodeTemp) rmSync(headnodeTemp, { recursive: true, force: true });
         release();
       },
     };

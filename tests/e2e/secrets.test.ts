@@ -21,7 +21,6 @@ const appToken = `tok-${randomBytes(16).toString('hex')}`;
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'e2e-secrets-'));
 const hostLog = path.join(REPO_ROOT, 'test-artifacts', 'e2e-secrets-host.log');
-const JOB = 'sec-licensed';
 
 let stack: Stack | undefined;
 let lmServer: Server;
@@ -49,7 +48,8 @@ const listen = (s: Server) => new Promise<number>((resolve) => s.listen(0, '127.
 
 function exampleSpec(lmPort: number, vendorPort: number): string {
   const text = readFileSync(path.join(REPO_ROOT, 'examples', 'workloads', 'licensed-app-flexlm.yaml'), 'utf8');
-  return `id: ${JOB}\n${text.replace('server: 10.0.0.4:27000', `server: 127.0.0.1:${lmPort}`).replace('vendorPort: 27001', `vendorPort: ${vendorPort}`)}`;
+  // Only the licence server changes: the emulator has no TCP service at 10.0.0.4:27000 (tests/helpers/examplesAsWritten.ts).
+  return text.replace('server: 10.0.0.4:27000', `server: 127.0.0.1:${lmPort}`).replace('vendorPort: 27001', `vendorPort: ${vendorPort}`);
 }
 
 let specText = '';
@@ -71,18 +71,19 @@ beforeAll(async () => {
     // The licence server is on this machine's loopback, as every emulated node is.
     env: { ALLOWED_INTERNAL_HOSTS: `127.0.0.1:${lmPort},127.0.0.1:${vendorPort}`, NODE_TASK_MAX_ATTEMPTS: '1' },
   });
+  // The job id is the one the submission answers with.
   const id = await submitSpec(stack, specText);
   view = await watchJob(stack, id, 420_000);
   for (const [name, route] of [
-    ['status', `/api/jobs/${JOB}`],
+    ['status', `/api/jobs/${id}`],
     ['list', '/api/jobs'],
-    ['logs', `/api/jobs/${JOB}/logs`],
-    ['outputs', `/api/jobs/${JOB}/outputs`],
+    ['logs', `/api/jobs/${id}/logs`],
+    ['outputs', `/api/jobs/${id}/outputs`],
   ] as const) {
     const res = await fetch(`${stack.baseUrl}${route}`, { headers: await asUser(stack)() });
     answers[name] = `${res.status} ${await res.text()}`;
   }
-  const dry = await fetch(`${stack.baseUrl}/api/jobs?dryRun=true`, { method: 'POST', headers: { 'content-type': 'application/yaml', ...(await asUser(stack)()) }, body: specText.replace(`id: ${JOB}`, 'id: sec-dry') });
+  const dry = await fetch(`${stack.baseUrl}/api/jobs?dryRun=true`, { method: 'POST', headers: { 'content-type': 'application/yaml', ...(await asUser(stack)()) }, body: specText });
   answers.explain = `${dry.status} ${await dry.text()}`;
 }, 600_000);
 
@@ -115,7 +116,7 @@ function filesUnder(dir: string): string[] {
 }
 
 test('the licensed job succeeds: every rank checked out with the right key and saw its token', async () => {
-  if (view.state !== 'Succeeded') throw new Error(`job ${JOB} ${view.state}: ${view.error?.message ?? ''}\n${stack ? await mpiOutput(stack, view) : ''}`);
+  if (view.state !== 'Succeeded') throw new Error(`job ${view.id} ${view.state}: ${view.error?.message ?? ''}\n${stack ? await mpiOutput(stack, view) : ''}`);
   expect(checkouts).toEqual([`CHECKOUT ${sha(licenseKey)}`, `CHECKOUT ${sha(licenseKey)}`]);
   const out = view.result?.mpi?.stdoutTail ?? '';
   expect(out.match(new RegExp(`licence: GRANTED token-sha256: ${sha(appToken)}`, 'g'))?.length).toBe(2);
