@@ -6,6 +6,7 @@
  * an offline explain also leaves the deployment's own values open as "<deployment: …>".
  */
 import { z } from 'zod';
+import { HEALTH_CHECKS } from '../spec/sections/preflight';
 
 /** The document's format version: a consumer that reads version 1 can rely on every field below. */
 export const EXPLAIN_VERSION = 2;
@@ -30,6 +31,7 @@ export const ExplainSettingsSchema = z.object({
     resourceId: z.string().meta({ description: 'POOL_IDENTITY_RESOURCE_ID: the user-assigned identity\'s ARM id.' }),
     clientId: z.string().meta({ description: 'POOL_IDENTITY_CLIENT_ID: its client id (what the pull task signs in to a registry with).' }),
   }).nullable().meta({ description: 'The pool identity (POOL_IDENTITY_*): pools are then created through the management plane carrying it. null: pools from the data plane, no identity on the nodes (also the documented default, offline).' }),
+  preflightHealthChecks: z.array(z.enum(HEALTH_CHECKS)).optional().meta({ description: 'PREFLIGHT_HEALTH_CHECKS: the node health checks preflight runs on every node (docs/pipeline.md, "Node health checks"); they are part of the preflight request below.' }),
   poolSubnetId: z.string().nullable().optional().meta({ description: 'POOL_SUBNET_ID: the subnet new pools join when the spec names none (pool.network.subnetId). null: no default, pools without pool.network have no virtual network (also the documented default, offline).' }),
 }).meta({ title: 'ExplainSettings' });
 

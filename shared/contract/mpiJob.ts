@@ -3,6 +3,7 @@
  * intake (functions/) and the orchestrator (orchestrations/) both depend on this, never on each other.
  */
 import type { JobSpec } from '../spec/schema';
+import type { HealthCheck } from '../spec/sections/preflight';
 
 export const MPI_JOB_ORCHESTRATION = 'mpiJob';
 
@@ -49,7 +50,7 @@ export interface PipelineSettings {
    * The node health checks preflight runs (PREFLIGHT_HEALTH_CHECKS: cpu, memory, ib, ibbw, stream, gpu, linkflap, site).
    * Absent in runs started before the health checks: they replay without them.
    */
-  preflightHealthChecks?: string[];
+  preflightHealthChecks?: HealthCheck[];
   /**
    * Stage shards beside provisioning and the pulls (PIPELINE_OVERLAP). Absent in runs started before the overlap: they
    * replay the sequential pipeline they started with.

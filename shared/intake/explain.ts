@@ -340,7 +340,9 @@ function explainOne(input: ExplainInput): ExplainDocument {
   const ppn = spec.mpi.processesPerNode;
 
   // ---- queue, preflight, retries -------------------------------------------------------------------------------
-  const thresholds = preflightThresholds(spec, spec.pool.vmSize ?? plan.poolCreate.vmSize);
+  // The same checks the orchestration gets (PipelineSettings.preflightHealthChecks), so the request shown is the one sent.
+  const healthChecks = settings.preflightHealthChecks ?? [];
+  const thresholds = preflightThresholds(spec, spec.pool.vmSize ?? plan.poolCreate.vmSize, true, healthChecks);
   const preflight: ExplainDocument['preflight'] = spec.preflight.enabled
     ? {
         taskIds: 'preflight-<attempt>-<round>',
@@ -349,7 +351,7 @@ function explainOne(input: ExplainInput): ExplainDocument {
         minFreeMB: thresholds.minFreeMB,
         runsPreExecutionCommand: thresholds.runsPreExecution,
         pingPong: { enabled: thresholds.pingPong.enabled, maxLatencyUs: thresholds.pingPong.maxLatencyUs ?? null, minBandwidthMBps: thresholds.pingPong.minBandwidthMBps ?? null },
-        request: plain(buildMpiTaskParameter(mpiTaskSpec(preflightTaskRequest(plan, spec, nodes, plan.batchJobId, preflightTaskId(1, 1), { commonResourceFiles, outputsContainerUrl })))),
+        request: plain(buildMpiTaskParameter(mpiTaskSpec(preflightTaskRequest(plan, spec, nodes, plan.batchJobId, preflightTaskId(1, 1), { commonResourceFiles, outputsContainerUrl }, healthChecks)))),
       }
     : null;
   const retry = retryPolicyFor(spec);
