@@ -46,13 +46,14 @@ export function budgetSpec(id: string, nodes: number, seconds: number): Record<s
 }
 
 /**
- * The intake's own requests among those that arrived while the POST ran: not the pollers' dequeues, and not the
- * Durable engine's reaction to the start message (an episode may begin before the 202 leaves): after the start's
- * message is put, only the app's requests are the intake's.
+ * The intake's own requests among those that arrived while the POST ran: not the pollers' dequeues, and nothing after
+ * the Durable start's message. The handler answers right after putting it, and from then on the job's first episode
+ * and its activities (the same app process: a `Jobs get` of the first activity was seen here on a loaded machine)
+ * may run before the 202 leaves, so what follows the start belongs to the job, not to the intake.
  */
 export function intakeRequests(window: readonly Call[]): Call[] {
   const start = window.findIndex((c) => c.service === 'queue' && c.component === 'durable' && c.operation === 'put-message');
-  return window.filter((c, i) => c.component !== 'poller' && (start < 0 || i <= start || c.component === 'app'));
+  return window.filter((c, i) => c.component !== 'poller' && (start < 0 || i <= start));
 }
 
 export interface JobCalls {

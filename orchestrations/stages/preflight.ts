@@ -1,6 +1,7 @@
 import type { NodesReplaced, PreflightResult } from '../../shared/contract';
 import type { JobPlan } from '../../shared/planning/jobPlan';
 import type { MpiTaskUrls } from '../../shared/planning/mpiTaskRequest';
+import { healthChecksForPool } from '../../shared/planning/health';
 import { evaluatePreflight, preflightTaskId, preflightTaskRequest, preflightThresholds, type PreflightVerdict } from '../../shared/planning/preflight';
 import type { JobSpec } from '../../shared/spec/schema';
 import { Orchestration, PipelineRun, StageFailed } from '../runtime/pipelineRun';
@@ -46,7 +47,7 @@ export class PreflightFailed extends StageFailed {
 export function* preflight(run: PipelineRun, req: PreflightRequest): Orchestration<{ pool: ProvisionedPool; result?: PreflightResult }> {
   const { spec } = req;
   if (!spec.preflight.enabled) return { pool: req.pool };
-  const healthChecks = req.healthChecks ?? [];
+  const healthChecks = healthChecksForPool(req.healthChecks ?? [], spec.pool.vmSize !== undefined || req.pool.createdByUs);
   const th = preflightThresholds(spec, spec.pool.vmSize ?? req.plan.poolCreate.vmSize, req.fabricDefaults, healthChecks);
   let pool = req.pool;
   const replaced: string[] = [];

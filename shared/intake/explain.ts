@@ -31,6 +31,7 @@ import {
 import { planJob, stagingContainerFor } from '../planning/jobPlan';
 import { mountServerSource } from '../planning/nodeFilesystems';
 import { preflightTaskId, preflightTaskRequest, preflightThresholds } from '../planning/preflight';
+import { healthChecksForPool } from '../planning/health';
 import { retryPolicyFor } from '../planning/retryPolicy';
 import { expandArray } from '../scheduling/arrays';
 import { DEFAULT_QUEUE } from '../spec/sections/scheduling';
@@ -341,7 +342,7 @@ function explainOne(input: ExplainInput): ExplainDocument {
 
   // ---- queue, preflight, retries -------------------------------------------------------------------------------
   // The same checks the orchestration gets (PipelineSettings.preflightHealthChecks), so the request shown is the one sent.
-  const healthChecks = settings.preflightHealthChecks ?? [];
+  const healthChecks = healthChecksForPool(settings.preflightHealthChecks ?? [], spec.pool.vmSize !== undefined || !spec.pool.poolId);
   const thresholds = preflightThresholds(spec, spec.pool.vmSize ?? plan.poolCreate.vmSize, true, healthChecks);
   const preflight: ExplainDocument['preflight'] = spec.preflight.enabled
     ? {

@@ -138,3 +138,11 @@ export function judgeHealth(lines: readonly HealthLine[], plan: HealthPlan): Hea
 export function healthProblem(r: HealthResult): string {
   return `health ${r.check}${r.device ? ` ${r.device}` : ''}: measured ${r.measured}, threshold ${r.threshold ?? '—'}${r.source ? ` (${r.source})` : ''}`;
 }
+
+/**
+ * The deployment's checks that can run on a pool: the per-size ones need the size, which a reused pool the spec gives
+ * no `vmSize` for does not tell us (its thresholds would be another size's); the site check needs none.
+ */
+export function healthChecksForPool<C extends string>(deployment: readonly C[], sizeKnown: boolean): C[] {
+  return deployment.filter((c) => sizeKnown || c === 'site');
+}

@@ -55,9 +55,10 @@ test('a steady-state poll of the MPI task: the same requests at 2 and 4 nodes, o
   ]);
 });
 
-test('History rows within the documented bound for the waits made; one Instances row per job', () => {
+test('History rows within the documented bound for the waits made; two Instances rows per job (the job and its MPI wait)', () => {
   for (const job of jobs.values()) {
-    expect(job.instanceRows).toBe(1);
+    // The MPI wait is a sub-orchestration that continues as new under one instance id (docs/call-budgets.md).
+    expect(job.instanceRows).toBe(2);
     expect(job.timersFired).toBeGreaterThan(0);
     expect(job.historyRows).toBeLessThanOrEqual(historyRowBound(job.timersFired));
   }

@@ -100,7 +100,8 @@ describe('a spec naming another owner\'s data is refused with 403 and writes not
     ['a file of bob\'s', () => ({ files: [{ account: DATA_ACCOUNT.name, container: 'inputs', blob: `${bobs()}secret/deck.txt`, path: 'deck.txt' }] }), 'files[0].blob'],
     ['every file under bob\'s area', () => ({ files: [{ account: DATA_ACCOUNT.name, container: 'inputs', prefix: bobs() }] }), 'files[0].prefix'],
     ['a start-task file of bob\'s', () => ({ pool: { ...newPool, startTask: { command: 'true', resourceFiles: [{ account: DATA_ACCOUNT.name, container: 'inputs', blob: `${bobs()}secret/deck.txt`, path: 'deck.txt' }] } } }), 'pool.startTask.resourceFiles[0].blob'],
-    ['a SIF image of bob\'s', () => ({ pool: newPool, container: { runtime: 'singularity', images: [{ account: DATA_ACCOUNT.name, container: 'inputs', blob: `${bobs()}x.sif` }] } }), 'container.images[0].blob'],
+    // checks.image: warn — Azure's Ubuntu-HPC image has no Apptainer (docs/images.md); the tenancy answer is under test.
+    ['a SIF image of bob\'s', () => ({ pool: newPool, checks: { image: 'warn' }, container: { runtime: 'singularity', images: [{ account: DATA_ACCOUNT.name, container: 'inputs', blob: `${bobs()}x.sif` }] } }), 'container.images[0].blob'],
     ['a blobfuse mount of the whole results container', () => ({ pool: newPool, mounts: [{ name: 'all', blobfuse: { account: DATA_ACCOUNT.name, container: 'results' } }] }), 'mounts[0].blobfuse.container'],
     ['writing into a read-only shared area', () => ({ outputs: { account: DATA_ACCOUNT.name, container: 'software', prefix: 'mine' } }), 'outputs.prefix'],
   ];
