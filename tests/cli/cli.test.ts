@@ -19,6 +19,7 @@ import { fallbackQuote } from '../../shared/ops/priceQuote';
 import { DEFAULT_PRICE_TABLE } from '../../shared/config/priceTable';
 import { parseJobSpec } from '../../shared/spec';
 import { submissionJobId } from '../../shared/state/submission';
+import { HEALTH_CHECKS } from '../../shared/spec/sections/preflight';
 
 const CLI = path.join(REPO_ROOT, 'dist', 'cli', 'index.js');
 let stack: Stack;
@@ -312,6 +313,8 @@ describe('hpcjob explain', () => {
     expect(run.stdout).toMatch(/^ {10}FALLBACK price: fallback \(offline: the deployment's prices are not known\)/m);
     expect(doc.settings).toEqual({
       source: 'defaults', stagingAccounts: ['<deployment: staging accounts (STAGING_ACCOUNTS)>'], copyConcurrency: 8, sasMarginMinutes: 60, sasMaxLifetimeMinutes: 7 * 24 * 60, nodeTaskMaxAttempts: 3, poolIdentity: null, poolSubnetId: null,
+      // Unset PREFLIGHT_HEALTH_CHECKS runs every check.
+      preflightHealthChecks: [...HEALTH_CHECKS],
     });
   });
 
