@@ -45,6 +45,8 @@ export function parseDefaultOutputs(text: string | undefined, d: DefaultOutputsI
   const [, account, container] = m;
   if (!d.accounts.includes(account)) problems.push(`DEFAULT_OUTPUTS: account "${account}" is not in DATA_ACCOUNTS`);
   else if (!allows(d, account, container)) problems.push(`DEFAULT_OUTPUTS: container "${account}/${container}" is not one DATA_CONTAINERS allows`);
+  // Outputs on a flat account are refused at intake there: the logs of every job would be too.
+  else if (d.outputsRequireScopedSas && !(d.hnsAccounts ?? []).includes(account)) problems.push(`DEFAULT_OUTPUTS: account "${account}" is not in DATA_ACCOUNTS_HNS, and OUTPUTS_REQUIRE_SCOPED_SAS refuses outputs there; name an HNS account or DEFAULT_OUTPUTS=${DEFAULT_OUTPUTS_OFF}`);
   else return { account, container };
   return undefined;
 }

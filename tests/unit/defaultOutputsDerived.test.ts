@@ -39,6 +39,7 @@ describe('DEFAULT_OUTPUTS unset: derived', () => {
 
   it('takes an HNS account when outputs need a scoped SAS, and says so when there is none', () => {
     expect(derive({ accounts: ['flat1', 'hns1'], hnsAccounts: ['hns1'], outputsRequireScopedSas: true }).value).toEqual({ account: 'hns1', container: 'results' });
+    expect(derive({ accounts: ['flat1', 'hns1'], hnsAccounts: ['hns1'], outputsRequireScopedSas: true }, 'flat1/results').problems.join('\n')).toMatch(/"flat1" is not in DATA_ACCOUNTS_HNS/);
     expect(derive({ accounts: ['flat1'], outputsRequireScopedSas: true }).problems.join('\n')).toMatch(/OUTPUTS_REQUIRE_SCOPED_SAS leaves no data account/);
   });
 
