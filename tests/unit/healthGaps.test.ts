@@ -15,6 +15,8 @@ import { healthThresholdsFor, LINK_FLAP_WINDOW_HOURS } from '../../shared/planni
 import { healthPlan, judgeHealth, parseHealthLine } from '../../shared/planning/health';
 import { evaluatePreflight, parsePreflightOutput, preflightTaskRequest, preflightThresholds } from '../../shared/planning/preflight';
 import { HEALTH_CHECKS } from '../../shared/spec/sections/preflight';
+import { hostHealthScript } from '../../shared/mpi/healthProbe';
+import { preflightMasterScript } from '../../shared/mpi/preflightScript';
 import { hardwareLine, nodeHardware } from '../../local/batch/model/hardware';
 import { NODE_IMAGE_BIN_DIR } from '../../local/batch/runner/env';
 import { smallSpec } from '../ops/helpers';
@@ -23,15 +25,16 @@ const ND = { vmSize: 'Standard_ND96asr_v4', nodes: 2 };
 const HB = { vmSize: 'Standard_HB120rs_v3', nodes: 1 };
 const NODES = [{ id: 'n0', ipAddress: '10.9.0.1' }, { id: 'n1', ipAddress: '10.9.0.2' }];
 
-function specOf(pool: Record<string, unknown>, preflight: Record<string, unknown> = { pingPong: { enabled: false } }): JobSpec {
-  const parsed = parseJobSpec(smallSpec('hg', { command: 'app', pool }) + `preflight: ${JSON.stringify(preflight)}\n`, 'application/yaml');
+function specOf(pool: Record<string, unknown>, preflight: Record<string, unknown> = { pingPong: { enabled: false } }, container?: Record<string, unknown>): JobSpec {
+  const parsed = parseJobSpec(smallSpec('hg', { command: 'app', pool, ...(container ? { container } : {}) }) + `preflight: ${JSON.stringify(preflight)}\n`, 'application/yaml');
   if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
   return parsed.spec;
 }
 
 /** Runs the preflight task's master script under bash, `nodes` reached through an ssh stand-in that runs as that node. */
-function runProbe(dir: string, spec: JobSpec, vmSize: string, nodes: typeof NODES, checks: string[], env: Record<string, string> = {}) {
-  writeFileSync(path.join(dir, 'bin', 'ssh'), `#!/bin/bash\nwhile [ $# -gt 0 ]; do case "$1" in -o|-p) shift 2 ;; -*) shift ;; *) break ;; esac; done\nh="$1"; shift\nAZ_BATCH_EMULATOR_NODE_IP=$h exec bash -c "$*"\n`);
+function runProbe(dir: string, spec: JobSpec, vmSize: string, nodes: typeof NODES, checks: string[], env: Record<string, string> = {}, sshHome = false) {
+  // sshHome: the session starts in $HOME, as a real ssh login does.
+  writeFileSync(path.join(dir, 'bin', 'ssh'), `#!/bin/bash\nwhile [ $# -gt 0 ]; do case "$1" in -o|-p) shift 2 ;; -*) shift ;; *) break ;; esac; done\nh="$1"; shift\n${sshHome ? 'cd "$HOME"\n' : ''}AZ_BATCH_EMULATOR_NODE_IP=$h exec bash -c "$*"\n`);
   chmodSync(path.join(dir, 'bin', 'ssh'), 0o755);
   const t = preflightTaskRequest(planJob('hg', spec), spec, nodes, 'hpc-hg', 'preflight-1-1', undefined, checks);
   const script = execFileSync('bash', ['-c', `set -- ${t.applicationCommandLine.replace(/^\/bin\/bash -c /, '')}; printf '%s' "$1"`], { encoding: 'utf8' });
@@ -122,5 +125,57 @@ describe('link flaps in the last 24 h', () => {
     writeFileSync(path.join(dir, 'syslog'), Array.from({ length: 5 }, (_, i) => `${iso((i + 1) * HOUR)} node kernel: ib0: Lost carrier`).join('\n') + '\n');
     const verdict = runProbe(dir, specOf(HB), HB.vmSize, [NODES[0]], ['linkflap'], { MJPF_SYSLOG: path.join(dir, 'syslog'), TZ: 'UTC' });
     expect(verdict.nodes.n0.problems).toEqual([expect.stringMatching(/^health linkflap: measured 5 lost-carrier events, threshold < 5 in the last 24 h of syslog/)]);
+  });
+});
+
+describe('the site script finds `files` on every node', () => {
+  it('runs in the task\'s working directory of each node, not in the ssh session\'s home', () => {
+    writeFileSync(path.join(dir, 'hardware'), NODES.map((n) => hardwareLine(n.ipAddress, nodeHardware(HB.vmSize, undefined))).join('\n') + '\n');
+    // What `files` puts on every node: a script in the working directory (the nodes share the root here, as on Azure
+    // every node's is /mnt/batch/tasks).
+    writeFileSync(path.join(dir, 'wd', 'nodecheck.sh'), '#!/bin/bash\necho "checked $(basename "$PWD")"\n');
+    chmodSync(path.join(dir, 'wd', 'nodecheck.sh'), 0o755);
+    mkdirSync(path.join(dir, 'home'));
+    const spec = specOf({ vmSize: 'Standard_D8s_v5', nodes: 2 }, { pingPong: { enabled: false }, siteCheck: { script: './nodecheck.sh' } });
+    // A real ssh session starts in the user's home directory.
+    const verdict = runProbe(dir, spec, 'Standard_D8s_v5', NODES, ['site'], { HOME: path.join(dir, 'home') }, true);
+    expect(verdict.outliers).toEqual([]);
+    expect(NODES.map((n) => verdict.nodes[n.id].health?.map((h) => h.measured))).toEqual([['exit 0: checked wd'], ['exit 0: checked wd']]);
+  });
+});
+
+describe('docker jobs: the health checks run on the host', () => {
+  const DOCKER = { runtime: 'docker', images: ['contoso.azurecr.io/app:1'] };
+  it('puts the checks in the coordination step (the host) and has the probe in the container read their lines', () => {
+    const spec = specOf(HB, { pingPong: { enabled: false }, siteCheck: { image: 'contoso.azurecr.io/nodecheck:1' } }, DOCKER);
+    const t = preflightTaskRequest(planJob('hg', spec), spec, [NODES[0]], 'hpc-hg', 'preflight-1-1', undefined, ['ib', 'stream', 'site']);
+    expect(t.coordinationCommandLine).toContain('mjpf_hh health:ib health:stream siteimage:U:');
+    // The coordination step runs before `docker run` (the container is started after the checks).
+    expect(t.coordinationCommandLine.indexOf('mjpf_hh health:ib')).toBeLessThan(t.coordinationCommandLine.indexOf('docker run -d --name'));
+    // The probe in the container is given only `hosthealth` (the case arms of every check are in its function).
+    expect(t.applicationCommandLine).toContain('"taskwd:$PWD" hosthealth)');
+    expect(t.applicationCommandLine).not.toMatch(/mjpf_args=[^;]*health:ib/);
+  });
+
+  it('the host\'s lines reach the verdict: a slow link measured on the host fails the node', () => {
+    writeFileSync(path.join(dir, 'hardware'), hardwareLine('10.9.0.1', nodeHardware(HB.vmSize, { ibRateGbps: 100 })) + '\n');
+    const env = { PATH: `${NODE_IMAGE_BIN_DIR}:/usr/bin:/bin`, AZ_BATCH_EMULATOR_HARDWARE: path.join(dir, 'hardware'), AZ_BATCH_EMULATOR_NODE_IP: '10.9.0.1', AZ_BATCH_NODE_ROOT_DIR: dir };
+    // The host (coordination step, in the working directory) ...
+    const host = spawnSync('bash', ['-c', hostHealthScript(['health:ib', 'health:stream'])], { cwd: `${dir}/wd`, env, encoding: 'utf8' });
+    expect(host.status).toBe(0);
+    // ... then the probe where the tools are not (the container: no emulated tools on PATH).
+    const probe = preflightMasterScript({ health: ['hosthealth'], sshPort: 23, maxSshMs: 5000, requiredPaths: [], pingPong: false, openmpi: true, launcher: 'mpirun' });
+    const r = spawnSync('bash', ['-c', probe], { cwd: `${dir}/wd`, env: { ...env, PATH: '/usr/bin:/bin', AZ_BATCH_HOST_LIST: '10.9.0.1' }, encoding: 'utf8' });
+    const spec = specOf(HB, { pingPong: { enabled: false } }, DOCKER);
+    const verdict = evaluatePreflight({ exitCode: r.status ?? undefined, report: parsePreflightOutput(r.stdout) }, [NODES[0]], preflightThresholds(spec, HB.vmSize, true, ['ib', 'stream']));
+    expect(verdict.nodes.n0.health?.map((h) => [h.check, h.ok, h.measured])).toEqual([['ib', false, 'Active/LinkUp, 100 Gb/s'], ['stream', true, '336,000 MB/s (Copy, the lowest of 4)']]);
+  });
+
+  it('a missing host file is no answer (fails), not a skip', () => {
+    const probe = preflightMasterScript({ health: ['hosthealth'], sshPort: 23, maxSshMs: 5000, requiredPaths: [], pingPong: false, openmpi: true, launcher: 'mpirun' });
+    const r = spawnSync('bash', ['-c', probe], { cwd: `${dir}/wd`, env: { PATH: '/usr/bin:/bin', AZ_BATCH_HOST_LIST: '10.9.0.1', AZ_BATCH_NODE_ROOT_DIR: dir }, encoding: 'utf8' });
+    const spec = specOf(HB, { pingPong: { enabled: false } }, DOCKER);
+    const verdict = evaluatePreflight({ exitCode: r.status ?? undefined, report: parsePreflightOutput(r.stdout) }, [NODES[0]], preflightThresholds(spec, HB.vmSize, true, ['ib']));
+    expect(verdict.nodes.n0.health).toEqual([expect.objectContaining({ check: 'ib', ok: false, measured: 'no answer' })]);
   });
 });
