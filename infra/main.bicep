@@ -379,6 +379,9 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
         { name: 'DATA_ACCOUNTS_HNS', value: join(concat([ dataAccountName ], existingHnsDataAccountNames), ',') }
         // Outputs only through a SAS on the job's own prefix: refused at intake on a flat account.
         { name: 'OUTPUTS_REQUIRE_SCOPED_SAS', value: 'true' }
+        // Every job keeps the full stdout/stderr of every task, in its owner's area (users/<ownerKey>/jobs/<id>/logs/)
+        // of the created data account's results container, unless the spec opts out (cleanup.keepLogs: false).
+        { name: 'DEFAULT_OUTPUTS', value: '${dataAccountName}/results' }
         { name: 'POLL_INITIAL_MS', value: string(pollInitialMs) }
         { name: 'POLL_MAX_MS', value: string(pollMaxMs) }
         { name: 'SAS_MAX_LIFETIME_HOURS', value: string(sasMaxLifetimeHours) }

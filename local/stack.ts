@@ -160,6 +160,9 @@ export function localAppSettings(azurite: AzuriteHandle, batch: BatchEmulatorHan
     PREFLIGHT_HEALTH_CHECKS: 'ib,ibbw,stream,site',
     // What the demo and the examples read (local/jobRunner.ts seeds it): shared read-only with every caller; each
     // user's own data and every job's outputs live in users/<ownerKey>/ (docs/security.md, "Data areas").
+    // Every job keeps the full stdout/stderr of every task (issue 27 item 5), in its owner's area of the data
+    // account's results container unless the spec opts out (cleanup.keepLogs: false).
+    DEFAULT_OUTPUTS: `${DATA_ACCOUNT.name}/results`,
     SHARED_DATA_AREAS: [...LOCAL_SHARED_AREAS.map((c) => `${DATA_ACCOUNT.name}/${c}|read|*`), `${DATA_ACCOUNT.name}/shared/|write|*`].join(','),
   };
   if (!azurite.keyless) {

@@ -21,6 +21,7 @@ import { SUBNET_ID_HINT, SUBNET_ID_RE } from '../spec/sections/network';
 import { parseSharedPools, type SharedPool } from './sharedPools';
 import { parseSharedDataAreas, type SharedDataArea } from './dataAreas';
 import { parseHnsAccounts } from './hnsAccounts';
+import { parseDefaultOutputs } from './defaultOutputs';
 import { parseRegistryAliases } from './registryAliases';
 import { parseCustomNodeImages } from './nodeImages';
 import type { DeclaredCustomImage } from '../images/catalog';
@@ -182,7 +183,8 @@ export interface DataAccessConfig {
   outputsRequireScopedSas?: boolean;
   /**
    * Where a job without an outputs section keeps every task's full stdout/stderr (DEFAULT_OUTPUTS = account/container,
-   * a data account and container jobs may use), under the owner's area; unset: such a job keeps nothing.
+   * a data account and container jobs may use), under the owner's area. Unset: derived from DATA_ACCOUNTS and
+   * DATA_CONTAINERS (shared/config/defaultOutputs.ts); undefined only for DEFAULT_OUTPUTS=none or no data account.
    */
   defaultOutputs?: { account: string; container: string };
 }
@@ -483,7 +485,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   dataAccess.sharedAreas = parseSharedDataAreas(e.SHARED_DATA_AREAS, dataAccess.accounts.map((a) => a.accountName), problems);
   dataAccess.hnsAccounts = parseHnsAccounts(e.DATA_ACCOUNTS_HNS, dataAccess.accounts.map((a) => a.accountName), problems);
   dataAccess.outputsRequireScopedSas = e.OUTPUTS_REQUIRE_SCOPED_SAS === 'true';
-  const defaultOutputs = parseDefaultOutputs(e.DEFAULT_OUTPUTS, dataAccess, problems);
+  const defaultOutputs = parseDefaultOutputs(e.DEFAULT_OUTPUTS, {
+    accounts: dataAccess.accounts.map((a) => a.accountName), containers: dataAccess.containers, hnsAccounts: dataAccess.hnsAccounts, outputsRequireScopedSas: dataAccess.outputsRequireScopedSas,
+  }, problems);
   if (defaultOutputs) dataAccess.defaultOutputs = defaultOutputs;
   const mountSecrets = parseMountSecrets(env, problems);
   const events = parseEventsConfig(e, problems);
@@ -736,18 +740,3 @@ function parseRetailPrices(
   return { maxAgeMs, url: url.toString(), region };
 }
 
-/** DEFAULT_OUTPUTS = account/container: a data account (DATA_ACCOUNTS) and a container DATA_CONTAINERS allows. */
-function parseDefaultOutputs(text: string | undefined, data: DataAccessConfig, problems: string[]): { account: string; container: string } | undefined {
-  if (!text) return undefined;
-  const m = /^([a-z0-9]{3,24})\/([a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62})$/.exec(text);
-  if (!m) {
-    problems.push(`DEFAULT_OUTPUTS: must be "account/container", got "${text}"`);
-    return undefined;
-  }
-  const [, account, container] = m;
-  if (!data.accounts.some((a) => a.accountName === account)) problems.push(`DEFAULT_OUTPUTS: account "${account}" is not in DATA_ACCOUNTS`);
-  else if (data.containers && !data.containers.some((c) => c.account === account && (c.container === container || (c.container.endsWith('*') && container.startsWith(c.container.slice(0, -1)))))) {
-    problems.push(`DEFAULT_OUTPUTS: container "${account}/${container}" is not one DATA_CONTAINERS allows`);
-  } else return { account, container };
-  return undefined;
-}

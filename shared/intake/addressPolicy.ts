@@ -1,7 +1,8 @@
 /**
  * The hosts a spec makes nodes reach: `files[].url` (Batch downloads it on every node; checked with the data-access
  * policy, workloadDataAccess.ts), the registry of each container image and `container.registry.server` (every node
- * pulls from it; checked with the container policy, containerPolicy.ts). Each goes through the one address classifier
+ * pulls from it; checked with the container policy, containerPolicy.ts), and the site check's image
+ * (`preflight.siteCheck.image`, pulled by every node the same way). Each goes through the one address classifier
  * (shared/spec/address.ts): internal addresses are refused with the field path unless the deployment allows that host
  * (ALLOWED_INTERNAL_HOSTS), and the app's own storage is refused under every endpoint name, allowed or not. Checked
  * at intake rather than in the schema because the allowance is the deployment's: the examples' `localhost:5000`
@@ -65,6 +66,10 @@ export function checkRegistryAddresses(spec: JobSpec, policy: AddressPolicy): Sp
     const registry = imageRegistryHost(image);
     if (registry) check(`container.images[${i}]`, registry.host, registry.port);
   });
+  // The site's health-check image is pulled by every node like the job's own: the same registry rule.
+  const siteImage = spec.preflight.siteCheck?.image;
+  const siteRegistry = siteImage !== undefined ? imageRegistryHost(siteImage) : undefined;
+  if (siteRegistry) check('preflight.siteCheck.image', siteRegistry.host, siteRegistry.port);
   const server = spec.container.registry?.server;
   if (server) {
     const { host, port } = splitHostPort(server);

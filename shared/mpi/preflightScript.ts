@@ -11,6 +11,7 @@
  */
 
 import { HEALTH_ARG, healthProbeCases } from './healthProbe';
+import { HEALTH_CHECKS } from '../spec/sections/preflight';
 
 /** The variable the master exports with the ping-pong's path; the launcher forwards it to every rank. */
 export const PINGPONG_BIN_ENV = 'MPIJOB_PINGPONG_BIN';
@@ -175,7 +176,8 @@ export function preflightMasterScript(input: PreflightScriptInput): string {
     // A mount resolves under the node's own mounts directory; an ssh session on Azure carries no AZ_BATCH_* variables,
     // and there the directory is the same under every node's Batch root (/mnt/batch/tasks/fsmounts).
     'mjpf_probe() { local r="$1"; shift; local f p; f=$(df -Pk "$r" 2>/dev/null | tail -n 1 | tr -s " " | cut -d " " -f 4); echo "free_kb=${f:-unknown}"; for p in "$@"; do case $p in mount:*) p=${AZ_BATCH_NODE_MOUNTS_DIR:-$r/fsmounts}/${p#mount:}; timeout 10 ls -d "$p/." >/dev/null 2>&1 || echo "missing=$p";; tcp:*) p=${p#tcp:}; timeout 5 bash -c ": <>/dev/tcp/${p%:*}/${p##*:}" >/dev/null 2>&1 || echo "unreachable=$p";; ' + (health.length ? `${healthProbeCases()} ` : '') + '*) [ -e "$p" ] || echo "missing=$p";; esac; done; true; }',
-    `mjpf_args=$(printf " %q" "\${AZ_BATCH_NODE_ROOT_DIR:-$PWD}"${paths ? ` ${paths}` : ''})`,
+    // With health checks, the master's working directory first (taskwd: each node rebases it on its own root).
+    `mjpf_args=$(printf " %q" "\${AZ_BATCH_NODE_ROOT_DIR:-$PWD}"${health.length ? ' "taskwd:$PWD"' : ''}${paths ? ` ${paths}` : ''})`,
     'mjpf_hosts=(${AZ_BATCH_HOST_LIST//,/ })',
     'echo "MPIJOB_PREFLIGHT begin nodes=${#mjpf_hosts[@]} port=' + port + ' max_ssh_ms=' + input.maxSshMs + '"',
     'mjpf_i=0',
@@ -185,7 +187,7 @@ export function preflightMasterScript(input: PreflightScriptInput): string {
       `else mjpf_via=ssh; mjpf_out=$(printf "%s\\nmjpf_probe%s\\n" "$(declare -f mjpf_probe)" "$mjpf_args" | ${ssh} "$mjpf_h" bash -s 2>&1); mjpf_rc=$?; fi; ` +
       'mjpf_e=$(date +%s%N); ' +
       '{ echo "MPIJOB_PREFLIGHT node $mjpf_h via=$mjpf_via rc=$mjpf_rc ms=$(( (mjpf_e - mjpf_s) / 1000000 ))"; ' +
-      `printf "%s\\n" "$mjpf_out" | head -n ${20 + 8 * health.length} | ` + 'while IFS= read -r mjpf_l; do if [ -n "$mjpf_l" ]; then echo "MPIJOB_PREFLIGHT out $mjpf_h $mjpf_l"; fi; done; } > "$mjpf_dir/probe.$mjpf_i"; ' +
+      `printf "%s\\n" "$mjpf_out" | head -n ${20 + 8 * (health.length + (health.includes('hosthealth') ? HEALTH_CHECKS.length : 0))} | ` + 'while IFS= read -r mjpf_l; do if [ -n "$mjpf_l" ]; then echo "MPIJOB_PREFLIGHT out $mjpf_h $mjpf_l"; fi; done; } > "$mjpf_dir/probe.$mjpf_i"; ' +
       'echo "$mjpf_rc" > "$mjpf_dir/rc.$mjpf_i" ) & ' +
       'mjpf_i=$((mjpf_i + 1)); done',
     'wait',

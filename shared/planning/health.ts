@@ -6,7 +6,7 @@
 import type { HealthResult } from '../contract/preflight';
 import type { HealthCheck } from '../spec/sections/preflight';
 import type { JobSpec } from '../spec/schema';
-import { AZNHC_TAG, healthThresholdsFor, type SizeHealthThresholds } from './healthThresholds';
+import { AZNHC_TAG, LINK_FLAP_WINDOW_HOURS, healthThresholdsFor, type SizeHealthThresholds } from './healthThresholds';
 
 export interface HealthPlan {
   checks: HealthCheck[];
@@ -25,7 +25,7 @@ export function healthPlan(spec: JobSpec, vmSize: string, deployment: readonly s
   const health = spec.preflight.health;
   const applies: Record<HealthCheck, boolean> = {
     cpu: !!th, memory: !!th, ib: !!th?.ib, ibbw: th?.ibWriteGbps !== undefined, stream: th?.streamMBps !== undefined,
-    gpu: th?.gpus !== undefined, linkflap: th?.linkFlaps !== undefined && !!th.ib, site: spec.preflight.siteCheck !== undefined,
+    gpu: th?.gpus !== undefined, gdr: th?.gdr === true, linkflap: th?.linkFlaps !== undefined && !!th.ib, site: spec.preflight.siteCheck !== undefined,
   };
   const checks = (Object.keys(applies) as HealthCheck[]).filter((c) =>
     applies[c] && deployment.includes(c) && (c === 'site' || (health.enabled && !health.skip.includes(c))));
@@ -118,9 +118,15 @@ export function judgeHealth(lines: readonly HealthLine[], plan: HealthPlan): Hea
         if (th?.gpus !== undefined) out.push({ check, ok: n === th.gpus, measured: `${n ?? got[0].text} GPUs`, threshold: `${th.gpus} GPUs`, source: src(th.source, 'check_gpu_count') });
         break;
       }
+      case 'gdr': {
+        // `peermem <how>` (the module, or memory_peers) or `none`.
+        const [mode, how] = got[0].text.split(/\s+/);
+        if (th?.gdr) out.push({ check, ok: mode === 'peermem', measured: mode === 'peermem' ? `peer memory ${how ?? ''}`.trim() : 'no peer-memory module (nvidia_peermem / nv_peer_mem not loaded)', threshold: 'nvidia_peermem or nv_peer_mem loaded', source: src(th.source, 'check_ib_bw_gdr (azure_gdr_detect.nhc)') });
+        break;
+      }
       case 'linkflap': {
         const n = num(got[0].text);
-        if (th?.linkFlaps !== undefined) out.push({ check, ok: n !== undefined && n < th.linkFlaps, measured: `${n ?? got[0].text} lost-carrier events`, threshold: `< ${th.linkFlaps} (in syslog)`, source: src(th.source, 'check_ib_link_flapping') });
+        if (th?.linkFlaps !== undefined) out.push({ check, ok: n !== undefined && n < th.linkFlaps, measured: `${n ?? got[0].text} lost-carrier events`, threshold: `< ${th.linkFlaps} in the last ${LINK_FLAP_WINDOW_HOURS} h of syslog`, source: src(th.source, 'check_ib_link_flapping') });
         break;
       }
       case 'site': {

@@ -16,7 +16,13 @@
  *   Triad must reach the figure.
  * - `gpus`: `check_gpu_count <n>` (`nvidia-smi --list-gpus`).
  * - `linkFlaps`: `check_ib_link_flapping` defaults (customTests/azure_ib_link_flapping.nhc): fewer than 5 "lost
- *   carrier" events of an ib device in the last 24 h of syslog.
+ *   carrier" events of an ib device in the last 24 h of syslog (LINK_FLAP_WINDOW_HOURS; AzNHC's own interval
+ *   argument is 6 h in the conf files, and it fails on any event in it; we count over a day, as the issue asks).
+ * - `gdr`: GPUDirect RDMA, which AzNHC's `check_ib_bw_gdr` (ND A100 v4 / ND H100 v5 confs, e.g. `check_ib_bw_gdr
+ *   185.0 nd96asr_v4`) and `check_nccl_allreduce_ib_loopback` need: the peer-memory client registered, read as
+ *   customTests/azure_gdr_detect.nhc reads it (`/sys/kernel/mm/memory_peers`, or `nvidia_peermem` / `nv_peer_mem` in
+ *   the module list). Newer AzNHC releases (after v0.4.5) fall back to DMA-BUF when no peer-memory module is
+ *   loaded (upstream-kernel images without DOCA/MOFED); such an image's jobs skip it (`preflight.health.skip: [gdr]`).
  */
 
 export interface IbThreshold {
@@ -36,9 +42,14 @@ export interface SizeHealthThresholds {
   ibWriteGbps?: number;
   streamMBps?: number;
   gpus?: number;
-  /** Lost-carrier events of an ib device within 24 h at which the node fails. */
+  /** Lost-carrier events of an ib device within LINK_FLAP_WINDOW_HOURS at which the node fails. */
   linkFlaps?: number;
+  /** GPUDirect RDMA must be available (the peer-memory module loaded). */
+  gdr?: boolean;
 }
+
+/** How far back syslog's lost-carrier events count. */
+export const LINK_FLAP_WINDOW_HOURS = 24;
 
 /** The AzNHC release the figures are read from. */
 export const AZNHC_REPOSITORY = 'github.com/Azure/azurehpc-health-checks';
@@ -69,10 +80,10 @@ const TABLE: Record<string, SizeHealthThresholds> = {
   standard_hx176rs: { source: 'conf/hx176rs.conf', cpus: 176, memKB: 1_444_918_756, memTolerancePct: 3, ib: { ports: ports(1), rateGbps: 400 }, ibWriteGbps: 390, streamMBps: 665_500, linkFlaps: LINK_FLAPS },
   // 354691MB in the file (NHC's MB are 1024 kB).
   standard_hc44rs: { source: 'conf/hc44rs.conf', cpus: 44, memKB: 354_691 * 1024, memTolerancePct: 4, ib: { ports: ports(1), rateGbps: 100 }, ibWriteGbps: 95, linkFlaps: LINK_FLAPS },
-  standard_nd96asr_v4: { source: 'conf/nd96asr_v4.conf', cpus: 96, memKB: 928_858_388, memTolerancePct: 3, ib: { ports: ports(8), rateGbps: 200 }, gpus: 8, linkFlaps: LINK_FLAPS },
-  standard_nd96amsr_a100_v4: { source: 'conf/nd96amsr_a100_v4.conf', cpus: 96, memKB: 1_857_830_712, memTolerancePct: 3, ib: { ports: ports(8), rateGbps: 200 }, gpus: 8, linkFlaps: LINK_FLAPS },
+  standard_nd96asr_v4: { source: 'conf/nd96asr_v4.conf', cpus: 96, memKB: 928_858_388, memTolerancePct: 3, ib: { ports: ports(8), rateGbps: 200 }, gpus: 8, linkFlaps: LINK_FLAPS, gdr: true },
+  standard_nd96amsr_a100_v4: { source: 'conf/nd96amsr_a100_v4.conf', cpus: 96, memKB: 1_857_830_712, memTolerancePct: 3, ib: { ports: ports(8), rateGbps: 200 }, gpus: 8, linkFlaps: LINK_FLAPS, gdr: true },
   // 1915071MB in the file.
-  standard_nd96isr_h100_v5: { source: 'conf/nd96isr_h100_v5.conf', cpus: 96, memKB: 1_915_071 * 1024, memTolerancePct: 5, ib: { ports: ports(8), rateGbps: 400 }, gpus: 8, linkFlaps: LINK_FLAPS },
+  standard_nd96isr_h100_v5: { source: 'conf/nd96isr_h100_v5.conf', cpus: 96, memKB: 1_915_071 * 1024, memTolerancePct: 5, ib: { ports: ports(8), rateGbps: 400 }, gpus: 8, linkFlaps: LINK_FLAPS, gdr: true },
 };
 
 /** The thresholds of a VM size, or undefined for a size AzNHC (and so this table) has none for. */

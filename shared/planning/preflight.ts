@@ -16,7 +16,7 @@ import { containerNameFor, containerOptionsFor, multiInstanceShape, rankSetup, t
 import { nodeSetupScript } from './workloadData';
 import type { NodePreflight } from '../contract/preflight';
 import { healthPlan, healthProblem, judgeHealth, parseHealthLine, type HealthLine, type HealthPlan } from './health';
-import { healthProbeArgs } from '../mpi/healthProbe';
+import { healthProbeArgs, hostHealthScript } from '../mpi/healthProbe';
 import type { PreflightFailureRun } from './failureExplain';
 
 
@@ -89,8 +89,13 @@ export function preflightTaskRequest(plan: JobPlan, spec: JobSpec, nodes: { id: 
   const managed = spec.mpi.launcher.mode === 'managed';
   const vmSize = spec.pool.vmSize ?? plan.poolCreate.vmSize;
   const th = preflightThresholds(spec, vmSize, true, healthChecks);
+  const healthArgs = healthProbeArgs(th.health?.checks ?? [], spec.preflight.siteCheck);
+  // Docker: the health checks run on each node's host in the coordination step (the tools are the host image's),
+  // and the probe in the container reads their lines back.
+  const hostHealth = docker && healthArgs.length ? hostHealthScript(healthArgs) : undefined;
+  const setup = nodeSetupScript(spec, plan.jobId);
   const script = preflightMasterScript({
-    health: healthProbeArgs(th.health?.checks ?? [], spec.preflight.siteCheck),
+    health: hostHealth ? ['hosthealth'] : healthArgs,
     sshPort: spec.mpi.sshPort,
     maxSshMs: th.maxSshMs,
     requiredPaths: th.requiredPaths,
@@ -127,7 +132,7 @@ export function preflightTaskRequest(plan: JobPlan, spec: JobSpec, nodes: { id: 
     // code run on every node; the check runs none of it.
     coordinationCommand: docker ? spec.mpi.coordinationCommand : undefined,
     forwardNames: [PINGPONG_BIN_ENV],
-    nodeSetupCommand: nodeSetupScript(spec, plan.jobId),
+    nodeSetupCommand: hostHealth ? [setup, hostHealth].filter((x) => x).join('; ') : setup,
   });
   return {
     ...multiInstanceShape(commands, batchJobId, taskId, nodes.length, urls),

@@ -296,7 +296,7 @@ export const CleanupSchema = z
     deletePool: z.enum(['always', 'onSuccess', 'never'], { error: 'must be one of "always", "onSuccess", "never"' }).optional()
       .meta({ description: 'When to delete the pool this job created. Default "always"; a reused pool (poolId) is never deleted.' }),
     keepLogs: z.boolean({ error: 'must be true or false' }).optional()
-      .meta({ description: 'Without an outputs section, whether the job still keeps the full stdout/stderr of every task in the deployment\'s default outputs location (DEFAULT_OUTPUTS; default true where the deployment sets it). false: nothing outlives the pool but the last lines in the job view.' }),
+      .meta({ description: 'Without an outputs section, whether the job still keeps the full stdout/stderr of every task in the owner\'s area of the deployment\'s default outputs location (DEFAULT_OUTPUTS, derived from the data accounts when unset; default true). false: nothing outlives the pool but the last lines in the job view.' }),
     keepStagedData: z.union([isoDuration(), z.literal(false)], { error: 'must be false or an ISO 8601 duration such as "P1D"' }).default(false)
       .meta({ description: 'Keep staged shards this long after the job ends (≤ data.retention); false deletes them at cleanup.' }),
   })

@@ -18,7 +18,7 @@ let stack: Stack;
 beforeAll(async () => {
   const logs = path.join(REPO_ROOT, 'test-artifacts');
   mkdirSync(logs, { recursive: true });
-  stack = await startStack({ port: 0, logDestination: path.join(logs, 'security-output-sas-host.log'), demoImage: false, env: { OUTPUTS_REQUIRE_SCOPED_SAS: 'true' } });
+  stack = await startStack({ port: 0, logDestination: path.join(logs, 'security-output-sas-host.log'), demoImage: false, env: { OUTPUTS_REQUIRE_SCOPED_SAS: 'true', DEFAULT_OUTPUTS: 'none' } });
 }, 120_000);
 afterAll(async () => {
   await stack?.stop();

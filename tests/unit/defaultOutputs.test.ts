@@ -40,7 +40,7 @@ const OWNER = '11111111-2222-3333-4444-555555555555/66666666-7777-8888-9999-0000
 describe('DEFAULT_OUTPUTS', () => {
   it('is read as account/container of a data account and container jobs may use', () => {
     expect(loadConfig({ ...base, DEFAULT_OUTPUTS: 'datasa1/results' }).dataAccess.defaultOutputs).toEqual({ account: 'datasa1', container: 'results' });
-    expect(loadConfig(base).dataAccess.defaultOutputs).toBeUndefined();
+    expect(loadConfig({ ...base, DEFAULT_OUTPUTS: 'none' }).dataAccess.defaultOutputs).toBeUndefined();
     expect(problemsOf({ ...base, DEFAULT_OUTPUTS: 'datasa1' })).toMatch(/DEFAULT_OUTPUTS: must be "account\/container"/);
     expect(problemsOf({ ...base, DEFAULT_OUTPUTS: 'other/results' })).toMatch(/account "other" is not in DATA_ACCOUNTS/);
     expect(problemsOf({ ...base, DEFAULT_OUTPUTS: 'datasa1/private' })).toMatch(/not one DATA_CONTAINERS allows/);

@@ -54,7 +54,7 @@ describe('which checks a job runs', () => {
     expect(healthPlan(specOf(HB, { health: { skip: ['stream', 'cpu'] } }), HB.vmSize, ALL).checks).toEqual(['memory', 'ib', 'ibbw', 'linkflap']);
     expect(healthPlan(specOf(HB, { health: { enabled: false }, siteCheck: { script: 'true' } }), HB.vmSize, ALL).checks).toEqual(['site']);
     expect(healthPlan(specOf({ vmSize: 'Standard_D8s_v5', nodes: 2 }), 'Standard_D8s_v5', ALL).checks).toEqual([]);
-    expect(healthPlan(specOf({ vmSize: 'Standard_ND96isr_H100_v5', nodes: 2 }), 'Standard_ND96isr_H100_v5', ALL).checks).toEqual(['cpu', 'memory', 'ib', 'gpu', 'linkflap']);
+    expect(healthPlan(specOf({ vmSize: 'Standard_ND96isr_H100_v5', nodes: 2 }), 'Standard_ND96isr_H100_v5', ALL).checks).toEqual(['cpu', 'memory', 'ib', 'gpu', 'gdr', 'linkflap']);
     // Older runs (no setting): nothing.
     expect(healthPlan(specOf(HB), HB.vmSize, []).checks).toEqual([]);
   });

@@ -78,11 +78,13 @@ export interface NodeFault {
    * Modelled hardware (docs/local-batch.md "Modelled node hardware"): its InfiniBand port is down (`ibstat`: Down,
    * Polling, 10 Gb/s; `ib_write_bw` fails), its link trained at `ibRateGbps` instead of the size's rate (a slow link:
    * `ibstat` shows the rate, `ib_write_bw` 2.5% under it), its STREAM shows `streamMBps` (low memory bandwidth).
-   * Read by the node's emulated tools whenever they run, so they act at once.
+   * Read by the node's emulated tools whenever they run, so they act at once. `gdrMissing`: on a GPUDirect size (ND
+   * A100/H100) its peer-memory module is not loaded (the emulated `lsmod` lists no `nvidia_peermem`).
    */
   ibPortDown?: boolean;
   ibRateGbps?: number;
   streamMBps?: number;
+  gdrMissing?: boolean;
 }
 
 /** A small deterministic PRNG (mulberry32); quality is irrelevant, determinism is the point. */

@@ -6,6 +6,7 @@
  * loopback 2.5% under the link rate and a STREAM 5% over AzNHC's floor; a node fault (faults/faultConfig.ts: a down
  * port, a slow link, low memory bandwidth) changes what that one node reports. CPU count, memory and GPUs are not
  * modelled (`nproc` and /proc/meminfo are the machine's; there is no `nvidia-smi`): the local stack does not judge them.
+ * The emulated `lsmod` lists the GPUDirect peer-memory module on the sizes that have it (a fault removes it).
  */
 import { healthThresholdsFor } from '../../../shared/planning/healthThresholds';
 import type { NodeFault } from '../faults/faultConfig';
@@ -20,6 +21,8 @@ export interface NodeHardware {
   ibWriteGbps: number;
   /** STREAM (each of Copy, Scale, Add, Triad), MB/s; 0 = no figure for the size (the tool prints a modest machine). */
   streamMBps: number;
+  /** Whether the emulated `lsmod` lists `nvidia_peermem` (GPUDirect RDMA): on the sizes AzNHC checks it on, unless faulted. */
+  peermem: boolean;
 }
 
 /** Generic STREAM figure for a size AzNHC has none for (an Ethernet VM: tens of GB/s). */
@@ -38,10 +41,11 @@ export function nodeHardware(vmSize: string, fault: NodeFault | undefined): Node
     rateGbps: rate,
     ibWriteGbps: down ? 0 : Math.round(rate * 0.975 * 100) / 100,
     streamMBps: fault?.streamMBps ?? (th?.streamMBps ? Math.round(th.streamMBps * 1.05) : GENERIC_STREAM_MBPS),
+    peermem: th?.gdr === true && !fault?.gdrMissing,
   };
 }
 
 /** One line of the hardware map the emulated tools read ($AZ_BATCH_EMULATOR_HARDWARE): tab-separated. */
 export function hardwareLine(ip: string, hw: NodeHardware): string {
-  return [ip, hw.ports.join(',') || '-', hw.state, hw.physical, hw.rateGbps, hw.ibWriteGbps, hw.streamMBps].join('\t');
+  return [ip, hw.ports.join(',') || '-', hw.state, hw.physical, hw.rateGbps, hw.ibWriteGbps, hw.streamMBps, hw.peermem ? 1 : 0].join('\t');
 }

@@ -34,7 +34,7 @@ export const PingPongSchema = z
   .meta({ description: 'MPI ping-pong between neighbouring nodes (a ring: each node is measured with two partners, so a slow node is told from a slow partner; with two nodes a slow pair replaces both).' });
 
 /** The node health checks there are (docs/pipeline.md "Node health checks"); a deployment picks with PREFLIGHT_HEALTH_CHECKS. */
-export const HEALTH_CHECKS = ['cpu', 'memory', 'ib', 'ibbw', 'stream', 'gpu', 'linkflap', 'site'] as const;
+export const HEALTH_CHECKS = ['cpu', 'memory', 'ib', 'ibbw', 'stream', 'gpu', 'gdr', 'linkflap', 'site'] as const;
 export type HealthCheck = (typeof HEALTH_CHECKS)[number];
 
 /** The node health checks a job may leave out (the deployment's PREFLIGHT_HEALTH_CHECKS says which run at all). */
@@ -47,7 +47,7 @@ export const HealthSchema = z
     skip: z.array(z.enum(SKIPPABLE_HEALTH_CHECKS, { error: `must be one of ${SKIPPABLE_HEALTH_CHECKS.join(', ')}` })).max(SKIPPABLE_HEALTH_CHECKS.length).default([])
       .meta({ description: 'Health checks to leave out for this job (measured nowhere, judged never).' }),
   })
-  .meta({ description: 'Per-VM-size node health checks as Azure HPC runs them (AzNHC): CPU count, memory, InfiniBand port state and rate, ib_write_bw loopback, STREAM, GPU count, link flaps.' });
+  .meta({ description: 'Per-VM-size node health checks as Azure HPC runs them (AzNHC): CPU count, memory, InfiniBand port state and rate, ib_write_bw loopback, STREAM, GPU count, GPUDirect RDMA (the peer-memory module), link flaps in the last 24 h.' });
 
 export const SITE_CHECK_LIMITS = { maxScriptChars: 4000, maxImageChars: 500 } as const;
 
