@@ -4,8 +4,9 @@
  * the user types into the page. The page is built by web/build.ts into a string module compiled with the app,
  * so it ships inside the deployed package (dist/) and is never read from disk.
  */
-import { app, type HttpRequest, type HttpResponseInit } from '@azure/functions';
+import { type HttpRequest, type HttpResponseInit } from '@azure/functions';
 import { dashboardCsp, dashboardEtag, dashboardHtml } from '../web/generated/dashboardPage';
+import { registerRoute } from './lib/route';
 
 export function dashboard(request: HttpRequest): HttpResponseInit {
   const headers: Record<string, string> = {
@@ -21,4 +22,4 @@ export function dashboard(request: HttpRequest): HttpResponseInit {
   return { status: 200, headers, body: dashboardHtml };
 }
 
-app.http('dashboard', { route: 'dashboard', methods: ['GET'], authLevel: 'anonymous', handler: dashboard });
+registerRoute('dashboard', { handler: dashboard });

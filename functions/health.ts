@@ -1,8 +1,9 @@
 /** GET /api/health: liveness of the Function App, with the app version (anonymous; no dependencies touched). */
-import { app, type HttpRequest, type HttpResponseInit } from '@azure/functions';
+import { type HttpRequest, type HttpResponseInit } from '@azure/functions';
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { appVersionSetting } from '../shared/config';
+import { registerRoute } from './lib/route';
 
 /** The app's package.json version, found from here (functions/ in source, dist/functions/ when compiled). */
 function appVersion(): string {
@@ -24,4 +25,4 @@ export function health(_req: HttpRequest): HttpResponseInit {
   return { status: 200, jsonBody: { status: 'ok', version } };
 }
 
-app.http('health', { route: 'health', methods: ['GET'], authLevel: 'anonymous', handler: health });
+registerRoute('health', { handler: health });

@@ -8,7 +8,7 @@
  * pipeline recorded in the job result (`source: "recorded"`), and so does the stderr of a node whose subtask failed
  * (the pipeline keeps its tail: docs/troubleshooting.md).
  */
-import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import { type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 import { BatchError, getTask, listSubtasks, readNodeFile, readTaskFile, type BatchContext, type FileContent } from '../shared/batch';
 import { batchContextFor, jobStore } from '../shared/services';
 import { MPI_TASK_ID } from '../shared/planning/jobPlan';
@@ -17,6 +17,7 @@ import { isTerminal } from '../shared/state';
 import { invalidRequest, problem, unavailable } from './lib/http';
 import { authorize, visibleJob } from './lib/auth';
 import { badJobId } from './lib/jobId';
+import { registerRoute } from './lib/route';
 
 const MAX_BYTES = 1024 * 1024;
 
@@ -145,4 +146,4 @@ export async function jobLogsHttp(request: HttpRequest, context: InvocationConte
   }
 }
 
-app.http('jobLogs', { route: 'jobs/{id}/logs', methods: ['GET'], authLevel: 'anonymous', handler: jobLogsHttp });
+registerRoute('jobLogs', { handler: jobLogsHttp });

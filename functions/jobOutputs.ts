@@ -9,7 +9,7 @@
  * data-area rule: the prefix must lie in the job owner's area or a shared area the caller may read (403
  * DataAreaForbidden; rows from before that rule keep their recorded prefix, shared/intake/dataAreas.ts).
  */
-import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import { type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 import { appConfig, DataAccessDenied, dataAccount, jobStore } from '../shared/services';
 import { listOutputs } from '../shared/storage/outputs';
 import { readOnlyBlobUrl, withoutQuery } from '../shared/storage/sas';
@@ -19,6 +19,7 @@ import { dataCallerOf } from '../shared/auth';
 import { DATA_AREA_FORBIDDEN, outputsReadRefusal } from '../shared/intake/dataAreas';
 import { authorize, visibleJob } from './lib/auth';
 import { badJobId } from './lib/jobId';
+import { registerRoute } from './lib/route';
 
 export async function jobOutputsHttp(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   const auth = await authorize(request, 'job:read');
@@ -72,4 +73,4 @@ export async function jobOutputsHttp(request: HttpRequest, context: InvocationCo
   }
 }
 
-app.http('jobOutputs', { route: 'jobs/{id}/outputs', methods: ['GET'], authLevel: 'anonymous', handler: jobOutputsHttp });
+registerRoute('jobOutputs', { handler: jobOutputsHttp });

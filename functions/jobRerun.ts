@@ -4,7 +4,7 @@
  * Adapter only: authorize, find the job the caller may see, call shared/intake/rerun.ts, shape the answer like a
  * submission (202 new, 200 repeat) with `rerunOf` on the new job.
  */
-import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import { type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 import * as df from 'durable-functions';
 import { rerunJob } from '../shared/intake/rerun';
 import { DATA_AREA_FORBIDDEN } from '../shared/intake/dataAreas';
@@ -17,6 +17,7 @@ import { forbiddenRequest, invalidRequest, problem, unavailable } from './lib/ht
 import { authorize, visibleJob } from './lib/auth';
 import { callerSubmission } from './lib/submission';
 import { badJobId } from './lib/jobId';
+import { registerRoute } from './lib/route';
 
 const durableClient = df.input.durableClient();
 
@@ -69,4 +70,4 @@ export async function rerunJobHttp(request: HttpRequest, context: InvocationCont
   }
 }
 
-app.http('rerunJob', { route: 'jobs/{id}/rerun', methods: ['POST'], authLevel: 'anonymous', extraInputs: [durableClient], handler: rerunJobHttp });
+registerRoute('rerunJob', { extraInputs: [durableClient], handler: rerunJobHttp });

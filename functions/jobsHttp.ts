@@ -8,7 +8,7 @@
  *   DELETE /api/jobs/{id}   cancel (cleanup still runs)                              Jobs.Submit, own job; admins any
  */
 import { DATA_AREA_FORBIDDEN } from '../shared/intake/dataAreas';
-import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import { type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 import * as df from 'durable-functions';
 import { submitJob } from '../shared/intake/submit';
 import { dryRunSubmission } from '../shared/intake/dryRun';
@@ -30,6 +30,7 @@ import { authorize, visibleJob } from './lib/auth';
 import { callerSubmission } from './lib/submission';
 import { badJobId } from './lib/jobId';
 import { dataCallerOf, listOwnerFilter, seesAllJobs, type Principal } from '../shared/auth';
+import { registerRoute } from './lib/route';
 
 const durableClient = df.input.durableClient();
 
@@ -203,7 +204,7 @@ export function finishingAnswer(job: ReturnType<typeof toJobView>, endsAs: strin
   };
 }
 
-app.http('submitJob', { route: 'jobs', methods: ['POST'], authLevel: 'anonymous', extraInputs: [durableClient], handler: submitJobHttp });
-app.http('listJobs', { route: 'jobs', methods: ['GET'], authLevel: 'anonymous', extraInputs: [durableClient], handler: listJobsHttp });
-app.http('getJob', { route: 'jobs/{id}', methods: ['GET'], authLevel: 'anonymous', extraInputs: [durableClient], handler: getJobHttp });
-app.http('cancelJob', { route: 'jobs/{id}', methods: ['DELETE'], authLevel: 'anonymous', extraInputs: [durableClient], handler: cancelJobHttp });
+registerRoute('submitJob', { extraInputs: [durableClient], handler: submitJobHttp });
+registerRoute('listJobs', { extraInputs: [durableClient], handler: listJobsHttp });
+registerRoute('getJob', { extraInputs: [durableClient], handler: getJobHttp });
+registerRoute('cancelJob', { extraInputs: [durableClient], handler: cancelJobHttp });

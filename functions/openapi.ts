@@ -1,6 +1,7 @@
 /** GET /api/openapi.json: the API description, generated from the same zod schemas that validate requests. */
-import { app, type HttpRequest, type HttpResponseInit } from '@azure/functions';
+import { type HttpRequest, type HttpResponseInit } from '@azure/functions';
 import { buildOpenApiDocument } from '../shared/openapi';
+import { registerRoute } from './lib/route';
 
 let cached: { baseUrl: string; body: unknown } | undefined;
 
@@ -10,4 +11,4 @@ export function openApi(request: HttpRequest): HttpResponseInit {
   return { status: 200, jsonBody: cached.body };
 }
 
-app.http('openApi', { route: 'openapi.json', methods: ['GET'], authLevel: 'anonymous', handler: openApi });
+registerRoute('openApi', { handler: openApi });

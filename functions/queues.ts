@@ -2,11 +2,12 @@
  * GET /api/queues: the admission queues (depth, running jobs, reserved nodes and cores per VM family, per queue and in
  * total) and the limits admission keeps. Adapter only: reads shared/scheduling. See docs/scheduling.md.
  */
-import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import { type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 import { readQueues } from '../shared/scheduling/admissionService';
 import { admissionDeps } from '../shared/services';
 import { unavailable } from './lib/http';
 import { authorize } from './lib/auth';
+import { registerRoute } from './lib/route';
 
 export async function getQueuesHttp(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   // Any role may read the queues (README's API table), but a caller must have one: the depths and reservations say
@@ -20,4 +21,4 @@ export async function getQueuesHttp(request: HttpRequest, context: InvocationCon
   }
 }
 
-app.http('getQueues', { route: 'queues', methods: ['GET'], authLevel: 'anonymous', handler: getQueuesHttp });
+registerRoute('getQueues', { handler: getQueuesHttp });

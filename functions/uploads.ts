@@ -9,7 +9,7 @@
  * The prefix must lie in the caller's area or a shared area its roles open for writing (403 DataAreaForbidden); a
  * malformed body, an unknown account or a container the deployment refuses is 400 with the field path.
  */
-import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import { type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 import { appConfig, dataAccount } from '../shared/services';
 import { dataCallerOf } from '../shared/auth';
 import { dataAccessPolicy, dataAccessRefusal } from '../shared/intake/dataAccess';
@@ -18,6 +18,7 @@ import { UPLOAD_SAS_MINUTES, UPLOAD_SAS_PERMISSIONS, type UploadResponse } from 
 import { blobSasUrls, directorySasUrl } from '../shared/storage/sas';
 import { forbiddenRequest, invalidRequest, problem, unavailable } from './lib/http';
 import { authorize } from './lib/auth';
+import { registerRoute } from './lib/route';
 
 export async function uploadsHttp(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   const auth = await authorize(request, 'job:submit');
@@ -63,4 +64,4 @@ export async function uploadsHttp(request: HttpRequest, context: InvocationConte
   }
 }
 
-app.http('uploads', { route: 'uploads', methods: ['POST'], authLevel: 'anonymous', handler: uploadsHttp });
+registerRoute('uploads', { handler: uploadsHttp });

@@ -3,13 +3,14 @@
  * per day (of pool release) and per tag. Reads the cost each job recorded in its result (shared/ops/cost.ts).
  * Callers see their own jobs' usage; admins everyone's.
  */
-import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import { type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 import { TERMINAL_STATES } from '../shared/state';
 import { usageReport, type UsageInput } from '../shared/ops/usage';
 import { jobStore } from '../shared/services';
 import { invalidRequest, unavailable } from './lib/http';
 import { authorize } from './lib/auth';
 import { listOwnerFilter } from '../shared/auth';
+import { registerRoute } from './lib/route';
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
 const MAX_ROWS = 20_000;
@@ -45,4 +46,4 @@ export async function usageHttp(request: HttpRequest, context: InvocationContext
   }
 }
 
-app.http('usage', { route: 'usage', methods: ['GET'], authLevel: 'anonymous', handler: usageHttp });
+registerRoute('usage', { handler: usageHttp });

@@ -4,11 +4,12 @@
  * `dataArea` is the caller's own blob prefix in the data accounts (`users/<ownerKey>/`, in any container jobs may
  * use) and `sharedAreas` the shared areas its roles open (docs/security.md, "Data areas").
  */
-import { app, type HttpRequest, type HttpResponseInit } from '@azure/functions';
+import { type HttpRequest, type HttpResponseInit } from '@azure/functions';
 import { ACTIONS, can, ownerDataArea, seesAllJobs, type Principal } from '../shared/auth';
 import { appConfig } from '../shared/services';
 import { opensSharedArea } from '../shared/intake/dataAreas';
 import { authorize } from './lib/auth';
+import { registerRoute } from './lib/route';
 
 export async function whoAmI(request: HttpRequest): Promise<HttpResponseInit> {
   // job:read is the least any role grants; a caller with no role at all is told so by the 403.
@@ -28,7 +29,7 @@ export async function whoAmI(request: HttpRequest): Promise<HttpResponseInit> {
   };
 }
 
-app.http('whoAmI', { route: 'me', methods: ['GET'], authLevel: 'anonymous', handler: whoAmI });
+registerRoute('whoAmI', { handler: whoAmI });
 
 /** The caller's own data area and the shared areas it may use; settings that cannot be read leave them out. */
 function dataAreasOf(p: Principal): { dataArea?: string; sharedAreas?: { account: string; container: string; prefix: string; access: 'read' | 'write' }[] } {
