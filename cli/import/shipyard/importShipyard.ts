@@ -16,6 +16,7 @@ import { SecretIndex, findSecrets, redactSource, type SecretFinding } from './se
 import { decodeShipyardYaml, type ShipyardFileRole, type ShipyardSource, type SourceProblem } from './source';
 import { isObj } from './context';
 import { imageFlags } from './imageFlags';
+import { wireScratch } from './scratchWiring';
 
 export interface ShipyardFileInput {
   /** How the user named the file (shown in the report and the spec headers). */
@@ -98,6 +99,7 @@ export function importShipyard(input: ShipyardInput): ImportResult {
   const config = mapConfig(ctx, drafts);
   const pool = mapPool(ctx, drafts);
   mapJobsFile(ctx, plans, jobsWithoutSpecs, pool, config);
+  for (const d of drafts) d.header.push(...wireScratch(d).map((c) => `CHANGED: ${c}`));
   mapRegistries(ctx, drafts, config);
   reportUnusedVolumes(ctx, config);
   mapCredentials(ctx);

@@ -684,11 +684,9 @@ function sharedVolumes(ctx: MappingContext, v: unknown, path: string, plans: Tas
  */
 function autoScratch(ctx: MappingContext, v: unknown, path: string, drafts: SpecDraft[]): void {
   if (v === false || v === null) return ctx.mapped(role, path, undefined, 'no scratch', drafts);
-  drafts.forEach((d) => {
-    setIn(d.spec, ['scratch'], {});
-    d.header.push('TODO: the shared scratch is at $MPIJOB_SCRATCH, not $AZ_BATCH_TASK_DIR/auto_scratch: point the commands and setup scripts there');
-  });
-  const note = 'a shared scratch at $MPIJOB_SCRATCH on every node: an NFS export of the master\'s local disk instead of BeeOND striped over every node (fine for decomposed cases and setup files, slower for heavy parallel I/O); scripts that use $AZ_BATCH_TASK_DIR/auto_scratch must use $MPIJOB_SCRATCH';
+  // The commands are pointed at it after every task field is mapped (scratchWiring.ts, called by importShipyard).
+  drafts.forEach((d) => setIn(d.spec, ['scratch'], {}));
+  const note = 'a shared scratch at $MPIJOB_SCRATCH on every node: an NFS export of the master\'s local disk instead of BeeOND striped over every node (fine for decomposed cases and setup files, slower for heavy parallel I/O); the commands use $MPIJOB_SCRATCH, and $AZ_BATCH_TASK_DIR/auto_scratch is a link to it on the master for setup scripts that use Shipyard\'s path';
   if (!isObj(v)) return ctx.approximated(role, path, 'scratch', note, drafts);
   ctx.approximated(role, path, 'scratch', note, drafts);
   ctx.visit(role, path, v, {
