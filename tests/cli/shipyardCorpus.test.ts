@@ -401,6 +401,8 @@ const WHY: [RegExp, string][] = [
   [/^container gpus$/, 'Shipyard\'s GPU size table predates the A100 sizes that replace the retired NC sizes: on these nodes it would not have given the container the GPUs'],
   [/^container bind \$AZ_BATCH_TASK_DIR\/auto_scratch$/, 'the shared scratch is at $MPIJOB_SCRATCH (under the node root, which the container binds); Shipyard bound its BeeOND mount at $AZ_BATCH_TASK_DIR/auto_scratch (the spec\'s header says to change the paths)'],
   [/^container bind .*\/azblob$/, 'the recipe\'s shared blob volume is reported unsupported until the job spec has mounts: the bind is missing (the spec\'s header says so)'],
+  [/^flag --output-filename$/, 'the imported spec keeps every rank\'s full output (its default outputs, cli/import/shipyard/defaultOutputs.ts): Open MPI writes one file per rank as well as forwarding it; Shipyard kept only the task\'s stdout on the node'],
+  [/^pre-execution$/, 'Shipyard\'s scratch was at $AZ_BATCH_TASK_DIR/auto_scratch; ours is at $MPIJOB_SCRATCH, and the pre-execution command first links the old path to it so the recipe\'s setup script (cd $AZ_BATCH_TASK_DIR/auto_scratch) lands in the scratch (cli/import/shipyard/scratchWiring.ts)'],
   [/^container rm$/, 'Shipyard ran this container with --rm; ours is removed by the job release task'],
   [/^container (detached|network)$/, 'a single-node task: ours runs in the job\'s long-running container (detached, host network) through docker exec; Shipyard ran docker run in the foreground'],
 ];
@@ -427,12 +429,14 @@ const MANPATH = d('env MANPATH', '/usr/share/man:/usr/local/man', undefined);
 const FALLBACK = d('env I_MPI_FALLBACK', '0', undefined);
 const SIF = (uri: string) => d('singularity image', uri, '$AZ_BATCH_NODE_SHARED_DIR/mpijob/sif/shipyard-cmp/0.sif');
 const AUTO_SCRATCH = (job: string) => d('container bind $AZ_BATCH_TASK_DIR/auto_scratch', `$AZ_BATCH_NODE_ROOT_DIR/mounts/auto_scratch/${job}:$AZ_BATCH_TASK_DIR/auto_scratch`, undefined);
+const RANK_LOGS = d('flag --output-filename', undefined, '.mpijob-ranks');
+const SCRATCH_LINK = d('pre-execution', 'source set_up_sample.sh', 'if [ -n "${MPIJOB_SCRATCH:-}" ]; then ln -sfn "$MPIJOB_SCRATCH" "$AZ_BATCH_TASK_DIR/auto_scratch"; fi; source set_up_sample.sh');
 const sorted = (list: Difference[]) => [...list].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
 
 const DEVIATIONS: Record<string, Difference[]> = {
   // Intel MPI (2019+ preset) on HB120rs_v3, the H16r successor: SR-IOV now, where Shipyard chose shm:ofi + mlx too.
   'CNTK-CPU-Infiniband-IntelMPI': sorted([...dockerBase('cntkjob-alfpark-cntk-2.1-cpu-1bitsgd-py36-intelmpi-refdata', '256m'), DAT_CONF, FALLBACK, MANPATH, PKEY_INTEL, SSH_PORT_HYDRA]),
-  'CNTK-CPU-OpenMPI (multinode)': sorted([...dockerBase('cntkjob-alfpark-cntk-2.1-cpu-py35-refdata'), SSH_PORT]),
+  'CNTK-CPU-OpenMPI (multinode)': sorted([...dockerBase('cntkjob-alfpark-cntk-2.1-cpu-py35-refdata'), SSH_PORT, RANK_LOGS]),
   'CNTK-CPU-OpenMPI (singlenode)': sorted(singleNode('task', undefined)),
   // ND96asr_v4 (the NC24r successor): Shipyard's tables know it as neither RDMA nor GPU, so it ran TCP without GPUs.
   'CNTK-GPU-Infiniband-IntelMPI': sorted([
@@ -459,18 +463,18 @@ const DEVIATIONS: Record<string, Difference[]> = {
   'NAMD-Infiniband-IntelMPI': sorted([...dockerBase('namdjob-alfpark-namd-2.11-icc-mkl-intelmpi', '256m'), DAT_CONF, FALLBACK, MANPATH, PKEY_INTEL, SSH_PORT_HYDRA]),
   'NAMD-TCP': sorted(dockerBase('namdjob-alfpark-namd-2.11-tcp')),
   'OSUMicroBenchmarks-Infiniband-MVAPICH': sorted([d('env MV2_IBA_HCA', undefined, 'mlx5_0'), SIF('library://alfpark/mvapich/mvapich:2.3.2')]),
-  'OpenFOAM-Infiniband-IntelMPI': sorted([...dockerBase('openfoamjob-alfpark-openfoam-4.0-icc-intelmpi', '256m'), AUTO_SCRATCH('openfoamjob'), DAT_CONF, FALLBACK, MANPATH, PKEY_INTEL, SSH_PORT_HYDRA]),
-  'OpenFOAM-Infiniband-OpenMPI': sorted([...dockerBase('docker-openfoam-openmpi-ib-job-vincentlabo-openfoam-openmpi-ib'), AUTO_SCRATCH('docker-openfoam-openmpi-ib-job'), DAT_CONF, d('env UCX_TLS', undefined, 'rc,sm,self')]),
-  'OpenFOAM-TCP-OpenMPI': sorted([...dockerBase('openfoamjob-alfpark-openfoam-4.0-gcc-openmpi'), AUTO_SCRATCH('openfoamjob')]),
+  'OpenFOAM-Infiniband-IntelMPI': sorted([...dockerBase('openfoamjob-alfpark-openfoam-4.0-icc-intelmpi', '256m'), AUTO_SCRATCH('openfoamjob'), DAT_CONF, FALLBACK, SCRATCH_LINK, MANPATH, PKEY_INTEL, SSH_PORT_HYDRA]),
+  'OpenFOAM-Infiniband-OpenMPI': sorted([...dockerBase('docker-openfoam-openmpi-ib-job-vincentlabo-openfoam-openmpi-ib'), AUTO_SCRATCH('docker-openfoam-openmpi-ib-job'), DAT_CONF, SCRATCH_LINK, d('env UCX_TLS', undefined, 'rc,sm,self')]),
+  'OpenFOAM-TCP-OpenMPI': sorted([...dockerBase('openfoamjob-alfpark-openfoam-4.0-gcc-openmpi'), AUTO_SCRATCH('openfoamjob'), SCRATCH_LINK]),
   'mpiBench-Infiniband-MPICH': sorted([...dockerBase('mpibench-mpich-ib-vincentlabo-mpibench-mpich-ib', '256m'), DAT_CONF, d('env UCX_NET_DEVICES', undefined, 'mlx5_0:1'), d('env UCX_TLS', undefined, 'rc,sm,self')]),
-  'mpiBench-Infiniband-OpenMPI': sorted([...dockerBase('mpibench-openmpi-ib-vincentlabo-mpibench-openmpi-ib'), DAT_CONF, SSH_PORT, d('env UCX_TLS', undefined, 'rc,sm,self')]),
+  'mpiBench-Infiniband-OpenMPI': sorted([...dockerBase('mpibench-openmpi-ib-vincentlabo-mpibench-openmpi-ib'), DAT_CONF, SSH_PORT, RANK_LOGS, d('env UCX_TLS', undefined, 'rc,sm,self')]),
   // Native pools: Batch ran the container (only the options from the Shipyard files compare).
   'mpiBench-IntelMPI (docker)': sorted([...nativeBase('mpibench-intelmpi-vincentlabo-mpibench-intelmpi'), d('env FI_PROVIDER', undefined, 'tcp'), d('env I_MPI_FABRICS', undefined, 'shm:ofi'), SSH_PORT_HYDRA]),
   'mpiBench-IntelMPI (singularity)': sorted([d('env FI_PROVIDER', undefined, 'tcp'), d('env I_MPI_FABRICS', undefined, 'shm:ofi'), SIF('library://vincent.labonte/mpi/mpibench:intelmpi')]),
   'mpiBench-MPICH (docker)': sorted([...nativeBase('mpibench-mpich-vincentlabo-mpibench-mpich'), d('flag -iface', undefined, 'eth0')]),
   'mpiBench-MPICH (singularity)': sorted([d('flag -iface', undefined, 'eth0'), SIF('library://vincent.labonte/mpi/mpibench:mpich')]),
-  'mpiBench-OpenMPI (docker)': sorted([...nativeBase('mpibench-openmpi-vincentlabo-mpibench-openmpi'), SSH_PORT]),
-  'mpiBench-OpenMPI (singularity)': sorted([SIF('library://vincent.labonte/mpi/mpibench:openmpi')]),
+  'mpiBench-OpenMPI (docker)': sorted([...nativeBase('mpibench-openmpi-vincentlabo-mpibench-openmpi'), SSH_PORT, RANK_LOGS]),
+  'mpiBench-OpenMPI (singularity)': sorted([RANK_LOGS, SIF('library://vincent.labonte/mpi/mpibench:openmpi')]),
 };
 
 function nativeBase(name: string): Difference[] {

@@ -17,6 +17,8 @@ import { decodeShipyardYaml, type ShipyardFileRole, type ShipyardSource, type So
 import { isObj } from './context';
 import { imageFlags } from './imageFlags';
 import { wireScratch } from './scratchWiring';
+import { DEFAULT_OUTPUTS_CONTAINER, applyDefaultOutputs, type OutputsDestination } from './defaultOutputs';
+import { resolveStorageAlias } from './storage';
 
 export interface ShipyardFileInput {
   /** How the user named the file (shown in the report and the spec headers). */
@@ -61,7 +63,12 @@ export interface ImportResult {
   outcome: 'exact' | 'partial' | 'error';
 }
 
-export function importShipyard(input: ShipyardInput): ImportResult {
+export interface ImportOptions {
+  /** Where the specs' default outputs go (`--outputs account/container`); else Shipyard's storage account alias. */
+  outputs?: { account: string; container: string };
+}
+
+export function importShipyard(input: ShipyardInput, options: ImportOptions = {}): ImportResult {
   const problems: FileProblem[] = [];
   const sources: Partial<Record<ShipyardFileRole, ShipyardSource>> = {};
   for (const role of ['config', 'pool', 'jobs', 'credentials'] as const) {
@@ -100,6 +107,7 @@ export function importShipyard(input: ShipyardInput): ImportResult {
   const pool = mapPool(ctx, drafts);
   mapJobsFile(ctx, plans, jobsWithoutSpecs, pool, config);
   for (const d of drafts) d.header.push(...wireScratch(d).map((c) => `CHANGED: ${c}`));
+  const outputsTo = options.outputs ? { ...options.outputs, given: true } : shipyardAccount(ctx);
   mapRegistries(ctx, drafts, config);
   reportUnusedVolumes(ctx, config);
   mapCredentials(ctx);
@@ -116,6 +124,8 @@ export function importShipyard(input: ShipyardInput): ImportResult {
     } else ctx.secret(f.role, f.path, 'unsupported', `a ${f.kind}: not carried (never written anywhere)`);
   }
   ctx.report.coverRest();
+  // After output_data is mapped: only a job without one gets the default.
+  for (const d of drafts) d.header.push(...applyDefaultOutputs(d, outputsTo));
 
   const specs = drafts.map((d) => finish(d, ctx));
   const entries = ctx.report.list();
@@ -124,6 +134,14 @@ export function importShipyard(input: ShipyardInput): ImportResult {
   const invalid = specs.length === 0 || specs.some((s) => s.errors.length > 0);
   const outcome = invalid ? 'error' : summary.approximated + summary.unsupported > 0 ? 'partial' : 'exact';
   return { problems, specs, entries, secrets, summary, outcome };
+}
+
+/** Shipyard's own storage account (config.yaml batch_shipyard.storage_account_settings), as a default outputs place. */
+function shipyardAccount(ctx: MappingContext): OutputsDestination | undefined {
+  const config = ctx.sources.config?.value;
+  const alias = isObj(config) && isObj(config.batch_shipyard) ? config.batch_shipyard.storage_account_settings : undefined;
+  const account = resolveStorageAlias(alias, ctx.sources.credentials?.value).account;
+  return account ? { account, container: DEFAULT_OUTPUTS_CONTAINER, given: false } : undefined;
 }
 
 function finish(d: SpecDraft, ctx: MappingContext): ImportedSpec {
