@@ -27,6 +27,8 @@ import * as path from 'node:path';
 import YAML from 'yaml';
 import { importCorpus, renderMigrationDoc, renderRecipeTable, defaultRecipesDir, readRecipe, type RecipeConfig } from '../../cli/import/shipyard/recipeTable';
 import type { ImportResult } from '../../cli/import/shipyard/importShipyard';
+import { formatReport } from '../../cli/import/shipyard/reportTable';
+import { verdictLine } from '../../cli/import/shipyard/verdict';
 import { leafPaths } from '../../cli/import/shipyard/report';
 import { bashCommandLine } from '../../shared/mpi/shellQuote';
 import { splitShellWords } from '../../shared/mpi/shellWords';
@@ -83,12 +85,16 @@ const NO_MPI_BLOCK = 'jobs.yaml job_specifications[0].tasks[0].multi_instance ap
 const NO_SINGULARITY = 'jobs.yaml job_specifications[0].tasks[0].container_runtime unsupported';
 const LIBRARY = 'jobs.yaml job_specifications[0].tasks[0].singularity_image unsupported';
 const HOST_NAMES = 'jobs.yaml job_specifications[0].tasks[0].multi_instance.mpi.options.pre_execution_command unsupported';
+// Intel MPI by generation and size as Shipyard ran it (cli/import/shipyard/intelMpiMapping.ts): DAPL over the retired
+// NetworkDirect sizes has no successor (the images ran the host's Intel MPI); without RDMA Shipyard set no fabric.
+const INTEL_DAPL = 'jobs.yaml job_specifications[0].tasks[0].multi_instance.mpi.runtime unsupported';
+const INTEL_TCP = 'jobs.yaml job_specifications[0].tasks[0].multi_instance.mpi.runtime approximated';
 
 const NOT_EXACT: Record<string, string[]> = {
-  'CNTK-CPU-Infiniband-IntelMPI': [IMAGE, RETIRED_SIZE, ND_BINDS, SSH],
+  'CNTK-CPU-Infiniband-IntelMPI': [IMAGE, RETIRED_SIZE, ND_BINDS, SSH, INTEL_DAPL],
   'CNTK-CPU-OpenMPI (multinode)': [IMAGE, SSH],
   'CNTK-CPU-OpenMPI (singlenode)': [IMAGE, SSH, SINGLE_NODE],
-  'CNTK-GPU-Infiniband-IntelMPI': [IMAGE, RETIRED_SIZE, ND_BINDS, SSH],
+  'CNTK-GPU-Infiniband-IntelMPI': [IMAGE, RETIRED_SIZE, ND_BINDS, SSH, INTEL_DAPL],
   'CNTK-GPU-OpenMPI (multinode-multigpu)': [IMAGE, RETIRED_SIZE, SSH, NO_MPI_BLOCK],
   'CNTK-GPU-OpenMPI (singlenode-multigpu)': [IMAGE, RETIRED_SIZE, SSH, SINGLE_NODE],
   'CNTK-GPU-OpenMPI (singlenode-singlegpu)': [IMAGE, RETIRED_SIZE, SSH, SINGLE_NODE],
@@ -104,24 +110,74 @@ const NOT_EXACT: Record<string, string[]> = {
     NO_MPI_BLOCK,
   ],
   'NAMD-GPU': [IMAGE, RETIRED_SIZE, SSH, SINGLE_NODE],
-  'NAMD-Infiniband-IntelMPI': [IMAGE, RETIRED_SIZE, ND_BINDS, SSH, TASK_FILE(0)],
+  'NAMD-Infiniband-IntelMPI': [IMAGE, RETIRED_SIZE, ND_BINDS, SSH, TASK_FILE(0), INTEL_DAPL],
   'NAMD-TCP': [IMAGE, SSH, NO_MPI_BLOCK],
   'OSUMicroBenchmarks-Infiniband-MVAPICH': [SIGNED, IMAGE, SSH, SINGULARITY_INSTALL, NO_SINGULARITY, LIBRARY, HOST_NAMES],
-  'OpenFOAM-Infiniband-IntelMPI': [IMAGE, RETIRED_SIZE, ND_BINDS, SSH, SCRATCH, TASK_FILE(0)],
+  'OpenFOAM-Infiniband-IntelMPI': [IMAGE, RETIRED_SIZE, ND_BINDS, SSH, SCRATCH, TASK_FILE(0), INTEL_DAPL],
   'OpenFOAM-Infiniband-OpenMPI': [IMAGE, SSH, SCRATCH, TASK_FILE(0)],
   'OpenFOAM-TCP-OpenMPI': [IMAGE, SSH, SCRATCH, TASK_FILE(0)],
   'mpiBench-Infiniband-MPICH': [IMAGE, SSH],
   'mpiBench-Infiniband-OpenMPI': [IMAGE, SSH],
-  'mpiBench-IntelMPI (docker)': [IMAGE, NATIVE, SSH],
+  'mpiBench-IntelMPI (docker)': [IMAGE, NATIVE, SSH, INTEL_TCP],
   // Its start task installs with yum: the replacement image is Ubuntu.
-  'mpiBench-IntelMPI (singularity)': [IMAGE, SSH, 'pool.yaml pool_specification.additional_node_prep.commands.pre[0] approximated', SINGULARITY_INSTALL, NO_SINGULARITY, LIBRARY, HOST_NAMES],
+  'mpiBench-IntelMPI (singularity)': [IMAGE, SSH, 'pool.yaml pool_specification.additional_node_prep.commands.pre[0] approximated', SINGULARITY_INSTALL, NO_SINGULARITY, LIBRARY, HOST_NAMES, INTEL_TCP],
   'mpiBench-MPICH (docker)': [IMAGE, NATIVE, SSH],
   'mpiBench-MPICH (singularity)': [IMAGE, SSH, SINGULARITY_INSTALL, NO_SINGULARITY, LIBRARY],
   'mpiBench-OpenMPI (docker)': [IMAGE, NATIVE, SSH],
   'mpiBench-OpenMPI (singularity)': [IMAGE, SSH, SINGULARITY_INSTALL, NO_SINGULARITY, LIBRARY],
 };
 
+/**
+ * Per recipe configuration: does it run as its author ran it? `runs with changes` lists every change (the report's
+ * approximated/unsupported lines and the importer's CHANGED lines); `cannot run` gives the reason (matched here).
+ */
+const CANNOT_SINGULARITY = /^cannot run \(.*Singularity\/Apptainer is not installed|^cannot run \(.*not on Ubuntu-HPC 22\.04|^cannot run \(`module load mpi\//;
+const CANNOT_DAPL = /^cannot run \(Intel MPI over DAPL\/NetworkDirect has no path on Standard_(HB120rs_v3|ND96asr_v4) \(SR-IOV InfiniBand; STANDARD_(H16R|NC24R) is retired\)\)$/;
+const WITH_CHANGES = /^runs with changes \(\d+ listed\)$/;
+const VERDICT: Record<string, RegExp> = {
+  'CNTK-CPU-Infiniband-IntelMPI': CANNOT_DAPL,
+  'CNTK-CPU-OpenMPI (multinode)': WITH_CHANGES,
+  'CNTK-CPU-OpenMPI (singlenode)': WITH_CHANGES,
+  'CNTK-GPU-Infiniband-IntelMPI': CANNOT_DAPL,
+  'CNTK-GPU-OpenMPI (multinode-multigpu)': WITH_CHANGES,
+  'CNTK-GPU-OpenMPI (singlenode-multigpu)': WITH_CHANGES,
+  'CNTK-GPU-OpenMPI (singlenode-singlegpu)': WITH_CHANGES,
+  'HPCG-Infiniband-IntelMPI (docker)': WITH_CHANGES,
+  'HPCG-Infiniband-IntelMPI (singularity)': CANNOT_SINGULARITY,
+  'HPLinpack-Infiniband-IntelMPI (docker)': WITH_CHANGES,
+  'HPLinpack-Infiniband-IntelMPI (singularity)': CANNOT_SINGULARITY,
+  'HPMLA-CPU-OpenMPI': WITH_CHANGES,
+  'NAMD-GPU': WITH_CHANGES,
+  'NAMD-Infiniband-IntelMPI': CANNOT_DAPL,
+  'NAMD-TCP': WITH_CHANGES,
+  'OSUMicroBenchmarks-Infiniband-MVAPICH': CANNOT_SINGULARITY,
+  'OpenFOAM-Infiniband-IntelMPI': CANNOT_DAPL,
+  'OpenFOAM-Infiniband-OpenMPI': WITH_CHANGES,
+  'OpenFOAM-TCP-OpenMPI': WITH_CHANGES,
+  'mpiBench-Infiniband-MPICH': WITH_CHANGES,
+  'mpiBench-Infiniband-OpenMPI': WITH_CHANGES,
+  'mpiBench-IntelMPI (docker)': WITH_CHANGES,
+  'mpiBench-IntelMPI (singularity)': CANNOT_SINGULARITY,
+  'mpiBench-MPICH (docker)': WITH_CHANGES,
+  'mpiBench-MPICH (singularity)': CANNOT_SINGULARITY,
+  'mpiBench-OpenMPI (docker)': WITH_CHANGES,
+  'mpiBench-OpenMPI (singularity)': CANNOT_SINGULARITY,
+};
+
 describe.each(Object.keys(NOT_EXACT))('%s', (name) => {
+  test('its verdict is the top line of its spec and report', () => {
+    const spec = byName(name).result.specs[0];
+    const line = verdictLine(spec.verdict);
+    expect(line).toMatch(VERDICT[name]);
+    expect(spec.yaml.split('\n')[0]).toBe(`# VERDICT: ${line}`);
+    expect(formatReport(byName(name).result).split('\n')[0]).toBe(`VERDICT ${spec.file}: ${line}`);
+    // A change listed is one of the report's lines or a CHANGED header line; no OpenFOAM recipe keeps a scratch TODO.
+    if (spec.verdict.kind === 'runs with changes') expect(spec.verdict.items.length).toBeGreaterThanOrEqual(NOT_EXACT[name].length);
+    expect(spec.yaml).not.toMatch(/TODO: the shared scratch/);
+    // Outputs by default: the working directory's files and the full logs survive the pool.
+    expect(spec.spec.outputs).toMatchObject({ files: [{ pattern: '**/*', from: 'workdir' }], logs: true });
+  });
+
   test('imports into a valid spec, every setting reported', () => {
     const { recipe, result } = byName(name);
     expect(result.problems).toEqual([]);

@@ -17,6 +17,7 @@ import { decodeShipyardYaml, type ShipyardFileRole, type ShipyardSource, type So
 import { isObj } from './context';
 import { imageFlags } from './imageFlags';
 import { wireScratch } from './scratchWiring';
+import { specVerdict, verdictLine, type SpecVerdict } from './verdict';
 import { DEFAULT_OUTPUTS_CONTAINER, applyDefaultOutputs, type OutputsDestination } from './defaultOutputs';
 import { resolveStorageAlias } from './storage';
 
@@ -43,6 +44,8 @@ export interface ImportedSpec {
   yaml: string;
   /** parseJobSpec's verdict on the YAML text: empty when it is a valid spec. */
   errors: SpecError[];
+  /** Whether it runs as its author ran it (the top line of its header and report). */
+  verdict: SpecVerdict;
 }
 
 export interface FileProblem extends SourceProblem {
@@ -129,6 +132,8 @@ export function importShipyard(input: ShipyardInput, options: ImportOptions = {}
 
   const specs = drafts.map((d) => finish(d, ctx));
   const entries = ctx.report.list();
+  for (const s of specs) s.verdict = specVerdict(s.file, drafts.find((d) => d.file === s.file)?.header ?? [], entries);
+  for (const s of specs) s.yaml = s.yaml.replace(/^/, `# VERDICT: ${verdictLine(s.verdict)}\n`);
   const summary = summarize(entries);
   // Nothing to write, or a spec the API would refuse: the import did not produce something usable.
   const invalid = specs.length === 0 || specs.some((s) => s.errors.length > 0);
@@ -163,7 +168,7 @@ function finish(d: SpecDraft, ctx: MappingContext): ImportedSpec {
       parsed = parseJobSpec(yaml, 'application/yaml');
     }
   }
-  return { file: d.file, origin, spec: d.spec, yaml, errors: parsed.ok ? [] : parsed.errors };
+  return { file: d.file, origin, spec: d.spec, yaml, errors: parsed.ok ? [] : parsed.errors, verdict: { kind: 'runs as written', items: [] } };
 }
 
 /** Every string value in a spec with its path (for placeholder checks). */

@@ -17,6 +17,7 @@ import type { ConfigFacts } from './globalResources';
 import { mapLaunch } from './launch';
 import { NOT_NEEDED } from './notes';
 import { SCHEDULING_LIMITS } from '../../../shared/spec/sections/scheduling';
+import { intelMpiMapping } from './intelMpiMapping';
 import { inputData, outputData, resourceFile, sharedVolumeMount } from './data';
 import { startCommandLine, type PoolFacts } from './pool';
 import { joinIndex, joinKey, type MappingStatus } from './report';
@@ -455,6 +456,15 @@ function mapLaunchSettings(ctx: MappingContext, plan: TaskPlan, pool: PoolFacts,
   if (mi.mpi !== undefined && !mpi) ctx.unsupported(role, joinKey(miPath, 'mpi'), 'must be a mapping { runtime, options, processes_per_node, executable_path }', drafts);
   const mpiPath = joinKey(miPath, 'mpi');
   const seen = new Set<string>();
+  // Intel MPI: what Shipyard set on the recipe's size against what the spec sets on its own (intelMpiMapping.ts).
+  const intel = draft.runtime === 'intelmpi' && pool.vmSize
+    ? intelMpiMapping({ ofa: /ofa$/i.test(String(mpi?.runtime)), originalSize: pool.originalVmSize ?? pool.vmSize, targetSize: pool.vmSize, ...(draft.version ? { version: draft.version } : {}) })
+    : undefined;
+  if (intel) {
+    const i = verdicts.findIndex((v) => v.path === 'runtime');
+    if (i >= 0) verdicts[i] = { ...verdicts[i], status: intel.verdict === 'reproduced' ? verdicts[i].status : intel.verdict === 'changed' ? 'approximated' : 'unsupported', note: intel.note };
+    if (intel.verdict === 'cannot') d.header.unshift(`CANNOT RUN AS IS: ${intel.note}`);
+  }
   for (const v of verdicts) {
     const option = v.path.startsWith('options[');
     const p = v.path === '' ? (mpi ? mpiPath : miPath) : option ? `${joinKey(mpiPath, 'options')}${v.path.slice('options'.length)}` : joinKey(mpiPath, v.path);
