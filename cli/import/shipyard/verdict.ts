@@ -37,6 +37,7 @@ export function verdictLine(v: SpecVerdict): string {
 }
 
 function firstSentence(text: string): string {
-  const cut = /^(.{20,240}?)(?:\. |: (?=[A-Z])|$)/.exec(text)?.[1] ?? text.slice(0, 240);
-  return cut.length < text.length && !/[.)]$/.test(cut) ? `${cut}…` : cut;
+  const m = /^(.{20,240}?)(\. |: (?=[A-Z])|$)/.exec(text);
+  if (m) return m[1];
+  return `${text.slice(0, 240)}…`;
 }
