@@ -176,6 +176,7 @@ export function buildProgram(run: (action: (ctx: CommandContext) => Promise<numb
     .option('--credentials <file>', 'Shipyard credentials.yaml (registry users and Key Vault references; secrets in it are reported, never copied)')
     .option('--out <dir>', 'where the specs are written', '.')
     .option('--force', 'overwrite spec files that exist')
+    .option('--outputs <account/container>', 'where the specs\' default outputs go (the working directory\'s files and full logs) when a job has no output_data; default: Shipyard\'s storage account, container shipyard-outputs')
     .action((opts: ImportShipyardOptions) => run((ctx) => importShipyardCommand(ctx, opts)));
 
   return program;

@@ -11,6 +11,7 @@ import { CliError, ExitCode } from '../errors';
 import { formatFieldErrors } from '../format';
 import { importShipyard, type ShipyardFileInput } from '../import/shipyard/importShipyard';
 import { formatReport } from '../import/shipyard/reportTable';
+import { parseOutputsOption } from '../import/shipyard/defaultOutputs';
 
 export interface ImportShipyardOptions {
   pool: string;
@@ -19,6 +20,8 @@ export interface ImportShipyardOptions {
   credentials?: string;
   out: string;
   force?: boolean;
+  /** "account/container" for the specs' default outputs. */
+  outputs?: string;
 }
 
 function readInput(kind: string, file: string): ShipyardFileInput {
@@ -31,12 +34,14 @@ function readInput(kind: string, file: string): ShipyardFileInput {
 }
 
 export function importShipyardCommand(ctx: CommandContext, opts: ImportShipyardOptions): number {
+  const outputs = opts.outputs === undefined ? undefined : parseOutputsOption(opts.outputs);
+  if (outputs && 'error' in outputs) throw new CliError(`--outputs ${outputs.error}`, ExitCode.Usage);
   const result = importShipyard({
     pool: readInput('pool', opts.pool),
     jobs: readInput('jobs', opts.jobs),
     ...(opts.config ? { config: readInput('config', opts.config) } : {}),
     ...(opts.credentials ? { credentials: readInput('credentials', opts.credentials) } : {}),
-  });
+  }, outputs ? { outputs: { account: outputs.account, container: outputs.container } } : {});
   const files = { pool: opts.pool, jobs: opts.jobs, ...(opts.config ? { config: opts.config } : {}), ...(opts.credentials ? { credentials: opts.credentials } : {}) };
 
   if (result.problems.length) {

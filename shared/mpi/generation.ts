@@ -31,11 +31,16 @@ export interface PresetChoice {
 }
 
 /** The preset family and fabric a job gets, with the reason in words. Throws on a version presetFamilyFor refuses. */
-export function presetChoice(runtime: MpiRuntime, version: string | undefined, fabric: Fabric, vmSize: string): PresetChoice {
-  const r = presetFamilyFor(runtime, version);
+export function presetChoice(runtime: MpiRuntime, version: string | undefined, fabric: Fabric, vmSize: string, image?: { runtime: MpiRuntime; version: string; evidence: string }): PresetChoice {
+  // A declared mpi.version wins; else the image's own evidence (shared/images/mpiEvidence.ts) of the same runtime.
+  const fromImage = version === undefined && image && image.runtime === runtime ? image : undefined;
+  const effective = version ?? fromImage?.version;
+  const r = presetFamilyFor(runtime, effective);
   if ('error' in r) throw new Error(r.error);
   const resolved = resolveFabric(fabric, vmSize);
-  const from = version === undefined ? `no mpi.version: the current generation of ${runtime}` : `mpi.version "${version}"`;
+  const from = version !== undefined ? `mpi.version "${version}"`
+    : fromImage ? `no mpi.version; the image's ${fromImage.evidence} says ${runtime} ${fromImage.version}`
+      : `no mpi.version: the current generation of ${runtime}`;
   const why = fabric === 'auto'
     ? `mpi.fabric auto: ${vmSize} ${isRdmaCapable(vmSize) ? 'has InfiniBand' : 'has no InfiniBand'}`
     : `mpi.fabric ${fabric}`;

@@ -335,7 +335,12 @@ export function evaluatePreflight(run: PreflightRun, nodes: readonly { id: strin
   }
 
   if (!anyOutput) {
-    unattributed = `the check printed nothing (task exit ${run.exitCode ?? 'unknown'}${run.failure ? `: ${run.failure}` : ''})`;
+    // What the master's stderr ended with (e.g. a pre-execution command's `cd: …: No such file or directory`) is the
+    // reason the user needs; "printed nothing" alone hides it.
+    const said = lastLine(run.stderrTail);
+    unattributed = said
+      ? `the check stopped before its first probe (task exit ${run.exitCode ?? 'unknown'}${run.failure ? `: ${run.failure}` : ''}): ${said}`
+      : `the check printed nothing (task exit ${run.exitCode ?? 'unknown'}${run.failure ? `: ${run.failure}` : ''})`;
     // Its first step is the job's pre-execution command: a job whose command needs what its coordination command
     // built (or does the job's work) fails here, and the spec can say so.
     if (th.runsPreExecution) unattributed += '; the job\'s mpi.preExecutionCommand ran first: if it does the job\'s work rather than set up its environment, set preflight.runPreExecutionCommand: false';
@@ -343,4 +348,10 @@ export function evaluatePreflight(run: PreflightRun, nodes: readonly { id: strin
   const outliers = nodes.map((n) => n.id).filter((id) => figures[id].problems.length > 0);
   for (const id of outliers) figures[id].ok = false;
   return { nodes: figures, outliers, unattributed, pingPong, pass: outliers.length === 0 && !unattributed };
+}
+
+/** The last two non-empty lines of a stderr tail (the failing command's message and the wrapper's status line), or undefined. */
+function lastLine(tail: string | undefined): string | undefined {
+  const lines = (tail ?? '').split('\n').map((l) => l.trim()).filter(Boolean).slice(-2).join(' / ');
+  return lines === '' ? undefined : lines.length > 400 ? `${lines.slice(0, 400)}…` : lines;
 }

@@ -27,6 +27,8 @@ import * as path from 'node:path';
 import YAML from 'yaml';
 import { importCorpus, renderMigrationDoc, renderRecipeTable, defaultRecipesDir, readRecipe, type RecipeConfig } from '../../cli/import/shipyard/recipeTable';
 import type { ImportResult } from '../../cli/import/shipyard/importShipyard';
+import { formatReport } from '../../cli/import/shipyard/reportTable';
+import { verdictLine } from '../../cli/import/shipyard/verdict';
 import { leafPaths } from '../../cli/import/shipyard/report';
 import { bashCommandLine } from '../../shared/mpi/shellQuote';
 import { splitShellWords } from '../../shared/mpi/shellWords';
@@ -83,12 +85,16 @@ const NO_MPI_BLOCK = 'jobs.yaml job_specifications[0].tasks[0].multi_instance ap
 const NO_SINGULARITY = 'jobs.yaml job_specifications[0].tasks[0].container_runtime unsupported';
 const LIBRARY = 'jobs.yaml job_specifications[0].tasks[0].singularity_image unsupported';
 const HOST_NAMES = 'jobs.yaml job_specifications[0].tasks[0].multi_instance.mpi.options.pre_execution_command unsupported';
+// Intel MPI by generation and size as Shipyard ran it (cli/import/shipyard/intelMpiMapping.ts): DAPL over the retired
+// NetworkDirect sizes has no successor (the images ran the host's Intel MPI); without RDMA Shipyard set no fabric.
+const INTEL_DAPL = 'jobs.yaml job_specifications[0].tasks[0].multi_instance.mpi.runtime unsupported';
+const INTEL_TCP = 'jobs.yaml job_specifications[0].tasks[0].multi_instance.mpi.runtime approximated';
 
 const NOT_EXACT: Record<string, string[]> = {
-  'CNTK-CPU-Infiniband-IntelMPI': [IMAGE, RETIRED_SIZE, ND_BINDS, SSH],
+  'CNTK-CPU-Infiniband-IntelMPI': [IMAGE, RETIRED_SIZE, ND_BINDS, SSH, INTEL_DAPL],
   'CNTK-CPU-OpenMPI (multinode)': [IMAGE, SSH],
   'CNTK-CPU-OpenMPI (singlenode)': [IMAGE, SSH, SINGLE_NODE],
-  'CNTK-GPU-Infiniband-IntelMPI': [IMAGE, RETIRED_SIZE, ND_BINDS, SSH],
+  'CNTK-GPU-Infiniband-IntelMPI': [IMAGE, RETIRED_SIZE, ND_BINDS, SSH, INTEL_DAPL],
   'CNTK-GPU-OpenMPI (multinode-multigpu)': [IMAGE, RETIRED_SIZE, SSH, NO_MPI_BLOCK],
   'CNTK-GPU-OpenMPI (singlenode-multigpu)': [IMAGE, RETIRED_SIZE, SSH, SINGLE_NODE],
   'CNTK-GPU-OpenMPI (singlenode-singlegpu)': [IMAGE, RETIRED_SIZE, SSH, SINGLE_NODE],
@@ -104,24 +110,74 @@ const NOT_EXACT: Record<string, string[]> = {
     NO_MPI_BLOCK,
   ],
   'NAMD-GPU': [IMAGE, RETIRED_SIZE, SSH, SINGLE_NODE],
-  'NAMD-Infiniband-IntelMPI': [IMAGE, RETIRED_SIZE, ND_BINDS, SSH, TASK_FILE(0)],
+  'NAMD-Infiniband-IntelMPI': [IMAGE, RETIRED_SIZE, ND_BINDS, SSH, TASK_FILE(0), INTEL_DAPL],
   'NAMD-TCP': [IMAGE, SSH, NO_MPI_BLOCK],
   'OSUMicroBenchmarks-Infiniband-MVAPICH': [SIGNED, IMAGE, SSH, SINGULARITY_INSTALL, NO_SINGULARITY, LIBRARY, HOST_NAMES],
-  'OpenFOAM-Infiniband-IntelMPI': [IMAGE, RETIRED_SIZE, ND_BINDS, SSH, SCRATCH, TASK_FILE(0)],
+  'OpenFOAM-Infiniband-IntelMPI': [IMAGE, RETIRED_SIZE, ND_BINDS, SSH, SCRATCH, TASK_FILE(0), INTEL_DAPL],
   'OpenFOAM-Infiniband-OpenMPI': [IMAGE, SSH, SCRATCH, TASK_FILE(0)],
   'OpenFOAM-TCP-OpenMPI': [IMAGE, SSH, SCRATCH, TASK_FILE(0)],
   'mpiBench-Infiniband-MPICH': [IMAGE, SSH],
   'mpiBench-Infiniband-OpenMPI': [IMAGE, SSH],
-  'mpiBench-IntelMPI (docker)': [IMAGE, NATIVE, SSH],
+  'mpiBench-IntelMPI (docker)': [IMAGE, NATIVE, SSH, INTEL_TCP],
   // Its start task installs with yum: the replacement image is Ubuntu.
-  'mpiBench-IntelMPI (singularity)': [IMAGE, SSH, 'pool.yaml pool_specification.additional_node_prep.commands.pre[0] approximated', SINGULARITY_INSTALL, NO_SINGULARITY, LIBRARY, HOST_NAMES],
+  'mpiBench-IntelMPI (singularity)': [IMAGE, SSH, 'pool.yaml pool_specification.additional_node_prep.commands.pre[0] approximated', SINGULARITY_INSTALL, NO_SINGULARITY, LIBRARY, HOST_NAMES, INTEL_TCP],
   'mpiBench-MPICH (docker)': [IMAGE, NATIVE, SSH],
   'mpiBench-MPICH (singularity)': [IMAGE, SSH, SINGULARITY_INSTALL, NO_SINGULARITY, LIBRARY],
   'mpiBench-OpenMPI (docker)': [IMAGE, NATIVE, SSH],
   'mpiBench-OpenMPI (singularity)': [IMAGE, SSH, SINGULARITY_INSTALL, NO_SINGULARITY, LIBRARY],
 };
 
+/**
+ * Per recipe configuration: does it run as its author ran it? `runs with changes` lists every change (the report's
+ * approximated/unsupported lines and the importer's CHANGED lines); `cannot run` gives the reason (matched here).
+ */
+const CANNOT_SINGULARITY = /^cannot run \(.*Singularity\/Apptainer is not installed|^cannot run \(.*not on Ubuntu-HPC 22\.04|^cannot run \(`module load mpi\//;
+const CANNOT_DAPL = /^cannot run \(Intel MPI over DAPL\/NetworkDirect has no path on Standard_(HB120rs_v3|ND96asr_v4) \(SR-IOV InfiniBand; STANDARD_(H16R|NC24R) is retired\)\)$/;
+const WITH_CHANGES = /^runs with changes \(\d+ listed\)$/;
+const VERDICT: Record<string, RegExp> = {
+  'CNTK-CPU-Infiniband-IntelMPI': CANNOT_DAPL,
+  'CNTK-CPU-OpenMPI (multinode)': WITH_CHANGES,
+  'CNTK-CPU-OpenMPI (singlenode)': WITH_CHANGES,
+  'CNTK-GPU-Infiniband-IntelMPI': CANNOT_DAPL,
+  'CNTK-GPU-OpenMPI (multinode-multigpu)': WITH_CHANGES,
+  'CNTK-GPU-OpenMPI (singlenode-multigpu)': WITH_CHANGES,
+  'CNTK-GPU-OpenMPI (singlenode-singlegpu)': WITH_CHANGES,
+  'HPCG-Infiniband-IntelMPI (docker)': WITH_CHANGES,
+  'HPCG-Infiniband-IntelMPI (singularity)': CANNOT_SINGULARITY,
+  'HPLinpack-Infiniband-IntelMPI (docker)': WITH_CHANGES,
+  'HPLinpack-Infiniband-IntelMPI (singularity)': CANNOT_SINGULARITY,
+  'HPMLA-CPU-OpenMPI': WITH_CHANGES,
+  'NAMD-GPU': WITH_CHANGES,
+  'NAMD-Infiniband-IntelMPI': CANNOT_DAPL,
+  'NAMD-TCP': WITH_CHANGES,
+  'OSUMicroBenchmarks-Infiniband-MVAPICH': CANNOT_SINGULARITY,
+  'OpenFOAM-Infiniband-IntelMPI': CANNOT_DAPL,
+  'OpenFOAM-Infiniband-OpenMPI': WITH_CHANGES,
+  'OpenFOAM-TCP-OpenMPI': WITH_CHANGES,
+  'mpiBench-Infiniband-MPICH': WITH_CHANGES,
+  'mpiBench-Infiniband-OpenMPI': WITH_CHANGES,
+  'mpiBench-IntelMPI (docker)': WITH_CHANGES,
+  'mpiBench-IntelMPI (singularity)': CANNOT_SINGULARITY,
+  'mpiBench-MPICH (docker)': WITH_CHANGES,
+  'mpiBench-MPICH (singularity)': CANNOT_SINGULARITY,
+  'mpiBench-OpenMPI (docker)': WITH_CHANGES,
+  'mpiBench-OpenMPI (singularity)': CANNOT_SINGULARITY,
+};
+
 describe.each(Object.keys(NOT_EXACT))('%s', (name) => {
+  test('its verdict is the top line of its spec and report', () => {
+    const spec = byName(name).result.specs[0];
+    const line = verdictLine(spec.verdict);
+    expect(line).toMatch(VERDICT[name]);
+    expect(spec.yaml.split('\n')[0]).toBe(`# VERDICT: ${line}`);
+    expect(formatReport(byName(name).result).split('\n')[0]).toBe(`VERDICT ${spec.file}: ${line}`);
+    // A change listed is one of the report's lines or a CHANGED header line; no OpenFOAM recipe keeps a scratch TODO.
+    if (spec.verdict.kind === 'runs with changes') expect(spec.verdict.items.length).toBeGreaterThanOrEqual(NOT_EXACT[name].length);
+    expect(spec.yaml).not.toMatch(/TODO: the shared scratch/);
+    // Outputs by default: the working directory's files and the full logs survive the pool.
+    expect(spec.spec.outputs).toMatchObject({ files: [{ pattern: '**/*', from: 'workdir' }], logs: true });
+  });
+
   test('imports into a valid spec, every setting reported', () => {
     const { recipe, result } = byName(name);
     expect(result.problems).toEqual([]);
@@ -401,6 +457,8 @@ const WHY: [RegExp, string][] = [
   [/^container gpus$/, 'Shipyard\'s GPU size table predates the A100 sizes that replace the retired NC sizes: on these nodes it would not have given the container the GPUs'],
   [/^container bind \$AZ_BATCH_TASK_DIR\/auto_scratch$/, 'the shared scratch is at $MPIJOB_SCRATCH (under the node root, which the container binds); Shipyard bound its BeeOND mount at $AZ_BATCH_TASK_DIR/auto_scratch (the spec\'s header says to change the paths)'],
   [/^container bind .*\/azblob$/, 'the recipe\'s shared blob volume is reported unsupported until the job spec has mounts: the bind is missing (the spec\'s header says so)'],
+  [/^flag --output-filename$/, 'the imported spec keeps every rank\'s full output (its default outputs, cli/import/shipyard/defaultOutputs.ts): Open MPI writes one file per rank as well as forwarding it; Shipyard kept only the task\'s stdout on the node'],
+  [/^pre-execution$/, 'Shipyard\'s scratch was at $AZ_BATCH_TASK_DIR/auto_scratch; ours is at $MPIJOB_SCRATCH, and the pre-execution command first links the old path to it so the recipe\'s setup script (cd $AZ_BATCH_TASK_DIR/auto_scratch) lands in the scratch (cli/import/shipyard/scratchWiring.ts)'],
   [/^container rm$/, 'Shipyard ran this container with --rm; ours is removed by the job release task'],
   [/^container (detached|network)$/, 'a single-node task: ours runs in the job\'s long-running container (detached, host network) through docker exec; Shipyard ran docker run in the foreground'],
 ];
@@ -427,12 +485,14 @@ const MANPATH = d('env MANPATH', '/usr/share/man:/usr/local/man', undefined);
 const FALLBACK = d('env I_MPI_FALLBACK', '0', undefined);
 const SIF = (uri: string) => d('singularity image', uri, '$AZ_BATCH_NODE_SHARED_DIR/mpijob/sif/shipyard-cmp/0.sif');
 const AUTO_SCRATCH = (job: string) => d('container bind $AZ_BATCH_TASK_DIR/auto_scratch', `$AZ_BATCH_NODE_ROOT_DIR/mounts/auto_scratch/${job}:$AZ_BATCH_TASK_DIR/auto_scratch`, undefined);
+const RANK_LOGS = d('flag --output-filename', undefined, '.mpijob-ranks');
+const SCRATCH_LINK = d('pre-execution', 'source set_up_sample.sh', 'if [ -n "${MPIJOB_SCRATCH:-}" ]; then ln -sfn "$MPIJOB_SCRATCH" "$AZ_BATCH_TASK_DIR/auto_scratch"; fi; source set_up_sample.sh');
 const sorted = (list: Difference[]) => [...list].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
 
 const DEVIATIONS: Record<string, Difference[]> = {
   // Intel MPI (2019+ preset) on HB120rs_v3, the H16r successor: SR-IOV now, where Shipyard chose shm:ofi + mlx too.
   'CNTK-CPU-Infiniband-IntelMPI': sorted([...dockerBase('cntkjob-alfpark-cntk-2.1-cpu-1bitsgd-py36-intelmpi-refdata', '256m'), DAT_CONF, FALLBACK, MANPATH, PKEY_INTEL, SSH_PORT_HYDRA]),
-  'CNTK-CPU-OpenMPI (multinode)': sorted([...dockerBase('cntkjob-alfpark-cntk-2.1-cpu-py35-refdata'), SSH_PORT]),
+  'CNTK-CPU-OpenMPI (multinode)': sorted([...dockerBase('cntkjob-alfpark-cntk-2.1-cpu-py35-refdata'), SSH_PORT, RANK_LOGS]),
   'CNTK-CPU-OpenMPI (singlenode)': sorted(singleNode('task', undefined)),
   // ND96asr_v4 (the NC24r successor): Shipyard's tables know it as neither RDMA nor GPU, so it ran TCP without GPUs.
   'CNTK-GPU-Infiniband-IntelMPI': sorted([
@@ -459,18 +519,18 @@ const DEVIATIONS: Record<string, Difference[]> = {
   'NAMD-Infiniband-IntelMPI': sorted([...dockerBase('namdjob-alfpark-namd-2.11-icc-mkl-intelmpi', '256m'), DAT_CONF, FALLBACK, MANPATH, PKEY_INTEL, SSH_PORT_HYDRA]),
   'NAMD-TCP': sorted(dockerBase('namdjob-alfpark-namd-2.11-tcp')),
   'OSUMicroBenchmarks-Infiniband-MVAPICH': sorted([d('env MV2_IBA_HCA', undefined, 'mlx5_0'), SIF('library://alfpark/mvapich/mvapich:2.3.2')]),
-  'OpenFOAM-Infiniband-IntelMPI': sorted([...dockerBase('openfoamjob-alfpark-openfoam-4.0-icc-intelmpi', '256m'), AUTO_SCRATCH('openfoamjob'), DAT_CONF, FALLBACK, MANPATH, PKEY_INTEL, SSH_PORT_HYDRA]),
-  'OpenFOAM-Infiniband-OpenMPI': sorted([...dockerBase('docker-openfoam-openmpi-ib-job-vincentlabo-openfoam-openmpi-ib'), AUTO_SCRATCH('docker-openfoam-openmpi-ib-job'), DAT_CONF, d('env UCX_TLS', undefined, 'rc,sm,self')]),
-  'OpenFOAM-TCP-OpenMPI': sorted([...dockerBase('openfoamjob-alfpark-openfoam-4.0-gcc-openmpi'), AUTO_SCRATCH('openfoamjob')]),
+  'OpenFOAM-Infiniband-IntelMPI': sorted([...dockerBase('openfoamjob-alfpark-openfoam-4.0-icc-intelmpi', '256m'), AUTO_SCRATCH('openfoamjob'), DAT_CONF, FALLBACK, SCRATCH_LINK, MANPATH, PKEY_INTEL, SSH_PORT_HYDRA]),
+  'OpenFOAM-Infiniband-OpenMPI': sorted([...dockerBase('docker-openfoam-openmpi-ib-job-vincentlabo-openfoam-openmpi-ib'), AUTO_SCRATCH('docker-openfoam-openmpi-ib-job'), DAT_CONF, SCRATCH_LINK, d('env UCX_TLS', undefined, 'rc,sm,self')]),
+  'OpenFOAM-TCP-OpenMPI': sorted([...dockerBase('openfoamjob-alfpark-openfoam-4.0-gcc-openmpi'), AUTO_SCRATCH('openfoamjob'), SCRATCH_LINK]),
   'mpiBench-Infiniband-MPICH': sorted([...dockerBase('mpibench-mpich-ib-vincentlabo-mpibench-mpich-ib', '256m'), DAT_CONF, d('env UCX_NET_DEVICES', undefined, 'mlx5_0:1'), d('env UCX_TLS', undefined, 'rc,sm,self')]),
-  'mpiBench-Infiniband-OpenMPI': sorted([...dockerBase('mpibench-openmpi-ib-vincentlabo-mpibench-openmpi-ib'), DAT_CONF, SSH_PORT, d('env UCX_TLS', undefined, 'rc,sm,self')]),
+  'mpiBench-Infiniband-OpenMPI': sorted([...dockerBase('mpibench-openmpi-ib-vincentlabo-mpibench-openmpi-ib'), DAT_CONF, SSH_PORT, RANK_LOGS, d('env UCX_TLS', undefined, 'rc,sm,self')]),
   // Native pools: Batch ran the container (only the options from the Shipyard files compare).
   'mpiBench-IntelMPI (docker)': sorted([...nativeBase('mpibench-intelmpi-vincentlabo-mpibench-intelmpi'), d('env FI_PROVIDER', undefined, 'tcp'), d('env I_MPI_FABRICS', undefined, 'shm:ofi'), SSH_PORT_HYDRA]),
   'mpiBench-IntelMPI (singularity)': sorted([d('env FI_PROVIDER', undefined, 'tcp'), d('env I_MPI_FABRICS', undefined, 'shm:ofi'), SIF('library://vincent.labonte/mpi/mpibench:intelmpi')]),
   'mpiBench-MPICH (docker)': sorted([...nativeBase('mpibench-mpich-vincentlabo-mpibench-mpich'), d('flag -iface', undefined, 'eth0')]),
   'mpiBench-MPICH (singularity)': sorted([d('flag -iface', undefined, 'eth0'), SIF('library://vincent.labonte/mpi/mpibench:mpich')]),
-  'mpiBench-OpenMPI (docker)': sorted([...nativeBase('mpibench-openmpi-vincentlabo-mpibench-openmpi'), SSH_PORT]),
-  'mpiBench-OpenMPI (singularity)': sorted([SIF('library://vincent.labonte/mpi/mpibench:openmpi')]),
+  'mpiBench-OpenMPI (docker)': sorted([...nativeBase('mpibench-openmpi-vincentlabo-mpibench-openmpi'), SSH_PORT, RANK_LOGS]),
+  'mpiBench-OpenMPI (singularity)': sorted([RANK_LOGS, SIF('library://vincent.labonte/mpi/mpibench:openmpi')]),
 };
 
 function nativeBase(name: string): Difference[] {

@@ -437,10 +437,12 @@ describe('data: files, scratch, mounts, outputs', () => {
     expect(r.specs[0].yaml).not.toContain('U2FzU2ln');
   });
 
-  it('auto_scratch is the shared scratch; the header says where it is now', () => {
+  it('auto_scratch is the shared scratch, wired into the commands (no TODO left)', () => {
     expect(spec.scratch).toEqual({ kind: 'masterNfs' });
     expect(entry(r, 'job_specifications[0].auto_scratch')).toMatchObject({ status: 'approximated', target: 'scratch' });
-    expect(r.specs[0].yaml).toContain('# TODO: the shared scratch is at $MPIJOB_SCRATCH, not $AZ_BATCH_TASK_DIR/auto_scratch');
+    expect(r.specs[0].yaml).toContain('# CHANGED: mpi.preExecutionCommand first links $AZ_BATCH_TASK_DIR/auto_scratch to $MPIJOB_SCRATCH');
+    expect(r.specs[0].yaml).not.toContain('TODO: the shared scratch');
+    expect(spec.mpi.preExecutionCommand).toMatch(/^if \[ -n "\$\{MPIJOB_SCRATCH:-\}" \]; then ln -sfn "\$MPIJOB_SCRATCH" "\$AZ_BATCH_TASK_DIR\/auto_scratch"; fi/);
   });
 
   it('shared data volumes become pool mounts; secrets by reference only; what Batch cannot mount is unsupported', () => {

@@ -10,7 +10,7 @@ export type Facts = Record<string, string>;
 
 const OPENMPI_ARITY: Record<string, number> = {
   '-np': 1, '-n': 1, '--np': 1, '-c': 1, '-host': 1, '--host': 1, '-H': 1, '--hostfile': 1, '-hostfile': 1, '--machinefile': 1, '-machinefile': 1,
-  '--map-by': 1, '-map-by': 1, '--bind-to': 1, '-bind-to': 1, '--rank-by': 1, '-x': 1, '-wdir': 1, '--wdir': 1, '--mca': 2, '-mca': 2, '--gmca': 2, '-gmca': 2,
+  '--output-filename': 1, '--map-by': 1, '-map-by': 1, '--bind-to': 1, '-bind-to': 1, '--rank-by': 1, '-x': 1, '-wdir': 1, '--wdir': 1, '--mca': 2, '-mca': 2, '--gmca': 2, '-gmca': 2,
 };
 const HYDRA_ARITY: Record<string, number> = {
   '-hosts': 1, '-host': 1, '-np': 1, '-n': 1, '-ppn': 1, '-perhost': 1, '-f': 1, '-hostfile': 1, '-machinefile': 1, '-iface': 1, '-wdir': 1,

@@ -16,6 +16,10 @@ import { SecretIndex, findSecrets, redactSource, type SecretFinding } from './se
 import { decodeShipyardYaml, type ShipyardFileRole, type ShipyardSource, type SourceProblem } from './source';
 import { isObj } from './context';
 import { imageFlags } from './imageFlags';
+import { wireScratch } from './scratchWiring';
+import { specVerdict, verdictLine, type SpecVerdict } from './verdict';
+import { DEFAULT_OUTPUTS_CONTAINER, applyDefaultOutputs, type OutputsDestination } from './defaultOutputs';
+import { resolveStorageAlias } from './storage';
 
 export interface ShipyardFileInput {
   /** How the user named the file (shown in the report and the spec headers). */
@@ -40,6 +44,8 @@ export interface ImportedSpec {
   yaml: string;
   /** parseJobSpec's verdict on the YAML text: empty when it is a valid spec. */
   errors: SpecError[];
+  /** Whether it runs as its author ran it (the top line of its header and report). */
+  verdict: SpecVerdict;
 }
 
 export interface FileProblem extends SourceProblem {
@@ -60,7 +66,12 @@ export interface ImportResult {
   outcome: 'exact' | 'partial' | 'error';
 }
 
-export function importShipyard(input: ShipyardInput): ImportResult {
+export interface ImportOptions {
+  /** Where the specs' default outputs go (`--outputs account/container`); else Shipyard's storage account alias. */
+  outputs?: { account: string; container: string };
+}
+
+export function importShipyard(input: ShipyardInput, options: ImportOptions = {}): ImportResult {
   const problems: FileProblem[] = [];
   const sources: Partial<Record<ShipyardFileRole, ShipyardSource>> = {};
   for (const role of ['config', 'pool', 'jobs', 'credentials'] as const) {
@@ -98,6 +109,8 @@ export function importShipyard(input: ShipyardInput): ImportResult {
   const config = mapConfig(ctx, drafts);
   const pool = mapPool(ctx, drafts);
   mapJobsFile(ctx, plans, jobsWithoutSpecs, pool, config);
+  for (const d of drafts) d.header.push(...wireScratch(d).map((c) => `CHANGED: ${c}`));
+  const outputsTo = options.outputs ? { ...options.outputs, given: true } : shipyardAccount(ctx);
   mapRegistries(ctx, drafts, config);
   reportUnusedVolumes(ctx, config);
   mapCredentials(ctx);
@@ -114,14 +127,26 @@ export function importShipyard(input: ShipyardInput): ImportResult {
     } else ctx.secret(f.role, f.path, 'unsupported', `a ${f.kind}: not carried (never written anywhere)`);
   }
   ctx.report.coverRest();
+  // After output_data is mapped: only a job without one gets the default.
+  for (const d of drafts) d.header.push(...applyDefaultOutputs(d, outputsTo));
 
   const specs = drafts.map((d) => finish(d, ctx));
   const entries = ctx.report.list();
+  for (const s of specs) s.verdict = specVerdict(s.file, drafts.find((d) => d.file === s.file)?.header ?? [], entries);
+  for (const s of specs) s.yaml = s.yaml.replace(/^/, `# VERDICT: ${verdictLine(s.verdict)}\n`);
   const summary = summarize(entries);
   // Nothing to write, or a spec the API would refuse: the import did not produce something usable.
   const invalid = specs.length === 0 || specs.some((s) => s.errors.length > 0);
   const outcome = invalid ? 'error' : summary.approximated + summary.unsupported > 0 ? 'partial' : 'exact';
   return { problems, specs, entries, secrets, summary, outcome };
+}
+
+/** Shipyard's own storage account (config.yaml batch_shipyard.storage_account_settings), as a default outputs place. */
+function shipyardAccount(ctx: MappingContext): OutputsDestination | undefined {
+  const config = ctx.sources.config?.value;
+  const alias = isObj(config) && isObj(config.batch_shipyard) ? config.batch_shipyard.storage_account_settings : undefined;
+  const account = resolveStorageAlias(alias, ctx.sources.credentials?.value).account;
+  return account ? { account, container: DEFAULT_OUTPUTS_CONTAINER, given: false } : undefined;
 }
 
 function finish(d: SpecDraft, ctx: MappingContext): ImportedSpec {
@@ -143,7 +168,7 @@ function finish(d: SpecDraft, ctx: MappingContext): ImportedSpec {
       parsed = parseJobSpec(yaml, 'application/yaml');
     }
   }
-  return { file: d.file, origin, spec: d.spec, yaml, errors: parsed.ok ? [] : parsed.errors };
+  return { file: d.file, origin, spec: d.spec, yaml, errors: parsed.ok ? [] : parsed.errors, verdict: { kind: 'runs as written', items: [] } };
 }
 
 /** Every string value in a spec with its path (for placeholder checks). */

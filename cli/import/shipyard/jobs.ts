@@ -17,6 +17,7 @@ import type { ConfigFacts } from './globalResources';
 import { mapLaunch } from './launch';
 import { NOT_NEEDED } from './notes';
 import { SCHEDULING_LIMITS } from '../../../shared/spec/sections/scheduling';
+import { intelMpiMapping } from './intelMpiMapping';
 import { inputData, outputData, resourceFile, sharedVolumeMount } from './data';
 import { startCommandLine, type PoolFacts } from './pool';
 import { joinIndex, joinKey, type MappingStatus } from './report';
@@ -455,6 +456,15 @@ function mapLaunchSettings(ctx: MappingContext, plan: TaskPlan, pool: PoolFacts,
   if (mi.mpi !== undefined && !mpi) ctx.unsupported(role, joinKey(miPath, 'mpi'), 'must be a mapping { runtime, options, processes_per_node, executable_path }', drafts);
   const mpiPath = joinKey(miPath, 'mpi');
   const seen = new Set<string>();
+  // Intel MPI: what Shipyard set on the recipe's size against what the spec sets on its own (intelMpiMapping.ts).
+  const intel = draft.runtime === 'intelmpi' && pool.vmSize
+    ? intelMpiMapping({ ofa: /ofa$/i.test(String(mpi?.runtime)), originalSize: pool.originalVmSize ?? pool.vmSize, targetSize: pool.vmSize, ...(draft.version ? { version: draft.version } : {}) })
+    : undefined;
+  if (intel) {
+    const i = verdicts.findIndex((v) => v.path === 'runtime');
+    if (i >= 0) verdicts[i] = { ...verdicts[i], status: intel.verdict === 'reproduced' ? verdicts[i].status : intel.verdict === 'changed' ? 'approximated' : 'unsupported', note: intel.note };
+    if (intel.verdict === 'cannot') d.header.unshift(`CANNOT RUN AS IS: ${intel.note}`);
+  }
   for (const v of verdicts) {
     const option = v.path.startsWith('options[');
     const p = v.path === '' ? (mpi ? mpiPath : miPath) : option ? `${joinKey(mpiPath, 'options')}${v.path.slice('options'.length)}` : joinKey(mpiPath, v.path);
@@ -684,11 +694,9 @@ function sharedVolumes(ctx: MappingContext, v: unknown, path: string, plans: Tas
  */
 function autoScratch(ctx: MappingContext, v: unknown, path: string, drafts: SpecDraft[]): void {
   if (v === false || v === null) return ctx.mapped(role, path, undefined, 'no scratch', drafts);
-  drafts.forEach((d) => {
-    setIn(d.spec, ['scratch'], {});
-    d.header.push('TODO: the shared scratch is at $MPIJOB_SCRATCH, not $AZ_BATCH_TASK_DIR/auto_scratch: point the commands and setup scripts there');
-  });
-  const note = 'a shared scratch at $MPIJOB_SCRATCH on every node: an NFS export of the master\'s local disk instead of BeeOND striped over every node (fine for decomposed cases and setup files, slower for heavy parallel I/O); scripts that use $AZ_BATCH_TASK_DIR/auto_scratch must use $MPIJOB_SCRATCH';
+  // The commands are pointed at it after every task field is mapped (scratchWiring.ts, called by importShipyard).
+  drafts.forEach((d) => setIn(d.spec, ['scratch'], {}));
+  const note = 'a shared scratch at $MPIJOB_SCRATCH on every node: an NFS export of the master\'s local disk instead of BeeOND striped over every node (fine for decomposed cases and setup files, slower for heavy parallel I/O); the commands use $MPIJOB_SCRATCH, and $AZ_BATCH_TASK_DIR/auto_scratch is a link to it on the master for setup scripts that use Shipyard\'s path';
   if (!isObj(v)) return ctx.approximated(role, path, 'scratch', note, drafts);
   ctx.approximated(role, path, 'scratch', note, drafts);
   ctx.visit(role, path, v, {

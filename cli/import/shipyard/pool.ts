@@ -18,6 +18,8 @@ import { imageVerdict, retiredNodeAgent, shipyardTimespanToIso, successorVmSize,
 export interface PoolFacts {
   /** The size the specs use (a retired one's successor). */
   vmSize?: string;
+  /** The size the recipe named (what Shipyard chose its fabric settings by). */
+  originalVmSize?: string;
   rdma: boolean;
   gpu: boolean;
   dedicated?: number;
@@ -153,6 +155,7 @@ function mapVmSize(ctx: MappingContext, v: unknown, path: string, drafts: SpecDr
   const successor = successorVmSize(v);
   const size = successor ?? v;
   facts.vmSize = size;
+  facts.originalVmSize = v;
   facts.rdma = isRdmaCapable(size);
   facts.gpu = isGpuSize(size);
   drafts.forEach((d) => setIn(d.spec, ['pool', 'vmSize'], size));

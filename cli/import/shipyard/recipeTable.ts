@@ -9,6 +9,7 @@
 import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { importShipyard, type ImportResult, type ShipyardInput } from './importShipyard';
+import { verdictLine } from './verdict';
 
 export interface RecipeConfig {
   /** "mpiBench-IntelMPI (docker)". */
@@ -55,11 +56,12 @@ export function renderRecipeTable(results: readonly { recipe: RecipeConfig; resu
     const launcher = result.specs.map((s) => launcherOf(s.spec)).join(', ');
     const notExact = (status: 'approximated' | 'unsupported') =>
       result.entries.filter((e) => e.status === status).map((e) => `\`${cell(shortPath(e.path))}\``).join(', ') || '—';
-    return `| ${recipe.name} | ${spec} | ${launcher} | ${mapped} | ${approximated} | ${unsupported} | ${notExact('approximated')} | ${notExact('unsupported')} |`;
+    const verdict = result.specs.map((s) => cell(verdictLine(s.verdict))).join('; ') || '—';
+    return `| ${recipe.name} | ${verdict} | ${spec} | ${launcher} | ${mapped} | ${approximated} | ${unsupported} | ${notExact('approximated')} | ${notExact('unsupported')} |`;
   });
   return [
-    '| Recipe configuration | Job spec | Launcher | Mapped | Approximated | Unsupported | Approximated settings | Unsupported settings |',
-    '|---|---|---|---|---|---|---|---|',
+    '| Recipe configuration | Verdict | Job spec | Launcher | Mapped | Approximated | Unsupported | Approximated settings | Unsupported settings |',
+    '|---|---|---|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
 }

@@ -1,9 +1,13 @@
 /** The mapping report as text for a terminal: one table per file, then the totals. Pure. */
 import type { ImportResult } from './importShipyard';
 import { MAPPING_STATUSES, type MappingEntry } from './report';
+import { verdictLine } from './verdict';
 
 export function formatReport(result: ImportResult): string {
   const out: string[] = [];
+  // The top lines: whether each spec runs as its author ran it.
+  for (const s of result.specs) out.push(`VERDICT ${s.file}: ${verdictLine(s.verdict)}`);
+  if (result.specs.length) out.push('');
   const files = [...new Set(result.entries.map((e) => e.file))];
   for (const file of files) {
     const rows = result.entries.filter((e) => e.file === file);
