@@ -2,9 +2,9 @@
  * Pools through the management plane (Microsoft.Batch/batchAccounts/pools, api-version 2023-11-01): create (PUT,
  * synchronous, 200 for a new pool and for an unchanged repeat; If-None-Match: * turns an existing pool into 412), get, delete (a
  * long-running operation: 202 with Location and Retry-After, the Location answering 202 until the pool is gone and
- * then 204, as `final-state-via: location` says) and list by account (nextLink paging). A PUT that would change an
- * existing pool is answered 501: the emulator does not update pools through this plane. The pools are the data
- * plane's pools: one account, two doors.
+ * then 204, as `final-state-via: location` says), update (PATCH, and a PUT that changes an existing pool: poolUpdate.ts)
+ * and list by account (nextLink paging, $filter, $select: poolList.ts). The pools are the data plane's pools: one
+ * account, two doors.
  */
 import { randomUUID } from 'node:crypto';
 import { BatchHttpError } from '../handlers/errors';
@@ -16,6 +16,7 @@ import { authorizeArm, authorizeIdentityAssignment, type ArmAccessConfig } from 
 import type { VerifiedToken } from '../../identity/verify';
 import { ArmHttpError, armErrors } from './errors';
 import { armETag, armPoolId, armPoolToPoolAdd, armPoolView, type ArmScope } from './poolModel';
+import { updatePool } from './poolUpdate';
 
 export interface ArmContext {
   scope: ArmScope;
@@ -105,11 +106,11 @@ export function createPool(ctx: ArmContext, caller: VerifiedToken, poolName: str
       throw new ArmHttpError(412, 'PreconditionFailed', 'The condition specified using HTTP conditional header(s) is not met.');
     }
     if (existing.state === 'deleting') throw new ArmHttpError(409, 'PoolBeingDeleted', 'The specified pool has been marked for deletion and is being reclaimed.');
-    // A repeated PUT of the same definition is a no-op; anything else would be an update, which is not emulated.
-    if (ctx.definitions.get(poolName.toLowerCase()) === JSON.stringify(body)) {
-      return { status: 200, body: armPoolView(ctx.scope, existing), headers: { ETag: armETag(existing) } };
+    // A repeated PUT of the same definition is a no-op; anything else is an update of what Batch lets change.
+    if (ctx.definitions.get(poolName.toLowerCase()) !== JSON.stringify(body)) {
+      ctx.definitions.set(poolName.toLowerCase(), JSON.stringify(updatePool(ctx, existing, body, true)));
     }
-    throw new ArmHttpError(501, 'NotImplemented', 'The local Batch emulator does not update pools through the management plane (Pools_Create on an existing pool with a different definition).');
+    return { status: 200, body: armPoolView(ctx.scope, existing), headers: { ETag: armETag(existing) } };
   }
   if (headers['if-match']) throw new ArmHttpError(412, 'PreconditionFailed', `The pool '${poolName}' does not exist (If-Match was given).`);
   let record;
@@ -124,6 +125,22 @@ export function createPool(ctx: ArmContext, caller: VerifiedToken, poolName: str
   // 200, not 201: the spec lists both, Batch answers 200, and @azure/arm-batch (generated from the service's own
   // earlier description) takes only 200 as success.
   return { status: 200, body: view, headers: { ETag: armETag(record) } };
+}
+
+/** Pools_Update: PATCH of the properties a live pool takes (If-Match honoured); 200 with the pool. */
+export function patchPool(ctx: ArmContext, caller: VerifiedToken, poolName: string, body: Json, headers: Record<string, string>): ArmResponse {
+  checkPoolName(poolName);
+  authorizeArm(ctx.access, caller, WRITE, armPoolId(ctx.scope, poolName));
+  const pool = ctx.services.engine.pools.get(poolName.toLowerCase());
+  if (!pool) throw armErrors.poolNotFound(poolName);
+  const ifMatch = headers['if-match'];
+  if (ifMatch && ifMatch !== '*' && ifMatch.replace(/^W\//, '').replace(/"/g, '') !== pool.eTag) {
+    throw new ArmHttpError(412, 'PreconditionFailed', 'The condition specified using HTTP conditional header(s) is not met.');
+  }
+  if (pool.state === 'deleting') throw new ArmHttpError(409, 'PoolBeingDeleted', 'The specified pool has been marked for deletion and is being reclaimed.');
+  if (body.identity !== undefined) identitiesOf(ctx, body);
+  ctx.definitions.set(pool.id.toLowerCase(), JSON.stringify(updatePool(ctx, pool, body, false)));
+  return { status: 200, body: armPoolView(ctx.scope, pool), headers: { ETag: armETag(pool) } };
 }
 
 export function getPool(ctx: ArmContext, caller: VerifiedToken, poolName: string): ArmResponse {

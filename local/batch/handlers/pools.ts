@@ -106,7 +106,7 @@ const deletePool: Handler = (ctx, p, s) => {
 const RESIZE_TIMEOUT_MIN_MS = 5 * 60_000;
 
 /** The rules patch and updateproperties share: start task files, metadata names, no certificates or packages. */
-function checkPoolPropertyChanges(b: Json): void {
+export function checkPoolPropertyChanges(b: Json): void {
   checkMetadata(b.metadata);
   checkNodeTask(b.startTask, 'startTask');
   if (Array.isArray(b.certificateReferences) && b.certificateReferences.length) throw notEmulated('certificateReferences', 'certificates');
