@@ -16,6 +16,7 @@ import { authorizeArm, authorizeIdentityAssignment, type ArmAccessConfig } from 
 import type { VerifiedToken } from '../../identity/verify';
 import { ArmHttpError, armErrors } from './errors';
 import { armETag, armPoolId, armPoolToPoolAdd, armPoolView, type ArmScope } from './poolModel';
+import { armPoolFilter, armPoolSelect } from './poolList';
 import { updatePool } from './poolUpdate';
 
 export interface ArmContext {
@@ -177,18 +178,26 @@ export function deleteOperation(ctx: ArmContext, caller: VerifiedToken, poolName
 export function listPools(ctx: ArmContext, caller: VerifiedToken, query: Record<string, string>): ArmResponse {
   const accountPath = `/subscriptions/${ctx.scope.subscriptionId}/resourceGroups/${ctx.scope.resourceGroup}/providers/Microsoft.Batch/batchAccounts/${ctx.scope.accountName}`;
   authorizeArm(ctx.access, caller, READ, accountPath);
-  for (const k of ['$select', '$filter']) {
-    if (query[k] !== undefined) throw new ArmHttpError(501, 'NotImplemented', `The local Batch emulator does not implement ${k} on Pools_ListByBatchAccount.`);
-  }
+  const keep = armPoolFilter(query.$filter);
+  const project = armPoolSelect(query.$select);
   const max = query.maxresults === undefined ? 1000 : Number(query.maxresults);
   if (!Number.isInteger(max) || max < 1 || max > 1000) throw new ArmHttpError(400, 'InvalidQueryParameterValue', `maxresults must be a whole number from 1 to 1000, got '${query.maxresults}'.`);
   const skip = query.$skiptoken === undefined ? 0 : Number(query.$skiptoken);
   if (!Number.isInteger(skip) || skip < 0) throw new ArmHttpError(400, 'InvalidQueryParameterValue', `invalid $skiptoken '${query.$skiptoken}'.`);
   const all = [...ctx.services.engine.pools.values()].sort((a, b) => a.creationTime.getTime() - b.creationTime.getTime() || a.id.localeCompare(b.id));
-  const page = all.slice(skip, skip + max).map((p) => armPoolView(ctx.scope, p));
-  const more = skip + max < all.length;
+  const views = all.map((p) => armPoolView(ctx.scope, p)).filter((v) => keep?.(v) ?? true);
+  const page = views.slice(skip, skip + max).map((v) => project?.(v) ?? v);
+  const more = skip + max < views.length;
   return {
     status: 200,
-    body: { value: page, ...(more ? { nextLink: `${ctx.baseUrl}${accountPath}/pools?api-version=${ctx.apiVersion}&maxresults=${max}&$skiptoken=${skip + max}` } : {}) },
+    body: { value: page, ...(more ? { nextLink: nextLink(`${ctx.baseUrl}${accountPath}/pools`, ctx.apiVersion, query, max, skip + max) } : {}) },
   };
+}
+
+/** The next page's link repeats the filter and selection, so the SDK's listNext needs nothing else. */
+function nextLink(base: string, apiVersion: string, query: Record<string, string>, max: number, skip: number): string {
+  const q = new URLSearchParams({ 'api-version': apiVersion, maxresults: String(max) });
+  for (const k of ['$filter', '$select']) if (query[k] !== undefined) q.set(k, query[k]);
+  q.set('$skiptoken', String(skip));
+  return `${base}?${q.toString()}`;
 }
