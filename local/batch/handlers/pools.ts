@@ -204,7 +204,7 @@ const listNodes: Handler = (ctx, p, s) => {
   return { status: 200, body: pageOf(all, ctx.query, ctx.baseUrl, `/pools/${pool.id}/nodes`, NODE_FILTERS) };
 };
 
-function nodeOr404(s: Services, poolId: string, nodeId: string) {
+export function nodeOr404(s: Services, poolId: string, nodeId: string) {
   const pool = poolOr404(s, poolId);
   const node = pool.nodes.get(nodeId);
   if (!node || node.removed) throw errors.notFound('NodeNotFound', 'node');
