@@ -141,3 +141,16 @@ describe('management pool list query', () => {
     expect(r.body.error?.code).toBe('InvalidQueryParameterValue');
   });
 });
+
+describe('management account', () => {
+  it('GET of the Batch account answers 200 with its endpoint and quotas (was 501)', async () => {
+    const url = poolsUrl().replace(/\/pools$/, '');
+    const r = await call('GET', `${url}?api-version=2023-11-01`);
+    expect(r.status).toBe(200);
+    const p = r.body.properties ?? {};
+    expect(p).toMatchObject({ provisioningState: 'Succeeded', poolAllocationMode: 'BatchService' });
+    for (const k of ['dedicatedCoreQuota', 'lowPriorityCoreQuota', 'poolQuota', 'activeJobAndJobScheduleQuota']) expect(typeof p[k]).toBe('number');
+    expect(Array.isArray(p.dedicatedCoreQuotaPerVMFamily)).toBe(true);
+    expect((p.dedicatedCoreQuotaPerVMFamily as unknown[]).length).toBeGreaterThan(0);
+  });
+});
