@@ -16,8 +16,16 @@ import { metadataOf } from '../handlers/validate';
 import { touch } from '../model/etag';
 import type { Json, PoolRecord } from '../model/types';
 import { ArmHttpError } from './errors';
-import { armPoolToPoolAdd, armPoolView } from './poolModel';
-import type { ArmContext } from './pools';
+import { armPoolToPoolAdd, armPoolView, type ArmScope } from './poolModel';
+import type { Services } from '../handlers/http';
+
+/** What an update needs of the management plane's context (a subset of pools.ts' ArmContext). */
+export interface UpdateContext {
+  scope: ArmScope;
+  services: Services;
+  /** The body each pool was created or last updated with through this plane (pool id, lower case → JSON). */
+  definitions: Map<string, string>;
+}
 
 /** The Pool properties a live pool takes; every other writable property is fixed at creation. */
 export const UPDATABLE_POOL_PROPERTIES = ['scaleSettings', 'startTask', 'metadata', 'applicationPackages', 'certificates', 'targetNodeCommunicationMode'] as const;
@@ -49,7 +57,7 @@ function canonical(v: unknown): unknown {
 const same = (a: unknown, b: unknown) => JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
 
 /** The pool's current definition in the management shape: as created through this plane, else as it is shown. */
-function currentDefinition(ctx: ArmContext, pool: PoolRecord): { definition: Json; asCreated: boolean } {
+function currentDefinition(ctx: UpdateContext, pool: PoolRecord): { definition: Json; asCreated: boolean } {
   const stored = ctx.definitions.get(pool.id.toLowerCase());
   if (stored) return { definition: JSON.parse(stored) as Json, asCreated: true };
   const view = armPoolView(ctx.scope, pool);
@@ -76,7 +84,7 @@ function batchToArm(e: unknown): never {
  * property it leaves out is cleared (scale: fixed 0, as the model says of an absent scaleSettings); a PATCH changes
  * only what it names. Returns the definition now in force (kept to tell a repeated PUT from an update).
  */
-export function updatePool(ctx: ArmContext, pool: PoolRecord, body: Json, replace: boolean): Json {
+export function updatePool(ctx: UpdateContext, pool: PoolRecord, body: Json, replace: boolean): Json {
   const { definition: current, asCreated } = currentDefinition(ctx, pool);
   const before = (current.properties ?? {}) as Json;
   const given = (body.properties ?? {}) as Json;
