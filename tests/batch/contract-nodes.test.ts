@@ -98,6 +98,16 @@ describe('node contract', () => {
       expect(`${r.status} ${(r.json as { code?: string }).code}`).toBe(expected);
     });
 
+    it('a reimage drops the node users (they lived on the OS disk)', async () => {
+      const [node] = await client.computeNode.list('nodes-b');
+      const id = String(node.id);
+      await waitForNodes(client, 'nodes-b', 1, ['idle']);
+      await client.computeNode.addUser('nodes-b', id, { name: 'carol', sshPublicKey: KEY });
+      await client.computeNode.reimage('nodes-b', id);
+      await waitForNodes(client, 'nodes-b', 1, ['idle']);
+      expect(await codeOf(client.computeNode.deleteUser('nodes-b', id, 'carol'))).toBe('404 NodeUserNotFound');
+    });
+
     it('answers 404 NodeNotFound for a user on a node that does not exist', async () => {
       expect(await codeOf(client.computeNode.addUser('nodes-a', 'nope', { name: 'x', password: 'p' }))).toBe('404 NodeNotFound');
     });
