@@ -50,6 +50,16 @@ describe('pool add contract', () => {
     await client.pool.add(pool({ startTask, userAccounts: [{ name: 'ghost', password: 'p@ssw0rd-Local1' }] }));
   });
 
+  it.each([
+    ['an unknown VM size', { vmSize: 'Standard_Bogus9' }, 'vmSize'],
+    ['an unknown node agent SKU', { virtualMachineConfiguration: { ...LINUX_VM_CONFIGURATION, nodeAgentSKUId: 'batch.node.nonexistent 1.0' } }, 'virtualMachineConfiguration.nodeAgentSKUId'],
+    ['an image Batch does not offer', { virtualMachineConfiguration: { ...LINUX_VM_CONFIGURATION, imageReference: { publisher: 'nobody', offer: 'nothing', sku: 'none' } } }, 'virtualMachineConfiguration.imageReference'],
+    ['a Linux image with the Windows agent', { virtualMachineConfiguration: { ...LINUX_VM_CONFIGURATION, nodeAgentSKUId: 'batch.node.windows amd64' } }, 'virtualMachineConfiguration.nodeAgentSKUId'],
+    ['a malformed subnetId', { networkConfiguration: { subnetId: 'my-subnet' } }, 'networkConfiguration.subnetId'],
+  ] as [string, Partial<BatchServiceModels.PoolAddParameter>, string][])('refuses %s with 400 InvalidPropertyValue naming it', async (_what, extra, property) => {
+    expect(await refusal(client.pool.add(pool(extra)))).toEqual({ status: 400, code: 'InvalidPropertyValue', property });
+  });
+
   it('still refuses what it refused before: no VM configuration, a stray property', async () => {
     expect((await refusal(client.pool.add({ id: `pool-${++seq}`, vmSize: 'standard_d2s_v3', targetDedicatedNodes: 0 }))).status).toBe(400);
     expect((await refusal(client.pool.add(pool({ taskSlotsPerNode: 1.5 })))).status).toBe(400);

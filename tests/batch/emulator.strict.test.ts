@@ -75,7 +75,7 @@ describe('the Batch emulator is as strict as Batch', () => {
       ['POST', '/pools/p1/enableautoscale', { autoScaleFormula: '$TargetDedicatedNodes = 1;' }, 'Pool_EnableAutoScale'],
       ['GET', '/jobschedules', undefined, 'JobSchedule_List'],
       ['GET', '/applications', undefined, 'Application_List'],
-      ['POST', '/pools/p1/nodes/n1/users', { name: 'u' }, 'ComputeNode_AddUser'],
+      ['POST', '/pools/p1/nodes/n1/uploadbatchservicelogs', { containerUrl: 'https://a.blob.core.windows.net/c?sig=x', startTime: '2026-01-01T00:00:00Z' }, 'ComputeNode_UploadBatchServiceLogs'],
       ['GET', '/certificates(thumbprintAlgorithm=sha1,thumbprint=abc)', undefined, 'Certificate_Get'],
     ])('answers 501 naming the operation for %s %s (a spec operation it does not emulate)', async (method, path, body, operationId) => {
       const r = await call(method, path, body);

@@ -7,13 +7,15 @@ export class ArmHttpError extends Error {
     message: string,
     readonly headers: Record<string, string> = {},
     readonly target?: string,
+    /** Batch's detail entries (Reason, PropertyName, PropertyPath) as Resource Manager relays them. */
+    readonly details: { code: string; message: string }[] = [],
   ) {
     super(message);
   }
 }
 
 export function armErrorBody(err: ArmHttpError): Record<string, unknown> {
-  return { error: { code: err.code, message: err.message, ...(err.target ? { target: err.target } : {}) } };
+  return { error: { code: err.code, message: err.message, ...(err.target ? { target: err.target } : {}), ...(err.details.length ? { details: err.details } : {}) } };
 }
 
 export const armErrors = {

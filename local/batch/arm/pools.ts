@@ -2,9 +2,9 @@
  * Pools through the management plane (Microsoft.Batch/batchAccounts/pools, api-version 2023-11-01): create (PUT,
  * synchronous, 200 for a new pool and for an unchanged repeat; If-None-Match: * turns an existing pool into 412), get, delete (a
  * long-running operation: 202 with Location and Retry-After, the Location answering 202 until the pool is gone and
- * then 204, as `final-state-via: location` says) and list by account (nextLink paging). A PUT that would change an
- * existing pool is answered 501: the emulator does not update pools through this plane. The pools are the data
- * plane's pools: one account, two doors.
+ * then 204, as `final-state-via: location` says), update (PATCH, and a PUT that changes an existing pool: poolUpdate.ts)
+ * and list by account (nextLink paging, $filter, $select: poolList.ts). The pools are the data plane's pools: one
+ * account, two doors.
  */
 import { randomUUID } from 'node:crypto';
 import { BatchHttpError } from '../handlers/errors';
@@ -16,6 +16,8 @@ import { authorizeArm, authorizeIdentityAssignment, type ArmAccessConfig } from 
 import type { VerifiedToken } from '../../identity/verify';
 import { ArmHttpError, armErrors } from './errors';
 import { armETag, armPoolId, armPoolToPoolAdd, armPoolView, type ArmScope } from './poolModel';
+import { armPoolFilter, armPoolSelect } from './poolList';
+import { updatePool } from './poolUpdate';
 
 export interface ArmContext {
   scope: ArmScope;
@@ -105,11 +107,11 @@ export function createPool(ctx: ArmContext, caller: VerifiedToken, poolName: str
       throw new ArmHttpError(412, 'PreconditionFailed', 'The condition specified using HTTP conditional header(s) is not met.');
     }
     if (existing.state === 'deleting') throw new ArmHttpError(409, 'PoolBeingDeleted', 'The specified pool has been marked for deletion and is being reclaimed.');
-    // A repeated PUT of the same definition is a no-op; anything else would be an update, which is not emulated.
-    if (ctx.definitions.get(poolName.toLowerCase()) === JSON.stringify(body)) {
-      return { status: 200, body: armPoolView(ctx.scope, existing), headers: { ETag: armETag(existing) } };
+    // A repeated PUT of the same definition is a no-op; anything else is an update of what Batch lets change.
+    if (ctx.definitions.get(poolName.toLowerCase()) !== JSON.stringify(body)) {
+      ctx.definitions.set(poolName.toLowerCase(), JSON.stringify(updatePool(ctx, existing, body, true)));
     }
-    throw new ArmHttpError(501, 'NotImplemented', 'The local Batch emulator does not update pools through the management plane (Pools_Create on an existing pool with a different definition).');
+    return { status: 200, body: armPoolView(ctx.scope, existing), headers: { ETag: armETag(existing) } };
   }
   if (headers['if-match']) throw new ArmHttpError(412, 'PreconditionFailed', `The pool '${poolName}' does not exist (If-Match was given).`);
   let record;
@@ -124,6 +126,22 @@ export function createPool(ctx: ArmContext, caller: VerifiedToken, poolName: str
   // 200, not 201: the spec lists both, Batch answers 200, and @azure/arm-batch (generated from the service's own
   // earlier description) takes only 200 as success.
   return { status: 200, body: view, headers: { ETag: armETag(record) } };
+}
+
+/** Pools_Update: PATCH of the properties a live pool takes (If-Match honoured); 200 with the pool. */
+export function patchPool(ctx: ArmContext, caller: VerifiedToken, poolName: string, body: Json, headers: Record<string, string>): ArmResponse {
+  checkPoolName(poolName);
+  authorizeArm(ctx.access, caller, WRITE, armPoolId(ctx.scope, poolName));
+  const pool = ctx.services.engine.pools.get(poolName.toLowerCase());
+  if (!pool) throw armErrors.poolNotFound(poolName);
+  const ifMatch = headers['if-match'];
+  if (ifMatch && ifMatch !== '*' && ifMatch.replace(/^W\//, '').replace(/"/g, '') !== pool.eTag) {
+    throw new ArmHttpError(412, 'PreconditionFailed', 'The condition specified using HTTP conditional header(s) is not met.');
+  }
+  if (pool.state === 'deleting') throw new ArmHttpError(409, 'PoolBeingDeleted', 'The specified pool has been marked for deletion and is being reclaimed.');
+  if (body.identity !== undefined) identitiesOf(ctx, body);
+  ctx.definitions.set(pool.id.toLowerCase(), JSON.stringify(updatePool(ctx, pool, body, false)));
+  return { status: 200, body: armPoolView(ctx.scope, pool), headers: { ETag: armETag(pool) } };
 }
 
 export function getPool(ctx: ArmContext, caller: VerifiedToken, poolName: string): ArmResponse {
@@ -160,18 +178,26 @@ export function deleteOperation(ctx: ArmContext, caller: VerifiedToken, poolName
 export function listPools(ctx: ArmContext, caller: VerifiedToken, query: Record<string, string>): ArmResponse {
   const accountPath = `/subscriptions/${ctx.scope.subscriptionId}/resourceGroups/${ctx.scope.resourceGroup}/providers/Microsoft.Batch/batchAccounts/${ctx.scope.accountName}`;
   authorizeArm(ctx.access, caller, READ, accountPath);
-  for (const k of ['$select', '$filter']) {
-    if (query[k] !== undefined) throw new ArmHttpError(501, 'NotImplemented', `The local Batch emulator does not implement ${k} on Pools_ListByBatchAccount.`);
-  }
+  const keep = armPoolFilter(query.$filter);
+  const project = armPoolSelect(query.$select);
   const max = query.maxresults === undefined ? 1000 : Number(query.maxresults);
   if (!Number.isInteger(max) || max < 1 || max > 1000) throw new ArmHttpError(400, 'InvalidQueryParameterValue', `maxresults must be a whole number from 1 to 1000, got '${query.maxresults}'.`);
   const skip = query.$skiptoken === undefined ? 0 : Number(query.$skiptoken);
   if (!Number.isInteger(skip) || skip < 0) throw new ArmHttpError(400, 'InvalidQueryParameterValue', `invalid $skiptoken '${query.$skiptoken}'.`);
   const all = [...ctx.services.engine.pools.values()].sort((a, b) => a.creationTime.getTime() - b.creationTime.getTime() || a.id.localeCompare(b.id));
-  const page = all.slice(skip, skip + max).map((p) => armPoolView(ctx.scope, p));
-  const more = skip + max < all.length;
+  const views = all.map((p) => armPoolView(ctx.scope, p)).filter((v) => keep?.(v) ?? true);
+  const page = views.slice(skip, skip + max).map((v) => project?.(v) ?? v);
+  const more = skip + max < views.length;
   return {
     status: 200,
-    body: { value: page, ...(more ? { nextLink: `${ctx.baseUrl}${accountPath}/pools?api-version=${ctx.apiVersion}&maxresults=${max}&$skiptoken=${skip + max}` } : {}) },
+    body: { value: page, ...(more ? { nextLink: nextLink(`${ctx.baseUrl}${accountPath}/pools`, ctx.apiVersion, query, max, skip + max) } : {}) },
   };
+}
+
+/** The next page's link repeats the filter and selection, so the SDK's listNext needs nothing else. */
+function nextLink(base: string, apiVersion: string, query: Record<string, string>, max: number, skip: number): string {
+  const q = new URLSearchParams({ 'api-version': apiVersion, maxresults: String(max) });
+  for (const k of ['$filter', '$select']) if (query[k] !== undefined) q.set(k, query[k]);
+  q.set('$skiptoken', String(skip));
+  return `${base}?${q.toString()}`;
 }

@@ -4,7 +4,7 @@
  * Resource Manager does (api-version, bearer token, role assignments, subscription / resource group / account in
  * the path, the body against the official management spec), then served by pools.ts. Every answer carries
  * x-ms-request-id and x-ms-correlation-request-id; errors use ARM's `{ error: { code, message } }`. Operations of
- * the spec other than the four pool operations answer 501.
+ * the spec other than the pool operations and the account GET answer 501.
  */
 import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
@@ -16,7 +16,7 @@ import type { Json } from '../model/types';
 import { authenticateArm, type ArmAccessConfig } from './auth';
 import { ArmHttpError, armErrorBody, armErrors } from './errors';
 import { getAccount, listVirtualMachineSkus } from './account';
-import { createPool, deleteOperation, deletePool, getPool, listPools, type ArmContext, type ArmResponse } from './pools';
+import { createPool, deleteOperation, deletePool, getPool, listPools, patchPool, type ArmContext, type ArmResponse } from './pools';
 import type { ArmScope } from './poolModel';
 
 export interface ArmServerConfig {
@@ -157,8 +157,8 @@ async function dispatch(
   if (eq(pools ?? '', 'pools')) {
     if (poolName === undefined && method === 'GET') return listPools(ctx, caller, query);
     if (poolName !== undefined && opResults === undefined) {
-      if (method === 'PUT') {
-        const problems = managementSpec().requestBodyErrors('Pools_Create', body ?? {});
+      if (method === 'PUT' || method === 'PATCH') {
+        const problems = managementSpec().requestBodyErrors(method === 'PUT' ? 'Pools_Create' : 'Pools_Update', body ?? {});
         if (body === undefined) throw armErrors.invalidContent('The request content was invalid: the body is required.');
         if (problems.length) {
           const [first] = problems;
@@ -168,7 +168,7 @@ async function dispatch(
           const at = `${first.instancePath}${extra ? `/${String(extra)}` : p.missingProperty ? `/${String(p.missingProperty)}` : ''}`.replace(/^\//, '').replace(/\//g, '.');
           throw armErrors.invalidContent(`The request content was invalid: ${at || 'the body'} ${extra ? 'is not a property of the model' : first.message ?? first.keyword}.`, at || undefined);
         }
-        return createPool(ctx, caller, poolName, body as Json, headers);
+        return method === 'PUT' ? createPool(ctx, caller, poolName, body as Json, headers) : patchPool(ctx, caller, poolName, body as Json, headers);
       }
       if (method === 'GET') return getPool(ctx, caller, poolName);
       if (method === 'DELETE') return deletePool(ctx, caller, poolName);

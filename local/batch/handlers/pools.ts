@@ -106,7 +106,7 @@ const deletePool: Handler = (ctx, p, s) => {
 const RESIZE_TIMEOUT_MIN_MS = 5 * 60_000;
 
 /** The rules patch and updateproperties share: start task files, metadata names, no certificates or packages. */
-function checkPoolPropertyChanges(b: Json): void {
+export function checkPoolPropertyChanges(b: Json): void {
   checkMetadata(b.metadata);
   checkNodeTask(b.startTask, 'startTask');
   if (Array.isArray(b.certificateReferences) && b.certificateReferences.length) throw notEmulated('certificateReferences', 'certificates');
@@ -204,7 +204,7 @@ const listNodes: Handler = (ctx, p, s) => {
   return { status: 200, body: pageOf(all, ctx.query, ctx.baseUrl, `/pools/${pool.id}/nodes`, NODE_FILTERS) };
 };
 
-function nodeOr404(s: Services, poolId: string, nodeId: string) {
+export function nodeOr404(s: Services, poolId: string, nodeId: string) {
   const pool = poolOr404(s, poolId);
   const node = pool.nodes.get(nodeId);
   if (!node || node.removed) throw errors.notFound('NodeNotFound', 'node');

@@ -2,6 +2,7 @@ import { accountRoutes } from './account';
 import { fileRoutes } from './files';
 import type { Handler } from './http';
 import { jobRoutes } from './jobs';
+import { nodeUserRoutes } from './nodeUsers';
 import { poolRoutes } from './pools';
 import { taskRoutes } from './tasks';
 
@@ -11,7 +12,7 @@ interface Route {
   handler: Handler;
 }
 
-const routes: Route[] = [...poolRoutes, ...jobRoutes, ...taskRoutes, ...fileRoutes, ...accountRoutes].map(([method, pattern, handler]) => ({
+const routes: Route[] = [...poolRoutes, ...nodeUserRoutes, ...jobRoutes, ...taskRoutes, ...fileRoutes, ...accountRoutes].map(([method, pattern, handler]) => ({
   method,
   parts: pattern.split('/'),
   handler,

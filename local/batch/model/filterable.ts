@@ -87,3 +87,22 @@ export const PREP_RELEASE_FILTERS: Filterable = {
 };
 
 export const FILE_FILTERS: Filterable = { name: STARTSWITH };
+
+/**
+ * Pools_ListByBatchAccount (management plane, 2023-11-01): "Valid properties for filtering are: name,
+ * properties/allocationState, …/allocationStateTransitionTime, …/creationTime, …/provisioningState,
+ * …/provisioningStateTransitionTime, …/lastModified, …/vmSize, …/interNodeCommunication, …/scaleSettings/autoScale,
+ * …/scaleSettings/fixedScale". The two scale settings are objects (a `ne null` test), which the emulator's filter
+ * does not parse: they are answered 501 by the list (arm/poolList.ts), not listed here.
+ */
+export const ARM_POOL_FILTERS: Filterable = {
+  name: ID,
+  'properties/allocationState': EQ,
+  'properties/allocationStateTransitionTime': ORDERED,
+  'properties/creationTime': ORDERED,
+  'properties/provisioningState': EQ,
+  'properties/provisioningStateTransitionTime': ORDERED,
+  'properties/lastModified': ORDERED,
+  'properties/vmSize': EQ,
+  'properties/interNodeCommunication': EQ,
+};

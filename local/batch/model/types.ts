@@ -83,6 +83,17 @@ export interface NodeRecord {
   removed: boolean;
   /** False for a Spot/low-priority node (absent in records saved before they existed: dedicated). */
   isDedicated?: boolean;
+  /** Accounts added with ComputeNode_AddUser, by lower-case name (absent: none yet). A reimage drops them. */
+  users?: Map<string, NodeUser>;
+}
+
+/** A node user account (ComputeNodeUser); the password and key are kept to tell an update, never shown back. */
+export interface NodeUser {
+  name: string;
+  isAdmin: boolean;
+  expiryTime: Date;
+  password?: string;
+  sshPublicKey?: string;
 }
 
 export interface NodeJobTasks {

@@ -466,6 +466,8 @@ export class Engine {
     const d = nodeDirs(this.cfg.dataDir, pool.id, node.id);
     for (const dir of [d.workitems, d.shared, d.startup, d.volatile, d.containers, d.tmp]) rmSync(dir, { recursive: true, force: true });
     createNodeSandbox(d);
+    // The accounts added to the node lived on its OS disk.
+    node.users = undefined;
     this.bootAgain(pool, node, 'reimaging');
   }
 

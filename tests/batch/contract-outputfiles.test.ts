@@ -1,5 +1,5 @@
 /**
- * Task outputFiles are uploaded to real Azurite blob storage through SAS URLs when the task ends, with Batch's
+ * Contract (issue 29, category outputFiles): task outputFiles are uploaded to real Azurite blob storage through SAS URLs when the task ends, with Batch's
  * semantics: file patterns (single file, `*`, `**`, `../std*.txt`, $VAR), blob names under `path`, upload
  * conditions, the primary node only for multi-instance tasks, fileuploadout.txt/fileuploaderr.txt, and failures
  * reported as the task's failureInfo (FileUploadContainerNotFound, FileUploadAccessDenied, FileUploadMiscError).
