@@ -16,7 +16,7 @@ const jobs = new Map<number, JobCalls>();
 
 beforeAll(async () => {
   const hooks = counter.stackOptions();
-  stack = await startStack({ port: 0, demoImage: false, logLevel: 'warn', env: COUNTING_SETTINGS, onStorageRequest: hooks.onStorageRequest, batch: hooks.batch });
+  stack = await startStack({ port: 0, demoImage: false, logLevel: 'warn', env: COUNTING_SETTINGS, onStorageRequest: hooks.onStorageRequest, onInvocation: hooks.onInvocation, batch: hooks.batch });
   counter.bindStorage(stack.azurite.ports, stack.azurite.tableEndpoint());
   await warmUp(stack, counter);
   for (const nodes of [2, 4]) jobs.set(nodes, await runCounted(stack, counter, budgetSpec(`budget-${nodes}`, nodes, 6), 300_000));
