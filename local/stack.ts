@@ -13,7 +13,7 @@ import { DEFAULT_LOCATION } from './batch/arm/server';
 import { APP_IDENTITY } from './identity/managedIdentities';
 import type { OperatorAccess } from './operatorAccess';
 import type { RegistryHandle } from './registry';
-import { startFunctionsHost, type FunctionsHostHandle } from './host';
+import { startFunctionsHost, type FunctionsHostHandle, type InvocationRecord } from './host';
 import { createDurableExtension, type DurableExtension, type DurableOptions } from './durable';
 import type { IdentityService } from './identity';
 import { createLocalEasyAuth } from './identity/easyAuth';
@@ -87,6 +87,8 @@ export interface StackOptions {
   registryAccess?: 'open' | 'private';
   /** Each request arriving at Azurite, as it arrives (local/testing/callCounter.ts counts them). */
   onStorageRequest?: (request: StorageArrival) => void;
+  /** Each function execution of the host as it ends (local/testing/callCounter.ts counts them per job). */
+  onInvocation?: (record: InvocationRecord) => void;
   /** Durable engine options beyond host.json (e.g. maxConcurrentWhileHostBusy; benchmarks compare settings). */
   durable?: DurableOptions;
   /**
@@ -307,6 +309,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       env: settings,
       logLevel: opts.logLevel,
       logDestination: opts.logDestination,
+      onInvocation: opts.onInvocation,
     });
     return {
       azurite,

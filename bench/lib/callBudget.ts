@@ -5,7 +5,7 @@
  * the final state → cleanup). Shared by bench/calls.ts and tests/calls/callBudgets.test.ts.
  */
 import type { Stack } from '../../local/stack';
-import type { Call, CallCounter } from '../../local/testing/callCounter';
+import type { Call, CallCounter, Execution } from '../../local/testing/callCounter';
 import { submitSpec } from '../../local/jobRunner';
 import type { StorageTransactions } from '../../shared/ops/countedBudget';
 
@@ -74,6 +74,14 @@ export interface JobCalls {
   /** The job's durable timers that fired (every wait between two polls is one). */
   timersFired: number;
   instanceRows: number;
+  /** The host's function executions from the submission to the quiet moment after the final state (HTTP, queue, timer, episodes, activities). */
+  executions: Execution[];
+  /**
+   * CPU-seconds of this process (user + system, process.cpuUsage) over the same window: the Functions host, the Durable
+   * engine and the in-process Batch emulator's server (not Azurite, a child process, nor the nodes' processes). An
+   * upper bound of the host's own; meaningful only with one job at a time.
+   */
+  cpuSeconds: number;
 }
 
 /** One observation of the MPI task (mpiTaskObserve: a GET of the task). */
@@ -110,6 +118,8 @@ export async function runCounted(stack: Stack, counter: CallCounter, spec: Recor
   const id = String(spec.id);
   await counter.mark();
   const from = counter.position();
+  const fromExecution = counter.executionPosition();
+  const cpuFrom = process.cpuUsage();
   const { calls: intakeWindow } = await counter.during(() => submitSpec(stack, JSON.stringify(spec)));
   const intake = intakeRequests(intakeWindow);
   const deadline = Date.now() + timeoutMs;
@@ -122,6 +132,9 @@ export async function runCounted(stack: Stack, counter: CallCounter, spec: Recor
   // The orchestration's last episode and the pool's deletion follow the final transition.
   await sleep(quietMs);
   await counter.mark();
+  const cpu = process.cpuUsage(cpuFrom);
+  const cpuSeconds = (cpu.user + cpu.system) / 1e6;
+  const executions = counter.executionsSince(fromExecution);
   const all = counter.since(from);
   const ts = transitions(stack, id);
   const intakeSet = new Set(intake);
@@ -151,7 +164,7 @@ export async function runCounted(stack: Stack, counter: CallCounter, spec: Recor
   const timersFired = history.filter((t) => t === 'TimerFired').length;
   const instanceRows = (await rows('HpcMpiHubInstances', range)).length;
   await counter.mark();
-  return { id, state: final.state, intake, intakeWindow, calls, polls: polls.length, pollGaps, historyRows, historyByInstance: byInstance, timersFired, instanceRows };
+  return { id, state: final.state, intake, intakeWindow, calls, polls: polls.length, pollGaps, historyRows, historyByInstance: byInstance, timersFired, instanceRows, executions, cpuSeconds };
 }
 
 /**

@@ -31,6 +31,9 @@ export type { BindingInfo, HostContext, HostExtension, InvocationRequest, Invoca
 export type { HostKeys } from './keys';
 export type { StorageConnection } from './storageConnection';
 export { formatBanner } from './banner';
+export type { InvocationRecord } from './invoke';
+
+import type { InvocationRecord } from './invoke';
 
 export interface FunctionsHostOptions {
   /** Folder holding package.json (whose `main` globs the entry points) and host.json. */
@@ -71,6 +74,11 @@ export interface FunctionsHostOptions {
    * is answered 503 "Function host is not running."; default 30 s, the real host's (http/readiness.ts).
    */
   readyTimeoutMs?: number;
+  /**
+   * Each function execution as it ends (HTTP, queue, timer, orchestrator episode, entity, activity): what a Flex
+   * Consumption bill counts as executions. local/testing/callCounter.ts counts them per job.
+   */
+  onInvocation?: (record: InvocationRecord) => void;
 }
 
 export interface FunctionsHostHandle {
@@ -163,7 +171,7 @@ export async function startFunctionsHost(opts: FunctionsHostOptions): Promise<Fu
     const keyStore = opts.keys ? new KeyStore(opts.keys) : new KeyStore(loadOrCreateKeys(keysFile), keysFile);
     const keys = keyStore.keys;
     const outputWriters: Record<string, OutputBindingWriter> = { queue: createQueueOutputWriter(hostJson, log) };
-    const invoker = new Invoker({ log, extensions, outputWriters, appHookData });
+    const invoker = new Invoker({ log, extensions, outputWriters, appHookData, onInvocation: opts.onInvocation });
     const functions = (): RegisteredFunction[] => invoker.functions();
     const claimed = new Set(extensions.flatMap((e) => e.triggerTypes));
     const hostDispatched = (): RegisteredFunction[] => functions().filter((f) => !claimed.has(f.trigger.type));

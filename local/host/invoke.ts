@@ -25,6 +25,15 @@ export interface InvokerOptions {
   outputWriters: Record<string, OutputBindingWriter>;
   /** Shared by every hook for the app's lifetime. */
   appHookData: Record<string, unknown>;
+  /** Told of each execution as it ends (FunctionsHostOptions.onInvocation). */
+  onInvocation?: (record: InvocationRecord) => void;
+}
+
+/** One function execution: which function, its trigger type and whether it succeeded. */
+export interface InvocationRecord {
+  functionName: string;
+  trigger: string;
+  ok: boolean;
 }
 
 export class Invoker {
@@ -65,10 +74,12 @@ export class Invoker {
       const result = await this.runPipeline(fn, registered, invocationId, { ...request, inputData }, log);
       await this.writeOutputs(fn, result);
       log[routine]({ durationMs: Date.now() - started }, `Executed 'Functions.${functionName}' (Succeeded)`);
+      this.opts.onInvocation?.({ functionName, trigger: fn.trigger.type, ok: true });
       return result;
     } catch (err) {
       const error = err instanceof Error ? err : new Error(String(err));
       log.error({ err: error, durationMs: Date.now() - started }, `Executed 'Functions.${functionName}' (Failed): ${error.message}`);
+      this.opts.onInvocation?.({ functionName, trigger: fn.trigger.type, ok: false });
       return { invocationId, outputData: [], error };
     }
   }

@@ -15,6 +15,7 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import type { StorageArrival } from '../azurite';
 import type { ExchangeRecord } from '../batch/config';
+import type { InvocationRecord } from '../host';
 
 export type CallService = 'table' | 'queue' | 'blob' | 'batch' | 'arm';
 export type CallComponent = 'app' | 'durable' | 'poller' | 'batch' | 'arm';
@@ -121,6 +122,9 @@ export function countBy(calls: readonly Call[], key: CallKey = byResourceOperati
 
 const MARKER = '/__call-counter-marker/';
 
+/** One function execution of the host (FunctionsHostOptions.onInvocation), when it ended. */
+export type Execution = InvocationRecord & { at: number };
+
 /**
  * The counter. Wire it with `stackOptions()` (or its parts) before the stack starts, then `bindStorage` with
  * Azurite's ports once they are known (startStack's result). `mark()` is a barrier: it sends a request of its own to
@@ -128,6 +132,8 @@ const MARKER = '/__call-counter-marker/';
  */
 export class CallCounter {
   private readonly calls: Call[] = [];
+  /** The host's function executions, kept apart from the requests (they are billed as executions, not transactions). */
+  private readonly executions: Execution[] = [];
   private ports = new Map<number, 'table' | 'queue' | 'blob'>();
   private pending: StorageArrival[] = [];
   private markers = new Map<string, () => void>();
@@ -137,9 +143,10 @@ export class CallCounter {
   constructor(private readonly hub = 'HpcMpiHub') {}
 
   /** The stack's hooks: storage arrivals and both Batch planes' exchanges. */
-  stackOptions(): { onStorageRequest: (r: StorageArrival) => void; batch: { onExchange: (e: ExchangeRecord) => void; onArmExchange: (e: ExchangeRecord) => void } } {
+  stackOptions(): { onStorageRequest: (r: StorageArrival) => void; onInvocation: (r: InvocationRecord) => void; batch: { onExchange: (e: ExchangeRecord) => void; onArmExchange: (e: ExchangeRecord) => void } } {
     return {
       onStorageRequest: (r) => this.storage(r),
+      onInvocation: (r) => this.executions.push({ ...r, at: Date.now() }),
       batch: { onExchange: (e) => this.batch('batch', e), onArmExchange: (e) => this.batch('arm', e) },
     };
   }
@@ -193,6 +200,15 @@ export class CallCounter {
   /** Every call counted so far (a copy), or those from index `from`. */
   since(from = 0): Call[] {
     return this.calls.slice(from);
+  }
+
+  /** The function executions that ended from position `from` (executionPosition) on. */
+  executionsSince(from = 0): Execution[] {
+    return this.executions.slice(from);
+  }
+
+  executionPosition(): number {
+    return this.executions.length;
   }
 
   /** A position to take `since` from. */

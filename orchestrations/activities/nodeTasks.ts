@@ -1,15 +1,22 @@
 import type { ActivityInput, NodeTaskObservation, NodeTaskRequest } from '../../shared/contract';
 import { batchContext, registrySecret } from '../../shared/services';
-import { addNodeTask, getTasks, readTaskFile, type BatchContext } from '../../shared/batch';
+import { addTaskCollection, buildNodeTaskParameter, getTasks, readTaskFile, type BatchContext } from '../../shared/batch';
 import { registerActivity } from './registration';
 import { nodeTaskSpec } from '../../shared/planning/batchRequests';
 import { parseDigestLines } from '../../shared/mpi/imageTransfer';
 
-/** Adds pinned per-node tasks; a task that already exists (a retried activity) is not added twice. */
-export async function nodeTasksAdd(input: { batchJobId: string; tasks: NodeTaskRequest[] }): Promise<void> {
-  const ctx = batchContext();
+/**
+ * Adds pinned per-node tasks in task collections (one request per 100 tasks, not one per node:
+ * shared/batch/taskCollection.ts); a task that already exists (a retried activity) counts as added, not added twice.
+ */
+export async function addNodeTasks(ctx: BatchContext, input: { batchJobId: string; tasks: NodeTaskRequest[] }): Promise<void> {
   // Registry secrets are read here, at the last moment: the orchestration (whose history is stored) names settings only.
-  await Promise.all(input.tasks.map((t) => addNodeTask(ctx, input.batchJobId, nodeTaskSpec(t, (s) => registrySecret(s.server, s.setting)))));
+  const params = input.tasks.map((t) => buildNodeTaskParameter(nodeTaskSpec(t, (s) => registrySecret(s.server, s.setting))));
+  await addTaskCollection(ctx, input.batchJobId, params, 'tasks.addNodeTasks');
+}
+
+export function nodeTasksAdd(input: { batchJobId: string; tasks: NodeTaskRequest[] }): Promise<void> {
+  return addNodeTasks(batchContext(), input);
 }
 
 /**

@@ -100,17 +100,21 @@ function* downloadShards(run: PipelineRun, req: StageDataRequest, staged: Staged
   if (nodes.length === 0) return;
   const { destination } = staged;
   // Every node gets a download task, also nodes without shards, so the destination exists everywhere.
-  yield* nodeTaskWindow(run, downloadWindow(req.batchJobId, nodes, req.spec, req.settings, req.taskPrefix ?? 'dl', (node) => shardDownloadTask(destination, staged.slotShards[slot.get(node.id) ?? -1] ?? [])));
+  yield* nodeTaskWindow(run, downloadWindow(req.batchJobId, nodes, req.spec, req.settings, req.taskPrefix ?? 'dl', (node) => shardDownloadTask(destination, staged.slotShards[slot.get(node.id) ?? -1] ?? []), staged.shards));
 }
 
-/** The window of shard download tasks: one per node, as many at once as nodes may pull. */
-function downloadWindow(batchJobId: string, nodes: NodeRef[], spec: JobSpec, settings: PipelineSettings, taskPrefix: string, taskFor: NodeTaskWindowRequest['taskFor']): NodeTaskWindowRequest {
+/**
+ * The window of shard download tasks: one per node, as many at once as nodes may pull. With no shard at all the tasks
+ * only make the directory: nothing to bound, so all start at once (one task collection, settings.emptyDownloadsAtOnce).
+ */
+function downloadWindow(batchJobId: string, nodes: NodeRef[], spec: JobSpec, settings: PipelineSettings, taskPrefix: string, taskFor: NodeTaskWindowRequest['taskFor'], shards: number): NodeTaskWindowRequest {
+  const atOnce = settings.emptyDownloadsAtOnce === true && shards === 0;
   return {
     stage: 'StagingData',
     batchJobId,
     nodes,
     items: ['shards'],
-    concurrency: shardDownloadConcurrency(nodes.length, spec.container.pullConcurrency),
+    concurrency: atOnce ? Math.max(1, nodes.length) : shardDownloadConcurrency(nodes.length, spec.container.pullConcurrency),
     maxAttempts: settings.nodeTaskMaxAttempts,
     taskPrefix,
     progressKey: 'shardsDownloaded',
@@ -193,7 +197,7 @@ export class EarlyStaging implements BackgroundWork {
     const slot = new Map(pool.map((n, i) => [n.id, i]));
     // Tasks are made only once every URL is minted (step submits nothing before).
     const taskFor = (node: NodeRef) => shardDownloadTask(this.destination, this.slotShards(pool.length)[slot.get(node.id) ?? -1] ?? []);
-    const win = new NodeTaskWindow(this.run, { ...downloadWindow(batchJobId, nodes, this.req.spec, this.req.settings, taskPrefix, taskFor), held: nodes.map((n) => n.id) });
+    const win = new NodeTaskWindow(this.run, { ...downloadWindow(batchJobId, nodes, this.req.spec, this.req.settings, taskPrefix, taskFor, this.plan.shards.length), held: nodes.map((n) => n.id) });
     this.window = { win, nodes, poolSize: pool.length };
     this.run.startBackground(this);
   }

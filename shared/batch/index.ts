@@ -10,6 +10,7 @@ export { OWNER_KEY, OWNER_VALUE, JOB_KEY, PURPOSE_KEY, SUBMITTER_KEY, ownerJobOf
 export * from './pools';
 export * from './jobs';
 export * from './tasks';
+export * from './taskCollection';
 export * from './mpiTask';
 export * from './files';
 export { createArmBatchClient, createArmBatchContext, type ArmBatchContext, type ArmClientOptions } from './armClient';

@@ -72,6 +72,12 @@ export interface PipelineSettings {
    * replay the inline wait.
    */
   mpiWaitPollsPerGeneration?: number;
+  /**
+   * A job without any shard starts every node's download task at once (they download nothing: the window's bound is
+   * for storage egress), in one task collection, so its staging requests do not grow with the nodes
+   * (docs/call-budgets.md, "Node tasks"). Absent in runs started before: they replay the bounded window.
+   */
+  emptyDownloadsAtOnce?: boolean;
 }
 
 /** Polls per execution of the MPI wait before it continues as new: its history holds at most this many polls. */

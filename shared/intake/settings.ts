@@ -18,6 +18,7 @@ export function pipelineSettings(config: AppConfig): PipelineSettings {
     checkSources: true,
     explainFailures: true,
     mpiWaitPollsPerGeneration: MPI_WAIT_POLLS_PER_GENERATION,
+    emptyDownloadsAtOnce: true,
     ...(config.poolIdentity ? { poolIdentityClientId: config.poolIdentity.clientId } : {}),
   };
 }

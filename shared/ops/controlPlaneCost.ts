@@ -74,22 +74,22 @@ const usage = (cpuSeconds: number, executions: number, table: number, queue: num
 });
 
 /**
- * CPU: bench/capacity.ts measured 7.67 CPU-s per 4-node native demo job on the local host (2026-11-27, mean of 2 runs,
- * process.cpuUsage around submit → final; the in-process Batch emulator is included, so this is an upper bound). Only one
- * size was measured: the split into a fixed part and a per-node part is an assumption, and so are the executions.
- * Storage transactions are the counted ones (countedBudget.ts): intake + the job's fixed part, its part per node, and
- * per minute the MPI wait's polls (a pool minute is taken as a running minute: an upper bound for the other stages).
+ * Everything is counted per job (countedBudget.ts), nothing modelled: the host's function executions and CPU-seconds
+ * (counted.host: a fixed part, a part per node, a part per MPI poll, from jobs run one at a time) and the storage
+ * transactions (intake + the job's fixed part, its part per node). Per minute: the MPI wait's polls (a pool minute is
+ * taken as a running minute: an upper bound for the other stages).
  */
 export function usageCoefficients(counted: CountedBudget = COUNTED_BUDGET): UsageCoefficients {
   const withStorage = (cpuSeconds: number, executions: number, s: StorageTransactions): ControlPlaneUsage => ({ cpuSeconds, executions, storage: { ...s } });
   const perMinute = addTransactions({ table: 0, queue: 0, blobWrite: 0, blobRead: 0 }, counted.perMpiPoll, counted.mpiPollsPerMinute);
+  const { host } = counted;
   return {
-    fixed: withStorage(7.0, 60, addTransactions(counted.intake, counted.fixed)),
-    perNode: withStorage(0.15, 2, counted.perNode),
-    perMinute: withStorage(0.02, 2, perMinute),
+    fixed: withStorage(host.fixed.cpuSeconds, host.fixed.executions, addTransactions(counted.intake, counted.fixed)),
+    perNode: withStorage(host.perNode.cpuSeconds, host.perNode.executions, counted.perNode),
+    perMinute: withStorage(host.perMpiPoll.cpuSeconds * counted.mpiPollsPerMinute, host.perMpiPoll.executions * counted.mpiPollsPerMinute, perMinute),
     basis:
       `storage transactions counted per job at Azurite (${counted.countedAt}: intake, fixed, per node, per MPI poll; ${counted.source}); ` +
-      'CPU estimated from bench/capacity.ts (2026-11-27: 7.67 CPU-s measured per 4-node local job), executions estimated',
+      `function executions counted and CPU-seconds measured per job on the local host (${host.countedAt}: fixed, per node, per MPI poll; ${host.source})`,
   };
 }
 

@@ -69,6 +69,8 @@ export interface ControlPlaneUsageReport {
   storageTransactions: ControlPlaneUsage['storage'];
   /** The day the per-job storage transactions were counted (shared/ops/countedBudget.ts). */
   storageCountedAt: string;
+  /** The day the per-job executions were counted and the CPU-seconds measured (countedBudget.ts, `host`). */
+  hostWorkCountedAt: string;
 }
 
 /** The control plane's estimated usage of one job, from its cost record. */
@@ -106,6 +108,7 @@ export function usageReport(jobs: readonly UsageInput[]): UsageReport {
     executions: 0,
     storageTransactions: { table: 0, queue: 0, blobWrite: 0, blobRead: 0 },
     storageCountedAt: COUNTED_BUDGET.countedAt,
+    hostWorkCountedAt: COUNTED_BUDGET.host.countedAt,
   };
   const report: UsageReport = { perDay: {}, perTag: {}, total: empty(), controlPlane, perJob: [], perJobOmitted: 0 };
   const rows: UsageJobRow[] = [];

@@ -19,7 +19,7 @@ const K = MPI_WAIT_POLLS_PER_GENERATION;
 
 beforeAll(async () => {
   const hooks = counter.stackOptions();
-  stack = await startStack({ port: 0, demoImage: false, logLevel: 'warn', env: COUNTING_SETTINGS, onStorageRequest: hooks.onStorageRequest, batch: hooks.batch });
+  stack = await startStack({ port: 0, demoImage: false, logLevel: 'warn', env: COUNTING_SETTINGS, onStorageRequest: hooks.onStorageRequest, onInvocation: hooks.onInvocation, batch: hooks.batch });
   counter.bindStorage(stack.azurite.ports, stack.azurite.tableEndpoint());
   await warmUp(stack, counter);
   short = await runCounted(stack, counter, budgetSpec('history-short', 2, 5), 300_000);
@@ -33,14 +33,38 @@ afterAll(async () => {
 /** The job's sub-orchestrations (the MPI waits): instance ids `<job>:<seq>`. */
 const waits = (j: JobCalls) => Object.entries(j.historyByInstance).filter(([id]) => id !== j.id);
 const timers = (types: string[]) => types.filter((t) => t === 'TimerFired').length;
-/** The rows besides the waits' (each wait: a timer and the poll after it, 8 rows). */
-const structure = (j: JobCalls) => Object.values(j.historyByInstance).reduce((n, types) => n + types.length - HISTORY_ROWS_PER_WAIT * timers(types), 0);
+/** Episode markers: each episode of an orchestration writes one OrchestratorStarted and one OrchestratorCompleted row. */
+const EPISODE_ROWS = new Set(['OrchestratorStarted', 'OrchestratorCompleted']);
+/** Of a wait's 8 rows, its two episodes' markers (the timer's and the poll's). */
+const EPISODE_ROWS_PER_WAIT = 4;
+/**
+ * The rows besides the waits' (each wait: a timer and the poll after it, 8 rows) and besides the episode markers.
+ * Markers are apart because the number of episodes is not the job's to decide: cleanup requests the Batch job's
+ * termination and the pool's deletion together (orchestrations/stages/cleanup.ts: the deletion stops the billing and
+ * must not wait a round trip), and the engine delivers the two completions in one batch of new events (one episode) or
+ * in two (two episodes), as Durable does, as the messages happen to arrive. Either way the same events are recorded;
+ * only one OrchestratorStarted/Completed pair more or less: the 110 vs 112 "structure" of an intermittent failure here.
+ */
+const structure = (j: JobCalls) =>
+  Object.values(j.historyByInstance).reduce((n, types) => n + types.filter((t) => !EPISODE_ROWS.has(t)).length - (HISTORY_ROWS_PER_WAIT - EPISODE_ROWS_PER_WAIT) * timers(types), 0);
+/** Episodes besides the waits' two each. */
+const episodes = (j: JobCalls) =>
+  Object.values(j.historyByInstance).reduce((n, types) => n + types.filter((t) => t === 'OrchestratorStarted').length - (EPISODE_ROWS_PER_WAIT / 2) * timers(types), 0);
+/** Activities the job runs side by side whose completions may come in one episode or in two: cleanup's terminate + delete. */
+const PARALLEL_PAIRS = 1;
 
 test('both jobs succeeded, the long one polling through several generations of the wait', () => {
   expect([short.state, long.state]).toEqual(['Succeeded', 'Succeeded']);
   // More polls than one generation holds (the first look is the job's own): the wait continued as new at least once.
   expect(long.polls).toBeGreaterThan(K + 1);
-  if (process.env.HISTORY_BOUND_VERBOSE) for (const j of [short, long]) console.log(j.id, j.polls, j.historyRows, j.timersFired, JSON.stringify(Object.fromEntries(Object.entries(j.historyByInstance).map(([k, v]) => [k, v.length]))), structure(j));
+  if (process.env.HISTORY_BOUND_VERBOSE) {
+    for (const j of [short, long]) {
+      const types = Object.fromEntries(Object.entries(j.historyByInstance).map(([k, v]) => [k, Object.fromEntries([...new Set(v)].sort().map((t) => [t, v.filter((x) => x === t).length]))]));
+      const execs = new Map<string, number>();
+      for (const e of j.executions) execs.set(e.functionName, (execs.get(e.functionName) ?? 0) + 1);
+      console.log(j.id, j.polls, j.historyRows, j.timersFired, structure(j), episodes(j), JSON.stringify(types), `executions ${j.executions.length} ${JSON.stringify(Object.fromEntries(execs))} cpu ${j.cpuSeconds.toFixed(2)}`);
+    }
+  }
   expect(waits(long).length).toBeGreaterThan(0);
 });
 
@@ -60,6 +84,8 @@ test('the same rows besides the waits for N and 4N seconds, and both within the 
   // when they took the same path (same number of wait calls).
   expect(waits(long).length).toBe(waits(short).length);
   expect(structure(long)).toBe(structure(short));
+  // The episodes besides the waits': the same but for the parallel pair's completions, which may share an episode.
+  expect(Math.abs(episodes(long) - episodes(short))).toBeLessThanOrEqual(PARALLEL_PAIRS);
   for (const j of [short, long]) expect(j.historyRows).toBeLessThanOrEqual(historyRowBound(j.timersFired));
   // In all: the two differ by the polls of the waits' last generations only, at most K − 1 polls' rows per wait.
   expect(Math.abs(long.historyRows - short.historyRows)).toBeLessThanOrEqual(waits(long).length * (K - 1) * HISTORY_ROWS_PER_WAIT);
