@@ -5,7 +5,7 @@
  *   - the shim itself, in a plain bash with the environment a node gets (no emulator);
  *   - through the emulator with real pools, nodes and tasks (@azure/batch SDK).
  */
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import * as os from 'node:os';
@@ -40,7 +40,7 @@ const client = (p: number) => `exec 3<>/dev/tcp/10.0.0.4/${p} || exit 7; echo pi
 
 describe('the table', () => {
   it('lists each port with its subnet (lowercased) and target, and refuses bad or repeated ports', () => {
-    expect(tcpServicesTable([licence()])).toBe(`10.0.0.4\t27000\t${subnet('compute')}\t${port}\n`);
+    expect(tcpServicesTable([licence()])).toBe(`10.0.0.4\t27000\t${subnet('compute').toLowerCase()}\t${port}\n`);
     expect(tcpServicesTable([{ ...licence(), tcp: [] }])).toBe('');
     expect(() => tcpServicesTable([{ ...licence(), tcp: [{ port: 70000, target: 1 }] }])).toThrow('network service licence: tcp[0].port must be an integer in [1, 65535], got 70000');
     expect(() => tcpServicesTable([licence(), licence()])).toThrow('network service licence: 10.0.0.4:27000 is declared twice');
@@ -54,21 +54,25 @@ describe('the table', () => {
 });
 
 describe('the connect() shim in a node\'s environment', () => {
-  const run = (nodeSubnet: string, p = 27000) => {
+  // Asynchronously: the server answering is in this process.
+  const run = async (nodeSubnet: string, p = 27000) => {
     const t = prepareTcpServices(path.join(dir, 'shim'), [licence()]);
     expect(t.reason).toBeUndefined();
-    const r = spawnSync('bash', ['-c', client(p)], { encoding: 'utf8', env: { PATH: process.env.PATH, ...t.env, AZ_BATCH_EMULATOR_NODE_SUBNET: nodeSubnet } });
-    return { status: r.status, stdout: r.stdout, stderr: r.stderr.replace(/^bash: line \d+: /, '') };
+    return new Promise<{ status: number; stdout: string; stderr: string }>((resolve) => {
+      execFile('bash', ['--norc', '-c', client(p)], { encoding: 'utf8', timeout: 30_000, env: { PATH: process.env.PATH, ...t.env, AZ_BATCH_EMULATOR_NODE_SUBNET: nodeSubnet } }, (err, stdout, stderr) => {
+        resolve({ status: err ? Number((err as { code?: number }).code) : 0, stdout, stderr });
+      });
+    });
   };
 
-  it('routes a connection from the subnet to the local server', () => {
-    expect(run(subnet('compute'))).toEqual({ status: 0, stdout: 'echo ping\n', stderr: '' });
+  it('routes a connection from the subnet to the local server', async () => {
+    expect(await run(subnet('compute'))).toEqual({ status: 0, stdout: 'echo ping\n', stderr: '' });
   });
 
-  it('times out from another subnet or from no network, and refuses a port the service does not serve', () => {
-    expect(run(subnet('other'))).toEqual({ status: 7, stdout: '', stderr: expect.stringContaining('Connection timed out') });
-    expect(run('')).toEqual({ status: 7, stdout: '', stderr: expect.stringContaining('Connection timed out') });
-    expect(run(subnet('compute'), 27001)).toEqual({ status: 7, stdout: '', stderr: expect.stringContaining('Connection refused') });
+  it('times out from another subnet or from no network, and refuses a port the service does not serve', async () => {
+    expect(await run(subnet('other'))).toEqual({ status: 7, stdout: '', stderr: expect.stringContaining('Connection timed out') });
+    expect(await run('')).toEqual({ status: 7, stdout: '', stderr: expect.stringContaining('Connection timed out') });
+    expect(await run(subnet('compute'), 27001)).toEqual({ status: 7, stdout: '', stderr: expect.stringContaining('Connection refused') });
   });
 });
 
