@@ -101,10 +101,12 @@ test('the licensed job succeeds: every rank checked out with the right key and s
 });
 
 test('a pool outside the licence server\'s subnet fails preflight, naming the node and the port', () => {
-  expect(outside.state).toBe('Failed');
   const message = outside.error?.message ?? '';
-  expect(message).toContain('10.0.0.4:27000');
-  expect(message).toMatch(/tvm-|node/);
+  // "…preflight: <node> (missing licence server port 10.0.0.4:27000 (no TCP connection within 5 s), …)": each node of
+  // the pool in subnet "other" is named with the port it could not reach; the vendor daemon's port too.
+  expect({ state: outside.state, message }).toEqual({ state: 'Failed', message: expect.stringMatching(/preflight: [\s\S]*\S+ \([^\n]*missing licence server port 10\.0\.0\.4:27000 \(no TCP connection within 5 s\)/) });
+  expect(message).toContain('10.0.0.4:27001');
+  expect(stack?.licenceServer?.checkouts.length).toBe(2);
 });
 
 test('the explain document and the status show the references, not the values', () => {
