@@ -23,6 +23,7 @@ import { localIdentityWiring } from './supervisor/identityWiring';
 import { localPriceSettings } from './prices';
 import { localWebhookSettings, type WebhookReceiver } from './webhooks';
 import { exampleNetworkSettings, type ExampleHeadnode } from './exampleNetwork';
+import type { LicenceServer } from './licenceServer';
 
 /** The repository root, whether this file runs from sources (tsx, jest) or from dist/. */
 export const REPO_ROOT = findRepoRoot(__dirname);
@@ -119,6 +120,8 @@ export interface Stack {
   settings: Record<string, string>;
   /** The head node's export directories (StackOptions.exampleNetwork). */
   headnode?: ExampleHeadnode;
+  /** The examples' licence server at 10.0.0.4:27000 (StackOptions.exampleNetwork; local/licenceServer.ts). */
+  licenceServer?: LicenceServer;
   baseUrl: string;
   stop(): Promise<void>;
 }
@@ -324,6 +327,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       keyless: services.keyless,
       settings,
       ...(services.headnode ? { headnode: services.headnode } : {}),
+      ...(services.licenceServer ? { licenceServer: services.licenceServer } : {}),
       baseUrl: host.baseUrl,
       async stop() {
         await host.stop();

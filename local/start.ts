@@ -31,7 +31,7 @@ async function main(): Promise<void> {
     .option('--two-batch-accounts', 'run a second emulated Batch account (localbatch2) and place jobs over both (BATCH_ACCOUNTS; docs/local-stack.md)')
     .option('--pool-identity', 'deploy with a pool identity: pools from the management plane with id-pool-local (docs/local-batch.md)')
     .option('--no-seed-examples', 'do not put what the examples read (software, cases, inputs/demo/) into the data account')
-    .option('--no-example-network', "do not serve the examples' head node NFS server 10.20.0.4 in subnet compute (nfs-headnode-in-vnet.yaml; docs/local-stack.md)")
+    .option('--no-example-network', "do not serve the examples' network: the head node NFS server 10.20.0.4 and the licence server 10.0.0.4:27000 in subnet compute, the pools' default subnet (docs/local-stack.md)")
     .option('--private-registry', 'make the registry private: pulls need the pool identity or the registry credential (docs/local-registry.md)')
     .parse()
     .opts<{ port?: string; data: string; log?: string; logLevel?: string; logConsole: 'jobs' | 'json'; sharedKeys?: boolean; poolIdentity?: boolean; twoBatchAccounts?: boolean; privateRegistry?: boolean; seedExamples: boolean; exampleNetwork: boolean }>();

@@ -56,6 +56,8 @@ export interface BatchEmulatorHandle {
   /** The account's pools now (a pool being deleted is listed until it is gone), with their allocated nodes. */
   pools(): { id: string; state: string; vmSize: string; nodes: number }[];
   nodes(poolId: string): EmulatedNodeInfo[];
+  /** Whether nodes reach the network services' TCP ports (runner/tcpServices.ts), and why not when they do not. */
+  tcpServices: { available: boolean; reason?: string };
   /** Kills every task/container process, removes sandboxes, closes the server. */
   stop(): Promise<void>;
 }
@@ -142,6 +144,7 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
   saver?.unref();
 
   return {
+    tcpServices: { available: engine.tcpServices.available, ...(engine.tcpServices.reason ? { reason: engine.tcpServices.reason } : {}) },
     url,
     armUrl,
     accountName,

@@ -143,6 +143,14 @@ export const DEMO_SECRET = 'demo-license-key';
 export const DEMO_SECRET_VALUE = 'local-demo-license-key (not a real secret)';
 /** The second demo secret (examples/workloads/licensed-app-flexlm.yaml's app token). */
 export const DEMO_TOKEN_SECRET = 'demo-app-token';
+export const DEMO_TOKEN_SECRET_VALUE = 'local-demo-app-token (not a real secret)';
+/**
+ * What the local Key Vault holds unless a caller seeds its own: the example's two secrets with documented local
+ * values (docs/local-stack.md). Held in memory and seeded at every start, so a restart finds the same values.
+ */
+export const DEMO_VAULT_SEED: Readonly<Record<string, { secrets: Record<string, string> }>> = {
+  [DEMO_VAULT]: { secrets: { [DEMO_SECRET]: DEMO_SECRET_VALUE, [DEMO_TOKEN_SECRET]: DEMO_TOKEN_SECRET_VALUE } },
+};
 
 /** A seed where vaults that name no readers are readable by `defaultReaders` (the pool identity). */
 export function seedWithReaders(vaults: Record<string, { secrets: Record<string, string>; readers?: string[] }>, defaultReaders: string[]): KeyVaultSeed {

@@ -12,7 +12,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 
-export const SERVICE_NAMES = ['host', 'blob', 'queue', 'table', 'batch', 'registry', 'webhooks', 'arm', 'identity', 'identityHttp', 'prices'] as const;
+export const SERVICE_NAMES = ['host', 'blob', 'queue', 'table', 'batch', 'registry', 'webhooks', 'arm', 'identity', 'identityHttp', 'prices', 'keyVault'] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 export type StackPorts = Record<ServiceName, number>;
 
@@ -30,6 +30,8 @@ export const PORT_OWNER: Record<ServiceName, string> = {
   identity: 'identity service (https issuer)',
   identityHttp: 'identity service (loopback http: metadata, keys, managed identity endpoint)',
   prices: 'Retail Prices API stand-in',
+  // KEY_VAULT_URL_TEMPLATE names it, and the app settings of a running host and the explain documents carry it.
+  keyVault: 'Key Vault stand-in',
 };
 
 export function portsFile(dataDir: string): string {

@@ -27,7 +27,7 @@ import { startRegistry, type RegistryHandle } from '../registry';
 import { startWebhookReceiver, type WebhookReceiver } from '../webhooks';
 import { startRetailPricesStandIn, type RetailPricesStandIn } from '../prices';
 import { OPERATOR_USER, createEntraTokenVerifier, startIdentityService, type IdentityService } from '../identity';
-import { DEMO_SECRET, DEMO_SECRET_VALUE, DEMO_TOKEN_SECRET, DEMO_VAULT, seedWithReaders, startKeyVault, type KeyVaultHandle } from '../keyvault';
+import { DEMO_SECRET, DEMO_SECRET_VALUE, DEMO_VAULT, DEMO_VAULT_SEED, seedWithReaders, startKeyVault, type KeyVaultHandle } from '../keyvault';
 import { trustCertificateInProcess } from '../identity/processTrust';
 import { operatorAccess, type OperatorAccess } from '../operatorAccess';
 import { localIdentityWiring } from './identityWiring';
@@ -37,6 +37,7 @@ import { startReleaseServers } from '../releaseServer';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import * as os from 'node:os';
 import { exampleNetwork, type ExampleHeadnode } from '../exampleNetwork';
+import { startLicenceServer, type LicenceServer } from '../licenceServer';
 
 /** The second emulated Batch account's name (ServicesOptions.secondBatch). */
 export const SECOND_BATCH_ACCOUNT = 'localbatch2';
@@ -106,6 +107,8 @@ export interface Services {
   keyVault: KeyVaultHandle;
   /** The head node's export directories, when the examples' network is served (ServicesOptions.exampleNetwork). */
   headnode?: ExampleHeadnode;
+  /** The examples' licence server (10.0.0.4:27000 in their subnet), when their network is served. */
+  licenceServer?: LicenceServer;
   /** Keyless (the default) or with shared keys (the opt-in). */
   keyless: boolean;
   /** The services as the operator reaches them directly (tokens of the tenant's `admin`, or the keys). */
@@ -169,7 +172,11 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
     // The examples' head node: kept in the data folder, or in a temp folder removed on stop.
     const headnodeTemp = opts.exampleNetwork && !dataDir ? mkdtempSync(path.join(os.tmpdir(), 'headnode-')) : undefined;
     if (headnodeTemp) started.push({ stop: async () => rmSync(headnodeTemp, { recursive: true, force: true }) });
-    const network = opts.exampleNetwork ? exampleNetwork(headnodeTemp ?? (await sub('headnode')) as string, opts.repoRoot) : undefined;
+    // The examples' licence server grants the site key the local Key Vault holds (the demo value, or a test's).
+    const vaultSeed = opts.keyVault ?? DEMO_VAULT_SEED;
+    const licenceServer = opts.exampleNetwork ? await startLicenceServer({ key: vaultSeed[DEMO_VAULT]?.secrets[DEMO_SECRET] ?? DEMO_SECRET_VALUE }) : undefined;
+    if (licenceServer) started.push(licenceServer);
+    const network = opts.exampleNetwork ? exampleNetwork(headnodeTemp ?? (await sub('headnode')) as string, opts.repoRoot, licenceServer) : undefined;
     const batch = await startBatchEmulator({
       dataDir: await sub('batch'),
       persist: dataDir !== undefined,
@@ -215,10 +222,13 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
     });
     started.push(prices);
     const keyVault = await startKeyVault({
-      seed: seedWithReaders(opts.keyVault ?? { [DEMO_VAULT]: { secrets: { [DEMO_SECRET]: DEMO_SECRET_VALUE, [DEMO_TOKEN_SECRET]: 'local-demo-app-token (not a real secret)' } } }, [wiring.pool.principalId]),
+      port: want.keyVault,
+      seed: seedWithReaders(vaultSeed, [wiring.pool.principalId]),
       verify: createEntraTokenVerifier({ jwks: () => identity.jwks(), tenantId: identity.tenantId }),
       tenantId: identity.tenantId,
       authority: identity.authorityHost,
+    }).catch((err: unknown) => {
+      throw portInUse(err, 'keyVault', want.keyVault, dataDir);
     });
     started.push(keyVault);
 
@@ -233,6 +243,7 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
       identity: Number(new URL(identity.authorityHost).port),
       identityHttp: Number(new URL(identity.httpUrl).port),
       prices: prices.port,
+      keyVault: keyVault.port,
     };
     if (dataDir) recordPorts(dataDir, ports);
     const operator = operatorAccess(
@@ -250,6 +261,7 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
       prices,
       keyVault,
       ...(network ? { headnode: network.headnode } : {}),
+      ...(licenceServer ? { licenceServer } : {}),
       keyless,
       operator,
       ports,
@@ -262,6 +274,7 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
         await identity.stop();
         await webhooks.stop();
         await prices.stop();
+        await licenceServer?.stop();
         await releases.stop();
         if (headnodeTemp) rmSync(headnodeTemp, { recursive: true, force: true });
         release();

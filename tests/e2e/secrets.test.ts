@@ -1,8 +1,11 @@
 /**
  * Issue 26 item 3 end to end, on the local stack through the public API: the licensed-app example
- * (examples/workloads/licensed-app-flexlm.yaml) with its licence server pointed at a fake FlexLM server this test runs,
- * and both secrets (the licence key, the app token) random canaries in the local Key Vault. The job must succeed:
- * every rank checked a licence out with the right key (the server compares hashes) and printed a hash of its token.
+ * (examples/workloads/licensed-app-flexlm.yaml) submitted as committed, byte for byte, to a stack started as
+ * `npm start --pool-identity` starts it (the examples' network: its licence server at 10.0.0.4:27000 in subnet
+ * "compute", the default subnet of pools), with both secrets (the licence key, the app token) random canaries in the
+ * local Key Vault. The job must succeed: every rank checked a licence out with the right key (the server compares
+ * hashes) and printed a hash of its token. An extra job puts the same spec's pool in another subnet: its preflight
+ * fails, naming the node and the licence server's port.
  * Then the canary test: neither value, raw or base64, is anywhere in the stack's whole data folder after it stopped
  * (every table entity, queue message incl. poison, blob incl. Durable history and large payloads, the Batch
  * emulator's persisted state and node sandboxes, webhook deliveries), in the host log, or in any API answer (status,
@@ -10,11 +13,11 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, mkdirSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { asUser, mpiOutput, submitSpec, watchJob, type JobViewLite } from '../../local/jobRunner';
+import { LICENSED_AS_WRITTEN } from '../helpers/examplesAsWritten';
 
 const licenseKey = `lk-${randomBytes(16).toString('hex')}`;
 const appToken = `tok-${randomBytes(16).toString('hex')}`;
@@ -23,57 +26,33 @@ const dataDir = mkdtempSync(path.join(os.tmpdir(), 'e2e-secrets-'));
 const hostLog = path.join(REPO_ROOT, 'test-artifacts', 'e2e-secrets-host.log');
 
 let stack: Stack | undefined;
-let lmServer: Server;
-let vendorServer: Server;
 let view: JobViewLite;
-const checkouts: string[] = [];
+let outside: JobViewLite;
 const answers: Record<string, string> = {};
-
-/** A fake lmgrd: one line "CHECKOUT <sha256 of key>" in, GRANTED or DENIED out. */
-function fakeLmgrd(): Server {
-  return createServer((socket) => {
-    let buf = '';
-    socket.on('data', (d) => {
-      buf += d.toString();
-      const line = buf.split('\n')[0];
-      if (!buf.includes('\n')) return;
-      checkouts.push(line);
-      socket.end(line === `CHECKOUT ${sha(licenseKey)}` ? 'GRANTED\n' : 'DENIED\n');
-    });
-    socket.on('error', () => undefined);
-  });
-}
-
-const listen = (s: Server) => new Promise<number>((resolve) => s.listen(0, '127.0.0.1', () => resolve((s.address() as { port: number }).port)));
-
-function exampleSpec(lmPort: number, vendorPort: number): string {
-  const text = readFileSync(path.join(REPO_ROOT, 'examples', 'workloads', 'licensed-app-flexlm.yaml'), 'utf8');
-  // Only the licence server changes: the emulator has no TCP service at 10.0.0.4:27000 (tests/helpers/examplesAsWritten.ts).
-  return text.replace('server: 10.0.0.4:27000', `server: 127.0.0.1:${lmPort}`).replace('vendorPort: 27001', `vendorPort: ${vendorPort}`);
-}
-
-let specText = '';
+const specText = readFileSync(path.join(REPO_ROOT, LICENSED_AS_WRITTEN[0]), 'utf8');
+/** The negative case: the same job with its pool in another subnet of the examples' network. */
+const OTHER_SUBNET = '/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/hpc-local/providers/Microsoft.Network/virtualNetworks/vnet-local/subnets/other';
+const outsideSpec = specText.replace('name: licensed-app-flexlm', 'name: licensed-app-flexlm-outside').replace('  nodes: 2\n', `  nodes: 2\n  network: { subnetId: ${OTHER_SUBNET} }\n`);
 
 beforeAll(async () => {
   mkdirSync(path.dirname(hostLog), { recursive: true });
-  lmServer = fakeLmgrd();
-  vendorServer = createServer((s) => s.end());
-  const lmPort = await listen(lmServer);
-  const vendorPort = await listen(vendorServer);
-  specText = exampleSpec(lmPort, vendorPort);
+  expect(outsideSpec).toContain(`network: { subnetId: ${OTHER_SUBNET} }`);
   stack = await startStack({
     port: 0,
     dataDir,
     poolIdentity: true,
     logDestination: hostLog,
     demoImageFillerBytes: 64 * 1024,
+    // As `npm start` serves it: the examples' network with the licence server (--example-network is the default).
+    exampleNetwork: true,
     keyVault: { hpclocal: { secrets: { 'demo-license-key': licenseKey, 'demo-app-token': appToken } } },
-    // The licence server is on this machine's loopback, as every emulated node is.
-    env: { ALLOWED_INTERNAL_HOSTS: `127.0.0.1:${lmPort},127.0.0.1:${vendorPort}`, NODE_TASK_MAX_ATTEMPTS: '1' },
+    env: { NODE_TASK_MAX_ATTEMPTS: '1' },
   });
-  // The job id is the one the submission answers with.
+  // The job ids are the ones the submissions answer with.
   const id = await submitSpec(stack, specText);
+  const outsideId = await submitSpec(stack, outsideSpec);
   view = await watchJob(stack, id, 420_000);
+  outside = await watchJob(stack, outsideId, 420_000);
   for (const [name, route] of [
     ['status', `/api/jobs/${id}`],
     ['list', '/api/jobs'],
@@ -89,8 +68,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stack?.stop();
-  lmServer?.close();
-  vendorServer?.close();
   rmSync(dataDir, { recursive: true, force: true });
 }, 60_000);
 
@@ -117,9 +94,19 @@ function filesUnder(dir: string): string[] {
 
 test('the licensed job succeeds: every rank checked out with the right key and saw its token', async () => {
   if (view.state !== 'Succeeded') throw new Error(`job ${view.id} ${view.state}: ${view.error?.message ?? ''}\n${stack ? await mpiOutput(stack, view) : ''}`);
-  expect(checkouts).toEqual([`CHECKOUT ${sha(licenseKey)}`, `CHECKOUT ${sha(licenseKey)}`]);
+  // Only the two ranks of the job in the subnet reached the licence server.
+  expect(stack?.licenceServer?.checkouts).toEqual([`CHECKOUT ${sha(licenseKey)}`, `CHECKOUT ${sha(licenseKey)}`]);
   const out = view.result?.mpi?.stdoutTail ?? '';
   expect(out.match(new RegExp(`licence: GRANTED token-sha256: ${sha(appToken)}`, 'g'))?.length).toBe(2);
+});
+
+test('a pool outside the licence server\'s subnet fails preflight, naming the node and the port', () => {
+  const message = outside.error?.message ?? '';
+  // "…preflight: <node> (missing licence server port 10.0.0.4:27000 (no TCP connection within 5 s), …)": each node of
+  // the pool in subnet "other" is named with the port it could not reach; the vendor daemon's port too.
+  expect({ state: outside.state, message }).toEqual({ state: 'Failed', message: expect.stringMatching(/preflight: [\s\S]*\S+ \([^\n]*missing licence server port 10\.0\.0\.4:27000 \(no TCP connection within 5 s\)/) });
+  expect(message).toContain('10.0.0.4:27001');
+  expect(stack?.licenceServer?.checkouts.length).toBe(2);
 });
 
 test('the explain document and the status show the references, not the values', () => {

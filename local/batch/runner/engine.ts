@@ -18,6 +18,7 @@ import { createNodeSandbox, nodeDirs, writeAtomically, writeEnvFile, writeHostsF
 import { hardwareLine, nodeHardware } from '../model/hardware';
 import { modelledMounts, mountOnNode } from './mounts';
 import { prepareNetworkServices, type NetworkService, type ServiceHostEntry } from './networkServices';
+import { prepareTcpServices, type TcpServices } from './tcpServices';
 import { poolSubnet } from '../handlers/network';
 
 export interface EngineConfig {
@@ -52,6 +53,8 @@ export class Engine {
   readonly hardwareFile: string;
   /** The shared-network services' hosts-map entries (fixed at start). */
   private readonly serviceHosts: ServiceHostEntry[];
+  /** The network services' TCP ports as nodes reach them (fixed at start). */
+  readonly tcpServices: TcpServices;
   private readonly tmpDirs = new Set<string>();
   /** Every process group started on any node and not yet known dead. */
   readonly pgids = new Set<number>();
@@ -75,6 +78,9 @@ export class Engine {
     this.hostsFile = path.join(cfg.dataDir, 'hosts');
     this.hardwareFile = path.join(cfg.dataDir, 'hardware');
     this.serviceHosts = prepareNetworkServices(cfg.dataDir, cfg.networkServices ?? []);
+    this.tcpServices = prepareTcpServices(cfg.dataDir, cfg.networkServices ?? []);
+    // Nodes then see the machine's network at the modelled addresses (connections fail there): say why, once.
+    if (!this.tcpServices.available) console.warn(`[batch emulator] network services' TCP ports are not reachable from nodes: ${this.tcpServices.reason}`);
     this.rewriteHosts();
     cfg.faults.onChange = (patch) => {
       if (patch.unusableNodes || patch.nodes) this.applyUnusableToLiveNodes();
@@ -360,6 +366,7 @@ export class Engine {
       subnet: poolSubnet(this.pools.get(node.poolId.toLowerCase())?.spec ?? {}),
       ...this.modulePathOf(node.poolId),
       isDedicated: isDedicatedNode(node),
+      tcpServicesEnv: this.tcpServices.env,
     });
   }
 

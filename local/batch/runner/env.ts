@@ -66,6 +66,8 @@ export interface NodeEnvInput {
   modulePath?: string;
   /** False on a Spot/low-priority node (AZ_BATCH_NODE_IS_DEDICATED). */
   isDedicated?: boolean;
+  /** The TCP services' connect() shim and table (tcpServices.ts), when the emulator serves any. */
+  tcpServicesEnv?: Record<string, string>;
 }
 
 /** The environment every process on a node starts from (tasks add their own on top). */
@@ -98,6 +100,8 @@ export function nodeEnvironment(n: NodeEnvInput): Record<string, string> {
   });
   // Where MSAL, @azure/identity and our node scripts look for the instance metadata service instead of 169.254.169.254.
   if (n.imdsEndpoint) env.AZURE_POD_IDENTITY_AUTHORITY_HOST = n.imdsEndpoint;
+  // Emulator-only: the TCP services of the node's virtual network (tcpServices.ts), preloaded into every process.
+  Object.assign(env, n.tcpServicesEnv ?? {});
   // Emulator-only: the node's NIC cap, applied by the node tools that move bulk data between nodes (docker save/load).
   if (n.nodeBandwidthBytesPerSec) env.AZ_BATCH_EMULATOR_NODE_BANDWIDTH = String(Math.round(n.nodeBandwidthBytesPerSec));
   return env;

@@ -5,11 +5,14 @@
  * its exports are that root's NFS table (nodetools/nfs), each export path a link to the directory configured for it.
  * The node tool `mount` mounts one only on a node whose pool is in the same subnet
  * (AZ_BATCH_EMULATOR_NODE_SUBNET); anywhere else the mount times out, as an unreachable server does.
- * Not modelled: TCP services (a licence server's port) and routing between peered networks.
+ * A service may also declare TCP ports (a licence server's lmgrd and vendor daemon), served by a server of the local
+ * stack and reached from the subnet's nodes only through a connect() shim (tcpServices.ts).
+ * Not modelled: routing between peered networks, latency.
  */
 import { mkdirSync, rmSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { writeAtomically } from './sandbox';
+import type { NetworkServiceTcpPort } from './tcpServices';
 
 export interface NetworkServiceExport {
   /** The path clients mount (`<address>:<path>`), absolute. */
@@ -26,6 +29,8 @@ export interface NetworkService {
   /** Its private address, e.g. 10.20.0.4 (must not be an emulated node's: those are 127.x). */
   address: string;
   exports: NetworkServiceExport[];
+  /** TCP ports the service listens on, each served by a local server (tcpServices.ts). */
+  tcp?: NetworkServiceTcpPort[];
 }
 
 export interface ServiceHostEntry {
