@@ -27,6 +27,7 @@ import { PriceStore } from './ops/priceStore';
 import { priceService, type PriceService } from './ops/priceService';
 import { fetchNodePrices } from './ops/retailPricesClient';
 import { FactsCache } from './batch/facts';
+import { FactsStore, type FactsPersistence } from './batch/factsStore';
 import { effectiveCoreQuota, type AzureFacts } from './planning/azureFacts';
 import { placeJob, type Placement, type PlacementAccount } from './planning/placement';
 import { loadsOf, placementJob } from './scheduling/admission';
@@ -181,6 +182,35 @@ export async function schedulingPolicy(): Promise<SchedulingPolicy> {
 }
 
 const factsCaches = new Map<string, FactsCache>();
+let factsTable: { store: FactsStore; ready: Promise<void> } | undefined;
+
+/**
+ * The AccountFacts table in host storage, created on first use: every instance shares one read of each account's
+ * facts per time to live (shared/batch/factsStore.ts). A failed create is retried on the next use.
+ */
+function sharedFacts(): FactsPersistence {
+  const ready = async (): Promise<FactsStore> => {
+    if (!factsTable) {
+      const host = appConfig().hostStorage;
+      const store = host.kind === 'connectionString'
+        ? FactsStore.fromConnectionString(host.connectionString)
+        : FactsStore.fromTableEndpoint(host.tableEndpoint, new DefaultAzureCredential());
+      factsTable = { store, ready: store.ensureTable() };
+    }
+    const kept = factsTable;
+    try {
+      await kept.ready;
+    } catch (err) {
+      if (factsTable === kept) factsTable = undefined;
+      throw err;
+    }
+    return kept.store;
+  };
+  return {
+    get: async (account, part) => (await ready()).get(account, part),
+    put: async (account, part, kept) => (await ready()).put(account, part, kept),
+  };
+}
 
 /** The home Batch account's sizes, images and quotas, cached (shared/batch/facts.ts; docs/azure-facts.md). */
 export function accountFacts(): FactsCache {
@@ -199,7 +229,10 @@ export function accountFactsFor(account?: string): FactsCache {
       batch: batchContextFor(ref.name),
       arm: armBatchContextFor(ref.name),
       config: { ...facts, ...(location ? { location } : {}) },
+      account: ref.name,
+      store: sharedFacts(),
       onError: (part, err) => console.warn(`azure facts: reading the ${part} of Batch account ${ref.name} failed; keeping what was read before: ${(err as Error).message}`),
+      onStoreError: (part, err) => console.warn(`azure facts: the AccountFacts table could not be used for the ${part} of Batch account ${ref.name}: ${(err as Error).message}`),
     });
     factsCaches.set(ref.name, cache);
   }

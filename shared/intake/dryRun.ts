@@ -74,7 +74,7 @@ export async function dryRunSubmission(
   const facts = req.facts ? await req.facts() : undefined;
   const unavailable = await checkFacts(out.spec, facts && (() => Promise.resolve(facts)));
   if (unavailable.length) return { kind: 'invalid', errors: unavailable };
-  if (facts && out.document.pool.action === 'create') out.document.pool.facts = factsSummary(facts, out.spec.pool.vmSize);
+  if (facts && out.document.pool.action === 'create') out.document.pool.facts = factsSummary(facts, out.spec.pool.vmSize, Date.now());
   const unschedulable = await checkScheduling(store, req.scheduling, out.document.jobId, out.spec, req.owner);
   if (unschedulable.length) return { kind: 'invalid', errors: unschedulable };
   const checks = req.sources ? sourceChecks(out.spec) : [];
