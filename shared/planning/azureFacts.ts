@@ -212,6 +212,21 @@ export function effectiveCoreQuota(live: FactQuota | undefined, configured: Core
   return { total: min(live.dedicatedCores, configured?.total), families };
 }
 
+/**
+ * With several Batch accounts (BATCH_ACCOUNTS, home first): a pool is valid when one account offers it, since
+ * admission places the job only on an account that does (placement.ts, `vmSizes`). `offeredBy` is the first such
+ * account's facts; when none does, the home account's issues, each saying that no other account offers it either.
+ */
+export function checkPoolFactsOnAny(all: readonly AzureFacts[], pool: PoolFactsInput): { issues: FactIssue[]; offeredBy?: AzureFacts } {
+  if (all.length === 0) return { issues: [] };
+  const checked = all.map((facts) => ({ facts, issues: checkPoolFacts(facts, pool) }));
+  const ok = checked.find((c) => c.issues.length === 0);
+  if (ok) return { issues: [], offeredBy: ok.facts };
+  if (all.length === 1) return { issues: checked[0].issues };
+  const others = all.slice(1).map((f) => `${f.account ?? '?'}${f.location ? ` (${f.location})` : ''}`).join(', ');
+  return { issues: checked[0].issues.map((i) => ({ ...i, message: `${i.message} No other Batch account of the deployment (${others}) can run this pool either.` })) };
+}
+
 /** The built-in table as facts, marked offline: sizes with cores and families, no images, no quota. */
 export function offlineFacts(): AzureFacts {
   return { source: 'offline', sizes: listedVmSizes().map(({ name, cores, family }) => ({ name, family, vCPUs: cores })) };
