@@ -113,7 +113,7 @@ async function dryRunHttp(request: HttpRequest, context: InvocationContext, body
       scheduling: await schedulingPolicy(),
       pools: poolGate(poolCallerOf(principal)),
       sources: (checks) => missingSources(dataAccount, checks),
-      priceOf: async (vmSize) => (await nodePrices()).quote(vmSize),
+      priceOf: async (vmSize, account) => (await nodePrices(account)).quote(vmSize),
       placement: placementPreview,
       facts: submissionFacts(),
     });

@@ -9,7 +9,7 @@ import type { DurableClient } from 'durable-functions';
 import { sweepSchedule } from '../shared/config';
 import { runSweep, type OrchestrationControl } from '../shared/ops/sweep';
 import { blobAccount } from '../shared/storage/clients';
-import { admissionDeps, appConfig, batchContext, eventDelivery, jobStore, schedulingPolicy, schedulingStores, stagingAccounts } from '../shared/services';
+import { admissionDeps, appConfig, batchContext, batchContextFor, eventDelivery, jobStore, schedulingPolicy, schedulingStores, stagingAccounts } from '../shared/services';
 import { redriveSubmission } from '../shared/intake/redrive';
 import { schedulingHousekeeping } from '../shared/scheduling/housekeeping';
 import { ADMISSION_EVENT, DEPENDENCY_EVENT } from '../shared/contract';
@@ -58,6 +58,9 @@ export async function sweepTimer(timer: Timer, context: InvocationContext): Prom
   const policy = await schedulingPolicy();
   const report = await runSweep({
     batch: batchContext(),
+    homeAccount: cfg.batch.accountName,
+    // Every other account of BATCH_ACCOUNTS: jobs placed there leave their pools and Batch jobs there.
+    otherAccounts: cfg.batchAccounts.filter((a) => a.name !== cfg.batch.accountName).map((a) => ({ name: a.name, batch: batchContextFor(a.name) })),
     store,
     orchestrations: durableControl(df.getClient(context)),
     redrive: async (jobId) => redriveSubmission(store, starter, policy, jobId),
@@ -81,7 +84,7 @@ export async function sweepTimer(timer: Timer, context: InvocationContext): Prom
   // One line per run, machine-readable: what was looked at, what each rule did, what failed, what was skipped.
   const line = JSON.stringify({
     event: 'sweep', runId: report.runId, ran: report.ran, isPastDue: timer.isPastDue, durationMs: report.durationMs,
-    observed: report.observed, counts: report.counts, failed: failed.map((a) => a.error), skipped: report.skipped, scheduling,
+    observed: report.observed, accounts: report.accounts, counts: report.counts, failed: failed.map((a) => a.error), skipped: report.skipped, scheduling,
     // Pools have owners: whose pool each deletion was (null: a pool from before owners, attributed by its job only).
     deletedPools: report.actions.flatMap((a) => (a.kind === 'deletePool' ? [{ poolId: a.poolId, jobId: a.jobId, owner: a.owner ?? null, rule: a.rule, ok: a.ok }] : [])),
   });

@@ -5,6 +5,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { DefaultAzureCredential } from '@azure/identity';
+import { priceRegionOf } from './config/batchAccounts';
 import { loadConfig, type AppConfig, type BatchAccountRef, type StorageAccountRef } from './config';
 import { createArmBatchContext, createBatchContext, type ArmBatchContext, type BatchContext } from './batch';
 import { JobStore, type JobEvent } from './state';
@@ -27,6 +28,7 @@ import { PriceStore } from './ops/priceStore';
 import { priceService, type PriceService } from './ops/priceService';
 import { fetchNodePrices } from './ops/retailPricesClient';
 import { FactsCache } from './batch/facts';
+import { FactsStore, type FactsPersistence } from './batch/factsStore';
 import { effectiveCoreQuota, type AzureFacts } from './planning/azureFacts';
 import { placeJob, type Placement, type PlacementAccount } from './planning/placement';
 import { loadsOf, placementJob } from './scheduling/admission';
@@ -181,6 +183,35 @@ export async function schedulingPolicy(): Promise<SchedulingPolicy> {
 }
 
 const factsCaches = new Map<string, FactsCache>();
+let factsTable: { store: FactsStore; ready: Promise<void> } | undefined;
+
+/**
+ * The AccountFacts table in host storage, created on first use: every instance shares one read of each account's
+ * facts per time to live (shared/batch/factsStore.ts). A failed create is retried on the next use.
+ */
+function sharedFacts(): FactsPersistence {
+  const ready = async (): Promise<FactsStore> => {
+    if (!factsTable) {
+      const host = appConfig().hostStorage;
+      const store = host.kind === 'connectionString'
+        ? FactsStore.fromConnectionString(host.connectionString)
+        : FactsStore.fromTableEndpoint(host.tableEndpoint, new DefaultAzureCredential());
+      factsTable = { store, ready: store.ensureTable() };
+    }
+    const kept = factsTable;
+    try {
+      await kept.ready;
+    } catch (err) {
+      if (factsTable === kept) factsTable = undefined;
+      throw err;
+    }
+    return kept.store;
+  };
+  return {
+    get: async (account, part) => (await ready()).get(account, part),
+    put: async (account, part, kept) => (await ready()).put(account, part, kept),
+  };
+}
 
 /** The home Batch account's sizes, images and quotas, cached (shared/batch/facts.ts; docs/azure-facts.md). */
 export function accountFacts(): FactsCache {
@@ -199,16 +230,22 @@ export function accountFactsFor(account?: string): FactsCache {
       batch: batchContextFor(ref.name),
       arm: armBatchContextFor(ref.name),
       config: { ...facts, ...(location ? { location } : {}) },
+      account: ref.name,
+      store: sharedFacts(),
       onError: (part, err) => console.warn(`azure facts: reading the ${part} of Batch account ${ref.name} failed; keeping what was read before: ${(err as Error).message}`),
+      onStoreError: (part, err) => console.warn(`azure facts: the AccountFacts table could not be used for the ${part} of Batch account ${ref.name}: ${(err as Error).message}`),
     });
     factsCaches.set(ref.name, cache);
   }
   return cache;
 }
 
-/** What validation checks pools against: the account's facts, or undefined when FACTS_CHECK is false. */
-export function submissionFacts(): (() => Promise<AzureFacts>) | undefined {
-  return appConfig().facts.check ? () => accountFacts().facts() : undefined;
+/**
+ * What validation checks pools against: each Batch account's facts, the home account first (a pool is valid when an
+ * account it can be placed on offers it), or undefined when FACTS_CHECK is false.
+ */
+export function submissionFacts(): (() => Promise<AzureFacts[]>) | undefined {
+  return appConfig().facts.check ? () => Promise.all(appConfig().batchAccounts.map((a) => accountFactsFor(a.name).facts())) : undefined;
 }
 
 /** Admission over the deployment's Admission table and limits (with the account's live quota). */
@@ -241,6 +278,7 @@ async function placementAccounts(configured: AdmissionLimits['coreQuota'] | unde
     const live = await accountFactsFor(ref.name).accountQuota();
     const region = ref.priceRegion ?? ref.location;
     const prices = region ? await regionPrices(region) : undefined;
+    const vmSizes = await offeredSizes(ref.name);
     return {
       name: ref.name,
       coreQuota: effectiveCoreQuota(live, ref.coreQuota ?? configured),
@@ -248,8 +286,19 @@ async function placementAccounts(configured: AdmissionLimits['coreQuota'] | unde
       ...(ref.location ? { region: ref.location } : {}),
       stagingAccounts: ref.stagingAccounts,
       ...(prices ? { prices } : {}),
+      ...(vmSizes ? { vmSizes } : {}),
     };
   }));
+}
+
+/**
+ * The sizes an account's region offers (its facts, shared through the AccountFacts table), so placement never picks
+ * an account that would refuse the pool; unknown (FACTS_CHECK=false, no management plane, unreadable): any.
+ */
+async function offeredSizes(account: string): Promise<ReadonlySet<string> | undefined> {
+  if (!appConfig().facts.check) return undefined;
+  const sizes = (await accountFactsFor(account).facts().catch(() => undefined))?.sizes;
+  return sizes && new Set(sizes.map((s) => s.name.toLowerCase()));
 }
 
 const PRICES_KEPT_MS = 5 * 60_000;
@@ -396,28 +445,37 @@ export async function eventDelivery(): Promise<DeliveryDeps | undefined> {
   return delivery;
 }
 
-let prices: { service: PriceService; ready: Promise<unknown> } | undefined;
+const pricesByRegion = new Map<string, { service: PriceService; ready: Promise<unknown> }>();
 
-/** Node prices: the Retail Prices API through the NodePrices table in host storage, the configured table as fallback. */
-export async function nodePrices(): Promise<PriceService> {
+/**
+ * Node prices: the Retail Prices API through the NodePrices table in host storage, the configured table as fallback.
+ * Prices are those of the Batch account's price region: the account of the current scope (an activity of a job placed
+ * on another account: its BATCH_ACCOUNTS `priceRegion`, else its `location`), else the home account's PRICES_REGION.
+ */
+export async function nodePrices(account: string | undefined = accountScope.getStore()): Promise<PriceService> {
+  const cfg = appConfig();
+  const retail = cfg.ops.retailPrices;
+  const ref = batchAccountRef(account);
+  const region = priceRegionOf(ref, ref.name === cfg.batch.accountName, retail.region);
+  const key = region ?? '';
+  let prices = pricesByRegion.get(key);
   if (!prices) {
-    const cfg = appConfig();
     const host = cfg.hostStorage;
     const store = host.kind === 'connectionString'
       ? PriceStore.fromConnectionString(host.connectionString)
       : PriceStore.fromTableEndpoint(host.tableEndpoint, new DefaultAzureCredential());
-    const retail = cfg.ops.retailPrices;
     const service = priceService({
-      ...(retail.region && retail.url ? { region: retail.region } : {}),
+      ...(region && retail.url ? { region } : {}),
       ...(retail.off ? { retailOff: retail.off } : {}),
       table: cfg.ops.priceTable,
       maxAgeMs: retail.maxAgeMs,
       store,
-      fetchPrices: (region, sizes) => fetchNodePrices(retail.url!, region, sizes),
+      fetchPrices: (r, sizes) => fetchNodePrices(retail.url!, r, sizes),
       now: () => new Date(),
     });
     // A table that cannot be created leaves prices to the API and the fallback (every read of it is guarded).
     prices = { service, ready: store.ensureTable().catch(() => undefined) };
+    pricesByRegion.set(key, prices);
   }
   await prices.ready;
   return prices.service;

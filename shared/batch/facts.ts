@@ -4,7 +4,8 @@
  * (POOL_IDENTITY_*: shared/batch/armClient.ts), the account's quotas (@azure/arm-batch `batchAccountOperations.get`)
  * and the VM sizes its region offers (`location.listSupportedVirtualMachineSkus`, for BATCH_LOCATION).
  *
- * Cached per process: quotas for FACTS_QUOTA_TTL_MINUTES, sizes and images for FACTS_CATALOG_TTL_MINUTES. A read
+ * Cached per process and in the AccountFacts table of host storage (shared/batch/factsStore.ts), with the time each
+ * part was read: quotas for FACTS_QUOTA_TTL_MINUTES, sizes and images for FACTS_CATALOG_TTL_MINUTES. A read
  * that fails keeps the last value it had (stale but real); a part never read is undefined, and nothing is checked
  * against an unknown part (shared/planning/azureFacts.ts). The matching itself is pure and lives there.
  */
@@ -13,6 +14,7 @@ import { imageFromInfo, quotaFromAccount, sizeFromSku, type AzureFacts, type Fac
 import type { ArmBatchContext } from './armClient';
 import type { BatchContext } from './client';
 import { collectPages } from './common';
+import type { FactPart, FactsPersistence, KeptFact } from './factsStore';
 import { callWithRetry } from './retry';
 
 export async function readSupportedImages(ctx: BatchContext): Promise<FactImage[]> {
@@ -45,21 +47,26 @@ export interface FactsSources {
   /** Undefined: no management plane (no quotas, no sizes). */
   arm?: ArmBatchContext;
   config: FactsConfig;
+  /** The Batch account's name: the facts' key in the shared table and what the dry run names. */
+  account?: string;
+  /**
+   * The shared table (shared/batch/factsStore.ts): a part this process has not got, or has expired, is taken from the
+   * table when the table's copy is still within its time to live, and only otherwise read from the account (and
+   * written back). Undefined: kept per process only.
+   */
+  store?: FactsPersistence;
   now?: () => number;
   /** Called when a read fails (the cache keeps its last value). */
-  onError?: (part: 'images' | 'sizes' | 'quota', err: unknown) => void;
+  onError?: (part: FactPart, err: unknown) => void;
+  /** Called when the shared table cannot be read or written (the account is read, or its value kept, regardless). */
+  onStoreError?: (part: FactPart, err: unknown) => void;
 }
 
-interface Kept<T> {
-  value: T;
-  at: number;
-}
-
-/** The account's facts, cached per part with its own time to live. */
+/** The account's facts, cached per part with its own time to live, in this process and in the shared table. */
 export class FactsCache {
-  private images?: Kept<FactImage[]>;
-  private sizes?: Kept<FactSize[]>;
-  private quota?: Kept<FactQuota>;
+  private kept: Partial<Record<FactPart, KeptFact<unknown>>> = {};
+  /** One read per part at a time: concurrent intakes of one instance wait for the same read. */
+  private inflight: Partial<Record<FactPart, Promise<KeptFact<unknown> | undefined>>> = {};
 
   constructor(private readonly src: FactsSources) {}
 
@@ -67,31 +74,65 @@ export class FactsCache {
     return (this.src.now ?? Date.now)();
   }
 
-  private async refresh<T>(part: 'images' | 'sizes' | 'quota', kept: Kept<T> | undefined, ttlMs: number, read: () => Promise<T>): Promise<Kept<T> | undefined> {
-    if (kept && this.now() - kept.at < ttlMs) return kept;
+  private fresh(kept: KeptFact<unknown> | undefined, ttlMs: number): boolean {
+    return kept !== undefined && this.now() - kept.at < ttlMs;
+  }
+
+  private refresh<T>(part: FactPart, ttlMs: number, read: () => Promise<T>): Promise<KeptFact<T> | undefined> {
+    const mine = this.kept[part] as KeptFact<T> | undefined;
+    if (this.fresh(mine, ttlMs)) return Promise.resolve(mine);
+    const running = this.inflight[part] as Promise<KeptFact<T> | undefined> | undefined;
+    if (running) return running;
+    const next = this.load(part, mine, ttlMs, read).finally(() => { delete this.inflight[part]; });
+    this.inflight[part] = next;
+    return next;
+  }
+
+  private async load<T>(part: FactPart, mine: KeptFact<T> | undefined, ttlMs: number, read: () => Promise<T>): Promise<KeptFact<T> | undefined> {
+    const { store, account } = this.src;
+    let shared: KeptFact<T> | undefined;
+    if (store && account) {
+      try {
+        shared = await store.get<T>(account, part);
+      } catch (err) {
+        this.src.onStoreError?.(part, err);
+      }
+      if (shared && this.fresh(shared, ttlMs)) return (this.kept[part] = shared);
+    }
+    let got: KeptFact<T>;
     try {
-      return { value: await read(), at: this.now() };
+      got = { value: await read(), at: this.now() };
     } catch (err) {
       this.src.onError?.(part, err);
-      return kept;
+      // Stale but real: the newer of this process's copy and the table's.
+      const last = mine && shared ? (mine.at >= shared.at ? mine : shared) : (mine ?? shared);
+      if (last) this.kept[part] = last;
+      return last;
     }
+    this.kept[part] = got;
+    if (store && account) {
+      try {
+        await store.put(account, part, got);
+      } catch (err) {
+        this.src.onStoreError?.(part, err);
+      }
+    }
+    return got;
   }
 
   /** Sizes, images and quotas as known now (reading what is missing or expired). */
   async facts(): Promise<AzureFacts> {
-    const { batch, arm, config } = this.src;
+    const { batch, arm, config, account } = this.src;
     const location = config.location;
     const [images, sizes, quota] = await Promise.all([
-      this.refresh('images', this.images, config.catalogTtlMs, () => readSupportedImages(batch)),
-      arm && location ? this.refresh('sizes', this.sizes, config.catalogTtlMs, () => readRegionSizes(arm, location)) : Promise.resolve(undefined),
-      arm ? this.refresh('quota', this.quota, config.quotaTtlMs, () => readAccountQuota(arm)) : Promise.resolve(undefined),
+      this.refresh('images', config.catalogTtlMs, () => readSupportedImages(batch)),
+      arm && location ? this.refresh('sizes', config.catalogTtlMs, () => readRegionSizes(arm, location)) : Promise.resolve(undefined),
+      arm ? this.refresh('quota', config.quotaTtlMs, () => readAccountQuota(arm)) : Promise.resolve(undefined),
     ]);
-    this.images = images;
-    this.sizes = sizes;
-    this.quota = quota;
-    const iso = (k?: Kept<unknown>) => (k ? new Date(k.at).toISOString() : undefined);
+    const iso = (k?: KeptFact<unknown>) => (k ? new Date(k.at).toISOString() : undefined);
     return {
       source: 'account',
+      ...(account ? { account } : {}),
       ...(location ? { location } : {}),
       fetchedAt: { images: iso(images), sizes: iso(sizes), quota: iso(quota) },
       ...(images ? { images: images.value } : {}),
@@ -104,7 +145,6 @@ export class FactsCache {
   async accountQuota(): Promise<FactQuota | undefined> {
     const { arm, config } = this.src;
     if (!arm) return undefined;
-    this.quota = await this.refresh('quota', this.quota, config.quotaTtlMs, () => readAccountQuota(arm));
-    return this.quota?.value;
+    return (await this.refresh('quota', config.quotaTtlMs, () => readAccountQuota(arm)))?.value;
   }
 }

@@ -173,3 +173,12 @@ function locationOf(setting: string | undefined, url: string): { location?: stri
   const location = setting || regionOfBatchAccountUrl(url);
   return location ? { location } : {};
 }
+
+/**
+ * The region a job's node prices are read for: the home account keeps the deployment's Retail Prices region
+ * (PRICES_REGION, else the home account's); another account its own `priceRegion`, else its `location`, else the
+ * home one (the cost record of a job placed there must not carry the home region's price).
+ */
+export function priceRegionOf(ref: Pick<BatchAccountRef, 'priceRegion' | 'location'>, isHome: boolean, homeRegion: string | undefined): string | undefined {
+  return isHome ? homeRegion : (ref.priceRegion ?? ref.location ?? homeRegion);
+}

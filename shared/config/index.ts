@@ -377,7 +377,7 @@ const envSchema = z.object({
   // Azure facts (shared/batch/facts.ts, docs/azure-facts.md): the region the account's sizes are asked for, how long
   // the quotas and the size/image lists are kept before they are read again, and whether validation asks at all.
   BATCH_LOCATION: z.string().trim().regex(/^[a-z0-9]{2,40}$/, { error: 'must be an Azure region name such as "westeurope"' }).optional(),
-  FACTS_QUOTA_TTL_MINUTES: intSetting(60, 1, 7 * 24 * 60),
+  FACTS_QUOTA_TTL_MINUTES: intSetting(5, 1, 7 * 24 * 60),
   FACTS_CATALOG_TTL_MINUTES: intSetting(24 * 60, 1, 30 * 24 * 60),
   FACTS_CHECK: z.string().trim().optional()
     .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
@@ -409,7 +409,7 @@ export interface FactsConfig {
   check: boolean;
   /** The account's region (BATCH_LOCATION): the sizes are that region's. Unset: sizes are not checked. */
   location?: string;
-  /** How long quotas are kept (FACTS_QUOTA_TTL_MINUTES, default 60). */
+  /** How long quotas are kept (FACTS_QUOTA_TTL_MINUTES, default 5: admission weighs them). */
   quotaTtlMs: number;
   /** How long sizes and images are kept (FACTS_CATALOG_TTL_MINUTES, default 1440). */
   catalogTtlMs: number;

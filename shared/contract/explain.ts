@@ -67,8 +67,11 @@ export const ExplainDocumentSchema = z.object({
     reuseChecks: z.array(z.string()).meta({ description: 'What a reused pool must satisfy, checked before anything runs on it (empty when the job creates its pool).' }),
     facts: z.object({
       source: z.enum(['account', 'offline']).meta({ description: '"account": read from the Batch account (the dry run); "offline": the built-in VM size table, which knows cores and families but not what a region offers.' }),
+      account: z.string().nullable().meta({ description: 'The Batch account the facts are of (with several accounts: the one whose facts the pool passed), null offline.' }),
       location: z.string().nullable(),
       readAt: z.object({ images: z.string().nullable(), sizes: z.string().nullable(), quota: z.string().nullable() }).meta({ description: 'When each part was read from the account (ISO), null when it was not.' }),
+      ageSeconds: z.object({ images: z.number().nullable(), sizes: z.number().nullable(), quota: z.number().nullable() })
+        .meta({ description: 'How old each part was when the dry run used it (seconds; the facts are shared by every instance through the AccountFacts table), null when not read.' }),
       vmSize: z.object({ name: z.string(), family: z.string(), vCPUs: z.number(), memoryGiB: z.number().nullable(), gpus: z.number().nullable(), rdma: z.boolean().nullable() }).nullable()
         .meta({ description: 'The pool\'s VM size as the facts know it, null when they do not.' }),
     }).optional().meta({ description: 'The Azure facts the pool was checked against (docs/azure-facts.md).' }),

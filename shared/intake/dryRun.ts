@@ -14,7 +14,7 @@ import { callerOf, checkFacts, checkSubmission, recordedSpec, type SubmitRequest
 import { checkScheduling, type SchedulingPolicy } from '../scheduling/intake';
 import type { JobStore } from '../state/jobStore';
 import { checkPoolAccess, type PoolGate } from './poolAccess';
-import { factsSummary } from '../planning/azureFacts';
+import { checkPoolFactsOnAny, factsSummary } from '../planning/azureFacts';
 import type { Placement } from '../planning/placement';
 import { missesAsErrors, sourceChecks, type SourceCheck, type SourceMiss } from '../planning/sourcesCheck';
 
@@ -61,7 +61,7 @@ export type SourcesLookup = (checks: SourceCheck[]) => Promise<SourceMiss[]>;
 export async function dryRunSubmission(
   store: Pick<JobStore, 'get'>,
   req: DryRunRequest & {
-    owner: string; scheduling: SchedulingPolicy; pools: PoolGate; sources?: SourcesLookup; priceOf?: (vmSize: string) => Promise<PriceQuote>;
+    owner: string; scheduling: SchedulingPolicy; pools: PoolGate; sources?: SourcesLookup; priceOf?: (vmSize: string, account?: string) => Promise<PriceQuote>;
     /** Where admission would place the job now (deployments with several Batch accounts; undefined: one account). */
     placement?: (jobId: string, spec: JobSpec) => Promise<Placement | undefined>;
   },
@@ -72,9 +72,11 @@ export async function dryRunSubmission(
   if (!pool.ok) return { kind: 'poolForbidden', errors: pool.errors };
   // The account's sizes, images and agents (docs/azure-facts.md): what Batch would refuse, refused before any pool.
   const facts = req.facts ? await req.facts() : undefined;
-  const unavailable = await checkFacts(out.spec, facts && (() => Promise.resolve(facts)));
+  const unavailable = await checkFacts(out.spec, facts);
   if (unavailable.length) return { kind: 'invalid', errors: unavailable };
-  if (facts && out.document.pool.action === 'create') out.document.pool.facts = factsSummary(facts, out.spec.pool.vmSize);
+  // Which account's facts the pool passed (with several accounts, the first that offers it): the explain names it.
+  const offeredBy = facts && checkPoolFactsOnAny(facts, out.spec.pool).offeredBy;
+  if (offeredBy && out.document.pool.action === 'create') out.document.pool.facts = factsSummary(offeredBy, out.spec.pool.vmSize, Date.now());
   const unschedulable = await checkScheduling(store, req.scheduling, out.document.jobId, out.spec, req.owner);
   if (unschedulable.length) return { kind: 'invalid', errors: unschedulable };
   const checks = req.sources ? sourceChecks(out.spec) : [];
@@ -85,7 +87,8 @@ export async function dryRunSubmission(
   const placed = req.placement ? await req.placement(doc.jobId, out.spec) : undefined;
   if (placed) doc.scheduling.placement = { account: placed.account ?? null, reason: placed.reason, accounts: placed.verdicts };
   if (req.priceOf && doc.pool.action === 'create' && out.spec.pool.vmSize) {
-    const price = await req.priceOf(out.spec.pool.vmSize);
+    // In the price region of the account admission would place the job on (home when not placed).
+    const price = await req.priceOf(out.spec.pool.vmSize, placed?.account);
     doc.cost = explainCost(out.spec, doc.pool.nodes, false, doc.retry.maxAttempts, doc.limits.mpiMaxWallClockSeconds ?? undefined, price);
   }
   return out;

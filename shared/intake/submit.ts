@@ -13,7 +13,7 @@ import { checkPoolAccess, type PoolGate } from './poolAccess';
 import { checkDataAreas, withIntakeDefaults } from './dataAreas';
 import { withRegistryAliases } from './registryAliases';
 import { ownerDataArea, type DataCaller } from '../auth/dataArea';
-import { checkPoolFacts, type AzureFacts } from '../planning/azureFacts';
+import { checkPoolFactsOnAny, type AzureFacts } from '../planning/azureFacts';
 import { imageCheckErrors } from '../images/imageCheckErrors';
 
 export interface OrchestrationStarter {
@@ -52,14 +52,17 @@ export interface SubmitRequest {
   caller?: DataCaller;
   /** A rerun (shared/intake/rerun.ts): the job it reruns, recorded on the new row. */
   rerunOf?: string;
-  /** The Batch account's sizes and images (shared/services.ts submissionFacts); unset: not checked. */
-  facts?: () => Promise<AzureFacts>;
+  /** Each Batch account's sizes and images, home first (shared/services.ts submissionFacts); unset: not checked. */
+  facts?: () => Promise<readonly AzureFacts[]>;
 }
 
-/** What Batch would refuse about the job's new pool (size, image, agent SKU), as spec errors with the nearest choices. */
-export async function checkFacts(spec: JobSpec, facts: (() => Promise<AzureFacts>) | undefined): Promise<SpecError[]> {
+/**
+ * What Batch would refuse about the job's new pool (size, image, agent SKU), as spec errors with the nearest choices;
+ * with several accounts, refused only when none of them offers it.
+ */
+export async function checkFacts(spec: JobSpec, facts: readonly AzureFacts[] | undefined): Promise<SpecError[]> {
   if (!facts) return [];
-  return checkPoolFacts(await facts(), spec.pool).map((i) => ({ path: i.path.join('.'), message: i.message }));
+  return checkPoolFactsOnAny(facts, spec.pool).issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
 }
 
 export type SubmitOutcome =
@@ -114,7 +117,7 @@ export async function submitJob(store: JobStore, starter: OrchestrationStarter, 
   const pool = await checkPoolAccess(checked.spec, req.pools);
   if (!pool.ok) return { kind: 'poolForbidden', errors: pool.errors };
   // Sizes, images and agents Batch would refuse: before anything is written, with the nearest valid choices.
-  const unavailable = await checkFacts(checked.spec, req.facts);
+  const unavailable = await checkFacts(checked.spec, req.facts && await req.facts());
   if (unavailable.length) return { kind: 'invalid', errors: unavailable };
   // The id comes from the spec as submitted; the recorded spec then carries the defaults that depend on it.
   const id = submissionJobId(checked.spec, req.idempotencyKey, req.idScope);

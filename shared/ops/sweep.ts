@@ -18,7 +18,7 @@ import type { BlobAccount } from '../storage/clients';
 import { tryAcquireSweepLease } from './lease';
 import {
   planSweep, summarise,
-  type ObservedJobRow, type ObservedOrchestration, type ObservedStagingContainer, type SweepAction, type SweepSettings, type SweepSkip,
+  type ObservedBatchJob, type ObservedJobRow, type ObservedOrchestration, type ObservedPool, type ObservedStagingContainer, type SweepAction, type SweepSettings, type SweepSkip,
 } from './sweepRules';
 
 /** What the sweep needs from Durable (the function adapts the Durable client to it). */
@@ -30,7 +30,16 @@ export interface OrchestrationControl {
 }
 
 export interface SweepDeps {
+  /** The home Batch account (BATCH_ACCOUNT_*): reused pools, container cleanups, and a failed listing skips the run. */
   batch: BatchContext;
+  /**
+   * The deployment's other Batch accounts (BATCH_ACCOUNTS), where admission places jobs: their owned pools and Batch
+   * jobs are swept by the same rules. One that cannot be listed is reported (`accounts`) and its placed jobs are left
+   * alone this run; it never stops the sweep of the others.
+   */
+  otherAccounts?: readonly { name: string; batch: BatchContext }[];
+  /** The home account's name, for the report. */
+  homeAccount?: string;
   store: JobStore;
   orchestrations: OrchestrationControl;
   stagingAccounts: readonly BlobAccount[];
@@ -54,6 +63,8 @@ export interface SweepReport {
   startedAt: string;
   durationMs: number;
   observed: { jobs: number; pools: number; batchJobs: number; stagingContainers: number; containerJobs: number };
+  /** Each Batch account swept (the home account first): listed, or why not. */
+  accounts: { name: string; listed: boolean; error?: string }[];
   counts: Record<string, number>;
   actions: (SweepAction & { ok: boolean; error?: string })[];
   /**
@@ -72,7 +83,7 @@ export async function runSweep(deps: SweepDeps): Promise<SweepReport> {
   const runId = `${started.toISOString().replace(/[^0-9]/g, '').slice(0, 14)}-${Math.random().toString(36).slice(2, 8)}`;
   const report: SweepReport = {
     runId, ran: false, startedAt: started.toISOString(), durationMs: 0,
-    observed: { jobs: 0, pools: 0, batchJobs: 0, stagingContainers: 0, containerJobs: 0 }, counts: {}, actions: [], skipped: [],
+    observed: { jobs: 0, pools: 0, batchJobs: 0, stagingContainers: 0, containerJobs: 0 }, accounts: [], counts: {}, actions: [], skipped: [],
   };
   const skip = (step: string, err: unknown, jobId?: string) => report.skipped.push({ step, jobId, error: errorText(err) });
   const lease = await tryAcquireSweepLease(deps.hostBlobs);
@@ -91,8 +102,24 @@ export async function runSweep(deps: SweepDeps): Promise<SweepReport> {
       skip('list jobs, pools and Batch jobs (the run decided nothing)', err);
       return report;
     }
-    const [{ rows, unreadable }, pools, batchJobs] = listed;
+    const [{ rows, unreadable }, homePools, homeBatchJobs] = listed;
+    report.accounts.push({ name: deps.homeAccount ?? 'home', listed: true });
     const unobserved = new Set<string>();
+    const pools: ObservedPool[] = [...homePools];
+    const batchJobs: ObservedBatchJob[] = [...homeBatchJobs];
+    for (const other of deps.otherAccounts ?? []) {
+      try {
+        const [p, b] = await Promise.all([listOwnedPools(other.batch), listOwnedJobs(other.batch)]);
+        pools.push(...p.map((x) => ({ ...x, account: other.name })));
+        batchJobs.push(...b.map((x) => ({ ...x, account: other.name })));
+        report.accounts.push({ name: other.name, listed: true });
+      } catch (err) {
+        // Unseen is not gone: the jobs placed there keep their resources and rows until the account answers again.
+        report.accounts.push({ name: other.name, listed: false, error: errorText(err) });
+        skip(`list pools and Batch jobs of Batch account ${other.name} (its jobs were left alone)`, err);
+        for (const r of rows) if (r.batchAccount === other.name) unobserved.add(r.id);
+      }
+    }
     // A row that cannot be read is a job we know nothing about, not an unknown job: its resources are left alone.
     for (const u of unreadable) {
       unobserved.add(u.id);
@@ -128,7 +155,8 @@ export async function runSweep(deps: SweepDeps): Promise<SweepReport> {
         skip('read orchestration status', err, id);
       }
     }
-    const containerJobs = await observeContainerJobs(deps.batch, rows, batchJobs, (jobId, err) => {
+    // Reused pools are the home account's (a job on an existing pool is never placed elsewhere).
+    const containerJobs = await observeContainerJobs(deps.batch, rows, homeBatchJobs, (jobId, err) => {
       unobserved.add(jobId);
       skip('observe containers on a reused pool', err, jobId);
     });
@@ -155,6 +183,14 @@ export async function runSweep(deps: SweepDeps): Promise<SweepReport> {
   }
 }
 
+/** The Batch account an action goes to: its resource's account, else the home one. */
+function batchOf(deps: SweepDeps, account: string | undefined): BatchContext {
+  if (account === undefined) return deps.batch;
+  const other = deps.otherAccounts?.find((o) => o.name === account);
+  if (!other) throw new Error(`Batch account ${account} is not configured`);
+  return other.batch;
+}
+
 async function act(deps: SweepDeps, a: SweepAction, earlierFailures: string[]): Promise<string> {
   switch (a.kind) {
     case 'terminateOrchestration':
@@ -162,10 +198,10 @@ async function act(deps: SweepDeps, a: SweepAction, earlierFailures: string[]): 
       return 'orchestration terminated';
     case 'terminateBatchJob':
       // Terminating runs the job release task on every node, which removes the job's containers.
-      return `Batch job ${a.batchJobId}: ${await terminateJob(deps.batch, a.batchJobId, 'sweep')}`;
+      return `Batch job ${a.batchJobId}${where(a.account)}: ${await terminateJob(batchOf(deps, a.account), a.batchJobId, 'sweep')}`;
     case 'deletePool': {
-      const r = await deletePool(deps.batch, a.poolId);
-      return `pool ${a.poolId} (owner ${a.owner ?? 'not recorded'}) ${r.deleted ? 'deletion requested' : 'already gone'}`;
+      const r = await deletePool(batchOf(deps, a.account), a.poolId);
+      return `pool ${a.poolId}${where(a.account)} (owner ${a.owner ?? 'not recorded'}) ${r.deleted ? 'deletion requested' : 'already gone'}`;
     }
     case 'deleteStaging': {
       const account = deps.stagingAccounts.find((s) => s.name === a.account);
@@ -181,8 +217,8 @@ async function act(deps: SweepDeps, a: SweepAction, earlierFailures: string[]): 
       return `job row ${r.row ? 'and' : 'already gone;'} ${r.events} event(s) and orchestration history purged`;
     }
     case 'deleteBatchJob': {
-      const r = await deleteJob(deps.batch, a.batchJobId);
-      return `Batch job ${a.batchJobId} ${r.deleted ? 'deleted' : 'already gone'}`;
+      const r = await deleteJob(batchOf(deps, a.account), a.batchJobId);
+      return `Batch job ${a.batchJobId}${where(a.account)} ${r.deleted ? 'deleted' : 'already gone'}`;
     }
     case 'cleanContainers':
       return cleanContainers(deps.batch, a);
@@ -203,6 +239,8 @@ async function act(deps: SweepDeps, a: SweepAction, earlierFailures: string[]): 
       return 'job marked Cancelled';
   }
 }
+
+const where = (account: string | undefined) => (account === undefined ? '' : ` in Batch account ${account}`);
 
 function withFailures(reason: string, earlierFailures: string[]): string {
   return earlierFailures.length ? `${reason}; cleanup incomplete: ${earlierFailures.join('; ')}` : reason;

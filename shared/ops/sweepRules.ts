@@ -57,6 +57,8 @@ export interface ObservedOrchestration {
 export interface ObservedPool {
   poolId: string;
   jobId: string;
+  /** The Batch account it is in, when not the home account (BATCH_ACCOUNTS): the action goes there. */
+  account?: string;
   /** The submitter recorded on the pool (pools have owners); absent on pools from before owners. */
   owner?: string;
   state: string;
@@ -66,6 +68,8 @@ export interface ObservedPool {
 export interface ObservedBatchJob {
   batchJobId: string;
   jobId: string;
+  /** The Batch account it is in, when not the home account. */
+  account?: string;
   state: string;
   creationTime?: string;
   /** Housekeeping jobs (e.g. container cleanup) carry their purpose; a job's own Batch job has none. */
@@ -109,10 +113,10 @@ export type SweepAction =
   | { kind: 'redriveJob'; rule: SweepRule; jobId: string; reason: string }
   | { kind: 'cancelJob'; rule: SweepRule; jobId: string; reason: string }
   | { kind: 'purgeJob'; rule: SweepRule; jobId: string; reason: string }
-  | { kind: 'terminateBatchJob'; rule: SweepRule; jobId: string; batchJobId: string; reason: string }
-  | { kind: 'deletePool'; rule: SweepRule; jobId: string; poolId: string; reason: string; owner?: string }
+  | { kind: 'terminateBatchJob'; rule: SweepRule; jobId: string; batchJobId: string; reason: string; account?: string }
+  | { kind: 'deletePool'; rule: SweepRule; jobId: string; poolId: string; reason: string; owner?: string; account?: string }
   | { kind: 'deleteStaging'; rule: SweepRule; jobId?: string; account: string; container: string; reason: string }
-  | { kind: 'deleteBatchJob'; rule: SweepRule; jobId: string; batchJobId: string; reason: string }
+  | { kind: 'deleteBatchJob'; rule: SweepRule; jobId: string; batchJobId: string; reason: string; account?: string }
   | (ContainerAction & { rule: SweepRule });
 
 const ACTIVE_BATCH_JOB = new Set(['active', 'disabling', 'disabled', 'enabling']);
@@ -246,11 +250,11 @@ export function planSweep(o: SweepObservation, s: SweepSettings, skipped: SweepS
 
   each(o.batchJobs, 'leakedBatchJob', (bj) => bj.jobId, (bj) => {
     const reason = batchJobVerdict(bj, o.jobs.get(bj.jobId), o.orchestrations.get(bj.jobId), failing, nowMs, s);
-    if (reason) actions.push({ kind: 'terminateBatchJob', rule: failing.has(bj.jobId) ? ruleOf(o, bj.jobId, nowMs, s) : 'leakedBatchJob', jobId: bj.jobId, batchJobId: bj.batchJobId, reason });
+    if (reason) actions.push({ kind: 'terminateBatchJob', rule: failing.has(bj.jobId) ? ruleOf(o, bj.jobId, nowMs, s) : 'leakedBatchJob', jobId: bj.jobId, batchJobId: bj.batchJobId, reason, ...inAccount(bj) });
   });
   each(o.pools, 'leakedPool', (pool) => pool.jobId, (pool) => {
     const reason = poolVerdict(pool, o.jobs.get(pool.jobId), failing, nowMs, s);
-    if (reason) actions.push({ kind: 'deletePool', rule: failing.has(pool.jobId) ? ruleOf(o, pool.jobId, nowMs, s) : 'leakedPool', jobId: pool.jobId, poolId: pool.poolId, reason, ...(pool.owner !== undefined ? { owner: pool.owner } : {}) });
+    if (reason) actions.push({ kind: 'deletePool', rule: failing.has(pool.jobId) ? ruleOf(o, pool.jobId, nowMs, s) : 'leakedPool', jobId: pool.jobId, poolId: pool.poolId, reason, ...(pool.owner !== undefined ? { owner: pool.owner } : {}), ...inAccount(pool) });
   });
   each(o.staging, 'expiredStaging', (c) => c.jobId, (c) => {
     const reason = stagingVerdict(c, c.jobId ? o.jobs.get(c.jobId) : undefined, failing, nowMs, s);
@@ -266,7 +270,7 @@ export function planSweep(o: SweepObservation, s: SweepSettings, skipped: SweepS
   each(o.batchJobs, 'leftoverContainers', (bj) => bj.jobId, (bj) => {
     // A housekeeping job already being deleted stays listed (state deleting) until Batch has removed it.
     if (bj.purpose === CONTAINER_CLEANUP_PURPOSE && !watched.has(bj.jobId) && bj.state !== 'deleting') {
-      actions.push({ kind: 'deleteBatchJob', rule: 'leftoverContainers', jobId: bj.jobId, batchJobId: bj.batchJobId, reason: `no finished job of ours still waits on this container cleanup` });
+      actions.push({ kind: 'deleteBatchJob', rule: 'leftoverContainers', jobId: bj.jobId, batchJobId: bj.batchJobId, reason: `no finished job of ours still waits on this container cleanup`, ...inAccount(bj) });
     }
   });
 
@@ -305,6 +309,9 @@ export function planSweep(o: SweepObservation, s: SweepSettings, skipped: SweepS
   const unobserved = o.unobserved;
   return unobserved?.size ? actions.filter((a) => a.jobId === undefined || !unobserved.has(a.jobId)) : actions;
 }
+
+/** The account a resource is in, carried onto its action (absent: the home account). */
+const inAccount = (r: { account?: string }) => (r.account !== undefined ? { account: r.account } : {});
 
 /** Why a job without an instance is failed rather than re-driven. */
 function lostReason(job: ObservedJobRow | undefined): string {

@@ -46,6 +46,8 @@ export interface FactQuota {
 export interface AzureFacts {
   /** `account`: read from the Batch account; `offline`: the built-in table, which cannot refuse anything. */
   source: 'account' | 'offline';
+  /** The Batch account they were read from (BATCH_ACCOUNTS name), when known. */
+  account?: string;
   /** When each part was read (ISO), for the explain document and the cache. */
   fetchedAt?: { sizes?: string; images?: string; quota?: string };
   /** The region, when known (the sizes are that region's). */
@@ -210,23 +212,45 @@ export function effectiveCoreQuota(live: FactQuota | undefined, configured: Core
   return { total: min(live.dedicatedCores, configured?.total), families };
 }
 
+/**
+ * With several Batch accounts (BATCH_ACCOUNTS, home first): a pool is valid when one account offers it, since
+ * admission places the job only on an account that does (placement.ts, `vmSizes`). `offeredBy` is the first such
+ * account's facts; when none does, the home account's issues, each saying that no other account offers it either.
+ */
+export function checkPoolFactsOnAny(all: readonly AzureFacts[], pool: PoolFactsInput): { issues: FactIssue[]; offeredBy?: AzureFacts } {
+  if (all.length === 0) return { issues: [] };
+  const checked = all.map((facts) => ({ facts, issues: checkPoolFacts(facts, pool) }));
+  const ok = checked.find((c) => c.issues.length === 0);
+  if (ok) return { issues: [], offeredBy: ok.facts };
+  if (all.length === 1) return { issues: checked[0].issues };
+  const others = all.slice(1).map((f) => `${f.account ?? '?'}${f.location ? ` (${f.location})` : ''}`).join(', ');
+  return { issues: checked[0].issues.map((i) => ({ ...i, message: `${i.message} No other Batch account of the deployment (${others}) can run this pool either.` })) };
+}
+
 /** The built-in table as facts, marked offline: sizes with cores and families, no images, no quota. */
 export function offlineFacts(): AzureFacts {
   return { source: 'offline', sizes: listedVmSizes().map(({ name, cores, family }) => ({ name, family, vCPUs: cores })) };
 }
 
 /** What the explain document says about the facts a pool was checked against (ExplainDocument pool.facts). */
-export function factsSummary(facts: AzureFacts, vmSize: string | undefined): {
+export function factsSummary(facts: AzureFacts, vmSize: string | undefined, now?: number): {
   source: AzureFacts['source'];
+  account: string | null;
   location: string | null;
   readAt: { images: string | null; sizes: string | null; quota: string | null };
+  ageSeconds: { images: number | null; sizes: number | null; quota: number | null };
   vmSize: { name: string; family: string; vCPUs: number; memoryGiB: number | null; gpus: number | null; rdma: boolean | null } | null;
 } {
   const size = vmSize === undefined ? undefined : factSize(facts, vmSize);
+  const read = facts.fetchedAt ?? {};
+  // How old each part is: read once for every instance (the AccountFacts table), so it can be older than this process.
+  const age = (iso: string | undefined) => (iso === undefined || now === undefined ? null : Math.max(0, Math.floor((now - Date.parse(iso)) / 1000)));
   return {
     source: facts.source,
+    account: facts.account ?? null,
     location: facts.location ?? null,
-    readAt: { images: facts.fetchedAt?.images ?? null, sizes: facts.fetchedAt?.sizes ?? null, quota: facts.fetchedAt?.quota ?? null },
+    readAt: { images: read.images ?? null, sizes: read.sizes ?? null, quota: read.quota ?? null },
+    ageSeconds: { images: age(read.images), sizes: age(read.sizes), quota: age(read.quota) },
     vmSize: size ? { name: size.name, family: size.family, vCPUs: size.vCPUs, memoryGiB: size.memoryGiB ?? null, gpus: size.gpus ?? null, rdma: size.rdma ?? null } : null,
   };
 }

@@ -4,7 +4,7 @@
  * calls it with the accounts' quotas and what the deployment's running jobs hold on each, so a job that waits is
  * placed again at every pass and goes to whichever account frees up first.
  *
- * An account is a candidate only when the job fits its dedicated core quota now (per VM family when the account
+ * An account is a candidate only when its region offers the job's VM size (when its facts are known) and the job fits its dedicated core quota now (per VM family when the account
  * enforces it, and in total) next to what our jobs hold there; with Spot nodes asked for, also its low-priority
  * cores. Among the candidates the first of these decides (docs/scheduling.md, "Placement"):
  *   1. within the job's budget: an account whose estimated cost (price × nodes × wall-clock limit) exceeds
@@ -32,6 +32,14 @@ export interface PlacementAccount {
   stagingAccounts?: readonly string[];
   /** Price per node-hour of each VM size (lower-case name) in the account's price region, when known. */
   prices?: Readonly<Record<string, number>>;
+  /** The VM sizes (lower-case names) the account's region offers, when known (its facts); unknown: any. */
+  vmSizes?: ReadonlySet<string>;
+}
+
+/** Why the account cannot run the job's size at all (its region does not offer it), or undefined. */
+export function sizeBlock(acc: PlacementAccount, job: Pick<PlacementJob, 'vmSize'>): string | undefined {
+  if (!acc.vmSizes || job.vmSize === undefined || acc.vmSizes.has(job.vmSize.toLowerCase())) return undefined;
+  return `${job.vmSize} is not offered${acc.region ? ` in ${acc.region}` : ''}`;
 }
 
 /** What the deployment's running jobs hold on one account. */
@@ -102,7 +110,7 @@ export function verdictOf(acc: PlacementAccount, load: AccountLoad, job: Placeme
   const estimatedCost = price !== undefined && job.hours !== undefined ? price * job.nodes * job.hours : undefined;
   const spotFree = job.spotCores ? acc.lowPriorityCores !== undefined && load.lowPriorityCores + job.spotCores <= acc.lowPriorityCores : undefined;
   const free = freeCores(acc, load, job.family);
-  const blocked = quotaBlock(acc, load, job);
+  const blocked = sizeBlock(acc, job) ?? quotaBlock(acc, load, job);
   return {
     account: acc.name,
     ...(blocked ? { blocked } : {}),
@@ -158,9 +166,11 @@ export function neverFitsAnyAccount(accounts: readonly PlacementAccount[], job: 
   const reasons: string[] = [];
   for (const acc of accounts) {
     const familyQuota = acc.coreQuota.families[job.family];
-    if (over(0, job.cores, familyQuota)) reasons.push(`${acc.name}: its quota for ${job.family} is ${familyQuota}`);
+    const noSize = sizeBlock(acc, job);
+    if (noSize) reasons.push(`${acc.name}: ${noSize}`);
+    else if (over(0, job.cores, familyQuota)) reasons.push(`${acc.name}: its quota for ${job.family} is ${familyQuota}`);
     else if (over(0, job.cores, acc.coreQuota.total)) reasons.push(`${acc.name}: its dedicated core quota is ${acc.coreQuota.total}`);
     else return undefined;
   }
-  return `the job needs ${job.cores} ${job.family} cores; no Batch account can ever hold them (${reasons.join('; ')})`;
+  return `the job needs ${job.cores} ${job.family} cores${job.vmSize ? ` of ${job.vmSize}` : ''}; no Batch account can ever hold them (${reasons.join('; ')})`;
 }

@@ -306,7 +306,7 @@ describe('hpcjob explain', () => {
       jobId: submissionJobId(parsed.spec), jobIdFrom: 'content', spec: parsed.spec, policiesChecked: false, settings: defaultExplainSettings(deploymentValue),
       price: fallbackQuote('Standard_HB120rs_v3', DEFAULT_PRICE_TABLE, 'offline: the deployment\'s prices are not known'),
     });
-    expect(doc).toEqual({ ...pure, pool: { ...pure.pool, facts: { source: 'offline', location: null, readAt: { images: null, sizes: null, quota: null }, vmSize: { name: 'Standard_HB120rs_v3', family: 'standardHBv3Family', vCPUs: 120, memoryGiB: null, gpus: null, rdma: null } } } });
+    expect(doc).toEqual({ ...pure, pool: { ...pure.pool, facts: { source: 'offline', account: null, location: null, readAt: { images: null, sizes: null, quota: null }, ageSeconds: { images: null, sizes: null, quota: null }, vmSize: { name: 'Standard_HB120rs_v3', family: 'standardHBv3Family', vCPUs: 120, memoryGiB: null, gpus: null, rdma: null } } } });
     // Offline, the estimate uses the built-in table and says so: 2 nodes × 3.6 USD, wall clock PT1200S.
     expect(doc.cost).toMatchObject({ nodes: 2, pricePerNodeHour: 3.6, perHour: 7.2, fallback: true, priceAsOf: '2024-07-01' });
     expect(run.stdout).toMatch(/^Cost {6}2 × Standard_HB120rs_v3 at 3\.6 USD\/node-hour = 7\.20 USD per hour; worst case/m);

@@ -66,7 +66,7 @@ test('a job that does not fit the home account\'s quota is placed on the second 
   expect({ state: job.state, error: job.error }).toEqual({ state: 'Succeeded', error: undefined });
   expect(job.batchAccount).toBe('localbatch2');
   const admitted = (job.timeline as { reason: string }[]).find((e) => e.reason.startsWith('admitted:'));
-  expect(admitted?.reason).toMatch(/placed on localbatch2: quota free \(\d+ cores free\), 0 of our job\(s\) on it; localbatch: standardDSv5Family: 0 of 2 cores in use, the job needs 4/);
+  expect(admitted?.reason).toMatch(/placed on localbatch2: quota free \(\d+ cores free\), 0 of our job\(s\) on it(, [\d.]+ per node-hour)?; localbatch: standardDSv5Family: 0 of 2 cores in use, the job needs 4/);
   // The pool was created, and the job and task run, by the second account's emulator; the home account saw none of it.
   expect(poolWrites(second).length).toBeGreaterThan(0);
   expect(poolWrites(home)).toEqual([]);
