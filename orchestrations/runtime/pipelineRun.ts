@@ -97,6 +97,11 @@ export class PipelineRun {
     this.batchAccount = account;
   }
 
+  /** The account `placeOn` set (undefined: the home account), for a sub-orchestration that must act on the same one. */
+  placedOn(): string | undefined {
+    return this.batchAccount;
+  }
+
   /** Waits for every scheduled activity; fails with the first failure, as Task.all does. */
   *all<N extends ActivityName>(scheduled: ActivityTask<N>[]): Orchestration<ActivityOutput<N>[]> {
     yield this.ctx.df.Task.all(scheduled.map((s) => s.task));

@@ -24,6 +24,8 @@ export interface MpiWaitInput {
   generation: number;
   deadline?: { at: string; limit: string };
   budget?: { limits: BudgetLimits; price: PriceQuote; usage: NodeUsage };
+  /** The Batch account admission placed the job on (absent: the home account): the wait's polls go there too. */
+  batchAccount?: string;
 }
 
 /**
@@ -47,6 +49,7 @@ export interface MpiWaitResult {
 export function* mpiWaitOrchestrator(context: OrchestrationContext): Orchestration<MpiWaitResult | undefined> {
   const input = context.df.getInput<MpiWaitInput>();
   const run = new PipelineRun(context, input.jobId, input.poll, input.deadline);
+  run.placeOn(input.batchAccount);
   if (input.budget) {
     run.guardBudget(budgetGuard(input.budget.limits, input.budget.price));
     if (input.budget.usage.allocatedAt !== undefined) run.recordUsage(input.budget.usage.nodes, input.budget.usage.allocatedAt);

@@ -89,6 +89,7 @@ function* waitInChild(
   run.checkpoint('Running');
   const budget = opts.budget && { ...opts.budget, usage: { ...run.usage } };
   const deadline = run.deadlineOf();
+  const batchAccount = run.placedOn();
   const task = startMpiWait(run.ctx, {
     jobId: run.jobId,
     ref: { batchJobId: req.batchJobId, taskId: req.taskId },
@@ -99,6 +100,7 @@ function* waitInChild(
     generation: 0,
     ...(deadline ? { deadline } : {}),
     ...(budget ? { budget } : {}),
+    ...(batchAccount ? { batchAccount } : {}),
   });
   const ended = (yield* run.race(task)) as MpiWaitResult;
   if (ended.ended === 'checkpoint') run.checkpoint('Running');
