@@ -168,9 +168,10 @@ export function scratchSetupScript(s: ScratchSpec): string {
         'sleep 2; done',
     ];
   }
-  // A fixed path: a bind mount of the node's scratch (idempotent for a retried task), then the variable names it.
+  // A fixed path: a bind mount of this job's scratch (whatever an earlier job or attempt left there is unmounted
+  // first: a bind to another job's scratch must not survive), then the variable names it.
   const fixed = s.path
-    ? [`mkdir -p ${s.path}`, `if ! mountpoint -q ${s.path}; then mount --bind "$MPIJOB_SCRATCH" ${s.path}; fi`, scratchExport(s)]
+    ? [`mkdir -p ${s.path}`, `if mountpoint -q ${s.path}; then umount -l ${s.path}; fi`, `mount --bind "$MPIJOB_SCRATCH" ${s.path}`, scratchExport(s)]
     : [];
   return [
     nodeScratchExport(s),
