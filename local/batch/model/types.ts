@@ -83,6 +83,8 @@ export interface NodeRecord {
   removed: boolean;
   /** False for a Spot/low-priority node (absent in records saved before they existed: dedicated). */
   isDedicated?: boolean;
+  /** The node error of pool mounts that failed on it (MountConfigurationError): it boots into unusable. */
+  mountError?: Json;
 }
 
 export interface NodeJobTasks {
