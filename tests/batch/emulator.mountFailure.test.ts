@@ -11,6 +11,9 @@ import type { BatchServiceClient } from '@azure/batch';
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
 import { LINUX_VM_CONFIGURATION, sdkClient, waitForNodes } from '../../local/batch/testing/sdkHelpers';
 import { REPO_ROOT } from '../../local/stack';
+import { loadConfig } from '../../shared/config';
+import { createBatchContext } from '../../shared/batch/client';
+import { failedNodes, getPoolSnapshot } from '../../shared/batch/pools';
 
 const SUB = '00000000-1111-2222-3333-444444444444';
 const subnet = (name: string) => `/subscriptions/${SUB}/resourceGroups/rg-hpc/providers/Microsoft.Network/virtualNetworks/vnet-hpc/subnets/${name}`;
@@ -68,6 +71,19 @@ describe('a failed pool mount on the emulator', () => {
     expect(node.startTaskInfo).toBeUndefined();
     const [record] = emu.nodes('mf-out');
     expect(existsSync(path.join(record.rootDir, 'startup', 'stdout.txt'))).toBe(false);
+  }, 60_000);
+
+  it('the control plane\'s unusable-node handling (failedNodes, which provisioning records and the job\'s error quotes) names the mount and why', async () => {
+    const ctx = createBatchContext(loadConfig({
+      BATCH_ACCOUNT_URL: emu.url, BATCH_ACCOUNT_NAME: emu.accountName, BATCH_ACCOUNT_KEY: emu.accountKey,
+      AzureWebJobsStorage: 'UseDevelopmentStorage=true', STAGING_ACCOUNTS: 'devstoreaccount1',
+    }));
+    const snapshot = await getPoolSnapshot(ctx, 'mf-out');
+    expect(failedNodes(snapshot!)).toEqual([{
+      nodeId: expect.any(String),
+      state: 'unusable',
+      reason: expect.stringMatching(/^MountConfigurationError: The node could not mount data \(10\.30\.0\.4:\/export\/data\): mount\.nfs: Connection timed out: .*check that the file server is reachable from the pool's subnet/),
+    }]);
   }, 60_000);
 
   it('a path the service does not export: unusable, the reason is the server\'s refusal', async () => {

@@ -93,7 +93,7 @@ function servedDirectory(source: string, network: { services?: readonly Mountabl
 export function mountConfigurationError(failed: readonly ModelledMount[]): Json {
   return {
     code: 'MountConfigurationError',
-    message: `The node could not mount ${failed.map((m) => m.relativeMountPath).join(', ')} of the pool's mountConfiguration.`,
+    message: `The node could not mount ${failed.map((m) => `${m.relativeMountPath} (${m.source}): ${m.failure ?? 'unknown'}`).join('; ')}`,
     errorDetails: failed.flatMap((m) => [
       { name: 'RelativeMountPath', value: m.relativeMountPath },
       { name: 'Source', value: m.source },
