@@ -31,6 +31,7 @@ export const NETWORK_AS_WRITTEN = [
   'examples/workloads/pbs-script-compat.yaml',
   'examples/workloads/nfs-headnode-in-vnet.yaml',
   'examples/workloads/parallel-scratch-ior.yaml',
+  'examples/workloads/beeond-scratch-ior.yaml',
 ] as const;
 
 /** Every example some e2e file submits as written, by the file that does. */
