@@ -149,7 +149,10 @@ export function scratchSetupScript(s: ScratchSpec): string {
       `printf '%s\\n' \${AZ_BATCH_HOST_LIST//,/ } > "${f.nodefile}"`,
       'mkdir -p "$MPIJOB_SCRATCH"',
       `mkdir -p "${f.data}"`,
-      `beeond start -n "${f.nodefile}" -d "${f.data}" -c "$MPIJOB_SCRATCH" -i "${f.status}" >&2 || { echo "shared scratch (beeond): beeond start over $AZ_BATCH_HOST_LIST failed" >&2; exit 1; }`,
+      // Idempotent: the preflight check and a retried task run this step again on the same nodes while BeeOND runs
+      // (beeond refuses a second start over a running instance).
+      `if [ -f "${f.status}" ] && mountpoint -q "$MPIJOB_SCRATCH"; then echo "shared scratch (beeond): already running" >&2; ` +
+        `else beeond start -n "${f.nodefile}" -d "${f.data}" -c "$MPIJOB_SCRATCH" -i "${f.status}" >&2 || { echo "shared scratch (beeond): beeond start over $AZ_BATCH_HOST_LIST failed" >&2; exit 1; }; fi`,
       'chmod 1777 "$MPIJOB_SCRATCH"',
       `: > "${marker}"`,
     );
