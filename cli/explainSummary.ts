@@ -102,8 +102,11 @@ export function formatExplain(doc: ExplainDocument): string {
     lines.push(...block('Files', doc.nodeFiles.map((f) => `${f.path} ← ${f.source}${f.fileMode ? ` (mode ${f.fileMode})` : ''}${f.sasMinutes !== null ? ` (SAS ${f.sasMinutes} min)` : ''}`)));
   }
   if (doc.scratch) {
-    const where = doc.scratch.kind === 'mount' ? `on pool mount ${str(doc.scratch.mount)}` : 'NFS export of the master\'s local disk, mounted by the other nodes';
-    lines.push(...block('Scratch', [`${doc.scratch.directory} ($MPIJOB_SCRATCH): ${where}`]));
+    const where = doc.scratch.kind === 'mount' ? `on pool mount ${str(doc.scratch.mount)}`
+      : doc.scratch.kind === 'beeond' ? 'BeeOND (BeeGFS on demand) over the local disks of all the job\'s nodes: beeond start by the master before the ranks, beeond stop by the job release task'
+        : 'NFS export of the master\'s local disk, mounted by the other nodes';
+    const at = doc.scratch.path ? `${doc.scratch.path} ($MPIJOB_SCRATCH, bind-mounted from ${doc.scratch.directory})` : `${doc.scratch.directory} ($MPIJOB_SCRATCH)`;
+    lines.push(...block('Scratch', [`${at}: ${where}`]));
   }
 
   const m = doc.mpiTask;

@@ -3,7 +3,7 @@ import { callerOfJobRow, judgePool } from '../../shared/intake/poolAccess';
 import { OPERATOR, QUEUE_OWNER } from '../../shared/auth';
 import type { PoolAccessVerdict } from '../../shared/contract/activities';
 import type { JobRecord } from '../../shared/state';
-import { createJobPool, createJobPoolArm, deletePool, getPoolSnapshot, inspectPool, removeNodes, resizePool, type PoolInspection } from '../../shared/batch';
+import { createJobPool, createJobPoolArm, deletePool, failedNodes, getPoolSnapshot, inspectPool, removeNodes, resizePool, type PoolInspection } from '../../shared/batch';
 import { registerActivity } from './registration';
 import { refuseIfEnded } from './jobGuard';
 import type { PoolCreateRequest } from '../../shared/planning/jobPlan';
@@ -102,7 +102,11 @@ export async function poolObserve(input: { poolId: string }): Promise<PoolObserv
     targetDedicatedNodes: snap.targetDedicatedNodes,
     ...(snap.targetLowPriorityNodes ? { targetLowPriorityNodes: snap.targetLowPriorityNodes } : {}),
     resizeErrors: snap.resizeErrors,
-    nodes: snap.nodes.map((n) => ({ id: n.id, state: n.state, ipAddress: n.ipAddress, affinityId: n.affinityId })),
+    // An unusable node's reason (its node errors) goes with it: the job's error and timeline say why it failed.
+    nodes: snap.nodes.map((n) => {
+      const error = n.state === 'unusable' ? failedNodes({ ...snap, nodes: [n] })[0]?.reason : undefined;
+      return { id: n.id, state: n.state, ipAddress: n.ipAddress, affinityId: n.affinityId, ...(error ? { error } : {}) };
+    }),
   };
 }
 

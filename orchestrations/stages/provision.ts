@@ -160,7 +160,8 @@ function* waitForNodes(run: PipelineRun, req: ProvisionRequest, sel: { minNodes:
           const failures = yield* startTasksFailed(run, req, obs, step.nodeIds);
           const notes = step.nodeIds.map((id) => {
             const f = failures.find((x) => x.nodeId === id);
-            return f ? startTaskNote(id, f.exitCode, f.failure, f.stderr) : `node ${id}: ${obs.nodes.find((n) => n.id === id)?.state ?? 'failed'}`;
+            const n = obs.nodes.find((x) => x.id === id);
+            return f ? startTaskNote(id, f.exitCode, f.failure, f.stderr) : `node ${id}: ${n?.state ?? 'failed'}${n?.error ? `: ${n.error}` : ''}`;
           });
           const at = run.now().toISOString();
           const data: NodesReplaced & { replaced: string[] } = {

@@ -463,6 +463,12 @@ export function poolAllocationError(snapshot: PoolSnapshot): BatchError | undefi
   });
 }
 
+/** The node error Batch reports when a pool mount fails on a node (the node is then unusable). */
+export const MOUNT_CONFIGURATION_ERROR = 'MountConfigurationError';
+/** What a user checks when a mount failed: the server must be reachable from the pool's subnet and export the path. */
+export const MOUNT_FAILURE_HINT =
+  ' (a pool mount failed on the node: check that the file server is reachable from the pool\'s subnet, pool.network or the deployment\'s POOL_SUBNET_ID, and that it exports the path to it)';
+
 export interface NodeFailure {
   nodeId: string;
   state: 'unusable' | 'starttaskfailed';
@@ -475,7 +481,7 @@ export function failedNodes(snapshot: PoolSnapshot): NodeFailure[] {
   const out: NodeFailure[] = [];
   for (const n of snapshot.nodes) {
     if (n.state === 'unusable') {
-      const why = n.errors?.map((e) => `${e.code}: ${e.message}`).join('; ');
+      const why = n.errors?.map((e) => `${e.code}: ${e.message}${e.code === MOUNT_CONFIGURATION_ERROR ? MOUNT_FAILURE_HINT : ''}`).join('; ');
       out.push({ nodeId: n.id, state: 'unusable', reason: why || 'node is unusable (no error reported)' });
     } else if (n.state === 'starttaskfailed') {
       const st = n.startTask;

@@ -120,9 +120,10 @@ export const ExplainDocumentSchema = z.object({
     sasMinutes: z.number().nullable().meta({ description: 'Life of the SAS URL the pipeline mints (null for a url).' }),
   })).meta({ description: 'Files every node downloads before its coordination step (the MPI task\'s commonResourceFiles).' }),
   scratch: z.object({
-    kind: z.enum(['masterNfs', 'mount']),
-    directory: z.string().meta({ description: 'The directory as a shell expression, the same on every node ($MPIJOB_SCRATCH).' }),
+    kind: z.enum(['masterNfs', 'mount', 'beeond']),
+    directory: z.string().meta({ description: 'The directory as a shell expression, the same on every node ($MPIJOB_SCRATCH without a fixed path).' }),
     mount: z.string().nullable(),
+    path: z.string().nullable().optional().meta({ description: 'The fixed path every node also sees it at (scratch.path, bind-mounted; then $MPIJOB_SCRATCH), or null.' }),
   }).nullable().meta({ description: 'The job\'s shared scratch: set up first in the coordination step, removed by the job release task.' }),
   mpiTask: z.object({
     taskId: z.string(),
@@ -226,7 +227,7 @@ export const ExplainDocumentSchema = z.object({
     id: z.string().nullable().meta({ description: 'The image catalog entry (docs/images.md); null when the pool\'s image is not in the catalog (nothing checked).' }),
     summary: z.string().nullable().meta({ description: 'Its MPI modules and container runtimes, with the source of the facts.' }),
     mode: z.enum(['refuse', 'warn']).meta({ description: 'checks.image: what a finding does.' }),
-    findings: z.array(z.object({ path: z.string(), kind: z.enum(['module', 'path', 'runtime']), name: z.string(), message: z.string(), suggestion: z.string().nullable() }))
+    findings: z.array(z.object({ path: z.string(), kind: z.enum(['module', 'path', 'runtime', 'scratch']), name: z.string(), message: z.string(), suggestion: z.string().nullable() }))
       .meta({ description: 'What the spec uses that the image lacks (only with checks.image "warn": with "refuse" such a spec is refused).' }),
     notes: z.array(z.string()),
   }).optional().meta({ description: 'The node image checks: module names, host paths and the container runtime against the image catalog.' }),

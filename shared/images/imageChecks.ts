@@ -8,6 +8,7 @@
  * unless the job runs in docker (`docker exec` runs them in the container); the ranks' command natively. Inside a
  * container the image's modules and /opt do not exist anyway, so those commands are not checked.
  */
+import { beeondProblem } from './beeond';
 import { nodeImageFor, type DeclaredCustomImage, type NodeImage } from './catalog';
 
 export type ImageCheckMode = 'refuse' | 'warn';
@@ -16,7 +17,7 @@ export const DEFAULT_IMAGE_CHECK_MODE: ImageCheckMode = 'refuse';
 export interface ImageFinding {
   /** The spec field, dotted ("mpi.preExecutionCommand"). */
   path: string;
-  kind: 'module' | 'path' | 'runtime';
+  kind: 'module' | 'path' | 'runtime' | 'scratch';
   /** What is missing, e.g. "mpi/impi". */
   name: string;
   message: string;
@@ -37,6 +38,7 @@ export interface ImageCheckSpec {
   pool: { image?: { publisher: string; offer: string; sku: string }; customImageId?: string; poolId?: string; startTask?: { command: string } };
   container: { runtime: 'docker' | 'singularity' | 'none' };
   mpi: { command: string; preExecutionCommand?: string; coordinationCommand?: string; launcher: { mode: 'managed' | 'custom' } };
+  scratch?: { kind: string };
 }
 
 /** The default image of a new pool (schema.ts DEFAULT_IMAGE): not imported to keep this module free of the schema. */
@@ -218,6 +220,10 @@ export function checkImage(spec: ImageCheckSpec, custom: readonly DeclaredCustom
         message: `${runtime === 'singularity' ? 'Singularity/Apptainer' : 'docker'} is not installed on ${where}: install it in pool.startTask (e.g. ${runtime === 'singularity' ? 'the apptainer package' : 'moby-engine'})${alt}`,
       });
     }
+  }
+  if (spec.scratch?.kind === 'beeond') {
+    const problem = beeondProblem(image);
+    if (problem) findings.push({ path: 'scratch.kind', kind: 'scratch', name: 'beeond', message: problem });
   }
   return { image, findings, notes };
 }

@@ -416,7 +416,7 @@ function explainOne(input: ExplainInput): ExplainDocument {
       fileMode: f.fileMode ?? null,
       sasMinutes: f.kind === 'url' ? null : nodeSasMinutes,
     })),
-    scratch: scratch ? { kind: scratch.kind, directory: scratchDirExpression(scratch), mount: scratch.mount ?? null } : null,
+    scratch: scratch ? { kind: scratch.kind, directory: scratchDirExpression(scratch), mount: scratch.mount ?? null, path: scratch.path ?? null } : null,
     mpiTask: {
       taskId: shape.taskId,
       numberOfInstances: shape.numberOfInstances,

@@ -100,7 +100,7 @@ export function jobPoolSpec(
  * then the user's start task as user code. Without either, none.
  */
 function poolStartTask(input: PoolCreateRequest, resourceFiles: ResourceFileSpec[] | undefined): JobPoolSpec['startTask'] {
-  const setup = nodeFilesystemSetup(input.mounts ?? []);
+  const setup = nodeFilesystemSetup(input.mounts ?? [], input.scratch);
   if (!setup.length && !input.startTask) return undefined;
   const commandLine = setup.length
     ? bashCommandLine([

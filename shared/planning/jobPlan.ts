@@ -29,6 +29,8 @@ export interface PoolCreateRequest {
   startTask?: { command: string; resourceFiles: { account: string; container: string; blob: string; path: string }[] };
   /** File systems mounted on every node: names and references only, resolved (secrets, SAS) by the activity. */
   mounts?: MountRequest[];
+  /** The job's scratch kind when the pool's start task must prepare for it (beeond: check or install BeeOND). */
+  scratch?: { kind: 'beeond' };
   /**
    * How long a SAS handed to a mount (blobfuse) must at least live: allocation plus every attempt of the MPI task.
    * Undefined without a wall-clock limit (the activity then uses the deployment's cap).
@@ -107,6 +109,7 @@ export function planJob(jobId: string, spec: JobSpec): JobPlan {
       ],
       startTask: spec.pool.startTask,
       ...(spec.pool.network ? { network: spec.pool.network } : {}),
+      ...(spec.scratch?.kind === 'beeond' ? { scratch: { kind: 'beeond' as const } } : {}),
       ...(mountRequests(spec).length
         ? { mounts: mountRequests(spec), mountSasValidForMs: wallClockMs === undefined ? undefined : resizeTimeoutMs + wallClockMs * (1 + spec.limits.maxRetries) }
         : {}),

@@ -13,6 +13,7 @@
  */
 import type { MountRequest } from './workloadData';
 import { shellQuote } from '../mpi/shellQuote';
+import { BEEGFS_RELEASE } from '../images/beeond';
 
 /** Azure Files NFS is served at <account>.file.<this>; Azure public cloud. */
 export const AZURE_FILES_NFS_SUFFIX = 'file.core.windows.net';
@@ -63,8 +64,8 @@ export function mountLocation(m: MountRequest): string {
  * then every fixed path. Idempotent (`mountpoint -q`): a rebooted or reimaged node runs them again. Empty when the
  * mounts need nothing of the start task.
  */
-export function nodeFilesystemSetup(mounts: readonly MountRequest[]): string[] {
-  const lines: string[] = [];
+export function nodeFilesystemSetup(mounts: readonly MountRequest[], scratch?: { kind: string }): string[] {
+  const lines: string[] = scratch?.kind === 'beeond' ? beeondInstall() : [];
   for (const m of mounts) {
     if (!m.lustre) continue;
     const dir = `"$AZ_BATCH_NODE_MOUNTS_DIR"/${shellQuote(m.name)}`;
@@ -86,4 +87,29 @@ export function nodeFilesystemSetup(mounts: readonly MountRequest[]): string[] {
     );
   }
   return lines;
+}
+
+/**
+ * scratch.kind "beeond": the start task makes sure `beeond` is on the node, as Batch Shipyard's node preparation
+ * did: kept when the image has it, else installed from the BeeGFS repository with the kernel headers the client
+ * module is built against (apt or dnf; shared/images/beeond.ts says which images). Fails the start task, and so the
+ * node, with the reason when it cannot: the job then never starts on a node without BeeOND.
+ */
+export function beeondInstall(): string[] {
+  const repo = `https://www.beegfs.io/release/beegfs_${BEEGFS_RELEASE}`;
+  const missing = shellQuote('[mpijob] scratch.kind beeond: this node image has no beeond and neither apt-get nor dnf to install it: use an image with BeeOND (Ubuntu or AlmaLinux HPC) or scratch.kind masterNfs');
+  return [
+    'if ! command -v beeond >/dev/null 2>&1; then',
+    '  . /etc/os-release',
+    '  if command -v apt-get >/dev/null 2>&1; then',
+    `    curl -fsSL ${repo}/gpg/GPG-KEY-beegfs | gpg --dearmor --yes -o /etc/apt/trusted.gpg.d/beegfs.gpg`,
+    `    echo "deb ${repo} $VERSION_CODENAME non-free" > /etc/apt/sources.list.d/beegfs.list`,
+    '    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q beeond "linux-headers-$(uname -r)"',
+    '  elif command -v dnf >/dev/null 2>&1; then',
+    `    curl -fsSL -o /etc/yum.repos.d/beegfs.repo ${repo}/dists/beegfs-rhel\${VERSION_ID%%.*}.repo`,
+    '    dnf install -y -q beeond "kernel-devel-$(uname -r)"',
+    `  else echo ${missing} >&2; exit 1; fi`,
+    'fi',
+    `command -v beeond >/dev/null 2>&1 || { echo ${shellQuote('[mpijob] scratch.kind beeond: installing BeeOND failed (see above)')} >&2; exit 1; }`,
+  ];
 }

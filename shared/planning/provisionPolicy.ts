@@ -8,6 +8,8 @@ export interface ObservedNode {
   state: string;
   ipAddress: string;
   affinityId: string;
+  /** Why an unusable node is unusable (its Batch node errors, e.g. a MountConfigurationError), when Batch said. */
+  error?: string;
 }
 
 export interface PoolObservation {
@@ -74,9 +76,9 @@ export function decideProvisionStep(obs: PoolObservation, policy: ProvisionPolic
 
   if (broken.length > 0 && policy.owned) {
     if (progress.replacements + broken.length > policy.maxReplacements) {
-      return settleShort(ready, policy, `${progress.replacements + broken.length} nodes failed (${describe(broken)}), more than the ${policy.maxReplacements} replacements allowed`);
+      return settleShort(ready, policy, `${progress.replacements + broken.length} nodes failed (${describe(broken)}), more than the ${policy.maxReplacements} replacements allowed${whyBroken(broken)}`);
     }
-    return { kind: 'removeNodes', nodeIds: broken.map((n) => n.id), reason: `replacing ${describe(broken)}` };
+    return { kind: 'removeNodes', nodeIds: broken.map((n) => n.id), reason: `replacing ${describe(broken)}${whyBroken(broken)}` };
   }
 
   const steady = obs.allocationState === 'steady';
@@ -122,6 +124,12 @@ function settleShort(ready: ObservedNode[], policy: ProvisionPolicy, reason: str
 
 function describe(nodes: ObservedNode[]): string {
   return nodes.map((n) => `${n.id} ${n.state}`).join(', ');
+}
+
+/** The distinct reasons Batch gave for the broken nodes ("; MountConfigurationError: …"), or '' when it gave none. */
+function whyBroken(nodes: ObservedNode[]): string {
+  const reasons = [...new Set(nodes.map((n) => n.error).filter((e): e is string => Boolean(e)))];
+  return reasons.length ? `: ${reasons.join('; ')}` : '';
 }
 
 /** Checks a pool the job asked to reuse; returns the problems (empty when it fits). */

@@ -60,7 +60,7 @@ export function nodeSasLifetimeMs(spec: JobSpec, settings: { sasMaxLifetimeMinut
 // ---- shared scratch -------------------------------------------------------------------------------------------
 
 export function scratchOf(spec: JobSpec, jobId: string): ScratchSpec | undefined {
-  return spec.scratch ? { kind: spec.scratch.kind, jobId, mount: spec.scratch.mount } : undefined;
+  return spec.scratch ? { kind: spec.scratch.kind, jobId, mount: spec.scratch.mount, ...(spec.scratch.path ? { path: spec.scratch.path } : {}) } : undefined;
 }
 
 /** Shell code run on every node in the coordination step (before containers start), or undefined. */

@@ -1,7 +1,7 @@
 /**
  * Fixed paths and network file systems on the emulator, through the @azure/batch SDK with real processes:
  *   - a Batch NFS mount of a shared-network service (head node, NetApp Files, Azure Files NFS in the pool's subnet)
- *     is that service's exported directory; from a pool in another subnet the node comes up without it;
+ *     is that service's exported directory; from a pool in another subnet the node is unusable (mountFailure.test.ts);
  *   - the start task's `mount --bind` puts a mount at a fixed path (/apps) that every later process of the node sees,
  *     read-only when remounted so; on this machine the path stays an empty mount point (the binds are the node's);
  *   - Lustre by MGS address (mount -t lustre MGS@tcp:/fsname) mounts the service's /fsname export.
@@ -82,19 +82,20 @@ describeIf('fixed paths and network file systems on the emulator', () => {
     expect(readdirSync(APPS)).toEqual([]);
   }, 90_000);
 
-  it('from another subnet the Batch mounts do not come up, and the start task fails saying the server is unreachable', async () => {
+  it('from another subnet the Batch mounts fail: the nodes are unusable (MountConfigurationError) and run no start task', async () => {
     await pool('fp-out', 'other');
     const deadline = Date.now() + 30_000;
     let states: (string | undefined)[] = [];
     while (Date.now() < deadline) {
       states = (await client.computeNode.list('fp-out')).map((n) => n.state);
-      if (states.length === 2 && states.every((s) => s === 'starttaskfailed')) break;
+      if (states.length === 2 && states.every((s) => s === 'unusable')) break;
       await new Promise((r) => setTimeout(r, 200));
     }
-    expect(states).toEqual(['starttaskfailed', 'starttaskfailed']);
+    expect(states).toEqual(['unusable', 'unusable']);
     const [node] = emu.nodes('fp-out');
     expect(existsSync(path.join(node.rootDir, 'fsmounts', 'apps'))).toBe(false);
-    const text = readFileSync(path.join(node.rootDir, 'startup', 'stderr.txt'), 'utf8');
-    expect(text).toMatch(/mount\.nfs: Connection timed out: 10\.20\.0\.4 is not reachable/);
+    const [listed] = await client.computeNode.list('fp-out');
+    expect(listed.errors?.[0]?.code).toBe('MountConfigurationError');
+    expect(JSON.stringify(listed.errors)).toMatch(/mount\.nfs: Connection timed out: 10\.20\.0\.4 is not reachable/);
   }, 60_000);
 });

@@ -9,9 +9,12 @@
  *  - nfs-headnode-in-vnet: a pool in subnet "compute" mounts a file server of that subnet (the emulator's
  *    shared-network service 10.20.0.4) at the fixed paths /apps (read-only) and /data, builds the program from /apps
  *    and writes its result to /data, which is also uploaded (from: mount); the same spec in another subnet cannot
- *    reach the server and fails in the start task.
+ *    reach the server: Batch's mounts fail, every node is unusable (MountConfigurationError) and the job's error says so.
  *  - parallel-scratch-ior: every rank writes a block to the per-job shared scratch and reads back and checks the
  *    block of a rank on the other node (IOR-like); the summary is uploaded from the scratch.
+ *  - beeond-scratch-ior: the same on scratch.kind beeond at the fixed path /scratch: the start task checks BeeOND,
+ *    the master runs `beeond start` over the job's nodes (modelled by the emulator), every node binds it at /scratch,
+ *    and `beeond stop` runs in the job release task.
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
@@ -29,6 +32,7 @@ const JOBS: Record<string, string> = {
   pbs: 'examples/workloads/pbs-script-compat.yaml',
   nfs: 'examples/workloads/nfs-headnode-in-vnet.yaml',
   ior: 'examples/workloads/parallel-scratch-ior.yaml',
+  beeond: 'examples/workloads/beeond-scratch-ior.yaml',
 };
 const SUBNET = '/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/hpc-local/providers/Microsoft.Network/virtualNetworks/vnet-local';
 
@@ -132,13 +136,12 @@ describe('a pool in the file server\'s network (nfs-headnode-in-vnet.yaml)', () 
     expect(await resultBlob(`${prefix}/mounts/data/result-2.txt`)).toBe('RESULT {"ranks":4,"rankSum":6}\n');
   });
 
-  test('the same spec in another subnet cannot reach the server: every node\'s start task fails, the job fails in provisioning', () => {
-    // The start task's stderr ("mount.nfs: Connection timed out …") is checked in tests/batch/emulator.network.test.ts;
-    // the job view does not carry start-task stderr tails yet.
+  test('the same spec in another subnet cannot reach the server: Batch\'s mounts fail, every node is unusable, the job fails in provisioning saying why', () => {
     const view = views.get('outside') as JobViewLite;
     expect(view.state).toBe('Failed');
     expect(view.error?.message).toContain(`Provisioning: pool hpc-${view.id}: `);
-    expect(view.error?.message).toMatch(/^Provisioning: pool \S+: \d+ nodes failed \(\S+ starttaskfailed, \S+ starttaskfailed\)/);
+    expect(view.error?.message).toMatch(/^Provisioning: pool \S+: \d+ nodes failed \(\S+ unusable, \S+ unusable\)/);
+    expect(JSON.stringify(view.error)).toMatch(/MountConfigurationError: The node could not mount (apps|data) \(10\.20\.0\.4:/);
   });
 });
 
@@ -156,5 +159,24 @@ describe('a per-job parallel scratch over the nodes\' disks (parallel-scratch-io
     expect(doc.scratch).toMatchObject({ kind: 'masterNfs' });
     expect(JSON.stringify(doc.mpiTask)).toContain('exportfs');
     expect(JSON.stringify(doc.batchJob.request)).toContain('umount');
+  });
+});
+
+describe('BeeOND scratch at /scratch (beeond-scratch-ior.yaml)', () => {
+  test('every rank wrote its block at /scratch and read back another node\'s rank\'s block; beeond stop ran at job end', async () => {
+    const view = await succeeded('beeond');
+    const out = view.result?.mpi?.stdoutTail ?? '';
+    for (const [rank, other] of [[0, 2], [1, 3], [2, 0], [3, 1]]) expect(out).toContain(`rank ${rank} wrote block-${rank}, read block-${other}: 0 errors`);
+    expect(resultOf(view)).toEqual({ ranks: 4, bytesPerRank: 1048576, errors: 0 });
+    expect(await resultBlob(`${view.result?.outputs?.prefix as string}/scratch/ior/summary.txt`)).toBe('RESULT {"ranks":4,"bytesPerRank":1048576,"errors":0}\n');
+  });
+
+  test('the dry run shows the start task checking BeeOND, beeond start before the ranks, the bind at /scratch and beeond stop', () => {
+    const doc = docs.get('beeond') as ExplainDocument;
+    expect(doc.scratch).toMatchObject({ kind: 'beeond', path: '/scratch' });
+    expect(JSON.stringify(doc.pool.request)).toContain('command -v beeond');
+    expect(JSON.stringify(doc.mpiTask)).toContain('beeond start -n');
+    expect(JSON.stringify(doc.mpiTask)).toContain('/scratch');
+    expect(JSON.stringify(doc.batchJob.request)).toContain('beeond stop -n');
   });
 });

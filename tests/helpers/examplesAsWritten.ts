@@ -31,6 +31,7 @@ export const NETWORK_AS_WRITTEN = [
   'examples/workloads/pbs-script-compat.yaml',
   'examples/workloads/nfs-headnode-in-vnet.yaml',
   'examples/workloads/parallel-scratch-ior.yaml',
+  'examples/workloads/beeond-scratch-ior.yaml',
 ] as const;
 
 /** tests/e2e/secrets.test.ts: the licensed app, its licence server at 10.0.0.4:27000 in the examples' subnet. */

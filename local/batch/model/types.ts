@@ -85,6 +85,8 @@ export interface NodeRecord {
   isDedicated?: boolean;
   /** Accounts added with ComputeNode_AddUser, by lower-case name (absent: none yet). A reimage drops them. */
   users?: Map<string, NodeUser>;
+  /** The node error of pool mounts that failed on it (MountConfigurationError): it boots into unusable. */
+  mountError?: Json;
 }
 
 /** A node user account (ComputeNodeUser); the password and key are kept to tell an update, never shown back. */

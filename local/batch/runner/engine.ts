@@ -16,7 +16,7 @@ import { runsUnder } from './leftovers';
 import { isAlive, killGroup, killPid } from './processes';
 import { createNodeSandbox, nodeDirs, writeAtomically, writeEnvFile, writeHostsFile } from './sandbox';
 import { hardwareLine, nodeHardware } from '../model/hardware';
-import { modelledMounts, mountOnNode } from './mounts';
+import { modelledMounts, mountConfigurationError, mountOnNode } from './mounts';
 import { prepareNetworkServices, type NetworkService, type ServiceHostEntry } from './networkServices';
 import { prepareTcpServices, type TcpServices } from './tcpServices';
 import { poolSubnet } from '../handlers/network';
@@ -271,10 +271,13 @@ export class Engine {
   }
 
   /** The pool's mounts on a new or restored node, less those an injected fault broke on it (brokenMounts). */
-  private mount(pool: PoolRecord, ordinal: number, nodeId: string, dirs: ReturnType<typeof nodeDirs>): void {
+  private mount(pool: PoolRecord, ordinal: number, nodeId: string, dirs: ReturnType<typeof nodeDirs>): Json | undefined {
     const broken = new Set(this.cfg.faults.nodeFault(pool.id, ordinal, nodeId)?.brokenMounts ?? []);
     const network = { services: this.serviceHosts, subnet: poolSubnet(pool.spec) };
-    mountOnNode(dirs.root, dirs.mounts, modelledMounts(this.cfg.dataDir, pool.spec.mountConfiguration, network).filter((m) => !broken.has(m.relativeMountPath)));
+    const mounts = modelledMounts(this.cfg.dataDir, pool.spec.mountConfiguration, network);
+    const failed = mounts.filter((m) => m.failure !== undefined);
+    mountOnNode(dirs.root, dirs.mounts, mounts.filter((m) => m.failure === undefined && !broken.has(m.relativeMountPath)));
+    return failed.length ? mountConfigurationError(failed) : undefined;
   }
 
   /** Returns how long the node takes to be allocated. */
@@ -306,7 +309,8 @@ export class Engine {
       ...(dedicated ? {} : { isDedicated: false }),
     };
     createNodeSandbox(dirs);
-    this.mount(pool, ordinal, id, dirs);
+    const mountError = this.mount(pool, ordinal, id, dirs);
+    if (mountError) node.mountError = mountError;
     this.tmpDirs.add(dirs.tmp);
     writeEnvFile(dirs.envFile, this.nodeEnv(node));
     pool.nodes.set(id, node);
@@ -424,6 +428,12 @@ export class Engine {
   private boot(pool: PoolRecord, node: NodeRecord): void {
     if (node.removed) return;
     node.lastBootTime = new Date();
+    // Batch mounts before the start task: a failed mount leaves the node unusable, and no start task runs.
+    if (node.mountError) {
+      node.errors = [node.mountError];
+      this.setNodeState(node, 'unusable');
+      return;
+    }
     if (pool.startTask) {
       const waitForSuccess = pool.startTask.waitForSuccess !== false;
       this.setNodeState(node, waitForSuccess ? 'waitingforstarttask' : 'idle');
@@ -582,7 +592,9 @@ export class Engine {
         node.running = new Map();
         const dirs = nodeDirs(this.cfg.dataDir, pool.id, node.id);
         createNodeSandbox(dirs);
-        this.mount(pool, node.ordinal, node.id, dirs);
+        const mountError = this.mount(pool, node.ordinal, node.id, dirs);
+        if (mountError) node.mountError = mountError;
+        else delete node.mountError;
         this.tmpDirs.add(dirs.tmp);
         writeEnvFile(dirs.envFile, this.nodeEnv(node));
         if (node.state === 'leavingpool') {

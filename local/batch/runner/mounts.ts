@@ -20,6 +20,11 @@ const KINDS = [
 
 export interface ModelledMount {
   relativeMountPath: string;
+  /**
+   * Why the node cannot mount it (a service in another subnet, a path it does not export), or undefined. Batch then
+   * makes the node unusable with a MountConfigurationError in node.errors (engine.ts).
+   */
+  failure?: string;
   /** The shared directory standing in for the file system. */
   target: string;
   kind: string;
@@ -36,8 +41,8 @@ export interface MountableService {
 /**
  * The mounts of a pool's mountConfiguration, each with the directory that models it. An NFS source on a
  * shared-network service's address (a head node, NetApp Files, Azure Files NFS in the pool's network) is that
- * service's exported directory, mounted only by a pool in the service's subnet: from anywhere else it is
- * `unreachable` (the node comes up without it, as with the brokenMounts fault).
+ * service's exported directory, mounted only by a pool in the service's subnet: from anywhere else it fails (the
+ * entry carries `failure`, and the node becomes unusable with a MountConfigurationError, as on Batch).
  */
 export function modelledMounts(dataDir: string, mountConfiguration: unknown, network: { services?: readonly MountableService[]; subnet?: string } = {}): ModelledMount[] {
   if (!Array.isArray(mountConfiguration)) return [];
@@ -48,8 +53,11 @@ export function modelledMounts(dataDir: string, mountConfiguration: unknown, net
       if (!c) continue;
       const source = sourceOf(c);
       const served = kind === 'nfs' ? servedDirectory(source, network) : undefined;
-      if (served === null) continue;
       const key = `${kind}-${createHash('sha256').update(source).digest('hex').slice(0, 16)}`;
+      if (typeof served === 'object' && served !== null) {
+        out.push({ relativeMountPath: String(c.relativeMountPath), target: '', kind, source, failure: served.failure });
+        continue;
+      }
       out.push({ relativeMountPath: String(c.relativeMountPath), target: served ?? path.join(dataDir, 'mounts', key), kind, source });
     }
   }
@@ -57,23 +65,41 @@ export function modelledMounts(dataDir: string, mountConfiguration: unknown, net
 }
 
 /**
- * The directory a shared-network service serves for an NFS source: undefined when the host is no service; null when
- * the pool cannot mount it (another subnet, or a path the service does not export).
+ * The directory a shared-network service serves for an NFS source: undefined when the host is no service; a failure
+ * (mount.nfs's words) when the pool cannot mount it (another subnet, or a path the service does not export).
  */
-function servedDirectory(source: string, network: { services?: readonly MountableService[]; subnet?: string }): string | undefined | null {
+function servedDirectory(source: string, network: { services?: readonly MountableService[]; subnet?: string }): string | undefined | { failure: string } {
   const host = source.slice(0, source.indexOf(':'));
   const service = network.services?.find((s) => s.ip === host);
   if (!service) return undefined;
-  if ((network.subnet ?? '').toLowerCase() !== service.subnet) return null;
+  if ((network.subnet ?? '').toLowerCase() !== service.subnet) {
+    return { failure: `mount.nfs: Connection timed out: ${host} is not reachable from this node (the pool is ${network.subnet ? 'in another subnet' : 'in no virtual network'})` };
+  }
   const at = path.join(service.root, path.posix.normalize(source.slice(source.indexOf(':') + 1)));
   try {
     // Only what the service exports (its NFS table: "*<TAB>path<TAB>options" lines).
     const exported = readFileSync(path.join(service.root, 'volatile', 'emulator-nfs', 'exports'), 'utf8').split('\n').map((l) => l.split('\t')[1]).filter(Boolean);
-    if (!exported.some((e) => at === e || at.startsWith(`${e}/`))) return null;
+    if (!exported.some((e) => at === e || at.startsWith(`${e}/`))) return { failure: `mount.nfs: access denied by server while mounting ${source}` };
     return realpathSync(at);
   } catch {
-    return null;
+    return { failure: `mount.nfs: mounting ${source} failed, reason given by server: No such file or directory` };
   }
+}
+
+/**
+ * The node error Batch reports when a pool mount fails on a node ("If a mount configuration fails, the compute node
+ * in the pool fails and the node state becomes unusable": Microsoft's "Mount a virtual file system on a Batch pool").
+ */
+export function mountConfigurationError(failed: readonly ModelledMount[]): Json {
+  return {
+    code: 'MountConfigurationError',
+    message: `The node could not mount ${failed.map((m) => `${m.relativeMountPath} (${m.source}): ${m.failure ?? 'unknown'}`).join('; ')}`,
+    errorDetails: failed.flatMap((m) => [
+      { name: 'RelativeMountPath', value: m.relativeMountPath },
+      { name: 'Source', value: m.source },
+      { name: 'Reason', value: m.failure ?? 'unknown' },
+    ]),
+  };
 }
 
 /** Where a node records its modelled mounts (the output file upload reads it: a mounted file system is on the node). */

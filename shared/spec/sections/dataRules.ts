@@ -86,6 +86,14 @@ export function dataSectionIssues(raw: Obj): Issue[] {
     } else if (has(s, 'mount')) {
       add(['scratch', 'mount'], 'only goes with scratch.kind "mount"');
     }
+    // scratch.path is bind-mounted like a mount's fixed path: the two would hide one another.
+    if (typeof s.path === 'string') {
+      const other = paths.find((p) => overlaps(p.path, s.path as string));
+      if (other) add(['scratch', 'path'], `overlaps mounts[${other.i}].path ${other.path}: the scratch and a mount cannot be at or inside one another`);
+    }
+    if (kind === 'beeond' && reuse) {
+      add(['scratch', 'kind'], '"beeond" needs a pool the job creates (its start task installs or checks BeeOND), not pool.poolId');
+    }
   }
 
   // outputs: something to upload, scratch only with scratch, no duplicate patterns, a usable prefix.

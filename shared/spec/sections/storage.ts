@@ -6,12 +6,13 @@
  * bind-mounts it there (shared/planning/nodeFilesystems.ts). Secrets are
  * never in the spec: `secretRef` names the app setting MOUNT_SECRET_<secretRef> (a Key Vault reference in Azure).
  * `scratch` is a per-job directory every rank sees at $MPIJOB_SCRATCH: an NFS export of the master node's local
- * disk mounted by the other nodes (masterNfs), or a directory on one of the mounts (mount).
+ * disk mounted by the other nodes (masterNfs), a directory on one of the mounts (mount), or a BeeGFS on demand over
+ * every node's local disk (beeond); `path` also puts it at a fixed path such as /scratch.
  */
 import { z } from 'zod';
 import {
-  CIFS_SOURCE_RE, CIFS_USER_RE, DATA_LIMITS, EXPORT_PATH_RE, FILE_SHARE_RE, FIXED_PATH_RE, IPV4_RE, LUSTRE_FSNAME_RE, MOUNT_NAME_RE,
-  MOUNT_OPTIONS_RE, NFS_SOURCE_RE, SECRET_REF_RE, blobContainer, fixedPathProblem, pattern, storageAccount,
+  CIFS_SOURCE_RE, CIFS_USER_RE, DATA_LIMITS, EXPORT_PATH_RE, FILE_SHARE_RE, IPV4_RE, LUSTRE_FSNAME_RE, MOUNT_NAME_RE,
+  MOUNT_OPTIONS_RE, NFS_SOURCE_RE, SECRET_REF_RE, blobContainer, fixedPath, pattern, storageAccount,
 } from './storageFields';
 
 const options = () => pattern(MOUNT_OPTIONS_RE, 'mount options: words of letters, digits and ",=._/:+-" separated by single spaces').optional()
@@ -23,12 +24,7 @@ export const MountSchema = z
   .strictObject({
     name: pattern(MOUNT_NAME_RE, 'a mount name: one path segment of letters, digits, "_" and "-" (up to 64)')
       .meta({ description: 'Mounted at $AZ_BATCH_NODE_MOUNTS_DIR/<name> on every node (Batch relativeMountPath).' }),
-    path: pattern(FIXED_PATH_RE, 'an absolute path such as /apps, /data or /home/alice (segments of letters, digits, "._-"; at most 4)')
-      .superRefine((p, ctx) => {
-        // Only a well-formed path is judged (the pattern's message already covers the rest).
-        const problem = FIXED_PATH_RE.test(p) ? fixedPathProblem(p) : undefined;
-        if (problem) ctx.addIssue({ code: 'custom', message: problem });
-      })
+    path: fixedPath()
       .optional()
       .meta({ description: 'Also at this fixed path on every node (the start task, as root, bind-mounts $AZ_BATCH_NODE_MOUNTS_DIR/<name> there), for codes that expect /apps, /data, /scratch or a shared home. System and Batch directories are refused.' }),
     readOnly: z.boolean({ error: 'must be true or false' }).optional()
@@ -81,9 +77,11 @@ export const MountsSchema = z.array(MountSchema, { error: 'must be a list of { n
 
 export const ScratchSchema = z
   .strictObject({
-    kind: z.enum(['masterNfs', 'mount'], { error: 'must be "masterNfs" or "mount"' }).default('masterNfs')
-      .meta({ description: '"masterNfs": the master node exports a directory on its local disk over NFS and every other node mounts it (set up by the coordination command, torn down by the job release task). "mount": a per-job directory on one of mounts.' }),
+    kind: z.enum(['masterNfs', 'mount', 'beeond'], { error: 'must be "masterNfs", "mount" or "beeond"' }).default('masterNfs')
+      .meta({ description: '"masterNfs": the master node exports a directory on its local disk over NFS and every other node mounts it (set up by the coordination command, torn down by the job release task). "mount": a per-job directory on one of mounts. "beeond": a BeeGFS on demand over the local disks of all the job\'s nodes (Batch Shipyard\'s BeeOND): the pool\'s start task checks or installs the BeeOND packages, the master runs `beeond start` over the job\'s nodes before the ranks and `beeond stop` when the job ends; only on images whose catalog entry supports it (docs/workloads.md).' }),
     mount: pattern(MOUNT_NAME_RE, 'the name of one of mounts').optional()
       .meta({ description: 'With kind "mount": the mount holding the scratch directory ($AZ_BATCH_NODE_MOUNTS_DIR/<mount>/scratch/<jobId>).' }),
+    path: fixedPath().optional()
+      .meta({ description: 'Also at this fixed path on every node (e.g. /scratch): the coordination command, as root, bind-mounts the job\'s scratch there, and $MPIJOB_SCRATCH is this path; unmounted by the job release task. The same deny-list as mounts[].path; must not be at or inside a mount\'s path.' }),
   })
   .meta({ description: 'A per-job shared scratch directory every rank sees at $MPIJOB_SCRATCH (the same path on every node); deleted when the job ends, after outputs are uploaded.' });

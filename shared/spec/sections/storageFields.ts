@@ -63,6 +63,18 @@ export function fixedPathProblem(p: string): string | undefined {
   return undefined;
 }
 
+/**
+ * A fixed-path field (mounts[].path, scratch.path): the shape, then the deny-list, one message each. Only a
+ * well-formed path is judged against the deny-list (the pattern's message already covers the rest).
+ */
+export function fixedPath() {
+  return pattern(FIXED_PATH_RE, 'an absolute path such as /apps, /data or /home/alice (segments of letters, digits, "._-"; at most 4)')
+    .superRefine((p, ctx) => {
+      const problem = FIXED_PATH_RE.test(p) ? fixedPathProblem(p) : undefined;
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    });
+}
+
 /** A CIFS/SMB share: `//host/share[/path]`. */
 export const CIFS_SOURCE_RE = /^\/\/[a-z0-9](?:[a-z0-9-]{0,62})(?:\.[a-z0-9](?:[a-z0-9-]{0,62}))*\/[A-Za-z0-9._-]{1,80}(?:\/[A-Za-z0-9._-]{1,255})*$/;
 /** Mount options handed to mount(8) or blobfuse: words of option characters separated by single spaces. */
