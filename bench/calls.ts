@@ -12,7 +12,7 @@
 import { startStack } from '../local/stack';
 import { CallCounter, type Call } from '../local/testing/callCounter';
 import { budgetSpec, COUNTING_SETTINGS, HISTORY_ROWS_PER_WAIT, historyRowBound, mpiWaitRows, runCounted, STAGES, steadyPoll, warmUp, type JobCalls } from './lib/callBudget';
-import { MPI_WAIT_POLLS_PER_GENERATION } from '../shared/contract';
+import { MPI_WAIT_POLLS_PER_GENERATION } from '../shared/core/contract';
 import { numberArg, textArg } from './lib/args';
 import { printGoal } from './lib/goal';
 
@@ -125,7 +125,7 @@ async function main(): Promise<void> {
     const hundred = runs.find((r) => r.nodes === 100);
     if (four && hundred) printGoal({ name: 'requests-100n-vs-4n', measured: total(hundred) / total(four), target: 2, compare: '<=' });
   }
-  // The control plane's own work per job, counted (shared/ops/countedBudget.ts takes these figures, dated).
+  // The control plane's own work per job, counted (shared/core/ops/countedBudget.ts takes these figures, dated).
   console.log('');
   for (const r of runs) {
     const byTrigger = new Map<string, number>();

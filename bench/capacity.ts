@@ -3,7 +3,7 @@
  * drives the project's own planners and decisions (bench/lib/capacity/jobModel.ts, dayModel.ts) with Azure-documented
  * inputs (bench/lib/capacity/azureInputs.ts), checked against this machine's benches (bench/capacity-calibration.json),
  * and the control plane's own cost per job (CPU-seconds measured here on the local host, priced by
- * shared/ops/controlPlaneCost.ts).
+ * shared/core/ops/controlPlaneCost.ts).
  * Run: npm run bench -- capacity      node --import tsx bench/capacity.ts [--cpu-runs 1] [--measure-cpu yes|no] [--jobs 1000]
  */
 import { readFileSync } from 'node:fs';
@@ -13,10 +13,10 @@ import { printGoal } from './lib/goal';
 import { simulateJob, type JobDesign, type JobFigures, type JobInputs } from './lib/capacity/jobModel';
 import { simulateDay } from './lib/capacity/dayModel';
 import { AZURE_DAY, AZURE_JOB, IMAGE_BYTES, ONE_TB } from './lib/capacity/azureInputs';
-import { CONSERVATIVE_ACCOUNT_LIMITS } from '../shared/planning/stagingModel';
-import { controlPlaneCost, estimateControlPlaneUsage } from '../shared/ops/controlPlaneCost';
-import { CONTROL_PLANE_PRICES } from '../shared/ops/controlPlanePrices';
-import { DEFAULT_PRICES_PER_HOUR } from '../shared/config/priceTable';
+import { CONSERVATIVE_ACCOUNT_LIMITS } from '../shared/core/planning/stagingModel';
+import { controlPlaneCost, estimateControlPlaneUsage } from '../shared/core/ops/controlPlaneCost';
+import { CONTROL_PLANE_PRICES } from '../shared/core/ops/controlPlanePrices';
+import { DEFAULT_PRICES_PER_HOUR } from '../shared/core/config/priceTable';
 import { HB_NODE } from './lib/capacity/azureInputs';
 
 /** `--measure-cpu no` skips the local run (the model alone takes a second). */

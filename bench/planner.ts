@@ -19,7 +19,7 @@ import {
   onPullResult,
   planShards,
   progress,
-} from '../shared/planning';
+} from '../shared/core/planning';
 
 const TB = 1e12;
 const fmt = (n: number, digits = 1): string => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });

@@ -25,7 +25,7 @@ import { buildDemoImage } from '../examples/images/buildDemoImage';
 import { startStack, type Stack } from '../local/stack';
 import { submitSpec, watchJob, type JobViewLite } from '../local/jobRunner';
 import { textArg } from './lib/args';
-import { treeDepth } from '../shared/planning/imageTree';
+import { treeDepth } from '../shared/core/planning/imageTree';
 import { printGoal } from './lib/goal';
 
 // Batch caps pools with inter-node communication (MPI) at 100 nodes, and so does the job spec: 100 is the most the

@@ -1,6 +1,6 @@
 /**
  * Shard staging throughput into the 4 local staging accounts (Azurite), measured side by side in one run:
- *   - copyShard:  the pipeline's path (shared/storage/shardCopy.ts) over the shard plan of shared/planning/shards.ts,
+ *   - copyShard:  the pipeline's path (shared/adapters/storage/shardCopy.ts) over the shard plan of shared/core/planning/shards.ts,
  *                 8 shards at a time as the StagingData stage runs them, with per-block and whole-shard MD5;
  *   - raw SDK:    the same shards' bytes read with downloadToBuffer and written with @azure/storage-blob's
  *                 parallel uploadData (8 MB blocks, 4 in flight per blob), 8 shards at a time, no checksums.
@@ -11,9 +11,9 @@ import { BlobServiceClient, StorageSharedKeyCredential } from '@azure/storage-bl
 import { startAzurite, STAGING_ACCOUNTS, DATA_ACCOUNT } from '../local/azurite';
 import { shapeForSize } from '../examples/data/dataset';
 import { uploadDataset } from '../examples/data/upload';
-import { planShards, type ListedBlob, type Shard } from '../shared/planning/shards';
-import { copyShard } from '../shared/storage/shardCopy';
-import type { BlobAccount } from '../shared/storage/clients';
+import { planShards, type ListedBlob, type Shard } from '../shared/core/planning/shards';
+import { copyShard } from '../shared/adapters/storage/shardCopy';
+import type { BlobAccount } from '../shared/adapters/storage/clients';
 import { numberArg } from './lib/args';
 import { printGoal } from './lib/goal';
 

@@ -1,13 +1,13 @@
 /** The job API over HTTP, for the CLI: one method per endpoint, errors mapped to CliError with exit codes. */
-import type { TimelineNote } from '../shared/contract/nodeReplacements';
+import type { TimelineNote } from '../shared/core/contract/nodeReplacements';
 import { AccessRefused, CliError, ExitCode, type FieldError } from './errors';
 import type { Connection } from './connection';
-import type { PipelineStatus } from '../shared/contract/progress';
-import type { JobResultView } from '../shared/contract/jobResult';
-import type { JobOutputsResponse } from '../shared/contract/outputs';
-import type { UploadRequest, UploadResponse } from '../shared/contract/uploads';
-import type { JobQueueView } from '../shared/contract/queue';
-import { EXPLAIN_VERSION, type ExplainDocument } from '../shared/contract/explain';
+import type { PipelineStatus } from '../shared/core/contract/progress';
+import type { JobResultView } from '../shared/core/contract/jobResult';
+import type { JobOutputsResponse } from '../shared/core/contract/outputs';
+import type { UploadRequest, UploadResponse } from '../shared/core/contract/uploads';
+import type { JobQueueView } from '../shared/core/contract/queue';
+import { EXPLAIN_VERSION, type ExplainDocument } from '../shared/core/contract/explain';
 
 /** The parts of a job view the CLI reads; the rest is passed through for --json. */
 export interface JobView {

@@ -2,7 +2,7 @@
  * The readable summary of an explain document (hpcjob explain without --json): one block per stage of the pipeline,
  * the command lines in full (they are what runs), the run-time values named. Pure: returns text, prints nothing.
  */
-import type { ExplainDocument } from '../shared/contract/explain';
+import type { ExplainDocument } from '../shared/core/contract/explain';
 
 type Json = Record<string, unknown>;
 

@@ -1,7 +1,7 @@
 /** Human-readable text for job views, lists and errors. Pure: returns strings, prints nothing. */
 import type { JobView } from './apiClient';
 import type { FieldError } from './errors';
-import { nodeReplacements, replacementLine } from '../shared/contract/nodeReplacements';
+import { nodeReplacements, replacementLine } from '../shared/core/contract/nodeReplacements';
 
 export function formatFieldErrors(errors: FieldError[]): string[] {
   return errors.map((e) => {

@@ -3,7 +3,7 @@
  * orchestration's custom status is unit-tested without a terminal.
  */
 import type { JobView } from './apiClient';
-import { isTerminal } from '../shared/state/states';
+import { isTerminal } from '../shared/core/state/states';
 
 export interface StageRow {
   key: 'nodes' | 'images' | 'staged' | 'onNodes' | 'mpi' | 'outputs' | 'cleanup';

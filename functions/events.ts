@@ -5,16 +5,16 @@
  * Both do nothing when no event endpoint is configured.
  */
 import { app, type InvocationContext, type Timer } from '@azure/functions';
-import { eventsRelaySchedule } from '../shared/config';
-import { EVENTS_QUEUE } from '../shared/events/announcer';
-import { deliverJob, relayOnce, RelayMemory } from '../shared/events/delivery';
-import { JOB_ID_RE } from '../shared/spec/patterns';
+import { eventsRelaySchedule } from '../shared/adapters/config';
+import { EVENTS_QUEUE } from '../shared/adapters/events/announcer';
+import { deliverJob, relayOnce, RelayMemory } from '../shared/adapters/events/delivery';
+import { JOB_ID_RE } from '../shared/core/spec/patterns';
 import { eventAnnouncer, eventDelivery } from '../shared/services';
-import { relayRunLevel } from '../shared/ops/routineRuns';
+import { relayRunLevel } from '../shared/core/ops/routineRuns';
 
 /** A job whose cursor another sender holds is looked at again this soon (its sender may miss the newest transition). */
 const BUSY_RETRY_MS = 2_000;
-/** The relay's memory of settled jobs, kept across its runs in this process (shared/events/delivery.ts). */
+/** The relay's memory of settled jobs, kept across its runs in this process (shared/adapters/events/delivery.ts). */
 const relayMemory = new RelayMemory();
 
 export async function jobEventsFromQueue(message: unknown, context: InvocationContext): Promise<void> {

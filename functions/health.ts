@@ -2,7 +2,7 @@
 import { type HttpRequest, type HttpResponseInit } from '@azure/functions';
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { appVersionSetting } from '../shared/config';
+import { appVersionSetting } from '../shared/adapters/config';
 import { registerRoute } from './lib/route';
 
 /** The app's package.json version, found from here (functions/ in source, dist/functions/ when compiled). */

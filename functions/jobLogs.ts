@@ -9,11 +9,11 @@
  * (the pipeline keeps its tail: docs/troubleshooting.md).
  */
 import { type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
-import { BatchError, getTask, listSubtasks, readNodeFile, readTaskFile, type BatchContext, type FileContent } from '../shared/batch';
+import { BatchError, getTask, listSubtasks, readNodeFile, readTaskFile, type BatchContext, type FileContent } from '../shared/adapters/batch';
 import { batchContextFor, jobStore } from '../shared/services';
-import { MPI_TASK_ID } from '../shared/planning/jobPlan';
-import type { JobResult } from '../shared/contract';
-import { isTerminal } from '../shared/state';
+import { MPI_TASK_ID } from '../shared/core/planning/jobPlan';
+import type { JobResult } from '../shared/core/contract';
+import { isTerminal } from '../shared/adapters/state';
 import { invalidRequest, problem, unavailable } from './lib/http';
 import { authorize, visibleJob } from './lib/auth';
 import { badJobId } from './lib/jobId';

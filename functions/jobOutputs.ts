@@ -7,16 +7,16 @@
  * section is 404 NoOutputs, and so is a job the caller may not see (404 JobNotFound, exactly like a missing one); the
  * data-access policy is applied again (a container the deployment no longer lets jobs use is 409), and so is the
  * data-area rule: the prefix must lie in the job owner's area or a shared area the caller may read (403
- * DataAreaForbidden; rows from before that rule keep their recorded prefix, shared/intake/dataAreas.ts).
+ * DataAreaForbidden; rows from before that rule keep their recorded prefix, shared/adapters/intake/dataAreas.ts).
  */
 import { type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 import { appConfig, DataAccessDenied, dataAccount, jobStore } from '../shared/services';
-import { listOutputs } from '../shared/storage/outputs';
-import { readOnlyBlobUrl, withoutQuery } from '../shared/storage/sas';
-import { OUTPUTS_PAGE_DEFAULT, OUTPUTS_PAGE_MAX, OUTPUTS_SAS_MINUTES, type JobOutputsResponse } from '../shared/contract/outputs';
+import { listOutputs } from '../shared/adapters/storage/outputs';
+import { readOnlyBlobUrl, withoutQuery } from '../shared/adapters/storage/sas';
+import { OUTPUTS_PAGE_DEFAULT, OUTPUTS_PAGE_MAX, OUTPUTS_SAS_MINUTES, type JobOutputsResponse } from '../shared/core/contract/outputs';
 import { forbiddenRequest, invalidRequest, problem, unavailable } from './lib/http';
-import { dataCallerOf } from '../shared/auth';
-import { DATA_AREA_FORBIDDEN, outputsReadRefusal } from '../shared/intake/dataAreas';
+import { dataCallerOf } from '../shared/adapters/auth';
+import { DATA_AREA_FORBIDDEN, outputsReadRefusal } from '../shared/adapters/intake/dataAreas';
 import { authorize, visibleJob } from './lib/auth';
 import { badJobId } from './lib/jobId';
 import { registerRoute } from './lib/route';

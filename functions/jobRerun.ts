@@ -1,17 +1,17 @@
 /**
  * POST /api/jobs/{id}/rerun   a new job from the recorded spec of a finished job   Jobs.Submit, own job; admins any
  * (Idempotency-Key header optional: each key gives another rerun; without one, repeats answer the same rerun).
- * Adapter only: authorize, find the job the caller may see, call shared/intake/rerun.ts, shape the answer like a
+ * Adapter only: authorize, find the job the caller may see, call shared/adapters/intake/rerun.ts, shape the answer like a
  * submission (202 new, 200 repeat) with `rerunOf` on the new job.
  */
 import { type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 import * as df from 'durable-functions';
-import { rerunJob } from '../shared/intake/rerun';
-import { DATA_AREA_FORBIDDEN } from '../shared/intake/dataAreas';
-import { POOL_FORBIDDEN } from '../shared/intake/poolAccess';
-import { jobUrl, toJobView } from '../shared/state';
+import { rerunJob } from '../shared/adapters/intake/rerun';
+import { DATA_AREA_FORBIDDEN } from '../shared/adapters/intake/dataAreas';
+import { POOL_FORBIDDEN } from '../shared/core/intake/poolAccess';
+import { jobUrl, toJobView } from '../shared/adapters/state';
 import { jobStore } from '../shared/services';
-import { seesAllJobs } from '../shared/auth';
+import { seesAllJobs } from '../shared/adapters/auth';
 import { durableClientOf, orchestrationStarter } from './lib/durable';
 import { forbiddenRequest, invalidRequest, problem, unavailable } from './lib/http';
 import { authorize, visibleJob } from './lib/auth';

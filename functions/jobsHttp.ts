@@ -7,29 +7,29 @@
  *   GET    /api/jobs/{id}   status, live progress, timeline                          own job; admins any
  *   DELETE /api/jobs/{id}   cancel (cleanup still runs)                              Jobs.Submit, own job; admins any
  */
-import { DATA_AREA_FORBIDDEN } from '../shared/intake/dataAreas';
+import { DATA_AREA_FORBIDDEN } from '../shared/adapters/intake/dataAreas';
 import { type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 import * as df from 'durable-functions';
-import { submitJob } from '../shared/intake/submit';
-import { dryRunSubmission } from '../shared/intake/dryRun';
-import { explainSettings } from '../shared/intake/settings';
-import { cancelJob } from '../shared/intake/cancel';
-import { parseCancelReason } from '../shared/intake/cancelReason';
-import { parseListQuery, toJobView, jobUrl, InvalidContinuationTokenError } from '../shared/state';
+import { submitJob } from '../shared/adapters/intake/submit';
+import { dryRunSubmission } from '../shared/adapters/intake/dryRun';
+import { explainSettings } from '../shared/adapters/intake/settings';
+import { cancelJob } from '../shared/adapters/intake/cancel';
+import { parseCancelReason } from '../shared/core/intake/cancelReason';
+import { parseListQuery, toJobView, jobUrl, InvalidContinuationTokenError } from '../shared/adapters/state';
 import { admissionDeps, appConfig, dataAccount, jobStore, nodePrices, poolGate, schedulingPolicy, submissionFacts , placementPreview } from '../shared/services';
-import { missingSources } from '../shared/storage/existence';
-import { poolCallerOf, POOL_FORBIDDEN } from '../shared/intake/poolAccess';
-import { readJobQueue } from '../shared/scheduling/admissionService';
-import type { PipelineStatus } from '../shared/contract';
-import { dataAccessPolicy } from '../shared/intake/dataAccess';
-import { containerPolicy } from '../shared/intake/containerPolicy';
+import { missingSources } from '../shared/adapters/storage/existence';
+import { poolCallerOf, POOL_FORBIDDEN } from '../shared/core/intake/poolAccess';
+import { readJobQueue } from '../shared/adapters/scheduling/admissionService';
+import type { PipelineStatus } from '../shared/core/contract';
+import { dataAccessPolicy } from '../shared/core/intake/dataAccess';
+import { containerPolicy } from '../shared/core/intake/containerPolicy';
 import { cancelSignal, durableClientOf, liveStatus, orchestrationStarter } from './lib/durable';
 import { forbiddenRequest, invalidRequest, problem, unavailable } from './lib/http';
-import { TEXT_LIMITS } from '../shared/spec/textLimits';
+import { TEXT_LIMITS } from '../shared/core/spec/textLimits';
 import { authorize, visibleJob } from './lib/auth';
 import { callerSubmission } from './lib/submission';
 import { badJobId } from './lib/jobId';
-import { dataCallerOf, listOwnerFilter, seesAllJobs, type Principal } from '../shared/auth';
+import { dataCallerOf, listOwnerFilter, seesAllJobs, type Principal } from '../shared/adapters/auth';
 import { registerRoute } from './lib/route';
 
 const durableClient = df.input.durableClient();

@@ -5,20 +5,20 @@
  * - anything else that fails (storage, Durable) throws, so the host retries it and after maxDequeueCount
  *   moves it to `job-submissions-poison`; on that last attempt the job is marked Failed with the reason.
  */
-import { DATA_AREA_FORBIDDEN } from '../shared/intake/dataAreas';
+import { DATA_AREA_FORBIDDEN } from '../shared/adapters/intake/dataAreas';
 import { app, type InvocationContext } from '@azure/functions';
 import * as df from 'durable-functions';
 import { parse as parseYaml } from 'yaml';
-import { parseJobSpec, deriveJobId } from '../shared/spec';
-import { submitJob } from '../shared/intake/submit';
-import { claimedJobId, recordRejectedSubmission } from '../shared/intake/rejected';
-import { isTerminal } from '../shared/state';
+import { parseJobSpec, deriveJobId } from '../shared/core/spec';
+import { submitJob } from '../shared/adapters/intake/submit';
+import { claimedJobId, recordRejectedSubmission } from '../shared/adapters/intake/rejected';
+import { isTerminal } from '../shared/adapters/state';
 import { appConfig, jobStore, poolGate, schedulingPolicy, submissionFacts } from '../shared/services';
-import { queuePoolCaller } from '../shared/intake/poolAccess';
+import { queuePoolCaller } from '../shared/core/intake/poolAccess';
 import { durableClientOf, orchestrationStarter } from './lib/durable';
-import { dataAccessPolicy } from '../shared/intake/dataAccess';
-import { QUEUE_DATA_CALLER, QUEUE_OWNER } from '../shared/auth';
-import { containerPolicy } from '../shared/intake/containerPolicy';
+import { dataAccessPolicy } from '../shared/core/intake/dataAccess';
+import { QUEUE_DATA_CALLER, QUEUE_OWNER } from '../shared/adapters/auth';
+import { containerPolicy } from '../shared/core/intake/containerPolicy';
 
 export const SUBMISSIONS_QUEUE = 'job-submissions';
 

@@ -1,6 +1,6 @@
 /** GET /api/openapi.json: the API description, generated from the same zod schemas that validate requests. */
 import { type HttpRequest, type HttpResponseInit } from '@azure/functions';
-import { buildOpenApiDocument } from '../shared/openapi';
+import { buildOpenApiDocument } from '../shared/adapters/openapi';
 import { registerRoute } from './lib/route';
 
 let cached: { baseUrl: string; body: unknown } | undefined;

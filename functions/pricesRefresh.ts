@@ -3,7 +3,7 @@
  * size the cache or the price table knows, so a job's price is a table read. Adapter only; one log line a run.
  */
 import { app, type InvocationContext, type Timer } from '@azure/functions';
-import { pricesRefreshSchedule } from '../shared/config';
+import { pricesRefreshSchedule } from '../shared/adapters/config';
 import { nodePrices } from '../shared/services';
 
 export async function pricesRefreshTimer(_timer: Timer, context: InvocationContext): Promise<void> {

@@ -1,9 +1,9 @@
 /**
  * GET /api/queues: the admission queues (depth, running jobs, reserved nodes and cores per VM family, per queue and in
- * total) and the limits admission keeps. Adapter only: reads shared/scheduling. See docs/scheduling.md.
+ * total) and the limits admission keeps. Adapter only: reads shared/adapters/scheduling. See docs/scheduling.md.
  */
 import { type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
-import { readQueues } from '../shared/scheduling/admissionService';
+import { readQueues } from '../shared/adapters/scheduling/admissionService';
 import { admissionDeps } from '../shared/services';
 import { unavailable } from './lib/http';
 import { authorize } from './lib/auth';

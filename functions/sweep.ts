@@ -1,20 +1,20 @@
 /**
  * The operations sweep on a timer (SWEEP_SCHEDULE, NCRONTAB, default every 5 minutes). Adapter only: builds the
- * sweep's dependencies from configuration and the Durable client, runs shared/ops/sweep, logs one structured
- * summary line. Singleton through a blob lease (see shared/ops/lease.ts), so overlapping runs never act twice.
+ * sweep's dependencies from configuration and the Durable client, runs shared/adapters/ops/sweep, logs one structured
+ * summary line. Singleton through a blob lease (see shared/adapters/ops/lease.ts), so overlapping runs never act twice.
  */
 import { app, type InvocationContext, type Timer } from '@azure/functions';
 import * as df from 'durable-functions';
 import type { DurableClient } from 'durable-functions';
-import { sweepSchedule } from '../shared/config';
-import { runSweep, type OrchestrationControl } from '../shared/ops/sweep';
-import { blobAccount } from '../shared/storage/clients';
+import { sweepSchedule } from '../shared/adapters/config';
+import { runSweep, type OrchestrationControl } from '../shared/adapters/ops/sweep';
+import { blobAccount } from '../shared/adapters/storage/clients';
 import { admissionDeps, appConfig, batchContext, batchContextFor, eventDelivery, jobStore, schedulingPolicy, schedulingStores, stagingAccounts } from '../shared/services';
-import { redriveSubmission } from '../shared/intake/redrive';
-import { schedulingHousekeeping } from '../shared/scheduling/housekeeping';
-import { ADMISSION_EVENT, DEPENDENCY_EVENT } from '../shared/contract';
+import { redriveSubmission } from '../shared/core/intake/redrive';
+import { schedulingHousekeeping } from '../shared/adapters/scheduling/housekeeping';
+import { ADMISSION_EVENT, DEPENDENCY_EVENT } from '../shared/core/contract';
 import { instanceStatus, orchestrationStarter } from './lib/durable';
-import { sweepRunLevel } from '../shared/ops/routineRuns';
+import { sweepRunLevel } from '../shared/core/ops/routineRuns';
 
 /** The Durable client as the sweep needs it: status (absent when there is no instance) and terminate. */
 export function durableControl(client: DurableClient): OrchestrationControl {

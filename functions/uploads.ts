@@ -11,11 +11,11 @@
  */
 import { type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 import { appConfig, dataAccount } from '../shared/services';
-import { dataCallerOf } from '../shared/auth';
-import { dataAccessPolicy, dataAccessRefusal } from '../shared/intake/dataAccess';
-import { parseUploadRequest, planUpload } from '../shared/intake/uploads';
-import { UPLOAD_SAS_MINUTES, UPLOAD_SAS_PERMISSIONS, type UploadResponse } from '../shared/contract/uploads';
-import { blobSasUrls, directorySasUrl } from '../shared/storage/sas';
+import { dataCallerOf } from '../shared/adapters/auth';
+import { dataAccessPolicy, dataAccessRefusal } from '../shared/core/intake/dataAccess';
+import { parseUploadRequest, planUpload } from '../shared/adapters/intake/uploads';
+import { UPLOAD_SAS_MINUTES, UPLOAD_SAS_PERMISSIONS, type UploadResponse } from '../shared/core/contract/uploads';
+import { blobSasUrls, directorySasUrl } from '../shared/adapters/storage/sas';
 import { forbiddenRequest, invalidRequest, problem, unavailable } from './lib/http';
 import { authorize } from './lib/auth';
 import { registerRoute } from './lib/route';

@@ -1,15 +1,15 @@
 /**
  * GET /api/usage?from=YYYY-MM-DD&to=YYYY-MM-DD&tag=key[=value]: node-minutes and estimated cost of finished jobs,
- * per day (of pool release) and per tag. Reads the cost each job recorded in its result (shared/ops/cost.ts).
+ * per day (of pool release) and per tag. Reads the cost each job recorded in its result (shared/core/ops/cost.ts).
  * Callers see their own jobs' usage; admins everyone's.
  */
 import { type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
-import { TERMINAL_STATES } from '../shared/state';
-import { usageReport, type UsageInput } from '../shared/ops/usage';
+import { TERMINAL_STATES } from '../shared/adapters/state';
+import { usageReport, type UsageInput } from '../shared/core/ops/usage';
 import { jobStore } from '../shared/services';
 import { invalidRequest, unavailable } from './lib/http';
 import { authorize } from './lib/auth';
-import { listOwnerFilter } from '../shared/auth';
+import { listOwnerFilter } from '../shared/adapters/auth';
 import { registerRoute } from './lib/route';
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/;

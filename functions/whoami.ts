@@ -5,9 +5,9 @@
  * use) and `sharedAreas` the shared areas its roles open (docs/security.md, "Data areas").
  */
 import { type HttpRequest, type HttpResponseInit } from '@azure/functions';
-import { ACTIONS, can, ownerDataArea, seesAllJobs, type Principal } from '../shared/auth';
+import { ACTIONS, can, ownerDataArea, seesAllJobs, type Principal } from '../shared/adapters/auth';
 import { appConfig } from '../shared/services';
-import { opensSharedArea } from '../shared/intake/dataAreas';
+import { opensSharedArea } from '../shared/adapters/intake/dataAreas';
 import { authorize } from './lib/auth';
 import { registerRoute } from './lib/route';
 

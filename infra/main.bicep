@@ -43,7 +43,7 @@ param maximumInstanceCount int = 100
 @description('Accepted `aud` values of Entra ID access tokens, comma-separated: the API app registration\'s application id URI and/or client id (docs/security.md, "Setting it up in Azure"). Empty: no bearer tokens are accepted.')
 param authAudiences string = ''
 
-@description('Name of the Key Vault secret (in the vault created here) that holds the operator keys, comma-separated, at least 24 characters each. Empty: no operator keys. Create the secret before setting this; an unresolved reference stops the app (shared/config refuses it).')
+@description('Name of the Key Vault secret (in the vault created here) that holds the operator keys, comma-separated, at least 24 characters each. Empty: no operator keys. Create the secret before setting this; an unresolved reference stops the app (shared/adapters/config refuses it).')
 param operatorKeysSecretName string = ''
 
 @description('Always-ready instances of the Durable group (orchestrations and activities). Microsoft recommends 1 for Durable Functions on Flex Consumption; 0 scales to zero and pays cold starts.')
@@ -355,7 +355,7 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
     siteConfig: {
       minTlsVersion: '1.2'
       ftpsState: 'Disabled'
-      // Exactly the settings shared/config reads, plus the platform's own (tests/deploy/infra.test.ts keeps it so).
+      // Exactly the settings shared/adapters/config reads, plus the platform's own (tests/deploy/infra.test.ts keeps it so).
       // Flex Consumption sets the runtime in functionAppConfig: no FUNCTIONS_WORKER_RUNTIME, FUNCTIONS_EXTENSION_VERSION
       // or WEBSITE_CONTENT* settings here.
       appSettings: [
@@ -571,7 +571,7 @@ resource poolAcrPull 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   }
 }
 
-// Jobs' secret references (mpi.env, licenses) are read on the nodes with the pool identity (shared/mpi/secretFetch.ts).
+// Jobs' secret references (mpi.env, licenses) are read on the nodes with the pool identity (shared/core/mpi/secretFetch.ts).
 resource poolVaultSecretsUser 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   name: guid(vault.id, poolIdentity.id, roles.keyVaultSecretsUser.id)
   scope: vault

@@ -12,9 +12,9 @@ import { shapeForSize, type ExpectedResult } from '../examples/data/dataset';
 import { uploadDataset } from '../examples/data/upload';
 import { statusLine } from '../cli/format';
 import type { LiveProgress } from '../cli/apiClient';
-import type { JobResultView } from '../shared/contract/jobResult';
-import { isOrchestrationAborted } from '../shared/contract/orchestration';
-import { isTerminal } from '../shared/state/states';
+import type { JobResultView } from '../shared/core/contract/jobResult';
+import { isOrchestrationAborted } from '../shared/core/contract/orchestration';
+import { isTerminal } from '../shared/core/state/states';
 
 export interface JobViewLite {
   id: string;

@@ -8,8 +8,8 @@ import type { TokenCredential } from '@azure/core-auth';
 import { BlobServiceClient, StorageSharedKeyCredential } from '@azure/storage-blob';
 import { QueueClient, StorageSharedKeyCredential as QueueSharedKeyCredential } from '@azure/storage-queue';
 import { AzureNamedKeyCredential, TableClient } from '@azure/data-tables';
-import { BearerTokenCredentials } from '../shared/batch/client';
-import { BATCH_TOKEN_SCOPE } from '../shared/config';
+import { BearerTokenCredentials } from '../shared/adapters/batch/client';
+import { BATCH_TOKEN_SCOPE } from '../shared/adapters/config';
 import { DEV_STORE_ACCOUNT, type StorageAccount } from './azurite/accounts';
 
 export interface OperatorAccess {

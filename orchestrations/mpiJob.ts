@@ -1,7 +1,7 @@
 import type { OrchestrationContext } from 'durable-functions';
-import type { Attempt, JobOutcome, JobResult, MpiJobInput, NodeRef } from '../shared/contract';
-import { endedProgress } from '../shared/contract/endedProgress';
-import type { JobState, TerminalState } from '../shared/state/states';
+import type { Attempt, JobOutcome, JobResult, MpiJobInput, NodeRef } from '../shared/core/contract';
+import { endedProgress } from '../shared/core/contract/endedProgress';
+import type { JobState, TerminalState } from '../shared/core/state/states';
 import { JobCancelled, Orchestration, PipelineRun, StageFailed } from './runtime/pipelineRun';
 import { activityFailureMessage } from './runtime/activityCalls';
 import { provision, replaceNodes, type ProvisionedPool, type ProvisionRequest } from './stages/provision';
@@ -14,13 +14,13 @@ import { cleanup, waitForPoolGone } from './stages/cleanup';
 import { keepOutputs, withOutputs, workloadUrls, type KeptOutputs } from './stages/workloadData';
 import { waitInQueue } from './stages/queue';
 import { sourcesCheck } from './stages/sourcesCheck';
-import { planJob } from '../shared/planning/jobPlan';
-import { mpiTaskRequest, releaseTaskCommand } from '../shared/planning/mpiTaskRequest';
-import { retryPolicyFor } from '../shared/planning/retryPolicy';
-import { poolSplit } from '../shared/planning/spotPolicy';
-import { budgetGuard, idleNodeMinutesBeforeMpi, jobCost, type MpiStart, type PriceQuote } from '../shared/ops/cost';
-import { needsNodeUploads, outputsPlan, type OutputsPlan } from '../shared/planning/workloadData';
-import { priorityOf, queueOf } from '../shared/scheduling/demand';
+import { planJob } from '../shared/core/planning/jobPlan';
+import { mpiTaskRequest, releaseTaskCommand } from '../shared/core/planning/mpiTaskRequest';
+import { retryPolicyFor } from '../shared/core/planning/retryPolicy';
+import { poolSplit } from '../shared/core/planning/spotPolicy';
+import { budgetGuard, idleNodeMinutesBeforeMpi, jobCost, type MpiStart, type PriceQuote } from '../shared/core/ops/cost';
+import { needsNodeUploads, outputsPlan, type OutputsPlan } from '../shared/core/planning/workloadData';
+import { priorityOf, queueOf } from '../shared/core/scheduling/demand';
 
 /** How often a waiting job asks where it stands when the run's settings do not say (runs started before queues). */
 const DEFAULT_QUEUE_POLL_MS = 60_000;

@@ -1,6 +1,6 @@
 /** Registers the mpiJob orchestration and every activity it calls with the Functions programming model. */
 import * as df from 'durable-functions';
-import { MPI_JOB_ORCHESTRATION } from '../shared/contract';
+import { MPI_JOB_ORCHESTRATION } from '../shared/core/contract';
 import { mpiJobOrchestrator } from './mpiJob';
 import { MPI_WAIT_ORCHESTRATION, mpiWaitOrchestrator } from './stages/mpiWait';
 import './activities/jobState';

@@ -5,35 +5,35 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { DefaultAzureCredential } from '@azure/identity';
-import { priceRegionOf } from './config/batchAccounts';
-import { loadConfig, type AppConfig, type BatchAccountRef, type StorageAccountRef } from './config';
-import { createArmBatchContext, createBatchContext, type ArmBatchContext, type BatchContext } from './batch';
-import { JobStore, type JobEvent } from './state';
-import { blobAccount, type BlobAccount } from './storage/clients';
-import { dataAccessPolicy, dataAccessRefusal, outputsSasScope } from './intake/dataAccess';
-import { createTokenValidator, type TokenValidator } from './auth';
-import { queueAnnouncer, type EventAnnouncer } from './events/announcer';
-import { DeliveryStore } from './events/deliveryStore';
-import type { DeliveryDeps } from './events/delivery';
-import { eventGridEndpoint } from './events/eventGridSender';
-import { webhookEndpoint } from './events/webhookSender';
-import { AdmissionStore } from './scheduling/admissionStore';
-import { DependentsStore } from './scheduling/dependentsStore';
-import type { AdmissionLimits } from './scheduling/admission';
-import type { SchedulingPolicy } from './scheduling/intake';
-import type { AdmissionDeps } from './scheduling/admissionService';
-import { inspectPool } from './batch/pools';
-import type { PoolCaller, PoolGate, PoolLookup } from './intake/poolAccess';
-import { PriceStore } from './ops/priceStore';
-import { priceService, type PriceService } from './ops/priceService';
-import { fetchNodePrices } from './ops/retailPricesClient';
-import { FactsCache } from './batch/facts';
-import { FactsStore, type FactsPersistence } from './batch/factsStore';
-import { effectiveCoreQuota, type AzureFacts } from './planning/azureFacts';
-import { placeJob, type Placement, type PlacementAccount } from './planning/placement';
-import { loadsOf, placementJob } from './scheduling/admission';
-import { demandOf, placementNeeds } from './scheduling/demand';
-import type { JobSpec } from './spec/schema';
+import { priceRegionOf } from './core/config/batchAccounts';
+import { loadConfig, type AppConfig, type BatchAccountRef, type StorageAccountRef } from './adapters/config';
+import { createArmBatchContext, createBatchContext, type ArmBatchContext, type BatchContext } from './adapters/batch';
+import { JobStore, type JobEvent } from './adapters/state';
+import { blobAccount, type BlobAccount } from './adapters/storage/clients';
+import { dataAccessPolicy, dataAccessRefusal, outputsSasScope } from './core/intake/dataAccess';
+import { createTokenValidator, type TokenValidator } from './adapters/auth';
+import { queueAnnouncer, type EventAnnouncer } from './adapters/events/announcer';
+import { DeliveryStore } from './adapters/events/deliveryStore';
+import type { DeliveryDeps } from './adapters/events/delivery';
+import { eventGridEndpoint } from './adapters/events/eventGridSender';
+import { webhookEndpoint } from './adapters/events/webhookSender';
+import { AdmissionStore } from './adapters/scheduling/admissionStore';
+import { DependentsStore } from './adapters/scheduling/dependentsStore';
+import type { AdmissionLimits } from './core/scheduling/admission';
+import type { SchedulingPolicy } from './core/scheduling/intake';
+import type { AdmissionDeps } from './adapters/scheduling/admissionService';
+import { inspectPool } from './adapters/batch/pools';
+import type { PoolCaller, PoolGate, PoolLookup } from './core/intake/poolAccess';
+import { PriceStore } from './adapters/ops/priceStore';
+import { priceService, type PriceService } from './core/ops/priceService';
+import { fetchNodePrices } from './adapters/ops/retailPricesClient';
+import { FactsCache } from './adapters/batch/facts';
+import { FactsStore, type FactsPersistence } from './adapters/batch/factsStore';
+import { effectiveCoreQuota, type AzureFacts } from './core/planning/azureFacts';
+import { placeJob, type Placement, type PlacementAccount } from './core/planning/placement';
+import { loadsOf, placementJob } from './core/scheduling/admission';
+import { demandOf, placementNeeds } from './core/scheduling/demand';
+import type { JobSpec } from './core/spec/schema';
 
 let config: AppConfig | undefined;
 let batch: BatchContext | undefined;
@@ -142,7 +142,7 @@ export function poolLookup(): PoolLookup {
   };
 }
 
-/** What the doors need to judge pool.poolId for `caller` on this deployment (shared/intake/poolAccess.ts). */
+/** What the doors need to judge pool.poolId for `caller` on this deployment (shared/core/intake/poolAccess.ts). */
 export function poolGate(caller: PoolCaller): PoolGate {
   return { caller, shared: appConfig().sharedPools, lookup: poolLookup() };
 }
@@ -187,7 +187,7 @@ let factsTable: { store: FactsStore; ready: Promise<void> } | undefined;
 
 /**
  * The AccountFacts table in host storage, created on first use: every instance shares one read of each account's
- * facts per time to live (shared/batch/factsStore.ts). A failed create is retried on the next use.
+ * facts per time to live (shared/adapters/batch/factsStore.ts). A failed create is retried on the next use.
  */
 function sharedFacts(): FactsPersistence {
   const ready = async (): Promise<FactsStore> => {
@@ -213,7 +213,7 @@ function sharedFacts(): FactsPersistence {
   };
 }
 
-/** The home Batch account's sizes, images and quotas, cached (shared/batch/facts.ts; docs/azure-facts.md). */
+/** The home Batch account's sizes, images and quotas, cached (shared/adapters/batch/facts.ts; docs/azure-facts.md). */
 export function accountFacts(): FactsCache {
   return accountFactsFor();
 }
@@ -256,7 +256,7 @@ export async function admissionDeps(): Promise<AdmissionDeps> {
 /**
  * The limits with the Batch account's core quota (read through the management plane, cached FACTS_QUOTA_TTL_MINUTES),
  * lowered by ADMISSION_CORE_QUOTA where that is lower; without the management plane, or while the account cannot be
- * read, ADMISSION_CORE_QUOTA alone (shared/planning/azureFacts.ts effectiveCoreQuota).
+ * read, ADMISSION_CORE_QUOTA alone (shared/core/planning/azureFacts.ts effectiveCoreQuota).
  */
 export async function liveAdmissionLimits(): Promise<AdmissionLimits> {
   const limits = admissionLimits();
@@ -370,7 +370,7 @@ export function stagingAccount(name: string): BlobAccount {
 
 /**
  * An account holding a job's own data, for one container of it: only what the deployment's data-access policy allows
- * (shared/intake/dataAccess.ts), checked here again because an orchestration's input is not only written by intake.
+ * (shared/core/intake/dataAccess.ts), checked here again because an orchestration's input is not only written by intake.
  */
 export function dataAccount(name: string, container: string): BlobAccount {
   const refusal = dataAccessRefusal(dataAccessPolicy(appConfig()), name, container);
@@ -378,7 +378,7 @@ export function dataAccount(name: string, container: string): BlobAccount {
   return configured(appConfig().dataAccess.accounts, name, 'data');
 }
 
-/** Which SAS a node gets for outputs to this data account; throws when the deployment refuses it (shared/intake/dataAccess.ts). */
+/** Which SAS a node gets for outputs to this data account; throws when the deployment refuses it (shared/core/intake/dataAccess.ts). */
 export function outputsSasScopeOf(account: string, container: string): 'directory' | 'container' {
   const sas = outputsSasScope(dataAccessPolicy(appConfig()), account);
   if ('refusal' in sas) throw new DataAccessDenied(account, container, sas.refusal);
@@ -414,7 +414,7 @@ async function announceTransition(a: EventAnnouncer, event: JobEvent): Promise<v
   }
 }
 
-/** What the event deliverer and relay need (shared/events/delivery.ts), or undefined when no endpoint is configured. */
+/** What the event deliverer and relay need (shared/adapters/events/delivery.ts), or undefined when no endpoint is configured. */
 export async function eventDelivery(): Promise<DeliveryDeps | undefined> {
   if (!eventsEnabled()) return undefined;
   delivery ??= (async () => {

@@ -7,7 +7,7 @@
 import type { Stack } from '../../local/stack';
 import type { Call, CallCounter, Execution } from '../../local/testing/callCounter';
 import { submitSpec } from '../../local/jobRunner';
-import type { StorageTransactions } from '../../shared/ops/countedBudget';
+import type { StorageTransactions } from '../../shared/core/ops/countedBudget';
 
 export const STAGES = ['intake', 'provision', 'pull', 'stage', 'mpi', 'cleanup'] as const;
 export type Stage = (typeof STAGES)[number];

@@ -4,18 +4,18 @@
  * container policies, the job id it would give you); --offline runs the same pure function here with the documented
  * default settings and without the deployment's policies. --json prints the document (docs/explain.md).
  */
-import type { ExplainDocument } from '../../shared/contract/explain';
-import { defaultExplainSettings } from '../../shared/intake/settings';
-import { deploymentValue, explainJob } from '../../shared/intake/explain';
-import { factsSummary, offlineFacts } from '../../shared/planning/azureFacts';
-import { parseJobSpec } from '../../shared/spec';
-import { submissionJobId } from '../../shared/state/submission';
+import type { ExplainDocument } from '../../shared/core/contract/explain';
+import { defaultExplainSettings } from '../../shared/adapters/intake/settings';
+import { deploymentValue, explainJob } from '../../shared/adapters/intake/explain';
+import { factsSummary, offlineFacts } from '../../shared/core/planning/azureFacts';
+import { parseJobSpec } from '../../shared/core/spec';
+import { submissionJobId } from '../../shared/core/state/submission';
 import { printJson, type CommandContext } from '../context';
 import { CliError, ExitCode } from '../errors';
 import { formatExplain } from '../explainSummary';
 import { readSpecFile } from '../specFile';
-import { fallbackQuote } from '../../shared/ops/priceQuote';
-import { DEFAULT_PRICE_TABLE } from '../../shared/config/priceTable';
+import { fallbackQuote } from '../../shared/core/ops/priceQuote';
+import { DEFAULT_PRICE_TABLE } from '../../shared/core/config/priceTable';
 
 export async function explainCommand(ctx: CommandContext, file: string, options: { offline?: boolean }): Promise<number> {
   const spec = readSpecFile(file);

@@ -6,7 +6,7 @@ import type { JobLogs } from '../apiClient';
 import type { CommandContext } from '../context';
 import { ExitCode } from '../errors';
 import { TransientRetry } from '../transient';
-import { isTerminal } from '../../shared/state/states';
+import { isTerminal } from '../../shared/core/state/states';
 
 type Stream = 'stdout' | 'stderr';
 
@@ -24,7 +24,7 @@ const KEEP_PRINTED = 64 * 1024;
 /**
  * The part of the recorded tail not printed yet: the tail's longest prefix that ends what was printed is
  * skipped. Needed because the live file and the recorded tail have different offsets. The recorded tail is whole
- * lines without the file's final line break (shared/contract MpiResult.stdoutTail), so a printed final break is
+ * lines without the file's final line break (shared/core/contract MpiResult.stdoutTail), so a printed final break is
  * not part of the match.
  */
 export function unseenTail(printed: string, tail: string): string {

@@ -13,7 +13,7 @@ import { BlockBlobClient } from '@azure/storage-blob';
 import type { CommandContext } from '../context';
 import { CliError, ExitCode } from '../errors';
 import { formatBytes } from '../format';
-import { UPLOAD_FILES_MAX } from '../../shared/contract/uploads';
+import { UPLOAD_FILES_MAX } from '../../shared/core/contract/uploads';
 
 export interface UploadOptions {
   /** `<container>[/<path>]`: a path starting with `users/` or in a shared area is used as written, else it is below your own area. */

@@ -1,7 +1,7 @@
 /** hpcjob usage: node-minutes and estimated cost per day and per tag (GET /api/usage). */
 import { printJson, type CommandContext } from '../context';
 import { ExitCode } from '../errors';
-import type { UsageBucket, UsageReport } from '../../shared/ops/usage';
+import type { UsageBucket, UsageReport } from '../../shared/core/ops/usage';
 
 /** As GET /api/usage answers it; parts may be missing (the text falls back to the JSON). */
 type Report = Partial<UsageReport>;

@@ -1,6 +1,6 @@
 /** hpcjob validate <spec>: offline, with the API's own parser, so the field paths are the ones the API answers. */
-import { parseJobSpec } from '../../shared/spec';
-import { imageCheckErrors } from '../../shared/images/imageCheckErrors';
+import { parseJobSpec } from '../../shared/core/spec';
+import { imageCheckErrors } from '../../shared/core/images/imageCheckErrors';
 import { printJson, type CommandContext } from '../context';
 import { CliError, ExitCode } from '../errors';
 import { readSpecFile } from '../specFile';

@@ -9,8 +9,8 @@ import { CliError, ExitCode } from '../errors';
 import { TransientRetry } from '../transient';
 import { outcomeReason } from '../format';
 import { createProgressDisplay } from '../progressDisplay';
-import { isTerminal } from '../../shared/state/states';
-import { isOrchestrationAborted } from '../../shared/contract/orchestration';
+import { isTerminal } from '../../shared/core/state/states';
+import { isOrchestrationAborted } from '../../shared/core/contract/orchestration';
 
 export interface WatchOptions {
   intervalMs: number;

@@ -1,11 +1,11 @@
 /**
  * The one authentication adapter every HTTP function of the job API uses: the request's credentials →
- * shared/auth → a principal allowed to do `action`, or the answer to send (401 with a Bearer challenge, 403,
+ * shared/adapters/auth → a principal allowed to do `action`, or the answer to send (401 with a Bearer challenge, 403,
  * 503 when the issuer cannot be reached). Job-level visibility is `visibleJob`: a job the principal may not
  * see is answered exactly like a missing one.
  */
 import type { HttpRequest, HttpResponseInit } from '@azure/functions';
-import { appRolesFor, authenticate, bearerChallenge, can, maySeeJob, type Action, type Principal } from '../../shared/auth';
+import { appRolesFor, authenticate, bearerChallenge, can, maySeeJob, type Action, type Principal } from '../../shared/adapters/auth';
 import { appConfig, tokenValidator } from '../../shared/services';
 import { problem } from './http';
 

@@ -2,10 +2,10 @@
 import type { InvocationContext } from '@azure/functions';
 import * as df from 'durable-functions';
 import type { DurableClient, DurableOrchestrationStatus } from 'durable-functions';
-import { CANCEL_EVENT, MPI_JOB_ORCHESTRATION, isOrchestrationFinished, type CancelEventData, type MpiJobInput } from '../../shared/contract';
-import type { CancelSignal } from '../../shared/intake/cancel';
-import type { OrchestrationStarter } from '../../shared/intake/submit';
-import { pipelineSettings } from '../../shared/intake/settings';
+import { CANCEL_EVENT, MPI_JOB_ORCHESTRATION, isOrchestrationFinished, type CancelEventData, type MpiJobInput } from '../../shared/core/contract';
+import type { CancelSignal } from '../../shared/adapters/intake/cancel';
+import type { OrchestrationStarter } from '../../shared/adapters/intake/submit';
+import { pipelineSettings } from '../../shared/adapters/intake/settings';
 import { appConfig } from '../../shared/services';
 
 /**

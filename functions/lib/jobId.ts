@@ -4,7 +4,7 @@
  * name before any storage call, instead of reaching Table Storage with characters its keys do not allow.
  */
 import type { HttpResponseInit } from '@azure/functions';
-import { JOB_ID_RE } from '../../shared/spec/patterns';
+import { JOB_ID_RE } from '../../shared/core/spec/patterns';
 import { invalidRequest } from './http';
 
 /** undefined when `id` may name a job; otherwise the 400 to send. */

@@ -3,11 +3,11 @@
  * deployment's data, container and scheduling policies, and the pool gate for its rights. Declared once so a new
  * rule reaches every door that submits.
  */
-import type { Principal } from '../../shared/auth';
-import { dataCallerOf } from '../../shared/auth';
-import { dataAccessPolicy } from '../../shared/intake/dataAccess';
-import { containerPolicy } from '../../shared/intake/containerPolicy';
-import { poolCallerOf } from '../../shared/intake/poolAccess';
+import type { Principal } from '../../shared/adapters/auth';
+import { dataCallerOf } from '../../shared/adapters/auth';
+import { dataAccessPolicy } from '../../shared/core/intake/dataAccess';
+import { containerPolicy } from '../../shared/core/intake/containerPolicy';
+import { poolCallerOf } from '../../shared/core/intake/poolAccess';
 import { appConfig, poolGate, schedulingPolicy, submissionFacts } from '../../shared/services';
 
 export async function callerSubmission(principal: Principal) {

@@ -1,12 +1,12 @@
 /**
  * What the local Retail Prices stand-in serves: meters in the Retail Prices API's item format for a few regions.
- * NOT Azure's prices: the pay-as-you-go figures are the project's built-in list (shared/config/priceTable.ts,
+ * NOT Azure's prices: the pay-as-you-go figures are the project's built-in list (shared/core/config/priceTable.ts,
  * recalled for mid-2024, unverified; this machine cannot reach prices.azure.com), Spot and Low Priority are set at
  * 20% of it and Windows at 1.5×, so the client's choice among a size's meters is exercised as on Azure. Each size
  * gets the meters Azure lists for it: Linux and Windows, each pay-as-you-go, Spot and Low Priority.
  */
-import { DEFAULT_PRICES_AS_OF, DEFAULT_PRICES_PER_HOUR } from '../../shared/config/priceTable';
-import type { RetailPriceItem } from '../../shared/ops/retailPrices';
+import { DEFAULT_PRICES_AS_OF, DEFAULT_PRICES_PER_HOUR } from '../../shared/core/config/priceTable';
+import type { RetailPriceItem } from '../../shared/core/ops/retailPrices';
 
 const REGIONS: readonly { armRegionName: string; location: string; factor: number }[] = [
   { armRegionName: 'eastus', location: 'US East', factor: 1 },

@@ -4,7 +4,7 @@
  * from api-version 2023-01-01-preview. Anything else (functions such as contains, other operators) is not emulated:
  * the caller answers 501 rather than a silently wrong page.
  */
-import type { RetailPriceItem } from '../../shared/ops/retailPrices';
+import type { RetailPriceItem } from '../../shared/core/ops/retailPrices';
 
 export class FilterNotEmulated extends Error {}
 

@@ -8,7 +8,7 @@
  */
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { RetailPriceItem } from '../../shared/ops/retailPrices';
+import type { RetailPriceItem } from '../../shared/core/ops/retailPrices';
 import { standInItems } from './catalog';
 import { FilterNotEmulated, parseFilter } from './filter';
 

@@ -4,7 +4,7 @@
  * Delivery is at least once, so a repeated event id prints nothing. Event text is the app's and may carry what a
  * submitter wrote (names, reasons): control characters are replaced so no escape sequence reaches the terminal.
  */
-import { isTerminal } from '../../shared/state/states';
+import { isTerminal } from '../../shared/core/state/states';
 
 const REASON_CHARS = 300;
 /** Event ids remembered for de-duplication (repeats come within minutes; older ids are let go). */

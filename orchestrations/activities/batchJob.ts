@@ -1,10 +1,10 @@
-import type { BatchJobCreateInput } from '../../shared/contract';
+import type { BatchJobCreateInput } from '../../shared/core/contract';
 import { batchContext } from '../../shared/services';
-import { createJob, enableAutoTerminate, terminateJob } from '../../shared/batch';
+import { createJob, enableAutoTerminate, terminateJob } from '../../shared/adapters/batch';
 import { registerActivity } from './registration';
 import { refuseIfEnded } from './jobGuard';
 import { jobPoolVerdict, PoolNotYours } from './pool';
-import { batchJobSpec } from '../../shared/planning/batchRequests';
+import { batchJobSpec } from '../../shared/core/planning/batchRequests';
 
 /**
  * Creates the Batch job (idempotent). The release task, which removes the job's containers from every node

@@ -1,5 +1,5 @@
 import { nodePrices } from '../../shared/services';
-import type { PriceQuote } from '../../shared/ops/cost';
+import type { PriceQuote } from '../../shared/core/ops/cost';
 import { registerActivity } from './registration';
 
 /**

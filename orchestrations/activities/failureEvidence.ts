@@ -1,6 +1,6 @@
-import type { StartTaskFailure } from '../../shared/contract';
+import type { StartTaskFailure } from '../../shared/core/contract';
 import { batchContext } from '../../shared/services';
-import { listNodes, readNodeFile, type BatchContext } from '../../shared/batch';
+import { listNodes, readNodeFile, type BatchContext } from '../../shared/adapters/batch';
 import { registerActivity } from './registration';
 
 /** Enough of a start task's stderr for its last lines (the job's error keeps 20, the timeline 5). */

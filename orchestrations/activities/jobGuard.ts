@@ -1,5 +1,5 @@
 import { jobStore } from '../../shared/services';
-import { isTerminal, type JobRecord } from '../../shared/state';
+import { isTerminal, type JobRecord } from '../../shared/adapters/state';
 
 /** A create refused because the job already ended: a repeated or restarted run must not start it over. */
 export class JobAlreadyEnded extends Error {

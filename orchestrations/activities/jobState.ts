@@ -1,7 +1,7 @@
-import type { JobFinishInput, JobNoteInput, JobTransitionInput } from '../../shared/contract';
+import type { JobFinishInput, JobNoteInput, JobTransitionInput } from '../../shared/core/contract';
 import { jobStore } from '../../shared/services';
 import { registerActivity } from './registration';
-import { jobError } from '../../shared/planning/failureExplain';
+import { jobError } from '../../shared/core/planning/failureExplain';
 
 /**
  * Records a stage change on the job row. Run again (Durable runs activities at least once), it changes nothing;

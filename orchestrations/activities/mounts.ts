@@ -3,12 +3,12 @@
  * app settings MOUNT_SECRET_<name> (never in the spec, the history or a log), a SAS minted for blobfuse, and the
  * data-access policy checked again (an orchestration's input is not only written by intake).
  */
-import type { MountSpec } from '../../shared/batch';
-import type { MountRequest } from '../../shared/planning/workloadData';
-import type { BlobAccount } from '../../shared/storage/clients';
-import { containerSasUrl } from '../../shared/storage/sas';
-import { batchMountRequests, blobfusePermissions, mountSpec } from '../../shared/planning/batchRequests';
-import { mountServerSource } from '../../shared/planning/nodeFilesystems';
+import type { MountSpec } from '../../shared/adapters/batch';
+import type { MountRequest } from '../../shared/core/planning/workloadData';
+import type { BlobAccount } from '../../shared/adapters/storage/clients';
+import { containerSasUrl } from '../../shared/adapters/storage/sas';
+import { batchMountRequests, blobfusePermissions, mountSpec } from '../../shared/core/planning/batchRequests';
+import { mountServerSource } from '../../shared/core/planning/nodeFilesystems';
 
 export interface MountDeps {
   /** The MOUNT_SECRET_<name> settings, by name. */

@@ -1,10 +1,10 @@
-import type { BatchTaskRef, MpiResult, MpiTaskObservation } from '../../shared/contract';
+import type { BatchTaskRef, MpiResult, MpiTaskObservation } from '../../shared/core/contract';
 import { appConfig, batchContext } from '../../shared/services';
-import { addMpiTask, getTask, listSubtasks, readNodeFile, readTaskFile, terminateTask, type BatchContext, type SubtaskSnapshot } from '../../shared/batch';
-import { STDERR_TAIL_LINES } from '../../shared/planning/failureExplain';
-import type { MpiTaskRequestShape } from '../../shared/planning/mpiTaskRequest';
+import { addMpiTask, getTask, listSubtasks, readNodeFile, readTaskFile, terminateTask, type BatchContext, type SubtaskSnapshot } from '../../shared/adapters/batch';
+import { STDERR_TAIL_LINES } from '../../shared/core/planning/failureExplain';
+import type { MpiTaskRequestShape } from '../../shared/core/planning/mpiTaskRequest';
 import { registerActivity } from './registration';
-import { mpiTaskSpec } from '../../shared/planning/batchRequests';
+import { mpiTaskSpec } from '../../shared/core/planning/batchRequests';
 
 export async function mpiTaskAdd(input: MpiTaskRequestShape): Promise<void> {
   const config = appConfig();

@@ -1,13 +1,13 @@
-import type { ActivityInput, NodeTaskObservation, NodeTaskRequest } from '../../shared/contract';
+import type { ActivityInput, NodeTaskObservation, NodeTaskRequest } from '../../shared/core/contract';
 import { batchContext, registrySecret } from '../../shared/services';
-import { addTaskCollection, buildNodeTaskParameter, getTasks, readTaskFile, type BatchContext } from '../../shared/batch';
+import { addTaskCollection, buildNodeTaskParameter, getTasks, readTaskFile, type BatchContext } from '../../shared/adapters/batch';
 import { registerActivity } from './registration';
-import { nodeTaskSpec } from '../../shared/planning/batchRequests';
-import { parseDigestLines } from '../../shared/mpi/imageTransfer';
+import { nodeTaskSpec } from '../../shared/core/planning/batchRequests';
+import { parseDigestLines } from '../../shared/core/mpi/imageTransfer';
 
 /**
  * Adds pinned per-node tasks in task collections (one request per 100 tasks, not one per node:
- * shared/batch/taskCollection.ts); a task that already exists (a retried activity) counts as added, not added twice.
+ * shared/adapters/batch/taskCollection.ts); a task that already exists (a retried activity) counts as added, not added twice.
  */
 export async function addNodeTasks(ctx: BatchContext, input: { batchJobId: string; tasks: NodeTaskRequest[] }): Promise<void> {
   // Registry secrets are read here, at the last moment: the orchestration (whose history is stored) names settings only.

@@ -1,15 +1,15 @@
 /**
- * The reads behind "outputs verified before success" (shared/planning/outputsCheck.ts decides): what was in the
+ * The reads behind "outputs verified before success" (shared/core/planning/outputsCheck.ts decides): what was in the
  * MPI task's directory on the master when it ended, or below its directory on a node whose upload task uploaded from
  * there (Batch), and which of the blobs that makes due are not in the
  * outputs container (Storage). All only read, so running them twice is harmless.
  */
-import type { ExpectedUploads } from '../../shared/planning/outputsCheck';
-import { expectedMasterUploads, expectedNodeUploads } from '../../shared/planning/outputsCheck';
-import type { MpiTaskUploadsRequest, NodeTaskUploadsRequest, OutputsMissingRequest } from '../../shared/contract';
-import { listNodeFiles, listTaskFiles, type BatchContext } from '../../shared/batch';
+import type { ExpectedUploads } from '../../shared/core/planning/outputsCheck';
+import { expectedMasterUploads, expectedNodeUploads } from '../../shared/core/planning/outputsCheck';
+import type { MpiTaskUploadsRequest, NodeTaskUploadsRequest, OutputsMissingRequest } from '../../shared/core/contract';
+import { listNodeFiles, listTaskFiles, type BatchContext } from '../../shared/adapters/batch';
 import { batchContext, dataAccount } from '../../shared/services';
-import type { BlobAccount } from '../../shared/storage/clients';
+import type { BlobAccount } from '../../shared/adapters/storage/clients';
 import { registerActivity } from './registration';
 
 /** Blob lookups in flight at once. */

@@ -1,17 +1,17 @@
 import { appConfig, armBatchContext, batchContext, dataAccount, jobStore, poolLookup } from '../../shared/services';
-import { callerOfJobRow, judgePool } from '../../shared/intake/poolAccess';
-import { OPERATOR, QUEUE_OWNER } from '../../shared/auth';
-import type { PoolAccessVerdict } from '../../shared/contract/activities';
-import type { JobRecord } from '../../shared/state';
-import { createJobPool, createJobPoolArm, deletePool, failedNodes, getPoolSnapshot, inspectPool, removeNodes, resizePool, type PoolInspection } from '../../shared/batch';
+import { callerOfJobRow, judgePool } from '../../shared/core/intake/poolAccess';
+import { OPERATOR, QUEUE_OWNER } from '../../shared/adapters/auth';
+import type { PoolAccessVerdict } from '../../shared/core/contract/activities';
+import type { JobRecord } from '../../shared/adapters/state';
+import { createJobPool, createJobPoolArm, deletePool, failedNodes, getPoolSnapshot, inspectPool, removeNodes, resizePool, type PoolInspection } from '../../shared/adapters/batch';
 import { registerActivity } from './registration';
 import { refuseIfEnded } from './jobGuard';
-import type { PoolCreateRequest } from '../../shared/planning/jobPlan';
-import type { PoolObservation } from '../../shared/planning/provisionPolicy';
-import { readOnlyBlobUrl } from '../../shared/storage/sas';
-import { jobPoolSpec, mountSasLifetimeMs, startTaskResourceFile, startTaskSasMinutes } from '../../shared/planning/batchRequests';
-import { dataAccessPolicy } from '../../shared/intake/dataAccess';
-import { mountSourceAllowed, storageNfsTarget } from '../../shared/intake/workloadDataAccess';
+import type { PoolCreateRequest } from '../../shared/core/planning/jobPlan';
+import type { PoolObservation } from '../../shared/core/planning/provisionPolicy';
+import { readOnlyBlobUrl } from '../../shared/adapters/storage/sas';
+import { jobPoolSpec, mountSasLifetimeMs, startTaskResourceFile, startTaskSasMinutes } from '../../shared/core/planning/batchRequests';
+import { dataAccessPolicy } from '../../shared/core/intake/dataAccess';
+import { mountSourceAllowed, storageNfsTarget } from '../../shared/core/intake/workloadDataAccess';
 import { MountRefused, resolveMounts } from './mounts';
 
 /**

@@ -1,10 +1,10 @@
-import type { BatchTaskRef } from '../../shared/contract';
+import type { BatchTaskRef } from '../../shared/core/contract';
 import { batchContext } from '../../shared/services';
-import { getTask, listSubtasks, readTaskFile, type BatchContext } from '../../shared/batch';
+import { getTask, listSubtasks, readTaskFile, type BatchContext } from '../../shared/adapters/batch';
 import { failedSubtaskStderr, mpiTaskAdd, mpiTaskObserve } from './mpi';
-import { STDERR_TAIL_LINES, tailLines } from '../../shared/planning/failureExplain';
-import { parsePreflightOutput, type PreflightRun } from '../../shared/planning/preflight';
-import type { MpiTaskRequestShape } from '../../shared/planning/mpiTaskRequest';
+import { STDERR_TAIL_LINES, tailLines } from '../../shared/core/planning/failureExplain';
+import { parsePreflightOutput, type PreflightRun } from '../../shared/core/planning/preflight';
+import type { MpiTaskRequestShape } from '../../shared/core/planning/mpiTaskRequest';
 import { registerActivity } from './registration';
 
 /** Adds the preflight check: a multi-instance task added like the MPI task (a repeated add finds it), never retried by Batch. */
@@ -16,7 +16,7 @@ export function preflightTaskAdd(input: MpiTaskRequestShape): Promise<void> {
 const STDOUT_BYTES = 128 * 1024;
 
 /**
- * The check's exit code and failure, and its master's stdout parsed (shared/planning/preflight.ts). The output is read
+ * The check's exit code and failure, and its master's stdout parsed (shared/core/planning/preflight.ts). The output is read
  * whatever the exit code: a check that failed half-way still names the nodes it reached. A check that did not end 0
  * also keeps, to explain the failure, its master's node and stderr tail and the failed subtasks with their stderr tails.
  */

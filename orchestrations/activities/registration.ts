@@ -5,7 +5,7 @@
 import * as df from 'durable-functions';
 import type { DurableClient } from 'durable-functions';
 import type { InvocationContext } from '@azure/functions';
-import type { ActivityHandler, ActivityInput, ActivityName, ActivityOutput } from '../../shared/contract';
+import type { ActivityHandler, ActivityInput, ActivityName, ActivityOutput } from '../../shared/core/contract';
 import { inBatchAccount } from '../../shared/services';
 import { batchAccountOf } from '../runtime/activityCalls';
 

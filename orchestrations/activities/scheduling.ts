@@ -3,12 +3,12 @@
  * announce the end (dependents, the array's row). The ones that decide for other jobs tell them through the Durable
  * client (an event is only a wake-up: a lost one delays the job until its next poll, never strands it).
  */
-import { ADMISSION_EVENT, DEPENDENCY_EVENT, type AdmissionStatus, type DependencyStatus } from '../../shared/contract';
+import { ADMISSION_EVENT, DEPENDENCY_EVENT, type AdmissionStatus, type DependencyStatus } from '../../shared/core/contract';
 import { admissionDeps, jobStore, schedulingStores } from '../../shared/services';
-import { isTerminal, type JobRecord } from '../../shared/state';
-import { releaseAdmission, requestAdmission, toNotify } from '../../shared/scheduling/admissionService';
-import { dependencyStatus } from '../../shared/scheduling/dependencies';
-import { refreshArrayRow } from '../../shared/scheduling/arrayRow';
+import { isTerminal, type JobRecord } from '../../shared/adapters/state';
+import { releaseAdmission, requestAdmission, toNotify } from '../../shared/adapters/scheduling/admissionService';
+import { dependencyStatus } from '../../shared/core/scheduling/dependencies';
+import { refreshArrayRow } from '../../shared/core/scheduling/arrayRow';
 import { registerActivity, registerClientActivity, type ActivityEnv } from './registration';
 
 async function jobRow(jobId: string): Promise<JobRecord> {

@@ -1,9 +1,9 @@
-import type { InputSource, ShardUrlRequest, StagingContainerRef } from '../../shared/contract';
+import type { InputSource, ShardUrlRequest, StagingContainerRef } from '../../shared/core/contract';
 import { dataAccount, stagingAccount } from '../../shared/services';
 import { registerActivity } from './registration';
-import { listInputBlobs, type ListedInputBlob } from '../../shared/storage/listing';
-import { copyShard, type ShardCopyResult, type ShardToCopy } from '../../shared/storage/shardCopy';
-import { readOnlyBlobUrl } from '../../shared/storage/sas';
+import { listInputBlobs, type ListedInputBlob } from '../../shared/adapters/storage/listing';
+import { copyShard, type ShardCopyResult, type ShardToCopy } from '../../shared/adapters/storage/shardCopy';
+import { readOnlyBlobUrl } from '../../shared/adapters/storage/sas';
 import { refuseIfEnded } from './jobGuard';
 
 export async function inputsList(input: { inputs: InputSource[] }): Promise<ListedInputBlob[]> {

@@ -1,11 +1,11 @@
-import type { OutputsListRequest, OutputsResult, WorkloadUrls, WorkloadUrlsRequest } from '../../shared/contract';
+import type { OutputsListRequest, OutputsResult, WorkloadUrls, WorkloadUrlsRequest } from '../../shared/core/contract';
 import { dataAccount, outputsSasScopeOf } from '../../shared/services';
 import { registerActivity } from './registration';
-import { containerSasUrl, directorySasUrl, readOnlyBlobUrl, withoutQuery } from '../../shared/storage/sas';
-import { summarizeOutputs } from '../../shared/storage/outputs';
-import type { BlobAccount } from '../../shared/storage/clients';
-import type { NodeFileSource, NodeResourceFile } from '../../shared/planning/workloadData';
-import { nodeResourceFile } from '../../shared/planning/batchRequests';
+import { containerSasUrl, directorySasUrl, readOnlyBlobUrl, withoutQuery } from '../../shared/adapters/storage/sas';
+import { summarizeOutputs } from '../../shared/adapters/storage/outputs';
+import type { BlobAccount } from '../../shared/adapters/storage/clients';
+import type { NodeFileSource, NodeResourceFile } from '../../shared/core/planning/workloadData';
+import { nodeResourceFile } from '../../shared/core/planning/batchRequests';
 
 /** At most this many outputs are listed in a job result (the row must stay small); the rest are counted. */
 export const LISTED_OUTPUTS = 200;

@@ -1,11 +1,11 @@
 /**
- * Typed access to the activity contract (shared/contract/activities.ts): activities register through
+ * Typed access to the activity contract (shared/core/contract/activities.ts): activities register through
  * `registerActivity` and the orchestrator schedules them through `scheduleActivity`/`resultOf`, so the compiler
  * checks the name, the input and the result of every call and no call site casts.
  */
 import * as df from 'durable-functions';
 import type { OrchestrationContext, RetryOptions, Task } from 'durable-functions';
-import type { ActivityInput, ActivityName, ActivityOutput } from '../../shared/contract';
+import type { ActivityInput, ActivityName, ActivityOutput } from '../../shared/core/contract';
 
 /** A scheduled activity that remembers which one it is, so its result has the contract's type. */
 export interface ActivityTask<N extends ActivityName> {

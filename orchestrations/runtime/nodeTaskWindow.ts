@@ -1,9 +1,9 @@
-import type { Counter, NodeProgress, NodeRef, NodeTaskObservation, NodeTaskRequest } from '../../shared/contract';
-import type { JobState } from '../../shared/state/states';
+import type { Counter, NodeProgress, NodeRef, NodeTaskObservation, NodeTaskRequest } from '../../shared/core/contract';
+import type { JobState } from '../../shared/core/state/states';
 import { Orchestration, PipelineRun, StageFailed } from './pipelineRun';
-import { initPullPlan, isDone, nextPulls, nodesNotPulled, onPullResult, progress, PullPlanState, PullWork } from '../../shared/planning/pullWindow';
-import { deterministicRand01 } from '../../shared/planning/hash';
-import { nodeTaskId } from '../../shared/planning/batchRequests';
+import { initPullPlan, isDone, nextPulls, nodesNotPulled, onPullResult, progress, PullPlanState, PullWork } from '../../shared/core/planning/pullWindow';
+import { deterministicRand01 } from '../../shared/core/planning/hash';
+import { nodeTaskId } from '../../shared/core/planning/batchRequests';
 
 export interface NodeTaskWindowRequest {
   stage: JobState;

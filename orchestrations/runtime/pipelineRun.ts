@@ -1,10 +1,10 @@
 import type { OrchestrationContext, Task } from 'durable-functions';
-import { CANCEL_EVENT, type ActivityInput, type ActivityName, type ActivityOutput, type CancelEventData, fitStatus, type NodeProgress, type PipelineStatus, type PollSettings } from '../../shared/contract';
-import type { JobState } from '../../shared/state/states';
-import type { NodeUsage, PriceQuote } from '../../shared/ops/cost';
+import { CANCEL_EVENT, type ActivityInput, type ActivityName, type ActivityOutput, type CancelEventData, fitStatus, type NodeProgress, type PipelineStatus, type PollSettings } from '../../shared/core/contract';
+import type { JobState } from '../../shared/core/state/states';
+import type { NodeUsage, PriceQuote } from '../../shared/core/ops/cost';
 import { resultOf, retryOptions, scheduleActivity, withBatchAccount, type ActivityTask } from './activityCalls';
-import { backoffCeilingMs } from '../../shared/planning/backoff';
-import type { FailureEvidence } from '../../shared/planning/failureExplain';
+import { backoffCeilingMs } from '../../shared/core/planning/backoff';
+import type { FailureEvidence } from '../../shared/core/planning/failureExplain';
 
 /** Thrown inside the orchestrator when the user cancelled; the pipeline still runs cleanup. */
 export class JobCancelled extends Error {

@@ -1,8 +1,8 @@
-import type { Attempt, MpiResult, NodeRef, PreflightResult } from '../../shared/contract';
-import { classifyAttempt, type AttemptEnd, type AttemptVerdict, type NodeHealth } from '../../shared/planning/failureClass';
-import { MPI_TASK_ID } from '../../shared/planning/jobPlan';
-import { decideRetry, retryDelayMs, type RetryDecision, type RetryPolicy } from '../../shared/planning/retryPolicy';
-import { decideAfterPreemption, type SpotPolicy } from '../../shared/planning/spotPolicy';
+import type { Attempt, MpiResult, NodeRef, PreflightResult } from '../../shared/core/contract';
+import { classifyAttempt, type AttemptEnd, type AttemptVerdict, type NodeHealth } from '../../shared/core/planning/failureClass';
+import { MPI_TASK_ID } from '../../shared/core/planning/jobPlan';
+import { decideRetry, retryDelayMs, type RetryDecision, type RetryPolicy } from '../../shared/core/planning/retryPolicy';
+import { decideAfterPreemption, type SpotPolicy } from '../../shared/core/planning/spotPolicy';
 import { JobCancelled, JobTimedOut, Orchestration, PipelineRun, StageFailed } from '../runtime/pipelineRun';
 import { PreflightFailed } from './preflight';
 import { AllocationFailed } from './provision';
@@ -33,7 +33,7 @@ export interface AttemptsRequest {
   jobId: string;
   poolId: string;
   policy: RetryPolicy;
-  /** pool.spot: preemptions are retried by its rules, apart from retry.maxAttempts (shared/planning/spotPolicy.ts). */
+  /** pool.spot: preemptions are retried by its rules, apart from retry.maxAttempts (shared/core/planning/spotPolicy.ts). */
   spot?: SpotPolicy;
   /** Filled with one record per attempt, also when the job fails or is cancelled half-way (for the job result). */
   records: Attempt[];
@@ -48,8 +48,8 @@ export interface AttemptsOutcome {
 /**
  * Runs `body` (provision or replace nodes → pulls → staging → preflight → MPI) until an attempt succeeds or the
  * retry policy says stop. After a failed attempt: the pool is looked at (a node Batch gave up on explains the
- * failure), the failure is classified (shared/planning/failureClass.ts) and the policy decides
- * (shared/planning/retryPolicy.ts); every attempt and the decision go on the job's timeline, the next attempt waits
+ * failure), the failure is classified (shared/core/planning/failureClass.ts) and the policy decides
+ * (shared/core/planning/retryPolicy.ts); every attempt and the decision go on the job's timeline, the next attempt waits
  * its backoff on a durable timer (cancel and the budget guard still apply) and runs with the failed nodes replaced.
  * A stage failure that is not retried is thrown on as it came (cancel and timeouts are never caught here).
  */

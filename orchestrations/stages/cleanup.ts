@@ -1,5 +1,5 @@
-import type { BatchTaskRef, StagingContainerRef } from '../../shared/contract';
-import type { TerminalState } from '../../shared/state/states';
+import type { BatchTaskRef, StagingContainerRef } from '../../shared/core/contract';
+import type { TerminalState } from '../../shared/core/state/states';
 import { activityFailureMessage, retryOptions, type ActivityTask } from '../runtime/activityCalls';
 import { Orchestration, PipelineRun } from '../runtime/pipelineRun';
 import { awaitTaskCompleted } from './workloadData';

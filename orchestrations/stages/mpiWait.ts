@@ -1,6 +1,6 @@
 import type { OrchestrationContext, Task } from 'durable-functions';
-import type { BatchTaskRef, MpiTaskObservation, PollSettings } from '../../shared/contract';
-import { budgetGuard, type BudgetLimits, type NodeUsage, type PriceQuote } from '../../shared/ops/cost';
+import type { BatchTaskRef, MpiTaskObservation, PollSettings } from '../../shared/core/contract';
+import { budgetGuard, type BudgetLimits, type NodeUsage, type PriceQuote } from '../../shared/core/ops/cost';
 import { Orchestration, PipelineRun } from '../runtime/pipelineRun';
 
 /** The sub-orchestration that waits for the MPI task (registered beside mpiJob). */

@@ -1,11 +1,11 @@
-import type { NodesReplaced, PreflightResult } from '../../shared/contract';
-import type { JobPlan } from '../../shared/planning/jobPlan';
-import type { MpiTaskUrls } from '../../shared/planning/mpiTaskRequest';
-import { healthChecksForPool } from '../../shared/planning/health';
-import { evaluatePreflight, preflightTaskId, preflightTaskRequest, preflightThresholds, type PreflightVerdict } from '../../shared/planning/preflight';
-import type { JobSpec } from '../../shared/spec/schema';
+import type { NodesReplaced, PreflightResult } from '../../shared/core/contract';
+import type { JobPlan } from '../../shared/core/planning/jobPlan';
+import type { MpiTaskUrls } from '../../shared/core/planning/mpiTaskRequest';
+import { healthChecksForPool } from '../../shared/core/planning/health';
+import { evaluatePreflight, preflightTaskId, preflightTaskRequest, preflightThresholds, type PreflightVerdict } from '../../shared/core/planning/preflight';
+import type { JobSpec } from '../../shared/core/spec/schema';
 import { Orchestration, PipelineRun, StageFailed } from '../runtime/pipelineRun';
-import { preflightEvidence, type FailureEvidence } from '../../shared/planning/failureExplain';
+import { preflightEvidence, type FailureEvidence } from '../../shared/core/planning/failureExplain';
 import type { ProvisionedPool } from './provision';
 
 export interface PreflightRequest {
@@ -41,7 +41,7 @@ export class PreflightFailed extends StageFailed {
 
 /**
  * Preflight: after staging, before the MPI task, check the attempt's nodes as the launcher will use them
- * (shared/planning/preflight.ts); replace the bad ones and check again, up to `preflight.rounds` times. The figures
+ * (shared/core/planning/preflight.ts); replace the bad ones and check again, up to `preflight.rounds` times. The figures
  * of every node go to the progress and the job result.
  */
 export function* preflight(run: PipelineRun, req: PreflightRequest): Orchestration<{ pool: ProvisionedPool; result?: PreflightResult }> {
@@ -90,7 +90,7 @@ function replacedData(v: PreflightVerdict, attempt: number, round: number): Node
     attempt,
     round,
     outliers: v.outliers,
-    // A timeline note holds at most 30,000 characters (shared/state/entityCodec.ts): the first nodes keep their failed
+    // A timeline note holds at most 30,000 characters (shared/core/state/entityCodec.ts): the first nodes keep their failed
     // checks, every node its reasons cut to 300 characters, past 40 nodes only their ids (outliers).
     nodes: v.outliers.slice(0, 40).map((id, i) => {
       const failed = i < 10 ? (v.nodes[id].health ?? []).filter((r) => !r.ok).slice(0, 8) : [];

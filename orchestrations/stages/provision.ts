@@ -1,10 +1,10 @@
-import type { NodeProgress, NodeRef, NodesReplaced } from '../../shared/contract';
+import type { NodeProgress, NodeRef, NodesReplaced } from '../../shared/core/contract';
 import { Orchestration, PipelineRun, StageFailed } from '../runtime/pipelineRun';
-import { checkReusablePool, decideProvisionStep } from '../../shared/planning/provisionPolicy';
-import type { PoolCreateRequest } from '../../shared/planning/jobPlan';
-import { startTaskNote, type FailureEvidence } from '../../shared/planning/failureExplain';
-import type { PoolObservation } from '../../shared/planning/provisionPolicy';
-import { poolSplit } from '../../shared/planning/spotPolicy';
+import { checkReusablePool, decideProvisionStep } from '../../shared/core/planning/provisionPolicy';
+import type { PoolCreateRequest } from '../../shared/core/planning/jobPlan';
+import { startTaskNote, type FailureEvidence } from '../../shared/core/planning/failureExplain';
+import type { PoolObservation } from '../../shared/core/planning/provisionPolicy';
+import { poolSplit } from '../../shared/core/planning/spotPolicy';
 
 export interface ProvisionedPool {
   poolId: string;

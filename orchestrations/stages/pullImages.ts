@@ -1,12 +1,12 @@
-import type { Counter, NodeProgress, NodeRef, NodeTaskRequest } from '../../shared/contract';
+import type { Counter, NodeProgress, NodeRef, NodeTaskRequest } from '../../shared/core/contract';
 import { Orchestration, PipelineRun, StageFailed } from '../runtime/pipelineRun';
 import { failureMessage, nodeTaskWindow } from '../runtime/nodeTaskWindow';
-import { imageBlobs, imageLabel, peerCopyTask, pullTask, seedPullTask } from '../../shared/planning/mpiTaskRequest';
-import type { JobSpec } from '../../shared/spec/schema';
-import { IMAGE_SAS_MINUTES, nodeTaskId, pullNodeTask } from '../../shared/planning/batchRequests';
-import { deterministicRand01 } from '../../shared/planning/hash';
-import { initTreePlan, isTreeDone, nextTransfers, nodesWithoutImages, onTransferResults, treeProgress, type TransferResult, type TransferWork, type TreePlanState } from '../../shared/planning/imageTree';
-import { SOURCE_LOST_EXIT } from '../../shared/mpi/imageTransfer';
+import { imageBlobs, imageLabel, peerCopyTask, pullTask, seedPullTask } from '../../shared/core/planning/mpiTaskRequest';
+import type { JobSpec } from '../../shared/core/spec/schema';
+import { IMAGE_SAS_MINUTES, nodeTaskId, pullNodeTask } from '../../shared/core/planning/batchRequests';
+import { deterministicRand01 } from '../../shared/core/planning/hash';
+import { initTreePlan, isTreeDone, nextTransfers, nodesWithoutImages, onTransferResults, treeProgress, type TransferResult, type TransferWork, type TreePlanState } from '../../shared/core/planning/imageTree';
+import { SOURCE_LOST_EXIT } from '../../shared/core/mpi/imageTransfer';
 
 export interface PullImagesRequest {
   jobId: string;
@@ -41,7 +41,7 @@ export interface PullImagesResult {
  * Every node must hold every image before any MPI container starts. With `imageDistribution: peers` (default) at
  * most `pullConcurrency` nodes (10 by default) pull from the registry — 40 nodes pulling at once knock a registry
  * over — and every other node copies the images from a node that holds them, in a tree that doubles the holders
- * every copy time (shared/planning/imageTree.ts), each copy checked by digest (shared/mpi/imageTransfer.ts). With
+ * every copy time (shared/core/planning/imageTree.ts), each copy checked by digest (shared/core/mpi/imageTransfer.ts). With
  * `registry`, every node pulls, `pullConcurrency` at a time. The pool was created without image preload, so nothing
  * else pulls behind our back. SIF files from blob storage come as the seeds' resource files, through short-lived
  * read-only SAS URLs.

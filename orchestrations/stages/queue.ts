@@ -1,4 +1,4 @@
-import { ADMISSION_EVENT, DEPENDENCY_EVENT, type AdmissionStatus } from '../../shared/contract';
+import { ADMISSION_EVENT, DEPENDENCY_EVENT, type AdmissionStatus } from '../../shared/core/contract';
 import { JobCancelled, Orchestration, PipelineRun, StageFailed } from '../runtime/pipelineRun';
 
 export interface QueueRequest {

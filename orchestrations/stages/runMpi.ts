@@ -1,9 +1,9 @@
-import type { MpiResult, NodeProgress } from '../../shared/contract';
+import type { MpiResult, NodeProgress } from '../../shared/core/contract';
 import { Orchestration, PipelineRun } from '../runtime/pipelineRun';
-import type { MpiTaskRequestShape } from '../../shared/planning/mpiTaskRequest';
-import { lostNodes } from '../../shared/planning/failureClass';
-import type { MpiTaskObservation } from '../../shared/contract';
-import type { BudgetLimits, PriceQuote } from '../../shared/ops/cost';
+import type { MpiTaskRequestShape } from '../../shared/core/planning/mpiTaskRequest';
+import { lostNodes } from '../../shared/core/planning/failureClass';
+import type { MpiTaskObservation } from '../../shared/core/contract';
+import type { BudgetLimits, PriceQuote } from '../../shared/core/ops/cost';
 import { startMpiWait, type MpiWaitResult } from './mpiWait';
 
 export interface MpiRunOptions {

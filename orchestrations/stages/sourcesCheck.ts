@@ -1,5 +1,5 @@
-import type { JobSpec } from '../../shared/spec/schema';
-import { missesReason, sourceChecks } from '../../shared/planning/sourcesCheck';
+import type { JobSpec } from '../../shared/core/spec/schema';
+import { missesReason, sourceChecks } from '../../shared/core/planning/sourcesCheck';
 import { activityFailureMessage } from '../runtime/activityCalls';
 import type { Orchestration, PipelineRun } from '../runtime/pipelineRun';
 

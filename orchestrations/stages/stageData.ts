@@ -1,14 +1,14 @@
 import type { Task } from 'durable-functions';
-import type { NodeRef, PipelineSettings, StagingContainerRef } from '../../shared/contract';
+import type { NodeRef, PipelineSettings, StagingContainerRef } from '../../shared/core/contract';
 import { Orchestration, PipelineRun, StageFailed, type BackgroundWork } from '../runtime/pipelineRun';
 import { activityFailureMessage, type ActivityTask } from '../runtime/activityCalls';
 import { NodeTaskWindow, nodeTaskWindow, type NodeTaskWindowRequest } from '../runtime/nodeTaskWindow';
-import { buildNodeManifests, planShards, type Shard, type ShardPlan } from '../../shared/planning/shards';
-import type { ListedInputBlob } from '../../shared/storage/listing';
-import { stagingContainerFor } from '../../shared/planning/jobPlan';
-import { shardDownloadConcurrency, shardDownloadTask, shardSasLifetimeMs } from '../../shared/planning/batchRequests';
-import { resolveDestination } from '../../shared/spec/normalize';
-import type { JobSpec } from '../../shared/spec/schema';
+import { buildNodeManifests, planShards, type Shard, type ShardPlan } from '../../shared/core/planning/shards';
+import type { ListedInputBlob } from '../../shared/adapters/storage/listing';
+import { stagingContainerFor } from '../../shared/core/planning/jobPlan';
+import { shardDownloadConcurrency, shardDownloadTask, shardSasLifetimeMs } from '../../shared/core/planning/batchRequests';
+import { resolveDestination } from '../../shared/core/spec/normalize';
+import type { JobSpec } from '../../shared/core/spec/schema';
 
 export interface StagedData {
   /** Where every node holds its shards (may reference node environment variables). */

@@ -1,12 +1,12 @@
-import type { BatchTaskRef, JobOutcome, MpiResult, NodeRef, NodeTaskObservation, NodeTaskRequest, OutputsResult, PipelineSettings } from '../../shared/contract';
+import type { BatchTaskRef, JobOutcome, MpiResult, NodeRef, NodeTaskObservation, NodeTaskRequest, OutputsResult, PipelineSettings } from '../../shared/core/contract';
 import { activityFailureMessage } from '../runtime/activityCalls';
 import type { Task } from 'durable-functions';
-import type { JobSpec } from '../../shared/spec/schema';
-import type { MpiTaskUrls } from '../../shared/planning/mpiTaskRequest';
-import { nodeFileSources, nodeSasLifetimeMs, nodeUploadTask, outputsPlan, WRONG_NODE_EXIT, type NodeUploadTask, type OutputsPlan } from '../../shared/planning/workloadData';
+import type { JobSpec } from '../../shared/core/spec/schema';
+import type { MpiTaskUrls } from '../../shared/core/planning/mpiTaskRequest';
+import { nodeFileSources, nodeSasLifetimeMs, nodeUploadTask, outputsPlan, WRONG_NODE_EXIT, type NodeUploadTask, type OutputsPlan } from '../../shared/core/planning/workloadData';
 import { Orchestration, PipelineRun } from '../runtime/pipelineRun';
-import { uploadTaskRequest } from '../../shared/planning/batchRequests';
-import { MAX_VERIFIED_UPLOADS, missingUploadErrors } from '../../shared/planning/outputsCheck';
+import { uploadTaskRequest } from '../../shared/core/planning/batchRequests';
+import { MAX_VERIFIED_UPLOADS, missingUploadErrors } from '../../shared/core/planning/outputsCheck';
 
 /**
  * The SAS URLs the MPI task needs: a read-only one per blob of `files` (a read/list one per prefix) and a

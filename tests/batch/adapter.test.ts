@@ -1,5 +1,5 @@
 /**
- * Every function of the Batch adapter (shared/batch) through the real @azure/batch SDK against the
+ * Every function of the Batch adapter (shared/adapters/batch) through the real @azure/batch SDK against the
  * local Batch emulator: pools, nodes, jobs with preparation/release tasks, node-pinned tasks, the
  * multi-instance task, bounded file reads, idempotent creates and deletes, and error context.
  */
@@ -35,7 +35,7 @@ import {
   type JobPoolSpec,
   type PoolSnapshot,
   type TaskSnapshot,
-} from '../../shared/batch';
+} from '../../shared/adapters/batch';
 import { until } from './until';
 import { emulatorBatchContext } from './emulatorContext';
 

@@ -5,7 +5,7 @@
  * answers 409 JobCompleted as Batch does.
  */
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
-import { addNodeTask, createJob, terminateJob, type BatchContext } from '../../shared/batch';
+import { addNodeTask, createJob, terminateJob, type BatchContext } from '../../shared/adapters/batch';
 import { emulatorBatchContext } from './emulatorContext';
 
 let emu: BatchEmulatorHandle;

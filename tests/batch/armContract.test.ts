@@ -1,7 +1,7 @@
 /**
  * The Batch management plane (Microsoft.Batch/batchAccounts/pools, api-version 2023-11-01) of the emulator, driven
- * by the product's own adapter (shared/batch/armPools.ts over @azure/arm-batch 9.1.0) with the bodies the product
- * builds (shared/planning/batchRequests.ts jobPoolSpec from a job plan), authenticated as the app's managed identity
+ * by the product's own adapter (shared/adapters/batch/armPools.ts over @azure/arm-batch 9.1.0) with the bodies the product
+ * builds (shared/core/planning/batchRequests.ts jobPoolSpec from a job plan), authenticated as the app's managed identity
  * through the App Service managed identity endpoint the local Functions host gives the app (IDENTITY_ENDPOINT, the
  * path DefaultAzureCredential takes in a Function App). Every exchange is
  * validated against the official management spec (BatchManagement-2023-11-01.json and the ARM common types),
@@ -15,11 +15,11 @@ import { startBatchEmulator, type BatchEmulatorHandle, type ExchangeRecord } fro
 import { createManagementValidator, defaultManagementSpecDir, MANAGEMENT_API_VERSION } from '../../local/batch/contract/managementValidator';
 import { startIdentityService, type IdentityService } from '../../local/identity';
 import { localIdentityWiring, type LocalIdentityWiring } from '../../local/supervisor/identityWiring';
-import { loadConfig } from '../../shared/config';
-import * as batch from '../../shared/batch';
-import { planJob } from '../../shared/planning/jobPlan';
-import { jobPoolSpec } from '../../shared/planning/batchRequests';
-import { parseJobSpec } from '../../shared/spec';
+import { loadConfig } from '../../shared/adapters/config';
+import * as batch from '../../shared/adapters/batch';
+import { planJob } from '../../shared/core/planning/jobPlan';
+import { jobPoolSpec } from '../../shared/core/planning/batchRequests';
+import { parseJobSpec } from '../../shared/core/spec';
 import { productArmOperations } from './productOperations';
 import { until } from './until';
 import { sdkClient } from '../../local/batch/testing/sdkHelpers';

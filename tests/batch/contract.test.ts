@@ -9,8 +9,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
 import { createContractRecorder, createContractValidator, defaultSpecPath, type ContractRecorder } from '../../local/batch/contract';
-import * as batch from '../../shared/batch';
-import { readSupportedImages } from '../../shared/batch/facts';
+import * as batch from '../../shared/adapters/batch';
+import { readSupportedImages } from '../../shared/adapters/batch/facts';
 import { productOperations } from './productOperations';
 import { until } from './until';
 import { emulatorBatchContext } from './emulatorContext';
@@ -151,7 +151,7 @@ describe('every exchange of the adapter workload conforms to the Batch OpenAPI d
     const operations = [...recorder.coverage().keys()];
     expect(operations).not.toContain('(no operation)');
     expect(operations.length).toBeGreaterThanOrEqual(MIN_OPERATIONS);
-    // Every operation the product calls (read from shared/batch's sources) went over the wire here.
+    // Every operation the product calls (read from shared/adapters/batch's sources) went over the wire here.
     expect(productOperations().filter((op) => !operations.includes(op))).toEqual([]);
     // Error responses were exercised and validated against BatchError too.
     const errorStatuses = [...recorder.statuses().values()].flat().filter((s) => s >= 400);

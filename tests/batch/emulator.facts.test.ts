@@ -14,8 +14,8 @@ import { createManagementValidator, defaultManagementSpecDir, MANAGEMENT_API_VER
 import { startIdentityService, type IdentityService } from '../../local/identity';
 import { localIdentityWiring, type LocalIdentityWiring } from '../../local/supervisor/identityWiring';
 import { sdkClient, signedFetch } from '../../local/batch/testing/sdkHelpers';
-import { loadConfig } from '../../shared/config';
-import * as batch from '../../shared/batch';
+import { loadConfig } from '../../shared/adapters/config';
+import * as batch from '../../shared/adapters/batch';
 
 let identity: IdentityService;
 let wiring: LocalIdentityWiring;

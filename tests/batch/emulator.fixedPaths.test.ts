@@ -21,7 +21,7 @@ const subnet = (name: string) => `/subscriptions/${SUB}/resourceGroups/rg-hpc/pr
 const APPS = '/fsemu-apps';
 const DATA = '/fsemu-data';
 
-/** What the product's start task does (shared/planning/nodeFilesystems.ts), for two mounts and Lustre. */
+/** What the product's start task does (shared/core/planning/nodeFilesystems.ts), for two mounts and Lustre. */
 const START = [
   'set -e',
   `mkdir -p "$AZ_BATCH_NODE_MOUNTS_DIR/lus"; mountpoint -q "$AZ_BATCH_NODE_MOUNTS_DIR/lus" || mount -t lustre -o noatime,flock 10.20.0.4@tcp:/lustrefs "$AZ_BATCH_NODE_MOUNTS_DIR/lus"`,

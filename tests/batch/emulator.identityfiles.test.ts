@@ -22,8 +22,8 @@ import { startIdentityService, type IdentityService } from '../../local/identity
 import { ensureCertificate } from '../../local/identity/tls';
 import { localIdentityWiring, type LocalIdentityWiring } from '../../local/supervisor/identityWiring';
 import { readTaskFile, sdkClient, waitForNodes, waitForTask } from '../../local/batch/testing/sdkHelpers';
-import { loadConfig } from '../../shared/config';
-import * as batch from '../../shared/batch';
+import { loadConfig } from '../../shared/adapters/config';
+import * as batch from '../../shared/adapters/batch';
 
 const ACCOUNT = 'devstoreaccount1';
 

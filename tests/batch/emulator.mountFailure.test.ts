@@ -11,9 +11,9 @@ import type { BatchServiceClient } from '@azure/batch';
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
 import { LINUX_VM_CONFIGURATION, sdkClient, waitForNodes } from '../../local/batch/testing/sdkHelpers';
 import { REPO_ROOT } from '../../local/stack';
-import { loadConfig } from '../../shared/config';
-import { createBatchContext } from '../../shared/batch/client';
-import { failedNodes, getPoolSnapshot } from '../../shared/batch/pools';
+import { loadConfig } from '../../shared/adapters/config';
+import { createBatchContext } from '../../shared/adapters/batch/client';
+import { failedNodes, getPoolSnapshot } from '../../shared/adapters/batch/pools';
 
 const SUB = '00000000-1111-2222-3333-444444444444';
 const subnet = (name: string) => `/subscriptions/${SUB}/resourceGroups/rg-hpc/providers/Microsoft.Network/virtualNetworks/vnet-hpc/subnets/${name}`;

@@ -14,8 +14,8 @@ import { startAzurite, type AzuriteHandle } from '../../local/azurite';
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
 import { LINUX_VM_CONFIGURATION, readTaskFile, sdkClient, signedFetch, waitFor, waitForNodes, waitForTask } from '../../local/batch/testing/sdkHelpers';
 import { REPO_ROOT } from '../../local/stack';
-import { scratchSetupScript, scratchTeardownScript } from '../../shared/mpi/sharedScratch';
-import { bashCommandLine } from '../../shared/mpi/shellQuote';
+import { scratchSetupScript, scratchTeardownScript } from '../../shared/core/mpi/sharedScratch';
+import { bashCommandLine } from '../../shared/core/mpi/shellQuote';
 
 const MOUNTS: BatchServiceModels.MountConfiguration[] = [
   { nfsMountConfiguration: { source: '10.0.0.4:/exports/home', relativeMountPath: 'home', mountOptions: '-o vers=4.1' } },

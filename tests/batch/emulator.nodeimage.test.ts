@@ -1,5 +1,5 @@
 /**
- * The emulated node image follows the image catalog (shared/images/catalog.ts, local/batch/nodeimage/moduleTree.ts):
+ * The emulated node image follows the image catalog (shared/core/images/catalog.ts, local/batch/nodeimage/moduleTree.ts):
  * a node of an Ubuntu-HPC 22.04 pool lists the catalog's module names, loads the right ones, and fails on a name
  * Azure's image lacks (`mpi/impi`, the CentOS-HPC name) the way environment-modules fails on Azure, which is the
  * name the intake check refuses with its suggestion. A plain Ubuntu pool has no modules at all.
@@ -7,9 +7,9 @@
 import type { BatchServiceClient } from '@azure/batch';
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
 import { readTaskFile, sdkClient, waitForNodes, waitForTask, LINUX_VM_CONFIGURATION } from '../../local/batch/testing/sdkHelpers';
-import { userCommandLine } from '../../shared/mpi/userShell';
-import { checkImage } from '../../shared/images/imageChecks';
-import { parseJobSpec } from '../../shared/spec';
+import { userCommandLine } from '../../shared/core/mpi/userShell';
+import { checkImage } from '../../shared/core/images/imageChecks';
+import { parseJobSpec } from '../../shared/core/spec';
 
 const HPC_IMAGE = { imageReference: { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204', version: 'latest' }, nodeAgentSKUId: 'batch.node.ubuntu 22.04' };
 const PRE_EXECUTION = 'module load mpi/impi';

@@ -5,8 +5,8 @@
  */
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
 import { createContractRecorder, type ContractRecorder } from '../../local/batch/contract';
-import { loadConfig } from '../../shared/config';
-import { createBatchContext, createJobPool, deletePool, getPoolSnapshot, resizePool, type BatchContext, type JobPoolSpec, type PoolSnapshot } from '../../shared/batch';
+import { loadConfig } from '../../shared/adapters/config';
+import { createBatchContext, createJobPool, deletePool, getPoolSnapshot, resizePool, type BatchContext, type JobPoolSpec, type PoolSnapshot } from '../../shared/adapters/batch';
 import { until } from './until';
 
 let emu: BatchEmulatorHandle;

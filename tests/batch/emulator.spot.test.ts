@@ -7,8 +7,8 @@
  */
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
 import { createContractRecorder, type ContractRecorder } from '../../local/batch/contract';
-import { loadConfig } from '../../shared/config';
-import { createBatchContext, createJobPool, getPoolSnapshot, resizePool, type BatchContext, type JobPoolSpec } from '../../shared/batch';
+import { loadConfig } from '../../shared/adapters/config';
+import { createBatchContext, createJobPool, getPoolSnapshot, resizePool, type BatchContext, type JobPoolSpec } from '../../shared/adapters/batch';
 import { until } from './until';
 
 let emu: BatchEmulatorHandle;

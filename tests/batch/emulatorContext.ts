@@ -1,7 +1,7 @@
 /** The Batch adapter's context for a running emulator, built from app settings the way the app builds its own, with test-speed retries. */
 import type { BatchEmulatorHandle } from '../../local/batch';
-import { loadConfig } from '../../shared/config';
-import { createBatchContext, type BatchContext } from '../../shared/batch';
+import { loadConfig } from '../../shared/adapters/config';
+import { createBatchContext, type BatchContext } from '../../shared/adapters/batch';
 
 export function emulatorBatchContext(emu: BatchEmulatorHandle, maxAttempts = 4): BatchContext {
   const config = loadConfig({

@@ -9,7 +9,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
 import { createContractRecorder, type ContractRecorder } from '../../local/batch/contract';
-import { loadConfig } from '../../shared/config';
+import { loadConfig } from '../../shared/adapters/config';
 import {
   BatchError,
   addNodeTask,
@@ -29,7 +29,7 @@ import {
   type PoolSnapshot,
   type RetryEvent,
   type RetryPolicy,
-} from '../../shared/batch';
+} from '../../shared/adapters/batch';
 import { until } from './until';
 
 const FAST_RETRY: RetryPolicy = { maxAttempts: 6, initialMs: 10, maxMs: 2_000, multiplier: 2, jitter: 0.5 };

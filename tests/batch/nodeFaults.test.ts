@@ -4,8 +4,8 @@
  * running task: a closed ssh port, a slow launcher path, a node lost by id.
  */
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
-import { loadConfig } from '../../shared/config';
-import { addNodeTask, createBatchContext, createJob, createJobPool, deletePool, getPoolSnapshot, getTask, readTaskFile, type BatchContext, type PoolSnapshot } from '../../shared/batch';
+import { loadConfig } from '../../shared/adapters/config';
+import { addNodeTask, createBatchContext, createJob, createJobPool, deletePool, getPoolSnapshot, getTask, readTaskFile, type BatchContext, type PoolSnapshot } from '../../shared/adapters/batch';
 import { until } from './until';
 
 let emu: BatchEmulatorHandle;

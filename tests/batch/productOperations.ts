@@ -1,12 +1,12 @@
 /**
  * The Batch operations the product calls, read from the adapter's sources (every `ctx.client.<group>.<method>(`
- * in shared/batch), as spec operationIds: pool.add → Pool_Add, computeNode.list → ComputeNode_List,
+ * in shared/adapters/batch), as spec operationIds: pool.add → Pool_Add, computeNode.list → ComputeNode_List,
  * job.deleteMethod → Job_Delete, task.listNext → Task_List (a next page is the same operation).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
-const ADAPTER_DIR = path.join(__dirname, '..', '..', 'shared', 'batch');
+const ADAPTER_DIR = path.join(__dirname, '..', '..', 'shared', 'adapters', 'batch');
 
 /** The management-plane adapter's files: their calls are management operations (productArmOperations). */
 const ARM_FILES = ['armClient.ts', 'armPools.ts'];
@@ -25,7 +25,7 @@ export function productOperations(): string[] {
 }
 
 /**
- * The management-plane operations the product calls (`ctx.client.poolOperations.<method>(` in shared/batch), as
+ * The management-plane operations the product calls (`ctx.client.poolOperations.<method>(` in shared/adapters/batch), as
  * operationIds of BatchManagement-2023-11-01: poolOperations.create → Pools_Create.
  */
 export function productArmOperations(): string[] {

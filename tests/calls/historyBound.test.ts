@@ -3,13 +3,13 @@
  * 2-node job with an MPI run of N and of 4N seconds. The MPI wait runs in the mpiWait sub-orchestration, which continues
  * as new every MPI_WAIT_POLLS_PER_GENERATION polls and keeps only its last execution's rows, so the rows of a job do
  * not grow with its run time (docs/call-budgets.md, "History rows"). Counts, never timings. The same jobs check the
- * declared per-job storage table the control plane's cost is priced from (shared/ops/countedBudget.ts).
+ * declared per-job storage table the control plane's cost is priced from (shared/core/ops/countedBudget.ts).
  */
 import { startStack, type Stack } from '../../local/stack';
 import { CallCounter } from '../../local/testing/callCounter';
-import { MPI_WAIT_POLLS_PER_GENERATION } from '../../shared/contract';
+import { MPI_WAIT_POLLS_PER_GENERATION } from '../../shared/core/contract';
 import { budgetSpec, COUNTING_SETTINGS, HISTORY_ROWS_PER_WAIT, historyRowBound, runCounted, steadyPoll, storageTransactions, warmUp, type JobCalls } from '../../bench/lib/callBudget';
-import { COUNTED_BUDGET, countedStorage } from '../../shared/ops/countedBudget';
+import { COUNTED_BUDGET, countedStorage } from '../../shared/core/ops/countedBudget';
 
 let stack: Stack;
 const counter = new CallCounter();
@@ -94,7 +94,7 @@ test('the same rows besides the waits for N and 4N seconds, and both within the 
   expect(mpiWaitRows(long)).toBeLessThanOrEqual(waits(long).length * K * HISTORY_ROWS_PER_WAIT);
 });
 
-describe('the declared per-job storage transactions (shared/ops/countedBudget.ts) are the counted ones', () => {
+describe('the declared per-job storage transactions (shared/core/ops/countedBudget.ts) are the counted ones', () => {
   test('intake: exactly the table\'s', () => {
     for (const j of [short, long]) expect(storageTransactions(j.intake)).toEqual(COUNTED_BUDGET.intake);
   });

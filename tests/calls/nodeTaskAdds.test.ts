@@ -6,10 +6,10 @@
  */
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
 import type { ExchangeRecord } from '../../local/batch/config';
-import { createJob, createJobPool, getPoolSnapshot, listTasks, type BatchContext, type NodeSnapshot } from '../../shared/batch';
+import { createJob, createJobPool, getPoolSnapshot, listTasks, type BatchContext, type NodeSnapshot } from '../../shared/adapters/batch';
 import { addNodeTasks } from '../../orchestrations/activities/nodeTasks';
 import { batchTemplate } from '../../local/testing/callCounter';
-import type { NodeTaskRequest } from '../../shared/contract';
+import type { NodeTaskRequest } from '../../shared/core/contract';
 import { until } from '../batch/until';
 import { emulatorBatchContext } from '../batch/emulatorContext';
 

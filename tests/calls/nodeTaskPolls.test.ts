@@ -5,7 +5,7 @@
  */
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
 import type { ExchangeRecord } from '../../local/batch/config';
-import { addNodeTask, createJob, createJobPool, getPoolSnapshot, getTask, type BatchContext, type NodeSnapshot } from '../../shared/batch';
+import { addNodeTask, createJob, createJobPool, getPoolSnapshot, getTask, type BatchContext, type NodeSnapshot } from '../../shared/adapters/batch';
 import { observeNodeTasks } from '../../orchestrations/activities/nodeTasks';
 import { batchTemplate } from '../../local/testing/callCounter';
 import { until } from '../batch/until';

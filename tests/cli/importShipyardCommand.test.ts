@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSy
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { defaultRecipesDir } from '../../cli/import/shipyard/recipeTable';
-import { parseJobSpec } from '../../shared/spec';
+import { parseJobSpec } from '../../shared/core/spec';
 
 const REPO = path.join(__dirname, '..', '..');
 const CLI = path.join(REPO, 'dist', 'cli', 'index.js');

@@ -30,11 +30,11 @@ import type { ImportResult } from '../../cli/import/shipyard/importShipyard';
 import { formatReport } from '../../cli/import/shipyard/reportTable';
 import { verdictLine } from '../../cli/import/shipyard/verdict';
 import { leafPaths } from '../../cli/import/shipyard/report';
-import { bashCommandLine } from '../../shared/mpi/shellQuote';
-import { splitShellWords } from '../../shared/mpi/shellWords';
-import { planJob } from '../../shared/planning/jobPlan';
-import { mpiTaskRequest } from '../../shared/planning/mpiTaskRequest';
-import { parseJobSpec, type JobSpec } from '../../shared/spec';
+import { bashCommandLine } from '../../shared/core/mpi/shellQuote';
+import { splitShellWords } from '../../shared/core/mpi/shellWords';
+import { planJob } from '../../shared/core/planning/jobPlan';
+import { mpiTaskRequest } from '../../shared/core/planning/mpiTaskRequest';
+import { parseJobSpec, type JobSpec } from '../../shared/core/spec';
 import { commandHarness, dockerCalls, readEnv, readNulList, type RunResult } from '../helpers/nodeCommands';
 import { FABRIC_ENV_RE, differences, dockerRunFacts, launchFacts, singularityFacts, type Difference, type Facts } from '../helpers/launchLine';
 import { nativeTaskScript, shipyardTask, singleTaskScript, taskRunnerScript } from '../helpers/shipyardModel';
@@ -443,7 +443,7 @@ const WHY: [RegExp, string][] = [
   [/^env UCX_NET_DEVICES$/, 'our MPICH 4 preset runs over UCX and names the IB port; Shipyard set nothing for MPICH'],
   [/^env UCX_IB_PKEY$/, 'ours forwards the node\'s partition key to Intel MPI 2019 ranks too (its mlx provider is UCX); Shipyard forwarded it to Open MPI, MPICH and MVAPICH only'],
   [/^env I_MPI_FALLBACK$/, 'Intel MPI 2019 removed I_MPI_FALLBACK; our 2018 preset sets it, the 2019+ one does not'],
-  [/^env MANPATH$/, 'Shipyard set MANPATH for Intel\'s mpivars.sh under set -u; our user code runs without -u (shared/mpi/userShell.ts)'],
+  [/^env MANPATH$/, 'Shipyard set MANPATH for Intel\'s mpivars.sh under set -u; our user code runs without -u (shared/core/mpi/userShell.ts)'],
   [/^env (I_MPI_FABRICS|FI_PROVIDER)$/, 'our Intel MPI preset always names the fabric (shm:ofi with FI_PROVIDER mlx on InfiniBand, tcp without); Shipyard named it only on sizes its tables knew as InfiniBand'],
   [/^container (devices|ulimit memlock)$/, 'ours exposes the InfiniBand devices (and lifts memlock) on every RDMA size; Shipyard only on sizes its tables knew, which predate ND A100 v4'],
   [/^flag -iface$/, 'without InfiniBand our MPICH / MVAPICH presets name the interface (-iface eth0); Shipyard passed nothing'],

@@ -10,7 +10,7 @@ import { formatReport } from '../../cli/import/shipyard/reportTable';
 import { leafPaths } from '../../cli/import/shipyard/report';
 import { parseDockerRunOptions } from '../../cli/import/shipyard/containerOptions';
 import { shipyardTimespanToIso, successorVmSize, toShmSize, toJobId } from '../../cli/import/shipyard/values';
-import { parseJobSpec } from '../../shared/spec';
+import { parseJobSpec } from '../../shared/core/spec';
 
 const POOL = `pool_specification:
   id: hb-pool

@@ -1,7 +1,7 @@
 /**
  * infra/main.bicep kept honest without a Bicep compiler or Azure (neither is reachable here): it is read with the
  * small reader of tests/deploy/bicep.ts and checked against the code.
- *   (a) every app setting it sets is one shared/config reads or one the platform reads (listed below with the
+ *   (a) every app setting it sets is one shared/adapters/config reads or one the platform reads (listed below with the
  *       documentation that says so), and the settings it sets, with its parameter defaults, pass loadConfig: every
  *       required setting is there, keyless (no Batch key, host storage by account name);
  *   (b) it assigns exactly the roles of infra/roles.json, on the resources the settings name, and roles.json
@@ -13,7 +13,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { loadConfig, SETTING_NAMES } from '../../shared/config';
+import { loadConfig, SETTING_NAMES } from '../../shared/adapters/config';
 import { BicepFile, stripComments, type RoleAssignmentDecl } from './bicep';
 import { INFRA_README, readRoles, renderRoleTable, withRoleTable } from '../../scripts/infraRoles';
 
@@ -23,7 +23,7 @@ const roles = readRoles();
 const APP = 'app';
 
 /**
- * Settings the Functions platform or the Azure SDK reads, not shared/config:
+ * Settings the Functions platform or the Azure SDK reads, not shared/adapters/config:
  * - AzureWebJobsStorage__credential/__clientId: the host's identity-based storage connection with a user-assigned
  *   identity (https://learn.microsoft.com/azure/azure-functions/functions-reference#connecting-to-host-storage-with-an-identity);
  * - AZURE_CLIENT_ID: DefaultAzureCredential's choice of managed identity (@azure/identity, used by shared/services.ts);
@@ -73,7 +73,7 @@ describe('(a) app settings', () => {
     return example;
   }
 
-  it('sets each setting once, and only settings shared/config or the platform reads', () => {
+  it('sets each setting once, and only settings shared/adapters/config or the platform reads', () => {
     const names = settings.map((s) => s.name);
     expect(names.filter((n, i) => names.indexOf(n) !== i)).toEqual([]);
     const read = new Set([...SETTING_NAMES, 'APP_VERSION', ...PLATFORM_SETTINGS]);
@@ -85,7 +85,7 @@ describe('(a) app settings', () => {
     }
   });
 
-  it('with the template defaults, the settings pass shared/config: every required one is set, and nothing needs a key', () => {
+  it('with the template defaults, the settings pass shared/adapters/config: every required one is set, and nothing needs a key', () => {
     const env = Object.fromEntries(settings.filter((s) => !PLATFORM_SETTINGS.includes(s.name)).map((s) => [s.name, valueOf(s.name, s.value)]));
     const config = loadConfig(env); // throws ConfigError naming each missing or invalid setting
     expect(config.batch.auth).toEqual({ kind: 'aad', scope: 'https://batch.core.windows.net//.default' });

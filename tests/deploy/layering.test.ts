@@ -30,9 +30,9 @@ test('a back-import, a planner calling an adapter and a type-only cycle each fai
   // dependency-cruiser reports a cycle once, at the module it meets first.
   const cycles = found.filter((v) => v.startsWith('no-circular: '));
   expect(cycles).toHaveLength(1);
-  expect(cycles[0]).toMatch(/^no-circular: shared\/planning\/cycle[AB]\.ts → shared\/planning\/cycle[AB]\.ts$/);
+  expect(cycles[0]).toMatch(/^no-circular: shared\/core\/planning\/cycle[AB]\.ts → shared\/core\/planning\/cycle[AB]\.ts$/);
   expect(found.filter((v) => !v.startsWith('no-circular: '))).toEqual([
-    'pure-core-does-no-io: shared/planning/ioInCore.ts → shared/batch/client.ts',
-    'shared-imports-nothing-above: shared/planning/backImport.ts → functions/trigger.ts',
+    'pure-core-does-no-io: shared/core/planning/ioInCore.ts → shared/adapters/batch/client.ts',
+    'shared-imports-nothing-above: shared/core/planning/backImport.ts → functions/trigger.ts',
   ]);
 }, 120_000);

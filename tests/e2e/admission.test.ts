@@ -17,7 +17,7 @@ import { stringify } from 'yaml';
 import { startAzurite, type AzuriteHandle } from '../../local/azurite';
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
 import { localAppSettings, REPO_ROOT } from '../../local/stack';
-import { AdmissionStore } from '../../shared/scheduling/admissionStore';
+import { AdmissionStore } from '../../shared/adapters/scheduling/admissionStore';
 import { ChildHost } from '../helpers/childHost';
 
 let azurite: AzuriteHandle;

@@ -16,7 +16,7 @@ import * as path from 'node:path';
 import { stringify } from 'yaml';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { checkCleanup, getJobView, submitSpec, uploadDemoInputs, watchJob, type JobViewLite } from '../../local/jobRunner';
-import { batchIdFor } from '../../shared/planning/jobPlan';
+import { batchIdFor } from '../../shared/core/planning/jobPlan';
 
 let stack: Stack;
 

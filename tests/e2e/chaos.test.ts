@@ -29,7 +29,7 @@ import { buildDemoImage } from '../../examples/images/buildDemoImage';
 import { localAppSettings, localRegistrySettings, REPO_ROOT } from '../../local/stack';
 import { operatorAccess } from '../../local/operatorAccess';
 import { checkCleanup, mpiOutput, type JobViewLite, type StackClient } from '../../local/jobRunner';
-import { isTerminal } from '../../shared/state/states';
+import { isTerminal } from '../../shared/core/state/states';
 import { ChildHost } from '../helpers/childHost';
 
 const SEED = Number(process.env.CHAOS_SEED ?? Date.now() % 2_147_483_647);

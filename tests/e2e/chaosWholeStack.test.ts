@@ -10,7 +10,7 @@
  */
 import { stringify } from 'yaml';
 import type { JobViewLite, StackClient } from '../../local/jobRunner';
-import { isTerminal } from '../../shared/state/states';
+import { isTerminal } from '../../shared/core/state/states';
 import { StackFixture } from '../stack/supervisedStack';
 
 const fx = new StackFixture('chaos-whole');

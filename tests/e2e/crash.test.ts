@@ -43,7 +43,7 @@ afterAll(async () => {
   await new Promise((r) => log?.end(r));
 }, 60_000);
 
-// Operator keys are at least 24 characters (shared/config/auth.ts).
+// Operator keys are at least 24 characters (shared/core/config/auth.ts).
 const CHILD_KEYS = { functionKey: 'crash-test-function-key-0123456789', masterKey: 'crash-test-master-key-0123456789' };
 
 /**

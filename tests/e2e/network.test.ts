@@ -22,7 +22,7 @@ import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { DATA_ACCOUNT } from '../../local/azurite';
 import { seedExamples } from '../../local/seedExamples';
 import { asUser, checkCleanup, mpiOutput, submitSpec, watchJob, type JobViewLite } from '../../local/jobRunner';
-import type { ExplainDocument } from '../../shared/contract/explain';
+import type { ExplainDocument } from '../../shared/core/contract/explain';
 import { SUBMITTED_AS_WRITTEN } from '../helpers/examplesAsWritten';
 
 let stack: Stack;

@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { DATA_ACCOUNT } from '../../local/azurite';
 import { submitSpec, watchJob } from '../../local/jobRunner';
-import type { OutputsResult } from '../../shared/contract';
+import type { OutputsResult } from '../../shared/core/contract';
 import { smallSpec } from '../ops/helpers';
 
 let stack: Stack;

@@ -21,7 +21,7 @@ import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { checkCleanup, getJobView, submitSpec, watchJob, type JobViewLite } from '../../local/jobRunner';
 import type { ExchangeRecord } from '../../local/batch/config';
 import type { NodeFault } from '../../local/batch/faults/faultConfig';
-import { batchIdFor } from '../../shared/planning/jobPlan';
+import { batchIdFor } from '../../shared/core/planning/jobPlan';
 import { smallSpec } from '../ops/helpers';
 import { until } from '../batch/until';
 

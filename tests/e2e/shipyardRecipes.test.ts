@@ -26,7 +26,7 @@ import { mpiOutput, submitSpec, watchJob, type JobViewLite } from '../../local/j
 import { seedExamples } from '../../local/seedExamples';
 import { importShipyard } from '../../cli/import/shipyard/importShipyard';
 import { defaultRecipesDir, listRecipeConfigs, readRecipe } from '../../cli/import/shipyard/recipeTable';
-import type { OutputsResult } from '../../shared/contract';
+import type { OutputsResult } from '../../shared/core/contract';
 
 let stack: Stack;
 const DEMO_IMAGE = 'localhost:5000/hpc/mpi-demo:1.0';

@@ -14,7 +14,7 @@ import { parse, stringify } from 'yaml';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { checkCleanup, getJobView, submitSpec, watchJob, type JobViewLite } from '../../local/jobRunner';
 import type { ExchangeRecord } from '../../local/batch/config';
-import { batchIdFor } from '../../shared/planning/jobPlan';
+import { batchIdFor } from '../../shared/core/planning/jobPlan';
 import { batchClient, smallSpec } from '../ops/helpers';
 import { until } from '../batch/until';
 

@@ -29,7 +29,7 @@ import { DATA_ACCOUNT, STAGING_ACCOUNTS } from '../../local/azurite';
 import type { ExchangeRecord } from '../../local/batch/config';
 import { asUser, checkCleanup, mpiOutput, submitSpec, watchJob, type JobViewLite } from '../../local/jobRunner';
 import { seedExamples } from '../../local/seedExamples';
-import type { ExplainDocument } from '../../shared/contract/explain';
+import type { ExplainDocument } from '../../shared/core/contract/explain';
 import { durableInstances, jobRows } from '../intake/support';
 import { differences, downloadTaskDifferences } from '../helpers/explainMatch';
 import { fieldValues, heat1dReference } from '../helpers/heat1d';

@@ -15,11 +15,11 @@
 import { TableClient } from '@azure/data-tables';
 import { startAzurite, type AzuriteHandle } from '../../local/azurite';
 import { startWebhookReceiver, type WebhookReceiver } from '../../local/webhooks';
-import { deliverJob, relayOnce, RelayMemory, type DeliveryDeps } from '../../shared/events/delivery';
-import { DeliveryStore } from '../../shared/events/deliveryStore';
-import { webhookEndpoint } from '../../shared/events/webhookSender';
-import { JobStore, type JobState } from '../../shared/state';
-import { parseJobSpec, specHash } from '../../shared/spec';
+import { deliverJob, relayOnce, RelayMemory, type DeliveryDeps } from '../../shared/adapters/events/delivery';
+import { DeliveryStore } from '../../shared/adapters/events/deliveryStore';
+import { webhookEndpoint } from '../../shared/adapters/events/webhookSender';
+import { JobStore, type JobState } from '../../shared/adapters/state';
+import { parseJobSpec, specHash } from '../../shared/core/spec';
 
 let azurite: AzuriteHandle;
 let receiver: WebhookReceiver;

@@ -10,7 +10,7 @@
 import { stringify } from 'yaml';
 import { getJobView, submitSpec, type StackClient } from '../../local/jobRunner';
 import type { ReceivedDelivery } from '../../local/webhooks';
-import { ATTEMPTS_TABLE, CURSORS_TABLE, DeliveryStore } from '../../shared/events/deliveryStore';
+import { ATTEMPTS_TABLE, CURSORS_TABLE, DeliveryStore } from '../../shared/adapters/events/deliveryStore';
 import { StackFixture, waitGone } from '../stack/supervisedStack';
 
 const fx = new StackFixture('events');

@@ -2,7 +2,7 @@
  * Comparing a request the pipeline really made with the explain document's version of it: exact, except that each
  * placeholder of the document ("<run-time: …>", "<deployment: …>") stands for one or more characters of the real value.
  */
-import { PER_BLOB_SAS, PLACEHOLDER_RE } from '../../shared/intake/explain';
+import { PER_BLOB_SAS, PLACEHOLDER_RE } from '../../shared/adapters/intake/explain';
 
 type Json = Record<string, unknown>;
 const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -29,7 +29,7 @@ export function differences(explained: unknown, actual: unknown, at = '$'): stri
   return explained === actual ? [] : [`${at}: ${JSON.stringify(actual)} != ${JSON.stringify(explained)}`];
 }
 
-/** A resource file entry of the document that stands for every blob under a `files[].prefix` (shared/planning/explain.ts). */
+/** A resource file entry of the document that stands for every blob under a `files[].prefix` (shared/core/planning/explain.ts). */
 function perBlob(entry: unknown): boolean {
   return !!entry && typeof entry === 'object' && typeof (entry as Json).httpUrl === 'string' && ((entry as Json).httpUrl as string).includes(PER_BLOB_SAS);
 }

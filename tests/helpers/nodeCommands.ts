@@ -1,5 +1,5 @@
 /**
- * Runs the command lines the builders in shared/mpi produce the way a Batch node does: split into argv as Batch splits
+ * Runs the command lines the builders in shared/core/mpi produce the way a Batch node does: split into argv as Batch splits
  * them, started under a real /bin/bash with the task environment. `mpirun`, `docker`, `singularity`, `nproc`, `lscpu`
  * (and, when asked, `nvidia-smi`) are recording stubs on PATH: the one boundary replaced, since there is no container
  * engine, IB fabric or GPU here. The stubs record argv exactly as the program would receive it.
@@ -8,8 +8,8 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { splitShellWords } from '../../shared/mpi/shellWords';
-import type { MpiTaskInput } from '../../shared/mpi/commands';
+import { splitShellWords } from '../../shared/core/mpi/shellWords';
+import type { MpiTaskInput } from '../../shared/core/mpi/commands';
 
 /** A small native Open MPI task on two nodes: what each builder test varies. */
 export const BASE_INPUT: MpiTaskInput = {

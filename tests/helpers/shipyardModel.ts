@@ -9,7 +9,7 @@
  * Only what the recipes use is modelled: labels, ports, entrypoint, user identity, data volumes and input/output
  * data are not (none of the MPI recipes sets them; shared data volumes appear as a symbolic bind).
  */
-import { shellQuote } from '../../shared/mpi/shellQuote';
+import { shellQuote } from '../../shared/core/mpi/shellQuote';
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);

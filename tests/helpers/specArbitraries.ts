@@ -7,8 +7,8 @@
  * resulting error must point at.
  */
 import fc from 'fast-check';
-import * as P from '../../shared/spec/patterns';
-import { retiredVmSize } from '../../shared/planning/vmSizes';
+import * as P from '../../shared/core/spec/patterns';
+import { retiredVmSize } from '../../shared/core/planning/vmSizes';
 
 type Obj = Record<string, unknown>;
 

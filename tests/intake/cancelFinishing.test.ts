@@ -5,8 +5,8 @@
  * `cancelRequested: true` and then ended Succeeded.
  */
 import { startStack, type Stack } from '../../local/stack';
-import { parseJobSpec } from '../../shared/spec';
-import { JobStore, type JobState, type TerminalState } from '../../shared/state';
+import { parseJobSpec } from '../../shared/core/spec';
+import { JobStore, type JobState, type TerminalState } from '../../shared/adapters/state';
 
 let stack: Stack;
 let store: JobStore;

@@ -1,5 +1,5 @@
 /**
- * The storage calls intake makes (shared/intake/submit.ts over the real JobStore and Azurite tables; the table
+ * The storage calls intake makes (shared/adapters/intake/submit.ts over the real JobStore and Azurite tables; the table
  * clients are observed, not replaced, and the orchestration starter is a recording stand-in for the Durable client,
  * whose own calls tests/durable/hostBusy.test.ts counts):
  *  - a new job is one insert and one start: no read, no event write, no announcement (fails on the old intake:
@@ -10,14 +10,14 @@
  */
 import { TableClient } from '@azure/data-tables';
 import { startAzurite, type AzuriteHandle } from '../../local/azurite';
-import { submitJob, type OrchestrationStarter } from '../../shared/intake/submit';
-import { queuePoolCaller, type PoolGate } from '../../shared/intake/poolAccess';
-import type { DataAccessPolicy } from '../../shared/intake/dataAccess';
-import { JobStore, type JobEvent } from '../../shared/state';
-import { pendingTransitions } from '../../shared/events/cursor';
-import { DependentsStore } from '../../shared/scheduling/dependentsStore';
-import type { SchedulingPolicy } from '../../shared/scheduling/intake';
-import { DEFAULT_QUEUE } from '../../shared/spec/sections/scheduling';
+import { submitJob, type OrchestrationStarter } from '../../shared/adapters/intake/submit';
+import { queuePoolCaller, type PoolGate } from '../../shared/core/intake/poolAccess';
+import type { DataAccessPolicy } from '../../shared/core/intake/dataAccess';
+import { JobStore, type JobEvent } from '../../shared/adapters/state';
+import { pendingTransitions } from '../../shared/adapters/events/cursor';
+import { DependentsStore } from '../../shared/adapters/scheduling/dependentsStore';
+import type { SchedulingPolicy } from '../../shared/core/scheduling/intake';
+import { DEFAULT_QUEUE } from '../../shared/core/spec/sections/scheduling';
 import { fastSpec } from './support';
 
 let azurite: AzuriteHandle;

@@ -11,12 +11,12 @@ import { startAzurite, DATA_ACCOUNT, type AzuriteHandle } from '../../local/azur
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
 import { localAppSettings } from '../../local/stack';
 import { jobStore } from '../../shared/services';
-import { recordSubmission, type JobRecord } from '../../shared/state';
-import { parseJobSpec, type JobSpec } from '../../shared/spec';
-import { planJob, stagingContainerFor } from '../../shared/planning/jobPlan';
-import { mpiTaskRequest } from '../../shared/planning/mpiTaskRequest';
-import { planShards } from '../../shared/planning/shards';
-import type { JobOutcome, NodeRef } from '../../shared/contract';
+import { recordSubmission, type JobRecord } from '../../shared/adapters/state';
+import { parseJobSpec, type JobSpec } from '../../shared/core/spec';
+import { planJob, stagingContainerFor } from '../../shared/core/planning/jobPlan';
+import { mpiTaskRequest } from '../../shared/core/planning/mpiTaskRequest';
+import { planShards } from '../../shared/core/planning/shards';
+import type { JobOutcome, NodeRef } from '../../shared/core/contract';
 import { jobFinish, jobTransition } from '../../orchestrations/activities/jobState';
 import { costPrice } from '../../orchestrations/activities/costPrice';
 import { poolCreate, poolDelete, poolInspect, poolObserve, poolRemoveNodes, poolResize } from '../../orchestrations/activities/pool';
@@ -25,11 +25,11 @@ import { nodeTasksAdd, nodeTasksObserve } from '../../orchestrations/activities/
 import { inputsList, shardCopy, shardUrls, stagedDataDelete } from '../../orchestrations/activities/staging';
 import { mpiResultCollect, mpiTaskAdd, mpiTaskObserve } from '../../orchestrations/activities/mpi';
 import { outputsList, workloadUrls } from '../../orchestrations/activities/workloadData';
-import { nodeFileSources } from '../../shared/planning/workloadData';
+import { nodeFileSources } from '../../shared/core/planning/workloadData';
 import { sdkClient } from '../../local/batch/testing/sdkHelpers';
 import { admissionRelease, admissionRequest, dependenciesCheck, jobEnded } from '../../orchestrations/activities/scheduling';
 import type { ActivityEnv } from '../../orchestrations/activities/registration';
-import { recordSubmission as record } from '../../shared/state';
+import { recordSubmission as record } from '../../shared/adapters/state';
 import { until } from '../batch/until';
 import { smallSpec } from '../ops/helpers';
 

@@ -4,13 +4,13 @@
  * JSON growing past one property; a stale waiting row of a granted job is not granted again.
  */
 import { startAzurite, type AzuriteHandle } from '../../local/azurite';
-import { AdmissionStore } from '../../shared/scheduling/admissionStore';
-import { admissionPass, reconcileAdmission, releaseAdmission, requestAdmission, type AdmissionDeps } from '../../shared/scheduling/admissionService';
-import type { AdmissionLimits } from '../../shared/scheduling/admission';
-import { parseJobSpec } from '../../shared/spec';
-import { JobStore, type JobRecord } from '../../shared/state';
-import { schedulingHousekeeping } from '../../shared/scheduling/housekeeping';
-import { DependentsStore } from '../../shared/scheduling/dependentsStore';
+import { AdmissionStore } from '../../shared/adapters/scheduling/admissionStore';
+import { admissionPass, reconcileAdmission, releaseAdmission, requestAdmission, type AdmissionDeps } from '../../shared/adapters/scheduling/admissionService';
+import type { AdmissionLimits } from '../../shared/core/scheduling/admission';
+import { parseJobSpec } from '../../shared/core/spec';
+import { JobStore, type JobRecord } from '../../shared/adapters/state';
+import { schedulingHousekeeping } from '../../shared/adapters/scheduling/housekeeping';
+import { DependentsStore } from '../../shared/adapters/scheduling/dependentsStore';
 
 let azurite: AzuriteHandle;
 let tables = 0;

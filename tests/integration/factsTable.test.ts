@@ -1,5 +1,5 @@
 /**
- * The Batch account's facts shared through host storage (shared/batch/factsStore.ts, docs/azure-facts.md): several
+ * The Batch account's facts shared through host storage (shared/adapters/batch/factsStore.ts, docs/azure-facts.md): several
  * facts caches (what several Functions instances, or one after a cold start, hold) over one real Azurite table and
  * one Batch emulator with its management plane. The account is read once per time to live, whichever instance asks;
  * the others take the table's copy with its read time. Counted where the requests arrive (the emulator's exchanges).
@@ -9,11 +9,11 @@ import { startAzurite, type AzuriteHandle } from '../../local/azurite';
 import { startBatchEmulator, type BatchEmulatorHandle, type ExchangeRecord } from '../../local/batch';
 import { startIdentityService, type IdentityService } from '../../local/identity';
 import { localIdentityWiring, type LocalIdentityWiring } from '../../local/supervisor/identityWiring';
-import { loadConfig, type FactsConfig } from '../../shared/config';
-import * as batch from '../../shared/batch';
-import { FactsCache } from '../../shared/batch/facts';
-import { FactsStore, type FactsPersistence } from '../../shared/batch/factsStore';
-import { factsSummary } from '../../shared/planning/azureFacts';
+import { loadConfig, type FactsConfig } from '../../shared/adapters/config';
+import * as batch from '../../shared/adapters/batch';
+import { FactsCache } from '../../shared/adapters/batch/facts';
+import { FactsStore, type FactsPersistence } from '../../shared/adapters/batch/factsStore';
+import { factsSummary } from '../../shared/core/planning/azureFacts';
 
 let azurite: AzuriteHandle;
 let identity: IdentityService;

@@ -4,11 +4,11 @@
  */
 import { TableClient } from '@azure/data-tables';
 import { startAzurite, type AzuriteHandle } from '../../local/azurite';
-import { parseJobSpec, specHash, type JobSpec } from '../../shared/spec';
+import { parseJobSpec, specHash, type JobSpec } from '../../shared/core/spec';
 import {
   IllegalTransitionError, InvalidContinuationTokenError, JobNotFoundError, JobStore, recordSubmission, requestCancel,
   type JobRecord, type JobState,
-} from '../../shared/state';
+} from '../../shared/adapters/state';
 
 let azurite: AzuriteHandle;
 let tableCounter = 0;

@@ -7,7 +7,7 @@
 import { startAzurite, type AzuriteHandle } from '../../local/azurite';
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
 import { localAppSettings } from '../../local/stack';
-import { addNodeTask, createJob, getTask } from '../../shared/batch';
+import { addNodeTask, createJob, getTask } from '../../shared/adapters/batch';
 import { batchContext } from '../../shared/services';
 import { nodeTaskUploads } from '../../orchestrations/activities/outputsCheck';
 import { until } from '../batch/until';

@@ -8,7 +8,7 @@ import { BlobServiceClient } from '@azure/storage-blob';
 import { startAzurite, DATA_ACCOUNT, type AzuriteHandle } from '../../local/azurite';
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
 import { localAppSettings } from '../../local/stack';
-import { addNodeTask, createJob, getTask } from '../../shared/batch';
+import { addNodeTask, createJob, getTask } from '../../shared/adapters/batch';
 import { batchContext } from '../../shared/services';
 import { mpiTaskUploads, outputsMissing } from '../../orchestrations/activities/outputsCheck';
 import { until } from '../batch/until';

@@ -9,9 +9,9 @@ import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch'
 import { localAppSettings } from '../../local/stack';
 import { sdkClient } from '../../local/batch/testing/sdkHelpers';
 import { jobStore } from '../../shared/services';
-import { recordSubmission } from '../../shared/state';
-import { parseJobSpec } from '../../shared/spec';
-import { JOB_KEY, OWNER_KEY, OWNER_VALUE, SUBMITTER_KEY } from '../../shared/batch/common';
+import { recordSubmission } from '../../shared/adapters/state';
+import { parseJobSpec } from '../../shared/core/spec';
+import { JOB_KEY, OWNER_KEY, OWNER_VALUE, SUBMITTER_KEY } from '../../shared/adapters/batch/common';
 import { poolInspect } from '../../orchestrations/activities/pool';
 import { batchJobCreate } from '../../orchestrations/activities/batchJob';
 import { smallSpec } from '../ops/helpers';

@@ -5,10 +5,10 @@
  */
 import { startAzurite, type AzuriteHandle } from '../../local/azurite';
 import { startRetailPricesStandIn, type RetailPricesStandIn } from '../../local/prices';
-import { DEFAULT_PRICE_TABLE } from '../../shared/config/priceTable';
-import { PriceStore } from '../../shared/ops/priceStore';
-import { priceService } from '../../shared/ops/priceService';
-import { fetchNodePrices } from '../../shared/ops/retailPricesClient';
+import { DEFAULT_PRICE_TABLE } from '../../shared/core/config/priceTable';
+import { PriceStore } from '../../shared/adapters/ops/priceStore';
+import { priceService } from '../../shared/core/ops/priceService';
+import { fetchNodePrices } from '../../shared/adapters/ops/retailPricesClient';
 
 let azurite: AzuriteHandle;
 let api: RetailPricesStandIn;

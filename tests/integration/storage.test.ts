@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { startAzurite, AzuriteHandle } from '../../local/azurite';
-import { blobAccount, BlobAccount } from '../../shared/storage/clients';
-import { copyShard } from '../../shared/storage/shardCopy';
-import { readOnlyBlobUrl } from '../../shared/storage/sas';
-import { listInputBlobs } from '../../shared/storage/listing';
+import { blobAccount, BlobAccount } from '../../shared/adapters/storage/clients';
+import { copyShard } from '../../shared/adapters/storage/shardCopy';
+import { readOnlyBlobUrl } from '../../shared/adapters/storage/sas';
+import { listInputBlobs } from '../../shared/adapters/storage/listing';
 
 let azurite: AzuriteHandle;
 let input: BlobAccount;

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
-import { budgetVerdict, jobCost, nodeHoursSoFar } from '../../shared/ops/cost';
-import { DEFAULT_PRICE_TABLE, parsePriceTable, pricePerNodeHour } from '../../shared/config/priceTable';
-import { usageReport } from '../../shared/ops/usage';
+import { budgetVerdict, jobCost, nodeHoursSoFar } from '../../shared/core/ops/cost';
+import { DEFAULT_PRICE_TABLE, parsePriceTable, pricePerNodeHour } from '../../shared/core/config/priceTable';
+import { usageReport } from '../../shared/core/ops/usage';
 
 const T0 = Date.parse('2026-03-01T10:00:00.000Z');
 const at = (min: number) => new Date(T0 + min * 60_000).toISOString();

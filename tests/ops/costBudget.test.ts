@@ -7,10 +7,10 @@ import { existsSync, mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { checkCleanup, submitSpec, watchJob } from '../../local/jobRunner';
-import { DEFAULT_PRICE_TABLE, pricePerNodeHour } from '../../shared/config/priceTable';
-import { runSweep } from '../../shared/ops/sweep';
-import type { JobCost } from '../../shared/ops/cost';
-import { loadConfig } from '../../shared/config';
+import { DEFAULT_PRICE_TABLE, pricePerNodeHour } from '../../shared/core/config/priceTable';
+import { runSweep } from '../../shared/adapters/ops/sweep';
+import type { JobCost } from '../../shared/core/ops/cost';
+import { loadConfig } from '../../shared/adapters/config';
 import { BatchRequestLog, appJobStore, batchClient, durableInstanceUrl, smallSpec, sweepDeps } from './helpers';
 
 const POLL_MAX_MS = 2_000;

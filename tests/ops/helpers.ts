@@ -4,12 +4,12 @@ import { DefaultAzureCredential } from '@azure/identity';
 import { stringify } from 'yaml';
 import type { Stack } from '../../local/stack';
 import { STAGING_ACCOUNTS } from '../../local/azurite';
-import { loadConfig, type AppConfig } from '../../shared/config';
-import { createBatchContext } from '../../shared/batch';
-import { JobStore } from '../../shared/state';
-import { blobAccount } from '../../shared/storage/clients';
-import type { OrchestrationControl, SweepDeps } from '../../shared/ops/sweep';
-import type { SweepSettings } from '../../shared/ops/sweepRules';
+import { loadConfig, type AppConfig } from '../../shared/adapters/config';
+import { createBatchContext } from '../../shared/adapters/batch';
+import { JobStore } from '../../shared/adapters/state';
+import { blobAccount } from '../../shared/adapters/storage/clients';
+import type { OrchestrationControl, SweepDeps } from '../../shared/adapters/ops/sweep';
+import type { SweepSettings } from '../../shared/core/ops/sweepRules';
 
 /** A native Open MPI job with no input data: the MPI program is a shell command. */
 export function smallSpec(id: string, opts: { nodes?: number; command: string; limits?: Record<string, unknown>; pool?: Record<string, unknown>; tags?: Record<string, string>; data?: unknown; container?: Record<string, unknown> }): string {

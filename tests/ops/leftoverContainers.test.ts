@@ -1,10 +1,10 @@
-/** The container rule (shared/ops/leftoverContainers), pure: scenarios, then a property over whole cleanups. */
+/** The container rule (shared/core/ops/leftoverContainers), pure: scenarios, then a property over whole cleanups. */
 import fc from 'fast-check';
 import {
   MAX_CLEANUP_ATTEMPTS, NODE_WAIT_LIMIT_MS, cleanupJobIdFor, cleanupTaskIdFor, planContainerCleanup, suspectNodes,
   type ObservedCleanupTask, type ObservedContainerJob,
-} from '../../shared/ops/leftoverContainers';
-import { planSweep } from '../../shared/ops/sweepRules';
+} from '../../shared/core/ops/leftoverContainers';
+import { planSweep } from '../../shared/core/ops/sweepRules';
 
 const NOW = Date.parse('2026-11-21T12:00:00Z');
 const nodes = (...ids: string[]) => ids.map((id) => ({ id, state: 'idle', affinityId: `aff-${id}` }));

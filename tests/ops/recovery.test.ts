@@ -9,9 +9,9 @@ import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { startFunctionsHost, type FunctionsHostHandle } from '../../local/host';
 import { createDurableExtension } from '../../local/durable';
 import { asOperator, getJobView } from '../../local/jobRunner';
-import { loadConfig } from '../../shared/config';
-import { parseJobSpec } from '../../shared/spec';
-import { recordSubmission } from '../../shared/state';
+import { loadConfig } from '../../shared/adapters/config';
+import { parseJobSpec } from '../../shared/core/spec';
+import { recordSubmission } from '../../shared/adapters/state';
 import { until } from '../batch/until';
 import { appJobStore, durableInstanceUrl, smallSpec } from './helpers';
 

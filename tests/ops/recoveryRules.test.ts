@@ -4,8 +4,8 @@
  * re-driven is failed with the reason; a job whose run exists is never re-driven.
  */
 import fc from 'fast-check';
-import { planSweep, shouldRedrive, type ObservedJobRow, type ObservedOrchestration, type SweepObservation, type SweepSettings } from '../../shared/ops/sweepRules';
-import { JOB_STATES } from '../../shared/state/states';
+import { planSweep, shouldRedrive, type ObservedJobRow, type ObservedOrchestration, type SweepObservation, type SweepSettings } from '../../shared/core/ops/sweepRules';
+import { JOB_STATES } from '../../shared/core/state/states';
 
 const S: SweepSettings = { stallLimitMs: 10 * 60_000, graceMs: 10 * 60_000, stagingRetentionMs: 60 * 60_000 };
 const NOW = '2026-01-01T12:00:00.000Z';

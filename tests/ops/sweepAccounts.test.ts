@@ -7,11 +7,11 @@
 import { BlobServiceClient } from '@azure/storage-blob';
 import { startAzurite, type AzuriteHandle } from '../../local/azurite';
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
-import { createBatchContext, type BatchContext } from '../../shared/batch';
-import { poolOwnershipMetadata } from '../../shared/batch/common';
-import { loadConfig } from '../../shared/config';
-import { runSweep, type OrchestrationControl, type SweepDeps } from '../../shared/ops/sweep';
-import { JobStore } from '../../shared/state';
+import { createBatchContext, type BatchContext } from '../../shared/adapters/batch';
+import { poolOwnershipMetadata } from '../../shared/adapters/batch/common';
+import { loadConfig } from '../../shared/adapters/config';
+import { runSweep, type OrchestrationControl, type SweepDeps } from '../../shared/adapters/ops/sweep';
+import { JobStore } from '../../shared/adapters/state';
 import { emulatorBatchContext } from '../batch/emulatorContext';
 
 let azurite: AzuriteHandle;

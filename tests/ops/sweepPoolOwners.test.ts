@@ -3,11 +3,11 @@
  * and the sweep's log line name it), a kept pool stays whoever owns it, and the sweep only ever sees pools the control
  * plane can attribute (listOwnedPools reads the job id from their metadata): a pool without it is never a candidate.
  */
-import { planSweep, type ObservedJobRow, type SweepObservation, type SweepSettings } from '../../shared/ops/sweepRules';
-import { listOwnedPools } from '../../shared/batch/pools';
-import type { BatchContext } from '../../shared/batch/client';
-import { poolOwnershipMetadata } from '../../shared/batch/common';
-import { DEFAULT_RETRY_POLICY } from '../../shared/batch/retry';
+import { planSweep, type ObservedJobRow, type SweepObservation, type SweepSettings } from '../../shared/core/ops/sweepRules';
+import { listOwnedPools } from '../../shared/adapters/batch/pools';
+import type { BatchContext } from '../../shared/adapters/batch/client';
+import { poolOwnershipMetadata } from '../../shared/adapters/batch/common';
+import { DEFAULT_RETRY_POLICY } from '../../shared/adapters/batch/retry';
 
 const S: SweepSettings = { stallLimitMs: 10 * 60_000, graceMs: 2 * 60_000, stagingRetentionMs: 60 * 60_000 };
 const NOW = '2026-01-01T12:00:00.000Z';

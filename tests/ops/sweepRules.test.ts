@@ -2,8 +2,8 @@ import fc from 'fast-check';
 import {
   isLostRun, isStalled, planSweep, summarise,
   type ObservedJobRow, type ObservedOrchestration, type SweepObservation, type SweepSettings, type SweepAction,
-} from '../../shared/ops/sweepRules';
-import { JOB_STATES, isTerminal } from '../../shared/state/states';
+} from '../../shared/core/ops/sweepRules';
+import { JOB_STATES, isTerminal } from '../../shared/core/state/states';
 
 const S: SweepSettings = { stallLimitMs: 10 * 60_000, graceMs: 2 * 60_000, stagingRetentionMs: 60 * 60_000 };
 /** With the (optional) retention purge on: 2 hours. */

@@ -1,6 +1,6 @@
-/** GET /api/usage's per-job rows and the control plane's usage behind its cost (shared/ops/usage.ts, pure). */
-import { usageReport, jobControlPlaneUsage, PER_JOB_MAX } from '../../shared/ops/usage';
-import { jobCost } from '../../shared/ops/cost';
+/** GET /api/usage's per-job rows and the control plane's usage behind its cost (shared/core/ops/usage.ts, pure). */
+import { usageReport, jobControlPlaneUsage, PER_JOB_MAX } from '../../shared/core/ops/usage';
+import { jobCost } from '../../shared/core/ops/cost';
 
 const cost = (i: number, price?: number) =>
   jobCost({ dedicatedNodes: 2, lowPriorityNodes: 0, allocatedAt: new Date(Date.UTC(2026, 2, 1, 0, i)).toISOString(), releasedAt: new Date(Date.UTC(2026, 2, 1, 0, i + 10)).toISOString(), vmSize: 'Standard_D8s_v5' }, {}, { pricePerNodeHour: price, currency: 'USD', source: 'table' });

@@ -16,7 +16,7 @@ import {
   type MpiTaskSpec,
   type NodeSnapshot,
   type TaskSnapshot,
-} from '../../shared/batch';
+} from '../../shared/adapters/batch';
 import { collectMpiResult, type MpiResultDeps } from '../../orchestrations/activities/mpi';
 import { observeNodeTasks } from '../../orchestrations/activities/nodeTasks';
 import { until } from '../batch/until';

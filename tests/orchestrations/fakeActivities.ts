@@ -1,6 +1,6 @@
 /**
  * Typed fake activities for replaying the real mpiJob orchestrator in memory (tests/durable/helpers/simulator):
- * each fake takes the contract's input and returns the contract's output (shared/contract/activities.ts), so a
+ * each fake takes the contract's input and returns the contract's output (shared/core/contract/activities.ts), so a
  * renamed activity, a changed input or a result of the wrong shape breaks the test's build instead of the
  * orchestrator silently replaying against answers Batch would never give.
  */
@@ -11,10 +11,10 @@ import {
   type ActivityOutput,
   type JobOutcome,
   type NodeTaskObservation,
-} from '../../shared/contract';
-import type { PoolObservation } from '../../shared/planning/provisionPolicy';
-import { expectedMasterUploads } from '../../shared/planning/outputsCheck';
-import type { PreflightRun } from '../../shared/planning/preflight';
+} from '../../shared/core/contract';
+import type { PoolObservation } from '../../shared/core/planning/provisionPolicy';
+import { expectedMasterUploads } from '../../shared/core/planning/outputsCheck';
+import type { PreflightRun } from '../../shared/core/planning/preflight';
 import type { Activity } from '../durable/helpers/simulator';
 
 /** One activity, as the orchestrator sees it; `attempt` counts Durable's retries of the same call (1, 2, …). */

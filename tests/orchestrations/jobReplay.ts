@@ -3,12 +3,12 @@
  * durable-functions library's own executor (tests/durable/helpers/simulator), and reading what it did from the
  * orchestration history: which activities it scheduled, in which order, with which input.
  */
-import { parseJobSpec } from '../../shared/spec';
+import { parseJobSpec } from '../../shared/core/spec';
 import { mpiJobOrchestrator } from '../../orchestrations/mpiJob';
 import { MPI_WAIT_ORCHESTRATION, mpiWaitOrchestrator } from '../../orchestrations/stages/mpiWait';
-import { CANCEL_EVENT, MPI_WAIT_POLLS_PER_GENERATION, type ActivityInput, type ActivityName, type CancelEventData, type MpiJobInput, type PipelineSettings } from '../../shared/contract';
-import type { JobState } from '../../shared/state/states';
-import type { ListedInputBlob } from '../../shared/storage/listing';
+import { CANCEL_EVENT, MPI_WAIT_POLLS_PER_GENERATION, type ActivityInput, type ActivityName, type CancelEventData, type MpiJobInput, type PipelineSettings } from '../../shared/core/contract';
+import type { JobState } from '../../shared/core/state/states';
+import type { ListedInputBlob } from '../../shared/adapters/storage/listing';
 import { EventType, type HistoryEvent } from '../../local/durable/history';
 import { simulate, type SimOptions, type SimResult } from '../durable/helpers/simulator';
 import { smallSpec } from '../ops/helpers';

@@ -3,8 +3,8 @@
  * Batch held it requeued (a node was lost), so Batch reported no exit code. The record keeps the failure class and
  * no exit code; the old record said exitCode 0 for an attempt that failed.
  */
-import type { ActivityInput, MpiResult, MpiTaskObservation } from '../../shared/contract';
-import type { PoolObservation } from '../../shared/planning/provisionPolicy';
+import type { ActivityInput, MpiResult, MpiTaskObservation } from '../../shared/core/contract';
+import type { PoolObservation } from '../../shared/core/planning/provisionPolicy';
 import { fakeNode, healthyJob, type FakeActivities } from './fakeActivities';
 import { jobInput, replay, scheduledInputs } from './jobReplay';
 

@@ -6,7 +6,7 @@
  */
 import { healthyJob, poolObservation } from './fakeActivities';
 import { jobInput, replay, scheduled, scheduledInputs, SETTINGS } from './jobReplay';
-import { jobError } from '../../shared/planning/failureExplain';
+import { jobError } from '../../shared/core/planning/failureExplain';
 
 const failingStartTask = () => {
   let looks = 0;

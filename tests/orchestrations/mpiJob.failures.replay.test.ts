@@ -6,7 +6,7 @@
  */
 import { healthyJob, nodeTasksFailingOn, poolObservation } from './fakeActivities';
 import { EventType } from '../../local/durable/history';
-import { BatchError } from '../../shared/batch';
+import { BatchError } from '../../shared/adapters/batch';
 import { activityFailureMessage } from '../../orchestrations/runtime/activityCalls';
 import { cleanupSteps, expectFinishedOnceAndLast, jobInput, pipelineJob, replay, scheduled, scheduledInputs, stagesEntered, STEP_MS, threeShards } from './jobReplay';
 

@@ -4,7 +4,7 @@
  * and a cancel while it waits still cleans up.
  */
 import { EventType, type HistoryEvent } from '../../local/durable/history';
-import { MPI_WAIT_POLLS_PER_GENERATION } from '../../shared/contract';
+import { MPI_WAIT_POLLS_PER_GENERATION } from '../../shared/core/contract';
 import { MPI_WAIT_ORCHESTRATION } from '../../orchestrations/stages/mpiWait';
 import type { SimResult } from '../durable/helpers/simulator';
 import { healthyJob } from './fakeActivities';

@@ -5,8 +5,8 @@
  */
 import { FAKE_IMAGE_DIGEST, fakeNode, healthyJob, poolObservation, preflightReport, fakeIps } from './fakeActivities';
 import { jobInput, replay } from './jobReplay';
-import type { NodeTaskObservation, NodeTaskRequest } from '../../shared/contract';
-import { splitShellWords } from '../../shared/mpi/shellWords';
+import type { NodeTaskObservation, NodeTaskRequest } from '../../shared/core/contract';
+import { splitShellWords } from '../../shared/core/mpi/shellWords';
 
 const NODES = 14;
 const script = (t: NodeTaskRequest) => splitShellWords(t.commandLine)[2];

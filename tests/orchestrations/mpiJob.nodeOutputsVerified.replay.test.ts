@@ -4,10 +4,10 @@
  * must have produced (from the files below the MPI task's directory on its node) are looked up; a lost one is an error
  * naming the node in result.outputs.errors and follows onUploadFailure.
  */
-import { parseJobSpec } from '../../shared/spec';
-import type { MpiJobInput, MpiResult, OutputsResult } from '../../shared/contract';
+import { parseJobSpec } from '../../shared/core/spec';
+import type { MpiJobInput, MpiResult, OutputsResult } from '../../shared/core/contract';
 import { EventType, type HistoryEvent } from '../../local/durable/history';
-import { expectedNodeUploads } from '../../shared/planning/outputsCheck';
+import { expectedNodeUploads } from '../../shared/core/planning/outputsCheck';
 import { healthyJob, type FakeActivities, type FakeJob } from './fakeActivities';
 import { expectFinishedOnceAndLast, replay, scheduledInputs, SETTINGS } from './jobReplay';
 

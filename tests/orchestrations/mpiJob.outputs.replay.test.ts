@@ -4,8 +4,8 @@
  * failures are reported on the job without changing its state (unless the spec says so), and a cancel while the MPI
  * task runs lets Batch upload its output files before the pool goes.
  */
-import { parseJobSpec } from '../../shared/spec';
-import type { MpiJobInput, MpiResult, NodeTaskObservation, OutputsResult } from '../../shared/contract';
+import { parseJobSpec } from '../../shared/core/spec';
+import type { MpiJobInput, MpiResult, NodeTaskObservation, OutputsResult } from '../../shared/core/contract';
 import { EventType, type HistoryEvent } from '../../local/durable/history';
 import { healthyJob, type FakeActivities, type FakeJob } from './fakeActivities';
 import { cancelOnEntering, expectFinishedOnceAndLast, replay, scheduled, scheduledInputs, SETTINGS } from './jobReplay';

@@ -4,10 +4,10 @@
  * job ends; a lost upload is an error in result.outputs.errors and follows onUploadFailure, never a Succeeded job
  * with empty errors.
  */
-import { parseJobSpec } from '../../shared/spec';
-import type { MpiJobInput, MpiResult, OutputsResult } from '../../shared/contract';
+import { parseJobSpec } from '../../shared/core/spec';
+import type { MpiJobInput, MpiResult, OutputsResult } from '../../shared/core/contract';
 import { EventType, type HistoryEvent } from '../../local/durable/history';
-import { expectedMasterUploads } from '../../shared/planning/outputsCheck';
+import { expectedMasterUploads } from '../../shared/core/planning/outputsCheck';
 import { healthyJob, type FakeActivities, type FakeJob } from './fakeActivities';
 import { expectFinishedOnceAndLast, replay, scheduledInputs, SETTINGS } from './jobReplay';
 

@@ -7,13 +7,13 @@
  * early copy, the deletion of containers a copy wrote before a cancel, and replaced nodes on a retry are covered too.
  */
 import { EventType, type HistoryEvent } from '../../local/durable/history';
-import type { ActivityInput, MpiResult, MpiTaskObservation, NodeTaskObservation } from '../../shared/contract';
-import type { PoolObservation } from '../../shared/planning/provisionPolicy';
+import type { ActivityInput, MpiResult, MpiTaskObservation, NodeTaskObservation } from '../../shared/core/contract';
+import type { PoolObservation } from '../../shared/core/planning/provisionPolicy';
 import type { SimResult } from '../durable/helpers/simulator';
 import { fakeDigests, fakeNode, healthyJob, poolObservation, preflightReport, fakeIps, type FakeActivities, type FakeJob } from './fakeActivities';
 import { cleanupSteps, expectFinishedOnceAndLast, jobInput, replay, scheduled, scheduledInputs, SETTINGS, stagesEntered } from './jobReplay';
-import type { MpiJobInput } from '../../shared/contract';
-import type { ListedInputBlob } from '../../shared/storage/listing';
+import type { MpiJobInput } from '../../shared/core/contract';
+import type { ListedInputBlob } from '../../shared/adapters/storage/listing';
 
 const OVERLAP = { ...SETTINGS, overlapStaging: true, stagingAccounts: ['stage0', 'stage1'], copyConcurrency: 2 };
 

@@ -4,11 +4,11 @@
  * (an event wakes the job; a parent that can no longer meet the condition cancels it), and the job's budget starting
  * at admission rather than at submission.
  */
-import { ADMISSION_EVENT, CANCEL_EVENT, DEPENDENCY_EVENT, type AdmissionStatus, type DependencyStatus } from '../../shared/contract';
+import { ADMISSION_EVENT, CANCEL_EVENT, DEPENDENCY_EVENT, type AdmissionStatus, type DependencyStatus } from '../../shared/core/contract';
 import { EventType, type HistoryEvent } from '../../local/durable/history';
 import { healthyJob, type FakeJob } from './fakeActivities';
 import { expectFinishedOnceAndLast, jobInput, replay, scheduled, stagesEntered, SETTINGS } from './jobReplay';
-import type { MpiJobInput } from '../../shared/contract';
+import type { MpiJobInput } from '../../shared/core/contract';
 
 const POLL_MS = 45 * 60_000;
 

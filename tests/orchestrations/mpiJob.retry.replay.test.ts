@@ -4,8 +4,8 @@
  * result lists, what was replaced, which tasks each attempt added, the timeline notes and the backoff timer.
  */
 import { EventType } from '../../local/durable/history';
-import type { ActivityInput, MpiResult, MpiTaskObservation, PreflightResult } from '../../shared/contract';
-import type { PoolObservation } from '../../shared/planning/provisionPolicy';
+import type { ActivityInput, MpiResult, MpiTaskObservation, PreflightResult } from '../../shared/core/contract';
+import type { PoolObservation } from '../../shared/core/planning/provisionPolicy';
 import { fakeNode, healthyJob, preflightReport, type FakeActivities, type FakeJob } from './fakeActivities';
 import { cleanupSteps, expectFinishedOnceAndLast, jobInput, replay, scheduled, scheduledInputs, stagesEntered, STEP_MS } from './jobReplay';
 import type { SimResult } from '../durable/helpers/simulator';

@@ -6,8 +6,8 @@
  */
 import { healthyJob } from './fakeActivities';
 import { jobInput, replay, STEP_MS } from './jobReplay';
-import type { NodeTaskRequest } from '../../shared/contract';
-import { splitShellWords } from '../../shared/mpi/shellWords';
+import type { NodeTaskRequest } from '../../shared/core/contract';
+import { splitShellWords } from '../../shared/core/mpi/shellWords';
 
 test('a SIF from blob storage: one short-lived SAS, a resource file in every pull task, the cached SIF at run time', async () => {
   const minted: { blobs: unknown; expiresAt: string }[] = [];

@@ -3,7 +3,7 @@
  * pool, the job's sources are looked up in one activity; a miss fails the job with the field path, without creating,
  * cleaning up or even pricing anything. Runs started before the check (no settings.checkSources) replay without it.
  */
-import { missMessage, sourceChecks } from '../../shared/planning/sourcesCheck';
+import { missMessage, sourceChecks } from '../../shared/core/planning/sourcesCheck';
 import { healthyJob } from './fakeActivities';
 import { expectFinishedOnceAndLast, jobInput, pipelineJob, replay, scheduled, scheduledInputs, SETTINGS, threeShards } from './jobReplay';
 

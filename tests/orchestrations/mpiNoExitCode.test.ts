@@ -4,9 +4,9 @@
  * pipeline's own: a node was lost, Batch requeued the task, the orchestrator terminated it while it waited.
  */
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
-import { addMpiTask, createJob, createJobPool, getPoolSnapshot, getTask, terminateTask, type BatchContext } from '../../shared/batch';
+import { addMpiTask, createJob, createJobPool, getPoolSnapshot, getTask, terminateTask, type BatchContext } from '../../shared/adapters/batch';
 import { collectMpiResult } from '../../orchestrations/activities/mpi';
-import { classifyAttempt } from '../../shared/planning/failureClass';
+import { classifyAttempt } from '../../shared/core/planning/failureClass';
 import { until } from '../batch/until';
 import { emulatorBatchContext } from '../batch/emulatorContext';
 

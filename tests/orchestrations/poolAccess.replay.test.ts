@@ -5,7 +5,7 @@
  */
 import { healthyJob, poolObservation } from './fakeActivities';
 import { jobInput, replay, scheduled, scheduledInputs, stagesEntered } from './jobReplay';
-import { notYours } from '../../shared/intake/poolAccess';
+import { notYours } from '../../shared/core/intake/poolAccess';
 
 const reusable = { exists: true, state: 'active', vmSize: 'standard_d8s_v5', enableInterNodeCommunication: true, taskSlotsPerNode: 1 };
 

@@ -4,8 +4,8 @@
  * maxPreemptions the fallback decides (dedicated: the pool's Spot target goes to 0 and its dedicated one up; fail: the
  * job ends, saying why). The cost record splits Spot and dedicated node-minutes.
  */
-import type { ActivityInput, MpiResult, MpiTaskObservation } from '../../shared/contract';
-import type { PoolObservation } from '../../shared/planning/provisionPolicy';
+import type { ActivityInput, MpiResult, MpiTaskObservation } from '../../shared/core/contract';
+import type { PoolObservation } from '../../shared/core/planning/provisionPolicy';
 import { fakeNode, healthyJob } from './fakeActivities';
 import { expectFinishedOnceAndLast, jobInput, replay, scheduled, scheduledInputs } from './jobReplay';
 

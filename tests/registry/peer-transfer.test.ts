@@ -1,5 +1,5 @@
 /**
- * Image copies between emulated nodes, as the PullingImages stage issues them (shared/mpi/imageTransfer.ts): a seed
+ * Image copies between emulated nodes, as the PullingImages stage issues them (shared/core/mpi/imageTransfer.ts): a seed
  * pulls from the local registry, the other nodes copy from a peer through the emulator's ssh stand-in with the real
  * node `docker save | docker load`, and every copy checks the digests. Real processes, real bytes; the registry's
  * own counters show it served the image once.
@@ -10,10 +10,10 @@ import * as path from 'node:path';
 import { RegistryHandle, startRegistry } from '../../local/registry';
 import { writeEnvFile, writeHostsFile } from '../../local/batch/runner/sandbox';
 import { buildDemoImage } from '../../examples/images/buildDemoImage';
-import { bashCommandLine } from '../../shared/mpi/shellQuote';
-import { GLUE_STRICT } from '../../shared/mpi/userShell';
-import { SOURCE_LOST_EXIT, parseDigestLines, peerCopyScriptLines, seedScriptLines } from '../../shared/mpi/imageTransfer';
-import { pullLines } from '../../shared/mpi/commands';
+import { bashCommandLine } from '../../shared/core/mpi/shellQuote';
+import { GLUE_STRICT } from '../../shared/core/mpi/userShell';
+import { SOURCE_LOST_EXIT, parseDigestLines, peerCopyScriptLines, seedScriptLines } from '../../shared/core/mpi/imageTransfer';
+import { pullLines } from '../../shared/core/mpi/commands';
 import { createHash } from 'node:crypto';
 import { splitCommandLine } from '../../local/batch/runner/commandLine';
 import { TestNode, cleanupNodes, makeBaseDir, makeNode, verifyNodeImage } from './nodeHarness';

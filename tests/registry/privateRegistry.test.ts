@@ -1,6 +1,6 @@
 /**
  * The local registry as a private one (ACR's token service, local/registry/auth.ts), with the node tools doing what
- * docker and singularity do against ACR, and the pull task's own sign-in lines (shared/mpi/registryLogin.ts) run for
+ * docker and singularity do against ACR, and the pull task's own sign-in lines (shared/core/mpi/registryLogin.ts) run for
  * real in bash on an emulated node:
  *  - by the pool identity: the node's instance metadata service (the local identity service) → /oauth2/exchange →
  *    docker login / SINGULARITY_DOCKER_* → challenge → token → pull;
@@ -16,8 +16,8 @@ import { startRegistry, type RegistryHandle } from '../../local/registry';
 import { startIdentityService, type IdentityService } from '../../local/identity';
 import { localIdentityWiring, type LocalIdentityWiring } from '../../local/supervisor/identityWiring';
 import { buildDemoImage } from '../../examples/images/buildDemoImage';
-import { registryLoginLines, registryLogoutLines, REGISTRY_SECRET_ENV, type RegistryLoginPlan } from '../../shared/mpi/registryLogin';
-import { sifPullLines } from '../../shared/mpi/singularity';
+import { registryLoginLines, registryLogoutLines, REGISTRY_SECRET_ENV, type RegistryLoginPlan } from '../../shared/core/mpi/registryLogin';
+import { sifPullLines } from '../../shared/core/mpi/singularity';
 import { cleanupNodes, makeBaseDir, makeNode, runTool, type TestNode } from './nodeHarness';
 
 let registry: RegistryHandle;

@@ -1,5 +1,5 @@
 /**
- * The node-side secret fetch (shared/mpi/secretFetch.ts) run by real bash and curl against the local identity
+ * The node-side secret fetch (shared/core/mpi/secretFetch.ts) run by real bash and curl against the local identity
  * service's IMDS and the local Key Vault (local/keyvault): the value arrives in the exported variable only; an
  * identity without the role, a missing secret, a wrong version each stop the script naming the field and Key
  * Vault's error code; the Key Vault stand-in answers Key Vault's errors (401 challenge, 400 api-version, 501).
@@ -9,8 +9,8 @@ import { randomBytes } from 'node:crypto';
 import { startIdentityService, createEntraTokenVerifier, type IdentityService } from '../../local/identity';
 import { APP_IDENTITY, POOL_IDENTITY } from '../../local/identity/managedIdentities';
 import { secretVersion, seedWithReaders, startKeyVault, type KeyVaultHandle } from '../../local/keyvault';
-import { secretFetchLines, type SecretFetch } from '../../shared/mpi/secretFetch';
-import { GLUE_STRICT } from '../../shared/mpi/userShell';
+import { secretFetchLines, type SecretFetch } from '../../shared/core/mpi/secretFetch';
+import { GLUE_STRICT } from '../../shared/core/mpi/userShell';
 
 let identity: IdentityService;
 let vault: KeyVaultHandle;

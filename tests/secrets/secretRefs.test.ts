@@ -3,20 +3,20 @@
  * policy (no pool identity, loopback licence servers), the MPI task that carries only references (no value in its
  * environment settings or command lines, names forwarded to every rank), LM_LICENSE_FILE, and the explain document.
  */
-import { parseJobSpec, type JobSpec } from '../../shared/spec';
-import { checkSecretPolicy } from '../../shared/intake/secretPolicy';
-import { lmLicenseFile, parseLicenseServer, vaultNameOf } from '../../shared/spec/sections/secrets';
-import { mpiTaskRequest } from '../../shared/planning/mpiTaskRequest';
-import { mpiTaskSpec } from '../../shared/planning/batchRequests';
-import { planJob } from '../../shared/planning/jobPlan';
-import { explainJob } from '../../shared/intake/explain';
-import { jobSecrets, plainEnv } from '../../shared/planning/secretEnv';
-import { buildMpiTaskCommands, type MpiTaskInput } from '../../shared/mpi/commands';
+import { parseJobSpec, type JobSpec } from '../../shared/core/spec';
+import { checkSecretPolicy } from '../../shared/core/intake/secretPolicy';
+import { lmLicenseFile, parseLicenseServer, vaultNameOf } from '../../shared/core/spec/sections/secrets';
+import { mpiTaskRequest } from '../../shared/core/planning/mpiTaskRequest';
+import { mpiTaskSpec } from '../../shared/core/planning/batchRequests';
+import { planJob } from '../../shared/core/planning/jobPlan';
+import { explainJob } from '../../shared/adapters/intake/explain';
+import { jobSecrets, plainEnv } from '../../shared/core/planning/secretEnv';
+import { buildMpiTaskCommands, type MpiTaskInput } from '../../shared/core/mpi/commands';
 import { BASE_INPUT } from '../helpers/nodeCommands';
-import { evaluatePreflight, parsePreflightOutput, requiredNodePaths } from '../../shared/planning/preflight';
-import { preflightMasterScript } from '../../shared/mpi/preflightScript';
+import { evaluatePreflight, parsePreflightOutput, requiredNodePaths } from '../../shared/core/planning/preflight';
+import { preflightMasterScript } from '../../shared/core/mpi/preflightScript';
 import { SETTINGS } from '../orchestrations/jobReplay';
-import type { ExplainSettings } from '../../shared/contract/explain';
+import type { ExplainSettings } from '../../shared/core/contract/explain';
 
 const EXPLAIN_SETTINGS: ExplainSettings = { source: 'defaults', poolIdentity: null, ...(({ poll: _poll, ...rest }) => rest)(SETTINGS) };
 

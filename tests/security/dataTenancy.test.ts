@@ -15,9 +15,9 @@ import { DATA_ACCOUNT } from '../../local/azurite';
 import { watchJob, asOperator } from '../../local/jobRunner';
 import { durableInstances, enqueue, jobRows, jobsTable, submissionsQueue } from '../intake/support';
 import { until } from '../batch/until';
-import { parseJobSpec } from '../../shared/spec';
-import { jobToEntity } from '../../shared/state/entityCodec';
-import type { JobRecord } from '../../shared/state';
+import { parseJobSpec } from '../../shared/core/spec';
+import { jobToEntity } from '../../shared/core/state/entityCodec';
+import type { JobRecord } from '../../shared/adapters/state';
 
 let stack: Stack;
 

@@ -15,7 +15,7 @@ import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import fc from 'fast-check';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
-import { runSweep } from '../../shared/ops/sweep';
+import { runSweep } from '../../shared/adapters/ops/sweep';
 import { sweepDeps } from '../ops/helpers';
 import { enqueue, submissionsQueue, POISON_QUEUE } from '../intake/support';
 import { fuzzCount, fuzzSeed, httpCaseArb, inPool, queueTexts } from '../helpers/fuzzCases';

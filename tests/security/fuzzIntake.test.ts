@@ -1,7 +1,7 @@
 /**
  * The fuzz campaign of both doors, in process: the documents of tests/helpers/fuzzCases.ts (10,000 HTTP bodies and
  * 2,000 queue messages by default; FUZZ_RUNS sets the HTTP count, the queue gets a fifth of it; FUZZ_SEED replays a
- * printed seed) through intake itself (shared/intake/submit.ts) over the real JobStore on Azurite, with the local
+ * printed seed) through intake itself (shared/adapters/intake/submit.ts) over the real JobStore on Azurite, with the local
  * stack's data-access, container and shared-area settings (loadConfig of localAppSettings), without an HTTP host.
  *
  * The properties are the full-stack campaign's (tests/security/fuzz.test.ts, which keeps a few hundred cases through
@@ -17,19 +17,19 @@ import { parse as parseYaml } from 'yaml';
 import { startAzurite, type AzuriteHandle } from '../../local/azurite';
 import { localAppSettings } from '../../local/stack';
 import type { BatchEmulatorHandle } from '../../local/batch';
-import { loadConfig } from '../../shared/config';
-import { OPERATOR, QUEUE_DATA_CALLER, QUEUE_OWNER, dataCallerOf } from '../../shared/auth';
-import { submitJob, type OrchestrationStarter, type SubmitOutcome, type SubmitRequest } from '../../shared/intake/submit';
-import { dataAccessPolicy } from '../../shared/intake/dataAccess';
-import { containerPolicy } from '../../shared/intake/containerPolicy';
-import { poolCallerOf, queuePoolCaller, type PoolCaller, type PoolGate } from '../../shared/intake/poolAccess';
-import { claimedJobId, recordRejectedSubmission } from '../../shared/intake/rejected';
-import { DATA_AREA_FORBIDDEN } from '../../shared/intake/dataAreas';
-import { DependentsStore } from '../../shared/scheduling/dependentsStore';
-import type { SchedulingPolicy } from '../../shared/scheduling/intake';
-import { DEFAULT_QUEUE } from '../../shared/spec/sections/scheduling';
-import { JobStore } from '../../shared/state';
-import { toJobView } from '../../shared/state/view';
+import { loadConfig } from '../../shared/adapters/config';
+import { OPERATOR, QUEUE_DATA_CALLER, QUEUE_OWNER, dataCallerOf } from '../../shared/adapters/auth';
+import { submitJob, type OrchestrationStarter, type SubmitOutcome, type SubmitRequest } from '../../shared/adapters/intake/submit';
+import { dataAccessPolicy } from '../../shared/core/intake/dataAccess';
+import { containerPolicy } from '../../shared/core/intake/containerPolicy';
+import { poolCallerOf, queuePoolCaller, type PoolCaller, type PoolGate } from '../../shared/core/intake/poolAccess';
+import { claimedJobId, recordRejectedSubmission } from '../../shared/adapters/intake/rejected';
+import { DATA_AREA_FORBIDDEN } from '../../shared/adapters/intake/dataAreas';
+import { DependentsStore } from '../../shared/adapters/scheduling/dependentsStore';
+import type { SchedulingPolicy } from '../../shared/core/scheduling/intake';
+import { DEFAULT_QUEUE } from '../../shared/core/spec/sections/scheduling';
+import { JobStore } from '../../shared/adapters/state';
+import { toJobView } from '../../shared/core/state/view';
 import { fuzzCount, fuzzSeed, httpCaseArb, inPool, queueTexts } from '../helpers/fuzzCases';
 
 const SEED = fuzzSeed();

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { startIdentityService, type IdentityService } from '../../local/identity';
 import { signingKeyFile } from '../../local/identity/signingKey';
-import { createTokenValidator } from '../../shared/auth';
+import { createTokenValidator } from '../../shared/adapters/auth';
 
 const validatorFor = (id: Pick<IdentityService, 'issuer' | 'audiences' | 'metadataUrl'>) =>
   createTokenValidator({ issuer: id.issuer, audiences: id.audiences, metadataUrl: id.metadataUrl, clockSkewSeconds: 60 });

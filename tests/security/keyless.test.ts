@@ -19,9 +19,9 @@ import { TableClient } from '@azure/data-tables';
 import { BatchServiceClient, BatchSharedKeyCredentials } from '@azure/batch';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { APP_IDENTITY, AZURE_RESOURCES } from '../../local/identity';
-import { BATCH_TOKEN_SCOPE, loadConfig } from '../../shared/config';
-import { containerSasUrl, readOnlyBlobUrl, SAS_VERSION } from '../../shared/storage/sas';
-import { blobAccount } from '../../shared/storage/clients';
+import { BATCH_TOKEN_SCOPE, loadConfig } from '../../shared/adapters/config';
+import { containerSasUrl, readOnlyBlobUrl, SAS_VERSION } from '../../shared/adapters/storage/sas';
+import { blobAccount } from '../../shared/adapters/storage/clients';
 
 let stack: Stack;
 
@@ -60,7 +60,7 @@ async function raw(url: string, headers: Record<string, string> = {}): Promise<{
 }
 
 describe('the app runs with the settings it has in Azure', () => {
-  it('holds no key: identity-based host storage, blob service URIs, no Batch key; shared/config reads them as managed identity', () => {
+  it('holds no key: identity-based host storage, blob service URIs, no Batch key; shared/adapters/config reads them as managed identity', () => {
     const s = stack.settings;
     expect(stack.keyless).toBe(true);
     for (const [name, value] of Object.entries(s)) {
@@ -147,7 +147,7 @@ describe('Azurite refuses what a storage account with shared keys disabled refus
     const byKey = await raw(`${blobUrl}?${keySas}`);
     expect(byKey.status).toBe(403);
     expect(byKey.headers.get('x-ms-error-code')).toBe('KeyBasedAuthenticationNotPermitted');
-    // What the app hands nodes: shared/storage/sas.ts with the account reached by token.
+    // What the app hands nodes: shared/adapters/storage/sas.ts with the account reached by token.
     const url = await readOnlyBlobUrl(blobAccount({ kind: 'managedIdentity', accountName: account, blobEndpoint: stack.azurite.blobEndpoint(account) }), 'keyless', 'hello.txt', expiresOn);
     expect(new URL(url).searchParams.get('skoid')).toBeTruthy();
     const byDelegation = await raw(url);

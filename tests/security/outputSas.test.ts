@@ -10,8 +10,8 @@ import * as path from 'node:path';
 import { BlockBlobClient } from '@azure/storage-blob';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { DATA_ACCOUNT } from '../../local/azurite';
-import { blobAccount } from '../../shared/storage/clients';
-import { containerSasUrl, directorySasUrl } from '../../shared/storage/sas';
+import { blobAccount } from '../../shared/adapters/storage/clients';
+import { containerSasUrl, directorySasUrl } from '../../shared/adapters/storage/sas';
 
 let stack: Stack;
 

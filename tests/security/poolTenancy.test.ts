@@ -13,8 +13,8 @@ import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { watchJob, asOperator } from '../../local/jobRunner';
 import { batchClient } from '../ops/helpers';
 import { durableInstances, enqueue, eventually, jobRows, submissionsQueue } from '../intake/support';
-import { JOB_KEY, OWNER_KEY, OWNER_VALUE, SUBMITTER_KEY } from '../../shared/batch/common';
-import { batchIdFor } from '../../shared/planning/jobPlan';
+import { JOB_KEY, OWNER_KEY, OWNER_VALUE, SUBMITTER_KEY } from '../../shared/adapters/batch/common';
+import { batchIdFor } from '../../shared/core/planning/jobPlan';
 
 const LOGS = path.join(REPO_ROOT, 'test-artifacts');
 const HOST_LOG = path.join(LOGS, 'security-pool-tenancy-host.log');

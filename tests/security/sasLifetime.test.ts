@@ -5,9 +5,9 @@
  * mpiJob orchestrator, replayed by the library's executor with typed fake activities: the shard URLs it asks for
  * expire no later than the deployment's cap, and never beyond the job's wall clock plus the margin.
  */
-import { parseJobSpec, type JobSpec } from '../../shared/spec';
-import { recordedSpec } from '../../shared/intake/submit';
-import type { MpiJobInput } from '../../shared/contract';
+import { parseJobSpec, type JobSpec } from '../../shared/core/spec';
+import { recordedSpec } from '../../shared/adapters/intake/submit';
+import type { MpiJobInput } from '../../shared/core/contract';
 import { smallSpec } from '../ops/helpers';
 import { healthyJob } from '../orchestrations/fakeActivities';
 import { replay, scheduledInputs, SETTINGS, threeShards } from '../orchestrations/jobReplay';

@@ -7,10 +7,10 @@
  * Pure: the intake's checks (checkSubmission, the one path behind HTTP, the queue and the dry run) with the policies
  * built from a loaded configuration, as the app builds them.
  */
-import { loadConfig } from '../../shared/config';
-import { dataAccessPolicy } from '../../shared/intake/dataAccess';
-import { containerPolicy } from '../../shared/intake/containerPolicy';
-import { checkSubmission } from '../../shared/intake/submit';
+import { loadConfig } from '../../shared/adapters/config';
+import { dataAccessPolicy } from '../../shared/core/intake/dataAccess';
+import { containerPolicy } from '../../shared/core/intake/containerPolicy';
+import { checkSubmission } from '../../shared/adapters/intake/submit';
 
 const REGISTRY = '127.0.0.1:41733';
 const config = loadConfig({

@@ -9,7 +9,7 @@ import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { until } from '../batch/until';
-import { runSweep } from '../../shared/ops/sweep';
+import { runSweep } from '../../shared/adapters/ops/sweep';
 import { batchClient, smallSpec, sweepDeps } from '../ops/helpers';
 import { enqueue, postJob, submissionsQueue } from '../intake/support';
 

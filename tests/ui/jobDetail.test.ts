@@ -8,8 +8,8 @@ import {
 } from '../../web/src/jobDetail';
 import { parseRoute, shortNodeLabels, type JobView } from '../../web/src/model';
 import { usageSummary } from '../../web/src/usage';
-import { usageReport } from '../../shared/ops/usage';
-import { jobCost } from '../../shared/ops/cost';
+import { usageReport } from '../../shared/core/ops/usage';
+import { jobCost } from '../../shared/core/ops/cost';
 
 const base: JobView = { id: 'j1', name: 'j1', tags: {}, state: 'Running', stage: 'Running', createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:01:00.000Z' };
 const live = (content: string, start: number, size = start + Buffer.byteLength(content), node = 'n1'): LogAnswer => ({ node, stream: 'stdout', source: 'live', size, start, content });

@@ -1,13 +1,13 @@
 /**
- * The admission decision (shared/scheduling/admission.ts) and the ledger plans (ledger.ts), property-tested with
+ * The admission decision (shared/core/scheduling/admission.ts) and the ledger plans (ledger.ts), property-tested with
  * fast-check: never over-commit, each job admitted at most once, strict order without backfill, the backfill bound
  * over a run of passes, refusal of what can never fit, and liveness on an empty system.
  */
 import fc from 'fast-check';
 import {
   decideAdmission, neverFits, queueOrder, usageOf, type AdmissionLimits, type Reservation, type WaitingJob,
-} from '../../shared/scheduling/admission';
-import { EMPTY_LEDGER, needsAck, planPass, planReconcile, statusOf, type AdmissionSnapshot } from '../../shared/scheduling/ledger';
+} from '../../shared/core/scheduling/admission';
+import { EMPTY_LEDGER, needsAck, planPass, planReconcile, statusOf, type AdmissionSnapshot } from '../../shared/core/scheduling/ledger';
 
 const FAMILIES = ['fa', 'fb'];
 const OWNERS = ['o0', 'o1', 'o2'];

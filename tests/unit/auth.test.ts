@@ -8,8 +8,8 @@ import { SignJWT, exportJWK, generateKeyPair, type CryptoKey, type JWK } from 'j
 import {
   ACTIONS, OPERATOR, anonymousPrincipal, authenticate, can, createTokenValidator, listOwnerFilter, matchesOperatorKey,
   maySeeJob, principalFromClaims, rolesFromClaim, IssuerUnavailableError, TokenRejectedError, type Principal, type TokenValidator,
-} from '../../shared/auth';
-import { parseAuthConfig, type AuthConfig } from '../../shared/config/auth';
+} from '../../shared/adapters/auth';
+import { parseAuthConfig, type AuthConfig } from '../../shared/core/config/auth';
 
 const TID = '11111111-2222-4333-8444-555555555555';
 const OID = 'AAAAAAAA-BBBB-4CCC-8DDD-EEEEEEEEEEEE';

@@ -1,8 +1,8 @@
-/** The pure part of Azure's facts (shared/planning/azureFacts.ts): matching a pool, suggestions, quota arithmetic. */
+/** The pure part of Azure's facts (shared/core/planning/azureFacts.ts): matching a pool, suggestions, quota arithmetic. */
 import fc from 'fast-check';
 import {
   checkPoolFacts, editDistance, effectiveCoreQuota, imageFromInfo, nearest, offlineFacts, quotaFromAccount, sizeFromSku, type AzureFacts,
-} from '../../shared/planning/azureFacts';
+} from '../../shared/core/planning/azureFacts';
 
 const FACTS: AzureFacts = {
   source: 'account',

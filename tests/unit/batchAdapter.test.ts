@@ -20,7 +20,7 @@ import {
   parseRetryAfter,
   type RetryEvent,
   type RetryPolicy,
-} from '../../shared/batch';
+} from '../../shared/adapters/batch';
 
 const contract = createContractValidator({ specPath: defaultSpecPath() });
 const API = 'api-version=2022-10-01.16.0';

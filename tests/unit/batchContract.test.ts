@@ -281,7 +281,7 @@ describe('the emulator and the product against the spec', () => {
     for (const r of routes) expect([r.method, r.pattern, v.matchOperation(r.method, samplePath(r.pattern))]).toEqual([r.method, r.pattern, expect.any(String)]);
   });
 
-  test('every operation the product calls (read from shared/batch) is a spec operation the emulator emulates', () => {
+  test('every operation the product calls (read from shared/adapters/batch) is a spec operation the emulator emulates', () => {
     const ops = productOperations();
     expect(ops).toEqual(expect.arrayContaining(['Pool_Add', 'Job_Add', 'Task_Add', 'Task_ListSubtasks', 'File_GetFromTask']));
     const emulated = new Set(emulatedRoutes().map((r) => v.matchOperation(r.method, samplePath(r.pattern))));

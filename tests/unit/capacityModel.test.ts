@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { EventQueue, runEvents } from '../../bench/lib/capacity/eventQueue';
 import { bytesPerNode, simulateJob, type JobInputs } from '../../bench/lib/capacity/jobModel';
 import { seeded } from '../../bench/lib/capacity/dayModel';
-import { CONSERVATIVE_ACCOUNT_LIMITS } from '../../shared/planning/stagingModel';
+import { CONSERVATIVE_ACCOUNT_LIMITS } from '../../shared/core/planning/stagingModel';
 
 const MiB = 1024 * 1024;
 const base: JobInputs = {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { BATCH_TOKEN_SCOPE, ConfigError, loadConfig, parseStorageAccountRef, SETTING_NAMES } from '../../shared/config';
-import { pipelineSettings } from '../../shared/intake/settings';
+import { BATCH_TOKEN_SCOPE, ConfigError, loadConfig, parseStorageAccountRef, SETTING_NAMES } from '../../shared/adapters/config';
+import { pipelineSettings } from '../../shared/adapters/intake/settings';
 
 const AZURITE_A =
   'DefaultEndpointsProtocol=http;AccountName=stage1;AccountKey=a2V5MQ==;BlobEndpoint=http://127.0.0.1:10000/stage1;';
@@ -256,7 +256,7 @@ describe('admission settings', () => {
 });
 
 describe('the README documents every setting', () => {
-  it('lists each setting shared/config reads in its Configuration table, and no other', () => {
+  it('lists each setting shared/adapters/config reads in its Configuration table, and no other', () => {
     const readme = readFileSync(path.join(__dirname, '..', '..', 'README.md'), 'utf8');
     const section = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('## Local stack'));
     const documented = new Set([...section.matchAll(/^\| ([^|]+) \|/gm)].flatMap((m) => [...m[1].matchAll(/`([A-Za-z_][A-Za-z0-9_]*)`/g)].map((n) => n[1])));

@@ -1,7 +1,7 @@
-/** The control plane's own cost per job: pure arithmetic over the dated prices (shared/ops/controlPlaneCost.ts). */
+/** The control plane's own cost per job: pure arithmetic over the dated prices (shared/core/ops/controlPlaneCost.ts). */
 import fc from 'fast-check';
-import { controlPlaneCost, estimateControlPlaneUsage, DEFAULT_USAGE_COEFFICIENTS } from '../../shared/ops/controlPlaneCost';
-import { CONTROL_PLANE_PRICES, type ControlPlanePrices } from '../../shared/ops/controlPlanePrices';
+import { controlPlaneCost, estimateControlPlaneUsage, DEFAULT_USAGE_COEFFICIENTS } from '../../shared/core/ops/controlPlaneCost';
+import { CONTROL_PLANE_PRICES, type ControlPlanePrices } from '../../shared/core/ops/controlPlanePrices';
 
 const zero = { cpuSeconds: 0, executions: 0, storage: { table: 0, queue: 0, blobWrite: 0, blobRead: 0 } };
 
@@ -67,7 +67,7 @@ describe('estimateControlPlaneUsage', () => {
 
 describe('usage report: the control plane beside the nodes', () => {
   // Imported here so the pure report is covered without a stack (the route only lists jobs and calls it).
-  const { usageReport, jobControlPlaneCost } = require('../../shared/ops/usage') as typeof import('../../shared/ops/usage');
+  const { usageReport, jobControlPlaneCost } = require('../../shared/core/ops/usage') as typeof import('../../shared/core/ops/usage');
   const cost = (day: string, nodes: number, minutes: number) => ({
     nodes, minutes, allocatedAt: `${day}T00:00:00.000Z`, releasedAt: `${day}T01:00:00.000Z`, nodeMinutes: { dedicated: nodes * minutes, lowPriority: 0, total: nodes * minutes },
     perStage: {}, currency: 'USD', estimatedCost: 1, priceSource: 'builtin',
@@ -98,10 +98,10 @@ describe('usage report: the control plane beside the nodes', () => {
   });
 });
 
-describe('storage transactions from the counted per-job table (shared/ops/countedBudget.ts)', () => {
+describe('storage transactions from the counted per-job table (shared/core/ops/countedBudget.ts)', () => {
   it('prices the counted intake, fixed part, per node and MPI polls, not a model', async () => {
-    const { COUNTED_BUDGET, countedStorage } = await import('../../shared/ops/countedBudget');
-    const { usageCoefficients } = await import('../../shared/ops/controlPlaneCost');
+    const { COUNTED_BUDGET, countedStorage } = await import('../../shared/core/ops/countedBudget');
+    const { usageCoefficients } = await import('../../shared/core/ops/controlPlaneCost');
     const c = usageCoefficients(COUNTED_BUDGET);
     expect(c.fixed.storage).toEqual({ table: COUNTED_BUDGET.intake.table + COUNTED_BUDGET.fixed.table, queue: COUNTED_BUDGET.intake.queue + COUNTED_BUDGET.fixed.queue, blobWrite: 0, blobRead: 0 });
     expect(c.perNode.storage).toEqual(COUNTED_BUDGET.perNode);

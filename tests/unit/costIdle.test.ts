@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { idleNodeMinutesBeforeMpi, jobCost } from '../../shared/ops/cost';
+import { idleNodeMinutesBeforeMpi, jobCost } from '../../shared/core/ops/cost';
 
 const at = (min: number) => new Date(Date.UTC(2030, 0, 1, 0, min)).toISOString();
 

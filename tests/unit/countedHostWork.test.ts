@@ -1,11 +1,11 @@
 /**
- * The control plane's CPU-seconds and executions per job are the counted ones (shared/ops/countedBudget.ts, `host`:
+ * The control plane's CPU-seconds and executions per job are the counted ones (shared/core/ops/countedBudget.ts, `host`:
  * counted by bench/calls.ts and tests/calls/*), not coefficients: the usage estimate and /api/usage's report take them
  * from the dated table.
  */
-import { COUNTED_BUDGET, countedHostWork, type CountedBudget } from '../../shared/ops/countedBudget';
-import { estimateControlPlaneUsage, usageCoefficients } from '../../shared/ops/controlPlaneCost';
-import { usageReport } from '../../shared/ops/usage';
+import { COUNTED_BUDGET, countedHostWork, type CountedBudget } from '../../shared/core/ops/countedBudget';
+import { estimateControlPlaneUsage, usageCoefficients } from '../../shared/core/ops/controlPlaneCost';
+import { usageReport } from '../../shared/core/ops/usage';
 
 test('the coefficients are the counted host work: fixed, per node, per MPI poll × polls per minute', () => {
   const c = usageCoefficients(COUNTED_BUDGET);

@@ -3,12 +3,12 @@
  * defaults intake writes into a spec, an array's per-job outputs, and the read rule of the outputs API.
  */
 import fc from 'fast-check';
-import { ConfigError, loadConfig, type SharedDataArea } from '../../shared/config';
-import { dataOwnerKey, ownerDataArea, type DataCaller } from '../../shared/auth';
-import { areaRefusal, checkDataAreas, defaultOutputsPrefix, outputsReadRefusal, withIntakeDefaults } from '../../shared/intake/dataAreas';
-import { checkSubmission } from '../../shared/intake/submit';
-import { parseJobSpec, type JobSpec } from '../../shared/spec';
-import { expandArray } from '../../shared/scheduling/arrays';
+import { ConfigError, loadConfig, type SharedDataArea } from '../../shared/adapters/config';
+import { dataOwnerKey, ownerDataArea, type DataCaller } from '../../shared/adapters/auth';
+import { areaRefusal, checkDataAreas, defaultOutputsPrefix, outputsReadRefusal, withIntakeDefaults } from '../../shared/adapters/intake/dataAreas';
+import { checkSubmission } from '../../shared/adapters/intake/submit';
+import { parseJobSpec, type JobSpec } from '../../shared/core/spec';
+import { expandArray } from '../../shared/core/scheduling/arrays';
 import { stringify } from 'yaml';
 
 const TID = '11111111-2222-4333-a444-555555555555';

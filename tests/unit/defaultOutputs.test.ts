@@ -3,12 +3,12 @@
  * the deployment's DEFAULT_OUTPUTS location, under its owner's area, unless it opts out with cleanup.keepLogs: false;
  * the explain document then shows the upload of the logs in the MPI task's outputFiles.
  */
-import { loadConfig } from '../../shared/config';
-import { withIntakeDefaults } from '../../shared/intake/dataAreas';
-import { dryRunJob } from '../../shared/intake/dryRun';
-import { defaultExplainSettings } from '../../shared/intake/settings';
-import { deploymentValue } from '../../shared/intake/explain';
-import { parseJobSpec, type JobSpecInput } from '../../shared/spec';
+import { loadConfig } from '../../shared/adapters/config';
+import { withIntakeDefaults } from '../../shared/adapters/intake/dataAreas';
+import { dryRunJob } from '../../shared/adapters/intake/dryRun';
+import { defaultExplainSettings } from '../../shared/adapters/intake/settings';
+import { deploymentValue } from '../../shared/adapters/intake/explain';
+import { parseJobSpec, type JobSpecInput } from '../../shared/core/spec';
 
 const base = {
   BATCH_ACCOUNT_URL: 'http://127.0.0.1:45123',

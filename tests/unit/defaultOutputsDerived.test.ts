@@ -1,10 +1,10 @@
 /**
  * Full logs by default (issue 27, item 5): a deployment that does not set DEFAULT_OUTPUTS still keeps every task's
- * full stdout/stderr, in a place derived from what it lets jobs use (shared/config/defaultOutputs.ts); only
+ * full stdout/stderr, in a place derived from what it lets jobs use (shared/core/config/defaultOutputs.ts); only
  * DEFAULT_OUTPUTS=none or no data account at all keeps nothing. On the old code an unset DEFAULT_OUTPUTS kept nothing.
  */
-import { loadConfig } from '../../shared/config';
-import { parseDefaultOutputs } from '../../shared/config/defaultOutputs';
+import { loadConfig } from '../../shared/adapters/config';
+import { parseDefaultOutputs } from '../../shared/core/config/defaultOutputs';
 import { localAppSettings } from '../../local/stack';
 
 const base = {

@@ -4,15 +4,15 @@
  * binds, duplicate JSON keys, object-machinery keys and the cancel reason. No I/O.
  */
 import fc from 'fast-check';
-import { classifyHost, internalHostAllowed, storageAccountOfHost } from '../../shared/spec/address';
-import { normalizeHostPath } from '../../shared/spec/hostPath';
-import { bindRefusal } from '../../shared/spec/sections/container';
-import { firstDuplicateJsonKey } from '../../shared/spec/jsonDuplicateKeys';
-import { forbiddenKeys } from '../../shared/spec/forbiddenKeys';
-import { parseJobSpec } from '../../shared/spec';
-import { checkRegistryAddresses, hostRefusal, imageRegistryHost } from '../../shared/intake/addressPolicy';
-import { checkDataAccess } from '../../shared/intake/dataAccess';
-import { parseCancelReason, CANCEL_REASON_MAX_CHARS } from '../../shared/intake/cancelReason';
+import { classifyHost, internalHostAllowed, storageAccountOfHost } from '../../shared/core/spec/address';
+import { normalizeHostPath } from '../../shared/core/spec/hostPath';
+import { bindRefusal } from '../../shared/core/spec/sections/container';
+import { firstDuplicateJsonKey } from '../../shared/core/spec/jsonDuplicateKeys';
+import { forbiddenKeys } from '../../shared/core/spec/forbiddenKeys';
+import { parseJobSpec } from '../../shared/core/spec';
+import { checkRegistryAddresses, hostRefusal, imageRegistryHost } from '../../shared/core/intake/addressPolicy';
+import { checkDataAccess } from '../../shared/core/intake/dataAccess';
+import { parseCancelReason, CANCEL_REASON_MAX_CHARS } from '../../shared/core/intake/cancelReason';
 
 const internal = (host: string, own: string[] = []) => classifyHost(host, own).internal;
 

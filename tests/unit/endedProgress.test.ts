@@ -1,5 +1,5 @@
-/** Issue 28 item 5: after a cancel, the final status says how each node and the MPI task ended (shared/contract/endedProgress.ts). */
-import { endedProgress } from '../../shared/contract/endedProgress';
+/** Issue 28 item 5: after a cancel, the final status says how each node and the MPI task ended (shared/core/contract/endedProgress.ts). */
+import { endedProgress } from '../../shared/core/contract/endedProgress';
 
 test('a job cancelled while its MPI task ran: every running node is deleted with the pool, the task terminated', () => {
   const ended = endedProgress({ nodes: { n1: 'running', n2: 'running', n3: 'failed' }, mpi: { state: 'running', startedAt: 't0' } }, true);

@@ -8,12 +8,12 @@ import { createHmac } from 'node:crypto';
 import fc from 'fast-check';
 import { CloudEvent } from 'cloudevents';
 import { Webhook } from 'standardwebhooks';
-import { eventId, jobStateChangedEvent, JOB_STATE_CHANGED_TYPE, MAX_REASON_CHARS } from '../../shared/events/cloudEvent';
-import { afterAttempt, INITIAL_CURSOR, nextWatermark, pendingTransitions, retryDelayMs, type CursorState, type RetryPolicy } from '../../shared/events/cursor';
-import { signWebhook } from '../../shared/events/webhookSignature';
-import { addressAllowed, classifyAddress, webhookUrlProblem } from '../../shared/events/webhookAddress';
-import { loadConfig } from '../../shared/config';
-import { JOB_STATES, type JobEvent } from '../../shared/state';
+import { eventId, jobStateChangedEvent, JOB_STATE_CHANGED_TYPE, MAX_REASON_CHARS } from '../../shared/adapters/events/cloudEvent';
+import { afterAttempt, INITIAL_CURSOR, nextWatermark, pendingTransitions, retryDelayMs, type CursorState, type RetryPolicy } from '../../shared/adapters/events/cursor';
+import { signWebhook } from '../../shared/adapters/events/webhookSignature';
+import { addressAllowed, classifyAddress, webhookUrlProblem } from '../../shared/adapters/events/webhookAddress';
+import { loadConfig } from '../../shared/adapters/config';
+import { JOB_STATES, type JobEvent } from '../../shared/adapters/state';
 
 const job = { id: 'cfd-run-7', name: 'cfd run 7', owner: 'tenant-1/user-2' };
 const t = (seq: number, from: JobEvent['from'], to: JobEvent['to'], reason = `to ${to}`): JobEvent => ({

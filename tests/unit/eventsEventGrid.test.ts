@@ -5,8 +5,8 @@
  */
 import { createHttpHeaders, type HttpClient, type PipelineRequest } from '@azure/core-rest-pipeline';
 import type { AccessToken, GetTokenOptions, TokenCredential } from '@azure/core-auth';
-import { eventGridEndpoint } from '../../shared/events/eventGridSender';
-import { jobStateChangedEvent } from '../../shared/events/cloudEvent';
+import { eventGridEndpoint } from '../../shared/adapters/events/eventGridSender';
+import { jobStateChangedEvent } from '../../shared/adapters/events/cloudEvent';
 
 const TOPIC = 'https://evgt-example.westeurope-1.eventgrid.azure.net/api/events';
 const event = jobStateChangedEvent(

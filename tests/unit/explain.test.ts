@@ -1,9 +1,9 @@
 /**
- * The explain document (shared/planning/explain.ts) against what the pipeline really produces. For every example of
+ * The explain document (shared/core/planning/explain.ts) against what the pipeline really produces. For every example of
  * examples/workloads and a few specs that add what they lack (staged inputs, every mount kind, a reused pool, retries),
  * the real mpiJob orchestrator is replayed against fake activities (tests/orchestrations) that answer with concrete
  * node ids and SAS URLs; the activity inputs it schedules are turned into Batch request bodies by the activities' own
- * mappings (shared/planning/batchRequests.ts, resolveMounts with a key-signed account) and the adapter's builders.
+ * mappings (shared/core/planning/batchRequests.ts, resolveMounts with a key-signed account) and the adapter's builders.
  * Each body must equal the document's, where the document's placeholders stand for exactly the run-time values.
  * Also: the document conforms to its OpenAPI schema and its bodies to the official Batch REST spec, holds no
  * secret, lists its placeholders, and docs/explain.md documents every field.
@@ -13,22 +13,22 @@ import * as path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { BlobServiceClient, StorageSharedKeyCredential } from '@azure/storage-blob';
-import { parseJobSpec, type JobSpec } from '../../shared/spec';
-import { explainJob, PLACEHOLDER_RE } from '../../shared/intake/explain';
-import { ExplainDocumentSchema, type ExplainDocument, type ExplainSettings } from '../../shared/contract/explain';
-import type { MpiJobInput, MpiResult, NodeTaskRequest, OutputsResult } from '../../shared/contract';
-import { buildJobAddParameter, AUTO_TERMINATE_PATCH } from '../../shared/batch/jobs';
-import { buildMpiTaskParameter } from '../../shared/batch/mpiTask';
-import { buildPoolAddParameter } from '../../shared/batch/pools';
-import { buildNodeTaskParameter } from '../../shared/batch/tasks';
-import { batchJobSpec, jobPoolSpec, mpiTaskSpec, nodeResourceFile, nodeTaskSpec, startTaskResourceFile } from '../../shared/planning/batchRequests';
+import { parseJobSpec, type JobSpec } from '../../shared/core/spec';
+import { explainJob, PLACEHOLDER_RE } from '../../shared/adapters/intake/explain';
+import { ExplainDocumentSchema, type ExplainDocument, type ExplainSettings } from '../../shared/core/contract/explain';
+import type { MpiJobInput, MpiResult, NodeTaskRequest, OutputsResult } from '../../shared/core/contract';
+import { buildJobAddParameter, AUTO_TERMINATE_PATCH } from '../../shared/adapters/batch/jobs';
+import { buildMpiTaskParameter } from '../../shared/adapters/batch/mpiTask';
+import { buildPoolAddParameter } from '../../shared/adapters/batch/pools';
+import { buildNodeTaskParameter } from '../../shared/adapters/batch/tasks';
+import { batchJobSpec, jobPoolSpec, mpiTaskSpec, nodeResourceFile, nodeTaskSpec, startTaskResourceFile } from '../../shared/core/planning/batchRequests';
 import { resolveMounts } from '../../orchestrations/activities/mounts';
-import { buildOpenApiDocument } from '../../shared/openapi';
-import { dryRunJob } from '../../shared/intake/dryRun';
-import { submissionJobId } from '../../shared/state/submission';
+import { buildOpenApiDocument } from '../../shared/adapters/openapi';
+import { dryRunJob } from '../../shared/adapters/intake/dryRun';
+import { submissionJobId } from '../../shared/core/state/submission';
 import { createContractValidator, defaultSpecPath } from '../../local/batch/contract';
 import { createManagementValidator, defaultManagementSpecDir } from '../../local/batch/contract/managementValidator';
-import { armPoolRequestBody, buildArmPool } from '../../shared/batch/armPools';
+import { armPoolRequestBody, buildArmPool } from '../../shared/adapters/batch/armPools';
 import { EventType } from '../../local/durable/history';
 import { healthyJob, fakeNode } from '../orchestrations/fakeActivities';
 import { differences, downloadTaskDifferences } from '../helpers/explainMatch';
@@ -309,7 +309,7 @@ describe('the document, field by field', () => {
       { source: 'url:https://wrf-release.example.org/v4.5/namelist.input', path: 'run/namelist.input', fileMode: '0644', sasMinutes: null },
       { source: 'url:https://wrf-release.example.org/v4.5/run-member.sh', path: 'run/run-member.sh', fileMode: '0755', sasMinutes: null },
     ]);
-    expect(doc.scratch).toEqual({ kind: 'mount', directory: '$AZ_BATCH_NODE_MOUNTS_DIR/shared/scratch/j1', mount: 'shared' });
+    expect(doc.scratch).toEqual({ kind: 'mount', directory: '$AZ_BATCH_NODE_MOUNTS_DIR/shared/scratch/j1', mount: 'shared', path: null });
     expect(doc.pool.mounts).toEqual([{ name: 'shared', kind: 'blobfuse', path: '$AZ_BATCH_NODE_MOUNTS_DIR/shared', credential: expect.stringMatching(/SAS \(racwdl\) on data1\/shared/), access: 'readWrite', atJobEnd: expect.stringContaining('blob container') }]);
     // 30 minutes of wall clock + the 60-minute margin.
     expect(doc.outputs?.sasMinutes).toBe(90);
@@ -416,7 +416,7 @@ function fieldPaths(schema: unknown, prefix = ''): string[] {
   });
 }
 
-describe('dry run (shared/intake/dryRun.ts): the submission\'s checks, then the document', () => {
+describe('dry run (shared/adapters/intake/dryRun.ts): the submission\'s checks, then the document', () => {
   const policy = { accounts: ['data1'], stagingAccounts: ['stage0'], ownAccounts: ['host1', 'stage0'] };
   const text = readFileSync(path.join(WORKLOADS, 'openfoam-decompose-solve-reconstruct.yaml'), 'utf8');
 

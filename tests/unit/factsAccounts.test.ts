@@ -3,9 +3,9 @@
  * picks an account whose region lacks the size, the cost's price region is the placed account's, and the explain
  * document says how old the facts are and whose they are.
  */
-import { checkPoolFactsOnAny, factsSummary, type AzureFacts } from '../../shared/planning/azureFacts';
-import { EMPTY_LOAD, neverFitsAnyAccount, placeJob, type PlacementAccount, type PlacementJob } from '../../shared/planning/placement';
-import { priceRegionOf } from '../../shared/config/batchAccounts';
+import { checkPoolFactsOnAny, factsSummary, type AzureFacts } from '../../shared/core/planning/azureFacts';
+import { EMPTY_LOAD, neverFitsAnyAccount, placeJob, type PlacementAccount, type PlacementJob } from '../../shared/core/planning/placement';
+import { priceRegionOf } from '../../shared/core/config/batchAccounts';
 
 const size = (name: string) => ({ name, family: 'standardHBv3Family', vCPUs: 120 });
 const home: AzureFacts = { source: 'account', account: 'home', location: 'westeurope', sizes: [size('Standard_D4s_v5')], fetchedAt: { sizes: '2026-11-27T10:00:00.000Z' } };

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
-import { classifyAttempt, lostNodes, type AttemptEnd } from '../../shared/planning/failureClass';
-import { decideRetry, retryDelayMs, retryPolicyFor, type RetryPolicy } from '../../shared/planning/retryPolicy';
-import { parseJobSpec } from '../../shared/spec';
+import { classifyAttempt, lostNodes, type AttemptEnd } from '../../shared/core/planning/failureClass';
+import { decideRetry, retryDelayMs, retryPolicyFor, type RetryPolicy } from '../../shared/core/planning/retryPolicy';
+import { parseJobSpec } from '../../shared/core/spec';
 import { smallSpec } from '../ops/helpers';
 
 const NODES = ['n0', 'n1', 'n2'];

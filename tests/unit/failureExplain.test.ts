@@ -1,4 +1,4 @@
-import { describeExitCode, exitCodeMeaning, explainFailure, jobError, mpiEvidence, startTaskNote, tailLines, userReason } from '../../shared/planning/failureExplain';
+import { describeExitCode, exitCodeMeaning, explainFailure, jobError, mpiEvidence, startTaskNote, tailLines, userReason } from '../../shared/core/planning/failureExplain';
 
 describe('exit code meanings', () => {
   it.each([

@@ -3,7 +3,7 @@
  * failing node, the exit code and its meaning, and that node's own stderr tail (the master's only for want of it,
  * and then said so).
  */
-import { exitCodeMeaning, failedSubtask, jobError, mpiEvidence, preflightEvidence } from '../../shared/planning/failureExplain';
+import { exitCodeMeaning, failedSubtask, jobError, mpiEvidence, preflightEvidence } from '../../shared/core/planning/failureExplain';
 
 describe('a non-master node whose coordination command failed', () => {
   const mpi = {

@@ -3,8 +3,8 @@
  * JSON) whatever the job's size: otherwise the orchestration fails on Azure (local/durable enforces the same limit).
  */
 import fc from 'fast-check';
-import { fitStatus, NODE_PROGRESS_STATES, STATUS_BUDGET_CHARS, type NodeProgress, type PipelineStatus } from '../../shared/contract';
-import type { NodePreflight } from '../../shared/contract/preflight';
+import { fitStatus, NODE_PROGRESS_STATES, STATUS_BUDGET_CHARS, type NodeProgress, type PipelineStatus } from '../../shared/core/contract';
+import type { NodePreflight } from '../../shared/core/contract/preflight';
 
 const AZURE_LIMIT_CHARS = 8_703;
 // An Azure Batch node id: tvmps_<64 hex>_d.

@@ -1,17 +1,17 @@
 /**
- * The node image catalog (shared/images/catalog.ts) and the checks that read it (imageChecks.ts): module names,
+ * The node image catalog (shared/core/images/catalog.ts) and the checks that read it (imageChecks.ts): module names,
  * host paths and container runtimes against the chosen image, with the catalog's nearest name; the MPI generation
- * rules (shared/mpi/generation.ts); and how intake, validate and explain apply them (checks.image refuse | warn).
+ * rules (shared/core/mpi/generation.ts); and how intake, validate and explain apply them (checks.image refuse | warn).
  */
-import { CENTOS_HPC_7, NODE_IMAGES, nodeImageFor } from '../../shared/images/catalog';
-import { checkImage, hostPaths, moduleLoads, nearestModule } from '../../shared/images/imageChecks';
-import { generationIssues, presetChoice } from '../../shared/mpi/generation';
-import { parseJobSpec, type JobSpecInput } from '../../shared/spec';
-import { checkSubmission } from '../../shared/intake/submit';
-import { dryRunJob } from '../../shared/intake/dryRun';
-import { defaultExplainSettings } from '../../shared/intake/settings';
-import { deploymentValue } from '../../shared/intake/explain';
-import { parseCustomNodeImages } from '../../shared/config/nodeImages';
+import { CENTOS_HPC_7, NODE_IMAGES, nodeImageFor } from '../../shared/core/images/catalog';
+import { checkImage, hostPaths, moduleLoads, nearestModule } from '../../shared/core/images/imageChecks';
+import { generationIssues, presetChoice } from '../../shared/core/mpi/generation';
+import { parseJobSpec, type JobSpecInput } from '../../shared/core/spec';
+import { checkSubmission } from '../../shared/adapters/intake/submit';
+import { dryRunJob } from '../../shared/adapters/intake/dryRun';
+import { defaultExplainSettings } from '../../shared/adapters/intake/settings';
+import { deploymentValue } from '../../shared/adapters/intake/explain';
+import { parseCustomNodeImages } from '../../shared/core/config/nodeImages';
 
 const ubuntuHpc = NODE_IMAGES.find((i) => i.id === 'ubuntu-hpc-2204')!;
 

@@ -1,9 +1,9 @@
 /**
- * The MPI generation from image evidence (shared/images/mpiEvidence.ts): labels and Env of an image config blob, and
+ * The MPI generation from image evidence (shared/core/images/mpiEvidence.ts): labels and Env of an image config blob, and
  * presetChoice naming that evidence in its reason when the spec declares no mpi.version. Pure.
  */
-import { mpiEvidenceFromImageConfig } from '../../shared/images/mpiEvidence';
-import { presetChoice } from '../../shared/mpi/generation';
+import { mpiEvidenceFromImageConfig } from '../../shared/core/images/mpiEvidence';
+import { presetChoice } from '../../shared/core/mpi/generation';
 
 const config = (c: { Env?: string[]; Labels?: Record<string, string> }) => ({ architecture: 'amd64', os: 'linux', config: c, rootfs: { type: 'layers', diff_ids: [] } });
 

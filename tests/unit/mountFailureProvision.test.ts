@@ -2,7 +2,7 @@
  * A node Batch made unusable because a pool mount failed (MountConfigurationError): the provisioning decision carries
  * Batch's reason into the replacement note and the job's error, once per distinct reason (issue 26, item 2).
  */
-import { decideProvisionStep, type ObservedNode, type PoolObservation, type ProvisionPolicy } from '../../shared/planning/provisionPolicy';
+import { decideProvisionStep, type ObservedNode, type PoolObservation, type ProvisionPolicy } from '../../shared/core/planning/provisionPolicy';
 
 const WHY = 'MountConfigurationError: The node could not mount data (10.20.0.4:/export/data): mount.nfs: Connection timed out';
 const node = (i: number, state: string, error?: string): ObservedNode => ({ id: `tvm-${i}`, state, ipAddress: `10.0.0.${i}`, affinityId: `aff-${i}`, ...(error ? { error } : {}) });

@@ -15,10 +15,10 @@ import {
   buildMpiTaskCommands,
   buildPullCommand,
   HOSTFILE_NAME,
-} from '../../shared/mpi/commands';
-import { MPI_RUNTIMES } from '../../shared/mpi/rdmaPresets';
-import { splitShellWords } from '../../shared/mpi/shellWords';
-import { PlanningError } from '../../shared/planning/errors';
+} from '../../shared/core/mpi/commands';
+import { MPI_RUNTIMES } from '../../shared/core/mpi/rdmaPresets';
+import { splitShellWords } from '../../shared/core/mpi/shellWords';
+import { PlanningError } from '../../shared/core/planning/errors';
 import { BASE_INPUT, after, commandHarness, dockerCalls, readEnv, readNulList } from '../helpers/nodeCommands';
 
 const harness = commandHarness('mpi-commands-');

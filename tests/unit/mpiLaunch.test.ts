@@ -6,14 +6,14 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ContainerRuntime, LauncherMode, MpiTaskInput, buildMpiTaskCommands } from '../../shared/mpi/commands';
-import { MPI_RUNTIMES, fabricPreset } from '../../shared/mpi/rdmaPresets';
-import { userCommandLine } from '../../shared/mpi/userShell';
-import { splitShellWords } from '../../shared/mpi/shellWords';
-import { PlanningError } from '../../shared/planning/errors';
-import { parseJobSpec, type JobSpec } from '../../shared/spec';
-import { pullTask, releaseTaskCommand, mpiTaskRequest, containerOptionsFor } from '../../shared/planning/mpiTaskRequest';
-import { planJob } from '../../shared/planning/jobPlan';
+import { ContainerRuntime, LauncherMode, MpiTaskInput, buildMpiTaskCommands } from '../../shared/core/mpi/commands';
+import { MPI_RUNTIMES, fabricPreset } from '../../shared/core/mpi/rdmaPresets';
+import { userCommandLine } from '../../shared/core/mpi/userShell';
+import { splitShellWords } from '../../shared/core/mpi/shellWords';
+import { PlanningError } from '../../shared/core/planning/errors';
+import { parseJobSpec, type JobSpec } from '../../shared/core/spec';
+import { pullTask, releaseTaskCommand, mpiTaskRequest, containerOptionsFor } from '../../shared/core/planning/mpiTaskRequest';
+import { planJob } from '../../shared/core/planning/jobPlan';
 import { BASE_INPUT, after, commandHarness, dockerCalls, readEnv, readNulList } from '../helpers/nodeCommands';
 
 const harness = commandHarness('mpi-launch-');

@@ -4,7 +4,7 @@ import {
   fabricPreset,
   isRdmaCapable,
   resolveFabric,
-} from '../../shared/mpi/rdmaPresets';
+} from '../../shared/core/mpi/rdmaPresets';
 
 describe('isRdmaCapable', () => {
   it.each([

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import fc from 'fast-check';
-import { bashCommandLine, shellJoin, shellQuote } from '../../shared/mpi/shellQuote';
-import { splitShellWords } from '../../shared/mpi/shellWords';
+import { bashCommandLine, shellJoin, shellQuote } from '../../shared/core/mpi/shellQuote';
+import { splitShellWords } from '../../shared/core/mpi/shellWords';
 
 const nastyChar = fc.constantFrom("'", '"', '$', '`', '\\', '\n', ' ', '\t', '*', '?', '[', ']', '{', '}', '~', '#', ';', '&', '|', '<', '>', '(', ')', '!', '=', '-', '%');
 const nastyString = fc

@@ -3,16 +3,16 @@
  * kinds (Azure Files NFS 4.1, Azure NetApp Files, Azure Managed Lustre) with their network requirement, outputs from a
  * mount, the deployment's source list, and what `hpcjob explain --offline` shows for each (the offline settings).
  */
-import { parseJobSpec, type JobSpec } from '../../shared/spec';
-import { explainJob } from '../../shared/intake/explain';
-import { defaultExplainSettings } from '../../shared/intake/settings';
-import { outputsPlan } from '../../shared/planning/workloadData';
-import { nodeFilesystemSetup } from '../../shared/planning/nodeFilesystems';
-import { checkWorkloadDataAccess } from '../../shared/intake/workloadDataAccess';
-import { PlanningError } from '../../shared/planning/errors';
-import { FIXED_PATH_DENIED } from '../../shared/spec/sections/storageFields';
+import { parseJobSpec, type JobSpec } from '../../shared/core/spec';
+import { explainJob } from '../../shared/adapters/intake/explain';
+import { defaultExplainSettings } from '../../shared/adapters/intake/settings';
+import { outputsPlan } from '../../shared/core/planning/workloadData';
+import { nodeFilesystemSetup } from '../../shared/core/planning/nodeFilesystems';
+import { checkWorkloadDataAccess } from '../../shared/core/intake/workloadDataAccess';
+import { PlanningError } from '../../shared/core/planning/errors';
+import { FIXED_PATH_DENIED } from '../../shared/core/spec/sections/storageFields';
 import * as path from 'node:path';
-import { checkDataAreas } from '../../shared/intake/dataAreas';
+import { checkDataAreas } from '../../shared/adapters/intake/dataAreas';
 
 const SUBNET = '/subscriptions/00000000-1111-2222-3333-444444444444/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/compute';
 
@@ -180,7 +180,7 @@ describe('hpcjob explain --offline on the examples', () => {
   });
 });
 
-describe('tenancy (shared/intake/dataAreas.ts)', () => {
+describe('tenancy (shared/adapters/intake/dataAreas.ts)', () => {
   const caller = { owner: 'alice', roles: ['submitter'] as const, admin: false };
 
   it('an Azure Files NFS share of a data account is a whole-container area: refused unless a shared area covers it', () => {

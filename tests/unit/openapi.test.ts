@@ -4,9 +4,9 @@ import * as path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import YAML from 'yaml';
-import { buildOpenApiDocument } from '../../shared/openapi';
-import { parseJobSpec, specHash } from '../../shared/spec';
-import { toJobView, type JobRecord } from '../../shared/state';
+import { buildOpenApiDocument } from '../../shared/adapters/openapi';
+import { parseJobSpec, specHash } from '../../shared/core/spec';
+import { toJobView, type JobRecord } from '../../shared/adapters/state';
 
 type Json = Record<string, unknown>;
 const doc = buildOpenApiDocument({ baseUrl: 'http://127.0.0.1:7071/' });

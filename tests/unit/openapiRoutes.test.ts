@@ -1,11 +1,11 @@
 /**
- * One route table (shared/openapi/routes.ts) for what functions/ serves and what the OpenAPI document describes:
+ * One route table (shared/adapters/openapi/routes.ts) for what functions/ serves and what the OpenAPI document describes:
  * every registered HTTP function is declared there and documented, every documented operation is registered.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { buildOpenApiDocument } from '../../shared/openapi';
-import { ROUTES, securityOf } from '../../shared/openapi/routes';
+import { buildOpenApiDocument } from '../../shared/adapters/openapi';
+import { ROUTES, securityOf } from '../../shared/adapters/openapi/routes';
 
 const http = jest.fn();
 jest.mock('@azure/functions', () => ({ app: { http: (...args: unknown[]) => http(...args) } }));

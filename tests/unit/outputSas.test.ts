@@ -10,12 +10,12 @@
  */
 import { createHmac } from 'node:crypto';
 import type { BlobServiceClient, UserDelegationKey } from '@azure/storage-blob';
-import { ConfigError, loadConfig } from '../../shared/config';
-import { directorySasUrl, sasDirectory, SAS_VERSION } from '../../shared/storage/sas';
-import type { BlobAccount } from '../../shared/storage/clients';
-import { checkDataAccess, outputsSasScope, type DataAccessPolicy } from '../../shared/intake/dataAccess';
+import { ConfigError, loadConfig } from '../../shared/adapters/config';
+import { directorySasUrl, sasDirectory, SAS_VERSION } from '../../shared/adapters/storage/sas';
+import type { BlobAccount } from '../../shared/adapters/storage/clients';
+import { checkDataAccess, outputsSasScope, type DataAccessPolicy } from '../../shared/core/intake/dataAccess';
 import { mintWorkloadUrls, type WorkloadUrlDeps } from '../../orchestrations/activities/workloadData';
-import { parseJobSpec, type JobSpec } from '../../shared/spec';
+import { parseJobSpec, type JobSpec } from '../../shared/core/spec';
 
 const KEY: UserDelegationKey = {
   signedObjectId: '6f2c1d2e-0000-4000-a000-00000000000a',

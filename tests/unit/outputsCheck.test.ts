@@ -1,13 +1,13 @@
 /**
- * The pure half of "outputs verified before success" (shared/planning/outputsCheck.ts): which blobs the MPI task's own
+ * The pure half of "outputs verified before success" (shared/core/planning/outputsCheck.ts): which blobs the MPI task's own
  * output files must have produced, named as Batch names them (the emulator's matcher, local/batch/runner/outputFiles.ts,
  * is the reference for the glob rules).
  */
 import fc from 'fast-check';
 import picomatch from 'picomatch';
-import { expectedMasterUploads, expectedNodeUploads, globRegExp, MAX_VERIFIED_UPLOADS, missingUploadErrors } from '../../shared/planning/outputsCheck';
-import { nodeUploadTask, outputsPlan } from '../../shared/planning/workloadData';
-import { parseJobSpec } from '../../shared/spec';
+import { expectedMasterUploads, expectedNodeUploads, globRegExp, MAX_VERIFIED_UPLOADS, missingUploadErrors } from '../../shared/core/planning/outputsCheck';
+import { nodeUploadTask, outputsPlan } from '../../shared/core/planning/workloadData';
+import { parseJobSpec } from '../../shared/core/spec';
 
 const files = (...names: string[]) => names.map((name) => ({ name, isDirectory: false }));
 

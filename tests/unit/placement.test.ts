@@ -1,13 +1,13 @@
 /**
- * Placement over several Batch accounts (shared/planning/placement.ts) and its use by the admission pass
- * (shared/scheduling/admission.ts with `limits.accounts`), property-tested with a seeded fast-check: never an account
+ * Placement over several Batch accounts (shared/core/planning/placement.ts) and its use by the admission pass
+ * (shared/core/scheduling/admission.ts with `limits.accounts`), property-tested with a seeded fast-check: never an account
  * without the quota free, deterministic, ties broken in the documented order; and the BATCH_ACCOUNTS setting
- * (shared/config/batchAccounts.ts).
+ * (shared/core/config/batchAccounts.ts).
  */
 import fc from 'fast-check';
-import { EMPTY_LOAD, neverFitsAnyAccount, placeJob, quotaBlock, type AccountLoad, type PlacementAccount, type PlacementJob } from '../../shared/planning/placement';
-import { decideAdmission, loadsOf, type AdmissionLimits, type Reservation, type WaitingJob } from '../../shared/scheduling/admission';
-import { loadConfig, ConfigError } from '../../shared/config';
+import { EMPTY_LOAD, neverFitsAnyAccount, placeJob, quotaBlock, type AccountLoad, type PlacementAccount, type PlacementJob } from '../../shared/core/planning/placement';
+import { decideAdmission, loadsOf, type AdmissionLimits, type Reservation, type WaitingJob } from '../../shared/core/scheduling/admission';
+import { loadConfig, ConfigError } from '../../shared/adapters/config';
 
 const SEED = { seed: 20261127, numRuns: 300 };
 const FAMILIES = ['fa', 'fb'];

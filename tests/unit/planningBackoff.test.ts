@@ -1,9 +1,9 @@
 import fc from 'fast-check';
-import { backoffCeilingMs, classifyError, delayMs } from '../../shared/planning/backoff';
-import { retryDelayMs as mpiRetryDelayMs } from '../../shared/planning/retryPolicy';
-import { retryDelayMs as eventRetryDelayMs } from '../../shared/events/cursor';
-import { backoffDelay } from '../../shared/batch/retry';
-import { deterministicRand01, fnv1a32 } from '../../shared/planning/hash';
+import { backoffCeilingMs, classifyError, delayMs } from '../../shared/core/planning/backoff';
+import { retryDelayMs as mpiRetryDelayMs } from '../../shared/core/planning/retryPolicy';
+import { retryDelayMs as eventRetryDelayMs } from '../../shared/adapters/events/cursor';
+import { backoffDelay } from '../../shared/adapters/batch/retry';
+import { deterministicRand01, fnv1a32 } from '../../shared/core/planning/hash';
 
 const optsArb = fc
   .record({ baseMs: fc.integer({ min: 1, max: 10_000 }), extra: fc.integer({ min: 0, max: 1_000_000 }), factor: fc.double({ min: 1, max: 4, noNaN: true }) })

@@ -11,7 +11,7 @@ import {
   onTransferResults,
   treeDepth,
   treeProgress,
-} from '../../shared/planning/imageTree';
+} from '../../shared/core/planning/imageTree';
 
 const ids = (n: number) => Array.from({ length: n }, (_, i) => `n${i}`);
 const GOOD = 'sha256:good';

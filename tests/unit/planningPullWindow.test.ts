@@ -10,8 +10,8 @@ import {
   nodesNotPulled,
   onPullResult,
   progress,
-} from '../../shared/planning/pullWindow';
-import { deterministicRand01 } from '../../shared/planning/hash';
+} from '../../shared/core/planning/pullWindow';
+import { deterministicRand01 } from '../../shared/core/planning/hash';
 
 /** What the test believes independently of the planner. */
 interface Model {

@@ -9,8 +9,8 @@ import {
   planShards,
   stagingProgress,
   withShardUrls,
-} from '../../shared/planning/shards';
-import { PlanningError } from '../../shared/planning/errors';
+} from '../../shared/core/planning/shards';
+import { PlanningError } from '../../shared/core/planning/errors';
 
 const key = (b: { account: string; container: string; name: string }): string => `${b.account}/${b.container}/${b.name}`;
 

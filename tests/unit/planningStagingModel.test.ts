@@ -1,4 +1,4 @@
-import { CONSERVATIVE_ACCOUNT_LIMITS, LARGE_REGION_ACCOUNT_LIMITS, modelStagingTime } from '../../shared/planning/stagingModel';
+import { CONSERVATIVE_ACCOUNT_LIMITS, LARGE_REGION_ACCOUNT_LIMITS, modelStagingTime } from '../../shared/core/planning/stagingModel';
 
 const TB = 1e12;
 

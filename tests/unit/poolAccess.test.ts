@@ -3,17 +3,17 @@
  * SHARED_POOLS setting, and the pool metadata that records the submitter on both planes. No I/O.
  * On the code before owners every pool.poolId was accepted: each refusal here would have been an acceptance.
  */
-import { callerOfJobRow, checkPoolAccess, decidePoolAccess, judgePool, notYours, poolCallerOf, queuePoolCaller, type PoolCaller, type PoolGate } from '../../shared/intake/poolAccess';
-import { parseSharedPools, type SharedPool } from '../../shared/config/sharedPools';
-import { ConfigError, loadConfig } from '../../shared/config';
-import { buildPoolAddParameter, type JobPoolSpec } from '../../shared/batch/pools';
-import { buildArmPool } from '../../shared/batch/armPools';
-import { JOB_KEY, OWNER_KEY, OWNER_VALUE, SUBMITTER_KEY, submitterOf } from '../../shared/batch/common';
-import { parseJobSpec } from '../../shared/spec';
-import { entityToJob, jobToEntity } from '../../shared/state/entityCodec';
-import type { JobRecord } from '../../shared/state';
-import { explainJob } from '../../shared/intake/explain';
-import { defaultExplainSettings } from '../../shared/intake/settings';
+import { callerOfJobRow, checkPoolAccess, decidePoolAccess, judgePool, notYours, poolCallerOf, queuePoolCaller, type PoolCaller, type PoolGate } from '../../shared/core/intake/poolAccess';
+import { parseSharedPools, type SharedPool } from '../../shared/core/config/sharedPools';
+import { ConfigError, loadConfig } from '../../shared/adapters/config';
+import { buildPoolAddParameter, type JobPoolSpec } from '../../shared/adapters/batch/pools';
+import { buildArmPool } from '../../shared/adapters/batch/armPools';
+import { JOB_KEY, OWNER_KEY, OWNER_VALUE, SUBMITTER_KEY, submitterOf } from '../../shared/adapters/batch/common';
+import { parseJobSpec } from '../../shared/core/spec';
+import { entityToJob, jobToEntity } from '../../shared/core/state/entityCodec';
+import type { JobRecord } from '../../shared/adapters/state';
+import { explainJob } from '../../shared/adapters/intake/explain';
+import { defaultExplainSettings } from '../../shared/adapters/intake/settings';
 
 const ALICE = 'tid-1/alice';
 const BOB = 'tid-1/bob';

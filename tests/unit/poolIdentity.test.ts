@@ -1,21 +1,21 @@
 /**
- * The pure parts of pools with a managed identity and private registries: the settings (shared/config), the door
- * (shared/intake/containerPolicy.ts), the pull task's sign-in lines (shared/mpi/registryLogin.ts, shared/planning),
- * the management-plane pool body (shared/batch/armPools.ts from shared/planning/batchRequests.ts jobPoolSpec), the
+ * The pure parts of pools with a managed identity and private registries: the settings (shared/adapters/config), the door
+ * (shared/core/intake/containerPolicy.ts), the pull task's sign-in lines (shared/core/mpi/registryLogin.ts, shared/core/planning),
+ * the management-plane pool body (shared/adapters/batch/armPools.ts from shared/core/planning/batchRequests.ts jobPoolSpec), the
  * wire body a dry run shows for it (checked against what @azure/arm-batch sends, captured by an HTTP client that
- * answers in process) and how an ARM error is read (shared/batch/errors.ts). No network.
+ * answers in process) and how an ARM error is read (shared/adapters/batch/errors.ts). No network.
  */
-import { ConfigError, loadConfig } from '../../shared/config';
-import { checkContainerPolicy, containerPolicy } from '../../shared/intake/containerPolicy';
-import { ACR_REFRESH_TOKEN_USER, registryLoginLines, registryLogoutLines, registryScheme } from '../../shared/mpi/registryLogin';
-import { pullTask } from '../../shared/planning/mpiTaskRequest';
-import { planJob } from '../../shared/planning/jobPlan';
-import { jobPoolSpec } from '../../shared/planning/batchRequests';
-import { armPoolRequestBody, buildArmPool, describeSdkError, type JobPoolSpec } from '../../shared/batch';
+import { ConfigError, loadConfig } from '../../shared/adapters/config';
+import { checkContainerPolicy, containerPolicy } from '../../shared/core/intake/containerPolicy';
+import { ACR_REFRESH_TOKEN_USER, registryLoginLines, registryLogoutLines, registryScheme } from '../../shared/core/mpi/registryLogin';
+import { pullTask } from '../../shared/core/planning/mpiTaskRequest';
+import { planJob } from '../../shared/core/planning/jobPlan';
+import { jobPoolSpec } from '../../shared/core/planning/batchRequests';
+import { armPoolRequestBody, buildArmPool, describeSdkError, type JobPoolSpec } from '../../shared/adapters/batch';
 import { BatchManagementClient } from '@azure/arm-batch';
 import { createHttpHeaders, type HttpClient, type PipelineRequest } from '@azure/core-rest-pipeline';
-import { parseJobSpec, type JobSpec } from '../../shared/spec';
-import { PlanningError } from '../../shared/planning/errors';
+import { parseJobSpec, type JobSpec } from '../../shared/core/spec';
+import { PlanningError } from '../../shared/core/planning/errors';
 
 const BASE = {
   BATCH_ACCOUNT_URL: 'https://acct.westeurope.batch.azure.com',

@@ -3,16 +3,16 @@
  * Azure resource ids, refused with field paths, forbidden with pool.poolId) and the deployment's default subnet
  * (POOL_SUBNET_ID), to Batch's networkConfiguration on both planes, and in the explain document.
  */
-import { loadConfig, ConfigError } from '../../shared/config';
-import { buildPoolAddParameter } from '../../shared/batch/pools';
-import { buildArmPool } from '../../shared/batch/armPools';
-import { jobPoolSpec } from '../../shared/planning/batchRequests';
-import { planJob } from '../../shared/planning/jobPlan';
-import { explainJob } from '../../shared/intake/explain';
-import { defaultExplainSettings } from '../../shared/intake/settings';
-import { checkContainerPolicy, containerPolicy } from '../../shared/intake/containerPolicy';
-import { checkNetworkPolicy } from '../../shared/intake/networkPolicy';
-import { parseJobSpec, type JobSpec } from '../../shared/spec';
+import { loadConfig, ConfigError } from '../../shared/adapters/config';
+import { buildPoolAddParameter } from '../../shared/adapters/batch/pools';
+import { buildArmPool } from '../../shared/adapters/batch/armPools';
+import { jobPoolSpec } from '../../shared/core/planning/batchRequests';
+import { planJob } from '../../shared/core/planning/jobPlan';
+import { explainJob } from '../../shared/adapters/intake/explain';
+import { defaultExplainSettings } from '../../shared/adapters/intake/settings';
+import { checkContainerPolicy, containerPolicy } from '../../shared/core/intake/containerPolicy';
+import { checkNetworkPolicy } from '../../shared/core/intake/networkPolicy';
+import { parseJobSpec, type JobSpec } from '../../shared/core/spec';
 
 const SUB = '00000000-1111-2222-3333-444444444444';
 const SUBNET = `/subscriptions/${SUB}/resourceGroups/rg-hpc/providers/Microsoft.Network/virtualNetworks/vnet-hpc/subnets/compute`;

@@ -1,6 +1,6 @@
 /**
- * The preflight check's pure parts (shared/planning/preflight.ts): the task it builds, the parse of what its master
- * prints, and the verdict per node; and its shell and C parts (shared/mpi/preflightScript.ts) run for real: the master
+ * The preflight check's pure parts (shared/core/planning/preflight.ts): the task it builds, the parse of what its master
+ * prints, and the verdict per node; and its shell and C parts (shared/core/mpi/preflightScript.ts) run for real: the master
  * script under bash with a stand-in ssh, mpicc and mpirun on PATH (no Batch, no MPI launch), and the ping-pong
  * compiled with this machine's mpicc and run by its mpirun on two ranks.
  */
@@ -8,10 +8,10 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { parseJobSpec, type JobSpec } from '../../shared/spec';
-import { planJob } from '../../shared/planning/jobPlan';
-import { evaluatePreflight, parsePreflightOutput, preflightTaskRequest, preflightThresholds, type PreflightRun, type PreflightThresholds } from '../../shared/planning/preflight';
-import { compactC, PINGPONG_C, preflightMasterScript } from '../../shared/mpi/preflightScript';
+import { parseJobSpec, type JobSpec } from '../../shared/core/spec';
+import { planJob } from '../../shared/core/planning/jobPlan';
+import { evaluatePreflight, parsePreflightOutput, preflightTaskRequest, preflightThresholds, type PreflightRun, type PreflightThresholds } from '../../shared/core/planning/preflight';
+import { compactC, PINGPONG_C, preflightMasterScript } from '../../shared/core/mpi/preflightScript';
 import { smallSpec } from '../ops/helpers';
 
 function specOf(opts: Parameters<typeof smallSpec>[1] & { extra?: Record<string, unknown> }): JobSpec {

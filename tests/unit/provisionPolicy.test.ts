@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { decideProvisionStep, checkReusablePool, ObservedNode, PoolObservation, ProvisionPolicy } from '../../shared/planning/provisionPolicy';
+import { decideProvisionStep, checkReusablePool, ObservedNode, PoolObservation, ProvisionPolicy } from '../../shared/core/planning/provisionPolicy';
 
 const node = (i: number, state: string): ObservedNode => ({ id: `tvm-${String(i).padStart(3, '0')}`, state, ipAddress: `10.0.0.${i}`, affinityId: `aff-${i}` });
 const pool = (states: string[], extra: Partial<PoolObservation> = {}): PoolObservation => ({

@@ -1,9 +1,9 @@
-import { parseRegistryAliases, resolveImageAlias, withRegistryAliases } from '../../shared/intake/registryAliases';
-import { checkSubmission } from '../../shared/intake/submit';
-import { loadConfig } from '../../shared/config';
-import { dataAccessPolicy } from '../../shared/intake/dataAccess';
-import { containerPolicy } from '../../shared/intake/containerPolicy';
-import { parseJobSpec } from '../../shared/spec';
+import { parseRegistryAliases, resolveImageAlias, withRegistryAliases } from '../../shared/core/intake/registryAliases';
+import { checkSubmission } from '../../shared/adapters/intake/submit';
+import { loadConfig } from '../../shared/adapters/config';
+import { dataAccessPolicy } from '../../shared/core/intake/dataAccess';
+import { containerPolicy } from '../../shared/core/intake/containerPolicy';
+import { parseJobSpec } from '../../shared/core/spec';
 
 const aliases = { 'localhost:5000': '127.0.0.1:41733' };
 

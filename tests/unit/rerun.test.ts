@@ -1,8 +1,8 @@
-/** Issue 28 item 5: the rerun's id and spec (shared/intake/rerun.ts), pure. */
-import { rerunJobId, rerunSpec } from '../../shared/intake/rerun';
-import { parseJobSpec, type JobSpec } from '../../shared/spec';
-import { JOB_ID_RE } from '../../shared/spec/patterns';
-import { defaultOutputsPrefix } from '../../shared/intake/dataAreas';
+/** Issue 28 item 5: the rerun's id and spec (shared/adapters/intake/rerun.ts), pure. */
+import { rerunJobId, rerunSpec } from '../../shared/adapters/intake/rerun';
+import { parseJobSpec, type JobSpec } from '../../shared/core/spec';
+import { JOB_ID_RE } from '../../shared/core/spec/patterns';
+import { defaultOutputsPrefix } from '../../shared/adapters/intake/dataAreas';
 
 const owner = 'tenant-1/oid-alice';
 

@@ -4,9 +4,9 @@
  * The stand-in's filter parser is checked here too: what it does not understand must refuse, not match everything.
  */
 import fc from 'fast-check';
-import { meterKind, nodePricesFrom, regionOfBatchAccountUrl, retailPricesFilter, retailPricesUrl, sizeGroups, type RetailPriceItem } from '../../shared/ops/retailPrices';
-import { chooseQuote, costEstimate, type CachedNodePrice } from '../../shared/ops/priceQuote';
-import { DEFAULT_PRICE_TABLE, parsePriceTable } from '../../shared/config/priceTable';
+import { meterKind, nodePricesFrom, regionOfBatchAccountUrl, retailPricesFilter, retailPricesUrl, sizeGroups, type RetailPriceItem } from '../../shared/core/ops/retailPrices';
+import { chooseQuote, costEstimate, type CachedNodePrice } from '../../shared/core/ops/priceQuote';
+import { DEFAULT_PRICE_TABLE, parsePriceTable } from '../../shared/core/config/priceTable';
 import { FilterNotEmulated, parseFilter } from '../../local/prices/filter';
 import { standInItems } from '../../local/prices/catalog';
 

@@ -1,6 +1,6 @@
 /** Routine timer runs that did nothing are logged at debug, not info (issue 28, item 7: a quiet log). Pure. */
-import { relayRunLevel, sweepRunLevel } from '../../shared/ops/routineRuns';
-import type { SweepReport } from '../../shared/ops/sweep';
+import { relayRunLevel, sweepRunLevel } from '../../shared/core/ops/routineRuns';
+import type { SweepReport } from '../../shared/adapters/ops/sweep';
 
 const idleHousekeeping = { dropped: [], admitted: 0, arraysRefreshed: 0, arraysEnded: [], errors: [] };
 const sweep = (over: Partial<Pick<SweepReport, 'actions' | 'skipped'>> = {}) => ({ actions: [], skipped: [], ...over }) as Pick<SweepReport, 'actions' | 'skipped'>;

@@ -6,12 +6,12 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { buildMpiTaskCommands, type MpiTaskInput } from '../../shared/mpi/commands';
-import { COMPAT_VARIABLES } from '../../shared/mpi/schedulerCompat';
-import { splitShellWords } from '../../shared/mpi/shellWords';
-import { parseJobSpec, type JobSpec } from '../../shared/spec';
-import { planJob } from '../../shared/planning/jobPlan';
-import { mpiTaskRequest } from '../../shared/planning/mpiTaskRequest';
+import { buildMpiTaskCommands, type MpiTaskInput } from '../../shared/core/mpi/commands';
+import { COMPAT_VARIABLES } from '../../shared/core/mpi/schedulerCompat';
+import { splitShellWords } from '../../shared/core/mpi/shellWords';
+import { parseJobSpec, type JobSpec } from '../../shared/core/spec';
+import { planJob } from '../../shared/core/planning/jobPlan';
+import { mpiTaskRequest } from '../../shared/core/planning/mpiTaskRequest';
 import { BASE_INPUT, commandHarness, readNulList } from '../helpers/nodeCommands';
 
 const harness = commandHarness('sched-compat-');

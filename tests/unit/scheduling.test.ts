@@ -4,14 +4,14 @@
  * parents, cycles).
  */
 import fc from 'fast-check';
-import { canonicalJson, parseJobSpec, type JobSpec } from '../../shared/spec';
-import { arrayValues, expandArray, pathTo, summarizeArray } from '../../shared/scheduling/arrays';
-import { checkDependencies, dependencyStatus } from '../../shared/scheduling/dependencies';
-import { demandOf, submissionOrder } from '../../shared/scheduling/demand';
-import { vmSizeInfo } from '../../shared/planning/vmSizes';
-import { planJob } from '../../shared/planning/jobPlan';
-import { mpiTaskRequest } from '../../shared/planning/mpiTaskRequest';
-import { canTransition, JOB_STATES, type JobRecord, type JobState } from '../../shared/state';
+import { canonicalJson, parseJobSpec, type JobSpec } from '../../shared/core/spec';
+import { arrayValues, expandArray, pathTo, summarizeArray } from '../../shared/core/scheduling/arrays';
+import { checkDependencies, dependencyStatus } from '../../shared/core/scheduling/dependencies';
+import { demandOf, submissionOrder } from '../../shared/core/scheduling/demand';
+import { vmSizeInfo } from '../../shared/core/planning/vmSizes';
+import { planJob } from '../../shared/core/planning/jobPlan';
+import { mpiTaskRequest } from '../../shared/core/planning/mpiTaskRequest';
+import { canTransition, JOB_STATES, type JobRecord, type JobState } from '../../shared/adapters/state';
 
 const base = { name: 'sched', pool: { vmSize: 'Standard_D2s_v5', nodes: 2 }, mpi: { runtime: 'openmpi', command: 'app' } };
 

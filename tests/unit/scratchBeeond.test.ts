@@ -4,12 +4,12 @@
  * coordination and release commands, the image catalog's refusal, and `hpcjob explain --offline` on the example.
  */
 import * as path from 'node:path';
-import { parseJobSpec, type JobSpec } from '../../shared/spec';
-import { scratchExport, scratchSetupScript, scratchTeardownScript } from '../../shared/mpi/sharedScratch';
-import { nodeFilesystemSetup } from '../../shared/planning/nodeFilesystems';
-import { checkImage } from '../../shared/images/imageChecks';
-import { PlanningError } from '../../shared/planning/errors';
-import { explainJob } from '../../shared/intake/explain';
+import { parseJobSpec, type JobSpec } from '../../shared/core/spec';
+import { scratchExport, scratchSetupScript, scratchTeardownScript } from '../../shared/core/mpi/sharedScratch';
+import { nodeFilesystemSetup } from '../../shared/core/planning/nodeFilesystems';
+import { checkImage } from '../../shared/core/images/imageChecks';
+import { PlanningError } from '../../shared/core/planning/errors';
+import { explainJob } from '../../shared/adapters/intake/explain';
 
 const yaml = (scratch: string, extra = '') => `
 name: s

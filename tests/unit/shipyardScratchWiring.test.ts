@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { AUTO_SCRATCH_LINK, wireScratch } from '../../cli/import/shipyard/scratchWiring';
 import { newDraft } from '../../cli/import/shipyard/context';
-import { evaluatePreflight, type PreflightThresholds } from '../../shared/planning/preflight';
+import { evaluatePreflight, type PreflightThresholds } from '../../shared/core/planning/preflight';
 
 const draft = (spec: Record<string, unknown>) => Object.assign(newDraft('a.yaml', 'j', 't'), { spec });
 

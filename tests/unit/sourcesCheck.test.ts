@@ -2,8 +2,8 @@
  * "Fail before paying", the pure part: which sources a spec makes the pipeline look up before its pool exists, with
  * the field path of each, and how a miss is worded for the dry run (400) and for the job's reason.
  */
-import { parseJobSpec } from '../../shared/spec';
-import { deniedMessage, missesAsErrors, missesReason, missMessage, sourceChecks, type SourceCheck } from '../../shared/planning/sourcesCheck';
+import { parseJobSpec } from '../../shared/core/spec';
+import { deniedMessage, missesAsErrors, missesReason, missMessage, sourceChecks, type SourceCheck } from '../../shared/core/planning/sourcesCheck';
 
 function spec(yaml: string) {
   const parsed = parseJobSpec(`name: sc\nlimits: { maxWallClock: PT10M }\nmpi: { runtime: openmpi, command: app }\n${yaml}`, 'application/yaml');

@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { renderDocs, renderFieldTable } from '../../scripts/docs/specFieldTable';
-import { LIMITS } from '../../shared/spec';
+import { LIMITS } from '../../shared/core/spec';
 
 const docPath = path.join(__dirname, '../../docs/job-spec.md');
 const examplesDir = path.join(__dirname, '../../examples/jobs');

@@ -1,7 +1,7 @@
 /** Every committed example job spec parses, so the docs and examples never rot. */
 import { readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { parseJobSpec } from '../../shared/spec';
+import { parseJobSpec } from '../../shared/core/spec';
 
 const dir = path.join(__dirname, '../../examples/jobs');
 const files = readdirSync(dir).filter((f) => /\.(ya?ml|json)$/.test(f));

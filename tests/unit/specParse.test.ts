@@ -2,8 +2,8 @@
 import fc from 'fast-check';
 import {
   deriveJobId, diffSpecs, MAX_SPEC_TEXT_CHARS, parseJobSpec, resolveDestination, specHash, type JobSpec,
-} from '../../shared/spec';
-import { jsonErrorOffset } from '../../shared/spec/jsonErrorOffset';
+} from '../../shared/core/spec';
+import { jsonErrorOffset } from '../../shared/core/spec/jsonErrorOffset';
 
 const minimal = { name: 'demo', pool: { vmSize: 'Standard_HB120rs_v3', nodes: 4 }, mpi: { runtime: 'openmpi', command: './app' } };
 

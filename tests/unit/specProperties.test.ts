@@ -4,8 +4,8 @@
  */
 import fc from 'fast-check';
 import YAML from 'yaml';
-import { parseJobSpec, specHash, diffSpecs, deriveJobId } from '../../shared/spec';
-import { JOB_ID_RE as JOB_SPEC_JOB_ID_RE } from '../../shared/spec/patterns';
+import { parseJobSpec, specHash, diffSpecs, deriveJobId } from '../../shared/core/spec';
+import { JOB_ID_RE as JOB_SPEC_JOB_ID_RE } from '../../shared/core/spec/patterns';
 import { pathMatches, specMutations, validSpecInput } from '../helpers/specArbitraries';
 
 type Format = 'object' | 'json' | 'yaml';

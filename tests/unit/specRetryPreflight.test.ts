@@ -1,6 +1,6 @@
 /** The spec's `retry` and `preflight` sections: their defaults, and every refusal with its field path. */
 import { parse, stringify } from 'yaml';
-import { parseJobSpec } from '../../shared/spec';
+import { parseJobSpec } from '../../shared/core/spec';
 import { smallSpec } from '../ops/helpers';
 
 function withSections(extra: Record<string, unknown>) {

@@ -4,9 +4,9 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { canonicalJson, parseJobSpec, specHash, type JobSpec } from '../../shared/spec';
-import { checkDataAccess, type DataAccessPolicy } from '../../shared/intake/dataAccess';
-import { httpsUrlProblem } from '../../shared/spec/sections/storageFields';
+import { canonicalJson, parseJobSpec, specHash, type JobSpec } from '../../shared/core/spec';
+import { checkDataAccess, type DataAccessPolicy } from '../../shared/core/intake/dataAccess';
+import { httpsUrlProblem } from '../../shared/core/spec/sections/storageFields';
 
 const BASE = `
 name: t

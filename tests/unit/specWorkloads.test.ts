@@ -1,15 +1,15 @@
 /**
- * The spec sections for real codes (shared/spec/sections/launch.ts, container.ts) and their intake policy
- * (shared/intake/containerPolicy.ts): every example under examples/workloads parses and says which code it stands
+ * The spec sections for real codes (shared/core/spec/sections/launch.ts, container.ts) and their intake policy
+ * (shared/core/intake/containerPolicy.ts): every example under examples/workloads parses and says which code it stands
  * for; retired VM sizes are refused with their successors; image references, run options, GPUs and launchers are
  * refused with the field path when they cannot work.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { parseJobSpec, type JobSpec, type JobSpecInput } from '../../shared/spec';
-import { checkContainerPolicy } from '../../shared/intake/containerPolicy';
-import { isGpuSize, retiredVmSize } from '../../shared/planning/vmSizes';
-import { loadConfig } from '../../shared/config';
+import { parseJobSpec, type JobSpec, type JobSpecInput } from '../../shared/core/spec';
+import { checkContainerPolicy } from '../../shared/core/intake/containerPolicy';
+import { isGpuSize, retiredVmSize } from '../../shared/core/planning/vmSizes';
+import { loadConfig } from '../../shared/adapters/config';
 
 const dir = path.join(__dirname, '../../examples/workloads');
 const files = readdirSync(dir).filter((f) => f.endsWith('.yaml'));
@@ -175,7 +175,7 @@ describe('intake: what this deployment allows containers', () => {
     expect(checkContainerPolicy(sif('data1', 'stg-x'), { allowPrivileged: false }, data)).toEqual([{ path: 'container.images[0].container', message: expect.stringMatching(/staging container/) }]);
   });
 
-  it('the setting is read through shared/config', () => {
+  it('the setting is read through shared/adapters/config', () => {
     const env = { BATCH_ACCOUNT_URL: 'https://b.westeurope.batch.azure.com', BATCH_ACCOUNT_NAME: 'batch1', AzureWebJobsStorage__accountName: 'host1', STAGING_ACCOUNTS: 'stage1' };
     expect(loadConfig(env).containers.allowPrivileged).toBe(false);
     expect(loadConfig({ ...env, CONTAINER_ALLOW_PRIVILEGED: 'true' }).containers.allowPrivileged).toBe(true);

@@ -5,18 +5,18 @@
  */
 import fc from 'fast-check';
 import { parse, stringify } from 'yaml';
-import { parseJobSpec } from '../../shared/spec';
+import { parseJobSpec } from '../../shared/core/spec';
 import { smallSpec } from '../ops/helpers';
-import { decideAfterPreemption, poolSplit, type SpotPolicy } from '../../shared/planning/spotPolicy';
-import { classifyAttempt } from '../../shared/planning/failureClass';
-import { decideRetry, retryPolicyFor } from '../../shared/planning/retryPolicy';
-import { decideProvisionStep, type PoolObservation } from '../../shared/planning/provisionPolicy';
-import { jobCost, splitNodeMinutes } from '../../shared/ops/cost';
-import { retailQuote } from '../../shared/ops/priceQuote';
-import { explainCost } from '../../shared/intake/explain';
-import { planJob } from '../../shared/planning/jobPlan';
-import { jobPoolSpec } from '../../shared/planning/batchRequests';
-import { buildPoolAddParameter } from '../../shared/batch';
+import { decideAfterPreemption, poolSplit, type SpotPolicy } from '../../shared/core/planning/spotPolicy';
+import { classifyAttempt } from '../../shared/core/planning/failureClass';
+import { decideRetry, retryPolicyFor } from '../../shared/core/planning/retryPolicy';
+import { decideProvisionStep, type PoolObservation } from '../../shared/core/planning/provisionPolicy';
+import { jobCost, splitNodeMinutes } from '../../shared/core/ops/cost';
+import { retailQuote } from '../../shared/core/ops/priceQuote';
+import { explainCost } from '../../shared/adapters/intake/explain';
+import { planJob } from '../../shared/core/planning/jobPlan';
+import { jobPoolSpec } from '../../shared/core/planning/batchRequests';
+import { buildPoolAddParameter } from '../../shared/adapters/batch';
 
 const SEED = 20261127;
 

@@ -1,4 +1,4 @@
-import { parseListQuery } from '../../shared/state';
+import { parseListQuery } from '../../shared/adapters/state';
 
 test('valid parameters become a store query', () => {
   const r = parseListQuery(new URLSearchParams('state=Running,Failed&tag=project=cfd&createdFrom=2026-01-01&createdTo=2026-02-01T00:00:00Z&top=25&continuationToken=abc'));

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import {
   ACTIVE_STAGES, canTransition, IllegalTransitionError, isTerminal, JOB_STATES, nextStates, TERMINAL_STATES, transition,
   type JobState, type TransitionableRow,
-} from '../../shared/state';
+} from '../../shared/adapters/state';
 
 const start = (): TransitionableRow => ({ id: 'job-1', state: 'Submitted', stage: 'Submitted', updatedAt: '2026-01-01T00:00:00.000Z', eventSeq: 1 });
 /** Position in the pipeline: the machine may only move forward (Queued sits between Submitted and Provisioning). */

@@ -1,10 +1,10 @@
 /**
- * Task collections (shared/batch/taskCollection.ts): request-sized chunks (≤ 100 tasks, < 1 MB) and the per-task result
+ * Task collections (shared/adapters/batch/taskCollection.ts): request-sized chunks (≤ 100 tasks, < 1 MB) and the per-task result
  * handling (retry only the server errors, under the same ids; TaskExists = added; any other client error fails naming
  * the task). A scripted client stands in for Batch's answers; the emulator's side is tests/calls/nodeTaskAdds.test.ts.
  */
 import type { BatchServiceModels } from '@azure/batch';
-import { addTaskCollection, BatchError, classifyTaskAddResult, taskCollectionChunks, TASK_COLLECTION_MAX_BYTES, type BatchContext } from '../../shared/batch';
+import { addTaskCollection, BatchError, classifyTaskAddResult, taskCollectionChunks, TASK_COLLECTION_MAX_BYTES, type BatchContext } from '../../shared/adapters/batch';
 
 type Param = BatchServiceModels.TaskAddParameter;
 type Result = BatchServiceModels.TaskAddResult;

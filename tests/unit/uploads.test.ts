@@ -1,9 +1,9 @@
 import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { parseUploadRequest, planUpload, type UploadPolicy } from '../../shared/intake/uploads';
+import { parseUploadRequest, planUpload, type UploadPolicy } from '../../shared/adapters/intake/uploads';
 import { localFiles, progressLine, uploadTarget } from '../../cli/commands/upload';
-import type { DataCaller } from '../../shared/auth/dataArea';
+import type { DataCaller } from '../../shared/adapters/auth/dataArea';
 
 const ALICE = '11111111-1111-1111-1111-111111111111/22222222-2222-2222-2222-222222222222';
 const alice: DataCaller = { owner: ALICE, roles: ['submitter'], admin: false };

@@ -7,15 +7,15 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { parseJobSpec, type JobSpec } from '../../shared/spec';
-import { planJob } from '../../shared/planning/jobPlan';
-import { mpiTaskRequest, releaseTaskCommand } from '../../shared/planning/mpiTaskRequest';
+import { parseJobSpec, type JobSpec } from '../../shared/core/spec';
+import { planJob } from '../../shared/core/planning/jobPlan';
+import { mpiTaskRequest, releaseTaskCommand } from '../../shared/core/planning/mpiTaskRequest';
 import {
   destinationFor, filesWanted, masterOutputFiles, nodeFileSources, nodeSasLifetimeMs, nodeUploadTask, outputsPlan, rankLogOptions, RANK_LOG_DIR, WRONG_NODE_EXIT,
-} from '../../shared/planning/workloadData';
-import { scratchDirExpression, scratchExport, scratchSetupScript, scratchTeardownScript, SCRATCH_EXPORT_OPTIONS } from '../../shared/mpi/sharedScratch';
-import { splitShellWords } from '../../shared/mpi';
-import { PlanningError } from '../../shared/planning/errors';
+} from '../../shared/core/planning/workloadData';
+import { scratchDirExpression, scratchExport, scratchSetupScript, scratchTeardownScript, SCRATCH_EXPORT_OPTIONS } from '../../shared/core/mpi/sharedScratch';
+import { splitShellWords } from '../../shared/core/mpi';
+import { PlanningError } from '../../shared/core/planning/errors';
 
 function spec(extra: string, base = 'pool: { vmSize: Standard_HB120rs_v3, nodes: 3 }\nmpi: { runtime: openmpi, command: app }'): JobSpec {
   const r = parseJobSpec(`name: t\n${base}\n${extra}`, 'application/yaml');

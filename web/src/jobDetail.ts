@@ -138,7 +138,7 @@ export function shouldTail(job: Pick<JobView, 'state' | 'progress'>): boolean {
 
 // ---- outputs -------------------------------------------------------------------------------------------------------
 
-/** What GET /api/jobs/{id}/outputs answers (shared/contract/outputs.ts), the parts the page reads. */
+/** What GET /api/jobs/{id}/outputs answers (shared/core/contract/outputs.ts), the parts the page reads. */
 export interface OutputsAnswer {
   jobId: string;
   prefix: string;

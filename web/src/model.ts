@@ -3,12 +3,12 @@
  * show. Unit-tested in tests/ui/model.test.ts; the DOM code in render.ts only turns these values into elements.
  */
 
-import type { JobState, TerminalState } from '../../shared/state/states';
-import type { Counter, NodeProgress, PipelineStatus } from '../../shared/contract/progress';
-import type { JobCost, JobResultView } from '../../shared/contract/jobResult';
-import type { JobQueueView } from '../../shared/contract/queue';
-import { jobControlPlaneCost } from '../../shared/ops/usage';
-import { CONTROL_PLANE_PRICES } from '../../shared/ops/controlPlanePrices';
+import type { JobState, TerminalState } from '../../shared/core/state/states';
+import type { Counter, NodeProgress, PipelineStatus } from '../../shared/core/contract/progress';
+import type { JobCost, JobResultView } from '../../shared/core/contract/jobResult';
+import type { JobQueueView } from '../../shared/core/contract/queue';
+import { jobControlPlaneCost } from '../../shared/core/ops/usage';
+import { CONTROL_PLANE_PRICES } from '../../shared/core/ops/controlPlanePrices';
 
 /** The keys of a record, typed: how the lists below stay complete (a missing or unknown key does not compile). */
 function keysOf<K extends string>(r: Record<K, unknown>): K[] {
@@ -41,7 +41,7 @@ export interface TimelineEvent {
   from?: string | null;
   to?: string;
   reason: string;
-  /** A note's data (node replacements: shared/contract/nodeReplacements.ts). */
+  /** A note's data (node replacements: shared/core/contract/nodeReplacements.ts). */
   data?: unknown;
 }
 
@@ -246,7 +246,7 @@ export function shortNodeLabels(ids: string[], keep = 6, max = 14): Record<strin
 
 /**
  * How many nodes are in each state, in pipeline order, leaving out states no node is in. A large job's status
- * carries counts instead of per-node states (shared/contract/progress.ts fitStatus): those are used as they are.
+ * carries counts instead of per-node states (shared/core/contract/progress.ts fitStatus): those are used as they are.
  */
 export function nodeStateCounts(cells: NodeCell[], reported?: Partial<Record<string, number>>): { state: string; count: number }[] {
   const counts = new Map<string, number>();

@@ -11,7 +11,7 @@ import { outputsCard, tailCard, type JobPageDetail } from './detailPages';
 function nodeName(id: string | undefined, labels: Record<string, string>): HTMLElement | string {
   return id ? h('span', { class: 'mono', title: id, 'data-testid': 'node-name' }, labels[id] ?? id) : '';
 }
-import { nodeReplacements } from '../../shared/contract/nodeReplacements';
+import { nodeReplacements } from '../../shared/core/contract/nodeReplacements';
 
 function stateBadge(state: string): HTMLElement {
   return h('span', { class: `badge state-${state}`, 'data-testid': 'job-state' }, state);

@@ -3,7 +3,7 @@
  * page shows, the nodes' cost beside the control plane's own, per job, per day and in total. Read leniently: any part
  * the server does not send (an older or newer server) shows as "–" rather than breaking the page.
  */
-import type { UsageReport, UsageJobRow } from '../../shared/ops/usage';
+import type { UsageReport, UsageJobRow } from '../../shared/core/ops/usage';
 
 /** The answer as the page reads it: every part may be missing. */
 export type UsageAnswer = Partial<Omit<UsageReport, 'controlPlane' | 'perJob'>> & {

@@ -2,8 +2,8 @@
  * Azure-documented inputs of the capacity model, each with where it comes from (docs/capacity.md cites them in full).
  * Figures marked ASSUMPTION have no published number; they are planning values, changed in one place here.
  */
-import { CONSERVATIVE_ACCOUNT_LIMITS } from '../../../shared/planning/stagingModel';
-import { DEFAULT_PULL_BACKOFF, delayMs } from '../../../shared/planning/backoff';
+import { CONSERVATIVE_ACCOUNT_LIMITS } from '../../../shared/core/planning/stagingModel';
+import { DEFAULT_PULL_BACKOFF, delayMs } from '../../../shared/core/planning/backoff';
 import type { JobInputs } from './jobModel';
 import type { DayInputs } from './dayModel';
 
@@ -20,7 +20,7 @@ export const AZURE_JOB: Omit<JobInputs, 'nodes' | 'inputBytes' | 'imageBytes'> =
   // Batch publishes no allocation time (notes: "plan for minutes, 5–15 min is common"): nodes idle evenly from 5 to 10 min.
   allocationFirstS: 300,
   allocationLastS: 600,
-  // The deployment's defaults: POLL_INITIAL_MS 5 s, doubling, POLL_MAX_MS 60 s (shared/config).
+  // The deployment's defaults: POLL_INITIAL_MS 5 s, doubling, POLL_MAX_MS 60 s (shared/adapters/config).
   poll: { baseMs: 5_000, maxMs: 60_000, factor: 2 },
   // ACR Premium "download bandwidth" 100 MBps per the published tier table (older page); ASSUMPTION that the registry
   // serves 10 such pulls at once (1 GB/s aggregate) — the page gives no aggregate figure.

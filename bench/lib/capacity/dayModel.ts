@@ -1,11 +1,11 @@
 /**
- * A day of mixed jobs through one deployment: arrivals, the real admission decisions (shared/scheduling/admission.ts
+ * A day of mixed jobs through one deployment: arrivals, the real admission decisions (shared/core/scheduling/admission.ts
  * decideAdmission against the Batch account's core quota and pool limit), each job's pre-MPI phase from the job model
  * (simulateJob, cached per shape), its run, and the load each service sees, bucketed per minute. The request figures
- * per job come from shared/ops/controlPlaneCost.ts estimateControlPlaneUsage (the same estimate the dashboard shows).
+ * per job come from shared/core/ops/controlPlaneCost.ts estimateControlPlaneUsage (the same estimate the dashboard shows).
  */
-import { decideAdmission, type AdmissionLimits, type Reservation, type WaitingJob } from '../../../shared/scheduling/admission';
-import { estimateControlPlaneUsage } from '../../../shared/ops/controlPlaneCost';
+import { decideAdmission, type AdmissionLimits, type Reservation, type WaitingJob } from '../../../shared/core/scheduling/admission';
+import { estimateControlPlaneUsage } from '../../../shared/core/ops/controlPlaneCost';
 import { EventQueue, runEvents } from './eventQueue';
 import { simulateJob, type JobDesign, type JobInputs, type JobFigures } from './jobModel';
 

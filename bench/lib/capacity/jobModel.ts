@@ -1,12 +1,12 @@
 /**
  * One job through the pipeline as a discrete-event simulation, driving the project's own pure decisions rather than a
  * re-implementation of them:
- *   provisioning   shared/planning/provisionPolicy.ts decideProvisionStep on each simulated pool observation
- *   images         shared/planning/pullWindow.ts (window) or imageTree.ts (tree): work issued, results fed back at polls
- *   input data     shared/planning/shards.ts planShards (bytes per node) and stagingModel.ts modelStagingTime (the copy)
- *   polling        shared/planning/backoff.ts backoffCeilingMs: the orchestrator's poll interval grows while nothing
+ *   provisioning   shared/core/planning/provisionPolicy.ts decideProvisionStep on each simulated pool observation
+ *   images         shared/core/planning/pullWindow.ts (window) or imageTree.ts (tree): work issued, results fed back at polls
+ *   input data     shared/core/planning/shards.ts planShards (bytes per node) and stagingModel.ts modelStagingTime (the copy)
+ *   polling        shared/core/planning/backoff.ts backoffCeilingMs: the orchestrator's poll interval grows while nothing
  *                  changes and starts again from the first interval when something did
- *   idle           shared/ops/cost.ts idleNodeMinutesBeforeMpi over the simulated readiness and MPI start
+ *   idle           shared/core/ops/cost.ts idleNodeMinutesBeforeMpi over the simulated readiness and MPI start
  * What is simulated physically (durations, never decisions): node readiness spread over the allocation, registry pulls
  * sharing the registry's egress, peer copies served one at a time per source in the planner's turn order, the shard
  * copy, per-node downloads sharing the staging accounts' egress, the preflight check, the MPI task's start.
@@ -14,13 +14,13 @@
  * → MPI; overlapped = copy from admission beside provisioning, each node's download once its images are seen pulled and
  * the copy is done, preflight after every download.
  */
-import { backoffCeilingMs, type BackoffOptions } from '../../../shared/planning/backoff';
-import { decideProvisionStep, type ObservedNode } from '../../../shared/planning/provisionPolicy';
-import { initPullPlan, nextPulls, onPullResult, isDone as pullsDone, type PullPlanState, type PullWork } from '../../../shared/planning/pullWindow';
-import { initTreePlan, nextTransfers, onTransferResults, isTreeDone, type TreePlanState, type TransferWork } from '../../../shared/planning/imageTree';
-import { buildNodeManifests, planShards, type ListedBlob } from '../../../shared/planning/shards';
-import { modelStagingTime, type StorageAccountLimits } from '../../../shared/planning/stagingModel';
-import { idleNodeMinutesBeforeMpi } from '../../../shared/ops/cost';
+import { backoffCeilingMs, type BackoffOptions } from '../../../shared/core/planning/backoff';
+import { decideProvisionStep, type ObservedNode } from '../../../shared/core/planning/provisionPolicy';
+import { initPullPlan, nextPulls, onPullResult, isDone as pullsDone, type PullPlanState, type PullWork } from '../../../shared/core/planning/pullWindow';
+import { initTreePlan, nextTransfers, onTransferResults, isTreeDone, type TreePlanState, type TransferWork } from '../../../shared/core/planning/imageTree';
+import { buildNodeManifests, planShards, type ListedBlob } from '../../../shared/core/planning/shards';
+import { modelStagingTime, type StorageAccountLimits } from '../../../shared/core/planning/stagingModel';
+import { idleNodeMinutesBeforeMpi } from '../../../shared/core/ops/cost';
 import { EventQueue, runEvents } from './eventQueue';
 
 export type Staging = 'sequential' | 'overlapped';

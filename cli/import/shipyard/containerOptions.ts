@@ -1,11 +1,11 @@
 /**
  * Shipyard's free-form container options (`additional_docker_run_options`, `additional_singularity_options`) against
- * the spec's allowlist (shared/spec/sections/container.ts): what has a field there is carried, what the control plane
+ * the spec's allowlist (shared/core/spec/sections/container.ts): what has a field there is carried, what the control plane
  * always does is noted, anything else is reported unsupported. Pure.
  */
-import { splitShellWords } from '../../../shared/mpi/shellWords';
-import { SAFE_CAPABILITIES, ULIMIT_NAMES, bindRefusal } from '../../../shared/spec/sections/container';
-import * as P from '../../../shared/spec/patterns';
+import { splitShellWords } from '../../../shared/core/mpi/shellWords';
+import { SAFE_CAPABILITIES, ULIMIT_NAMES, bindRefusal } from '../../../shared/core/spec/sections/container';
+import * as P from '../../../shared/core/spec/patterns';
 import type { MappingStatus } from './report';
 import { toShmSize } from './values';
 

@@ -1,5 +1,5 @@
 /**
- * Shipyard's data settings into the spec's data sections (shared/spec/sections/files.ts, storage.ts, outputs.ts):
+ * Shipyard's data settings into the spec's data sections (shared/core/spec/sections/files.ts, storage.ts, outputs.ts):
  *
  * - `resource_files` (task, multi_instance, pool) and `input_data.azure_storage` → `files`: every node gets them in the
  *   MPI task's working directory before any rank starts (https URLs as they are; blobs of data accounts by account,
@@ -10,8 +10,8 @@
  * - `output_data.azure_storage` → `outputs`.
  * Pure.
  */
-import * as P from '../../../shared/spec/patterns';
-import { FILE_MODE_RE, GLOB_RE, MOUNT_OPTIONS_RE, NFS_SOURCE_RE, CIFS_SOURCE_RE, RELATIVE_PATH_RE, httpsUrlProblem } from '../../../shared/spec/sections/storageFields';
+import * as P from '../../../shared/core/spec/patterns';
+import { FILE_MODE_RE, GLOB_RE, MOUNT_OPTIONS_RE, NFS_SOURCE_RE, CIFS_SOURCE_RE, RELATIVE_PATH_RE, httpsUrlProblem } from '../../../shared/core/spec/sections/storageFields';
 import { getIn, isObj, setIn, type MappingContext, type Obj, type SpecDraft } from './context';
 import type { VolumeRef } from './globalResources';
 import { joinIndex, joinKey, type MappingStatus } from './report';

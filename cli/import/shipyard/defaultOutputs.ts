@@ -10,7 +10,7 @@
  * which the header says. With no account at all the spec keeps its full logs in the deployment's default outputs
  * location (cleanup.keepLogs) and the header says how to keep the results. Pure.
  */
-import * as P from '../../../shared/spec/patterns';
+import * as P from '../../../shared/core/spec/patterns';
 import { addComment, isObj, type SpecDraft } from './context';
 
 export const DEFAULT_OUTPUTS_CONTAINER = 'shipyard-outputs';

@@ -3,7 +3,7 @@
  * plane keeps its state itself), image preloading (every node holds every image before the MPI task starts, pulled
  * at most `pullConcurrency` nodes at a time, as Shipyard's `concurrent_source_downloads`), registries and volumes.
  */
-import { isImageReference } from '../../../shared/spec/sections/container';
+import { isImageReference } from '../../../shared/core/spec/sections/container';
 import { isObj, getIn, setIn, type MappingContext, type SpecDraft } from './context';
 import { joinIndex, joinKey } from './report';
 import { NOT_NEEDED } from './notes';

@@ -1,12 +1,12 @@
 /**
- * What an imported spec expects of the node image that the image catalog says it lacks (shared/images): the
+ * What an imported spec expects of the node image that the image catalog says it lacks (shared/core/images): the
  * CentOS-HPC module names and /opt paths Shipyard's recipes assumed, a container runtime the image does not have,
  * `library://` images (Apptainer has no Sylabs library remote configured), and a host MPI whose generation differs
  * from the one the spec declares for its container. Each becomes a report line and a "CANNOT RUN AS IS" header line
  * of the spec, so no recipe claims to run the way its author ran it when the image says otherwise.
  */
-import { checkImage } from '../../../shared/images/imageChecks';
-import type { JobSpec } from '../../../shared/spec';
+import { checkImage } from '../../../shared/core/images/imageChecks';
+import type { JobSpec } from '../../../shared/core/spec';
 
 export interface ImageFlag {
   /** Suffix of the task's Shipyard path the flag is reported against. */

@@ -3,7 +3,7 @@
  * objects and as commented YAML), every setting's fate, the credentials found (by path) and problems. The CLI
  * (cli/commands/importShipyard.ts) reads and writes the files.
  */
-import { parseJobSpec, type SpecError } from '../../../shared/spec';
+import { parseJobSpec, type SpecError } from '../../../shared/core/spec';
 import { MappingContext, type SpecDraft } from './context';
 import { mapCredentials } from './credentials';
 import { emitSpecYaml } from './emit';

@@ -8,10 +8,10 @@
  * - SR-IOV sizes (HB, HC, the _v2+ r sizes): `intelmpi-ofa` → `I_MPI_FABRICS=shm:ofa`; `intelmpi` →
  *   `I_MPI_FABRICS=shm:ofi FI_PROVIDER=mlx`;
  * - sizes without RDMA: no fabric setting (Intel MPI chose one itself).
- * Our presets (shared/mpi/rdmaPresets.ts): 2018 → shm:ofa / shm:tcp; 2019+ → shm:ofi with FI_PROVIDER mlx / tcp.
+ * Our presets (shared/core/mpi/rdmaPresets.ts): 2018 → shm:ofa / shm:tcp; 2019+ → shm:ofi with FI_PROVIDER mlx / tcp.
  * Pure.
  */
-import { isRdmaCapable } from '../../../shared/mpi/rdmaPresets';
+import { isRdmaCapable } from '../../../shared/core/mpi/rdmaPresets';
 
 export type SizeClass = 'networkDirect' | 'sriov' | 'none';
 

@@ -7,16 +7,16 @@
  * - Other task kinds (task factories, several plain tasks, plain tasks beside an MPI task, merge tasks) are reported
  *   unsupported: a job spec is one MPI task.
  */
-import { isImageReference } from '../../../shared/spec/sections/container';
-import { isGpuSize } from '../../../shared/planning/vmSizes';
-import * as P from '../../../shared/spec/patterns';
-import { LIMITS } from '../../../shared/spec/schema';
+import { isImageReference } from '../../../shared/core/spec/sections/container';
+import { isGpuSize } from '../../../shared/core/planning/vmSizes';
+import * as P from '../../../shared/core/spec/patterns';
+import { LIMITS } from '../../../shared/core/spec/schema';
 import { addComment, getIn, isObj, newDraft, setIn, type MappingContext, type Obj, type SpecDraft } from './context';
 import { parseDockerRunOptions, parseSingularityOptions, type ParsedOptions, type RunOptionsDraft } from './containerOptions';
 import type { ConfigFacts } from './globalResources';
 import { mapLaunch } from './launch';
 import { NOT_NEEDED } from './notes';
-import { SCHEDULING_LIMITS } from '../../../shared/spec/sections/scheduling';
+import { SCHEDULING_LIMITS } from '../../../shared/core/spec/sections/scheduling';
 import { intelMpiMapping } from './intelMpiMapping';
 import { inputData, outputData, resourceFile, sharedVolumeMount } from './data';
 import { startCommandLine, type PoolFacts } from './pool';

@@ -11,9 +11,9 @@
  * - no `mpi` block (the image's own script launches) → a custom launcher running the command as it is.
  * Pure.
  */
-import { splitShellWords } from '../../../shared/mpi/shellWords';
-import { fabricPreset, presetFamilyFor, resolveFabric, type Fabric, type MpiRuntime } from '../../../shared/mpi/rdmaPresets';
-import { LAUNCHER_EXECUTABLE_RE, LAUNCHER_OPTION_RE } from '../../../shared/spec/sections/launch';
+import { splitShellWords } from '../../../shared/core/mpi/shellWords';
+import { fabricPreset, presetFamilyFor, resolveFabric, type Fabric, type MpiRuntime } from '../../../shared/core/mpi/rdmaPresets';
+import { LAUNCHER_EXECUTABLE_RE, LAUNCHER_OPTION_RE } from '../../../shared/core/spec/sections/launch';
 import type { MappingStatus } from './report';
 
 export type ProcessesPerNode = number | 'nproc' | 'cores' | 'gpus';

@@ -2,12 +2,12 @@
  * pool.yaml (`pool_specification`) into the `pool` section of every generated spec. Shipyard pools outlived their
  * jobs and were shared; here each job creates its own pool of the same shape and deletes it when it ends.
  */
-import { isGpuSize, retiredVmSize } from '../../../shared/planning/vmSizes';
-import { gpuGeneration } from '../../../shared/mpi/generation';
-import { isRdmaCapable } from '../../../shared/mpi/rdmaPresets';
-import { shellQuote } from '../../../shared/mpi/shellQuote';
-import { parseIsoDuration } from '../../../shared/spec/duration';
-import * as P from '../../../shared/spec/patterns';
+import { isGpuSize, retiredVmSize } from '../../../shared/core/planning/vmSizes';
+import { gpuGeneration } from '../../../shared/core/mpi/generation';
+import { isRdmaCapable } from '../../../shared/core/mpi/rdmaPresets';
+import { shellQuote } from '../../../shared/core/mpi/shellQuote';
+import { parseIsoDuration } from '../../../shared/core/spec/duration';
+import * as P from '../../../shared/core/spec/patterns';
 import { isObj, setIn, type MappingContext, type Obj, type SpecDraft } from './context';
 import { joinIndex, joinKey } from './report';
 import { NOT_NEEDED } from './notes';

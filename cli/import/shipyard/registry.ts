@@ -5,7 +5,7 @@
  * by such a setting the user must create, and a `password_keyvault_secret_id` becomes the setting that holds a Key
  * Vault reference to that secret.
  */
-import * as P from '../../../shared/spec/patterns';
+import * as P from '../../../shared/core/spec/patterns';
 import { addComment, getIn, isObj, setIn, type MappingContext, type SpecDraft } from './context';
 import type { ConfigFacts } from './globalResources';
 import { joinKey } from './report';

@@ -4,7 +4,7 @@
  * Pure: the caller reads the file.
  */
 import YAML, { Lexer } from 'yaml';
-import { formatPath, type PathSegment } from '../../../shared/spec/path';
+import { formatPath, type PathSegment } from '../../../shared/core/spec/path';
 
 /** Which Shipyard file a document is: the report groups its settings by file. */
 export type ShipyardFileRole = 'config' | 'pool' | 'jobs' | 'credentials';

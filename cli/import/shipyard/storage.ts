@@ -1,5 +1,5 @@
 /** Storage references in Shipyard files: blob URLs and the storage account aliases credentials.yaml resolves. Pure. */
-import * as P from '../../../shared/spec/patterns';
+import * as P from '../../../shared/core/spec/patterns';
 import { isObj } from './context';
 
 export interface BlobRef {

@@ -2,10 +2,10 @@
  * Shipyard values in the job spec's terms: time spans, ids and tag values, shm sizes, VM sizes Azure retired, and the
  * marketplace images with their node agents. Pure.
  */
-import { formatIsoDuration } from '../../../shared/spec/duration';
-import { isGpuSize, parseVmSize, retiredVmSize } from '../../../shared/planning/vmSizes';
-import { isRdmaCapable } from '../../../shared/mpi/rdmaPresets';
-import * as P from '../../../shared/spec/patterns';
+import { formatIsoDuration } from '../../../shared/core/spec/duration';
+import { isGpuSize, parseVmSize, retiredVmSize } from '../../../shared/core/planning/vmSizes';
+import { isRdmaCapable } from '../../../shared/core/mpi/rdmaPresets';
+import * as P from '../../../shared/core/spec/patterns';
 
 /**
  * Shipyard's time spans: "[days.]HH:MM:SS" (convoy/util.py convert_string_to_timedelta), e.g. "02:00:00",
@@ -65,7 +65,7 @@ export function toShmSize(value: unknown): string | undefined {
 
 /**
  * The size that replaces a retired one: same kind of node (InfiniBand stays InfiniBand, GPUs stay GPUs, GPU count kept
- * where a successor has it). The series and its published successors come from shared/planning/vmSizes.ts.
+ * where a successor has it). The series and its published successors come from shared/core/planning/vmSizes.ts.
  */
 export function successorVmSize(vmSize: string): string | undefined {
   const retired = retiredVmSize(vmSize);

@@ -2,13 +2,13 @@
  * The emulated nodes' modelled hardware (docs/local-batch.md "Modelled node hardware"): what the emulated `ibstat`,
  * `ib_write_bw` and `stream` of a node print (local/batch/nodeimage/bin). The emulated fabric is a loopback and the
  * memory the machine's own, so nothing here is measured: a healthy node of a size reports the link rate and port count
- * Azure's health checks expect of that size (AzNHC's figures, shared/planning/healthThresholds.ts), an ib_write_bw
+ * Azure's health checks expect of that size (AzNHC's figures, shared/core/planning/healthThresholds.ts), an ib_write_bw
  * loopback 2.5% under the link rate and a STREAM 5% over AzNHC's floor; a node fault (faults/faultConfig.ts: a down
  * port, a slow link, low memory bandwidth) changes what that one node reports. CPU count, memory and GPUs are not
  * modelled (`nproc` and /proc/meminfo are the machine's; there is no `nvidia-smi`): the local stack does not judge them.
  * The emulated `lsmod` lists the GPUDirect peer-memory module on the sizes that have it (a fault removes it).
  */
-import { healthThresholdsFor } from '../../../shared/planning/healthThresholds';
+import { healthThresholdsFor } from '../../../shared/core/planning/healthThresholds';
 import type { NodeFault } from '../faults/faultConfig';
 
 export interface NodeHardware {

@@ -4,11 +4,11 @@
  * it is gone). A resize that would go over allocates what fits and ends with the resize error
  * `AccountCoreQuotaReached` (azure-platform notes; Batch's PoolResizeErrorCodes). Cores and family per VM size come
  * from the emulator's catalog (catalog.ts); a pool restored from an older state file with a size the catalog lacks
- * falls back to the app's naming rule (shared/planning/vmSizes.ts).
+ * falls back to the app's naming rule (shared/core/planning/vmSizes.ts).
  *
  * Only what is configured is enforced; the account GET reports Batch's defaults for the rest (arm/account.ts).
  */
-import { vmSizeInfo } from '../../../shared/planning/vmSizes';
+import { vmSizeInfo } from '../../../shared/core/planning/vmSizes';
 import { catalogSize } from './catalog';
 import type { PoolRecord } from './types';
 

@@ -1,5 +1,5 @@
 /**
- * The emulated node image's modulefiles, per image of the catalog (shared/images/catalog.ts): the emulated nodes of a
+ * The emulated node image's modulefiles, per image of the catalog (shared/core/images/catalog.ts): the emulated nodes of a
  * pool see exactly the `module` names Azure's image holds, so `module load mpi/impi` fails on an emulated
  * Ubuntu-HPC node with environment-modules' own "Unable to locate a modulefile" just as on Azure, and
  * `module avail` lists the catalog's names.
@@ -11,7 +11,7 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { NodeImage } from '../../../shared/images/catalog';
+import type { NodeImage } from '../../../shared/core/images/catalog';
 
 /** The emulator's modulefile of Debian's Open MPI (what mpi/openmpi and mpi/hpcx load here). */
 const DEBIAN_OPENMPI_MODULEFILE = path.join(__dirname, 'modulefiles', 'mpi', 'openmpi');

@@ -1,4 +1,4 @@
-import { nodeImageFor } from '../../../shared/images/catalog';
+import { nodeImageFor } from '../../../shared/core/images/catalog';
 import { moduleTreeFor } from '../nodeimage/moduleTree';
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -375,7 +375,7 @@ export class Engine {
   }
 
   /**
-   * The MODULEPATH of a pool's nodes: the catalog's modulefiles of its image (shared/images/catalog.ts), so a name
+   * The MODULEPATH of a pool's nodes: the catalog's modulefiles of its image (shared/core/images/catalog.ts), so a name
    * Azure's image lacks fails here too; the machine's own modulefiles (environment-modules' dot, null, …) after them
    * on images that have environment modules. An image not in the catalog keeps the emulator's default tree.
    */
