@@ -167,9 +167,23 @@ export interface QueueView {
   reservedCores: Record<string, number>;
 }
 
+/** One Batch account of several (BATCH_ACCOUNTS): its core quota as placement weighs it, and what our jobs hold on it. */
+export interface AccountQueueView {
+  name: string;
+  region?: string;
+  coreQuota: AdmissionLimits['coreQuota'];
+  lowPriorityCores?: number;
+  /** Jobs holding a reservation on this account. */
+  running: number;
+  reservedNodes: number;
+  reservedCores: Record<string, number>;
+}
+
 export interface QueuesView {
   queues: QueueView[];
   totals: { waiting: number; running: number; pools: number; nodes: number; cores: number; coresByFamily: Record<string, number> };
+  /** Present with several Batch accounts: each account's quota and reservations (a job without an account is the home one's). */
+  accounts?: AccountQueueView[];
   limits: {
     coreQuota: AdmissionLimits['coreQuota'];
     maxPools?: number;
@@ -204,10 +218,24 @@ export function queuesView(limits: AdmissionLimits, snap: AdmissionSnapshot): Qu
       reservedCores: coresByFamily(held),
     };
   });
-  const { queues: _q, ...rest } = limits;
+  const { queues: _q, accounts: placement, ...rest } = limits;
+  const home = placement?.[0]?.name;
+  const accounts = placement?.map((a): AccountQueueView => {
+    const held = reservations.filter((r) => (r.account ?? home) === a.name);
+    return {
+      name: a.name,
+      ...(a.region ? { region: a.region } : {}),
+      coreQuota: a.coreQuota,
+      ...(a.lowPriorityCores !== undefined ? { lowPriorityCores: a.lowPriorityCores } : {}),
+      running: held.length,
+      reservedNodes: held.reduce((n, r) => n + r.nodes, 0),
+      reservedCores: coresByFamily(held),
+    };
+  });
   return {
     queues,
     totals: { waiting: snap.waiting.length, running: reservations.length, pools: usage.pools, nodes: usage.nodes, cores: usage.totalCores, coresByFamily: coresByFamily(reservations) },
+    ...(accounts ? { accounts } : {}),
     limits: rest,
   };
 }

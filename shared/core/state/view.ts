@@ -125,6 +125,16 @@ export const QueuesResponseSchema = z.object({
     reservedCores: CoresByFamily,
   })),
   totals: z.object({ waiting: z.number().int(), running: z.number().int(), pools: z.number().int(), nodes: z.number().int(), cores: z.number().int(), coresByFamily: CoresByFamily }),
+  accounts: z.array(z.object({
+    name: z.string(),
+    region: z.string().optional(),
+    coreQuota: z.object({ total: z.number().optional(), families: z.record(z.string(), z.number()) })
+      .meta({ description: 'The account\'s dedicated core quota as placement weighs it (its live quota, lowered by its coreQuota in BATCH_ACCOUNTS or ADMISSION_CORE_QUOTA).' }),
+    lowPriorityCores: z.number().optional(),
+    running: z.number().int().meta({ description: 'Jobs placed on this account holding a reservation.' }),
+    reservedNodes: z.number().int(),
+    reservedCores: CoresByFamily,
+  })).optional().meta({ description: 'Several Batch accounts (BATCH_ACCOUNTS) only: each account, home first, with its quota and what our jobs hold on it.' }),
   limits: z.object({
     coreQuota: z.object({ total: z.number().optional(), families: z.record(z.string(), z.number()) }),
     maxPools: z.number().optional(),
