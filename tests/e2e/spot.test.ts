@@ -3,7 +3,8 @@
  * Durable engine running the compiled app from dist/. A 2-node job on Spot nodes (pool.spot.nodes 2, fallback
  * "dedicated" after 0 preemptions) loses one Spot node to an injected preemption while its MPI task runs: Batch
  * requeues the task, the attempt ends as a `preemption`, the pool is moved to dedicated nodes, attempt 2 succeeds
- * there, and the cost record splits Spot and dedicated node-minutes.
+ * there, and the cost record splits Spot and dedicated node-minutes. The same fault with fallback "wait" retries on
+ * Spot nodes (no dedicated node ever), and with "fail" ends the job with the reason.
  *
  * The MPI program tells its attempts apart by a marker file outside the nodes (the emulated nodes share one disk):
  * attempt 1 finds none and sleeps, long enough for the test to preempt a node under it.
@@ -37,12 +38,12 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => stack?.stop(), 60_000);
 
-test('a Spot job survives a preemption: retried by class, falls back to dedicated nodes, its cost split', async () => {
-  const id = 'spot-fallback';
+/** Submits a 2-node job on Spot nodes with `fallback`, preempts one node while its MPI task runs, and watches it end. */
+async function preemptedJob(id: string, fallback: 'dedicated' | 'wait' | 'fail'): Promise<{ view: JobViewLite; victim: string; poolId: string }> {
   const poolId = batchIdFor('hpc', id);
   const marker = path.join(stack.batch.dataDir, `marker-${id}`);
   const doc = parse(smallSpec(id, { nodes: 2, command: `if [ ! -e ${marker} ]; then sleep 60; fi; echo "rank on $(hostname)"`, tags: { suite: 'spot' } })) as Record<string, unknown>;
-  const pool = { ...(doc.pool as object), spot: { nodes: 2, fallback: 'dedicated', maxPreemptions: 0 } };
+  const pool = { ...(doc.pool as object), spot: { nodes: 2, fallback, maxPreemptions: 0 } };
   await submitSpec(stack, stringify({ ...doc, pool, retry: { backoff: { initial: 'PT1S', max: 'PT1S' } } }));
 
   await until('the MPI task running', async () => {
@@ -58,13 +59,17 @@ test('a Spot job survives a preemption: retried by class, falls back to dedicate
   const victim = spotNodes.map((n) => n.id).sort()[1];
   writeFileSync(marker, '');
   stack.batch.setFaults({ nodes: [{ nodeId: victim, preempted: true }] });
-  let view: JobViewLite;
   try {
-    view = await watchJob(stack, id, 240_000);
+    const view = await watchJob(stack, id, 240_000);
+    console.log(`${view.id}: ${view.state} ${view.error?.message ?? ''}\n${notes(view).join('\n')}\n${JSON.stringify(view.result?.cost)}`);
+    return { view, victim, poolId };
   } finally {
     stack.batch.setFaults({ nodes: [] });
   }
-  console.log(`${view.id}: ${view.state} ${view.error?.message ?? ''}\n${notes(view).join('\n')}\n${JSON.stringify(view.result?.cost)}`);
+}
+
+test('a Spot job survives a preemption: retried by class, falls back to dedicated nodes, its cost split', async () => {
+  const { view, victim, poolId } = await preemptedJob('spot-fallback', 'dedicated');
   expect(view.error?.message).toBeUndefined();
   expect(view.state).toBe('Succeeded');
   const attempts = view.result?.attempts ?? [];
@@ -87,5 +92,30 @@ test('a Spot job survives a preemption: retried by class, falls back to dedicate
     expect(cost.estimatedCostSplit).toBeDefined();
     expect(cost.estimatedCost).toBeCloseTo(cost.estimatedCostSplit!.dedicated + cost.estimatedCostSplit!.spot, 3);
   }
+  expect(await checkCleanup(stack, view)).toEqual([]);
+}, 420_000);
+
+test('fallback "wait": past maxPreemptions the job is retried on Spot nodes again, never on dedicated ones', async () => {
+  const { view, victim, poolId } = await preemptedJob('spot-wait', 'wait');
+  expect(view.error?.message).toBeUndefined();
+  expect(view.state).toBe('Succeeded');
+  const attempts = view.result?.attempts ?? [];
+  expect(attempts.map((a) => [a.attempt, a.outcome, a.failureClass])).toEqual([[1, 'failed', 'preemption'], [2, 'succeeded', undefined]]);
+  expect(attempts[0].retryReason).toContain('retried on Spot nodes again (pool.spot.fallback "wait"');
+  expect(attempts[1].nodes).not.toContain(victim);
+  expect(notes(view).find((n) => n.startsWith('attempt 1 of 1 failed (preemption)'))).toContain('pool.spot.fallback "wait"');
+  // No resize ever asked for dedicated nodes: the Spot target stays, and the cost has Spot node-minutes only.
+  const resizes = calls('POST', new RegExp(`^/pools/${poolId}/resize$`, 'i'), 202).map((e) => e.requestBody as { targetDedicatedNodes?: number; targetLowPriorityNodes?: number } | undefined);
+  expect(resizes.filter((r) => (r?.targetDedicatedNodes ?? 0) > 0)).toEqual([]);
+  expect(view.result!.cost!.nodeMinutes.dedicated).toBe(0);
+  expect(view.result!.cost!.nodeMinutes.lowPriority).toBeGreaterThan(0);
+  expect(await checkCleanup(stack, view)).toEqual([]);
+}, 420_000);
+
+test('fallback "fail": past maxPreemptions the job fails, saying why, and is cleaned up', async () => {
+  const { view } = await preemptedJob('spot-fail', 'fail');
+  expect(view.state).toBe('Failed');
+  expect(view.error?.message).toContain('pool.spot.fallback is "fail"');
+  expect((view.result?.attempts ?? []).map((a) => [a.attempt, a.outcome, a.failureClass])).toEqual([[1, 'failed', 'preemption']]);
   expect(await checkCleanup(stack, view)).toEqual([]);
 }, 420_000);
