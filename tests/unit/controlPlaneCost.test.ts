@@ -103,7 +103,7 @@ describe('storage transactions from the counted per-job table (shared/core/ops/c
     const { COUNTED_BUDGET, countedStorage } = await import('../../shared/core/ops/countedBudget');
     const { usageCoefficients } = await import('../../shared/core/ops/controlPlaneCost');
     const c = usageCoefficients(COUNTED_BUDGET);
-    expect(c.fixed.storage).toEqual({ table: COUNTED_BUDGET.intake.table + COUNTED_BUDGET.fixed.table, queue: COUNTED_BUDGET.intake.queue + COUNTED_BUDGET.fixed.queue, blobWrite: 0, blobRead: 0 });
+    expect(c.fixed.storage).toEqual({ table: COUNTED_BUDGET.intake.table + COUNTED_BUDGET.fixed.table, queue: COUNTED_BUDGET.intake.queue + COUNTED_BUDGET.fixed.queue, blobWrite: COUNTED_BUDGET.fixed.blobWrite, blobRead: COUNTED_BUDGET.fixed.blobRead });
     expect(c.perNode.storage).toEqual(COUNTED_BUDGET.perNode);
     expect(c.perMinute.storage.queue).toBe(COUNTED_BUDGET.perMpiPoll.queue * COUNTED_BUDGET.mpiPollsPerMinute);
     expect(c.basis).toContain(`counted per job at Azurite (${COUNTED_BUDGET.countedAt}`);

@@ -62,19 +62,21 @@ export interface CountedBudget {
 const t = (table: number, queue: number, blobWrite = 0, blobRead = 0): StorageTransactions => ({ table, queue, blobWrite, blobRead });
 
 /**
- * Counted on the local stack: `npm run bench -- calls --nodes 2,8 --mpi-seconds 6` (2026-11-27), no data and no image
- * (a job with data adds its staging blobs and the shard copies' rows, which these figures do not include). Budgeted
- * requests (the pollers' dequeues apart): 2 nodes, 5 MPI polls: 195 table, 160 queue; 8 nodes, 6 polls: 220 table,
- * 196 queue. Less the intake and the polls, that is 166 + 3.5 × nodes table and 119 + 5 × nodes queue transactions
- * (the per-node part: the node tasks' activity round trips in the staging window and preflight).
+ * Counted on the local stack: `npm run bench -- calls --nodes 2,8 --mpi-seconds 6` (2026-11-27, after full logs became
+ * the default), no data and no image (a job with data adds its staging blobs and the shard copies' rows, which these
+ * figures do not include). Budgeted requests (the pollers' dequeues apart), 8 MPI polls each: 2 nodes 218 table, 206
+ * queue, 25 blob; 8 nodes 241 table, 238 queue, 73 blob. Less the intake and the polls, that is 176 + 3.8 × nodes
+ * table and 146 + 5.3 × nodes queue transactions (the per-node part: the node tasks' activity round trips in the
+ * staging window and preflight), and the default logs' blobs: 6 + 4 × nodes writes (every task's stdout and stderr,
+ * uploaded by Batch) and 3 + 4 × nodes reads (the upload's verification and the log index).
  */
 export const COUNTED_BUDGET: CountedBudget = {
   countedAt: '2026-11-27',
   source: 'counted at Azurite by bench/calls.ts (2 and 8 nodes), asserted by tests/calls/historyBound.test.ts',
   intake: t(2, 1),
   perMpiPoll: t(4, 6),
-  fixed: t(166, 119),
-  perNode: t(3.5, 5),
+  fixed: t(176, 146, 6, 3),
+  perNode: t(3.8, 5.3, 4, 4),
   mpiPollsPerMinute: 2,
   // Fixed and per node from the bench's 4- and 40-node jobs (97 and 185 executions, 4.46 and 9.13 CPU-s, 9 and 17 MPI
   // polls), less their polls at the per-poll figures; per poll from the 2-node jobs of 5 and 20 polls. The per-node
