@@ -207,7 +207,11 @@ describe('the jobs ran what their dry runs showed', () => {
     expect(patches.length).toBeGreaterThanOrEqual(1);
     for (const p of patches) expect(differences(doc.batchJob.autoComplete?.request, body(p), 'Job_Patch')).toEqual([]);
 
-    const tasks = ok.filter((ex) => ex.method === 'POST' && pathOf(ex) === `/jobs/${batchJob}/tasks`).map(body);
+    // Tasks added one by one (the MPI task, preflight) and in collections (the per-node tasks: Task_AddCollection).
+    const tasks = [
+      ...ok.filter((ex) => ex.method === 'POST' && pathOf(ex) === `/jobs/${batchJob}/tasks`).map(body),
+      ...ok.filter((ex) => ex.method === 'POST' && pathOf(ex) === `/jobs/${batchJob}/addtaskcollection`).flatMap((ex) => body(ex).value as Record<string, unknown>[]),
+    ];
     const ids = tasks.map((t) => String(t.id));
     expect(ids.filter((t) => t === 'mpi')).toHaveLength(1);
     for (const t of tasks) {

@@ -108,8 +108,11 @@ describe('tenancy: own jobs only, admins all', () => {
     expect(JSON.stringify((await call('GET', '/api/jobs?top=1000', bob)).body)).not.toContain('private-output-of-sec-alice-1');
 
     const missing = await call('GET', '/api/jobs/sec-nobody', bob);
-    // The owner's own job without an outputs section is NoOutputs; someone else's is JobNotFound, like a missing one.
-    expect((await call('GET', '/api/jobs/sec-bob-1/outputs', bob)).body).toMatchObject({ error: 'NoOutputs' });
+    // The owner's own job without an outputs section keeps its full logs by default, in the owner's own area;
+    // someone else's is JobNotFound, like a missing one.
+    const outputs = (await call('GET', '/api/jobs/sec-bob-1/outputs', bob)).body as { files: { name: string; url: string }[] };
+    expect(outputs.files.map((f) => f.name)).toContain('logs/coordination-stdout.txt');
+    for (const f of outputs.files) expect(new URL(f.url).pathname).toMatch(new RegExp(`^/data1/results/users/[^/]+/[^/]+/jobs/sec-bob-1/`));
     for (const route of ['/api/jobs/sec-alice-1', '/api/jobs/sec-alice-1/logs', '/api/jobs/sec-alice-1/outputs']) {
       const other = await call('GET', route, bob);
       expect({ route, status: other.status, error: other.body.error }).toEqual({ route, status: 404, error: 'JobNotFound' });
