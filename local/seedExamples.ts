@@ -20,7 +20,7 @@ export interface ExampleSeed {
 }
 
 const MPI_SOURCES = ['shardsum.c', 'osu_pingpong.c', 'hpl_lu.c', 'hpcg_cg.c', 'heat1d.c', 'mpibench.c', 'ranks.c', 'scratchio.c'];
-const WORKLOAD_FILES = ['mklvars.sh', 'run-solver.sh', 'HPL.dat', 'hpcg.dat', 'set_up_sample.sh', 'solver.pbs'];
+const WORKLOAD_FILES = ['mklvars.sh', 'run-solver.sh', 'HPL.dat', 'hpcg.dat', 'set_up_sample.sh', 'solver.pbs', 'solver.slurm'];
 const HEAT1D_CASE = ['system/controlDict', '0/T'];
 
 /** Every blob the examples name, and the file it comes from. */

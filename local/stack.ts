@@ -94,7 +94,8 @@ export interface StackOptions {
   durable?: DurableOptions;
   /**
    * Serve the examples' virtual network as `npm start` does (local/exampleNetwork.ts): the head node's NFS server
-   * 10.20.0.4 in subnet "compute" and DATA_MOUNT_SOURCES allowing its exports. Default false.
+   * 10.20.0.4 in subnet "compute", the NetApp Files, Azure Files NFS and Lustre stand-ins 10.20.0.5-7, and
+   * DATA_MOUNT_SOURCES allowing them. Default false.
    */
   exampleNetwork?: boolean;
 }

@@ -31,7 +31,7 @@ async function main(): Promise<void> {
     .option('--two-batch-accounts', 'run a second emulated Batch account (localbatch2) and place jobs over both (BATCH_ACCOUNTS; docs/local-stack.md)')
     .option('--pool-identity', 'deploy with a pool identity: pools from the management plane with id-pool-local (docs/local-batch.md)')
     .option('--no-seed-examples', 'do not put what the examples read (software, cases, inputs/demo/) into the data account')
-    .option('--no-example-network', "do not serve the examples' network: the head node NFS server 10.20.0.4 and the licence server 10.0.0.4:27000 in subnet compute, the pools' default subnet (docs/local-stack.md)")
+    .option('--no-example-network', "do not serve the examples' network: the head node NFS server 10.20.0.4, the NetApp Files, Azure Files NFS and Lustre stand-ins 10.20.0.5-7 and the licence server 10.0.0.4:27000 in subnet compute, the pools' default subnet (docs/local-stack.md)")
     .option('--private-registry', 'make the registry private: pulls need the pool identity or the registry credential (docs/local-registry.md)')
     .parse()
     .opts<{ port?: string; data: string; log?: string; logLevel?: string; logConsole: 'jobs' | 'json'; sharedKeys?: boolean; poolIdentity?: boolean; twoBatchAccounts?: boolean; privateRegistry?: boolean; seedExamples: boolean; exampleNetwork: boolean }>();
@@ -103,6 +103,7 @@ async function main(): Promise<void> {
   console.log(`Webhook receiver ${webhooks.url}  (job events; GET ${new URL(webhooks.url).origin}/deliveries lists them)`);
   console.log(`Retail Prices    ${stack.services.prices.url}  (stand-in of prices.azure.com: stand-in prices, region eastus)`);
   if (stack.services.headnode) console.log(`Head node NFS    10.20.0.4:/export/apps, /export/data in subnet compute  (served from ${path.dirname(stack.services.headnode.apps)}; --no-example-network)`);
+  if (stack.services.headnode) console.log('Managed file sys NetApp Files 10.20.0.5:/hpcapps, Azure Files NFS data1.file.core.windows.net:/data1/cases (10.20.0.6), Lustre 10.20.0.7@tcp:/lustrefs');
   if (stack.services.keyless) console.log(`Certificate      ${identity.caFile}  (Azurite and the issuer speak https with it: NODE_EXTRA_CA_CERTS for your own Node tools)`);
   console.log(`Operator key     ${stack.functionKey}  (x-functions-key header: an admin; the host's function key)`);
   console.log(`Durable API key  ${stack.durableSystemKey ?? '(none)'}  (code= for ${stack.baseUrl}/runtime/webhooks/durabletask/...; keys in .local/function-keys.json)`);

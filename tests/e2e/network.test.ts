@@ -15,8 +15,13 @@
  *  - beeond-scratch-ior: the same on scratch.kind beeond at the fixed path /scratch: the start task checks BeeOND,
  *    the master runs `beeond start` over the job's nodes (modelled by the emulator), every node binds it at /scratch,
  *    and `beeond stop` runs in the job release task.
+ *  - slurm-script-shared-fs: a Slurm batch script (#SBATCH directives, SLURM_JOB_NODELIST, SLURM_NTASKS,
+ *    SLURM_SUBMIT_DIR, mpirun -np $SLURM_NTASKS) runs unchanged under mpi.launcher.compat: slurm on an Azure NetApp
+ *    Files volume at /apps, an Azure Files NFS share at /data and Azure Managed Lustre at /lustre (the example
+ *    network's services 10.20.0.5, 10.20.0.6 as data1.file.core.windows.net, 10.20.0.7); every task writes what it saw
+ *    to /lustre and the first node reads them all back; its dry run shows the three kinds' mounts and the Slurm lines.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { DATA_ACCOUNT } from '../../local/azurite';
@@ -33,6 +38,7 @@ const JOBS: Record<string, string> = {
   nfs: 'examples/workloads/nfs-headnode-in-vnet.yaml',
   ior: 'examples/workloads/parallel-scratch-ior.yaml',
   beeond: 'examples/workloads/beeond-scratch-ior.yaml',
+  slurm: 'examples/workloads/slurm-script-shared-fs.yaml',
 };
 const SUBNET = '/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/hpc-local/providers/Microsoft.Network/virtualNetworks/vnet-local';
 
@@ -178,5 +184,45 @@ describe('BeeOND scratch at /scratch (beeond-scratch-ior.yaml)', () => {
     expect(JSON.stringify(doc.mpiTask)).toContain('beeond start -n');
     expect(JSON.stringify(doc.mpiTask)).toContain('/scratch');
     expect(JSON.stringify(doc.batchJob.request)).toContain('beeond stop -n');
+  });
+});
+
+describe('a Slurm script on Azure NetApp Files, Azure Files NFS and Azure Managed Lustre (slurm-script-shared-fs.yaml)', () => {
+  test('the dry run shows the Batch mounts of the NetApp volume and the Azure Files share, the start task mounting Lustre and binding the three, and the Slurm lines', () => {
+    const doc = docs.get('slurm') as ExplainDocument;
+    const request = doc.pool.request as { networkConfiguration?: unknown; mountConfiguration?: unknown; startTask?: { commandLine: string } };
+    expect(request.networkConfiguration).toEqual({ subnetId: `${SUBNET}/subnets/compute` });
+    expect(request.mountConfiguration).toEqual([
+      { nfsMountConfiguration: { source: '10.20.0.5:/hpcapps', relativeMountPath: 'apps', mountOptions: '-o hard,rsize=262144,wsize=262144,vers=3,tcp,ro' } },
+      { nfsMountConfiguration: { source: 'data1.file.core.windows.net:/data1/cases', relativeMountPath: 'data', mountOptions: '-o vers=4,minorversion=1,sec=sys,nconnect=4,ro' } },
+    ]);
+    const start = request.startTask?.commandLine ?? '';
+    expect(start).toContain('mount -t lustre -o noatime,flock 10.20.0.7@tcp:/lustrefs "$AZ_BATCH_NODE_MOUNTS_DIR"/lustre');
+    for (const at of ['apps', 'data', 'lustre']) expect(start).toContain(`mount --bind "$AZ_BATCH_NODE_MOUNTS_DIR"/${at} /${at}`);
+    expect(start).toContain('mount -o remount,bind,ro /apps');
+    expect(start).toContain('mount -o remount,bind,ro /data');
+    const text = JSON.stringify(doc.mpiTask);
+    expect(text).toContain('export SLURM_HOSTFILE=\\"$MPIJOB_NODEFILE\\"');
+    expect(text).toMatch(/export SLURM_JOB_ID=\S+ SLURM_JOBID=\S+ SLURM_JOB_NAME=slurm-solver/);
+    expect(text).toContain('export SLURM_NNODES=\\"$MPIJOB_NODES\\" SLURM_JOB_NUM_NODES=\\"$MPIJOB_NODES\\" SLURM_NTASKS=\\"$MPIJOB_NP\\"');
+    expect(text).toContain('OMPI_MCA_plm=^slurm');
+  });
+
+  test('the script ran unchanged: the allocation in SLURM_*, every task saw the same /apps and /data and wrote to the shared /lustre', async () => {
+    const view = await succeeded('slurm');
+    const out = view.result?.mpi?.stdoutTail ?? '';
+    const head = /^job (\S+) on (\d+) nodes \(([^)]*)\), (\d+) tasks, (\d+) per node$/m.exec(out);
+    expect(head?.slice(1)).toEqual([view.id, '2', expect.any(String), '4', '2']);
+    const nodes = (head?.[3] ?? '').split(',');
+    expect(nodes).toHaveLength(2);
+    expect(new Set(nodes).size).toBe(2);
+    expect(out).toMatch(/^in the submit directory \/\S+$/m);
+    expect(out).toContain('case: cavity 2x2');
+    expect(out).toContain('shared: 4 task files on /lustre, 4 saw the same /apps and /data');
+    expect(resultOf(view)).toEqual({ ranks: 4, rankSum: 6 });
+    // What the job wrote to /lustre is in the Lustre service's directory of the example network.
+    const lustre = path.join(path.dirname(stack.headnode?.apps as string), 'lustre', view.id);
+    expect(readFileSync(path.join(lustre, 'result.txt'), 'utf8')).toBe('RESULT {"ranks":4,"rankSum":6}\n');
+    expect(readdirSync(lustre).filter((f) => f.startsWith('task-')).sort()).toEqual(['task-0.txt', 'task-1.txt', 'task-2.txt', 'task-3.txt']);
   });
 });

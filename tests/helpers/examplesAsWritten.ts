@@ -26,12 +26,13 @@ export const WORKLOADS_DATA_AS_WRITTEN = [
   'examples/workloads/wrf-tables-from-url.yaml',
 ] as const;
 
-/** tests/e2e/network.test.ts: the job's environment (PBS scripts, the head node's NFS in the pool's subnet, scratch). */
+/** tests/e2e/network.test.ts: the job's environment (PBS and Slurm scripts, the head node's NFS and the managed file systems in the pool's subnet, scratch). */
 export const NETWORK_AS_WRITTEN = [
   'examples/workloads/pbs-script-compat.yaml',
   'examples/workloads/nfs-headnode-in-vnet.yaml',
   'examples/workloads/parallel-scratch-ior.yaml',
   'examples/workloads/beeond-scratch-ior.yaml',
+  'examples/workloads/slurm-script-shared-fs.yaml',
 ] as const;
 
 /** tests/e2e/secrets.test.ts: the licensed app, its licence server at 10.0.0.4:27000 in the examples' subnet. */

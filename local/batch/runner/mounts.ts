@@ -36,6 +36,8 @@ export interface MountableService {
   ip: string;
   root: string;
   subnet: string;
+  /** DNS names resolving to ip in the subnet (a private endpoint's). */
+  names?: readonly string[];
 }
 
 /**
@@ -70,7 +72,7 @@ export function modelledMounts(dataDir: string, mountConfiguration: unknown, net
  */
 function servedDirectory(source: string, network: { services?: readonly MountableService[]; subnet?: string }): string | undefined | { failure: string } {
   const host = source.slice(0, source.indexOf(':'));
-  const service = network.services?.find((s) => s.ip === host);
+  const service = network.services?.find((s) => s.ip === host || s.names?.includes(host.toLowerCase()));
   if (!service) return undefined;
   if ((network.subnet ?? '').toLowerCase() !== service.subnet) {
     return { failure: `mount.nfs: Connection timed out: ${host} is not reachable from this node (the pool is ${network.subnet ? 'in another subnet' : 'in no virtual network'})` };

@@ -28,6 +28,12 @@ export interface NetworkService {
   subnetId: string;
   /** Its private address, e.g. 10.20.0.4 (must not be an emulated node's: those are 127.x). */
   address: string;
+  /**
+   * DNS names that resolve to the address in the subnet, e.g. `<account>.file.core.windows.net` for an Azure Files
+   * NFS share reached through a private endpoint (the private DNS zone answers its address): a Batch NFS mount of
+   * `<name>:/path` is this service's export.
+   */
+  names?: string[];
   exports: NetworkServiceExport[];
   /** TCP ports the service listens on, each served by a local server (tcpServices.ts). */
   tcp?: NetworkServiceTcpPort[];
@@ -37,6 +43,8 @@ export interface ServiceHostEntry {
   ip: string;
   root: string;
   subnet: string;
+  /** NetworkService.names, lower case. */
+  names: string[];
 }
 
 /** Lays out each service's root (export links and the NFS export table) and returns its hosts-map entries. */
@@ -58,6 +66,6 @@ export function prepareNetworkServices(dataDir: string, services: readonly Netwo
       table.push(`*\t${at}\trw`);
     }
     writeAtomically(path.join(root, 'volatile', 'emulator-nfs', 'exports'), table.length ? `${table.join('\n')}\n` : '');
-    return { ip: s.address, root, subnet: s.subnetId.toLowerCase() };
+    return { ip: s.address, root, subnet: s.subnetId.toLowerCase(), names: (s.names ?? []).map((n) => n.toLowerCase()) };
   });
 }

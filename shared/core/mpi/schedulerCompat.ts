@@ -14,6 +14,11 @@
  *   numeric suffix, and Batch nodes are addressed by IP. `scontrol show hostnames "$SLURM_JOB_NODELIST"` does not
  *   exist on a Batch node; `tr , '\n'` does the same on this form. A node file is written too (SLURM_HOSTFILE, one
  *   line per task, as `srun --distribution=arbitrary` reads it).
+ *   The MPI launchers read SLURM_JOBID too and would take the job for a Slurm allocation and start the remote ranks
+ *   with `srun`, which a Batch node does not have (Open MPI 4 selects its slurm launcher at priority 75 whenever
+ *   SLURM_JOBID is set; MPICH's and Intel MPI's Hydra pick the slurm bootstrap): the lines also turn those off
+ *   (SLURM_LAUNCHER_OFF), so `mpirun -np $SLURM_NTASKS` starts the ranks over ssh on the allocation's nodes as in
+ *   every other job.
  */
 import { shellQuote } from './shellQuote';
 
@@ -29,8 +34,15 @@ export const COMPAT_VARIABLES: Record<SchedulerCompat, readonly string[]> = {
   slurm: [
     'SLURM_JOB_ID', 'SLURM_JOBID', 'SLURM_JOB_NAME', 'SLURM_JOB_NODELIST', 'SLURM_NODELIST', 'SLURM_NNODES', 'SLURM_JOB_NUM_NODES',
     'SLURM_NTASKS', 'SLURM_NPROCS', 'SLURM_NTASKS_PER_NODE', 'SLURM_TASKS_PER_NODE', 'SLURM_CPUS_ON_NODE', 'SLURM_SUBMIT_DIR', 'SLURM_HOSTFILE',
+    'OMPI_MCA_plm', 'OMPI_MCA_ras', 'HYDRA_BOOTSTRAP', 'I_MPI_HYDRA_BOOTSTRAP',
   ],
 };
+
+/**
+ * With the Slurm variables set, the MPI launchers' own Slurm support must be off (there is no srun/slurmd on a Batch
+ * node): Open MPI's slurm launcher and allocation reader, Hydra's slurm bootstrap (MPICH, Intel MPI).
+ */
+export const SLURM_LAUNCHER_OFF = 'export OMPI_MCA_plm=^slurm OMPI_MCA_ras=^slurm HYDRA_BOOTSTRAP=ssh I_MPI_HYDRA_BOOTSTRAP=ssh';
 
 /** Prefixes a user's own environment may not use when a compat mode sets them (the export would silently win). */
 export const COMPAT_PREFIXES: Record<SchedulerCompat, readonly string[]> = { pbs: ['PBS_', 'NCPUS'], slurm: ['SLURM_'] };
@@ -71,5 +83,6 @@ export function schedulerCompatLines(c: SchedulerCompatInput): string[] {
     'export SLURM_NNODES="$MPIJOB_NODES" SLURM_JOB_NUM_NODES="$MPIJOB_NODES" SLURM_NTASKS="$MPIJOB_NP" SLURM_NPROCS="$MPIJOB_NP"',
     'export SLURM_NTASKS_PER_NODE="$MPIJOB_PPN" SLURM_TASKS_PER_NODE="${MPIJOB_PPN}(x${MPIJOB_NODES})" SLURM_CPUS_ON_NODE="$MPIJOB_PPN"',
     `export SLURM_SUBMIT_DIR="${workdir}"`,
+    SLURM_LAUNCHER_OFF,
   ];
 }
