@@ -101,7 +101,7 @@ async function main(): Promise<void> {
   const perPoll = runs.map((r) => steadyPoll(r.job.pollGaps).length);
   runs.forEach((r, i) => console.log(`steady-state requests per MPI poll, ${r.nodes} nodes: ${perPoll[i]} (${steadyPoll(r.job.pollGaps).join(', ')}; the most frequent of ${r.job.pollGaps.length} gaps, median ${median(r.job.pollGaps.map((g) => g.filter(budget).length))})`));
   if (runs.length > 1) printGoal({ name: 'poll-requests-largest-vs-smallest', measured: perPoll[perPoll.length - 1], target: perPoll[0], compare: '==' });
-  for (const r of runs) printGoal({ name: `history-rows-${r.nodes}-nodes`, measured: r.job.historyRows, target: historyRowBound(r.job.timersFired), compare: '<=' });
+  for (const r of runs) printGoal({ name: `history-rows-${r.nodes}-nodes`, measured: r.job.historyRows, target: historyRowBound(r.job.timersFired, r.nodes), compare: '<=' });
   // Independent of run time: the same job with a run twice as long writes the same rows but for the residue of the MPI
   // wait's last generation (at most K − 1 polls' rows per wait: the wait continues as new every K polls).
   if (longer) {

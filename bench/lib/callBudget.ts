@@ -168,16 +168,19 @@ export async function runCounted(stack: Stack, counter: CallCounter, spec: Recor
 }
 
 /**
- * The documented bound of History rows per job (docs/call-budgets.md): a fixed part for the pipeline's steps, and
- * per wait still in the history (one durable timer between two polls) the timer's and the next poll's rows:
- * TimerCreated, TimerFired, TaskScheduled, TaskCompleted and two episodes' OrchestratorStarted/Completed. The MPI wait
- * runs in a sub-orchestration that continues as new every MPI_WAIT_POLLS_PER_GENERATION polls and keeps only its last
- * execution's rows, so its timers in the history are at most that many per wait, whatever the run time.
+ * The documented bound of History rows per job (docs/call-budgets.md): a fixed part for the pipeline's steps, a part
+ * per node (the node-task windows' and the default logs' upload tasks' activity round trips), and per wait still in
+ * the history (one durable timer between two polls) the timer's and the next poll's rows: TimerCreated, TimerFired,
+ * TaskScheduled, TaskCompleted and two episodes' OrchestratorStarted/Completed. The MPI wait runs in a
+ * sub-orchestration that continues as new every MPI_WAIT_POLLS_PER_GENERATION polls and keeps only its last
+ * execution's rows, so its timers in the history are at most that many per wait, whatever the run time. Counted with
+ * full logs on (the default, 2026-11-27): beyond the waits, 142 rows at 2 nodes and 160 at 8.
  */
 export const HISTORY_ROWS_FIXED = 150;
+export const HISTORY_ROWS_PER_NODE = 3;
 export const HISTORY_ROWS_PER_WAIT = 8;
-export function historyRowBound(timersFired: number): number {
-  return HISTORY_ROWS_FIXED + HISTORY_ROWS_PER_WAIT * timersFired;
+export function historyRowBound(timersFired: number, nodes: number): number {
+  return HISTORY_ROWS_FIXED + HISTORY_ROWS_PER_NODE * nodes + HISTORY_ROWS_PER_WAIT * timersFired;
 }
 
 /** The History rows of a job's MPI waits (its sub-orchestrations: instance ids `<job>:<seq>`) and how many waits. */

@@ -61,11 +61,11 @@ test('a steady-state poll of the MPI task: the same requests at 2 and 8 nodes, o
 });
 
 test('History rows within the documented bound for the waits made; two Instances rows per job (the job and its MPI wait)', () => {
-  for (const job of jobs.values()) {
+  for (const [nodes, job] of jobs) {
     // The MPI wait is a sub-orchestration that continues as new under one instance id (docs/call-budgets.md).
     expect(job.instanceRows).toBe(2);
     expect(job.timersFired).toBeGreaterThan(0);
-    expect(job.historyRows).toBeLessThanOrEqual(historyRowBound(job.timersFired));
+    expect(job.historyRows).toBeLessThanOrEqual(historyRowBound(job.timersFired, nodes));
   }
 });
 
@@ -85,13 +85,15 @@ test('node tasks: one task collection request for every node\'s task, the same B
     pull: [],
     // The node tasks (one collection), the preflight check, a look at its output.
     stage: ['HEAD /jobs/{}/tasks/{}/files/{}', 'POST /jobs/{}/addtaskcollection', 'POST /jobs/{}/tasks'],
-    mpi: ['HEAD /jobs/{}/tasks/{}/files/{}', 'HEAD /jobs/{}/tasks/{}/files/{}', 'PATCH /jobs/{}', 'POST /jobs/{}/tasks'],
+    // The MPI task, the auto-completion, the default logs' upload tasks (one collection) and looks at their output.
+    mpi: ['HEAD /jobs/{}/tasks/{}/files/{}', 'HEAD /jobs/{}/tasks/{}/files/{}', 'PATCH /jobs/{}', 'POST /jobs/{}/addtaskcollection', 'POST /jobs/{}/tasks'],
     cleanup: ['DELETE /pools/{}', 'POST /jobs/{}/terminate'],
   });
   for (const job of jobs.values()) {
     const writes = Object.values(batchWrites(job)).flat();
-    // The node tasks (the staging window's downloads, all at once: no shard to bound), one request for all of them.
-    expect(writes.filter((w) => w === 'POST /jobs/{}/addtaskcollection')).toHaveLength(1);
+    // The node tasks (the staging window's downloads, all at once: no shard to bound) and the default logs' upload
+    // tasks: one request each for all the nodes.
+    expect(writes.filter((w) => w === 'POST /jobs/{}/addtaskcollection')).toHaveLength(2);
     // The two tasks added one by one: the preflight check and the MPI task (multi-instance, one request each).
     expect(writes.filter((w) => w === 'POST /jobs/{}/tasks')).toHaveLength(2);
   }

@@ -102,12 +102,21 @@ function poolBody(jobId: string): Record<string, unknown> {
   return put.requestBody as Record<string, unknown>;
 }
 
+type AddedTask = { id: string; commandLine: string; environmentSettings?: { name: string; value: string }[]; multiInstanceSettings?: unknown };
+
+/** Every task the product added to Batch jobs whose id matches: one by one (Task_Add) or in collections (Task_AddCollection). */
+function addedTasks(batchJob: RegExp): { path: string; task: AddedTask }[] {
+  return dataPlane.filter((e) => e.method === 'POST').flatMap((e) => {
+    const m = /^\/jobs\/([^/]+)\/(tasks|addtaskcollection)$/.exec(e.path);
+    if (!m || !batchJob.test(m[1])) return [];
+    const tasks = m[2] === 'tasks' ? [e.requestBody as AddedTask] : (e.requestBody as { value: AddedTask[] }).value;
+    return tasks.map((task) => ({ path: e.path, task }));
+  });
+}
+
 /** The per-node pull tasks the product added for a job. */
-function pullTasks(jobId: string): { id: string; commandLine: string; environmentSettings?: { name: string; value: string }[] }[] {
-  return dataPlane
-    .filter((e) => e.method === 'POST' && e.path === `/jobs/hpc-${jobId}/tasks` && e.status === 201)
-    .map((e) => e.requestBody as { id: string; commandLine: string; environmentSettings?: { name: string; value: string }[] })
-    .filter((t) => t.id.startsWith('pull'));
+function pullTasks(jobId: string): AddedTask[] {
+  return addedTasks(new RegExp(`^hpc-${jobId}$`)).map((a) => a.task).filter((t) => t.id.startsWith('pull'));
 }
 
 describe('pulls with the pool identity', () => {
@@ -155,9 +164,10 @@ test('no command line, node environment, pool definition, orchestration history 
     if (jwt) leaks.push(`${where}: a token ${jwt[0].slice(0, 24)}…`);
   };
   // Task definitions as Batch stored them: command lines of every task, and the environment of all but the secret pulls.
-  for (const e of dataPlane.filter((x) => x.method === 'POST' && /^\/jobs\/[^/]+\/tasks$/.test(x.path))) {
-    const t = e.requestBody as { id: string; commandLine: string; environmentSettings?: unknown; multiInstanceSettings?: unknown };
-    check(`task ${e.path}/${t.id} command line`, `${t.commandLine} ${JSON.stringify(t.multiInstanceSettings ?? '')}`);
+  const tasks = addedTasks(/./);
+  expect(tasks.length).toBeGreaterThan(0);
+  for (const { path: at, task: t } of tasks) {
+    check(`task ${at}/${t.id} command line`, `${t.commandLine} ${JSON.stringify(t.multiInstanceSettings ?? '')}`);
     if (!t.id.startsWith('pull')) check(`task ${t.id} environment`, JSON.stringify(t.environmentSettings ?? []));
   }
   for (const e of dataPlane.filter((x) => x.method === 'POST' && (x.path === '/pools' || x.path === '/jobs'))) check(`${e.path} body`, JSON.stringify(e.requestBody));

@@ -172,9 +172,17 @@ async function handle(cfg: ServerConfig, req: IncomingMessage, res: ServerRespon
   if (result.stream !== undefined) {
     sentHeaders = outHeaders;
     res.writeHead(result.status, outHeaders);
-    if (method === 'HEAD') res.end();
-    else if (Buffer.isBuffer(result.stream)) res.end(result.stream);
-    else (result.stream as Readable).pipe(res);
+    if (Buffer.isBuffer(result.stream)) res.end(method === 'HEAD' ? undefined : result.stream);
+    else {
+      // A node's file can vanish between the handler's stat and the stream's open (its pool deleted meanwhile): the
+      // stream's error then ends this response instead of escaping as an uncaught exception. HEAD reads nothing.
+      const stream = result.stream as Readable;
+      stream.on('error', () => res.destroy());
+      if (method === 'HEAD') {
+        stream.destroy();
+        res.end();
+      } else stream.pipe(res);
+    }
   } else if (result.body !== undefined) {
     const text = JSON.stringify(result.body);
     sentHeaders = { ...outHeaders, 'Content-Type': JSON_TYPE, 'Content-Length': String(Buffer.byteLength(text)) };
