@@ -95,6 +95,11 @@ describe('every exchange of the adapter workload conforms to the Batch OpenAPI d
       maxTaskRetryCount: 1,
     });
     await batch.addNodeTask(ctx, BJOB, { id: 'pull-0', affinityId: n1.affinityId, commandLine: '/bin/sh -c "echo pulled on $AZ_BATCH_NODE_ID"' }); // TaskExists
+    // The per-node tasks as the product adds them (Task_AddCollection), a repeat of an existing id among them.
+    await batch.addTaskCollection(ctx, BJOB, [
+      batch.buildNodeTaskParameter({ id: 'pull-1', affinityId: n1.affinityId, commandLine: '/bin/sh -c "echo pulled on $AZ_BATCH_NODE_ID"' }),
+      batch.buildNodeTaskParameter({ id: 'pull-0', affinityId: n1.affinityId, commandLine: '/bin/sh -c "echo pulled on $AZ_BATCH_NODE_ID"' }),
+    ]);
     await until('pull done', async () => ((await batch.getTask(ctx, BJOB, 'pull-0')).state === 'completed' ? true : undefined));
     await batch.readTaskFile(ctx, BJOB, 'pull-0', 'stdout.txt', { maxBytes: 8 });
     await batch.readTaskFile(ctx, BJOB, 'pull-0', 'missing.txt'); // 404

@@ -107,13 +107,16 @@ const executionsBy = (job: JobCalls, keep: (name: string) => boolean) => {
   return m;
 };
 
-test('function executions: one HTTP (the submission), one node-task add, the same activities at 2 and 8 nodes', () => {
+test('function executions: one HTTP (the submission), two node-task adds, the same activities at 2 and 8 nodes', () => {
   for (const job of jobs.values()) {
     expect(job.executions.filter((e) => e.trigger === 'httpTrigger').map((e) => e.functionName)).toEqual(['submitJob']);
     expect(job.executions.every((e) => e.ok)).toBe(true);
-    expect(executionsBy(job, (n) => n === 'nodeTasksAdd')).toEqual({ nodeTasksAdd: 1 });
+    // One for the staging window's node tasks and one for the default logs' upload tasks, whatever the node count.
+    expect(executionsBy(job, (n) => n === 'nodeTasksAdd')).toEqual({ nodeTasksAdd: 2 });
   }
-  const fixed = (nodes: number) => executionsBy(jobs.get(nodes)!, (n) => !TIMED.has(n));
+  // Per node: the default logs' upload check lists each non-master node's files once (nodeTaskUploads).
+  for (const [nodes, job] of jobs) expect(executionsBy(job, (n) => n === 'nodeTaskUploads')).toEqual({ nodeTaskUploads: nodes - 1 });
+  const fixed = (nodes: number) => executionsBy(jobs.get(nodes)!, (n) => !TIMED.has(n) && n !== 'nodeTaskUploads');
   if (process.env.CALL_BUDGETS_VERBOSE) {
     for (const [n, j] of jobs) console.log(`${n} nodes: ${j.calls.filter((c) => c.component !== 'poller').length} requests, ${j.executions.length} executions, ${j.cpuSeconds.toFixed(2)} CPU-s, ${j.polls} MPI polls`, JSON.stringify(executionsBy(j, () => true)));
   }

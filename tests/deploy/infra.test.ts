@@ -41,6 +41,7 @@ const EXAMPLE_VALUES: Record<string, string> = {
   STAGING_ACCOUNTS: 'stg0example,stg1example',
   DATA_ACCOUNTS: 'dataexample',
   DATA_ACCOUNTS_HNS: 'dataexample',
+  DEFAULT_OUTPUTS: 'dataexample/results',
   STORAGE_ENDPOINT_SUFFIX: 'core.windows.net',
   AUTH_ISSUER: 'https://login.microsoftonline.com/72f988bf-0000-0000-0000-000000000000/v2.0',
   AUTH_AUDIENCES: 'api://hpc-jobs',
