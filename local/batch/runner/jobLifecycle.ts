@@ -7,6 +7,7 @@ import type { JobRecord, Json, NodeRecord, TaskRecord } from '../model/types';
 import { Engine } from './engine';
 import { safeSegment } from './sandbox';
 import { TaskExecutor } from './taskExecutor';
+import { backgroundFailure } from './background';
 
 /** Job-level transitions: termination (user, wall clock, onAllTasksComplete), deletion, node loss. */
 export class JobLifecycle {
@@ -33,7 +34,7 @@ export class JobLifecycle {
     const elapsed = Date.now() - job.creationTime.getTime();
     this.engine.cancel(job.wallClockTimer);
     job.wallClockTimer = this.engine.later(Math.max(0, ms - elapsed), () => {
-      if (job.state === 'active' || job.state === 'disabling' || job.state === 'disabled') void this.terminate(job, 'MaxWallClockTimeExpiry');
+      if (job.state === 'active' || job.state === 'disabling' || job.state === 'disabled') this.terminate(job, 'MaxWallClockTimeExpiry').catch(backgroundFailure(`terminating job ${job.id}`));
     });
   }
 
@@ -48,7 +49,7 @@ export class JobLifecycle {
     if (job.onTaskFailure === 'performexitoptionsjobaction' && !isEndedByRequest(code) && (job.state === 'active' || job.state === 'disabled')) {
       const { jobAction } = exitOptionsFor(task);
       if (jobAction === 'terminate') {
-        void this.terminate(job, 'TaskFailed');
+        this.terminate(job, 'TaskFailed').catch(backgroundFailure(`terminating job ${job.id}`));
         return;
       }
       if (jobAction === 'disable' && job.state === 'active') this.disable(job, 'requeue');
@@ -84,7 +85,7 @@ export class JobLifecycle {
   checkAllTasksComplete(job: JobRecord): void {
     if (job.onAllTasksComplete !== 'terminatejob' || job.state !== 'active') return;
     for (const t of job.tasks.values()) if (t.state !== 'completed') return;
-    void this.terminate(job, 'AllTasksComplete');
+    this.terminate(job, 'AllTasksComplete').catch(backgroundFailure(`terminating job ${job.id}`));
   }
 
   /** Running tasks end, release tasks run where prep ran, then the job is completed. Active tasks stay active. */
@@ -143,7 +144,7 @@ export class JobLifecycle {
       } else if (job.state === 'disabling') {
         this.setState(job, 'disabled');
       } else if (job.state === 'deleting') {
-        void this.delete(job);
+        this.delete(job).catch(backgroundFailure(`deleting job ${job.id}`));
       } else {
         this.armWallClock(job);
       }

@@ -37,6 +37,9 @@ interface Upload {
 }
 
 /** Uploads what applies; resolves the failureInfo of the first failed upload, or undefined. */
+/** Output files up to this size are read whole before their upload; bigger ones are streamed by the SDK. */
+const STREAMED_ABOVE_BYTES = 256 * 1024 * 1024;
+
 export async function uploadOutputFiles(run: OutputFilesRun): Promise<Json | undefined> {
   const out = path.join(run.taskDir, 'fileuploadout.txt');
   const err = path.join(run.taskDir, 'fileuploaderr.txt');
@@ -87,7 +90,11 @@ export async function uploadOutputFiles(run: OutputFilesRun): Promise<Json | und
         continue;
       }
       try {
-        await client.getBlockBlobClient(u.blobName).uploadFile(u.file, { blobHTTPHeaders: headers, metadata });
+        // Read here, not by the SDK's own stream: a file removed under the upload (its pool deleted meanwhile) is then
+        // this upload's failure; the SDK's stream error escaped as an uncaught exception. Big files stay streamed.
+        const blob = client.getBlockBlobClient(u.blobName);
+        if (statSync(u.file).size <= STREAMED_ABOVE_BYTES) await blob.uploadData(readFileSync(u.file), { blobHTTPHeaders: headers, metadata });
+        else await blob.uploadFile(u.file, { blobHTTPHeaders: headers, metadata });
         appendFileSync(out, `uploaded ${path.relative(run.taskDir, u.file)} to ${redact(client.url)}/${u.blobName} (${statSync(u.file).size} bytes)\n`);
       } catch (e) {
         const f = uploadFailure(e, pattern);

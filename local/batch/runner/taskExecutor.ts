@@ -13,6 +13,7 @@ import { uploadOutputFiles } from './outputFiles';
 import { downloadResourceFiles } from './resourceFiles';
 import { taskRootRelative } from './sandbox';
 import { mountedTargets } from './mounts';
+import { backgroundFailure } from './background';
 
 /** Batch's reserved port on the MI master (AZ_BATCH_MASTER_NODE=ip:6000). */
 const MASTER_PORT = 6000;
@@ -97,7 +98,7 @@ export class TaskExecutor {
   onTaskCompleted: (job: JobRecord, task: TaskRecord) => void = () => undefined;
 
   constructor(private readonly engine: Engine) {
-    engine.runStartTask = (pool, node) => void this.runStartTask(pool, node);
+    engine.runStartTask = (pool, node) => void this.runStartTask(pool, node).catch(backgroundFailure(`the start task on node ${node.id}`));
   }
 
   private track(pgid: number | undefined, node: NodeRecord, task?: TaskRecord): void {
