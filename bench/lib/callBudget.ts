@@ -113,10 +113,27 @@ function transitions(stack: Stack, id: string): Transition[] {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * Waits until `quietMs` pass without a request other than the pollers' dequeues (at most `maxMs`): the last job's
+ * late work (its final event's delivery off the `job-events` queue, the pool's deletion) then lands in its own
+ * window, not in the next job's intake.
+ */
+export async function settle(counter: CallCounter, quietMs: number, maxMs = 60_000): Promise<void> {
+  const deadline = Date.now() + maxMs;
+  for (;;) {
+    await counter.mark();
+    const from = counter.position();
+    await sleep(quietMs);
+    await counter.mark();
+    if (!counter.since(from).some((c) => c.component !== 'poller')) return;
+    if (Date.now() > deadline) return;
+  }
+}
+
 /** Submits `spec` and waits for its final state (from the webhook deliveries: the watch itself makes no request). */
 export async function runCounted(stack: Stack, counter: CallCounter, spec: Record<string, unknown>, timeoutMs = 900_000, quietMs = 3000): Promise<JobCalls> {
   const id = String(spec.id);
-  await counter.mark();
+  await settle(counter, Math.min(quietMs, 2000));
   const from = counter.position();
   const fromExecution = counter.executionPosition();
   const cpuFrom = process.cpuUsage();
@@ -129,9 +146,9 @@ export async function runCounted(stack: Stack, counter: CallCounter, spec: Recor
     await sleep(250);
     final = transitions(stack, id).find((t) => ['Succeeded', 'Failed', 'Cancelled'].includes(t.state));
   }
-  // The orchestration's last episode and the pool's deletion follow the final transition.
+  // The orchestration's last episode, the final event's delivery and the pool's deletion follow the final transition.
   await sleep(quietMs);
-  await counter.mark();
+  await settle(counter, Math.min(quietMs, 2000));
   const cpu = process.cpuUsage(cpuFrom);
   const cpuSeconds = (cpu.user + cpu.system) / 1e6;
   const executions = counter.executionsSince(fromExecution);
