@@ -4,6 +4,7 @@
 # (e.g. `npm run bench -- calls --nodes 4,40`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/node22.sh
 bash scripts/ensure-deps.sh
 mkdir -p bench/results
 names=()

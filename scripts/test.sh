@@ -2,6 +2,7 @@
 # The whole test suite: install what is missing, type-check, lint, then jest (unit, integration, end-to-end).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/node22.sh
 bash scripts/ensure-deps.sh chromium
 echo "[test] type-check the dashboard (browser code, DOM types)"
 npx tsc -p web/tsconfig.json

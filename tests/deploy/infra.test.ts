@@ -281,7 +281,10 @@ describe('azure.yaml', () => {
     expect(api.hooks.prepackage.run).toBe('npm run package');
     const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
     // The package command installs what it needs first, as `npm run demo` and `npm test` do (a fresh clone has no tsx).
-    expect(pkg.scripts.package).toBe('bash scripts/ensure-deps.sh && node --import tsx scripts/package.ts');
+    expect(pkg.scripts.package).toBe('bash scripts/package.sh');
+    const script = readFileSync(path.join(ROOT, 'scripts/package.sh'), 'utf8');
+    expect(script.indexOf('source scripts/node22.sh')).toBeGreaterThan(-1);
+    expect(script.indexOf('bash scripts/ensure-deps.sh')).toBeGreaterThan(script.indexOf('source scripts/node22.sh'));
     // azd refuses remoteBuild: false when .funcignore excludes node_modules.
     const funcignore = readFileSync(path.join(ROOT, '.funcignore'), 'utf8').split('\n').map((l) => l.trim());
     expect(funcignore.filter((l) => /node_modules/.test(l) && !l.startsWith('#'))).toEqual([]);
