@@ -41,7 +41,7 @@ beforeAll(async () => {
   const logs = path.join(REPO_ROOT, 'test-artifacts');
   mkdirSync(logs, { recursive: true });
   log = createWriteStream(path.join(logs, 'e2e-admission-host.log'), { flags: 'w' });
-  azurite = await startAzurite();
+  azurite = await startAzurite({ inMemory: true });
   // Standard_D2s_v5 has 2 cores (standardDSv5Family): 10 cores is 5 one-node pools.
   batch = await startBatchEmulator({
     nodePath: [path.join(REPO_ROOT, 'local', 'batch', 'nodetools', 'bin')],
