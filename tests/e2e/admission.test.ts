@@ -32,8 +32,8 @@ const poolCreates: string[] = [];
 const KEYS = { functionKey: 'admission-test-function-key', masterKey: 'admission-test-master-key' };
 /**
  * The issue's burst is 200 jobs (ADMISSION_BURST_JOBS=200: 4.5 minutes on 2 shared cores at load 9). Every job runs the
- * pipeline (without preflight and kept logs, see spec()), 5 at a time, so the suite runs 0.3 of it by default to stay in its time budget, as the intake load
- * test runs 0.3 of its full size.
+ * pipeline (without preflight and kept logs, see spec()), 5 at a time, so the suite runs 0.3 of it by default to stay
+ * in its time budget, as the intake load test runs 0.3 of its full size.
  */
 const BURST = Number(process.env.ADMISSION_BURST_JOBS ?? 60);
 
