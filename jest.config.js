@@ -10,4 +10,6 @@ module.exports = {
   moduleNameMapper: { '^@azure/functions-core$': '<rootDir>/local/host/coreModule.ts' },
   testTimeout: 120000,
   maxWorkers: 2,
+  // Longest files first, also without jest's cache (a fresh clone): see tests/helpers/slowFirstSequencer.cjs.
+  testSequencer: '<rootDir>/tests/helpers/slowFirstSequencer.cjs',
 };

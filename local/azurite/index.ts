@@ -33,13 +33,21 @@ import {
 export * from './accounts';
 
 export interface StartAzuriteOptions {
-  /** Folder Azurite keeps its data in (kept on stop). Default: a fresh temp dir, deleted on stop. */
+  /**
+   * Folder Azurite keeps its data in (kept on stop). Default: none: a fresh temp dir (its working folder, deleted on
+   * stop) and the data in memory (`inMemory`), since nothing could ever read it back.
+   */
   location?: string;
   /** Accounts to serve; the first is the default of the endpoint helpers. Default: DEFAULT_ACCOUNTS. */
   accounts?: StorageAccount[];
   /** Suppress Azurite's access log (default true). When false its output goes to our stderr. */
   silent?: boolean;
-  /** Keep all data in Azurite's memory (`--inMemoryPersistence`); not combinable with `location`. */
+  /**
+   * Keep all data in Azurite's memory (`--inMemoryPersistence`); not combinable with `location`. Default: true without
+   * a `location`. Saving a store nobody will load again costs Azurite a serialisation of the whole store every
+   * `autosaveMs` (the Durable history included): 21% of the CPU of the admission burst (tests/e2e/admission.test.ts).
+   * `inMemory: false` without a location keeps the saves (to the temp dir), for a test of them.
+   */
   inMemory?: boolean;
   /**
    * How often Azurite saves a changed store to `location` (ms), instead of its hard-coded 5000: a SIGKILL loses at
@@ -126,6 +134,7 @@ export async function startAzurite(opts: StartAzuriteOptions = {}): Promise<Azur
     throw new Error(`startAzurite: inMemory and location (${opts.location}) exclude each other`);
   }
   const ownsLocation = opts.location === undefined;
+  const inMemory = opts.inMemory ?? ownsLocation;
   const location = opts.location ?? (await mkdtemp(path.join(tmpdir(), 'azurite-')));
   if (!ownsLocation) await mkdir(location, { recursive: true });
 
@@ -133,7 +142,7 @@ export async function startAzurite(opts: StartAzuriteOptions = {}): Promise<Azur
   const keyless = opts.keyless;
   if (keyless && !GATE) throw new Error('startAzurite: keylessGate.cjs is missing beside local/azurite');
   if (opts.onRequest && !TAP) throw new Error('startAzurite: requestTap.cjs is missing beside local/azurite');
-  const autosaveMs = opts.inMemory ? undefined : opts.autosaveMs ?? AZURITE_AUTOSAVE_MS;
+  const autosaveMs = inMemory ? undefined : opts.autosaveMs ?? AZURITE_AUTOSAVE_MS;
   if (autosaveMs !== undefined && !AUTOSAVE) throw new Error('startAzurite: autosave.cjs is missing beside local/azurite');
   const args = [
     '--import', `data:text/javascript,${encodeURIComponent(PRELOAD)}`,
@@ -145,7 +154,7 @@ export async function startAzurite(opts: StartAzuriteOptions = {}): Promise<Azur
     '--blobHost', host, '--blobPort', port('blob'),
     '--queueHost', host, '--queuePort', port('queue'),
     '--tableHost', host, '--tablePort', port('table'),
-    ...(opts.inMemory ? ['--inMemoryPersistence'] : ['--location', location]),
+    ...(inMemory ? ['--inMemoryPersistence'] : ['--location', location]),
     '--skipApiVersionCheck',
     '--disableTelemetry',
     ...(keyless ? ['--cert', keyless.certFile, '--key', keyless.keyFile, '--oauth', 'basic'] : []),
