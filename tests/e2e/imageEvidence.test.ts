@@ -29,6 +29,9 @@ function spec(id: string, ref: string): string {
     `container: { runtime: docker, images: ["${ref}"] }`,
     'mpi: { runtime: intelmpi, processesPerNode: 1, fabric: tcp, command: "true" }',
     'limits: { maxWallClock: PT10M }',
+    // The emulated nodes' mpirun is Open MPI: the preflight's ping-pong under Intel MPI's launcher syntax cannot run
+    // here. What this file checks is the request Batch receives, so the job goes straight to its MPI task.
+    'preflight: { enabled: false }',
   ].join('\n');
 }
 
