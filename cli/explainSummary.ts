@@ -115,6 +115,8 @@ export function formatExplain(doc: ExplainDocument): string {
   lines.push(...block('MPI task', [
     `${m.taskId}: ${m.numberOfInstances} instance(s), ${m.mpiRuntime}${m.mpiVersion ? ` ${m.mpiVersion}` : ''} over ${m.fabric}, ${m.launcher} launcher, `
       + `${m.processesPerNode} per node = ${m.ranks} rank(s)${obj(task.constraints).maxWallClockTime ? `, wall clock ${str(obj(task.constraints).maxWallClockTime)}` : ''}`,
+    ...(m.preset ? [`preset ${m.preset.family}: ${m.preset.reason}`] : []),
+    ...(m.imageEvidence ? [`image evidence: ${m.imageEvidence.note}`] : []),
     ...(m.containerRunOptions ? [`container on every node: docker run ${m.containerRunOptions.join(' ')}`] : []),
     `coordination (every node): ${str(multi.coordinationCommandLine)}`,
     `application (master): ${str(task.commandLine)}`,

@@ -16,8 +16,9 @@ import { explainSettings } from '../shared/adapters/intake/settings';
 import { cancelJob } from '../shared/adapters/intake/cancel';
 import { parseCancelReason } from '../shared/core/intake/cancelReason';
 import { parseListQuery, toJobView, jobUrl, InvalidContinuationTokenError } from '../shared/adapters/state';
-import { admissionDeps, appConfig, dataAccount, jobStore, nodePrices, poolGate, schedulingPolicy, submissionFacts , placementPreview } from '../shared/services';
+import { admissionDeps, appConfig, dataAccount, jobStore, nodePrices, poolGate, schedulingPolicy, submissionFacts , placementPreview, imageEvidenceDeps } from '../shared/services';
 import { missingSources } from '../shared/adapters/storage/existence';
+import { readImageEvidence } from '../shared/adapters/registry/evidence';
 import { poolCallerOf, POOL_FORBIDDEN } from '../shared/core/intake/poolAccess';
 import { readJobQueue } from '../shared/adapters/scheduling/admissionService';
 import type { PipelineStatus } from '../shared/core/contract';
@@ -113,6 +114,7 @@ async function dryRunHttp(request: HttpRequest, context: InvocationContext, body
       scheduling: await schedulingPolicy(),
       pools: poolGate(poolCallerOf(principal)),
       sources: (checks) => missingSources(dataAccount, checks),
+      imageEvidence: (wanted) => readImageEvidence(wanted, imageEvidenceDeps()),
       priceOf: async (vmSize, account) => (await nodePrices(account)).quote(vmSize),
       placement: placementPreview,
       facts: submissionFacts(),

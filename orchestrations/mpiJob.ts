@@ -14,6 +14,7 @@ import { cleanup, waitForPoolGone } from './stages/cleanup';
 import { keepOutputs, withOutputs, workloadUrls, type KeptOutputs } from './stages/workloadData';
 import { waitInQueue } from './stages/queue';
 import { sourcesCheck } from './stages/sourcesCheck';
+import { imageEvidence } from './stages/imageEvidence';
 import { planJob } from '../shared/core/planning/jobPlan';
 import { mpiTaskRequest, releaseTaskCommand } from '../shared/core/planning/mpiTaskRequest';
 import { retryPolicyFor } from '../shared/core/planning/retryPolicy';
@@ -122,6 +123,17 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     yield* release();
     return yield* finish({ state: 'Failed', reason: missing, result: { timings } }, []);
   }
+  // The MPI generation of a container job without mpi.version follows its image: read once from the registry (the
+  // answer replays from the history), an image that does not exist fails here, before any pool. Runs started before
+  // the read skip it (their histories have no such call).
+  const image = input.settings.readImageEvidence ? yield* imageEvidence(run, input.jobId, input.spec, input.spec.pool.vmSize ?? plan.poolCreate.vmSize) : undefined;
+  if (image && 'fail' in image) {
+    run.report({ lastError: image.fail });
+    yield* release();
+    return yield* finish({ state: 'Failed', reason: image.fail, result: { timings } }, []);
+  }
+  // Every later step (preflight, the MPI task's commands) reads the generation as if the spec had declared it.
+  if (image?.version) input.spec = { ...input.spec, mpi: { ...input.spec.mpi, version: image.version } };
   // The budget starts at admission: time spent waiting in the queue does not count against it.
   run.startDeadline({ at: new Date(run.now().getTime() + plan.pipelineBudgetMs).toISOString(), limit: 'pipeline budget' });
 

@@ -9,6 +9,7 @@ import './activities/batchJob';
 import './activities/nodeTasks';
 import './activities/staging';
 import './activities/sourcesCheck';
+import './activities/imageEvidence';
 import './activities/mpi';
 import './activities/preflight';
 import './activities/costPrice';

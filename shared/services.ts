@@ -23,6 +23,7 @@ import type { AdmissionLimits } from './core/scheduling/admission';
 import type { SchedulingPolicy } from './core/scheduling/intake';
 import type { AdmissionDeps } from './adapters/scheduling/admissionService';
 import { inspectPool } from './adapters/batch/pools';
+import type { ImageEvidenceDeps } from './adapters/registry/evidence';
 import type { PoolCaller, PoolGate, PoolLookup } from './core/intake/poolAccess';
 import { PriceStore } from './adapters/ops/priceStore';
 import { priceService, type PriceService } from './core/ops/priceService';
@@ -133,6 +134,21 @@ export function registrySecret(server: string, setting: string): string {
   if (!found) throw new Error(`app setting ${setting} is not a registry credential of ${server} on this deployment (REGISTRY_CREDENTIALS)`);
   return found.secret;
 }
+
+/** The registry reads of the image evidence (shared/adapters/registry/evidence.ts) with this app's secrets and identity. */
+export function imageEvidenceDeps(): ImageEvidenceDeps {
+  return {
+    secret: registrySecret,
+    entraToken: async () => {
+      const token = await (appCredential ??= new DefaultAzureCredential()).getToken(REGISTRY_TOKEN_SCOPE);
+      if (!token) throw new Error('the app identity got no token for the registry');
+      return token.token;
+    },
+  };
+}
+
+/** The audience ACR accepts for the Entra ID token of /oauth2/exchange. */
+const REGISTRY_TOKEN_SCOPE = 'https://containerregistry.azure.net/.default';
 
 /** The reads the pool-ownership decision needs: the pool's metadata (data plane) and a job row's owner. */
 export function poolLookup(): PoolLookup {

@@ -5,7 +5,8 @@
  * API, pull hpc/mpi-demo from it and run real Open MPI on 2 emulated nodes each:
  *  - docker and singularity with the pool identity (container.registry.identity: managed);
  *  - docker and singularity with a credential by reference (identity: { secretRef: <app setting>, username }).
- * A fifth job names no registry and fails at the pull: the registry refuses anonymous pulls.
+ * A fifth job names no registry and fails before any pool: the registry refuses the app's anonymous read of its image
+ * config, as it would refuse the nodes' anonymous pull.
  * Asserted: no task command line, node environment, management-plane request, orchestration history or host log
  * holds the registry password or a token; the password reaches Batch only in the secret jobs' pull task
  * environment; the identity jobs' pools list the registry with the identity (identityReference), no password.
@@ -149,10 +150,11 @@ describe('pulls with a credential by reference', () => {
   });
 });
 
-test('a job that names no registry is refused by the private registry at the pull', async () => {
+test('a job that names no registry is refused by the private registry before any pool (the image evidence read, docs/images.md)', async () => {
   const view = views.get('pr-docker-anonymous') as JobViewLite;
   expect(view.state).toBe('Failed');
-  expect(`${view.error?.message ?? ''} ${JSON.stringify(view.progress ?? {})}`).toMatch(/unauthorized: authentication required/);
+  expect(view.error?.message ?? '').toMatch(/^container\.images\[0\]: image .*hpc\/mpi-demo:1\.0: .* refused an anonymous pull .*the nodes would pull with the same credentials/);
+  expect(dataPlane.concat(managementPlane).filter((e) => e.path.includes('hpc-pr-docker-anonymous'))).toEqual([]);
 });
 
 test('no command line, node environment, pool definition, orchestration history or log line holds the password or a token', async () => {
@@ -172,7 +174,8 @@ test('no command line, node environment, pool definition, orchestration history 
   }
   for (const e of dataPlane.filter((x) => x.method === 'POST' && (x.path === '/pools' || x.path === '/jobs'))) check(`${e.path} body`, JSON.stringify(e.requestBody));
   for (const e of managementPlane) check(`management ${e.method} ${e.path}`, `${JSON.stringify(e.requestBody ?? '')} ${JSON.stringify(e.responseBody ?? '')}`);
-  expect(nodeEnvironments.size).toBeGreaterThanOrEqual(10);
+  // Four jobs of 2 nodes: the anonymous job fails before its pool (its image read is refused).
+  expect(nodeEnvironments.size).toBeGreaterThanOrEqual(8);
   for (const [file, env] of nodeEnvironments) check(`node environment ${file}`, env);
   // Nodes of the identity pools have their instance metadata service; every node of this deployment's pools does.
   expect([...nodeEnvironments.values()].every((env) => env.includes('AZURE_POD_IDENTITY_AUTHORITY_HOST='))).toBe(true);

@@ -109,6 +109,12 @@ const SERIES: Series[] = [
     sizes: ratio((n) => `Standard_D${n}s_v3`, [2, 4, 8, 16, 32, 48, 64], 4),
   },
   {
+    // Previous generation, still offered (Microsoft's retirement notice dates the Dv2/DSv2 sizes' end to 2028; only
+    // their reserved instances stopped selling, 2026-07-01): the Batch Shipyard recipes run on STANDARD_D1_V2/D2_V2.
+    family: 'standardDv2Family', rdma: false, generations: 'V1,V2', source: 'learn.microsoft.com/azure/virtual-machines/sizes/general-purpose/dv2-series (3.5 GiB per vCPU; retirement notice: learn.microsoft.com/azure/virtual-machines/retirement-notices)',
+    sizes: [cpu('Standard_D1_v2', 1, 3.5), cpu('Standard_D2_v2', 2, 7), cpu('Standard_D3_v2', 4, 14), cpu('Standard_D4_v2', 8, 28), cpu('Standard_D5_v2', 16, 56)],
+  },
+  {
     family: 'standardDv3Family', rdma: false, generations: 'V1,V2', source: 'learn.microsoft.com/azure/virtual-machines/sizes/general-purpose/dv3-series (4 GiB per vCPU)',
     sizes: ratio((n) => `Standard_D${n}_v3`, [2, 4, 8, 16, 32, 48, 64], 4),
   },

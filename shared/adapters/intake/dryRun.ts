@@ -17,11 +17,15 @@ import { checkPoolAccess, type PoolGate } from '../../core/intake/poolAccess';
 import { checkPoolFactsOnAny, factsSummary } from '../../core/planning/azureFacts';
 import type { Placement } from '../../core/planning/placement';
 import { missesAsErrors, sourceChecks, type SourceCheck, type SourceMiss } from '../../core/planning/sourcesCheck';
+import { IMAGE_FIELD, imageEvidenceOutcome, imageEvidenceRequest, type ImageEvidenceAnswer, type ImageEvidenceRequest } from '../../core/planning/imageEvidence';
+import { presetChoice } from '../../core/mpi/generation';
 
 export type DryRunRequest = Pick<SubmitRequest, 'body' | 'contentType' | 'idempotencyKey' | 'idScope' | 'dataAccess' | 'containers' | 'caller' | 'facts'> & {
   settings: ExplainSettings;
   /** The submitter: recorded on the pool the job would create, and the recorded spec's defaults depend on it; unset: explained without them. */
   owner?: string;
+  /** The MPI generation the image's evidence gives (explained as if mpi.version said it). */
+  imageMpiVersion?: string;
 };
 
 export type DryRunOutcome =
@@ -38,7 +42,8 @@ export function dryRunJob(req: DryRunRequest): DryRunOutcome {
   const jobIdFrom = checked.spec.id !== undefined ? 'spec.id' : req.idempotencyKey ? 'idempotencyKey' : 'content';
   const jobId = submissionJobId(checked.spec, req.idempotencyKey, req.idScope);
   // What the job would run with: the spec as intake would record it (its defaults for this owner).
-  const spec = req.owner === undefined ? checked.spec : recordedSpec(checked.spec, req.owner, jobId, req.dataAccess);
+  const recorded = req.owner === undefined ? checked.spec : recordedSpec(checked.spec, req.owner, jobId, req.dataAccess);
+  const spec = req.imageMpiVersion === undefined ? recorded : { ...recorded, mpi: { ...recorded.mpi, version: req.imageMpiVersion } };
   try {
     const document = explainJob({ jobId, jobIdFrom, spec, settings: req.settings, policiesChecked: true, owner: req.owner, customNodeImages: req.containers?.customNodeImages });
     return { kind: 'explained', document, spec };
@@ -64,9 +69,11 @@ export async function dryRunSubmission(
     owner: string; scheduling: SchedulingPolicy; pools: PoolGate; sources?: SourcesLookup; priceOf?: (vmSize: string, account?: string) => Promise<PriceQuote>;
     /** Where admission would place the job now (deployments with several Batch accounts; undefined: one account). */
     placement?: (jobId: string, spec: JobSpec) => Promise<Placement | undefined>;
+    /** Reads the image's MPI evidence from its registry (shared/adapters/registry/evidence.ts), as the pipeline does. */
+    imageEvidence?: (request: ImageEvidenceRequest) => Promise<ImageEvidenceAnswer>;
   },
 ): Promise<DryRunOutcome> {
-  const out = dryRunJob({ ...req, caller: callerOf(req) });
+  let out = dryRunJob({ ...req, caller: callerOf(req) });
   if (out.kind !== 'explained') return out;
   const pool = await checkPoolAccess(out.spec, req.pools);
   if (!pool.ok) return { kind: 'poolForbidden', errors: pool.errors };
@@ -82,6 +89,31 @@ export async function dryRunSubmission(
   const checks = req.sources ? sourceChecks(out.spec) : [];
   const misses = checks.length ? await req.sources!(checks) : [];
   if (misses.length) return { kind: 'invalid', errors: missesAsErrors(misses) };
+  // The image's MPI evidence, read as the pipeline reads it before the pool: a missing image is refused here, and
+  // the generation it names is explained as the job would run it.
+  const wanted = req.imageEvidence ? imageEvidenceRequest(out.spec) : undefined;
+  if (wanted) {
+    const answer = await req.imageEvidence!(wanted);
+    const vmSize = out.spec.pool.vmSize ?? out.document.pool.vmSize ?? '';
+    const outcome = imageEvidenceOutcome(out.spec, wanted, answer, vmSize);
+    if ('fail' in outcome) return { kind: 'invalid', errors: [{ path: IMAGE_FIELD, message: outcome.fail.slice(IMAGE_FIELD.length + 2) }] };
+    if (outcome.version) {
+      const again = dryRunJob({ ...req, caller: callerOf(req), imageMpiVersion: outcome.version });
+      if (again.kind !== 'explained') return again;
+      again.document.pool.facts = out.document.pool.facts;
+      again.document.mpiTask.mpiVersion = null;
+      if (again.document.mpiTask.preset && outcome.evidence) {
+        again.document.mpiTask.preset.reason = presetChoice(out.spec.mpi.runtime, undefined, out.spec.mpi.fabric, vmSize, outcome.evidence).reason;
+      }
+      out = { ...again, spec: out.spec };
+    }
+    out.document.mpiTask.imageEvidence = {
+      image: wanted.image,
+      digest: answer.read ? answer.digest : null,
+      evidence: outcome.evidence?.evidence ?? null,
+      note: outcome.note,
+    };
+  }
   // Priced with this deployment's prices (the Retail Prices API through its cache, else the marked fallback).
   const doc = out.document;
   const placed = req.placement ? await req.placement(doc.jobId, out.spec) : undefined;

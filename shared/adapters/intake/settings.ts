@@ -16,6 +16,7 @@ export function pipelineSettings(config: AppConfig): PipelineSettings {
     preflightHealthChecks: config.pipeline.preflightHealthChecks,
     overlapStaging: config.pipeline.overlapStaging,
     checkSources: true,
+    readImageEvidence: true,
     explainFailures: true,
     mpiWaitPollsPerGeneration: MPI_WAIT_POLLS_PER_GENERATION,
     emptyDownloadsAtOnce: true,

@@ -16,6 +16,7 @@ import type { PoolCreateRequest } from '../planning/jobPlan';
 import type { ImageBlobRef, MpiTaskRequestShape } from '../planning/mpiTaskRequest';
 import type { SecretEnvironmentRef } from './secretEnvironment';
 import type { SourceCheck, SourceMiss } from '../planning/sourcesCheck';
+import type { ImageEvidenceAnswer, ImageEvidenceRequest } from '../planning/imageEvidence';
 import type { NodeFileSource, NodeResourceFile, OutputsPlan } from '../planning/workloadData';
 import type { ExpectedUploads } from '../planning/outputsCheck';
 import type { PoolObservation } from '../planning/provisionPolicy';
@@ -214,6 +215,8 @@ export interface ActivityContract {
   inputsList(input: { inputs: InputSource[] }): ListedInputBlob[];
   /** Which of the job's sources (shared/core/planning/sourcesCheck.ts) are missing, looked up before any pool exists. */
   sourcesMissing(input: { checks: SourceCheck[] }): SourceMiss[];
+  /** The MPI evidence of the job's image, read from its registry before any pool exists (shared/core/planning/imageEvidence.ts). */
+  imageEvidence(input: ImageEvidenceRequest): ImageEvidenceAnswer;
   shardCopy(input: { jobId: string; shard: ShardToCopy & { account: string } }): ShardCopyResult;
   /** Shard id → read-only SAS URL. */
   shardUrls(input: ShardUrlRequest): Record<string, string>;
@@ -256,7 +259,7 @@ const NAMES: Record<ActivityName, true> = {
   poolCreate: true, poolInspect: true, poolObserve: true, startTaskFailures: true, poolRemoveNodes: true, poolResize: true, poolDelete: true,
   batchJobCreate: true, batchJobAutoComplete: true, batchJobTerminate: true,
   nodeTasksAdd: true, nodeTasksObserve: true,
-  inputsList: true, sourcesMissing: true, shardCopy: true, shardUrls: true, imageBlobUrls: true, stagedDataDelete: true,
+  inputsList: true, sourcesMissing: true, imageEvidence: true, shardCopy: true, shardUrls: true, imageBlobUrls: true, stagedDataDelete: true,
   mpiTaskAdd: true, mpiTaskObserve: true, mpiResultCollect: true,
   workloadUrls: true, outputsList: true, mpiTaskUploads: true, nodeTaskUploads: true, outputsMissing: true,
   mpiTaskTerminate: true, preflightTaskAdd: true, preflightObserve: true, preflightCollect: true,

@@ -135,6 +135,12 @@ export const ExplainDocumentSchema = z.object({
       family: z.string().meta({ description: 'The preset family (intelmpi-2018, intelmpi-2019, openmpi-4, openmpi-5, mpich-3, mpich-4, mvapich2).' }),
       reason: z.string().meta({ description: 'Why this family and fabric: the declared mpi.version (or the default generation) and the VM size.' }),
     }).optional().meta({ description: 'The MPI generation the fabric settings follow (docs/images.md, "MPI generations").' }),
+    imageEvidence: z.object({
+      image: z.string(),
+      digest: z.string().nullable().meta({ description: 'The manifest digest read, or null when the registry could not be read.' }),
+      evidence: z.string().nullable().meta({ description: 'The label or variable the generation was read from (`Env I_MPI_ROOT=…`), or null.' }),
+      note: z.string().meta({ description: 'What the image said and what the job does with it (the sentence the timeline gets).' }),
+    }).optional().meta({ description: 'Online dry run of a container job without mpi.version: the MPI evidence read from the image\'s registry (docs/images.md).' }),
     launcher: z.enum(['managed', 'custom']),
     processesPerNode: z.union([z.number(), z.string()]),
     ranks: z.union([z.number(), z.string()]).meta({ description: 'nodes × processesPerNode, or how it is counted on the master.' }),

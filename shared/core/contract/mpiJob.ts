@@ -62,6 +62,11 @@ export interface PipelineSettings {
    */
   checkSources?: boolean;
   /**
+   * Read the MPI generation of a container job without mpi.version from its image's registry before its pool is
+   * created (orchestrations/stages/imageEvidence.ts). Absent in runs started before the read: they replay without it.
+   */
+  readImageEvidence?: boolean;
+  /**
    * Read failed start tasks' stderr before their nodes go, note node replacements on the timeline, and explain the
    * failure in the job's error (shared/core/planning/failureExplain.ts). Absent in runs started before: they replay without.
    */

@@ -144,6 +144,7 @@ const ENTRIES: readonly [string, Entry][] = [
     ...series('standardHCSFamily', { Standard_HC44rs: 44, 'Standard_HC44-32rs': 44, 'Standard_HC44-16rs': 44 }),
     ...series('standardHXFamily', { Standard_HX176rs: 176, 'Standard_HX176-144rs': 176, 'Standard_HX176-96rs': 176, 'Standard_HX176-48rs': 176, 'Standard_HX176-24rs': 176 }),
     ...series('standardHFamily', { Standard_H8: 8, Standard_H16: 16, Standard_H8m: 8, Standard_H16m: 16, Standard_H16r: 16, Standard_H16mr: 16 }),
+    ...series('standardDv2Family', { Standard_D1_v2: 1, Standard_D2_v2: 2, Standard_D3_v2: 4, Standard_D4_v2: 8, Standard_D5_v2: 16 }),
     ...series('standardDv3Family', { Standard_D2_v3: 2, Standard_D4_v3: 4, Standard_D8_v3: 8, Standard_D16_v3: 16, Standard_D32_v3: 32, Standard_D64_v3: 64 }),
     ...series('standardDSv3Family', { Standard_D2s_v3: 2, Standard_D4s_v3: 4, Standard_D8s_v3: 8, Standard_D16s_v3: 16, Standard_D32s_v3: 32, Standard_D64s_v3: 64 }),
     ...series('standardDSv5Family', { Standard_D2s_v5: 2, Standard_D4s_v5: 4, Standard_D8s_v5: 8, Standard_D16s_v5: 16, Standard_D32s_v5: 32, Standard_D64s_v5: 64, Standard_D96s_v5: 96 }),
