@@ -24,7 +24,7 @@ import { sifPathExpr, singularityUri } from '../../core/mpi/singularity';
 import { resolveDestination } from '../../core/spec/normalize';
 import type { JobSpec } from '../../core/spec/schema';
 import {
-  IMAGE_SAS_MINUTES, batchJobSpec, batchMountRequests, blobfusePermissions, jobPoolSpec, mountSasLifetimeMs, mountSpec, mpiTaskSpec, nodeResourceFile, nodeTaskId,
+  IMAGE_SAS_MINUTES, batchJobSpec, batchMountRequests, blobfusePermissions, jobPoolSpec, mountSasLifetimeMs, mountSpec, nodeResourceFile, nodeTaskId,
   nodeTaskSpec, pullNodeTask, shardDownloadConcurrency, shardDownloadTask, shardSasLifetimeMs, startTaskResourceFile, startTaskSasMinutes,
   uploadTaskRequest, type MountCredentials,
 } from '../../core/planning/batchRequests';
@@ -352,7 +352,7 @@ function explainOne(input: ExplainInput): ExplainDocument {
         minFreeMB: thresholds.minFreeMB,
         runsPreExecutionCommand: thresholds.runsPreExecution,
         pingPong: { enabled: thresholds.pingPong.enabled, maxLatencyUs: thresholds.pingPong.maxLatencyUs ?? null, minBandwidthMBps: thresholds.pingPong.minBandwidthMBps ?? null },
-        request: plain(buildMpiTaskParameter(mpiTaskSpec(preflightTaskRequest(plan, spec, nodes, plan.batchJobId, preflightTaskId(1, 1), { commonResourceFiles, outputsContainerUrl }, healthChecks)))),
+        request: plain(buildMpiTaskParameter(preflightTaskRequest(plan, spec, nodes, plan.batchJobId, preflightTaskId(1, 1), { commonResourceFiles, outputsContainerUrl }, healthChecks))),
       }
     : null;
   const retry = retryPolicyFor(spec);
@@ -428,7 +428,7 @@ function explainOne(input: ExplainInput): ExplainDocument {
       processesPerNode: ppn,
       ranks: typeof ppn === 'number' ? plan.nodes * ppn : `${plan.nodes} × ${ppn} (counted on the master)`,
       containerRunOptions: commands.containerRunOptions ?? null,
-      request: plain(buildMpiTaskParameter(mpiTaskSpec(shape, { ...EXPLAIN_KEY_VAULT_ACCESS, ...(settings.poolIdentity ? { clientId: settings.poolIdentity.clientId } : {}) }))),
+      request: plain(buildMpiTaskParameter(shape, { ...EXPLAIN_KEY_VAULT_ACCESS, ...(settings.poolIdentity ? { clientId: settings.poolIdentity.clientId } : {}) })),
     },
     outputs: outputs
       ? {
