@@ -21,5 +21,11 @@ export default tseslint.config(
       '@typescript-eslint/no-misused-promises': 'error',
     },
   },
+  {
+    // Product code (issue 25): a function longer than this does several things and is split into named steps. A
+    // function that is one table (a visitor's key handlers, a document literal) says so where it is exempted.
+    files: ['shared/**/*.ts', 'functions/**/*.ts', 'orchestrations/**/*.ts', 'cli/**/*.ts'],
+    rules: { 'max-lines-per-function': ['error', { max: 100, skipBlankLines: true, skipComments: true }] },
+  },
   { files: ['**/*.js', '**/*.cjs'], languageOptions: { globals: { require: 'readonly', module: 'writable', process: 'readonly', __dirname: 'readonly', console: 'readonly' } } },
 );

@@ -36,7 +36,10 @@ function positiveInt(value: string): number {
 
 const intervalOption = () => new Option('--interval <ms>', 'poll interval in milliseconds').default(1000).argParser(positiveInt);
 
-export function buildProgram(run: (action: (ctx: CommandContext) => Promise<number> | number) => Promise<void>): Command {
+/** Runs a command's action with the CLI's context and turns its result into the exit code. */
+type Runner = (action: (ctx: CommandContext) => Promise<number> | number) => Promise<void>;
+
+export function buildProgram(run: Runner): Command {
   const program = new Command('hpcjob')
     .description('Submit, watch and inspect MPI jobs on the HPC control plane.')
     .version(cliVersion())
@@ -47,6 +50,14 @@ export function buildProgram(run: (action: (ctx: CommandContext) => Promise<numb
     .showHelpAfterError()
     .exitOverride();
 
+  addSessionCommands(program, run);
+  addJobCommands(program, run);
+  addToolCommands(program, run);
+  return program;
+}
+
+/** Signing in and out, and who the API sees. */
+function addSessionCommands(program: Command, run: Runner): void {
   program
     .command('login')
     .description('sign in with Microsoft Entra ID (device code flow); the token is kept for later commands')
@@ -61,7 +72,10 @@ export function buildProgram(run: (action: (ctx: CommandContext) => Promise<numb
     .command('whoami')
     .description('who the API takes you for: id (the owner of your jobs), roles, what you may do')
     .action(() => run((ctx) => whoamiCommand(ctx)));
+}
 
+/** The commands on jobs: submit, look, watch, read logs, move files, cancel, rerun. */
+function addJobCommands(program: Command, run: Runner): void {
   program
     .command('submit')
     .description('submit a job spec (YAML or JSON file, - for stdin)')
@@ -137,7 +151,10 @@ export function buildProgram(run: (action: (ctx: CommandContext) => Promise<numb
     .addOption(intervalOption())
     .action((id: string, opts: { idempotencyKey?: string; watch?: boolean; interval: number }) =>
       run((ctx) => rerunCommand(ctx, id, { idempotencyKey: opts.idempotencyKey, watch: opts.watch, intervalMs: opts.interval })));
+}
 
+/** What works on spec files and history: validate, explain, usage, import. */
+function addToolCommands(program: Command, run: Runner): void {
   program
     .command('validate')
     .description('check a spec offline with the same schema and error paths as the API (exit 2 when invalid)')
@@ -178,9 +195,8 @@ export function buildProgram(run: (action: (ctx: CommandContext) => Promise<numb
     .option('--force', 'overwrite spec files that exist')
     .option('--outputs <account/container>', 'where the specs\' default outputs go (the working directory\'s files and full logs) when a job has no output_data; default: Shipyard\'s storage account, container shipyard-outputs')
     .action((opts: ImportShipyardOptions) => run((ctx) => importShipyardCommand(ctx, opts)));
-
-  return program;
 }
+
 
 /** Set by cli/build.ts in the installable bundle, whose tree has only its own package.json. */
 declare const __HPCJOB_VERSION__: string | undefined;

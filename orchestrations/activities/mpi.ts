@@ -1,14 +1,12 @@
-import type { BatchTaskRef, MpiResult, MpiTaskObservation } from '../../shared/core/contract';
+import type { BatchTaskRef, MpiResult, MpiTaskObservation, MpiTaskRequest } from '../../shared/core/contract';
 import { appConfig, batchContext } from '../../shared/services';
 import { addMpiTask, getTask, listSubtasks, readNodeFile, readTaskFile, terminateTask, type BatchContext, type SubtaskSnapshot } from '../../shared/adapters/batch';
 import { STDERR_TAIL_LINES } from '../../shared/core/planning/failureExplain';
-import type { MpiTaskRequestShape } from '../../shared/core/planning/mpiTaskRequest';
 import { registerActivity } from './registration';
-import { mpiTaskSpec } from '../../shared/core/planning/batchRequests';
 
-export async function mpiTaskAdd(input: MpiTaskRequestShape): Promise<void> {
+export async function mpiTaskAdd(input: MpiTaskRequest): Promise<void> {
   const config = appConfig();
-  await addMpiTask(batchContext(), input.batchJobId, mpiTaskSpec(input, { clientId: config.poolIdentity?.clientId, urlTemplate: config.keyVaultUrlTemplate }));
+  await addMpiTask(batchContext(), input, { clientId: config.poolIdentity?.clientId, urlTemplate: config.keyVaultUrlTemplate });
 }
 
 export async function mpiTaskObserve(input: BatchTaskRef): Promise<MpiTaskObservation> {

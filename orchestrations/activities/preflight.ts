@@ -1,14 +1,13 @@
-import type { BatchTaskRef } from '../../shared/core/contract';
+import type { BatchTaskRef, MpiTaskRequest } from '../../shared/core/contract';
 import { batchContext } from '../../shared/services';
 import { getTask, listSubtasks, readTaskFile, type BatchContext } from '../../shared/adapters/batch';
 import { failedSubtaskStderr, mpiTaskAdd, mpiTaskObserve } from './mpi';
 import { STDERR_TAIL_LINES, tailLines } from '../../shared/core/planning/failureExplain';
 import { parsePreflightOutput, type PreflightRun } from '../../shared/core/planning/preflight';
-import type { MpiTaskRequestShape } from '../../shared/core/planning/mpiTaskRequest';
 import { registerActivity } from './registration';
 
 /** Adds the preflight check: a multi-instance task added like the MPI task (a repeated add finds it), never retried by Batch. */
-export function preflightTaskAdd(input: MpiTaskRequestShape): Promise<void> {
+export function preflightTaskAdd(input: MpiTaskRequest): Promise<void> {
   return mpiTaskAdd({ ...input, maxTaskRetryCount: 0 });
 }
 

@@ -1,6 +1,6 @@
 import type { MpiResult, NodeProgress } from '../../shared/core/contract';
 import { Orchestration, PipelineRun } from '../runtime/pipelineRun';
-import type { MpiTaskRequestShape } from '../../shared/core/planning/mpiTaskRequest';
+import type { MpiTaskRequest } from '../../shared/core/contract/batchTasks';
 import { lostNodes } from '../../shared/core/planning/failureClass';
 import type { MpiTaskObservation } from '../../shared/core/contract';
 import type { BudgetLimits, PriceQuote } from '../../shared/core/ops/cost';
@@ -36,7 +36,7 @@ export interface MpiRun {
  * keep waiting; if it is unusable or gone the task would wait for a node forever (or start on nodes without the
  * images and shards), so it is ended and the attempt fails as a node failure.
  */
-export function* runMpi(run: PipelineRun, req: MpiTaskRequestShape, opts: MpiRunOptions): Orchestration<MpiRun> {
+export function* runMpi(run: PipelineRun, req: MpiTaskRequest, opts: MpiRunOptions): Orchestration<MpiRun> {
   yield* run.call('mpiTaskAdd', req);
   // Not when tasks follow the MPI task (the node uploads): the job would end as soon as the MPI task does.
   if (opts.autoComplete) yield* run.call('batchJobAutoComplete', { batchJobId: req.batchJobId });
@@ -81,7 +81,7 @@ export function* runMpi(run: PipelineRun, req: MpiTaskRequestShape, opts: MpiRun
  */
 function* waitInChild(
   run: PipelineRun,
-  req: MpiTaskRequestShape,
+  req: MpiTaskRequest,
   seen: MpiTaskObservation,
   polls: number,
   opts: NonNullable<MpiRunOptions['waitInChild']>,

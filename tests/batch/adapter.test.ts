@@ -174,16 +174,17 @@ describe('Batch adapter against the emulator', () => {
 
   test('addMpiTask runs on every node; subtasks say where; auto-terminate ends the job', async () => {
     const spec = {
-      id: 'mpi',
+      batchJobId: BATCH_JOB,
+      taskId: 'mpi',
       numberOfInstances: 2,
       coordinationCommandLine: '/bin/sh -c "echo coord on $AZ_BATCH_NODE_ID"',
       applicationCommandLine: '/bin/sh -c "echo hosts=$AZ_BATCH_HOST_LIST master=$AZ_BATCH_IS_CURRENT_NODE_MASTER"',
       environment: [{ name: 'MPI_FLAVOUR', value: 'openmpi' }],
+      commonResourceFiles: [],
       maxWallClockSeconds: 120,
-      elevated: false,
     };
-    expect(await addMpiTask(ctx, BATCH_JOB, spec)).toEqual({ taskId: 'mpi', created: true });
-    expect(await addMpiTask(ctx, BATCH_JOB, spec)).toEqual({ taskId: 'mpi', created: false });
+    expect(await addMpiTask(ctx, spec)).toEqual({ taskId: 'mpi', created: true });
+    expect(await addMpiTask(ctx, spec)).toEqual({ taskId: 'mpi', created: false });
     expect(await enableAutoTerminate(ctx, BATCH_JOB)).toBe('enabled');
     // Idempotent: a repeat is fine whether or not the job has ended in between.
     expect(['enabled', 'alreadyEnded']).toContain(await enableAutoTerminate(ctx, BATCH_JOB));

@@ -105,16 +105,19 @@ describe('every exchange of the adapter workload conforms to the Batch OpenAPI d
     await batch.readTaskFile(ctx, BJOB, 'pull-0', 'missing.txt'); // 404
     await batch.listTaskFiles(ctx, BJOB, 'pull-0');
 
-    await batch.addMpiTask(ctx, BJOB, {
-      id: 'mpi',
+    const mpiTask = batch.buildMpiTaskParameter({
+      batchJobId: BJOB,
+      taskId: 'mpi',
       numberOfInstances: 2,
       coordinationCommandLine: '/bin/sh -c "echo coordinating"',
       applicationCommandLine: '/bin/sh -c "echo hosts=$AZ_BATCH_HOST_LIST"',
       commonResourceFiles: [{ httpUrl: fileUrl, filePath: 'helper.sh', fileMode: '0755' }],
-      resourceFiles: [{ httpUrl: fileUrl, filePath: 'primary-only.sh' }],
       environment: [{ name: 'OMPI_MCA_btl', value: 'self,tcp' }],
-      maxWallClockTime: 'PT10M',
+      maxWallClockSeconds: 600,
     });
+    // Primary-only resource files are Batch's, not the product's (its tasks take every file on every node): added
+    // to the body here so the emulator's handling of them stays checked against the spec.
+    await batch.addTask(ctx, BJOB, { ...mpiTask, resourceFiles: [{ httpUrl: fileUrl, filePath: 'primary-only.sh' }] }, 'mpiTask.add');
     await batch.enableAutoTerminate(ctx, BJOB);
     const mpi = await until('mpi done', async () => {
       const t = await batch.getTask(ctx, BJOB, 'mpi');

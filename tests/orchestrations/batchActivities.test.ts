@@ -13,11 +13,11 @@ import {
   getPoolSnapshot,
   getTask,
   type BatchContext,
-  type MpiTaskSpec,
   type NodeSnapshot,
   type TaskSnapshot,
 } from '../../shared/adapters/batch';
 import { collectMpiResult, type MpiResultDeps } from '../../orchestrations/activities/mpi';
+import type { MpiTaskRequest } from '../../shared/core/contract';
 import { observeNodeTasks } from '../../orchestrations/activities/nodeTasks';
 import { until } from '../batch/until';
 import { emulatorBatchContext } from '../batch/emulatorContext';
@@ -44,8 +44,8 @@ async function fetchLog(url: string): Promise<string> {
   return res.bodyAsText ?? '';
 }
 
-function mpiTask(id: string, coordination: string, application: string): MpiTaskSpec {
-  return { id, numberOfInstances: 2, coordinationCommandLine: coordination, applicationCommandLine: application, maxWallClockSeconds: 60, maxTaskRetryCount: 0 };
+function mpiTask(id: string, coordination: string, application: string): MpiTaskRequest {
+  return { batchJobId: BATCH_JOB, taskId: id, numberOfInstances: 2, coordinationCommandLine: coordination, applicationCommandLine: application, environment: [], commonResourceFiles: [], maxWallClockSeconds: 60, maxTaskRetryCount: 0 };
 }
 
 beforeAll(async () => {
@@ -73,7 +73,7 @@ afterAll(async () => {
 
 describe('collectMpiResult (activity mpiResultCollect)', () => {
   test('a subtask failing while the master succeeds: the exit code is the subtask\'s, the failure names its node, its log is where the result says', async () => {
-    await addMpiTask(ctx, BATCH_JOB, mpiTask(
+    await addMpiTask(ctx, mpiTask(
       'mpi-subfail',
       // The master's coordination succeeds; the other node's fails as an sshd that cannot start would.
       '/bin/sh -c \'if [ "$AZ_BATCH_IS_CURRENT_NODE_MASTER" = true ]; then echo master ready; else echo "sshd on $AZ_BATCH_NODE_ID"; echo "sshd: bind to port 2222 failed" >&2; exit 7; fi\'',
@@ -104,7 +104,7 @@ describe('collectMpiResult (activity mpiResultCollect)', () => {
   });
 
   test('output files Batch could not upload: the program\'s exit code stands, the failure is an upload failure, not the run\'s', async () => {
-    await addMpiTask(ctx, BATCH_JOB, {
+    await addMpiTask(ctx, {
       ...mpiTask('mpi-upload', '/bin/true', '/bin/sh -c "echo result > out.dat"'),
       // No storage listens there: Batch reports FileUploadMiscError (the emulator as Batch does).
       outputFiles: [{ filePattern: 'out.dat', containerUrl: 'http://127.0.0.1:9/results?sv=x&sig=none', path: 'job/out.dat', uploadCondition: 'taskCompletion' }],
@@ -117,7 +117,7 @@ describe('collectMpiResult (activity mpiResultCollect)', () => {
   });
 
   test('a master that succeeds: exit code 0, no failure, the last 40 lines of stdout and the stderr tail, every node\'s log readable', async () => {
-    await addMpiTask(ctx, BATCH_JOB, mpiTask(
+    await addMpiTask(ctx, mpiTask(
       'mpi-ok',
       '/bin/sh -c "echo coordinated on $AZ_BATCH_NODE_ID"',
       '/bin/sh -c \'for i in $(seq 1 60); do echo "rank 0 step $i"; done; echo "warning: slow fabric" >&2\'',
@@ -139,7 +139,7 @@ describe('collectMpiResult (activity mpiResultCollect)', () => {
   });
 
   test('a master whose application fails: its exit code and Batch\'s failure, with its stderr', async () => {
-    await addMpiTask(ctx, BATCH_JOB, mpiTask(
+    await addMpiTask(ctx, mpiTask(
       'mpi-appfail',
       '/bin/sh -c "true"',
       '/bin/sh -c \'echo "MPI_ABORT was invoked on rank 1" >&2; exit 134\'',

@@ -37,7 +37,7 @@ afterAll(async () => {
 
 test('a task terminated while it waited for nodes: noExitCode, exit code -1, never 0', async () => {
   // Two instances on a one-node pool: the task waits, active, as a requeued task does after its node was lost.
-  await addMpiTask(ctx, 'noexit-job', { id: 'mpi', numberOfInstances: 2, coordinationCommandLine: '/bin/true', applicationCommandLine: '/bin/true', maxWallClockSeconds: 60, maxTaskRetryCount: 0 });
+  await addMpiTask(ctx, { batchJobId: 'noexit-job', taskId: 'mpi', numberOfInstances: 2, coordinationCommandLine: '/bin/true', applicationCommandLine: '/bin/true', environment: [], commonResourceFiles: [], maxWallClockSeconds: 60, maxTaskRetryCount: 0 });
   expect((await getTask(ctx, 'noexit-job', 'mpi')).state).toBe('active');
   await terminateTask(ctx, 'noexit-job', 'mpi');
   await until('the task completed', async () => ((await getTask(ctx, 'noexit-job', 'mpi')).state === 'completed' ? true : undefined));

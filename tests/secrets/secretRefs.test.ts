@@ -7,7 +7,7 @@ import { parseJobSpec, type JobSpec } from '../../shared/core/spec';
 import { checkSecretPolicy } from '../../shared/core/intake/secretPolicy';
 import { lmLicenseFile, parseLicenseServer, vaultNameOf } from '../../shared/core/spec/sections/secrets';
 import { mpiTaskRequest } from '../../shared/core/planning/mpiTaskRequest';
-import { mpiTaskSpec } from '../../shared/core/planning/batchRequests';
+import { buildMpiTaskParameter } from '../../shared/adapters/batch/mpiTask';
 import { planJob } from '../../shared/core/planning/jobPlan';
 import { explainJob } from '../../shared/adapters/intake/explain';
 import { jobSecrets, plainEnv } from '../../shared/core/planning/secretEnv';
@@ -105,7 +105,7 @@ describe('the MPI task carries references only', () => {
   const spec = ok({ id: 'lic-1', licenses: LICENSES }, { env: SECRET_ENV });
   const plan = planJob('lic-1', spec);
   const shape = mpiTaskRequest(plan, spec, [{ id: 'n0' }, { id: 'n1' }], '/data', plan.batchJobId);
-  const task = mpiTaskSpec(shape, { clientId: 'cid-1', urlTemplate: 'https://{vault}.vault.azure.net' });
+  const task = buildMpiTaskParameter(shape, { clientId: 'cid-1', urlTemplate: 'https://{vault}.vault.azure.net' });
 
   it('splits plain values from secrets; licence keys become MPIJOB_LICENSE_<n>_KEY', () => {
     expect(plainEnv(spec)).toEqual({ PLAIN: 'x', LM_LICENSE_FILE: '27000@10.1.0.4' });
@@ -117,7 +117,7 @@ describe('the MPI task carries references only', () => {
 
   it('the environment settings hold plain values and the Key Vault access, never a secret name as a value', () => {
     expect(shape.keyVault).toBe(true);
-    const names = (task.environment ?? []).map((e) => e.name);
+    const names = (task.environmentSettings ?? []).map((e) => e.name);
     expect(names).toEqual(expect.arrayContaining(['PLAIN', 'LM_LICENSE_FILE', 'MPIJOB_KEYVAULT_CLIENT_ID', 'MPIJOB_KEYVAULT_URL_TEMPLATE']));
     expect(names).not.toContain('PODKEY');
     expect(names).not.toContain('MPIJOB_LICENSE_0_KEY');
@@ -134,7 +134,7 @@ describe('the MPI task carries references only', () => {
     const plain = ok({ id: 'p-1' });
     const s = mpiTaskRequest(planJob('p-1', plain), plain, [{ id: 'n0' }], '/data', 'b');
     expect(s.keyVault).toBeUndefined();
-    expect((mpiTaskSpec(s, { clientId: 'c' }).environment ?? []).map((e) => e.name)).not.toContain('MPIJOB_KEYVAULT_CLIENT_ID');
+    expect((buildMpiTaskParameter(s, { clientId: 'c' }).environmentSettings ?? []).map((e) => e.name)).not.toContain('MPIJOB_KEYVAULT_CLIENT_ID');
   });
 
   it('Hydra launchers forward secrets with -genvlist (never -genv NAME "$NAME", which puts the value in argv); docker passes them by name', () => {

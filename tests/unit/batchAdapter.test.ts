@@ -128,14 +128,14 @@ describe('request bodies', () => {
 
   test('MPI task: multi-instance settings mapped, one slot, valid against the spec', () => {
     const t = buildMpiTaskParameter({
-      id: 'mpi',
+      batchJobId: 'job7',
+      taskId: 'mpi',
       numberOfInstances: 4,
       coordinationCommandLine: '/bin/bash -c "start-sshd"',
       applicationCommandLine: '/bin/bash -c "mpirun -np 8 --host $AZ_BATCH_HOST_LIST ./app"',
       commonResourceFiles: [{ httpUrl: 'https://x/y', filePath: 'y' }],
       environment: [{ name: 'OMPI_MCA_btl', value: 'self,tcp' }],
-      containerSettings: { imageName: 'hpc/mpi:1', containerRunOptions: '--network host' },
-      maxWallClockTime: 'PT2H',
+      maxWallClockSeconds: 7200,
     });
     expect(t.multiInstanceSettings).toEqual({
       numberOfInstances: 4,
@@ -144,10 +144,9 @@ describe('request bodies', () => {
     });
     expect(t.commandLine).toContain('mpirun');
     expect(t.requiredSlots).toBe(1);
-    expect(t.constraints).toEqual({ maxWallClockTime: 'PT2H', maxTaskRetryCount: 0 });
+    expect(t.constraints).toEqual({ maxWallClockTime: 'PT7200S', maxTaskRetryCount: 0 });
     expect(requestProblems('POST', '/jobs/job7/tasks', t)).toEqual([]);
     expect(ruleProblem(() => checkTaskAdd(asJson(t), PRODUCT_JOB))).toBeUndefined();
-    expect(buildMpiTaskParameter({ id: 'm', numberOfInstances: 2, coordinationCommandLine: 'c', applicationCommandLine: 'a', maxWallClockTime: 90 }).constraints?.maxWallClockTime).toBe('PT90S');
   });
 
   test('files for every node, shared file systems and outputs: the bodies pass the spec and Batch\'s rules', () => {
@@ -175,7 +174,7 @@ describe('request bodies', () => {
       { filePattern: '$AZ_BATCH_NODE_SHARED_DIR/scratch/job/case/**', containerUrl: 'https://data1.blob.core.windows.net/results?sig=w', path: 'job/scratch/case', uploadCondition: 'taskSuccess' as const },
     ];
     const mpi = buildMpiTaskParameter({
-      id: 'mpi', numberOfInstances: 2, coordinationCommandLine: 'c', applicationCommandLine: 'a',
+      batchJobId: 'j', taskId: 'mpi', numberOfInstances: 2, coordinationCommandLine: 'c', applicationCommandLine: 'a', environment: [],
       commonResourceFiles: [
         { httpUrl: 'https://releases.example.org/a/run.sh', filePath: 'wd/run.sh', fileMode: '0755' },
         { storageContainerUrl: 'https://data1.blob.core.windows.net/cases?sig=r', blobPrefix: 'motorbike/', filePath: 'wd' },
@@ -195,7 +194,7 @@ describe('request bodies', () => {
   });
 
   test('an MPI task with no instances is refused', () => {
-    expect(() => buildMpiTaskParameter({ id: 'm', numberOfInstances: 0, coordinationCommandLine: 'c', applicationCommandLine: 'a' })).toThrow(
+    expect(() => buildMpiTaskParameter({ batchJobId: 'j', taskId: 'm', numberOfInstances: 0, coordinationCommandLine: 'c', applicationCommandLine: 'a', environment: [], commonResourceFiles: [] })).toThrow(
       /numberOfInstances must be a positive integer/,
     );
   });

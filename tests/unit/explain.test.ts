@@ -21,7 +21,7 @@ import { buildJobAddParameter, AUTO_TERMINATE_PATCH } from '../../shared/adapter
 import { buildMpiTaskParameter } from '../../shared/adapters/batch/mpiTask';
 import { buildPoolAddParameter } from '../../shared/adapters/batch/pools';
 import { buildNodeTaskParameter } from '../../shared/adapters/batch/tasks';
-import { batchJobSpec, jobPoolSpec, mpiTaskSpec, nodeResourceFile, nodeTaskSpec, startTaskResourceFile } from '../../shared/core/planning/batchRequests';
+import { batchJobSpec, jobPoolSpec, nodeResourceFile, nodeTaskSpec, startTaskResourceFile } from '../../shared/core/planning/batchRequests';
 import { resolveMounts } from '../../orchestrations/activities/mounts';
 import { buildOpenApiDocument } from '../../shared/adapters/openapi';
 import { dryRunJob } from '../../shared/adapters/intake/dryRun';
@@ -190,7 +190,7 @@ async function pipelineRequests(jobId: string, s: JobSpec, identity?: { resource
     autoCompleteAfter: autoAt < 0 ? null : uploadsAt >= 0 && autoAt > uploadsAt ? 'nodeUploadsDone' : 'mpiTaskAdded',
     nodeTasks: scheduledInputs(r.history, 'nodeTasksAdd').flatMap((a) => a.tasks),
     // With the Key Vault access the activity adds to a task that reads secrets (the document shows placeholders).
-    mpiTask: plain(buildMpiTaskParameter(mpiTaskSpec(mpi, { clientId: POOL_IDENTITY.clientId, urlTemplate: 'https://{vault}.vault.azure.net' }))),
+    mpiTask: plain(buildMpiTaskParameter(mpi, { clientId: POOL_IDENTITY.clientId, urlTemplate: 'https://{vault}.vault.azure.net' })),
   };
 }
 

@@ -210,6 +210,7 @@ function pick(plan: TaskPlan, key: string): { value: unknown; from: 'task' | 'jo
   return undefined;
 }
 
+// eslint-disable-next-line max-lines-per-function -- one table: the handler of each Shipyard job key.
 function mapJobKeys(ctx: MappingContext, job: Obj, jobPath: string, plans: TaskPlan[], pool: PoolFacts, config: ConfigFacts): void {
   const drafts = plans.map((p) => p.draft);
   const overridden = (key: string) => plans.length > 0 && plans.every((p) => p.task[key] !== undefined && p.task[key] !== null);

@@ -1,7 +1,8 @@
 /**
  * Splits a Batch task command line into argv the way a Linux node does: no shell, so no variable
  * expansion, globbing or redirection; whitespace separates words; single quotes are literal; double
- * quotes group and allow \" and \\; a backslash outside quotes escapes the next character.
+ * quotes group and allow \" and \\; a backslash outside quotes escapes the next character. Not a shell's tokenizer
+ * (shared/core/mpi/shellWords.ts): the two differ where a shell and the node agent do (tests/unit/commandSplitters.test.ts).
  */
 export function splitCommandLine(line: string): string[] {
   const args: string[] = [];

@@ -1,82 +1,66 @@
 /**
- * The multi-instance MPI task. The command strings come from the MPI command builder; this module
- * only maps a prebuilt spec onto Batch's TaskAddParameter.
+ * The multi-instance task (the MPI run, the preflight check). Planning builds its request (shared/core/contract/
+ * batchTasks.ts MpiTaskRequest, the one shape the activity map carries); this module turns that request into Batch's
+ * TaskAddParameter in one function, adding what only the activity knows (the Key Vault access) there.
  */
 import type { BatchServiceModels } from '@azure/batch';
+import type { MpiTaskRequest } from '../../core/contract/batchTasks';
+import { keyVaultTaskEnvironment, type KeyVaultAccess } from '../../core/planning/secretEnv';
 import type { BatchContext } from './client';
-import {
-  secondsToDuration,
-  stripUndefined,
-  toContainerSettings,
-  toEnvironmentSettings,
-  toOutputFiles,
-  toResourceFiles,
-  type ContainerSettingsSpec,
-  type NameValue,
-  type OutputFileSpec,
-  type ResourceFileSpec,
-} from './common';
+import { secondsToDuration, stripUndefined, toEnvironmentSettings, toOutputFiles, toResourceFiles } from './common';
 import { BatchError } from './errors';
 import { addTask, type AddTaskResult } from './tasks';
 
-export interface MpiTaskSpec {
-  id: string;
-  /** Nodes the task spans (primary + subtasks); the pool must have at least this many. */
-  numberOfInstances: number;
-  /** Runs on every node first (e.g. start sshd in the container) and must exit 0 on all of them. */
-  coordinationCommandLine: string;
-  /** Runs on the primary only once coordination succeeded everywhere (the mpirun line). */
-  applicationCommandLine: string;
-  /** Downloaded on every node into the task root directory. */
-  commonResourceFiles?: ResourceFileSpec[];
-  /** Downloaded on the primary only, into its working directory. */
-  resourceFiles?: ResourceFileSpec[];
-  /** Uploaded by Batch from the primary's node only, after the task ended and before it counts as completed. */
-  outputFiles?: OutputFileSpec[];
-  environment?: NameValue[];
-  containerSettings?: ContainerSettingsSpec;
-  /** ISO 8601 duration ("PT2H") or seconds; from task start. */
-  maxWallClockTime?: string | number;
-  /** The same limit in seconds (used when maxWallClockTime is absent). */
-  maxWallClockSeconds?: number;
-  /** Default 0: an MPI run is not blindly repeated. */
-  maxTaskRetryCount?: number;
-  /** Default true: the coordination command usually starts a daemon, which needs admin. */
-  elevated?: boolean;
-}
-
-/** The TaskAddParameter for an MPI task. Pure; exported for tests and review. */
-export function buildMpiTaskParameter(spec: MpiTaskSpec): BatchServiceModels.TaskAddParameter {
-  if (!Number.isInteger(spec.numberOfInstances) || spec.numberOfInstances < 1) {
+/**
+ * The TaskAddParameter for a multi-instance task. Pure; exported for tests, the dry run and review. `keyVault` is the
+ * deployment's Key Vault access, added to the environment of a task that reads secrets (`keyVault: true`).
+ */
+export function buildMpiTaskParameter(task: MpiTaskRequest, keyVault: KeyVaultAccess = {}): BatchServiceModels.TaskAddParameter {
+  // Every field is named here: a field added to MpiTaskRequest and not carried to the request is a compile error
+  // (`unmapped` would not be empty), and tests/unit/taskShape.test.ts checks each field changes the request.
+  const {
+    batchJobId: _path,
+    taskId,
+    numberOfInstances,
+    coordinationCommandLine,
+    applicationCommandLine,
+    environment,
+    commonResourceFiles,
+    outputFiles,
+    maxWallClockSeconds,
+    maxTaskRetryCount,
+    keyVault: readsSecrets,
+    ...unmapped
+  } = task;
+  const nothingLeft: Record<string, never> = unmapped;
+  void nothingLeft;
+  if (!Number.isInteger(numberOfInstances) || numberOfInstances < 1) {
     throw new BatchError({
       code: 'InvalidMpiTaskSpec',
       operation: 'mpiTask.add',
-      resource: `task ${spec.id}`,
-      message: `numberOfInstances must be a positive integer, got ${spec.numberOfInstances}`,
+      resource: `task ${taskId}`,
+      message: `numberOfInstances must be a positive integer, got ${numberOfInstances}`,
     });
   }
-  const limit = spec.maxWallClockTime ?? spec.maxWallClockSeconds;
-  const wallClock = typeof limit === 'number' ? secondsToDuration(limit) : limit;
   return stripUndefined({
-    id: spec.id,
-    commandLine: spec.applicationCommandLine,
+    id: taskId,
+    commandLine: applicationCommandLine,
     multiInstanceSettings: stripUndefined({
-      numberOfInstances: spec.numberOfInstances,
-      coordinationCommandLine: spec.coordinationCommandLine,
-      commonResourceFiles: toResourceFiles(spec.commonResourceFiles),
+      numberOfInstances,
+      coordinationCommandLine,
+      commonResourceFiles: toResourceFiles(commonResourceFiles),
     }),
-    resourceFiles: toResourceFiles(spec.resourceFiles),
-    outputFiles: toOutputFiles(spec.outputFiles),
-    environmentSettings: toEnvironmentSettings(spec.environment),
-    containerSettings: toContainerSettings(spec.containerSettings),
-    constraints: stripUndefined({ maxWallClockTime: wallClock, maxTaskRetryCount: spec.maxTaskRetryCount ?? 0 }),
+    outputFiles: toOutputFiles(outputFiles),
+    environmentSettings: toEnvironmentSettings(readsSecrets ? [...environment, ...keyVaultTaskEnvironment(keyVault)] : environment),
+    constraints: stripUndefined({ maxWallClockTime: secondsToDuration(maxWallClockSeconds), maxTaskRetryCount: maxTaskRetryCount ?? 0 }),
     // Multi-instance tasks must take exactly one slot.
     requiredSlots: 1,
-    userIdentity: spec.elevated === false ? undefined : { autoUser: { scope: 'pool' as const, elevationLevel: 'admin' as const } },
+    // The coordination command starts a daemon (sshd, the container), which needs admin.
+    userIdentity: { autoUser: { scope: 'pool' as const, elevationLevel: 'admin' as const } },
   });
 }
 
-/** Adds the MPI task; a repeated add of the same task is a success (created: false). */
-export function addMpiTask(ctx: BatchContext, batchJobId: string, spec: MpiTaskSpec): Promise<AddTaskResult> {
-  return addTask(ctx, batchJobId, buildMpiTaskParameter(spec), 'mpiTask.add');
+/** Adds the task to its Batch job; a repeated add of the same task is a success (created: false). */
+export function addMpiTask(ctx: BatchContext, task: MpiTaskRequest, keyVault: KeyVaultAccess = {}): Promise<AddTaskResult> {
+  return addTask(ctx, task.batchJobId, buildMpiTaskParameter(task, keyVault), 'mpiTask.add');
 }

@@ -430,65 +430,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const e = parsed.data;
   const endpointSuffix = e.STORAGE_ENDPOINT_SUFFIX || 'core.windows.net';
 
-  if (e.POLL_INITIAL_MS > e.POLL_MAX_MS) {
-    problems.push(`POLL_INITIAL_MS (${e.POLL_INITIAL_MS}) must not exceed POLL_MAX_MS (${e.POLL_MAX_MS})`);
-  }
-  if (e.BATCH_RETRY_INITIAL_MS > e.BATCH_RETRY_MAX_MS) {
-    problems.push(
-      `BATCH_RETRY_INITIAL_MS (${e.BATCH_RETRY_INITIAL_MS}) must not exceed BATCH_RETRY_MAX_MS (${e.BATCH_RETRY_MAX_MS})`,
-    );
-  }
-  let priceTable: PriceTable | undefined;
-  try {
-    priceTable = parsePriceTable(e.PRICE_TABLE_JSON);
-  } catch (err) {
-    problems.push((err as Error).message);
-  }
-  let queues: AdmissionConfig['queues'] | undefined;
-  let coreQuota: AdmissionConfig['coreQuota'] | undefined;
-  try {
-    queues = parseQueues(e.ADMISSION_QUEUES);
-  } catch (err) {
-    problems.push((err as Error).message);
-  }
-  try {
-    coreQuota = parseCoreQuota(e.ADMISSION_CORE_QUOTA);
-  } catch (err) {
-    problems.push((err as Error).message);
-  }
-  if (e.BATCH_ACCOUNT_KEY !== undefined && e.BATCH_ACCOUNT_KEY !== '' && !isBase64(e.BATCH_ACCOUNT_KEY)) {
-    problems.push('BATCH_ACCOUNT_KEY: must be base64 (the account key as the portal or emulator shows it)');
-  }
+  const { priceTable, queues, coreQuota } = parseLimits(e, problems);
 
   const hostStorage = parseHostStorage(e, endpointSuffix, problems);
 
-  const stagingAccounts: StorageAccountRef[] = [];
-  e.STAGING_ACCOUNTS.split(',').forEach((entry, index) => {
-    if (!entry.trim()) {
-      problems.push(`STAGING_ACCOUNTS: entry ${index + 1} is empty`);
-      return;
-    }
-    try {
-      stagingAccounts.push(parseStorageAccountRef(entry, endpointSuffix));
-    } catch (err) {
-      problems.push(`STAGING_ACCOUNTS: entry ${index + 1}: ${(err as Error).message}`);
-    }
-  });
+  const stagingAccounts = parseStagingAccounts(e.STAGING_ACCOUNTS, endpointSuffix, problems);
   const names = stagingAccounts.map((a) => a.accountName);
-  const duplicate = names.find((n, i) => names.indexOf(n) !== i);
-  if (duplicate) problems.push(`STAGING_ACCOUNTS: account "${duplicate}" is listed twice`);
 
   const dataAccess = parseDataAccess(e.DATA_ACCOUNTS, e.DATA_CONTAINERS, endpointSuffix, [hostStorage?.accountName, ...names], problems);
   const auth = parseAuthConfig(e, problems);
-  dataAccess.mountSources = parseMountSources(e.DATA_MOUNT_SOURCES, problems);
-  dataAccess.allowedInternalHosts = parseAllowedInternalHosts(e.ALLOWED_INTERNAL_HOSTS, problems);
-  dataAccess.sharedAreas = parseSharedDataAreas(e.SHARED_DATA_AREAS, dataAccess.accounts.map((a) => a.accountName), problems);
-  dataAccess.hnsAccounts = parseHnsAccounts(e.DATA_ACCOUNTS_HNS, dataAccess.accounts.map((a) => a.accountName), problems);
-  dataAccess.outputsRequireScopedSas = e.OUTPUTS_REQUIRE_SCOPED_SAS === 'true';
-  const defaultOutputs = parseDefaultOutputs(e.DEFAULT_OUTPUTS, {
-    accounts: dataAccess.accounts.map((a) => a.accountName), containers: dataAccess.containers, hnsAccounts: dataAccess.hnsAccounts, outputsRequireScopedSas: dataAccess.outputsRequireScopedSas,
-  }, problems);
-  if (defaultOutputs) dataAccess.defaultOutputs = defaultOutputs;
+  addDataAreas(dataAccess, e, problems);
   const mountSecrets = parseMountSecrets(env, problems);
   const events = parseEventsConfig(e, problems);
   const poolIdentity = parsePoolIdentity(e, e.BATCH_ACCOUNT_NAME, problems);
@@ -570,6 +521,77 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     keyVaultUrlTemplate: e.KEY_VAULT_URL_TEMPLATE || DEFAULT_KEY_VAULT_URL_TEMPLATE,
   };
   return deepFreeze(config);
+}
+
+/** The checks across settings (initial delays within their caps, the account key's encoding) and the tables that must parse: price table, queues, core quota. */
+function parseLimits(
+  e: z.infer<typeof envSchema>,
+  problems: string[],
+): { priceTable?: PriceTable; queues?: AdmissionConfig['queues']; coreQuota?: AdmissionConfig['coreQuota'] } {
+  if (e.POLL_INITIAL_MS > e.POLL_MAX_MS) {
+    problems.push(`POLL_INITIAL_MS (${e.POLL_INITIAL_MS}) must not exceed POLL_MAX_MS (${e.POLL_MAX_MS})`);
+  }
+  if (e.BATCH_RETRY_INITIAL_MS > e.BATCH_RETRY_MAX_MS) {
+    problems.push(
+      `BATCH_RETRY_INITIAL_MS (${e.BATCH_RETRY_INITIAL_MS}) must not exceed BATCH_RETRY_MAX_MS (${e.BATCH_RETRY_MAX_MS})`,
+    );
+  }
+  let priceTable: PriceTable | undefined;
+  try {
+    priceTable = parsePriceTable(e.PRICE_TABLE_JSON);
+  } catch (err) {
+    problems.push((err as Error).message);
+  }
+  let queues: AdmissionConfig['queues'] | undefined;
+  let coreQuota: AdmissionConfig['coreQuota'] | undefined;
+  try {
+    queues = parseQueues(e.ADMISSION_QUEUES);
+  } catch (err) {
+    problems.push((err as Error).message);
+  }
+  try {
+    coreQuota = parseCoreQuota(e.ADMISSION_CORE_QUOTA);
+  } catch (err) {
+    problems.push((err as Error).message);
+  }
+  if (e.BATCH_ACCOUNT_KEY !== undefined && e.BATCH_ACCOUNT_KEY !== '' && !isBase64(e.BATCH_ACCOUNT_KEY)) {
+    problems.push('BATCH_ACCOUNT_KEY: must be base64 (the account key as the portal or emulator shows it)');
+  }
+
+  return { priceTable, queues, coreQuota };
+}
+
+/** The rest of where jobs may read and write data: mount sources, internal hosts, shared areas, HNS accounts, outputs' SAS scope and the default outputs. */
+function addDataAreas(dataAccess: DataAccessConfig, e: z.infer<typeof envSchema>, problems: string[]): void {
+  dataAccess.mountSources = parseMountSources(e.DATA_MOUNT_SOURCES, problems);
+  dataAccess.allowedInternalHosts = parseAllowedInternalHosts(e.ALLOWED_INTERNAL_HOSTS, problems);
+  dataAccess.sharedAreas = parseSharedDataAreas(e.SHARED_DATA_AREAS, dataAccess.accounts.map((a) => a.accountName), problems);
+  dataAccess.hnsAccounts = parseHnsAccounts(e.DATA_ACCOUNTS_HNS, dataAccess.accounts.map((a) => a.accountName), problems);
+  dataAccess.outputsRequireScopedSas = e.OUTPUTS_REQUIRE_SCOPED_SAS === 'true';
+  const defaultOutputs = parseDefaultOutputs(e.DEFAULT_OUTPUTS, {
+    accounts: dataAccess.accounts.map((a) => a.accountName), containers: dataAccess.containers, hnsAccounts: dataAccess.hnsAccounts, outputsRequireScopedSas: dataAccess.outputsRequireScopedSas,
+  }, problems);
+  if (defaultOutputs) dataAccess.defaultOutputs = defaultOutputs;
+}
+
+/** STAGING_ACCOUNTS: a comma-separated list of account references, none empty, none twice. */
+function parseStagingAccounts(setting: string, endpointSuffix: string, problems: string[]): StorageAccountRef[] {
+  const stagingAccounts: StorageAccountRef[] = [];
+  setting.split(',').forEach((entry, index) => {
+    if (!entry.trim()) {
+      problems.push(`STAGING_ACCOUNTS: entry ${index + 1} is empty`);
+      return;
+    }
+    try {
+      stagingAccounts.push(parseStorageAccountRef(entry, endpointSuffix));
+    } catch (err) {
+      problems.push(`STAGING_ACCOUNTS: entry ${index + 1}: ${(err as Error).message}`);
+    }
+  });
+  const names = stagingAccounts.map((a) => a.accountName);
+  const duplicate = names.find((n, i) => names.indexOf(n) !== i);
+  if (duplicate) problems.push(`STAGING_ACCOUNTS: account "${duplicate}" is listed twice`);
+  return stagingAccounts;
 }
 
 /**

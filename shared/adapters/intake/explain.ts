@@ -24,11 +24,11 @@ import { sifPathExpr, singularityUri } from '../../core/mpi/singularity';
 import { resolveDestination } from '../../core/spec/normalize';
 import type { JobSpec } from '../../core/spec/schema';
 import {
-  IMAGE_SAS_MINUTES, batchJobSpec, batchMountRequests, blobfusePermissions, jobPoolSpec, mountSasLifetimeMs, mountSpec, mpiTaskSpec, nodeResourceFile, nodeTaskId,
+  IMAGE_SAS_MINUTES, batchJobSpec, batchMountRequests, blobfusePermissions, jobPoolSpec, mountSasLifetimeMs, mountSpec, nodeResourceFile, nodeTaskId,
   nodeTaskSpec, pullNodeTask, shardDownloadConcurrency, shardDownloadTask, shardSasLifetimeMs, startTaskResourceFile, startTaskSasMinutes,
   uploadTaskRequest, type MountCredentials,
 } from '../../core/planning/batchRequests';
-import { planJob, stagingContainerFor } from '../../core/planning/jobPlan';
+import { planJob, stagingContainerFor, type JobPlan } from '../../core/planning/jobPlan';
 import { mountServerSource } from '../../core/planning/nodeFilesystems';
 import { preflightTaskId, preflightTaskRequest, preflightThresholds } from '../../core/planning/preflight';
 import { healthChecksForPool } from '../../core/planning/health';
@@ -203,6 +203,94 @@ function reuseChecks(spec: JobSpec): string[] {
   ];
 }
 
+/** The image pulls section: one task per node (or the image tree's seed and peer copies), as the activity adds it. */
+function explainImagePulls(input: ExplainInput, plan: JobPlan, identity: ReturnType<typeof poolIdentityFor>): ExplainDocument['imagePulls'] {
+  const { jobId, spec, settings } = input;
+  const runtime = spec.container.runtime;
+  if (runtime === 'none' || !spec.container.images.length) return null;
+  const blobs = imageBlobs(spec);
+  const blobSas = Math.min(settings.sasMaxLifetimeMinutes, IMAGE_SAS_MINUTES);
+  const blobUrls = blobs.map((b) => runTime(`read-only SAS URL of SIF blob ${b.account}/${b.container}/${b.blob}, valid ${blobSas} minutes`));
+  // An open client id (offline) cannot go through the sign-in lines' checks: a stand-in does, then shows as the placeholder.
+  const STAND_IN_CLIENT_ID = '00000000-0000-4000-8000-0000000c11e7';
+  const clientId = identity?.open ? STAND_IN_CLIENT_ID : identity?.clientId;
+  // With the image tree, this is what a seed runs (the first pullConcurrency nodes); the others copy from peers.
+  const task = spec.container.imageDistribution === 'registry' ? pullTask(jobId, spec, blobUrls, clientId) : seedPullTask(jobId, spec, blobUrls, undefined, clientId);
+  const pullRequest = nodeTaskBody('pull', pullNodeTask(task));
+  return {
+    runtime,
+    images: spec.container.images.map((image, index) => ({
+      image: imageLabel(image),
+      source: typeof image === 'string' ? 'registry' : 'blob',
+      pulledAs: runtime === 'docker' ? (image as string) : typeof image === 'string' ? singularityUri(image) : 'the SIF file, downloaded as a resource file of the pull task',
+      sifPath: runtime === 'singularity' ? sifPathExpr(sifCacheKeyFor(jobId), index) : null,
+    })),
+    nodes: plan.nodes,
+    concurrency: spec.container.pullConcurrency,
+    maxAttempts: settings.nodeTaskMaxAttempts,
+    blobSasMinutes: blobs.length ? blobSas : null,
+    task: { perNode: true, request: identity?.open ? JSON.parse(JSON.stringify(pullRequest).replaceAll(STAND_IN_CLIENT_ID, identity.clientId)) as Json : pullRequest },
+    distribution: spec.container.imageDistribution,
+    peerCopy: spec.container.imageDistribution === 'registry' ? null : { perNode: true, request: nodeTaskBody('pull', pullNodeTask(explainedPeerCopy(jobId, spec))) },
+  };
+}
+
+/** The staging section: the inputs sharded over the staging accounts and one download task per node into `destination`. */
+function explainStaging(input: ExplainInput, plan: JobPlan, destination: string): ExplainDocument['staging'] {
+  const { jobId, spec, settings } = input;
+  const inputs = spec.data.inputs;
+  return {
+    inputs: inputs.map((i) => ({ account: i.account, container: i.container, prefix: i.prefix })),
+    shardSizeMB: { ...spec.data.shardSizeMB },
+    recordBytes: spec.data.recordBytes,
+    stagingAccounts: spec.data.stagingAccounts.length ? [...spec.data.stagingAccounts] : [...settings.stagingAccounts],
+    container: stagingContainerFor(jobId),
+    destination,
+    shards: inputs.length
+      ? runTime(`shards of ${spec.data.shardSizeMB.min}–${spec.data.shardSizeMB.max} MB planned from the listing of the inputs, spread over the staging accounts, contiguous runs per node`)
+      : 'none (no inputs): every node still gets its (empty) data directory',
+    sasMinutes: minutes(shardSasLifetimeMs(spec, settings)),
+    keepStagedData: plan.keepStagedData,
+    concurrency: shardDownloadConcurrency(plan.nodes, spec.container.pullConcurrency),
+    task: {
+      perNode: true,
+      request: nodeTaskBody('dl', shardDownloadTask(destination, inputs.length ? [{ shardId: runTime('shard id'), url: runTime("read-only SAS URL of each of the node's shards") }] : [])),
+    },
+  };
+}
+
+/** What the requests alone do not say: partial allocation, counted ranks, a reused pool, registry sign-in, secrets, licences, image checks, cleanup, uploads. */
+function explainNotes(input: ExplainInput, plan: JobPlan, identity: ReturnType<typeof poolIdentityFor>, outputs: OutputsPlan | undefined, uploadsFollow: boolean): string[] {
+  const { spec } = input;
+  const notes: string[] = [];
+  const runtime = spec.container.runtime;
+  const ppn = spec.mpi.processesPerNode;
+  if (plan.minNodes < plan.nodes) {
+    notes.push(`pool.partialAllocation: the MPI task spans the nodes that are ready, ${plan.minNodes} to ${plan.nodes}; the requests show ${plan.nodes}.`);
+  }
+  if (typeof ppn !== 'number') notes.push(`mpi.processesPerNode "${ppn}" is counted on the master when the task starts.`);
+  if (plan.reusePool) notes.push(`pool.poolId: the job runs on the existing pool ${plan.poolId}, with its own start task and mounts; it is never deleted.`);
+  const registry = runtime !== 'none' ? spec.container.registry : undefined;
+  if (registry) {
+    notes.push(registry.identity === 'managed'
+      ? `container.registry (${registry.server}): the pull task signs in with the pool identity (its token from the node's instance metadata service, exchanged at the registry's /oauth2/exchange) and signs out after the pulls; ${plan.reusePool ? 'the reused pool must carry that identity' : 'the pool lists the registry with the identity (containerRegistries)'}.`
+      : `container.registry (${registry.server}): the pull task signs in as ${registry.identity.username} with the secret in app setting ${registry.identity.secretRef}, which the activity puts in the pull task's environment (${REGISTRY_SECRET_ENV}) when it adds the task; never in a command line or the pool.`);
+  }
+  if (identity?.open) {
+    notes.push('container.registry.identity "managed" needs a deployment with a pool identity (POOL_IDENTITY_*): the pool is shown as created through the management plane with it, its ids left open.');
+  }
+  for (const f of jobSecrets(spec)) {
+    notes.push(`${f.from}: Key Vault secret ${f.vault}/${f.name}${f.version ? `/${f.version}` : ''}, read on the master when the task starts with the pool identity and exported as ${f.env} to every rank by name; the value is never in a request, the job record or this document.`);
+  }
+  if (spec.licenses.length) notes.push(`licenses: every rank gets LM_LICENSE_FILE=${plainEnv(spec).LM_LICENSE_FILE ?? ''}.`);
+  for (const f of checkImage(spec, input.customNodeImages ?? []).findings) notes.push(`node image (checks.image warn): ${f.path}: ${f.message}`);
+  if (!spec.cleanup.autoComplete) notes.push('cleanup.autoComplete false: the Batch job is not set to terminate itself; it stays active after its tasks until the pipeline\'s cleanup terminates it.');
+  if (outputs && uploadsFollow) {
+    notes.push(`outputs: the node upload tasks shown are those of a run that ${outputs.when === 'failure' ? 'failed' : 'succeeded'}; the master is whichever node Batch makes the primary.`);
+  }
+  return notes;
+}
+
 /**
  * The node upload tasks, for the outcome in which the files are uploaded. The node id and the MPI task's directory
  * on the node go through the same checks as at run time with stand-ins, replaced by placeholders afterwards.
@@ -241,10 +329,10 @@ export function explainJob(input: ExplainInput): ExplainDocument {
   return explainOne(input);
 }
 
+// eslint-disable-next-line max-lines-per-function -- the sections are built by the functions above; what is left is the document literal, one table.
 function explainOne(input: ExplainInput): ExplainDocument {
   const { jobId, spec, settings } = input;
   const plan = planJob(jobId, spec);
-  const notes: string[] = [];
 
   // ---- pool ----------------------------------------------------------------------------------------------------
   const mounts = mountRequests(spec);
@@ -270,57 +358,11 @@ function explainOne(input: ExplainInput): ExplainDocument {
   const batchJobRequest = plain(buildJobAddParameter(batchJobSpec({ jobId, batchJobId: plan.batchJobId, poolId: plan.poolId, releaseCommandLine: releaseTaskCommand(jobId, spec) })));
 
   // ---- image pulls ---------------------------------------------------------------------------------------------
-  const runtime = spec.container.runtime;
-  let imagePulls: ExplainDocument['imagePulls'] = null;
-  if (runtime !== 'none' && spec.container.images.length) {
-    const blobs = imageBlobs(spec);
-    const blobSas = Math.min(settings.sasMaxLifetimeMinutes, IMAGE_SAS_MINUTES);
-    const blobUrls = blobs.map((b) => runTime(`read-only SAS URL of SIF blob ${b.account}/${b.container}/${b.blob}, valid ${blobSas} minutes`));
-    // An open client id (offline) cannot go through the sign-in lines' checks: a stand-in does, then shows as the placeholder.
-    const STAND_IN_CLIENT_ID = '00000000-0000-4000-8000-0000000c11e7';
-    const clientId = identity?.open ? STAND_IN_CLIENT_ID : identity?.clientId;
-    // With the image tree, this is what a seed runs (the first pullConcurrency nodes); the others copy from peers.
-    const task = spec.container.imageDistribution === 'registry' ? pullTask(jobId, spec, blobUrls, clientId) : seedPullTask(jobId, spec, blobUrls, undefined, clientId);
-    const pullRequest = nodeTaskBody('pull', pullNodeTask(task));
-    imagePulls = {
-      runtime,
-      images: spec.container.images.map((image, index) => ({
-        image: imageLabel(image),
-        source: typeof image === 'string' ? 'registry' : 'blob',
-        pulledAs: runtime === 'docker' ? (image as string) : typeof image === 'string' ? singularityUri(image) : 'the SIF file, downloaded as a resource file of the pull task',
-        sifPath: runtime === 'singularity' ? sifPathExpr(sifCacheKeyFor(jobId), index) : null,
-      })),
-      nodes: plan.nodes,
-      concurrency: spec.container.pullConcurrency,
-      maxAttempts: settings.nodeTaskMaxAttempts,
-      blobSasMinutes: blobs.length ? blobSas : null,
-      task: { perNode: true, request: identity?.open ? JSON.parse(JSON.stringify(pullRequest).replaceAll(STAND_IN_CLIENT_ID, identity.clientId)) as Json : pullRequest },
-      distribution: spec.container.imageDistribution,
-      peerCopy: spec.container.imageDistribution === 'registry' ? null : { perNode: true, request: nodeTaskBody('pull', pullNodeTask(explainedPeerCopy(jobId, spec))) },
-    };
-  }
+  const imagePulls = explainImagePulls(input, plan, identity);
 
   // ---- staging -------------------------------------------------------------------------------------------------
   const destination = resolveDestination(spec, jobId, '$AZ_BATCH_NODE_SHARED_DIR');
-  const inputs = spec.data.inputs;
-  const staging: ExplainDocument['staging'] = {
-    inputs: inputs.map((i) => ({ account: i.account, container: i.container, prefix: i.prefix })),
-    shardSizeMB: { ...spec.data.shardSizeMB },
-    recordBytes: spec.data.recordBytes,
-    stagingAccounts: spec.data.stagingAccounts.length ? [...spec.data.stagingAccounts] : [...settings.stagingAccounts],
-    container: stagingContainerFor(jobId),
-    destination,
-    shards: inputs.length
-      ? runTime(`shards of ${spec.data.shardSizeMB.min}–${spec.data.shardSizeMB.max} MB planned from the listing of the inputs, spread over the staging accounts, contiguous runs per node`)
-      : 'none (no inputs): every node still gets its (empty) data directory',
-    sasMinutes: minutes(shardSasLifetimeMs(spec, settings)),
-    keepStagedData: plan.keepStagedData,
-    concurrency: shardDownloadConcurrency(plan.nodes, spec.container.pullConcurrency),
-    task: {
-      perNode: true,
-      request: nodeTaskBody('dl', shardDownloadTask(destination, inputs.length ? [{ shardId: runTime('shard id'), url: runTime("read-only SAS URL of each of the node's shards") }] : [])),
-    },
-  };
+  const staging = explainStaging(input, plan, destination);
 
   // ---- files, scratch, MPI task --------------------------------------------------------------------------------
   const nodeSasMinutes = minutes(nodeSasLifetimeMs(spec, settings));
@@ -352,35 +394,13 @@ function explainOne(input: ExplainInput): ExplainDocument {
         minFreeMB: thresholds.minFreeMB,
         runsPreExecutionCommand: thresholds.runsPreExecution,
         pingPong: { enabled: thresholds.pingPong.enabled, maxLatencyUs: thresholds.pingPong.maxLatencyUs ?? null, minBandwidthMBps: thresholds.pingPong.minBandwidthMBps ?? null },
-        request: plain(buildMpiTaskParameter(mpiTaskSpec(preflightTaskRequest(plan, spec, nodes, plan.batchJobId, preflightTaskId(1, 1), { commonResourceFiles, outputsContainerUrl }, healthChecks)))),
+        request: plain(buildMpiTaskParameter(preflightTaskRequest(plan, spec, nodes, plan.batchJobId, preflightTaskId(1, 1), { commonResourceFiles, outputsContainerUrl }, healthChecks))),
       }
     : null;
   const retry = retryPolicyFor(spec);
 
   // ---- notes ---------------------------------------------------------------------------------------------------
-  if (plan.minNodes < plan.nodes) {
-    notes.push(`pool.partialAllocation: the MPI task spans the nodes that are ready, ${plan.minNodes} to ${plan.nodes}; the requests show ${plan.nodes}.`);
-  }
-  if (typeof ppn !== 'number') notes.push(`mpi.processesPerNode "${ppn}" is counted on the master when the task starts.`);
-  if (plan.reusePool) notes.push(`pool.poolId: the job runs on the existing pool ${plan.poolId}, with its own start task and mounts; it is never deleted.`);
-  const registry = runtime !== 'none' ? spec.container.registry : undefined;
-  if (registry) {
-    notes.push(registry.identity === 'managed'
-      ? `container.registry (${registry.server}): the pull task signs in with the pool identity (its token from the node's instance metadata service, exchanged at the registry's /oauth2/exchange) and signs out after the pulls; ${plan.reusePool ? 'the reused pool must carry that identity' : 'the pool lists the registry with the identity (containerRegistries)'}.`
-      : `container.registry (${registry.server}): the pull task signs in as ${registry.identity.username} with the secret in app setting ${registry.identity.secretRef}, which the activity puts in the pull task's environment (${REGISTRY_SECRET_ENV}) when it adds the task; never in a command line or the pool.`);
-  }
-  if (identity?.open) {
-    notes.push('container.registry.identity "managed" needs a deployment with a pool identity (POOL_IDENTITY_*): the pool is shown as created through the management plane with it, its ids left open.');
-  }
-  for (const f of jobSecrets(spec)) {
-    notes.push(`${f.from}: Key Vault secret ${f.vault}/${f.name}${f.version ? `/${f.version}` : ''}, read on the master when the task starts with the pool identity and exported as ${f.env} to every rank by name; the value is never in a request, the job record or this document.`);
-  }
-  if (spec.licenses.length) notes.push(`licenses: every rank gets LM_LICENSE_FILE=${plainEnv(spec).LM_LICENSE_FILE ?? ''}.`);
-  for (const f of checkImage(spec, input.customNodeImages ?? []).findings) notes.push(`node image (checks.image warn): ${f.path}: ${f.message}`);
-  if (!spec.cleanup.autoComplete) notes.push('cleanup.autoComplete false: the Batch job is not set to terminate itself; it stays active after its tasks until the pipeline\'s cleanup terminates it.');
-  if (outputs && uploadsFollow) {
-    notes.push(`outputs: the node upload tasks shown are those of a run that ${outputs.when === 'failure' ? 'failed' : 'succeeded'}; the master is whichever node Batch makes the primary.`);
-  }
+  const notes = explainNotes(input, plan, identity, outputs, uploadsFollow);
 
   const doc: ExplainDocument = {
     version: EXPLAIN_VERSION,
@@ -428,7 +448,7 @@ function explainOne(input: ExplainInput): ExplainDocument {
       processesPerNode: ppn,
       ranks: typeof ppn === 'number' ? plan.nodes * ppn : `${plan.nodes} × ${ppn} (counted on the master)`,
       containerRunOptions: commands.containerRunOptions ?? null,
-      request: plain(buildMpiTaskParameter(mpiTaskSpec(shape, { ...EXPLAIN_KEY_VAULT_ACCESS, ...(settings.poolIdentity ? { clientId: settings.poolIdentity.clientId } : {}) }))),
+      request: plain(buildMpiTaskParameter(shape, { ...EXPLAIN_KEY_VAULT_ACCESS, ...(settings.poolIdentity ? { clientId: settings.poolIdentity.clientId } : {}) })),
     },
     outputs: outputs
       ? {

@@ -13,7 +13,8 @@ import type { PoolInspection, NodeTaskSpec, TaskSnapshot } from '../../adapters/
 /** The admission-time verdict on a reused pool: allowed, or refused with the door's "not yours" sentence. */
 export type PoolAccessVerdict = { allowed: true } | { allowed: false; reason: string };
 import type { PoolCreateRequest } from '../planning/jobPlan';
-import type { ImageBlobRef, MpiTaskRequestShape } from '../planning/mpiTaskRequest';
+import type { ImageBlobRef } from '../planning/mpiTaskRequest';
+import type { MpiTaskRequest } from './batchTasks';
 import type { SecretEnvironmentRef } from './secretEnvironment';
 import type { SourceCheck, SourceMiss } from '../planning/sourcesCheck';
 import type { ImageEvidenceAnswer, ImageEvidenceRequest } from '../planning/imageEvidence';
@@ -224,7 +225,7 @@ export interface ActivityContract {
   imageBlobUrls(input: { blobs: ImageBlobRef[]; expiresAt: string }): string[];
   /** Returns how many containers were deleted (already gone is fine). */
   stagedDataDelete(input: { containers: StagingContainerRef[] }): number;
-  mpiTaskAdd(input: MpiTaskRequestShape): void;
+  mpiTaskAdd(input: MpiTaskRequest): void;
   mpiTaskObserve(input: BatchTaskRef): MpiTaskObservation;
   mpiResultCollect(input: BatchTaskRef): MpiResult;
   /** SAS URLs for the files every node downloads and for the outputs' container (data-access policy checked). */
@@ -240,7 +241,7 @@ export interface ActivityContract {
   /** Ends the MPI task of an attempt that is given up (Batch requeued it after a node failure). Completed or gone is fine. */
   mpiTaskTerminate(input: BatchTaskRef): void;
   /** Adds the preflight check, a multi-instance task over the attempt's nodes (shared/core/planning/preflight.ts). */
-  preflightTaskAdd(input: MpiTaskRequestShape): void;
+  preflightTaskAdd(input: MpiTaskRequest): void;
   /** The check's state (mpiTaskObserve for the preflight task: the MPI task's observers never see the check). */
   preflightObserve(input: BatchTaskRef): MpiTaskObservation;
   /** The check's exit code and what its master printed, parsed. */

@@ -4,6 +4,7 @@
  * everyone else imports them.
  */
 export * from './activities';
+export * from './batchTasks';
 export * from './jobResult';
 export * from './progress';
 export * from './endedProgress';

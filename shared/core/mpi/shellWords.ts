@@ -2,6 +2,8 @@
  * Split a command line into words the way a POSIX shell's tokenizer would, without performing any expansion:
  * `$VAR` and `$(cmd)` stay literal text. Enough to read back command lines we build (tests, the emulator, logs);
  * it does not understand operators such as `;` or `|` (they stay inside words or become words of their own).
+ * Not the emulator's splitter (local/batch/runner/commandLine.ts): a Batch node splits without a shell, which differs
+ * on backslashes and whitespace (tests/unit/commandSplitters.test.ts names the cases).
  */
 export function splitShellWords(line: string): string[] {
   const words: string[] = [];

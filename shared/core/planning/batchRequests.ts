@@ -7,7 +7,7 @@
  */
 import { poolSplit } from './spotPolicy';
 import type { BatchJobCreateInput, NodeTaskRequest, SecretEnvironmentRef } from '../contract/activities';
-import type { BatchJobSpec, JobPoolSpec, MountSpec, MpiTaskSpec, NodeTaskSpec, ResourceFileSpec } from '../../adapters/batch';
+import type { BatchJobSpec, JobPoolSpec, MountSpec, NodeTaskSpec, ResourceFileSpec } from '../../adapters/batch';
 import { GLUE_STRICT, NODE_PROFILE, USER_MODE, userCommandLine, userStep } from '../mpi/userShell';
 import { bashCommandLine } from '../mpi/shellQuote';
 import { NETWORK_MOUNT_KINDS, mountKind, mountServerSource, nfsMountOptions, nodeFilesystemSetup } from './nodeFilesystems';
@@ -16,8 +16,7 @@ import { PlanningError } from './errors';
 import { parseIsoDuration } from '../spec/duration';
 import type { JobSpec } from '../spec/schema';
 import type { PoolCreateRequest } from './jobPlan';
-import type { MpiTaskRequestShape, PullTaskShape } from './mpiTaskRequest';
-import { keyVaultTaskEnvironment, type KeyVaultAccess } from './secretEnv';
+import type { PullTaskShape } from './mpiTaskRequest';
 import type { MountRequest, NodeFileSource, NodeResourceFile, NodeUploadTask } from './workloadData';
 
 /** The start task's files are read through SAS URLs valid this long at most (nodes that join late, replacements). */
@@ -186,21 +185,6 @@ export function batchJobSpec(input: BatchJobCreateInput): BatchJobSpec {
     displayName: displayNameFor(input.jobId),
     preparationTask: { commandLine: PREPARATION_COMMAND_LINE },
     releaseTask: { commandLine: input.releaseCommandLine, elevated: true },
-  };
-}
-
-/** The multi-instance MPI task as the Batch adapter takes it. */
-export function mpiTaskSpec(input: MpiTaskRequestShape, keyVault: KeyVaultAccess = {}): MpiTaskSpec {
-  return {
-    id: input.taskId,
-    numberOfInstances: input.numberOfInstances,
-    coordinationCommandLine: input.coordinationCommandLine,
-    applicationCommandLine: input.applicationCommandLine,
-    commonResourceFiles: input.commonResourceFiles,
-    outputFiles: input.outputFiles,
-    environment: input.keyVault ? [...input.environment, ...keyVaultTaskEnvironment(keyVault)] : input.environment,
-    maxWallClockSeconds: input.maxWallClockSeconds,
-    maxTaskRetryCount: input.maxTaskRetryCount ?? 0,
   };
 }
 

@@ -9,41 +9,23 @@ import { sifCleanupLine } from '../mpi/singularity';
 import { REGISTRY_SECRET_ENV, registryLoginLines, registryLogoutLines, type RegistryLoginPlan } from '../mpi/registryLogin';
 import { PlanningError } from './errors';
 import type { SecretEnvironmentRef } from '../contract/secretEnvironment';
+import type { MpiTaskRequest } from '../contract/batchTasks';
 import { imageStateDir, peerCopyScriptLines, seedScriptLines, type TransferImages } from '../mpi/imageTransfer';
 import { GLUE_STRICT } from '../mpi/userShell';
 import type { JobSpec } from '../spec/schema';
 import type { ImageEntry } from '../spec/sections/container';
 import type { JobPlan } from './jobPlan';
 import { jobSecrets, plainEnv } from './secretEnv';
-import { masterOutputFiles, nodeSetupScript, outputsPlan, rankEnvironmentPrefix, rankLogOptions, releaseScript, type NodeResourceFile, type TaskOutputFile } from './workloadData';
-
-export interface MpiTaskRequestShape {
-  batchJobId: string;
-  taskId: string;
-  numberOfInstances: number;
-  coordinationCommandLine: string;
-  applicationCommandLine: string;
-  environment: { name: string; value: string }[];
-  commonResourceFiles: NodeResourceFile[];
-  /** Uploaded by Batch from the master when the task ends, before it counts as completed. */
-  outputFiles?: TaskOutputFile[];
-  maxWallClockSeconds?: number;
-  maxTaskRetryCount?: number;
-  /**
-   * The task reads Key Vault secrets on the master (references only, in its command line): the activity adds the
-   * pool identity's client id and the deployment's vault URL template to its environment (secretEnv.ts).
-   */
-  keyVault?: true;
-}
+import { masterOutputFiles, nodeSetupScript, outputsPlan, rankEnvironmentPrefix, rankLogOptions, releaseScript, type NodeResourceFile } from './workloadData';
 
 /** The part of a multi-instance task every such task shares (the MPI task, the preflight check): ids, commands, files. */
 export function multiInstanceShape(
-  commands: Pick<MpiTaskRequestShape, 'coordinationCommandLine' | 'applicationCommandLine' | 'environment'>,
+  commands: Pick<MpiTaskRequest, 'coordinationCommandLine' | 'applicationCommandLine' | 'environment'>,
   batchJobId: string,
   taskId: string,
   numberOfInstances: number,
   urls: Pick<MpiTaskUrls, 'commonResourceFiles'>,
-): MpiTaskRequestShape {
+): MpiTaskRequest {
   return {
     batchJobId,
     taskId,
@@ -263,7 +245,7 @@ export function mpiTaskRequest(
   urls: MpiTaskUrls = { commonResourceFiles: [] },
   /** A retried attempt's task has its own id (ids are unique in a Batch job). */
   taskId: string = plan.mpiTaskId,
-): MpiTaskRequestShape {
+): MpiTaskRequest {
   const commands = buildMpiTaskCommands(mpiTaskInput(plan, spec, nodes.length, dataDir));
   return {
     ...multiInstanceShape(commands, batchJobId, taskId, nodes.length, urls),

@@ -12,7 +12,8 @@ import { parseIsoDuration } from '../spec/duration';
 import type { JobSpec } from '../spec/schema';
 import { PINGPONG_DEFAULTS } from '../spec/sections/preflight';
 import type { JobPlan } from './jobPlan';
-import { containerNameFor, containerOptionsFor, multiInstanceShape, rankSetup, type MpiTaskRequestShape, type MpiTaskUrls } from './mpiTaskRequest';
+import { containerNameFor, containerOptionsFor, multiInstanceShape, rankSetup, type MpiTaskUrls } from './mpiTaskRequest';
+import type { MpiTaskRequest } from '../contract/batchTasks';
 import { nodeSetupScript } from './workloadData';
 import type { NodePreflight } from '../contract/preflight';
 import { healthPlan, healthProblem, judgeHealth, parseHealthLine, type HealthLine, type HealthPlan } from './health';
@@ -84,7 +85,7 @@ export function preflightTaskId(attempt: number, round: number): string {
  * Singularity job's launcher runs on the host, so its check does too (the ping-pong is compiled against the host's
  * MPI, not the image's). A custom launcher cannot be run for a check: the managed launcher of the same runtime is.
  */
-export function preflightTaskRequest(plan: JobPlan, spec: JobSpec, nodes: { id: string }[], batchJobId: string, taskId: string, urls: MpiTaskUrls = { commonResourceFiles: [] }, healthChecks: readonly string[] = []): MpiTaskRequestShape {
+export function preflightTaskRequest(plan: JobPlan, spec: JobSpec, nodes: { id: string }[], batchJobId: string, taskId: string, urls: MpiTaskUrls = { commonResourceFiles: [] }, healthChecks: readonly string[] = []): MpiTaskRequest {
   const docker = spec.container.runtime === 'docker';
   const managed = spec.mpi.launcher.mode === 'managed';
   const vmSize = spec.pool.vmSize ?? plan.poolCreate.vmSize;

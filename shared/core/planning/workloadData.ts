@@ -9,23 +9,10 @@ import type { JobSpec } from '../spec/schema';
 import { parseIsoDuration } from '../spec/duration';
 import { scratchDirExpression, scratchExport, scratchSetupScript, scratchTeardownScript, type ScratchSpec } from '../mpi/sharedScratch';
 import { bashCommandLine, shellQuote } from '../mpi/shellQuote';
+import type { TaskOutputFile } from '../contract/batchTasks';
 
-/** A Batch resource file, as the MPI task request carries it (exactly one of httpUrl and storageContainerUrl). */
-export interface NodeResourceFile {
-  httpUrl?: string;
-  storageContainerUrl?: string;
-  blobPrefix?: string;
-  filePath?: string;
-  fileMode?: string;
-}
-
-/** A Batch output file, as a task request carries it. */
-export interface TaskOutputFile {
-  filePattern: string;
-  containerUrl: string;
-  path?: string;
-  uploadCondition: 'taskSuccess' | 'taskFailure' | 'taskCompletion';
-}
+// Declared with the task request that carries them (one shape from planning to the Batch request).
+export type { NodeResourceFile, TaskOutputFile } from '../contract/batchTasks';
 
 /** One entry of `files`, with where it lands relative to the task root (commonResourceFiles land there). */
 export type NodeFileSource =
