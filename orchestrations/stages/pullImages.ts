@@ -108,11 +108,15 @@ function* distribute(run: PipelineRun, req: PullImagesRequest, blobUrls: string[
     run.report({ progress: { imagesPulled: counter }, nodes: { ...run.nodeStates(), ...nodeStates } });
   };
 
+  // Looks since transfers were last issued (their backoff position) and all looks (the jitter's key).
+  let looks = 0;
+  let allLooks = 0;
   for (;;) {
     const now = run.now().getTime();
     const next = nextTransfers(plan, now);
     plan = next.state;
     if (next.work.length) {
+      looks = 0;
       const tasks: NodeTaskRequest[] = next.work.map((w) => {
         const node = byId.get(w.nodeId)!;
         const id = nodeTaskId(prefix, indexOf.get(w.nodeId)!, w.attempt);
@@ -126,9 +130,11 @@ function* distribute(run: PipelineRun, req: PullImagesRequest, blobUrls: string[
     if (isTreeDone(plan)) break;
 
     // Poll at the base interval while work is in flight; when only backoff holds work back, wake when it ends.
-    const wait = inFlight.size > 0 ? run.pollDelayMs(0) : Math.max(run.pollDelayMs(0), (next.wakeAtMs ?? now) - now);
+    const wait = inFlight.size > 0 ? run.lookDelayMs(looks, `${prefix}:${allLooks}`, run.pollDelayMs(0)) : Math.max(run.pollDelayMs(0), (next.wakeAtMs ?? now) - now);
     yield* run.sleep('PullingImages', wait);
     if (inFlight.size === 0) continue;
+    looks++;
+    allLooks++;
 
     const observed = yield* run.call('nodeTasksObserve', { batchJobId: req.batchJobId, taskIds: [...inFlight.keys()], digests: container.images.length });
     const results: TransferResult[] = [];

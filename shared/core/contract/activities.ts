@@ -163,6 +163,17 @@ export interface NodeTaskUploadsRequest {
   outputFiles: Pick<OutputsPlan['master'][number], 'filePattern' | 'path'>[];
 }
 
+/** The default logs of the nodes' upload tasks, checked by one listing (orchestrations/stages/workloadData.ts). */
+export interface NodeLogsMissingRequest {
+  account: string;
+  container: string;
+  /** The prefix every node's logs are under (`<job prefix>/logs/nodes/`); the node's id and a file name follow. */
+  prefix: string;
+  nodes: string[];
+  /** The files each node's logs hold whatever its task did (Batch writes a task's stdout.txt and stderr.txt). */
+  files: string[];
+}
+
 export interface OutputsMissingRequest {
   account: string;
   container: string;
@@ -234,6 +245,8 @@ export interface ActivityContract {
   nodeTaskUploads(input: NodeTaskUploadsRequest): ExpectedUploads;
   /** Which of these blobs are not in the container (looked up one by one). */
   outputsMissing(input: OutputsMissingRequest): string[];
+  /** Which of the nodes' log blobs are not in the container: one listing under the prefix (a request per 5,000 blobs), not a request per node. */
+  nodeLogsMissing(input: NodeLogsMissingRequest): string[];
   /** Ends the MPI task of an attempt that is given up (Batch requeued it after a node failure). Completed or gone is fine. */
   mpiTaskTerminate(input: BatchTaskRef): void;
   /** Adds the preflight check, a multi-instance task over the attempt's nodes (shared/core/planning/preflight.ts). */
@@ -258,7 +271,7 @@ const NAMES: Record<ActivityName, true> = {
   nodeTasksAdd: true, nodeTasksObserve: true,
   inputsList: true, sourcesMissing: true, shardCopy: true, shardUrls: true, imageBlobUrls: true, stagedDataDelete: true,
   mpiTaskAdd: true, mpiTaskObserve: true, mpiResultCollect: true,
-  workloadUrls: true, outputsList: true, mpiTaskUploads: true, nodeTaskUploads: true, outputsMissing: true,
+  workloadUrls: true, outputsList: true, mpiTaskUploads: true, nodeTaskUploads: true, outputsMissing: true, nodeLogsMissing: true,
   mpiTaskTerminate: true, preflightTaskAdd: true, preflightObserve: true, preflightCollect: true,
 };
 export const ACTIVITY_NAMES: readonly ActivityName[] = Object.keys(NAMES).filter((n): n is ActivityName => n in NAMES);
