@@ -94,6 +94,9 @@ function* distribute(run: PipelineRun, req: PullImagesRequest, blobUrls: string[
     pinRegistryDigests: container.runtime === 'docker',
   });
   const inFlight = new Map<string, TransferWork>();
+  // The digests a transfer ends with when it succeeds, known when it is issued: the task itself fails on others (the
+  // pinned ones, or its source's for a peer copy). Only the other tasks' stdout is read (the seeds before the pin).
+  const knownDigests = new Map<string, string[]>();
   const nodeStates: Record<string, NodeProgress> = {};
   const announced = new Set<string>();
 
@@ -121,6 +124,8 @@ function* distribute(run: PipelineRun, req: PullImagesRequest, blobUrls: string[
         const node = byId.get(w.nodeId)!;
         const id = nodeTaskId(prefix, indexOf.get(w.nodeId)!, w.attempt);
         inFlight.set(id, w);
+        const known = w.expectedDigests ?? (w.source.kind === 'peer' ? plan.nodes[w.source.nodeId]?.digests : undefined);
+        if (known) knownDigests.set(id, [...known]);
         nodeStates[w.nodeId] = 'pulling';
         return { id, affinityId: node.affinityId, ...taskFor(w) };
       });
@@ -136,7 +141,9 @@ function* distribute(run: PipelineRun, req: PullImagesRequest, blobUrls: string[
     looks++;
     allLooks++;
 
-    const observed = yield* run.call('nodeTasksObserve', { batchJobId: req.batchJobId, taskIds: [...inFlight.keys()], digests: container.images.length });
+    const taskIds = [...inFlight.keys()];
+    const digestsOf = taskIds.filter((id) => !knownDigests.has(id));
+    const observed = yield* run.call('nodeTasksObserve', { batchJobId: req.batchJobId, taskIds, digests: container.images.length, digestsOf });
     const results: TransferResult[] = [];
     const taskOf = new Map<TransferResult, string>();
     for (const o of observed) {
@@ -150,7 +157,7 @@ function* distribute(run: PipelineRun, req: PullImagesRequest, blobUrls: string[
         ranOnNodeId: o.nodeId && byId.has(o.nodeId) ? o.nodeId : work.nodeId,
         attempt: work.attempt,
         outcome: ok ? 'ok' : lost ? 'sourceLost' : 'failed',
-        ...(ok ? { digests: o.digests } : { message: failureMessage(o) }),
+        ...(ok ? { digests: o.digests ?? knownDigests.get(o.id) } : { message: failureMessage(o) }),
       };
       taskOf.set(r, o.id);
       results.push(r);

@@ -220,8 +220,12 @@ export interface ActivityContract {
   /** Returns what happened ("terminated", "already completed", "gone"). */
   batchJobTerminate(input: { batchJobId: string; reason?: string }): string;
   nodeTasksAdd(input: { batchJobId: string; tasks: NodeTaskRequest[] }): void;
-  /** `digests`: how many image digests each successful task printed on stdout (image transfers), read back. */
-  nodeTasksObserve(input: { batchJobId: string; taskIds: string[]; digests?: number }): NodeTaskObservation[];
+  /**
+   * `digests`: how many image digests each successful task printed on stdout (image transfers), read back; `digestsOf`:
+   * only these tasks' (the others' digests are known: they checked them against the pinned or their source's), so a
+   * look reads at most the registry seeds' stdout, not one per node. Absent: every successful task's.
+   */
+  nodeTasksObserve(input: { batchJobId: string; taskIds: string[]; digests?: number; digestsOf?: string[] }): NodeTaskObservation[];
   inputsList(input: { inputs: InputSource[] }): ListedInputBlob[];
   /** Which of the job's sources (shared/core/planning/sourcesCheck.ts) are missing, looked up before any pool exists. */
   sourcesMissing(input: { checks: SourceCheck[] }): SourceMiss[];
