@@ -59,7 +59,7 @@ export function budgetSpec(id: string, nodes: number, seconds: number): Record<s
  */
 export function intakeRequests(window: readonly Call[]): Call[] {
   const start = window.findIndex((c) => c.service === 'queue' && c.component === 'durable' && c.operation === 'put-message');
-  return window.filter((c, i) => c.component !== 'poller' && (start < 0 || i <= start));
+  return window.filter((c, i) => c.component !== 'poller' && c.component !== 'node' && (start < 0 || i <= start));
 }
 
 export interface JobCalls {
@@ -99,7 +99,7 @@ export function isMpiPoll(c: Call): boolean {
 export function steadyPoll(gaps: readonly Call[][]): string[] {
   const seen = new Map<string, number>();
   for (const g of gaps) {
-    const key = g.filter((c) => c.component !== 'poller').map((c) => `${c.service} ${c.resource} ${c.operation}`).join('\n');
+    const key = g.filter((c) => c.component !== 'poller' && c.component !== 'node').map((c) => `${c.service} ${c.resource} ${c.operation}`).join('\n');
     seen.set(key, (seen.get(key) ?? 0) + 1);
   }
   const best = [...seen].sort((a, b) => b[1] - a[1] || a[0].length - b[0].length)[0];
@@ -212,11 +212,14 @@ export function mpiWaitRows(job: Pick<JobCalls, 'id' | 'historyByInstance'>): { 
   return { waits: waits.length, rows: waits.reduce((n, [, types]) => n + types.length, 0) };
 }
 
-/** Storage requests by the price class they are billed in (the pollers' dequeues apart: not a job's). */
+/**
+ * Storage requests by the price class they are billed in (the pollers' dequeues apart: not a job's; the nodes' own
+ * transfers apart: the control plane's cost, not the data's).
+ */
 export function storageTransactions(calls: readonly Call[]): StorageTransactions {
   const out: StorageTransactions = { table: 0, queue: 0, blobWrite: 0, blobRead: 0 };
   for (const c of calls) {
-    if (c.component === 'poller') continue;
+    if (c.component === 'poller' || c.component === 'node') continue;
     if (c.service === 'table') out.table++;
     else if (c.service === 'queue') out.queue++;
     else if (c.service === 'blob') {
