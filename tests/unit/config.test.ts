@@ -72,7 +72,7 @@ describe('loadConfig', () => {
     expect(c.dataAccess).toEqual({ accounts: [], mountSources: [], allowedInternalHosts: [], sharedAreas: [], hnsAccounts: [], outputsRequireScopedSas: false });
     expect(c.mountSecrets).toEqual({});
     expect(c.queueMaxDequeueCount).toBe(5);
-    expect(c.polling).toEqual({ initialMs: 5000, maxMs: 60000, multiplier: 2 });
+    expect(c.polling).toEqual({ initialMs: 5000, maxMs: 60000, multiplier: 2, lookMaxMs: 30000 });
     expect(c.batchRetry.maxAttempts).toBeGreaterThan(1);
     expect(Object.isFrozen(c.batch)).toBe(true);
   });
