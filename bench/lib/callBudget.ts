@@ -213,13 +213,14 @@ export function mpiWaitRows(job: Pick<JobCalls, 'id' | 'historyByInstance'>): { 
 }
 
 /**
- * Storage requests by the price class they are billed in (the pollers' dequeues apart: not a job's; the nodes' own
- * transfers apart: the control plane's cost, not the data's).
+ * Storage requests by the price class they are billed in (the pollers' dequeues apart: not a job's). The nodes' own
+ * transfers (component `node`: the default logs' uploads) are kept: the priced table (shared/core/ops/countedBudget.ts)
+ * bills the job's logs as blob writes.
  */
 export function storageTransactions(calls: readonly Call[]): StorageTransactions {
   const out: StorageTransactions = { table: 0, queue: 0, blobWrite: 0, blobRead: 0 };
   for (const c of calls) {
-    if (c.component === 'poller' || c.component === 'node') continue;
+    if (c.component === 'poller') continue;
     if (c.service === 'table') out.table++;
     else if (c.service === 'queue') out.queue++;
     else if (c.service === 'blob') {
