@@ -167,7 +167,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
       yield* stageOn(unprepared(), attempt.tag);
 
       const urls = yield* workloadUrls(run, input.spec, input.settings);
-      const checked = yield* preflight(run, { jobId: input.jobId, batchJobId, attempt: attempt.number, plan, spec: input.spec, pool, urls, fabricDefaults: input.settings.preflightFabricDefaults !== false, healthChecks: input.settings.preflightHealthChecks ?? [], replace: function* (bad, round) {
+      const checked = yield* preflight(run, { jobId: input.jobId, batchJobId, attempt: attempt.number, plan, spec: input.spec, pool, urls, fabricDefaults: input.settings.preflightFabricDefaults !== false, sshWaitMinMs: input.settings.preflightSshWaitMinMs, healthChecks: input.settings.preflightHealthChecks ?? [], replace: function* (bad, round) {
         pool = yield* replaceNodes(run, provisioning, pool!, bad, { exclude: [...attempt.exclude, ...bad], reallocate: false });
         attempt.nodes = pool.nodes;
         yield* pullOn(unprepared(), `${attempt.tag}-p${round}`);
@@ -193,7 +193,7 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     outcome = end.failure === undefined ? { state: 'Succeeded', result } : { state: 'Failed', reason: end.failure, result };
     // The last attempt's outputs: an earlier attempt's uploads under the same prefix are overwritten or left beside them.
     if (outputs && outputsUrl) {
-      const kept = yield* keepOutputs(run, { plan: outputs, batchJobId: batchJobId!, poolId: pool!.poolId, nodes: pool!.nodes, mpi, containerUrl: outputsUrl, nodeUploads, autoComplete: input.spec.cleanup.autoComplete, maxAttempts: input.settings.nodeTaskMaxAttempts });
+      const kept = yield* keepOutputs(run, { plan: outputs, batchJobId: batchJobId!, poolId: pool!.poolId, nodes: pool!.nodes, mpi, containerUrl: outputsUrl, nodeUploads, autoComplete: input.spec.cleanup.autoComplete, maxAttempts: input.settings.nodeTaskMaxAttempts, logsListed: input.settings.nodeLogsListed });
       outcome = withOutputs(outcome, kept, outputs.onUploadFailure);
     }
   } catch (err) {

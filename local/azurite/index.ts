@@ -74,6 +74,8 @@ export interface StorageArrival {
   port: number;
   method: string;
   url: string;
+  /** Its User-Agent: the emulated nodes' own transfers say NODE_AGENT_USER_AGENT (local/batch/runner/nodeAgentHttp.ts). */
+  userAgent?: string;
 }
 
 export interface KeylessStorageOptions {
@@ -181,8 +183,8 @@ export async function startAzurite(opts: StartAzuriteOptions = {}): Promise<Azur
   const onRequest = opts.onRequest;
   if (onRequest) {
     child.on('message', (m: unknown) => {
-      const r = m as { tap?: string; port?: number; method?: string; url?: string };
-      if (r?.tap === 'storage') onRequest({ port: Number(r.port), method: String(r.method), url: String(r.url) });
+      const r = m as { tap?: string; port?: number; method?: string; url?: string; userAgent?: string };
+      if (r?.tap === 'storage') onRequest({ port: Number(r.port), method: String(r.method), url: String(r.url), userAgent: typeof r.userAgent === 'string' ? r.userAgent : '' });
     });
   }
 

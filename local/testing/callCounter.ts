@@ -15,10 +15,12 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import type { StorageArrival } from '../azurite';
 import type { ExchangeRecord } from '../batch/config';
+import { NODE_AGENT_USER_AGENT } from '../batch/runner/nodeAgentHttp';
 import type { InvocationRecord } from '../host';
 
 export type CallService = 'table' | 'queue' | 'blob' | 'batch' | 'arm';
-export type CallComponent = 'app' | 'durable' | 'poller' | 'batch' | 'arm';
+/** `node`: the emulated nodes' own storage transfers (their output file uploads, resource files), not the control plane's. */
+export type CallComponent = 'app' | 'durable' | 'poller' | 'node' | 'batch' | 'arm';
 
 export interface Call {
   service: CallService;
@@ -45,7 +47,7 @@ function durableResource(resource: string, hub: string): boolean {
 const ENTITY = /^([A-Za-z][A-Za-z0-9]*)\((.*)\)$/;
 
 /** Classifies one storage request (pure). `service` comes from the port it reached. */
-export function classifyStorage(service: 'table' | 'queue' | 'blob', method: string, url: string, hub: string): Omit<Call, 'at'> {
+export function classifyStorage(service: 'table' | 'queue' | 'blob', method: string, url: string, hub: string, userAgent = ''): Omit<Call, 'at'> {
   const u = new URL(url, 'http://x');
   const segments = u.pathname.split('/').filter(Boolean).map(decodeURIComponent);
   const account = segments[0] ?? '';
@@ -83,7 +85,7 @@ export function classifyStorage(service: 'table' | 'queue' | 'blob', method: str
   // A table batch names its table in its body only: the Durable engine's History writes are the batches a job makes
   // (the app's one transaction, admission's, is counted with them when a queue admits jobs).
   const durable = durableResource(resource, hub) || (service === 'table' && operation === 'batch');
-  const component: CallComponent = service === 'queue' && operation === 'get-messages' ? 'poller' : durable ? 'durable' : 'app';
+  const component: CallComponent = userAgent.includes(NODE_AGENT_USER_AGENT) ? 'node' : service === 'queue' && operation === 'get-messages' ? 'poller' : durable ? 'durable' : 'app';
   return { service, component, account, resource, operation, url };
 }
 
@@ -170,7 +172,7 @@ export class CallCounter {
       this.pending.push(r);
       return;
     }
-    this.calls.push({ ...classifyStorage(service, r.method, r.url, this.hub), at: Date.now() });
+    this.calls.push({ ...classifyStorage(service, r.method, r.url, this.hub, r.userAgent), at: Date.now() });
   }
 
   private batch(plane: 'batch' | 'arm', e: ExchangeRecord): void {

@@ -34,7 +34,7 @@ export async function observeNodeTasks(ctx: BatchContext, input: ActivityInput<'
         const err = await readTaskFile(ctx, input.batchJobId, id, 'stderr.txt', { maxBytes: 2048 }).catch(() => undefined);
         if (err?.content.trim()) obs.outputTail = err.content.trim().split('\n').slice(-5).join('\n');
       }
-      if (input.digests && t.state === 'completed' && t.exitCode === 0) {
+      if (input.digests && t.state === 'completed' && t.exitCode === 0 && (!input.digestsOf || input.digestsOf.includes(id))) {
         const out = await readTaskFile(ctx, input.batchJobId, id, 'stdout.txt', { maxBytes: 4096 }).catch(() => undefined);
         const digests = out ? parseDigestLines(out.content, input.digests) : undefined;
         if (digests) obs.digests = digests;

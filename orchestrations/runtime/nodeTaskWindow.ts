@@ -57,6 +57,9 @@ export class NodeTaskWindow {
   private readonly nodeStates: Record<string, NodeProgress> = {};
   private readonly held = new Set<string>();
   private wakeAtMs: number | undefined;
+  /** Looks since tasks were last added (the looks' backoff position), and all looks (the jitter's key). */
+  private looks = 0;
+  private allLooks = 0;
 
   constructor(
     private readonly run: PipelineRun,
@@ -100,6 +103,8 @@ export class NodeTaskWindow {
     this.plan = next.state;
     this.wakeAtMs = next.wakeAtMs;
     if (!next.work.length) return;
+    // New tasks: look at them soon again (a window with data adds a task as one ends, so its looks stay frequent).
+    this.looks = 0;
     const tasks: NodeTaskRequest[] = next.work.map((w) => {
       const { node, index } = this.byId.get(w.nodeId)!;
       const id = nodeTaskId(req.taskPrefix, index, w.attempt);
@@ -114,6 +119,8 @@ export class NodeTaskWindow {
   *observe(): Orchestration<void> {
     const { run, req } = this;
     const before = new Set(this.doneNodes());
+    this.looks++;
+    this.allLooks++;
     const observed = yield* run.call('nodeTasksObserve', { batchJobId: req.batchJobId, taskIds: [...this.inFlight.keys()] });
     const nowMs = run.now().getTime();
     for (const o of observed) {
@@ -154,10 +161,15 @@ export class NodeTaskWindow {
     return this.plan.order.filter((id) => this.plan.nodes[id].pulled);
   }
 
-  /** How long the window's loop waits: the base interval while work is in flight, else until backoff ends. */
+  /**
+   * How long the window's loop waits: while work is in flight, the looks' backoff since tasks were last added (a
+   * long stage costs O(log T) looks, PipelineRun.lookDelayMs); else until the retry backoff ends.
+   */
   waitMs(): number {
-    const now = this.run.now().getTime();
-    return this.inFlight.size > 0 ? this.run.pollDelayMs(0) : Math.max(this.run.pollDelayMs(0), (this.wakeAtMs ?? now) - now);
+    const { run } = this;
+    const now = run.now().getTime();
+    if (this.inFlight.size > 0) return run.lookDelayMs(this.looks, `${this.req.taskPrefix}:${this.allLooks}`, run.pollDelayMs(0));
+    return Math.max(run.pollDelayMs(0), (this.wakeAtMs ?? now) - now);
   }
 
   /** Fails the stage when a node failed for good, or when nodes are left uncovered. */

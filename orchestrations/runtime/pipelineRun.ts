@@ -3,7 +3,8 @@ import { CANCEL_EVENT, type ActivityInput, type ActivityName, type ActivityOutpu
 import type { JobState } from '../../shared/core/state/states';
 import type { NodeUsage, PriceQuote } from '../../shared/core/ops/cost';
 import { resultOf, retryOptions, scheduleActivity, withBatchAccount, type ActivityTask } from './activityCalls';
-import { backoffCeilingMs } from '../../shared/core/planning/backoff';
+import { backoffCeilingMs, delayMs } from '../../shared/core/planning/backoff';
+import { deterministicRand01 } from '../../shared/core/planning/hash';
 import type { FailureEvidence } from '../../shared/core/planning/failureExplain';
 
 /** Thrown inside the orchestrator when the user cancelled; the pipeline still runs cleanup. */
@@ -225,6 +226,20 @@ export class PipelineRun {
    */
   runningPollDelayMs(attempt: number): number {
     return Math.min(this.pollDelayMs(attempt), Math.ceil(this.poll.maxMs / 2));
+  }
+
+  /**
+   * The wait before the n-th look (0-based) at work in flight that may take long (node tasks, the preflight check):
+   * the project's backoff from POLL_INITIAL_MS up to POLL_LOOK_MAX_MS, with equal jitter from `key` and `look`
+   * (deterministicRand01: the same on replay). A wait of T seconds thus costs O(log T) looks until the cap, then one
+   * per cap; the end of the work is seen at most one cap later than it happened (docs/call-budgets.md, "Looks back
+   * off"). `legacyMs`: the wait of a run started before (no `poll.lookMaxMs`), which replays its looks unchanged.
+   */
+  lookDelayMs(look: number, key: string, legacyMs: number): number {
+    const { initialMs, factor, lookMaxMs } = this.poll;
+    if (lookMaxMs === undefined) return legacyMs;
+    const opts = { baseMs: initialMs, maxMs: Math.max(initialMs, lookMaxMs), factor };
+    return delayMs(Math.max(0, look) + 1, opts, deterministicRand01(`${this.jobId}:look:${key}:${look}`));
   }
 
   /**

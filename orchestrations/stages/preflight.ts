@@ -2,7 +2,7 @@ import type { NodesReplaced, PreflightResult } from '../../shared/core/contract'
 import type { JobPlan } from '../../shared/core/planning/jobPlan';
 import type { MpiTaskUrls } from '../../shared/core/planning/mpiTaskRequest';
 import { healthChecksForPool } from '../../shared/core/planning/health';
-import { evaluatePreflight, preflightTaskId, preflightTaskRequest, preflightThresholds, type PreflightVerdict } from '../../shared/core/planning/preflight';
+import { evaluatePreflight, preflightTaskId, preflightTaskRequest, preflightThresholds, withSshWaitFloor, type PreflightVerdict } from '../../shared/core/planning/preflight';
 import type { JobSpec } from '../../shared/core/spec/schema';
 import { Orchestration, PipelineRun, StageFailed } from '../runtime/pipelineRun';
 import { preflightEvidence, type FailureEvidence } from '../../shared/core/planning/failureExplain';
@@ -18,6 +18,8 @@ export interface PreflightRequest {
   pool: ProvisionedPool;
   /** The deployment applies the RDMA ping-pong defaults (PipelineSettings.preflightFabricDefaults). */
   fabricDefaults: boolean;
+  /** The least the check waits for a node's ssh answer (PipelineSettings.preflightSshWaitMinMs; none: the spec's). */
+  sshWaitMinMs?: number;
   /** The node health checks the deployment runs (PipelineSettings.preflightHealthChecks; none in older runs). */
   healthChecks?: readonly string[];
   /** The files every node gets, as the MPI task gets them (the pre-execution command may source one). */
@@ -45,8 +47,8 @@ export class PreflightFailed extends StageFailed {
  * of every node go to the progress and the job result.
  */
 export function* preflight(run: PipelineRun, req: PreflightRequest): Orchestration<{ pool: ProvisionedPool; result?: PreflightResult }> {
-  const { spec } = req;
-  if (!spec.preflight.enabled) return { pool: req.pool };
+  if (!req.spec.preflight.enabled) return { pool: req.pool };
+  const spec = withSshWaitFloor(req.spec, req.sshWaitMinMs);
   const healthChecks = healthChecksForPool(req.healthChecks ?? [], spec.pool.vmSize !== undefined || req.pool.createdByUs);
   const th = preflightThresholds(spec, spec.pool.vmSize ?? req.plan.poolCreate.vmSize, req.fabricDefaults, healthChecks);
   let pool = req.pool;
@@ -59,7 +61,7 @@ export function* preflight(run: PipelineRun, req: PreflightRequest): Orchestrati
     for (let poll = 0; ; poll++) {
       const obs = yield* run.call('preflightObserve', ref);
       if (obs.state === 'completed' || obs.state === 'missing') break;
-      yield* run.sleep('StagingData', run.runningPollDelayMs(poll));
+      yield* run.sleep('StagingData', run.lookDelayMs(poll, taskId, run.runningPollDelayMs(poll)));
     }
     const collected = yield* run.call('preflightCollect', ref);
     const verdict = evaluatePreflight(collected, pool.nodes, th);

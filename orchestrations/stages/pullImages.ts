@@ -1,4 +1,4 @@
-import type { Counter, NodeProgress, NodeRef, NodeTaskRequest } from '../../shared/core/contract';
+import type { Counter, NodeProgress, NodeRef, NodeTaskObservation, NodeTaskRequest } from '../../shared/core/contract';
 import { Orchestration, PipelineRun, StageFailed } from '../runtime/pipelineRun';
 import { failureMessage, nodeTaskWindow } from '../runtime/nodeTaskWindow';
 import { imageBlobs, imageLabel, peerCopyTask, pullTask, seedPullTask } from '../../shared/core/planning/mpiTaskRequest';
@@ -94,6 +94,7 @@ function* distribute(run: PipelineRun, req: PullImagesRequest, blobUrls: string[
     pinRegistryDigests: container.runtime === 'docker',
   });
   const inFlight = new Map<string, TransferWork>();
+
   const nodeStates: Record<string, NodeProgress> = {};
   const announced = new Set<string>();
 
@@ -108,11 +109,15 @@ function* distribute(run: PipelineRun, req: PullImagesRequest, blobUrls: string[
     run.report({ progress: { imagesPulled: counter }, nodes: { ...run.nodeStates(), ...nodeStates } });
   };
 
+  // Looks since transfers were last issued (their backoff position) and all looks (the jitter's key).
+  let looks = 0;
+  let allLooks = 0;
   for (;;) {
     const now = run.now().getTime();
     const next = nextTransfers(plan, now);
     plan = next.state;
     if (next.work.length) {
+      looks = 0;
       const tasks: NodeTaskRequest[] = next.work.map((w) => {
         const node = byId.get(w.nodeId)!;
         const id = nodeTaskId(prefix, indexOf.get(w.nodeId)!, w.attempt);
@@ -126,25 +131,39 @@ function* distribute(run: PipelineRun, req: PullImagesRequest, blobUrls: string[
     if (isTreeDone(plan)) break;
 
     // Poll at the base interval while work is in flight; when only backoff holds work back, wake when it ends.
-    const wait = inFlight.size > 0 ? run.pollDelayMs(0) : Math.max(run.pollDelayMs(0), (next.wakeAtMs ?? now) - now);
+    const wait = inFlight.size > 0 ? run.lookDelayMs(looks, `${prefix}:${allLooks}`, run.pollDelayMs(0)) : Math.max(run.pollDelayMs(0), (next.wakeAtMs ?? now) - now);
     yield* run.sleep('PullingImages', wait);
     if (inFlight.size === 0) continue;
+    looks++;
+    allLooks++;
 
-    const observed = yield* run.call('nodeTasksObserve', { batchJobId: req.batchJobId, taskIds: [...inFlight.keys()], digests: container.images.length });
+    // Only the registry pulls made before the digests were pinned print digests nobody knows: a transfer issued with
+    // the pinned ones, or a peer copy (its source's), checks them itself and fails on others. So a look reads at most
+    // the seeds' stdout, not one per node.
+    const taskIds = [...inFlight.keys()];
+    const pending = new Set([...inFlight.values()].map((w) => w.nodeId));
+    // A copy whose source's digests are known, or will be (the source's own transfer is in flight), is not read.
+    const sourceKnown = (w: TransferWork) => w.source.kind === 'peer' && (!!plan.nodes[w.source.nodeId]?.digests || pending.has(w.source.nodeId));
+    const digestsOf = taskIds.filter((id) => !inFlight.get(id)!.expectedDigests && !sourceKnown(inFlight.get(id)!));
+    const observed = yield* run.call('nodeTasksObserve', { batchJobId: req.batchJobId, taskIds, digests: container.images.length, digestsOf });
+    const digestsOfTask = transferDigests(plan, inFlight, observed);
     const results: TransferResult[] = [];
     const taskOf = new Map<TransferResult, string>();
     for (const o of observed) {
       const work = inFlight.get(o.id);
       if (!work || (o.state !== 'completed' && o.state !== 'missing')) continue;
-      inFlight.delete(o.id);
       const ok = o.state === 'completed' && o.exitCode === 0;
+      // A copy that ended before Batch showed its source's transfer ended: its digests are known at the next look.
+      const source = work.source.kind === 'peer' ? work.source.nodeId : undefined;
+      if (ok && source && !digestsOfTask.has(o.id) && observed.some((x) => inFlight.get(x.id)?.nodeId === source && x.state !== 'completed' && x.state !== 'missing')) continue;
+      inFlight.delete(o.id);
       const lost = o.state === 'completed' && o.exitCode === SOURCE_LOST_EXIT && work.source.kind === 'peer';
       const r: TransferResult = {
         nodeId: work.nodeId,
         ranOnNodeId: o.nodeId && byId.has(o.nodeId) ? o.nodeId : work.nodeId,
         attempt: work.attempt,
         outcome: ok ? 'ok' : lost ? 'sourceLost' : 'failed',
-        ...(ok ? { digests: o.digests } : { message: failureMessage(o) }),
+        ...(ok ? { digests: digestsOfTask.get(o.id) } : { message: failureMessage(o) }),
       };
       taskOf.set(r, o.id);
       results.push(r);
@@ -171,6 +190,31 @@ function* distribute(run: PipelineRun, req: PullImagesRequest, blobUrls: string[
   run.report({ lastError: undefined });
   const p = treeProgress(plan);
   return { ...(plan.pinned ? { digests: plan.pinned } : {}), fromRegistry: p.fromRegistry, fromPeers: p.fromPeers };
+}
+
+/**
+ * The digests each successful transfer of this look ended with: what it printed (the seeds' stdout, read), else the
+ * pinned ones it was issued with, else, for a peer copy, its source's (the copy checked them against the source's),
+ * the source holding since an earlier look or from this one (a chain of copies is followed).
+ */
+function transferDigests(plan: TreePlanState, inFlight: ReadonlyMap<string, TransferWork>, observed: readonly NodeTaskObservation[]): Map<string, string[]> {
+  const held = new Map<string, string[]>();
+  for (const [id, n] of Object.entries(plan.nodes)) if (n.holds && n.digests) held.set(id, n.digests);
+  const ok = observed.filter((o) => inFlight.has(o.id) && o.state === 'completed' && o.exitCode === 0);
+  const out = new Map<string, string[]>();
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (const o of ok) {
+      if (out.has(o.id)) continue;
+      const w = inFlight.get(o.id)!;
+      const d = o.digests ?? w.expectedDigests ?? (w.source.kind === 'peer' ? held.get(w.source.nodeId) : undefined);
+      if (!d) continue;
+      out.set(o.id, [...d]);
+      held.set(w.nodeId, d);
+      changed = true;
+    }
+  }
+  return out;
 }
 
 /**

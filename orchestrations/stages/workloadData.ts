@@ -3,7 +3,7 @@ import { activityFailureMessage } from '../runtime/activityCalls';
 import type { Task } from 'durable-functions';
 import type { JobSpec } from '../../shared/core/spec/schema';
 import type { MpiTaskUrls } from '../../shared/core/planning/mpiTaskRequest';
-import { nodeFileSources, nodeSasLifetimeMs, nodeUploadTask, outputsPlan, WRONG_NODE_EXIT, type NodeUploadTask, type OutputsPlan } from '../../shared/core/planning/workloadData';
+import { NODE_LOG_FILES, nodeFileSources, nodeLogsPrefix, nodeSasLifetimeMs, nodeUploadTask, outputsPlan, WRONG_NODE_EXIT, type NodeUploadTask, type OutputsPlan } from '../../shared/core/planning/workloadData';
 import { Orchestration, PipelineRun } from '../runtime/pipelineRun';
 import { uploadTaskRequest } from '../../shared/core/planning/batchRequests';
 import { MAX_VERIFIED_UPLOADS, missingUploadErrors } from '../../shared/core/planning/outputsCheck';
@@ -37,6 +37,8 @@ export interface NodeUploadsRequest {
   mpi: MpiResult;
   containerUrl: string;
   maxAttempts: number;
+  /** Check the default logs by one listing of the job's logs prefix (PipelineSettings.nodeLogsListed; absent: per node). */
+  logsListed?: boolean;
 }
 
 /**
@@ -71,14 +73,14 @@ export function* uploadNodeOutputs(run: PipelineRun, req: NodeUploadsRequest): O
   const report = () => run.report({ progress: { outputsUploaded: { done, total } } });
   report();
   let pending = work.map((w) => ({ ...w, attempt: 1 }));
-  while (pending.length) {
+  for (let round = 1; pending.length; round++) {
     const tasks: NodeTaskRequest[] = pending.map((p) => uploadTaskRequest(p.upload, p.slot, p.attempt));
     yield* run.call('nodeTasksAdd', { batchJobId: req.batchJobId, tasks });
     const byId = new Map(pending.map((p, i) => [tasks[i].id, p]));
     const open = new Set(byId.keys());
     const retry: typeof pending = [];
     for (let poll = 0; open.size; poll++) {
-      yield* plainSleep(run, run.pollDelayMs(Math.min(poll, 3)));
+      yield* plainSleep(run, run.lookDelayMs(poll, `uploads-${round}`, run.pollDelayMs(Math.min(poll, 3))));
       const observed = yield* run.call('nodeTasksObserve', { batchJobId: req.batchJobId, taskIds: [...open] });
       for (const o of observed) {
         const p = byId.get(o.id);
@@ -117,17 +119,28 @@ const NAMES_PER_LOOKUP = 250;
  * together; the names of all nodes are looked up in batches, at most MAX_VERIFIED_UPLOADS for the job's nodes
  * together (the rest are not checked). A check that cannot be made is an error too.
  */
-export function* verifyNodeUploads(run: PipelineRun, req: Pick<NodeUploadsRequest, 'plan' | 'poolId'>, uploaded: readonly UploadedFrom[]): Orchestration<string[]> {
+export function* verifyNodeUploads(run: PipelineRun, req: Pick<NodeUploadsRequest, 'plan' | 'poolId' | 'logsListed'>, uploaded: readonly UploadedFrom[]): Orchestration<string[]> {
   if (uploaded.length === 0) return [];
+  // With logsListed, the default logs (the same file names on every node) are checked by one listing of the job's
+  // logs prefix; only the every-node files the spec asks for need each node's files listed (their names vary).
+  const logsPrefix = nodeLogsPrefix(req.plan.prefix);
+  const isLogs = (u: UploadedFrom, path: string | undefined) => !!req.logsListed && path === `${logsPrefix}${u.upload.nodeId}`;
+  const listed = uploaded
+    .map((u) => ({ u, files: u.upload.outputFiles.filter((f) => !isLogs(u, f.path)) }))
+    .filter((x) => x.files.length > 0);
+  const logNodes = uploaded.filter((u) => u.upload.outputFiles.some((f) => isLogs(u, f.path))).map((u) => u.upload.nodeId);
   try {
-    const expected = yield* run.all(uploaded.map((u) => run.start('nodeTaskUploads', {
+    const logsMissing = logNodes.length
+      ? yield* run.call('nodeLogsMissing', { account: req.plan.account, container: req.plan.container, prefix: logsPrefix, nodes: logNodes, files: [...NODE_LOG_FILES] })
+      : [];
+    const expected = listed.length === 0 ? [] : yield* run.all(listed.map(({ u, files }) => run.start('nodeTaskUploads', {
       poolId: req.poolId,
       nodeId: u.upload.nodeId,
       taskRootDirectory: u.dir,
-      outputFiles: u.upload.outputFiles.map((f) => ({ filePattern: f.filePattern, ...(f.path !== undefined ? { path: f.path } : {}) })),
+      outputFiles: files.map((f) => ({ filePattern: f.filePattern, ...(f.path !== undefined ? { path: f.path } : {}) })),
     })));
     const owner = new Map<string, string>();
-    uploaded.forEach((u, i) => {
+    listed.forEach(({ u }, i) => {
       for (const name of expected[i].names) if (!owner.has(name)) owner.set(name, u.upload.nodeId);
     });
     const names = [...owner.keys()].slice(0, MAX_VERIFIED_UPLOADS);
@@ -136,7 +149,11 @@ export function* verifyNodeUploads(run: PipelineRun, req: Pick<NodeUploadsReques
       lookups.push(run.start('outputsMissing', { account: req.plan.account, container: req.plan.container, names: names.slice(i, i + NAMES_PER_LOOKUP) }));
     }
     const missing = lookups.length ? (yield* run.all(lookups)).flat() : [];
-    return missing.flatMap((name) => missingUploadErrors([name], `node ${owner.get(name)}`));
+    const logOwner = (name: string) => name.slice(logsPrefix.length).split('/')[0];
+    return [
+      ...logsMissing.flatMap((name) => missingUploadErrors([name], `node ${logOwner(name)}`)),
+      ...missing.flatMap((name) => missingUploadErrors([name], `node ${owner.get(name)}`)),
+    ];
   } catch (err) {
     return [`node outputs not verified: ${activityFailureMessage(err)}`];
   }

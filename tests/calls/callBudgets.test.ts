@@ -107,18 +107,36 @@ const executionsBy = (job: JobCalls, keep: (name: string) => boolean) => {
   return m;
 };
 
-test('function executions: one HTTP (the submission), two node-task adds, the same activities at 2 and 8 nodes', () => {
+test('function executions: one HTTP (the submission), two node-task adds, one logs check, the same activities at 2 and 8 nodes', () => {
   for (const job of jobs.values()) {
     expect(job.executions.filter((e) => e.trigger === 'httpTrigger').map((e) => e.functionName)).toEqual(['submitJob']);
     expect(job.executions.every((e) => e.ok)).toBe(true);
     // One for the staging window's node tasks and one for the default logs' upload tasks, whatever the node count.
     expect(executionsBy(job, (n) => n === 'nodeTasksAdd')).toEqual({ nodeTasksAdd: 2 });
   }
-  // Per node: the default logs' upload check lists each non-master node's files once (nodeTaskUploads).
-  for (const [nodes, job] of jobs) expect(executionsBy(job, (n) => n === 'nodeTaskUploads')).toEqual({ nodeTaskUploads: nodes - 1 });
-  const fixed = (nodes: number) => executionsBy(jobs.get(nodes)!, (n) => !TIMED.has(n) && n !== 'nodeTaskUploads');
+  // The default logs' upload check is one listing of the job's logs prefix (nodeLogsMissing), at 2 as at 8 nodes; no
+  // node's files are listed (it was one nodeTaskUploads per non-master node).
+  for (const job of jobs.values()) expect(executionsBy(job, (n) => n === 'nodeTaskUploads' || n === 'nodeLogsMissing')).toEqual({ nodeLogsMissing: 1 });
+  const fixed = (nodes: number) => executionsBy(jobs.get(nodes)!, (n) => !TIMED.has(n));
   if (process.env.CALL_BUDGETS_VERBOSE) {
     for (const [n, j] of jobs) console.log(`${n} nodes: ${j.calls.filter((c) => c.component !== 'poller').length} requests, ${j.executions.length} executions, ${j.cpuSeconds.toFixed(2)} CPU-s, ${j.polls} MPI polls`, JSON.stringify(executionsBy(j, () => true)));
   }
   expect(fixed(8)).toEqual(fixed(2));
+});
+
+test('the uploads\' checks: no node file listing, no blob looked up one by one, the same listings at 2 and 8 nodes', () => {
+  const check = (job: JobCalls) => ({
+    nodeFileLists: job.calls.filter((c) => c.service === 'batch' && c.resource === '/pools/{}/nodes/{}/files').length,
+    blobLookups: job.calls.filter((c) => c.service === 'blob' && c.component === 'app' && ['list-blobs', 'properties'].includes(c.operation)).map((c) => `${c.stage} ${c.operation}`).sort(),
+  });
+  const two = check(jobs.get(2)!);
+  if (process.env.CALL_BUDGETS_VERBOSE) console.log(JSON.stringify(two), JSON.stringify(check(jobs.get(8)!)));
+  expect(two.nodeFileLists).toBe(0);
+  // The outputs' listing for the result, the nodes' logs check, and the master's uploads check (its per-rank logs by
+  // one listing of their prefix, not a HEAD per rank): three listings, no lookup one by one.
+  expect(two.blobLookups).toEqual(['mpi list-blobs', 'mpi list-blobs', 'mpi list-blobs']);
+  expect(check(jobs.get(8)!)).toEqual(two);
+  // The nodes' own uploads of their logs are counted apart (component node): they grow with the nodes, 2 blobs each.
+  const nodeWrites = (job: JobCalls) => job.calls.filter((c) => c.component === 'node' && c.service === 'blob' && c.operation.startsWith('write')).length;
+  expect(nodeWrites(jobs.get(8)!)).toBeGreaterThan(nodeWrites(jobs.get(2)!));
 });

@@ -1,6 +1,7 @@
 /** The call counter's classification of requests as they arrive (pure: no stack). */
 import { batchTemplate, classifyBatch, classifyStorage } from '../../local/testing/callCounter';
 import { intakeRequests } from '../../bench/lib/callBudget';
+import { NODE_AGENT_USER_AGENT } from '../../local/batch/runner/nodeAgentHttp';
 
 const s = (service: 'table' | 'queue' | 'blob', method: string, url: string) => {
   const c = classifyStorage(service, method, url, 'HpcMpiHub');
@@ -29,6 +30,12 @@ test('blob requests: reads, writes with their comp, listings, the user delegatio
   expect(s('blob', 'PUT', '/staging1/shards/a?comp=block&blockid=x')).toEqual(['app', 'staging1', 'shards', 'write-block']);
   expect(s('blob', 'GET', '/staging1/shards?restype=container&comp=list')).toEqual(['app', 'staging1', 'shards', 'list-blobs']);
   expect(s('blob', 'POST', '/staging1/?restype=service&comp=userdelegationkey')).toEqual(['app', 'staging1', '', 'user-delegation-key']);
+});
+
+test('the emulated nodes\' own transfers (their agent\'s User-Agent) are the nodes\', not the control plane\'s', () => {
+  const ua = `${NODE_AGENT_USER_AGENT} azsdk-js-storageblob/12.0.0`;
+  expect(classifyStorage('blob', 'PUT', '/data/results/u/j/logs/nodes/n1/stdout.txt', 'HpcMpiHub', ua)).toMatchObject({ component: 'node', resource: 'results', operation: 'write' });
+  expect(classifyStorage('blob', 'PUT', '/data/results/u/j/logs/nodes/n1/stdout.txt', 'HpcMpiHub', 'azsdk-js-storageblob/12.0.0')).toMatchObject({ component: 'app' });
 });
 
 test('Batch paths as templates, ids replaced; a file path is one id', () => {

@@ -116,6 +116,7 @@ describe('the declared per-job storage transactions (shared/core/ops/countedBudg
     for (const j of [short, long]) {
       const counted = storageTransactions(j.calls);
       const table = countedStorage({ nodes: 2, mpiPolls: j.polls });
+      if (process.env.HISTORY_BOUND_VERBOSE) console.log(JSON.stringify({ counted, table }));
       expect(Math.abs(counted.table - table.table)).toBeLessThanOrEqual(0.1 * table.table);
       expect(Math.abs(counted.queue - table.queue)).toBeLessThanOrEqual(0.1 * table.queue);
       // The default logs (every task's stdout and stderr) are blobs: writes by Batch, reads by the verification.

@@ -136,6 +136,7 @@ export function healthyJob(overrides: FakeActivities = {}): FakeJob {
     // The nodes' upload tasks: nothing found below the MPI task's directories, so nothing to look up.
     nodeTaskUploads: () => ({ names: [], more: 0, unchecked: [] }),
     outputsMissing: () => [],
+    nodeLogsMissing: () => [],
     jobNote: () => undefined,
     preflightTaskAdd: () => undefined,
     preflightObserve: () => ({ state: 'completed' }),

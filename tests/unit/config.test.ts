@@ -68,11 +68,11 @@ describe('loadConfig', () => {
       ['connectionString', 'stage1'],
       ['connectionString', 'stage2'],
     ]);
-    expect(c.pipeline).toEqual({ copyConcurrency: 8, sasMarginMinutes: 60, nodeTaskMaxAttempts: 3, sasMaxLifetimeMinutes: 7 * 24 * 60, defaultMaxWallClockMinutes: 24 * 60, preflightFabricDefaults: true, preflightHealthChecks: ['cpu', 'memory', 'ib', 'ibbw', 'stream', 'gpu', 'gdr', 'linkflap', 'site'], overlapStaging: true });
+    expect(c.pipeline).toEqual({ copyConcurrency: 8, sasMarginMinutes: 60, nodeTaskMaxAttempts: 3, sasMaxLifetimeMinutes: 7 * 24 * 60, defaultMaxWallClockMinutes: 24 * 60, preflightFabricDefaults: true, preflightHealthChecks: ['cpu', 'memory', 'ib', 'ibbw', 'stream', 'gpu', 'gdr', 'linkflap', 'site'], preflightSshWaitMinMs: 0, overlapStaging: true });
     expect(c.dataAccess).toEqual({ accounts: [], mountSources: [], allowedInternalHosts: [], sharedAreas: [], hnsAccounts: [], outputsRequireScopedSas: false });
     expect(c.mountSecrets).toEqual({});
     expect(c.queueMaxDequeueCount).toBe(5);
-    expect(c.polling).toEqual({ initialMs: 5000, maxMs: 60000, multiplier: 2 });
+    expect(c.polling).toEqual({ initialMs: 5000, maxMs: 60000, multiplier: 2, lookMaxMs: 30000 });
     expect(c.batchRetry.maxAttempts).toBeGreaterThan(1);
     expect(Object.isFrozen(c.batch)).toBe(true);
   });

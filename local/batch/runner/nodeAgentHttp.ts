@@ -11,6 +11,13 @@ import { rootCertificates } from 'node:tls';
 
 export const STORAGE_VERSION = '2021-08-06';
 
+/**
+ * The User-Agent of the emulated node agent's storage transfers (output file uploads, resource files), as a Batch
+ * node's agent has its own: a count of requests (local/testing/callCounter.ts) tells the nodes' transfers from the
+ * control plane's requests.
+ */
+export const NODE_AGENT_USER_AGENT = 'BatchNodeAgent-emulated';
+
 export interface AgentHttpResult {
   status: number;
   body: Buffer;
@@ -30,6 +37,7 @@ export function agentRequest(
         headers: {
           ...(token ? { Authorization: `Bearer ${token}`, 'x-ms-version': STORAGE_VERSION, 'x-ms-date': new Date().toUTCString() } : {}),
           ...(body ? { 'Content-Length': String(body.length) } : {}),
+          'User-Agent': NODE_AGENT_USER_AGENT,
           ...headers,
         },
         ...(u.protocol === 'https:' && trustedCertificates?.length ? { ca: [...rootCertificates, ...trustedCertificates] } : {}),

@@ -12,7 +12,7 @@ import path from 'node:path';
 import picomatch from 'picomatch';
 import type { Json } from '../model/types';
 import { nodeIdentityToken, STORAGE_RESOURCE, type NodeAgent } from './nodeIdentity';
-import { agentRequest, storageErrorCode } from './nodeAgentHttp';
+import { agentRequest, NODE_AGENT_USER_AGENT, storageErrorCode } from './nodeAgentHttp';
 
 export interface OutputFilesRun {
   outputFiles: Json[];
@@ -83,7 +83,7 @@ export async function uploadOutputFiles(run: OutputFilesRun): Promise<Json | und
       }
       continue;
     }
-    const client = new ContainerClient(String(container.containerUrl), new AnonymousCredential(), { retryOptions: { maxTries: 2, tryTimeoutInMs: 60_000 } });
+    const client = new ContainerClient(String(container.containerUrl), new AnonymousCredential(), { retryOptions: { maxTries: 2, tryTimeoutInMs: 60_000 }, userAgentOptions: { userAgentPrefix: NODE_AGENT_USER_AGENT } });
     for (const u of matched.uploads) {
       if (run.lost?.(u.blobName)) {
         appendFileSync(out, `uploaded ${path.relative(run.taskDir, u.file)} to ${redact(client.url)}/${u.blobName} (${statSync(u.file).size} bytes)\n`);

@@ -1,6 +1,6 @@
 import { AnonymousCredential, ContainerClient } from '@azure/storage-blob';
 import { nodeIdentityCredential, nodeIdentityToken, STORAGE_RESOURCE, type NodeAgent } from './nodeIdentity';
-import { agentRequest, storageErrorCode } from './nodeAgentHttp';
+import { agentRequest, NODE_AGENT_USER_AGENT, storageErrorCode } from './nodeAgentHttp';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Json } from '../model/types';
@@ -38,7 +38,7 @@ async function fetchUrl(original: string, agent: NodeAgent, identity: string | u
     if (res.status < 200 || res.status >= 300) throw new Error(`GET ${redact(url)} answered ${res.status}`);
     return res.body;
   }
-  const res = await fetch(url);
+  const res = await fetch(url, { headers: { 'User-Agent': NODE_AGENT_USER_AGENT } });
   if (!res.ok) throw new Error(`GET ${redact(url)} answered ${res.status}`);
   return Buffer.from(await res.arrayBuffer());
 }
@@ -76,7 +76,7 @@ async function downloadOne(rf: Json, dir: string, agent: NodeAgent): Promise<voi
   if (typeof rf.storageContainerUrl === 'string') {
     // Ask for the token first, so a pool without the identity fails with that reason.
     if (identity) await nodeIdentityToken(imds, identity, STORAGE_RESOURCE);
-    const container = new ContainerClient(rf.storageContainerUrl, identity ? nodeIdentityCredential(imds, identity) : new AnonymousCredential());
+    const container = new ContainerClient(rf.storageContainerUrl, identity ? nodeIdentityCredential(imds, identity) : new AnonymousCredential(), { userAgentOptions: { userAgentPrefix: NODE_AGENT_USER_AGENT } });
     const prefix = typeof rf.blobPrefix === 'string' ? rf.blobPrefix : undefined;
     for await (const blob of container.listBlobsFlat({ prefix })) {
       const target = inside(dir, path.join(filePath ?? '', blob.name));

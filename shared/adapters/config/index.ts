@@ -92,7 +92,8 @@ export interface AppConfig {
   /** Where jobs may read inputs and files from (and write outputs to); see docs/security.md. */
   dataAccess: DataAccessConfig;
   /** How the orchestrator polls Batch (durable timers between polls). */
-  polling: BackoffConfig;
+  /** lookMaxMs: the cap of the looks at node tasks and checks in flight (POLL_LOOK_MAX_MS; PipelineRun.lookDelayMs). */
+  polling: BackoffConfig & { lookMaxMs: number };
   /** How the Batch adapter retries throttled / failed calls inside one activity. */
   batchRetry: RetryConfig;
   /** What the pipeline needs beyond polling; handed to each orchestration at intake. */
@@ -204,6 +205,12 @@ export interface PipelineConfig {
   preflightFabricDefaults: boolean;
   /** The node health checks preflight runs and judges (PREFLIGHT_HEALTH_CHECKS, docs/pipeline.md "Node health checks"). */
   preflightHealthChecks: HealthCheck[];
+  /**
+   * The least the preflight check waits for a node's answer on the launcher's ssh port, whatever the spec's
+   * preflight.maxSshMs (PREFLIGHT_SSH_WAIT_MIN_MS; 0, the default: the spec's value). For a machine whose emulated
+   * nodes share a few cores (the counting bench's stack), not for Azure, whose nodes are separate machines.
+   */
+  preflightSshWaitMinMs: number;
   /** Copy shards from admission on and start each node's downloads when its pull ends (PIPELINE_OVERLAP, docs/pipeline.md). */
   overlapStaging: boolean;
 }
@@ -324,6 +331,8 @@ const envSchema = z.object({
   POLL_INITIAL_MS: intSetting(5_000, 1, 3_600_000),
   POLL_MAX_MS: intSetting(60_000, 1, 3_600_000),
   POLL_MULTIPLIER: numberSetting(2, 1, 10),
+  POLL_LOOK_MAX_MS: intSetting(30_000, 1, 3_600_000),
+  PREFLIGHT_SSH_WAIT_MIN_MS: intSetting(0, 0, 120_000),
   BATCH_RETRY_MAX_ATTEMPTS: intSetting(6, 1, 50),
   BATCH_RETRY_INITIAL_MS: intSetting(500, 1, 600_000),
   BATCH_RETRY_MAX_MS: intSetting(30_000, 1, 600_000),
@@ -465,7 +474,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     hostStorage,
     stagingAccounts,
     dataAccess,
-    polling: { initialMs: e.POLL_INITIAL_MS, maxMs: e.POLL_MAX_MS, multiplier: e.POLL_MULTIPLIER },
+    polling: { initialMs: e.POLL_INITIAL_MS, maxMs: e.POLL_MAX_MS, multiplier: e.POLL_MULTIPLIER, lookMaxMs: e.POLL_LOOK_MAX_MS },
     batchRetry: {
       maxAttempts: e.BATCH_RETRY_MAX_ATTEMPTS,
       initialMs: e.BATCH_RETRY_INITIAL_MS,
@@ -481,6 +490,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       defaultMaxWallClockMinutes: e.DEFAULT_MAX_WALL_CLOCK_HOURS * 60,
       preflightFabricDefaults: e.PREFLIGHT_FABRIC_DEFAULTS !== 'false',
       preflightHealthChecks: healthChecksSetting(e.PREFLIGHT_HEALTH_CHECKS),
+      preflightSshWaitMinMs: e.PREFLIGHT_SSH_WAIT_MIN_MS,
       overlapStaging: e.PIPELINE_OVERLAP !== 'false',
     },
     queueMaxDequeueCount: e.QUEUE_MAX_DEQUEUE_COUNT,
@@ -530,6 +540,9 @@ function parseLimits(
 ): { priceTable?: PriceTable; queues?: AdmissionConfig['queues']; coreQuota?: AdmissionConfig['coreQuota'] } {
   if (e.POLL_INITIAL_MS > e.POLL_MAX_MS) {
     problems.push(`POLL_INITIAL_MS (${e.POLL_INITIAL_MS}) must not exceed POLL_MAX_MS (${e.POLL_MAX_MS})`);
+  }
+  if (e.POLL_INITIAL_MS > e.POLL_LOOK_MAX_MS) {
+    problems.push(`POLL_INITIAL_MS (${e.POLL_INITIAL_MS}) must not exceed POLL_LOOK_MAX_MS (${e.POLL_LOOK_MAX_MS})`);
   }
   if (e.BATCH_RETRY_INITIAL_MS > e.BATCH_RETRY_MAX_MS) {
     problems.push(

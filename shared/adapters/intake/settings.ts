@@ -5,7 +5,7 @@ import { MPI_WAIT_POLLS_PER_GENERATION, type PipelineSettings } from '../../core
 /** The orchestration's settings, resolved from configuration at intake (orchestrators never read settings). */
 export function pipelineSettings(config: AppConfig): PipelineSettings {
   return {
-    poll: { initialMs: config.polling.initialMs, maxMs: config.polling.maxMs, factor: config.polling.multiplier },
+    poll: { initialMs: config.polling.initialMs, maxMs: config.polling.maxMs, factor: config.polling.multiplier, lookMaxMs: config.polling.lookMaxMs },
     stagingAccounts: config.stagingAccounts.map((a) => a.accountName),
     copyConcurrency: config.pipeline.copyConcurrency,
     sasMarginMinutes: config.pipeline.sasMarginMinutes,
@@ -14,12 +14,14 @@ export function pipelineSettings(config: AppConfig): PipelineSettings {
     queuePollMs: config.admission.pollMs,
     preflightFabricDefaults: config.pipeline.preflightFabricDefaults,
     preflightHealthChecks: config.pipeline.preflightHealthChecks,
+    ...(config.pipeline.preflightSshWaitMinMs > 0 ? { preflightSshWaitMinMs: config.pipeline.preflightSshWaitMinMs } : {}),
     overlapStaging: config.pipeline.overlapStaging,
     checkSources: true,
     readImageEvidence: true,
     explainFailures: true,
     mpiWaitPollsPerGeneration: MPI_WAIT_POLLS_PER_GENERATION,
     emptyDownloadsAtOnce: true,
+    nodeLogsListed: true,
     ...(config.poolIdentity ? { poolIdentityClientId: config.poolIdentity.clientId } : {}),
   };
 }

@@ -165,6 +165,17 @@ export interface NodeTaskUploadsRequest {
   outputFiles: Pick<OutputsPlan['master'][number], 'filePattern' | 'path'>[];
 }
 
+/** The default logs of the nodes' upload tasks, checked by one listing (orchestrations/stages/workloadData.ts). */
+export interface NodeLogsMissingRequest {
+  account: string;
+  container: string;
+  /** The prefix every node's logs are under (`<job prefix>/logs/nodes/`); the node's id and a file name follow. */
+  prefix: string;
+  nodes: string[];
+  /** The files each node's logs hold whatever its task did (Batch writes a task's stdout.txt and stderr.txt). */
+  files: string[];
+}
+
 export interface OutputsMissingRequest {
   account: string;
   container: string;
@@ -211,8 +222,12 @@ export interface ActivityContract {
   /** Returns what happened ("terminated", "already completed", "gone"). */
   batchJobTerminate(input: { batchJobId: string; reason?: string }): string;
   nodeTasksAdd(input: { batchJobId: string; tasks: NodeTaskRequest[] }): void;
-  /** `digests`: how many image digests each successful task printed on stdout (image transfers), read back. */
-  nodeTasksObserve(input: { batchJobId: string; taskIds: string[]; digests?: number }): NodeTaskObservation[];
+  /**
+   * `digests`: how many image digests each successful task printed on stdout (image transfers), read back; `digestsOf`:
+   * only these tasks' (the others' digests are known: they checked them against the pinned or their source's), so a
+   * look reads at most the registry seeds' stdout, not one per node. Absent: every successful task's.
+   */
+  nodeTasksObserve(input: { batchJobId: string; taskIds: string[]; digests?: number; digestsOf?: string[] }): NodeTaskObservation[];
   inputsList(input: { inputs: InputSource[] }): ListedInputBlob[];
   /** Which of the job's sources (shared/core/planning/sourcesCheck.ts) are missing, looked up before any pool exists. */
   sourcesMissing(input: { checks: SourceCheck[] }): SourceMiss[];
@@ -238,6 +253,8 @@ export interface ActivityContract {
   nodeTaskUploads(input: NodeTaskUploadsRequest): ExpectedUploads;
   /** Which of these blobs are not in the container (looked up one by one). */
   outputsMissing(input: OutputsMissingRequest): string[];
+  /** Which of the nodes' log blobs are not in the container: one listing under the prefix (a request per 5,000 blobs), not a request per node. */
+  nodeLogsMissing(input: NodeLogsMissingRequest): string[];
   /** Ends the MPI task of an attempt that is given up (Batch requeued it after a node failure). Completed or gone is fine. */
   mpiTaskTerminate(input: BatchTaskRef): void;
   /** Adds the preflight check, a multi-instance task over the attempt's nodes (shared/core/planning/preflight.ts). */
@@ -262,7 +279,7 @@ const NAMES: Record<ActivityName, true> = {
   nodeTasksAdd: true, nodeTasksObserve: true,
   inputsList: true, sourcesMissing: true, imageEvidence: true, shardCopy: true, shardUrls: true, imageBlobUrls: true, stagedDataDelete: true,
   mpiTaskAdd: true, mpiTaskObserve: true, mpiResultCollect: true,
-  workloadUrls: true, outputsList: true, mpiTaskUploads: true, nodeTaskUploads: true, outputsMissing: true,
+  workloadUrls: true, outputsList: true, mpiTaskUploads: true, nodeTaskUploads: true, outputsMissing: true, nodeLogsMissing: true,
   mpiTaskTerminate: true, preflightTaskAdd: true, preflightObserve: true, preflightCollect: true,
 };
 export const ACTIVITY_NAMES: readonly ActivityName[] = Object.keys(NAMES).filter((n): n is ActivityName => n in NAMES);

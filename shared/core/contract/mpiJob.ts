@@ -25,6 +25,12 @@ export interface PollSettings {
   initialMs: number;
   maxMs: number;
   factor: number;
+  /**
+   * The cap of the looks at node tasks and checks in flight (POLL_LOOK_MAX_MS): they back off from initialMs to this,
+   * so a wait of T seconds costs O(log T) looks up to the cap (PipelineRun.lookDelayMs). Absent in runs started before:
+   * they replay their looks at the base interval.
+   */
+  lookMaxMs?: number;
 }
 
 /** Settings resolved from app configuration at intake time, so the orchestrator never reads the environment. */
@@ -46,6 +52,8 @@ export interface PipelineSettings {
   queuePollMs?: number;
   /** Judge RDMA ping-pongs by the built-in thresholds when the spec sets none (absent, as in older inputs: yes). */
   preflightFabricDefaults?: boolean;
+  /** The least the preflight check waits for a node's ssh answer (PREFLIGHT_SSH_WAIT_MIN_MS; absent or 0: the spec's maxSshMs). */
+  preflightSshWaitMinMs?: number;
   /**
    * The node health checks preflight runs (PREFLIGHT_HEALTH_CHECKS: cpu, memory, ib, ibbw, stream, gpu, linkflap, site).
    * Absent in runs started before the health checks: they replay without them.
@@ -83,6 +91,11 @@ export interface PipelineSettings {
    * (docs/call-budgets.md, "Node tasks"). Absent in runs started before: they replay the bounded window.
    */
   emptyDownloadsAtOnce?: boolean;
+  /**
+   * Check the nodes' default logs after their uploads by one listing of the job's logs prefix (nodeLogsMissing), not by
+   * listing each node's files (nodeTaskUploads). Absent in runs started before: they replay the per-node check.
+   */
+  nodeLogsListed?: boolean;
 }
 
 /** Polls per execution of the MPI wait before it continues as new: its history holds at most this many polls. */

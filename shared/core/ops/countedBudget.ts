@@ -75,8 +75,10 @@ export const COUNTED_BUDGET: CountedBudget = {
   source: 'counted at Azurite by bench/calls.ts (2 and 8 nodes), asserted by tests/calls/historyBound.test.ts',
   intake: t(2, 1),
   perMpiPoll: t(4, 6),
+  // Blob reads: the uploads' checks are three listings since 2026-11-28 (docs/call-budgets.md, "The master's uploads
+  // check by a listing"), not 4 lookups per node.
   fixed: t(176, 146, 6, 3),
-  perNode: t(3.8, 5.3, 4, 4),
+  perNode: t(3.8, 5.3, 4, 0),
   mpiPollsPerMinute: 2,
   // Fixed and per node from the bench's 4- and 40-node jobs (97 and 185 executions, 4.46 and 9.13 CPU-s, 9 and 17 MPI
   // polls), less their polls at the per-poll figures; per poll from the 2-node jobs of 5 and 20 polls. The per-node

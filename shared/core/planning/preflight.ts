@@ -74,6 +74,16 @@ export function preflightThresholds(spec: JobSpec, vmSize: string, fabricDefault
   };
 }
 
+/**
+ * The spec the check runs by on a deployment that waits at least `minSshMs` for a node's ssh answer
+ * (PREFLIGHT_SSH_WAIT_MIN_MS: emulated nodes sharing a few cores answer late; Azure's nodes do not, and keep the
+ * spec's maxSshMs). The same spec when there is no floor or the spec's wait is longer.
+ */
+export function withSshWaitFloor(spec: JobSpec, minSshMs: number | undefined): JobSpec {
+  if (!minSshMs || spec.preflight.maxSshMs >= minSshMs) return spec;
+  return { ...spec, preflight: { ...spec.preflight, maxSshMs: minSshMs } };
+}
+
 /** The preflight task of attempt `attempt`, check `round` (ids stay unique in the Batch job). */
 export function preflightTaskId(attempt: number, round: number): string {
   return `preflight-${attempt}-${round}`;

@@ -213,6 +213,17 @@ export const WRONG_NODE_EXIT = 3;
  * stdout/stderr (the coordination command's output: the scratch mount, the container start). Batch affinity is a
  * hint, so the task first checks it runs on its node and fails otherwise; its uploads only happen on success.
  */
+/** Where the non-master nodes' default logs go: `<prefix>/logs/nodes/<node id>/<file>`. */
+export function nodeLogsPrefix(prefix: string): string {
+  return `${prefix}/logs/nodes/`;
+}
+
+/**
+ * The log files every node's upload task uploads whatever the MPI task did: Batch writes a task's (and each subtask's)
+ * stdout.txt and stderr.txt in its directory. Other `*.txt` files there (common resource files) are inputs.
+ */
+export const NODE_LOG_FILES: readonly string[] = ['stdout.txt', 'stderr.txt'];
+
 export function nodeUploadTask(plan: OutputsPlan, node: UploadNode, containerUrl: string, exitCode: number): NodeUploadTask | undefined {
   if (!/^[A-Za-z0-9_.-]+$/.test(node.id) || !/^[A-Za-z0-9_./-]+$/.test(node.taskRootDirectory) || node.taskRootDirectory.split('/').includes('..')) {
     return undefined;
@@ -226,7 +237,7 @@ export function nodeUploadTask(plan: OutputsPlan, node: UploadNode, containerUrl
     }
   }
   if (plan.logs && !node.isMaster) {
-    outputFiles.push({ filePattern: `${taskDir}/*.txt`, path: `${plan.prefix}/logs/nodes/${node.id}`, containerUrl, uploadCondition: 'taskSuccess' });
+    outputFiles.push({ filePattern: `${taskDir}/*.txt`, path: `${nodeLogsPrefix(plan.prefix)}${node.id}`, containerUrl, uploadCondition: 'taskSuccess' });
   }
   if (outputFiles.length === 0) return undefined;
   const id = shellQuote(node.id);
