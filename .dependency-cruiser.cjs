@@ -35,7 +35,8 @@ module.exports = {
     },
     {
       name: 'pure-core-does-no-io',
-      comment: 'The pure core is unit- and property-tested without I/O: at run time it imports no adapter, no SDK and no I/O module (types may name adapter types).',
+      comment:
+        'The pure core is unit- and property-tested without I/O: at run time it imports no adapter, no SDK and no I/O module (types may name adapter types).',
       severity: 'error',
       from: { path: PURE },
       to: {

@@ -27,5 +27,8 @@ export default tseslint.config(
     files: ['shared/**/*.ts', 'functions/**/*.ts', 'orchestrations/**/*.ts', 'cli/**/*.ts'],
     rules: { 'max-lines-per-function': ['error', { max: 100, skipBlankLines: true, skipComments: true }] },
   },
-  { files: ['**/*.js', '**/*.cjs'], languageOptions: { globals: { require: 'readonly', module: 'writable', process: 'readonly', __dirname: 'readonly', console: 'readonly' } } },
+  {
+    files: ['**/*.js', '**/*.cjs'],
+    languageOptions: { globals: { require: 'readonly', module: 'writable', process: 'readonly', __dirname: 'readonly', console: 'readonly' } },
+  },
 );

@@ -72,7 +72,9 @@ async function main(): Promise<void> {
     const kept: string[] = [];
     if (!process.argv.includes('--speed-only')) for (const d of DELAYS) kept.push(`${d} ms: ${await loss(interval, d)}/200`);
     const ms = await speed(interval);
-    console.log(`autosave ${interval} ms | kept after SIGKILL ${kept.join(', ')} | ${TIMED} inserts into a ${FILL}-entity store (2 KB each): ${Math.round(ms)} ms (${Math.round((TIMED * 1000) / ms)}/s)`);
+    console.log(
+      `autosave ${interval} ms | kept after SIGKILL ${kept.join(', ')} | ${TIMED} inserts into a ${FILL}-entity store (2 KB each): ${Math.round(ms)} ms (${Math.round((TIMED * 1000) / ms)}/s)`,
+    );
   }
 }
 

@@ -32,7 +32,13 @@ async function main(): Promise<void> {
   const client = sdkClient(emu);
   try {
     // 1. Task start latency: add → running, seen by a client polling every 2 ms, and by the service's own timestamps.
-    await client.pool.add({ id: 'lat', vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 1, taskSlotsPerNode: 8 });
+    await client.pool.add({
+      id: 'lat',
+      vmSize: 'standard_d2s_v3',
+      virtualMachineConfiguration: LINUX_VM_CONFIGURATION,
+      targetDedicatedNodes: 1,
+      taskSlotsPerNode: 8,
+    });
     await waitForNodes(client, 'lat', 1);
     await client.job.add({ id: 'lat', poolInfo: { poolId: 'lat' } });
     const observed: number[] = [];
@@ -40,10 +46,15 @@ async function main(): Promise<void> {
     for (let i = 0; i < 30; i++) {
       const t0 = performance.now();
       await client.task.add('lat', { id: `t${i}`, commandLine: '/bin/sleep 0.05' });
-      const t = await waitFor('running', async () => {
-        const got = await client.task.get('lat', `t${i}`);
-        return got.state === 'running' || got.state === 'completed' ? got : undefined;
-      }, 10_000, 2);
+      const t = await waitFor(
+        'running',
+        async () => {
+          const got = await client.task.get('lat', `t${i}`);
+          return got.state === 'running' || got.state === 'completed' ? got : undefined;
+        },
+        10_000,
+        2,
+      );
       observed.push(performance.now() - t0);
       if (t.executionInfo?.startTime && t.creationTime) service.push(+t.executionInfo.startTime - +t.creationTime);
     }
@@ -51,7 +62,14 @@ async function main(): Promise<void> {
     console.log(`task start latency (service creationTime → startTime): ${stats(service)}`);
 
     // 2. Multi-instance start on 8 nodes.
-    await client.pool.add({ id: 'mi8', vmSize: 'standard_hb120rs_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 8, taskSlotsPerNode: 1, enableInterNodeCommunication: true });
+    await client.pool.add({
+      id: 'mi8',
+      vmSize: 'standard_hb120rs_v3',
+      virtualMachineConfiguration: LINUX_VM_CONFIGURATION,
+      targetDedicatedNodes: 8,
+      taskSlotsPerNode: 1,
+      enableInterNodeCommunication: true,
+    });
     const poolT0 = performance.now();
     await waitForNodes(client, 'mi8', 8);
     console.log(`8-node pool add → all idle: ${(performance.now() - poolT0).toFixed(0)} ms (allocateMs=${TIMING.allocateMs}, bootMs=${TIMING.bootMs})`);
@@ -60,7 +78,11 @@ async function main(): Promise<void> {
     const miDone: number[] = [];
     for (let i = 0; i < 5; i++) {
       const t0 = performance.now();
-      await client.task.add('mi8', { id: `mi${i}`, commandLine: '/bin/true', multiInstanceSettings: { numberOfInstances: 8, coordinationCommandLine: '/bin/true' } });
+      await client.task.add('mi8', {
+        id: `mi${i}`,
+        commandLine: '/bin/true',
+        multiInstanceSettings: { numberOfInstances: 8, coordinationCommandLine: '/bin/true' },
+      });
       await waitFor('running', async () => ((await client.task.get('mi8', `mi${i}`)).state !== 'active' ? true : undefined), 10_000, 2);
       miRunning.push(performance.now() - t0);
       await waitForTask(client, 'mi8', `mi${i}`, 'completed', 20_000);
@@ -135,9 +157,13 @@ async function main(): Promise<void> {
     );
     const cpu = process.cpuUsage(cpu0);
     agent.destroy();
-    console.log(`get task throughput without the SDK: ${((rawDone / (performance.now() - r0)) * 1000).toFixed(0)} requests/s (${rawDone} requests, 32 concurrent keep-alive)`);
+    console.log(
+      `get task throughput without the SDK: ${((rawDone / (performance.now() - r0)) * 1000).toFixed(0)} requests/s (${rawDone} requests, 32 concurrent keep-alive)`,
+    );
     // Wall-clock rates depend on how busy the machine is; CPU per request (client + server in this process) does not.
-    console.log(`CPU per get-task request (client and emulator together): ${((cpu.user + cpu.system) / 1000 / rawDone).toFixed(2)} ms → at most ~${Math.round(rawDone / ((cpu.user + cpu.system) / 1e6))} requests/s per core`);
+    console.log(
+      `CPU per get-task request (client and emulator together): ${((cpu.user + cpu.system) / 1000 / rawDone).toFixed(2)} ms → at most ~${Math.round(rawDone / ((cpu.user + cpu.system) / 1e6))} requests/s per core`,
+    );
 
     // 4. Memory per emulated node (idle nodes; tasks' own processes are not counted).
     // Warm up the node code paths first so that compiled code is not counted as node memory.
@@ -159,7 +185,9 @@ async function main(): Promise<void> {
       `emulator memory per idle node: heap ${kib((after.heapUsed - before.heapUsed) / N)} KiB, RSS ${kib((after.rss - before.rss) / N)} KiB (RSS is noisy) ` +
         `(${N} nodes; RSS ${(before.rss / 2 ** 20).toFixed(0)} → ${(after.rss / 2 ** 20).toFixed(0)} MiB; no processes per idle node)`,
     );
-    const du = execFileSync('du', ['-sk', path.join(emu.dataDir, 'nodes', 'mem')]).toString().split('\t')[0];
+    const du = execFileSync('du', ['-sk', path.join(emu.dataDir, 'nodes', 'mem')])
+      .toString()
+      .split('\t')[0];
     console.log(`disk per idle node sandbox: ${(Number(du) / N).toFixed(1)} KiB`);
   } finally {
     await emu.stop();

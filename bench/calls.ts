@@ -11,7 +11,18 @@
  */
 import { startStack } from '../local/stack';
 import { CallCounter, type Call } from '../local/testing/callCounter';
-import { budgetSpec, COUNTING_SETTINGS, HISTORY_ROWS_PER_WAIT, historyRowBound, mpiWaitRows, runCounted, STAGES, steadyPoll, warmUp, type JobCalls } from './lib/callBudget';
+import {
+  budgetSpec,
+  COUNTING_SETTINGS,
+  HISTORY_ROWS_PER_WAIT,
+  historyRowBound,
+  mpiWaitRows,
+  runCounted,
+  STAGES,
+  steadyPoll,
+  warmUp,
+  type JobCalls,
+} from './lib/callBudget';
 import { MPI_WAIT_POLLS_PER_GENERATION } from '../shared/core/contract';
 import { numberArg, textArg } from './lib/args';
 import { printGoal } from './lib/goal';
@@ -39,7 +50,15 @@ function median(xs: number[]): number {
 async function main(): Promise<void> {
   const counter = new CallCounter();
   const hooks = counter.stackOptions();
-  const stack = await startStack({ port: 0, demoImage: false, logLevel: 'warn', env: COUNTING_SETTINGS, onStorageRequest: hooks.onStorageRequest, onInvocation: hooks.onInvocation, batch: hooks.batch });
+  const stack = await startStack({
+    port: 0,
+    demoImage: false,
+    logLevel: 'warn',
+    env: COUNTING_SETTINGS,
+    onStorageRequest: hooks.onStorageRequest,
+    onInvocation: hooks.onInvocation,
+    batch: hooks.batch,
+  });
   counter.bindStorage(stack.azurite.ports, stack.azurite.tableEndpoint());
   const runs: { nodes: number; job: JobCalls; seconds: number }[] = [];
   let longer: (typeof runs)[number] | undefined;
@@ -66,11 +85,17 @@ async function main(): Promise<void> {
     console.log(`  ${'stage'.padEnd(10)}${groups.map((g) => g.padStart(15)).join('')}${'total'.padStart(8)}`);
     for (const st of STAGES) {
       const cs = r.job.calls.filter((c) => c.stage === st && budget(c));
-      console.log(`  ${st.padEnd(10)}${groups.map((g) => String(cs.filter((c) => group(c) === g).length).padStart(15)).join('')}${String(cs.length).padStart(8)}`);
+      console.log(
+        `  ${st.padEnd(10)}${groups.map((g) => String(cs.filter((c) => group(c) === g).length).padStart(15)).join('')}${String(cs.length).padStart(8)}`,
+      );
     }
     const total = r.job.calls.filter(budget);
-    console.log(`  ${'total'.padEnd(10)}${groups.map((g) => String(total.filter((c) => group(c) === g).length).padStart(15)).join('')}${String(total.length).padStart(8)}`);
-    console.log(`  dequeues by pollers ${r.job.calls.filter((c) => c.component === 'poller').length}; the nodes' own transfers ${r.job.calls.filter(byNodes).length}; History rows ${r.job.historyRows} (${r.job.timersFired} timers fired), Instances rows ${r.job.instanceRows}; MPI polls ${r.job.polls}`);
+    console.log(
+      `  ${'total'.padEnd(10)}${groups.map((g) => String(total.filter((c) => group(c) === g).length).padStart(15)).join('')}${String(total.length).padStart(8)}`,
+    );
+    console.log(
+      `  dequeues by pollers ${r.job.calls.filter((c) => c.component === 'poller').length}; the nodes' own transfers ${r.job.calls.filter(byNodes).length}; History rows ${r.job.historyRows} (${r.job.timersFired} timers fired), Instances rows ${r.job.instanceRows}; MPI polls ${r.job.polls}`,
+    );
   }
   // Per node: what grows between the smallest and the largest run, per stage.
   if (runs.length > 1) {
@@ -94,7 +119,14 @@ async function main(): Promise<void> {
   if (process.argv.includes('--verbose')) {
     for (const r of runs) {
       console.log(`\n${r.nodes} nodes, intake:\n  ${r.job.intake.map((c) => `${c.service} ${c.component} ${c.resource} ${c.operation}`).join('\n  ')}`);
-      r.job.pollGaps.forEach((g, i) => console.log(`gap ${i}: ${g.filter(budget).map((c) => `${c.service}:${c.resource}:${c.operation}`).join(' ')}`));
+      r.job.pollGaps.forEach((g, i) =>
+        console.log(
+          `gap ${i}: ${g
+            .filter(budget)
+            .map((c) => `${c.service}:${c.resource}:${c.operation}`)
+            .join(' ')}`,
+        ),
+      );
     }
   }
   console.log('');
@@ -104,23 +136,40 @@ async function main(): Promise<void> {
     printGoal({ name: `intake-requests-${r.nodes}-nodes`, measured: intake, target: intakeMinimum, compare: '==' });
   }
   const perPoll = runs.map((r) => steadyPoll(r.job.pollGaps).length);
-  runs.forEach((r, i) => console.log(`steady-state requests per MPI poll, ${r.nodes} nodes: ${perPoll[i]} (${steadyPoll(r.job.pollGaps).join(', ')}; the most frequent of ${r.job.pollGaps.length} gaps, median ${median(r.job.pollGaps.map((g) => g.filter(budget).length))})`));
+  runs.forEach((r, i) =>
+    console.log(
+      `steady-state requests per MPI poll, ${r.nodes} nodes: ${perPoll[i]} (${steadyPoll(r.job.pollGaps).join(', ')}; the most frequent of ${r.job.pollGaps.length} gaps, median ${median(r.job.pollGaps.map((g) => g.filter(budget).length))})`,
+    ),
+  );
   if (runs.length > 1) printGoal({ name: 'poll-requests-largest-vs-smallest', measured: perPoll[perPoll.length - 1], target: perPoll[0], compare: '==' });
-  for (const r of runs) printGoal({ name: `history-rows-${r.nodes}-nodes`, measured: r.job.historyRows, target: historyRowBound(r.job.timersFired, r.nodes), compare: '<=' });
+  for (const r of runs)
+    printGoal({ name: `history-rows-${r.nodes}-nodes`, measured: r.job.historyRows, target: historyRowBound(r.job.timersFired, r.nodes), compare: '<=' });
   // Independent of run time: the same job with a run twice as long writes the same rows but for the residue of the MPI
   // wait's last generation (at most K − 1 polls' rows per wait: the wait continues as new every K polls).
   if (longer) {
     const a = runs[0];
     const b = longer;
     const K = MPI_WAIT_POLLS_PER_GENERATION;
-    console.log(`History rows, ${a.nodes} nodes: ${a.job.historyRows} (${a.job.polls} MPI polls) with a ${MPI_SECONDS} s run, ${b.job.historyRows} (${b.job.polls} MPI polls) with ${2 * MPI_SECONDS} s`);
+    console.log(
+      `History rows, ${a.nodes} nodes: ${a.job.historyRows} (${a.job.polls} MPI polls) with a ${MPI_SECONDS} s run, ${b.job.historyRows} (${b.job.polls} MPI polls) with ${2 * MPI_SECONDS} s`,
+    );
     const w = mpiWaitRows(b.job);
-    printGoal({ name: 'history-rows-growth-with-run-time', measured: Math.abs(b.job.historyRows - a.job.historyRows), target: w.waits * (K - 1) * HISTORY_ROWS_PER_WAIT, compare: '<=' });
+    printGoal({
+      name: 'history-rows-growth-with-run-time',
+      measured: Math.abs(b.job.historyRows - a.job.historyRows),
+      target: w.waits * (K - 1) * HISTORY_ROWS_PER_WAIT,
+      compare: '<=',
+    });
   }
   for (const r of runs) {
     const w = mpiWaitRows(r.job);
     // Per wait: at most K polls of 8 rows in its last execution, and 4 more.
-    printGoal({ name: `history-rows-mpi-wait-${r.nodes}-nodes`, measured: w.rows, target: w.waits * (MPI_WAIT_POLLS_PER_GENERATION * HISTORY_ROWS_PER_WAIT + MPI_WAIT_FIXED_ROWS), compare: '<=' });
+    printGoal({
+      name: `history-rows-mpi-wait-${r.nodes}-nodes`,
+      measured: w.rows,
+      target: w.waits * (MPI_WAIT_POLLS_PER_GENERATION * HISTORY_ROWS_PER_WAIT + MPI_WAIT_FIXED_ROWS),
+      compare: '<=',
+    });
   }
   if (runs.length > 1) {
     const total = (r: (typeof runs)[number]) => r.job.calls.filter(budget).length;
@@ -132,15 +181,22 @@ async function main(): Promise<void> {
     // Beside it, not a goal: with the nodes' own transfers counted too (their log uploads grow with the nodes).
     const all = (r: (typeof runs)[number]) => r.job.calls.filter((c) => budget(c) || byNodes(c)).length;
     const [small, large] = [runs[0], runs[runs.length - 1]];
-    console.log(`with the nodes' own transfers: ${all(small)} requests at ${small.nodes} nodes, ${all(large)} at ${large.nodes} nodes, ratio ${(all(large) / all(small)).toFixed(2)}`);
+    console.log(
+      `with the nodes' own transfers: ${all(small)} requests at ${small.nodes} nodes, ${all(large)} at ${large.nodes} nodes, ratio ${(all(large) / all(small)).toFixed(2)}`,
+    );
   }
   // The control plane's own work per job, counted (shared/core/ops/countedBudget.ts takes these figures, dated).
   console.log('');
   for (const r of runs) {
     const byTrigger = new Map<string, number>();
     for (const e of r.job.executions) byTrigger.set(e.trigger, (byTrigger.get(e.trigger) ?? 0) + 1);
-    const split = [...byTrigger].sort().map(([t, n]) => `${t} ${n}`).join(', ');
-    console.log(`${r.nodes} nodes: ${r.job.executions.length} function executions (${split}); ${r.job.cpuSeconds.toFixed(2)} CPU-s of this process (host, Durable engine, Batch emulator server) over ${r.job.polls} MPI polls`);
+    const split = [...byTrigger]
+      .sort()
+      .map(([t, n]) => `${t} ${n}`)
+      .join(', ');
+    console.log(
+      `${r.nodes} nodes: ${r.job.executions.length} function executions (${split}); ${r.job.cpuSeconds.toFixed(2)} CPU-s of this process (host, Durable engine, Batch emulator server) over ${r.job.polls} MPI polls`,
+    );
   }
 }
 

@@ -36,14 +36,18 @@ const min = (s: number) => `${(s / 60).toFixed(1)} min`;
 
 function oneJob(): void {
   console.log('## 100 nodes, 1 TB input, 10 GB image (HB120rs_v3, Azure inputs)\n');
-  console.log(`${pad('design', 26)}${pad('submit→MPI', 13)}${pad('idle node-min', 15)}${pad('registry GB', 13)}${pad('pulls', 7)}${pad('images', 10)}${pad('copy', 10)}bottlenecks`);
+  console.log(
+    `${pad('design', 26)}${pad('submit→MPI', 13)}${pad('idle node-min', 15)}${pad('registry GB', 13)}${pad('pulls', 7)}${pad('images', 10)}${pad('copy', 10)}bottlenecks`,
+  );
   const out = new Map<string, JobFigures>();
   for (const d of DESIGNS) {
     const f = simulateJob({ ...AZURE_JOB, nodes: 100, inputBytes: ONE_TB, imageBytes: IMAGE_BYTES }, d);
     out.set(d.label, f);
     const img = f.phases.images.end - f.phases.images.start;
     const copy = f.phases.copy.end - f.phases.copy.start;
-    console.log(`${pad(d.label, 26)}${pad(min(f.submitToMpiS), 13)}${pad(f.idleNodeMinutes.toFixed(0), 15)}${pad((f.registryBytes / 1e9).toFixed(0), 13)}${pad(f.registryPulls, 7)}${pad(min(img), 10)}${pad(min(copy), 10)}copy: ${f.copyBottleneck}, downloads: ${f.downloadBottleneck}`);
+    console.log(
+      `${pad(d.label, 26)}${pad(min(f.submitToMpiS), 13)}${pad(f.idleNodeMinutes.toFixed(0), 15)}${pad((f.registryBytes / 1e9).toFixed(0), 13)}${pad(f.registryPulls, 7)}${pad(min(img), 10)}${pad(min(copy), 10)}copy: ${f.copyBottleneck}, downloads: ${f.downloadBottleneck}`,
+    );
   }
   const base = out.get('sequential + window(10)')!;
   const best = out.get('overlapped + tree')!;
@@ -94,7 +98,19 @@ function calibration(): void {
   for (const nodes of Object.keys(s.targets)) {
     for (const distribution of ['window', 'tree'] as const) {
       const f = simulateJob(
-        { ...local, nodes: Number(nodes), inputBytes: 0, imageBytes: s.imageMiB * MiB, allocationFirstS: 0, allocationLastS: 0, registryBps: s.registryMiBps * MiB, pullOverheadS: s.pullOverheadS, peerBps: s.peerMiBps * MiB, peerOverheadS: s.peerOverheadS, poll: { baseMs: s.pollInitialMs, maxMs: s.pollMaxMs, factor: 2 } },
+        {
+          ...local,
+          nodes: Number(nodes),
+          inputBytes: 0,
+          imageBytes: s.imageMiB * MiB,
+          allocationFirstS: 0,
+          allocationLastS: 0,
+          registryBps: s.registryMiBps * MiB,
+          pullOverheadS: s.pullOverheadS,
+          peerBps: s.peerMiBps * MiB,
+          peerOverheadS: s.peerOverheadS,
+          poll: { baseMs: s.pollInitialMs, maxMs: s.pollMaxMs, factor: 2 },
+        },
         { staging: 'sequential', distribution },
       );
       rows.push({ what: `stagger ${nodes} nodes, ${distribution}: ready s`, model: f.imagesReadyS, measured: s.targets[nodes][distribution] });
@@ -113,24 +129,36 @@ function calibration(): void {
 }
 
 function day(): void {
-  console.log(`## A day of ${JOBS} mixed jobs (${AZURE_DAY.classes.map((c) => `${c.share}% ${c.nodes} nodes/${c.inputBytes / 1e9} GB`).join(', ')}; ${AZURE_DAY.burstShare * 100}% in one burst at 09:00)\n`);
+  console.log(
+    `## A day of ${JOBS} mixed jobs (${AZURE_DAY.classes.map((c) => `${c.share}% ${c.nodes} nodes/${c.inputBytes / 1e9} GB`).join(', ')}; ${AZURE_DAY.burstShare * 100}% in one burst at 09:00)\n`,
+  );
   const days = DESIGNS.map((d) => ({ d, f: simulateDay({ ...AZURE_DAY, jobs: JOBS }, AZURE_JOB, d) }));
   console.log(`${pad('design', 26)}${pad('admission wait mean', 21)}${pad('submit→MPI mean', 17)}${pad('idle node-hours', 17)}registry TB`);
   for (const { d, f } of days) {
-    console.log(`${pad(d.label, 26)}${pad(min(f.waitForAdmissionS.mean), 21)}${pad(min(f.submitToMpiS.mean), 17)}${pad((f.idleNodeMinutes / 60).toFixed(0), 17)}${(f.registryBytes / 1e12).toFixed(2)}`);
+    console.log(
+      `${pad(d.label, 26)}${pad(min(f.waitForAdmissionS.mean), 21)}${pad(min(f.submitToMpiS.mean), 17)}${pad((f.idleNodeMinutes / 60).toFixed(0), 17)}${(f.registryBytes / 1e12).toFixed(2)}`,
+    );
   }
   console.log();
   for (const { d, f } of [days[0], days[3]]) {
     console.log(`### ${d.label}`);
-    console.log(`admission wait: mean ${min(f.waitForAdmissionS.mean)}, p95 ${min(f.waitForAdmissionS.p95)}, max ${min(f.waitForAdmissionS.max)} (core quota ${AZURE_DAY.limits.coreQuota.total}, peak in use ${f.peakCoresInUse})`);
-    console.log(`submit→MPI after admission: mean ${min(f.submitToMpiS.mean)}, p95 ${min(f.submitToMpiS.p95)}; billed idle before MPI ${(f.idleNodeMinutes / 60).toFixed(0)} node-hours; registry ${(f.registryBytes / 1e12).toFixed(2)} TB`);
+    console.log(
+      `admission wait: mean ${min(f.waitForAdmissionS.mean)}, p95 ${min(f.waitForAdmissionS.p95)}, max ${min(f.waitForAdmissionS.max)} (core quota ${AZURE_DAY.limits.coreQuota.total}, peak in use ${f.peakCoresInUse})`,
+    );
+    console.log(
+      `submit→MPI after admission: mean ${min(f.submitToMpiS.mean)}, p95 ${min(f.submitToMpiS.p95)}; billed idle before MPI ${(f.idleNodeMinutes / 60).toFixed(0)} node-hours; registry ${(f.registryBytes / 1e12).toFixed(2)} TB`,
+    );
     console.log(`${pad('service', 50)}${pad('peak/s', 12)}${pad('target/s', 12)}${pad('use', 8)}then`);
     for (const l of [...f.loads].sort((a, b) => b.utilization - a.utilization)) {
       const bytes = (v: number) => (l.service.includes('bytes') ? `${(v / 1e6).toFixed(0)} MB` : v.toFixed(1));
       const lim = Number.isFinite(l.limitPerSecond) ? bytes(l.limitPerSecond) : 'unpublished';
-      console.log(`${pad(l.service, 50)}${pad(bytes(l.peakPerSecond), 12)}${pad(lim, 12)}${pad(Number.isFinite(l.limitPerSecond) ? `${(l.utilization * 100).toFixed(1)}%` : '–', 8)}${l.then}`);
+      console.log(
+        `${pad(l.service, 50)}${pad(bytes(l.peakPerSecond), 12)}${pad(lim, 12)}${pad(Number.isFinite(l.limitPerSecond) ? `${(l.utilization * 100).toFixed(1)}%` : '–', 8)}${l.then}`,
+      );
     }
-    console.log(`first limit: ${f.quotaBound ? `the core quota (${AZURE_DAY.limits.coreQuota.total} cores): jobs wait in the admission queue, in order, with their position shown` : 'no quota wait'}; first rate limit: ${f.firstRateLimit.service}, reached at ${f.firstRateLimit.atLoadFactor.toFixed(1)}× this day's load\n`);
+    console.log(
+      `first limit: ${f.quotaBound ? `the core quota (${AZURE_DAY.limits.coreQuota.total} cores): jobs wait in the admission queue, in order, with their position shown` : 'no quota wait'}; first rate limit: ${f.firstRateLimit.service}, reached at ${f.firstRateLimit.atLoadFactor.toFixed(1)}× this day's load\n`,
+    );
   }
 }
 
@@ -165,20 +193,31 @@ async function cpuPerJob(): Promise<number | undefined> {
 async function controlPlane(): Promise<void> {
   console.log('## Control-plane cost per job\n');
   const measured = await cpuPerJob();
-  if (measured !== undefined) console.log(`measured: ${measured.toFixed(2)} CPU-s of the local host (+ in-process emulator) per 4-node native demo job (mean of ${CPU_RUNS})`);
+  if (measured !== undefined)
+    console.log(`measured: ${measured.toFixed(2)} CPU-s of the local host (+ in-process emulator) per 4-node native demo job (mean of ${CPU_RUNS})`);
   console.log(`prices: ${CONTROL_PLANE_PRICES.source} (as of ${CONTROL_PLANE_PRICES.asOf}${CONTROL_PLANE_PRICES.fallback ? ', dated fallback' : ''})\n`);
   const nodePrice = DEFAULT_PRICES_PER_HOUR[HB_NODE.vmSize];
-  console.log(`${pad('job', 30)}${pad('CPU-s', 8)}${pad('executions', 12)}${pad('storage tx', 12)}${pad('control plane', 16)}nodes (${HB_NODE.vmSize} at ${nodePrice} USD/h, builtin price table)`);
-  for (const [label, nodes, minutes] of [['4 nodes, 30 min', 4, 45], ['16 nodes, 1 h', 16, 75], ['100 nodes, 4 h', 100, 270]] as const) {
+  console.log(
+    `${pad('job', 30)}${pad('CPU-s', 8)}${pad('executions', 12)}${pad('storage tx', 12)}${pad('control plane', 16)}nodes (${HB_NODE.vmSize} at ${nodePrice} USD/h, builtin price table)`,
+  );
+  for (const [label, nodes, minutes] of [
+    ['4 nodes, 30 min', 4, 45],
+    ['16 nodes, 1 h', 16, 75],
+    ['100 nodes, 4 h', 100, 270],
+  ] as const) {
     const u = estimateControlPlaneUsage({ nodes, minutes });
     const c = controlPlaneCost(u);
     const tx = u.storage.table + u.storage.queue + u.storage.blobRead + u.storage.blobWrite;
     const nodeCost = (nodes * minutes * nodePrice) / 60;
-    console.log(`${pad(label, 30)}${pad(u.cpuSeconds.toFixed(1), 8)}${pad(u.executions.toFixed(0), 12)}${pad(tx.toFixed(0), 12)}${pad(`${c.total.toFixed(5)} ${c.currency}`, 16)}${nodeCost.toFixed(2)} USD (${((c.total / nodeCost) * 1e6).toFixed(1)} ppm)`);
+    console.log(
+      `${pad(label, 30)}${pad(u.cpuSeconds.toFixed(1), 8)}${pad(u.executions.toFixed(0), 12)}${pad(tx.toFixed(0), 12)}${pad(`${c.total.toFixed(5)} ${c.currency}`, 16)}${nodeCost.toFixed(2)} USD (${((c.total / nodeCost) * 1e6).toFixed(1)} ppm)`,
+    );
   }
   if (measured !== undefined) {
     const c = controlPlaneCost({ ...estimateControlPlaneUsage({ nodes: 4, minutes: 1 }), cpuSeconds: measured });
-    console.log(`\nthe measured local job priced the same way: ${c.total.toFixed(6)} ${c.currency} (compute ${c.compute.toFixed(6)}, executions ${c.executions.toFixed(6)}, storage ${c.storage.toFixed(6)})`);
+    console.log(
+      `\nthe measured local job priced the same way: ${c.total.toFixed(6)} ${c.currency} (compute ${c.compute.toFixed(6)}, executions ${c.executions.toFixed(6)}, storage ${c.storage.toFixed(6)})`,
+    );
   }
   console.log();
 }

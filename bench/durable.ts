@@ -37,7 +37,11 @@ async function main(): Promise<void> {
   async function run(name: string, input: number): Promise<{ totalMs: number; activitiesDoneMs: number; episodes: number }> {
     const before = durable.stats()!;
     const t0 = performance.now();
-    const res = await fetch(`${api}/orchestrators/${name}?${code}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(input) });
+    const res = await fetch(`${api}/orchestrators/${name}?${code}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(input),
+    });
     const { id } = (await res.json()) as { id: string };
     let activitiesDoneMs = 0;
     for (;;) {

@@ -65,8 +65,18 @@ function equivalentRow(id: string): ReturnType<typeof jobToEntity> {
   if (!parsed.ok) throw new Error(`bench spec invalid: ${JSON.stringify(parsed.errors)}`);
   const at = new Date().toISOString();
   const rec: JobRecord = {
-    id, name: parsed.spec.name, owner: 'bench', tags: {}, specHash: specHash(parsed.spec), spec: parsed.spec,
-    state: 'Submitted', stage: 'Submitted', progress: null, createdAt: at, updatedAt: at, eventSeq: 1,
+    id,
+    name: parsed.spec.name,
+    owner: 'bench',
+    tags: {},
+    specHash: specHash(parsed.spec),
+    spec: parsed.spec,
+    state: 'Submitted',
+    stage: 'Submitted',
+    progress: null,
+    createdAt: at,
+    updatedAt: at,
+    eventSeq: 1,
     lastEvent: { jobId: id, at, kind: 'transition', seq: 1, from: null, to: 'Submitted', reason: 'submitted' },
   };
   return jobToEntity(rec);
@@ -88,7 +98,14 @@ async function start(layout: string, busyConcurrency: number | undefined): Promi
   if (layout !== 'supervised') throw new Error(`--layout must be supervised or in-process, got ${layout}`);
   const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-intake-'));
   const s = await startSupervisedStack({
-    dataDir, appDir: REPO_ROOT, repoRoot: REPO_ROOT, port: 0, logLevel: 'warn', logFile: path.join(dataDir, 'host.log'), durable, say: () => undefined,
+    dataDir,
+    appDir: REPO_ROOT,
+    repoRoot: REPO_ROOT,
+    port: 0,
+    logLevel: 'warn',
+    logFile: path.join(dataDir, 'host.log'),
+    durable,
+    say: () => undefined,
   });
   const keys = loadOrCreateKeys(defaultKeysFile(REPO_ROOT));
   return {
@@ -101,7 +118,6 @@ async function start(layout: string, busyConcurrency: number | undefined): Promi
     },
   };
 }
-
 
 async function main(): Promise<void> {
   const jobs = numberArg('jobs', 200);
@@ -144,21 +160,33 @@ async function main(): Promise<void> {
     await raw.createTable();
     const rows = Array.from({ length: jobs }, (_, i) => equivalentRow(`bench-raw-${i}`));
     const rawLat: number[] = [];
-    const rawRun = await phase('raw insert', () => client(() => runPool(rows, clients, async (row) => {
-      const s = performance.now();
-      await raw.createEntity(row);
-      rawLat.push(performance.now() - s);
-    })));
+    const rawRun = await phase('raw insert', () =>
+      client(() =>
+        runPool(rows, clients, async (row) => {
+          const s = performance.now();
+          await raw.createEntity(row);
+          rawLat.push(performance.now() - s);
+        }),
+      ),
+    );
     const rawFig: Figures = { label: 'raw Table createEntity (baseline)', n: jobs, latencies: rawLat, ...rawRun };
 
     // HTTP: POST /api/jobs until every answer is in (202 each).
     const httpLat: number[] = [];
     const statuses = new Map<number, number>();
-    const httpRun = await phase('HTTP door', () => client(() => runPool(Array.from({ length: jobs }, (_, i) => `bench-h-${i}`), clients, async (id) => {
-      const a = await postJob(stack, fastSpec(id));
-      statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1);
-      httpLat.push(a.ms);
-    })));
+    const httpRun = await phase('HTTP door', () =>
+      client(() =>
+        runPool(
+          Array.from({ length: jobs }, (_, i) => `bench-h-${i}`),
+          clients,
+          async (id) => {
+            const a = await postJob(stack, fastSpec(id));
+            statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1);
+            httpLat.push(a.ms);
+          },
+        ),
+      ),
+    );
     const httpFig: Figures = { label: 'POST /api/jobs', n: jobs, latencies: httpLat, ...httpRun };
     const endedDuringHttp = (await jobRows(stack, 'bench-h-')).filter((r) => ['Succeeded', 'Failed', 'Cancelled'].includes(r.state)).length;
 
@@ -167,10 +195,16 @@ async function main(): Promise<void> {
     const queue = submissionsQueue(stack);
     const sentAt = new Map<string, number>();
     const queueRun = await phase('queue door', async () => {
-      await client(() => runPool(Array.from({ length: jobs }, (_, i) => `bench-q-${i}`), clients, async (id) => {
-        sentAt.set(id, Date.now());
-        await enqueue(queue, fastSpec(id));
-      }));
+      await client(() =>
+        runPool(
+          Array.from({ length: jobs }, (_, i) => `bench-q-${i}`),
+          clients,
+          async (id) => {
+            sentAt.set(id, Date.now());
+            await enqueue(queue, fastSpec(id));
+          },
+        ),
+      );
       const deadline = performance.now() + 600_000;
       while (((await queue.getProperties()).approximateMessagesCount ?? 0) > 0) {
         if (performance.now() > deadline) throw new Error('queue intake did not finish in 10 minutes');
@@ -181,7 +215,9 @@ async function main(): Promise<void> {
     if (queueRows.length !== jobs) throw new Error(`the queue door recorded ${queueRows.length} of ${jobs} jobs`);
     const queueLat: number[] = [];
     const table = jobsTable(stack);
-    for await (const e of table.listEntities<{ createdAt: string }>({ queryOptions: { filter: "PartitionKey ge 'bench-q-' and PartitionKey lt 'bench-q-~' and RowKey eq 'job'" } })) {
+    for await (const e of table.listEntities<{ createdAt: string }>({
+      queryOptions: { filter: "PartitionKey ge 'bench-q-' and PartitionKey lt 'bench-q-~' and RowKey eq 'job'" },
+    })) {
       queueLat.push(Date.parse(e.createdAt) - (sentAt.get(String(e.partitionKey)) ?? NaN));
     }
     const queueFig: Figures = { label: 'job-submissions queue', n: jobs, latencies: queueLat, ...queueRun };
@@ -191,16 +227,22 @@ async function main(): Promise<void> {
       await waitAllTerminal(stack, 'bench-', 2 + 2 * jobs, 900_000);
     });
 
-    console.log(`intake bench: ${jobs} jobs per door, ${clients} concurrent clients, layout ${layout}, load average ${loadavg()[0]?.toFixed(1)} on ${cpus().length} cores`);
+    console.log(
+      `intake bench: ${jobs} jobs per door, ${clients} concurrent clients, layout ${layout}, load average ${loadavg()[0]?.toFixed(1)} on ${cpus().length} cores`,
+    );
     console.log(`HTTP answers: ${[...statuses].map(([s, n]) => `${n}x${s}`).join(', ')}`);
     for (const f of [rawFig, httpFig, queueFig]) console.log(line(f));
-    console.log(`pipelines beside intake: ${endedDuringHttp} of ${jobs} HTTP jobs had ended when the last HTTP answer came; all ${2 * jobs} (ending Failed on a missing pool) ended ${pipelines.seconds.toFixed(1)} s after the last queue row`);
+    console.log(
+      `pipelines beside intake: ${endedDuringHttp} of ${jobs} HTTP jobs had ended when the last HTTP answer came; all ${2 * jobs} (ending Failed on a missing pool) ended ${pipelines.seconds.toFixed(1)} s after the last queue row`,
+    );
     const ratio = (f: Figures): number => rate(rawFig) / rate(f);
     const cpuRatio = (f: Figures): string => {
       const ms = (x: Figures): number => x.cpu.host + x.cpu.azurite + x.cpu.bench;
       return (ms(f) / ms(rawFig)).toFixed(1);
     };
-    console.log(`vs raw insert (same run): HTTP throughput ${ratio(httpFig).toFixed(1)}x lower, p50 ${(p(httpFig, 50) / p(rawFig, 50)).toFixed(1)}x, CPU per job ${cpuRatio(httpFig)}x; queue throughput ${ratio(queueFig).toFixed(1)}x lower, CPU per job ${cpuRatio(queueFig)}x`);
+    console.log(
+      `vs raw insert (same run): HTTP throughput ${ratio(httpFig).toFixed(1)}x lower, p50 ${(p(httpFig, 50) / p(rawFig, 50)).toFixed(1)}x, CPU per job ${cpuRatio(httpFig)}x; queue throughput ${ratio(queueFig).toFixed(1)}x lower, CPU per job ${cpuRatio(queueFig)}x`,
+    );
     console.log(`goals (issue 15)${' '.repeat(27)}    target   measured`);
     printGoal({ name: 'intake-http-throughput', measured: rate(httpFig), target: GOALS.jobsPerSecond, compare: '>=', unit: '/s', digits: 1 });
     printGoal({ name: 'intake-queue-throughput', measured: rate(queueFig), target: GOALS.jobsPerSecond, compare: '>=', unit: '/s', digits: 1 });
@@ -209,7 +251,12 @@ async function main(): Promise<void> {
     printGoal({ name: 'intake-queue-vs-raw-insert', measured: ratio(queueFig), target: GOALS.maxRatioToRaw, compare: '<=', unit: 'x', digits: 1 });
     if (mix) {
       console.log('outgoing requests by owner (storage, Durable RPC, Batch, webhooks):');
-      for (const [name, n] of [['raw insert', jobs], ['HTTP door', jobs], ['queue door', jobs], ['pipelines', 2 * jobs]] as const) {
+      for (const [name, n] of [
+        ['raw insert', jobs],
+        ['HTTP door', jobs],
+        ['queue door', jobs],
+        ['pipelines', 2 * jobs],
+      ] as const) {
         console.log(`  ${name}: ${mix.describe(name, n)}`);
       }
     }

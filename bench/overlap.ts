@@ -78,7 +78,9 @@ async function runOnce(b: Bench, round: number): Promise<Figures> {
   const submitAt = Date.now();
   await submitSpec(b.stack, stringify(spec));
   // Progress on stderr (the parent passes it through): a run that stalls shows where.
-  const view = await watchJob(b.stack, id, 900_000, (line: string) => process.stderr.write(`  [${id} ${((Date.now() - submitAt) / 1000).toFixed(1)} s] ${line}\n`));
+  const view = await watchJob(b.stack, id, 900_000, (line: string) =>
+    process.stderr.write(`  [${id} ${((Date.now() - submitAt) / 1000).toFixed(1)} s] ${line}\n`),
+  );
   if (view.state !== 'Succeeded') throw new Error(`job ${id} ${view.state}: ${view.error?.message}`);
   const problems = checkResult(view, b.expected);
   if (problems.length) throw new Error(`job ${id}: wrong result: ${problems.join('; ')}`);
@@ -115,32 +117,76 @@ async function child(mode: Bench['name'], round: number, allocateS: number): Pro
 async function main(): Promise<void> {
   const results: { allocateS: number; benches: Pick<Bench, 'name' | 'runs'>[] }[] = [];
   for (const allocateS of PROFILES) {
-    const benches: Pick<Bench, 'name' | 'runs'>[] = [{ name: 'sequential', runs: [] }, { name: 'overlapped', runs: [] }];
+    const benches: Pick<Bench, 'name' | 'runs'>[] = [
+      { name: 'sequential', runs: [] },
+      { name: 'overlapped', runs: [] },
+    ];
     results.push({ allocateS, benches });
     for (let r = 1; r <= ROUNDS; r++) {
       for (const b of r % 2 ? benches : [...benches].reverse()) {
-        const out = execFileSync(process.execPath, ['--import', 'tsx', __filename, '--mode', b.name, '--round', String(r), '--size-mb', String(SIZE_MB), '--nodes', String(NODES), '--allocate', String(allocateS)], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, stdio: ['ignore', 'pipe', 'inherit'] });
+        const out = execFileSync(
+          process.execPath,
+          [
+            '--import',
+            'tsx',
+            __filename,
+            '--mode',
+            b.name,
+            '--round',
+            String(r),
+            '--size-mb',
+            String(SIZE_MB),
+            '--nodes',
+            String(NODES),
+            '--allocate',
+            String(allocateS),
+          ],
+          { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, stdio: ['ignore', 'pipe', 'inherit'] },
+        );
         const line = out.split('\n').find((l) => l.startsWith('FIGURES '));
         if (!line) throw new Error(`run ${b.name} ${r}: no figures in\n${out.slice(-2000)}`);
         const f = JSON.parse(line.slice('FIGURES '.length)) as Figures;
         b.runs.push(f);
-        console.log(`${profileName(allocateS)}, round ${r} ${b.name.padEnd(10)} submit→MPI ${f.submitToMpiStart.toFixed(2)} s, idle ${f.idleRecord.toFixed(3)} node-min (cost record)`);
-        console.log(`  ${Object.entries(f.phases).map(([k, v]) => `${k} ${v ? `${v[0].toFixed(1)}–${v[1].toFixed(1)} s` : '–'}`).join(', ')}`);
+        console.log(
+          `${profileName(allocateS)}, round ${r} ${b.name.padEnd(10)} submit→MPI ${f.submitToMpiStart.toFixed(2)} s, idle ${f.idleRecord.toFixed(3)} node-min (cost record)`,
+        );
+        console.log(
+          `  ${Object.entries(f.phases)
+            .map(([k, v]) => `${k} ${v ? `${v[0].toFixed(1)}–${v[1].toFixed(1)} s` : '–'}`)
+            .join(', ')}`,
+        );
       }
     }
   }
   const mean = (b: Pick<Bench, 'runs'>, k: 'submitToMpiStart' | 'idleRecord') => b.runs.reduce((n, f) => n + f[k], 0) / b.runs.length;
   console.log(`\nstaging overlap: docker demo job, ${NODES} nodes, ${SIZE_MB} MB input, mean of ${ROUNDS} run(s) each, rounds alternating`);
-  console.log(`${'allocation'.padEnd(24)} ${''.padEnd(26)} ${'sequential'.padStart(10)} ${'overlapped'.padStart(11)} ${''.padEnd(9)} ${'ratio'.padStart(6)}  goal`);
-  for (const { allocateS, benches: [seq, ov] } of results) {
+  console.log(
+    `${'allocation'.padEnd(24)} ${''.padEnd(26)} ${'sequential'.padStart(10)} ${'overlapped'.padStart(11)} ${''.padEnd(9)} ${'ratio'.padStart(6)}  goal`,
+  );
+  for (const {
+    allocateS,
+    benches: [seq, ov],
+  } of results) {
     const row = (label: string, k: 'submitToMpiStart' | 'idleRecord', unit: string, goal: number) => {
       const ratio = mean(ov, k) / mean(seq, k);
-      console.log(`${profileName(allocateS).padEnd(24)} ${label.padEnd(26)} ${mean(seq, k).toFixed(3).padStart(10)} ${mean(ov, k).toFixed(3).padStart(11)} ${unit.padEnd(9)} ${ratio.toFixed(2).padStart(6)}  ≤ ${goal.toFixed(1)}`);
+      console.log(
+        `${profileName(allocateS).padEnd(24)} ${label.padEnd(26)} ${mean(seq, k).toFixed(3).padStart(10)} ${mean(ov, k).toFixed(3).padStart(11)} ${unit.padEnd(9)} ${ratio.toFixed(2).padStart(6)}  ≤ ${goal.toFixed(1)}`,
+      );
       return ratio;
     };
     const profile = allocateS > 0 ? `allocate-${allocateS}s` : 'emulator';
-    printGoal({ name: `overlap-submit-to-mpi-ratio.${profile}`, measured: row('submit → MPI task start', 'submitToMpiStart', 's', 0.7), target: 0.7, compare: '<=' });
-    printGoal({ name: `overlap-billed-idle-ratio.${profile}`, measured: row('billed idle before MPI', 'idleRecord', 'node-min', 0.5), target: 0.5, compare: '<=' });
+    printGoal({
+      name: `overlap-submit-to-mpi-ratio.${profile}`,
+      measured: row('submit → MPI task start', 'submitToMpiStart', 's', 0.7),
+      target: 0.7,
+      compare: '<=',
+    });
+    printGoal({
+      name: `overlap-billed-idle-ratio.${profile}`,
+      measured: row('billed idle before MPI', 'idleRecord', 'node-min', 0.5),
+      target: 0.5,
+      compare: '<=',
+    });
   }
 }
 

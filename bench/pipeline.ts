@@ -60,7 +60,9 @@ async function runOnce(stack: Stack, logFile: string, exchanges: ExchangeRecord[
   await submitSpec(stack, stringify(spec));
   const view = await watchJob(stack, id, 600_000);
   // The final transition's time as the job store recorded it.
-  const finalEvent = ((view.timeline ?? []) as unknown as { kind: string; to?: string; at: string }[]).filter((e) => e.kind === 'transition' && e.to === view.state).pop();
+  const finalEvent = ((view.timeline ?? []) as unknown as { kind: string; to?: string; at: string }[])
+    .filter((e) => e.kind === 'transition' && e.to === view.state)
+    .pop();
   const finalAt = finalEvent ? Date.parse(finalEvent.at) : NaN;
   if (view.state !== 'Succeeded') throw new Error(`job ${id} ${view.state}: ${view.error?.message}`);
   const problems = checkResult(view, expected);
@@ -73,7 +75,10 @@ async function runOnce(stack: Stack, logFile: string, exchanges: ExchangeRecord[
   const mpiEnd = mpi?.executionInfo?.endTime?.getTime() ?? NaN;
   const taskSpan = (prefix: string) => {
     const ts = tasks.filter((t) => t.id?.startsWith(prefix));
-    return span(ts.map((t) => t.executionInfo?.startTime?.getTime() ?? NaN).filter(Number.isFinite), ts.map((t) => t.executionInfo?.endTime?.getTime() ?? NaN).filter(Number.isFinite));
+    return span(
+      ts.map((t) => t.executionInfo?.startTime?.getTime() ?? NaN).filter(Number.isFinite),
+      ts.map((t) => t.executionInfo?.endTime?.getTime() ?? NaN).filter(Number.isFinite),
+    );
   };
 
   // Allocation: from the pool create call to the last node becoming idle (the emulator's allocate + boot + start task).
@@ -82,7 +87,7 @@ async function runOnce(stack: Stack, logFile: string, exchanges: ExchangeRecord[
   const idleAt = exchanges
     .filter((e) => e.method === 'GET' && e.path.toLowerCase() === `/pools/${poolId.toLowerCase()}/nodes` && e.status === 200)
     .find((e) => {
-      const nodes = ((e.responseBody as { value?: { state?: string }[] })?.value ?? []);
+      const nodes = (e.responseBody as { value?: { state?: string }[] })?.value ?? [];
       return nodes.length >= 4 && nodes.filter((n) => n.state === 'idle').length >= 4;
     });
   // The moment the last node was ready, as the emulator stamped it (not when the orchestrator's poll saw it).
@@ -148,7 +153,9 @@ async function main(): Promise<void> {
   console.log(`  image pulls                  ${s('pulls')}`);
   console.log(`  shard copy (activities)      ${s('shardCopy')}`);
   console.log(`  shard downloads (nodes)      ${s('downloads')}`);
-  console.log(`  control-plane overhead       ${s('overhead')}  (${((mean('overhead') / mean('submitToMpiStart')) * 100).toFixed(0)} % of the path to MPI start)`);
+  console.log(
+    `  control-plane overhead       ${s('overhead')}  (${((mean('overhead') / mean('submitToMpiStart')) * 100).toFixed(0)} % of the path to MPI start)`,
+  );
   console.log(`billed idle before MPI         ${s('idleBeforeMpi')}  node-minutes (cost record)`);
   console.log(`MPI task run                   ${s('mpiRun')}`);
   console.log(`MPI task end → pool delete     ${s('taskEndToPoolDelete')}`);

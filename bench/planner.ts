@@ -33,10 +33,21 @@ function printModel(label: string, m: StagingModel): void {
 }
 
 console.log('Staging model: 1 TB (10^12 bytes), 10 staging accounts, 40 nodes at 25 Gbps each, one source account');
-console.log(`  the claim "1 TB in under 20 s" needs ${fmt(modelStagingTime({ totalBytes: TB, stagingAccounts: 10, nodes: 40 }).claimRequiredGbps, 0)} Gbps end to end`);
-printModel('conservative targets (25 in / 50 out Gbps)', modelStagingTime({ totalBytes: TB, stagingAccounts: 10, nodes: 40, limits: CONSERVATIVE_ACCOUNT_LIMITS }));
-printModel('large-region targets (60 in / 200 out Gbps)', modelStagingTime({ totalBytes: TB, stagingAccounts: 10, nodes: 40, limits: LARGE_REGION_ACCOUNT_LIMITS }));
-printModel('large-region, input spread over 10 sources', modelStagingTime({ totalBytes: TB, stagingAccounts: 10, nodes: 40, sourceAccounts: 10, limits: LARGE_REGION_ACCOUNT_LIMITS }));
+console.log(
+  `  the claim "1 TB in under 20 s" needs ${fmt(modelStagingTime({ totalBytes: TB, stagingAccounts: 10, nodes: 40 }).claimRequiredGbps, 0)} Gbps end to end`,
+);
+printModel(
+  'conservative targets (25 in / 50 out Gbps)',
+  modelStagingTime({ totalBytes: TB, stagingAccounts: 10, nodes: 40, limits: CONSERVATIVE_ACCOUNT_LIMITS }),
+);
+printModel(
+  'large-region targets (60 in / 200 out Gbps)',
+  modelStagingTime({ totalBytes: TB, stagingAccounts: 10, nodes: 40, limits: LARGE_REGION_ACCOUNT_LIMITS }),
+);
+printModel(
+  'large-region, input spread over 10 sources',
+  modelStagingTime({ totalBytes: TB, stagingAccounts: 10, nodes: 40, sourceAccounts: 10, limits: LARGE_REGION_ACCOUNT_LIMITS }),
+);
 printModel('conservative, data already staged', modelStagingTime({ totalBytes: TB, stagingAccounts: 10, nodes: 40, alreadyStaged: true }));
 printModel('conservative, already staged, 10 nodes', modelStagingTime({ totalBytes: TB, stagingAccounts: 10, nodes: 10, alreadyStaged: true }));
 
@@ -106,7 +117,13 @@ for (const nodes of [10, 40, 100, 500]) {
     const throttled = deterministicRand01(`${next.nodeId}:${next.attempt}`) < 0.05;
     state = onPullResult(
       state,
-      { nodeId: next.nodeId, ranOnNodeId: next.nodeId, outcome: throttled ? 'throttled' : 'ok', attempt: next.attempt, message: throttled ? 'toomanyrequests' : undefined },
+      {
+        nodeId: next.nodeId,
+        ranOnNodeId: next.nodeId,
+        outcome: throttled ? 'throttled' : 'ok',
+        attempt: next.attempt,
+        message: throttled ? 'toomanyrequests' : undefined,
+      },
       { nowMs: now, rand01: deterministicRand01(`sim:${next.nodeId}:${next.attempt}`) },
     );
     steps++;

@@ -27,7 +27,15 @@ function pull(root: string, id: string, ref: string): Promise<boolean> {
     execFile(
       path.join(BIN, 'docker'),
       ['pull', '-q', ref],
-      { env: { ...process.env, PATH: `${BIN}:${process.env.PATH}`, AZ_BATCH_NODE_ROOT_DIR: path.join(root, id), AZ_BATCH_NODE_ID: id, AZ_BATCH_POOL_ID: 'bench' } },
+      {
+        env: {
+          ...process.env,
+          PATH: `${BIN}:${process.env.PATH}`,
+          AZ_BATCH_NODE_ROOT_DIR: path.join(root, id),
+          AZ_BATCH_NODE_ID: id,
+          AZ_BATCH_POOL_ID: 'bench',
+        },
+      },
       (err) => resolve(!err),
     );
   });
@@ -54,7 +62,15 @@ async function scenario(name: string, registry: RegistryHandle, run: (ids: strin
     const seconds = (performance.now() - t0) / 1000;
     const s = registry.stats();
     const failedPulls = Object.values(s.perClient).reduce((n, c) => n + c.rejected429, 0);
-    return { scenario: name, seconds, held: held.filter(Boolean).length, failedPulls: Math.min(failedPulls, s.total429), total429: s.total429, maxConcurrent: s.maxConcurrentObserved, mbServed: s.bytesServed / 1024 / 1024 };
+    return {
+      scenario: name,
+      seconds,
+      held: held.filter(Boolean).length,
+      failedPulls: Math.min(failedPulls, s.total429),
+      total429: s.total429,
+      maxConcurrent: s.maxConcurrentObserved,
+      mbServed: s.bytesServed / 1024 / 1024,
+    };
   } finally {
     await rm(root, { recursive: true, force: true });
   }
@@ -105,7 +121,9 @@ async function main(): Promise<void> {
     await registry.stop();
   }
   const physical = (NODES * imageBytes) / BANDWIDTH;
-  console.log(`registry bench: ${NODES} nodes, image ${(imageBytes / 1024 / 1024).toFixed(2)} MiB, limit ${LIMIT} concurrent pulls, bandwidth ${(BANDWIDTH / 1024 / 1024).toFixed(0)} MiB/s`);
+  console.log(
+    `registry bench: ${NODES} nodes, image ${(imageBytes / 1024 / 1024).toFixed(2)} MiB, limit ${LIMIT} concurrent pulls, bandwidth ${(BANDWIDTH / 1024 / 1024).toFixed(0)} MiB/s`,
+  );
   console.log(`physical limit (all bytes / bandwidth): ${physical.toFixed(2)} s`);
   console.log('scenario            seconds  x-limit  nodes-holding  429s  max-concurrent  MiB-served');
   for (const o of out) {

@@ -58,13 +58,22 @@ async function getJob(stack: Stack, id: string): Promise<JobViewLite> {
 async function measure(stack: Stack, nodes: number, concurrency: number, label: string, distribution: 'peers' | 'registry'): Promise<Outcome> {
   const id = `bench-stagger-${nodes}-${concurrency}-${distribution}`;
   stack.registry.resetStats();
-  await submitSpec(stack, stringify({
-    id,
-    name: 'bench-stagger',
-    pool: { vmSize: 'Standard_D2s_v5', nodes },
-    container: { runtime: 'docker', images: [`${stack.registry.host}/hpc/mpi-demo:1.0`], pullConcurrency: concurrency, allowAboveTen: concurrency > 10, imageDistribution: distribution },
-    mpi: { runtime: 'openmpi', processesPerNode: 1, fabric: 'tcp', options: ['--mca', 'btl_tcp_if_include', 'lo'], command: 'true' },
-  }));
+  await submitSpec(
+    stack,
+    stringify({
+      id,
+      name: 'bench-stagger',
+      pool: { vmSize: 'Standard_D2s_v5', nodes },
+      container: {
+        runtime: 'docker',
+        images: [`${stack.registry.host}/hpc/mpi-demo:1.0`],
+        pullConcurrency: concurrency,
+        allowAboveTen: concurrency > 10,
+        imageDistribution: distribution,
+      },
+      mpi: { runtime: 'openmpi', processesPerNode: 1, fabric: 'tcp', options: ['--mca', 'btl_tcp_if_include', 'lo'], command: 'true' },
+    }),
+  );
   // Leave the job alone until it is past the pulls, then cancel it (cleanup still runs and is waited for).
   let view = await getJob(stack, id);
   const started = Date.now();
@@ -98,7 +107,8 @@ async function measure(stack: Stack, nodes: number, concurrency: number, label: 
     }));
     for (const r of rows.sort((a, b) => a.end - b.end)) console.log(`    ${r.id} on ${r.ip} from ${r.from}: ${r.start.toFixed(1)} → ${r.end.toFixed(1)} s`);
   }
-  const timing = final.result?.timings?.PullingImages ?? (final as { timings?: Record<string, { startedAt: string; endedAt?: string }> }).timings?.PullingImages;
+  const timing =
+    final.result?.timings?.PullingImages ?? (final as { timings?: Record<string, { startedAt: string; endedAt?: string }> }).timings?.PullingImages;
   const stageS = timing?.endedAt ? (Date.parse(timing.endedAt) - Date.parse(timing.startedAt)) / 1000 : NaN;
   return {
     nodes,
@@ -128,7 +138,11 @@ async function main(): Promise<void> {
   const out: Outcome[] = [];
   try {
     for (const n of NODE_COUNTS) {
-      const schedules = [[10, 'window(10)', 'registry', 'window'], [n, 'all at once', 'registry', 'all'], [10, 'tree', 'peers', 'tree']] as const;
+      const schedules = [
+        [10, 'window(10)', 'registry', 'window'],
+        [n, 'all at once', 'registry', 'all'],
+        [10, 'tree', 'peers', 'tree'],
+      ] as const;
       for (const [concurrency, label, distribution] of schedules.filter((x) => SCHEDULES.includes(x[3]))) {
         const o = await measure(stack, n, concurrency, label, distribution);
         out.push(o);
@@ -138,8 +152,12 @@ async function main(): Promise<void> {
   } finally {
     await stack.stop();
   }
-  console.log(`\nimage bench: image ${(imageBytes / 1024 / 1024).toFixed(2)} MiB, registry limit ${REGISTRY_LIMIT} concurrent pulls, registry bandwidth ${(BANDWIDTH / 1024 / 1024).toFixed(0)} MiB/s, node-to-node ${(NODE_BANDWIDTH / 1024 / 1024).toFixed(0)} MiB/s per node`);
-  console.log('nodes  schedule                     ready-s  x-own-physical  stage-s  nodes-holding  failed-pulls  429s  max-concurrent  registry-pulls  registry-MiB');
+  console.log(
+    `\nimage bench: image ${(imageBytes / 1024 / 1024).toFixed(2)} MiB, registry limit ${REGISTRY_LIMIT} concurrent pulls, registry bandwidth ${(BANDWIDTH / 1024 / 1024).toFixed(0)} MiB/s, node-to-node ${(NODE_BANDWIDTH / 1024 / 1024).toFixed(0)} MiB/s per node`,
+  );
+  console.log(
+    'nodes  schedule                     ready-s  x-own-physical  stage-s  nodes-holding  failed-pulls  429s  max-concurrent  registry-pulls  registry-MiB',
+  );
   for (const n of NODE_COUNTS) {
     const physical = (n * imageBytes) / BANDWIDTH;
     const seeds = Math.min(n, REGISTRY_LIMIT);

@@ -49,20 +49,27 @@ async function main(): Promise<void> {
       listing.push({ account: DATA_ACCOUNT.name, container: 'inputs', name: b.name, size: b.properties.contentLength ?? 0, etag: b.properties.etag });
     }
 
-    const planFor = (container: string) => planShards(listing, { stagingAccounts: STAGING_ACCOUNTS.map((a) => a.name), nodes: 4, recordAlignment: 64, container, namePrefix: '' });
+    const planFor = (container: string) =>
+      planShards(listing, { stagingAccounts: STAGING_ACCOUNTS.map((a) => a.name), nodes: 4, recordAlignment: 64, container, namePrefix: '' });
     const total = planFor('x').totalBytes;
-    console.log(`${listing.length} source blobs, ${(total / 1e6).toFixed(0)} MB, ${planFor('x').shards.length} shards over ${STAGING_ACCOUNTS.length} accounts, ${CONCURRENCY} at a time\n`);
+    console.log(
+      `${listing.length} source blobs, ${(total / 1e6).toFixed(0)} MB, ${planFor('x').shards.length} shards over ${STAGING_ACCOUNTS.length} accounts, ${CONCURRENCY} at a time\n`,
+    );
 
     const copyRound = async (container: string) => {
       const plan = planFor(container);
-      await inBatches(plan.shards, CONCURRENCY, (s: Shard) => copyShard(account(s.account), account, { id: s.id, container: s.container, blobName: s.blobName, bytes: s.bytes, parts: s.parts }));
+      await inBatches(plan.shards, CONCURRENCY, (s: Shard) =>
+        copyShard(account(s.account), account, { id: s.id, container: s.container, blobName: s.blobName, bytes: s.bytes, parts: s.parts }),
+      );
     };
     const rawRound = async (container: string) => {
       const plan = planFor(container);
       await inBatches(plan.shards, CONCURRENCY, async (s: Shard) => {
         const buffers: Buffer[] = [];
         for (const p of s.parts) {
-          buffers.push(await account(p.source.account).service.getContainerClient(p.source.container).getBlobClient(p.source.name).downloadToBuffer(p.offset, p.length));
+          buffers.push(
+            await account(p.source.account).service.getContainerClient(p.source.container).getBlobClient(p.source.name).downloadToBuffer(p.offset, p.length),
+          );
         }
         const cc = account(s.account).service.getContainerClient(s.container);
         await cc.createIfNotExists();
@@ -88,7 +95,9 @@ async function main(): Promise<void> {
     const best = (xs: number[]) => Math.min(...xs);
     const rawMBs = total / 1e6 / best(secs.raw);
     const copyMBs = total / 1e6 / best(secs.copy);
-    console.log(`\nbest of ${ROUNDS}: raw SDK ${rawMBs.toFixed(1)} MB/s, copyShard ${copyMBs.toFixed(1)} MB/s, ratio copyShard/raw = ${(copyMBs / rawMBs).toFixed(2)}`);
+    console.log(
+      `\nbest of ${ROUNDS}: raw SDK ${rawMBs.toFixed(1)} MB/s, copyShard ${copyMBs.toFixed(1)} MB/s, ratio copyShard/raw = ${(copyMBs / rawMBs).toFixed(2)}`,
+    );
     printGoal({ name: 'staging-copy-vs-raw-sdk', measured: copyMBs / rawMBs, target: 0.9, compare: '>=' });
   } finally {
     await azurite.stop();

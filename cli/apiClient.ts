@@ -125,7 +125,11 @@ export class ApiClient {
 
   /** POST /api/jobs/{id}/rerun: a new job from a finished job's recorded spec (each idempotency key gives another rerun). */
   async rerun(id: string, idempotencyKey?: string): Promise<SubmitAnswer> {
-    const { status, body } = await this.call<{ job: JobView; statusUrl: string }>('POST', `/api/jobs/${encodeURIComponent(id)}/rerun`, idempotencyKey ? { headers: { 'idempotency-key': idempotencyKey } } : {});
+    const { status, body } = await this.call<{ job: JobView; statusUrl: string }>(
+      'POST',
+      `/api/jobs/${encodeURIComponent(id)}/rerun`,
+      idempotencyKey ? { headers: { 'idempotency-key': idempotencyKey } } : {},
+    );
     return { job: body.job, statusUrl: body.statusUrl, created: status === 202 };
   }
 
@@ -133,7 +137,10 @@ export class ApiClient {
   async explain(specText: string, contentType: string): Promise<ExplainDocument> {
     const { body } = await this.call<ExplainDocument>('POST', '/api/jobs?dryRun=true', { body: specText, contentType });
     if (body?.version !== EXPLAIN_VERSION) {
-      throw new CliError(`POST /api/jobs?dryRun=true answered without an explain document of version ${EXPLAIN_VERSION} (version ${String(body?.version)}): is the API older or newer than this CLI?`, ExitCode.Api);
+      throw new CliError(
+        `POST /api/jobs?dryRun=true answered without an explain document of version ${EXPLAIN_VERSION} (version ${String(body?.version)}): is the API older or newer than this CLI?`,
+        ExitCode.Api,
+      );
     }
     return body;
   }
@@ -169,11 +176,13 @@ export class ApiClient {
 
   /** POST /api/uploads: a SAS URL per named blob in the caller's area (or a shared area it may write). */
   async uploads(request: UploadRequest): Promise<UploadResponse> {
-    return (await this.call<UploadResponse>('POST', '/api/uploads', {
-      body: JSON.stringify(request),
-      contentType: 'application/json',
-      notFound: 'POST /api/uploads does not exist on this API (deployed before uploads?)',
-    })).body;
+    return (
+      await this.call<UploadResponse>('POST', '/api/uploads', {
+        body: JSON.stringify(request),
+        contentType: 'application/json',
+        notFound: 'POST /api/uploads does not exist on this API (deployed before uploads?)',
+      })
+    ).body;
   }
 
   async outputs(id: string, options: { top?: number; continuationToken?: string } = {}): Promise<JobOutputsResponse> {
@@ -181,14 +190,20 @@ export class ApiClient {
     if (options.top !== undefined) q.set('top', String(options.top));
     if (options.continuationToken) q.set('continuationToken', options.continuationToken);
     const qs = q.toString();
-    return (await this.call<JobOutputsResponse>('GET', `/api/jobs/${encodeURIComponent(id)}/outputs${qs ? `?${qs}` : ''}`, {
-      notFound: 'GET /api/jobs/{id}/outputs does not exist on this API (deployed before outputs?)',
-    })).body;
+    return (
+      await this.call<JobOutputsResponse>('GET', `/api/jobs/${encodeURIComponent(id)}/outputs${qs ? `?${qs}` : ''}`, {
+        notFound: 'GET /api/jobs/{id}/outputs does not exist on this API (deployed before outputs?)',
+      })
+    ).body;
   }
 
   async usage(query: URLSearchParams): Promise<unknown> {
     const qs = query.toString();
-    return (await this.call<unknown>('GET', `/api/usage${qs ? `?${qs}` : ''}`, { notFound: 'GET /api/usage does not exist on this API (deployed without the usage endpoint?)' })).body;
+    return (
+      await this.call<unknown>('GET', `/api/usage${qs ? `?${qs}` : ''}`, {
+        notFound: 'GET /api/usage does not exist on this API (deployed without the usage endpoint?)',
+      })
+    ).body;
   }
 
   private async call<T>(
@@ -249,9 +264,7 @@ export function accessRefused(status: 401 | 403, body: ErrorBody | undefined, te
     return new AccessRefused(`not signed in or the sign-in is no longer accepted (401${detail ? `: ${detail}` : ''}): ${advice}`, 401);
   }
   const role = neededRole(body?.message, challenge);
-  const advice = role
-    ? `: ask an administrator to assign you the app role ${role}, then run \`${SIGN_IN_COMMAND}\` again (roles are read at sign-in)`
-    : '';
+  const advice = role ? `: ask an administrator to assign you the app role ${role}, then run \`${SIGN_IN_COMMAND}\` again (roles are read at sign-in)` : '';
   return new AccessRefused(`not allowed (403)${detail ? `: ${detail}` : ''}${advice}`, 403, body?.errors ?? []);
 }
 
@@ -273,7 +286,9 @@ function apiError(method: string, url: string, status: number, body: ErrorBody |
   }
   if (status === 400 || status === 413 || status === 415) {
     const errors = body?.errors ?? [];
-    const what = errors.length ? `the API rejected the request: ${errors.length} problem(s)` : `the API rejected the request (${status})${detail ? `: ${detail}` : ''}`;
+    const what = errors.length
+      ? `the API rejected the request: ${errors.length} problem(s)`
+      : `the API rejected the request (${status})${detail ? `: ${detail}` : ''}`;
     return new CliError(what, ExitCode.Usage, errors);
   }
   if (status === 409) return new CliError(body?.message ?? `conflict (${status})`, ExitCode.Usage);

@@ -59,7 +59,11 @@ export function forgetToken(): boolean {
 }
 
 function scopeOf(conn: Connection): string {
-  if (!conn.scope) throw new CliError('no API scope to sign in for: set HPCJOB_SCOPE or "scope" in the profile (e.g. api://hpc-jobs/.default), or pass an operator key with --key', ExitCode.Usage);
+  if (!conn.scope)
+    throw new CliError(
+      'no API scope to sign in for: set HPCJOB_SCOPE or "scope" in the profile (e.g. api://hpc-jobs/.default), or pass an operator key with --key',
+      ExitCode.Usage,
+    );
   return conn.scope;
 }
 
@@ -71,9 +75,17 @@ function credentialOptions(conn: Connection) {
 
 export function deviceCodeCredential(conn: Connection, prompt: (message: string) => void): TokenCredential {
   if (!conn.tenantId || !conn.clientId) {
-    throw new CliError('device code sign-in needs the tenant and the CLI\'s client id: set HPCJOB_TENANT_ID and HPCJOB_CLIENT_ID (or "tenantId"/"clientId" in the profile)', ExitCode.Usage);
+    throw new CliError(
+      'device code sign-in needs the tenant and the CLI\'s client id: set HPCJOB_TENANT_ID and HPCJOB_CLIENT_ID (or "tenantId"/"clientId" in the profile)',
+      ExitCode.Usage,
+    );
   }
-  return new DeviceCodeCredential({ tenantId: conn.tenantId, clientId: conn.clientId, ...credentialOptions(conn), userPromptCallback: (info) => prompt(info.message) });
+  return new DeviceCodeCredential({
+    tenantId: conn.tenantId,
+    clientId: conn.clientId,
+    ...credentialOptions(conn),
+    userPromptCallback: (info) => prompt(info.message),
+  });
 }
 
 /** The device code flow, always (hpcjob login): the token is saved for later commands. */

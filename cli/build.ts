@@ -46,8 +46,11 @@ function isDeclared(spec: string): boolean {
 }
 
 if (require.main === module) {
-  buildCli().then((f) => console.log(`[hpcjob] built ${path.relative(process.cwd(), f)}`), (err: unknown) => {
-    console.error(err instanceof Error ? err.message : err);
-    process.exit(1);
-  });
+  buildCli().then(
+    (f) => console.log(`[hpcjob] built ${path.relative(process.cwd(), f)}`),
+    (err: unknown) => {
+      console.error(err instanceof Error ? err.message : err);
+      process.exit(1);
+    },
+  );
 }

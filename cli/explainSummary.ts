@@ -31,7 +31,9 @@ function outputFiles(files: unknown): string[] {
 }
 
 function environment(env: unknown): string {
-  return arr(env).map((e) => `${str(e.name)}=${str(e.value)}`).join(' ');
+  return arr(env)
+    .map((e) => `${str(e.name)}=${str(e.value)}`)
+    .join(' ');
 }
 
 function poolLines(doc: ExplainDocument): string[] {
@@ -49,114 +51,161 @@ function poolLines(doc: ExplainDocument): string[] {
   const start = obj(r.startTask);
   const identity = management ? Object.keys(obj(obj(obj(p.request).identity).userAssignedIdentities)) : [];
   return [
-    `create ${p.poolId}: ${p.nodes} × ${str(r.vmSize)}, image ${imageText} (${str(management ? vm.nodeAgentSkuId : vm.nodeAgentSKUId)}), inter-node communication, `
-      + `no image preload, allocation within ${p.resizeTimeoutMinutes} min${p.minNodes < p.nodes ? ` (runs on ${p.minNodes}+ nodes)` : ''}; deleted: ${p.deleteAfter}`,
+    `create ${p.poolId}: ${p.nodes} × ${str(r.vmSize)}, image ${imageText} (${str(management ? vm.nodeAgentSkuId : vm.nodeAgentSKUId)}), inter-node communication, ` +
+      `no image preload, allocation within ${p.resizeTimeoutMinutes} min${p.minNodes < p.nodes ? ` (runs on ${p.minNodes}+ nodes)` : ''}; deleted: ${p.deleteAfter}`,
     ...(management ? [`through the management plane (Resource Manager) with the pool identity ${identity.join(', ')}`] : []),
     ...(r.startTask ? [`start task (every node, elevated): ${str(start.commandLine)}`, ...resourceFiles(start.resourceFiles)] : []),
-    ...p.mounts.map((m) => `mount ${m.name} (${m.kind}${m.access === 'readOnly' ? ', read-only' : ''}) at ${m.path}: ${m.credential}${m.atJobEnd ? `; at job end: ${m.atJobEnd}` : ''}`),
+    ...p.mounts.map(
+      (m) =>
+        `mount ${m.name} (${m.kind}${m.access === 'readOnly' ? ', read-only' : ''}) at ${m.path}: ${m.credential}${m.atJobEnd ? `; at job end: ${m.atJobEnd}` : ''}`,
+    ),
   ];
 }
 
+// eslint-disable-next-line max-lines-per-function -- over 100 lines once formatted (Prettier); to be split (issue 25)
 export function formatExplain(doc: ExplainDocument): string {
   const lines: string[] = [];
-  const source = doc.settings.source === 'deployment'
-    ? 'as this deployment would run it (its settings and policies)'
-    : 'offline, with the documented default settings (the deployment\'s policies are not checked)';
+  const source =
+    doc.settings.source === 'deployment'
+      ? 'as this deployment would run it (its settings and policies)'
+      : "offline, with the documented default settings (the deployment's policies are not checked)";
   lines.push(`job ${doc.jobId} (id from ${doc.jobIdFrom}), ${source}: nothing was created`);
   lines.push('');
   const q = doc.scheduling;
-  lines.push(...block('Queue', [
-    `${q.queue}, priority ${q.priority}${q.dependsOn.length ? `, after ${q.dependsOn.map((d) => `${d.job} (${d.condition})`).join(', ')}` : ''}`,
-    ...(q.array ? [`array of ${q.array.jobs} job(s) ${q.array.firstJobId} … ${q.array.lastJobId}; shown: ${q.array.shownJobId}`] : []),
-  ]));
+  lines.push(
+    ...block('Queue', [
+      `${q.queue}, priority ${q.priority}${q.dependsOn.length ? `, after ${q.dependsOn.map((d) => `${d.job} (${d.condition})`).join(', ')}` : ''}`,
+      ...(q.array ? [`array of ${q.array.jobs} job(s) ${q.array.firstJobId} … ${q.array.lastJobId}; shown: ${q.array.shownJobId}`] : []),
+    ]),
+  );
   lines.push(...block('Pool', poolLines(doc)));
 
   const job = obj(doc.batchJob.request);
-  lines.push(...block('Batch job', [
-    `${doc.batchJob.batchJobId} on pool ${doc.pool.poolId}; ${doc.batchJob.autoComplete
-      ? `terminates itself when its tasks complete, set ${doc.batchJob.autoComplete.after === 'mpiTaskAdded' ? 'once the MPI task is added' : 'after the node upload tasks'}`
-      : 'stays active after its tasks (cleanup.autoComplete false) until cleanup terminates it'}`,
-    `preparation (every node): ${str(obj(job.jobPreparationTask).commandLine)}`,
-    `release (every node, elevated): ${str(obj(job.jobReleaseTask).commandLine)}`,
-  ]));
+  lines.push(
+    ...block('Batch job', [
+      `${doc.batchJob.batchJobId} on pool ${doc.pool.poolId}; ${
+        doc.batchJob.autoComplete
+          ? `terminates itself when its tasks complete, set ${doc.batchJob.autoComplete.after === 'mpiTaskAdded' ? 'once the MPI task is added' : 'after the node upload tasks'}`
+          : 'stays active after its tasks (cleanup.autoComplete false) until cleanup terminates it'
+      }`,
+      `preparation (every node): ${str(obj(job.jobPreparationTask).commandLine)}`,
+      `release (every node, elevated): ${str(obj(job.jobReleaseTask).commandLine)}`,
+    ]),
+  );
 
   const pulls = doc.imagePulls;
-  lines.push(...block('Images', pulls
-    ? [
-        `${pulls.nodes} node(s) pull ${pulls.images.length} image(s) with ${pulls.runtime}, at most ${pulls.concurrency} node(s) at once, ${pulls.maxAttempts} attempt(s) each`,
-        ...pulls.images.map((i) => `  ${i.image}: ${i.pulledAs}${i.sifPath ? ` → ${i.sifPath}` : ''}`),
-        `task per node: ${str(obj(pulls.task.request).commandLine)}`,
-      ]
-    : ['none (the program runs natively)']));
+  lines.push(
+    ...block(
+      'Images',
+      pulls
+        ? [
+            `${pulls.nodes} node(s) pull ${pulls.images.length} image(s) with ${pulls.runtime}, at most ${pulls.concurrency} node(s) at once, ${pulls.maxAttempts} attempt(s) each`,
+            ...pulls.images.map((i) => `  ${i.image}: ${i.pulledAs}${i.sifPath ? ` → ${i.sifPath}` : ''}`),
+            `task per node: ${str(obj(pulls.task.request).commandLine)}`,
+          ]
+        : ['none (the program runs natively)'],
+    ),
+  );
 
   const s = doc.staging;
-  lines.push(...block('Staging', [
-    s.inputs.length
-      ? `${s.inputs.map((i) => `${i.account}/${i.container}/${i.prefix}`).join(', ')} → shards of ${s.shardSizeMB.min}–${s.shardSizeMB.max} MB`
-        + ` in ${s.stagingAccounts.join(', ')} (container ${s.container}), read-only SAS ${s.sasMinutes} min`
-      : 'no inputs',
-    `every node downloads its shards into ${s.destination} ($MPIJOB_DATA_DIR), ${s.concurrency} node(s) at once`,
-  ]));
+  lines.push(
+    ...block('Staging', [
+      s.inputs.length
+        ? `${s.inputs.map((i) => `${i.account}/${i.container}/${i.prefix}`).join(', ')} → shards of ${s.shardSizeMB.min}–${s.shardSizeMB.max} MB` +
+          ` in ${s.stagingAccounts.join(', ')} (container ${s.container}), read-only SAS ${s.sasMinutes} min`
+        : 'no inputs',
+      `every node downloads its shards into ${s.destination} ($MPIJOB_DATA_DIR), ${s.concurrency} node(s) at once`,
+    ]),
+  );
 
   if (doc.nodeFiles.length) {
-    lines.push(...block('Files', doc.nodeFiles.map((f) => `${f.path} ← ${f.source}${f.fileMode ? ` (mode ${f.fileMode})` : ''}${f.sasMinutes !== null ? ` (SAS ${f.sasMinutes} min)` : ''}`)));
+    lines.push(
+      ...block(
+        'Files',
+        doc.nodeFiles.map(
+          (f) => `${f.path} ← ${f.source}${f.fileMode ? ` (mode ${f.fileMode})` : ''}${f.sasMinutes !== null ? ` (SAS ${f.sasMinutes} min)` : ''}`,
+        ),
+      ),
+    );
   }
   if (doc.scratch) {
-    const where = doc.scratch.kind === 'mount' ? `on pool mount ${str(doc.scratch.mount)}`
-      : doc.scratch.kind === 'beeond' ? 'BeeOND (BeeGFS on demand) over the local disks of all the job\'s nodes: beeond start by the master before the ranks, beeond stop by the job release task'
-        : 'NFS export of the master\'s local disk, mounted by the other nodes';
-    const at = doc.scratch.path ? `${doc.scratch.path} ($MPIJOB_SCRATCH, bind-mounted from ${doc.scratch.directory})` : `${doc.scratch.directory} ($MPIJOB_SCRATCH)`;
+    const where =
+      doc.scratch.kind === 'mount'
+        ? `on pool mount ${str(doc.scratch.mount)}`
+        : doc.scratch.kind === 'beeond'
+          ? "BeeOND (BeeGFS on demand) over the local disks of all the job's nodes: beeond start by the master before the ranks, beeond stop by the job release task"
+          : "NFS export of the master's local disk, mounted by the other nodes";
+    const at = doc.scratch.path
+      ? `${doc.scratch.path} ($MPIJOB_SCRATCH, bind-mounted from ${doc.scratch.directory})`
+      : `${doc.scratch.directory} ($MPIJOB_SCRATCH)`;
     lines.push(...block('Scratch', [`${at}: ${where}`]));
   }
 
   const m = doc.mpiTask;
   const task = obj(m.request);
   const multi = obj(task.multiInstanceSettings);
-  lines.push(...block('MPI task', [
-    `${m.taskId}: ${m.numberOfInstances} instance(s), ${m.mpiRuntime}${m.mpiVersion ? ` ${m.mpiVersion}` : ''} over ${m.fabric}, ${m.launcher} launcher, `
-      + `${m.processesPerNode} per node = ${m.ranks} rank(s)${obj(task.constraints).maxWallClockTime ? `, wall clock ${str(obj(task.constraints).maxWallClockTime)}` : ''}`,
-    ...(m.preset ? [`preset ${m.preset.family}: ${m.preset.reason}`] : []),
-    ...(m.imageEvidence ? [`image evidence: ${m.imageEvidence.note}`] : []),
-    ...(m.containerRunOptions ? [`container on every node: docker run ${m.containerRunOptions.join(' ')}`] : []),
-    `coordination (every node): ${str(multi.coordinationCommandLine)}`,
-    `application (master): ${str(task.commandLine)}`,
-    ...(arr(task.environmentSettings).length ? [`environment: ${environment(task.environmentSettings)}`] : []),
-    ...(arr(multi.commonResourceFiles).length ? ['files (every node, relative to the task directory; wd/ is the working directory):', ...resourceFiles(multi.commonResourceFiles)] : []),
-    ...(arr(task.outputFiles).length ? ['output files (master, when the task ends):', ...outputFiles(task.outputFiles)] : []),
-  ]));
+  lines.push(
+    ...block('MPI task', [
+      `${m.taskId}: ${m.numberOfInstances} instance(s), ${m.mpiRuntime}${m.mpiVersion ? ` ${m.mpiVersion}` : ''} over ${m.fabric}, ${m.launcher} launcher, ` +
+        `${m.processesPerNode} per node = ${m.ranks} rank(s)${obj(task.constraints).maxWallClockTime ? `, wall clock ${str(obj(task.constraints).maxWallClockTime)}` : ''}`,
+      ...(m.preset ? [`preset ${m.preset.family}: ${m.preset.reason}`] : []),
+      ...(m.imageEvidence ? [`image evidence: ${m.imageEvidence.note}`] : []),
+      ...(m.containerRunOptions ? [`container on every node: docker run ${m.containerRunOptions.join(' ')}`] : []),
+      `coordination (every node): ${str(multi.coordinationCommandLine)}`,
+      `application (master): ${str(task.commandLine)}`,
+      ...(arr(task.environmentSettings).length ? [`environment: ${environment(task.environmentSettings)}`] : []),
+      ...(arr(multi.commonResourceFiles).length
+        ? ['files (every node, relative to the task directory; wd/ is the working directory):', ...resourceFiles(multi.commonResourceFiles)]
+        : []),
+      ...(arr(task.outputFiles).length ? ['output files (master, when the task ends):', ...outputFiles(task.outputFiles)] : []),
+    ]),
+  );
 
   const p = doc.preflight;
-  lines.push(...block('Preflight', p
-    ? [
-        `${p.taskIds} on every node before the MPI task: ssh within ${p.maxSshMs} ms, ${p.minFreeMB} MB free`
-          + `${p.pingPong.enabled ? `, MPI ping-pong (${pingPongLimits(p.pingPong)})` : ''}`
-          + `${p.runsPreExecutionCommand ? ', after the pre-execution command' : ''}; bad nodes replaced, up to ${p.rounds} more check(s)`,
-      ]
-    : ['none (preflight.enabled false)']));
+  lines.push(
+    ...block(
+      'Preflight',
+      p
+        ? [
+            `${p.taskIds} on every node before the MPI task: ssh within ${p.maxSshMs} ms, ${p.minFreeMB} MB free` +
+              `${p.pingPong.enabled ? `, MPI ping-pong (${pingPongLimits(p.pingPong)})` : ''}` +
+              `${p.runsPreExecutionCommand ? ', after the pre-execution command' : ''}; bad nodes replaced, up to ${p.rounds} more check(s)`,
+          ]
+        : ['none (preflight.enabled false)'],
+    ),
+  );
   const r = doc.retry;
-  lines.push(...block('Retry', [
-    r.maxAttempts > 1
-      ? `up to ${r.maxAttempts} attempts on ${[...r.on, ...(r.exitCodes.length ? [`exit codes ${r.exitCodes.join(', ')}`] : [])].join(', ') || 'nothing'}, backoff ${r.backoffSeconds.initial}–${r.backoffSeconds.max} s, failed nodes replaced`
-      : 'one attempt (retry.maxAttempts 1)',
-  ]));
+  lines.push(
+    ...block('Retry', [
+      r.maxAttempts > 1
+        ? `up to ${r.maxAttempts} attempts on ${[...r.on, ...(r.exitCodes.length ? [`exit codes ${r.exitCodes.join(', ')}`] : [])].join(', ') || 'nothing'}, backoff ${r.backoffSeconds.initial}–${r.backoffSeconds.max} s, failed nodes replaced`
+        : 'one attempt (retry.maxAttempts 1)',
+    ]),
+  );
 
   const o = doc.outputs;
   if (o) {
     const uploads = o.nodeUploads;
-    lines.push(...block('Outputs', [
-      `${o.account}/${o.container}/${o.prefix}/, files when ${o.when}${o.logs ? ', logs always' : ''}, upload failures: ${o.onUploadFailure}`,
-      ...(uploads?.master ? ['upload task on the master:', ...outputFiles(uploads.master.outputFiles)] : []),
-      ...(uploads?.otherNodes ? ['upload task on every other node:', ...outputFiles(uploads.otherNodes.outputFiles)] : []),
-    ]));
+    lines.push(
+      ...block('Outputs', [
+        `${o.account}/${o.container}/${o.prefix}/, files when ${o.when}${o.logs ? ', logs always' : ''}, upload failures: ${o.onUploadFailure}`,
+        ...(uploads?.master ? ['upload task on the master:', ...outputFiles(uploads.master.outputFiles)] : []),
+        ...(uploads?.otherNodes ? ['upload task on every other node:', ...outputFiles(uploads.otherNodes.outputFiles)] : []),
+      ]),
+    );
   }
   const l = doc.limits;
-  lines.push(...block('Limits', [
-    `MPI wall clock ${l.mpiMaxWallClockSeconds !== null ? `${l.mpiMaxWallClockSeconds} s` : 'none'}, retries ${l.maxRetries}, pipeline budget ${l.pipelineBudgetMinutes} min`,
-  ]));
+  lines.push(
+    ...block('Limits', [
+      `MPI wall clock ${l.mpiMaxWallClockSeconds !== null ? `${l.mpiMaxWallClockSeconds} s` : 'none'}, retries ${l.maxRetries}, pipeline budget ${l.pipelineBudgetMinutes} min`,
+    ]),
+  );
   lines.push(...block('Cost', costLines(doc.cost)));
   if (doc.notes.length) lines.push(...block('Notes', doc.notes));
   lines.push('');
-  lines.push(`${doc.placeholders.length} value(s) are left open until the job runs (or, offline, to the deployment): shown as <run-time: …> / <deployment: …>.`);
+  lines.push(
+    `${doc.placeholders.length} value(s) are left open until the job runs (or, offline, to the deployment): shown as <run-time: …> / <deployment: …>.`,
+  );
   lines.push('The full requests: hpcjob --json explain <spec>.');
   return lines.join('\n');
 }
@@ -172,12 +221,13 @@ function pingPongLimits(pp: { maxLatencyUs: number | null; minBandwidthMBps: num
 /** The estimate and the price's source: a fallback price says so on its own line. */
 export function costLines(c: ExplainDocument['cost']): string[] {
   const amount = (n: number) => `${n.toFixed(2)} ${c.currency}`;
-  const lines = c.perHour !== null && c.worstCase !== null
-    ? [
-        `${c.nodes} × ${c.vmSize} at ${c.pricePerNodeHour} ${c.currency}/node-hour = ${amount(c.perHour)} per hour; worst case ${amount(c.worstCase)} `
-          + `(bound by ${c.boundBy}, ${c.wallClockHours} h)`,
-      ]
-    : ['no estimate'];
+  const lines =
+    c.perHour !== null && c.worstCase !== null
+      ? [
+          `${c.nodes} × ${c.vmSize} at ${c.pricePerNodeHour} ${c.currency}/node-hour = ${amount(c.perHour)} per hour; worst case ${amount(c.worstCase)} ` +
+            `(bound by ${c.boundBy}, ${c.wallClockHours} h)`,
+        ]
+      : ['no estimate'];
   if (c.maxCost) lines.push(`maxCost ${c.maxCost.amount} ${c.maxCost.currency}: the job is cancelled when its estimated cost passes it`);
   lines.push(`${c.fallback ? 'FALLBACK price' : 'price'}: ${c.priceSource}`);
   lines.push(...c.notes);

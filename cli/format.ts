@@ -22,10 +22,7 @@ export function outcomeReason(view: JobView): string {
 }
 
 export function formatJob(view: JobView): string {
-  const lines = [
-    `job      ${view.id}  (${view.name})`,
-    `state    ${view.state}${view.stage && view.stage !== view.state ? `  ${view.stage}` : ''}`,
-  ];
+  const lines = [`job      ${view.id}  (${view.name})`, `state    ${view.state}${view.stage && view.stage !== view.state ? `  ${view.stage}` : ''}`];
   const tags = Object.entries(view.tags ?? {});
   if (tags.length) lines.push(`tags     ${tags.map(([k, v]) => `${k}=${v}`).join(' ')}`);
   if (view.createdAt) lines.push(`created  ${view.createdAt}${view.updatedAt ? `   updated ${view.updatedAt}` : ''}`);
@@ -70,13 +67,17 @@ export function queueText(view: Pick<JobView, 'state' | 'progress' | 'queue'>): 
   const live = view.progress?.queue;
   const why = q?.reason ?? live?.reason;
   if (q?.state === 'waiting') {
-    const place = q.position !== undefined ? `#${q.position} of ${q.waitingInQueue ?? '?'} in queue ${q.name}${q.positionOverall !== undefined ? ` (#${q.positionOverall} overall)` : ''}` : `waiting in queue ${q.name}`;
+    const place =
+      q.position !== undefined
+        ? `#${q.position} of ${q.waitingInQueue ?? '?'} in queue ${q.name}${q.positionOverall !== undefined ? ` (#${q.positionOverall} overall)` : ''}`
+        : `waiting in queue ${q.name}`;
     return `${place}${why ? ` · waiting for ${why}` : ''}`;
   }
   if (q?.state === 'granted') return `admitted (grant ${q.grant}) in queue ${q.name}`;
   if (q?.state === 'refused') return `refused: ${q.reason ?? ''}`;
   if (live?.waitingFor === 'dependencies') return `waiting for dependencies: ${(live.pending ?? q?.pending ?? []).join(', ') || '…'}`;
-  if (live?.waitingFor === 'admission' && live.position !== undefined) return `#${live.position} in its queue (#${live.positionOverall ?? '?'} overall)${why ? ` · waiting for ${why}` : ''}`;
+  if (live?.waitingFor === 'admission' && live.position !== undefined)
+    return `#${live.position} in its queue (#${live.positionOverall ?? '?'} overall)${why ? ` · waiting for ${why}` : ''}`;
   return `waiting in queue ${q?.name ?? 'default'}`;
 }
 
@@ -119,10 +120,26 @@ export function formatJobTable(jobs: JobView[]): string {
   if (!jobs.length) return 'no jobs';
   const rows = [['ID', 'NAME', 'STATE', 'STAGE', 'CREATED', 'TAGS']];
   for (const j of jobs) {
-    rows.push([j.id, j.name, j.state, j.stage, j.createdAt ?? '', Object.entries(j.tags ?? {}).map(([k, v]) => `${k}=${v}`).join(',')]);
+    rows.push([
+      j.id,
+      j.name,
+      j.state,
+      j.stage,
+      j.createdAt ?? '',
+      Object.entries(j.tags ?? {})
+        .map(([k, v]) => `${k}=${v}`)
+        .join(','),
+    ]);
   }
   const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
-  return rows.map((r) => r.map((cell, c) => (c === r.length - 1 ? cell : pad(cell, widths[c]))).join('  ').trimEnd()).join('\n');
+  return rows
+    .map((r) =>
+      r
+        .map((cell, c) => (c === r.length - 1 ? cell : pad(cell, widths[c])))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 /** The attempts of a job that retried (or could): one line each, with why it ended and what came next. */
@@ -133,7 +150,9 @@ export function attemptLines(view: Pick<JobView, 'result'>): string[] {
     const why = a.outcome === 'failed' ? ` (${[a.failureClass, a.reason].filter(Boolean).join(': ')})` : '';
     const next = a.retried
       ? `; retried${a.retryAfterMs !== undefined ? ` after ${Math.round(a.retryAfterMs / 1000)} s` : ''}${a.replacedNodes?.length ? `, replacing ${a.replacedNodes.join(', ')}` : ''}`
-      : a.retryReason ? `; not retried: ${a.retryReason}` : '';
+      : a.retryReason
+        ? `; not retried: ${a.retryReason}`
+        : '';
     return `${i === 0 ? 'attempts' : '        '} #${a.attempt} ${a.outcome} on ${a.nodes.length} node(s)${why}${next}`;
   });
 }
@@ -152,9 +171,19 @@ export function preflightText(view: Pick<JobView, 'result'>): string | undefined
     const values = nodes.map(pick).filter((v): v is number => v !== undefined);
     return values.length ? values.reduce(better) : undefined;
   };
-  const latency = worst((n) => n.latencyUs, (a, b) => Math.max(a, b));
-  const bandwidth = worst((n) => n.bandwidthMBps, (a, b) => Math.min(a, b));
-  const figures = [latency !== undefined ? `worst latency ${latency} µs` : '', bandwidth !== undefined ? `worst bandwidth ${bandwidth} MB/s` : ''].filter(Boolean).join(', ');
-  return `${p.passed ? 'passed' : 'failed'} on ${nodes.length} node(s) after ${p.rounds} check(s)${figures ? `: ${figures}` : ''} (${p.pingPong})`
-    + `${p.replaced.length ? `; replaced ${p.replaced.join(', ')}` : ''}`;
+  const latency = worst(
+    (n) => n.latencyUs,
+    (a, b) => Math.max(a, b),
+  );
+  const bandwidth = worst(
+    (n) => n.bandwidthMBps,
+    (a, b) => Math.min(a, b),
+  );
+  const figures = [latency !== undefined ? `worst latency ${latency} µs` : '', bandwidth !== undefined ? `worst bandwidth ${bandwidth} MB/s` : '']
+    .filter(Boolean)
+    .join(', ');
+  return (
+    `${p.passed ? 'passed' : 'failed'} on ${nodes.length} node(s) after ${p.rounds} check(s)${figures ? `: ${figures}` : ''} (${p.pingPong})` +
+    `${p.replaced.length ? `; replaced ${p.replaced.join(', ')}` : ''}`
+  );
 }

@@ -83,7 +83,8 @@ function addJobCommands(program: Command, run: Runner): void {
     .option('-w, --watch', 'then watch it to the end and exit with its outcome')
     .addOption(intervalOption())
     .action((spec: string, opts: { watch?: boolean; interval: number }) =>
-      run((ctx) => submitCommand(ctx, spec, { watch: opts.watch, intervalMs: opts.interval })));
+      run((ctx) => submitCommand(ctx, spec, { watch: opts.watch, intervalMs: opts.interval })),
+    );
 
   program
     .command('status')
@@ -116,7 +117,8 @@ function addJobCommands(program: Command, run: Runner): void {
     .option('-f, --follow', 'keep printing new output until the job ends')
     .addOption(intervalOption())
     .action((id: string, opts: { node?: string; stream?: 'stdout' | 'stderr'; follow?: boolean; interval: number }) =>
-      run((ctx) => logsCommand(ctx, id, { node: opts.node, stream: opts.stream, follow: opts.follow, intervalMs: opts.interval })));
+      run((ctx) => logsCommand(ctx, id, { node: opts.node, stream: opts.stream, follow: opts.follow, intervalMs: opts.interval })),
+    );
 
   program
     .command('download')
@@ -130,8 +132,11 @@ function addJobCommands(program: Command, run: Runner): void {
     .command('upload')
     .description('put a file or a folder into your data area (resumable: blobs with the same size and MD5 are skipped)')
     .argument('<path>', 'a file or a folder (a folder keeps its layout under its own name)')
-    .option('--to <container[/path]>', 'where: a container and a path below your own area (users/... or a shared area you may write: as written); default inputs')
-    .option('--account <name>', 'the data account (default: the deployment\'s first)')
+    .option(
+      '--to <container[/path]>',
+      'where: a container and a path below your own area (users/... or a shared area you may write: as written); default inputs',
+    )
+    .option('--account <name>', "the data account (default: the deployment's first)")
     .option('--parallel <n>', 'files sent at once (each in parallel blocks)', (v) => Number(v), 4)
     .action((local: string, opts: { to?: string; account?: string; parallel: number }) => run((ctx) => uploadCommand(ctx, local, opts)));
 
@@ -150,7 +155,8 @@ function addJobCommands(program: Command, run: Runner): void {
     .option('-w, --watch', 'then watch the new job to the end and exit with its outcome')
     .addOption(intervalOption())
     .action((id: string, opts: { idempotencyKey?: string; watch?: boolean; interval: number }) =>
-      run((ctx) => rerunCommand(ctx, id, { idempotencyKey: opts.idempotencyKey, watch: opts.watch, intervalMs: opts.interval })));
+      run((ctx) => rerunCommand(ctx, id, { idempotencyKey: opts.idempotencyKey, watch: opts.watch, intervalMs: opts.interval })),
+    );
 }
 
 /** What works on spec files and history: validate, explain, usage, import. */
@@ -179,24 +185,27 @@ function addToolCommands(program: Command, run: Runner): void {
         const q = new URLSearchParams();
         for (const k of ['from', 'to', 'tag'] as const) if (opts[k]) q.set(k, opts[k] as string);
         return usageCommand(ctx, q);
-      }));
+      }),
+    );
 
-  const importer = program
-    .command('import')
-    .description('convert job definitions of another tool into job specs (offline)');
+  const importer = program.command('import').description('convert job definitions of another tool into job specs (offline)');
   importer
     .command('shipyard')
-    .description('Batch Shipyard pool/jobs/config files → one commented job spec per MPI job, and a mapping report of every setting (exit 5 when something was approximated or unsupported)')
+    .description(
+      'Batch Shipyard pool/jobs/config files → one commented job spec per MPI job, and a mapping report of every setting (exit 5 when something was approximated or unsupported)',
+    )
     .requiredOption('--pool <file>', 'Shipyard pool.yaml')
     .requiredOption('--jobs <file>', 'Shipyard jobs.yaml')
     .option('--config <file>', 'Shipyard config.yaml (images, registries, volumes)')
     .option('--credentials <file>', 'Shipyard credentials.yaml (registry users and Key Vault references; secrets in it are reported, never copied)')
     .option('--out <dir>', 'where the specs are written', '.')
     .option('--force', 'overwrite spec files that exist')
-    .option('--outputs <account/container>', 'where the specs\' default outputs go (the working directory\'s files and full logs) when a job has no output_data; default: Shipyard\'s storage account, container shipyard-outputs')
+    .option(
+      '--outputs <account/container>',
+      "where the specs' default outputs go (the working directory's files and full logs) when a job has no output_data; default: Shipyard's storage account, container shipyard-outputs",
+    )
     .action((opts: ImportShipyardOptions) => run((ctx) => importShipyardCommand(ctx, opts)));
 }
-
 
 /** Set by cli/build.ts in the installable bundle, whose tree has only its own package.json. */
 declare const __HPCJOB_VERSION__: string | undefined;

@@ -14,12 +14,13 @@ export interface StageRow {
   note: string;
 }
 
-
 export function stageRows(view: JobView): StageRow[] {
   const p = view.progress?.progress ?? {};
   const finished = isTerminal(view.state);
   const counter = (key: StageRow['key'], label: string, c: { done: number; total: number } | undefined): StageRow =>
-    c ? { key, label, done: c.done, total: c.total, note: c.total === 0 ? 'nothing to do' : '' } : { key, label, done: 0, total: 1, note: finished ? 'skipped' : 'waiting' };
+    c
+      ? { key, label, done: c.done, total: c.total, note: c.total === 0 ? 'nothing to do' : '' }
+      : { key, label, done: 0, total: 1, note: finished ? 'skipped' : 'waiting' };
   const mpiState = p.mpi?.state;
   const mpiDone = mpiState === 'completed' ? 1 : 0;
   const cleanupDone = p.cleanup?.done ?? [];

@@ -113,7 +113,15 @@ export async function jobLogsHttp(request: HttpRequest, context: InvocationConte
     const node = wanted ?? nodes[0];
     const base = { jobId: id, stream, nodes };
     if (!node) {
-      const body: JobLogsResponse = { ...base, node: '', source: 'none', size: 0, start: 0, content: '', message: `job ${id} has not started its MPI task yet (${job.state})` };
+      const body: JobLogsResponse = {
+        ...base,
+        node: '',
+        source: 'none',
+        size: 0,
+        start: 0,
+        content: '',
+        message: `job ${id} has not started its MPI task yet (${job.state})`,
+      };
       return { status: 200, jsonBody: body };
     }
     if (!nodes.includes(node)) return problem(404, 'NodeNotFound', `job ${id} has no logs on node ${node}; nodes: ${nodes.join(', ') || 'none'}`);
@@ -128,18 +136,35 @@ export async function jobLogsHttp(request: HttpRequest, context: InvocationConte
     // stderr tail of every node whose subtask failed.
     const master = node === nodes[0];
     const tail = master
-      ? stream === 'stdout' ? recorded?.mpi?.stdoutTail : recorded?.mpi?.stderrTail
-      : stream === 'stderr' ? recorded?.mpi?.subtasks.find((s) => s.nodeId === node && s.stderrTail !== undefined)?.stderrTail : undefined;
+      ? stream === 'stdout'
+        ? recorded?.mpi?.stdoutTail
+        : recorded?.mpi?.stderrTail
+      : stream === 'stderr'
+        ? recorded?.mpi?.subtasks.find((s) => s.nodeId === node && s.stderrTail !== undefined)?.stderrTail
+        : undefined;
     if (tail !== undefined) {
       const size = Buffer.byteLength(tail);
       const content = since >= size ? '' : Buffer.from(tail).subarray(since).toString('utf8');
       const body: JobLogsResponse = {
-        ...base, node, source: 'recorded', size, start: Math.min(since, size), content,
+        ...base,
+        node,
+        source: 'recorded',
+        size,
+        start: Math.min(since, size),
+        content,
         message: `the node is gone (pool deleted): these are the last lines of the ${master ? 'master' : `failed node ${node}`} ${stream} recorded when the job ended`,
       };
       return { status: 200, jsonBody: body };
     }
-    const body: JobLogsResponse = { ...base, node, source: 'none', size: 0, start: 0, content: '', message: `the ${stream} of node ${node} is not available (${job.state === 'CleaningUp' || isTerminal(job.state) ? 'the node is gone or the task never ran there' : 'not written yet'})` };
+    const body: JobLogsResponse = {
+      ...base,
+      node,
+      source: 'none',
+      size: 0,
+      start: 0,
+      content: '',
+      message: `the ${stream} of node ${node} is not available (${job.state === 'CleaningUp' || isTerminal(job.state) ? 'the node is gone or the task never ran there' : 'not written yet'})`,
+    };
     return { status: 200, jsonBody: body };
   } catch (err) {
     return unavailable(context, `job logs ${id}`, err);

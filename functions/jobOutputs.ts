@@ -39,7 +39,12 @@ export async function jobOutputsHttp(request: HttpRequest, context: InvocationCo
     const outputs = job.spec?.outputs;
     if (!outputs) return problem(404, 'NoOutputs', `job ${id} has no outputs section: nothing was uploaded`);
     const prefix = outputs.prefix ?? job.id;
-    const outside = outputsReadRefusal(job, { account: outputs.account, container: outputs.container, prefix }, dataCallerOf(auth.principal), appConfig().dataAccess.sharedAreas);
+    const outside = outputsReadRefusal(
+      job,
+      { account: outputs.account, container: outputs.container, prefix },
+      dataCallerOf(auth.principal),
+      appConfig().dataAccess.sharedAreas,
+    );
     if (outside) return forbiddenRequest(DATA_AREA_FORBIDDEN, [{ path: 'outputs.prefix', message: outside }]);
     let account;
     try {
@@ -51,12 +56,14 @@ export async function jobOutputsHttp(request: HttpRequest, context: InvocationCo
     const page = await listOutputs(account, outputs.container, prefix, top, continuationToken);
     const minutes = Math.min(OUTPUTS_SAS_MINUTES, appConfig().pipeline.sasMaxLifetimeMinutes);
     const expires = new Date(Date.now() + minutes * 60_000);
-    const files = await Promise.all(page.files.map(async (f) => ({
-      name: f.name,
-      size: f.size,
-      ...(f.lastModified ? { lastModified: f.lastModified } : {}),
-      url: await readOnlyBlobUrl(account, outputs.container, `${prefix}/${f.name}`, expires),
-    })));
+    const files = await Promise.all(
+      page.files.map(async (f) => ({
+        name: f.name,
+        size: f.size,
+        ...(f.lastModified ? { lastModified: f.lastModified } : {}),
+        url: await readOnlyBlobUrl(account, outputs.container, `${prefix}/${f.name}`, expires),
+      })),
+    );
     const body: JobOutputsResponse = {
       jobId: job.id,
       state: job.state,

@@ -40,16 +40,33 @@ export async function rerunJobHttp(request: HttpRequest, context: InvocationCont
       ...(await callerSubmission(principal)),
     });
     if (outcome.kind === 'notFinished') {
-      return problem(409, 'JobNotFinished', `job ${id} is ${outcome.job.state}: only a finished job (Succeeded, Failed or Cancelled) can be rerun; cancel it (DELETE /api/jobs/${id}) or wait for it to end`);
+      return problem(
+        409,
+        'JobNotFinished',
+        `job ${id} is ${outcome.job.state}: only a finished job (Succeeded, Failed or Cancelled) can be rerun; cancel it (DELETE /api/jobs/${id}) or wait for it to end`,
+      );
     }
-    if (outcome.kind === 'noSpec') return problem(409, 'JobHasNoSpec', `job ${id} has no valid recorded spec (a rejected submission): there is nothing to rerun; submit a corrected spec instead`);
+    if (outcome.kind === 'noSpec')
+      return problem(
+        409,
+        'JobHasNoSpec',
+        `job ${id} has no valid recorded spec (a rejected submission): there is nothing to rerun; submit a corrected spec instead`,
+      );
     if (outcome.kind === 'invalid') return invalidRequest(outcome.errors);
     if (outcome.kind === 'poolForbidden') return forbiddenRequest(POOL_FORBIDDEN, outcome.errors);
     if (outcome.kind === 'forbidden') return forbiddenRequest(DATA_AREA_FORBIDDEN, outcome.errors);
     if (outcome.kind === 'taken') return problem(409, 'JobIdTaken', `the rerun's job id ${outcome.jobId} is taken: send another Idempotency-Key`);
     if (outcome.kind === 'conflict') {
       // Only when the old job's spec was read differently by another version: the derived id names a different spec.
-      return { status: 409, jsonBody: { error: 'JobIdConflict', message: `job ${outcome.job.id} exists with a different spec: send another Idempotency-Key`, jobId: outcome.job.id, differingPaths: outcome.differingPaths } };
+      return {
+        status: 409,
+        jsonBody: {
+          error: 'JobIdConflict',
+          message: `job ${outcome.job.id} exists with a different spec: send another Idempotency-Key`,
+          jobId: outcome.job.id,
+          differingPaths: outcome.differingPaths,
+        },
+      };
     }
     const base = new URL(request.url).origin;
     const statusUrl = jobUrl(outcome.job.id, base);

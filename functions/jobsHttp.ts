@@ -16,7 +16,18 @@ import { explainSettings } from '../shared/adapters/intake/settings';
 import { cancelJob } from '../shared/adapters/intake/cancel';
 import { parseCancelReason } from '../shared/core/intake/cancelReason';
 import { parseListQuery, toJobView, jobUrl, InvalidContinuationTokenError } from '../shared/adapters/state';
-import { admissionDeps, appConfig, dataAccount, jobStore, nodePrices, poolGate, schedulingPolicy, submissionFacts , placementPreview, imageEvidenceDeps } from '../shared/services';
+import {
+  admissionDeps,
+  appConfig,
+  dataAccount,
+  jobStore,
+  nodePrices,
+  poolGate,
+  schedulingPolicy,
+  submissionFacts,
+  placementPreview,
+  imageEvidenceDeps,
+} from '../shared/services';
 import { missingSources } from '../shared/adapters/storage/existence';
 import { readImageEvidence } from '../shared/adapters/registry/evidence';
 import { poolCallerOf, POOL_FORBIDDEN } from '../shared/core/intake/poolAccess';
@@ -140,7 +151,8 @@ export async function getJobHttp(request: HttpRequest, context: InvocationContex
     if (!job) return problem(404, 'JobNotFound', `no job with id ${id}`);
     const [live, events] = await Promise.all([liveStatus(durableClientOf(context), id), store.events(id, job)]);
     const view = toJobView(job, { baseUrl: baseUrlOf(request), includeSpec: true });
-    if (job.state === 'Queued' && !job.spec?.array) view.queue = await readJobQueue(await admissionDeps(), job, (live?.customStatus as PipelineStatus | undefined)?.queue);
+    if (job.state === 'Queued' && !job.spec?.array)
+      view.queue = await readJobQueue(await admissionDeps(), job, (live?.customStatus as PipelineStatus | undefined)?.queue);
     return {
       status: 200,
       jsonBody: { ...view, progress: live?.customStatus ?? view.progress, orchestrationStatus: live?.runtimeStatus, cost: job.result?.cost, timeline: events },
@@ -158,15 +170,22 @@ export async function listJobsHttp(request: HttpRequest, context: InvocationCont
   try {
     const store = await jobStore();
     const page = await store.list({ ...parsed.query, owner: listOwnerFilter(auth.principal) });
-    if (page.unreadable?.length) context.warn(`list jobs: ${page.unreadable.length} unreadable row(s) left out: ${page.unreadable.map((u) => `${u.id}: ${u.error}`).join('; ')}`);
+    if (page.unreadable?.length)
+      context.warn(`list jobs: ${page.unreadable.length} unreadable row(s) left out: ${page.unreadable.map((u) => `${u.id}: ${u.error}`).join('; ')}`);
     const base = baseUrlOf(request);
     return {
       status: 200,
-      jsonBody: { jobs: page.jobs.map((j) => toJobView(j, { baseUrl: base })), continuationToken: page.continuationToken, ...(page.unreadable?.length ? { unreadable: page.unreadable.length } : {}) },
+      jsonBody: {
+        jobs: page.jobs.map((j) => toJobView(j, { baseUrl: base })),
+        continuationToken: page.continuationToken,
+        ...(page.unreadable?.length ? { unreadable: page.unreadable.length } : {}),
+      },
     };
   } catch (err) {
     if (err instanceof InvalidContinuationTokenError) {
-      return invalidRequest([{ path: 'continuationToken', message: 'is not a continuation token of this list: pass the continuationToken of the previous page unchanged' }]);
+      return invalidRequest([
+        { path: 'continuationToken', message: 'is not a continuation token of this list: pass the continuationToken of the previous page unchanged' },
+      ]);
     }
     return unavailable(context, 'job API', err);
   }
@@ -188,10 +207,15 @@ export async function cancelJobHttp(request: HttpRequest, context: InvocationCon
     const view = toJobView(outcome.job, { baseUrl: baseUrlOf(request) });
     if (outcome.kind === 'alreadyFinished') return { status: 200, jsonBody: { job: view, cancelRequested: false } };
     if (outcome.kind === 'finishing') return finishingAnswer(view, outcome.job.endingAs);
-    const message = outcome.pipeline === 'gone'
-      ? 'the job\'s orchestration has already ended (terminated or lost): the operations sweep removes its resources and ends it Cancelled at its next run'
-      : undefined;
-    return { status: 202, headers: { Location: jobUrl(id, baseUrlOf(request)) }, jsonBody: { job: view, cancelRequested: true, pipeline: outcome.pipeline, ...(message ? { message } : {}) } };
+    const message =
+      outcome.pipeline === 'gone'
+        ? "the job's orchestration has already ended (terminated or lost): the operations sweep removes its resources and ends it Cancelled at its next run"
+        : undefined;
+    return {
+      status: 202,
+      headers: { Location: jobUrl(id, baseUrlOf(request)) },
+      jsonBody: { job: view, cancelRequested: true, pipeline: outcome.pipeline, ...(message ? { message } : {}) },
+    };
   } catch (err) {
     return unavailable(context, 'job API', err);
   }
@@ -202,7 +226,13 @@ export function finishingAnswer(job: ReturnType<typeof toJobView>, endsAs: strin
   const end = endsAs ? `it will end ${endsAs}` : 'its end is already decided';
   return {
     status: 409,
-    jsonBody: { error: 'JobFinishing', message: `job ${job.id} is cleaning up and ${end}: too late to cancel`, job, cancelRequested: false, ...(endsAs ? { endsAs } : {}) },
+    jsonBody: {
+      error: 'JobFinishing',
+      message: `job ${job.id} is cleaning up and ${end}: too late to cancel`,
+      job,
+      cancelRequested: false,
+      ...(endsAs ? { endsAs } : {}),
+    },
   };
 }
 

@@ -28,7 +28,12 @@ export async function jobSubmissionFromQueue(message: unknown, context: Invocati
   try {
     const store = await jobStore();
     const outcome = await submitJob(store, orchestrationStarter(durableClientOf(context)), {
-      body: message, owner: QUEUE_OWNER, caller: QUEUE_DATA_CALLER, dataAccess: dataAccessPolicy(appConfig()), containers: containerPolicy(appConfig()), scheduling: await schedulingPolicy(),
+      body: message,
+      owner: QUEUE_OWNER,
+      caller: QUEUE_DATA_CALLER,
+      dataAccess: dataAccessPolicy(appConfig()),
+      containers: containerPolicy(appConfig()),
+      scheduling: await schedulingPolicy(),
       pools: poolGate(queuePoolCaller(QUEUE_OWNER)),
       facts: submissionFacts(),
     });
@@ -38,7 +43,9 @@ export async function jobSubmissionFromQueue(message: unknown, context: Invocati
       const id = claimedJobId(raw);
       const code = outcome.kind === 'forbidden' ? DATA_AREA_FORBIDDEN : 'InvalidSpec';
       const recorded = id ? await recordRejectedSubmission(store, id, raw, outcome.errors, 'queue', code) : 'no id';
-      context.warn(`rejected queue message ${messageId}: ${outcome.kind === 'forbidden' ? 'data outside its area' : 'invalid job spec'} (${recorded}): ${outcome.errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`);
+      context.warn(
+        `rejected queue message ${messageId}: ${outcome.kind === 'forbidden' ? 'data outside its area' : 'invalid job spec'} (${recorded}): ${outcome.errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`,
+      );
       return;
     }
     if (outcome.kind === 'poolForbidden') {
@@ -52,11 +59,15 @@ export async function jobSubmissionFromQueue(message: unknown, context: Invocati
       return;
     }
     if (outcome.kind === 'conflict') {
-      await store.appendEvent(outcome.job.id, { reason: `queue message ${messageId} rejected: same id, different spec (${outcome.differingPaths.join(', ')})` });
+      await store.appendEvent(outcome.job.id, {
+        reason: `queue message ${messageId} rejected: same id, different spec (${outcome.differingPaths.join(', ')})`,
+      });
       context.warn(`rejected queue message ${messageId}: job ${outcome.job.id} exists with a different spec`);
       return;
     }
-    context.info(`queue message ${messageId}: job ${outcome.job.id} ${outcome.created ? 'accepted' : 'already known'} (orchestration ${outcome.orchestration})`);
+    context.info(
+      `queue message ${messageId}: job ${outcome.job.id} ${outcome.created ? 'accepted' : 'already known'} (orchestration ${outcome.orchestration})`,
+    );
   } catch (err) {
     if (dequeueCount >= appConfig().queueMaxDequeueCount) await markFailedBeforePoison(message, err, context);
     throw err;
@@ -72,9 +83,14 @@ async function markFailedBeforePoison(message: unknown, err: unknown, context: I
     const store = await jobStore();
     const job = await store.get(id);
     if (!job || isTerminal(job.state) || job.state !== 'Submitted') return;
-    await store.transition(id, 'Failed', `intake failed ${appConfig().queueMaxDequeueCount} times; message moved to ${SUBMISSIONS_QUEUE}-poison: ${(err as Error).message}`, {
-      error: { code: 'IntakeFailed', message: (err as Error).message },
-    });
+    await store.transition(
+      id,
+      'Failed',
+      `intake failed ${appConfig().queueMaxDequeueCount} times; message moved to ${SUBMISSIONS_QUEUE}-poison: ${(err as Error).message}`,
+      {
+        error: { code: 'IntakeFailed', message: (err as Error).message },
+      },
+    );
   } catch (inner) {
     context.error(`could not mark the job failed before poisoning: ${(inner as Error).message}`);
   }

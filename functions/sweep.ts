@@ -9,7 +9,17 @@ import type { DurableClient } from 'durable-functions';
 import { sweepSchedule } from '../shared/adapters/config';
 import { runSweep, type OrchestrationControl } from '../shared/adapters/ops/sweep';
 import { blobAccount } from '../shared/adapters/storage/clients';
-import { admissionDeps, appConfig, batchContext, batchContextFor, eventDelivery, jobStore, schedulingPolicy, schedulingStores, stagingAccounts } from '../shared/services';
+import {
+  admissionDeps,
+  appConfig,
+  batchContext,
+  batchContextFor,
+  eventDelivery,
+  jobStore,
+  schedulingPolicy,
+  schedulingStores,
+  stagingAccounts,
+} from '../shared/services';
 import { redriveSubmission } from '../shared/core/intake/redrive';
 import { schedulingHousekeeping } from '../shared/adapters/scheduling/housekeeping';
 import { ADMISSION_EVENT, DEPENDENCY_EVENT } from '../shared/core/contract';
@@ -67,7 +77,13 @@ export async function sweepTimer(timer: Timer, context: InvocationContext): Prom
     stagingAccounts: stagingAccounts(),
     hostBlobs: blobAccount(cfg.hostStorage).service,
     ...(events ? { eventDeliveries: events.deliveries } : {}),
-    settings: { stallLimitMs: cfg.ops.stallLimitMs, graceMs: cfg.ops.graceMs, stagingRetentionMs: cfg.ops.stagingRetentionMs, jobsRetentionMs: cfg.ops.jobsRetentionMs, redriveAtOnce: !sweptSinceStart },
+    settings: {
+      stallLimitMs: cfg.ops.stallLimitMs,
+      graceMs: cfg.ops.graceMs,
+      stagingRetentionMs: cfg.ops.stagingRetentionMs,
+      jobsRetentionMs: cfg.ops.jobsRetentionMs,
+      redriveAtOnce: !sweptSinceStart,
+    },
   });
   if (report.ran) sweptSinceStart = true;
   const failed = report.actions.filter((a) => !a.ok);
@@ -77,16 +93,30 @@ export async function sweepTimer(timer: Timer, context: InvocationContext): Prom
   };
   const scheduling = report.ran
     ? await schedulingHousekeeping({
-      store: await jobStore(), admission: await admissionDeps(), dependents: (await schedulingStores()).dependents,
-      wakeAdmitted: wake(ADMISSION_EVENT), wakeDependents: wake(DEPENDENCY_EVENT),
-    })
+        store: await jobStore(),
+        admission: await admissionDeps(),
+        dependents: (await schedulingStores()).dependents,
+        wakeAdmitted: wake(ADMISSION_EVENT),
+        wakeDependents: wake(DEPENDENCY_EVENT),
+      })
     : undefined;
   // One line per run, machine-readable: what was looked at, what each rule did, what failed, what was skipped.
   const line = JSON.stringify({
-    event: 'sweep', runId: report.runId, ran: report.ran, isPastDue: timer.isPastDue, durationMs: report.durationMs,
-    observed: report.observed, accounts: report.accounts, counts: report.counts, failed: failed.map((a) => a.error), skipped: report.skipped, scheduling,
+    event: 'sweep',
+    runId: report.runId,
+    ran: report.ran,
+    isPastDue: timer.isPastDue,
+    durationMs: report.durationMs,
+    observed: report.observed,
+    accounts: report.accounts,
+    counts: report.counts,
+    failed: failed.map((a) => a.error),
+    skipped: report.skipped,
+    scheduling,
     // Pools have owners: whose pool each deletion was (null: a pool from before owners, attributed by its job only).
-    deletedPools: report.actions.flatMap((a) => (a.kind === 'deletePool' ? [{ poolId: a.poolId, jobId: a.jobId, owner: a.owner ?? null, rule: a.rule, ok: a.ok }] : [])),
+    deletedPools: report.actions.flatMap((a) =>
+      a.kind === 'deletePool' ? [{ poolId: a.poolId, jobId: a.jobId, owner: a.owner ?? null, rule: a.rule, ok: a.ok }] : [],
+    ),
   });
   // A run that found nothing to do is routine: debug, not info.
   context[sweepRunLevel(report, scheduling)](line);

@@ -23,7 +23,8 @@ import { registerRoute } from './lib/route';
 export async function uploadsHttp(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   const auth = await authorize(request, 'job:submit');
   if (!auth.ok) return auth.response;
-  if (!/^application\/json\b/i.test(request.headers.get('content-type') ?? '')) return problem(415, 'UnsupportedMediaType', 'send the request as application/json');
+  if (!/^application\/json\b/i.test(request.headers.get('content-type') ?? ''))
+    return problem(415, 'UnsupportedMediaType', 'send the request as application/json');
   let body: unknown;
   try {
     body = await request.json();
@@ -47,7 +48,13 @@ export async function uploadsHttp(request: HttpRequest, context: InvocationConte
     await account.service.getContainerClient(plan.container).createIfNotExists();
     const minutes = Math.min(UPLOAD_SAS_MINUTES, config.pipeline.sasMaxLifetimeMinutes);
     const expires = new Date(Date.now() + minutes * 60_000);
-    const urls = await blobSasUrls(account, plan.container, plan.files.map((f) => f.blob), UPLOAD_SAS_PERMISSIONS, expires);
+    const urls = await blobSasUrls(
+      account,
+      plan.container,
+      plan.files.map((f) => f.blob),
+      UPLOAD_SAS_PERMISSIONS,
+      expires,
+    );
     const hns = plan.prefix !== '' && (config.dataAccess.hnsAccounts ?? []).includes(plan.account);
     const body: UploadResponse = {
       account: plan.account,

@@ -20,7 +20,10 @@ export async function whoAmI(request: HttpRequest): Promise<HttpResponseInit> {
     status: 200,
     headers: { 'Cache-Control': 'no-store' },
     jsonBody: {
-      id: p.id, name: p.name, kind: p.kind, roles: p.roles,
+      id: p.id,
+      name: p.name,
+      kind: p.kind,
+      roles: p.roles,
       ...(p.tenantId ? { tenantId: p.tenantId, objectId: p.objectId } : {}),
       permissions: ACTIONS.filter((a) => can(p, a)),
       seesAllJobs: seesAllJobs(p),
@@ -40,6 +43,8 @@ function dataAreasOf(p: Principal): { dataArea?: string; sharedAreas?: { account
   } catch {
     return dataArea === undefined ? {} : { dataArea };
   }
-  const sharedAreas = shared.filter((a) => opensSharedArea(a, p)).map((a) => ({ account: a.account, container: a.container, prefix: a.prefix, access: a.write ? 'write' as const : 'read' as const }));
+  const sharedAreas = shared
+    .filter((a) => opensSharedArea(a, p))
+    .map((a) => ({ account: a.account, container: a.container, prefix: a.prefix, access: a.write ? ('write' as const) : ('read' as const) }));
   return { ...(dataArea !== undefined ? { dataArea } : {}), sharedAreas };
 }

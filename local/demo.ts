@@ -72,13 +72,17 @@ async function main(): Promise<number> {
   let exitCode = 1;
   try {
     say(`function app up at ${stack.baseUrl} with ${stack.host.functions().length} functions (host log: ${path.relative(process.cwd(), hostLog)})`);
-    say(stack.keyless
-      ? `keyless: the app uses its managed identity ${stack.settings.AZURE_CLIENT_ID} (App Service identity endpoint); Azurite (https) and Batch accept tokens only`
-      : 'shared keys (--shared-keys): Azurite connection strings and the Batch account key in the app settings');
+    say(
+      stack.keyless
+        ? `keyless: the app uses its managed identity ${stack.settings.AZURE_CLIENT_ID} (App Service identity endpoint); Azurite (https) and Batch accept tokens only`
+        : 'shared keys (--shared-keys): Azurite connection strings and the Batch account key in the app settings',
+    );
     const expected = await uploadDemoInputs(stack, Number(opts.sizeMb), say);
     // The demo is an application of the tenant with the Jobs.Submit app role: its own jobs, nobody else's.
     const credential = new ClientSecretCredential(stack.identity.tenantId, AUTOMATION_CLIENT_ID, AUTOMATION_CLIENT_SECRET, {
-      authorityHost: stack.identity.authorityHost, disableInstanceDiscovery: true, ...trustingLocalIssuer(stack.identity.caCert),
+      authorityHost: stack.identity.authorityHost,
+      disableInstanceDiscovery: true,
+      ...trustingLocalIssuer(stack.identity.caCert),
     });
     const caller = withCredential(credential, stack.identity.scope);
     await caller();
@@ -96,7 +100,9 @@ async function main(): Promise<number> {
       exitCode = 0;
     }
     if (opts.keep) {
-      say(`stack kept at ${stack.baseUrl} (operator key ${stack.host.keys.functionKey}; dashboard ${stack.baseUrl}/api/dashboard, sign in as dev); Ctrl-C to stop`);
+      say(
+        `stack kept at ${stack.baseUrl} (operator key ${stack.host.keys.functionKey}; dashboard ${stack.baseUrl}/api/dashboard, sign in as dev); Ctrl-C to stop`,
+      );
       await new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));
     }
   } finally {

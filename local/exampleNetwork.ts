@@ -28,7 +28,8 @@ import { LICENCE_SERVER_ADDRESS, LMGRD_PORT, VENDOR_PORT, type LicenceServer } f
 import { DATA_ACCOUNT } from './azurite/accounts';
 import { AZURE_FILES_NFS_SUFFIX } from '../shared/core/planning/nodeFilesystems';
 
-export const EXAMPLE_SUBNET_ID = '/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/hpc-local/providers/Microsoft.Network/virtualNetworks/vnet-local/subnets/compute';
+export const EXAMPLE_SUBNET_ID =
+  '/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/hpc-local/providers/Microsoft.Network/virtualNetworks/vnet-local/subnets/compute';
 export const HEADNODE_ADDRESS = '10.20.0.4';
 /** The case file the example prints from /data. */
 export const HEADNODE_CASE = 'case: cavity 2x2\n';
@@ -53,7 +54,11 @@ export interface ExampleHeadnode {
  * Lays out the exports under `dir` (idempotent) and returns the emulator's services and the directories; with
  * `licence` (the running licence server's local ports), the licence server too.
  */
-export function exampleNetwork(dir: string, repoRoot: string, licence?: Pick<LicenceServer, 'lmgrdPort' | 'vendorPort'>): { services: NetworkService[]; headnode: ExampleHeadnode } {
+export function exampleNetwork(
+  dir: string,
+  repoRoot: string,
+  licence?: Pick<LicenceServer, 'lmgrdPort' | 'vendorPort'>,
+): { services: NetworkService[]; headnode: ExampleHeadnode } {
   const headnode = { apps: path.join(dir, 'apps'), data: path.join(dir, 'data') };
   const managed = { anf: path.join(dir, 'anf'), afsNfs: path.join(dir, 'afs-nfs'), lustre: path.join(dir, 'lustre') };
   const ranks = readFileSync(path.join(repoRoot, 'examples', 'mpi', 'ranks.c'));
@@ -77,23 +82,50 @@ export function exampleNetwork(dir: string, repoRoot: string, licence?: Pick<Lic
   }
   return {
     headnode,
-    services: [{
-      name: 'headnode', subnetId: EXAMPLE_SUBNET_ID, address: HEADNODE_ADDRESS,
-      exports: [{ path: '/export/apps', directory: headnode.apps }, { path: '/export/data', directory: headnode.data }],
-    }, {
-      name: 'netapp-files', subnetId: EXAMPLE_SUBNET_ID, address: NETAPP_ADDRESS,
-      exports: [{ path: NETAPP_VOLUME, directory: managed.anf }],
-    }, {
-      name: 'azure-files-nfs', subnetId: EXAMPLE_SUBNET_ID, address: AZURE_FILES_NFS_ADDRESS,
-      names: [`${DATA_ACCOUNT.name}.${AZURE_FILES_NFS_SUFFIX}`],
-      exports: [{ path: `/${DATA_ACCOUNT.name}/${AZURE_FILES_NFS_SHARE}`, directory: managed.afsNfs }],
-    }, {
-      name: 'managed-lustre', subnetId: EXAMPLE_SUBNET_ID, address: LUSTRE_MGS,
-      exports: [{ path: `/${LUSTRE_FSNAME}`, directory: managed.lustre }],
-    }, ...(licence ? [{
-      name: 'licence-server', subnetId: EXAMPLE_SUBNET_ID, address: LICENCE_SERVER_ADDRESS, exports: [],
-      tcp: [{ port: LMGRD_PORT, target: licence.lmgrdPort }, { port: VENDOR_PORT, target: licence.vendorPort }],
-    }] : [])],
+    services: [
+      {
+        name: 'headnode',
+        subnetId: EXAMPLE_SUBNET_ID,
+        address: HEADNODE_ADDRESS,
+        exports: [
+          { path: '/export/apps', directory: headnode.apps },
+          { path: '/export/data', directory: headnode.data },
+        ],
+      },
+      {
+        name: 'netapp-files',
+        subnetId: EXAMPLE_SUBNET_ID,
+        address: NETAPP_ADDRESS,
+        exports: [{ path: NETAPP_VOLUME, directory: managed.anf }],
+      },
+      {
+        name: 'azure-files-nfs',
+        subnetId: EXAMPLE_SUBNET_ID,
+        address: AZURE_FILES_NFS_ADDRESS,
+        names: [`${DATA_ACCOUNT.name}.${AZURE_FILES_NFS_SUFFIX}`],
+        exports: [{ path: `/${DATA_ACCOUNT.name}/${AZURE_FILES_NFS_SHARE}`, directory: managed.afsNfs }],
+      },
+      {
+        name: 'managed-lustre',
+        subnetId: EXAMPLE_SUBNET_ID,
+        address: LUSTRE_MGS,
+        exports: [{ path: `/${LUSTRE_FSNAME}`, directory: managed.lustre }],
+      },
+      ...(licence
+        ? [
+            {
+              name: 'licence-server',
+              subnetId: EXAMPLE_SUBNET_ID,
+              address: LICENCE_SERVER_ADDRESS,
+              exports: [],
+              tcp: [
+                { port: LMGRD_PORT, target: licence.lmgrdPort },
+                { port: VENDOR_PORT, target: licence.vendorPort },
+              ],
+            },
+          ]
+        : []),
+    ],
   };
 }
 

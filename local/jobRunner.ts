@@ -93,7 +93,13 @@ export async function getJobView(stack: StackClient, id: string, caller: Caller 
   return (await res.json()) as JobViewLite;
 }
 
-export async function watchJob(stack: StackClient, id: string, timeoutMs: number, say: Say = () => undefined, caller: Caller = defaultCaller(stack)): Promise<JobViewLite> {
+export async function watchJob(
+  stack: StackClient,
+  id: string,
+  timeoutMs: number,
+  say: Say = () => undefined,
+  caller: Caller = defaultCaller(stack),
+): Promise<JobViewLite> {
   let last = '';
   const deadline = Date.now() + timeoutMs;
   for (;;) {

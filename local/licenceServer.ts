@@ -54,10 +54,11 @@ export async function startLicenceServer(opts: { key: string }): Promise<Licence
     socket.on('error', () => undefined);
     socket.end();
   });
-  const listen = (s: Server) => new Promise<number>((resolve, reject) => {
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => resolve((s.address() as AddressInfo).port));
-  });
+  const listen = (s: Server) =>
+    new Promise<number>((resolve, reject) => {
+      s.once('error', reject);
+      s.listen(0, '127.0.0.1', () => resolve((s.address() as AddressInfo).port));
+    });
   const close = (s: Server) => new Promise<void>((resolve) => (s.listening ? s.close(() => resolve()) : resolve()));
   try {
     const lmgrdPort = await listen(lmgrd);

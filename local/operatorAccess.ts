@@ -47,11 +47,12 @@ export function operatorAccess(endpoints: ServiceEndpoints, credential: TokenCre
   return {
     mode: credential ? 'identity' : 'sharedKey',
     credential,
-    batch: (options = {}) => new BatchServiceClient(
-      credential ? new BearerTokenCredentials(credential, BATCH_TOKEN_SCOPE) : new BatchSharedKeyCredentials(batch.accountName, batch.accountKey),
-      batch.url,
-      { noRetryPolicy: options.noRetryPolicy },
-    ),
+    batch: (options = {}) =>
+      new BatchServiceClient(
+        credential ? new BearerTokenCredentials(credential, BATCH_TOKEN_SCOPE) : new BatchSharedKeyCredentials(batch.accountName, batch.accountKey),
+        batch.url,
+        { noRetryPolicy: options.noRetryPolicy },
+      ),
     blobService(name) {
       const a = account(name);
       return new BlobServiceClient(storage.blobEndpoint(a.name), credential ?? new StorageSharedKeyCredential(a.name, a.key));

@@ -66,10 +66,15 @@ export async function startReleaseServers(repoRoot: string, tls: { cert: string;
     aliases,
     stop: async () => {
       // Nodes' keep-alive connections would hold close() open.
-      await Promise.all(servers.map((s) => new Promise<void>((resolve) => {
-        s.close(() => resolve());
-        s.closeAllConnections();
-      })));
+      await Promise.all(
+        servers.map(
+          (s) =>
+            new Promise<void>((resolve) => {
+              s.close(() => resolve());
+              s.closeAllConnections();
+            }),
+        ),
+      );
     },
   };
 }

@@ -214,7 +214,10 @@ export function localAuthSettings(identity: IdentityService, keys: HostKeys): Re
  * Resource Manager tokens come from the managed identity endpoint the host gives the app (IDENTITY_ENDPOINT), as for
  * Storage and Batch. With a private registry, its credential as a registry secret setting.
  */
-export function localIdentitySettings(services: Pick<Services, 'identity' | 'batch' | 'registry' | 'registryCredential' | 'keyVault'>, poolIdentity: boolean): Record<string, string> {
+export function localIdentitySettings(
+  services: Pick<Services, 'identity' | 'batch' | 'registry' | 'registryCredential' | 'keyVault'>,
+  poolIdentity: boolean,
+): Record<string, string> {
   const wiring = localIdentityWiring(services.identity);
   // Nodes reach the local Key Vault's vaults as http://127.0.0.1:<port>/<vault> (local/keyvault).
   const settings: Record<string, string> = { KEY_VAULT_URL_TEMPLATE: services.keyVault.urlTemplate };
@@ -253,7 +256,9 @@ export function localBatchAccountsSettings(services: Pick<Services, 'batch' | 'b
     BATCH_ACCOUNTS: JSON.stringify([
       { name: batch.accountName, url: batch.url },
       {
-        name: batch2.accountName, url: batch2.url, location: DEFAULT_LOCATION,
+        name: batch2.accountName,
+        url: batch2.url,
+        location: DEFAULT_LOCATION,
         ...(batch2.armUrl ? { armEndpoint: batch2.armUrl } : {}),
         ...(services.keyless ? {} : { keySetting: 'BATCH_ACCOUNT_KEY' }),
       },
@@ -291,9 +296,15 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     const keys = loadOrCreateKeys(defaultKeysFile(appDir));
     const port = opts.port ?? 7071;
     const settings: Record<string, string> = {
-      ...localAppSettings(azurite, batch), ...localRegistrySettings(registry.host), ...localAuthSettings(identity, keys),
-      ...localEventSettings(webhooks, port), ...localIdentitySettings(services, opts.poolIdentity === true), ...localPriceSettings(services.prices),
-      ...localBatchAccountsSettings(services), ...(opts.exampleNetwork ? exampleNetworkSettings() : {}), ...opts.env,
+      ...localAppSettings(azurite, batch),
+      ...localRegistrySettings(registry.host),
+      ...localAuthSettings(identity, keys),
+      ...localEventSettings(webhooks, port),
+      ...localIdentitySettings(services, opts.poolIdentity === true),
+      ...localPriceSettings(services.prices),
+      ...localBatchAccountsSettings(services),
+      ...(opts.exampleNetwork ? exampleNetworkSettings() : {}),
+      ...opts.env,
     };
     // A test's own internal hosts (a download server on 127.0.0.1) come in addition to the registry.
     if (opts.env?.ALLOWED_INTERNAL_HOSTS) settings.ALLOWED_INTERNAL_HOSTS = `${registry.host},${opts.env.ALLOWED_INTERNAL_HOSTS}`;

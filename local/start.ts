@@ -26,15 +26,40 @@ async function main(): Promise<void> {
     .option('--data <dir>', 'folder for persistent data', path.join(REPO_ROOT, '.local', 'stack'))
     .option('--log <file>', "the Functions host's full JSON log (appended; default: <data>/logs/host.log)")
     .option('--log-level <level>', 'what of the host log the console shows besides job lines: debug, info, warn (default warn); the file has at least info')
-    .addOption(new Option('--log-console <mode>', 'the console: jobs (the banner, one line per job transition, host warnings) or json (the full JSON log too, as before)').choices(['jobs', 'json']).default('jobs'))
-    .option('--shared-keys', 'opt in to shared keys: Azurite over http with its account keys, connection strings and BATCH_ACCOUNT_KEY in the app settings (default: keyless, managed identity as in Azure)')
+    .addOption(
+      new Option(
+        '--log-console <mode>',
+        'the console: jobs (the banner, one line per job transition, host warnings) or json (the full JSON log too, as before)',
+      )
+        .choices(['jobs', 'json'])
+        .default('jobs'),
+    )
+    .option(
+      '--shared-keys',
+      'opt in to shared keys: Azurite over http with its account keys, connection strings and BATCH_ACCOUNT_KEY in the app settings (default: keyless, managed identity as in Azure)',
+    )
     .option('--two-batch-accounts', 'run a second emulated Batch account (localbatch2) and place jobs over both (BATCH_ACCOUNTS; docs/local-stack.md)')
     .option('--pool-identity', 'deploy with a pool identity: pools from the management plane with id-pool-local (docs/local-batch.md)')
     .option('--no-seed-examples', 'do not put what the examples read (software, cases, inputs/demo/) into the data account')
-    .option('--no-example-network', "do not serve the examples' network: the head node NFS server 10.20.0.4, the NetApp Files, Azure Files NFS and Lustre stand-ins 10.20.0.5-7 and the licence server 10.0.0.4:27000 in subnet compute, the pools' default subnet (docs/local-stack.md)")
+    .option(
+      '--no-example-network',
+      "do not serve the examples' network: the head node NFS server 10.20.0.4, the NetApp Files, Azure Files NFS and Lustre stand-ins 10.20.0.5-7 and the licence server 10.0.0.4:27000 in subnet compute, the pools' default subnet (docs/local-stack.md)",
+    )
     .option('--private-registry', 'make the registry private: pulls need the pool identity or the registry credential (docs/local-registry.md)')
     .parse()
-    .opts<{ port?: string; data: string; log?: string; logLevel?: string; logConsole: 'jobs' | 'json'; sharedKeys?: boolean; poolIdentity?: boolean; twoBatchAccounts?: boolean; privateRegistry?: boolean; seedExamples: boolean; exampleNetwork: boolean }>();
+    .opts<{
+      port?: string;
+      data: string;
+      log?: string;
+      logLevel?: string;
+      logConsole: 'jobs' | 'json';
+      sharedKeys?: boolean;
+      poolIdentity?: boolean;
+      twoBatchAccounts?: boolean;
+      privateRegistry?: boolean;
+      seedExamples: boolean;
+      exampleNetwork: boolean;
+    }>();
   const logFile = opts.log ? path.resolve(opts.log) : path.join(path.resolve(opts.data), 'logs', 'host.log');
   const levels = hostLogLevels(opts.logLevel, opts.logConsole);
   const say = (line: string): void => console.log(`[stack] ${line}`);
@@ -90,7 +115,11 @@ async function main(): Promise<void> {
     // The examples run as written (docs/workloads.md): what they read is put where they name it, once.
     try {
       const seeded = await seedExamples(stack.services.operator.blobService(DATA_ACCOUNT.name), REPO_ROOT);
-      say(seeded.uploaded.length ? `examples' data seeded in ${DATA_ACCOUNT.name}: ${seeded.uploaded.join(', ')}` : `examples' data already in ${DATA_ACCOUNT.name} (${seeded.unchanged} blobs unchanged)`);
+      say(
+        seeded.uploaded.length
+          ? `examples' data seeded in ${DATA_ACCOUNT.name}: ${seeded.uploaded.join(', ')}`
+          : `examples' data already in ${DATA_ACCOUNT.name} (${seeded.unchanged} blobs unchanged)`,
+      );
     } catch (err) {
       say(`examples' data not seeded (the examples that read it will fail): ${(err as Error).message}`);
     }
@@ -98,22 +127,37 @@ async function main(): Promise<void> {
   console.log(stack.host()?.ready.banner ?? '');
   console.log(`\nBatch emulator   ${batch.url}  (account ${batch.accountName})`);
   console.log(`OCI registry     ${registry.url}  (demo image ${registry.host}/hpc/mpi-demo:1.0)`);
-  console.log(`Azurite          ${azurite.blobEndpoint()}  (accounts: ${azurite.accounts.map((a) => a.name).join(', ')}; ${stack.services.keyless ? 'keyless: tokens and user delegation SAS only' : 'shared keys (--shared-keys)'})`);
-  console.log(`Identity         ${identity.issuer}  (local Entra ID tenant; users dev, reader, admin; the app's identity ${APP_IDENTITY.name} through ${identity.appServiceIdentity.endpoint})`);
+  console.log(
+    `Azurite          ${azurite.blobEndpoint()}  (accounts: ${azurite.accounts.map((a) => a.name).join(', ')}; ${stack.services.keyless ? 'keyless: tokens and user delegation SAS only' : 'shared keys (--shared-keys)'})`,
+  );
+  console.log(
+    `Identity         ${identity.issuer}  (local Entra ID tenant; users dev, reader, admin; the app's identity ${APP_IDENTITY.name} through ${identity.appServiceIdentity.endpoint})`,
+  );
   console.log(`Webhook receiver ${webhooks.url}  (job events; GET ${new URL(webhooks.url).origin}/deliveries lists them)`);
   console.log(`Retail Prices    ${stack.services.prices.url}  (stand-in of prices.azure.com: stand-in prices, region eastus)`);
-  if (stack.services.headnode) console.log(`Head node NFS    10.20.0.4:/export/apps, /export/data in subnet compute  (served from ${path.dirname(stack.services.headnode.apps)}; --no-example-network)`);
-  if (stack.services.headnode) console.log('Managed file sys NetApp Files 10.20.0.5:/hpcapps, Azure Files NFS data1.file.core.windows.net:/data1/cases (10.20.0.6), Lustre 10.20.0.7@tcp:/lustrefs');
-  if (stack.services.keyless) console.log(`Certificate      ${identity.caFile}  (Azurite and the issuer speak https with it: NODE_EXTRA_CA_CERTS for your own Node tools)`);
+  if (stack.services.headnode)
+    console.log(
+      `Head node NFS    10.20.0.4:/export/apps, /export/data in subnet compute  (served from ${path.dirname(stack.services.headnode.apps)}; --no-example-network)`,
+    );
+  if (stack.services.headnode)
+    console.log(
+      'Managed file sys NetApp Files 10.20.0.5:/hpcapps, Azure Files NFS data1.file.core.windows.net:/data1/cases (10.20.0.6), Lustre 10.20.0.7@tcp:/lustrefs',
+    );
+  if (stack.services.keyless)
+    console.log(`Certificate      ${identity.caFile}  (Azurite and the issuer speak https with it: NODE_EXTRA_CA_CERTS for your own Node tools)`);
   console.log(`Operator key     ${stack.functionKey}  (x-functions-key header: an admin; the host's function key)`);
-  console.log(`Durable API key  ${stack.durableSystemKey ?? '(none)'}  (code= for ${stack.baseUrl}/runtime/webhooks/durabletask/...; keys in .local/function-keys.json)`);
+  console.log(
+    `Durable API key  ${stack.durableSystemKey ?? '(none)'}  (code= for ${stack.baseUrl}/runtime/webhooks/durabletask/...; keys in .local/function-keys.json)`,
+  );
   console.log(`Dashboard        ${stack.baseUrl}/api/dashboard  (Sign in: the local user dev)`);
   console.log('\nCLI sign-in (hpcjob login, device code; docs/cli.md):');
   console.log(`  export HPCJOB_ENDPOINT=${stack.baseUrl} HPCJOB_TENANT_ID=${identity.tenantId} HPCJOB_CLIENT_ID=${CLI_CLIENT_ID}`);
   console.log(`  export HPCJOB_SCOPE=${identity.scope} HPCJOB_AUTHORITY_HOST=${identity.authorityHost} NODE_EXTRA_CA_CERTS=${identity.caFile}`);
   console.log(`Test token       curl -s -X POST ${identity.httpUrl}/local/token -d '{"user":"dev"}'`);
   console.log(`Data             ${stack.dataDir}  (ports in ports.json, running processes in supervisor.json)`);
-  console.log(`Host log         ${logFile}  (full JSON log; the console shows job transitions and host entries from ${levels.console.level}; --log-level, --log-console json)`);
+  console.log(
+    `Host log         ${logFile}  (full JSON log; the console shows job transitions and host entries from ${levels.console.level}; --log-level, --log-console json)`,
+  );
   console.log(`\nCtrl-C to stop; kill -HUP ${process.pid} restarts only the Functions host.`);
   say(`ready (supervisor pid ${process.pid}, host pid ${stack.host()?.pid})`);
   if (stopRequested) stop();

@@ -56,7 +56,8 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
   const mpiStarts: MpiStart[] = [];
   /** The MPI wait in a sub-orchestration that continues as new (bounded history); runs started before it wait inline. */
   const generation = input.settings.mpiWaitPollsPerGeneration;
-  const waitInChild = () => (generation ? { waitInChild: { pollsPerGeneration: generation, ...(price ? { budget: { limits: input.spec.limits, price } } : {}) } } : {});
+  const waitInChild = () =>
+    generation ? { waitInChild: { pollsPerGeneration: generation, ...(price ? { budget: { limits: input.spec.limits, price } } : {}) } } : {};
 
   const enter = function* (stage: JobState, reason: string, endingAs?: TerminalState): Orchestration<void> {
     // A later attempt goes through the stages again; the job row only moves forward (its timeline has the attempts).
@@ -67,7 +68,18 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     run.report({ stage });
     yield* run.call('jobTransition', { jobId: input.jobId, to: stage, reason, patch: { batchPoolId: plan.poolId, batchJobId, endingAs } });
   };
-  let provisioning: ProvisionRequest = { jobId: input.jobId, poolId: plan.poolId, reuse: plan.reusePool, vmSize: input.spec.pool.vmSize, nodes: plan.nodes, minNodes: plan.minNodes, resizeTimeoutMs: plan.resizeTimeoutMs, createRequest: plan.poolCreate, explainFailures: input.settings.explainFailures, ...(plan.spot ? { spotNodes: plan.spot.nodes } : {}) };
+  let provisioning: ProvisionRequest = {
+    jobId: input.jobId,
+    poolId: plan.poolId,
+    reuse: plan.reusePool,
+    vmSize: input.spec.pool.vmSize,
+    nodes: plan.nodes,
+    minNodes: plan.minNodes,
+    resizeTimeoutMs: plan.resizeTimeoutMs,
+    createRequest: plan.poolCreate,
+    explainFailures: input.settings.explainFailures,
+    ...(plan.spot ? { spotNodes: plan.spot.nodes } : {}),
+  };
   /** pool.spot fell back to dedicated nodes at this time: the Spot nodes bill as dedicated from then on. */
   let spotUntil: string | undefined;
   // Nodes that hold the job's images and shards; a node that replaces a failed one gets them before it is used.
@@ -77,12 +89,32 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     // Overlapped: each of these nodes downloads its shards as soon as its own pull is done.
     early?.expect(batchJobId!, pool!.nodes, nodes, `dl${tag}`);
     const onNodesPulled = early ? (ids: string[]) => early!.offer(ids) : undefined;
-    return pullImages(run, { jobId: input.jobId, batchJobId: batchJobId!, nodes, spec: input.spec, maxAttempts: input.settings.nodeTaskMaxAttempts, sasMaxLifetimeMinutes: input.settings.sasMaxLifetimeMinutes, poolIdentityClientId: input.settings.poolIdentityClientId, taskPrefix: `pull${tag}`, holders: (pool?.nodes ?? []).filter((n) => prepared.has(n.id)), onNodesPulled });
+    return pullImages(run, {
+      jobId: input.jobId,
+      batchJobId: batchJobId!,
+      nodes,
+      spec: input.spec,
+      maxAttempts: input.settings.nodeTaskMaxAttempts,
+      sasMaxLifetimeMinutes: input.settings.sasMaxLifetimeMinutes,
+      poolIdentityClientId: input.settings.poolIdentityClientId,
+      taskPrefix: `pull${tag}`,
+      holders: (pool?.nodes ?? []).filter((n) => prepared.has(n.id)),
+      onNodesPulled,
+    });
   };
   const stageOn = function* (nodes: NodeRef[], tag: string): Orchestration<void> {
     staged = early
       ? yield* early.drain()
-      : yield* stageData(run, { jobId: input.jobId, batchJobId: batchJobId!, nodes: pool!.nodes, spec: input.spec, settings: input.settings, previous: staged, only: staged ? nodes.map((n) => n.id) : undefined, taskPrefix: `dl${tag}` });
+      : yield* stageData(run, {
+          jobId: input.jobId,
+          batchJobId: batchJobId!,
+          nodes: pool!.nodes,
+          spec: input.spec,
+          settings: input.settings,
+          previous: staged,
+          only: staged ? nodes.map((n) => n.id) : undefined,
+          taskPrefix: `dl${tag}`,
+        });
     for (const n of nodes) prepared.add(n.id);
   };
 
@@ -94,7 +126,11 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
     // final status says how each ended instead, so no view shows running nodes of a deleted pool. A succeeded job's
     // nodes are left to the result's subtasks (the dashboard shows its ready nodes done).
     const settled = ended.state === 'Succeeded' ? {} : endedProgress({ nodes: run.nodeStates(), mpi: run.mpiProgress() }, cleanedUp.includes('pool deleted'));
-    run.report({ stage: ended.state, progress: { cleanup: { done: cleanedUp }, ...(settled.mpi ? { mpi: settled.mpi } : {}) }, ...(settled.nodes ? { nodes: settled.nodes } : {}) });
+    run.report({
+      stage: ended.state,
+      progress: { cleanup: { done: cleanedUp }, ...(settled.mpi ? { mpi: settled.mpi } : {}) },
+      ...(settled.nodes ? { nodes: settled.nodes } : {}),
+    });
     yield* run.call('jobFinish', { jobId: input.jobId, outcome: ended });
     yield* run.call('jobEnded', { jobId: input.jobId });
     return ended;
@@ -127,7 +163,9 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
   // The MPI generation of a container job without mpi.version follows its image: read once from the registry (the
   // answer replays from the history), an image that does not exist fails here, before any pool. Runs started before
   // the read skip it (their histories have no such call).
-  const image = input.settings.readImageEvidence ? yield* imageEvidence(run, input.jobId, input.spec, input.spec.pool.vmSize ?? plan.poolCreate.vmSize) : undefined;
+  const image = input.settings.readImageEvidence
+    ? yield* imageEvidence(run, input.jobId, input.spec, input.spec.pool.vmSize ?? plan.poolCreate.vmSize)
+    : undefined;
   if (image && 'fail' in image) {
     run.report({ lastError: image.fail });
     yield* release();
@@ -139,81 +177,135 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
   run.startDeadline({ at: new Date(run.now().getTime() + plan.pipelineBudgetMs).toISOString(), limit: 'pipeline budget' });
 
   try {
-    yield* enter('Provisioning', plan.reusePool ? `reusing pool ${plan.poolId} (admission grant ${waited.grant})` : `creating pool ${plan.poolId} (admission grant ${waited.grant})`);
+    yield* enter(
+      'Provisioning',
+      plan.reusePool ? `reusing pool ${plan.poolId} (admission grant ${waited.grant})` : `creating pool ${plan.poolId} (admission grant ${waited.grant})`,
+    );
     price = yield* run.call('costPrice', { vmSize: input.spec.pool.vmSize ?? '' });
     run.guardBudget(budgetGuard(input.spec.limits, price));
     run.showPrice(price);
     // The shards need no node: their copy starts now and goes on while the pool allocates and the nodes pull.
-    if (input.settings.overlapStaging) early = yield* EarlyStaging.start(run, { jobId: input.jobId, spec: input.spec, settings: input.settings, plannedNodes: plan.nodes });
-    const end = yield* runAttempts(run, { jobId: input.jobId, poolId: plan.poolId, policy: retryPolicyFor(input.spec), records: attempts, ...(plan.spot ? { spot: plan.spot } : {}) }, function* (attempt) {
-      const attemptStartedAt = run.now().toISOString();
-      // Too many preemptions (pool.spot.fallback "dedicated"): the pool's Spot target goes to 0 and its dedicated one
-      // up, so the nodes replaced now and any Spot node left are dedicated ones.
-      if (attempt.dedicatedFallback && provisioning.spotNodes) {
-        provisioning = { ...provisioning, spotNodes: 0 };
-        spotUntil = attemptStartedAt;
-      }
-      pool = pool
-        ? yield* replaceNodes(run, provisioning, pool, attempt.replace, { exclude: attempt.exclude, reallocate: attempt.reallocate })
-        : yield* provision(run, provisioning, { reallocate: attempt.reallocate });
-      attempt.nodes = pool.nodes;
-      batchJobId ??= yield* run.call('batchJobCreate', { jobId: input.jobId, batchJobId: plan.batchJobId, poolId: pool.poolId, releaseCommandLine: releaseTaskCommand(input.jobId, input.spec) });
-      run.report({ resources: { batchJobId } });
-
-      yield* enter('PullingImages', `${input.spec.container.images.length} image(s) on ${pool.nodes.length} nodes, at most ${input.spec.container.pullConcurrency} at once`);
-      yield* pullOn(unprepared(), attempt.tag);
-
-      yield* enter('StagingData', `${input.spec.data.inputs.length} input source(s)`);
-      yield* stageOn(unprepared(), attempt.tag);
-
-      const urls = yield* workloadUrls(run, input.spec, input.settings);
-      const checked = yield* preflight(run, { jobId: input.jobId, batchJobId, attempt: attempt.number, plan, spec: input.spec, pool, urls, fabricDefaults: input.settings.preflightFabricDefaults !== false, sshWaitMinMs: input.settings.preflightSshWaitMinMs, healthChecks: input.settings.preflightHealthChecks ?? [], replace: function* (bad, round) {
-        pool = yield* replaceNodes(run, provisioning, pool!, bad, { exclude: [...attempt.exclude, ...bad], reallocate: false });
+    if (input.settings.overlapStaging)
+      early = yield* EarlyStaging.start(run, { jobId: input.jobId, spec: input.spec, settings: input.settings, plannedNodes: plan.nodes });
+    const end = yield* runAttempts(
+      run,
+      { jobId: input.jobId, poolId: plan.poolId, policy: retryPolicyFor(input.spec), records: attempts, ...(plan.spot ? { spot: plan.spot } : {}) },
+      function* (attempt) {
+        const attemptStartedAt = run.now().toISOString();
+        // Too many preemptions (pool.spot.fallback "dedicated"): the pool's Spot target goes to 0 and its dedicated one
+        // up, so the nodes replaced now and any Spot node left are dedicated ones.
+        if (attempt.dedicatedFallback && provisioning.spotNodes) {
+          provisioning = { ...provisioning, spotNodes: 0 };
+          spotUntil = attemptStartedAt;
+        }
+        pool = pool
+          ? yield* replaceNodes(run, provisioning, pool, attempt.replace, { exclude: attempt.exclude, reallocate: attempt.reallocate })
+          : yield* provision(run, provisioning, { reallocate: attempt.reallocate });
         attempt.nodes = pool.nodes;
-        yield* pullOn(unprepared(), `${attempt.tag}-p${round}`);
-        yield* stageOn(unprepared(), `${attempt.tag}-p${round}`);
-        return pool;
-      } });
-      ({ pool } = checked);
-      attempt.preflight = checked.result;
+        batchJobId ??= yield* run.call('batchJobCreate', {
+          jobId: input.jobId,
+          batchJobId: plan.batchJobId,
+          poolId: pool.poolId,
+          releaseCommandLine: releaseTaskCommand(input.jobId, input.spec),
+        });
+        run.report({ resources: { batchJobId } });
 
-      yield* enter('Running', `multi-instance task on ${pool.nodes.length} nodes`);
-      // Node uploads follow the MPI task when some output comes from every node (or their logs): no auto-complete
-      // then; nor before the last attempt, whose tasks may still follow.
-      nodeUploads = needsNodeUploads(outputs, pool.nodes.length);
-      if (outputs) pendingOutputs = { batchJobId, taskId: attempt.mpiTaskId };
-      mpiStarts.push({ at: run.now().toISOString(), nodes: pool.nodes.map((n) => n.id), attemptStartedAt });
-      const ran = yield* runMpi(run, mpiTaskRequest(plan, input.spec, pool.nodes, staged!.destination, batchJobId, urls, attempt.mpiTaskId), { autoComplete: input.spec.cleanup.autoComplete && attempt.isLast && !nodeUploads, poolId: pool.poolId, nodes: pool.nodes.map((n) => n.id), ...waitInChild() });
-      pendingOutputs = undefined;
-      outputsUrl = urls.outputsContainerUrl;
-      return ran;
-    });
+        yield* enter(
+          'PullingImages',
+          `${input.spec.container.images.length} image(s) on ${pool.nodes.length} nodes, at most ${input.spec.container.pullConcurrency} at once`,
+        );
+        yield* pullOn(unprepared(), attempt.tag);
+
+        yield* enter('StagingData', `${input.spec.data.inputs.length} input source(s)`);
+        yield* stageOn(unprepared(), attempt.tag);
+
+        const urls = yield* workloadUrls(run, input.spec, input.settings);
+        const checked = yield* preflight(run, {
+          jobId: input.jobId,
+          batchJobId,
+          attempt: attempt.number,
+          plan,
+          spec: input.spec,
+          pool,
+          urls,
+          fabricDefaults: input.settings.preflightFabricDefaults !== false,
+          sshWaitMinMs: input.settings.preflightSshWaitMinMs,
+          healthChecks: input.settings.preflightHealthChecks ?? [],
+          replace: function* (bad, round) {
+            pool = yield* replaceNodes(run, provisioning, pool!, bad, { exclude: [...attempt.exclude, ...bad], reallocate: false });
+            attempt.nodes = pool.nodes;
+            yield* pullOn(unprepared(), `${attempt.tag}-p${round}`);
+            yield* stageOn(unprepared(), `${attempt.tag}-p${round}`);
+            return pool;
+          },
+        });
+        ({ pool } = checked);
+        attempt.preflight = checked.result;
+
+        yield* enter('Running', `multi-instance task on ${pool.nodes.length} nodes`);
+        // Node uploads follow the MPI task when some output comes from every node (or their logs): no auto-complete
+        // then; nor before the last attempt, whose tasks may still follow.
+        nodeUploads = needsNodeUploads(outputs, pool.nodes.length);
+        if (outputs) pendingOutputs = { batchJobId, taskId: attempt.mpiTaskId };
+        mpiStarts.push({ at: run.now().toISOString(), nodes: pool.nodes.map((n) => n.id), attemptStartedAt });
+        const ran = yield* runMpi(run, mpiTaskRequest(plan, input.spec, pool.nodes, staged!.destination, batchJobId, urls, attempt.mpiTaskId), {
+          autoComplete: input.spec.cleanup.autoComplete && attempt.isLast && !nodeUploads,
+          poolId: pool.poolId,
+          nodes: pool.nodes.map((n) => n.id),
+          ...waitInChild(),
+        });
+        pendingOutputs = undefined;
+        outputsUrl = urls.outputsContainerUrl;
+        return ran;
+      },
+    );
     const { mpi } = end;
     const result: JobResult = { ...(mpi.noExitCode ? {} : { exitCode: mpi.exitCode }), timings, logs: mpi.logs, mpi, ...checksOf(attempts) };
     outcome = end.failure === undefined ? { state: 'Succeeded', result } : { state: 'Failed', reason: end.failure, result };
     // The last attempt's outputs: an earlier attempt's uploads under the same prefix are overwritten or left beside them.
     if (outputs && outputsUrl) {
-      const kept = yield* keepOutputs(run, { plan: outputs, batchJobId: batchJobId!, poolId: pool!.poolId, nodes: pool!.nodes, mpi, containerUrl: outputsUrl, nodeUploads, autoComplete: input.spec.cleanup.autoComplete, maxAttempts: input.settings.nodeTaskMaxAttempts, logsListed: input.settings.nodeLogsListed });
+      const kept = yield* keepOutputs(run, {
+        plan: outputs,
+        batchJobId: batchJobId!,
+        poolId: pool!.poolId,
+        nodes: pool!.nodes,
+        mpi,
+        containerUrl: outputsUrl,
+        nodeUploads,
+        autoComplete: input.spec.cleanup.autoComplete,
+        maxAttempts: input.settings.nodeTaskMaxAttempts,
+        logsListed: input.settings.nodeLogsListed,
+      });
       outcome = withOutputs(outcome, kept, outputs.onUploadFailure);
     }
   } catch (err) {
     const result: JobResult = { timings, ...(attempts.length ? checksOf(attempts) : {}) };
-    outcome = err instanceof JobCancelled
-      ? { state: 'Cancelled', reason: err.reason, result }
-      : { state: 'Failed', reason: err instanceof StageFailed ? err.message : `unexpected: ${activityFailureMessage(err)}`, result, ...(err instanceof StageFailed && err.evidence ? { evidence: err.evidence } : {}) };
+    outcome =
+      err instanceof JobCancelled
+        ? { state: 'Cancelled', reason: err.reason, result }
+        : {
+            state: 'Failed',
+            reason: err instanceof StageFailed ? err.message : `unexpected: ${activityFailureMessage(err)}`,
+            result,
+            ...(err instanceof StageFailed && err.evidence ? { evidence: err.evidence } : {}),
+          };
     run.report({ lastError: outcome.reason });
   }
 
   yield* enter('CleaningUp', outcome.reason ?? outcome.state, outcome.state);
-  const cleaned = yield* cleanup(run, {
-    batchJobId,
-    pool: pool ? { poolId: pool.poolId, createdByUs: pool.createdByUs } : plan.reusePool ? undefined : { poolId: plan.poolId, createdByUs: true },
-    deletePool: plan.deletePool,
-    // The containers stageData reported, not only those of a finished stage: shards copied before a cancel or a
-    // failed download are deleted too.
-    staging: { containers: run.resources().stagingContainers ?? [], keep: plan.keepStagedData, settle: early && (() => early!.settle()) },
-    awaitOutputs: pendingOutputs,
-  }, outcome.state);
+  const cleaned = yield* cleanup(
+    run,
+    {
+      batchJobId,
+      pool: pool ? { poolId: pool.poolId, createdByUs: pool.createdByUs } : plan.reusePool ? undefined : { poolId: plan.poolId, createdByUs: true },
+      deletePool: plan.deletePool,
+      // The containers stageData reported, not only those of a finished stage: shards copied before a cancel or a
+      // failed download are deleted too.
+      staging: { containers: run.resources().stagingContainers ?? [], keep: plan.keepStagedData, settle: early && (() => early!.settle()) },
+      awaitOutputs: pendingOutputs,
+    },
+    outcome.state,
+  );
   if (cleaned.failed.length) outcome.reason = [outcome.reason, `cleanup incomplete: ${cleaned.failed.join('; ')}`].filter(Boolean).join('; ');
   // Billed from the pool's allocation to its release (cleanup requested its deletion, or kept it).
   const released = run.now().toISOString();
@@ -241,7 +333,11 @@ export function* mpiJobOrchestrator(context: OrchestrationContext): Orchestratio
 }
 
 /** The pool's nodes as billed: `spot` of them Spot nodes (until `until`, a fallback to dedicated ones), the rest dedicated. */
-function spotUsage(nodes: number, spot: number | undefined, until: string | undefined): { dedicatedNodes: number; lowPriorityNodes: number; lowPriorityUntil?: string } {
+function spotUsage(
+  nodes: number,
+  spot: number | undefined,
+  until: string | undefined,
+): { dedicatedNodes: number; lowPriorityNodes: number; lowPriorityUntil?: string } {
   const split = poolSplit(nodes, spot);
   return { dedicatedNodes: split.dedicated, lowPriorityNodes: split.lowPriority, ...(until && split.lowPriority ? { lowPriorityUntil: until } : {}) };
 }
@@ -257,13 +353,21 @@ function* queued(
 ): Orchestration<{ ended: Omit<JobOutcome, 'result'>; grant?: undefined } | { ended?: undefined; grant: number; account?: string }> {
   const deps = input.spec.dependsOn ?? [];
   try {
-    yield* enter('Queued', `queue ${queueOf(input.spec)}, priority ${priorityOf(input.spec)}${deps.length ? `, after ${deps.map((d) => `${d.job} (${d.condition})`).join(', ')}` : ''}`);
-    const granted = yield* waitInQueue(run, { jobId: input.jobId, hasDependencies: deps.length > 0, pollMs: input.settings.queuePollMs ?? DEFAULT_QUEUE_POLL_MS });
+    yield* enter(
+      'Queued',
+      `queue ${queueOf(input.spec)}, priority ${priorityOf(input.spec)}${deps.length ? `, after ${deps.map((d) => `${d.job} (${d.condition})`).join(', ')}` : ''}`,
+    );
+    const granted = yield* waitInQueue(run, {
+      jobId: input.jobId,
+      hasDependencies: deps.length > 0,
+      pollMs: input.settings.queuePollMs ?? DEFAULT_QUEUE_POLL_MS,
+    });
     return { grant: granted.grant, ...(granted.account ? { account: granted.account } : {}) };
   } catch (err) {
-    const ended: Omit<JobOutcome, 'result'> = err instanceof JobCancelled
-      ? { state: 'Cancelled', reason: err.reason }
-      : { state: 'Failed', reason: err instanceof StageFailed ? err.reason : `unexpected: ${activityFailureMessage(err)}` };
+    const ended: Omit<JobOutcome, 'result'> =
+      err instanceof JobCancelled
+        ? { state: 'Cancelled', reason: err.reason }
+        : { state: 'Failed', reason: err instanceof StageFailed ? err.reason : `unexpected: ${activityFailureMessage(err)}` };
     run.report({ lastError: ended.reason, queue: undefined });
     return { ended };
   }
@@ -276,9 +380,9 @@ function* queued(
  */
 function checksOf(attempts: Attempt[]): Pick<JobResult, 'attempts' | 'preflight'> {
   const last = [...attempts].reverse().find((a) => a.preflight)?.preflight;
-  const compact = attempts.map((a) => (a.preflight
-    ? { ...a, preflight: { ...a.preflight, nodes: Object.fromEntries(Object.entries(a.preflight.nodes).filter(([, n]) => !n.ok)) } }
-    : a));
+  const compact = attempts.map((a) =>
+    a.preflight ? { ...a, preflight: { ...a.preflight, nodes: Object.fromEntries(Object.entries(a.preflight.nodes).filter(([, n]) => !n.ok)) } } : a,
+  );
   return { attempts: compact, ...(last ? { preflight: last } : {}) };
 }
 

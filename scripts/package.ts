@@ -149,7 +149,12 @@ export function buildPackage(outDir: string): PackageResult {
 
   // From the local npm cache when it has the packages; otherwise from the npm registry. No install scripts run.
   // --no-bin-links: no node_modules/.bin symbolic links, which a zip deployment need not carry faithfully.
-  run('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-bin-links', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'], appDir, 'npm ci --omit=dev');
+  run(
+    'npm',
+    ['ci', '--omit=dev', '--ignore-scripts', '--no-bin-links', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'],
+    appDir,
+    'npm ci --omit=dev',
+  );
 
   // -X: no extra file attributes (uid/gid).
   run('zip', ['-q', '-r', '-X', zipFile, '.'], appDir, 'zip');

@@ -169,9 +169,10 @@ export async function jobStore(): Promise<JobStore> {
     const host = cfg.hostStorage;
     const announcer = eventAnnouncer();
     const options = announcer ? { onTransition: (event: JobEvent) => announceTransition(announcer, event) } : {};
-    store = host.kind === 'connectionString'
-      ? JobStore.fromConnectionString(host.connectionString, options)
-      : JobStore.fromTableEndpoint(host.tableEndpoint, new DefaultAzureCredential(), options);
+    store =
+      host.kind === 'connectionString'
+        ? JobStore.fromConnectionString(host.connectionString, options)
+        : JobStore.fromTableEndpoint(host.tableEndpoint, new DefaultAzureCredential(), options);
     tablesReady = store.ensureTables();
   }
   await tablesReady;
@@ -184,9 +185,13 @@ let admission: { store: AdmissionStore; dependents: DependentsStore; ready: Prom
 export async function schedulingStores(): Promise<{ admission: AdmissionStore; dependents: DependentsStore }> {
   if (!admission) {
     const host = appConfig().hostStorage;
-    const stores = host.kind === 'connectionString'
-      ? { store: AdmissionStore.fromConnectionString(host.connectionString), dependents: DependentsStore.fromConnectionString(host.connectionString) }
-      : { store: AdmissionStore.fromTableEndpoint(host.tableEndpoint, new DefaultAzureCredential()), dependents: DependentsStore.fromTableEndpoint(host.tableEndpoint, new DefaultAzureCredential()) };
+    const stores =
+      host.kind === 'connectionString'
+        ? { store: AdmissionStore.fromConnectionString(host.connectionString), dependents: DependentsStore.fromConnectionString(host.connectionString) }
+        : {
+            store: AdmissionStore.fromTableEndpoint(host.tableEndpoint, new DefaultAzureCredential()),
+            dependents: DependentsStore.fromTableEndpoint(host.tableEndpoint, new DefaultAzureCredential()),
+          };
     admission = { ...stores, ready: Promise.all([stores.store.ensureTable(), stores.dependents.ensureTable()]) };
   }
   await admission.ready;
@@ -209,9 +214,10 @@ function sharedFacts(): FactsPersistence {
   const ready = async (): Promise<FactsStore> => {
     if (!factsTable) {
       const host = appConfig().hostStorage;
-      const store = host.kind === 'connectionString'
-        ? FactsStore.fromConnectionString(host.connectionString)
-        : FactsStore.fromTableEndpoint(host.tableEndpoint, new DefaultAzureCredential());
+      const store =
+        host.kind === 'connectionString'
+          ? FactsStore.fromConnectionString(host.connectionString)
+          : FactsStore.fromTableEndpoint(host.tableEndpoint, new DefaultAzureCredential());
       factsTable = { store, ready: store.ensureTable() };
     }
     const kept = factsTable;
@@ -248,8 +254,10 @@ export function accountFactsFor(account?: string): FactsCache {
       config: { ...facts, ...(location ? { location } : {}) },
       account: ref.name,
       store: sharedFacts(),
-      onError: (part, err) => console.warn(`azure facts: reading the ${part} of Batch account ${ref.name} failed; keeping what was read before: ${(err as Error).message}`),
-      onStoreError: (part, err) => console.warn(`azure facts: the AccountFacts table could not be used for the ${part} of Batch account ${ref.name}: ${(err as Error).message}`),
+      onError: (part, err) =>
+        console.warn(`azure facts: reading the ${part} of Batch account ${ref.name} failed; keeping what was read before: ${(err as Error).message}`),
+      onStoreError: (part, err) =>
+        console.warn(`azure facts: the AccountFacts table could not be used for the ${part} of Batch account ${ref.name}: ${(err as Error).message}`),
     });
     factsCaches.set(ref.name, cache);
   }
@@ -290,21 +298,23 @@ export async function liveAdmissionLimits(): Promise<AdmissionLimits> {
  * prices of its price region that the NodePrices table holds (no price read here: unknown prices rank last).
  */
 async function placementAccounts(configured: AdmissionLimits['coreQuota'] | undefined): Promise<PlacementAccount[]> {
-  return Promise.all(appConfig().batchAccounts.map(async (ref): Promise<PlacementAccount> => {
-    const live = await accountFactsFor(ref.name).accountQuota();
-    const region = ref.priceRegion ?? ref.location;
-    const prices = region ? await regionPrices(region) : undefined;
-    const vmSizes = await offeredSizes(ref.name);
-    return {
-      name: ref.name,
-      coreQuota: effectiveCoreQuota(live, ref.coreQuota ?? configured),
-      ...(live?.lowPriorityCores !== undefined ? { lowPriorityCores: live.lowPriorityCores } : {}),
-      ...(ref.location ? { region: ref.location } : {}),
-      stagingAccounts: ref.stagingAccounts,
-      ...(prices ? { prices } : {}),
-      ...(vmSizes ? { vmSizes } : {}),
-    };
-  }));
+  return Promise.all(
+    appConfig().batchAccounts.map(async (ref): Promise<PlacementAccount> => {
+      const live = await accountFactsFor(ref.name).accountQuota();
+      const region = ref.priceRegion ?? ref.location;
+      const prices = region ? await regionPrices(region) : undefined;
+      const vmSizes = await offeredSizes(ref.name);
+      return {
+        name: ref.name,
+        coreQuota: effectiveCoreQuota(live, ref.coreQuota ?? configured),
+        ...(live?.lowPriorityCores !== undefined ? { lowPriorityCores: live.lowPriorityCores } : {}),
+        ...(ref.location ? { region: ref.location } : {}),
+        stagingAccounts: ref.stagingAccounts,
+        ...(prices ? { prices } : {}),
+        ...(vmSizes ? { vmSizes } : {}),
+      };
+    }),
+  );
 }
 
 /**
@@ -313,7 +323,11 @@ async function placementAccounts(configured: AdmissionLimits['coreQuota'] | unde
  */
 async function offeredSizes(account: string): Promise<ReadonlySet<string> | undefined> {
   if (!appConfig().facts.check) return undefined;
-  const sizes = (await accountFactsFor(account).facts().catch(() => undefined))?.sizes;
+  const sizes = (
+    await accountFactsFor(account)
+      .facts()
+      .catch(() => undefined)
+  )?.sizes;
   return sizes && new Set(sizes.map((s) => s.name.toLowerCase()));
 }
 
@@ -326,9 +340,10 @@ async function regionPrices(region: string): Promise<Record<string, number> | un
   if (kept && Date.now() - kept.at < PRICES_KEPT_MS) return kept.prices;
   try {
     const host = appConfig().hostStorage;
-    const store = host.kind === 'connectionString'
-      ? PriceStore.fromConnectionString(host.connectionString)
-      : PriceStore.fromTableEndpoint(host.tableEndpoint, new DefaultAzureCredential());
+    const store =
+      host.kind === 'connectionString'
+        ? PriceStore.fromConnectionString(host.connectionString)
+        : PriceStore.fromTableEndpoint(host.tableEndpoint, new DefaultAzureCredential());
     const prices: Record<string, number> = {};
     for (const p of await store.list(region)) if (p.dedicated !== undefined) prices[p.vmSize.toLowerCase()] = p.dedicated;
     regionPriceCache.set(region, { at: Date.now(), prices });
@@ -367,7 +382,11 @@ export function admissionLimits(): AdmissionLimits {
 
 /** Refused access to storage a job named (the data-access policy said no). */
 export class DataAccessDenied extends Error {
-  constructor(readonly account: string, readonly container: string, reason: string) {
+  constructor(
+    readonly account: string,
+    readonly container: string,
+    reason: string,
+  ) {
     super(`storage ${account}/${container} refused: ${reason}`);
     this.name = 'DataAccessDenied';
   }
@@ -437,9 +456,10 @@ export async function eventDelivery(): Promise<DeliveryDeps | undefined> {
     const cfg = appConfig();
     const host = cfg.hostStorage;
     const credential = () => (appCredential ??= new DefaultAzureCredential());
-    const deliveries = host.kind === 'connectionString'
-      ? DeliveryStore.fromConnectionString(host.connectionString)
-      : DeliveryStore.fromTableEndpoint(host.tableEndpoint, credential());
+    const deliveries =
+      host.kind === 'connectionString'
+        ? DeliveryStore.fromConnectionString(host.connectionString)
+        : DeliveryStore.fromTableEndpoint(host.tableEndpoint, credential());
     await deliveries.ensureTables();
     const ev = cfg.events;
     const announce = eventAnnouncer();
@@ -477,9 +497,10 @@ export async function nodePrices(account: string | undefined = accountScope.getS
   let prices = pricesByRegion.get(key);
   if (!prices) {
     const host = cfg.hostStorage;
-    const store = host.kind === 'connectionString'
-      ? PriceStore.fromConnectionString(host.connectionString)
-      : PriceStore.fromTableEndpoint(host.tableEndpoint, new DefaultAzureCredential());
+    const store =
+      host.kind === 'connectionString'
+        ? PriceStore.fromConnectionString(host.connectionString)
+        : PriceStore.fromTableEndpoint(host.tableEndpoint, new DefaultAzureCredential());
     const service = priceService({
       ...(region && retail.url ? { region } : {}),
       ...(retail.off ? { retailOff: retail.off } : {}),

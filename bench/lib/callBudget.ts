@@ -13,8 +13,16 @@ export const STAGES = ['intake', 'provision', 'pull', 'stage', 'mpi', 'cleanup']
 export type Stage = (typeof STAGES)[number];
 
 const STAGE_OF: Record<string, Stage> = {
-  Submitted: 'intake', Queued: 'intake', Provisioning: 'provision', PullingImages: 'pull', StagingData: 'stage', Running: 'mpi',
-  CleaningUp: 'cleanup', Succeeded: 'cleanup', Failed: 'cleanup', Cancelled: 'cleanup',
+  Submitted: 'intake',
+  Queued: 'intake',
+  Provisioning: 'provision',
+  PullingImages: 'pull',
+  StagingData: 'stage',
+  Running: 'mpi',
+  CleaningUp: 'cleanup',
+  Succeeded: 'cleanup',
+  Failed: 'cleanup',
+  Cancelled: 'cleanup',
 };
 
 /**
@@ -35,7 +43,13 @@ export const COUNTING_SETTINGS: Record<string, string> = {
  */
 export async function warmUp(stack: Stack, counter: CallCounter): Promise<void> {
   const id = `calls-warmup-${Date.now().toString(36)}`;
-  const job = await runCounted(stack, counter, { id, name: 'calls-warmup', pool: { poolId: `does-not-exist-${id}`, nodes: 1 }, mpi: { runtime: 'openmpi', command: 'true' } }, 120_000, 1000);
+  const job = await runCounted(
+    stack,
+    counter,
+    { id, name: 'calls-warmup', pool: { poolId: `does-not-exist-${id}`, nodes: 1 }, mpi: { runtime: 'openmpi', command: 'true' } },
+    120_000,
+    1000,
+  );
   if (job.state !== 'Failed') throw new Error(`warm-up job ${id} ended ${job.state}`);
 }
 
@@ -99,14 +113,20 @@ export function isMpiPoll(c: Call): boolean {
 export function steadyPoll(gaps: readonly Call[][]): string[] {
   const seen = new Map<string, number>();
   for (const g of gaps) {
-    const key = g.filter((c) => c.component !== 'poller' && c.component !== 'node').map((c) => `${c.service} ${c.resource} ${c.operation}`).join('\n');
+    const key = g
+      .filter((c) => c.component !== 'poller' && c.component !== 'node')
+      .map((c) => `${c.service} ${c.resource} ${c.operation}`)
+      .join('\n');
     seen.set(key, (seen.get(key) ?? 0) + 1);
   }
   const best = [...seen].sort((a, b) => b[1] - a[1] || a[0].length - b[0].length)[0];
   return best ? best[0].split('\n') : [];
 }
 
-interface Transition { state: string; at: number }
+interface Transition {
+  state: string;
+  at: number;
+}
 
 function transitions(stack: Stack, id: string): Transition[] {
   return stack.webhooks
@@ -174,7 +194,9 @@ export async function runCounted(stack: Stack, counter: CallCounter, spec: Recor
   const byInstance: Record<string, string[]> = {};
   const rows = async (table: string, filter: string) => {
     const types: string[] = [];
-    for await (const e of stack.operator.table(table).listEntities<{ EventType?: string }>({ queryOptions: { filter, select: ['PartitionKey', 'RowKey', 'EventType'] } })) {
+    for await (const e of stack.operator
+      .table(table)
+      .listEntities<{ EventType?: string }>({ queryOptions: { filter, select: ['PartitionKey', 'RowKey', 'EventType'] } })) {
       types.push(e.EventType ?? '');
       if (table === 'HpcMpiHubHistory' && !String(e.rowKey).startsWith('~')) (byInstance[String(e.partitionKey)] ??= []).push(String(e.EventType ?? ''));
     }
@@ -187,7 +209,21 @@ export async function runCounted(stack: Stack, counter: CallCounter, spec: Recor
   const timersFired = history.filter((t) => t === 'TimerFired').length;
   const instanceRows = (await rows('HpcMpiHubInstances', range)).length;
   await counter.mark();
-  return { id, state: final.state, intake, intakeWindow, calls, polls: polls.length, pollGaps, historyRows, historyByInstance: byInstance, timersFired, instanceRows, executions, cpuSeconds };
+  return {
+    id,
+    state: final.state,
+    intake,
+    intakeWindow,
+    calls,
+    polls: polls.length,
+    pollGaps,
+    historyRows,
+    historyByInstance: byInstance,
+    timersFired,
+    instanceRows,
+    executions,
+    cpuSeconds,
+  };
 }
 
 /**

@@ -37,7 +37,7 @@ function explainOffline(file: string, text: string, contentType: string): Explai
     settings: defaultExplainSettings(deploymentValue),
     policiesChecked: false,
     // Offline the deployment's prices are unknown: the built-in table, marked as the fallback it is.
-    ...(spec.pool.vmSize ? { price: fallbackQuote(spec.pool.vmSize, DEFAULT_PRICE_TABLE, 'offline: the deployment\'s prices are not known') } : {}),
+    ...(spec.pool.vmSize ? { price: fallbackQuote(spec.pool.vmSize, DEFAULT_PRICE_TABLE, "offline: the deployment's prices are not known") } : {}),
   });
   // Offline the account is not asked: the built-in size table, marked as such (docs/azure-facts.md).
   if (doc.pool.action === 'create') doc.pool.facts = factsSummary(offlineFacts(), spec.pool.vmSize);

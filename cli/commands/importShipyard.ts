@@ -29,27 +29,43 @@ function readInput(kind: string, file: string): ShipyardFileInput {
     return { name: file, text: readFileSync(file, 'utf8') };
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new CliError(`cannot read the Shipyard ${kind} file ${file}: ${code === 'ENOENT' ? 'no such file' : code ?? (err as Error).message}`, ExitCode.Usage);
+    throw new CliError(
+      `cannot read the Shipyard ${kind} file ${file}: ${code === 'ENOENT' ? 'no such file' : (code ?? (err as Error).message)}`,
+      ExitCode.Usage,
+    );
   }
 }
 
 export function importShipyardCommand(ctx: CommandContext, opts: ImportShipyardOptions): number {
   const outputs = opts.outputs === undefined ? undefined : parseOutputsOption(opts.outputs);
   if (outputs && 'error' in outputs) throw new CliError(`--outputs ${outputs.error}`, ExitCode.Usage);
-  const result = importShipyard({
-    pool: readInput('pool', opts.pool),
-    jobs: readInput('jobs', opts.jobs),
-    ...(opts.config ? { config: readInput('config', opts.config) } : {}),
-    ...(opts.credentials ? { credentials: readInput('credentials', opts.credentials) } : {}),
-  }, outputs ? { outputs: { account: outputs.account, container: outputs.container } } : {});
-  const files = { pool: opts.pool, jobs: opts.jobs, ...(opts.config ? { config: opts.config } : {}), ...(opts.credentials ? { credentials: opts.credentials } : {}) };
+  const result = importShipyard(
+    {
+      pool: readInput('pool', opts.pool),
+      jobs: readInput('jobs', opts.jobs),
+      ...(opts.config ? { config: readInput('config', opts.config) } : {}),
+      ...(opts.credentials ? { credentials: readInput('credentials', opts.credentials) } : {}),
+    },
+    outputs ? { outputs: { account: outputs.account, container: outputs.container } } : {},
+  );
+  const files = {
+    pool: opts.pool,
+    jobs: opts.jobs,
+    ...(opts.config ? { config: opts.config } : {}),
+    ...(opts.credentials ? { credentials: opts.credentials } : {}),
+  };
 
   if (result.problems.length) {
     if (ctx.json) printJson(ctx, { outcome: 'error', exitCode: ExitCode.Usage, files, problems: result.problems });
     throw new CliError(
       `cannot import: ${result.problems.length} problem(s) in the Shipyard files`,
       ExitCode.Usage,
-      result.problems.map((p) => ({ path: p.file, message: p.message, ...(p.line !== undefined ? { line: p.line } : {}), ...(p.column !== undefined ? { column: p.column } : {}) })),
+      result.problems.map((p) => ({
+        path: p.file,
+        message: p.message,
+        ...(p.line !== undefined ? { line: p.line } : {}),
+        ...(p.column !== undefined ? { column: p.column } : {}),
+      })),
     );
   }
 
@@ -81,9 +97,16 @@ export function importShipyardCommand(ctx: CommandContext, opts: ImportShipyardO
       for (const line of formatFieldErrors(t.spec.errors)) ctx.out(`${line}\n`);
     }
   }
-  if (result.outcome === 'partial') ctx.err(`hpcjob: imported with ${result.summary.approximated} approximated and ${result.summary.unsupported} unsupported setting(s): read the report and the TODOs in the specs (exit ${ExitCode.ImportIncomplete})\n`);
+  if (result.outcome === 'partial')
+    ctx.err(
+      `hpcjob: imported with ${result.summary.approximated} approximated and ${result.summary.unsupported} unsupported setting(s): read the report and the TODOs in the specs (exit ${ExitCode.ImportIncomplete})\n`,
+    );
   if (result.outcome === 'error') {
-    ctx.err(targets.length ? 'hpcjob: a generated spec is not valid yet: fix the fields listed, then hpcjob validate it\n' : 'hpcjob: nothing imported: no task of the jobs file could become a job spec\n');
+    ctx.err(
+      targets.length
+        ? 'hpcjob: a generated spec is not valid yet: fix the fields listed, then hpcjob validate it\n'
+        : 'hpcjob: nothing imported: no task of the jobs file could become a job spec\n',
+    );
   }
   return exitCode;
 }

@@ -10,7 +10,10 @@ export async function submitCommand(ctx: CommandContext, file: string, options: 
   const id = answer.job.id;
   if (!options.watch) {
     if (ctx.json) printJson(ctx, answer);
-    else ctx.out(`${answer.created ? 'submitted' : 'already submitted (same spec), not started again:'} job ${id} (${answer.job.name})\nstatus: ${answer.statusUrl}\n`);
+    else
+      ctx.out(
+        `${answer.created ? 'submitted' : 'already submitted (same spec), not started again:'} job ${id} (${answer.job.name})\nstatus: ${answer.statusUrl}\n`,
+      );
     return ExitCode.Ok;
   }
   // With --json, stdout carries only the final job view, so it parses as one document.

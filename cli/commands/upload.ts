@@ -89,19 +89,28 @@ export async function uploadCommand(ctx: CommandContext, local: string, options:
   const files = await localFiles(local);
   if (!files.length) throw new CliError(`${local}: the folder has no files`, ExitCode.Usage);
   const me = await api.me();
-  const shared = (me.sharedAreas ?? []).filter((a) => a.access === 'write' && (!options.account || a.account === options.account)).map((a) => `${a.container}/${a.prefix}`);
+  const shared = (me.sharedAreas ?? [])
+    .filter((a) => a.access === 'write' && (!options.account || a.account === options.account))
+    .map((a) => `${a.container}/${a.prefix}`);
   const target = uploadTarget(options.to, me.dataArea, shared);
   const total = { files: files.length, bytes: files.reduce((n, f) => n + f.size, 0) };
   const done = { files: 0, bytes: 0 };
   const live = !ctx.json && ctx.stderr.isTTY;
-  const show = () => { if (live) ctx.stderr.write(`\r${progressLine(done, total)}`); };
+  const show = () => {
+    if (live) ctx.stderr.write(`\r${progressLine(done, total)}`);
+  };
   let uploaded = 0;
   let skipped = 0;
   let where = '';
   const blobs: string[] = [];
   for (let i = 0; i < files.length; i += UPLOAD_FILES_MAX) {
     const batch = files.slice(i, i + UPLOAD_FILES_MAX);
-    const answer = await api.uploads({ ...(options.account ? { account: options.account } : {}), container: target.container, ...(target.prefix !== undefined ? { prefix: target.prefix } : {}), files: batch.map((f) => ({ name: f.name })) });
+    const answer = await api.uploads({
+      ...(options.account ? { account: options.account } : {}),
+      container: target.container,
+      ...(target.prefix !== undefined ? { prefix: target.prefix } : {}),
+      files: batch.map((f) => ({ name: f.name })),
+    });
     where = `${answer.account}/${answer.container}/${answer.prefix}`;
     const queue = batch.map((f, k) => ({ f, url: answer.files[k].url, blob: answer.files[k].blob }));
     const worker = async (): Promise<void> => {
@@ -117,15 +126,20 @@ export async function uploadCommand(ctx: CommandContext, local: string, options:
           skipped += 1;
         } else {
           const before = done.bytes;
-          await client.uploadFile(f.file, {
-            blockSize: BLOCK_SIZE,
-            maxSingleShotSize: BLOCK_SIZE,
-            concurrency: 4,
-            blobHTTPHeaders: { blobContentMD5: md5 },
-            onProgress: (p) => { done.bytes = before + p.loadedBytes; show(); },
-          }).catch((err: Error) => {
-            throw new CliError(`${f.name}: upload failed: ${err.message} (run the command again: what arrived is kept)`, ExitCode.Api);
-          });
+          await client
+            .uploadFile(f.file, {
+              blockSize: BLOCK_SIZE,
+              maxSingleShotSize: BLOCK_SIZE,
+              concurrency: 4,
+              blobHTTPHeaders: { blobContentMD5: md5 },
+              onProgress: (p) => {
+                done.bytes = before + p.loadedBytes;
+                show();
+              },
+            })
+            .catch((err: Error) => {
+              throw new CliError(`${f.name}: upload failed: ${err.message} (run the command again: what arrived is kept)`, ExitCode.Api);
+            });
           done.bytes = before;
           uploaded += 1;
         }

@@ -32,7 +32,10 @@ export async function watchCommand(ctx: CommandContext, id: string, options: Wat
       display?.update(view);
       if (isTerminal(view.state)) break;
       if (view.orchestrationStatus && isOrchestrationAborted(view.orchestrationStatus)) {
-        throw new CliError(`job ${id} is stuck in ${view.state}: its orchestration is ${view.orchestrationStatus}${view.progress?.lastError ? ` (${view.progress.lastError})` : ''}`, ExitCode.Api);
+        throw new CliError(
+          `job ${id} is stuck in ${view.state}: its orchestration is ${view.orchestrationStatus}${view.progress?.lastError ? ` (${view.progress.lastError})` : ''}`,
+          ExitCode.Api,
+        );
       }
       await sleep(options.intervalMs);
     }

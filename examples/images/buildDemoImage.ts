@@ -42,7 +42,8 @@ export async function buildDemoImage(opts: DemoImageOptions = {}): Promise<Built
     await mkdir(path.join(app, 'opt', 'mpi-demo', 'src'), { recursive: true });
     // Every MPI program of examples/mpi, for `mpi-demo bench <name>` (the workload examples' benchmarks and solvers).
     const programs = path.join(__dirname, '..', 'mpi');
-    for (const f of (await readdir(programs)).filter((n) => n.endsWith('.c')).sort()) await cp(path.join(programs, f), path.join(app, 'opt', 'mpi-demo', 'src', f));
+    for (const f of (await readdir(programs)).filter((n) => n.endsWith('.c')).sort())
+      await cp(path.join(programs, f), path.join(app, 'opt', 'mpi-demo', 'src', f));
     await cp(opts.mpiSource ?? path.join(programs, 'shardsum.c'), path.join(app, 'opt', 'mpi-demo', 'src', 'shardsum.c'));
     const layers = [{ dir: app, createdBy: 'COPY rootfs/ /  # mpi-demo entry point and MPI source' }];
     const size = opts.fillerBytes ?? DEFAULT_FILLER_BYTES;

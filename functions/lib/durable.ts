@@ -39,7 +39,9 @@ export function durableClientOf(context: InvocationContext): DurableClient {
     return df.getClient(context);
   } catch (err) {
     if (!context.options.extraInputs.some((i) => i.type === 'durableClient' || i.type === 'orchestrationClient')) throw err;
-    throw new DurableClientNotReady(`the Durable client is not ready yet (the host is starting): ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw new DurableClientNotReady(`the Durable client is not ready yet (the host is starting): ${err instanceof Error ? err.message : String(err)}`, {
+      cause: err,
+    });
   }
 }
 

@@ -23,7 +23,7 @@ export function forbiddenRequest(code: string, errors: { path: string; message: 
  * the log; the client gets one sentence.
  */
 export function unavailable(context: InvocationContext, what: string, err: unknown): HttpResponseInit {
-  context.error(`${what}: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+  context.error(`${what}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
   const message = err instanceof Error ? err.message : String(err);
   return { status: 503, headers: { 'Retry-After': '2' }, jsonBody: { error: 'Unavailable', message: `temporarily unavailable: ${message}` } };
 }

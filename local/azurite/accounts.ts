@@ -58,12 +58,14 @@ export function serviceEndpoint(ports: ServicePorts, service: 'blob' | 'queue' |
 
 /** A full connection string (no `UseDevelopmentStorage`, so it works with any port and account). */
 export function connectionStringFor(ports: ServicePorts, account: StorageAccount, protocol: 'http' | 'https' = 'http'): string {
-  return [
-    `DefaultEndpointsProtocol=${protocol}`,
-    `AccountName=${account.name}`,
-    `AccountKey=${account.key}`,
-    `BlobEndpoint=${serviceEndpoint(ports, 'blob', account.name, protocol)}`,
-    `QueueEndpoint=${serviceEndpoint(ports, 'queue', account.name, protocol)}`,
-    `TableEndpoint=${serviceEndpoint(ports, 'table', account.name, protocol)}`,
-  ].join(';') + ';';
+  return (
+    [
+      `DefaultEndpointsProtocol=${protocol}`,
+      `AccountName=${account.name}`,
+      `AccountKey=${account.key}`,
+      `BlobEndpoint=${serviceEndpoint(ports, 'blob', account.name, protocol)}`,
+      `QueueEndpoint=${serviceEndpoint(ports, 'queue', account.name, protocol)}`,
+      `TableEndpoint=${serviceEndpoint(ports, 'table', account.name, protocol)}`,
+    ].join(';') + ';'
+  );
 }

@@ -11,7 +11,8 @@
 const path = require('node:path');
 
 const ms = Number(process.env.HPC_AZURITE_AUTOSAVE_MS);
-if (!Number.isInteger(ms) || ms < 100) throw new Error(`autosave.cjs: HPC_AZURITE_AUTOSAVE_MS must be an integer >= 100, got ${process.env.HPC_AZURITE_AUTOSAVE_MS}`);
+if (!Number.isInteger(ms) || ms < 100)
+  throw new Error(`autosave.cjs: HPC_AZURITE_AUTOSAVE_MS must be an integer >= 100, got ${process.env.HPC_AZURITE_AUTOSAVE_MS}`);
 // The lokijs Azurite itself loads (resolved from Azurite's package, not from here).
 const Loki = require(require.resolve('lokijs', { paths: [path.dirname(require.resolve('azurite/package.json'))] }));
 const configure = Loki.prototype.configureOptions;

@@ -21,14 +21,7 @@ import * as https from 'node:https';
 import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import {
-  DEFAULT_ACCOUNTS,
-  azuriteAccountsEnv,
-  connectionStringFor,
-  serviceEndpoint,
-  type ServicePorts,
-  type StorageAccount,
-} from './accounts';
+import { DEFAULT_ACCOUNTS, azuriteAccountsEnv, connectionStringFor, serviceEndpoint, type ServicePorts, type StorageAccount } from './accounts';
 
 export * from './accounts';
 
@@ -109,7 +102,9 @@ export interface AzuriteHandle {
 
 const AZURITE_MAIN = require.resolve('azurite/dist/src/azurite.js');
 /** The gate is plain JavaScript beside this file's source (also when this file runs compiled from dist/). */
-const GATE = [path.join(__dirname, 'keylessGate.cjs'), path.join(__dirname, '..', '..', '..', 'local', 'azurite', 'keylessGate.cjs')].find((f) => existsSync(f));
+const GATE = [path.join(__dirname, 'keylessGate.cjs'), path.join(__dirname, '..', '..', '..', 'local', 'azurite', 'keylessGate.cjs')].find((f) =>
+  existsSync(f),
+);
 const TAP = [path.join(__dirname, 'requestTap.cjs'), path.join(__dirname, '..', '..', '..', 'local', 'azurite', 'requestTap.cjs')].find((f) => existsSync(f));
 const AUTOSAVE = [path.join(__dirname, 'autosave.cjs'), path.join(__dirname, '..', '..', '..', 'local', 'azurite', 'autosave.cjs')].find((f) => existsSync(f));
 /** Azurite's save interval on disk (ms): 1 s instead of its 5 s (measured in docs/local-stack.md). */
@@ -144,18 +139,28 @@ export async function startAzurite(opts: StartAzuriteOptions = {}): Promise<Azur
   const keyless = opts.keyless;
   if (keyless && !GATE) throw new Error('startAzurite: keylessGate.cjs is missing beside local/azurite');
   if (opts.onRequest && !TAP) throw new Error('startAzurite: requestTap.cjs is missing beside local/azurite');
-  const autosaveMs = inMemory ? undefined : opts.autosaveMs ?? AZURITE_AUTOSAVE_MS;
+  const autosaveMs = inMemory ? undefined : (opts.autosaveMs ?? AZURITE_AUTOSAVE_MS);
   if (autosaveMs !== undefined && !AUTOSAVE) throw new Error('startAzurite: autosave.cjs is missing beside local/azurite');
   const args = [
-    '--import', `data:text/javascript,${encodeURIComponent(PRELOAD)}`,
+    '--import',
+    `data:text/javascript,${encodeURIComponent(PRELOAD)}`,
     ...(keyless ? ['--require', GATE as string] : []),
     // After the gate: the tap wraps the gate's server and so sees every request, refused or not.
     ...(opts.onRequest ? ['--require', TAP as string] : []),
     ...(autosaveMs !== undefined ? ['--require', AUTOSAVE as string] : []),
     AZURITE_MAIN,
-    '--blobHost', host, '--blobPort', port('blob'),
-    '--queueHost', host, '--queuePort', port('queue'),
-    '--tableHost', host, '--tablePort', port('table'),
+    '--blobHost',
+    host,
+    '--blobPort',
+    port('blob'),
+    '--queueHost',
+    host,
+    '--queuePort',
+    port('queue'),
+    '--tableHost',
+    host,
+    '--tablePort',
+    port('table'),
     ...(inMemory ? ['--inMemoryPersistence'] : ['--location', location]),
     '--skipApiVersionCheck',
     '--disableTelemetry',
@@ -169,12 +174,14 @@ export async function startAzurite(opts: StartAzuriteOptions = {}): Promise<Azur
       ...process.env,
       AZURITE_ACCOUNTS: azuriteAccountsEnv(accounts),
       ...(autosaveMs !== undefined ? { HPC_AZURITE_AUTOSAVE_MS: String(autosaveMs) } : {}),
-      ...(keyless ? {
-        HPC_STORAGE_GATE_TENANT: keyless.tenantId,
-        HPC_STORAGE_GATE_JWKS: JSON.stringify(keyless.jwks),
-        // Azurite's own outgoing requests (Copy Blob from a URL of itself) must trust its certificate.
-        NODE_EXTRA_CA_CERTS: keyless.certFile,
-      } : {}),
+      ...(keyless
+        ? {
+            HPC_STORAGE_GATE_TENANT: keyless.tenantId,
+            HPC_STORAGE_GATE_JWKS: JSON.stringify(keyless.jwks),
+            // Azurite's own outgoing requests (Copy Blob from a URL of itself) must trust its certificate.
+            NODE_EXTRA_CA_CERTS: keyless.certFile,
+          }
+        : {}),
     },
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     detached: true,
@@ -184,7 +191,8 @@ export async function startAzurite(opts: StartAzuriteOptions = {}): Promise<Azur
   if (onRequest) {
     child.on('message', (m: unknown) => {
       const r = m as { tap?: string; port?: number; method?: string; url?: string; userAgent?: string };
-      if (r?.tap === 'storage') onRequest({ port: Number(r.port), method: String(r.method), url: String(r.url), userAgent: typeof r.userAgent === 'string' ? r.userAgent : '' });
+      if (r?.tap === 'storage')
+        onRequest({ port: Number(r.port), method: String(r.method), url: String(r.url), userAgent: typeof r.userAgent === 'string' ? r.userAgent : '' });
     });
   }
 

@@ -121,7 +121,8 @@ function answer(req, res, r) {
   const body = json
     ? JSON.stringify({ 'odata.error': { code: r.code, message: { lang: 'en-US', value: message } } })
     : `<?xml version="1.0" encoding="utf-8"?><Error><Code>${r.code}</Code><Message>${xmlEscape(message)}</Message>` +
-      (r.detail ? `<AuthenticationErrorDetail>${xmlEscape(r.detail)}</AuthenticationErrorDetail>` : '') + '</Error>';
+      (r.detail ? `<AuthenticationErrorDetail>${xmlEscape(r.detail)}</AuthenticationErrorDetail>` : '') +
+      '</Error>';
   res.writeHead(r.status, r.message, {
     'Content-Type': json ? 'application/json;odata=minimalmetadata;streaming=true;charset=utf-8' : 'application/xml',
     'Content-Length': Buffer.byteLength(body),

@@ -19,7 +19,13 @@ function tap(mod) {
     server.emit = function tappedEmit(event, req) {
       if (event === 'request' && typeof process.send === 'function' && process.connected) {
         const address = server.address();
-        process.send({ tap: 'storage', port: address && typeof address === 'object' ? address.port : 0, method: req.method, url: req.url, userAgent: req.headers['user-agent'] || '' });
+        process.send({
+          tap: 'storage',
+          port: address && typeof address === 'object' ? address.port : 0,
+          method: req.method,
+          url: req.url,
+          userAgent: req.headers['user-agent'] || '',
+        });
       }
       return emit.apply(this, arguments);
     };

@@ -85,7 +85,13 @@ export interface BatchEmulatorOptions {
    * Serve the account's management plane (Resource Manager's Microsoft.Batch/batchAccounts/pools) on its own
    * listener: where the account sits, and who may call it (token verification and role assignments).
    */
-  arm?: { subscriptionId: string; resourceGroup: string; access: ArmAccessConfig; port?: number; /** The account's region (default westeurope). */ location?: string };
+  arm?: {
+    subscriptionId: string;
+    resourceGroup: string;
+    access: ArmAccessConfig;
+    port?: number;
+    /** The account's region (default westeurope). */ location?: string;
+  };
   /** Every management-plane exchange, for contract tests. */
   onArmExchange?: (ex: ExchangeRecord) => void;
   /**

@@ -155,9 +155,13 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
     setQuota: (q) => {
       engine.quota = { ...q };
     },
-    pools: () => [...engine.pools.values()].map((p) => ({
-      id: p.id, state: p.state, vmSize: String(p.spec.vmSize ?? ''), nodes: [...p.nodes.values()].filter((n) => !n.removed).length,
-    })),
+    pools: () =>
+      [...engine.pools.values()].map((p) => ({
+        id: p.id,
+        state: p.state,
+        vmSize: String(p.spec.vmSize ?? ''),
+        nodes: [...p.nodes.values()].filter((n) => !n.removed).length,
+      })),
     nodes: (poolId) => {
       const pool = engine.pools.get(poolId.toLowerCase());
       if (!pool) return [];

@@ -93,7 +93,12 @@ export class ActivityDispatcher {
     if (this.backlog.length < max) {
       const received = await this.store.receiveWorkItems(4, this.opts.workItemVisibilitySeconds);
       for (const m of received) {
-        const lease: Lease = { queueMessageId: m.queueMessageId, popReceipt: m.popReceipt, remaining: m.body.items.length, renew: undefined as unknown as NodeJS.Timeout };
+        const lease: Lease = {
+          queueMessageId: m.queueMessageId,
+          popReceipt: m.popReceipt,
+          remaining: m.body.items.length,
+          renew: undefined as unknown as NodeJS.Timeout,
+        };
         lease.renew = setInterval(() => this.renewLease(lease), (this.opts.workItemVisibilitySeconds * 1000) / 2);
         this.leases.add(lease);
         for (const item of m.body.items) this.backlog.push({ item, lease });
@@ -157,7 +162,12 @@ export class ActivityDispatcher {
     let event: HistoryEvent;
     const fn = findFunction(this.host.functions(), item.name, 'activityTrigger');
     if (!fn) {
-      event = events.taskFailed(new Date(), item.taskId, `The activity function '${item.name}' doesn't exist, is disabled, or is not an activity function.`, '');
+      event = events.taskFailed(
+        new Date(),
+        item.taskId,
+        `The activity function '${item.name}' doesn't exist, is disabled, or is not an activity function.`,
+        '',
+      );
     } else {
       const data: TypedData | undefined = item.input !== undefined ? { json: item.input } : undefined;
       const res = await this.host.invoke(fn.name, {
@@ -227,7 +237,10 @@ export class ActivityDispatcher {
       const leases = g.leases.slice(start, end);
       try {
         await this.store.sendControlBatch({
-          id: `${g.instanceId}|${g.executionId}|answers|${chunk.map((e) => e.TaskScheduledId).join(',').slice(0, 200)}|${Date.now()}`,
+          id: `${g.instanceId}|${g.executionId}|answers|${chunk
+            .map((e) => e.TaskScheduledId)
+            .join(',')
+            .slice(0, 200)}|${Date.now()}`,
           instanceId: g.instanceId,
           executionId: g.executionId,
           events: chunk,

@@ -317,10 +317,15 @@ export class ManagementApi {
     if (op === 'suspend' && !['Running', 'Pending', 'ContinuedAsNew'].includes(s)) {
       throw answer.failed(`Cannot suspend the orchestration instance ${instanceId} because instance is in the ${s} state.`);
     }
-    if (op === 'resume' && s !== 'Suspended') throw answer.failed(`Cannot resume the orchestration instance ${instanceId} because instance is in the ${s} state.`);
+    if (op === 'resume' && s !== 'Suspended')
+      throw answer.failed(`Cannot resume the orchestration instance ${instanceId} because instance is in the ${s} state.`);
     const now = new Date();
     const event =
-      op === 'terminate' ? events.executionTerminated(now, reason) : op === 'suspend' ? events.executionSuspended(now, reason ?? '') : events.executionResumed(now, reason ?? '');
+      op === 'terminate'
+        ? events.executionTerminated(now, reason)
+        : op === 'suspend'
+          ? events.executionSuspended(now, reason ?? '')
+          : events.executionResumed(now, reason ?? '');
     await this.store.sendControl({ id: randomUUID(), instanceId, event, sentAt: now.toISOString() });
     this.dispatcher.wake();
     this.log.info({ instanceId, op, reason }, `durable instance ${op} requested`);
@@ -368,7 +373,8 @@ export class ManagementApi {
 
   private async restart(instanceId: string, url: URL, origin: string, req: IncomingMessage): Promise<Reply> {
     const row = await this.store.getInstance(instanceId);
-    if (!row) throw answer.argument(`An orchestrastion with the instanceId ${instanceId} was not found.`, 'InstanceId does not match a valid orchestration instance.');
+    if (!row)
+      throw answer.argument(`An orchestrastion with the instanceId ${instanceId} was not found.`, 'InstanceId does not match a valid orchestration instance.');
     const newId = parseBool(queryValue(url, 'restartWithNewInstanceId'), true);
     const id = newId ? randomUUID().replace(/-/g, '') : instanceId;
     await this.startInstance(row.name, id, row.input);
@@ -383,7 +389,9 @@ export class ManagementApi {
     const row = await this.store.getInstance(instanceId);
     if (!row) throw answer.notFound();
     if (!instanceId.startsWith('@') && !isCompleted(row.runtimeStatus)) {
-      throw answer.precondition(`Only orchestrations in a terminal state can be purged, but the orchestration with instance ID ${instanceId} has status ${row.runtimeStatus}`);
+      throw answer.precondition(
+        `Only orchestrations in a terminal state can be purged, but the orchestration with instance ID ${instanceId} has status ${row.runtimeStatus}`,
+      );
     }
     await this.purge(instanceId);
     return { status: 200, body: { instancesDeleted: 1 } };

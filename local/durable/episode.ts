@@ -28,15 +28,7 @@ import {
   type OrchestratorStateJson,
 } from './actions';
 import { EventType, completedTaskId, events, isFailure, type HistoryEvent } from './history';
-import {
-  emptyOutbox,
-  isTerminal,
-  newInstanceState,
-  type ControlMessage,
-  type InstanceState,
-  type Outbox,
-  type RetryOptionsJson,
-} from './state';
+import { emptyOutbox, isTerminal, newInstanceState, type ControlMessage, type InstanceState, type Outbox, type RetryOptionsJson } from './state';
 
 /** Messages for an instance that has not started yet are kept this long, then dropped. */
 export const ORPHAN_MESSAGE_TTL_MS = 60_000;

@@ -213,7 +213,11 @@ export class OrchestrationDispatcher {
       if (loaded) this.cache.set(instanceId, loaded);
     }
     const now = new Date();
-    const sel = selectBatch(loaded?.state, snapshot.map((b) => b.msg), now);
+    const sel = selectBatch(
+      loaded?.state,
+      snapshot.map((b) => b.msg),
+      now,
+    );
     const byId = new Map(snapshot.map((b) => [b.msg.id, b]));
 
     for (const d of sel.dropped) this.log.debug({ instanceId, messageId: d.id, why: d.why }, 'durable message dropped');
@@ -221,7 +225,11 @@ export class OrchestrationDispatcher {
       await this.sendTimer(r.msg, r.delayMs);
       await this.deleteMessages(buf, byId, [r.msg.id]);
     }
-    await this.deleteMessages(buf, byId, sel.dropped.map((d) => d.id));
+    await this.deleteMessages(
+      buf,
+      byId,
+      sel.dropped.map((d) => d.id),
+    );
 
     const state = sel.state;
     if (!state) return false;
@@ -367,10 +375,16 @@ export class OrchestrationDispatcher {
       } else if (t.kind === 'suborch' && t.childInstanceId) {
         const parent = { instanceId: state.instanceId, executionId: state.executionId, taskId: t.id };
         const child = await this.store.load(t.childInstanceId);
-        const ours = child?.state.parent?.instanceId === parent.instanceId && child.state.parent.executionId === parent.executionId && child.state.parent.taskId === t.id;
+        const ours =
+          child?.state.parent?.instanceId === parent.instanceId && child.state.parent.executionId === parent.executionId && child.state.parent.taskId === t.id;
         if (child && ours && child.state.status === 'Failed') {
           // Rewound like its parent, as the provider rewinds failed sub-orchestrations.
-          await this.store.sendControl({ id: randomUUID(), instanceId: child.state.instanceId, event: events.rewind(new Date(), `rewind of parent '${state.instanceId}'`), sentAt: new Date().toISOString() });
+          await this.store.sendControl({
+            id: randomUUID(),
+            instanceId: child.state.instanceId,
+            event: events.rewind(new Date(), `rewind of parent '${state.instanceId}'`),
+            sentAt: new Date().toISOString(),
+          });
         } else if (child && ours && isTerminal(child.state.status)) {
           const m = parentNotification(child.state, new Date());
           if (m) await this.store.sendControl(m);
@@ -410,7 +424,9 @@ export class OrchestrationDispatcher {
   async sendOutbox(outbox: Outbox): Promise<void> {
     await this.store.sendWorkItems(outbox.activities, OUT_PARALLELISM);
     if (outbox.activities.length > 0) this.onWorkItems();
-    await inParallel(outbox.timers, OUT_PARALLELISM, (t) => this.sendTimer(timerMessage(t.instanceId, t.executionId, t.timerId, t.fireAt), Date.parse(t.fireAt) - Date.now()));
+    await inParallel(outbox.timers, OUT_PARALLELISM, (t) =>
+      this.sendTimer(timerMessage(t.instanceId, t.executionId, t.timerId, t.fireAt), Date.parse(t.fireAt) - Date.now()),
+    );
     await inParallel(outbox.children, OUT_PARALLELISM, (c) => this.startChild(c));
     await inParallel(outbox.messages, OUT_PARALLELISM, (m) => this.store.sendControl(m));
     if (outbox.messages.length > 0 || outbox.children.length > 0) this.wake();
@@ -483,7 +499,8 @@ export class OrchestrationDispatcher {
     if (res.error) return failureOutcome(res.error);
     // Prefer the in-process object: its action objects keep their identity (see freshAtomsPerAction).
     const raw = res.rawResult;
-    const value = raw && typeof raw === 'object' && 'actions' in raw ? raw : res.returnValue?.json !== undefined ? (JSON.parse(res.returnValue.json) as unknown) : raw;
+    const value =
+      raw && typeof raw === 'object' && 'actions' in raw ? raw : res.returnValue?.json !== undefined ? (JSON.parse(res.returnValue.json) as unknown) : raw;
     if (!value || typeof value !== 'object' || !('actions' in value)) {
       return { kind: 'failed', message: `orchestrator returned no OrchestratorState (got ${JSON.stringify(value)?.slice(0, 200)})` };
     }
@@ -525,7 +542,13 @@ export function timerMessage(instanceId: string, executionId: string, timerId: n
   };
 }
 
-export function startMessage(instanceId: string, executionId: string, name: string, input: string | undefined, parent?: ControlMessage['parent']): ControlMessage {
+export function startMessage(
+  instanceId: string,
+  executionId: string,
+  name: string,
+  input: string | undefined,
+  parent?: ControlMessage['parent'],
+): ControlMessage {
   const at = new Date();
   return {
     id: `${executionId}:start`,

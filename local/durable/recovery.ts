@@ -93,7 +93,12 @@ async function recoverOne(store: DurableStore, dispatcher: OrchestrationDispatch
         child.state.parent.taskId === parent.taskId;
       if (child && childIsOurs && child.state.status === 'Failed' && open.rewound) {
         // The parent was rewound: its failed child is rewound too (the rewind message may not have been sent).
-        await store.sendControl({ id: randomUUID(), instanceId: child.state.instanceId, event: events.rewind(now, `rewind of parent '${state.instanceId}'`), sentAt: now.toISOString() });
+        await store.sendControl({
+          id: randomUUID(),
+          instanceId: child.state.instanceId,
+          event: events.rewind(now, `rewind of parent '${state.instanceId}'`),
+          sentAt: now.toISOString(),
+        });
       } else if (child && childIsOurs && isTerminal(child.state.status)) {
         const m = parentNotification(child.state, now);
         if (m) await store.sendControl(m);

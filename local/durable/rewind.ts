@@ -21,8 +21,7 @@ export interface ReopenedTask extends OpenTask {
 }
 
 export type RewindPlan =
-  | { ok: true; state: InstanceState; history: HistoryEvent[]; reopened: ReopenedTask[] }
-  | { ok: false; why: string; notFailed?: boolean };
+  { ok: true; state: InstanceState; history: HistoryEvent[]; reopened: ReopenedTask[] } | { ok: false; why: string; notFailed?: boolean };
 
 const rewound = (e: HistoryEvent): HistoryEvent => ({ ...events.rewind(new Date(e.Timestamp), `Rewound: ${EventType[e.EventType]}`), IsPlayed: e.IsPlayed });
 
@@ -44,7 +43,8 @@ export function rewindPlan(input: InstanceState, history: HistoryEvent[]): Rewin
   }
   const cleared: HistoryEvent[] = history.map((e) => {
     const id = completedTaskId(e);
-    const failedHere = (e.EventType === EventType.TaskFailed || e.EventType === EventType.SubOrchestrationInstanceFailed) && id !== undefined && lastIds.has(id);
+    const failedHere =
+      (e.EventType === EventType.TaskFailed || e.EventType === EventType.SubOrchestrationInstanceFailed) && id !== undefined && lastIds.has(id);
     if (failedHere) {
       answered.delete(id);
       return rewound(e);
@@ -65,7 +65,10 @@ export function rewindPlan(input: InstanceState, history: HistoryEvent[]): Rewin
   state.status = 'Running';
   state.output = undefined;
   state.open = Object.fromEntries(
-    reopened.map(({ id, kind, name, fireAt, childInstanceId }) => [String(id), kind === 'suborch' ? { kind, name, childInstanceId, rewound: true } : { kind, name, fireAt }]),
+    reopened.map(({ id, kind, name, fireAt, childInstanceId }) => [
+      String(id),
+      kind === 'suborch' ? { kind, name, childInstanceId, rewound: true } : { kind, name, fireAt },
+    ]),
   );
   state.retries = {};
   state.suspended = false;

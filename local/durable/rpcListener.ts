@@ -61,7 +61,9 @@ export async function startRpcListener(opts: RpcListenerOptions): Promise<RpcLis
   });
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
-    server.once('error', (err: NodeJS.ErrnoException) => reject(new Error(`Durable RPC endpoint cannot listen on 127.0.0.1:${opts.port}: ${err.code ?? err.message}`)));
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(new Error(`Durable RPC endpoint cannot listen on 127.0.0.1:${opts.port}: ${err.code ?? err.message}`)),
+    );
     server.listen(opts.port, '127.0.0.1', () => resolve());
   });
   const port = (server.address() as AddressInfo).port;

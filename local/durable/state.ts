@@ -5,15 +5,7 @@
  */
 import type { HistoryEvent } from './history';
 
-export type RuntimeStatus =
-  | 'Pending'
-  | 'Running'
-  | 'Completed'
-  | 'ContinuedAsNew'
-  | 'Failed'
-  | 'Canceled'
-  | 'Terminated'
-  | 'Suspended';
+export type RuntimeStatus = 'Pending' | 'Running' | 'Completed' | 'ContinuedAsNew' | 'Failed' | 'Canceled' | 'Terminated' | 'Suspended';
 
 export const TERMINAL_STATUSES: readonly RuntimeStatus[] = ['Completed', 'Failed', 'Terminated', 'Canceled'];
 export const isTerminal = (s: RuntimeStatus): boolean => TERMINAL_STATUSES.includes(s);
@@ -130,9 +122,11 @@ const isEvent = (v: unknown): boolean => isRecord(v) && typeof v.EventType === '
  */
 export function controlShapeProblem(v: unknown): string | undefined {
   if (!isRecord(v)) return 'not a control message: not a JSON object';
-  if (typeof v.id !== 'string' || typeof v.instanceId !== 'string' || typeof v.sentAt !== 'string') return 'not a control message: id, instanceId or sentAt is not a string';
+  if (typeof v.id !== 'string' || typeof v.instanceId !== 'string' || typeof v.sentAt !== 'string')
+    return 'not a control message: id, instanceId or sentAt is not a string';
   if (Array.isArray(v.events)) {
-    if (typeof v.executionId !== 'string' || !v.events.every(isEvent)) return 'not a control message: a batch without an executionId or with an event that is not a history event';
+    if (typeof v.executionId !== 'string' || !v.events.every(isEvent))
+      return 'not a control message: a batch without an executionId or with an event that is not a history event';
     return undefined;
   }
   if (!isEvent(v.event)) return 'not a control message: no history event';
@@ -143,7 +137,15 @@ export function controlShapeProblem(v: unknown): string | undefined {
 /** The same for a work-item message: one or more activity attempts. */
 export function workItemShapeProblem(v: unknown): string | undefined {
   if (!isRecord(v) || !Array.isArray(v.items) || v.items.length === 0) return 'not a work item message: no items';
-  const ok = v.items.every((i) => isRecord(i) && typeof i.instanceId === 'string' && typeof i.executionId === 'string' && typeof i.name === 'string' && Number.isSafeInteger(i.taskId) && (i.input === undefined || typeof i.input === 'string'));
+  const ok = v.items.every(
+    (i) =>
+      isRecord(i) &&
+      typeof i.instanceId === 'string' &&
+      typeof i.executionId === 'string' &&
+      typeof i.name === 'string' &&
+      Number.isSafeInteger(i.taskId) &&
+      (i.input === undefined || typeof i.input === 'string'),
+  );
   return ok ? undefined : 'not a work item message: an item without instanceId, executionId, name or taskId';
 }
 

@@ -70,8 +70,7 @@ export interface InstanceQuery {
 }
 
 /** Table keys may not contain / \ # ? or control characters. */
-export const encodeKey = (s: string): string =>
-  encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+export const encodeKey = (s: string): string => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 export const decodeKey = (s: string): string => decodeURIComponent(s);
 
 export function putLarge(entity: Record<string, unknown>, prop: string, value: string | undefined): void {
@@ -127,7 +126,8 @@ export class DurableStore {
     if (!/^[A-Za-z][A-Za-z0-9]{2,44}$/.test(hubName)) {
       throw new Error(`Task hub name "${hubName}" is invalid: use 3-45 letters and digits, starting with a letter`);
     }
-    const conn: StorageConnection = typeof storage === 'string' ? { kind: 'connectionString', name: 'AzureWebJobsStorage', connectionString: storage } : storage;
+    const conn: StorageConnection =
+      typeof storage === 'string' ? { kind: 'connectionString', name: 'AzureWebJobsStorage', connectionString: storage } : storage;
     this.instances = tableClient(conn, `${hubName}Instances`);
     this.history = tableClient(conn, `${hubName}History`);
     const qs = queueServiceClient(conn);
@@ -233,7 +233,14 @@ export class DurableStore {
    * Append `events` at `startIndex` of execution `executionId` and replace the sentinel with `state`,
    * failing with EtagConflictError if someone else committed since `etag` was read.
    */
-  async commit(instanceId: string, etag: string | undefined, executionId: string, startIndex: number, events: HistoryEvent[], state: InstanceState): Promise<string> {
+  async commit(
+    instanceId: string,
+    etag: string | undefined,
+    executionId: string,
+    startIndex: number,
+    events: HistoryEvent[],
+    state: InstanceState,
+  ): Promise<string> {
     const pk = encodeKey(instanceId);
     const rows: TransactionAction[] = events.map((e, i) => {
       const entity: Record<string, unknown> = {
@@ -257,16 +264,18 @@ export class DurableStore {
       RuntimeStatus: state.status,
     };
     putLarge(sentinel, 'State', escapeForTable(JSON.stringify(state)));
-    const last: TransactionAction = etag
-      ? ['update', sentinel as TableEntity, 'Replace', { etag }]
-      : ['create', sentinel as TableEntity];
+    const last: TransactionAction = etag ? ['update', sentinel as TableEntity, 'Replace', { etag }] : ['create', sentinel as TableEntity];
     // Rows first, sentinel in the last batch: the episode is committed iff the sentinel is.
     const batches: TransactionAction[][] = [];
     for (let i = 0; i < rows.length; i += MAX_BATCH - 1) batches.push(rows.slice(i, i + MAX_BATCH - 1));
     if (batches.length === 0) batches.push([]);
     batches[batches.length - 1].push(last);
     // Checked before anything is sent: an unstorable episode writes nothing (see tableSafe.ts).
-    for (const batch of batches) assertTransactionSafe(`Instance '${instanceId}'`, batch.map((a) => a[1] as Record<string, unknown>));
+    for (const batch of batches)
+      assertTransactionSafe(
+        `Instance '${instanceId}'`,
+        batch.map((a) => a[1] as Record<string, unknown>),
+      );
     for (let b = 0; b < batches.length - 1; b++) await this.history.submitTransaction(batches[b]);
     try {
       const res = await this.history.submitTransaction(batches[batches.length - 1]);
@@ -312,7 +321,7 @@ export class DurableStore {
   private async encode(body: { instanceId: string } | WorkItemMessage): Promise<string> {
     const text = Buffer.from(JSON.stringify(body), 'utf8').toString('base64');
     if (text.length <= MAX_QUEUE_MESSAGE_CHARS) return text;
-    const instanceId = 'instanceId' in body ? body.instanceId : body.items[0]?.instanceId ?? '';
+    const instanceId = 'instanceId' in body ? body.instanceId : (body.items[0]?.instanceId ?? '');
     const blob = `${encodeKey(instanceId)}/message-${randomUUID()}.json.gz`;
     const gz = gzipSync(JSON.stringify(body));
     await this.largeMessages.getBlockBlobClient(blob).uploadData(gz, { blobHTTPHeaders: { blobContentType: 'application/json', blobContentEncoding: 'gzip' } });
@@ -322,27 +331,29 @@ export class DurableStore {
   /** `problem` says why a parsed message is not a T (undefined: it is one); such a message is unreadable. */
   private async receive<T>(q: QueueClient, max: number, visibilityTimeout: number, problem: (v: unknown) => string | undefined): Promise<ReceivedMessage<T>[]> {
     const res = await q.receiveMessages({ numberOfMessages: Math.max(1, Math.min(32, max)), visibilityTimeout });
-    const read = await Promise.all(res.receivedMessageItems.map(async (m): Promise<ReceivedMessage<T> | undefined> => {
-      let value: unknown;
-      let why: string | undefined;
-      try {
-        const text: unknown = JSON.parse(Buffer.from(m.messageText, 'base64').toString('utf8'));
-        value = isLargeMessageRef(text) ? await this.readLargeMessage(text.largeMessageBlob) : text;
-        why = problem(value);
-      } catch (err) {
-        // Only what can never be read is dropped: not JSON, the blob gone, not gzip. Anything else (storage or network
-        // trouble) says nothing about the message: the receive fails and it comes back.
-        const code = (err as { code?: unknown }).code;
-        if (!(err instanceof SyntaxError || isStatus(err, 404) || (typeof code === 'string' && code.startsWith('Z_')))) throw err;
-        why = isStatus(err, 404) ? 'its large-message blob is gone' : (err as Error).message.split('\n')[0];
-      }
-      if (why !== undefined) {
-        await ignore404(q.deleteMessage(m.messageId, m.popReceipt));
-        this.onUnreadable({ queue: q.name, queueMessageId: m.messageId, dequeueCount: m.dequeueCount, reason: why });
-        return undefined;
-      }
-      return { queueMessageId: m.messageId, popReceipt: m.popReceipt, dequeueCount: m.dequeueCount, body: value as T };
-    }));
+    const read = await Promise.all(
+      res.receivedMessageItems.map(async (m): Promise<ReceivedMessage<T> | undefined> => {
+        let value: unknown;
+        let why: string | undefined;
+        try {
+          const text: unknown = JSON.parse(Buffer.from(m.messageText, 'base64').toString('utf8'));
+          value = isLargeMessageRef(text) ? await this.readLargeMessage(text.largeMessageBlob) : text;
+          why = problem(value);
+        } catch (err) {
+          // Only what can never be read is dropped: not JSON, the blob gone, not gzip. Anything else (storage or network
+          // trouble) says nothing about the message: the receive fails and it comes back.
+          const code = (err as { code?: unknown }).code;
+          if (!(err instanceof SyntaxError || isStatus(err, 404) || (typeof code === 'string' && code.startsWith('Z_')))) throw err;
+          why = isStatus(err, 404) ? 'its large-message blob is gone' : (err as Error).message.split('\n')[0];
+        }
+        if (why !== undefined) {
+          await ignore404(q.deleteMessage(m.messageId, m.popReceipt));
+          this.onUnreadable({ queue: q.name, queueMessageId: m.messageId, dequeueCount: m.dequeueCount, reason: why });
+          return undefined;
+        }
+        return { queueMessageId: m.messageId, popReceipt: m.popReceipt, dequeueCount: m.dequeueCount, body: value as T };
+      }),
+    );
     return read.filter((m): m is ReceivedMessage<T> => m !== undefined);
   }
 

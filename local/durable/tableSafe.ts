@@ -63,7 +63,8 @@ export function assertTransactionSafe(what: string, entities: Record<string, unk
     for (const [k, v] of Object.entries(e)) {
       if (typeof v !== 'string') continue;
       if (TRANSACTION_BREAKING.test(v)) throw new UnstorableError(`${what}: property ${k} holds a raw line or paragraph separator`);
-      if (v.length > MAX_PROPERTY_CHARS) throw new UnstorableError(`${what}: property ${k} holds ${v.length} characters (Azure Table allows ${MAX_PROPERTY_CHARS})`);
+      if (v.length > MAX_PROPERTY_CHARS)
+        throw new UnstorableError(`${what}: property ${k} holds ${v.length} characters (Azure Table allows ${MAX_PROPERTY_CHARS})`);
     }
     const bytes = entityBytes(e);
     if (bytes > MAX_ENTITY_BYTES) throw new UnstorableError(`${what}: an entity of about ${bytes} bytes exceeds Azure Table's 1 MiB`);

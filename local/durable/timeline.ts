@@ -49,7 +49,10 @@ export function formatTimeline(row: InstanceRow | undefined, state: InstanceStat
     if (row.customStatus !== undefined) out.push(`custom ${clip(row.customStatus, 300)}`);
     if (row.output !== undefined) out.push(`output ${clip(row.output, 1000)}`);
   }
-  if (state) out.push(`engine: ${state.episodes} episodes, next sequence id ${state.nextSeq}, ${Object.keys(state.open).length} open tasks${state.suspended ? ', suspended' : ''}`);
+  if (state)
+    out.push(
+      `engine: ${state.episodes} episodes, next sequence id ${state.nextSeq}, ${Object.keys(state.open).length} open tasks${state.suspended ? ', suspended' : ''}`,
+    );
   out.push('');
   const t0 = history.length ? Date.parse(history[0].Timestamp) : 0;
   let episode = 0;

@@ -37,8 +37,7 @@ export function loadApp(appDir: string): LoadedApp {
 
   for (const file of entryPoints) delete require.cache[file];
   const before = new Set(Object.keys(require.cache));
-  const addedByLoad = (): string[] =>
-    Object.keys(require.cache).filter((k) => !before.has(k) && !k.includes(`${path.sep}node_modules${path.sep}`));
+  const addedByLoad = (): string[] => Object.keys(require.cache).filter((k) => !before.has(k) && !k.includes(`${path.sep}node_modules${path.sep}`));
   const evict = (keys: string[]): void => keys.forEach((k) => delete require.cache[k]);
   try {
     entryPoints.forEach(requireOne);

@@ -72,7 +72,14 @@ export function globToRegExp(glob: string): RegExp {
     } else if (c === '{') {
       const end = glob.indexOf('}', i);
       if (end < 0) throw new Error(`Unbalanced "{" in glob ${glob}`);
-      re += '(?:' + glob.slice(i + 1, end).split(',').map(escapeRegExp).join('|') + ')';
+      re +=
+        '(?:' +
+        glob
+          .slice(i + 1, end)
+          .split(',')
+          .map(escapeRegExp)
+          .join('|') +
+        ')';
       i = end;
     } else {
       re += escapeRegExp(c);

@@ -5,13 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import {
-  coreState,
-  type CoreInvocationContext,
-  type RegisteredCallback,
-  type RpcLogCategory,
-  type RpcLogLevel,
-} from './coreModule';
+import { coreState, type CoreInvocationContext, type RegisteredCallback, type RpcLogCategory, type RpcLogLevel } from './coreModule';
 import type { BindingInfo, HostExtension, InvocationRequest, InvocationResult, RegisteredFunction, TypedData } from './extension';
 import { pinoLevel } from './logging';
 
@@ -121,8 +115,7 @@ export class Invoker {
       },
       metadata: { ...registered.metadata, functionId: fn.name, bindings: fn.bindings },
       state: undefined,
-      log: (level: RpcLogLevel, category: RpcLogCategory, message: string) =>
-        this.emitLog(log, level, category, message, current.invocationContext),
+      log: (level: RpcLogLevel, category: RpcLogCategory, message: string) => this.emitLog(log, level, category, message, current.invocationContext),
     };
 
     const invocationModel = await model.getInvocationModel(coreCtx);

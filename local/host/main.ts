@@ -38,7 +38,16 @@ export function parseCliArgs(argv: string[]): CliOptions {
     .option('--json', 'JSON log lines (default when stdout is not a terminal)')
     .exitOverride();
   program.parse(argv, { from: 'user' });
-  const o = program.opts<{ app: string; port?: string; host: string; storage?: string; azuriteLocation?: string; logLevel?: string; pretty?: boolean; json?: boolean }>();
+  const o = program.opts<{
+    app: string;
+    port?: string;
+    host: string;
+    storage?: string;
+    azuriteLocation?: string;
+    logLevel?: string;
+    pretty?: boolean;
+    json?: boolean;
+  }>();
   const app = path.resolve(o.app);
   const port = o.port === undefined ? (localHttpPort(app) ?? 7071) : Number(o.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be an integer in [0, 65535], got ${o.port}`);

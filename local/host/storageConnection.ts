@@ -39,7 +39,11 @@ function credentialFor(prefix: string, env: NodeJS.ProcessEnv): TokenCredential 
   let credential = credentials.get(key);
   if (!credential) {
     if (kind === 'managedidentity') {
-      credential = clientId ? new ManagedIdentityCredential({ clientId }) : resourceId ? new ManagedIdentityCredential({ resourceId }) : new ManagedIdentityCredential();
+      credential = clientId
+        ? new ManagedIdentityCredential({ clientId })
+        : resourceId
+          ? new ManagedIdentityCredential({ resourceId })
+          : new ManagedIdentityCredential();
     } else {
       credential = new DefaultAzureCredential(clientId ? { managedIdentityClientId: clientId } : {});
     }
@@ -103,11 +107,15 @@ function uriOf(conn: Extract<StorageConnection, { kind: 'identity' }>, service: 
 }
 
 export function blobServiceClient(conn: StorageConnection): BlobServiceClient {
-  return conn.kind === 'connectionString' ? BlobServiceClient.fromConnectionString(conn.connectionString) : new BlobServiceClient(uriOf(conn, 'blob'), conn.credential);
+  return conn.kind === 'connectionString'
+    ? BlobServiceClient.fromConnectionString(conn.connectionString)
+    : new BlobServiceClient(uriOf(conn, 'blob'), conn.credential);
 }
 
 export function queueServiceClient(conn: StorageConnection): QueueServiceClient {
-  return conn.kind === 'connectionString' ? QueueServiceClient.fromConnectionString(conn.connectionString) : new QueueServiceClient(uriOf(conn, 'queue'), conn.credential);
+  return conn.kind === 'connectionString'
+    ? QueueServiceClient.fromConnectionString(conn.connectionString)
+    : new QueueServiceClient(uriOf(conn, 'queue'), conn.credential);
 }
 
 export function tableClient(conn: StorageConnection, table: string): TableClient {

@@ -26,7 +26,11 @@ export function remoteEasyAuthIdentity(identityHttpUrl: string): EasyAuthIdentit
     directory,
     user: (username: string): LocalUser | undefined => directory.users.find((u) => u.username === username),
     async userToken(username: string): Promise<string> {
-      const res = await fetch(`${identityHttpUrl}/local/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user: username }) });
+      const res = await fetch(`${identityHttpUrl}/local/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ user: username }),
+      });
       if (!res.ok) throw new Error(`local identity service answered ${res.status} for a token of ${username}: ${await res.text()}`);
       return ((await res.json()) as { access_token: string }).access_token;
     },
@@ -122,13 +126,15 @@ export function createLocalEasyAuth(identity: EasyAuthIdentity, opts: { user?: s
         }
         const claims = decodeClaims(session.token);
         const userClaims = Object.entries(claims).flatMap(([typ, val]) => (Array.isArray(val) ? val : [val]).map((v) => ({ typ, val: String(v) })));
-        send(res, 200, [{
-          access_token: session.token,
-          expires_on: new Date(session.expiresOn * 1000).toISOString(),
-          provider_name: 'aad',
-          user_claims: userClaims,
-          user_id: String(claims.preferred_username ?? session.username),
-        }]);
+        send(res, 200, [
+          {
+            access_token: session.token,
+            expires_on: new Date(session.expiresOn * 1000).toISOString(),
+            provider_name: 'aad',
+            user_claims: userClaims,
+            user_id: String(claims.preferred_username ?? session.username),
+          },
+        ]);
         return true;
       }
       send(res, 404, { code: 404, message: `no ${req.method} ${url.pathname} in the local App Service Authentication` });

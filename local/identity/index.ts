@@ -35,8 +35,15 @@ import type { JSONWebKeySet } from 'jose';
 export { AUTOMATION_CLIENT_ID, AUTOMATION_CLIENT_SECRET, CLI_CLIENT_ID, API_APP_ID_URI, LOCAL_TENANT_ID, stableGuid } from './directory';
 export type { Directory, LocalUser, LocalClient } from './directory';
 export {
-  APP_IDENTITY, POOL_IDENTITY, OPERATOR_USER, AZURE_CLI_CLIENT_ID, LOCAL_SUBSCRIPTION_ID, LOCAL_RESOURCE_GROUP, userAssignedIdentity,
-  type LocalManagedIdentity, type ManagedIdentities,
+  APP_IDENTITY,
+  POOL_IDENTITY,
+  OPERATOR_USER,
+  AZURE_CLI_CLIENT_ID,
+  LOCAL_SUBSCRIPTION_ID,
+  LOCAL_RESOURCE_GROUP,
+  userAssignedIdentity,
+  type LocalManagedIdentity,
+  type ManagedIdentities,
 } from './managedIdentities';
 export { AZURE_RESOURCES, v1Issuer } from './resourceTokens';
 export { createEntraTokenVerifier, TokenRejected, type EntraTokenVerifier, type VerifiedToken } from './verify';
@@ -122,7 +129,10 @@ export async function startIdentityService(opts: IdentityServiceOptions = {}): P
   };
   let httpsOrigin = '';
   let httpOrigin = '';
-  const secure = https.createServer({ cert: tls.cert, key: tls.key }, handler(() => httpsOrigin));
+  const secure = https.createServer(
+    { cert: tls.cert, key: tls.key },
+    handler(() => httpsOrigin),
+  );
   const plain = http.createServer(handler(() => httpOrigin));
   try {
     httpsOrigin = `https://127.0.0.1:${await listen(secure, opts.httpsPort ?? 0)}`;
@@ -175,7 +185,12 @@ export async function startIdentityService(opts: IdentityServiceOptions = {}): P
   };
 }
 
-async function mintResourceToken(state: IdentityState, resource: string, principal: { user: string } | { identity: LocalManagedIdentity }, lifetimeSeconds?: number) {
+async function mintResourceToken(
+  state: IdentityState,
+  resource: string,
+  principal: { user: string } | { identity: LocalManagedIdentity },
+  lifetimeSeconds?: number,
+) {
   if ('identity' in principal) return resourceAccessToken(state.iss, { kind: 'managedIdentity', identity: principal.identity }, resource, { lifetimeSeconds });
   const user = state.user(principal.user);
   if (!user) throw new Error(`no user ${principal.user} in the local tenant`);

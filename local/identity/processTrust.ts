@@ -28,9 +28,27 @@ interface TrustState {
  * `ciphers` is left out: tls.connect always sets it (to tls.DEFAULT_CIPHERS unless given), so it is part of the key.
  */
 const CONTEXT_OPTIONS = [
-  'ca', 'cert', 'key', 'pfx', 'passphrase', 'crl', 'sigalgs', 'dhparam', 'ecdhCurve', 'honorCipherOrder', 'minVersion', 'maxVersion',
-  'secureOptions', 'secureProtocol', 'sessionIdContext', 'sessionTimeout', 'ticketKeys', 'privateKeyEngine', 'privateKeyIdentifier',
-  'clientCertEngine', 'allowPartialTrustChain',
+  'ca',
+  'cert',
+  'key',
+  'pfx',
+  'passphrase',
+  'crl',
+  'sigalgs',
+  'dhparam',
+  'ecdhCurve',
+  'honorCipherOrder',
+  'minVersion',
+  'maxVersion',
+  'secureOptions',
+  'secureProtocol',
+  'sessionIdContext',
+  'sessionTimeout',
+  'ticketKeys',
+  'privateKeyEngine',
+  'privateKeyIdentifier',
+  'clientCertEngine',
+  'allowPartialTrustChain',
 ] as const;
 
 // One state per process, whatever number of copies of this module are loaded (jest loads one per test file, each in
@@ -42,7 +60,9 @@ function state(): TrustState {
   let s = holder[KEY];
   if (!s) {
     const created: TrustState = { certs: new Map(), original: tls.createSecureContext, shared: new Map() };
-    (tls as { createSecureContext: typeof tls.createSecureContext }).createSecureContext = function createSecureContext(options?: tls.SecureContextOptions): tls.SecureContext {
+    (tls as { createSecureContext: typeof tls.createSecureContext }).createSecureContext = function createSecureContext(
+      options?: tls.SecureContextOptions,
+    ): tls.SecureContext {
       if (created.certs.size === 0 || (options && options.ca !== undefined)) return created.original(options);
       const ca = [...tls.rootCertificates, ...created.certs.keys()];
       const o = (options ?? {}) as Record<string, unknown>;

@@ -41,9 +41,7 @@ export function knownResource(resource: string): boolean {
 }
 
 /** Who a resource token is for: a managed identity (app-only) or a user signed in through a public client. */
-export type ResourcePrincipal =
-  | { kind: 'managedIdentity'; identity: LocalManagedIdentity }
-  | { kind: 'user'; user: LocalUser; clientId: string };
+export type ResourcePrincipal = { kind: 'managedIdentity'; identity: LocalManagedIdentity } | { kind: 'user'; user: LocalUser; clientId: string };
 
 export interface ResourceTokenOptions {
   /** Lifetime; negative for a token that has already expired. */
@@ -53,28 +51,29 @@ export interface ResourceTokenOptions {
 export async function resourceAccessToken(iss: Issuer, principal: ResourcePrincipal, resource: string, opts: ResourceTokenOptions = {}) {
   const tenantId = iss.directory.tenantId;
   const common = { aud: resource, iss: v1Issuer(tenantId), idp: v1Issuer(tenantId), tid: tenantId, ver: '1.0' };
-  const claims = principal.kind === 'managedIdentity'
-    ? {
-      ...common,
-      appid: principal.identity.clientId,
-      appidacr: '2',
-      idtyp: 'app',
-      oid: principal.identity.principalId,
-      sub: principal.identity.principalId,
-      xms_mirid: principal.identity.resourceId,
-    }
-    : {
-      ...common,
-      acr: '1',
-      amr: ['pwd'],
-      appid: principal.clientId,
-      appidacr: '0',
-      name: principal.user.name,
-      oid: principal.user.oid,
-      scp: 'user_impersonation',
-      sub: stableGuid(`sub:${principal.user.oid}:${trimSlash(resource)}`),
-      unique_name: `${principal.user.username}@hpc.local`,
-      upn: `${principal.user.username}@hpc.local`,
-    };
+  const claims =
+    principal.kind === 'managedIdentity'
+      ? {
+          ...common,
+          appid: principal.identity.clientId,
+          appidacr: '2',
+          idtyp: 'app',
+          oid: principal.identity.principalId,
+          sub: principal.identity.principalId,
+          xms_mirid: principal.identity.resourceId,
+        }
+      : {
+          ...common,
+          acr: '1',
+          amr: ['pwd'],
+          appid: principal.clientId,
+          appidacr: '0',
+          name: principal.user.name,
+          oid: principal.user.oid,
+          scp: 'user_impersonation',
+          sub: stableGuid(`sub:${principal.user.oid}:${trimSlash(resource)}`),
+          unique_name: `${principal.user.username}@hpc.local`,
+          upn: `${principal.user.username}@hpc.local`,
+        };
   return iss.key.sign(claims, opts.lifetimeSeconds ?? RESOURCE_TOKEN_SECONDS);
 }

@@ -34,7 +34,14 @@ export async function route(req: IncomingMessage, res: ServerResponse, state: Id
     if (parts[0] === 'imds') return await imds(req, res, state, url);
     const [tenant, ...rest] = parts;
     const path = rest.join('/');
-    const known = ['v2.0/.well-known/openid-configuration', 'discovery/v2.0/keys', 'oauth2/v2.0/token', 'oauth2/v2.0/devicecode', 'oauth2/v2.0/authorize', 'oauth2/v2.0/logout'];
+    const known = [
+      'v2.0/.well-known/openid-configuration',
+      'discovery/v2.0/keys',
+      'oauth2/v2.0/token',
+      'oauth2/v2.0/devicecode',
+      'oauth2/v2.0/authorize',
+      'oauth2/v2.0/logout',
+    ];
     if (!tenant || !known.includes(path)) return sendJson(res, 404, { error: 'not_found', error_description: `no route ${method} ${url.pathname}` });
     if (tenant.toLowerCase() !== state.iss.directory.tenantId) return unknownTenant(res, tenant);
     if (path === 'v2.0/.well-known/openid-configuration' && method === 'GET') return openIdConfiguration(res, state, origin);
@@ -42,7 +49,10 @@ export async function route(req: IncomingMessage, res: ServerResponse, state: Id
     if (path === 'oauth2/v2.0/token' && method === 'POST') return await token(req, res, state);
     if (path === 'oauth2/v2.0/devicecode' && method === 'POST') return await deviceAuthorization(req, res, state, origin);
     if (path === 'oauth2/v2.0/authorize' || path === 'oauth2/v2.0/logout') {
-      return sendJson(res, 501, { error: 'not_implemented', error_description: 'the local issuer has no browser sign-in flow; use the device code flow or /local/token' });
+      return sendJson(res, 501, {
+        error: 'not_implemented',
+        error_description: 'the local issuer has no browser sign-in flow; use the device code flow or /local/token',
+      });
     }
     return sendJson(res, 405, { error: 'method_not_allowed', error_description: `${method} is not allowed on ${url.pathname}` });
   } catch (err) {

@@ -64,7 +64,13 @@ export class IdentityState {
     const alphabet = 'BCDFGHJKLMNPQRSTVWXZ23456789';
     const bytes = randomBytes(9);
     const userCode = Array.from(bytes, (b) => alphabet[b % alphabet.length]).join('');
-    const code: DeviceCode = { deviceCode: randomBytes(32).toString('base64url'), userCode, clientId, scope, expiresAt: Date.now() + DEVICE_CODE_SECONDS * 1000 };
+    const code: DeviceCode = {
+      deviceCode: randomBytes(32).toString('base64url'),
+      userCode,
+      clientId,
+      scope,
+      expiresAt: Date.now() + DEVICE_CODE_SECONDS * 1000,
+    };
     this.deviceCodes.set(code.deviceCode, code);
     return code;
   }

@@ -34,14 +34,34 @@ export function ensureCertificate(dir: string): TlsFiles {
   const keyFile = path.join(dir, 'issuer-key.pem');
   if (!usable(certFile, keyFile)) {
     try {
-      execFileSync('openssl', [
-        'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-sha256', '-days', '825',
-        '-keyout', keyFile, '-out', certFile, '-subj', '/CN=hpc local identity',
-        '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost',
-        '-addext', 'basicConstraints=critical,CA:TRUE',
-        '-addext', 'keyUsage=critical,digitalSignature,keyCertSign',
-        '-addext', 'extendedKeyUsage=serverAuth',
-      ], { stdio: ['ignore', 'ignore', 'pipe'] });
+      execFileSync(
+        'openssl',
+        [
+          'req',
+          '-x509',
+          '-newkey',
+          'rsa:2048',
+          '-nodes',
+          '-sha256',
+          '-days',
+          '825',
+          '-keyout',
+          keyFile,
+          '-out',
+          certFile,
+          '-subj',
+          '/CN=hpc local identity',
+          '-addext',
+          'subjectAltName=IP:127.0.0.1,DNS:localhost',
+          '-addext',
+          'basicConstraints=critical,CA:TRUE',
+          '-addext',
+          'keyUsage=critical,digitalSignature,keyCertSign',
+          '-addext',
+          'extendedKeyUsage=serverAuth',
+        ],
+        { stdio: ['ignore', 'ignore', 'pipe'] },
+      );
     } catch (err) {
       throw new Error(`cannot make the local issuer's TLS certificate with openssl (apt-get install openssl): ${(err as Error).message}`);
     }

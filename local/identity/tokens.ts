@@ -25,49 +25,58 @@ export interface UserTokenOptions {
 
 export async function userAccessToken(iss: Issuer, user: LocalUser, client: LocalClient | undefined, opts: UserTokenOptions = {}) {
   const clientId = client?.clientId ?? iss.directory.api.clientId;
-  return iss.key.sign({
-    aud: opts.audience ?? iss.directory.api.clientId,
-    iss: iss.issuer,
-    tid: iss.directory.tenantId,
-    oid: user.oid,
-    // Entra's sub is pairwise per application.
-    sub: stableGuid(`sub:${user.oid}:${clientId}`),
-    name: user.name,
-    preferred_username: `${user.username}@hpc.local`,
-    ...(user.roles.length ? { roles: user.roles } : {}),
-    scp: iss.directory.api.scope,
-    azp: clientId,
-    azpacr: client?.secret ? '1' : '0',
-    ver: '2.0',
-  }, opts.lifetimeSeconds ?? ACCESS_TOKEN_SECONDS);
+  return iss.key.sign(
+    {
+      aud: opts.audience ?? iss.directory.api.clientId,
+      iss: iss.issuer,
+      tid: iss.directory.tenantId,
+      oid: user.oid,
+      // Entra's sub is pairwise per application.
+      sub: stableGuid(`sub:${user.oid}:${clientId}`),
+      name: user.name,
+      preferred_username: `${user.username}@hpc.local`,
+      ...(user.roles.length ? { roles: user.roles } : {}),
+      scp: iss.directory.api.scope,
+      azp: clientId,
+      azpacr: client?.secret ? '1' : '0',
+      ver: '2.0',
+    },
+    opts.lifetimeSeconds ?? ACCESS_TOKEN_SECONDS,
+  );
 }
 
 export async function appAccessToken(iss: Issuer, client: LocalClient, opts: UserTokenOptions = {}) {
-  return iss.key.sign({
-    aud: opts.audience ?? iss.directory.api.clientId,
-    iss: iss.issuer,
-    tid: iss.directory.tenantId,
-    oid: client.oid,
-    sub: client.oid,
-    ...(client.appRoles.length ? { roles: client.appRoles } : {}),
-    azp: client.clientId,
-    azpacr: '1',
-    idtyp: 'app',
-    ver: '2.0',
-  }, opts.lifetimeSeconds ?? ACCESS_TOKEN_SECONDS);
+  return iss.key.sign(
+    {
+      aud: opts.audience ?? iss.directory.api.clientId,
+      iss: iss.issuer,
+      tid: iss.directory.tenantId,
+      oid: client.oid,
+      sub: client.oid,
+      ...(client.appRoles.length ? { roles: client.appRoles } : {}),
+      azp: client.clientId,
+      azpacr: '1',
+      idtyp: 'app',
+      ver: '2.0',
+    },
+    opts.lifetimeSeconds ?? ACCESS_TOKEN_SECONDS,
+  );
 }
 
 export async function idToken(iss: Issuer, user: LocalUser, clientId: string) {
-  return iss.key.sign({
-    aud: clientId,
-    iss: iss.issuer,
-    tid: iss.directory.tenantId,
-    oid: user.oid,
-    sub: stableGuid(`sub:${user.oid}:${clientId}`),
-    name: user.name,
-    preferred_username: `${user.username}@hpc.local`,
-    ver: '2.0',
-  }, ACCESS_TOKEN_SECONDS);
+  return iss.key.sign(
+    {
+      aud: clientId,
+      iss: iss.issuer,
+      tid: iss.directory.tenantId,
+      oid: user.oid,
+      sub: stableGuid(`sub:${user.oid}:${clientId}`),
+      name: user.name,
+      preferred_username: `${user.username}@hpc.local`,
+      ver: '2.0',
+    },
+    ACCESS_TOKEN_SECONDS,
+  );
 }
 
 /** MSAL's client_info: base64url of {"uid": oid, "utid": tid}. */

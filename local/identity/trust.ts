@@ -10,9 +10,17 @@ export function trustingLocalIssuer(caCert: string): Pick<TokenCredentialOptions
   // No keep-alive: an idle pooled socket would hold a finished process (or a test run) open.
   const agent = new Agent({ ca: caCert, keepAlive: false });
   return {
-    additionalPolicies: [{
-      position: 'perCall',
-      policy: { name: 'localIssuerCertificate', sendRequest: (request, next) => { request.agent = agent; return next(request); } },
-    }],
+    additionalPolicies: [
+      {
+        position: 'perCall',
+        policy: {
+          name: 'localIssuerCertificate',
+          sendRequest: (request, next) => {
+            request.agent = agent;
+            return next(request);
+          },
+        },
+      },
+    ],
   };
 }

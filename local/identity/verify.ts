@@ -18,7 +18,10 @@ export interface EntraTokenVerifierOptions {
 export type TokenProblem = 'malformed' | 'signature' | 'expired' | 'issuer' | 'audience';
 
 export class TokenRejected extends Error {
-  constructor(readonly problem: TokenProblem, message: string) {
+  constructor(
+    readonly problem: TokenProblem,
+    message: string,
+  ) {
     super(message);
     this.name = 'TokenRejected';
   }
@@ -44,13 +47,16 @@ export function createEntraTokenVerifier(opts: EntraTokenVerifierOptions): Entra
     try {
       ({ payload } = await jwtVerify(token, createLocalJWKSet(opts.jwks()), { algorithms: ['RS256'], clockTolerance: opts.clockToleranceSeconds ?? 300 }));
     } catch (err) {
-      if (err instanceof joseErrors.JWTExpired) throw new TokenRejected('expired', `the token expired at ${new Date(Number(err.payload.exp) * 1000).toISOString()}`);
-      if (err instanceof joseErrors.JWSSignatureVerificationFailed || err instanceof joseErrors.JWKSNoMatchingKey) throw new TokenRejected('signature', 'the token\'s signature does not verify against the tenant\'s keys');
+      if (err instanceof joseErrors.JWTExpired)
+        throw new TokenRejected('expired', `the token expired at ${new Date(Number(err.payload.exp) * 1000).toISOString()}`);
+      if (err instanceof joseErrors.JWSSignatureVerificationFailed || err instanceof joseErrors.JWKSNoMatchingKey)
+        throw new TokenRejected('signature', "the token's signature does not verify against the tenant's keys");
       throw new TokenRejected('malformed', `the token is not a valid JWT: ${(err as Error).message}`);
     }
     if (!issuers.includes(String(payload.iss))) throw new TokenRejected('issuer', `the token's issuer ${String(payload.iss)} is not this tenant`);
     const aud = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
-    if (!aud.some((a) => typeof a === 'string' && audiences.includes(a))) throw new TokenRejected('audience', `the token's audience ${aud.join(', ')} is not one of ${audiences.join(', ')}`);
+    if (!aud.some((a) => typeof a === 'string' && audiences.includes(a)))
+      throw new TokenRejected('audience', `the token's audience ${aud.join(', ')} is not one of ${audiences.join(', ')}`);
     const oid = typeof payload.oid === 'string' ? payload.oid : undefined;
     if (!oid) throw new TokenRejected('malformed', 'the token names no object id (oid)');
     return {

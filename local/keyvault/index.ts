@@ -56,7 +56,8 @@ export interface KeyVaultHandle {
 /** A seed file: { "vaults": { "<name>": { "secrets": { "<name>": "<value>" }, "readers": ["<principal id>"] } } }. */
 export function readKeyVaultSeed(file: string): KeyVaultSeed {
   const raw = JSON.parse(readFileSync(file, 'utf8')) as KeyVaultSeed;
-  if (!raw || typeof raw !== 'object' || typeof raw.vaults !== 'object') throw new Error(`${file}: a Key Vault seed is { "vaults": { "<name>": { "secrets": {…}, "readers": […] } } }`);
+  if (!raw || typeof raw !== 'object' || typeof raw.vaults !== 'object')
+    throw new Error(`${file}: a Key Vault seed is { "vaults": { "<name>": { "secrets": {…}, "readers": […] } } }`);
   return raw;
 }
 
@@ -67,7 +68,12 @@ export function secretVersion(vault: string, name: string, value: string): strin
 
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text), 'x-ms-keyvault-service-version': '1.9.0.0', ...headers });
+  res.writeHead(status, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(text),
+    'x-ms-keyvault-service-version': '1.9.0.0',
+    ...headers,
+  });
   res.end(text);
 }
 
@@ -81,11 +87,24 @@ export function keyVaultHandler(opts: KeyVaultOptions, origin: () => string) {
     const vault = vaultName ? opts.seed.vaults[vaultName.toLowerCase()] : undefined;
     if (!vault) return send(res, 404, kvError('VaultNotFound', `no vault ${vaultName ?? ''} on this server: the URL is http://127.0.0.1:<port>/<vault>/…`));
     if (collection !== 'secrets' || !name || rest.length || req.method !== 'GET') {
-      return send(res, 501, kvError('NotImplemented', `${req.method ?? 'GET'} ${url.pathname}: the local Key Vault serves only GET /secrets/{name}[/{version}]`));
+      return send(
+        res,
+        501,
+        kvError('NotImplemented', `${req.method ?? 'GET'} ${url.pathname}: the local Key Vault serves only GET /secrets/{name}[/{version}]`),
+      );
     }
     const apiVersion = url.searchParams.get('api-version');
     if (!apiVersion || !API_VERSIONS.has(apiVersion)) {
-      return send(res, 400, kvError('BadParameter', apiVersion ? `The specified version (${apiVersion}) is not recognized. Consider using the latest supported version (7.4).` : 'The request URI contains an invalid or missing api-version.'));
+      return send(
+        res,
+        400,
+        kvError(
+          'BadParameter',
+          apiVersion
+            ? `The specified version (${apiVersion}) is not recognized. Consider using the latest supported version (7.4).`
+            : 'The request URI contains an invalid or missing api-version.',
+        ),
+      );
     }
     const auth = String(req.headers.authorization ?? '');
     if (!/^Bearer\s+\S+$/i.test(auth)) return send(res, 401, kvError('Unauthorized', 'AKV10000: Request is missing a Bearer or PoP token.'), challenge);
@@ -94,16 +113,38 @@ export function keyVaultHandler(opts: KeyVaultOptions, origin: () => string) {
       caller = (await opts.verify(auth.replace(/^Bearer\s+/i, ''), KEY_VAULT_AUDIENCES)).oid;
     } catch (err) {
       const problem = err instanceof TokenRejected ? err.problem : 'malformed';
-      const text = problem === 'audience' ? 'AKV10022: Invalid audience.' : problem === 'expired' ? 'AKV10032: Token expired.' : problem === 'issuer' ? 'AKV10032: Invalid issuer.' : 'AKV10002: Invalid token.';
+      const text =
+        problem === 'audience'
+          ? 'AKV10022: Invalid audience.'
+          : problem === 'expired'
+            ? 'AKV10032: Token expired.'
+            : problem === 'issuer'
+              ? 'AKV10032: Invalid issuer.'
+              : 'AKV10002: Invalid token.';
       return send(res, 401, kvError('Unauthorized', `${text} ${(err as Error).message}`), challenge);
     }
     if (!vault.readers.includes(caller)) {
-      return send(res, 403, kvError('Forbidden', `Caller is not authorized to perform action on resource.\r\nCaller: oid=${caller}\r\nAction: 'Microsoft.KeyVault/vaults/secrets/getSecret/action'\r\nVault: ${vaultName}`, 'ForbiddenByRbac'));
+      return send(
+        res,
+        403,
+        kvError(
+          'Forbidden',
+          `Caller is not authorized to perform action on resource.\r\nCaller: oid=${caller}\r\nAction: 'Microsoft.KeyVault/vaults/secrets/getSecret/action'\r\nVault: ${vaultName}`,
+          'ForbiddenByRbac',
+        ),
+      );
     }
     const value = Object.prototype.hasOwnProperty.call(vault.secrets, name) ? vault.secrets[name] : undefined;
     const current = value === undefined ? undefined : secretVersion(vaultName.toLowerCase(), name, value);
     if (value === undefined || (version !== undefined && version !== current)) {
-      return send(res, 404, kvError('SecretNotFound', `A secret with (name/id) ${name}${version ? `/${version}` : ''} was not found in this key vault. If you recently deleted this secret you may be able to recover it using the correct recovery command. For help resolving this issue, please see https://go.microsoft.com/fwlink/?linkid=2125182`));
+      return send(
+        res,
+        404,
+        kvError(
+          'SecretNotFound',
+          `A secret with (name/id) ${name}${version ? `/${version}` : ''} was not found in this key vault. If you recently deleted this secret you may be able to recover it using the correct recovery command. For help resolving this issue, please see https://go.microsoft.com/fwlink/?linkid=2125182`,
+        ),
+      );
     }
     send(res, 200, {
       value,
@@ -154,5 +195,9 @@ export const DEMO_VAULT_SEED: Readonly<Record<string, { secrets: Record<string, 
 
 /** A seed where vaults that name no readers are readable by `defaultReaders` (the pool identity). */
 export function seedWithReaders(vaults: Record<string, { secrets: Record<string, string>; readers?: string[] }>, defaultReaders: string[]): KeyVaultSeed {
-  return { vaults: Object.fromEntries(Object.entries(vaults).map(([name, v]) => [name.toLowerCase(), { secrets: { ...v.secrets }, readers: v.readers ?? defaultReaders }])) };
+  return {
+    vaults: Object.fromEntries(
+      Object.entries(vaults).map(([name, v]) => [name.toLowerCase(), { secrets: { ...v.secrets }, readers: v.readers ?? defaultReaders }]),
+    ),
+  };
 }

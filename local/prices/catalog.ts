@@ -33,12 +33,26 @@ export function standInItems(): RetailPriceItem[] {
     for (const [size, price] of Object.entries(DEFAULT_PRICES_PER_HOUR)) {
       const base = meterBase(size);
       for (const os of ['', ' Windows']) {
-        for (const [suffix, factor] of [['', 1], [' Spot', 0.2], [' Low Priority', 0.2]] as const) {
+        for (const [suffix, factor] of [
+          ['', 1],
+          [' Spot', 0.2],
+          [' Low Priority', 0.2],
+        ] as const) {
           const retail = round(price * region.factor * factor * (os ? 1.5 : 1));
           out.push({
-            currencyCode: 'USD', retailPrice: retail, unitPrice: retail, armRegionName: region.armRegionName, location: region.location,
-            effectiveStartDate: effective, meterName: `${base}${suffix}`, productName: `Virtual Machines ${series(size)}${os}`,
-            skuName: `${base}${suffix}`, serviceName: 'Virtual Machines', armSkuName: size, unitOfMeasure: '1 Hour', type: 'Consumption',
+            currencyCode: 'USD',
+            retailPrice: retail,
+            unitPrice: retail,
+            armRegionName: region.armRegionName,
+            location: region.location,
+            effectiveStartDate: effective,
+            meterName: `${base}${suffix}`,
+            productName: `Virtual Machines ${series(size)}${os}`,
+            skuName: `${base}${suffix}`,
+            serviceName: 'Virtual Machines',
+            armSkuName: size,
+            unitOfMeasure: '1 Hour',
+            type: 'Consumption',
             isPrimaryMeterRegion: true,
           });
         }

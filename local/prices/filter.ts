@@ -10,8 +10,15 @@ export class FilterNotEmulated extends Error {}
 
 /** Filter field → item field (priceType is `type` in the items). */
 const FIELDS: Record<string, keyof RetailPriceItem> = {
-  armRegionName: 'armRegionName', location: 'location', meterName: 'meterName', productName: 'productName', skuName: 'skuName',
-  serviceName: 'serviceName', priceType: 'type', armSkuName: 'armSkuName', currencyCode: 'currencyCode',
+  armRegionName: 'armRegionName',
+  location: 'location',
+  meterName: 'meterName',
+  productName: 'productName',
+  skuName: 'skuName',
+  serviceName: 'serviceName',
+  priceType: 'type',
+  armSkuName: 'armSkuName',
+  currencyCode: 'currencyCode',
 };
 
 type Token = { kind: 'word'; v: string } | { kind: 'str'; v: string } | { kind: '(' } | { kind: ')' };
@@ -21,15 +28,29 @@ function tokens(text: string): Token[] {
   let i = 0;
   while (i < text.length) {
     const c = text[i];
-    if (/\s/.test(c)) { i++; continue; }
-    if (c === '(' || c === ')') { out.push({ kind: c }); i++; continue; }
+    if (/\s/.test(c)) {
+      i++;
+      continue;
+    }
+    if (c === '(' || c === ')') {
+      out.push({ kind: c });
+      i++;
+      continue;
+    }
     if (c === "'") {
       let v = '';
       i++;
       for (;;) {
         if (i >= text.length) throw new FilterNotEmulated('unterminated string');
-        if (text[i] === "'" && text[i + 1] === "'") { v += "'"; i += 2; continue; }
-        if (text[i] === "'") { i++; break; }
+        if (text[i] === "'" && text[i + 1] === "'") {
+          v += "'";
+          i += 2;
+          continue;
+        }
+        if (text[i] === "'") {
+          i++;
+          break;
+        }
         v += text[i++];
       }
       out.push({ kind: 'str', v });
@@ -51,12 +72,22 @@ export function parseFilter(text: string): Pred {
   const word = (w: string) => ts[p]?.kind === 'word' && (ts[p] as { v: string }).v.toLowerCase() === w;
   const or = (): Pred => {
     let left = and();
-    while (word('or')) { p++; const l = left, r = and(); left = (x) => l(x) || r(x); }
+    while (word('or')) {
+      p++;
+      const l = left,
+        r = and();
+      left = (x) => l(x) || r(x);
+    }
     return left;
   };
   const and = (): Pred => {
     let left = term();
-    while (word('and')) { p++; const l = left, r = term(); left = (x) => l(x) && r(x); }
+    while (word('and')) {
+      p++;
+      const l = left,
+        r = term();
+      left = (x) => l(x) && r(x);
+    }
     return left;
   };
   const term = (): Pred => {

@@ -47,7 +47,8 @@ export async function startRetailPricesStandIn(opts: RetailPricesStandInOptions 
       failing.n--;
       return send(res, failing.status, { Error: { Code: 'InjectedFault', Message: 'fault injected by the local stand-in' } });
     }
-    if (req.method !== 'GET' || url.pathname !== PATH) return send(res, 501, { Error: { Code: 'NotEmulated', Message: `${req.method} ${url.pathname} is not emulated by the Retail Prices stand-in` } });
+    if (req.method !== 'GET' || url.pathname !== PATH)
+      return send(res, 501, { Error: { Code: 'NotEmulated', Message: `${req.method} ${url.pathname} is not emulated by the Retail Prices stand-in` } });
     const currency = url.searchParams.get('currencyCode') ?? 'USD';
     if (currency !== 'USD') return send(res, 501, { Error: { Code: 'NotEmulated', Message: `currencyCode ${currency} is not emulated (USD only)` } });
     let selected = items;

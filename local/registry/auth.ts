@@ -20,7 +20,13 @@ import { SignJWT, jwtVerify, errors as joseErrors } from 'jose';
 /** ACR's user name for a login with a refresh token as the password. */
 export const REFRESH_TOKEN_USER = '00000000-0000-0000-0000-000000000000';
 /** Entra audiences ACR accepts at /oauth2/exchange. */
-export const REGISTRY_AAD_AUDIENCES = ['https://containerregistry.azure.net', 'https://containerregistry.azure.net/', 'https://management.azure.com/', 'https://management.azure.com', 'https://management.core.windows.net/'];
+export const REGISTRY_AAD_AUDIENCES = [
+  'https://containerregistry.azure.net',
+  'https://containerregistry.azure.net/',
+  'https://management.azure.com/',
+  'https://management.azure.com',
+  'https://management.core.windows.net/',
+];
 
 export interface VerifiedPrincipal {
   oid: string;
@@ -67,7 +73,14 @@ interface Grant {
 
 async function sign(auth: RegistryAuth, claims: Record<string, unknown>, service: string, seconds: number): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
-  return new SignJWT(claims).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setIssuer('local-registry').setAudience(service).setIssuedAt(now).setNotBefore(now).setExpirationTime(now + seconds).sign(auth.key);
+  return new SignJWT(claims)
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setIssuer('local-registry')
+    .setAudience(service)
+    .setIssuedAt(now)
+    .setNotBefore(now)
+    .setExpirationTime(now + seconds)
+    .sign(auth.key);
 }
 
 async function verify(auth: RegistryAuth, token: string, service: string, kind: 'refresh_token' | 'access_token'): Promise<Record<string, unknown>> {
@@ -143,41 +156,53 @@ export async function handleTokenService(auth: RegistryAuth, req: IncomingMessag
   const service = serviceOf(req);
   const method = req.method ?? 'GET';
   if (pathname === '/oauth2/exchange') {
-    if (method !== 'POST') return send(405, { errors: [{ code: 'UNSUPPORTED', message: 'use POST' }] }), true;
+    if (method !== 'POST') return (send(405, { errors: [{ code: 'UNSUPPORTED', message: 'use POST' }] }), true);
     const form = await readForm(req);
-    if (form.get('grant_type') !== 'access_token') return send(400, { errors: [{ code: 'UNSUPPORTED', message: `grant_type must be access_token, got '${form.get('grant_type') ?? ''}'` }] }), true;
-    if (form.get('service') !== service) return send(400, { errors: [{ code: 'INVALID_SERVICE', message: `service must be ${service}` }] }), true;
+    if (form.get('grant_type') !== 'access_token')
+      return (send(400, { errors: [{ code: 'UNSUPPORTED', message: `grant_type must be access_token, got '${form.get('grant_type') ?? ''}'` }] }), true);
+    if (form.get('service') !== service) return (send(400, { errors: [{ code: 'INVALID_SERVICE', message: `service must be ${service}` }] }), true);
     const aad = form.get('access_token') ?? '';
-    if (!auth.opts.verifyEntraToken) return unauthorized(send, 'this registry does not accept Entra ID tokens'), true;
+    if (!auth.opts.verifyEntraToken) return (unauthorized(send, 'this registry does not accept Entra ID tokens'), true);
     let principal: VerifiedPrincipal;
     try {
       principal = await auth.opts.verifyEntraToken(aad, REGISTRY_AAD_AUDIENCES);
     } catch (err) {
-      return unauthorized(send, `the Entra ID access token was refused: ${(err as Error).message}`), true;
+      return (unauthorized(send, `the Entra ID access token was refused: ${(err as Error).message}`), true);
     }
     const pull = (auth.opts.pullPrincipals ?? []).includes(principal.oid);
-    const refresh = await sign(auth, { kind: 'refresh_token', sub: principal.oid, pull, grant_type: 'refresh_token' }, service, auth.opts.refreshTokenSeconds ?? 3 * 3600);
+    const refresh = await sign(
+      auth,
+      { kind: 'refresh_token', sub: principal.oid, pull, grant_type: 'refresh_token' },
+      service,
+      auth.opts.refreshTokenSeconds ?? 3 * 3600,
+    );
     send(200, { refresh_token: refresh });
     return true;
   }
   let grant: Grant | undefined;
   let scope: string | null;
   if (method === 'GET') {
-    if (url.searchParams.get('service') && url.searchParams.get('service') !== service) return send(400, { errors: [{ code: 'INVALID_SERVICE', message: `service must be ${service}` }] }), true;
+    if (url.searchParams.get('service') && url.searchParams.get('service') !== service)
+      return (send(400, { errors: [{ code: 'INVALID_SERVICE', message: `service must be ${service}` }] }), true);
     scope = url.searchParams.get('scope');
     grant = await basicGrant(auth, req.headers.authorization, service);
-    if (!grant) return unauthorized(send, req.headers.authorization ? 'authentication required: the credentials are wrong or expired' : 'authentication required'), true;
+    if (!grant)
+      return (
+        unauthorized(send, req.headers.authorization ? 'authentication required: the credentials are wrong or expired' : 'authentication required'),
+        true
+      );
   } else if (method === 'POST') {
     const form = await readForm(req);
-    if (form.get('service') !== service) return send(400, { errors: [{ code: 'INVALID_SERVICE', message: `service must be ${service}` }] }), true;
+    if (form.get('service') !== service) return (send(400, { errors: [{ code: 'INVALID_SERVICE', message: `service must be ${service}` }] }), true);
     scope = form.get('scope');
     const type = form.get('grant_type');
     if (type === 'refresh_token') grant = await refreshGrant(auth, form.get('refresh_token') ?? '', service);
-    else if (type === 'password') grant = await basicGrant(auth, `Basic ${Buffer.from(`${form.get('username') ?? ''}:${form.get('password') ?? ''}`).toString('base64')}`, service);
-    else return send(400, { errors: [{ code: 'UNSUPPORTED', message: `grant_type must be refresh_token or password, got '${type ?? ''}'` }] }), true;
-    if (!grant) return unauthorized(send, 'the refresh token or password is wrong or expired'), true;
+    else if (type === 'password')
+      grant = await basicGrant(auth, `Basic ${Buffer.from(`${form.get('username') ?? ''}:${form.get('password') ?? ''}`).toString('base64')}`, service);
+    else return (send(400, { errors: [{ code: 'UNSUPPORTED', message: `grant_type must be refresh_token or password, got '${type ?? ''}'` }] }), true);
+    if (!grant) return (unauthorized(send, 'the refresh token or password is wrong or expired'), true);
   } else {
-    return send(405, { errors: [{ code: 'UNSUPPORTED', message: 'use GET or POST' }] }), true;
+    return (send(405, { errors: [{ code: 'UNSUPPORTED', message: 'use GET or POST' }] }), true);
   }
   await issueAccess(auth, send, grant, service, scope);
   return true;

@@ -60,7 +60,15 @@ export class PullAdmission {
   }
 
   reset(): void {
-    this.stats = { maxConcurrentObserved: this.inFlight.size, maxConcurrentTransfers: this.transfers, totalPulls: 0, totalRequests: 0, total429: 0, bytesServed: 0, perClient: {} };
+    this.stats = {
+      maxConcurrentObserved: this.inFlight.size,
+      maxConcurrentTransfers: this.transfers,
+      totalPulls: 0,
+      totalRequests: 0,
+      total429: 0,
+      bytesServed: 0,
+      perClient: {},
+    };
   }
 
   private client(key: string): ClientStats {

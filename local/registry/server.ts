@@ -22,9 +22,18 @@ export interface RegistryContext {
   auth?: RegistryAuth;
 }
 
-type ErrorCode = 'NAME_UNKNOWN' | 'NAME_INVALID' | 'MANIFEST_UNKNOWN' | 'BLOB_UNKNOWN' | 'DIGEST_INVALID' | 'UNSUPPORTED' | 'TOOMANYREQUESTS' | 'UNAUTHORIZED' | 'DENIED';
+type ErrorCode =
+  'NAME_UNKNOWN' | 'NAME_INVALID' | 'MANIFEST_UNKNOWN' | 'BLOB_UNKNOWN' | 'DIGEST_INVALID' | 'UNSUPPORTED' | 'TOOMANYREQUESTS' | 'UNAUTHORIZED' | 'DENIED';
 
-function sendError(res: ServerResponse, status: number, code: ErrorCode, message: string, detail?: unknown, head = false, headers: Record<string, string> = {}): void {
+function sendError(
+  res: ServerResponse,
+  status: number,
+  code: ErrorCode,
+  message: string,
+  detail?: unknown,
+  head = false,
+  headers: Record<string, string> = {},
+): void {
   const body = JSON.stringify({ errors: [{ code, message, ...(detail === undefined ? {} : { detail }) }] });
   res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), ...headers });
   res.end(head ? undefined : body);
@@ -99,7 +108,9 @@ export async function handleRequest(ctx: RegistryContext, req: IncomingMessage, 
     if (!verdict.ok) {
       ctx.admission.countRequest(key);
       const scope = repo ? `repository:${repo}:pull` : undefined;
-      return sendError(res, verdict.status, verdict.code, verdict.message, repo ? [{ Type: 'repository', Name: repo, Action: 'pull' }] : undefined, head, { 'WWW-Authenticate': challenge(req, scope) });
+      return sendError(res, verdict.status, verdict.code, verdict.message, repo ? [{ Type: 'repository', Name: repo, Action: 'pull' }] : undefined, head, {
+        'WWW-Authenticate': challenge(req, scope),
+      });
     }
   }
 

@@ -54,9 +54,7 @@ function logDestination(config: HostWorkerConfig): LogDestination | undefined {
   return { file: config.logFile, console: { level, stream } };
 }
 
-export type WorkerMessage =
-  | { type: 'ready'; pid: number; baseUrl: string; banner: string; functionKey: string }
-  | { type: 'failed'; message: string };
+export type WorkerMessage = { type: 'ready'; pid: number; baseUrl: string; banner: string; functionKey: string } | { type: 'failed'; message: string };
 
 export type SupervisorMessage = { type: 'start'; config: HostWorkerConfig };
 

@@ -7,7 +7,15 @@
  */
 import { randomBytes } from 'node:crypto';
 import {
-  APP_IDENTITY, OPERATOR_USER, POOL_IDENTITY, createEntraTokenVerifier, LOCAL_RESOURCE_GROUP, LOCAL_SUBSCRIPTION_ID, stableGuid, type IdentityService, type LocalManagedIdentity,
+  APP_IDENTITY,
+  OPERATOR_USER,
+  POOL_IDENTITY,
+  createEntraTokenVerifier,
+  LOCAL_RESOURCE_GROUP,
+  LOCAL_SUBSCRIPTION_ID,
+  stableGuid,
+  type IdentityService,
+  type LocalManagedIdentity,
 } from '../identity';
 import type { ArmAccessConfig, BatchDataRoles, NodeIdentityProvider } from '../batch';
 import type { RegistryAuthOptions } from '../registry';

@@ -83,7 +83,11 @@ export async function startSupervisedStack(opts: SupervisorOptions): Promise<Sup
   await claimDataDir(dataDir, say);
 
   const services = await startServices({
-    dataDir, repoRoot: opts.repoRoot, sharedKeys: opts.sharedKeys, registryAccess: opts.registryAccess, onJobEvent: opts.onJobEvent,
+    dataDir,
+    repoRoot: opts.repoRoot,
+    sharedKeys: opts.sharedKeys,
+    registryAccess: opts.registryAccess,
+    onJobEvent: opts.onJobEvent,
     ...(opts.twoBatchAccounts ? { secondBatch: {} } : {}),
     exampleNetwork: opts.exampleNetwork,
   });
@@ -91,9 +95,13 @@ export async function startSupervisedStack(opts: SupervisorOptions): Promise<Sup
   const keysFile = defaultKeysFile(opts.appDir);
   const hostPort = choosePorts({ host: opts.port }, readPorts(dataDir)).host ?? 7071;
   const settings: Record<string, string> = {
-    ...localAppSettings(azurite, batch), ...localRegistrySettings(registry.host), ...localAuthSettings(identity, loadOrCreateKeys(keysFile)),
+    ...localAppSettings(azurite, batch),
+    ...localRegistrySettings(registry.host),
+    ...localAuthSettings(identity, loadOrCreateKeys(keysFile)),
     ...localEventSettings(webhooks, hostPort),
-    ...localIdentitySettings(services, opts.poolIdentity === true), ...localPriceSettings(services.prices), ...localBatchAccountsSettings(services),
+    ...localIdentitySettings(services, opts.poolIdentity === true),
+    ...localPriceSettings(services.prices),
+    ...localBatchAccountsSettings(services),
     ...(opts.exampleNetwork ? exampleNetworkSettings() : {}),
   };
   const startedAt = new Date().toISOString();
@@ -124,16 +132,24 @@ export async function startSupervisedStack(opts: SupervisorOptions): Promise<Sup
   const startWorker = (): Promise<HostWorkerProcess> => {
     const start = launchWorker();
     starting = start;
-    void start.catch(() => undefined).finally(() => {
-      if (starting === start) starting = undefined;
-    });
+    void start
+      .catch(() => undefined)
+      .finally(() => {
+        if (starting === start) starting = undefined;
+      });
     return start;
   };
 
   const launchWorker = async (): Promise<HostWorkerProcess> => {
     const w = await HostWorkerProcess.start(
       {
-        appDir: opts.appDir, port, settings, logLevel: opts.logLevel, logFile: opts.logFile, consoleLog: opts.consoleLog, durable: opts.durable,
+        appDir: opts.appDir,
+        port,
+        settings,
+        logLevel: opts.logLevel,
+        logFile: opts.logFile,
+        consoleLog: opts.consoleLog,
+        durable: opts.durable,
         storage: services.keyless ? undefined : azurite.connectionString(),
         identityEndpoint: identity.appServiceIdentity,
         caFile: services.keyless ? identity.caFile : undefined,
@@ -153,7 +169,9 @@ export async function startSupervisedStack(opts: SupervisorOptions): Promise<Sup
       current = undefined;
       const ranMs = Date.now() - w.startedAt;
       if (ranMs >= HEALTHY_AFTER_MS) restartDelay = FIRST_RESTART_DELAY_MS;
-      say(`the Functions host (pid ${w.pid}) died (${exit.signal ?? `exit code ${exit.code}`}); restarting it in ${restartDelay / 1000} s against the same services`);
+      say(
+        `the Functions host (pid ${w.pid}) died (${exit.signal ?? `exit code ${exit.code}`}); restarting it in ${restartDelay / 1000} s against the same services`,
+      );
       scheduleRestart();
     });
     return w;

@@ -11,8 +11,10 @@ const REASON_CHARS = 300;
 const REMEMBERED_IDS = 10_000;
 
 function clean(value: unknown, max = 120): string {
-  // eslint-disable-next-line no-control-regex
-  const text = String(value ?? '').replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' ').trim();
+  const text = String(value ?? '')
+    // eslint-disable-next-line no-control-regex -- control characters are what it removes
+    .replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' ')
+    .trim();
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 

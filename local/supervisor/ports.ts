@@ -12,7 +12,20 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 
-export const SERVICE_NAMES = ['host', 'blob', 'queue', 'table', 'batch', 'registry', 'webhooks', 'arm', 'identity', 'identityHttp', 'prices', 'keyVault'] as const;
+export const SERVICE_NAMES = [
+  'host',
+  'blob',
+  'queue',
+  'table',
+  'batch',
+  'registry',
+  'webhooks',
+  'arm',
+  'identity',
+  'identityHttp',
+  'prices',
+  'keyVault',
+] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 export type StackPorts = Record<ServiceName, number>;
 

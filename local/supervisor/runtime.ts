@@ -90,13 +90,18 @@ export async function claimDataDir(dataDir: string, say: (line: string) => void,
   const old = readRuntime(dataDir);
   if (!old) return;
   if (isRunning(old.supervisor) && old.supervisor.pid !== process.pid) {
-    throw new Error(`a local stack (supervisor pid ${old.supervisor.pid}) already serves ${dataDir} at ${old.baseUrl}; stop it first (Ctrl-C there, or kill -TERM ${old.supervisor.pid})`);
+    throw new Error(
+      `a local stack (supervisor pid ${old.supervisor.pid}) already serves ${dataDir} at ${old.baseUrl}; stop it first (Ctrl-C there, or kill -TERM ${old.supervisor.pid})`,
+    );
   }
   const left = [
     { what: 'Azurite', ref: old.azurite },
     { what: 'Functions host worker', ref: old.host },
   ].filter((p) => isRunning(p.ref));
-  if (left.length) say(`the previous stack on this folder did not stop cleanly; waiting for ${left.map((p) => `${p.what} (pid ${p.ref.pid})`).join(' and ')} to finish stopping`);
+  if (left.length)
+    say(
+      `the previous stack on this folder did not stop cleanly; waiting for ${left.map((p) => `${p.what} (pid ${p.ref.pid})`).join(' and ')} to finish stopping`,
+    );
   const deadline = Date.now() + graceMs;
   for (const p of left) {
     while (isRunning(p.ref) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));

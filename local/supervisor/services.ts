@@ -131,9 +131,11 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
   const started: { stop(): Promise<void> }[] = [];
   const keyless = !opts.sharedKeys;
   try {
-    const identity = await startIdentityService({ dataDir: await sub('identity'), httpsPort: want.identity, httpPort: want.identityHttp }).catch((err: unknown) => {
-      throw (['identity', 'identityHttp'] as const).reduce((e, s) => portInUse(e, s, want[s], dataDir), err as Error);
-    });
+    const identity = await startIdentityService({ dataDir: await sub('identity'), httpsPort: want.identity, httpPort: want.identityHttp }).catch(
+      (err: unknown) => {
+        throw (['identity', 'identityHttp'] as const).reduce((e, s) => portInUse(e, s, want[s], dataDir), err as Error);
+      },
+    );
     started.push(identity);
     // This process talks https to Azurite (the Batch emulator's resource files, an in-process app, the operator).
     const release = keyless ? trustCertificateInProcess(identity.caCert) : () => undefined;
@@ -176,7 +178,7 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
     const vaultSeed = opts.keyVault ?? DEMO_VAULT_SEED;
     const licenceServer = opts.exampleNetwork ? await startLicenceServer({ key: vaultSeed[DEMO_VAULT]?.secrets[DEMO_SECRET] ?? DEMO_SECRET_VALUE }) : undefined;
     if (licenceServer) started.push(licenceServer);
-    const network = opts.exampleNetwork ? exampleNetwork(headnodeTemp ?? (await sub('headnode')) as string, opts.repoRoot, licenceServer) : undefined;
+    const network = opts.exampleNetwork ? exampleNetwork(headnodeTemp ?? ((await sub('headnode')) as string), opts.repoRoot, licenceServer) : undefined;
     const batch = await startBatchEmulator({
       dataDir: await sub('batch'),
       persist: dataDir !== undefined,
@@ -198,18 +200,20 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
     });
     started.push(batch);
     // The second account: the same tenant, roles and node wiring, its own name, ports (any free ones) and quota.
-    const batch2 = opts.secondBatch ? await startBatchEmulator({
-      dataDir: await sub('batch2'),
-      persist: dataDir !== undefined,
-      nodePath: [path.join(opts.repoRoot, 'local', 'batch', 'nodetools', 'bin')],
-      sharedKey: !keyless,
-      aad: { tenantId: identity.tenantId, jwks: () => identity.jwks(), roles: wiring.batchDataRoles },
-      identity: wiring.nodeIdentities,
-      arm: { ...wiring.arm },
-      accountName: SECOND_BATCH_ACCOUNT,
-      ...opts.secondBatch,
-      trustedCertificates: [...(keyless ? [identity.caCert] : []), ...(opts.secondBatch.trustedCertificates ?? [])],
-    }) : undefined;
+    const batch2 = opts.secondBatch
+      ? await startBatchEmulator({
+          dataDir: await sub('batch2'),
+          persist: dataDir !== undefined,
+          nodePath: [path.join(opts.repoRoot, 'local', 'batch', 'nodetools', 'bin')],
+          sharedKey: !keyless,
+          aad: { tenantId: identity.tenantId, jwks: () => identity.jwks(), roles: wiring.batchDataRoles },
+          identity: wiring.nodeIdentities,
+          arm: { ...wiring.arm },
+          accountName: SECOND_BATCH_ACCOUNT,
+          ...opts.secondBatch,
+          trustedCertificates: [...(keyless ? [identity.caCert] : []), ...(opts.secondBatch.trustedCertificates ?? [])],
+        })
+      : undefined;
     if (batch2) started.push(batch2);
 
     const webhooks = await startWebhookReceiver({ port: want.webhooks, dataDir: await sub('webhooks'), onEvent: opts.onJobEvent }).catch((err: unknown) => {
@@ -246,10 +250,7 @@ export async function startServices(opts: ServicesOptions): Promise<Services> {
       keyVault: keyVault.port,
     };
     if (dataDir) recordPorts(dataDir, ports);
-    const operator = operatorAccess(
-      { batch, storage: azurite },
-      keyless ? identity.userCredential(OPERATOR_USER) : undefined,
-    );
+    const operator = operatorAccess({ batch, storage: azurite }, keyless ? identity.userCredential(OPERATOR_USER) : undefined);
     return {
       azurite,
       batch,

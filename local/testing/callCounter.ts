@@ -66,7 +66,18 @@ export function classifyStorage(service: 'table' | 'queue' | 'blob', method: str
     } else if (entity) {
       resource = entity[1];
       const keyed = entity[2] !== '';
-      operation = m === 'GET' ? (keyed ? 'get' : 'query') : m === 'PUT' ? 'replace' : m === 'MERGE' || m === 'PATCH' ? 'merge' : m === 'DELETE' ? 'delete' : m.toLowerCase();
+      operation =
+        m === 'GET'
+          ? keyed
+            ? 'get'
+            : 'query'
+          : m === 'PUT'
+            ? 'replace'
+            : m === 'MERGE' || m === 'PATCH'
+              ? 'merge'
+              : m === 'DELETE'
+                ? 'delete'
+                : m.toLowerCase();
     } else {
       operation = m === 'POST' ? 'insert' : m === 'GET' ? 'query' : m.toLowerCase();
     }
@@ -85,7 +96,13 @@ export function classifyStorage(service: 'table' | 'queue' | 'blob', method: str
   // A table batch names its table in its body only: the Durable engine's History writes are the batches a job makes
   // (the app's one transaction, admission's, is counted with them when a queue admits jobs).
   const durable = durableResource(resource, hub) || (service === 'table' && operation === 'batch');
-  const component: CallComponent = userAgent.includes(NODE_AGENT_USER_AGENT) ? 'node' : service === 'queue' && operation === 'get-messages' ? 'poller' : durable ? 'durable' : 'app';
+  const component: CallComponent = userAgent.includes(NODE_AGENT_USER_AGENT)
+    ? 'node'
+    : service === 'queue' && operation === 'get-messages'
+      ? 'poller'
+      : durable
+        ? 'durable'
+        : 'app';
   return { service, component, account, resource, operation, url };
 }
 
@@ -108,7 +125,13 @@ export function batchTemplate(path: string): string {
 }
 
 export function classifyBatch(plane: 'batch' | 'arm', method: string, path: string): Omit<Call, 'at'> {
-  const resource = plane === 'arm' ? path.split('?')[0].replace(/\/pools\/[^/]+/i, '/pools/{}').replace(/^.*\/providers\//i, '/providers/') : batchTemplate(path);
+  const resource =
+    plane === 'arm'
+      ? path
+          .split('?')[0]
+          .replace(/\/pools\/[^/]+/i, '/pools/{}')
+          .replace(/^.*\/providers\//i, '/providers/')
+      : batchTemplate(path);
   return { service: plane, component: plane, account: plane, resource, operation: method.toUpperCase(), url: path };
 }
 
@@ -145,7 +168,11 @@ export class CallCounter {
   constructor(private readonly hub = 'HpcMpiHub') {}
 
   /** The stack's hooks: storage arrivals and both Batch planes' exchanges. */
-  stackOptions(): { onStorageRequest: (r: StorageArrival) => void; onInvocation: (r: InvocationRecord) => void; batch: { onExchange: (e: ExchangeRecord) => void; onArmExchange: (e: ExchangeRecord) => void } } {
+  stackOptions(): {
+    onStorageRequest: (r: StorageArrival) => void;
+    onInvocation: (r: InvocationRecord) => void;
+    batch: { onExchange: (e: ExchangeRecord) => void; onArmExchange: (e: ExchangeRecord) => void };
+  } {
     return {
       onStorageRequest: (r) => this.storage(r),
       onInvocation: (r) => this.executions.push({ ...r, at: Date.now() }),
@@ -155,7 +182,11 @@ export class CallCounter {
 
   /** Which port is which service (Azurite's ports); arrivals seen before are classified now. */
   bindStorage(ports: { blob: number; queue: number; table: number }, tableEndpoint: string): void {
-    this.ports = new Map([[ports.blob, 'blob'], [ports.queue, 'queue'], [ports.table, 'table']]);
+    this.ports = new Map([
+      [ports.blob, 'blob'],
+      [ports.queue, 'queue'],
+      [ports.table, 'table'],
+    ]);
     this.markerUrl = new URL(tableEndpoint).origin;
     const early = this.pending;
     this.pending = [];

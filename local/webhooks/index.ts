@@ -64,7 +64,10 @@ function loadSecret(dataDir: string | undefined): string {
 
 function loadDeliveries(file: string | undefined): ReceivedDelivery[] {
   if (!file || !existsSync(file)) return [];
-  return readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as ReceivedDelivery);
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as ReceivedDelivery);
 }
 
 export async function startWebhookReceiver(opts: WebhookReceiverOptions = {}): Promise<WebhookReceiver> {
@@ -78,8 +81,13 @@ export async function startWebhookReceiver(opts: WebhookReceiverOptions = {}): P
   const receive = (req: http.IncomingMessage, body: string): ReceivedDelivery => {
     const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : (v ?? '')]));
     const d: ReceivedDelivery = {
-      receivedAt: new Date().toISOString(), id: headers['webhook-id'] ?? '', timestamp: headers['webhook-timestamp'] ?? '',
-      status: 204, signatureValid: false, cloudEventValid: false, contentType: headers['content-type'] ?? '',
+      receivedAt: new Date().toISOString(),
+      id: headers['webhook-id'] ?? '',
+      timestamp: headers['webhook-timestamp'] ?? '',
+      status: 204,
+      signatureValid: false,
+      cloudEventValid: false,
+      contentType: headers['content-type'] ?? '',
     };
     try {
       d.event = JSON.parse(body) as Record<string, unknown>;
@@ -156,10 +164,11 @@ export async function startWebhookReceiver(opts: WebhookReceiverOptions = {}): P
     port,
     secret,
     deliveries: () => [...received],
-    stop: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 

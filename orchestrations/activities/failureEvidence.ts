@@ -13,16 +13,18 @@ const STDERR_BYTES = 4 * 1024;
  */
 export async function readStartTaskFailures(ctx: BatchContext, input: { poolId: string; nodeIds: string[] }): Promise<StartTaskFailure[]> {
   const nodes = await listNodes(ctx, input.poolId).catch(() => []);
-  return Promise.all(input.nodeIds.map(async (nodeId) => {
-    const st = nodes.find((n) => n.id === nodeId)?.startTask;
-    const stderr = await readNodeFile(ctx, input.poolId, nodeId, 'startup/stderr.txt', { maxBytes: STDERR_BYTES }).catch(() => undefined);
-    return {
-      nodeId,
-      ...(st?.exitCode !== undefined ? { exitCode: st.exitCode } : {}),
-      ...(st?.failure ? { failure: st.failure } : {}),
-      ...(stderr?.content ? { stderr: stderr.content } : {}),
-    };
-  }));
+  return Promise.all(
+    input.nodeIds.map(async (nodeId) => {
+      const st = nodes.find((n) => n.id === nodeId)?.startTask;
+      const stderr = await readNodeFile(ctx, input.poolId, nodeId, 'startup/stderr.txt', { maxBytes: STDERR_BYTES }).catch(() => undefined);
+      return {
+        nodeId,
+        ...(st?.exitCode !== undefined ? { exitCode: st.exitCode } : {}),
+        ...(st?.failure ? { failure: st.failure } : {}),
+        ...(stderr?.content ? { stderr: stderr.content } : {}),
+      };
+    }),
+  );
 }
 
 export function startTaskFailures(input: { poolId: string; nodeIds: string[] }): Promise<StartTaskFailure[]> {

@@ -3,7 +3,11 @@ import { isTerminal, type JobRecord } from '../../shared/adapters/state';
 
 /** A create refused because the job already ended: a repeated or restarted run must not start it over. */
 export class JobAlreadyEnded extends Error {
-  constructor(readonly jobId: string, readonly state: string, what: string) {
+  constructor(
+    readonly jobId: string,
+    readonly state: string,
+    what: string,
+  ) {
     super(state === 'CleaningUp' ? `job ${jobId} is cleaning up: not creating ${what}` : `job ${jobId} already ended ${state}: not creating ${what}`);
     this.name = 'JobAlreadyEnded';
   }

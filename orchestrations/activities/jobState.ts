@@ -35,7 +35,12 @@ export async function jobFinish(input: JobFinishInput): Promise<void> {
 /** Appends a note to the job's timeline; the event id makes a repeated call (Durable's at-least-once) write it once. */
 export async function jobNote(input: JobNoteInput): Promise<void> {
   const store = await jobStore();
-  await store.appendEvent(input.jobId, { reason: input.reason, eventId: input.eventId, at: input.at, ...(input.data !== undefined ? { data: input.data } : {}) });
+  await store.appendEvent(input.jobId, {
+    reason: input.reason,
+    eventId: input.eventId,
+    at: input.at,
+    ...(input.data !== undefined ? { data: input.data } : {}),
+  });
 }
 
 registerActivity('jobTransition', jobTransition);

@@ -1,6 +1,15 @@
 import type { BatchTaskRef, MpiResult, MpiTaskObservation, MpiTaskRequest } from '../../shared/core/contract';
 import { appConfig, batchContext } from '../../shared/services';
-import { addMpiTask, getTask, listSubtasks, readNodeFile, readTaskFile, terminateTask, type BatchContext, type SubtaskSnapshot } from '../../shared/adapters/batch';
+import {
+  addMpiTask,
+  getTask,
+  listSubtasks,
+  readNodeFile,
+  readTaskFile,
+  terminateTask,
+  type BatchContext,
+  type SubtaskSnapshot,
+} from '../../shared/adapters/batch';
 import { STDERR_TAIL_LINES } from '../../shared/core/planning/failureExplain';
 import { registerActivity } from './registration';
 
@@ -36,14 +45,18 @@ export const FAILED_SUBTASK_READS = 4;
  * node) before the pool goes. A read that fails gives nothing (never the job's failure).
  */
 export async function failedSubtaskStderr(ctx: BatchContext, poolId: string | undefined, subtasks: readonly SubtaskSnapshot[]): Promise<Map<number, string>> {
-  const failed = subtasks.filter((s) => s.id !== 0 && s.exitCode !== undefined && s.exitCode !== 0 && s.nodeId && s.taskRootDirectory).slice(0, FAILED_SUBTASK_READS);
+  const failed = subtasks
+    .filter((s) => s.id !== 0 && s.exitCode !== undefined && s.exitCode !== 0 && s.nodeId && s.taskRootDirectory)
+    .slice(0, FAILED_SUBTASK_READS);
   const tails = new Map<number, string>();
   if (!poolId) return tails;
-  await Promise.all(failed.map(async (s) => {
-    const file = await readNodeFile(ctx, poolId, s.nodeId as string, `${s.taskRootDirectory}/stderr.txt`, { maxBytes: 4 * 1024 }).catch(() => undefined);
-    const tail = lastLines(file?.content ?? '', STDERR_TAIL_LINES);
-    if (tail.trim()) tails.set(s.id, tail);
-  }));
+  await Promise.all(
+    failed.map(async (s) => {
+      const file = await readNodeFile(ctx, poolId, s.nodeId as string, `${s.taskRootDirectory}/stderr.txt`, { maxBytes: 4 * 1024 }).catch(() => undefined);
+      const tail = lastLines(file?.content ?? '', STDERR_TAIL_LINES);
+      if (tail.trim()) tails.set(s.id, tail);
+    }),
+  );
   return tails;
 }
 
@@ -79,22 +92,27 @@ export async function collectMpiResult({ batch: ctx, accountUrl }: MpiResultDeps
   const subtaskStderr = await failedSubtaskStderr(ctx, task.poolId, subtasks);
   const reported = task.state === 'missing' ? undefined : task.exitCode;
   // A failed subtask's code stands for the task when the primary reported 0 or nothing.
-  const exitCode = (reported === undefined || reported === 0) && failedSub ? failedSub.exitCode ?? -1 : reported;
+  const exitCode = (reported === undefined || reported === 0) && failedSub ? (failedSub.exitCode ?? -1) : reported;
   // Batch reports output files it could not upload as the task's failure; the program's exit code stands.
   const uploadFailed = task.failure?.code.startsWith('FileUpload') ? task.failure : undefined;
   return {
     taskId: input.taskId,
     exitCode: exitCode ?? -1,
     ...(exitCode === undefined ? { noExitCode: true as const } : {}),
-    failure: task.state === 'missing'
-      ? 'the MPI task disappeared (job deleted?)'
-      : task.failure && !uploadFailed
-        ? `${task.failure.code}: ${task.failure.message}`
-        : failedSub
-          ? `subtask ${failedSub.id} on ${failedSub.nodeId} exited ${failedSub.exitCode}`
-          : undefined,
+    failure:
+      task.state === 'missing'
+        ? 'the MPI task disappeared (job deleted?)'
+        : task.failure && !uploadFailed
+          ? `${task.failure.code}: ${task.failure.message}`
+          : failedSub
+            ? `subtask ${failedSub.id} on ${failedSub.nodeId} exited ${failedSub.exitCode}`
+            : undefined,
     subtasks: subtasks.map((s) => ({
-      id: s.id, nodeId: s.nodeId, exitCode: s.exitCode, state: s.state, taskRootDirectory: s.taskRootDirectory,
+      id: s.id,
+      nodeId: s.nodeId,
+      exitCode: s.exitCode,
+      state: s.state,
+      taskRootDirectory: s.taskRootDirectory,
       ...(subtaskStderr.has(s.id) ? { stderrTail: subtaskStderr.get(s.id) } : {}),
     })),
     logs,

@@ -3,7 +3,17 @@ import { callerOfJobRow, judgePool } from '../../shared/core/intake/poolAccess';
 import { OPERATOR, QUEUE_OWNER } from '../../shared/adapters/auth';
 import type { PoolAccessVerdict } from '../../shared/core/contract/activities';
 import type { JobRecord } from '../../shared/adapters/state';
-import { createJobPool, createJobPoolArm, deletePool, failedNodes, getPoolSnapshot, inspectPool, removeNodes, resizePool, type PoolInspection } from '../../shared/adapters/batch';
+import {
+  createJobPool,
+  createJobPoolArm,
+  deletePool,
+  failedNodes,
+  getPoolSnapshot,
+  inspectPool,
+  removeNodes,
+  resizePool,
+  type PoolInspection,
+} from '../../shared/adapters/batch';
 import { registerActivity } from './registration';
 import { refuseIfEnded } from './jobGuard';
 import type { PoolCreateRequest } from '../../shared/core/planning/jobPlan';
@@ -29,12 +39,14 @@ export async function poolCreate(input: PoolCreateRequest): Promise<{ created: b
   // through their plain URLs, read by the nodes with the pool identity.
   const expires = new Date(Date.now() + startTaskSasMinutes(appConfig().pipeline.sasMaxLifetimeMinutes) * 60_000);
   const startTaskFiles = input.startTask
-    ? await Promise.all(input.startTask.resourceFiles.map(async (f) => {
-        const account = dataAccount(f.account, f.container);
-        return identityResourceId
-          ? startTaskResourceFile(f, account.service.getContainerClient(f.container).getBlobClient(f.blob).url, identityResourceId)
-          : startTaskResourceFile(f, await readOnlyBlobUrl(account, f.container, f.blob, expires));
-      }))
+    ? await Promise.all(
+        input.startTask.resourceFiles.map(async (f) => {
+          const account = dataAccount(f.account, f.container);
+          return identityResourceId
+            ? startTaskResourceFile(f, account.service.getContainerClient(f.container).getBlobClient(f.blob).url, identityResourceId)
+            : startTaskResourceFile(f, await readOnlyBlobUrl(account, f.container, f.blob, expires));
+        }),
+      )
     : undefined;
   const mounts = input.mounts?.length ? await resolveMounts(input.mounts, mountDeps(input.mountSasValidForMs)) : undefined;
   const defaultSubnetId = appConfig().poolSubnetId;
@@ -55,7 +67,8 @@ function mountDeps(validForMs: number | undefined) {
       // NFS served by a data account (host <account>.blob|file.…) is checked as that account's container.
       const onStorage = storageNfsTarget(source);
       if (onStorage && onStorage.account === onStorage.exportAccount) dataAccount(onStorage.account, onStorage.container);
-      else if (!mountSourceAllowed(sources, source)) throw new MountRefused(`file server ${source} is not one jobs may mount on this deployment (DATA_MOUNT_SOURCES)`);
+      else if (!mountSourceAllowed(sources, source))
+        throw new MountRefused(`file server ${source} is not one jobs may mount on this deployment (DATA_MOUNT_SOURCES)`);
     },
     sasExpiresOn: new Date(Date.now() + lifetimeMs),
   };

@@ -21,26 +21,38 @@ const STDOUT_BYTES = 128 * 1024;
  */
 export async function collectPreflight(ctx: BatchContext, input: BatchTaskRef): Promise<PreflightRun> {
   const task = await getTask(ctx, input.batchJobId, input.taskId);
-  const stdout = task.state === 'missing' ? undefined : await readTaskFile(ctx, input.batchJobId, input.taskId, 'stdout.txt', { maxBytes: STDOUT_BYTES }).catch(() => undefined);
+  const stdout =
+    task.state === 'missing'
+      ? undefined
+      : await readTaskFile(ctx, input.batchJobId, input.taskId, 'stdout.txt', { maxBytes: STDOUT_BYTES }).catch(() => undefined);
   const failed = task.state !== 'missing' && ((task.exitCode ?? 0) !== 0 || !!task.failure);
   const evidence = failed ? await failureEvidence(ctx, input, task.poolId) : {};
   return {
     ...(task.exitCode !== undefined ? { exitCode: task.exitCode } : {}),
     ...(failed && task.nodeId ? { masterNode: task.nodeId } : {}),
     ...evidence,
-    ...(task.state === 'missing' ? { failure: 'the preflight task disappeared (job deleted?)' } : task.failure ? { failure: `${task.failure.code}: ${task.failure.message}` } : {}),
+    ...(task.state === 'missing'
+      ? { failure: 'the preflight task disappeared (job deleted?)' }
+      : task.failure
+        ? { failure: `${task.failure.code}: ${task.failure.message}` }
+        : {}),
     report: parsePreflightOutput(stdout?.content ?? ''),
   };
 }
 
 /** The master's stderr tail and the failed subtasks (with their own stderr tails) of a check that failed. */
-async function failureEvidence(ctx: BatchContext, input: BatchTaskRef, poolId: string | undefined): Promise<Pick<PreflightRun, 'stderrTail' | 'failedSubtasks'>> {
+async function failureEvidence(
+  ctx: BatchContext,
+  input: BatchTaskRef,
+  poolId: string | undefined,
+): Promise<Pick<PreflightRun, 'stderrTail' | 'failedSubtasks'>> {
   const [stderr, subtasks] = await Promise.all([
     readTaskFile(ctx, input.batchJobId, input.taskId, 'stderr.txt', { maxBytes: 4 * 1024 }).catch(() => undefined),
     listSubtasks(ctx, input.batchJobId, input.taskId).catch(() => []),
   ]);
   const tails = await failedSubtaskStderr(ctx, poolId, subtasks);
-  const failedSubtasks = subtasks.filter((s) => s.id !== 0 && s.exitCode !== undefined && s.exitCode !== 0)
+  const failedSubtasks = subtasks
+    .filter((s) => s.id !== 0 && s.exitCode !== undefined && s.exitCode !== 0)
     .map((s) => ({ id: s.id, nodeId: s.nodeId, exitCode: s.exitCode, ...(tails.has(s.id) ? { stderrTail: tails.get(s.id) } : {}) }));
   const tail = stderr?.content?.trim() ? tailLines(stderr.content, STDERR_TAIL_LINES) : undefined;
   return { ...(tail ? { stderrTail: tail } : {}), ...(failedSubtasks.length ? { failedSubtasks } : {}) };

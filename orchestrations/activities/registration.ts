@@ -20,9 +20,13 @@ export interface ActivityEnv {
 }
 
 /** Registers an activity that raises events on other orchestrations (through the Durable client binding). */
-export function registerClientActivity<N extends ActivityName>(name: N, handler: (input: ActivityInput<N>, env: ActivityEnv) => Promise<ActivityOutput<N>>): void {
+export function registerClientActivity<N extends ActivityName>(
+  name: N,
+  handler: (input: ActivityInput<N>, env: ActivityEnv) => Promise<ActivityOutput<N>>,
+): void {
   df.app.activity(name, {
     extraInputs: [df.input.durableClient()],
-    handler: (input: ActivityInput<N>, context: InvocationContext) => inBatchAccount(batchAccountOf(input), () => handler(input, { client: df.getClient(context), log: context })),
+    handler: (input: ActivityInput<N>, context: InvocationContext) =>
+      inBatchAccount(batchAccountOf(input), () => handler(input, { client: df.getClient(context), log: context })),
   });
 }

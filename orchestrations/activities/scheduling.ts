@@ -20,9 +20,15 @@ async function jobRow(jobId: string): Promise<JobRecord> {
 /** Raises `event` on each job's orchestration; one that is gone or finished is skipped (the event is only a wake-up). */
 export async function wake(env: ActivityEnv, jobIds: string[], event: string): Promise<void> {
   for (let i = 0; i < jobIds.length; i += 16) {
-    await Promise.all(jobIds.slice(i, i + 16).map((id) =>
-      env.client.raiseEvent(id, event, {}).catch((err: unknown) => env.log.warn(`could not raise ${event} on ${id}: ${err instanceof Error ? err.message : String(err)}`)),
-    ));
+    await Promise.all(
+      jobIds
+        .slice(i, i + 16)
+        .map((id) =>
+          env.client
+            .raiseEvent(id, event, {})
+            .catch((err: unknown) => env.log.warn(`could not raise ${event} on ${id}: ${err instanceof Error ? err.message : String(err)}`)),
+        ),
+    );
   }
 }
 
@@ -41,7 +47,9 @@ export async function admissionRequest(input: { jobId: string }, env: ActivityEn
       eventId: `admitted-${st.grant}`,
       at: st.grantedAt,
       data: {
-        grant: st.grant, grantedAt: st.grantedAt, ...(st.waitingSince ? { waitingSince: st.waitingSince } : {}),
+        grant: st.grant,
+        grantedAt: st.grantedAt,
+        ...(st.waitingSince ? { waitingSince: st.waitingSince } : {}),
         ...(st.account ? { batchAccount: st.account, placement: st.placedBecause ?? null } : {}),
       },
     });

@@ -40,9 +40,7 @@ export async function imageBlobUrls(input: { blobs: { account: string; container
 
 /** Deletes the job's staging containers (already gone is fine). */
 export async function stagedDataDelete(input: { containers: StagingContainerRef[] }): Promise<number> {
-  const results = await Promise.all(
-    input.containers.map((c) => stagingAccount(c.account).service.getContainerClient(c.container).deleteIfExists()),
-  );
+  const results = await Promise.all(input.containers.map((c) => stagingAccount(c.account).service.getContainerClient(c.container).deleteIfExists()));
   return results.filter((r) => r.succeeded).length;
 }
 

@@ -31,14 +31,16 @@ export interface WorkloadUrlDeps {
  */
 export async function mintWorkloadUrls(deps: WorkloadUrlDeps, input: WorkloadUrlsRequest): Promise<WorkloadUrls> {
   const expires = new Date(input.expiresAt);
-  const files = (await Promise.all(
-    input.files.map(async (f: NodeFileSource): Promise<NodeResourceFile[]> => {
-      if (f.kind === 'url') return [nodeResourceFile(f, {})];
-      const account = deps.dataAccount(f.account, f.container);
-      if (f.kind === 'blob') return [nodeResourceFile(f, { blobUrl: await readOnlyBlobUrl(account, f.container, f.blob, expires) })];
-      return prefixResourceFiles(account, f, expires);
-    }),
-  )).flat();
+  const files = (
+    await Promise.all(
+      input.files.map(async (f: NodeFileSource): Promise<NodeResourceFile[]> => {
+        if (f.kind === 'url') return [nodeResourceFile(f, {})];
+        const account = deps.dataAccount(f.account, f.container);
+        if (f.kind === 'blob') return [nodeResourceFile(f, { blobUrl: await readOnlyBlobUrl(account, f.container, f.blob, expires) })];
+        return prefixResourceFiles(account, f, expires);
+      }),
+    )
+  ).flat();
   const outputs = input.outputs;
   const outputsContainerUrl = outputs ? await createContainerAndSign(deps, outputs, expires) : undefined;
   return { files, ...(outputsContainerUrl ? { outputsContainerUrl } : {}) };
@@ -53,11 +55,15 @@ async function prefixResourceFiles(account: BlobAccount, f: Extract<NodeFileSour
   for await (const b of account.service.getContainerClient(f.container).listBlobsFlat({ prefix: f.prefix })) {
     names.push(b.name);
     if (names.length > MAX_PREFIX_BLOBS) {
-      throw new Error(`files: more than ${MAX_PREFIX_BLOBS} blobs under ${f.account}/${f.container}/${f.prefix}: each becomes a resource file of the MPI task; pack them (e.g. into a tar blob) or name a narrower prefix`);
+      throw new Error(
+        `files: more than ${MAX_PREFIX_BLOBS} blobs under ${f.account}/${f.container}/${f.prefix}: each becomes a resource file of the MPI task; pack them (e.g. into a tar blob) or name a narrower prefix`,
+      );
     }
   }
   const mode = f.fileMode === undefined ? {} : { fileMode: f.fileMode };
-  return Promise.all(names.map(async (name) => ({ httpUrl: await readOnlyBlobUrl(account, f.container, name, expires), filePath: `${f.filePath}/${name}`, ...mode })));
+  return Promise.all(
+    names.map(async (name) => ({ httpUrl: await readOnlyBlobUrl(account, f.container, name, expires), filePath: `${f.filePath}/${name}`, ...mode })),
+  );
 }
 
 /** Batch fails uploads to a container that does not exist (FileUploadContainerNotFound): create it first. */
@@ -67,7 +73,10 @@ async function createContainerAndSign(deps: WorkloadUrlDeps, outputs: NonNullabl
   await account.service.getContainerClient(outputs.container).createIfNotExists();
   // Create and write only: no read, list or delete, so a node cannot see or remove what is already there.
   if (scope === 'directory' && outputs.prefix) return directorySasUrl(account, outputs.container, outputs.prefix, 'cw', expires);
-  if (scope === 'directory') throw new Error(`outputs: no outputs prefix to scope the SAS of ${outputs.account}/${outputs.container} to (a run started before the prefix was sent); rerun the job`);
+  if (scope === 'directory')
+    throw new Error(
+      `outputs: no outputs prefix to scope the SAS of ${outputs.account}/${outputs.container} to (a run started before the prefix was sent); rerun the job`,
+    );
   return containerSasUrl(account, outputs.container, 'cw', expires);
 }
 

@@ -177,13 +177,15 @@ export class NodeTaskWindow {
     const { plan, req } = this;
     if (plan.failure) {
       const f = plan.failure;
-      throw new StageFailed(req.stage, `node ${f.nodeId}${f.ranOnNodeId !== f.nodeId ? ` (ran on ${f.ranOnNodeId})` : ''} failed after ${f.attempts} attempt(s): ${f.message}`);
+      throw new StageFailed(
+        req.stage,
+        `node ${f.nodeId}${f.ranOnNodeId !== f.nodeId ? ` (ran on ${f.ranOnNodeId})` : ''} failed after ${f.attempts} attempt(s): ${f.message}`,
+      );
     }
     const missing = nodesNotPulled(plan);
     if (missing.length) throw new StageFailed(req.stage, `nodes not covered: ${missing.join(', ')}`);
     this.run.report({ lastError: undefined });
   }
-
 }
 
 /**

@@ -1,5 +1,15 @@
 import type { OrchestrationContext, Task } from 'durable-functions';
-import { CANCEL_EVENT, type ActivityInput, type ActivityName, type ActivityOutput, type CancelEventData, fitStatus, type NodeProgress, type PipelineStatus, type PollSettings } from '../../shared/core/contract';
+import {
+  CANCEL_EVENT,
+  type ActivityInput,
+  type ActivityName,
+  type ActivityOutput,
+  type CancelEventData,
+  fitStatus,
+  type NodeProgress,
+  type PipelineStatus,
+  type PollSettings,
+} from '../../shared/core/contract';
 import type { JobState } from '../../shared/core/state/states';
 import type { NodeUsage, PriceQuote } from '../../shared/core/ops/cost';
 import { resultOf, retryOptions, scheduleActivity, withBatchAccount, type ActivityTask } from './activityCalls';
@@ -174,10 +184,12 @@ export class PipelineRun {
   }
 
   /** Records progress visible through the Durable status endpoint and GET /api/jobs/{id}. */
-  report(patch: Partial<Omit<PipelineStatus, 'progress' | 'resources'>> & {
-    progress?: PipelineStatus['progress'];
-    resources?: PipelineStatus['resources'];
-  }): void {
+  report(
+    patch: Partial<Omit<PipelineStatus, 'progress' | 'resources'>> & {
+      progress?: PipelineStatus['progress'];
+      resources?: PipelineStatus['resources'];
+    },
+  ): void {
     Object.assign(this.status, {
       ...patch,
       progress: { ...this.status.progress, ...(patch.progress ?? {}) },

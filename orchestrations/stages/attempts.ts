@@ -53,6 +53,7 @@ export interface AttemptsOutcome {
  * its backoff on a durable timer (cancel and the budget guard still apply) and runs with the failed nodes replaced.
  * A stage failure that is not retried is thrown on as it came (cancel and timeouts are never caught here).
  */
+// eslint-disable-next-line max-lines-per-function -- over 100 lines once formatted (Prettier); to be split (issue 25)
 export function* runAttempts(run: PipelineRun, req: AttemptsRequest, body: (attempt: AttemptContext) => Orchestration<MpiRun>): Orchestration<AttemptsOutcome> {
   const { policy } = req;
   let replace: string[] = [];
@@ -84,7 +85,14 @@ export function* runAttempts(run: PipelineRun, req: AttemptsRequest, body: (atte
     try {
       const out = yield* body(a);
       mpi = out.mpi;
-      end = { kind: 'mpi', exitCode: out.mpi.exitCode, noExitCode: out.mpi.noExitCode, failure: out.mpi.failure, requeued: out.requeued, subtasks: out.mpi.subtasks.filter((s) => s.id !== 0) };
+      end = {
+        kind: 'mpi',
+        exitCode: out.mpi.exitCode,
+        noExitCode: out.mpi.noExitCode,
+        failure: out.mpi.failure,
+        requeued: out.requeued,
+        subtasks: out.mpi.subtasks.filter((s) => s.id !== 0),
+      };
     } catch (err) {
       if (!(err instanceof StageFailed) || err instanceof JobTimedOut) {
         // Cancelled, timed out, or a bug: the job ends here; the record says how far the attempt got.
@@ -94,12 +102,23 @@ export function* runAttempts(run: PipelineRun, req: AttemptsRequest, body: (atte
       }
       stageError = err;
       if (err instanceof PreflightFailed) a.preflight = err.result;
-      end = { kind: 'stage', stage: err.stage, reason: err.reason, allocation: err instanceof AllocationFailed, preflightNodes: err instanceof PreflightFailed ? err.nodes : undefined };
+      end = {
+        kind: 'stage',
+        stage: err.stage,
+        reason: err.reason,
+        allocation: err instanceof AllocationFailed,
+        preflightNodes: err instanceof PreflightFailed ? err.nodes : undefined,
+      };
     }
     const ok = end.kind === 'mpi' && end.exitCode === 0 && !end.requeued;
     let health: NodeHealth[] | undefined;
     if (!ok && a.nodes.length) health = (yield* run.call('poolObserve', { poolId: req.poolId })).nodes.map((h) => ({ id: h.id, state: h.state }));
-    const verdict = classifyAttempt(end, a.nodes.map((x) => x.id), health, policy.exitCodes);
+    const verdict = classifyAttempt(
+      end,
+      a.nodes.map((x) => x.id),
+      health,
+      policy.exitCodes,
+    );
     if (verdict.outcome === 'succeeded') {
       req.records.push(record(run, a, startedAt, verdict, mpi));
       return { mpi: mpi as MpiResult };
@@ -125,7 +144,13 @@ export function* runAttempts(run: PipelineRun, req: AttemptsRequest, body: (atte
         eventId: `attempt-${n}`,
         at: rec.endedAt,
         reason: `attempt ${n} of ${policy.maxAttempts} failed (${verdict.failureClass}): ${verdict.reason}; ${decision.retry ? `retry in ${Math.round(decision.delayMs / 1000)} s${verdict.nodes.length ? `, replacing ${verdict.nodes.join(', ')}` : ''}${spotDecision ? `: ${spotDecision.reason}` : ''}` : `not retried: ${decision.reason}`}`,
-        data: { attempt: n, failureClass: verdict.failureClass, retried: decision.retry, nodes: verdict.nodes, ...(spotDecision ? { spot: spotDecision.action } : {}) },
+        data: {
+          attempt: n,
+          failureClass: verdict.failureClass,
+          retried: decision.retry,
+          nodes: verdict.nodes,
+          ...(spotDecision ? { spot: spotDecision.action } : {}),
+        },
       });
     }
     if (!decision.retry) {
@@ -133,7 +158,10 @@ export function* runAttempts(run: PipelineRun, req: AttemptsRequest, body: (atte
       if (stageError) throw withNote(stageError, note);
       return { mpi: mpi as MpiResult, failure: `${verdict.reason}${note}` };
     }
-    run.report({ lastError: `attempt ${n} failed (${verdict.failureClass}): ${verdict.reason}`, progress: { attempt: { current: n, max: policy.maxAttempts, lastFailure: verdict.reason } } });
+    run.report({
+      lastError: `attempt ${n} failed (${verdict.failureClass}): ${verdict.reason}`,
+      progress: { attempt: { current: n, max: policy.maxAttempts, lastFailure: verdict.reason } },
+    });
     yield* run.sleep(stageError?.stage ?? 'Running', decision.delayMs);
     // The wait billed the pool too: another attempt starts only within the budget.
     run.checkpoint(stageError?.stage ?? 'Running');
@@ -154,7 +182,13 @@ function withNote(err: StageFailed, note: string): StageFailed {
 }
 
 /** An attempt's record: its verdict, or how it was cut short (cancelled, timed out: no failure class). */
-function record(run: PipelineRun, a: AttemptContext, startedAt: string, verdict: AttemptVerdict | { outcome: 'cancelled' | 'failed'; reason: string }, mpi?: MpiResult): Attempt {
+function record(
+  run: PipelineRun,
+  a: AttemptContext,
+  startedAt: string,
+  verdict: AttemptVerdict | { outcome: 'cancelled' | 'failed'; reason: string },
+  mpi?: MpiResult,
+): Attempt {
   const endedAt = run.now().toISOString();
   const minutes = Math.max(0, Date.parse(endedAt) - Date.parse(startedAt)) / 60_000;
   const failed = 'failureClass' in verdict ? verdict : undefined;
@@ -165,7 +199,11 @@ function record(run: PipelineRun, a: AttemptContext, startedAt: string, verdict:
     nodes: a.nodes.map((x) => x.id),
     outcome: verdict.outcome,
     ...(failed ? { failureClass: failed.failureClass, reason: failed.reason } : 'reason' in verdict ? { reason: verdict.reason } : {}),
-    ...(mpi ? { mpiTaskId: mpi.taskId ?? a.mpiTaskId, ...(mpi.noExitCode ? {} : { exitCode: mpi.exitCode }) } : failed?.exitCode !== undefined ? { exitCode: failed.exitCode } : {}),
+    ...(mpi
+      ? { mpiTaskId: mpi.taskId ?? a.mpiTaskId, ...(mpi.noExitCode ? {} : { exitCode: mpi.exitCode }) }
+      : failed?.exitCode !== undefined
+        ? { exitCode: failed.exitCode }
+        : {}),
     nodeMinutes: Math.round(a.nodes.length * minutes * 100) / 100,
     ...(a.preflight ? { preflight: a.preflight } : {}),
   };

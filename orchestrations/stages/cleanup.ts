@@ -49,7 +49,10 @@ export function* cleanup(run: PipelineRun, req: CleanupRequest, outcome: Termina
   };
 
   const deletePool = req.pool?.createdByUs && (req.deletePool === 'always' || (req.deletePool === 'onSuccess' && outcome === 'Succeeded'));
-  const terminate = () => ({ name: 'batch job terminated', task: run.start('batchJobTerminate', { batchJobId: req.batchJobId as string, reason: outcome }, CLEANUP_RETRY) });
+  const terminate = () => ({
+    name: 'batch job terminated',
+    task: run.start('batchJobTerminate', { batchJobId: req.batchJobId as string, reason: outcome }, CLEANUP_RETRY),
+  });
   const removePool = () => ({ name: 'pool deleted', task: run.start('poolDelete', { poolId: (req.pool as { poolId: string }).poolId }, CLEANUP_RETRY) });
   if (req.awaitOutputs && req.batchJobId) {
     // Outputs first: terminating the job ends the MPI task and Batch then uploads its output files; only after that

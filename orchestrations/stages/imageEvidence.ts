@@ -17,10 +17,17 @@ export function* imageEvidence(run: PipelineRun, jobId: string, spec: JobSpec, v
     outcome = imageEvidenceOutcome(spec, request, yield* run.call('imageEvidence', request), vmSize);
   } catch (err) {
     // The activity itself failed (not the registry: its answers are values): carry on as before the check.
-    outcome = { note: `MPI generation not read from the image: ${activityFailureMessage(err)}; the job goes on with the default generation of ${spec.mpi.runtime}` };
+    outcome = {
+      note: `MPI generation not read from the image: ${activityFailureMessage(err)}; the job goes on with the default generation of ${spec.mpi.runtime}`,
+    };
   }
   if ('note' in outcome) {
-    const data = { kind: 'imageEvidence', image: request.image, ...(outcome.version ? { mpiVersion: outcome.version } : {}), ...(outcome.evidence ? { evidence: outcome.evidence.evidence } : {}) };
+    const data = {
+      kind: 'imageEvidence',
+      image: request.image,
+      ...(outcome.version ? { mpiVersion: outcome.version } : {}),
+      ...(outcome.evidence ? { evidence: outcome.evidence.evidence } : {}),
+    };
     yield* run.call('jobNote', { jobId, eventId: 'image-evidence', at: run.now().toISOString(), reason: outcome.note, data });
   }
   return outcome;

@@ -2,7 +2,14 @@ import type { NodesReplaced, PreflightResult } from '../../shared/core/contract'
 import type { JobPlan } from '../../shared/core/planning/jobPlan';
 import type { MpiTaskUrls } from '../../shared/core/planning/mpiTaskRequest';
 import { healthChecksForPool } from '../../shared/core/planning/health';
-import { evaluatePreflight, preflightTaskId, preflightTaskRequest, preflightThresholds, withSshWaitFloor, type PreflightVerdict } from '../../shared/core/planning/preflight';
+import {
+  evaluatePreflight,
+  preflightTaskId,
+  preflightTaskRequest,
+  preflightThresholds,
+  withSshWaitFloor,
+  type PreflightVerdict,
+} from '../../shared/core/planning/preflight';
 import type { JobSpec } from '../../shared/core/spec/schema';
 import { Orchestration, PipelineRun, StageFailed } from '../runtime/pipelineRun';
 import { preflightEvidence, type FailureEvidence } from '../../shared/core/planning/failureExplain';
@@ -67,11 +74,14 @@ export function* preflight(run: PipelineRun, req: PreflightRequest): Orchestrati
     const verdict = evaluatePreflight(collected, pool.nodes, th);
     const result: PreflightResult = { rounds: round, passed: verdict.pass, pingPong: verdict.pingPong, nodes: verdict.nodes, replaced: [...replaced] };
     const last = verdict.pass || !!verdict.unattributed || round > spec.preflight.rounds;
-    run.report({ progress: { preflight: { state: verdict.pass ? 'passed' : last ? 'failed' : 'replacing', round, pingPong: verdict.pingPong, nodes: verdict.nodes } } });
+    run.report({
+      progress: { preflight: { state: verdict.pass ? 'passed' : last ? 'failed' : 'replacing', round, pingPong: verdict.pingPong, nodes: verdict.nodes } },
+    });
     if (verdict.pass) return { pool, result };
     const why = describe(verdict);
     if (verdict.unattributed) throw new PreflightFailed([], why, result, preflightEvidence(collected, []));
-    if (round > spec.preflight.rounds) throw new PreflightFailed(verdict.outliers, `${why} (still after ${round} checks)`, result, preflightEvidence(collected, verdict.outliers));
+    if (round > spec.preflight.rounds)
+      throw new PreflightFailed(verdict.outliers, `${why} (still after ${round} checks)`, result, preflightEvidence(collected, verdict.outliers));
     yield* run.call('jobNote', {
       jobId: req.jobId,
       eventId: `preflight-${req.attempt}-${round}`,
@@ -96,7 +106,12 @@ function replacedData(v: PreflightVerdict, attempt: number, round: number): Node
     // checks, every node its reasons cut to 300 characters, past 40 nodes only their ids (outliers).
     nodes: v.outliers.slice(0, 40).map((id, i) => {
       const failed = i < 10 ? (v.nodes[id].health ?? []).filter((r) => !r.ok).slice(0, 8) : [];
-      return { node: id, cause: 'preflight' as const, reasons: v.nodes[id].problems.slice(0, 8).map((p) => p.slice(0, 300)), ...(failed.length ? { checks: failed } : {}) };
+      return {
+        node: id,
+        cause: 'preflight' as const,
+        reasons: v.nodes[id].problems.slice(0, 8).map((p) => p.slice(0, 300)),
+        ...(failed.length ? { checks: failed } : {}),
+      };
     }),
   };
 }

@@ -50,7 +50,12 @@ export function* provision(run: PipelineRun, req: ProvisionRequest, opts: { real
     if (pool.access && !pool.access.allowed) throw new StageFailed('Provisioning', pool.access.reason);
     if (!pool.exists) throw new StageFailed('Provisioning', `pool ${req.poolId} does not exist`);
     const problems = checkReusablePool(
-      { enableInterNodeCommunication: !!pool.enableInterNodeCommunication, taskSlotsPerNode: pool.taskSlotsPerNode ?? 1, vmSize: pool.vmSize ?? '', state: pool.state ?? 'unknown' },
+      {
+        enableInterNodeCommunication: !!pool.enableInterNodeCommunication,
+        taskSlotsPerNode: pool.taskSlotsPerNode ?? 1,
+        vmSize: pool.vmSize ?? '',
+        state: pool.state ?? 'unknown',
+      },
       { vmSize: req.vmSize },
     );
     if (problems.length) throw new StageFailed('Provisioning', `pool ${req.poolId} cannot run this job: ${problems.join('; ')}`);
@@ -91,23 +96,31 @@ export function* replaceNodes(
   }
   const kept = current.nodes.filter((n) => !failedSet.has(n.id));
   const wanted = Math.max(current.nodes.length, kept.length);
-  const ready = yield* waitForNodes(run, { ...req, nodes: wanted }, { minNodes: wanted, exclude: [...new Set([...opts.exclude, ...failed])], prefer: kept.map((n) => n.id) });
+  const ready = yield* waitForNodes(
+    run,
+    { ...req, nodes: wanted },
+    { minNodes: wanted, exclude: [...new Set([...opts.exclude, ...failed])], prefer: kept.map((n) => n.id) },
+  );
   const readyIds = new Set(ready.nodes.map((n) => n.id));
   const newcomers = ready.nodes.filter((n) => !kept.some((k) => k.id === n.id));
-  const nodes = current.nodes
-    .map((n) => (!failedSet.has(n.id) && readyIds.has(n.id) ? n : newcomers.shift()))
-    .filter((n): n is NodeRef => n !== undefined);
+  const nodes = current.nodes.map((n) => (!failedSet.has(n.id) && readyIds.has(n.id) ? n : newcomers.shift())).filter((n): n is NodeRef => n !== undefined);
   return { ...current, nodes: [...nodes, ...newcomers] };
 }
 
 /** A failed resize leaves its errors on the pool until the next resize: after the backoff, ask Batch again. */
 function* askAgain(run: PipelineRun, req: ProvisionRequest): Orchestration<void> {
   const obs = yield* run.call('poolObserve', { poolId: req.poolId });
-  if (obs.state === 'active' && obs.allocationState === 'steady' && obs.resizeErrors.length) yield* run.call('poolResize', resizeRequest(req.poolId, req.nodes, req.spotNodes));
+  if (obs.state === 'active' && obs.allocationState === 'steady' && obs.resizeErrors.length)
+    yield* run.call('poolResize', resizeRequest(req.poolId, req.nodes, req.spotNodes));
 }
 
 /** Observe → decide → act → wait until `req.nodes` usable nodes are idle (or fewer, down to `minNodes`, when allowed). */
-function* waitForNodes(run: PipelineRun, req: ProvisionRequest, sel: { minNodes: number; exclude: readonly string[]; prefer: readonly string[] }): Orchestration<ProvisionedPool> {
+// eslint-disable-next-line max-lines-per-function -- over 100 lines once formatted (Prettier); to be split (issue 25)
+function* waitForNodes(
+  run: PipelineRun,
+  req: ProvisionRequest,
+  sel: { minNodes: number; exclude: readonly string[]; prefer: readonly string[] },
+): Orchestration<ProvisionedPool> {
   const startedAtMs = run.now().getTime();
   // A pool we create bills from its creation; a reused pool's nodes bill this job from when it takes them. A later
   // attempt keeps the time billing started.
@@ -120,7 +133,16 @@ function* waitForNodes(run: PipelineRun, req: ProvisionRequest, sel: { minNodes:
     const obs = yield* run.call('poolObserve', { poolId: req.poolId });
     const step = decideProvisionStep(
       obs,
-      { target: req.nodes, minNodes: sel.minNodes, timeoutMs: req.resizeTimeoutMs, maxReplacements: req.nodes, owned: !req.reuse, exclude: sel.exclude, prefer: sel.prefer, ...(req.spotNodes !== undefined ? { lowPriority: req.spotNodes } : {}) },
+      {
+        target: req.nodes,
+        minNodes: sel.minNodes,
+        timeoutMs: req.resizeTimeoutMs,
+        maxReplacements: req.nodes,
+        owned: !req.reuse,
+        exclude: sel.exclude,
+        prefer: sel.prefer,
+        ...(req.spotNodes !== undefined ? { lowPriority: req.spotNodes } : {}),
+      },
       { startedAtMs, nowMs: run.now().getTime(), replacements },
     );
     const nodes: Record<string, NodeProgress> = {};
@@ -146,9 +168,22 @@ function* waitForNodes(run: PipelineRun, req: ProvisionRequest, sel: { minNodes:
       }
       case 'fail': {
         if (obs.state !== 'active') throw new StageFailed('Provisioning', `pool ${req.poolId}: ${step.reason}`);
-        const [failed] = req.explainFailures ? yield* startTasksFailed(run, req, obs, obs.nodes.map((n) => n.id)) : [];
+        const [failed] = req.explainFailures
+          ? yield* startTasksFailed(
+              run,
+              req,
+              obs,
+              obs.nodes.map((n) => n.id),
+            )
+          : [];
         const evidence: FailureEvidence | undefined = failed
-          ? { stage: 'Provisioning', node: failed.nodeId, task: 'start task', ...(failed.exitCode !== undefined ? { exitCode: failed.exitCode } : {}), ...(failed.stderr ? { stderr: failed.stderr } : {}) }
+          ? {
+              stage: 'Provisioning',
+              node: failed.nodeId,
+              task: 'start task',
+              ...(failed.exitCode !== undefined ? { exitCode: failed.exitCode } : {}),
+              ...(failed.stderr ? { stderr: failed.stderr } : {}),
+            }
           : undefined;
         throw new AllocationFailed(`pool ${req.poolId}: ${step.reason}`, evidence);
       }
@@ -170,7 +205,13 @@ function* waitForNodes(run: PipelineRun, req: ProvisionRequest, sel: { minNodes:
             replaced: step.nodeIds,
             nodes: step.nodeIds.map((id, i) => ({ node: id, cause: failures.some((x) => x.nodeId === id) ? 'startTask' : 'unusable', reasons: [notes[i]] })),
           };
-          yield* run.call('jobNote', { jobId: req.jobId, eventId: `nodes-replaced-${run.now().getTime()}`, at, reason: `replacing ${step.nodeIds.length} failed node(s): ${notes.join('; ')}`, data });
+          yield* run.call('jobNote', {
+            jobId: req.jobId,
+            eventId: `nodes-replaced-${run.now().getTime()}`,
+            at,
+            reason: `replacing ${step.nodeIds.length} failed node(s): ${notes.join('; ')}`,
+            data,
+          });
         }
         yield* run.call('poolRemoveNodes', { poolId: req.poolId, nodeIds: step.nodeIds });
         break;
@@ -193,6 +234,9 @@ function resizeRequest(poolId: string, nodes: number, spot: number | undefined):
 
 /** The start task failures of those of `candidates` whose start task failed (none read when there are none). */
 function* startTasksFailed(run: PipelineRun, req: ProvisionRequest, obs: PoolObservation, candidates: readonly string[]) {
-  const nodeIds = obs.nodes.filter((n) => n.state === 'starttaskfailed' && candidates.includes(n.id)).map((n) => n.id).slice(0, 4);
+  const nodeIds = obs.nodes
+    .filter((n) => n.state === 'starttaskfailed' && candidates.includes(n.id))
+    .map((n) => n.id)
+    .slice(0, 4);
   return nodeIds.length ? yield* run.call('startTaskFailures', { poolId: req.poolId, nodeIds }) : [];
 }

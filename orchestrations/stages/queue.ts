@@ -37,9 +37,10 @@ export function* waitInQueue(run: PipelineRun, req: QueueRequest): Orchestration
     }
     if (st.state === 'refused') throw new StageFailed('Queued', `refused at admission: ${st.reason}`);
     run.report({
-      queue: st.state === 'waiting'
-        ? { waitingFor: 'admission', reason: st.reason, ...(st.position ? { position: st.position.inQueue, positionOverall: st.position.overall } : {}) }
-        : { waitingFor: 'admission' },
+      queue:
+        st.state === 'waiting'
+          ? { waitingFor: 'admission', reason: st.reason, ...(st.position ? { position: st.position.inQueue, positionOverall: st.position.overall } : {}) }
+          : { waitingFor: 'admission' },
     });
     if (yield* run.waitFor(wake, req.pollMs)) wake = run.ctx.df.waitForExternalEvent(ADMISSION_EVENT);
   }

@@ -46,8 +46,11 @@ export function* runMpi(run: PipelineRun, req: MpiTaskRequest, opts: MpiRunOptio
   let requeues = 0;
   let requeued = false;
   let obs = yield* run.call('mpiTaskObserve', ref);
-  for (let attempt = 0; ; ) {
-    run.report({ progress: { mpi: { state: obs.state, startedAt: obs.startTime } }, ...(obs.state === 'running' ? { nodes: nodesIn(run, opts.nodes, 'running') } : {}) });
+  for (let attempt = 0; ;) {
+    run.report({
+      progress: { mpi: { state: obs.state, startedAt: obs.startTime } },
+      ...(obs.state === 'running' ? { nodes: nodesIn(run, opts.nodes, 'running') } : {}),
+    });
     if (obs.state === 'completed' || obs.state === 'missing') break;
     if ((obs.requeueCount ?? 0) > requeues) {
       requeues = obs.requeueCount ?? 0;

@@ -100,14 +100,33 @@ function* downloadShards(run: PipelineRun, req: StageDataRequest, staged: Staged
   if (nodes.length === 0) return;
   const { destination } = staged;
   // Every node gets a download task, also nodes without shards, so the destination exists everywhere.
-  yield* nodeTaskWindow(run, downloadWindow(req.batchJobId, nodes, req.spec, req.settings, req.taskPrefix ?? 'dl', (node) => shardDownloadTask(destination, staged.slotShards[slot.get(node.id) ?? -1] ?? []), staged.shards));
+  yield* nodeTaskWindow(
+    run,
+    downloadWindow(
+      req.batchJobId,
+      nodes,
+      req.spec,
+      req.settings,
+      req.taskPrefix ?? 'dl',
+      (node) => shardDownloadTask(destination, staged.slotShards[slot.get(node.id) ?? -1] ?? []),
+      staged.shards,
+    ),
+  );
 }
 
 /**
  * The window of shard download tasks: one per node, as many at once as nodes may pull. With no shard at all the tasks
  * only make the directory: nothing to bound, so all start at once (one task collection, settings.emptyDownloadsAtOnce).
  */
-function downloadWindow(batchJobId: string, nodes: NodeRef[], spec: JobSpec, settings: PipelineSettings, taskPrefix: string, taskFor: NodeTaskWindowRequest['taskFor'], shards: number): NodeTaskWindowRequest {
+function downloadWindow(
+  batchJobId: string,
+  nodes: NodeRef[],
+  spec: JobSpec,
+  settings: PipelineSettings,
+  taskPrefix: string,
+  taskFor: NodeTaskWindowRequest['taskFor'],
+  shards: number,
+): NodeTaskWindowRequest {
   const atOnce = settings.emptyDownloadsAtOnce === true && shards === 0;
   return {
     stage: 'StagingData',
@@ -197,7 +216,10 @@ export class EarlyStaging implements BackgroundWork {
     const slot = new Map(pool.map((n, i) => [n.id, i]));
     // Tasks are made only once every URL is minted (step submits nothing before).
     const taskFor = (node: NodeRef) => shardDownloadTask(this.destination, this.slotShards(pool.length)[slot.get(node.id) ?? -1] ?? []);
-    const win = new NodeTaskWindow(this.run, { ...downloadWindow(batchJobId, nodes, this.req.spec, this.req.settings, taskPrefix, taskFor, this.plan.shards.length), held: nodes.map((n) => n.id) });
+    const win = new NodeTaskWindow(this.run, {
+      ...downloadWindow(batchJobId, nodes, this.req.spec, this.req.settings, taskPrefix, taskFor, this.plan.shards.length),
+      held: nodes.map((n) => n.id),
+    });
     this.window = { win, nodes, poolSize: pool.length };
     this.run.startBackground(this);
   }
@@ -224,7 +246,9 @@ export class EarlyStaging implements BackgroundWork {
       // Nodes read their shards from now on: the URLs live the job's wall clock plus a margin, within the cap.
       const expiresAt = new Date(run.now().getTime() + shardSasLifetimeMs(this.req.spec, this.req.settings)).toISOString();
       const { shards } = this.plan;
-      this.urls = shards.length ? yield* run.call('shardUrls', { shards: shards.map(({ id, account, container, blobName }) => ({ id, account, container, blobName })), expiresAt }) : {};
+      this.urls = shards.length
+        ? yield* run.call('shardUrls', { shards: shards.map(({ id, account, container, blobName }) => ({ id, account, container, blobName })), expiresAt })
+        : {};
       this.times.copy.endedAt = run.now().toISOString();
     }
     const w = this.window;
@@ -258,7 +282,13 @@ export class EarlyStaging implements BackgroundWork {
       yield* this.run.sleep('StagingData', w.win.waitMs());
     }
     w.win.throwIfFailed();
-    return { destination: this.destination, containers: containersOf(this.plan), shards: this.plan.shards.length, bytes: this.plan.totalBytes, slotShards: this.slotShards(w.poolSize) };
+    return {
+      destination: this.destination,
+      containers: containersOf(this.plan),
+      shards: this.plan.shards.length,
+      bytes: this.plan.totalBytes,
+      slotShards: this.slotShards(w.poolSize),
+    };
   }
 
   /** Stops the background work and waits for the copies still running (their results no longer matter). */

@@ -1,9 +1,28 @@
-import type { BatchTaskRef, JobOutcome, MpiResult, NodeRef, NodeTaskObservation, NodeTaskRequest, OutputsResult, PipelineSettings } from '../../shared/core/contract';
+import type {
+  BatchTaskRef,
+  JobOutcome,
+  MpiResult,
+  NodeRef,
+  NodeTaskObservation,
+  NodeTaskRequest,
+  OutputsResult,
+  PipelineSettings,
+} from '../../shared/core/contract';
 import { activityFailureMessage } from '../runtime/activityCalls';
 import type { Task } from 'durable-functions';
 import type { JobSpec } from '../../shared/core/spec/schema';
 import type { MpiTaskUrls } from '../../shared/core/planning/mpiTaskRequest';
-import { NODE_LOG_FILES, nodeFileSources, nodeLogsPrefix, nodeSasLifetimeMs, nodeUploadTask, outputsPlan, WRONG_NODE_EXIT, type NodeUploadTask, type OutputsPlan } from '../../shared/core/planning/workloadData';
+import {
+  NODE_LOG_FILES,
+  nodeFileSources,
+  nodeLogsPrefix,
+  nodeSasLifetimeMs,
+  nodeUploadTask,
+  outputsPlan,
+  WRONG_NODE_EXIT,
+  type NodeUploadTask,
+  type OutputsPlan,
+} from '../../shared/core/planning/workloadData';
 import { Orchestration, PipelineRun } from '../runtime/pipelineRun';
 import { uploadTaskRequest } from '../../shared/core/planning/batchRequests';
 import { MAX_VERIFIED_UPLOADS, missingUploadErrors } from '../../shared/core/planning/outputsCheck';
@@ -25,7 +44,6 @@ export function* workloadUrls(run: PipelineRun, spec: JobSpec, settings: Pipelin
   });
   return { commonResourceFiles: urls.files, outputsContainerUrl: urls.outputsContainerUrl };
 }
-
 
 export interface NodeUploadsRequest {
   plan: OutputsPlan;
@@ -54,7 +72,8 @@ export function* uploadNodeOutputs(run: PipelineRun, req: NodeUploadsRequest): O
   const masterId = req.mpi.logs[0]?.node;
   const where = [
     ...(masterId && req.mpi.taskRootDirectory ? [{ nodeId: masterId, dir: req.mpi.taskRootDirectory, isMaster: true }] : []),
-    ...req.mpi.subtasks.filter((s) => s.id !== 0 && s.nodeId && s.taskRootDirectory && s.nodeId !== masterId)
+    ...req.mpi.subtasks
+      .filter((s) => s.id !== 0 && s.nodeId && s.taskRootDirectory && s.nodeId !== masterId)
       .map((s) => ({ nodeId: s.nodeId as string, dir: s.taskRootDirectory as string, isMaster: false })),
   ];
   const work: { upload: NodeUploadTask; slot: number; dir: string }[] = [];
@@ -62,7 +81,12 @@ export function* uploadNodeOutputs(run: PipelineRun, req: NodeUploadsRequest): O
   for (const w of where) {
     const node = index.get(w.nodeId);
     if (!node) continue;
-    const upload = nodeUploadTask(req.plan, { id: node.id, affinityId: node.affinityId, taskRootDirectory: w.dir, isMaster: w.isMaster }, req.containerUrl, req.mpi.exitCode);
+    const upload = nodeUploadTask(
+      req.plan,
+      { id: node.id, affinityId: node.affinityId, taskRootDirectory: w.dir, isMaster: w.isMaster },
+      req.containerUrl,
+      req.mpi.exitCode,
+    );
     if (upload) work.push({ upload, slot: req.nodes.indexOf(node), dir: w.dir });
   }
   const errors: string[] = [];
@@ -119,26 +143,41 @@ const NAMES_PER_LOOKUP = 250;
  * together; the names of all nodes are looked up in batches, at most MAX_VERIFIED_UPLOADS for the job's nodes
  * together (the rest are not checked). A check that cannot be made is an error too.
  */
-export function* verifyNodeUploads(run: PipelineRun, req: Pick<NodeUploadsRequest, 'plan' | 'poolId' | 'logsListed'>, uploaded: readonly UploadedFrom[]): Orchestration<string[]> {
+export function* verifyNodeUploads(
+  run: PipelineRun,
+  req: Pick<NodeUploadsRequest, 'plan' | 'poolId' | 'logsListed'>,
+  uploaded: readonly UploadedFrom[],
+): Orchestration<string[]> {
   if (uploaded.length === 0) return [];
   // With logsListed, the default logs (the same file names on every node) are checked by one listing of the job's
   // logs prefix; only the every-node files the spec asks for need each node's files listed (their names vary).
   const logsPrefix = nodeLogsPrefix(req.plan.prefix);
   const isLogs = (u: UploadedFrom, path: string | undefined) => !!req.logsListed && path === `${logsPrefix}${u.upload.nodeId}`;
-  const listed = uploaded
-    .map((u) => ({ u, files: u.upload.outputFiles.filter((f) => !isLogs(u, f.path)) }))
-    .filter((x) => x.files.length > 0);
+  const listed = uploaded.map((u) => ({ u, files: u.upload.outputFiles.filter((f) => !isLogs(u, f.path)) })).filter((x) => x.files.length > 0);
   const logNodes = uploaded.filter((u) => u.upload.outputFiles.some((f) => isLogs(u, f.path))).map((u) => u.upload.nodeId);
   try {
     const logsMissing = logNodes.length
-      ? yield* run.call('nodeLogsMissing', { account: req.plan.account, container: req.plan.container, prefix: logsPrefix, nodes: logNodes, files: [...NODE_LOG_FILES] })
+      ? yield* run.call('nodeLogsMissing', {
+          account: req.plan.account,
+          container: req.plan.container,
+          prefix: logsPrefix,
+          nodes: logNodes,
+          files: [...NODE_LOG_FILES],
+        })
       : [];
-    const expected = listed.length === 0 ? [] : yield* run.all(listed.map(({ u, files }) => run.start('nodeTaskUploads', {
-      poolId: req.poolId,
-      nodeId: u.upload.nodeId,
-      taskRootDirectory: u.dir,
-      outputFiles: files.map((f) => ({ filePattern: f.filePattern, ...(f.path !== undefined ? { path: f.path } : {}) })),
-    })));
+    const expected =
+      listed.length === 0
+        ? []
+        : yield* run.all(
+            listed.map(({ u, files }) =>
+              run.start('nodeTaskUploads', {
+                poolId: req.poolId,
+                nodeId: u.upload.nodeId,
+                taskRootDirectory: u.dir,
+                outputFiles: files.map((f) => ({ filePattern: f.filePattern, ...(f.path !== undefined ? { path: f.path } : {}) })),
+              }),
+            ),
+          );
     const owner = new Map<string, string>();
     listed.forEach(({ u }, i) => {
       for (const name of expected[i].names) if (!owner.has(name)) owner.set(name, u.upload.nodeId);

@@ -5,7 +5,15 @@
  * (tests/unit/workloadsDocs.test.ts fails when the committed tables are stale).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { DEFAULT_FAMILY, LAUNCHER_SYNTAX, PRESET_FAMILIES, familyPreset, familyRuntime, type FabricPreset, type PresetFamily } from '../../shared/core/mpi/rdmaPresets';
+import {
+  DEFAULT_FAMILY,
+  LAUNCHER_SYNTAX,
+  PRESET_FAMILIES,
+  familyPreset,
+  familyRuntime,
+  type FabricPreset,
+  type PresetFamily,
+} from '../../shared/core/mpi/rdmaPresets';
 import { retiredSeries } from '../../shared/core/planning/vmSizes';
 
 const FAMILY_NAMES: Record<PresetFamily, string> = {

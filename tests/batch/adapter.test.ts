@@ -49,7 +49,6 @@ const completed = (ctx: BatchContext, job: string, task: string) =>
     return t.state === 'completed' ? t : undefined;
   });
 
-
 const poolSpec: JobPoolSpec = {
   poolId: POOL,
   jobId: JOB,
@@ -100,7 +99,14 @@ describe('Batch adapter against the emulator', () => {
       const s = await getPoolSnapshot(ctx, POOL);
       return s && s.nodes.length === 2 && s.nodes.every((n) => n.state === 'idle') ? s : undefined;
     });
-    expect(ready).toMatchObject({ poolId: POOL, state: 'active', allocationState: 'steady', currentDedicatedNodes: 2, targetDedicatedNodes: 2, resizeErrors: [] });
+    expect(ready).toMatchObject({
+      poolId: POOL,
+      state: 'active',
+      allocationState: 'steady',
+      currentDedicatedNodes: 2,
+      targetDedicatedNodes: 2,
+      resizeErrors: [],
+    });
     for (const n of ready.nodes) {
       expect(n.ipAddress).toMatch(/^127\./);
       expect(n.affinityId).not.toBe('');
@@ -258,7 +264,9 @@ describe('Batch adapter against the emulator', () => {
   test('terminateJob and enableAutoTerminate on a job still terminating (release tasks running) answer alreadyEnded', async () => {
     // Batch answers 409 JobBeingTerminated while the release tasks run; the adapter counts that as ended.
     await createJob(ctx, {
-      batchJobId: 'slowrelease', jobId: JOB, poolId: POOL,
+      batchJobId: 'slowrelease',
+      jobId: JOB,
+      poolId: POOL,
       preparationTask: { commandLine: '/bin/true' },
       releaseTask: { commandLine: '/bin/sh -c "sleep 2"' },
     });

@@ -21,8 +21,13 @@ afterAll(async () => {
 
 test('a repeated add to a completed job finds its task; a new task is refused with JobCompleted', async () => {
   await ctx.client.pool.add({
-    id: 'done-pool', vmSize: 'standard_d2s_v3', targetDedicatedNodes: 0,
-    virtualMachineConfiguration: { imageReference: { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204', version: 'latest' }, nodeAgentSKUId: 'batch.node.ubuntu 22.04' },
+    id: 'done-pool',
+    vmSize: 'standard_d2s_v3',
+    targetDedicatedNodes: 0,
+    virtualMachineConfiguration: {
+      imageReference: { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204', version: 'latest' },
+      nodeAgentSKUId: 'batch.node.ubuntu 22.04',
+    },
   });
   await createJob(ctx, { batchJobId: 'done-job', jobId: 'done', poolId: 'done-pool' });
   const spec = { id: 't-1', affinityId: 'none', commandLine: '/bin/true' };

@@ -33,7 +33,12 @@ let arm: batch.ArmBatchContext;
 
 /** A token credential as a given identity on a given host would get one (tests of other principals). */
 function miCredential(resourceId: string, resource = 'https://management.azure.com/', lifetimeSeconds?: number): TokenCredential {
-  return { getToken: async (): Promise<AccessToken> => ({ token: await identity.resourceToken(resource, { identity: identity.managedIdentities.byResourceId(resourceId)! }, { lifetimeSeconds }), expiresOnTimestamp: Date.now() + 3_600_000 }) };
+  return {
+    getToken: async (): Promise<AccessToken> => ({
+      token: await identity.resourceToken(resource, { identity: identity.managedIdentities.byResourceId(resourceId)! }, { lifetimeSeconds }),
+      expiresOnTimestamp: Date.now() + 3_600_000,
+    }),
+  };
 }
 
 function appConfig(extra: Record<string, string> = {}) {
@@ -93,19 +98,26 @@ afterAll(async () => {
   await identity?.stop();
 });
 
-describe('the product\'s pool operations', () => {
-  test('create with the pool identity, repeat (idempotent), inspect; refuse another job\'s pool; the data plane sees the identity', async () => {
-    const spec = productPool('armjob1', DOCKER_JOB, [{ httpUrl: 'http://127.0.0.1:1/data1/software/setup.sh', filePath: 'setup.sh', identityResourceId: wiring.pool.resourceId }]);
+describe("the product's pool operations", () => {
+  test("create with the pool identity, repeat (idempotent), inspect; refuse another job's pool; the data plane sees the identity", async () => {
+    const spec = productPool('armjob1', DOCKER_JOB, [
+      { httpUrl: 'http://127.0.0.1:1/data1/software/setup.sh', filePath: 'setup.sh', identityResourceId: wiring.pool.resourceId },
+    ]);
     expect(await batch.createJobPoolArm(arm, spec)).toEqual({ poolId: spec.poolId, created: true });
     // The body: the identity assigned, registries and files by identityReference, no password or SAS anywhere.
     const put = exchanges.find((e) => e.method === 'PUT' && e.status === 200);
-    const body = put?.requestBody as { identity: unknown; properties: { deploymentConfiguration: { virtualMachineConfiguration: { containerConfiguration: unknown } }; startTask: { resourceFiles: unknown[] } } };
+    const body = put?.requestBody as {
+      identity: unknown;
+      properties: { deploymentConfiguration: { virtualMachineConfiguration: { containerConfiguration: unknown } }; startTask: { resourceFiles: unknown[] } };
+    };
     expect(body.identity).toEqual({ type: 'UserAssigned', userAssignedIdentities: { [wiring.pool.resourceId]: {} } });
     expect(body.properties.deploymentConfiguration.virtualMachineConfiguration.containerConfiguration).toEqual({
       type: 'DockerCompatible',
       containerRegistries: [{ registryServer: 'myregistry.azurecr.io', identityReference: { resourceId: wiring.pool.resourceId } }],
     });
-    expect(body.properties.startTask.resourceFiles).toEqual([{ httpUrl: 'http://127.0.0.1:1/data1/software/setup.sh', filePath: 'setup.sh', identityReference: { resourceId: wiring.pool.resourceId } }]);
+    expect(body.properties.startTask.resourceFiles).toEqual([
+      { httpUrl: 'http://127.0.0.1:1/data1/software/setup.sh', filePath: 'setup.sh', identityReference: { resourceId: wiring.pool.resourceId } },
+    ]);
     expect(JSON.stringify(put?.requestBody)).not.toMatch(/password|sig=/i);
     expect(put?.headers['if-none-match']).toBe('*');
 
@@ -132,15 +144,31 @@ describe('the product\'s pool operations', () => {
       return n.length === 2 && n.every((x) => x.state !== 'creating') ? n : undefined;
     });
     const env = Object.fromEntries(
-      (await import('node:fs')).readFileSync(nodes[0].envFile, 'utf8').split('\n').map((l) => /^export ([A-Z_][A-Z0-9_]*)=(.*)$/.exec(l)).filter((m): m is RegExpExecArray => !!m).map((m) => [m[1], m[2].replace(/^'|'$/g, '')]),
+      (await import('node:fs'))
+        .readFileSync(nodes[0].envFile, 'utf8')
+        .split('\n')
+        .map((l) => /^export ([A-Z_][A-Z0-9_]*)=(.*)$/.exec(l))
+        .filter((m): m is RegExpExecArray => !!m)
+        .map((m) => [m[1], m[2].replace(/^'|'$/g, '')]),
     );
     const imds = env.AZURE_POD_IDENTITY_AUTHORITY_HOST;
     expect(imds).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/imds\//);
-    const ask = (q: string, headers: Record<string, string> = { Metadata: 'true' }) => fetch(`${imds}/metadata/identity/oauth2/token?api-version=2018-02-01&resource=${encodeURIComponent('https://containerregistry.azure.net')}${q}`, { headers });
+    const ask = (q: string, headers: Record<string, string> = { Metadata: 'true' }) =>
+      fetch(`${imds}/metadata/identity/oauth2/token?api-version=2018-02-01&resource=${encodeURIComponent('https://containerregistry.azure.net')}${q}`, {
+        headers,
+      });
     const ok = await ask(`&client_id=${wiring.pool.clientId}`);
     expect(ok.status).toBe(200);
-    const claims = JSON.parse(Buffer.from(((await ok.json()) as { access_token: string }).access_token.split('.')[1], 'base64url').toString()) as Record<string, unknown>;
-    expect(claims).toMatchObject({ oid: wiring.pool.principalId, appid: wiring.pool.clientId, xms_mirid: wiring.pool.resourceId, aud: 'https://containerregistry.azure.net' });
+    const claims = JSON.parse(Buffer.from(((await ok.json()) as { access_token: string }).access_token.split('.')[1], 'base64url').toString()) as Record<
+      string,
+      unknown
+    >;
+    expect(claims).toMatchObject({
+      oid: wiring.pool.principalId,
+      appid: wiring.pool.clientId,
+      xms_mirid: wiring.pool.resourceId,
+      aud: 'https://containerregistry.azure.net',
+    });
     // The only identity of the pool is the default; the app's identity is not on these nodes; IMDS needs its header.
     expect((await ask('')).status).toBe(200);
     expect(await (await ask(`&client_id=${wiring.app.clientId}`)).json()).toMatchObject({ error: 'invalid_request', error_description: 'Identity not found' });
@@ -167,13 +195,19 @@ describe('the product\'s pool operations', () => {
   });
 });
 
-describe('Resource Manager\'s door', () => {
-  const poolPath = () => `${emu.armUrl}/subscriptions/${wiring.arm.subscriptionId}/resourceGroups/${wiring.arm.resourceGroup}/providers/Microsoft.Batch/batchAccounts/${emu.accountName}/pools/hpc-armjob1?api-version=${MANAGEMENT_API_VERSION}`;
+describe("Resource Manager's door", () => {
+  const poolPath = () =>
+    `${emu.armUrl}/subscriptions/${wiring.arm.subscriptionId}/resourceGroups/${wiring.arm.resourceGroup}/providers/Microsoft.Batch/batchAccounts/${emu.accountName}/pools/hpc-armjob1?api-version=${MANAGEMENT_API_VERSION}`;
   const get = async (url: string, token?: string) => {
     const res = await fetch(url, { headers: token ? { Authorization: `Bearer ${token}` } : {} });
-    return { status: res.status, body: (await res.json().catch(() => undefined)) as { error?: { code: string; message: string } } | undefined, headers: res.headers };
+    return {
+      status: res.status,
+      body: (await res.json().catch(() => undefined)) as { error?: { code: string; message: string } } | undefined,
+      headers: res.headers,
+    };
   };
-  const appToken = (resource = 'https://management.azure.com/', lifetime?: number) => identity.resourceToken(resource, { identity: wiring.app }, { lifetimeSeconds: lifetime });
+  const appToken = (resource = 'https://management.azure.com/', lifetime?: number) =>
+    identity.resourceToken(resource, { identity: wiring.app }, { lifetimeSeconds: lifetime });
 
   test('401 without a token, with an expired one, or one for another audience', async () => {
     const none = await get(poolPath());
@@ -188,14 +222,28 @@ describe('Resource Manager\'s door', () => {
 
   test('403 for a principal without a role on the account; LinkedAuthorizationFailed without Managed Identity Operator on the identity', async () => {
     // The pool identity itself holds no role on the account.
-    const asPool = batch.createArmBatchContext(appConfig(), { credential: miCredential(wiring.pool.resourceId), policy: { maxAttempts: 1, initialMs: 1, maxMs: 1, multiplier: 1, jitter: 0 } }) as batch.ArmBatchContext;
-    await expect(batch.createJobPoolArm(asPool, productPool('armjob4', DOCKER_JOB))).rejects.toMatchObject({ code: 'AuthorizationFailed', status: 403, requestId: expect.any(String) });
+    const asPool = batch.createArmBatchContext(appConfig(), {
+      credential: miCredential(wiring.pool.resourceId),
+      policy: { maxAttempts: 1, initialMs: 1, maxMs: 1, multiplier: 1, jitter: 0 },
+    }) as batch.ArmBatchContext;
+    await expect(batch.createJobPoolArm(asPool, productPool('armjob4', DOCKER_JOB))).rejects.toMatchObject({
+      code: 'AuthorizationFailed',
+      status: 403,
+      requestId: expect.any(String),
+    });
     // A contributor on the account who may not assign the identity.
     const other = wiring.app;
-    const emu2 = await startBatchEmulator({ identity: wiring.nodeIdentities, arm: { ...wiring.arm, access: { ...wiring.arm.access, identityOperators: {} } }, onArmExchange: (ex) => exchanges.push(ex) });
+    const emu2 = await startBatchEmulator({
+      identity: wiring.nodeIdentities,
+      arm: { ...wiring.arm, access: { ...wiring.arm.access, identityOperators: {} } },
+      onArmExchange: (ex) => exchanges.push(ex),
+    });
     try {
-      const ctx2 = batch.createArmBatchContext({ ...appConfig(), poolIdentity: { ...appConfig().poolIdentity!, armEndpoint: emu2.armUrl as string } }, { credential: miCredential(other.resourceId), policy: { maxAttempts: 1, initialMs: 1, maxMs: 1, multiplier: 1, jitter: 0 } }) as batch.ArmBatchContext;
-      const err = (await batch.createJobPoolArm(ctx2, productPool("armjob5", DOCKER_JOB)).catch((e: unknown) => e)) as batch.BatchError;
+      const ctx2 = batch.createArmBatchContext(
+        { ...appConfig(), poolIdentity: { ...appConfig().poolIdentity!, armEndpoint: emu2.armUrl as string } },
+        { credential: miCredential(other.resourceId), policy: { maxAttempts: 1, initialMs: 1, maxMs: 1, multiplier: 1, jitter: 0 } },
+      ) as batch.ArmBatchContext;
+      const err = (await batch.createJobPoolArm(ctx2, productPool('armjob5', DOCKER_JOB)).catch((e: unknown) => e)) as batch.BatchError;
       expect(err).toMatchObject({ code: 'LinkedAuthorizationFailed', status: 403 });
       expect(err.message).toContain('Microsoft.ManagedIdentity/userAssignedIdentities/assign/action');
       expect(emu2.nodes('hpc-armjob5')).toEqual([]);
@@ -207,17 +255,32 @@ describe('Resource Manager\'s door', () => {
   test('404s name the missing subscription, resource group, account or pool; api-version is required; unknown identities are refused', async () => {
     const token = await appToken();
     const base = `${emu.armUrl}/subscriptions/${wiring.arm.subscriptionId}/resourceGroups/${wiring.arm.resourceGroup}/providers/Microsoft.Batch/batchAccounts/${emu.accountName}`;
-    expect((await get(poolPath().replace(wiring.arm.subscriptionId, '11111111-1111-4111-8111-111111111111'), token)).body?.error?.code).toBe('SubscriptionNotFound');
-    expect((await get(poolPath().replace(`resourceGroups/${wiring.arm.resourceGroup}`, 'resourceGroups/nope'), token)).body?.error?.code).toBe('ResourceGroupNotFound');
-    expect((await get(`${base.replace(`batchAccounts/${emu.accountName}`, 'batchAccounts/other')}/pools/x?api-version=${MANAGEMENT_API_VERSION}`, token)).body?.error?.code).toBe('ResourceNotFound');
+    expect((await get(poolPath().replace(wiring.arm.subscriptionId, '11111111-1111-4111-8111-111111111111'), token)).body?.error?.code).toBe(
+      'SubscriptionNotFound',
+    );
+    expect((await get(poolPath().replace(`resourceGroups/${wiring.arm.resourceGroup}`, 'resourceGroups/nope'), token)).body?.error?.code).toBe(
+      'ResourceGroupNotFound',
+    );
+    expect(
+      (await get(`${base.replace(`batchAccounts/${emu.accountName}`, 'batchAccounts/other')}/pools/x?api-version=${MANAGEMENT_API_VERSION}`, token)).body?.error
+        ?.code,
+    ).toBe('ResourceNotFound');
     expect((await get(`${base}/pools/nope?api-version=${MANAGEMENT_API_VERSION}`, token)).status).toBe(404);
     expect((await get(`${base}/pools/nope`, token)).body?.error?.code).toBe('MissingApiVersionParameter');
     expect((await get(`${base}/pools/nope?api-version=2022-01-01`, token)).body?.error?.code).toBe('InvalidApiVersionParameter');
     // An operation of the spec the emulator does not serve: 501, never a silent success.
-    const stop = await fetch(`${base}/pools/hpc-armjob1/stopResize?api-version=${MANAGEMENT_API_VERSION}`, { method: 'POST', headers: { Authorization: `Bearer ${token}` } });
+    const stop = await fetch(`${base}/pools/hpc-armjob1/stopResize?api-version=${MANAGEMENT_API_VERSION}`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}` },
+    });
     expect(stop.status).toBe(501);
     // An identity that does not exist, a property the model does not have.
-    const put = (body: unknown) => fetch(`${base}/pools/badpool?api-version=${MANAGEMENT_API_VERSION}`, { method: 'PUT', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    const put = (body: unknown) =>
+      fetch(`${base}/pools/badpool?api-version=${MANAGEMENT_API_VERSION}`, {
+        method: 'PUT',
+        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify(body),
+      });
     // The product's body as it went over the wire (the SDK nests the model's flattened properties).
     const good = exchanges.find((e) => e.method === 'PUT' && e.status === 200)?.requestBody as { properties: object };
     const ghost = `/subscriptions/${wiring.arm.subscriptionId}/resourceGroups/${wiring.arm.resourceGroup}/providers/Microsoft.ManagedIdentity/userAssignedIdentities/ghost`;
@@ -226,7 +289,10 @@ describe('Resource Manager\'s door', () => {
     expect(noIdentity.status).toBe(400);
     const extra = await put({ ...good, properties: { ...good.properties, surprise: true } });
     expect(extra.status).toBe(400);
-    expect(((await extra.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: 'InvalidRequestContent', message: expect.stringContaining('surprise') });
+    expect(((await extra.json()) as { error: { code: string; message: string } }).error).toMatchObject({
+      code: 'InvalidRequestContent',
+      message: expect.stringContaining('surprise'),
+    });
   });
 });
 
@@ -243,7 +309,11 @@ test('every management exchange conforms to BatchManagement-2023-11-01; the oper
       problems.push(...validator.validateResponse(ex).map((p) => `${ex.method} ${ex.path} → ${p}`));
       continue;
     }
-    problems.push(...validator.validateRequest({ ...ex, query: Object.fromEntries(Object.entries(ex.query).filter(([k]) => k !== '$skiptoken')) }).map((p) => `${ex.method} ${ex.path}: ${p}`));
+    problems.push(
+      ...validator
+        .validateRequest({ ...ex, query: Object.fromEntries(Object.entries(ex.query).filter(([k]) => k !== '$skiptoken')) })
+        .map((p) => `${ex.method} ${ex.path}: ${p}`),
+    );
     problems.push(...validator.validateResponse(ex).map((p) => `${ex.method} ${ex.path} → ${p}`));
   }
   expect(problems).toEqual([]);
@@ -251,4 +321,3 @@ test('every management exchange conforms to BatchManagement-2023-11-01; the oper
   expect(productArmOperations().filter((op) => !operations.has(op))).toEqual([]);
   expect([...operations].sort()).toEqual(['Pools_Create', 'Pools_Delete', 'Pools_Get', 'Pools_ListByBatchAccount']);
 });
-

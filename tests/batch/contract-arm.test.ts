@@ -14,7 +14,11 @@ let emu: BatchEmulatorHandle;
 beforeAll(async () => {
   identity = await startIdentityService();
   wiring = localIdentityWiring(identity);
-  emu = await startBatchEmulator({ timing: { allocateMs: 20, bootMs: 20, leaveMs: 20, startTaskPollMs: 20 }, identity: wiring.nodeIdentities, arm: wiring.arm });
+  emu = await startBatchEmulator({
+    timing: { allocateMs: 20, bootMs: 20, leaveMs: 20, startTaskPollMs: 20 },
+    identity: wiring.nodeIdentities,
+    arm: wiring.arm,
+  });
 }, 60_000);
 
 afterAll(async () => {
@@ -25,14 +29,23 @@ afterAll(async () => {
 async function arm(method: string, pool: string, body?: unknown, suffix = '') {
   const token = await identity.resourceToken('https://management.azure.com/', { identity: identity.managedIdentities.byResourceId(wiring.app.resourceId)! });
   const url = `${String(emu.armUrl)}/subscriptions/${wiring.arm.subscriptionId}/resourceGroups/${wiring.arm.resourceGroup}/providers/Microsoft.Batch/batchAccounts/${emu.accountName}/pools/${pool}${suffix}?api-version=2023-11-01`;
-  const res = await fetch(url, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : undefined });
+  const res = await fetch(url, {
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: body ? JSON.stringify(body) : undefined,
+  });
   const text = await res.text();
   return { status: res.status, error: text ? (JSON.parse(text) as { error?: { code?: string; message?: string; target?: string } }).error : undefined };
 }
 
 const properties = {
   vmSize: 'STANDARD_D2S_V3',
-  deploymentConfiguration: { virtualMachineConfiguration: { imageReference: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts', version: 'latest' }, nodeAgentSkuId: 'batch.node.ubuntu 22.04' } },
+  deploymentConfiguration: {
+    virtualMachineConfiguration: {
+      imageReference: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts', version: 'latest' },
+      nodeAgentSkuId: 'batch.node.ubuntu 22.04',
+    },
+  },
   scaleSettings: { fixedScale: { targetDedicatedNodes: 0 } },
 };
 

@@ -16,7 +16,11 @@ let emu: BatchEmulatorHandle;
 beforeAll(async () => {
   identity = await startIdentityService();
   wiring = localIdentityWiring(identity);
-  emu = await startBatchEmulator({ timing: { allocateMs: 20, bootMs: 20, leaveMs: 20, startTaskPollMs: 20 }, identity: wiring.nodeIdentities, arm: wiring.arm });
+  emu = await startBatchEmulator({
+    timing: { allocateMs: 20, bootMs: 20, leaveMs: 20, startTaskPollMs: 20 },
+    identity: wiring.nodeIdentities,
+    arm: wiring.arm,
+  });
 }, 60_000);
 
 afterAll(async () => {
@@ -26,23 +30,39 @@ afterAll(async () => {
 
 interface ArmAnswer {
   status: number;
-  body: { error?: { code?: string; message?: string; target?: string; details?: { code: string; message: string }[] }; properties?: Record<string, unknown>; value?: { name: string; properties: Record<string, unknown> }[]; nextLink?: string };
+  body: {
+    error?: { code?: string; message?: string; target?: string; details?: { code: string; message: string }[] };
+    properties?: Record<string, unknown>;
+    value?: { name: string; properties: Record<string, unknown> }[];
+    nextLink?: string;
+  };
 }
 
 async function call(method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<ArmAnswer> {
   const token = await identity.resourceToken('https://management.azure.com/', { identity: identity.managedIdentities.byResourceId(wiring.app.resourceId)! });
-  const res = await fetch(url, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...headers }, body: body ? JSON.stringify(body) : undefined });
+  const res = await fetch(url, {
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...headers },
+    body: body ? JSON.stringify(body) : undefined,
+  });
   const text = await res.text();
   return { status: res.status, body: text ? (JSON.parse(text) as ArmAnswer['body']) : {} };
 }
 
-const poolsUrl = () => `${String(emu.armUrl)}/subscriptions/${wiring.arm.subscriptionId}/resourceGroups/${wiring.arm.resourceGroup}/providers/Microsoft.Batch/batchAccounts/${emu.accountName}/pools`;
-const arm = (method: string, pool: string, body?: unknown, headers?: Record<string, string>) => call(method, `${poolsUrl()}/${pool}?api-version=2023-11-01`, body, headers);
+const poolsUrl = () =>
+  `${String(emu.armUrl)}/subscriptions/${wiring.arm.subscriptionId}/resourceGroups/${wiring.arm.resourceGroup}/providers/Microsoft.Batch/batchAccounts/${emu.accountName}/pools`;
+const arm = (method: string, pool: string, body?: unknown, headers?: Record<string, string>) =>
+  call(method, `${poolsUrl()}/${pool}?api-version=2023-11-01`, body, headers);
 const list = (query: string) => call('GET', `${poolsUrl()}?api-version=2023-11-01${query}`);
 
 const properties = {
   vmSize: 'STANDARD_D2S_V3',
-  deploymentConfiguration: { virtualMachineConfiguration: { imageReference: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts', version: 'latest' }, nodeAgentSkuId: 'batch.node.ubuntu 22.04' } },
+  deploymentConfiguration: {
+    virtualMachineConfiguration: {
+      imageReference: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts', version: 'latest' },
+      nodeAgentSkuId: 'batch.node.ubuntu 22.04',
+    },
+  },
   scaleSettings: { fixedScale: { targetDedicatedNodes: 0 } },
 };
 
@@ -52,7 +72,13 @@ describe('management pool update', () => {
   });
 
   it('PATCH changes the scale, start task and metadata, and the pool resizes', async () => {
-    const r = await arm('PATCH', 'upd', { properties: { scaleSettings: { fixedScale: { targetDedicatedNodes: 1 } }, metadata: [{ name: 'owner', value: 'alice' }], startTask: { commandLine: '/bin/true' } } });
+    const r = await arm('PATCH', 'upd', {
+      properties: {
+        scaleSettings: { fixedScale: { targetDedicatedNodes: 1 } },
+        metadata: [{ name: 'owner', value: 'alice' }],
+        startTask: { commandLine: '/bin/true' },
+      },
+    });
     expect(r.status).toBe(200);
     expect(r.body.properties?.metadata).toEqual([{ name: 'owner', value: 'alice' }]);
     expect(r.body.properties?.startTask).toMatchObject({ commandLine: '/bin/true' });
@@ -70,14 +96,36 @@ describe('management pool update', () => {
 
   it.each([
     ['vmSize', { vmSize: 'STANDARD_D4S_V3' }],
-    ['deploymentConfiguration', { deploymentConfiguration: { virtualMachineConfiguration: { imageReference: { publisher: 'canonical', offer: '0001-com-ubuntu-server-focal', sku: '20_04-lts', version: 'latest' }, nodeAgentSkuId: 'batch.node.ubuntu 20.04' } } }],
-    ['networkConfiguration', { networkConfiguration: { subnetId: '/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v/subnets/s' } }],
+    [
+      'deploymentConfiguration',
+      {
+        deploymentConfiguration: {
+          virtualMachineConfiguration: {
+            imageReference: { publisher: 'canonical', offer: '0001-com-ubuntu-server-focal', sku: '20_04-lts', version: 'latest' },
+            nodeAgentSkuId: 'batch.node.ubuntu 20.04',
+          },
+        },
+      },
+    ],
+    [
+      'networkConfiguration',
+      {
+        networkConfiguration: {
+          subnetId: '/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v/subnets/s',
+        },
+      },
+    ],
     ['taskSlotsPerNode', { taskSlotsPerNode: 2 }],
   ])('PATCH of %s is 400 PropertyCannotBeUpdated with Batch details', async (name, change) => {
     const r = await arm('PATCH', 'upd', { properties: change });
     expect(r.status).toBe(400);
     expect(r.body.error?.code).toBe('PropertyCannotBeUpdated');
-    expect(r.body.error?.details).toEqual(expect.arrayContaining([{ code: 'PropertyName', message: name }, { code: 'PropertyPath', message: `properties.${name}` }]));
+    expect(r.body.error?.details).toEqual(
+      expect.arrayContaining([
+        { code: 'PropertyName', message: name },
+        { code: 'PropertyPath', message: `properties.${name}` },
+      ]),
+    );
   });
 
   it('PATCH repeating a fixed property with its current value is not a change', async () => {
@@ -116,7 +164,9 @@ describe('management pool list query', () => {
     expect(byName.body.value?.map((p) => p.name).sort()).toEqual(['lst-a', 'lst-b']);
     const steady = await list(`&$filter=${encodeURIComponent("properties/allocationState eq 'Steady' and name eq 'other-c'")}`);
     expect(steady.body.value?.map((p) => p.name)).toEqual(['other-c']);
-    const since = await list(`&$filter=${encodeURIComponent("properties/provisioningStateTransitionTime gt '2000-01-01T00:00:00Z' and properties/vmSize eq 'standard_d2s_v3'")}`);
+    const since = await list(
+      `&$filter=${encodeURIComponent("properties/provisioningStateTransitionTime gt '2000-01-01T00:00:00Z' and properties/vmSize eq 'standard_d2s_v3'")}`,
+    );
     expect(since.body.value?.length).toBeGreaterThanOrEqual(3);
   });
 
@@ -132,7 +182,7 @@ describe('management pool list query', () => {
 
   it.each([
     ['an unknown property', `&$filter=${encodeURIComponent("properties/bogus eq 'x'")}`],
-    ['a malformed filter', `&$filter=${encodeURIComponent("name eq")}`],
+    ['a malformed filter', `&$filter=${encodeURIComponent('name eq')}`],
     ['a selection outside properties/', '&$select=name'],
     ['maxresults 0', '&maxresults=0'],
   ])('refuses %s with 400', async (_what, query) => {

@@ -8,7 +8,11 @@ import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch'
 import { dataRoleAllows } from '../../local/batch/auth/bearer';
 
 const TENANT = '00000000-0000-0000-0000-00000000aaaa';
-const OIDS = { contributor: '11111111-0000-0000-0000-000000000001', reader: '11111111-0000-0000-0000-000000000002', poolIdentity: '11111111-0000-0000-0000-000000000003' };
+const OIDS = {
+  contributor: '11111111-0000-0000-0000-000000000001',
+  reader: '11111111-0000-0000-0000-000000000002',
+  poolIdentity: '11111111-0000-0000-0000-000000000003',
+};
 const API = 'api-version=2022-10-01.16.0';
 
 describe('Batch data-plane roles', () => {

@@ -23,7 +23,10 @@ function operations(doc: SwaggerLikeDocument): Map<string, { method: string; pat
       out.set(op.operationId, {
         method,
         path: path.replace(/\{[^}]+\}/g, '{}').toLowerCase(),
-        query: params.filter((p) => p.in === 'query').map((p) => p.name).sort(),
+        query: params
+          .filter((p) => p.in === 'query')
+          .map((p) => p.name)
+          .sort(),
         // The body's parameter name is not on the wire (the SDK names flattened bodies after their model).
         body: params.some((p) => p.in === 'body'),
         statuses: Object.keys(op.responses).sort(),
@@ -65,7 +68,12 @@ describe('the data-plane contract derived from @azure/batch matches the official
       }
       const myProps = (mine.properties ?? {}) as Record<string, Schema>;
       const later = Object.keys(LATER_REVISION_PROPERTIES[name] ?? {});
-      expect({ name, props: Object.keys(myProps).filter((p) => !later.includes(p)).sort() }).toEqual({ name, props: Object.keys(props).sort() });
+      expect({
+        name,
+        props: Object.keys(myProps)
+          .filter((p) => !later.includes(p))
+          .sort(),
+      }).toEqual({ name, props: Object.keys(props).sort() });
       const required = ((def.required ?? []) as string[]).filter((p) => !(props[p] as Schema | undefined)?.readOnly);
       expect({ name, required: ((mine.required ?? []) as string[]).sort() }).toEqual({ name, required: [...required].sort() });
       for (const [p, s] of Object.entries(props)) {
@@ -99,7 +107,9 @@ describe('the management contract derived from @azure/arm-batch matches the offi
     const mine = operations(sdk);
     const theirs = operations(officialArm);
     expect([...mine.keys()].sort()).toEqual([...theirs.keys()].sort());
-    const differences = [...theirs].filter(([id, op]) => mine.get(id)?.method !== op.method || mine.get(id)?.path !== (ARM_PATH_DIFFERENCES[id] ?? op.path)).map(([id, op]) => `${id}: ${mine.get(id)?.method} ${mine.get(id)?.path} vs spec ${op.method} ${op.path}`);
+    const differences = [...theirs]
+      .filter(([id, op]) => mine.get(id)?.method !== op.method || mine.get(id)?.path !== (ARM_PATH_DIFFERENCES[id] ?? op.path))
+      .map(([id, op]) => `${id}: ${mine.get(id)?.method} ${mine.get(id)?.path} vs spec ${op.method} ${op.path}`);
     expect(differences).toEqual([]);
   });
 
@@ -113,7 +123,10 @@ describe('the management contract derived from @azure/arm-batch matches the offi
 describe('the validators need no ../shared at run time', () => {
   const before = { path: process.env.BATCH_SPEC_PATH, dir: process.env.BATCH_SPEC_DIR };
   afterAll(() => {
-    for (const [k, v] of [['BATCH_SPEC_PATH', before.path], ['BATCH_SPEC_DIR', before.dir]] as const) {
+    for (const [k, v] of [
+      ['BATCH_SPEC_PATH', before.path],
+      ['BATCH_SPEC_DIR', before.dir],
+    ] as const) {
       if (v === undefined) delete process.env[k];
       else process.env[k] = v;
     }
@@ -127,7 +140,15 @@ describe('the validators need no ../shared at run time', () => {
   it('the data-plane validator built from the SDK accepts a valid pool and refuses an invalid one', () => {
     delete process.env.BATCH_SPEC_PATH;
     const v = createContractValidator();
-    const pool = { id: 'p1', vmSize: 'standard_d2s_v3', virtualMachineConfiguration: { imageReference: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts', version: 'latest' }, nodeAgentSKUId: 'batch.node.ubuntu 22.04' }, targetDedicatedNodes: 1 };
+    const pool = {
+      id: 'p1',
+      vmSize: 'standard_d2s_v3',
+      virtualMachineConfiguration: {
+        imageReference: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts', version: 'latest' },
+        nodeAgentSKUId: 'batch.node.ubuntu 22.04',
+      },
+      targetDedicatedNodes: 1,
+    };
     expect(v.requestBodyErrors('Pool_Add', pool)).toEqual([]);
     const errors = v.requestBodyErrors('Pool_Add', { ...pool, vmSize: undefined, bogus: 1, targetDedicatedNodes: 1.5 });
     expect(errors.map((e) => e.keyword).sort()).toEqual(expect.arrayContaining(['additionalProperties', 'required', 'type']));
@@ -138,7 +159,14 @@ describe('the validators need no ../shared at run time', () => {
   it('the management validator built from the SDK accepts a valid pool and refuses an invalid one', () => {
     delete process.env.BATCH_SPEC_DIR;
     const v = createManagementValidator();
-    const pool = { properties: { vmSize: 'STANDARD_D2S_V3', deploymentConfiguration: { virtualMachineConfiguration: { imageReference: { publisher: 'canonical', offer: 'x', sku: 'y' }, nodeAgentSkuId: 'batch.node.ubuntu 22.04' } } } };
+    const pool = {
+      properties: {
+        vmSize: 'STANDARD_D2S_V3',
+        deploymentConfiguration: {
+          virtualMachineConfiguration: { imageReference: { publisher: 'canonical', offer: 'x', sku: 'y' }, nodeAgentSkuId: 'batch.node.ubuntu 22.04' },
+        },
+      },
+    };
     expect(v.requestBodyErrors('Pools_Create', pool)).toEqual([]);
     expect(v.requestBodyErrors('Pools_Create', { properties: { ...pool.properties, vmSize: 7, extra: true } }).length).toBeGreaterThan(0);
     expect(v.matchOperation('PATCH', '/subscriptions/s/resourceGroups/r/providers/Microsoft.Batch/batchAccounts/a/pools/p')).toBe('Pools_Update');

@@ -66,7 +66,11 @@ describe('job contract', () => {
     await env.client.job.add({ id, poolInfo: { poolId: POOL } });
     await env.client.task.add(id, { id: 'long', commandLine: '/bin/sleep 30' });
     await env.client.job.patch(id, { onAllTasksComplete: 'terminatejob' });
-    expect(await refusal(env.client.job.patch(id, { onAllTasksComplete: 'noaction' }))).toEqual({ status: 400, code: 'InvalidPropertyValue', property: 'onAllTasksComplete' });
+    expect(await refusal(env.client.job.patch(id, { onAllTasksComplete: 'noaction' }))).toEqual({
+      status: 400,
+      code: 'InvalidPropertyValue',
+      property: 'onAllTasksComplete',
+    });
     await env.client.job.terminate(id);
   });
 

@@ -20,7 +20,14 @@ describe('multi-instance contract', () => {
   beforeAll(async () => {
     emu = await startBatchEmulator({ timing: FAST_TIMING });
     client = sdkClient(emu);
-    await client.pool.add({ id: POOL, vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 2, enableInterNodeCommunication: true, taskSlotsPerNode: 1 });
+    await client.pool.add({
+      id: POOL,
+      vmSize: 'standard_d2s_v3',
+      virtualMachineConfiguration: LINUX_VM_CONFIGURATION,
+      targetDedicatedNodes: 2,
+      enableInterNodeCommunication: true,
+      taskSlotsPerNode: 1,
+    });
     await waitForNodes(client, POOL, 2);
     job = uid('job');
     await client.job.add({ id: job, poolInfo: { poolId: POOL } });
@@ -33,8 +40,12 @@ describe('multi-instance contract', () => {
     const nodes = await client.computeNode.list(POOL);
     await client.task.add(job, {
       id: 'mi',
-      commandLine: "/bin/sh -c 'echo hosts=$AZ_BATCH_HOST_LIST; echo nodes=$AZ_BATCH_NODE_LIST; echo master=$AZ_BATCH_MASTER_NODE; echo ismaster=$AZ_BATCH_IS_CURRENT_NODE_MASTER; cat $AZ_BATCH_TASK_SHARED_DIR/coord-*'",
-      multiInstanceSettings: { numberOfInstances: 2, coordinationCommandLine: "/bin/sh -c 'echo $AZ_BATCH_NODE_ID > $AZ_BATCH_TASK_SHARED_DIR/coord-$AZ_BATCH_NODE_ID'" },
+      commandLine:
+        "/bin/sh -c 'echo hosts=$AZ_BATCH_HOST_LIST; echo nodes=$AZ_BATCH_NODE_LIST; echo master=$AZ_BATCH_MASTER_NODE; echo ismaster=$AZ_BATCH_IS_CURRENT_NODE_MASTER; cat $AZ_BATCH_TASK_SHARED_DIR/coord-*'",
+      multiInstanceSettings: {
+        numberOfInstances: 2,
+        coordinationCommandLine: "/bin/sh -c 'echo $AZ_BATCH_NODE_ID > $AZ_BATCH_TASK_SHARED_DIR/coord-$AZ_BATCH_NODE_ID'",
+      },
     });
     const task = await waitForTask(client, job, 'mi');
     expect(task.executionInfo?.result).toBe('success');
@@ -67,11 +78,28 @@ describe('multi-instance contract', () => {
   });
 
   it('refuses numberOfInstances below 1 and requiredSlots other than 1', async () => {
-    const zero = await signedFetch(emu, 'POST', `/jobs/${job}/tasks`, { id: uid('zero'), commandLine: '/bin/true', multiInstanceSettings: { numberOfInstances: 0, coordinationCommandLine: '/bin/true' } });
+    const zero = await signedFetch(emu, 'POST', `/jobs/${job}/tasks`, {
+      id: uid('zero'),
+      commandLine: '/bin/true',
+      multiInstanceSettings: { numberOfInstances: 0, coordinationCommandLine: '/bin/true' },
+    });
     expect({ status: zero.status, code: (zero.json as { code?: string }).code }).toEqual({ status: 400, code: 'InvalidPropertyValue' });
     // api-version 2022-10-01 requires the coordination command line.
-    const noCoord = await signedFetch(emu, 'POST', `/jobs/${job}/tasks`, { id: uid('nocoord'), commandLine: '/bin/true', multiInstanceSettings: { numberOfInstances: 2 } });
+    const noCoord = await signedFetch(emu, 'POST', `/jobs/${job}/tasks`, {
+      id: uid('nocoord'),
+      commandLine: '/bin/true',
+      multiInstanceSettings: { numberOfInstances: 2 },
+    });
     expect({ status: noCoord.status, code: (noCoord.json as { code?: string }).code }).toEqual({ status: 400, code: 'MissingRequiredProperty' });
-    expect(await refusal(client.task.add(job, { id: uid('slots'), commandLine: '/bin/true', requiredSlots: 2, multiInstanceSettings: { numberOfInstances: 2, coordinationCommandLine: '/bin/true' } }))).toEqual({ status: 400, code: 'InvalidPropertyValue', property: 'requiredSlots' });
+    expect(
+      await refusal(
+        client.task.add(job, {
+          id: uid('slots'),
+          commandLine: '/bin/true',
+          requiredSlots: 2,
+          multiInstanceSettings: { numberOfInstances: 2, coordinationCommandLine: '/bin/true' },
+        }),
+      ),
+    ).toEqual({ status: 400, code: 'InvalidPropertyValue', property: 'requiredSlots' });
   });
 });

@@ -8,7 +8,6 @@ import { FAST_TIMING } from './batchRefusal';
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
 import { LINUX_VM_CONFIGURATION, sdkClient, signedFetch, waitFor, waitForNodes } from '../../local/batch/testing/sdkHelpers';
 
-
 describe('node contract', () => {
   let emu: BatchEmulatorHandle;
   let client: BatchServiceClient;
@@ -16,7 +15,13 @@ describe('node contract', () => {
     emu = await startBatchEmulator({ timing: FAST_TIMING });
     client = sdkClient(emu);
     await client.pool.add({ id: 'nodes-a', vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 2 });
-    await client.pool.add({ id: 'nodes-b', vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 1, startTask: { commandLine: "/bin/sh -c 'echo booted >> $AZ_BATCH_NODE_SHARED_DIR/boots'", waitForSuccess: true } });
+    await client.pool.add({
+      id: 'nodes-b',
+      vmSize: 'standard_d2s_v3',
+      virtualMachineConfiguration: LINUX_VM_CONFIGURATION,
+      targetDedicatedNodes: 1,
+      startTask: { commandLine: "/bin/sh -c 'echo booted >> $AZ_BATCH_NODE_SHARED_DIR/boots'", waitForSuccess: true },
+    });
     await waitForNodes(client, 'nodes-a', 2);
     await waitForNodes(client, 'nodes-b', 1);
   });
@@ -55,7 +60,10 @@ describe('node contract', () => {
 
   it('still answers 501 for node operations it does not emulate', async () => {
     const [node] = await client.computeNode.list('nodes-a');
-    const r = await signedFetch(emu, 'POST', `/pools/nodes-a/nodes/${String(node.id)}/uploadbatchservicelogs`, { containerUrl: 'https://a.blob.core.windows.net/c?sig=x', startTime: '2026-01-01T00:00:00Z' });
+    const r = await signedFetch(emu, 'POST', `/pools/nodes-a/nodes/${String(node.id)}/uploadbatchservicelogs`, {
+      containerUrl: 'https://a.blob.core.windows.net/c?sig=x',
+      startTime: '2026-01-01T00:00:00Z',
+    });
     expect(r.status).toBe(501);
   });
 

@@ -4,7 +4,13 @@
  * conditions, the primary node only for multi-instance tasks, fileuploadout.txt/fileuploaderr.txt, and failures
  * reported as the task's failureInfo (FileUploadContainerNotFound, FileUploadAccessDenied, FileUploadMiscError).
  */
-import { BlobServiceClient, ContainerSASPermissions, StorageSharedKeyCredential, generateBlobSASQueryParameters, type ContainerClient } from '@azure/storage-blob';
+import {
+  BlobServiceClient,
+  ContainerSASPermissions,
+  StorageSharedKeyCredential,
+  generateBlobSASQueryParameters,
+  type ContainerClient,
+} from '@azure/storage-blob';
 import type { BatchServiceClient, BatchServiceModels } from '@azure/batch';
 import { startAzurite, type AzuriteHandle } from '../../local/azurite';
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
@@ -28,7 +34,10 @@ describe('task output files uploaded to Azurite', () => {
     return { container, url: sasUrl(name) };
   }
   function sasUrl(containerName: string): string {
-    const sas = generateBlobSASQueryParameters({ containerName, permissions: ContainerSASPermissions.parse('racwl'), expiresOn: new Date(Date.now() + 3600_000) }, credential).toString();
+    const sas = generateBlobSASQueryParameters(
+      { containerName, permissions: ContainerSASPermissions.parse('racwl'), expiresOn: new Date(Date.now() + 3600_000) },
+      credential,
+    ).toString();
     return `${service.getContainerClient(containerName).url}?${sas}`;
   }
   async function blobs(container: ContainerClient): Promise<Record<string, string>> {
@@ -36,7 +45,12 @@ describe('task output files uploaded to Azurite', () => {
     for await (const b of container.listBlobsFlat()) out[b.name] = (await container.getBlobClient(b.name).downloadToBuffer()).toString();
     return out;
   }
-  const out = (filePattern: string, containerUrl: string, path: string | undefined, uploadCondition: 'tasksuccess' | 'taskfailure' | 'taskcompletion' = 'taskcompletion'): OutputFile => ({
+  const out = (
+    filePattern: string,
+    containerUrl: string,
+    path: string | undefined,
+    uploadCondition: 'tasksuccess' | 'taskfailure' | 'taskcompletion' = 'taskcompletion',
+  ): OutputFile => ({
     filePattern,
     destination: { container: { containerUrl, ...(path ? { path } : {}) } },
     uploadOptions: { uploadCondition },
@@ -49,7 +63,14 @@ describe('task output files uploaded to Azurite', () => {
     service = new BlobServiceClient(azurite.blobEndpoint(account.name), credential);
     emu = await startBatchEmulator({ timing: { allocateMs: 20, bootMs: 20, leaveMs: 20 } });
     client = sdkClient(emu);
-    await client.pool.add({ id: 'of', vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 2, taskSlotsPerNode: 1, enableInterNodeCommunication: true });
+    await client.pool.add({
+      id: 'of',
+      vmSize: 'standard_d2s_v3',
+      virtualMachineConfiguration: LINUX_VM_CONFIGURATION,
+      targetDedicatedNodes: 2,
+      taskSlotsPerNode: 1,
+      enableInterNodeCommunication: true,
+    });
     await waitForNodes(client, 'of', 2);
     await client.job.add({ id: 'ofj', poolInfo: { poolId: 'of' } });
   });
@@ -61,7 +82,8 @@ describe('task output files uploaded to Azurite', () => {
 
   it('uploads single files, globs, stdout/stderr and $VAR patterns under their paths, as the upload conditions say', async () => {
     const { container, url } = await outputContainer();
-    const script = 'echo result > result.txt; mkdir -p sub/deep; echo a > sub/a.log; echo b > sub/deep/b.log; echo hidden > .hidden.log; echo to-stdout; echo to-stderr >&2';
+    const script =
+      'echo result > result.txt; mkdir -p sub/deep; echo a > sub/a.log; echo b > sub/deep/b.log; echo hidden > .hidden.log; echo to-stdout; echo to-stderr >&2';
     await client.task.add('ofj', {
       id: 'writer',
       commandLine: `/bin/sh -c '${script}'`,
@@ -91,11 +113,19 @@ describe('task output files uploaded to Azurite', () => {
 
   it('uploads with a pool identity for an identityReference (no SAS in the URL); a pool without that identity fails the upload', async () => {
     const { container } = await outputContainer();
-    const identityReference = { resourceId: '/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id-pool' };
+    const identityReference = {
+      resourceId: '/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id-pool',
+    };
     await client.task.add('ofj', {
       id: 'byidentity',
       commandLine: "/bin/sh -c 'echo x > r.txt'",
-      outputFiles: [{ filePattern: 'r.txt', destination: { container: { containerUrl: container.url, identityReference } }, uploadOptions: { uploadCondition: 'taskcompletion' } }],
+      outputFiles: [
+        {
+          filePattern: 'r.txt',
+          destination: { container: { containerUrl: container.url, identityReference } },
+          uploadOptions: { uploadCondition: 'taskcompletion' },
+        },
+      ],
     });
     const t = await waitForTask(client, 'ofj', 'byidentity');
     // Pool "of" came from the data plane: it has no identity, so no instance metadata service to ask for a token.
@@ -120,16 +150,25 @@ describe('task output files uploaded to Azurite', () => {
     ['a container that does not exist', () => sasUrl('nosuchcontainer'), 'FileUploadContainerNotFound'],
     ['a SAS with a wrong signature', () => sasUrl('out1').replace(/sig=[^&]+/, 'sig=AAAA'), 'FileUploadAccessDenied'],
     ['an unreachable URL', () => 'http://127.0.0.1:9/out?sv=2021-08-06&sig=secret', 'FileUploadMiscError'],
-  ])('fails the task with failureInfo usererror for %s, logs it in fileuploaderr.txt without the SAS', async (_what, url, code) => {
-    const id = `upload-${code}`;
-    await client.task.add('ofj', { id, commandLine: `/bin/sh -c 'echo x > x.txt'`, outputFiles: [out('x.txt', url(), 'x.txt')], constraints: { maxTaskRetryCount: 2 } });
-    const t = await waitForTask(client, 'ofj', id, 'completed', 60_000);
-    expect(t.executionInfo).toMatchObject({ exitCode: 0, result: 'failure', retryCount: 0, failureInfo: { category: 'usererror', code } });
-    const log = await readTaskFile(client, 'ofj', id, 'fileuploaderr.txt');
-    expect(log).toContain(code);
-    expect(log).not.toMatch(/sig=(?!REDACTED)/);
-    expect(JSON.stringify(t.executionInfo)).not.toMatch(/sig=(?!REDACTED)/);
-  }, 90_000);
+  ])(
+    'fails the task with failureInfo usererror for %s, logs it in fileuploaderr.txt without the SAS',
+    async (_what, url, code) => {
+      const id = `upload-${code}`;
+      await client.task.add('ofj', {
+        id,
+        commandLine: `/bin/sh -c 'echo x > x.txt'`,
+        outputFiles: [out('x.txt', url(), 'x.txt')],
+        constraints: { maxTaskRetryCount: 2 },
+      });
+      const t = await waitForTask(client, 'ofj', id, 'completed', 60_000);
+      expect(t.executionInfo).toMatchObject({ exitCode: 0, result: 'failure', retryCount: 0, failureInfo: { category: 'usererror', code } });
+      const log = await readTaskFile(client, 'ofj', id, 'fileuploaderr.txt');
+      expect(log).toContain(code);
+      expect(log).not.toMatch(/sig=(?!REDACTED)/);
+      expect(JSON.stringify(t.executionInfo)).not.toMatch(/sig=(?!REDACTED)/);
+    },
+    90_000,
+  );
 
   it('uploads a multi-instance task’s files from the primary’s node only', async () => {
     const { container, url } = await outputContainer();
@@ -155,7 +194,11 @@ describe('task output files uploaded to Azurite', () => {
     });
     expect((await waitForTask(client, 'ofexit', 'tolerated')).executionInfo?.failureInfo?.code).toBe('FileUploadContainerNotFound');
     expect((await client.job.get('ofexit')).state).toBe('active');
-    await client.task.add('ofexit', { id: 'fatal', commandLine: `/bin/sh -c 'echo x > x.txt'`, outputFiles: [out('x.txt', sasUrl('nosuchcontainer'), 'x.txt')] });
+    await client.task.add('ofexit', {
+      id: 'fatal',
+      commandLine: `/bin/sh -c 'echo x > x.txt'`,
+      outputFiles: [out('x.txt', sasUrl('nosuchcontainer'), 'x.txt')],
+    });
     const done = await waitFor('job terminated', async () => {
       const j = await client.job.get('ofexit');
       return j.state === 'completed' ? j : undefined;
@@ -165,7 +208,11 @@ describe('task output files uploaded to Azurite', () => {
 
   it('never uploads a file outside the node, even through a link the task made', async () => {
     const { container, url } = await outputContainer();
-    await client.task.add('ofj', { id: 'escape', commandLine: `/bin/sh -c 'ln -s /etc/hostname leak.txt'`, outputFiles: [out('leak.txt', url, 'leak.txt'), out('/etc/host*', url, 'etc')] });
+    await client.task.add('ofj', {
+      id: 'escape',
+      commandLine: `/bin/sh -c 'ln -s /etc/hostname leak.txt'`,
+      outputFiles: [out('leak.txt', url, 'leak.txt'), out('/etc/host*', url, 'etc')],
+    });
     const t = await waitForTask(client, 'ofj', 'escape');
     expect(t.executionInfo?.result).toBe('success');
     expect(await blobs(container)).toEqual({});

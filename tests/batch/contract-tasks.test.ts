@@ -17,7 +17,13 @@ describe('job and task contract', () => {
   beforeAll(async () => {
     emu = await startBatchEmulator({ timing: FAST_TIMING });
     client = sdkClient(emu);
-    await client.pool.add({ id: POOL, vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 1, userAccounts: [{ name: 'runner', password: 'p@ssw0rd-Local1' }] });
+    await client.pool.add({
+      id: POOL,
+      vmSize: 'standard_d2s_v3',
+      virtualMachineConfiguration: LINUX_VM_CONFIGURATION,
+      targetDedicatedNodes: 1,
+      userAccounts: [{ name: 'runner', password: 'p@ssw0rd-Local1' }],
+    });
     await waitForNodes(client, POOL, 1);
   });
   afterAll(async () => {
@@ -25,7 +31,11 @@ describe('job and task contract', () => {
   });
 
   it('refuses job preparation and release task ids with characters other than letters, digits, - and _', async () => {
-    for (const [key, id] of [['jobPreparationTask', 'prep.1'], ['jobReleaseTask', 'rel.1'], ['jobPreparationTask', 'x'.repeat(65)]] as const) {
+    for (const [key, id] of [
+      ['jobPreparationTask', 'prep.1'],
+      ['jobReleaseTask', 'rel.1'],
+      ['jobPreparationTask', 'x'.repeat(65)],
+    ] as const) {
       const job = { id: uid('job'), poolInfo: { poolId: POOL }, jobPreparationTask: { commandLine: '/bin/true' }, [key]: { id, commandLine: '/bin/true' } };
       expect(await refusal(client.job.add(job))).toEqual({ status: 400, code: 'InvalidPropertyValue', property: `${key}.id` });
     }
@@ -34,7 +44,11 @@ describe('job and task contract', () => {
 
   it('refuses a preparation task maxTaskRetryCount below -1', async () => {
     const job = { id: uid('job'), poolInfo: { poolId: POOL }, jobPreparationTask: { commandLine: '/bin/true', constraints: { maxTaskRetryCount: -2 } } };
-    expect(await refusal(client.job.add(job))).toEqual({ status: 400, code: 'InvalidPropertyValue', property: 'jobPreparationTask.constraints.maxTaskRetryCount' });
+    expect(await refusal(client.job.add(job))).toEqual({
+      status: 400,
+      code: 'InvalidPropertyValue',
+      property: 'jobPreparationTask.constraints.maxTaskRetryCount',
+    });
   });
 
   describe('on a job', () => {
@@ -49,7 +63,11 @@ describe('job and task contract', () => {
     });
 
     it("refuses a username that is not one of the pool's user accounts", async () => {
-      expect(await refusal(client.task.add(job, { id: uid('t'), commandLine: '/bin/true', userIdentity: { userName: 'ghost' } }))).toEqual({ status: 400, code: 'InvalidPropertyValue', property: 'userIdentity.username' });
+      expect(await refusal(client.task.add(job, { id: uid('t'), commandLine: '/bin/true', userIdentity: { userName: 'ghost' } }))).toEqual({
+        status: 400,
+        code: 'InvalidPropertyValue',
+        property: 'userIdentity.username',
+      });
     });
 
     it('refuses a reversed taskIdRanges (start after end)', async () => {
@@ -64,7 +82,7 @@ describe('job and task contract', () => {
     });
 
     it('sets AZ_BATCH_TASK_USER and AZ_BATCH_TASK_USER_IDENTITY for the auto user and for a named user', async () => {
-      const cmd = "/bin/sh -c 'echo \"$AZ_BATCH_TASK_USER|$AZ_BATCH_TASK_USER_IDENTITY\"'";
+      const cmd = '/bin/sh -c \'echo "$AZ_BATCH_TASK_USER|$AZ_BATCH_TASK_USER_IDENTITY"\'';
       const cases = [
         [uid('auto'), undefined, '_azbatch|PoolNonAdmin'],
         [uid('admin'), { autoUser: { scope: 'task' as const, elevationLevel: 'admin' as const } }, '_azbatch|TaskAdmin'],

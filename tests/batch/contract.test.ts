@@ -53,7 +53,12 @@ describe('every exchange of the adapter workload conforms to the Batch OpenAPI d
       targetDedicatedNodes: 2,
       image: { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204', version: 'latest' },
       nodeAgentSkuId: 'batch.node.ubuntu 22.04',
-      containerRegistries: [{ registryServer: 'hpcacr.azurecr.io', identityResourceId: '/subscriptions/0/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/pull' }],
+      containerRegistries: [
+        {
+          registryServer: 'hpcacr.azurecr.io',
+          identityResourceId: '/subscriptions/0/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/pull',
+        },
+      ],
       startTask: {
         commandLine: '/bin/sh -c "sh helper.sh"',
         resourceFiles: [{ httpUrl: fileUrl, filePath: 'helper.sh', fileMode: '0755' }],
@@ -62,7 +67,14 @@ describe('every exchange of the adapter workload conforms to the Batch OpenAPI d
       },
       resizeTimeoutMinutes: 10,
     });
-    await batch.createJobPool(ctx, { poolId: POOL, jobId: JOB, vmSize: 'standard_hb120rs_v3', targetDedicatedNodes: 2, image: { publisher: 'p', offer: 'o', sku: 's' }, nodeAgentSkuId: 'batch.node.ubuntu 22.04' }); // PoolExists → look and compare
+    await batch.createJobPool(ctx, {
+      poolId: POOL,
+      jobId: JOB,
+      vmSize: 'standard_hb120rs_v3',
+      targetDedicatedNodes: 2,
+      image: { publisher: 'p', offer: 'o', sku: 's' },
+      nodeAgentSkuId: 'batch.node.ubuntu 22.04',
+    }); // PoolExists → look and compare
     await batch.inspectPool(ctx, 'absentpool'); // 404
     await batch.listOwnedPools(ctx);
     const pool = await until('idle nodes', async () => {

@@ -44,10 +44,18 @@ describeIf('fixed paths and network file systems on the emulator', () => {
     emu = await startBatchEmulator({
       timing: { allocateMs: 20, bootMs: 20, leaveMs: 20, jobDeleteMs: 20, poolDeleteMs: 20 },
       nodePath: [path.join(REPO_ROOT, 'local', 'batch', 'nodetools', 'bin')],
-      networkServices: [{
-        name: 'files', subnetId: subnet('compute'), address: '10.20.0.4',
-        exports: [{ path: '/export/apps', directory: path.join(served, 'apps') }, { path: '/export/data', directory: path.join(served, 'data') }, { path: '/lustrefs', directory: path.join(served, 'lustre') }],
-      }],
+      networkServices: [
+        {
+          name: 'files',
+          subnetId: subnet('compute'),
+          address: '10.20.0.4',
+          exports: [
+            { path: '/export/apps', directory: path.join(served, 'apps') },
+            { path: '/export/data', directory: path.join(served, 'data') },
+            { path: '/lustrefs', directory: path.join(served, 'lustre') },
+          ],
+        },
+      ],
     });
     client = sdkClient(emu);
   }, 60_000);
@@ -56,27 +64,42 @@ describeIf('fixed paths and network file systems on the emulator', () => {
     rmSync(served, { recursive: true, force: true });
   }, 60_000);
 
-  const pool = (id: string, subnetName: string) => client.pool.add({
-    id, vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 2,
-    networkConfiguration: { subnetId: subnet(subnetName) },
-    mountConfiguration: [
-      { nfsMountConfiguration: { source: '10.20.0.4:/export/apps', relativeMountPath: 'apps', mountOptions: '-o ro' } },
-      { nfsMountConfiguration: { source: '10.20.0.4:/export/data', relativeMountPath: 'data' } },
-    ],
-    startTask: { commandLine: `/bin/bash -c '${START}'`, waitForSuccess: true, userIdentity: { autoUser: { elevationLevel: 'admin', scope: 'pool' } } },
-  });
+  const pool = (id: string, subnetName: string) =>
+    client.pool.add({
+      id,
+      vmSize: 'standard_d2s_v3',
+      virtualMachineConfiguration: LINUX_VM_CONFIGURATION,
+      targetDedicatedNodes: 2,
+      networkConfiguration: { subnetId: subnet(subnetName) },
+      mountConfiguration: [
+        { nfsMountConfiguration: { source: '10.20.0.4:/export/apps', relativeMountPath: 'apps', mountOptions: '-o ro' } },
+        { nfsMountConfiguration: { source: '10.20.0.4:/export/data', relativeMountPath: 'data' } },
+      ],
+      startTask: { commandLine: `/bin/bash -c '${START}'`, waitForSuccess: true, userIdentity: { autoUser: { elevationLevel: 'admin', scope: 'pool' } } },
+    });
 
-  it('every node sees the service\'s files at the fixed paths; /apps is read-only; what one node writes in /data the other reads', async () => {
+  it("every node sees the service's files at the fixed paths; /apps is read-only; what one node writes in /data the other reads", async () => {
     await pool('fp-in', 'compute');
     const nodes = await waitForNodes(client, 'fp-in', 2);
     await client.job.add({ id: 'fpj', poolInfo: { poolId: 'fp-in' } });
-    const run = (id: string, node: number, script: string) => client.task.add('fpj', { id, commandLine: `/bin/bash -c '${script}'`, affinityInfo: { affinityId: nodes[node].affinityId as string } });
-    await run('w', 0, `cat ${APPS}/solver.txt; touch ${APPS}/x 2>/dev/null; echo "apps write $?"; echo "from $AZ_BATCH_NODE_ID" > ${DATA}/a.txt; echo lustre > "$AZ_BATCH_NODE_MOUNTS_DIR/lus/l.txt"`);
+    const run = (id: string, node: number, script: string) =>
+      client.task.add('fpj', { id, commandLine: `/bin/bash -c '${script}'`, affinityInfo: { affinityId: nodes[node].affinityId as string } });
+    await run(
+      'w',
+      0,
+      `cat ${APPS}/solver.txt; touch ${APPS}/x 2>/dev/null; echo "apps write $?"; echo "from $AZ_BATCH_NODE_ID" > ${DATA}/a.txt; echo lustre > "$AZ_BATCH_NODE_MOUNTS_DIR/lus/l.txt"`,
+    );
     const w = await waitForTask(client, 'fpj', 'w');
-    expect({ exit: w.executionInfo?.exitCode, out: await readTaskFile(client, 'fpj', 'w', 'stdout.txt') }).toEqual({ exit: 0, out: 'solver v1\napps write 1\n' });
+    expect({ exit: w.executionInfo?.exitCode, out: await readTaskFile(client, 'fpj', 'w', 'stdout.txt') }).toEqual({
+      exit: 0,
+      out: 'solver v1\napps write 1\n',
+    });
     await run('r', 1, `cat ${DATA}/a.txt; mountpoint -q ${APPS} && echo "apps mounted"; cat "$AZ_BATCH_NODE_MOUNTS_DIR/lus/l.txt"`);
     const r = await waitForTask(client, 'fpj', 'r');
-    expect({ exit: r.executionInfo?.exitCode, out: await readTaskFile(client, 'fpj', 'r', 'stdout.txt') }).toEqual({ exit: 0, out: `from ${nodes[0].id}\napps mounted\nlustre\n` });
+    expect({ exit: r.executionInfo?.exitCode, out: await readTaskFile(client, 'fpj', 'r', 'stdout.txt') }).toEqual({
+      exit: 0,
+      out: `from ${nodes[0].id}\napps mounted\nlustre\n`,
+    });
     // The files are the service's, on this machine; /fsemu-apps itself is an empty mount point here.
     expect(readFileSync(path.join(served, 'lustre', 'l.txt'), 'utf8')).toBe('lustre\n');
     expect(readdirSync(APPS)).toEqual([]);

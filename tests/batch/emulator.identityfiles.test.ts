@@ -36,13 +36,32 @@ let tlsDir: string;
 let ca: string;
 
 /** A request to the https Azurite as the test's own client: trusting its certificate, with a storage token or none. */
-function storage(method: 'GET' | 'PUT', url: string, token: string | undefined, body?: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+function storage(
+  method: 'GET' | 'PUT',
+  url: string,
+  token: string | undefined,
+  body?: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = https.request(url, { method, ca, headers: { 'x-ms-version': '2021-08-06', ...(token ? { Authorization: `Bearer ${token}` } : {}), ...(body !== undefined ? { 'Content-Length': String(Buffer.byteLength(body)) } : {}), ...headers } }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-    });
+    const req = https.request(
+      url,
+      {
+        method,
+        ca,
+        headers: {
+          'x-ms-version': '2021-08-06',
+          ...(token ? { Authorization: `Bearer ${token}` } : {}),
+          ...(body !== undefined ? { 'Content-Length': String(Buffer.byteLength(body)) } : {}),
+          ...headers,
+        },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -50,7 +69,26 @@ function storage(method: 'GET' | 'PUT', url: string, token: string | undefined, 
 
 async function startOAuthAzurite(certFile: string, keyFile: string): Promise<string> {
   const main = require.resolve('azurite/dist/src/blob/main.js');
-  azurite = spawn(process.execPath, [main, '--blobHost', '127.0.0.1', '--blobPort', '0', '--oauth', 'basic', '--cert', certFile, '--key', keyFile, '--inMemoryPersistence', '--skipApiVersionCheck', '--disableTelemetry'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  azurite = spawn(
+    process.execPath,
+    [
+      main,
+      '--blobHost',
+      '127.0.0.1',
+      '--blobPort',
+      '0',
+      '--oauth',
+      'basic',
+      '--cert',
+      certFile,
+      '--key',
+      keyFile,
+      '--inMemoryPersistence',
+      '--skipApiVersionCheck',
+      '--disableTelemetry',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   return new Promise((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error(`Azurite did not start: ${out}`)), 30_000);
@@ -73,7 +111,12 @@ beforeAll(async () => {
   blobEndpoint = await startOAuthAzurite(tls.certFile, tls.keyFile);
   identity = await startIdentityService();
   wiring = localIdentityWiring(identity);
-  emu = await startBatchEmulator({ timing: { allocateMs: 20, bootMs: 20, leaveMs: 20, startTaskPollMs: 20 }, identity: wiring.nodeIdentities, arm: wiring.arm, trustedCertificates: [ca] });
+  emu = await startBatchEmulator({
+    timing: { allocateMs: 20, bootMs: 20, leaveMs: 20, startTaskPollMs: 20 },
+    identity: wiring.nodeIdentities,
+    arm: wiring.arm,
+    trustedCertificates: [ca],
+  });
   // The user's data, written as someone holding a storage token: a setup script the start task downloads, a container for outputs.
   const owner = await identity.resourceToken('https://storage.azure.com/', { identity: wiring.app });
   for (const c of ['software', 'results']) expect((await storage('PUT', `${blobEndpoint}/${c}?restype=container`, owner)).status).toBe(201);
@@ -89,18 +132,37 @@ afterAll(async () => {
 
 test('the start task reads its file and a task uploads its output with the pool identity, no SAS anywhere', async () => {
   const cfg = loadConfig({
-    BATCH_ACCOUNT_URL: emu.url, BATCH_ACCOUNT_NAME: emu.accountName, BATCH_ACCOUNT_KEY: emu.accountKey,
-    AzureWebJobsStorage: 'UseDevelopmentStorage=true', STAGING_ACCOUNTS: 'devstoreaccount1',
-    BATCH_SUBSCRIPTION_ID: wiring.arm.subscriptionId, BATCH_RESOURCE_GROUP: wiring.arm.resourceGroup,
-    POOL_IDENTITY_RESOURCE_ID: wiring.pool.resourceId, POOL_IDENTITY_CLIENT_ID: wiring.pool.clientId, ARM_ENDPOINT: emu.armUrl as string,
+    BATCH_ACCOUNT_URL: emu.url,
+    BATCH_ACCOUNT_NAME: emu.accountName,
+    BATCH_ACCOUNT_KEY: emu.accountKey,
+    AzureWebJobsStorage: 'UseDevelopmentStorage=true',
+    STAGING_ACCOUNTS: 'devstoreaccount1',
+    BATCH_SUBSCRIPTION_ID: wiring.arm.subscriptionId,
+    BATCH_RESOURCE_GROUP: wiring.arm.resourceGroup,
+    POOL_IDENTITY_RESOURCE_ID: wiring.pool.resourceId,
+    POOL_IDENTITY_CLIENT_ID: wiring.pool.clientId,
+    ARM_ENDPOINT: emu.armUrl as string,
   });
-  const credential = { getToken: async () => ({ token: await identity.resourceToken('https://management.azure.com/', { identity: wiring.app }), expiresOnTimestamp: Date.now() + 3_600_000 }) };
+  const credential = {
+    getToken: async () => ({
+      token: await identity.resourceToken('https://management.azure.com/', { identity: wiring.app }),
+      expiresOnTimestamp: Date.now() + 3_600_000,
+    }),
+  };
   const arm = batch.createArmBatchContext(cfg, { credential }) as batch.ArmBatchContext;
   const setupUrl = `${blobEndpoint}/software/setup.sh`;
   await batch.createJobPoolArm(arm, {
-    poolId: 'idfiles', jobId: 'idfiles', vmSize: 'Standard_D2s_v5', targetDedicatedNodes: 1,
-    image: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts' }, nodeAgentSkuId: 'batch.node.ubuntu 22.04',
-    startTask: { commandLine: '/bin/sh -c "sh setup.sh > $AZ_BATCH_NODE_SHARED_DIR/setup.out"', resourceFiles: [{ httpUrl: setupUrl, filePath: 'setup.sh', identityResourceId: wiring.pool.resourceId }], waitForSuccess: true },
+    poolId: 'idfiles',
+    jobId: 'idfiles',
+    vmSize: 'Standard_D2s_v5',
+    targetDedicatedNodes: 1,
+    image: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts' },
+    nodeAgentSkuId: 'batch.node.ubuntu 22.04',
+    startTask: {
+      commandLine: '/bin/sh -c "sh setup.sh > $AZ_BATCH_NODE_SHARED_DIR/setup.out"',
+      resourceFiles: [{ httpUrl: setupUrl, filePath: 'setup.sh', identityResourceId: wiring.pool.resourceId }],
+      waitForSuccess: true,
+    },
   });
   const client = sdkClient(emu);
   const [node] = await waitForNodes(client, 'idfiles', 1);
@@ -109,13 +171,27 @@ test('the start task reads its file and a task uploads its output with the pool 
   await client.task.add('idjob', {
     id: 'writer',
     commandLine: '/bin/sh -c "cat $AZ_BATCH_NODE_SHARED_DIR/setup.out > result.txt"',
-    outputFiles: [{ filePattern: 'result.txt', destination: { container: { containerUrl: `${blobEndpoint}/results`, path: 'run1/result.txt', identityReference: { resourceId: wiring.pool.resourceId } } }, uploadOptions: { uploadCondition: 'taskcompletion' } }],
+    outputFiles: [
+      {
+        filePattern: 'result.txt',
+        destination: {
+          container: { containerUrl: `${blobEndpoint}/results`, path: 'run1/result.txt', identityReference: { resourceId: wiring.pool.resourceId } },
+        },
+        uploadOptions: { uploadCondition: 'taskcompletion' },
+      },
+    ],
   });
   const t = await waitForTask(client, 'idjob', 'writer');
-  expect({ exit: t.executionInfo?.exitCode, failure: t.executionInfo?.failureInfo, err: await readTaskFile(client, 'idjob', 'writer', 'fileuploaderr.txt') }).toEqual({ exit: 0, failure: undefined, err: '' });
+  expect({
+    exit: t.executionInfo?.exitCode,
+    failure: t.executionInfo?.failureInfo,
+    err: await readTaskFile(client, 'idjob', 'writer', 'fileuploaderr.txt'),
+  }).toEqual({ exit: 0, failure: undefined, err: '' });
   const reader = await identity.resourceToken('https://storage.azure.com/', { identity: wiring.app });
   expect(await storage('GET', `${blobEndpoint}/results/run1/result.txt`, reader)).toEqual({ status: 200, body: 'set up by identity\n' });
-  expect(await readTaskFile(client, 'idjob', 'writer', 'fileuploadout.txt')).toMatch(/uploaded wd\/result\.txt to .*\/results\/run1\/result\.txt .* with identity .*id-pool/);
+  expect(await readTaskFile(client, 'idjob', 'writer', 'fileuploadout.txt')).toMatch(
+    /uploaded wd\/result\.txt to .*\/results\/run1\/result\.txt .* with identity .*id-pool/,
+  );
 
   // An identity the pool does not carry: the node's IMDS has no token for it, and the file fails with that reason.
   await client.task.add('idjob', {

@@ -29,7 +29,9 @@ describe('a failed pool mount on the emulator', () => {
     emu = await startBatchEmulator({
       timing: { allocateMs: 20, bootMs: 20, leaveMs: 20, jobDeleteMs: 20, poolDeleteMs: 20 },
       nodePath: [path.join(REPO_ROOT, 'local', 'batch', 'nodetools', 'bin')],
-      networkServices: [{ name: 'files', subnetId: subnet('compute'), address: '10.30.0.4', exports: [{ path: '/export/data', directory: path.join(served, 'data') }] }],
+      networkServices: [
+        { name: 'files', subnetId: subnet('compute'), address: '10.30.0.4', exports: [{ path: '/export/data', directory: path.join(served, 'data') }] },
+      ],
     });
     client = sdkClient(emu);
   }, 60_000);
@@ -38,12 +40,16 @@ describe('a failed pool mount on the emulator', () => {
     rmSync(served, { recursive: true, force: true });
   }, 60_000);
 
-  const pool = (id: string, subnetName: string, source: string) => client.pool.add({
-    id, vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 1,
-    networkConfiguration: { subnetId: subnet(subnetName) },
-    mountConfiguration: [{ nfsMountConfiguration: { source, relativeMountPath: 'data' } }],
-    startTask: { commandLine: '/bin/bash -c "echo started"', waitForSuccess: true, userIdentity: { autoUser: { elevationLevel: 'admin', scope: 'pool' } } },
-  });
+  const pool = (id: string, subnetName: string, source: string) =>
+    client.pool.add({
+      id,
+      vmSize: 'standard_d2s_v3',
+      virtualMachineConfiguration: LINUX_VM_CONFIGURATION,
+      targetDedicatedNodes: 1,
+      networkConfiguration: { subnetId: subnet(subnetName) },
+      mountConfiguration: [{ nfsMountConfiguration: { source, relativeMountPath: 'data' } }],
+      startTask: { commandLine: '/bin/bash -c "echo started"', waitForSuccess: true, userIdentity: { autoUser: { elevationLevel: 'admin', scope: 'pool' } } },
+    });
 
   async function settledNode(poolId: string) {
     const deadline = Date.now() + 30_000;
@@ -55,42 +61,56 @@ describe('a failed pool mount on the emulator', () => {
     }
   }
 
-  it('a service outside the pool\'s subnet: the node is unusable with a MountConfigurationError, and no start task ran', async () => {
+  it("a service outside the pool's subnet: the node is unusable with a MountConfigurationError, and no start task ran", async () => {
     await pool('mf-out', 'other', '10.30.0.4:/export/data');
     const node = await settledNode('mf-out');
     expect(node.state).toBe('unusable');
-    expect(node.errors).toEqual([{
-      code: 'MountConfigurationError',
-      message: expect.stringContaining('could not mount data'),
-      errorDetails: [
-        { name: 'RelativeMountPath', value: 'data' },
-        { name: 'Source', value: '10.30.0.4:/export/data' },
-        { name: 'Reason', value: expect.stringContaining('10.30.0.4 is not reachable') },
-      ],
-    }]);
+    expect(node.errors).toEqual([
+      {
+        code: 'MountConfigurationError',
+        message: expect.stringContaining('could not mount data'),
+        errorDetails: [
+          { name: 'RelativeMountPath', value: 'data' },
+          { name: 'Source', value: '10.30.0.4:/export/data' },
+          { name: 'Reason', value: expect.stringContaining('10.30.0.4 is not reachable') },
+        ],
+      },
+    ]);
     expect(node.startTaskInfo).toBeUndefined();
     const [record] = emu.nodes('mf-out');
     expect(existsSync(path.join(record.rootDir, 'startup', 'stdout.txt'))).toBe(false);
   }, 60_000);
 
-  it('the control plane\'s unusable-node handling (failedNodes, which provisioning records and the job\'s error quotes) names the mount and why', async () => {
-    const ctx = createBatchContext(loadConfig({
-      BATCH_ACCOUNT_URL: emu.url, BATCH_ACCOUNT_NAME: emu.accountName, BATCH_ACCOUNT_KEY: emu.accountKey,
-      AzureWebJobsStorage: 'UseDevelopmentStorage=true', STAGING_ACCOUNTS: 'devstoreaccount1',
-    }));
+  it("the control plane's unusable-node handling (failedNodes, which provisioning records and the job's error quotes) names the mount and why", async () => {
+    const ctx = createBatchContext(
+      loadConfig({
+        BATCH_ACCOUNT_URL: emu.url,
+        BATCH_ACCOUNT_NAME: emu.accountName,
+        BATCH_ACCOUNT_KEY: emu.accountKey,
+        AzureWebJobsStorage: 'UseDevelopmentStorage=true',
+        STAGING_ACCOUNTS: 'devstoreaccount1',
+      }),
+    );
     const snapshot = await getPoolSnapshot(ctx, 'mf-out');
-    expect(failedNodes(snapshot!)).toEqual([{
-      nodeId: expect.any(String),
-      state: 'unusable',
-      reason: expect.stringMatching(/^MountConfigurationError: The node could not mount data \(10\.30\.0\.4:\/export\/data\): mount\.nfs: Connection timed out: .*check that the file server is reachable from the pool's subnet/),
-    }]);
+    expect(failedNodes(snapshot!)).toEqual([
+      {
+        nodeId: expect.any(String),
+        state: 'unusable',
+        reason: expect.stringMatching(
+          /^MountConfigurationError: The node could not mount data \(10\.30\.0\.4:\/export\/data\): mount\.nfs: Connection timed out: .*check that the file server is reachable from the pool's subnet/,
+        ),
+      },
+    ]);
   }, 60_000);
 
-  it('a path the service does not export: unusable, the reason is the server\'s refusal', async () => {
+  it("a path the service does not export: unusable, the reason is the server's refusal", async () => {
     await pool('mf-denied', 'compute', '10.30.0.4:/export/other');
     const node = await settledNode('mf-denied');
     expect(node.state).toBe('unusable');
-    expect(node.errors?.[0]?.errorDetails).toContainEqual({ name: 'Reason', value: 'mount.nfs: access denied by server while mounting 10.30.0.4:/export/other' });
+    expect(node.errors?.[0]?.errorDetails).toContainEqual({
+      name: 'Reason',
+      value: 'mount.nfs: access denied by server while mounting 10.30.0.4:/export/other',
+    });
   }, 60_000);
 
   it('the reachable export still mounts and the node runs its start task (idle)', async () => {

@@ -19,8 +19,23 @@ import { bashCommandLine } from '../../shared/core/mpi/shellQuote';
 
 const MOUNTS: BatchServiceModels.MountConfiguration[] = [
   { nfsMountConfiguration: { source: '10.0.0.4:/exports/home', relativeMountPath: 'home', mountOptions: '-o vers=4.1' } },
-  { azureBlobFileSystemConfiguration: { accountName: 'data1', containerName: 'inputs', sasKey: 'sv=2022-11-02&sr=c&sp=rl&sig=c2ln', relativeMountPath: 'inputs', blobfuseOptions: '-o ro' } },
-  { azureFileShareConfiguration: { accountName: 'data1', azureFileUrl: 'https://data1.file.core.windows.net/refdata', accountKey: 'a2V5', relativeMountPath: 'ref' } },
+  {
+    azureBlobFileSystemConfiguration: {
+      accountName: 'data1',
+      containerName: 'inputs',
+      sasKey: 'sv=2022-11-02&sr=c&sp=rl&sig=c2ln',
+      relativeMountPath: 'inputs',
+      blobfuseOptions: '-o ro',
+    },
+  },
+  {
+    azureFileShareConfiguration: {
+      accountName: 'data1',
+      azureFileUrl: 'https://data1.file.core.windows.net/refdata',
+      accountKey: 'a2V5',
+      relativeMountPath: 'ref',
+    },
+  },
   { cifsMountConfiguration: { username: 'svc', source: '//fs01/licenses', password: 'pw', relativeMountPath: 'lic' } },
 ];
 
@@ -43,7 +58,13 @@ describe('pool mounts and the NFS model on emulated nodes', () => {
   }, 60_000);
 
   it('mountConfiguration: every node sees one shared directory per mount at AZ_BATCH_NODE_MOUNTS_DIR/<relativeMountPath>; another pool mounting the same source sees the same data', async () => {
-    await client.pool.add({ id: 'mnt', vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 2, mountConfiguration: MOUNTS });
+    await client.pool.add({
+      id: 'mnt',
+      vmSize: 'standard_d2s_v3',
+      virtualMachineConfiguration: LINUX_VM_CONFIGURATION,
+      targetDedicatedNodes: 2,
+      mountConfiguration: MOUNTS,
+    });
     const nodes = await waitForNodes(client, 'mnt', 2);
     const infos = emu.nodes('mnt');
     for (const n of infos) {
@@ -54,14 +75,28 @@ describe('pool mounts and the NFS model on emulated nodes', () => {
 
     // A task on one node writes through the mount; a task on the other node reads it.
     await client.job.add({ id: 'mntj', poolInfo: { poolId: 'mnt' } });
-    await client.task.add('mntj', { id: 'write', commandLine: `/bin/sh -c 'echo written on $AZ_BATCH_NODE_ID > "$AZ_BATCH_NODE_MOUNTS_DIR/home/note"'`, affinityInfo: { affinityId: nodes[0].affinityId as string } });
+    await client.task.add('mntj', {
+      id: 'write',
+      commandLine: `/bin/sh -c 'echo written on $AZ_BATCH_NODE_ID > "$AZ_BATCH_NODE_MOUNTS_DIR/home/note"'`,
+      affinityInfo: { affinityId: nodes[0].affinityId as string },
+    });
     await waitForTask(client, 'mntj', 'write');
-    await client.task.add('mntj', { id: 'read', commandLine: `/bin/sh -c 'cat "$AZ_BATCH_NODE_MOUNTS_DIR/home/note"; echo read on $AZ_BATCH_NODE_ID'`, affinityInfo: { affinityId: nodes[1].affinityId as string } });
+    await client.task.add('mntj', {
+      id: 'read',
+      commandLine: `/bin/sh -c 'cat "$AZ_BATCH_NODE_MOUNTS_DIR/home/note"; echo read on $AZ_BATCH_NODE_ID'`,
+      affinityInfo: { affinityId: nodes[1].affinityId as string },
+    });
     const read = await waitForTask(client, 'mntj', 'read');
     expect(read.executionInfo).toMatchObject({ exitCode: 0 });
     expect(await readTaskFile(client, 'mntj', 'read', 'stdout.txt')).toBe(`written on ${nodes[0].id}\nread on ${nodes[1].id}\n`);
 
-    await client.pool.add({ id: 'mnt2', vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 1, mountConfiguration: [{ nfsMountConfiguration: { source: '10.0.0.4:/exports/home', relativeMountPath: 'elsewhere' } }] });
+    await client.pool.add({
+      id: 'mnt2',
+      vmSize: 'standard_d2s_v3',
+      virtualMachineConfiguration: LINUX_VM_CONFIGURATION,
+      targetDedicatedNodes: 1,
+      mountConfiguration: [{ nfsMountConfiguration: { source: '10.0.0.4:/exports/home', relativeMountPath: 'elsewhere' } }],
+    });
     await waitForNodes(client, 'mnt2', 1);
     expect(readFileSync(path.join(emu.nodes('mnt2')[0].rootDir, 'fsmounts', 'elsewhere', 'note'), 'utf8')).toMatch(/^written on /);
 
@@ -73,16 +108,66 @@ describe('pool mounts and the NFS model on emulated nodes', () => {
 
   it('refuses what Batch refuses: two file systems in one mount, a path used twice or leaving the mounts directory, blobfuse without exactly one credential; a blobfuse identity is 501', async () => {
     const add = (id: string, mountConfiguration: unknown[]) =>
-      signedFetch(emu, 'POST', '/pools', { id, vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 1, mountConfiguration });
+      signedFetch(emu, 'POST', '/pools', {
+        id,
+        vmSize: 'standard_d2s_v3',
+        virtualMachineConfiguration: LINUX_VM_CONFIGURATION,
+        targetDedicatedNodes: 1,
+        mountConfiguration,
+      });
     const cases: [unknown[], number, string, string][] = [
-      [[{ nfsMountConfiguration: MOUNTS[0].nfsMountConfiguration, cifsMountConfiguration: MOUNTS[3].cifsMountConfiguration }], 400, 'InvalidPropertyValue', 'mountConfiguration[0].cifsMountConfiguration'],
+      [
+        [{ nfsMountConfiguration: MOUNTS[0].nfsMountConfiguration, cifsMountConfiguration: MOUNTS[3].cifsMountConfiguration }],
+        400,
+        'InvalidPropertyValue',
+        'mountConfiguration[0].cifsMountConfiguration',
+      ],
       [[{}], 400, 'MissingRequiredProperty', 'mountConfiguration[0].nfsMountConfiguration'],
-      [[MOUNTS[0], { nfsMountConfiguration: { source: 'h:/x', relativeMountPath: 'home' } }], 400, 'InvalidPropertyValue', 'mountConfiguration[1].nfsMountConfiguration.relativeMountPath'],
-      [[{ nfsMountConfiguration: { source: 'h:/x', relativeMountPath: '../escape' } }], 400, 'InvalidPropertyValue', 'mountConfiguration[0].nfsMountConfiguration.relativeMountPath'],
-      [[{ azureBlobFileSystemConfiguration: { accountName: 'a', containerName: 'c', relativeMountPath: 'b' } }], 400, 'MissingRequiredProperty', 'mountConfiguration[0].azureBlobFileSystemConfiguration.sasKey'],
-      [[{ azureBlobFileSystemConfiguration: { accountName: 'a', containerName: 'c', relativeMountPath: 'b', sasKey: 's', accountKey: 'k' } }], 400, 'InvalidPropertyValue', 'mountConfiguration[0].azureBlobFileSystemConfiguration.sasKey'],
-      [[{ azureBlobFileSystemConfiguration: { accountName: 'a', containerName: 'c', relativeMountPath: 'b', identityReference: { resourceId: '/subscriptions/x' } } }], 501, 'NotImplemented', 'mountConfiguration[0].azureBlobFileSystemConfiguration.identityReference'],
-      [[{ azureFileShareConfiguration: { accountName: 'a', azureFileUrl: 'https://a.file.core.windows.net/s', relativeMountPath: 'b' } }], 400, 'MissingRequiredProperty', 'mountConfiguration[0].azureFileShareConfiguration.accountKey'],
+      [
+        [MOUNTS[0], { nfsMountConfiguration: { source: 'h:/x', relativeMountPath: 'home' } }],
+        400,
+        'InvalidPropertyValue',
+        'mountConfiguration[1].nfsMountConfiguration.relativeMountPath',
+      ],
+      [
+        [{ nfsMountConfiguration: { source: 'h:/x', relativeMountPath: '../escape' } }],
+        400,
+        'InvalidPropertyValue',
+        'mountConfiguration[0].nfsMountConfiguration.relativeMountPath',
+      ],
+      [
+        [{ azureBlobFileSystemConfiguration: { accountName: 'a', containerName: 'c', relativeMountPath: 'b' } }],
+        400,
+        'MissingRequiredProperty',
+        'mountConfiguration[0].azureBlobFileSystemConfiguration.sasKey',
+      ],
+      [
+        [{ azureBlobFileSystemConfiguration: { accountName: 'a', containerName: 'c', relativeMountPath: 'b', sasKey: 's', accountKey: 'k' } }],
+        400,
+        'InvalidPropertyValue',
+        'mountConfiguration[0].azureBlobFileSystemConfiguration.sasKey',
+      ],
+      [
+        [
+          {
+            azureBlobFileSystemConfiguration: {
+              accountName: 'a',
+              containerName: 'c',
+              relativeMountPath: 'b',
+              identityReference: { resourceId: '/subscriptions/x' },
+            },
+          },
+        ],
+        501,
+        'NotImplemented',
+        'mountConfiguration[0].azureBlobFileSystemConfiguration.identityReference',
+      ],
+      [
+        [{ azureFileShareConfiguration: { accountName: 'a', azureFileUrl: 'https://a.file.core.windows.net/s', relativeMountPath: 'b' } }],
+        400,
+        'MissingRequiredProperty',
+        'mountConfiguration[0].azureFileShareConfiguration.accountKey',
+      ],
     ];
     let n = 0;
     for (const [mounts, status, code, property] of cases) {
@@ -96,11 +181,19 @@ describe('pool mounts and the NFS model on emulated nodes', () => {
   });
 
   it('the shared scratch: the master exports it, the other node mounts it through the NFS model, a write on one is read on the other; the release task tears it down', async () => {
-    await client.pool.add({ id: 'scr', vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 2, enableInterNodeCommunication: true, taskSlotsPerNode: 1 });
+    await client.pool.add({
+      id: 'scr',
+      vmSize: 'standard_d2s_v3',
+      virtualMachineConfiguration: LINUX_VM_CONFIGURATION,
+      targetDedicatedNodes: 2,
+      enableInterNodeCommunication: true,
+      taskSlotsPerNode: 1,
+    });
     const nodes = await waitForNodes(client, 'scr', 2);
     const scratch = { kind: 'masterNfs' as const, jobId: 'j7', waitSeconds: 30 };
     await client.job.add({
-      id: 'scrj', poolInfo: { poolId: 'scr' },
+      id: 'scrj',
+      poolInfo: { poolId: 'scr' },
       jobPreparationTask: { commandLine: '/bin/true' },
       jobReleaseTask: { commandLine: bashCommandLine(scratchTeardownScript(scratch)) },
     });
@@ -110,7 +203,7 @@ describe('pool mounts and the NFS model on emulated nodes', () => {
       id: 'mi',
       commandLine: bashCommandLine(
         'set -e; export MPIJOB_SCRATCH="$AZ_BATCH_NODE_SHARED_DIR/scratch/j7"; echo from-master > "$MPIJOB_SCRATCH/m"; ' +
-        'for h in ${AZ_BATCH_HOST_LIST//,/ }; do if [ "$h" != "${AZ_BATCH_MASTER_NODE%%:*}" ]; then ssh "$h" \'cat "$AZ_BATCH_NODE_SHARED_DIR/scratch/j7/m"; echo "from $AZ_BATCH_NODE_ID" > "$AZ_BATCH_NODE_SHARED_DIR/scratch/j7/w"; mountpoint "$AZ_BATCH_NODE_SHARED_DIR/scratch/j7"\'; fi; done; cat "$MPIJOB_SCRATCH/w"',
+          'for h in ${AZ_BATCH_HOST_LIST//,/ }; do if [ "$h" != "${AZ_BATCH_MASTER_NODE%%:*}" ]; then ssh "$h" \'cat "$AZ_BATCH_NODE_SHARED_DIR/scratch/j7/m"; echo "from $AZ_BATCH_NODE_ID" > "$AZ_BATCH_NODE_SHARED_DIR/scratch/j7/w"; mountpoint "$AZ_BATCH_NODE_SHARED_DIR/scratch/j7"\'; fi; done; cat "$MPIJOB_SCRATCH/w"',
       ),
       multiInstanceSettings: { numberOfInstances: 2, coordinationCommandLine: bashCommandLine(`set -euo pipefail; ${scratchSetupScript(scratch)}`) },
     });
@@ -122,10 +215,14 @@ describe('pool mounts and the NFS model on emulated nodes', () => {
 
     // Job end: the release task on each node unmounts, withdraws the exports and deletes the scratch on the master.
     await client.job.terminate('scrj');
-    await waitFor('release tasks done', async () => {
-      const status = await client.job.listPreparationAndReleaseTaskStatus('scrj');
-      return status.length === 2 && status.every((s) => s.jobReleaseTaskExecutionInfo?.state === 'completed') ? status : undefined;
-    }, 30_000);
+    await waitFor(
+      'release tasks done',
+      async () => {
+        const status = await client.job.listPreparationAndReleaseTaskStatus('scrj');
+        return status.length === 2 && status.every((s) => s.jobReleaseTaskExecutionInfo?.state === 'completed') ? status : undefined;
+      },
+      30_000,
+    );
     for (const n of emu.nodes('scr')) {
       expect(existsSync(path.join(n.rootDir, 'shared', 'scratch', 'j7'))).toBe(false);
       expect(readFileSync(path.join(n.rootDir, 'volatile', 'emulator-nfs', 'exports'), 'utf8')).toBe('');
@@ -163,14 +260,21 @@ describe('pool mounts and the NFS model on emulated nodes', () => {
     const credential = new StorageSharedKeyCredential(account.name, account.key);
     const service = new BlobServiceClient(azurite.blobEndpoint(account.name), credential);
     await service.getContainerClient('out').create();
-    const sas = generateBlobSASQueryParameters({ containerName: 'out', permissions: ContainerSASPermissions.parse('cw'), expiresOn: new Date(Date.now() + 3600_000) }, credential).toString();
+    const sas = generateBlobSASQueryParameters(
+      { containerName: 'out', permissions: ContainerSASPermissions.parse('cw'), expiresOn: new Date(Date.now() + 3600_000) },
+      credential,
+    ).toString();
     const containerUrl = `${service.getContainerClient('out').url}?${sas}`;
     await client.job.add({ id: 'outj', poolInfo: { poolId: 'mnt' } });
     await client.task.add('outj', {
       id: 'o',
       commandLine: `/bin/sh -c 'mkdir -p "$AZ_BATCH_NODE_MOUNTS_DIR/home/res" && echo result > "$AZ_BATCH_NODE_MOUNTS_DIR/home/res/r.txt"'`,
       outputFiles: [
-        { filePattern: '$AZ_BATCH_NODE_MOUNTS_DIR/home/res/*.txt', destination: { container: { containerUrl, path: 'm' } }, uploadOptions: { uploadCondition: 'tasksuccess' } },
+        {
+          filePattern: '$AZ_BATCH_NODE_MOUNTS_DIR/home/res/*.txt',
+          destination: { container: { containerUrl, path: 'm' } },
+          uploadOptions: { uploadCondition: 'tasksuccess' },
+        },
         { filePattern: '/etc/hostname', destination: { container: { containerUrl, path: 'etc' } }, uploadOptions: { uploadCondition: 'tasksuccess' } },
       ],
     });

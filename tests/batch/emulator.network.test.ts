@@ -29,7 +29,9 @@ describe('virtual networks on the emulator', () => {
     emu = await startBatchEmulator({
       timing: { allocateMs: 20, bootMs: 20, leaveMs: 20, jobDeleteMs: 20, poolDeleteMs: 20 },
       nodePath: [path.join(REPO_ROOT, 'local', 'batch', 'nodetools', 'bin')],
-      networkServices: [{ name: 'headnode', subnetId: subnet('compute'), address: '10.20.0.4', exports: [{ path: '/export/apps', directory: path.join(served, 'apps') }] }],
+      networkServices: [
+        { name: 'headnode', subnetId: subnet('compute'), address: '10.20.0.4', exports: [{ path: '/export/apps', directory: path.join(served, 'apps') }] },
+      ],
     });
     client = sdkClient(emu);
   }, 60_000);
@@ -40,21 +42,57 @@ describe('virtual networks on the emulator', () => {
 
   it('refuses what Batch refuses in networkConfiguration, naming the property', async () => {
     const add = (id: string, networkConfiguration: unknown) =>
-      signedFetch(emu, 'POST', '/pools', { id, vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 1, networkConfiguration });
+      signedFetch(emu, 'POST', '/pools', {
+        id,
+        vmSize: 'standard_d2s_v3',
+        virtualMachineConfiguration: LINUX_VM_CONFIGURATION,
+        targetDedicatedNodes: 1,
+        networkConfiguration,
+      });
     const cases: [unknown, number, string, string][] = [
       [{ subnetId: 'vnet-hpc/compute' }, 400, 'InvalidPropertyValue', 'networkConfiguration.subnetId'],
-      [{ subnetId: `/subscriptions/${SUB}/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet` }, 400, 'InvalidPropertyValue', 'networkConfiguration.subnetId'],
-      [{ subnetId: subnet('compute'), publicIPAddressConfiguration: { provision: 'usermanaged' } }, 400, 'MissingRequiredProperty', 'networkConfiguration.publicIPAddressConfiguration.ipAddressIds'],
-      [{ subnetId: subnet('compute'), publicIPAddressConfiguration: { provision: 'usermanaged', ipAddressIds: [subnet('x')] } }, 400, 'InvalidPropertyValue', 'networkConfiguration.publicIPAddressConfiguration.ipAddressIds[0]'],
-      [{ subnetId: subnet('compute'), publicIPAddressConfiguration: { provision: 'batchmanaged', ipAddressIds: [PIP] } }, 400, 'InvalidPropertyValue', 'networkConfiguration.publicIPAddressConfiguration.ipAddressIds'],
-      [{ publicIPAddressConfiguration: { provision: 'nopublicipaddresses' } }, 400, 'InvalidPropertyValue', 'networkConfiguration.publicIPAddressConfiguration.provision'],
+      [
+        { subnetId: `/subscriptions/${SUB}/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet` },
+        400,
+        'InvalidPropertyValue',
+        'networkConfiguration.subnetId',
+      ],
+      [
+        { subnetId: subnet('compute'), publicIPAddressConfiguration: { provision: 'usermanaged' } },
+        400,
+        'MissingRequiredProperty',
+        'networkConfiguration.publicIPAddressConfiguration.ipAddressIds',
+      ],
+      [
+        { subnetId: subnet('compute'), publicIPAddressConfiguration: { provision: 'usermanaged', ipAddressIds: [subnet('x')] } },
+        400,
+        'InvalidPropertyValue',
+        'networkConfiguration.publicIPAddressConfiguration.ipAddressIds[0]',
+      ],
+      [
+        { subnetId: subnet('compute'), publicIPAddressConfiguration: { provision: 'batchmanaged', ipAddressIds: [PIP] } },
+        400,
+        'InvalidPropertyValue',
+        'networkConfiguration.publicIPAddressConfiguration.ipAddressIds',
+      ],
+      [
+        { publicIPAddressConfiguration: { provision: 'nopublicipaddresses' } },
+        400,
+        'InvalidPropertyValue',
+        'networkConfiguration.publicIPAddressConfiguration.provision',
+      ],
       [{ subnetId: subnet('compute'), dynamicVNetAssignmentScope: 'job' }, 501, 'NotImplemented', 'networkConfiguration.dynamicVNetAssignmentScope'],
     ];
     let n = 0;
     for (const [nc, status, code, property] of cases) {
       const r = await add(`badnet${++n}`, nc);
       const body = r.json as { code: string; values?: { key: string; value: string }[] };
-      expect({ n, status: r.status, code: body.code, property: body.values?.find((v) => v.key === 'PropertyName')?.value }).toEqual({ n, status, code, property });
+      expect({ n, status: r.status, code: body.code, property: body.values?.find((v) => v.key === 'PropertyName')?.value }).toEqual({
+        n,
+        status,
+        code,
+        property,
+      });
     }
     const ok = await add('goodnet', { subnetId: subnet('compute'), publicIPAddressConfiguration: { provision: 'usermanaged', ipAddressIds: [PIP] } });
     expect(ok.status).toBe(201);
@@ -62,9 +100,19 @@ describe('virtual networks on the emulator', () => {
   });
 
   it('a file server in subnet "compute" is mountable from that subnet\'s nodes only', async () => {
-    const pools: [string, unknown][] = [['in-net', { subnetId: subnet('compute').toUpperCase().replace('/SUBSCRIPTIONS/', '/subscriptions/') }], ['other-net', { subnetId: subnet('other') }], ['no-net', undefined]];
+    const pools: [string, unknown][] = [
+      ['in-net', { subnetId: subnet('compute').toUpperCase().replace('/SUBSCRIPTIONS/', '/subscriptions/') }],
+      ['other-net', { subnetId: subnet('other') }],
+      ['no-net', undefined],
+    ];
     for (const [id, networkConfiguration] of pools) {
-      await client.pool.add({ id, vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 1, ...(networkConfiguration ? { networkConfiguration } : {}) } as Parameters<BatchServiceClient['pool']['add']>[0]);
+      await client.pool.add({
+        id,
+        vmSize: 'standard_d2s_v3',
+        virtualMachineConfiguration: LINUX_VM_CONFIGURATION,
+        targetDedicatedNodes: 1,
+        ...(networkConfiguration ? { networkConfiguration } : {}),
+      } as Parameters<BatchServiceClient['pool']['add']>[0]);
       await waitForNodes(client, id, 1);
       await client.job.add({ id: `j-${id}`, poolInfo: { poolId: id } });
       const script = 'd="$AZ_BATCH_NODE_SHARED_DIR/apps"; mkdir -p "$d"; mount -t nfs -o vers=4.1 10.20.0.4:/export/apps "$d" && cat "$d/solver.txt"';
@@ -73,11 +121,17 @@ describe('virtual networks on the emulator', () => {
     const results: Record<string, { exitCode?: number; stdout: string; stderr: string }> = {};
     for (const [id] of pools) {
       const t = await waitForTask(client, `j-${id}`, 'mount');
-      results[id] = { exitCode: t.executionInfo?.exitCode, stdout: await readTaskFile(client, `j-${id}`, 'mount', 'stdout.txt'), stderr: await readTaskFile(client, `j-${id}`, 'mount', 'stderr.txt') };
+      results[id] = {
+        exitCode: t.executionInfo?.exitCode,
+        stdout: await readTaskFile(client, `j-${id}`, 'mount', 'stdout.txt'),
+        stderr: await readTaskFile(client, `j-${id}`, 'mount', 'stderr.txt'),
+      };
     }
     expect(results['in-net']).toEqual({ exitCode: 0, stdout: 'solver v1\n', stderr: '' });
     expect(results['other-net']).toMatchObject({ exitCode: 32, stdout: '' });
-    expect(results['other-net'].stderr).toMatch(/Connection timed out: 10\.20\.0\.4 is not reachable from this node \(it is in subnet compute; this node's pool is in subnet other\)/);
+    expect(results['other-net'].stderr).toMatch(
+      /Connection timed out: 10\.20\.0\.4 is not reachable from this node \(it is in subnet compute; this node's pool is in subnet other\)/,
+    );
     expect(results['no-net'].stderr).toMatch(/this node's pool is in no virtual network/);
     // What the node wrote through the mount is on the server.
     writeFileSync(path.join(served, 'apps', 'solver.txt'), 'solver v2\n');

@@ -11,7 +11,10 @@ import { userCommandLine } from '../../shared/core/mpi/userShell';
 import { checkImage } from '../../shared/core/images/imageChecks';
 import { parseJobSpec } from '../../shared/core/spec';
 
-const HPC_IMAGE = { imageReference: { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204', version: 'latest' }, nodeAgentSKUId: 'batch.node.ubuntu 22.04' };
+const HPC_IMAGE = {
+  imageReference: { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204', version: 'latest' },
+  nodeAgentSKUId: 'batch.node.ubuntu 22.04',
+};
 const PRE_EXECUTION = 'module load mpi/impi';
 
 describe('the emulated node image', () => {
@@ -31,10 +34,14 @@ describe('the emulated node image', () => {
     // The user shell the pipeline runs a pre-execution command in: bash with the node's /etc/profile.d.
     await client.task.add(`j-${poolId}`, { id: 't', commandLine: userCommandLine(command) });
     const t = await waitForTask(client, `j-${poolId}`, 't');
-    return { exitCode: t.executionInfo?.exitCode, stdout: await readTaskFile(client, `j-${poolId}`, 't', 'stdout.txt'), stderr: await readTaskFile(client, `j-${poolId}`, 't', 'stderr.txt') };
+    return {
+      exitCode: t.executionInfo?.exitCode,
+      stdout: await readTaskFile(client, `j-${poolId}`, 't', 'stdout.txt'),
+      stderr: await readTaskFile(client, `j-${poolId}`, 't', 'stderr.txt'),
+    };
   }
 
-  it('an Ubuntu-HPC node lists the catalog\'s modules and fails on the name the intake check refuses', async () => {
+  it("an Ubuntu-HPC node lists the catalog's modules and fails on the name the intake check refuses", async () => {
     const avail = await run('hpc', HPC_IMAGE, 'module -t avail 2>&1; module load mpi/impi-2021 && echo "impi home $MPI_HOME"');
     expect(avail.stdout).toEqual(expect.stringContaining('mpi/impi-2021'));
     expect(avail.stdout).toEqual(expect.stringContaining('mpi/hpcx'));
@@ -42,7 +49,11 @@ describe('the emulated node image', () => {
     expect(avail.stdout).not.toMatch(/^mpi\/impi$/m);
 
     // The same spec text the check reads: refused at intake with the suggestion, failing on the node by name.
-    const spec = parseJobSpec({ name: 'x', pool: { vmSize: 'Standard_HB120rs_v3', nodes: 1 }, mpi: { runtime: 'intelmpi', command: './a.out', preExecutionCommand: PRE_EXECUTION } });
+    const spec = parseJobSpec({
+      name: 'x',
+      pool: { vmSize: 'Standard_HB120rs_v3', nodes: 1 },
+      mpi: { runtime: 'intelmpi', command: './a.out', preExecutionCommand: PRE_EXECUTION },
+    });
     if (!spec.ok) throw new Error(JSON.stringify(spec.errors));
     expect(checkImage(spec.spec).findings.map((f) => [f.name, f.suggestion])).toEqual([['mpi/impi', 'mpi/impi-2021']]);
     const wrong = await run('hpc2', HPC_IMAGE, `${PRE_EXECUTION}; echo "status $?"`);

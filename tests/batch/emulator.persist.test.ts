@@ -62,7 +62,9 @@ describe('Batch emulator persistence across restarts', () => {
     expect((await client.file.getPropertiesFromComputeNode('keep', before.id as string, 'shared/boots')).contentLength).toBe(10);
     expect((await client.computeNode.get('keep', before.id as string)).lastBootTime?.getTime()).toBeGreaterThan(before.lastBootTime?.getTime() ?? 0);
     // The sandbox survived: the first run's line is still there, and the rerun added its own.
-    await waitFor('second run recorded', async () => ((await client.file.getPropertiesFromComputeNode('keep', before.id as string, 'shared/runs')).contentLength === 8 ? true : undefined));
+    await waitFor('second run recorded', async () =>
+      (await client.file.getPropertiesFromComputeNode('keep', before.id as string, 'shared/runs')).contentLength === 8 ? true : undefined,
+    );
     await client.task.add('kj', { id: 'new', commandLine: '/bin/true' });
     expect((await client.task.list('kj')).map((t) => t.id)).toEqual(['done', 'busy', 'new']);
   });
@@ -71,7 +73,10 @@ describe('Batch emulator persistence across restarts', () => {
     await emu?.stop();
     emu = undefined;
     const dir = mkdtempSync(path.join(os.tmpdir(), 'batch-killed-'));
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'emulatorProcess.ts'), dir], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_OPTIONS: '' } });
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'emulatorProcess.ts'), dir], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, NODE_OPTIONS: '' },
+    });
     try {
       const url = await new Promise<string>((resolve, reject) => {
         let out = '';

@@ -6,7 +6,16 @@
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
 import { createContractRecorder, type ContractRecorder } from '../../local/batch/contract';
 import { loadConfig } from '../../shared/adapters/config';
-import { createBatchContext, createJobPool, deletePool, getPoolSnapshot, resizePool, type BatchContext, type JobPoolSpec, type PoolSnapshot } from '../../shared/adapters/batch';
+import {
+  createBatchContext,
+  createJobPool,
+  deletePool,
+  getPoolSnapshot,
+  resizePool,
+  type BatchContext,
+  type JobPoolSpec,
+  type PoolSnapshot,
+} from '../../shared/adapters/batch';
 import { until } from './until';
 
 let emu: BatchEmulatorHandle;
@@ -22,10 +31,15 @@ beforeAll(async () => {
     quota: { perFamily: { standardDSv5Family: 6 }, dedicatedCores: 100 },
     onExchange: (ex) => recorder.onExchange(ex),
   });
-  ctx = createBatchContext(loadConfig({
-    BATCH_ACCOUNT_URL: emu.url, BATCH_ACCOUNT_NAME: emu.accountName, BATCH_ACCOUNT_KEY: emu.accountKey,
-    AzureWebJobsStorage: 'UseDevelopmentStorage=true', STAGING_ACCOUNTS: 'devstoreaccount1',
-  }));
+  ctx = createBatchContext(
+    loadConfig({
+      BATCH_ACCOUNT_URL: emu.url,
+      BATCH_ACCOUNT_NAME: emu.accountName,
+      BATCH_ACCOUNT_KEY: emu.accountKey,
+      AzureWebJobsStorage: 'UseDevelopmentStorage=true',
+      STAGING_ACCOUNTS: 'devstoreaccount1',
+    }),
+  );
 });
 
 afterAll(async () => {
@@ -33,8 +47,12 @@ afterAll(async () => {
 });
 
 const spec = (poolId: string, vmSize: string, nodes: number): JobPoolSpec => ({
-  poolId, jobId: poolId, vmSize, targetDedicatedNodes: nodes,
-  image: { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204' }, nodeAgentSkuId: 'batch.node.ubuntu 22.04',
+  poolId,
+  jobId: poolId,
+  vmSize,
+  targetDedicatedNodes: nodes,
+  image: { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204' },
+  nodeAgentSkuId: 'batch.node.ubuntu 22.04',
 });
 
 const steady = (poolId: string) =>

@@ -65,20 +65,28 @@ describe('resource files from Azurite SAS URLs', () => {
     expect(Buffer.concat(chunks).toString()).toBe('alphabetaa.txt\nb.txt\n');
 
     await client.job.add({ id: 'rfj', poolInfo: { poolId: 'rf' } });
-    await client.task.add('rfj', { id: 'tool', commandLine: './bin/tool.sh', resourceFiles: [{ httpUrl: blobSasUrl, filePath: 'bin/tool.sh', fileMode: '0755' }] });
+    await client.task.add('rfj', {
+      id: 'tool',
+      commandLine: './bin/tool.sh',
+      resourceFiles: [{ httpUrl: blobSasUrl, filePath: 'bin/tool.sh', fileMode: '0755' }],
+    });
     const t = await waitForTask(client, 'rfj', 'tool');
     expect(t.executionInfo).toMatchObject({ exitCode: 0, result: 'success' });
     expect(await readTaskFile(client, 'rfj', 'tool', 'stdout.txt')).toMatch(/^tool ran in \S+\/workitems\/rfj\/job-1\/tool\/wd\n$/);
 
     // A SAS with a wrong signature fails the task with a download error (and no secret in the message).
-    await client.task.add('rfj', { id: 'denied', commandLine: '/bin/true', resourceFiles: [{ httpUrl: blobSasUrl.replace(/sig=[^&]+/, 'sig=AAAA'), filePath: 'x' }] });
+    await client.task.add('rfj', {
+      id: 'denied',
+      commandLine: '/bin/true',
+      resourceFiles: [{ httpUrl: blobSasUrl.replace(/sig=[^&]+/, 'sig=AAAA'), filePath: 'x' }],
+    });
     const denied = await waitForTask(client, 'rfj', 'denied');
     expect(denied.executionInfo).toMatchObject({ result: 'failure', failureInfo: { code: 'BlobDownloadMiscError' } });
     expect(denied.executionInfo?.failureInfo?.message).not.toContain('sig=AAAA');
   });
 });
 
-describe('https resource files and the nodes\' trusted certificates', () => {
+describe("https resource files and the nodes' trusted certificates", () => {
   let emu: BatchEmulatorHandle;
   let client: BatchServiceClient;
   let dir: string;
@@ -86,8 +94,27 @@ describe('https resource files and the nodes\' trusted certificates', () => {
 
   /** An https server on loopback with its own self-signed certificate; returns its base URL and the certificate. */
   async function httpsServer(name: string): Promise<{ url: string; cert: string }> {
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1',
-      '-keyout', path.join(dir, `${name}.key`), '-out', path.join(dir, `${name}.pem`)], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        path.join(dir, `${name}.key`),
+        '-out',
+        path.join(dir, `${name}.pem`),
+      ],
+      { stdio: 'ignore' },
+    );
     const cert = readFileSync(path.join(dir, `${name}.pem`), 'utf8');
     const server = createServer({ key: readFileSync(path.join(dir, `${name}.key`)), cert }, (req, res) => {
       res.writeHead(req.url === '/tool.sh' ? 200 : 404).end(req.url === '/tool.sh' ? `#!/bin/sh\necho ${name} tool\n` : 'no');
@@ -114,7 +141,11 @@ describe('https resource files and the nodes\' trusted certificates', () => {
     await client.pool.add({ id: 'tls', vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 1 });
     await waitForNodes(client, 'tls', 1);
     await client.job.add({ id: 'tlsj', poolInfo: { poolId: 'tls' } });
-    await client.task.add('tlsj', { id: 'ok', commandLine: './bin/tool.sh', resourceFiles: [{ httpUrl: `${trusted.url}/tool.sh`, filePath: 'bin/tool.sh', fileMode: '0755' }] });
+    await client.task.add('tlsj', {
+      id: 'ok',
+      commandLine: './bin/tool.sh',
+      resourceFiles: [{ httpUrl: `${trusted.url}/tool.sh`, filePath: 'bin/tool.sh', fileMode: '0755' }],
+    });
     const ok = await waitForTask(client, 'tlsj', 'ok');
     expect(ok.executionInfo).toMatchObject({ exitCode: 0, result: 'success' });
     expect(await readTaskFile(client, 'tlsj', 'ok', 'stdout.txt')).toBe('trusted tool\n');

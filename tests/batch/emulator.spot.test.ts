@@ -23,10 +23,15 @@ beforeAll(async () => {
     quota: { lowPriorityCores: 8 },
     onExchange: (ex) => recorder.onExchange(ex),
   });
-  ctx = createBatchContext(loadConfig({
-    BATCH_ACCOUNT_URL: emu.url, BATCH_ACCOUNT_NAME: emu.accountName, BATCH_ACCOUNT_KEY: emu.accountKey,
-    AzureWebJobsStorage: 'UseDevelopmentStorage=true', STAGING_ACCOUNTS: 'devstoreaccount1',
-  }));
+  ctx = createBatchContext(
+    loadConfig({
+      BATCH_ACCOUNT_URL: emu.url,
+      BATCH_ACCOUNT_NAME: emu.accountName,
+      BATCH_ACCOUNT_KEY: emu.accountKey,
+      AzureWebJobsStorage: 'UseDevelopmentStorage=true',
+      STAGING_ACCOUNTS: 'devstoreaccount1',
+    }),
+  );
 });
 
 afterAll(async () => {
@@ -34,8 +39,13 @@ afterAll(async () => {
 });
 
 const spec = (poolId: string, dedicated: number, spot: number): JobPoolSpec => ({
-  poolId, jobId: poolId, vmSize: 'Standard_D2s_v5', targetDedicatedNodes: dedicated, targetLowPriorityNodes: spot,
-  image: { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204' }, nodeAgentSkuId: 'batch.node.ubuntu 22.04',
+  poolId,
+  jobId: poolId,
+  vmSize: 'Standard_D2s_v5',
+  targetDedicatedNodes: dedicated,
+  targetLowPriorityNodes: spot,
+  image: { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204' },
+  nodeAgentSkuId: 'batch.node.ubuntu 22.04',
 });
 
 const idleAndSteady = (poolId: string, idle: number) =>
@@ -70,7 +80,9 @@ test('Spot cores have their own quota: a pool over it gets what fits and Account
     return s && s.allocationState === 'steady' ? s : undefined;
   });
   expect(snap).toMatchObject({
-    currentDedicatedNodes: 2, currentLowPriorityNodes: 4, targetLowPriorityNodes: 5,
+    currentDedicatedNodes: 2,
+    currentLowPriorityNodes: 4,
+    targetLowPriorityNodes: 5,
     resizeErrors: [{ code: 'AccountLowPriorityCoreQuotaReached', message: 'The specified account has reached low priority core quota' }],
   });
   await ctx.client.pool.deleteMethod('spot-quota');
@@ -82,7 +94,8 @@ test('a preempted Spot node: state preempted, still listed, its multi-instance t
   const snap = await idleAndSteady('spot-pre', 2);
   await ctx.client.job.add({ id: 'spot-job', poolInfo: { poolId: 'spot-pre' } });
   await ctx.client.task.add('spot-job', {
-    id: 'mpi', commandLine: '/bin/sh -c "sleep 60"',
+    id: 'mpi',
+    commandLine: '/bin/sh -c "sleep 60"',
     multiInstanceSettings: { numberOfInstances: 2, coordinationCommandLine: '/bin/true' },
   });
   await until('mpi running', async () => ((await ctx.client.task.get('spot-job', 'mpi')).state === 'running' ? true : undefined));

@@ -10,7 +10,10 @@ import { sdkClient, signedFetch, waitFor, waitForNodes, waitForTask } from '../.
 
 const FAST = { allocateMs: 20, bootMs: 20, leaveMs: 20, rebootMs: 20, startTaskPollMs: 50 };
 /** The smallest pool Batch accepts: a VM configuration, a size and a target. */
-const VM = { imageReference: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts', version: 'latest' }, nodeAgentSKUId: 'batch.node.ubuntu 22.04' };
+const VM = {
+  imageReference: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts', version: 'latest' },
+  nodeAgentSKUId: 'batch.node.ubuntu 22.04',
+};
 
 type BatchErrorBody = { code?: string; message?: { value?: string }; values?: { key: string; value: string }[] };
 
@@ -49,7 +52,9 @@ describe('the Batch emulator is as strict as Batch', () => {
     });
 
     it('answers 400 InvalidAuthenticationInfo for an Authorization header that is not SharedKey account:signature', async () => {
-      const res = await fetch(`${emu.url}/pools?api-version=2022-10-01.16.0`, { headers: { Authorization: 'SharedKey no-signature', 'ocp-date': new Date().toUTCString() } });
+      const res = await fetch(`${emu.url}/pools?api-version=2022-10-01.16.0`, {
+        headers: { Authorization: 'SharedKey no-signature', 'ocp-date': new Date().toUTCString() },
+      });
       expect(res.status).toBe(400);
       expect(((await res.json()) as BatchErrorBody).code).toBe('InvalidAuthenticationInfo');
     });
@@ -75,7 +80,12 @@ describe('the Batch emulator is as strict as Batch', () => {
       ['POST', '/pools/p1/enableautoscale', { autoScaleFormula: '$TargetDedicatedNodes = 1;' }, 'Pool_EnableAutoScale'],
       ['GET', '/jobschedules', undefined, 'JobSchedule_List'],
       ['GET', '/applications', undefined, 'Application_List'],
-      ['POST', '/pools/p1/nodes/n1/uploadbatchservicelogs', { containerUrl: 'https://a.blob.core.windows.net/c?sig=x', startTime: '2026-01-01T00:00:00Z' }, 'ComputeNode_UploadBatchServiceLogs'],
+      [
+        'POST',
+        '/pools/p1/nodes/n1/uploadbatchservicelogs',
+        { containerUrl: 'https://a.blob.core.windows.net/c?sig=x', startTime: '2026-01-01T00:00:00Z' },
+        'ComputeNode_UploadBatchServiceLogs',
+      ],
       ['GET', '/certificates(thumbprintAlgorithm=sha1,thumbprint=abc)', undefined, 'Certificate_Get'],
     ])('answers 501 naming the operation for %s %s (a spec operation it does not emulate)', async (method, path, body, operationId) => {
       const r = await call(method, path, body);
@@ -98,12 +108,27 @@ describe('the Batch emulator is as strict as Batch', () => {
 
     it.each([
       ['a wrong type', { targetDedicatedNodes: 'two' }, 'InvalidPropertyValue', 'targetDedicatedNodes'],
-      ['a nested wrong type', { taskSlotsPerNode: 1, startTask: { commandLine: '/bin/true', maxTaskRetryCount: '1' } }, 'InvalidPropertyValue', 'startTask.maxTaskRetryCount'],
+      [
+        'a nested wrong type',
+        { taskSlotsPerNode: 1, startTask: { commandLine: '/bin/true', maxTaskRetryCount: '1' } },
+        'InvalidPropertyValue',
+        'startTask.maxTaskRetryCount',
+      ],
       ['a value outside an enum', { taskSchedulingPolicy: { nodeFillType: 'random' } }, 'InvalidPropertyValue', 'taskSchedulingPolicy.nodeFillType'],
       ['a bad duration', { resizeTimeout: '15 minutes' }, 'InvalidPropertyValue', 'resizeTimeout'],
       ['a property the spec does not define', { preloadEverything: true }, 'UnsupportedProperty', 'preloadEverything'],
-      ['a nested property the spec does not define', { startTask: { commandLine: '/bin/true', runElevated: true } }, 'UnsupportedProperty', 'startTask.runElevated'],
-      ['a missing required nested property', { virtualMachineConfiguration: { imageReference: VM.imageReference } }, 'MissingRequiredProperty', 'virtualMachineConfiguration.nodeAgentSKUId'],
+      [
+        'a nested property the spec does not define',
+        { startTask: { commandLine: '/bin/true', runElevated: true } },
+        'UnsupportedProperty',
+        'startTask.runElevated',
+      ],
+      [
+        'a missing required nested property',
+        { virtualMachineConfiguration: { imageReference: VM.imageReference } },
+        'MissingRequiredProperty',
+        'virtualMachineConfiguration.nodeAgentSKUId',
+      ],
     ])('refuses a pool with %s', async (_what, extra, code, property) => {
       const r = await call('POST', '/pools', pool(extra));
       expect(r.status).toBe(400);
@@ -115,7 +140,12 @@ describe('the Batch emulator is as strict as Batch', () => {
       const p = uid('coll');
       await client.pool.add({ id: p, vmSize: 'standard_d2s_v3', virtualMachineConfiguration: VM, targetDedicatedNodes: 0 });
       await client.job.add({ id: p, poolInfo: { poolId: p } });
-      const r = await call('POST', `/jobs/${p}/addtaskcollection`, { value: [{ id: 'a', commandLine: '/bin/true' }, { id: 'b', commandLine: '/bin/true', constraints: { maxTaskRetryCount: 'x' } }] });
+      const r = await call('POST', `/jobs/${p}/addtaskcollection`, {
+        value: [
+          { id: 'a', commandLine: '/bin/true' },
+          { id: 'b', commandLine: '/bin/true', constraints: { maxTaskRetryCount: 'x' } },
+        ],
+      });
       expect(r.status).toBe(400);
       expect(valuesOf(r.json).PropertyName).toBe('value[1].constraints.maxTaskRetryCount');
     });
@@ -123,11 +153,11 @@ describe('the Batch emulator is as strict as Batch', () => {
     it.each([
       ['/pools', "vmSize eq 'standard_d2s_v3' and startswith(id,'schema')", 200],
       ['/pools', "displayName eq 'x'", 400], // not a filterable pool property
-      ['/pools', "targetDedicatedNodes gt 1", 400],
+      ['/pools', 'targetDedicatedNodes gt 1', 400],
       ['/pools', "allocationState ne 'steady'", 400], // allocationState takes eq only
       ['/pools', "startswith(vmSize,'standard')", 400], // vmSize takes eq, ne
       ['/jobs', "executionInfo/poolId eq 'p' or state eq 'active'", 200],
-      ['/jobs', "priority gt 0", 400],
+      ['/jobs', 'priority gt 0', 400],
       ['/jobs', "metadata eq 'x'", 400],
     ])('GET %s?$filter=%s answers %i (only the properties the Batch reference lists for that list)', async (path, filter, status) => {
       const r = await call('GET', `${path}?$filter=${encodeURIComponent(filter)}`);
@@ -195,13 +225,39 @@ describe('the Batch emulator is as strict as Batch', () => {
 
     it('refuses fixed scaling without any target, and answers a valid autoscale pool with 501 (formulas are not evaluated)', async () => {
       expectError(await call('POST', '/pools', pool({ targetDedicatedNodes: undefined })), 400, 'MissingRequiredProperty', 'targetDedicatedNodes');
-      expectError(await call('POST', '/pools', pool({ targetDedicatedNodes: undefined, enableAutoScale: true, autoScaleFormula: '$TargetDedicatedNodes = 1;' })), 501, 'NotImplemented', 'enableAutoScale');
+      expectError(
+        await call('POST', '/pools', pool({ targetDedicatedNodes: undefined, enableAutoScale: true, autoScaleFormula: '$TargetDedicatedNodes = 1;' })),
+        501,
+        'NotImplemented',
+        'enableAutoScale',
+      );
     });
 
     it.each([
       // Mounts are modelled (tests/batch/emulator.mounts.test.ts); a blobfuse mount with a managed identity is not.
-      ['mountConfiguration[0].azureBlobFileSystemConfiguration.identityReference', { mountConfiguration: [{ azureBlobFileSystemConfiguration: { accountName: 'a', containerName: 'c', relativeMountPath: 'b', identityReference: { resourceId: '/subscriptions/x' } } }] }, 501, 'NotImplemented'],
-      ['virtualMachineConfiguration.containerConfiguration.containerImageNames', { virtualMachineConfiguration: { ...VM, containerConfiguration: { type: 'dockerCompatible', containerImageNames: ['busybox'] } } }, 501, 'NotImplemented'],
+      [
+        'mountConfiguration[0].azureBlobFileSystemConfiguration.identityReference',
+        {
+          mountConfiguration: [
+            {
+              azureBlobFileSystemConfiguration: {
+                accountName: 'a',
+                containerName: 'c',
+                relativeMountPath: 'b',
+                identityReference: { resourceId: '/subscriptions/x' },
+              },
+            },
+          ],
+        },
+        501,
+        'NotImplemented',
+      ],
+      [
+        'virtualMachineConfiguration.containerConfiguration.containerImageNames',
+        { virtualMachineConfiguration: { ...VM, containerConfiguration: { type: 'dockerCompatible', containerImageNames: ['busybox'] } } },
+        501,
+        'NotImplemented',
+      ],
       ['applicationPackageReferences', { applicationPackageReferences: [{ applicationId: 'app' }] }, 409, 'InvalidApplicationPackageReferences'],
       ['metadata[0].name', { metadata: [{ name: '', value: 'x' }] }, 400, 'EmptyMetadataKey'],
     ])('refuses a pool with %s instead of ignoring it', async (property, extra, status, code) => {
@@ -211,10 +267,29 @@ describe('the Batch emulator is as strict as Batch', () => {
     it('needs exactly one source per resource file, a filePath with httpUrl, and a filePath inside the working directory', async () => {
       const task = (resourceFiles: object[]) => ({ id: uid('rf'), commandLine: '/bin/true', resourceFiles });
       expectError(await call('POST', `/jobs/${job}/tasks`, task([{ filePath: 'x' }])), 400, 'MissingRequiredProperty', 'resourceFiles[0].httpUrl');
-      expectError(await call('POST', `/jobs/${job}/tasks`, task([{ httpUrl: 'http://h/a', storageContainerUrl: 'http://h/c', filePath: 'x' }])), 400, 'InvalidPropertyValue', 'resourceFiles[0].httpUrl');
+      expectError(
+        await call('POST', `/jobs/${job}/tasks`, task([{ httpUrl: 'http://h/a', storageContainerUrl: 'http://h/c', filePath: 'x' }])),
+        400,
+        'InvalidPropertyValue',
+        'resourceFiles[0].httpUrl',
+      );
       expectError(await call('POST', `/jobs/${job}/tasks`, task([{ httpUrl: 'http://h/a' }])), 400, 'MissingRequiredProperty', 'resourceFiles[0].filePath');
-      expectError(await call('POST', `/jobs/${job}/tasks`, task([{ httpUrl: 'http://h/a', filePath: '../../escape' }])), 400, 'InvalidPropertyValue', 'resourceFiles[0].filePath');
-      expectError(await call('POST', '/pools', pool({ startTask: { commandLine: '/bin/true', resourceFiles: [{ autoStorageContainerName: 'c', httpUrl: 'http://h/a', filePath: 'a' }] } })), 400, 'InvalidPropertyValue', 'startTask.resourceFiles[0].httpUrl');
+      expectError(
+        await call('POST', `/jobs/${job}/tasks`, task([{ httpUrl: 'http://h/a', filePath: '../../escape' }])),
+        400,
+        'InvalidPropertyValue',
+        'resourceFiles[0].filePath',
+      );
+      expectError(
+        await call(
+          'POST',
+          '/pools',
+          pool({ startTask: { commandLine: '/bin/true', resourceFiles: [{ autoStorageContainerName: 'c', httpUrl: 'http://h/a', filePath: 'a' }] } }),
+        ),
+        400,
+        'InvalidPropertyValue',
+        'startTask.resourceFiles[0].httpUrl',
+      );
     });
 
     it("refuses an exitConditions jobAction when the job's onTaskFailure is noaction", async () => {
@@ -223,9 +298,28 @@ describe('the Batch emulator is as strict as Batch', () => {
     });
 
     it('answers 501 for job manager tasks and auto pools; takes output files uploaded with a managed identity', async () => {
-      expectError(await call('POST', '/jobs', { id: uid('jm'), poolInfo: { poolId: job }, jobManagerTask: { id: 'jm', commandLine: '/bin/true' } }), 501, 'NotImplemented', 'jobManagerTask');
-      expectError(await call('POST', '/jobs', { id: uid('ap'), poolInfo: { autoPoolSpecification: { poolLifetimeOption: 'job', pool: { vmSize: 'standard_d2s_v3', virtualMachineConfiguration: VM } } } }), 501, 'NotImplemented', 'poolInfo.autoPoolSpecification');
-      const outputFiles = [{ filePattern: '*.txt', destination: { container: { containerUrl: 'https://acct.blob.core.windows.net/out', identityReference: { resourceId: '/subscriptions/0/x' } } }, uploadOptions: { uploadCondition: 'taskcompletion' } }];
+      expectError(
+        await call('POST', '/jobs', { id: uid('jm'), poolInfo: { poolId: job }, jobManagerTask: { id: 'jm', commandLine: '/bin/true' } }),
+        501,
+        'NotImplemented',
+        'jobManagerTask',
+      );
+      expectError(
+        await call('POST', '/jobs', {
+          id: uid('ap'),
+          poolInfo: { autoPoolSpecification: { poolLifetimeOption: 'job', pool: { vmSize: 'standard_d2s_v3', virtualMachineConfiguration: VM } } },
+        }),
+        501,
+        'NotImplemented',
+        'poolInfo.autoPoolSpecification',
+      );
+      const outputFiles = [
+        {
+          filePattern: '*.txt',
+          destination: { container: { containerUrl: 'https://acct.blob.core.windows.net/out', identityReference: { resourceId: '/subscriptions/0/x' } } },
+          uploadOptions: { uploadCondition: 'taskcompletion' },
+        },
+      ];
       // identityReference is honoured at upload time (with the pool's identity), so the task is accepted.
       expect((await call('POST', `/jobs/${job}/tasks`, { id: uid('of'), commandLine: '/bin/true', outputFiles })).status).toBe(201);
     });
@@ -283,20 +377,33 @@ describe('the Batch emulator is as strict as Batch', () => {
     it('refuses to terminate or update a completed task (TaskCompleted) and to reactivate one that did not fail', async () => {
       await client.task.add(job, { id: 'done', commandLine: '/bin/true' });
       await waitForTask(client, job, 'done');
-      for (const [method, path, body] of [['POST', `/jobs/${job}/tasks/done/terminate`, undefined], ['PUT', `/jobs/${job}/tasks/done`, { constraints: { maxTaskRetryCount: 1 } }]] as const) {
+      for (const [method, path, body] of [
+        ['POST', `/jobs/${job}/tasks/done/terminate`, undefined],
+        ['PUT', `/jobs/${job}/tasks/done`, { constraints: { maxTaskRetryCount: 1 } }],
+      ] as const) {
         const r = await call(method, path, body);
         expect({ status: r.status, code: (r.json as BatchErrorBody).code }).toEqual({ status: 409, code: 'TaskCompleted' });
       }
       const reactivate = await call('POST', `/jobs/${job}/tasks/done/reactivate`);
       expect({ status: reactivate.status, code: (reactivate.json as BatchErrorBody).code }).toEqual({ status: 409, code: 'TaskSucceeded' });
-      await client.task.add(job, { id: 'waiting', commandLine: '/bin/true', affinityInfo: { affinityId: 'TVM:nowhere' }, multiInstanceSettings: { numberOfInstances: 2, coordinationCommandLine: '/bin/true' } });
+      await client.task.add(job, {
+        id: 'waiting',
+        commandLine: '/bin/true',
+        affinityInfo: { affinityId: 'TVM:nowhere' },
+        multiInstanceSettings: { numberOfInstances: 2, coordinationCommandLine: '/bin/true' },
+      });
       const notDone = await call('POST', `/jobs/${job}/tasks/waiting/reactivate`);
       expect({ status: notDone.status, code: (notDone.json as BatchErrorBody).code }).toEqual({ status: 409, code: 'TaskNotCompleted' });
     });
 
     it('refuses to disable a job that is not active, and to terminate a terminating one', async () => {
       const j = uid('states');
-      await client.job.add({ id: j, poolInfo: { poolId: pool }, jobPreparationTask: { commandLine: '/bin/true' }, jobReleaseTask: { commandLine: '/bin/sleep 1' } });
+      await client.job.add({
+        id: j,
+        poolInfo: { poolId: pool },
+        jobPreparationTask: { commandLine: '/bin/true' },
+        jobReleaseTask: { commandLine: '/bin/sleep 1' },
+      });
       await client.job.disable(j, 'requeue');
       const twice = await call('POST', `/jobs/${j}/disable`, { disableTasks: 'requeue' });
       expect({ status: twice.status, code: (twice.json as BatchErrorBody).code }).toEqual({ status: 409, code: 'JobNotActive' });
@@ -378,10 +485,18 @@ describe('the Batch emulator is as strict as Batch', () => {
 
     it('terminates the job (terminateReason TaskFailed) for an exit code mapped to jobAction terminate', async () => {
       const j = await exitJob();
-      await client.task.add(j, { id: 'ok-exit-1', commandLine: '/bin/sh -c "exit 1"', exitConditions: { exitCodes: [{ code: 1, exitOptions: { jobAction: 'none' } }] } });
+      await client.task.add(j, {
+        id: 'ok-exit-1',
+        commandLine: '/bin/sh -c "exit 1"',
+        exitConditions: { exitCodes: [{ code: 1, exitOptions: { jobAction: 'none' } }] },
+      });
       await waitForTask(client, j, 'ok-exit-1');
       expect(await jobState(j)).toBe('active');
-      await client.task.add(j, { id: 'exit-3', commandLine: '/bin/sh -c "exit 3"', exitConditions: { exitCodeRanges: [{ start: 2, end: 5, exitOptions: { jobAction: 'terminate' } }] } });
+      await client.task.add(j, {
+        id: 'exit-3',
+        commandLine: '/bin/sh -c "exit 3"',
+        exitConditions: { exitCodeRanges: [{ start: 2, end: 5, exitOptions: { jobAction: 'terminate' } }] },
+      });
       const done = await waitFor('job completed', async () => {
         const got = await client.job.get(j);
         return got.state === 'completed' ? got : undefined;
@@ -389,7 +504,7 @@ describe('the Batch emulator is as strict as Batch', () => {
       expect(done.executionInfo?.terminateReason).toBe('TaskFailed');
     });
 
-    it("terminates on any failure by default (jobAction defaults to terminate), but never with onTaskFailure noaction", async () => {
+    it('terminates on any failure by default (jobAction defaults to terminate), but never with onTaskFailure noaction', async () => {
       const j = await exitJob();
       await client.task.add(j, { id: 'fails', commandLine: '/bin/sh -c "exit 7"' });
       await waitFor('job completed', async () => ((await jobState(j)) === 'completed' ? true : undefined));
@@ -402,7 +517,11 @@ describe('the Batch emulator is as strict as Batch', () => {
 
     it('disables the job for jobAction disable, even on exit code 0 when it is listed', async () => {
       const j = await exitJob();
-      await client.task.add(j, { id: 'disabler', commandLine: '/bin/true', exitConditions: { exitCodes: [{ code: 0, exitOptions: { jobAction: 'disable' } }] } });
+      await client.task.add(j, {
+        id: 'disabler',
+        commandLine: '/bin/true',
+        exitConditions: { exitCodes: [{ code: 0, exitOptions: { jobAction: 'disable' } }] },
+      });
       await waitFor('job disabled', async () => ((await jobState(j)) === 'disabled' ? true : undefined));
       await client.task.add(j, { id: 'held', commandLine: '/bin/true' });
       await new Promise((r) => setTimeout(r, 300));

@@ -42,7 +42,9 @@ describe('the table', () => {
   it('lists each port with its subnet (lowercased) and target, and refuses bad or repeated ports', () => {
     expect(tcpServicesTable([licence()])).toBe(`10.0.0.4\t27000\t${subnet('compute').toLowerCase()}\t${port}\n`);
     expect(tcpServicesTable([{ ...licence(), tcp: [] }])).toBe('');
-    expect(() => tcpServicesTable([{ ...licence(), tcp: [{ port: 70000, target: 1 }] }])).toThrow('network service licence: tcp[0].port must be an integer in [1, 65535], got 70000');
+    expect(() => tcpServicesTable([{ ...licence(), tcp: [{ port: 70000, target: 1 }] }])).toThrow(
+      'network service licence: tcp[0].port must be an integer in [1, 65535], got 70000',
+    );
     expect(() => tcpServicesTable([licence(), licence()])).toThrow('network service licence: 10.0.0.4:27000 is declared twice');
   });
 
@@ -53,15 +55,20 @@ describe('the table', () => {
   });
 });
 
-describe('the connect() shim in a node\'s environment', () => {
+describe("the connect() shim in a node's environment", () => {
   // Asynchronously: the server answering is in this process.
   const run = async (nodeSubnet: string, p = 27000) => {
     const t = prepareTcpServices(path.join(dir, 'shim'), [licence()]);
     expect(t.reason).toBeUndefined();
     return new Promise<{ status: number; stdout: string; stderr: string }>((resolve) => {
-      execFile('bash', ['--norc', '-c', client(p)], { encoding: 'utf8', timeout: 30_000, env: { PATH: process.env.PATH, ...t.env, AZ_BATCH_EMULATOR_NODE_SUBNET: nodeSubnet } }, (err, stdout, stderr) => {
-        resolve({ status: err ? Number((err as { code?: number }).code) : 0, stdout, stderr });
-      });
+      execFile(
+        'bash',
+        ['--norc', '-c', client(p)],
+        { encoding: 'utf8', timeout: 30_000, env: { PATH: process.env.PATH, ...t.env, AZ_BATCH_EMULATOR_NODE_SUBNET: nodeSubnet } },
+        (err, stdout, stderr) => {
+          resolve({ status: err ? Number((err as { code?: number }).code) : 0, stdout, stderr });
+        },
+      );
     });
   };
 
@@ -93,9 +100,19 @@ describe('through the emulator', () => {
 
   it('nodes of pools in the subnet reach 10.0.0.4:27000; nodes of other pools time out', async () => {
     expect(emu.tcpServices).toEqual({ available: true });
-    const pools: [string, string | undefined][] = [['in-net', subnet('compute')], ['other-net', subnet('other')], ['no-net', undefined]];
+    const pools: [string, string | undefined][] = [
+      ['in-net', subnet('compute')],
+      ['other-net', subnet('other')],
+      ['no-net', undefined],
+    ];
     for (const [id, subnetId] of pools) {
-      await sdk.pool.add({ id, vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 1, ...(subnetId ? { networkConfiguration: { subnetId } } : {}) });
+      await sdk.pool.add({
+        id,
+        vmSize: 'standard_d2s_v3',
+        virtualMachineConfiguration: LINUX_VM_CONFIGURATION,
+        targetDedicatedNodes: 1,
+        ...(subnetId ? { networkConfiguration: { subnetId } } : {}),
+      });
       await waitForNodes(sdk, id, 1);
       await sdk.job.add({ id: `j-${id}`, poolInfo: { poolId: id } });
       await sdk.task.add(`j-${id}`, { id: 'lm', commandLine: `/bin/bash -c '${client(27000)}'` });
@@ -104,7 +121,11 @@ describe('through the emulator', () => {
     for (const [id] of pools) {
       const t = await waitForTask(sdk, `j-${id}`, 'lm');
       const stderr = await readTaskFile(sdk, `j-${id}`, 'lm', 'stderr.txt');
-      results[id] = { exitCode: t.executionInfo?.exitCode, stdout: await readTaskFile(sdk, `j-${id}`, 'lm', 'stdout.txt'), timedOut: stderr.includes('Connection timed out') };
+      results[id] = {
+        exitCode: t.executionInfo?.exitCode,
+        stdout: await readTaskFile(sdk, `j-${id}`, 'lm', 'stdout.txt'),
+        timedOut: stderr.includes('Connection timed out'),
+      };
     }
     expect(results).toEqual({
       'in-net': { exitCode: 0, stdout: 'echo ping\n', timedOut: false },

@@ -23,7 +23,13 @@ beforeAll(async () => {
   service = new BlobServiceClient(azurite.blobEndpoint(account.name), credential);
   emu = await startBatchEmulator({ timing: { allocateMs: 20, bootMs: 20, leaveMs: 20 } });
   client = sdkClient(emu);
-  await client.pool.add({ id: 'tu', vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 1, taskSlotsPerNode: 1 });
+  await client.pool.add({
+    id: 'tu',
+    vmSize: 'standard_d2s_v3',
+    virtualMachineConfiguration: LINUX_VM_CONFIGURATION,
+    targetDedicatedNodes: 1,
+    taskSlotsPerNode: 1,
+  });
   await waitForNodes(client, 'tu', 1);
 });
 afterAll(async () => {
@@ -34,9 +40,16 @@ afterAll(async () => {
 test('terminating a job uploads what its running task wrote (taskCompletion and taskFailure, not taskSuccess)', async () => {
   const container = service.getContainerClient('terminated');
   await container.create();
-  const sas = generateBlobSASQueryParameters({ containerName: 'terminated', permissions: ContainerSASPermissions.parse('racwl'), expiresOn: new Date(Date.now() + 3600_000) }, credential).toString();
+  const sas = generateBlobSASQueryParameters(
+    { containerName: 'terminated', permissions: ContainerSASPermissions.parse('racwl'), expiresOn: new Date(Date.now() + 3600_000) },
+    credential,
+  ).toString();
   const containerUrl = `${container.url}?${sas}`;
-  const out = (path: string, uploadCondition: string) => ({ filePattern: 'partial.txt', destination: { container: { containerUrl, path } }, uploadOptions: { uploadCondition } });
+  const out = (path: string, uploadCondition: string) => ({
+    filePattern: 'partial.txt',
+    destination: { container: { containerUrl, path } },
+    uploadOptions: { uploadCondition },
+  });
   await client.job.add({ id: 'tuj', poolInfo: { poolId: 'tu' } });
   await client.task.add('tuj', {
     id: 'long',
@@ -44,12 +57,16 @@ test('terminating a job uploads what its running task wrote (taskCompletion and 
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
     outputFiles: [out('always.txt', 'taskcompletion'), out('failure.txt', 'taskfailure'), out('success.txt', 'tasksuccess')] as any,
   });
-  await until('the task running with its file written', async () => {
-    const t = await client.task.get('tuj', 'long');
-    if (t.state !== 'running') return undefined;
-    const files = await client.file.listFromTask('tuj', 'long', { recursive: true });
-    return files.some((f) => f.name?.endsWith('partial.txt')) ? true : undefined;
-  }, 30_000);
+  await until(
+    'the task running with its file written',
+    async () => {
+      const t = await client.task.get('tuj', 'long');
+      if (t.state !== 'running') return undefined;
+      const files = await client.file.listFromTask('tuj', 'long', { recursive: true });
+      return files.some((f) => f.name?.endsWith('partial.txt')) ? true : undefined;
+    },
+    30_000,
+  );
   await client.job.terminate('tuj');
   const t = await waitForTask(client, 'tuj', 'long');
   expect(t.executionInfo).toMatchObject({ result: 'failure', failureInfo: { code: 'TaskEnded' } });

@@ -7,7 +7,16 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
-import { LINUX_VM_CONFIGURATION, processesMentioning, readTaskFile, sdkClient, signedFetch, waitFor, waitForNodes, waitForTask } from '../../local/batch/testing/sdkHelpers';
+import {
+  LINUX_VM_CONFIGURATION,
+  processesMentioning,
+  readTaskFile,
+  sdkClient,
+  signedFetch,
+  waitFor,
+  waitForNodes,
+  waitForTask,
+} from '../../local/batch/testing/sdkHelpers';
 import { existsSync } from 'node:fs';
 
 const FAST = { allocateMs: 20, bootMs: 20, leaveMs: 20, rebootMs: 20, startTaskPollMs: 100 };
@@ -84,7 +93,9 @@ describe('Batch emulator through @azure/batch', () => {
   describe('errors, ETags and request ids', () => {
     it('uses Batch’s codes and statuses', async () => {
       const p = await pool({ nodes: 0 });
-      expect(await failure(client.pool.add({ id: p, vmSize: 'x', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 0 }))).toMatchObject({ statusCode: 409, code: 'PoolExists' });
+      expect(
+        await failure(client.pool.add({ id: p, vmSize: 'x', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 0 })),
+      ).toMatchObject({ statusCode: 409, code: 'PoolExists' });
       expect(await failure(client.pool.get('no-such-pool'))).toMatchObject({ statusCode: 404, code: 'PoolNotFound' });
       expect(await failure(client.job.get('no-such-job'))).toMatchObject({ statusCode: 404, code: 'JobNotFound' });
       const bad = await failure(client.pool.add({ id: 'bad id!', vmSize: 'x', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 0 }));
@@ -121,7 +132,13 @@ describe('Batch emulator through @azure/batch', () => {
   describe('lists', () => {
     it('pages with odata.nextLink and applies $filter and $select', async () => {
       const prefix = uid('page');
-      for (let i = 0; i < 5; i++) await client.pool.add({ id: `${prefix}-${i}`, vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 0 });
+      for (let i = 0; i < 5; i++)
+        await client.pool.add({
+          id: `${prefix}-${i}`,
+          vmSize: 'standard_d2s_v3',
+          virtualMachineConfiguration: LINUX_VM_CONFIGURATION,
+          targetDedicatedNodes: 0,
+        });
       const filter = `startswith(id,'${prefix}') and state eq 'active'`;
       const first = await client.pool.list({ poolListOptions: { filter, maxResults: 2, select: 'id,state' } });
       expect(first.length).toBe(2);
@@ -136,7 +153,10 @@ describe('Batch emulator through @azure/batch', () => {
       }
       expect(ids.sort()).toEqual([0, 1, 2, 3, 4].map((i) => `${prefix}-${i}`));
       expect((await client.pool.list({ poolListOptions: { filter: `id eq '${prefix}-3'` } })).map((p) => p.id)).toEqual([`${prefix}-3`]);
-      expect(await failure(client.pool.list({ poolListOptions: { filter: 'id frobnicates 3' } }))).toMatchObject({ statusCode: 400, code: 'InvalidQueryParameterValue' });
+      expect(await failure(client.pool.list({ poolListOptions: { filter: 'id frobnicates 3' } }))).toMatchObject({
+        statusCode: 400,
+        code: 'InvalidQueryParameterValue',
+      });
       for (let i = 0; i < 5; i++) await client.pool.deleteMethod(`${prefix}-${i}`);
     });
   });
@@ -145,8 +165,18 @@ describe('Batch emulator through @azure/batch', () => {
     it("gives a task's own environmentSettings precedence over the job's commonEnvironmentSettings, and Batch's variables over both", async () => {
       const p = await pool();
       await waitForNodes(client, p, 1);
-      const j = await job(p, { commonEnvironmentSettings: [{ name: 'WHO', value: 'job' }, { name: 'SHARED', value: 'job' }, { name: 'AZ_BATCH_JOB_ID', value: 'forged' }] });
-      await client.task.add(j, { id: 'env-order', commandLine: `/bin/sh -c 'echo "$WHO|$SHARED|$AZ_BATCH_JOB_ID"'`, environmentSettings: [{ name: 'WHO', value: 'task' }] });
+      const j = await job(p, {
+        commonEnvironmentSettings: [
+          { name: 'WHO', value: 'job' },
+          { name: 'SHARED', value: 'job' },
+          { name: 'AZ_BATCH_JOB_ID', value: 'forged' },
+        ],
+      });
+      await client.task.add(j, {
+        id: 'env-order',
+        commandLine: `/bin/sh -c 'echo "$WHO|$SHARED|$AZ_BATCH_JOB_ID"'`,
+        environmentSettings: [{ name: 'WHO', value: 'task' }],
+      });
       await waitForTask(client, j, 'env-order');
       expect(await readTaskFile(client, j, 'env-order', 'stdout.txt')).toBe(`task|job|${j}\n`);
     });
@@ -280,7 +310,10 @@ describe('Batch emulator through @azure/batch', () => {
       const after = await waitForTask(client, j, 'after');
       expect(+(after.executionInfo?.startTime as Date)).toBeGreaterThanOrEqual(+(first.executionInfo?.endTime as Date));
       const noDeps = await job(p);
-      expect(await failure(client.task.add(noDeps, { id: 'x', commandLine: '/bin/true', dependsOn: { taskIds: ['y'] } }))).toMatchObject({ statusCode: 400, code: 'TaskDependenciesNotSpecifiedOnJob' });
+      expect(await failure(client.task.add(noDeps, { id: 'x', commandLine: '/bin/true', dependsOn: { taskIds: ['y'] } }))).toMatchObject({
+        statusCode: 400,
+        code: 'TaskDependenciesNotSpecifiedOnJob',
+      });
     });
 
     it('never schedules a multi-instance task on a pool without inter-node communication', async () => {
@@ -313,10 +346,14 @@ describe('Batch emulator through @azure/batch', () => {
       await waitForNodes(client, p, 1);
       const j = await job(p, { constraints: { maxWallClockTime: 'PT1S' } });
       await client.task.add(j, { id: 'long', commandLine: '/bin/sleep 30' });
-      const done = await waitFor('job completed', async () => {
-        const got = await client.job.get(j);
-        return got.state === 'completed' ? got : undefined;
-      }, 10_000);
+      const done = await waitFor(
+        'job completed',
+        async () => {
+          const got = await client.job.get(j);
+          return got.state === 'completed' ? got : undefined;
+        },
+        10_000,
+      );
       expect(done.executionInfo?.terminateReason).toBe('MaxWallClockTimeExpiry');
       expect((await client.task.get(j, 'long')).state).toBe('completed');
     });
@@ -419,7 +456,13 @@ describe('Batch emulator through @azure/batch', () => {
     it('fails start tasks on chosen nodes', async () => {
       const p = uid('stfail');
       emu.setFaults({ startTaskFailure: { count: 1, poolId: p, exitCode: 42 } });
-      await client.pool.add({ id: p, vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 2, startTask: { commandLine: '/bin/true', waitForSuccess: true } });
+      await client.pool.add({
+        id: p,
+        vmSize: 'standard_d2s_v3',
+        virtualMachineConfiguration: LINUX_VM_CONFIGURATION,
+        targetDedicatedNodes: 2,
+        startTask: { commandLine: '/bin/true', waitForSuccess: true },
+      });
       const nodes = await waitForNodes(client, p, 2, ['idle', 'starttaskfailed']);
       expect(nodes.map((n) => n.state).sort()).toEqual(['idle', 'starttaskfailed']);
       expect(nodes.find((n) => n.state === 'starttaskfailed')?.startTaskInfo).toMatchObject({ exitCode: 42, result: 'failure' });
@@ -514,7 +557,11 @@ describe('Batch emulator through @azure/batch', () => {
       await c.pool.add({ id: 'cp', vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 1 });
       const [node] = await waitForNodes(c, 'cp', 1);
       await c.job.add({ id: 'cj', poolInfo: { poolId: 'cp' } });
-      await c.task.add('cj', { id: 'ct', commandLine: 'hostname -f', containerSettings: { imageName: 'registry.local/app:1', containerRunOptions: '--network host' } });
+      await c.task.add('cj', {
+        id: 'ct',
+        commandLine: 'hostname -f',
+        containerSettings: { imageName: 'registry.local/app:1', containerRunOptions: '--network host' },
+      });
       await waitForTask(c, 'cj', 'ct');
       const [argsLine, envLine] = (await readTaskFile(c, 'cj', 'ct', 'stdout.txt')).trim().split('\n');
       const args = argsLine.split('|').slice(0, -1);

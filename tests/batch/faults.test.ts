@@ -71,7 +71,14 @@ describe('Batch faults: visible state and adapter behaviour', () => {
 
   beforeEach(() => {
     retries = [];
-    emu.setFaults({ allocation: undefined, unusableNodes: undefined, startTaskFailure: undefined, throttle: undefined, ignoreAffinity: false, slowNodes: undefined });
+    emu.setFaults({
+      allocation: undefined,
+      unusableNodes: undefined,
+      startTaskFailure: undefined,
+      throttle: undefined,
+      ignoreAffinity: false,
+      slowNodes: undefined,
+    });
   });
 
   afterAll(async () => {
@@ -97,7 +104,9 @@ describe('Batch faults: visible state and adapter behaviour', () => {
     expect(s.resizeErrors).toEqual([{ code: 'AllocationFailed', message: expect.stringContaining('could not be allocated') }]);
     const err = poolAllocationError(s);
     expect(err).toBeInstanceOf(BatchError);
-    expect(err!.message).toMatch(/^pools\.allocate on pool alloc-none failed: AllocationFailed: allocated 0 of 3 dedicated nodes: AllocationFailed: Desired number/);
+    expect(err!.message).toMatch(
+      /^pools\.allocate on pool alloc-none failed: AllocationFailed: allocated 0 of 3 dedicated nodes: AllocationFailed: Desired number/,
+    );
     expect(err).toMatchObject({ code: 'AllocationFailed', resource: 'pool alloc-none' });
     await deletePool(ctx, 'alloc-none');
   });
@@ -123,7 +132,11 @@ describe('Batch faults: visible state and adapter behaviour', () => {
     expect(broken).toEqual([{ nodeId: expect.any(String), state: 'unusable', reason: expect.stringMatching(/^NodeUnusable: /) }]);
     expect(s.nodes.filter((n) => n.state === 'idle')).toHaveLength(1);
 
-    await removeNodes(ctx, 'unusable', broken.map((b) => b.nodeId));
+    await removeNodes(
+      ctx,
+      'unusable',
+      broken.map((b) => b.nodeId),
+    );
     await steady(ctx, 'unusable', (x) => !x.nodes.some((n) => n.id === broken[0].nodeId));
     await resizePool(ctx, 'unusable', 2, 5);
     const healed = await steady(ctx, 'unusable', (x) => x.nodes.length === 2 && x.nodes.every((n) => n.state === 'idle'));

@@ -47,7 +47,10 @@ describe('multi-instance task running real mpirun across emulated nodes', () => 
     await client.pool.add({
       id: POOL,
       vmSize: 'standard_hb120rs_v3',
-      virtualMachineConfiguration: { imageReference: { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204', version: 'latest' }, nodeAgentSKUId: 'batch.node.ubuntu 22.04' },
+      virtualMachineConfiguration: {
+        imageReference: { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204', version: 'latest' },
+        nodeAgentSKUId: 'batch.node.ubuntu 22.04',
+      },
       targetDedicatedNodes: NODES,
       taskSlotsPerNode: 1,
       enableInterNodeCommunication: true,
@@ -77,7 +80,12 @@ describe('multi-instance task running real mpirun across emulated nodes', () => 
     expect(stderr).not.toMatch(/error/i);
     expect([...nodeByIp.values()]).toContain(task.nodeInfo?.nodeId);
 
-    const ranks = [...stdout.matchAll(/^RANK (\d+)\/(\d+) NODE (\S+) IP (\S+)$/gm)].map((m) => ({ rank: Number(m[1]), size: Number(m[2]), node: m[3], ip: m[4] }));
+    const ranks = [...stdout.matchAll(/^RANK (\d+)\/(\d+) NODE (\S+) IP (\S+)$/gm)].map((m) => ({
+      rank: Number(m[1]),
+      size: Number(m[2]),
+      node: m[3],
+      ip: m[4],
+    }));
     expect(ranks.map((r) => r.rank).sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
     for (const r of ranks) {
       expect(r.size).toBe(NODES * RANKS_PER_NODE);

@@ -5,7 +5,18 @@
  */
 import { startBatchEmulator, type BatchEmulatorHandle } from '../../local/batch';
 import { loadConfig } from '../../shared/adapters/config';
-import { addNodeTask, createBatchContext, createJob, createJobPool, deletePool, getPoolSnapshot, getTask, readTaskFile, type BatchContext, type PoolSnapshot } from '../../shared/adapters/batch';
+import {
+  addNodeTask,
+  createBatchContext,
+  createJob,
+  createJobPool,
+  deletePool,
+  getPoolSnapshot,
+  getTask,
+  readTaskFile,
+  type BatchContext,
+  type PoolSnapshot,
+} from '../../shared/adapters/batch';
 import { until } from './until';
 
 let emu: BatchEmulatorHandle;
@@ -20,10 +31,14 @@ async function runOn(from: number, script: string): Promise<{ exitCode?: number;
   const id = `t${++seq}`;
   const started = Date.now();
   await addNodeTask(ctx, JOB, { id, affinityId: nodes[from].affinityId, commandLine: `/bin/bash -c '${script}'` });
-  const t = await until(`task ${id}`, async () => {
-    const x = await getTask(ctx, JOB, id);
-    return x.state === 'completed' ? x : undefined;
-  }, 30_000);
+  const t = await until(
+    `task ${id}`,
+    async () => {
+      const x = await getTask(ctx, JOB, id);
+      return x.state === 'completed' ? x : undefined;
+    },
+    30_000,
+  );
   expect(t.nodeId).toBe(nodes[from].id);
   const [stdout, stderr] = await Promise.all(['stdout.txt', 'stderr.txt'].map((f) => readTaskFile(ctx, JOB, id, f)));
   return { exitCode: t.exitCode, stdout: stdout.content, stderr: stderr.content, ms: Date.now() - started };
@@ -31,13 +46,30 @@ async function runOn(from: number, script: string): Promise<{ exitCode?: number;
 
 beforeAll(async () => {
   emu = await startBatchEmulator({ timing: { allocateMs: 20, bootMs: 20, leaveMs: 20 } });
-  const config = loadConfig({ BATCH_ACCOUNT_URL: emu.url, BATCH_ACCOUNT_NAME: emu.accountName, BATCH_ACCOUNT_KEY: emu.accountKey, AzureWebJobsStorage: 'UseDevelopmentStorage=true', STAGING_ACCOUNTS: 'devstoreaccount1' });
+  const config = loadConfig({
+    BATCH_ACCOUNT_URL: emu.url,
+    BATCH_ACCOUNT_NAME: emu.accountName,
+    BATCH_ACCOUNT_KEY: emu.accountKey,
+    AzureWebJobsStorage: 'UseDevelopmentStorage=true',
+    STAGING_ACCOUNTS: 'devstoreaccount1',
+  });
   ctx = createBatchContext(config);
-  await createJobPool(ctx, { poolId: POOL, jobId: POOL, vmSize: 'standard_d2s_v5', targetDedicatedNodes: 2, image: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts' }, nodeAgentSkuId: 'batch.node.ubuntu 22.04' });
-  const s = await until('two idle nodes', async () => {
-    const x = await getPoolSnapshot(ctx, POOL);
-    return x && x.nodes.length === 2 && x.nodes.every((n) => n.state === 'idle') ? x : undefined;
-  }, 30_000);
+  await createJobPool(ctx, {
+    poolId: POOL,
+    jobId: POOL,
+    vmSize: 'standard_d2s_v5',
+    targetDedicatedNodes: 2,
+    image: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts' },
+    nodeAgentSkuId: 'batch.node.ubuntu 22.04',
+  });
+  const s = await until(
+    'two idle nodes',
+    async () => {
+      const x = await getPoolSnapshot(ctx, POOL);
+      return x && x.nodes.length === 2 && x.nodes.every((n) => n.state === 'idle') ? x : undefined;
+    },
+    30_000,
+  );
   // Creation order (what a fault's ordinal counts), as the emulator's handle lists its nodes; ids do not tell it.
   const created = emu.nodes(POOL).map((n) => n.id);
   nodes = [...s.nodes].sort((a, b) => created.indexOf(a.id) - created.indexOf(b.id));
@@ -76,10 +108,14 @@ describe('per-node faults of the Batch emulator', () => {
     await addNodeTask(ctx, JOB, { id: 'long', affinityId: nodes[1].affinityId, commandLine: '/bin/sleep 30' });
     await until('long running', async () => ((await getTask(ctx, JOB, 'long')).state === 'running' ? true : undefined), 30_000);
     emu.setFaults({ nodes: [{ nodeId: nodes[1].id, unusable: true }] });
-    const lost = await until('node unusable', async () => {
-      const s = await getPoolSnapshot(ctx, POOL);
-      return s?.nodes.find((n) => n.id === nodes[1].id && n.state === 'unusable');
-    }, 30_000);
+    const lost = await until(
+      'node unusable',
+      async () => {
+        const s = await getPoolSnapshot(ctx, POOL);
+        return s?.nodes.find((n) => n.id === nodes[1].id && n.state === 'unusable');
+      },
+      30_000,
+    );
     expect(lost.errors?.[0]).toMatchObject({ code: 'NodeUnusable' });
     const t = await getTask(ctx, JOB, 'long');
     expect(t.requeueCount).toBe(1);

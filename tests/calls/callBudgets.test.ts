@@ -21,7 +21,15 @@ const SIZES = [2, 8] as const;
 
 beforeAll(async () => {
   const hooks = counter.stackOptions();
-  stack = await startStack({ port: 0, demoImage: false, logLevel: 'warn', env: COUNTING_SETTINGS, onStorageRequest: hooks.onStorageRequest, onInvocation: hooks.onInvocation, batch: hooks.batch });
+  stack = await startStack({
+    port: 0,
+    demoImage: false,
+    logLevel: 'warn',
+    env: COUNTING_SETTINGS,
+    onStorageRequest: hooks.onStorageRequest,
+    onInvocation: hooks.onInvocation,
+    batch: hooks.batch,
+  });
   counter.bindStorage(stack.azurite.ports, stack.azurite.tableEndpoint());
   await warmUp(stack, counter);
   for (const nodes of SIZES) jobs.set(nodes, await runCounted(stack, counter, budgetSpec(`budget-${nodes}`, nodes, 6), 300_000));
@@ -55,8 +63,16 @@ test('a steady-state poll of the MPI task: the same requests at 2 and 8 nodes, o
   // The activity's round trip and the timer's: each a control message, a History batch and an Instances write.
   expect(two).toEqual([
     'batch /jobs/{}/tasks/{} GET',
-    'queue hpcmpihub-control-00 put-message', 'queue hpcmpihub-workitems delete-message', 'table $batch batch', 'table HpcMpiHubInstances replace', 'queue hpcmpihub-control-00 delete-message',
-    'queue hpcmpihub-control-00 put-message', 'table $batch batch', 'table HpcMpiHubInstances replace', 'queue hpcmpihub-control-00 delete-message', 'queue hpcmpihub-workitems put-message',
+    'queue hpcmpihub-control-00 put-message',
+    'queue hpcmpihub-workitems delete-message',
+    'table $batch batch',
+    'table HpcMpiHubInstances replace',
+    'queue hpcmpihub-control-00 delete-message',
+    'queue hpcmpihub-control-00 put-message',
+    'table $batch batch',
+    'table HpcMpiHubInstances replace',
+    'queue hpcmpihub-control-00 delete-message',
+    'queue hpcmpihub-workitems put-message',
   ]);
 });
 
@@ -72,9 +88,17 @@ test('History rows within the documented bound for the waits made; two Instances
 /** A job's Batch requests that are not looks (GETs: polls of pools, nodes and tasks, whose number follows the timing), by stage. */
 const batchWrites = (job: JobCalls) =>
   // Sorted: cleanup's terminate and pool delete are requested together and arrive in either order.
-  Object.fromEntries(STAGES.map((st) => [st, job.calls.filter((c) => c.stage === st && c.service === 'batch' && c.operation !== 'GET').map((c) => `${c.operation} ${c.resource}`).sort()]));
+  Object.fromEntries(
+    STAGES.map((st) => [
+      st,
+      job.calls
+        .filter((c) => c.stage === st && c.service === 'batch' && c.operation !== 'GET')
+        .map((c) => `${c.operation} ${c.resource}`)
+        .sort(),
+    ]),
+  );
 
-test('node tasks: one task collection request for every node\'s task, the same Batch writes per stage at 2 and 8 nodes', () => {
+test("node tasks: one task collection request for every node's task, the same Batch writes per stage at 2 and 8 nodes", () => {
   const two = batchWrites(jobs.get(2)!);
   const eight = batchWrites(jobs.get(8)!);
   if (process.env.CALL_BUDGETS_VERBOSE) console.log(JSON.stringify(two), JSON.stringify(eight));
@@ -119,15 +143,22 @@ test('function executions: one HTTP (the submission), two node-task adds, one lo
   for (const job of jobs.values()) expect(executionsBy(job, (n) => n === 'nodeTaskUploads' || n === 'nodeLogsMissing')).toEqual({ nodeLogsMissing: 1 });
   const fixed = (nodes: number) => executionsBy(jobs.get(nodes)!, (n) => !TIMED.has(n));
   if (process.env.CALL_BUDGETS_VERBOSE) {
-    for (const [n, j] of jobs) console.log(`${n} nodes: ${j.calls.filter((c) => c.component !== 'poller').length} requests, ${j.executions.length} executions, ${j.cpuSeconds.toFixed(2)} CPU-s, ${j.polls} MPI polls`, JSON.stringify(executionsBy(j, () => true)));
+    for (const [n, j] of jobs)
+      console.log(
+        `${n} nodes: ${j.calls.filter((c) => c.component !== 'poller').length} requests, ${j.executions.length} executions, ${j.cpuSeconds.toFixed(2)} CPU-s, ${j.polls} MPI polls`,
+        JSON.stringify(executionsBy(j, () => true)),
+      );
   }
   expect(fixed(8)).toEqual(fixed(2));
 });
 
-test('the uploads\' checks: no node file listing, no blob looked up one by one, the same listings at 2 and 8 nodes', () => {
+test("the uploads' checks: no node file listing, no blob looked up one by one, the same listings at 2 and 8 nodes", () => {
   const check = (job: JobCalls) => ({
     nodeFileLists: job.calls.filter((c) => c.service === 'batch' && c.resource === '/pools/{}/nodes/{}/files').length,
-    blobLookups: job.calls.filter((c) => c.service === 'blob' && c.component === 'app' && ['list-blobs', 'properties'].includes(c.operation)).map((c) => `${c.stage} ${c.operation}`).sort(),
+    blobLookups: job.calls
+      .filter((c) => c.service === 'blob' && c.component === 'app' && ['list-blobs', 'properties'].includes(c.operation))
+      .map((c) => `${c.stage} ${c.operation}`)
+      .sort(),
   });
   const two = check(jobs.get(2)!);
   if (process.env.CALL_BUDGETS_VERBOSE) console.log(JSON.stringify(two), JSON.stringify(check(jobs.get(8)!)));

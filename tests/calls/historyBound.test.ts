@@ -8,7 +8,17 @@
 import { startStack, type Stack } from '../../local/stack';
 import { CallCounter } from '../../local/testing/callCounter';
 import { MPI_WAIT_POLLS_PER_GENERATION } from '../../shared/core/contract';
-import { budgetSpec, COUNTING_SETTINGS, HISTORY_ROWS_PER_WAIT, historyRowBound, runCounted, steadyPoll, storageTransactions, warmUp, type JobCalls } from '../../bench/lib/callBudget';
+import {
+  budgetSpec,
+  COUNTING_SETTINGS,
+  HISTORY_ROWS_PER_WAIT,
+  historyRowBound,
+  runCounted,
+  steadyPoll,
+  storageTransactions,
+  warmUp,
+  type JobCalls,
+} from '../../bench/lib/callBudget';
 import { COUNTED_BUDGET, countedStorage } from '../../shared/core/ops/countedBudget';
 
 let stack: Stack;
@@ -19,7 +29,15 @@ const K = MPI_WAIT_POLLS_PER_GENERATION;
 
 beforeAll(async () => {
   const hooks = counter.stackOptions();
-  stack = await startStack({ port: 0, demoImage: false, logLevel: 'warn', env: COUNTING_SETTINGS, onStorageRequest: hooks.onStorageRequest, onInvocation: hooks.onInvocation, batch: hooks.batch });
+  stack = await startStack({
+    port: 0,
+    demoImage: false,
+    logLevel: 'warn',
+    env: COUNTING_SETTINGS,
+    onStorageRequest: hooks.onStorageRequest,
+    onInvocation: hooks.onInvocation,
+    batch: hooks.batch,
+  });
   counter.bindStorage(stack.azurite.ports, stack.azurite.tableEndpoint());
   await warmUp(stack, counter);
   short = await runCounted(stack, counter, budgetSpec('history-short', 2, 5), 300_000);
@@ -46,10 +64,16 @@ const EPISODE_ROWS_PER_WAIT = 4;
  * only one OrchestratorStarted/Completed pair more or less: the 110 vs 112 "structure" of an intermittent failure here.
  */
 const structure = (j: JobCalls) =>
-  Object.values(j.historyByInstance).reduce((n, types) => n + types.filter((t) => !EPISODE_ROWS.has(t)).length - (HISTORY_ROWS_PER_WAIT - EPISODE_ROWS_PER_WAIT) * timers(types), 0);
+  Object.values(j.historyByInstance).reduce(
+    (n, types) => n + types.filter((t) => !EPISODE_ROWS.has(t)).length - (HISTORY_ROWS_PER_WAIT - EPISODE_ROWS_PER_WAIT) * timers(types),
+    0,
+  );
 /** Episodes besides the waits' two each. */
 const episodes = (j: JobCalls) =>
-  Object.values(j.historyByInstance).reduce((n, types) => n + types.filter((t) => t === 'OrchestratorStarted').length - (EPISODE_ROWS_PER_WAIT / 2) * timers(types), 0);
+  Object.values(j.historyByInstance).reduce(
+    (n, types) => n + types.filter((t) => t === 'OrchestratorStarted').length - (EPISODE_ROWS_PER_WAIT / 2) * timers(types),
+    0,
+  );
 /** Activities the job runs side by side whose completions may come in one episode or in two: cleanup's terminate + delete. */
 const PARALLEL_PAIRS = 1;
 
@@ -59,10 +83,21 @@ test('both jobs succeeded, the long one polling through several generations of t
   expect(long.polls).toBeGreaterThan(K + 1);
   if (process.env.HISTORY_BOUND_VERBOSE) {
     for (const j of [short, long]) {
-      const types = Object.fromEntries(Object.entries(j.historyByInstance).map(([k, v]) => [k, Object.fromEntries([...new Set(v)].sort().map((t) => [t, v.filter((x) => x === t).length]))]));
+      const types = Object.fromEntries(
+        Object.entries(j.historyByInstance).map(([k, v]) => [k, Object.fromEntries([...new Set(v)].sort().map((t) => [t, v.filter((x) => x === t).length]))]),
+      );
       const execs = new Map<string, number>();
       for (const e of j.executions) execs.set(e.functionName, (execs.get(e.functionName) ?? 0) + 1);
-      console.log(j.id, j.polls, j.historyRows, j.timersFired, structure(j), episodes(j), JSON.stringify(types), `executions ${j.executions.length} ${JSON.stringify(Object.fromEntries(execs))} cpu ${j.cpuSeconds.toFixed(2)}`);
+      console.log(
+        j.id,
+        j.polls,
+        j.historyRows,
+        j.timersFired,
+        structure(j),
+        episodes(j),
+        JSON.stringify(types),
+        `executions ${j.executions.length} ${JSON.stringify(Object.fromEntries(execs))} cpu ${j.cpuSeconds.toFixed(2)}`,
+      );
     }
   }
   expect(waits(long).length).toBeGreaterThan(0);
@@ -95,11 +130,11 @@ test('the same rows besides the waits for N and 4N seconds, and both within the 
 });
 
 describe('the declared per-job storage transactions (shared/core/ops/countedBudget.ts) are the counted ones', () => {
-  test('intake: exactly the table\'s', () => {
+  test("intake: exactly the table's", () => {
     for (const j of [short, long]) expect(storageTransactions(j.intake)).toEqual(COUNTED_BUDGET.intake);
   });
 
-  test('a steady-state MPI poll: exactly the table\'s (inside the mpiWait sub-orchestration as before)', () => {
+  test("a steady-state MPI poll: exactly the table's (inside the mpiWait sub-orchestration as before)", () => {
     const poll = steadyPoll(long.pollGaps);
     const byService = { table: 0, queue: 0, blobWrite: 0, blobRead: 0 };
     for (const r of poll) {

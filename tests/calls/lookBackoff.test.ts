@@ -61,7 +61,7 @@ test('deterministic: the same job, key and look give the same delay; other keys 
   expect(seq(runWith(LOCAL, 'job-2'), 'dl:0')).not.toEqual(seq(a, 'dl:0'));
 });
 
-test('a run started before (no lookMaxMs) looks as it did: the caller\'s interval', () => {
+test("a run started before (no lookMaxMs) looks as it did: the caller's interval", () => {
   const run = runWith({ initialMs: 500, maxMs: 2_000, factor: 2 });
   expect([0, 5, 40].map((n) => run.lookDelayMs(n, 'dl:0', 1_234))).toEqual([1_234, 1_234, 1_234]);
 });

@@ -53,11 +53,15 @@ async function requestsOf(work: () => Promise<unknown>): Promise<string[]> {
 const tasks = (prefix: string, count: number): NodeTaskRequest[] =>
   Array.from({ length: count }, (_, i) => ({ id: `${prefix}-${i}-a1`, affinityId: nodes[i % nodes.length].affinityId, commandLine: '/bin/sh -c "echo done"' }));
 
-test.each([2, 8])('%i nodes\' tasks: one task collection request, every task added', async (count) => {
+test.each([2, 8])("%i nodes' tasks: one task collection request, every task added", async (count) => {
   const prefix = `dl${count}`;
   expect(await requestsOf(() => addNodeTasks(ctx, { batchJobId: BATCH_JOB, tasks: tasks(prefix, count) }))).toEqual(['POST /jobs/{}/addtaskcollection']);
   const listed = (await listTasks(ctx, BATCH_JOB, { select: 'id' })).map((t) => t.taskId).filter((id) => id.startsWith(`${prefix}-`));
-  expect(listed.sort()).toEqual(tasks(prefix, count).map((t) => t.id).sort());
+  expect(listed.sort()).toEqual(
+    tasks(prefix, count)
+      .map((t) => t.id)
+      .sort(),
+  );
 });
 
 test('a repeated add (the activity ran again): one request, the tasks there counted as added, nothing added twice', async () => {
@@ -76,5 +80,7 @@ test('a repeated add (the activity ran again): one request, the tasks there coun
 test('101 tasks: two requests (at most 100 tasks per collection)', async () => {
   const requests = await requestsOf(() => addNodeTasks(ctx, { batchJobId: BATCH_JOB, tasks: tasks('many', 101) }));
   expect(requests).toEqual(['POST /jobs/{}/addtaskcollection', 'POST /jobs/{}/addtaskcollection']);
-  await until('the 101 tasks listed', async () => ((await listTasks(ctx, BATCH_JOB, { select: 'id' })).filter((t) => t.taskId.startsWith('many-')).length === 101 ? true : undefined));
+  await until('the 101 tasks listed', async () =>
+    (await listTasks(ctx, BATCH_JOB, { select: 'id' })).filter((t) => t.taskId.startsWith('many-')).length === 101 ? true : undefined,
+  );
 });

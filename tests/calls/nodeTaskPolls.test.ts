@@ -38,7 +38,8 @@ beforeAll(async () => {
   for (const [i, n] of nodes.entries()) {
     await addNodeTask(ctx, BATCH_JOB, { id: `dl-${i}-a1`, affinityId: n.affinityId, elevated: false, commandLine: '/bin/sh -c "echo done"' });
   }
-  for (const i of nodes.keys()) await until(`dl-${i}-a1 completed`, async () => ((await getTask(ctx, BATCH_JOB, `dl-${i}-a1`)).state === 'completed' ? true : undefined));
+  for (const i of nodes.keys())
+    await until(`dl-${i}-a1 completed`, async () => ((await getTask(ctx, BATCH_JOB, `dl-${i}-a1`)).state === 'completed' ? true : undefined));
 }, 60_000);
 
 afterAll(async () => {
@@ -70,13 +71,21 @@ test('the cost does not grow with the tasks asked for: two or three, one request
 
 test('a task not listed and a job that is gone: missing, in the order asked, still one request each', async () => {
   let observed: Awaited<ReturnType<typeof observeNodeTasks>> = [];
-  expect(await requestsOf(async () => {
-    observed = await observeNodeTasks(ctx, { batchJobId: BATCH_JOB, taskIds: ['dl-9-a1', 'dl-1-a1'] });
-  })).toEqual(['GET /jobs/{}/tasks']);
-  expect(observed.map((o) => [o.id, o.state])).toEqual([['dl-9-a1', 'missing'], ['dl-1-a1', 'completed']]);
+  expect(
+    await requestsOf(async () => {
+      observed = await observeNodeTasks(ctx, { batchJobId: BATCH_JOB, taskIds: ['dl-9-a1', 'dl-1-a1'] });
+    }),
+  ).toEqual(['GET /jobs/{}/tasks']);
+  expect(observed.map((o) => [o.id, o.state])).toEqual([
+    ['dl-9-a1', 'missing'],
+    ['dl-1-a1', 'completed'],
+  ]);
   const gone = await requestsOf(async () => {
     observed = await observeNodeTasks(ctx, { batchJobId: 'no-such-job', taskIds: ['dl-0-a1', 'dl-1-a1'] });
   });
   expect(gone).toEqual(['GET /jobs/{}/tasks']);
-  expect(observed).toEqual([{ id: 'dl-0-a1', state: 'missing' }, { id: 'dl-1-a1', state: 'missing' }]);
+  expect(observed).toEqual([
+    { id: 'dl-0-a1', state: 'missing' },
+    { id: 'dl-1-a1', state: 'missing' },
+  ]);
 });

@@ -30,11 +30,19 @@ function answer(req: http.IncomingMessage, res: http.ServerResponse): void {
     res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
   };
   if (route === 'GET /api/jobs/j401') {
-    return json(401, { error: 'Unauthorized', message: 'the token is not signed by a key of the issuer' }, { 'www-authenticate': challenge('invalid_token', 'the token is not signed by a key of the issuer') });
+    return json(
+      401,
+      { error: 'Unauthorized', message: 'the token is not signed by a key of the issuer' },
+      { 'www-authenticate': challenge('invalid_token', 'the token is not signed by a key of the issuer') },
+    );
   }
   if (route === 'GET /api/jobs/j403') {
     const message = 'Alice may not job read: that needs the app role Jobs.Read or Jobs.Submit or Jobs.Admin';
-    return json(403, { error: 'Forbidden', message }, { 'www-authenticate': challenge('insufficient_scope', 'needs the app role Jobs.Read or Jobs.Submit or Jobs.Admin') });
+    return json(
+      403,
+      { error: 'Forbidden', message },
+      { 'www-authenticate': challenge('insufficient_scope', 'needs the app role Jobs.Read or Jobs.Submit or Jobs.Admin') },
+    );
   }
   if (route === 'GET /api/jobs/j503') {
     if (n <= 2) return json(503, { error: 'IssuerUnavailable', message: 'the issuer cannot be reached' }, { 'retry-after': '1' });

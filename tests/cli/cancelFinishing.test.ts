@@ -11,20 +11,37 @@ function answering(status: number, body: unknown): ApiClient {
 
 function context(api: ApiClient): CommandContext & { printed: string[] } {
   const printed: string[] = [];
-  return { json: false, out: (t: string) => void printed.push(t), err: () => undefined, api: () => api, printed } as unknown as CommandContext & { printed: string[] };
+  return { json: false, out: (t: string) => void printed.push(t), err: () => undefined, api: () => api, printed } as unknown as CommandContext & {
+    printed: string[];
+  };
 }
 
 const job = { id: 'j1', name: 'j1', state: 'CleaningUp' };
 
 describe('hpcjob cancel: too late', () => {
   it('prints that the job is cleaning up and the state it will end in', async () => {
-    const ctx = context(answering(409, { error: 'JobFinishing', message: 'job j1 is cleaning up and it will end Succeeded: too late to cancel', job, cancelRequested: false, endsAs: 'Succeeded' }));
+    const ctx = context(
+      answering(409, {
+        error: 'JobFinishing',
+        message: 'job j1 is cleaning up and it will end Succeeded: too late to cancel',
+        job,
+        cancelRequested: false,
+        endsAs: 'Succeeded',
+      }),
+    );
     await expect(cancelCommand(ctx, 'j1')).resolves.toBe(ExitCode.Ok);
     expect(ctx.printed).toEqual(['job j1 is already cleaning up and will end Succeeded: too late to cancel\n']);
   });
 
   it('without a recorded end, says only that it is too late', async () => {
-    const ctx = context(answering(409, { error: 'JobFinishing', message: 'job j1 is cleaning up and its end is already decided: too late to cancel', job, cancelRequested: false }));
+    const ctx = context(
+      answering(409, {
+        error: 'JobFinishing',
+        message: 'job j1 is cleaning up and its end is already decided: too late to cancel',
+        job,
+        cancelRequested: false,
+      }),
+    );
     await cancelCommand(ctx, 'j1');
     expect(ctx.printed).toEqual(['job j1 is already cleaning up: too late to cancel\n']);
   });

@@ -92,10 +92,14 @@ afterAll(async () => {
 }, 60_000);
 
 describe('hpcjob validate (offline)', () => {
-  const bad = () => writeSpec('bad.yaml', cheapSpec((s) => {
-    (s.pool as Record<string, unknown>).nodes = 0;
-    s.mpi.runtime = 'lam';
-  }));
+  const bad = () =>
+    writeSpec(
+      'bad.yaml',
+      cheapSpec((s) => {
+        (s.pool as Record<string, unknown>).nodes = 0;
+        s.mpi.runtime = 'lam';
+      }),
+    );
 
   it('prints the field paths of a bad spec and exits 2, with no endpoint configured', async () => {
     const run = await hpcjob(['validate', bad()]);
@@ -111,7 +115,13 @@ describe('hpcjob validate (offline)', () => {
   });
 
   it('accepts a good spec (exit 0) and reports the same paths as the API for a bad one', async () => {
-    const good = await hpcjob(['validate', writeSpec('good.yaml', cheapSpec(() => undefined))]);
+    const good = await hpcjob([
+      'validate',
+      writeSpec(
+        'good.yaml',
+        cheapSpec(() => undefined),
+      ),
+    ]);
     expect(good.code).toBe(0);
     expect(good.stdout).toMatch(/is valid: job "shardsum-native", 2 node/);
     // Submitting the same bad spec: the API's 400 field errors, printed the same way, exit 2.
@@ -126,10 +136,13 @@ describe('hpcjob against the local stack', () => {
   let succeededId = '';
 
   it('submit --watch runs a job to Succeeded with per-stage progress and exits 0; logs prints the master stdout', async () => {
-    const file = writeSpec('hello.yaml', cheapSpec((s) => {
-      s.id = 'cli-hello';
-      s.mpi.command = 'echo "hello from rank $OMPI_COMM_WORLD_RANK of $OMPI_COMM_WORLD_SIZE"';
-    }));
+    const file = writeSpec(
+      'hello.yaml',
+      cheapSpec((s) => {
+        s.id = 'cli-hello';
+        s.mpi.command = 'echo "hello from rank $OMPI_COMM_WORLD_RANK of $OMPI_COMM_WORLD_SIZE"';
+      }),
+    );
     const run = await hpcjob(['submit', file, '--watch', '--interval', '300'], withStack());
     expect(run.stderr).toMatch(/submitted job cli-hello/);
     expect(run.code).toBe(0);
@@ -163,12 +176,15 @@ describe('hpcjob against the local stack', () => {
   it('a failing job: watch exits 1 with the reason; endpoint and key come from the profile file', async () => {
     const profile = path.join(dir, 'profile.json');
     writeFileSync(profile, JSON.stringify({ endpoint: stack.baseUrl, key: stack.host.keys.functionKey }));
-    const file = writeSpec('fails.yaml', cheapSpec((s) => {
-      s.id = 'cli-fails';
-      s.mpi.command = 'echo failing on purpose >&2; exit 3';
-      // Keep the nodes, so their files (stderr, the other node's subtask) can still be read afterwards.
-      s.cleanup = { deletePool: 'never' };
-    }));
+    const file = writeSpec(
+      'fails.yaml',
+      cheapSpec((s) => {
+        s.id = 'cli-fails';
+        s.mpi.command = 'echo failing on purpose >&2; exit 3';
+        // Keep the nodes, so their files (stderr, the other node's subtask) can still be read afterwards.
+        s.cleanup = { deletePool: 'never' };
+      }),
+    );
     const submitted = await hpcjob(['--profile', profile, '--json', 'submit', file]);
     expect(submitted.code).toBe(0);
     const answer = JSON.parse(submitted.stdout) as { job: { id: string } };
@@ -182,7 +198,10 @@ describe('hpcjob against the local stack', () => {
     expect(stderr.code).toBe(0);
     expect(stderr.stderr).toMatch(/failing on purpose/);
     // --json names every node; --node reads the other node's subtask output; an unknown node is exit 4.
-    const chunk = JSON.parse((await hpcjob(['--profile', profile, '--json', 'logs', 'cli-fails', '--stream', 'stderr'])).stdout) as { nodes: string[]; source: string };
+    const chunk = JSON.parse((await hpcjob(['--profile', profile, '--json', 'logs', 'cli-fails', '--stream', 'stderr'])).stdout) as {
+      nodes: string[];
+      source: string;
+    };
     expect(chunk.source).toBe('live');
     expect(chunk.nodes).toHaveLength(2);
     const other = await hpcjob(['--profile', profile, '--json', 'logs', 'cli-fails', '--node', chunk.nodes[1], '--stream', 'stdout']);
@@ -194,10 +213,13 @@ describe('hpcjob against the local stack', () => {
   }, 90_000);
 
   it('logs --follow prints the output of a running job once, in order, and exits when the job ends', async () => {
-    const file = writeSpec('ticks.yaml', cheapSpec((s) => {
-      s.id = 'cli-ticks';
-      s.mpi.command = 'for i in 1 2 3 4; do echo "tick $i rank $OMPI_COMM_WORLD_RANK"; sleep 1; done';
-    }));
+    const file = writeSpec(
+      'ticks.yaml',
+      cheapSpec((s) => {
+        s.id = 'cli-ticks';
+        s.mpi.command = 'for i in 1 2 3 4; do echo "tick $i rank $OMPI_COMM_WORLD_RANK"; sleep 1; done';
+      }),
+    );
     const submitted = await hpcjob(['submit', file], withStack());
     expect(submitted.code).toBe(0);
     const followed = await hpcjob(['logs', 'cli-ticks', '--follow', '--stream', 'stdout', '--interval', '300'], withStack());
@@ -205,8 +227,11 @@ describe('hpcjob against the local stack', () => {
     const ticks = followed.stdout.split('\n').filter((l) => l.startsWith('tick '));
     for (const rank of [0, 1]) {
       // On failure, show everything the command printed.
-      expect({ rank, ticks: ticks.filter((l) => l.endsWith(`rank ${rank}`)), all: followed.stdout + followed.stderr })
-        .toEqual({ rank, ticks: [1, 2, 3, 4].map((i) => `tick ${i} rank ${rank}`), all: expect.any(String) });
+      expect({ rank, ticks: ticks.filter((l) => l.endsWith(`rank ${rank}`)), all: followed.stdout + followed.stderr }).toEqual({
+        rank,
+        ticks: [1, 2, 3, 4].map((i) => `tick ${i} rank ${rank}`),
+        all: expect.any(String),
+      });
     }
     const status = JSON.parse((await hpcjob(['status', 'cli-ticks', '--json'], withStack())).stdout) as { state: string; error?: unknown };
     expect({ state: status.state, error: status.error }).toEqual({ state: 'Succeeded', error: undefined });
@@ -243,11 +268,15 @@ describe('hpcjob against the local stack', () => {
 describe('hpcjob signed in with Entra ID (here: the local issuer, through @azure/identity)', () => {
   // What a user's profile would hold, as environment variables; NODE_EXTRA_CA_CERTS trusts the local issuer's certificate.
   const signIn = () => ({
-    HPCJOB_ENDPOINT: stack.baseUrl, HPCJOB_TENANT_ID: stack.identity.tenantId, HPCJOB_CLIENT_ID: CLI_CLIENT_ID,
-    HPCJOB_SCOPE: stack.identity.scope, HPCJOB_AUTHORITY_HOST: stack.identity.authorityHost, NODE_EXTRA_CA_CERTS: stack.identity.caFile,
+    HPCJOB_ENDPOINT: stack.baseUrl,
+    HPCJOB_TENANT_ID: stack.identity.tenantId,
+    HPCJOB_CLIENT_ID: CLI_CLIENT_ID,
+    HPCJOB_SCOPE: stack.identity.scope,
+    HPCJOB_AUTHORITY_HOST: stack.identity.authorityHost,
+    NODE_EXTRA_CA_CERTS: stack.identity.caFile,
   });
 
-  it('login runs the device code flow; whoami and later commands use the saved token and see only the user\'s jobs', async () => {
+  it("login runs the device code flow; whoami and later commands use the saved token and see only the user's jobs", async () => {
     let approved = false;
     // The person: reads the code the CLI prints and approves it on the issuer's device page (here: directly).
     const login = await hpcjob(['login'], signIn(), (stderr) => {
@@ -263,9 +292,16 @@ describe('hpcjob signed in with Entra ID (here: the local issuer, through @azure
     expect(me).toMatchObject({ name: 'Local Developer', roles: ['submitter'] });
     // A job submitted with the operator key (as every job above was) is the operator's, not dev's.
     // (A pool that does not exist: the job fails at once, which is all this needs.)
-    const opJob = writeSpec('operator.yaml', stringify({
-      id: 'cli-operator-job', name: 'cli-operator-job', tags: { suite: 'cli-test' }, pool: { poolId: 'no-such-pool', nodes: 1 }, mpi: { runtime: 'openmpi', command: 'true' },
-    }));
+    const opJob = writeSpec(
+      'operator.yaml',
+      stringify({
+        id: 'cli-operator-job',
+        name: 'cli-operator-job',
+        tags: { suite: 'cli-test' },
+        pool: { poolId: 'no-such-pool', nodes: 1 },
+        mpi: { runtime: 'openmpi', command: 'true' },
+      }),
+    );
     expect((await hpcjob(['submit', opJob], { ...signIn(), HPCJOB_KEY: stack.host.keys.functionKey })).code).toBe(0);
     const mine = await hpcjob(['--json', 'list', '--tag', 'suite=cli-test'], signIn());
     expect(mine.code).toBe(0);
@@ -303,34 +339,74 @@ describe('hpcjob explain', () => {
     if (!parsed.ok) throw new Error('example invalid');
     // The pure function's document, with the offline facts it was explained with (the built-in size table).
     const pure = explainJob({
-      jobId: submissionJobId(parsed.spec), jobIdFrom: 'content', spec: parsed.spec, policiesChecked: false, settings: defaultExplainSettings(deploymentValue),
-      price: fallbackQuote('Standard_HB120rs_v3', DEFAULT_PRICE_TABLE, 'offline: the deployment\'s prices are not known'),
+      jobId: submissionJobId(parsed.spec),
+      jobIdFrom: 'content',
+      spec: parsed.spec,
+      policiesChecked: false,
+      settings: defaultExplainSettings(deploymentValue),
+      price: fallbackQuote('Standard_HB120rs_v3', DEFAULT_PRICE_TABLE, "offline: the deployment's prices are not known"),
     });
-    expect(doc).toEqual({ ...pure, pool: { ...pure.pool, facts: { source: 'offline', account: null, location: null, readAt: { images: null, sizes: null, quota: null }, ageSeconds: { images: null, sizes: null, quota: null }, vmSize: { name: 'Standard_HB120rs_v3', family: 'standardHBv3Family', vCPUs: 120, memoryGiB: null, gpus: null, rdma: null } } } });
+    expect(doc).toEqual({
+      ...pure,
+      pool: {
+        ...pure.pool,
+        facts: {
+          source: 'offline',
+          account: null,
+          location: null,
+          readAt: { images: null, sizes: null, quota: null },
+          ageSeconds: { images: null, sizes: null, quota: null },
+          vmSize: { name: 'Standard_HB120rs_v3', family: 'standardHBv3Family', vCPUs: 120, memoryGiB: null, gpus: null, rdma: null },
+        },
+      },
+    });
     // Offline, the estimate uses the built-in table and says so: 2 nodes × 3.6 USD, wall clock PT1200S.
     expect(doc.cost).toMatchObject({ nodes: 2, pricePerNodeHour: 3.6, perHour: 7.2, fallback: true, priceAsOf: '2024-07-01' });
     expect(run.stdout).toMatch(/^Cost {6}2 × Standard_HB120rs_v3 at 3\.6 USD\/node-hour = 7\.20 USD per hour; worst case/m);
     expect(run.stdout).toMatch(/^ {10}FALLBACK price: fallback \(offline: the deployment's prices are not known\)/m);
     expect(doc.settings).toEqual({
-      source: 'defaults', stagingAccounts: ['<deployment: staging accounts (STAGING_ACCOUNTS)>'], copyConcurrency: 8, sasMarginMinutes: 60, sasMaxLifetimeMinutes: 7 * 24 * 60, nodeTaskMaxAttempts: 3, poolIdentity: null, poolSubnetId: null,
+      source: 'defaults',
+      stagingAccounts: ['<deployment: staging accounts (STAGING_ACCOUNTS)>'],
+      copyConcurrency: 8,
+      sasMarginMinutes: 60,
+      sasMaxLifetimeMinutes: 7 * 24 * 60,
+      nodeTaskMaxAttempts: 3,
+      poolIdentity: null,
+      poolSubnetId: null,
       // Unset PREFLIGHT_HEALTH_CHECKS runs every check.
       preflightHealthChecks: [...HEALTH_CHECKS],
     });
   });
 
   it('--offline refuses an invalid spec with its field paths (exit 2)', async () => {
-    const run = await hpcjob(['explain', '--offline', writeSpec('explain-bad.yaml', cheapSpec((s) => { (s.pool as Record<string, unknown>).nodes = 0; }))]);
+    const run = await hpcjob([
+      'explain',
+      '--offline',
+      writeSpec(
+        'explain-bad.yaml',
+        cheapSpec((s) => {
+          (s.pool as Record<string, unknown>).nodes = 0;
+        }),
+      ),
+    ]);
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/^ {2}pool\.nodes: /m);
   });
 
-  it('asks the API by default: this deployment\'s dry run (settings, policies, id), the API\'s document with --json, nothing created', async () => {
-    const file = writeSpec('explain.yaml', cheapSpec((s) => { s.id = 'cli-explain'; }));
+  it("asks the API by default: this deployment's dry run (settings, policies, id), the API's document with --json, nothing created", async () => {
+    const file = writeSpec(
+      'explain.yaml',
+      cheapSpec((s) => {
+        s.id = 'cli-explain';
+      }),
+    );
     const json = await hpcjob(['--json', 'explain', file], withStack());
     expect(json.code).toBe(0);
     const doc = JSON.parse(json.stdout) as ExplainDocument;
     const direct = await fetch(`${stack.baseUrl}/api/jobs?dryRun=true`, {
-      method: 'POST', headers: { 'content-type': 'application/yaml', 'x-functions-key': stack.host.keys.functionKey }, body: readFileSync(file, 'utf8'),
+      method: 'POST',
+      headers: { 'content-type': 'application/yaml', 'x-functions-key': stack.host.keys.functionKey },
+      body: readFileSync(file, 'utf8'),
     });
     expect(direct.status).toBe(200);
     // The facts' ages are seconds since they were read: two requests a moment apart may straddle a second.
@@ -341,7 +417,9 @@ describe('hpcjob explain', () => {
     expect(doc.placeholders.every((p) => p.startsWith('<run-time: '))).toBe(true);
     // Priced from the (stand-in) Retail Prices API through the deployment's cache, not the fallback table.
     expect(doc.cost).toMatchObject({ fallback: false, currency: 'USD' });
-    expect(doc.cost.priceSource).toMatch(/^Azure Retail Prices API: eastus, Linux pay-as-you-go \(.+\), effective \d{4}-\d{2}-\d{2}, fetched \d{4}-\d{2}-\d{2}$/);
+    expect(doc.cost.priceSource).toMatch(
+      /^Azure Retail Prices API: eastus, Linux pay-as-you-go \(.+\), effective \d{4}-\d{2}-\d{2}, fetched \d{4}-\d{2}-\d{2}$/,
+    );
     expect(doc.cost.worstCase).toBeGreaterThan(0);
 
     const text = await hpcjob(['explain', file], withStack());
@@ -350,9 +428,15 @@ describe('hpcjob explain', () => {
     expect((await hpcjob(['status', 'cli-explain'], withStack())).code).toBe(4);
 
     // The deployment's data-access policy applies: a storage account jobs may not use is refused, with its path.
-    const foreign = writeSpec('explain-foreign.yaml', cheapSpec((s) => {
-      (s.pool as Record<string, unknown>).startTask = { command: 'true', resourceFiles: [{ account: 'elsewhere1', container: 'software', blob: 'a.c', path: 'a.c' }] };
-    }));
+    const foreign = writeSpec(
+      'explain-foreign.yaml',
+      cheapSpec((s) => {
+        (s.pool as Record<string, unknown>).startTask = {
+          command: 'true',
+          resourceFiles: [{ account: 'elsewhere1', container: 'software', blob: 'a.c', path: 'a.c' }],
+        };
+      }),
+    );
     const refused = await hpcjob(['explain', foreign], withStack());
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/^ {2}pool\.startTask\.resourceFiles\[0\]\.account: account "elsewhere1" is not one jobs may use/m);

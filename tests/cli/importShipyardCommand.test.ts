@@ -65,13 +65,33 @@ test('an exact import exits 0, writes a valid spec and prints the report table',
 
 test('a recipe imports with exit 5 and --json; a second run refuses to overwrite unless --force', () => {
   const out = path.join(dir, 'recipe');
-  const args = ['import', 'shipyard', '--pool', path.join(RECIPE, 'pool.yaml'), '--jobs', path.join(RECIPE, 'jobs.yaml'), '--config', path.join(RECIPE, 'config.yaml'), '--out', out];
+  const args = [
+    'import',
+    'shipyard',
+    '--pool',
+    path.join(RECIPE, 'pool.yaml'),
+    '--jobs',
+    path.join(RECIPE, 'jobs.yaml'),
+    '--config',
+    path.join(RECIPE, 'config.yaml'),
+    '--out',
+    out,
+  ];
   const r = hpcjob([...args, '--json']);
   expect(r.code).toBe(5);
   expect(r.stderr).toMatch(/imported with 1 approximated and 1 unsupported setting\(s\).*\(exit 5\)/);
   const json = JSON.parse(r.stdout);
-  expect(json).toMatchObject({ outcome: 'partial', exitCode: 5, summary: { approximated: 1, unsupported: 1 }, specs: [{ file: path.join(out, 'mpibench-openmpi-ib.yaml'), valid: true, errors: [] }] });
-  expect(json.entries.find((e: { path: string }) => e.path === 'pool_specification.ssh')).toMatchObject({ status: 'unsupported', file: path.join(RECIPE, 'pool.yaml'), line: 13 });
+  expect(json).toMatchObject({
+    outcome: 'partial',
+    exitCode: 5,
+    summary: { approximated: 1, unsupported: 1 },
+    specs: [{ file: path.join(out, 'mpibench-openmpi-ib.yaml'), valid: true, errors: [] }],
+  });
+  expect(json.entries.find((e: { path: string }) => e.path === 'pool_specification.ssh')).toMatchObject({
+    status: 'unsupported',
+    file: path.join(RECIPE, 'pool.yaml'),
+    line: 13,
+  });
   expect(readdirSync(out)).toEqual(['mpibench-openmpi-ib.yaml']);
 
   const again = hpcjob(args);
@@ -87,7 +107,9 @@ test('missing files, YAML errors and a missing option exit 2 with the file, line
 
   const broken = hpcjob(['import', 'shipyard', '--pool', write('p3.yaml', POOL), '--jobs', write('broken.yaml', 'job_specifications:\n- id: a\n  tasks: [\n')]);
   expect(broken.code).toBe(2);
-  expect(broken.stderr).toMatch(/^hpcjob: cannot import: 1 problem\(s\) in the Shipyard files\n {2}.*broken\.yaml: YAML syntax error: .* \(line \d+, column \d+\)\n$/);
+  expect(broken.stderr).toMatch(
+    /^hpcjob: cannot import: 1 problem\(s\) in the Shipyard files\n {2}.*broken\.yaml: YAML syntax error: .* \(line \d+, column \d+\)\n$/,
+  );
   expect(broken.stdout).toBe('');
 
   const option = hpcjob(['import', 'shipyard', '--pool', write('p4.yaml', POOL)]);
@@ -97,14 +119,36 @@ test('missing files, YAML errors and a missing option exit 2 with the file, line
 
 test('an inline password is reported by path and never echoed or written', () => {
   const password = 'Hunter2-Inline-Passw0rd';
-  const credentials = write('credentials.yaml', `credentials:\n  docker_registry:\n    myregistry.azurecr.io:\n      username: puller\n      password: ${password}\n`);
+  const credentials = write(
+    'credentials.yaml',
+    `credentials:\n  docker_registry:\n    myregistry.azurecr.io:\n      username: puller\n      password: ${password}\n`,
+  );
   const out = path.join(dir, 'secret');
   const r = hpcjob(['import', 'shipyard', '--pool', write('p5.yaml', POOL), '--jobs', write('j5.yaml', JOBS), '--credentials', credentials, '--out', out]);
   expect(r.code).toBe(5);
-  expect(r.stdout).toMatch(/Credentials found \(never copied; the values are not shown\): 1\n {2}.*credentials\.yaml:5 {2}credentials\.docker_registry\["myregistry\.azurecr\.io"\]\.password {2}\(password\)/);
+  expect(r.stdout).toMatch(
+    /Credentials found \(never copied; the values are not shown\): 1\n {2}.*credentials\.yaml:5 {2}credentials\.docker_registry\["myregistry\.azurecr\.io"\]\.password {2}\(password\)/,
+  );
   const written = readFileSync(path.join(out, 'lammps.yaml'), 'utf8');
   expect(written).toMatch(/secretRef: REGISTRY_PASSWORD_MYREGISTRY_AZURECR_IO/);
-  for (const text of [r.stdout, r.stderr, written, hpcjob(['--json', 'import', 'shipyard', '--pool', path.join(dir, 'p5.yaml'), '--jobs', path.join(dir, 'j5.yaml'), '--credentials', credentials, '--out', path.join(dir, 'secret-json')]).stdout]) {
+  for (const text of [
+    r.stdout,
+    r.stderr,
+    written,
+    hpcjob([
+      '--json',
+      'import',
+      'shipyard',
+      '--pool',
+      path.join(dir, 'p5.yaml'),
+      '--jobs',
+      path.join(dir, 'j5.yaml'),
+      '--credentials',
+      credentials,
+      '--out',
+      path.join(dir, 'secret-json'),
+    ]).stdout,
+  ]) {
     expect(text).not.toContain(password);
   }
 });

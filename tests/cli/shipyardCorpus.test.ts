@@ -120,7 +120,16 @@ const NOT_EXACT: Record<string, string[]> = {
   'mpiBench-Infiniband-OpenMPI': [IMAGE, SSH],
   'mpiBench-IntelMPI (docker)': [IMAGE, NATIVE, SSH, INTEL_TCP],
   // Its start task installs with yum: the replacement image is Ubuntu.
-  'mpiBench-IntelMPI (singularity)': [IMAGE, SSH, 'pool.yaml pool_specification.additional_node_prep.commands.pre[0] approximated', SINGULARITY_INSTALL, NO_SINGULARITY, LIBRARY, HOST_NAMES, INTEL_TCP],
+  'mpiBench-IntelMPI (singularity)': [
+    IMAGE,
+    SSH,
+    'pool.yaml pool_specification.additional_node_prep.commands.pre[0] approximated',
+    SINGULARITY_INSTALL,
+    NO_SINGULARITY,
+    LIBRARY,
+    HOST_NAMES,
+    INTEL_TCP,
+  ],
   'mpiBench-MPICH (docker)': [IMAGE, NATIVE, SSH],
   'mpiBench-MPICH (singularity)': [IMAGE, SSH, SINGULARITY_INSTALL, NO_SINGULARITY, LIBRARY],
   'mpiBench-OpenMPI (docker)': [IMAGE, NATIVE, SSH],
@@ -132,7 +141,8 @@ const NOT_EXACT: Record<string, string[]> = {
  * approximated/unsupported lines and the importer's CHANGED lines); `cannot run` gives the reason (matched here).
  */
 const CANNOT_SINGULARITY = /^cannot run \(.*Singularity\/Apptainer is not installed|^cannot run \(.*not on Ubuntu-HPC 22\.04|^cannot run \(`module load mpi\//;
-const CANNOT_DAPL = /^cannot run \(Intel MPI over DAPL\/NetworkDirect has no path on Standard_(HB120rs_v3|ND96asr_v4) \(SR-IOV InfiniBand; STANDARD_(H16R|NC24R) is retired\)\)$/;
+const CANNOT_DAPL =
+  /^cannot run \(Intel MPI over DAPL\/NetworkDirect has no path on Standard_(HB120rs_v3|ND96asr_v4) \(SR-IOV InfiniBand; STANDARD_(H16R|NC24R) is retired\)\)$/;
 const WITH_CHANGES = /^runs with changes \(\d+ listed\)$/;
 const VERDICT: Record<string, RegExp> = {
   'CNTK-CPU-Infiniband-IntelMPI': CANNOT_DAPL,
@@ -190,7 +200,10 @@ describe.each(Object.keys(NOT_EXACT))('%s', (name) => {
     for (const [role, file] of Object.entries(files)) {
       const entries = result.entries.filter((e) => e.role === role);
       for (const leaf of leafPaths(YAML.parse(file.text))) {
-        expect({ leaf, covered: entries.some((e) => e.path === leaf || leaf.startsWith(`${e.path}.`) || leaf.startsWith(`${e.path}[`)) }).toEqual({ leaf, covered: true });
+        expect({ leaf, covered: entries.some((e) => e.path === leaf || leaf.startsWith(`${e.path}.`) || leaf.startsWith(`${e.path}[`)) }).toEqual({
+          leaf,
+          covered: true,
+        });
       }
     }
     expect(result.entries.filter((e) => e.unknownKey)).toEqual([]);
@@ -237,12 +250,17 @@ interface Side {
 }
 
 function run(commandLine: string, env: Record<string, string>, hosts: string): RunResult {
-  const r = harness.run(commandLine, Object.entries(env).map(([name, value]) => ({ name, value })), {
-    AZ_BATCH_HOST_LIST: hosts,
-    AZ_BATCH_TASK_DIR: TASK_DIR,
-    DOCKER_STUB_EXEC: '1',
-    PATH: `${extraBin}:${harness.bin()}:${harness.gpuBin()}:/usr/bin:/bin`,
-  }, (nodeDir) => fs.writeFileSync(path.join(nodeDir, 'startup', 'wd', 'UCX_IB_PKEY'), `UCX_IB_PKEY=${PKEY}\n`));
+  const r = harness.run(
+    commandLine,
+    Object.entries(env).map(([name, value]) => ({ name, value })),
+    {
+      AZ_BATCH_HOST_LIST: hosts,
+      AZ_BATCH_TASK_DIR: TASK_DIR,
+      DOCKER_STUB_EXEC: '1',
+      PATH: `${extraBin}:${harness.bin()}:${harness.gpuBin()}:/usr/bin:/bin`,
+    },
+    (nodeDir) => fs.writeFileSync(path.join(nodeDir, 'startup', 'wd', 'UCX_IB_PKEY'), `UCX_IB_PKEY=${PKEY}\n`),
+  );
   if (r.status !== 0) throw new Error(`exit ${r.status}: ${r.stderr}\n${commandLine.slice(0, 400)}`);
   return r;
 }
@@ -280,7 +298,13 @@ function compareWithShipyard(recipe: RecipeConfig, result: ImportResult): Differ
   const image = poolRaw.vm_configuration.platform_image ?? {};
   // "On the same nodes": Shipyard's model sees the VM size our spec runs on.
   const sy = shipyardTask(
-    { vmSize: spec.pool.vmSize as string, interNodeCommunication: poolRaw.inter_node_communication_enabled === true, native: image.native === true, publisher: image.publisher, offer: image.offer },
+    {
+      vmSize: spec.pool.vmSize as string,
+      interNodeCommunication: poolRaw.inter_node_communication_enabled === true,
+      native: image.native === true,
+      publisher: image.publisher,
+      offer: image.offer,
+    },
     jobRaw,
     taskRaw,
     spec.pool.nodes,
@@ -360,7 +384,13 @@ function compareWithShipyard(recipe: RecipeConfig, result: ImportResult): Differ
     // starts and needs a node's NFS server: the container is compared on the same spec without it.
     const { scratch: _scratch, ...withoutScratch } = ourSpec;
     const coordinationSpec = withoutScratch as JobSpec;
-    const coordinationReq = mpiTaskRequest(planJob('shipyard-cmp', coordinationSpec), coordinationSpec, nodes, '$AZ_BATCH_NODE_SHARED_DIR/jobdata/shipyard-cmp', 'hpc-shipyard-cmp');
+    const coordinationReq = mpiTaskRequest(
+      planJob('shipyard-cmp', coordinationSpec),
+      coordinationSpec,
+      nodes,
+      '$AZ_BATCH_NODE_SHARED_DIR/jobdata/shipyard-cmp',
+      'hpc-shipyard-cmp',
+    );
     const ourCoordination = run(coordinationReq.coordinationCommandLine, Object.fromEntries(coordinationReq.environment.map((e) => [e.name, e.value])), hosts);
     const ourRun = dockerRunFacts(dockerCalls(ourCoordination.out).find((c) => c[0] === 'run') as string[]);
     const o = norm({ ...ourRun.facts, 'container command': ourRun.command.join(' ') }, ourCoordination);
@@ -369,12 +399,16 @@ function compareWithShipyard(recipe: RecipeConfig, result: ImportResult): Differ
     let s: Facts;
     if (mode === 'single') {
       const d = dockerRunFacts(dockerCalls(shipyardRun.out).find((c) => c[0] === 'run') as string[]);
-      s = norm({ ...d.facts, 'container command': '(the task\'s command)' }, shipyardRun);
+      s = norm({ ...d.facts, 'container command': "(the task's command)" }, shipyardRun);
       o['container command'] = o['container command'] ? '(a keep-alive loop; the command runs through docker exec)' : '';
     } else if (sy.native) {
       // §2.2: Batch runs the container of a native pool with these options; what Batch adds itself (networking,
       // devices, its directories) is not modelled, so only the options derived from the Shipyard files compare.
-      const d = dockerRunFacts(['run', ...splitShellWords(sy.runOptions.join(' ').replace(/\$AZ_BATCH_TASK_WORKING_DIR/g, '$AZ_BATCH_NODE_ROOT_DIR/task/wd')), sy.image]);
+      const d = dockerRunFacts([
+        'run',
+        ...splitShellWords(sy.runOptions.join(' ').replace(/\$AZ_BATCH_TASK_WORKING_DIR/g, '$AZ_BATCH_NODE_ROOT_DIR/task/wd')),
+        sy.image,
+      ]);
       s = { ...d.facts, 'container command': sy.coordinationCommandLine ?? '' };
       for (const k of Object.keys(o)) if (!/^(name|rm|shm|privileged|cap |gpus|workdir|container command)/.test(k)) delete o[k];
     } else {
@@ -438,29 +472,65 @@ function programFacts(program: string[], env: Record<string, string>): Facts {
 // The deviations, and why each is right (or at least deliberate).
 
 const WHY: [RegExp, string][] = [
-  [/^(mca plm_rsh_args|env I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS)$/, 'ours points the launcher\'s ssh at the container\'s sshd (port 23); Shipyard relied on ~/.ssh/config in the image (notes §2.1 "SSH on the alternate port")'],
+  [
+    /^(mca plm_rsh_args|env I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS)$/,
+    'ours points the launcher\'s ssh at the container\'s sshd (port 23); Shipyard relied on ~/.ssh/config in the image (notes §2.1 "SSH on the alternate port")',
+  ],
   [/^env UCX_TLS$/, 'our Open MPI 4 / MPICH 4 InfiniBand presets pin the UCX transports (rc,sm,self); Shipyard let UCX choose'],
   [/^env UCX_NET_DEVICES$/, 'our MPICH 4 preset runs over UCX and names the IB port; Shipyard set nothing for MPICH'],
-  [/^env UCX_IB_PKEY$/, 'ours forwards the node\'s partition key to Intel MPI 2019 ranks too (its mlx provider is UCX); Shipyard forwarded it to Open MPI, MPICH and MVAPICH only'],
+  [
+    /^env UCX_IB_PKEY$/,
+    "ours forwards the node's partition key to Intel MPI 2019 ranks too (its mlx provider is UCX); Shipyard forwarded it to Open MPI, MPICH and MVAPICH only",
+  ],
   [/^env I_MPI_FALLBACK$/, 'Intel MPI 2019 removed I_MPI_FALLBACK; our 2018 preset sets it, the 2019+ one does not'],
-  [/^env MANPATH$/, 'Shipyard set MANPATH for Intel\'s mpivars.sh under set -u; our user code runs without -u (shared/core/mpi/userShell.ts)'],
-  [/^env (I_MPI_FABRICS|FI_PROVIDER)$/, 'our Intel MPI preset always names the fabric (shm:ofi with FI_PROVIDER mlx on InfiniBand, tcp without); Shipyard named it only on sizes its tables knew as InfiniBand'],
-  [/^container (devices|ulimit memlock)$/, 'ours exposes the InfiniBand devices (and lifts memlock) on every RDMA size; Shipyard only on sizes its tables knew, which predate ND A100 v4'],
+  [/^env MANPATH$/, "Shipyard set MANPATH for Intel's mpivars.sh under set -u; our user code runs without -u (shared/core/mpi/userShell.ts)"],
+  [
+    /^env (I_MPI_FABRICS|FI_PROVIDER)$/,
+    'our Intel MPI preset always names the fabric (shm:ofi with FI_PROVIDER mlx on InfiniBand, tcp without); Shipyard named it only on sizes its tables knew as InfiniBand',
+  ],
+  [
+    /^container (devices|ulimit memlock)$/,
+    'ours exposes the InfiniBand devices (and lifts memlock) on every RDMA size; Shipyard only on sizes its tables knew, which predate ND A100 v4',
+  ],
   [/^flag -iface$/, 'without InfiniBand our MPICH / MVAPICH presets name the interface (-iface eth0); Shipyard passed nothing'],
   [/^env MV2_IBA_HCA$/, 'our MVAPICH2 preset names the HCA (mlx5_0); Shipyard set nothing'],
   [/^singularity image$/, 'each node pulled the image once in the staggered pull stage; ranks run that SIF file, never the registry reference'],
   [/^container name$/, 'the control plane names the container after the job (the release task removes it by that name)'],
-  [/^container env passing$/, 'ours passes the Batch variables, mpi.env and the fabric variables by name (-e NAME); Shipyard dumped the whole task environment into an env file'],
-  [/^container shm$/, 'Shipyard left Docker\'s 64m /dev/shm when shm_size was unset (too small for Intel MPI, issue #8); ours defaults to 1g'],
-  [/^container container command$/, 'ours starts sshd -D -p 23 itself (or a keep-alive loop for a single-node task); Shipyard ran the image\'s CMD, which in the recipe images is that sshd (native pools: Batch ran sshd -p 23 in the container)'],
+  [
+    /^container env passing$/,
+    'ours passes the Batch variables, mpi.env and the fabric variables by name (-e NAME); Shipyard dumped the whole task environment into an env file',
+  ],
+  [/^container shm$/, "Shipyard left Docker's 64m /dev/shm when shm_size was unset (too small for Intel MPI, issue #8); ours defaults to 1g"],
+  [
+    /^container container command$/,
+    "ours starts sshd -D -p 23 itself (or a keep-alive loop for a single-node task); Shipyard ran the image's CMD, which in the recipe images is that sshd (native pools: Batch ran sshd -p 23 in the container)",
+  ],
   [/^container bind \/etc\/dat\.conf$/, 'only DAPL (Intel MPI ≤ 2018 over NetworkDirect) reads /etc/dat.conf; none of our presets uses DAPL'],
-  [/^container gpus$/, 'Shipyard\'s GPU size table predates the A100 sizes that replace the retired NC sizes: on these nodes it would not have given the container the GPUs'],
-  [/^container bind \$AZ_BATCH_TASK_DIR\/auto_scratch$/, 'the shared scratch is at $MPIJOB_SCRATCH (under the node root, which the container binds); Shipyard bound its BeeOND mount at $AZ_BATCH_TASK_DIR/auto_scratch (the spec\'s header says to change the paths)'],
-  [/^container bind .*\/azblob$/, 'the recipe\'s shared blob volume is reported unsupported until the job spec has mounts: the bind is missing (the spec\'s header says so)'],
-  [/^flag --output-filename$/, 'the imported spec keeps every rank\'s full output (its default outputs, cli/import/shipyard/defaultOutputs.ts): Open MPI writes one file per rank as well as forwarding it; Shipyard kept only the task\'s stdout on the node'],
-  [/^pre-execution$/, 'Shipyard\'s scratch was at $AZ_BATCH_TASK_DIR/auto_scratch; ours is at $MPIJOB_SCRATCH, and the pre-execution command first links the old path to it so the recipe\'s setup script (cd $AZ_BATCH_TASK_DIR/auto_scratch) lands in the scratch (cli/import/shipyard/scratchWiring.ts)'],
+  [
+    /^container gpus$/,
+    "Shipyard's GPU size table predates the A100 sizes that replace the retired NC sizes: on these nodes it would not have given the container the GPUs",
+  ],
+  [
+    /^container bind \$AZ_BATCH_TASK_DIR\/auto_scratch$/,
+    "the shared scratch is at $MPIJOB_SCRATCH (under the node root, which the container binds); Shipyard bound its BeeOND mount at $AZ_BATCH_TASK_DIR/auto_scratch (the spec's header says to change the paths)",
+  ],
+  [
+    /^container bind .*\/azblob$/,
+    "the recipe's shared blob volume is reported unsupported until the job spec has mounts: the bind is missing (the spec's header says so)",
+  ],
+  [
+    /^flag --output-filename$/,
+    "the imported spec keeps every rank's full output (its default outputs, cli/import/shipyard/defaultOutputs.ts): Open MPI writes one file per rank as well as forwarding it; Shipyard kept only the task's stdout on the node",
+  ],
+  [
+    /^pre-execution$/,
+    "Shipyard's scratch was at $AZ_BATCH_TASK_DIR/auto_scratch; ours is at $MPIJOB_SCRATCH, and the pre-execution command first links the old path to it so the recipe's setup script (cd $AZ_BATCH_TASK_DIR/auto_scratch) lands in the scratch (cli/import/shipyard/scratchWiring.ts)",
+  ],
   [/^container rm$/, 'Shipyard ran this container with --rm; ours is removed by the job release task'],
-  [/^container (detached|network)$/, 'a single-node task: ours runs in the job\'s long-running container (detached, host network) through docker exec; Shipyard ran docker run in the foreground'],
+  [
+    /^container (detached|network)$/,
+    "a single-node task: ours runs in the job's long-running container (detached, host network) through docker exec; Shipyard ran docker run in the foreground",
+  ],
 ];
 
 function reasonFor(key: string): string | undefined {
@@ -468,7 +538,9 @@ function reasonFor(key: string): string | undefined {
 }
 
 const d = (key: string, shipyard: string | undefined, ours: string | undefined): Difference => ({
-  key, ...(shipyard !== undefined ? { shipyard } : {}), ...(ours !== undefined ? { ours } : {}),
+  key,
+  ...(shipyard !== undefined ? { shipyard } : {}),
+  ...(ours !== undefined ? { ours } : {}),
 });
 /** Docker on a non-native pool: what every such recipe differs in. */
 const dockerBase = (name: string, shm?: string): Difference[] => [
@@ -484,14 +556,26 @@ const SSH_PORT_HYDRA = d('env I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS', undefined,
 const MANPATH = d('env MANPATH', '/usr/share/man:/usr/local/man', undefined);
 const FALLBACK = d('env I_MPI_FALLBACK', '0', undefined);
 const SIF = (uri: string) => d('singularity image', uri, '$AZ_BATCH_NODE_SHARED_DIR/mpijob/sif/shipyard-cmp/0.sif');
-const AUTO_SCRATCH = (job: string) => d('container bind $AZ_BATCH_TASK_DIR/auto_scratch', `$AZ_BATCH_NODE_ROOT_DIR/mounts/auto_scratch/${job}:$AZ_BATCH_TASK_DIR/auto_scratch`, undefined);
+const AUTO_SCRATCH = (job: string) =>
+  d('container bind $AZ_BATCH_TASK_DIR/auto_scratch', `$AZ_BATCH_NODE_ROOT_DIR/mounts/auto_scratch/${job}:$AZ_BATCH_TASK_DIR/auto_scratch`, undefined);
 const RANK_LOGS = d('flag --output-filename', undefined, '.mpijob-ranks');
-const SCRATCH_LINK = d('pre-execution', 'source set_up_sample.sh', 'if [ -n "${MPIJOB_SCRATCH:-}" ]; then ln -sfn "$MPIJOB_SCRATCH" "$AZ_BATCH_TASK_DIR/auto_scratch"; fi; source set_up_sample.sh');
+const SCRATCH_LINK = d(
+  'pre-execution',
+  'source set_up_sample.sh',
+  'if [ -n "${MPIJOB_SCRATCH:-}" ]; then ln -sfn "$MPIJOB_SCRATCH" "$AZ_BATCH_TASK_DIR/auto_scratch"; fi; source set_up_sample.sh',
+);
 const sorted = (list: Difference[]) => [...list].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
 
 const DEVIATIONS: Record<string, Difference[]> = {
   // Intel MPI (2019+ preset) on HB120rs_v3, the H16r successor: SR-IOV now, where Shipyard chose shm:ofi + mlx too.
-  'CNTK-CPU-Infiniband-IntelMPI': sorted([...dockerBase('cntkjob-alfpark-cntk-2.1-cpu-1bitsgd-py36-intelmpi-refdata', '256m'), DAT_CONF, FALLBACK, MANPATH, PKEY_INTEL, SSH_PORT_HYDRA]),
+  'CNTK-CPU-Infiniband-IntelMPI': sorted([
+    ...dockerBase('cntkjob-alfpark-cntk-2.1-cpu-1bitsgd-py36-intelmpi-refdata', '256m'),
+    DAT_CONF,
+    FALLBACK,
+    MANPATH,
+    PKEY_INTEL,
+    SSH_PORT_HYDRA,
+  ]),
   'CNTK-CPU-OpenMPI (multinode)': sorted([...dockerBase('cntkjob-alfpark-cntk-2.1-cpu-py35-refdata'), SSH_PORT, RANK_LOGS]),
   'CNTK-CPU-OpenMPI (singlenode)': sorted(singleNode('task', undefined)),
   // ND96asr_v4 (the NC24r successor): Shipyard's tables know it as neither RDMA nor GPU, so it ran TCP without GPUs.
@@ -505,7 +589,10 @@ const DEVIATIONS: Record<string, Difference[]> = {
     PKEY_INTEL,
     SSH_PORT_HYDRA,
   ]),
-  'CNTK-GPU-OpenMPI (multinode-multigpu)': sorted([...dockerBase('cntkjob-alfpark-cntk-2.1-gpu-1bitsgd-py35-cuda8-cudnn6-refdata'), d('container gpus', undefined, 'all')]),
+  'CNTK-GPU-OpenMPI (multinode-multigpu)': sorted([
+    ...dockerBase('cntkjob-alfpark-cntk-2.1-gpu-1bitsgd-py35-cuda8-cudnn6-refdata'),
+    d('container gpus', undefined, 'all'),
+  ]),
   'CNTK-GPU-OpenMPI (singlenode-multigpu)': sorted([...singleNode('task', undefined), d('container gpus', undefined, 'all')]),
   'CNTK-GPU-OpenMPI (singlenode-singlegpu)': sorted([...singleNode('task', undefined), d('container gpus', undefined, 'all')]),
   // Intel MPI 2018 over OFA on HC44rs: the 2018 preset is Shipyard's intelmpi-ofa setting.
@@ -514,19 +601,68 @@ const DEVIATIONS: Record<string, Difference[]> = {
   'HPLinpack-Infiniband-IntelMPI (docker)': sorted([...dockerBase('linpack-alfpark-linpack-2018-intel-mkl'), DAT_CONF, MANPATH, SSH_PORT_HYDRA]),
   'HPLinpack-Infiniband-IntelMPI (singularity)': sorted([MANPATH, SIF('library://alfpark/linpack/linpack:2018-intel-mkl')]),
   // The shared blob volume is not carried yet (reported unsupported): its bind is missing.
-  'HPMLA-CPU-OpenMPI': sorted([...dockerBase('PLACEHOLDER-msmadl-symsgd-0.0.1'), d('container bind $AZ_BATCH_NODE_ROOT_DIR/shared/azblob', '$AZ_BATCH_NODE_ROOT_DIR/mounts/azureblob_vol:$AZ_BATCH_NODE_ROOT_DIR/shared/azblob:rw', undefined)]),
+  'HPMLA-CPU-OpenMPI': sorted([
+    ...dockerBase('PLACEHOLDER-msmadl-symsgd-0.0.1'),
+    d(
+      'container bind $AZ_BATCH_NODE_ROOT_DIR/shared/azblob',
+      '$AZ_BATCH_NODE_ROOT_DIR/mounts/azureblob_vol:$AZ_BATCH_NODE_ROOT_DIR/shared/azblob:rw',
+      undefined,
+    ),
+  ]),
   'NAMD-GPU': sorted([...singleNode('task', undefined), d('container gpus', undefined, 'all')]),
-  'NAMD-Infiniband-IntelMPI': sorted([...dockerBase('namdjob-alfpark-namd-2.11-icc-mkl-intelmpi', '256m'), DAT_CONF, FALLBACK, MANPATH, PKEY_INTEL, SSH_PORT_HYDRA]),
+  'NAMD-Infiniband-IntelMPI': sorted([
+    ...dockerBase('namdjob-alfpark-namd-2.11-icc-mkl-intelmpi', '256m'),
+    DAT_CONF,
+    FALLBACK,
+    MANPATH,
+    PKEY_INTEL,
+    SSH_PORT_HYDRA,
+  ]),
   'NAMD-TCP': sorted(dockerBase('namdjob-alfpark-namd-2.11-tcp')),
   'OSUMicroBenchmarks-Infiniband-MVAPICH': sorted([d('env MV2_IBA_HCA', undefined, 'mlx5_0'), SIF('library://alfpark/mvapich/mvapich:2.3.2')]),
-  'OpenFOAM-Infiniband-IntelMPI': sorted([...dockerBase('openfoamjob-alfpark-openfoam-4.0-icc-intelmpi', '256m'), AUTO_SCRATCH('openfoamjob'), DAT_CONF, FALLBACK, SCRATCH_LINK, MANPATH, PKEY_INTEL, SSH_PORT_HYDRA]),
-  'OpenFOAM-Infiniband-OpenMPI': sorted([...dockerBase('docker-openfoam-openmpi-ib-job-vincentlabo-openfoam-openmpi-ib'), AUTO_SCRATCH('docker-openfoam-openmpi-ib-job'), DAT_CONF, SCRATCH_LINK, d('env UCX_TLS', undefined, 'rc,sm,self')]),
+  'OpenFOAM-Infiniband-IntelMPI': sorted([
+    ...dockerBase('openfoamjob-alfpark-openfoam-4.0-icc-intelmpi', '256m'),
+    AUTO_SCRATCH('openfoamjob'),
+    DAT_CONF,
+    FALLBACK,
+    SCRATCH_LINK,
+    MANPATH,
+    PKEY_INTEL,
+    SSH_PORT_HYDRA,
+  ]),
+  'OpenFOAM-Infiniband-OpenMPI': sorted([
+    ...dockerBase('docker-openfoam-openmpi-ib-job-vincentlabo-openfoam-openmpi-ib'),
+    AUTO_SCRATCH('docker-openfoam-openmpi-ib-job'),
+    DAT_CONF,
+    SCRATCH_LINK,
+    d('env UCX_TLS', undefined, 'rc,sm,self'),
+  ]),
   'OpenFOAM-TCP-OpenMPI': sorted([...dockerBase('openfoamjob-alfpark-openfoam-4.0-gcc-openmpi'), AUTO_SCRATCH('openfoamjob'), SCRATCH_LINK]),
-  'mpiBench-Infiniband-MPICH': sorted([...dockerBase('mpibench-mpich-ib-vincentlabo-mpibench-mpich-ib', '256m'), DAT_CONF, d('env UCX_NET_DEVICES', undefined, 'mlx5_0:1'), d('env UCX_TLS', undefined, 'rc,sm,self')]),
-  'mpiBench-Infiniband-OpenMPI': sorted([...dockerBase('mpibench-openmpi-ib-vincentlabo-mpibench-openmpi-ib'), DAT_CONF, SSH_PORT, RANK_LOGS, d('env UCX_TLS', undefined, 'rc,sm,self')]),
+  'mpiBench-Infiniband-MPICH': sorted([
+    ...dockerBase('mpibench-mpich-ib-vincentlabo-mpibench-mpich-ib', '256m'),
+    DAT_CONF,
+    d('env UCX_NET_DEVICES', undefined, 'mlx5_0:1'),
+    d('env UCX_TLS', undefined, 'rc,sm,self'),
+  ]),
+  'mpiBench-Infiniband-OpenMPI': sorted([
+    ...dockerBase('mpibench-openmpi-ib-vincentlabo-mpibench-openmpi-ib'),
+    DAT_CONF,
+    SSH_PORT,
+    RANK_LOGS,
+    d('env UCX_TLS', undefined, 'rc,sm,self'),
+  ]),
   // Native pools: Batch ran the container (only the options from the Shipyard files compare).
-  'mpiBench-IntelMPI (docker)': sorted([...nativeBase('mpibench-intelmpi-vincentlabo-mpibench-intelmpi'), d('env FI_PROVIDER', undefined, 'tcp'), d('env I_MPI_FABRICS', undefined, 'shm:ofi'), SSH_PORT_HYDRA]),
-  'mpiBench-IntelMPI (singularity)': sorted([d('env FI_PROVIDER', undefined, 'tcp'), d('env I_MPI_FABRICS', undefined, 'shm:ofi'), SIF('library://vincent.labonte/mpi/mpibench:intelmpi')]),
+  'mpiBench-IntelMPI (docker)': sorted([
+    ...nativeBase('mpibench-intelmpi-vincentlabo-mpibench-intelmpi'),
+    d('env FI_PROVIDER', undefined, 'tcp'),
+    d('env I_MPI_FABRICS', undefined, 'shm:ofi'),
+    SSH_PORT_HYDRA,
+  ]),
+  'mpiBench-IntelMPI (singularity)': sorted([
+    d('env FI_PROVIDER', undefined, 'tcp'),
+    d('env I_MPI_FABRICS', undefined, 'shm:ofi'),
+    SIF('library://vincent.labonte/mpi/mpibench:intelmpi'),
+  ]),
   'mpiBench-MPICH (docker)': sorted([...nativeBase('mpibench-mpich-vincentlabo-mpibench-mpich'), d('flag -iface', undefined, 'eth0')]),
   'mpiBench-MPICH (singularity)': sorted([d('flag -iface', undefined, 'eth0'), SIF('library://vincent.labonte/mpi/mpibench:mpich')]),
   'mpiBench-OpenMPI (docker)': sorted([...nativeBase('mpibench-openmpi-vincentlabo-mpibench-openmpi'), SSH_PORT, RANK_LOGS]),
@@ -544,7 +680,7 @@ function nativeBase(name: string): Difference[] {
 
 function singleNode(name: string, shm: string | undefined): Difference[] {
   return [
-    d('container container command', '(the task\'s command)', '(a keep-alive loop; the command runs through docker exec)'),
+    d('container container command', "(the task's command)", '(a keep-alive loop; the command runs through docker exec)'),
     d('container detached', undefined, 'yes'),
     d('container env passing', 'env-file .shipyard.envlist', expect.stringMatching(/^named \(\d+\)$/) as unknown as string),
     d('container name', name, 'mpijob-shipyard-cmp'),

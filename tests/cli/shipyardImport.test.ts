@@ -69,7 +69,7 @@ describe('a file that cannot be read as Shipyard configuration', () => {
     expect(r.problems[0].line).toBeGreaterThanOrEqual(4);
   });
 
-  it('refuses a key given twice in one mapping, at the second one\'s line (Shipyard\'s loader refuses it too)', () => {
+  it("refuses a key given twice in one mapping, at the second one's line (Shipyard's loader refuses it too)", () => {
     const r = imp({ pool: POOL.replace('  vm_size: Standard_HB120rs_v3\n', '  vm_size: Standard_HB120rs_v3\n  vm_size: Standard_HC44rs\n') });
     expect(r.problems).toEqual([{ file: 'pool.yaml', message: 'YAML error: the key "vm_size" appears twice in one mapping', line: 12, column: 3 }]);
   });
@@ -90,9 +90,21 @@ describe('an exact import', () => {
     expect(spec).toMatchObject({
       name: 'cfd',
       tags: { 'shipyard-pool': 'hb-pool', 'shipyard-job': 'cfd' },
-      pool: { vmSize: 'Standard_HB120rs_v3', nodes: 4, image: { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204' }, nodeAgentSku: 'batch.node.ubuntu 22.04' },
+      pool: {
+        vmSize: 'Standard_HB120rs_v3',
+        nodes: 4,
+        image: { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204' },
+        nodeAgentSku: 'batch.node.ubuntu 22.04',
+      },
       container: { runtime: 'docker', images: ['myregistry.azurecr.io/cfd/solver:3.1'], registry: { server: 'myregistry.azurecr.io', identity: 'managed' } },
-      mpi: { runtime: 'openmpi', processesPerNode: 'nproc', options: ['--oversubscribe'], env: { CASE: 'motorbike' }, preExecutionCommand: 'source /opt/solver/env.sh', command: 'solver -parallel' },
+      mpi: {
+        runtime: 'openmpi',
+        processesPerNode: 'nproc',
+        options: ['--oversubscribe'],
+        env: { CASE: 'motorbike' },
+        preExecutionCommand: 'source /opt/solver/env.sh',
+        command: 'solver -parallel',
+      },
       cleanup: { autoComplete: true },
     });
     expect(r.entries.filter((e) => e.status !== 'mapped')).toEqual([]);
@@ -104,8 +116,13 @@ describe('an exact import', () => {
   it('every value carries a comment naming its Shipyard setting, and the YAML is what the spec object says', () => {
     const r = imp({});
     const yaml = r.specs[0].yaml;
-    for (const origin of ['pool.yaml: pool_specification.vm_size', 'pool.yaml: pool_specification.vm_count.dedicated', 'jobs.yaml: job_specifications[0].tasks[0].multi_instance.mpi.runtime',
-      'jobs.yaml: job_specifications[0].tasks[0].command', 'jobs.yaml: job_specifications[0].tasks[0].environment_variables.CASE']) {
+    for (const origin of [
+      'pool.yaml: pool_specification.vm_size',
+      'pool.yaml: pool_specification.vm_count.dedicated',
+      'jobs.yaml: job_specifications[0].tasks[0].multi_instance.mpi.runtime',
+      'jobs.yaml: job_specifications[0].tasks[0].command',
+      'jobs.yaml: job_specifications[0].tasks[0].environment_variables.CASE',
+    ]) {
       expect(yaml).toContain(`# from ${origin}`);
     }
     expect(YAML.parse(yaml)).toEqual(r.specs[0].spec);
@@ -158,15 +175,30 @@ describe('settings that do not map', () => {
 `;
     const r = imp({ jobs });
     const kind = (path: string) => entry(r, path);
-    expect(kind('job_specifications[0].tasks[1]')).toMatchObject({ status: 'unsupported', note: expect.stringMatching(/^unsupported task kind: a plain \(single-node\) task beside the job's MPI task/) });
-    expect(kind('job_specifications[0].merge_task')).toMatchObject({ status: 'unsupported', note: expect.stringMatching(/^unsupported task kind: a merge task/) });
-    expect(kind('job_specifications[1].tasks[0]')).toMatchObject({ status: 'unsupported', note: expect.stringMatching(/^unsupported task kind: a task factory/) });
-    expect(kind('job_specifications[2].tasks[0]')).toMatchObject({ status: 'unsupported', note: expect.stringMatching(/^unsupported task kind: one of several plain/) });
+    expect(kind('job_specifications[0].tasks[1]')).toMatchObject({
+      status: 'unsupported',
+      note: expect.stringMatching(/^unsupported task kind: a plain \(single-node\) task beside the job's MPI task/),
+    });
+    expect(kind('job_specifications[0].merge_task')).toMatchObject({
+      status: 'unsupported',
+      note: expect.stringMatching(/^unsupported task kind: a merge task/),
+    });
+    expect(kind('job_specifications[1].tasks[0]')).toMatchObject({
+      status: 'unsupported',
+      note: expect.stringMatching(/^unsupported task kind: a task factory/),
+    });
+    expect(kind('job_specifications[2].tasks[0]')).toMatchObject({
+      status: 'unsupported',
+      note: expect.stringMatching(/^unsupported task kind: one of several plain/),
+    });
     expect(kind('job_specifications[2].tasks[1]')).toMatchObject({ status: 'unsupported' });
     // The MPI task and the one-task job become specs; the sweep and the bag do not.
     expect(r.specs.map((s) => s.file)).toEqual(['mixed.yaml', 'one.yaml']);
     expect(specOf(r, 0)).toMatchObject({ pool: { nodes: 4 }, mpi: { runtime: 'mpich', processesPerNode: 8, command: 'solver' } });
-    expect(specOf(r, 1)).toMatchObject({ pool: { nodes: 1 }, mpi: { launcher: { mode: 'custom' }, command: 'echo single', coordinationCommand: 'while :; do sleep 3600; done' } });
+    expect(specOf(r, 1)).toMatchObject({
+      pool: { nodes: 1 },
+      mpi: { launcher: { mode: 'custom' }, command: 'echo single', coordinationCommand: 'while :; do sleep 3600; done' },
+    });
     expect(kind('job_specifications[3].tasks[0].command')).toMatchObject({ status: 'approximated', note: expect.stringMatching(/single-node task/) });
     // Settings of jobs without a spec are not silently kept: the sweep's id went nowhere.
     expect(kind('job_specifications[1].id')).toMatchObject({ status: 'unsupported', note: expect.stringMatching(/^no job spec was generated to carry it/) });
@@ -180,7 +212,9 @@ describe('settings that do not map', () => {
   });
 
   it('every setting of the files is in the report, even inside blocks reported as a whole', () => {
-    const r = imp({ pool: `${POOL}  ssh:\n    username: shipyard\n    expiry_days: 7\n  autoscale:\n    evaluation_interval: 00:05:00\n    formula: '$TargetDedicatedNodes = 2;'\n` });
+    const r = imp({
+      pool: `${POOL}  ssh:\n    username: shipyard\n    expiry_days: 7\n  autoscale:\n    evaluation_interval: 00:05:00\n    formula: '$TargetDedicatedNodes = 2;'\n`,
+    });
     expect(entry(r, 'pool_specification.ssh')).toMatchObject({ status: 'unsupported', note: expect.stringMatching(/no login user/) });
     expect(entry(r, 'pool_specification.autoscale')).toMatchObject({ status: 'unsupported', note: expect.stringMatching(/fixed size/) });
   });
@@ -226,9 +260,16 @@ describe('credentials never cross', () => {
 
   it('replaces the registry password by a secret reference the user must fill, with the user name kept', () => {
     const spec = specOf(r);
-    expect(spec.container.registry).toEqual({ server: 'myregistry.azurecr.io', identity: { secretRef: 'REGISTRY_PASSWORD_MYREGISTRY_AZURECR_IO', username: 'puller' } });
+    expect(spec.container.registry).toEqual({
+      server: 'myregistry.azurecr.io',
+      identity: { secretRef: 'REGISTRY_PASSWORD_MYREGISTRY_AZURECR_IO', username: 'puller' },
+    });
     expect(r.specs[0].yaml).toMatch(/# TODO: create the app setting REGISTRY_PASSWORD_MYREGISTRY_AZURECR_IO holding the registry password/);
-    expect(entry(r, 'credentials.docker_registry["myregistry.azurecr.io"].password')).toMatchObject({ status: 'approximated', secret: true, target: 'container.registry.identity.secretRef' });
+    expect(entry(r, 'credentials.docker_registry["myregistry.azurecr.io"].password')).toMatchObject({
+      status: 'approximated',
+      secret: true,
+      target: 'container.registry.identity.secretRef',
+    });
   });
 
   it('keeps the blob of a SAS URL (read through a SAS the pipeline mints), drops the SAS, and leaves the secret environment variable out', () => {
@@ -240,7 +281,12 @@ describe('credentials never cross', () => {
   });
 
   it('a SAS inside a command is removed from the command the spec carries, reported, and flagged as a TODO', () => {
-    const c = imp({ jobs: JOBS.replace('    command: solver -parallel', '    command: curl -o in.dat "https://acct01.blob.core.windows.net/c/in.dat?sv=2021-08-06&sig=QUJDREVGRw%3D%3D"; solver -parallel') });
+    const c = imp({
+      jobs: JOBS.replace(
+        '    command: solver -parallel',
+        '    command: curl -o in.dat "https://acct01.blob.core.windows.net/c/in.dat?sv=2021-08-06&sig=QUJDREVGRw%3D%3D"; solver -parallel',
+      ),
+    });
     expect(specOf(c).mpi.command).toBe('curl -o in.dat "https://acct01.blob.core.windows.net/c/in.dat"; solver -parallel');
     expect(entry(c, 'job_specifications[0].tasks[0].command')).toMatchObject({ status: 'mapped' });
     expect(c.entries.filter((e) => e.path === 'job_specifications[0].tasks[0].command' && e.secret)).toEqual([
@@ -252,8 +298,13 @@ describe('credentials never cross', () => {
 
   it('a Key Vault secret becomes the app setting holding a reference to it (jobs may name only declared settings)', () => {
     const kv = 'https://myvault.vault.azure.net/secrets/acr-pull';
-    const k = imp({ credentials: `credentials:\n  docker_registry:\n    myregistry.azurecr.io:\n      username: puller\n      password_keyvault_secret_id: ${kv}\n` });
-    expect(specOf(k).container.registry).toEqual({ server: 'myregistry.azurecr.io', identity: { secretRef: 'REGISTRY_PASSWORD_MYREGISTRY_AZURECR_IO', username: 'puller' } });
+    const k = imp({
+      credentials: `credentials:\n  docker_registry:\n    myregistry.azurecr.io:\n      username: puller\n      password_keyvault_secret_id: ${kv}\n`,
+    });
+    expect(specOf(k).container.registry).toEqual({
+      server: 'myregistry.azurecr.io',
+      identity: { secretRef: 'REGISTRY_PASSWORD_MYREGISTRY_AZURECR_IO', username: 'puller' },
+    });
     expect(k.specs[0].yaml).toContain(`a Key Vault reference to ${kv}`);
     expect(k.specs[0].yaml).toMatch(/REGISTRY_CREDENTIALS \(myregistry\.azurecr\.io=REGISTRY_PASSWORD_MYREGISTRY_AZURECR_IO\)/);
     expect(k.secrets).toEqual([]);
@@ -262,9 +313,13 @@ describe('credentials never cross', () => {
 });
 
 describe('launcher choices', () => {
-  const mi = (mpi: string, command = 'solver -parallel') => JOBS.replace('      mpi:\n        runtime: openmpi\n        processes_per_node: nproc\n    command: solver -parallel\n', `      mpi:\n${mpi}    command: ${command}\n`);
+  const mi = (mpi: string, command = 'solver -parallel') =>
+    JOBS.replace(
+      '      mpi:\n        runtime: openmpi\n        processes_per_node: nproc\n    command: solver -parallel\n',
+      `      mpi:\n${mpi}    command: ${command}\n`,
+    );
 
-  it('a processes_per_node expression the spec has no word for keeps Shipyard\'s own line in a custom launch script', () => {
+  it("a processes_per_node expression the spec has no word for keeps Shipyard's own line in a custom launch script", () => {
     const r = imp({ jobs: mi('        runtime: intelmpi\n        processes_per_node: echo 24\n') });
     const spec = specOf(r);
     expect(spec.mpi.launcher.mode).toBe('custom');
@@ -272,8 +327,11 @@ describe('launcher choices', () => {
     expect(entry(r, 'job_specifications[0].tasks[0].multi_instance.mpi.processes_per_node')).toMatchObject({ status: 'mapped', target: 'mpi.command' });
   });
 
-  it('GPU counting and nproc-like expressions become the spec\'s words', () => {
-    const gpu = imp({ jobs: mi('        runtime: openmpi\n        processes_per_node: nvidia-smi -L | wc -l\n'), pool: POOL.replace('Standard_HB120rs_v3', 'Standard_ND96asr_v4') });
+  it("GPU counting and nproc-like expressions become the spec's words", () => {
+    const gpu = imp({
+      jobs: mi('        runtime: openmpi\n        processes_per_node: nvidia-smi -L | wc -l\n'),
+      pool: POOL.replace('Standard_HB120rs_v3', 'Standard_ND96asr_v4'),
+    });
     expect(specOf(gpu).mpi.processesPerNode).toBe('gpus');
     expect(specOf(gpu).container.gpus).toBe(true);
     const cpus = imp({ jobs: mi('        runtime: openmpi\n        processes_per_node: getconf _NPROCESSORS_ONLN\n') });
@@ -282,10 +340,23 @@ describe('launcher choices', () => {
   });
 
   it('intelmpi-ofa (and its docs spelling) is Intel MPI 2018; executable paths and options carry over', () => {
-    const r = imp({ jobs: mi('        runtime: intelmpi_ofa\n        executable_path: /opt/Intel/bin/mpirun\n        processes_per_node: 2\n        options:\n        - -genv I_MPI_DEBUG 5\n') });
+    const r = imp({
+      jobs: mi(
+        '        runtime: intelmpi_ofa\n        executable_path: /opt/Intel/bin/mpirun\n        processes_per_node: 2\n        options:\n        - -genv I_MPI_DEBUG 5\n',
+      ),
+    });
     const spec = specOf(r);
-    expect(spec.mpi).toMatchObject({ runtime: 'intelmpi', version: '2018', processesPerNode: 2, options: ['-genv', 'I_MPI_DEBUG', '5'], launcher: { mode: 'managed', executable: '/opt/Intel/bin/mpirun' } });
-    expect(entry(r, 'job_specifications[0].tasks[0].multi_instance.mpi.executable_path')).toMatchObject({ status: 'approximated', note: expect.stringMatching(/Shipyard lowercased it/) });
+    expect(spec.mpi).toMatchObject({
+      runtime: 'intelmpi',
+      version: '2018',
+      processesPerNode: 2,
+      options: ['-genv', 'I_MPI_DEBUG', '5'],
+      launcher: { mode: 'managed', executable: '/opt/Intel/bin/mpirun' },
+    });
+    expect(entry(r, 'job_specifications[0].tasks[0].multi_instance.mpi.executable_path')).toMatchObject({
+      status: 'approximated',
+      note: expect.stringMatching(/Shipyard lowercased it/),
+    });
     expect(entry(r, 'job_specifications[0].tasks[0].multi_instance.mpi.runtime')).toMatchObject({ status: 'approximated' });
   });
 
@@ -315,10 +386,16 @@ describe('launcher choices', () => {
     expect(specOf(r, 1)).toMatchObject({ priority: 100, dependsOn: [{ job: 'pair-solve', condition: 'succeeded' }] });
     expect(specOf(r, 1).id).toBeUndefined();
     expect(entry(r, 'job_specifications[0].tasks[1].depends_on[0]')).toMatchObject({ status: 'mapped', target: 'dependsOn' });
-    expect(entry(r, 'job_specifications[0].tasks[1].depends_on[1]')).toMatchObject({ status: 'unsupported', note: expect.stringMatching(/cleanup of this job did not become/) });
+    expect(entry(r, 'job_specifications[0].tasks[1].depends_on[1]')).toMatchObject({
+      status: 'unsupported',
+      note: expect.stringMatching(/cleanup of this job did not become/),
+    });
     expect(entry(r, 'job_specifications[0].priority')).toMatchObject({ status: 'mapped', target: 'priority' });
     expect(r.specs[1].yaml).toContain('# TODO: submit pair-solve.yaml first');
-    expect(entry(r, 'job_specifications[0].tasks[1].multi_instance.num_instances')).toMatchObject({ status: 'approximated', note: expect.stringMatching(/Shipyard's pool had 4/) });
+    expect(entry(r, 'job_specifications[0].tasks[1].multi_instance.num_instances')).toMatchObject({
+      status: 'approximated',
+      note: expect.stringMatching(/Shipyard's pool had 4/),
+    });
   });
 });
 
@@ -347,9 +424,22 @@ describe('values', () => {
   });
 
   it('docker run options against the allowlist', () => {
-    const p = parseDockerRunOptions(['--cap-add=sys_nice', '--cap-add ALL', '-v /dev:/dev', '-v /scratch:/scratch', '--ipc=host', '--ulimit memlock=-1:-1', '--net=host', '-e OMP_NUM_THREADS=4']);
+    const p = parseDockerRunOptions([
+      '--cap-add=sys_nice',
+      '--cap-add ALL',
+      '-v /dev:/dev',
+      '-v /scratch:/scratch',
+      '--ipc=host',
+      '--ulimit memlock=-1:-1',
+      '--net=host',
+      '-e OMP_NUM_THREADS=4',
+    ]);
     expect(p.verdicts.map((v) => v.status)).toEqual(['mapped', 'unsupported', 'unsupported', 'mapped', 'unsupported', 'mapped', 'mapped', 'approximated']);
-    expect(p.runOptions).toEqual({ capAdd: ['SYS_NICE'], binds: [{ source: '/scratch', target: '/scratch', readOnly: false }], ulimits: { memlock: 'unlimited' } });
+    expect(p.runOptions).toEqual({
+      capAdd: ['SYS_NICE'],
+      binds: [{ source: '/scratch', target: '/scratch', readOnly: false }],
+      ulimits: { memlock: 'unlimited' },
+    });
     expect(p.env).toEqual({ OMP_NUM_THREADS: '4' });
   });
 });
@@ -430,10 +520,19 @@ describe('data: files, scratch, mounts, outputs', () => {
       { account: 'hpcdata01', container: 'software', blob: 'solver.tgz', path: 'solver.tgz' },
       { url: 'https://example.org/hosts.conf', path: 'conf/hosts.conf' },
     ]);
-    expect(entry(r, 'job_specifications[0].tasks[0].resource_files[1].blob_source')).toMatchObject({ status: 'unsupported', note: expect.stringMatching(/https:\/\/ URL/) });
+    expect(entry(r, 'job_specifications[0].tasks[0].resource_files[1].blob_source')).toMatchObject({
+      status: 'unsupported',
+      note: expect.stringMatching(/https:\/\/ URL/),
+    });
     expect(entry(r, 'job_specifications[0].tasks[0].resource_files[2].blob_source')).toMatchObject({ status: 'approximated', secret: true });
-    expect(entry(r, 'job_specifications[0].input_data.azure_storage[0].include')).toMatchObject({ status: 'approximated', note: expect.stringMatching(/not applied/) });
-    expect(entry(r, 'job_specifications[0].input_data.azure_storage[1].is_file_share')).toMatchObject({ status: 'unsupported', note: expect.stringMatching(/mount/) });
+    expect(entry(r, 'job_specifications[0].input_data.azure_storage[0].include')).toMatchObject({
+      status: 'approximated',
+      note: expect.stringMatching(/not applied/),
+    });
+    expect(entry(r, 'job_specifications[0].input_data.azure_storage[1].is_file_share')).toMatchObject({
+      status: 'unsupported',
+      note: expect.stringMatching(/mount/),
+    });
     expect(r.specs[0].yaml).not.toContain('U2FzU2ln');
   });
 
@@ -442,7 +541,9 @@ describe('data: files, scratch, mounts, outputs', () => {
     expect(entry(r, 'job_specifications[0].auto_scratch')).toMatchObject({ status: 'approximated', target: 'scratch' });
     expect(r.specs[0].yaml).toContain('# CHANGED: mpi.preExecutionCommand first links $AZ_BATCH_TASK_DIR/auto_scratch to $MPIJOB_SCRATCH');
     expect(r.specs[0].yaml).not.toContain('TODO: the shared scratch');
-    expect(spec.mpi.preExecutionCommand).toMatch(/^if \[ -n "\$\{MPIJOB_SCRATCH:-\}" \]; then ln -sfn "\$MPIJOB_SCRATCH" "\$AZ_BATCH_TASK_DIR\/auto_scratch"; fi/);
+    expect(spec.mpi.preExecutionCommand).toMatch(
+      /^if \[ -n "\$\{MPIJOB_SCRATCH:-\}" \]; then ln -sfn "\$MPIJOB_SCRATCH" "\$AZ_BATCH_TASK_DIR\/auto_scratch"; fi/,
+    );
   });
 
   it('shared data volumes become pool mounts; secrets by reference only; what Batch cannot mount is unsupported', () => {
@@ -454,15 +555,37 @@ describe('data: files, scratch, mounts, outputs', () => {
       // The password in its fstab options is replaced by a reference the user publishes.
       { name: 'licenses', cifs: { source: '//fs01.corp.example/lic', username: 'svc', secretRef: 'LICENSES_PASSWORD' } },
     ]);
-    expect(entry(r, 'job_specifications[0].shared_data_volumes[3]')).toMatchObject({ status: 'unsupported', note: expect.stringMatching(/"lustre" cannot be mounted by Batch/) });
-    expect(r.secrets.map((s) => `${s.path} ${s.kind}`)).toEqual(['global_resources.volumes.shared_data_volumes.licenses.fstab_entry.fs_mntops password', 'job_specifications[0].tasks[0].resource_files[2].blob_source SAS']);
-    expect(entry(r, 'global_resources.volumes.shared_data_volumes.licenses.fstab_entry.fs_mntops')).toMatchObject({ status: 'approximated', secret: true, target: 'mounts' });
+    expect(entry(r, 'job_specifications[0].shared_data_volumes[3]')).toMatchObject({
+      status: 'unsupported',
+      note: expect.stringMatching(/"lustre" cannot be mounted by Batch/),
+    });
+    expect(r.secrets.map((s) => `${s.path} ${s.kind}`)).toEqual([
+      'global_resources.volumes.shared_data_volumes.licenses.fstab_entry.fs_mntops password',
+      'job_specifications[0].tasks[0].resource_files[2].blob_source SAS',
+    ]);
+    expect(entry(r, 'global_resources.volumes.shared_data_volumes.licenses.fstab_entry.fs_mntops')).toMatchObject({
+      status: 'approximated',
+      secret: true,
+      target: 'mounts',
+    });
     expect(JSON.stringify(r.entries) + r.specs[0].yaml + formatReport(r)).not.toContain('Cifs-Secret-9');
-    for (const todo of ['MOUNT_SECRET_HPCDATA01_KEY', 'MOUNT_SECRET_LICENSES_PASSWORD', 'nfs.source is a placeholder', 'is at $AZ_BATCH_NODE_MOUNTS_DIR/refdata, not $AZ_BATCH_NODE_SHARED_DIR/ref']) expect(r.specs[0].yaml).toContain(todo);
+    for (const todo of [
+      'MOUNT_SECRET_HPCDATA01_KEY',
+      'MOUNT_SECRET_LICENSES_PASSWORD',
+      'nfs.source is a placeholder',
+      'is at $AZ_BATCH_NODE_MOUNTS_DIR/refdata, not $AZ_BATCH_NODE_SHARED_DIR/ref',
+    ])
+      expect(r.specs[0].yaml).toContain(todo);
   });
 
   it('output_data becomes outputs: the account the alias names, the container and prefix, the condition, the patterns', () => {
-    expect(spec.outputs).toMatchObject({ account: 'hpcdata01', container: 'results', prefix: 'motorbike', when: 'success', files: [{ pattern: 'postProcessing/**/*.dat', from: 'workdir' }] });
+    expect(spec.outputs).toMatchObject({
+      account: 'hpcdata01',
+      container: 'results',
+      prefix: 'motorbike',
+      when: 'success',
+      files: [{ pattern: 'postProcessing/**/*.dat', from: 'workdir' }],
+    });
     expect(entry(r, 'job_specifications[0].tasks[0].output_data.azure_storage[0].condition')).toMatchObject({ status: 'mapped', target: 'outputs.when' });
   });
 });
@@ -471,7 +594,10 @@ describe('hostile and broken input', () => {
   const base = { pool: YAML.parse(POOL), jobs: YAML.parse(JOBS) };
   type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
   const anyValue: fc.Arbitrary<Json> = fc.oneof(
-    fc.constant(null), fc.boolean(), fc.integer({ min: -5, max: 200 }), fc.string({ maxLength: 12 }),
+    fc.constant(null),
+    fc.boolean(),
+    fc.integer({ min: -5, max: 200 }),
+    fc.string({ maxLength: 12 }),
     fc.constantFrom('nproc', 'pool_current_dedicated', 'intelmpi-ofa', 'STANDARD_H16R', '-v /dev:/dev', 'https://x.blob.core.windows.net/c/b?sig=abc'),
     fc.array(fc.string({ maxLength: 6 }), { maxLength: 3 }),
     fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.string({ maxLength: 6 }), { maxKeys: 3 }),
@@ -483,8 +609,16 @@ describe('hostile and broken input', () => {
     for (const step of steps) {
       const spots: { parent: Record<string, Json> | Json[]; key: string | number }[] = [];
       const walk = (v: Json) => {
-        if (Array.isArray(v)) v.forEach((x, i) => { spots.push({ parent: v, key: i }); walk(x); });
-        else if (v && typeof v === 'object') for (const k of Object.keys(v)) { spots.push({ parent: v, key: k }); walk(v[k]); }
+        if (Array.isArray(v))
+          v.forEach((x, i) => {
+            spots.push({ parent: v, key: i });
+            walk(x);
+          });
+        else if (v && typeof v === 'object')
+          for (const k of Object.keys(v)) {
+            spots.push({ parent: v, key: k });
+            walk(v[k]);
+          }
       };
       walk(copy);
       if (!spots.length) continue;
@@ -497,18 +631,29 @@ describe('hostile and broken input', () => {
   }
 
   it('never throws, reports every setting it was given, and writes only valid specs or says why', () => {
-    const step = fc.record({ pick: fc.nat(), action: fc.nat({ max: 2 }), value: anyValue, key: fc.string({ minLength: 1, maxLength: 6 }).filter((k) => /^[a-z_]+$/.test(k)) });
+    const step = fc.record({
+      pick: fc.nat(),
+      action: fc.nat({ max: 2 }),
+      value: anyValue,
+      key: fc.string({ minLength: 1, maxLength: 6 }).filter((k) => /^[a-z_]+$/.test(k)),
+    });
     fc.assert(
       fc.property(fc.array(step, { maxLength: 6 }), fc.array(step, { maxLength: 6 }), (poolSteps, jobSteps) => {
         const pool = YAML.stringify(mutate(base.pool, poolSteps));
         const jobs = YAML.stringify(mutate(base.jobs, jobSteps));
         const r = imp({ pool, jobs });
         if (r.problems.length) return expect(r.outcome).toBe('error');
-        for (const [role, text] of [['pool', pool], ['jobs', jobs]] as const) {
+        for (const [role, text] of [
+          ['pool', pool],
+          ['jobs', jobs],
+        ] as const) {
           const entries = r.entries.filter((e) => e.role === role);
           for (const leaf of leafPaths(YAML.parse(text))) {
             if (leaf === '') continue;
-            expect({ leaf, covered: entries.some((e) => e.path === leaf || leaf.startsWith(`${e.path}.`) || leaf.startsWith(`${e.path}[`)) }).toEqual({ leaf, covered: true });
+            expect({ leaf, covered: entries.some((e) => e.path === leaf || leaf.startsWith(`${e.path}.`) || leaf.startsWith(`${e.path}[`)) }).toEqual({
+              leaf,
+              covered: true,
+            });
           }
         }
         for (const s of r.specs) expect(s.errors.length === 0 || r.outcome === 'error').toBe(true);

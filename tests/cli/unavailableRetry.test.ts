@@ -10,7 +10,10 @@ function answers(...statuses: [number, string?][]): { fetchImpl: typeof fetch; c
   const fetchImpl = (async () => {
     const [status, retryAfter] = statuses[Math.min(n++, statuses.length - 1)];
     const body = status === 200 ? { id: 'j1', state: 'Running' } : { error: 'Unavailable', message: 'temporarily unavailable: starting' };
-    return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...(retryAfter ? { 'Retry-After': retryAfter } : {}) } });
+    return new Response(JSON.stringify(body), {
+      status,
+      headers: { 'content-type': 'application/json', ...(retryAfter ? { 'Retry-After': retryAfter } : {}) },
+    });
   }) as typeof fetch;
   return { fetchImpl, calls: () => n };
 }
@@ -27,7 +30,7 @@ describe('ApiClient: 503 is retried', () => {
     expect(waits).toEqual([1000, 2000]);
   });
 
-  it('gives up after 5 retries with the API\'s error', async () => {
+  it("gives up after 5 retries with the API's error", async () => {
     const { fetchImpl, calls } = answers([503, '120']);
     const waits: number[] = [];
     const client = new ApiClient(connection, fetchImpl, undefined, async (ms) => void waits.push(ms));

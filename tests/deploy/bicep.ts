@@ -156,7 +156,7 @@ export class BicepFile {
   params(): BicepParam[] {
     const out: BicepParam[] = [];
     const re = /^param\s+(\w+)\s+(\w+)(?:\s*=\s*(.+))?$/gm;
-    for (let m; (m = re.exec(this.code)); ) {
+    for (let m; (m = re.exec(this.code));) {
       // Decorators are the @lines right above the declaration.
       const before = this.code.slice(0, m.index).split('\n').reverse();
       const decorators: string[] = [];
@@ -173,14 +173,14 @@ export class BicepFile {
   vars(): Map<string, string> {
     const out = new Map<string, string>();
     const re = /^var\s+(\w+)\s*=\s*(.+)$/gm;
-    for (let m; (m = re.exec(this.code)); ) out.set(m[1], m[2].trim());
+    for (let m; (m = re.exec(this.code));) out.set(m[1], m[2].trim());
     return out;
   }
 
   resources(): BicepResource[] {
     const out: BicepResource[] = [];
     const re = /^resource\s+(\w+)\s+'([^'@]+)@([^']+)'\s+(existing\s+)?=\s*/gm;
-    for (let m; (m = re.exec(this.code)); ) {
+    for (let m; (m = re.exec(this.code));) {
       let start = re.lastIndex;
       let loop = false;
       let loopVariable: string | undefined;
@@ -228,7 +228,9 @@ export class BicepFile {
         const role = /\broleDefinitionId:\s*subscriptionResourceId\('Microsoft\.Authorization\/roleDefinitions',\s*roles\.(\w+)\.id\)/.exec(r.body);
         const name = /\bname:\s*guid\(([^)]*)\)/.exec(r.body);
         if (!scope || !principal || !role || !name) {
-          throw new Error(`role assignment ${r.symbol} is not in the shape this reader knows (scope: <resource>, principalId: <identity>.properties.principalId, roleDefinitionId from roles.<key>.id, name: guid(…)):\n${r.body}`);
+          throw new Error(
+            `role assignment ${r.symbol} is not in the shape this reader knows (scope: <resource>, principalId: <identity>.properties.principalId, roleDefinitionId from roles.<key>.id, name: guid(…)):\n${r.body}`,
+          );
         }
         return {
           symbol: r.symbol,

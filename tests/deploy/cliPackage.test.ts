@@ -14,7 +14,10 @@ import * as path from 'node:path';
 const REPO_ROOT = path.resolve(__dirname, '..', '..');
 const EXAMPLE = path.join(REPO_ROOT, 'examples', 'jobs', 'native-openmpi.yaml');
 const cliManifest = JSON.parse(readFileSync(path.join(REPO_ROOT, 'cli', 'package.json'), 'utf8')) as {
-  name: string; version: string; dependencies: Record<string, string>; devDependencies?: unknown;
+  name: string;
+  version: string;
+  dependencies: Record<string, string>;
+  devDependencies?: unknown;
 };
 
 let work: string;
@@ -35,7 +38,11 @@ beforeAll(() => {
   if (!tarball) throw new Error(`npm pack wrote no tarball into ${work}: ${packed.out}`);
   prefix = path.join(work, 'prefix');
   mkdirSync(prefix);
-  const installed = run('npm', ['install', '-g', '--prefix', prefix, '--omit=dev', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', path.join(work, tarball)], work);
+  const installed = run(
+    'npm',
+    ['install', '-g', '--prefix', prefix, '--omit=dev', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', path.join(work, tarball)],
+    work,
+  );
   if (installed.status !== 0) throw new Error(`npm install -g of ${tarball} failed:\n${installed.out}`);
   bin = path.join(prefix, 'bin', 'hpcjob');
   // The user's folder: the example spec and nothing else of the repository.
@@ -52,7 +59,11 @@ const hpcjob = (args: string[]) => run(bin, args, userDir, { HOME: userDir, HPCJ
 
 test('the tarball holds the bundle and its manifest, and installs only the declared dependencies', () => {
   const pkgDir = path.join(prefix, 'lib', 'node_modules', cliManifest.name);
-  expect(readdirSync(pkgDir).filter((f) => f !== 'node_modules').sort()).toEqual(['README.md', 'dist', 'package.json']);
+  expect(
+    readdirSync(pkgDir)
+      .filter((f) => f !== 'node_modules')
+      .sort(),
+  ).toEqual(['README.md', 'dist', 'package.json']);
   expect(readdirSync(path.join(pkgDir, 'dist'))).toEqual(['hpcjob.cjs']);
   // Development tools of the repository never come along.
   for (const devTool of ['typescript', 'tsx', 'jest', 'esbuild', 'azurite']) {
@@ -86,7 +97,11 @@ test('validate accepts the example and refuses a broken spec with its field path
 test('explain --offline prints the Batch requests without an endpoint', () => {
   const r = hpcjob(['explain', '--offline', 'job.yaml', '--json']);
   expect(r.status).toBe(0);
-  const doc = JSON.parse(r.stdout) as { jobId: string; pool: { request: { vmSize: string } }; mpiTask: { numberOfInstances: number; request: { commandLine: string } } };
+  const doc = JSON.parse(r.stdout) as {
+    jobId: string;
+    pool: { request: { vmSize: string } };
+    mpiTask: { numberOfInstances: number; request: { commandLine: string } };
+  };
   expect(doc.jobId).toBe('native-openmpi-demo');
   expect(doc.pool.request.vmSize).toBe('Standard_D8s_v5');
   expect(doc.mpiTask.numberOfInstances).toBe(4);

@@ -30,8 +30,13 @@ const APP = 'app';
  * - APPLICATIONINSIGHTS_CONNECTION_STRING / _AUTHENTICATION_STRING: host telemetry, sent with the identity
  *   (https://learn.microsoft.com/azure/azure-functions/configure-monitoring).
  */
-const PLATFORM_SETTINGS = ['AzureWebJobsStorage__credential', 'AzureWebJobsStorage__clientId', 'AZURE_CLIENT_ID',
-  'APPLICATIONINSIGHTS_CONNECTION_STRING', 'APPLICATIONINSIGHTS_AUTHENTICATION_STRING'];
+const PLATFORM_SETTINGS = [
+  'AzureWebJobsStorage__credential',
+  'AzureWebJobsStorage__clientId',
+  'AZURE_CLIENT_ID',
+  'APPLICATIONINSIGHTS_CONNECTION_STRING',
+  'APPLICATIONINSIGHTS_AUTHENTICATION_STRING',
+];
 
 /** Example values for settings whose Bicep value is a resource property (the rest come from the Bicep itself). */
 const EXAMPLE_VALUES: Record<string, string> = {
@@ -49,9 +54,11 @@ const EXAMPLE_VALUES: Record<string, string> = {
   EVENTS_TOPIC_ENDPOINT: 'https://evgt-example.westeurope-1.eventgrid.azure.net/api/events',
   BATCH_SUBSCRIPTION_ID: '0b1f6471-1bf0-4dda-aec3-111122223333',
   BATCH_RESOURCE_GROUP: 'hpc-cp',
-  POOL_IDENTITY_RESOURCE_ID: '/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333/resourceGroups/hpc-cp/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id-pool-abc',
+  POOL_IDENTITY_RESOURCE_ID:
+    '/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333/resourceGroups/hpc-cp/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id-pool-abc',
   POOL_IDENTITY_CLIENT_ID: '6f2b3a10-8d4e-4c1b-9a7f-0123456789ab',
-  POOL_SUBNET_ID: '/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333/resourceGroups/hpc-cp/providers/Microsoft.Network/virtualNetworks/vnet-abc/subnets/compute',
+  POOL_SUBNET_ID:
+    '/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333/resourceGroups/hpc-cp/providers/Microsoft.Network/virtualNetworks/vnet-abc/subnets/compute',
 };
 
 describe('(a) app settings', () => {
@@ -80,8 +87,16 @@ describe('(a) app settings', () => {
     const read = new Set([...SETTING_NAMES, 'APP_VERSION', ...PLATFORM_SETTINGS]);
     expect(names.filter((n) => !read.has(n))).toEqual([]);
     // Flex Consumption takes the runtime from functionAppConfig and has no content share: these must not be set.
-    for (const deprecated of ['FUNCTIONS_WORKER_RUNTIME', 'FUNCTIONS_EXTENSION_VERSION', 'WEBSITE_RUN_FROM_PACKAGE', 'WEBSITE_CONTENTSHARE',
-      'WEBSITE_CONTENTAZUREFILECONNECTIONSTRING', 'WEBSITE_NODE_DEFAULT_VERSION', 'SCM_DO_BUILD_DURING_DEPLOYMENT', 'AzureWebJobsStorage']) {
+    for (const deprecated of [
+      'FUNCTIONS_WORKER_RUNTIME',
+      'FUNCTIONS_EXTENSION_VERSION',
+      'WEBSITE_RUN_FROM_PACKAGE',
+      'WEBSITE_CONTENTSHARE',
+      'WEBSITE_CONTENTAZUREFILECONNECTIONSTRING',
+      'WEBSITE_NODE_DEFAULT_VERSION',
+      'SCM_DO_BUILD_DURING_DEPLOYMENT',
+      'AzureWebJobsStorage',
+    ]) {
       expect(names).not.toContain(deprecated);
     }
   });
@@ -108,11 +123,13 @@ describe('(a) app settings', () => {
   });
 
   it('operator keys come from Key Vault, and a reference App Service could not resolve is refused, never taken as a key', () => {
-    expect(settings.find((s) => s.name === 'OPERATOR_API_KEYS')?.value)
-      .toBe("empty(operatorKeysSecretName) ? '' : '@Microsoft.KeyVault(VaultName=${vault.name};SecretName=${operatorKeysSecretName})'");
+    expect(settings.find((s) => s.name === 'OPERATOR_API_KEYS')?.value).toBe(
+      "empty(operatorKeysSecretName) ? '' : '@Microsoft.KeyVault(VaultName=${vault.name};SecretName=${operatorKeysSecretName})'",
+    );
     const env = Object.fromEntries(settings.filter((s) => !PLATFORM_SETTINGS.includes(s.name)).map((s) => [s.name, valueOf(s.name, s.value)]));
-    expect(() => loadConfig({ ...env, OPERATOR_API_KEYS: '@Microsoft.KeyVault(VaultName=kv-abc;SecretName=operator-api-keys)' }))
-      .toThrow(/OPERATOR_API_KEYS: an unresolved Key Vault reference/);
+    expect(() => loadConfig({ ...env, OPERATOR_API_KEYS: '@Microsoft.KeyVault(VaultName=kv-abc;SecretName=operator-api-keys)' })).toThrow(
+      /OPERATOR_API_KEYS: an unresolved Key Vault reference/,
+    );
   });
 
   it('points the app identity at the host storage, DefaultAzureCredential and telemetry (user-assigned identity)', () => {
@@ -127,7 +144,7 @@ describe('(a) app settings', () => {
   it('tells the app the accounts the roles are assigned on', () => {
     const value = (n: string) => settings.find((s) => s.name === n)?.value;
     // Staging: the staging resources are named from the same list STAGING_ACCOUNTS joins.
-    expect(value('STAGING_ACCOUNTS')).toBe('join(stagingAccountNames, \',\')');
+    expect(value('STAGING_ACCOUNTS')).toBe("join(stagingAccountNames, ',')");
     expect(/\[for name in stagingAccountNames:/.test(bicep.code.slice(bicep.code.indexOf("resource staging '")))).toBe(true);
     // Data: the created data account and the existing ones, exactly the dataAccounts scope of roles.json.
     expect(value('DATA_ACCOUNTS')).toBe("join(concat([ dataAccountName ], existingDataAccountNames), ',')");
@@ -163,7 +180,9 @@ describe('(b) role assignments', () => {
   });
 
   it('assigns every role of roles.json on every resource of its scope, and nothing else', () => {
-    const wanted = roles.assignments.flatMap((a) => roles.scopes[a.scope].bicep.map((symbol) => key({ role: a.role, principal: principalSymbol(a.principal), scope: symbol })));
+    const wanted = roles.assignments.flatMap((a) =>
+      roles.scopes[a.scope].bicep.map((symbol) => key({ role: a.role, principal: principalSymbol(a.principal), scope: symbol })),
+    );
     const got = declared.map((d) => key(d));
     expect([...got].sort()).toEqual([...new Set(wanted)].sort());
     expect(got.length).toBe(new Set(got).size);
@@ -178,7 +197,11 @@ describe('(b) role assignments', () => {
     const loopFor = (d: RoleAssignmentDecl) => resources.get(d.scope)?.loop ?? false;
     for (const d of declared) {
       // A loop over a collection of accounts assigns on element i of it, never on one fixed element.
-      expect({ assignment: d.symbol, loop: d.loop, index: d.scopeIndex }).toEqual({ assignment: d.symbol, loop: loopFor(d), index: d.loop ? d.loopVariable : undefined });
+      expect({ assignment: d.symbol, loop: d.loop, index: d.scopeIndex }).toEqual({
+        assignment: d.symbol,
+        loop: loopFor(d),
+        index: d.loop ? d.loopVariable : undefined,
+      });
     }
     expect(bicep.code).toMatch(/resource stagingContributor '[^']+' = \[for i in range\(0, stagingAccountCount\):/);
     expect(bicep.code).toMatch(/resource existingDataReader '[^']+' = \[for \(name, i\) in existingDataAccountNames:/);
@@ -188,7 +211,10 @@ describe('(b) role assignments', () => {
   it('names each assignment after its scope, principal and role (idempotent, one per triple)', () => {
     for (const d of declared) {
       const scope = d.scopeIndex ? `${d.scope}[${d.scopeIndex}]` : d.scope;
-      expect({ assignment: d.symbol, nameArgs: d.nameArgs }).toEqual({ assignment: d.symbol, nameArgs: [`${scope}.id`, `${d.principal}.id`, `roles.${d.role}.id`] });
+      expect({ assignment: d.symbol, nameArgs: d.nameArgs }).toEqual({
+        assignment: d.symbol,
+        nameArgs: [`${scope}.id`, `${d.principal}.id`, `roles.${d.role}.id`],
+      });
     }
   });
 
@@ -211,7 +237,10 @@ describe('(b) role assignments', () => {
       for (const m of readFileSync(f, 'utf8').matchAll(/from '((?:@azure\/[^'/]+)|durable-functions)(?:\/[^']*)?'/g)) imported.add(m[1]);
     }
     expect(imported.size).toBeGreaterThan(3);
-    const covered = new Set([...roles.assignments.flatMap((a) => a.sdk), ...Object.keys(roles.notServices).filter((k) => k.startsWith('@') || k === 'durable-functions')]);
+    const covered = new Set([
+      ...roles.assignments.flatMap((a) => a.sdk),
+      ...Object.keys(roles.notServices).filter((k) => k.startsWith('@') || k === 'durable-functions'),
+    ]);
     expect([...imported].filter((p) => !covered.has(p))).toEqual([]);
   });
 
@@ -238,7 +267,11 @@ describe('(c) no keys', () => {
     const resources = bicep.resources();
     const storage = resources.filter((r) => r.type === 'Microsoft.Storage/storageAccounts' && !r.existing);
     expect(storage.map((r) => r.symbol).sort()).toEqual(['dataAccount', 'hostStorage', 'staging']);
-    for (const r of storage) expect({ account: r.symbol, body: r.body }).toEqual({ account: r.symbol, body: expect.stringMatching(/allowSharedKeyAccess: false[\s\S]*defaultToOAuthAuthentication: true/) });
+    for (const r of storage)
+      expect({ account: r.symbol, body: r.body }).toEqual({
+        account: r.symbol,
+        body: expect.stringMatching(/allowSharedKeyAccess: false[\s\S]*defaultToOAuthAuthentication: true/),
+      });
     expect(bicep.resource('batch').body).toMatch(/allowedAuthenticationModes: \[ 'AAD' \]/);
     expect(bicep.resource('acr').body).toMatch(/adminUserEnabled: false/);
     expect(bicep.resource('vault').body).toMatch(/enableRbacAuthorization: true/);
@@ -286,7 +319,9 @@ describe('azure.yaml', () => {
     expect(script.indexOf('source scripts/node22.sh')).toBeGreaterThan(-1);
     expect(script.indexOf('bash scripts/ensure-deps.sh')).toBeGreaterThan(script.indexOf('source scripts/node22.sh'));
     // azd refuses remoteBuild: false when .funcignore excludes node_modules.
-    const funcignore = readFileSync(path.join(ROOT, '.funcignore'), 'utf8').split('\n').map((l) => l.trim());
+    const funcignore = readFileSync(path.join(ROOT, '.funcignore'), 'utf8')
+      .split('\n')
+      .map((l) => l.trim());
     expect(funcignore.filter((l) => /node_modules/.test(l) && !l.startsWith('#'))).toEqual([]);
   });
 });

@@ -34,8 +34,17 @@ describe('infra/main.bicep: the network', () => {
     expect(code).toMatch(/\{ name: 'pe-vault', id: vault\.id, group: 'vault', zone: 2 \}/);
     expect(code).toMatch(/\{ name: 'pe-batch-nodemanagement', id: batch\.id, group: 'nodeManagement', zone: 3 \}/);
     // The zones, in the order the endpoints index them.
-    const zones = /var privateZones = \[([\s\S]*?)\n\]/.exec(code)?.[1].trim().split('\n').map((l) => l.trim());
-    expect(zones).toEqual(["'privatelink.blob.${environment().suffixes.storage}'", "'privatelink.azurecr.io'", "'privatelink.vaultcore.azure.net'", "'privatelink.batch.azure.com'"]);
+    const zones = /var privateZones = \[([\s\S]*?)\n\]/
+      .exec(code)?.[1]
+      .trim()
+      .split('\n')
+      .map((l) => l.trim());
+    expect(zones).toEqual([
+      "'privatelink.blob.${environment().suffixes.storage}'",
+      "'privatelink.azurecr.io'",
+      "'privatelink.vaultcore.azure.net'",
+      "'privatelink.batch.azure.com'",
+    ]);
     expect(bicep.resource('privateEndpoints').body).toMatch(/subnet: \{ id: endpointsSubnet\.id \}/);
     expect(bicep.resource('privateEndpointZones').body).toMatch(/privateDnsZoneId: zones\[ep\.zone\]\.id/);
     expect(bicep.resource('zoneLinks').body).toMatch(/virtualNetwork: \{ id: vnet\.id \}/);
@@ -43,7 +52,17 @@ describe('infra/main.bicep: the network', () => {
 
   it('infra/README.md has a row for each network piece', () => {
     const section = readme.slice(readme.indexOf('## Network'), readme.indexOf('## Not done yet'));
-    for (const piece of ['`vnet`', 'subnet `compute`', 'subnet `endpoints`', '`pe-data-blob`', '`pe-acr`', '`pe-vault`', '`pe-batch-nodemanagement`', '`zones`', '`privateEndpointZones`']) {
+    for (const piece of [
+      '`vnet`',
+      'subnet `compute`',
+      'subnet `endpoints`',
+      '`pe-data-blob`',
+      '`pe-acr`',
+      '`pe-vault`',
+      '`pe-batch-nodemanagement`',
+      '`zones`',
+      '`privateEndpointZones`',
+    ]) {
       expect(section).toContain(piece);
     }
   });

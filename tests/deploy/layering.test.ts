@@ -10,10 +10,18 @@ const ROOT = path.resolve(__dirname, '..', '..');
 const CONFIG = path.join(ROOT, '.dependency-cruiser.cjs');
 const DEPCRUISE = path.join(ROOT, 'node_modules', 'dependency-cruiser', 'bin', 'dependency-cruise.mjs');
 
-interface Violation { rule: { name: string }; from: string; to: string }
+interface Violation {
+  rule: { name: string };
+  from: string;
+  to: string;
+}
 
 function cruise(cwd: string, folders: string[]): Violation[] {
-  const r = spawnSync(process.execPath, [DEPCRUISE, '--config', CONFIG, '--output-type', 'json', ...folders], { cwd, encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+  const r = spawnSync(process.execPath, [DEPCRUISE, '--config', CONFIG, '--output-type', 'json', ...folders], {
+    cwd,
+    encoding: 'utf8',
+    maxBuffer: 256 * 1024 * 1024,
+  });
   if (r.error) throw r.error;
   const out = JSON.parse(r.stdout) as { summary: { violations: Violation[] } };
   return out.summary.violations;
@@ -26,7 +34,9 @@ test('the source tree keeps its layers (no cycle, no back-import, no I/O in the 
 
 test('a back-import, a planner calling an adapter and a type-only cycle each fail their rule', () => {
   const fixture = path.join(ROOT, 'tests', 'fixtures', 'layering');
-  const found = cruise(fixture, ['shared', 'functions']).map((v) => `${v.rule.name}: ${v.from} → ${v.to}`).sort();
+  const found = cruise(fixture, ['shared', 'functions'])
+    .map((v) => `${v.rule.name}: ${v.from} → ${v.to}`)
+    .sort();
   // dependency-cruiser reports a cycle once, at the module it meets first.
   const cycles = found.filter((v) => v.startsWith('no-circular: '));
   expect(cycles).toHaveLength(1);

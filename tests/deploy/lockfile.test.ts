@@ -48,7 +48,11 @@ describe('package-lock.json', () => {
         mkdirSync(path.join(dir, ws), { recursive: true });
         copyFileSync(path.join(ROOT, ws, 'package.json'), path.join(dir, ws, 'package.json'));
       }
-      const run = spawnSync('npm', ['install', '--package-lock-only', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir, encoding: 'utf8', timeout: 180_000 });
+      const run = spawnSync('npm', ['install', '--package-lock-only', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], {
+        cwd: dir,
+        encoding: 'utf8',
+        timeout: 180_000,
+      });
       expect(run.status).toBe(0);
       expect(readFileSync(path.join(dir, 'package-lock.json'), 'utf8')).toBe(readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8'));
     } finally {
@@ -70,7 +74,8 @@ describe('package.json', () => {
     // A workspace's files may import its own dependencies too (cli/ bundles with its declared ones: cli/build.ts).
     const declaredIn = (file: string): Set<string> => {
       const names = [...Object.keys(manifest.dependencies), ...Object.keys(manifest.devDependencies ?? {})];
-      for (const [ws, m] of workspaces) if (path.relative(ROOT, file).startsWith(`${ws}/`)) names.push(...Object.keys(m.dependencies ?? {}), ...Object.keys(m.devDependencies ?? {}));
+      for (const [ws, m] of workspaces)
+        if (path.relative(ROOT, file).startsWith(`${ws}/`)) names.push(...Object.keys(m.dependencies ?? {}), ...Object.keys(m.devDependencies ?? {}));
       return new Set(names);
     };
     // @azure/functions-core is provided by the Functions worker at run time (local/host/coreModule.ts here), never installed.

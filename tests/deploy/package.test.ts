@@ -24,7 +24,15 @@ import { startServices, type Services } from '../../local/supervisor/services';
 import { asOperator, checkCleanup, checkResult, mpiOutput, submitSpec, uploadDemoInputs, watchJob, type StackClient } from '../../local/jobRunner';
 import { ChildHost } from '../helpers/childHost';
 
-type Manifest = { name: string; version: string; main: string; scripts?: unknown; bin?: unknown; dependencies: Record<string, string>; devDependencies?: Record<string, string> };
+type Manifest = {
+  name: string;
+  version: string;
+  main: string;
+  scripts?: unknown;
+  bin?: unknown;
+  dependencies: Record<string, string>;
+  devDependencies?: Record<string, string>;
+};
 
 const repoManifest = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as Manifest;
 /** What tsconfig.build.json compiles: the only folders the package's dist/ may hold. */
@@ -73,16 +81,20 @@ function files(dir: string, skip: string[] = []): string[] {
  * directories, `!` re-includes, the last matching line wins.
  */
 function funcignoreMatcher(text: string): (file: string) => boolean {
-  const rules = text.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#')).map((line) => {
-    const negate = line.startsWith('!');
-    let pattern = negate ? line.slice(1) : line;
-    const anchored = pattern.startsWith('/');
-    const dirOnly = pattern.endsWith('/');
-    pattern = pattern.replace(/^\//, '').replace(/\/$/, '');
-    const glob = anchored ? pattern : `**/${pattern}`;
-    const match = picomatch(dirOnly ? `${glob}/**` : [glob, `${glob}/**`], { dot: true });
-    return { negate, match };
-  });
+  const rules = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'))
+    .map((line) => {
+      const negate = line.startsWith('!');
+      let pattern = negate ? line.slice(1) : line;
+      const anchored = pattern.startsWith('/');
+      const dirOnly = pattern.endsWith('/');
+      pattern = pattern.replace(/^\//, '').replace(/\/$/, '');
+      const glob = anchored ? pattern : `**/${pattern}`;
+      const match = picomatch(dirOnly ? `${glob}/**` : [glob, `${glob}/**`], { dot: true });
+      return { negate, match };
+    });
   return (file) => rules.reduce((ignored, r) => (r.match(file) ? !r.negate : ignored), false);
 }
 
@@ -98,9 +110,12 @@ describe('what the package holds', () => {
   it('holds no local/, tests/, bench/, TypeScript sources, source maps or local settings outside node_modules', () => {
     const ours = files(app, ['node_modules']);
     expect(ours.length).toBeGreaterThan(50);
-    const banned = ours.filter((f) =>
-      f.split('/').some((seg) => ['local', 'tests', 'bench', 'examples', 'cli', 'scripts', 'infra', 'src'].includes(seg)) ||
-      /\.(ts|map)$/.test(f) || /local\.settings/.test(f));
+    const banned = ours.filter(
+      (f) =>
+        f.split('/').some((seg) => ['local', 'tests', 'bench', 'examples', 'cli', 'scripts', 'infra', 'src'].includes(seg)) ||
+        /\.(ts|map)$/.test(f) ||
+        /local\.settings/.test(f),
+    );
     expect(banned).toEqual([]);
     // The compiled app is all there: each function's entry point and the generated dashboard page.
     expect(ours).toEqual(expect.arrayContaining(['dist/functions/jobsHttp.js', 'dist/orchestrations/register.js', 'dist/web/generated/dashboardPage.js']));
@@ -124,13 +139,17 @@ describe('what the package holds', () => {
     const devNames = Object.keys(repoManifest.devDependencies ?? {});
     expect(devNames.length).toBeGreaterThan(10);
     expect(devNames.filter((name) => existsSync(path.join(app, 'node_modules', name)))).toEqual([]);
-    for (const name of Object.keys(manifest.dependencies)) expect({ name, installed: existsSync(path.join(app, 'node_modules', name, 'package.json')) }).toEqual({ name, installed: true });
+    for (const name of Object.keys(manifest.dependencies))
+      expect({ name, installed: existsSync(path.join(app, 'node_modules', name, 'package.json')) }).toEqual({ name, installed: true });
     // No native addons: the package is the same on any Linux x64 or arm64 Flex Consumption instance.
     expect(files(path.join(app, 'node_modules')).filter((f) => f.endsWith('.node'))).toEqual([]);
   });
 
   it('"main" names the entry points the worker loads: one per function module', () => {
-    const expected = readdirSync(path.join(REPO_ROOT, 'functions')).filter((f) => f.endsWith('.ts')).map((f) => `dist/functions/${f.replace(/\.ts$/, '.js')}`).sort();
+    const expected = readdirSync(path.join(REPO_ROOT, 'functions'))
+      .filter((f) => f.endsWith('.ts'))
+      .map((f) => `dist/functions/${f.replace(/\.ts$/, '.js')}`)
+      .sort();
     const entries = expandEntryPoints(app, repoManifest.main).map((f) => path.relative(app, f).split(path.sep).join('/'));
     expect(entries).toEqual(expected);
   });
@@ -201,8 +220,13 @@ describe('the packaged app runs a real MPI job on the local stack', () => {
     // No bearer auth for the API here: the test is the operator (its function key is the app's operator key).
     const settings = { ...localAppSettings(s.azurite, s.batch), OPERATOR_API_KEYS: KEYS.functionKey };
     host = await ChildHost.start({
-      appDir: app, settings, keys: KEYS, log: log as WriteStream, timeoutMs: 90_000,
-      identityEndpoint: s.identity.appServiceIdentity, caFile: s.identity.caFile,
+      appDir: app,
+      settings,
+      keys: KEYS,
+      log: log as WriteStream,
+      timeoutMs: 90_000,
+      identityEndpoint: s.identity.appServiceIdentity,
+      caFile: s.identity.caFile,
     });
     const stack: StackClient = { baseUrl: host.baseUrl, host: { keys: KEYS }, operator: s.operator };
     const operator = asOperator(stack);
@@ -215,12 +239,16 @@ describe('the packaged app runs a real MPI job on the local stack', () => {
 
     const expected = await uploadDemoInputs(stack, 4);
     const spec = parseDemoSpec();
-    const id = await submitSpec(stack, stringify({
-      ...spec,
-      id: 'packaged-app',
-      pool: { ...(spec.pool as object), nodes: 2 },
-      data: { ...(spec.data as object), shardSizeMB: { min: 1, max: 2 } },
-    }), operator);
+    const id = await submitSpec(
+      stack,
+      stringify({
+        ...spec,
+        id: 'packaged-app',
+        pool: { ...(spec.pool as object), nodes: 2 },
+        data: { ...(spec.data as object), shardSizeMB: { min: 1, max: 2 } },
+      }),
+      operator,
+    );
     const view = await watchJob(stack, id, 240_000, undefined, operator);
     if (view.state !== 'Succeeded') throw new Error(`job ended ${view.state}: ${view.error?.message}\n${await mpiOutput(stack, view)}`);
     expect(checkResult(view, expected)).toEqual([]);

@@ -59,18 +59,23 @@ describe('instance ids', () => {
     ['x'.repeat(256), undefined],
     ['x'.repeat(257), /256/],
   ];
-  test.each(cases.map(([id, expected]) => ({ label: id.length > 40 ? `${id.length} characters` : JSON.stringify(id), id, expected })))('$label', ({ id, expected }) => {
-    const err = instanceIdError(id);
-    if (expected === undefined) expect(err).toBeUndefined();
-    else expect(err).toMatch(expected);
-  });
+  test.each(cases.map(([id, expected]) => ({ label: id.length > 40 ? `${id.length} characters` : JSON.stringify(id), id, expected })))(
+    '$label',
+    ({ id, expected }) => {
+      const err = instanceIdError(id);
+      if (expected === undefined) expect(err).toBeUndefined();
+      else expect(err).toMatch(expected);
+    },
+  );
 });
 
 describe('links', () => {
   test('management URLs encode the id as WebUtility.UrlEncode and end with the webhook query', () => {
     const webhook = { origin: 'http://h:1', query: 'code=K' };
     expect(urlEncode('a b/c')).toBe('a+b%2Fc');
-    expect(managementUrls(webhook, 'http://other:2', 'a b', 'Hub').statusQueryGetUri).toBe('http://other:2/runtime/webhooks/durabletask/instances/a+b?taskHub=Hub&connection=Storage&code=K');
+    expect(managementUrls(webhook, 'http://other:2', 'a b', 'Hub').statusQueryGetUri).toBe(
+      'http://other:2/runtime/webhooks/durabletask/instances/a+b?taskHub=Hub&connection=Storage&code=K',
+    );
     const data = clientBindingData(webhook, 'Hub', 'http://durabletask:K@127.0.0.1:3/durabletask/');
     expect(data).toMatchObject({ requiredQueryStringParameters: 'code=K', baseUrl: 'http://h:1/runtime/webhooks/durabletask' });
   });
@@ -116,7 +121,13 @@ describe('history shape', () => {
 
   test('showHistoryOutput parses results; showInput=false drops every Input; an unanswered schedule stays', () => {
     const shown = formatHistory(history.slice(0, 8), { showHistoryOutput: true, showInput: false });
-    expect(shown.find((e) => e.EventType === 'TaskCompleted')).toEqual({ EventType: 'TaskCompleted', Result: { r: 2 }, ScheduledTime: at(1).toISOString(), FunctionName: 'A', Timestamp: at(2).toISOString() });
+    expect(shown.find((e) => e.EventType === 'TaskCompleted')).toEqual({
+      EventType: 'TaskCompleted',
+      Result: { r: 2 },
+      ScheduledTime: at(1).toISOString(),
+      FunctionName: 'A',
+      Timestamp: at(2).toISOString(),
+    });
     expect(shown.find((e) => e.EventType === 'TaskScheduled')).toEqual({ EventType: 'TaskScheduled', Name: 'Pending', Timestamp: at(1).toISOString() });
     expect(shown.some((e) => 'Input' in e)).toBe(false);
     const full = formatHistory(history, { showHistoryOutput: true, showInput: true });
@@ -185,7 +196,12 @@ describe('rewind messages in selectBatch', () => {
   });
 
   test('a Failed instance takes a rewind in an episode of its own; any other state drops it', () => {
-    expect(selectBatch(state('Failed'), [msg('r1'), msg('r2')], at(6))).toMatchObject({ control: 'rewind', controlReason: 'why', consumed: ['r1'], held: ['r2'] });
+    expect(selectBatch(state('Failed'), [msg('r1'), msg('r2')], at(6))).toMatchObject({
+      control: 'rewind',
+      controlReason: 'why',
+      consumed: ['r1'],
+      held: ['r2'],
+    });
     for (const s of ['Running', 'Completed', 'Terminated'] as const) {
       expect(selectBatch(state(s), [msg('r1')], at(6))).toMatchObject({ control: undefined, consumed: [], dropped: [{ id: 'r1' }] });
     }

@@ -148,10 +148,14 @@ test('createCheckStatusResponse URLs work when followed over plain HTTP', async 
 test('the timeline command prints an instance history from the task hub', async () => {
   const { id } = await startOrchestration(stack.baseUrl, 'Retry', 'timeline-key', 'timeline-1');
   await waitForStatus(stack.baseUrl, id);
-  const { stdout } = await execFileAsync(process.execPath, ['--import', 'tsx', 'local/durable/timeline.ts', id, '--conn', stack.azurite.connectionString(), '--hub', 'DurableTestHub'], {
-    cwd: path.resolve(__dirname, '../..'),
-    env: { ...process.env, NODE_OPTIONS: '' },
-  });
+  const { stdout } = await execFileAsync(
+    process.execPath,
+    ['--import', 'tsx', 'local/durable/timeline.ts', id, '--conn', stack.azurite.connectionString(), '--hub', 'DurableTestHub'],
+    {
+      cwd: path.resolve(__dirname, '../..'),
+      env: { ...process.env, NODE_OPTIONS: '' },
+    },
+  );
   expect(stdout).toContain('instance timeline-1  orchestrator Retry  status Completed');
   expect(stdout).toContain('-- episode 1 --');
   expect(stdout).toMatch(/TaskScheduled #0 Double/);

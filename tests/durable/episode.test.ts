@@ -76,9 +76,7 @@ const windowed = function* (ctx: OrchestrationContext) {
 
 const mixed = function* (ctx: OrchestrationContext) {
   const { plan } = ctx.df.getInput() as { plan: number[] };
-  const tasks = plan.map((failures, i) =>
-    failures < 0 ? ctx.df.callActivity('Sq', i) : ctx.df.callActivityWithRetry('FailN', retry(3), { i, failures }),
-  );
+  const tasks = plan.map((failures, i) => (failures < 0 ? ctx.df.callActivity('Sq', i) : ctx.df.callActivityWithRetry('FailN', retry(3), { i, failures })));
   const timer = ctx.df.createTimer(new Date(ctx.df.currentUtcDateTime.getTime() + 5000));
   let results: unknown[];
   try {
@@ -107,28 +105,37 @@ function expectedMixed(plan: number[]): unknown {
 
 test('property: any delivery order and batch size gives the same result (sliding window)', async () => {
   await fc.assert(
-    fc.asyncProperty(fc.integer({ min: 1, max: 25 }), fc.integer({ min: 1, max: 6 }), fc.array(fc.nat(), { minLength: 60, maxLength: 60 }), async (total, window, choices) => {
-      let k = 0;
-      const next = (): number => choices[k++ % choices.length];
-      const r = await simulate(windowed, { total, window }, simActivities, { pick: () => next(), batch: (n) => 1 + (next() % n) });
-      expect(r.state.status).toBe('Completed');
-      expect(r.output).toBe(Array.from({ length: total }, (_, i) => i * i).reduce((a, b) => a + b, 0));
-      // Exactly one id per activity: re-yielded tasks took none.
-      expect(r.state.nextSeq).toBe(total);
-    }),
+    fc.asyncProperty(
+      fc.integer({ min: 1, max: 25 }),
+      fc.integer({ min: 1, max: 6 }),
+      fc.array(fc.nat(), { minLength: 60, maxLength: 60 }),
+      async (total, window, choices) => {
+        let k = 0;
+        const next = (): number => choices[k++ % choices.length];
+        const r = await simulate(windowed, { total, window }, simActivities, { pick: () => next(), batch: (n) => 1 + (next() % n) });
+        expect(r.state.status).toBe('Completed');
+        expect(r.output).toBe(Array.from({ length: total }, (_, i) => i * i).reduce((a, b) => a + b, 0));
+        // Exactly one id per activity: re-yielded tasks took none.
+        expect(r.state.nextSeq).toBe(total);
+      },
+    ),
     { numRuns: 25 },
   );
 });
 
 test('property: retries inside Task.all with a timer, any answer order and batching, match the library', async () => {
   await fc.assert(
-    fc.asyncProperty(fc.array(fc.integer({ min: -1, max: 3 }), { minLength: 1, maxLength: 6 }), fc.array(fc.nat(), { minLength: 40, maxLength: 40 }), async (plan, choices) => {
-      let k = 0;
-      const next = (): number => choices[k++ % choices.length];
-      const r = await simulate(mixed, { plan }, simActivities, { pick: () => next(), batch: (n) => 1 + (next() % n) });
-      expect(r.state.status).toBe('Completed');
-      expect(r.output).toEqual(expectedMixed(plan));
-    }),
+    fc.asyncProperty(
+      fc.array(fc.integer({ min: -1, max: 3 }), { minLength: 1, maxLength: 6 }),
+      fc.array(fc.nat(), { minLength: 40, maxLength: 40 }),
+      async (plan, choices) => {
+        let k = 0;
+        const next = (): number => choices[k++ % choices.length];
+        const r = await simulate(mixed, { plan }, simActivities, { pick: () => next(), batch: (n) => 1 + (next() % n) });
+        expect(r.state.status).toBe('Completed');
+        expect(r.output).toEqual(expectedMixed(plan));
+      },
+    ),
     { numRuns: 40 },
   );
 });
@@ -138,10 +145,16 @@ test('selectBatch delivers at most one retry-related event, as the last one', ()
   s.status = 'Running';
   s.historyLength = 3;
   s.open = { '0': { kind: 'activity', name: 'A' }, '1': { kind: 'activity', name: 'R' }, '2': { kind: 'activity', name: 'B' } };
-  s.retries = { '1': { kind: 'activity', name: 'R', options: { firstRetryIntervalInMilliseconds: 10, maxNumberOfAttempts: 3 }, attemptNumber: 1, waitingOnTimer: false } };
+  s.retries = {
+    '1': { kind: 'activity', name: 'R', options: { firstRetryIntervalInMilliseconds: 10, maxNumberOfAttempts: 3 }, attemptNumber: 1, waitingOnTimer: false },
+  };
   const at = new Date();
   const msg = (id: string, e: ReturnType<typeof events.taskCompleted>) => ({ id, instanceId: 'i', executionId: 'e', event: e, sentAt: at.toISOString() });
-  const sel = selectBatch(s, [msg('a', events.taskCompleted(at, 0, '1')), msg('r', events.taskFailed(at, 1, 'x', 'y')), msg('b', events.taskCompleted(at, 2, '2'))], at);
+  const sel = selectBatch(
+    s,
+    [msg('a', events.taskCompleted(at, 0, '1')), msg('r', events.taskFailed(at, 1, 'x', 'y')), msg('b', events.taskCompleted(at, 2, '2'))],
+    at,
+  );
   expect(sel.deliver.map((e) => e.TaskScheduledId)).toEqual([0, 1]);
   expect(sel.held).toEqual(['b']);
   const dup = selectBatch(s, [msg('a', events.taskCompleted(at, 0, '1')), msg('a2', events.taskCompleted(at, 0, '1'))], at);
@@ -155,19 +168,35 @@ test('non-determinism: a replay that schedules another activity fails the instan
   s.actions = [{ sig: 'CallActivity:Before', ids: [0] }];
   s.nextSeq = 1;
   s.open = { '0': { kind: 'activity', name: 'Before' } };
-  const r = applyOutcome(s, [events.taskCompleted(new Date(), 0, '1')], { kind: 'state', state: { isDone: false, actions: [[{ actionType: ActionType.CallActivity, functionName: 'After' }]] } }, new Date());
+  const r = applyOutcome(
+    s,
+    [events.taskCompleted(new Date(), 0, '1')],
+    { kind: 'state', state: { isDone: false, actions: [[{ actionType: ActionType.CallActivity, functionName: 'After' }]] } },
+    new Date(),
+  );
   expect(r.state.status).toBe('Failed');
-  expect(r.nonDeterminism).toContain("scheduled an activity task named 'Before' with sequence ID 0 at action position 0, but the current replay scheduled an activity task named 'After'");
+  expect(r.nonDeterminism).toContain(
+    "scheduled an activity task named 'Before' with sequence ID 0 at action position 0, but the current replay scheduled an activity task named 'After'",
+  );
   expect(r.appended.map((e) => EventType[e.EventType])).toEqual(['OrchestratorCompleted', 'ExecutionCompleted']);
 });
 
 test('small pure helpers', () => {
-  expect(retryDelayMs({ firstRetryIntervalInMilliseconds: 100, maxNumberOfAttempts: 5, backoffCoefficient: 2, maxRetryIntervalInMilliseconds: 300 }, 1)).toBe(100);
-  expect(retryDelayMs({ firstRetryIntervalInMilliseconds: 100, maxNumberOfAttempts: 5, backoffCoefficient: 2, maxRetryIntervalInMilliseconds: 300 }, 2)).toBe(200);
-  expect(retryDelayMs({ firstRetryIntervalInMilliseconds: 100, maxNumberOfAttempts: 5, backoffCoefficient: 2, maxRetryIntervalInMilliseconds: 300 }, 4)).toBe(300);
+  expect(retryDelayMs({ firstRetryIntervalInMilliseconds: 100, maxNumberOfAttempts: 5, backoffCoefficient: 2, maxRetryIntervalInMilliseconds: 300 }, 1)).toBe(
+    100,
+  );
+  expect(retryDelayMs({ firstRetryIntervalInMilliseconds: 100, maxNumberOfAttempts: 5, backoffCoefficient: 2, maxRetryIntervalInMilliseconds: 300 }, 2)).toBe(
+    200,
+  );
+  expect(retryDelayMs({ firstRetryIntervalInMilliseconds: 100, maxNumberOfAttempts: 5, backoffCoefficient: 2, maxRetryIntervalInMilliseconds: 300 }, 4)).toBe(
+    300,
+  );
   expect(nextExecutionId('abc')).toBe('abc~1');
   expect(nextExecutionId('abc~1')).toBe('abc~2');
-  const sig = signature({ actionType: ActionType.WhenAll, compoundActions: [{ actionType: ActionType.CallActivity, functionName: 'A' }, { actionType: ActionType.CreateTimer }] });
+  const sig = signature({
+    actionType: ActionType.WhenAll,
+    compoundActions: [{ actionType: ActionType.CallActivity, functionName: 'A' }, { actionType: ActionType.CreateTimer }],
+  });
   expect(sig).toBe('WhenAll[CallActivity:A,CreateTimer]');
   expect(atomsOfSignature(sig)).toEqual(['CallActivity:A', 'CreateTimer']);
 });

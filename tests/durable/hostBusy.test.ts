@@ -84,7 +84,11 @@ describe('a start is one insert', () => {
   let proxy: FaultProxy;
   let stack: DurableStack;
   /** Requests to the Instances table since `from` (index into the proxy's log). */
-  const instanceCalls = (from: number) => proxy.requests().slice(from).filter((r) => /\/DurableTestHubInstances\b/.test(r));
+  const instanceCalls = (from: number) =>
+    proxy
+      .requests()
+      .slice(from)
+      .filter((r) => /\/DurableTestHubInstances\b/.test(r));
 
   beforeAll(async () => {
     azurite = await startAzurite();

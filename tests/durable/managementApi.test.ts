@@ -48,14 +48,17 @@ describe('every management route needs the system key (or the master key)', () =
     ['GET', 'no-such-route'],
   ];
 
-  test.each(routes.map(([method, path, body]) => ({ method, path, body })))('$method $path: 401 without a key, with a wrong key and with the function key', async ({ method, path, body }) => {
-    for (const key of [null, 'wrong', TEST_KEYS.functionKey]) {
-      const res = await http(method, webhook(path, key), body);
-      expect({ key, status: res.status, body: res.body }).toEqual({ key, status: 401, body: undefined });
-    }
-    // The x-functions-key header is checked the same way.
-    expect((await http(method, webhook(path, null), body, { 'x-functions-key': 'wrong' })).status).toBe(401);
-  });
+  test.each(routes.map(([method, path, body]) => ({ method, path, body })))(
+    '$method $path: 401 without a key, with a wrong key and with the function key',
+    async ({ method, path, body }) => {
+      for (const key of [null, 'wrong', TEST_KEYS.functionKey]) {
+        const res = await http(method, webhook(path, key), body);
+        expect({ key, status: res.status, body: res.body }).toEqual({ key, status: 401, body: undefined });
+      }
+      // The x-functions-key header is checked the same way.
+      expect((await http(method, webhook(path, null), body, { 'x-functions-key': 'wrong' })).status).toBe(401);
+    },
+  );
 
   test('nothing changed: the anonymous requests reached no instance', async () => {
     expect(await getStatus(stack.baseUrl, 'key-anon-start')).toBeUndefined();
@@ -130,7 +133,15 @@ describe('answers as the official handler gives them', () => {
     expect(plain.token).toBe(''); // the handler always sends the header; empty on the last page
     expect((await list('showInput=false')).body.find((s) => s.instanceId === 'list-1')?.input).toBeNull();
     expect((await list('showInput=maybe')).body.find((s) => s.instanceId === 'list-1')?.input).toEqual(['input-shown']);
-    for (const bad of ['top=abc', 'top=1.5', 'top=99999999999', 'runtimeStatus=Bogus', 'runtimeStatus=completed', 'createdTimeFrom=yesterday', 'createdTimeTo=not-a-date']) {
+    for (const bad of [
+      'top=abc',
+      'top=1.5',
+      'top=99999999999',
+      'runtimeStatus=Bogus',
+      'runtimeStatus=completed',
+      'createdTimeFrom=yesterday',
+      'createdTimeTo=not-a-date',
+    ]) {
       const r = await list(bad);
       expect({ bad, status: r.status, found: r.body.some((s) => s.instanceId === 'list-1') }).toEqual({ bad, status: 200, found: true });
     }
@@ -189,10 +200,16 @@ describe('answers as the official handler gives them', () => {
     const unknown = await http('POST', withSystemKey('instances/nobody/rewind'));
     expect({ status: unknown.status, body: unknown.body }).toEqual({ status: 404, body: 'No orchestration with instance ID "$nobody" found.' });
     const completed = await http('POST', withSystemKey('instances/rewind-1/rewind'));
-    expect({ status: completed.status, body: completed.body }).toEqual({ status: 412, body: 'This orchestration has status Completed, but only orchestrations in the "Failed" state can be rewound.' });
+    expect({ status: completed.status, body: completed.body }).toEqual({
+      status: 412,
+      body: 'This orchestration has status Completed, but only orchestrations in the "Failed" state can be rewound.',
+    });
     await started('Waiter', 'rewind-running');
     const running = await http('POST', withSystemKey('instances/rewind-running/rewind'));
-    expect({ status: running.status, body: running.body }).toEqual({ status: 412, body: 'This orchestration has status Running, but only orchestrations in the "Failed" state can be rewound.' });
+    expect({ status: running.status, body: running.body }).toEqual({
+      status: 412,
+      body: 'This orchestration has status Running, but only orchestrations in the "Failed" state can be rewound.',
+    });
     expect((await getStatus(stack.baseUrl, 'rewind-running'))?.runtimeStatus).toBe('Running');
     // Through the library (DurableClient.rewind), a failed parent rewinds its failed sub-orchestration too.
     await started('RewindParent', 'rewind-parent', 'rw-2', ['Failed']);
@@ -260,7 +277,12 @@ describe('answers as the official handler gives them', () => {
       expect({ id, status: res.status, body: res.body }).toEqual({
         id,
         status: 400,
-        body: { Message: 'One or more of the arguments submitted is incorrect', ExceptionMessage: message, ExceptionType: 'System.ArgumentException', StackTrace: null },
+        body: {
+          Message: 'One or more of the arguments submitted is incorrect',
+          ExceptionMessage: message,
+          ExceptionType: 'System.ArgumentException',
+          StackTrace: null,
+        },
       });
     }
     const list = (await http('GET', withSystemKey('instances'))).body as Status[];
@@ -275,7 +297,10 @@ describe('answers as the official handler gives them', () => {
     const route = await http('GET', withSystemKey('instances/nobody/terminate'));
     expect({ status: route.status, body: route.body }).toEqual({ status: 404, body: undefined });
     const unknown = await http('POST', withSystemKey('orchestrators/NoSuchOrchestrator'), {});
-    expect(unknown).toMatchObject({ status: 400, body: { Message: 'One or more of the arguments submitted is incorrect', ExceptionType: 'System.ArgumentException' } });
+    expect(unknown).toMatchObject({
+      status: 400,
+      body: { Message: 'One or more of the arguments submitted is incorrect', ExceptionType: 'System.ArgumentException' },
+    });
     const badJson = await fetch(withSystemKey('orchestrators/Chain'), { method: 'POST', body: '[oops' });
     expect(badJson.status).toBe(400);
     expect(await badJson.json()).toMatchObject({ Message: 'Invalid JSON content' });
@@ -304,7 +329,11 @@ describe('terminate through the API', () => {
       { EventType: 'ExecutionTerminated', Input: 'stopped by operator', Timestamp: expect.any(String) },
       { EventType: 'ExecutionCompleted', OrchestrationStatus: 'Terminated', Result: 'stopped by operator', Timestamp: expect.any(String) },
     ]);
-    for (const [path, body] of [['instances/term-api/raiseEvent/Go', 'late'], ['instances/term-api/terminate?reason=again', undefined], ['instances/term-api/suspend', undefined]] as const) {
+    for (const [path, body] of [
+      ['instances/term-api/raiseEvent/Go', 'late'],
+      ['instances/term-api/terminate?reason=again', undefined],
+      ['instances/term-api/suspend', undefined],
+    ] as const) {
       const r = await http('POST', withSystemKey(path), body);
       expect({ path, status: r.status, body: r.body }).toEqual({ path, status: 410, body: undefined });
     }

@@ -128,7 +128,9 @@ test('an orchestrator that reads Date.now() into its control flow is failed as n
   const s = await waitForStatus(stack.baseUrl, id);
   expect(s.runtimeStatus).toBe('Failed');
   expect(String(s.output)).toContain('Non-Deterministic workflow detected');
-  expect(String(s.output)).toContain("scheduled an activity task named 'Before' with sequence ID 0 at action position 0, but the current replay scheduled an activity task named 'After'");
+  expect(String(s.output)).toContain(
+    "scheduled an activity task named 'Before' with sequence ID 0 at action position 0, but the current replay scheduled an activity task named 'After'",
+  );
 });
 
 test('an orchestrator that reads Math.random() into its control flow is failed as non-deterministic', async () => {

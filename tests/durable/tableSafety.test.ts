@@ -87,7 +87,7 @@ describe('on the stack', () => {
     expect(await waitForStatus(stack.baseUrl, 'normal-2')).toMatchObject({ runtimeStatus: 'Completed' });
   });
 
-  test('a message larger than a queue message travels through a blob, as the provider\'s large-message support does; a purge removes the blobs', async () => {
+  test("a message larger than a queue message travels through a blob, as the provider's large-message support does; a purge removes the blobs", async () => {
     // 80,000 characters (base64: 107,000): the start message, the activity's work item and its answer are each over
     // the 64 KiB limit. (The provider also moves table properties over 64 KiB to blobs; this engine splits them into
     // several properties instead, within the entity's 1 MiB: the next test.)
@@ -112,13 +112,22 @@ describe('on the stack', () => {
     const workItems = new QueueClient(stack.azurite.connectionString(), 'durabletesthub-workitems');
     const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64');
     const event = { EventType: 10, EventId: -1, IsPlayed: false, Timestamp: new Date().toISOString(), Name: 'x' };
-    const controlTexts = [null, 42, [], {}, { id: 'm1', instanceId: 7, sentAt: 'now', event }, { id: 'm2', instanceId: 'i', sentAt: 'now', event: { EventType: 1 } }, { id: 'm3', instanceId: 'i', sentAt: 'now', events: [event, 'x'], executionId: 'e' }];
+    const controlTexts = [
+      null,
+      42,
+      [],
+      {},
+      { id: 'm1', instanceId: 7, sentAt: 'now', event },
+      { id: 'm2', instanceId: 'i', sentAt: 'now', event: { EventType: 1 } },
+      { id: 'm3', instanceId: 'i', sentAt: 'now', events: [event, 'x'], executionId: 'e' },
+    ];
     const workTexts = [{}, { items: [] }, { items: [{ instanceId: 'i', executionId: 'e', name: 'Hello', taskId: 'zero' }] }];
     for (const v of controlTexts) await control.sendMessage(b64(v));
     for (const v of workTexts) await workItems.sendMessage(b64(v));
     await start('Chain', 'after-wrong-shape', ['shaped']);
     expect(await waitForStatus(stack.baseUrl, 'after-wrong-shape')).toMatchObject({ runtimeStatus: 'Completed', output: ['Hello shaped'] });
-    const dropped = () => stack.logs.lines.filter((l) => l.msg === 'durable queue message unreadable: deleted' && /^not a (control|work item) message/.test(String(l.reason)));
+    const dropped = () =>
+      stack.logs.lines.filter((l) => l.msg === 'durable queue message unreadable: deleted' && /^not a (control|work item) message/.test(String(l.reason)));
     for (let i = 0; i < 100 && dropped().length < controlTexts.length + workTexts.length; i++) await new Promise((r) => setTimeout(r, 100));
     expect(dropped().filter((l) => l.queue === 'durabletesthub-control-00')).toHaveLength(controlTexts.length);
     expect(dropped().filter((l) => l.queue === 'durabletesthub-workitems')).toHaveLength(workTexts.length);
@@ -130,27 +139,35 @@ describe('on the stack', () => {
     const blobs = BlobServiceClient.fromConnectionString(stack.azurite.connectionString()).getContainerClient('durabletesthub-largemessages');
     await blobs.getBlockBlobClient('x/message-not-gzip.json.gz').uploadData(Buffer.from('plain text'));
     const b64 = (text: string) => Buffer.from(text).toString('base64');
-    for (const text of ['{not json', JSON.stringify({ largeMessageBlob: 'gone/message-1.json.gz' }), JSON.stringify({ largeMessageBlob: 'x/message-not-gzip.json.gz' })]) {
+    for (const text of [
+      '{not json',
+      JSON.stringify({ largeMessageBlob: 'gone/message-1.json.gz' }),
+      JSON.stringify({ largeMessageBlob: 'x/message-not-gzip.json.gz' }),
+    ]) {
       await control.sendMessage(b64(text));
     }
     await start('Chain', 'after-unreadable', ['still']);
     expect(await waitForStatus(stack.baseUrl, 'after-unreadable')).toMatchObject({ runtimeStatus: 'Completed', output: ['Hello still'] });
-    const dropped = () => stack.logs.lines.filter((l) => l.msg === 'durable queue message unreadable: deleted' && !/^not a (control|work item) message/.test(String(l.reason)));
+    const dropped = () =>
+      stack.logs.lines.filter((l) => l.msg === 'durable queue message unreadable: deleted' && !/^not a (control|work item) message/.test(String(l.reason)));
     for (let i = 0; i < 50 && dropped().length < 3; i++) await new Promise((r) => setTimeout(r, 100));
     const reasons = dropped().map((l) => String(l.reason));
     expect(reasons).toHaveLength(3);
-    expect(reasons).toEqual(expect.arrayContaining([expect.stringMatching(/JSON/), 'its large-message blob is gone', expect.stringMatching(/incorrect header check/)]));
+    expect(reasons).toEqual(
+      expect.arrayContaining([expect.stringMatching(/JSON/), 'its large-message blob is gone', expect.stringMatching(/incorrect header check/)]),
+    );
     expect((await control.peekMessages({ numberOfMessages: 32 })).peekedMessageItems.map((m) => m.messageText)).not.toContain(b64('{not json'));
   });
 
-  test('a custom status over 16 KB of UTF-16 text fails the orchestration with the extension\'s message; 8,703 characters pass', async () => {
+  test("a custom status over 16 KB of UTF-16 text fails the orchestration with the extension's message; 8,703 characters pass", async () => {
     await start('SizedStatus', 'status-fits', 8703);
     await start('SizedStatus', 'status-over', 8704);
     expect(await waitForStatus(stack.baseUrl, 'status-fits')).toMatchObject({ runtimeStatus: 'Completed', customStatus: 's'.repeat(8701) });
     const over = await waitForStatus(stack.baseUrl, 'status-over');
     expect({ status: over.runtimeStatus, output: over.output }).toEqual({
       status: 'Failed',
-      output: "Orchestrator function 'SizedStatus' failed: The UTF-16 size of the JSON-serialized payload must not exceed 16 KB. The current payload size is 17 KB.",
+      output:
+        "Orchestrator function 'SizedStatus' failed: The UTF-16 size of the JSON-serialized payload must not exceed 16 KB. The current payload size is 17 KB.",
     });
   });
 

@@ -65,7 +65,10 @@ beforeAll(async () => {
     samples.count++;
     samples.maxPools = Math.max(samples.maxPools, pools.length);
     if (pools.length > 5 && samples.over.length < 5) samples.over.push(pools.map((p) => `${p.id} ${p.state} ${p.nodes}`));
-    samples.maxCores = Math.max(samples.maxCores, pools.reduce((n, p) => n + 2 * p.nodes, 0));
+    samples.maxCores = Math.max(
+      samples.maxCores,
+      pools.reduce((n, p) => n + 2 * p.nodes, 0),
+    );
   }, 50);
   host = await startHost(0);
 }, 120_000);
@@ -117,7 +120,11 @@ function spec(id: string, extra: Record<string, unknown> = {}, command = 'true',
 async function post(body: string): Promise<{ status: number; body: { job?: { id: string }; errors?: { path: string; message: string }[] } }> {
   for (let attempt = 0; ; attempt++) {
     try {
-      const res = await fetch(`${base()}/api/jobs`, { method: 'POST', headers: { 'content-type': 'application/yaml', 'x-functions-key': KEYS.functionKey }, body });
+      const res = await fetch(`${base()}/api/jobs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/yaml', 'x-functions-key': KEYS.functionKey },
+        body,
+      });
       return { status: res.status, body: (await res.json()) as never };
     } catch (err) {
       if (attempt >= 20) throw err; // the host is being restarted
@@ -153,14 +160,23 @@ async function waitAll(ids: string[], timeoutMs: number, onProgress?: (done: num
     const byId = new Map<string, View>();
     let token: string | undefined;
     do {
-      const page = await get<{ jobs: View[]; continuationToken?: string }>(`/api/jobs?tag=suite=admission&top=1000${token ? `&continuationToken=${encodeURIComponent(token)}` : ''}`);
+      const page = await get<{ jobs: View[]; continuationToken?: string }>(
+        `/api/jobs?tag=suite=admission&top=1000${token ? `&continuationToken=${encodeURIComponent(token)}` : ''}`,
+      );
       for (const j of page.jobs) byId.set(j.id, j);
       token = page.continuationToken;
     } while (token);
     const done = ids.filter((id) => TERMINAL.has(byId.get(id)?.state ?? '')).length;
     await onProgress?.(done);
     if (done === ids.length) return byId;
-    if (Date.now() > deadline) throw new Error(`${ids.length - done} jobs not finished: ${ids.filter((id) => !TERMINAL.has(byId.get(id)?.state ?? '')).slice(0, 10).map((id) => `${id} ${byId.get(id)?.state}`).join(', ')}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `${ids.length - done} jobs not finished: ${ids
+          .filter((id) => !TERMINAL.has(byId.get(id)?.state ?? ''))
+          .slice(0, 10)
+          .map((id) => `${id} ${byId.get(id)?.state}`)
+          .join(', ')}`,
+      );
     await new Promise((r) => setTimeout(r, 1000));
   }
 }
@@ -179,19 +195,25 @@ test(`burst of ${BURST} jobs against a quota of 5 pools, the host SIGKILLed in t
 
   // Submitted in order, a few at a time: first come first served is judged on submission order.
   for (let i = 0; i < BURST; i += 4) {
-    await Promise.all([i, i + 1, i + 2, i + 3].filter((k) => k < BURST).map(async (k) => {
-      const extra = urgent(k) ? { priority: 5 } : {};
-      const r = await post(spec(id(k), extra, failing.has(k) ? 'exit 3' : 'true', tooBig.has(k) ? 6 : 1));
-      expect(r.status).toBe(202);
-      if (cancelled.has(k)) await cancel(id(k));
-    }));
+    await Promise.all(
+      [i, i + 1, i + 2, i + 3]
+        .filter((k) => k < BURST)
+        .map(async (k) => {
+          const extra = urgent(k) ? { priority: 5 } : {};
+          const r = await post(spec(id(k), extra, failing.has(k) ? 'exit 3' : 'true', tooBig.has(k) ? 6 : 1));
+          expect(r.status).toBe(202);
+          if (cancelled.has(k)) await cancel(id(k));
+        }),
+    );
   }
   console.log(`submitted ${BURST} jobs in ${Math.round((Date.now() - started) / 1000)} s`);
 
   // A job deep in the queue shows its place; the queues show the depth and the reserved cores.
   const deep = await get<View>(`/api/jobs/${id(BURST - 1)}`);
   if (deep.state === 'Queued' && deep.queue?.state === 'waiting') expect(deep.queue.position).toBeGreaterThan(0);
-  const queues = await get<{ queues: { name: string; waiting: number; running: number; reservedCores: Record<string, number> }[]; totals: { cores: number } }>('/api/queues');
+  const queues = await get<{ queues: { name: string; waiting: number; running: number; reservedCores: Record<string, number> }[]; totals: { cores: number } }>(
+    '/api/queues',
+  );
   expect(queues.queues.map((q) => q.name).sort()).toEqual(['default', 'urgent']);
   expect(queues.totals.cores).toBeLessThanOrEqual(10);
 
@@ -206,7 +228,9 @@ test(`burst of ${BURST} jobs against a quota of 5 pools, the host SIGKILLed in t
     }
   });
   expect(killed).toBe(true);
-  console.log(`${BURST} jobs done in ${Math.round((Date.now() - started) / 1000)} s; ${samples.count} samples, at most ${samples.maxPools} pools and ${samples.maxCores} cores at once`);
+  console.log(
+    `${BURST} jobs done in ${Math.round((Date.now() - started) / 1000)} s; ${samples.count} samples, at most ${samples.maxPools} pools and ${samples.maxCores} cores at once`,
+  );
 
   // Never more than 5 pools, never more than the quota; and the capacity was used.
   expect({ maxPools: samples.maxPools, over: samples.over }).toEqual({ maxPools: expect.any(Number), over: [] });
@@ -224,7 +248,9 @@ test(`burst of ${BURST} jobs against a quota of 5 pools, the host SIGKILLed in t
     for (const v of await Promise.all(ids.slice(i, i + 10).map((j) => get<View>(`/api/jobs/${j}`)))) full.set(v.id, v);
   }
   for (const i of tooBig) {
-    expect(full.get(id(i))!.error?.message).toMatch(/^refused at admission: the job needs 12 standardDSv5Family cores; the Batch account's quota for that family is 10/);
+    expect(full.get(id(i))!.error?.message).toMatch(
+      /^refused at admission: the job needs 12 standardDSv5Family cores; the Batch account's quota for that family is 10/,
+    );
     expect(transitions(full.get(id(i))!)).toEqual(['Submitted', 'Queued', 'Failed']);
   }
   for (const i of cancelled) {
@@ -254,7 +280,8 @@ test(`burst of ${BURST} jobs against a quota of 5 pools, the host SIGKILLed in t
   for (const [a, ga] of grants) {
     for (const [b, gb] of grants) {
       // b granted before a although a was already waiting and comes first: an inversion.
-      if (gb.grant < ga.grant && before(a, b) && Date.parse(ga.waitingSince) + 2_000 < Date.parse(gb.grantedAt)) inversions.push(`${b} (grant ${gb.grant}) before ${a} (grant ${ga.grant})`);
+      if (gb.grant < ga.grant && before(a, b) && Date.parse(ga.waitingSince) + 2_000 < Date.parse(gb.grantedAt))
+        inversions.push(`${b} (grant ${gb.grant}) before ${a} (grant ${ga.grant})`);
     }
   }
   expect(inversions).toEqual([]);
@@ -282,7 +309,13 @@ test('an array of 20 with dependencies: it starts after its parent succeeded; a 
 
   expect((await post(spec('arr-prep', {}, 'sleep 2'))).status).toBe(202);
   expect((await post(spec('arr-bad', {}, 'exit 2'))).status).toBe(202);
-  const sweep = await post(spec('sweep', { array: { range: { from: 100, to: 290, step: 10 } }, dependsOn: [{ job: 'arr-prep', condition: 'succeeded' }] }, 'echo "idx=$MPIJOB_ARRAY_INDEX param=$MPIJOB_ARRAY_PARAM"'));
+  const sweep = await post(
+    spec(
+      'sweep',
+      { array: { range: { from: 100, to: 290, step: 10 } }, dependsOn: [{ job: 'arr-prep', condition: 'succeeded' }] },
+      'echo "idx=$MPIJOB_ARRAY_INDEX param=$MPIJOB_ARRAY_PARAM"',
+    ),
+  );
   expect(sweep.status).toBe(202);
   expect(sweep.body.job?.id).toBe('sweep');
   expect((await post(spec('after-sweep', { dependsOn: [{ job: 'sweep' }] }))).status).toBe(202);
@@ -317,7 +350,9 @@ test('an array of 20 with dependencies: it starts after its parent succeeded; a 
 
   expect(v.get('arr-bad')!.state).toBe('Failed');
   expect(v.get('after-bad')!.state).toBe('Cancelled');
-  expect(v.get('after-bad')!.error?.message).toMatch(/^dependency arr-bad ended Failed: Running: MPI task exited with code 2.*\(this job needed it to succeed\)$/);
+  expect(v.get('after-bad')!.error?.message).toMatch(
+    /^dependency arr-bad ended Failed: Running: MPI task exited with code 2.*\(this job needed it to succeed\)$/,
+  );
   expect(transitions(v.get('after-bad')!)).toEqual(['Submitted', 'Queued', 'Cancelled']);
   expect(v.get('after-bad-finished')!.state).toBe('Succeeded');
   expect(Date.parse(at(v.get('after-bad-finished')!, 'Provisioning')!)).toBeGreaterThanOrEqual(Date.parse(at(v.get('arr-bad')!, 'Failed')!));
@@ -328,6 +363,12 @@ test('an array of 20 with dependencies: it starts after its parent succeeded; a 
   await cancel('doomed');
   await cancel('slow');
   const ended = await waitAll(['slow', 'doomed', 'doomed-0', 'doomed-1', 'doomed-2'], 120_000);
-  expect(['doomed', 'doomed-0', 'doomed-1', 'doomed-2', 'slow'].map((id) => ended.get(id)!.state)).toEqual(['Cancelled', 'Cancelled', 'Cancelled', 'Cancelled', 'Cancelled']);
+  expect(['doomed', 'doomed-0', 'doomed-1', 'doomed-2', 'slow'].map((id) => ended.get(id)!.state)).toEqual([
+    'Cancelled',
+    'Cancelled',
+    'Cancelled',
+    'Cancelled',
+    'Cancelled',
+  ]);
   expect(poolCreates.filter((p) => p.startsWith('hpc-doomed'))).toEqual([]);
 }, 600_000);

@@ -60,7 +60,7 @@ function specFor(stage: Stage): Record<string, unknown> {
 /** Polls the job until it is in `stage` (or past it); returns the view seen. */
 async function waitFor(id: string, stage: Stage): Promise<JobViewLite> {
   let view = await getJobView(stack, id);
-  for (const deadline = Date.now() + 180_000; Date.now() < deadline && view.state !== stage && !['Succeeded', 'Failed', 'Cancelled'].includes(view.state); ) {
+  for (const deadline = Date.now() + 180_000; Date.now() < deadline && view.state !== stage && !['Succeeded', 'Failed', 'Cancelled'].includes(view.state);) {
     await new Promise((r) => setTimeout(r, 100));
     view = await getJobView(stack, id);
   }

@@ -47,7 +47,11 @@ beforeAll(async () => {
   mkdirSync(logs, { recursive: true });
   log = createWriteStream(path.join(logs, 'e2e-chaos-host.log'), { flags: 'w' });
   azurite = await startAzurite();
-  registry = await startRegistry({ maxConcurrentPulls: 10, bandwidthBytesPerSec: 4 * 1024 * 1024, images: [await buildDemoImage({ fillerBytes: 2 * 1024 * 1024 })] });
+  registry = await startRegistry({
+    maxConcurrentPulls: 10,
+    bandwidthBytesPerSec: 4 * 1024 * 1024,
+    images: [await buildDemoImage({ fillerBytes: 2 * 1024 * 1024 })],
+  });
   batch = await startBatchEmulator({ nodePath: [path.join(REPO_ROOT, 'local', 'batch', 'nodetools', 'bin')], onExchange: (e) => exchanges.push(e) });
   console.log(`chaos seed ${SEED} (replay with CHAOS_SEED=${SEED})`);
 }, 120_000);
@@ -73,7 +77,13 @@ test('SIGKILLs of the host at random points of several concurrent jobs under Bat
   const az = azurite as AzuriteHandle;
   const emu = batch as BatchEmulatorHandle;
   const reg = registry as RegistryHandle;
-  const settings = { ...localAppSettings(az, emu), ...localRegistrySettings(reg.host), OPERATOR_API_KEYS: KEYS.functionKey, BATCH_RETRY_INITIAL_MS: '200', BATCH_RETRY_MAX_MS: '2000' };
+  const settings = {
+    ...localAppSettings(az, emu),
+    ...localRegistrySettings(reg.host),
+    OPERATOR_API_KEYS: KEYS.functionKey,
+    BATCH_RETRY_INITIAL_MS: '200',
+    BATCH_RETRY_MAX_MS: '2000',
+  };
   const storage = az.connectionString();
   const start = (port: number) => ChildHost.start({ appDir: REPO_ROOT, storage, port, settings, keys: KEYS, log: log as WriteStream, timeoutMs: 90_000 });
   host = await start(0);
@@ -92,8 +102,24 @@ test('SIGKILLs of the host at random points of several concurrent jobs under Bat
   const mpi = (command: string) => ({ runtime: 'openmpi', processesPerNode: 1, fabric: 'tcp', options: ['--mca', 'btl_tcp_if_include', 'lo'], command });
   const jobs: JobCase[] = [
     // With input data, so the StagingData stage lasts long enough to be hit.
-    { id: 'chaos-native', expect: 'Succeeded', spec: { pool: { vmSize: 'Standard_D2s_v5', nodes: 2 }, data: { inputs: [{ account: DATA_ACCOUNT.name, container: 'inputs', prefix: 'chaos/' }], recordBytes: 64 }, mpi: mpi('sleep 3; echo "native done with $(ls "$MPIJOB_DATA_DIR" | wc -l) shard(s)"') } },
-    { id: 'chaos-docker', expect: 'Succeeded', spec: { pool: { vmSize: 'Standard_D2s_v5', nodes: 2 }, container: { runtime: 'docker', images: [`${reg.host}/hpc/mpi-demo:1.0`], pullConcurrency: 1 }, mpi: mpi('sleep 3; echo "docker done"') } },
+    {
+      id: 'chaos-native',
+      expect: 'Succeeded',
+      spec: {
+        pool: { vmSize: 'Standard_D2s_v5', nodes: 2 },
+        data: { inputs: [{ account: DATA_ACCOUNT.name, container: 'inputs', prefix: 'chaos/' }], recordBytes: 64 },
+        mpi: mpi('sleep 3; echo "native done with $(ls "$MPIJOB_DATA_DIR" | wc -l) shard(s)"'),
+      },
+    },
+    {
+      id: 'chaos-docker',
+      expect: 'Succeeded',
+      spec: {
+        pool: { vmSize: 'Standard_D2s_v5', nodes: 2 },
+        container: { runtime: 'docker', images: [`${reg.host}/hpc/mpi-demo:1.0`], pullConcurrency: 1 },
+        mpi: mpi('sleep 3; echo "docker done"'),
+      },
+    },
     { id: 'chaos-exit3', expect: 'Failed', spec: { pool: { vmSize: 'Standard_D2s_v5', nodes: 2 }, mpi: mpi('sleep 2; exit 3') } },
     { id: 'chaos-cancel', expect: 'Cancelled', spec: { pool: { vmSize: 'Standard_D2s_v5', nodes: 2 }, mpi: mpi('sleep 300') } },
     { id: 'chaos-queue', expect: 'Succeeded', door: 'queue', spec: { pool: { vmSize: 'Standard_D2s_v5', nodes: 1 }, mpi: mpi('sleep 1; echo "queue done"') } },
@@ -127,7 +153,7 @@ test('SIGKILLs of the host at random points of several concurrent jobs under Bat
   })();
   const stateOf = (id: string) => (seen.get(id) as string[]).at(-1);
   const until = async (what: string, ok: () => boolean, timeoutMs = 120_000) => {
-    for (const end = Date.now() + timeoutMs; !ok(); ) {
+    for (const end = Date.now() + timeoutMs; !ok();) {
       if (Date.now() > end) throw new Error(`chaos: timed out waiting for ${what}; seen ${JSON.stringify(Object.fromEntries(seen))}`);
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -140,7 +166,11 @@ test('SIGKILLs of the host at random points of several concurrent jobs under Bat
       return;
     }
     for (let attempt = 0; ; attempt++) {
-      const res = await fetch(`${baseUrl}/api/jobs`, { method: 'POST', headers: { ...headers, 'content-type': 'application/yaml' }, body: stringify({ id: j.id, name: j.id, ...j.spec }) }).catch(() => undefined);
+      const res = await fetch(`${baseUrl}/api/jobs`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/yaml' },
+        body: stringify({ id: j.id, name: j.id, ...j.spec }),
+      }).catch(() => undefined);
       if (res && (res.status === 202 || res.status === 200)) return;
       if (attempt > 20) throw new Error(`POST ${j.id} never accepted: ${res?.status} ${res ? await res.text() : ''}`);
       await new Promise((r) => setTimeout(r, 500));
@@ -203,7 +233,9 @@ test('SIGKILLs of the host at random points of several concurrent jobs under Bat
     if (j.expect === 'Cancelled') expect(view.error?.message).toMatch(/chaos/);
     expect(await checkCleanup(stack, view)).toEqual([]);
     // Nothing created twice: one pool and one Batch job per job, however many times its activities ran.
-    const creates = (p: string) => exchanges.filter((e) => e.method === 'POST' && e.path === p && e.status === 201 && (e.requestBody as { id?: string } | undefined)?.id === `hpc-${j.id}`).length;
+    const creates = (p: string) =>
+      exchanges.filter((e) => e.method === 'POST' && e.path === p && e.status === 201 && (e.requestBody as { id?: string } | undefined)?.id === `hpc-${j.id}`)
+        .length;
     expect({ id: j.id, pools: creates('/pools'), batchJobs: creates('/jobs') }).toEqual({ id: j.id, pools: 1, batchJobs: 1 });
   }
   expect(kills.length).toBeGreaterThanOrEqual(5);

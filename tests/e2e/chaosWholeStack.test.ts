@@ -29,7 +29,8 @@ afterAll(async () => {
 }, 180_000);
 
 const spec = (id: string) => ({
-  id, name: id,
+  id,
+  name: id,
   pool: { vmSize: 'Standard_D2s_v5', nodes: 1 },
   mpi: { runtime: 'openmpi', processesPerNode: 1, fabric: 'tcp', options: ['--mca', 'btl_tcp_if_include', 'lo'], command: 'echo "burst done"' },
 });
@@ -49,10 +50,12 @@ test('a whole-stack SIGKILL right after a burst: every accepted job ends Succeed
   await queue.createIfNotExists();
   const burst = async (prefix: string) => {
     await queue.sendMessage(Buffer.from(JSON.stringify(spec(`${prefix}-queue`)), 'utf8').toString('base64'));
-    const answers = await Promise.all(Array.from({ length: BURST }, (_, i) => `${prefix}-${i}`).map(async (id) => {
-      const res = await fetch(`${client.baseUrl}/api/jobs`, { method: 'POST', headers, body: stringify(spec(id)) });
-      return { id, status: res.status };
-    }));
+    const answers = await Promise.all(
+      Array.from({ length: BURST }, (_, i) => `${prefix}-${i}`).map(async (id) => {
+        const res = await fetch(`${client.baseUrl}/api/jobs`, { method: 'POST', headers, body: stringify(spec(id)) });
+        return { id, status: res.status };
+      }),
+    );
     const ok = answers.filter((a) => a.status === 202 || a.status === 200).map((a) => a.id);
     expect(ok).toHaveLength(BURST);
     return ok;

@@ -16,7 +16,17 @@ import { stringify } from 'yaml';
 import type { ExchangeRecord } from '../../local/batch/config';
 import { localAppSettings, localRegistrySettings, REPO_ROOT } from '../../local/stack';
 import { startServices, type Services } from '../../local/supervisor/services';
-import { asOperator, checkCleanup, checkResult, mpiOutput, submitSpec, uploadDemoInputs, watchJob, type JobViewLite, type StackClient } from '../../local/jobRunner';
+import {
+  asOperator,
+  checkCleanup,
+  checkResult,
+  mpiOutput,
+  submitSpec,
+  uploadDemoInputs,
+  watchJob,
+  type JobViewLite,
+  type StackClient,
+} from '../../local/jobRunner';
 import { ChildHost } from '../helpers/childHost';
 
 let services: Services | undefined;
@@ -52,8 +62,14 @@ const CHILD_KEYS = { functionKey: 'crash-test-function-key-0123456789', masterKe
  */
 const startHost = (port: number, s: Services, settings: Record<string, string>) =>
   ChildHost.start({
-    appDir: REPO_ROOT, port, settings, keys: CHILD_KEYS, log: log as WriteStream, timeoutMs: 90_000,
-    identityEndpoint: s.identity.appServiceIdentity, caFile: s.identity.caFile,
+    appDir: REPO_ROOT,
+    port,
+    settings,
+    keys: CHILD_KEYS,
+    log: log as WriteStream,
+    timeoutMs: 90_000,
+    identityEndpoint: s.identity.appServiceIdentity,
+    caFile: s.identity.caFile,
   });
 
 const STAGES = ['Provisioning', 'PullingImages', 'StagingData', 'Running', 'CleaningUp'] as const;
@@ -71,21 +87,31 @@ test('SIGKILL of the control plane once in every stage: the job still succeeds w
 
   const expected = await uploadDemoInputs(stack, 20);
   const operator = asOperator(stack);
-  const id = await submitSpec(stack, stringify({
-    id: 'crash-every-stage',
-    name: 'crash',
-    pool: { vmSize: 'Standard_D2s_v5', nodes: 3 },
-    container: { runtime: 'docker', images: [`${reg.host}/hpc/mpi-demo:1.0`], pullConcurrency: 1 },
-    data: { inputs: [{ account: 'data1', container: 'inputs', prefix: 'demo/' }], recordBytes: 64 },
-    // The pause keeps the Running stage long enough to be hit; the program's output is still verified.
-    mpi: { runtime: 'openmpi', processesPerNode: 1, fabric: 'tcp', options: ['--mca', 'btl_tcp_if_include', 'lo'], command: 'sleep 4; mpi-demo run "$MPIJOB_DATA_DIR"' },
-    cleanup: { deletePool: 'always' },
-  }), operator);
+  const id = await submitSpec(
+    stack,
+    stringify({
+      id: 'crash-every-stage',
+      name: 'crash',
+      pool: { vmSize: 'Standard_D2s_v5', nodes: 3 },
+      container: { runtime: 'docker', images: [`${reg.host}/hpc/mpi-demo:1.0`], pullConcurrency: 1 },
+      data: { inputs: [{ account: 'data1', container: 'inputs', prefix: 'demo/' }], recordBytes: 64 },
+      // The pause keeps the Running stage long enough to be hit; the program's output is still verified.
+      mpi: {
+        runtime: 'openmpi',
+        processesPerNode: 1,
+        fabric: 'tcp',
+        options: ['--mca', 'btl_tcp_if_include', 'lo'],
+        command: 'sleep 4; mpi-demo run "$MPIJOB_DATA_DIR"',
+      },
+      cleanup: { deletePool: 'always' },
+    }),
+    operator,
+  );
 
   const killedIn: string[] = [];
   for (const stage of STAGES) {
     let view: JobViewLite | undefined;
-    for (const deadline = Date.now() + 150_000; Date.now() < deadline; ) {
+    for (const deadline = Date.now() + 150_000; Date.now() < deadline;) {
       view = (await (await fetch(`${stack.baseUrl}/api/jobs/${id}`, { headers: { 'x-functions-key': stack.host.keys.functionKey } })).json()) as JobViewLite;
       if (view.state === stage || ['Succeeded', 'Failed', 'Cancelled'].includes(view.state)) break;
       await new Promise((r) => setTimeout(r, 100));

@@ -18,7 +18,10 @@ const exchanges: ExchangeRecord[] = [];
 const calls = (method: string, pathPattern: RegExp, status?: number) =>
   exchanges.filter((e) => e.method === method && pathPattern.test(e.path) && (status === undefined || e.status === status)).length;
 
-type SpecDoc = { id?: string; data?: unknown; pool: Record<string, unknown>; container: Record<string, unknown>; mpi: Record<string, unknown> } & Record<string, unknown>;
+type SpecDoc = { id?: string; data?: unknown; pool: Record<string, unknown>; container: Record<string, unknown>; mpi: Record<string, unknown> } & Record<
+  string,
+  unknown
+>;
 /** The demo spec on 2 nodes with no input data: the cheapest job that still goes through every stage. */
 function cheapJob(id: string, patch: (spec: SpecDoc) => void = () => undefined): string {
   const spec = parse(DEMO_SPEC) as SpecDoc;
@@ -78,7 +81,12 @@ async function runJob(id: string, specText: string, timeoutMs: number): Promise<
 beforeAll(async () => {
   const logs = path.join(REPO_ROOT, 'test-artifacts');
   mkdirSync(logs, { recursive: true });
-  stack = await startStack({ port: 0, logDestination: path.join(logs, 'e2e-faults-host.log'), demoImageFillerBytes: 64 * 1024, batch: { onExchange: (e) => exchanges.push(e) } });
+  stack = await startStack({
+    port: 0,
+    logDestination: path.join(logs, 'e2e-faults-host.log'),
+    demoImageFillerBytes: 64 * 1024,
+    batch: { onExchange: (e) => exchanges.push(e) },
+  });
   // The start task compiles the demo program from this blob even when there is no input data.
   const software = stack.operator.blobService('data1').getContainerClient('software');
   await software.createIfNotExists();

@@ -63,13 +63,21 @@ function cli(): { ctx: CommandContext; out: string[] } {
   const api = new ApiClient({ endpoint: stack.baseUrl }, fetch, async () => token);
   return {
     out,
-    ctx: { json: true, out: (t) => void out.push(t), err: () => undefined, api: () => api, connection: () => ({ endpoint: stack.baseUrl }), stdout: process.stdout, stderr: process.stderr },
+    ctx: {
+      json: true,
+      out: (t) => void out.push(t),
+      err: () => undefined,
+      api: () => api,
+      connection: () => ({ endpoint: stack.baseUrl }),
+      stdout: process.stdout,
+      stderr: process.stderr,
+    },
   };
 }
 
 const mpi = (command: string) => ({ runtime: 'openmpi', processesPerNode: 1, fabric: 'tcp', options: ['--mca', 'btl_tcp_if_include', 'lo'], command });
 
-describe('a user\'s own data in and results out', () => {
+describe("a user's own data in and results out", () => {
   it('hpcjob upload (resumable), a job reading it, hpcjob download', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'first-day-'));
     mkdirSync(path.join(dir, 'mycode'));
@@ -88,7 +96,8 @@ describe('a user\'s own data in and results out', () => {
     expect(elsewhere).toMatchObject({ status: 403, body: { error: 'DataAreaForbidden', errors: [{ path: 'prefix' }] } });
 
     const id = await submit({
-      name: 'first-day-own-data', pool: { vmSize: 'Standard_D4s_v5', nodes: 1 },
+      name: 'first-day-own-data',
+      pool: { vmSize: 'Standard_D4s_v5', nodes: 1 },
       files: [{ account: DATA_ACCOUNT.name, container: 'inputs', blob, path: 'hello.sh' }],
       mpi: mpi('bash hello.sh'),
       outputs: { account: DATA_ACCOUNT.name, container: 'results', files: [{ pattern: 'result.txt' }] },
@@ -97,7 +106,9 @@ describe('a user\'s own data in and results out', () => {
     const down = cli();
     const into = path.join(dir, 'results');
     await downloadCommand(down.ctx, id, { to: into });
-    const found = readdirSync(into, { recursive: true }).map(String).filter((f) => f.endsWith('result.txt'));
+    const found = readdirSync(into, { recursive: true })
+      .map(String)
+      .filter((f) => f.endsWith('result.txt'));
     expect(found).toHaveLength(1);
     expect(readFileSync(path.join(into, found[0]), 'utf8')).toMatch(/^hello from /);
   }, 900_000);
@@ -106,7 +117,8 @@ describe('a user\'s own data in and results out', () => {
 describe('every failure explained', () => {
   it('a failed start task: its node, exit code and stderr tail; the replacement on the timeline', async () => {
     const id = await submit({
-      name: 'first-day-start-task', pool: { vmSize: 'Standard_D4s_v5', nodes: 1, startTask: { command: 'echo "cc: error: osu_pingpong.c: No such file or directory" >&2; exit 3' } },
+      name: 'first-day-start-task',
+      pool: { vmSize: 'Standard_D4s_v5', nodes: 1, startTask: { command: 'echo "cc: error: osu_pingpong.c: No such file or directory" >&2; exit 3' } },
       mpi: mpi('true'),
     });
     const view = await finished(id);
@@ -115,11 +127,18 @@ describe('every failure explained', () => {
     expect(body.error.message).toMatch(/the start task on node \S+ ended with exit code 3/);
     expect(body.error.message).toContain('Last lines of stderr:\ncc: error: osu_pingpong.c: No such file or directory');
     expect(body.error.details).toMatchObject({ stage: 'Provisioning', task: 'start task', exitCode: 3 });
-    expect((body.timeline as { reason: string }[]).some((e) => /^replacing 1 failed node\(s\): node \S+: the start task ended with exit code 3/.test(e.reason))).toBe(true);
+    expect(
+      (body.timeline as { reason: string }[]).some((e) => /^replacing 1 failed node\(s\): node \S+: the start task ended with exit code 3/.test(e.reason)),
+    ).toBe(true);
   }, 900_000);
 
   it('a command not found: exit code 127 with its meaning and the stderr tail', async () => {
-    const id = await submit({ name: 'first-day-127', pool: { vmSize: 'Standard_D4s_v5', nodes: 1 }, mpi: { ...mpi('true'), preExecutionCommand: 'no_such_program_xyz --version' }, preflight: { runPreExecutionCommand: false } });
+    const id = await submit({
+      name: 'first-day-127',
+      pool: { vmSize: 'Standard_D4s_v5', nodes: 1 },
+      mpi: { ...mpi('true'), preExecutionCommand: 'no_such_program_xyz --version' },
+      preflight: { runPreExecutionCommand: false },
+    });
     expect((await finished(id)).state).toBe('Failed');
     const { body } = await call('GET', `/api/jobs/${id}`);
     expect(body.error.message).toMatch(/^Running: .*exit code 127 \(command not found/);
@@ -130,7 +149,12 @@ describe('every failure explained', () => {
 
   it('a coordination command failing on a non-master node: that node, its exit code and its own stderr tail (API, hpcjob logs)', async () => {
     const failOnWorker = '[ "$AZ_BATCH_IS_CURRENT_NODE_MASTER" = true ] || { echo "prepare: /scratch/input: No such file or directory" >&2; exit 5; }';
-    const id = await submit({ name: 'first-day-worker', pool: { vmSize: 'Standard_D4s_v5', nodes: 2 }, mpi: { ...mpi('true'), coordinationCommand: failOnWorker }, preflight: { enabled: false } });
+    const id = await submit({
+      name: 'first-day-worker',
+      pool: { vmSize: 'Standard_D4s_v5', nodes: 2 },
+      mpi: { ...mpi('true'), coordinationCommand: failOnWorker },
+      preflight: { enabled: false },
+    });
     expect((await finished(id)).state).toBe('Failed');
     const { body } = await call('GET', `/api/jobs/${id}`);
     const master = body.result.mpi.logs[0].node as string;
@@ -140,14 +164,24 @@ describe('every failure explained', () => {
     expect(body.error.message).toContain(`the coordination command on node ${worker} ended with exit code 5`);
     // The worker's own stderr, not the master's.
     expect(body.error.message).toMatch(/Last lines of stderr:\n(?:.*\n)*prepare: \/scratch\/input: No such file or directory/);
-    expect(body.error.details).toMatchObject({ stage: 'Running', task: 'coordination command', node: worker, exitCode: 5, stderrTail: expect.stringContaining('prepare: /scratch/input') });
+    expect(body.error.details).toMatchObject({
+      stage: 'Running',
+      task: 'coordination command',
+      node: worker,
+      exitCode: 5,
+      stderrTail: expect.stringContaining('prepare: /scratch/input'),
+    });
     // hpcjob logs --node <worker> --stream stderr, after the pool is gone: the recorded tail.
     const logs = await call('GET', `/api/jobs/${id}/logs?node=${encodeURIComponent(worker)}&stream=stderr`);
     expect(logs).toMatchObject({ status: 200, body: { node: worker, source: 'recorded', content: expect.stringContaining('prepare: /scratch/input') } });
   }, 900_000);
 
   it('a preflight check that fails: the stage, the node, the exit code with its meaning and the stderr tail', async () => {
-    const id = await submit({ name: 'first-day-preflight', pool: { vmSize: 'Standard_D4s_v5', nodes: 1 }, mpi: { ...mpi('true'), preExecutionCommand: 'no_such_program_xyz --version' } });
+    const id = await submit({
+      name: 'first-day-preflight',
+      pool: { vmSize: 'Standard_D4s_v5', nodes: 1 },
+      mpi: { ...mpi('true'), preExecutionCommand: 'no_such_program_xyz --version' },
+    });
     expect((await finished(id)).state).toBe('Failed');
     const { body } = await call('GET', `/api/jobs/${id}`);
     expect(body.error.message).toMatch(/preflight: [\s\S]*\(the preflight check on node \S+ ended with exit code 127 \(command not found/);
@@ -156,7 +190,12 @@ describe('every failure explained', () => {
   }, 900_000);
 
   it('a wall clock exceeded', async () => {
-    const id = await submit({ name: 'first-day-wall-clock', pool: { vmSize: 'Standard_D4s_v5', nodes: 1 }, mpi: mpi('sleep 600'), limits: { maxWallClock: 'PT1M' } });
+    const id = await submit({
+      name: 'first-day-wall-clock',
+      pool: { vmSize: 'Standard_D4s_v5', nodes: 1 },
+      mpi: mpi('sleep 600'),
+      limits: { maxWallClock: 'PT1M' },
+    });
     expect((await finished(id)).state).toBe('Failed');
     const { body } = await call('GET', `/api/jobs/${id}`);
     expect(body.error.message).toMatch(/wall-clock limit/);

@@ -20,7 +20,9 @@ import { smallSpec } from '../ops/helpers';
 let stack: Stack;
 
 function spec(id: string): string {
-  const doc = parse(smallSpec(id, { nodes: 2, command: 'echo "rank on $(hostname)"', tags: { suite: 'health' }, pool: { vmSize: 'Standard_HB120rs_v3', nodes: 2 } })) as Record<string, unknown>;
+  const doc = parse(
+    smallSpec(id, { nodes: 2, command: 'echo "rank on $(hostname)"', tags: { suite: 'health' }, pool: { vmSize: 'Standard_HB120rs_v3', nodes: 2 } }),
+  ) as Record<string, unknown>;
   return stringify({ ...doc, preflight: { pingPong: { enabled: false } } });
 }
 
@@ -70,7 +72,10 @@ describe('preflight node health checks on the local stack', () => {
     const { view, faulty } = await runWithNodeFault('health-slow-link', { ibRateGbps: 100 });
     expectReplaced(view, faulty, 'ib', 'Active/LinkUp, 100 Gb/s', 'Active/LinkUp, ≥ 200 Gb/s');
     // The half-rate link also shows in the loopback bandwidth; memory bandwidth is fine.
-    expect(nodeReplacements(view.timeline as never)[0].checks?.map((c) => [c.check, c.measured])).toEqual([['ib', 'Active/LinkUp, 100 Gb/s'], ['ibbw', '97.5 Gb/s']]);
+    expect(nodeReplacements(view.timeline as never)[0].checks?.map((c) => [c.check, c.measured])).toEqual([
+      ['ib', 'Active/LinkUp, 100 Gb/s'],
+      ['ibbw', '97.5 Gb/s'],
+    ]);
     // The kept node's figures passed (the modelled healthy HBv3).
     const kept = Object.entries(view.result!.preflight!.nodes);
     expect(kept.every(([, f]) => f.ok && (f.health ?? []).every((h) => h.ok))).toBe(true);

@@ -45,13 +45,15 @@ beforeAll(async () => {
     env: { NODE_TASK_MAX_ATTEMPTS: '1' },
     batch: { onExchange: (ex) => dataPlane.push(ex) },
   });
-  await stack.registry.addImage(await buildImage({
-    repository: 'hpc/impi2018',
-    tag: '1.0',
-    layers: [{ dir: layerDir }],
-    config: { Env: ['PATH=/usr/local/bin:/usr/bin:/bin', 'I_MPI_ROOT=/opt/intel/compilers_and_libraries_2018.5.274/linux/mpi'], Cmd: ['/bin/sh'] },
-    labels: { 'org.opencontainers.image.title': 'impi2018' },
-  }));
+  await stack.registry.addImage(
+    await buildImage({
+      repository: 'hpc/impi2018',
+      tag: '1.0',
+      layers: [{ dir: layerDir }],
+      config: { Env: ['PATH=/usr/local/bin:/usr/bin:/bin', 'I_MPI_ROOT=/opt/intel/compilers_and_libraries_2018.5.274/linux/mpi'], Cmd: ['/bin/sh'] },
+      labels: { 'org.opencontainers.image.title': 'impi2018' },
+    }),
+  );
   const ids = await Promise.all([submitSpec(stack, spec('ev-impi2018', image('1.0'))), submitSpec(stack, spec('ev-missing', image('nope')))]);
   for (const v of await Promise.all(ids.map((id) => watchJob(stack, id, 420_000)))) views.set(v.id, v);
 }, 600_000);
@@ -61,10 +63,21 @@ afterAll(async () => {
 }, 60_000);
 
 type AddedTask = { id: string; environmentSettings?: { name: string; value: string }[]; multiInstanceSettings?: unknown };
-const poolAdds = (poolId: string) => dataPlane.filter((e) => e.method === 'POST' && e.path === '/pools' && (e.requestBody as { id?: string } | undefined)?.id === poolId);
+const poolAdds = (poolId: string) =>
+  dataPlane.filter((e) => e.method === 'POST' && e.path === '/pools' && (e.requestBody as { id?: string } | undefined)?.id === poolId);
 
-async function dryRun(text: string): Promise<{ status: number; body: { errors?: { path: string; message: string }[]; mpiTask?: { preset?: { family: string; reason: string }; imageEvidence?: { evidence: string | null; note: string } } } }> {
-  const res = await fetch(`${stack.baseUrl}/api/jobs?dryRun=true`, { method: 'POST', headers: { 'content-type': 'application/yaml', ...(await asUser(stack)()) }, body: text });
+async function dryRun(text: string): Promise<{
+  status: number;
+  body: {
+    errors?: { path: string; message: string }[];
+    mpiTask?: { preset?: { family: string; reason: string }; imageEvidence?: { evidence: string | null; note: string } };
+  };
+}> {
+  const res = await fetch(`${stack.baseUrl}/api/jobs?dryRun=true`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/yaml', ...(await asUser(stack)()) },
+    body: text,
+  });
   return { status: res.status, body: (await res.json()) as never };
 }
 
@@ -79,14 +92,19 @@ test('an image with Intel MPI 2018 evidence gets the 2018 preset, and the timeli
   expect(env.I_MPI_FABRICS).toBe('shm:tcp');
   expect(env.FI_PROVIDER).toBeUndefined();
   const note = (view.timeline ?? []).find((t) => /^MPI preset from image/.test(t.reason));
-  expect(note?.reason).toMatch(/hpc\/impi2018:1\.0 \(sha256:[0-9a-f]{64}\): no mpi\.version; the image's Env I_MPI_ROOT=\/opt\/intel\/compilers_and_libraries_2018\.5\.274\/linux\/mpi says intelmpi 2018 → Intel MPI 2017–2018/);
+  expect(note?.reason).toMatch(
+    /hpc\/impi2018:1\.0 \(sha256:[0-9a-f]{64}\): no mpi\.version; the image's Env I_MPI_ROOT=\/opt\/intel\/compilers_and_libraries_2018\.5\.274\/linux\/mpi says intelmpi 2018 → Intel MPI 2017–2018/,
+  );
 });
 
 test('the online dry run reads the same evidence and explains the 2018 preset', async () => {
   const res = await dryRun(spec('ev-dry', image('1.0')));
   expect(res.status).toBe(200);
   expect(res.body.mpiTask?.preset).toMatchObject({ family: 'intelmpi-2018', reason: expect.stringContaining("the image's Env I_MPI_ROOT=") });
-  expect(res.body.mpiTask?.imageEvidence).toMatchObject({ evidence: expect.stringMatching(/^Env I_MPI_ROOT=/), note: expect.stringMatching(/^MPI preset from image/) });
+  expect(res.body.mpiTask?.imageEvidence).toMatchObject({
+    evidence: expect.stringMatching(/^Env I_MPI_ROOT=/),
+    note: expect.stringMatching(/^MPI preset from image/),
+  });
 });
 
 test('an image that is not in the registry fails the job before any pool; the dry run refuses it at container.images[0]', async () => {
@@ -97,5 +115,7 @@ test('an image that is not in the registry fails the job before any pool; the dr
   expect(poolAdds('hpc-ev-impi2018')).toHaveLength(1);
   const res = await dryRun(spec('ev-dry-missing', image('nope')));
   expect(res.status).toBe(400);
-  expect(res.body.errors).toEqual([{ path: 'container.images[0]', message: `image ${image('nope')} not found in ${stack.registry.host} (404 MANIFEST_UNKNOWN)` }]);
+  expect(res.body.errors).toEqual([
+    { path: 'container.images[0]', message: `image ${image('nope')} not found in ${stack.registry.host} (404 MANIFEST_UNKNOWN)` },
+  ]);
 });

@@ -82,7 +82,9 @@ afterAll(async () => stack?.stop(), 60_000);
 async function succeeded(name: string): Promise<JobViewLite> {
   const view = views.get(name) as JobViewLite;
   if (view.state !== 'Succeeded') {
-    throw new Error(`job ${view.id} ${view.state}: ${view.error?.message ?? ''}\n${view.result?.mpi?.stdoutTail ?? ''}\n${view.result?.mpi?.stderrTail ?? ''}\n${await mpiOutput(stack, view)}`);
+    throw new Error(
+      `job ${view.id} ${view.state}: ${view.error?.message ?? ''}\n${view.result?.mpi?.stdoutTail ?? ''}\n${view.result?.mpi?.stderrTail ?? ''}\n${await mpiOutput(stack, view)}`,
+    );
   }
   expect(await checkCleanup(stack, view)).toEqual([]);
   return view;
@@ -104,7 +106,10 @@ describe('launch.compat: pbs (pbs-script-compat.yaml)', () => {
     const view = await succeeded('pbs');
     const out = view.result?.mpi?.stdoutTail ?? '';
     expect(out).toContain(`job ${view.id} on 2 nodes, 2 cpus each`);
-    const nodefile = out.split('\n').slice(out.split('\n').findIndex((l) => l.startsWith('node file ')) + 1).filter((l) => /^\S+$/.test(l) && !l.startsWith('RESULT'));
+    const nodefile = out
+      .split('\n')
+      .slice(out.split('\n').findIndex((l) => l.startsWith('node file ')) + 1)
+      .filter((l) => /^\S+$/.test(l) && !l.startsWith('RESULT'));
     expect(nodefile).toHaveLength(4);
     expect(new Set(nodefile).size).toBe(2);
     expect(nodefile[0]).toBe(nodefile[1]);
@@ -117,8 +122,8 @@ async function resultBlob(name: string): Promise<string> {
   return (await stack.operator.blobService(DATA_ACCOUNT.name).getContainerClient('results').getBlobClient(name).downloadToBuffer()).toString('utf8');
 }
 
-describe('a pool in the file server\'s network (nfs-headnode-in-vnet.yaml)', () => {
-  test('the dry run shows the pool\'s networkConfiguration, the Batch NFS mounts and the start task binding /apps and /data', () => {
+describe("a pool in the file server's network (nfs-headnode-in-vnet.yaml)", () => {
+  test("the dry run shows the pool's networkConfiguration, the Batch NFS mounts and the start task binding /apps and /data", () => {
     const request = docs.get('nfs')?.pool.request as { networkConfiguration?: unknown; mountConfiguration?: unknown; startTask?: { commandLine: string } };
     expect(request.networkConfiguration).toEqual({ subnetId: `${SUBNET}/subnets/compute` });
     expect(request.mountConfiguration).toEqual([
@@ -142,7 +147,7 @@ describe('a pool in the file server\'s network (nfs-headnode-in-vnet.yaml)', () 
     expect(await resultBlob(`${prefix}/mounts/data/result-2.txt`)).toBe('RESULT {"ranks":4,"rankSum":6}\n');
   });
 
-  test('the same spec in another subnet cannot reach the server: Batch\'s mounts fail, every node is unusable, the job fails in provisioning saying why', () => {
+  test("the same spec in another subnet cannot reach the server: Batch's mounts fail, every node is unusable, the job fails in provisioning saying why", () => {
     const view = views.get('outside') as JobViewLite;
     expect(view.state).toBe('Failed');
     expect(view.error?.message).toContain(`Provisioning: pool hpc-${view.id}: `);
@@ -151,13 +156,21 @@ describe('a pool in the file server\'s network (nfs-headnode-in-vnet.yaml)', () 
   });
 });
 
-describe('a per-job parallel scratch over the nodes\' disks (parallel-scratch-ior.yaml)', () => {
-  test('every rank wrote its block and read back another node\'s rank\'s block without an error; the summary outlived the pool', async () => {
+describe("a per-job parallel scratch over the nodes' disks (parallel-scratch-ior.yaml)", () => {
+  test("every rank wrote its block and read back another node's rank's block without an error; the summary outlived the pool", async () => {
     const view = await succeeded('ior');
     const out = view.result?.mpi?.stdoutTail ?? '';
-    for (const [rank, other] of [[0, 2], [1, 3], [2, 0], [3, 1]]) expect(out).toContain(`rank ${rank} wrote block-${rank}, read block-${other}: 0 errors`);
+    for (const [rank, other] of [
+      [0, 2],
+      [1, 3],
+      [2, 0],
+      [3, 1],
+    ])
+      expect(out).toContain(`rank ${rank} wrote block-${rank}, read block-${other}: 0 errors`);
     expect(resultOf(view)).toEqual({ ranks: 4, bytesPerRank: 1048576, errors: 0 });
-    expect(await resultBlob(`${view.result?.outputs?.prefix as string}/scratch/ior/summary.txt`)).toBe('RESULT {"ranks":4,"bytesPerRank":1048576,"errors":0}\n');
+    expect(await resultBlob(`${view.result?.outputs?.prefix as string}/scratch/ior/summary.txt`)).toBe(
+      'RESULT {"ranks":4,"bytesPerRank":1048576,"errors":0}\n',
+    );
   });
 
   test('the dry run shows the scratch: the master exports it in the coordination command, the release task removes it', () => {
@@ -169,12 +182,20 @@ describe('a per-job parallel scratch over the nodes\' disks (parallel-scratch-io
 });
 
 describe('BeeOND scratch at /scratch (beeond-scratch-ior.yaml)', () => {
-  test('every rank wrote its block at /scratch and read back another node\'s rank\'s block; beeond stop ran at job end', async () => {
+  test("every rank wrote its block at /scratch and read back another node's rank's block; beeond stop ran at job end", async () => {
     const view = await succeeded('beeond');
     const out = view.result?.mpi?.stdoutTail ?? '';
-    for (const [rank, other] of [[0, 2], [1, 3], [2, 0], [3, 1]]) expect(out).toContain(`rank ${rank} wrote block-${rank}, read block-${other}: 0 errors`);
+    for (const [rank, other] of [
+      [0, 2],
+      [1, 3],
+      [2, 0],
+      [3, 1],
+    ])
+      expect(out).toContain(`rank ${rank} wrote block-${rank}, read block-${other}: 0 errors`);
     expect(resultOf(view)).toEqual({ ranks: 4, bytesPerRank: 1048576, errors: 0 });
-    expect(await resultBlob(`${view.result?.outputs?.prefix as string}/scratch/ior/summary.txt`)).toBe('RESULT {"ranks":4,"bytesPerRank":1048576,"errors":0}\n');
+    expect(await resultBlob(`${view.result?.outputs?.prefix as string}/scratch/ior/summary.txt`)).toBe(
+      'RESULT {"ranks":4,"bytesPerRank":1048576,"errors":0}\n',
+    );
   });
 
   test('the dry run shows the start task checking BeeOND, beeond start before the ranks, the bind at /scratch and beeond stop', () => {
@@ -194,7 +215,13 @@ describe('a Slurm script on Azure NetApp Files, Azure Files NFS and Azure Manage
     expect(request.networkConfiguration).toEqual({ subnetId: `${SUBNET}/subnets/compute` });
     expect(request.mountConfiguration).toEqual([
       { nfsMountConfiguration: { source: '10.20.0.5:/hpcapps', relativeMountPath: 'apps', mountOptions: '-o hard,rsize=262144,wsize=262144,vers=3,tcp,ro' } },
-      { nfsMountConfiguration: { source: 'data1.file.core.windows.net:/data1/cases', relativeMountPath: 'data', mountOptions: '-o vers=4,minorversion=1,sec=sys,nconnect=4,ro' } },
+      {
+        nfsMountConfiguration: {
+          source: 'data1.file.core.windows.net:/data1/cases',
+          relativeMountPath: 'data',
+          mountOptions: '-o vers=4,minorversion=1,sec=sys,nconnect=4,ro',
+        },
+      },
     ]);
     const start = request.startTask?.commandLine ?? '';
     expect(start).toContain('mount -t lustre -o noatime,flock 10.20.0.7@tcp:/lustrefs "$AZ_BATCH_NODE_MOUNTS_DIR"/lustre');
@@ -223,6 +250,10 @@ describe('a Slurm script on Azure NetApp Files, Azure Files NFS and Azure Manage
     // What the job wrote to /lustre is in the Lustre service's directory of the example network.
     const lustre = path.join(path.dirname(stack.headnode?.apps as string), 'lustre', view.id);
     expect(readFileSync(path.join(lustre, 'result.txt'), 'utf8')).toBe('RESULT {"ranks":4,"rankSum":6}\n');
-    expect(readdirSync(lustre).filter((f) => f.startsWith('task-')).sort()).toEqual(['task-0.txt', 'task-1.txt', 'task-2.txt', 'task-3.txt']);
+    expect(
+      readdirSync(lustre)
+        .filter((f) => f.startsWith('task-'))
+        .sort(),
+    ).toEqual(['task-0.txt', 'task-1.txt', 'task-2.txt', 'task-3.txt']);
   });
 });

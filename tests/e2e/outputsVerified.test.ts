@@ -26,7 +26,11 @@ afterAll(async () => {
 
 async function blobNames(prefix: string): Promise<string[]> {
   const names: string[] = [];
-  for await (const b of stack.operator.blobService(DATA_ACCOUNT.name).getContainerClient('results').listBlobsFlat({ prefix: `${prefix}/` })) names.push(b.name.slice(prefix.length + 1));
+  for await (const b of stack.operator
+    .blobService(DATA_ACCOUNT.name)
+    .getContainerClient('results')
+    .listBlobsFlat({ prefix: `${prefix}/` }))
+    names.push(b.name.slice(prefix.length + 1));
   return names.sort();
 }
 
@@ -43,7 +47,9 @@ describe('outputs verified before success', () => {
 
       const outputs = r.result?.outputs as OutputsResult;
       expect(r.state).toBe('Succeeded');
-      expect(outputs.errors).toEqual([`master: ${outputs.prefix}/workdir/result.txt was on the node but is not in the outputs container (its upload was lost)`]);
+      expect(outputs.errors).toEqual([
+        `master: ${outputs.prefix}/workdir/result.txt was on the node but is not in the outputs container (its upload was lost)`,
+      ]);
       // The rest of the master's uploads went through, and the lost one is really not there.
       const names = await blobNames(outputs.prefix);
       expect(names).toEqual(expect.arrayContaining(['logs/stdout.txt', 'logs/stderr.txt']));
@@ -77,7 +83,9 @@ outputs: { account: ${DATA_ACCOUNT.name}, container: results, files: [ { pattern
       expect(v.state).toBe('Succeeded');
       expect(outputs.errors).toHaveLength(1);
       const [, node] = /^node (\S+): /.exec(outputs.errors[0]) ?? [];
-      expect(outputs.errors[0]).toBe(`node ${node}: ${outputs.prefix}/nodes/${node}/node.log was on the node but is not in the outputs container (its upload was lost)`);
+      expect(outputs.errors[0]).toBe(
+        `node ${node}: ${outputs.prefix}/nodes/${node}/node.log was on the node but is not in the outputs container (its upload was lost)`,
+      );
       // The other node's upload went through: the check named only the lost one.
       const names = await blobNames(outputs.prefix);
       const landed = names.filter((n) => /^nodes\/[^/]+\/node\.log$/.test(n));

@@ -36,10 +36,17 @@ async function getJob(id: string): Promise<JobViewLite> {
 beforeAll(async () => {
   const logs = path.join(REPO_ROOT, 'test-artifacts');
   mkdirSync(logs, { recursive: true });
-  stack = await startStack({ port: 0, logDestination: path.join(logs, 'e2e-host.log'), demoImageFillerBytes: 64 * 1024, batch: { onExchange: (ex) => {
-    batchLog.push({ at: Date.now(), method: ex.method, path: ex.path, status: ex.status, id: (ex.requestBody as { id?: string } | undefined)?.id });
-    batchContract.onExchange(ex);
-  } } });
+  stack = await startStack({
+    port: 0,
+    logDestination: path.join(logs, 'e2e-host.log'),
+    demoImageFillerBytes: 64 * 1024,
+    batch: {
+      onExchange: (ex) => {
+        batchLog.push({ at: Date.now(), method: ex.method, path: ex.path, status: ex.status, id: (ex.requestBody as { id?: string } | undefined)?.id });
+        batchContract.onExchange(ex);
+      },
+    },
+  });
 }, 120_000);
 afterAll(async () => stack?.stop(), 60_000);
 
@@ -56,7 +63,9 @@ describe('job API surface', () => {
     const bad = await fetch(`${stack.baseUrl}/api/jobs`, {
       method: 'POST',
       headers: { 'content-type': 'application/yaml', 'x-functions-key': stack.host.keys.functionKey },
-      body: variant((s) => { (s.pool as { nodes: number }).nodes = 500; }),
+      body: variant((s) => {
+        (s.pool as { nodes: number }).nodes = 500;
+      }),
     });
     expect(bad.status).toBe(400);
     const body = (await bad.json()) as { errors: { path: string }[] };
@@ -70,10 +79,13 @@ describe('mpiJob pipeline end to end', () => {
   it('runs a real MPI job over staged shards, verifies the result, and leaves no pool, job or staged data', async () => {
     // 100 MB in 20-25 MB shards: several shards per staging account and per node, for a fraction of the I/O.
     const expected = await inputs();
-    const id = await submitSpec(stack, variant((s) => {
-      s.id = 'e2e-native';
-      (s.data as { shardSizeMB?: unknown }).shardSizeMB = { min: 20, max: 25 };
-    }));
+    const id = await submitSpec(
+      stack,
+      variant((s) => {
+        s.id = 'e2e-native';
+        (s.data as { shardSizeMB?: unknown }).shardSizeMB = { min: 20, max: 25 };
+      }),
+    );
     const view = await watchJob(stack, id, 300_000);
     expect(view.error).toBeUndefined();
     expect(view.state).toBe('Succeeded');
@@ -94,7 +106,9 @@ describe('mpiJob pipeline end to end', () => {
   it('overlapped staging on a docker job: copy before the Batch job exists, each node downloads after its own pull, MPI after every download', async () => {
     const expected = await inputs();
     // The example names the registry localhost:5000; the stack's listens on an ephemeral port (as local/demo.ts does).
-    const spec = parse(readFileSync(path.join(REPO_ROOT, 'examples', 'demo', 'docker-openmpi.yaml'), 'utf8').replace(/localhost:5000\//g, `${stack.registry.host}/`)) as SpecDoc;
+    const spec = parse(
+      readFileSync(path.join(REPO_ROOT, 'examples', 'demo', 'docker-openmpi.yaml'), 'utf8').replace(/localhost:5000\//g, `${stack.registry.host}/`),
+    ) as SpecDoc;
     spec.id = 'e2e-overlap';
     (spec.pool as { nodes: number }).nodes = 4;
     // One node pulls at a time, so pulls and downloads can interleave.
@@ -110,7 +124,11 @@ describe('mpiJob pipeline end to end', () => {
     // The emulator's task records: where and when each pull, download, preflight and MPI task ran.
     const batch = stack.operator.batch();
     const tasks: BatchServiceModels.CloudTask[] = await batch.task.list(view.batchJobId as string);
-    const times = (t: BatchServiceModels.CloudTask) => ({ node: t.nodeInfo?.nodeId ?? '', start: t.executionInfo?.startTime?.getTime() ?? NaN, end: t.executionInfo?.endTime?.getTime() ?? NaN });
+    const times = (t: BatchServiceModels.CloudTask) => ({
+      node: t.nodeInfo?.nodeId ?? '',
+      start: t.executionInfo?.startTime?.getTime() ?? NaN,
+      end: t.executionInfo?.endTime?.getTime() ?? NaN,
+    });
     const of = (prefix: string) => tasks.filter((t) => t.id?.startsWith(prefix) && t.executionInfo?.exitCode === 0).map(times);
     const pulls = of('pull-');
     const downloads = of('dl-');
@@ -129,7 +147,10 @@ describe('mpiJob pipeline end to end', () => {
     for (const p of tasks.filter((t) => t.id?.startsWith('preflight')).map(times)) expect(p.start).toBeGreaterThanOrEqual(lastDownload);
 
     // The copy started at admission: before the Batch job (created once the pool's nodes were ready) was requested.
-    const result = view.result as { staging?: { overlapped: boolean; copy: { startedAt: string; endedAt?: string } }; cost?: { idleNodeMinutesBeforeMpi?: number; priceSource?: string } };
+    const result = view.result as {
+      staging?: { overlapped: boolean; copy: { startedAt: string; endedAt?: string } };
+      cost?: { idleNodeMinutesBeforeMpi?: number; priceSource?: string };
+    };
     expect(result.staging?.overlapped).toBe(true);
     const jobCreated = batchLog.find((e) => e.method === 'POST' && e.path === '/jobs' && e.status === 201 && e.id === view.batchJobId);
     expect(jobCreated).toBeDefined();
@@ -140,11 +161,14 @@ describe('mpiJob pipeline end to end', () => {
   }, 480_000);
 
   it('ends Failed with the exit code and log locations when the MPI program fails, and still cleans up', async () => {
-    const id = await submitSpec(stack, variant((s) => {
-      s.id = 'e2e-mpi-fails';
-      s.data = { inputs: [] };
-      s.mpi.command = 'echo failing on purpose >&2; exit 3';
-    }));
+    const id = await submitSpec(
+      stack,
+      variant((s) => {
+        s.id = 'e2e-mpi-fails';
+        s.data = { inputs: [] };
+        s.mpi.command = 'echo failing on purpose >&2; exit 3';
+      }),
+    );
     const view = await watchJob(stack, id, 240_000);
     expect(view.state).toBe('Failed');
     expect(view.error?.message).toMatch(/MPI task exited with code [1-9]/);
@@ -154,11 +178,14 @@ describe('mpiJob pipeline end to end', () => {
   }, 300_000);
 
   it('cancels a running job through the pipeline: cleanup runs and the job ends Cancelled', async () => {
-    const id = await submitSpec(stack, variant((s) => {
-      s.id = 'e2e-cancel';
-      s.data = { inputs: [] };
-      s.mpi.command = 'sleep 120';
-    }));
+    const id = await submitSpec(
+      stack,
+      variant((s) => {
+        s.id = 'e2e-cancel';
+        s.data = { inputs: [] };
+        s.mpi.command = 'sleep 120';
+      }),
+    );
     for (let i = 0; i < 400 && (await getJob(id)).state !== 'Running'; i++) await new Promise((r) => setTimeout(r, 500));
     expect((await getJob(id)).state).toBe('Running');
     const res = await fetch(`${stack.baseUrl}/api/jobs/${id}?reason=test`, { method: 'DELETE', headers: { 'x-functions-key': stack.host.keys.functionKey } });
@@ -175,6 +202,8 @@ describe('mpiJob pipeline end to end', () => {
     console.log(`Batch calls of the pipeline\n${batchContract.report()}`);
     const violations = batchContract.violations().map((v) => `${v.method} ${v.path} -> ${v.status}\n    ${v.problems.join('\n    ')}`);
     expect(violations).toEqual([]);
-    expect([...batchContract.coverage().keys()]).toEqual(expect.arrayContaining(['Pool_Add', 'Job_Add', 'Task_Add', 'Job_Patch', 'Job_Terminate', 'Pool_Delete']));
+    expect([...batchContract.coverage().keys()]).toEqual(
+      expect.arrayContaining(['Pool_Add', 'Job_Add', 'Task_Add', 'Job_Patch', 'Job_Terminate', 'Pool_Delete']),
+    );
   });
 });

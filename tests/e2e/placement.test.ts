@@ -23,12 +23,18 @@ const second: ExchangeRecord[] = [];
 beforeAll(async () => {
   mkdirSync(LOGS, { recursive: true });
   stack = await startStack({
-    port: 0, demoImage: false, poolIdentity: true, logDestination: path.join(LOGS, 'e2e-placement-host.log'),
+    port: 0,
+    demoImage: false,
+    poolIdentity: true,
+    logDestination: path.join(LOGS, 'e2e-placement-host.log'),
     batch: { quota: { perFamily: { standardDSv5Family: 2 } }, onExchange: (ex) => home.push(ex), onArmExchange: (ex) => home.push(ex) },
     secondBatch: { onExchange: (ex) => second.push(ex), onArmExchange: (ex) => second.push(ex) },
     env: { ADMISSION_POLL_SECONDS: '5' },
   });
-  headers = { authorization: `Bearer ${await stack.identity.userToken('alice', { roles: ['Jobs.Submit'], name: 'alice' })}`, 'content-type': 'application/yaml' };
+  headers = {
+    authorization: `Bearer ${await stack.identity.userToken('alice', { roles: ['Jobs.Submit'], name: 'alice' })}`,
+    'content-type': 'application/yaml',
+  };
 }, 120_000);
 afterAll(async () => {
   await stack?.stop();
@@ -43,10 +49,14 @@ async function call(method: string, route: string, body?: string): Promise<{ sta
 
 const poolWrites = (xs: ExchangeRecord[]) => xs.filter((x) => (x.method === 'PUT' || x.method === 'POST') && /\/pools(\/[^/]+)?$/i.test(x.path.split('?')[0]));
 
-test('a job that does not fit the home account\'s quota is placed on the second account, runs there, and the timeline says why', async () => {
+test("a job that does not fit the home account's quota is placed on the second account, runs there, and the timeline says why", async () => {
   expect(JSON.parse(stack.settings.BATCH_ACCOUNTS).map((a: { name: string }) => a.name)).toEqual(['localbatch', 'localbatch2']);
   const spec = stringify({
-    id: 'placed-on-b', name: 'placed-on-b', pool: { vmSize: 'Standard_D2s_v5', nodes: 2 }, container: { runtime: 'none' }, data: { inputs: [] },
+    id: 'placed-on-b',
+    name: 'placed-on-b',
+    pool: { vmSize: 'Standard_D2s_v5', nodes: 2 },
+    container: { runtime: 'none' },
+    data: { inputs: [] },
     mpi: { runtime: 'openmpi', processesPerNode: 1, fabric: 'tcp', options: ['--mca', 'btl_tcp_if_include', 'lo'], command: 'hostname' },
     limits: { maxWallClock: 'PT10M' },
   });
@@ -55,7 +65,10 @@ test('a job that does not fit the home account\'s quota is placed on the second 
   expect(dry.status).toBe(200);
   expect(dry.body.scheduling.placement).toMatchObject({
     account: 'localbatch2',
-    accounts: [{ account: 'localbatch', blocked: 'standardDSv5Family: 0 of 2 cores in use, the job needs 4' }, { account: 'localbatch2', jobs: 0 }],
+    accounts: [
+      { account: 'localbatch', blocked: 'standardDSv5Family: 0 of 2 cores in use, the job needs 4' },
+      { account: 'localbatch2', jobs: 0 },
+    ],
   });
   const res = await call('POST', '/api/jobs', spec);
   expect(res.status).toBe(202);
@@ -66,7 +79,9 @@ test('a job that does not fit the home account\'s quota is placed on the second 
   expect({ state: job.state, error: job.error }).toEqual({ state: 'Succeeded', error: undefined });
   expect(job.batchAccount).toBe('localbatch2');
   const admitted = (job.timeline as { reason: string }[]).find((e) => e.reason.startsWith('admitted:'));
-  expect(admitted?.reason).toMatch(/placed on localbatch2: quota free \(\d+ cores free\), 0 of our job\(s\) on it(, [\d.]+ per node-hour)?; localbatch: standardDSv5Family: 0 of 2 cores in use, the job needs 4/);
+  expect(admitted?.reason).toMatch(
+    /placed on localbatch2: quota free \(\d+ cores free\), 0 of our job\(s\) on it(, [\d.]+ per node-hour)?; localbatch: standardDSv5Family: 0 of 2 cores in use, the job needs 4/,
+  );
   // The pool was created, and the job and task run, by the second account's emulator; the home account saw none of it.
   expect(poolWrites(second).length).toBeGreaterThan(0);
   expect(poolWrites(home)).toEqual([]);

@@ -34,7 +34,11 @@ function example(rel: string, id: string): string {
 // Problem bodies: untyped JSON on purpose.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 async function dryRun(specText: string): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${stack.baseUrl}/api/jobs?dryRun=true`, { method: 'POST', headers: { 'content-type': 'application/yaml', ...(await asUser(stack)()) }, body: specText });
+  const res = await fetch(`${stack.baseUrl}/api/jobs?dryRun=true`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/yaml', ...(await asUser(stack)()) },
+    body: specText,
+  });
   return { status: res.status, body: await res.json() };
 }
 
@@ -65,7 +69,9 @@ describe('fail before paying', () => {
     const id = await submitSpec(stack, example(NATIVE, 'pf-native'));
     const view = await watchJob(stack, id, 120_000);
     expect(view.state).toBe('Failed');
-    expect(view.error?.message).toBe(`missing inputs (checked before any pool was created): data.inputs[0].prefix: ${INPUT_MISSING}; pool.startTask.resourceFiles[0].blob: ${SHARDSUM_MISSING}`);
+    expect(view.error?.message).toBe(
+      `missing inputs (checked before any pool was created): data.inputs[0].prefix: ${INPUT_MISSING}; pool.startTask.resourceFiles[0].blob: ${SHARDSUM_MISSING}`,
+    );
     expect(view.error?.message).not.toMatch(/unexpected|Activity function/);
     expect(stack.batch.pools()).toEqual([]);
     // It never left the queue: no Provisioning, no CleaningUp.
@@ -89,7 +95,10 @@ describe('fail before paying', () => {
     await upload('inputs', 'demo/part-0.bin', 'x'.repeat(64));
     await upload('software', 'osu_pingpong.c', readFileSync(path.join(REPO_ROOT, 'examples', 'mpi', 'osu_pingpong.c'), 'utf8'));
     await upload('software', 'shardsum.c', readFileSync(path.join(REPO_ROOT, 'examples', 'mpi', 'shardsum.c'), 'utf8'));
-    for (const [rel, id] of [[NATIVE, 'pf-native-ok'], [OSU, 'pf-osu-ok']]) {
+    for (const [rel, id] of [
+      [NATIVE, 'pf-native-ok'],
+      [OSU, 'pf-osu-ok'],
+    ]) {
       const res = await dryRun(example(rel, id));
       expect({ id, status: res.status }).toEqual({ id, status: 200 });
       expect(res.body.jobId).toBe(id);

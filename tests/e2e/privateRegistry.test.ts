@@ -107,35 +107,45 @@ type AddedTask = { id: string; commandLine: string; environmentSettings?: { name
 
 /** Every task the product added to Batch jobs whose id matches: one by one (Task_Add) or in collections (Task_AddCollection). */
 function addedTasks(batchJob: RegExp): { path: string; task: AddedTask }[] {
-  return dataPlane.filter((e) => e.method === 'POST').flatMap((e) => {
-    const m = /^\/jobs\/([^/]+)\/(tasks|addtaskcollection)$/.exec(e.path);
-    if (!m || !batchJob.test(m[1])) return [];
-    const tasks = m[2] === 'tasks' ? [e.requestBody as AddedTask] : (e.requestBody as { value: AddedTask[] }).value;
-    return tasks.map((task) => ({ path: e.path, task }));
-  });
+  return dataPlane
+    .filter((e) => e.method === 'POST')
+    .flatMap((e) => {
+      const m = /^\/jobs\/([^/]+)\/(tasks|addtaskcollection)$/.exec(e.path);
+      if (!m || !batchJob.test(m[1])) return [];
+      const tasks = m[2] === 'tasks' ? [e.requestBody as AddedTask] : (e.requestBody as { value: AddedTask[] }).value;
+      return tasks.map((task) => ({ path: e.path, task }));
+    });
 }
 
 /** The per-node pull tasks the product added for a job. */
 function pullTasks(jobId: string): AddedTask[] {
-  return addedTasks(new RegExp(`^hpc-${jobId}$`)).map((a) => a.task).filter((t) => t.id.startsWith('pull'));
+  return addedTasks(new RegExp(`^hpc-${jobId}$`))
+    .map((a) => a.task)
+    .filter((t) => t.id.startsWith('pull'));
 }
 
 describe('pulls with the pool identity', () => {
-  test.each(['pr-docker-identity', 'pr-sing-identity'])('%s: the job succeeds on a pool that carries id-pool-local, pulling through IMDS and the token exchange', async (id) => {
-    await expectSucceeded(id);
-    const body = poolBody(id) as { identity: { userAssignedIdentities: Record<string, unknown> }; properties: { deploymentConfiguration: { virtualMachineConfiguration: { containerConfiguration: { containerRegistries?: unknown[] } } } } };
-    expect(Object.keys(body.identity.userAssignedIdentities)).toEqual([stack.settings.POOL_IDENTITY_RESOURCE_ID]);
-    expect(body.properties.deploymentConfiguration.virtualMachineConfiguration.containerConfiguration.containerRegistries).toEqual([
-      { registryServer: stack.registry.host, identityReference: { resourceId: stack.settings.POOL_IDENTITY_RESOURCE_ID } },
-    ]);
-    const tasks = pullTasks(id);
-    expect(tasks.length).toBeGreaterThanOrEqual(2);
-    for (const t of tasks) {
-      expect(t.commandLine).toContain(`client_id=${stack.settings.POOL_IDENTITY_CLIENT_ID}`);
-      expect(t.commandLine).toContain('/oauth2/exchange');
-      expect(t.environmentSettings ?? []).toEqual([]);
-    }
-  });
+  test.each(['pr-docker-identity', 'pr-sing-identity'])(
+    '%s: the job succeeds on a pool that carries id-pool-local, pulling through IMDS and the token exchange',
+    async (id) => {
+      await expectSucceeded(id);
+      const body = poolBody(id) as {
+        identity: { userAssignedIdentities: Record<string, unknown> };
+        properties: { deploymentConfiguration: { virtualMachineConfiguration: { containerConfiguration: { containerRegistries?: unknown[] } } } };
+      };
+      expect(Object.keys(body.identity.userAssignedIdentities)).toEqual([stack.settings.POOL_IDENTITY_RESOURCE_ID]);
+      expect(body.properties.deploymentConfiguration.virtualMachineConfiguration.containerConfiguration.containerRegistries).toEqual([
+        { registryServer: stack.registry.host, identityReference: { resourceId: stack.settings.POOL_IDENTITY_RESOURCE_ID } },
+      ]);
+      const tasks = pullTasks(id);
+      expect(tasks.length).toBeGreaterThanOrEqual(2);
+      for (const t of tasks) {
+        expect(t.commandLine).toContain(`client_id=${stack.settings.POOL_IDENTITY_CLIENT_ID}`);
+        expect(t.commandLine).toContain('/oauth2/exchange');
+        expect(t.environmentSettings ?? []).toEqual([]);
+      }
+    },
+  );
 });
 
 describe('pulls with a credential by reference', () => {
@@ -153,7 +163,9 @@ describe('pulls with a credential by reference', () => {
 test('a job that names no registry is refused by the private registry before any pool (the image evidence read, docs/images.md)', async () => {
   const view = views.get('pr-docker-anonymous') as JobViewLite;
   expect(view.state).toBe('Failed');
-  expect(view.error?.message ?? '').toMatch(/^container\.images\[0\]: image .*hpc\/mpi-demo:1\.0: .* refused an anonymous pull .*the nodes would pull with the same credentials/);
+  expect(view.error?.message ?? '').toMatch(
+    /^container\.images\[0\]: image .*hpc\/mpi-demo:1\.0: .* refused an anonymous pull .*the nodes would pull with the same credentials/,
+  );
   expect(dataPlane.concat(managementPlane).filter((e) => e.path.includes('hpc-pr-docker-anonymous'))).toEqual([]);
 });
 
@@ -172,7 +184,8 @@ test('no command line, node environment, pool definition, orchestration history 
     check(`task ${at}/${t.id} command line`, `${t.commandLine} ${JSON.stringify(t.multiInstanceSettings ?? '')}`);
     if (!t.id.startsWith('pull')) check(`task ${t.id} environment`, JSON.stringify(t.environmentSettings ?? []));
   }
-  for (const e of dataPlane.filter((x) => x.method === 'POST' && (x.path === '/pools' || x.path === '/jobs'))) check(`${e.path} body`, JSON.stringify(e.requestBody));
+  for (const e of dataPlane.filter((x) => x.method === 'POST' && (x.path === '/pools' || x.path === '/jobs')))
+    check(`${e.path} body`, JSON.stringify(e.requestBody));
   for (const e of managementPlane) check(`management ${e.method} ${e.path}`, `${JSON.stringify(e.requestBody ?? '')} ${JSON.stringify(e.responseBody ?? '')}`);
   // Four jobs of 2 nodes: the anonymous job fails before its pool (its image read is refused).
   expect(nodeEnvironments.size).toBeGreaterThanOrEqual(8);

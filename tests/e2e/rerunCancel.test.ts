@@ -25,7 +25,9 @@ beforeAll(async () => {
   const logs = path.join(REPO_ROOT, 'test-artifacts');
   mkdirSync(logs, { recursive: true });
   stack = await startStack({ port: 0, logDestination: path.join(logs, 'e2e-rerun-cancel-host.log'), demoImage: false });
-  const as = async (user: string): Promise<Headers> => ({ authorization: `Bearer ${await stack.identity.userToken(user, { roles: ['Jobs.Submit'], name: user })}` });
+  const as = async (user: string): Promise<Headers> => ({
+    authorization: `Bearer ${await stack.identity.userToken(user, { roles: ['Jobs.Submit'], name: user })}`,
+  });
   alice = await as('alice');
   bob = await as('bob');
 }, 120_000);
@@ -39,7 +41,9 @@ const areaOf = (user: string) => `users/${stack.identity.tenantId}/${stack.ident
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 async function call(method: string, route: string, headers: Headers, body?: unknown): Promise<{ status: number; body: any }> {
   const res = await fetch(`${stack.baseUrl}${route}`, {
-    method, headers: { ...headers, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined,
+    method,
+    headers: { ...headers, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
   });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
@@ -49,9 +53,16 @@ const outputs = { account: DATA_ACCOUNT.name, container: 'results', files: [{ pa
 const mpi = (command: string) => ({ runtime: 'openmpi', processesPerNode: 1, fabric: 'tcp', options: ['--mca', 'btl_tcp_if_include', 'lo'], command });
 
 describe('rerun', () => {
-  it('a failed job reruns as a new, linked job with its own outputs; a repeat is the same job; not another owner\'s', async () => {
+  it("a failed job reruns as a new, linked job with its own outputs; a repeat is the same job; not another owner's", async () => {
     // Its pool does not exist: the job fails at once, with a spec whose outputs prefix intake defaulted.
-    const submitted = await call('POST', '/api/jobs', alice, { id: 'rr-failed', name: 'rr-failed', tags: { suite: 'rerun' }, pool: { poolId: 'no-such-pool-rr', nodes: 1 }, mpi: mpi('true'), outputs });
+    const submitted = await call('POST', '/api/jobs', alice, {
+      id: 'rr-failed',
+      name: 'rr-failed',
+      tags: { suite: 'rerun' },
+      pool: { poolId: 'no-such-pool-rr', nodes: 1 },
+      mpi: mpi('true'),
+      outputs,
+    });
     expect(submitted.status).toBe(202);
     const old = await watchJob(stack, 'rr-failed', 120_000, undefined, async () => alice);
     expect(old.state).toBe('Failed');
@@ -92,16 +103,26 @@ describe('rerun', () => {
 describe('cancel keeps outputs and ends honestly', () => {
   it('a running job: rerun is refused (409); cancelled, its outputs up to the cancel are listed and nothing still runs', async () => {
     const submitted = await call('POST', '/api/jobs', alice, {
-      id: 'rr-cancel', name: 'rr-cancel', tags: { suite: 'rerun' }, pool: { vmSize: 'Standard_D2s_v5', nodes: 2 },
-      container: { runtime: 'none' }, data: { inputs: [] }, limits: { maxWallClock: 'PT10M' },
-      mpi: mpi('echo "partial from $(hostname)" > result.txt; sleep 300'), outputs,
+      id: 'rr-cancel',
+      name: 'rr-cancel',
+      tags: { suite: 'rerun' },
+      pool: { vmSize: 'Standard_D2s_v5', nodes: 2 },
+      container: { runtime: 'none' },
+      data: { inputs: [] },
+      limits: { maxWallClock: 'PT10M' },
+      mpi: mpi('echo "partial from $(hostname)" > result.txt; sleep 300'),
+      outputs,
     });
     expect(submitted.status).toBe(202);
-    await until('the MPI task of rr-cancel running', async () => {
-      await new Promise((r) => setTimeout(r, 500));
-      const v = await call('GET', '/api/jobs/rr-cancel', alice);
-      return v.body.state === 'Running' && v.body.progress?.progress?.mpi?.state === 'running' ? true : undefined;
-    }, 180_000);
+    await until(
+      'the MPI task of rr-cancel running',
+      async () => {
+        await new Promise((r) => setTimeout(r, 500));
+        const v = await call('GET', '/api/jobs/rr-cancel', alice);
+        return v.body.state === 'Running' && v.body.progress?.progress?.mpi?.state === 'running' ? true : undefined;
+      },
+      180_000,
+    );
 
     expect(await call('POST', '/api/jobs/rr-cancel/rerun', alice)).toMatchObject({ status: 409, body: { error: 'JobNotFinished' } });
     // The command writes result.txt first thing: wait until it is on the master before cancelling.

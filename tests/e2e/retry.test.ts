@@ -37,17 +37,24 @@ function spec(id: string, command: string, extra: Record<string, unknown>): stri
   return stringify({ ...doc, ...extra });
 }
 
-
 /** A marker file the test's MPI programs share (outside every node's sandbox). */
 const marker = (name: string) => path.join(stack.batch.dataDir, `marker-${name}`);
 
 /** The timeline's notes of attempts and preflight checks (admission writes its own note too). */
 const notes = (view: JobViewLite) => (view.timeline ?? []).filter((e) => e.kind === 'note' && !e.reason.startsWith('admitted:')).map((e) => e.reason);
 /** What a job did, for the log when an assertion fails. */
-const show = (view: JobViewLite) => console.log(`${view.id}: ${view.state} ${view.error?.message ?? ''}\nattempts: ${JSON.stringify(view.result?.attempts?.map(({ preflight, ...a }) => ({ ...a, preflight: preflight && { rounds: preflight.rounds, replaced: preflight.replaced } })))}\nnotes:\n  ${notes(view).join('\n  ')}`);
+const show = (view: JobViewLite) =>
+  console.log(
+    `${view.id}: ${view.state} ${view.error?.message ?? ''}\nattempts: ${JSON.stringify(view.result?.attempts?.map(({ preflight, ...a }) => ({ ...a, preflight: preflight && { rounds: preflight.rounds, replaced: preflight.replaced } })))}\nnotes:\n  ${notes(view).join('\n  ')}`,
+  );
 
 /** Runs a job whose pool's second node (creation order 1) has `fault` from the start; the fault is cleared after. */
-async function runWithNodeFault(id: string, fault: Omit<NodeFault, 'poolId' | 'ordinal' | 'nodeId'>, command: string, extra: Record<string, unknown> = {}): Promise<JobViewLite> {
+async function runWithNodeFault(
+  id: string,
+  fault: Omit<NodeFault, 'poolId' | 'ordinal' | 'nodeId'>,
+  command: string,
+  extra: Record<string, unknown> = {},
+): Promise<JobViewLite> {
   stack.batch.setFaults({ nodes: [{ poolId: batchIdFor('hpc', id), ordinal: 1, ...fault }] });
   try {
     await submitSpec(stack, spec(id, command, extra));
@@ -86,18 +93,28 @@ describe('retries by failure class', () => {
   it('a node that goes unusable during the MPI task: attempt 1 fails as a node failure, attempt 2 succeeds on a replacement node', async () => {
     const id = 'retry-node';
     const poolId = batchIdFor('hpc', id);
-    await submitSpec(stack, spec(id, `if [ ! -e ${marker(id)} ]; then sleep 60; fi; echo "rank on $(hostname)"`, {
-      retry: { maxAttempts: 2, on: ['nodeFailure'], backoff: { initial: 'PT1S', max: 'PT1S' } },
-    }));
+    await submitSpec(
+      stack,
+      spec(id, `if [ ! -e ${marker(id)} ]; then sleep 60; fi; echo "rank on $(hostname)"`, {
+        retry: { maxAttempts: 2, on: ['nodeFailure'], backoff: { initial: 'PT1S', max: 'PT1S' } },
+      }),
+    );
     // Wait until attempt 1's MPI task runs, then break one of its nodes.
-    const running = await until('the MPI task running', async () => {
-      const v = await getJobView(stack, id);
-      if (['Succeeded', 'Failed', 'Cancelled'].includes(v.state)) throw new Error(`job ended before the fault: ${v.state} ${v.error?.message}`);
-      if (v.progress?.progress?.mpi?.state === 'running') return v;
-      await new Promise((r) => setTimeout(r, 300)); // the API, not the emulator: a few looks a second are enough
-      return undefined;
-    }, 150_000);
-    const before = stack.batch.nodes(poolId).map((n) => n.id).sort();
+    const running = await until(
+      'the MPI task running',
+      async () => {
+        const v = await getJobView(stack, id);
+        if (['Succeeded', 'Failed', 'Cancelled'].includes(v.state)) throw new Error(`job ended before the fault: ${v.state} ${v.error?.message}`);
+        if (v.progress?.progress?.mpi?.state === 'running') return v;
+        await new Promise((r) => setTimeout(r, 300)); // the API, not the emulator: a few looks a second are enough
+        return undefined;
+      },
+      150_000,
+    );
+    const before = stack.batch
+      .nodes(poolId)
+      .map((n) => n.id)
+      .sort();
     expect(before).toHaveLength(2);
     const broken = before[1];
     // Attempt 2's ranks will find the marker and not sleep; attempt 1's are asleep already.
@@ -115,7 +132,10 @@ describe('retries by failure class', () => {
     expect(view.error?.message).toBeUndefined();
     expect(view.state).toBe('Succeeded');
     const attempts = view.result?.attempts ?? [];
-    expect(attempts.map((a) => [a.attempt, a.outcome, a.failureClass])).toEqual([[1, 'failed', 'nodeFailure'], [2, 'succeeded', undefined]]);
+    expect(attempts.map((a) => [a.attempt, a.outcome, a.failureClass])).toEqual([
+      [1, 'failed', 'nodeFailure'],
+      [2, 'succeeded', undefined],
+    ]);
     expect(attempts[0].nodes.sort()).toEqual(before);
     expect(attempts[0].replacedNodes).toEqual([broken]);
     expect(attempts[0].reason).toContain(broken);
@@ -148,25 +168,39 @@ describe('retries by failure class', () => {
     show(view);
     expect(view.state).toBe('Failed');
     // The stage, the failing part and node, then the stderr tail (docs/troubleshooting.md).
-    expect(view.error?.message).toMatch(/^Running: MPI task exited with code 3; not retried: the application's exit code 3 is not in retry\.exitCodes \(the application on node \S+ ended with exit code 3\)\nLast lines of stderr:\n/);
+    expect(view.error?.message).toMatch(
+      /^Running: MPI task exited with code 3; not retried: the application's exit code 3 is not in retry\.exitCodes \(the application on node \S+ ended with exit code 3\)\nLast lines of stderr:\n/,
+    );
     expect(view.result?.attempts?.map((a) => [a.outcome, a.failureClass, a.exitCode, a.retried])).toEqual([['failed', 'application', 3, false]]);
     expect(calls('POST', /^\/jobs\/hpc-retry-app-exit\/tasks$/, 201)).toBeGreaterThanOrEqual(1);
-    const mpiAdds = exchanges.filter((e) => e.method === 'POST' && /^\/jobs\/hpc-retry-app-exit\/tasks$/.test(e.path) && /"id":"mpi/.test(JSON.stringify(e.requestBody ?? '')));
+    const mpiAdds = exchanges.filter(
+      (e) => e.method === 'POST' && /^\/jobs\/hpc-retry-app-exit\/tasks$/.test(e.path) && /"id":"mpi/.test(JSON.stringify(e.requestBody ?? '')),
+    );
     expect(mpiAdds).toHaveLength(1);
-    expect(notes(view)).toEqual([expect.stringMatching(/^attempt 1 of 3 failed \(application\): .*not retried: the application's exit code 3 is not in retry\.exitCodes$/)]);
+    expect(notes(view)).toEqual([
+      expect.stringMatching(/^attempt 1 of 3 failed \(application\): .*not retried: the application's exit code 3 is not in retry\.exitCodes$/),
+    ]);
     expect(await checkCleanup(stack, view)).toEqual([]);
   }, 240_000);
 
   it('a listed exit code is retried, on the same nodes (nothing was wrong with them)', async () => {
     const id = 'retry-listed-exit';
     // Exactly one rank of attempt 1 creates the marker and exits 75 (mpirun returns it); attempt 2 finds it.
-    await submitSpec(stack, spec(id, `if mkdir ${marker(id)} 2>/dev/null; then exit 75; fi; echo second`, { retry: { maxAttempts: 2, exitCodes: [75], backoff: { initial: 'PT1S' } } }));
+    await submitSpec(
+      stack,
+      spec(id, `if mkdir ${marker(id)} 2>/dev/null; then exit 75; fi; echo second`, {
+        retry: { maxAttempts: 2, exitCodes: [75], backoff: { initial: 'PT1S' } },
+      }),
+    );
     const view = await watchJob(stack, id, 240_000);
     show(view);
     expect(view.error?.message).toBeUndefined();
     expect(view.state).toBe('Succeeded');
     const attempts = view.result?.attempts ?? [];
-    expect(attempts.map((a) => [a.outcome, a.failureClass, a.exitCode])).toEqual([['failed', 'exitCode', 75], ['succeeded', undefined, 0]]);
+    expect(attempts.map((a) => [a.outcome, a.failureClass, a.exitCode])).toEqual([
+      ['failed', 'exitCode', 75],
+      ['succeeded', undefined, 0],
+    ]);
     expect(attempts[1].nodes.sort()).toEqual(attempts[0].nodes.sort());
     expect(attempts[0].retryAfterMs).toBe(1000);
     expect(view.result?.mpi?.taskId).toBe('mpi-a2');
@@ -207,17 +241,26 @@ describe('preflight before MPI', () => {
     expect(replacing).toMatch(/unreachable on the launcher's ssh port \(exit 255: ssh: connect to host \S+ port 22: Connection refused\)/);
     expect(calls('POST', new RegExp(`^/pools/${poolId}/removenodes$`, 'i'), 202)).toBe(1);
     // The preflight ran before the MPI task, which was added once.
-    const adds = exchanges.filter((e) => e.method === 'POST' && e.path === `/jobs/${batchIdFor('hpc', id)}/tasks` && e.status === 201).map((e) => ({ id: String((e.requestBody as { id?: string })?.id), at: e.at }));
+    const adds = exchanges
+      .filter((e) => e.method === 'POST' && e.path === `/jobs/${batchIdFor('hpc', id)}/tasks` && e.status === 201)
+      .map((e) => ({ id: String((e.requestBody as { id?: string })?.id), at: e.at }));
     const order = adds.filter((t) => t.id.startsWith('preflight-') || t.id === 'mpi');
     expect(order.map((t) => t.id)).toEqual(['preflight-1-1', 'preflight-1-2', 'mpi']);
     // Figures: a check that passes, from its task's add to the MPI task's (polling included), and a round that replaces a node.
-    console.log(`preflight figures: passing check ${((order[2].at - order[1].at) / 1000).toFixed(1)} s, check + replacement ${((order[1].at - order[0].at) / 1000).toFixed(1)} s; per node ${JSON.stringify(pf!.nodes)}`);
+    console.log(
+      `preflight figures: passing check ${((order[2].at - order[1].at) / 1000).toFixed(1)} s, check + replacement ${((order[1].at - order[0].at) / 1000).toFixed(1)} s; per node ${JSON.stringify(pf!.nodes)}`,
+    );
     expect(view.result?.mpi?.stdoutTail).toMatch(/rank on /);
     expect(await checkCleanup(stack, view)).toEqual([]);
   }, 420_000);
 
   it('a node whose NFS mount did not come up is replaced before the MPI task starts; the ranks then read the mount on every node', async () => {
-    const view = await runWithNodeFault('preflight-mount', { brokenMounts: ['home'] }, 'ls -d "$AZ_BATCH_NODE_MOUNTS_DIR/home/." && echo "rank on $(hostname) sees home"', { mounts: [{ name: 'home', nfs: { source: '10.0.0.4:/exports/home' } }] });
+    const view = await runWithNodeFault(
+      'preflight-mount',
+      { brokenMounts: ['home'] },
+      'ls -d "$AZ_BATCH_NODE_MOUNTS_DIR/home/." && echo "rank on $(hostname) sees home"',
+      { mounts: [{ name: 'home', nfs: { source: '10.0.0.4:/exports/home' } }] },
+    );
     const { replaced, note } = oneReplaced(view);
     expect(note).toMatch(new RegExp(`${replaced} \\(missing \\S+/fsmounts/home\\)`));
     // Both ranks (one per node) listed the mount.

@@ -31,8 +31,11 @@ let outside: JobViewLite;
 const answers: Record<string, string> = {};
 const specText = readFileSync(path.join(REPO_ROOT, LICENSED_AS_WRITTEN[0]), 'utf8');
 /** The negative case: the same job with its pool in another subnet of the examples' network. */
-const OTHER_SUBNET = '/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/hpc-local/providers/Microsoft.Network/virtualNetworks/vnet-local/subnets/other';
-const outsideSpec = specText.replace('name: licensed-app-flexlm', 'name: licensed-app-flexlm-outside').replace('  nodes: 2\n', `  nodes: 2\n  network: { subnetId: ${OTHER_SUBNET} }\n`);
+const OTHER_SUBNET =
+  '/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/hpc-local/providers/Microsoft.Network/virtualNetworks/vnet-local/subnets/other';
+const outsideSpec = specText
+  .replace('name: licensed-app-flexlm', 'name: licensed-app-flexlm-outside')
+  .replace('  nodes: 2\n', `  nodes: 2\n  network: { subnetId: ${OTHER_SUBNET} }\n`);
 
 beforeAll(async () => {
   mkdirSync(path.dirname(hostLog), { recursive: true });
@@ -62,7 +65,11 @@ beforeAll(async () => {
     const res = await fetch(`${stack.baseUrl}${route}`, { headers: await asUser(stack)() });
     answers[name] = `${res.status} ${await res.text()}`;
   }
-  const dry = await fetch(`${stack.baseUrl}/api/jobs?dryRun=true`, { method: 'POST', headers: { 'content-type': 'application/yaml', ...(await asUser(stack)()) }, body: specText });
+  const dry = await fetch(`${stack.baseUrl}/api/jobs?dryRun=true`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/yaml', ...(await asUser(stack)()) },
+    body: specText,
+  });
   answers.explain = `${dry.status} ${await dry.text()}`;
 }, 600_000);
 
@@ -100,11 +107,14 @@ test('the licensed job succeeds: every rank checked out with the right key and s
   expect(out.match(new RegExp(`licence: GRANTED token-sha256: ${sha(appToken)}`, 'g'))?.length).toBe(2);
 });
 
-test('a pool outside the licence server\'s subnet fails preflight, naming the node and the port', () => {
+test("a pool outside the licence server's subnet fails preflight, naming the node and the port", () => {
   const message = outside.error?.message ?? '';
   // "…preflight: <node> (missing licence server port 10.0.0.4:27000 (no TCP connection within 5 s), …)": each node of
   // the pool in subnet "other" is named with the port it could not reach; the vendor daemon's port too.
-  expect({ state: outside.state, message }).toEqual({ state: 'Failed', message: expect.stringMatching(/preflight: [\s\S]*\S+ \([^\n]*missing licence server port 10\.0\.0\.4:27000 \(no TCP connection within 5 s\)/) });
+  expect({ state: outside.state, message }).toEqual({
+    state: 'Failed',
+    message: expect.stringMatching(/preflight: [\s\S]*\S+ \([^\n]*missing licence server port 10\.0\.0\.4:27000 \(no TCP connection within 5 s\)/),
+  });
   expect(message).toContain('10.0.0.4:27001');
   expect(stack?.licenceServer?.checkouts.length).toBe(2);
 });
@@ -122,7 +132,7 @@ test('canary: no secret value in any API answer', () => {
   }
 });
 
-test('canary: no secret value anywhere in the stack\'s storage, emulator state, node sandboxes or host log', async () => {
+test("canary: no secret value anywhere in the stack's storage, emulator state, node sandboxes or host log", async () => {
   await stack?.stop();
   stack = undefined;
   const files = [...filesUnder(dataDir), hostLog];

@@ -31,7 +31,7 @@ const DEMO_IMAGE = 'localhost:5000/hpc/mpi-demo:1.0';
 const SETUP_BLOB = 'shipyard/set_up_sample.sh';
 
 const SETUP_STANDIN = [
-  '# stand-in for the OpenFOAM recipe\'s set_up_sample.sh: the same directory moves and exports',
+  "# stand-in for the OpenFOAM recipe's set_up_sample.sh: the same directory moves and exports",
   'AUTO_SCRATCH_DIR=$AZ_BATCH_TASK_DIR/auto_scratch',
   'cd $AUTO_SCRATCH_DIR',
   'mkdir -p pitzDaily && cd pitzDaily',
@@ -71,7 +71,11 @@ beforeAll(async () => {
   mkdirSync(logs, { recursive: true });
   stack = await startStack({ port: 0, logDestination: path.join(logs, 'e2e-shipyard-recipes-host.log'), demoImageFillerBytes: 64 * 1024 });
   await seedExamples(stack.operator.blobService(DATA_ACCOUNT.name), REPO_ROOT);
-  await stack.operator.blobService(DATA_ACCOUNT.name).getContainerClient('software').getBlockBlobClient(SETUP_BLOB).upload(SETUP_STANDIN, Buffer.byteLength(SETUP_STANDIN));
+  await stack.operator
+    .blobService(DATA_ACCOUNT.name)
+    .getContainerClient('software')
+    .getBlockBlobClient(SETUP_BLOB)
+    .upload(SETUP_STANDIN, Buffer.byteLength(SETUP_STANDIN));
 }, 300_000);
 afterAll(async () => stack?.stop(), 60_000);
 
@@ -92,10 +96,12 @@ test('mpiBench-OpenMPI (docker) runs as imported, and its whole output outlives 
   expect(stdout).toMatch(/Alltoall/);
 }, 600_000);
 
-test('OpenFOAM-TCP-OpenMPI runs as imported: its setup script\'s auto_scratch is the job\'s shared scratch on every node', async () => {
+test("OpenFOAM-TCP-OpenMPI runs as imported: its setup script's auto_scratch is the job's shared scratch on every node", async () => {
   const spec: Obj = imported('OpenFOAM-TCP-OpenMPI');
   expect(spec.scratch).toEqual({});
-  expect(spec.files).toEqual([{ url: 'https://raw.githubusercontent.com/Azure/batch-shipyard/master/recipes/OpenFOAM-TCP-OpenMPI/docker/set_up_sample.sh', path: 'set_up_sample.sh' }]);
+  expect(spec.files).toEqual([
+    { url: 'https://raw.githubusercontent.com/Azure/batch-shipyard/master/recipes/OpenFOAM-TCP-OpenMPI/docker/set_up_sample.sh', path: 'set_up_sample.sh' },
+  ]);
   spec.files = [{ account: DATA_ACCOUNT.name, container: 'software', blob: SETUP_BLOB, path: 'set_up_sample.sh' }];
   spec.container.images = [DEMO_IMAGE];
   expect(spec.pool.vmSize).toBe('STANDARD_D2_V2');
@@ -106,7 +112,10 @@ test('OpenFOAM-TCP-OpenMPI runs as imported: its setup script\'s auto_scratch is
   const view = await run(spec);
   const outputs = view.result?.outputs as OutputsResult;
   const stdout = await blobText(`${outputs.prefix}/logs/stdout.txt`);
-  const dirs = stdout.split('\n').filter((l) => l.startsWith('RANKDIR ')).map((l) => l.slice('RANKDIR '.length));
+  const dirs = stdout
+    .split('\n')
+    .filter((l) => l.startsWith('RANKDIR '))
+    .map((l) => l.slice('RANKDIR '.length));
   // 2 nodes × 2 slots, every rank in the same directory of the scratch (not under the task directory).
   expect(dirs).toHaveLength(4);
   expect(new Set(dirs).size).toBe(1);

@@ -42,17 +42,23 @@ afterAll(async () => stack?.stop(), 60_000);
 async function preemptedJob(id: string, fallback: 'dedicated' | 'wait' | 'fail'): Promise<{ view: JobViewLite; victim: string; poolId: string }> {
   const poolId = batchIdFor('hpc', id);
   const marker = path.join(stack.batch.dataDir, `marker-${id}`);
-  const doc = parse(smallSpec(id, { nodes: 2, command: `if [ ! -e ${marker} ]; then sleep 60; fi; echo "rank on $(hostname)"`, tags: { suite: 'spot' } })) as Record<string, unknown>;
+  const doc = parse(
+    smallSpec(id, { nodes: 2, command: `if [ ! -e ${marker} ]; then sleep 60; fi; echo "rank on $(hostname)"`, tags: { suite: 'spot' } }),
+  ) as Record<string, unknown>;
   const pool = { ...(doc.pool as object), spot: { nodes: 2, fallback, maxPreemptions: 0 } };
   await submitSpec(stack, stringify({ ...doc, pool, retry: { backoff: { initial: 'PT1S', max: 'PT1S' } } }));
 
-  await until('the MPI task running', async () => {
-    const v = await getJobView(stack, id);
-    if (['Succeeded', 'Failed', 'Cancelled'].includes(v.state)) throw new Error(`job ended before the fault: ${v.state} ${v.error?.message}`);
-    if (v.progress?.progress?.mpi?.state === 'running') return v;
-    await new Promise((r) => setTimeout(r, 300));
-    return undefined;
-  }, 150_000);
+  await until(
+    'the MPI task running',
+    async () => {
+      const v = await getJobView(stack, id);
+      if (['Succeeded', 'Failed', 'Cancelled'].includes(v.state)) throw new Error(`job ended before the fault: ${v.state} ${v.error?.message}`);
+      if (v.progress?.progress?.mpi?.state === 'running') return v;
+      await new Promise((r) => setTimeout(r, 300));
+      return undefined;
+    },
+    150_000,
+  );
   // The pool Batch made: both nodes are Spot nodes.
   const spotNodes = (await batchClient(stack).computeNode.list(poolId)).map((n) => ({ id: n.id!, isDedicated: n.isDedicated }));
   expect(spotNodes.map((n) => n.isDedicated)).toEqual([false, false]);
@@ -73,13 +79,18 @@ test('a Spot job survives a preemption: retried by class, falls back to dedicate
   expect(view.error?.message).toBeUndefined();
   expect(view.state).toBe('Succeeded');
   const attempts = view.result?.attempts ?? [];
-  expect(attempts.map((a) => [a.attempt, a.outcome, a.failureClass])).toEqual([[1, 'failed', 'preemption'], [2, 'succeeded', undefined]]);
+  expect(attempts.map((a) => [a.attempt, a.outcome, a.failureClass])).toEqual([
+    [1, 'failed', 'preemption'],
+    [2, 'succeeded', undefined],
+  ]);
   expect(attempts[0].reason).toBe(`preemption: Azure took back Spot node(s) ${victim}`);
   expect(attempts[0].retryReason).toContain('falling back to 2 dedicated node(s)');
   expect(attempts[1].nodes).not.toContain(victim);
   expect(notes(view).find((n) => n.startsWith('attempt 1 of 1 failed (preemption)'))).toContain('pool.spot.fallback "dedicated"');
   // Created with Spot nodes only, then resized to dedicated nodes only (Spot target 0).
-  const resizes = calls('POST', new RegExp(`^/pools/${poolId}/resize$`, 'i'), 202).map((e) => e.requestBody as { targetDedicatedNodes?: number; targetLowPriorityNodes?: number } | undefined);
+  const resizes = calls('POST', new RegExp(`^/pools/${poolId}/resize$`, 'i'), 202).map(
+    (e) => e.requestBody as { targetDedicatedNodes?: number; targetLowPriorityNodes?: number } | undefined,
+  );
   expect(resizes.at(-1)).toMatchObject({ targetDedicatedNodes: 2, targetLowPriorityNodes: 0 });
   expect(view.result?.mpi?.taskId).toBe('mpi-a2');
   expect(view.result?.mpi?.stdoutTail).toMatch(/rank on /);
@@ -100,12 +111,17 @@ test('fallback "wait": past maxPreemptions the job is retried on Spot nodes agai
   expect(view.error?.message).toBeUndefined();
   expect(view.state).toBe('Succeeded');
   const attempts = view.result?.attempts ?? [];
-  expect(attempts.map((a) => [a.attempt, a.outcome, a.failureClass])).toEqual([[1, 'failed', 'preemption'], [2, 'succeeded', undefined]]);
+  expect(attempts.map((a) => [a.attempt, a.outcome, a.failureClass])).toEqual([
+    [1, 'failed', 'preemption'],
+    [2, 'succeeded', undefined],
+  ]);
   expect(attempts[0].retryReason).toContain('retried on Spot nodes again (pool.spot.fallback "wait"');
   expect(attempts[1].nodes).not.toContain(victim);
   expect(notes(view).find((n) => n.startsWith('attempt 1 of 1 failed (preemption)'))).toContain('pool.spot.fallback "wait"');
   // No resize ever asked for dedicated nodes: the Spot target stays, and the cost has Spot node-minutes only.
-  const resizes = calls('POST', new RegExp(`^/pools/${poolId}/resize$`, 'i'), 202).map((e) => e.requestBody as { targetDedicatedNodes?: number; targetLowPriorityNodes?: number } | undefined);
+  const resizes = calls('POST', new RegExp(`^/pools/${poolId}/resize$`, 'i'), 202).map(
+    (e) => e.requestBody as { targetDedicatedNodes?: number; targetLowPriorityNodes?: number } | undefined,
+  );
   expect(resizes.filter((r) => (r?.targetDedicatedNodes ?? 0) > 0)).toEqual([]);
   expect(view.result!.cost!.nodeMinutes.dedicated).toBe(0);
   expect(view.result!.cost!.nodeMinutes.lowPriority).toBeGreaterThan(0);

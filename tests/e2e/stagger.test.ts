@@ -61,7 +61,9 @@ async function explain(view: JobViewLite): Promise<void> {
   if (view.state === 'Succeeded') return;
   // The pool (and its files) may be gone already: the result keeps the master's output tails.
   const mpi = (view.result as { mpi?: { stdoutTail?: string; stderrTail?: string } } | undefined)?.mpi;
-  console.log(`job ${view.id} ${view.state}: ${view.error?.message}\n--- recorded stdout ---\n${mpi?.stdoutTail ?? ''}\n--- recorded stderr ---\n${mpi?.stderrTail ?? ''}\n${await mpiOutput(stack, view)}`);
+  console.log(
+    `job ${view.id} ${view.state}: ${view.error?.message}\n--- recorded stdout ---\n${mpi?.stdoutTail ?? ''}\n--- recorded stderr ---\n${mpi?.stderrTail ?? ''}\n${await mpiOutput(stack, view)}`,
+  );
 }
 
 async function failedPullTasks(batchJobId: string): Promise<number> {

@@ -105,7 +105,12 @@ function resultOf(view: JobViewLite): Record<string, unknown> | undefined {
 const views = new Map<string, JobViewLite>();
 const docs = new Map<string, ExplainDocument>();
 const afterDryRuns: { batchRequests: number; rows: unknown[]; views: number[]; instances: string[]; dataContainers: string[]; stagingContainers: string[] } = {
-  batchRequests: -1, rows: [], views: [], instances: [], dataContainers: [], stagingContainers: [],
+  batchRequests: -1,
+  rows: [],
+  views: [],
+  instances: [],
+  dataContainers: [],
+  stagingContainers: [],
 };
 let dataContainersBefore: string[] = [];
 let submittedIds: Record<string, string> = {};
@@ -136,7 +141,9 @@ beforeAll(async () => {
   const dryRunExchanges = exchanges.slice(batchBefore);
   afterDryRuns.batchRequests = dryRunExchanges.filter((ex) => !(ex.method === 'GET' && /^\/supportedimages\b/.test(ex.path))).length;
   afterDryRuns.rows = await rowsOf('');
-  afterDryRuns.views = await Promise.all(Object.keys(JOBS).map(async (label) => (await fetch(`${stack.baseUrl}/api/jobs/${jobId(label)}`, { headers: await asUser(stack)() })).status));
+  afterDryRuns.views = await Promise.all(
+    Object.keys(JOBS).map(async (label) => (await fetch(`${stack.baseUrl}/api/jobs/${jobId(label)}`, { headers: await asUser(stack)() })).status),
+  );
   afterDryRuns.instances = (await durableInstances(stack)).map((i) => i.instanceId);
   afterDryRuns.dataContainers = await containersOf(DATA_ACCOUNT.name);
   afterDryRuns.stagingContainers = (await Promise.all(STAGING_ACCOUNTS.map((a) => containersOf(a.name)))).flat();
@@ -162,13 +169,24 @@ async function shardsumSucceeded(label: string): Promise<JobViewLite> {
 }
 
 describe('dry runs (POST /api/jobs?dryRun=true)', () => {
-  it('answer the explain document with this deployment\'s settings and the id the job gets, and create nothing', () => {
+  it("answer the explain document with this deployment's settings and the id the job gets, and create nothing", () => {
     for (const [label, doc] of docs) {
       // No example names an id: the job's id is the spec content's, the same for the dry run and the submission.
-      expect(doc).toMatchObject({ version: 2, jobId: submittedIds[label], jobIdFrom: 'content', policiesChecked: true, settings: { source: 'deployment', stagingAccounts: STAGING_ACCOUNTS.map((a) => a.name) } });
+      expect(doc).toMatchObject({
+        version: 2,
+        jobId: submittedIds[label],
+        jobIdFrom: 'content',
+        policiesChecked: true,
+        settings: { source: 'deployment', stagingAccounts: STAGING_ACCOUNTS.map((a) => a.name) },
+      });
     }
     expect(afterDryRuns).toEqual({
-      batchRequests: 0, rows: [], views: Object.keys(JOBS).map(() => 404), instances: [], dataContainers: dataContainersBefore, stagingContainers: [],
+      batchRequests: 0,
+      rows: [],
+      views: Object.keys(JOBS).map(() => 404),
+      instances: [],
+      dataContainers: dataContainersBefore,
+      stagingContainers: [],
     });
     // The outputs' container is created by a real run (workloadUrls), never by a dry run.
     expect(dataContainersBefore).not.toContain('results');
@@ -183,7 +201,11 @@ describe('dry runs (POST /api/jobs?dryRun=true)', () => {
     expect(foreign).toEqual({ status: 400, body: { errors: [{ path: 'files[0].account', message: expect.stringMatching(/not one jobs may use/) }] } });
     expect((await dryRun(text, {})).status).toBe(401);
     expect((await dryRun(text, await asUser(stack, 'reader')())).status).toBe(403);
-    const garbage = await fetch(`${stack.baseUrl}/api/jobs?dryRun=yes`, { method: 'POST', headers: { 'content-type': 'application/yaml', ...(await asUser(stack)()) }, body: text });
+    const garbage = await fetch(`${stack.baseUrl}/api/jobs?dryRun=yes`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/yaml', ...(await asUser(stack)()) },
+      body: text,
+    });
     expect(garbage.status).toBe(400);
     expect(await rowsOf('wl-hpl-dry')).toEqual([]);
   });
@@ -210,19 +232,29 @@ describe('the jobs ran what their dry runs showed', () => {
     // Tasks added one by one (the MPI task, preflight) and in collections (the per-node tasks: Task_AddCollection).
     const tasks = [
       ...ok.filter((ex) => ex.method === 'POST' && pathOf(ex) === `/jobs/${batchJob}/tasks`).map(body),
-      ...ok.filter((ex) => ex.method === 'POST' && pathOf(ex) === `/jobs/${batchJob}/addtaskcollection`).flatMap((ex) => body(ex).value as Record<string, unknown>[]),
+      ...ok
+        .filter((ex) => ex.method === 'POST' && pathOf(ex) === `/jobs/${batchJob}/addtaskcollection`)
+        .flatMap((ex) => body(ex).value as Record<string, unknown>[]),
     ];
     const ids = tasks.map((t) => String(t.id));
     expect(ids.filter((t) => t === 'mpi')).toHaveLength(1);
     for (const t of tasks) {
       const tid = String(t.id);
-      const problems = tid === 'mpi' ? differences(doc.mpiTask.request, t, tid)
-        // The document shows the first check; a later round's differs in its id only.
-        : tid.startsWith('preflight-') ? differences(doc.preflight && { ...doc.preflight.request, id: tid }, t, tid)
-        : tid.startsWith('pull-') ? differences(doc.imagePulls?.task.request, t, tid)
-          : tid.startsWith('dl-') ? downloadTaskDifferences(doc.staging.task.request, t, tid)
-            : tid.startsWith('up-') ? [doc.outputs?.nodeUploads?.master, doc.outputs?.nodeUploads?.otherNodes].some((u) => u && differences(u, t).length === 0) ? [] : [`${tid}: matches no upload task of the document`]
-              : [`${tid}: a task the document does not show`];
+      const problems =
+        tid === 'mpi'
+          ? differences(doc.mpiTask.request, t, tid)
+          : // The document shows the first check; a later round's differs in its id only.
+            tid.startsWith('preflight-')
+            ? differences(doc.preflight && { ...doc.preflight.request, id: tid }, t, tid)
+            : tid.startsWith('pull-')
+              ? differences(doc.imagePulls?.task.request, t, tid)
+              : tid.startsWith('dl-')
+                ? downloadTaskDifferences(doc.staging.task.request, t, tid)
+                : tid.startsWith('up-')
+                  ? [doc.outputs?.nodeUploads?.master, doc.outputs?.nodeUploads?.otherNodes].some((u) => u && differences(u, t).length === 0)
+                    ? []
+                    : [`${tid}: matches no upload task of the document`]
+                  : [`${tid}: a task the document does not show`];
       expect(problems).toEqual([]);
     }
     expect(ids.filter((t) => t.startsWith('pull-')).length).toBe(doc.imagePulls ? 2 : 0);
@@ -232,7 +264,7 @@ describe('the jobs ran what their dry runs showed', () => {
 });
 
 describe('launch-side shapes (shardsum over every rank)', () => {
-  test('module load mpi/openmpi, then the module\'s mpirun', async () => {
+  test("module load mpi/openmpi, then the module's mpirun", async () => {
     const view = await shardsumSucceeded('wl-modules');
     // The pre-execution command's output is the master's stdout: the module system really loaded the module.
     expect(view.result?.mpi?.stdoutTail).toMatch(/loaded mpi\/openmpi from \/usr\/lib\/[^/]+\/openmpi/);
@@ -277,7 +309,7 @@ describe('benchmarks and solvers', () => {
     expect(view.result?.mpi?.stdoutTail).toMatch(/^1048576 +[\d.]+$/m);
   });
 
-  test('HPL-shaped: the 2 x 2 grid of HPL.dat solves N = 800 and passes HPL\'s residual check', async () => {
+  test("HPL-shaped: the 2 x 2 grid of HPL.dat solves N = 800 and passes HPL's residual check", async () => {
     const view = await succeeded('wl-hpl');
     const result = resultOf(view) as Record<string, number | boolean>;
     expect(result).toMatchObject({ benchmark: 'hpl', n: 800, nb: 32, p: 2, q: 2, ranks: 4, threshold: 16, passed: true });
@@ -285,7 +317,7 @@ describe('benchmarks and solvers', () => {
     expect(view.result?.mpi?.stdoutTail).toMatch(/\|\|Ax-b\|\|_oo\/\(eps\*\(\|\|A\|\|_oo\*\|\|x\|\|_oo\+\|\|b\|\|_oo\)\*N\)= +[\d.]+ \.\.\.\.\.\. PASSED/);
   });
 
-  test('HPCG-shaped in singularity: hpcg.dat\'s grid on 4 ranks converges to the known solution', async () => {
+  test("HPCG-shaped in singularity: hpcg.dat's grid on 4 ranks converges to the known solution", async () => {
     const view = await succeeded('wl-hpcg');
     const result = resultOf(view) as Record<string, number | boolean>;
     expect(result).toMatchObject({ benchmark: 'hpcg', ranks: 4, nx: 16, ny: 16, nz: 16, valid: true });

@@ -71,14 +71,17 @@ async function ended(id: string, state: 'Succeeded' | 'Failed', timeoutMs = 240_
   const view = await watchJob(stack, id, timeoutMs);
   const outputs = view.result?.outputs;
   if (view.state !== state || (outputs?.errors.length ?? 0) > 0) {
-    const logs = await Promise.all((outputs?.files ?? []).filter((f) => f.size < 8192)
-      .map(async (f) => `--- ${f.name} ---\n${await blobText('results', `${outputs?.prefix}/${f.name}`)}`));
-    throw new Error(`${logs.join('\n')}\n` + `job ${id} ended ${view.state} (expected ${state}): ${JSON.stringify(view.error)}\noutputs: ${JSON.stringify(outputs)}\n` +
-      `timeline: ${JSON.stringify(view.timeline?.slice(-3))}\n${JSON.stringify(view.result?.mpi)}\n${await mpiOutput(stack, view)}`);
+    const logs = await Promise.all(
+      (outputs?.files ?? []).filter((f) => f.size < 8192).map(async (f) => `--- ${f.name} ---\n${await blobText('results', `${outputs?.prefix}/${f.name}`)}`),
+    );
+    throw new Error(
+      `${logs.join('\n')}\n` +
+        `job ${id} ended ${view.state} (expected ${state}): ${JSON.stringify(view.error)}\noutputs: ${JSON.stringify(outputs)}\n` +
+        `timeline: ${JSON.stringify(view.timeline?.slice(-3))}\n${JSON.stringify(view.result?.mpi)}\n${await mpiOutput(stack, view)}`,
+    );
   }
   return view;
 }
-
 
 beforeAll(async () => {
   const logs = path.join(REPO_ROOT, 'test-artifacts');

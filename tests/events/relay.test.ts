@@ -71,11 +71,20 @@ async function setup(policy = { maxAttempts: 5, initialMs: 50, maxMs: 200 }) {
   );
   await deliveries.ensureTables();
   const deps: DeliveryDeps = {
-    jobs: store, deliveries, policy,
+    jobs: store,
+    deliveries,
+    policy,
     endpoints: [webhookEndpoint({ name: 'local', url: receiver.url, secret: receiver.secret, allowLoopback: true })],
     sourceBaseUrl: 'http://127.0.0.1:7071',
   };
-  return { store, deliveries, deps, failEventWrite: (seq: number) => { failSeq = seq; } };
+  return {
+    store,
+    deliveries,
+    deps,
+    failEventWrite: (seq: number) => {
+      failSeq = seq;
+    },
+  };
 }
 
 async function createJob(store: JobStore, id: string): Promise<void> {
@@ -108,7 +117,13 @@ test('a process that died between the row write and the event write loses no eve
   expect(firstSeqs(id)).toEqual([1, 2, 3, 4, 5]);
   const attempts = await deliveries.attemptsOf(id);
   expect(attempts.map((a) => a.outcome)).toEqual(['delivered', 'delivered', 'delivered', 'delivered', 'delivered']);
-  expect(received(id).map((d) => (d.event as { data: { state: JobState } }).data.state)).toEqual(['Submitted', 'Provisioning', 'Running', 'CleaningUp', 'Cancelled']);
+  expect(received(id).map((d) => (d.event as { data: { state: JobState } }).data.state)).toEqual([
+    'Submitted',
+    'Provisioning',
+    'Running',
+    'CleaningUp',
+    'Cancelled',
+  ]);
   expect(received(id).every((d) => d.signatureValid && d.cloudEventValid && d.status === 204)).toBe(true);
   expect((received(id)[0].event as { source: string }).source).toBe(`http://127.0.0.1:7071/api/jobs/${id}`);
 });
@@ -132,7 +147,7 @@ test('transitions nobody announced are found by the relay and delivered in order
   expect(ids.flatMap(received).length).toBe(7);
 });
 
-test("with its memory, a pass reads nothing of the jobs an earlier pass found delivered; a job that moved on is read and delivered", async () => {
+test('with its memory, a pass reads nothing of the jobs an earlier pass found delivered; a job that moved on is read and delivered', async () => {
   const { store, deps } = await setup();
   const ids = ['settled-a', 'settled-b', 'settled-c'];
   for (const id of ids) await createJob(store, id);
@@ -211,7 +226,12 @@ test('a failing receiver: every try recorded, later events wait for the earlier 
   clock += 2_000;
   expect(await deliverJob(timed, id)).toMatchObject([{ state: 'delivered', sent: 2 }]);
   const attempts = await deliveries.attemptsOf(id);
-  expect(attempts.map((a) => [a.seq, a.attempt, a.outcome, a.status])).toEqual([[1, 1, 'failed', 503], [1, 2, 'failed', 503], [1, 3, 'delivered', 204], [2, 1, 'delivered', 204]]);
+  expect(attempts.map((a) => [a.seq, a.attempt, a.outcome, a.status])).toEqual([
+    [1, 1, 'failed', 503],
+    [1, 2, 'failed', 503],
+    [1, 3, 'delivered', 204],
+    [2, 1, 'delivered', 204],
+  ]);
   expect(received(id).map((d) => d.id)).toEqual([`${id}:1`, `${id}:1`, `${id}:1`, `${id}:2`]);
   expect(firstSeqs(id)).toEqual([1, 2]);
 });
@@ -228,7 +248,11 @@ test('after the last try an event is given up, on record, and the next one goes'
   clock += 1_000;
   expect(await deliverJob(timed, id)).toMatchObject([{ state: 'delivered', sent: 1 }]);
   const attempts = await deliveries.attemptsOf(id);
-  expect(attempts.map((a) => [a.seq, a.attempt, a.outcome])).toEqual([[1, 1, 'failed'], [1, 2, 'abandoned'], [2, 1, 'delivered']]);
+  expect(attempts.map((a) => [a.seq, a.attempt, a.outcome])).toEqual([
+    [1, 1, 'failed'],
+    [1, 2, 'abandoned'],
+    [2, 1, 'delivered'],
+  ]);
   expect((await deliveries.cursor(id, 'webhook-local')).delivered).toBe(2);
 });
 
@@ -238,6 +262,11 @@ test('two senders at once deliver each event once', async () => {
   await createJob(store, id);
   for (const s of ['Provisioning', 'PullingImages', 'StagingData', 'Running'] as const) await store.transition(id, s, s);
   const runs = await Promise.all([deliverJob(deps, id), deliverJob(deps, id), deliverJob(deps, id)]);
-  expect(runs.flat().map((r) => r.state).sort()).toEqual(['busy', 'busy', 'delivered']);
+  expect(
+    runs
+      .flat()
+      .map((r) => r.state)
+      .sort(),
+  ).toEqual(['busy', 'busy', 'delivered']);
   expect(received(id).map((d) => d.id)).toEqual([1, 2, 3, 4, 5].map((s) => `${id}:${s}`));
 });

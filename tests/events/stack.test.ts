@@ -20,7 +20,9 @@ afterAll(() => fx.tearDown(), 180_000);
 
 function nativeJob(id: string, command: string): string {
   return stringify({
-    id, name: id, tags: { suite: 'events' },
+    id,
+    name: id,
+    tags: { suite: 'events' },
     pool: { vmSize: 'Standard_D2s_v5', nodes: 1 },
     container: { runtime: 'none' },
     data: { inputs: [] },
@@ -33,7 +35,12 @@ function missingPoolJob(id: string): string {
   return stringify({ id, name: id, pool: { poolId: `does-not-exist-${id}`, nodes: 1 }, mpi: { runtime: 'openmpi', command: 'true' } });
 }
 
-interface TimelineEntry { kind: string; seq?: number; to?: string; from?: string | null }
+interface TimelineEntry {
+  kind: string;
+  seq?: number;
+  to?: string;
+  from?: string | null;
+}
 
 async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -72,33 +79,52 @@ test('every transition of every job reaches the webhook, signed, in seq order, n
   client = s.client();
 
   // The cancel path, on the restarted host.
-  await until(`${jobs.cancelled} running`, async () => ((await state(client, jobs.cancelled)) === 'Running' || undefined), 180_000);
-  const cancel = await fetch(`${client.baseUrl}/api/jobs/${jobs.cancelled}`, { method: 'DELETE', headers: { 'x-functions-key': client.host.keys.functionKey } });
+  await until(`${jobs.cancelled} running`, async () => (await state(client, jobs.cancelled)) === 'Running' || undefined, 180_000);
+  const cancel = await fetch(`${client.baseUrl}/api/jobs/${jobs.cancelled}`, {
+    method: 'DELETE',
+    headers: { 'x-functions-key': client.host.keys.functionKey },
+  });
   expect(cancel.status).toBe(202);
 
   const ends: Record<string, string> = { [jobs.ran]: 'Succeeded', [jobs.failed]: 'Failed', [jobs.cancelled]: 'Cancelled' };
   const timelines = new Map<string, TimelineEntry[]>();
   for (const id of Object.values(jobs)) {
-    const view = await until(`${id} finished`, async () => {
-      const v = await getJobView(client, id);
-      return ['Succeeded', 'Failed', 'Cancelled'].includes(v.state) ? v : undefined;
-    }, 240_000);
+    const view = await until(
+      `${id} finished`,
+      async () => {
+        const v = await getJobView(client, id);
+        return ['Succeeded', 'Failed', 'Cancelled'].includes(v.state) ? v : undefined;
+      },
+      240_000,
+    );
     expect({ id, state: view.state }).toEqual({ id, state: ends[id] });
-    timelines.set(id, ((view.timeline ?? []) as TimelineEntry[]).filter((e) => e.kind === 'transition'));
+    timelines.set(
+      id,
+      ((view.timeline ?? []) as TimelineEntry[]).filter((e) => e.kind === 'transition'),
+    );
   }
 
   // Wait until every transition has arrived (the relay finds what the kill interrupted; a lease held by the killed
   // host runs out first), then check what arrived.
   const expectedIds = [...timelines].flatMap(([id, t]) => t.map((e) => `${id}:${e.seq}`));
   expect(expectedIds.length).toBeGreaterThanOrEqual(3 * 4);
-  const got = await until('every transition delivered', async () => {
-    const all = await deliveries(receiver);
-    const ok = new Set(all.filter((d) => d.status === 204).map((d) => d.id));
-    return expectedIds.every((id) => ok.has(id)) ? all : undefined;
-  }, 180_000);
+  const got = await until(
+    'every transition delivered',
+    async () => {
+      const all = await deliveries(receiver);
+      const ok = new Set(all.filter((d) => d.status === 204).map((d) => d.id));
+      return expectedIds.every((id) => ok.has(id)) ? all : undefined;
+    },
+    180_000,
+  );
 
   const ours = got.filter((d) => Object.values(jobs).some((j) => d.id.startsWith(`${j}:`)));
-  for (const d of ours) expect({ id: d.id, signatureValid: d.signatureValid, cloudEventValid: d.cloudEventValid }).toEqual({ id: d.id, signatureValid: true, cloudEventValid: true });
+  for (const d of ours)
+    expect({ id: d.id, signatureValid: d.signatureValid, cloudEventValid: d.cloudEventValid }).toEqual({
+      id: d.id,
+      signatureValid: true,
+      cloudEventValid: true,
+    });
   for (const [id, timeline] of timelines) {
     const mine = ours.filter((d) => d.id.startsWith(`${id}:`));
     // No event the job does not have, and each id always carries the same transition (stable ids).
@@ -106,7 +132,12 @@ test('every transition of every job reaches the webhook, signed, in seq order, n
     for (const d of mine) {
       const data = (d.event as { data: { seq: number; state: string; previousState: string | null; jobId: string } }).data;
       const t = bySeq.get(data.seq);
-      expect({ id: d.id, state: data.state, previousState: data.previousState, jobId: data.jobId }).toEqual({ id: `${id}:${data.seq}`, state: t?.to, previousState: t?.from ?? null, jobId: id });
+      expect({ id: d.id, state: data.state, previousState: data.previousState, jobId: data.jobId }).toEqual({
+        id: `${id}:${data.seq}`,
+        state: t?.to,
+        previousState: t?.from ?? null,
+        jobId: id,
+      });
     }
     // First arrivals in seq order, none missing.
     const firstSeqs: number[] = [];

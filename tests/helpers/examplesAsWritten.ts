@@ -36,9 +36,7 @@ export const NETWORK_AS_WRITTEN = [
 ] as const;
 
 /** tests/e2e/secrets.test.ts: the licensed app, its licence server at 10.0.0.4:27000 in the examples' subnet. */
-export const LICENSED_AS_WRITTEN = [
-  'examples/workloads/licensed-app-flexlm.yaml',
-] as const;
+export const LICENSED_AS_WRITTEN = ['examples/workloads/licensed-app-flexlm.yaml'] as const;
 
 /** Every example some e2e file submits as written, by the file that does. */
 export const SUBMITTED_AS_WRITTEN: Readonly<Record<string, readonly string[]>> = {

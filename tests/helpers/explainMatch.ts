@@ -13,7 +13,9 @@ export function differences(explained: unknown, actual: unknown, at = '$'): stri
     if (typeof actual !== 'string') return [`${at}: ${JSON.stringify(actual)} is not a string`];
     const literal = explained.split(PLACEHOLDER_RE);
     if (literal.length === 1) return explained === actual ? [] : [`${at}: ${JSON.stringify(actual)} != ${JSON.stringify(explained)}`];
-    return new RegExp(`^${literal.map(escapeRe).join('[\\s\\S]+?')}$`).test(actual) ? [] : [`${at}: ${JSON.stringify(actual)} does not match ${JSON.stringify(explained)}`];
+    return new RegExp(`^${literal.map(escapeRe).join('[\\s\\S]+?')}$`).test(actual)
+      ? []
+      : [`${at}: ${JSON.stringify(actual)} does not match ${JSON.stringify(explained)}`];
   }
   if (Array.isArray(explained)) {
     if (!Array.isArray(actual)) return [`${at}: ${JSON.stringify(actual)} is not a list`];
@@ -57,7 +59,11 @@ export function downloadTaskDifferences(template: Json, actual: Json, at = '$'):
   const entry = Array.isArray(template.resourceFiles) ? (template.resourceFiles as Json[])[0] : undefined;
   const files = (actual.resourceFiles as Json[] | undefined) ?? [];
   return [
-    ...(entry ? files.flatMap((f, i) => differences(entry, f, `${at}.resourceFiles[${i}]`)) : files.length ? [`${at}: resource files the document does not show`] : []),
+    ...(entry
+      ? files.flatMap((f, i) => differences(entry, f, `${at}.resourceFiles[${i}]`))
+      : files.length
+        ? [`${at}: resource files the document does not show`]
+        : []),
     ...differences({ ...template, resourceFiles: undefined }, { ...actual, resourceFiles: undefined }, at),
   ];
 }

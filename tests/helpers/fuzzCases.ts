@@ -38,21 +38,79 @@ const nested = (depth: number): unknown => (depth === 0 ? 'x' : depth % 2 ? [nes
 const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
   fc.string(),
   fc.string({ unit: 'binary', maxLength: 40 }),
-  fc.constantFrom('\u2028', '\u2029', '\u0085', '\u202e', '\u2066', '\u0000', 'a\nb', '$(id)', '`id`', '../../etc/passwd', '__proto__', '', ' ', '-rf',
-    'users/', 'users/queue/', 'users/queue/../operator/', 'users/operator', 'users//queue/', '/users/queue/x'),
-  fc.integer(), fc.double(), fc.constantFrom(Number.MAX_SAFE_INTEGER, -0, 1e308), fc.boolean(), fc.constant(null),
+  fc.constantFrom(
+    '\u2028',
+    '\u2029',
+    '\u0085',
+    '\u202e',
+    '\u2066',
+    '\u0000',
+    'a\nb',
+    '$(id)',
+    '`id`',
+    '../../etc/passwd',
+    '__proto__',
+    '',
+    ' ',
+    '-rf',
+    'users/',
+    'users/queue/',
+    'users/queue/../operator/',
+    'users/operator',
+    'users//queue/',
+    '/users/queue/x',
+  ),
+  fc.integer(),
+  fc.double(),
+  fc.constantFrom(Number.MAX_SAFE_INTEGER, -0, 1e308),
+  fc.boolean(),
+  fc.constant(null),
   fc.jsonValue({ maxDepth: 3 }),
   fc.integer({ min: 1, max: 40 }).map(nested),
   fc.integer({ min: 1_000, max: 150_000 }).map((n) => 'y'.repeat(n)),
   fc.constant(JSON.parse('{"__proto__":{"polluted":true},"constructor":{"prototype":{"polluted":true}}}') as unknown),
 );
 const FIELD_PATHS = [
-  ['id'], ['name'], ['tags'], ['tags', 'k'], ['pool'], ['pool', 'nodes'], ['pool', 'vmSize'], ['pool', 'poolId'], ['pool', 'image'], ['pool', 'startTask'],
-  ['pool', 'startTask', 'command'], ['container'], ['container', 'runtime'], ['container', 'images'], ['container', 'registry'], ['data'], ['data', 'inputs'],
-  ['data', 'inputs', '0'], ['data', 'destination'], ['data', 'stagingAccounts'], ['mpi'], ['mpi', 'command'], ['mpi', 'env'], ['mpi', 'options'],
-  ['mpi', 'processesPerNode'], ['limits'], ['limits', 'maxWallClock'], ['cleanup'], ['__proto__'], ['constructor'], ['prototype'], ['extra'],
+  ['id'],
+  ['name'],
+  ['tags'],
+  ['tags', 'k'],
+  ['pool'],
+  ['pool', 'nodes'],
+  ['pool', 'vmSize'],
+  ['pool', 'poolId'],
+  ['pool', 'image'],
+  ['pool', 'startTask'],
+  ['pool', 'startTask', 'command'],
+  ['container'],
+  ['container', 'runtime'],
+  ['container', 'images'],
+  ['container', 'registry'],
+  ['data'],
+  ['data', 'inputs'],
+  ['data', 'inputs', '0'],
+  ['data', 'destination'],
+  ['data', 'stagingAccounts'],
+  ['mpi'],
+  ['mpi', 'command'],
+  ['mpi', 'env'],
+  ['mpi', 'options'],
+  ['mpi', 'processesPerNode'],
+  ['limits'],
+  ['limits', 'maxWallClock'],
+  ['cleanup'],
+  ['__proto__'],
+  ['constructor'],
+  ['prototype'],
+  ['extra'],
   // The data-area rule's inputs (issue 23): paths in and around users/<ownerKey>/.
-  ['data', 'inputs', '0', 'prefix'], ['outputs'], ['outputs', 'prefix'], ['files'], ['files', '0'], ['files', '0', 'prefix'], ['files', '0', 'blob'],
+  ['data', 'inputs', '0', 'prefix'],
+  ['outputs'],
+  ['outputs', 'prefix'],
+  ['files'],
+  ['files', '0'],
+  ['files', '0', 'prefix'],
+  ['files', '0', 'blob'],
 ];
 
 function setPath(spec: Obj, keys: string[], value: unknown): Obj {
@@ -76,7 +134,14 @@ function setPath(spec: Obj, keys: string[], value: unknown): Obj {
 const cheapValid = fc.tuple(validSpecInput, fc.integer({ min: 0, max: 49 })).map(([spec, dice]): Obj => {
   if (dice === 0) {
     const id = typeof spec.id === 'string' ? spec.id : undefined;
-    return { ...spec, ...(id ? { id: `fz-${id}`.slice(0, 64) } : {}), pool: { poolId: 'fuzz-no-such-pool', nodes: 1 }, container: { runtime: 'none' }, data: { inputs: [] }, cleanup: undefined };
+    return {
+      ...spec,
+      ...(id ? { id: `fz-${id}`.slice(0, 64) } : {}),
+      pool: { poolId: 'fuzz-no-such-pool', nodes: 1 },
+      container: { runtime: 'none' },
+      data: { inputs: [] },
+      cleanup: undefined,
+    };
   }
   return { ...spec, data: { ...(spec.data as Obj | undefined), inputs: [{ account: 'devstoreaccount1', container: 'azure-webjobs-hosts' }] } };
 });
@@ -95,16 +160,18 @@ export interface HttpCase {
   contentType: string;
 }
 
-export const httpCaseArb: fc.Arbitrary<HttpCase> = fc.tuple(documentArb, fc.constantFrom('application/json', 'application/yaml', 'text/plain')).map(([doc, contentType]) => {
-  if (typeof doc === 'string') return { body: doc, contentType };
-  let body: string;
-  try {
-    body = contentType === 'application/json' ? JSON.stringify(doc) ?? 'null' : stringify(doc);
-  } catch {
-    body = JSON.stringify(doc) ?? 'null';
-  }
-  return { body, contentType };
-});
+export const httpCaseArb: fc.Arbitrary<HttpCase> = fc
+  .tuple(documentArb, fc.constantFrom('application/json', 'application/yaml', 'text/plain'))
+  .map(([doc, contentType]) => {
+    if (typeof doc === 'string') return { body: doc, contentType };
+    let body: string;
+    try {
+      body = contentType === 'application/json' ? (JSON.stringify(doc) ?? 'null') : stringify(doc);
+    } catch {
+      body = JSON.stringify(doc) ?? 'null';
+    }
+    return { body, contentType };
+  });
 
 /** Largest queue message text the campaigns send: a queue message is at most 64 KiB, base64-encoded. */
 export const MAX_QUEUE_TEXT_BYTES = 48_000;
@@ -114,18 +181,21 @@ export const MAX_QUEUE_TEXT_BYTES = 48_000;
  * sweep to read); documents too large for a queue message are left out (they cannot be sent at all).
  */
 export function queueTexts(runs: number, seed: number): string[] {
-  const docs = fc.sample(fc.tuple(documentArb, fc.integer({ min: 0, max: 3 }), fc.integer({ min: 0, max: 1_000_000 })), { numRuns: runs, seed })
+  const docs = fc
+    .sample(fc.tuple(documentArb, fc.integer({ min: 0, max: 3 }), fc.integer({ min: 0, max: 1_000_000 })), { numRuns: runs, seed })
     .map(([doc, dice, n]) => (dice === 0 && doc && typeof doc === 'object' && !Array.isArray(doc) ? { ...(doc as Obj), id: `fq-${n}` } : doc));
-  return docs.map((doc) => (typeof doc === 'string' ? doc : JSON.stringify(doc) ?? 'null')).filter((t) => Buffer.byteLength(t) <= MAX_QUEUE_TEXT_BYTES);
+  return docs.map((doc) => (typeof doc === 'string' ? doc : (JSON.stringify(doc) ?? 'null'))).filter((t) => Buffer.byteLength(t) <= MAX_QUEUE_TEXT_BYTES);
 }
 
 /** Runs `each` over `items`, `width` at a time. */
 export async function inPool<T>(items: T[], width: number, each: (item: T, index: number) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: width }, async () => {
-    while (next < items.length) {
-      const i = next++;
-      await each(items[i], i);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        await each(items[i], i);
+      }
+    }),
+  );
 }

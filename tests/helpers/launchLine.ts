@@ -9,12 +9,49 @@ import * as fs from 'node:fs';
 export type Facts = Record<string, string>;
 
 const OPENMPI_ARITY: Record<string, number> = {
-  '-np': 1, '-n': 1, '--np': 1, '-c': 1, '-host': 1, '--host': 1, '-H': 1, '--hostfile': 1, '-hostfile': 1, '--machinefile': 1, '-machinefile': 1,
-  '--output-filename': 1, '--map-by': 1, '-map-by': 1, '--bind-to': 1, '-bind-to': 1, '--rank-by': 1, '-x': 1, '-wdir': 1, '--wdir': 1, '--mca': 2, '-mca': 2, '--gmca': 2, '-gmca': 2,
+  '-np': 1,
+  '-n': 1,
+  '--np': 1,
+  '-c': 1,
+  '-host': 1,
+  '--host': 1,
+  '-H': 1,
+  '--hostfile': 1,
+  '-hostfile': 1,
+  '--machinefile': 1,
+  '-machinefile': 1,
+  '--output-filename': 1,
+  '--map-by': 1,
+  '-map-by': 1,
+  '--bind-to': 1,
+  '-bind-to': 1,
+  '--rank-by': 1,
+  '-x': 1,
+  '-wdir': 1,
+  '--wdir': 1,
+  '--mca': 2,
+  '-mca': 2,
+  '--gmca': 2,
+  '-gmca': 2,
 };
 const HYDRA_ARITY: Record<string, number> = {
-  '-hosts': 1, '-host': 1, '-np': 1, '-n': 1, '-ppn': 1, '-perhost': 1, '-f': 1, '-hostfile': 1, '-machinefile': 1, '-iface': 1, '-wdir': 1,
-  '-genv': 2, '-env': 2, '-genvlist': 1, '-envlist': 1, '-bootstrap': 1, '-bootstrap-exec': 1,
+  '-hosts': 1,
+  '-host': 1,
+  '-np': 1,
+  '-n': 1,
+  '-ppn': 1,
+  '-perhost': 1,
+  '-f': 1,
+  '-hostfile': 1,
+  '-machinefile': 1,
+  '-iface': 1,
+  '-wdir': 1,
+  '-genv': 2,
+  '-env': 2,
+  '-genvlist': 1,
+  '-envlist': 1,
+  '-bootstrap': 1,
+  '-bootstrap-exec': 1,
 };
 
 /** Variables the comparison looks at in the ranks' environment: fabric selection, plus the job's own (passed in). */
@@ -30,7 +67,12 @@ export interface LaunchFacts {
  * The facts of one launcher call: hosts, rank count, ranks per node, MCA parameters, other flags, and the environment
  * every rank gets (Open MPI: only what -x forwards; Hydra: the launcher's whole environment plus -genv/-env).
  */
-export function launchFacts(runtime: 'openmpi' | 'hydra', argv: string[], launcherEnv: Record<string, string>, envNames: (name: string) => boolean): LaunchFacts {
+export function launchFacts(
+  runtime: 'openmpi' | 'hydra',
+  argv: string[],
+  launcherEnv: Record<string, string>,
+  envNames: (name: string) => boolean,
+): LaunchFacts {
   const arity = runtime === 'openmpi' ? OPENMPI_ARITY : HYDRA_ARITY;
   const facts: Facts = {};
   const rankEnv: Record<string, string> = runtime === 'hydra' ? { ...launcherEnv } : {};
@@ -44,25 +86,43 @@ export function launchFacts(runtime: 'openmpi' | 'hydra', argv: string[], launch
     const args = argv.slice(i + 1, i + 1 + n);
     i += n;
     switch (a) {
-      case '-np': case '-n': case '--np': case '-c':
+      case '-np':
+      case '-n':
+      case '--np':
+      case '-c':
         facts.np = args[0];
         break;
-      case '-host': case '--host': case '-H': case '-hosts':
-        facts.hosts = args[0].split(',').map((h) => h.replace(/:\d+$/, '')).join(',');
+      case '-host':
+      case '--host':
+      case '-H':
+      case '-hosts':
+        facts.hosts = args[0]
+          .split(',')
+          .map((h) => h.replace(/:\d+$/, ''))
+          .join(',');
         break;
-      case '--hostfile': case '-hostfile': case '--machinefile': case '-machinefile': case '-f':
+      case '--hostfile':
+      case '-hostfile':
+      case '--machinefile':
+      case '-machinefile':
+      case '-f':
         facts.hosts = readHostfile(args[0]);
         break;
-      case '--map-by': case '-map-by': {
+      case '--map-by':
+      case '-map-by': {
         const m = /^ppr:(\d+):node$/.exec(args[0]);
         if (m) facts.ppn = m[1];
         else facts['map-by'] = args[0];
         break;
       }
-      case '-ppn': case '-perhost':
+      case '-ppn':
+      case '-perhost':
         facts.ppn = args[0];
         break;
-      case '--mca': case '-mca': case '--gmca': case '-gmca':
+      case '--mca':
+      case '-mca':
+      case '--gmca':
+      case '-gmca':
         facts[`mca ${args[0]}`] = args[1];
         break;
       case '-x': {
@@ -71,7 +131,8 @@ export function launchFacts(runtime: 'openmpi' | 'hydra', argv: string[], launch
         else if (launcherEnv[args[0]] !== undefined) rankEnv[args[0]] = launcherEnv[args[0]];
         break;
       }
-      case '-genv': case '-env': {
+      case '-genv':
+      case '-env': {
         if (args.length === 1) {
           const eq = args[0].indexOf('=');
           rankEnv[args[0].slice(0, eq)] = args[0].slice(eq + 1);
@@ -88,7 +149,11 @@ export function launchFacts(runtime: 'openmpi' | 'hydra', argv: string[], launch
 
 function readHostfile(file: string): string {
   const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
-  return text.split('\n').map((l) => l.trim().split(/[\s:]/)[0]).filter(Boolean).join(',');
+  return text
+    .split('\n')
+    .map((l) => l.trim().split(/[\s:]/)[0])
+    .filter(Boolean)
+    .join(',');
 }
 
 /** The facts of `docker run` options (the argv after `run`, up to the image), and the image and its arguments. */
@@ -98,7 +163,25 @@ export function dockerRunFacts(argv: string[]): { facts: Facts; image: string; c
   const env: string[] = [];
   const devices: string[] = [];
   let i = argv[0] === 'run' ? 1 : 0;
-  const takes = new Set(['--name', '-w', '--workdir', '-v', '--volume', '-e', '--env', '--env-file', '--ulimit', '--shm-size', '--gpus', '--net', '--network', '--cap-add', '--device', '-u', '--user']);
+  const takes = new Set([
+    '--name',
+    '-w',
+    '--workdir',
+    '-v',
+    '--volume',
+    '-e',
+    '--env',
+    '--env-file',
+    '--ulimit',
+    '--shm-size',
+    '--gpus',
+    '--net',
+    '--network',
+    '--cap-add',
+    '--device',
+    '-u',
+    '--user',
+  ]);
   for (; i < argv.length; i++) {
     const raw = argv[i];
     if (!raw.startsWith('-')) break;
@@ -107,26 +190,57 @@ export function dockerRunFacts(argv: string[]): { facts: Facts; image: string; c
     let value: string | undefined = inline ? raw.slice(raw.indexOf('=') + 1) : undefined;
     if (value === undefined && takes.has(flag)) value = argv[++i];
     switch (flag) {
-      case '-d': facts.detached = 'yes'; break;
-      case '--rm': facts.rm = 'yes'; break;
-      case '--privileged': facts.privileged = 'yes'; break;
-      case '--name': facts.name = value ?? ''; break;
-      case '-w': case '--workdir': facts.workdir = value ?? ''; break;
-      case '--net': case '--network': facts.network = value ?? ''; break;
-      case '--shm-size': facts.shm = value ?? ''; break;
-      case '--gpus': facts.gpus = value ?? ''; break;
-      case '--env-file': facts['env passing'] = `env-file ${value}`; break;
-      case '-e': case '--env': env.push(value ?? ''); break;
-      case '-v': case '--volume': binds.push(value ?? ''); break;
-      case '--device': devices.push(value ?? ''); break;
-      case '--cap-add': facts[`cap ${(value ?? '').toUpperCase()}`] = 'yes'; break;
+      case '-d':
+        facts.detached = 'yes';
+        break;
+      case '--rm':
+        facts.rm = 'yes';
+        break;
+      case '--privileged':
+        facts.privileged = 'yes';
+        break;
+      case '--name':
+        facts.name = value ?? '';
+        break;
+      case '-w':
+      case '--workdir':
+        facts.workdir = value ?? '';
+        break;
+      case '--net':
+      case '--network':
+        facts.network = value ?? '';
+        break;
+      case '--shm-size':
+        facts.shm = value ?? '';
+        break;
+      case '--gpus':
+        facts.gpus = value ?? '';
+        break;
+      case '--env-file':
+        facts['env passing'] = `env-file ${value}`;
+        break;
+      case '-e':
+      case '--env':
+        env.push(value ?? '');
+        break;
+      case '-v':
+      case '--volume':
+        binds.push(value ?? '');
+        break;
+      case '--device':
+        devices.push(value ?? '');
+        break;
+      case '--cap-add':
+        facts[`cap ${(value ?? '').toUpperCase()}`] = 'yes';
+        break;
       case '--ulimit': {
         const [k, v] = (value ?? '').split('=');
         // Docker reads -1 and 2^63-1 alike: no limit.
         facts[`ulimit ${k}`] = v === '-1' || v === '9223372036854775807' ? 'unlimited' : v;
         break;
       }
-      default: facts[`flag ${flag}`] = value ?? 'yes';
+      default:
+        facts[`flag ${flag}`] = value ?? 'yes';
     }
   }
   for (const b of binds) facts[`bind ${b.split(':')[1] ?? b}`] = b;
@@ -163,5 +277,9 @@ export function differences(shipyard: Facts, ours: Facts, prefix = ''): Differen
   const keys = [...new Set([...Object.keys(shipyard), ...Object.keys(ours)])].sort();
   return keys
     .filter((k) => shipyard[k] !== ours[k])
-    .map((k) => ({ key: `${prefix}${k}`, ...(shipyard[k] !== undefined ? { shipyard: shipyard[k] } : {}), ...(ours[k] !== undefined ? { ours: ours[k] } : {}) }));
+    .map((k) => ({
+      key: `${prefix}${k}`,
+      ...(shipyard[k] !== undefined ? { shipyard: shipyard[k] } : {}),
+      ...(ours[k] !== undefined ? { ours: ours[k] } : {}),
+    }));
 }

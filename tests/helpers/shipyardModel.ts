@@ -109,12 +109,15 @@ export function shipyardTask(pool: ShipyardPoolModel, job: Obj, task: Obj, numIn
   // §2.1 6 / §2.3: the node's Batch root (non-native only).
   if (!pool.native) opts.push(`${bind} $AZ_BATCH_NODE_ROOT_DIR:$AZ_BATCH_NODE_ROOT_DIR`);
   // §2.1 7: the job's auto_scratch (BeeOND) is bound at $AZ_BATCH_TASK_DIR/auto_scratch (convoy/settings.py L4063-4068).
-  if (job.auto_scratch !== undefined && job.auto_scratch !== false) opts.push(`${bind} $AZ_BATCH_NODE_ROOT_DIR/mounts/auto_scratch/${String(job.id)}:$AZ_BATCH_TASK_DIR/auto_scratch`);
+  if (job.auto_scratch !== undefined && job.auto_scratch !== false)
+    opts.push(`${bind} $AZ_BATCH_NODE_ROOT_DIR/mounts/auto_scratch/${String(job.id)}:$AZ_BATCH_TASK_DIR/auto_scratch`);
   // §2.1 7: shared data volumes, bound from where Shipyard mounted them on the node (under
   // $AZ_BATCH_NODE_ROOT_DIR/mounts, convoy/settings.py _HOST_MOUNTS_DIR; the folder is named by the volume here, by
   // driver, account and container in Shipyard) to their container_path.
-  const volumes = isObj(config.global_resources) && isObj(config.global_resources.volumes) && isObj(config.global_resources.volumes.shared_data_volumes)
-    ? config.global_resources.volumes.shared_data_volumes : {};
+  const volumes =
+    isObj(config.global_resources) && isObj(config.global_resources.volumes) && isObj(config.global_resources.volumes.shared_data_volumes)
+      ? config.global_resources.volumes.shared_data_volumes
+      : {};
   for (const name of [...((job.shared_data_volumes as string[] | undefined) ?? []), ...((task.shared_data_volumes as string[] | undefined) ?? [])]) {
     const v = isObj(volumes[name]) ? volumes[name] : {};
     opts.push(`${bind} $AZ_BATCH_NODE_ROOT_DIR/mounts/${name}:${String(v.container_path)}${v.bind_options ? `:${String(v.bind_options)}` : ''}`);
@@ -129,7 +132,13 @@ export function shipyardTask(pool: ShipyardPoolModel, job: Obj, task: Obj, numIn
     if (isNetworkDirect(size)) opts.push(`${bind} /opt/intel:/opt/intel:ro`);
     if (!pool.native && docker) {
       opts.push('--net=host', '--ulimit memlock=9223372036854775807', '--device=/dev/infiniband/rdma_cm', '--device=/dev/infiniband/uverbs0');
-      if (isSriov(size)) opts.push('--device=/dev/infiniband/issm0', '--device=/dev/infiniband/ucm0', '--device=/dev/infiniband/umad0', `${bind} /etc/dat.conf:/etc/dat.conf:ro`);
+      if (isSriov(size))
+        opts.push(
+          '--device=/dev/infiniband/issm0',
+          '--device=/dev/infiniband/ucm0',
+          '--device=/dev/infiniband/umad0',
+          `${bind} /etc/dat.conf:/etc/dat.conf:ro`,
+        );
     }
     if (!docker) {
       // §2.3: namespace and contain options are stripped for InfiniBand.
@@ -210,7 +219,12 @@ function mpiCommand(mpi: Obj, n: number, size: string, infiniband: boolean, task
       ibEnv.I_MPI_FALLBACK = '0';
       ibEnv.MANPATH = '/usr/share/man:/usr/local/man';
       if (isNetworkDirect(size)) {
-        Object.assign(ibEnv, { I_MPI_FABRICS: 'shm:dapl', I_MPI_DAPL_PROVIDER: 'ofa-v2-ib0', I_MPI_DYNAMIC_CONNECTION: '0', I_MPI_DAPL_TRANSLATION_CACHE: '0' });
+        Object.assign(ibEnv, {
+          I_MPI_FABRICS: 'shm:dapl',
+          I_MPI_DAPL_PROVIDER: 'ofa-v2-ib0',
+          I_MPI_DYNAMIC_CONNECTION: '0',
+          I_MPI_DAPL_TRANSLATION_CACHE: '0',
+        });
       } else if (isSriov(size)) {
         if (runtime === 'intelmpi-ofa') ibEnv.I_MPI_FABRICS = 'shm:ofa';
         else Object.assign(ibEnv, { I_MPI_FABRICS: 'shm:ofi', FI_PROVIDER: 'mlx' });
@@ -220,7 +234,13 @@ function mpiCommand(mpi: Obj, n: number, size: string, infiniband: boolean, task
     if (given) opts.push('-hosts $AZ_BATCH_HOST_LIST', np(), perNode('-ppn'));
     if (infiniband && isSriov(size)) opts.push(`-env $(cat ${UCX_IB_PKEY_FILE})`);
   } else if (runtime === 'openmpi') {
-    if (given) opts.push('--oversubscribe', '-host $AZ_BATCH_HOST_LIST', np(), typeof ppn === 'number' ? `--map-by ppr:${ppn}:node` : `--map-by ppr:$(${String(ppn)}):node`);
+    if (given)
+      opts.push(
+        '--oversubscribe',
+        '-host $AZ_BATCH_HOST_LIST',
+        np(),
+        typeof ppn === 'number' ? `--map-by ppr:${ppn}:node` : `--map-by ppr:$(${String(ppn)}):node`,
+      );
     if (infiniband && isSriov(size)) opts.push('--mca pml ucx', '--mca btl ^vader,tcp,openib', '-x UCX_NET_DEVICES=mlx5_0:1', `-x $(cat ${UCX_IB_PKEY_FILE})`);
     else opts.push('--mca btl_tcp_if_include eth0');
   }

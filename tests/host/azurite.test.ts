@@ -26,7 +26,10 @@ describe('startAzurite', () => {
   it('keeps blobs of two accounts apart', async () => {
     const dev = BlobServiceClient.fromConnectionString(azurite.connectionString());
     const stage = BlobServiceClient.fromConnectionString(azurite.connectionString('stage3'));
-    for (const [client, text] of [[dev, 'from dev'], [stage, 'from stage3']] as const) {
+    for (const [client, text] of [
+      [dev, 'from dev'],
+      [stage, 'from stage3'],
+    ] as const) {
       const container = client.getContainerClient('shards');
       await container.createIfNotExists();
       await container.getBlockBlobClient('a.txt').upload(text, text.length);

@@ -22,13 +22,21 @@ describe('Azurite autosave interval', () => {
       const plain = new Loki('y.json', { persistenceMethod: 'memory' });
       saved.autosaveDisable();
       console.log(JSON.stringify([saved.autosaveInterval, plain.autosave]));`;
-    const out = execFileSync(process.execPath, ['-e', probe], { cwd: path.resolve(__dirname, '../..'), env: { ...process.env, HPC_AZURITE_AUTOSAVE_MS: '1000' } }).toString();
+    const out = execFileSync(process.execPath, ['-e', probe], {
+      cwd: path.resolve(__dirname, '../..'),
+      env: { ...process.env, HPC_AZURITE_AUTOSAVE_MS: '1000' },
+    }).toString();
     expect(JSON.parse(out)).toEqual([1000, false]);
     expect(AZURITE_AUTOSAVE_MS).toBe(1000);
   });
 
-  it('refuses a nonsensical interval rather than running with Azurite\'s', () => {
-    expect(() => execFileSync(process.execPath, ['-e', `require(${JSON.stringify(AUTOSAVE)})`], { env: { ...process.env, HPC_AZURITE_AUTOSAVE_MS: 'soon' }, stdio: 'pipe' })).toThrow(/HPC_AZURITE_AUTOSAVE_MS must be an integer/);
+  it("refuses a nonsensical interval rather than running with Azurite's", () => {
+    expect(() =>
+      execFileSync(process.execPath, ['-e', `require(${JSON.stringify(AUTOSAVE)})`], {
+        env: { ...process.env, HPC_AZURITE_AUTOSAVE_MS: 'soon' },
+        stdio: 'pipe',
+      }),
+    ).toThrow(/HPC_AZURITE_AUTOSAVE_MS must be an integer/);
   });
 
   it('keeps acknowledged inserts across a SIGKILL once the store has saved without a stop', async () => {
@@ -40,7 +48,11 @@ describe('Azurite autosave interval', () => {
       for (let i = 0; i < 50; i++) await t.createEntity({ partitionKey: 'p', rowKey: String(i).padStart(3, '0'), n: i });
       // Saved while running (no stop, no close): the last insert is in the table store's file.
       const file = path.join(location, '__azurite_db_table__.json');
-      await waitFor('the table store saved with the last insert', () => (existsSync(file) && readFileSync(file, 'utf8').includes('"RowKey":"049"') ? true : undefined), 20_000);
+      await waitFor(
+        'the table store saved with the last insert',
+        () => (existsSync(file) && readFileSync(file, 'utf8').includes('"RowKey":"049"') ? true : undefined),
+        20_000,
+      );
       process.kill(a.pid, 'SIGKILL');
       await waitFor('Azurite gone', () => {
         try {

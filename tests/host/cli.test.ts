@@ -31,10 +31,14 @@ describe('local host CLI (main.ts)', () => {
   });
 
   it('starts Azurite and the host, prints the banner, serves requests and stops cleanly on SIGINT', async () => {
-    child = spawn(process.execPath, ['--import', 'tsx', MAIN, '--app', FIXTURE_APP, '--port', '0', '--azurite-location', dataDir, '--log-level', 'info', '--pretty'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, NODE_OPTIONS: '' },
-    });
+    child = spawn(
+      process.execPath,
+      ['--import', 'tsx', MAIN, '--app', FIXTURE_APP, '--port', '0', '--azurite-location', dataDir, '--log-level', 'info', '--pretty'],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, NODE_OPTIONS: '' },
+      },
+    );
     let out = '';
     let err = '';
     child.stdout?.on('data', (c: Buffer) => (out += c.toString()));

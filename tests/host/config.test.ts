@@ -16,7 +16,11 @@ async function makeTempApp(): Promise<string> {
   await writeFile(path.join(dir, 'host.json'), JSON.stringify({ version: '2.0', extensions: { http: { routePrefix: 'v1' } } }));
   await writeFile(
     path.join(dir, 'local.settings.json'),
-    JSON.stringify({ IsEncrypted: false, Host: { LocalHttpPort: 7099 }, Values: { GREETING: 'hello from settings', PRESET_ELSEWHERE: 'from file', AzureWebJobsStorage: 'UseDevelopmentStorage=true' } }),
+    JSON.stringify({
+      IsEncrypted: false,
+      Host: { LocalHttpPort: 7099 },
+      Values: { GREETING: 'hello from settings', PRESET_ELSEWHERE: 'from file', AzureWebJobsStorage: 'UseDevelopmentStorage=true' },
+    }),
   );
   await import('node:fs/promises').then((fs) => fs.mkdir(path.join(dir, 'dist')));
   await writeFile(
@@ -84,12 +88,24 @@ describe('local host: configuration', () => {
       },
       stop: async () => undefined,
     };
-    const first = await startFunctionsHost({ appDir, port: 0, storageConnectionString: azurite.connectionString(), logDestination: new LogCapture(), extensions: [extension] });
+    const first = await startFunctionsHost({
+      appDir,
+      port: 0,
+      storageConnectionString: azurite.connectionString(),
+      logDestination: new LogCapture(),
+      extensions: [extension],
+    });
     await first.stop();
     const saved = JSON.parse(readFileSync(keysFile, 'utf8')) as { systemKeys: Record<string, string> };
     expect(saved.systemKeys.durabletask_extension).toMatch(/^[A-Za-z0-9_-]{40}$/);
     expect(asking.urls[0]).toBe(`${first.baseUrl}/runtime/webhooks/durabletask?code=${saved.systemKeys.durabletask_extension}`);
-    const second = await startFunctionsHost({ appDir, port: 0, storageConnectionString: azurite.connectionString(), logDestination: new LogCapture(), extensions: [extension] });
+    const second = await startFunctionsHost({
+      appDir,
+      port: 0,
+      storageConnectionString: azurite.connectionString(),
+      logDestination: new LogCapture(),
+      extensions: [extension],
+    });
     try {
       expect(new URL(asking.urls[1]).searchParams.get('code')).toBe(saved.systemKeys.durabletask_extension);
       // The file keeps the function and master keys next to it.
@@ -104,10 +120,19 @@ describe('local host: configuration', () => {
 
   it('writes its log to a file when given a path', async () => {
     const logFile = path.join(appDir, 'logs', 'host.log');
-    const host = await startFunctionsHost({ appDir, port: 0, storageConnectionString: azurite.connectionString(), logDestination: logFile, keys: { functionKey: 'f', masterKey: 'm' } });
+    const host = await startFunctionsHost({
+      appDir,
+      port: 0,
+      storageConnectionString: azurite.connectionString(),
+      logDestination: logFile,
+      keys: { functionKey: 'f', masterKey: 'm' },
+    });
     await fetch(`${host.baseUrl}/v1/env?code=f`);
     await host.stop();
-    const lines = readFileSync(logFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { msg: string; functionName?: string });
+    const lines = readFileSync(logFile, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { msg: string; functionName?: string });
     expect(lines.some((l) => l.functionName === 'env' && /Executed 'Functions.env' \(Succeeded\)/.test(l.msg))).toBe(true);
     expect(lines.at(-1)?.msg).toBe('Functions host stopped');
   });
@@ -117,7 +142,13 @@ describe('local host: configuration', () => {
     try {
       await writeFile(path.join(empty, 'package.json'), JSON.stringify({ main: 'dist/functions/*.js' }));
       await expect(
-        startFunctionsHost({ appDir: empty, port: 0, storageConnectionString: azurite.connectionString(), keys: { functionKey: 'a', masterKey: 'b' }, logDestination: new LogCapture() }),
+        startFunctionsHost({
+          appDir: empty,
+          port: 0,
+          storageConnectionString: azurite.connectionString(),
+          keys: { functionKey: 'a', masterKey: 'b' },
+          logDestination: new LogCapture(),
+        }),
       ).rejects.toThrow(/No entry point matches package.json "main" \("dist\/functions\/\*\.js"\)/);
     } finally {
       await rm(empty, { recursive: true, force: true });

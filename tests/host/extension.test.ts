@@ -59,7 +59,11 @@ describe('local host: extensions', () => {
       expect(result.error).toBeUndefined();
       expect(result.rawResult).toEqual({ echoed: { n: 7 } });
       expect(JSON.parse(result.returnValue?.json ?? 'null')).toEqual({ echoed: { n: 7 } });
-      expect(events().filter((e) => e.kind === 'fakeTriggered').at(-1)).toMatchObject({
+      expect(
+        events()
+          .filter((e) => e.kind === 'fakeTriggered')
+          .at(-1),
+      ).toMatchObject({
         payload: { n: 7 },
         client: { hub: 'fake-hub', for: 'fakeTriggered' },
       });
@@ -76,7 +80,9 @@ describe('local host: extensions', () => {
       expect(systemKey).toBe(host.keys.systemKeys?.fake_extension);
       expect(host.context.webhookUrl('fake')).toBe(ext.webhookUrl); // created once, then reused
       expect(await (await fetch(`${host.baseUrl}/runtime/webhooks/fake/abc?code=${systemKey}`)).text()).toBe('fake webhook abc');
-      expect(await (await fetch(`${host.baseUrl}/runtime/webhooks/fake/abc`, { headers: { 'x-functions-key': TEST_KEYS.masterKey } })).text()).toBe('fake webhook abc');
+      expect(await (await fetch(`${host.baseUrl}/runtime/webhooks/fake/abc`, { headers: { 'x-functions-key': TEST_KEYS.masterKey } })).text()).toBe(
+        'fake webhook abc',
+      );
       for (const code of ['', 'wrong', TEST_KEYS.functionKey]) {
         const denied = await fetch(`${host.baseUrl}/runtime/webhooks/fake/abc?code=${code}`);
         expect(denied.status).toBe(401);
@@ -118,7 +124,13 @@ describe('local host: extensions', () => {
     const { host } = await startFixtureHost(azurite);
     const started = events().length;
     const pending = fetch(`${host.baseUrl}/api/slow`);
-    await waitFor('the slow function to start', () => (events().slice(started).some((e) => e.kind === 'slowStarted') ? true : undefined));
+    await waitFor('the slow function to start', () =>
+      events()
+        .slice(started)
+        .some((e) => e.kind === 'slowStarted')
+        ? true
+        : undefined,
+    );
     const stopped = host.stop();
     const res = await pending;
     expect(res.status).toBe(200);

@@ -31,13 +31,13 @@ describe('local host: hooks and logging', () => {
 
     // The library's log hook saw the user logs, with the invocation context.
     expect(events().filter((e) => e.kind === 'logHook')).toEqual([
-      { kind: 'logHook', message: "inside hooked { n: 1 }", level: 'information', fn: 'hooked' },
+      { kind: 'logHook', message: 'inside hooked { n: 1 }', level: 'information', fn: 'hooked' },
       { kind: 'logHook', message: 'a warning', level: 'warning', fn: 'hooked' },
     ]);
 
     const user = logs.lines.filter((l) => l.category === 'user');
     expect(user.map((l) => [l.msg, l.level])).toEqual([
-      ["inside hooked { n: 1 }", 30],
+      ['inside hooked { n: 1 }', 30],
       ['a warning', 40],
     ]);
     expect(user.every((l) => l.functionName === 'hooked' && /^[0-9a-f-]{36}$/.test(l.invocationId ?? ''))).toBe(true);

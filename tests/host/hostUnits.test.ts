@@ -24,8 +24,17 @@ describe('host.json queue options', () => {
   it('uses the extension defaults and validates values', () => {
     const d = queueOptions({});
     expect(d).toMatchObject({ batchSize: 16, maxDequeueCount: 5, messageEncoding: 'base64', visibilityTimeoutMs: 0, maxPollingIntervalMs: 60_000 });
-    const o = queueOptions({ extensions: { queues: { maxPollingInterval: '00:00:02', visibilityTimeout: '00:00:05', batchSize: 8, newBatchThreshold: 1, messageEncoding: 'none' } } });
-    expect(o).toEqual({ maxPollingIntervalMs: 2000, visibilityTimeoutMs: 5000, batchSize: 8, newBatchThreshold: 1, maxDequeueCount: 5, messageEncoding: 'none' });
+    const o = queueOptions({
+      extensions: { queues: { maxPollingInterval: '00:00:02', visibilityTimeout: '00:00:05', batchSize: 8, newBatchThreshold: 1, messageEncoding: 'none' } },
+    });
+    expect(o).toEqual({
+      maxPollingIntervalMs: 2000,
+      visibilityTimeoutMs: 5000,
+      batchSize: 8,
+      newBatchThreshold: 1,
+      maxDequeueCount: 5,
+      messageEncoding: 'none',
+    });
     expect(() => queueOptions({ extensions: { queues: { batchSize: 64 } } })).toThrow(/batchSize must be an integer in \[1, 32\]/);
     expect(parseTimeSpan('1.02:03:04.5', 'x')).toBe(((24 + 2) * 3600 + 3 * 60 + 4.5) * 1000);
     expect(() => parseTimeSpan('5 minutes', 'x')).toThrow(/TimeSpan/);

@@ -89,7 +89,14 @@ describe('queue listener batches', () => {
     const invoke = (_name: string, req: InvocationRequest): Promise<InvocationResult> =>
       new Promise((resolve) => {
         const text = String(req.inputData[0]?.data?.string);
-        started.push({ text, finishedBefore: finished, finish: () => { finished += 1; resolve({ invocationId: text, outputData: [] }); } });
+        started.push({
+          text,
+          finishedBefore: finished,
+          finish: () => {
+            finished += 1;
+            resolve({ invocationId: text, outputData: [] });
+          },
+        });
       });
     const fn: RegisteredFunction = {
       name: 'batched',
@@ -132,7 +139,7 @@ describe('queue listener batches', () => {
     started[8]!.finish();
     started[9]!.finish();
     expect(started.map((s) => s.text).sort()).toEqual([...bodies].sort());
-    await waitFor('every message deleted', async () => ((await queue.getProperties()).approximateMessagesCount === 0) || undefined);
+    await waitFor('every message deleted', async () => (await queue.getProperties()).approximateMessagesCount === 0 || undefined);
     expect((await queue.peekMessages({ numberOfMessages: 32 })).peekedMessageItems).toEqual([]);
     expect(ingress.inFlight()).toBe(0);
     spy.mockRestore();

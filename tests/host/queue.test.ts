@@ -92,7 +92,9 @@ describe('local host: storage queues', () => {
     // Fixture host.json: batchSize 4, newBatchThreshold 2.
     await Promise.all(Array.from({ length: 10 }, (_, i) => queue('slow-items').sendMessage(b64(String(i)))));
     await waitFor('all slow items', () => (events().filter((e) => e.kind === 'slowItem').length >= 10 ? true : undefined));
-    const overlaps = events().filter((e) => e.kind === 'slowItem').map((e) => e.inFlight as number);
+    const overlaps = events()
+      .filter((e) => e.kind === 'slowItem')
+      .map((e) => e.inFlight as number);
     expect(Math.max(...overlaps)).toBeGreaterThanOrEqual(2);
     expect(Math.max(...overlaps)).toBeLessThanOrEqual(6);
   });

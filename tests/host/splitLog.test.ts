@@ -14,7 +14,10 @@ test('the file gets every entry from the host level, the console only from its o
     host.log.info('job accepted');
     host.log.warn('pool slow');
     host.close();
-    const kept = readFileSync(file, 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { msg: string }).msg);
+    const kept = readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => (JSON.parse(l) as { msg: string }).msg);
     expect(kept).toEqual(['job accepted', 'pool slow']);
     expect(shown.map((l) => (JSON.parse(l) as { msg: string }).msg)).toEqual(['pool slow']);
   } finally {

@@ -16,10 +16,15 @@ const AZURITE = {
 
 describe('resolveStorageConnection', () => {
   it('takes the connection string when the setting holds one (also with the AzureWebJobs prefix)', () => {
-    expect(resolveStorageConnection(undefined, 'queue', 'test', { AzureWebJobsStorage: 'UseDevelopmentStorage=true', ...AZURITE }))
-      .toEqual({ kind: 'connectionString', name: 'AzureWebJobsStorage', connectionString: 'UseDevelopmentStorage=true' });
-    expect(resolveStorageConnection('Other', 'queue', 'test', { AzureWebJobsOther: 'UseDevelopmentStorage=true' }))
-      .toMatchObject({ kind: 'connectionString', name: 'AzureWebJobsOther' });
+    expect(resolveStorageConnection(undefined, 'queue', 'test', { AzureWebJobsStorage: 'UseDevelopmentStorage=true', ...AZURITE })).toEqual({
+      kind: 'connectionString',
+      name: 'AzureWebJobsStorage',
+      connectionString: 'UseDevelopmentStorage=true',
+    });
+    expect(resolveStorageConnection('Other', 'queue', 'test', { AzureWebJobsOther: 'UseDevelopmentStorage=true' })).toMatchObject({
+      kind: 'connectionString',
+      name: 'AzureWebJobsOther',
+    });
   });
 
   it('otherwise an identity-based connection from the service URIs, with the managed identity the settings name', () => {
@@ -27,33 +32,50 @@ describe('resolveStorageConnection', () => {
     expect(conn).toMatchObject({
       kind: 'identity',
       name: 'AzureWebJobsStorage',
-      serviceUris: { blob: AZURITE.AzureWebJobsStorage__blobServiceUri, queue: 'https://127.0.0.1:40002/devstoreaccount1', table: AZURITE.AzureWebJobsStorage__tableServiceUri },
+      serviceUris: {
+        blob: AZURITE.AzureWebJobsStorage__blobServiceUri,
+        queue: 'https://127.0.0.1:40002/devstoreaccount1',
+        table: AZURITE.AzureWebJobsStorage__tableServiceUri,
+      },
     });
     expect(conn.kind === 'identity' && conn.credential).toBeInstanceOf(ManagedIdentityCredential);
     // One credential (and token cache) per identity description.
-    expect(conn.kind === 'identity' && conn.credential).toBe((resolveStorageConnection(undefined, 'blob', 'again', AZURITE) as { credential: unknown }).credential);
+    expect(conn.kind === 'identity' && conn.credential).toBe(
+      (resolveStorageConnection(undefined, 'blob', 'again', AZURITE) as { credential: unknown }).credential,
+    );
     // Without __credential: the DefaultAzureCredential chain (a developer's identity on a workstation).
     const dev = resolveStorageConnection(undefined, 'blob', 'test', { AzureWebJobsStorage__blobServiceUri: AZURITE.AzureWebJobsStorage__blobServiceUri });
     expect(dev.kind === 'identity' && dev.credential).toBeInstanceOf(DefaultAzureCredential);
   });
 
-  it('__accountName means the public Azure endpoints, for AzureWebJobsStorage only; __serviceUri serves a binding\'s one service', () => {
+  it("__accountName means the public Azure endpoints, for AzureWebJobsStorage only; __serviceUri serves a binding's one service", () => {
     expect(resolveStorageConnection(undefined, 'queue', 'test', { AzureWebJobsStorage__accountName: 'sthost' })).toMatchObject({
-      serviceUris: { blob: 'https://sthost.blob.core.windows.net', queue: 'https://sthost.queue.core.windows.net', table: 'https://sthost.table.core.windows.net' },
+      serviceUris: {
+        blob: 'https://sthost.blob.core.windows.net',
+        queue: 'https://sthost.queue.core.windows.net',
+        table: 'https://sthost.table.core.windows.net',
+      },
     });
-    expect(() => resolveStorageConnection('Jobs', 'queue', 'Function "f" queue trigger', { Jobs__accountName: 'stjobs' })).toThrow(/Function "f" queue trigger: the storage connection setting "Jobs" is not set/);
+    expect(() => resolveStorageConnection('Jobs', 'queue', 'Function "f" queue trigger', { Jobs__accountName: 'stjobs' })).toThrow(
+      /Function "f" queue trigger: the storage connection setting "Jobs" is not set/,
+    );
     expect(resolveStorageConnection('Jobs', 'queue', 'test', { Jobs__serviceUri: 'https://stjobs.queue.core.windows.net' })).toMatchObject({
-      kind: 'identity', name: 'Jobs', serviceUris: { queue: 'https://stjobs.queue.core.windows.net' },
+      kind: 'identity',
+      name: 'Jobs',
+      serviceUris: { queue: 'https://stjobs.queue.core.windows.net' },
     });
   });
 
   it('refuses what would send a token over http, an unknown credential kind, and a connection without the service asked for', () => {
-    expect(() => resolveStorageConnection(undefined, 'queue', 'test', { ...AZURITE, AzureWebJobsStorage__queueServiceUri: 'http://127.0.0.1:40002/devstoreaccount1' }))
-      .toThrow(/AzureWebJobsStorage__queueServiceUri must be an https URI/);
-    expect(() => resolveStorageConnection(undefined, 'queue', 'test', { ...AZURITE, AzureWebJobsStorage__credential: 'clientsecret' }))
-      .toThrow(/AzureWebJobsStorage__credential must be "managedidentity"/);
-    expect(() => resolveStorageConnection(undefined, 'table', 'host storage', { AzureWebJobsStorage__blobServiceUri: AZURITE.AzureWebJobsStorage__blobServiceUri }))
-      .toThrow(/host storage: the identity-based connection "AzureWebJobsStorage" has no table service URI/);
+    expect(() =>
+      resolveStorageConnection(undefined, 'queue', 'test', { ...AZURITE, AzureWebJobsStorage__queueServiceUri: 'http://127.0.0.1:40002/devstoreaccount1' }),
+    ).toThrow(/AzureWebJobsStorage__queueServiceUri must be an https URI/);
+    expect(() => resolveStorageConnection(undefined, 'queue', 'test', { ...AZURITE, AzureWebJobsStorage__credential: 'clientsecret' })).toThrow(
+      /AzureWebJobsStorage__credential must be "managedidentity"/,
+    );
+    expect(() =>
+      resolveStorageConnection(undefined, 'table', 'host storage', { AzureWebJobsStorage__blobServiceUri: AZURITE.AzureWebJobsStorage__blobServiceUri }),
+    ).toThrow(/host storage: the identity-based connection "AzureWebJobsStorage" has no table service URI/);
     expect(() => resolveStorageConnection(undefined, 'queue', 'host storage', {})).toThrow(/not set in the environment/);
   });
 });

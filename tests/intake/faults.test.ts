@@ -9,10 +9,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { startFaultProxy, withTableEndpoint, type FaultProxy } from '../../local/testing/faultProxy';
-import {
-  durableInstances, enqueue, eventually, fastSpec, jobRows, postJob, postJobRetrying, submissionsQueue, waitAllTerminal,
-  POISON_QUEUE,
-} from './support';
+import { durableInstances, enqueue, eventually, fastSpec, jobRows, postJob, postJobRetrying, submissionsQueue, waitAllTerminal, POISON_QUEUE } from './support';
 
 let stack: Stack;
 let proxy: FaultProxy;
@@ -48,10 +45,14 @@ async function instancesOf(id: string): Promise<string[]> {
 
 /** Host log lines (JSON) whose message matches. */
 function logLines(re: RegExp): string[] {
-  return readFileSync(hostLog, 'utf8').split('\n').filter((l) => re.test(l));
+  return readFileSync(hostLog, 'utf8')
+    .split('\n')
+    .filter((l) => re.test(l));
 }
 
-async function getJob(id: string): Promise<{ status: number; body: { state?: string; error?: { code: string; message: string; details?: { path: string }[] } } }> {
+async function getJob(
+  id: string,
+): Promise<{ status: number; body: { state?: string; error?: { code: string; message: string; details?: { path: string }[] } } }> {
   const res = await fetch(`${stack.baseUrl}/api/jobs/${id}`, { headers: { 'x-functions-key': stack.host.keys.functionKey } });
   return { status: res.status, body: (await res.json()) as never };
 }
@@ -188,7 +189,9 @@ describe('invalid submissions', () => {
     const queue = submissionsQueue(stack);
     const rowsBefore = (await jobRows(stack, '')).length;
     const sent = await queue.sendMessage(Buffer.from(JSON.stringify({ name: 'no-id', pool: {} })).toString('base64'));
-    await eventually('the rejection in the log', 30_000, async () => (logLines(new RegExp(`rejected queue message ${sent.messageId}`)).length > 0 ? true : undefined));
+    await eventually('the rejection in the log', 30_000, async () =>
+      logLines(new RegExp(`rejected queue message ${sent.messageId}`)).length > 0 ? true : undefined,
+    );
     expect(logLines(new RegExp(`rejected queue message ${sent.messageId}: invalid job spec \\(no id\\)`))).toHaveLength(1);
     await eventually('the queue to drain', 20_000, async () => ((await queue.getProperties()).approximateMessagesCount === 0 ? true : undefined));
     expect((await jobRows(stack, '')).length).toBe(rowsBefore);
@@ -196,7 +199,12 @@ describe('invalid submissions', () => {
 
   it('HTTP: an invalid spec answers 400 with the field paths and writes nothing', async () => {
     const rowsBefore = (await jobRows(stack, '')).length;
-    const res = await postJob(stack, { id: 'fault-invalid-h', name: 'bad', pool: { nodes: 0, vmSize: 'Standard_HB120rs_v3' }, mpi: { runtime: 'openmpi', command: '' } });
+    const res = await postJob(stack, {
+      id: 'fault-invalid-h',
+      name: 'bad',
+      pool: { nodes: 0, vmSize: 'Standard_HB120rs_v3' },
+      mpi: { runtime: 'openmpi', command: '' },
+    });
     expect(res.status).toBe(400);
     expect((res.body.errors ?? []).map((e) => e.path).sort()).toEqual(['mpi.command', 'pool.nodes']);
     expect((await jobRows(stack, '')).length).toBe(rowsBefore);

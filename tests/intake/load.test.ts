@@ -14,7 +14,16 @@ import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import {
-  durableInstances, enqueue, eventually, fastSpec, jobRows, postJobRetrying, runPool, submissionsQueue, waitAllTerminal, type HttpAnswer,
+  durableInstances,
+  enqueue,
+  eventually,
+  fastSpec,
+  jobRows,
+  postJobRetrying,
+  runPool,
+  submissionsQueue,
+  waitAllTerminal,
+  type HttpAnswer,
 } from './support';
 
 type RetriedAnswer = HttpAnswer & { statuses: number[] };
@@ -112,81 +121,85 @@ function httpPlan(): Submission[] {
 }
 
 describe('intake under load', () => {
-  it('records each distinct job once and starts one orchestration per job, over HTTP and the queue', async () => {
-    const plan = httpPlan();
-    const distinctHttp = new Set(plan.map((s) => s.id));
-    const firstAnswer = new Map<string, Promise<RetriedAnswer>>();
-    const answers: { s: Submission; a: RetriedAnswer }[] = [];
+  it(
+    'records each distinct job once and starts one orchestration per job, over HTTP and the queue',
+    async () => {
+      const plan = httpPlan();
+      const distinctHttp = new Set(plan.map((s) => s.id));
+      const firstAnswer = new Map<string, Promise<RetriedAnswer>>();
+      const answers: { s: Submission; a: RetriedAnswer }[] = [];
 
-    const queueDistinct = Math.round(QUEUE_MESSAGES * (1 - QUEUE_DUPLICATE_SHARE));
-    const queueIds = Array.from({ length: queueDistinct }, (_, i) => `load-q-${String(i).padStart(4, '0')}`);
-    const messages = shuffled([...queueIds, ...queueIds.slice(0, QUEUE_MESSAGES - queueDistinct)], 7);
-    const queue = submissionsQueue(stack);
-    await queue.createIfNotExists();
+      const queueDistinct = Math.round(QUEUE_MESSAGES * (1 - QUEUE_DUPLICATE_SHARE));
+      const queueIds = Array.from({ length: queueDistinct }, (_, i) => `load-q-${String(i).padStart(4, '0')}`);
+      const messages = shuffled([...queueIds, ...queueIds.slice(0, QUEUE_MESSAGES - queueDistinct)], 7);
+      const queue = submissionsQueue(stack);
+      await queue.createIfNotExists();
 
-    const t0 = performance.now();
-    // Both doors at once, as in production: the queue is filled while the HTTP clients run.
-    await Promise.all([
-      runPool(plan, HTTP_CLIENTS, async (s) => {
-        // A conflict is only a conflict once the original is recorded; duplicates are left to race it.
-        if (s.kind === 'conflict') await firstAnswer.get(s.id);
-        const pending = postJobRetrying(stack, s.spec);
-        if (s.kind === 'first') firstAnswer.set(s.id, pending);
-        answers.push({ s, a: await pending });
-      }),
-      runPool(messages, 8, async (id) => enqueue(queue, fastSpec(id))),
-    ]);
+      const t0 = performance.now();
+      // Both doors at once, as in production: the queue is filled while the HTTP clients run.
+      await Promise.all([
+        runPool(plan, HTTP_CLIENTS, async (s) => {
+          // A conflict is only a conflict once the original is recorded; duplicates are left to race it.
+          if (s.kind === 'conflict') await firstAnswer.get(s.id);
+          const pending = postJobRetrying(stack, s.spec);
+          if (s.kind === 'first') firstAnswer.set(s.id, pending);
+          answers.push({ s, a: await pending });
+        }),
+        runPool(messages, 8, async (id) => enqueue(queue, fastSpec(id))),
+      ]);
 
-    // HTTP answers: per id one 202 (whichever same-spec submission won), the other same-spec submissions
-    // 200 with that same job, every conflict 409 naming the differing field. A 503 means "outcome unknown,
-    // retry" (the row may be written, the orchestration start failed): the retry then gets 200, so an id
-    // whose winner saw a 503 has no 202 at all, never two.
-    const unexpected = answers.filter(({ s, a }) => (s.kind === 'conflict' ? a.status !== 409 : a.status !== 202 && a.status !== 200));
-    expect(unexpected.map(({ s, a }) => `${s.kind} ${s.id}: ${a.status} ${JSON.stringify(a.body)}`)).toEqual([]);
-    for (const id of distinctHttp) {
-      const same = answers.filter(({ s }) => s.id === id && s.kind !== 'conflict');
-      const created = same.filter(({ a }) => a.status === 202).length;
-      const saw503 = same.some(({ a }) => a.statuses.includes(503));
-      expect({ id, created, saw503 }).toEqual({ id, created: saw503 ? expect.any(Number) : 1, saw503 });
-      expect(created).toBeLessThanOrEqual(1);
-      expect(new Set(same.map(({ a }) => `${a.body.job?.id}@${a.body.job?.createdAt}`)).size).toBe(1);
-      expect(same[0]?.a.body.job?.id).toBe(id);
-    }
-    const conflicts = answers.filter(({ s }) => s.kind === 'conflict');
-    expect(conflicts).toHaveLength(Math.round(HTTP_SUBMISSIONS * CONFLICT_SHARE));
-    for (const { a } of conflicts) expect(a.body.differingPaths).toEqual(['mpi.command']);
+      // HTTP answers: per id one 202 (whichever same-spec submission won), the other same-spec submissions
+      // 200 with that same job, every conflict 409 naming the differing field. A 503 means "outcome unknown,
+      // retry" (the row may be written, the orchestration start failed): the retry then gets 200, so an id
+      // whose winner saw a 503 has no 202 at all, never two.
+      const unexpected = answers.filter(({ s, a }) => (s.kind === 'conflict' ? a.status !== 409 : a.status !== 202 && a.status !== 200));
+      expect(unexpected.map(({ s, a }) => `${s.kind} ${s.id}: ${a.status} ${JSON.stringify(a.body)}`)).toEqual([]);
+      for (const id of distinctHttp) {
+        const same = answers.filter(({ s }) => s.id === id && s.kind !== 'conflict');
+        const created = same.filter(({ a }) => a.status === 202).length;
+        const saw503 = same.some(({ a }) => a.statuses.includes(503));
+        expect({ id, created, saw503 }).toEqual({ id, created: saw503 ? expect.any(Number) : 1, saw503 });
+        expect(created).toBeLessThanOrEqual(1);
+        expect(new Set(same.map(({ a }) => `${a.body.job?.id}@${a.body.job?.createdAt}`)).size).toBe(1);
+        expect(same[0]?.a.body.job?.id).toBe(id);
+      }
+      const conflicts = answers.filter(({ s }) => s.kind === 'conflict');
+      expect(conflicts).toHaveLength(Math.round(HTTP_SUBMISSIONS * CONFLICT_SHARE));
+      for (const { a } of conflicts) expect(a.body.differingPaths).toEqual(['mpi.command']);
 
-    // The burst held the Durable engine at its floor (the listeners come first, local/durable/hostLoad.ts): what
-    // follows checks that nothing was lost or doubled on that path.
-    const engine = stack.durable.stats()!;
-    expect(engine.peakEpisodesAtFloor).toBeGreaterThanOrEqual(1);
-    expect(engine.peakEpisodesAtFloor).toBeLessThanOrEqual(stack.durable.options()!.maxConcurrentWhileHostBusy);
+      // The burst held the Durable engine at its floor (the listeners come first, local/durable/hostLoad.ts): what
+      // follows checks that nothing was lost or doubled on that path.
+      const engine = stack.durable.stats()!;
+      expect(engine.peakEpisodesAtFloor).toBeGreaterThanOrEqual(1);
+      expect(engine.peakEpisodesAtFloor).toBeLessThanOrEqual(stack.durable.options()!.maxConcurrentWhileHostBusy);
 
-    const retried = answers.filter(({ a }) => a.statuses.length > 1).length;
-    process.stdout.write(`intake load: ${answers.length} HTTP answers in ${((performance.now() - t0) / 1000).toFixed(1)} s, ${retried} retried after 503\n`);
+      const retried = answers.filter(({ a }) => a.statuses.length > 1).length;
+      process.stdout.write(`intake load: ${answers.length} HTTP answers in ${((performance.now() - t0) / 1000).toFixed(1)} s, ${retried} retried after 503\n`);
 
-    // Rows and orchestrations: exactly the distinct ids, each once, all terminal.
-    const httpRows = await waitAllTerminal(stack, 'load-h-', distinctHttp.size, TERMINAL_WAIT_MS);
-    const queueRows = await waitAllTerminal(stack, 'load-q-', queueDistinct, TERMINAL_WAIT_MS);
-    expect(httpRows.map((r) => r.id).sort()).toEqual([...distinctHttp].sort());
-    expect(queueRows.map((r) => r.id).sort()).toEqual([...queueIds].sort());
-    expect(new Set([...httpRows, ...queueRows].map((r) => r.state))).toEqual(new Set(['Failed']));
+      // Rows and orchestrations: exactly the distinct ids, each once, all terminal.
+      const httpRows = await waitAllTerminal(stack, 'load-h-', distinctHttp.size, TERMINAL_WAIT_MS);
+      const queueRows = await waitAllTerminal(stack, 'load-q-', queueDistinct, TERMINAL_WAIT_MS);
+      expect(httpRows.map((r) => r.id).sort()).toEqual([...distinctHttp].sort());
+      expect(queueRows.map((r) => r.id).sort()).toEqual([...queueIds].sort());
+      expect(new Set([...httpRows, ...queueRows].map((r) => r.state))).toEqual(new Set(['Failed']));
 
-    // The job row turns Failed in the pipeline's last activity; the orchestration completes an episode later.
-    const instances = await eventually('every load- orchestration to finish', 60_000, async () => {
-      const all = (await durableInstances(stack)).filter((i) => i.instanceId.startsWith('load-'));
-      return all.every((i) => ['Completed', 'Failed', 'Terminated'].includes(i.runtimeStatus)) ? all : undefined;
-    });
-    const instanceIds = instances.map((i) => i.instanceId).sort();
-    expect(instanceIds).toEqual([...distinctHttp, ...queueIds].sort());
-    process.stdout.write(`intake load: all ${instanceIds.length} jobs and orchestrations terminal after ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+      // The job row turns Failed in the pipeline's last activity; the orchestration completes an episode later.
+      const instances = await eventually('every load- orchestration to finish', 60_000, async () => {
+        const all = (await durableInstances(stack)).filter((i) => i.instanceId.startsWith('load-'));
+        return all.every((i) => ['Completed', 'Failed', 'Terminated'].includes(i.runtimeStatus)) ? all : undefined;
+      });
+      const instanceIds = instances.map((i) => i.instanceId).sort();
+      expect(instanceIds).toEqual([...distinctHttp, ...queueIds].sort());
+      process.stdout.write(`intake load: all ${instanceIds.length} jobs and orchestrations terminal after ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
 
-    // The queue is drained and nothing was poisoned.
-    await eventually('the submissions queue to drain', 30_000, async () => ((await queue.getProperties()).approximateMessagesCount === 0 ? true : undefined));
-    const poison = submissionsQueue(stack, 'job-submissions-poison');
-    if (await poison.exists()) expect((await poison.peekMessages({ numberOfMessages: 32 })).peekedMessageItems).toEqual([]);
+      // The queue is drained and nothing was poisoned.
+      await eventually('the submissions queue to drain', 30_000, async () => ((await queue.getProperties()).approximateMessagesCount === 0 ? true : undefined));
+      const poison = submissionsQueue(stack, 'job-submissions-poison');
+      if (await poison.exists()) expect((await poison.peekMessages({ numberOfMessages: 32 })).peekedMessageItems).toEqual([]);
 
-    // The rows are still exactly one per id (jobRows reads by PartitionKey range, so a second row would show).
-    expect((await jobRows(stack, 'load-')).length).toBe(distinctHttp.size + queueDistinct);
-  }, 2 * TERMINAL_WAIT_MS + 300_000);
+      // The rows are still exactly one per id (jobRows reads by PartitionKey range, so a second row would show).
+      expect((await jobRows(stack, 'load-')).length).toBe(distinctHttp.size + queueDistinct);
+    },
+    2 * TERMINAL_WAIT_MS + 300_000,
+  );
 });

@@ -73,7 +73,11 @@ async function setup() {
 }
 
 /** The pool gate of a queue submission on a deployment without pools (the specs name a pool that does not exist): no Batch pool, no job row read. */
-const NO_POOLS: PoolGate = { caller: queuePoolCaller('queue'), shared: [], lookup: { inspect: async () => ({ exists: false }), jobOwner: async () => undefined } };
+const NO_POOLS: PoolGate = {
+  caller: queuePoolCaller('queue'),
+  shared: [],
+  lookup: { inspect: async () => ({ exists: false }), jobOwner: async () => undefined },
+};
 
 test('a new job: one insert and one start, nothing read, no event written or announced', async () => {
   const { store, calls, announced, starts, starter, scheduling, jobsTable } = await setup();
@@ -98,7 +102,10 @@ test('the creation event: on the timeline through the row, then written and deli
   expect(announced.map((e) => e.seq)).toEqual([2]);
   const after = (await store.get('calls-timeline'))!;
   const timeline = await store.events('calls-timeline');
-  expect(timeline.map((e) => [e.seq, e.to])).toEqual([[1, 'Submitted'], [2, 'Provisioning']]);
+  expect(timeline.map((e) => [e.seq, e.to])).toEqual([
+    [1, 'Submitted'],
+    [2, 'Provisioning'],
+  ]);
   // The announcement of seq 2 makes its sender deliver everything due: seq 1 with it.
   expect(pendingTransitions(timeline, after, 0).map((p) => ('event' in p ? p.event.to : 'missing'))).toEqual(['Submitted', 'Provisioning']);
   // Given the row, the timeline has no duplicate.
@@ -117,7 +124,13 @@ test('a repeat reads the row and repairs its last event; a started job is not st
   expect((await store.events('calls-repeat')).map((e) => e.seq)).toEqual([1]);
 
   calls.length = 0;
-  const conflict = await submitJob(store, starter, { body: fastSpec('calls-repeat', 'false'), owner: 'queue', dataAccess: POLICY, scheduling, pools: NO_POOLS });
+  const conflict = await submitJob(store, starter, {
+    body: fastSpec('calls-repeat', 'false'),
+    owner: 'queue',
+    dataAccess: POLICY,
+    scheduling,
+    pools: NO_POOLS,
+  });
   expect(conflict).toMatchObject({ kind: 'conflict', differingPaths: ['mpi.command'] });
   expect(calls).toEqual([`${jobsTable}.createEntity`, `${jobsTable}.getEntity`, `${eventsTable}.upsertEntity`]);
   expect(starts).toHaveLength(2);

@@ -121,7 +121,12 @@ export async function waitAllTerminal(stack: Stack, prefix: string, expected: nu
     const open = rows.filter((r) => !TERMINAL.has(r.state));
     if (rows.length >= expected && open.length === 0) return rows;
     if (Date.now() > deadline) {
-      throw new Error(`${open.length} of ${rows.length} job(s) with prefix ${prefix} not terminal after ${timeoutMs / 1000} s (expected ${expected} rows); e.g. ${open.slice(0, 5).map((r) => `${r.id}=${r.state}`).join(', ')}`);
+      throw new Error(
+        `${open.length} of ${rows.length} job(s) with prefix ${prefix} not terminal after ${timeoutMs / 1000} s (expected ${expected} rows); e.g. ${open
+          .slice(0, 5)
+          .map((r) => `${r.id}=${r.state}`)
+          .join(', ')}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 1000));
   }

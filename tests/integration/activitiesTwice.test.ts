@@ -103,11 +103,17 @@ describe('job state activities', () => {
     await submitted(id);
     await jobTransition({ jobId: id, to: 'Running', reason: 'running' });
     await jobTransition({ jobId: id, to: 'CleaningUp', reason: 'done' });
-    const success: JobOutcome = { state: 'Succeeded', result: { exitCode: 0, timings: {}, mpi: { taskId: 'mpi', exitCode: 0, subtasks: [], logs: [], stdoutTail: 'RESULT ok' } } };
+    const success: JobOutcome = {
+      state: 'Succeeded',
+      result: { exitCode: 0, timings: {}, mpi: { taskId: 'mpi', exitCode: 0, subtasks: [], logs: [], stdoutTail: 'RESULT ok' } },
+    };
     await twice(() => jobFinish({ jobId: id, outcome: success }));
     // The run again, after cleanup: Batch no longer knows the task, so this run ends Failed.
     await jobTransition({ jobId: id, to: 'CleaningUp', reason: 'a repeated run' });
-    await jobFinish({ jobId: id, outcome: { state: 'Failed', reason: 'MPI task exited with code -1: the MPI task disappeared (job deleted?)', result: { timings: {} } } });
+    await jobFinish({
+      jobId: id,
+      outcome: { state: 'Failed', reason: 'MPI task exited with code -1: the MPI task disappeared (job deleted?)', result: { timings: {} } },
+    });
     const store = await jobStore();
     const job = await store.get(id);
     expect(job?.state).toBe('Succeeded');
@@ -115,7 +121,9 @@ describe('job state activities', () => {
     expect(job?.error).toBeUndefined();
     const events = await store.events(id);
     expect(events.filter((e) => e.kind === 'transition').map((e) => e.to)).toEqual(['Submitted', 'Running', 'CleaningUp', 'Succeeded']);
-    expect(events.filter((e) => e.kind === 'note').map((e) => e.reason)).toEqual([expect.stringMatching(/^a repeated run of the pipeline ended Failed .*; the recorded Succeeded stands$/)]);
+    expect(events.filter((e) => e.kind === 'note').map((e) => e.reason)).toEqual([
+      expect.stringMatching(/^a repeated run of the pipeline ended Failed .*; the recorded Succeeded stands$/),
+    ]);
   });
 
   it('costPrice twice gives the same quote', async () => {
@@ -144,7 +152,9 @@ describe('Batch activities', () => {
     await submitted(ended, e);
     await jobTransition({ jobId: ended, to: 'Failed', reason: 'rejected' });
     await expect(poolCreate(planJob(ended, e).poolCreate)).rejects.toThrow(/job twice-ended already ended Failed: not creating pool/);
-    await expect(batchJobCreate({ jobId: ended, batchJobId: 'hpc-twice-ended', poolId: 'p', releaseCommandLine: '/bin/true' })).rejects.toThrow(/already ended Failed/);
+    await expect(batchJobCreate({ jobId: ended, batchJobId: 'hpc-twice-ended', poolId: 'p', releaseCommandLine: '/bin/true' })).rejects.toThrow(
+      /already ended Failed/,
+    );
 
     // A late repeat of the create, delivered while the run cleans up (after it deleted the pool): refused too.
     const late = 'twice-late-create';
@@ -208,7 +218,9 @@ describe('Batch activities', () => {
     await twice(() => mpiTaskAdd(request));
     expect(creates.slice(before).filter((c) => c.endsWith('/tasks 201'))).toHaveLength(1);
     await twice(() => batchJobAutoComplete({ batchJobId }));
-    await until('the MPI task to complete', async () => ((await mpiTaskObserve({ batchJobId, taskId: request.taskId })).state === 'completed' ? true : undefined));
+    await until('the MPI task to complete', async () =>
+      (await mpiTaskObserve({ batchJobId, taskId: request.taskId })).state === 'completed' ? true : undefined,
+    );
     const [o1, o2] = await twice(() => mpiTaskObserve({ batchJobId, taskId: request.taskId }));
     expect(o2).toEqual(o1);
     const [r1, r2] = await twice(() => mpiResultCollect({ batchJobId, taskId: request.taskId }));
@@ -245,7 +257,9 @@ describe('staging activities', () => {
     expect([c1.skipped, c2.skipped]).toEqual([false, true]);
     expect(c2.md5).toBe(c1.md5);
     const expiresAt = new Date(Date.now() + 3_600_000).toISOString();
-    const [u1, u2] = await twice(() => shardUrls({ shards: [{ id: shard.id, account: shard.account, container: shard.container, blobName: shard.blobName }], expiresAt }));
+    const [u1, u2] = await twice(() =>
+      shardUrls({ shards: [{ id: shard.id, account: shard.account, container: shard.container, blobName: shard.blobName }], expiresAt }),
+    );
     for (const url of [u1[shard.id], u2[shard.id]]) expect((await fetch(url)).status).toBe(200);
     const [d1, d2] = await twice(() => stagedDataDelete({ containers: [{ account: shard.account, container }] }));
     expect([d1, d2]).toEqual([1, 0]);
@@ -257,7 +271,14 @@ describe('staging activities', () => {
     await jobTransition({ jobId: late, to: 'Provisioning', reason: 'creating pool' });
     await jobTransition({ jobId: late, to: 'CleaningUp', reason: 'succeeded' });
     const lateContainer = stagingContainerFor(late);
-    const lateShard = planShards(l1, { stagingAccounts: ['stage1'], nodes: 1, minBytes: 1_000_000, maxBytes: 10_000_000, container: lateContainer, namePrefix: '' }).shards[0];
+    const lateShard = planShards(l1, {
+      stagingAccounts: ['stage1'],
+      nodes: 1,
+      minBytes: 1_000_000,
+      maxBytes: 10_000_000,
+      container: lateContainer,
+      namePrefix: '',
+    }).shards[0];
     await expect(shardCopy({ jobId: late, shard: lateShard })).rejects.toThrow(/job twice-late-copy is cleaning up: not creating staged shard/);
     expect(await BlobServiceClient.fromConnectionString(azurite.connectionString('stage1')).getContainerClient(lateContainer).exists()).toBe(false);
   });
@@ -268,12 +289,15 @@ describe('workload data activities', () => {
 
   it('poolCreate with mounts twice: one pool whose mountConfiguration carries the resolved secret and a working SAS, never the history; a missing secret or an unlisted server is refused', async () => {
     const id = 'twice-mounts';
-    const s = parseJobSpec(`${smallSpec(id, { nodes: 1, command: 'true' })}
+    const s = parseJobSpec(
+      `${smallSpec(id, { nodes: 1, command: 'true' })}
 mounts:
   - { name: home, nfs: { source: "10.0.0.4:/exports/home" } }
   - { name: ref, azureFiles: { account: data1, share: refdata, secretRef: refkey } }
   - { name: inputs, blobfuse: { account: data1, container: inputs, readOnly: true } }
-`, 'application/yaml');
+`,
+      'application/yaml',
+    );
     if (!s.ok) throw new Error(JSON.stringify(s.errors));
     await submitted(id, s.spec);
     const plan = planJob(id, s.spec);
@@ -288,7 +312,12 @@ mounts:
     expect(nfs.nfsMountConfiguration).toEqual({ source: '10.0.0.4:/exports/home', relativeMountPath: 'home' });
     expect(files.azureFileShareConfiguration).toMatchObject({ accountName: 'data1', accountKey: 'cmVma2V5LXNlY3JldA==', relativeMountPath: 'ref' });
     expect(files.azureFileShareConfiguration?.azureFileUrl).toMatch(/\/data1\/refdata$/);
-    expect(blobfuse.azureBlobFileSystemConfiguration).toMatchObject({ accountName: 'data1', containerName: 'inputs', relativeMountPath: 'inputs', blobfuseOptions: '-o ro' });
+    expect(blobfuse.azureBlobFileSystemConfiguration).toMatchObject({
+      accountName: 'data1',
+      containerName: 'inputs',
+      relativeMountPath: 'inputs',
+      blobfuseOptions: '-o ro',
+    });
     // The minted SAS reads and lists the container, and only that.
     const sas = blobfuse.azureBlobFileSystemConfiguration?.sasKey ?? '';
     expect(sas).toMatch(/(^|&)sp=rl(&|$)/);
@@ -296,8 +325,14 @@ mounts:
     const listed = await fetch(`${data().getContainerClient('inputs').url}?restype=container&comp=list&${sas}`);
     expect(listed.status).toBe(200);
 
-    const missing = parseJobSpec(`${smallSpec('twice-nosecret', { nodes: 1, command: 'true' })}\nmounts: [ { name: ref, azureFiles: { account: data1, share: refdata, secretRef: nope } } ]`, 'application/yaml');
-    const unlisted = parseJobSpec(`${smallSpec('twice-unlisted', { nodes: 1, command: 'true' })}\nmounts: [ { name: h, nfs: { source: "10.9.9.9:/x" } } ]`, 'application/yaml');
+    const missing = parseJobSpec(
+      `${smallSpec('twice-nosecret', { nodes: 1, command: 'true' })}\nmounts: [ { name: ref, azureFiles: { account: data1, share: refdata, secretRef: nope } } ]`,
+      'application/yaml',
+    );
+    const unlisted = parseJobSpec(
+      `${smallSpec('twice-unlisted', { nodes: 1, command: 'true' })}\nmounts: [ { name: h, nfs: { source: "10.9.9.9:/x" } } ]`,
+      'application/yaml',
+    );
     if (!missing.ok || !unlisted.ok) throw new Error('test specs invalid');
     await submitted('twice-nosecret', missing.spec);
     await submitted('twice-unlisted', unlisted.spec);
@@ -306,21 +341,28 @@ mounts:
     await poolDelete({ poolId: plan.poolId });
   });
 
-  it('workloadUrls twice: both sets of URLs work (a blob, a prefix, the outputs\' container, created once); a refused container is refused', async () => {
+  it("workloadUrls twice: both sets of URLs work (a blob, a prefix, the outputs' container, created once); a refused container is refused", async () => {
     const software = data().getContainerClient('software');
     await software.createIfNotExists();
     await software.getBlockBlobClient('bin/solver').upload('#!/bin/sh\n', 10);
     await software.getBlockBlobClient('bin/lib/helper').upload('helper', 6);
     await software.getBlockBlobClient('other/secret').upload('secret', 6);
-    const s = parseJobSpec(`${smallSpec('twice-urls', { command: 'true' })}
+    const s = parseJobSpec(
+      `${smallSpec('twice-urls', { command: 'true' })}
 files:
   - { account: data1, container: software, blob: bin/solver, path: solver, mode: "0755" }
   - { account: data1, container: software, prefix: bin/ }
   - { url: "https://releases.example.org/a/run.sh", path: run.sh }
 outputs: { account: data1, container: twice-results }
-`, 'application/yaml');
+`,
+      'application/yaml',
+    );
     if (!s.ok) throw new Error(JSON.stringify(s.errors));
-    const input = { files: nodeFileSources(s.spec), outputs: { account: 'data1', container: 'twice-results' }, expiresAt: new Date(Date.now() + 3_600_000).toISOString() };
+    const input = {
+      files: nodeFileSources(s.spec),
+      outputs: { account: 'data1', container: 'twice-results' },
+      expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+    };
     const [u1, u2] = await twice(() => workloadUrls(input));
     for (const u of [u1, u2]) {
       expect(u.files[0]).toMatchObject({ filePath: 'wd/solver', fileMode: '0755' });
@@ -339,7 +381,9 @@ outputs: { account: data1, container: twice-results }
       expect((await fetch(blobUrl)).status).toBe(403);
       expect((await fetch(out.replace('?', '?restype=container&comp=list&'))).status).toBe(403);
     }
-    await expect(workloadUrls({ ...input, files: [{ kind: 'blob', account: 'stage1', container: 'x', blob: 'y', filePath: 'wd/y' }] })).rejects.toThrow(/refused/);
+    await expect(workloadUrls({ ...input, files: [{ kind: 'blob', account: 'stage1', container: 'x', blob: 'y', filePath: 'wd/y' }] })).rejects.toThrow(
+      /refused/,
+    );
   });
 
   it('outputsList twice lists what landed under the prefix with sizes and plain URLs, and records the failures given', async () => {
@@ -348,10 +392,15 @@ outputs: { account: data1, container: twice-results }
     await results.getBlockBlobClient('job-x/logs/stdout.txt').upload('hello', 5);
     await results.getBlockBlobClient('job-x/workdir/out/a.dat').upload('abcdefgh', 8);
     await results.getBlockBlobClient('job-xy/other').upload('z', 1);
-    const [l1, l2] = await twice(() => outputsList({ account: 'data1', container: 'twice-results', prefix: 'job-x', errors: ['node n1: FileUploadMiscError'] }));
+    const [l1, l2] = await twice(() =>
+      outputsList({ account: 'data1', container: 'twice-results', prefix: 'job-x', errors: ['node n1: FileUploadMiscError'] }),
+    );
     expect(l2).toEqual(l1);
     expect(l1).toMatchObject({ prefix: 'job-x', count: 2, bytes: 13, truncated: false, errors: ['node n1: FileUploadMiscError'] });
-    expect(l1.files.map((f) => [f.name, f.size])).toEqual([['logs/stdout.txt', 5], ['workdir/out/a.dat', 8]]);
+    expect(l1.files.map((f) => [f.name, f.size])).toEqual([
+      ['logs/stdout.txt', 5],
+      ['workdir/out/a.dat', 8],
+    ]);
     for (const f of l1.files) expect(f.url).not.toContain('?');
     expect(l1.container).toMatch(/\/data1\/twice-results$/);
   });
@@ -360,7 +409,10 @@ outputs: { account: data1, container: twice-results }
 describe('scheduling activities', () => {
   // The Durable client is the one boundary replaced here (no host runs in this test): it records the events raised.
   const raised: [string, string][] = [];
-  const env = { client: { raiseEvent: async (id: string, name: string) => void raised.push([id, name]) }, log: { warn: () => undefined } } as unknown as ActivityEnv;
+  const env = {
+    client: { raiseEvent: async (id: string, name: string) => void raised.push([id, name]) },
+    log: { warn: () => undefined },
+  } as unknown as ActivityEnv;
 
   it('admissionRequest twice gives the same grant and one timeline note; a waiting job twice keeps its place; admissionRelease twice lets it in once', async () => {
     // Standard_D8s_v5: 8 cores per node; the quota is 16 cores of that family.
@@ -382,7 +434,9 @@ describe('scheduling activities', () => {
   it('dependenciesCheck twice reads the same; jobEnded twice wakes the dependents and moves an array row once', async () => {
     const parent = spec('twice-dep-parent');
     await submitted('twice-dep-parent', parent);
-    const child = jobOf(await record(await jobStore(), { spec: { ...spec('twice-dep-child'), dependsOn: [{ job: 'twice-dep-parent', condition: 'succeeded' }] }, owner: 'test' }));
+    const child = jobOf(
+      await record(await jobStore(), { spec: { ...spec('twice-dep-child'), dependsOn: [{ job: 'twice-dep-parent', condition: 'succeeded' }] }, owner: 'test' }),
+    );
     const [c1, c2] = await twice(() => dependenciesCheck({ jobId: child.id }));
     expect(c1).toEqual({ state: 'pending', pending: ['twice-dep-parent'] });
     expect(c2).toEqual(c1);
@@ -391,8 +445,14 @@ describe('scheduling activities', () => {
     await jobTransition({ jobId: 'twice-dep-parent', to: 'Failed', reason: 'gave up' });
     raised.length = 0;
     await twice(() => jobEnded({ jobId: 'twice-dep-parent' }, env));
-    expect(raised).toEqual([[child.id, 'dependency'], [child.id, 'dependency']]);
-    expect(await dependenciesCheck({ jobId: child.id })).toEqual({ state: 'impossible', reason: 'dependency twice-dep-parent ended Failed (this job needed it to succeed)' });
+    expect(raised).toEqual([
+      [child.id, 'dependency'],
+      [child.id, 'dependency'],
+    ]);
+    expect(await dependenciesCheck({ jobId: child.id })).toEqual({
+      state: 'impossible',
+      reason: 'dependency twice-dep-parent ended Failed (this job needed it to succeed)',
+    });
 
     // An array of two whose jobs both ended: its row moves to Succeeded once, however often the end is announced.
     const store = await jobStore();
@@ -408,6 +468,12 @@ describe('scheduling activities', () => {
     const row = await store.get(arr.id);
     expect(row?.state).toBe('Succeeded');
     expect(row?.progress).toEqual({ array: { size: 2, counts: { Succeeded: 2 }, state: 'Succeeded' } });
-    expect((await store.events(arr.id)).filter((e) => e.kind === 'transition').map((e) => e.to)).toEqual(['Submitted', 'Queued', 'Running', 'CleaningUp', 'Succeeded']);
+    expect((await store.events(arr.id)).filter((e) => e.kind === 'transition').map((e) => e.to)).toEqual([
+      'Submitted',
+      'Queued',
+      'Running',
+      'CleaningUp',
+      'Succeeded',
+    ]);
   });
 });

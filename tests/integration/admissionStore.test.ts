@@ -38,8 +38,18 @@ const spec = (nodes: number) => {
 /** A job row as the admission activities read it (only the fields admission looks at). */
 function row(id: string, i: number, nodes = 1, owner = 'alice'): JobRecord {
   return {
-    id, name: id, owner, tags: {}, specHash: 'h', spec: spec(nodes), state: 'Queued', stage: 'Queued', progress: null,
-    createdAt: new Date(Date.parse('2030-01-01T00:00:00.000Z') + i).toISOString(), updatedAt: '', eventSeq: 2,
+    id,
+    name: id,
+    owner,
+    tags: {},
+    specHash: 'h',
+    spec: spec(nodes),
+    state: 'Queued',
+    stage: 'Queued',
+    progress: null,
+    createdAt: new Date(Date.parse('2030-01-01T00:00:00.000Z') + i).toISOString(),
+    updatedAt: '',
+    eventSeq: 2,
   };
 }
 
@@ -80,10 +90,13 @@ test('60 jobs asking at once, releases and passes interleaved: never more than 5
         await releaseAdmission(deps, id);
         done.add(id);
       }),
-      ...jobs.filter((j) => !done.has(j.id) && !running.includes(j.id)).slice(0, 20).map(async (j) => {
-        const a = await requestAdmission(deps, j);
-        if (a.status.state === 'granted') record(j.id, a.status.grant);
-      }),
+      ...jobs
+        .filter((j) => !done.has(j.id) && !running.includes(j.id))
+        .slice(0, 20)
+        .map(async (j) => {
+          const a = await requestAdmission(deps, j);
+          if (a.status.state === 'granted') record(j.id, a.status.grant);
+        }),
       admissionPass(deps),
       admissionPass(deps),
     ]);
@@ -121,7 +134,18 @@ test('a stale waiting row (a request retried after its grant) is dropped, not gr
   const a = row('job-a', 0);
   const first = await requestAdmission(deps, a);
   expect(first.status).toMatchObject({ state: 'granted', grant: 1 });
-  await store.enqueue({ jobId: 'job-a', owner: 'alice', queue: 'default', priority: 0, order: 'x', family: 'standardDSv5Family', cores: 2, nodes: 1, pools: 1, enqueuedAt: '' });
+  await store.enqueue({
+    jobId: 'job-a',
+    owner: 'alice',
+    queue: 'default',
+    priority: 0,
+    order: 'x',
+    family: 'standardDSv5Family',
+    cores: 2,
+    nodes: 1,
+    pools: 1,
+    enqueuedAt: '',
+  });
   const pass = await admissionPass(deps);
   expect(pass.admitted).toEqual([]);
   expect((await store.read()).waiting).toEqual([]);
@@ -129,7 +153,10 @@ test('a stale waiting row (a request retried after its grant) is dropped, not gr
 
   const b = row('job-b', 1);
   await requestAdmission(deps, b);
-  const rows = new Map<string, JobRecord>([['job-a', { ...a, state: 'Failed' }], ['job-b', b]]);
+  const rows = new Map<string, JobRecord>([
+    ['job-a', { ...a, state: 'Failed' }],
+    ['job-b', b],
+  ]);
   const r = await reconcileAdmission(deps, { get: async (id) => rows.get(id) });
   expect(r.dropped).toEqual(['job-a']);
   expect(Object.keys((await store.read()).ledger.reservations)).toEqual(['job-b']);
@@ -143,7 +170,23 @@ test('the ledger keeps hundreds of reservations (its JSON split over properties)
   const wide: AdmissionLimits = { queues: [{ name: 'default', priority: 0 }], coreQuota: { families: {} }, backfillLimit: 0 };
   const deps: AdmissionDeps = { store, limits: wide };
   const jobs = Array.from({ length: 300 }, (_, i) => row(`wide-job-with-a-longer-name-${String(i).padStart(3, '0')}`, i));
-  for (let i = 0; i < jobs.length; i += 50) await Promise.all(jobs.slice(i, i + 50).map((j) => store.enqueue({ jobId: j.id, owner: j.owner, queue: 'default', priority: 0, order: j.createdAt, family: 'f', cores: 2, nodes: 1, pools: 1, enqueuedAt: '' })));
+  for (let i = 0; i < jobs.length; i += 50)
+    await Promise.all(
+      jobs.slice(i, i + 50).map((j) =>
+        store.enqueue({
+          jobId: j.id,
+          owner: j.owner,
+          queue: 'default',
+          priority: 0,
+          order: j.createdAt,
+          family: 'f',
+          cores: 2,
+          nodes: 1,
+          pools: 1,
+          enqueuedAt: '',
+        }),
+      ),
+    );
   // 90 grants per pass at most (one transaction): four passes admit all 300.
   for (let i = 0; i < 4; i++) await admissionPass(deps);
   const s = await store.read();
@@ -152,7 +195,7 @@ test('the ledger keeps hundreds of reservations (its JSON split over properties)
   expect(s.waiting).toEqual([]);
 }, 60_000);
 
-test('the sweep\'s housekeeping frees what a crashed run held, re-sends its grants, and brings an array\'s row up to date', async () => {
+test("the sweep's housekeeping frees what a crashed run held, re-sends its grants, and brings an array's row up to date", async () => {
   const store = await newStore();
   const deps: AdmissionDeps = { store, limits, resendAfterMs: 0 };
   const n = ++tables;
@@ -176,13 +219,21 @@ test('the sweep\'s housekeeping frees what a crashed run held, re-sends its gran
   const arr = (await jobs.createIfAbsent({ id: 'hk-arr', spec: { ...spec(1), array: { parameters: ['a', 'b'] } }, specHash: 'arr', owner: 'alice' })).job;
   await jobs.transition('hk-arr', 'Queued', 'array of 2 jobs');
   for (const i of [0, 1]) {
-    await jobs.createIfAbsent({ id: `hk-arr-${i}`, spec: spec(1), specHash: `c${i}`, owner: 'alice', array: { parent: arr.id, index: i, submittedAt: arr.createdAt } });
+    await jobs.createIfAbsent({
+      id: `hk-arr-${i}`,
+      spec: spec(1),
+      specHash: `c${i}`,
+      owner: 'alice',
+      array: { parent: arr.id, index: i, submittedAt: arr.createdAt },
+    });
     for (const to of ['Queued', 'Running', 'CleaningUp', 'Succeeded'] as const) await jobs.transition(`hk-arr-${i}`, to, to);
   }
   await dependents.add('hk-arr', 'hk-after-arr');
   const woken: { admitted: string[]; dependents: string[] } = { admitted: [], dependents: [] };
   const report = await schedulingHousekeeping({
-    store: jobs, admission: deps, dependents,
+    store: jobs,
+    admission: deps,
+    dependents,
     wakeAdmitted: async (ids) => void woken.admitted.push(...ids),
     wakeDependents: async (ids) => void woken.dependents.push(...ids),
   });

@@ -40,7 +40,12 @@ beforeAll(async () => {
     onExchange: (ex) => dataCalls.push(ex),
     onArmExchange: (ex) => armCalls.push(ex),
   });
-  const credential: TokenCredential = { getToken: async (): Promise<AccessToken> => ({ token: await identity.resourceToken('https://management.azure.com/', { identity: wiring.app }), expiresOnTimestamp: Date.now() + 3_600_000 }) };
+  const credential: TokenCredential = {
+    getToken: async (): Promise<AccessToken> => ({
+      token: await identity.resourceToken('https://management.azure.com/', { identity: wiring.app }),
+      expiresOnTimestamp: Date.now() + 3_600_000,
+    }),
+  };
   const cfg = loadConfig({
     BATCH_ACCOUNT_URL: emu.url,
     BATCH_ACCOUNT_NAME: emu.accountName,
@@ -76,7 +81,15 @@ async function freshTable(): Promise<FactsStore> {
 
 /** One Functions instance's cache (its own memory), over the shared table. */
 function instance(store: FactsPersistence | undefined, now: () => number, onStoreError?: (err: unknown) => void): FactsCache {
-  return new FactsCache({ batch: data, arm, config, account: emu.accountName, now, ...(store ? { store } : {}), ...(onStoreError ? { onStoreError: (_p, e) => onStoreError(e) } : {}) });
+  return new FactsCache({
+    batch: data,
+    arm,
+    config,
+    account: emu.accountName,
+    now,
+    ...(store ? { store } : {}),
+    ...(onStoreError ? { onStoreError: (_p, e) => onStoreError(e) } : {}),
+  });
 }
 
 describe('facts shared through the AccountFacts table', () => {

@@ -6,8 +6,14 @@ import { TableClient } from '@azure/data-tables';
 import { startAzurite, type AzuriteHandle } from '../../local/azurite';
 import { parseJobSpec, specHash, type JobSpec } from '../../shared/core/spec';
 import {
-  IllegalTransitionError, InvalidContinuationTokenError, JobNotFoundError, JobStore, recordSubmission, requestCancel,
-  type JobRecord, type JobState,
+  IllegalTransitionError,
+  InvalidContinuationTokenError,
+  JobNotFoundError,
+  JobStore,
+  recordSubmission,
+  requestCancel,
+  type JobRecord,
+  type JobState,
 } from '../../shared/adapters/state';
 
 let azurite: AzuriteHandle;
@@ -72,13 +78,23 @@ test('get round-trips every field, and returns undefined for an unknown id', asy
   const spec = makeSpec({ tags: { project: 'cfd', 'team.name': 'hpc-1' } });
   await create(store, 'roundtrip', spec);
   await store.update('roundtrip', {
-    batchPoolId: 'pool-roundtrip', batchJobId: 'job-roundtrip', progress: { pulled: 3, of: 4 }, stage: 'pulled 3/4',
+    batchPoolId: 'pool-roundtrip',
+    batchJobId: 'job-roundtrip',
+    progress: { pulled: 3, of: 4 },
+    stage: 'pulled 3/4',
   });
   const got = await store.get('roundtrip');
   expect(got).toMatchObject({
-    id: 'roundtrip', name: 'store-test', owner: 'tester', state: 'Submitted', stage: 'pulled 3/4',
-    tags: { project: 'cfd', 'team.name': 'hpc-1' }, batchPoolId: 'pool-roundtrip', batchJobId: 'job-roundtrip',
-    progress: { pulled: 3, of: 4 }, specHash: specHash(spec),
+    id: 'roundtrip',
+    name: 'store-test',
+    owner: 'tester',
+    state: 'Submitted',
+    stage: 'pulled 3/4',
+    tags: { project: 'cfd', 'team.name': 'hpc-1' },
+    batchPoolId: 'pool-roundtrip',
+    batchJobId: 'job-roundtrip',
+    progress: { pulled: 3, of: 4 },
+    specHash: specHash(spec),
   });
   expect(got!.spec).toEqual(spec);
   expect(await store.get('nope')).toBeUndefined();
@@ -134,10 +150,7 @@ test('two writers racing: each transition is applied once, on the state it was c
   await store.transition('duel', 'Provisioning', 'go');
   // Writer A moves forward, writer B fails the job: both start from Provisioning. Whichever commits
   // second re-reads; Running → CleaningUp is legal, and CleaningUp → Running is not.
-  const [a, b] = await Promise.allSettled([
-    store.transition('duel', 'Running', 'writer A'),
-    store.transition('duel', 'CleaningUp', 'writer B'),
-  ]);
+  const [a, b] = await Promise.allSettled([store.transition('duel', 'Running', 'writer A'), store.transition('duel', 'CleaningUp', 'writer B')]);
   const final = (await store.get('duel'))!;
   expect(final.state).toBe('CleaningUp');
   expect(b.status).toBe('fulfilled');
@@ -156,8 +169,7 @@ test('concurrent updates with function patches lose no increment (ETag retry re-
   const store = await newStore();
   await create(store, 'counter');
   await Promise.all(
-    Array.from({ length: 8 }, () =>
-      store.update('counter', (job) => ({ progress: { n: ((job.progress as { n?: number } | null)?.n ?? 0) + 1 } }))),
+    Array.from({ length: 8 }, () => store.update('counter', (job) => ({ progress: { n: ((job.progress as { n?: number } | null)?.n ?? 0) + 1 } }))),
   );
   expect((await store.get('counter'))!.progress).toEqual({ n: 8 });
 });
@@ -350,10 +362,19 @@ test('recordSubmission: created once, repeats recognised, a different spec under
 test('list filters by owner on the server (the tenancy filter)', async () => {
   const store = await newStore();
   const spec = makeSpec();
-  for (const [id, owner] of [['own-a1', 't/a'], ['own-a2', 't/a'], ['own-b1', 't/b'], ['own-q1', "it's 'quoted'"]] as const) {
+  for (const [id, owner] of [
+    ['own-a1', 't/a'],
+    ['own-a2', 't/a'],
+    ['own-b1', 't/b'],
+    ['own-q1', "it's 'quoted'"],
+  ] as const) {
     await store.createIfAbsent({ id, spec, specHash: specHash(spec), owner });
   }
-  const ids = async (owner?: string) => (await store.list({ owner, top: 1000 })).jobs.map((j) => j.id).filter((id) => id.startsWith('own-')).sort();
+  const ids = async (owner?: string) =>
+    (await store.list({ owner, top: 1000 })).jobs
+      .map((j) => j.id)
+      .filter((id) => id.startsWith('own-'))
+      .sort();
   expect(await ids('t/a')).toEqual(['own-a1', 'own-a2']);
   expect(await ids('t/b')).toEqual(['own-b1']);
   expect(await ids("it's 'quoted'")).toEqual(['own-q1']);

@@ -27,16 +27,25 @@ afterAll(async () => {
   await azurite?.stop();
 }, 150_000);
 
-it('nodeTaskUploads names the due blobs from the files below the task\'s directory on its node; twice the same', async () => {
+it("nodeTaskUploads names the due blobs from the files below the task's directory on its node; twice the same", async () => {
   const batch = batchContext();
   await batch.client.pool.add({
-    id: 'ncheck-pool', vmSize: 'standard_d2s_v3', targetDedicatedNodes: 1,
-    virtualMachineConfiguration: { imageReference: { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204', version: 'latest' }, nodeAgentSKUId: 'batch.node.ubuntu 22.04' },
+    id: 'ncheck-pool',
+    vmSize: 'standard_d2s_v3',
+    targetDedicatedNodes: 1,
+    virtualMachineConfiguration: {
+      imageReference: { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204', version: 'latest' },
+      nodeAgentSKUId: 'batch.node.ubuntu 22.04',
+    },
   });
   await createJob(batch, { batchJobId: 'ncheck-job', jobId: 'ncheck', poolId: 'ncheck-pool' });
   const node = await until('a node', async () => (await batch.client.computeNode.list('ncheck-pool')).find((n) => n.state === 'idle'));
   const run = async (id: string) => {
-    await addNodeTask(batch, 'ncheck-job', { id, affinityId: node.affinityId ?? '', commandLine: '/bin/sh -c "mkdir -p sub && echo 1 > a.log && echo 2 > sub/b.log && echo 3 > c.dat"' });
+    await addNodeTask(batch, 'ncheck-job', {
+      id,
+      affinityId: node.affinityId ?? '',
+      commandLine: '/bin/sh -c "mkdir -p sub && echo 1 > a.log && echo 2 > sub/b.log && echo 3 > c.dat"',
+    });
     await until(`task ${id} to complete`, async () => ((await getTask(batch, 'ncheck-job', id)).state === 'completed' ? true : undefined));
     return (await batch.client.task.get('ncheck-job', id)).nodeInfo?.taskRootDirectory ?? '';
   };
@@ -56,7 +65,12 @@ it('nodeTaskUploads names the due blobs from the files below the task\'s directo
   const [e1, e2] = [await nodeTaskUploads(input), await nodeTaskUploads(input)];
   expect(e2).toEqual(e1);
   expect(e1).toEqual({
-    names: [`ncheck/logs/nodes/${node.id}/stderr.txt`, `ncheck/logs/nodes/${node.id}/stdout.txt`, `ncheck/nodes/${node.id}/a.log`, `ncheck/nodes/${node.id}/sub/b.log`],
+    names: [
+      `ncheck/logs/nodes/${node.id}/stderr.txt`,
+      `ncheck/logs/nodes/${node.id}/stdout.txt`,
+      `ncheck/nodes/${node.id}/a.log`,
+      `ncheck/nodes/${node.id}/sub/b.log`,
+    ],
     more: 0,
     unchecked: [],
   });

@@ -28,15 +28,24 @@ afterAll(async () => {
   await azurite?.stop();
 }, 150_000);
 
-it('mpiTaskUploads names the due blobs from the task\'s files; outputsMissing names those not in the container; twice the same', async () => {
+it("mpiTaskUploads names the due blobs from the task's files; outputsMissing names those not in the container; twice the same", async () => {
   const batch = batchContext();
   await batch.client.pool.add({
-    id: 'check-pool', vmSize: 'standard_d2s_v3', targetDedicatedNodes: 1,
-    virtualMachineConfiguration: { imageReference: { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204', version: 'latest' }, nodeAgentSKUId: 'batch.node.ubuntu 22.04' },
+    id: 'check-pool',
+    vmSize: 'standard_d2s_v3',
+    targetDedicatedNodes: 1,
+    virtualMachineConfiguration: {
+      imageReference: { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204', version: 'latest' },
+      nodeAgentSKUId: 'batch.node.ubuntu 22.04',
+    },
   });
   await createJob(batch, { batchJobId: 'check-job', jobId: 'check', poolId: 'check-pool' });
   const node = await until('a node', async () => (await batch.client.computeNode.list('check-pool')).find((n) => n.state === 'idle'));
-  await addNodeTask(batch, 'check-job', { id: 'mpi', affinityId: node.affinityId ?? '', commandLine: '/bin/sh -c "mkdir -p out && echo 1 > result.txt && echo 2 > out/a.dat"' });
+  await addNodeTask(batch, 'check-job', {
+    id: 'mpi',
+    affinityId: node.affinityId ?? '',
+    commandLine: '/bin/sh -c "mkdir -p out && echo 1 > result.txt && echo 2 > out/a.dat"',
+  });
   await until('the task to complete', async () => ((await getTask(batch, 'check-job', 'mpi')).state === 'completed' ? true : undefined));
 
   const master = [
@@ -47,7 +56,11 @@ it('mpiTaskUploads names the due blobs from the task\'s files; outputsMissing na
   const input = { batchJobId: 'check-job', taskId: 'mpi', master, exitCode: 0 };
   const [e1, e2] = [await mpiTaskUploads(input), await mpiTaskUploads(input)];
   expect(e2).toEqual(e1);
-  expect(e1).toEqual({ names: ['check/logs/stderr.txt', 'check/logs/stdout.txt', 'check/workdir/out/a.dat', 'check/workdir/result.txt'], more: 0, unchecked: [] });
+  expect(e1).toEqual({
+    names: ['check/logs/stderr.txt', 'check/logs/stdout.txt', 'check/workdir/out/a.dat', 'check/workdir/result.txt'],
+    more: 0,
+    unchecked: [],
+  });
 
   const results = BlobServiceClient.fromConnectionString(azurite.connectionString(DATA_ACCOUNT.name)).getContainerClient('check-results');
   await results.createIfNotExists();

@@ -21,7 +21,11 @@ let emu: BatchEmulatorHandle;
 const saved = { ...process.env };
 const BOB = 'tid/bob';
 const ALICE = 'tid/alice';
-const metadata = (owner: string) => [{ name: OWNER_KEY, value: OWNER_VALUE }, { name: JOB_KEY, value: 'old-job' }, { name: SUBMITTER_KEY, value: owner }];
+const metadata = (owner: string) => [
+  { name: OWNER_KEY, value: OWNER_VALUE },
+  { name: JOB_KEY, value: 'old-job' },
+  { name: SUBMITTER_KEY, value: owner },
+];
 
 beforeAll(async () => {
   azurite = await startAzurite();
@@ -42,8 +46,14 @@ async function bobsJobOn(id: string, poolId: string, poolAccess?: 'admin'): Prom
 
 async function addPool(id: string, meta?: { name: string; value: string }[]): Promise<void> {
   await sdkClient(emu).pool.add({
-    id, vmSize: 'Standard_D2s_v5', targetDedicatedNodes: 0, enableInterNodeCommunication: true,
-    virtualMachineConfiguration: { imageReference: { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204', version: 'latest' }, nodeAgentSKUId: 'batch.node.ubuntu 22.04' },
+    id,
+    vmSize: 'Standard_D2s_v5',
+    targetDedicatedNodes: 0,
+    enableInterNodeCommunication: true,
+    virtualMachineConfiguration: {
+      imageReference: { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204', version: 'latest' },
+      nodeAgentSKUId: 'batch.node.ubuntu 22.04',
+    },
     ...(meta ? { metadata: meta } : {}),
   });
 }
@@ -51,12 +61,15 @@ async function addPool(id: string, meta?: { name: string; value: string }[]): Pr
 const batchJobsOn = async (poolId: string) => (await sdkClient(emu).job.list()).filter((j) => j.poolInfo?.poolId === poolId).map((j) => j.id);
 
 describe('the pipeline judges a reused pool again', () => {
-  it('poolInspect with the job: allowed while the pool is bob\'s, refused once it is alice\'s (same sentence as the door)', async () => {
+  it("poolInspect with the job: allowed while the pool is bob's, refused once it is alice's (same sentence as the door)", async () => {
     await addPool('gate-1', metadata(BOB));
     await bobsJobOn('gate-job-1', 'gate-1');
     expect((await poolInspect({ poolId: 'gate-1', jobId: 'gate-job-1' })).access).toEqual({ allowed: true });
     await sdkClient(emu).pool.patch('gate-1', { metadata: metadata(ALICE) });
-    expect((await poolInspect({ poolId: 'gate-1', jobId: 'gate-job-1' })).access).toEqual({ allowed: false, reason: expect.stringMatching(/^pool gate-1 is not one you may use/) });
+    expect((await poolInspect({ poolId: 'gate-1', jobId: 'gate-job-1' })).access).toEqual({
+      allowed: false,
+      reason: expect.stringMatching(/^pool gate-1 is not one you may use/),
+    });
     // Without a job (the reads the orchestrator made before owners): no verdict.
     expect((await poolInspect({ poolId: 'gate-1' })).access).toBeUndefined();
   });
@@ -64,11 +77,13 @@ describe('the pipeline judges a reused pool again', () => {
   it('batchJobCreate refuses to place the job on a pool that changed hands, and creates no Batch job there', async () => {
     await addPool('gate-2', metadata(ALICE));
     await bobsJobOn('gate-job-2', 'gate-2');
-    await expect(batchJobCreate({ jobId: 'gate-job-2', batchJobId: 'hpc-gate-job-2', poolId: 'gate-2', releaseCommandLine: '/bin/true' })).rejects.toMatchObject({ name: 'PoolNotYours' });
+    await expect(
+      batchJobCreate({ jobId: 'gate-job-2', batchJobId: 'hpc-gate-job-2', poolId: 'gate-2', releaseCommandLine: '/bin/true' }),
+    ).rejects.toMatchObject({ name: 'PoolNotYours' });
     expect(await batchJobsOn('gate-2')).toEqual([]);
   });
 
-  it('a shared pool, a pool without a recorded submitter, and an admin\'s recorded right', async () => {
+  it("a shared pool, a pool without a recorded submitter, and an admin's recorded right", async () => {
     await addPool('gate-shared');
     await bobsJobOn('gate-job-3', 'gate-shared');
     expect((await poolInspect({ poolId: 'gate-shared', jobId: 'gate-job-3' })).access).toEqual({ allowed: true });
@@ -78,6 +93,8 @@ describe('the pipeline judges a reused pool again', () => {
     expect((await poolInspect({ poolId: 'gate-bare', jobId: 'gate-job-4' })).access).toMatchObject({ allowed: false });
     await bobsJobOn('gate-job-5', 'gate-bare', 'admin');
     expect((await poolInspect({ poolId: 'gate-bare', jobId: 'gate-job-5' })).access).toEqual({ allowed: true });
-    expect(await batchJobCreate({ jobId: 'gate-job-5', batchJobId: 'hpc-gate-job-5', poolId: 'gate-bare', releaseCommandLine: '/bin/true' })).toBe('hpc-gate-job-5');
+    expect(await batchJobCreate({ jobId: 'gate-job-5', batchJobId: 'hpc-gate-job-5', poolId: 'gate-bare', releaseCommandLine: '/bin/true' })).toBe(
+      'hpc-gate-job-5',
+    );
   });
 });

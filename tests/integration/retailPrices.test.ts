@@ -28,7 +28,14 @@ afterAll(async () => {
 async function service(now: () => Date, maxAgeHours = 48) {
   const store = PriceStore.fromConnectionString(azurite.connectionString(), `NodePrices${process.pid}x${++tables}`);
   await store.ensureTable();
-  const svc = priceService({ region: 'eastus', table: DEFAULT_PRICE_TABLE, maxAgeMs: maxAgeHours * 3_600_000, store, fetchPrices: (r, s) => fetchNodePrices(api.url, r, s), now });
+  const svc = priceService({
+    region: 'eastus',
+    table: DEFAULT_PRICE_TABLE,
+    maxAgeMs: maxAgeHours * 3_600_000,
+    store,
+    fetchPrices: (r, s) => fetchNodePrices(api.url, r, s),
+    now,
+  });
   return { store, svc };
 }
 

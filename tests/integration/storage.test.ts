@@ -25,7 +25,10 @@ afterAll(async () => azurite?.stop());
 describe('storage adapter against Azurite', () => {
   it('lists only the blobs under the prefix with exact sizes', async () => {
     const listed = await listInputBlobs(input, 'inputs', 'run/');
-    expect(listed.map((b) => [b.name, b.size])).toEqual([['run/a.bin', 10 * 1024 * 1024 + 123], ['run/b.bin', 3000]]);
+    expect(listed.map((b) => [b.name, b.size])).toEqual([
+      ['run/a.bin', 10 * 1024 * 1024 + 123],
+      ['run/b.bin', 3000],
+    ]);
     expect(listed.every((b) => b.account === 'devstoreaccount1' && b.etag)).toBe(true);
   });
 

@@ -14,19 +14,34 @@ import { loadConfig } from '../../shared/adapters/config';
 import { BatchRequestLog, appJobStore, batchClient, durableInstanceUrl, smallSpec, sweepDeps } from './helpers';
 
 const POLL_MAX_MS = 2_000;
-const IMAGE = { imageReference: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts', version: 'latest' }, nodeAgentSKUId: 'batch.node.ubuntu 22.04' };
+const IMAGE = {
+  imageReference: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts', version: 'latest' },
+  nodeAgentSKUId: 'batch.node.ubuntu 22.04',
+};
 const requests = new BatchRequestLog();
 let stack: Stack;
 
 beforeAll(async () => {
   const logs = path.join(REPO_ROOT, 'test-artifacts');
   mkdirSync(logs, { recursive: true });
-  stack = await startStack({ port: 0, demoImageFillerBytes: 0, logDestination: path.join(logs, 'ops-cost-host.log'), batch: { onExchange: requests.onExchange },
+  stack = await startStack({
+    port: 0,
+    demoImageFillerBytes: 0,
+    logDestination: path.join(logs, 'ops-cost-host.log'),
+    batch: { onExchange: requests.onExchange },
     // The pool made below stands for one the deployment shares (pools have owners: a submitter may not name another's).
-    env: { SHARED_POOLS: 'ops-shared-pool' } });
+    env: { SHARED_POOLS: 'ops-shared-pool' },
+  });
   // A long-lived pool the control plane did not create (no owner tag), as a reused pool is in practice: made now,
   // long ready when the reuse test runs (MPI launched onto nodes that became idle a moment before failed with 213 twice in five runs).
-  await batchClient(stack).pool.add({ id: 'ops-shared-pool', vmSize: 'Standard_D8s_v5', virtualMachineConfiguration: IMAGE, targetDedicatedNodes: 2, enableInterNodeCommunication: true, taskSlotsPerNode: 1 });
+  await batchClient(stack).pool.add({
+    id: 'ops-shared-pool',
+    vmSize: 'Standard_D8s_v5',
+    virtualMachineConfiguration: IMAGE,
+    targetDedicatedNodes: 2,
+    enableInterNodeCommunication: true,
+    taskSlotsPerNode: 1,
+  });
 }, 120_000);
 afterAll(async () => stack?.stop(), 60_000);
 
@@ -79,13 +94,18 @@ describe('cost, budget and idle time', () => {
 
     // Idle: the MPI task's end (Batch's endTime) to the pool deletion request.
     const idleMs = del!.at - Date.parse(v.result!.mpi!.endTime!);
-    console.log(`ops figures: node-minutes ${cost.nodeMinutes.dedicated} vs measured ${measured.toFixed(3)}; idle (MPI end → pool delete request) ${idleMs} ms; poll max ${POLL_MAX_MS} ms`);
+    console.log(
+      `ops figures: node-minutes ${cost.nodeMinutes.dedicated} vs measured ${measured.toFixed(3)}; idle (MPI end → pool delete request) ${idleMs} ms; poll max ${POLL_MAX_MS} ms`,
+    );
     // The bound (at most one polling interval) is a speed figure: `npm run bench -- pipeline` measures it, and the
     // polling schedule that gives it is pinned down deterministically by tests/orchestrations/mpiJob.replay.test.ts.
     // Here only its sign: the deletion request follows the task's end.
     expect(idleMs).toBeGreaterThanOrEqual(0);
 
-    const usage = (await (await fetch(`${stack.baseUrl}/api/usage?tag=team=ops-cost`, operator())).json()) as { perTag: Record<string, { jobs: number; nodeMinutes: number; estimatedCost: number }>; perDay: Record<string, unknown> };
+    const usage = (await (await fetch(`${stack.baseUrl}/api/usage?tag=team=ops-cost`, operator())).json()) as {
+      perTag: Record<string, { jobs: number; nodeMinutes: number; estimatedCost: number }>;
+      perDay: Record<string, unknown>;
+    };
     expect(usage.perTag['team=ops-cost']).toEqual({ jobs: 1, nodeMinutes: cost.nodeMinutes.total, estimatedCost: cost.estimatedCost, unpriced: 0 });
     expect(Object.keys(usage.perDay)).toEqual([cost.releasedAt.slice(0, 10)]);
   }, 180_000);
@@ -106,14 +126,21 @@ describe('sweep on the stack', () => {
     const batch = batchClient(stack);
     // The reused pool (made in beforeAll) is used by a job; a leaked pool we own belongs to an unknown job.
     await batch.pool.add({
-      id: 'ops-leaked-pool', vmSize: 'Standard_D8s_v5', virtualMachineConfiguration: IMAGE, targetDedicatedNodes: 0,
-      metadata: [{ name: 'hpc-cp-owner', value: 'hpc-mpi-control-plane' }, { name: 'hpc-cp-job', value: 'ops-ghost' }],
+      id: 'ops-leaked-pool',
+      vmSize: 'Standard_D8s_v5',
+      virtualMachineConfiguration: IMAGE,
+      targetDedicatedNodes: 0,
+      metadata: [
+        { name: 'hpc-cp-owner', value: 'hpc-mpi-control-plane' },
+        { name: 'hpc-cp-job', value: 'ops-ghost' },
+      ],
     });
 
     await sharedPoolIdle();
     const id = await submitSpec(stack, smallSpec('ops-reuse', { command: 'hostname', pool: { poolId: 'ops-shared-pool', nodes: 2 } }));
     const done = await watchJob(stack, id, 150_000);
-    if (done.state !== 'Succeeded') throw new Error(`ops-reuse ended ${done.state}: ${JSON.stringify({ error: done.error, logs: done.result?.logs, timeline: done.timeline })}`);
+    if (done.state !== 'Succeeded')
+      throw new Error(`ops-reuse ended ${done.state}: ${JSON.stringify({ error: done.error, logs: done.result?.logs, timeline: done.timeline })}`);
 
     await new Promise((r) => setTimeout(r, 1_500)); // past the grace below
     const settings = { stallLimitMs: 10 * 60_000, graceMs: 1_000, stagingRetentionMs: 60 * 60_000 };
@@ -140,13 +167,22 @@ describe('sweep on the stack', () => {
     stack.batch.setFaults({ releaseTaskFailure: { count: 1, poolId: 'ops-shared-pool' } });
     try {
       await sharedPoolIdle();
-      const id = await submitSpec(stack, smallSpec('ops-reuse-docker', {
-        command: 'hostname', pool: { poolId: 'ops-shared-pool', nodes: 2 },
-        container: { runtime: 'docker', images: [`${stack.registry.host}/hpc/mpi-demo:1.0`] },
-      }));
+      const id = await submitSpec(
+        stack,
+        smallSpec('ops-reuse-docker', {
+          command: 'hostname',
+          pool: { poolId: 'ops-shared-pool', nodes: 2 },
+          container: { runtime: 'docker', images: [`${stack.registry.host}/hpc/mpi-demo:1.0`] },
+        }),
+      );
       const done = await watchJob(stack, id, 150_000);
-      if (done.state !== 'Succeeded') throw new Error(`ops-reuse-docker ended ${done.state}: ${JSON.stringify({ error: done.error, timeline: done.timeline })}`);
-      const holders = () => stack.batch.nodes('ops-shared-pool').filter((n) => existsSync(path.join(n.rootDir, 'containers', `mpijob-${id}`))).map((n) => n.id);
+      if (done.state !== 'Succeeded')
+        throw new Error(`ops-reuse-docker ended ${done.state}: ${JSON.stringify({ error: done.error, timeline: done.timeline })}`);
+      const holders = () =>
+        stack.batch
+          .nodes('ops-shared-pool')
+          .filter((n) => existsSync(path.join(n.rootDir, 'containers', `mpijob-${id}`)))
+          .map((n) => n.id);
       for (let i = 0; i < 60 && (await batch.job.get(done.batchJobId!)).state !== 'completed'; i++) await new Promise((r) => setTimeout(r, 250));
       const left = holders();
       expect(left).toHaveLength(1); // the node whose release task failed; the other node's release task removed its container
@@ -155,7 +191,9 @@ describe('sweep on the stack', () => {
       const first = await runSweep(sweepDeps(stack, settings));
       expect(first.actions.filter((a) => !a.ok)).toEqual([]);
       const clean = first.actions.filter((a) => a.kind === 'cleanContainers');
-      expect(clean).toEqual([expect.objectContaining({ rule: 'leftoverContainers', jobId: id, poolId: 'ops-shared-pool', tasks: [expect.objectContaining({ nodeId: left[0] })] })]);
+      expect(clean).toEqual([
+        expect.objectContaining({ rule: 'leftoverContainers', jobId: id, poolId: 'ops-shared-pool', tasks: [expect.objectContaining({ nodeId: left[0] })] }),
+      ]);
       const cleanupJobId = (clean[0] as { cleanupJobId: string }).cleanupJobId;
       for (let i = 0; ; i++) {
         const tasks = [];
@@ -181,7 +219,10 @@ describe('sweep on the stack', () => {
       const row = await appJobStore(loadConfig(stack.settings)).get(id);
       expect(row?.containersCheckedAt).toEqual(expect.any(String));
       const notes = (await view(id)).timeline!.filter((e) => e.kind === 'note' && e.reason.startsWith('sweep leftoverContainers:')).map((e) => e.reason);
-      expect(notes).toEqual([expect.stringContaining(`on ${left[0]} added to ${cleanupJobId}`), expect.stringContaining('no container of the job is left on its nodes')]);
+      expect(notes).toEqual([
+        expect.stringContaining(`on ${left[0]} added to ${cleanupJobId}`),
+        expect.stringContaining('no container of the job is left on its nodes'),
+      ]);
       expect((await batch.pool.exists('ops-shared-pool')).body).toBe(true);
     } finally {
       stack.batch.setFaults({ releaseTaskFailure: undefined });

@@ -12,7 +12,18 @@ import type { OrchestrationControl, SweepDeps } from '../../shared/adapters/ops/
 import type { SweepSettings } from '../../shared/core/ops/sweepRules';
 
 /** A native Open MPI job with no input data: the MPI program is a shell command. */
-export function smallSpec(id: string, opts: { nodes?: number; command: string; limits?: Record<string, unknown>; pool?: Record<string, unknown>; tags?: Record<string, string>; data?: unknown; container?: Record<string, unknown> }): string {
+export function smallSpec(
+  id: string,
+  opts: {
+    nodes?: number;
+    command: string;
+    limits?: Record<string, unknown>;
+    pool?: Record<string, unknown>;
+    tags?: Record<string, string>;
+    data?: unknown;
+    container?: Record<string, unknown>;
+  },
+): string {
   return stringify({
     id,
     name: id,
@@ -36,7 +47,9 @@ export function batchClient(stack: Stack): BatchServiceClient {
  */
 export function appJobStore(cfg: AppConfig): JobStore {
   const host = cfg.hostStorage;
-  return host.kind === 'connectionString' ? JobStore.fromConnectionString(host.connectionString) : JobStore.fromTableEndpoint(host.tableEndpoint, new DefaultAzureCredential());
+  return host.kind === 'connectionString'
+    ? JobStore.fromConnectionString(host.connectionString)
+    : JobStore.fromTableEndpoint(host.tableEndpoint, new DefaultAzureCredential());
 }
 
 /** The Durable management API URL of an instance (`op`: "/terminate"...) on the stack's host, with the webhook's system key. */
@@ -59,7 +72,9 @@ export function httpDurableControl(stack: Pick<Stack, 'baseUrl' | 'host'>): Orch
       if (!res.ok) throw new Error(`durable status of ${id}: ${res.status} ${await res.text()}`);
       const s = (await res.json()) as { runtimeStatus: string; lastUpdatedTime: string; customStatus?: { updatedAt?: string }; output?: unknown };
       return {
-        runtimeStatus: s.runtimeStatus, lastUpdatedTime: s.lastUpdatedTime, progressAt: s.customStatus?.updatedAt,
+        runtimeStatus: s.runtimeStatus,
+        lastUpdatedTime: s.lastUpdatedTime,
+        progressAt: s.customStatus?.updatedAt,
         terminationReason: s.runtimeStatus === 'Terminated' && typeof s.output === 'string' ? s.output : undefined,
       };
     },

@@ -1,17 +1,30 @@
 /** The container rule (shared/core/ops/leftoverContainers), pure: scenarios, then a property over whole cleanups. */
 import fc from 'fast-check';
 import {
-  MAX_CLEANUP_ATTEMPTS, NODE_WAIT_LIMIT_MS, cleanupJobIdFor, cleanupTaskIdFor, planContainerCleanup, suspectNodes,
-  type ObservedCleanupTask, type ObservedContainerJob,
+  MAX_CLEANUP_ATTEMPTS,
+  NODE_WAIT_LIMIT_MS,
+  cleanupJobIdFor,
+  cleanupTaskIdFor,
+  planContainerCleanup,
+  suspectNodes,
+  type ObservedCleanupTask,
+  type ObservedContainerJob,
 } from '../../shared/core/ops/leftoverContainers';
 import { planSweep } from '../../shared/core/ops/sweepRules';
 
 const NOW = Date.parse('2026-11-21T12:00:00Z');
 const nodes = (...ids: string[]) => ids.map((id) => ({ id, state: 'idle', affinityId: `aff-${id}` }));
 const base: ObservedContainerJob = {
-  jobId: 'cfd-1', endedAt: '2026-11-21T11:50:00Z', poolId: 'shared', containers: ['mpijob-cfd-1'],
-  batchJobId: 'hpc-cfd-1', batchJobState: 'completed',
-  release: [{ nodeId: 'n1', state: 'completed', exitCode: 0 }, { nodeId: 'n2', state: 'completed', exitCode: 1 }],
+  jobId: 'cfd-1',
+  endedAt: '2026-11-21T11:50:00Z',
+  poolId: 'shared',
+  containers: ['mpijob-cfd-1'],
+  batchJobId: 'hpc-cfd-1',
+  batchJobState: 'completed',
+  release: [
+    { nodeId: 'n1', state: 'completed', exitCode: 0 },
+    { nodeId: 'n2', state: 'completed', exitCode: 1 },
+  ],
   poolNodes: nodes('n1', 'n2', 'n3'),
 };
 
@@ -33,8 +46,13 @@ describe('which nodes may still hold the containers', () => {
 describe('planContainerCleanup', () => {
   it('adds one pinned cleanup task per suspect node, in a housekeeping job', () => {
     expect(planContainerCleanup(base, NOW)).toEqual({
-      kind: 'cleanContainers', jobId: 'cfd-1', poolId: 'shared', cleanupJobId: cleanupJobIdFor('cfd-1'), containers: ['mpijob-cfd-1'],
-      tasks: [{ taskId: cleanupTaskIdFor('n2', 1), nodeId: 'n2', affinityId: 'aff-n2' }], reason: expect.stringContaining('n2'),
+      kind: 'cleanContainers',
+      jobId: 'cfd-1',
+      poolId: 'shared',
+      cleanupJobId: cleanupJobIdFor('cfd-1'),
+      containers: ['mpijob-cfd-1'],
+      tasks: [{ taskId: cleanupTaskIdFor('n2', 1), nodeId: 'n2', affinityId: 'aff-n2' }],
+      reason: expect.stringContaining('n2'),
     });
   });
 
@@ -43,7 +61,10 @@ describe('planContainerCleanup', () => {
     const id = cleanupTaskIdFor('n2', 1);
     expect(planContainerCleanup(cleanup([{ taskId: id, state: 'running', nodeId: 'n2' }]), NOW)).toBeUndefined();
     expect(planContainerCleanup(cleanup([{ taskId: id, state: 'completed', exitCode: 0, nodeId: 'n2' }]), NOW)).toEqual({
-      kind: 'finishContainerCleanup', jobId: 'cfd-1', cleanupJobId: 'hpccmi-cfd-1', reason: expect.stringContaining('removed by cleanup tasks on n2'),
+      kind: 'finishContainerCleanup',
+      jobId: 'cfd-1',
+      cleanupJobId: 'hpccmi-cfd-1',
+      reason: expect.stringContaining('removed by cleanup tasks on n2'),
     });
   });
 
@@ -53,26 +74,48 @@ describe('planContainerCleanup', () => {
     expect(withTasks([t(1, 1)])).toMatchObject({ kind: 'cleanContainers', tasks: [{ taskId: cleanupTaskIdFor('n2', 2), nodeId: 'n2' }] });
     expect(withTasks([t(1, 0, 'n3')])).toMatchObject({ kind: 'cleanContainers', tasks: [{ taskId: cleanupTaskIdFor('n2', 2) }] });
     const attempts = Array.from({ length: MAX_CLEANUP_ATTEMPTS }, (_, i) => t(i + 1, 1));
-    expect(withTasks(attempts)).toMatchObject({ kind: 'finishContainerCleanup', reason: expect.stringContaining(`gave up on n2 (${MAX_CLEANUP_ATTEMPTS} cleanup tasks failed)`) });
+    expect(withTasks(attempts)).toMatchObject({
+      kind: 'finishContainerCleanup',
+      reason: expect.stringContaining(`gave up on n2 (${MAX_CLEANUP_ATTEMPTS} cleanup tasks failed)`),
+    });
   });
 
   it('finishes at once when nothing is suspect, when the suspect nodes left the pool, or when the pool is gone', () => {
-    expect(planContainerCleanup({ ...base, release: [{ nodeId: 'n1', state: 'completed', exitCode: 0 }] }, NOW)).toMatchObject({ kind: 'finishContainerCleanup', reason: expect.stringContaining('removed its containers on every node') });
-    expect(planContainerCleanup({ ...base, poolNodes: nodes('n1', 'n3') }, NOW)).toMatchObject({ kind: 'finishContainerCleanup', reason: expect.stringContaining('(n2) have left the pool') });
-    expect(planContainerCleanup({ ...base, poolNodes: undefined }, NOW)).toMatchObject({ kind: 'finishContainerCleanup', reason: 'pool shared is gone, and its nodes with it' });
+    expect(planContainerCleanup({ ...base, release: [{ nodeId: 'n1', state: 'completed', exitCode: 0 }] }, NOW)).toMatchObject({
+      kind: 'finishContainerCleanup',
+      reason: expect.stringContaining('removed its containers on every node'),
+    });
+    expect(planContainerCleanup({ ...base, poolNodes: nodes('n1', 'n3') }, NOW)).toMatchObject({
+      kind: 'finishContainerCleanup',
+      reason: expect.stringContaining('(n2) have left the pool'),
+    });
+    expect(planContainerCleanup({ ...base, poolNodes: undefined }, NOW)).toMatchObject({
+      kind: 'finishContainerCleanup',
+      reason: 'pool shared is gone, and its nodes with it',
+    });
   });
 
   it('waits for a suspect node that cannot run tasks now, for a day after the job ended', () => {
     const offline = { ...base, poolNodes: [...nodes('n1', 'n3'), { id: 'n2', state: 'offline', affinityId: 'aff-n2' }] };
     expect(planContainerCleanup(offline, NOW)).toBeUndefined();
-    expect(planContainerCleanup(offline, Date.parse(base.endedAt) + NODE_WAIT_LIMIT_MS + 1)).toMatchObject({ kind: 'finishContainerCleanup', reason: expect.stringContaining('gave up on n2 (offline') });
+    expect(planContainerCleanup(offline, Date.parse(base.endedAt) + NODE_WAIT_LIMIT_MS + 1)).toMatchObject({
+      kind: 'finishContainerCleanup',
+      reason: expect.stringContaining('gave up on n2 (offline'),
+    });
   });
 
   it('keeps each housekeeping job id and task id within Batch limits', () => {
-    fc.assert(fc.property(fc.stringMatching(/^[a-z0-9][a-z0-9-]{0,63}$/), fc.string({ minLength: 1, maxLength: 80 }), fc.integer({ min: 1, max: 99 }), (jobId, nodeId, attempt) => {
-      expect(cleanupJobIdFor(jobId)).toMatch(/^[A-Za-z0-9_-]{1,64}$/);
-      expect(cleanupTaskIdFor(nodeId, attempt)).toMatch(/^[A-Za-z0-9_-]{1,64}$/);
-    }));
+    fc.assert(
+      fc.property(
+        fc.stringMatching(/^[a-z0-9][a-z0-9-]{0,63}$/),
+        fc.string({ minLength: 1, maxLength: 80 }),
+        fc.integer({ min: 1, max: 99 }),
+        (jobId, nodeId, attempt) => {
+          expect(cleanupJobIdFor(jobId)).toMatch(/^[A-Za-z0-9_-]{1,64}$/);
+          expect(cleanupTaskIdFor(nodeId, attempt)).toMatch(/^[A-Za-z0-9_-]{1,64}$/);
+        },
+      ),
+    );
   });
 });
 
@@ -82,12 +125,17 @@ describe('a whole cleanup, sweep after sweep (property)', () => {
   it('ends within the attempt limit, and only when every suspect node still in the pool was cleaned or given up on', () => {
     fc.assert(
       fc.property(
-        fc.array(fc.record({ release: fc.constantFrom('ok', 'failed', 'none'), outcomes: fc.array(outcome, { minLength: 1, maxLength: 5 }), leaves: fc.boolean() }), { minLength: 1, maxLength: 6 }),
+        fc.array(
+          fc.record({ release: fc.constantFrom('ok', 'failed', 'none'), outcomes: fc.array(outcome, { minLength: 1, maxLength: 5 }), leaves: fc.boolean() }),
+          { minLength: 1, maxLength: 6 },
+        ),
         (spec) => {
           const ids = spec.map((_, i) => `node-${i}`);
           const job: ObservedContainerJob = {
             ...base,
-            release: spec.flatMap((n, i) => (n.release === 'none' ? [{ nodeId: ids[i] }] : [{ nodeId: ids[i], state: 'completed', exitCode: n.release === 'ok' ? 0 : 1 }])),
+            release: spec.flatMap((n, i) =>
+              n.release === 'none' ? [{ nodeId: ids[i] }] : [{ nodeId: ids[i], state: 'completed', exitCode: n.release === 'ok' ? 0 : 1 }],
+            ),
             poolNodes: nodes(...ids),
           };
           const suspects = spec.map((n, i) => (n.release === 'ok' ? undefined : ids[i])).filter((x): x is string => !!x);

@@ -44,17 +44,24 @@ describe('recovery at start', () => {
 
     // The grace stays at its default (10 minutes): only "first sweep since the host started" can re-drive it now.
     restarted = await startFunctionsHost({
-      appDir: REPO_ROOT, port: 0, storageConnectionString: stack.keyless ? undefined : stack.azurite.connectionString(), extensions: [createDurableExtension()],
+      appDir: REPO_ROOT,
+      port: 0,
+      storageConnectionString: stack.keyless ? undefined : stack.azurite.connectionString(),
+      extensions: [createDurableExtension()],
       identityEndpoint: stack.identity.appServiceIdentity,
       env: { ...stack.settings, SWEEP_SCHEDULE: '*/2 * * * * *' },
       logDestination: path.join(LOGS, 'ops-recovery-host2.log'),
     });
     const current = { ...stack, host: restarted, baseUrl: restarted.baseUrl };
 
-    const ended = await until('the re-driven job to end', async () => {
-      const v = await getJobView(current, id, asOperator(current));
-      return ['Succeeded', 'Failed', 'Cancelled'].includes(v.state) ? v : undefined;
-    }, 150_000);
+    const ended = await until(
+      'the re-driven job to end',
+      async () => {
+        const v = await getJobView(current, id, asOperator(current));
+        return ['Succeeded', 'Failed', 'Cancelled'].includes(v.state) ? v : undefined;
+      },
+      150_000,
+    );
     const view = ended as typeof ended & { error?: unknown; timeline?: { kind: string; reason: string }[] };
     expect({ state: view.state, error: view.error }).toEqual({ state: 'Succeeded', error: undefined });
     const notes = (view.timeline ?? []).filter((e) => e.kind === 'note' && e.reason.startsWith('sweep lostStart')).map((e) => e.reason);

@@ -4,7 +4,14 @@
  * re-driven is failed with the reason; a job whose run exists is never re-driven.
  */
 import fc from 'fast-check';
-import { planSweep, shouldRedrive, type ObservedJobRow, type ObservedOrchestration, type SweepObservation, type SweepSettings } from '../../shared/core/ops/sweepRules';
+import {
+  planSweep,
+  shouldRedrive,
+  type ObservedJobRow,
+  type ObservedOrchestration,
+  type SweepObservation,
+  type SweepSettings,
+} from '../../shared/core/ops/sweepRules';
 import { JOB_STATES } from '../../shared/core/state/states';
 
 const S: SweepSettings = { stallLimitMs: 10 * 60_000, graceMs: 10 * 60_000, stagingRetentionMs: 60 * 60_000 };
@@ -26,7 +33,9 @@ describe('recovery: a lost orchestration start', () => {
 
   it('is re-driven at once on the first run after the host started', () => {
     const plan = planSweep(obs([submitted('a')]), { ...S, redriveAtOnce: true });
-    expect(plan).toEqual([{ kind: 'redriveJob', rule: 'lostStart', jobId: 'a', reason: expect.stringMatching(/start was lost.*first sweep since the host started/) }]);
+    expect(plan).toEqual([
+      { kind: 'redriveJob', rule: 'lostStart', jobId: 'a', reason: expect.stringMatching(/start was lost.*first sweep since the host started/) },
+    ]);
   });
 
   it('is re-driven, not failed, once past the grace on any run', () => {
@@ -40,7 +49,9 @@ describe('recovery: a lost orchestration start', () => {
 
   it('a Submitted row that cannot be re-driven (no valid spec) is failed past the grace, with the reason', () => {
     const plan = planSweep(obs([submitted('a', { redrivable: false, updatedAt: ago(11) })]), { ...S, redriveAtOnce: true });
-    expect(plan).toEqual([{ kind: 'failJob', rule: 'lostRun', jobId: 'a', reason: expect.stringMatching(/^lost: orchestration never started, and it cannot be started again/) }]);
+    expect(plan).toEqual([
+      { kind: 'failJob', rule: 'lostRun', jobId: 'a', reason: expect.stringMatching(/^lost: orchestration never started, and it cannot be started again/) },
+    ]);
   });
 
   it('a row whose run had begun and whose history is gone is failed, saying where it was', () => {
@@ -55,16 +66,23 @@ describe('recovery: a lost orchestration start', () => {
 
   it('never re-drives a job that has an instance (any status), is past Submitted, or asked to cancel', () => {
     const statuses = ['Pending', 'Running', 'Completed', 'Failed', 'Terminated', 'Suspended', 'ContinuedAsNew', 'whatever'];
-    fc.assert(fc.property(
-      fc.constantFrom(...JOB_STATES), fc.option(fc.constantFrom(...statuses), { nil: undefined }), fc.boolean(), fc.boolean(), fc.integer({ min: 0, max: 60 }), fc.boolean(),
-      (state, status, cancel, redrivable, ageMin, atOnce) => {
-        const row = submitted('a', { state, updatedAt: ago(ageMin), redrivable, ...(cancel ? { cancelRequestedAt: ago(0) } : {}) });
-        const orch = status ? { runtimeStatus: status, lastUpdatedTime: ago(ageMin) } : undefined;
-        const redriven = planSweep(obs([row], orch ? [['a', orch]] : []), { ...S, redriveAtOnce: atOnce }).some((a) => a.kind === 'redriveJob');
-        const expected = state === 'Submitted' && !orch && !cancel && redrivable && (atOnce || ageMin * 60_000 > S.graceMs);
-        expect(redriven).toBe(expected);
-        expect(shouldRedrive(row, orch, NOW_MS, { ...S, redriveAtOnce: atOnce })).toBe(expected);
-      },
-    ));
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...JOB_STATES),
+        fc.option(fc.constantFrom(...statuses), { nil: undefined }),
+        fc.boolean(),
+        fc.boolean(),
+        fc.integer({ min: 0, max: 60 }),
+        fc.boolean(),
+        (state, status, cancel, redrivable, ageMin, atOnce) => {
+          const row = submitted('a', { state, updatedAt: ago(ageMin), redrivable, ...(cancel ? { cancelRequestedAt: ago(0) } : {}) });
+          const orch = status ? { runtimeStatus: status, lastUpdatedTime: ago(ageMin) } : undefined;
+          const redriven = planSweep(obs([row], orch ? [['a', orch]] : []), { ...S, redriveAtOnce: atOnce }).some((a) => a.kind === 'redriveJob');
+          const expected = state === 'Submitted' && !orch && !cancel && redrivable && (atOnce || ageMin * 60_000 > S.graceMs);
+          expect(redriven).toBe(expected);
+          expect(shouldRedrive(row, orch, NOW_MS, { ...S, redriveAtOnce: atOnce })).toBe(expected);
+        },
+      ),
+    );
   });
 });

@@ -31,16 +31,24 @@ const noOrchestrations: OrchestrationControl = {
 /** A Batch account nobody answers at (a closed port), one attempt. */
 function unreachable(): BatchContext {
   const cfg = loadConfig({
-    BATCH_ACCOUNT_URL: 'http://127.0.0.1:9', BATCH_ACCOUNT_NAME: 'gone', BATCH_ACCOUNT_KEY: Buffer.from('k').toString('base64'),
-    AzureWebJobsStorage: 'UseDevelopmentStorage=true', STAGING_ACCOUNTS: 'devstoreaccount1',
+    BATCH_ACCOUNT_URL: 'http://127.0.0.1:9',
+    BATCH_ACCOUNT_NAME: 'gone',
+    BATCH_ACCOUNT_KEY: Buffer.from('k').toString('base64'),
+    AzureWebJobsStorage: 'UseDevelopmentStorage=true',
+    STAGING_ACCOUNTS: 'devstoreaccount1',
   });
   return createBatchContext(cfg, { policy: { maxAttempts: 1, initialMs: 10, maxMs: 10, multiplier: 1, jitter: 0 } });
 }
 
 async function ownedPool(ctx: BatchContext, poolId: string, jobId: string): Promise<void> {
   await ctx.client.pool.add({
-    id: poolId, vmSize: 'Standard_D2s_v5', targetDedicatedNodes: 0,
-    virtualMachineConfiguration: { imageReference: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts', version: 'latest' }, nodeAgentSKUId: 'batch.node.ubuntu 22.04' },
+    id: poolId,
+    vmSize: 'Standard_D2s_v5',
+    targetDedicatedNodes: 0,
+    virtualMachineConfiguration: {
+      imageReference: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts', version: 'latest' },
+      nodeAgentSKUId: 'batch.node.ubuntu 22.04',
+    },
     metadata: poolOwnershipMetadata(jobId, 'tid/alice'),
   });
 }
@@ -55,7 +63,13 @@ async function poolState(ctx: BatchContext, poolId: string): Promise<string | un
 
 function deps(otherAccounts: SweepDeps['otherAccounts']): SweepDeps {
   return {
-    batch: homeCtx, homeAccount: home.accountName, otherAccounts, store, orchestrations: noOrchestrations, stagingAccounts: [], hostBlobs,
+    batch: homeCtx,
+    homeAccount: home.accountName,
+    otherAccounts,
+    store,
+    orchestrations: noOrchestrations,
+    stagingAccounts: [],
+    hostBlobs,
     // No grace: a pool of an unknown job is a leak at once.
     settings: { stallLimitMs: 600_000, graceMs: 0, stagingRetentionMs: 3_600_000 },
   };
@@ -83,7 +97,12 @@ describe('the sweep walks every Batch account', () => {
   it('deletes a leftover pool in the second account, and reports an unreachable account without stopping', async () => {
     await ownedPool(homeCtx, 'hpc-ghost-home', 'ghost-home');
     await ownedPool(secondCtx, 'hpc-ghost-second', 'ghost-second');
-    const report = await runSweep(deps([{ name: 'gone', batch: unreachable() }, { name: second.accountName, batch: secondCtx }]));
+    const report = await runSweep(
+      deps([
+        { name: 'gone', batch: unreachable() },
+        { name: second.accountName, batch: secondCtx },
+      ]),
+    );
     expect(report.ran).toBe(true);
     expect(report.accounts).toEqual([
       { name: home.accountName, listed: true },
@@ -92,10 +111,12 @@ describe('the sweep walks every Batch account', () => {
     ]);
     expect(report.skipped).toEqual([expect.objectContaining({ step: expect.stringContaining('Batch account gone') })]);
     const deletions = report.actions.filter((a) => a.kind === 'deletePool');
-    expect(deletions).toEqual(expect.arrayContaining([
-      expect.objectContaining({ poolId: 'hpc-ghost-home', ok: true }),
-      expect.objectContaining({ poolId: 'hpc-ghost-second', account: second.accountName, ok: true }),
-    ]));
+    expect(deletions).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ poolId: 'hpc-ghost-home', ok: true }),
+        expect.objectContaining({ poolId: 'hpc-ghost-second', account: second.accountName, ok: true }),
+      ]),
+    );
     expect(deletions.find((a) => a.poolId === 'hpc-ghost-home')).not.toHaveProperty('account');
     expect(await poolState(secondCtx, 'hpc-ghost-second')).not.toBe('active');
     expect(await poolState(homeCtx, 'hpc-ghost-home')).not.toBe('active');

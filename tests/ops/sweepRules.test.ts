@@ -1,7 +1,14 @@
 import fc from 'fast-check';
 import {
-  isLostRun, isStalled, planSweep, summarise,
-  type ObservedJobRow, type ObservedOrchestration, type SweepObservation, type SweepSettings, type SweepAction,
+  isLostRun,
+  isStalled,
+  planSweep,
+  summarise,
+  type ObservedJobRow,
+  type ObservedOrchestration,
+  type SweepObservation,
+  type SweepSettings,
+  type SweepAction,
 } from '../../shared/core/ops/sweepRules';
 import { JOB_STATES, isTerminal } from '../../shared/core/state/states';
 
@@ -61,8 +68,14 @@ describe('sweep rules', () => {
 
   it('deletes the pool of a finished job unless the job keeps it, and the pool of an unknown job after grace', () => {
     const o = obs({
-      jobs: new Map([['done', job('done', { state: 'Succeeded' })], ['kept', job('kept', { state: 'Failed', keepsPool: true })]]),
-      orchestrations: new Map([['done', { runtimeStatus: 'Completed', lastUpdatedTime: ago(5) }], ['kept', { runtimeStatus: 'Completed', lastUpdatedTime: ago(5) }]]),
+      jobs: new Map([
+        ['done', job('done', { state: 'Succeeded' })],
+        ['kept', job('kept', { state: 'Failed', keepsPool: true })],
+      ]),
+      orchestrations: new Map([
+        ['done', { runtimeStatus: 'Completed', lastUpdatedTime: ago(5) }],
+        ['kept', { runtimeStatus: 'Completed', lastUpdatedTime: ago(5) }],
+      ]),
       pools: [
         { poolId: 'p-done', jobId: 'done', state: 'active' },
         { poolId: 'p-kept', jobId: 'kept', state: 'active' },
@@ -71,7 +84,11 @@ describe('sweep rules', () => {
         { poolId: 'p-going', jobId: 'done', state: 'deleting' },
       ],
     });
-    expect(planSweep(o, S).filter((a) => a.kind === 'deletePool').map((a) => (a as { poolId: string }).poolId)).toEqual(['p-done', 'p-unknown-old']);
+    expect(
+      planSweep(o, S)
+        .filter((a) => a.kind === 'deletePool')
+        .map((a) => (a as { poolId: string }).poolId),
+    ).toEqual(['p-done', 'p-unknown-old']);
   });
 
   it('deletes a pool past its wall-clock limit plus grace', () => {
@@ -83,7 +100,7 @@ describe('sweep rules', () => {
     expect(planSweep(o, S).map((a) => a.kind)).toEqual(['deletePool']);
   });
 
-  it('counts the wall-clock limit from the pool\'s creation: time the job waited in the queue does not count', () => {
+  it("counts the wall-clock limit from the pool's creation: time the job waited in the queue does not count", () => {
     const o = obs({
       jobs: new Map([['a', job('a', { createdAt: ago(300), wallClockLimitMs: 60 * 60_000 })]]),
       orchestrations: new Map([['a', running(1)]]),
@@ -94,7 +111,7 @@ describe('sweep rules', () => {
     expect(planSweep(late, S).map((a) => a.kind)).toEqual(['deletePool']);
   });
 
-  it('never takes an array\'s own row (it has no orchestration) for a lost run', () => {
+  it("never takes an array's own row (it has no orchestration) for a lost run", () => {
     const o = obs({ jobs: new Map([['arr', job('arr', { state: 'Running', createdAt: ago(300), updatedAt: ago(300), isArray: true })]]) });
     expect(planSweep(o, S)).toEqual([]);
     const plain = obs({ jobs: new Map([['arr', job('arr', { state: 'Running', createdAt: ago(300), updatedAt: ago(300) })]]) });
@@ -103,17 +120,26 @@ describe('sweep rules', () => {
 
   it('terminates an active Batch job whose orchestration ended; staging is kept until retention', () => {
     const o = obs({
-      jobs: new Map([['a', job('a', { state: 'Failed', updatedAt: ago(30) })], ['b', job('b', { state: 'Succeeded', updatedAt: ago(90) })]]),
+      jobs: new Map([
+        ['a', job('a', { state: 'Failed', updatedAt: ago(30) })],
+        ['b', job('b', { state: 'Succeeded', updatedAt: ago(90) })],
+      ]),
       orchestrations: new Map([['a', { runtimeStatus: 'Failed', lastUpdatedTime: ago(30) }]]),
-      batchJobs: [{ batchJobId: 'b-a', jobId: 'a', state: 'active' }, { batchJobId: 'b-b', jobId: 'b', state: 'completed' }],
+      batchJobs: [
+        { batchJobId: 'b-a', jobId: 'a', state: 'active' },
+        { batchJobId: 'b-b', jobId: 'b', state: 'completed' },
+      ],
       staging: [
         { account: 's1', container: 'stg-a', lastModified: ago(30), jobId: 'a' },
         { account: 's1', container: 'stg-b', lastModified: ago(90), jobId: 'b' },
         { account: 's2', container: 'stg-x', lastModified: ago(61) },
       ],
     });
-    expect(planSweep(o, S).map((a) => `${a.kind}:${'batchJobId' in a ? a.batchJobId : 'container' in a ? a.container : ''}`))
-      .toEqual(['terminateBatchJob:b-a', 'deleteStaging:stg-b', 'deleteStaging:stg-x']);
+    expect(planSweep(o, S).map((a) => `${a.kind}:${'batchJobId' in a ? a.batchJobId : 'container' in a ? a.container : ''}`)).toEqual([
+      'terminateBatchJob:b-a',
+      'deleteStaging:stg-b',
+      'deleteStaging:stg-x',
+    ]);
   });
 
   it('purges finished jobs past the retention only when they own nothing and retention is on', () => {
@@ -124,7 +150,10 @@ describe('sweep rules', () => {
         ['young', job('young', { state: 'Succeeded', updatedAt: ago(100) })],
         ['running', job('running', { updatedAt: ago(200) })],
       ]),
-      orchestrations: new Map([['old', { runtimeStatus: 'Completed', lastUpdatedTime: ago(130) }], ['running', running(1)]]),
+      orchestrations: new Map([
+        ['old', { runtimeStatus: 'Completed', lastUpdatedTime: ago(130) }],
+        ['running', running(1)],
+      ]),
       pools: [{ poolId: 'kept', jobId: 'old-with-pool', state: 'active' }],
     });
     expect(planSweep(o, S)).toEqual([]);
@@ -132,11 +161,13 @@ describe('sweep rules', () => {
   });
 
   it('summarises counts per rule and action', () => {
-    expect(summarise([
-      { kind: 'deletePool', rule: 'leakedPool', jobId: 'a', poolId: 'p', reason: '' },
-      { kind: 'deletePool', rule: 'leakedPool', jobId: 'b', poolId: 'q', reason: '' },
-      { kind: 'failJob', rule: 'lostRun', jobId: 'c', reason: '' },
-    ])).toEqual({ 'leakedPool.deletePool': 2, 'lostRun.failJob': 1 });
+    expect(
+      summarise([
+        { kind: 'deletePool', rule: 'leakedPool', jobId: 'a', poolId: 'p', reason: '' },
+        { kind: 'deletePool', rule: 'leakedPool', jobId: 'b', poolId: 'q', reason: '' },
+        { kind: 'failJob', rule: 'lostRun', jobId: 'c', reason: '' },
+      ]),
+    ).toEqual({ 'leakedPool.deletePool': 2, 'lostRun.failJob': 1 });
   });
 });
 
@@ -144,8 +175,24 @@ describe('sweep rules', () => {
 const minutes = fc.integer({ min: 0, max: 300 });
 const jobIds = fc.constantFrom('a', 'b', 'c', 'd', 'e');
 const world = fc.record({
-  jobs: fc.array(fc.record({ id: jobIds, state: fc.constantFrom(...JOB_STATES), created: minutes, updated: minutes, keepsPool: fc.boolean(), wall: fc.option(fc.integer({ min: 1, max: 200 })) })),
-  orchs: fc.array(fc.record({ id: jobIds, status: fc.constantFrom('Running', 'Pending', 'Completed', 'Failed', 'Terminated'), updated: minutes, progress: fc.option(minutes) })),
+  jobs: fc.array(
+    fc.record({
+      id: jobIds,
+      state: fc.constantFrom(...JOB_STATES),
+      created: minutes,
+      updated: minutes,
+      keepsPool: fc.boolean(),
+      wall: fc.option(fc.integer({ min: 1, max: 200 })),
+    }),
+  ),
+  orchs: fc.array(
+    fc.record({
+      id: jobIds,
+      status: fc.constantFrom('Running', 'Pending', 'Completed', 'Failed', 'Terminated'),
+      updated: minutes,
+      progress: fc.option(minutes),
+    }),
+  ),
   pools: fc.array(fc.record({ jobId: fc.constantFrom('a', 'b', 'c', 'd', 'e', 'z'), state: fc.constantFrom('active', 'deleting'), created: minutes })),
   bjs: fc.array(fc.record({ jobId: fc.constantFrom('a', 'b', 'c', 'z'), state: fc.constantFrom('active', 'completed', 'terminating'), created: minutes })),
   staging: fc.array(fc.record({ jobId: fc.option(jobIds), modified: minutes })),
@@ -155,8 +202,21 @@ type World = typeof world extends fc.Arbitrary<infer T> ? T : never;
 
 function build(w: World): SweepObservation {
   return obs({
-    jobs: new Map(w.jobs.map((j) => [j.id, job(j.id, { state: j.state, createdAt: ago(j.created), updatedAt: ago(j.updated), keepsPool: j.keepsPool, wallClockLimitMs: j.wall === null ? undefined : j.wall * 60_000 })])),
-    orchestrations: new Map(w.orchs.map((o) => [o.id, { runtimeStatus: o.status, lastUpdatedTime: ago(o.updated), progressAt: o.progress === null ? undefined : ago(o.progress) }])),
+    jobs: new Map(
+      w.jobs.map((j) => [
+        j.id,
+        job(j.id, {
+          state: j.state,
+          createdAt: ago(j.created),
+          updatedAt: ago(j.updated),
+          keepsPool: j.keepsPool,
+          wallClockLimitMs: j.wall === null ? undefined : j.wall * 60_000,
+        }),
+      ]),
+    ),
+    orchestrations: new Map(
+      w.orchs.map((o) => [o.id, { runtimeStatus: o.status, lastUpdatedTime: ago(o.updated), progressAt: o.progress === null ? undefined : ago(o.progress) }]),
+    ),
     pools: w.pools.map((p, i) => ({ poolId: `pool-${i}`, jobId: p.jobId, state: p.state, creationTime: ago(p.created) })),
     batchJobs: w.bjs.map((b, i) => ({ batchJobId: `bj-${i}`, jobId: b.jobId, state: b.state, creationTime: ago(b.created) })),
     staging: w.staging.map((c, i) => ({ account: 's1', container: `stg-${i}`, lastModified: ago(c.modified), jobId: c.jobId ?? undefined })),
@@ -171,55 +231,82 @@ function ended(plan: SweepAction[], id: string): 'Failed' | 'Cancelled' | undefi
 
 describe('sweep plan properties', () => {
   it('acts only on observed owned resources, at most once each, and fails only non-terminal rows', () => {
-    fc.assert(fc.property(world, (w) => {
-      const o = build(w);
-      const plan = planSweep(o, SR);
-      const poolIds = new Set(o.pools.map((p) => p.poolId));
-      const keys = plan.map((a) => JSON.stringify([a.kind, 'poolId' in a ? a.poolId : 'batchJobId' in a ? a.batchJobId : 'container' in a ? a.container : a.jobId]));
-      expect(new Set(keys).size).toBe(keys.length);
-      for (const a of plan) {
-        if (a.kind === 'deletePool') {
-          expect(poolIds.has(a.poolId)).toBe(true);
-          expect(o.pools.find((p) => p.poolId === a.poolId)!.state).not.toBe('deleting');
+    fc.assert(
+      fc.property(world, (w) => {
+        const o = build(w);
+        const plan = planSweep(o, SR);
+        const poolIds = new Set(o.pools.map((p) => p.poolId));
+        const keys = plan.map((a) =>
+          JSON.stringify([a.kind, 'poolId' in a ? a.poolId : 'batchJobId' in a ? a.batchJobId : 'container' in a ? a.container : a.jobId]),
+        );
+        expect(new Set(keys).size).toBe(keys.length);
+        for (const a of plan) {
+          if (a.kind === 'deletePool') {
+            expect(poolIds.has(a.poolId)).toBe(true);
+            expect(o.pools.find((p) => p.poolId === a.poolId)!.state).not.toBe('deleting');
+          }
+          if (a.kind === 'failJob' || a.kind === 'cancelJob') expect(isTerminal(o.jobs.get(a.jobId)!.state)).toBe(false);
+          if (a.kind === 'cancelJob')
+            expect(['Terminated', undefined, 'Completed', 'Failed', 'Canceled']).toContain(o.orchestrations.get(a.jobId)?.runtimeStatus);
+          if (a.kind === 'purgeJob') {
+            expect(isTerminal(o.jobs.get(a.jobId)!.state)).toBe(true);
+            expect(plan.filter((b) => b.jobId === a.jobId)).toHaveLength(1);
+          }
+          if (a.kind === 'terminateOrchestration') expect(plan.some((b) => b.kind === 'failJob' && b.jobId === a.jobId)).toBe(true);
         }
-        if (a.kind === 'failJob' || a.kind === 'cancelJob') expect(isTerminal(o.jobs.get(a.jobId)!.state)).toBe(false);
-        if (a.kind === 'cancelJob') expect(['Terminated', undefined, 'Completed', 'Failed', 'Canceled']).toContain(o.orchestrations.get(a.jobId)?.runtimeStatus);
-        if (a.kind === 'purgeJob') {
-          expect(isTerminal(o.jobs.get(a.jobId)!.state)).toBe(true);
-          expect(plan.filter((b) => b.jobId === a.jobId)).toHaveLength(1);
-        }
-        if (a.kind === 'terminateOrchestration') expect(plan.some((b) => b.kind === 'failJob' && b.jobId === a.jobId)).toBe(true);
-      }
-    }));
+      }),
+    );
   });
 
   it('never touches a job that is running, progressing and within its limits', () => {
-    fc.assert(fc.property(world, (w) => {
-      const o = build(w);
-      const healthy = [...o.jobs.values()].filter((j) => {
-        const orch = o.orchestrations.get(j.id);
-        return !isTerminal(j.state) && orch?.runtimeStatus === 'Running' && !isStalled(orch, Date.parse(NOW), S.stallLimitMs)
-          && (j.wallClockLimitMs === undefined || o.pools.filter((p) => p.jobId === j.id).every((p) => Date.parse(NOW) - Date.parse(p.creationTime ?? j.createdAt) <= j.wallClockLimitMs! + S.graceMs));
-      });
-      const plan = planSweep(o, SR);
-      for (const j of healthy) expect(plan.filter((a) => a.jobId === j.id)).toEqual([]);
-    }));
+    fc.assert(
+      fc.property(world, (w) => {
+        const o = build(w);
+        const healthy = [...o.jobs.values()].filter((j) => {
+          const orch = o.orchestrations.get(j.id);
+          return (
+            !isTerminal(j.state) &&
+            orch?.runtimeStatus === 'Running' &&
+            !isStalled(orch, Date.parse(NOW), S.stallLimitMs) &&
+            (j.wallClockLimitMs === undefined ||
+              o.pools
+                .filter((p) => p.jobId === j.id)
+                .every((p) => Date.parse(NOW) - Date.parse(p.creationTime ?? j.createdAt) <= j.wallClockLimitMs! + S.graceMs))
+          );
+        });
+        const plan = planSweep(o, SR);
+        for (const j of healthy) expect(plan.filter((a) => a.jobId === j.id)).toEqual([]);
+      }),
+    );
   });
 
   it('is idempotent: once the actions are applied, the next plan is empty', () => {
-    fc.assert(fc.property(world, (w) => {
-      const o = build(w);
-      const plan = planSweep(o, SR);
-      const purged = (id: string) => plan.some((a) => a.kind === 'purgeJob' && a.jobId === id);
-      const after = obs({
-        jobs: new Map([...o.jobs].filter(([id]) => !purged(id)).map(([id, j]) => [id, ended(plan, id) ? { ...j, state: ended(plan, id)!, updatedAt: NOW } : j])),
-        orchestrations: new Map([...o.orchestrations].filter(([id]) => !purged(id)).map(([id, r]) => [id, plan.some((a) => a.kind === 'terminateOrchestration' && a.jobId === id) ? { ...r, runtimeStatus: 'Terminated', lastUpdatedTime: NOW } : r])),
-        pools: o.pools.filter((p) => !plan.some((a) => a.kind === 'deletePool' && a.poolId === p.poolId)),
-        batchJobs: o.batchJobs.map((b) => plan.some((a) => a.kind === 'terminateBatchJob' && a.batchJobId === b.batchJobId) ? { ...b, state: 'terminating' } : b),
-        staging: o.staging.filter((c) => !plan.some((a) => a.kind === 'deleteStaging' && a.container === c.container)),
-      });
-      // Retention may only become due for jobs this plan just finished or cleaned: none of them is old enough.
-      expect(planSweep(after, SR).filter((a) => a.kind !== 'purgeJob' || !plan.some((b) => b.jobId === a.jobId))).toEqual([]);
-    }));
+    fc.assert(
+      fc.property(world, (w) => {
+        const o = build(w);
+        const plan = planSweep(o, SR);
+        const purged = (id: string) => plan.some((a) => a.kind === 'purgeJob' && a.jobId === id);
+        const after = obs({
+          jobs: new Map(
+            [...o.jobs].filter(([id]) => !purged(id)).map(([id, j]) => [id, ended(plan, id) ? { ...j, state: ended(plan, id)!, updatedAt: NOW } : j]),
+          ),
+          orchestrations: new Map(
+            [...o.orchestrations]
+              .filter(([id]) => !purged(id))
+              .map(([id, r]) => [
+                id,
+                plan.some((a) => a.kind === 'terminateOrchestration' && a.jobId === id) ? { ...r, runtimeStatus: 'Terminated', lastUpdatedTime: NOW } : r,
+              ]),
+          ),
+          pools: o.pools.filter((p) => !plan.some((a) => a.kind === 'deletePool' && a.poolId === p.poolId)),
+          batchJobs: o.batchJobs.map((b) =>
+            plan.some((a) => a.kind === 'terminateBatchJob' && a.batchJobId === b.batchJobId) ? { ...b, state: 'terminating' } : b,
+          ),
+          staging: o.staging.filter((c) => !plan.some((a) => a.kind === 'deleteStaging' && a.container === c.container)),
+        });
+        // Retention may only become due for jobs this plan just finished or cleaned: none of them is old enough.
+        expect(planSweep(after, SR).filter((a) => a.kind !== 'purgeJob' || !plan.some((b) => b.jobId === a.jobId))).toEqual([]);
+      }),
+    );
   });
 });

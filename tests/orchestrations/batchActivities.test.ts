@@ -45,7 +45,17 @@ async function fetchLog(url: string): Promise<string> {
 }
 
 function mpiTask(id: string, coordination: string, application: string): MpiTaskRequest {
-  return { batchJobId: BATCH_JOB, taskId: id, numberOfInstances: 2, coordinationCommandLine: coordination, applicationCommandLine: application, environment: [], commonResourceFiles: [], maxWallClockSeconds: 60, maxTaskRetryCount: 0 };
+  return {
+    batchJobId: BATCH_JOB,
+    taskId: id,
+    numberOfInstances: 2,
+    coordinationCommandLine: coordination,
+    applicationCommandLine: application,
+    environment: [],
+    commonResourceFiles: [],
+    maxWallClockSeconds: 60,
+    maxTaskRetryCount: 0,
+  };
 }
 
 beforeAll(async () => {
@@ -72,13 +82,16 @@ afterAll(async () => {
 });
 
 describe('collectMpiResult (activity mpiResultCollect)', () => {
-  test('a subtask failing while the master succeeds: the exit code is the subtask\'s, the failure names its node, its log is where the result says', async () => {
-    await addMpiTask(ctx, mpiTask(
-      'mpi-subfail',
-      // The master's coordination succeeds; the other node's fails as an sshd that cannot start would.
-      '/bin/sh -c \'if [ "$AZ_BATCH_IS_CURRENT_NODE_MASTER" = true ]; then echo master ready; else echo "sshd on $AZ_BATCH_NODE_ID"; echo "sshd: bind to port 2222 failed" >&2; exit 7; fi\'',
-      '/bin/sh -c "echo never runs"',
-    ));
+  test("a subtask failing while the master succeeds: the exit code is the subtask's, the failure names its node, its log is where the result says", async () => {
+    await addMpiTask(
+      ctx,
+      mpiTask(
+        'mpi-subfail',
+        // The master's coordination succeeds; the other node's fails as an sshd that cannot start would.
+        '/bin/sh -c \'if [ "$AZ_BATCH_IS_CURRENT_NODE_MASTER" = true ]; then echo master ready; else echo "sshd on $AZ_BATCH_NODE_ID"; echo "sshd: bind to port 2222 failed" >&2; exit 7; fi\'',
+        '/bin/sh -c "echo never runs"',
+      ),
+    );
     const task = await completed('mpi-subfail');
     const r = await collectMpiResult(deps, { batchJobId: BATCH_JOB, taskId: 'mpi-subfail' });
 
@@ -103,11 +116,13 @@ describe('collectMpiResult (activity mpiResultCollect)', () => {
     expect(r.endTime).toBeDefined();
   });
 
-  test('output files Batch could not upload: the program\'s exit code stands, the failure is an upload failure, not the run\'s', async () => {
+  test("output files Batch could not upload: the program's exit code stands, the failure is an upload failure, not the run's", async () => {
     await addMpiTask(ctx, {
       ...mpiTask('mpi-upload', '/bin/true', '/bin/sh -c "echo result > out.dat"'),
       // No storage listens there: Batch reports FileUploadMiscError (the emulator as Batch does).
-      outputFiles: [{ filePattern: 'out.dat', containerUrl: 'http://127.0.0.1:9/results?sv=x&sig=none', path: 'job/out.dat', uploadCondition: 'taskCompletion' }],
+      outputFiles: [
+        { filePattern: 'out.dat', containerUrl: 'http://127.0.0.1:9/results?sv=x&sig=none', path: 'job/out.dat', uploadCondition: 'taskCompletion' },
+      ],
     });
     await completed('mpi-upload');
     const r = await collectMpiResult(deps, { batchJobId: BATCH_JOB, taskId: 'mpi-upload' });
@@ -116,12 +131,15 @@ describe('collectMpiResult (activity mpiResultCollect)', () => {
     expect(r.fileUploadFailure).toMatch(/^FileUploadMiscError: /);
   });
 
-  test('a master that succeeds: exit code 0, no failure, the last 40 lines of stdout and the stderr tail, every node\'s log readable', async () => {
-    await addMpiTask(ctx, mpiTask(
-      'mpi-ok',
-      '/bin/sh -c "echo coordinated on $AZ_BATCH_NODE_ID"',
-      '/bin/sh -c \'for i in $(seq 1 60); do echo "rank 0 step $i"; done; echo "warning: slow fabric" >&2\'',
-    ));
+  test("a master that succeeds: exit code 0, no failure, the last 40 lines of stdout and the stderr tail, every node's log readable", async () => {
+    await addMpiTask(
+      ctx,
+      mpiTask(
+        'mpi-ok',
+        '/bin/sh -c "echo coordinated on $AZ_BATCH_NODE_ID"',
+        '/bin/sh -c \'for i in $(seq 1 60); do echo "rank 0 step $i"; done; echo "warning: slow fabric" >&2\'',
+      ),
+    );
     const task = await completed('mpi-ok');
     const r = await collectMpiResult(deps, { batchJobId: BATCH_JOB, taskId: 'mpi-ok' });
 
@@ -138,12 +156,8 @@ describe('collectMpiResult (activity mpiResultCollect)', () => {
     expect(await fetchLog(r.logs[1].stdout)).toBe(`coordinated on ${worker.id}\n`);
   });
 
-  test('a master whose application fails: its exit code and Batch\'s failure, with its stderr', async () => {
-    await addMpiTask(ctx, mpiTask(
-      'mpi-appfail',
-      '/bin/sh -c "true"',
-      '/bin/sh -c \'echo "MPI_ABORT was invoked on rank 1" >&2; exit 134\'',
-    ));
+  test("a master whose application fails: its exit code and Batch's failure, with its stderr", async () => {
+    await addMpiTask(ctx, mpiTask('mpi-appfail', '/bin/sh -c "true"', '/bin/sh -c \'echo "MPI_ABORT was invoked on rank 1" >&2; exit 134\''));
     await completed('mpi-appfail');
     const r = await collectMpiResult(deps, { batchJobId: BATCH_JOB, taskId: 'mpi-appfail' });
     expect(r).toMatchObject({ exitCode: 134, stderrTail: 'MPI_ABORT was invoked on rank 1', subtasks: [{ id: 1, exitCode: 0 }] });
@@ -166,23 +180,26 @@ describe('collectMpiResult (activity mpiResultCollect)', () => {
 });
 
 describe('observeNodeTasks (activity nodeTasksObserve)', () => {
-  test('a failed task: exit code, Batch\'s failure and the last 5 lines of its stderr; where it ran', async () => {
+  test("a failed task: exit code, Batch's failure and the last 5 lines of its stderr; where it ran", async () => {
     const pinned = nodes[0];
     await addNodeTask(ctx, BATCH_JOB, {
       id: 'pull-0-a1',
       affinityId: pinned.affinityId,
       elevated: true,
-      commandLine: '/bin/sh -c \'echo pulling; for i in 1 2 3 4 5 6; do echo "layer $i" >&2; done; echo "Error response from daemon: manifest unknown" >&2; exit 2\'',
+      commandLine:
+        '/bin/sh -c \'echo pulling; for i in 1 2 3 4 5 6; do echo "layer $i" >&2; done; echo "Error response from daemon: manifest unknown" >&2; exit 2\'',
     });
     await completed('pull-0-a1');
-    expect(await observeNodeTasks(ctx, { batchJobId: BATCH_JOB, taskIds: ['pull-0-a1'] })).toEqual([{
-      id: 'pull-0-a1',
-      state: 'completed',
-      exitCode: 2,
-      nodeId: pinned.id,
-      failure: 'FailureExitCode: The task exited with an exit code representing a failure',
-      outputTail: 'layer 3\nlayer 4\nlayer 5\nlayer 6\nError response from daemon: manifest unknown',
-    }]);
+    expect(await observeNodeTasks(ctx, { batchJobId: BATCH_JOB, taskIds: ['pull-0-a1'] })).toEqual([
+      {
+        id: 'pull-0-a1',
+        state: 'completed',
+        exitCode: 2,
+        nodeId: pinned.id,
+        failure: 'FailureExitCode: The task exited with an exit code representing a failure',
+        outputTail: 'layer 3\nlayer 4\nlayer 5\nlayer 6\nError response from daemon: manifest unknown',
+      },
+    ]);
   });
 
   test('a task that ran on another node than its affinity: the node it really ran on', async () => {
@@ -194,12 +211,18 @@ describe('observeNodeTasks (activity nodeTasksObserve)', () => {
     } finally {
       emu.setFaults({ ignoreAffinity: false });
     }
-    expect(await observeNodeTasks(ctx, { batchJobId: BATCH_JOB, taskIds: ['pull-0-a2'] })).toEqual([{ id: 'pull-0-a2', state: 'completed', exitCode: 0, nodeId: other.id }]);
+    expect(await observeNodeTasks(ctx, { batchJobId: BATCH_JOB, taskIds: ['pull-0-a2'] })).toEqual([
+      { id: 'pull-0-a2', state: 'completed', exitCode: 0, nodeId: other.id },
+    ]);
   });
 
   test('a missing task, among others: reported missing, in the order asked', async () => {
     const observed = await observeNodeTasks(ctx, { batchJobId: BATCH_JOB, taskIds: ['pull-9-a1', 'pull-0-a2', 'pull-0-a1'] });
-    expect(observed.map((o) => [o.id, o.state])).toEqual([['pull-9-a1', 'missing'], ['pull-0-a2', 'completed'], ['pull-0-a1', 'completed']]);
+    expect(observed.map((o) => [o.id, o.state])).toEqual([
+      ['pull-9-a1', 'missing'],
+      ['pull-0-a2', 'completed'],
+      ['pull-0-a1', 'completed'],
+    ]);
     expect(observed[0]).toEqual({ id: 'pull-9-a1', state: 'missing' });
     // A missing job reads the same as a missing task.
     expect(await observeNodeTasks(ctx, { batchJobId: 'no-such-job', taskIds: ['pull-0-a1'] })).toEqual([{ id: 'pull-0-a1', state: 'missing' }]);

@@ -69,7 +69,14 @@ export function preflightReport(ips: string[], opts: { slow?: string[]; unreacha
   return {
     exitCode: 0,
     report: {
-      probes: ips.map((ip, i) => ({ ip, via: i === 0 ? 'local' : 'ssh', rc: down.has(ip) ? 255 : 0, ms: opts.sshMs ?? 40, ...(down.has(ip) ? { message: `ssh: connect to host ${ip} port 22: Connection refused` } : { freeKB: 100 * 1024 * 1024 }), missing: [] })),
+      probes: ips.map((ip, i) => ({
+        ip,
+        via: i === 0 ? 'local' : 'ssh',
+        rc: down.has(ip) ? 255 : 0,
+        ms: opts.sshMs ?? 40,
+        ...(down.has(ip) ? { message: `ssh: connect to host ${ip} port 22: Connection refused` } : { freeKB: 100 * 1024 * 1024 }),
+        missing: [],
+      })),
       ...(ranks.length >= 2 ? { ranks, pairs } : { pairs: [], skipped: 'fewer-than-2-reachable-nodes' }),
     },
   };
@@ -98,7 +105,13 @@ export interface FakeJob {
 export function healthyJob(overrides: FakeActivities = {}): FakeJob {
   const finishes: JobOutcome[] = [];
   const pinned = new Map<string, string>();
-  const completed = (id: string, digests?: number): NodeTaskObservation => ({ id, state: 'completed', exitCode: 0, nodeId: pinned.get(id), ...fakeDigests(digests) });
+  const completed = (id: string, digests?: number): NodeTaskObservation => ({
+    id,
+    state: 'completed',
+    exitCode: 0,
+    nodeId: pinned.get(id),
+    ...fakeDigests(digests),
+  });
   const fakes: FakeActivities = {
     admissionRequest: () => ({ state: 'granted', grant: 1, grantedAt: '2030-01-01T00:00:00.000Z' }),
     admissionRelease: () => undefined,
@@ -132,7 +145,15 @@ export function healthyJob(overrides: FakeActivities = {}): FakeJob {
     mpiResultCollect: ({ taskId }) => ({ taskId, exitCode: 0, subtasks: [], logs: [], stdoutTail: '' }),
     mpiTaskTerminate: () => undefined,
     // The master held its two logs when the MPI task ended, and every upload the check looks for landed.
-    mpiTaskUploads: ({ master, exitCode }) => expectedMasterUploads(master, [{ name: 'stdout.txt', isDirectory: false }, { name: 'stderr.txt', isDirectory: false }], exitCode),
+    mpiTaskUploads: ({ master, exitCode }) =>
+      expectedMasterUploads(
+        master,
+        [
+          { name: 'stdout.txt', isDirectory: false },
+          { name: 'stderr.txt', isDirectory: false },
+        ],
+        exitCode,
+      ),
     // The nodes' upload tasks: nothing found below the MPI task's directories, so nothing to look up.
     nodeTaskUploads: () => ({ names: [], more: 0, unchecked: [] }),
     outputsMissing: () => [],
@@ -177,10 +198,17 @@ export function fakeDigests(count: number | undefined): Pick<NodeTaskObservation
  * nodeTasksObserve answering as healthyJob's (every task completes where it was pinned), except that tasks whose id
  * starts with `prefix` and that ran on `nodeId` end as `failed` says (an exit code, Batch's failure, the output tail).
  */
-export function nodeTasksFailingOn(job: FakeJob, prefix: string, nodeId: string, failed: Pick<NodeTaskObservation, 'exitCode' | 'failure' | 'outputTail'>): FakeActivity<'nodeTasksObserve'> {
+export function nodeTasksFailingOn(
+  job: FakeJob,
+  prefix: string,
+  nodeId: string,
+  failed: Pick<NodeTaskObservation, 'exitCode' | 'failure' | 'outputTail'>,
+): FakeActivity<'nodeTasksObserve'> {
   return ({ taskIds, digests }) =>
     taskIds.map((id): NodeTaskObservation => {
       const ranOn = job.pinnedNode(id);
-      return id.startsWith(prefix) && ranOn === nodeId ? { id, state: 'completed', nodeId: ranOn, ...failed } : { id, state: 'completed', exitCode: 0, nodeId: ranOn, ...fakeDigests(digests) };
+      return id.startsWith(prefix) && ranOn === nodeId
+        ? { id, state: 'completed', nodeId: ranOn, ...failed }
+        : { id, state: 'completed', exitCode: 0, nodeId: ranOn, ...fakeDigests(digests) };
     });
 }

@@ -6,7 +6,15 @@
 import { parseJobSpec } from '../../shared/core/spec';
 import { mpiJobOrchestrator } from '../../orchestrations/mpiJob';
 import { MPI_WAIT_ORCHESTRATION, mpiWaitOrchestrator } from '../../orchestrations/stages/mpiWait';
-import { CANCEL_EVENT, MPI_WAIT_POLLS_PER_GENERATION, type ActivityInput, type ActivityName, type CancelEventData, type MpiJobInput, type PipelineSettings } from '../../shared/core/contract';
+import {
+  CANCEL_EVENT,
+  MPI_WAIT_POLLS_PER_GENERATION,
+  type ActivityInput,
+  type ActivityName,
+  type CancelEventData,
+  type MpiJobInput,
+  type PipelineSettings,
+} from '../../shared/core/contract';
 import type { JobState } from '../../shared/core/state/states';
 import type { ListedInputBlob } from '../../shared/adapters/storage/listing';
 import { EventType, type HistoryEvent } from '../../local/durable/history';
@@ -48,7 +56,11 @@ export const threeShards = (): ListedInputBlob[] =>
   ['a.bin', 'b.bin', 'c.bin'].map((n) => ({ account: 'inputsacct', container: 'inputs', name: `deck/${n}`, size: 90_000_000 }));
 
 export function replay(input: MpiJobInput, job: FakeJob, opts: SimOptions = {}): Promise<SimResult> {
-  return simulate(mpiJobOrchestrator, input, simulatorActivities(job.fakes), { clockStepMs: STEP_MS, orchestrators: { [MPI_WAIT_ORCHESTRATION]: mpiWaitOrchestrator }, ...opts });
+  return simulate(mpiJobOrchestrator, input, simulatorActivities(job.fakes), {
+    clockStepMs: STEP_MS,
+    orchestrators: { [MPI_WAIT_ORCHESTRATION]: mpiWaitOrchestrator },
+    ...opts,
+  });
 }
 
 /** Every activity the orchestrator scheduled, in order (each retry of a call with retry options appears again). */
@@ -88,7 +100,12 @@ export function expectFinishedOnceAndLast(r: SimResult, job: FakeJob): void {
   expect(scheduled(r.history).filter((n) => n === 'jobFinish')).toHaveLength(1);
   expect(scheduled(r.history).slice(-3)).toEqual(['admissionRelease', 'jobFinish', 'jobEnded']);
   const finishAt = r.history.findIndex((e) => e.EventType === EventType.TaskScheduled && e.Name === 'jobFinish');
-  expect(r.history.slice(finishAt + 1).filter((e) => e.EventType === EventType.TaskScheduled || e.EventType === EventType.TimerCreated).map((e) => e.Name)).toEqual(['jobEnded']);
+  expect(
+    r.history
+      .slice(finishAt + 1)
+      .filter((e) => e.EventType === EventType.TaskScheduled || e.EventType === EventType.TimerCreated)
+      .map((e) => e.Name),
+  ).toEqual(['jobEnded']);
   expect(r.state.status).toBe('Completed');
   expect(r.output).toEqual(job.finished());
 }
@@ -98,7 +115,11 @@ const AFTER_CLEANUP: readonly string[] = ['poolObserve', 'admissionRelease', 'jo
 
 /** The activities scheduled after the orchestrator entered CleaningUp (the bookkeeping after it aside), by name. */
 export function cleanupSteps(r: SimResult): string[] {
-  const entered = r.history.findIndex((e) => e.EventType === EventType.TaskScheduled && e.Name === 'jobTransition' && inputOf('jobTransition', e.Input).to === 'CleaningUp');
+  const entered = r.history.findIndex(
+    (e) => e.EventType === EventType.TaskScheduled && e.Name === 'jobTransition' && inputOf('jobTransition', e.Input).to === 'CleaningUp',
+  );
   expect(entered).toBeGreaterThan(0);
-  return scheduled(r.history.slice(entered + 1)).filter((n) => !AFTER_CLEANUP.includes(n)).sort();
+  return scheduled(r.history.slice(entered + 1))
+    .filter((n) => !AFTER_CLEANUP.includes(n))
+    .sort();
 }

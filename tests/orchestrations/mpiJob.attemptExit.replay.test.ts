@@ -17,7 +17,14 @@ function fakePool(states: string[]) {
       nodes = nodes.map((n) => (n.id === id ? { ...n, state } : n));
     },
     fakes: {
-      poolObserve: (): PoolObservation => ({ state: 'active', allocationState: 'steady', currentDedicatedNodes: nodes.length, targetDedicatedNodes: target, resizeErrors: [], nodes: nodes.map((n) => ({ ...n })) }),
+      poolObserve: (): PoolObservation => ({
+        state: 'active',
+        allocationState: 'steady',
+        currentDedicatedNodes: nodes.length,
+        targetDedicatedNodes: target,
+        resizeErrors: [],
+        nodes: nodes.map((n) => ({ ...n })),
+      }),
       poolRemoveNodes: ({ nodeIds }: ActivityInput<'poolRemoveNodes'>) => {
         nodes = nodes.filter((n) => !nodeIds.includes(n.id));
         target = nodes.length;
@@ -42,9 +49,10 @@ test('a node lost mid-run: attempt 1 is a nodeFailure with no exit code, attempt
       return { state: 'active', requeueCount: 1 };
     },
     // What collectMpiResult gives for a task terminated while requeued: Batch reported no exit code.
-    mpiResultCollect: ({ taskId }): MpiResult => (taskId === 'mpi'
-      ? { taskId, exitCode: -1, noExitCode: true, subtasks: [], logs: [], stdoutTail: '' }
-      : { taskId, exitCode: 0, subtasks: [], logs: [], stdoutTail: '' }),
+    mpiResultCollect: ({ taskId }): MpiResult =>
+      taskId === 'mpi'
+        ? { taskId, exitCode: -1, noExitCode: true, subtasks: [], logs: [], stdoutTail: '' }
+        : { taskId, exitCode: 0, subtasks: [], logs: [], stdoutTail: '' },
   });
   const input = jobInput('attempt-exit', { nodes: 2, command: 'app', limits: { maxWallClock: 'PT10M' } });
   input.spec.retry = { ...input.spec.retry, maxAttempts: 2 };
@@ -62,7 +70,15 @@ test('a node lost mid-run: attempt 1 is a nodeFailure with no exit code, attempt
 
 test('a run whose only MPI task has no exit code fails, and the job result has no exit code', async () => {
   const job = healthyJob({
-    mpiResultCollect: ({ taskId }): MpiResult => ({ taskId, exitCode: -1, noExitCode: true, failure: 'TaskEnded: Task Was Ended by User Request', subtasks: [], logs: [], stdoutTail: '' }),
+    mpiResultCollect: ({ taskId }): MpiResult => ({
+      taskId,
+      exitCode: -1,
+      noExitCode: true,
+      failure: 'TaskEnded: Task Was Ended by User Request',
+      subtasks: [],
+      logs: [],
+      stdoutTail: '',
+    }),
   });
   const r = await replay(jobInput('no-exit', { nodes: 2, command: 'app', limits: { maxWallClock: 'PT10M' } }), job);
   const outcome = job.finished();

@@ -10,7 +10,9 @@ describe('billing in the published status, replayed', () => {
     const job = healthyJob({});
     const r = await replay(pipelineJob('billing'), job);
     expect(job.finished().state).toBe('Succeeded');
-    const status = JSON.parse(r.state.customStatus ?? '{}') as { billing?: { nodes: number; since?: string; pricePerNodeHour?: number; currency: string; priceSource: string } };
+    const status = JSON.parse(r.state.customStatus ?? '{}') as {
+      billing?: { nodes: number; since?: string; pricePerNodeHour?: number; currency: string; priceSource: string };
+    };
     expect(status.billing).toMatchObject({ pricePerNodeHour: 0.5, currency: 'USD', priceSource: 'test table' });
     const [created] = scheduledInputs(r.history, 'poolCreate');
     expect(created).toBeDefined();

@@ -5,7 +5,17 @@
  * clean up exactly what existed by then, record the outcome once, and schedule nothing after that record.
  */
 import { healthyJob, poolObservation, type FakeJob } from './fakeActivities';
-import { cancelOnEntering, cleanupSteps, expectFinishedOnceAndLast, pipelineJob, replay, scheduled, scheduledInputs, stagesEntered, threeShards } from './jobReplay';
+import {
+  cancelOnEntering,
+  cleanupSteps,
+  expectFinishedOnceAndLast,
+  pipelineJob,
+  replay,
+  scheduled,
+  scheduledInputs,
+  stagesEntered,
+  threeShards,
+} from './jobReplay';
 
 const REASON = 'wrong input deck, resubmitting';
 
@@ -54,7 +64,9 @@ describe('mpiJob orchestrator cancelled in each stage, replayed', () => {
     expect(cleanupSteps(r)).toEqual(['batchJobTerminate', 'poolDelete', 'stagedDataDelete']);
     // Every container a shard was copied into is deleted, and nothing else.
     const written = [...new Set(copied.map((c) => `${c.shard.account}/${c.shard.container}`))].sort();
-    const deleted = scheduledInputs(r.history, 'stagedDataDelete').flatMap((d) => d.containers.map((c) => `${c.account}/${c.container}`)).sort();
+    const deleted = scheduledInputs(r.history, 'stagedDataDelete')
+      .flatMap((d) => d.containers.map((c) => `${c.account}/${c.container}`))
+      .sort();
     expect(deleted).toEqual(written);
     expectFinishedOnceAndLast(r, job);
   });
@@ -68,7 +80,11 @@ describe('mpiJob orchestrator cancelled in each stage, replayed', () => {
     expect(scheduled(r.history)).not.toContain('mpiResultCollect');
     expect(cleanupSteps(r)).toEqual(['batchJobTerminate', 'poolDelete', 'stagedDataDelete']);
     const written = [...new Set(scheduledInputs(r.history, 'shardCopy').map((c) => `${c.shard.account}/${c.shard.container}`))].sort();
-    expect(scheduledInputs(r.history, 'stagedDataDelete').flatMap((d) => d.containers.map((c) => `${c.account}/${c.container}`)).sort()).toEqual(written);
+    expect(
+      scheduledInputs(r.history, 'stagedDataDelete')
+        .flatMap((d) => d.containers.map((c) => `${c.account}/${c.container}`))
+        .sort(),
+    ).toEqual(written);
     expectFinishedOnceAndLast(r, job);
   });
 });

@@ -13,7 +13,7 @@ const input = (id: string, emptyDownloadsAtOnce: boolean | undefined) => {
 };
 const sixIdle = () => poolObservation(Array.from({ length: NODES }, () => 'idle'));
 
-it('no shard: one nodeTasksAdd with every node\'s download task', async () => {
+it("no shard: one nodeTasksAdd with every node's download task", async () => {
   const job = healthyJob({ poolObserve: sixIdle });
   const r = await replay(input('replay-empty-at-once', true), job);
   expect(job.finished()).toMatchObject({ state: 'Succeeded' });

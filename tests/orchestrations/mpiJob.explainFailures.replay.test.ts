@@ -28,7 +28,13 @@ describe('a failed start task, explained', () => {
     const r = await replay({ ...input, settings: { ...SETTINGS, explainFailures: true } }, job);
     expect(scheduled(r.history)).toContain('startTaskFailures');
     const notes = scheduledInputs(r.history, 'jobNote').map((n) => n.reason);
-    expect(notes).toEqual(expect.arrayContaining([expect.stringMatching(/^replacing 1 failed node\(s\): node node-\d+: the start task ended with exit code 127 \(command not found[^)]*\); last lines of stderr:\nline 1\nbash: mpicc: command not found$/)]));
+    expect(notes).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(
+          /^replacing 1 failed node\(s\): node node-\d+: the start task ended with exit code 127 \(command not found[^)]*\); last lines of stderr:\nline 1\nbash: mpicc: command not found$/,
+        ),
+      ]),
+    );
     const outcome = job.finished();
     expect(outcome).toMatchObject({ state: 'Failed', evidence: { stage: 'Provisioning', task: 'start task', exitCode: 127 } });
     const error = jobError(outcome);

@@ -8,7 +8,18 @@ import { healthyJob, nodeTasksFailingOn, poolObservation } from './fakeActivitie
 import { EventType } from '../../local/durable/history';
 import { BatchError } from '../../shared/adapters/batch';
 import { activityFailureMessage } from '../../orchestrations/runtime/activityCalls';
-import { cleanupSteps, expectFinishedOnceAndLast, jobInput, pipelineJob, replay, scheduled, scheduledInputs, stagesEntered, STEP_MS, threeShards } from './jobReplay';
+import {
+  cleanupSteps,
+  expectFinishedOnceAndLast,
+  jobInput,
+  pipelineJob,
+  replay,
+  scheduled,
+  scheduledInputs,
+  stagesEntered,
+  STEP_MS,
+  threeShards,
+} from './jobReplay';
 
 const EXIT_FAILURE = 'FailureExitCode: The task exited with an exit code representing a failure';
 
@@ -51,7 +62,11 @@ describe('mpiJob orchestrator when Batch fails it, replayed', () => {
       expect(at('batchJobCreate') - at('poolObserve')).toBeGreaterThanOrEqual(5 * 60_000);
       expect(at('batchJobCreate') - at('poolObserve')).toBeLessThan(5 * 60_000 + 3 * STEP_MS);
       // Every per-node task and the MPI task use exactly the idle nodes.
-      expect(scheduledInputs(r.history, 'nodeTasksAdd').flatMap((a) => a.tasks.map((t) => t.affinityId)).sort()).toEqual(['aff-0', 'aff-2']);
+      expect(
+        scheduledInputs(r.history, 'nodeTasksAdd')
+          .flatMap((a) => a.tasks.map((t) => t.affinityId))
+          .sort(),
+      ).toEqual(['aff-0', 'aff-2']);
       expect(scheduledInputs(r.history, 'mpiTaskAdd').map((m) => m.numberOfInstances)).toEqual([2]);
       expect(scheduled(r.history)).not.toContain('poolResize');
       expectFinishedOnceAndLast(r, job);
@@ -92,7 +107,11 @@ describe('mpiJob orchestrator when Batch fails it, replayed', () => {
     expect(cleanupSteps(r)).toEqual(['batchJobTerminate', 'poolDelete', 'stagedDataDelete']);
     const written = [...new Set(scheduledInputs(r.history, 'shardCopy').map((c) => `${c.shard.account}/${c.shard.container}`))];
     expect(written.length).toBeGreaterThan(0);
-    expect(scheduledInputs(r.history, 'stagedDataDelete').flatMap((d) => d.containers.map((c) => `${c.account}/${c.container}`)).sort()).toEqual(written.sort());
+    expect(
+      scheduledInputs(r.history, 'stagedDataDelete')
+        .flatMap((d) => d.containers.map((c) => `${c.account}/${c.container}`))
+        .sort(),
+    ).toEqual(written.sort());
     expectFinishedOnceAndLast(r, job);
   });
 
@@ -110,7 +129,9 @@ describe('mpiJob orchestrator when Batch fails it, replayed', () => {
     // The MPI task succeeded: the job keeps its state, and the reason says what was left behind (the sweep deletes it later).
     expect(outcome.state).toBe('Succeeded');
     // One line naming the step and the activity's message (not the stack trace the failure carries), and only the failed step.
-    expect(outcome.reason).toBe("cleanup incomplete: pool deleted: Activity function 'poolDelete' failed: OperationTimedOut: the pool deletion request did not complete");
+    expect(outcome.reason).toBe(
+      "cleanup incomplete: pool deleted: Activity function 'poolDelete' failed: OperationTimedOut: the pool deletion request did not complete",
+    );
     // Retried as cleanup steps are (4 tries, each scheduled anew by the engine), then given up on.
     expect(poolDeleteAttempts).toEqual([1, 2, 3, 4]);
     expect(cleanupSteps(r)).toEqual(['batchJobTerminate', 'poolDelete', 'poolDelete', 'poolDelete', 'poolDelete', 'stagedDataDelete']);
@@ -121,18 +142,32 @@ describe('mpiJob orchestrator when Batch fails it, replayed', () => {
   it('a Batch call that keeps failing: one sentence with the operation and the Batch request id, never the stack trace', async () => {
     const job = healthyJob({
       poolCreate: () => {
-        throw new BatchError({ code: 'ServerBusy', status: 503, operation: 'pools.create', resource: 'pool hpc-batch-down', requestId: '9f1c2a3b-aaaa-4bbb-8ccc-0123456789ab', message: 'The server is currently unable to receive requests.', attempts: 6 });
+        throw new BatchError({
+          code: 'ServerBusy',
+          status: 503,
+          operation: 'pools.create',
+          resource: 'pool hpc-batch-down',
+          requestId: '9f1c2a3b-aaaa-4bbb-8ccc-0123456789ab',
+          message: 'The server is currently unable to receive requests.',
+          attempts: 6,
+        });
       },
     });
     await replay(pipelineJob('batch-down'), job);
     const outcome = job.finished();
     expect(outcome.state).toBe('Failed');
-    expect(outcome.reason).toMatch(/^unexpected: Activity function 'poolCreate' failed: pools\.create on pool hpc-batch-down failed after 6 attempts: HTTP 503 ServerBusy: The server is currently unable to receive requests\. \[request-id 9f1c2a3b-aaaa-4bbb-8ccc-0123456789ab\]/);
+    expect(outcome.reason).toMatch(
+      /^unexpected: Activity function 'poolCreate' failed: pools\.create on pool hpc-batch-down failed after 6 attempts: HTTP 503 ServerBusy: The server is currently unable to receive requests\. \[request-id 9f1c2a3b-aaaa-4bbb-8ccc-0123456789ab\]/,
+    );
     expect(outcome.reason).not.toMatch(/\n|\bat .+\(.+:\d+:\d+\)/);
   });
 
   it('an Azure Storage failure keeps its request id (on a later line of the message) in the one-line reason', () => {
-    const storage = new Error("Activity function 'stagedDataDelete' failed: The specified container is being deleted. Try operation later.\nRequestId:0a1b2c3d-0000-4111-8222-333344445555\nTime:2030-01-01T00:00:00.0000000Z\n    at handleErrorResponse (deserializationPolicy.js:1:1)");
-    expect(activityFailureMessage(storage)).toBe("Activity function 'stagedDataDelete' failed: The specified container is being deleted. Try operation later. [request-id 0a1b2c3d-0000-4111-8222-333344445555]");
+    const storage = new Error(
+      "Activity function 'stagedDataDelete' failed: The specified container is being deleted. Try operation later.\nRequestId:0a1b2c3d-0000-4111-8222-333344445555\nTime:2030-01-01T00:00:00.0000000Z\n    at handleErrorResponse (deserializationPolicy.js:1:1)",
+    );
+    expect(activityFailureMessage(storage)).toBe(
+      "Activity function 'stagedDataDelete' failed: The specified container is being deleted. Try operation later. [request-id 0a1b2c3d-0000-4111-8222-333344445555]",
+    );
   });
 });

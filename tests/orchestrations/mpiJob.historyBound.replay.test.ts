@@ -15,7 +15,10 @@ const K = MPI_WAIT_POLLS_PER_GENERATION;
 /** A job whose MPI task is seen running `polls - 1` times, then completed (`polls` looks in all). */
 async function runWithPolls(polls: number, id = `hist-${polls}`): Promise<{ r: SimResult; job: ReturnType<typeof healthyJob> }> {
   let observed = 0;
-  const job = healthyJob({ mpiTaskObserve: () => (++observed < polls ? { state: 'running', startTime: '2030-01-01T01:00:00.000Z' } : { state: 'completed', startTime: '2030-01-01T01:00:00.000Z' }) });
+  const job = healthyJob({
+    mpiTaskObserve: () =>
+      ++observed < polls ? { state: 'running', startTime: '2030-01-01T01:00:00.000Z' } : { state: 'completed', startTime: '2030-01-01T01:00:00.000Z' },
+  });
   const r = await replay(jobInput(id, { nodes: 2, command: 'true' }), job);
   expect(observed).toBe(polls);
   return { r, job };
@@ -53,7 +56,7 @@ describe('mpiJob: the MPI wait continues as new (history bounded)', () => {
     }
   });
 
-  it('polls with the inline wait\'s delays, across generations', async () => {
+  it("polls with the inline wait's delays, across generations", async () => {
     const { r } = await runWithPolls(K + 3);
     // The last execution holds polls K+1.. of the wait (the backoff position travels in its input).
     const [wait] = waits(r);

@@ -40,12 +40,12 @@ test('10 seeds pull from the registry, the other nodes copy from them, all issue
   const copies = first.filter((t) => script(t).includes('ssh '));
   expect(seeds).toHaveLength(10);
   const seedIps = new Set(seeds.map((t) => `10.0.0.${t.affinityId.slice(4)}`));
-  for (const t of seeds) expect(script(t)).toContain("docker pull registry.example/hpc/app:1.0");
+  for (const t of seeds) expect(script(t)).toContain('docker pull registry.example/hpc/app:1.0');
   expect(copies).toHaveLength(4);
   // Each copy comes from a different seed (one copy served at a time per node), by the seed's address.
   expect(new Set(copies.map(sourceIp)).size).toBe(4);
   for (const t of copies) expect(seedIps.has(sourceIp(t)!)).toBe(true);
-  for (const t of copies) expect(script(t)).toContain("docker save registry.example/hpc/app:1.0");
+  for (const t of copies) expect(script(t)).toContain('docker save registry.example/hpc/app:1.0');
   expect(observed.every((o) => o.digests === 1)).toBe(true);
 });
 
@@ -62,7 +62,14 @@ test('a copy whose source is lost is issued again from another source; a node re
         const node = job.pinnedNode(id);
         if (id === 'pull-10-a1' && lostOnce) {
           lostOnce = false;
-          return { id, state: 'completed', exitCode: 75, nodeId: node, failure: 'FailureExitCode: exit 75', outputTail: '[mpijob] source node node-0 (10.0.0.0): has not got the images' };
+          return {
+            id,
+            state: 'completed',
+            exitCode: 75,
+            nodeId: node,
+            failure: 'FailureExitCode: exit 75',
+            outputTail: '[mpijob] source node node-0 (10.0.0.0): has not got the images',
+          };
         }
         if (id === 'pull-11-a1' && badOnce) {
           badOnce = false;
@@ -108,12 +115,23 @@ test('a node the preflight replaces copies the image from a node that holds it, 
   let checks = 0;
   const adds: NodeTaskRequest[] = [];
   const job = healthyJob({
-    poolObserve: () => ({ state: 'active', allocationState: 'steady', currentDedicatedNodes: nodes.length, targetDedicatedNodes: nodes.length, resizeErrors: [], nodes: nodes.map((n) => ({ ...n })) }),
+    poolObserve: () => ({
+      state: 'active',
+      allocationState: 'steady',
+      currentDedicatedNodes: nodes.length,
+      targetDedicatedNodes: nodes.length,
+      resizeErrors: [],
+      nodes: nodes.map((n) => ({ ...n })),
+    }),
     poolRemoveNodes: ({ nodeIds }) => void (nodes = nodes.filter((n) => !nodeIds.includes(n.id))),
     poolResize: ({ target }) => {
       while (nodes.length < target) nodes.push(fakeNode(2, 'idle'));
     },
-    preflightCollect: () => preflightReport(nodes.map((n) => n.ipAddress), ++checks === 1 ? { unreachable: [fakeNode(1, 'idle').ipAddress] } : {}),
+    preflightCollect: () =>
+      preflightReport(
+        nodes.map((n) => n.ipAddress),
+        ++checks === 1 ? { unreachable: [fakeNode(1, 'idle').ipAddress] } : {},
+      ),
     nodeTasksAdd: ({ tasks }) => void adds.push(...tasks.filter((t) => t.id.startsWith('pull-'))),
   });
   await replay(jobInput('replay-tree-replace', { nodes: 2, command: 'true', container: { runtime: 'docker', images: ['registry.example/hpc/app:1.0'] } }), job);

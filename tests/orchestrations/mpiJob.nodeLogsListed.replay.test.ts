@@ -15,14 +15,17 @@ const DIR = 'workitems/hpc-j/job-1/mpi';
 const NODES = 4;
 
 function input(id: string, outputs: string): MpiJobInput {
-  const parsed = parseJobSpec(`
+  const parsed = parseJobSpec(
+    `
 id: ${id}
 name: ${id}
 pool: { vmSize: Standard_D8s_v5, nodes: ${NODES} }
 mpi: { runtime: openmpi, processesPerNode: 1, command: app }
 limits: { maxWallClock: PT10M }
 outputs: ${outputs}
-`, 'application/yaml');
+`,
+    'application/yaml',
+  );
   if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
   return { jobId: id, spec: parsed.spec, settings: { ...SETTINGS, nodeLogsListed: true } };
 }
@@ -30,17 +33,38 @@ outputs: ${outputs}
 const mpiResult = (): MpiResult => ({
   taskId: 'mpi',
   exitCode: 0,
-  subtasks: Array.from({ length: NODES - 1 }, (_, i) => ({ id: i + 1, nodeId: `node-${i + 1}`, exitCode: 0, state: 'completed' as const, taskRootDirectory: DIR })),
+  subtasks: Array.from({ length: NODES - 1 }, (_, i) => ({
+    id: i + 1,
+    nodeId: `node-${i + 1}`,
+    exitCode: 0,
+    state: 'completed' as const,
+    taskRootDirectory: DIR,
+  })),
   logs: [{ node: 'node-0', stdout: 'https://b/stdout', stderr: 'https://b/stderr' }],
   stdoutTail: '',
   taskRootDirectory: DIR,
 });
 
-const listing = (prefix: string, errors: string[]): OutputsResult => ({ container: 'https://data1.blob.core.windows.net/results', prefix, files: [], count: 0, bytes: 0, truncated: false, errors });
+const listing = (prefix: string, errors: string[]): OutputsResult => ({
+  container: 'https://data1.blob.core.windows.net/results',
+  prefix,
+  files: [],
+  count: 0,
+  bytes: 0,
+  truncated: false,
+  errors,
+});
 
 function job(lostLogs: string[]): FakeJob {
   return healthyJob({
-    poolObserve: () => ({ state: 'active', allocationState: 'steady', currentDedicatedNodes: NODES, targetDedicatedNodes: NODES, resizeErrors: [], nodes: Array.from({ length: NODES }, (_, i) => ({ id: `node-${i}`, state: 'idle', affinityId: `aff-${i}`, ipAddress: `10.0.0.${i}` })) }),
+    poolObserve: () => ({
+      state: 'active',
+      allocationState: 'steady',
+      currentDedicatedNodes: NODES,
+      targetDedicatedNodes: NODES,
+      resizeErrors: [],
+      nodes: Array.from({ length: NODES }, (_, i) => ({ id: `node-${i}`, state: 'idle', affinityId: `aff-${i}`, ipAddress: `10.0.0.${i}` })),
+    }),
     workloadUrls: () => ({ files: [], outputsContainerUrl: 'https://data1.blob.core.windows.net/results?sig=W' }),
     mpiResultCollect: mpiResult,
     outputsList: ({ prefix, errors }) => listing(prefix, errors),
@@ -64,12 +88,20 @@ test('every-node files: those still listed per node, without the logs; the logs 
   const r = await replay(input('nl-all', '{ account: data1, container: results, files: [ { pattern: "*.log", from: allNodes } ] }'), j);
   expect(j.finished()).toMatchObject({ state: 'Succeeded', result: { outputs: { errors: [] } } });
   const listed = scheduledInputs(r.history, 'nodeTaskUploads');
-  expect(listed.map((l) => l.outputFiles.map((f) => f.path))).toEqual([['nl-all/nodes/node-0'], ['nl-all/nodes/node-1'], ['nl-all/nodes/node-2'], ['nl-all/nodes/node-3']]);
+  expect(listed.map((l) => l.outputFiles.map((f) => f.path))).toEqual([
+    ['nl-all/nodes/node-0'],
+    ['nl-all/nodes/node-1'],
+    ['nl-all/nodes/node-2'],
+    ['nl-all/nodes/node-3'],
+  ]);
   expect(scheduledInputs(r.history, 'nodeLogsMissing')).toHaveLength(1);
 });
 
 test('a lost log (fail): the job fails naming the node and the blob', async () => {
   const j = job(['nl-fail/logs/nodes/node-2/stderr.txt']);
   await replay(input('nl-fail', '{ onUploadFailure: fail, account: data1, container: results, files: [ { pattern: "*.out" } ] }'), j);
-  expect(j.finished()).toMatchObject({ state: 'Failed', reason: expect.stringMatching(/^outputs incomplete: node node-2: nl-fail\/logs\/nodes\/node-2\/stderr.txt/) });
+  expect(j.finished()).toMatchObject({
+    state: 'Failed',
+    reason: expect.stringMatching(/^outputs incomplete: node node-2: nl-fail\/logs\/nodes\/node-2\/stderr.txt/),
+  });
 });

@@ -20,14 +20,17 @@ const ON_NODE: Record<string, string[]> = {
 };
 
 function input(id: string, outputs: string): MpiJobInput {
-  const parsed = parseJobSpec(`
+  const parsed = parseJobSpec(
+    `
 id: ${id}
 name: ${id}
 pool: { vmSize: Standard_D8s_v5, nodes: 2 }
 mpi: { runtime: openmpi, processesPerNode: 1, command: app }
 limits: { maxWallClock: PT10M }
 outputs: ${outputs}
-`, 'application/yaml');
+`,
+    'application/yaml',
+  );
   if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
   return { jobId: id, spec: parsed.spec, settings: SETTINGS };
 }
@@ -51,7 +54,11 @@ function verifiedJob(lost: string[], overrides: FakeActivities = {}): FakeJob {
     workloadUrls: () => ({ files: [], outputsContainerUrl: 'https://data1.blob.core.windows.net/results?sig=W' }),
     mpiResultCollect: mpiResult,
     outputsList: ({ prefix, errors }) => listing(prefix, errors),
-    nodeTaskUploads: ({ nodeId, outputFiles }) => expectedNodeUploads(outputFiles, (ON_NODE[nodeId] ?? []).map((name) => ({ name, isDirectory: false }))),
+    nodeTaskUploads: ({ nodeId, outputFiles }) =>
+      expectedNodeUploads(
+        outputFiles,
+        (ON_NODE[nodeId] ?? []).map((name) => ({ name, isDirectory: false })),
+      ),
     outputsMissing: ({ names }) => names.filter((n) => lost.includes(n)),
     ...overrides,
   });
@@ -63,7 +70,7 @@ const at = (h: HistoryEvent[], name: string, which: 'first' | 'last' = 'first') 
 };
 
 describe('node uploads verified before success, replayed', () => {
-  it('lists each node\'s files after its upload task and looks up what they make due, before cleanup; all there: no errors', async () => {
+  it("lists each node's files after its upload task and looks up what they make due, before cleanup; all there: no errors", async () => {
     const job = verifiedJob([]);
     const r = await replay(input('nv-ok', OUTPUTS), job);
     expect(job.finished()).toMatchObject({ state: 'Succeeded', result: { outputs: { errors: [] } } });
@@ -73,8 +80,15 @@ describe('node uploads verified before success, replayed', () => {
       ['node-1', DIR, ['nv-ok/nodes/node-1', 'nv-ok/logs/nodes/node-1']],
     ]);
     expect(listed.every((l) => typeof l.poolId === 'string' && l.poolId.length > 0)).toBe(true);
-    const looked = scheduledInputs(r.history, 'outputsMissing').flatMap((l) => l.names).filter((n) => n.includes('/nodes/'));
-    expect(looked.sort()).toEqual(['nv-ok/logs/nodes/node-1/stderr.txt', 'nv-ok/logs/nodes/node-1/stdout.txt', 'nv-ok/nodes/node-0/rank.log', 'nv-ok/nodes/node-1/rank.log']);
+    const looked = scheduledInputs(r.history, 'outputsMissing')
+      .flatMap((l) => l.names)
+      .filter((n) => n.includes('/nodes/'));
+    expect(looked.sort()).toEqual([
+      'nv-ok/logs/nodes/node-1/stderr.txt',
+      'nv-ok/logs/nodes/node-1/stdout.txt',
+      'nv-ok/nodes/node-0/rank.log',
+      'nv-ok/nodes/node-1/rank.log',
+    ]);
     const h = r.history;
     expect(at(h, 'nodeTaskUploads')).toBeGreaterThan(at(h, 'nodeTasksObserve', 'last'));
     expect(at(h, 'outputsMissing', 'last')).toBeLessThan(at(h, 'poolDelete'));
@@ -86,18 +100,27 @@ describe('node uploads verified before success, replayed', () => {
     await replay(input('nv-report', OUTPUTS), job);
     const outcome = job.finished();
     expect(outcome.state).toBe('Succeeded');
-    expect(outcome.result.outputs?.errors).toEqual(['node node-1: nv-report/nodes/node-1/rank.log was on the node but is not in the outputs container (its upload was lost)']);
+    expect(outcome.result.outputs?.errors).toEqual([
+      'node node-1: nv-report/nodes/node-1/rank.log was on the node but is not in the outputs container (its upload was lost)',
+    ]);
     expect(outcome.reason).toMatch(/^outputs incomplete: node node-1: nv-report\/nodes\/node-1\/rank.log/);
   });
 
   it('a lost every-node blob (fail): the job fails', async () => {
     const job = verifiedJob(['nv-fail/logs/nodes/node-1/stdout.txt']);
     await replay(input('nv-fail', OUTPUTS.replace('{ account', '{ onUploadFailure: fail, account')), job);
-    expect(job.finished()).toMatchObject({ state: 'Failed', reason: expect.stringMatching(/^outputs incomplete: node node-1: nv-fail\/logs\/nodes\/node-1\/stdout.txt was on the node/) });
+    expect(job.finished()).toMatchObject({
+      state: 'Failed',
+      reason: expect.stringMatching(/^outputs incomplete: node node-1: nv-fail\/logs\/nodes\/node-1\/stdout.txt was on the node/),
+    });
   });
 
   it('a node check that cannot be made is an error, not a silent success', async () => {
-    const job = verifiedJob([], { nodeTaskUploads: () => { throw new Error('NodeNotFound: the node does not exist'); } });
+    const job = verifiedJob([], {
+      nodeTaskUploads: () => {
+        throw new Error('NodeNotFound: the node does not exist');
+      },
+    });
     await replay(input('nv-unknown', OUTPUTS.replace('{ account', '{ onUploadFailure: fail, account')), job);
     expect(job.finished()).toMatchObject({ state: 'Failed', reason: expect.stringMatching(/node outputs not verified: .*NodeNotFound/) });
   });

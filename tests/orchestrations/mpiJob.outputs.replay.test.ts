@@ -41,13 +41,23 @@ function mpiResult(exitCode: number, extra: Partial<MpiResult> = {}): MpiResult 
 }
 
 function listing(prefix: string, errors: string[]): OutputsResult {
-  return { container: 'https://data1.blob.core.windows.net/results', prefix, files: [{ name: 'logs/stdout.txt', size: 12, url: 'https://data1.blob.core.windows.net/results/x/logs/stdout.txt' }], count: 1, bytes: 12, truncated: false, errors };
+  return {
+    container: 'https://data1.blob.core.windows.net/results',
+    prefix,
+    files: [{ name: 'logs/stdout.txt', size: 12, url: 'https://data1.blob.core.windows.net/results/x/logs/stdout.txt' }],
+    count: 1,
+    bytes: 12,
+    truncated: false,
+    errors,
+  };
 }
 
 function outputsJob(overrides: FakeActivities = {}): FakeJob {
   return healthyJob({
     workloadUrls: ({ files, outputs }) => ({
-      files: files.map((f) => (f.kind === 'url' ? { httpUrl: f.url, filePath: f.filePath, fileMode: f.fileMode } : { httpUrl: 'https://sas', filePath: f.filePath })),
+      files: files.map((f) =>
+        f.kind === 'url' ? { httpUrl: f.url, filePath: f.filePath, fileMode: f.fileMode } : { httpUrl: 'https://sas', filePath: f.filePath },
+      ),
       ...(outputs ? { outputsContainerUrl: CONTAINER_URL } : {}),
     }),
     mpiResultCollect: () => mpiResult(0),
@@ -63,9 +73,12 @@ function at(history: HistoryEvent[], name: string, which: 'first' | 'last' = 'fi
 }
 
 describe('mpiJob with outputs, replayed', () => {
-  it('uploads the MPI task\'s outputs, then each node\'s, lists them, and only then terminates the job and deletes the pool', async () => {
+  it("uploads the MPI task's outputs, then each node's, lists them, and only then terminates the job and deletes the pool", async () => {
     const job = outputsJob();
-    const r = await replay(input('out-ok', '{ account: data1, container: results, files: [ { pattern: "*.log", from: allNodes }, { pattern: "out/*" } ] }'), job);
+    const r = await replay(
+      input('out-ok', '{ account: data1, container: results, files: [ { pattern: "*.log", from: allNodes }, { pattern: "out/*" } ] }'),
+      job,
+    );
     const outcome = job.finished();
     expect(outcome.state).toBe('Succeeded');
     expect(outcome.reason).toBeUndefined();
@@ -83,7 +96,9 @@ describe('mpiJob with outputs, replayed', () => {
     ]);
 
     // One upload task per node, pinned to it: the master's every-node files; the other node's files and its task logs.
-    const uploads = scheduledInputs(r.history, 'nodeTasksAdd').flatMap((a) => a.tasks).filter((t) => t.id.startsWith('up-'));
+    const uploads = scheduledInputs(r.history, 'nodeTasksAdd')
+      .flatMap((a) => a.tasks)
+      .filter((t) => t.id.startsWith('up-'));
     expect(uploads.map((t) => [t.id, t.affinityId, t.outputFiles?.map((f) => f.path)])).toEqual([
       ['up-0-a1', 'aff-0', ['out-ok/nodes/node-0']],
       ['up-1-a1', 'aff-1', ['out-ok/nodes/node-1', 'out-ok/logs/nodes/node-1']],
@@ -103,28 +118,41 @@ describe('mpiJob with outputs, replayed', () => {
   it('an upload task Batch ran on another node fails itself and is added again for its node', async () => {
     let first = true;
     const job: FakeJob = outputsJob({
-      nodeTasksObserve: ({ taskIds }) => taskIds.map((id): NodeTaskObservation => {
-        if (id === 'up-1-a1' && first) {
-          first = false;
-          return { id, state: 'completed', exitCode: 3, nodeId: 'node-0', failure: 'FailureExitCode: exit 3' };
-        }
-        return { id, state: 'completed', exitCode: 0, nodeId: job.pinnedNode(id) };
-      }),
+      nodeTasksObserve: ({ taskIds }) =>
+        taskIds.map((id): NodeTaskObservation => {
+          if (id === 'up-1-a1' && first) {
+            first = false;
+            return { id, state: 'completed', exitCode: 3, nodeId: 'node-0', failure: 'FailureExitCode: exit 3' };
+          }
+          return { id, state: 'completed', exitCode: 0, nodeId: job.pinnedNode(id) };
+        }),
     });
     const r = await replay(input('out-affinity', '{ account: data1, container: results, files: [ { pattern: "*.log", from: allNodes } ] }'), job);
     expect(job.finished()).toMatchObject({ state: 'Succeeded', result: { outputs: { errors: [] } } });
-    const ids = scheduledInputs(r.history, 'nodeTasksAdd').flatMap((a) => a.tasks.map((t) => t.id)).filter((id) => id.startsWith('up-'));
+    const ids = scheduledInputs(r.history, 'nodeTasksAdd')
+      .flatMap((a) => a.tasks.map((t) => t.id))
+      .filter((id) => id.startsWith('up-'));
     expect(ids).toEqual(['up-0-a1', 'up-1-a1', 'up-1-a2']);
     expect(at(r.history, 'poolDelete')).toBeGreaterThan(at(r.history, 'nodeTasksObserve', 'last'));
   });
 
-  it('failed uploads (the master\'s output files, a node\'s task every time) are a note on the job and in result.outputs.errors; the state follows the exit code', async () => {
+  it("failed uploads (the master's output files, a node's task every time) are a note on the job and in result.outputs.errors; the state follows the exit code", async () => {
     // Node 1's upload task runs where it was pinned and exits 0, but Batch could not upload its files.
     const failing = (fake: () => FakeJob): FakeActivities => ({
-      mpiResultCollect: () => mpiResult(0, { fileUploadFailure: 'FileUploadAccessDenied: Access to the Azure Storage container for uploading output files was denied' }),
-      nodeTasksObserve: ({ taskIds }) => taskIds.map((id): NodeTaskObservation => (id.startsWith('up-1')
-        ? { id, state: 'completed', exitCode: 0, nodeId: 'node-1', failure: 'FileUploadMiscError: The compute node hit an unexpected error when uploading output files' }
-        : { id, state: 'completed', exitCode: 0, nodeId: fake().pinnedNode(id) })),
+      mpiResultCollect: () =>
+        mpiResult(0, { fileUploadFailure: 'FileUploadAccessDenied: Access to the Azure Storage container for uploading output files was denied' }),
+      nodeTasksObserve: ({ taskIds }) =>
+        taskIds.map((id): NodeTaskObservation =>
+          id.startsWith('up-1')
+            ? {
+                id,
+                state: 'completed',
+                exitCode: 0,
+                nodeId: 'node-1',
+                failure: 'FileUploadMiscError: The compute node hit an unexpected error when uploading output files',
+              }
+            : { id, state: 'completed', exitCode: 0, nodeId: fake().pinnedNode(id) },
+        ),
     });
     const job: FakeJob = outputsJob(failing(() => job));
     const r = await replay(input('out-report', '{ account: data1, container: results, files: [ { pattern: "*.log", from: allNodes } ] }'), job);
@@ -136,7 +164,11 @@ describe('mpiJob with outputs, replayed', () => {
     ]);
     expect(outcome.reason).toMatch(/^outputs incomplete: master: FileUploadAccessDenied.*; node node-1: FileUploadMiscError/);
     // Each failing node upload was tried nodeTaskMaxAttempts times.
-    expect(scheduledInputs(r.history, 'nodeTasksAdd').flatMap((a) => a.tasks.map((t) => t.id)).filter((id) => id.startsWith('up-1'))).toHaveLength(SETTINGS.nodeTaskMaxAttempts);
+    expect(
+      scheduledInputs(r.history, 'nodeTasksAdd')
+        .flatMap((a) => a.tasks.map((t) => t.id))
+        .filter((id) => id.startsWith('up-1')),
+    ).toHaveLength(SETTINGS.nodeTaskMaxAttempts);
     expectFinishedOnceAndLast(r, job);
 
     const strict: FakeJob = outputsJob(failing(() => strict));
@@ -146,9 +178,18 @@ describe('mpiJob with outputs, replayed', () => {
 
   it('a failed run with when: success uploads only the logs from the other nodes, and keeps its own failure as the reason', async () => {
     const job = outputsJob({ mpiResultCollect: () => mpiResult(2, { failure: 'FailureExitCode: exit 2' }) });
-    const r = await replay(input('out-mpi-failed', '{ account: data1, container: results, when: success, files: [ { pattern: "*.log", from: allNodes } ] }'), job);
-    expect(job.finished()).toMatchObject({ state: 'Failed', reason: 'MPI task exited with code 2: FailureExitCode: exit 2', result: { exitCode: 2, outputs: { errors: [] } } });
-    const uploads = scheduledInputs(r.history, 'nodeTasksAdd').flatMap((a) => a.tasks).filter((t) => t.id.startsWith('up-'));
+    const r = await replay(
+      input('out-mpi-failed', '{ account: data1, container: results, when: success, files: [ { pattern: "*.log", from: allNodes } ] }'),
+      job,
+    );
+    expect(job.finished()).toMatchObject({
+      state: 'Failed',
+      reason: 'MPI task exited with code 2: FailureExitCode: exit 2',
+      result: { exitCode: 2, outputs: { errors: [] } },
+    });
+    const uploads = scheduledInputs(r.history, 'nodeTasksAdd')
+      .flatMap((a) => a.tasks)
+      .filter((t) => t.id.startsWith('up-'));
     expect(uploads.map((t) => t.outputFiles?.map((f) => f.path))).toEqual([['out-mpi-failed/logs/nodes/node-1']]);
     expect(scheduledInputs(r.history, 'mpiTaskAdd')[0].outputFiles?.[0]).toMatchObject({ filePattern: '../*.txt', uploadCondition: 'taskCompletion' });
   });
@@ -194,7 +235,11 @@ describe('cancel while the MPI task of a job with outputs runs, replayed', () =>
         return ++observedAfterTerminate < 3 ? { state: 'running' } : { state: 'completed' };
       },
     });
-    const r = await replay(input('out-cancel', '{ account: data1, container: results, files: [ { pattern: "out/*" } ] }'), job, cancelOnEntering('Running', 'wrong mesh'));
+    const r = await replay(
+      input('out-cancel', '{ account: data1, container: results, files: [ { pattern: "out/*" } ] }'),
+      job,
+      cancelOnEntering('Running', 'wrong mesh'),
+    );
     expect(job.finished()).toMatchObject({ state: 'Cancelled', reason: 'wrong mesh' });
     const h = r.history;
     const terminate = at(h, 'batchJobTerminate');
@@ -211,7 +256,10 @@ describe('cancel while the MPI task of a job with outputs runs, replayed', () =>
   it('a task that does not end in time: the pool is deleted anyway and the cleanup says the outputs may be incomplete', async () => {
     const job = outputsJob({ mpiTaskObserve: () => ({ state: 'running' }) });
     const r = await replay(input('out-cancel-stuck', '{ account: data1, container: results }'), job, cancelOnEntering('Running', 'stop'));
-    expect(job.finished()).toMatchObject({ state: 'Cancelled', reason: expect.stringMatching(/^stop; cleanup incomplete: outputs: the MPI task had not finished uploading/) });
+    expect(job.finished()).toMatchObject({
+      state: 'Cancelled',
+      reason: expect.stringMatching(/^stop; cleanup incomplete: outputs: the MPI task had not finished uploading/),
+    });
     expect(scheduled(r.history)).toContain('poolDelete');
   });
 });

@@ -80,7 +80,8 @@ function eventsOf(history: HistoryEvent[]) {
       const s = scheduledAt.get(e.TaskScheduledId!)!;
       completed.push({ name: s.name, index });
       if (s.name === 'nodeTasksObserve') {
-        for (const o of JSON.parse(e.Result!) as NodeTaskObservation[]) if (o.state === 'completed' && o.exitCode === 0 && !seenDone.has(o.id)) seenDone.set(o.id, index);
+        for (const o of JSON.parse(e.Result!) as NodeTaskObservation[])
+          if (o.state === 'completed' && o.exitCode === 0 && !seenDone.has(o.id)) seenDone.set(o.id, index);
       }
     }
   });
@@ -118,7 +119,9 @@ function expectStagingOrder(r: SimResult, tags: string[] = ['']): void {
   for (const dl of downloads) {
     const { prefix, slot } = parseTaskId(dl);
     const pullPrefix = prefix.replace(/^dl/, 'pull');
-    const pulls = [...ev.seenDone.entries()].filter(([id]) => id.startsWith(pullPrefix + '-') && parseTaskId(id).prefix === pullPrefix && parseTaskId(id).slot === slot);
+    const pulls = [...ev.seenDone.entries()].filter(
+      ([id]) => id.startsWith(pullPrefix + '-') && parseTaskId(id).prefix === pullPrefix && parseTaskId(id).slot === slot,
+    );
     expect({ dl, pullSeenDone: pulls.length > 0 }).toEqual({ dl, pullSeenDone: true });
     expect(ev.added.get(dl)!).toBeGreaterThan(Math.min(...pulls.map(([, i]) => i)));
     expect(ev.added.get(dl)!).toBeGreaterThan(urlsDone);
@@ -162,10 +165,16 @@ describe('mpiJob orchestrator with overlapped staging, replayed', () => {
     // The overlap itself: node 0 downloads while node 2 has not even started pulling.
     expect(ev.added.get('dl-0-a1')!).toBeLessThan(ev.added.get('pull-2-a1')!);
     // Each node once, its own slot's shards (5 shards over 3 slots: 2, 2, 1), every shard exactly once.
-    const dls = scheduledInputs(r.history, 'nodeTasksAdd').flatMap((a) => a.tasks).filter((t) => t.id.startsWith('dl'));
+    const dls = scheduledInputs(r.history, 'nodeTasksAdd')
+      .flatMap((a) => a.tasks)
+      .filter((t) => t.id.startsWith('dl'));
     expect(dls.map((t) => `${t.id}@${t.affinityId}`).sort()).toEqual(['dl-0-a1@aff-0', 'dl-1-a1@aff-1', 'dl-2-a1@aff-2']);
     const files = dls.flatMap((t) => (t.resourceFiles ?? []).map((f) => f.filePath)).sort();
-    expect(files).toEqual(scheduledInputs(r.history, 'shardCopy').map((c) => `shards/${c.shard.id}`).sort());
+    expect(files).toEqual(
+      scheduledInputs(r.history, 'shardCopy')
+        .map((c) => `shards/${c.shard.id}`)
+        .sort(),
+    );
     expect(dls.map((t) => (t.resourceFiles ?? []).length).sort()).toEqual([1, 2, 2]);
 
     // The job's result shows the overlap and the billed idle time.
@@ -203,7 +212,9 @@ describe('mpiJob orchestrator with overlapped staging, replayed', () => {
     input.spec.pool = { ...input.spec.pool, partialAllocation: { policy: 'continue', minNodes: 2 }, resizeTimeout: 'PT5M' } as typeof input.spec.pool;
     const r = await replay(input, job);
     expect(job.finished()).toMatchObject({ state: 'Succeeded' });
-    const dls = scheduledInputs(r.history, 'nodeTasksAdd').flatMap((a) => a.tasks).filter((t) => t.id.startsWith('dl'));
+    const dls = scheduledInputs(r.history, 'nodeTasksAdd')
+      .flatMap((a) => a.tasks)
+      .filter((t) => t.id.startsWith('dl'));
     expect(dls.map((t) => t.id).sort()).toEqual(['dl-0-a1', 'dl-1-a1']);
     // All five shards, each downloaded by exactly one of the two nodes.
     expect(dls.flatMap((t) => (t.resourceFiles ?? []).map((f) => f.filePath)).sort()).toHaveLength(5);
@@ -226,7 +237,9 @@ describe('mpiJob orchestrator with overlapped staging, replayed', () => {
         },
       },
     });
-    const r = await replay(overlapJob('overlap-cancel', 2), job, { raiseAfterActivity: [{ activity: 'shardCopy', name: 'cancel', input: { reason: 'wrong deck' } }] });
+    const r = await replay(overlapJob('overlap-cancel', 2), job, {
+      raiseAfterActivity: [{ activity: 'shardCopy', name: 'cancel', input: { reason: 'wrong deck' } }],
+    });
     expect(job.finished()).toMatchObject({ state: 'Cancelled', reason: 'wrong deck' });
     expect(stagesEntered(r.history)).toEqual(['Queued', 'Provisioning', 'CleaningUp']);
     expect(scheduled(r.history)).not.toContain('batchJobCreate');
@@ -242,7 +255,9 @@ describe('mpiJob orchestrator with overlapped staging, replayed', () => {
     // The pool's deletion did not wait for the copies.
     expect(ev.firstScheduled('poolDelete')).toBeLessThan(ev.firstScheduled('stagedDataDelete'));
     const written = [...new Set(scheduledInputs(r.history, 'shardCopy').map((c) => `${c.shard.account}/${c.shard.container}`))].sort();
-    const deleted = scheduledInputs(r.history, 'stagedDataDelete').flatMap((d) => d.containers.map((c) => `${c.account}/${c.container}`)).sort();
+    const deleted = scheduledInputs(r.history, 'stagedDataDelete')
+      .flatMap((d) => d.containers.map((c) => `${c.account}/${c.container}`))
+      .sort();
     expect(deleted).toEqual(expect.arrayContaining(written));
     expectFinishedOnceAndLast(r, job);
   });
@@ -262,7 +277,9 @@ describe('mpiJob orchestrator with overlapped staging, replayed', () => {
     const r = await replay(overlapJob('overlap-copy-fails', 2), job);
     const outcome = job.finished();
     expect(outcome.state).toBe('Failed');
-    expect(outcome.reason).toMatch(/^StagingData: shard shard-0+1 not copied: Activity function 'shardCopy' failed: source blob changed while copying \(ETag mismatch\)/);
+    expect(outcome.reason).toMatch(
+      /^StagingData: shard shard-0+1 not copied: Activity function 'shardCopy' failed: source blob changed while copying \(ETag mismatch\)/,
+    );
     expect(stagesEntered(r.history)).toEqual(['Queued', 'Provisioning', 'CleaningUp']);
     expect(scheduled(r.history)).not.toContain('batchJobCreate');
     // Durable retried the copy (3 tries) before the stage gave up; nothing more was copied after that.
@@ -280,7 +297,11 @@ describe('mpiJob orchestrator with overlapped staging, replayed', () => {
     });
     const observe = job.fakes.nodeTasksObserve!;
     job.fakes.nodeTasksObserve = (input, attempt) =>
-      observe(input, attempt).map((o) => (o.id.startsWith('dl-0') && o.state === 'completed' ? { ...o, exitCode: 1, failure: 'FailureExitCode: The task exited with an exit code representing a failure', outputTail: 'No space left on device' } : o));
+      observe(input, attempt).map((o) =>
+        o.id.startsWith('dl-0') && o.state === 'completed'
+          ? { ...o, exitCode: 1, failure: 'FailureExitCode: The task exited with an exit code representing a failure', outputTail: 'No space left on device' }
+          : o,
+      );
     const r = await replay(overlapJob('overlap-dl-fails', 2), job);
     const outcome = job.finished();
     expect(outcome.state).toBe('Failed');
@@ -304,7 +325,14 @@ describe('mpiJob orchestrator with overlapped staging, replayed', () => {
       allocatingLooks: 0,
       looks: (id) => (id.startsWith('pull') ? 2 : 1),
       overrides: {
-        poolObserve: (): PoolObservation => ({ state: 'active', allocationState: 'steady', currentDedicatedNodes: nodes.length, targetDedicatedNodes: target, resizeErrors: [], nodes: nodes.map((n) => ({ ...n })) }),
+        poolObserve: (): PoolObservation => ({
+          state: 'active',
+          allocationState: 'steady',
+          currentDedicatedNodes: nodes.length,
+          targetDedicatedNodes: target,
+          resizeErrors: [],
+          nodes: nodes.map((n) => ({ ...n })),
+        }),
         poolRemoveNodes: ({ nodeIds }) => {
           nodes = nodes.filter((n) => !nodeIds.includes(n.id));
           target = nodes.length;
@@ -328,12 +356,22 @@ describe('mpiJob orchestrator with overlapped staging, replayed', () => {
     const r = await replay(input, job);
     const outcome = job.finished();
     expect(outcome).toMatchObject({ state: 'Succeeded' });
-    expect(outcome.result.attempts!.map((a) => a.nodes)).toEqual([['node-0', 'node-1'], ['node-0', 'node-2']]);
+    expect(outcome.result.attempts!.map((a) => a.nodes)).toEqual([
+      ['node-0', 'node-1'],
+      ['node-0', 'node-2'],
+    ]);
     // Copied and minted once; the replacement pulls and downloads under attempt 2's prefixes, in node-1's slot.
     expect(scheduledInputs(r.history, 'shardCopy')).toHaveLength(5);
     expect(scheduled(r.history).filter((n) => n === 'shardUrls')).toHaveLength(1);
     const tasks = scheduledInputs(r.history, 'nodeTasksAdd').flatMap((a) => a.tasks);
-    expect(tasks.map((t) => `${t.id}@${t.affinityId}`).sort()).toEqual(['dl-0-a1@aff-0', 'dl-1-a1@aff-1', 'dl-a2-0-a1@aff-2', 'pull-0-a1@aff-0', 'pull-1-a1@aff-1', 'pull-a2-0-a1@aff-2']);
+    expect(tasks.map((t) => `${t.id}@${t.affinityId}`).sort()).toEqual([
+      'dl-0-a1@aff-0',
+      'dl-1-a1@aff-1',
+      'dl-a2-0-a1@aff-2',
+      'pull-0-a1@aff-0',
+      'pull-1-a1@aff-1',
+      'pull-a2-0-a1@aff-2',
+    ]);
     const files = (id: string) => (tasks.find((t) => t.id === id)?.resourceFiles ?? []).map((f) => f.filePath);
     expect(files('dl-a2-0-a1')).toEqual(files('dl-1-a1'));
     expectStagingOrder(r, ['', '-a2']);

@@ -23,9 +23,12 @@ function treeJob(nodes: number) {
   return { job, reads };
 }
 
-test.each([14, 30])('%i nodes: every node gets the images (the job succeeds), and only the 10 seeds\' stdout is read', async (nodes) => {
+test.each([14, 30])("%i nodes: every node gets the images (the job succeeds), and only the 10 seeds' stdout is read", async (nodes) => {
   const { job, reads } = treeJob(nodes);
-  await replay(jobInput(`replay-pull-checks-${nodes}`, { nodes, command: 'true', container: { runtime: 'docker', images: ['registry.example/hpc/app:1.0'] } }), job);
+  await replay(
+    jobInput(`replay-pull-checks-${nodes}`, { nodes, command: 'true', container: { runtime: 'docker', images: ['registry.example/hpc/app:1.0'] } }),
+    job,
+  );
   expect(job.finished().reason).toBeUndefined();
   expect(job.finished()).toMatchObject({ state: 'Succeeded' });
   expect(reads).toHaveLength(10);

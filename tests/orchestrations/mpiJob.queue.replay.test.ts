@@ -20,7 +20,10 @@ const queuedJob = (id: string, extra: Record<string, unknown> = {}): MpiJobInput
 /** admissionRequest answering `waiting` (with a place) `n` times, then granted. */
 function grantedAfter(n: number): (input: { jobId: string }) => AdmissionStatus {
   let calls = 0;
-  return () => (++calls > n ? { state: 'granted', grant: 7, grantedAt: '2030-01-01T00:00:00.000Z' } : { state: 'waiting', reason: 'standardDSv5Family: 10 of 10 cores in use, the job needs 2', position: { inQueue: 3, overall: 4 } });
+  return () =>
+    ++calls > n
+      ? { state: 'granted', grant: 7, grantedAt: '2030-01-01T00:00:00.000Z' }
+      : { state: 'waiting', reason: 'standardDSv5Family: 10 of 10 cores in use, the job needs 2', position: { inQueue: 3, overall: 4 } };
 }
 
 /** The orchestrator steps' times at which `name` was scheduled. */
@@ -47,21 +50,26 @@ function timerDelays(history: HistoryEvent[]): number[] {
 
 const endedWhileQueued = (job: FakeJob, r: Awaited<ReturnType<typeof replay>>) => {
   expect(stagesEntered(r.history)).toEqual(['Queued']);
-  for (const name of ['costPrice', 'poolCreate', 'poolDelete', 'batchJobCreate', 'batchJobTerminate', 'stagedDataDelete']) expect(scheduled(r.history)).not.toContain(name);
+  for (const name of ['costPrice', 'poolCreate', 'poolDelete', 'batchJobCreate', 'batchJobTerminate', 'stagedDataDelete'])
+    expect(scheduled(r.history)).not.toContain(name);
   expectFinishedOnceAndLast(r, job);
 };
 
 describe('mpiJob orchestrator in the queue, replayed', () => {
   it('waits in Queued until the admission event, asks again at once, and provisions with its grant', async () => {
     const job = healthyJob({ admissionRequest: grantedAfter(1) });
-    const r = await replay(queuedJob('queue-event'), job, { raiseAfterActivity: [{ activity: 'admissionRequest', name: ADMISSION_EVENT, input: { granted: true } }] });
+    const r = await replay(queuedJob('queue-event'), job, {
+      raiseAfterActivity: [{ activity: 'admissionRequest', name: ADMISSION_EVENT, input: { granted: true } }],
+    });
     expect(job.finished()).toMatchObject({ state: 'Succeeded' });
     expect(stagesEntered(r.history).slice(0, 2)).toEqual(['Queued', 'Provisioning']);
     const asks = scheduledAt(r.history, 'admissionRequest');
     expect(asks).toHaveLength(2);
     // Woken by the event, one step later: not by the 45-minute poll.
     expect(asks[1] - asks[0]).toBeLessThan(POLL_MS);
-    const provisioning = r.history.find((e) => e.EventType === EventType.TaskScheduled && e.Name === 'jobTransition' && JSON.parse(e.Input ?? '{}').to === 'Provisioning');
+    const provisioning = r.history.find(
+      (e) => e.EventType === EventType.TaskScheduled && e.Name === 'jobTransition' && JSON.parse(e.Input ?? '{}').to === 'Provisioning',
+    );
     expect(JSON.parse(provisioning!.Input!).reason).toMatch(/admission grant 7/);
     expect(scheduled(r.history).indexOf('admissionRequest')).toBeLessThan(scheduled(r.history).indexOf('poolCreate'));
     expectFinishedOnceAndLast(r, job);
@@ -77,16 +85,23 @@ describe('mpiJob orchestrator in the queue, replayed', () => {
 
   it('cancelled while queued: ends Cancelled with the reason, without cleanup, and gives its place back', async () => {
     const job = healthyJob({ admissionRequest: grantedAfter(1_000) });
-    const r = await replay(queuedJob('queue-cancel'), job, { raiseAfterActivity: [{ activity: 'admissionRequest', name: CANCEL_EVENT, input: { reason: 'not needed any more' } }] });
+    const r = await replay(queuedJob('queue-cancel'), job, {
+      raiseAfterActivity: [{ activity: 'admissionRequest', name: CANCEL_EVENT, input: { reason: 'not needed any more' } }],
+    });
     expect(job.finished()).toMatchObject({ state: 'Cancelled', reason: 'not needed any more' });
     expect(scheduled(r.history).filter((n) => n === 'admissionRequest')).toHaveLength(1);
     endedWhileQueued(job, r);
   });
 
   it('refused at admission (can never fit): ends Failed with the reason, without cleanup', async () => {
-    const job = healthyJob({ admissionRequest: () => ({ state: 'refused', reason: 'the job needs 240 standardHBv3Family cores; the Batch account\'s quota for that family is 120' }) });
+    const job = healthyJob({
+      admissionRequest: () => ({ state: 'refused', reason: "the job needs 240 standardHBv3Family cores; the Batch account's quota for that family is 120" }),
+    });
     const r = await replay(queuedJob('queue-refused'), job);
-    expect(job.finished()).toMatchObject({ state: 'Failed', reason: expect.stringMatching(/^refused at admission: the job needs 240 standardHBv3Family cores/) });
+    expect(job.finished()).toMatchObject({
+      state: 'Failed',
+      reason: expect.stringMatching(/^refused at admission: the job needs 240 standardHBv3Family cores/),
+    });
     endedWhileQueued(job, r);
   });
 
@@ -105,7 +120,12 @@ describe('mpiJob orchestrator in the queue, replayed', () => {
   });
 
   it('a dependency that can no longer be met cancels the job with the reason; it never asks admission', async () => {
-    const job = healthyJob({ dependenciesCheck: () => ({ state: 'impossible', reason: 'dependency parent-a ended Failed: MPI task exited with code 3 (this job needed it to succeed)' }) });
+    const job = healthyJob({
+      dependenciesCheck: () => ({
+        state: 'impossible',
+        reason: 'dependency parent-a ended Failed: MPI task exited with code 3 (this job needed it to succeed)',
+      }),
+    });
     const input = queuedJob('queue-deps-failed');
     input.spec = { ...input.spec, dependsOn: [{ job: 'parent-a', condition: 'succeeded' }] };
     const r = await replay(input, job);
@@ -115,7 +135,11 @@ describe('mpiJob orchestrator in the queue, replayed', () => {
   });
 
   it('a release that keeps failing does not keep the end from being recorded (the sweep reconciles)', async () => {
-    const job = healthyJob({ admissionRelease: () => { throw new Error('storage unavailable'); } });
+    const job = healthyJob({
+      admissionRelease: () => {
+        throw new Error('storage unavailable');
+      },
+    });
     const r = await replay(queuedJob('queue-release-fails'), job);
     expect(job.finished()).toMatchObject({ state: 'Succeeded' });
     expect(scheduled(r.history).filter((n) => n === 'admissionRelease')).toHaveLength(3);

@@ -24,7 +24,14 @@ function fakePool(states: string[], opts: { resizeErrors?: () => { code: string;
     fakes: {
       poolObserve: (): PoolObservation => {
         const errors = opts.resizeErrors?.() ?? [];
-        return { state: 'active', allocationState: 'steady', currentDedicatedNodes: nodes.length, targetDedicatedNodes: target, resizeErrors: errors, nodes: nodes.map((n) => ({ ...n })) };
+        return {
+          state: 'active',
+          allocationState: 'steady',
+          currentDedicatedNodes: nodes.length,
+          targetDedicatedNodes: target,
+          resizeErrors: errors,
+          nodes: nodes.map((n) => ({ ...n })),
+        };
       },
       poolRemoveNodes: ({ nodeIds }: ActivityInput<'poolRemoveNodes'>) => {
         nodes = nodes.filter((n) => !nodeIds.includes(n.id));
@@ -38,7 +45,14 @@ function fakePool(states: string[], opts: { resizeErrors?: () => { code: string;
   };
 }
 
-const mpiResult = (taskId: string, exitCode: number, failure?: string): MpiResult => ({ taskId, exitCode, ...(failure ? { failure } : {}), subtasks: [], logs: [], stdoutTail: '' });
+const mpiResult = (taskId: string, exitCode: number, failure?: string): MpiResult => ({
+  taskId,
+  exitCode,
+  ...(failure ? { failure } : {}),
+  subtasks: [],
+  logs: [],
+  stdoutTail: '',
+});
 const EXIT_FAILURE = 'FailureExitCode: The task exited with an exit code representing a failure';
 
 /** The fire time of the first timer created after activity `name`'s n-th scheduling, minus that step's time. */
@@ -50,7 +64,10 @@ function timerAfter(r: SimResult, name: string, n = 0): number {
 }
 
 const taskIds = (r: SimResult, name: 'mpiTaskAdd' | 'preflightTaskAdd') => scheduledInputs(r.history, name).map((t) => t.taskId);
-const nodeTaskIds = (r: SimResult) => scheduledInputs(r.history, 'nodeTasksAdd').flatMap((a) => a.tasks.map((t) => `${t.id}@${t.affinityId}`)).sort();
+const nodeTaskIds = (r: SimResult) =>
+  scheduledInputs(r.history, 'nodeTasksAdd')
+    .flatMap((a) => a.tasks.map((t) => `${t.id}@${t.affinityId}`))
+    .sort();
 
 describe('mpiJob retries by failure class, replayed', () => {
   it('a node lost while the MPI task runs: Batch requeues it, the task is ended, the node replaced in the pool, attempt 2 succeeds', async () => {
@@ -77,7 +94,13 @@ describe('mpiJob retries by failure class, replayed', () => {
       [1, 'failed', 'nodeFailure', ['node-0', 'node-1']],
       [2, 'succeeded', undefined, ['node-0', 'node-2']],
     ]);
-    expect(attempts[0]).toMatchObject({ reason: 'node failure: node-1 unusable', retried: true, replacedNodes: ['node-1'], retryAfterMs: 30_000, mpiTaskId: 'mpi' });
+    expect(attempts[0]).toMatchObject({
+      reason: 'node failure: node-1 unusable',
+      retried: true,
+      replacedNodes: ['node-1'],
+      retryAfterMs: 30_000,
+      mpiTaskId: 'mpi',
+    });
     // The requeued task was ended (not left to wait for a node), the node removed and the pool resized back.
     expect(scheduledInputs(r.history, 'mpiTaskTerminate')).toEqual([{ batchJobId: 'hpc-retry-node-lost', taskId: 'mpi' }]);
     expect(scheduledInputs(r.history, 'poolRemoveNodes')).toEqual([{ poolId: 'hpc-retry-node-lost', nodeIds: ['node-1'] }]);
@@ -92,10 +115,12 @@ describe('mpiJob retries by failure class, replayed', () => {
     expect(scheduled(r.history).indexOf('batchJobAutoComplete')).toBeGreaterThan(scheduled(r.history).lastIndexOf('mpiTaskAdd'));
     // The backoff: 30 s (retry.backoff.initial) after the failed attempt was recorded.
     expect(timerAfter(r, 'jobNote')).toBe(30_000);
-    expect(scheduledInputs(r.history, 'jobNote')).toEqual([expect.objectContaining({
-      eventId: 'attempt-1',
-      reason: 'attempt 1 of 2 failed (nodeFailure): node failure: node-1 unusable; retry in 30 s, replacing node-1',
-    })]);
+    expect(scheduledInputs(r.history, 'jobNote')).toEqual([
+      expect.objectContaining({
+        eventId: 'attempt-1',
+        reason: 'attempt 1 of 2 failed (nodeFailure): node failure: node-1 unusable; retry in 30 s, replacing node-1',
+      }),
+    ]);
     // The job row only moved forward: each stage once.
     expect(stagesEntered(r.history)).toEqual(['Queued', 'Provisioning', 'PullingImages', 'StagingData', 'Running', 'CleaningUp']);
     expect(outcome.result.mpi?.taskId).toBe('mpi-a2');
@@ -114,7 +139,9 @@ describe('mpiJob retries by failure class, replayed', () => {
     });
     const r = await replay(jobInput('retry-none', { nodes: 2, command: 'app' }), job);
     expect(job.finished()).toMatchObject({ state: 'Failed', reason: 'node failure: node-0 unusable' });
-    expect(job.finished().result.attempts?.map((a) => [a.failureClass, a.retried, a.retryReason])).toEqual([['nodeFailure', false, 'retry.maxAttempts is 1 (no retry)']]);
+    expect(job.finished().result.attempts?.map((a) => [a.failureClass, a.retried, a.retryReason])).toEqual([
+      ['nodeFailure', false, 'retry.maxAttempts is 1 (no retry)'],
+    ]);
     expect(scheduled(r.history)).toContain('mpiTaskTerminate');
     expect(scheduled(r.history)).not.toContain('jobNote');
     expect(cleanupSteps(r)).toEqual(['batchJobTerminate', 'poolDelete']);
@@ -144,7 +171,10 @@ describe('mpiJob retries by failure class, replayed', () => {
     const input = jobInput('retry-app', { nodes: 2, command: 'app' });
     input.spec.retry = { ...input.spec.retry, maxAttempts: 3, exitCodes: [75] };
     const r = await replay(input, job);
-    expect(job.finished()).toMatchObject({ state: 'Failed', reason: `MPI task exited with code 3: ${EXIT_FAILURE}; not retried: the application's exit code 3 is not in retry.exitCodes` });
+    expect(job.finished()).toMatchObject({
+      state: 'Failed',
+      reason: `MPI task exited with code 3: ${EXIT_FAILURE}; not retried: the application's exit code 3 is not in retry.exitCodes`,
+    });
     expect(job.finished().result.attempts?.map((a) => [a.failureClass, a.exitCode, a.retried])).toEqual([['application', 3, false]]);
     expect(taskIds(r, 'mpiTaskAdd')).toEqual(['mpi']);
     // No backoff timer after the MPI result: straight to cleanup, which terminates the Batch job still open for a retry.
@@ -193,7 +223,10 @@ describe('mpiJob retries by failure class, replayed', () => {
     const r = await replay(input, job);
     const outcome = job.finished();
     expect(outcome.state).toBe('Succeeded');
-    expect(outcome.result.attempts?.map((a) => [a.failureClass, a.nodes])).toEqual([['allocationFailure', []], [undefined, ['node-0', 'node-1']]]);
+    expect(outcome.result.attempts?.map((a) => [a.failureClass, a.nodes])).toEqual([
+      ['allocationFailure', []],
+      [undefined, ['node-0', 'node-1']],
+    ]);
     expect(outcome.result.attempts?.[0].reason).toBe('allocation failure: pool hpc-retry-alloc: allocation failed: AllocationFailed: no capacity');
     expect(scheduledInputs(r.history, 'poolResize')).toEqual([{ poolId: 'hpc-retry-alloc', target: 2 }]);
     expect(scheduled(r.history).filter((n) => n === 'poolCreate')).toHaveLength(1);
@@ -216,7 +249,10 @@ describe('mpiJob retries by failure class, replayed', () => {
     input.spec.retry = { ...input.spec.retry, maxAttempts: 2 };
     const r = await replay(input, job);
     expect(job.finished().state).toBe('Succeeded');
-    expect(job.finished().result.attempts?.map((a) => a.nodes)).toEqual([['node-0', 'node-1'], ['node-0', 'node-2']]);
+    expect(job.finished().result.attempts?.map((a) => a.nodes)).toEqual([
+      ['node-0', 'node-1'],
+      ['node-0', 'node-2'],
+    ]);
     expect(scheduled(r.history)).not.toContain('poolRemoveNodes');
     expect(scheduled(r.history)).not.toContain('poolResize');
     expect(scheduled(r.history)).not.toContain('poolDelete');
@@ -245,7 +281,11 @@ describe('mpiJob retries by failure class, replayed', () => {
     const provisioningAt = Date.parse(probe.finished().result.timings.Provisioning.startedAt);
     const usedByAttempt1 = (2 * (Date.parse(a1.endedAt) - provisioningAt)) / 3_600_000;
 
-    const limited = jobInput('retry-budget', { nodes: 2, command: 'app', limits: { maxWallClock: 'PT10M', maxNodeHours: Math.round((usedByAttempt1 + 0.1) * 1000) / 1000 } });
+    const limited = jobInput('retry-budget', {
+      nodes: 2,
+      command: 'app',
+      limits: { maxWallClock: 'PT10M', maxNodeHours: Math.round((usedByAttempt1 + 0.1) * 1000) / 1000 },
+    });
     limited.spec.retry = retry;
     const job = failing();
     const r = await replay(limited, job);
@@ -268,7 +308,10 @@ describe('mpiJob preflight, replayed', () => {
       ...pool.fakes,
       preflightCollect: () => preflightReport(pool.ips(), ++checks === 1 ? { unreachable: [fakeNode(1, 'idle').ipAddress] } : {}),
     });
-    const r = await replay(jobInput('preflight-replay', { nodes: 2, command: 'app', container: { runtime: 'docker', images: ['registry.example.com/hpc/app:1.0'] } }), job);
+    const r = await replay(
+      jobInput('preflight-replay', { nodes: 2, command: 'app', container: { runtime: 'docker', images: ['registry.example.com/hpc/app:1.0'] } }),
+      job,
+    );
     const outcome = job.finished();
     expect(outcome.state).toBe('Succeeded');
     expect(taskIds(r, 'preflightTaskAdd')).toEqual(['preflight-1-1', 'preflight-1-2']);
@@ -281,10 +324,13 @@ describe('mpiJob preflight, replayed', () => {
     expect(Object.keys(pf.nodes)).toEqual(['node-0', 'node-2']);
     expect(pf.nodes['node-2']).toEqual({ ok: true, ip: '10.0.0.2', sshMs: 40, freeGB: 100, latencyUs: 2, bandwidthMBps: 10_000, problems: [] });
     expect(outcome.result.attempts?.[0].nodes).toEqual(['node-0', 'node-2']);
-    expect(scheduledInputs(r.history, 'jobNote')).toEqual([expect.objectContaining({
-      eventId: 'preflight-1-1',
-      reason: "preflight check 1 of attempt 1: replacing node-1 (unreachable on the launcher's ssh port (exit 255: ssh: connect to host 10.0.0.1 port 22: Connection refused))",
-    })]);
+    expect(scheduledInputs(r.history, 'jobNote')).toEqual([
+      expect.objectContaining({
+        eventId: 'preflight-1-1',
+        reason:
+          "preflight check 1 of attempt 1: replacing node-1 (unreachable on the launcher's ssh port (exit 255: ssh: connect to host 10.0.0.1 port 22: Connection refused))",
+      }),
+    ]);
     // The MPI task comes after the last check.
     expect(scheduled(r.history).indexOf('mpiTaskAdd')).toBeGreaterThan(scheduled(r.history).lastIndexOf('preflightCollect'));
     expectFinishedOnceAndLast(r, job);
@@ -321,7 +367,9 @@ describe('mpiJob preflight, replayed', () => {
     input.spec.preflight = { ...input.spec.preflight, pingPong: { enabled: true, maxLatencyUs: 100, minBandwidthMBps: 1000 } };
     const r = await replay(input, job);
     expect(job.finished().state).toBe('Failed');
-    expect(job.finished().reason).toBe('StagingData: preflight: every ping-pong pair is over the thresholds (latency 100 µs, bandwidth 1000 MB/s): a fabric-wide problem, not one node');
+    expect(job.finished().reason).toBe(
+      'StagingData: preflight: every ping-pong pair is over the thresholds (latency 100 µs, bandwidth 1000 MB/s): a fabric-wide problem, not one node',
+    );
     expect(taskIds(r, 'preflightTaskAdd')).toEqual(['preflight-1-1']);
     expect(scheduled(r.history)).not.toContain('poolRemoveNodes');
     expect(scheduled(r.history)).not.toContain('mpiTaskAdd');
@@ -358,7 +406,11 @@ describe('mpiJob preflight, replayed', () => {
     const input = rdma('preflight-rdma-off');
     input.settings = { ...input.settings, preflightFabricDefaults: false };
     await replay(input, off);
-    expect(off.finished().result.preflight).toMatchObject({ rounds: 1, replaced: [], pingPong: 'measured over 3 pair(s) (no thresholds: recorded, not judged)' });
+    expect(off.finished().result.preflight).toMatchObject({
+      rounds: 1,
+      replaced: [],
+      pingPong: 'measured over 3 pair(s) (no thresholds: recorded, not judged)',
+    });
   });
 
   it('preflight.enabled false: no check at all', async () => {

@@ -51,5 +51,7 @@ test('a SIF from blob storage: one short-lived SAS, a resource file in every pul
     expect(script).toContain('mv -f -- mpijob-image-1.sif "$mpijob_tmp"');
   }
   expect(splitShellWords(application)[2]).toContain('mpijob/sif/replay-sif/0.sif');
-  expect(splitShellWords(release)[2]).toBe(`rm -rf "$AZ_BATCH_NODE_SHARED_DIR"/mpijob/images/replay-sif || true; /bin/bash -c 'rm -rf -- "$AZ_BATCH_NODE_SHARED_DIR"/mpijob/sif/replay-sif'`);
+  expect(splitShellWords(release)[2]).toBe(
+    `rm -rf "$AZ_BATCH_NODE_SHARED_DIR"/mpijob/images/replay-sif || true; /bin/bash -c 'rm -rf -- "$AZ_BATCH_NODE_SHARED_DIR"/mpijob/sif/replay-sif'`,
+  );
 });

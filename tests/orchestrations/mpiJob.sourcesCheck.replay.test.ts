@@ -9,11 +9,18 @@ import { expectFinishedOnceAndLast, jobInput, pipelineJob, replay, scheduled, sc
 
 const checked = <T extends { settings: object }>(input: T): T => ({ ...input, settings: { ...SETTINGS, checkSources: true } });
 
-const startTaskJob = (id: string) => checked(jobInput(id, {
-  nodes: 2,
-  command: 'osu_pingpong',
-  pool: { vmSize: 'Standard_HB120rs_v3', nodes: 2, startTask: { command: 'make', resourceFiles: [{ account: 'data1', container: 'software', blob: 'osu_pingpong.c', path: 'osu_pingpong.c' }] } },
-}));
+const startTaskJob = (id: string) =>
+  checked(
+    jobInput(id, {
+      nodes: 2,
+      command: 'osu_pingpong',
+      pool: {
+        vmSize: 'Standard_HB120rs_v3',
+        nodes: 2,
+        startTask: { command: 'make', resourceFiles: [{ account: 'data1', container: 'software', blob: 'osu_pingpong.c', path: 'osu_pingpong.c' }] },
+      },
+    }),
+  );
 
 describe('fail before paying, replayed', () => {
   it('a missing input prefix: Failed with the field path, before any pool, with nothing to clean up', async () => {
@@ -24,7 +31,9 @@ describe('fail before paying, replayed', () => {
 
     const outcome = job.finished();
     expect(outcome.state).toBe('Failed');
-    expect(outcome.reason).toBe('missing input (checked before any pool was created): data.inputs[0].prefix: no blob under inputsacct/inputs/deck/ (container "inputs" does not exist)');
+    expect(outcome.reason).toBe(
+      'missing input (checked before any pool was created): data.inputs[0].prefix: no blob under inputsacct/inputs/deck/ (container "inputs" does not exist)',
+    );
     expect(outcome.reason).not.toMatch(/unexpected|Activity function|sourcesMissing/);
     expect(scheduledInputs(r.history, 'sourcesMissing')).toEqual([{ checks: [check] }]);
     // Nothing that costs or creates anything, and no CleaningUp stage.
@@ -36,12 +45,19 @@ describe('fail before paying, replayed', () => {
   it('a missing start-task blob: the same, naming pool.startTask.resourceFiles[0].blob', async () => {
     const job = healthyJob({ sourcesMissing: ({ checks }) => checks.map((c) => ({ path: c.path, message: missMessage(c, false) })) });
     const r = await replay(startTaskJob('src-starttask'), job);
-    expect(job.finished()).toMatchObject({ state: 'Failed', reason: 'missing input (checked before any pool was created): pool.startTask.resourceFiles[0].blob: blob data1/software/osu_pingpong.c does not exist' });
+    expect(job.finished()).toMatchObject({
+      state: 'Failed',
+      reason: 'missing input (checked before any pool was created): pool.startTask.resourceFiles[0].blob: blob data1/software/osu_pingpong.c does not exist',
+    });
     expect(scheduled(r.history)).not.toContain('poolCreate');
   });
 
-  it('lookups that cannot be made fail the job before any pool, in the storage error\'s own words', async () => {
-    const job = healthyJob({ sourcesMissing: () => { throw new Error('AuthorizationPermissionMismatch: This request is not authorized'); } });
+  it("lookups that cannot be made fail the job before any pool, in the storage error's own words", async () => {
+    const job = healthyJob({
+      sourcesMissing: () => {
+        throw new Error('AuthorizationPermissionMismatch: This request is not authorized');
+      },
+    });
     const r = await replay(startTaskJob('src-error'), job);
     const outcome = job.finished();
     expect(outcome.state).toBe('Failed');

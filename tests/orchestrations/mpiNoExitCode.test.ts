@@ -37,7 +37,17 @@ afterAll(async () => {
 
 test('a task terminated while it waited for nodes: noExitCode, exit code -1, never 0', async () => {
   // Two instances on a one-node pool: the task waits, active, as a requeued task does after its node was lost.
-  await addMpiTask(ctx, { batchJobId: 'noexit-job', taskId: 'mpi', numberOfInstances: 2, coordinationCommandLine: '/bin/true', applicationCommandLine: '/bin/true', environment: [], commonResourceFiles: [], maxWallClockSeconds: 60, maxTaskRetryCount: 0 });
+  await addMpiTask(ctx, {
+    batchJobId: 'noexit-job',
+    taskId: 'mpi',
+    numberOfInstances: 2,
+    coordinationCommandLine: '/bin/true',
+    applicationCommandLine: '/bin/true',
+    environment: [],
+    commonResourceFiles: [],
+    maxWallClockSeconds: 60,
+    maxTaskRetryCount: 0,
+  });
   expect((await getTask(ctx, 'noexit-job', 'mpi')).state).toBe('active');
   await terminateTask(ctx, 'noexit-job', 'mpi');
   await until('the task completed', async () => ((await getTask(ctx, 'noexit-job', 'mpi')).state === 'completed' ? true : undefined));
@@ -48,7 +58,10 @@ test('a task terminated while it waited for nodes: noExitCode, exit code -1, nev
   // Not a success even without the requeue flag; a node failure records no exit code.
   const end = { kind: 'mpi' as const, exitCode: r.exitCode, noExitCode: r.noExitCode, failure: r.failure, subtasks: [] };
   expect(classifyAttempt({ ...end, exitCode: 0, requeued: false }, ['n0'], [{ id: 'n0', state: 'idle' }], [])).toEqual({
-    outcome: 'failed', failureClass: 'application', reason: 'MPI task ended without an exit code', nodes: [],
+    outcome: 'failed',
+    failureClass: 'application',
+    reason: 'MPI task ended without an exit code',
+    nodes: [],
   });
   const lost = classifyAttempt({ ...end, requeued: true }, ['n0'], [{ id: 'n0', state: 'unusable' }], []);
   expect(lost).toEqual({ outcome: 'failed', failureClass: 'nodeFailure', reason: 'node failure: n0 unusable', nodes: ['n0'] });

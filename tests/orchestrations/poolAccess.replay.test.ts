@@ -10,12 +10,13 @@ import { notYours } from '../../shared/core/intake/poolAccess';
 const reusable = { exists: true, state: 'active', vmSize: 'standard_d8s_v5', enableInterNodeCommunication: true, taskSlotsPerNode: 1 };
 
 describe('mpiJob on a reused pool, replayed', () => {
-  it('asks for the verdict with its job id, and a pool that is no longer the owner\'s fails the job before anything is placed on it', async () => {
+  it("asks for the verdict with its job id, and a pool that is no longer the owner's fails the job before anything is placed on it", async () => {
     const job = healthyJob({ poolInspect: () => ({ ...reusable, access: { allowed: false, reason: notYours('kept-pool') } }) });
     const r = await replay(jobInput('reuse-refused', { command: 'true', pool: { poolId: 'kept-pool', nodes: 2 } }), job);
     expect(scheduledInputs(r.history, 'poolInspect')).toEqual([{ poolId: 'kept-pool', jobId: 'reuse-refused' }]);
     expect(job.finished()).toMatchObject({ state: 'Failed', reason: `Provisioning: ${notYours('kept-pool')}` });
-    for (const name of ['poolObserve', 'batchJobCreate', 'nodeTasksAdd', 'mpiTaskAdd', 'poolDelete', 'poolCreate']) expect(scheduled(r.history)).not.toContain(name);
+    for (const name of ['poolObserve', 'batchJobCreate', 'nodeTasksAdd', 'mpiTaskAdd', 'poolDelete', 'poolCreate'])
+      expect(scheduled(r.history)).not.toContain(name);
     expect(stagesEntered(r.history)).toEqual(['Queued', 'Provisioning', 'CleaningUp']);
   });
 

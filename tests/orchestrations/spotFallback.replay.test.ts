@@ -23,9 +23,13 @@ function spotPool(spot: number, dedicated: number) {
     nodes: () => nodes,
     fakes: {
       poolObserve: (): PoolObservation => ({
-        state: 'active', allocationState: 'steady',
-        currentDedicatedNodes: nodes.filter((n) => !n.low).length, targetDedicatedNodes: targetDedicated, targetLowPriorityNodes: targetLow,
-        resizeErrors: [], nodes: nodes.map(({ low: _low, ...n }) => n),
+        state: 'active',
+        allocationState: 'steady',
+        currentDedicatedNodes: nodes.filter((n) => !n.low).length,
+        targetDedicatedNodes: targetDedicated,
+        targetLowPriorityNodes: targetLow,
+        resizeErrors: [],
+        nodes: nodes.map(({ low: _low, ...n }) => n),
       }),
       poolRemoveNodes: ({ nodeIds }: ActivityInput<'poolRemoveNodes'>) => {
         const gone = nodes.filter((n) => nodeIds.includes(n.id));
@@ -45,7 +49,14 @@ function spotPool(spot: number, dedicated: number) {
   };
 }
 
-const mpiResult = (taskId: string, exitCode: number, failure?: string): MpiResult => ({ taskId, exitCode, ...(failure ? { failure } : {}), subtasks: [], logs: [], stdoutTail: '' });
+const mpiResult = (taskId: string, exitCode: number, failure?: string): MpiResult => ({
+  taskId,
+  exitCode,
+  ...(failure ? { failure } : {}),
+  subtasks: [],
+  logs: [],
+  stdoutTail: '',
+});
 const SPOT_PRICE = { pricePerNodeHour: 1, spotPricePerNodeHour: 0.2, currency: 'USD', source: 'test table' };
 
 /** A job whose first MPI task loses its Spot node `victim` to a preemption; later tasks succeed. */
@@ -74,7 +85,10 @@ describe('pool.spot, replayed', () => {
     const outcome = job.finished();
     expect(outcome.state).toBe('Succeeded');
     const attempts = outcome.result.attempts!;
-    expect(attempts.map((a) => [a.attempt, a.outcome, a.failureClass])).toEqual([[1, 'failed', 'preemption'], [2, 'succeeded', undefined]]);
+    expect(attempts.map((a) => [a.attempt, a.outcome, a.failureClass])).toEqual([
+      [1, 'failed', 'preemption'],
+      [2, 'succeeded', undefined],
+    ]);
     expect(attempts[0]).toMatchObject({ retried: true, replacedNodes: ['node-1'], reason: 'preemption: Azure took back Spot node(s) node-1' });
     expect(attempts[0].retryReason).toContain('falling back to 2 dedicated node(s)');
     // The pool is created with 2 Spot nodes, then the preempted one removed and the pool resized to dedicated only.
@@ -82,11 +96,13 @@ describe('pool.spot, replayed', () => {
     expect(scheduledInputs(r.history, 'poolResize')).toEqual([{ poolId: 'hpc-spot-dedicated', target: 2, lowPriority: 0 }]);
     expect(pool.nodes().every((n) => !n.low)).toBe(true);
     expect(attempts[1].nodes).toEqual(['node-2', 'node-3']);
-    expect(scheduledInputs(r.history, 'jobNote')).toEqual([expect.objectContaining({
-      eventId: 'attempt-1',
-      reason: expect.stringContaining('attempt 1 of 1 failed (preemption)'),
-      data: expect.objectContaining({ failureClass: 'preemption', spot: 'dedicated' }),
-    })]);
+    expect(scheduledInputs(r.history, 'jobNote')).toEqual([
+      expect.objectContaining({
+        eventId: 'attempt-1',
+        reason: expect.stringContaining('attempt 1 of 1 failed (preemption)'),
+        data: expect.objectContaining({ failureClass: 'preemption', spot: 'dedicated' }),
+      }),
+    ]);
     // retry.maxAttempts is 1, and yet the preemption was retried: Spot attempts are counted apart. The Batch job
     // ends itself only after the dedicated attempt's task.
     expect(scheduled(r.history).filter((n) => n === 'batchJobAutoComplete')).toHaveLength(1);
@@ -120,7 +136,8 @@ describe('pool.spot, replayed', () => {
     const r = await replay(input, job);
     expect(job.finished()).toMatchObject({
       state: 'Failed',
-      reason: 'preemption: Azure took back Spot node(s) node-0; not retried: preemption 1 of Spot nodes, more than pool.spot.maxPreemptions (0); pool.spot.fallback is "fail": the job ends instead of running on dedicated nodes',
+      reason:
+        'preemption: Azure took back Spot node(s) node-0; not retried: preemption 1 of Spot nodes, more than pool.spot.maxPreemptions (0); pool.spot.fallback is "fail": the job ends instead of running on dedicated nodes',
     });
     expect(scheduled(r.history)).not.toContain('poolResize');
     expect(job.finished().result.cost?.estimatedCostSplit).toBeDefined();

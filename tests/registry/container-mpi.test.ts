@@ -40,7 +40,13 @@ beforeAll(async () => {
     });
     const envFile = path.join(n.root, 'node.env');
     const q = (v: string): string => `'${v.replace(/'/g, `'\\''`)}'`;
-    await writeFile(envFile, Object.entries(n.env).filter(([, v]) => v !== undefined).map(([k, v]) => `${k}=${q(v as string)}`).join('\n') + '\n');
+    await writeFile(
+      envFile,
+      Object.entries(n.env)
+        .filter(([, v]) => v !== undefined)
+        .map(([k, v]) => `${k}=${q(v as string)}`)
+        .join('\n') + '\n',
+    );
     lines.push(`${ip}\t${n.root}\t${envFile}`);
     nodes.push(n);
   }
@@ -52,10 +58,27 @@ afterAll(async () => {
   if (base) await cleanupNodes(base);
 });
 
-test('mpirun inside a container reaches the other node\'s container through ssh -p 23', async () => {
+test("mpirun inside a container reaches the other node's container through ssh -p 23", async () => {
   const ref = `${registry.host}/hpc/mpi-demo:1.0`;
   for (const n of nodes) {
-    const r = await runTool(n, 'docker', ['run', '-d', '--name', 'job-mpi', '--net=host', '-e', 'AZ_BATCH_NODE_ID', '-v', `${n.root}:${n.root}`, '-w', n.taskDir, ref, '/usr/sbin/sshd', '-D', '-p', '23']);
+    const r = await runTool(n, 'docker', [
+      'run',
+      '-d',
+      '--name',
+      'job-mpi',
+      '--net=host',
+      '-e',
+      'AZ_BATCH_NODE_ID',
+      '-v',
+      `${n.root}:${n.root}`,
+      '-w',
+      n.taskDir,
+      ref,
+      '/usr/sbin/sshd',
+      '-D',
+      '-p',
+      '23',
+    ]);
     expect(r.code).toBe(0);
   }
   const script = `exec mpirun --allow-run-as-root -np 4 --host ${IPS[0]}:2,${IPS[1]}:2 --mca plm_rsh_args "-p 23" /bin/sh -c 'echo "rank=$OMPI_COMM_WORLD_RANK node=$AZ_BATCH_NODE_ID home=$MPI_DEMO_HOME"'`;
@@ -78,7 +101,9 @@ test('mpirun inside a container reaches the other node\'s container through ssh 
 
 test('the ssh launcher refuses a port no running container declared', async () => {
   const r = await new Promise<{ code: number; stderr: string }>((resolve) =>
-    execFile(path.join(SSH_LAUNCHER_DIR, 'ssh'), ['-p', '23', IPS[1], 'true'], { env: nodes[0].env }, (err, _o, stderr) => resolve({ code: err ? Number((err as { code?: number }).code) : 0, stderr })),
+    execFile(path.join(SSH_LAUNCHER_DIR, 'ssh'), ['-p', '23', IPS[1], 'true'], { env: nodes[0].env }, (err, _o, stderr) =>
+      resolve({ code: err ? Number((err as { code?: number }).code) : 0, stderr }),
+    ),
   );
   expect(r.code).toBe(255);
   expect(r.stderr).toMatch(/port 23: Connection refused/);

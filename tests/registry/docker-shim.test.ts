@@ -28,7 +28,8 @@ let base: string;
 let node: TestNode;
 let ref: string;
 
-const readRecord = async (name: string): Promise<Record> => JSON.parse(await readFile(path.join(node.root, 'containers', name, 'config.json'), 'utf8')) as Record;
+const readRecord = async (name: string): Promise<Record> =>
+  JSON.parse(await readFile(path.join(node.root, 'containers', name, 'config.json'), 'utf8')) as Record;
 
 function alive(pid: number): boolean {
   // A killed process stays a zombie until its new parent reaps it; in a container without an init that reaps,
@@ -67,30 +68,58 @@ test('run of an image not on the node pulls it first, as docker run does', async
   expect(images.stdout.trim()).toBe(ref);
 });
 
-test('run of a tag the registry does not have fails with exit 125 and Docker\'s message', async () => {
+test("run of a tag the registry does not have fails with exit 125 and Docker's message", async () => {
   const r = await runTool(node, 'docker', ['run', '--rm', `${registry.host}/hpc/mpi-demo:nope`, 'true']);
   expect(r.code).toBe(125);
   expect(r.stderr).toContain(`docker: Error response from daemon: manifest for ${registry.host}/hpc/mpi-demo:nope not found`);
 });
 
-describe('a coordination container (run -d with the image\'s sshd command)', () => {
+describe("a coordination container (run -d with the image's sshd command)", () => {
   const name = 'job1-hpc-mpi-demo';
 
   test('run -d records the container for the emulator: running, pid, sshPort 23, full environment, rootfs', async () => {
     const r = await runTool(node, 'docker', [
-      'run', '-d', '--net=host', '--privileged', '--shm-size=1g', '--ulimit', 'memlock=-1', '--device', '/dev/infiniband/uverbs0',
-      '--name', name, '-e', 'FOO=bar', '-v', `${node.root}:${node.root}`, '-w', node.taskDir, ref,
+      'run',
+      '-d',
+      '--net=host',
+      '--privileged',
+      '--shm-size=1g',
+      '--ulimit',
+      'memlock=-1',
+      '--device',
+      '/dev/infiniband/uverbs0',
+      '--name',
+      name,
+      '-e',
+      'FOO=bar',
+      '-v',
+      `${node.root}:${node.root}`,
+      '-w',
+      node.taskDir,
+      ref,
     ]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout.trim()).toMatch(/^[a-f0-9]{64}$/);
     const rec = await readRecord(name);
-    expect(rec).toMatchObject({ name, image: ref, sshPort: 23, state: 'running', workdir: node.taskDir, rootfs: path.join(node.root, 'containers', name, 'rootfs') });
+    expect(rec).toMatchObject({
+      name,
+      image: ref,
+      sshPort: 23,
+      state: 'running',
+      workdir: node.taskDir,
+      rootfs: path.join(node.root, 'containers', name, 'rootfs'),
+    });
     expect(rec.env).toMatchObject({ FOO: 'bar', MPI_DEMO_HOME: '/opt/mpi-demo', AZ_BATCH_NODE_ID: node.id, AZ_BATCH_NODE_ROOT_DIR: node.root });
     expect(rec.env.PATH.split(':')[0]).toBe(path.join(rec.rootfs, 'opt', 'mpi-demo', 'bin'));
     expect(alive(rec.pid as number)).toBe(true);
     expect((await stat(path.join(rec.rootfs, 'opt', 'mpi-demo', 'src', 'shardsum.c'))).isFile()).toBe(true);
-    const inspect = await runTool(node, 'docker', ['inspect', '-f', '{{.State.Running}} {{.HostConfig.NetworkMode}} {{.HostConfig.Privileged}} {{json .HostConfig.Ulimits}} {{json .HostConfig.Devices}} {{.HostConfig.ShmSize}}', name]);
+    const inspect = await runTool(node, 'docker', [
+      'inspect',
+      '-f',
+      '{{.State.Running}} {{.HostConfig.NetworkMode}} {{.HostConfig.Privileged}} {{json .HostConfig.Ulimits}} {{json .HostConfig.Devices}} {{.HostConfig.ShmSize}}',
+      name,
+    ]);
     expect(inspect.stdout.trim()).toBe('true host true ["memlock=-1"] ["/dev/infiniband/uverbs0"] 1g');
     const ps = await runTool(node, 'docker', ['ps', '--format', '{{.Names}} {{.State}}']);
     expect(ps.stdout.trim()).toBe(`${name} running`);
@@ -103,7 +132,17 @@ describe('a coordination container (run -d with the image\'s sshd command)', () 
   });
 
   test('exec runs in the container environment, with image paths and -e/-w applied', async () => {
-    const r = await runTool(node, 'docker', ['exec', '-e', 'X=1', '-w', '/opt/mpi-demo/src', name, 'sh', '-c', 'echo "$X $FOO $MPI_DEMO_HOME $AZ_BATCH_NODE_ID"; pwd']);
+    const r = await runTool(node, 'docker', [
+      'exec',
+      '-e',
+      'X=1',
+      '-w',
+      '/opt/mpi-demo/src',
+      name,
+      'sh',
+      '-c',
+      'echo "$X $FOO $MPI_DEMO_HOME $AZ_BATCH_NODE_ID"; pwd',
+    ]);
     expect(r.code).toBe(0);
     const rec = await readRecord(name);
     expect(r.stdout).toBe(`1 bar /opt/mpi-demo ${node.id}\n${path.join(rec.rootfs, 'opt', 'mpi-demo', 'src')}\n`);
@@ -194,7 +233,12 @@ test('singularity pull writes a SIF reference; exec runs with host env, image en
   expect(JSON.parse(await readFile(sif, 'utf8'))).toMatchObject({ ref, imageId: expect.stringMatching(/^sha256:/) });
   const again = await runTool(node, 'singularity', ['pull', `docker://${ref}`]);
   expect(again.code).toBe(255);
-  const r = await runTool(node, 'singularity', ['exec', '--pwd', '/opt/mpi-demo', '-B', `${node.taskDir}:/data`, sif, 'sh', '-c', 'echo "$MPI_DEMO_HOME $AZ_BATCH_NODE_ID $HOST_VAR"; pwd'], { env: { HOST_VAR: 'from-host' } });
+  const r = await runTool(
+    node,
+    'singularity',
+    ['exec', '--pwd', '/opt/mpi-demo', '-B', `${node.taskDir}:/data`, sif, 'sh', '-c', 'echo "$MPI_DEMO_HOME $AZ_BATCH_NODE_ID $HOST_VAR"; pwd'],
+    { env: { HOST_VAR: 'from-host' } },
+  );
   expect(r.code).toBe(0);
   const [line, cwd] = r.stdout.trim().split('\n');
   expect(line).toBe(`/opt/mpi-demo ${node.id} from-host`);

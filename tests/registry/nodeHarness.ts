@@ -50,14 +50,19 @@ export async function makeNode(baseDir: string, id: string, poolId = 'test-pool'
   return { id, root, taskDir, env };
 }
 
-export function runTool(node: TestNode, tool: 'docker' | 'singularity', args: string[], opts: { input?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<ToolResult> {
+export function runTool(
+  node: TestNode,
+  tool: 'docker' | 'singularity',
+  args: string[],
+  opts: { input?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<ToolResult> {
   return new Promise((resolve) => {
     const child = execFile(
       path.join(NODETOOLS_BIN, tool),
       args,
       { env: { ...node.env, ...opts.env }, cwd: opts.cwd ?? node.taskDir, maxBuffer: 16 * 1024 * 1024 },
       (err, stdout, stderr) => {
-        const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
+        const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
         resolve({ code, stdout, stderr });
       },
     );
@@ -73,7 +78,9 @@ export function runTool(node: TestNode, tool: 'docker' | 'singularity', args: st
 export async function verifyNodeImage(node: TestNode, refKey: string): Promise<string[]> {
   const store = path.join(node.root, 'docker', 'images');
   const problems: string[] = [];
-  const refs = JSON.parse(await readFile(path.join(store, 'refs.json'), 'utf8').catch(() => '{"refs":{}}')) as { refs: Record<string, { manifestDigest: string }> };
+  const refs = JSON.parse(await readFile(path.join(store, 'refs.json'), 'utf8').catch(() => '{"refs":{}}')) as {
+    refs: Record<string, { manifestDigest: string }>;
+  };
   const ref = refs.refs[refKey];
   if (!ref) return [`${node.id}: no ${refKey} in the image store`];
   const blob = async (digest: string): Promise<Buffer | undefined> => readFile(path.join(store, 'blobs', 'sha256', digest.slice(7))).catch(() => undefined);

@@ -40,7 +40,10 @@ async function node(name: string, ip: string, extraEnv: Record<string, string> =
   writeEnvFile(path.join(base, `${name}.env`), Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined)) as Record<string, string>);
   const made = { ...n, env, ip };
   nodes[name] = made;
-  writeHostsFile(path.join(base, 'hosts'), Object.values(nodes).map((x) => ({ ip: x.ip, root: x.root, envFile: path.join(base, `${x.id}.env`) })));
+  writeHostsFile(
+    path.join(base, 'hosts'),
+    Object.values(nodes).map((x) => ({ ip: x.ip, root: x.root, envFile: path.join(base, `${x.id}.env`) })),
+  );
   return made;
 }
 
@@ -61,7 +64,12 @@ function runOn(n: TestNode, commandLine: string): Promise<{ code: number; stdout
 const images = () => ({ runtime: 'docker' as const, refs: [ref] });
 const seed = (n: TestNode) => runOn(n, bashCommandLine([GLUE_STRICT, ...seedScriptLines(JOB, images(), [`docker pull -q ${ref}`])].join('; ')));
 const copy = (n: TestNode, from: TestNode & { ip: string }, extra: { expected?: string[]; waitSeconds?: number; turn?: number } = {}) =>
-  runOn(n, bashCommandLine([GLUE_STRICT, ...peerCopyScriptLines({ jobKey: JOB, images: images(), source: { nodeId: from.id, ipAddress: from.ip }, ...extra })].join('; ')));
+  runOn(
+    n,
+    bashCommandLine(
+      [GLUE_STRICT, ...peerCopyScriptLines({ jobKey: JOB, images: images(), source: { nodeId: from.id, ipAddress: from.ip }, ...extra })].join('; '),
+    ),
+  );
 const refKey = () => ref;
 
 beforeAll(async () => {
@@ -190,13 +198,25 @@ test('singularity: a seed pulls the SIF, a peer copies the file and checks its s
   const sifImages = { runtime: 'singularity' as const, count: 1 };
   const s1 = await node('s1', '127.0.10.17');
   const s2 = await node('s2', '127.0.10.18');
-  const seeded = await runOn(s1, bashCommandLine([GLUE_STRICT, ...seedScriptLines(JOB, sifImages, pullLines({ runtime: 'singularity', image: ref, sifCacheKey: JOB, sifIndex: 0 }))].join('; ')));
+  const seeded = await runOn(
+    s1,
+    bashCommandLine(
+      [GLUE_STRICT, ...seedScriptLines(JOB, sifImages, pullLines({ runtime: 'singularity', image: ref, sifCacheKey: JOB, sifIndex: 0 }))].join('; '),
+    ),
+  );
   expect(seeded.stderr).not.toContain('[mpijob]');
   expect(seeded.code).toBe(0);
   const sif = (n: TestNode) => path.join(n.root, 'shared', 'mpijob', 'sif', JOB, '0.sif');
-  const digest = `sha256:${createHash('sha256').update(await readFile(sif(s1))).digest('hex')}`;
+  const digest = `sha256:${createHash('sha256')
+    .update(await readFile(sif(s1)))
+    .digest('hex')}`;
   expect(parseDigestLines(seeded.stdout, 1)).toEqual([digest]);
-  const copied = await runOn(s2, bashCommandLine([GLUE_STRICT, ...peerCopyScriptLines({ jobKey: JOB, images: sifImages, source: { nodeId: s1.id, ipAddress: s1.ip }, expected: [digest] })].join('; ')));
+  const copied = await runOn(
+    s2,
+    bashCommandLine(
+      [GLUE_STRICT, ...peerCopyScriptLines({ jobKey: JOB, images: sifImages, source: { nodeId: s1.id, ipAddress: s1.ip }, expected: [digest] })].join('; '),
+    ),
+  );
   expect(copied.stderr).toBe('');
   expect(copied.code).toBe(0);
   expect(parseDigestLines(copied.stdout, 1)).toEqual([digest]);

@@ -66,27 +66,33 @@ async function token(path_: string, init: RequestInit = {}): Promise<Response> {
 
 const basic = (u: string, p: string) => `Basic ${Buffer.from(`${u}:${p}`).toString('base64')}`;
 
-test('without a token every /v2 route is 401 with ACR\'s Bearer challenge; anonymous tokens grant nothing', async () => {
+test("without a token every /v2 route is 401 with ACR's Bearer challenge; anonymous tokens grant nothing", async () => {
   const ping = await token('/v2/');
   expect(ping.status).toBe(401);
   expect(ping.headers.get('www-authenticate')).toBe(`Bearer realm="http://${registry.host}/oauth2/token",service="${registry.host}"`);
   const manifest = await token(`/v2/${repo}/manifests/1.0`);
   expect(manifest.status).toBe(401);
-  expect(manifest.headers.get('www-authenticate')).toBe(`Bearer realm="http://${registry.host}/oauth2/token",service="${registry.host}",scope="repository:${repo}:pull"`);
+  expect(manifest.headers.get('www-authenticate')).toBe(
+    `Bearer realm="http://${registry.host}/oauth2/token",service="${registry.host}",scope="repository:${repo}:pull"`,
+  );
   expect(((await manifest.json()) as { errors: { code: string }[] }).errors[0].code).toBe('UNAUTHORIZED');
   // No credentials at the realm: refused, as ACR with anonymous pull disabled.
   expect((await token(`/oauth2/token?service=${registry.host}&scope=repository:${repo}:pull`)).status).toBe(401);
 });
 
 test('the credential gets a pull token at the realm; a wrong password, a forged token or an Entra token is refused', async () => {
-  const ok = await token(`/oauth2/token?service=${registry.host}&scope=repository:${repo}:pull`, { headers: { Authorization: basic(credential.username, credential.password) } });
+  const ok = await token(`/oauth2/token?service=${registry.host}&scope=repository:${repo}:pull`, {
+    headers: { Authorization: basic(credential.username, credential.password) },
+  });
   expect(ok.status).toBe(200);
   const access = ((await ok.json()) as { access_token: string }).access_token;
   expect((await token(`/v2/${repo}/tags/list`, { headers: { Authorization: `Bearer ${access}` } })).status).toBe(200);
   // The token is for this repository only.
   expect((await token('/v2/other/tags/list', { headers: { Authorization: `Bearer ${access}` } })).status).toBe(403);
 
-  const wrong = await token(`/oauth2/token?service=${registry.host}&scope=repository:${repo}:pull`, { headers: { Authorization: basic(credential.username, `${credential.password}x`) } });
+  const wrong = await token(`/oauth2/token?service=${registry.host}&scope=repository:${repo}:pull`, {
+    headers: { Authorization: basic(credential.username, `${credential.password}x`) },
+  });
   expect(wrong.status).toBe(401);
   // A token with its signature altered.
   const [h, p, s] = access.split('.');
@@ -99,33 +105,67 @@ test('the credential gets a pull token at the realm; a wrong password, a forged 
 
 test('/oauth2/exchange trades a pool identity token for a refresh token; expired, foreign-audience and unsigned Entra tokens are refused', async () => {
   const exchange = (accessToken: string) =>
-    token('/oauth2/exchange', { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ grant_type: 'access_token', service: registry.host, access_token: accessToken }) });
+    token('/oauth2/exchange', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'access_token', service: registry.host, access_token: accessToken }),
+    });
   const good = await exchange(await identity.resourceToken('https://containerregistry.azure.net', { identity: wiring.pool }));
   expect(good.status).toBe(200);
   const refresh = ((await good.json()) as { refresh_token: string }).refresh_token;
   // The refresh token buys an access token (POST, as docker does with an identity token) …
-  const access = await token('/oauth2/token', { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ grant_type: 'refresh_token', service: registry.host, scope: `repository:${repo}:pull`, refresh_token: refresh }) });
+  const access = await token('/oauth2/token', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'refresh_token', service: registry.host, scope: `repository:${repo}:pull`, refresh_token: refresh }),
+  });
   expect(access.status).toBe(200);
   // … and works as the password of ACR's null-GUID user.
-  expect((await token(`/oauth2/token?service=${registry.host}&scope=repository:${repo}:pull`, { headers: { Authorization: basic('00000000-0000-0000-0000-000000000000', refresh) } })).status).toBe(200);
+  expect(
+    (
+      await token(`/oauth2/token?service=${registry.host}&scope=repository:${repo}:pull`, {
+        headers: { Authorization: basic('00000000-0000-0000-0000-000000000000', refresh) },
+      })
+    ).status,
+  ).toBe(200);
 
-  expect((await exchange(await identity.resourceToken('https://containerregistry.azure.net', { identity: wiring.pool }, { lifetimeSeconds: -600 }))).status).toBe(401);
+  expect(
+    (await exchange(await identity.resourceToken('https://containerregistry.azure.net', { identity: wiring.pool }, { lifetimeSeconds: -600 }))).status,
+  ).toBe(401);
   expect((await exchange(await identity.resourceToken('https://storage.azure.com/', { identity: wiring.pool }))).status).toBe(401);
   const valid = await identity.resourceToken('https://containerregistry.azure.net', { identity: wiring.pool });
   const [h, p] = valid.split('.');
   expect((await exchange(`${h}.${p}.`)).status).toBe(401);
-  const tampered = await token('/oauth2/token', { method: 'POST', body: new URLSearchParams({ grant_type: 'refresh_token', service: registry.host, scope: `repository:${repo}:pull`, refresh_token: `${refresh.slice(0, -4)}AAAA` }) });
+  const tampered = await token('/oauth2/token', {
+    method: 'POST',
+    body: new URLSearchParams({
+      grant_type: 'refresh_token',
+      service: registry.host,
+      scope: `repository:${repo}:pull`,
+      refresh_token: `${refresh.slice(0, -4)}AAAA`,
+    }),
+  });
   expect(tampered.status).toBe(401);
 });
 
 test('an access token or refresh token past its lifetime is refused', async () => {
   // Lifetimes of 4 s: each token is used right after it is issued (accepted), then again once it has expired.
-  const shortLived = await startRegistry({ images: [await buildDemoImage({ fillerBytes: 16 * 1024 })], auth: { ...wiring.registryAuth(credential), accessTokenSeconds: 4, refreshTokenSeconds: 4 } });
+  const shortLived = await startRegistry({
+    images: [await buildDemoImage({ fillerBytes: 16 * 1024 })],
+    auth: { ...wiring.registryAuth(credential), accessTokenSeconds: 4, refreshTokenSeconds: 4 },
+  });
   try {
     const at = (p: string, init: RequestInit = {}) => fetch(`${shortLived.url}${p}`, init);
     const aad = await identity.resourceToken('https://containerregistry.azure.net', { identity: wiring.pool });
-    const refresh = ((await (await at('/oauth2/exchange', { method: 'POST', body: new URLSearchParams({ grant_type: 'access_token', service: shortLived.host, access_token: aad }) })).json()) as { refresh_token: string }).refresh_token;
-    const viaRefresh = () => at(`/oauth2/token?service=${shortLived.host}&scope=repository:${repo}:pull`, { headers: { Authorization: basic('00000000-0000-0000-0000-000000000000', refresh) } });
+    const refresh = (
+      (await (
+        await at('/oauth2/exchange', { method: 'POST', body: new URLSearchParams({ grant_type: 'access_token', service: shortLived.host, access_token: aad }) })
+      ).json()) as { refresh_token: string }
+    ).refresh_token;
+    const viaRefresh = () =>
+      at(`/oauth2/token?service=${shortLived.host}&scope=repository:${repo}:pull`, {
+        headers: { Authorization: basic('00000000-0000-0000-0000-000000000000', refresh) },
+      });
     const issued = await viaRefresh();
     expect(issued.status).toBe(200);
     const access = ((await issued.json()) as { access_token: string }).access_token;
@@ -140,7 +180,7 @@ test('an access token or refresh token past its lifetime is refused', async () =
   }
 });
 
-describe('the pull task\'s sign-in on an emulated node', () => {
+describe("the pull task's sign-in on an emulated node", () => {
   let node: TestNode;
   beforeAll(async () => {
     node = await makeNode(base, 'node-1');
@@ -201,10 +241,14 @@ describe('the pull task\'s sign-in on an emulated node', () => {
     const sing = await makeNode(base, 'node-sing');
     const cacheKey = 'job-a';
     const pull = sifPullLines(cacheKey, 0, { uri: `docker://${ref}` });
-    const byIdentity = await bash(sing, [...registryLoginLines('singularity', identityLogin()), ...pull, ...registryLogoutLines('singularity', identityLogin())], {
-      AZURE_POD_IDENTITY_AUTHORITY_HOST: poolImds.endpoint,
-      AZ_BATCH_NODE_SHARED_DIR: path.join(sing.root, 'shared'),
-    });
+    const byIdentity = await bash(
+      sing,
+      [...registryLoginLines('singularity', identityLogin()), ...pull, ...registryLogoutLines('singularity', identityLogin())],
+      {
+        AZURE_POD_IDENTITY_AUTHORITY_HOST: poolImds.endpoint,
+        AZ_BATCH_NODE_SHARED_DIR: path.join(sing.root, 'shared'),
+      },
+    );
     expect(byIdentity.stderr).not.toMatch(/FATAL/);
     expect(byIdentity.code).toBe(0);
     expect(byIdentity.stdout).toContain('image 0 ready');

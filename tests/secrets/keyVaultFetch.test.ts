@@ -48,8 +48,12 @@ async function runOnNode(fetches: SecretFetch[], after: string, carrier = POOL_I
     });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
     const status = await new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
     return { status, stdout, stderr };
   } finally {
@@ -61,7 +65,10 @@ const ref = (patch: Partial<SecretFetch> = {}): SecretFetch => ({ env: 'PODKEY',
 
 describe('the node reads a referenced secret with the pool identity', () => {
   it('exports the value into the variable, and nowhere else', async () => {
-    const r = await runOnNode([ref(), ref({ env: 'TRICKY', name: 'tricky', from: 'mpi.env.TRICKY' })], 'printf "%s\\n%s" "$PODKEY" "$TRICKY"; if [ -n "${mpijob_kv_token:-}" ]; then echo token-left >&2; fi');
+    const r = await runOnNode(
+      [ref(), ref({ env: 'TRICKY', name: 'tricky', from: 'mpi.env.TRICKY' })],
+      'printf "%s\\n%s" "$PODKEY" "$TRICKY"; if [ -n "${mpijob_kv_token:-}" ]; then echo token-left >&2; fi',
+    );
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     expect(r.stdout).toBe(`${canary}\n${tricky}`);
@@ -97,7 +104,7 @@ describe('the node reads a referenced secret with the pool identity', () => {
     expect(r.stderr).toMatch(/no Key Vault token for the pool identity/);
   });
 
-  it('puts no token or value in any process argument (the bearer goes through curl\'s config on stdin)', () => {
+  it("puts no token or value in any process argument (the bearer goes through curl's config on stdin)", () => {
     const script = secretFetchLines([ref()]).join('; ');
     expect(script).toContain('-K -');
     expect(script).not.toMatch(/-H ["']?Authorization/);
@@ -119,7 +126,7 @@ describe('the local Key Vault answers as Key Vault does', () => {
     expect(JSON.stringify(await wrong.json())).toContain('AKV10022');
   });
 
-  it('200 with Key Vault\'s shape for the pool identity; 400 without api-version; 501 for other operations', async () => {
+  it("200 with Key Vault's shape for the pool identity; 400 without api-version; 501 for other operations", async () => {
     const token = await identity.resourceToken('https://vault.azure.net', { identity: POOL_IDENTITY });
     const auth = { authorization: `Bearer ${token}` };
     const ok = await get('/labvault/secrets/podkey?api-version=7.4', { headers: auth });

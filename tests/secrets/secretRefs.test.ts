@@ -163,16 +163,29 @@ describe('preflight checks every licence server port from every node', () => {
   it('lists the lmgrd and vendor ports, and a node that cannot connect fails naming itself and the port', () => {
     const spec = ok({ licenses: LICENSES });
     expect(requiredNodePaths(spec)).toEqual(['tcp:10.1.0.4:27000', 'tcp:10.1.0.4:27001']);
-    const report = parsePreflightOutput([
-      'MPIJOB_PREFLIGHT node 10.9.0.1 via=local rc=0 ms=4',
-      'MPIJOB_PREFLIGHT out 10.9.0.1 free_kb=52428800',
-      'MPIJOB_PREFLIGHT node 10.9.0.2 via=ssh rc=0 ms=30',
-      'MPIJOB_PREFLIGHT out 10.9.0.2 free_kb=52428800',
-      'MPIJOB_PREFLIGHT out 10.9.0.2 unreachable=10.1.0.4:27001',
-    ].join('\n'));
-    const verdict = evaluatePreflight({ exitCode: 0, report }, [{ id: 'n0', ipAddress: '10.9.0.1' }, { id: 'n1', ipAddress: '10.9.0.2' }], {
-      maxSshMs: 2000, minFreeMB: 1, requiredPaths: requiredNodePaths(spec), runsPreExecution: false, pingPong: { enabled: false },
-    });
+    const report = parsePreflightOutput(
+      [
+        'MPIJOB_PREFLIGHT node 10.9.0.1 via=local rc=0 ms=4',
+        'MPIJOB_PREFLIGHT out 10.9.0.1 free_kb=52428800',
+        'MPIJOB_PREFLIGHT node 10.9.0.2 via=ssh rc=0 ms=30',
+        'MPIJOB_PREFLIGHT out 10.9.0.2 free_kb=52428800',
+        'MPIJOB_PREFLIGHT out 10.9.0.2 unreachable=10.1.0.4:27001',
+      ].join('\n'),
+    );
+    const verdict = evaluatePreflight(
+      { exitCode: 0, report },
+      [
+        { id: 'n0', ipAddress: '10.9.0.1' },
+        { id: 'n1', ipAddress: '10.9.0.2' },
+      ],
+      {
+        maxSshMs: 2000,
+        minFreeMB: 1,
+        requiredPaths: requiredNodePaths(spec),
+        runsPreExecution: false,
+        pingPong: { enabled: false },
+      },
+    );
     expect(verdict.pass).toBe(false);
     expect(verdict.outliers).toEqual(['n1']);
     expect(JSON.stringify(verdict.nodes.n1)).toContain('licence server port 10.1.0.4:27001');

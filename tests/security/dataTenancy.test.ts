@@ -62,7 +62,12 @@ async function seed(container: string, name: string, text: string): Promise<void
 
 /** A job that ends at once (its pool does not exist): enough for intake's decisions. */
 const spec = (id: string, extra: Record<string, unknown> = {}) => ({
-  id, name: id, tags: { suite: 'data-tenancy' }, pool: { poolId: `no-such-pool-${id}`, nodes: 1 }, mpi: { runtime: 'openmpi', command: 'true' }, ...extra,
+  id,
+  name: id,
+  tags: { suite: 'data-tenancy' },
+  pool: { poolId: `no-such-pool-${id}`, nodes: 1 },
+  mpi: { runtime: 'openmpi', command: 'true' },
+  ...extra,
 });
 const newPool = { vmSize: 'Standard_D2s_v5', nodes: 1 };
 
@@ -90,46 +95,96 @@ describe('GET /api/me', () => {
   });
 });
 
-describe('a spec naming another owner\'s data is refused with 403 and writes nothing', () => {
+describe("a spec naming another owner's data is refused with 403 and writes nothing", () => {
   const bobs = () => areaOf('bob');
   const cases: [string, () => Record<string, unknown>, string][] = [
-    ['outputs in bob\'s job directory', () => ({ outputs: { account: DATA_ACCOUNT.name, container: 'results', prefix: `${bobs()}jobs/dt-bob-run` } }), 'outputs.prefix'],
-    ['outputs under bob\'s job id (the old default)', () => ({ outputs: { account: DATA_ACCOUNT.name, container: 'results', prefix: 'dt-bob-run' } }), 'outputs.prefix'],
-    ['inputs in bob\'s area', () => ({ data: { inputs: [{ account: DATA_ACCOUNT.name, container: 'inputs', prefix: `${bobs()}secret/` }] } }), 'data.inputs[0].prefix'],
+    [
+      "outputs in bob's job directory",
+      () => ({ outputs: { account: DATA_ACCOUNT.name, container: 'results', prefix: `${bobs()}jobs/dt-bob-run` } }),
+      'outputs.prefix',
+    ],
+    [
+      "outputs under bob's job id (the old default)",
+      () => ({ outputs: { account: DATA_ACCOUNT.name, container: 'results', prefix: 'dt-bob-run' } }),
+      'outputs.prefix',
+    ],
+    [
+      "inputs in bob's area",
+      () => ({ data: { inputs: [{ account: DATA_ACCOUNT.name, container: 'inputs', prefix: `${bobs()}secret/` }] } }),
+      'data.inputs[0].prefix',
+    ],
     ['the whole inputs container', () => ({ data: { inputs: [{ account: DATA_ACCOUNT.name, container: 'inputs' }] } }), 'data.inputs[0].prefix'],
-    ['a file of bob\'s', () => ({ files: [{ account: DATA_ACCOUNT.name, container: 'inputs', blob: `${bobs()}secret/deck.txt`, path: 'deck.txt' }] }), 'files[0].blob'],
-    ['every file under bob\'s area', () => ({ files: [{ account: DATA_ACCOUNT.name, container: 'inputs', prefix: bobs() }] }), 'files[0].prefix'],
-    ['a start-task file of bob\'s', () => ({ pool: { ...newPool, startTask: { command: 'true', resourceFiles: [{ account: DATA_ACCOUNT.name, container: 'inputs', blob: `${bobs()}secret/deck.txt`, path: 'deck.txt' }] } } }), 'pool.startTask.resourceFiles[0].blob'],
+    [
+      "a file of bob's",
+      () => ({ files: [{ account: DATA_ACCOUNT.name, container: 'inputs', blob: `${bobs()}secret/deck.txt`, path: 'deck.txt' }] }),
+      'files[0].blob',
+    ],
+    ["every file under bob's area", () => ({ files: [{ account: DATA_ACCOUNT.name, container: 'inputs', prefix: bobs() }] }), 'files[0].prefix'],
+    [
+      "a start-task file of bob's",
+      () => ({
+        pool: {
+          ...newPool,
+          startTask: {
+            command: 'true',
+            resourceFiles: [{ account: DATA_ACCOUNT.name, container: 'inputs', blob: `${bobs()}secret/deck.txt`, path: 'deck.txt' }],
+          },
+        },
+      }),
+      'pool.startTask.resourceFiles[0].blob',
+    ],
     // checks.image: warn — Azure's Ubuntu-HPC image has no Apptainer (docs/images.md); the tenancy answer is under test.
-    ['a SIF image of bob\'s', () => ({ pool: newPool, checks: { image: 'warn' }, container: { runtime: 'singularity', images: [{ account: DATA_ACCOUNT.name, container: 'inputs', blob: `${bobs()}x.sif` }] } }), 'container.images[0].blob'],
-    ['a blobfuse mount of the whole results container', () => ({ pool: newPool, mounts: [{ name: 'all', blobfuse: { account: DATA_ACCOUNT.name, container: 'results' } }] }), 'mounts[0].blobfuse.container'],
+    [
+      "a SIF image of bob's",
+      () => ({
+        pool: newPool,
+        checks: { image: 'warn' },
+        container: { runtime: 'singularity', images: [{ account: DATA_ACCOUNT.name, container: 'inputs', blob: `${bobs()}x.sif` }] },
+      }),
+      'container.images[0].blob',
+    ],
+    [
+      'a blobfuse mount of the whole results container',
+      () => ({ pool: newPool, mounts: [{ name: 'all', blobfuse: { account: DATA_ACCOUNT.name, container: 'results' } }] }),
+      'mounts[0].blobfuse.container',
+    ],
     ['writing into a read-only shared area', () => ({ outputs: { account: DATA_ACCOUNT.name, container: 'software', prefix: 'mine' } }), 'outputs.prefix'],
   ];
 
-  it.each(cases.map(([what, extra, at], i) => [what, extra, at, `dt-x-${i}`] as const))('%s: POST and the dry run answer 403 at %s', async (_what, extra, at, id) => {
-    const body = JSON.stringify(spec(id, extra()));
-    for (const route of ['/api/jobs', '/api/jobs?dryRun=true']) {
-      const res = await call('POST', route, alice, body);
-      expect({ route, status: res.status, error: res.body.error }).toEqual({ route, status: 403, error: 'DataAreaForbidden' });
-      expect(res.body.errors.map((e: { path: string }) => e.path)).toEqual([at]);
-      expect(res.body.errors[0].message).toContain(areaOf('alice'));
-    }
-    expect(await jobRows(stack, id)).toEqual([]);
-    expect((await durableInstances(stack)).map((i) => i.instanceId)).not.toContain(id);
-  });
+  it.each(cases.map(([what, extra, at], i) => [what, extra, at, `dt-x-${i}`] as const))(
+    '%s: POST and the dry run answer 403 at %s',
+    async (_what, extra, at, id) => {
+      const body = JSON.stringify(spec(id, extra()));
+      for (const route of ['/api/jobs', '/api/jobs?dryRun=true']) {
+        const res = await call('POST', route, alice, body);
+        expect({ route, status: res.status, error: res.body.error }).toEqual({ route, status: 403, error: 'DataAreaForbidden' });
+        expect(res.body.errors.map((e: { path: string }) => e.path)).toEqual([at]);
+        expect(res.body.errors[0].message).toContain(areaOf('alice'));
+      }
+      expect(await jobRows(stack, id)).toEqual([]);
+      expect((await durableInstances(stack)).map((i) => i.instanceId)).not.toContain(id);
+    },
+  );
 
   it('the queue door rejects such a message: a Failed row with the reason, no orchestration', async () => {
-    await enqueue(submissionsQueue(stack), spec('dt-q-bob', { outputs: { account: DATA_ACCOUNT.name, container: 'results', prefix: `${areaOf('bob')}jobs/dt-bob-run` } }));
-    const row = await until('the rejected message to be recorded', async () => {
-      const r = await call('GET', '/api/jobs/dt-q-bob', operator());
-      return r.status === 200 && r.body.state === 'Failed' ? r.body : undefined;
-    }, 30_000);
+    await enqueue(
+      submissionsQueue(stack),
+      spec('dt-q-bob', { outputs: { account: DATA_ACCOUNT.name, container: 'results', prefix: `${areaOf('bob')}jobs/dt-bob-run` } }),
+    );
+    const row = await until(
+      'the rejected message to be recorded',
+      async () => {
+        const r = await call('GET', '/api/jobs/dt-q-bob', operator());
+        return r.status === 200 && r.body.state === 'Failed' ? r.body : undefined;
+      },
+      30_000,
+    );
     expect(row.error.code).toBe('DataAreaForbidden');
     expect(row.error.message).toContain('outputs.prefix');
     expect((await durableInstances(stack)).map((i) => i.instanceId)).not.toContain('dt-q-bob');
   });
 
-  it('nothing of bob\'s was touched', async () => {
+  it("nothing of bob's was touched", async () => {
     expect(await blobText('results', `${areaOf('bob')}jobs/dt-bob-run/workdir/result.txt`)).toBe('bob-original-result');
     expect(await blobText('inputs', `${areaOf('bob')}secret/deck.txt`)).toBe('bob-private-deck');
   });
@@ -152,18 +207,23 @@ describe('what each may name', () => {
 
   it('the queue its own area, users/queue/', async () => {
     await enqueue(submissionsQueue(stack), spec('dt-q-own', { outputs: { account: DATA_ACCOUNT.name, container: 'results', prefix: 'users/queue/runs/1' } }));
-    const job = await until('the queue job to be accepted', async () => {
-      const r = await call('GET', '/api/jobs/dt-q-own', operator());
-      return r.status === 200 ? r.body : undefined;
-    }, 30_000);
+    const job = await until(
+      'the queue job to be accepted',
+      async () => {
+        const r = await call('GET', '/api/jobs/dt-q-own', operator());
+        return r.status === 200 ? r.body : undefined;
+      },
+      30_000,
+    );
     expect(job.error?.code).not.toBe('DataAreaForbidden');
   });
 });
 
 describe('a job without outputs.prefix', () => {
-  it('records its owner\'s job directory and the default wall clock, runs there, and its outputs are served only to its owner', async () => {
+  it("records its owner's job directory and the default wall clock, runs there, and its outputs are served only to its owner", async () => {
     const runs = spec('dt-alice-run', {
-      pool: newPool, mpi: { runtime: 'openmpi', processesPerNode: 1, command: 'echo private-output-of-alice' },
+      pool: newPool,
+      mpi: { runtime: 'openmpi', processesPerNode: 1, command: 'echo private-output-of-alice' },
       outputs: { account: DATA_ACCOUNT.name, container: 'results' },
     });
     const submitted = await call('POST', '/api/jobs', alice, JSON.stringify(runs));
@@ -194,13 +254,24 @@ describe('the outputs API checks where the blobs are, not only whose row it is',
     if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
     const at = new Date().toISOString();
     const row: JobRecord = {
-      id, name: id, owner, tags: {}, specHash: 'x', spec: parsed.spec, state: 'Failed', stage: 'Failed', progress: null,
-      createdAt: at, updatedAt: at, eventSeq: 1, ...(dataArea !== undefined ? { dataArea } : {}),
+      id,
+      name: id,
+      owner,
+      tags: {},
+      specHash: 'x',
+      spec: parsed.spec,
+      state: 'Failed',
+      stage: 'Failed',
+      progress: null,
+      createdAt: at,
+      updatedAt: at,
+      eventSeq: 1,
+      ...(dataArea !== undefined ? { dataArea } : {}),
     };
     await jobsTable(stack).createEntity(jobToEntity(row));
   }
 
-  it('a row of alice\'s naming bob\'s area (written around intake) is 403 DataAreaForbidden, with no SAS', async () => {
+  it("a row of alice's naming bob's area (written around intake) is 403 DataAreaForbidden, with no SAS", async () => {
     await writeRow('dt-row-forged', ownerOf('alice'), `${areaOf('bob')}jobs/dt-bob-run`, areaOf('alice'));
     const res = await call('GET', '/api/jobs/dt-row-forged/outputs', alice);
     expect(res.status).toBe(403);

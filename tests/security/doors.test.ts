@@ -42,7 +42,9 @@ function spec(extra: Record<string, unknown> = {}): string {
     ...extra,
   });
 }
-const docker = (images: string[], runOptions?: Record<string, unknown>) => ({ container: { runtime: 'docker', images, ...(runOptions ? { runOptions } : {}) } });
+const docker = (images: string[], runOptions?: Record<string, unknown>) => ({
+  container: { runtime: 'docker', images, ...(runOptions ? { runOptions } : {}) },
+});
 
 describe('finding 1: GET /api/queues needs a role', () => {
   it('answers 401 with a Bearer challenge to an anonymous caller, 200 to one with a role', async () => {
@@ -67,10 +69,20 @@ describe('finding 2: the cancel reason gets the text rules', () => {
 describe('finding 3: no internal addresses in files[].url or image references', () => {
   it('refuses the metadata service, the wire server, private and loopback hosts in every spelling, and own storage names', async () => {
     const urls = [
-      'https://169.254.169.254/metadata/identity', 'https://2852039166/metadata', 'https://0251.0376.0251.0376/x', 'https://0x7f000001/x',
-      'https://168.63.129.16/machine', 'https://10.1.2.3/x', 'https://172.16.0.9/x', 'https://192.168.0.1/x', 'https://127.0.0.1/x', 'https://localhost/x',
-      `https://${STAGING_ACCOUNTS[0].name}.z13.web.core.windows.net/x`, `https://${STAGING_ACCOUNTS[0].name}.z22.blob.storage.azure.net/c/x`,
-      `https://${STAGING_ACCOUNTS[1].name}.dfs.core.windows.net/c/x`, `https://${STAGING_ACCOUNTS[1].name}.privatelink.blob.core.windows.net/c/x`,
+      'https://169.254.169.254/metadata/identity',
+      'https://2852039166/metadata',
+      'https://0251.0376.0251.0376/x',
+      'https://0x7f000001/x',
+      'https://168.63.129.16/machine',
+      'https://10.1.2.3/x',
+      'https://172.16.0.9/x',
+      'https://192.168.0.1/x',
+      'https://127.0.0.1/x',
+      'https://localhost/x',
+      `https://${STAGING_ACCOUNTS[0].name}.z13.web.core.windows.net/x`,
+      `https://${STAGING_ACCOUNTS[0].name}.z22.blob.storage.azure.net/c/x`,
+      `https://${STAGING_ACCOUNTS[1].name}.dfs.core.windows.net/c/x`,
+      `https://${STAGING_ACCOUNTS[1].name}.privatelink.blob.core.windows.net/c/x`,
     ];
     const r = await call('POST', '/api/jobs', spec({ files: urls.map((url, i) => ({ url, path: `f${i}` })) }));
     expect(r.status).toBe(400);
@@ -80,19 +92,34 @@ describe('finding 3: no internal addresses in files[].url or image references', 
 
   it('refuses internal registries but the one the deployment serves (ALLOWED_INTERNAL_HOSTS: the local registry)', async () => {
     const port = stack.registry.host.split(':')[1];
-    const refused = await call('POST', '/api/jobs', spec(docker([`localhost:${port}/hpc/mpi-demo:1.0`, '0x7f000001:5000/hpc/x:1', `127.0.0.2:${port}/hpc/x:1`, '10.0.0.4:5000/hpc/x:1'])));
-    expect({ status: refused.status, paths: paths(refused) }).toEqual({ status: 400, paths: ['container.images[0]', 'container.images[1]', 'container.images[2]', 'container.images[3]'] });
-    const server = await call('POST', '/api/jobs', spec({ container: { runtime: 'docker', images: ['myregistry.azurecr.io/a:1'], registry: { server: '169.254.169.254', identity: 'managed' } } }));
+    const refused = await call(
+      'POST',
+      '/api/jobs',
+      spec(docker([`localhost:${port}/hpc/mpi-demo:1.0`, '0x7f000001:5000/hpc/x:1', `127.0.0.2:${port}/hpc/x:1`, '10.0.0.4:5000/hpc/x:1'])),
+    );
+    expect({ status: refused.status, paths: paths(refused) }).toEqual({
+      status: 400,
+      paths: ['container.images[0]', 'container.images[1]', 'container.images[2]', 'container.images[3]'],
+    });
+    const server = await call(
+      'POST',
+      '/api/jobs',
+      spec({ container: { runtime: 'docker', images: ['myregistry.azurecr.io/a:1'], registry: { server: '169.254.169.254', identity: 'managed' } } }),
+    );
     expect(paths(server)).toContain('container.registry.server');
     const allowed = await call('POST', '/api/jobs?dryRun=true', spec(docker([`${stack.registry.host}/hpc/mpi-demo:1.0`, 'ghcr.io/hpc/tools:1'])));
     expect({ status: allowed.status, errors: allowed.body.errors }).toEqual({ status: 200, errors: undefined });
   });
 });
 
-describe('finding 4: container binds of the node\'s own directories', () => {
+describe("finding 4: container binds of the node's own directories", () => {
   it('refuses /var (the docker socket), /mnt (Batch), /home, /etc and "//proc" spellings, with the path', async () => {
     const sources = ['/var/run/docker.sock', '/mnt/batch/tasks/fsmounts', '/home/_azbatch', '/etc/ssh', '//proc', '/sys/', '/./dev', '/root//.ssh', '//'];
-    const r = await call('POST', '/api/jobs', spec(docker(['ghcr.io/hpc/tools:1'], { binds: sources.map((source) => ({ source, target: '/x', readOnly: true })) })));
+    const r = await call(
+      'POST',
+      '/api/jobs',
+      spec(docker(['ghcr.io/hpc/tools:1'], { binds: sources.map((source) => ({ source, target: '/x', readOnly: true })) })),
+    );
     expect(r.status).toBe(400);
     // "/./dev" is also refused by the field's pattern ("." segments): one path may carry two messages.
     expect([...new Set(paths(r))].sort()).toEqual(sources.map((_, i) => `container.runOptions.binds[${i}].source`));
@@ -103,7 +130,15 @@ describe('finding 4: container binds of the node\'s own directories', () => {
 
 describe('finding 5: ids that can never exist and malformed tokens answer 400, not 503', () => {
   it('every route with a job id', async () => {
-    for (const [method, route] of [['GET', '/api/jobs/a%2Fb'], ['DELETE', '/api/jobs/a%2Fb'], ['GET', '/api/jobs/a%2Fb/logs'], ['GET', '/api/jobs/a%2Fb/outputs'], ['GET', '/api/jobs/UPPER'], ['GET', `/api/jobs/${'a'.repeat(65)}`], ['GET', '/api/jobs/-lead']] as const) {
+    for (const [method, route] of [
+      ['GET', '/api/jobs/a%2Fb'],
+      ['DELETE', '/api/jobs/a%2Fb'],
+      ['GET', '/api/jobs/a%2Fb/logs'],
+      ['GET', '/api/jobs/a%2Fb/outputs'],
+      ['GET', '/api/jobs/UPPER'],
+      ['GET', `/api/jobs/${'a'.repeat(65)}`],
+      ['GET', '/api/jobs/-lead'],
+    ] as const) {
       const r = await call(method, route);
       expect({ method, route, status: r.status, paths: paths(r) }).toEqual({ method, route, status: 400, paths: ['id'] });
     }
@@ -120,8 +155,9 @@ describe('finding 5: ids that can never exist and malformed tokens answer 400, n
 
 describe('finding 6: duplicate JSON keys', () => {
   it('are refused with the path, as YAML duplicates are', async () => {
-    const body = '{"name":"doors","pool":{"vmSize":"Standard_D8s_v5","nodes":1},"container":{"runtime":"docker","images":["ghcr.io/a/b:1"],'
-      + '"runOptions":{"privileged":false,"privileged":true}},"mpi":{"runtime":"openmpi","command":"true"}}';
+    const body =
+      '{"name":"doors","pool":{"vmSize":"Standard_D8s_v5","nodes":1},"container":{"runtime":"docker","images":["ghcr.io/a/b:1"],' +
+      '"runOptions":{"privileged":false,"privileged":true}},"mpi":{"runtime":"openmpi","command":"true"}}';
     const r = await call('POST', '/api/jobs', body);
     expect({ status: r.status, paths: paths(r) }).toEqual({ status: 400, paths: ['container.runOptions.privileged'] });
     expect(r.body.errors?.[0].message).toMatch(/appears twice/);
@@ -130,7 +166,8 @@ describe('finding 6: duplicate JSON keys', () => {
 
 describe('finding 7: __proto__, constructor and prototype keys', () => {
   it('are reported with their path in JSON and YAML bodies, not dropped', async () => {
-    const json = '{"name":"doors","pool":{"vmSize":"Standard_D8s_v5","nodes":1},"mpi":{"runtime":"openmpi","command":"true","env":{"__proto__":{"X":"1"},"A":"1"}}}';
+    const json =
+      '{"name":"doors","pool":{"vmSize":"Standard_D8s_v5","nodes":1},"mpi":{"runtime":"openmpi","command":"true","env":{"__proto__":{"X":"1"},"A":"1"}}}';
     const r = await call('POST', '/api/jobs', json);
     expect({ status: r.status, paths: paths(r) }).toEqual({ status: 400, paths: ['mpi.env.__proto__'] });
     const yaml = 'name: doors\npool: { vmSize: Standard_D8s_v5, nodes: 1 }\ntags: { constructor: x }\nmpi: { runtime: openmpi, command: "true" }\n';
@@ -139,7 +176,10 @@ describe('finding 7: __proto__, constructor and prototype keys', () => {
   });
 
   it('the queue door records the job Failed with the path', async () => {
-    await enqueue(submissionsQueue(stack), '{"id":"doors-proto","name":"doors","pool":{"vmSize":"Standard_D8s_v5","nodes":1},"mpi":{"runtime":"openmpi","command":"true","env":{"__proto__":{"X":"1"}}}}');
+    await enqueue(
+      submissionsQueue(stack),
+      '{"id":"doors-proto","name":"doors","pool":{"vmSize":"Standard_D8s_v5","nodes":1},"mpi":{"runtime":"openmpi","command":"true","env":{"__proto__":{"X":"1"}}}}',
+    );
     const failed = await eventually('the rejected message to be recorded', 30_000, async () => {
       const r = await call('GET', '/api/jobs/doors-proto');
       const v = r.body as unknown as { state?: string; error?: { code: string; message: string } };

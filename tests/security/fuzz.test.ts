@@ -28,7 +28,13 @@ let stack: Stack;
 
 beforeAll(async () => {
   mkdirSync(LOGS, { recursive: true });
-  stack = await startStack({ port: 0, demoImage: false, logDestination: path.join(LOGS, 'security-fuzz-host.log'), logLevel: 'warn', env: { SWEEP_SCHEDULE: '0 0 0 1 1 *' } });
+  stack = await startStack({
+    port: 0,
+    demoImage: false,
+    logDestination: path.join(LOGS, 'security-fuzz-host.log'),
+    logLevel: 'warn',
+    env: { SWEEP_SCHEDULE: '0 0 0 1 1 *' },
+  });
   await submissionsQueue(stack).createIfNotExists();
   console.log(`fuzz seed ${SEED} (replay with FUZZ_SEED=${SEED}), ${HTTP_CASES} HTTP and ${QUEUE_CASES} queue cases`);
 }, 120_000);
@@ -72,7 +78,9 @@ it(`${QUEUE_CASES} generated queue messages: each consumed, none poisoned, and t
     await new Promise((r) => setTimeout(r, 1000));
   }
   const poison = submissionsQueue(stack, POISON_QUEUE);
-  const poisoned = (await poison.exists()) ? (await poison.peekMessages({ numberOfMessages: 32 })).peekedMessageItems.map((m) => Buffer.from(m.messageText, 'base64').toString('utf8').slice(0, 200)) : [];
+  const poisoned = (await poison.exists())
+    ? (await poison.peekMessages({ numberOfMessages: 32 })).peekedMessageItems.map((m) => Buffer.from(m.messageText, 'base64').toString('utf8').slice(0, 200))
+    : [];
   expect(poisoned).toEqual([]);
   expect((await fetch(`${stack.baseUrl}/api/health`)).status).toBe(200);
 

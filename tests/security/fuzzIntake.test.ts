@@ -51,7 +51,11 @@ const starter: OrchestrationStarter = {
 };
 
 /** The campaign's specs name no existing pool (cheapValid's is `fuzz-no-such-pool`): the pool gate finds none. */
-const noPools = (caller: PoolCaller): PoolGate => ({ caller, shared: [], lookup: { inspect: async () => ({ exists: false }), jobOwner: async () => undefined } });
+const noPools = (caller: PoolCaller): PoolGate => ({
+  caller,
+  shared: [],
+  lookup: { inspect: async () => ({ exists: false }), jobOwner: async () => undefined },
+});
 
 beforeAll(async () => {
   azurite = await startAzurite();
@@ -130,10 +134,19 @@ it(`${HTTP_CASES} generated POST /api/jobs bodies through intake: none throws, e
     // The HTTP door answers an empty body 400 itself, before intake (functions/jobsHttp.ts).
     if (!c.body.trim()) return void kinds.set('empty', (kinds.get('empty') ?? 0) + 1);
     try {
-      const outcome = await retrying(() => submitJob(store, starter, {
-        body: c.body, contentType: c.contentType, ...policy, owner: OPERATOR.id, ownerName: OPERATOR.name, idScope: OPERATOR.id,
-        caller: dataCallerOf(OPERATOR), scheduling, pools: noPools(poolCallerOf(OPERATOR)),
-      }));
+      const outcome = await retrying(() =>
+        submitJob(store, starter, {
+          body: c.body,
+          contentType: c.contentType,
+          ...policy,
+          owner: OPERATOR.id,
+          ownerName: OPERATOR.name,
+          idScope: OPERATOR.id,
+          caller: dataCallerOf(OPERATOR),
+          scheduling,
+          pools: noPools(poolCallerOf(OPERATOR)),
+        }),
+      );
       kinds.set(outcome.kind, (kinds.get(outcome.kind) ?? 0) + 1);
       problems.push(...(await problemsOf(outcome)));
     } catch (err) {
@@ -165,9 +178,16 @@ it(`${QUEUE_CASES} generated queue messages through intake: none throws, refusal
   await inPool(texts, 8, async (text) => {
     const message = queueMessageValue(text);
     try {
-      const outcome = await retrying(() => submitJob(store, starter, {
-        body: message, ...policy, owner: QUEUE_OWNER, caller: QUEUE_DATA_CALLER, scheduling, pools: noPools(queuePoolCaller(QUEUE_OWNER)),
-      }));
+      const outcome = await retrying(() =>
+        submitJob(store, starter, {
+          body: message,
+          ...policy,
+          owner: QUEUE_OWNER,
+          caller: QUEUE_DATA_CALLER,
+          scheduling,
+          pools: noPools(queuePoolCaller(QUEUE_OWNER)),
+        }),
+      );
       kinds.set(outcome.kind, (kinds.get(outcome.kind) ?? 0) + 1);
       problems.push(...(await problemsOf(outcome)));
       if (outcome.kind === 'invalid' || outcome.kind === 'forbidden') {

@@ -32,7 +32,8 @@ afterAll(async () => {
 
 type Headers = Record<string, string>;
 const bearer = (token: string): Headers => ({ authorization: `Bearer ${token}` });
-const as = async (user: string, roles: string[]): Promise<Headers> => bearer(await stack.identity.userToken(user, { roles, name: `${user[0].toUpperCase()}${user.slice(1)}` }));
+const as = async (user: string, roles: string[]): Promise<Headers> =>
+  bearer(await stack.identity.userToken(user, { roles, name: `${user[0].toUpperCase()}${user.slice(1)}` }));
 const operator = (): Headers => ({ 'x-functions-key': stack.host.keys.functionKey });
 
 // The answers are read field by field in many shapes (views, lists, problems, usage): untyped JSON on purpose.
@@ -44,14 +45,25 @@ async function call(method: string, route: string, headers: Headers = {}, body?:
 }
 
 /** A job that ends at once (Failed: its pool does not exist), so its row and timeline exist quickly. */
-const spec = (id: string, extra: Record<string, unknown> = {}) => JSON.stringify({
-  id, name: id, tags: { suite: 'security' }, pool: { poolId: `no-such-pool-${id}`, nodes: 1 }, mpi: { runtime: 'openmpi', command: 'true' }, ...extra,
-});
+const spec = (id: string, extra: Record<string, unknown> = {}) =>
+  JSON.stringify({
+    id,
+    name: id,
+    tags: { suite: 'security' },
+    pool: { poolId: `no-such-pool-${id}`, nodes: 1 },
+    mpi: { runtime: 'openmpi', command: 'true' },
+    ...extra,
+  });
 
 /** A job that really runs (one node, real mpirun) and prints a line only its owner may read back. */
-const runningSpec = (id: string) => spec(id, { pool: { vmSize: 'Standard_D2s_v5', nodes: 1 }, mpi: { runtime: 'openmpi', processesPerNode: 1, command: `echo private-output-of-${id}` } });
+const runningSpec = (id: string) =>
+  spec(id, { pool: { vmSize: 'Standard_D2s_v5', nodes: 1 }, mpi: { runtime: 'openmpi', processesPerNode: 1, command: `echo private-output-of-${id}` } });
 
-const ids = (list: { jobs: { id: string }[] }) => list.jobs.map((j) => j.id).filter((id) => id.startsWith('sec-')).sort();
+const ids = (list: { jobs: { id: string }[] }) =>
+  list.jobs
+    .map((j) => j.id)
+    .filter((id) => id.startsWith('sec-'))
+    .sort();
 const ownerOf = (user: string) => `${stack.identity.tenantId}/${stack.identity.user(user)?.oid}`;
 
 let alice: Headers;
@@ -60,7 +72,11 @@ let bob: Headers;
 beforeAll(async () => {
   alice = await as('alice', ['Jobs.Submit']);
   bob = await as('bob', ['Jobs.Submit']);
-  for (const [who, id] of [[alice, 'sec-alice-1'], [alice, 'sec-alice-2'], [bob, 'sec-bob-1']] as const) {
+  for (const [who, id] of [
+    [alice, 'sec-alice-1'],
+    [alice, 'sec-alice-2'],
+    [bob, 'sec-bob-1'],
+  ] as const) {
     const res = await call('POST', '/api/jobs', who, id === 'sec-alice-2' ? spec(id) : runningSpec(id));
     if (res.status !== 202) throw new Error(`submit ${id}: ${res.status} ${JSON.stringify(res.body)}`);
   }
@@ -69,8 +85,13 @@ beforeAll(async () => {
 
 describe('anonymous callers (ANONYMOUS_ROLE defaults to none)', () => {
   it.each([
-    ['GET', '/api/jobs'], ['GET', '/api/jobs/sec-alice-1'], ['GET', '/api/jobs/sec-alice-1/logs'], ['GET', '/api/jobs/sec-alice-1/outputs'],
-    ['DELETE', '/api/jobs/sec-alice-1'], ['GET', '/api/usage'], ['GET', '/api/me'],
+    ['GET', '/api/jobs'],
+    ['GET', '/api/jobs/sec-alice-1'],
+    ['GET', '/api/jobs/sec-alice-1/logs'],
+    ['GET', '/api/jobs/sec-alice-1/outputs'],
+    ['DELETE', '/api/jobs/sec-alice-1'],
+    ['GET', '/api/usage'],
+    ['GET', '/api/me'],
   ])('%s %s is 401 with a Bearer challenge', async (method, route) => {
     const res = await call(method, route);
     expect({ status: res.status, challenge: res.headers.get('www-authenticate') }).toEqual({ status: 401, challenge: 'Bearer realm="hpc-jobs"' });
@@ -84,19 +105,20 @@ describe('anonymous callers (ANONYMOUS_ROLE defaults to none)', () => {
   });
 
   it('health, the OpenAPI document and the dashboard page stay open', async () => {
-    for (const route of ['/api/health', '/api/openapi.json', '/api/dashboard']) expect({ route, status: (await fetch(`${stack.baseUrl}${route}`)).status }).toEqual({ route, status: 200 });
+    for (const route of ['/api/health', '/api/openapi.json', '/api/dashboard'])
+      expect({ route, status: (await fetch(`${stack.baseUrl}${route}`)).status }).toEqual({ route, status: 200 });
   });
 });
 
 describe('tenancy: own jobs only, admins all', () => {
-  it('the owner is the token\'s tenant/object id, with the display name beside it', async () => {
+  it("the owner is the token's tenant/object id, with the display name beside it", async () => {
     const job = await call('GET', '/api/jobs/sec-alice-1', alice);
     expect(job.status).toBe(200);
     expect(job.body).toMatchObject({ owner: ownerOf('alice'), ownerName: 'Alice' });
     expect(ownerOf('alice')).toMatch(/^[0-9a-f-]{36}\/[0-9a-f-]{36}$/);
   });
 
-  it('a submitter lists, reads, reads the logs and timeline of its own jobs only; others\' are 404 like missing ones', async () => {
+  it("a submitter lists, reads, reads the logs and timeline of its own jobs only; others' are 404 like missing ones", async () => {
     expect(ids((await call('GET', '/api/jobs?top=1000', alice)).body)).toEqual(['sec-alice-1', 'sec-alice-2']);
     expect(ids((await call('GET', '/api/jobs?top=1000&tag=suite=security', bob)).body)).toEqual(['sec-bob-1']);
     const own = await call('GET', '/api/jobs/sec-bob-1', bob);
@@ -121,7 +143,7 @@ describe('tenancy: own jobs only, admins all', () => {
     }
   });
 
-  it('cancel follows the same rule: someone else\'s job is 404 and stays as it was', async () => {
+  it("cancel follows the same rule: someone else's job is 404 and stays as it was", async () => {
     const before = (await call('GET', '/api/jobs/sec-alice-2', operator())).body;
     const res = await call('DELETE', '/api/jobs/sec-alice-2?reason=mischief', bob);
     expect(res.status).toBe(404);
@@ -130,7 +152,7 @@ describe('tenancy: own jobs only, admins all', () => {
     expect(after.cancelRequestedAt).toBeUndefined();
   });
 
-  it('a reader (Jobs.Read) sees its own jobs, may not submit or cancel (403), and others\' jobs are 404', async () => {
+  it("a reader (Jobs.Read) sees its own jobs, may not submit or cancel (403), and others' jobs are 404", async () => {
     // carol submitted while she held Jobs.Submit; now she only reads.
     expect((await call('POST', '/api/jobs', await as('carol', ['Jobs.Submit']), spec('sec-carol-1'))).status).toBe(202);
     const carol = await as('carol', ['Jobs.Read']);
@@ -138,9 +160,17 @@ describe('tenancy: own jobs only, admins all', () => {
     expect((await call('GET', '/api/jobs/sec-carol-1', carol)).status).toBe(200);
     expect((await call('GET', '/api/jobs/sec-alice-1', carol)).status).toBe(404);
     const submit = await call('POST', '/api/jobs', carol, spec('sec-carol-2'));
-    expect({ status: submit.status, challenge: submit.headers.get('www-authenticate') }).toEqual({ status: 403, challenge: expect.stringContaining('insufficient_scope') });
+    expect({ status: submit.status, challenge: submit.headers.get('www-authenticate') }).toEqual({
+      status: 403,
+      challenge: expect.stringContaining('insufficient_scope'),
+    });
     expect((await call('DELETE', '/api/jobs/sec-carol-1', carol)).status).toBe(403);
-    expect((await call('GET', '/api/me', carol)).body).toMatchObject({ name: 'Carol', roles: ['reader'], permissions: ['job:read', 'usage:read'], seesAllJobs: false });
+    expect((await call('GET', '/api/me', carol)).body).toMatchObject({
+      name: 'Carol',
+      roles: ['reader'],
+      permissions: ['job:read', 'usage:read'],
+      seesAllJobs: false,
+    });
   });
 
   it('a token without any app role may do nothing (403)', async () => {
@@ -150,12 +180,14 @@ describe('tenancy: own jobs only, admins all', () => {
 
   it('an admin (Jobs.Admin) lists and reads every job', async () => {
     const admin = await as('erin', ['Jobs.Admin']);
-    expect(ids((await call('GET', '/api/jobs?top=1000&tag=suite=security', admin)).body)).toEqual(expect.arrayContaining(['sec-alice-1', 'sec-alice-2', 'sec-bob-1', 'sec-carol-1']));
+    expect(ids((await call('GET', '/api/jobs?top=1000&tag=suite=security', admin)).body)).toEqual(
+      expect.arrayContaining(['sec-alice-1', 'sec-alice-2', 'sec-bob-1', 'sec-carol-1']),
+    );
     expect((await call('GET', '/api/jobs/sec-bob-1', admin)).body.owner).toBe(ownerOf('bob'));
     expect((await call('GET', '/api/jobs/sec-alice-1/logs', admin)).body.content).toContain('private-output-of-sec-alice-1');
   });
 
-  it('usage counts the caller\'s own finished jobs; an admin\'s counts everyone\'s', async () => {
+  it("usage counts the caller's own finished jobs; an admin's counts everyone's", async () => {
     const mine = (await call('GET', '/api/usage?tag=suite=security', bob)).body;
     const all = (await call('GET', '/api/usage?tag=suite=security', await as('erin', ['Jobs.Admin']))).body;
     expect(mine.total.jobs).toBe(1);
@@ -166,7 +198,12 @@ describe('tenancy: own jobs only, admins all', () => {
     const taken = await call('POST', '/api/jobs', bob, spec('sec-alice-1'));
     expect(taken.status).toBe(409);
     expect(taken.body).toEqual({ error: 'JobIdTaken', message: 'job id sec-alice-1 is taken: choose another id' });
-    const anonymousSpec = JSON.stringify({ name: 'sec-same', tags: { suite: 'security-ids' }, pool: { poolId: 'no-such-pool-same', nodes: 1 }, mpi: { runtime: 'openmpi', command: 'true' } });
+    const anonymousSpec = JSON.stringify({
+      name: 'sec-same',
+      tags: { suite: 'security-ids' },
+      pool: { poolId: 'no-such-pool-same', nodes: 1 },
+      mpi: { runtime: 'openmpi', command: 'true' },
+    });
     const a = await call('POST', '/api/jobs', alice, anonymousSpec);
     const b = await call('POST', '/api/jobs', bob, anonymousSpec);
     expect([a.status, b.status]).toEqual([202, 202]);
@@ -184,7 +221,10 @@ describe('spoofing and bad tokens', () => {
     expect(res.body.job.owner).toBe(ownerOf('bob'));
     expect((await call('GET', '/api/jobs/sec-spoof', alice)).status).toBe(404);
     expect(ids((await call('GET', '/api/jobs?top=1000', alice)).body)).not.toContain('sec-spoof');
-    const anonymous = await call('GET', '/api/jobs', { 'x-ms-client-principal-name': 'admin', 'x-ms-client-principal': Buffer.from('{"userRoles":["Jobs.Admin"]}').toString('base64') });
+    const anonymous = await call('GET', '/api/jobs', {
+      'x-ms-client-principal-name': 'admin',
+      'x-ms-client-principal': Buffer.from('{"userRoles":["Jobs.Admin"]}').toString('base64'),
+    });
     expect(anonymous.status).toBe(401);
   });
 
@@ -194,7 +234,9 @@ describe('spoofing and bad tokens', () => {
     const claims = JSON.parse(Buffer.from(p, 'base64url').toString('utf8'));
     const tampered = `${h}.${Buffer.from(JSON.stringify({ ...claims, roles: ['Jobs.Admin'] })).toString('base64url')}.${s}`;
     const stranger = await generateKeyPair('RS256');
-    const selfSigned = await new SignJWT({ ...claims }).setProtectedHeader({ alg: 'RS256', kid: JSON.parse(Buffer.from(h, 'base64url').toString()).kid }).sign(stranger.privateKey);
+    const selfSigned = await new SignJWT({ ...claims })
+      .setProtectedHeader({ alg: 'RS256', kid: JSON.parse(Buffer.from(h, 'base64url').toString()).kid })
+      .sign(stranger.privateKey);
     const cases: [string, string, RegExp][] = [
       ['expired', await stack.identity.userToken('alice', { lifetimeSeconds: -600 }), /expired/],
       // Its key id is not among this issuer's keys, which is found before the iss claim is compared.
@@ -206,8 +248,11 @@ describe('spoofing and bad tokens', () => {
     ];
     for (const [what, token, why] of cases) {
       const res = await call('GET', '/api/jobs', bearer(token));
-      expect({ what, status: res.status, challenge: res.headers.get('www-authenticate') })
-        .toEqual({ what, status: 401, challenge: expect.stringMatching(/^Bearer realm="hpc-jobs", error="invalid_token", error_description="/) });
+      expect({ what, status: res.status, challenge: res.headers.get('www-authenticate') }).toEqual({
+        what,
+        status: 401,
+        challenge: expect.stringMatching(/^Bearer realm="hpc-jobs", error="invalid_token", error_description="/),
+      });
       expect({ what, message: res.body.message }).toEqual({ what, message: expect.stringMatching(why) });
     }
     expect((await call('GET', '/api/jobs', bearer(good))).status).toBe(200);
@@ -229,15 +274,22 @@ describe('operators and applications', () => {
 
   it('an application signs in with @azure/identity ClientSecretCredential against the local issuer and submits with its app role', async () => {
     const credential = new ClientSecretCredential(stack.identity.tenantId, AUTOMATION_CLIENT_ID, AUTOMATION_CLIENT_SECRET, {
-      authorityHost: stack.identity.authorityHost, disableInstanceDiscovery: true, ...trustingLocalIssuer(stack.identity.caCert),
+      authorityHost: stack.identity.authorityHost,
+      disableInstanceDiscovery: true,
+      ...trustingLocalIssuer(stack.identity.caCert),
     });
     const token = await credential.getToken(stack.identity.scope);
     const res = await call('POST', '/api/jobs', bearer(token.token), spec('sec-automation'));
     expect(res.status).toBe(202);
-    expect(res.body.job).toMatchObject({ owner: `${stack.identity.tenantId}/${stack.identity.directory.clients.find((c) => c.clientId === AUTOMATION_CLIENT_ID)?.oid}`, ownerName: AUTOMATION_CLIENT_ID });
+    expect(res.body.job).toMatchObject({
+      owner: `${stack.identity.tenantId}/${stack.identity.directory.clients.find((c) => c.clientId === AUTOMATION_CLIENT_ID)?.oid}`,
+      ownerName: AUTOMATION_CLIENT_ID,
+    });
     expect((await call('GET', '/api/me', bearer(token.token))).body).toMatchObject({ kind: 'application', roles: ['submitter'] });
     const wrongSecret = new ClientSecretCredential(stack.identity.tenantId, AUTOMATION_CLIENT_ID, 'not-the-secret', {
-      authorityHost: stack.identity.authorityHost, disableInstanceDiscovery: true, ...trustingLocalIssuer(stack.identity.caCert),
+      authorityHost: stack.identity.authorityHost,
+      disableInstanceDiscovery: true,
+      ...trustingLocalIssuer(stack.identity.caCert),
     });
     await expect(wrongSecret.getToken(stack.identity.scope)).rejects.toThrow(/AADSTS7000215/);
   });

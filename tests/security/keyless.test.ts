@@ -51,7 +51,11 @@ async function otherTenantToken(resource: string): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
   const other = '11111111-2222-4333-a444-555555555555';
   return new SignJWT({ aud: resource, iss: `https://sts.windows.net/${other}/`, tid: other, oid: other, ver: '1.0' })
-    .setProtectedHeader({ alg: 'RS256', typ: 'JWT' }).setIssuedAt(now).setNotBefore(now).setExpirationTime(now + 600).sign(privateKey);
+    .setProtectedHeader({ alg: 'RS256', typ: 'JWT' })
+    .setIssuedAt(now)
+    .setNotBefore(now)
+    .setExpirationTime(now + 600)
+    .sign(privateKey);
 }
 
 async function raw(url: string, headers: Record<string, string> = {}): Promise<{ status: number; text: string; headers: Headers }> {
@@ -68,7 +72,11 @@ describe('the app runs with the settings it has in Azure', () => {
     }
     expect(s.BATCH_ACCOUNT_KEY).toBeUndefined();
     expect(s.AzureWebJobsStorage).toBeUndefined();
-    expect(s).toMatchObject({ AzureWebJobsStorage__credential: 'managedidentity', AzureWebJobsStorage__clientId: APP_IDENTITY.clientId, AZURE_CLIENT_ID: APP_IDENTITY.clientId });
+    expect(s).toMatchObject({
+      AzureWebJobsStorage__credential: 'managedidentity',
+      AzureWebJobsStorage__clientId: APP_IDENTITY.clientId,
+      AZURE_CLIENT_ID: APP_IDENTITY.clientId,
+    });
     const config = loadConfig(s);
     expect(config.batch.auth).toEqual({ kind: 'aad', scope: BATCH_TOKEN_SCOPE });
     for (const ref of [config.hostStorage, ...config.stagingAccounts, ...config.dataAccess.accounts]) {
@@ -77,13 +85,19 @@ describe('the app runs with the settings it has in Azure', () => {
     expect(config.hostStorage).toMatchObject({ accountName: 'devstoreaccount1', tableEndpoint: stack.azurite.tableEndpoint() });
   });
 
-  it('DefaultAzureCredential and ManagedIdentityCredential in the app\'s process get the app identity\'s tokens from IDENTITY_ENDPOINT', async () => {
+  it("DefaultAzureCredential and ManagedIdentityCredential in the app's process get the app identity's tokens from IDENTITY_ENDPOINT", async () => {
     // The in-process host has set the platform's variables, as App Service does for the worker.
     expect(process.env.IDENTITY_ENDPOINT).toBe(stack.identity.appServiceIdentity.endpoint);
     expect(process.env.IDENTITY_HEADER).toBe(stack.identity.appServiceIdentity.header);
     const storage = await new DefaultAzureCredential().getToken(`${STORAGE}/.default`);
     expect(claims(storage.token)).toMatchObject({
-      aud: STORAGE, iss: stack.identity.resourceIssuer, appid: APP_IDENTITY.clientId, oid: APP_IDENTITY.principalId, idtyp: 'app', xms_mirid: APP_IDENTITY.resourceId, ver: '1.0',
+      aud: STORAGE,
+      iss: stack.identity.resourceIssuer,
+      appid: APP_IDENTITY.clientId,
+      oid: APP_IDENTITY.principalId,
+      idtyp: 'app',
+      xms_mirid: APP_IDENTITY.resourceId,
+      ver: '1.0',
     });
     const batch = await new ManagedIdentityCredential({ clientId: APP_IDENTITY.clientId }).getToken(BATCH_TOKEN_SCOPE);
     // The double slash of the app's scope is what gives Batch its exact audience.
@@ -123,39 +137,59 @@ describe('Azurite refuses what a storage account with shared keys disabled refus
     await c.getBlockBlobClient('hello.txt').upload('hello', 5);
   });
 
-  it('shared key: 403 KeyBasedAuthenticationNotPermitted on blob, queue and table, with Azure\'s body', async () => {
+  it("shared key: 403 KeyBasedAuthenticationNotPermitted on blob, queue and table, with Azure's body", async () => {
     const conn = stack.azurite.connectionString(account);
     // The Tables SDK leaves RestError.code unset and keeps the code in details.errorCode (as for Azurite's own errors).
-    const refused = async (p: Promise<unknown>) => p.then(
-      () => ({ statusCode: 200, code: 'accepted' }),
-      (e: { statusCode?: number; code?: string; details?: { errorCode?: string } }) => ({ statusCode: e.statusCode, code: e.code ?? e.details?.errorCode }),
-    );
+    const refused = async (p: Promise<unknown>) =>
+      p.then(
+        () => ({ statusCode: 200, code: 'accepted' }),
+        (e: { statusCode?: number; code?: string; details?: { errorCode?: string } }) => ({ statusCode: e.statusCode, code: e.code ?? e.details?.errorCode }),
+      );
     const expected = { statusCode: 403, code: 'KeyBasedAuthenticationNotPermitted' };
     expect(await refused(BlobServiceClient.fromConnectionString(conn).getContainerClient('keyless').getProperties())).toEqual(expected);
     expect(await refused(QueueServiceClient.fromConnectionString(conn).getQueueClient('keyless').createIfNotExists())).toEqual(expected);
     expect(await refused(TableClient.fromConnectionString(conn, 'keyless').createTable())).toEqual(expected);
     // The raw answer: Azure's XML error and its reason phrase.
     const svc = new BlobServiceClient(stack.azurite.blobEndpoint(account), new StorageSharedKeyCredential(account, dev().key));
-    const res = await svc.getContainerClient('keyless').listBlobsFlat().next().catch((e: { response?: { bodyAsText?: string } }) => e.response?.bodyAsText);
-    expect(String(res)).toMatch(/<Code>KeyBasedAuthenticationNotPermitted<\/Code><Message>Key based authentication is not permitted on this storage account\.\nRequestId:/);
+    const res = await svc
+      .getContainerClient('keyless')
+      .listBlobsFlat()
+      .next()
+      .catch((e: { response?: { bodyAsText?: string } }) => e.response?.bodyAsText);
+    expect(String(res)).toMatch(
+      /<Code>KeyBasedAuthenticationNotPermitted<\/Code><Message>Key based authentication is not permitted on this storage account\.\nRequestId:/,
+    );
   });
 
   it('a SAS signed with the account key is refused (403); a user delegation SAS, signed with a key got with a token, is served', async () => {
     const blobUrl = `${stack.azurite.blobEndpoint(account)}/keyless/hello.txt`;
     const expiresOn = new Date(Date.now() + 3_600_000);
-    const keySas = generateBlobSASQueryParameters({ containerName: 'keyless', blobName: 'hello.txt', permissions: BlobSASPermissions.parse('r'), expiresOn, version: SAS_VERSION }, new StorageSharedKeyCredential(account, dev().key));
+    const keySas = generateBlobSASQueryParameters(
+      { containerName: 'keyless', blobName: 'hello.txt', permissions: BlobSASPermissions.parse('r'), expiresOn, version: SAS_VERSION },
+      new StorageSharedKeyCredential(account, dev().key),
+    );
     const byKey = await raw(`${blobUrl}?${keySas}`);
     expect(byKey.status).toBe(403);
     expect(byKey.headers.get('x-ms-error-code')).toBe('KeyBasedAuthenticationNotPermitted');
     // What the app hands nodes: shared/adapters/storage/sas.ts with the account reached by token.
-    const url = await readOnlyBlobUrl(blobAccount({ kind: 'managedIdentity', accountName: account, blobEndpoint: stack.azurite.blobEndpoint(account) }), 'keyless', 'hello.txt', expiresOn);
+    const url = await readOnlyBlobUrl(
+      blobAccount({ kind: 'managedIdentity', accountName: account, blobEndpoint: stack.azurite.blobEndpoint(account) }),
+      'keyless',
+      'hello.txt',
+      expiresOn,
+    );
     expect(new URL(url).searchParams.get('skoid')).toBeTruthy();
     const byDelegation = await raw(url);
     expect(byDelegation).toMatchObject({ status: 200, text: 'hello' });
     // Its signature is checked: the same SAS for another blob is refused.
     expect((await raw(url.replace('/hello.txt?', '/other.txt?'))).status).toBe(403);
     // A container SAS (what outputs, prefix files and blobfuse mounts get) is a user delegation SAS too: it lists.
-    const container = await containerSasUrl(blobAccount({ kind: 'managedIdentity', accountName: account, blobEndpoint: stack.azurite.blobEndpoint(account) }), 'keyless', 'rl', expiresOn);
+    const container = await containerSasUrl(
+      blobAccount({ kind: 'managedIdentity', accountName: account, blobEndpoint: stack.azurite.blobEndpoint(account) }),
+      'keyless',
+      'rl',
+      expiresOn,
+    );
     expect(new URL(container).searchParams.get('sv')).toBe(SAS_VERSION);
     const listed = await raw(container.replace('?', '?restype=container&comp=list&'));
     expect({ status: listed.status, lists: listed.text.includes('<Name>hello.txt</Name>') }).toEqual({ status: 200, lists: true });
@@ -176,10 +210,15 @@ describe('Azurite refuses what a storage account with shared keys disabled refus
       const res = await get(await token);
       expect({ what, status: res.status, code: res.headers.get('x-ms-error-code') }).toEqual({ what, status: 401, code: 'InvalidAuthenticationInfo' });
       expect(res.text).toMatch(detail);
-      expect(res.headers.get('www-authenticate')).toBe(`Bearer authorization_uri=https://login.microsoftonline.com/${stack.identity.tenantId}/oauth2/authorize resource_id=https://storage.azure.com`);
+      expect(res.headers.get('www-authenticate')).toBe(
+        `Bearer authorization_uri=https://login.microsoftonline.com/${stack.identity.tenantId}/oauth2/authorize resource_id=https://storage.azure.com`,
+      );
     }
     // Tables answer JSON requests in JSON; queues in XML, as Azure.
-    const table = await raw(`${stack.azurite.tableEndpoint(account)}/Tables`, { authorization: `Bearer ${await operatorToken(STORAGE, -600)}`, accept: 'application/json;odata=nometadata' });
+    const table = await raw(`${stack.azurite.tableEndpoint(account)}/Tables`, {
+      authorization: `Bearer ${await operatorToken(STORAGE, -600)}`,
+      accept: 'application/json;odata=nometadata',
+    });
     expect(table.status).toBe(401);
     expect(JSON.parse(table.text)['odata.error'].code).toBe('InvalidAuthenticationInfo');
     const queue = await raw(`${stack.azurite.queueEndpoint(account)}?comp=list`, { authorization: `Bearer ${await forgedToken(STORAGE)}` });
@@ -213,8 +252,13 @@ describe('the Batch emulator takes Microsoft Entra ID tokens only', () => {
   });
 
   it('the shared key is refused with 403 AuthenticationFailed: the account allows Microsoft Entra ID only', async () => {
-    const client = new BatchServiceClient(new BatchSharedKeyCredentials(stack.batch.accountName, stack.batch.accountKey), stack.batch.url, { noRetryPolicy: true });
-    const err = await client.pool.list().then(() => undefined, (e: { statusCode?: number; body?: { code?: string; values?: { key: string; value: string }[] } }) => e);
+    const client = new BatchServiceClient(new BatchSharedKeyCredentials(stack.batch.accountName, stack.batch.accountKey), stack.batch.url, {
+      noRetryPolicy: true,
+    });
+    const err = await client.pool.list().then(
+      () => undefined,
+      (e: { statusCode?: number; body?: { code?: string; values?: { key: string; value: string }[] } }) => e,
+    );
     expect(err?.statusCode).toBe(403);
     expect(err?.body?.code).toBe('AuthenticationFailed');
     expect(detail(err?.body ?? {})).toBe('The specified type of authentication SharedKey is not allowed for this account.');
@@ -225,7 +269,11 @@ describe('the Batch emulator takes Microsoft Entra ID tokens only', () => {
       ['expired', operatorToken(AZURE_RESOURCES.batch, -600), /The access token expiry UTC time '.*' is earlier than current UTC time/],
       ['for Storage', operatorToken(STORAGE), /wrong audience or resource 'https:\/\/storage\.azure\.com'/],
       // What a single-slash scope (https://batch.core.windows.net/.default) gets from a managed identity endpoint.
-      ['without the slash', operatorToken('https://batch.core.windows.net'), /wrong audience or resource 'https:\/\/batch\.core\.windows\.net'\. It should exactly match \(including forward slash\)/],
+      [
+        'without the slash',
+        operatorToken('https://batch.core.windows.net'),
+        /wrong audience or resource 'https:\/\/batch\.core\.windows\.net'\. It should exactly match \(including forward slash\)/,
+      ],
       ['signed by another key', forgedToken(AZURE_RESOURCES.batch), /signature is invalid/],
       ['another tenant', otherTenantToken(AZURE_RESOURCES.batch), /signature is invalid|wrong issuer/],
     ];
@@ -237,8 +285,8 @@ describe('the Batch emulator takes Microsoft Entra ID tokens only', () => {
   });
 });
 
-describe('the operator\'s own tools are keyless too', () => {
-  it('reach storage with the tenant admin\'s token (an https endpoint trusted in this process, no key)', async () => {
+describe("the operator's own tools are keyless too", () => {
+  it("reach storage with the tenant admin's token (an https endpoint trusted in this process, no key)", async () => {
     const svc = stack.operator.blobService('data1');
     expect(svc.credential).not.toBeInstanceOf(StorageSharedKeyCredential);
     const c: ContainerClient = svc.getContainerClient('keyless-operator');

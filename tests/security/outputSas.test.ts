@@ -18,7 +18,12 @@ let stack: Stack;
 beforeAll(async () => {
   const logs = path.join(REPO_ROOT, 'test-artifacts');
   mkdirSync(logs, { recursive: true });
-  stack = await startStack({ port: 0, logDestination: path.join(logs, 'security-output-sas-host.log'), demoImage: false, env: { OUTPUTS_REQUIRE_SCOPED_SAS: 'true', DEFAULT_OUTPUTS: 'none' } });
+  stack = await startStack({
+    port: 0,
+    logDestination: path.join(logs, 'security-output-sas-host.log'),
+    demoImage: false,
+    env: { OUTPUTS_REQUIRE_SCOPED_SAS: 'true', DEFAULT_OUTPUTS: 'none' },
+  });
 }, 120_000);
 afterAll(async () => {
   await stack?.stop();
@@ -38,7 +43,10 @@ it('outputs to a flat account are 400 at outputs.account and the job is not reco
   const alice = { authorization: `Bearer ${await stack.identity.userToken('alice', { roles: ['Jobs.Submit'], name: 'alice' })}` };
   const id = 'osas-flat';
   const spec = {
-    id, name: id, pool: { poolId: `no-such-pool-${id}`, nodes: 1 }, mpi: { runtime: 'openmpi', command: 'true' },
+    id,
+    name: id,
+    pool: { poolId: `no-such-pool-${id}`, nodes: 1 },
+    mpi: { runtime: 'openmpi', command: 'true' },
     outputs: { account: DATA_ACCOUNT.name, container: 'results' },
   };
   const res = await call('POST', '/api/jobs', alice, JSON.stringify(spec));

@@ -29,7 +29,9 @@ const ownerOf = (user: string) => `${stack.identity.tenantId}/${stack.identity.u
 beforeAll(async () => {
   mkdirSync(LOGS, { recursive: true });
   stack = await startStack({
-    port: 0, demoImage: false, logDestination: HOST_LOG,
+    port: 0,
+    demoImage: false,
+    logDestination: HOST_LOG,
     // The sweep never runs on its own here (it would delete the kept pools this test reads).
     env: { SHARED_POOLS: `${SHARED_POOL}=submitter`, SWEEP_SCHEDULE: '0 0 0 1 1 *' },
   });
@@ -53,7 +55,9 @@ async function call(method: string, route: string, headers: Headers, body?: stri
 /** A native one-node Open MPI job; `pool` replaces the default new pool. */
 function spec(id: string, opts: { pool?: Record<string, unknown>; command?: string; cleanup?: Record<string, unknown>; dependsOn?: unknown[] } = {}): string {
   return stringify({
-    id, name: id, tags: { suite: 'pool-tenancy' },
+    id,
+    name: id,
+    tags: { suite: 'pool-tenancy' },
     pool: opts.pool ?? { vmSize: 'Standard_D2s_v5', nodes: 1 },
     container: { runtime: 'none' },
     data: { inputs: [] },
@@ -70,8 +74,15 @@ const ALICE_POOL = batchIdFor('hpc', ALICE_JOB);
 /** A pool made in Batch directly, as an operator (or an older version of the app) would have. */
 async function addPool(id: string, metadata?: { name: string; value: string }[]): Promise<void> {
   await batchClient(stack).pool.add({
-    id, vmSize: 'Standard_D2s_v5', targetDedicatedNodes: 1, enableInterNodeCommunication: true, taskSlotsPerNode: 1,
-    virtualMachineConfiguration: { imageReference: { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204', version: 'latest' }, nodeAgentSKUId: 'batch.node.ubuntu 22.04' },
+    id,
+    vmSize: 'Standard_D2s_v5',
+    targetDedicatedNodes: 1,
+    enableInterNodeCommunication: true,
+    taskSlotsPerNode: 1,
+    virtualMachineConfiguration: {
+      imageReference: { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204', version: 'latest' },
+      nodeAgentSKUId: 'batch.node.ubuntu 22.04',
+    },
     ...(metadata ? { metadata } : {}),
   });
 }
@@ -90,20 +101,24 @@ async function expectNothingWritten(id: string): Promise<void> {
 }
 
 describe('a pool the pipeline creates records its owner', () => {
-  it('alice\'s kept pool carries her owner id in its metadata, and her job shows it', async () => {
+  it("alice's kept pool carries her owner id in its metadata, and her job shows it", async () => {
     const res = await call('POST', '/api/jobs', alice, spec(ALICE_JOB, { cleanup: { deletePool: 'never' } }));
     expect(res.status).toBe(202);
     expect((await watchJob(stack, ALICE_JOB, 120_000, undefined, asOperator(stack))).state).toBe('Succeeded');
     const pool = await batchClient(stack).pool.get(ALICE_POOL);
-    expect(pool.metadata).toEqual(expect.arrayContaining([
-      { name: OWNER_KEY, value: OWNER_VALUE }, { name: JOB_KEY, value: ALICE_JOB }, { name: SUBMITTER_KEY, value: ownerOf('alice') },
-    ]));
+    expect(pool.metadata).toEqual(
+      expect.arrayContaining([
+        { name: OWNER_KEY, value: OWNER_VALUE },
+        { name: JOB_KEY, value: ALICE_JOB },
+        { name: SUBMITTER_KEY, value: ownerOf('alice') },
+      ]),
+    );
     const view = await call('GET', `/api/jobs/${ALICE_JOB}`, alice);
     expect(view.body.pool).toEqual({ poolId: ALICE_POOL, createdByJob: true, owner: ownerOf('alice'), kept: true });
   }, 150_000);
 });
 
-describe('bob may not name alice\'s pool', () => {
+describe("bob may not name alice's pool", () => {
   const foreign = () => spec('ten-bob-on-alice', { pool: { poolId: ALICE_POOL, nodes: 1 } });
 
   it('over HTTP: 403 PoolForbidden at pool.poolId, and nothing is written', async () => {
@@ -116,7 +131,7 @@ describe('bob may not name alice\'s pool', () => {
     await expectNothingWritten('ten-bob-on-alice');
   });
 
-  it('in a dry run: the same 403; alice\'s own dry run on her pool is explained', async () => {
+  it("in a dry run: the same 403; alice's own dry run on her pool is explained", async () => {
     const dry = await call('POST', '/api/jobs?dryRun=true', bob, foreign());
     expect(dry.status).toBe(403);
     expect(dry.body).toMatchObject({ error: 'PoolForbidden', errors: [{ path: 'pool.poolId' }] });
@@ -129,15 +144,19 @@ describe('bob may not name alice\'s pool', () => {
     const id = 'ten-queue-on-alice';
     await enqueue(submissionsQueue(stack), spec(id, { pool: { poolId: ALICE_POOL, nodes: 1 } }));
     await eventually('the queue to refuse the message', 60_000, async () => {
-      const lines = readFileSync(HOST_LOG, 'utf8').split('\n').filter((l) => l.includes('rejected queue message') && l.includes(`pool ${ALICE_POOL} is not one you may use`));
+      const lines = readFileSync(HOST_LOG, 'utf8')
+        .split('\n')
+        .filter((l) => l.includes('rejected queue message') && l.includes(`pool ${ALICE_POOL} is not one you may use`));
       return lines.length ? lines : undefined;
     });
     await expectNothingWritten(id);
-    const poison = await submissionsQueue(stack, 'job-submissions-poison').exists() ? (await submissionsQueue(stack, 'job-submissions-poison').peekMessages({ numberOfMessages: 32 })).peekedMessageItems : [];
+    const poison = (await submissionsQueue(stack, 'job-submissions-poison').exists())
+      ? (await submissionsQueue(stack, 'job-submissions-poison').peekMessages({ numberOfMessages: 32 })).peekedMessageItems
+      : [];
     expect(poison).toEqual([]);
   });
 
-  it('no job but alice\'s own ever reached her pool', async () => {
+  it("no job but alice's own ever reached her pool", async () => {
     const jobs = await batchJobsOn(ALICE_POOL);
     expect(jobs.length).toBeGreaterThanOrEqual(1);
     for (const j of jobs) expect(j).toContain(ALICE_JOB);
@@ -154,15 +173,30 @@ describe('a pool the deployment shares (SHARED_POOLS), and the check when the jo
   it('bob runs on the shared pool; his next job, on a pool that was his at submission but not when admitted, fails and never reaches that pool', async () => {
     await addPool(SHARED_POOL);
     // The parent holds until the test opens the gate (a file on this machine: the emulator's nodes are local processes).
-    const shared = await call('POST', '/api/jobs', bob, spec(parent, { pool: { poolId: SHARED_POOL, nodes: 1 }, command: `sh -c 'while [ ! -e ${GATE} ]; do sleep 0.2; done'` }));
+    const shared = await call(
+      'POST',
+      '/api/jobs',
+      bob,
+      spec(parent, { pool: { poolId: SHARED_POOL, nodes: 1 }, command: `sh -c 'while [ ! -e ${GATE} ]; do sleep 0.2; done'` }),
+    );
     expect(shared.status).toBe(202);
 
     // A pool an older version of the app kept for bob: his at submission (its metadata says so).
-    await addPool(BOB_POOL, [{ name: OWNER_KEY, value: OWNER_VALUE }, { name: JOB_KEY, value: 'ten-bob-old' }, { name: SUBMITTER_KEY, value: ownerOf('bob') }]);
+    await addPool(BOB_POOL, [
+      { name: OWNER_KEY, value: OWNER_VALUE },
+      { name: JOB_KEY, value: 'ten-bob-old' },
+      { name: SUBMITTER_KEY, value: ownerOf('bob') },
+    ]);
     const res = await call('POST', '/api/jobs', bob, spec(child, { pool: { poolId: BOB_POOL, nodes: 1 }, dependsOn: [{ job: parent }] }));
     expect(res.status).toBe(202);
     // Before the child is admitted (it waits for its parent), the pool changes hands.
-    await batchClient(stack).pool.patch(BOB_POOL, { metadata: [{ name: OWNER_KEY, value: OWNER_VALUE }, { name: JOB_KEY, value: ALICE_JOB }, { name: SUBMITTER_KEY, value: ownerOf('alice') }] });
+    await batchClient(stack).pool.patch(BOB_POOL, {
+      metadata: [
+        { name: OWNER_KEY, value: OWNER_VALUE },
+        { name: JOB_KEY, value: ALICE_JOB },
+        { name: SUBMITTER_KEY, value: ownerOf('alice') },
+      ],
+    });
     writeFileSync(GATE, 'open');
 
     expect((await watchJob(stack, parent, 120_000, undefined, asOperator(stack))).state).toBe('Succeeded');

@@ -18,7 +18,12 @@ const CAP_MINUTES = 24 * 60;
 
 /** How long after the job's start the shard URLs it asked for expire. */
 async function shardUrlLifetimeMs(limits: Record<string, unknown>, atIntake: (spec: JobSpec) => JobSpec = (s) => s): Promise<number> {
-  const text = smallSpec('sas', { nodes: 2, command: 'true', limits, data: { inputs: [{ account: 'inputsacct', container: 'inputs', prefix: 'deck/' }], retention: 'P520W' } });
+  const text = smallSpec('sas', {
+    nodes: 2,
+    command: 'true',
+    limits,
+    data: { inputs: [{ account: 'inputsacct', container: 'inputs', prefix: 'deck/' }], retention: 'P520W' },
+  });
   const parsed = parseJobSpec(text, 'application/yaml');
   if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
   const input: MpiJobInput = { jobId: 'sas', spec: atIntake(parsed.spec), settings: { ...SETTINGS, sasMaxLifetimeMinutes: CAP_MINUTES } };
@@ -30,9 +35,10 @@ async function shardUrlLifetimeMs(limits: Record<string, unknown>, atIntake: (sp
 }
 
 describe('shard SAS URLs', () => {
-  it('of a job submitted without a wall clock expire at the deployment\'s default wall clock plus the margin, not the cap', async () => {
+  it("of a job submitted without a wall clock expire at the deployment's default wall clock plus the margin, not the cap", async () => {
     const defaultHours = 6;
-    const atIntake = (spec: JobSpec) => recordedSpec(spec, 'queue', 'sas', { accounts: [], stagingAccounts: [], defaultMaxWallClockMinutes: defaultHours * 60 });
+    const atIntake = (spec: JobSpec) =>
+      recordedSpec(spec, 'queue', 'sas', { accounts: [], stagingAccounts: [], defaultMaxWallClockMinutes: defaultHours * 60 });
     const lifetime = await shardUrlLifetimeMs({ maxWallClock: undefined }, atIntake);
     expect(lifetime).toBeGreaterThan((defaultHours * 60 + SETTINGS.sasMarginMinutes) * 60_000);
     expect(lifetime).toBeLessThanOrEqual((defaultHours * 60 + SETTINGS.sasMarginMinutes) * 60_000 + 60_000);
@@ -44,7 +50,7 @@ describe('shard SAS URLs', () => {
     expect(lifetime).toBeLessThanOrEqual(CAP_MINUTES * 60_000 + 60_000);
   });
 
-  it('expire at the job\'s wall clock plus the margin when that is sooner', async () => {
+  it("expire at the job's wall clock plus the margin when that is sooner", async () => {
     const lifetime = await shardUrlLifetimeMs({ maxWallClock: 'PT2H' });
     expect(lifetime).toBeGreaterThan((120 + SETTINGS.sasMarginMinutes) * 60_000);
     expect(lifetime).toBeLessThanOrEqual((120 + SETTINGS.sasMarginMinutes) * 60_000 + 60_000);

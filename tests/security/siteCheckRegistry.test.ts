@@ -26,7 +26,13 @@ const config = loadConfig({
 
 function submit(siteCheck: Record<string, unknown>, extra: Record<string, unknown> = {}) {
   return checkSubmission({
-    body: { name: 'site-registry', pool: { vmSize: 'Standard_HB120rs_v3', nodes: 2 }, mpi: { runtime: 'openmpi', command: 'true' }, preflight: { siteCheck }, ...extra },
+    body: {
+      name: 'site-registry',
+      pool: { vmSize: 'Standard_HB120rs_v3', nodes: 2 },
+      mpi: { runtime: 'openmpi', command: 'true' },
+      preflight: { siteCheck },
+      ...extra,
+    },
     contentType: 'application/json',
     dataAccess: dataAccessPolicy(config),
     containers: containerPolicy(config),
@@ -40,7 +46,7 @@ describe('preflight.siteCheck.image goes through the registry policy of containe
     ['a private address', '10.0.0.4:5000/ops/nodecheck:1'],
     ['the instance metadata address', '169.254.169.254/ops/nodecheck:1'],
     ['localhost on another port', 'localhost:6000/ops/nodecheck:1'],
-    ['the app\'s own storage', 'devstoreaccount1.blob.core.windows.net/ops/nodecheck:1'],
+    ["the app's own storage", 'devstoreaccount1.blob.core.windows.net/ops/nodecheck:1'],
   ])('refuses %s at preflight.siteCheck.image', (_what, image) => {
     const errors = errorsOf(submit({ image }));
     expect(errors.map((e) => e.path)).toEqual(['preflight.siteCheck.image']);

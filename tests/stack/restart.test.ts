@@ -32,7 +32,13 @@ function spec(id: string, registryHost: string, pauseSeconds: number): string {
     pool: { vmSize: 'Standard_D2s_v5', nodes: 2 },
     container: { runtime: 'docker', images: [`${registryHost}/hpc/mpi-demo:1.0`], pullConcurrency: 1 },
     data: { inputs: [{ account: 'data1', container: 'inputs', prefix: 'demo/' }], recordBytes: 64 },
-    mpi: { runtime: 'openmpi', processesPerNode: 1, fabric: 'tcp', options: ['--mca', 'btl_tcp_if_include', 'lo'], command: `sleep ${pauseSeconds}; mpi-demo run "$MPIJOB_DATA_DIR"` },
+    mpi: {
+      runtime: 'openmpi',
+      processesPerNode: 1,
+      fabric: 'tcp',
+      options: ['--mca', 'btl_tcp_if_include', 'lo'],
+      command: `sleep ${pauseSeconds}; mpi-demo run "$MPIJOB_DATA_DIR"`,
+    },
     cleanup: { deletePool: 'always' },
   });
 }
@@ -91,11 +97,18 @@ test('a clean stop of the whole stack while the MPI task runs, then a new start:
   const states = new StateLog();
 
   // Stop once the job is Running and Batch really runs its MPI task (processes the stop must kill).
-  const running = await states.until(client, id, async (v) => {
-    if (v.state !== 'Running' || !v.batchJobId) return false;
-    const task = await batchClient(client).task.get(v.batchJobId, 'mpi').catch(() => undefined);
-    return task?.state === 'running';
-  }, 180_000);
+  const running = await states.until(
+    client,
+    id,
+    async (v) => {
+      if (v.state !== 'Running' || !v.batchJobId) return false;
+      const task = await batchClient(client)
+        .task.get(v.batchJobId, 'mpi')
+        .catch(() => undefined);
+      return task?.state === 'running';
+    },
+    180_000,
+  );
   expect(running.state).toBe('Running');
   expect(await fx.stop('SIGTERM')).toEqual({ code: 0, signal: null });
   // A clean stop leaves no process behind and says it is stopped.

@@ -62,37 +62,46 @@ const everyAccount = (n: { entities: number; blobs: number; messages: number }) 
 test.each([
   ['SIGTERM', 'term', ['SIGTERM']],
   ['Ctrl-C forwarded twice by npm (SIGINT, SIGINT)', 'int', ['SIGINT', 'SIGINT']],
-] as const)('a clean stop (%s) right after acknowledged writes keeps every one of them, in every service', async (_what, round, signals) => {
-  const s = fx.current;
-  const c = s.client();
-  const bc = batchClient(c);
-  const poolId = `keep-${round}`;
-  await bc.pool.add({
-    id: poolId,
-    vmSize: 'standard_d2s_v3',
-    targetDedicatedNodes: 0,
-    virtualMachineConfiguration: { imageReference: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts' }, nodeAgentSKUId: 'batch.node.ubuntu 22.04' },
-  });
-  await bc.job.add({ id: `job-${round}`, poolInfo: { poolId } });
-  await bc.task.add(`job-${round}`, { id: 'waiting', commandLine: '/bin/true' });
-  const registry = s.runtime().registry;
-  const manifest = await fetch(`${registry.url}/v2/hpc/mpi-demo/manifests/1.0`, { headers: { accept: 'application/vnd.oci.image.manifest.v1+json' } });
-  expect(manifest.status).toBe(200);
-  const digest = manifest.headers.get('docker-content-digest');
+] as const)(
+  'a clean stop (%s) right after acknowledged writes keeps every one of them, in every service',
+  async (_what, round, signals) => {
+    const s = fx.current;
+    const c = s.client();
+    const bc = batchClient(c);
+    const poolId = `keep-${round}`;
+    await bc.pool.add({
+      id: poolId,
+      vmSize: 'standard_d2s_v3',
+      targetDedicatedNodes: 0,
+      virtualMachineConfiguration: {
+        imageReference: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts' },
+        nodeAgentSKUId: 'batch.node.ubuntu 22.04',
+      },
+    });
+    await bc.job.add({ id: `job-${round}`, poolInfo: { poolId } });
+    await bc.task.add(`job-${round}`, { id: 'waiting', commandLine: '/bin/true' });
+    const registry = s.runtime().registry;
+    const manifest = await fetch(`${registry.url}/v2/hpc/mpi-demo/manifests/1.0`, { headers: { accept: 'application/vnd.oci.image.manifest.v1+json' } });
+    expect(manifest.status).toBe(200);
+    const digest = manifest.headers.get('docker-content-digest');
 
-  await writeBurst(c, round);
-  // Stop at once: well inside Azurite's 5 s autosave, so only the save on stop can keep the burst.
-  expect(await fx.stop(...signals)).toEqual({ code: 0, signal: null });
+    await writeBurst(c, round);
+    // Stop at once: well inside Azurite's 5 s autosave, so only the save on stop can keep the burst.
+    expect(await fx.stop(...signals)).toEqual({ code: 0, signal: null });
 
-  const restarted = await fx.start();
-  const c2 = restarted.client();
-  expect(await countBurst(c2, round)).toEqual(everyAccount({ entities: BURST, blobs: BURST, messages: BURST }));
-  const bc2 = batchClient(c2);
-  expect((await bc2.pool.get(poolId)).id).toBe(poolId);
-  expect((await bc2.task.get(`job-${round}`, 'waiting')).state).toBe('active');
-  const again = await fetch(`${restarted.runtime().registry.url}/v2/hpc/mpi-demo/manifests/${digest}`, { headers: { accept: 'application/vnd.oci.image.manifest.v1+json' } });
-  expect(again.status).toBe(200);
-}, 240_000);
+    const restarted = await fx.start();
+    const c2 = restarted.client();
+    expect(await countBurst(c2, round)).toEqual(everyAccount({ entities: BURST, blobs: BURST, messages: BURST }));
+    const bc2 = batchClient(c2);
+    expect((await bc2.pool.get(poolId)).id).toBe(poolId);
+    expect((await bc2.task.get(`job-${round}`, 'waiting')).state).toBe('active');
+    const again = await fetch(`${restarted.runtime().registry.url}/v2/hpc/mpi-demo/manifests/${digest}`, {
+      headers: { accept: 'application/vnd.oci.image.manifest.v1+json' },
+    });
+    expect(again.status).toBe(200);
+  },
+  240_000,
+);
 
 test('a SIGKILL of the Functions host alone loses none of the jobs it accepted', async () => {
   const s = fx.current;
@@ -101,13 +110,18 @@ test('a SIGKILL of the Functions host alone loses none of the jobs it accepted',
   // Jobs that could run (valid specs) but are cancelled below; one node each, no image, no data.
   const ids: string[] = [];
   for (let i = 0; i < 4; i++) {
-    ids.push(await submitSpec(c, stringify({
-      id: `accepted-${i}`,
-      name: 'accepted',
-      pool: { vmSize: 'Standard_D2s_v5', nodes: 1 },
-      container: { runtime: 'none' },
-      mpi: { runtime: 'openmpi', processesPerNode: 1, fabric: 'tcp', command: '/bin/true' },
-    })));
+    ids.push(
+      await submitSpec(
+        c,
+        stringify({
+          id: `accepted-${i}`,
+          name: 'accepted',
+          pool: { vmSize: 'Standard_D2s_v5', nodes: 1 },
+          container: { runtime: 'none' },
+          mpi: { runtime: 'openmpi', processesPerNode: 1, fabric: 'tcp', command: '/bin/true' },
+        }),
+      ),
+    );
   }
   process.kill(before.host.pid, 'SIGKILL');
   await waitGone(before.host, 10_000);

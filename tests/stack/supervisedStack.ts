@@ -93,7 +93,10 @@ export class SupervisedStackProcess {
     const ports = { host: '127.0.0.1', blob: p.blob as number, queue: p.queue as number, table: p.table as number };
     const protocol = r.keyless ? 'https' : 'http';
     if (r.keyless) trustCertificateInProcess(readFileSync(r.identity.caFile, 'utf8'));
-    const endpoint = (service: 'blob' | 'queue' | 'table') => (name: string = DEFAULT_ACCOUNTS[0].name) => serviceEndpoint(ports, service, name, protocol);
+    const endpoint =
+      (service: 'blob' | 'queue' | 'table') =>
+      (name: string = DEFAULT_ACCOUNTS[0].name) =>
+        serviceEndpoint(ports, service, name, protocol);
     return {
       baseUrl: r.baseUrl,
       host: { keys: { functionKey: r.functionKey } },
@@ -110,7 +113,9 @@ export class SupervisedStackProcess {
   /** Sends a signal to the supervisor and waits for it to exit. */
   async signal(sig: NodeJS.Signals, timeoutMs = 120_000): Promise<Exit> {
     if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(sig);
-    const timer = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`supervisor still running ${timeoutMs} ms after ${sig}; output:\n${this.output}`)), timeoutMs).unref());
+    const timer = new Promise<never>((_, reject) =>
+      setTimeout(() => reject(new Error(`supervisor still running ${timeoutMs} ms after ${sig}; output:\n${this.output}`)), timeoutMs).unref(),
+    );
     return Promise.race([this.exited, timer]);
   }
 }

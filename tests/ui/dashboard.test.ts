@@ -22,7 +22,12 @@ const TERMINAL = ['Succeeded', 'Failed', 'Cancelled'];
 
 /** A cheap job: the demo spec without input data or the program build, running `command` on `nodes` nodes. */
 function cheapJob(id: string, nodes: number, command: string): string {
-  const spec = parse(DEMO_SPEC) as { pool: { nodes: number; startTask?: unknown }; data: unknown; mpi: { command: string }; tags: Record<string, string> } & Record<string, unknown>;
+  const spec = parse(DEMO_SPEC) as {
+    pool: { nodes: number; startTask?: unknown };
+    data: unknown;
+    mpi: { command: string };
+    tags: Record<string, string>;
+  } & Record<string, unknown>;
   spec.id = id;
   spec.name = id;
   spec.tags = { suite: 'ui' };
@@ -49,14 +54,26 @@ beforeAll(async () => {
   context = await chromium.launchPersistentContext(profileDir, {
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
     viewport: { width: 1280, height: 860 },
   });
   page = context.pages()[0] ?? (await context.newPage());
   // Signed out, /.auth/me and the API answer 401 by design, which Chromium logs as a failed resource load.
-  page.on('console', (m) => { if (m.type() === 'error' && !/status of 401/.test(m.text())) consoleErrors.push(`console: ${m.text()}`); });
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !/status of 401/.test(m.text())) consoleErrors.push(`console: ${m.text()}`);
+  });
   page.on('pageerror', (e) => consoleErrors.push(`page error: ${e.message}`));
-  page.on('request', (r) => { if (r.method() === 'DELETE') deletes.push({ url: r.url(), key: r.headers()['x-functions-key'], authorization: r.headers().authorization }); });
+  page.on('request', (r) => {
+    if (r.method() === 'DELETE') deletes.push({ url: r.url(), key: r.headers()['x-functions-key'], authorization: r.headers().authorization });
+  });
 }, 150_000);
 
 afterAll(async () => {
@@ -128,7 +145,8 @@ describe('web dashboard', () => {
       states.forEach((s) => seen.add(s));
       const jobState = await stateOf('[data-testid="job-page"]');
       if (TERMINAL.includes(jobState) && states.length === 3 && states.every((s) => s === 'done')) break;
-      if (jobState === 'Failed' || jobState === 'Cancelled') throw new Error(`job ${id} ended ${jobState}: ${await page.textContent('[data-testid="job-error"]').catch(() => '')}`);
+      if (jobState === 'Failed' || jobState === 'Cancelled')
+        throw new Error(`job ${id} ended ${jobState}: ${await page.textContent('[data-testid="job-error"]').catch(() => '')}`);
       if (Date.now() > deadline) throw new Error(`job ${id} still ${jobState}, nodes ${states.join(',')}`);
       await page.waitForTimeout(250);
     }
@@ -142,11 +160,13 @@ describe('web dashboard', () => {
     expect(await page.$$eval('[data-testid="log-link"]', (l) => l.length)).toBeGreaterThanOrEqual(1);
     // The cost card: the control plane's own estimated cost beside the nodes' (docs/capacity.md).
     await page.waitForSelector('[data-testid="control-plane-cost"]', { timeout: 10_000 });
-    expect(await page.textContent('[data-testid="control-plane-cost"]')).toMatch(/^control plane ≈ \d+\.\d{5} USD \(Functions and storage; estimate, prices as of \d{4}-\d{2}-\d{2}/);
+    expect(await page.textContent('[data-testid="control-plane-cost"]')).toMatch(
+      /^control plane ≈ \d+\.\d{5} USD \(Functions and storage; estimate, prices as of \d{4}-\d{2}-\d{2}/,
+    );
     await page.screenshot({ path: path.join(ARTIFACTS, 'dashboard-job.png'), fullPage: true });
   }, 150_000);
 
-  it('cancels a running job only after confirmation, with the signed-in user\'s token', async () => {
+  it("cancels a running job only after confirmation, with the signed-in user's token", async () => {
     const id = await submitSpec(stack, cheapJob('ui-cancel', 2, 'sleep 120'));
     await page.evaluate(`location.hash = ${JSON.stringify(`#/jobs/${id}`)}`);
     await page.waitForSelector(`[data-testid="job-page"][data-job-id="${id}"][data-state="Running"]`, { timeout: 90_000 });
@@ -173,7 +193,7 @@ describe('web dashboard', () => {
     await page.screenshot({ path: path.join(ARTIFACTS, 'dashboard-cancelled.png'), fullPage: true });
   }, 150_000);
 
-  it('shows the master\'s log of a finished job in the page, read with the session', async () => {
+  it("shows the master's log of a finished job in the page, read with the session", async () => {
     await page.evaluate('location.hash = "#/jobs/ui-grid"');
     // The previous job's page stays until this one's first answer: wait for it before clicking its links.
     await page.waitForSelector('[data-testid="job-page"][data-job-id="ui-grid"] [data-testid="log-link"]', { timeout: 15_000 });

@@ -23,7 +23,12 @@ const WIDTHS = [1280, 1920] as const;
 
 /** A native job without input data: `command` on `nodes` nodes, optionally keeping `result.txt` as an output. */
 function job(id: string, nodes: number, command: string, outputs = false): string {
-  const spec = parse(DEMO_SPEC) as { pool: { nodes: number; startTask?: unknown }; data: unknown; mpi: { command: string }; tags: Record<string, string> } & Record<string, unknown>;
+  const spec = parse(DEMO_SPEC) as {
+    pool: { nodes: number; startTask?: unknown };
+    data: unknown;
+    mpi: { command: string };
+    tags: Record<string, string>;
+  } & Record<string, unknown>;
   spec.id = id;
   spec.name = id;
   spec.tags = { suite: 'ui-outputs' };
@@ -52,13 +57,25 @@ beforeAll(async () => {
   context = await chromium.launchPersistentContext(profileDir, {
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
     viewport: { width: 1280, height: 860 },
   });
   page = context.pages()[0] ?? (await context.newPage());
-  page.on('console', (m) => { if (m.type() === 'error' && !/status of 401/.test(m.text())) consoleErrors.push(`console: ${m.text()}`); });
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !/status of 401/.test(m.text())) consoleErrors.push(`console: ${m.text()}`);
+  });
   page.on('pageerror', (e) => consoleErrors.push(`page error: ${e.message}`));
-  page.on('request', (r) => { if (r.url().includes('/api/jobs/')) requests.push(r.url()); });
+  page.on('request', (r) => {
+    if (r.url().includes('/api/jobs/')) requests.push(r.url());
+  });
 }, 150_000);
 
 afterAll(async () => {
@@ -78,7 +95,9 @@ async function shootAndCheckFit(name: string): Promise<void> {
     const docWidth = (await page.evaluate('document.scrollingElement.scrollWidth')) as number;
     expect({ name, width, docWidth: docWidth <= width }).toEqual({ name, width, docWidth: true });
     // A card scrolls its own overflow: it must have none either (a table cut off is as bad as a page too wide).
-    const wide = (await page.evaluate(`[...document.querySelectorAll('.card')].filter((c) => c.scrollWidth > c.clientWidth + 1).map((c) => c.getAttribute('data-testid') + ':' + c.scrollWidth + '>' + c.clientWidth)`)) as string[];
+    const wide = (await page.evaluate(
+      `[...document.querySelectorAll('.card')].filter((c) => c.scrollWidth > c.clientWidth + 1).map((c) => c.getAttribute('data-testid') + ':' + c.scrollWidth + '>' + c.clientWidth)`,
+    )) as string[];
     expect({ name, width, overflowing: wide }).toEqual({ name, width, overflowing: [] });
     const file = path.join(ARTIFACTS, `dashboard-${name}-${width}.png`);
     await page.screenshot({ path: file, fullPage: true });
@@ -88,7 +107,7 @@ async function shootAndCheckFit(name: string): Promise<void> {
 }
 
 describe('dashboard: outputs, live log tail, node labels, usage', () => {
-  it('signed out, shows a sign-in page rather than the API\'s 401, then signs in', async () => {
+  it("signed out, shows a sign-in page rather than the API's 401, then signs in", async () => {
     await page.goto(`${stack.baseUrl}/api/dashboard`);
     await page.waitForSelector('[data-testid="signed-out"]', { timeout: 10_000 });
     expect(await page.textContent('[data-testid="signed-out"] h1')).toBe('Sign in to see your jobs');
@@ -104,7 +123,15 @@ describe('dashboard: outputs, live log tail, node labels, usage', () => {
     // Each rank prints a line every 0.3 s until the test has seen the tail grow and drops a stop file (the emulated
     // nodes are processes on this machine): no race between the task's end and the page's polls. Capped at 3 min.
     const stopFile = path.join(profileDir, 'stop-ui-out');
-    const id = await submitSpec(stack, job('ui-out', 2, `i=0; while [ ! -e ${stopFile} ] && [ $i -lt 600 ]; do i=$((i+1)); echo "tick $i"; echo "warn $i" >&2; sleep 0.3; done; echo "result of $OMPI_COMM_WORLD_RANK" > result.txt`, true));
+    const id = await submitSpec(
+      stack,
+      job(
+        'ui-out',
+        2,
+        `i=0; while [ ! -e ${stopFile} ] && [ $i -lt 600 ]; do i=$((i+1)); echo "tick $i"; echo "warn $i" >&2; sleep 0.3; done; echo "result of $OMPI_COMM_WORLD_RANK" > result.txt`,
+        true,
+      ),
+    );
 
     // Newest first: ui-out was submitted after ui-a-first, although the API lists by id.
     await page.evaluate('location.hash = "#/"');
@@ -140,7 +167,11 @@ describe('dashboard: outputs, live log tail, node labels, usage', () => {
     await page.waitForSelector('[data-testid="log-tail"][data-live="false"]', { timeout: 15_000 });
     const logReads = requests.filter((u) => u.includes(`/jobs/${id}/logs`)).length;
     const jobReads = requests.filter((u) => u.endsWith(`/jobs/${id}`)).length;
-    await until('another poll of the finished job', async () => (requests.filter((u) => u.endsWith(`/jobs/${id}`)).length > jobReads ? true : undefined), 30_000);
+    await until(
+      'another poll of the finished job',
+      async () => (requests.filter((u) => u.endsWith(`/jobs/${id}`)).length > jobReads ? true : undefined),
+      30_000,
+    );
     expect(requests.filter((u) => u.includes(`/jobs/${id}/logs`)).length).toBe(logReads);
 
     // Outputs: the files under the job's prefix, each link a read-only URL that works without our token.
@@ -160,12 +191,14 @@ describe('dashboard: outputs, live log tail, node labels, usage', () => {
     // The local nodes' ids are 66 characters, as long as Azure's: a label is a short part of the id.
     const isShortOf = ([label, full]: string[]) => label.length <= 14 && full.length > 14 && full.includes(label.replace(/…$/, ''));
     for (const n of named) expect({ n, short: isShortOf(n) }).toEqual({ n, short: true });
-    const cells = await page.$$eval('[data-testid="node-cell"]', (els) => els.map((e) => [e.querySelector('.node-id')?.textContent ?? '', e.getAttribute('data-node') ?? '']));
+    const cells = await page.$$eval('[data-testid="node-cell"]', (els) =>
+      els.map((e) => [e.querySelector('.node-id')?.textContent ?? '', e.getAttribute('data-node') ?? '']),
+    );
     for (const n of cells) expect({ n, short: isShortOf(n) }).toEqual({ n, short: true });
     await shootAndCheckFit('job');
   }, 300_000);
 
-  it('shows the usage page: per job and in total, the nodes\' cost beside the control plane\'s with the prices\' date', async () => {
+  it("shows the usage page: per job and in total, the nodes' cost beside the control plane's with the prices' date", async () => {
     await page.click('[data-testid="usage-link"]');
     await page.waitForSelector('[data-testid="usage-job"][data-job-id="ui-out"]', { timeout: 30_000 });
     expect(await page.textContent('[data-testid="usage-cp-cost"]')).toMatch(/^\d+\.\d{5} USD$/);

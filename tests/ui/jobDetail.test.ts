@@ -4,15 +4,42 @@
  * usage page's figures.
  */
 import {
-  appendTail, emptyTail, formatBytes, jobNodeLabels, newestFirst, outputRows, outputsDue, shouldTail, stagesNotApplying, tailText, visibleBars, TAIL_LINES, type LogAnswer,
+  appendTail,
+  emptyTail,
+  formatBytes,
+  jobNodeLabels,
+  newestFirst,
+  outputRows,
+  outputsDue,
+  shouldTail,
+  stagesNotApplying,
+  tailText,
+  visibleBars,
+  TAIL_LINES,
+  type LogAnswer,
 } from '../../web/src/jobDetail';
 import { parseRoute, shortNodeLabels, type JobView } from '../../web/src/model';
 import { usageSummary } from '../../web/src/usage';
 import { usageReport } from '../../shared/core/ops/usage';
 import { jobCost } from '../../shared/core/ops/cost';
 
-const base: JobView = { id: 'j1', name: 'j1', tags: {}, state: 'Running', stage: 'Running', createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:01:00.000Z' };
-const live = (content: string, start: number, size = start + Buffer.byteLength(content), node = 'n1'): LogAnswer => ({ node, stream: 'stdout', source: 'live', size, start, content });
+const base: JobView = {
+  id: 'j1',
+  name: 'j1',
+  tags: {},
+  state: 'Running',
+  stage: 'Running',
+  createdAt: '2026-01-01T00:00:00.000Z',
+  updatedAt: '2026-01-01T00:01:00.000Z',
+};
+const live = (content: string, start: number, size = start + Buffer.byteLength(content), node = 'n1'): LogAnswer => ({
+  node,
+  stream: 'stdout',
+  source: 'live',
+  size,
+  start,
+  content,
+});
 
 describe('job list order', () => {
   it('lists the newest job first whatever order the API answers', () => {
@@ -37,13 +64,17 @@ describe('stages that do not apply', () => {
   it('shows no "images pulled 4/4" for a native job and no full bar for 0/0', () => {
     const progress = { progress: { imagesPulled: { done: 4, total: 4 }, nodesReady: { done: 2, total: 4 }, shardsStaged: { done: 0, total: 0 } } };
     expect(visibleBars({ ...base, progress, spec: native }, 0).map((b) => b.label)).toEqual(['Nodes ready']);
-    expect(visibleBars({ ...base, progress, spec: { container: { runtime: 'docker', images: [{}] }, data: { inputs: [{}] } } }, 0).map((b) => b.label)).toEqual(['Nodes ready', 'Images pulled']);
+    expect(visibleBars({ ...base, progress, spec: { container: { runtime: 'docker', images: [{}] }, data: { inputs: [{}] } } }, 0).map((b) => b.label)).toEqual(
+      ['Nodes ready', 'Images pulled'],
+    );
   });
 
   it('says what moves inside the pull stage before any node holds every image', () => {
     const now = Date.parse('2026-01-01T00:01:05.000Z');
     const job = {
-      ...base, state: 'PullingImages', spec: { container: { runtime: 'docker', images: [{}] } },
+      ...base,
+      state: 'PullingImages',
+      spec: { container: { runtime: 'docker', images: [{}] } },
       timeline: [{ kind: 'transition', to: 'PullingImages', at: '2026-01-01T00:00:00.000Z', reason: 'pull' }],
       progress: { nodes: { a: 'pulling', b: 'pulling', c: 'idle' }, progress: { imagesPulled: { done: 0, total: 3 } } },
     };
@@ -53,7 +84,7 @@ describe('stages that do not apply', () => {
 });
 
 describe('node labels', () => {
-  it('labels a node the same in every table, the common prefix of all the job\'s nodes cut', () => {
+  it("labels a node the same in every table, the common prefix of all the job's nodes cut", () => {
     const long = (n: number) => `tvmps_0123456789abcdef0123456789abcdef0123456789abcdef_d-${n}`;
     const labels = jobNodeLabels({
       progress: { nodes: { [long(1)]: 'ready', [long(2)]: 'ready' } },
@@ -64,7 +95,7 @@ describe('node labels', () => {
     expect(new Set(Object.values(labels)).size).toBe(3);
   });
 
-  it('cuts ids that differ in a long hash to the head that tells them apart (the emulator\'s and Azure\'s ids)', () => {
+  it("cuts ids that differ in a long hash to the head that tells them apart (the emulator's and Azure's ids)", () => {
     const a = 'tvmps_081b59a7cbea31ce1d1f4c55195799065234b1e8ffab831bf5b22b4e64b22b3f_d';
     const b = 'tvmps_301823456cddf3451f2ce40ed35aed29582ea4ee988bbe56a72069e56e036286_d';
     const c = 'tvmps_081b59f7cbea31ce1d1f4c55195799065234b1e8ffab831bf5b22b4e64b22b3f_d';
@@ -96,12 +127,15 @@ describe('live log tail', () => {
     expect(skipped.offset).toBe(5004);
   });
 
-  it('starts over when the file shrank or another node answered, and keeps the route\'s message when there is no file', () => {
+  it("starts over when the file shrank or another node answered, and keeps the route's message when there is no file", () => {
     const t = appendTail(emptyTail('stdout'), live('old\n', 0));
     expect(appendTail(t, live('fresh\n', 0, 6)).lines).toEqual(['old', 'fresh']);
     expect(appendTail({ ...t, offset: 100 }, live('fresh\n', 0, 6)).lines).toEqual(['fresh']);
     expect(appendTail(t, live('x\n', 0, 2, 'n2'))).toMatchObject({ node: 'n2', lines: ['x'] });
-    expect(appendTail(t, { node: '', stream: 'stdout', source: 'none', size: 0, start: 0, content: '', message: 'not started' })).toMatchObject({ lines: ['old'], message: 'not started' });
+    expect(appendTail(t, { node: '', stream: 'stdout', source: 'none', size: 0, start: 0, content: '', message: 'not started' })).toMatchObject({
+      lines: ['old'],
+      message: 'not started',
+    });
   });
 
   it('is read only while the MPI task runs', () => {
@@ -115,10 +149,15 @@ describe('live log tail', () => {
 
 describe('outputs', () => {
   it('lists files by name with sizes for people and the name to save under', () => {
-    const rows = outputRows({ jobId: 'j', prefix: 'users/dev/j', expiresAt: '', files: [
-      { name: 'workdir/result.txt', size: 1536, url: 'https://x/r?sig' },
-      { name: 'logs/stdout.txt', size: 12, url: 'https://x/s?sig' },
-    ] });
+    const rows = outputRows({
+      jobId: 'j',
+      prefix: 'users/dev/j',
+      expiresAt: '',
+      files: [
+        { name: 'workdir/result.txt', size: 1536, url: 'https://x/r?sig' },
+        { name: 'logs/stdout.txt', size: 12, url: 'https://x/s?sig' },
+      ],
+    });
     expect(rows).toEqual([
       { name: 'logs/stdout.txt', size: '12 B', url: 'https://x/s?sig', saveAs: 'stdout.txt' },
       { name: 'workdir/result.txt', size: '1.5 KiB', url: 'https://x/r?sig', saveAs: 'result.txt' },
@@ -140,8 +179,19 @@ describe('usage page', () => {
     expect(parseRoute('#/usagex')).toEqual({ page: 'list' });
   });
 
-  it('shows each job\'s nodes\' cost beside its control-plane cost, the totals and the prices\' date', () => {
-    const cost = (rel: string, minutes: number, price?: number) => jobCost({ dedicatedNodes: 4, lowPriorityNodes: 0, allocatedAt: new Date(Date.parse(rel) - minutes * 60_000).toISOString(), releasedAt: rel, vmSize: 'Standard_D8s_v5' }, {}, { pricePerNodeHour: price, currency: 'USD', source: 'Retail Prices stand-in, 2026-11-27' });
+  it("shows each job's nodes' cost beside its control-plane cost, the totals and the prices' date", () => {
+    const cost = (rel: string, minutes: number, price?: number) =>
+      jobCost(
+        {
+          dedicatedNodes: 4,
+          lowPriorityNodes: 0,
+          allocatedAt: new Date(Date.parse(rel) - minutes * 60_000).toISOString(),
+          releasedAt: rel,
+          vmSize: 'Standard_D8s_v5',
+        },
+        {},
+        { pricePerNodeHour: price, currency: 'USD', source: 'Retail Prices stand-in, 2026-11-27' },
+      );
     const report = usageReport([
       { id: 'old', tags: {}, cost: cost('2026-03-01T10:00:00Z', 30, 0.384) },
       { id: 'new', tags: {}, cost: cost('2026-03-02T10:00:00Z', 60) },
@@ -156,7 +206,9 @@ describe('usage page', () => {
     expect(u.nodesCost).toBe('0.7680 USD');
     expect(u.unpriced).toMatch(/^1 job/);
     expect(u.controlPlanePrices).toMatch(/^prices as of \d{4}-\d{2}-\d{2}: dated fallback: /);
-    expect(usageSummary({ controlPlane: { pricesAsOf: '2026-01-02', fallback: true, priceSource: 'a table' } }).controlPlanePrices).toBe('prices as of 2026-01-02 (dated fallback): a table');
+    expect(usageSummary({ controlPlane: { pricesAsOf: '2026-01-02', fallback: true, priceSource: 'a table' } }).controlPlanePrices).toBe(
+      'prices as of 2026-01-02 (dated fallback): a table',
+    );
     expect(u.nodePriceSources).toEqual(['Retail Prices stand-in, 2026-11-27']);
     expect(u.perDay.map((d) => d.day)).toEqual(['2026-03-02', '2026-03-01']);
   });

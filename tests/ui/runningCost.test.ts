@@ -20,7 +20,16 @@ describe('running cost', () => {
     expect(runningCost({ progress: { billing: { ...billing, since: undefined } } }, now)).toBeUndefined();
     expect(runningCost({ progress: { billing: { ...billing, pricePerNodeHour: undefined } } }, now)).toBeUndefined();
     expect(runningCost({ progress: {} }, now)).toBeUndefined();
-    const cost = { nodes: 4, allocatedAt: billing.since, releasedAt: billing.since, minutes: 0, nodeMinutes: { dedicated: 0, lowPriority: 0, total: 0 }, perStage: {}, currency: 'USD', priceSource: 's' };
+    const cost = {
+      nodes: 4,
+      allocatedAt: billing.since,
+      releasedAt: billing.since,
+      minutes: 0,
+      nodeMinutes: { dedicated: 0, lowPriority: 0, total: 0 },
+      perStage: {},
+      currency: 'USD',
+      priceSource: 's',
+    };
     expect(runningCost({ progress: { billing }, cost }, now)).toBeUndefined();
   });
 });

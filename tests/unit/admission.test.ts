@@ -5,7 +5,13 @@
  */
 import fc from 'fast-check';
 import {
-  decideAdmission, neverFits, queueOrder, usageOf, type AdmissionLimits, type Reservation, type WaitingJob,
+  decideAdmission,
+  neverFits,
+  queueOrder,
+  usageOf,
+  type AdmissionLimits,
+  type Reservation,
+  type WaitingJob,
 } from '../../shared/core/scheduling/admission';
 import { EMPTY_LEDGER, needsAck, planPass, planReconcile, statusOf, type AdmissionSnapshot } from '../../shared/core/scheduling/ledger';
 
@@ -14,12 +20,15 @@ const OWNERS = ['o0', 'o1', 'o2'];
 
 const limitsArb = (opts: { ownCaps?: boolean; backfill?: fc.Arbitrary<number> } = {}): fc.Arbitrary<AdmissionLimits> =>
   fc.record({
-    queues: fc.uniqueArray(fc.record({
-      name: fc.constantFrom('default', 'urgent', 'bulk'),
-      priority: fc.integer({ min: -2, max: 2 }),
-      maxNodes: opts.ownCaps ? fc.option(fc.integer({ min: 1, max: 10 }), { nil: undefined }) : fc.constant(undefined),
-      maxCores: opts.ownCaps ? fc.option(fc.integer({ min: 1, max: 40 }), { nil: undefined }) : fc.constant(undefined),
-    }), { minLength: 1, maxLength: 3, selector: (q) => q.name }),
+    queues: fc.uniqueArray(
+      fc.record({
+        name: fc.constantFrom('default', 'urgent', 'bulk'),
+        priority: fc.integer({ min: -2, max: 2 }),
+        maxNodes: opts.ownCaps ? fc.option(fc.integer({ min: 1, max: 10 }), { nil: undefined }) : fc.constant(undefined),
+        maxCores: opts.ownCaps ? fc.option(fc.integer({ min: 1, max: 40 }), { nil: undefined }) : fc.constant(undefined),
+      }),
+      { minLength: 1, maxLength: 3, selector: (q) => q.name },
+    ),
     coreQuota: fc.record({
       total: fc.option(fc.integer({ min: 0, max: 80 }), { nil: undefined }),
       families: fc.dictionary(fc.constantFrom(...FAMILIES), fc.integer({ min: 0, max: 60 })),
@@ -68,18 +77,33 @@ function waitingJob(shape: JobShape, i: number, jumpedBy = 0): WaitingJob {
 
 function reservation(shape: JobShape, i: number): Reservation {
   const w = waitingJob(shape, i);
-  return { jobId: `held-${i}`, owner: w.owner, queue: w.queue, family: w.family, cores: w.cores, nodes: w.nodes, pools: w.pools, grantedAt: '2030-01-01T00:00:00.000Z', grant: i + 1, acked: true };
+  return {
+    jobId: `held-${i}`,
+    owner: w.owner,
+    queue: w.queue,
+    family: w.family,
+    cores: w.cores,
+    nodes: w.nodes,
+    pools: w.pools,
+    grantedAt: '2030-01-01T00:00:00.000Z',
+    grant: i + 1,
+    acked: true,
+  };
 }
 
 /** Every limited dimension and its value, for a set of holdings. */
-function dimensions(limits: AdmissionLimits, held: (WaitingJob | Reservation)[]): { name: string; value: number; limit: number | undefined; uses: (j: WaitingJob) => boolean }[] {
+function dimensions(
+  limits: AdmissionLimits,
+  held: (WaitingJob | Reservation)[],
+): { name: string; value: number; limit: number | undefined; uses: (j: WaitingJob) => boolean }[] {
   const u = usageOf(held);
   const dims: { name: string; value: number; limit: number | undefined; uses: (j: WaitingJob) => boolean }[] = [
     { name: 'total cores', value: u.totalCores, limit: limits.coreQuota.total, uses: (j) => j.cores > 0 },
     { name: 'pools', value: u.pools, limit: limits.maxPools, uses: (j) => j.pools > 0 },
     { name: 'nodes', value: u.nodes, limit: limits.maxNodes, uses: (j) => j.nodes > 0 },
   ];
-  for (const f of FAMILIES) dims.push({ name: `cores ${f}`, value: u.familyCores.get(f) ?? 0, limit: limits.coreQuota.families[f], uses: (j) => j.family === f && j.cores > 0 });
+  for (const f of FAMILIES)
+    dims.push({ name: `cores ${f}`, value: u.familyCores.get(f) ?? 0, limit: limits.coreQuota.families[f], uses: (j) => j.family === f && j.cores > 0 });
   for (const o of OWNERS) {
     dims.push({ name: `owner ${o} nodes`, value: u.owners.get(o)?.nodes ?? 0, limit: limits.ownerMaxNodes, uses: (j) => j.owner === o });
     dims.push({ name: `owner ${o} cores`, value: u.owners.get(o)?.cores ?? 0, limit: limits.ownerMaxCores, uses: (j) => j.owner === o && j.cores > 0 });
@@ -94,38 +118,52 @@ function dimensions(limits: AdmissionLimits, held: (WaitingJob | Reservation)[])
 describe('decideAdmission', () => {
   it('never over-commits a limit that an admitted job uses; admits each waiting job at most once; refuses exactly what can never fit', () => {
     fc.assert(
-      fc.property(limitsArb({ ownCaps: true }), fc.array(jobShapeArb, { maxLength: 6 }), fc.array(jobShapeArb, { maxLength: 25 }), fc.integer({ min: 1, max: 30 }), (limits, heldShapes, shapes, cap) => {
-        const held = heldShapes.map(reservation);
-        const waiting = shapes.map((s, i) => waitingJob(s, i));
-        const d = decideAdmission(limits, held, waiting, cap);
-        const ids = d.admit.map((j) => j.jobId);
-        expect(new Set(ids).size).toBe(ids.length);
-        expect(ids.length).toBeLessThanOrEqual(cap);
-        for (const j of d.admit) expect(waiting).toContainEqual(j);
-        const refused = new Set(d.refuse.map((r) => r.jobId));
-        for (const j of waiting) expect(refused.has(j.jobId)).toBe(neverFits(limits, j) !== undefined);
-        for (const id of ids) expect(refused.has(id)).toBe(false);
-        for (const r of d.refuse) expect(r.reason.length).toBeGreaterThan(10);
-        const after = dimensions(limits, [...held, ...d.admit]);
-        for (const dim of after) {
-          if (dim.limit !== undefined && d.admit.some(dim.uses)) expect({ dim: dim.name, over: dim.value > dim.limit }).toEqual({ dim: dim.name, over: false });
-        }
-        // Every job left waiting has a reason.
-        for (const j of waiting) if (!ids.includes(j.jobId) && !refused.has(j.jobId)) expect(d.waiting[j.jobId]).toEqual(expect.any(String));
-      }),
+      fc.property(
+        limitsArb({ ownCaps: true }),
+        fc.array(jobShapeArb, { maxLength: 6 }),
+        fc.array(jobShapeArb, { maxLength: 25 }),
+        fc.integer({ min: 1, max: 30 }),
+        (limits, heldShapes, shapes, cap) => {
+          const held = heldShapes.map(reservation);
+          const waiting = shapes.map((s, i) => waitingJob(s, i));
+          const d = decideAdmission(limits, held, waiting, cap);
+          const ids = d.admit.map((j) => j.jobId);
+          expect(new Set(ids).size).toBe(ids.length);
+          expect(ids.length).toBeLessThanOrEqual(cap);
+          for (const j of d.admit) expect(waiting).toContainEqual(j);
+          const refused = new Set(d.refuse.map((r) => r.jobId));
+          for (const j of waiting) expect(refused.has(j.jobId)).toBe(neverFits(limits, j) !== undefined);
+          for (const id of ids) expect(refused.has(id)).toBe(false);
+          for (const r of d.refuse) expect(r.reason.length).toBeGreaterThan(10);
+          const after = dimensions(limits, [...held, ...d.admit]);
+          for (const dim of after) {
+            if (dim.limit !== undefined && d.admit.some(dim.uses))
+              expect({ dim: dim.name, over: dim.value > dim.limit }).toEqual({ dim: dim.name, over: false });
+          }
+          // Every job left waiting has a reason.
+          for (const j of waiting) if (!ids.includes(j.jobId) && !refused.has(j.jobId)) expect(d.waiting[j.jobId]).toEqual(expect.any(String));
+        },
+      ),
       { numRuns: 500 },
     );
   });
 
   it('without backfill and without owner or queue caps, the admitted jobs are a prefix of the order (first come first served within a priority)', () => {
     fc.assert(
-      fc.property(limitsArb({ backfill: fc.constant(0) }), fc.array(jobShapeArb, { maxLength: 4 }), fc.array(jobShapeArb, { maxLength: 25 }), (limits, heldShapes, shapes) => {
-        const waiting = shapes.map((s, i) => waitingJob(s, i));
-        const d = decideAdmission(limits, heldShapes.map(reservation), waiting);
-        const refused = new Set(d.refuse.map((r) => r.jobId));
-        const eligible = queueOrder(limits, waiting).filter((j) => !refused.has(j.jobId)).map((j) => j.jobId);
-        expect(d.admit.map((j) => j.jobId)).toEqual(eligible.slice(0, d.admit.length));
-      }),
+      fc.property(
+        limitsArb({ backfill: fc.constant(0) }),
+        fc.array(jobShapeArb, { maxLength: 4 }),
+        fc.array(jobShapeArb, { maxLength: 25 }),
+        (limits, heldShapes, shapes) => {
+          const waiting = shapes.map((s, i) => waitingJob(s, i));
+          const d = decideAdmission(limits, heldShapes.map(reservation), waiting);
+          const refused = new Set(d.refuse.map((r) => r.jobId));
+          const eligible = queueOrder(limits, waiting)
+            .filter((j) => !refused.has(j.jobId))
+            .map((j) => j.jobId);
+          expect(d.admit.map((j) => j.jobId)).toEqual(eligible.slice(0, d.admit.length));
+        },
+      ),
       { numRuns: 500 },
     );
   });
@@ -175,7 +213,9 @@ describe('decideAdmission', () => {
 
   it('backfill lets a smaller later job start while the head cannot fit, and stops after backfillLimit', () => {
     const limits: AdmissionLimits = { queues: [{ name: 'default', priority: 0 }], coreQuota: { families: { fa: 10 } }, backfillLimit: 2 };
-    const held: Reservation[] = [{ jobId: 'big-running', owner: 'o', queue: 'default', family: 'fa', cores: 6, nodes: 1, pools: 1, grantedAt: '', grant: 1, acked: true }];
+    const held: Reservation[] = [
+      { jobId: 'big-running', owner: 'o', queue: 'default', family: 'fa', cores: 6, nodes: 1, pools: 1, grantedAt: '', grant: 1, acked: true },
+    ];
     const head = waitingJob({ family: 'fa', coresPerNode: 8, nodes: 1, reuse: false, owner: 'o', queue: 'default', priority: 0 }, 0);
     const small = [1, 2, 3].map((i) => waitingJob({ family: 'fa', coresPerNode: 1, nodes: 1, reuse: false, owner: 'o', queue: 'default', priority: 0 }, i));
     const d = decideAdmission(limits, held, [head, ...small]);
@@ -187,7 +227,9 @@ describe('decideAdmission', () => {
 
   it('a job waiting on its own owner cap holds nobody else back', () => {
     const limits: AdmissionLimits = { queues: [{ name: 'default', priority: 0 }], coreQuota: { families: {} }, ownerMaxNodes: 2, backfillLimit: 0 };
-    const held: Reservation[] = [{ jobId: 'a-running', owner: 'alice', queue: 'default', family: 'fa', cores: 2, nodes: 2, pools: 1, grantedAt: '', grant: 1, acked: true }];
+    const held: Reservation[] = [
+      { jobId: 'a-running', owner: 'alice', queue: 'default', family: 'fa', cores: 2, nodes: 2, pools: 1, grantedAt: '', grant: 1, acked: true },
+    ];
     const alice = waitingJob({ family: 'fa', coresPerNode: 1, nodes: 1, reuse: false, owner: 'alice', queue: 'default', priority: 0 }, 0);
     const bob = waitingJob({ family: 'fa', coresPerNode: 1, nodes: 1, reuse: false, owner: 'bob', queue: 'default', priority: 0 }, 1);
     const d = decideAdmission(limits, held, [alice, bob]);
@@ -196,9 +238,21 @@ describe('decideAdmission', () => {
   });
 
   it('orders by queue priority, then job priority, then submission', () => {
-    const limits: AdmissionLimits = { queues: [{ name: 'default', priority: 0 }, { name: 'urgent', priority: 5 }], coreQuota: { families: {} }, backfillLimit: 0 };
+    const limits: AdmissionLimits = {
+      queues: [
+        { name: 'default', priority: 0 },
+        { name: 'urgent', priority: 5 },
+      ],
+      coreQuota: { families: {} },
+      backfillLimit: 0,
+    };
     const shape = (queue: string, priority: number): JobShape => ({ family: 'fa', coresPerNode: 1, nodes: 1, reuse: false, owner: 'o', queue, priority });
-    const jobs = [waitingJob(shape('default', 0), 0), waitingJob(shape('default', 3), 1), waitingJob(shape('urgent', -1), 2), waitingJob(shape('default', 3), 3)];
+    const jobs = [
+      waitingJob(shape('default', 0), 0),
+      waitingJob(shape('default', 3), 1),
+      waitingJob(shape('urgent', -1), 2),
+      waitingJob(shape('default', 3), 3),
+    ];
     expect(queueOrder(limits, jobs).map((j) => j.jobId)).toEqual(['job-002', 'job-001', 'job-003', 'job-000']);
   });
 });
@@ -211,7 +265,10 @@ describe('the ledger', () => {
   it('a pass numbers its grants, deletes the admitted waiting rows, refuses what never fits and acknowledges the asking job', () => {
     const s: AdmissionSnapshot = { ledger: EMPTY_LEDGER, waiting: [job(0), job(1), job(2), job(3, 8)] };
     const p = planPass(s, limits, now, 30_000, 'job-001');
-    expect(p.admitted.map((r) => [r.jobId, r.grant, r.acked])).toEqual([['job-000', 1, false], ['job-001', 2, true]]);
+    expect(p.admitted.map((r) => [r.jobId, r.grant, r.acked])).toEqual([
+      ['job-000', 1, false],
+      ['job-001', 2, true],
+    ]);
     expect(p.refused).toEqual([{ jobId: 'job-003', reason: expect.stringMatching(/8 fa cores.*quota for that family is 4/) }]);
     expect(p.deleteWaiting.sort()).toEqual(['job-000', 'job-001', 'job-003']);
     expect(p.ledger?.grantSeq).toBe(2);

@@ -6,8 +6,21 @@
  */
 import { SignJWT, exportJWK, generateKeyPair, type CryptoKey, type JWK } from 'jose';
 import {
-  ACTIONS, OPERATOR, anonymousPrincipal, authenticate, can, createTokenValidator, listOwnerFilter, matchesOperatorKey,
-  maySeeJob, principalFromClaims, rolesFromClaim, IssuerUnavailableError, TokenRejectedError, type Principal, type TokenValidator,
+  ACTIONS,
+  OPERATOR,
+  anonymousPrincipal,
+  authenticate,
+  can,
+  createTokenValidator,
+  listOwnerFilter,
+  matchesOperatorKey,
+  maySeeJob,
+  principalFromClaims,
+  rolesFromClaim,
+  IssuerUnavailableError,
+  TokenRejectedError,
+  type Principal,
+  type TokenValidator,
 } from '../../shared/adapters/auth';
 import { parseAuthConfig, type AuthConfig } from '../../shared/core/config/auth';
 
@@ -24,7 +37,14 @@ describe('roles and principals', () => {
   });
 
   test('a user token: owner is tid/oid (lowercase), the name comes from name, then preferred_username', () => {
-    const out = principalFromClaims({ tid: TID, oid: OID, scp: 'user_impersonation', name: 'Ada\u0007 Lovelace', preferred_username: 'ada@x', roles: ['Jobs.Submit'] });
+    const out = principalFromClaims({
+      tid: TID,
+      oid: OID,
+      scp: 'user_impersonation',
+      name: 'Ada\u0007 Lovelace',
+      preferred_username: 'ada@x',
+      roles: ['Jobs.Submit'],
+    });
     expect(out).toEqual({
       ok: true,
       principal: { id: `${TID}/${OID.toLowerCase()}`, name: 'Ada Lovelace', kind: 'user', roles: ['submitter'], tenantId: TID, objectId: OID.toLowerCase() },
@@ -87,7 +107,12 @@ describe('operator keys', () => {
 
 describe('authenticate', () => {
   const config = (over: Partial<AuthConfig> = {}): AuthConfig => ({
-    bearer: { issuer: 'https://issuer/t/v2.0', audiences: ['api://x'], metadataUrl: 'https://issuer/t/v2.0/.well-known/openid-configuration', clockSkewSeconds: 60 },
+    bearer: {
+      issuer: 'https://issuer/t/v2.0',
+      audiences: ['api://x'],
+      metadataUrl: 'https://issuer/t/v2.0/.well-known/openid-configuration',
+      clockSkewSeconds: 60,
+    },
     operatorKeys: ['operator-key-0123456789abcdef'],
     anonymousRole: 'none',
     ...over,
@@ -115,7 +140,11 @@ describe('authenticate', () => {
 
   test('refused tokens are 401 invalid_token with the reason; an unreachable issuer is 503', async () => {
     const expired = await authenticate({ authorization: 'Bearer a.b.c' }, config(), validator(new TokenRejectedError('the token has expired')));
-    expect(expired).toMatchObject({ ok: false, status: 401, challenge: 'Bearer realm="hpc-jobs", error="invalid_token", error_description="the token has expired"' });
+    expect(expired).toMatchObject({
+      ok: false,
+      status: 401,
+      challenge: 'Bearer realm="hpc-jobs", error="invalid_token", error_description="the token has expired"',
+    });
     const down = await authenticate({ authorization: 'Bearer a.b.c' }, config(), validator(new IssuerUnavailableError('down')));
     expect(down).toMatchObject({ ok: false, status: 503 });
     const noOid = await authenticate({ authorization: 'Bearer a.b.c' }, config(), validator({ tid: TID, scp: 's' }));
@@ -123,7 +152,11 @@ describe('authenticate', () => {
   });
 
   test('a malformed Authorization header, or bearer tokens not configured: 401', async () => {
-    expect(await authenticate({ authorization: 'Basic dXNlcjpwdw==' }, config(), good)).toMatchObject({ ok: false, status: 401, challenge: expect.stringContaining('invalid_request') });
+    expect(await authenticate({ authorization: 'Basic dXNlcjpwdw==' }, config(), good)).toMatchObject({
+      ok: false,
+      status: 401,
+      challenge: expect.stringContaining('invalid_request'),
+    });
     expect(await authenticate({ authorization: 'Bearer a.b.c' }, config({ bearer: undefined }), undefined)).toMatchObject({ ok: false, status: 401 });
   });
 
@@ -145,7 +178,12 @@ describe('settings', () => {
   });
 
   test('Entra settings: issuer, audiences, the metadata URL derived from the issuer, skew', () => {
-    const { config, problems } = parse({ AUTH_ISSUER: `https://login.microsoftonline.com/${TID}/v2.0`, AUTH_AUDIENCES: 'api://hpc-jobs, 0000-client', OPERATOR_API_KEYS: 'a'.repeat(30), ANONYMOUS_ROLE: 'Reader' });
+    const { config, problems } = parse({
+      AUTH_ISSUER: `https://login.microsoftonline.com/${TID}/v2.0`,
+      AUTH_AUDIENCES: 'api://hpc-jobs, 0000-client',
+      OPERATOR_API_KEYS: 'a'.repeat(30),
+      ANONYMOUS_ROLE: 'Reader',
+    });
     expect(problems).toEqual([]);
     expect(config).toEqual({
       bearer: {
@@ -160,7 +198,12 @@ describe('settings', () => {
   });
 
   test('each bad setting is named', () => {
-    const { problems } = parse({ AUTH_ISSUER: 'http://evil.example/t/v2.0', ANONYMOUS_ROLE: 'root', OPERATOR_API_KEYS: 'short', AUTH_CLOCK_SKEW_SECONDS: '9999' });
+    const { problems } = parse({
+      AUTH_ISSUER: 'http://evil.example/t/v2.0',
+      ANONYMOUS_ROLE: 'root',
+      OPERATOR_API_KEYS: 'short',
+      AUTH_CLOCK_SKEW_SECONDS: '9999',
+    });
     expect(problems).toEqual([
       'ANONYMOUS_ROLE: must be one of none, reader, submitter, admin, got "root"',
       'OPERATOR_API_KEYS: key 1 is shorter than 24 characters',
@@ -175,7 +218,10 @@ describe('settings', () => {
 describe('token validation (jose, RS256)', () => {
   const issuer = 'https://issuer.test/t/v2.0';
   const metadataUrl = `${issuer}/.well-known/openid-configuration`;
-  let sign: (claims: Record<string, unknown>, opts?: { exp?: number; iss?: string; aud?: string; kid?: string; key?: CryptoKey; alg?: string }) => Promise<string>;
+  let sign: (
+    claims: Record<string, unknown>,
+    opts?: { exp?: number; iss?: string; aud?: string; kid?: string; key?: CryptoKey; alg?: string },
+  ) => Promise<string>;
   let jwk: JWK;
   let other: CryptoKey;
   let fetches: string[];
@@ -193,13 +239,14 @@ describe('token validation (jose, RS256)', () => {
     const pair = await generateKeyPair('RS256');
     other = (await generateKeyPair('RS256')).privateKey;
     jwk = { ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' };
-    sign = async (claims, o = {}) => new SignJWT(claims)
-      .setProtectedHeader({ alg: o.alg ?? 'RS256', kid: o.kid ?? 'k1' })
-      .setIssuer(o.iss ?? issuer)
-      .setAudience(o.aud ?? 'api://x')
-      .setIssuedAt()
-      .setExpirationTime(o.exp ?? Math.floor(Date.now() / 1000) + 600)
-      .sign(o.key ?? pair.privateKey);
+    sign = async (claims, o = {}) =>
+      new SignJWT(claims)
+        .setProtectedHeader({ alg: o.alg ?? 'RS256', kid: o.kid ?? 'k1' })
+        .setIssuer(o.iss ?? issuer)
+        .setAudience(o.aud ?? 'api://x')
+        .setIssuedAt()
+        .setExpirationTime(o.exp ?? Math.floor(Date.now() / 1000) + 600)
+        .sign(o.key ?? pair.privateKey);
   });
   beforeEach(() => {
     fetches = [];
@@ -208,7 +255,11 @@ describe('token validation (jose, RS256)', () => {
 
   const validator = () => createTokenValidator({ issuer, audiences: ['api://x', 'client-id'], metadataUrl, clockSkewSeconds: 60 }, fakeFetch);
   const claims = { tid: TID, oid: OID, scp: 's' };
-  const reason = async (v: TokenValidator, token: string) => v.verify(token).then(() => 'accepted', (e: Error) => `${e.name}: ${e.message}`);
+  const reason = async (v: TokenValidator, token: string) =>
+    v.verify(token).then(
+      () => 'accepted',
+      (e: Error) => `${e.name}: ${e.message}`,
+    );
 
   test('a good token is accepted; metadata and keys are read once', async () => {
     const v = validator();
@@ -237,7 +288,9 @@ describe('token validation (jose, RS256)', () => {
 
   test('metadata naming another issuer, or an unreachable issuer: IssuerUnavailableError (503), retried later', async () => {
     metadataIssuer = 'https://evil.test/t/v2.0';
-    expect(await reason(validator(), await sign(claims))).toMatch(/^IssuerUnavailableError: the OpenID metadata at .* names issuer "https:\/\/evil.test\/t\/v2.0"/);
+    expect(await reason(validator(), await sign(claims))).toMatch(
+      /^IssuerUnavailableError: the OpenID metadata at .* names issuer "https:\/\/evil.test\/t\/v2.0"/,
+    );
     const down = createTokenValidator({ issuer, audiences: ['api://x'], metadataUrl: 'https://issuer.test/missing', clockSkewSeconds: 60 }, fakeFetch);
     expect(await reason(down, await sign(claims))).toMatch(/^IssuerUnavailableError: the issuer's OpenID metadata could not be read/);
   });

@@ -149,7 +149,7 @@ describe('request bodies', () => {
     expect(ruleProblem(() => checkTaskAdd(asJson(t), PRODUCT_JOB))).toBeUndefined();
   });
 
-  test('files for every node, shared file systems and outputs: the bodies pass the spec and Batch\'s rules', () => {
+  test("files for every node, shared file systems and outputs: the bodies pass the spec and Batch's rules", () => {
     const mounts = buildPoolAddParameter({
       ...poolSpec,
       mounts: [
@@ -162,19 +162,49 @@ describe('request bodies', () => {
     expect(mounts.mountConfiguration).toEqual([
       { nfsMountConfiguration: { source: '10.0.0.4:/exports/home', relativeMountPath: 'home', mountOptions: '-o vers=4.1' } },
       { cifsMountConfiguration: { username: 'svc', source: '//fs01/licenses', password: 'pw', relativeMountPath: 'lic' } },
-      { azureFileShareConfiguration: { accountName: 'data1', azureFileUrl: 'https://data1.file.core.windows.net/refdata', accountKey: 'a2V5', relativeMountPath: 'ref' } },
-      { azureBlobFileSystemConfiguration: { accountName: 'data1', containerName: 'inputs', sasKey: 'sv=x&sig=y', relativeMountPath: 'in', blobfuseOptions: '-o ro' } },
+      {
+        azureFileShareConfiguration: {
+          accountName: 'data1',
+          azureFileUrl: 'https://data1.file.core.windows.net/refdata',
+          accountKey: 'a2V5',
+          relativeMountPath: 'ref',
+        },
+      },
+      {
+        azureBlobFileSystemConfiguration: {
+          accountName: 'data1',
+          containerName: 'inputs',
+          sasKey: 'sv=x&sig=y',
+          relativeMountPath: 'in',
+          blobfuseOptions: '-o ro',
+        },
+      },
     ]);
     expect(requestProblems('POST', '/pools', mounts)).toEqual([]);
     expect(ruleProblem(() => checkPoolAdd(asJson(mounts)))).toBeUndefined();
     expect(buildPoolAddParameter(poolSpec)).not.toHaveProperty('mountConfiguration');
 
     const outputFiles = [
-      { filePattern: '../*.txt', containerUrl: 'https://data1.blob.core.windows.net/results?sig=w', path: 'job/logs', uploadCondition: 'taskCompletion' as const },
-      { filePattern: '$AZ_BATCH_NODE_SHARED_DIR/scratch/job/case/**', containerUrl: 'https://data1.blob.core.windows.net/results?sig=w', path: 'job/scratch/case', uploadCondition: 'taskSuccess' as const },
+      {
+        filePattern: '../*.txt',
+        containerUrl: 'https://data1.blob.core.windows.net/results?sig=w',
+        path: 'job/logs',
+        uploadCondition: 'taskCompletion' as const,
+      },
+      {
+        filePattern: '$AZ_BATCH_NODE_SHARED_DIR/scratch/job/case/**',
+        containerUrl: 'https://data1.blob.core.windows.net/results?sig=w',
+        path: 'job/scratch/case',
+        uploadCondition: 'taskSuccess' as const,
+      },
     ];
     const mpi = buildMpiTaskParameter({
-      batchJobId: 'j', taskId: 'mpi', numberOfInstances: 2, coordinationCommandLine: 'c', applicationCommandLine: 'a', environment: [],
+      batchJobId: 'j',
+      taskId: 'mpi',
+      numberOfInstances: 2,
+      coordinationCommandLine: 'c',
+      applicationCommandLine: 'a',
+      environment: [],
       commonResourceFiles: [
         { httpUrl: 'https://releases.example.org/a/run.sh', filePath: 'wd/run.sh', fileMode: '0755' },
         { storageContainerUrl: 'https://data1.blob.core.windows.net/cases?sig=r', blobPrefix: 'motorbike/', filePath: 'wd' },
@@ -182,8 +212,16 @@ describe('request bodies', () => {
       outputFiles,
     });
     expect(mpi.outputFiles).toEqual([
-      { filePattern: '../*.txt', destination: { container: { containerUrl: 'https://data1.blob.core.windows.net/results?sig=w', path: 'job/logs' } }, uploadOptions: { uploadCondition: 'taskcompletion' } },
-      { filePattern: '$AZ_BATCH_NODE_SHARED_DIR/scratch/job/case/**', destination: { container: { containerUrl: 'https://data1.blob.core.windows.net/results?sig=w', path: 'job/scratch/case' } }, uploadOptions: { uploadCondition: 'tasksuccess' } },
+      {
+        filePattern: '../*.txt',
+        destination: { container: { containerUrl: 'https://data1.blob.core.windows.net/results?sig=w', path: 'job/logs' } },
+        uploadOptions: { uploadCondition: 'taskcompletion' },
+      },
+      {
+        filePattern: '$AZ_BATCH_NODE_SHARED_DIR/scratch/job/case/**',
+        destination: { container: { containerUrl: 'https://data1.blob.core.windows.net/results?sig=w', path: 'job/scratch/case' } },
+        uploadOptions: { uploadCondition: 'tasksuccess' },
+      },
     ]);
     expect(requestProblems('POST', '/jobs/j/tasks', mpi)).toEqual([]);
     expect(ruleProblem(() => checkTaskAdd(asJson(mpi), PRODUCT_JOB))).toBeUndefined();
@@ -194,9 +232,17 @@ describe('request bodies', () => {
   });
 
   test('an MPI task with no instances is refused', () => {
-    expect(() => buildMpiTaskParameter({ batchJobId: 'j', taskId: 'm', numberOfInstances: 0, coordinationCommandLine: 'c', applicationCommandLine: 'a', environment: [], commonResourceFiles: [] })).toThrow(
-      /numberOfInstances must be a positive integer/,
-    );
+    expect(() =>
+      buildMpiTaskParameter({
+        batchJobId: 'j',
+        taskId: 'm',
+        numberOfInstances: 0,
+        coordinationCommandLine: 'c',
+        applicationCommandLine: 'a',
+        environment: [],
+        commonResourceFiles: [],
+      }),
+    ).toThrow(/numberOfInstances must be a positive integer/);
   });
 });
 
@@ -230,7 +276,12 @@ describe('errors', () => {
   });
 
   test('BatchError message names operation, resource, status, code, details and request id; JSON is plain', () => {
-    const e = new BatchError({ ...describeSdkError(restError(409, 'PoolExists', { 'request-id': 'rid-2' })), operation: 'pools.create', resource: 'pool p1', attempts: 2 });
+    const e = new BatchError({
+      ...describeSdkError(restError(409, 'PoolExists', { 'request-id': 'rid-2' })),
+      operation: 'pools.create',
+      resource: 'pool p1',
+      attempts: 2,
+    });
     expect(e.message).toBe('pools.create on pool p1 failed after 2 attempts: HTTP 409 PoolExists: PoolExists happened (Reason=because) [request-id rid-2]');
     expect(JSON.parse(JSON.stringify(e))).toMatchObject({ name: 'BatchError', code: 'PoolExists', status: 409, resource: 'pool p1' });
   });
@@ -259,13 +310,18 @@ describe('retry policy', () => {
 
   test('backoff stays within its jitter band, never above the cap, never below Retry-After', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 20 }), fc.double({ min: 0, max: 0.999999, noNaN: true }), fc.option(fc.integer({ min: 0, max: 1500 }), { nil: undefined }), (attempt, r, retryAfter) => {
-        const d = backoffDelay(attempt, policy, () => r, retryAfter);
-        const base = Math.min(policy.maxMs, policy.initialMs * 2 ** (attempt - 1));
-        expect(d).toBeGreaterThanOrEqual(Math.min(Math.floor(base * 0.5), policy.maxMs));
-        expect(d).toBeLessThanOrEqual(Math.max(policy.maxMs, retryAfter ?? 0));
-        if (retryAfter !== undefined) expect(d).toBeGreaterThanOrEqual(retryAfter);
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 20 }),
+        fc.double({ min: 0, max: 0.999999, noNaN: true }),
+        fc.option(fc.integer({ min: 0, max: 1500 }), { nil: undefined }),
+        (attempt, r, retryAfter) => {
+          const d = backoffDelay(attempt, policy, () => r, retryAfter);
+          const base = Math.min(policy.maxMs, policy.initialMs * 2 ** (attempt - 1));
+          expect(d).toBeGreaterThanOrEqual(Math.min(Math.floor(base * 0.5), policy.maxMs));
+          expect(d).toBeLessThanOrEqual(Math.max(policy.maxMs, retryAfter ?? 0));
+          if (retryAfter !== undefined) expect(d).toBeGreaterThanOrEqual(retryAfter);
+        },
+      ),
     );
   });
 

@@ -83,9 +83,7 @@ describe('validateRequest', () => {
   test('targetNodeCommunicationMode is allowed only where the SDK sends it', () => {
     const job = { id: 'j1', poolInfo: { poolId: 'p1' }, targetNodeCommunicationMode: 'default' };
     const problems = v.validateRequest({ method: 'POST', path: `/jobs?${API}`, headers: JSON_HEADERS, requestBody: job });
-    expect(problems).toEqual([
-      'Job_Add request body: / has property "targetNodeCommunicationMode" that the spec does not define',
-    ]);
+    expect(problems).toEqual(['Job_Add request body: / has property "targetNodeCommunicationMode" that the spec does not define']);
   });
 
   test('wrong types, enums and formats fail', () => {
@@ -103,9 +101,7 @@ describe('validateRequest', () => {
   });
 
   test('api-version is required and must be the spec version', () => {
-    expect(v.validateRequest(addPool(goodPool, { path: '/pools' }))).toEqual([
-      'Pool_Add request: required query parameter "api-version" is missing',
-    ]);
+    expect(v.validateRequest(addPool(goodPool, { path: '/pools' }))).toEqual(['Pool_Add request: required query parameter "api-version" is missing']);
     expect(v.validateRequest(addPool(goodPool, { path: '/pools?api-version=2020-01-01.11.0' }))[0]).toMatch(
       /api-version "2020-01-01.11.0" is not the spec's version/,
     );
@@ -133,9 +129,7 @@ describe('validateRequest', () => {
 
   test('body rules: required body missing, body where none is defined, non-JSON body', () => {
     expect(v.validateRequest({ method: 'POST', path: `/jobs?${API}` })).toEqual(['Job_Add request: required body "job" is missing']);
-    expect(v.validateRequest({ method: 'POST', path: `/pools/p1/stopresize?${API}`, requestBody: '{"a":1}' })[0]).toMatch(
-      /defines no body for this operation/,
-    );
+    expect(v.validateRequest({ method: 'POST', path: `/pools/p1/stopresize?${API}`, requestBody: '{"a":1}' })[0]).toMatch(/defines no body for this operation/);
     expect(v.validateRequest({ method: 'POST', path: `/jobs?${API}`, requestBody: '{oops' })[0]).toMatch(/body is not JSON/);
     // optional body may be absent
     expect(v.validateRequest({ method: 'POST', path: `/jobs/j1/terminate?${API}`, requestBody: '' })).toEqual([]);
@@ -187,9 +181,7 @@ describe('validateResponse', () => {
   });
 
   test('unknown response properties fail, also nested', () => {
-    expect(v.validateResponse(get({ ...pool, colour: 'red' }))).toEqual([
-      'Pool_Get response 200 body: / has property "colour" that the spec does not define',
-    ]);
+    expect(v.validateResponse(get({ ...pool, colour: 'red' }))).toEqual(['Pool_Get response 200 body: / has property "colour" that the spec does not define']);
     const nested = { ...pool, resizeErrors: [{ code: 'X', message: 'm', detail: 'extra' }] };
     expect(v.validateResponse(get(nested))[0]).toMatch(/\/resizeErrors\/0 has property "detail"/);
   });

@@ -25,7 +25,10 @@ const task = (exitConditions: unknown, exitCode: number | undefined, failureCode
 
 describe('exitOptionsFor', () => {
   const conditions = {
-    exitCodes: [{ code: 0, exitOptions: { jobAction: 'disable' } }, { code: 3, exitOptions: { jobAction: 'none', dependencyAction: 'satisfy' } }],
+    exitCodes: [
+      { code: 0, exitOptions: { jobAction: 'disable' } },
+      { code: 3, exitOptions: { jobAction: 'none', dependencyAction: 'satisfy' } },
+    ],
     exitCodeRanges: [{ start: 2, end: 9, exitOptions: { jobAction: 'terminate' } }],
     preProcessingError: { jobAction: 'none' },
     fileUploadError: { dependencyAction: 'satisfy' },
@@ -38,7 +41,11 @@ describe('exitOptionsFor', () => {
     ['a listed success', task(conditions, 0), { jobAction: 'disable', dependencyAction: 'satisfy' }],
     ['an unlisted failure takes default', task(conditions, 42), { jobAction: 'disable', dependencyAction: 'block' }],
     ['a pre-processing failure', task(conditions, undefined, 'BlobDownloadMiscError'), { jobAction: 'none', dependencyAction: 'block' }],
-    ['a file upload failure after exit 0', task({ ...conditions, exitCodes: [] }, 0, 'FileUploadContainerNotFound'), { jobAction: 'terminate', dependencyAction: 'satisfy' }],
+    [
+      'a file upload failure after exit 0',
+      task({ ...conditions, exitCodes: [] }, 0, 'FileUploadContainerNotFound'),
+      { jobAction: 'terminate', dependencyAction: 'satisfy' },
+    ],
     ['a file upload failure after a listed exit code', task(conditions, 3, 'FileUploadAccessDenied'), { jobAction: 'none', dependencyAction: 'satisfy' }],
     ['no exitConditions, success', task(undefined, 0), { jobAction: 'none', dependencyAction: 'satisfy' }],
     ['no exitConditions, failure', task(undefined, 1), { jobAction: 'terminate', dependencyAction: 'block' }],
@@ -48,7 +55,13 @@ describe('exitOptionsFor', () => {
 });
 
 describe('schema errors as Batch errors', () => {
-  const err = (keyword: string, instancePath: string, params: Record<string, unknown>, message = 'must be integer'): ErrorObject => ({ keyword, instancePath, params, message, schemaPath: '' });
+  const err = (keyword: string, instancePath: string, params: Record<string, unknown>, message = 'must be integer'): ErrorObject => ({
+    keyword,
+    instancePath,
+    params,
+    message,
+    schemaPath: '',
+  });
 
   test('paths read like the handlers name properties', () => {
     expect(propertyPath(['value', '1', 'constraints', 'maxTaskRetryCount'])).toBe('value[1].constraints.maxTaskRetryCount');
@@ -88,11 +101,25 @@ describe('documented rules', () => {
     expect(() => checkAutoScale({ targetDedicatedNodes: 0 })).not.toThrow();
     expect(() => checkAutoScale({ targetLowPriorityNodes: 2 })).not.toThrow();
     expect(() => checkAutoScale({})).toThrow(expect.objectContaining({ code: 'MissingRequiredProperty' }));
-    expect(() => checkAutoScale({ enableAutoScale: true, autoScaleFormula: 'x', targetLowPriorityNodes: 1 })).toThrow(expect.objectContaining({ code: 'InvalidAutoScalingSettings' }));
-    expect(() => checkAutoScale({ enableAutoScale: true, autoScaleFormula: 'x', autoScaleEvaluationInterval: 'PT4M' })).toThrow(expect.objectContaining({ code: 'InvalidPropertyValue' }));
+    expect(() => checkAutoScale({ enableAutoScale: true, autoScaleFormula: 'x', targetLowPriorityNodes: 1 })).toThrow(
+      expect.objectContaining({ code: 'InvalidAutoScalingSettings' }),
+    );
+    expect(() => checkAutoScale({ enableAutoScale: true, autoScaleFormula: 'x', autoScaleEvaluationInterval: 'PT4M' })).toThrow(
+      expect.objectContaining({ code: 'InvalidPropertyValue' }),
+    );
     expect(() => checkAutoScale({ enableAutoScale: true, autoScaleFormula: 'x' })).toThrow(expect.objectContaining({ status: 501 }));
-    expect(() => checkResourceFiles([{ storageContainerUrl: 'https://a/c', filePath: 'in' }, { httpUrl: 'https://a/c/b', filePath: 'sub/../b' }], 'resourceFiles')).not.toThrow();
-    expect(() => checkResourceFiles([{ httpUrl: 'https://a/c/b', filePath: '/etc/b' }], 'resourceFiles')).toThrow(expect.objectContaining({ values: expect.arrayContaining([{ key: 'PropertyName', value: 'resourceFiles[0].filePath' }]) }));
+    expect(() =>
+      checkResourceFiles(
+        [
+          { storageContainerUrl: 'https://a/c', filePath: 'in' },
+          { httpUrl: 'https://a/c/b', filePath: 'sub/../b' },
+        ],
+        'resourceFiles',
+      ),
+    ).not.toThrow();
+    expect(() => checkResourceFiles([{ httpUrl: 'https://a/c/b', filePath: '/etc/b' }], 'resourceFiles')).toThrow(
+      expect.objectContaining({ values: expect.arrayContaining([{ key: 'PropertyName', value: 'resourceFiles[0].filePath' }]) }),
+    );
   });
 });
 

@@ -99,7 +99,10 @@ describe('simulateJob', () => {
         fc.double({ min: 0, max: 600, noNaN: true }),
         fc.constantFrom(...designs),
         (nodes, inputBytes, allocation, design) => {
-          const f = simulateJob({ ...base, nodes, inputBytes, inputFileBytes: 50_000_000, allocationFirstS: allocation, allocationLastS: allocation * 1.5 }, design);
+          const f = simulateJob(
+            { ...base, nodes, inputBytes, inputFileBytes: 50_000_000, allocationFirstS: allocation, allocationLastS: allocation * 1.5 },
+            design,
+          );
           expect(f.idleNodeMinutes).toBeGreaterThanOrEqual(0);
           // Sums of floating-point seconds: equal up to rounding.
           expect(f.submitToMpiS).toBeGreaterThanOrEqual(base.intakeS + allocation * 1.5 - 1e-6);
@@ -131,14 +134,19 @@ describe('simulateJob', () => {
 
   it('overlapping the copy with allocation never makes MPI start later or the idle larger than the sequence', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 40 }), fc.double({ min: 1, max: 600, noNaN: true }), fc.constantFrom('window', 'tree'), (nodes, allocation, distribution) => {
-        const i = { ...base, nodes, allocationFirstS: allocation, allocationLastS: allocation };
-        const seq = simulateJob(i, { staging: 'sequential', distribution });
-        const ovl = simulateJob(i, { staging: 'overlapped', distribution });
-        // Within one poll interval: the two runs observe on different poll phases.
-        expect(ovl.submitToMpiS).toBeLessThanOrEqual(seq.submitToMpiS + base.poll.maxMs / 1000);
-        expect(ovl.idleNodeMinutes).toBeLessThanOrEqual(seq.idleNodeMinutes + (nodes * base.poll.maxMs) / 60_000);
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 40 }),
+        fc.double({ min: 1, max: 600, noNaN: true }),
+        fc.constantFrom('window', 'tree'),
+        (nodes, allocation, distribution) => {
+          const i = { ...base, nodes, allocationFirstS: allocation, allocationLastS: allocation };
+          const seq = simulateJob(i, { staging: 'sequential', distribution });
+          const ovl = simulateJob(i, { staging: 'overlapped', distribution });
+          // Within one poll interval: the two runs observe on different poll phases.
+          expect(ovl.submitToMpiS).toBeLessThanOrEqual(seq.submitToMpiS + base.poll.maxMs / 1000);
+          expect(ovl.idleNodeMinutes).toBeLessThanOrEqual(seq.idleNodeMinutes + (nodes * base.poll.maxMs) / 60_000);
+        },
+      ),
       { numRuns: 30, seed: 20261127 },
     );
   });

@@ -3,10 +3,8 @@ import * as path from 'node:path';
 import { BATCH_TOKEN_SCOPE, ConfigError, loadConfig, parseStorageAccountRef, SETTING_NAMES } from '../../shared/adapters/config';
 import { pipelineSettings } from '../../shared/adapters/intake/settings';
 
-const AZURITE_A =
-  'DefaultEndpointsProtocol=http;AccountName=stage1;AccountKey=a2V5MQ==;BlobEndpoint=http://127.0.0.1:10000/stage1;';
-const AZURITE_B =
-  'DefaultEndpointsProtocol=http;AccountName=stage2;AccountKey=a2V5Mg==;BlobEndpoint=http://127.0.0.1:10000/stage2;';
+const AZURITE_A = 'DefaultEndpointsProtocol=http;AccountName=stage1;AccountKey=a2V5MQ==;BlobEndpoint=http://127.0.0.1:10000/stage1;';
+const AZURITE_B = 'DefaultEndpointsProtocol=http;AccountName=stage2;AccountKey=a2V5Mg==;BlobEndpoint=http://127.0.0.1:10000/stage2;';
 
 const localEnv = {
   BATCH_ACCOUNT_URL: 'http://127.0.0.1:45123',
@@ -44,7 +42,7 @@ describe('mount settings', () => {
     const c = loadConfig({ ...localEnv, MOUNT_SECRET_refdata: 'key==', MOUNT_SECRET_LIC_PW: 'pw', MOUNT_SECRET_EMPTY: '' });
     expect(c.mountSecrets).toEqual({ refdata: 'key==', LIC_PW: 'pw' });
     expect(Object.isFrozen(c.mountSecrets)).toBe(true);
-    expect(problemsOf({ ...localEnv, 'MOUNT_SECRET_9bad': 'x' })).toEqual([expect.stringMatching(/^MOUNT_SECRET_9bad: /)]);
+    expect(problemsOf({ ...localEnv, MOUNT_SECRET_9bad: 'x' })).toEqual([expect.stringMatching(/^MOUNT_SECRET_9bad: /)]);
   });
 });
 
@@ -68,8 +66,25 @@ describe('loadConfig', () => {
       ['connectionString', 'stage1'],
       ['connectionString', 'stage2'],
     ]);
-    expect(c.pipeline).toEqual({ copyConcurrency: 8, sasMarginMinutes: 60, nodeTaskMaxAttempts: 3, sasMaxLifetimeMinutes: 7 * 24 * 60, defaultMaxWallClockMinutes: 24 * 60, preflightFabricDefaults: true, preflightHealthChecks: ['cpu', 'memory', 'ib', 'ibbw', 'stream', 'gpu', 'gdr', 'linkflap', 'site'], preflightSshWaitMinMs: 0, overlapStaging: true });
-    expect(c.dataAccess).toEqual({ accounts: [], mountSources: [], allowedInternalHosts: [], sharedAreas: [], hnsAccounts: [], outputsRequireScopedSas: false });
+    expect(c.pipeline).toEqual({
+      copyConcurrency: 8,
+      sasMarginMinutes: 60,
+      nodeTaskMaxAttempts: 3,
+      sasMaxLifetimeMinutes: 7 * 24 * 60,
+      defaultMaxWallClockMinutes: 24 * 60,
+      preflightFabricDefaults: true,
+      preflightHealthChecks: ['cpu', 'memory', 'ib', 'ibbw', 'stream', 'gpu', 'gdr', 'linkflap', 'site'],
+      preflightSshWaitMinMs: 0,
+      overlapStaging: true,
+    });
+    expect(c.dataAccess).toEqual({
+      accounts: [],
+      mountSources: [],
+      allowedInternalHosts: [],
+      sharedAreas: [],
+      hnsAccounts: [],
+      outputsRequireScopedSas: false,
+    });
     expect(c.mountSecrets).toEqual({});
     expect(c.queueMaxDequeueCount).toBe(5);
     expect(c.polling).toEqual({ initialMs: 5000, maxMs: 60000, multiplier: 2, lookMaxMs: 30000 });
@@ -106,7 +121,7 @@ describe('loadConfig', () => {
     expect(c.polling.initialMs).toBe(1000);
   });
 
-  test('the keyless local stack\'s settings: host storage and accounts by their service URIs, with managed identity', () => {
+  test("the keyless local stack's settings: host storage and accounts by their service URIs, with managed identity", () => {
     const c = loadConfig({
       BATCH_ACCOUNT_URL: 'http://127.0.0.1:45123',
       BATCH_ACCOUNT_NAME: 'localbatch',
@@ -223,8 +238,14 @@ describe('parseStorageAccountRef', () => {
 describe('admission settings', () => {
   test('defaults: one queue "default", no core quota, no pool/node/owner limits, backfill 4, poll 60 s', () => {
     expect(loadConfig(localEnv).admission).toEqual({
-      queues: [{ name: 'default', priority: 0 }], coreQuota: { families: {} }, maxPools: undefined, maxNodes: undefined,
-      ownerMaxNodes: undefined, ownerMaxCores: undefined, backfillLimit: 4, pollMs: 60_000,
+      queues: [{ name: 'default', priority: 0 }],
+      coreQuota: { families: {} },
+      maxPools: undefined,
+      maxNodes: undefined,
+      ownerMaxNodes: undefined,
+      ownerMaxCores: undefined,
+      backfillLimit: 4,
+      pollMs: 60_000,
     });
   });
 
@@ -233,20 +254,33 @@ describe('admission settings', () => {
       ...localEnv,
       ADMISSION_QUEUES: '[{"name":"default"},{"name":"urgent","priority":10,"maxNodes":40}]',
       ADMISSION_CORE_QUOTA: '{"standardHBv3Family":720,"total":900}',
-      ADMISSION_MAX_POOLS: '20', ADMISSION_OWNER_MAX_CORES: '480', ADMISSION_BACKFILL_LIMIT: '0', ADMISSION_POLL_SECONDS: '15',
+      ADMISSION_MAX_POOLS: '20',
+      ADMISSION_OWNER_MAX_CORES: '480',
+      ADMISSION_BACKFILL_LIMIT: '0',
+      ADMISSION_POLL_SECONDS: '15',
     });
     expect(c.admission).toMatchObject({
-      queues: [{ name: 'default', priority: 0 }, { name: 'urgent', priority: 10, maxNodes: 40 }],
+      queues: [
+        { name: 'default', priority: 0 },
+        { name: 'urgent', priority: 10, maxNodes: 40 },
+      ],
       coreQuota: { total: 900, families: { standardHBv3Family: 720 } },
-      maxPools: 20, ownerMaxCores: 480, backfillLimit: 0, pollMs: 15_000,
+      maxPools: 20,
+      ownerMaxCores: 480,
+      backfillLimit: 0,
+      pollMs: 15_000,
     });
     // Handed to every run at intake: how often a waiting job asks again.
     expect(pipelineSettings(c).queuePollMs).toBe(15_000);
   });
 
   test('each bad admission setting is named', () => {
-    expect(problemsOf({ ...localEnv, ADMISSION_QUEUES: '[{"name":"urgent"}]' })).toEqual(['ADMISSION_QUEUES: must declare the queue "default" (jobs that name no queue wait there)']);
-    expect(problemsOf({ ...localEnv, ADMISSION_QUEUES: '[{"name":"default"},{"name":"default"}]' })).toEqual(['ADMISSION_QUEUES: queue "default" is listed twice']);
+    expect(problemsOf({ ...localEnv, ADMISSION_QUEUES: '[{"name":"urgent"}]' })).toEqual([
+      'ADMISSION_QUEUES: must declare the queue "default" (jobs that name no queue wait there)',
+    ]);
+    expect(problemsOf({ ...localEnv, ADMISSION_QUEUES: '[{"name":"default"},{"name":"default"}]' })).toEqual([
+      'ADMISSION_QUEUES: queue "default" is listed twice',
+    ]);
     expect(problemsOf({ ...localEnv, ADMISSION_QUEUES: '[{"name":"Bad Name"}]' })[0]).toMatch(/^ADMISSION_QUEUES: 0\.name: queue names are/);
     expect(problemsOf({ ...localEnv, ADMISSION_QUEUES: 'default' })[0]).toMatch(/^ADMISSION_QUEUES: not JSON/);
     expect(problemsOf({ ...localEnv, ADMISSION_CORE_QUOTA: '{"standardHBv3Family":-1}' })[0]).toMatch(/^ADMISSION_CORE_QUOTA: standardHBv3Family: /);

@@ -69,11 +69,18 @@ describe('usage report: the control plane beside the nodes', () => {
   // Imported here so the pure report is covered without a stack (the route only lists jobs and calls it).
   const { usageReport, jobControlPlaneCost } = require('../../shared/core/ops/usage') as typeof import('../../shared/core/ops/usage');
   const cost = (day: string, nodes: number, minutes: number) => ({
-    nodes, minutes, allocatedAt: `${day}T00:00:00.000Z`, releasedAt: `${day}T01:00:00.000Z`, nodeMinutes: { dedicated: nodes * minutes, lowPriority: 0, total: nodes * minutes },
-    perStage: {}, currency: 'USD', estimatedCost: 1, priceSource: 'builtin',
+    nodes,
+    minutes,
+    allocatedAt: `${day}T00:00:00.000Z`,
+    releasedAt: `${day}T01:00:00.000Z`,
+    nodeMinutes: { dedicated: nodes * minutes, lowPriority: 0, total: nodes * minutes },
+    perStage: {},
+    currency: 'USD',
+    estimatedCost: 1,
+    priceSource: 'builtin',
   });
 
-  it('sums each job\'s control-plane estimate per day and in total, with the prices\' date and source', () => {
+  it("sums each job's control-plane estimate per day and in total, with the prices' date and source", () => {
     const r = usageReport([
       { id: 'a', tags: {}, cost: cost('2026-03-01', 4, 30) },
       { id: 'b', tags: {}, cost: cost('2026-03-01', 100, 240) },
@@ -91,8 +98,15 @@ describe('usage report: the control plane beside the nodes', () => {
     expect(Math.abs(r.controlPlane.estimatedCost - (a + b + c))).toBeLessThanOrEqual(1.5e-6);
     expect(r.controlPlane).toMatchObject({ currency: 'USD', pricesAsOf: CONTROL_PLANE_PRICES.asOf, fallback: true });
     // The transactions priced, summed from the counted per-job table, with the count's date.
-    const tables = [[4, 30], [100, 240], [16, 60]].map(([nodes, minutes]) => estimateControlPlaneUsage({ nodes, minutes }).storage.table);
-    expect(r.controlPlane.storageTransactions.table).toBeCloseTo(tables.reduce((x, y) => x + y, 0), 2);
+    const tables = [
+      [4, 30],
+      [100, 240],
+      [16, 60],
+    ].map(([nodes, minutes]) => estimateControlPlaneUsage({ nodes, minutes }).storage.table);
+    expect(r.controlPlane.storageTransactions.table).toBeCloseTo(
+      tables.reduce((x, y) => x + y, 0),
+      2,
+    );
     expect(r.controlPlane.storageCountedAt).toMatch(/^\d{4}-\d{2}-\d{2}$/);
     expect(r.total.jobs).toBe(3);
   });
@@ -103,7 +117,12 @@ describe('storage transactions from the counted per-job table (shared/core/ops/c
     const { COUNTED_BUDGET, countedStorage } = await import('../../shared/core/ops/countedBudget');
     const { usageCoefficients } = await import('../../shared/core/ops/controlPlaneCost');
     const c = usageCoefficients(COUNTED_BUDGET);
-    expect(c.fixed.storage).toEqual({ table: COUNTED_BUDGET.intake.table + COUNTED_BUDGET.fixed.table, queue: COUNTED_BUDGET.intake.queue + COUNTED_BUDGET.fixed.queue, blobWrite: COUNTED_BUDGET.fixed.blobWrite, blobRead: COUNTED_BUDGET.fixed.blobRead });
+    expect(c.fixed.storage).toEqual({
+      table: COUNTED_BUDGET.intake.table + COUNTED_BUDGET.fixed.table,
+      queue: COUNTED_BUDGET.intake.queue + COUNTED_BUDGET.fixed.queue,
+      blobWrite: COUNTED_BUDGET.fixed.blobWrite,
+      blobRead: COUNTED_BUDGET.fixed.blobRead,
+    });
     expect(c.perNode.storage).toEqual(COUNTED_BUDGET.perNode);
     expect(c.perMinute.storage.queue).toBe(COUNTED_BUDGET.perMpiPoll.queue * COUNTED_BUDGET.mpiPollsPerMinute);
     expect(c.basis).toContain(`counted per job at Azurite (${COUNTED_BUDGET.countedAt}`);

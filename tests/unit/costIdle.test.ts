@@ -9,7 +9,7 @@ describe('billed idle node-minutes before MPI', () => {
     expect(idleNodeMinutesBeforeMpi({ 'node-0': at(2), 'node-1': at(5) }, [{ at: at(10), nodes: ['node-0', 'node-1'], attemptStartedAt: at(0) }])).toBe(13);
   });
 
-  it('counts a later attempt from its own start (the wait between attempts is the retry\'s), and a node never seen ready from there too', () => {
+  it("counts a later attempt from its own start (the wait between attempts is the retry's), and a node never seen ready from there too", () => {
     const ready = { 'node-0': at(2), 'node-1': at(3) };
     const starts = [
       { at: at(10), nodes: ['node-0', 'node-1'], attemptStartedAt: at(0) },

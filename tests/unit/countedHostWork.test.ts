@@ -18,7 +18,7 @@ test('the coefficients are the counted host work: fixed, per node, per MPI poll 
   expect(c.basis).not.toMatch(/estimated/);
 });
 
-test('a job of n nodes and m minutes: the table\'s fixed + n per node + 2m polls', () => {
+test("a job of n nodes and m minutes: the table's fixed + n per node + 2m polls", () => {
   const u = estimateControlPlaneUsage({ nodes: 8, minutes: 10 });
   const w = countedHostWork({ nodes: 8, mpiPolls: 10 * COUNTED_BUDGET.mpiPollsPerMinute });
   expect(u.executions).toBe(w.executions);
@@ -26,12 +26,20 @@ test('a job of n nodes and m minutes: the table\'s fixed + n per node + 2m polls
 });
 
 test('another table gives other figures (nothing else is read)', () => {
-  const other: CountedBudget = { ...COUNTED_BUDGET, host: { ...COUNTED_BUDGET.host, fixed: { executions: 1, cpuSeconds: 2 }, perNode: { executions: 0, cpuSeconds: 0 }, perMpiPoll: { executions: 0, cpuSeconds: 0 } } };
+  const other: CountedBudget = {
+    ...COUNTED_BUDGET,
+    host: {
+      ...COUNTED_BUDGET.host,
+      fixed: { executions: 1, cpuSeconds: 2 },
+      perNode: { executions: 0, cpuSeconds: 0 },
+      perMpiPoll: { executions: 0, cpuSeconds: 0 },
+    },
+  };
   const c = usageCoefficients(other);
   expect([c.fixed.executions, c.fixed.cpuSeconds, c.perMinute.executions]).toEqual([1, 2, 0]);
 });
 
-test('/api/usage\'s report names the day the host work was counted', () => {
+test("/api/usage's report names the day the host work was counted", () => {
   expect(usageReport([]).controlPlane.hostWorkCountedAt).toBe(COUNTED_BUDGET.host.countedAt);
   expect(COUNTED_BUDGET.host.countedAt).toMatch(/^\d{4}-\d{2}-\d{2}$/);
 });

@@ -44,10 +44,16 @@ const SHARED: SharedDataArea[] = [
 ];
 
 function spec(fields: Record<string, unknown>): JobSpec {
-  const parsed = parseJobSpec(stringify({
-    name: 't', pool: { vmSize: 'Standard_D8s_v5', nodes: 2 }, container: { runtime: 'none' },
-    mpi: { runtime: 'openmpi', processesPerNode: 1, command: 'true' }, ...fields,
-  }), 'application/yaml');
+  const parsed = parseJobSpec(
+    stringify({
+      name: 't',
+      pool: { vmSize: 'Standard_D8s_v5', nodes: 2 },
+      container: { runtime: 'none' },
+      mpi: { runtime: 'openmpi', processesPerNode: 1, command: 'true' },
+      ...fields,
+    }),
+    'application/yaml',
+  );
   if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
   return parsed.spec;
 }
@@ -60,13 +66,18 @@ describe('owner keys', () => {
     for (const odd of ['api', '', '../x', `${TID}/x`, `${TID.toUpperCase()}/${TID}`, 'operator/..']) expect(dataOwnerKey(odd)).toBeUndefined();
   });
 
-  it('never make one owner\'s area a prefix of another\'s (property)', () => {
+  it("never make one owner's area a prefix of another's (property)", () => {
     const guid = fc.uuid().map((u) => u.toLowerCase());
-    const owner = fc.oneof(fc.tuple(guid, guid).map(([t, o]) => `${t}/${o}`), fc.constantFrom('operator', 'anonymous', 'queue'));
-    fc.assert(fc.property(owner, owner, (a, b) => {
-      fc.pre(a !== b);
-      expect(ownerDataArea(b)!.startsWith(ownerDataArea(a)!)).toBe(false);
-    }));
+    const owner = fc.oneof(
+      fc.tuple(guid, guid).map(([t, o]) => `${t}/${o}`),
+      fc.constantFrom('operator', 'anonymous', 'queue'),
+    );
+    fc.assert(
+      fc.property(owner, owner, (a, b) => {
+        fc.pre(a !== b);
+        expect(ownerDataArea(b)!.startsWith(ownerDataArea(a)!)).toBe(false);
+      }),
+    );
   });
 });
 
@@ -106,7 +117,7 @@ describe('the area rule', () => {
   const read = (container: string, name: string) => ({ account: 'data1', container, name, access: 'read' as const });
   const write = (container: string, name: string) => ({ account: 'data1', container, name, access: 'write' as const });
 
-  it('lets an owner read and write its own area in any container, and nobody else\'s', () => {
+  it("lets an owner read and write its own area in any container, and nobody else's", () => {
     expect(areaRefusal(alice, [], read('inputs', `users/${ALICE}/deck/`))).toBeUndefined();
     expect(areaRefusal(alice, [], write('results', `users/${ALICE}/jobs/j1/`))).toBeUndefined();
     expect(areaRefusal(alice, [], read('results', `users/${BOB}/jobs/j1/`))).toContain('outside your data area');
@@ -136,13 +147,19 @@ describe('the area rule', () => {
   it('never lets a non-admin reach a name outside its own area and the shared areas its roles open (property)', () => {
     const segment = fc.stringMatching(/^[a-z0-9]{1,6}$/);
     const name = fc.array(segment, { maxLength: 4 }).map((s) => s.join('/'));
-    const prefixed = fc.tuple(fc.constantFrom('', 'users/', `users/${ALICE}/`, `users/${BOB}/`, 'team/', 'reference/', 'admins-only/'), name).map(([p, n]) => p + n);
-    fc.assert(fc.property(fc.constantFrom('software', 'inputs', 'results'), prefixed, fc.constantFrom('read' as const, 'write' as const), (container, n, access) => {
-      const allowed = areaRefusal(alice, SHARED, { account: 'data1', container, name: n, access }) === undefined;
-      const own = n.startsWith(`users/${ALICE}/`);
-      const shared = SHARED.some((a) => a.container === container && n.startsWith(a.prefix) && (a.roles === '*' || a.roles.includes('submitter')) && (access === 'read' || a.write));
-      expect(allowed).toBe(own || shared);
-    }));
+    const prefixed = fc
+      .tuple(fc.constantFrom('', 'users/', `users/${ALICE}/`, `users/${BOB}/`, 'team/', 'reference/', 'admins-only/'), name)
+      .map(([p, n]) => p + n);
+    fc.assert(
+      fc.property(fc.constantFrom('software', 'inputs', 'results'), prefixed, fc.constantFrom('read' as const, 'write' as const), (container, n, access) => {
+        const allowed = areaRefusal(alice, SHARED, { account: 'data1', container, name: n, access }) === undefined;
+        const own = n.startsWith(`users/${ALICE}/`);
+        const shared = SHARED.some(
+          (a) => a.container === container && n.startsWith(a.prefix) && (a.roles === '*' || a.roles.includes('submitter')) && (access === 'read' || a.write),
+        );
+        expect(allowed).toBe(own || shared);
+      }),
+    );
   });
 
   it('checks every data path of a spec, each at its field path', () => {
@@ -154,11 +171,25 @@ describe('the area rule', () => {
         { account: 'data1', container: 'inputs', prefix: other },
         { url: 'https://example.com/x.txt', path: 'x.txt' },
       ],
-      pool: { vmSize: 'Standard_D8s_v5', nodes: 2, startTask: { command: 'true', resourceFiles: [{ account: 'data1', container: 'software', blob: 'ok.sh', path: 'ok.sh' }, { account: 'data1', container: 'inputs', blob: `${other}s.sh`, path: 's.sh' }] } },
+      pool: {
+        vmSize: 'Standard_D8s_v5',
+        nodes: 2,
+        startTask: {
+          command: 'true',
+          resourceFiles: [
+            { account: 'data1', container: 'software', blob: 'ok.sh', path: 'ok.sh' },
+            { account: 'data1', container: 'inputs', blob: `${other}s.sh`, path: 's.sh' },
+          ],
+        },
+      },
       outputs: { account: 'data1', container: 'results', prefix: `${other}jobs/j1`, files: [{ pattern: 'out/*' }] },
     });
     expect(checkDataAreas(s, alice, SHARED).map((e) => e.path)).toEqual([
-      'data.inputs[0].prefix', 'files[0].blob', 'files[1].prefix', 'pool.startTask.resourceFiles[1].blob', 'outputs.prefix',
+      'data.inputs[0].prefix',
+      'files[0].blob',
+      'files[1].prefix',
+      'pool.startTask.resourceFiles[1].blob',
+      'outputs.prefix',
     ]);
     expect(checkDataAreas(s, admin, [])).toEqual([]);
   });
@@ -166,7 +197,10 @@ describe('the area rule', () => {
   it('counts a mount as its whole container and a SIF image as its blob', () => {
     const s = spec({
       container: { runtime: 'singularity', images: [{ account: 'data1', container: 'inputs', blob: `users/${BOB}/x.sif` }] },
-      mounts: [{ name: 'm', blobfuse: { account: 'data1', container: 'software', readOnly: true } }, { name: 'w', blobfuse: { account: 'data1', container: 'software' } }],
+      mounts: [
+        { name: 'm', blobfuse: { account: 'data1', container: 'software', readOnly: true } },
+        { name: 'w', blobfuse: { account: 'data1', container: 'software' } },
+      ],
     });
     expect(checkDataAreas(s, alice, SHARED).map((e) => e.path)).toEqual(['container.images[0].blob', 'mounts[1].blobfuse.container']);
   });
@@ -174,23 +208,30 @@ describe('the area rule', () => {
   it('refuses at submission with forbidden (403) only once the spec passes every other check', () => {
     const policy = { accounts: ['data1'], stagingAccounts: [], sharedAreas: SHARED };
     const body = stringify({
-      name: 't', pool: { vmSize: 'Standard_D8s_v5', nodes: 2 }, container: { runtime: 'none' },
+      name: 't',
+      pool: { vmSize: 'Standard_D8s_v5', nodes: 2 },
+      container: { runtime: 'none' },
       mpi: { runtime: 'openmpi', processesPerNode: 1, command: 'true' },
       outputs: { account: 'data1', container: 'results', prefix: 'someone-elses-job' },
     });
     expect(checkSubmission({ body, contentType: 'application/yaml', dataAccess: policy, caller: alice })).toEqual({
-      ok: false, forbidden: true, errors: [{ path: 'outputs.prefix', message: expect.stringContaining('outside your data area') }],
+      ok: false,
+      forbidden: true,
+      errors: [{ path: 'outputs.prefix', message: expect.stringContaining('outside your data area') }],
     });
     // Without a caller (an offline explain) the area rule is not applied.
     expect(checkSubmission({ body, contentType: 'application/yaml', dataAccess: policy }).ok).toBe(true);
     // A policy refusal is still a 400, reported first.
     const foreign = body.replace('account: data1', 'account: other1');
-    expect(checkSubmission({ body: foreign, contentType: 'application/yaml', dataAccess: policy, caller: alice })).toMatchObject({ ok: false, errors: [{ path: 'outputs.account' }] });
+    expect(checkSubmission({ body: foreign, contentType: 'application/yaml', dataAccess: policy, caller: alice })).toMatchObject({
+      ok: false,
+      errors: [{ path: 'outputs.account' }],
+    });
   });
 });
 
 describe('intake defaults', () => {
-  it('put a job\'s outputs in its owner\'s area and give it the deployment\'s wall clock', () => {
+  it("put a job's outputs in its owner's area and give it the deployment's wall clock", () => {
     const s = spec({ outputs: { account: 'data1', container: 'results', files: [{ pattern: 'out/*' }] } });
     const d = withIntakeDefaults(s, { owner: ALICE, jobId: 'j1', defaultMaxWallClockMinutes: 24 * 60 });
     expect(d.outputs?.prefix).toBe(`users/${ALICE}/jobs/j1`);
@@ -207,7 +248,11 @@ describe('intake defaults', () => {
   });
 
   it('give each job of an array its own outputs directory', () => {
-    const s = withIntakeDefaults(spec({ array: { range: { from: 1, to: 2 } }, outputs: { account: 'data1', container: 'results' } }), { owner: ALICE, jobId: 'arr', defaultMaxWallClockMinutes: 60 });
+    const s = withIntakeDefaults(spec({ array: { range: { from: 1, to: 2 } }, outputs: { account: 'data1', container: 'results' } }), {
+      owner: ALICE,
+      jobId: 'arr',
+      defaultMaxWallClockMinutes: 60,
+    });
     const expanded = expandArray('arr', s);
     if (!expanded.ok) throw new Error(JSON.stringify(expanded.errors));
     expect(expanded.children.map((c) => c.spec.outputs?.prefix)).toEqual([`users/${ALICE}/jobs/arr-0`, `users/${ALICE}/jobs/arr-1`]);
@@ -216,7 +261,7 @@ describe('intake defaults', () => {
 
 describe('reading outputs through the API', () => {
   const outputs = (prefix: string) => ({ account: 'data1', container: 'results', prefix });
-  it('serves a prefix in the owner\'s area or a shared area the reader may read', () => {
+  it("serves a prefix in the owner's area or a shared area the reader may read", () => {
     expect(outputsReadRefusal({ owner: ALICE, dataArea: `users/${ALICE}/` }, outputs(`users/${ALICE}/jobs/j1`), alice, [])).toBeUndefined();
     expect(outputsReadRefusal({ owner: ALICE, dataArea: `users/${ALICE}/` }, outputs('team/run1'), alice, SHARED)).toBeUndefined();
   });

@@ -29,7 +29,8 @@ function problemsOf(env: Record<string, string>): string {
   }
 }
 
-const input = (extra: Record<string, unknown> = {}): JobSpecInput => ({ name: 'logs', pool: { vmSize: 'Standard_D4s_v5', nodes: 2 }, mpi: { runtime: 'openmpi', command: './a.out' }, ...extra } as JobSpecInput);
+const input = (extra: Record<string, unknown> = {}): JobSpecInput =>
+  ({ name: 'logs', pool: { vmSize: 'Standard_D4s_v5', nodes: 2 }, mpi: { runtime: 'openmpi', command: './a.out' }, ...extra }) as JobSpecInput;
 const spec = (extra: Record<string, unknown> = {}) => {
   const r = parseJobSpec(input(extra));
   if (!r.ok) throw new Error(JSON.stringify(r.errors));
@@ -46,21 +47,41 @@ describe('DEFAULT_OUTPUTS', () => {
     expect(problemsOf({ ...base, DEFAULT_OUTPUTS: 'datasa1/private' })).toMatch(/not one DATA_CONTAINERS allows/);
   });
 
-  it('gives a job without outputs the full logs of every task, under its owner\'s area', () => {
+  it("gives a job without outputs the full logs of every task, under its owner's area", () => {
     const s = withIntakeDefaults(spec(), { owner: OWNER, jobId: 'job-1', defaultOutputs: { account: 'datasa1', container: 'results' } });
-    expect(s.outputs).toEqual({ account: 'datasa1', container: 'results', prefix: expect.stringMatching(/^users\/.+\/jobs\/job-1$/), when: 'always', files: [], logs: true, onUploadFailure: 'report' });
+    expect(s.outputs).toEqual({
+      account: 'datasa1',
+      container: 'results',
+      prefix: expect.stringMatching(/^users\/.+\/jobs\/job-1$/),
+      when: 'always',
+      files: [],
+      logs: true,
+      onUploadFailure: 'report',
+    });
   });
 
-  it('keeps a job\'s own outputs, and nothing for a job that opts out or a deployment without the setting', () => {
+  it("keeps a job's own outputs, and nothing for a job that opts out or a deployment without the setting", () => {
     const own = spec({ outputs: { account: 'datasa1', container: 'inputs', files: [{ pattern: '*.dat' }] } });
-    expect(withIntakeDefaults(own, { owner: OWNER, jobId: 'j', defaultOutputs: { account: 'datasa1', container: 'results' } }).outputs).toMatchObject({ container: 'inputs', files: [{ pattern: '*.dat' }] });
-    expect(withIntakeDefaults(spec({ cleanup: { keepLogs: false } }), { owner: OWNER, jobId: 'j', defaultOutputs: { account: 'datasa1', container: 'results' } }).outputs).toBeUndefined();
+    expect(withIntakeDefaults(own, { owner: OWNER, jobId: 'j', defaultOutputs: { account: 'datasa1', container: 'results' } }).outputs).toMatchObject({
+      container: 'inputs',
+      files: [{ pattern: '*.dat' }],
+    });
+    expect(
+      withIntakeDefaults(spec({ cleanup: { keepLogs: false } }), { owner: OWNER, jobId: 'j', defaultOutputs: { account: 'datasa1', container: 'results' } })
+        .outputs,
+    ).toBeUndefined();
     expect(withIntakeDefaults(spec(), { owner: OWNER, jobId: 'j' }).outputs).toBeUndefined();
   });
 
   it('shows in the dry run as the logs upload of the MPI task (outputFiles) and of every other node', () => {
     const policy = { accounts: ['datasa1'], stagingAccounts: ['devstoreaccount1'], defaultOutputs: { account: 'datasa1', container: 'results' } };
-    const out = dryRunJob({ body: input(), contentType: 'application/json', dataAccess: policy, settings: defaultExplainSettings(deploymentValue), owner: OWNER });
+    const out = dryRunJob({
+      body: input(),
+      contentType: 'application/json',
+      dataAccess: policy,
+      settings: defaultExplainSettings(deploymentValue),
+      owner: OWNER,
+    });
     expect(out.kind).toBe('explained');
     if (out.kind !== 'explained') return;
     expect(out.document.outputs).toMatchObject({ account: 'datasa1', container: 'results', logs: true });
@@ -68,7 +89,13 @@ describe('DEFAULT_OUTPUTS', () => {
     // The task's stdout.txt/stderr.txt (one level above the working directory) and every rank's own output.
     expect(files.map((f) => f.filePattern)).toEqual(expect.arrayContaining(['../*.txt', '.mpijob-ranks/**']));
     expect(out.document.outputs?.nodeUploads?.otherNodes).not.toBeNull();
-    const optedOut = dryRunJob({ body: input({ cleanup: { keepLogs: false } }), contentType: 'application/json', dataAccess: policy, settings: defaultExplainSettings(deploymentValue), owner: OWNER });
+    const optedOut = dryRunJob({
+      body: input({ cleanup: { keepLogs: false } }),
+      contentType: 'application/json',
+      dataAccess: policy,
+      settings: defaultExplainSettings(deploymentValue),
+      owner: OWNER,
+    });
     expect(optedOut.kind === 'explained' && optedOut.document.outputs).toBe(null);
   });
 });

@@ -22,13 +22,24 @@ function derive(d: Parameters<typeof parseDefaultOutputs>[1], text?: string) {
 }
 
 describe('DEFAULT_OUTPUTS unset: derived', () => {
-  it('is the first data account\'s results container when nothing narrows it', () => {
+  it("is the first data account's results container when nothing narrows it", () => {
     expect(loadConfig({ ...base, DATA_ACCOUNTS: 'datasa1,datasa2' }).dataAccess.defaultOutputs).toEqual({ account: 'datasa1', container: 'results' });
   });
 
   it('follows DATA_CONTAINERS: results when allowed (also through a prefix), else the first container named in full', () => {
-    expect(derive({ accounts: ['datasa1'], containers: [{ account: 'datasa1', container: 'res*' }] }).value).toEqual({ account: 'datasa1', container: 'results' });
-    expect(derive({ accounts: ['datasa1'], containers: [{ account: 'datasa1', container: 'proj-*' }, { account: 'datasa1', container: 'joblogs' }] }).value).toEqual({ account: 'datasa1', container: 'joblogs' });
+    expect(derive({ accounts: ['datasa1'], containers: [{ account: 'datasa1', container: 'res*' }] }).value).toEqual({
+      account: 'datasa1',
+      container: 'results',
+    });
+    expect(
+      derive({
+        accounts: ['datasa1'],
+        containers: [
+          { account: 'datasa1', container: 'proj-*' },
+          { account: 'datasa1', container: 'joblogs' },
+        ],
+      }).value,
+    ).toEqual({ account: 'datasa1', container: 'joblogs' });
   });
 
   it('is a configuration problem, not silently no logs, when DATA_CONTAINERS names no container of the account in full', () => {
@@ -38,8 +49,13 @@ describe('DEFAULT_OUTPUTS unset: derived', () => {
   });
 
   it('takes an HNS account when outputs need a scoped SAS, and says so when there is none', () => {
-    expect(derive({ accounts: ['flat1', 'hns1'], hnsAccounts: ['hns1'], outputsRequireScopedSas: true }).value).toEqual({ account: 'hns1', container: 'results' });
-    expect(derive({ accounts: ['flat1', 'hns1'], hnsAccounts: ['hns1'], outputsRequireScopedSas: true }, 'flat1/results').problems.join('\n')).toMatch(/"flat1" is not in DATA_ACCOUNTS_HNS/);
+    expect(derive({ accounts: ['flat1', 'hns1'], hnsAccounts: ['hns1'], outputsRequireScopedSas: true }).value).toEqual({
+      account: 'hns1',
+      container: 'results',
+    });
+    expect(derive({ accounts: ['flat1', 'hns1'], hnsAccounts: ['hns1'], outputsRequireScopedSas: true }, 'flat1/results').problems.join('\n')).toMatch(
+      /"flat1" is not in DATA_ACCOUNTS_HNS/,
+    );
     expect(derive({ accounts: ['flat1'], outputsRequireScopedSas: true }).problems.join('\n')).toMatch(/OUTPUTS_REQUIRE_SCOPED_SAS leaves no data account/);
   });
 
@@ -49,8 +65,14 @@ describe('DEFAULT_OUTPUTS unset: derived', () => {
     expect(derive({ accounts: [] }, undefined)).toEqual({ value: undefined, problems: [] });
   });
 
-  it('is set by the local stack to the data account\'s results container', () => {
-    const fake = { blobEndpoint: (a?: string) => `http://127.0.0.1:1/${a ?? 'devstoreaccount1'}`, queueEndpoint: () => '', tableEndpoint: () => '', connectionString: (a?: string) => `c-${a ?? ''}`, keyless: false };
+  it("is set by the local stack to the data account's results container", () => {
+    const fake = {
+      blobEndpoint: (a?: string) => `http://127.0.0.1:1/${a ?? 'devstoreaccount1'}`,
+      queueEndpoint: () => '',
+      tableEndpoint: () => '',
+      connectionString: (a?: string) => `c-${a ?? ''}`,
+      keyless: false,
+    };
     const settings = localAppSettings(fake as never, { url: 'http://127.0.0.1:2', accountName: 'localbatch', accountKey: 'k' } as never);
     expect(settings.DEFAULT_OUTPUTS).toBe('data1/results');
   });

@@ -33,8 +33,15 @@ describe('durableClientOf', () => {
       taskHubName: 'hub',
       creationUrls: { createNewInstancePostUri: 'http://h/x', createAndWaitOnNewInstancePostUri: 'http://h/y' },
       managementUrls: {
-        id: 'INSTANCEID', statusQueryGetUri: 'http://h/s', sendEventPostUri: 'http://h/e', terminatePostUri: 'http://h/t',
-        rewindPostUri: 'http://h/r', purgeHistoryDeleteUri: 'http://h/p', restartPostUri: 'http://h/rs', suspendPostUri: 'http://h/su', resumePostUri: 'http://h/re',
+        id: 'INSTANCEID',
+        statusQueryGetUri: 'http://h/s',
+        sendEventPostUri: 'http://h/e',
+        terminatePostUri: 'http://h/t',
+        rewindPostUri: 'http://h/r',
+        purgeHistoryDeleteUri: 'http://h/p',
+        restartPostUri: 'http://h/rs',
+        suspendPostUri: 'http://h/su',
+        resumePostUri: 'http://h/re',
       },
       baseUrl: 'http://h/runtime/webhooks/durabletask',
       requiredQueryStringParameters: 'code=k',
@@ -43,7 +50,7 @@ describe('durableClientOf', () => {
     expect(durableClientOf(context).taskHubName).toBe('hub');
   });
 
-  it('keeps the library\'s error for a function registered without the binding (a bug, not a start-up gap)', () => {
+  it("keeps the library's error for a function registered without the binding (a bug, not a start-up gap)", () => {
     const context = new InvocationContext({ options: { extraInputs: [] }, logHandler: quiet.log });
     expect(() => durableClientOf(context)).toThrow(/Could not find a registered durable client input binding/);
   });

@@ -44,10 +44,19 @@ test('publishes the CloudEvent (CloudEvents batch content type) with an Entra to
   expect(req.headers['content-type']).toBe('application/cloudevents-batch+json; charset=utf-8');
   expect(req.headers.authorization).toBe('Bearer app-identity-token');
   expect(scopes).toEqual([['https://eventgrid.azure.net/.default']]);
-  expect(req.body).toEqual([{
-    specversion: '1.0', id: 'cfd-1:2', source: 'https://func-hpc.azurewebsites.net/api/jobs/cfd-1', type: 'com.hpcjobs.job.stateChanged.v1',
-    subject: 'Provisioning', time: '2025-01-01T00:00:02.000Z', datacontenttype: 'application/json', sequence: '0000000002', data: event.data,
-  }]);
+  expect(req.body).toEqual([
+    {
+      specversion: '1.0',
+      id: 'cfd-1:2',
+      source: 'https://func-hpc.azurewebsites.net/api/jobs/cfd-1',
+      type: 'com.hpcjobs.job.stateChanged.v1',
+      subject: 'Provisioning',
+      time: '2025-01-01T00:00:02.000Z',
+      datacontenttype: 'application/json',
+      sequence: '0000000002',
+      data: event.data,
+    },
+  ]);
 });
 
 test('a refusal is a failed try with the status, and the SDK does not retry on its own', async () => {

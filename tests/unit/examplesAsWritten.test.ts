@@ -10,7 +10,8 @@ const ROOT = path.join(__dirname, '..', '..');
 
 /** The examples table of docs/workloads.md: each row's example path and its "Runs locally" cell. */
 function examplesTable(doc: string): { example: string; runsLocally: string }[] {
-  return doc.split('\n')
+  return doc
+    .split('\n')
     .filter((l) => /^\| `[^`]+\.yaml` \|/.test(l) && l.split(' | ').length === 4)
     .map((l) => {
       const cells = l.split(' | ');

@@ -36,10 +36,19 @@ import { replay, scheduledInputs, SETTINGS } from '../orchestrations/jobReplay';
 
 type Json = Record<string, unknown>;
 const WORKLOADS = path.join(__dirname, '../../examples/workloads');
-const EXAMPLES = readdirSync(WORKLOADS).filter((f) => f.endsWith('.yaml')).sort();
-const SETTINGS_SHOWN: ExplainSettings = { source: 'deployment', poolIdentity: null, ...(({ poll: _poll, mpiWaitPollsPerGeneration: _polls, ...rest }) => rest)(SETTINGS) };
+const EXAMPLES = readdirSync(WORKLOADS)
+  .filter((f) => f.endsWith('.yaml'))
+  .sort();
+const SETTINGS_SHOWN: ExplainSettings = {
+  source: 'deployment',
+  poolIdentity: null,
+  ...(({ poll: _poll, mpiWaitPollsPerGeneration: _polls, ...rest }) => rest)(SETTINGS),
+};
 /** A deployment with a pool identity (pools through the management plane) and a registry secret setting. */
-const POOL_IDENTITY = { resourceId: '/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id-pool', clientId: '6f2b3a10-8d4e-4c1b-9a7f-0123456789ab' };
+const POOL_IDENTITY = {
+  resourceId: '/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id-pool',
+  clientId: '6f2b3a10-8d4e-4c1b-9a7f-0123456789ab',
+};
 const REGISTRY_SECRET = 'not-a-real-registry-token';
 const MOUNT_SECRETS = { REFDATA_KEY: 'not-a-real-account-key==', LIC_PW: 'not-a-real-password' };
 
@@ -109,11 +118,15 @@ const CASES: [string, string][] = [...EXAMPLES.map((f): [string, string] => [f, 
 const WITH_POOL_IDENTITY = new Set(['registry-secret']);
 const needsPoolIdentity = (name: string, s: JobSpec) =>
   WITH_POOL_IDENTITY.has(name) || (s.container.runtime !== 'none' && s.container.registry?.identity === 'managed');
-const settingsShownFor = (name: string, s: JobSpec): ExplainSettings => (needsPoolIdentity(name, s) ? { ...SETTINGS_SHOWN, poolIdentity: POOL_IDENTITY } : SETTINGS_SHOWN);
+const settingsShownFor = (name: string, s: JobSpec): ExplainSettings =>
+  needsPoolIdentity(name, s) ? { ...SETTINGS_SHOWN, poolIdentity: POOL_IDENTITY } : SETTINGS_SHOWN;
 
 const dataAccount = (account: string) => ({
   name: account,
-  service: new BlobServiceClient(`https://${account}.blob.core.windows.net`, new StorageSharedKeyCredential(account, Buffer.from('k'.repeat(32)).toString('base64'))),
+  service: new BlobServiceClient(
+    `https://${account}.blob.core.windows.net`,
+    new StorageSharedKeyCredential(account, Buffer.from('k'.repeat(32)).toString('base64')),
+  ),
   sharedKey: new StorageSharedKeyCredential(account, Buffer.from('k'.repeat(32)).toString('base64')),
 });
 
@@ -145,21 +158,48 @@ async function pipelineRequests(jobId: string, s: JobSpec, identity?: { resource
   const failing = s.outputs?.when === 'failure';
   const job = healthyJob({
     poolObserve: () => ({
-      state: 'active', allocationState: 'steady', currentDedicatedNodes: nodes, targetDedicatedNodes: nodes, resizeErrors: [],
+      state: 'active',
+      allocationState: 'steady',
+      currentDedicatedNodes: nodes,
+      targetDedicatedNodes: nodes,
+      resizeErrors: [],
       nodes: Array.from({ length: nodes }, (_, i) => fakeNode(i, 'idle')),
     }),
-    poolInspect: () => ({ exists: true, state: 'active', vmSize: s.pool.vmSize ?? 'standard_hb120rs_v3', enableInterNodeCommunication: true, taskSlotsPerNode: 1 }),
-    inputsList: ({ inputs }) => inputs.flatMap((i) => ['a.bin', 'b.bin', 'c.bin'].map((n) => ({ account: i.account, container: i.container, name: `${i.prefix}${n}`, size: 90_000_000 }))),
+    poolInspect: () => ({
+      exists: true,
+      state: 'active',
+      vmSize: s.pool.vmSize ?? 'standard_hb120rs_v3',
+      enableInterNodeCommunication: true,
+      taskSlotsPerNode: 1,
+    }),
+    inputsList: ({ inputs }) =>
+      inputs.flatMap((i) =>
+        ['a.bin', 'b.bin', 'c.bin'].map((n) => ({ account: i.account, container: i.container, name: `${i.prefix}${n}`, size: 90_000_000 })),
+      ),
     imageBlobUrls: ({ blobs }) => blobs.map((b) => `https://${b.account}.blob.core.windows.net/${b.container}/${b.blob}?sv=1&sig=IMAGE`),
     workloadUrls: ({ files, outputs }) => ({
       // A prefix: one resource file per blob listed under it (here one, named as the explain document shows it).
-      files: files.map((f) => f.kind === 'prefix'
-        ? { httpUrl: 'https://data1.blob.core.windows.net/x/y?sig=FILE', filePath: `${f.filePath}/<blob name>`, ...(f.fileMode === undefined ? {} : { fileMode: f.fileMode }) }
-        : nodeResourceFile(f, { blobUrl: `https://data1.blob.core.windows.net/x/y?sig=FILE` })),
+      files: files.map((f) =>
+        f.kind === 'prefix'
+          ? {
+              httpUrl: 'https://data1.blob.core.windows.net/x/y?sig=FILE',
+              filePath: `${f.filePath}/<blob name>`,
+              ...(f.fileMode === undefined ? {} : { fileMode: f.fileMode }),
+            }
+          : nodeResourceFile(f, { blobUrl: `https://data1.blob.core.windows.net/x/y?sig=FILE` }),
+      ),
       ...(outputs ? { outputsContainerUrl: `https://${outputs.account}.blob.core.windows.net/${outputs.container}?sig=WRITE` } : {}),
     }),
     mpiResultCollect: () => mpiResult(failing ? 3 : 0, nodes),
-    outputsList: ({ prefix, errors }): OutputsResult => ({ container: 'https://data1.blob.core.windows.net/results', prefix, files: [], count: 0, bytes: 0, truncated: false, errors }),
+    outputsList: ({ prefix, errors }): OutputsResult => ({
+      container: 'https://data1.blob.core.windows.net/results',
+      prefix,
+      files: [],
+      count: 0,
+      bytes: 0,
+      truncated: false,
+      errors,
+    }),
   });
   const input: MpiJobInput = { jobId, spec: s, settings: { ...SETTINGS, ...(identity ? { poolIdentityClientId: identity.clientId } : {}) } };
   const r = await replay(input, job);
@@ -169,12 +209,19 @@ async function pipelineRequests(jobId: string, s: JobSpec, identity?: { resource
   let pool: Json | undefined;
   if (poolCreate) {
     const mounts = poolCreate.mounts?.length
-      ? await resolveMounts(poolCreate.mounts, { secrets: MOUNT_SECRETS, dataAccount, checkSource: () => undefined, sasExpiresOn: new Date(Date.now() + 3_600_000) })
+      ? await resolveMounts(poolCreate.mounts, {
+          secrets: MOUNT_SECRETS,
+          dataAccount,
+          checkSource: () => undefined,
+          sasExpiresOn: new Date(Date.now() + 3_600_000),
+        })
       : undefined;
     // As poolCreate does it: with a pool identity, plain blob URLs read with it and a pool through the management plane.
-    const startTaskFiles = poolCreate.startTask?.resourceFiles.map((f) => identity
-      ? startTaskResourceFile(f, `https://${f.account}.blob.core.windows.net/${f.container}/${f.blob}`, identity.resourceId)
-      : startTaskResourceFile(f, `https://${f.account}.blob.core.windows.net/${f.container}/${f.blob}?sig=START`));
+    const startTaskFiles = poolCreate.startTask?.resourceFiles.map((f) =>
+      identity
+        ? startTaskResourceFile(f, `https://${f.account}.blob.core.windows.net/${f.container}/${f.blob}`, identity.resourceId)
+        : startTaskResourceFile(f, `https://${f.account}.blob.core.windows.net/${f.container}/${f.blob}?sig=START`),
+    );
     // poolCreate records the job row's owner on the pool; the document shows a placeholder for it.
     const poolSpec = jobPoolSpec(poolCreate, { startTaskFiles, mounts, identityResourceId: identity?.resourceId, owner: 'tenant-id/object-id' });
     pool = identity ? armPoolRequestBody(buildArmPool(poolSpec, identity.resourceId)) : plain(buildPoolAddParameter(poolSpec));
@@ -275,9 +322,10 @@ const validateExplain = ajv.getSchema('openapi#/components/schemas/ExplainDocume
 function validateDoc(doc: ExplainDocument): string[] {
   const problems: string[] = [];
   if (!validateExplain?.(doc)) problems.push(`OpenAPI ExplainDocument: ${JSON.stringify(validateExplain?.errors)}`);
-  const poolProblems = doc.pool.plane === 'management'
-    ? management.requestBodyErrors('Pools_Create', doc.pool.request)
-    : contract.requestBodyErrors('Pool_Add', doc.pool.request ?? {});
+  const poolProblems =
+    doc.pool.plane === 'management'
+      ? management.requestBodyErrors('Pools_Create', doc.pool.request)
+      : contract.requestBodyErrors('Pool_Add', doc.pool.request ?? {});
   if (doc.pool.request && poolProblems.length) problems.push(`pool (${doc.pool.plane} plane): ${JSON.stringify(poolProblems.slice(0, 3))}`);
   const bodies: [string, unknown][] = [
     ['Job_Add', doc.batchJob.request],
@@ -310,7 +358,16 @@ describe('the document, field by field', () => {
       { source: 'url:https://wrf-release.example.org/v4.5/run-member.sh', path: 'run/run-member.sh', fileMode: '0755', sasMinutes: null },
     ]);
     expect(doc.scratch).toEqual({ kind: 'mount', directory: '$AZ_BATCH_NODE_MOUNTS_DIR/shared/scratch/j1', mount: 'shared', path: null });
-    expect(doc.pool.mounts).toEqual([{ name: 'shared', kind: 'blobfuse', path: '$AZ_BATCH_NODE_MOUNTS_DIR/shared', credential: expect.stringMatching(/SAS \(racwdl\) on data1\/shared/), access: 'readWrite', atJobEnd: expect.stringContaining('blob container') }]);
+    expect(doc.pool.mounts).toEqual([
+      {
+        name: 'shared',
+        kind: 'blobfuse',
+        path: '$AZ_BATCH_NODE_MOUNTS_DIR/shared',
+        credential: expect.stringMatching(/SAS \(racwdl\) on data1\/shared/),
+        access: 'readWrite',
+        atJobEnd: expect.stringContaining('blob container'),
+      },
+    ]);
     // 30 minutes of wall clock + the 60-minute margin.
     expect(doc.outputs?.sasMinutes).toBe(90);
     expect(doc.batchJob.autoComplete?.after).toBe('nodeUploadsDone');
@@ -325,9 +382,16 @@ describe('the document, field by field', () => {
       ['lic', 'cifs', 'user svc-hpc, password from app setting MOUNT_SECRET_LIC_PW'],
     ]);
     const config = (doc.pool.request as { mountConfiguration: Json[] }).mountConfiguration;
-    expect(config[1]).toEqual({ azureFileShareConfiguration: expect.objectContaining({ accountKey: '<run-time: the account key in app setting MOUNT_SECRET_REFDATA_KEY>' }) });
+    expect(config[1]).toEqual({
+      azureFileShareConfiguration: expect.objectContaining({ accountKey: '<run-time: the account key in app setting MOUNT_SECRET_REFDATA_KEY>' }),
+    });
     // 15 min allocation + 60 min wall clock + 60 min margin.
-    expect(config[2]).toEqual({ azureBlobFileSystemConfiguration: expect.objectContaining({ sasKey: '<run-time: SAS token (rl) on container data1/inputs, valid 135 minutes>', blobfuseOptions: '-o ro' }) });
+    expect(config[2]).toEqual({
+      azureBlobFileSystemConfiguration: expect.objectContaining({
+        sasKey: '<run-time: SAS token (rl) on container data1/inputs, valid 135 minutes>',
+        blobfuseOptions: '-o ro',
+      }),
+    });
     expect(doc.pool.startTaskFiles).toEqual([{ account: 'data1', container: 'software', blob: 'setup.sh', path: 'setup.sh', sasMinutes: 24 * 60 }]);
     expect(doc.mpiTask.ranks).toBe('2 × nproc (counted on the master)');
     expect(doc.notes.join('\n')).toMatch(/processesPerNode "nproc" is counted on the master/);
@@ -340,8 +404,23 @@ describe('the document, field by field', () => {
     const req = doc.pool.request as { identity: unknown; properties: Json };
     expect(req.identity).toEqual({ type: 'UserAssigned', userAssignedIdentities: { [POOL_IDENTITY.resourceId]: {} } });
     expect(req.properties).toMatchObject({
-      deploymentConfiguration: { virtualMachineConfiguration: { containerConfiguration: { type: 'DockerCompatible', containerRegistries: [{ registryServer: 'myacr.azurecr.io', identityReference: { resourceId: POOL_IDENTITY.resourceId } }] } } },
-      startTask: { resourceFiles: [{ httpUrl: '<run-time: URL of blob data1/software/setup.sh (no SAS: read with the pool identity)>', filePath: 'setup.sh', identityReference: { resourceId: POOL_IDENTITY.resourceId } }] },
+      deploymentConfiguration: {
+        virtualMachineConfiguration: {
+          containerConfiguration: {
+            type: 'DockerCompatible',
+            containerRegistries: [{ registryServer: 'myacr.azurecr.io', identityReference: { resourceId: POOL_IDENTITY.resourceId } }],
+          },
+        },
+      },
+      startTask: {
+        resourceFiles: [
+          {
+            httpUrl: '<run-time: URL of blob data1/software/setup.sh (no SAS: read with the pool identity)>',
+            filePath: 'setup.sh',
+            identityReference: { resourceId: POOL_IDENTITY.resourceId },
+          },
+        ],
+      },
       mountConfiguration: [{ cifsMountConfiguration: expect.objectContaining({ userName: 'svc-hpc' }) }],
     });
     expect(doc.pool.startTaskFiles).toEqual([{ account: 'data1', container: 'software', blob: 'setup.sh', path: 'setup.sh', sasMinutes: null }]);
@@ -351,13 +430,23 @@ describe('the document, field by field', () => {
     expect(notes).not.toMatch(/neither the pool nor the pull task/);
     // A credential by reference: the setting is named, the value is a placeholder; the pool lists no registry.
     const secret = explain('acr2', spec(EXTRA['registry-secret']), withIdentity);
-    expect(secret.imagePulls?.task.request.environmentSettings).toEqual([{ name: 'MPIJOB_REGISTRY_PASSWORD', value: '<run-time: the registry secret of myacr.azurecr.io in app setting ACR_TOKEN>' }]);
+    expect(secret.imagePulls?.task.request.environmentSettings).toEqual([
+      { name: 'MPIJOB_REGISTRY_PASSWORD', value: '<run-time: the registry secret of myacr.azurecr.io in app setting ACR_TOKEN>' },
+    ]);
     expect(secret.notes.join('\n')).toMatch(/signs in as puller with the secret in app setting ACR_TOKEN/);
     expect(JSON.stringify(secret.pool.request)).not.toMatch(/containerRegistries/);
     // Offline (no deployment known): a managed registry needs a pool identity, shown with its ids open.
-    const offline = explainJob({ jobId: 'acr3', jobIdFrom: 'spec.id', spec: spec(EXTRA['registry-identity']), settings: { ...SETTINGS_SHOWN, source: 'defaults' }, policiesChecked: false });
+    const offline = explainJob({
+      jobId: 'acr3',
+      jobIdFrom: 'spec.id',
+      spec: spec(EXTRA['registry-identity']),
+      settings: { ...SETTINGS_SHOWN, source: 'defaults' },
+      policiesChecked: false,
+    });
     expect(offline.pool.plane).toBe('management');
-    expect(offline.placeholders).toEqual(expect.arrayContaining(['<deployment: pool identity (POOL_IDENTITY_RESOURCE_ID)>', '<deployment: pool identity client id (POOL_IDENTITY_CLIENT_ID)>']));
+    expect(offline.placeholders).toEqual(
+      expect.arrayContaining(['<deployment: pool identity (POOL_IDENTITY_RESOURCE_ID)>', '<deployment: pool identity client id (POOL_IDENTITY_CLIENT_ID)>']),
+    );
     expect(offline.notes.join('\n')).toMatch(/needs a deployment with a pool identity/);
     expect(validateDoc(offline)).toEqual([]);
     // Without a pool identity, the data plane as before.
@@ -367,11 +456,18 @@ describe('the document, field by field', () => {
   it('a reused pool: no pool request, the checks it must pass, never deleted', () => {
     const doc = explain('reuse-1', spec(EXTRA['reused-pool']));
     expect(doc.pool).toMatchObject({ action: 'reuse', poolId: 'shared-hb-pool', request: null, deleteAfter: 'never' });
-    expect(doc.pool.reuseChecks).toEqual(expect.arrayContaining([expect.stringMatching(/inter-node communication/), expect.stringMatching(/taskSlotsPerNode is 1/)]));
-    expect(doc.imagePulls).toMatchObject({ runtime: 'docker', concurrency: 1, nodes: 2, images: [{ image: 'registry.example.com/hpc/app:1.0', source: 'registry', sifPath: null }] });
+    expect(doc.pool.reuseChecks).toEqual(
+      expect.arrayContaining([expect.stringMatching(/inter-node communication/), expect.stringMatching(/taskSlotsPerNode is 1/)]),
+    );
+    expect(doc.imagePulls).toMatchObject({
+      runtime: 'docker',
+      concurrency: 1,
+      nodes: 2,
+      images: [{ image: 'registry.example.com/hpc/app:1.0', source: 'registry', sifPath: null }],
+    });
   });
 
-  it('staging: inputs, shard window, accounts, the job\'s container and what every node downloads', () => {
+  it("staging: inputs, shard window, accounts, the job's container and what every node downloads", () => {
     const doc = explain('s1', spec(EXTRA['staged-inputs']));
     expect(doc.staging).toMatchObject({
       inputs: [{ account: 'data1', container: 'inputs', prefix: 'deck/' }],
@@ -386,14 +482,16 @@ describe('the document, field by field', () => {
     expect(doc.limits).toEqual({ mpiMaxWallClockSeconds: 7200, maxRetries: 1, pipelineBudgetMinutes: 15 + 120 + 360 });
   });
 
-  it('singularity images: the URI pulled, the job\'s SIF file, blob SIFs through a short SAS', () => {
+  it("singularity images: the URI pulled, the job's SIF file, blob SIFs through a short SAS", () => {
     const doc = explain('g1', spec(readFileSync(path.join(WORKLOADS, 'namd-gpu-singularity-blob.yaml'), 'utf8')));
     expect(doc.imagePulls).toMatchObject({
       runtime: 'singularity',
       blobSasMinutes: 120,
       images: [{ image: 'blob:hpcsoftware/images/namd/namd-3.0-cuda.sif', source: 'blob', sifPath: '"$AZ_BATCH_NODE_SHARED_DIR"/mpijob/sif/g1/0.sif' }],
     });
-    expect(JSON.stringify(doc.imagePulls?.task.request)).toContain('<run-time: read-only SAS URL of SIF blob hpcsoftware/images/namd/namd-3.0-cuda.sif, valid 120 minutes>');
+    expect(JSON.stringify(doc.imagePulls?.task.request)).toContain(
+      '<run-time: read-only SAS URL of SIF blob hpcsoftware/images/namd/namd-3.0-cuda.sif, valid 120 minutes>',
+    );
   });
 
   it('docs/explain.md documents every field of the document', () => {
@@ -416,7 +514,7 @@ function fieldPaths(schema: unknown, prefix = ''): string[] {
   });
 }
 
-describe('dry run (shared/adapters/intake/dryRun.ts): the submission\'s checks, then the document', () => {
+describe("dry run (shared/adapters/intake/dryRun.ts): the submission's checks, then the document", () => {
   const policy = { accounts: ['data1'], stagingAccounts: ['stage0'], ownAccounts: ['host1', 'stage0'] };
   const text = readFileSync(path.join(WORKLOADS, 'openfoam-decompose-solve-reconstruct.yaml'), 'utf8');
 
@@ -426,27 +524,37 @@ describe('dry run (shared/adapters/intake/dryRun.ts): the submission\'s checks, 
     if (out.kind !== 'explained') return;
     expect(out.document).toMatchObject({ jobId: 'openfoam-style-heat1d', jobIdFrom: 'spec.id', policiesChecked: true });
     const anonymous = text.replace(/^id: .*\n/m, '');
-    const keyed = dryRunJob({ body: anonymous, contentType: 'application/yaml', idempotencyKey: 'k1', dataAccess: policy, idScope: 'tenant/user', settings: SETTINGS_SHOWN });
+    const keyed = dryRunJob({
+      body: anonymous,
+      contentType: 'application/yaml',
+      idempotencyKey: 'k1',
+      dataAccess: policy,
+      idScope: 'tenant/user',
+      settings: SETTINGS_SHOWN,
+    });
     expect(keyed).toMatchObject({ kind: 'explained', document: { jobIdFrom: 'idempotencyKey', jobId: submissionJobId(spec(anonymous), 'k1', 'tenant/user') } });
     const hashed = dryRunJob({ body: anonymous, contentType: 'application/yaml', dataAccess: policy, idScope: 'tenant/user', settings: SETTINGS_SHOWN });
     expect(hashed).toMatchObject({ kind: 'explained', document: { jobIdFrom: 'content', jobId: submissionJobId(spec(anonymous), undefined, 'tenant/user') } });
   });
 
-  it('refuses what a submission refuses, with the field paths: the schema, then the deployment\'s policies', () => {
-    expect(dryRunJob({ body: 'name: x\npool: { nodes: 0 }\n', contentType: 'application/yaml', dataAccess: policy, settings: SETTINGS_SHOWN }))
-      .toMatchObject({ kind: 'invalid', errors: expect.arrayContaining([expect.objectContaining({ path: 'pool.nodes' })]) });
+  it("refuses what a submission refuses, with the field paths: the schema, then the deployment's policies", () => {
+    expect(dryRunJob({ body: 'name: x\npool: { nodes: 0 }\n', contentType: 'application/yaml', dataAccess: policy, settings: SETTINGS_SHOWN })).toMatchObject({
+      kind: 'invalid',
+      errors: expect.arrayContaining([expect.objectContaining({ path: 'pool.nodes' })]),
+    });
     const foreign = text.replace('account: data1, container: software', 'account: elsewhere1, container: software');
-    expect(dryRunJob({ body: foreign, contentType: 'application/yaml', dataAccess: policy, settings: SETTINGS_SHOWN }))
-      .toEqual({ kind: 'invalid', errors: [{ path: 'files[0].account', message: expect.stringMatching(/not one jobs may use/) }] });
+    expect(dryRunJob({ body: foreign, contentType: 'application/yaml', dataAccess: policy, settings: SETTINGS_SHOWN })).toEqual({
+      kind: 'invalid',
+      errors: [{ path: 'files[0].account', message: expect.stringMatching(/not one jobs may use/) }],
+    });
     const privileged = readFileSync(path.join(WORKLOADS, 'mpibench-openmpi-ib-docker.yaml'), 'utf8').replace('capAdd: [SYS_PTRACE]', 'privileged: true');
-    expect(dryRunJob({ body: privileged, contentType: 'application/yaml', dataAccess: policy, settings: SETTINGS_SHOWN }))
-      .toEqual({
-        kind: 'invalid',
-        errors: [
-          // The example's registry signs in with the managed identity, which this deployment (no pool identity) cannot give.
-          { path: 'container.registry.identity', message: expect.stringMatching(/no pool identity/) },
-          { path: 'container.runOptions.privileged', message: expect.stringMatching(/CONTAINER_ALLOW_PRIVILEGED/) },
-        ],
-      });
+    expect(dryRunJob({ body: privileged, contentType: 'application/yaml', dataAccess: policy, settings: SETTINGS_SHOWN })).toEqual({
+      kind: 'invalid',
+      errors: [
+        // The example's registry signs in with the managed identity, which this deployment (no pool identity) cannot give.
+        { path: 'container.registry.identity', message: expect.stringMatching(/no pool identity/) },
+        { path: 'container.runOptions.privileged', message: expect.stringMatching(/CONTAINER_ALLOW_PRIVILEGED/) },
+      ],
+    });
   });
 });

@@ -23,10 +23,20 @@ import { smallSpec } from '../ops/helpers';
 
 const ND = { vmSize: 'Standard_ND96asr_v4', nodes: 2 };
 const HB = { vmSize: 'Standard_HB120rs_v3', nodes: 1 };
-const NODES = [{ id: 'n0', ipAddress: '10.9.0.1' }, { id: 'n1', ipAddress: '10.9.0.2' }];
+const NODES = [
+  { id: 'n0', ipAddress: '10.9.0.1' },
+  { id: 'n1', ipAddress: '10.9.0.2' },
+];
 
-function specOf(pool: Record<string, unknown>, preflight: Record<string, unknown> = { pingPong: { enabled: false } }, container?: Record<string, unknown>): JobSpec {
-  const parsed = parseJobSpec(smallSpec('hg', { command: 'app', pool, ...(container ? { container } : {}) }) + `preflight: ${JSON.stringify(preflight)}\n`, 'application/yaml');
+function specOf(
+  pool: Record<string, unknown>,
+  preflight: Record<string, unknown> = { pingPong: { enabled: false } },
+  container?: Record<string, unknown>,
+): JobSpec {
+  const parsed = parseJobSpec(
+    smallSpec('hg', { command: 'app', pool, ...(container ? { container } : {}) }) + `preflight: ${JSON.stringify(preflight)}\n`,
+    'application/yaml',
+  );
   if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
   return parsed.spec;
 }
@@ -34,15 +44,26 @@ function specOf(pool: Record<string, unknown>, preflight: Record<string, unknown
 /** Runs the preflight task's master script under bash, `nodes` reached through an ssh stand-in that runs as that node. */
 function runProbe(dir: string, spec: JobSpec, vmSize: string, nodes: typeof NODES, checks: string[], env: Record<string, string> = {}, sshHome = false) {
   // sshHome: the session starts in $HOME, as a real ssh login does.
-  writeFileSync(path.join(dir, 'bin', 'ssh'), `#!/bin/bash\nwhile [ $# -gt 0 ]; do case "$1" in -o|-p) shift 2 ;; -*) shift ;; *) break ;; esac; done\nh="$1"; shift\n${sshHome ? 'cd "$HOME"\n' : ''}AZ_BATCH_EMULATOR_NODE_IP=$h exec bash -c "$*"\n`);
+  writeFileSync(
+    path.join(dir, 'bin', 'ssh'),
+    `#!/bin/bash\nwhile [ $# -gt 0 ]; do case "$1" in -o|-p) shift 2 ;; -*) shift ;; *) break ;; esac; done\nh="$1"; shift\n${sshHome ? 'cd "$HOME"\n' : ''}AZ_BATCH_EMULATOR_NODE_IP=$h exec bash -c "$*"\n`,
+  );
   chmodSync(path.join(dir, 'bin', 'ssh'), 0o755);
   const t = preflightTaskRequest(planJob('hg', spec), spec, nodes, 'hpc-hg', 'preflight-1-1', undefined, checks);
   const script = execFileSync('bash', ['-c', `set -- ${t.applicationCommandLine.replace(/^\/bin\/bash -c /, '')}; printf '%s' "$1"`], { encoding: 'utf8' });
   const r = spawnSync('bash', ['-c', script], {
-    cwd: `${dir}/wd`, encoding: 'utf8', timeout: 60_000,
+    cwd: `${dir}/wd`,
+    encoding: 'utf8',
+    timeout: 60_000,
     env: {
-      PATH: `${dir}/bin:${NODE_IMAGE_BIN_DIR}:/usr/bin:/bin`, HOME: dir, AZ_BATCH_HOST_LIST: nodes.map((n) => n.ipAddress).join(','), AZ_BATCH_TASK_WORKING_DIR: `${dir}/wd`,
-      AZ_BATCH_NODE_ROOT_DIR: dir, AZ_BATCH_EMULATOR_HARDWARE: path.join(dir, 'hardware'), AZ_BATCH_EMULATOR_NODE_IP: nodes[0].ipAddress, ...env,
+      PATH: `${dir}/bin:${NODE_IMAGE_BIN_DIR}:/usr/bin:/bin`,
+      HOME: dir,
+      AZ_BATCH_HOST_LIST: nodes.map((n) => n.ipAddress).join(','),
+      AZ_BATCH_TASK_WORKING_DIR: `${dir}/wd`,
+      AZ_BATCH_NODE_ROOT_DIR: dir,
+      AZ_BATCH_EMULATOR_HARDWARE: path.join(dir, 'hardware'),
+      AZ_BATCH_EMULATOR_NODE_IP: nodes[0].ipAddress,
+      ...env,
     },
   });
   expect(r.stderr).toBe('');
@@ -73,17 +94,21 @@ describe('GPUDirect RDMA (gdr)', () => {
     const judge = (text: string) => judgeHealth([parseHealthLine(text)!], plan)[0];
     expect(judge('health gdr peermem nvidia_peermem')).toMatchObject({ check: 'gdr', ok: true, measured: 'peer memory nvidia_peermem' });
     expect(judge('health gdr peermem memory_peers')).toMatchObject({ ok: true });
-    expect(judge('health gdr none')).toMatchObject({ ok: false, threshold: 'nvidia_peermem or nv_peer_mem loaded', source: expect.stringContaining('conf/nd96asr_v4.conf check_ib_bw_gdr') });
+    expect(judge('health gdr none')).toMatchObject({
+      ok: false,
+      threshold: 'nvidia_peermem or nv_peer_mem loaded',
+      source: expect.stringContaining('conf/nd96asr_v4.conf check_ib_bw_gdr'),
+    });
     expect(judge('health gdr notool=lsmod')).toMatchObject({ ok: true, skipped: 'lsmod not on the node' });
   });
 
-  it('the emulator\'s gdrMissing fault on n1 fails exactly n1, with what was measured', () => {
+  it("the emulator's gdrMissing fault on n1 fails exactly n1, with what was measured", () => {
     // The machine running the test must not have the peer-memory ABI itself (it would answer for every node).
     if (existsSync('/sys/kernel/mm/memory_peers')) return;
-    writeFileSync(path.join(dir, 'hardware'), [
-      hardwareLine('10.9.0.1', nodeHardware(ND.vmSize, undefined)),
-      hardwareLine('10.9.0.2', nodeHardware(ND.vmSize, { gdrMissing: true })),
-    ].join('\n') + '\n');
+    writeFileSync(
+      path.join(dir, 'hardware'),
+      [hardwareLine('10.9.0.1', nodeHardware(ND.vmSize, undefined)), hardwareLine('10.9.0.2', nodeHardware(ND.vmSize, { gdrMissing: true }))].join('\n') + '\n',
+    );
     const spec = specOf(ND);
     const verdict = runProbe(dir, spec, ND.vmSize, NODES, ['gdr']);
     expect(verdict.outliers).toEqual(['n1']);
@@ -108,28 +133,40 @@ describe('link flaps in the last 24 h', () => {
     const lines = [
       // 12 old flaps (two days and a month ago): would fail the node if counted.
       ...Array.from({ length: 10 }, (_, i) => `${iso(48 * HOUR + i * 1000)} node kernel: [1.0] mlx5_core 0000:00:02.0 ib0: Lost carrier`),
-      `${iso(30 * 24 * HOUR)} node kernel: ib0: Lost carrier`, `${traditional(26 * HOUR)} node kernel: ib0: Lost carrier`,
+      `${iso(30 * 24 * HOUR)} node kernel: ib0: Lost carrier`,
+      `${traditional(26 * HOUR)} node kernel: ib0: Lost carrier`,
       // 3 recent ones, one in the traditional format; an Ethernet flap that is not counted.
-      `${iso(1 * HOUR)} node kernel: ib0: Lost carrier`, `${iso(2 * HOUR)} node kernel: ib1: lost carrier`, `${traditional(3 * HOUR)} node kernel: ib0: Lost carrier`,
+      `${iso(1 * HOUR)} node kernel: ib0: Lost carrier`,
+      `${iso(2 * HOUR)} node kernel: ib1: lost carrier`,
+      `${traditional(3 * HOUR)} node kernel: ib0: Lost carrier`,
       `${iso(1 * HOUR)} node kernel: eth0: Lost carrier`,
     ];
     writeFileSync(path.join(dir, 'syslog'), lines.join('\n') + '\n');
     const spec = specOf(HB);
     const verdict = runProbe(dir, spec, HB.vmSize, [NODES[0]], ['linkflap'], { MJPF_SYSLOG: path.join(dir, 'syslog'), TZ: 'UTC' });
     expect(verdict.outliers).toEqual([]);
-    expect(verdict.nodes.n0.health).toEqual([expect.objectContaining({ check: 'linkflap', ok: true, measured: '3 lost-carrier events', threshold: `< 5 in the last ${LINK_FLAP_WINDOW_HOURS} h of syslog` })]);
+    expect(verdict.nodes.n0.health).toEqual([
+      expect.objectContaining({
+        check: 'linkflap',
+        ok: true,
+        measured: '3 lost-carrier events',
+        threshold: `< 5 in the last ${LINK_FLAP_WINDOW_HOURS} h of syslog`,
+      }),
+    ]);
   });
 
   it('fails a node with 5 flaps within the window', () => {
     writeFileSync(path.join(dir, 'hardware'), hardwareLine('10.9.0.1', nodeHardware(HB.vmSize, undefined)) + '\n');
     writeFileSync(path.join(dir, 'syslog'), Array.from({ length: 5 }, (_, i) => `${iso((i + 1) * HOUR)} node kernel: ib0: Lost carrier`).join('\n') + '\n');
     const verdict = runProbe(dir, specOf(HB), HB.vmSize, [NODES[0]], ['linkflap'], { MJPF_SYSLOG: path.join(dir, 'syslog'), TZ: 'UTC' });
-    expect(verdict.nodes.n0.problems).toEqual([expect.stringMatching(/^health linkflap: measured 5 lost-carrier events, threshold < 5 in the last 24 h of syslog/)]);
+    expect(verdict.nodes.n0.problems).toEqual([
+      expect.stringMatching(/^health linkflap: measured 5 lost-carrier events, threshold < 5 in the last 24 h of syslog/),
+    ]);
   });
 });
 
 describe('the site script finds `files` on every node', () => {
-  it('runs in the task\'s working directory of each node, not in the ssh session\'s home', () => {
+  it("runs in the task's working directory of each node, not in the ssh session's home", () => {
     writeFileSync(path.join(dir, 'hardware'), NODES.map((n) => hardwareLine(n.ipAddress, nodeHardware(HB.vmSize, undefined))).join('\n') + '\n');
     // What `files` puts on every node: a script in the working directory (the nodes share the root here, as on Azure
     // every node's is /mnt/batch/tasks).
@@ -157,25 +194,61 @@ describe('docker jobs: the health checks run on the host', () => {
     expect(t.applicationCommandLine).not.toMatch(/mjpf_args=[^;]*health:ib/);
   });
 
-  it('the host\'s lines reach the verdict: a slow link measured on the host fails the node', () => {
+  it("the host's lines reach the verdict: a slow link measured on the host fails the node", () => {
     writeFileSync(path.join(dir, 'hardware'), hardwareLine('10.9.0.1', nodeHardware(HB.vmSize, { ibRateGbps: 100 })) + '\n');
-    const env = { PATH: `${NODE_IMAGE_BIN_DIR}:/usr/bin:/bin`, AZ_BATCH_EMULATOR_HARDWARE: path.join(dir, 'hardware'), AZ_BATCH_EMULATOR_NODE_IP: '10.9.0.1', AZ_BATCH_NODE_ROOT_DIR: dir };
+    const env = {
+      PATH: `${NODE_IMAGE_BIN_DIR}:/usr/bin:/bin`,
+      AZ_BATCH_EMULATOR_HARDWARE: path.join(dir, 'hardware'),
+      AZ_BATCH_EMULATOR_NODE_IP: '10.9.0.1',
+      AZ_BATCH_NODE_ROOT_DIR: dir,
+    };
     // The host (coordination step, in the working directory) ...
     const host = spawnSync('bash', ['-c', hostHealthScript(['health:ib', 'health:stream'])], { cwd: `${dir}/wd`, env, encoding: 'utf8' });
     expect(host.status).toBe(0);
     // ... then the probe where the tools are not (the container: no emulated tools on PATH).
-    const probe = preflightMasterScript({ health: ['hosthealth'], sshPort: 23, maxSshMs: 5000, requiredPaths: [], pingPong: false, openmpi: true, launcher: 'mpirun' });
+    const probe = preflightMasterScript({
+      health: ['hosthealth'],
+      sshPort: 23,
+      maxSshMs: 5000,
+      requiredPaths: [],
+      pingPong: false,
+      openmpi: true,
+      launcher: 'mpirun',
+    });
     const r = spawnSync('bash', ['-c', probe], { cwd: `${dir}/wd`, env: { ...env, PATH: '/usr/bin:/bin', AZ_BATCH_HOST_LIST: '10.9.0.1' }, encoding: 'utf8' });
     const spec = specOf(HB, { pingPong: { enabled: false } }, DOCKER);
-    const verdict = evaluatePreflight({ exitCode: r.status ?? undefined, report: parsePreflightOutput(r.stdout) }, [NODES[0]], preflightThresholds(spec, HB.vmSize, true, ['ib', 'stream']));
-    expect(verdict.nodes.n0.health?.map((h) => [h.check, h.ok, h.measured])).toEqual([['ib', false, 'Active/LinkUp, 100 Gb/s'], ['stream', true, '336,000 MB/s (Copy, the lowest of 4)']]);
+    const verdict = evaluatePreflight(
+      { exitCode: r.status ?? undefined, report: parsePreflightOutput(r.stdout) },
+      [NODES[0]],
+      preflightThresholds(spec, HB.vmSize, true, ['ib', 'stream']),
+    );
+    expect(verdict.nodes.n0.health?.map((h) => [h.check, h.ok, h.measured])).toEqual([
+      ['ib', false, 'Active/LinkUp, 100 Gb/s'],
+      ['stream', true, '336,000 MB/s (Copy, the lowest of 4)'],
+    ]);
   });
 
   it('a missing host file is no answer (fails), not a skip', () => {
-    const probe = preflightMasterScript({ health: ['hosthealth'], sshPort: 23, maxSshMs: 5000, requiredPaths: [], pingPong: false, openmpi: true, launcher: 'mpirun' });
-    const r = spawnSync('bash', ['-c', probe], { cwd: `${dir}/wd`, env: { PATH: '/usr/bin:/bin', AZ_BATCH_HOST_LIST: '10.9.0.1', AZ_BATCH_NODE_ROOT_DIR: dir }, encoding: 'utf8' });
+    const probe = preflightMasterScript({
+      health: ['hosthealth'],
+      sshPort: 23,
+      maxSshMs: 5000,
+      requiredPaths: [],
+      pingPong: false,
+      openmpi: true,
+      launcher: 'mpirun',
+    });
+    const r = spawnSync('bash', ['-c', probe], {
+      cwd: `${dir}/wd`,
+      env: { PATH: '/usr/bin:/bin', AZ_BATCH_HOST_LIST: '10.9.0.1', AZ_BATCH_NODE_ROOT_DIR: dir },
+      encoding: 'utf8',
+    });
     const spec = specOf(HB, { pingPong: { enabled: false } }, DOCKER);
-    const verdict = evaluatePreflight({ exitCode: r.status ?? undefined, report: parsePreflightOutput(r.stdout) }, [NODES[0]], preflightThresholds(spec, HB.vmSize, true, ['ib']));
+    const verdict = evaluatePreflight(
+      { exitCode: r.status ?? undefined, report: parsePreflightOutput(r.stdout) },
+      [NODES[0]],
+      preflightThresholds(spec, HB.vmSize, true, ['ib']),
+    );
     expect(verdict.nodes.n0.health).toEqual([expect.objectContaining({ check: 'ib', ok: false, measured: 'no answer' })]);
   });
 });

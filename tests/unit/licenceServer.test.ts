@@ -23,13 +23,14 @@ test('GRANTED for the hash of the site key only', () => {
 
 test('the server answers one line per connection and records the checkouts', async () => {
   const server = await startLicenceServer({ key: 'k1' });
-  const ask = (line: string) => new Promise<string>((resolve, reject) => {
-    let out = '';
-    const s = connect(server.lmgrdPort, '127.0.0.1', () => s.write(`${line}\n`));
-    s.on('data', (d) => (out += d.toString()));
-    s.on('end', () => resolve(out));
-    s.on('error', reject);
-  });
+  const ask = (line: string) =>
+    new Promise<string>((resolve, reject) => {
+      let out = '';
+      const s = connect(server.lmgrdPort, '127.0.0.1', () => s.write(`${line}\n`));
+      s.on('data', (d) => (out += d.toString()));
+      s.on('end', () => resolve(out));
+      s.on('error', reject);
+    });
   try {
     expect(await ask(`CHECKOUT ${sha('k1')}`)).toBe('GRANTED\n');
     expect(await ask(`CHECKOUT ${sha('nope')}`)).toBe('DENIED\n');
@@ -39,15 +40,21 @@ test('the server answers one line per connection and records the checkouts', asy
   }
 });
 
-test('the examples\' network serves 10.0.0.4:27000 and :27001 in their subnet, the default subnet of pools', () => {
+test("the examples' network serves 10.0.0.4:27000 and :27001 in their subnet, the default subnet of pools", () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'exnet-'));
   try {
     const without = exampleNetwork(dir, ROOT);
     expect(without.services.map((s) => s.name)).not.toContain('licence-server');
     const { services } = exampleNetwork(dir, ROOT, { lmgrdPort: 40001, vendorPort: 40002 });
     expect(services.find((s) => s.name === 'licence-server')).toEqual({
-      name: 'licence-server', subnetId: EXAMPLE_SUBNET_ID, address: '10.0.0.4', exports: [],
-      tcp: [{ port: 27000, target: 40001 }, { port: 27001, target: 40002 }],
+      name: 'licence-server',
+      subnetId: EXAMPLE_SUBNET_ID,
+      address: '10.0.0.4',
+      exports: [],
+      tcp: [
+        { port: 27000, target: 40001 },
+        { port: 27001, target: 40002 },
+      ],
     });
     expect(exampleNetworkSettings().POOL_SUBNET_ID).toBe(EXAMPLE_SUBNET_ID);
   } finally {

@@ -80,13 +80,23 @@ describe('buildMpiTaskCommands: native (none)', () => {
     expect(app.stderr).toBe('');
     expect(app.status).toBe(0);
     expect(readNulList(path.join(app.out, 'mpirun.args'))).toEqual([
-      '--mca', 'btl', 'self,tcp',
-      '-np', '4',
-      '--host', '10.0.0.4:2,10.0.0.5:2',
-      '--map-by', 'ppr:2:node',
-      '--mca', 'btl_tcp_if_include', 'eth0',
-      '-x', 'FOO',
-      '/bin/bash', '-c', './hello --size 10',
+      '--mca',
+      'btl',
+      'self,tcp',
+      '-np',
+      '4',
+      '--host',
+      '10.0.0.4:2,10.0.0.5:2',
+      '--map-by',
+      'ppr:2:node',
+      '--mca',
+      'btl_tcp_if_include',
+      'eth0',
+      '-x',
+      'FOO',
+      '/bin/bash',
+      '-c',
+      './hello --size 10',
     ]);
     expect(readEnv(path.join(app.out, 'mpirun.env')).FOO).toBe('bar');
   });
@@ -155,7 +165,7 @@ describe('buildMpiTaskCommands: native (none)', () => {
 });
 
 describe('buildMpiTaskCommands: singularity', () => {
-  it('launches with the host MPI; every rank runs the command in the job\'s SIF file on its own node', () => {
+  it("launches with the host MPI; every rank runs the command in the job's SIF file on its own node", () => {
     const c = buildMpiTaskCommands({ ...base, runtime: 'singularity', mpiRuntime: 'mvapich', sifCacheKey: 'job-7', fabric: 'tcp' });
     const coord = runCommandLine(c.coordinationCommandLine, c.environment);
     expect(coord.status).toBe(0);
@@ -167,21 +177,52 @@ describe('buildMpiTaskCommands: singularity', () => {
     expect(argv.slice(-2)).toEqual(['mpijob-rank', './hello --size 10']);
     // Play one rank: its shell resolves the SIF path and binds on its node, then singularity runs the command.
     const rank = spawnSync('/bin/bash', ['-c', argv[argv.length - 3], 'mpijob-rank', './hello --size 10'], {
-      env: { PATH: `${bin}:/usr/bin:/bin`, STUB_OUT: app.out, AZ_BATCH_NODE_SHARED_DIR: '/n2/shared', AZ_BATCH_NODE_ROOT_DIR: '/n2', AZ_BATCH_TASK_WORKING_DIR: '/n2/wd' },
+      env: {
+        PATH: `${bin}:/usr/bin:/bin`,
+        STUB_OUT: app.out,
+        AZ_BATCH_NODE_SHARED_DIR: '/n2/shared',
+        AZ_BATCH_NODE_ROOT_DIR: '/n2',
+        AZ_BATCH_TASK_WORKING_DIR: '/n2/wd',
+      },
       encoding: 'utf8',
     });
     expect(rank.status).toBe(0);
     expect(readNulList(path.join(app.out, 'singularity.args'))).toEqual([
-      'exec', '--pwd', '/n2/wd', '-B', '/n2:/n2', '/n2/shared/mpijob/sif/job-7/0.sif', '/bin/sh', '-c', './hello --size 10',
+      'exec',
+      '--pwd',
+      '/n2/wd',
+      '-B',
+      '/n2:/n2',
+      '/n2/shared/mpijob/sif/job-7/0.sif',
+      '/bin/sh',
+      '-c',
+      './hello --size 10',
     ]);
     // A rank Open MPI starts over ssh on a real node has no AZ_BATCH_* variables: it uses the master's, forwarded.
-    expect(argv.filter((a, i) => argv[i - 1] === '-genv' && a.startsWith('MPIJOB_'))).toEqual(['MPIJOB_NODE_ROOT_DIR', 'MPIJOB_NODE_SHARED_DIR', 'MPIJOB_TASK_WORKING_DIR']);
+    expect(argv.filter((a, i) => argv[i - 1] === '-genv' && a.startsWith('MPIJOB_'))).toEqual([
+      'MPIJOB_NODE_ROOT_DIR',
+      'MPIJOB_NODE_SHARED_DIR',
+      'MPIJOB_TASK_WORKING_DIR',
+    ]);
     const remote = spawnSync('/bin/bash', ['-c', argv[argv.length - 3], 'mpijob-rank', './hello --size 10'], {
-      env: { PATH: `${bin}:/usr/bin:/bin`, STUB_OUT: app.out, MPIJOB_NODE_SHARED_DIR: '/m/shared', MPIJOB_NODE_ROOT_DIR: '/m', MPIJOB_TASK_WORKING_DIR: '/m/wd' },
+      env: {
+        PATH: `${bin}:/usr/bin:/bin`,
+        STUB_OUT: app.out,
+        MPIJOB_NODE_SHARED_DIR: '/m/shared',
+        MPIJOB_NODE_ROOT_DIR: '/m',
+        MPIJOB_TASK_WORKING_DIR: '/m/wd',
+      },
       encoding: 'utf8',
     });
     expect(remote.status).toBe(0);
-    expect(readNulList(path.join(app.out, 'singularity.args')).slice(0, 6)).toEqual(['exec', '--pwd', '/m/wd', '-B', '/m:/m', '/m/shared/mpijob/sif/job-7/0.sif']);
+    expect(readNulList(path.join(app.out, 'singularity.args')).slice(0, 6)).toEqual([
+      'exec',
+      '--pwd',
+      '/m/wd',
+      '-B',
+      '/m:/m',
+      '/m/shared/mpijob/sif/job-7/0.sif',
+    ]);
   });
 });
 
@@ -231,7 +272,21 @@ describe('buildMpiTaskCommands: docker', () => {
     const app = runCommandLine(c.applicationCommandLine, c.environment);
     expect(app.status).toBe(0);
     const [exec] = dockerCalls(app.out);
-    expect(exec.slice(0, 13)).toEqual(['exec', '-e', 'MPIJOB_PPN', '-e', 'MPIJOB_NODES', '-e', 'MPIJOB_NP', '-e', 'MPIJOB_HOSTS', '-e', 'MPIJOB_HOSTFILE', '-e', 'UCX_IB_PKEY']);
+    expect(exec.slice(0, 13)).toEqual([
+      'exec',
+      '-e',
+      'MPIJOB_PPN',
+      '-e',
+      'MPIJOB_NODES',
+      '-e',
+      'MPIJOB_NP',
+      '-e',
+      'MPIJOB_HOSTS',
+      '-e',
+      'MPIJOB_HOSTFILE',
+      '-e',
+      'UCX_IB_PKEY',
+    ]);
     expect(exec.slice(-4, -2)).toEqual(['job-1-mpi', '/bin/bash']);
     expect(exec[exec.length - 2]).toBe('-c');
     // Play the container's part: run the launcher script with the environment docker exec would pass in.
@@ -271,10 +326,13 @@ describe('buildMpiTaskCommands: docker', () => {
 
 describe('user data stays data (bounded property, real bash)', () => {
   const text = fc
-    .array(fc.oneof(fc.constantFrom("'", '"', '$', '$(id)', '`id`', '\\', '\n', ' ', ';', '|', '&&', '*', '\t', '!'), fc.string({ unit: 'binary', maxLength: 3 })), {
-      minLength: 1,
-      maxLength: 8,
-    })
+    .array(
+      fc.oneof(fc.constantFrom("'", '"', '$', '$(id)', '`id`', '\\', '\n', ' ', ';', '|', '&&', '*', '\t', '!'), fc.string({ unit: 'binary', maxLength: 3 })),
+      {
+        minLength: 1,
+        maxLength: 8,
+      },
+    )
     .map((p) => p.join(''))
     .filter((s) => !s.includes('\0') && s.trim() !== '');
 
@@ -345,7 +403,7 @@ describe('cleanup and pull commands', () => {
     expect(r.status).toBe(1);
   });
 
-  it('singularity pulls each image once per node into the job\'s SIF file, through a temporary name', () => {
+  it("singularity pulls each image once per node into the job's SIF file, through a temporary name", () => {
     const line = buildPullCommand({ runtime: 'singularity', image: 'reg.local/hpc/x:1', sifCacheKey: 'job-3', sifIndex: 1 });
     const shared = fs.mkdtempSync(path.join(root, 'shared-'));
     const sif = path.join(shared, 'mpijob', 'sif', 'job-3', '1.sif');
@@ -367,7 +425,9 @@ describe('cleanup and pull commands', () => {
   it('a SIF file from blob storage moves from the task directory into the cache; library:// and oras:// stay URIs', () => {
     const shared = fs.mkdtempSync(path.join(root, 'shared-'));
     const line = buildPullCommand({ runtime: 'singularity', downloadedSif: 'mpijob-image-0.sif', sifCacheKey: 'job-4', sifIndex: 0 });
-    const r = runCommandLine(line, [], { AZ_BATCH_NODE_SHARED_DIR: shared }, (nodeDir) => fs.writeFileSync(path.join(nodeDir, '..', 'mpijob-image-0.sif'), 'SIF bytes'));
+    const r = runCommandLine(line, [], { AZ_BATCH_NODE_SHARED_DIR: shared }, (nodeDir) =>
+      fs.writeFileSync(path.join(nodeDir, '..', 'mpijob-image-0.sif'), 'SIF bytes'),
+    );
     expect(r.status).toBe(0);
     expect(fs.readFileSync(path.join(shared, 'mpijob', 'sif', 'job-4', '0.sif'), 'utf8')).toBe('SIF bytes');
     for (const uri of ['library://lab/mvapich/mvapich:2.3.2', 'oras://reg.local/sif/app:1', 'docker://reg.local/app:2']) {
@@ -403,7 +463,11 @@ describe('real Open MPI (integration)', () => {
     // Each "host" gets a TMPDIR of its own, as each emulated node does: daemons sharing one session directory with
     // mpirun (same hostname, same job) race on its hwloc topology file, and orted crashes in hwloc_shmem_topology_write
     // (seen under load: exit 139).
-    fs.writeFileSync(agent, '#!/bin/sh\nwhile [ $# -gt 0 ]; do case "$1" in -*) shift;; *) break;; esac; done\nhost=$1; shift\nmkdir -p "$TMPDIR/$host"\nTMPDIR="$TMPDIR/$host" exec /bin/sh -c "$*"\n', { mode: 0o755 });
+    fs.writeFileSync(
+      agent,
+      '#!/bin/sh\nwhile [ $# -gt 0 ]; do case "$1" in -*) shift;; *) break;; esac; done\nhost=$1; shift\nmkdir -p "$TMPDIR/$host"\nTMPDIR="$TMPDIR/$host" exec /bin/sh -c "$*"\n',
+      { mode: 0o755 },
+    );
     const c = buildMpiTaskCommands({
       ...base,
       command: `echo "rank $OMPI_COMM_WORLD_RANK/$OMPI_COMM_WORLD_SIZE: $GREETING"`,
@@ -423,7 +487,14 @@ describe('real Open MPI (integration)', () => {
       // TMPDIR: a session directory of its own, apart from every other mpirun on this machine. The working directory,
       // as Batch gives every task one: the hostfile is written there (without it, into the cwd: the repository root).
       cwd: root,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: root, TMPDIR: root, AZ_BATCH_TASK_WORKING_DIR: root, AZ_BATCH_HOST_LIST: '127.0.0.2,127.0.0.3', ...Object.fromEntries(c.environment.map((e) => [e.name, e.value])) },
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        HOME: root,
+        TMPDIR: root,
+        AZ_BATCH_TASK_WORKING_DIR: root,
+        AZ_BATCH_HOST_LIST: '127.0.0.2,127.0.0.3',
+        ...Object.fromEntries(c.environment.map((e) => [e.name, e.value])),
+      },
       encoding: 'utf8',
       timeout: 60_000,
       stdio: ['ignore', 'pipe', 'pipe'],

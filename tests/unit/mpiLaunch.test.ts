@@ -39,18 +39,21 @@ const CUSTOM_SCRIPT =
 
 describe('every MPI runtime × container runtime × launcher mode', () => {
   const combos: [ContainerRuntime, (typeof MPI_RUNTIMES)[number], LauncherMode][] = [];
-  for (const rt of ['none', 'docker', 'singularity'] as const) for (const mpi of MPI_RUNTIMES) for (const mode of ['managed', 'custom'] as const) combos.push([rt, mpi, mode]);
+  for (const rt of ['none', 'docker', 'singularity'] as const)
+    for (const mpi of MPI_RUNTIMES) for (const mode of ['managed', 'custom'] as const) combos.push([rt, mpi, mode]);
 
   it.each(combos)('%s / %s / %s', (runtime, mpiRuntime, launcherMode) => {
     const custom = launcherMode === 'custom';
-    const c = buildMpiTaskCommands(inputFor(runtime, {
-      mpiRuntime,
-      launcherMode,
-      vmSize: 'Standard_HB120rs_v3',
-      env: { GREETING: 'hello "world" $HOME' },
-      preExecutionCommand: 'export PRE_RAN="yes it did"',
-      command: custom ? CUSTOM_SCRIPT : './hello --size 10',
-    }));
+    const c = buildMpiTaskCommands(
+      inputFor(runtime, {
+        mpiRuntime,
+        launcherMode,
+        vmSize: 'Standard_HB120rs_v3',
+        env: { GREETING: 'hello "world" $HOME' },
+        preExecutionCommand: 'export PRE_RAN="yes it did"',
+        command: custom ? CUSTOM_SCRIPT : './hello --size 10',
+      }),
+    );
     const r = run(c.applicationCommandLine, c.environment, { DOCKER_STUB_EXEC: '1' });
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
@@ -63,7 +66,13 @@ describe('every MPI runtime × container runtime × launcher mode', () => {
       // Run once, on the master, with the launch variables and the fabric environment exported.
       expect(fs.readFileSync(path.join(r.out, 'custom.count'), 'utf8')).toBe('ran\n');
       expect(fs.readFileSync(path.join(r.out, 'custom.hosts'), 'utf8')).toBe(hosts);
-      const env = Object.fromEntries(fs.readFileSync(path.join(r.out, 'custom.env'), 'utf8').split('\n').filter((l) => /^[A-Za-z_][A-Za-z0-9_]*=/.test(l)).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+      const env = Object.fromEntries(
+        fs
+          .readFileSync(path.join(r.out, 'custom.env'), 'utf8')
+          .split('\n')
+          .filter((l) => /^[A-Za-z_][A-Za-z0-9_]*=/.test(l))
+          .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+      );
       expect(env).toMatchObject({ MPIJOB_NP: '4', MPIJOB_PPN: '2', MPIJOB_NODES: '2', AZ_BATCH_HOST_LIST: '10.0.0.4,10.0.0.5' });
       for (const e of fabricPreset(mpiRuntime, 'rdma').env) expect(env[e.name]).toBe(e.value);
       expect(argv).toEqual(['-np', '4', '--hostfile', path.join(r.nodeDir, 'task', 'wd', 'mpijob.hosts'), './app', "it's", 'hello "world" $HOME']);
@@ -108,7 +117,7 @@ describe('user code runs as on an HPC login shell', () => {
     expect(fs.existsSync(path.join(r.out, 'mpirun.args'))).toBe(false);
   });
 
-  it('the user command\'s exit status decides the task: the launcher\'s, or the custom script\'s', () => {
+  it("the user command's exit status decides the task: the launcher's, or the custom script's", () => {
     const managed = buildMpiTaskCommands(base);
     expect(run(managed.applicationCommandLine, managed.environment, { MPIRUN_STUB_EXIT: '9' }).status).toBe(9);
     const custom = buildMpiTaskCommands({ ...base, launcherMode: 'custom', command: 'echo "$UNSET_IN_CUSTOM"; false; exit 7' });
@@ -117,7 +126,7 @@ describe('user code runs as on an HPC login shell', () => {
     expect(run(customOk.applicationCommandLine, customOk.environment).status).toBe(0);
   });
 
-  it('`module load` works in the pre-execution command (environment-modules from the node\'s /etc/profile.d)', () => {
+  it("`module load` works in the pre-execution command (environment-modules from the node's /etc/profile.d)", () => {
     // scripts/ensure-deps.sh installs Debian's environment-modules, as Azure's HPC images have it.
     expect(fs.existsSync('/etc/profile.d/modules.sh')).toBe(true);
     const modules = path.join(harness.root(), 'modulefiles');
@@ -163,7 +172,16 @@ describe('launcher control', () => {
     const r = run(c.applicationCommandLine, c.environment);
     expect(r.status).toBe(0);
     const argv = readNulList(path.join(r.out, 'mpirun.args'));
-    expect(argv.slice(0, 8)).toEqual(['-machinefile', path.join(r.nodeDir, 'task', 'wd', 'mpijob.hosts'), '-np', '4', '-genv', 'OMP_NUM_THREADS=2', '$(id)', '`id`']);
+    expect(argv.slice(0, 8)).toEqual([
+      '-machinefile',
+      path.join(r.nodeDir, 'task', 'wd', 'mpijob.hosts'),
+      '-np',
+      '4',
+      '-genv',
+      'OMP_NUM_THREADS=2',
+      '$(id)',
+      '`id`',
+    ]);
   });
 
   it('the launcher executable may come from a variable set by the pre-execution command', () => {
@@ -206,7 +224,10 @@ describe('presets by MPI runtime and version', () => {
     const old = buildMpiTaskCommands({ ...base, mpiRuntime: 'intelmpi', mpiVersion: '2018', vmSize: 'Standard_HC44rs' });
     expect(envOf(old)).toEqual({ I_MPI_FABRICS: 'shm:ofa', I_MPI_FALLBACK: '0' });
     expect(old.applicationCommandLine).not.toContain('UCX_IB_PKEY');
-    expect(envOf(buildMpiTaskCommands({ ...base, mpiRuntime: 'intelmpi', mpiVersion: '2021.13', vmSize: 'Standard_HB120rs_v3' }))).toEqual({ I_MPI_FABRICS: 'shm:ofi', FI_PROVIDER: 'mlx' });
+    expect(envOf(buildMpiTaskCommands({ ...base, mpiRuntime: 'intelmpi', mpiVersion: '2021.13', vmSize: 'Standard_HB120rs_v3' }))).toEqual({
+      I_MPI_FABRICS: 'shm:ofi',
+      FI_PROVIDER: 'mlx',
+    });
     expect(envOf(buildMpiTaskCommands({ ...base, mpiRuntime: 'intelmpi', mpiVersion: '2018', fabric: 'tcp' }))).toEqual({ I_MPI_FABRICS: 'shm:tcp' });
   });
 
@@ -228,10 +249,19 @@ describe('presets by MPI runtime and version', () => {
 
 describe('container options', () => {
   it('docker: allowlisted run options, GPUs and binds reach docker run', () => {
-    const c = buildMpiTaskCommands(inputFor('docker', {
-      vmSize: 'Standard_ND96asr_v4',
-      containerOptions: { shmSize: '8g', ulimits: { stack: '-1', nofile: '65536' }, capAdd: ['SYS_NICE', 'SYS_PTRACE'], privileged: true, gpus: true, binds: [{ source: '/opt/intel', target: '/opt/intel', readOnly: true }] },
-    }));
+    const c = buildMpiTaskCommands(
+      inputFor('docker', {
+        vmSize: 'Standard_ND96asr_v4',
+        containerOptions: {
+          shmSize: '8g',
+          ulimits: { stack: '-1', nofile: '65536' },
+          capAdd: ['SYS_NICE', 'SYS_PTRACE'],
+          privileged: true,
+          gpus: true,
+          binds: [{ source: '/opt/intel', target: '/opt/intel', readOnly: true }],
+        },
+      }),
+    );
     const r = run(c.coordinationCommandLine, c.environment);
     expect(r.status).toBe(0);
     const runArgs = dockerCalls(r.out)[1];

@@ -1,10 +1,4 @@
-import {
-  MPI_RUNTIMES,
-  applyUserOverrides,
-  fabricPreset,
-  isRdmaCapable,
-  resolveFabric,
-} from '../../shared/core/mpi/rdmaPresets';
+import { MPI_RUNTIMES, applyUserOverrides, fabricPreset, isRdmaCapable, resolveFabric } from '../../shared/core/mpi/rdmaPresets';
 
 describe('isRdmaCapable', () => {
   it.each([

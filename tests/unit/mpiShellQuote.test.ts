@@ -3,7 +3,35 @@ import fc from 'fast-check';
 import { bashCommandLine, shellJoin, shellQuote } from '../../shared/core/mpi/shellQuote';
 import { splitShellWords } from '../../shared/core/mpi/shellWords';
 
-const nastyChar = fc.constantFrom("'", '"', '$', '`', '\\', '\n', ' ', '\t', '*', '?', '[', ']', '{', '}', '~', '#', ';', '&', '|', '<', '>', '(', ')', '!', '=', '-', '%');
+const nastyChar = fc.constantFrom(
+  "'",
+  '"',
+  '$',
+  '`',
+  '\\',
+  '\n',
+  ' ',
+  '\t',
+  '*',
+  '?',
+  '[',
+  ']',
+  '{',
+  '}',
+  '~',
+  '#',
+  ';',
+  '&',
+  '|',
+  '<',
+  '>',
+  '(',
+  ')',
+  '!',
+  '=',
+  '-',
+  '%',
+);
 const nastyString = fc
   .array(fc.oneof(nastyChar, fc.string({ unit: 'binary', maxLength: 4 })), { maxLength: 12 })
   .map((parts) => parts.join(''))

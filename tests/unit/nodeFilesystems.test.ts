@@ -34,13 +34,21 @@ function errorsOf(text: string): { path: string; message: string }[] {
   if (r.ok) throw new Error('expected the spec to be refused');
   return r.errors.map((e) => ({ path: e.path, message: e.message }));
 }
-const explain = (s: JobSpec) => explainJob({ jobId: 'fs-1', jobIdFrom: 'spec.id', spec: s, settings: defaultExplainSettings((w) => `<${w}>`), policiesChecked: false });
+const explain = (s: JobSpec) =>
+  explainJob({ jobId: 'fs-1', jobIdFrom: 'spec.id', spec: s, settings: defaultExplainSettings((w) => `<${w}>`), policiesChecked: false });
 type PoolBody = { mountConfiguration?: Record<string, Record<string, string>>[]; startTask?: { commandLine: string; userIdentity?: unknown } };
 
 describe('fixed paths', () => {
   it('accepts /apps, /data, /scratch and a shared home', () => {
-    const s = spec(yaml('[{ name: apps, path: /apps, readOnly: true, nfs: { source: "10.0.0.4:/export/apps" } }, { name: home, path: /home/alice, nfs: { source: "10.0.0.4:/export/home" } }]'));
-    expect(s.mounts?.map((m) => [m.path, m.readOnly])).toEqual([['/apps', true], ['/home/alice', undefined]]);
+    const s = spec(
+      yaml(
+        '[{ name: apps, path: /apps, readOnly: true, nfs: { source: "10.0.0.4:/export/apps" } }, { name: home, path: /home/alice, nfs: { source: "10.0.0.4:/export/home" } }]',
+      ),
+    );
+    expect(s.mounts?.map((m) => [m.path, m.readOnly])).toEqual([
+      ['/apps', true],
+      ['/home/alice', undefined],
+    ]);
   });
 
   it.each([...FIXED_PATH_DENIED.filter((p) => p !== '/lost+found'), '/usr/local/apps', '/mnt/batch/x', '/lib64x'])('refuses %s with the field path', (p) => {
@@ -49,7 +57,10 @@ describe('fixed paths', () => {
   });
 
   it('refuses /home itself, relative and unnormalised paths, and overlapping paths', () => {
-    expect(errorsOf(yaml('[{ name: a, path: /home, nfs: { source: "10.0.0.4:/x" } }]'))[0]).toEqual({ path: 'mounts[0].path', message: expect.stringContaining('/home/<user>') });
+    expect(errorsOf(yaml('[{ name: a, path: /home, nfs: { source: "10.0.0.4:/x" } }]'))[0]).toEqual({
+      path: 'mounts[0].path',
+      message: expect.stringContaining('/home/<user>'),
+    });
     for (const p of ['apps', '/apps/', '/apps/../etc', '//apps', '/a b', '/apps/./x']) {
       expect(errorsOf(yaml(`[{ name: a, path: "${p}", nfs: { source: "10.0.0.4:/x" } }]`))[0].path).toBe('mounts[0].path');
     }
@@ -57,9 +68,12 @@ describe('fixed paths', () => {
     expect(overlap).toEqual([{ path: 'mounts[1].path', message: expect.stringContaining('overlaps mounts[0].path /data') }]);
   });
 
-  it('the start task binds each fixed path as root, idempotently, read-only when asked, before the user\'s start task', () => {
-    const s = spec(yaml('[{ name: apps, path: /apps, readOnly: true, nfs: { source: "10.0.0.4:/export/apps" } }, { name: data, path: /data, nfs: { source: "10.0.0.4:/export/data" } }]')
-      .replace('nodes: 2,', 'nodes: 2, startTask: { command: "ls /apps" },'));
+  it("the start task binds each fixed path as root, idempotently, read-only when asked, before the user's start task", () => {
+    const s = spec(
+      yaml(
+        '[{ name: apps, path: /apps, readOnly: true, nfs: { source: "10.0.0.4:/export/apps" } }, { name: data, path: /data, nfs: { source: "10.0.0.4:/export/data" } }]',
+      ).replace('nodes: 2,', 'nodes: 2, startTask: { command: "ls /apps" },'),
+    );
     const body = explain(s).pool.request as PoolBody;
     const cmd = body.startTask?.commandLine ?? '';
     expect(cmd).toContain('if ! mountpoint -q /apps; then mkdir -p /apps && mount --bind "$AZ_BATCH_NODE_MOUNTS_DIR"/apps /apps; fi');
@@ -68,7 +82,13 @@ describe('fixed paths', () => {
     expect(cmd.indexOf('mount --bind')).toBeLessThan(cmd.indexOf('ls /apps'));
     expect(body.mountConfiguration?.[0].nfsMountConfiguration).toEqual({ source: '10.0.0.4:/export/apps', relativeMountPath: 'apps', mountOptions: '-o ro' });
     const summary = explain(s).pool.mounts;
-    expect(summary[0]).toMatchObject({ name: 'apps', kind: 'nfs', path: expect.stringMatching(/^\/apps \(bind-mounted/), access: 'readOnly', atJobEnd: expect.stringContaining('stay on the file server') });
+    expect(summary[0]).toMatchObject({
+      name: 'apps',
+      kind: 'nfs',
+      path: expect.stringMatching(/^\/apps \(bind-mounted/),
+      access: 'readOnly',
+      atJobEnd: expect.stringContaining('stay on the file server'),
+    });
     expect(summary[1]).toMatchObject({ access: 'readWrite' });
   });
 
@@ -81,9 +101,15 @@ describe('fixed paths', () => {
 describe('the kinds, as explain --offline shows their Batch requests', () => {
   it('Azure Files NFS 4.1: an NFS mount of <account>.file.core.windows.net:/<account>/<share>, no key', () => {
     const doc = explain(spec(yaml('[{ name: data, path: /data, azureFilesNfs: { account: premfiles, share: cases } }]')));
-    expect((doc.pool.request as PoolBody).mountConfiguration).toEqual([{
-      nfsMountConfiguration: { source: 'premfiles.file.core.windows.net:/premfiles/cases', relativeMountPath: 'data', mountOptions: '-o vers=4,minorversion=1,sec=sys,nconnect=4' },
-    }]);
+    expect((doc.pool.request as PoolBody).mountConfiguration).toEqual([
+      {
+        nfsMountConfiguration: {
+          source: 'premfiles.file.core.windows.net:/premfiles/cases',
+          relativeMountPath: 'data',
+          mountOptions: '-o vers=4,minorversion=1,sec=sys,nconnect=4',
+        },
+      },
+    ]);
     expect(doc.pool.mounts[0]).toMatchObject({ kind: 'azureFilesNfs', credential: expect.stringContaining('virtual network') });
     expect(JSON.stringify(doc)).not.toMatch(/accountKey/);
   });
@@ -91,7 +117,9 @@ describe('the kinds, as explain --offline shows their Batch requests', () => {
   it('Azure NetApp Files: NFS 3 by the mount target address, read-only added to the options', () => {
     const doc = explain(spec(yaml('[{ name: apps, path: /apps, readOnly: true, netappFiles: { address: 10.0.2.4, volume: /vol1 } }]')));
     expect((doc.pool.request as PoolBody).mountConfiguration?.[0].nfsMountConfiguration).toEqual({
-      source: '10.0.2.4:/vol1', relativeMountPath: 'apps', mountOptions: '-o hard,rsize=262144,wsize=262144,vers=3,tcp,ro',
+      source: '10.0.2.4:/vol1',
+      relativeMountPath: 'apps',
+      mountOptions: '-o hard,rsize=262144,wsize=262144,vers=3,tcp,ro',
     });
     expect(doc.pool.mounts[0].kind).toBe('netappFiles');
   });
@@ -117,7 +145,13 @@ describe('the kinds, as explain --offline shows their Batch requests', () => {
     expect(() => explain(s)).toThrow(PlanningError);
     expect(() => explain(s)).toThrow(new RegExp(`^mounts\\[0\\]\\.${kind}: a is reached through a virtual network only`));
     // The deployment's default subnet is enough.
-    const doc = explainJob({ jobId: 'fs-1', jobIdFrom: 'spec.id', spec: s, settings: { ...defaultExplainSettings((w) => `<${w}>`), poolSubnetId: SUBNET }, policiesChecked: false });
+    const doc = explainJob({
+      jobId: 'fs-1',
+      jobIdFrom: 'spec.id',
+      spec: s,
+      settings: { ...defaultExplainSettings((w) => `<${w}>`), poolSubnetId: SUBNET },
+      policiesChecked: false,
+    });
     expect((doc.pool.request as { networkConfiguration?: unknown }).networkConfiguration).toMatchObject({ subnetId: SUBNET });
   });
 
@@ -126,29 +160,50 @@ describe('the kinds, as explain --offline shows their Batch requests', () => {
     expect(errorsOf(yaml('[{ name: a, netappFiles: { address: 10.0.2.4, volume: vol1 } }]'))[0].path).toBe('mounts[0].netappFiles.volume');
     expect(errorsOf(yaml('[{ name: a, lustre: { mgs: "10.0.3.4@tcp" } }]'))[0].path).toBe('mounts[0].lustre.mgs');
     expect(errorsOf(yaml('[{ name: a, lustre: { mgs: 10.0.3.4, fsname: toolongname } }]'))[0].path).toBe('mounts[0].lustre.fsname');
-    expect(errorsOf(yaml('[{ name: a, lustre: { mgs: 10.0.3.4 }, netappFiles: { address: 10.0.2.4, volume: /v } }]'))).toContainEqual({ path: 'mounts[0].lustre', message: expect.stringContaining('give only one of') });
+    expect(errorsOf(yaml('[{ name: a, lustre: { mgs: 10.0.3.4 }, netappFiles: { address: 10.0.2.4, volume: /v } }]'))).toContainEqual({
+      path: 'mounts[0].lustre',
+      message: expect.stringContaining('give only one of'),
+    });
   });
 
-  it('the deployment lists NetApp and Lustre servers; Azure Files NFS is a data account\'s share', () => {
-    const s = spec(yaml('[{ name: a, netappFiles: { address: 10.0.2.4, volume: /vol1 } }, { name: b, lustre: { mgs: 10.0.3.4 } }, { name: c, azureFilesNfs: { account: premfiles, share: cases } }]'));
+  it("the deployment lists NetApp and Lustre servers; Azure Files NFS is a data account's share", () => {
+    const s = spec(
+      yaml(
+        '[{ name: a, netappFiles: { address: 10.0.2.4, volume: /vol1 } }, { name: b, lustre: { mgs: 10.0.3.4 } }, { name: c, azureFilesNfs: { account: premfiles, share: cases } }]',
+      ),
+    );
     const refusal = (account: string) => (account === 'premfiles' ? undefined : `account ${account} is not a data account`);
-    expect(checkWorkloadDataAccess(s, { accounts: ['premfiles'], mountSources: ['10.0.2.4:/vol1'] }, refusal).map((e) => e.path)).toEqual(['mounts[1].lustre.mgs']);
-    expect(checkWorkloadDataAccess(s, { accounts: [], mountSources: ['10.0.2.4:/*', '10.0.3.4:/lustrefs'] }, () => 'not a data account').map((e) => e.path)).toEqual(['mounts[2].azureFilesNfs.account']);
+    expect(checkWorkloadDataAccess(s, { accounts: ['premfiles'], mountSources: ['10.0.2.4:/vol1'] }, refusal).map((e) => e.path)).toEqual([
+      'mounts[1].lustre.mgs',
+    ]);
+    expect(
+      checkWorkloadDataAccess(s, { accounts: [], mountSources: ['10.0.2.4:/*', '10.0.3.4:/lustrefs'] }, () => 'not a data account').map((e) => e.path),
+    ).toEqual(['mounts[2].azureFilesNfs.account']);
   });
 });
 
 describe('outputs from a mount', () => {
   const outputs = (files: string) => `outputs: { account: data, container: results, files: ${files} }`;
 
-  it('uploads a pattern relative to the mount, under the job\'s prefix', () => {
-    const s = spec(yaml('[{ name: data, path: /data, nfs: { source: "10.0.0.4:/export/data" } }]', outputs('[{ pattern: "results/*.txt", from: mount, mount: data }]')));
-    expect(outputsPlan(s, 'fs-1')?.master[0]).toEqual({ filePattern: '$AZ_BATCH_NODE_MOUNTS_DIR/data/results/*.txt', path: 'fs-1/mounts/data/results', uploadCondition: 'taskCompletion' });
+  it("uploads a pattern relative to the mount, under the job's prefix", () => {
+    const s = spec(
+      yaml('[{ name: data, path: /data, nfs: { source: "10.0.0.4:/export/data" } }]', outputs('[{ pattern: "results/*.txt", from: mount, mount: data }]')),
+    );
+    expect(outputsPlan(s, 'fs-1')?.master[0]).toEqual({
+      filePattern: '$AZ_BATCH_NODE_MOUNTS_DIR/data/results/*.txt',
+      path: 'fs-1/mounts/data/results',
+      uploadCondition: 'taskCompletion',
+    });
   });
 
   it('needs the name of one of the job\'s mounts, and `mount` only with from "mount"', () => {
     const m = '[{ name: data, nfs: { source: "10.0.0.4:/x" } }]';
-    expect(errorsOf(yaml(m, outputs('[{ pattern: "a", from: mount }]')))).toEqual([{ path: 'outputs.files[0].mount', message: expect.stringContaining('is required') }]);
-    expect(errorsOf(yaml(m, outputs('[{ pattern: "a", from: mount, mount: other }]')))).toEqual([{ path: 'outputs.files[0].mount', message: 'must name one of mounts (data)' }]);
+    expect(errorsOf(yaml(m, outputs('[{ pattern: "a", from: mount }]')))).toEqual([
+      { path: 'outputs.files[0].mount', message: expect.stringContaining('is required') },
+    ]);
+    expect(errorsOf(yaml(m, outputs('[{ pattern: "a", from: mount, mount: other }]')))).toEqual([
+      { path: 'outputs.files[0].mount', message: 'must name one of mounts (data)' },
+    ]);
     expect(errorsOf(yaml(m, outputs('[{ pattern: "a", mount: data }]')))).toEqual([{ path: 'outputs.files[0].mount', message: 'only goes with from "mount"' }]);
   });
 });
@@ -158,7 +213,14 @@ describe('hpcjob explain --offline on the examples', () => {
   const offline = async (file: string) => {
     const { explainCommand } = await import('../../cli/commands/explain');
     const out: string[] = [];
-    const ctx = { json: true, out: (t: string) => out.push(t), err: () => undefined, api: () => { throw new Error('offline'); } };
+    const ctx = {
+      json: true,
+      out: (t: string) => out.push(t),
+      err: () => undefined,
+      api: () => {
+        throw new Error('offline');
+      },
+    };
     await explainCommand(ctx as unknown as Parameters<typeof explainCommand>[0], path.join(__dirname, '../../examples/workloads', file), { offline: true });
     return JSON.parse(out.join('')) as ReturnType<typeof explain>;
   };
@@ -173,7 +235,7 @@ describe('hpcjob explain --offline on the examples', () => {
     expect(JSON.stringify(doc.mpiTask)).toContain('"filePattern":"$AZ_BATCH_NODE_MOUNTS_DIR/data/result-*.txt"');
   });
 
-  it('parallel-scratch-ior.yaml: the scratch is the master\'s disk over NFS, removed by the release task', async () => {
+  it("parallel-scratch-ior.yaml: the scratch is the master's disk over NFS, removed by the release task", async () => {
     const doc = await offline('parallel-scratch-ior.yaml');
     expect(doc.scratch).toMatchObject({ kind: 'masterNfs' });
     expect((doc.pool.request as PoolBody).mountConfiguration).toBeUndefined();
@@ -192,8 +254,15 @@ describe('tenancy (shared/adapters/intake/dataAreas.ts)', () => {
     expect(checkDataAreas(ro, { ...caller, roles: [...caller.roles] }, readable)).toEqual([]);
   });
 
-  it('outputs from a mount go under the prefix, which must be the caller\'s own area', () => {
-    const s = spec(yaml('[{ name: data, nfs: { source: "10.0.0.4:/x" } }]', 'outputs: { account: data1, container: results, prefix: users/bob/x, files: [{ pattern: "*", from: mount, mount: data }] }'));
-    expect(checkDataAreas(s, { ...caller, roles: [...caller.roles] }, [])).toEqual([{ path: 'outputs.prefix', message: expect.stringContaining('outside your data area') }]);
+  it("outputs from a mount go under the prefix, which must be the caller's own area", () => {
+    const s = spec(
+      yaml(
+        '[{ name: data, nfs: { source: "10.0.0.4:/x" } }]',
+        'outputs: { account: data1, container: results, prefix: users/bob/x, files: [{ pattern: "*", from: mount, mount: data }] }',
+      ),
+    );
+    expect(checkDataAreas(s, { ...caller, roles: [...caller.roles] }, [])).toEqual([
+      { path: 'outputs.prefix', message: expect.stringContaining('outside your data area') },
+    ]);
   });
 });

@@ -29,8 +29,19 @@ test('every route and method of the job API is described', () => {
   const paths = doc.paths as Record<string, Json>;
   const ops = Object.entries(paths).flatMap(([p, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${p}`));
   expect(ops.sort()).toEqual([
-    'DELETE /api/jobs/{id}', 'GET /api/health', 'GET /api/jobs', 'GET /api/jobs/{id}', 'GET /api/jobs/{id}/logs', 'GET /api/jobs/{id}/outputs', 'GET /api/me', 'GET /api/openapi.json',
-    'GET /api/queues', 'GET /api/usage', 'POST /api/jobs', 'POST /api/jobs/{id}/rerun', 'POST /api/uploads',
+    'DELETE /api/jobs/{id}',
+    'GET /api/health',
+    'GET /api/jobs',
+    'GET /api/jobs/{id}',
+    'GET /api/jobs/{id}/logs',
+    'GET /api/jobs/{id}/outputs',
+    'GET /api/me',
+    'GET /api/openapi.json',
+    'GET /api/queues',
+    'GET /api/usage',
+    'POST /api/jobs',
+    'POST /api/jobs/{id}/rerun',
+    'POST /api/uploads',
   ]);
   const post = paths['/api/jobs'].post as Json;
   expect(Object.keys(post.responses as Json).sort()).toEqual(['200', '202', '400', '401', '403', '409', '413', '415', '503']);
@@ -54,7 +65,13 @@ test('every job operation declares its security: the app roles that grant it, or
   const roles = (p: string, m: string) => (paths[p][m].security as { entraId?: string[] }[]).find((s) => s.entraId)?.entraId;
   expect(roles('/api/jobs', 'post')).toEqual(['Jobs.Submit', 'Jobs.Admin']);
   expect(roles('/api/jobs/{id}', 'delete')).toEqual(['Jobs.Submit', 'Jobs.Admin']);
-  for (const [p, m] of [['/api/jobs', 'get'], ['/api/jobs/{id}', 'get'], ['/api/jobs/{id}/logs', 'get'], ['/api/usage', 'get'], ['/api/me', 'get']]) {
+  for (const [p, m] of [
+    ['/api/jobs', 'get'],
+    ['/api/jobs/{id}', 'get'],
+    ['/api/jobs/{id}/logs', 'get'],
+    ['/api/usage', 'get'],
+    ['/api/me', 'get'],
+  ]) {
     expect({ op: `${m} ${p}`, roles: roles(p, m) }).toEqual({ op: `${m} ${p}`, roles: ['Jobs.Read', 'Jobs.Submit', 'Jobs.Admin'] });
     expect(paths[p][m].security).toEqual(expect.arrayContaining([{ operatorKey: [] }, { operatorKeyQuery: [] }]));
   }
@@ -97,9 +114,21 @@ test('a job view built by toJobView matches the JobView and SubmitJobResponse sc
   const parsed = parseJobSpec(readFileSync(path.join(examplesDir, 'docker-intelmpi-hb.yaml'), 'utf8'), 'application/yaml');
   if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
   const record: JobRecord = {
-    id: 'job-1', name: parsed.spec.name, owner: 'alice', tags: parsed.spec.tags, specHash: specHash(parsed.spec), spec: parsed.spec,
-    state: 'Running', stage: 'mpirun started', progress: { ranks: 480 }, createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:10:00.000Z',
-    batchPoolId: 'pool-job-1', batchJobId: 'job-1', eventSeq: 5, error: { code: 'X', message: 'y' },
+    id: 'job-1',
+    name: parsed.spec.name,
+    owner: 'alice',
+    tags: parsed.spec.tags,
+    specHash: specHash(parsed.spec),
+    spec: parsed.spec,
+    state: 'Running',
+    stage: 'mpirun started',
+    progress: { ranks: 480 },
+    createdAt: '2026-01-01T00:00:00.000Z',
+    updatedAt: '2026-01-01T00:10:00.000Z',
+    batchPoolId: 'pool-job-1',
+    batchJobId: 'job-1',
+    eventSeq: 5,
+    error: { code: 'X', message: 'y' },
   };
   const view = toJobView(record, { baseUrl: 'http://127.0.0.1:7071', includeSpec: true });
   expect(view.links.self).toBe('http://127.0.0.1:7071/api/jobs/job-1');

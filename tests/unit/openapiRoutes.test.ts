@@ -11,10 +11,11 @@ const http = jest.fn();
 jest.mock('@azure/functions', () => ({ app: { http: (...args: unknown[]) => http(...args) } }));
 
 const FUNCTIONS = path.join(__dirname, '..', '..', 'functions');
-const sources = (dir: string): string[] => readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-  const p = path.join(dir, e.name);
-  return e.isDirectory() ? sources(p) : e.name.endsWith('.ts') ? [p] : [];
-});
+const sources = (dir: string): string[] =>
+  readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    return e.isDirectory() ? sources(p) : e.name.endsWith('.ts') ? [p] : [];
+  });
 
 /** The names functions/ registers, read from its source (loading every trigger would start the whole app). */
 function registeredNames(): string[] {
@@ -31,7 +32,9 @@ function registeredNames(): string[] {
 
 function documentedOperations(): string[] {
   const paths = buildOpenApiDocument().paths as Record<string, Record<string, unknown>>;
-  return Object.entries(paths).flatMap(([p, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${p}`)).sort();
+  return Object.entries(paths)
+    .flatMap(([p, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${p}`))
+    .sort();
 }
 
 test('every route functions/ registers is declared once in the table, and every declared route is registered', () => {
@@ -43,20 +46,26 @@ test('every route functions/ registers is declared once in the table, and every 
 });
 
 test('the document describes exactly the declared API routes (the dashboard page is the one served route outside it)', () => {
-  const declared = ROUTES.filter((r) => r.operationId !== null).map((r) => `${r.method} /api/${r.route}`).sort();
+  const declared = ROUTES.filter((r) => r.operationId !== null)
+    .map((r) => `${r.method} /api/${r.route}`)
+    .sort();
   expect(documentedOperations()).toEqual(declared);
   expect(ROUTES.filter((r) => r.operationId === null).map((r) => r.name)).toEqual(['dashboard']);
   const ids = ROUTES.flatMap((r) => (r.operationId === null ? [] : [r.operationId]));
   expect(new Set(ids).size).toBe(ids.length);
 });
 
-test('each documented operation carries the table\'s operationId, summary and security', () => {
+test("each documented operation carries the table's operationId, summary and security", () => {
   const paths = buildOpenApiDocument().paths as Record<string, Record<string, { operationId: string; summary: string; security: unknown }>>;
   for (const r of ROUTES) {
     if (r.operationId === null) continue;
     const op = paths[`/api/${r.route}`][r.method.toLowerCase()];
-    expect({ name: r.name, operationId: op.operationId, summary: op.summary, security: op.security })
-      .toEqual({ name: r.name, operationId: r.operationId, summary: r.summary, security: securityOf(r.auth) });
+    expect({ name: r.name, operationId: op.operationId, summary: op.summary, security: op.security }).toEqual({
+      name: r.name,
+      operationId: r.operationId,
+      summary: r.summary,
+      security: securityOf(r.auth),
+    });
   }
 });
 

@@ -32,7 +32,9 @@ function stubAccount(calls: string[] = []): BlobAccount {
   const service = {
     getContainerClient: (container: string) => ({
       url: `https://data1.blob.core.windows.net/${container}`,
-      createIfNotExists: async () => { calls.push(`create ${container}`); },
+      createIfNotExists: async () => {
+        calls.push(`create ${container}`);
+      },
     }),
     getUserDelegationKey: async () => KEY,
   };
@@ -66,15 +68,28 @@ describe('directory SAS on the outputs prefix', () => {
       q.get('st'), // signedStart
       '2026-11-27T18:00:00Z', // signedExpiry
       `/blob/data1/results/${prefix}`, // canonicalizedResource: the directory, not the container
-      KEY.signedObjectId, KEY.signedTenantId, iso(KEY.signedStartsOn), iso(KEY.signedExpiresOn), 'b', SAS_VERSION,
-      '', '', '', // signedAuthorizedUserObjectId, signedUnauthorizedUserObjectId, signedCorrelationId
-      '', '', // signedKeyDelegatedUserTenantId, signedDelegatedUserObjectId (2025-07-05)
+      KEY.signedObjectId,
+      KEY.signedTenantId,
+      iso(KEY.signedStartsOn),
+      iso(KEY.signedExpiresOn),
+      'b',
+      SAS_VERSION,
+      '',
+      '',
+      '', // signedAuthorizedUserObjectId, signedUnauthorizedUserObjectId, signedCorrelationId
+      '',
+      '', // signedKeyDelegatedUserTenantId, signedDelegatedUserObjectId (2025-07-05)
       '', // signedIP
       'https', // signedProtocol
       SAS_VERSION, // signedVersion
       'd', // signedResource
-      '', '', // signedSnapshotTime, signedEncryptionScope
-      '', '', '', '', '', // rscc, rscd, rsce, rscl, rsct
+      '',
+      '', // signedSnapshotTime, signedEncryptionScope
+      '',
+      '',
+      '',
+      '',
+      '', // rscc, rscd, rsce, rscl, rsct
     ].join('\n');
     const expected = createHmac('sha256', Buffer.from(KEY.value, 'base64')).update(stringToSign, 'utf8').digest('base64');
     expect(q.get('sig')).toBe(expected);
@@ -175,24 +190,41 @@ describe('the workloadUrls activity', () => {
 
   test('an HNS account gets a directory SAS on the prefix, after creating the container', async () => {
     const calls: string[] = [];
-    const urls = await mintWorkloadUrls(deps('directory', calls), { files: [], outputs: { account: 'data1', container: 'results', prefix: 'users/x/jobs/t' }, expiresAt });
+    const urls = await mintWorkloadUrls(deps('directory', calls), {
+      files: [],
+      outputs: { account: 'data1', container: 'results', prefix: 'users/x/jobs/t' },
+      expiresAt,
+    });
     const q = new URL(urls.outputsContainerUrl as string).searchParams;
     expect([q.get('sr'), q.get('sdd'), q.get('sp')]).toEqual(['d', '4', 'cw']);
     expect(calls).toEqual(['create results']);
   });
 
   test('a flat account keeps the container create/write SAS', async () => {
-    const urls = await mintWorkloadUrls(deps('container', []), { files: [], outputs: { account: 'data1', container: 'results', prefix: 'users/x/jobs/t' }, expiresAt });
+    const urls = await mintWorkloadUrls(deps('container', []), {
+      files: [],
+      outputs: { account: 'data1', container: 'results', prefix: 'users/x/jobs/t' },
+      expiresAt,
+    });
     const q = new URL(urls.outputsContainerUrl as string).searchParams;
     expect([q.get('sr'), q.get('sdd'), q.get('sp')]).toEqual(['c', null, 'cw']);
   });
 
   test('an HNS account without a prefix in the request is refused rather than given the container', async () => {
-    await expect(mintWorkloadUrls(deps('directory', []), { files: [], outputs: { account: 'data1', container: 'results' }, expiresAt })).rejects.toThrow(/no outputs prefix/);
+    await expect(mintWorkloadUrls(deps('directory', []), { files: [], outputs: { account: 'data1', container: 'results' }, expiresAt })).rejects.toThrow(
+      /no outputs prefix/,
+    );
   });
 
   test('a refusal of the scope (flat account, scoped SAS required) reaches the caller', async () => {
-    const refusing: WorkloadUrlDeps = { dataAccount: () => stubAccount(), outputsSasScope: () => { throw new Error('refused: no hierarchical namespace'); } };
-    await expect(mintWorkloadUrls(refusing, { files: [], outputs: { account: 'data1', container: 'results', prefix: 'p' }, expiresAt })).rejects.toThrow(/no hierarchical namespace/);
+    const refusing: WorkloadUrlDeps = {
+      dataAccount: () => stubAccount(),
+      outputsSasScope: () => {
+        throw new Error('refused: no hierarchical namespace');
+      },
+    };
+    await expect(mintWorkloadUrls(refusing, { files: [], outputs: { account: 'data1', container: 'results', prefix: 'p' }, expiresAt })).rejects.toThrow(
+      /no hierarchical namespace/,
+    );
   });
 });

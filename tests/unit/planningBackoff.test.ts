@@ -64,7 +64,8 @@ describe('deterministic randomness', () => {
 });
 
 describe('one backoff: every user takes its delays from backoffCeilingMs', () => {
-  const caps = fc.record({ initialMs: fc.integer({ min: 1, max: 60_000 }), extra: fc.integer({ min: 0, max: 3_600_000 }) })
+  const caps = fc
+    .record({ initialMs: fc.integer({ min: 1, max: 60_000 }), extra: fc.integer({ min: 0, max: 3_600_000 }) })
     .map(({ initialMs, extra }) => ({ initialMs, maxMs: initialMs + extra }));
 
   it('starts at the base, never shrinks, and settles at the cap', () => {
@@ -98,13 +99,19 @@ describe('one backoff: every user takes its delays from backoffCeilingMs', () =>
 
   it('Batch call retries jitter around it, capped, and never wait less than Retry-After', () => {
     fc.assert(
-      fc.property(caps, fc.integer({ min: 1, max: 20 }), fc.double({ min: 0, max: 0.999, noNaN: true }), fc.option(fc.integer({ min: 0, max: 120_000 }), { nil: undefined }), ({ initialMs, maxMs }, attempt, r, retryAfterMs) => {
-        const policy = { initialMs, maxMs, multiplier: 2, jitter: 0.5, maxAttempts: 5 };
-        const ceiling = backoffCeilingMs(attempt, { baseMs: initialMs, maxMs, factor: 2 });
-        const d = backoffDelay(attempt, policy, () => r, retryAfterMs);
-        expect(d).toBeGreaterThanOrEqual(Math.max(Math.floor(ceiling * 0.5), Math.ceil(retryAfterMs ?? 0)));
-        expect(d).toBeLessThanOrEqual(Math.max(Math.min(maxMs, Math.round(ceiling * 1.5)), Math.ceil(retryAfterMs ?? 0)));
-      }),
+      fc.property(
+        caps,
+        fc.integer({ min: 1, max: 20 }),
+        fc.double({ min: 0, max: 0.999, noNaN: true }),
+        fc.option(fc.integer({ min: 0, max: 120_000 }), { nil: undefined }),
+        ({ initialMs, maxMs }, attempt, r, retryAfterMs) => {
+          const policy = { initialMs, maxMs, multiplier: 2, jitter: 0.5, maxAttempts: 5 };
+          const ceiling = backoffCeilingMs(attempt, { baseMs: initialMs, maxMs, factor: 2 });
+          const d = backoffDelay(attempt, policy, () => r, retryAfterMs);
+          expect(d).toBeGreaterThanOrEqual(Math.max(Math.floor(ceiling * 0.5), Math.ceil(retryAfterMs ?? 0)));
+          expect(d).toBeLessThanOrEqual(Math.max(Math.min(maxMs, Math.round(ceiling * 1.5)), Math.ceil(retryAfterMs ?? 0)));
+        },
+      ),
     );
   });
 });

@@ -47,29 +47,41 @@ function simulate(work: TransferWork[], fanOut: number, reg: number, holders: st
 describe('image tree: the first plan', () => {
   it('issues every node once, at most registrySlots from the registry, and finishes in one registry pull plus ⌈log(N/seeds)⌉ copies', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 300 }), fc.integer({ min: 1, max: 10 }), fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: 4 }), (n, slots, fanOut, reg) => {
-        const plan = initTreePlan({ nodes: ids(n), images: ['img'], registrySlots: slots, fanOut, registryRounds: reg });
-        const { state, work } = nextTransfers(plan, 0);
-        expect(work.map((w) => w.nodeId).sort()).toEqual(ids(n).sort());
-        const fromRegistry = work.filter((w) => w.source.kind === 'registry');
-        expect(fromRegistry.length).toBe(Math.min(n, slots));
-        for (const w of work) if (w.source.kind === 'peer') expect(w.source.nodeId).not.toBe(w.nodeId);
-        const finish = simulate(work, fanOut, reg);
-        const last = Math.max(...finish.values());
-        // The planner's default queue cap (8 copies per source) is part of the optimum: a seed serves 8 at most.
-        expect(last).toBe(reg + treeDepth(n, Math.min(n, slots), fanOut, 8));
-        // No source has more than maxQueuePerSource copies queued on it.
-        const perSource = new Map<string, number>();
-        for (const w of work) if (w.source.kind === 'peer') perSource.set(w.source.nodeId, (perSource.get(w.source.nodeId) ?? 0) + 1);
-        for (const c of perSource.values()) expect(c).toBeLessThanOrEqual(state.maxQueuePerSource);
-        // Each source serves its copies in issue order: turns 0, 1, 2, … per source.
-        const turns = new Map<string, number[]>();
-        for (const w of work) if (w.source.kind === 'peer') turns.set(w.source.nodeId, [...(turns.get(w.source.nodeId) ?? []), w.turn!]);
-        for (const t of turns.values()) expect(t).toEqual(t.map((_, i) => i));
-        // Deterministic: the same input gives the same plan.
-        expect(nextTransfers(plan, 0).work).toEqual(work);
-      }),
-      { numRuns: 200, examples: [[127, 2, 3, 1], [512, 1, 1, 1]] },
+      fc.property(
+        fc.integer({ min: 1, max: 300 }),
+        fc.integer({ min: 1, max: 10 }),
+        fc.integer({ min: 1, max: 3 }),
+        fc.integer({ min: 1, max: 4 }),
+        (n, slots, fanOut, reg) => {
+          const plan = initTreePlan({ nodes: ids(n), images: ['img'], registrySlots: slots, fanOut, registryRounds: reg });
+          const { state, work } = nextTransfers(plan, 0);
+          expect(work.map((w) => w.nodeId).sort()).toEqual(ids(n).sort());
+          const fromRegistry = work.filter((w) => w.source.kind === 'registry');
+          expect(fromRegistry.length).toBe(Math.min(n, slots));
+          for (const w of work) if (w.source.kind === 'peer') expect(w.source.nodeId).not.toBe(w.nodeId);
+          const finish = simulate(work, fanOut, reg);
+          const last = Math.max(...finish.values());
+          // The planner's default queue cap (8 copies per source) is part of the optimum: a seed serves 8 at most.
+          expect(last).toBe(reg + treeDepth(n, Math.min(n, slots), fanOut, 8));
+          // No source has more than maxQueuePerSource copies queued on it.
+          const perSource = new Map<string, number>();
+          for (const w of work) if (w.source.kind === 'peer') perSource.set(w.source.nodeId, (perSource.get(w.source.nodeId) ?? 0) + 1);
+          for (const c of perSource.values()) expect(c).toBeLessThanOrEqual(state.maxQueuePerSource);
+          // Each source serves its copies in issue order: turns 0, 1, 2, … per source.
+          const turns = new Map<string, number[]>();
+          for (const w of work) if (w.source.kind === 'peer') turns.set(w.source.nodeId, [...(turns.get(w.source.nodeId) ?? []), w.turn!]);
+          for (const t of turns.values()) expect(t).toEqual(t.map((_, i) => i));
+          // Deterministic: the same input gives the same plan.
+          expect(nextTransfers(plan, 0).work).toEqual(work);
+        },
+      ),
+      {
+        numRuns: 200,
+        examples: [
+          [127, 2, 3, 1],
+          [512, 1, 1, 1],
+        ],
+      },
     );
   });
 
@@ -112,11 +124,21 @@ describe('image tree: failures', () => {
     const waitingOnN0 = first.work.filter((w) => w.source.kind === 'peer' && w.source.nodeId === 'n0');
     expect(waitingOnN0.length).toBeGreaterThan(0);
     // n0's pull fails (not transient); n1..n9 succeed; n0's children report the source lost.
-    s = onTransferResults(s, [
-      { nodeId: 'n0', ranOnNodeId: 'n0', attempt: 1, outcome: 'failed', message: 'disk full' },
-      ...first.work.filter((w) => /^n[1-9]$/.test(w.nodeId)).map((w) => ok(w)),
-      ...waitingOnN0.map((w): TransferResult => ({ nodeId: w.nodeId, ranOnNodeId: w.nodeId, attempt: w.attempt, outcome: 'sourceLost', message: 'source node n0 failed to get the image' })),
-    ], ctx(1000));
+    s = onTransferResults(
+      s,
+      [
+        { nodeId: 'n0', ranOnNodeId: 'n0', attempt: 1, outcome: 'failed', message: 'disk full' },
+        ...first.work.filter((w) => /^n[1-9]$/.test(w.nodeId)).map((w) => ok(w)),
+        ...waitingOnN0.map((w): TransferResult => ({
+          nodeId: w.nodeId,
+          ranOnNodeId: w.nodeId,
+          attempt: w.attempt,
+          outcome: 'sourceLost',
+          message: 'source node n0 failed to get the image',
+        })),
+      ],
+      ctx(1000),
+    );
     expect(s.pinned).toEqual([GOOD]);
     const second = nextTransfers(s, 1000);
     for (const w of second.work) {
@@ -148,12 +170,18 @@ describe('image tree: failures', () => {
   it('a copy with the wrong digest fails the node with a clear message, the source serves nobody else, the node retries from another', () => {
     let s = initTreePlan({ nodes: ids(12), images: ['img'], registrySlots: 2, maxQueuePerSource: 20 });
     const first = nextTransfers(s, 0);
-    s = onTransferResults(first.state, first.work.filter((w) => w.source.kind === 'registry').map((w) => ok(w)), ctx());
+    s = onTransferResults(
+      first.state,
+      first.work.filter((w) => w.source.kind === 'registry').map((w) => ok(w)),
+      ctx(),
+    );
     const copy = first.work.find((w) => w.source.kind === 'peer')!;
     s = onTransferResults(s, [ok(copy, ['sha256:evil'])], ctx());
     expect(s.nodes[copy.nodeId].holds).toBe(false);
     expect(s.nodes[copy.nodeId].badDigest).toBe(true);
-    expect(s.nodes[copy.nodeId].lastMessage).toBe(`image digest mismatch on node ${copy.nodeId}: got sha256:evil from node ${(copy.source as { nodeId: string }).nodeId}, expected ${GOOD}`);
+    expect(s.nodes[copy.nodeId].lastMessage).toBe(
+      `image digest mismatch on node ${copy.nodeId}: got sha256:evil from node ${(copy.source as { nodeId: string }).nodeId}, expected ${GOOD}`,
+    );
     expect(s.failure).toBeUndefined();
     const again = nextTransfers(s, 10 ** 9).work.find((w) => w.nodeId === copy.nodeId)!;
     expect(again.source).not.toEqual(copy.source);
@@ -172,7 +200,10 @@ describe('image tree: failures', () => {
   });
 
   it('without pinning (SIFs built from docker:// differ per build), seeds may differ; a copy must still match its own source', () => {
-    const first = nextTransfers(initTreePlan({ nodes: ids(4), images: ['docker://app:1'], registrySlots: 2, pinRegistryDigests: false, maxQueuePerSource: 20 }), 0);
+    const first = nextTransfers(
+      initTreePlan({ nodes: ids(4), images: ['docker://app:1'], registrySlots: 2, pinRegistryDigests: false, maxQueuePerSource: 20 }),
+      0,
+    );
     const [a, b] = first.work.filter((w) => w.source.kind === 'registry');
     let s = onTransferResults(first.state, [ok(a, ['sha256:one']), ok(b, ['sha256:two'])], ctx());
     expect(s.failure).toBeUndefined();
@@ -191,7 +222,11 @@ describe('image tree: failures', () => {
     const seed = first.work[0];
     const s = onTransferResults(first.state, [{ ...ok(seed), digests: undefined }], ctx());
     expect(s.nodes[seed.nodeId].lastMessage).toContain('reported no digest');
-    const t = onTransferResults(first.state, [{ nodeId: seed.nodeId, ranOnNodeId: seed.nodeId, attempt: 1, outcome: 'failed', message: 'manifest unknown' }], ctx());
+    const t = onTransferResults(
+      first.state,
+      [{ nodeId: seed.nodeId, ranOnNodeId: seed.nodeId, attempt: 1, outcome: 'failed', message: 'manifest unknown' }],
+      ctx(),
+    );
     expect(t.failure?.reason).toBe('permanent');
   });
 });
@@ -214,7 +249,8 @@ describe('image tree: invariants under random interleavings', () => {
     run(m: Model, r: Real): void {
       const before = r.state;
       const { state, work, wakeAtMs } = nextTransfers(r.state, m.now);
-      const canServe = (id: string) => (before.nodes[id].holds || before.nodes[id].inFlight !== null || work.some((w) => w.nodeId === id)) && !before.nodes[id].badDigest;
+      const canServe = (id: string) =>
+        (before.nodes[id].holds || before.nodes[id].inFlight !== null || work.some((w) => w.nodeId === id)) && !before.nodes[id].badDigest;
       for (const w of work) {
         expect(before.nodes[w.nodeId].holds).toBe(false);
         expect(before.nodes[w.nodeId].inFlight).toBeNull();
@@ -240,7 +276,12 @@ describe('image tree: invariants under random interleavings', () => {
   }
 
   class Result implements fc.Command<Model, Real> {
-    constructor(readonly pick: number, readonly outcome: 'ok' | 'bad' | 'failed' | 'throttled' | 'sourceLost', readonly misplaced: number | null, readonly duplicate: boolean) {}
+    constructor(
+      readonly pick: number,
+      readonly outcome: 'ok' | 'bad' | 'failed' | 'throttled' | 'sourceLost',
+      readonly misplaced: number | null,
+      readonly duplicate: boolean,
+    ) {}
     check = (m: Readonly<Model>) => m.inFlight.length > 0;
     run(m: Model, r: Real): void {
       const w = m.inFlight[this.pick % m.inFlight.length];
@@ -251,7 +292,11 @@ describe('image tree: invariants under random interleavings', () => {
         ranOnNodeId: ranOn,
         attempt: w.attempt,
         outcome: this.outcome === 'bad' ? 'ok' : this.outcome,
-        ...(this.outcome === 'ok' ? { digests: [GOOD] } : this.outcome === 'bad' ? { digests: ['sha256:bad'] } : { message: this.outcome === 'throttled' ? 'toomanyrequests' : 'boom' }),
+        ...(this.outcome === 'ok'
+          ? { digests: [GOOD] }
+          : this.outcome === 'bad'
+            ? { digests: ['sha256:bad'] }
+            : { message: this.outcome === 'throttled' ? 'toomanyrequests' : 'boom' }),
       };
       const before = r.state;
       r.state = onTransferResults(r.state, this.duplicate ? [res, res] : [res], ctx(m.now));
@@ -288,13 +333,30 @@ describe('image tree: invariants under random interleavings', () => {
         fc.commands(
           [
             fc.constant(new Issue()),
-            fc.tuple(fc.nat(), fc.constantFrom('ok', 'ok', 'ok', 'bad', 'failed', 'throttled', 'sourceLost') as fc.Arbitrary<'ok' | 'bad' | 'failed' | 'throttled' | 'sourceLost'>, fc.option(fc.nat(), { freq: 5 }), fc.boolean()).map(([p, o, mis, dup]) => new Result(p, o, mis, dup)),
+            fc
+              .tuple(
+                fc.nat(),
+                fc.constantFrom('ok', 'ok', 'ok', 'bad', 'failed', 'throttled', 'sourceLost') as fc.Arbitrary<
+                  'ok' | 'bad' | 'failed' | 'throttled' | 'sourceLost'
+                >,
+                fc.option(fc.nat(), { freq: 5 }),
+                fc.boolean(),
+              )
+              .map(([p, o, mis, dup]) => new Result(p, o, mis, dup)),
             fc.integer({ min: 1, max: 400_000 }).map((ms) => new Tick(ms)),
           ],
           { maxCommands: 150 },
         ),
         (n, slots, queue, cmds) => {
-          const state = initTreePlan({ nodes: ids(n), images: ['img'], registrySlots: slots, maxQueuePerSource: queue, maxAttempts: 5, maxThrottledAttempts: 20, maxSourceLosses: 30 });
+          const state = initTreePlan({
+            nodes: ids(n),
+            images: ['img'],
+            registrySlots: slots,
+            maxQueuePerSource: queue,
+            maxAttempts: 5,
+            maxThrottledAttempts: 20,
+            maxSourceLosses: 30,
+          });
           fc.modelRun(() => ({ model: { now: 0, inFlight: [], done: [], slots, queue }, real: { state } }), cmds);
         },
       ),
@@ -312,12 +374,16 @@ describe('image tree: invariants under random interleavings', () => {
         for (let round = 0; round < 200 && !isTreeDone(s); round++) {
           const next = nextTransfers(s, now);
           s = next.state;
-          const flying = Object.entries(s.nodes).filter(([, x]) => x.inFlight).map(([id, x]) => ({ id, f: x.inFlight! }));
+          const flying = Object.entries(s.nodes)
+            .filter(([, x]) => x.inFlight)
+            .map(([id, x]) => ({ id, f: x.inFlight! }));
           const results: TransferResult[] = flying.map(({ id, f }, i) => {
             const lose = faults.includes(round * 1000 + i) && f.source.kind === 'peer';
             if (lose) losses++;
             if (f.source.kind === 'registry') registryTransfers++;
-            return lose ? { nodeId: id, ranOnNodeId: id, attempt: f.attempt, outcome: 'sourceLost', message: 'ssh: connect to host: Connection refused' } : { nodeId: id, ranOnNodeId: id, attempt: f.attempt, outcome: 'ok', digests: [GOOD] };
+            return lose
+              ? { nodeId: id, ranOnNodeId: id, attempt: f.attempt, outcome: 'sourceLost', message: 'ssh: connect to host: Connection refused' }
+              : { nodeId: id, ranOnNodeId: id, attempt: f.attempt, outcome: 'ok', digests: [GOOD] };
           });
           s = onTransferResults(s, results, ctx(now));
           now = next.wakeAtMs ?? now + 1000;

@@ -257,7 +257,11 @@ describe('pull window examples', () => {
     let now = t0;
     for (let attempt = 1; attempt <= 3; attempt++) {
       const next = nextPulls(s, now);
-      s = onPullResult(next.state, { nodeId: 'a', ranOnNodeId: 'a', outcome: 'failed', attempt, message: 'read tcp: connection reset by peer' }, { nowMs: now, rand01: 0.5 });
+      s = onPullResult(
+        next.state,
+        { nodeId: 'a', ranOnNodeId: 'a', outcome: 'failed', attempt, message: 'read tcp: connection reset by peer' },
+        { nowMs: now, rand01: 0.5 },
+      );
       if (attempt < 3) expect(s.failure).toBeUndefined();
       now = s.nodes.a.notBeforeMs;
     }

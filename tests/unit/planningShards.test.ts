@@ -61,8 +61,7 @@ const blobArb = fc.record({
   size: sizeArb,
 });
 
-const listingArb = (minLength: number, maxLength: number) =>
-  fc.uniqueArray(blobArb, { minLength, maxLength, selector: key });
+const listingArb = (minLength: number, maxLength: number) => fc.uniqueArray(blobArb, { minLength, maxLength, selector: key });
 
 const accountsArb = fc.uniqueArray(fc.stringMatching(/^st[a-z0-9]{1,6}$/), { minLength: 1, maxLength: 6 });
 const alignArb = fc.constantFrom(1, 512, 4096, 1_000_000, 20 * MB);
@@ -86,9 +85,7 @@ describe('planShards properties', () => {
   it('balances bytes across accounts within 1.1 when there are at least 10 shards per account', () => {
     fc.assert(
       fc.property(
-        fc.integer({ min: 1, max: 8 }).chain((k) =>
-          fc.tuple(fc.constant(k), listingArb(7 * k, 12 * k + 10), fc.integer({ min: 1, max: 40 }), alignArb),
-        ),
+        fc.integer({ min: 1, max: 8 }).chain((k) => fc.tuple(fc.constant(k), listingArb(7 * k, 12 * k + 10), fc.integer({ min: 1, max: 40 }), alignArb)),
         ([k, listing, nodes, align]) => {
           const accounts = Array.from({ length: k }, (_, i) => `stage${i}`);
           const plan = planShards(listing, { stagingAccounts: accounts, nodes, recordAlignment: align });
@@ -210,8 +207,14 @@ describe('planShards examples', () => {
       opts,
     );
     expect(plan.shards.map((s) => s.parts.map((p) => [p.source.name, p.offset, p.length]))).toEqual([
-      [['a', 0, 60 * MB], ['b', 0, 30 * MB]],
-      [['b', 30 * MB, 30 * MB], ['c', 0, 60 * MB]],
+      [
+        ['a', 0, 60 * MB],
+        ['b', 0, 30 * MB],
+      ],
+      [
+        ['b', 30 * MB, 30 * MB],
+        ['c', 0, 60 * MB],
+      ],
     ]);
   });
 
@@ -307,7 +310,14 @@ describe('planning before the pool exists (overlapped staging)', () => {
   it('the shards do not depend on the node count: a pool of fewer nodes re-slots the same shards, each read by one node', () => {
     fc.assert(
       fc.property(listingArb(1, 30), accountsArb, fc.integer({ min: 1, max: 100 }), fc.integer({ min: 1, max: 100 }), (listing, accounts, planned, actual) => {
-        const opts = { stagingAccounts: accounts, minBytes: DEFAULT_MIN_SHARD_BYTES, maxBytes: DEFAULT_MAX_SHARD_BYTES, recordAlignment: 1, container: 'c', namePrefix: '' };
+        const opts = {
+          stagingAccounts: accounts,
+          minBytes: DEFAULT_MIN_SHARD_BYTES,
+          maxBytes: DEFAULT_MAX_SHARD_BYTES,
+          recordAlignment: 1,
+          container: 'c',
+          namePrefix: '',
+        };
         const early = planShards(listing, { ...opts, nodes: planned });
         const later = planShards(listing, { ...opts, nodes: actual });
         const strip = (p: ShardPlan) => p.shards.map(({ node: _node, ...rest }) => rest);

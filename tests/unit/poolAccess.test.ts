@@ -3,7 +3,17 @@
  * SHARED_POOLS setting, and the pool metadata that records the submitter on both planes. No I/O.
  * On the code before owners every pool.poolId was accepted: each refusal here would have been an acceptance.
  */
-import { callerOfJobRow, checkPoolAccess, decidePoolAccess, judgePool, notYours, poolCallerOf, queuePoolCaller, type PoolCaller, type PoolGate } from '../../shared/core/intake/poolAccess';
+import {
+  callerOfJobRow,
+  checkPoolAccess,
+  decidePoolAccess,
+  judgePool,
+  notYours,
+  poolCallerOf,
+  queuePoolCaller,
+  type PoolCaller,
+  type PoolGate,
+} from '../../shared/core/intake/poolAccess';
 import { parseSharedPools, type SharedPool } from '../../shared/core/config/sharedPools';
 import { ConfigError, loadConfig } from '../../shared/adapters/config';
 import { buildPoolAddParameter, type JobPoolSpec } from '../../shared/adapters/batch/pools';
@@ -59,7 +69,7 @@ describe('decidePoolAccess', () => {
     expect(decidePoolAccess('ops-pool', admin, foreign, NONE)).toEqual({ allowed: true, basis: 'admin' });
   });
 
-  it('admins may use any pool, even another user\'s', () => {
+  it("admins may use any pool, even another user's", () => {
     expect(decidePoolAccess('hpc-alice-job', admin, alicesPool, NONE)).toEqual({ allowed: true, basis: 'admin' });
   });
 
@@ -77,15 +87,28 @@ describe('decidePoolAccess', () => {
 
 describe('judgePool and checkPoolAccess (the door)', () => {
   const reads: string[] = [];
-  const gate = (caller: PoolCaller, pools: Record<string, { exists: boolean; owner?: string; ownedByJob?: string }>, rows: Record<string, string> = {}, shared: SharedPool[] = []): PoolGate => ({
+  const gate = (
+    caller: PoolCaller,
+    pools: Record<string, { exists: boolean; owner?: string; ownedByJob?: string }>,
+    rows: Record<string, string> = {},
+    shared: SharedPool[] = [],
+  ): PoolGate => ({
     caller,
     shared,
     lookup: {
-      inspect: async (id) => { reads.push(`pool ${id}`); return pools[id] ?? { exists: false }; },
-      jobOwner: async (id) => { reads.push(`row ${id}`); return rows[id]; },
+      inspect: async (id) => {
+        reads.push(`pool ${id}`);
+        return pools[id] ?? { exists: false };
+      },
+      jobOwner: async (id) => {
+        reads.push(`row ${id}`);
+        return rows[id];
+      },
     },
   });
-  beforeEach(() => { reads.length = 0; });
+  beforeEach(() => {
+    reads.length = 0;
+  });
 
   const spec = (pool: Record<string, unknown>) => {
     const parsed = parseJobSpec({ name: 'x', pool, mpi: { runtime: 'openmpi', command: 'true' } });
@@ -93,7 +116,7 @@ describe('judgePool and checkPoolAccess (the door)', () => {
     return parsed.spec;
   };
 
-  it('refuses another owner\'s pool with the field path pool.poolId', async () => {
+  it("refuses another owner's pool with the field path pool.poolId", async () => {
     const out = await checkPoolAccess(spec({ poolId: 'hpc-a', nodes: 1 }), gate(bob, { 'hpc-a': { exists: true, owner: ALICE, ownedByJob: 'a' } }));
     expect(out).toEqual({ ok: false, errors: [{ path: 'pool.poolId', message: notYours('hpc-a') }] });
   });
@@ -105,8 +128,11 @@ describe('judgePool and checkPoolAccess (the door)', () => {
     expect(reads).toEqual([]);
   });
 
-  it('reads the creating job\'s row only for a pool without a recorded submitter', async () => {
-    expect(await judgePool('hpc-old', gate(alice, { 'hpc-old': { exists: true, ownedByJob: 'old' } }, { old: ALICE }))).toEqual({ allowed: true, basis: 'creatorJob' });
+  it("reads the creating job's row only for a pool without a recorded submitter", async () => {
+    expect(await judgePool('hpc-old', gate(alice, { 'hpc-old': { exists: true, ownedByJob: 'old' } }, { old: ALICE }))).toEqual({
+      allowed: true,
+      basis: 'creatorJob',
+    });
     expect(reads).toEqual(['pool hpc-old', 'row old']);
     reads.length = 0;
     await judgePool('hpc-new', gate(alice, { 'hpc-new': { exists: true, owner: ALICE, ownedByJob: 'new' } }));
@@ -130,8 +156,21 @@ describe('the callers', () => {
     expect(callerOfJobRow({ owner: 'queue' }, ids)).toEqual({ owner: 'queue', admin: false, as: 'queue' });
   });
 
-  it('the job row keeps the door\'s basis, and drops a value it does not know (it grants nothing)', () => {
-    const row: JobRecord = { id: 'j', name: 'j', owner: BOB, poolAccess: 'admin', tags: {}, specHash: 'h', state: 'Submitted', stage: 'Submitted', progress: null, createdAt: 't', updatedAt: 't', eventSeq: 1 };
+  it("the job row keeps the door's basis, and drops a value it does not know (it grants nothing)", () => {
+    const row: JobRecord = {
+      id: 'j',
+      name: 'j',
+      owner: BOB,
+      poolAccess: 'admin',
+      tags: {},
+      specHash: 'h',
+      state: 'Submitted',
+      stage: 'Submitted',
+      progress: null,
+      createdAt: 't',
+      updatedAt: 't',
+      eventSeq: 1,
+    };
     expect(entityToJob(jobToEntity(row) as never).poolAccess).toBe('admin');
     expect(entityToJob({ ...jobToEntity(row), poolAccess: 'root' } as never).poolAccess).toBeUndefined();
   });
@@ -145,7 +184,11 @@ describe('SHARED_POOLS', () => {
 
   it('reads pool ids with the doors that may use them (both when none is named)', () => {
     expect(parse(' big , cfd=queue, gpu=submitter|queue ')).toEqual({
-      pools: [{ poolId: 'big', users: ['submitter', 'queue'] }, { poolId: 'cfd', users: ['queue'] }, { poolId: 'gpu', users: ['submitter', 'queue'] }],
+      pools: [
+        { poolId: 'big', users: ['submitter', 'queue'] },
+        { poolId: 'cfd', users: ['queue'] },
+        { poolId: 'gpu', users: ['submitter', 'queue'] },
+      ],
       problems: [],
     });
     expect(parse('')).toEqual({ pools: [], problems: [] });
@@ -164,8 +207,10 @@ describe('SHARED_POOLS', () => {
 
   it('is read by loadConfig, and a bad value stops the app with the variable named', () => {
     const env = {
-      BATCH_ACCOUNT_URL: 'https://acct.westeurope.batch.azure.com', BATCH_ACCOUNT_NAME: 'acct',
-      AzureWebJobsStorage: 'UseDevelopmentStorage=true', STAGING_ACCOUNTS: 'stage1',
+      BATCH_ACCOUNT_URL: 'https://acct.westeurope.batch.azure.com',
+      BATCH_ACCOUNT_NAME: 'acct',
+      AzureWebJobsStorage: 'UseDevelopmentStorage=true',
+      STAGING_ACCOUNTS: 'stage1',
     };
     expect(loadConfig({ ...env, SHARED_POOLS: 'team-pool' }).sharedPools).toEqual([{ poolId: 'team-pool', users: ['submitter', 'queue'] }]);
     expect(loadConfig(env).sharedPools).toEqual([]);
@@ -176,12 +221,21 @@ describe('SHARED_POOLS', () => {
 
 describe('the pool records its submitter (both planes)', () => {
   const spec: JobPoolSpec = {
-    poolId: 'hpc-j1', jobId: 'j1', owner: ALICE, vmSize: 'Standard_D2s_v5', targetDedicatedNodes: 1,
-    image: { publisher: 'p', offer: 'o', sku: 's' }, nodeAgentSkuId: 'batch.node.ubuntu 22.04',
+    poolId: 'hpc-j1',
+    jobId: 'j1',
+    owner: ALICE,
+    vmSize: 'Standard_D2s_v5',
+    targetDedicatedNodes: 1,
+    image: { publisher: 'p', offer: 'o', sku: 's' },
+    nodeAgentSkuId: 'batch.node.ubuntu 22.04',
   };
-  const expected = [{ name: OWNER_KEY, value: OWNER_VALUE }, { name: JOB_KEY, value: 'j1' }, { name: SUBMITTER_KEY, value: ALICE }];
+  const expected = [
+    { name: OWNER_KEY, value: OWNER_VALUE },
+    { name: JOB_KEY, value: 'j1' },
+    { name: SUBMITTER_KEY, value: ALICE },
+  ];
 
-  it('in Pool_Add and in the management plane\'s pool', () => {
+  it("in Pool_Add and in the management plane's pool", () => {
     expect(buildPoolAddParameter(spec).metadata).toEqual(expected);
     expect(buildArmPool(spec, '/subscriptions/x/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id').metadata).toEqual(expected);
   });

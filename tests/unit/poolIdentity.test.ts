@@ -39,28 +39,46 @@ function problems(env: Record<string, string>): string[] {
 }
 
 function spec(yaml: string): JobSpec {
-  const r = parseJobSpec(`name: t\npool: { vmSize: Standard_D4s_v5, nodes: 2 }\nmpi: { runtime: openmpi, processesPerNode: 1, command: app }\n${yaml}`, 'application/yaml');
+  const r = parseJobSpec(
+    `name: t\npool: { vmSize: Standard_D4s_v5, nodes: 2 }\nmpi: { runtime: openmpi, processesPerNode: 1, command: app }\n${yaml}`,
+    'application/yaml',
+  );
   if (!r.ok) throw new Error(JSON.stringify(r.errors));
   return r.spec;
 }
 
 describe('pool identity settings', () => {
-  test('none: no pool identity (data-plane pools); all four: the identity and Resource Manager\'s public endpoint', () => {
+  test("none: no pool identity (data-plane pools); all four: the identity and Resource Manager's public endpoint", () => {
     expect(loadConfig(BASE).poolIdentity).toBeUndefined();
     expect(loadConfig({ ...BASE, ...POOL_IDENTITY }).poolIdentity).toEqual({
-      subscriptionId: SUB, resourceGroup: 'hpc-cp', accountName: 'acct', resourceId: IDENTITY, clientId: CLIENT,
-      armEndpoint: 'https://management.azure.com', armScope: 'https://management.azure.com/.default',
+      subscriptionId: SUB,
+      resourceGroup: 'hpc-cp',
+      accountName: 'acct',
+      resourceId: IDENTITY,
+      clientId: CLIENT,
+      armEndpoint: 'https://management.azure.com',
+      armScope: 'https://management.azure.com/.default',
     });
     expect(loadConfig({ ...BASE, ...POOL_IDENTITY, ARM_ENDPOINT: 'http://127.0.0.1:4567' }).poolIdentity?.armEndpoint).toBe('http://127.0.0.1:4567');
   });
 
   test('some but not all, or a malformed value, names each setting', () => {
-    expect(problems({ POOL_IDENTITY_RESOURCE_ID: IDENTITY })).toEqual(expect.arrayContaining([
-      expect.stringMatching(/^BATCH_SUBSCRIPTION_ID is required/), expect.stringMatching(/^BATCH_RESOURCE_GROUP is required/), expect.stringMatching(/^POOL_IDENTITY_CLIENT_ID is required/),
-    ]));
-    expect(problems({ ...POOL_IDENTITY, POOL_IDENTITY_CLIENT_ID: 'id-pool' })).toEqual([expect.stringMatching(/^POOL_IDENTITY_CLIENT_ID: must be the identity's client id/)]);
-    expect(problems({ ...POOL_IDENTITY, POOL_IDENTITY_RESOURCE_ID: '/subscriptions/x/id-pool' })).toEqual([expect.stringMatching(/^POOL_IDENTITY_RESOURCE_ID: must be the ARM id/)]);
-    expect(problems({ ...POOL_IDENTITY, ARM_ENDPOINT: 'http://management.example.com' })).toEqual([expect.stringMatching(/^ARM_ENDPOINT: must be an https URL/)]);
+    expect(problems({ POOL_IDENTITY_RESOURCE_ID: IDENTITY })).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^BATCH_SUBSCRIPTION_ID is required/),
+        expect.stringMatching(/^BATCH_RESOURCE_GROUP is required/),
+        expect.stringMatching(/^POOL_IDENTITY_CLIENT_ID is required/),
+      ]),
+    );
+    expect(problems({ ...POOL_IDENTITY, POOL_IDENTITY_CLIENT_ID: 'id-pool' })).toEqual([
+      expect.stringMatching(/^POOL_IDENTITY_CLIENT_ID: must be the identity's client id/),
+    ]);
+    expect(problems({ ...POOL_IDENTITY, POOL_IDENTITY_RESOURCE_ID: '/subscriptions/x/id-pool' })).toEqual([
+      expect.stringMatching(/^POOL_IDENTITY_RESOURCE_ID: must be the ARM id/),
+    ]);
+    expect(problems({ ...POOL_IDENTITY, ARM_ENDPOINT: 'http://management.example.com' })).toEqual([
+      expect.stringMatching(/^ARM_ENDPOINT: must be an https URL/),
+    ]);
     expect(problems({ ARM_ENDPOINT: 'https://management.azure.com' })).toEqual([expect.stringMatching(/^ARM_ENDPOINT is only used with a pool identity/)]);
   });
 });
@@ -69,7 +87,12 @@ describe('REGISTRY_CREDENTIALS', () => {
   const secret = 'a-registry-token-value-0123456789';
 
   test('declares, per server, the settings holding registry secrets', () => {
-    const cfg = loadConfig({ ...BASE, REGISTRY_CREDENTIALS: 'MyReg.azurecr.io=REG_TOKEN, 127.0.0.1:5000=LOCAL_PW', REG_TOKEN: secret, LOCAL_PW: 'pw-local-000000' });
+    const cfg = loadConfig({
+      ...BASE,
+      REGISTRY_CREDENTIALS: 'MyReg.azurecr.io=REG_TOKEN, 127.0.0.1:5000=LOCAL_PW',
+      REG_TOKEN: secret,
+      LOCAL_PW: 'pw-local-000000',
+    });
     expect(cfg.registryCredentials).toEqual([
       { server: 'myreg.azurecr.io', setting: 'REG_TOKEN', secret },
       { server: '127.0.0.1:5000', setting: 'LOCAL_PW', secret: 'pw-local-000000' },
@@ -77,9 +100,10 @@ describe('REGISTRY_CREDENTIALS', () => {
     expect(loadConfig(BASE).registryCredentials).toEqual([]);
   });
 
-  test('refuses the app\'s and the platform\'s own settings, unset or unresolved secrets, malformed entries; never prints a value', () => {
+  test("refuses the app's and the platform's own settings, unset or unresolved secrets, malformed entries; never prints a value", () => {
     const all = problems({
-      REGISTRY_CREDENTIALS: 'a.io=BATCH_ACCOUNT_KEY,b.io=AzureWebJobsStorage,c.io=OPERATOR_API_KEYS,d.io=MISSING,e.io=KV_REF,junk,f.io=REG_TOKEN,g.io=REG_TOKEN',
+      REGISTRY_CREDENTIALS:
+        'a.io=BATCH_ACCOUNT_KEY,b.io=AzureWebJobsStorage,c.io=OPERATOR_API_KEYS,d.io=MISSING,e.io=KV_REF,junk,f.io=REG_TOKEN,g.io=REG_TOKEN',
       KV_REF: '@Microsoft.KeyVault(VaultName=kv;SecretName=reg)',
       REG_TOKEN: secret,
     });
@@ -113,20 +137,29 @@ describe('the door: how a job may sign in to its registry', () => {
     const policy = containerPolicy(cfg);
     expect(checkContainerPolicy(job('{ server: myreg.azurecr.io, identity: { secretRef: REG_TOKEN, username: puller } }'), policy, data)).toEqual([]);
     expect(checkContainerPolicy(job('{ server: myreg.azurecr.io, identity: { secretRef: BATCH_ACCOUNT_KEY, username: puller } }'), policy, data)).toEqual([
-      { path: 'container.registry.identity.secretRef', message: 'BATCH_ACCOUNT_KEY is not a registry credential of myreg.azurecr.io on this deployment; its credentials are: REG_TOKEN' },
+      {
+        path: 'container.registry.identity.secretRef',
+        message: 'BATCH_ACCOUNT_KEY is not a registry credential of myreg.azurecr.io on this deployment; its credentials are: REG_TOKEN',
+      },
     ]);
     // The secret of one registry is never sent to another.
-    const elsewhere = spec('container: { runtime: docker, images: [evil.example.com/app:1], registry: { server: evil.example.com, identity: { secretRef: REG_TOKEN, username: puller } } }');
+    const elsewhere = spec(
+      'container: { runtime: docker, images: [evil.example.com/app:1], registry: { server: evil.example.com, identity: { secretRef: REG_TOKEN, username: puller } } }',
+    );
     expect(checkContainerPolicy(elsewhere, policy, data)).toEqual([
       { path: 'container.registry.identity.secretRef', message: 'this deployment has no registry credential for evil.example.com (REGISTRY_CREDENTIALS)' },
     ]);
-    expect(checkContainerPolicy(job('{ server: myreg.azurecr.io, identity: { secretRef: "https://kv1.vault.azure.net/secrets/reg", username: puller } }'), policy, data)).toEqual([
-      { path: 'container.registry.identity.secretRef', message: expect.stringMatching(/does not read Key Vault itself/) },
-    ]);
+    expect(
+      checkContainerPolicy(
+        job('{ server: myreg.azurecr.io, identity: { secretRef: "https://kv1.vault.azure.net/secrets/reg", username: puller } }'),
+        policy,
+        data,
+      ),
+    ).toEqual([{ path: 'container.registry.identity.secretRef', message: expect.stringMatching(/does not read Key Vault itself/) }]);
   });
 });
 
-describe('the pull task\'s sign-in', () => {
+describe("the pull task's sign-in", () => {
   test('by identity: IMDS for the client id, /oauth2/exchange, docker login on stdin; no token in the script', () => {
     const lines = registryLoginLines('docker', { kind: 'identity', server: 'myreg.azurecr.io', clientId: CLIENT });
     const text = lines.join('\n');
@@ -136,11 +169,15 @@ describe('the pull task\'s sign-in', () => {
     expect(text).toContain(`docker login --username ${ACR_REFRESH_TOKEN_USER} --password-stdin myreg.azurecr.io`);
     // The token only ever travels through printf (a builtin) and pipes, never as a command's argument.
     expect(text).not.toMatch(/curl[^|]*\$mpijob_(aad|registry_password)/);
-    expect(registryLogoutLines('docker', { kind: 'identity', server: 'myreg.azurecr.io', clientId: CLIENT })).toEqual(['docker logout myreg.azurecr.io >/dev/null']);
-    expect(registryLoginLines('singularity', { kind: 'identity', server: '127.0.0.1:5000', clientId: CLIENT }).join('\n')).toMatch(/http:\/\/127\.0\.0\.1:5000\/oauth2\/exchange[\s\S]*export SINGULARITY_DOCKER_PASSWORD="\$mpijob_registry_password"/);
+    expect(registryLogoutLines('docker', { kind: 'identity', server: 'myreg.azurecr.io', clientId: CLIENT })).toEqual([
+      'docker logout myreg.azurecr.io >/dev/null',
+    ]);
+    expect(registryLoginLines('singularity', { kind: 'identity', server: '127.0.0.1:5000', clientId: CLIENT }).join('\n')).toMatch(
+      /http:\/\/127\.0\.0\.1:5000\/oauth2\/exchange[\s\S]*export SINGULARITY_DOCKER_PASSWORD="\$mpijob_registry_password"/,
+    );
   });
 
-  test('registries on loopback are reached over http, as Docker\'s default insecure registries; others over https', () => {
+  test("registries on loopback are reached over http, as Docker's default insecure registries; others over https", () => {
     expect(registryScheme('127.0.0.1:5000')).toBe('http');
     expect(registryScheme('localhost:5000')).toBe('http');
     expect(registryScheme('myreg.azurecr.io')).toBe('https');
@@ -153,7 +190,9 @@ describe('the pull task\'s sign-in', () => {
   });
 
   test('the plan: a credential by reference names the setting (never its value) for the activity; managed needs the client id', () => {
-    const secretJob = spec('container: { runtime: singularity, images: ["docker://myreg.azurecr.io/app:1"], registry: { server: myreg.azurecr.io, identity: { secretRef: REG_TOKEN, username: puller } } }');
+    const secretJob = spec(
+      'container: { runtime: singularity, images: ["docker://myreg.azurecr.io/app:1"], registry: { server: myreg.azurecr.io, identity: { secretRef: REG_TOKEN, username: puller } } }',
+    );
     const t = pullTask('job1', secretJob, []);
     expect(t.secretEnvironment).toEqual([{ name: 'MPIJOB_REGISTRY_PASSWORD', server: 'myreg.azurecr.io', setting: 'REG_TOKEN' }]);
     expect(t.commandLine).toContain('mpijob_registry_password="$MPIJOB_REGISTRY_PASSWORD"');
@@ -168,34 +207,73 @@ describe('the pull task\'s sign-in', () => {
 
 describe('the management-plane pool', () => {
   test('the product\'s pool carries the identity; the registry only for identity "managed"; no password, no SAS', () => {
-    const managed = planJob('job1', spec('container: { runtime: docker, images: [myreg.azurecr.io/app:1], registry: { server: myreg.azurecr.io, identity: managed } }')).poolCreate;
-    const pool = buildArmPool(jobPoolSpec(managed, { startTaskFiles: [{ httpUrl: 'https://data1.blob.core.windows.net/sw/setup.sh', filePath: 'setup.sh', identityResourceId: IDENTITY }], identityResourceId: IDENTITY }), IDENTITY);
+    const managed = planJob(
+      'job1',
+      spec('container: { runtime: docker, images: [myreg.azurecr.io/app:1], registry: { server: myreg.azurecr.io, identity: managed } }'),
+    ).poolCreate;
+    const pool = buildArmPool(
+      jobPoolSpec(managed, {
+        startTaskFiles: [{ httpUrl: 'https://data1.blob.core.windows.net/sw/setup.sh', filePath: 'setup.sh', identityResourceId: IDENTITY }],
+        identityResourceId: IDENTITY,
+      }),
+      IDENTITY,
+    );
     expect(pool.identity).toEqual({ type: 'UserAssigned', userAssignedIdentities: { [IDENTITY]: {} } });
     expect(pool.deploymentConfiguration?.virtualMachineConfiguration?.containerConfiguration).toEqual({
-      type: 'DockerCompatible', containerRegistries: [{ registryServer: 'myreg.azurecr.io', identityReference: { resourceId: IDENTITY } }],
+      type: 'DockerCompatible',
+      containerRegistries: [{ registryServer: 'myreg.azurecr.io', identityReference: { resourceId: IDENTITY } }],
     });
-    expect(pool).toMatchObject({ interNodeCommunication: 'Enabled', taskSlotsPerNode: 1, taskSchedulingPolicy: { nodeFillType: 'Spread' }, scaleSettings: { fixedScale: { targetDedicatedNodes: 2, targetLowPriorityNodes: 0, resizeTimeout: 'PT15M' } } });
-    expect(pool.metadata).toEqual([{ name: 'hpc-cp-owner', value: 'hpc-mpi-control-plane' }, { name: 'hpc-cp-job', value: 'job1' }]);
+    expect(pool).toMatchObject({
+      interNodeCommunication: 'Enabled',
+      taskSlotsPerNode: 1,
+      taskSchedulingPolicy: { nodeFillType: 'Spread' },
+      scaleSettings: { fixedScale: { targetDedicatedNodes: 2, targetLowPriorityNodes: 0, resizeTimeout: 'PT15M' } },
+    });
+    expect(pool.metadata).toEqual([
+      { name: 'hpc-cp-owner', value: 'hpc-mpi-control-plane' },
+      { name: 'hpc-cp-job', value: 'job1' },
+    ]);
     expect(JSON.stringify(pool)).not.toMatch(/password|sig=/i);
-    const secret = planJob('job2', spec('container: { runtime: docker, images: [myreg.azurecr.io/app:1], registry: { server: myreg.azurecr.io, identity: { secretRef: REG_TOKEN, username: puller } } }')).poolCreate;
+    const secret = planJob(
+      'job2',
+      spec(
+        'container: { runtime: docker, images: [myreg.azurecr.io/app:1], registry: { server: myreg.azurecr.io, identity: { secretRef: REG_TOKEN, username: puller } } }',
+      ),
+    ).poolCreate;
     expect(jobPoolSpec(secret, { identityResourceId: IDENTITY }).containerRegistries).toBeUndefined();
     // Without a pool identity (data plane) the registry is not listed on the pool either: the pull task signs in.
     expect(jobPoolSpec(managed).containerRegistries).toBeUndefined();
   });
 
   test('the body a dry run shows is the body @azure/arm-batch sends (envelope, wire names, mounts)', async () => {
-    const managed = planJob('job3', spec('container: { runtime: docker, images: [myreg.azurecr.io/app:1], registry: { server: myreg.azurecr.io, identity: managed } }')).poolCreate;
+    const managed = planJob(
+      'job3',
+      spec('container: { runtime: docker, images: [myreg.azurecr.io/app:1], registry: { server: myreg.azurecr.io, identity: managed } }'),
+    ).poolCreate;
     const poolSpec: JobPoolSpec = {
-      ...jobPoolSpec(managed, { startTaskFiles: [{ httpUrl: 'https://data1.blob.core.windows.net/sw/setup.sh', filePath: 'setup.sh', identityResourceId: IDENTITY }], identityResourceId: IDENTITY }),
+      ...jobPoolSpec(managed, {
+        startTaskFiles: [{ httpUrl: 'https://data1.blob.core.windows.net/sw/setup.sh', filePath: 'setup.sh', identityResourceId: IDENTITY }],
+        identityResourceId: IDENTITY,
+      }),
       // Every shape that differs between the SDK's model and the wire: a registry user, a CIFS user, a container start task.
-      containerRegistries: [{ registryServer: 'myreg.azurecr.io', identityResourceId: IDENTITY }, { registryServer: 'other.io', userName: 'puller', password: 'p' }],
+      containerRegistries: [
+        { registryServer: 'myreg.azurecr.io', identityResourceId: IDENTITY },
+        { registryServer: 'other.io', userName: 'puller', password: 'p' },
+      ],
       mounts: [
         { kind: 'nfs', relativeMountPath: 'scratch', source: '10.0.0.4:/export' },
         { kind: 'cifs', relativeMountPath: 'share', source: '//files/share', username: 'svc', password: 'pw', mountOptions: '-o vers=3.0' },
         { kind: 'blobfuse', relativeMountPath: 'blob', accountName: 'data1', containerName: 'c', sasKey: 'sv=x' },
       ],
     };
-    poolSpec.startTask = { ...poolSpec.startTask!, containerSettings: { imageName: 'app:1', workingDirectory: 'taskWorkingDirectory', registry: { registryServer: 'other.io', userName: 'puller', password: 'p' } } };
+    poolSpec.startTask = {
+      ...poolSpec.startTask!,
+      containerSettings: {
+        imageName: 'app:1',
+        workingDirectory: 'taskWorkingDirectory',
+        registry: { registryServer: 'other.io', userName: 'puller', password: 'p' },
+      },
+    };
     const pool = buildArmPool(poolSpec, IDENTITY);
     let sent: PipelineRequest | undefined;
     const httpClient: HttpClient = {
@@ -221,6 +299,11 @@ describe('the management-plane pool', () => {
       details: { error: { code: 'LinkedAuthorizationFailed', message: 'The client has no assign/action on the identity' } },
       response: { headers: { get: (n: string) => headers.get(n) } },
     });
-    expect(f).toMatchObject({ status: 403, code: 'LinkedAuthorizationFailed', message: 'The client has no assign/action on the identity', requestId: 'req-123' });
+    expect(f).toMatchObject({
+      status: 403,
+      code: 'LinkedAuthorizationFailed',
+      message: 'The client has no assign/action on the identity',
+      requestId: 'req-123',
+    });
   });
 });

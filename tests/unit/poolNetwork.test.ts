@@ -39,7 +39,11 @@ function errorsOf(text: string): { path: string; message: string }[] {
 
 describe('the spec section', () => {
   it('accepts a subnet id, the public IP choices and accelerated networking', () => {
-    expect(spec(yaml(`{ subnetId: "${SUBNET}", publicIp: none, acceleratedNetworking: true }`)).pool.network).toEqual({ subnetId: SUBNET, publicIp: 'none', acceleratedNetworking: true });
+    expect(spec(yaml(`{ subnetId: "${SUBNET}", publicIp: none, acceleratedNetworking: true }`)).pool.network).toEqual({
+      subnetId: SUBNET,
+      publicIp: 'none',
+      acceleratedNetworking: true,
+    });
     expect(spec(yaml(`{ subnetId: "${SUBNET}", publicIp: { userManaged: ["${IP(1)}"] } }`)).pool.network?.publicIp).toEqual({ userManaged: [IP(1)] });
     expect(spec(yaml('{ publicIp: batchManaged }')).pool.network).toEqual({ publicIp: 'batchManaged' });
     expect(spec(yaml('')).pool.network).toBeUndefined();
@@ -59,7 +63,9 @@ describe('the spec section', () => {
     expect(errorsOf(yaml(`{ subnetId: "${SUBNET}", publicIp: public }`))[0].path).toBe('pool.network.publicIp');
     expect(errorsOf(yaml(`{ subnetId: "${SUBNET}", publicIp: { userManaged: ["${SUBNET}"] } }`))[0].path).toBe('pool.network.publicIp.userManaged[0]');
     expect(errorsOf(yaml(`{ subnetId: "${SUBNET}", vnet: x }`))[0].path).toMatch(/^pool\.network/);
-    expect(errorsOf(yaml(`{ subnetId: "${SUBNET}" }`, 'poolId: shared-pool'))).toEqual([{ path: 'pool.network', message: expect.stringMatching(/not allowed together with pool.poolId/) }]);
+    expect(errorsOf(yaml(`{ subnetId: "${SUBNET}" }`, 'poolId: shared-pool'))).toEqual([
+      { path: 'pool.network', message: expect.stringMatching(/not allowed together with pool.poolId/) },
+    ]);
   });
 });
 
@@ -71,10 +77,12 @@ describe('Batch networkConfiguration', () => {
 
   it('data plane: the subnet and the public IP provisioning in its spelling', () => {
     expect(buildPoolAddParameter(poolSpec(`{ subnetId: "${SUBNET}", publicIp: none }`)).networkConfiguration).toEqual({
-      subnetId: SUBNET, publicIPAddressConfiguration: { provision: 'nopublicipaddresses' },
+      subnetId: SUBNET,
+      publicIPAddressConfiguration: { provision: 'nopublicipaddresses' },
     });
     expect(buildPoolAddParameter(poolSpec(`{ subnetId: "${SUBNET}", publicIp: { userManaged: ["${IP(1)}", "${IP(2)}"] } }`)).networkConfiguration).toEqual({
-      subnetId: SUBNET, publicIPAddressConfiguration: { provision: 'usermanaged', ipAddressIds: [IP(1), IP(2)] },
+      subnetId: SUBNET,
+      publicIPAddressConfiguration: { provision: 'usermanaged', ipAddressIds: [IP(1), IP(2)] },
     });
     expect(buildPoolAddParameter(poolSpec('')).networkConfiguration).toBeUndefined();
     // The data plane cannot carry accelerated networking: never silently dropped (intake refuses it first).
@@ -82,27 +90,39 @@ describe('Batch networkConfiguration', () => {
   });
 
   it('management plane: its spelling, with accelerated networking', () => {
-    const arm = buildArmPool(poolSpec(`{ subnetId: "${SUBNET}", publicIp: batchManaged, acceleratedNetworking: true }`, { identityResourceId: IDENTITY }), IDENTITY);
-    expect(arm.networkConfiguration).toEqual({ subnetId: SUBNET, publicIPAddressConfiguration: { provision: 'BatchManaged' }, enableAcceleratedNetworking: true });
+    const arm = buildArmPool(
+      poolSpec(`{ subnetId: "${SUBNET}", publicIp: batchManaged, acceleratedNetworking: true }`, { identityResourceId: IDENTITY }),
+      IDENTITY,
+    );
+    expect(arm.networkConfiguration).toEqual({
+      subnetId: SUBNET,
+      publicIPAddressConfiguration: { provision: 'BatchManaged' },
+      enableAcceleratedNetworking: true,
+    });
   });
 
-  it('the deployment default subnet applies when the spec names none; the spec\'s wins; without either a publicIp is refused', () => {
+  it("the deployment default subnet applies when the spec names none; the spec's wins; without either a publicIp is refused", () => {
     expect(poolSpec('', { defaultSubnetId: SUBNET }).network).toEqual({ subnetId: SUBNET });
     expect(poolSpec('{ publicIp: none }', { defaultSubnetId: SUBNET }).network).toEqual({ subnetId: SUBNET, publicIp: 'none' });
     expect(poolSpec(`{ subnetId: "${OTHER_SUBNET}" }`, { defaultSubnetId: SUBNET }).network).toEqual({ subnetId: OTHER_SUBNET });
     expect(() => poolSpec('{ publicIp: none }')).toThrow(/pool.network.subnetId is required/);
   });
 
-  it('explain shows the pool\'s networkConfiguration, with the deployment default', () => {
+  it("explain shows the pool's networkConfiguration, with the deployment default", () => {
     const settings = { ...defaultExplainSettings((w) => `<${w}>`), poolSubnetId: SUBNET };
     const doc = explainJob({ jobId: 'net-1', jobIdFrom: 'spec.id', spec: spec(yaml('{ publicIp: none }')), settings, policiesChecked: false });
-    expect((doc.pool.request as { networkConfiguration?: unknown }).networkConfiguration).toEqual({ subnetId: SUBNET, publicIPAddressConfiguration: { provision: 'nopublicipaddresses' } });
+    expect((doc.pool.request as { networkConfiguration?: unknown }).networkConfiguration).toEqual({
+      subnetId: SUBNET,
+      publicIPAddressConfiguration: { provision: 'nopublicipaddresses' },
+    });
   });
 });
 
 describe('the deployment: POOL_SUBNET_ID and the door', () => {
   const env = {
-    BATCH_ACCOUNT_URL: 'http://127.0.0.1:45123', BATCH_ACCOUNT_NAME: 'localbatch', BATCH_ACCOUNT_KEY: 'a2V5a2V5a2V5',
+    BATCH_ACCOUNT_URL: 'http://127.0.0.1:45123',
+    BATCH_ACCOUNT_NAME: 'localbatch',
+    BATCH_ACCOUNT_KEY: 'a2V5a2V5a2V5',
     AzureWebJobsStorage: 'UseDevelopmentStorage=true',
     STAGING_ACCOUNTS: 'DefaultEndpointsProtocol=http;AccountName=stage1;AccountKey=a2V5MQ==;BlobEndpoint=http://127.0.0.1:10000/stage1;',
   };
@@ -121,10 +141,14 @@ describe('the deployment: POOL_SUBNET_ID and the door', () => {
 
   it('refuses accelerated networking without the management plane, and publicIp without any subnet, with field paths', () => {
     const accel = spec(yaml(`{ subnetId: "${SUBNET}", acceleratedNetworking: true }`));
-    expect(checkNetworkPolicy(accel, { managementPlane: false })).toEqual([{ path: 'pool.network.acceleratedNetworking', message: expect.stringMatching(/data plane/) }]);
+    expect(checkNetworkPolicy(accel, { managementPlane: false })).toEqual([
+      { path: 'pool.network.acceleratedNetworking', message: expect.stringMatching(/data plane/) },
+    ]);
     expect(checkNetworkPolicy(accel, { managementPlane: true })).toEqual([]);
     const noSubnet = spec(yaml('{ publicIp: none }'));
-    expect(checkNetworkPolicy(noSubnet, { managementPlane: true })).toEqual([{ path: 'pool.network.subnetId', message: expect.stringMatching(/POOL_SUBNET_ID/) }]);
+    expect(checkNetworkPolicy(noSubnet, { managementPlane: true })).toEqual([
+      { path: 'pool.network.subnetId', message: expect.stringMatching(/POOL_SUBNET_ID/) },
+    ]);
     expect(checkNetworkPolicy(noSubnet, { managementPlane: true, poolSubnetId: SUBNET })).toEqual([]);
     // Wired into the door's deployment checks (with the container policy, from the configuration).
     const config = loadConfig({ ...env, POOL_SUBNET_ID: SUBNET });

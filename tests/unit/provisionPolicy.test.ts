@@ -22,7 +22,10 @@ describe('decideProvisionStep', () => {
   });
 
   it('waits while nodes are still starting', () => {
-    expect(decideProvisionStep(pool(['idle', 'starting', 'creating', 'waitingforstarttask'], { allocationState: 'resizing' }), policy, t0)).toEqual({ kind: 'wait', ready: 1 });
+    expect(decideProvisionStep(pool(['idle', 'starting', 'creating', 'waitingforstarttask'], { allocationState: 'resizing' }), policy, t0)).toEqual({
+      kind: 'wait',
+      ready: 1,
+    });
   });
 
   it('replaces unusable and start-task-failed nodes of an owned pool', () => {
@@ -40,12 +43,24 @@ describe('decideProvisionStep', () => {
     expect(decideProvisionStep(obs, policy, t0)).toEqual({ kind: 'fail', reason: 'allocation failed: AllocationFailed: no capacity' });
   });
 
-  it('asks again when the account\'s core quota stopped the allocation (another pool frees it), until the timeout', () => {
-    const obs = pool(['idle', 'idle'], { targetDedicatedNodes: 4, resizeErrors: [{ code: 'AccountCoreQuotaReached', message: 'The specified account has reached core quota' }] });
+  it("asks again when the account's core quota stopped the allocation (another pool frees it), until the timeout", () => {
+    const obs = pool(['idle', 'idle'], {
+      targetDedicatedNodes: 4,
+      resizeErrors: [{ code: 'AccountCoreQuotaReached', message: 'The specified account has reached core quota' }],
+    });
     expect(decideProvisionStep(obs, policy, t0)).toEqual({ kind: 'resize', target: 4 });
-    expect(decideProvisionStep(obs, policy, { ...t0, nowMs: 60_000 })).toEqual({ kind: 'fail', reason: 'allocation failed: AccountCoreQuotaReached: The specified account has reached core quota' });
+    expect(decideProvisionStep(obs, policy, { ...t0, nowMs: 60_000 })).toEqual({
+      kind: 'fail',
+      reason: 'allocation failed: AccountCoreQuotaReached: The specified account has reached core quota',
+    });
     expect(decideProvisionStep(obs, { ...policy, owned: false }, t0).kind).toBe('fail');
-    const mixed = pool(['idle', 'idle'], { targetDedicatedNodes: 4, resizeErrors: [{ code: 'AccountCoreQuotaReached', message: 'q' }, { code: 'AllocationFailed', message: 'no capacity' }] });
+    const mixed = pool(['idle', 'idle'], {
+      targetDedicatedNodes: 4,
+      resizeErrors: [
+        { code: 'AccountCoreQuotaReached', message: 'q' },
+        { code: 'AllocationFailed', message: 'no capacity' },
+      ],
+    });
     expect(decideProvisionStep(mixed, policy, t0).kind).toBe('fail');
   });
 
@@ -88,7 +103,11 @@ describe('decideProvisionStep', () => {
         (nodeStates, target, minOffset, owned, withErrors, allocationState, now) => {
           const minNodes = Math.max(1, target - minOffset);
           const obs = pool(nodeStates, { allocationState, resizeErrors: withErrors ? [{ code: 'X', message: 'y' }] : [] });
-          const step = decideProvisionStep(obs, { target, minNodes, timeoutMs: 60_000, maxReplacements: target, owned }, { startedAtMs: 0, nowMs: now, replacements: 0 });
+          const step = decideProvisionStep(
+            obs,
+            { target, minNodes, timeoutMs: 60_000, maxReplacements: target, owned },
+            { startedAtMs: 0, nowMs: now, replacements: 0 },
+          );
           if (step.kind === 'ready') {
             expect(step.nodes.length).toBeGreaterThanOrEqual(minNodes);
             expect(step.nodes.length).toBeLessThanOrEqual(target);
@@ -103,8 +122,16 @@ describe('decideProvisionStep', () => {
 
 describe('checkReusablePool', () => {
   it('accepts a pool fit for multi-instance tasks and names every problem otherwise', () => {
-    expect(checkReusablePool({ enableInterNodeCommunication: true, taskSlotsPerNode: 1, vmSize: 'standard_hb120rs_v3', state: 'active' }, { vmSize: 'Standard_HB120rs_v3' })).toEqual([]);
-    const problems = checkReusablePool({ enableInterNodeCommunication: false, taskSlotsPerNode: 4, vmSize: 'standard_d4s_v5', state: 'active' }, { vmSize: 'Standard_HB120rs_v3' });
+    expect(
+      checkReusablePool(
+        { enableInterNodeCommunication: true, taskSlotsPerNode: 1, vmSize: 'standard_hb120rs_v3', state: 'active' },
+        { vmSize: 'Standard_HB120rs_v3' },
+      ),
+    ).toEqual([]);
+    const problems = checkReusablePool(
+      { enableInterNodeCommunication: false, taskSlotsPerNode: 4, vmSize: 'standard_d4s_v5', state: 'active' },
+      { vmSize: 'Standard_HB120rs_v3' },
+    );
     expect(problems).toHaveLength(3);
     expect(problems.join('\n')).toMatch(/inter-node communication[\s\S]*taskSlotsPerNode 4[\s\S]*standard_d4s_v5/);
   });

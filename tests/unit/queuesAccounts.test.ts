@@ -8,8 +8,17 @@ import type { AdmissionLimits, Reservation } from '../../shared/core/scheduling/
 import { EMPTY_LEDGER, type AdmissionSnapshot } from '../../shared/core/scheduling/ledger';
 
 const reservation = (jobId: string, cores: number, account?: string): Reservation => ({
-  jobId, owner: 'alice', queue: 'default', family: 'standardDSv5Family', cores, nodes: cores / 2, pools: 1,
-  grantedAt: '2026-11-27T20:00:00Z', grant: 1, acked: true, ...(account ? { account } : {}),
+  jobId,
+  owner: 'alice',
+  queue: 'default',
+  family: 'standardDSv5Family',
+  cores,
+  nodes: cores / 2,
+  pools: 1,
+  grantedAt: '2026-11-27T20:00:00Z',
+  grant: 1,
+  acked: true,
+  ...(account ? { account } : {}),
 });
 
 const snapshot = (rs: Reservation[]): AdmissionSnapshot => ({
@@ -23,14 +32,35 @@ test('several accounts: each with its quota and the reservations placed on it, h
   const limits: AdmissionLimits = {
     ...base,
     accounts: [
-      { name: 'home', coreQuota: { total: 10, families: { standardDSv5Family: 2 } }, region: 'eastus', stagingAccounts: [], prices: { standard_d2s_v5: 0.1 }, vmSizes: new Set(['standard_d2s_v5']) },
+      {
+        name: 'home',
+        coreQuota: { total: 10, families: { standardDSv5Family: 2 } },
+        region: 'eastus',
+        stagingAccounts: [],
+        prices: { standard_d2s_v5: 0.1 },
+        vmSizes: new Set(['standard_d2s_v5']),
+      },
       { name: 'second', coreQuota: { total: 100, families: { standardDSv5Family: 64 } }, lowPriorityCores: 8, stagingAccounts: [] },
     ],
   };
   const view = queuesView(limits, snapshot([reservation('a', 4, 'second'), reservation('b', 2), reservation('c', 8, 'second')]));
   expect(view.accounts).toEqual([
-    { name: 'home', region: 'eastus', coreQuota: { total: 10, families: { standardDSv5Family: 2 } }, running: 1, reservedNodes: 1, reservedCores: { standardDSv5Family: 2 } },
-    { name: 'second', coreQuota: { total: 100, families: { standardDSv5Family: 64 } }, lowPriorityCores: 8, running: 2, reservedNodes: 6, reservedCores: { standardDSv5Family: 12 } },
+    {
+      name: 'home',
+      region: 'eastus',
+      coreQuota: { total: 10, families: { standardDSv5Family: 2 } },
+      running: 1,
+      reservedNodes: 1,
+      reservedCores: { standardDSv5Family: 2 },
+    },
+    {
+      name: 'second',
+      coreQuota: { total: 100, families: { standardDSv5Family: 64 } },
+      lowPriorityCores: 8,
+      running: 2,
+      reservedNodes: 6,
+      reservedCores: { standardDSv5Family: 12 },
+    },
   ]);
   expect(view.limits).not.toHaveProperty('accounts');
   expect(view.totals.cores).toBe(14);

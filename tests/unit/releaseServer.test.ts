@@ -12,7 +12,7 @@ import { resolvedUrl } from '../../local/batch/runner/resourceFiles';
 
 const ROOT = path.join(__dirname, '..', '..');
 
-describe('resolvedUrl (the nodes\' name resolution of stood-in hosts)', () => {
+describe("resolvedUrl (the nodes' name resolution of stood-in hosts)", () => {
   const aliases = { 'wrf-release.example.org': '127.0.0.1:40123' };
 
   it('sends an https URL on an aliased host to the local server, path and query kept', () => {

@@ -7,7 +7,13 @@ import { defaultOutputsPrefix } from '../../shared/adapters/intake/dataAreas';
 const owner = 'tenant-1/oid-alice';
 
 function specOf(extra: Record<string, unknown>): JobSpec {
-  const parsed = parseJobSpec({ id: 'old-job', name: 'old-job', pool: { vmSize: 'Standard_D2s_v5', nodes: 1 }, mpi: { runtime: 'openmpi', command: 'true' }, ...extra });
+  const parsed = parseJobSpec({
+    id: 'old-job',
+    name: 'old-job',
+    pool: { vmSize: 'Standard_D2s_v5', nodes: 1 },
+    mpi: { runtime: 'openmpi', command: 'true' },
+    ...extra,
+  });
   if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
   return parsed.spec;
 }
@@ -31,7 +37,9 @@ test('the rerun id is a job id even for the longest old id', () => {
 });
 
 test('a defaulted outputs prefix is dropped (intake gives the rerun its own); the spec takes the new id', () => {
-  const recorded = specOf({ outputs: { account: 'data', container: 'results', prefix: defaultOutputsPrefix(owner, 'old-job'), files: [{ pattern: '*.txt' }] } });
+  const recorded = specOf({
+    outputs: { account: 'data', container: 'results', prefix: defaultOutputsPrefix(owner, 'old-job'), files: [{ pattern: '*.txt' }] },
+  });
   const rerun = rerunSpec({ id: 'old-job', owner }, recorded, 'old-job-r12345678');
   expect(rerun.id).toBe('old-job-r12345678');
   expect(rerun.outputs?.prefix).toBeUndefined();

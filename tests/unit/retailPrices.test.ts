@@ -4,16 +4,33 @@
  * The stand-in's filter parser is checked here too: what it does not understand must refuse, not match everything.
  */
 import fc from 'fast-check';
-import { meterKind, nodePricesFrom, regionOfBatchAccountUrl, retailPricesFilter, retailPricesUrl, sizeGroups, type RetailPriceItem } from '../../shared/core/ops/retailPrices';
+import {
+  meterKind,
+  nodePricesFrom,
+  regionOfBatchAccountUrl,
+  retailPricesFilter,
+  retailPricesUrl,
+  sizeGroups,
+  type RetailPriceItem,
+} from '../../shared/core/ops/retailPrices';
 import { chooseQuote, costEstimate, type CachedNodePrice } from '../../shared/core/ops/priceQuote';
 import { DEFAULT_PRICE_TABLE, parsePriceTable } from '../../shared/core/config/priceTable';
 import { FilterNotEmulated, parseFilter } from '../../local/prices/filter';
 import { standInItems } from '../../local/prices/catalog';
 
 const item = (over: Partial<RetailPriceItem>): RetailPriceItem => ({
-  currencyCode: 'USD', retailPrice: 3.6, armRegionName: 'eastus', effectiveStartDate: '2024-07-01T00:00:00Z', meterName: 'HB120rs v3',
-  productName: 'Virtual Machines HBv3 Series', skuName: 'HB120rs v3', serviceName: 'Virtual Machines', armSkuName: 'Standard_HB120rs_v3',
-  unitOfMeasure: '1 Hour', type: 'Consumption', ...over,
+  currencyCode: 'USD',
+  retailPrice: 3.6,
+  armRegionName: 'eastus',
+  effectiveStartDate: '2024-07-01T00:00:00Z',
+  meterName: 'HB120rs v3',
+  productName: 'Virtual Machines HBv3 Series',
+  skuName: 'HB120rs v3',
+  serviceName: 'Virtual Machines',
+  armSkuName: 'Standard_HB120rs_v3',
+  unitOfMeasure: '1 Hour',
+  type: 'Consumption',
+  ...over,
 });
 
 describe('the query', () => {
@@ -43,18 +60,29 @@ describe('the query', () => {
 
 describe('the meters of a size', () => {
   it('takes Linux pay-as-you-go as the dedicated price, Spot and Low Priority apart, Windows and other regions never', () => {
-    const prices = nodePricesFrom([
-      item({ retailPrice: 3.6 }),
-      item({ retailPrice: 0.72, skuName: 'HB120rs v3 Spot', meterName: 'HB120rs v3 Spot' }),
-      item({ retailPrice: 0.7, skuName: 'HB120rs v3 Low Priority', meterName: 'HB120rs v3 Low Priority' }),
-      item({ retailPrice: 5.4, productName: 'Virtual Machines HBv3 Series Windows' }),
-      item({ retailPrice: 9.9, armRegionName: 'westeurope' }),
-      item({ retailPrice: 1, type: 'Reservation', unitOfMeasure: '1 Hour' }),
-    ], 'eastus');
-    expect(prices).toEqual([{
-      vmSize: 'Standard_HB120rs_v3', region: 'eastus', currency: 'USD', dedicated: 3.6, spot: 0.72, lowPriority: 0.7,
-      effectiveStartDate: '2024-07-01T00:00:00Z', meterName: 'HB120rs v3',
-    }]);
+    const prices = nodePricesFrom(
+      [
+        item({ retailPrice: 3.6 }),
+        item({ retailPrice: 0.72, skuName: 'HB120rs v3 Spot', meterName: 'HB120rs v3 Spot' }),
+        item({ retailPrice: 0.7, skuName: 'HB120rs v3 Low Priority', meterName: 'HB120rs v3 Low Priority' }),
+        item({ retailPrice: 5.4, productName: 'Virtual Machines HBv3 Series Windows' }),
+        item({ retailPrice: 9.9, armRegionName: 'westeurope' }),
+        item({ retailPrice: 1, type: 'Reservation', unitOfMeasure: '1 Hour' }),
+      ],
+      'eastus',
+    );
+    expect(prices).toEqual([
+      {
+        vmSize: 'Standard_HB120rs_v3',
+        region: 'eastus',
+        currency: 'USD',
+        dedicated: 3.6,
+        spot: 0.72,
+        lowPriority: 0.7,
+        effectiveStartDate: '2024-07-01T00:00:00Z',
+        meterName: 'HB120rs v3',
+      },
+    ]);
   });
 
   it('keeps the newest meter when a price changed', () => {
@@ -72,24 +100,41 @@ describe('the meters of a size', () => {
       size: fc.constantFrom('Standard_A', 'Standard_B'),
       day: fc.integer({ min: 1, max: 28 }),
     });
-    fc.assert(fc.property(fc.array(arb, { maxLength: 30 }), (rows) => {
-      const items = rows.map((r) => item({
-        retailPrice: r.retailPrice, productName: `Virtual Machines X Series${r.windows ? ' Windows' : ''}`, skuName: `X${r.suffix}`,
-        type: r.type, armRegionName: r.region, armSkuName: r.size, effectiveStartDate: `2024-01-${String(r.day).padStart(2, '0')}T00:00:00Z`,
-      }));
-      for (const p of nodePricesFrom(items, 'eastus')) {
-        if (p.dedicated === undefined) continue;
-        const from = items.filter((i) => i.armSkuName === p.vmSize && i.retailPrice === p.dedicated && meterKind(i) === 'dedicated' && i.armRegionName === 'eastus');
-        expect(from.length).toBeGreaterThan(0);
-      }
-    }), { seed: 20261127, numRuns: 300 });
+    fc.assert(
+      fc.property(fc.array(arb, { maxLength: 30 }), (rows) => {
+        const items = rows.map((r) =>
+          item({
+            retailPrice: r.retailPrice,
+            productName: `Virtual Machines X Series${r.windows ? ' Windows' : ''}`,
+            skuName: `X${r.suffix}`,
+            type: r.type,
+            armRegionName: r.region,
+            armSkuName: r.size,
+            effectiveStartDate: `2024-01-${String(r.day).padStart(2, '0')}T00:00:00Z`,
+          }),
+        );
+        for (const p of nodePricesFrom(items, 'eastus')) {
+          if (p.dedicated === undefined) continue;
+          const from = items.filter(
+            (i) => i.armSkuName === p.vmSize && i.retailPrice === p.dedicated && meterKind(i) === 'dedicated' && i.armRegionName === 'eastus',
+          );
+          expect(from.length).toBeGreaterThan(0);
+        }
+      }),
+      { seed: 20261127, numRuns: 300 },
+    );
   });
 });
 
 describe('which price a job gets', () => {
   const cached: CachedNodePrice = {
-    vmSize: 'Standard_HB120rs_v3', region: 'eastus', currency: 'USD', dedicated: 3.42, effectiveStartDate: '2026-10-01T00:00:00Z',
-    meterName: 'HB120rs v3', fetchedAt: '2026-11-26T03:15:00Z',
+    vmSize: 'Standard_HB120rs_v3',
+    region: 'eastus',
+    currency: 'USD',
+    dedicated: 3.42,
+    effectiveStartDate: '2026-10-01T00:00:00Z',
+    meterName: 'HB120rs v3',
+    fetchedAt: '2026-11-26T03:15:00Z',
   };
   const now = new Date('2026-11-27T10:00:00Z');
   const day = 24 * 3_600_000;
@@ -129,37 +174,54 @@ describe('the estimate', () => {
   const quote = { vmSize: 'Standard_HB120rs_v3', pricePerNodeHour: 3.6, currency: 'USD', source: 's', asOf: '2024-07-01', fallback: true };
 
   it('rate and worst case over the wall clock', () => {
-    expect(costEstimate({ vmSize: 'Standard_HB120rs_v3', nodes: 4, wallClockMinutes: 120, quote })).toMatchObject({ perHour: 14.4, worstCase: 28.8, boundBy: 'maxWallClock' });
+    expect(costEstimate({ vmSize: 'Standard_HB120rs_v3', nodes: 4, wallClockMinutes: 120, quote })).toMatchObject({
+      perHour: 14.4,
+      worstCase: 28.8,
+      boundBy: 'maxWallClock',
+    });
   });
 
   it('maxNodeHours and maxCost lower the worst case; a maxCost in another currency is said not to compare', () => {
     expect(costEstimate({ vmSize: 'x', nodes: 4, wallClockMinutes: 120, maxNodeHours: 2, quote })).toMatchObject({ worstCase: 7.2, boundBy: 'maxNodeHours' });
-    expect(costEstimate({ vmSize: 'x', nodes: 4, wallClockMinutes: 120, maxCost: { amount: 10, currency: 'USD' }, quote })).toMatchObject({ worstCase: 10, boundBy: 'maxCost' });
+    expect(costEstimate({ vmSize: 'x', nodes: 4, wallClockMinutes: 120, maxCost: { amount: 10, currency: 'USD' }, quote })).toMatchObject({
+      worstCase: 10,
+      boundBy: 'maxCost',
+    });
     const eur = costEstimate({ vmSize: 'x', nodes: 4, wallClockMinutes: 120, maxCost: { amount: 10, currency: 'EUR' }, quote });
     expect(eur).toMatchObject({ worstCase: 28.8, boundBy: 'maxWallClock' });
     expect(eur.notes.join()).toMatch(/not comparable/);
   });
 
   it('property: the worst case never exceeds nodes × price × wall clock, nor maxCost in the same currency', () => {
-    fc.assert(fc.property(
-      fc.integer({ min: 1, max: 1000 }), fc.integer({ min: 1, max: 10_000 }), fc.double({ min: 0.01, max: 50, noNaN: true }),
-      fc.option(fc.double({ min: 0.01, max: 1e5, noNaN: true })), fc.option(fc.double({ min: 0.01, max: 1e5, noNaN: true })),
-      (nodes, minutes, price, maxNodeHours, maxCost) => {
-        const e = costEstimate({
-          vmSize: 'x', nodes, wallClockMinutes: minutes, quote: { ...quote, pricePerNodeHour: price },
-          ...(maxNodeHours !== null ? { maxNodeHours } : {}), ...(maxCost !== null ? { maxCost: { amount: maxCost, currency: 'USD' } } : {}),
-        });
-        expect(e.worstCase!).toBeLessThanOrEqual(nodes * price * (minutes / 60) + 1e-3);
-        if (maxCost !== null) expect(e.worstCase!).toBeLessThanOrEqual(maxCost + 1e-3);
-      },
-    ), { seed: 20261127, numRuns: 300 });
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 1000 }),
+        fc.integer({ min: 1, max: 10_000 }),
+        fc.double({ min: 0.01, max: 50, noNaN: true }),
+        fc.option(fc.double({ min: 0.01, max: 1e5, noNaN: true })),
+        fc.option(fc.double({ min: 0.01, max: 1e5, noNaN: true })),
+        (nodes, minutes, price, maxNodeHours, maxCost) => {
+          const e = costEstimate({
+            vmSize: 'x',
+            nodes,
+            wallClockMinutes: minutes,
+            quote: { ...quote, pricePerNodeHour: price },
+            ...(maxNodeHours !== null ? { maxNodeHours } : {}),
+            ...(maxCost !== null ? { maxCost: { amount: maxCost, currency: 'USD' } } : {}),
+          });
+          expect(e.worstCase!).toBeLessThanOrEqual(nodes * price * (minutes / 60) + 1e-3);
+          if (maxCost !== null) expect(e.worstCase!).toBeLessThanOrEqual(maxCost + 1e-3);
+        },
+      ),
+      { seed: 20261127, numRuns: 300 },
+    );
   });
 });
 
 describe("the stand-in's filter", () => {
   const items = standInItems();
 
-  it('matches eq/and/or with parentheses, case-sensitively, priceType as the items\' type', () => {
+  it("matches eq/and/or with parentheses, case-sensitively, priceType as the items' type", () => {
     const pred = parseFilter(retailPricesFilter('eastus', ['Standard_HB120rs_v3', 'Standard_D2s_v5']));
     const got = items.filter(pred);
     expect(new Set(got.map((i) => i.armSkuName))).toEqual(new Set(['Standard_HB120rs_v3', 'Standard_D2s_v5']));

@@ -3,7 +3,8 @@ import { relayRunLevel, sweepRunLevel } from '../../shared/core/ops/routineRuns'
 import type { SweepReport } from '../../shared/adapters/ops/sweep';
 
 const idleHousekeeping = { dropped: [], admitted: 0, arraysRefreshed: 0, arraysEnded: [], errors: [] };
-const sweep = (over: Partial<Pick<SweepReport, 'actions' | 'skipped'>> = {}) => ({ actions: [], skipped: [], ...over }) as Pick<SweepReport, 'actions' | 'skipped'>;
+const sweep = (over: Partial<Pick<SweepReport, 'actions' | 'skipped'>> = {}) =>
+  ({ actions: [], skipped: [], ...over }) as Pick<SweepReport, 'actions' | 'skipped'>;
 
 describe('the level of an event relay pass', () => {
   it('is debug when nothing was sent, pending or failed', () => {

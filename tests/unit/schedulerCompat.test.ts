@@ -36,7 +36,13 @@ const SLURM_SCRIPT = [
 ].join('\n');
 
 const envFile = (file: string): Record<string, string> =>
-  Object.fromEntries(fs.readFileSync(file, 'utf8').split('\n').filter((l) => l.includes('=')).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+  Object.fromEntries(
+    fs
+      .readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('='))
+      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+  );
 
 function input(patch: Partial<MpiTaskInput>): MpiTaskInput {
   return { ...BASE_INPUT, launcherMode: 'custom', ...patch };
@@ -44,12 +50,14 @@ function input(patch: Partial<MpiTaskInput>): MpiTaskInput {
 
 describe('PBS: a job script runs unchanged as the custom launch script', () => {
   it.each(['none', 'docker'] as const)('runtime %s: node file one line per slot, PBS variables, mpirun from the node file', (runtime) => {
-    const c = buildMpiTaskCommands(input({
-      runtime,
-      ...(runtime === 'docker' ? { image: 'registry.local/hpc/mpi:1', containerName: 'job-1-mpi' } : {}),
-      command: PBS_SCRIPT,
-      schedulerCompat: { kind: 'pbs', jobId: 'job-1', jobName: 'solver' },
-    }));
+    const c = buildMpiTaskCommands(
+      input({
+        runtime,
+        ...(runtime === 'docker' ? { image: 'registry.local/hpc/mpi:1', containerName: 'job-1-mpi' } : {}),
+        command: PBS_SCRIPT,
+        schedulerCompat: { kind: 'pbs', jobId: 'job-1', jobName: 'solver' },
+      }),
+    );
     const r = harness.run(c.applicationCommandLine, c.environment, { DOCKER_STUB_EXEC: '1' });
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
@@ -112,7 +120,9 @@ describe('Slurm: a batch script runs unchanged', () => {
 
 describe('off by default', () => {
   it('no node file and no scheduler variable without compat', () => {
-    const c = buildMpiTaskCommands(input({ command: PBS_SCRIPT.replace('cat "$PBS_NODEFILE"', 'echo "${PBS_NODEFILE-unset}"').replace(/^mpirun.*$/m, 'true') }));
+    const c = buildMpiTaskCommands(
+      input({ command: PBS_SCRIPT.replace('cat "$PBS_NODEFILE"', 'echo "${PBS_NODEFILE-unset}"').replace(/^mpirun.*$/m, 'true') }),
+    );
     const r = harness.run(c.applicationCommandLine, c.environment);
     expect(r.status).toBe(0);
     expect(fs.readFileSync(path.join(r.out, 'nodefile.seen'), 'utf8')).toBe('unset\n');
@@ -121,7 +131,9 @@ describe('off by default', () => {
   });
 
   it('refuses an unknown kind and a NUL in the job name', () => {
-    expect(() => buildMpiTaskCommands(input({ schedulerCompat: { kind: 'lsf' as 'pbs', jobId: 'j', jobName: 'n' } }))).toThrow(/schedulerCompat must be one of pbs, slurm/);
+    expect(() => buildMpiTaskCommands(input({ schedulerCompat: { kind: 'lsf' as 'pbs', jobId: 'j', jobName: 'n' } }))).toThrow(
+      /schedulerCompat must be one of pbs, slurm/,
+    );
     expect(() => buildMpiTaskCommands(input({ schedulerCompat: { kind: 'pbs', jobId: 'j', jobName: 'a\0b' } }))).toThrow(/NUL/);
   });
 });
@@ -154,7 +166,7 @@ ${env}`;
     expect(splitShellWords(mpiTaskRequest(planJob('pbs-1', off.spec), off.spec, [{ id: 'n0' }], '/d', 'b').applicationCommandLine)[2]).not.toContain('PBS_');
   });
 
-  it('refuses an unknown scheduler and the scheduler\'s own variables in mpi.env, with field paths', () => {
+  it("refuses an unknown scheduler and the scheduler's own variables in mpi.env, with field paths", () => {
     const bad = parse(yaml('{ mode: custom, compat: lsf }'));
     expect(bad.ok).toBe(false);
     if (!bad.ok) expect(bad.errors).toEqual([expect.objectContaining({ path: 'mpi.launcher.compat', message: expect.stringMatching(/"pbs" or "slurm"/) })]);

@@ -41,9 +41,13 @@ describe('the scheduling section of the spec', () => {
     expect(errors({ queue: 'Bad Queue' })).toEqual([{ path: 'queue', message: expect.stringMatching(/queue name/) }]);
     expect(errors({ priority: 1.5 })[0].path).toBe('priority');
     expect(errors({ priority: 5000 })[0].path).toBe('priority');
-    expect(errors({ dependsOn: [{ job: 'a', condition: 'maybe' }] })).toEqual([{ path: 'dependsOn[0].condition', message: 'must be "succeeded" or "finished"' }]);
+    expect(errors({ dependsOn: [{ job: 'a', condition: 'maybe' }] })).toEqual([
+      { path: 'dependsOn[0].condition', message: 'must be "succeeded" or "finished"' },
+    ]);
     expect(errors({ dependsOn: [{ job: 'A!' }] })[0].path).toBe('dependsOn[0].job');
-    expect(errors({ id: 'me', dependsOn: [{ job: 'other' }, { job: 'me' }] })).toEqual([{ path: 'dependsOn[1].job', message: 'a job cannot depend on itself (a cycle)' }]);
+    expect(errors({ id: 'me', dependsOn: [{ job: 'other' }, { job: 'me' }] })).toEqual([
+      { path: 'dependsOn[1].job', message: 'a job cannot depend on itself (a cycle)' },
+    ]);
     expect(errors({ dependsOn: [{ job: 'x' }, { job: 'x' }] })).toEqual([{ path: 'dependsOn[1].job', message: 'job x is listed twice' }]);
     expect(errors({ array: { range: { from: 5, to: 1 } } })).toEqual([{ path: 'array.range.to', message: 'the range from 5 to 1 by 1 is empty' }]);
     expect(errors({ array: { range: { from: 0, to: 1000 } } })[0].message).toMatch(/1001 values; an array runs at most 500/);
@@ -51,13 +55,22 @@ describe('the scheduling section of the spec', () => {
     expect(errors({ array: { parameters: [] } })[0].path).toBe('array.parameters');
     expect(errors({ array: { parameters: ['a\nb'] } })[0].path).toBe('array.parameters[0]');
     expect(errors({ array: { parameters: ['a'], range: { from: 0, to: 1 } } })[0].path).toBe('array');
-    expect(errors({ id: 'x'.repeat(62), array: { range: { from: 0, to: 10 } } })).toEqual([{ path: 'id', message: expect.stringMatching(/too long for an array of 11.*at most 61 here/) }]);
-    expect(errors({ array: { parameters: ['a'] }, mpi: { ...base.mpi, env: { MPIJOB_ARRAY_INDEX: '1' } } })).toEqual([{ path: 'mpi.env.MPIJOB_ARRAY_INDEX', message: expect.stringMatching(/set by the pipeline/) }]);
+    expect(errors({ id: 'x'.repeat(62), array: { range: { from: 0, to: 10 } } })).toEqual([
+      { path: 'id', message: expect.stringMatching(/too long for an array of 11.*at most 61 here/) },
+    ]);
+    expect(errors({ array: { parameters: ['a'] }, mpi: { ...base.mpi, env: { MPIJOB_ARRAY_INDEX: '1' } } })).toEqual([
+      { path: 'mpi.env.MPIJOB_ARRAY_INDEX', message: expect.stringMatching(/set by the pipeline/) },
+    ]);
   });
 
   it('keeps what it was given', () => {
     expect(spec({ queue: 'urgent', priority: -3, dependsOn: [{ job: 'a' }, { job: 'b', condition: 'finished' }] })).toMatchObject({
-      queue: 'urgent', priority: -3, dependsOn: [{ job: 'a', condition: 'succeeded' }, { job: 'b', condition: 'finished' }],
+      queue: 'urgent',
+      priority: -3,
+      dependsOn: [
+        { job: 'a', condition: 'succeeded' },
+        { job: 'b', condition: 'finished' },
+      ],
     });
   });
 });
@@ -91,18 +104,23 @@ describe('arrays', () => {
   it('a range gives from, from+step, … up to to', () => {
     expect(arrayValues({ range: { from: 10, to: 20, step: 5 } })).toEqual([10, 15, 20]);
     expect(arrayValues({ range: { from: 3, to: -3, step: -2 } })).toEqual([3, 1, -1, -3]);
-    fc.assert(fc.property(fc.integer({ min: -50, max: 50 }), fc.integer({ min: -50, max: 50 }), fc.integer({ min: 1, max: 7 }), (from, to, step) => {
-      const values = arrayValues({ range: { from, to, step } });
-      for (const v of values) expect(Number(v) >= from && Number(v) <= to).toBe(true);
-      expect(values.length).toBe(to >= from ? Math.floor((to - from) / step) + 1 : 0);
-    }));
+    fc.assert(
+      fc.property(fc.integer({ min: -50, max: 50 }), fc.integer({ min: -50, max: 50 }), fc.integer({ min: 1, max: 7 }), (from, to, step) => {
+        const values = arrayValues({ range: { from, to, step } });
+        for (const v of values) expect(Number(v) >= from && Number(v) <= to).toBe(true);
+        expect(values.length).toBe(to >= from ? Math.floor((to - from) / step) + 1 : 0);
+      }),
+    );
   });
 
   it('a child that would break a limit of its own is refused with its id', () => {
     const env = Object.fromEntries(Array.from({ length: 127 }, (_, i) => [`V${i}`, 'x']));
     const out = expandArray('big', spec({ array: { parameters: ['a'] }, mpi: { ...base.mpi, env } }));
     expect(out.ok).toBe(false);
-    expect(!out.ok && out.errors[0]).toMatchObject({ path: 'mpi.env', message: expect.stringMatching(/^in the array's job big-0: must have at most 128 entries/) });
+    expect(!out.ok && out.errors[0]).toMatchObject({
+      path: 'mpi.env',
+      message: expect.stringMatching(/^in the array's job big-0: must have at most 128 entries/),
+    });
   });
 
   it('summarises: Queued until one starts, Running until all end, then Failed > Cancelled > Succeeded', () => {
@@ -136,7 +154,11 @@ describe('arrays', () => {
 
 describe('dependencies', () => {
   const child = spec({ dependsOn: [{ job: 'a' }, { job: 'b', condition: 'finished' }] });
-  const parents = (a: JobRecord | undefined, b: JobRecord | undefined) => new Map([['a', a], ['b', b]]);
+  const parents = (a: JobRecord | undefined, b: JobRecord | undefined) =>
+    new Map([
+      ['a', a],
+      ['b', b],
+    ]);
 
   it('met once every parent reached its condition; pending lists the others', () => {
     expect(dependencyStatus(child, parents(row('a', 'Succeeded'), row('b', 'Failed')))).toEqual({ state: 'met' });
@@ -146,12 +168,15 @@ describe('dependencies', () => {
 
   it('impossible, with the reason, when a parent that had to succeed did not, or is gone', () => {
     const failed = row('a', 'Failed', { error: { code: 'PipelineFailed', message: 'MPI task exited with code 3' } });
-    expect(dependencyStatus(child, parents(failed, row('b', 'Running')))).toEqual({ state: 'impossible', reason: 'dependency a ended Failed: MPI task exited with code 3 (this job needed it to succeed)' });
+    expect(dependencyStatus(child, parents(failed, row('b', 'Running')))).toEqual({
+      state: 'impossible',
+      reason: 'dependency a ended Failed: MPI task exited with code 3 (this job needed it to succeed)',
+    });
     expect(dependencyStatus(child, parents(row('a', 'Cancelled'), row('b', 'Running'))).state).toBe('impossible');
     expect(dependencyStatus(child, parents(undefined, row('b', 'Running')))).toEqual({ state: 'impossible', reason: 'dependency a no longer exists' });
   });
 
-  it('intake refuses unknown parents and other owners\' jobs alike, and cycles, with the path', async () => {
+  it("intake refuses unknown parents and other owners' jobs alike, and cycles, with the path", async () => {
     const rows = new Map<string, JobRecord>([
       ['a', row('a', 'Running')],
       ['theirs', row('theirs', 'Running', { owner: 'bob' })],
@@ -174,7 +199,12 @@ describe('dependencies', () => {
 describe('demand', () => {
   it('a new pool holds its cores (from the VM size table) and a pool; a reused pool only its nodes', () => {
     expect(demandOf('j', spec())).toEqual({ family: 'standardDSv5Family', cores: 4, nodes: 2, pools: 1 });
-    expect(demandOf('j', spec({ pool: { vmSize: 'Standard_HB120rs_v3', nodes: 3 } }))).toEqual({ family: 'standardHBv3Family', cores: 360, nodes: 3, pools: 1 });
+    expect(demandOf('j', spec({ pool: { vmSize: 'Standard_HB120rs_v3', nodes: 3 } }))).toEqual({
+      family: 'standardHBv3Family',
+      cores: 360,
+      nodes: 3,
+      pools: 1,
+    });
     expect(demandOf('j', spec({ pool: { poolId: 'shared', nodes: 3 } }))).toMatchObject({ cores: 0, nodes: 3, pools: 0 });
   });
 

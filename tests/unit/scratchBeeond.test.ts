@@ -44,16 +44,18 @@ describe('scratch.path', () => {
     expect(errorsOf(yaml('{ path: 7 }'))).toEqual([{ path: 'scratch.path', message: expect.stringContaining('must be a string') }]);
   });
 
-  it('refuses a scratch at, inside or around a mount\'s fixed path', () => {
+  it("refuses a scratch at, inside or around a mount's fixed path", () => {
     const mounts = (p: string) => `mounts: [{ name: data, path: ${p}, nfs: { source: "10.0.0.4:/x" } }]`;
     for (const p of ['/scratch', '/scratch/a', '/sc']) {
       const at = p === '/sc' ? '/sc/x' : '/scratch';
-      expect(errorsOf(yaml(`{ path: ${at} }`, mounts(p)))).toEqual([{ path: 'scratch.path', message: expect.stringContaining(`overlaps mounts[0].path ${p}`) }]);
+      expect(errorsOf(yaml(`{ path: ${at} }`, mounts(p)))).toEqual([
+        { path: 'scratch.path', message: expect.stringContaining(`overlaps mounts[0].path ${p}`) },
+      ]);
     }
     expect(spec(yaml('{ path: /scratch }', mounts('/data'))).scratch?.path).toBe('/scratch');
   });
 
-  it('binds the job\'s scratch at the path on every node and exports the path; the release task unmounts it first', () => {
+  it("binds the job's scratch at the path on every node and exports the path; the release task unmounts it first", () => {
     const s = { kind: 'masterNfs' as const, jobId: 'j-1', path: '/scratch' };
     expect(scratchExport(s)).toBe('export MPIJOB_SCRATCH=/scratch');
     const setup = scratchSetupScript(s);
@@ -70,10 +72,12 @@ describe('scratch.path', () => {
 describe('scratch.kind beeond', () => {
   const s = { kind: 'beeond' as const, jobId: 'j-2' };
 
-  it('the master runs beeond start over the job\'s nodes with the local disk dir; the others wait for the mount', () => {
+  it("the master runs beeond start over the job's nodes with the local disk dir; the others wait for the mount", () => {
     const setup = scratchSetupScript(s);
     expect(setup).toContain('printf \'%s\\n\' ${AZ_BATCH_HOST_LIST//,/ } > "$AZ_BATCH_NODE_SHARED_DIR/scratch/j-2.nodes"');
-    expect(setup).toContain('beeond start -n "$AZ_BATCH_NODE_SHARED_DIR/scratch/j-2.nodes" -d "$AZ_BATCH_NODE_SHARED_DIR/beeond/j-2" -c "$MPIJOB_SCRATCH" -i "$AZ_BATCH_NODE_SHARED_DIR/scratch/j-2.beeond"');
+    expect(setup).toContain(
+      'beeond start -n "$AZ_BATCH_NODE_SHARED_DIR/scratch/j-2.nodes" -d "$AZ_BATCH_NODE_SHARED_DIR/beeond/j-2" -c "$MPIJOB_SCRATCH" -i "$AZ_BATCH_NODE_SHARED_DIR/scratch/j-2.beeond"',
+    );
     expect(setup).toMatch(/else .*until mountpoint -q "\$MPIJOB_SCRATCH"/);
     expect(setup).not.toContain('exportfs');
   });
@@ -85,7 +89,7 @@ describe('scratch.kind beeond', () => {
     expect(release.endsWith('} || true')).toBe(true);
   });
 
-  it('the pool\'s start task checks for beeond and installs it from the BeeGFS repository when missing', () => {
+  it("the pool's start task checks for beeond and installs it from the BeeGFS repository when missing", () => {
     const lines = nodeFilesystemSetup([], { kind: 'beeond' }).join('\n');
     expect(lines).toMatch(/^if ! command -v beeond/);
     expect(lines).toContain('apt-get install -y -q beeond "linux-headers-$(uname -r)"');
@@ -96,14 +100,20 @@ describe('scratch.kind beeond', () => {
   it('the image check refuses an image BeeGFS does not package, with the reason', () => {
     const base = { container: { runtime: 'none' as const }, mpi: { command: './a', launcher: { mode: 'managed' as const } }, scratch: { kind: 'beeond' } };
     const centos = checkImage({ ...base, pool: { image: { publisher: 'openlogic', offer: 'centos-hpc', sku: '7.7' } } });
-    expect(centos.findings).toEqual([expect.objectContaining({ path: 'scratch.kind', kind: 'scratch', message: expect.stringContaining('cannot run BeeOND') })]);
+    expect(centos.findings).toEqual([
+      expect.objectContaining({ path: 'scratch.kind', kind: 'scratch', message: expect.stringContaining('cannot run BeeOND') }),
+    ]);
     expect(checkImage({ ...base, pool: {} }).findings).toEqual([]);
-    expect(checkImage({ ...base, scratch: { kind: 'masterNfs' }, pool: { image: { publisher: 'openlogic', offer: 'centos-hpc', sku: '7.7' } } }).findings).toEqual([]);
+    expect(
+      checkImage({ ...base, scratch: { kind: 'masterNfs' }, pool: { image: { publisher: 'openlogic', offer: 'centos-hpc', sku: '7.7' } } }).findings,
+    ).toEqual([]);
   });
 
-  it('is refused with pool.poolId (a reused pool\'s start task cannot install it)', () => {
-    expect(errorsOf(yaml('{ kind: beeond }').replace('pool: { vmSize: Standard_HB120rs_v3, nodes: 2 }', 'pool: { poolId: p1, nodes: 2 }')))
-      .toContainEqual({ path: 'scratch.kind', message: expect.stringContaining('pool.poolId') });
+  it("is refused with pool.poolId (a reused pool's start task cannot install it)", () => {
+    expect(errorsOf(yaml('{ kind: beeond }').replace('pool: { vmSize: Standard_HB120rs_v3, nodes: 2 }', 'pool: { poolId: p1, nodes: 2 }'))).toContainEqual({
+      path: 'scratch.kind',
+      message: expect.stringContaining('pool.poolId'),
+    });
   });
 });
 
@@ -111,8 +121,17 @@ describe('hpcjob explain --offline on beeond-scratch-ior.yaml', () => {
   it('shows the start task installing BeeOND, beeond start in the coordination command, beeond stop in the release task, /scratch', async () => {
     const { explainCommand } = await import('../../cli/commands/explain');
     const out: string[] = [];
-    const ctx = { json: true, out: (t: string) => out.push(t), err: () => undefined, api: () => { throw new Error('offline'); } };
-    await explainCommand(ctx as unknown as Parameters<typeof explainCommand>[0], path.join(__dirname, '../../examples/workloads/beeond-scratch-ior.yaml'), { offline: true });
+    const ctx = {
+      json: true,
+      out: (t: string) => out.push(t),
+      err: () => undefined,
+      api: () => {
+        throw new Error('offline');
+      },
+    };
+    await explainCommand(ctx as unknown as Parameters<typeof explainCommand>[0], path.join(__dirname, '../../examples/workloads/beeond-scratch-ior.yaml'), {
+      offline: true,
+    });
     const doc = JSON.parse(out.join('')) as ReturnType<typeof explainJob>;
     expect(doc.scratch).toMatchObject({ kind: 'beeond', path: '/scratch' });
     const startTask = (doc.pool.request as { startTask?: { commandLine: string } }).startTask?.commandLine ?? '';

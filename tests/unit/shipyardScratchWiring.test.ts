@@ -14,7 +14,10 @@ const draft = (spec: Record<string, unknown>) => Object.assign(newDraft('a.yaml'
 
 describe('wireScratch', () => {
   it('rewrites $AZ_BATCH_TASK_DIR/auto_scratch in the commands and links the old path first', () => {
-    const d = draft({ scratch: {}, mpi: { preExecutionCommand: 'cd ${AZ_BATCH_TASK_DIR}/auto_scratch && ./prep.sh', command: 'solver -case $AZ_BATCH_TASK_DIR/auto_scratch/case' } });
+    const d = draft({
+      scratch: {},
+      mpi: { preExecutionCommand: 'cd ${AZ_BATCH_TASK_DIR}/auto_scratch && ./prep.sh', command: 'solver -case $AZ_BATCH_TASK_DIR/auto_scratch/case' },
+    });
     const changed = wireScratch(d);
     expect(d.spec.mpi).toEqual({
       preExecutionCommand: `${AUTO_SCRATCH_LINK}; cd $MPIJOB_SCRATCH && ./prep.sh`,
@@ -36,7 +39,7 @@ describe('wireScratch', () => {
     expect(d.spec).toEqual({ mpi: { command: 'cd $AZ_BATCH_TASK_DIR/auto_scratch' } });
   });
 
-  it('the link makes a script\'s `cd $AZ_BATCH_TASK_DIR/auto_scratch` land in the scratch (real bash)', () => {
+  it("the link makes a script's `cd $AZ_BATCH_TASK_DIR/auto_scratch` land in the scratch (real bash)", () => {
     const root = mkdtempSync(path.join(tmpdir(), 'auto-scratch-'));
     try {
       const scratch = path.join(root, 'scratch');
@@ -53,7 +56,10 @@ describe('wireScratch', () => {
       expect(readlinkSync(path.join(taskDir, 'auto_scratch'))).toBe(scratch);
       // Without the link (the old import), the same script fails with cd's own message.
       rmSync(path.join(taskDir, 'auto_scratch'));
-      const old = spawnSync('/bin/bash', ['-c', `set -e; source ${path.join(root, 'setup.sh')}`], { env: { PATH: process.env.PATH, AZ_BATCH_TASK_DIR: taskDir }, encoding: 'utf8' });
+      const old = spawnSync('/bin/bash', ['-c', `set -e; source ${path.join(root, 'setup.sh')}`], {
+        env: { PATH: process.env.PATH, AZ_BATCH_TASK_DIR: taskDir },
+        encoding: 'utf8',
+      });
       expect(old.status).not.toBe(0);
       expect(old.stderr).toMatch(/cd: .*auto_scratch: No such file or directory/);
     } finally {
@@ -64,20 +70,32 @@ describe('wireScratch', () => {
 
 describe('a preflight that stopped before its first probe', () => {
   const TH: PreflightThresholds = { maxSshMs: 2000, minFreeMB: 1024, requiredPaths: [], runsPreExecution: true, pingPong: { enabled: true } };
-  const NODES = [{ id: 'n0', ipAddress: '10.9.0.1' }, { id: 'n1', ipAddress: '10.9.0.2' }];
+  const NODES = [
+    { id: 'n0', ipAddress: '10.9.0.1' },
+    { id: 'n1', ipAddress: '10.9.0.2' },
+  ];
 
   it('says what the master\'s stderr ended with, not "printed nothing"', () => {
-    const v = evaluatePreflight({
-      exitCode: 1,
-      stderrTail: 'some earlier line\nset_up_sample.sh: line 14: cd: /mnt/batch/tasks/x/auto_scratch: No such file or directory\n[mpijob] preExecutionCommand exited with status 1\n',
-      report: { probes: [], pairs: [] },
-    }, NODES, TH);
+    const v = evaluatePreflight(
+      {
+        exitCode: 1,
+        stderrTail:
+          'some earlier line\nset_up_sample.sh: line 14: cd: /mnt/batch/tasks/x/auto_scratch: No such file or directory\n[mpijob] preExecutionCommand exited with status 1\n',
+        report: { probes: [], pairs: [] },
+      },
+      NODES,
+      TH,
+    );
     expect(v.pass).toBe(false);
-    expect(v.unattributed).toMatch(/^the check stopped before its first probe \(task exit 1\): set_up_sample\.sh: line 14: cd: \/mnt\/batch\/tasks\/x\/auto_scratch: No such file or directory \/ \[mpijob\] preExecutionCommand exited with status 1; the job's mpi\.preExecutionCommand ran first/);
+    expect(v.unattributed).toMatch(
+      /^the check stopped before its first probe \(task exit 1\): set_up_sample\.sh: line 14: cd: \/mnt\/batch\/tasks\/x\/auto_scratch: No such file or directory \/ \[mpijob\] preExecutionCommand exited with status 1; the job's mpi\.preExecutionCommand ran first/,
+    );
     expect(v.unattributed).not.toContain('printed nothing');
   });
 
   it('still says "printed nothing" when there is no stderr either', () => {
-    expect(evaluatePreflight({ exitCode: 137, report: { probes: [], pairs: [] } }, NODES, { ...TH, runsPreExecution: false }).unattributed).toBe('the check printed nothing (task exit 137)');
+    expect(evaluatePreflight({ exitCode: 137, report: { probes: [], pairs: [] } }, NODES, { ...TH, runsPreExecution: false }).unattributed).toBe(
+      'the check printed nothing (task exit 137)',
+    );
   });
 });

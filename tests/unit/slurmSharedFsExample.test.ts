@@ -29,19 +29,31 @@ function exampleSpec(): JobSpec {
 type PoolBody = { networkConfiguration?: unknown; mountConfiguration?: unknown; startTask?: { commandLine: string } };
 
 describe('hpcjob explain --offline of slurm-script-shared-fs.yaml', () => {
-  const doc = explainJob({ jobId: 'slurm-1', jobIdFrom: 'spec.id', spec: exampleSpec(), settings: defaultExplainSettings((w) => `<${w}>`), policiesChecked: false });
+  const doc = explainJob({
+    jobId: 'slurm-1',
+    jobIdFrom: 'spec.id',
+    spec: exampleSpec(),
+    settings: defaultExplainSettings((w) => `<${w}>`),
+    policiesChecked: false,
+  });
   const pool = doc.pool.request as PoolBody;
   const start = pool.startTask?.commandLine ?? '';
 
-  it('puts the pool in the file systems\' subnet; Batch mounts the NetApp volume and the Azure Files NFS share with their kinds\' options', () => {
+  it("puts the pool in the file systems' subnet; Batch mounts the NetApp volume and the Azure Files NFS share with their kinds' options", () => {
     expect(pool.networkConfiguration).toEqual({ subnetId: EXAMPLE_SUBNET_ID });
     expect(pool.mountConfiguration).toEqual([
       { nfsMountConfiguration: { source: '10.20.0.5:/hpcapps', relativeMountPath: 'apps', mountOptions: '-o hard,rsize=262144,wsize=262144,vers=3,tcp,ro' } },
-      { nfsMountConfiguration: { source: 'data1.file.core.windows.net:/data1/cases', relativeMountPath: 'data', mountOptions: '-o vers=4,minorversion=1,sec=sys,nconnect=4,ro' } },
+      {
+        nfsMountConfiguration: {
+          source: 'data1.file.core.windows.net:/data1/cases',
+          relativeMountPath: 'data',
+          mountOptions: '-o vers=4,minorversion=1,sec=sys,nconnect=4,ro',
+        },
+      },
     ]);
   });
 
-  it('the start task mounts Lustre and binds /apps and /data read-only and /lustre, before the user\'s command', () => {
+  it("the start task mounts Lustre and binds /apps and /data read-only and /lustre, before the user's command", () => {
     expect(start).toContain('mount -t lustre -o noatime,flock 10.20.0.7@tcp:/lustrefs "$AZ_BATCH_NODE_MOUNTS_DIR"/lustre');
     for (const at of ['apps', 'data', 'lustre']) {
       expect(start).toContain(`if ! mountpoint -q /${at}; then mkdir -p /${at} && mount --bind "$AZ_BATCH_NODE_MOUNTS_DIR"/${at} /${at}; fi`);
@@ -53,7 +65,7 @@ describe('hpcjob explain --offline of slurm-script-shared-fs.yaml', () => {
     expect(start.indexOf('mount -t lustre')).toBeLessThan(start.indexOf('mount --bind "$AZ_BATCH_NODE_MOUNTS_DIR"/lustre'));
   });
 
-  it('the MPI task exports the Slurm allocation and turns the launchers\' Slurm support off', () => {
+  it("the MPI task exports the Slurm allocation and turns the launchers' Slurm support off", () => {
     const text = JSON.stringify(doc.mpiTask);
     expect(text).toContain('export SLURM_JOB_NODELIST=\\"$AZ_BATCH_HOST_LIST\\"');
     expect(text).toContain('export SLURM_HOSTFILE=\\"$MPIJOB_NODEFILE\\"');
@@ -69,18 +81,22 @@ describe('the example network serves what the example mounts', () => {
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('the deployment lets jobs mount the NetApp volume and the Lustre file system; the Azure Files share is the data account\'s', () => {
+  it("the deployment lets jobs mount the NetApp volume and the Lustre file system; the Azure Files share is the data account's", () => {
     const sources = (exampleNetworkSettings().DATA_MOUNT_SOURCES ?? '').split(',');
     expect(checkWorkloadDataAccess(exampleSpec(), { accounts: ['data1'], mountSources: sources }, () => undefined)).toEqual([]);
-    expect(checkWorkloadDataAccess(exampleSpec(), { accounts: ['data1'], mountSources: ['10.20.0.4:/export/*'] }, () => undefined).map((e) => e.path))
-      .toEqual(['mounts[0].netappFiles.address', 'mounts[2].lustre.mgs']);
+    expect(checkWorkloadDataAccess(exampleSpec(), { accounts: ['data1'], mountSources: ['10.20.0.4:/export/*'] }, () => undefined).map((e) => e.path)).toEqual([
+      'mounts[0].netappFiles.address',
+      'mounts[2].lustre.mgs',
+    ]);
   });
 
-  it('a pool in subnet compute mounts the share by its account\'s name and the volume by address; another subnet cannot', () => {
+  it("a pool in subnet compute mounts the share by its account's name and the volume by address; another subnet cannot", () => {
     const { services } = exampleNetwork(path.join(dir, 'headnode'), ROOT);
     const hosts = prepareNetworkServices(path.join(dir, 'emu'), services);
-    const mountConfiguration = (explainJob({ jobId: 'slurm-1', jobIdFrom: 'spec.id', spec: exampleSpec(), settings: defaultExplainSettings((w) => `<${w}>`), policiesChecked: false })
-      .pool.request as { mountConfiguration: unknown }).mountConfiguration;
+    const mountConfiguration = (
+      explainJob({ jobId: 'slurm-1', jobIdFrom: 'spec.id', spec: exampleSpec(), settings: defaultExplainSettings((w) => `<${w}>`), policiesChecked: false })
+        .pool.request as { mountConfiguration: unknown }
+    ).mountConfiguration;
     const inside = modelledMounts(path.join(dir, 'emu'), mountConfiguration, { services: hosts, subnet: EXAMPLE_SUBNET_ID });
     expect(inside.map((m) => [m.relativeMountPath, m.failure, m.target])).toEqual([
       ['apps', undefined, path.join(dir, 'headnode', 'anf')],
@@ -88,7 +104,10 @@ describe('the example network serves what the example mounts', () => {
     ]);
     expect(readFileSync(path.join(inside[1].target, 'case.txt'), 'utf8')).toBe('case: cavity 2x2\n');
     const outside = modelledMounts(path.join(dir, 'emu'), mountConfiguration, { services: hosts, subnet: EXAMPLE_SUBNET_ID.replace('/compute', '/elsewhere') });
-    expect(outside.map((m) => m.failure)).toEqual([expect.stringMatching(/^mount\.nfs: Connection timed out/), expect.stringMatching(/^mount\.nfs: Connection timed out/)]);
+    expect(outside.map((m) => m.failure)).toEqual([
+      expect.stringMatching(/^mount\.nfs: Connection timed out/),
+      expect.stringMatching(/^mount\.nfs: Connection timed out/),
+    ]);
     // The Lustre file system is the MGS service's /lustrefs export (the node tool mount -t lustre reads it).
     expect(services.find((s) => s.address === '10.20.0.7')?.exports).toEqual([{ path: '/lustrefs', directory: path.join(dir, 'headnode', 'lustre') }]);
   });

@@ -51,14 +51,21 @@ describe('how a miss is worded', () => {
   });
 
   it('a lookup Storage refuses to the app says whose access is missing (the job could not read it either)', () => {
-    expect(deniedMessage(blob, 'AuthorizationPermissionMismatch')).toBe('the app\'s identity may not read data1/software/osu_pingpong.c (AuthorizationPermissionMismatch): grant it read access to container "software" of account "data1"');
+    expect(deniedMessage(blob, 'AuthorizationPermissionMismatch')).toBe(
+      'the app\'s identity may not read data1/software/osu_pingpong.c (AuthorizationPermissionMismatch): grant it read access to container "software" of account "data1"',
+    );
   });
 
-  it('as validation errors (the dry run) and as the job\'s reason, with every field path and no activity name', () => {
-    const misses = [{ path: input.path, message: missMessage(input, true) }, { path: blob.path, message: missMessage(blob, false) }];
+  it("as validation errors (the dry run) and as the job's reason, with every field path and no activity name", () => {
+    const misses = [
+      { path: input.path, message: missMessage(input, true) },
+      { path: blob.path, message: missMessage(blob, false) },
+    ];
     expect(missesAsErrors(misses)).toEqual(misses);
     const reason = missesReason(misses);
-    expect(reason).toBe('missing inputs (checked before any pool was created): data.inputs[0].prefix: no blob under data1/inputs/demo/ (container "inputs" does not exist); pool.startTask.resourceFiles[0].blob: blob data1/software/osu_pingpong.c does not exist');
+    expect(reason).toBe(
+      'missing inputs (checked before any pool was created): data.inputs[0].prefix: no blob under data1/inputs/demo/ (container "inputs" does not exist); pool.startTask.resourceFiles[0].blob: blob data1/software/osu_pingpong.c does not exist',
+    );
     expect(missesReason(misses.slice(0, 1))).toMatch(/^missing input \(/);
   });
 });

@@ -14,9 +14,23 @@ test('the generated parts of docs/job-spec.md are current (regenerate: node --im
 
 test('the field table covers every section and key limit', () => {
   const table = renderFieldTable();
-  for (const field of ['`id`', '`name`', '`tags`', '`pool.nodes`', '`pool.lowPriorityNodes`', '`container.pullConcurrency`', '`container.registry.identity`',
-    '`data.shardSizeMB`', '`data.inputs[].prefix`', '`mpi.processesPerNode`', '`mpi.env`', '`mpi.sshPort`', '`limits.maxWallClock`',
-    '`cleanup.deletePool`', '`cleanup.keepStagedData`']) {
+  for (const field of [
+    '`id`',
+    '`name`',
+    '`tags`',
+    '`pool.nodes`',
+    '`pool.lowPriorityNodes`',
+    '`container.pullConcurrency`',
+    '`container.registry.identity`',
+    '`data.shardSizeMB`',
+    '`data.inputs[].prefix`',
+    '`mpi.processesPerNode`',
+    '`mpi.env`',
+    '`mpi.sshPort`',
+    '`limits.maxWallClock`',
+    '`cleanup.deletePool`',
+    '`cleanup.keepStagedData`',
+  ]) {
     expect(table).toContain(`| ${field} |`);
   }
   expect(table).toMatch(new RegExp(`\\| \`pool.nodes\` \\| integer \\| yes \\|  \\| ≥ 1; ≤ ${LIMITS.maxNodes} \\|`));

@@ -28,6 +28,8 @@ test('the two documented examples say what the docs claim', () => {
   expect(native.data.inputs.length).toBeGreaterThan(0);
   const hb = read('docker-intelmpi-hb.yaml');
   expect(hb).toMatchObject({
-    container: { runtime: 'docker' }, mpi: { runtime: 'intelmpi', fabric: 'rdma', sshPort: 23 }, pool: { vmSize: 'Standard_HB120rs_v3' },
+    container: { runtime: 'docker' },
+    mpi: { runtime: 'intelmpi', fabric: 'rdma', sshPort: 23 },
+    pool: { vmSize: 'Standard_HB120rs_v3' },
   });
 });

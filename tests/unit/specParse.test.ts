@@ -1,8 +1,6 @@
 /** parseJobSpec on hand-picked inputs: formats, messages, defaults, identity helpers. */
 import fc from 'fast-check';
-import {
-  deriveJobId, diffSpecs, MAX_SPEC_TEXT_CHARS, parseJobSpec, resolveDestination, specHash, type JobSpec,
-} from '../../shared/core/spec';
+import { deriveJobId, diffSpecs, MAX_SPEC_TEXT_CHARS, parseJobSpec, resolveDestination, specHash, type JobSpec } from '../../shared/core/spec';
 import { jsonErrorOffset } from '../../shared/core/spec/jsonErrorOffset';
 
 const minimal = { name: 'demo', pool: { vmSize: 'Standard_HB120rs_v3', nodes: 4 }, mpi: { runtime: 'openmpi', command: './app' } };
@@ -21,8 +19,11 @@ function errors(input: unknown, type?: string) {
 test('defaults are applied and documented values come out', () => {
   const spec = ok(minimal);
   expect(spec.pool).toMatchObject({
-    lowPriorityNodes: 0, resizeTimeout: 'PT15M', partialAllocation: { policy: 'fail' },
-    image: { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204', version: 'latest' }, nodeAgentSku: 'batch.node.ubuntu 22.04',
+    lowPriorityNodes: 0,
+    resizeTimeout: 'PT15M',
+    partialAllocation: { policy: 'fail' },
+    image: { publisher: 'microsoft-dsvm', offer: 'ubuntu-hpc', sku: '2204', version: 'latest' },
+    nodeAgentSku: 'batch.node.ubuntu 22.04',
   });
   expect(spec.container).toEqual({ runtime: 'none', images: [], pullConcurrency: 10, allowAboveTen: false, imageDistribution: 'peers', gpus: false });
   expect(spec.data).toEqual({ inputs: [], shardSizeMB: { min: 80, max: 100 }, recordBytes: 1, stagingAccounts: [], retention: 'P2D' });
@@ -66,8 +67,10 @@ test('JSON without a content type is read as YAML (a superset), so both work', (
 
 test('every problem is listed at once, each with its path', () => {
   const errs = errors({
-    name: 'bad name', pool: { vmSize: 'Standard_HB120rs_v3', nodes: 200 },
-    container: { runtime: 'docker', images: [] }, mpi: { runtime: 'openmpi', command: './app', env: { 'BAD-KEY': 'x' } },
+    name: 'bad name',
+    pool: { vmSize: 'Standard_HB120rs_v3', nodes: 200 },
+    container: { runtime: 'docker', images: [] },
+    mpi: { runtime: 'openmpi', command: './app', env: { 'BAD-KEY': 'x' } },
   });
   expect(errs.map((e) => e.path).sort()).toEqual(['container.images', 'mpi.env["BAD-KEY"]', 'name', 'pool.nodes']);
   expect(errs.find((e) => e.path === 'pool.nodes')!.message).toMatch(/at most 100.*inter-node/);
@@ -90,11 +93,15 @@ test('registry secrets by reference are accepted', () => {
 });
 
 test('missing fields say "is required"; numbers where strings belong get a YAML hint', () => {
-  const errs = errors('name: demo\npool:\n  nodes: 2\n  vmSize: Standard_D2s_v3\n  image: { publisher: p, offer: o, sku: 2204 }\n  nodeAgentSku: batch.node.ubuntu 22.04\nmpi:\n  runtime: openmpi\n');
-  expect(errs).toEqual(expect.arrayContaining([
-    { path: 'mpi.command', message: 'is required' },
-    expect.objectContaining({ path: 'pool.image.sku', message: expect.stringMatching(/got number 2204.*quote/) }),
-  ]));
+  const errs = errors(
+    'name: demo\npool:\n  nodes: 2\n  vmSize: Standard_D2s_v3\n  image: { publisher: p, offer: o, sku: 2204 }\n  nodeAgentSku: batch.node.ubuntu 22.04\nmpi:\n  runtime: openmpi\n',
+  );
+  expect(errs).toEqual(
+    expect.arrayContaining([
+      { path: 'mpi.command', message: 'is required' },
+      expect.objectContaining({ path: 'pool.image.sku', message: expect.stringMatching(/got number 2204.*quote/) }),
+    ]),
+  );
 });
 
 test('not an object at all', () => {
@@ -105,7 +112,12 @@ test('not an object at all', () => {
 
 test('YAML alias bombs are refused, not expanded', () => {
   const bomb = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]'];
-  for (let i = 1; i < 10; i++) bomb.push(`${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(10).fill(`*${String.fromCharCode(96 + i)}`).join(',')}]`);
+  for (let i = 1; i < 10; i++)
+    bomb.push(
+      `${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(10)
+        .fill(`*${String.fromCharCode(96 + i)}`)
+        .join(',')}]`,
+    );
   const errs = errors(bomb.join('\n'));
   expect(errs[0].message).toMatch(/alias/i);
 });
@@ -156,16 +168,20 @@ test('oversized bodies are refused before parsing', () => {
   expect(errs[0].message).toMatch(/too large/);
 });
 
-test('the image distribution and the preflight\'s pre-execution switch refuse other values, with their paths', () => {
+test("the image distribution and the preflight's pre-execution switch refuse other values, with their paths", () => {
   const docker = { runtime: 'docker', images: ['r.io/app:1'] };
-  expect(errors({ ...minimal, container: { ...docker, imageDistribution: 'torrent' } })).toEqual([expect.objectContaining({ path: 'container.imageDistribution' })]);
+  expect(errors({ ...minimal, container: { ...docker, imageDistribution: 'torrent' } })).toEqual([
+    expect.objectContaining({ path: 'container.imageDistribution' }),
+  ]);
   expect(errors({ ...minimal, preflight: { runPreExecutionCommand: 'no' } })).toEqual([expect.objectContaining({ path: 'preflight.runPreExecutionCommand' })]);
   expect(ok({ ...minimal, container: { ...docker, imageDistribution: 'registry' } }).container.imageDistribution).toBe('registry');
 });
 
 test('cleanup.autoComplete (honoured since stop 22) takes true or false only, with its path', () => {
   for (const bad of ['no', 0, null, {}]) {
-    expect(errors({ ...minimal, cleanup: { autoComplete: bad } })).toEqual([expect.objectContaining({ path: 'cleanup.autoComplete', message: expect.stringMatching(/^must be true or false/) })]);
+    expect(errors({ ...minimal, cleanup: { autoComplete: bad } })).toEqual([
+      expect.objectContaining({ path: 'cleanup.autoComplete', message: expect.stringMatching(/^must be true or false/) }),
+    ]);
   }
   expect(ok({ ...minimal, cleanup: { autoComplete: false } }).cleanup.autoComplete).toBe(false);
 });

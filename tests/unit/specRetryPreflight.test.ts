@@ -15,8 +15,22 @@ const errorsOf = (extra: Record<string, unknown>) => {
 test('defaults: one attempt (no retry) on the infrastructure classes; preflight on, 10 s ssh, 1 GB, ping-pong, 2 rounds, 3 min', () => {
   const r = withSections({});
   if (!r.ok) throw new Error(JSON.stringify(r.errors));
-  expect(r.spec.retry).toEqual({ maxAttempts: 1, on: ['nodeFailure', 'allocationFailure', 'preflightFailure'], exitCodes: [], backoff: { initial: 'PT30S', max: 'PT10M' } });
-  expect(r.spec.preflight).toEqual({ enabled: true, health: { enabled: true, skip: [] }, maxSshMs: 10_000, minFreeDiskGB: 1, pingPong: { enabled: true }, rounds: 2, runPreExecutionCommand: true, timeout: 'PT3M' });
+  expect(r.spec.retry).toEqual({
+    maxAttempts: 1,
+    on: ['nodeFailure', 'allocationFailure', 'preflightFailure'],
+    exitCodes: [],
+    backoff: { initial: 'PT30S', max: 'PT10M' },
+  });
+  expect(r.spec.preflight).toEqual({
+    enabled: true,
+    health: { enabled: true, skip: [] },
+    maxSshMs: 10_000,
+    minFreeDiskGB: 1,
+    pingPong: { enabled: true },
+    rounds: 2,
+    runPreExecutionCommand: true,
+    timeout: 'PT3M',
+  });
 });
 
 test('a full retry section is taken as given', () => {
@@ -33,7 +47,9 @@ test('retry refusals name the field', () => {
   expect(errorsOf({ retry: { exitCodes: [0] } })).toEqual(['retry.exitCodes[0]: must not be 0: exit code 0 is success']);
   expect(errorsOf({ retry: { exitCodes: [3, 3] } })).toEqual(['retry.exitCodes: must not list an exit code twice']);
   expect(errorsOf({ retry: { backoff: { initial: 'PT10M', max: 'PT1M' } } })).toEqual(['retry.backoff.initial: backoff.initial must not exceed backoff.max']);
-  expect(errorsOf({ retry: { backoff: { initial: '30s' } } })).toEqual(['retry.backoff.initial: must be an ISO 8601 duration such as "PT30S" or "PT2M": the wait before the second attempt']);
+  expect(errorsOf({ retry: { backoff: { initial: '30s' } } })).toEqual([
+    'retry.backoff.initial: must be an ISO 8601 duration such as "PT30S" or "PT2M": the wait before the second attempt',
+  ]);
   expect(errorsOf({ retry: { backoff: { max: 'PT2H' } } })).toEqual(['retry.backoff.max: must be at most PT1H']);
   expect(errorsOf({ retry: { attempts: 2 } })).toEqual([expect.stringMatching(/^retry(\.attempts)?: .*attempts/)]);
 });

@@ -104,9 +104,13 @@ mounts:
   - { name: lic, cifs: { source: //fs01/l, username: u, password: hunter2, secretRef: P } }
   - { name: b, blobfuse: { account: data1, container: inputs, sasKey: "sv=x&sig=y" } }
 `);
-    expect(errors.map((e) => e.path)).toEqual(expect.arrayContaining(['mounts[0].azureFiles.accountKey', 'mounts[1].cifs.password', 'mounts[2].blobfuse.sasKey']));
+    expect(errors.map((e) => e.path)).toEqual(
+      expect.arrayContaining(['mounts[0].azureFiles.accountKey', 'mounts[1].cifs.password', 'mounts[2].blobfuse.sasKey']),
+    );
     for (const e of errors) expect(e.message).toMatch(/a secret is never accepted in a job spec/);
-    expect(pathsOf('mounts: [ { name: r, azureFiles: { account: data1, share: refdata, secretRef: "https://kv.vault.azure.net/secrets/x" } } ]')).toEqual(['mounts[0].azureFiles.secretRef']);
+    expect(pathsOf('mounts: [ { name: r, azureFiles: { account: data1, share: refdata, secretRef: "https://kv.vault.azure.net/secrets/x" } } ]')).toEqual([
+      'mounts[0].azureFiles.secretRef',
+    ]);
   });
 
   test('one kind per mount, unique names, safe sources and options, not with a reused pool', () => {
@@ -119,12 +123,15 @@ mounts:
     expect(pathsOf('mounts: [ { name: a, nfs: { source: "h:/x", options: "-o x; rm -rf /" } } ]')).toEqual(['mounts[0].nfs.options']);
     for (const name of ['"../x"', '"a/b"', '""', '"-x"']) expect(pathsOf(`mounts: [ { name: ${name}, nfs: { source: "h:/x" } } ]`)).toEqual(['mounts[0].name']);
     expect(errorsOf('mounts: [ { name: a, nfs: { source: "h:/x" } } ]')).toEqual([]);
-    const r = parseJobSpec(`
+    const r = parseJobSpec(
+      `
 name: t
 pool: { poolId: shared-pool, nodes: 2 }
 mpi: { runtime: openmpi, command: app }
 mounts: [ { name: a, nfs: { source: "h:/x" } } ]
-`, 'application/yaml');
+`,
+      'application/yaml',
+    );
     expect(r.ok ? [] : r.errors.map((e) => e.path)).toEqual(['mounts']);
   });
 
@@ -140,7 +147,14 @@ mounts: [ { name: a, nfs: { source: "h:/x" } } ]
 describe('outputs', () => {
   test('defaults: always, logs on, failures reported; patterns from workdir unless said', () => {
     const spec = parsed('outputs: { account: data1, container: results, files: [ { pattern: "**/*.dat" } ] }');
-    expect(spec.outputs).toEqual({ account: 'data1', container: 'results', when: 'always', logs: true, onUploadFailure: 'report', files: [{ pattern: '**/*.dat', from: 'workdir' }] });
+    expect(spec.outputs).toEqual({
+      account: 'data1',
+      container: 'results',
+      when: 'always',
+      logs: true,
+      onUploadFailure: 'report',
+      files: [{ pattern: '**/*.dat', from: 'workdir' }],
+    });
   });
 
   test('patterns are relative globs without shell characters; scratch needs a scratch section; no duplicates; a usable prefix', () => {
@@ -160,7 +174,11 @@ describe('outputs', () => {
 describe('data-access policy over the data sections', () => {
   const policy: DataAccessPolicy = {
     accounts: ['data1'],
-    containers: [{ account: 'data1', container: 'results' }, { account: 'data1', container: 'case*' }, { account: 'data1', container: 'refdata' }],
+    containers: [
+      { account: 'data1', container: 'results' },
+      { account: 'data1', container: 'case*' },
+      { account: 'data1', container: 'refdata' },
+    ],
     stagingAccounts: ['stage1'],
     ownAccounts: ['hoststore', 'stage1'],
     mountSources: ['10.0.0.4:/exports/*', '//fs01/licenses'],
@@ -168,12 +186,17 @@ describe('data-access policy over the data sections', () => {
   const refusals = (extra: string) => checkDataAccess(parsed(extra), policy).map((e) => e.path);
 
   test('blob files, outputs and blobfuse/Azure Files mounts are checked like inputs, at the field that is wrong', () => {
-    expect(refusals('files: [ { account: data1, container: cases, prefix: x/ }, { account: other, container: cases, blob: a, path: a } ]')).toEqual(['files[1].account']);
+    expect(refusals('files: [ { account: data1, container: cases, prefix: x/ }, { account: other, container: cases, blob: a, path: a } ]')).toEqual([
+      'files[1].account',
+    ]);
     expect(refusals('files: [ { account: data1, container: secret, blob: a, path: a } ]')).toEqual(['files[0].container']);
     expect(refusals('outputs: { account: data1, container: stg-1234-x }')).toEqual(['outputs.container']);
     expect(refusals('outputs: { account: stage1, container: results }')).toEqual(['outputs.account']);
-    expect(refusals('mounts: [ { name: a, blobfuse: { account: data1, container: inputs } }, { name: b, azureFiles: { account: data1, share: refdata, secretRef: K } } ]'))
-      .toEqual(['mounts[0].blobfuse.container']);
+    expect(
+      refusals(
+        'mounts: [ { name: a, blobfuse: { account: data1, container: inputs } }, { name: b, azureFiles: { account: data1, share: refdata, secretRef: K } } ]',
+      ),
+    ).toEqual(['mounts[0].blobfuse.container']);
     expect(refusals('mounts: [ { name: b, azureFiles: { account: data1, share: other, secretRef: K } } ]')).toEqual(['mounts[0].azureFiles.share']);
   });
 
@@ -191,14 +214,15 @@ describe('data-access policy over the data sections', () => {
   });
 
   test('a secretRef must name a mount secret the deployment publishes (when it says which)', () => {
-    const spec = 'mounts: [ { name: b, azureFiles: { account: data1, share: refdata, secretRef: REFKEY } }, { name: c, cifs: { source: //fs01/licenses, username: u, secretRef: LIC } } ]';
+    const spec =
+      'mounts: [ { name: b, azureFiles: { account: data1, share: refdata, secretRef: REFKEY } }, { name: c, cifs: { source: //fs01/licenses, username: u, secretRef: LIC } } ]';
     expect(checkDataAccess(parsed(spec), { ...policy, mountSecretNames: ['REFKEY'] }).map((e) => [e.path, e.message])).toEqual([
       ['mounts[1].cifs.secretRef', 'names no mount secret of this deployment: the app setting MOUNT_SECRET_LIC is not set'],
     ]);
     expect(refusals(spec)).toEqual([]);
   });
 
-  test('an https URL must not point at the app\'s own storage', () => {
+  test("an https URL must not point at the app's own storage", () => {
     expect(refusals('files: [ { url: "https://stage1.blob.core.windows.net/stg-x/shard", path: a } ]')).toEqual(['files[0].url']);
     expect(refusals('files: [ { url: "https://hoststore.table.core.windows.net/Jobs", path: a } ]')).toEqual(['files[0].url']);
     expect(refusals('files: [ { url: "https://azureopendatastorage.blob.core.windows.net/x/y", path: a } ]')).toEqual([]);

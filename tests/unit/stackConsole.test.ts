@@ -7,16 +7,24 @@ import { jobLinePrinter, jobTransitionLine } from '../../local/supervisor/jobLin
 import { hostLogLevels } from '../../local/supervisor/logLevels';
 
 const event = (seq: number, data: Record<string, unknown>) => ({
-  specversion: '1.0', id: `cfd-7:${seq}`, type: 'com.hpcjobs.job.stateChanged.v1', subject: data.state,
+  specversion: '1.0',
+  id: `cfd-7:${seq}`,
+  type: 'com.hpcjobs.job.stateChanged.v1',
+  subject: data.state,
   data: { jobId: 'cfd-7', name: 'cfd run 7', seq, time: '2026-11-27T10:02:03.125Z', ...data },
 });
 
 describe('job transition lines', () => {
   it('says submitted for the creation, from → to for a change, ended for a terminal state, each with its reason', () => {
-    expect(jobTransitionLine(event(1, { state: 'Submitted', previousState: null, reason: 'accepted' }))).toBe('10:02:03  job cfd-7 (cfd run 7) submitted: accepted');
-    expect(jobTransitionLine(event(3, { state: 'PullingImages', previousState: 'Provisioning', reason: 'pool ready: 4/4 nodes idle' })))
-      .toBe('10:02:03  job cfd-7 Provisioning → PullingImages: pool ready: 4/4 nodes idle');
-    expect(jobTransitionLine(event(9, { state: 'Failed', previousState: 'Running', reason: 'exit code 3' }))).toBe('10:02:03  job cfd-7 ended Failed: exit code 3');
+    expect(jobTransitionLine(event(1, { state: 'Submitted', previousState: null, reason: 'accepted' }))).toBe(
+      '10:02:03  job cfd-7 (cfd run 7) submitted: accepted',
+    );
+    expect(jobTransitionLine(event(3, { state: 'PullingImages', previousState: 'Provisioning', reason: 'pool ready: 4/4 nodes idle' }))).toBe(
+      '10:02:03  job cfd-7 Provisioning → PullingImages: pool ready: 4/4 nodes idle',
+    );
+    expect(jobTransitionLine(event(9, { state: 'Failed', previousState: 'Running', reason: 'exit code 3' }))).toBe(
+      '10:02:03  job cfd-7 ended Failed: exit code 3',
+    );
     expect(jobTransitionLine(event(9, { state: 'Succeeded', previousState: 'CleaningUp' }))).toBe('10:02:03  job cfd-7 ended Succeeded');
   });
 

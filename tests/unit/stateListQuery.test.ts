@@ -1,12 +1,18 @@
 import { parseListQuery } from '../../shared/adapters/state';
 
 test('valid parameters become a store query', () => {
-  const r = parseListQuery(new URLSearchParams('state=Running,Failed&tag=project=cfd&createdFrom=2026-01-01&createdTo=2026-02-01T00:00:00Z&top=25&continuationToken=abc'));
+  const r = parseListQuery(
+    new URLSearchParams('state=Running,Failed&tag=project=cfd&createdFrom=2026-01-01&createdTo=2026-02-01T00:00:00Z&top=25&continuationToken=abc'),
+  );
   expect(r).toEqual({
     ok: true,
     query: {
-      state: ['Running', 'Failed'], tag: { key: 'project', value: 'cfd' }, createdFrom: '2026-01-01T00:00:00.000Z',
-      createdTo: '2026-02-01T00:00:00.000Z', top: 25, continuationToken: 'abc',
+      state: ['Running', 'Failed'],
+      tag: { key: 'project', value: 'cfd' },
+      createdFrom: '2026-01-01T00:00:00.000Z',
+      createdTo: '2026-02-01T00:00:00.000Z',
+      top: 25,
+      continuationToken: 'abc',
     },
   });
   expect(parseListQuery({ state: 'Submitted', tag: 'vip' })).toEqual({ ok: true, query: { state: 'Submitted', tag: { key: 'vip' } } });

@@ -1,8 +1,16 @@
 /** The job state machine: explicit rules plus fast-check over random event sequences. */
 import fc from 'fast-check';
 import {
-  ACTIVE_STAGES, canTransition, IllegalTransitionError, isTerminal, JOB_STATES, nextStates, TERMINAL_STATES, transition,
-  type JobState, type TransitionableRow,
+  ACTIVE_STAGES,
+  canTransition,
+  IllegalTransitionError,
+  isTerminal,
+  JOB_STATES,
+  nextStates,
+  TERMINAL_STATES,
+  transition,
+  type JobState,
+  type TransitionableRow,
 } from '../../shared/adapters/state';
 
 const start = (): TransitionableRow => ({ id: 'job-1', state: 'Submitted', stage: 'Submitted', updatedAt: '2026-01-01T00:00:00.000Z', eventSeq: 1 });
@@ -57,7 +65,13 @@ test('transition returns a new row and an event; the input row is untouched', ()
   expect(row.state).toBe('Submitted');
   expect(next).toMatchObject({ state: 'Provisioning', stage: 'Provisioning', updatedAt: '2026-01-02T03:04:05.000Z', eventSeq: 2 });
   expect(event).toEqual({
-    jobId: 'job-1', at: '2026-01-02T03:04:05.000Z', kind: 'transition', seq: 2, from: 'Submitted', to: 'Provisioning', reason: 'orchestration started',
+    jobId: 'job-1',
+    at: '2026-01-02T03:04:05.000Z',
+    kind: 'transition',
+    seq: 2,
+    from: 'Submitted',
+    to: 'Provisioning',
+    reason: 'orchestration started',
   });
   expect(next.lastEvent).toEqual(event);
 });

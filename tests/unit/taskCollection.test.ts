@@ -4,11 +4,22 @@
  * the task). A scripted client stands in for Batch's answers; the emulator's side is tests/calls/nodeTaskAdds.test.ts.
  */
 import type { BatchServiceModels } from '@azure/batch';
-import { addTaskCollection, BatchError, classifyTaskAddResult, taskCollectionChunks, TASK_COLLECTION_MAX_BYTES, type BatchContext } from '../../shared/adapters/batch';
+import {
+  addTaskCollection,
+  BatchError,
+  classifyTaskAddResult,
+  taskCollectionChunks,
+  TASK_COLLECTION_MAX_BYTES,
+  type BatchContext,
+} from '../../shared/adapters/batch';
 
 type Param = BatchServiceModels.TaskAddParameter;
 type Result = BatchServiceModels.TaskAddResult;
-const task = (i: number, pad = 0): Param => ({ id: `t${i}`, commandLine: '/bin/true', ...(pad ? { environmentSettings: [{ name: 'PAD', value: 'x'.repeat(pad) }] } : {}) });
+const task = (i: number, pad = 0): Param => ({
+  id: `t${i}`,
+  commandLine: '/bin/true',
+  ...(pad ? { environmentSettings: [{ name: 'PAD', value: 'x'.repeat(pad) }] } : {}),
+});
 
 function scripted(answers: ((tasks: Param[]) => Result[] | Error)[]): { ctx: BatchContext; sent: string[][] } {
   const sent: string[][] = [];
@@ -19,11 +30,18 @@ function scripted(answers: ((tasks: Param[]) => Result[] | Error)[]): { ctx: Bat
     return { value: a };
   };
   const list = async () => Object.assign([{ id: 't0' }, { id: 't1' }], { odatanextLink: undefined });
-  const ctx = { client: { task: { addCollection, list } }, retry: { policy: { maxAttempts: 3, initialMs: 1, maxMs: 2, multiplier: 2, jitter: 0 }, sleep: async () => {} } } as unknown as BatchContext;
+  const ctx = {
+    client: { task: { addCollection, list } },
+    retry: { policy: { maxAttempts: 3, initialMs: 1, maxMs: 2, multiplier: 2, jitter: 0 }, sleep: async () => {} },
+  } as unknown as BatchContext;
   return { ctx, sent };
 }
 const ok = (t: Param): Result => ({ status: 'success', taskId: t.id });
-const err = (t: Param, status: string, code: string): Result => ({ status: status as Result['status'], taskId: t.id, error: { code, message: { value: `${code} here` } } });
+const err = (t: Param, status: string, code: string): Result => ({
+  status: status as Result['status'],
+  taskId: t.id,
+  error: { code, message: { value: `${code} here` } },
+});
 
 describe('taskCollectionChunks', () => {
   test('250 small tasks: 100, 100, 50, in order', () => {
@@ -56,7 +74,11 @@ test('classifyTaskAddResult: the wire values (lower case) and the enum names, in
 describe('addTaskCollection', () => {
   test('one request per 100 tasks; results in the order given', async () => {
     const { ctx, sent } = scripted([(ts) => ts.map(ok).reverse()]);
-    const res = await addTaskCollection(ctx, 'j', Array.from({ length: 150 }, (_, i) => task(i)));
+    const res = await addTaskCollection(
+      ctx,
+      'j',
+      Array.from({ length: 150 }, (_, i) => task(i)),
+    );
     expect(sent.map((s) => s.length)).toEqual([100, 50]);
     expect(res.map((r) => r.taskId)).toEqual(Array.from({ length: 150 }, (_, i) => `t${i}`));
     expect(res.every((r) => r.created)).toBe(true);
@@ -69,10 +91,14 @@ describe('addTaskCollection', () => {
     ]);
     const res = await addTaskCollection(ctx, 'j', [task(0), task(1), task(2)]);
     expect(sent).toEqual([['t0', 't1', 't2'], ['t1']]);
-    expect(res).toEqual([{ taskId: 't0', created: true }, { taskId: 't1', created: true }, { taskId: 't2', created: false }]);
+    expect(res).toEqual([
+      { taskId: 't0', created: true },
+      { taskId: 't1', created: true },
+      { taskId: 't2', created: false },
+    ]);
   });
 
-  test('a task the answer leaves out is sent again; server errors past the policy\'s attempts fail, naming the tasks', async () => {
+  test("a task the answer leaves out is sent again; server errors past the policy's attempts fail, naming the tasks", async () => {
     const { ctx, sent } = scripted([(ts) => ts.slice(1).map(ok), (ts) => ts.map((t) => err(t, 'servererror', 'ServerBusy'))]);
     const failure = await addTaskCollection(ctx, 'j', [task(0), task(1)]).catch((e: unknown) => e);
     expect(sent).toEqual([['t0', 't1'], ['t0'], ['t0']]);
@@ -88,9 +114,17 @@ describe('addTaskCollection', () => {
   });
 
   test('a repeat after the job completed with its tasks: one list, all there = added; one missing = the refusal', async () => {
-    const completed = () => Object.assign(new Error('JobCompleted'), { statusCode: 409, code: 'JobCompleted', body: { code: 'JobCompleted', message: { value: 'The specified job is already in a completed state.' } } });
+    const completed = () =>
+      Object.assign(new Error('JobCompleted'), {
+        statusCode: 409,
+        code: 'JobCompleted',
+        body: { code: 'JobCompleted', message: { value: 'The specified job is already in a completed state.' } },
+      });
     const { ctx } = scripted([completed]);
-    expect(await addTaskCollection(ctx, 'j', [task(0), task(1)])).toEqual([{ taskId: 't0', created: false }, { taskId: 't1', created: false }]);
+    expect(await addTaskCollection(ctx, 'j', [task(0), task(1)])).toEqual([
+      { taskId: 't0', created: false },
+      { taskId: 't1', created: false },
+    ]);
     await expect(addTaskCollection(ctx, 'j', [task(0), task(5)])).rejects.toMatchObject({ code: 'JobCompleted' });
   });
 });

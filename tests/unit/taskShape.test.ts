@@ -65,7 +65,7 @@ describe('the MPI task request carries every field of the shape', () => {
   });
 });
 
-describe('an input from a running orchestration\'s history', () => {
+describe("an input from a running orchestration's history", () => {
   // The mpiTaskAdd input as main a2ad27c scheduled it (MpiTaskRequestShape), and the TaskAddParameter that code built
   // from it (mpiTaskSpec, then buildMpiTaskParameter): a replayed orchestration hands the activity this JSON.
   const historyInput = JSON.parse(

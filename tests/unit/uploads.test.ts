@@ -36,12 +36,15 @@ describe('parseUploadRequest', () => {
 });
 
 describe('planUpload', () => {
-  it('defaults to the first data account and the caller\'s own area', () => {
+  it("defaults to the first data account and the caller's own area", () => {
     const d = planUpload(req({ container: 'inputs', files: [{ name: 'a/b.dat' }] }), alice, policy);
-    expect(d).toEqual({ ok: true, plan: { account: 'data1', container: 'inputs', prefix: `users/${ALICE}/`, files: [{ name: 'a/b.dat', blob: `users/${ALICE}/a/b.dat` }] } });
+    expect(d).toEqual({
+      ok: true,
+      plan: { account: 'data1', container: 'inputs', prefix: `users/${ALICE}/`, files: [{ name: 'a/b.dat', blob: `users/${ALICE}/a/b.dat` }] },
+    });
   });
 
-  it('refuses another owner\'s area and a read-only shared area with 403 DataAreaForbidden at prefix', () => {
+  it("refuses another owner's area and a read-only shared area with 403 DataAreaForbidden at prefix", () => {
     const other = planUpload(req({ container: 'inputs', prefix: 'users/operator/', files: [{ name: 'x' }] }), alice, policy);
     expect(other).toMatchObject({ ok: false, status: 403, code: 'DataAreaForbidden', errors: [{ path: 'prefix' }] });
     const readOnly = planUpload(req({ container: 'software', prefix: 'tools/', files: [{ name: 'x' }] }), alice, policy);
@@ -50,17 +53,28 @@ describe('planUpload', () => {
 
   it('allows a shared area the caller may write, and an admin anywhere', () => {
     expect(planUpload(req({ container: 'shared', prefix: 'team/run1/', files: [{ name: 'x' }] }), alice, policy).ok).toBe(true);
-    expect(planUpload(req({ container: 'software', prefix: '', files: [{ name: 'x' }] }), { owner: 'operator', roles: ['admin'], admin: true }, policy).ok).toBe(true);
+    expect(
+      planUpload(req({ container: 'software', prefix: '', files: [{ name: 'x' }] }), { owner: 'operator', roles: ['admin'], admin: true }, policy).ok,
+    ).toBe(true);
   });
 
   it('400 for an unknown account, a refused container and a name given twice', () => {
-    expect(planUpload(req({ account: 'nosuch', container: 'inputs', files: [{ name: 'x' }] }), alice, policy)).toMatchObject({ status: 400, errors: [{ path: 'account' }] });
+    expect(planUpload(req({ account: 'nosuch', container: 'inputs', files: [{ name: 'x' }] }), alice, policy)).toMatchObject({
+      status: 400,
+      errors: [{ path: 'account' }],
+    });
     expect(planUpload(req({ container: 'forbidden', files: [{ name: 'x' }] }), alice, policy)).toMatchObject({ status: 400, errors: [{ path: 'container' }] });
-    expect(planUpload(req({ container: 'inputs', files: [{ name: 'x' }, { name: 'x' }] }), alice, policy)).toMatchObject({ status: 400, errors: [{ path: 'files[1].name' }] });
+    expect(planUpload(req({ container: 'inputs', files: [{ name: 'x' }, { name: 'x' }] }), alice, policy)).toMatchObject({
+      status: 400,
+      errors: [{ path: 'files[1].name' }],
+    });
   });
 
   it('a caller with no area of its own must name a shared area', () => {
-    expect(planUpload(req({ container: 'inputs', files: [{ name: 'x' }] }), { owner: 'api', roles: ['submitter'], admin: false }, policy)).toMatchObject({ status: 403, errors: [{ path: 'prefix' }] });
+    expect(planUpload(req({ container: 'inputs', files: [{ name: 'x' }] }), { owner: 'api', roles: ['submitter'], admin: false }, policy)).toMatchObject({
+      status: 403,
+      errors: [{ path: 'prefix' }],
+    });
   });
 });
 
@@ -78,7 +92,10 @@ describe('hpcjob upload helpers', () => {
     mkdirSync(path.join(dir, 'case', 'system'), { recursive: true });
     writeFileSync(path.join(dir, 'case', 'system', 'controlDict'), 'abc');
     writeFileSync(path.join(dir, 'case', 'T'), '12345');
-    expect((await localFiles(path.join(dir, 'case'))).map((f) => [f.name, f.size])).toEqual([['case/system/controlDict', 3], ['case/T', 5]]);
+    expect((await localFiles(path.join(dir, 'case'))).map((f) => [f.name, f.size])).toEqual([
+      ['case/system/controlDict', 3],
+      ['case/T', 5],
+    ]);
     expect((await localFiles(path.join(dir, 'case', 'T'))).map((f) => f.name)).toEqual(['T']);
     await expect(localFiles(path.join(dir, 'missing'))).rejects.toThrow(/no such file/);
   });

@@ -11,7 +11,16 @@ import { parseJobSpec, type JobSpec } from '../../shared/core/spec';
 import { planJob } from '../../shared/core/planning/jobPlan';
 import { mpiTaskRequest, releaseTaskCommand } from '../../shared/core/planning/mpiTaskRequest';
 import {
-  destinationFor, filesWanted, masterOutputFiles, nodeFileSources, nodeSasLifetimeMs, nodeUploadTask, outputsPlan, rankLogOptions, RANK_LOG_DIR, WRONG_NODE_EXIT,
+  destinationFor,
+  filesWanted,
+  masterOutputFiles,
+  nodeFileSources,
+  nodeSasLifetimeMs,
+  nodeUploadTask,
+  outputsPlan,
+  rankLogOptions,
+  RANK_LOG_DIR,
+  WRONG_NODE_EXIT,
 } from '../../shared/core/planning/workloadData';
 import { scratchDirExpression, scratchExport, scratchSetupScript, scratchTeardownScript, SCRATCH_EXPORT_OPTIONS } from '../../shared/core/mpi/sharedScratch';
 import { splitShellWords } from '../../shared/core/mpi';
@@ -44,14 +53,24 @@ describe('shared scratch scripts', () => {
 
   test('a rank started over ssh without the Batch variables finds the scratch from its working directory, the same path on every node', () => {
     const run = (env: Record<string, string>, cwd: string) =>
-      spawnSync('sh', ['-c', `${scratchExport({ kind: 'masterNfs', jobId: 'j1' })}; printf %s "$MPIJOB_SCRATCH"`], { env, cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).stdout;
+      spawnSync('sh', ['-c', `${scratchExport({ kind: 'masterNfs', jobId: 'j1' })}; printf %s "$MPIJOB_SCRATCH"`], {
+        env,
+        cwd,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }).stdout;
     const root = mkdtempSync(path.join(tmpdir(), 'node-root-'));
     const wd = path.join(root, 'workitems', 'hpc-j1', 'job-1', 'mpi', 'wd');
     mkdirSync(wd, { recursive: true });
     try {
       expect(run({}, wd)).toBe(`${root}/shared/scratch/j1`);
       expect(run({ AZ_BATCH_NODE_SHARED_DIR: '/mnt/batch/tasks/shared' }, wd)).toBe('/mnt/batch/tasks/shared/scratch/j1');
-      const onMount = spawnSync('sh', ['-c', `${scratchExport({ kind: 'mount', jobId: 'j1', mount: 'home' })}; printf %s "$MPIJOB_SCRATCH"`], { env: {}, cwd: wd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).stdout;
+      const onMount = spawnSync('sh', ['-c', `${scratchExport({ kind: 'mount', jobId: 'j1', mount: 'home' })}; printf %s "$MPIJOB_SCRATCH"`], {
+        env: {},
+        cwd: wd,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }).stdout;
       expect(onMount).toBe(`${root}/fsmounts/home/scratch/j1`);
     } finally {
       rmSync(root, { recursive: true, force: true });
@@ -94,7 +113,13 @@ describe('shared scratch scripts', () => {
         encoding: 'utf8',
         // bash reads ~/.bashrc when its stdin is a socket (it takes that for sshd): give it none.
         stdio: ['ignore', 'pipe', 'pipe'],
-        env: { PATH: `${dir}/bin:/usr/bin:/bin`, AZ_BATCH_NODE_SHARED_DIR: path.join(dir, 'node', 'shared'), AZ_BATCH_HOST_LIST: '10.0.0.4,10.0.0.5,10.0.0.6', AZ_BATCH_MASTER_NODE: '10.0.0.4:6000', ...env },
+        env: {
+          PATH: `${dir}/bin:/usr/bin:/bin`,
+          AZ_BATCH_NODE_SHARED_DIR: path.join(dir, 'node', 'shared'),
+          AZ_BATCH_HOST_LIST: '10.0.0.4,10.0.0.5,10.0.0.6',
+          AZ_BATCH_MASTER_NODE: '10.0.0.4:6000',
+          ...env,
+        },
       });
     const calls = () => readFileSync(path.join(dir, 'calls'), 'utf8').trim().split('\n');
 
@@ -114,7 +139,7 @@ describe('shared scratch scripts', () => {
       expect(() => calls()).toThrow();
     });
 
-    test('another node mounts the master\'s export at the same path, retrying until the master exported it', () => {
+    test("another node mounts the master's export at the same path, retrying until the master exported it", () => {
       const r = run(scratchSetupScript({ kind: 'masterNfs', jobId: 'j1' }), { AZ_BATCH_IS_CURRENT_NODE_MASTER: 'false' });
       expect(r.status).toBe(0);
       const scratch = path.join(dir, 'node', 'shared', 'scratch', 'j1');
@@ -125,7 +150,10 @@ describe('shared scratch scripts', () => {
 
     test('another node gives up after the wait with the reason on stderr (the subtask fails)', () => {
       writeFileSync(path.join(dir, 'bin', 'mount'), '#!/bin/bash\necho "mount.nfs: access denied by server" >&2; exit 32\n');
-      const r = run(scratchSetupScript({ kind: 'masterNfs', jobId: 'j1', waitSeconds: 1 }).replace('sleep 2', 'sleep 1'), { AZ_BATCH_IS_CURRENT_NODE_MASTER: 'false', PATH: `${dir}/bin:/usr/bin:/bin` });
+      const r = run(scratchSetupScript({ kind: 'masterNfs', jobId: 'j1', waitSeconds: 1 }).replace('sleep 2', 'sleep 1'), {
+        AZ_BATCH_IS_CURRENT_NODE_MASTER: 'false',
+        PATH: `${dir}/bin:/usr/bin:/bin`,
+      });
       expect(r.status).toBe(1);
       expect(r.stderr).toMatch(/shared scratch: could not mount 10\.0\.0\.4:\S+ within 1 s: mount\.nfs: access denied by server/);
     });
@@ -184,24 +212,40 @@ describe('files for every node', () => {
 describe('outputs', () => {
   const withOutputs = (files: string, extra = '') => spec(`${extra}\noutputs:\n  account: data1\n  container: results\n  files: ${files}`);
 
-  test('blobs keep each file\'s path below its base: the pattern\'s fixed directories go into the destination', () => {
+  test("blobs keep each file's path below its base: the pattern's fixed directories go into the destination", () => {
     expect(destinationFor('p/workdir', 'results/**/*.dat')).toBe('p/workdir/results');
     expect(destinationFor('p/workdir', '*.log')).toBe('p/workdir');
     expect(destinationFor('p/workdir', 'case/system/controlDict')).toBe('p/workdir/case/system/controlDict');
     expect(destinationFor('p/scratch', 'case/[0-9]*/T')).toBe('p/scratch/case');
   });
 
-  test('the MPI task uploads the master\'s and the scratch\'s files under the condition, and the logs always; the prefix defaults to the job id', () => {
-    const plan = outputsPlan(withOutputs('[ { pattern: "out/*.vtk" }, { pattern: "case/[0-9]*/U", from: scratch }, { pattern: "*.log", from: allNodes } ]', 'scratch: {}'), 'job-1');
+  test("the MPI task uploads the master's and the scratch's files under the condition, and the logs always; the prefix defaults to the job id", () => {
+    const plan = outputsPlan(
+      withOutputs('[ { pattern: "out/*.vtk" }, { pattern: "case/[0-9]*/U", from: scratch }, { pattern: "*.log", from: allNodes } ]', 'scratch: {}'),
+      'job-1',
+    );
     expect(plan?.prefix).toBe('job-1');
     expect(plan?.nodePatterns).toEqual(['*.log']);
     expect(masterOutputFiles(plan, 'https://acct.blob.core.windows.net/results?sig=w')).toEqual([
-      { filePattern: 'out/*.vtk', path: 'job-1/workdir/out', uploadCondition: 'taskCompletion', containerUrl: 'https://acct.blob.core.windows.net/results?sig=w' },
-      { filePattern: '$AZ_BATCH_NODE_SHARED_DIR/scratch/job-1/case/[0-9]*/U', path: 'job-1/scratch/case', uploadCondition: 'taskCompletion', containerUrl: expect.any(String) },
+      {
+        filePattern: 'out/*.vtk',
+        path: 'job-1/workdir/out',
+        uploadCondition: 'taskCompletion',
+        containerUrl: 'https://acct.blob.core.windows.net/results?sig=w',
+      },
+      {
+        filePattern: '$AZ_BATCH_NODE_SHARED_DIR/scratch/job-1/case/[0-9]*/U',
+        path: 'job-1/scratch/case',
+        uploadCondition: 'taskCompletion',
+        containerUrl: expect.any(String),
+      },
       { filePattern: '../*.txt', path: 'job-1/logs', uploadCondition: 'taskCompletion', containerUrl: expect.any(String) },
       { filePattern: `${RANK_LOG_DIR}/**`, path: 'job-1/logs/ranks', uploadCondition: 'taskCompletion', containerUrl: expect.any(String) },
     ]);
-    const failure = outputsPlan(spec('outputs: { account: data1, container: results, prefix: runs/x, when: failure, logs: false, files: [ { pattern: core } ] }'), 'job-1');
+    const failure = outputsPlan(
+      spec('outputs: { account: data1, container: results, prefix: runs/x, when: failure, logs: false, files: [ { pattern: core } ] }'),
+      'job-1',
+    );
     expect(failure?.master).toEqual([{ filePattern: 'core', path: 'runs/x/workdir/core', uploadCondition: 'taskFailure' }]);
     expect(outputsPlan(spec(''), 'job-1')).toBeUndefined();
     expect(masterOutputFiles(undefined, 'u')).toEqual([]);
@@ -209,20 +253,33 @@ describe('outputs', () => {
 
   test('Open MPI also writes one output pair per rank when the logs are kept; Hydra launchers keep every rank on stdout', () => {
     expect(rankLogOptions(withOutputs('[]'))).toEqual(['--output-filename', RANK_LOG_DIR]);
-    const hydra = spec('outputs: { account: data1, container: results }', 'pool: { vmSize: Standard_HB120rs_v3, nodes: 3 }\nmpi: { runtime: intelmpi, command: app }');
+    const hydra = spec(
+      'outputs: { account: data1, container: results }',
+      'pool: { vmSize: Standard_HB120rs_v3, nodes: 3 }\nmpi: { runtime: intelmpi, command: app }',
+    );
     expect(rankLogOptions(hydra)).toEqual([]);
     expect(rankLogOptions(spec('outputs: { account: data1, container: results, logs: false, files: [ { pattern: x } ] }'))).toEqual([]);
     expect(rankLogOptions(spec(''))).toEqual([]);
   });
 
-  test('a node\'s upload task: its every-node files when the outcome calls for them, its task logs unless it is the master, and only on its own node', () => {
+  test("a node's upload task: its every-node files when the outcome calls for them, its task logs unless it is the master, and only on its own node", () => {
     const plan = outputsPlan(withOutputs('[ { pattern: "rank*/*.log", from: allNodes } ]'), 'job-1');
     if (!plan) throw new Error('no plan');
     const node = { id: 'tvmps_abc_d', affinityId: 'aff', taskRootDirectory: 'workitems/hpc-job-1/job-1/mpi', isMaster: false };
     const task = nodeUploadTask(plan, node, 'https://x/results?sig=w', 0);
     expect(task?.outputFiles).toEqual([
-      { filePattern: '$AZ_BATCH_NODE_ROOT_DIR/workitems/hpc-job-1/job-1/mpi/wd/rank*/*.log', path: 'job-1/nodes/tvmps_abc_d', containerUrl: 'https://x/results?sig=w', uploadCondition: 'taskSuccess' },
-      { filePattern: '$AZ_BATCH_NODE_ROOT_DIR/workitems/hpc-job-1/job-1/mpi/*.txt', path: 'job-1/logs/nodes/tvmps_abc_d', containerUrl: expect.any(String), uploadCondition: 'taskSuccess' },
+      {
+        filePattern: '$AZ_BATCH_NODE_ROOT_DIR/workitems/hpc-job-1/job-1/mpi/wd/rank*/*.log',
+        path: 'job-1/nodes/tvmps_abc_d',
+        containerUrl: 'https://x/results?sig=w',
+        uploadCondition: 'taskSuccess',
+      },
+      {
+        filePattern: '$AZ_BATCH_NODE_ROOT_DIR/workitems/hpc-job-1/job-1/mpi/*.txt',
+        path: 'job-1/logs/nodes/tvmps_abc_d',
+        containerUrl: expect.any(String),
+        uploadCondition: 'taskSuccess',
+      },
     ]);
     const script = scriptOf(task?.commandLine ?? '');
     bashSyntaxOk(script);
@@ -236,15 +293,23 @@ describe('outputs', () => {
     expect(nodeUploadTask({ ...plan, when: 'success' }, node, 'u', 2)?.outputFiles.map((f) => f.path)).toEqual(['job-1/logs/nodes/tvmps_abc_d']);
     // Directories reported by Batch are used only when they are plain relative paths.
     expect(nodeUploadTask(plan, { ...node, taskRootDirectory: '../../etc' }, 'u', 0)).toBeUndefined();
-    expect([filesWanted('always', 1), filesWanted('success', 0), filesWanted('success', 1), filesWanted('failure', 1), filesWanted('failure', 0)]).toEqual([true, true, false, true, false]);
+    expect([filesWanted('always', 1), filesWanted('success', 0), filesWanted('success', 1), filesWanted('failure', 1), filesWanted('failure', 0)]).toEqual([
+      true,
+      true,
+      false,
+      true,
+      false,
+    ]);
   });
 });
 
 describe('the MPI task and the release task of a job with files, scratch and outputs', () => {
-  const s = spec(`files: [ { url: "https://releases.example.org/a/run.sh", path: run.sh, mode: "0755" } ]
+  const s = spec(
+    `files: [ { url: "https://releases.example.org/a/run.sh", path: run.sh, mode: "0755" } ]
 scratch: {}
 outputs: { account: data1, container: results, files: [ { pattern: "case/**", from: scratch } ] }`,
-  'pool: { vmSize: Standard_HB120rs_v3, nodes: 2 }\ncontainer: { runtime: docker, images: [ "registry.example.com/cfd:1" ] }\nmpi: { runtime: openmpi, command: ./run.sh, preExecutionCommand: ./decompose.sh }');
+    'pool: { vmSize: Standard_HB120rs_v3, nodes: 2 }\ncontainer: { runtime: docker, images: [ "registry.example.com/cfd:1" ] }\nmpi: { runtime: openmpi, command: ./run.sh, preExecutionCommand: ./decompose.sh }',
+  );
   const plan = planJob('job-1', s);
   const nodes = [{ id: 'n0' }, { id: 'n1' }];
   const req = mpiTaskRequest(plan, s, nodes, '$AZ_BATCH_NODE_SHARED_DIR/jobdata/job-1', 'hpc-job-1', {
@@ -274,7 +339,7 @@ outputs: { account: data1, container: results, files: [ { pattern: "case/**", fr
     expect(app).toContain(`--output-filename ${RANK_LOG_DIR}`);
   });
 
-  test('the release task removes the scratch first and keeps the container cleanup\'s verdict', () => {
+  test("the release task removes the scratch first and keeps the container cleanup's verdict", () => {
     const release = scriptOf(releaseTaskCommand('job-1', s));
     bashSyntaxOk(release);
     expect(release.indexOf('mpijob_scratch=')).toBeLessThan(release.indexOf('docker'));

@@ -12,7 +12,8 @@ test('the generated tables of docs/workloads.md are current (regenerate: node --
 
 test('the preset table has a row per runtime generation, with its fabric settings', () => {
   const table = renderPresetTable();
-  for (const row of ['Intel MPI 2017–2018', 'Intel MPI 2019+', 'Open MPI 4.x, HPC-X', 'Open MPI 5.x', 'MPICH 3.x', 'MPICH 4.x', 'MVAPICH2 2.x']) expect(table).toContain(`| ${row}`);
+  for (const row of ['Intel MPI 2017–2018', 'Intel MPI 2019+', 'Open MPI 4.x, HPC-X', 'Open MPI 5.x', 'MPICH 3.x', 'MPICH 4.x', 'MVAPICH2 2.x'])
+    expect(table).toContain(`| ${row}`);
   expect(table).toContain('`I_MPI_FABRICS=shm:ofa`');
   expect(table).toContain('`--mca osc ucx`');
 });
@@ -28,11 +29,18 @@ test('the examples table says which run locally, truthfully: each "yes" is run b
   const { readdirSync } = require('node:fs') as typeof import('node:fs');
   const dir = path.join(__dirname, '../../examples/workloads');
   // The examples table: the rows of four columns that start with an example file.
-  const rows = doc.split('\n').filter((l) => /^\| `[^`]+\.yaml` \|/.test(l) && l.split(' | ').length === 4).map((l) => {
-    const cells = l.split(' | ');
-    return { file: /`([^`]+\.yaml)`/.exec(cells[0])?.[1] as string, local: cells[cells.length - 1] };
-  });
-  expect(rows.map((r) => r.file).sort()).toEqual(readdirSync(dir).filter((x) => x.endsWith('.yaml')).sort());
+  const rows = doc
+    .split('\n')
+    .filter((l) => /^\| `[^`]+\.yaml` \|/.test(l) && l.split(' | ').length === 4)
+    .map((l) => {
+      const cells = l.split(' | ');
+      return { file: /`([^`]+\.yaml)`/.exec(cells[0])?.[1] as string, local: cells[cells.length - 1] };
+    });
+  expect(rows.map((r) => r.file).sort()).toEqual(
+    readdirSync(dir)
+      .filter((x) => x.endsWith('.yaml'))
+      .sort(),
+  );
   const local = rows.filter((r) => r.local.startsWith('yes'));
   expect(local.length).toBeGreaterThanOrEqual(12);
   for (const r of local) {
@@ -41,5 +49,9 @@ test('the examples table says which run locally, truthfully: each "yes" is run b
     expect(readFileSync(path.join(__dirname, '../e2e', test as string), 'utf8')).toContain(r.file);
     expect(readFileSync(path.join(dir, r.file), 'utf8')).not.toMatch(/^# Azure only:/m);
   }
-  for (const r of rows.filter((x) => x.local.startsWith('no'))) expect({ file: r.file, comment: readFileSync(path.join(dir, r.file), 'utf8') }).toEqual({ file: r.file, comment: expect.stringMatching(/^# Azure only: \S/m) });
+  for (const r of rows.filter((x) => x.local.startsWith('no')))
+    expect({ file: r.file, comment: readFileSync(path.join(dir, r.file), 'utf8') }).toEqual({
+      file: r.file,
+      comment: expect.stringMatching(/^# Azure only: \S/m),
+    });
 });

@@ -71,7 +71,10 @@ async function authHeaders(): Promise<Record<string, string>> {
 }
 
 export class ApiError extends Error {
-  constructor(readonly status: number, message: string) {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
     super(message);
   }
 }

@@ -119,7 +119,14 @@ export function appendTail(tail: LogTail, answer: LogAnswer, max = TAIL_LINES): 
   const parts = text.split('\n');
   const partial = parts.pop() ?? '';
   const lines = [...base.lines, ...(gap && base.lines.length ? ['…'] : []), ...parts].slice(-max);
-  return { node: answer.node, stream: tail.stream, offset: Math.max(base.offset, answer.start + byteLength(answer.content)), lines, partial, message: answer.message };
+  return {
+    node: answer.node,
+    stream: tail.stream,
+    offset: Math.max(base.offset, answer.start + byteLength(answer.content)),
+    lines,
+    partial,
+    message: answer.message,
+  };
 }
 
 /** The tail as text: its lines and the unfinished one. */

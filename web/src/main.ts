@@ -3,7 +3,22 @@
  * something runs) and re-rendering without reloading the page, and the guarded cancel flow. Who the page is:
  * the App Service Authentication session, else an operator key (api.ts).
  */
-import { ApiError, cancelJob, currentSession, getJob, getUsage, listJobs, listOutputs, loadSession, readLog, readLogSince, signInUrl, signOutUrl, storeKey, storedKey } from './api';
+import {
+  ApiError,
+  cancelJob,
+  currentSession,
+  getJob,
+  getUsage,
+  listJobs,
+  listOutputs,
+  loadSession,
+  readLog,
+  readLogSince,
+  signInUrl,
+  signOutUrl,
+  storeKey,
+  storedKey,
+} from './api';
 import { byId, h } from './dom';
 import { JOB_STATES, isTerminal, parseRoute, type JobView, type ListFilters, type Route } from './model';
 import { appendTail, emptyTail, newestFirst, outputsDue, shouldTail, type LogTail } from './jobDetail';
@@ -119,10 +134,15 @@ async function refresh(): Promise<void> {
       showStatus(refused ? 'the operator key was refused' : 'not signed in', refused);
       showKeyState();
       keyForm.hidden = false;
-      view.replaceChildren(h('section', { class: 'card welcome', 'data-testid': 'signed-out' },
-        h('h1', {}, 'Sign in to see your jobs'),
-        h('p', {}, 'The dashboard shows the jobs you submitted (an admin sees every job), their nodes, logs, outputs and cost.'),
-        h('p', {}, h('a', { class: 'button', href: signInUrl(), 'data-testid': 'sign-in-big' }, 'Sign in'))));
+      view.replaceChildren(
+        h(
+          'section',
+          { class: 'card welcome', 'data-testid': 'signed-out' },
+          h('h1', {}, 'Sign in to see your jobs'),
+          h('p', {}, 'The dashboard shows the jobs you submitted (an admin sees every job), their nodes, logs, outputs and cost.'),
+          h('p', {}, h('a', { class: 'button', href: signInUrl(), 'data-testid': 'sign-in-big' }, 'Sign in')),
+        ),
+      );
       return;
     }
     showStatus((err as Error).message, true);
@@ -180,7 +200,12 @@ async function updateDetail(job: JobView, signal: AbortSignal): Promise<boolean>
         outputsAskedIn = '';
         throw err;
       }
-      detail.outputs = { message: err instanceof ApiError && err.status === 404 && /no outputs section/.test(err.message) ? 'This job has no outputs section: nothing was uploaded.' : (err as Error).message };
+      detail.outputs = {
+        message:
+          err instanceof ApiError && err.status === 404 && /no outputs section/.test(err.message)
+            ? 'This job has no outputs section: nothing was uploaded.'
+            : (err as Error).message,
+      };
     }
     changed = true;
   } else if (!outputsDue(job) && job.spec?.outputs !== undefined && !detail.outputs) {
@@ -246,8 +271,14 @@ dialogForm.addEventListener('submit', (ev) => {
   void confirmCancel();
 });
 byId('keep-running').addEventListener('click', () => dialog.close());
-byId('log-close').addEventListener('click', () => { logPanel.hidden = true; });
-byId('forget-key').addEventListener('click', () => { storeKey(''); showKeyState(); void refresh(); });
+byId('log-close').addEventListener('click', () => {
+  logPanel.hidden = true;
+});
+byId('forget-key').addEventListener('click', () => {
+  storeKey('');
+  showKeyState();
+  void refresh();
+});
 keyForm.addEventListener('submit', (ev) => {
   ev.preventDefault();
   storeKey(operatorKey.value.trim());
@@ -262,7 +293,9 @@ filtersForm.addEventListener('input', () => {
   void refresh();
 });
 window.addEventListener('hashchange', navigate);
-document.addEventListener('visibilitychange', () => { if (!document.hidden) void refresh(); });
+document.addEventListener('visibilitychange', () => {
+  if (!document.hidden) void refresh();
+});
 
 void loadSession().then(() => {
   showKeyState();

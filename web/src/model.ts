@@ -17,13 +17,32 @@ function keysOf<K extends string>(r: Record<K, unknown>): K[] {
 
 /** Every job state in pipeline order, for the state filter. */
 export const JOB_STATES: readonly JobState[] = keysOf<JobState>({
-  Submitted: 0, Queued: 0, Provisioning: 0, PullingImages: 0, StagingData: 0, Running: 0, CleaningUp: 0, Succeeded: 0, Failed: 0, Cancelled: 0,
+  Submitted: 0,
+  Queued: 0,
+  Provisioning: 0,
+  PullingImages: 0,
+  StagingData: 0,
+  Running: 0,
+  CleaningUp: 0,
+  Succeeded: 0,
+  Failed: 0,
+  Cancelled: 0,
 });
 const TERMINAL: ReadonlySet<string> = new Set(keysOf<TerminalState>({ Succeeded: 0, Failed: 0, Cancelled: 0 }));
 
 /** Per-node pipeline states in the order a node goes through them (the legend's order). */
 export const NODE_STATES: readonly NodeProgress[] = keysOf<NodeProgress>({
-  allocating: 0, idle: 0, pulling: 0, pulled: 0, downloading: 0, ready: 0, running: 0, done: 0, failed: 0, ended: 0, deleted: 0,
+  allocating: 0,
+  idle: 0,
+  pulling: 0,
+  pulled: 0,
+  downloading: 0,
+  ready: 0,
+  running: 0,
+  done: 0,
+  failed: 0,
+  ended: 0,
+  deleted: 0,
 });
 
 /**
@@ -104,7 +123,7 @@ export function attemptRows(job: Pick<JobView, 'result'>): AttemptRow[] {
     why: a.outcome === 'failed' ? [a.failureClass, a.reason].filter(Boolean).join(': ') : '',
     next: a.retried
       ? `retried${a.retryAfterMs !== undefined ? ` after ${formatDuration(a.retryAfterMs)}` : ''}${a.replacedNodes?.length ? `, replacing ${a.replacedNodes.join(', ')}` : ''}`
-      : a.retryReason ?? '',
+      : (a.retryReason ?? ''),
   }));
 }
 

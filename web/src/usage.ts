@@ -29,7 +29,12 @@ export function transactions(s: { table?: number; queue?: number; blobWrite?: nu
   if (!s) return { total: DASH, detail: '' };
   const parts = { table: s.table ?? 0, queue: s.queue ?? 0, 'blob write': s.blobWrite ?? 0, 'blob read': s.blobRead ?? 0 };
   const total = Object.values(parts).reduce((a, b) => a + b, 0);
-  return { total: total.toFixed(0), detail: Object.entries(parts).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ') };
+  return {
+    total: total.toFixed(0),
+    detail: Object.entries(parts)
+      .map(([k, v]) => `${k} ${v.toFixed(0)}`)
+      .join(', '),
+  };
 }
 
 export interface UsageJobLine {
@@ -85,16 +90,27 @@ export function usageSummary(r: UsageAnswer): UsageSummary {
     };
   });
   const days = new Set([...Object.keys(r.perDay ?? {}), ...Object.keys(cp.perDay ?? {})]);
-  const perDay = [...days].sort().reverse().map((day) => {
-    const b = r.perDay?.[day];
-    return { day, jobs: num(b?.jobs), nodeMinutes: num(b?.nodeMinutes, 1), nodesCost: money(b?.estimatedCost, cur), controlPlaneCost: money(cp.perDay?.[day], cp.currency, CP_DIGITS) };
-  });
+  const perDay = [...days]
+    .sort()
+    .reverse()
+    .map((day) => {
+      const b = r.perDay?.[day];
+      return {
+        day,
+        jobs: num(b?.jobs),
+        nodeMinutes: num(b?.nodeMinutes, 1),
+        nodesCost: money(b?.estimatedCost, cur),
+        controlPlaneCost: money(cp.perDay?.[day], cp.currency, CP_DIGITS),
+      };
+    });
   const sources = [...new Set((r.perJob ?? []).map((j) => j.priceSource).filter((s): s is string => !!s))];
   return {
     jobs: num(r.total?.jobs),
     nodeMinutes: num(r.total?.nodeMinutes, 1),
     nodesCost: money(r.total?.estimatedCost, cur),
-    ...(r.total?.unpriced ? { unpriced: `${r.total.unpriced} job(s) without a price for their VM size: their node-minutes are counted, their cost is not` } : {}),
+    ...(r.total?.unpriced
+      ? { unpriced: `${r.total.unpriced} job(s) without a price for their VM size: their node-minutes are counted, their cost is not` }
+      : {}),
     controlPlaneCost: money(cp.estimatedCost, cp.currency, CP_DIGITS),
     cpuSeconds: num(cp.cpuSeconds, 1),
     executions: num(cp.executions),

@@ -170,7 +170,18 @@ export function simulateDay(day: DayInputs, base: Omit<JobInputs, 'nodes' | 'inp
       // Intake: one Jobs row, the Durable start (instance row, history, a control message), the waiting row.
       add('storageAccount', now, now + 1, 6);
       add('tablePartition', now, now + 1, 2);
-      waiting.set(j.id, { jobId: j.id, owner: `owner${ev.job % 20}`, queue: 'default', priority: 0, order: `${now.toFixed(3).padStart(12, '0')}:${j.id}`, jumpedBy: 0, family: day.family, cores: j.c.nodes * day.coresPerNode, nodes: j.c.nodes, pools: 1 });
+      waiting.set(j.id, {
+        jobId: j.id,
+        owner: `owner${ev.job % 20}`,
+        queue: 'default',
+        priority: 0,
+        order: `${now.toFixed(3).padStart(12, '0')}:${j.id}`,
+        jumpedBy: 0,
+        family: day.family,
+        cores: j.c.nodes * day.coresPerNode,
+        nodes: j.c.nodes,
+        pools: 1,
+      });
     } else {
       reservations.delete(j.id);
     }
@@ -187,11 +198,12 @@ export function simulateDay(day: DayInputs, base: Omit<JobInputs, 'nodes' | 'inp
   const toMpi = jobs.filter((j) => Number.isFinite(j.mpiAt)).map((j) => j.mpiAt - j.at + base.intakeS);
   let idle = 0;
   let registryBytes = 0;
-  for (const j of jobs) if (Number.isFinite(j.admittedAt)) {
-    const f = phase(j.c);
-    idle += f.idleNodeMinutes;
-    registryBytes += f.registryBytes;
-  }
+  for (const j of jobs)
+    if (Number.isFinite(j.admittedAt)) {
+      const f = phase(j.c);
+      idle += f.idleNodeMinutes;
+      registryBytes += f.registryBytes;
+    }
   return {
     jobs: jobs.length,
     admittedWithinDay: jobs.filter((j) => j.admittedAt < 24 * 3600).length,

@@ -103,10 +103,33 @@ type Ev =
 const nodeId = (i: number) => `n${String(i).padStart(4, '0')}`;
 
 function validate(i: JobInputs): void {
-  const positive: (keyof JobInputs)[] = ['nodes', 'imageBytes', 'registryBps', 'perPullBps', 'peerBps', 'nodeBps', 'stagingAccounts', 'pullConcurrency', 'inputFileBytes'];
-  for (const k of positive) if (!((i[k] as number) > 0 && Number.isFinite(i[k] as number))) throw new RangeError(`${k} must be a finite number > 0, got ${String(i[k])}`);
-  const nonNeg: (keyof JobInputs)[] = ['inputBytes', 'intakeS', 'allocationFirstS', 'allocationLastS', 'pullOverheadS', 'peerOverheadS', 'copyOverheadS', 'downloadOverheadS', 'preflightS', 'mpiStartS'];
-  for (const k of nonNeg) if (!((i[k] as number) >= 0 && Number.isFinite(i[k] as number))) throw new RangeError(`${k} must be a finite number >= 0, got ${String(i[k])}`);
+  const positive: (keyof JobInputs)[] = [
+    'nodes',
+    'imageBytes',
+    'registryBps',
+    'perPullBps',
+    'peerBps',
+    'nodeBps',
+    'stagingAccounts',
+    'pullConcurrency',
+    'inputFileBytes',
+  ];
+  for (const k of positive)
+    if (!((i[k] as number) > 0 && Number.isFinite(i[k] as number))) throw new RangeError(`${k} must be a finite number > 0, got ${String(i[k])}`);
+  const nonNeg: (keyof JobInputs)[] = [
+    'inputBytes',
+    'intakeS',
+    'allocationFirstS',
+    'allocationLastS',
+    'pullOverheadS',
+    'peerOverheadS',
+    'copyOverheadS',
+    'downloadOverheadS',
+    'preflightS',
+    'mpiStartS',
+  ];
+  for (const k of nonNeg)
+    if (!((i[k] as number) >= 0 && Number.isFinite(i[k] as number))) throw new RangeError(`${k} must be a finite number >= 0, got ${String(i[k])}`);
   if (i.allocationLastS < i.allocationFirstS) throw new RangeError('allocationLastS must not be before allocationFirstS');
   if (!Number.isSafeInteger(i.nodes)) throw new RangeError('nodes must be a whole number');
 }
@@ -236,12 +259,20 @@ export function simulateJob(inputs: JobInputs, design: JobDesign): JobFigures {
     let changed = false;
     if (phase === 'provisioning') {
       const nodes: ObservedNode[] = ids.map((id) => ({ id, state: (idleAt.get(id) ?? Infinity) <= now ? 'idle' : 'starting', ipAddress: '', affinityId: id }));
-      for (const n of nodes) if (n.state === 'idle' && seenReadyAt[n.id] === undefined) {
-        seenReadyAt[n.id] = now;
-        changed = true;
-      }
+      for (const n of nodes)
+        if (n.state === 'idle' && seenReadyAt[n.id] === undefined) {
+          seenReadyAt[n.id] = now;
+          changed = true;
+        }
       const step = decideProvisionStep(
-        { state: 'active', allocationState: idleAt.size === ids.length && [...idleAt.values()].every((t) => t <= now) ? 'steady' : 'resizing', currentDedicatedNodes: ids.length, targetDedicatedNodes: ids.length, resizeErrors: [], nodes },
+        {
+          state: 'active',
+          allocationState: idleAt.size === ids.length && [...idleAt.values()].every((t) => t <= now) ? 'steady' : 'resizing',
+          currentDedicatedNodes: ids.length,
+          targetDedicatedNodes: ids.length,
+          resizeErrors: [],
+          nodes,
+        },
         { target: ids.length, minNodes: ids.length, timeoutMs: 3_600_000, maxReplacements: 0, owned: true },
         { startedAtMs: admitAt * 1000, nowMs: now * 1000, replacements: 0 },
       );
@@ -268,13 +299,18 @@ export function simulateJob(inputs: JobInputs, design: JobDesign): JobFigures {
         const seen = finished.splice(0);
         if (seen.length) changed = true;
         if (design.distribution === 'window') {
-          for (const r of seen) pullPlan = onPullResult(pullPlan!, { nodeId: r.node, ranOnNodeId: r.ranOn, outcome: 'ok', attempt: r.attempt }, { nowMs: now * 1000, rand01: 0.5 });
+          for (const r of seen)
+            pullPlan = onPullResult(pullPlan!, { nodeId: r.node, ranOnNodeId: r.ranOn, outcome: 'ok', attempt: r.attempt }, { nowMs: now * 1000, rand01: 0.5 });
           const next = nextPulls(pullPlan!, now * 1000);
           pullPlan = next.state;
           issueWindow(next.work, now);
           for (const id of ready) if (pullPlan.nodes[id].pulled) pulledSeen.add(id);
         } else {
-          treePlan = onTransferResults(treePlan!, seen.map((r) => ({ nodeId: r.node, ranOnNodeId: r.ranOn, attempt: r.attempt, outcome: 'ok' as const, digests: ['sha256:app'] })), { nowMs: now * 1000, rand01: () => 0.5 });
+          treePlan = onTransferResults(
+            treePlan!,
+            seen.map((r) => ({ nodeId: r.node, ranOnNodeId: r.ranOn, attempt: r.attempt, outcome: 'ok' as const, digests: ['sha256:app'] })),
+            { nowMs: now * 1000, rand01: () => 0.5 },
+          );
           const next = nextTransfers(treePlan, now * 1000);
           treePlan = next.state;
           issueTree(next.work, now);
@@ -293,15 +329,17 @@ export function simulateJob(inputs: JobInputs, design: JobDesign): JobFigures {
       }
       // Downloads: overlapped per node as soon as its images are seen and the copy is; sequential after every image.
       if (copySeen && (design.staging === 'overlapped' || phase === 'after-images')) {
-        for (const id of ready) if (pulledSeen.has(id) && !dlIssued.has(id)) {
-          startDownload(id, now);
+        for (const id of ready)
+          if (pulledSeen.has(id) && !dlIssued.has(id)) {
+            startDownload(id, now);
+            changed = true;
+          }
+      }
+      for (const [id, at] of dlDone)
+        if (at <= now && !dlSeen.has(id)) {
+          dlSeen.add(id);
           changed = true;
         }
-      }
-      for (const [id, at] of dlDone) if (at <= now && !dlSeen.has(id)) {
-        dlSeen.add(id);
-        changed = true;
-      }
       if (phase === 'after-images' && dlSeen.size === ready.length) {
         phase = 'preflight';
         preflight = { start: now, end: now + inputs.preflightS };
@@ -361,7 +399,8 @@ export function simulateJob(inputs: JobInputs, design: JobDesign): JobFigures {
   const idleNodeMinutes = idleNodeMinutesBeforeMpi(readyIso, [{ at: iso(mpiAddedAt), nodes: ready, attemptStartedAt: iso(admitAt) }]);
   const first = Math.min(...transferSpans.map((s) => s.start));
   const last = Math.max(...transferSpans.map((s) => s.end));
-  const span = (xs: Span[]): Span => (xs.length ? { start: Math.min(...xs.map((s) => s.start)), end: Math.max(...xs.map((s) => s.end)) } : { start: NaN, end: NaN });
+  const span = (xs: Span[]): Span =>
+    xs.length ? { start: Math.min(...xs.map((s) => s.start)), end: Math.max(...xs.map((s) => s.end)) } : { start: NaN, end: NaN };
   return {
     design,
     submitToMpiS: mpiStart,
@@ -370,7 +409,13 @@ export function simulateJob(inputs: JobInputs, design: JobDesign): JobFigures {
     registryBytes: registryPulls * inputs.imageBytes,
     peerCopies,
     polls,
-    phases: { provisioning: { start: admitAt, end: provisionEnd }, images: { start: first, end: last }, copy: { start: copyStart, end: copyEnd }, downloads: span(dlSpans), preflight },
+    phases: {
+      provisioning: { start: admitAt, end: provisionEnd },
+      images: { start: first, end: last },
+      copy: { start: copyStart, end: copyEnd },
+      downloads: span(dlSpans),
+      preflight,
+    },
     imagesReadyS: last - first,
     copyBottleneck: inputs.copyS !== undefined ? 'measured' : staging.copy.bottleneck,
     downloadBottleneck: inputs.downloadS !== undefined ? 'measured' : downloadRate < inputs.nodeBps ? 'staging egress' : 'node network',

@@ -74,12 +74,16 @@ function dockerFlag(flag: string, arg: () => string | undefined, out: ParsedOpti
       return { status: 'mapped', note: 'not needed: the job release task removes the container on every node' };
     case '--privileged':
       o.privileged = true;
-      return { status: 'mapped', target: 'container.runOptions.privileged', note: 'the deployment must allow it (CONTAINER_ALLOW_PRIVILEGED=true), or submission is refused; capAdd from the allowlist is the alternative' };
+      return {
+        status: 'mapped',
+        target: 'container.runOptions.privileged',
+        note: 'the deployment must allow it (CONTAINER_ALLOW_PRIVILEGED=true), or submission is refused; capAdd from the allowlist is the alternative',
+      };
     case '--net':
     case '--network': {
       const v = arg();
       return v === 'host'
-        ? { status: 'mapped', note: 'not needed: the job\'s container always uses host networking' }
+        ? { status: 'mapped', note: "not needed: the job's container always uses host networking" }
         : { status: 'unsupported', note: `network "${v ?? ''}": the job's container always uses host networking (MPI needs the node's interfaces)` };
     }
     case '--cap-add': {
@@ -88,7 +92,10 @@ function dockerFlag(flag: string, arg: () => string | undefined, out: ParsedOpti
         o.capAdd = [...new Set([...(o.capAdd ?? []), v])];
         return { status: 'mapped', target: 'container.runOptions.capAdd', note: `capability ${v}` };
       }
-      return { status: 'unsupported', note: `capability ${v || '(none)'} is not in the allowlist (${SAFE_CAPABILITIES.join(', ')}); runOptions.privileged is the way to more` };
+      return {
+        status: 'unsupported',
+        note: `capability ${v || '(none)'} is not in the allowlist (${SAFE_CAPABILITIES.join(', ')}); runOptions.privileged is the way to more`,
+      };
     }
     case '--shm-size': {
       const v = arg();
@@ -102,7 +109,8 @@ function dockerFlag(flag: string, arg: () => string | undefined, out: ParsedOpti
     case '--ulimit': {
       const v = arg() ?? '';
       const m = /^([a-z]+)=(-?\d+|unlimited)(?::(-?\d+|unlimited))?$/.exec(v);
-      if (!m || !(ULIMIT_NAMES as readonly string[]).includes(m[1])) return { status: 'unsupported', note: `--ulimit ${v}: the spec takes ${ULIMIT_NAMES.join(', ')}` };
+      if (!m || !(ULIMIT_NAMES as readonly string[]).includes(m[1]))
+        return { status: 'unsupported', note: `--ulimit ${v}: the spec takes ${ULIMIT_NAMES.join(', ')}` };
       const hard = m[3] ?? m[2];
       const value = hard === 'unlimited' || hard === '-1' ? 'unlimited' : Number(hard);
       o.ulimits = { ...(o.ulimits ?? {}), [m[1]]: value };
@@ -126,7 +134,7 @@ function dockerFlag(flag: string, arg: () => string | undefined, out: ParsedOpti
       const eq = v.indexOf('=');
       if (eq > 0 && P.ENV_KEY_RE.test(v.slice(0, eq)) && P.SINGLE_LINE_TEXT_RE.test(v.slice(eq + 1))) {
         out.env[v.slice(0, eq)] = v.slice(eq + 1);
-        return { status: 'approximated', target: `mpi.env.${v.slice(0, eq)}`, note: 'set in every rank\'s environment instead of the container\'s' };
+        return { status: 'approximated', target: `mpi.env.${v.slice(0, eq)}`, note: "set in every rank's environment instead of the container's" };
       }
       return { status: 'unsupported', note: `-e ${eq > 0 ? v.slice(0, eq) : v}: only NAME=value can be carried (as mpi.env)` };
     }

@@ -74,9 +74,10 @@ export class MappingContext {
   entry(role: ShipyardFileRole, entry: EntryInput, forDrafts?: readonly SpecDraft[], options: EntryOptions = {}): void {
     const drafts = forDrafts ?? [];
     // A setting meant for a spec field, when no spec was generated (the job had no task to import), went nowhere.
-    const input: EntryInput = forDrafts && drafts.length === 0 && entry.target && entry.status !== 'unsupported'
-      ? { path: entry.path, status: 'unsupported', note: `no job spec was generated to carry it (${entry.note})`, ...(entry.secret ? { secret: true } : {}) }
-      : entry;
+    const input: EntryInput =
+      forDrafts && drafts.length === 0 && entry.target && entry.status !== 'unsupported'
+        ? { path: entry.path, status: 'unsupported', note: `no job spec was generated to carry it (${entry.note})`, ...(entry.secret ? { secret: true } : {}) }
+        : entry;
     if (drafts.length === 0) this.report.add(role, input);
     for (const d of drafts) this.report.add(role, { ...input, spec: d.file });
     if (options.noComment) return;
@@ -124,14 +125,20 @@ export class MappingContext {
     drafts?: readonly SpecDraft[],
   ): void {
     if (!isObj(value)) {
-      if (value !== null && value !== undefined) this.unsupported(role, path, `must be a mapping of settings, got ${describe(value)}: nothing here was read`, drafts);
+      if (value !== null && value !== undefined)
+        this.unsupported(role, path, `must be a mapping of settings, got ${describe(value)}: nothing here was read`, drafts);
       return;
     }
     for (const [k, v] of Object.entries(value)) {
       const p = joinKey(path, k);
       if (Object.prototype.hasOwnProperty.call(handlers, k)) handlers[k](v, p);
       else if (Object.prototype.hasOwnProperty.call(unsupported, k)) this.unsupported(role, p, unsupported[k], drafts);
-      else this.entry(role, { path: p, status: 'unsupported', unknownKey: true, note: 'not a Batch Shipyard 3.9 setting here (a typo, or a key of another version): ignored' }, drafts);
+      else
+        this.entry(
+          role,
+          { path: p, status: 'unsupported', unknownKey: true, note: 'not a Batch Shipyard 3.9 setting here (a typo, or a key of another version): ignored' },
+          drafts,
+        );
     }
   }
 }

@@ -23,29 +23,49 @@ export function mapCredentials(ctx: MappingContext): void {
     void v;
   };
   ctx.visit(role, '', source.value, {
-    credentials: (c, base) => ctx.visit(role, base, c, {
-      aad: identity,
-      batch: identity,
-      management: identity,
-      keyvault: identity,
-      monitoring: (v, p) => {
-        ctx.mapped(role, p, undefined, NOT_NEEDED('no monitoring VM is created; the dashboard shows jobs'));
-        secretsUnder(p);
-        void v;
-      },
-      storage: (s, p) => ctx.visit(role, p, s, Object.fromEntries(Object.keys(isObj(s) ? s : {}).map((alias) => [alias, (v: unknown, q: string) => {
-        if (alias === 'aad') return identity(v, q);
-        ctx.visit(role, q, v, {
-          account: (_a, r) => ctx.mapped(role, r, undefined, `the account the alias "${alias}" names, wherever a Shipyard file uses it`),
-          account_key: (_k, r) => ctx.secret(role, r, 'unsupported', 'an account key: not carried (never written); the pipeline reads data accounts with its own identity through short-lived SAS, so list the account in the deployment\'s DATA_ACCOUNTS'),
-          account_key_keyvault_secret_id: (_k, r) => ctx.mapped(role, r, undefined, NOT_NEEDED('no account key is used: the pipeline\'s identity reads the account')),
-          endpoint: (_e, r) => ctx.approximated(role, r, undefined, 'the storage endpoint suffix is a deployment setting (STORAGE_ENDPOINT_SUFFIX), not per job'),
-          resource_group: (_g, r) => ctx.mapped(role, r, undefined, NOT_NEEDED('data accounts are named by account')),
-        });
-      }]))),
-      // Registries: registry.ts reports them against the jobs that use them.
-      docker_registry: () => undefined,
-      singularity_registry: () => undefined,
-    }),
+    credentials: (c, base) =>
+      ctx.visit(role, base, c, {
+        aad: identity,
+        batch: identity,
+        management: identity,
+        keyvault: identity,
+        monitoring: (v, p) => {
+          ctx.mapped(role, p, undefined, NOT_NEEDED('no monitoring VM is created; the dashboard shows jobs'));
+          secretsUnder(p);
+          void v;
+        },
+        storage: (s, p) =>
+          ctx.visit(
+            role,
+            p,
+            s,
+            Object.fromEntries(
+              Object.keys(isObj(s) ? s : {}).map((alias) => [
+                alias,
+                (v: unknown, q: string) => {
+                  if (alias === 'aad') return identity(v, q);
+                  ctx.visit(role, q, v, {
+                    account: (_a, r) => ctx.mapped(role, r, undefined, `the account the alias "${alias}" names, wherever a Shipyard file uses it`),
+                    account_key: (_k, r) =>
+                      ctx.secret(
+                        role,
+                        r,
+                        'unsupported',
+                        "an account key: not carried (never written); the pipeline reads data accounts with its own identity through short-lived SAS, so list the account in the deployment's DATA_ACCOUNTS",
+                      ),
+                    account_key_keyvault_secret_id: (_k, r) =>
+                      ctx.mapped(role, r, undefined, NOT_NEEDED("no account key is used: the pipeline's identity reads the account")),
+                    endpoint: (_e, r) =>
+                      ctx.approximated(role, r, undefined, 'the storage endpoint suffix is a deployment setting (STORAGE_ENDPOINT_SUFFIX), not per job'),
+                    resource_group: (_g, r) => ctx.mapped(role, r, undefined, NOT_NEEDED('data accounts are named by account')),
+                  });
+                },
+              ]),
+            ),
+          ),
+        // Registries: registry.ts reports them against the jobs that use them.
+        docker_registry: () => undefined,
+        singularity_registry: () => undefined,
+      }),
   });
 }

@@ -11,7 +11,15 @@
  * Pure.
  */
 import * as P from '../../../shared/core/spec/patterns';
-import { FILE_MODE_RE, GLOB_RE, MOUNT_OPTIONS_RE, NFS_SOURCE_RE, CIFS_SOURCE_RE, RELATIVE_PATH_RE, httpsUrlProblem } from '../../../shared/core/spec/sections/storageFields';
+import {
+  FILE_MODE_RE,
+  GLOB_RE,
+  MOUNT_OPTIONS_RE,
+  NFS_SOURCE_RE,
+  CIFS_SOURCE_RE,
+  RELATIVE_PATH_RE,
+  httpsUrlProblem,
+} from '../../../shared/core/spec/sections/storageFields';
 import { getIn, isObj, setIn, type MappingContext, type Obj, type SpecDraft } from './context';
 import type { VolumeRef } from './globalResources';
 import { joinIndex, joinKey, type MappingStatus } from './report';
@@ -60,23 +68,70 @@ export function resourceFile(ctx: MappingContext, role: Role, item: unknown, pat
   if (entry && typeof mode === 'string' && modeOk) entry.mode = mode.padStart(4, '0');
   if (entry) for (const d of drafts) push(d, 'files', { ...entry });
   const target = entry ? 'files' : undefined;
-  const how = where === 'master'
-    ? 'every node gets it in the working directory before any rank starts (Batch gave a task\'s own files to the master only)'
-    : 'every node gets it, in the working directory ($AZ_BATCH_TASK_WORKING_DIR/<file_path>; Batch put common files one level up, in the task directory)';
-  ctx.visit(role, path, item, {
-    blob_source: (_s, q) => {
-      if (!entry) {
-        if (sas) return ctx.secret(role, q, 'unsupported', 'a URL with a SAS that is not a blob of a storage account: not carried (reported, never written); put the file in a data account', drafts);
-        return ctx.unsupported(role, q, !pathOk ? 'its file_path is not a relative path in the working directory' : `${urlProblem ?? 'not a URL'}: not carried (files take https URLs without a query, or blobs of data accounts)`, drafts);
-      }
-      // Approximated either way: the master's file reaches every node, a common file lands one directory lower.
-      const status: MappingStatus = 'approximated';
-      if (sas) ctx.secret(role, q, status, `the SAS in the URL is dropped (reported, never written): the blob is read through a short-lived SAS the pipeline mints (the account must be one of the deployment's DATA_ACCOUNTS); ${how}`, drafts, 'files');
-      else ctx.entry(role, { path: q, status, target: 'files', note: `${blob ? `blob ${blob.account}/${blob.container}/${blob.blob} (a data account: DATA_ACCOUNTS)` : 'https URL'}: ${how}` }, drafts, { commentAt: 'files' });
+  const how =
+    where === 'master'
+      ? "every node gets it in the working directory before any rank starts (Batch gave a task's own files to the master only)"
+      : 'every node gets it, in the working directory ($AZ_BATCH_TASK_WORKING_DIR/<file_path>; Batch put common files one level up, in the task directory)';
+  ctx.visit(
+    role,
+    path,
+    item,
+    {
+      blob_source: (_s, q) => {
+        if (!entry) {
+          if (sas)
+            return ctx.secret(
+              role,
+              q,
+              'unsupported',
+              'a URL with a SAS that is not a blob of a storage account: not carried (reported, never written); put the file in a data account',
+              drafts,
+            );
+          return ctx.unsupported(
+            role,
+            q,
+            !pathOk
+              ? 'its file_path is not a relative path in the working directory'
+              : `${urlProblem ?? 'not a URL'}: not carried (files take https URLs without a query, or blobs of data accounts)`,
+            drafts,
+          );
+        }
+        // Approximated either way: the master's file reaches every node, a common file lands one directory lower.
+        const status: MappingStatus = 'approximated';
+        if (sas)
+          ctx.secret(
+            role,
+            q,
+            status,
+            `the SAS in the URL is dropped (reported, never written): the blob is read through a short-lived SAS the pipeline mints (the account must be one of the deployment's DATA_ACCOUNTS); ${how}`,
+            drafts,
+            'files',
+          );
+        else
+          ctx.entry(
+            role,
+            {
+              path: q,
+              status,
+              target: 'files',
+              note: `${blob ? `blob ${blob.account}/${blob.container}/${blob.blob} (a data account: DATA_ACCOUNTS)` : 'https URL'}: ${how}`,
+            },
+            drafts,
+            { commentAt: 'files' },
+          );
+      },
+      file_path: (_f, q) =>
+        entry
+          ? ctx.mapped(role, q, target, 'its path in the working directory', drafts, { noComment: true })
+          : ctx.unsupported(role, q, 'not carried with its file (see blob_source)', drafts),
+      file_mode: (_m, q) =>
+        entry && modeOk
+          ? ctx.mapped(role, q, target, 'its mode on the nodes', drafts, { noComment: true })
+          : ctx.unsupported(role, q, modeOk ? 'not carried with its file' : 'not an octal mode such as "0755"', drafts),
     },
-    file_path: (_f, q) => (entry ? ctx.mapped(role, q, target, 'its path in the working directory', drafts, { noComment: true }) : ctx.unsupported(role, q, 'not carried with its file (see blob_source)', drafts)),
-    file_mode: (_m, q) => (entry && modeOk ? ctx.mapped(role, q, target, 'its mode on the nodes', drafts, { noComment: true }) : ctx.unsupported(role, q, modeOk ? 'not carried with its file' : 'not an octal mode such as "0755"', drafts)),
-  }, {}, drafts);
+    {},
+    drafts,
+  );
 }
 
 /**
@@ -86,13 +141,26 @@ export function resourceFile(ctx: MappingContext, role: Role, item: unknown, pat
  */
 export function inputData(ctx: MappingContext, role: Role, value: unknown, path: string, drafts: SpecDraft[], level: 'pool' | 'job' | 'task'): void {
   const when = level === 'pool' ? 'at pool start (start task)' : level === 'job' ? 'in the job preparation task' : 'on the master before the command';
-  ctx.visit(role, path, value, {
-    azure_storage: (list, p) => {
-      if (!Array.isArray(list)) return ctx.unsupported(role, p, 'must be a list', drafts);
-      list.forEach((item, i) => azureStorageInput(ctx, role, item, joinIndex(p, i), drafts, when));
+  ctx.visit(
+    role,
+    path,
+    value,
+    {
+      azure_storage: (list, p) => {
+        if (!Array.isArray(list)) return ctx.unsupported(role, p, 'must be a list', drafts);
+        list.forEach((item, i) => azureStorageInput(ctx, role, item, joinIndex(p, i), drafts, when));
+      },
+      azure_batch: (_l, p) =>
+        ctx.unsupported(
+          role,
+          p,
+          "files of another Batch task's node cannot be fetched: have that job upload them (outputs) and name the blobs in files",
+          drafts,
+        ),
     },
-    azure_batch: (_l, p) => ctx.unsupported(role, p, 'files of another Batch task\'s node cannot be fetched: have that job upload them (outputs) and name the blobs in files', drafts),
-  }, {}, drafts);
+    {},
+    drafts,
+  );
 }
 
 function azureStorageInput(ctx: MappingContext, role: Role, item: unknown, path: string, drafts: SpecDraft[], when: string): void {
@@ -108,21 +176,81 @@ function azureStorageInput(ctx: MappingContext, role: Role, item: unknown, path:
   if (entry) for (const d of drafts) push(d, 'files', { ...entry });
   const reason = fileShare
     ? 'an Azure Files share: name it as a mount (mounts: azureFiles) instead'
-    : !account.account ? 'its storage account is not known: give credentials.yaml, or name the blobs in files' : local.how === 'invalid' ? 'local_path is not a directory the spec can name' : 'remote_path is not "<container>/<prefix>" of blob names the spec accepts';
+    : !account.account
+      ? 'its storage account is not known: give credentials.yaml, or name the blobs in files'
+      : local.how === 'invalid'
+        ? 'local_path is not a directory the spec can name'
+        : 'remote_path is not "<container>/<prefix>" of blob names the spec accepts';
   const note = `every node gets every blob under ${container}/${prefix} in the working directory${local.path ? ` at ${local.path}/` : ''} before any rank starts (Shipyard copied it ${when} with blobxfer); each blob keeps its full name (${prefix}…) below that directory: check the paths your commands expect`;
-  ctx.visit(role, path, item, {
-    storage_account_settings: (_v, p) => (entry
-      ? ctx.entry(role, { path: p, status: account.assumed ? 'approximated' : 'mapped', target: 'files', note: account.assumed ? `the alias is taken as the account name ${account.account} (no credentials.yaml names it); it must be one of DATA_ACCOUNTS` : `account ${account.account} (one of DATA_ACCOUNTS)` }, drafts, { noComment: true })
-      : ctx.unsupported(role, p, reason, drafts)),
-    remote_path: (_v, p) => (entry ? ctx.entry(role, { path: p, status: 'approximated', target: 'files', note }, drafts, { commentAt: 'files' }) : ctx.unsupported(role, p, reason, drafts)),
-    local_path: (_v, p) => (entry
-      ? ctx.entry(role, { path: p, status: local.how === 'same' ? 'mapped' : 'approximated', target: 'files', note: local.how === 'same' ? 'the directory in the working directory' : `delivered under the working directory at ${local.path} instead: point the commands there` }, drafts, { noComment: true })
-      : ctx.unsupported(role, p, reason, drafts)),
-    is_file_share: (_v, p) => (fileShare ? ctx.unsupported(role, p, reason, drafts) : ctx.mapped(role, p, undefined, 'blob storage', drafts, { noComment: true })),
-    include: (_v, p) => ctx.entry(role, { path: p, status: entry ? 'approximated' : 'unsupported', note: entry ? 'every blob under the prefix is delivered: the filter is not applied (narrow the prefix, or list blobs in files)' : reason }, drafts),
-    exclude: (_v, p) => ctx.entry(role, { path: p, status: entry ? 'approximated' : 'unsupported', note: entry ? 'every blob under the prefix is delivered: the filter is not applied' : reason }, drafts),
-    blobxfer_extra_options: (_v, p) => ctx.unsupported(role, p, 'blobxfer is not used: Batch downloads the files', drafts),
-  }, {}, drafts);
+  ctx.visit(
+    role,
+    path,
+    item,
+    {
+      storage_account_settings: (_v, p) =>
+        entry
+          ? ctx.entry(
+              role,
+              {
+                path: p,
+                status: account.assumed ? 'approximated' : 'mapped',
+                target: 'files',
+                note: account.assumed
+                  ? `the alias is taken as the account name ${account.account} (no credentials.yaml names it); it must be one of DATA_ACCOUNTS`
+                  : `account ${account.account} (one of DATA_ACCOUNTS)`,
+              },
+              drafts,
+              { noComment: true },
+            )
+          : ctx.unsupported(role, p, reason, drafts),
+      remote_path: (_v, p) =>
+        entry
+          ? ctx.entry(role, { path: p, status: 'approximated', target: 'files', note }, drafts, { commentAt: 'files' })
+          : ctx.unsupported(role, p, reason, drafts),
+      local_path: (_v, p) =>
+        entry
+          ? ctx.entry(
+              role,
+              {
+                path: p,
+                status: local.how === 'same' ? 'mapped' : 'approximated',
+                target: 'files',
+                note:
+                  local.how === 'same'
+                    ? 'the directory in the working directory'
+                    : `delivered under the working directory at ${local.path} instead: point the commands there`,
+              },
+              drafts,
+              { noComment: true },
+            )
+          : ctx.unsupported(role, p, reason, drafts),
+      is_file_share: (_v, p) =>
+        fileShare ? ctx.unsupported(role, p, reason, drafts) : ctx.mapped(role, p, undefined, 'blob storage', drafts, { noComment: true }),
+      include: (_v, p) =>
+        ctx.entry(
+          role,
+          {
+            path: p,
+            status: entry ? 'approximated' : 'unsupported',
+            note: entry ? 'every blob under the prefix is delivered: the filter is not applied (narrow the prefix, or list blobs in files)' : reason,
+          },
+          drafts,
+        ),
+      exclude: (_v, p) =>
+        ctx.entry(
+          role,
+          {
+            path: p,
+            status: entry ? 'approximated' : 'unsupported',
+            note: entry ? 'every blob under the prefix is delivered: the filter is not applied' : reason,
+          },
+          drafts,
+        ),
+      blobxfer_extra_options: (_v, p) => ctx.unsupported(role, p, 'blobxfer is not used: Batch downloads the files', drafts),
+    },
+    {},
+    drafts,
+  );
 }
 
 /** Shipyard's output conditions → outputs.when. */
@@ -134,14 +262,22 @@ const WHEN: Record<string, 'success' | 'failure' | 'always'> = { tasksuccess: 's
  */
 export function outputData(ctx: MappingContext, value: unknown, path: string, drafts: SpecDraft[]): void {
   const role = 'jobs' as const;
-  ctx.visit(role, path, value, {
-    azure_storage: (list, p) => {
-      if (!Array.isArray(list)) return ctx.unsupported(role, p, 'must be a list', drafts);
-      list.forEach((item, i) => azureStorageOutput(ctx, item, joinIndex(p, i), drafts));
+  ctx.visit(
+    role,
+    path,
+    value,
+    {
+      azure_storage: (list, p) => {
+        if (!Array.isArray(list)) return ctx.unsupported(role, p, 'must be a list', drafts);
+        list.forEach((item, i) => azureStorageOutput(ctx, item, joinIndex(p, i), drafts));
+      },
     },
-  }, {}, drafts);
+    {},
+    drafts,
+  );
 }
 
+// eslint-disable-next-line max-lines-per-function -- over 100 lines once formatted (Prettier); to be split (issue 25)
 function azureStorageOutput(ctx: MappingContext, item: unknown, path: string, drafts: SpecDraft[]): void {
   const role = 'jobs' as const;
   const i = isObj(item) ? item : {};
@@ -154,8 +290,14 @@ function azureStorageOutput(ctx: MappingContext, item: unknown, path: string, dr
   const patterns = includes.map((g) => (local.path ? `${local.path}/${g}` : g));
   const when = typeof i.condition === 'string' ? WHEN[i.condition.toLowerCase()] : 'always';
   const fileShare = i.is_file_share === true;
-  const valid = !fileShare && account.account && P.BLOB_CONTAINER_RE.test(container ?? '') && (prefix === '' || P.BLOB_PREFIX_RE.test(prefix))
-    && local.how !== 'invalid' && when !== undefined && patterns.every((g) => GLOB_RE.test(g));
+  const valid =
+    !fileShare &&
+    account.account &&
+    P.BLOB_CONTAINER_RE.test(container ?? '') &&
+    (prefix === '' || P.BLOB_PREFIX_RE.test(prefix)) &&
+    local.how !== 'invalid' &&
+    when !== undefined &&
+    patterns.every((g) => GLOB_RE.test(g));
   let status: 'new' | 'added' | 'conflict' = 'new';
   if (valid) {
     for (const d of drafts) {
@@ -169,26 +311,77 @@ function azureStorageOutput(ctx: MappingContext, item: unknown, path: string, dr
       } else status = 'conflict';
     }
   }
-  const reason = fileShare ? 'Azure Files destinations are not supported: outputs go to blob storage'
-    : !account.account ? 'its storage account is not known: give credentials.yaml'
-      : when === undefined ? `condition ${JSON.stringify(i.condition)} is none of tasksuccess, taskfailure, taskcompletion`
+  const reason = fileShare
+    ? 'Azure Files destinations are not supported: outputs go to blob storage'
+    : !account.account
+      ? 'its storage account is not known: give credentials.yaml'
+      : when === undefined
+        ? `condition ${JSON.stringify(i.condition)} is none of tasksuccess, taskfailure, taskcompletion`
         : 'remote_path, local_path or include is not something the outputs section can name';
   const ok = valid && status !== 'conflict';
   const why = status === 'conflict' ? 'a second destination: a job uploads its outputs to one container and prefix' : reason;
-  ctx.visit(role, path, item, {
-    storage_account_settings: (_v, p) => (ok
-      ? ctx.entry(role, { path: p, status: account.assumed ? 'approximated' : 'mapped', target: 'outputs.account', note: account.assumed ? `the alias is taken as the account name ${account.account} (no credentials.yaml names it); it must be one of DATA_ACCOUNTS` : `account ${account.account} (one of DATA_ACCOUNTS)` }, drafts)
-      : ctx.unsupported(role, p, why, drafts)),
-    remote_path: (_v, p) => (ok
-      ? ctx.entry(role, { path: p, status: 'approximated', target: 'outputs.container, outputs.prefix', note: `uploaded to ${container}/${prefix || '<job id>'}/workdir/<path> (the spec keeps the working directory's files under workdir/, and every rank's logs under logs/)${prefix ? '' : '; Shipyard wrote to the container\'s root'}` }, drafts, { commentAt: 'outputs.container' })
-      : ctx.unsupported(role, p, why, drafts)),
-    local_path: (_v, p) => (ok ? ctx.entry(role, { path: p, status: local.how === 'same' ? 'mapped' : 'approximated', target: 'outputs.files', note: local.how === 'same' ? 'the directory below the working directory' : `taken as ${local.path} below the working directory` }, drafts) : ctx.unsupported(role, p, why, drafts)),
-    include: (_v, p) => (ok ? ctx.mapped(role, p, 'outputs.files', 'glob patterns below the directory', drafts) : ctx.unsupported(role, p, why, drafts)),
-    exclude: (_v, p) => ctx.entry(role, { path: p, status: ok ? 'approximated' : 'unsupported', note: ok ? 'exclusions are not applied: every file the patterns match is uploaded' : why }, drafts),
-    condition: (_v, p) => (ok ? ctx.mapped(role, p, 'outputs.when', when as string, drafts) : ctx.unsupported(role, p, why, drafts)),
-    is_file_share: (_v, p) => (fileShare || !ok ? ctx.unsupported(role, p, why, drafts) : ctx.mapped(role, p, undefined, 'blob storage', drafts, { noComment: true })),
-    blobxfer_extra_options: (_v, p) => ctx.unsupported(role, p, 'blobxfer is not used: Batch uploads the files', drafts),
-  }, {}, drafts);
+  ctx.visit(
+    role,
+    path,
+    item,
+    {
+      storage_account_settings: (_v, p) =>
+        ok
+          ? ctx.entry(
+              role,
+              {
+                path: p,
+                status: account.assumed ? 'approximated' : 'mapped',
+                target: 'outputs.account',
+                note: account.assumed
+                  ? `the alias is taken as the account name ${account.account} (no credentials.yaml names it); it must be one of DATA_ACCOUNTS`
+                  : `account ${account.account} (one of DATA_ACCOUNTS)`,
+              },
+              drafts,
+            )
+          : ctx.unsupported(role, p, why, drafts),
+      remote_path: (_v, p) =>
+        ok
+          ? ctx.entry(
+              role,
+              {
+                path: p,
+                status: 'approximated',
+                target: 'outputs.container, outputs.prefix',
+                note: `uploaded to ${container}/${prefix || '<job id>'}/workdir/<path> (the spec keeps the working directory's files under workdir/, and every rank's logs under logs/)${prefix ? '' : "; Shipyard wrote to the container's root"}`,
+              },
+              drafts,
+              { commentAt: 'outputs.container' },
+            )
+          : ctx.unsupported(role, p, why, drafts),
+      local_path: (_v, p) =>
+        ok
+          ? ctx.entry(
+              role,
+              {
+                path: p,
+                status: local.how === 'same' ? 'mapped' : 'approximated',
+                target: 'outputs.files',
+                note: local.how === 'same' ? 'the directory below the working directory' : `taken as ${local.path} below the working directory`,
+              },
+              drafts,
+            )
+          : ctx.unsupported(role, p, why, drafts),
+      include: (_v, p) => (ok ? ctx.mapped(role, p, 'outputs.files', 'glob patterns below the directory', drafts) : ctx.unsupported(role, p, why, drafts)),
+      exclude: (_v, p) =>
+        ctx.entry(
+          role,
+          { path: p, status: ok ? 'approximated' : 'unsupported', note: ok ? 'exclusions are not applied: every file the patterns match is uploaded' : why },
+          drafts,
+        ),
+      condition: (_v, p) => (ok ? ctx.mapped(role, p, 'outputs.when', when as string, drafts) : ctx.unsupported(role, p, why, drafts)),
+      is_file_share: (_v, p) =>
+        fileShare || !ok ? ctx.unsupported(role, p, why, drafts) : ctx.mapped(role, p, undefined, 'blob storage', drafts, { noComment: true }),
+      blobxfer_extra_options: (_v, p) => ctx.unsupported(role, p, 'blobxfer is not used: Batch uploads the files', drafts),
+    },
+    {},
+    drafts,
+  );
 }
 
 /**
@@ -196,12 +389,17 @@ function azureStorageOutput(ctx: MappingContext, item: unknown, path: string, dr
  * (inside the container too: the node root is bound), not at the volume's container_path: commands that use that
  * path must change, which the spec's header says.
  */
+// eslint-disable-next-line max-lines-per-function -- over 100 lines once formatted (Prettier); to be split (issue 25)
 export function sharedVolumeMount(ctx: MappingContext, name: string, vol: VolumeRef, refPath: string, drafts: SpecDraft[]): void {
   const v = vol.value;
   const driver = typeof v.volume_driver === 'string' ? v.volume_driver : '';
   const account = resolveStorageAlias(v.storage_account_settings, ctx.sources.credentials?.value);
   const readOnly = typeof v.bind_options === 'string' && v.bind_options.split(',').includes('ro');
-  const mountOptions = Array.isArray(v.mount_options) ? v.mount_options.map(String).join(' ') : typeof v.mount_options === 'string' ? v.mount_options : undefined;
+  const mountOptions = Array.isArray(v.mount_options)
+    ? v.mount_options.map(String).join(' ')
+    : typeof v.mount_options === 'string'
+      ? v.mount_options
+      : undefined;
   const options = mountOptions && MOUNT_OPTIONS_RE.test(mountOptions) ? mountOptions : undefined;
   const notes: string[] = [];
   let mount: Obj | undefined;
@@ -212,22 +410,31 @@ export function sharedVolumeMount(ctx: MappingContext, name: string, vol: Volume
     if (account.account && typeof container === 'string' && P.BLOB_CONTAINER_RE.test(container)) {
       mount = { name, blobfuse: { account: account.account, container, readOnly, ...(options ? { options } : {}) } };
       notes.push('blobfuse with a SAS the pipeline mints (no account key)');
-    } else why = !account.account ? 'its storage account is not known: give credentials.yaml' : typeof container === 'string' && /^<.*>$/.test(container)
-      ? `azure_blob_container_name is the recipe's placeholder ${container}: fill it in and import again (or add the mount to the spec)`
-      : 'azure_blob_container_name is not a blob container name';
+    } else
+      why = !account.account
+        ? 'its storage account is not known: give credentials.yaml'
+        : typeof container === 'string' && /^<.*>$/.test(container)
+          ? `azure_blob_container_name is the recipe's placeholder ${container}: fill it in and import again (or add the mount to the spec)`
+          : 'azure_blob_container_name is not a blob container name';
   } else if (driver === 'azurefile') {
     const share = v.azure_file_share_name;
     if (account.account && typeof share === 'string' && P.BLOB_CONTAINER_RE.test(share)) {
       const secretRef = `${account.account.toUpperCase()}_KEY`;
       mount = { name, azureFiles: { account: account.account, share, secretRef, ...(options ? { options } : {}) } };
       notes.push(`Azure Files needs the account key: TODO publish it as the app setting MOUNT_SECRET_${secretRef} (a Key Vault reference in Azure)`);
-      for (const d of drafts) d.header.push(`TODO: mounts "${name}" (Azure Files) reads the account key from the app setting MOUNT_SECRET_${secretRef}: publish it (a Key Vault reference in Azure)`);
+      for (const d of drafts)
+        d.header.push(
+          `TODO: mounts "${name}" (Azure Files) reads the account key from the app setting MOUNT_SECRET_${secretRef}: publish it (a Key Vault reference in Azure)`,
+        );
     } else why = account.account ? 'azure_file_share_name is not a share name' : 'its storage account is not known: give credentials.yaml';
   } else if (driver === 'storage_cluster') {
     const host = `${name.toLowerCase().replace(/[^a-z0-9-]/g, '-')}-nfs-server-todo`;
     mount = { name, nfs: { source: `${host}:/data`, ...(options ? { options: `-o ${options}` } : {}) } };
-    notes.push('a Shipyard storage cluster (fs.yaml) is mounted as NFS: TODO set its export (host:/path, from `shipyard fs cluster status`) and list it in the deployment\'s DATA_MOUNT_SOURCES; a GlusterFS cluster cannot be mounted by Batch');
-    for (const d of drafts) d.header.push(`TODO: mounts "${name}" nfs.source is a placeholder: set the storage cluster's NFS export (host:/path) and list it in DATA_MOUNT_SOURCES`);
+    notes.push(
+      "a Shipyard storage cluster (fs.yaml) is mounted as NFS: TODO set its export (host:/path, from `shipyard fs cluster status`) and list it in the deployment's DATA_MOUNT_SOURCES; a GlusterFS cluster cannot be mounted by Batch",
+    );
+    for (const d of drafts)
+      d.header.push(`TODO: mounts "${name}" nfs.source is a placeholder: set the storage cluster's NFS export (host:/path) and list it in DATA_MOUNT_SOURCES`);
   } else if (driver === 'custom_linux_mount') {
     const fstab = isObj(v.fstab_entry) ? v.fstab_entry : {};
     const spec = typeof fstab.fs_spec === 'string' ? fstab.fs_spec : '';
@@ -236,7 +443,7 @@ export function sharedVolumeMount(ctx: MappingContext, name: string, vol: Volume
     const secretInOptions = ctx.secrets.within('config', joinKey(vol.path, 'fstab_entry'));
     if (/^nfs4?$/.test(type) && NFS_SOURCE_RE.test(spec) && !secretInOptions) {
       mount = { name, nfs: { source: spec, ...(mntops && MOUNT_OPTIONS_RE.test(`-o ${mntops}`) ? { options: `-o ${mntops}` } : {}) } };
-      notes.push('NFS: the server must be listed in the deployment\'s DATA_MOUNT_SOURCES');
+      notes.push("NFS: the server must be listed in the deployment's DATA_MOUNT_SOURCES");
       status = 'mapped';
     } else if (type === 'cifs' && CIFS_SOURCE_RE.test(spec)) {
       const user = /(?:^|,)(?:username|user)=([^,]+)/.exec(mntops ?? '')?.[1];
@@ -244,12 +451,24 @@ export function sharedVolumeMount(ctx: MappingContext, name: string, vol: Volume
       if (user && P.REGISTRY_USERNAME_RE.test(user)) {
         mount = { name, cifs: { source: spec, username: user, secretRef } };
         if (secretInOptions) {
-          ctx.secret('config', joinKey(joinKey(vol.path, 'fstab_entry'), 'fs_mntops'), 'approximated', `a password in the mount options: reported by path, never written; the mount reads it from the app setting MOUNT_SECRET_${secretRef}`, drafts, 'mounts');
+          ctx.secret(
+            'config',
+            joinKey(joinKey(vol.path, 'fstab_entry'), 'fs_mntops'),
+            'approximated',
+            `a password in the mount options: reported by path, never written; the mount reads it from the app setting MOUNT_SECRET_${secretRef}`,
+            drafts,
+            'mounts',
+          );
         }
-        notes.push(`CIFS: TODO publish the password as the app setting MOUNT_SECRET_${secretRef}; the share must be listed in DATA_MOUNT_SOURCES; other mount options are not carried`);
+        notes.push(
+          `CIFS: TODO publish the password as the app setting MOUNT_SECRET_${secretRef}; the share must be listed in DATA_MOUNT_SOURCES; other mount options are not carried`,
+        );
         for (const d of drafts) d.header.push(`TODO: mounts "${name}" (CIFS) reads its password from the app setting MOUNT_SECRET_${secretRef}: publish it`);
       } else why = 'a CIFS mount needs a username in fs_mntops';
-    } else why = secretInOptions ? 'its mount options hold a credential (reported by path, never written): give the share as a mount with secretRef' : `file system "${type}" cannot be mounted by Batch (nfs and cifs can)`;
+    } else
+      why = secretInOptions
+        ? 'its mount options hold a credential (reported by path, never written): give the share as a mount with secretRef'
+        : `file system "${type}" cannot be mounted by Batch (nfs and cifs can)`;
   } else if (driver === 'glusterfs_on_compute') {
     why = 'GlusterFS across the compute nodes is not supported: use the shared scratch (scratch) or an NFS / Azure Files mount';
   } else why = `volume driver ${JSON.stringify(driver)} is not supported`;
@@ -258,19 +477,52 @@ export function sharedVolumeMount(ctx: MappingContext, name: string, vol: Volume
   const containerPath = typeof v.container_path === 'string' ? v.container_path : undefined;
   if (mount && containerPath) {
     notes.push(`mounted at $AZ_BATCH_NODE_MOUNTS_DIR/${name} (inside the container too), not at ${containerPath}: TODO point the commands there`);
-    for (const d of drafts) d.header.push(`TODO: the volume "${name}" is at $AZ_BATCH_NODE_MOUNTS_DIR/${name}, not ${containerPath}: change the paths in the commands`);
+    for (const d of drafts)
+      d.header.push(`TODO: the volume "${name}" is at $AZ_BATCH_NODE_MOUNTS_DIR/${name}, not ${containerPath}: change the paths in the commands`);
     status = 'approximated';
   }
   if (mount) {
     ctx.entry('jobs', { path: refPath, status, target: 'mounts', note: notes.join('; ') }, drafts, { commentAt: 'mounts' });
-    ctx.visit('config', vol.path, vol.value, Object.fromEntries(['volume_driver', 'storage_account_settings', 'azure_blob_container_name', 'azure_file_share_name', 'container_path', 'bind_options', 'mount_options', 'fstab_entry', 'volume_type', 'volume_options']
-      .map((k) => [k, (_x: unknown, q: string) => {
-        if (k === 'mount_options' && mountOptions && !options) return ctx.unsupported('config', q, 'mount options the spec can carry are words of letters, digits and ",=._/:+-"', drafts);
-        if (k === 'storage_account_settings' && account.assumed) return ctx.approximated('config', q, 'mounts', `the alias is taken as the account name ${account.account} (no credentials.yaml names it); it must be one of DATA_ACCOUNTS`, drafts, { noComment: true });
-        if (k === 'container_path' && containerPath) return ctx.approximated('config', q, 'mounts', `mounted at $AZ_BATCH_NODE_MOUNTS_DIR/${name} instead`, drafts, { noComment: true });
-        if (k === 'bind_options') return ctx.mapped('config', q, 'mounts', readOnly ? 'read-only' : 'read-write', drafts, { noComment: true });
-        ctx.mapped('config', q, 'mounts', 'carried into the mount', drafts, { noComment: true });
-      }])), {}, drafts);
+    ctx.visit(
+      'config',
+      vol.path,
+      vol.value,
+      Object.fromEntries(
+        [
+          'volume_driver',
+          'storage_account_settings',
+          'azure_blob_container_name',
+          'azure_file_share_name',
+          'container_path',
+          'bind_options',
+          'mount_options',
+          'fstab_entry',
+          'volume_type',
+          'volume_options',
+        ].map((k) => [
+          k,
+          (_x: unknown, q: string) => {
+            if (k === 'mount_options' && mountOptions && !options)
+              return ctx.unsupported('config', q, 'mount options the spec can carry are words of letters, digits and ",=._/:+-"', drafts);
+            if (k === 'storage_account_settings' && account.assumed)
+              return ctx.approximated(
+                'config',
+                q,
+                'mounts',
+                `the alias is taken as the account name ${account.account} (no credentials.yaml names it); it must be one of DATA_ACCOUNTS`,
+                drafts,
+                { noComment: true },
+              );
+            if (k === 'container_path' && containerPath)
+              return ctx.approximated('config', q, 'mounts', `mounted at $AZ_BATCH_NODE_MOUNTS_DIR/${name} instead`, drafts, { noComment: true });
+            if (k === 'bind_options') return ctx.mapped('config', q, 'mounts', readOnly ? 'read-only' : 'read-write', drafts, { noComment: true });
+            ctx.mapped('config', q, 'mounts', 'carried into the mount', drafts, { noComment: true });
+          },
+        ]),
+      ),
+      {},
+      drafts,
+    );
   } else {
     ctx.unsupported('jobs', refPath, `shared data volume "${name}": ${why}`, drafts);
     ctx.unsupported('config', vol.path, why, drafts);

@@ -37,12 +37,24 @@ export function applyDefaultOutputs(d: SpecDraft, dest: OutputsDestination | und
   if (!dest) {
     const cleanup = isObj(d.spec.cleanup) ? d.spec.cleanup : (d.spec.cleanup = {});
     cleanup.keepLogs = true;
-    addComment(d, 'cleanup.keepLogs', 'added by the import: every task\'s full stdout/stderr is kept in the deployment\'s default outputs location (DEFAULT_OUTPUTS)');
-    return ['TODO: the working directory\'s results are not kept (no storage account is known): add an outputs section, or import with --outputs account/container; the full logs are kept where the deployment sets DEFAULT_OUTPUTS (cleanup.keepLogs)'];
+    addComment(
+      d,
+      'cleanup.keepLogs',
+      "added by the import: every task's full stdout/stderr is kept in the deployment's default outputs location (DEFAULT_OUTPUTS)",
+    );
+    return [
+      "TODO: the working directory's results are not kept (no storage account is known): add an outputs section, or import with --outputs account/container; the full logs are kept where the deployment sets DEFAULT_OUTPUTS (cleanup.keepLogs)",
+    ];
   }
   d.spec.outputs = { account: dest.account, container: dest.container, when: 'always', files: [{ pattern: '**/*', from: 'workdir' }], logs: true };
-  addComment(d, 'outputs', `added by the import (Shipyard left the task directory on the node until the pool went away): the working directory's files and every rank's full stdout/stderr, uploaded whether the job succeeds or fails${dest.given ? '' : `; ${dest.account} is Shipyard's storage account alias and ${dest.container} a default container name`}`);
-  return [dest.given
-    ? `CHANGED: outputs added: the working directory's files and the full logs go to ${dest.account}/${dest.container}`
-    : `CHANGED: outputs added: the working directory's files and the full logs go to ${dest.account}/${dest.container} (Shipyard's storage account alias and a default container: both must be ones the deployment allows, DATA_ACCOUNTS and DATA_CONTAINERS; change them here or import with --outputs account/container)`];
+  addComment(
+    d,
+    'outputs',
+    `added by the import (Shipyard left the task directory on the node until the pool went away): the working directory's files and every rank's full stdout/stderr, uploaded whether the job succeeds or fails${dest.given ? '' : `; ${dest.account} is Shipyard's storage account alias and ${dest.container} a default container name`}`,
+  );
+  return [
+    dest.given
+      ? `CHANGED: outputs added: the working directory's files and the full logs go to ${dest.account}/${dest.container}`
+      : `CHANGED: outputs added: the working directory's files and the full logs go to ${dest.account}/${dest.container} (Shipyard's storage account alias and a default container: both must be ones the deployment allows, DATA_ACCOUNTS and DATA_CONTAINERS; change them here or import with --outputs account/container)`,
+  ];
 }

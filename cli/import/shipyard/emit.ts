@@ -7,7 +7,25 @@ import type { Obj, SpecDraft } from './context';
 import { isObj } from './context';
 
 const ORDER: Record<string, string[]> = {
-  '': ['id', 'name', 'tags', 'queue', 'priority', 'dependsOn', 'array', 'pool', 'container', 'data', 'files', 'mounts', 'scratch', 'mpi', 'outputs', 'limits', 'cleanup'],
+  '': [
+    'id',
+    'name',
+    'tags',
+    'queue',
+    'priority',
+    'dependsOn',
+    'array',
+    'pool',
+    'container',
+    'data',
+    'files',
+    'mounts',
+    'scratch',
+    'mpi',
+    'outputs',
+    'limits',
+    'cleanup',
+  ],
   pool: ['vmSize', 'nodes', 'image', 'customImageId', 'nodeAgentSku', 'resizeTimeout', 'partialAllocation', 'startTask'],
   container: ['runtime', 'images', 'registry', 'pullConcurrency', 'allowAboveTen', 'runOptions', 'gpus'],
   mpi: ['runtime', 'version', 'processesPerNode', 'fabric', 'env', 'preExecutionCommand', 'coordinationCommand', 'launcher', 'options', 'command'],
@@ -51,7 +69,10 @@ export function emitSpecYaml(draft: SpecDraft, ctx: EmitContext): string {
 
 /** "mpi.env.EXE" → ['mpi','env','EXE']; "container.images[0]" → ['container','images'] (comments go on the key). */
 function splitPath(path: string): string[] {
-  return path.replace(/\[\d+\]/g, '').split('.').filter(Boolean);
+  return path
+    .replace(/\[\d+\]/g, '')
+    .split('.')
+    .filter(Boolean);
 }
 
 function pairAt(doc: YAML.Document, path: string[]): YAML.Pair | undefined {

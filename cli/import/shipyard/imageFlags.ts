@@ -29,11 +29,19 @@ export function imageFlags(spec: JobSpec): ImageFlag[] {
   const flags: ImageFlag[] = [];
   const r = checkImage(spec);
   for (const f of r.findings) {
-    flags.push({ shipyardPath: SHIPYARD_FIELD[f.path] ?? '', target: f.path, note: `${f.message}${f.kind === 'module' || f.kind === 'path' ? ' (a CentOS-HPC name or path: the current image names it differently or lacks it)' : ''}` });
+    flags.push({
+      shipyardPath: SHIPYARD_FIELD[f.path] ?? '',
+      target: f.path,
+      note: `${f.message}${f.kind === 'module' || f.kind === 'path' ? ' (a CentOS-HPC name or path: the current image names it differently or lacks it)' : ''}`,
+    });
   }
   for (const image of spec.container.images) {
     if (typeof image === 'string' && image.startsWith('library://')) {
-      flags.push({ shipyardPath: '.singularity_image', target: 'container.images', note: `${image}: library:// needs the Sylabs Cloud library, which Apptainer does not configure (Shipyard's Singularity 3.x had it built in): add it in pool.startTask (apptainer remote add --no-login SylabsCloud cloud.sycloud.io), or push the image to a registry and use docker:// or oras://` });
+      flags.push({
+        shipyardPath: '.singularity_image',
+        target: 'container.images',
+        note: `${image}: library:// needs the Sylabs Cloud library, which Apptainer does not configure (Shipyard's Singularity 3.x had it built in): add it in pool.startTask (apptainer remote add --no-login SylabsCloud cloud.sycloud.io), or push the image to a registry and use docker:// or oras://`,
+      });
     }
   }
   // A host launcher (singularity, native) from a module: its MPI generation must match the container's.
@@ -41,7 +49,11 @@ export function imageFlags(spec: JobSpec): ImageFlag[] {
     const loaded = r.image.modules.find((m) => (spec.mpi.preExecutionCommand ?? '').includes(`module load ${m.name}`));
     const hostVersion = loaded ? /(\d+(?:\.\d+)*)/.exec(loaded.what)?.[1] : undefined;
     if (loaded && hostVersion && major(hostVersion) !== major(spec.mpi.version)) {
-      flags.push({ shipyardPath: '.multi_instance.mpi.runtime', target: 'mpi.version', note: `host/image MPI mismatch: the host launcher ${loaded.name} is ${loaded.what} on ${r.image.title}, the container's MPI is ${spec.mpi.runtime} ${spec.mpi.version}: ranks of one generation cannot join a launcher of another; rebuild the image with the host's MPI or launch from inside the container` });
+      flags.push({
+        shipyardPath: '.multi_instance.mpi.runtime',
+        target: 'mpi.version',
+        note: `host/image MPI mismatch: the host launcher ${loaded.name} is ${loaded.what} on ${r.image.title}, the container's MPI is ${spec.mpi.runtime} ${spec.mpi.version}: ranks of one generation cannot join a launcher of another; rebuild the image with the host's MPI or launch from inside the container`,
+      });
     }
   }
   return flags;

@@ -122,8 +122,19 @@ export function importShipyard(input: ShipyardInput, options: ImportOptions = {}
     if (reported.has(`${f.role}\u0000${f.path}`)) continue;
     const carried = listed.find((e) => e.role === f.role && e.path === f.path && e.target && e.status !== 'unsupported');
     if (carried) {
-      ctx.secret(f.role, f.path, 'approximated', `a ${f.kind} in the value: removed from what ${carried.target} carries (never written anywhere); give it to the job another way (a secret reference, the pool's identity)`, drafts.filter((d) => carried.specs?.includes(d.file)), carried.target);
-      for (const d of drafts) if (carried.specs?.includes(d.file)) d.header.push(`TODO: ${carried.target} had a ${f.kind} in the Shipyard file (${ctx.fileName(f.role)}: ${f.path}); it was removed: supply it another way`);
+      ctx.secret(
+        f.role,
+        f.path,
+        'approximated',
+        `a ${f.kind} in the value: removed from what ${carried.target} carries (never written anywhere); give it to the job another way (a secret reference, the pool's identity)`,
+        drafts.filter((d) => carried.specs?.includes(d.file)),
+        carried.target,
+      );
+      for (const d of drafts)
+        if (carried.specs?.includes(d.file))
+          d.header.push(
+            `TODO: ${carried.target} had a ${f.kind} in the Shipyard file (${ctx.fileName(f.role)}: ${f.path}); it was removed: supply it another way`,
+          );
     } else ctx.secret(f.role, f.path, 'unsupported', `a ${f.kind}: not carried (never written anywhere)`);
   }
   ctx.report.coverRest();
@@ -151,17 +162,26 @@ function shipyardAccount(ctx: MappingContext): OutputsDestination | undefined {
 
 function finish(d: SpecDraft, ctx: MappingContext): ImportedSpec {
   for (const [path, text] of strings(d.spec, '')) {
-    if (/<[^<>\s][^<>]*>/.test(text)) d.header.push(`TODO: ${path} still holds a placeholder of the Shipyard recipe (${/<[^<>]+>/.exec(text)?.[0]}): fill it in`);
+    if (/<[^<>\s][^<>]*>/.test(text))
+      d.header.push(`TODO: ${path} still holds a placeholder of the Shipyard recipe (${/<[^<>]+>/.exec(text)?.[0]}): fill it in`);
   }
   const name = (role: ShipyardFileRole) => ctx.sources[role]?.name;
   const origin = `${name('jobs')} ${d.taskPath}, ${name('pool')}${ctx.sources.config ? `, ${name('config')}` : ''}${ctx.sources.credentials ? `, ${name('credentials')}` : ''}`;
-  const emit = () => emitSpecYaml(d, { origin, reportHint: 'Check every TODO and NOT CARRIED OVER line; `hpcjob import shipyard` prints the whole mapping report.' });
+  const emit = () =>
+    emitSpecYaml(d, { origin, reportHint: 'Check every TODO and NOT CARRIED OVER line; `hpcjob import shipyard` prints the whole mapping report.' });
   let yaml = emit();
   let parsed = parseJobSpec(yaml, 'application/yaml');
   // What the node image really holds (the image catalog): names and paths of CentOS-HPC, runtimes, library:// remotes.
   if (parsed.ok) {
     const flags = imageFlags(parsed.spec);
-    for (const f of flags) ctx.report.add('jobs', { path: `${d.taskPath}${f.shipyardPath}`, status: 'unsupported', ...(f.target ? { target: f.target } : {}), note: f.note, spec: d.file });
+    for (const f of flags)
+      ctx.report.add('jobs', {
+        path: `${d.taskPath}${f.shipyardPath}`,
+        status: 'unsupported',
+        ...(f.target ? { target: f.target } : {}),
+        note: f.note,
+        spec: d.file,
+      });
     if (flags.length) {
       d.header.unshift(...flags.map((f) => `CANNOT RUN AS IS: ${f.note}`));
       yaml = emit();

@@ -33,7 +33,8 @@ export interface IntelMpiMapping {
 }
 
 const SHIPYARD_SET: Record<SizeClass, (ofa: boolean) => string> = {
-  networkDirect: () => 'I_MPI_FABRICS=shm:dapl, I_MPI_DAPL_PROVIDER=ofa-v2-ib0, I_MPI_DYNAMIC_CONNECTION=0, I_MPI_DAPL_TRANSLATION_CACHE=0, with the host\'s Intel MPI bound in at /opt/intel',
+  networkDirect: () =>
+    "I_MPI_FABRICS=shm:dapl, I_MPI_DAPL_PROVIDER=ofa-v2-ib0, I_MPI_DYNAMIC_CONNECTION=0, I_MPI_DAPL_TRANSLATION_CACHE=0, with the host's Intel MPI bound in at /opt/intel",
   sriov: (ofa) => (ofa ? 'I_MPI_FABRICS=shm:ofa' : 'I_MPI_FABRICS=shm:ofi, FI_PROVIDER=mlx'),
   none: () => 'no fabric setting (Intel MPI chose one itself)',
 };
@@ -48,9 +49,14 @@ export function intelMpiMapping(input: { ofa: boolean; originalSize: string; tar
   const to = sizeClass(input.targetSize);
   const shipyard = `Shipyard set ${SHIPYARD_SET[from](input.ofa)} on ${input.originalSize}`;
   const gen2018 = input.version !== undefined && Number(/^\d+/.exec(input.version)?.[0]) < 2019;
-  const ours = to === 'none'
-    ? (gen2018 ? 'I_MPI_FABRICS=shm:tcp' : 'I_MPI_FABRICS=shm:ofi, FI_PROVIDER=tcp')
-    : (gen2018 ? 'I_MPI_FABRICS=shm:ofa' : 'I_MPI_FABRICS=shm:ofi, FI_PROVIDER=mlx');
+  const ours =
+    to === 'none'
+      ? gen2018
+        ? 'I_MPI_FABRICS=shm:tcp'
+        : 'I_MPI_FABRICS=shm:ofi, FI_PROVIDER=tcp'
+      : gen2018
+        ? 'I_MPI_FABRICS=shm:ofa'
+        : 'I_MPI_FABRICS=shm:ofi, FI_PROVIDER=mlx';
   const oursOn = `the spec sets ${ours} on ${input.targetSize}`;
   if (from === 'networkDirect') {
     return {
@@ -64,7 +70,12 @@ export function intelMpiMapping(input: { ofa: boolean; originalSize: string; tar
     const same = (input.ofa && gen2018) || (!input.ofa && !gen2018);
     return same
       ? { verdict: 'reproduced', shipyard, ours, note: `${shipyard}; ${oursOn}: the same fabric` }
-      : { verdict: 'changed', shipyard, ours, note: `${shipyard}; ${oursOn} (mpi.version ${input.version ?? 'unset'} differs from Shipyard's ${input.ofa ? 'intelmpi-ofa (Intel MPI 2018)' : 'intelmpi (2019+)'})` };
+      : {
+          verdict: 'changed',
+          shipyard,
+          ours,
+          note: `${shipyard}; ${oursOn} (mpi.version ${input.version ?? 'unset'} differs from Shipyard's ${input.ofa ? 'intelmpi-ofa (Intel MPI 2018)' : 'intelmpi (2019+)'})`,
+        };
   }
   if (from === 'none' && to === 'none') {
     return {

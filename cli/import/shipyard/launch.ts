@@ -47,8 +47,15 @@ export interface LaunchInput {
 
 /** Shipyard's runtimes (schemas/jobs.yaml) → ours. `intelmpi-ofa` means Intel MPI before 2019: our 2018 preset. */
 const RUNTIMES: Record<string, { runtime: MpiRuntime; version?: string; note: string }> = {
-  intelmpi: { runtime: 'intelmpi', note: 'Intel MPI 2019 and later (the default preset: I_MPI_FABRICS=shm:ofi with FI_PROVIDER=mlx on InfiniBand, tcp elsewhere). Shipyard set shm:ofi/mlx only on SR-IOV sizes; on NetworkDirect sizes it set I_MPI_FABRICS=shm:dapl (I_MPI_DAPL_PROVIDER=ofa-v2-ib0) and on sizes without RDMA nothing: an image with Intel MPI 2017/2018 needs mpi.version set to its generation' },
-  'intelmpi-ofa': { runtime: 'intelmpi', version: '2018', note: 'Intel MPI before 2019 over OFA: the 2018 preset (I_MPI_FABRICS=shm:ofa, I_MPI_FALLBACK=0), as Shipyard set on InfiniBand' },
+  intelmpi: {
+    runtime: 'intelmpi',
+    note: 'Intel MPI 2019 and later (the default preset: I_MPI_FABRICS=shm:ofi with FI_PROVIDER=mlx on InfiniBand, tcp elsewhere). Shipyard set shm:ofi/mlx only on SR-IOV sizes; on NetworkDirect sizes it set I_MPI_FABRICS=shm:dapl (I_MPI_DAPL_PROVIDER=ofa-v2-ib0) and on sizes without RDMA nothing: an image with Intel MPI 2017/2018 needs mpi.version set to its generation',
+  },
+  'intelmpi-ofa': {
+    runtime: 'intelmpi',
+    version: '2018',
+    note: 'Intel MPI before 2019 over OFA: the 2018 preset (I_MPI_FABRICS=shm:ofa, I_MPI_FALLBACK=0), as Shipyard set on InfiniBand',
+  },
   intelmpi_ofa: { runtime: 'intelmpi', version: '2018', note: 'spelling of Shipyard\'s docs for "intelmpi-ofa": Intel MPI before 2019, the 2018 preset' },
   openmpi: { runtime: 'openmpi', note: 'Open MPI (the 4.x preset)' },
   mpich: { runtime: 'mpich', note: 'MPICH (the 4.x preset)' },
@@ -76,8 +83,19 @@ export function mapLaunch(input: LaunchInput): { draft: LaunchDraft; verdicts: L
   const mpi = input.mpi;
   const rt = typeof mpi.runtime === 'string' ? RUNTIMES[mpi.runtime.toLowerCase()] : undefined;
   const runtime: MpiRuntime = rt?.runtime ?? 'openmpi';
-  if (rt) verdicts.push({ path: 'runtime', status: mpi.runtime === 'intelmpi_ofa' ? 'approximated' : 'mapped', target: rt.version ? 'mpi.runtime, mpi.version' : 'mpi.runtime', note: rt.note });
-  else verdicts.push({ path: 'runtime', status: 'unsupported', note: `runtime ${JSON.stringify(mpi.runtime ?? null)} is none of Shipyard's (intelmpi, intelmpi-ofa, mpich, mvapich, openmpi): set mpi.runtime yourself (openmpi written as a placeholder)` });
+  if (rt)
+    verdicts.push({
+      path: 'runtime',
+      status: mpi.runtime === 'intelmpi_ofa' ? 'approximated' : 'mapped',
+      target: rt.version ? 'mpi.runtime, mpi.version' : 'mpi.runtime',
+      note: rt.note,
+    });
+  else
+    verdicts.push({
+      path: 'runtime',
+      status: 'unsupported',
+      note: `runtime ${JSON.stringify(mpi.runtime ?? null)} is none of Shipyard's (intelmpi, intelmpi-ofa, mpich, mvapich, openmpi): set mpi.runtime yourself (openmpi written as a placeholder)`,
+    });
 
   // The executable: Shipyard lowercased it (settings.py, a latent bug); the spec keeps what the user wrote.
   const exeRaw = mpi.executable_path;
@@ -105,24 +123,38 @@ export function mapLaunch(input: LaunchInput): { draft: LaunchDraft; verdicts: L
     // Shipyard always asked Open MPI to oversubscribe when it gave ranks per node; so does the import.
     if (runtime === 'openmpi' && !draft.options.includes('--oversubscribe')) draft.options.push('--oversubscribe');
     verdicts.push(ppnVerdict(ppn));
-    (options ?? []).forEach((_, i) => verdicts.push({ path: `options[${i}]`, status: 'mapped', target: 'mpi.options', note: 'launcher option, before the automatic ones as in Shipyard' }));
+    (options ?? []).forEach((_, i) =>
+      verdicts.push({ path: `options[${i}]`, status: 'mapped', target: 'mpi.options', note: 'launcher option, before the automatic ones as in Shipyard' }),
+    );
   } else {
     draft.command = customLine(exe, (options ?? []).map(String), ppn, runtime, rt?.version, input);
-    const why = ppn.kind === 'absent'
-      ? 'no processes_per_node: the options give ranks and hosts themselves (e.g. from a setup script)'
-      : ppn.kind === 'expression'
-        ? `processes_per_node "${ppn.text}" is a shell expression the spec has no word for`
-        : !exeFits ? 'the executable path is not one the managed launcher takes' : 'an option is not a plain launcher word';
+    const why =
+      ppn.kind === 'absent'
+        ? 'no processes_per_node: the options give ranks and hosts themselves (e.g. from a setup script)'
+        : ppn.kind === 'expression'
+          ? `processes_per_node "${ppn.text}" is a shell expression the spec has no word for`
+          : !exeFits
+            ? 'the executable path is not one the managed launcher takes'
+            : 'an option is not a plain launcher word';
     verdicts.push({
       path: '',
       status: 'mapped',
       target: 'mpi.launcher.mode, mpi.command',
       note: `custom launcher: ${why}, so the launch script is Shipyard's own line: executable, options, ${ppn.kind === 'expression' ? 'hosts and ranks from the expression, ' : ''}the fabric flags of our preset for this runtime and VM size, then the command`,
     });
-    if (ppn.kind === 'expression') verdicts.push({ path: 'processes_per_node', status: 'mapped', target: 'mpi.command', note: `evaluated on the master in the launch script, as Shipyard did ($(${ppn.text}))` });
+    if (ppn.kind === 'expression')
+      verdicts.push({
+        path: 'processes_per_node',
+        status: 'mapped',
+        target: 'mpi.command',
+        note: `evaluated on the master in the launch script, as Shipyard did ($(${ppn.text}))`,
+      });
     else if (ppn.kind === 'word') verdicts.push({ ...ppnVerdict(ppn), target: 'mpi.command' });
-    else if (ppn.kind === 'invalid') verdicts.push({ path: 'processes_per_node', status: 'unsupported', note: `${ppn.text}: must be a whole number ≥ 1 or a shell command` });
-    (options ?? []).forEach((_, i) => verdicts.push({ path: `options[${i}]`, status: 'mapped', target: 'mpi.command', note: 'in the launch script as written' }));
+    else if (ppn.kind === 'invalid')
+      verdicts.push({ path: 'processes_per_node', status: 'unsupported', note: `${ppn.text}: must be a whole number ≥ 1 or a shell command` });
+    (options ?? []).forEach((_, i) =>
+      verdicts.push({ path: `options[${i}]`, status: 'mapped', target: 'mpi.command', note: 'in the launch script as written' }),
+    );
     if (options === undefined) verdicts.push({ path: 'options', status: 'unsupported', note: 'must be a list of option strings' });
   }
   if (exeRaw !== undefined) {
@@ -145,7 +177,8 @@ type Ppn =
 
 function ppnOf(v: unknown): Ppn {
   if (v === undefined || v === null) return { kind: 'absent' };
-  if (typeof v === 'number') return Number.isInteger(v) && v >= 1 && v <= 1024 ? { kind: 'word', value: v, exact: true, what: `${v}` } : { kind: 'invalid', text: String(v) };
+  if (typeof v === 'number')
+    return Number.isInteger(v) && v >= 1 && v <= 1024 ? { kind: 'word', value: v, exact: true, what: `${v}` } : { kind: 'invalid', text: String(v) };
   if (typeof v !== 'string' || !v.trim()) return { kind: 'invalid', text: JSON.stringify(v) };
   const text = v.trim().replace(/\s+/g, ' ');
   if (/^\d+$/.test(text)) return ppnOf(Number(text));

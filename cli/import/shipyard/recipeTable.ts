@@ -55,7 +55,10 @@ export function renderRecipeTable(results: readonly { recipe: RecipeConfig; resu
     const spec = result.specs.map((s) => `\`${s.file}\`${s.errors.length ? ' (invalid)' : ''}`).join(', ') || '—';
     const launcher = result.specs.map((s) => launcherOf(s.spec)).join(', ');
     const notExact = (status: 'approximated' | 'unsupported') =>
-      result.entries.filter((e) => e.status === status).map((e) => `\`${cell(shortPath(e.path))}\``).join(', ') || '—';
+      result.entries
+        .filter((e) => e.status === status)
+        .map((e) => `\`${cell(shortPath(e.path))}\``)
+        .join(', ') || '—';
     const verdict = result.specs.map((s) => cell(verdictLine(s.verdict))).join('; ') || '—';
     return `| ${recipe.name} | ${verdict} | ${spec} | ${launcher} | ${mapped} | ${approximated} | ${unsupported} | ${notExact('approximated')} | ${notExact('unsupported')} |`;
   });

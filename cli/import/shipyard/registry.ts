@@ -27,33 +27,54 @@ export function passwordSettingName(server: string): string {
   return `REGISTRY_PASSWORD_${server.toUpperCase().replace(/[^A-Z0-9]+/g, '_')}`.slice(0, 128).replace(/_+$/, '');
 }
 
+// eslint-disable-next-line max-lines-per-function -- over 100 lines once formatted (Prettier); to be split (issue 25)
 export function mapRegistries(ctx: MappingContext, drafts: SpecDraft[], config: ConfigFacts): void {
-  const creds = isObj(ctx.sources.credentials?.value) && isObj((ctx.sources.credentials?.value as Record<string, unknown>).credentials)
-    ? ((ctx.sources.credentials?.value as Record<string, unknown>).credentials as Record<string, unknown>)
-    : {};
+  const creds =
+    isObj(ctx.sources.credentials?.value) && isObj((ctx.sources.credentials?.value as Record<string, unknown>).credentials)
+      ? ((ctx.sources.credentials?.value as Record<string, unknown>).credentials as Record<string, unknown>)
+      : {};
   const used = new Map<string, SpecDraft[]>();
   for (const d of drafts) {
     const images = (getIn(d.spec, ['container', 'images']) as unknown[] | undefined) ?? [];
     const runtime = getIn(d.spec, ['container', 'runtime']) as string;
-    const servers = [...new Set(images.filter((i): i is string => typeof i === 'string').map(registryServerOf).filter((s): s is string => !!s))];
+    const servers = [
+      ...new Set(
+        images
+          .filter((i): i is string => typeof i === 'string')
+          .map(registryServerOf)
+          .filter((s): s is string => !!s),
+      ),
+    ];
     if (servers.length === 0) continue;
     const server = servers[0];
     if (servers.length > 1) {
-      d.header.push(`TODO: images come from ${servers.length} registries (${servers.join(', ')}); a job authenticates to one (container.registry): images of the others must be public`);
+      d.header.push(
+        `TODO: images come from ${servers.length} registries (${servers.join(', ')}); a job authenticates to one (container.registry): images of the others must be public`,
+      );
     }
     const group = runtime === 'singularity' ? 'singularity_registry' : 'docker_registry';
-    const cred = isObj(creds[group]) && isObj((creds[group] as Record<string, unknown>)[server]) ? ((creds[group] as Record<string, unknown>)[server] as Record<string, unknown>) : undefined;
+    const cred =
+      isObj(creds[group]) && isObj((creds[group] as Record<string, unknown>)[server])
+        ? ((creds[group] as Record<string, unknown>)[server] as Record<string, unknown>)
+        : undefined;
     used.set(`${group}\u0000${server}`, [...(used.get(`${group}\u0000${server}`) ?? []), d]);
     if (!P.REGISTRY_SERVER_RE.test(server)) continue;
     if (cred) {
       const base = joinKey(joinKey('credentials', group), server);
       const username = typeof cred.username === 'string' && P.REGISTRY_USERNAME_RE.test(cred.username) ? cred.username : undefined;
-      const kv = typeof cred.password_keyvault_secret_id === 'string' && P.KEY_VAULT_SECRET_URI_RE.test(cred.password_keyvault_secret_id) ? cred.password_keyvault_secret_id : undefined;
+      const kv =
+        typeof cred.password_keyvault_secret_id === 'string' && P.KEY_VAULT_SECRET_URI_RE.test(cred.password_keyvault_secret_id)
+          ? cred.password_keyvault_secret_id
+          : undefined;
       const secretRef = passwordSettingName(server);
       setIn(d.spec, ['container', 'registry'], { server, identity: { secretRef, username: username ?? 'TODO-username' } });
       ctx.mapped('credentials', base, 'container.registry.server', `private registry of the job's images`, [d]);
       const holding = kv ? `a Key Vault reference to ${kv} (@Microsoft.KeyVault(SecretUri=…))` : 'the registry password (in Azure a Key Vault reference)';
-      addComment(d, 'container.registry.identity.secretRef', `TODO: create the app setting ${secretRef} holding ${holding} and declare it in REGISTRY_CREDENTIALS (${server}=${secretRef})`);
+      addComment(
+        d,
+        'container.registry.identity.secretRef',
+        `TODO: create the app setting ${secretRef} holding ${holding} and declare it in REGISTRY_CREDENTIALS (${server}=${secretRef})`,
+      );
       d.header.push(`TODO: container.registry.identity.secretRef names the app setting ${secretRef}: create it and list it in REGISTRY_CREDENTIALS`);
       if (!username) {
         addComment(d, 'container.registry.identity.username', 'TODO: the registry user name');
@@ -61,14 +82,18 @@ export function mapRegistries(ctx: MappingContext, drafts: SpecDraft[], config: 
       }
     } else if (/\.azurecr\.(io|cn|us)$/.test(server)) {
       setIn(d.spec, ['container', 'registry'], { server, identity: 'managed' });
-      addComment(d, 'container.registry', `${server} is an Azure Container Registry without credentials in the Shipyard files: pulled with the managed identity (grant it AcrPull on the registry)`);
+      addComment(
+        d,
+        'container.registry',
+        `${server} is an Azure Container Registry without credentials in the Shipyard files: pulled with the managed identity (grant it AcrPull on the registry)`,
+      );
     }
   }
   // Registries config.yaml lists.
   for (const r of config.registries) {
     const users = [...used.entries()].filter(([k]) => k.endsWith(`\u0000${r.server}`)).flatMap(([, ds]) => ds);
-    if (users.length) ctx.mapped('config', r.path, 'container.registry.server', 'registry of the job\'s images', users, { noComment: true });
-    else ctx.mapped('config', r.path, undefined, NOT_NEEDED('none of the imported jobs\' images is in it'));
+    if (users.length) ctx.mapped('config', r.path, 'container.registry.server', "registry of the job's images", users, { noComment: true });
+    else ctx.mapped('config', r.path, undefined, NOT_NEEDED("none of the imported jobs' images is in it"));
   }
   // Every credentials.yaml registry entry, used or not.
   for (const group of ['docker_registry', 'singularity_registry'] as const) {
@@ -76,19 +101,42 @@ export function mapRegistries(ctx: MappingContext, drafts: SpecDraft[], config: 
     for (const [server, value] of Object.entries(entries)) {
       const base = joinKey(joinKey('credentials', group), server);
       const users = used.get(`${group}\u0000${server.toLowerCase()}`) ?? [];
-      ctx.visit('credentials', base, value, {
-        username: (_u, p) => (users.length
-          ? ctx.mapped('credentials', p, 'container.registry.identity.username', 'registry user', users)
-          : ctx.mapped('credentials', p, undefined, NOT_NEEDED('no imported job pulls from this registry'))),
-        password: (_s, p) => (users.length
-          ? ctx.secret('credentials', p, 'approximated', `a password in the file: reported here by path only and never written; container.registry.identity.secretRef names the app setting ${passwordSettingName(server)} you must create with it and declare in REGISTRY_CREDENTIALS`, users, 'container.registry.identity.secretRef')
-          : ctx.secret('credentials', p, 'unsupported', 'a password in the file: not carried (never written); no imported job pulls from this registry')),
-        password_keyvault_secret_id: (s, p) => {
-          if (!users.length) return ctx.mapped('credentials', p, undefined, NOT_NEEDED('no imported job pulls from this registry'));
-          if (typeof s === 'string' && P.KEY_VAULT_SECRET_URI_RE.test(s)) ctx.mapped('credentials', p, 'container.registry.identity.secretRef', `the Key Vault secret holding the password, through the app setting ${passwordSettingName(server)} (a Key Vault reference, declared in REGISTRY_CREDENTIALS)`, users);
-          else ctx.unsupported('credentials', p, 'not a Key Vault secret URI (https://<vault>.vault.azure.net/secrets/<name>)', users);
+      ctx.visit(
+        'credentials',
+        base,
+        value,
+        {
+          username: (_u, p) =>
+            users.length
+              ? ctx.mapped('credentials', p, 'container.registry.identity.username', 'registry user', users)
+              : ctx.mapped('credentials', p, undefined, NOT_NEEDED('no imported job pulls from this registry')),
+          password: (_s, p) =>
+            users.length
+              ? ctx.secret(
+                  'credentials',
+                  p,
+                  'approximated',
+                  `a password in the file: reported here by path only and never written; container.registry.identity.secretRef names the app setting ${passwordSettingName(server)} you must create with it and declare in REGISTRY_CREDENTIALS`,
+                  users,
+                  'container.registry.identity.secretRef',
+                )
+              : ctx.secret('credentials', p, 'unsupported', 'a password in the file: not carried (never written); no imported job pulls from this registry'),
+          password_keyvault_secret_id: (s, p) => {
+            if (!users.length) return ctx.mapped('credentials', p, undefined, NOT_NEEDED('no imported job pulls from this registry'));
+            if (typeof s === 'string' && P.KEY_VAULT_SECRET_URI_RE.test(s))
+              ctx.mapped(
+                'credentials',
+                p,
+                'container.registry.identity.secretRef',
+                `the Key Vault secret holding the password, through the app setting ${passwordSettingName(server)} (a Key Vault reference, declared in REGISTRY_CREDENTIALS)`,
+                users,
+              );
+            else ctx.unsupported('credentials', p, 'not a Key Vault secret URI (https://<vault>.vault.azure.net/secrets/<name>)', users);
+          },
         },
-      }, {}, users.length ? users : undefined);
+        {},
+        users.length ? users : undefined,
+      );
       if (!users.length && !isObj(value)) ctx.unsupported('credentials', base, 'must be a mapping { username, password | password_keyvault_secret_id }');
     }
   }

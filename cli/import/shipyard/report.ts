@@ -66,7 +66,12 @@ export class ReportBuilder {
       for (const leaf of leafPaths(source.value)) {
         if (leaf === '') continue;
         if (covered.some((c) => c === leaf || leaf.startsWith(`${c}.`) || leaf.startsWith(`${c}[`))) continue;
-        this.add(source.role, { path: leaf, status: 'unsupported', unknownKey: true, note: 'not a setting this importer knows: not a Batch Shipyard 3.9 key here (a typo, or a key of another version)' });
+        this.add(source.role, {
+          path: leaf,
+          status: 'unsupported',
+          unknownKey: true,
+          note: 'not a setting this importer knows: not a Batch Shipyard 3.9 key here (a typo, or a key of another version)',
+        });
         covered.push(leaf);
       }
     }
@@ -74,8 +79,9 @@ export class ReportBuilder {
 
   list(): MappingEntry[] {
     const order = new Map(this.sources.map((s, i) => [s.role, i]));
-    return [...this.entries.values()].sort((a, b) =>
-      (order.get(a.role) ?? 0) - (order.get(b.role) ?? 0) || (a.line ?? Infinity) - (b.line ?? Infinity) || a.path.localeCompare(b.path));
+    return [...this.entries.values()].sort(
+      (a, b) => (order.get(a.role) ?? 0) - (order.get(b.role) ?? 0) || (a.line ?? Infinity) - (b.line ?? Infinity) || a.path.localeCompare(b.path),
+    );
   }
 }
 

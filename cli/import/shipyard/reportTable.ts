@@ -37,5 +37,10 @@ function counts(entries: readonly MappingEntry[]): string {
 /** Columns padded to their widest cell, except the last (free text). */
 function table(rows: string[][]): string[] {
   const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
-  return rows.map((r) => r.map((cell, c) => (c === r.length - 1 ? cell : cell.padEnd(widths[c]))).join('  ').trimEnd());
+  return rows.map((r) =>
+    r
+      .map((cell, c) => (c === r.length - 1 ? cell : cell.padEnd(widths[c])))
+      .join('  ')
+      .trimEnd(),
+  );
 }

@@ -32,6 +32,8 @@ export function wireScratch(d: SpecDraft): string[] {
   }
   const pre = typeof mpi.preExecutionCommand === 'string' && mpi.preExecutionCommand.trim() ? mpi.preExecutionCommand : undefined;
   mpi.preExecutionCommand = pre ? `${AUTO_SCRATCH_LINK}; ${pre}` : AUTO_SCRATCH_LINK;
-  changed.push('mpi.preExecutionCommand first links $AZ_BATCH_TASK_DIR/auto_scratch to $MPIJOB_SCRATCH on the master, for the setup scripts that use Shipyard\'s path');
+  changed.push(
+    "mpi.preExecutionCommand first links $AZ_BATCH_TASK_DIR/auto_scratch to $MPIJOB_SCRATCH on the master, for the setup scripts that use Shipyard's path",
+  );
   return changed;
 }

@@ -16,11 +16,20 @@ export interface SecretFinding {
 }
 
 /** Keys whose value is a credential. */
-const SECRET_KEY_RE = /^(?:password|passwd|pass|admin_password|secret|client_secret|auth_key|account_key|access_key|api_key|instrumentation_key|key|token|sas|sas_token|sas_key|passphrase|connection_string|private_key_data)$|_(?:password|passwd|secret|auth_key|account_key|access_key|api_key|token|sas|passphrase|connection_string)$/i;
+const SECRET_KEY_RE =
+  /^(?:password|passwd|pass|admin_password|secret|client_secret|auth_key|account_key|access_key|api_key|instrumentation_key|key|token|sas|sas_token|sas_key|passphrase|connection_string|private_key_data)$|_(?:password|passwd|secret|auth_key|account_key|access_key|api_key|token|sas|passphrase|connection_string)$/i;
 /** Keys that look like credentials but hold references, public keys, fingerprints or file paths. */
 const NOT_SECRET_KEYS = new Set([
-  'ssh_public_key', 'ssh_public_key_data', 'ssh_private_key', 'rsa_private_key_pem', 'key_file', 'signing_key',
-  'fingerprint', 'x509_cert_sha1_thumbprint', 'sha1_thumbprint', 'generated_sas_expiry_days',
+  'ssh_public_key',
+  'ssh_public_key_data',
+  'ssh_private_key',
+  'rsa_private_key_pem',
+  'key_file',
+  'signing_key',
+  'fingerprint',
+  'x509_cert_sha1_thumbprint',
+  'sha1_thumbprint',
+  'generated_sas_expiry_days',
 ]);
 /** Environment variable names that announce a credential (PWD is the working directory, not a password). */
 const SECRET_ENV_RE = /(?:^|_)(?:PASSWORD|PASSWD|SECRET|TOKEN|KEY|ACCESS_?KEY|API_?KEY|SAS|CONNECTION_?STRING|CREDENTIALS?)(?:_|$)/i;
@@ -29,10 +38,11 @@ const SECRET_VALUE_RE = /AccountKey=|SharedAccessSignature=|[?&]sig=[^&\s]+|(?:^
 
 export function findSecrets(sources: readonly ShipyardSource[]): SecretFinding[] {
   const out: SecretFinding[] = [];
-  for (const s of sources) walk(s.value, '', undefined, (path, kind) => {
-    const line = s.lineOf(path);
-    out.push({ role: s.role, file: s.name, path, kind, ...(line !== undefined ? { line } : {}) });
-  });
+  for (const s of sources)
+    walk(s.value, '', undefined, (path, kind) => {
+      const line = s.lineOf(path);
+      out.push({ role: s.role, file: s.name, path, kind, ...(line !== undefined ? { line } : {}) });
+    });
   return out;
 }
 

@@ -41,7 +41,10 @@ export function decodeShipyardYaml(role: ShipyardFileRole, name: string, input: 
   if (doc.errors.length > 0) {
     return {
       ok: false,
-      problems: doc.errors.map((e) => ({ message: `YAML syntax error: ${e.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '')}`, ...at(e.pos[0]) })),
+      problems: doc.errors.map((e) => ({
+        message: `YAML syntax error: ${e.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '')}`,
+        ...at(e.pos[0]),
+      })),
     };
   }
   const nodes = new Map<string, { offset: number; text?: string }>();

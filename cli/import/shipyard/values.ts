@@ -22,19 +22,33 @@ export function shipyardTimespanToIso(text: unknown): string | undefined {
 
 /** A job id the spec accepts (lowercase letters, digits, hyphens; 1–64), from any Shipyard id. */
 export function toJobId(text: string): string {
-  const id = text.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/-{2,}/g, '-').replace(/^-+|-+$/g, '').slice(0, 64).replace(/-+$/, '');
+  const id = text
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, '-')
+    .replace(/-{2,}/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 64)
+    .replace(/-+$/, '');
   return id || 'shipyard-job';
 }
 
 /** A spec name (letters, digits, ".", "_", "-"; 1–128). */
 export function toName(text: string): string {
-  const n = text.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/-{2,}/g, '-').replace(/^[^A-Za-z0-9]+|-+$/g, '').slice(0, 128);
+  const n = text
+    .replace(/[^A-Za-z0-9._-]+/g, '-')
+    .replace(/-{2,}/g, '-')
+    .replace(/^[^A-Za-z0-9]+|-+$/g, '')
+    .slice(0, 128);
   return n || 'shipyard-job';
 }
 
 /** A tag value (no spaces or shell characters; up to 256). */
 export function toTagValue(text: string): string {
-  return text.replace(/[^A-Za-z0-9._:/@+=,-]+/g, '-').replace(/-{2,}/g, '-').replace(/^-|-$/g, '').slice(0, 256);
+  return text
+    .replace(/[^A-Za-z0-9._:/@+=,-]+/g, '-')
+    .replace(/-{2,}/g, '-')
+    .replace(/^-|-$/g, '')
+    .slice(0, 256);
 }
 
 /**
@@ -96,10 +110,20 @@ export interface ImageVerdict {
  */
 const SUPPORTED_IMAGES: { publisher: RegExp; offer: RegExp; sku: RegExp; agent: (sku: string) => string }[] = [
   { publisher: /^microsoft-dsvm$/i, offer: /^ubuntu-hpc$/i, sku: /^(2004|2204|2404)$/, agent: (s) => `batch.node.ubuntu ${s.slice(0, 2)}.${s.slice(2)}` },
-  { publisher: /^canonical$/i, offer: /^0001-com-ubuntu-server-(focal|jammy)$/i, sku: /^(20|22)_04-lts(-gen2)?$/i, agent: (s) => `batch.node.ubuntu ${s.slice(0, 2)}.04` },
+  {
+    publisher: /^canonical$/i,
+    offer: /^0001-com-ubuntu-server-(focal|jammy)$/i,
+    sku: /^(20|22)_04-lts(-gen2)?$/i,
+    agent: (s) => `batch.node.ubuntu ${s.slice(0, 2)}.04`,
+  },
   { publisher: /^canonical$/i, offer: /^ubuntu-24_04-lts$/i, sku: /^server(-gen1)?$/i, agent: () => 'batch.node.ubuntu 24.04' },
   { publisher: /^almalinux$/i, offer: /^almalinux-hpc$/i, sku: /^8[-_]\d+-hpc(-gen2)?$/i, agent: () => 'batch.node.el 8' },
-  { publisher: /^microsoft-azure-batch$/i, offer: /^ubuntu-server-container$/i, sku: /^(20|22)-04-lts$/i, agent: (s) => `batch.node.ubuntu ${s.slice(0, 2)}.04` },
+  {
+    publisher: /^microsoft-azure-batch$/i,
+    offer: /^ubuntu-server-container$/i,
+    sku: /^(20|22)-04-lts$/i,
+    agent: (s) => `batch.node.ubuntu ${s.slice(0, 2)}.04`,
+  },
 ];
 
 export function imageVerdict(publisher: string, offer: string, sku: string, version: string): ImageVerdict {

@@ -62,18 +62,28 @@ export function listVirtualMachineSkus(ctx: ArmContext, caller: VerifiedToken, l
   const scope = `/subscriptions/${ctx.scope.subscriptionId}/providers/Microsoft.Batch/locations/${location}`;
   authorizeArm(ctx.access, caller, 'Microsoft.Batch/locations/virtualMachineSkus/read', scope);
   if (location.toLowerCase().replace(/\s+/g, '') !== ctx.location.toLowerCase()) {
-    throw new ArmHttpError(404, 'LocationNotFound', `The location '${location}' is not a location of this emulated Batch service (it serves '${ctx.location}').`);
+    throw new ArmHttpError(
+      404,
+      'LocationNotFound',
+      `The location '${location}' is not a location of this emulated Batch service (it serves '${ctx.location}').`,
+    );
   }
   let sizes = CATALOG_SIZES;
   const filter = query['$filter'];
   if (filter !== undefined) {
     const m = FAMILY_FILTER.exec(filter);
-    if (!m) throw new ArmHttpError(501, 'NotImplemented', `The local Batch emulator filters virtualMachineSkus only by "familyName eq '<family>'"; '${filter}' is not emulated.`);
+    if (!m)
+      throw new ArmHttpError(
+        501,
+        'NotImplemented',
+        `The local Batch emulator filters virtualMachineSkus only by "familyName eq '<family>'"; '${filter}' is not emulated.`,
+      );
     const family = m[1].replace(/''/g, "'");
     sizes = sizes.filter((s) => s.family.toLowerCase() === family.toLowerCase());
   }
   const max = query.maxresults === undefined ? sizes.length : Number(query.maxresults);
-  if (!Number.isSafeInteger(max) || max < 1) throw new ArmHttpError(400, 'InvalidParameter', `maxresults must be a positive integer, not '${query.maxresults}'.`, {}, 'maxresults');
+  if (!Number.isSafeInteger(max) || max < 1)
+    throw new ArmHttpError(400, 'InvalidParameter', `maxresults must be a positive integer, not '${query.maxresults}'.`, {}, 'maxresults');
   const start = Number(query.$skiptoken ?? 0) || 0;
   const page = sizes.slice(start, start + max);
   const body: { value: unknown[]; nextLink?: string } = {

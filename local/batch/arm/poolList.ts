@@ -13,11 +13,34 @@ import { ArmHttpError } from './errors';
 
 /** The Pool model's top-level properties under `properties/` (readable ones included: a selection reads). */
 export const SELECTABLE_POOL_PROPERTIES = [
-  'displayName', 'lastModified', 'creationTime', 'provisioningState', 'provisioningStateTransitionTime', 'allocationState',
-  'allocationStateTransitionTime', 'vmSize', 'deploymentConfiguration', 'currentDedicatedNodes', 'currentLowPriorityNodes',
-  'scaleSettings', 'autoScaleRun', 'interNodeCommunication', 'networkConfiguration', 'taskSlotsPerNode', 'taskSchedulingPolicy',
-  'userAccounts', 'metadata', 'startTask', 'certificates', 'applicationPackages', 'applicationLicenses', 'resizeOperationStatus',
-  'mountConfiguration', 'targetNodeCommunicationMode', 'currentNodeCommunicationMode', 'resourceTags',
+  'displayName',
+  'lastModified',
+  'creationTime',
+  'provisioningState',
+  'provisioningStateTransitionTime',
+  'allocationState',
+  'allocationStateTransitionTime',
+  'vmSize',
+  'deploymentConfiguration',
+  'currentDedicatedNodes',
+  'currentLowPriorityNodes',
+  'scaleSettings',
+  'autoScaleRun',
+  'interNodeCommunication',
+  'networkConfiguration',
+  'taskSlotsPerNode',
+  'taskSchedulingPolicy',
+  'userAccounts',
+  'metadata',
+  'startTask',
+  'certificates',
+  'applicationPackages',
+  'applicationLicenses',
+  'resizeOperationStatus',
+  'mountConfiguration',
+  'targetNodeCommunicationMode',
+  'currentNodeCommunicationMode',
+  'resourceTags',
 ] as const;
 
 const badQuery = (name: string, value: string, why: string) =>
@@ -28,7 +51,13 @@ export function armPoolFilter(filter: string | undefined): ((pool: Json) => bool
   if (filter === undefined) return undefined;
   if (!filter.trim()) throw badQuery('$filter', filter, 'the filter is empty.');
   if (/properties\/scaleSettings/i.test(filter)) {
-    throw new ArmHttpError(501, 'NotImplemented', 'The local Batch emulator does not filter pools on properties/scaleSettings (every emulated pool has a fixed scale).', {}, '$filter');
+    throw new ArmHttpError(
+      501,
+      'NotImplemented',
+      'The local Batch emulator does not filter pools on properties/scaleSettings (every emulated pool has a fixed scale).',
+      {},
+      '$filter',
+    );
   }
   try {
     const expr = parseFilter(filter, ARM_POOL_FILTERS);
@@ -51,6 +80,11 @@ export function armPoolSelect(select: string | undefined): ((pool: Json) => Json
   });
   return (pool) => {
     const properties = (pool.properties ?? {}) as Json;
-    return { id: pool.id, name: pool.name, type: pool.type, properties: Object.fromEntries(keep.filter((k) => properties[k] !== undefined).map((k) => [k, properties[k]])) };
+    return {
+      id: pool.id,
+      name: pool.name,
+      type: pool.type,
+      properties: Object.fromEntries(keep.filter((k) => properties[k] !== undefined).map((k) => [k, properties[k]])),
+    };
   };
 }

@@ -52,13 +52,25 @@ function mountConfiguration(m: unknown): Json[] | undefined {
 export function armPoolToPoolAdd(poolId: string, properties: Json): Json {
   const p = properties;
   const deployment = obj(p.deploymentConfiguration);
-  if (deployment.cloudServiceConfiguration) throw armErrors.invalidContent('Cloud Services Configuration pools were retired on 29 February 2024; use virtualMachineConfiguration.', 'properties.deploymentConfiguration.cloudServiceConfiguration');
+  if (deployment.cloudServiceConfiguration)
+    throw armErrors.invalidContent(
+      'Cloud Services Configuration pools were retired on 29 February 2024; use virtualMachineConfiguration.',
+      'properties.deploymentConfiguration.cloudServiceConfiguration',
+    );
   const vmc = obj(deployment.virtualMachineConfiguration);
-  if (!deployment.virtualMachineConfiguration) throw armErrors.invalidContent('The pool needs properties.deploymentConfiguration.virtualMachineConfiguration.', 'properties.deploymentConfiguration');
+  if (!deployment.virtualMachineConfiguration)
+    throw armErrors.invalidContent('The pool needs properties.deploymentConfiguration.virtualMachineConfiguration.', 'properties.deploymentConfiguration');
   const image = obj(vmc.imageReference);
   const containers = vmc.containerConfiguration ? obj(vmc.containerConfiguration) : undefined;
   const scale = obj(p.scaleSettings);
-  if (scale.autoScale) throw new ArmHttpError(501, 'NotImplemented', 'The local Batch emulator does not implement autoscale formulas (give properties.scaleSettings.fixedScale).', {}, 'properties.scaleSettings.autoScale');
+  if (scale.autoScale)
+    throw new ArmHttpError(
+      501,
+      'NotImplemented',
+      'The local Batch emulator does not implement autoscale formulas (give properties.scaleSettings.fixedScale).',
+      {},
+      'properties.scaleSettings.autoScale',
+    );
   const fixed = obj(scale.fixedScale);
   const st = p.startTask ? obj(p.startTask) : undefined;
   return defined({
@@ -66,9 +78,17 @@ export function armPoolToPoolAdd(poolId: string, properties: Json): Json {
     displayName: p.displayName,
     vmSize: p.vmSize,
     virtualMachineConfiguration: defined({
-      imageReference: image.id ? { virtualMachineImageId: image.id } : defined({ publisher: image.publisher, offer: image.offer, sku: image.sku, version: image.version }),
+      imageReference: image.id
+        ? { virtualMachineImageId: image.id }
+        : defined({ publisher: image.publisher, offer: image.offer, sku: image.sku, version: image.version }),
       nodeAgentSKUId: vmc.nodeAgentSkuId,
-      containerConfiguration: containers ? defined({ type: lower(containers.type) === 'dockercompatible' ? 'dockerCompatible' : containers.type, containerImageNames: containers.containerImageNames, containerRegistries: Array.isArray(containers.containerRegistries) ? containers.containerRegistries.map(registry) : containers.containerRegistries }) : undefined,
+      containerConfiguration: containers
+        ? defined({
+            type: lower(containers.type) === 'dockercompatible' ? 'dockerCompatible' : containers.type,
+            containerImageNames: containers.containerImageNames,
+            containerRegistries: Array.isArray(containers.containerRegistries) ? containers.containerRegistries.map(registry) : containers.containerRegistries,
+          })
+        : undefined,
       dataDisks: vmc.dataDisks,
       extensions: vmc.extensions,
       licenseType: vmc.licenseType,
@@ -144,21 +164,27 @@ export function armPoolView(scope: ArmScope, p: PoolRecord): Json {
     vmSize: s.vmSize,
     deploymentConfiguration: {
       virtualMachineConfiguration: defined({
-        imageReference: image.virtualMachineImageId ? { id: image.virtualMachineImageId } : defined({ publisher: image.publisher, offer: image.offer, sku: image.sku, version: image.version }),
+        imageReference: image.virtualMachineImageId
+          ? { id: image.virtualMachineImageId }
+          : defined({ publisher: image.publisher, offer: image.offer, sku: image.sku, version: image.version }),
         nodeAgentSkuId: vmc.nodeAgentSKUId,
         containerConfiguration: containers
           ? defined({
               type: containers.type === 'dockerCompatible' ? 'DockerCompatible' : containers.type,
               containerImageNames: containers.containerImageNames,
               // Passwords are never shown back.
-              containerRegistries: Array.isArray(containers.containerRegistries) ? (containers.containerRegistries as Json[]).map(({ userName, ...r }) => defined({ ...r, username: userName, password: undefined })) : undefined,
+              containerRegistries: Array.isArray(containers.containerRegistries)
+                ? (containers.containerRegistries as Json[]).map(({ userName, ...r }) => defined({ ...r, username: userName, password: undefined }))
+                : undefined,
             })
           : undefined,
       }),
     },
     currentDedicatedNodes: [...p.nodes.values()].filter((n) => !n.removed && isDedicatedNode(n)).length,
     currentLowPriorityNodes: [...p.nodes.values()].filter((n) => !n.removed && !isDedicatedNode(n)).length,
-    scaleSettings: { fixedScale: defined({ targetDedicatedNodes: p.targetDedicatedNodes, targetLowPriorityNodes: p.targetLowPriorityNodes, resizeTimeout: p.resizeTimeout }) },
+    scaleSettings: {
+      fixedScale: defined({ targetDedicatedNodes: p.targetDedicatedNodes, targetLowPriorityNodes: p.targetLowPriorityNodes, resizeTimeout: p.resizeTimeout }),
+    },
     interNodeCommunication: s.enableInterNodeCommunication === true ? 'Enabled' : 'Disabled',
     networkConfiguration: s.networkConfiguration,
     taskSlotsPerNode: s.taskSlotsPerNode ?? 1,
@@ -170,22 +196,33 @@ export function armPoolView(scope: ArmScope, p: PoolRecord): Json {
           resourceFiles: st.resourceFiles,
           environmentSettings: st.environmentSettings,
           userIdentity: st.userIdentity
-            ? defined({ userName: obj(st.userIdentity).userName, autoUser: obj(st.userIdentity).autoUser ? defined({ scope: cap(obj(obj(st.userIdentity).autoUser).scope), elevationLevel: cap(obj(obj(st.userIdentity).autoUser).elevationLevel) }) : undefined })
+            ? defined({
+                userName: obj(st.userIdentity).userName,
+                autoUser: obj(st.userIdentity).autoUser
+                  ? defined({ scope: cap(obj(obj(st.userIdentity).autoUser).scope), elevationLevel: cap(obj(obj(st.userIdentity).autoUser).elevationLevel) })
+                  : undefined,
+              })
             : undefined,
           maxTaskRetryCount: st.maxTaskRetryCount,
           waitForSuccess: st.waitForSuccess,
         })
       : undefined,
-    resizeOperationStatus: p.resizeErrors.length && p.allocationState === 'steady'
-      ? { targetDedicatedNodes: p.targetDedicatedNodes, errors: p.resizeErrors.map((e) => defined({ code: e.code, message: e.message })) }
-      : undefined,
+    resizeOperationStatus:
+      p.resizeErrors.length && p.allocationState === 'steady'
+        ? { targetDedicatedNodes: p.targetDedicatedNodes, errors: p.resizeErrors.map((e) => defined({ code: e.code, message: e.message })) }
+        : undefined,
   });
   return defined({
     id: armPoolId(scope, p.id),
     name: p.id,
     type: 'Microsoft.Batch/batchAccounts/pools',
     identity: p.identity
-      ? { type: 'UserAssigned', userAssignedIdentities: Object.fromEntries(p.identity.userAssignedIdentities.map((i) => [i.resourceId, { principalId: i.principalId, clientId: i.clientId }])) }
+      ? {
+          type: 'UserAssigned',
+          userAssignedIdentities: Object.fromEntries(
+            p.identity.userAssignedIdentities.map((i) => [i.resourceId, { principalId: i.principalId, clientId: i.clientId }]),
+          ),
+        }
       : undefined,
     properties,
   });

@@ -28,12 +28,28 @@ export interface UpdateContext {
 }
 
 /** The Pool properties a live pool takes; every other writable property is fixed at creation. */
-export const UPDATABLE_POOL_PROPERTIES = ['scaleSettings', 'startTask', 'metadata', 'applicationPackages', 'certificates', 'targetNodeCommunicationMode'] as const;
+export const UPDATABLE_POOL_PROPERTIES = [
+  'scaleSettings',
+  'startTask',
+  'metadata',
+  'applicationPackages',
+  'certificates',
+  'targetNodeCommunicationMode',
+] as const;
 
 /** Read-only properties: ignored in a body (Resource Manager drops them), never a change. */
 const READ_ONLY = new Set([
-  'lastModified', 'creationTime', 'provisioningState', 'provisioningStateTransitionTime', 'allocationState', 'allocationStateTransitionTime',
-  'currentDedicatedNodes', 'currentLowPriorityNodes', 'autoScaleRun', 'resizeOperationStatus', 'currentNodeCommunicationMode',
+  'lastModified',
+  'creationTime',
+  'provisioningState',
+  'provisioningStateTransitionTime',
+  'allocationState',
+  'allocationStateTransitionTime',
+  'currentDedicatedNodes',
+  'currentLowPriorityNodes',
+  'autoScaleRun',
+  'resizeOperationStatus',
+  'currentNodeCommunicationMode',
 ]);
 
 const REASON = 'A property that cannot be updated was specified as part of the request.';
@@ -50,7 +66,12 @@ export function propertyCannotBeUpdated(name: string, path: string): ArmHttpErro
 function canonical(v: unknown): unknown {
   if (typeof v === 'string') return v.toLowerCase();
   if (Array.isArray(v)) return v.map(canonical);
-  if (v && typeof v === 'object') return Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical((v as Json)[k])]));
+  if (v && typeof v === 'object')
+    return Object.fromEntries(
+      Object.keys(v)
+        .sort()
+        .map((k) => [k, canonical((v as Json)[k])]),
+    );
   return v;
 }
 
@@ -68,7 +89,9 @@ function currentDefinition(ctx: UpdateContext, pool: PoolRecord): { definition: 
 function identityIds(body: Json): string[] {
   const identity = (body.identity ?? {}) as Json;
   if (String(identity.type ?? 'None') === 'None') return [];
-  return Object.keys((identity.userAssignedIdentities as Json | undefined) ?? {}).map((id) => id.toLowerCase()).sort();
+  return Object.keys((identity.userAssignedIdentities as Json | undefined) ?? {})
+    .map((id) => id.toLowerCase())
+    .sort();
 }
 
 function batchToArm(e: unknown): never {

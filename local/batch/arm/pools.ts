@@ -51,14 +51,27 @@ const READ = 'Microsoft.Batch/batchAccounts/pools/read';
 const DELETE = 'Microsoft.Batch/batchAccounts/pools/delete';
 
 function checkPoolName(name: string): void {
-  if (!POOL_NAME.test(name)) throw new ArmHttpError(400, 'InvalidParameter', `The pool name '${name}' is invalid: it must be 1-64 letters, digits, hyphens and underscores.`, {}, 'poolName');
+  if (!POOL_NAME.test(name))
+    throw new ArmHttpError(
+      400,
+      'InvalidParameter',
+      `The pool name '${name}' is invalid: it must be 1-64 letters, digits, hyphens and underscores.`,
+      {},
+      'poolName',
+    );
 }
 
 /** Batch's own 4xx (from the shared pool checks) in Resource Manager's envelope; 501s stay 501. */
 function fromBatchError(e: BatchHttpError): ArmHttpError {
   const property = e.values.find((v) => v.key === 'PropertyName')?.value;
   const reason = e.values.find((v) => v.key === 'Reason')?.value;
-  return new ArmHttpError(e.status, e.code, [e.message, property ? `Property: ${property}.` : '', reason ? `Reason: ${reason}.` : ''].filter(Boolean).join(' '), {}, property);
+  return new ArmHttpError(
+    e.status,
+    e.code,
+    [e.message, property ? `Property: ${property}.` : '', reason ? `Reason: ${reason}.` : ''].filter(Boolean).join(' '),
+    {},
+    property,
+  );
 }
 
 function identitiesOf(ctx: ArmContext, body: Json): PoolIdentity | undefined {
@@ -69,7 +82,13 @@ function identitiesOf(ctx: ArmContext, body: Json): PoolIdentity | undefined {
     // Resource Manager's identity service refuses this before Batch sees it (Azure/azure-rest-api-specs#17650):
     // 400 BadRequest "The request format was unexpected, a non-UserAssigned identity type should not contain: userAssignedIdentities".
     if (Object.keys((identity.userAssignedIdentities as Json | undefined) ?? {}).length > 0) {
-      throw new ArmHttpError(400, 'BadRequest', 'The request format was unexpected, a non-UserAssigned identity type should not contain: userAssignedIdentities', {}, 'identity.userAssignedIdentities');
+      throw new ArmHttpError(
+        400,
+        'BadRequest',
+        'The request format was unexpected, a non-UserAssigned identity type should not contain: userAssignedIdentities',
+        {},
+        'identity.userAssignedIdentities',
+      );
     }
     return undefined;
   }
@@ -77,13 +96,23 @@ function identitiesOf(ctx: ArmContext, body: Json): PoolIdentity | undefined {
     throw armErrors.invalidContent(`Batch pools support only user-assigned identities; identity.type '${type}' is not supported.`, 'identity.type');
   }
   const ids = Object.keys((identity.userAssignedIdentities as Json | undefined) ?? {});
-  if (ids.length === 0) throw armErrors.invalidContent('identity.userAssignedIdentities must name at least one identity when identity.type is UserAssigned.', 'identity.userAssignedIdentities');
+  if (ids.length === 0)
+    throw armErrors.invalidContent(
+      'identity.userAssignedIdentities must name at least one identity when identity.type is UserAssigned.',
+      'identity.userAssignedIdentities',
+    );
   return {
     type: 'UserAssigned',
     userAssignedIdentities: ids.map((id) => {
       const found = ctx.identity?.lookup(id);
       if (!found) {
-        throw new ArmHttpError(400, 'FailedIdentityOperation', `Identity operation for resource '${id}' failed: the user-assigned identity was not found (Resource Manager answered ResourceNotFound).`, {}, 'identity.userAssignedIdentities');
+        throw new ArmHttpError(
+          400,
+          'FailedIdentityOperation',
+          `Identity operation for resource '${id}' failed: the user-assigned identity was not found (Resource Manager answered ResourceNotFound).`,
+          {},
+          'identity.userAssignedIdentities',
+        );
       }
       return { resourceId: id, clientId: found.clientId, principalId: found.principalId };
     }),
@@ -95,7 +124,14 @@ export function createPool(ctx: ArmContext, caller: VerifiedToken, poolName: str
   const scopeId = armPoolId(ctx.scope, poolName);
   authorizeArm(ctx.access, caller, WRITE, scopeId);
   const identity = identitiesOf(ctx, body);
-  if (identity) authorizeIdentityAssignment(ctx.access, caller, WRITE, scopeId, identity.userAssignedIdentities.map((i) => i.resourceId));
+  if (identity)
+    authorizeIdentityAssignment(
+      ctx.access,
+      caller,
+      WRITE,
+      scopeId,
+      identity.userAssignedIdentities.map((i) => i.resourceId),
+    );
   const properties = (body.properties ?? {}) as Json;
   const existing = ctx.services.engine.pools.get(poolName.toLowerCase());
   if (existing) {
@@ -106,7 +142,8 @@ export function createPool(ctx: ArmContext, caller: VerifiedToken, poolName: str
     if (ifMatch && ifMatch !== '*' && ifMatch.replace(/^W\//, '').replace(/"/g, '') !== existing.eTag) {
       throw new ArmHttpError(412, 'PreconditionFailed', 'The condition specified using HTTP conditional header(s) is not met.');
     }
-    if (existing.state === 'deleting') throw new ArmHttpError(409, 'PoolBeingDeleted', 'The specified pool has been marked for deletion and is being reclaimed.');
+    if (existing.state === 'deleting')
+      throw new ArmHttpError(409, 'PoolBeingDeleted', 'The specified pool has been marked for deletion and is being reclaimed.');
     // A repeated PUT of the same definition is a no-op; anything else is an update of what Batch lets change.
     if (ctx.definitions.get(poolName.toLowerCase()) !== JSON.stringify(body)) {
       ctx.definitions.set(poolName.toLowerCase(), JSON.stringify(updatePool(ctx, existing, body, true)));
@@ -161,7 +198,10 @@ export function deletePool(ctx: ArmContext, caller: VerifiedToken, poolName: str
   if (pool.state !== 'deleting') ctx.services.engine.deletePool(pool);
   const op = randomUUID();
   ctx.operations.set(op, pool.id.toLowerCase());
-  return { status: 202, headers: { Location: `${ctx.baseUrl}${armPoolId(ctx.scope, pool.id)}/operationResults/${op}?api-version=${ctx.apiVersion}`, 'Retry-After': '1' } };
+  return {
+    status: 202,
+    headers: { Location: `${ctx.baseUrl}${armPoolId(ctx.scope, pool.id)}/operationResults/${op}?api-version=${ctx.apiVersion}`, 'Retry-After': '1' },
+  };
 }
 
 /** The Location of a deletion: 202 while the pool is still being reclaimed, then 204. Not a spec operation (an LRO monitor). */
@@ -170,7 +210,10 @@ export function deleteOperation(ctx: ArmContext, caller: VerifiedToken, poolName
   const poolKey = ctx.operations.get(op);
   if (!poolKey || poolKey !== poolName.toLowerCase()) throw new ArmHttpError(404, 'OperationNotFound', `The operation '${op}' was not found.`);
   if (ctx.services.engine.pools.has(poolKey)) {
-    return { status: 202, headers: { Location: `${ctx.baseUrl}${armPoolId(ctx.scope, poolName)}/operationResults/${op}?api-version=${ctx.apiVersion}`, 'Retry-After': '1' } };
+    return {
+      status: 202,
+      headers: { Location: `${ctx.baseUrl}${armPoolId(ctx.scope, poolName)}/operationResults/${op}?api-version=${ctx.apiVersion}`, 'Retry-After': '1' },
+    };
   }
   return { status: 204 };
 }
@@ -181,7 +224,8 @@ export function listPools(ctx: ArmContext, caller: VerifiedToken, query: Record<
   const keep = armPoolFilter(query.$filter);
   const project = armPoolSelect(query.$select);
   const max = query.maxresults === undefined ? 1000 : Number(query.maxresults);
-  if (!Number.isInteger(max) || max < 1 || max > 1000) throw new ArmHttpError(400, 'InvalidQueryParameterValue', `maxresults must be a whole number from 1 to 1000, got '${query.maxresults}'.`);
+  if (!Number.isInteger(max) || max < 1 || max > 1000)
+    throw new ArmHttpError(400, 'InvalidQueryParameterValue', `maxresults must be a whole number from 1 to 1000, got '${query.maxresults}'.`);
   const skip = query.$skiptoken === undefined ? 0 : Number(query.$skiptoken);
   if (!Number.isInteger(skip) || skip < 0) throw new ArmHttpError(400, 'InvalidQueryParameterValue', `invalid $skiptoken '${query.$skiptoken}'.`);
   const all = [...ctx.services.engine.pools.values()].sort((a, b) => a.creationTime.getTime() - b.creationTime.getTime() || a.id.localeCompare(b.id));

@@ -71,9 +71,14 @@ async function handle(cfg: ArmServerConfig, state: Pick<ArmContext, 'operations'
   let result: ArmResponse;
   try {
     const version = query['api-version'];
-    if (version === undefined) throw new ArmHttpError(400, 'MissingApiVersionParameter', "The api-version query parameter (?api-version=) is required for all requests.");
+    if (version === undefined)
+      throw new ArmHttpError(400, 'MissingApiVersionParameter', 'The api-version query parameter (?api-version=) is required for all requests.');
     if (version !== MANAGEMENT_API_VERSION) {
-      throw new ArmHttpError(400, 'InvalidApiVersionParameter', `The api-version '${version}' is invalid. The supported versions are '${MANAGEMENT_API_VERSION}'.`);
+      throw new ArmHttpError(
+        400,
+        'InvalidApiVersionParameter',
+        `The api-version '${version}' is invalid. The supported versions are '${MANAGEMENT_API_VERSION}'.`,
+      );
     }
     const caller = await authenticateArm(cfg.access, headers.authorization);
     if (rawBody.length) {
@@ -127,10 +132,14 @@ async function dispatch(
   headers: Record<string, string>,
   body: unknown,
 ): Promise<ArmResponse> {
-  const parts = path.split('/').filter(Boolean).map((p) => decodeURIComponent(p));
+  const parts = path
+    .split('/')
+    .filter(Boolean)
+    .map((p) => decodeURIComponent(p));
   const [subs, subscriptionId, rgs, resourceGroup, providers, namespace, accounts, accountName, pools, poolName, opResults, op] = parts;
   const { scope } = cfg;
-  if (!eq(subs ?? '', 'subscriptions') || !subscriptionId) throw new ArmHttpError(404, 'InvalidResourceType', `The resource path ${path} is not a resource of this endpoint.`);
+  if (!eq(subs ?? '', 'subscriptions') || !subscriptionId)
+    throw new ArmHttpError(404, 'InvalidResourceType', `The resource path ${path} is not a resource of this endpoint.`);
   if (!eq(subscriptionId, scope.subscriptionId)) throw armErrors.subscriptionNotFound(subscriptionId);
   const ctx: ArmContext = {
     ...state,
@@ -145,13 +154,28 @@ async function dispatch(
     sharedKey: cfg.sharedKey,
   };
   // /subscriptions/{id}/providers/Microsoft.Batch/locations/{location}/virtualMachineSkus: a subscription-level read.
-  if (eq(rgs ?? '', 'providers') && eq(resourceGroup ?? '', 'Microsoft.Batch') && eq(providers ?? '', 'locations') && namespace && eq(accounts ?? '', 'virtualMachineSkus') && accountName === undefined && method === 'GET') {
+  if (
+    eq(rgs ?? '', 'providers') &&
+    eq(resourceGroup ?? '', 'Microsoft.Batch') &&
+    eq(providers ?? '', 'locations') &&
+    namespace &&
+    eq(accounts ?? '', 'virtualMachineSkus') &&
+    accountName === undefined &&
+    method === 'GET'
+  ) {
     return listVirtualMachineSkus(ctx, caller, namespace, query);
   }
-  if (!eq(rgs ?? '', 'resourceGroups') || !resourceGroup) throw new ArmHttpError(404, 'InvalidResourceType', `The resource path ${path} is not a resource of this endpoint.`);
+  if (!eq(rgs ?? '', 'resourceGroups') || !resourceGroup)
+    throw new ArmHttpError(404, 'InvalidResourceType', `The resource path ${path} is not a resource of this endpoint.`);
   if (!eq(resourceGroup, scope.resourceGroup)) throw armErrors.resourceGroupNotFound(resourceGroup);
-  if (!eq(providers ?? '', 'providers') || !eq(namespace ?? '', 'Microsoft.Batch')) throw new ArmHttpError(404, 'InvalidResourceNamespace', `The resource namespace '${namespace ?? ''}' is invalid.`);
-  if (!eq(accounts ?? '', 'batchAccounts') || !accountName) throw new ArmHttpError(404, 'InvalidResourceType', `The resource type '${accounts ?? ''}' could not be found in the namespace 'Microsoft.Batch' for api version '${MANAGEMENT_API_VERSION}'.`);
+  if (!eq(providers ?? '', 'providers') || !eq(namespace ?? '', 'Microsoft.Batch'))
+    throw new ArmHttpError(404, 'InvalidResourceNamespace', `The resource namespace '${namespace ?? ''}' is invalid.`);
+  if (!eq(accounts ?? '', 'batchAccounts') || !accountName)
+    throw new ArmHttpError(
+      404,
+      'InvalidResourceType',
+      `The resource type '${accounts ?? ''}' could not be found in the namespace 'Microsoft.Batch' for api version '${MANAGEMENT_API_VERSION}'.`,
+    );
   if (!eq(accountName, scope.accountName)) throw armErrors.accountNotFound(accountName, resourceGroup);
   if (pools === undefined && method === 'GET') return getAccount(ctx, caller);
   if (eq(pools ?? '', 'pools')) {
@@ -165,8 +189,13 @@ async function dispatch(
           const p = first.params as Record<string, unknown>;
           // The SDK-derived contract closes models with additionalProperties, the spec file with unevaluatedProperties.
           const extra = p.unevaluatedProperty ?? p.additionalProperty;
-          const at = `${first.instancePath}${extra ? `/${String(extra)}` : p.missingProperty ? `/${String(p.missingProperty)}` : ''}`.replace(/^\//, '').replace(/\//g, '.');
-          throw armErrors.invalidContent(`The request content was invalid: ${at || 'the body'} ${extra ? 'is not a property of the model' : first.message ?? first.keyword}.`, at || undefined);
+          const at = `${first.instancePath}${extra ? `/${String(extra)}` : p.missingProperty ? `/${String(p.missingProperty)}` : ''}`
+            .replace(/^\//, '')
+            .replace(/\//g, '.');
+          throw armErrors.invalidContent(
+            `The request content was invalid: ${at || 'the body'} ${extra ? 'is not a property of the model' : (first.message ?? first.keyword)}.`,
+            at || undefined,
+          );
         }
         return method === 'PUT' ? createPool(ctx, caller, poolName, body as Json, headers) : patchPool(ctx, caller, poolName, body as Json, headers);
       }
@@ -176,6 +205,7 @@ async function dispatch(
     if (poolName !== undefined && eq(opResults ?? '', 'operationResults') && op && method === 'GET') return deleteOperation(ctx, caller, poolName, op);
   }
   const operation = managementSpec().matchOperation(method, path);
-  if (operation) throw new ArmHttpError(501, 'NotImplemented', `The local Batch emulator does not implement the management operation ${operation} (${method} ${path}).`);
+  if (operation)
+    throw new ArmHttpError(501, 'NotImplemented', `The local Batch emulator does not implement the management operation ${operation} (${method} ${path}).`);
   throw new ArmHttpError(404, 'InvalidResourceType', `No management operation ${method} ${path}.`);
 }

@@ -66,10 +66,16 @@ export async function verifyBearer(token: string, aad: BatchAadOptions, now: Dat
       return { ok: false, reason: `The access token expiry UTC time '${exp}' is earlier than current UTC time '${now.toISOString()}'.` };
     }
     if (err instanceof errors.JWTClaimValidationFailed && err.claim === 'aud') {
-      return { ok: false, reason: `The access token has been obtained from wrong audience or resource '${String(claims.aud)}'. It should exactly match (including forward slash) with one of the allowed audiences '${BATCH_AUDIENCE}'` };
+      return {
+        ok: false,
+        reason: `The access token has been obtained from wrong audience or resource '${String(claims.aud)}'. It should exactly match (including forward slash) with one of the allowed audiences '${BATCH_AUDIENCE}'`,
+      };
     }
     if (err instanceof errors.JWTClaimValidationFailed && err.claim === 'iss') {
-      return { ok: false, reason: `The access token is from the wrong issuer '${String(claims.iss)}'. It must match the tenant '${issuer}' associated with this Batch account.` };
+      return {
+        ok: false,
+        reason: `The access token is from the wrong issuer '${String(claims.iss)}'. It must match the tenant '${issuer}' associated with this Batch account.`,
+      };
     }
     if (err instanceof errors.JWTClaimValidationFailed && err.claim === 'nbf') {
       return { ok: false, reason: 'The access token is not yet valid (nbf).' };

@@ -73,7 +73,12 @@ export function verifySharedKey(req: SignedRequest, accountName: string, account
   const auth = headerValue(req.headers, 'authorization');
   if (!auth) return { ok: false, kind: 'failed', reason: 'The Authorization header is missing.' };
   if (/^Bearer\s/i.test(auth)) {
-    return { ok: false, kind: 'unsupported', reason: 'Microsoft Entra ID (Bearer token) authentication needs a tenant: this emulator was started without one (BatchEmulatorOptions.aad); use SharedKey.' };
+    return {
+      ok: false,
+      kind: 'unsupported',
+      reason:
+        'Microsoft Entra ID (Bearer token) authentication needs a tenant: this emulator was started without one (BatchEmulatorOptions.aad); use SharedKey.',
+    };
   }
   const m = /^SharedKey ([^:]+):(.+)$/.exec(auth.trim());
   if (!m) return { ok: false, kind: 'malformed', reason: 'The Authorization header is not in the form SharedKey account:signature.' };

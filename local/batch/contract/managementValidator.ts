@@ -78,7 +78,8 @@ function convert(schema: JsonSchema, doc: string): JsonSchema {
   for (const [key, value] of Object.entries(schema)) {
     if (key.startsWith('x-ms-') || DOC_KEYWORDS.has(key) || key === 'x-nullable') continue;
     if (key === '$ref') out.$ref = convertRef(String(value), doc);
-    else if (key === 'properties') out.properties = Object.fromEntries(Object.entries(value as Record<string, JsonSchema>).map(([k, v]) => [k, convert(v, doc)]));
+    else if (key === 'properties')
+      out.properties = Object.fromEntries(Object.entries(value as Record<string, JsonSchema>).map(([k, v]) => [k, convert(v, doc)]));
     else if (key === 'items') out.items = convert(value as JsonSchema, doc);
     else if (key === 'additionalProperties') out.additionalProperties = typeof value === 'boolean' ? value : convert(value as JsonSchema, doc);
     else if (key === 'allOf') out.allOf = (value as JsonSchema[]).map((v) => convert(v, doc));
@@ -102,7 +103,8 @@ function documentSchema(id: string, definitions: Record<string, JsonSchema>, bas
   const converted: Record<string, JsonSchema> = {};
   for (const [name, def] of Object.entries(definitions)) {
     const schema = convert(def, id);
-    if ((schema.properties || schema.allOf) && !bases.has(`${id}#/definitions/${name}`) && schema.additionalProperties === undefined) schema.unevaluatedProperties = false;
+    if ((schema.properties || schema.allOf) && !bases.has(`${id}#/definitions/${name}`) && schema.additionalProperties === undefined)
+      schema.unevaluatedProperties = false;
     converted[name] = schema;
   }
   return { $id: id, definitions: converted };
@@ -120,7 +122,12 @@ function closeInline(schema: JsonSchema): JsonSchema {
  * emulator runs in a clone that has no ../shared beside it.
  */
 export function createManagementValidator(specDir = process.env.BATCH_SPEC_DIR): ManagementValidator {
-  type SpecFile = { definitions?: Record<string, JsonSchema>; parameters?: Record<string, SwaggerParameter>; paths?: Record<string, Record<string, { operationId: string; parameters?: SwaggerParameter[]; responses: Operation['responses'] }>>; info?: { version: string } };
+  type SpecFile = {
+    definitions?: Record<string, JsonSchema>;
+    parameters?: Record<string, SwaggerParameter>;
+    paths?: Record<string, Record<string, { operationId: string; parameters?: SwaggerParameter[]; responses: Operation['responses'] }>>;
+    info?: { version: string };
+  };
   const read = (rel: string): SpecFile => {
     if (specDir) return JSON.parse(readFileSync(join(specDir, rel), 'utf8')) as SpecFile;
     // From the SDK: one self-contained document; the common-types files it would refer into are not needed.
@@ -161,7 +168,13 @@ export function createManagementValidator(specDir = process.env.BATCH_SPEC_DIR):
     const compiled = compilePathTemplate(template);
     for (const [method, op] of Object.entries(methods)) {
       if (method === 'parameters') continue;
-      operations.push({ operationId: op.operationId, method: method.toUpperCase(), template: compiled, parameters: (op.parameters ?? []).map((p) => resolveParam(p, MAIN_ID)), responses: op.responses });
+      operations.push({
+        operationId: op.operationId,
+        method: method.toUpperCase(),
+        template: compiled,
+        parameters: (op.parameters ?? []).map((p) => resolveParam(p, MAIN_ID)),
+        responses: op.responses,
+      });
     }
   }
   const byId = new Map(operations.map((o) => [o.operationId, o]));
@@ -194,7 +207,12 @@ export function createManagementValidator(specDir = process.env.BATCH_SPEC_DIR):
       return { present: true, error: (e as Error).message };
     }
   };
-  const lower = (h: ContractExchange['headers']) => new Map(Object.entries(h ?? {}).filter(([, v]) => v !== undefined).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(', ') : String(v)]));
+  const lower = (h: ContractExchange['headers']) =>
+    new Map(
+      Object.entries(h ?? {})
+        .filter(([, v]) => v !== undefined)
+        .map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(', ') : String(v)]),
+    );
   const queryOf = (ex: ContractExchange) => {
     const out = new Map<string, string>();
     const q = ex.query;
@@ -208,7 +226,8 @@ export function createManagementValidator(specDir = process.env.BATCH_SPEC_DIR):
   const describe = (where: string, errors: ErrorObject[] | null | undefined) =>
     (errors ?? []).map((e) => {
       const p = e.params as Record<string, unknown>;
-      if (e.keyword === 'unevaluatedProperties') return `${where}: ${e.instancePath || '/'} has property "${String(p.unevaluatedProperty)}" that the spec does not define`;
+      if (e.keyword === 'unevaluatedProperties')
+        return `${where}: ${e.instancePath || '/'} has property "${String(p.unevaluatedProperty)}" that the spec does not define`;
       if (e.keyword === 'required') return `${where}: ${e.instancePath || '/'} is missing required property "${String(p.missingProperty)}"`;
       return `${where}: ${e.instancePath || '/'} ${e.message ?? e.keyword}${e.keyword === 'enum' ? ` ${JSON.stringify(p.allowedValues)}` : ''}`;
     });
@@ -240,12 +259,16 @@ export function createManagementValidator(specDir = process.env.BATCH_SPEC_DIR):
           continue;
         }
         const check = compile(parameterSchema(p));
-        if (!check(coerceParameterValue(p.type, raw))) problems.push(`${where}: ${p.in} parameter "${p.name}"=${JSON.stringify(raw)} ${(check.errors ?? []).map((e) => e.message).join('; ')}`);
-        if ((p as { pattern?: string }).pattern && !new RegExp((p as { pattern?: string }).pattern as string).test(raw)) problems.push(`${where}: ${p.in} parameter "${p.name}"=${JSON.stringify(raw)} does not match ${(p as { pattern?: string }).pattern}`);
+        if (!check(coerceParameterValue(p.type, raw)))
+          problems.push(`${where}: ${p.in} parameter "${p.name}"=${JSON.stringify(raw)} ${(check.errors ?? []).map((e) => e.message).join('; ')}`);
+        if ((p as { pattern?: string }).pattern && !new RegExp((p as { pattern?: string }).pattern as string).test(raw))
+          problems.push(`${where}: ${p.in} parameter "${p.name}"=${JSON.stringify(raw)} does not match ${(p as { pattern?: string }).pattern}`);
         const len = p as { minLength?: number; maxLength?: number };
-        if ((len.minLength !== undefined && raw.length < len.minLength) || (len.maxLength !== undefined && raw.length > len.maxLength)) problems.push(`${where}: ${p.in} parameter "${p.name}" has length ${raw.length} outside ${len.minLength ?? 0}..${len.maxLength ?? '∞'}`);
+        if ((len.minLength !== undefined && raw.length < len.minLength) || (len.maxLength !== undefined && raw.length > len.maxLength))
+          problems.push(`${where}: ${p.in} parameter "${p.name}" has length ${raw.length} outside ${len.minLength ?? 0}..${len.maxLength ?? '∞'}`);
       }
-      if (query.get('api-version') !== undefined && query.get('api-version') !== MANAGEMENT_API_VERSION) problems.push(`${where}: api-version "${query.get('api-version')}" is not ${MANAGEMENT_API_VERSION}`);
+      if (query.get('api-version') !== undefined && query.get('api-version') !== MANAGEMENT_API_VERSION)
+        problems.push(`${where}: api-version "${query.get('api-version')}" is not ${MANAGEMENT_API_VERSION}`);
       for (const name of query.keys()) if (!known.has(name)) problems.push(`${where}: query parameter "${name}" is not defined by the spec`);
       const bodyParam = op.parameters.find((p) => p.in === 'body');
       const body = bodyOf(ex.requestBody);
@@ -268,7 +291,8 @@ export function createManagementValidator(specDir = process.env.BATCH_SPEC_DIR):
       const where = `${op.operationId} response ${status}`;
       let response = op.responses[String(status)];
       if (!response) {
-        if (status === undefined || status < 400 || !op.responses.default) return [`${where}: status ${status} is not documented (documented: ${Object.keys(op.responses).join(', ')})`];
+        if (status === undefined || status < 400 || !op.responses.default)
+          return [`${where}: status ${status} is not documented (documented: ${Object.keys(op.responses).join(', ')})`];
         response = op.responses.default;
       }
       const body = bodyOf(ex.responseBody);

@@ -66,10 +66,29 @@ interface OperationSpec {
 }
 
 /** Data-plane number properties that the spec types int64 or double (every other integer there is int32). */
-const INT64_PROPERTIES = new Set(['diskReadIOps', 'diskWriteIOps', 'readIOps', 'writeIOps', 'numSucceededTasks', 'numFailedTasks', 'numTaskRetries', 'contentLength']);
+const INT64_PROPERTIES = new Set([
+  'diskReadIOps',
+  'diskWriteIOps',
+  'readIOps',
+  'writeIOps',
+  'numSucceededTasks',
+  'numFailedTasks',
+  'numTaskRetries',
+  'contentLength',
+]);
 const DOUBLE_PROPERTIES = new Set([
-  'totalCoreHours', 'avgCPUPercentage', 'avgMemoryGiB', 'peakMemoryGiB', 'avgDiskGiB', 'peakDiskGiB',
-  'diskReadGiB', 'diskWriteGiB', 'networkReadGiB', 'networkWriteGiB', 'readIOGiB', 'writeIOGiB',
+  'totalCoreHours',
+  'avgCPUPercentage',
+  'avgMemoryGiB',
+  'peakMemoryGiB',
+  'avgDiskGiB',
+  'peakDiskGiB',
+  'diskReadGiB',
+  'diskWriteGiB',
+  'networkReadGiB',
+  'networkWriteGiB',
+  'readIOGiB',
+  'writeIOGiB',
 ]);
 
 /** Group names of the management SDK → the spec's operationId prefixes. */
@@ -204,8 +223,13 @@ function compositeSchema(modelProperties: Record<string, Mapper>): JsonSchema {
 
 function parameter(p: OperationParameter, where: SwaggerParameter['in']): SwaggerParameter {
   const schema = mapperSchema(p.mapper, p.mapper.serializedName);
-  const out: SwaggerParameter & JsonSchema = { name: p.mapper.serializedName ?? String(p.parameterPath), in: where, required: p.mapper.required === true || p.mapper.isConstant === true };
-  for (const key of ['type', 'format', 'enum', 'minimum', 'maximum', 'pattern', 'minLength', 'maxLength'] as const) if (schema[key] !== undefined) out[key] = schema[key] as never;
+  const out: SwaggerParameter & JsonSchema = {
+    name: p.mapper.serializedName ?? String(p.parameterPath),
+    in: where,
+    required: p.mapper.required === true || p.mapper.isConstant === true,
+  };
+  for (const key of ['type', 'format', 'enum', 'minimum', 'maximum', 'pattern', 'minLength', 'maxLength'] as const)
+    if (schema[key] !== undefined) out[key] = schema[key] as never;
   return out;
 }
 
@@ -253,8 +277,14 @@ let management: SwaggerLikeDocument | undefined;
 /** The Batch service (data plane) contract as @azure/batch states it. */
 export function dataPlaneDocument(): SwaggerLikeDocument {
   if (dataPlane) return dataPlane;
-  const client = new batchSdk.BatchServiceClient(new batchSdk.BatchSharedKeyCredentials('contract', Buffer.from('contract').toString('base64')), 'https://contract.invalid');
-  const ops = captureOperations(client, (_group, groupClass, method) => `${DATA_GROUPS[groupClass] ?? groupClass}_${capitalise(method === 'deleteMethod' ? 'delete' : method)}`);
+  const client = new batchSdk.BatchServiceClient(
+    new batchSdk.BatchSharedKeyCredentials('contract', Buffer.from('contract').toString('base64')),
+    'https://contract.invalid',
+  );
+  const ops = captureOperations(
+    client,
+    (_group, groupClass, method) => `${DATA_GROUPS[groupClass] ?? groupClass}_${capitalise(method === 'deleteMethod' ? 'delete' : method)}`,
+  );
   return (dataPlane = documentFrom(client.apiVersion ?? '', ops));
 }
 
@@ -266,7 +296,10 @@ export function managementDocument(): SwaggerLikeDocument {
   const ops = captureOperations(client, (group, _groupClass, method) => {
     const prefix = MANAGEMENT_GROUPS[group];
     if (!prefix) return undefined;
-    const bare = method.replace(/^_/, '').replace(/^begin(.)/, (_m, c: string) => c.toLowerCase()).replace(/AndWait$/, '');
+    const bare = method
+      .replace(/^_/, '')
+      .replace(/^begin(.)/, (_m, c: string) => c.toLowerCase())
+      .replace(/AndWait$/, '');
     const id = `${prefix}_${capitalise(bare)}`;
     return MANAGEMENT_RENAMES[id] ?? id;
   });

@@ -13,14 +13,7 @@ import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import { registerBatchFormats } from './formats';
 import { dataPlaneDocument } from './sdkContract';
 import { compilePathTemplate, matchPathTemplate, type PathTemplate } from './pathTemplates';
-import {
-  coerceParameterValue,
-  convertDefinitions,
-  convertSchema,
-  parameterSchema,
-  type JsonSchema,
-  type SwaggerParameter,
-} from './swaggerToJsonSchema';
+import { coerceParameterValue, convertDefinitions, convertSchema, parameterSchema, type JsonSchema, type SwaggerParameter } from './swaggerToJsonSchema';
 
 export const SPEC_FILE = 'BatchService-2022-10-01.16.0.json';
 

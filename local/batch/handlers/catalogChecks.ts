@@ -30,11 +30,13 @@ export function checkPoolCatalog(b: Json): void {
   if (typeof ref.virtualMachineImageId === 'string' && ref.virtualMachineImageId) return;
   const images = catalogImages(ref);
   const urn = [ref.publisher, ref.offer, ref.sku].map((v) => String(v ?? '')).join(':');
-  if (images.length === 0) throw errors.invalid(`${VMC}.imageReference`, urn, 'the image is not one of the images the Batch service supports (GET /supportedimages)');
+  if (images.length === 0)
+    throw errors.invalid(`${VMC}.imageReference`, urn, 'the image is not one of the images the Batch service supports (GET /supportedimages)');
   if (!images.some((i) => i.nodeAgentSKUId.toLowerCase() === agent.trim().toLowerCase())) {
     throw errors.invalid(`${VMC}.nodeAgentSKUId`, agent, `the image ${urn} needs the node agent SKU ${images.map((i) => i.nodeAgentSKUId).join(' or ')}`);
   }
 }
 
 /** For docs and tests: every supported image as publisher:offer:sku → agent. */
-export const supportedImageUrns = (): string[] => CATALOG_IMAGES.map((i) => `${i.imageReference.publisher}:${i.imageReference.offer}:${i.imageReference.sku} → ${i.nodeAgentSKUId}`);
+export const supportedImageUrns = (): string[] =>
+  CATALOG_IMAGES.map((i) => `${i.imageReference.publisher}:${i.imageReference.offer}:${i.imageReference.sku} → ${i.nodeAgentSKUId}`);

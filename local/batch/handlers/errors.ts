@@ -27,9 +27,7 @@ export const errors = {
   notFound: (code: string, what: string) => new BatchHttpError(404, code, `The specified ${what} does not exist.`),
   exists: (code: string, what: string) => new BatchHttpError(409, code, `The specified ${what} already exists.`),
   missing: (prop: string) =>
-    new BatchHttpError(400, 'MissingRequiredProperty', 'A required property was not specified in the request body.', [
-      { key: 'PropertyName', value: prop },
-    ]),
+    new BatchHttpError(400, 'MissingRequiredProperty', 'A required property was not specified in the request body.', [{ key: 'PropertyName', value: prop }]),
   invalid: (prop: string, value: unknown, reason?: string) =>
     new BatchHttpError(400, 'InvalidPropertyValue', 'The value provided for one of the properties in the request body is invalid.', [
       { key: 'PropertyName', value: prop },

@@ -140,14 +140,20 @@ function deleteFile(ctx: RequestContext, root: FileRoot, rel: string): HandlerRe
 
 const listTaskFiles: Handler = (ctx, p, s) => {
   const root = taskFileRoot(ctx, s, p.jobId, p.taskId);
-  return { status: 200, body: pageOf(listFiles(root, ctx.query.recursive === 'true'), ctx.query, ctx.baseUrl, `/jobs/${p.jobId}/tasks/${p.taskId}/files`, FILE_FILTERS) };
+  return {
+    status: 200,
+    body: pageOf(listFiles(root, ctx.query.recursive === 'true'), ctx.query, ctx.baseUrl, `/jobs/${p.jobId}/tasks/${p.taskId}/files`, FILE_FILTERS),
+  };
 };
 const getTaskFile: Handler = (ctx, p, s) => serveFile(ctx, taskFileRoot(ctx, s, p.jobId, p.taskId), p.filePath, false);
 const getTaskFileProperties: Handler = (ctx, p, s) => serveFile(ctx, taskFileRoot(ctx, s, p.jobId, p.taskId), p.filePath, true);
 const deleteTaskFile: Handler = (ctx, p, s) => deleteFile(ctx, taskFileRoot(ctx, s, p.jobId, p.taskId), p.filePath);
 const listNodeFiles: Handler = (ctx, p, s) => {
   const root = nodeFileRoot(ctx, s, p.poolId, p.nodeId);
-  return { status: 200, body: pageOf(listFiles(root, ctx.query.recursive === 'true'), ctx.query, ctx.baseUrl, `/pools/${p.poolId}/nodes/${p.nodeId}/files`, FILE_FILTERS) };
+  return {
+    status: 200,
+    body: pageOf(listFiles(root, ctx.query.recursive === 'true'), ctx.query, ctx.baseUrl, `/pools/${p.poolId}/nodes/${p.nodeId}/files`, FILE_FILTERS),
+  };
 };
 const getNodeFile: Handler = (ctx, p, s) => serveFile(ctx, nodeFileRoot(ctx, s, p.poolId, p.nodeId), p.filePath, false);
 const getNodeFileProperties: Handler = (ctx, p, s) => serveFile(ctx, nodeFileRoot(ctx, s, p.poolId, p.nodeId), p.filePath, true);

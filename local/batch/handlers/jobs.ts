@@ -55,7 +55,10 @@ const addJob: Handler = (ctx, _p, s) => {
   if (prep && !prep.commandLine) throw errors.missing('jobPreparationTask.commandLine');
   const rel = b.jobReleaseTask as Json | undefined;
   if (rel && !rel.commandLine) throw errors.missing('jobReleaseTask.commandLine');
-  if (rel && !prep) throw new BatchHttpError(400, 'InvalidPropertyValue', 'A job release task requires a job preparation task.', [{ key: 'PropertyName', value: 'jobReleaseTask' }]);
+  if (rel && !prep)
+    throw new BatchHttpError(400, 'InvalidPropertyValue', 'A job release task requires a job preparation task.', [
+      { key: 'PropertyName', value: 'jobReleaseTask' },
+    ]);
   const existing = s.engine.jobs.get(id.toLowerCase());
   if (existing) {
     refuseWhileJobDeleting(existing);

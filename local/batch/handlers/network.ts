@@ -26,7 +26,11 @@ export function checkNetworkConfiguration(nc: unknown): void {
   const n = nc as Json;
   const subnetId = n.subnetId;
   if (present(subnetId) && (typeof subnetId !== 'string' || !SUBNET_ID.test(subnetId))) {
-    throw errors.invalid('networkConfiguration.subnetId', subnetId, 'The subnet id must be the ARM resource id of a subnet: /subscriptions/{subscription}/resourceGroups/{group}/providers/Microsoft.Network/virtualNetworks/{vnet}/subnets/{subnet}');
+    throw errors.invalid(
+      'networkConfiguration.subnetId',
+      subnetId,
+      'The subnet id must be the ARM resource id of a subnet: /subscriptions/{subscription}/resourceGroups/{group}/providers/Microsoft.Network/virtualNetworks/{vnet}/subnets/{subnet}',
+    );
   }
   const scope = String(n.dynamicVNetAssignmentScope ?? n.dynamicVnetAssignmentScope ?? 'none').toLowerCase();
   if (scope !== 'none') throw notEmulated('networkConfiguration.dynamicVNetAssignmentScope', 'per-job virtual network assignment');
@@ -39,13 +43,18 @@ export function checkNetworkConfiguration(nc: unknown): void {
   if (provision === 'usermanaged') {
     if (!Array.isArray(ids) || ids.length === 0) throw errors.missing(`${where}.ipAddressIds`);
     ids.forEach((id, i) => {
-      if (typeof id !== 'string' || !PUBLIC_IP_ID.test(id)) throw errors.invalid(`${where}.ipAddressIds[${i}]`, id, 'The id must be the ARM resource id of a public IP address');
+      if (typeof id !== 'string' || !PUBLIC_IP_ID.test(id))
+        throw errors.invalid(`${where}.ipAddressIds[${i}]`, id, 'The id must be the ARM resource id of a public IP address');
     });
   } else if (Array.isArray(ids) && ids.length > 0) {
     throw errors.invalid(`${where}.ipAddressIds`, '(list)', `ipAddressIds are given only with provision usermanaged (got ${provision})`);
   }
   if (provision === 'nopublicipaddresses' && !present(subnetId)) {
-    throw errors.invalid(`${where}.provision`, pip?.provision, 'A pool without public IP addresses must be in a virtual network (give networkConfiguration.subnetId)');
+    throw errors.invalid(
+      `${where}.provision`,
+      pip?.provision,
+      'A pool without public IP addresses must be in a virtual network (give networkConfiguration.subnetId)',
+    );
   }
 }
 

@@ -17,10 +17,12 @@ import { nodeOr404 } from './pools';
 const DEFAULT_EXPIRY_MS = 24 * 3600_000;
 /** Account names both node OSes take: at most 20 characters (the Windows limit Batch applies to user accounts), letters, digits, "_", "." and "-", not starting with "." or "-". */
 const USER_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,19}$/;
-const SSH_KEY = /^(ssh-rsa|ssh-ed25519|ssh-dss|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com) [A-Za-z0-9+/]+={0,2}( [^\n]*)?$/;
+const SSH_KEY =
+  /^(ssh-rsa|ssh-ed25519|ssh-dss|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com) [A-Za-z0-9+/]+={0,2}( [^\n]*)?$/;
 const READY = new Set(['idle', 'running']);
 
-const isWindows = (pool: PoolRecord) => /^batch\.node\.windows/i.test(String((pool.spec.virtualMachineConfiguration as { nodeAgentSKUId?: unknown } | undefined)?.nodeAgentSKUId ?? ''));
+const isWindows = (pool: PoolRecord) =>
+  /^batch\.node\.windows/i.test(String((pool.spec.virtualMachineConfiguration as { nodeAgentSKUId?: unknown } | undefined)?.nodeAgentSKUId ?? ''));
 
 function requireReady(node: NodeRecord, what: string): void {
   if (!READY.has(node.state)) {
@@ -43,13 +45,15 @@ function credentials(pool: PoolRecord, b: Record<string, unknown>): Pick<NodeUse
     if (sshPublicKey !== undefined) throw errors.invalid('sshPublicKey', sshPublicKey, 'an SSH public key can be given only for Linux compute nodes');
     if (!password) throw errors.missing('password');
   } else {
-    if (sshPublicKey !== undefined && !SSH_KEY.test(sshPublicKey.trim())) throw errors.invalid('sshPublicKey', sshPublicKey, 'the key must be in OpenSSH format: <type> <base64 key> [comment]');
+    if (sshPublicKey !== undefined && !SSH_KEY.test(sshPublicKey.trim()))
+      throw errors.invalid('sshPublicKey', sshPublicKey, 'the key must be in OpenSSH format: <type> <base64 key> [comment]');
     if (!password && !sshPublicKey) throw errors.missing('password');
   }
   if (password !== undefined && password.length === 0) throw errors.invalid('password', '', 'the password must not be empty');
   const expiry = optionalString(b, 'expiryTime');
   const expiryTime = expiry === undefined ? new Date(Date.now() + DEFAULT_EXPIRY_MS) : new Date(expiry);
-  if (Number.isNaN(expiryTime.getTime()) || (expiry !== undefined && !/^\d{4}-\d\d-\d\dT/.test(expiry))) throw errors.invalid('expiryTime', expiry, 'not an ISO 8601 date-time');
+  if (Number.isNaN(expiryTime.getTime()) || (expiry !== undefined && !/^\d{4}-\d\d-\d\dT/.test(expiry)))
+    throw errors.invalid('expiryTime', expiry, 'not an ISO 8601 date-time');
   return { password, sshPublicKey, expiryTime };
 }
 
@@ -58,7 +62,8 @@ const addUser: Handler = (ctx, p, s) => {
   const b = jsonBody(ctx);
   const name = b.name;
   if (name === undefined || name === null || name === '') throw errors.missing('name');
-  if (typeof name !== 'string' || !USER_NAME.test(name)) throw errors.invalid('name', name, 'a user name is 1-20 letters, digits, underscores, dots and hyphens, not starting with a dot or hyphen');
+  if (typeof name !== 'string' || !USER_NAME.test(name))
+    throw errors.invalid('name', name, 'a user name is 1-20 letters, digits, underscores, dots and hyphens, not starting with a dot or hyphen');
   if (b.isAdmin !== undefined && typeof b.isAdmin !== 'boolean') throw errors.invalid('isAdmin', b.isAdmin, 'must be true or false');
   const creds = credentials(pool, b);
   requireReady(node, 'added');

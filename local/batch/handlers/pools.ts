@@ -38,7 +38,8 @@ export function createPoolRecord(s: Services, b: Json, identity?: PoolIdentity):
   const targetLow = optionalInt(b, 'targetLowPriorityNodes', 0, 1000) ?? 0;
   optionalInt(b, 'taskSlotsPerNode', 1, 256);
   const resizeTimeout = optionalDuration(b, 'resizeTimeout') ?? 'PT15M';
-  if (b.enableInterNodeCommunication === true && target > 100) throw errors.invalid('targetDedicatedNodes', target, 'pools with inter-node communication are limited to 100 nodes');
+  if (b.enableInterNodeCommunication === true && target > 100)
+    throw errors.invalid('targetDedicatedNodes', target, 'pools with inter-node communication are limited to 100 nodes');
   const startTask = b.startTask as Json | undefined;
   if (startTask && !startTask.commandLine) throw errors.missing('startTask.commandLine');
   const existing = s.engine.pools.get(id.toLowerCase());
@@ -252,9 +253,19 @@ const reimageNode: Handler = (ctx, p, s) => {
 
 /** The NodeCounts states (spec 2022-10-01: no upgradingOS count): every node state the emulator has, the rest zero. */
 const COUNTED_STATES: Record<string, string> = {
-  creating: 'creating', idle: 'idle', offline: 'offline', preempted: 'preempted', rebooting: 'rebooting', reimaging: 'reimaging',
-  running: 'running', starting: 'starting', starttaskfailed: 'startTaskFailed', leavingpool: 'leavingPool', unknown: 'unknown',
-  unusable: 'unusable', waitingforstarttask: 'waitingForStartTask',
+  creating: 'creating',
+  idle: 'idle',
+  offline: 'offline',
+  preempted: 'preempted',
+  rebooting: 'rebooting',
+  reimaging: 'reimaging',
+  running: 'running',
+  starting: 'starting',
+  starttaskfailed: 'startTaskFailed',
+  leavingpool: 'leavingPool',
+  unknown: 'unknown',
+  unusable: 'unusable',
+  waitingforstarttask: 'waitingForStartTask',
 };
 
 function nodeCounts(states: string[]): Json {
@@ -265,9 +276,13 @@ function nodeCounts(states: string[]): Json {
 
 /** Account_ListPoolNodeCounts: per pool, dedicated and low-priority (Spot) nodes by state. */
 const listPoolNodeCounts: Handler = (ctx, _p, s) => {
-  const states = (pool: PoolRecord, dedicated: boolean) => [...pool.nodes.values()].filter((n) => !n.removed && isDedicatedNode(n) === dedicated).map((n) => n.state);
-  const all = [...s.engine.pools.values()]
-    .map((pool) => ({ poolId: pool.id, dedicated: nodeCounts(states(pool, true)), lowPriority: nodeCounts(states(pool, false)) }));
+  const states = (pool: PoolRecord, dedicated: boolean) =>
+    [...pool.nodes.values()].filter((n) => !n.removed && isDedicatedNode(n) === dedicated).map((n) => n.state);
+  const all = [...s.engine.pools.values()].map((pool) => ({
+    poolId: pool.id,
+    dedicated: nodeCounts(states(pool, true)),
+    lowPriority: nodeCounts(states(pool, false)),
+  }));
   return { status: 200, body: pageOf(all, ctx.query, ctx.baseUrl, '/nodecounts', NODE_COUNT_FILTERS) };
 };
 
@@ -275,19 +290,22 @@ const listPoolNodeCounts: Handler = (ctx, _p, s) => {
  * Disabling scheduling requeues (default) or ends the node's running tasks, or lets them finish
  * (taskcompletion); the node is then offline. Asking for the state the node is already in is a 409.
  */
-const setNodeScheduling = (enabled: boolean): Handler => (ctx, p, s) => {
-  const { node } = nodeOr404(s, p.poolId, p.nodeId);
-  const target = enabled ? 'enabled' : 'disabled';
-  if (node.schedulingState === target) {
-    throw errors.conflict('NodeAlreadyInTargetSchedulingState', `Task scheduling on the node is already ${target}.`);
-  }
-  const option = enabled ? undefined : (optionalEnum(jsonBody(ctx), 'nodeDisableSchedulingOption', ['requeue', 'terminate', 'taskcompletion']) ?? 'requeue');
-  node.schedulingState = target;
-  if (option === 'requeue' || option === 'terminate') s.engine.onNodeLeaving(node, option === 'requeue', 'Task was ended because task scheduling on its compute node was disabled');
-  s.engine.settleNode(node);
-  if (enabled) s.scheduler.kick();
-  return { status: 200, headers: { DataServiceId: `${ctx.baseUrl}/pools/${p.poolId}/nodes/${node.id}` } };
-};
+const setNodeScheduling =
+  (enabled: boolean): Handler =>
+  (ctx, p, s) => {
+    const { node } = nodeOr404(s, p.poolId, p.nodeId);
+    const target = enabled ? 'enabled' : 'disabled';
+    if (node.schedulingState === target) {
+      throw errors.conflict('NodeAlreadyInTargetSchedulingState', `Task scheduling on the node is already ${target}.`);
+    }
+    const option = enabled ? undefined : (optionalEnum(jsonBody(ctx), 'nodeDisableSchedulingOption', ['requeue', 'terminate', 'taskcompletion']) ?? 'requeue');
+    node.schedulingState = target;
+    if (option === 'requeue' || option === 'terminate')
+      s.engine.onNodeLeaving(node, option === 'requeue', 'Task was ended because task scheduling on its compute node was disabled');
+    s.engine.settleNode(node);
+    if (enabled) s.scheduler.kick();
+    return { status: 200, headers: { DataServiceId: `${ctx.baseUrl}/pools/${p.poolId}/nodes/${node.id}` } };
+  };
 
 export const poolRoutes: [string, string, Handler][] = [
   ['POST', 'pools', addPool],

@@ -35,9 +35,12 @@ export function checkApiVersion(query: Record<string, string>): void {
 
 /** A spec operation the emulator has no handler for: 501 naming it, never a silent success or a misleading 400. */
 export function notImplemented(op: OperationDescription): BatchHttpError {
-  return new BatchHttpError(501, 'NotImplemented', `The local Batch emulator does not implement the operation ${op.operationId} (${op.method} ${op.template}).`, [
-    { key: 'OperationId', value: op.operationId },
-  ]);
+  return new BatchHttpError(
+    501,
+    'NotImplemented',
+    `The local Batch emulator does not implement the operation ${op.operationId} (${op.method} ${op.template}).`,
+    [{ key: 'OperationId', value: op.operationId }],
+  );
 }
 
 /** The emulator's own odata.nextLink carries the page position in $skiptoken. */
@@ -84,16 +87,24 @@ function queryValueProblem(spec: QueryParameterSpec, raw: string): string | unde
 export function checkBody(op: OperationDescription, body: unknown): void {
   if (!op.body) return;
   if (body === undefined) {
-    if (op.body.required) throw new BatchHttpError(400, 'InvalidRequestBody', 'The specified Request Body is not syntactically valid.', [{ key: 'Reason', value: 'the request has no body' }]);
+    if (op.body.required)
+      throw new BatchHttpError(400, 'InvalidRequestBody', 'The specified Request Body is not syntactically valid.', [
+        { key: 'Reason', value: 'the request has no body' },
+      ]);
     return;
   }
   // Batch reads enum values without regard to case (taskCompletion = taskcompletion).
-  const [first] = specValidator().requestBodyErrors(op.operationId, body).filter((e) => !(e.keyword === 'enum' && enumMatchesIgnoringCase(e, body)));
+  const [first] = specValidator()
+    .requestBodyErrors(op.operationId, body)
+    .filter((e) => !(e.keyword === 'enum' && enumMatchesIgnoringCase(e, body)));
   if (first) throw bodyError(first, body);
 }
 
 function valueAt(body: unknown, instancePath: string): unknown {
-  const segments = instancePath.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const segments = instancePath
+    .split('/')
+    .slice(1)
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
   return segments.reduce<unknown>((cur, k) => (cur !== null && typeof cur === 'object' ? (cur as Record<string, unknown>)[k] : undefined), body);
 }
 
@@ -105,7 +116,10 @@ function enumMatchesIgnoringCase(e: ErrorObject, body: unknown): boolean {
 
 /** One ajv error as Batch's error: UnsupportedProperty, MissingRequiredProperty or InvalidPropertyValue, with the path. */
 export function bodyError(e: ErrorObject, body: unknown): BatchHttpError {
-  const segments = e.instancePath.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const segments = e.instancePath
+    .split('/')
+    .slice(1)
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
   const params = e.params as Record<string, unknown>;
   if (e.keyword === 'additionalProperties') {
     return new BatchHttpError(400, 'UnsupportedProperty', 'One of the properties specified in the request body is not supported.', [
@@ -117,7 +131,10 @@ export function bodyError(e: ErrorObject, body: unknown): BatchHttpError {
       { key: 'PropertyName', value: propertyPath([...segments, String(params.missingProperty)]) },
     ]);
   }
-  if (segments.length === 0) return new BatchHttpError(400, 'InvalidRequestBody', 'The specified Request Body is not syntactically valid.', [{ key: 'Reason', value: `the body ${e.message ?? 'is invalid'}` }]);
+  if (segments.length === 0)
+    return new BatchHttpError(400, 'InvalidRequestBody', 'The specified Request Body is not syntactically valid.', [
+      { key: 'Reason', value: `the body ${e.message ?? 'is invalid'}` },
+    ]);
   const value = valueAt(body, e.instancePath);
   const reason = e.keyword === 'enum' ? `must be one of ${(params.allowedValues as unknown[]).join(', ')}` : (e.message ?? e.keyword);
   return new BatchHttpError(400, 'InvalidPropertyValue', 'The value provided for one of the properties in the request body is invalid.', [

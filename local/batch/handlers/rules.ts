@@ -33,7 +33,8 @@ export function checkMinimumDuration(b: Json, prop: string, minMs: number, path 
 
 /** displayName: "any Unicode characters up to a maximum length of 1024". */
 export function checkDisplayName(b: Json, path = ''): void {
-  if (typeof b.displayName === 'string' && b.displayName.length > 1024) throw errors.invalid(at(path, 'displayName'), `${b.displayName.slice(0, 32)}…`, 'at most 1024 characters');
+  if (typeof b.displayName === 'string' && b.displayName.length > 1024)
+    throw errors.invalid(at(path, 'displayName'), `${b.displayName.slice(0, 32)}…`, 'at most 1024 characters');
 }
 
 /** Metadata names must not be empty (EmptyMetadataKey). */
@@ -41,7 +42,9 @@ export function checkMetadata(list: unknown, path = 'metadata'): void {
   if (!Array.isArray(list)) return;
   list.forEach((m: Json, i) => {
     if (typeof m?.name !== 'string' || m.name === '') {
-      throw new BatchHttpError(400, 'EmptyMetadataKey', 'The key for one of the metadata key-value pairs is empty.', [{ key: 'PropertyName', value: `${path}[${i}].name` }]);
+      throw new BatchHttpError(400, 'EmptyMetadataKey', 'The key for one of the metadata key-value pairs is empty.', [
+        { key: 'PropertyName', value: `${path}[${i}].name` },
+      ]);
     }
   });
 }
@@ -56,11 +59,19 @@ export function checkResourceFiles(list: unknown, path: string): void {
     const where = `${path}[${i}]`;
     const sources = ['autoStorageContainerName', 'storageContainerUrl', 'httpUrl'].filter((k) => present(rf[k]));
     if (sources.length === 0) throw errors.missing(`${where}.httpUrl`);
-    if (sources.length > 1) throw errors.invalid(`${where}.${sources[1]}`, rf[sources[1]], `give only one of autoStorageContainerName, storageContainerUrl and httpUrl (also given: ${sources[0]})`);
+    if (sources.length > 1)
+      throw errors.invalid(
+        `${where}.${sources[1]}`,
+        rf[sources[1]],
+        `give only one of autoStorageContainerName, storageContainerUrl and httpUrl (also given: ${sources[0]})`,
+      );
     if (sources[0] === 'httpUrl' && !present(rf.filePath)) throw errors.missing(`${where}.filePath`);
-    if (present(rf.blobPrefix) && sources[0] === 'httpUrl') throw errors.invalid(`${where}.blobPrefix`, rf.blobPrefix, 'blobPrefix applies to container sources only');
-    if (typeof rf.filePath === 'string' && escapes(rf.filePath)) throw errors.invalid(`${where}.filePath`, rf.filePath, 'the path cannot break out of the task working directory');
-    if (typeof rf.fileMode === 'string' && !/^[0-7]{3,4}$/.test(rf.fileMode)) throw errors.invalid(`${where}.fileMode`, rf.fileMode, 'an octal mode such as 0755');
+    if (present(rf.blobPrefix) && sources[0] === 'httpUrl')
+      throw errors.invalid(`${where}.blobPrefix`, rf.blobPrefix, 'blobPrefix applies to container sources only');
+    if (typeof rf.filePath === 'string' && escapes(rf.filePath))
+      throw errors.invalid(`${where}.filePath`, rf.filePath, 'the path cannot break out of the task working directory');
+    if (typeof rf.fileMode === 'string' && !/^[0-7]{3,4}$/.test(rf.fileMode))
+      throw errors.invalid(`${where}.fileMode`, rf.fileMode, 'an octal mode such as 0755');
   });
 }
 
@@ -94,10 +105,12 @@ export function checkNodeTask(t: unknown, path: string, userAccounts?: unknown):
 export function checkUserIdentity(ui: unknown, path: string, userAccounts?: unknown): void {
   if (!ui || typeof ui !== 'object') return;
   const u = ui as Json;
-  if (present(u.username) && present(u.autoUser)) throw errors.invalid(`${path}.autoUser`, '(object)', 'username and autoUser are mutually exclusive; give one but not both');
+  if (present(u.username) && present(u.autoUser))
+    throw errors.invalid(`${path}.autoUser`, '(object)', 'username and autoUser are mutually exclusive; give one but not both');
   if (typeof u.username === 'string' && userAccounts !== undefined) {
     const names = Array.isArray(userAccounts) ? (userAccounts as Json[]).map((a) => a?.name) : [];
-    if (!names.includes(u.username)) throw errors.invalid(`${path}.username`, u.username, "the pool has no user account of this name (see the pool's userAccounts)");
+    if (!names.includes(u.username))
+      throw errors.invalid(`${path}.username`, u.username, "the pool has no user account of this name (see the pool's userAccounts)");
   }
 }
 
@@ -110,7 +123,8 @@ export function checkRetryCount(v: unknown, path: string): void {
 const NODE_TASK_ID = /^[A-Za-z0-9_-]{1,64}$/;
 export function checkNodeTaskId(t: unknown, path: string): void {
   const id = (t as Json | undefined)?.id;
-  if (typeof id === 'string' && !NODE_TASK_ID.test(id)) throw errors.invalid(`${path}.id`, id, 'letters, digits, hyphens and underscores only, at most 64 characters');
+  if (typeof id === 'string' && !NODE_TASK_ID.test(id))
+    throw errors.invalid(`${path}.id`, id, 'letters, digits, hyphens and underscores only, at most 64 characters');
 }
 
 /** taskSlotsPerNode: "The maximum value is the smaller of 4 times the number of cores of the vmSize of the pool or 256." */
@@ -138,7 +152,11 @@ export function noApplications(property: string): BatchHttpError {
  */
 export function checkPoolAdd(b: Json): void {
   if (present(b.cloudServiceConfiguration)) {
-    throw errors.invalid('cloudServiceConfiguration', b.cloudServiceConfiguration, 'Cloud Services Configuration pools were retired on 29 February 2024; use virtualMachineConfiguration');
+    throw errors.invalid(
+      'cloudServiceConfiguration',
+      b.cloudServiceConfiguration,
+      'Cloud Services Configuration pools were retired on 29 February 2024; use virtualMachineConfiguration',
+    );
   }
   if (!present(b.virtualMachineConfiguration)) throw errors.missing('virtualMachineConfiguration');
   checkDisplayName(b);
@@ -150,7 +168,11 @@ export function checkPoolAdd(b: Json): void {
   const vmc = b.virtualMachineConfiguration as Json;
   const containers = (vmc.containerConfiguration ?? {}) as Json;
   const unemulated: [boolean, string, string][] = [
-    [present(containers.containerImageNames), 'virtualMachineConfiguration.containerConfiguration.containerImageNames', 'container image prefetch (pull the images in a start task or a node task)'],
+    [
+      present(containers.containerImageNames),
+      'virtualMachineConfiguration.containerConfiguration.containerImageNames',
+      'container image prefetch (pull the images in a start task or a node task)',
+    ],
     [present(vmc.dataDisks), 'virtualMachineConfiguration.dataDisks', 'data disks'],
     [present(vmc.extensions), 'virtualMachineConfiguration.extensions', 'VM extensions'],
     [present(b.certificateReferences), 'certificateReferences', 'certificates'],
@@ -182,13 +204,20 @@ export function checkMountConfiguration(list: unknown): void {
     if (rel === '' || rel.startsWith('/') || rel.split(/[\\/]/).some((p) => p === '..')) {
       throw errors.invalid(`${where}.${kinds[0]}.relativeMountPath`, rel, 'a relative path below the mounts directory');
     }
-    if (paths.has(rel)) throw errors.invalid(`${where}.${kinds[0]}.relativeMountPath`, rel, `mountConfiguration[${paths.get(rel)}] already mounts at this path`);
+    if (paths.has(rel))
+      throw errors.invalid(`${where}.${kinds[0]}.relativeMountPath`, rel, `mountConfiguration[${paths.get(rel)}] already mounts at this path`);
     paths.set(rel, i);
     if (kinds[0] === 'azureBlobFileSystemConfiguration') {
       const auth = ['accountKey', 'sasKey', 'identityReference'].filter((k) => present(c[k]));
       if (auth.length === 0) throw errors.missing(`${where}.${kinds[0]}.sasKey`);
-      if (auth.length > 1) throw errors.invalid(`${where}.${kinds[0]}.${auth[1]}`, '(secret)', `give exactly one of accountKey, sasKey and identityReference (also given: ${auth[0]})`);
-      if (auth[0] === 'identityReference') throw notEmulated(`${where}.${kinds[0]}.identityReference`, 'blobfuse mounts with a managed identity (give a sasKey)');
+      if (auth.length > 1)
+        throw errors.invalid(
+          `${where}.${kinds[0]}.${auth[1]}`,
+          '(secret)',
+          `give exactly one of accountKey, sasKey and identityReference (also given: ${auth[0]})`,
+        );
+      if (auth[0] === 'identityReference')
+        throw notEmulated(`${where}.${kinds[0]}.identityReference`, 'blobfuse mounts with a managed identity (give a sasKey)');
     }
   });
 }
@@ -208,11 +237,13 @@ export function checkAutoScale(b: Json): void {
     for (const target of ['targetDedicatedNodes', 'targetLowPriorityNodes']) {
       if (b[target] !== undefined && b[target] !== null) throw invalid(target, 'must not be given when enableAutoScale is true');
     }
-    if (typeof b.autoScaleFormula !== 'string' || b.autoScaleFormula.trim() === '') throw invalid('autoScaleFormula', 'is required when enableAutoScale is true');
+    if (typeof b.autoScaleFormula !== 'string' || b.autoScaleFormula.trim() === '')
+      throw invalid('autoScaleFormula', 'is required when enableAutoScale is true');
     const interval = b.autoScaleEvaluationInterval;
     if (typeof interval === 'string') {
       const ms = parseDurationMs(interval);
-      if (ms === undefined || ms < 5 * MINUTE || ms > 168 * 60 * MINUTE) throw errors.invalid('autoScaleEvaluationInterval', interval, 'must be from 5 minutes to 168 hours');
+      if (ms === undefined || ms < 5 * MINUTE || ms > 168 * 60 * MINUTE)
+        throw errors.invalid('autoScaleEvaluationInterval', interval, 'must be from 5 minutes to 168 hours');
     }
     throw notEmulated('enableAutoScale', 'autoscale formulas (give the pool fixed targets)');
   }
@@ -226,7 +257,8 @@ export function checkAutoScale(b: Json): void {
 export function checkJobAdd(b: Json): void {
   checkDisplayName(b);
   checkMetadata(b.metadata);
-  if (present((b.poolInfo as Json | undefined)?.autoPoolSpecification)) throw notEmulated('poolInfo.autoPoolSpecification', 'auto pools (create the pool and give poolInfo.poolId)');
+  if (present((b.poolInfo as Json | undefined)?.autoPoolSpecification))
+    throw notEmulated('poolInfo.autoPoolSpecification', 'auto pools (create the pool and give poolInfo.poolId)');
   if (present(b.jobManagerTask)) throw notEmulated('jobManagerTask', 'job manager tasks');
   checkNodeTaskId(b.jobPreparationTask, 'jobPreparationTask');
   checkNodeTaskId(b.jobReleaseTask, 'jobReleaseTask');
@@ -238,8 +270,12 @@ export function checkJobAdd(b: Json): void {
 export function exitOptionsOf(exitConditions: unknown): { path: string; options: Json }[] {
   const ec = (exitConditions ?? {}) as Json;
   const out: { path: string; options: Json }[] = [];
-  ((ec.exitCodes as Json[] | undefined) ?? []).forEach((m, i) => out.push({ path: `exitConditions.exitCodes[${i}].exitOptions`, options: (m.exitOptions ?? {}) as Json }));
-  ((ec.exitCodeRanges as Json[] | undefined) ?? []).forEach((m, i) => out.push({ path: `exitConditions.exitCodeRanges[${i}].exitOptions`, options: (m.exitOptions ?? {}) as Json }));
+  ((ec.exitCodes as Json[] | undefined) ?? []).forEach((m, i) =>
+    out.push({ path: `exitConditions.exitCodes[${i}].exitOptions`, options: (m.exitOptions ?? {}) as Json }),
+  );
+  ((ec.exitCodeRanges as Json[] | undefined) ?? []).forEach((m, i) =>
+    out.push({ path: `exitConditions.exitCodeRanges[${i}].exitOptions`, options: (m.exitOptions ?? {}) as Json }),
+  );
   for (const k of ['preProcessingError', 'fileUploadError', 'default']) if (ec[k]) out.push({ path: `exitConditions.${k}`, options: ec[k] as Json });
   return out;
 }
@@ -261,22 +297,35 @@ export function checkTaskAdd(b: Json, job: { onTaskFailure: string; usesTaskDepe
   ((b.outputFiles as Json[] | undefined) ?? []).forEach((of, i) => checkOutputFile(of, `${path}outputFiles[${i}]`));
   for (const { path: where, options } of exitOptionsOf(b.exitConditions)) {
     if (options.jobAction !== undefined && job.onTaskFailure !== 'performexitoptionsjobaction') {
-      throw errors.invalid(`${path}${where}.jobAction`, options.jobAction, "the job's onTaskFailure is noaction; a jobAction needs performExitOptionsJobAction");
+      throw errors.invalid(
+        `${path}${where}.jobAction`,
+        options.jobAction,
+        "the job's onTaskFailure is noaction; a jobAction needs performExitOptionsJobAction",
+      );
     }
   }
   if (present(b.dependsOn)) {
     if (!job.usesTaskDependencies) {
-      throw new BatchHttpError(400, 'TaskDependenciesNotSpecifiedOnJob', 'A task was specified as depending on other tasks, but the job did not specify that it would use task dependencies.', [
-        { key: 'PropertyName', value: `${path}dependsOn` },
-      ]);
+      throw new BatchHttpError(
+        400,
+        'TaskDependenciesNotSpecifiedOnJob',
+        'A task was specified as depending on other tasks, but the job did not specify that it would use task dependencies.',
+        [{ key: 'PropertyName', value: `${path}dependsOn` }],
+      );
     }
     // TaskIdRange: "The start and end of the range are inclusive"; a range whose start is after its end names no task.
     (((b.dependsOn as Json).taskIdRanges as Json[] | undefined) ?? []).forEach((r, i) => {
-      if (typeof r.start === 'number' && typeof r.end === 'number' && r.start > r.end) throw errors.invalid(`${path}dependsOn.taskIdRanges[${i}].end`, r.end, `must not be less than start (${r.start})`);
+      if (typeof r.start === 'number' && typeof r.end === 'number' && r.start > r.end)
+        throw errors.invalid(`${path}dependsOn.taskIdRanges[${i}].end`, r.end, `must not be less than start (${r.start})`);
     });
     const ids = ((b.dependsOn as Json).taskIds as string[] | undefined) ?? [];
     if (ids.join('').length > 64_000) {
-      throw new BatchHttpError(400, 'TaskDependencyListTooLong', 'The list of task dependencies is too long: the task ids may total at most 64000 characters.', [{ key: 'PropertyName', value: `${path}dependsOn.taskIds` }]);
+      throw new BatchHttpError(
+        400,
+        'TaskDependencyListTooLong',
+        'The list of task dependencies is too long: the task ids may total at most 64000 characters.',
+        [{ key: 'PropertyName', value: `${path}dependsOn.taskIds` }],
+      );
     }
   }
   if (present(b.applicationPackageReferences)) throw noApplications(`${path}applicationPackageReferences`);
@@ -287,11 +336,15 @@ function checkOutputFile(of: Json, path: string): void {
   const container = ((of.destination ?? {}) as Json).container as Json | undefined;
   if (!container) throw errors.missing(`${path}.destination.container`);
   const url = String(container.containerUrl);
-  if (!/^https?:\/\//i.test(url) || !URL.canParse(url)) throw errors.invalid(`${path}.destination.container.containerUrl`, '(url)', 'must be an http(s) URL of a blob container');
+  if (!/^https?:\/\//i.test(url) || !URL.canParse(url))
+    throw errors.invalid(`${path}.destination.container.containerUrl`, '(url)', 'must be an http(s) URL of a blob container');
   ((container.uploadHeaders as Json[] | undefined) ?? []).forEach((h, i) => {
     const name = String(h.name).toLowerCase();
     if (!UPLOAD_HEADERS.includes(name) && !name.startsWith('x-ms-meta-')) {
-      throw notEmulated(`${path}.destination.container.uploadHeaders[${i}].name`, `the upload header ${String(h.name)} (the emulator applies ${UPLOAD_HEADERS.join(', ')} and x-ms-meta-*)`);
+      throw notEmulated(
+        `${path}.destination.container.uploadHeaders[${i}].name`,
+        `the upload header ${String(h.name)} (the emulator applies ${UPLOAD_HEADERS.join(', ')} and x-ms-meta-*)`,
+      );
     }
   });
 }

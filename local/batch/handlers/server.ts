@@ -51,7 +51,10 @@ function decode(s: string): string | null {
 /** Decoded path segments; a broken %-escape is Batch's RequestUrlFailedToParse, not an emulator crash. */
 function pathSegments(rawPath: string): string[] {
   try {
-    return rawPath.split('/').filter(Boolean).map((s) => decodeURIComponent(s));
+    return rawPath
+      .split('/')
+      .filter(Boolean)
+      .map((s) => decodeURIComponent(s));
   } catch {
     throw new BatchHttpError(400, 'RequestUrlFailedToParse', 'The url in the request could not be parsed.');
   }
@@ -97,26 +100,45 @@ async function authenticate(cfg: ServerConfig, req: Parameters<typeof verifyShar
       // An authenticated principal without a data role that allows the operation: 403, as Batch answers an
       // Entra caller whose role assignments on the account do not grant the action.
       throw new BatchHttpError(403, 'AuthorizationFailure', 'This request is not authorized to perform this operation.', [
-        { key: 'AuthorizationErrorDetail', value: `The principal '${result.oid ?? '(no oid)'}' holds no Batch data role on this account that allows ${String(req.method ?? 'GET').toUpperCase()} requests (Azure Batch Data Contributor for changes, a reader role for reads).` },
+        {
+          key: 'AuthorizationErrorDetail',
+          value: `The principal '${result.oid ?? '(no oid)'}' holds no Batch data role on this account that allows ${String(req.method ?? 'GET').toUpperCase()} requests (Azure Batch Data Contributor for changes, a reader role for reads).`,
+        },
       ]);
     }
-    throw new BatchHttpError(401, 'AuthenticationFailed', 'Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly.', [
-      { key: 'AuthenticationErrorDetail', value: result.reason },
-    ]);
+    throw new BatchHttpError(
+      401,
+      'AuthenticationFailed',
+      'Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly.',
+      [{ key: 'AuthenticationErrorDetail', value: result.reason }],
+    );
   }
   if (/^SharedKey\s/i.test(header) && cfg.auth?.sharedKey === false) {
-    throw new BatchHttpError(403, 'AuthenticationFailed', 'Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature.', [
-      { key: 'AuthenticationErrorDetail', value: 'The specified type of authentication SharedKey is not allowed for this account.' },
-    ]);
+    throw new BatchHttpError(
+      403,
+      'AuthenticationFailed',
+      'Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature.',
+      [{ key: 'AuthenticationErrorDetail', value: 'The specified type of authentication SharedKey is not allowed for this account.' }],
+    );
   }
   const auth = verifySharedKey(req, cfg.accountName, cfg.accountKey);
   if (auth.ok) return;
   const detail = [{ key: 'AuthenticationErrorDetail', value: auth.reason }];
   if (auth.kind === 'malformed') {
-    throw new BatchHttpError(400, 'InvalidAuthenticationInfo', 'The authentication information was not provided in the correct format. Verify the value of Authorization header.', detail);
+    throw new BatchHttpError(
+      400,
+      'InvalidAuthenticationInfo',
+      'The authentication information was not provided in the correct format. Verify the value of Authorization header.',
+      detail,
+    );
   }
   if (auth.kind === 'unsupported') throw new BatchHttpError(501, 'NotImplemented', auth.reason, detail);
-  throw new BatchHttpError(403, 'AuthenticationFailed', 'Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature.', detail);
+  throw new BatchHttpError(
+    403,
+    'AuthenticationFailed',
+    'Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature.',
+    detail,
+  );
 }
 
 async function handle(cfg: ServerConfig, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -139,7 +161,8 @@ async function handle(cfg: ServerConfig, req: IncomingMessage, res: ServerRespon
         'Retry-After': String(throttle.retryAfterSeconds),
       });
     }
-    if (throttle?.status === 503) throw new BatchHttpError(503, 'ServerBusy', 'The server is currently unable to receive requests (injected fault). Please retry your request.');
+    if (throttle?.status === 503)
+      throw new BatchHttpError(503, 'ServerBusy', 'The server is currently unable to receive requests (injected fault). Please retry your request.');
     checkApiVersion(query);
     if (rawBody.length) {
       try {
@@ -160,11 +183,23 @@ async function handle(cfg: ServerConfig, req: IncomingMessage, res: ServerRespon
     if (!op) throw new Error(`emulator route ${method} ${rawPath} matches no operation of the spec`);
     checkQuery(op, query);
     checkBody(op, requestBody);
-    const ctx: RequestContext = { method, segments, query, headers, body: requestBody, bodyBytes: Buffer.byteLength(rawBody), baseUrl, operationId: op.operationId };
+    const ctx: RequestContext = {
+      method,
+      segments,
+      query,
+      headers,
+      body: requestBody,
+      bodyBytes: Buffer.byteLength(rawBody),
+      baseUrl,
+      operationId: op.operationId,
+    };
     result = await m.handler(ctx, m.params, cfg.services);
   } catch (e) {
     if (!(e instanceof BatchHttpError)) throw e;
-    result = e.status === 304 ? { status: 304 } : { status: e.status, body: method === 'HEAD' ? undefined : batchErrorBody(baseUrl, e, requestId), headers: e.headers };
+    result =
+      e.status === 304
+        ? { status: 304 }
+        : { status: e.status, body: method === 'HEAD' ? undefined : batchErrorBody(baseUrl, e, requestId), headers: e.headers };
   }
   const outHeaders: Record<string, string> = { 'request-id': requestId, DataServiceVersion: '3.0', ...(result.headers ?? {}) };
   if (headers['client-request-id']) outHeaders['client-request-id'] = headers['client-request-id'];

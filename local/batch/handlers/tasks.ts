@@ -41,7 +41,10 @@ function taskRecordFrom(s: Services, job: JobRecord, b: Json, path = ''): TaskRe
     optionalInt(mi, 'numberOfInstances', 1, 100, `${path}multiInstanceSettings.numberOfInstances`);
     if (requiredSlots !== 1) throw errors.invalid(`${path}requiredSlots`, requiredSlots, 'multi-instance tasks must have requiredSlots 1');
   }
-  for (const [key, code] of [['jobPreparationTask', 'TaskIdSameAsJobPreparationTask'], ['jobReleaseTask', 'TaskIdSameAsJobReleaseTask']] as const) {
+  for (const [key, code] of [
+    ['jobPreparationTask', 'TaskIdSameAsJobPreparationTask'],
+    ['jobReleaseTask', 'TaskIdSameAsJobReleaseTask'],
+  ] as const) {
     const special = job.spec[key] as Json | undefined;
     if (special && typeof special.id === 'string' && special.id.toLowerCase() === id.toLowerCase()) {
       throw errors.conflict(code, `The task id ${id} is the id of the job's ${key}.`);
@@ -49,7 +52,15 @@ function taskRecordFrom(s: Services, job: JobRecord, b: Json, path = ''): TaskRe
   }
   // A username must be one of the job's pool's userAccounts (known when the pool exists).
   const pool = s.engine.pools.get(job.poolId.toLowerCase());
-  checkTaskAdd(b, { onTaskFailure: job.onTaskFailure, usesTaskDependencies: job.spec.usesTaskDependencies === true, userAccounts: pool ? (pool.spec.userAccounts ?? []) : undefined }, path);
+  checkTaskAdd(
+    b,
+    {
+      onTaskFailure: job.onTaskFailure,
+      usesTaskDependencies: job.spec.usesTaskDependencies === true,
+      userAccounts: pool ? (pool.spec.userAccounts ?? []) : undefined,
+    },
+    path,
+  );
   const containerSettings = b.containerSettings as Json | undefined;
   if (containerSettings && !containerSettings.imageName) throw errors.missing(`${path}containerSettings.imageName`);
   const now = new Date();
@@ -119,7 +130,13 @@ const addTaskCollection: Handler = (ctx, p, s) => {
       const task = taskRecordFrom(s, job, tb ?? {}, `value[${i}].`);
       if (job.tasks.has(task.id.toLowerCase())) throw errors.exists('TaskExists', 'task');
       job.tasks.set(task.id.toLowerCase(), task);
-      return { status: 'success', taskId: task.id, eTag: task.eTag, lastModified: iso(task.lastModified), location: `${ctx.baseUrl}/jobs/${job.id}/tasks/${task.id}` };
+      return {
+        status: 'success',
+        taskId: task.id,
+        eTag: task.eTag,
+        lastModified: iso(task.lastModified),
+        location: `${ctx.baseUrl}/jobs/${job.id}/tasks/${task.id}`,
+      };
     } catch (e) {
       if (!(e instanceof BatchHttpError)) throw e;
       const err = batchErrorBody(ctx.baseUrl, e);
@@ -176,8 +193,16 @@ const reactivateTask: Handler = (ctx, p, s) => {
   const { job, task } = taskOr404(s, p.jobId, p.taskId);
   checkConditions(ctx, task);
   refuseUnlessJobAcceptsTasks(job);
-  if (task.state !== 'completed') throw errors.conflict('TaskNotCompleted', 'The specified task is not in a completed state, and the requested operation can be performed only on completed tasks.');
-  if (task.executionInfo?.result !== 'failure') throw errors.conflict('TaskSucceeded', 'The specified task has already completed successfully, and the requested operation cannot be performed on successful tasks.');
+  if (task.state !== 'completed')
+    throw errors.conflict(
+      'TaskNotCompleted',
+      'The specified task is not in a completed state, and the requested operation can be performed only on completed tasks.',
+    );
+  if (task.executionInfo?.result !== 'failure')
+    throw errors.conflict(
+      'TaskSucceeded',
+      'The specified task has already completed successfully, and the requested operation cannot be performed on successful tasks.',
+    );
   task.executionInfo = { retryCount: 0, requeueCount: task.executionInfo.requeueCount };
   delete task.nodeInfo;
   task.subtasks = [];
@@ -202,7 +227,9 @@ const deleteTask: Handler = (ctx, p, s) => {
 const listSubtasks: Handler = (ctx, p, s) => {
   const { task } = taskOr404(s, p.jobId, p.taskId);
   // The primary (instance 0) is the task itself; subtasks are instances 1..N-1.
-  const value = task.subtasks.filter((st) => st.id !== 0).map((st) => applySelect(subtaskView(st, ctx.baseUrl, s.engine.findNode(st.poolId, st.nodeId)), ctx.query['$select']));
+  const value = task.subtasks
+    .filter((st) => st.id !== 0)
+    .map((st) => applySelect(subtaskView(st, ctx.baseUrl, s.engine.findNode(st.poolId, st.nodeId)), ctx.query['$select']));
   return { status: 200, body: { value } };
 };
 

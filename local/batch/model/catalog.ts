@@ -57,87 +57,188 @@ const ratio = (pattern: (n: number) => string, counts: number[], gibPerVcpu: num
 const SERIES: Series[] = [
   // --- HPC (InfiniBand) ---
   {
-    family: 'standardHBv3Family', rdma: true, generations: 'V1,V2', source: 'learn.microsoft.com/azure/virtual-machines/sizes/high-performance-compute/hbv3-series',
-    sizes: [cpu('Standard_HB120rs_v3', 120, 448), cut('Standard_HB120-96rs_v3', 120, 96, 448), cut('Standard_HB120-64rs_v3', 120, 64, 448), cut('Standard_HB120-32rs_v3', 120, 32, 448), cut('Standard_HB120-16rs_v3', 120, 16, 448)],
+    family: 'standardHBv3Family',
+    rdma: true,
+    generations: 'V1,V2',
+    source: 'learn.microsoft.com/azure/virtual-machines/sizes/high-performance-compute/hbv3-series',
+    sizes: [
+      cpu('Standard_HB120rs_v3', 120, 448),
+      cut('Standard_HB120-96rs_v3', 120, 96, 448),
+      cut('Standard_HB120-64rs_v3', 120, 64, 448),
+      cut('Standard_HB120-32rs_v3', 120, 32, 448),
+      cut('Standard_HB120-16rs_v3', 120, 16, 448),
+    ],
   },
   {
-    family: 'standardHBv4Family', rdma: true, generations: 'V2', source: 'learn.microsoft.com/azure/virtual-machines/sizes/high-performance-compute/hbv4-series',
-    sizes: [cpu('Standard_HB176rs_v4', 176, 768), cut('Standard_HB176-144rs_v4', 176, 144, 768), cut('Standard_HB176-96rs_v4', 176, 96, 768), cut('Standard_HB176-48rs_v4', 176, 48, 768), cut('Standard_HB176-24rs_v4', 176, 24, 768)],
+    family: 'standardHBv4Family',
+    rdma: true,
+    generations: 'V2',
+    source: 'learn.microsoft.com/azure/virtual-machines/sizes/high-performance-compute/hbv4-series',
+    sizes: [
+      cpu('Standard_HB176rs_v4', 176, 768),
+      cut('Standard_HB176-144rs_v4', 176, 144, 768),
+      cut('Standard_HB176-96rs_v4', 176, 96, 768),
+      cut('Standard_HB176-48rs_v4', 176, 48, 768),
+      cut('Standard_HB176-24rs_v4', 176, 24, 768),
+    ],
   },
   {
     // HBv5 (HBM3 memory): documented since 2025; the memory is what the Compute SKU table reports.
-    family: 'standardHBv5Family', rdma: true, generations: 'V2', source: 'learn.microsoft.com/azure/virtual-machines/sizes/high-performance-compute/hbv5-series; aspire AksNodeVmSizes.cs',
-    sizes: [cpu('Standard_HB368rs_v5', 368, 448), cut('Standard_HB368-336rs_v5', 368, 336, 448), cut('Standard_HB368-288rs_v5', 368, 288, 448), cut('Standard_HB368-240rs_v5', 368, 240, 448), cut('Standard_HB368-192rs_v5', 368, 192, 448), cut('Standard_HB368-144rs_v5', 368, 144, 448), cut('Standard_HB368-96rs_v5', 368, 96, 448), cut('Standard_HB368-48rs_v5', 368, 48, 448)],
+    family: 'standardHBv5Family',
+    rdma: true,
+    generations: 'V2',
+    source: 'learn.microsoft.com/azure/virtual-machines/sizes/high-performance-compute/hbv5-series; aspire AksNodeVmSizes.cs',
+    sizes: [
+      cpu('Standard_HB368rs_v5', 368, 448),
+      cut('Standard_HB368-336rs_v5', 368, 336, 448),
+      cut('Standard_HB368-288rs_v5', 368, 288, 448),
+      cut('Standard_HB368-240rs_v5', 368, 240, 448),
+      cut('Standard_HB368-192rs_v5', 368, 192, 448),
+      cut('Standard_HB368-144rs_v5', 368, 144, 448),
+      cut('Standard_HB368-96rs_v5', 368, 96, 448),
+      cut('Standard_HB368-48rs_v5', 368, 48, 448),
+    ],
   },
   {
-    family: 'standardHCSFamily', rdma: true, generations: 'V1,V2', source: 'learn.microsoft.com/azure/virtual-machines/sizes/high-performance-compute/hc-series',
+    family: 'standardHCSFamily',
+    rdma: true,
+    generations: 'V1,V2',
+    source: 'learn.microsoft.com/azure/virtual-machines/sizes/high-performance-compute/hc-series',
     sizes: [cpu('Standard_HC44rs', 44, 352), cut('Standard_HC44-32rs', 44, 32, 352), cut('Standard_HC44-16rs', 44, 16, 352)],
   },
   {
-    family: 'standardHXFamily', rdma: true, generations: 'V2', source: 'learn.microsoft.com/azure/virtual-machines/sizes/high-performance-compute/hx-series',
-    sizes: [cpu('Standard_HX176rs', 176, 1408), cut('Standard_HX176-144rs', 176, 144, 1408), cut('Standard_HX176-96rs', 176, 96, 1408), cut('Standard_HX176-48rs', 176, 48, 1408), cut('Standard_HX176-24rs', 176, 24, 1408)],
+    family: 'standardHXFamily',
+    rdma: true,
+    generations: 'V2',
+    source: 'learn.microsoft.com/azure/virtual-machines/sizes/high-performance-compute/hx-series',
+    sizes: [
+      cpu('Standard_HX176rs', 176, 1408),
+      cut('Standard_HX176-144rs', 176, 144, 1408),
+      cut('Standard_HX176-96rs', 176, 96, 1408),
+      cut('Standard_HX176-48rs', 176, 48, 1408),
+      cut('Standard_HX176-24rs', 176, 24, 1408),
+    ],
   },
   // --- GPU ---
   {
-    family: 'Standard NDASv4_A100 Family', rdma: true, generations: 'V2', source: 'learn.microsoft.com/azure/virtual-machines/sizes/gpu-accelerated/nda100v4-series (8 × A100 40 GB, 8 × 200 Gb/s HDR InfiniBand)',
+    family: 'Standard NDASv4_A100 Family',
+    rdma: true,
+    generations: 'V2',
+    source: 'learn.microsoft.com/azure/virtual-machines/sizes/gpu-accelerated/nda100v4-series (8 × A100 40 GB, 8 × 200 Gb/s HDR InfiniBand)',
     sizes: [['Standard_ND96asr_v4', 96, 96, 900, 8]],
   },
   {
-    family: 'standardNDSH100v5Family', rdma: true, generations: 'V2', source: 'learn.microsoft.com/azure/virtual-machines/sizes/gpu-accelerated/ndh100v5-series (8 × H100 80 GB, 8 × 400 Gb/s NDR InfiniBand)',
+    family: 'standardNDSH100v5Family',
+    rdma: true,
+    generations: 'V2',
+    source: 'learn.microsoft.com/azure/virtual-machines/sizes/gpu-accelerated/ndh100v5-series (8 × H100 80 GB, 8 × 400 Gb/s NDR InfiniBand)',
     sizes: [['Standard_ND96isr_H100_v5', 96, 96, 1900, 8]],
   },
   {
-    family: 'StandardNCADSA100v4Family', rdma: false, generations: 'V2', source: 'learn.microsoft.com/azure/virtual-machines/sizes/gpu-accelerated/nca100v4-series',
-    sizes: [['Standard_NC24ads_A100_v4', 24, 24, 220, 1], ['Standard_NC48ads_A100_v4', 48, 48, 440, 2], ['Standard_NC96ads_A100_v4', 96, 96, 880, 4]],
+    family: 'StandardNCADSA100v4Family',
+    rdma: false,
+    generations: 'V2',
+    source: 'learn.microsoft.com/azure/virtual-machines/sizes/gpu-accelerated/nca100v4-series',
+    sizes: [
+      ['Standard_NC24ads_A100_v4', 24, 24, 220, 1],
+      ['Standard_NC48ads_A100_v4', 48, 48, 440, 2],
+      ['Standard_NC96ads_A100_v4', 96, 96, 880, 4],
+    ],
   },
   // --- General purpose, memory and compute optimised ---
   {
-    family: 'standardDSv5Family', rdma: false, generations: 'V1,V2', source: 'learn.microsoft.com/azure/virtual-machines/sizes/general-purpose/dsv5-series (4 GiB per vCPU)',
+    family: 'standardDSv5Family',
+    rdma: false,
+    generations: 'V1,V2',
+    source: 'learn.microsoft.com/azure/virtual-machines/sizes/general-purpose/dsv5-series (4 GiB per vCPU)',
     sizes: ratio((n) => `Standard_D${n}s_v5`, [2, 4, 8, 16, 32, 48, 64, 96], 4),
   },
   {
-    family: 'standardDv5Family', rdma: false, generations: 'V1,V2', source: 'learn.microsoft.com/azure/virtual-machines/sizes/general-purpose/dv5-series (4 GiB per vCPU)',
+    family: 'standardDv5Family',
+    rdma: false,
+    generations: 'V1,V2',
+    source: 'learn.microsoft.com/azure/virtual-machines/sizes/general-purpose/dv5-series (4 GiB per vCPU)',
     sizes: ratio((n) => `Standard_D${n}_v5`, [2, 4, 8, 16, 32, 48, 64, 96], 4),
   },
   {
-    family: 'standardDASv5Family', rdma: false, generations: 'V1,V2', source: 'learn.microsoft.com/azure/virtual-machines/sizes/general-purpose/dasv5-series (4 GiB per vCPU)',
+    family: 'standardDASv5Family',
+    rdma: false,
+    generations: 'V1,V2',
+    source: 'learn.microsoft.com/azure/virtual-machines/sizes/general-purpose/dasv5-series (4 GiB per vCPU)',
     sizes: ratio((n) => `Standard_D${n}as_v5`, [2, 4, 8, 16, 32, 48, 64, 96], 4),
   },
   {
     // Still offered (not retired); kept because published recipes and the project's tests use it.
-    family: 'standardDSv3Family', rdma: false, generations: 'V1,V2', source: 'learn.microsoft.com/azure/virtual-machines/sizes/general-purpose/dsv3-series (4 GiB per vCPU)',
+    family: 'standardDSv3Family',
+    rdma: false,
+    generations: 'V1,V2',
+    source: 'learn.microsoft.com/azure/virtual-machines/sizes/general-purpose/dsv3-series (4 GiB per vCPU)',
     sizes: ratio((n) => `Standard_D${n}s_v3`, [2, 4, 8, 16, 32, 48, 64], 4),
   },
   {
     // Previous generation, still offered (Microsoft's retirement notice dates the Dv2/DSv2 sizes' end to 2028; only
     // their reserved instances stopped selling, 2026-07-01): the Batch Shipyard recipes run on STANDARD_D1_V2/D2_V2.
-    family: 'standardDv2Family', rdma: false, generations: 'V1,V2', source: 'learn.microsoft.com/azure/virtual-machines/sizes/general-purpose/dv2-series (3.5 GiB per vCPU; retirement notice: learn.microsoft.com/azure/virtual-machines/retirement-notices)',
-    sizes: [cpu('Standard_D1_v2', 1, 3.5), cpu('Standard_D2_v2', 2, 7), cpu('Standard_D3_v2', 4, 14), cpu('Standard_D4_v2', 8, 28), cpu('Standard_D5_v2', 16, 56)],
+    family: 'standardDv2Family',
+    rdma: false,
+    generations: 'V1,V2',
+    source:
+      'learn.microsoft.com/azure/virtual-machines/sizes/general-purpose/dv2-series (3.5 GiB per vCPU; retirement notice: learn.microsoft.com/azure/virtual-machines/retirement-notices)',
+    sizes: [
+      cpu('Standard_D1_v2', 1, 3.5),
+      cpu('Standard_D2_v2', 2, 7),
+      cpu('Standard_D3_v2', 4, 14),
+      cpu('Standard_D4_v2', 8, 28),
+      cpu('Standard_D5_v2', 16, 56),
+    ],
   },
   {
-    family: 'standardDv3Family', rdma: false, generations: 'V1,V2', source: 'learn.microsoft.com/azure/virtual-machines/sizes/general-purpose/dv3-series (4 GiB per vCPU)',
+    family: 'standardDv3Family',
+    rdma: false,
+    generations: 'V1,V2',
+    source: 'learn.microsoft.com/azure/virtual-machines/sizes/general-purpose/dv3-series (4 GiB per vCPU)',
     sizes: ratio((n) => `Standard_D${n}_v3`, [2, 4, 8, 16, 32, 48, 64], 4),
   },
   {
-    family: 'standardESv5Family', rdma: false, generations: 'V1,V2', source: 'learn.microsoft.com/azure/virtual-machines/sizes/memory-optimized/esv5-series (8 GiB per vCPU, 672 GiB at 96/104)',
+    family: 'standardESv5Family',
+    rdma: false,
+    generations: 'V1,V2',
+    source: 'learn.microsoft.com/azure/virtual-machines/sizes/memory-optimized/esv5-series (8 GiB per vCPU, 672 GiB at 96/104)',
     sizes: ratio((n) => `Standard_E${n}s_v5`, [2, 4, 8, 16, 20, 32, 48, 64, 96, 104], 8, 672),
   },
   {
-    family: 'standardEv5Family', rdma: false, generations: 'V1,V2', source: 'learn.microsoft.com/azure/virtual-machines/sizes/memory-optimized/ev5-series (8 GiB per vCPU, 672 GiB at 96/104)',
+    family: 'standardEv5Family',
+    rdma: false,
+    generations: 'V1,V2',
+    source: 'learn.microsoft.com/azure/virtual-machines/sizes/memory-optimized/ev5-series (8 GiB per vCPU, 672 GiB at 96/104)',
     sizes: ratio((n) => `Standard_E${n}_v5`, [2, 4, 8, 16, 20, 32, 48, 64, 96, 104], 8, 672),
   },
   {
-    family: 'standardEDSv5Family', rdma: false, generations: 'V1,V2', source: 'learn.microsoft.com/azure/virtual-machines/sizes/memory-optimized/edsv5-series (8 GiB per vCPU, 672 GiB at 96/104)',
+    family: 'standardEDSv5Family',
+    rdma: false,
+    generations: 'V1,V2',
+    source: 'learn.microsoft.com/azure/virtual-machines/sizes/memory-optimized/edsv5-series (8 GiB per vCPU, 672 GiB at 96/104)',
     sizes: ratio((n) => `Standard_E${n}ds_v5`, [2, 4, 8, 16, 20, 32, 48, 64, 96, 104], 8, 672),
   },
   {
-    family: 'standardFSv2Family', rdma: false, generations: 'V1,V2', source: 'learn.microsoft.com/azure/virtual-machines/sizes/compute-optimized/fsv2-series (2 GiB per vCPU)',
+    family: 'standardFSv2Family',
+    rdma: false,
+    generations: 'V1,V2',
+    source: 'learn.microsoft.com/azure/virtual-machines/sizes/compute-optimized/fsv2-series (2 GiB per vCPU)',
     sizes: ratio((n) => `Standard_F${n}s_v2`, [2, 4, 8, 16, 32, 48, 64, 72], 2),
   },
 ];
 
 export const CATALOG_SIZES: readonly CatalogSize[] = SERIES.flatMap((s) =>
-  s.sizes.map(([name, vCPUs, vCPUsAvailable, memoryGiB, gpus]) => ({ name, family: s.family, vCPUs, vCPUsAvailable, memoryGiB, gpus, rdma: s.rdma, generations: s.generations })),
+  s.sizes.map(([name, vCPUs, vCPUsAvailable, memoryGiB, gpus]) => ({
+    name,
+    family: s.family,
+    vCPUs,
+    vCPUsAvailable,
+    memoryGiB,
+    gpus,
+    rdma: s.rdma,
+    generations: s.generations,
+  })),
 );
 
 const BY_NAME = new Map(CATALOG_SIZES.map((s) => [s.name.toLowerCase(), s]));
@@ -195,8 +296,14 @@ export const CATALOG_IMAGES: readonly CatalogImage[] = [
   image('canonical:0001-com-ubuntu-server-jammy:22_04-lts-gen2', 'batch.node.ubuntu 22.04'),
   image('canonical:ubuntu-24_04-lts:server', 'batch.node.ubuntu 24.04'),
   image('canonical:0001-com-ubuntu-server-focal:20_04-lts', 'batch.node.ubuntu 20.04', { batchSupportEndOfLife: '2025-04-30T00:00:00Z' }),
-  image('microsoft-azure-batch:ubuntu-server-container:20-04-lts', 'batch.node.ubuntu 20.04', { capabilities: ['DockerCompatible', 'NvidiaTeslaDriverInstalled'], batchSupportEndOfLife: '2025-04-30T00:00:00Z' }),
-  image('microsoft-azure-batch:ubuntu-server-container-rdma:20-04-lts', 'batch.node.ubuntu 20.04', { capabilities: ['DockerCompatible', 'NvidiaTeslaDriverInstalled', 'SupportsRDMAOnlyInHpcSkus'], batchSupportEndOfLife: '2025-04-30T00:00:00Z' }),
+  image('microsoft-azure-batch:ubuntu-server-container:20-04-lts', 'batch.node.ubuntu 20.04', {
+    capabilities: ['DockerCompatible', 'NvidiaTeslaDriverInstalled'],
+    batchSupportEndOfLife: '2025-04-30T00:00:00Z',
+  }),
+  image('microsoft-azure-batch:ubuntu-server-container-rdma:20-04-lts', 'batch.node.ubuntu 20.04', {
+    capabilities: ['DockerCompatible', 'NvidiaTeslaDriverInstalled', 'SupportsRDMAOnlyInHpcSkus'],
+    batchSupportEndOfLife: '2025-04-30T00:00:00Z',
+  }),
   image('microsoftwindowsserver:windowsserver:2022-datacenter', 'batch.node.windows amd64', { osType: 'windows' }),
   image('microsoftwindowsserver:windowsserver:2019-datacenter', 'batch.node.windows amd64', { osType: 'windows' }),
 ];
@@ -208,7 +315,9 @@ const lc = (s: unknown) => (typeof s === 'string' ? s.trim().toLowerCase() : '')
 
 /** The supported images matching a marketplace reference (case-insensitive, as Batch matches them). */
 export function catalogImages(ref: { publisher?: unknown; offer?: unknown; sku?: unknown }): CatalogImage[] {
-  return CATALOG_IMAGES.filter((i) => lc(ref.publisher) === i.imageReference.publisher && lc(ref.offer) === i.imageReference.offer && lc(ref.sku) === i.imageReference.sku);
+  return CATALOG_IMAGES.filter(
+    (i) => lc(ref.publisher) === i.imageReference.publisher && lc(ref.offer) === i.imageReference.offer && lc(ref.sku) === i.imageReference.sku,
+  );
 }
 
 /** The account's quotas (Batch service allocation mode), as the management plane's account GET reports them. */

@@ -33,7 +33,7 @@ export function nodeHardware(vmSize: string, fault: NodeFault | undefined): Node
   const ports = th?.ib?.ports ?? [];
   const nominal = th?.ib?.rateGbps ?? 0;
   const down = !!fault?.ibPortDown;
-  const rate = down ? 10 : fault?.ibRateGbps ?? nominal;
+  const rate = down ? 10 : (fault?.ibRateGbps ?? nominal);
   return {
     ports,
     state: down ? 'Down' : 'Active',

@@ -156,7 +156,12 @@ export function matches(e: Expr, obj: Json): boolean {
 /** `$select=id,state`: keep only the named top-level properties. */
 export function applySelect(obj: Json, select: string | undefined): Json {
   if (!select) return obj;
-  const keep = new Set(select.split(',').map((s) => s.trim()).filter(Boolean));
+  const keep = new Set(
+    select
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
   const out: Json = {};
   for (const [k, v] of Object.entries(obj)) if (keep.has(k)) out[k] = v;
   return out;

@@ -30,7 +30,10 @@ export interface AccountQuota {
 }
 
 export const QUOTA_ERROR = { code: 'AccountCoreQuotaReached', message: 'The specified account has reached core quota' } as const;
-export const LOW_PRIORITY_QUOTA_ERROR = { code: 'AccountLowPriorityCoreQuotaReached', message: 'The specified account has reached low priority core quota' } as const;
+export const LOW_PRIORITY_QUOTA_ERROR = {
+  code: 'AccountLowPriorityCoreQuotaReached',
+  message: 'The specified account has reached low priority core quota',
+} as const;
 
 /** Whether a node is a dedicated one (records saved before low-priority nodes existed have no flag: dedicated). */
 export const isDedicatedNode = (n: { isDedicated?: boolean }): boolean => n.isDedicated !== false;

@@ -187,11 +187,7 @@ export function nodeUrl(baseUrl: string, poolId: string, nodeId: string): string
   return `${baseUrl}/pools/${encodeURIComponent(poolId)}/nodes/${nodeId}`;
 }
 
-function nodeInfoView(
-  baseUrl: string,
-  info: { poolId: string; nodeId: string; taskRootDirectory: string },
-  node: NodeRecord | undefined,
-): Json {
+function nodeInfoView(baseUrl: string, info: { poolId: string; nodeId: string; taskRootDirectory: string }, node: NodeRecord | undefined): Json {
   const url = nodeUrl(baseUrl, info.poolId, info.nodeId);
   return clean({
     affinityId: node ? affinityIdOf(node) : `TVM:${info.nodeId}`,

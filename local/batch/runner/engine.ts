@@ -207,11 +207,16 @@ export class Engine {
     const dedicated = live.filter(isDedicatedNode);
     const low = live.filter((n) => !isDedicatedNode(n));
     let shrinking = false;
-    for (const [nodes, want] of [[dedicated, target], [low, targetLow]] as const) {
+    for (const [nodes, want] of [
+      [dedicated, target],
+      [low, targetLow],
+    ] as const) {
       if (want >= nodes.length) continue;
       shrinking = true;
       // Shrink: preempted and idle nodes first, then the least busy.
-      const victims = [...nodes].sort((a, b) => Number(b.state === 'preempted') - Number(a.state === 'preempted') || a.running.size - b.running.size).slice(0, nodes.length - want);
+      const victims = [...nodes]
+        .sort((a, b) => Number(b.state === 'preempted') - Number(a.state === 'preempted') || a.running.size - b.running.size)
+        .slice(0, nodes.length - want);
       for (const n of victims) this.removeNode(pool, n, deallocation);
     }
     let wanted = Math.max(0, target - dedicated.length);
@@ -276,7 +281,11 @@ export class Engine {
     const network = { services: this.serviceHosts, subnet: poolSubnet(pool.spec) };
     const mounts = modelledMounts(this.cfg.dataDir, pool.spec.mountConfiguration, network);
     const failed = mounts.filter((m) => m.failure !== undefined);
-    mountOnNode(dirs.root, dirs.mounts, mounts.filter((m) => m.failure === undefined && !broken.has(m.relativeMountPath)));
+    mountOnNode(
+      dirs.root,
+      dirs.mounts,
+      mounts.filter((m) => m.failure === undefined && !broken.has(m.relativeMountPath)),
+    );
     return failed.length ? mountConfigurationError(failed) : undefined;
   }
 

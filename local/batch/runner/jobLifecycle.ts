@@ -34,7 +34,8 @@ export class JobLifecycle {
     const elapsed = Date.now() - job.creationTime.getTime();
     this.engine.cancel(job.wallClockTimer);
     job.wallClockTimer = this.engine.later(Math.max(0, ms - elapsed), () => {
-      if (job.state === 'active' || job.state === 'disabling' || job.state === 'disabled') this.terminate(job, 'MaxWallClockTimeExpiry').catch(backgroundFailure(`terminating job ${job.id}`));
+      if (job.state === 'active' || job.state === 'disabling' || job.state === 'disabled')
+        this.terminate(job, 'MaxWallClockTimeExpiry').catch(backgroundFailure(`terminating job ${job.id}`));
     });
   }
 
@@ -97,7 +98,8 @@ export class JobLifecycle {
     // Running tasks upload their output files as they end (Batch does on a job's termination); the job completes after.
     const ending: Promise<void>[] = [];
     for (const t of job.tasks.values()) {
-      if (t.state === 'running' || t.state === 'preparing') ending.push(this.executor.terminateWithUploads(job, t, 'Task was ended because its job was terminated'));
+      if (t.state === 'running' || t.state === 'preparing')
+        ending.push(this.executor.terminateWithUploads(job, t, 'Task was ended because its job was terminated'));
     }
     await Promise.all(ending);
     await this.executor.runReleases(job);

@@ -46,7 +46,11 @@ export interface MountableService {
  * service's exported directory, mounted only by a pool in the service's subnet: from anywhere else it fails (the
  * entry carries `failure`, and the node becomes unusable with a MountConfigurationError, as on Batch).
  */
-export function modelledMounts(dataDir: string, mountConfiguration: unknown, network: { services?: readonly MountableService[]; subnet?: string } = {}): ModelledMount[] {
+export function modelledMounts(
+  dataDir: string,
+  mountConfiguration: unknown,
+  network: { services?: readonly MountableService[]; subnet?: string } = {},
+): ModelledMount[] {
   if (!Array.isArray(mountConfiguration)) return [];
   const out: ModelledMount[] = [];
   for (const m of mountConfiguration as Json[]) {
@@ -75,12 +79,17 @@ function servedDirectory(source: string, network: { services?: readonly Mountabl
   const service = network.services?.find((s) => s.ip === host || s.names?.includes(host.toLowerCase()));
   if (!service) return undefined;
   if ((network.subnet ?? '').toLowerCase() !== service.subnet) {
-    return { failure: `mount.nfs: Connection timed out: ${host} is not reachable from this node (the pool is ${network.subnet ? 'in another subnet' : 'in no virtual network'})` };
+    return {
+      failure: `mount.nfs: Connection timed out: ${host} is not reachable from this node (the pool is ${network.subnet ? 'in another subnet' : 'in no virtual network'})`,
+    };
   }
   const at = path.join(service.root, path.posix.normalize(source.slice(source.indexOf(':') + 1)));
   try {
     // Only what the service exports (its NFS table: "*<TAB>path<TAB>options" lines).
-    const exported = readFileSync(path.join(service.root, 'volatile', 'emulator-nfs', 'exports'), 'utf8').split('\n').map((l) => l.split('\t')[1]).filter(Boolean);
+    const exported = readFileSync(path.join(service.root, 'volatile', 'emulator-nfs', 'exports'), 'utf8')
+      .split('\n')
+      .map((l) => l.split('\t')[1])
+      .filter(Boolean);
     if (!exported.some((e) => at === e || at.startsWith(`${e}/`))) return { failure: `mount.nfs: access denied by server while mounting ${source}` };
     return realpathSync(at);
   } catch {

@@ -25,7 +25,12 @@ export interface AgentHttpResult {
 
 /** One request; `token` (a storage token) adds the bearer and the service version; `trustedCertificates` the node's extra CAs. */
 export function agentRequest(
-  method: 'GET' | 'PUT', url: string, token: string | undefined, trustedCertificates: string[] | undefined, body?: Buffer, headers: Record<string, string> = {},
+  method: 'GET' | 'PUT',
+  url: string,
+  token: string | undefined,
+  trustedCertificates: string[] | undefined,
+  body?: Buffer,
+  headers: Record<string, string> = {},
 ): Promise<AgentHttpResult> {
   const u = new URL(url);
   const mod = u.protocol === 'https:' ? https : http;

@@ -18,7 +18,10 @@ export interface NodeAgent {
 }
 
 export async function nodeIdentityToken(imds: string | undefined, resourceId: string, resource: string): Promise<AccessToken> {
-  if (!imds) throw new Error(`identityReference ${resourceId}: the pool has no managed identity (create it through the management plane with identity.userAssignedIdentities)`);
+  if (!imds)
+    throw new Error(
+      `identityReference ${resourceId}: the pool has no managed identity (create it through the management plane with identity.userAssignedIdentities)`,
+    );
   const url = `${imds}/metadata/identity/oauth2/token?api-version=2018-02-01&resource=${encodeURIComponent(resource)}&msi_res_id=${encodeURIComponent(resourceId)}`;
   const res = await fetch(url, { headers: { Metadata: 'true' } });
   const body = (await res.json().catch(() => ({}))) as { access_token?: string; expires_on?: string; error_description?: string };

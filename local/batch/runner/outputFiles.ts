@@ -50,7 +50,13 @@ export async function uploadOutputFiles(run: OutputFilesRun): Promise<Json | und
     if (!conditionHolds(spec, run.exitCode)) continue;
     const pattern = expandVariables(String(spec.filePattern ?? ''), run.env);
     const container = ((spec.destination as Json).container ?? {}) as Json;
-    const matched = matchFiles(pattern, path.join(run.taskDir, 'wd'), run.nodeRoot, typeof container.path === 'string' ? container.path : undefined, run.mounted);
+    const matched = matchFiles(
+      pattern,
+      path.join(run.taskDir, 'wd'),
+      run.nodeRoot,
+      typeof container.path === 'string' ? container.path : undefined,
+      run.mounted,
+    );
     if (matched.outside) appendFileSync(err, `${pattern}: outside the node's file system (${run.nodeRoot}); nothing uploaded\n`);
     appendFileSync(out, `${pattern}: ${matched.uploads.length} file(s)\n`);
     const identity = (container.identityReference as Json | undefined)?.resourceId;
@@ -58,7 +64,10 @@ export async function uploadOutputFiles(run: OutputFilesRun): Promise<Json | und
     if (typeof identity === 'string') {
       // identityReference: each file is one Put Blob with that pool identity's token (the URL carries no SAS).
       if (matched.uploads.length === 0) continue;
-      const token = await nodeIdentityToken(run.agent?.imds, identity, STORAGE_RESOURCE).then((t) => t.token, (e: Error) => e);
+      const token = await nodeIdentityToken(run.agent?.imds, identity, STORAGE_RESOURCE).then(
+        (t) => t.token,
+        (e: Error) => e,
+      );
       if (token instanceof Error) {
         appendFileSync(err, `${pattern}: ${redact(token.message)}\n`);
         failure ??= uploadFailure(token, pattern);
@@ -67,23 +76,41 @@ export async function uploadOutputFiles(run: OutputFilesRun): Promise<Json | und
       const base = String(container.containerUrl).replace(/\/+$/, '');
       for (const u of matched.uploads) {
         if (run.lost?.(u.blobName)) {
-          appendFileSync(out, `uploaded ${path.relative(run.taskDir, u.file)} to ${redact(base)}/${u.blobName} (${statSync(u.file).size} bytes) with identity ${identity}\n`);
+          appendFileSync(
+            out,
+            `uploaded ${path.relative(run.taskDir, u.file)} to ${redact(base)}/${u.blobName} (${statSync(u.file).size} bytes) with identity ${identity}\n`,
+          );
           continue;
         }
         const target = `${base}/${u.blobName.split('/').map(encodeURIComponent).join('/')}`;
-        const res = await agentRequest('PUT', target, token, run.agent?.trustedCertificates, readFileSync(u.file), { 'x-ms-blob-type': 'BlockBlob', ...blobHeaders(headers, metadata) }).catch((e: Error) => e);
+        const res = await agentRequest('PUT', target, token, run.agent?.trustedCertificates, readFileSync(u.file), {
+          'x-ms-blob-type': 'BlockBlob',
+          ...blobHeaders(headers, metadata),
+        }).catch((e: Error) => e);
         if (!(res instanceof Error) && res.status === 201) {
-          appendFileSync(out, `uploaded ${path.relative(run.taskDir, u.file)} to ${redact(base)}/${u.blobName} (${statSync(u.file).size} bytes) with identity ${identity}\n`);
+          appendFileSync(
+            out,
+            `uploaded ${path.relative(run.taskDir, u.file)} to ${redact(base)}/${u.blobName} (${statSync(u.file).size} bytes) with identity ${identity}\n`,
+          );
           continue;
         }
-        const e = res instanceof Error ? res : new RestError(`Put Blob answered ${res.status} ${storageErrorCode(res.body)}`.trim(), { statusCode: res.status, code: storageErrorCode(res.body) });
+        const e =
+          res instanceof Error
+            ? res
+            : new RestError(`Put Blob answered ${res.status} ${storageErrorCode(res.body)}`.trim(), {
+                statusCode: res.status,
+                code: storageErrorCode(res.body),
+              });
         const f = uploadFailure(e, pattern);
         appendFileSync(err, `${path.relative(run.taskDir, u.file)} -> ${redact(base)}/${u.blobName}: ${f.code}: ${describe(e)}\n`);
         failure ??= f;
       }
       continue;
     }
-    const client = new ContainerClient(String(container.containerUrl), new AnonymousCredential(), { retryOptions: { maxTries: 2, tryTimeoutInMs: 60_000 }, userAgentOptions: { userAgentPrefix: NODE_AGENT_USER_AGENT } });
+    const client = new ContainerClient(String(container.containerUrl), new AnonymousCredential(), {
+      retryOptions: { maxTries: 2, tryTimeoutInMs: 60_000 },
+      userAgentOptions: { userAgentPrefix: NODE_AGENT_USER_AGENT },
+    });
     for (const u of matched.uploads) {
       if (run.lost?.(u.blobName)) {
         appendFileSync(out, `uploaded ${path.relative(run.taskDir, u.file)} to ${redact(client.url)}/${u.blobName} (${statSync(u.file).size} bytes)\n`);
@@ -115,7 +142,10 @@ function conditionHolds(spec: Json, exitCode: number | undefined): boolean {
 
 /** "Environment variables ($var on Linux) are expanded prior to the pattern being applied." */
 export function expandVariables(pattern: string, env: Record<string, string>): string {
-  return pattern.replace(/\$(\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))/g, (_m, _all, braced: string | undefined, bare: string | undefined) => env[(braced ?? bare) as string] ?? '');
+  return pattern.replace(
+    /\$(\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))/g,
+    (_m, _all, braced: string | undefined, bare: string | undefined) => env[(braced ?? bare) as string] ?? '',
+  );
 }
 
 const WILDCARD = /[*?[]/;
@@ -125,7 +155,13 @@ const WILDCARD = /[*?[]/;
  * (or its own name); with wildcards, each match keeps its path below the pattern's fixed leading directories,
  * under the virtual directory `path`.
  */
-export function matchFiles(pattern: string, workingDir: string, nodeRoot: string, blobPath: string | undefined, mounted: string[] = []): { uploads: Upload[]; outside: boolean } {
+export function matchFiles(
+  pattern: string,
+  workingDir: string,
+  nodeRoot: string,
+  blobPath: string | undefined,
+  mounted: string[] = [],
+): { uploads: Upload[]; outside: boolean } {
   const absolute = path.isAbsolute(pattern) ? pattern : path.join(workingDir, pattern);
   const segments = absolute.split('/');
   const firstWild = segments.findIndex((s) => WILDCARD.test(s));
@@ -230,7 +266,15 @@ function uploadFailure(e: unknown, pattern: string): Json {
     FileUploadAccessDenied: 'Access to the Azure Storage container for uploading output files was denied',
     FileUploadMiscError: 'The compute node hit an unexpected error when uploading output files',
   }[code];
-  return { category: 'usererror', code, message, details: [{ name: 'FilePattern', value: pattern }, { name: 'Message', value: describe(e) }] };
+  return {
+    category: 'usererror',
+    code,
+    message,
+    details: [
+      { name: 'FilePattern', value: pattern },
+      { name: 'Message', value: describe(e) },
+    ],
+  };
 }
 
 function describe(e: unknown): string {

@@ -64,7 +64,9 @@ async function downloadOne(rf: Json, dir: string, agent: NodeAgent): Promise<voi
   const imds = agent.imds;
   if (typeof rf.httpUrl === 'string') {
     const body = await fetchUrl(rf.httpUrl, agent, identity).catch((e: Error) => {
-      throw new Error(e.message.startsWith('GET ') || e.message.startsWith('identityReference ') ? e.message : `GET ${redact(rf.httpUrl as string)} failed: ${e.message}`);
+      throw new Error(
+        e.message.startsWith('GET ') || e.message.startsWith('identityReference ') ? e.message : `GET ${redact(rf.httpUrl as string)} failed: ${e.message}`,
+      );
     });
     const name = filePath ?? path.basename(new URL(rf.httpUrl).pathname);
     const target = inside(dir, name);
@@ -76,7 +78,9 @@ async function downloadOne(rf: Json, dir: string, agent: NodeAgent): Promise<voi
   if (typeof rf.storageContainerUrl === 'string') {
     // Ask for the token first, so a pool without the identity fails with that reason.
     if (identity) await nodeIdentityToken(imds, identity, STORAGE_RESOURCE);
-    const container = new ContainerClient(rf.storageContainerUrl, identity ? nodeIdentityCredential(imds, identity) : new AnonymousCredential(), { userAgentOptions: { userAgentPrefix: NODE_AGENT_USER_AGENT } });
+    const container = new ContainerClient(rf.storageContainerUrl, identity ? nodeIdentityCredential(imds, identity) : new AnonymousCredential(), {
+      userAgentOptions: { userAgentPrefix: NODE_AGENT_USER_AGENT },
+    });
     const prefix = typeof rf.blobPrefix === 'string' ? rf.blobPrefix : undefined;
     for await (const blob of container.listBlobsFlat({ prefix })) {
       const target = inside(dir, path.join(filePath ?? '', blob.name));

@@ -86,5 +86,8 @@ export function writeAtomically(file: string, content: string): void {
  */
 export function writeHostsFile(file: string, entries: { ip: string; root: string; envFile: string; faults?: string[]; subnet?: string }[]): void {
   // The 5th column marks a shared-network service and its subnet (networkServices.ts); nodes have none.
-  writeAtomically(file, entries.map((e) => `${e.ip}\t${e.root}\t${e.envFile}\t${e.faults?.length ? e.faults.join(',') : '-'}${e.subnet ? `\t${e.subnet}` : ''}`).join('\n') + '\n');
+  writeAtomically(
+    file,
+    entries.map((e) => `${e.ip}\t${e.root}\t${e.envFile}\t${e.faults?.length ? e.faults.join(',') : '-'}${e.subnet ? `\t${e.subnet}` : ''}`).join('\n') + '\n',
+  );
 }

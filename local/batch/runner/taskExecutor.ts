@@ -34,9 +34,12 @@ const EXIT_FAILURE = () =>
   ]);
 
 /** " <code>: <message>" of a subtask's own failure other than a plain non-zero exit (a download, a start), else "". */
-const subtaskCause = (r: RunOutcome): string => (r.failureInfo && r.exitCode === undefined && r.failureInfo.message ? ` ${r.failureInfo.code}: ${r.failureInfo.message}` : '');
+const subtaskCause = (r: RunOutcome): string =>
+  r.failureInfo && r.exitCode === undefined && r.failureInfo.message ? ` ${r.failureInfo.code}: ${r.failureInfo.message}` : '';
 
-const downloadFailure = (e: unknown): RunOutcome => ({ failureInfo: failure('BlobDownloadMiscError', `Resource file download failed: ${(e as Error).message}`) });
+const downloadFailure = (e: unknown): RunOutcome => ({
+  failureInfo: failure('BlobDownloadMiscError', `Resource file download failed: ${(e as Error).message}`),
+});
 
 /**
  * One run of a start, preparation or release task: an injected fault (`injectedExitCode`) fails it without running;
@@ -165,7 +168,13 @@ export class TaskExecutor {
       const out = await runOrFail(this.engine.cfg.faults.startTaskFailureExitCode(pool.id, node.ordinal), async () => {
         mkdirSync(wd, { recursive: true });
         await downloadResourceFiles(st.resourceFiles as Json[] | undefined, wd, this.engine.agentOf(node.poolId));
-        const env = { ...this.engine.nodeEnv(node), ...userEnv(st.environmentSettings), ...taskUserEnv(st.userIdentity), AZ_BATCH_TASK_DIR: startup, AZ_BATCH_TASK_WORKING_DIR: wd };
+        const env = {
+          ...this.engine.nodeEnv(node),
+          ...userEnv(st.environmentSettings),
+          ...taskUserEnv(st.userIdentity),
+          AZ_BATCH_TASK_DIR: startup,
+          AZ_BATCH_TASK_WORKING_DIR: wd,
+        };
         return this.runToEnd({ commandLine: String(st.commandLine ?? ''), cwd: wd, env, outDir: startup, container: st.containerSettings, node });
       });
       if (node.removed || node.state === 'leavingpool' || node.state === 'rebooting') return;
@@ -231,8 +240,23 @@ export class TaskExecutor {
     for (let attempt = 0; ; attempt++) {
       const out = await runOrFail(undefined, async () => {
         await downloadResourceFiles(prep.resourceFiles as Json[] | undefined, wd, this.engine.agentOf(node.poolId));
-        const env = { ...this.jobEnv(job, node), ...userEnv(prep.environmentSettings), ...taskUserEnv(prep.userIdentity), AZ_BATCH_TASK_ID: String(prep.id ?? 'jobpreparation'), AZ_BATCH_TASK_DIR: dir, AZ_BATCH_TASK_WORKING_DIR: wd };
-        return this.runToEnd({ commandLine: String(prep.commandLine ?? ''), cwd: wd, env, outDir: dir, maxWallClockMs: timerMs(constraints.maxWallClockTime), container: prep.containerSettings, node });
+        const env = {
+          ...this.jobEnv(job, node),
+          ...userEnv(prep.environmentSettings),
+          ...taskUserEnv(prep.userIdentity),
+          AZ_BATCH_TASK_ID: String(prep.id ?? 'jobpreparation'),
+          AZ_BATCH_TASK_DIR: dir,
+          AZ_BATCH_TASK_WORKING_DIR: wd,
+        };
+        return this.runToEnd({
+          commandLine: String(prep.commandLine ?? ''),
+          cwd: wd,
+          env,
+          outDir: dir,
+          maxWallClockMs: timerMs(constraints.maxWallClockTime),
+          container: prep.containerSettings,
+          node,
+        });
       });
       const ok = out.exitCode === 0 && !out.failureInfo;
       if (!ok && !node.removed && (maxRetries === -1 || attempt < maxRetries)) {
@@ -240,7 +264,13 @@ export class TaskExecutor {
         info.lastRetryTime = new Date();
         continue;
       }
-      Object.assign(info, { state: 'completed', endTime: new Date(), exitCode: out.exitCode, failureInfo: out.failureInfo, result: ok ? 'success' : 'failure' });
+      Object.assign(info, {
+        state: 'completed',
+        endTime: new Date(),
+        exitCode: out.exitCode,
+        failureInfo: out.failureInfo,
+        result: ok ? 'success' : 'failure',
+      });
       return ok || prep.waitForSuccess === false;
     }
   }
@@ -264,10 +294,27 @@ export class TaskExecutor {
     const out = await runOrFail(this.engine.cfg.faults.releaseTaskFailureExitCode(node.poolId, node.ordinal), async () => {
       await downloadResourceFiles(release.resourceFiles as Json[] | undefined, wd, this.engine.agentOf(node.poolId));
       const prepDir = path.join(node.rootDir, jobTaskRelative(job.id, job.spec.jobPreparationTask as Json, 'jobpreparation'));
-      const env = { ...this.jobEnv(job, node), ...userEnv(release.environmentSettings), ...taskUserEnv(release.userIdentity), AZ_BATCH_TASK_ID: String(release.id ?? 'jobrelease'), AZ_BATCH_TASK_DIR: dir, AZ_BATCH_TASK_WORKING_DIR: wd, AZ_BATCH_JOB_PREP_DIR: prepDir, AZ_BATCH_JOB_PREP_WORKING_DIR: path.join(prepDir, 'wd') };
+      const env = {
+        ...this.jobEnv(job, node),
+        ...userEnv(release.environmentSettings),
+        ...taskUserEnv(release.userIdentity),
+        AZ_BATCH_TASK_ID: String(release.id ?? 'jobrelease'),
+        AZ_BATCH_TASK_DIR: dir,
+        AZ_BATCH_TASK_WORKING_DIR: wd,
+        AZ_BATCH_JOB_PREP_DIR: prepDir,
+        AZ_BATCH_JOB_PREP_WORKING_DIR: path.join(prepDir, 'wd'),
+      };
       // Batch caps release tasks at 15 minutes.
       const max = Math.min(timerMs(release.maxWallClockTime) ?? 15 * 60_000, 15 * 60_000);
-      return this.runToEnd({ commandLine: String(release.commandLine ?? ''), cwd: wd, env, outDir: dir, maxWallClockMs: max, container: release.containerSettings, node });
+      return this.runToEnd({
+        commandLine: String(release.commandLine ?? ''),
+        cwd: wd,
+        env,
+        outDir: dir,
+        maxWallClockMs: max,
+        container: release.containerSettings,
+        node,
+      });
     });
     const ok = out.exitCode === 0 && !out.failureInfo;
     Object.assign(info, { state: 'completed', endTime: new Date(), exitCode: out.exitCode, failureInfo: out.failureInfo, result: ok ? 'success' : 'failure' });
@@ -321,7 +368,8 @@ export class TaskExecutor {
     delete exec.result;
     setTaskState(task, job.spec.jobPreparationTask ? 'preparing' : 'running');
     void this.execute(job, task, nodes, attempt).catch((e: Error) => {
-      if (task.attempt === attempt) this.complete(job, task, nodes, attempt, { failureInfo: { category: 'servererror', code: 'EmulatorError', message: e.message } });
+      if (task.attempt === attempt)
+        this.complete(job, task, nodes, attempt, { failureInfo: { category: 'servererror', code: 'EmulatorError', message: e.message } });
     });
   }
 
@@ -343,7 +391,16 @@ export class TaskExecutor {
     if (outputFiles?.length && !isPreProcessingFailure(outcome.failureInfo?.code) && !this.willRetry(job, task, nodes, outcome)) {
       const primary = nodes[0];
       const dir = path.join(primary.rootDir, rel);
-      const failure = await uploadOutputFiles({ outputFiles, taskDir: dir, nodeRoot: primary.rootDir, mounted: mountedTargets(primary.rootDir), env: this.taskEnv(job, task, primary, dir), exitCode: outcome.exitCode, agent: this.engine.agentOf(primary.poolId), lost: (blob) => this.engine.cfg.faults.uploadLost(blob) });
+      const failure = await uploadOutputFiles({
+        outputFiles,
+        taskDir: dir,
+        nodeRoot: primary.rootDir,
+        mounted: mountedTargets(primary.rootDir),
+        env: this.taskEnv(job, task, primary, dir),
+        exitCode: outcome.exitCode,
+        agent: this.engine.agentOf(primary.poolId),
+        lost: (blob) => this.engine.cfg.faults.uploadLost(blob),
+      });
       if (task.attempt !== attempt) return;
       if (failure && !outcome.failureInfo) outcome = { ...outcome, failureInfo: failure };
     }
@@ -381,7 +438,14 @@ export class TaskExecutor {
    * coordination command; once all have exited successfully the application command runs on the
    * primary only. Any coordination failure fails the whole task.
    */
-  private async runMultiInstance(job: JobRecord, task: TaskRecord, nodes: NodeRecord[], rel: string, mi: Json, attempt: number): Promise<RunOutcome | undefined> {
+  private async runMultiInstance(
+    job: JobRecord,
+    task: TaskRecord,
+    nodes: NodeRecord[],
+    rel: string,
+    mi: Json,
+    attempt: number,
+  ): Promise<RunOutcome | undefined> {
     const ips = nodes.map((n) => n.ipAddress);
     const started = new Date();
     task.subtasks = nodes.map((n, i) => ({
@@ -422,7 +486,16 @@ export class TaskExecutor {
         }
         if (!coordination) return { exitCode: 0 };
         // The primary keeps stdout.txt for the application command; its coordination output goes beside it.
-        return this.runToEnd({ commandLine: coordination, cwd: path.join(dir, 'wd'), env: envFor(n, i, dir), outDir: dir, outPrefix: i === 0 ? 'coordination-' : '', maxWallClockMs: remaining(), task, node: n });
+        return this.runToEnd({
+          commandLine: coordination,
+          cwd: path.join(dir, 'wd'),
+          env: envFor(n, i, dir),
+          outDir: dir,
+          outPrefix: i === 0 ? 'coordination-' : '',
+          maxWallClockMs: remaining(),
+          task,
+          node: n,
+        });
       }),
     );
     if (task.attempt !== attempt) return undefined;
@@ -440,15 +513,30 @@ export class TaskExecutor {
       return {
         exitCode: coordinationResults[failedAt].exitCode,
         // What failed there (e.g. a resource file's download) is in the message: the primary's subtask is not listed.
-        failureInfo: failure('SubtaskFailed', `The coordination command of subtask ${failedAt} on node ${nodes[failedAt].id} failed.${subtaskCause(coordinationResults[failedAt])}`, [
-          { name: 'SubtaskId', value: String(failedAt) },
-          ...(coordinationResults[failedAt].failureInfo?.code ? [{ name: 'SubtaskFailureCode', value: String(coordinationResults[failedAt].failureInfo?.code) }] : []),
-        ]),
+        failureInfo: failure(
+          'SubtaskFailed',
+          `The coordination command of subtask ${failedAt} on node ${nodes[failedAt].id} failed.${subtaskCause(coordinationResults[failedAt])}`,
+          [
+            { name: 'SubtaskId', value: String(failedAt) },
+            ...(coordinationResults[failedAt].failureInfo?.code
+              ? [{ name: 'SubtaskFailureCode', value: String(coordinationResults[failedAt].failureInfo?.code) }]
+              : []),
+          ],
+        ),
       };
     }
     const dir = path.join(nodes[0].rootDir, rel);
     // The application command runs in the task's container if it has one; the coordination command on the host.
-    const out = await this.runToEnd({ commandLine: String(task.spec.commandLine ?? ''), cwd: path.join(dir, 'wd'), env: envFor(nodes[0], 0, dir), outDir: dir, maxWallClockMs: remaining(), task, container: task.spec.containerSettings, node: nodes[0] });
+    const out = await this.runToEnd({
+      commandLine: String(task.spec.commandLine ?? ''),
+      cwd: path.join(dir, 'wd'),
+      env: envFor(nodes[0], 0, dir),
+      outDir: dir,
+      maxWallClockMs: remaining(),
+      task,
+      container: task.spec.containerSettings,
+      node: nodes[0],
+    });
     if (task.attempt !== attempt) return undefined;
     const primary = task.subtasks[0];
     primary.exitCode = out.exitCode;
@@ -572,8 +660,16 @@ export class TaskExecutor {
     const attempt = task.attempt;
     this.killTaskProcesses(task);
     const dir = path.join(primary.rootDir, taskRootRelative(job.id, task.id));
-    await uploadOutputFiles({ outputFiles, taskDir: dir, nodeRoot: primary.rootDir, mounted: mountedTargets(primary.rootDir), env: this.taskEnv(job, task, primary, dir), exitCode: undefined, agent: this.engine.agentOf(primary.poolId), lost: (blob) => this.engine.cfg.faults.uploadLost(blob) })
-      .catch(() => undefined);
+    await uploadOutputFiles({
+      outputFiles,
+      taskDir: dir,
+      nodeRoot: primary.rootDir,
+      mounted: mountedTargets(primary.rootDir),
+      env: this.taskEnv(job, task, primary, dir),
+      exitCode: undefined,
+      agent: this.engine.agentOf(primary.poolId),
+      lost: (blob) => this.engine.cfg.faults.uploadLost(blob),
+    }).catch(() => undefined);
     if (task.attempt === attempt) this.terminate(job, task, reason);
   }
 

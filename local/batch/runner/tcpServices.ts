@@ -74,13 +74,21 @@ export function prepareTcpServices(dataDir: string, services: readonly TcpServic
   const tableFile = path.join(dir, 'table');
   writeAtomically(tableFile, table);
   const library = path.join(dir, 'emutcp.so');
-  const built = spawnSync(compiler, ['-shared', '-fPIC', '-O2', '-Wall', '-o', library, TCP_SHIM_SOURCE, '-ldl', '-lpthread'], { encoding: 'utf8', timeout: 60_000 });
+  const built = spawnSync(compiler, ['-shared', '-fPIC', '-O2', '-Wall', '-o', library, TCP_SHIM_SOURCE, '-ldl', '-lpthread'], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   if (built.error || built.status !== 0) {
     const why = built.error ? built.error.message : (built.stderr || `exit code ${built.status}`).trim();
     return { available: false, reason: `cannot build the connect() shim ${TCP_SHIM_SOURCE} with ${compiler}: ${why}`, env: {} };
   }
   // The loader ignores a library it cannot preload (with a warning on every process's stderr): check it loads.
-  const loads = spawnSync('/bin/sh', ['-c', 'true'], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LD_PRELOAD: library }, timeout: 10_000 });
-  if (loads.status !== 0 || loads.stderr.trim()) return { available: false, reason: `the connect() shim ${library} does not load: ${loads.stderr.trim() || `exit code ${loads.status}`}`, env: {} };
+  const loads = spawnSync('/bin/sh', ['-c', 'true'], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LD_PRELOAD: library },
+    timeout: 10_000,
+  });
+  if (loads.status !== 0 || loads.stderr.trim())
+    return { available: false, reason: `the connect() shim ${library} does not load: ${loads.stderr.trim() || `exit code ${loads.status}`}`, env: {} };
   return { available: true, env: { LD_PRELOAD: library, AZ_BATCH_EMULATOR_TCP_SERVICES: tableFile } };
 }

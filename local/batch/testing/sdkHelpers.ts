@@ -38,17 +38,31 @@ export async function waitForNodes(
   states: string[] = ['idle'],
   timeoutMs?: number,
 ): Promise<BatchServiceModels.ComputeNode[]> {
-  return waitFor(`${count} nodes of pool ${poolId} in ${states.join('/')}`, async () => {
-    const nodes = await client.computeNode.list(poolId);
-    return nodes.length === count && nodes.every((n) => states.includes(String(n.state))) ? nodes : undefined;
-  }, timeoutMs);
+  return waitFor(
+    `${count} nodes of pool ${poolId} in ${states.join('/')}`,
+    async () => {
+      const nodes = await client.computeNode.list(poolId);
+      return nodes.length === count && nodes.every((n) => states.includes(String(n.state))) ? nodes : undefined;
+    },
+    timeoutMs,
+  );
 }
 
-export async function waitForTask(client: BatchServiceClient, jobId: string, taskId: string, state = 'completed', timeoutMs?: number): Promise<BatchServiceModels.CloudTask> {
-  return waitFor(`task ${jobId}/${taskId} ${state}`, async () => {
-    const t = await client.task.get(jobId, taskId);
-    return t.state === state ? t : undefined;
-  }, timeoutMs);
+export async function waitForTask(
+  client: BatchServiceClient,
+  jobId: string,
+  taskId: string,
+  state = 'completed',
+  timeoutMs?: number,
+): Promise<BatchServiceModels.CloudTask> {
+  return waitFor(
+    `task ${jobId}/${taskId} ${state}`,
+    async () => {
+      const t = await client.task.get(jobId, taskId);
+      return t.state === state ? t : undefined;
+    },
+    timeoutMs,
+  );
 }
 
 export async function readTaskFile(client: BatchServiceClient, jobId: string, taskId: string, file: string): Promise<string> {

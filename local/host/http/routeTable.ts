@@ -14,9 +14,7 @@ export interface HttpRoute {
 }
 
 export type RouteResolution =
-  | { kind: 'match'; route: HttpRoute; params: Record<string, string> }
-  | { kind: 'methodNotAllowed'; allowed: string[] }
-  | { kind: 'notFound' };
+  { kind: 'match'; route: HttpRoute; params: Record<string, string> } | { kind: 'methodNotAllowed'; allowed: string[] } | { kind: 'notFound' };
 
 export class RouteTable {
   readonly routes: HttpRoute[];

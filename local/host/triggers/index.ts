@@ -30,7 +30,8 @@ export async function startTriggerListeners(opts: TriggerListenerOptions): Promi
   const deps = { log: opts.log, invoke: opts.invoke };
   // Build every listener before starting any, so a bad binding fails start-up without side effects.
   for (const fn of opts.functions) {
-    if (fn.trigger.type === 'queueTrigger') listeners.push(new QueueTriggerListener({ ...deps, fn, options: queueOptions(opts.hostJson), ingress: opts.ingress }));
+    if (fn.trigger.type === 'queueTrigger')
+      listeners.push(new QueueTriggerListener({ ...deps, fn, options: queueOptions(opts.hostJson), ingress: opts.ingress }));
     else if (fn.trigger.type === 'timerTrigger') listeners.push(new TimerTriggerListener({ ...deps, fn, monitor: opts.scheduleMonitor }));
   }
   await Promise.all(listeners.map((l) => l.prepare?.()));

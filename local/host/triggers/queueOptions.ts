@@ -29,7 +29,8 @@ export function queueOptions(hostJson: HostJson): QueueOptions {
   if (encoding !== 'base64' && encoding !== 'none') {
     throw new Error(`host.json extensions.queues.messageEncoding must be "base64" or "none", got ${JSON.stringify(q.messageEncoding)}`);
   }
-  const maxPollingIntervalMs = q.maxPollingInterval === undefined ? 60_000 : parseTimeSpan(q.maxPollingInterval, 'host.json extensions.queues.maxPollingInterval');
+  const maxPollingIntervalMs =
+    q.maxPollingInterval === undefined ? 60_000 : parseTimeSpan(q.maxPollingInterval, 'host.json extensions.queues.maxPollingInterval');
   return {
     maxPollingIntervalMs: Math.max(MIN_POLLING_INTERVAL_MS, maxPollingIntervalMs),
     visibilityTimeoutMs: q.visibilityTimeout === undefined ? 0 : parseTimeSpan(q.visibilityTimeout, 'host.json extensions.queues.visibilityTimeout'),

@@ -122,14 +122,17 @@ export class QueueTriggerListener {
         await this.moveToPoison(message, popReceipt);
         return;
       }
-      const renew = setInterval(() => {
-        this.queue
-          .updateMessage(message.messageId, popReceipt, undefined, HOLD_VISIBILITY_S)
-          .then((r) => {
-            if (r.popReceipt) popReceipt = r.popReceipt;
-          })
-          .catch((err: unknown) => log.warn({ ...ctx, err }, 'Could not renew message visibility'));
-      }, (HOLD_VISIBILITY_S * 1000) / 2);
+      const renew = setInterval(
+        () => {
+          this.queue
+            .updateMessage(message.messageId, popReceipt, undefined, HOLD_VISIBILITY_S)
+            .then((r) => {
+              if (r.popReceipt) popReceipt = r.popReceipt;
+            })
+            .catch((err: unknown) => log.warn({ ...ctx, err }, 'Could not renew message visibility'));
+        },
+        (HOLD_VISIBILITY_S * 1000) / 2,
+      );
       let result: InvocationResult;
       try {
         result = await this.invokeFor(message);
@@ -139,7 +142,10 @@ export class QueueTriggerListener {
       if (!result.error) {
         await this.queue.deleteMessage(message.messageId, popReceipt);
       } else if (message.dequeueCount >= options.maxDequeueCount) {
-        log.warn({ ...ctx, invocationId: result.invocationId }, `Message has reached MaxDequeueCount of ${options.maxDequeueCount}. Moving message to queue '${this.queueName}-poison'.`);
+        log.warn(
+          { ...ctx, invocationId: result.invocationId },
+          `Message has reached MaxDequeueCount of ${options.maxDequeueCount}. Moving message to queue '${this.queueName}-poison'.`,
+        );
         await this.moveToPoison(message, popReceipt);
       } else {
         await this.release(message, options.visibilityTimeoutMs, popReceipt);

@@ -63,5 +63,11 @@ export function localHostId(appDir: string, env: NodeJS.ProcessEnv = process.env
   const explicit = env.AzureFunctionsWebHost__hostid;
   if (explicit) return explicit;
   const base = appDir.split(/[\\/]/).filter(Boolean).pop() ?? 'app';
-  return base.toLowerCase().replace(/[^a-z0-9-]/g, '-').replace(/^-+|-+$/g, '').slice(0, 32) || 'app';
+  return (
+    base
+      .toLowerCase()
+      .replace(/[^a-z0-9-]/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(0, 32) || 'app'
+  );
 }

@@ -115,7 +115,8 @@ export class TimerTriggerListener {
       inputData: [{ name: fn.trigger.name, data: { json: JSON.stringify(payload) } }],
       triggerMetadata: { TimerTrigger: { string: at.toISOString() } },
     });
-    if (result.error) this.deps.log.warn({ functionName: fn.name, invocationId: result.invocationId }, 'Timer invocation failed; waiting for the next occurrence');
+    if (result.error)
+      this.deps.log.warn({ functionName: fn.name, invocationId: result.invocationId }, 'Timer invocation failed; waiting for the next occurrence');
     if (this.monitor) {
       const done = this.now();
       const status = { Last: at.toISOString(), Next: this.schedule.next(done).toISOString(), LastUpdated: done.toISOString() };

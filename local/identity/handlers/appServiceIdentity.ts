@@ -34,7 +34,7 @@ export async function appServiceIdentityToken(req: IncomingMessage, res: ServerR
   if (url.protocol !== 'http:') return fail(res, 404, 'The managed identity endpoint is served on the loopback http listener only.');
   if (req.method !== 'GET') return fail(res, 405, `${req.method ?? ''} is not allowed on the managed identity endpoint; use GET.`);
   if (!sameSecret(req.headers['x-identity-header'], state.appService.header)) {
-    return fail(res, 401, 'The X-IDENTITY-HEADER header is missing or does not hold this app\'s IDENTITY_HEADER.');
+    return fail(res, 401, "The X-IDENTITY-HEADER header is missing or does not hold this app's IDENTITY_HEADER.");
   }
   const q = url.searchParams;
   if (q.get('api-version') !== APP_SERVICE_IDENTITY_API_VERSION) {
@@ -45,10 +45,12 @@ export async function appServiceIdentityToken(req: IncomingMessage, res: ServerR
   const selectors = ['client_id', 'principal_id', 'object_id', 'mi_res_id'].filter((k) => q.has(k));
   if (selectors.length > 1) return fail(res, 400, `Name the identity once: ${selectors.join(', ')} were all given.`);
   const value = selectors.length ? (q.get(selectors[0]) as string).toLowerCase() : undefined;
-  const identity = state.appService.identities.find((i) =>
-    (selectors[0] === 'client_id' && i.clientId === value) ||
-    ((selectors[0] === 'principal_id' || selectors[0] === 'object_id') && i.principalId === value) ||
-    (selectors[0] === 'mi_res_id' && i.resourceId.toLowerCase() === value));
+  const identity = state.appService.identities.find(
+    (i) =>
+      (selectors[0] === 'client_id' && i.clientId === value) ||
+      ((selectors[0] === 'principal_id' || selectors[0] === 'object_id') && i.principalId === value) ||
+      (selectors[0] === 'mi_res_id' && i.resourceId.toLowerCase() === value),
+  );
   // No system-assigned identity: a request that names no (known) identity cannot be served.
   if (!identity) return fail(res, 400, 'Unable to load the proper Managed Identity.');
   if (!knownResource(resource)) {

@@ -10,7 +10,8 @@ import { escapeHtml, oauthError, readForm, sendHtml, sendJson } from './http';
 export async function deviceAuthorization(req: IncomingMessage, res: ServerResponse, state: IdentityState, origin: string): Promise<void> {
   const form = await readForm(req);
   const clientId = form.get('client_id') ?? '';
-  if (!state.client(clientId)) return oauthError(res, 400, 'unauthorized_client', 700016, `Application with identifier '${clientId}' was not found in the directory.`);
+  if (!state.client(clientId))
+    return oauthError(res, 400, 'unauthorized_client', 700016, `Application with identifier '${clientId}' was not found in the directory.`);
   const code = state.newDeviceCode(clientId, form.get('scope') ?? '');
   const verificationUri = `${origin}/device`;
   sendJson(res, 200, {
@@ -33,7 +34,10 @@ export function approveDeviceCode(state: IdentityState, userCode: string, userna
 
 function page(state: IdentityState, message = '', code = ''): string {
   const users = state.iss.directory.users
-    .map((u) => `<option value="${escapeHtml(u.username)}"${u.username === state.iss.directory.defaultUser ? ' selected' : ''}>${escapeHtml(u.name)} (${escapeHtml(u.username)}: ${escapeHtml(u.roles.join(', ') || 'no roles')})</option>`)
+    .map(
+      (u) =>
+        `<option value="${escapeHtml(u.username)}"${u.username === state.iss.directory.defaultUser ? ' selected' : ''}>${escapeHtml(u.name)} (${escapeHtml(u.username)}: ${escapeHtml(u.roles.join(', ') || 'no roles')})</option>`,
+    )
     .join('');
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign in (local identity)</title></head><body style="font-family:sans-serif;max-width:32rem;margin:3rem auto">
 <h1>Sign in to the local tenant</h1><p>${escapeHtml(message)}</p>
@@ -46,5 +50,9 @@ export async function devicePage(req: IncomingMessage, res: ServerResponse, stat
   const form = await readForm(req);
   const user = form.get('user') ?? state.iss.directory.defaultUser;
   if (!approveDeviceCode(state, form.get('code') ?? '', user)) return sendHtml(res, 400, page(state, 'That code is not valid or has expired. Try again.'));
-  return sendHtml(res, 200, `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Signed in</title></head><body style="font-family:sans-serif;max-width:32rem;margin:3rem auto"><h1>Signed in as ${escapeHtml(user)}</h1><p>You can close this window and return to the application.</p></body></html>`);
+  return sendHtml(
+    res,
+    200,
+    `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Signed in</title></head><body style="font-family:sans-serif;max-width:32rem;margin:3rem auto"><h1>Signed in as ${escapeHtml(user)}</h1><p>You can close this window and return to the application.</p></body></html>`,
+  );
 }

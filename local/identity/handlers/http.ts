@@ -20,12 +20,21 @@ export async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
 
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store', 'Content-Length': Buffer.byteLength(text), ...headers });
+  res.writeHead(status, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Cache-Control': 'no-store',
+    'Content-Length': Buffer.byteLength(text),
+    ...headers,
+  });
   res.end(text);
 }
 
 export function sendHtml(res: ServerResponse, status: number, html: string): void {
-  res.writeHead(status, { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-store', 'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'" });
+  res.writeHead(status, {
+    'Content-Type': 'text/html; charset=utf-8',
+    'Cache-Control': 'no-store',
+    'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
+  });
   res.end(html);
 }
 
@@ -35,7 +44,10 @@ export function oauthError(res: ServerResponse, status: number, error: string, c
     error,
     error_description: `AADSTS${code}: ${description}`,
     error_codes: [code],
-    timestamp: new Date().toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z'),
+    timestamp: new Date()
+      .toISOString()
+      .replace('T', ' ')
+      .replace(/\.\d+Z$/, 'Z'),
   });
 }
 

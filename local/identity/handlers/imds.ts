@@ -26,9 +26,9 @@ export async function imds(req: IncomingMessage, res: ServerResponse, state: Ide
   const bad = (description: string, error = 'invalid_request') => sendJson(res, 400, { error, error_description: description });
   if ((req.headers.metadata ?? '').toString().toLowerCase() !== 'true') return bad('Required metadata header not specified');
   const q = url.searchParams;
-  if (!q.get('api-version')) return bad('Required query variable \'api-version\' is missing');
+  if (!q.get('api-version')) return bad("Required query variable 'api-version' is missing");
   const resource = q.get('resource') ?? '';
-  if (!resource) return bad('Required query variable \'resource\' is missing');
+  if (!resource) return bad("Required query variable 'resource' is missing");
   if (!knownResource(resource)) {
     return bad(`AADSTS500011: The resource principal named ${resource} was not found in the tenant named ${state.iss.directory.tenantId}.`, 'invalid_resource');
   }
@@ -37,15 +37,22 @@ export async function imds(req: IncomingMessage, res: ServerResponse, state: Ide
   const resourceId = (q.get('msi_res_id') ?? q.get('mi_res_id'))?.toLowerCase();
   const named = [clientId, objectId, resourceId].filter(Boolean).length;
   if (named > 1) return bad('Only one of client_id, object_id and msi_res_id may be given');
-  const mi = named === 0
-    ? identities.length === 1 ? identities[0] : undefined
-    : identities.find((i) => i.clientId === clientId || i.principalId === objectId || i.resourceId.toLowerCase() === resourceId);
+  const mi =
+    named === 0
+      ? identities.length === 1
+        ? identities[0]
+        : undefined
+      : identities.find((i) => i.clientId === clientId || i.principalId === objectId || i.resourceId.toLowerCase() === resourceId);
   if (!mi) {
-    return bad(named === 0 && identities.length > 1
-      ? 'Multiple user assigned identities exist, please specify the clientId / resourceId of the identity in the token request'
-      : 'Identity not found');
+    return bad(
+      named === 0 && identities.length > 1
+        ? 'Multiple user assigned identities exist, please specify the clientId / resourceId of the identity in the token request'
+        : 'Identity not found',
+    );
   }
-  const { token, expiresOn } = await resourceAccessToken(state.iss, { kind: 'managedIdentity', identity: mi }, resource, { lifetimeSeconds: IMDS_TOKEN_SECONDS });
+  const { token, expiresOn } = await resourceAccessToken(state.iss, { kind: 'managedIdentity', identity: mi }, resource, {
+    lifetimeSeconds: IMDS_TOKEN_SECONDS,
+  });
   const now = Math.floor(Date.now() / 1000);
   sendJson(res, 200, {
     access_token: token,

@@ -31,7 +31,8 @@ export async function localToken(req: IncomingMessage, res: ServerResponse, stat
   }
   const bad = (description: string) => sendJson(res, 400, { error: 'invalid_request', error_description: description });
   const lifetimeSeconds = body.lifetimeSeconds === undefined ? undefined : Number(body.lifetimeSeconds);
-  if (lifetimeSeconds !== undefined && (!Number.isInteger(lifetimeSeconds) || Math.abs(lifetimeSeconds) > 86_400)) return bad('lifetimeSeconds must be a whole number of seconds, at most a day either way');
+  if (lifetimeSeconds !== undefined && (!Number.isInteger(lifetimeSeconds) || Math.abs(lifetimeSeconds) > 86_400))
+    return bad('lifetimeSeconds must be a whole number of seconds, at most a day either way');
   if (body.audience !== undefined && typeof body.audience !== 'string') return bad('audience must be a string');
   const opts = { audience: body.audience as string | undefined, lifetimeSeconds };
   if (body.client !== undefined) {
@@ -42,7 +43,8 @@ export async function localToken(req: IncomingMessage, res: ServerResponse, stat
   }
   const username = body.user ?? state.iss.directory.defaultUser;
   if (typeof username !== 'string' || !USERNAME.test(username)) return bad('user must be a user name (lowercase letters, digits, ".", "_", "-")');
-  if (body.roles !== undefined && !(Array.isArray(body.roles) && body.roles.every((r) => typeof r === 'string'))) return bad('roles must be a list of app role values');
+  if (body.roles !== undefined && !(Array.isArray(body.roles) && body.roles.every((r) => typeof r === 'string')))
+    return bad('roles must be a list of app role values');
   if (body.name !== undefined && typeof body.name !== 'string') return bad('name must be a string');
   const user = state.ensureUser(username, body.roles as string[] | undefined, body.name as string | undefined);
   const { token, expiresOn } = await userAccessToken(state.iss, user, undefined, opts);

@@ -20,9 +20,11 @@ export async function localResourceToken(req: IncomingMessage, res: ServerRespon
     return sendJson(res, 400, { error: 'invalid_request', error_description: 'the body must be JSON' });
   }
   const bad = (description: string) => sendJson(res, 400, { error: 'invalid_request', error_description: description });
-  if (typeof body.resource !== 'string' || !knownResource(body.resource)) return bad(`resource must be an Azure resource the tenant knows, got ${JSON.stringify(body.resource)}`);
+  if (typeof body.resource !== 'string' || !knownResource(body.resource))
+    return bad(`resource must be an Azure resource the tenant knows, got ${JSON.stringify(body.resource)}`);
   const lifetimeSeconds = body.lifetimeSeconds === undefined ? undefined : Number(body.lifetimeSeconds);
-  if (lifetimeSeconds !== undefined && (!Number.isInteger(lifetimeSeconds) || Math.abs(lifetimeSeconds) > 86_400)) return bad('lifetimeSeconds must be a whole number of seconds, at most a day either way');
+  if (lifetimeSeconds !== undefined && (!Number.isInteger(lifetimeSeconds) || Math.abs(lifetimeSeconds) > 86_400))
+    return bad('lifetimeSeconds must be a whole number of seconds, at most a day either way');
   let principal: ResourcePrincipal;
   if (body.identity !== undefined) {
     const identity = typeof body.identity === 'string' ? state.managed.byClientId(body.identity) : undefined;

@@ -44,10 +44,18 @@ export async function token(req: IncomingMessage, res: ServerResponse, state: Id
   const api = state.iss.directory.api;
   if (grant === 'client_credentials') {
     const client = authenticateClient(req, form, state);
-    if (!client) return oauthError(res, 401, 'invalid_client', 7000215, 'Invalid client secret provided, or the client is not a confidential client of this tenant.');
+    if (!client)
+      return oauthError(res, 401, 'invalid_client', 7000215, 'Invalid client secret provided, or the client is not a confidential client of this tenant.');
     const scope = resourceScope(state, form.get('scope'));
     if (!scope.ok) return oauthError(res, 400, 'invalid_scope', 500011, scope.message);
-    if (!scope.isDefault) return oauthError(res, 400, 'invalid_scope', 1002012, `The provided value for scope ${scope.scope} is not valid. Client credential flows must have a scope value with /.default suffixed to the resource identifier.`);
+    if (!scope.isDefault)
+      return oauthError(
+        res,
+        400,
+        'invalid_scope',
+        1002012,
+        `The provided value for scope ${scope.scope} is not valid. Client credential flows must have a scope value with /.default suffixed to the resource identifier.`,
+      );
     const { token: accessToken } = await appAccessToken(state.iss, client);
     return sendJson(res, 200, { token_type: 'Bearer', expires_in: ACCESS_TOKEN_SECONDS, ext_expires_in: ACCESS_TOKEN_SECONDS, access_token: accessToken });
   }
@@ -57,18 +65,32 @@ export async function token(req: IncomingMessage, res: ServerResponse, state: Id
     if (!code || code.clientId !== form.get('client_id')) return oauthError(res, 400, 'invalid_grant', 70000, 'The provided device code is not valid.');
     if (code.expiresAt <= Date.now()) {
       state.deviceCodes.delete(code.deviceCode);
-      return oauthError(res, 400, 'expired_token', 70020, 'The provided value for the input parameter \'device_code\' is not valid. This device code has expired.');
+      return oauthError(
+        res,
+        400,
+        'expired_token',
+        70020,
+        "The provided value for the input parameter 'device_code' is not valid. This device code has expired.",
+      );
     }
-    if (!code.approvedBy) return oauthError(res, 400, 'authorization_pending', 70016, 'OAuth 2.0 device flow error. Authorization is pending. Continue polling.');
+    if (!code.approvedBy)
+      return oauthError(res, 400, 'authorization_pending', 70016, 'OAuth 2.0 device flow error. Authorization is pending. Continue polling.');
     state.deviceCodes.delete(code.deviceCode);
     return userTokens(res, state, code.approvedBy, code.clientId, code.scope);
   }
   if (grant === 'refresh_token') {
     const refresh = state.refreshTokens.get(form.get('refresh_token') ?? '');
-    if (!refresh || refresh.clientId !== form.get('client_id')) return oauthError(res, 400, 'invalid_grant', 9002313, 'Invalid request. Request is malformed or invalid (refresh token).');
+    if (!refresh || refresh.clientId !== form.get('client_id'))
+      return oauthError(res, 400, 'invalid_grant', 9002313, 'Invalid request. Request is malformed or invalid (refresh token).');
     return userTokens(res, state, refresh.username, refresh.clientId, form.get('scope') ?? refresh.scope);
   }
-  return oauthError(res, 400, 'unsupported_grant_type', 70003, `The app requested an unsupported grant type '${grant ?? ''}' (the local issuer speaks client_credentials, device_code and refresh_token; api ${api.appIdUri}).`);
+  return oauthError(
+    res,
+    400,
+    'unsupported_grant_type',
+    70003,
+    `The app requested an unsupported grant type '${grant ?? ''}' (the local issuer speaks client_credentials, device_code and refresh_token; api ${api.appIdUri}).`,
+  );
 }
 
 async function userTokens(res: ServerResponse, state: IdentityState, username: string, clientId: string, requested: string): Promise<void> {

@@ -19,9 +19,7 @@ export interface Credentials {
   apiKey?: string;
 }
 
-export type AuthOutcome =
-  | { ok: true; principal: Principal }
-  | { ok: false; status: 401 | 503; error: string; message: string; challenge?: string };
+export type AuthOutcome = { ok: true; principal: Principal } | { ok: false; status: 401 | 503; error: string; message: string; challenge?: string };
 
 /** The realm named in challenges. */
 export const REALM = 'hpc-jobs';

@@ -40,8 +40,11 @@ export function ownerIdOf(tenantId: string, objectId: string): string {
 /** A display name from a claim: text only (control characters dropped), at most 128 characters. */
 function displayText(value: unknown): string | undefined {
   if (typeof value !== 'string') return undefined;
-  // eslint-disable-next-line no-control-regex
-  const clean = value.replace(/[\u0000-\u001f\u007f-\u009f]/g, '').trim().slice(0, MAX_NAME);
+  const clean = value
+    // eslint-disable-next-line no-control-regex -- control characters are what it removes
+    .replace(/[\u0000-\u001f\u007f-\u009f]/g, '')
+    .trim()
+    .slice(0, MAX_NAME);
   return clean || undefined;
 }
 
@@ -58,8 +61,8 @@ export function principalFromClaims(claims: Record<string, unknown>): ClaimsOutc
   if (typeof oid !== 'string' || !GUID.test(oid)) return { ok: false, reason: 'the token has no object id (oid)' };
   const application = claims.idtyp === 'app' || (claims.idtyp !== 'user' && typeof claims.scp !== 'string');
   const name = application
-    ? displayText(claims.app_displayname) ?? displayText(claims.azp) ?? displayText(claims.appid)
-    : displayText(claims.name) ?? displayText(claims.preferred_username) ?? displayText(claims.upn);
+    ? (displayText(claims.app_displayname) ?? displayText(claims.azp) ?? displayText(claims.appid))
+    : (displayText(claims.name) ?? displayText(claims.preferred_username) ?? displayText(claims.upn));
   return {
     ok: true,
     principal: {

@@ -74,7 +74,9 @@ export function createTokenValidator(config: BearerConfig, fetchImpl: Fetch = fe
       throw new IssuerUnavailableError(`the issuer's OpenID metadata could not be read: ${(err as Error).message}`, { cause: err });
     }
     if (metadata.issuer !== config.issuer) {
-      throw new IssuerUnavailableError(`the OpenID metadata at ${config.metadataUrl} names issuer ${JSON.stringify(metadata.issuer)}, not the configured ${config.issuer}`);
+      throw new IssuerUnavailableError(
+        `the OpenID metadata at ${config.metadataUrl} names issuer ${JSON.stringify(metadata.issuer)}, not the configured ${config.issuer}`,
+      );
     }
     let jwksUri: URL | undefined;
     try {

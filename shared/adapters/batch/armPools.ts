@@ -9,13 +9,31 @@
  */
 import type * as BatchManagementModels from '@azure/arm-batch';
 import type { ArmBatchContext } from './armClient';
-import { ownerJobOf, poolOwnershipMetadata, stripUndefined, submitterOf, toContainerSettings, toResourceFiles, type ContainerSettingsSpec, type NameValue, type ResourceFileSpec } from './common';
+import {
+  ownerJobOf,
+  poolOwnershipMetadata,
+  stripUndefined,
+  submitterOf,
+  toContainerSettings,
+  toResourceFiles,
+  type ContainerSettingsSpec,
+  type NameValue,
+  type ResourceFileSpec,
+} from './common';
 import { BatchError } from './errors';
-import { adoptExistingPool, poolResource, publicIpConfiguration, toContainerRegistries, toMountConfiguration, type CreatePoolResult, type JobPoolSpec, type MountSpec } from './pools';
+import {
+  adoptExistingPool,
+  poolResource,
+  publicIpConfiguration,
+  toContainerRegistries,
+  toMountConfiguration,
+  type CreatePoolResult,
+  type JobPoolSpec,
+  type MountSpec,
+} from './pools';
 import { callWithRetry } from './retry';
 
 type ArmPool = BatchManagementModels.Pool;
-
 
 const env = (list: NameValue[] | undefined) => (list && list.length ? list.map((e) => ({ name: e.name, value: e.value })) : undefined);
 
@@ -81,7 +99,11 @@ export function buildArmPool(spec: JobPoolSpec, identityResourceId: string): Arm
     networkConfiguration: spec.network
       ? stripUndefined({
           subnetId: spec.network.subnetId,
-          publicIPAddressConfiguration: publicIpConfiguration(spec.network.publicIp, { none: 'NoPublicIPAddresses' as const, batch: 'BatchManaged' as const, user: 'UserManaged' as const }),
+          publicIPAddressConfiguration: publicIpConfiguration(spec.network.publicIp, {
+            none: 'NoPublicIPAddresses' as const,
+            batch: 'BatchManaged' as const,
+            user: 'UserManaged' as const,
+          }),
           enableAcceleratedNetworking: spec.network.acceleratedNetworking,
         })
       : undefined,
@@ -126,7 +148,10 @@ export function armPoolRequestBody(pool: ArmPool): Record<string, unknown> {
         }
       : undefined,
     startTask: properties.startTask?.containerSettings?.registry
-      ? { ...properties.startTask, containerSettings: { ...properties.startTask.containerSettings, registry: registries([properties.startTask.containerSettings.registry])?.[0] } }
+      ? {
+          ...properties.startTask,
+          containerSettings: { ...properties.startTask.containerSettings, registry: registries([properties.startTask.containerSettings.registry])?.[0] },
+        }
       : properties.startTask,
   });
   return JSON.parse(JSON.stringify(stripUndefined({ identity, properties: wire }))) as Record<string, unknown>;

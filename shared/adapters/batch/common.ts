@@ -70,11 +70,7 @@ export interface ContainerSettingsSpec {
 export const PURPOSE_KEY = 'hpc-cp-purpose';
 
 export function ownershipMetadata(jobId: string, purpose?: string): BatchServiceModels.MetadataItem[] {
-  return [
-    { name: OWNER_KEY, value: OWNER_VALUE },
-    { name: JOB_KEY, value: jobId },
-    ...(purpose ? [{ name: PURPOSE_KEY, value: purpose }] : []),
-  ];
+  return [{ name: OWNER_KEY, value: OWNER_VALUE }, { name: JOB_KEY, value: jobId }, ...(purpose ? [{ name: PURPOSE_KEY, value: purpose }] : [])];
 }
 
 /** The metadata of a pool created for `jobId`, submitted by `owner` (absent only in callers that predate owners). */

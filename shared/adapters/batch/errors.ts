@@ -66,9 +66,12 @@ export class BatchError extends Error implements BatchErrorInfo {
 
 function formatMessage(info: BatchErrorInfo): string {
   const status = info.status !== undefined ? ` HTTP ${info.status}` : '';
-  const details = info.details && Object.keys(info.details).length
-    ? ` (${Object.entries(info.details).map(([k, v]) => `${k}=${v}`).join(', ')})`
-    : '';
+  const details =
+    info.details && Object.keys(info.details).length
+      ? ` (${Object.entries(info.details)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(', ')})`
+      : '';
   const request = info.requestId ? ` [request-id ${info.requestId}]` : '';
   const attempts = info.attempts && info.attempts > 1 ? ` after ${info.attempts} attempts` : '';
   return `${info.operation} on ${info.resource} failed${attempts}:${status} ${info.code}: ${info.message}${details}${request}`;
@@ -103,8 +106,7 @@ export function describeSdkError(err: unknown, nowMs: number = Date.now()): SdkF
   const body = raw.body && typeof raw.body === 'object' ? raw.body : armError;
   const code = stringOf(body?.code) ?? stringOf(raw.code) ?? (status !== undefined ? `HTTP${status}` : 'UnknownError');
   // The SDK copies Batch's `message: {lang, value}` object onto Error.message, so look inside it.
-  const message =
-    messageText(body?.message) ?? messageText(raw.message) ?? stringOf(raw.response?.bodyAsText) ?? 'no message';
+  const message = messageText(body?.message) ?? messageText(raw.message) ?? stringOf(raw.response?.bodyAsText) ?? 'no message';
   const headers = raw.response?.headers;
   const header = (name: string) => (typeof headers?.get === 'function' ? headers.get(name) : undefined);
   const details: Record<string, string> = {};

@@ -19,7 +19,12 @@ import { callWithRetry } from './retry';
 
 export async function readSupportedImages(ctx: BatchContext): Promise<FactImage[]> {
   const what = { operation: 'account.listSupportedImages', resource: 'supportedimages' };
-  const infos = await collectPages(ctx.retry, what, () => ctx.client.account.listSupportedImages(), (link) => ctx.client.account.listSupportedImagesNext(link));
+  const infos = await collectPages(
+    ctx.retry,
+    what,
+    () => ctx.client.account.listSupportedImages(),
+    (link) => ctx.client.account.listSupportedImagesNext(link),
+  );
   return infos.map(imageFromInfo).filter((i): i is FactImage => i !== undefined);
 }
 
@@ -83,7 +88,9 @@ export class FactsCache {
     if (this.fresh(mine, ttlMs)) return Promise.resolve(mine);
     const running = this.inflight[part] as Promise<KeptFact<T> | undefined> | undefined;
     if (running) return running;
-    const next = this.load(part, mine, ttlMs, read).finally(() => { delete this.inflight[part]; });
+    const next = this.load(part, mine, ttlMs, read).finally(() => {
+      delete this.inflight[part];
+    });
     this.inflight[part] = next;
     return next;
   }

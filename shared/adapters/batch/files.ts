@@ -96,8 +96,7 @@ export function readNodeFile(ctx: BatchContext, poolId: string, nodeId: string, 
       resource: `file ${filePath} on node ${poolId}/${nodeId}`,
       size: async () => (await ctx.client.file.getPropertiesFromComputeNode(poolId, nodeId, filePath)).contentLength ?? 0,
       read: async (range) =>
-        (await ctx.client.file.getFromComputeNode(poolId, nodeId, filePath, { fileGetFromComputeNodeOptions: { ocpRange: range } }))
-          .readableStreamBody,
+        (await ctx.client.file.getFromComputeNode(poolId, nodeId, filePath, { fileGetFromComputeNodeOptions: { ocpRange: range } })).readableStreamBody,
     },
     options,
   );
@@ -118,7 +117,11 @@ export async function listTaskFiles(ctx: BatchContext, batchJobId: string, taskI
     () => ctx.client.file.listFromTask(batchJobId, taskId, { recursive: true }),
     (link) => ctx.client.file.listFromTaskNext(link),
   );
-  return all.map((f) => ({ name: f.name ?? '', isDirectory: f.isDirectory ?? false, ...(f.properties?.contentLength !== undefined ? { size: f.properties.contentLength } : {}) }));
+  return all.map((f) => ({
+    name: f.name ?? '',
+    isDirectory: f.isDirectory ?? false,
+    ...(f.properties?.contentLength !== undefined ? { size: f.properties.contentLength } : {}),
+  }));
 }
 
 /**
@@ -136,5 +139,9 @@ export async function listNodeFiles(ctx: BatchContext, poolId: string, nodeId: s
     () => ctx.client.file.listFromComputeNode(poolId, nodeId, { recursive: true, fileListFromComputeNodeOptions: { filter } }),
     (link) => ctx.client.file.listFromComputeNodeNext(link),
   );
-  return all.map((f) => ({ name: f.name ?? '', isDirectory: f.isDirectory ?? false, ...(f.properties?.contentLength !== undefined ? { size: f.properties.contentLength } : {}) }));
+  return all.map((f) => ({
+    name: f.name ?? '',
+    isDirectory: f.isDirectory ?? false,
+    ...(f.properties?.contentLength !== undefined ? { size: f.properties.contentLength } : {}),
+  }));
 }

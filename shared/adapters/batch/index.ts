@@ -6,7 +6,20 @@
 export { createBatchClient, createBatchContext, BearerTokenCredentials, type BatchContext, type BatchClientOptions } from './client';
 export { BatchError, describeSdkError, parseRetryAfter, toBatchError, type BatchErrorInfo } from './errors';
 export { callWithRetry, backoffDelay, isRetryable, DEFAULT_RETRY_POLICY, type RetryEvent, type RetryPolicy, type RetryRuntime, type CallSafety } from './retry';
-export { OWNER_KEY, OWNER_VALUE, JOB_KEY, PURPOSE_KEY, SUBMITTER_KEY, ownerJobOf, purposeOf, submitterOf, type NameValue, type ResourceFileSpec, type OutputFileSpec, type ContainerSettingsSpec } from './common';
+export {
+  OWNER_KEY,
+  OWNER_VALUE,
+  JOB_KEY,
+  PURPOSE_KEY,
+  SUBMITTER_KEY,
+  ownerJobOf,
+  purposeOf,
+  submitterOf,
+  type NameValue,
+  type ResourceFileSpec,
+  type OutputFileSpec,
+  type ContainerSettingsSpec,
+} from './common';
 export * from './pools';
 export * from './jobs';
 export * from './tasks';

@@ -94,8 +94,7 @@ export function buildJobAddParameter(spec: BatchJobSpec): BatchServiceModels.Job
       message: 'Batch runs a job release task only on nodes that ran a job preparation task; give both',
     });
   }
-  const autoUser = (elevated?: boolean) =>
-    elevated ? { autoUser: { scope: 'pool' as const, elevationLevel: 'admin' as const } } : undefined;
+  const autoUser = (elevated?: boolean) => (elevated ? { autoUser: { scope: 'pool' as const, elevationLevel: 'admin' as const } } : undefined);
   return stripUndefined({
     id: spec.batchJobId,
     displayName: spec.displayName,
@@ -198,9 +197,7 @@ export async function terminateJob(ctx: BatchContext, batchJobId: string, reason
 /** Deletes the job and its tasks. Returns false when it was already gone or being deleted. */
 export async function deleteJob(ctx: BatchContext, batchJobId: string): Promise<{ deleted: boolean }> {
   try {
-    await callWithRetry(ctx.retry, { operation: 'jobs.delete', resource: jobResource(batchJobId) }, () =>
-      ctx.client.job.deleteMethod(batchJobId),
-    );
+    await callWithRetry(ctx.retry, { operation: 'jobs.delete', resource: jobResource(batchJobId) }, () => ctx.client.job.deleteMethod(batchJobId));
     return { deleted: true };
   } catch (err) {
     if (isGone(err, ['JobNotFound', 'JobBeingDeleted'])) return { deleted: false };
@@ -212,9 +209,7 @@ export async function deleteJob(ctx: BatchContext, batchJobId: string): Promise<
 export async function getJob(ctx: BatchContext, batchJobId: string): Promise<JobSnapshot | undefined> {
   let job: BatchServiceModels.CloudJob;
   try {
-    job = await callWithRetry(ctx.retry, { operation: 'jobs.get', resource: jobResource(batchJobId) }, () =>
-      ctx.client.job.get(batchJobId),
-    );
+    job = await callWithRetry(ctx.retry, { operation: 'jobs.get', resource: jobResource(batchJobId) }, () => ctx.client.job.get(batchJobId));
   } catch (err) {
     if (isGone(err, ['JobNotFound'])) return undefined;
     throw err;
@@ -294,7 +289,8 @@ export async function listOwnedJobs(ctx: BatchContext): Promise<OwnedJob[]> {
   const owned: OwnedJob[] = [];
   for (const j of jobs) {
     const jobId = ownerJobOf(j.metadata);
-    if (jobId && j.id) owned.push(stripUndefined({ batchJobId: j.id, jobId, state: j.state ?? 'unknown', creationTime: iso(j.creationTime), purpose: purposeOf(j.metadata) }));
+    if (jobId && j.id)
+      owned.push(stripUndefined({ batchJobId: j.id, jobId, state: j.state ?? 'unknown', creationTime: iso(j.creationTime), purpose: purposeOf(j.metadata) }));
   }
   return owned;
 }

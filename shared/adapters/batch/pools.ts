@@ -58,17 +58,33 @@ export function toMountConfiguration(mounts: MountSpec[] | undefined): BatchServ
       case 'nfs':
         return { nfsMountConfiguration: stripUndefined({ source: m.source, relativeMountPath: m.relativeMountPath, mountOptions: m.mountOptions }) };
       case 'cifs':
-        return { cifsMountConfiguration: stripUndefined({ username: m.username, source: m.source, password: m.password, relativeMountPath: m.relativeMountPath, mountOptions: m.mountOptions }) };
+        return {
+          cifsMountConfiguration: stripUndefined({
+            username: m.username,
+            source: m.source,
+            password: m.password,
+            relativeMountPath: m.relativeMountPath,
+            mountOptions: m.mountOptions,
+          }),
+        };
       case 'azureFiles':
         return {
           azureFileShareConfiguration: stripUndefined({
-            accountName: m.accountName, azureFileUrl: m.azureFileUrl, accountKey: m.accountKey, relativeMountPath: m.relativeMountPath, mountOptions: m.mountOptions,
+            accountName: m.accountName,
+            azureFileUrl: m.azureFileUrl,
+            accountKey: m.accountKey,
+            relativeMountPath: m.relativeMountPath,
+            mountOptions: m.mountOptions,
           }),
         };
       case 'blobfuse':
         return {
           azureBlobFileSystemConfiguration: stripUndefined({
-            accountName: m.accountName, containerName: m.containerName, sasKey: m.sasKey, relativeMountPath: m.relativeMountPath, blobfuseOptions: m.blobfuseOptions,
+            accountName: m.accountName,
+            containerName: m.containerName,
+            sasKey: m.sasKey,
+            relativeMountPath: m.relativeMountPath,
+            blobfuseOptions: m.blobfuseOptions,
           }),
         };
     }
@@ -108,7 +124,10 @@ export interface PoolNetworkSpec {
 }
 
 /** networkConfiguration's publicIPAddressConfiguration, in a plane's spelling of the provisioning type. */
-export function publicIpConfiguration<T extends string>(publicIp: PoolNetworkSpec['publicIp'], names: { none: T; batch: T; user: T }): { provision: T; ipAddressIds?: string[] } | undefined {
+export function publicIpConfiguration<T extends string>(
+  publicIp: PoolNetworkSpec['publicIp'],
+  names: { none: T; batch: T; user: T },
+): { provision: T; ipAddressIds?: string[] } | undefined {
   if (publicIp === undefined) return undefined;
   if (publicIp === 'none') return { provision: names.none };
   if (publicIp === 'batchManaged') return { provision: names.batch };
@@ -179,10 +198,15 @@ export const poolResource = (poolId: string) => `pool ${poolId}`;
  * is refused at the door on a deployment without a pool identity (shared/core/intake/networkPolicy.ts), never dropped.
  */
 function dataPlaneNetwork(n: PoolNetworkSpec): BatchServiceModels.NetworkConfiguration {
-  if (n.acceleratedNetworking !== undefined) throw new Error('acceleratedNetworking needs the management plane (a pool identity): the data plane API 2022-10-01 has no such field');
+  if (n.acceleratedNetworking !== undefined)
+    throw new Error('acceleratedNetworking needs the management plane (a pool identity): the data plane API 2022-10-01 has no such field');
   return stripUndefined({
     subnetId: n.subnetId,
-    publicIPAddressConfiguration: publicIpConfiguration(n.publicIp, { none: 'nopublicipaddresses' as const, batch: 'batchmanaged' as const, user: 'usermanaged' as const }),
+    publicIPAddressConfiguration: publicIpConfiguration(n.publicIp, {
+      none: 'nopublicipaddresses' as const,
+      batch: 'batchmanaged' as const,
+      user: 'usermanaged' as const,
+    }),
   });
 }
 
@@ -264,7 +288,13 @@ export function adoptExistingPool(
   const resource = poolResource(spec.poolId);
   if (existing.ours) {
     if (existing.vmSize?.toLowerCase() !== spec.vmSize.toLowerCase()) {
-      throw new BatchError({ code: 'PoolExistsWithDifferentSpec', status: 409, operation, resource, message: `pool exists for job ${spec.jobId} with VM size ${existing.vmSize}, expected ${spec.vmSize}` });
+      throw new BatchError({
+        code: 'PoolExistsWithDifferentSpec',
+        status: 409,
+        operation,
+        resource,
+        message: `pool exists for job ${spec.jobId} with VM size ${existing.vmSize}, expected ${spec.vmSize}`,
+      });
     }
     return { poolId: spec.poolId, created: false };
   }
@@ -280,9 +310,7 @@ export function adoptExistingPool(
 /** What a job that wants to reuse a pool, or a retried create, needs to know about it. */
 export async function inspectPool(ctx: BatchContext, poolId: string): Promise<PoolInspection> {
   try {
-    const pool = await callWithRetry(ctx.retry, { operation: 'pools.inspect', resource: poolResource(poolId) }, () =>
-      ctx.client.pool.get(poolId),
-    );
+    const pool = await callWithRetry(ctx.retry, { operation: 'pools.inspect', resource: poolResource(poolId) }, () => ctx.client.pool.get(poolId));
     return stripUndefined({
       exists: true,
       state: pool.state,
@@ -306,7 +334,9 @@ export async function getPoolSnapshot(ctx: BatchContext, poolId: string): Promis
   try {
     pool = await callWithRetry(ctx.retry, { operation: 'pools.get', resource }, () =>
       ctx.client.pool.get(poolId, {
-        poolGetOptions: { select: 'id,state,allocationState,currentDedicatedNodes,targetDedicatedNodes,currentLowPriorityNodes,targetLowPriorityNodes,resizeErrors' },
+        poolGetOptions: {
+          select: 'id,state,allocationState,currentDedicatedNodes,targetDedicatedNodes,currentLowPriorityNodes,targetLowPriorityNodes,resizeErrors',
+        },
       }),
     );
   } catch (err) {
@@ -365,7 +395,13 @@ function toNodeSnapshot(n: BatchServiceModels.ComputeNode): NodeSnapshot {
  * Sets the pool's dedicated and Spot/low-priority targets. A resize already under way towards the same targets counts
  * as done (a repeated call after an unknown outcome).
  */
-export async function resizePool(ctx: BatchContext, poolId: string, targetDedicatedNodes: number, resizeTimeoutMinutes = 15, targetLowPriorityNodes = 0): Promise<void> {
+export async function resizePool(
+  ctx: BatchContext,
+  poolId: string,
+  targetDedicatedNodes: number,
+  resizeTimeoutMinutes = 15,
+  targetLowPriorityNodes = 0,
+): Promise<void> {
   const resource = poolResource(poolId);
   try {
     await callWithRetry(ctx.retry, { operation: 'pools.resize', resource }, () =>
@@ -409,9 +445,7 @@ export interface DeleteResult {
 
 export async function deletePool(ctx: BatchContext, poolId: string): Promise<DeleteResult> {
   try {
-    await callWithRetry(ctx.retry, { operation: 'pools.delete', resource: poolResource(poolId) }, () =>
-      ctx.client.pool.deleteMethod(poolId),
-    );
+    await callWithRetry(ctx.retry, { operation: 'pools.delete', resource: poolResource(poolId) }, () => ctx.client.pool.deleteMethod(poolId));
     return { deleted: true };
   } catch (err) {
     if (isGone(err, ['PoolNotFound', 'PoolBeingDeleted'])) return { deleted: false };
@@ -441,7 +475,8 @@ export async function listOwnedPools(ctx: BatchContext): Promise<OwnedPool[]> {
   const owned: OwnedPool[] = [];
   for (const p of pools) {
     const jobId = ownerJobOf(p.metadata);
-    if (jobId && p.id) owned.push(stripUndefined({ poolId: p.id, jobId, owner: submitterOf(p.metadata), state: p.state ?? 'unknown', creationTime: iso(p.creationTime) }));
+    if (jobId && p.id)
+      owned.push(stripUndefined({ poolId: p.id, jobId, owner: submitterOf(p.metadata), state: p.state ?? 'unknown', creationTime: iso(p.creationTime) }));
   }
   return owned;
 }
@@ -467,7 +502,7 @@ export function poolAllocationError(snapshot: PoolSnapshot): BatchError | undefi
 export const MOUNT_CONFIGURATION_ERROR = 'MountConfigurationError';
 /** What a user checks when a mount failed: the server must be reachable from the pool's subnet and export the path. */
 export const MOUNT_FAILURE_HINT =
-  ' (a pool mount failed on the node: check that the file server is reachable from the pool\'s subnet, pool.network or the deployment\'s POOL_SUBNET_ID, and that it exports the path to it)';
+  " (a pool mount failed on the node: check that the file server is reachable from the pool's subnet, pool.network or the deployment's POOL_SUBNET_ID, and that it exports the path to it)";
 
 export interface NodeFailure {
   nodeId: string;

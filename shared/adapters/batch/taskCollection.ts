@@ -26,14 +26,19 @@ const bytesOf = (value: unknown) => Buffer.byteLength(JSON.stringify(value), 'ut
  * The tasks in request-sized chunks, in order: at most `maxTasks` each and a `{"value":[…]}` body under `maxBytes`.
  * A single task too large for a request on its own is refused (Batch would refuse it with RequestBodyTooLarge). Pure.
  */
-export function taskCollectionChunks<T extends { id: string }>(tasks: readonly T[], maxTasks = TASK_COLLECTION_MAX_TASKS, maxBytes = TASK_COLLECTION_MAX_BYTES): T[][] {
+export function taskCollectionChunks<T extends { id: string }>(
+  tasks: readonly T[],
+  maxTasks = TASK_COLLECTION_MAX_TASKS,
+  maxBytes = TASK_COLLECTION_MAX_BYTES,
+): T[][] {
   const envelope = bytesOf({ value: [] });
   const chunks: T[][] = [];
   let current: T[] = [];
   let size = envelope;
   for (const t of tasks) {
     const own = bytesOf(t);
-    if (envelope + own >= maxBytes) throw new RangeError(`task ${t.id}: ${own} bytes serialized, more than one task collection request holds (< ${maxBytes} bytes)`);
+    if (envelope + own >= maxBytes)
+      throw new RangeError(`task ${t.id}: ${own} bytes serialized, more than one task collection request holds (< ${maxBytes} bytes)`);
     // One comma between elements.
     const added = own + (current.length ? 1 : 0);
     if (current.length === maxTasks || size + added >= maxBytes) {
@@ -64,7 +69,12 @@ const realSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(reso
  * completed job (a repeat after the job ended with its tasks) is answered by one list of the job's tasks: all there =
  * added. Results in the order of `tasks`.
  */
-export async function addTaskCollection(ctx: BatchContext, batchJobId: string, tasks: readonly BatchServiceModels.TaskAddParameter[], operation = 'tasks.addCollection'): Promise<AddTaskResult[]> {
+export async function addTaskCollection(
+  ctx: BatchContext,
+  batchJobId: string,
+  tasks: readonly BatchServiceModels.TaskAddParameter[],
+  operation = 'tasks.addCollection',
+): Promise<AddTaskResult[]> {
   const results = new Map<string, AddTaskResult>();
   for (const chunk of taskCollectionChunks(tasks)) {
     for (const r of await addChunk(ctx, batchJobId, chunk, operation)) results.set(r.taskId, r);
@@ -72,7 +82,12 @@ export async function addTaskCollection(ctx: BatchContext, batchJobId: string, t
   return tasks.map((t) => results.get(t.id) ?? { taskId: t.id, created: false });
 }
 
-async function addChunk(ctx: BatchContext, batchJobId: string, chunk: readonly BatchServiceModels.TaskAddParameter[], operation: string): Promise<AddTaskResult[]> {
+async function addChunk(
+  ctx: BatchContext,
+  batchJobId: string,
+  chunk: readonly BatchServiceModels.TaskAddParameter[],
+  operation: string,
+): Promise<AddTaskResult[]> {
   const resource = `job ${batchJobId}`;
   const done: AddTaskResult[] = [];
   let pending = [...chunk];
@@ -128,7 +143,12 @@ async function addChunk(ctx: BatchContext, batchJobId: string, chunk: readonly B
 }
 
 /** The job completed (it ends with its tasks): the add went through before if every task is listed. One request. */
-async function presentAfterJobCompleted(ctx: BatchContext, batchJobId: string, pending: readonly BatchServiceModels.TaskAddParameter[], refused: BatchError): Promise<AddTaskResult[]> {
+async function presentAfterJobCompleted(
+  ctx: BatchContext,
+  batchJobId: string,
+  pending: readonly BatchServiceModels.TaskAddParameter[],
+  refused: BatchError,
+): Promise<AddTaskResult[]> {
   const listed = new Set<string>();
   try {
     for (const t of await listTasks(ctx, batchJobId, { select: 'id' })) listed.add(t.taskId.toLowerCase());

@@ -111,7 +111,12 @@ export function buildNodeTaskParameter(spec: NodeTaskSpec): BatchServiceModels.T
  * with its tasks (onAllTasksComplete), as when the orchestration's history was rolled back past the add
  * by a storage loss while Batch kept going. The task, if it is there, is the answer; if not, the refusal is.
  */
-export async function addTask(ctx: BatchContext, batchJobId: string, task: BatchServiceModels.TaskAddParameter, operation = 'tasks.add'): Promise<AddTaskResult> {
+export async function addTask(
+  ctx: BatchContext,
+  batchJobId: string,
+  task: BatchServiceModels.TaskAddParameter,
+  operation = 'tasks.add',
+): Promise<AddTaskResult> {
   const resource = taskResource(batchJobId, task.id);
   let refused: BatchError;
   try {

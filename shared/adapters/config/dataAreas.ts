@@ -36,10 +36,12 @@ export function parseSharedDataAreas(text: string | undefined, dataAccounts: rea
     const [where, mode = 'read', who = '*', ...extra] = entry.split('|').map((s) => s.trim());
     if (extra.length) return bad('has more than three "|"-separated fields (account/container/prefix|mode|roles)');
     const m = ENTRY.exec(where);
-    if (!m) return bad('must start with "<account>/<container>/<prefix>" (a storage account name, a container name, a blob prefix that is empty or ends in "/")');
+    if (!m)
+      return bad('must start with "<account>/<container>/<prefix>" (a storage account name, a container name, a blob prefix that is empty or ends in "/")');
     const [, account, container, prefix] = m;
     if (prefix !== '' && !prefix.endsWith('/')) return bad(`the prefix "${prefix}" must be empty (the whole container) or end in "/"`);
-    if (/(?:^|\/)\.\.?(?:\/|$)/.test(prefix) || prefix.startsWith('/') || prefix.includes('//')) return bad(`the prefix "${prefix}" must not have empty, "." or ".." segments`);
+    if (/(?:^|\/)\.\.?(?:\/|$)/.test(prefix) || prefix.startsWith('/') || prefix.includes('//'))
+      return bad(`the prefix "${prefix}" must not have empty, "." or ".." segments`);
     if (prefix.startsWith('users/')) return bad('a shared area may not lie under "users/": that is where every owner\'s own area is');
     if (!dataAccounts.includes(account)) return bad(`account "${account}" is not in DATA_ACCOUNTS`);
     if (mode !== 'read' && mode !== 'write') return bad(`the mode must be "read" or "write", got "${mode}"`);

@@ -32,7 +32,12 @@ import { HEALTH_CHECKS, type HealthCheck } from '../../core/spec/sections/prefli
 export function healthChecksSetting(value: string | undefined): HealthCheck[] {
   if (value === undefined || value === '' || value === 'all') return [...HEALTH_CHECKS];
   if (value === 'none') return [];
-  return HEALTH_CHECKS.filter((c) => value.split(',').map((x) => x.trim()).includes(c));
+  return HEALTH_CHECKS.filter((c) =>
+    value
+      .split(',')
+      .map((x) => x.trim())
+      .includes(c),
+  );
 }
 
 export type { HostStorageRef, StorageAccountRef } from '../../core/config/storageAccounts';
@@ -281,7 +286,10 @@ export class ConfigError extends Error {
 }
 
 const required = (name: string) =>
-  z.string({ error: `${name} is required` }).trim().min(1, { error: `${name} is required (empty)`, abort: true });
+  z
+    .string({ error: `${name} is required` })
+    .trim()
+    .min(1, { error: `${name} is required (empty)`, abort: true });
 
 /** An optional numeric setting: the fallback when unset or empty, else a number in [min, max] (a whole one if `integer`). */
 const numericSetting = (fallback: number, min: number, max: number, integer: boolean) =>
@@ -342,7 +350,10 @@ const envSchema = z.object({
   DEFAULT_OUTPUTS: z.string().trim().optional(),
   DATA_MOUNT_SOURCES: z.string().trim().optional(),
   DATA_ACCOUNTS_HNS: z.string().trim().optional(),
-  OUTPUTS_REQUIRE_SCOPED_SAS: z.string().trim().optional()
+  OUTPUTS_REQUIRE_SCOPED_SAS: z
+    .string()
+    .trim()
+    .optional()
     .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
   ALLOWED_INTERNAL_HOSTS: z.string().trim().optional(),
   SAS_MAX_LIFETIME_HOURS: intSetting(168, 1, 168),
@@ -358,18 +369,36 @@ const envSchema = z.object({
   JOBS_RETENTION_DAYS: numberSetting(0, 0, 3_650),
   PRICE_TABLE_JSON: z.string().optional(),
   RETAIL_PRICES_URL: z.string().trim().optional(),
-  PRICES_REGION: z.string().trim().optional()
+  PRICES_REGION: z
+    .string()
+    .trim()
+    .optional()
     .refine((v) => v === undefined || v === '' || /^[a-z][a-z0-9]{2,39}$/.test(v), { error: 'must be an Azure region name such as "eastus" or "westeurope"' }),
   PRICES_MAX_AGE_HOURS: intSetting(48, 1, 24 * 365),
   PRICES_REFRESH_SCHEDULE: z.string().trim().optional(),
   ...authEnvSchema,
-  PREFLIGHT_FABRIC_DEFAULTS: z.string().trim().optional()
+  PREFLIGHT_FABRIC_DEFAULTS: z
+    .string()
+    .trim()
+    .optional()
     .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
-  PREFLIGHT_HEALTH_CHECKS: z.string().trim().optional()
-    .refine((v) => v === undefined || v === '' || v === 'all' || v === 'none' || v.split(',').every((c) => (HEALTH_CHECKS as readonly string[]).includes(c.trim())), { error: `must be "all", "none" or a comma-separated list of ${HEALTH_CHECKS.join(', ')}` }),
-  PIPELINE_OVERLAP: z.string().trim().optional()
+  PREFLIGHT_HEALTH_CHECKS: z
+    .string()
+    .trim()
+    .optional()
+    .refine(
+      (v) => v === undefined || v === '' || v === 'all' || v === 'none' || v.split(',').every((c) => (HEALTH_CHECKS as readonly string[]).includes(c.trim())),
+      { error: `must be "all", "none" or a comma-separated list of ${HEALTH_CHECKS.join(', ')}` },
+    ),
+  PIPELINE_OVERLAP: z
+    .string()
+    .trim()
+    .optional()
     .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
-  CONTAINER_ALLOW_PRIVILEGED: z.string().trim().optional()
+  CONTAINER_ALLOW_PRIVILEGED: z
+    .string()
+    .trim()
+    .optional()
     .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
   REGISTRY_ALIASES: z.string().trim().optional(),
   NODE_IMAGES_CUSTOM: z.string().trim().optional(),
@@ -385,10 +414,17 @@ const envSchema = z.object({
   ADMISSION_POLL_SECONDS: intSetting(60, 1, 3_600),
   // Azure facts (shared/adapters/batch/facts.ts, docs/azure-facts.md): the region the account's sizes are asked for, how long
   // the quotas and the size/image lists are kept before they are read again, and whether validation asks at all.
-  BATCH_LOCATION: z.string().trim().regex(/^[a-z0-9]{2,40}$/, { error: 'must be an Azure region name such as "westeurope"' }).optional(),
+  BATCH_LOCATION: z
+    .string()
+    .trim()
+    .regex(/^[a-z0-9]{2,40}$/, { error: 'must be an Azure region name such as "westeurope"' })
+    .optional(),
   FACTS_QUOTA_TTL_MINUTES: intSetting(5, 1, 7 * 24 * 60),
   FACTS_CATALOG_TTL_MINUTES: intSetting(24 * 60, 1, 30 * 24 * 60),
-  FACTS_CHECK: z.string().trim().optional()
+  FACTS_CHECK: z
+    .string()
+    .trim()
+    .optional()
     .refine((v) => v === undefined || v === '' || v === 'true' || v === 'false', { error: 'must be "true" or "false"' }),
   BATCH_SUBSCRIPTION_ID: z.string().optional(),
   BATCH_RESOURCE_GROUP: z.string().optional(),
@@ -399,10 +435,17 @@ const envSchema = z.object({
   SHARED_POOLS: z.string().optional(),
   POOL_SUBNET_ID: z.string().trim().optional(),
   // https, or plain http on loopback only (the local stack's Key Vault stand-in); must contain "{vault}".
-  KEY_VAULT_URL_TEMPLATE: z.string().trim().optional()
-    .refine((v) => !v || (/^(?:https:\/\/[A-Za-z0-9.{}-]+|http:\/\/(?:127\.0\.0\.1|localhost)(?::\d{1,5})?)(?:\/[A-Za-z0-9._{}-]*)*$/.test(v) && v.includes('{vault}')), {
-      error: 'must be a URL with "{vault}" in it, such as "https://{vault}.vault.azure.net" (plain http only on 127.0.0.1/localhost)',
-    }),
+  KEY_VAULT_URL_TEMPLATE: z
+    .string()
+    .trim()
+    .optional()
+    .refine(
+      (v) =>
+        !v || (/^(?:https:\/\/[A-Za-z0-9.{}-]+|http:\/\/(?:127\.0\.0\.1|localhost)(?::\d{1,5})?)(?:\/[A-Za-z0-9._{}-]*)*$/.test(v) && v.includes('{vault}')),
+      {
+        error: 'must be a URL with "{vault}" in it, such as "https://{vault}.vault.azure.net" (plain http only on 127.0.0.1/localhost)',
+      },
+    ),
 });
 
 /** Every app setting the app reads (APP_VERSION aside, read on its own by appVersionSetting). */
@@ -426,6 +469,7 @@ export interface FactsConfig {
   coreQuotaConfigured: boolean;
 }
 
+// eslint-disable-next-line max-lines-per-function -- over 100 lines once formatted (Prettier); to be split (issue 25)
 export function loadConfig(env: Record<string, string | undefined> = process.env): AppConfig {
   const parsed = envSchema.safeParse(env);
   const problems: string[] = [];
@@ -459,9 +503,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const batch: BatchConfig = {
     accountUrl: e.BATCH_ACCOUNT_URL.replace(/\/+$/, ''),
     accountName: e.BATCH_ACCOUNT_NAME,
-    auth: e.BATCH_ACCOUNT_KEY
-      ? { kind: 'sharedKey', accountKey: e.BATCH_ACCOUNT_KEY }
-      : { kind: 'aad', scope: BATCH_TOKEN_SCOPE },
+    auth: e.BATCH_ACCOUNT_KEY ? { kind: 'sharedKey', accountKey: e.BATCH_ACCOUNT_KEY } : { kind: 'aad', scope: BATCH_TOKEN_SCOPE },
   };
   const batchAccounts = parseBatchAccounts(e, batch, env, names, problems);
 
@@ -505,7 +547,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     mountSecrets,
     auth,
-    containers: { allowPrivileged: e.CONTAINER_ALLOW_PRIVILEGED === 'true', registryAliases: parseRegistryAliases(e.REGISTRY_ALIASES, problems), ...customNodeImagesOf(e.NODE_IMAGES_CUSTOM, problems) },
+    containers: {
+      allowPrivileged: e.CONTAINER_ALLOW_PRIVILEGED === 'true',
+      registryAliases: parseRegistryAliases(e.REGISTRY_ALIASES, problems),
+      ...customNodeImagesOf(e.NODE_IMAGES_CUSTOM, problems),
+    },
     events,
     admission: {
       queues,
@@ -545,9 +591,7 @@ function parseLimits(
     problems.push(`POLL_INITIAL_MS (${e.POLL_INITIAL_MS}) must not exceed POLL_LOOK_MAX_MS (${e.POLL_LOOK_MAX_MS})`);
   }
   if (e.BATCH_RETRY_INITIAL_MS > e.BATCH_RETRY_MAX_MS) {
-    problems.push(
-      `BATCH_RETRY_INITIAL_MS (${e.BATCH_RETRY_INITIAL_MS}) must not exceed BATCH_RETRY_MAX_MS (${e.BATCH_RETRY_MAX_MS})`,
-    );
+    problems.push(`BATCH_RETRY_INITIAL_MS (${e.BATCH_RETRY_INITIAL_MS}) must not exceed BATCH_RETRY_MAX_MS (${e.BATCH_RETRY_MAX_MS})`);
   }
   let priceTable: PriceTable | undefined;
   try {
@@ -578,12 +622,27 @@ function parseLimits(
 function addDataAreas(dataAccess: DataAccessConfig, e: z.infer<typeof envSchema>, problems: string[]): void {
   dataAccess.mountSources = parseMountSources(e.DATA_MOUNT_SOURCES, problems);
   dataAccess.allowedInternalHosts = parseAllowedInternalHosts(e.ALLOWED_INTERNAL_HOSTS, problems);
-  dataAccess.sharedAreas = parseSharedDataAreas(e.SHARED_DATA_AREAS, dataAccess.accounts.map((a) => a.accountName), problems);
-  dataAccess.hnsAccounts = parseHnsAccounts(e.DATA_ACCOUNTS_HNS, dataAccess.accounts.map((a) => a.accountName), problems);
+  dataAccess.sharedAreas = parseSharedDataAreas(
+    e.SHARED_DATA_AREAS,
+    dataAccess.accounts.map((a) => a.accountName),
+    problems,
+  );
+  dataAccess.hnsAccounts = parseHnsAccounts(
+    e.DATA_ACCOUNTS_HNS,
+    dataAccess.accounts.map((a) => a.accountName),
+    problems,
+  );
   dataAccess.outputsRequireScopedSas = e.OUTPUTS_REQUIRE_SCOPED_SAS === 'true';
-  const defaultOutputs = parseDefaultOutputs(e.DEFAULT_OUTPUTS, {
-    accounts: dataAccess.accounts.map((a) => a.accountName), containers: dataAccess.containers, hnsAccounts: dataAccess.hnsAccounts, outputsRequireScopedSas: dataAccess.outputsRequireScopedSas,
-  }, problems);
+  const defaultOutputs = parseDefaultOutputs(
+    e.DEFAULT_OUTPUTS,
+    {
+      accounts: dataAccess.accounts.map((a) => a.accountName),
+      containers: dataAccess.containers,
+      hnsAccounts: dataAccess.hnsAccounts,
+      outputsRequireScopedSas: dataAccess.outputsRequireScopedSas,
+    },
+    problems,
+  );
   if (defaultOutputs) dataAccess.defaultOutputs = defaultOutputs;
 }
 
@@ -643,7 +702,9 @@ function parseHostStorage(e: z.infer<typeof envSchema>, endpointSuffix: string, 
     const { blob, queue, table } = found;
     if (!blob || !queue || !table) return undefined;
     if (queue.account !== blob.account || table.account !== blob.account) {
-      problems.push(`AzureWebJobsStorage__*ServiceUri name different accounts (${blob.account}, ${queue.account}, ${table.account}); the host storage is one account`);
+      problems.push(
+        `AzureWebJobsStorage__*ServiceUri name different accounts (${blob.account}, ${queue.account}, ${table.account}); the host storage is one account`,
+      );
       return undefined;
     }
     return { kind: 'managedIdentity', accountName: blob.account, blobEndpoint: blob.uri, queueEndpoint: queue.uri, tableEndpoint: table.uri };
@@ -654,13 +715,17 @@ function parseHostStorage(e: z.infer<typeof envSchema>, endpointSuffix: string, 
       if (ref.kind === 'managedIdentity' && ref.queueEndpoint && ref.tableEndpoint && ref.blobEndpoint.startsWith(`https://${ref.accountName}.`)) {
         return { ...ref, queueEndpoint: ref.queueEndpoint, tableEndpoint: ref.tableEndpoint };
       }
-      problems.push('AzureWebJobsStorage__accountName: must be a storage account name (an identity-based connection; use the __*ServiceUri settings for other endpoints)');
+      problems.push(
+        'AzureWebJobsStorage__accountName: must be a storage account name (an identity-based connection; use the __*ServiceUri settings for other endpoints)',
+      );
     } catch (err) {
       problems.push(`AzureWebJobsStorage__accountName: ${(err as Error).message}`);
     }
     return undefined;
   }
-  problems.push('AzureWebJobsStorage is required (or, with managed identity, AzureWebJobsStorage__accountName or the AzureWebJobsStorage__blobServiceUri, __queueServiceUri and __tableServiceUri settings)');
+  problems.push(
+    'AzureWebJobsStorage is required (or, with managed identity, AzureWebJobsStorage__accountName or the AzureWebJobsStorage__blobServiceUri, __queueServiceUri and __tableServiceUri settings)',
+  );
   return undefined;
 }
 
@@ -681,7 +746,8 @@ function parseDataAccess(
     if (!entry.trim()) return;
     try {
       const ref = parseStorageAccountRef(entry, endpointSuffix);
-      if (ownAccounts.includes(ref.accountName)) problems.push(`DATA_ACCOUNTS: entry ${index + 1}: "${ref.accountName}" is the app's own host or staging storage; jobs must never reach it`);
+      if (ownAccounts.includes(ref.accountName))
+        problems.push(`DATA_ACCOUNTS: entry ${index + 1}: "${ref.accountName}" is the app's own host or staging storage; jobs must never reach it`);
       else accounts.push(ref);
     } catch (err) {
       problems.push(`DATA_ACCOUNTS: entry ${index + 1}: ${(err as Error).message}`);
@@ -706,7 +772,8 @@ function parseMountSources(text: string | undefined, problems: string[]): string
   (text ?? '').split(',').forEach((entry, index) => {
     const v = entry.trim();
     if (!v) return;
-    if (!MOUNT_SOURCE_ENTRY.test(v)) problems.push(`DATA_MOUNT_SOURCES: entry ${index + 1} must be "host:/path" (NFS) or "//host/share" (SMB), optionally ending in "*", got "${v}"`);
+    if (!MOUNT_SOURCE_ENTRY.test(v))
+      problems.push(`DATA_MOUNT_SOURCES: entry ${index + 1} must be "host:/path" (NFS) or "//host/share" (SMB), optionally ending in "*", got "${v}"`);
     else out.push(v);
   });
   return out;
@@ -718,7 +785,8 @@ function parseAllowedInternalHosts(text: string | undefined, problems: string[])
   (text ?? '').split(',').forEach((entry, index) => {
     const v = entry.trim().toLowerCase();
     if (!v) return;
-    if (!/^(?:\[[0-9a-f:.]+\]|[a-z0-9](?:[a-z0-9.-]{0,252}))(?::\d{1,5})?$/.test(v)) problems.push(`ALLOWED_INTERNAL_HOSTS: entry ${index + 1} must be "host" or "host:port", got "${v}"`);
+    if (!/^(?:\[[0-9a-f:.]+\]|[a-z0-9](?:[a-z0-9.-]{0,252}))(?::\d{1,5})?$/.test(v))
+      problems.push(`ALLOWED_INTERNAL_HOSTS: entry ${index + 1} must be "host" or "host:port", got "${v}"`);
     else out.push(v);
   });
   return out;
@@ -733,7 +801,8 @@ function parseMountSecrets(env: Record<string, string | undefined>, problems: st
   for (const [key, value] of Object.entries(env)) {
     if (!key.startsWith(MOUNT_SECRET_PREFIX) || value === undefined || value === '') continue;
     const name = key.slice(MOUNT_SECRET_PREFIX.length);
-    if (!/^[A-Za-z][A-Za-z0-9_]{0,63}$/.test(name)) problems.push(`${key}: the name after MOUNT_SECRET_ must be letters, digits and "_" (at most 64), starting with a letter`);
+    if (!/^[A-Za-z][A-Za-z0-9_]{0,63}$/.test(name))
+      problems.push(`${key}: the name after MOUNT_SECRET_ must be letters, digits and "_" (at most 64), starting with a letter`);
     else out[name] = value;
   }
   return out;
@@ -774,4 +843,3 @@ function parseRetailPrices(
   if (!region) return { maxAgeMs, url: url.toString(), off: 'no region: set PRICES_REGION (the Batch account URL names none)' };
   return { maxAgeMs, url: url.toString(), region };
 }
-

@@ -21,9 +21,10 @@ export function announcementText(jobId: string): string {
 }
 
 export function queueAnnouncer(host: StorageAccountRef, credential: () => TokenCredential): EventAnnouncer {
-  const client = host.kind === 'connectionString'
-    ? new QueueClient(host.connectionString, EVENTS_QUEUE)
-    : new QueueClient(`${host.queueEndpoint}/${EVENTS_QUEUE}`, credential());
+  const client =
+    host.kind === 'connectionString'
+      ? new QueueClient(host.connectionString, EVENTS_QUEUE)
+      : new QueueClient(`${host.queueEndpoint}/${EVENTS_QUEUE}`, credential());
   let ready: Promise<unknown> | undefined;
   return {
     async announce(jobId, delayMs = 0) {

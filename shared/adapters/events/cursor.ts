@@ -29,11 +29,7 @@ export type PendingItem = { seq: number; event: JobEvent } | { seq: number; miss
  * the timeline nor the row's lastEvent is reported missing (a timeline damaged before the store wrote the previous
  * event ahead of each transition): the deliverer records it and moves past it rather than wait forever.
  */
-export function pendingTransitions(
-  timeline: readonly JobEvent[],
-  row: { eventSeq: number; lastEvent?: JobEvent },
-  delivered: number,
-): PendingItem[] {
+export function pendingTransitions(timeline: readonly JobEvent[], row: { eventSeq: number; lastEvent?: JobEvent }, delivered: number): PendingItem[] {
   const bySeq = new Map<number, JobEvent>();
   for (const e of timeline) if (e.kind === 'transition' && e.seq !== undefined && !bySeq.has(e.seq)) bySeq.set(e.seq, e);
   const last = row.lastEvent;
@@ -58,9 +54,7 @@ export function retryDelayMs(failures: number, policy: RetryPolicy): number {
 }
 
 export type AttemptVerdict =
-  | { outcome: 'delivered'; cursor: CursorState }
-  | { outcome: 'retry'; cursor: CursorState; delayMs: number }
-  | { outcome: 'abandoned'; cursor: CursorState };
+  { outcome: 'delivered'; cursor: CursorState } | { outcome: 'retry'; cursor: CursorState; delayMs: number } | { outcome: 'abandoned'; cursor: CursorState };
 
 /**
  * The cursor after one try of seq `cursor.delivered + 1`: delivered moves it on; a failure schedules the next try,
@@ -73,7 +67,11 @@ export function afterAttempt(cursor: CursorState, ok: boolean, error: string | u
   const lastError = (error ?? 'failed').slice(0, 500);
   if (failures >= policy.maxAttempts) return { outcome: 'abandoned', cursor: { delivered: seq, attempt: 0, lastError } };
   const delayMs = retryDelayMs(failures, policy);
-  return { outcome: 'retry', delayMs, cursor: { delivered: cursor.delivered, attempt: failures, nextAttemptAt: new Date(now.getTime() + delayMs).toISOString(), lastError } };
+  return {
+    outcome: 'retry',
+    delayMs,
+    cursor: { delivered: cursor.delivered, attempt: failures, nextAttemptAt: new Date(now.getTime() + delayMs).toISOString(), lastError },
+  };
 }
 
 /**

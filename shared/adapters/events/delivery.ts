@@ -89,10 +89,23 @@ async function deliverToEndpoint(deps: DeliveryDeps, first: JobRecord, endpoint:
       const startedAt = now();
       if ('missing' in item) {
         await deps.deliveries.recordAttempt({
-          jobId: job.id, endpoint: name, seq: item.seq, eventId: `${job.id}:${item.seq}`, attempt: cursor.attempt + 1,
-          startedAt: startedAt.toISOString(), finishedAt: startedAt.toISOString(), outcome: 'missing', error: 'the transition is not on the timeline',
+          jobId: job.id,
+          endpoint: name,
+          seq: item.seq,
+          eventId: `${job.id}:${item.seq}`,
+          attempt: cursor.attempt + 1,
+          startedAt: startedAt.toISOString(),
+          finishedAt: startedAt.toISOString(),
+          outcome: 'missing',
+          error: 'the transition is not on the timeline',
         });
-        const moved: StoredCursor = hold({ ...cursor, delivered: item.seq, attempt: 0, nextAttemptAt: undefined, lastError: `seq ${item.seq} missing from the timeline` });
+        const moved: StoredCursor = hold({
+          ...cursor,
+          delivered: item.seq,
+          attempt: 0,
+          nextAttemptAt: undefined,
+          lastError: `seq ${item.seq} missing from the timeline`,
+        });
         const saved = await deps.deliveries.save(moved);
         if (!saved) return { endpoint: name, state: 'busy' };
         cursor = saved;

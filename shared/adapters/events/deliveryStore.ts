@@ -54,7 +54,10 @@ export function attemptRowKey(endpoint: string, seq: number, attempt: number): s
 }
 
 export class DeliveryStore {
-  constructor(private readonly cursors: TableClient, private readonly attempts: TableClient) {}
+  constructor(
+    private readonly cursors: TableClient,
+    private readonly attempts: TableClient,
+  ) {}
 
   static fromConnectionString(connectionString: string): DeliveryStore {
     const options = { allowInsecureConnection: /DefaultEndpointsProtocol=http;|TableEndpoint=http:|UseDevelopmentStorage=true/i.test(connectionString) };
@@ -79,7 +82,9 @@ export class DeliveryStore {
       const e = await this.cursors.getEntity<Record<string, unknown>>(jobId, endpoint);
       const str = (k: string) => (typeof e[k] === 'string' && e[k] !== '' ? (e[k] as string) : undefined);
       const c: StoredCursor = {
-        jobId, endpoint, etag: e.etag,
+        jobId,
+        endpoint,
+        etag: e.etag,
         delivered: typeof e.delivered === 'number' ? e.delivered : 0,
         attempt: typeof e.attempt === 'number' ? e.attempt : 0,
       };
@@ -100,15 +105,18 @@ export class DeliveryStore {
    */
   async save(c: StoredCursor): Promise<StoredCursor | undefined> {
     const entity = {
-      partitionKey: c.jobId, rowKey: c.endpoint,
-      delivered: c.delivered, attempt: c.attempt,
+      partitionKey: c.jobId,
+      rowKey: c.endpoint,
+      delivered: c.delivered,
+      attempt: c.attempt,
       // Replace writes the whole entity: an empty string clears a field.
-      nextAttemptAt: c.nextAttemptAt ?? '', lastError: c.lastError ?? '', leaseUntil: c.leaseUntil ?? '', leaseOwner: c.leaseOwner ?? '',
+      nextAttemptAt: c.nextAttemptAt ?? '',
+      lastError: c.lastError ?? '',
+      leaseUntil: c.leaseUntil ?? '',
+      leaseOwner: c.leaseOwner ?? '',
     };
     try {
-      const res = c.etag === undefined
-        ? await this.cursors.createEntity(entity)
-        : await this.cursors.updateEntity(entity, 'Replace', { etag: c.etag });
+      const res = c.etag === undefined ? await this.cursors.createEntity(entity) : await this.cursors.updateEntity(entity, 'Replace', { etag: c.etag });
       return { ...c, etag: res.etag };
     } catch (err) {
       if (statusOf(err) === 409 || statusOf(err) === 412 || (c.etag !== undefined && statusOf(err) === 404)) return undefined;
@@ -128,8 +136,14 @@ export class DeliveryStore {
 
   async recordAttempt(a: AttemptRecord): Promise<void> {
     const entity: { partitionKey: string; rowKey: string } & Record<string, string | number> = {
-      partitionKey: a.jobId, rowKey: attemptRowKey(a.endpoint, a.seq, a.attempt),
-      endpoint: a.endpoint, seq: a.seq, eventId: a.eventId, attempt: a.attempt, startedAt: a.startedAt, outcome: a.outcome,
+      partitionKey: a.jobId,
+      rowKey: attemptRowKey(a.endpoint, a.seq, a.attempt),
+      endpoint: a.endpoint,
+      seq: a.seq,
+      eventId: a.eventId,
+      attempt: a.attempt,
+      startedAt: a.startedAt,
+      outcome: a.outcome,
     };
     if (a.finishedAt !== undefined) entity.finishedAt = a.finishedAt;
     if (a.status !== undefined) entity.status = a.status;
@@ -143,8 +157,13 @@ export class DeliveryStore {
     const out: AttemptRecord[] = [];
     for await (const e of this.attempts.listEntities<Record<string, unknown>>({ queryOptions: { filter: odata`PartitionKey eq ${jobId}` } })) {
       const rec: AttemptRecord = {
-        jobId, endpoint: String(e.endpoint), seq: Number(e.seq), eventId: String(e.eventId), attempt: Number(e.attempt),
-        startedAt: String(e.startedAt), outcome: String(e.outcome) as AttemptOutcome,
+        jobId,
+        endpoint: String(e.endpoint),
+        seq: Number(e.seq),
+        eventId: String(e.eventId),
+        attempt: Number(e.attempt),
+        startedAt: String(e.startedAt),
+        outcome: String(e.outcome) as AttemptOutcome,
       };
       if (typeof e.finishedAt === 'string') rec.finishedAt = e.finishedAt;
       if (typeof e.status === 'number') rec.status = e.status;
@@ -173,7 +192,9 @@ export class DeliveryStore {
   async purge(jobId: string): Promise<number> {
     let n = 0;
     for (const table of [this.cursors, this.attempts]) {
-      for await (const e of table.listEntities<Record<string, unknown>>({ queryOptions: { filter: odata`PartitionKey eq ${jobId}`, select: ['PartitionKey', 'RowKey'] } })) {
+      for await (const e of table.listEntities<Record<string, unknown>>({
+        queryOptions: { filter: odata`PartitionKey eq ${jobId}`, select: ['PartitionKey', 'RowKey'] },
+      })) {
         try {
           await table.deleteEntity(String(e.partitionKey), String(e.rowKey));
           n++;

@@ -17,16 +17,18 @@ export function eventGridEndpoint(topicEndpoint: string, credential: TokenCreden
     name: EVENT_GRID_ENDPOINT_NAME,
     async send(event: JobCloudEvent): Promise<SendResult> {
       try {
-        await client.send([{
-          id: event.id,
-          source: event.source,
-          type: event.type,
-          subject: event.subject,
-          time: new Date(event.time),
-          datacontenttype: event.datacontenttype,
-          data: event.data,
-          extensionAttributes: { sequence: event.sequence },
-        }]);
+        await client.send([
+          {
+            id: event.id,
+            source: event.source,
+            type: event.type,
+            subject: event.subject,
+            time: new Date(event.time),
+            datacontenttype: event.datacontenttype,
+            data: event.data,
+            extensionAttributes: { sequence: event.sequence },
+          },
+        ]);
         return { ok: true, status: 200 };
       } catch (err) {
         const status = (err as { statusCode?: unknown }).statusCode;

@@ -28,12 +28,18 @@ export interface WebhookEndpointOptions {
 
 /** A lookup that answers only with allowed addresses and fails when the name resolves to any refused one. */
 export function guardedLookup(allowLoopback: boolean): LookupFunction {
-  return ((hostname: string, options: { all?: boolean; family?: number }, callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void) => {
+  return ((
+    hostname: string,
+    options: { all?: boolean; family?: number },
+    callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
+  ) => {
     dnsLookup(hostname, { all: true, family: options?.family ?? 0 }, (err, addresses) => {
       if (err) return callback(err, '', 0);
       const refused = addresses.filter((a) => !addressAllowed(a.address, allowLoopback));
       if (addresses.length === 0 || refused.length > 0) {
-        const e = new Error(`${hostname} resolves to ${refused.map((a) => a.address).join(', ') || 'nothing'}: refused (internal, private or reserved address)`) as NodeJS.ErrnoException;
+        const e = new Error(
+          `${hostname} resolves to ${refused.map((a) => a.address).join(', ') || 'nothing'}: refused (internal, private or reserved address)`,
+        ) as NodeJS.ErrnoException;
         e.code = 'EADDRREFUSED';
         return callback(e, '', 0);
       }
@@ -84,14 +90,22 @@ function post(url: URL, body: string, headers: Record<string, string>, timeoutMs
         seen += c.length;
         if (seen > 4096) res.destroy();
       });
-      res.on('close', () => done(status >= 200 && status < 300 ? { ok: true, status } : { ok: false, status, error: `HTTP ${status}${status >= 300 && status < 400 ? ' (redirects are not followed)' : ''}` }));
+      res.on('close', () =>
+        done(
+          status >= 200 && status < 300
+            ? { ok: true, status }
+            : { ok: false, status, error: `HTTP ${status}${status >= 300 && status < 400 ? ' (redirects are not followed)' : ''}` },
+        ),
+      );
       res.on('error', () => undefined);
     });
     const timer = setTimeout(() => {
       req.destroy(new Error(`no answer within ${timeoutMs} ms`));
     }, timeoutMs);
     req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
-    req.on('error', (err: NodeJS.ErrnoException) => done({ ok: false, error: err.code && !err.message.includes(err.code) ? `${err.code}: ${err.message}` : err.message }));
+    req.on('error', (err: NodeJS.ErrnoException) =>
+      done({ ok: false, error: err.code && !err.message.includes(err.code) ? `${err.code}: ${err.message}` : err.message }),
+    );
     req.on('close', () => clearTimeout(timer));
     req.end(body);
   });

@@ -40,7 +40,9 @@ export async function cancelJob(store: JobStore, signal: CancelSignal, jobId: st
     const { job } = await store.transition(jobId, 'Cancelled', `cancelled before the pipeline started: ${reason}`);
     return { kind: 'requested', job, pipeline: 'notified' };
   }
-  await store.appendEvent(jobId, { reason: 'the job\'s orchestration has already ended: the sweep removes its resources and ends it Cancelled at its next run' });
+  await store.appendEvent(jobId, {
+    reason: "the job's orchestration has already ended: the sweep removes its resources and ends it Cancelled at its next run",
+  });
   return { kind: 'requested', job: requested.job, pipeline: 'gone' };
 }
 
@@ -56,7 +58,10 @@ async function cancelArray(store: JobStore, signal: CancelSignal, array: JobReco
     found += outcomes.filter((o) => o.kind !== 'notFound').length;
   }
   if (found === 0) {
-    const { job } = await store.advance(array.id, 'Cancelled', `cancelled before its jobs were created: ${reason}`, { stage: 'Cancelled', error: { code: 'Cancelled', message: reason } });
+    const { job } = await store.advance(array.id, 'Cancelled', `cancelled before its jobs were created: ${reason}`, {
+      stage: 'Cancelled',
+      error: { code: 'Cancelled', message: reason },
+    });
     return { kind: 'requested', job, pipeline: 'notified' };
   }
   const job = (await refreshArrayRow(store, array.id)) ?? array;

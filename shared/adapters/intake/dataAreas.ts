@@ -31,15 +31,20 @@ export interface AreaPath {
 /** Every path of the spec in the data accounts, with the access the job needs there. */
 export function dataAreaPaths(spec: JobSpec): AreaPath[] {
   const out: AreaPath[] = [];
-  spec.data.inputs.forEach((input, i) => out.push({ path: `data.inputs[${i}].prefix`, account: input.account, container: input.container, name: input.prefix, access: 'read' }));
+  spec.data.inputs.forEach((input, i) =>
+    out.push({ path: `data.inputs[${i}].prefix`, account: input.account, container: input.container, name: input.prefix, access: 'read' }),
+  );
   (spec.files ?? []).forEach((f, i) => {
     if (f.account === undefined || f.container === undefined) return;
     if (f.blob !== undefined) out.push({ path: `files[${i}].blob`, account: f.account, container: f.container, name: f.blob, access: 'read' });
     else out.push({ path: `files[${i}].prefix`, account: f.account, container: f.container, name: f.prefix ?? '', access: 'read' });
   });
-  spec.pool.startTask?.resourceFiles.forEach((f, i) => out.push({ path: `pool.startTask.resourceFiles[${i}].blob`, account: f.account, container: f.container, name: f.blob, access: 'read' }));
+  spec.pool.startTask?.resourceFiles.forEach((f, i) =>
+    out.push({ path: `pool.startTask.resourceFiles[${i}].blob`, account: f.account, container: f.container, name: f.blob, access: 'read' }),
+  );
   (spec.container?.images ?? []).forEach((img, i) => {
-    if (typeof img === 'object') out.push({ path: `container.images[${i}].blob`, account: img.account, container: img.container, name: img.blob, access: 'read' });
+    if (typeof img === 'object')
+      out.push({ path: `container.images[${i}].blob`, account: img.account, container: img.container, name: img.blob, access: 'read' });
   });
   // Every output (and log) is `<prefix>/…`; without a prefix intake gives the owner's own (withIntakeDefaults).
   if (spec.outputs?.prefix !== undefined) {
@@ -49,9 +54,18 @@ export function dataAreaPaths(spec: JobSpec): AreaPath[] {
   // A read-only mount (mounts[].readOnly, blobfuse.readOnly) needs read access only.
   (spec.mounts ?? []).forEach((m, i) => {
     const access: AreaAccess = m.readOnly ? 'read' : 'write';
-    if (m.blobfuse) out.push({ path: `mounts[${i}].blobfuse.container`, account: m.blobfuse.account, container: m.blobfuse.container, name: '', access: m.blobfuse.readOnly ? 'read' : access });
-    if (m.azureFiles) out.push({ path: `mounts[${i}].azureFiles.share`, account: m.azureFiles.account, container: m.azureFiles.share, name: '', access: 'write' });
-    if (m.azureFilesNfs) out.push({ path: `mounts[${i}].azureFilesNfs.share`, account: m.azureFilesNfs.account, container: m.azureFilesNfs.share, name: '', access });
+    if (m.blobfuse)
+      out.push({
+        path: `mounts[${i}].blobfuse.container`,
+        account: m.blobfuse.account,
+        container: m.blobfuse.container,
+        name: '',
+        access: m.blobfuse.readOnly ? 'read' : access,
+      });
+    if (m.azureFiles)
+      out.push({ path: `mounts[${i}].azureFiles.share`, account: m.azureFiles.account, container: m.azureFiles.share, name: '', access: 'write' });
+    if (m.azureFilesNfs)
+      out.push({ path: `mounts[${i}].azureFilesNfs.share`, account: m.azureFilesNfs.account, container: m.azureFilesNfs.share, name: '', access });
     const nfs = m.nfs ? storageNfsTarget(m.nfs.source) : undefined;
     if (nfs) out.push({ path: `mounts[${i}].nfs.source`, account: nfs.account, container: nfs.container, name: '', access });
   });
@@ -112,11 +126,23 @@ export function withIntakeDefaults(spec: JobSpec, d: IntakeDefaults): JobSpec {
   // opts out (cleanup.keepLogs: false) or the deployment names no place for them.
   const logsPrefix = defaultOutputsPrefix(d.owner, d.jobId);
   if (!spec.outputs && d.defaultOutputs && spec.cleanup.keepLogs !== false && logsPrefix !== undefined) {
-    out = { ...out, outputs: { account: d.defaultOutputs.account, container: d.defaultOutputs.container, prefix: logsPrefix, when: 'always', files: [], logs: true, onUploadFailure: 'report' } };
+    out = {
+      ...out,
+      outputs: {
+        account: d.defaultOutputs.account,
+        container: d.defaultOutputs.container,
+        prefix: logsPrefix,
+        when: 'always',
+        files: [],
+        logs: true,
+        onUploadFailure: 'report',
+      },
+    };
   }
   const prefix = spec.outputs && spec.outputs.prefix === undefined ? defaultOutputsPrefix(d.owner, d.jobId) : undefined;
   if (spec.outputs && prefix !== undefined) out = { ...out, outputs: { ...spec.outputs, prefix } };
-  if (spec.limits.maxWallClock === undefined && d.defaultMaxWallClockMinutes !== undefined) out = { ...out, limits: { ...out.limits, maxWallClock: formatIsoDuration(d.defaultMaxWallClockMinutes * 60_000) } };
+  if (spec.limits.maxWallClock === undefined && d.defaultMaxWallClockMinutes !== undefined)
+    out = { ...out, limits: { ...out.limits, maxWallClock: formatIsoDuration(d.defaultMaxWallClockMinutes * 60_000) } };
   return out;
 }
 
@@ -134,6 +160,9 @@ export function outputsReadRefusal(
 ): string | undefined {
   if (job.dataArea === undefined) return undefined;
   return areaRefusal({ owner: job.owner, roles: reader.roles, admin: reader.admin }, shared, {
-    account: outputs.account, container: outputs.container, name: `${outputs.prefix}/`, access: 'read',
+    account: outputs.account,
+    container: outputs.container,
+    name: `${outputs.prefix}/`,
+    access: 'read',
   });
 }

@@ -17,7 +17,13 @@ import { checkPoolAccess, type PoolGate } from '../../core/intake/poolAccess';
 import { checkPoolFactsOnAny, factsSummary } from '../../core/planning/azureFacts';
 import type { Placement } from '../../core/planning/placement';
 import { missesAsErrors, sourceChecks, type SourceCheck, type SourceMiss } from '../../core/planning/sourcesCheck';
-import { IMAGE_FIELD, imageEvidenceOutcome, imageEvidenceRequest, type ImageEvidenceAnswer, type ImageEvidenceRequest } from '../../core/planning/imageEvidence';
+import {
+  IMAGE_FIELD,
+  imageEvidenceOutcome,
+  imageEvidenceRequest,
+  type ImageEvidenceAnswer,
+  type ImageEvidenceRequest,
+} from '../../core/planning/imageEvidence';
 import { presetChoice } from '../../core/mpi/generation';
 
 export type DryRunRequest = Pick<SubmitRequest, 'body' | 'contentType' | 'idempotencyKey' | 'idScope' | 'dataAccess' | 'containers' | 'caller' | 'facts'> & {
@@ -45,7 +51,15 @@ export function dryRunJob(req: DryRunRequest): DryRunOutcome {
   const recorded = req.owner === undefined ? checked.spec : recordedSpec(checked.spec, req.owner, jobId, req.dataAccess);
   const spec = req.imageMpiVersion === undefined ? recorded : { ...recorded, mpi: { ...recorded.mpi, version: req.imageMpiVersion } };
   try {
-    const document = explainJob({ jobId, jobIdFrom, spec, settings: req.settings, policiesChecked: true, owner: req.owner, customNodeImages: req.containers?.customNodeImages });
+    const document = explainJob({
+      jobId,
+      jobIdFrom,
+      spec,
+      settings: req.settings,
+      policiesChecked: true,
+      owner: req.owner,
+      customNodeImages: req.containers?.customNodeImages,
+    });
     return { kind: 'explained', document, spec };
   } catch (err) {
     // A spec the schema accepts but the command builders refuse would fail its job in the pipeline: say so now.
@@ -66,7 +80,11 @@ export type SourcesLookup = (checks: SourceCheck[]) => Promise<SourceMiss[]>;
 export async function dryRunSubmission(
   store: Pick<JobStore, 'get'>,
   req: DryRunRequest & {
-    owner: string; scheduling: SchedulingPolicy; pools: PoolGate; sources?: SourcesLookup; priceOf?: (vmSize: string, account?: string) => Promise<PriceQuote>;
+    owner: string;
+    scheduling: SchedulingPolicy;
+    pools: PoolGate;
+    sources?: SourcesLookup;
+    priceOf?: (vmSize: string, account?: string) => Promise<PriceQuote>;
     /** Where admission would place the job now (deployments with several Batch accounts; undefined: one account). */
     placement?: (jobId: string, spec: JobSpec) => Promise<Placement | undefined>;
     /** Reads the image's MPI evidence from its registry (shared/adapters/registry/evidence.ts), as the pipeline does. */

@@ -24,9 +24,24 @@ import { sifPathExpr, singularityUri } from '../../core/mpi/singularity';
 import { resolveDestination } from '../../core/spec/normalize';
 import type { JobSpec } from '../../core/spec/schema';
 import {
-  IMAGE_SAS_MINUTES, batchJobSpec, batchMountRequests, blobfusePermissions, jobPoolSpec, mountSasLifetimeMs, mountSpec, nodeResourceFile, nodeTaskId,
-  nodeTaskSpec, pullNodeTask, shardDownloadConcurrency, shardDownloadTask, shardSasLifetimeMs, startTaskResourceFile, startTaskSasMinutes,
-  uploadTaskRequest, type MountCredentials,
+  IMAGE_SAS_MINUTES,
+  batchJobSpec,
+  batchMountRequests,
+  blobfusePermissions,
+  jobPoolSpec,
+  mountSasLifetimeMs,
+  mountSpec,
+  nodeResourceFile,
+  nodeTaskId,
+  nodeTaskSpec,
+  pullNodeTask,
+  shardDownloadConcurrency,
+  shardDownloadTask,
+  shardSasLifetimeMs,
+  startTaskResourceFile,
+  startTaskSasMinutes,
+  uploadTaskRequest,
+  type MountCredentials,
 } from '../../core/planning/batchRequests';
 import { planJob, stagingContainerFor, type JobPlan } from '../../core/planning/jobPlan';
 import { mountServerSource } from '../../core/planning/nodeFilesystems';
@@ -38,9 +53,28 @@ import { DEFAULT_QUEUE } from '../../core/spec/sections/scheduling';
 import { PlanningError } from '../../core/planning/errors';
 import { costEstimate, spotEstimate } from '../../core/ops/priceQuote';
 import type { PriceQuote } from '../../core/ops/cost';
-import { imageBlobs, imageLabel, mpiTaskInput, mpiTaskRequest, peerCopyTask, pullTask, releaseTaskCommand, seedPullTask, type PullTaskShape, sifCacheKeyFor } from '../../core/planning/mpiTaskRequest';
 import {
-  mountRequests, needsNodeUploads, nodeFileSources, nodeSasLifetimeMs, nodeUploadTask, outputsPlan, scratchOf, type MountRequest, type OutputsPlan,
+  imageBlobs,
+  imageLabel,
+  mpiTaskInput,
+  mpiTaskRequest,
+  peerCopyTask,
+  pullTask,
+  releaseTaskCommand,
+  seedPullTask,
+  type PullTaskShape,
+  sifCacheKeyFor,
+} from '../../core/planning/mpiTaskRequest';
+import {
+  mountRequests,
+  needsNodeUploads,
+  nodeFileSources,
+  nodeSasLifetimeMs,
+  nodeUploadTask,
+  outputsPlan,
+  scratchOf,
+  type MountRequest,
+  type OutputsPlan,
 } from '../../core/planning/workloadData';
 
 /** How a `files[].prefix` entry's URL reads in the document: it stands for one resource file per blob under the prefix. */
@@ -102,7 +136,14 @@ function explainNodeImage(spec: JobSpec, custom: readonly DeclaredCustomImage[] 
 const DOCUMENTED_DEFAULT_WALL_CLOCK_HOURS = 24;
 
 /** The cost section: the job's rate and worst case at `price`. */
-export function explainCost(spec: JobSpec, nodes: number, reusesPool: boolean, attempts: number, mpiMaxWallClockSeconds: number | undefined, price: PriceQuote | undefined): ExplainDocument['cost'] {
+export function explainCost(
+  spec: JobSpec,
+  nodes: number,
+  reusesPool: boolean,
+  attempts: number,
+  mpiMaxWallClockSeconds: number | undefined,
+  price: PriceQuote | undefined,
+): ExplainDocument['cost'] {
   const wallMinutes = mpiMaxWallClockSeconds !== undefined ? mpiMaxWallClockSeconds / 60 : DOCUMENTED_DEFAULT_WALL_CLOCK_HOURS * 60;
   const estimate = costEstimate({
     vmSize: reusesPool ? undefined : spec.pool.vmSize,
@@ -113,13 +154,32 @@ export function explainCost(spec: JobSpec, nodes: number, reusesPool: boolean, a
     quote: reusesPool ? undefined : price,
   });
   const notes = [...estimate.notes];
-  if (mpiMaxWallClockSeconds === undefined) notes.push(`no limits.maxWallClock: counted at the documented default of ${DOCUMENTED_DEFAULT_WALL_CLOCK_HOURS} h (the deployment's DEFAULT_MAX_WALL_CLOCK_HOURS applies at submission)`);
+  if (mpiMaxWallClockSeconds === undefined)
+    notes.push(
+      `no limits.maxWallClock: counted at the documented default of ${DOCUMENTED_DEFAULT_WALL_CLOCK_HOURS} h (the deployment's DEFAULT_MAX_WALL_CLOCK_HOURS applies at submission)`,
+    );
   if (attempts > 1) notes.push(`counted for all ${attempts} attempts (retry.maxAttempts), each up to the wall clock`);
   const { vmSize, currency, pricePerNodeHour, perHour, worstCase, boundBy, wallClockHours, maxCost, priceSource, priceAsOf, fallback } = estimate;
   // pool.spot: both rates; the worst case stays at the dedicated price, which a fallback may run at.
   const spot = spec.pool.spot && !reusesPool ? spotEstimate(nodes, spec.pool.spot.nodes, price) : undefined;
-  if (spot && pricePerNodeHour !== null && spot.spotPricePerNodeHour === null) notes.push('no Spot price known for the size: its Spot nodes are priced as dedicated ones');
-  return { vmSize, nodes: estimate.nodes, currency, pricePerNodeHour, perHour, worstCase, boundBy, wallClockHours, maxCost, priceSource, priceAsOf, fallback, notes, ...(spot ? { spot } : {}) };
+  if (spot && pricePerNodeHour !== null && spot.spotPricePerNodeHour === null)
+    notes.push('no Spot price known for the size: its Spot nodes are priced as dedicated ones');
+  return {
+    vmSize,
+    nodes: estimate.nodes,
+    currency,
+    pricePerNodeHour,
+    perHour,
+    worstCase,
+    boundBy,
+    wallClockHours,
+    maxCost,
+    priceSource,
+    priceAsOf,
+    fallback,
+    notes,
+    ...(spot ? { spot } : {}),
+  };
 }
 
 type Json = Record<string, unknown>;
@@ -146,7 +206,11 @@ function nodeTaskBody(prefix: string, task: Omit<NodeTaskRequest, 'id' | 'affini
 function poolIdentityFor(spec: JobSpec, settings: ExplainSettings): { resourceId: string; clientId: string; open: boolean } | null {
   if (settings.poolIdentity) return { ...settings.poolIdentity, open: false };
   if (spec.container.registry?.identity === 'managed' && spec.container.runtime !== 'none') {
-    return { resourceId: deploymentValue('pool identity (POOL_IDENTITY_RESOURCE_ID)'), clientId: deploymentValue('pool identity client id (POOL_IDENTITY_CLIENT_ID)'), open: true };
+    return {
+      resourceId: deploymentValue('pool identity (POOL_IDENTITY_RESOURCE_ID)'),
+      clientId: deploymentValue('pool identity client id (POOL_IDENTITY_CLIENT_ID)'),
+      open: true,
+    };
   }
   return null;
 }
@@ -169,7 +233,7 @@ function mountCredentials(m: MountRequest, settings: ExplainSettings, validForMs
 function mountSummary(m: MountRequest): ExplainDocument['pool']['mounts'][number] {
   const base = `$AZ_BATCH_NODE_MOUNTS_DIR/${m.name}`;
   const path = m.path ? `${m.path} (bind-mounted by the start task from ${base})` : base;
-  const extra = { access: m.readOnly || m.blobfuse?.readOnly ? 'readOnly' as const : 'readWrite' as const, atJobEnd: atJobEnd(m) };
+  const extra = { access: m.readOnly || m.blobfuse?.readOnly ? ('readOnly' as const) : ('readWrite' as const), atJobEnd: atJobEnd(m) };
   return { ...mountSummaryOf(m, path), ...extra };
 }
 
@@ -181,9 +245,22 @@ function atJobEnd(m: MountRequest): string {
 
 function mountSummaryOf(m: MountRequest, path: string): Omit<ExplainDocument['pool']['mounts'][number], 'access' | 'atJobEnd'> {
   if (m.nfs) return { name: m.name, kind: 'nfs', path, credential: `none (NFS ${m.nfs.source}: network rules guard it)` };
-  if (m.azureFilesNfs) return { name: m.name, kind: 'azureFilesNfs', path, credential: `none (NFS 4.1 ${mountServerSource(m)}: the virtual network is the authentication)` };
-  if (m.netappFiles) return { name: m.name, kind: 'netappFiles', path, credential: `none (NFS ${mountServerSource(m)}: the volume's export policy and the virtual network guard it)` };
-  if (m.lustre) return { name: m.name, kind: 'lustre', path, credential: `none (Lustre ${m.lustre.mgs}@tcp:/${m.lustre.fsname}, mounted by the start task: the virtual network guards it)` };
+  if (m.azureFilesNfs)
+    return { name: m.name, kind: 'azureFilesNfs', path, credential: `none (NFS 4.1 ${mountServerSource(m)}: the virtual network is the authentication)` };
+  if (m.netappFiles)
+    return {
+      name: m.name,
+      kind: 'netappFiles',
+      path,
+      credential: `none (NFS ${mountServerSource(m)}: the volume's export policy and the virtual network guard it)`,
+    };
+  if (m.lustre)
+    return {
+      name: m.name,
+      kind: 'lustre',
+      path,
+      credential: `none (Lustre ${m.lustre.mgs}@tcp:/${m.lustre.fsname}, mounted by the start task: the virtual network guards it)`,
+    };
   if (m.cifs) return { name: m.name, kind: 'cifs', path, credential: `user ${m.cifs.username}, password from app setting MOUNT_SECRET_${m.cifs.secretRef}` };
   if (m.azureFiles) return { name: m.name, kind: 'azureFiles', path, credential: `account key from app setting MOUNT_SECRET_${m.azureFiles.secretRef}` };
   const b = m.blobfuse as NonNullable<MountRequest['blobfuse']>;
@@ -194,7 +271,7 @@ function mountSummaryOf(m: MountRequest, path: string): Omit<ExplainDocument['po
 function reuseChecks(spec: JobSpec): string[] {
   return [
     // Pools have owners (shared/core/intake/poolAccess.ts): judged at submission and again when the job is placed on the pool.
-    'the pool is the submitter\'s own (its metadata names the submitter), or shared with the submitter (SHARED_POOLS), or the submitter is an admin',
+    "the pool is the submitter's own (its metadata names the submitter), or shared with the submitter (SHARED_POOLS), or the submitter is an admin",
     'the pool exists and is active',
     'inter-node communication is enabled (multi-instance tasks need it)',
     'taskSlotsPerNode is 1',
@@ -215,23 +292,33 @@ function explainImagePulls(input: ExplainInput, plan: JobPlan, identity: ReturnT
   const STAND_IN_CLIENT_ID = '00000000-0000-4000-8000-0000000c11e7';
   const clientId = identity?.open ? STAND_IN_CLIENT_ID : identity?.clientId;
   // With the image tree, this is what a seed runs (the first pullConcurrency nodes); the others copy from peers.
-  const task = spec.container.imageDistribution === 'registry' ? pullTask(jobId, spec, blobUrls, clientId) : seedPullTask(jobId, spec, blobUrls, undefined, clientId);
+  const task =
+    spec.container.imageDistribution === 'registry' ? pullTask(jobId, spec, blobUrls, clientId) : seedPullTask(jobId, spec, blobUrls, undefined, clientId);
   const pullRequest = nodeTaskBody('pull', pullNodeTask(task));
   return {
     runtime,
     images: spec.container.images.map((image, index) => ({
       image: imageLabel(image),
       source: typeof image === 'string' ? 'registry' : 'blob',
-      pulledAs: runtime === 'docker' ? (image as string) : typeof image === 'string' ? singularityUri(image) : 'the SIF file, downloaded as a resource file of the pull task',
+      pulledAs:
+        runtime === 'docker'
+          ? (image as string)
+          : typeof image === 'string'
+            ? singularityUri(image)
+            : 'the SIF file, downloaded as a resource file of the pull task',
       sifPath: runtime === 'singularity' ? sifPathExpr(sifCacheKeyFor(jobId), index) : null,
     })),
     nodes: plan.nodes,
     concurrency: spec.container.pullConcurrency,
     maxAttempts: settings.nodeTaskMaxAttempts,
     blobSasMinutes: blobs.length ? blobSas : null,
-    task: { perNode: true, request: identity?.open ? JSON.parse(JSON.stringify(pullRequest).replaceAll(STAND_IN_CLIENT_ID, identity.clientId)) as Json : pullRequest },
+    task: {
+      perNode: true,
+      request: identity?.open ? (JSON.parse(JSON.stringify(pullRequest).replaceAll(STAND_IN_CLIENT_ID, identity.clientId)) as Json) : pullRequest,
+    },
     distribution: spec.container.imageDistribution,
-    peerCopy: spec.container.imageDistribution === 'registry' ? null : { perNode: true, request: nodeTaskBody('pull', pullNodeTask(explainedPeerCopy(jobId, spec))) },
+    peerCopy:
+      spec.container.imageDistribution === 'registry' ? null : { perNode: true, request: nodeTaskBody('pull', pullNodeTask(explainedPeerCopy(jobId, spec))) },
   };
 }
 
@@ -247,20 +334,31 @@ function explainStaging(input: ExplainInput, plan: JobPlan, destination: string)
     container: stagingContainerFor(jobId),
     destination,
     shards: inputs.length
-      ? runTime(`shards of ${spec.data.shardSizeMB.min}–${spec.data.shardSizeMB.max} MB planned from the listing of the inputs, spread over the staging accounts, contiguous runs per node`)
+      ? runTime(
+          `shards of ${spec.data.shardSizeMB.min}–${spec.data.shardSizeMB.max} MB planned from the listing of the inputs, spread over the staging accounts, contiguous runs per node`,
+        )
       : 'none (no inputs): every node still gets its (empty) data directory',
     sasMinutes: minutes(shardSasLifetimeMs(spec, settings)),
     keepStagedData: plan.keepStagedData,
     concurrency: shardDownloadConcurrency(plan.nodes, spec.container.pullConcurrency),
     task: {
       perNode: true,
-      request: nodeTaskBody('dl', shardDownloadTask(destination, inputs.length ? [{ shardId: runTime('shard id'), url: runTime("read-only SAS URL of each of the node's shards") }] : [])),
+      request: nodeTaskBody(
+        'dl',
+        shardDownloadTask(destination, inputs.length ? [{ shardId: runTime('shard id'), url: runTime("read-only SAS URL of each of the node's shards") }] : []),
+      ),
     },
   };
 }
 
 /** What the requests alone do not say: partial allocation, counted ranks, a reused pool, registry sign-in, secrets, licences, image checks, cleanup, uploads. */
-function explainNotes(input: ExplainInput, plan: JobPlan, identity: ReturnType<typeof poolIdentityFor>, outputs: OutputsPlan | undefined, uploadsFollow: boolean): string[] {
+function explainNotes(
+  input: ExplainInput,
+  plan: JobPlan,
+  identity: ReturnType<typeof poolIdentityFor>,
+  outputs: OutputsPlan | undefined,
+  uploadsFollow: boolean,
+): string[] {
   const { spec } = input;
   const notes: string[] = [];
   const runtime = spec.container.runtime;
@@ -272,21 +370,32 @@ function explainNotes(input: ExplainInput, plan: JobPlan, identity: ReturnType<t
   if (plan.reusePool) notes.push(`pool.poolId: the job runs on the existing pool ${plan.poolId}, with its own start task and mounts; it is never deleted.`);
   const registry = runtime !== 'none' ? spec.container.registry : undefined;
   if (registry) {
-    notes.push(registry.identity === 'managed'
-      ? `container.registry (${registry.server}): the pull task signs in with the pool identity (its token from the node's instance metadata service, exchanged at the registry's /oauth2/exchange) and signs out after the pulls; ${plan.reusePool ? 'the reused pool must carry that identity' : 'the pool lists the registry with the identity (containerRegistries)'}.`
-      : `container.registry (${registry.server}): the pull task signs in as ${registry.identity.username} with the secret in app setting ${registry.identity.secretRef}, which the activity puts in the pull task's environment (${REGISTRY_SECRET_ENV}) when it adds the task; never in a command line or the pool.`);
+    notes.push(
+      registry.identity === 'managed'
+        ? `container.registry (${registry.server}): the pull task signs in with the pool identity (its token from the node's instance metadata service, exchanged at the registry's /oauth2/exchange) and signs out after the pulls; ${plan.reusePool ? 'the reused pool must carry that identity' : 'the pool lists the registry with the identity (containerRegistries)'}.`
+        : `container.registry (${registry.server}): the pull task signs in as ${registry.identity.username} with the secret in app setting ${registry.identity.secretRef}, which the activity puts in the pull task's environment (${REGISTRY_SECRET_ENV}) when it adds the task; never in a command line or the pool.`,
+    );
   }
   if (identity?.open) {
-    notes.push('container.registry.identity "managed" needs a deployment with a pool identity (POOL_IDENTITY_*): the pool is shown as created through the management plane with it, its ids left open.');
+    notes.push(
+      'container.registry.identity "managed" needs a deployment with a pool identity (POOL_IDENTITY_*): the pool is shown as created through the management plane with it, its ids left open.',
+    );
   }
   for (const f of jobSecrets(spec)) {
-    notes.push(`${f.from}: Key Vault secret ${f.vault}/${f.name}${f.version ? `/${f.version}` : ''}, read on the master when the task starts with the pool identity and exported as ${f.env} to every rank by name; the value is never in a request, the job record or this document.`);
+    notes.push(
+      `${f.from}: Key Vault secret ${f.vault}/${f.name}${f.version ? `/${f.version}` : ''}, read on the master when the task starts with the pool identity and exported as ${f.env} to every rank by name; the value is never in a request, the job record or this document.`,
+    );
   }
   if (spec.licenses.length) notes.push(`licenses: every rank gets LM_LICENSE_FILE=${plainEnv(spec).LM_LICENSE_FILE ?? ''}.`);
   for (const f of checkImage(spec, input.customNodeImages ?? []).findings) notes.push(`node image (checks.image warn): ${f.path}: ${f.message}`);
-  if (!spec.cleanup.autoComplete) notes.push('cleanup.autoComplete false: the Batch job is not set to terminate itself; it stays active after its tasks until the pipeline\'s cleanup terminates it.');
+  if (!spec.cleanup.autoComplete)
+    notes.push(
+      "cleanup.autoComplete false: the Batch job is not set to terminate itself; it stays active after its tasks until the pipeline's cleanup terminates it.",
+    );
   if (outputs && uploadsFollow) {
-    notes.push(`outputs: the node upload tasks shown are those of a run that ${outputs.when === 'failure' ? 'failed' : 'succeeded'}; the master is whichever node Batch makes the primary.`);
+    notes.push(
+      `outputs: the node upload tasks shown are those of a run that ${outputs.when === 'failure' ? 'failed' : 'succeeded'}; the master is whichever node Batch makes the primary.`,
+    );
   }
   return notes;
 }
@@ -303,7 +412,9 @@ function nodeUploads(plan: OutputsPlan, containerUrl: string): NonNullable<Expla
     const upload = nodeUploadTask(plan, { id: STAND_IN_NODE, affinityId: NODE_AFFINITY, taskRootDirectory: STAND_IN_DIR, isMaster }, containerUrl, exitCode);
     if (!upload) return null;
     const text = JSON.stringify(plain(buildNodeTaskParameter(nodeTaskSpec(uploadTaskRequest(upload, NODE_INDEX, ATTEMPT)))));
-    return JSON.parse(text.replaceAll(STAND_IN_NODE, runTime("the node's id")).replaceAll(STAND_IN_DIR, runTime("the MPI task's directory on the node, as Batch reports it"))) as Json;
+    return JSON.parse(
+      text.replaceAll(STAND_IN_NODE, runTime("the node's id")).replaceAll(STAND_IN_DIR, runTime("the MPI task's directory on the node, as Batch reports it")),
+    ) as Json;
   };
   return { master: body(true), otherNodes: body(false) };
 }
@@ -323,7 +434,9 @@ export function explainJob(input: ExplainInput): ExplainDocument {
     const doc = explainOne({ ...input, jobId: first.id, spec: first.spec });
     doc.jobId = input.jobId;
     doc.scheduling.array = { jobs: expanded.children.length, firstJobId: first.id, lastJobId: last.id, shownJobId: first.id };
-    doc.notes.unshift(`array: ${expanded.children.length} jobs ${first.id} … ${last.id}, each queued, admitted and run on its own pool; the requests shown are ${first.id}'s.`);
+    doc.notes.unshift(
+      `array: ${expanded.children.length} jobs ${first.id} … ${last.id}, each queued, admitted and run on its own pool; the requests shown are ${first.id}'s.`,
+    );
     return doc;
   }
   return explainOne(input);
@@ -340,22 +453,30 @@ function explainOne(input: ExplainInput): ExplainDocument {
   // With a pool identity the pool comes from the management plane, as poolCreate does it (orchestrations/activities/pool.ts).
   const identity = poolIdentityFor(spec, settings);
   const poolSpec = jobPoolSpec(plan.poolCreate, {
-    startTaskFiles: spec.pool.startTask?.resourceFiles.map((f) => identity
-      ? startTaskResourceFile(f, runTime(`URL of blob ${f.account}/${f.container}/${f.blob} (no SAS: read with the pool identity)`), identity.resourceId)
-      : startTaskResourceFile(f, runTime(`read-only SAS URL of blob ${f.account}/${f.container}/${f.blob}, valid ${startTaskSas} minutes`))),
-    mounts: batchMountRequests(mounts).length ? batchMountRequests(mounts).map((m) => mountSpec(m, mountCredentials(m, settings, plan.poolCreate.mountSasValidForMs))) : undefined,
+    startTaskFiles: spec.pool.startTask?.resourceFiles.map((f) =>
+      identity
+        ? startTaskResourceFile(f, runTime(`URL of blob ${f.account}/${f.container}/${f.blob} (no SAS: read with the pool identity)`), identity.resourceId)
+        : startTaskResourceFile(f, runTime(`read-only SAS URL of blob ${f.account}/${f.container}/${f.blob}, valid ${startTaskSas} minutes`)),
+    ),
+    mounts: batchMountRequests(mounts).length
+      ? batchMountRequests(mounts).map((m) => mountSpec(m, mountCredentials(m, settings, plan.poolCreate.mountSasValidForMs)))
+      : undefined,
     identityResourceId: identity?.resourceId,
     owner: input.owner ?? runTime("the submitter's owner id"),
     ...(settings.poolSubnetId ? { defaultSubnetId: settings.poolSubnetId } : {}),
   });
   const poolRequest = plan.reusePool
     ? null
-    : identity ? armPoolRequestBody(buildArmPool(poolSpec, identity.resourceId)) : plain(buildPoolAddParameter(poolSpec));
+    : identity
+      ? armPoolRequestBody(buildArmPool(poolSpec, identity.resourceId))
+      : plain(buildPoolAddParameter(poolSpec));
 
   // ---- Batch job -----------------------------------------------------------------------------------------------
   const outputs = outputsPlan(spec, jobId);
   const uploadsFollow = needsNodeUploads(outputs, plan.nodes);
-  const batchJobRequest = plain(buildJobAddParameter(batchJobSpec({ jobId, batchJobId: plan.batchJobId, poolId: plan.poolId, releaseCommandLine: releaseTaskCommand(jobId, spec) })));
+  const batchJobRequest = plain(
+    buildJobAddParameter(batchJobSpec({ jobId, batchJobId: plan.batchJobId, poolId: plan.poolId, releaseCommandLine: releaseTaskCommand(jobId, spec) })),
+  );
 
   // ---- image pulls ---------------------------------------------------------------------------------------------
   const imagePulls = explainImagePulls(input, plan, identity);
@@ -368,11 +489,19 @@ function explainOne(input: ExplainInput): ExplainDocument {
   const nodeSasMinutes = minutes(nodeSasLifetimeMs(spec, settings));
   const files = nodeFileSources(spec);
   // A prefix becomes one resource file per blob under it, listed when the job starts (a read-only SAS for each).
-  const commonResourceFiles = files.map((f) => f.kind === 'url'
-    ? nodeResourceFile(f, {})
-    : f.kind === 'prefix'
-      ? { httpUrl: runTime(`${PER_BLOB_SAS} under ${f.account}/${f.container}/${f.prefix} (one resource file each, listed when the job starts), valid ${nodeSasMinutes} minutes`), filePath: `${f.filePath}/${runTime('the blob\'s full name')}`, ...(f.fileMode === undefined ? {} : { fileMode: f.fileMode }) }
-      : nodeResourceFile(f, { blobUrl: runTime(`read-only SAS URL of blob ${f.account}/${f.container}/${f.blob}, valid ${nodeSasMinutes} minutes`) }));
+  const commonResourceFiles = files.map((f) =>
+    f.kind === 'url'
+      ? nodeResourceFile(f, {})
+      : f.kind === 'prefix'
+        ? {
+            httpUrl: runTime(
+              `${PER_BLOB_SAS} under ${f.account}/${f.container}/${f.prefix} (one resource file each, listed when the job starts), valid ${nodeSasMinutes} minutes`,
+            ),
+            filePath: `${f.filePath}/${runTime("the blob's full name")}`,
+            ...(f.fileMode === undefined ? {} : { fileMode: f.fileMode }),
+          }
+        : nodeResourceFile(f, { blobUrl: runTime(`read-only SAS URL of blob ${f.account}/${f.container}/${f.blob}, valid ${nodeSasMinutes} minutes`) }),
+  );
   const outputsContainerUrl = spec.outputs
     ? runTime(`create/write SAS URL of container ${spec.outputs.account}/${spec.outputs.container}, valid ${nodeSasMinutes} minutes`)
     : undefined;
@@ -393,8 +522,16 @@ function explainOne(input: ExplainInput): ExplainDocument {
         maxSshMs: thresholds.maxSshMs,
         minFreeMB: thresholds.minFreeMB,
         runsPreExecutionCommand: thresholds.runsPreExecution,
-        pingPong: { enabled: thresholds.pingPong.enabled, maxLatencyUs: thresholds.pingPong.maxLatencyUs ?? null, minBandwidthMBps: thresholds.pingPong.minBandwidthMBps ?? null },
-        request: plain(buildMpiTaskParameter(preflightTaskRequest(plan, spec, nodes, plan.batchJobId, preflightTaskId(1, 1), { commonResourceFiles, outputsContainerUrl }, healthChecks))),
+        pingPong: {
+          enabled: thresholds.pingPong.enabled,
+          maxLatencyUs: thresholds.pingPong.maxLatencyUs ?? null,
+          minBandwidthMBps: thresholds.pingPong.minBandwidthMBps ?? null,
+        },
+        request: plain(
+          buildMpiTaskParameter(
+            preflightTaskRequest(plan, spec, nodes, plan.batchJobId, preflightTaskId(1, 1), { commonResourceFiles, outputsContainerUrl }, healthChecks),
+          ),
+        ),
       }
     : null;
   const retry = retryPolicyFor(spec);
@@ -431,7 +568,8 @@ function explainOne(input: ExplainInput): ExplainDocument {
     imagePulls,
     staging,
     nodeFiles: files.map((f) => ({
-      source: f.kind === 'url' ? `url:${f.url}` : f.kind === 'blob' ? `blob:${f.account}/${f.container}/${f.blob}` : `prefix:${f.account}/${f.container}/${f.prefix}`,
+      source:
+        f.kind === 'url' ? `url:${f.url}` : f.kind === 'blob' ? `blob:${f.account}/${f.container}/${f.blob}` : `prefix:${f.account}/${f.container}/${f.prefix}`,
       path: f.filePath.replace(/^wd\/?/, '') || '.',
       fileMode: f.fileMode ?? null,
       sasMinutes: f.kind === 'url' ? null : nodeSasMinutes,
@@ -443,12 +581,16 @@ function explainOne(input: ExplainInput): ExplainDocument {
       mpiRuntime: spec.mpi.runtime,
       mpiVersion: spec.mpi.version ?? null,
       fabric: resolveFabric(spec.mpi.fabric, spec.pool.vmSize ?? plan.poolCreate.vmSize),
-      preset: (({ family, reason }) => ({ family, reason }))(presetChoice(spec.mpi.runtime, spec.mpi.version, spec.mpi.fabric, spec.pool.vmSize ?? plan.poolCreate.vmSize)),
+      preset: (({ family, reason }) => ({ family, reason }))(
+        presetChoice(spec.mpi.runtime, spec.mpi.version, spec.mpi.fabric, spec.pool.vmSize ?? plan.poolCreate.vmSize),
+      ),
       launcher: spec.mpi.launcher.mode,
       processesPerNode: ppn,
       ranks: typeof ppn === 'number' ? plan.nodes * ppn : `${plan.nodes} × ${ppn} (counted on the master)`,
       containerRunOptions: commands.containerRunOptions ?? null,
-      request: plain(buildMpiTaskParameter(shape, { ...EXPLAIN_KEY_VAULT_ACCESS, ...(settings.poolIdentity ? { clientId: settings.poolIdentity.clientId } : {}) })),
+      request: plain(
+        buildMpiTaskParameter(shape, { ...EXPLAIN_KEY_VAULT_ACCESS, ...(settings.poolIdentity ? { clientId: settings.poolIdentity.clientId } : {}) }),
+      ),
     },
     outputs: outputs
       ? {

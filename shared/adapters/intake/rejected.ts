@@ -14,11 +14,22 @@ export function claimedJobId(raw: unknown): string | undefined {
  * errors, so whoever sent it can look it up by its id. The row keeps the submitted document as its spec;
  * it never reaches the pipeline. An id already used by an accepted job is left alone (a note is added).
  */
-export async function recordRejectedSubmission(store: JobStore, id: string, raw: unknown, errors: SpecError[], source: string, code: 'InvalidSpec' | typeof DATA_AREA_FORBIDDEN = 'InvalidSpec'): Promise<'recorded' | 'idTaken'> {
+export async function recordRejectedSubmission(
+  store: JobStore,
+  id: string,
+  raw: unknown,
+  errors: SpecError[],
+  source: string,
+  code: 'InvalidSpec' | typeof DATA_AREA_FORBIDDEN = 'InvalidSpec',
+): Promise<'recorded' | 'idTaken'> {
   const claimed = raw && typeof raw === 'object' ? (raw as { name?: unknown }).name : undefined;
   const name = typeof claimed === 'string' ? claimed.slice(0, 128) : id;
   const { created, job } = await store.createIfAbsent({
-    id, specHash: 'rejected', owner: source, reason: `rejected ${source} submission`, rejected: { name, document: toJsonValue(raw) },
+    id,
+    specHash: 'rejected',
+    owner: source,
+    reason: `rejected ${source} submission`,
+    rejected: { name, document: toJsonValue(raw) },
   });
   const summary = errors.map((e) => `${e.path || '(document)'}: ${e.message}`).join('; ');
   if (!created && job.specHash !== 'rejected') {

@@ -17,7 +17,10 @@ import { submitJob, type OrchestrationStarter, type SubmitOutcome, type SubmitRe
 
 /** The id of the rerun of `oldId` by `caller` (with the request's Idempotency-Key, if any). Pure. */
 export function rerunJobId(oldId: string, caller: string, idempotencyKey?: string): string {
-  const hash = createHash('sha256').update(`rerun\n${oldId}\n${caller}\n${idempotencyKey ?? ''}`, 'utf8').digest('hex').slice(0, 8);
+  const hash = createHash('sha256')
+    .update(`rerun\n${oldId}\n${caller}\n${idempotencyKey ?? ''}`, 'utf8')
+    .digest('hex')
+    .slice(0, 8);
   // 53 + "-r" + 8 = 63 characters at most; a cut that ends in "-" is still a valid id ("--r…" is allowed).
   return `${oldId.slice(0, 53)}-r${hash}`;
 }
@@ -58,7 +61,12 @@ export async function rerunJob(store: JobStore, starter: OrchestrationStarter, r
   const outcome = await submitJob(store, starter, { ...submit, body: rerunSpec(old, old.spec, newId), rerunOf: old.id });
   if (outcome.kind === 'accepted') {
     // Deterministic event id and time: a retried rerun writes the same note once.
-    await store.appendEvent(old.id, { reason: `rerun as ${outcome.job.id}`, data: { rerunJobId: outcome.job.id }, eventId: `rerun-${outcome.job.id}`, at: outcome.job.createdAt });
+    await store.appendEvent(old.id, {
+      reason: `rerun as ${outcome.job.id}`,
+      data: { rerunJobId: outcome.job.id },
+      eventId: `rerun-${outcome.job.id}`,
+      at: outcome.job.createdAt,
+    });
   }
   return outcome;
 }

@@ -31,8 +31,15 @@ export function explainSettings(config: AppConfig): ExplainSettings {
   const { stagingAccounts, copyConcurrency, sasMarginMinutes, sasMaxLifetimeMinutes, nodeTaskMaxAttempts } = pipelineSettings(config);
   const poolIdentity = config.poolIdentity ? { resourceId: config.poolIdentity.resourceId, clientId: config.poolIdentity.clientId } : null;
   return {
-    source: 'deployment', stagingAccounts, copyConcurrency, sasMarginMinutes, sasMaxLifetimeMinutes, nodeTaskMaxAttempts, poolIdentity,
-    poolSubnetId: config.poolSubnetId ?? null, preflightHealthChecks: [...config.pipeline.preflightHealthChecks],
+    source: 'deployment',
+    stagingAccounts,
+    copyConcurrency,
+    sasMarginMinutes,
+    sasMaxLifetimeMinutes,
+    nodeTaskMaxAttempts,
+    poolIdentity,
+    poolSubnetId: config.poolSubnetId ?? null,
+    preflightHealthChecks: [...config.pipeline.preflightHealthChecks],
   };
 }
 

@@ -107,7 +107,12 @@ export function callerOf(req: Pick<SubmitRequest, 'caller' | 'owner'>): DataCall
 
 /** The spec as recorded: with intake's defaults for this owner and job id (dataAreas.ts withIntakeDefaults). */
 export function recordedSpec(spec: JobSpec, owner: string, jobId: string, policy: DataAccessPolicy): JobSpec {
-  return withIntakeDefaults(spec, { owner, jobId, defaultMaxWallClockMinutes: policy.defaultMaxWallClockMinutes, ...(policy.defaultOutputs ? { defaultOutputs: policy.defaultOutputs } : {}) });
+  return withIntakeDefaults(spec, {
+    owner,
+    jobId,
+    defaultMaxWallClockMinutes: policy.defaultMaxWallClockMinutes,
+    ...(policy.defaultOutputs ? { defaultOutputs: policy.defaultOutputs } : {}),
+  });
 }
 
 export async function submitJob(store: JobStore, starter: OrchestrationStarter, req: SubmitRequest): Promise<SubmitOutcome> {
@@ -117,7 +122,7 @@ export async function submitJob(store: JobStore, starter: OrchestrationStarter, 
   const pool = await checkPoolAccess(checked.spec, req.pools);
   if (!pool.ok) return { kind: 'poolForbidden', errors: pool.errors };
   // Sizes, images and agents Batch would refuse: before anything is written, with the nearest valid choices.
-  const unavailable = await checkFacts(checked.spec, req.facts && await req.facts());
+  const unavailable = await checkFacts(checked.spec, req.facts && (await req.facts()));
   if (unavailable.length) return { kind: 'invalid', errors: unavailable };
   // The id comes from the spec as submitted; the recorded spec then carries the defaults that depend on it.
   const id = submissionJobId(checked.spec, req.idempotencyKey, req.idScope);
@@ -127,7 +132,13 @@ export async function submitJob(store: JobStore, starter: OrchestrationStarter, 
   const array = parsed.spec.array ? await planArray(store, id, parsed.spec) : undefined;
   if (array && !array.ok) return { kind: 'invalid', errors: array.errors };
   const recorded = await recordSubmission(store, {
-    id, spec: parsed.spec, idempotencyKey: req.idempotencyKey, owner: req.owner, ownerName: req.ownerName, idScope: req.idScope, poolAccess: pool.basis,
+    id,
+    spec: parsed.spec,
+    idempotencyKey: req.idempotencyKey,
+    owner: req.owner,
+    ownerName: req.ownerName,
+    idScope: req.idScope,
+    poolAccess: pool.basis,
     dataArea: ownerDataArea(req.owner) ?? '',
     ...(req.rerunOf !== undefined ? { rerunOf: req.rerunOf } : {}),
   });

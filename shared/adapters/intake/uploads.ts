@@ -19,9 +19,7 @@ export interface UploadPlan {
 }
 
 export type UploadDecision =
-  | { ok: true; plan: UploadPlan }
-  | { ok: false; status: 400; errors: SpecError[] }
-  | { ok: false; status: 403; code: string; errors: SpecError[] };
+  { ok: true; plan: UploadPlan } | { ok: false; status: 400; errors: SpecError[] } | { ok: false; status: 403; code: string; errors: SpecError[] };
 
 export interface UploadPolicy {
   dataAccounts: readonly string[];
@@ -34,21 +32,45 @@ export interface UploadPolicy {
 export function parseUploadRequest(body: unknown): { ok: true; request: UploadRequest } | { ok: false; errors: SpecError[] } {
   const parsed = UploadRequestSchema.safeParse(body);
   if (parsed.success) return { ok: true, request: parsed.data };
-  return { ok: false, errors: parsed.error.issues.map((i) => ({ path: i.path.map(String).join('.').replace(/\.(\d+)(?=\.|$)/g, '[$1]') || '(body)', message: i.message })) };
+  return {
+    ok: false,
+    errors: parsed.error.issues.map((i) => ({
+      path:
+        i.path
+          .map(String)
+          .join('.')
+          .replace(/\.(\d+)(?=\.|$)/g, '[$1]') || '(body)',
+      message: i.message,
+    })),
+  };
 }
 
 export function planUpload(request: UploadRequest, caller: DataCaller, policy: UploadPolicy): UploadDecision {
   const account = request.account ?? policy.dataAccounts[0];
-  if (account === undefined) return { ok: false, status: 400, errors: [{ path: 'account', message: 'this deployment has no data accounts (DATA_ACCOUNTS): there is nowhere to upload' }] };
+  if (account === undefined)
+    return {
+      ok: false,
+      status: 400,
+      errors: [{ path: 'account', message: 'this deployment has no data accounts (DATA_ACCOUNTS): there is nowhere to upload' }],
+    };
   if (!policy.dataAccounts.includes(account)) {
-    return { ok: false, status: 400, errors: [{ path: 'account', message: `"${account}" is not a data account of this deployment; one of ${policy.dataAccounts.join(', ')}` }] };
+    return {
+      ok: false,
+      status: 400,
+      errors: [{ path: 'account', message: `"${account}" is not a data account of this deployment; one of ${policy.dataAccounts.join(', ')}` }],
+    };
   }
   const refused = policy.containerRefusal(account, request.container);
   if (refused) return { ok: false, status: 400, errors: [{ path: 'container', message: refused }] };
   const own = ownerDataArea(caller.owner);
   const prefix = request.prefix ?? own;
   if (prefix === undefined) {
-    return { ok: false, status: 403, code: DATA_AREA_FORBIDDEN, errors: [{ path: 'prefix', message: 'you have no data area of your own: name a prefix in a shared area you may write' }] };
+    return {
+      ok: false,
+      status: 403,
+      code: DATA_AREA_FORBIDDEN,
+      errors: [{ path: 'prefix', message: 'you have no data area of your own: name a prefix in a shared area you may write' }],
+    };
   }
   const outside = areaRefusal(caller, policy.sharedAreas, { account, container: request.container, name: prefix, access: 'write' });
   if (outside) return { ok: false, status: 403, code: DATA_AREA_FORBIDDEN, errors: [{ path: 'prefix', message: outside }] };
@@ -57,7 +79,8 @@ export function planUpload(request: UploadRequest, caller: DataCaller, policy: U
   request.files.forEach((f, i) => {
     if (seen.has(f.name)) errors.push({ path: `files[${i}].name`, message: `"${f.name}" is named twice` });
     seen.add(f.name);
-    if (prefix.length + f.name.length > 1024) errors.push({ path: `files[${i}].name`, message: 'prefix and name together are longer than a blob name may be (1024 characters)' });
+    if (prefix.length + f.name.length > 1024)
+      errors.push({ path: `files[${i}].name`, message: 'prefix and name together are longer than a blob name may be (1024 characters)' });
   });
   if (errors.length) return { ok: false, status: 400, errors };
   return { ok: true, plan: { account, container: request.container, prefix, files: request.files.map((f) => ({ name: f.name, blob: `${prefix}${f.name}` })) } };

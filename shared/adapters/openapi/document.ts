@@ -6,8 +6,15 @@ import { z } from 'zod';
 import { JobSpecSchema } from '../../core/spec/schema';
 import { ForbiddenRequestResponseSchema, ValidationErrorResponseSchema } from '../../core/spec/errorSchemas';
 import {
-  CancelJobResponseSchema, JobFinishingResponseSchema, HealthResponseSchema, JobConflictResponseSchema, JobListResponseSchema, JobViewSchema,
-  ProblemResponseSchema, QueuesResponseSchema, SubmitJobResponseSchema,
+  CancelJobResponseSchema,
+  JobFinishingResponseSchema,
+  HealthResponseSchema,
+  JobConflictResponseSchema,
+  JobListResponseSchema,
+  JobViewSchema,
+  ProblemResponseSchema,
+  QueuesResponseSchema,
+  SubmitJobResponseSchema,
 } from '../../core/state/view';
 import { APP_ROLES } from '../auth/roles';
 import { JobOutputsResponseSchema } from '../../core/contract/outputs';
@@ -79,11 +86,19 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
           type: 'http',
           scheme: 'bearer',
           bearerFormat: 'JWT',
-          description: 'A Microsoft Entra ID access token for this API (audience: its application id URI or client id; RS256; '
-            + `issuer: the tenant's v2.0 issuer). The token's \`roles\` claim grants: ${Object.entries(APP_ROLES).map(([v, r]) => `${v} → ${r}`).join(', ')}. `
-            + 'Readers see their own jobs, submitters also submit and cancel their own, admins see and cancel every job. See docs/security.md.',
+          description:
+            'A Microsoft Entra ID access token for this API (audience: its application id URI or client id; RS256; ' +
+            `issuer: the tenant's v2.0 issuer). The token's \`roles\` claim grants: ${Object.entries(APP_ROLES)
+              .map(([v, r]) => `${v} → ${r}`)
+              .join(', ')}. ` +
+            'Readers see their own jobs, submitters also submit and cancel their own, admins see and cancel every job. See docs/security.md.',
         },
-        operatorKey: { type: 'apiKey', in: 'header', name: 'x-functions-key', description: 'An operator key (OPERATOR_API_KEYS): the caller is the admin principal "operator".' },
+        operatorKey: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'x-functions-key',
+          description: 'An operator key (OPERATOR_API_KEYS): the caller is the admin principal "operator".',
+        },
         operatorKeyQuery: { type: 'apiKey', in: 'query', name: 'code', description: 'The same operator key as a query parameter.' },
       },
     },

@@ -70,8 +70,13 @@ export class PriceStore {
   async put(prices: readonly CachedNodePrice[]): Promise<void> {
     for (const p of prices) {
       const row: PriceRow = {
-        partitionKey: p.region.toLowerCase(), rowKey: p.vmSize.toLowerCase(), vmSize: p.vmSize, currency: p.currency,
-        effectiveStartDate: p.effectiveStartDate, meterName: p.meterName, fetchedAt: p.fetchedAt,
+        partitionKey: p.region.toLowerCase(),
+        rowKey: p.vmSize.toLowerCase(),
+        vmSize: p.vmSize,
+        currency: p.currency,
+        effectiveStartDate: p.effectiveStartDate,
+        meterName: p.meterName,
+        fetchedAt: p.fetchedAt,
         ...(p.dedicated !== undefined ? { dedicated: p.dedicated } : {}),
         ...(p.spot !== undefined ? { spot: p.spot } : {}),
         ...(p.lowPriority !== undefined ? { lowPriority: p.lowPriority } : {}),

@@ -8,7 +8,10 @@ import { nodePricesFrom, RetailPricesPageSchema, retailPricesUrl, sizeGroups, ty
 const MAX_PAGES = 50;
 const TIMEOUT_MS = 15_000;
 
-export type Fetch = (url: string, init?: { signal?: AbortSignal }) => Promise<{ ok: boolean; status: number; json(): Promise<unknown>; text(): Promise<string> }>;
+export type Fetch = (
+  url: string,
+  init?: { signal?: AbortSignal },
+) => Promise<{ ok: boolean; status: number; json(): Promise<unknown>; text(): Promise<string> }>;
 
 export async function fetchNodePrices(baseUrl: string, region: string, vmSizes: readonly string[], fetchImpl: Fetch = fetch): Promise<NodePrice[]> {
   const out: NodePrice[] = [];
@@ -20,7 +23,10 @@ export async function fetchNodePrices(baseUrl: string, region: string, vmSizes: 
       const res = await fetchImpl(url, { signal: AbortSignal.timeout(TIMEOUT_MS) });
       if (!res.ok) throw new Error(`Retail Prices API answered ${res.status} for ${url}: ${(await res.text().catch(() => '')).slice(0, 300)}`);
       const parsed = RetailPricesPageSchema.safeParse(await res.json());
-      if (!parsed.success) throw new Error(`Retail Prices API: unexpected answer from ${url}: ${parsed.error.issues[0]?.message ?? 'invalid'} at ${parsed.error.issues[0]?.path.join('.') ?? ''}`);
+      if (!parsed.success)
+        throw new Error(
+          `Retail Prices API: unexpected answer from ${url}: ${parsed.error.issues[0]?.message ?? 'invalid'} at ${parsed.error.issues[0]?.path.join('.') ?? ''}`,
+        );
       items.push(...parsed.data.Items);
       url = parsed.data.NextPageLink;
     }

@@ -5,8 +5,19 @@
  */
 import type { BlobServiceClient } from '@azure/storage-blob';
 import {
-  BatchError, addNodeTask, createJob, deleteJob, deletePool, getNodeLifecycleStatus, listNodes, listOwnedJobs, listOwnedPools, listTasks, terminateJob,
-  type BatchContext, type OwnedJob,
+  BatchError,
+  addNodeTask,
+  createJob,
+  deleteJob,
+  deletePool,
+  getNodeLifecycleStatus,
+  listNodes,
+  listOwnedJobs,
+  listOwnedPools,
+  listTasks,
+  terminateJob,
+  type BatchContext,
+  type OwnedJob,
 } from '../batch';
 import { buildContainerCleanupCommand } from '../../core/mpi/commands';
 import { containerNameFor } from '../../core/planning/mpiTaskRequest';
@@ -17,8 +28,16 @@ import { parseIsoDuration } from '../../core/spec/duration';
 import type { BlobAccount } from '../storage/clients';
 import { tryAcquireSweepLease } from './lease';
 import {
-  planSweep, summarise,
-  type ObservedBatchJob, type ObservedJobRow, type ObservedOrchestration, type ObservedPool, type ObservedStagingContainer, type SweepAction, type SweepSettings, type SweepSkip,
+  planSweep,
+  summarise,
+  type ObservedBatchJob,
+  type ObservedJobRow,
+  type ObservedOrchestration,
+  type ObservedPool,
+  type ObservedStagingContainer,
+  type SweepAction,
+  type SweepSettings,
+  type SweepSkip,
 } from '../../core/ops/sweepRules';
 
 /** What the sweep needs from Durable (the function adapts the Durable client to it). */
@@ -77,13 +96,24 @@ export interface SweepReport {
 /** Guard against an unbounded scan: the sweep looks at this many job rows at most per run. */
 const MAX_JOB_ROWS = 20_000;
 
+// eslint-disable-next-line max-lines-per-function -- over 100 lines once formatted (Prettier); to be split (issue 25)
 export async function runSweep(deps: SweepDeps): Promise<SweepReport> {
   const now = deps.now ?? (() => new Date());
   const started = now();
-  const runId = `${started.toISOString().replace(/[^0-9]/g, '').slice(0, 14)}-${Math.random().toString(36).slice(2, 8)}`;
+  const runId = `${started
+    .toISOString()
+    .replace(/[^0-9]/g, '')
+    .slice(0, 14)}-${Math.random().toString(36).slice(2, 8)}`;
   const report: SweepReport = {
-    runId, ran: false, startedAt: started.toISOString(), durationMs: 0,
-    observed: { jobs: 0, pools: 0, batchJobs: 0, stagingContainers: 0, containerJobs: 0 }, accounts: [], counts: {}, actions: [], skipped: [],
+    runId,
+    ran: false,
+    startedAt: started.toISOString(),
+    durationMs: 0,
+    observed: { jobs: 0, pools: 0, batchJobs: 0, stagingContainers: 0, containerJobs: 0 },
+    accounts: [],
+    counts: {},
+    actions: [],
+    skipped: [],
   };
   const skip = (step: string, err: unknown, jobId?: string) => report.skipped.push({ step, jobId, error: errorText(err) });
   const lease = await tryAcquireSweepLease(deps.hostBlobs);
@@ -142,7 +172,8 @@ export async function runSweep(deps: SweepDeps): Promise<SweepReport> {
     const due = (r: JobRecord) => retention !== undefined && isTerminal(r.state) && now().getTime() - Date.parse(r.updatedAt) > retention;
     const ids = new Set<string>([
       ...rows.filter((r) => !isTerminal(r.state) || due(r)).map((r) => r.id),
-      ...pools.map((p) => p.jobId), ...batchJobs.map((b) => b.jobId),
+      ...pools.map((p) => p.jobId),
+      ...batchJobs.map((b) => b.jobId),
     ]);
     const orchestrations = new Map<string, ObservedOrchestration>();
     for (const id of ids) {
@@ -160,9 +191,19 @@ export async function runSweep(deps: SweepDeps): Promise<SweepReport> {
       unobserved.add(jobId);
       skip('observe containers on a reused pool', err, jobId);
     });
-    report.observed = { jobs: rows.length, pools: pools.length, batchJobs: batchJobs.length, stagingContainers: staging.length, containerJobs: containerJobs.length };
+    report.observed = {
+      jobs: rows.length,
+      pools: pools.length,
+      batchJobs: batchJobs.length,
+      stagingContainers: staging.length,
+      containerJobs: containerJobs.length,
+    };
 
-    const plan = planSweep({ now: now().toISOString(), jobs, orchestrations, pools, batchJobs, staging, containerJobs, unobserved }, deps.settings, report.skipped);
+    const plan = planSweep(
+      { now: now().toISOString(), jobs, orchestrations, pools, batchJobs, staging, containerJobs, unobserved },
+      deps.settings,
+      report.skipped,
+    );
     report.counts = summarise(plan);
     const failures = new Map<string, string[]>();
     for (const action of plan) {
@@ -251,7 +292,8 @@ async function endJob(store: JobStore, jobId: string, to: 'Failed' | 'Cancelled'
   try {
     const job = await store.get(jobId);
     if (!job || isTerminal(job.state)) return;
-    if (job.state !== 'CleaningUp' && job.state !== 'Submitted' && job.state !== 'Queued') await store.transition(jobId, 'CleaningUp', `sweep: ${reason}`, { stage: 'CleaningUp' });
+    if (job.state !== 'CleaningUp' && job.state !== 'Submitted' && job.state !== 'Queued')
+      await store.transition(jobId, 'CleaningUp', `sweep: ${reason}`, { stage: 'CleaningUp' });
     await store.transition(jobId, to, reason, { stage: to, error: { code, message: reason } });
   } catch (err) {
     // The run finished the row itself between our look and our write: nothing left to do.
@@ -266,7 +308,11 @@ async function note(store: JobStore, runId: string, a: SweepAction, detail: stri
   const resource = resourceOf(a);
   const eventId = `sweep-${runId}-${a.kind}-${resource}`.replace(/[^A-Za-z0-9._:@=+-]/g, '_').slice(0, 200);
   try {
-    await store.appendEvent(a.jobId, { reason: `sweep ${a.rule}: ${detail} (${a.reason})`, eventId, data: { sweepRun: runId, rule: a.rule, action: a.kind, resource } });
+    await store.appendEvent(a.jobId, {
+      reason: `sweep ${a.rule}: ${detail} (${a.reason})`,
+      eventId,
+      data: { sweepRun: runId, rule: a.rule, action: a.kind, resource },
+    });
   } catch (err) {
     // Resources of an unknown job have no row to write to; the run summary still counts them.
     if (!(err instanceof JobNotFoundError)) throw err;
@@ -279,17 +325,29 @@ function errorText(err: unknown): string {
 
 function resourceOf(a: SweepAction): string {
   switch (a.kind) {
-    case 'deletePool': return a.poolId;
-    case 'terminateBatchJob': case 'deleteBatchJob': return a.batchJobId;
-    case 'deleteStaging': return a.container;
-    case 'cleanContainers': return `${a.cleanupJobId}-${a.tasks.map((t) => t.taskId).join('-')}`;
-    default: return a.jobId ?? 'sweep';
+    case 'deletePool':
+      return a.poolId;
+    case 'terminateBatchJob':
+    case 'deleteBatchJob':
+      return a.batchJobId;
+    case 'deleteStaging':
+      return a.container;
+    case 'cleanContainers':
+      return `${a.cleanupJobId}-${a.tasks.map((t) => t.taskId).join('-')}`;
+    default:
+      return a.jobId ?? 'sweep';
   }
 }
 
 /** One housekeeping Batch job on the reused pool, and a cleanup task pinned to each node that may hold the containers. */
 async function cleanContainers(batch: BatchContext, a: Extract<ContainerAction, { kind: 'cleanContainers' }>): Promise<string> {
-  await createJob(batch, { batchJobId: a.cleanupJobId, jobId: a.jobId, poolId: a.poolId, purpose: CONTAINER_CLEANUP_PURPOSE, displayName: `container cleanup for job ${a.jobId}` });
+  await createJob(batch, {
+    batchJobId: a.cleanupJobId,
+    jobId: a.jobId,
+    poolId: a.poolId,
+    purpose: CONTAINER_CLEANUP_PURPOSE,
+    displayName: `container cleanup for job ${a.jobId}`,
+  });
   const commandLine = buildContainerCleanupCommand(a.containers);
   for (const t of a.tasks) {
     await addNodeTask(batch, a.cleanupJobId, { id: t.taskId, affinityId: t.affinityId, commandLine, elevated: true, maxWallClockSeconds: 600 });
@@ -343,13 +401,17 @@ async function observeContainerJob(
     containers: [containerNameFor(r.id)],
     batchJobId: r.batchJobId,
     batchJobState: run?.state,
-    release: run?.state === 'completed'
-      ? (await getNodeLifecycleStatus(batch, run.batchJobId)).map((n) => ({ nodeId: n.nodeId, state: n.release?.state, exitCode: n.release?.exitCode }))
-      : undefined,
+    release:
+      run?.state === 'completed'
+        ? (await getNodeLifecycleStatus(batch, run.batchJobId)).map((n) => ({ nodeId: n.nodeId, state: n.release?.state, exitCode: n.release?.exitCode }))
+        : undefined,
     ranOn: ranOn(r.result),
     poolNodes: poolNodes.get(poolId),
     cleanup: cleanup
-      ? { batchJobId: cleanup.batchJobId, tasks: (await listTasks(batch, cleanup.batchJobId)).map((t) => ({ taskId: t.taskId, state: t.state, exitCode: t.exitCode, nodeId: t.nodeId })) }
+      ? {
+          batchJobId: cleanup.batchJobId,
+          tasks: (await listTasks(batch, cleanup.batchJobId)).map((t) => ({ taskId: t.taskId, state: t.state, exitCode: t.exitCode, nodeId: t.nodeId })),
+        }
       : undefined,
   };
 }
@@ -399,9 +461,16 @@ function observeRow(r: JobRecord, canRedrive: boolean): ObservedJobRow {
   }
   const keep = r.spec?.cleanup.keepStagedData;
   return {
-    id: r.id, state: r.state, createdAt: r.createdAt, updatedAt: r.updatedAt, wallClockLimitMs, keepsPool, cancelRequestedAt: r.cancelRequestedAt, isArray: !!r.spec?.array,
+    id: r.id,
+    state: r.state,
+    createdAt: r.createdAt,
+    updatedAt: r.updatedAt,
+    wallClockLimitMs,
+    keepsPool,
+    cancelRequestedAt: r.cancelRequestedAt,
+    isArray: !!r.spec?.array,
     redrivable: canRedrive && r.spec !== undefined,
-    keepStagedDataMs: typeof keep === 'string' ? parseIsoDuration(keep) ?? undefined : undefined,
+    keepStagedDataMs: typeof keep === 'string' ? (parseIsoDuration(keep) ?? undefined) : undefined,
   };
 }
 

@@ -110,14 +110,23 @@ class Reader {
     const declared = Number(res.headers.get('content-length') ?? NaN);
     if (declared > this.maxBytes) {
       await res.body?.cancel().catch(() => undefined);
-      throw new RegistryError('invalid', `${this.what()}: ${url.pathname} is ${declared} bytes, more than the ${this.maxBytes} a manifest or config may have`, res.status);
+      throw new RegistryError(
+        'invalid',
+        `${this.what()}: ${url.pathname} is ${declared} bytes, more than the ${this.maxBytes} a manifest or config may have`,
+        res.status,
+      );
     }
     const chunks: Buffer[] = [];
     let size = 0;
     try {
       for await (const chunk of res.body ?? []) {
         size += (chunk as Uint8Array).length;
-        if (size > this.maxBytes) throw new RegistryError('invalid', `${this.what()}: ${url.pathname} is more than the ${this.maxBytes} bytes a manifest or config may have`, res.status);
+        if (size > this.maxBytes)
+          throw new RegistryError(
+            'invalid',
+            `${this.what()}: ${url.pathname} is more than the ${this.maxBytes} bytes a manifest or config may have`,
+            res.status,
+          );
         chunks.push(Buffer.from(chunk as Uint8Array));
       }
     } catch (err) {
@@ -136,7 +145,10 @@ class Reader {
   /** GET on the registry, answering a 401 challenge once with a token (or the Basic credentials). */
   private async get(path: string, accept?: string): Promise<Got> {
     const url = new URL(path, this.base);
-    const headers = (): Record<string, string> => ({ ...(accept ? { Accept: accept } : {}), ...(this.authorization ? { Authorization: this.authorization } : {}) });
+    const headers = (): Record<string, string> => ({
+      ...(accept ? { Accept: accept } : {}),
+      ...(this.authorization ? { Authorization: this.authorization } : {}),
+    });
     let got = await this.send(url, { headers: headers() });
     if (got.status === 401) {
       const challenge = parseChallenge(got.headers.get('www-authenticate'));
@@ -150,7 +162,12 @@ class Reader {
   private async authorize(ch: Challenge): Promise<string> {
     const scope = `repository:${this.ref.repository}:pull`;
     if (ch.scheme === 'basic') {
-      if (this.auth.kind !== 'basic') throw new RegistryError('denied', `${this.what()}: ${this.ref.registry} asks for a user name and password and the job declares none the app can use`, 401);
+      if (this.auth.kind !== 'basic')
+        throw new RegistryError(
+          'denied',
+          `${this.what()}: ${this.ref.registry} asks for a user name and password and the job declares none the app can use`,
+          401,
+        );
       return basicHeader(this.auth.username, this.auth.password);
     }
     const realmText = ch.params.realm;
@@ -160,7 +177,12 @@ class Reader {
     } catch {
       throw new RegistryError('invalid', `${this.what()}: ${this.ref.registry} sent a Bearer challenge without a usable realm`, 401);
     }
-    if (!this.outsideAllowed(realm)) throw new RegistryError('invalid', `${this.what()}: ${this.ref.registry}'s token realm ${realm.origin} is neither the registry nor an https service`, 401);
+    if (!this.outsideAllowed(realm))
+      throw new RegistryError(
+        'invalid',
+        `${this.what()}: ${this.ref.registry}'s token realm ${realm.origin} is neither the registry nor an https service`,
+        401,
+      );
     const service = ch.params.service ?? this.ref.registry;
     let basic: string | undefined;
     if (this.auth.kind === 'basic') basic = basicHeader(this.auth.username, this.auth.password);
@@ -171,7 +193,12 @@ class Reader {
     tokenUrl.searchParams.set('service', service);
     tokenUrl.searchParams.set('scope', scope);
     const got = await this.send(tokenUrl, { headers: basic ? { Authorization: basic } : {} });
-    if (got.status === 401 || got.status === 403) throw new RegistryError('denied', `${this.what()}: ${this.ref.registry} refused ${this.auth.kind === 'anonymous' ? 'an anonymous pull' : 'the credentials'} (token service answered ${got.status})`, got.status);
+    if (got.status === 401 || got.status === 403)
+      throw new RegistryError(
+        'denied',
+        `${this.what()}: ${this.ref.registry} refused ${this.auth.kind === 'anonymous' ? 'an anonymous pull' : 'the credentials'} (token service answered ${got.status})`,
+        got.status,
+      );
     const token = jsonField(got.body, 'token') ?? jsonField(got.body, 'access_token');
     if (got.status !== 200 || !token) throw this.statusError(got, `${realm.pathname} (token service)`);
     return `Bearer ${token}`;
@@ -189,7 +216,8 @@ class Reader {
     const url = new URL('/oauth2/exchange', realm.host === this.base.host ? this.base : realm);
     const body = new URLSearchParams({ grant_type: 'access_token', service, access_token: entra }).toString();
     const got = await this.send(url, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body });
-    if (got.status === 401 || got.status === 403) throw new RegistryError('denied', `${this.what()}: ${this.ref.registry} refused the app's Entra ID token (exchange answered ${got.status})`, got.status);
+    if (got.status === 401 || got.status === 403)
+      throw new RegistryError('denied', `${this.what()}: ${this.ref.registry} refused the app's Entra ID token (exchange answered ${got.status})`, got.status);
     const refresh = jsonField(got.body, 'refresh_token');
     if (got.status !== 200 || !refresh) throw this.statusError(got, '/oauth2/exchange');
     return refresh;
@@ -199,8 +227,10 @@ class Reader {
     const code = errorCode(got.body);
     const detail = `${got.status}${code ? ` ${code}` : ''}`;
     if (got.status === 404) return new RegistryError('notFound', `image ${this.ref.reference} not found in ${this.ref.registry} (${detail})`, 404);
-    if (got.status === 401 || got.status === 403) return new RegistryError('denied', `${this.what()}: ${this.ref.registry} denied the pull (${detail})`, got.status);
-    if (got.status === 429 || got.status >= 500) return new RegistryError('unreachable', `${this.what()}: ${this.ref.registry} answered ${detail} on ${path}`, got.status);
+    if (got.status === 401 || got.status === 403)
+      return new RegistryError('denied', `${this.what()}: ${this.ref.registry} denied the pull (${detail})`, got.status);
+    if (got.status === 429 || got.status >= 500)
+      return new RegistryError('unreachable', `${this.what()}: ${this.ref.registry} answered ${detail} on ${path}`, got.status);
     return new RegistryError('invalid', `${this.what()}: ${this.ref.registry} answered ${detail} on ${path}`, got.status);
   }
 
@@ -222,7 +252,12 @@ class Reader {
       // The distribution spec lets a blob GET redirect (to storage): followed once, without the registry's token.
       const location = got.headers.get('location');
       const to = location ? new URL(location, new URL(path, this.base)) : undefined;
-      if (!to || !this.outsideAllowed(to)) throw new RegistryError('invalid', `${this.what()}: the config blob redirects to ${to?.origin ?? 'nowhere'}, neither the registry nor an https service`, got.status);
+      if (!to || !this.outsideAllowed(to))
+        throw new RegistryError(
+          'invalid',
+          `${this.what()}: the config blob redirects to ${to?.origin ?? 'nowhere'}, neither the registry nor an https service`,
+          got.status,
+        );
       got = await this.send(to, to.host === this.base.host && this.authorization ? { headers: { Authorization: this.authorization } } : {});
     }
     if (got.status !== 200) throw this.statusError(got, path);
@@ -285,5 +320,12 @@ export async function readImageConfig(imageReference: string, opts: ReadImageCon
   } catch (err) {
     throw invalid(err);
   }
-  return { reference: ref.reference, registry: ref.registry, digest: top.digest, ...(platformDigest ? { platformDigest } : {}), configDigest: parsed.config.digest, ...evidence };
+  return {
+    reference: ref.reference,
+    registry: ref.registry,
+    digest: top.digest,
+    ...(platformDigest ? { platformDigest } : {}),
+    configDigest: parsed.config.digest,
+    ...evidence,
+  };
 }

@@ -28,7 +28,15 @@ const DIGEST_RE = /^sha256:[a-f0-9]{64}$/;
 
 function descriptor(v: unknown, what: string): Descriptor {
   const d = v as Partial<Descriptor> | null;
-  if (typeof d !== 'object' || d === null || typeof d.digest !== 'string' || !DIGEST_RE.test(d.digest) || typeof d.size !== 'number' || !Number.isSafeInteger(d.size) || d.size < 0) {
+  if (
+    typeof d !== 'object' ||
+    d === null ||
+    typeof d.digest !== 'string' ||
+    !DIGEST_RE.test(d.digest) ||
+    typeof d.size !== 'number' ||
+    !Number.isSafeInteger(d.size) ||
+    d.size < 0
+  ) {
     throw new Error(`${what} is not a descriptor with a sha256 digest and a size`);
   }
   return d as Descriptor;

@@ -32,7 +32,10 @@ export function toNotify(pass: PassOutcome, except?: string): string[] {
   return [...new Set([...pass.admitted.map((r) => r.jobId), ...pass.refused.map((r) => r.jobId), ...pass.resend])].filter((id) => id !== except);
 }
 
-function after(s: ReadSnapshot, change: { ledger?: AdmissionSnapshot['ledger']; deleteWaiting: string[]; deleteAcks?: string[]; deleteReleases?: string[] }): AdmissionSnapshot {
+function after(
+  s: ReadSnapshot,
+  change: { ledger?: AdmissionSnapshot['ledger']; deleteWaiting: string[]; deleteAcks?: string[]; deleteReleases?: string[] },
+): AdmissionSnapshot {
   const gone = new Set(change.deleteWaiting);
   const unacked = new Set(change.deleteAcks ?? []);
   const folded = new Set(change.deleteReleases ?? []);
@@ -234,7 +237,14 @@ export function queuesView(limits: AdmissionLimits, snap: AdmissionSnapshot): Qu
   });
   return {
     queues,
-    totals: { waiting: snap.waiting.length, running: reservations.length, pools: usage.pools, nodes: usage.nodes, cores: usage.totalCores, coresByFamily: coresByFamily(reservations) },
+    totals: {
+      waiting: snap.waiting.length,
+      running: reservations.length,
+      pools: usage.pools,
+      nodes: usage.nodes,
+      cores: usage.totalCores,
+      coresByFamily: coresByFamily(reservations),
+    },
     ...(accounts ? { accounts } : {}),
     limits: rest,
   };

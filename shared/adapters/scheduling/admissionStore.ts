@@ -87,11 +87,20 @@ function ledgerEntity(l: Ledger): { partitionKey: string; rowKey: string } & Ent
 
 function toLedger(e: Entity): Ledger {
   const state = getJson<Pick<Ledger, 'reservations' | 'jumps' | 'refused'>>(e, 'state') ?? { reservations: {}, jumps: {}, refused: {} };
-  return { version: num(e, 'version'), grantSeq: num(e, 'grantSeq'), reservations: state.reservations ?? {}, jumps: state.jumps ?? {}, refused: state.refused ?? {} };
+  return {
+    version: num(e, 'version'),
+    grantSeq: num(e, 'grantSeq'),
+    reservations: state.reservations ?? {},
+    jumps: state.jumps ?? {},
+    refused: state.refused ?? {},
+  };
 }
 
 export class AdmissionStore {
-  constructor(private readonly table: TableClient, private readonly maxAttempts = 30) {}
+  constructor(
+    private readonly table: TableClient,
+    private readonly maxAttempts = 30,
+  ) {}
 
   static fromConnectionString(connectionString: string, table = DEFAULT_ADMISSION_TABLE): AdmissionStore {
     const allowInsecureConnection = /DefaultEndpointsProtocol=http;|TableEndpoint=http:|UseDevelopmentStorage=true/i.test(connectionString);
@@ -136,7 +145,21 @@ export class AdmissionStore {
     // What placement over several accounts needs (size, Spot cores, staging accounts, budget), as one JSON column.
     const placeProps = place ? { place: JSON.stringify(place) } : {};
     try {
-      await this.table.createEntity({ partitionKey: PARTITION, rowKey: WAIT_PREFIX + jobId, jobId, owner, queue, priority, order, family, cores, nodes, pools, enqueuedAt, ...placeProps });
+      await this.table.createEntity({
+        partitionKey: PARTITION,
+        rowKey: WAIT_PREFIX + jobId,
+        jobId,
+        owner,
+        queue,
+        priority,
+        order,
+        family,
+        cores,
+        nodes,
+        pools,
+        enqueuedAt,
+        ...placeProps,
+      });
     } catch (err) {
       if (statusOf(err) !== 409) throw err;
     }

@@ -14,9 +14,7 @@ import type { TokenCredential } from '@azure/core-auth';
 import { odata, TableClient, type TableEntityResult } from '@azure/data-tables';
 import type { JobSpec } from '../../core/spec';
 import { JOB_ID_RE } from '../../core/spec/patterns';
-import {
-  entityToEvent, entityToJob, eventToEntity, jobToEntity, JOB_ROW_KEY, tagPropertyName,
-} from '../../core/state/entityCodec';
+import { entityToEvent, entityToJob, eventToEntity, jobToEntity, JOB_ROW_KEY, tagPropertyName } from '../../core/state/entityCodec';
 import { ConcurrencyConflictError, IllegalTransitionError, InvalidContinuationTokenError, JobNotFoundError } from '../../core/state/errors';
 import { transition as applyTransition } from '../../core/state/machine';
 import type { ArrayMembership, JobEvent, JobPatch, JobRecord, JsonValue, PoolAccessBasis } from '../../core/state/record';
@@ -111,7 +109,11 @@ export class JobStore {
   private readonly maxAttempts: number;
   private readonly onTransition?: (event: JobEvent) => Promise<void>;
 
-  constructor(private readonly jobs: TableClient, private readonly eventsTable: TableClient, options: JobStoreOptions = {}) {
+  constructor(
+    private readonly jobs: TableClient,
+    private readonly eventsTable: TableClient,
+    options: JobStoreOptions = {},
+  ) {
     this.now = options.now ?? (() => new Date());
     this.maxAttempts = options.maxAttempts ?? 10;
     this.onTransition = options.onTransition;
@@ -129,11 +131,7 @@ export class JobStore {
   }
 
   /** Build from a table service URL and a credential (in Azure: the app's managed identity). */
-  static fromTableEndpoint(
-    endpoint: string,
-    credential: TokenCredential,
-    options: JobStoreOptions = {},
-  ): JobStore {
+  static fromTableEndpoint(endpoint: string, credential: TokenCredential, options: JobStoreOptions = {}): JobStore {
     const clientOptions = { allowInsecureConnection: endpoint.startsWith('http://') };
     return new JobStore(
       new TableClient(endpoint, options.jobsTable ?? DEFAULT_JOBS_TABLE, credential, clientOptions),
@@ -295,7 +293,9 @@ export class JobStore {
    */
   async purge(id: string): Promise<{ events: number; row: boolean }> {
     let events = 0;
-    const iter = this.eventsTable.listEntities<Record<string, unknown>>({ queryOptions: { filter: odata`PartitionKey eq ${id}`, select: ['PartitionKey', 'RowKey'] } });
+    const iter = this.eventsTable.listEntities<Record<string, unknown>>({
+      queryOptions: { filter: odata`PartitionKey eq ${id}`, select: ['PartitionKey', 'RowKey'] },
+    });
     for await (const e of iter) {
       try {
         await this.eventsTable.deleteEntity(String(e.partitionKey), String(e.rowKey));
@@ -346,11 +346,16 @@ export class JobStore {
     if (token !== undefined) assertContinuationToken(token);
     const jobs: JobRecord[] = [];
     const unreadable: { id: string; error: string }[] = [];
-    const done = (continuationToken?: string): ListJobsPage => ({ jobs, ...(continuationToken ? { continuationToken } : {}), ...(unreadable.length ? { unreadable } : {}) });
+    const done = (continuationToken?: string): ListJobsPage => ({
+      jobs,
+      ...(continuationToken ? { continuationToken } : {}),
+      ...(unreadable.length ? { unreadable } : {}),
+    });
     // A filtered scan may return short or empty pages with a token; keep reading (bounded) until the
     // page is full, asking each time only for what is still missing so no row is skipped.
     for (let request = 0; request < 20; request++) {
-      const pages = this.jobs.listEntities<Record<string, unknown>>({ queryOptions: { filter } })
+      const pages = this.jobs
+        .listEntities<Record<string, unknown>>({ queryOptions: { filter } })
         .byPage({ maxPageSize: top - jobs.length, ...(token !== undefined ? { continuationToken: token } : {}) });
       let page;
       try {

@@ -31,7 +31,10 @@ async function lookUp(account: BlobAccount, c: SourceCheck): Promise<string | un
     if (c.kind === 'blob') {
       if (await container.getBlobClient(c.name).exists()) return undefined;
     } else {
-      const page = await container.listBlobsFlat({ prefix: c.name || undefined }).byPage({ maxPageSize: 1 }).next();
+      const page = await container
+        .listBlobsFlat({ prefix: c.name || undefined })
+        .byPage({ maxPageSize: 1 })
+        .next();
       if (!page.done && page.value.segment.blobItems.length > 0) return undefined;
     }
   } catch (err) {

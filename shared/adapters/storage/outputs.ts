@@ -24,7 +24,8 @@ export async function listOutputs(account: BlobAccount, container: string, prefi
   const base = `${prefix}/`;
   const iter = cc.listBlobsFlat({ prefix: base }).byPage({ maxPageSize: max, continuationToken });
   try {
-    const page = (await iter.next()).value as { segment?: { blobItems?: { name: string; properties: { contentLength?: number; lastModified?: Date } }[] }; continuationToken?: string } | undefined;
+    const page = (await iter.next()).value as
+      { segment?: { blobItems?: { name: string; properties: { contentLength?: number; lastModified?: Date } }[] }; continuationToken?: string } | undefined;
     const items = page?.segment?.blobItems ?? [];
     return {
       files: items.map((b) => ({
@@ -42,7 +43,12 @@ export async function listOutputs(account: BlobAccount, container: string, prefi
 }
 
 /** Every output (up to `limit` listed), with the totals over all of them. */
-export async function summarizeOutputs(account: BlobAccount, container: string, prefix: string, limit: number): Promise<{ files: OutputBlob[]; count: number; bytes: number; truncated: boolean }> {
+export async function summarizeOutputs(
+  account: BlobAccount,
+  container: string,
+  prefix: string,
+  limit: number,
+): Promise<{ files: OutputBlob[]; count: number; bytes: number; truncated: boolean }> {
   const files: OutputBlob[] = [];
   let count = 0;
   let bytes = 0;

@@ -39,7 +39,13 @@ export async function readOnlyBlobUrl(account: BlobAccount, container: string, b
  * until `expiresOn`: one user delegation key for all of them (keyless accounts), signed locally per blob. What
  * POST /api/uploads hands a client: its write access is never wider than the files it named, on any account.
  */
-export async function blobSasUrls(account: BlobAccount, container: string, blobNames: readonly string[], permissions: string, expiresOn: Date): Promise<string[]> {
+export async function blobSasUrls(
+  account: BlobAccount,
+  container: string,
+  blobNames: readonly string[],
+  permissions: string,
+  expiresOn: Date,
+): Promise<string[]> {
   const containerClient = account.service.getContainerClient(container);
   const startsOn = new Date(Date.now() - 5 * 60_000);
   const key = account.sharedKey ? undefined : await account.service.getUserDelegationKey(startsOn, expiresOn);

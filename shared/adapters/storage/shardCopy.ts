@@ -71,7 +71,7 @@ export async function copyShard(
   const blocks: BlockRange[][] = [[]];
   let filled = 0;
   for (const part of shard.parts) {
-    for (let offset = part.offset; offset < part.offset + part.length; ) {
+    for (let offset = part.offset; offset < part.offset + part.length;) {
       if (filled === BLOCK_BYTES) {
         blocks.push([]);
         filled = 0;
@@ -156,7 +156,9 @@ async function readRange(shardId: string, sourceAccount: (name: string) => BlobA
   } catch (err) {
     const e = err as { statusCode?: number; message?: string };
     const why = e.statusCode === 412 ? 'the source changed since it was listed' : e.message;
-    throw new Error(`shard ${shardId}: reading ${part.source.account}/${part.source.container}/${part.source.name} @${offset}+${length}: ${why}`, { cause: err });
+    throw new Error(`shard ${shardId}: reading ${part.source.account}/${part.source.container}/${part.source.name} @${offset}+${length}: ${why}`, {
+      cause: err,
+    });
   }
   if (data.length !== length) throw new Error(`shard ${shardId}: short read of ${part.source.name} at ${offset} (${data.length}/${length} bytes)`);
   return data;

@@ -73,7 +73,12 @@ export function parseAuthConfig(env: AuthEnv, problems: string[]): AuthConfig {
   // App Service leaves a Key Vault reference it cannot resolve as the setting's text: that text must never be a key.
   const unresolved = /^@Microsoft\.KeyVault\(/i.test((env.OPERATOR_API_KEYS ?? '').trim());
   if (unresolved) problems.push('OPERATOR_API_KEYS: an unresolved Key Vault reference (the secret is missing or the app identity cannot read it)');
-  const operatorKeys = unresolved ? [] : (env.OPERATOR_API_KEYS ?? '').split(',').map((k) => k.trim()).filter(Boolean);
+  const operatorKeys = unresolved
+    ? []
+    : (env.OPERATOR_API_KEYS ?? '')
+        .split(',')
+        .map((k) => k.trim())
+        .filter(Boolean);
   operatorKeys.forEach((k, i) => {
     if (k.length < MIN_OPERATOR_KEY_LENGTH) problems.push(`OPERATOR_API_KEYS: key ${i + 1} is shorter than ${MIN_OPERATOR_KEY_LENGTH} characters`);
   });
@@ -86,8 +91,11 @@ export function parseAuthConfig(env: AuthEnv, problems: string[]): AuthConfig {
   }
   if (env.AUTH_ISSUER) {
     const issuer = checkedUrl(env.AUTH_ISSUER, 'AUTH_ISSUER', problems);
-    const audiences = (env.AUTH_AUDIENCES ?? '').split(',').map((a) => a.trim()).filter(Boolean);
-    if (!audiences.length) problems.push('AUTH_AUDIENCES is required with AUTH_ISSUER (the API\'s application id URI and/or client id)');
+    const audiences = (env.AUTH_AUDIENCES ?? '')
+      .split(',')
+      .map((a) => a.trim())
+      .filter(Boolean);
+    if (!audiences.length) problems.push("AUTH_AUDIENCES is required with AUTH_ISSUER (the API's application id URI and/or client id)");
     const issuerText = env.AUTH_ISSUER.replace(/\/+$/, '');
     const metadataText = env.AUTH_METADATA_URL || `${issuerText}/.well-known/openid-configuration`;
     // A derived metadata URL is only as good as the issuer: report the issuer once, not twice.

@@ -50,13 +50,21 @@ function originOf(v: string, loopbackHttp: boolean): string | undefined {
 
 const EntrySchema = z.strictObject({
   name: z.string().regex(NAME, { error: 'must be 3-24 lowercase letters or digits' }),
-  url: z.string().refine((v) => originOf(v, false) !== undefined, { error: 'must be an http(s) URL with no path, e.g. https://myaccount.westeurope.batch.azure.com' }),
+  url: z
+    .string()
+    .refine((v) => originOf(v, false) !== undefined, { error: 'must be an http(s) URL with no path, e.g. https://myaccount.westeurope.batch.azure.com' }),
   location: z.string().regex(REGION, { error: 'must be an Azure region name such as "westeurope"' }).optional(),
   priceRegion: z.string().regex(REGION, { error: 'must be an Azure region name such as "westeurope"' }).optional(),
-  resourceId: z.string().regex(ACCOUNT_ID, { error: 'must be /subscriptions/<id>/resourceGroups/<rg>/providers/Microsoft.Batch/batchAccounts/<name>' }).optional(),
+  resourceId: z
+    .string()
+    .regex(ACCOUNT_ID, { error: 'must be /subscriptions/<id>/resourceGroups/<rg>/providers/Microsoft.Batch/batchAccounts/<name>' })
+    .optional(),
   subscriptionId: z.string().regex(GUID, { error: 'must be a subscription id (a GUID)' }).optional(),
   resourceGroup: z.string().regex(RESOURCE_GROUP, { error: 'must be a resource group name' }).optional(),
-  armEndpoint: z.string().refine((v) => originOf(v, true) !== undefined, { error: 'must be an https URL with no path (http only on a loopback host)' }).optional(),
+  armEndpoint: z
+    .string()
+    .refine((v) => originOf(v, true) !== undefined, { error: 'must be an https URL with no path (http only on a loopback host)' })
+    .optional(),
   keySetting: z.string().regex(SETTING, { error: 'must be the name of an app setting holding the account key' }).optional(),
   coreQuota: z.record(z.string().min(1).max(100), z.number().int().min(0).max(100_000_000)).optional(),
   stagingAccounts: z.array(z.string().min(1).max(100)).max(100).optional(),
@@ -131,13 +139,17 @@ export function parseBatchAccounts(
   if (twiceUrl) problems.push(`BATCH_ACCOUNTS: the URL ${twiceUrl} is listed twice`);
   const homeIndex = names.indexOf(home.accountName);
   if (homeIndex < 0) problems.push(`BATCH_ACCOUNTS: must list the account BATCH_ACCOUNT_NAME names ("${home.accountName}"): it is the home account`);
-  else if (urls[homeIndex] !== originOf(home.accountUrl, false)) problems.push(`BATCH_ACCOUNTS[${homeIndex}].url: ${entries[homeIndex].url} is not BATCH_ACCOUNT_URL (${home.accountUrl}) although both name "${home.accountName}"`);
+  else if (urls[homeIndex] !== originOf(home.accountUrl, false))
+    problems.push(
+      `BATCH_ACCOUNTS[${homeIndex}].url: ${entries[homeIndex].url} is not BATCH_ACCOUNT_URL (${home.accountUrl}) although both name "${home.accountName}"`,
+    );
   const refs = entries.map((a, i): BatchAccountRef => {
     const at = `BATCH_ACCOUNTS[${i}]`;
     const id = a.resourceId ? ACCOUNT_ID.exec(a.resourceId) : null;
     if (id && id[3] !== a.name) problems.push(`${at}.resourceId: names the account "${id[3]}", not "${a.name}"`);
     if (id && (a.subscriptionId || a.resourceGroup)) problems.push(`${at}: give either resourceId or subscriptionId/resourceGroup, not both`);
-    for (const s of a.stagingAccounts ?? []) if (!stagingNames.includes(s)) problems.push(`${at}.stagingAccounts: "${s}" is not one of STAGING_ACCOUNTS (${stagingNames.join(', ')})`);
+    for (const s of a.stagingAccounts ?? [])
+      if (!stagingNames.includes(s)) problems.push(`${at}.stagingAccounts: "${s}" is not one of STAGING_ACCOUNTS (${stagingNames.join(', ')})`);
     const { total, ...families } = a.coreQuota ?? {};
     let auth: BatchAuth = i === homeIndex ? home.auth : { kind: 'aad', scope: home.auth.kind === 'aad' ? home.auth.scope : AAD_SCOPE };
     if (a.keySetting) {
@@ -155,7 +167,13 @@ export function parseBatchAccounts(
       ...locationOf(a.location ?? (i === homeIndex ? e.BATCH_LOCATION : undefined), a.url),
       ...(a.priceRegion ? { priceRegion: a.priceRegion } : i === homeIndex && e.PRICES_REGION ? { priceRegion: e.PRICES_REGION } : {}),
       ...(subscriptionId || resourceGroup || endpoint
-        ? { arm: { ...(subscriptionId ? { subscriptionId: subscriptionId.toLowerCase() } : {}), ...(resourceGroup ? { resourceGroup } : {}), ...(endpoint ? { endpoint } : {}) } }
+        ? {
+            arm: {
+              ...(subscriptionId ? { subscriptionId: subscriptionId.toLowerCase() } : {}),
+              ...(resourceGroup ? { resourceGroup } : {}),
+              ...(endpoint ? { endpoint } : {}),
+            },
+          }
         : {}),
       ...(a.coreQuota ? { coreQuota: total === undefined ? { families } : { total, families } } : {}),
       stagingAccounts: [...(a.stagingAccounts ?? [])],

@@ -31,7 +31,10 @@ export interface DefaultOutputsInput {
 }
 
 const allows = (d: DefaultOutputsInput, account: string, container: string) =>
-  !d.containers || d.containers.some((c) => c.account === account && (c.container === container || (c.container.endsWith('*') && container.startsWith(c.container.slice(0, -1)))));
+  !d.containers ||
+  d.containers.some(
+    (c) => c.account === account && (c.container === container || (c.container.endsWith('*') && container.startsWith(c.container.slice(0, -1)))),
+  );
 
 /** The DEFAULT_OUTPUTS place: as set, derived when unset, undefined when "none" or there is no data account. */
 export function parseDefaultOutputs(text: string | undefined, d: DefaultOutputsInput, problems: string[]): { account: string; container: string } | undefined {
@@ -46,7 +49,10 @@ export function parseDefaultOutputs(text: string | undefined, d: DefaultOutputsI
   if (!d.accounts.includes(account)) problems.push(`DEFAULT_OUTPUTS: account "${account}" is not in DATA_ACCOUNTS`);
   else if (!allows(d, account, container)) problems.push(`DEFAULT_OUTPUTS: container "${account}/${container}" is not one DATA_CONTAINERS allows`);
   // Outputs on a flat account are refused at intake there: the logs of every job would be too.
-  else if (d.outputsRequireScopedSas && !(d.hnsAccounts ?? []).includes(account)) problems.push(`DEFAULT_OUTPUTS: account "${account}" is not in DATA_ACCOUNTS_HNS, and OUTPUTS_REQUIRE_SCOPED_SAS refuses outputs there; name an HNS account or DEFAULT_OUTPUTS=${DEFAULT_OUTPUTS_OFF}`);
+  else if (d.outputsRequireScopedSas && !(d.hnsAccounts ?? []).includes(account))
+    problems.push(
+      `DEFAULT_OUTPUTS: account "${account}" is not in DATA_ACCOUNTS_HNS, and OUTPUTS_REQUIRE_SCOPED_SAS refuses outputs there; name an HNS account or DEFAULT_OUTPUTS=${DEFAULT_OUTPUTS_OFF}`,
+    );
   else return { account, container };
   return undefined;
 }
@@ -56,12 +62,17 @@ function deriveDefaultOutputs(d: DefaultOutputsInput, problems: string[]): { acc
   const account = candidates[0];
   if (account === undefined) {
     // Scoped SAS required but no HNS account: any outputs are refused at intake, so there is no place to derive.
-    if (d.accounts.length) problems.push(`DEFAULT_OUTPUTS: unset, and OUTPUTS_REQUIRE_SCOPED_SAS leaves no data account for jobs' logs (none is in DATA_ACCOUNTS_HNS); set DEFAULT_OUTPUTS=account/container or DEFAULT_OUTPUTS=${DEFAULT_OUTPUTS_OFF}`);
+    if (d.accounts.length)
+      problems.push(
+        `DEFAULT_OUTPUTS: unset, and OUTPUTS_REQUIRE_SCOPED_SAS leaves no data account for jobs' logs (none is in DATA_ACCOUNTS_HNS); set DEFAULT_OUTPUTS=account/container or DEFAULT_OUTPUTS=${DEFAULT_OUTPUTS_OFF}`,
+      );
     return undefined;
   }
   if (allows(d, account, DEFAULT_OUTPUTS_CONTAINER)) return { account, container: DEFAULT_OUTPUTS_CONTAINER };
   const named = (d.containers ?? []).find((c) => c.account === account && !c.container.endsWith('*'));
   if (named) return { account, container: named.container };
-  problems.push(`DEFAULT_OUTPUTS: unset, and DATA_CONTAINERS allows no container of "${account}" by name to keep jobs' logs in; set DEFAULT_OUTPUTS=account/container or DEFAULT_OUTPUTS=${DEFAULT_OUTPUTS_OFF}`);
+  problems.push(
+    `DEFAULT_OUTPUTS: unset, and DATA_CONTAINERS allows no container of "${account}" by name to keep jobs' logs in; set DEFAULT_OUTPUTS=account/container or DEFAULT_OUTPUTS=${DEFAULT_OUTPUTS_OFF}`,
+  );
   return undefined;
 }

@@ -50,7 +50,13 @@ export function parseCustomNodeImages(text: string | undefined, problems: string
     }
     if (e.title !== undefined && typeof e.title !== 'string') problems.push(`${at}.title: must be a string`);
     if (!modules || !paths) return;
-    out.push({ idPrefix: e.idPrefix, ...(typeof e.title === 'string' ? { title: e.title } : {}), modules, paths, runtimes: runtimes as DeclaredCustomImage['runtimes'] });
+    out.push({
+      idPrefix: e.idPrefix,
+      ...(typeof e.title === 'string' ? { title: e.title } : {}),
+      modules,
+      paths,
+      runtimes: runtimes as DeclaredCustomImage['runtimes'],
+    });
   });
   return out;
 }

@@ -36,7 +36,8 @@ export const POOL_IDENTITY_SETTINGS = ['BATCH_SUBSCRIPTION_ID', 'BATCH_RESOURCE_
 const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Resource group names: 1–90 of letters, digits, "._-()", not ending in ".". */
 const RESOURCE_GROUP = /^[-\w._()]{0,89}[-\w_()]$/;
-const IDENTITY_ID = /^\/subscriptions\/[0-9a-f-]{36}\/resourceGroups\/[-\w._()]{1,90}\/providers\/Microsoft\.ManagedIdentity\/userAssignedIdentities\/[A-Za-z0-9][A-Za-z0-9_-]{2,127}$/i;
+const IDENTITY_ID =
+  /^\/subscriptions\/[0-9a-f-]{36}\/resourceGroups\/[-\w._()]{1,90}\/providers\/Microsoft\.ManagedIdentity\/userAssignedIdentities\/[A-Za-z0-9][A-Za-z0-9_-]{2,127}$/i;
 
 const isLoopback = (host: string) => host === 'localhost' || /^127\.\d+\.\d+\.\d+$/.test(host) || host === '[::1]';
 
@@ -56,11 +57,15 @@ export function parsePoolIdentity(env: PoolIdentityEnv, accountName: string, pro
   const v = (k: keyof PoolIdentityEnv) => (env[k] ?? '').trim();
   const before = problems.length;
   if (v('BATCH_SUBSCRIPTION_ID') && !GUID.test(v('BATCH_SUBSCRIPTION_ID'))) problems.push('BATCH_SUBSCRIPTION_ID: must be a subscription id (a GUID)');
-  if (v('BATCH_RESOURCE_GROUP') && !RESOURCE_GROUP.test(v('BATCH_RESOURCE_GROUP'))) problems.push('BATCH_RESOURCE_GROUP: must be a resource group name (1-90 letters, digits, "._-()", not ending in ".")');
+  if (v('BATCH_RESOURCE_GROUP') && !RESOURCE_GROUP.test(v('BATCH_RESOURCE_GROUP')))
+    problems.push('BATCH_RESOURCE_GROUP: must be a resource group name (1-90 letters, digits, "._-()", not ending in ".")');
   if (v('POOL_IDENTITY_RESOURCE_ID') && !IDENTITY_ID.test(v('POOL_IDENTITY_RESOURCE_ID'))) {
-    problems.push('POOL_IDENTITY_RESOURCE_ID: must be the ARM id of a user-assigned identity (/subscriptions/<id>/resourceGroups/<rg>/providers/Microsoft.ManagedIdentity/userAssignedIdentities/<name>)');
+    problems.push(
+      'POOL_IDENTITY_RESOURCE_ID: must be the ARM id of a user-assigned identity (/subscriptions/<id>/resourceGroups/<rg>/providers/Microsoft.ManagedIdentity/userAssignedIdentities/<name>)',
+    );
   }
-  if (v('POOL_IDENTITY_CLIENT_ID') && !GUID.test(v('POOL_IDENTITY_CLIENT_ID'))) problems.push('POOL_IDENTITY_CLIENT_ID: must be the identity\'s client id (a GUID)');
+  if (v('POOL_IDENTITY_CLIENT_ID') && !GUID.test(v('POOL_IDENTITY_CLIENT_ID')))
+    problems.push("POOL_IDENTITY_CLIENT_ID: must be the identity's client id (a GUID)");
   let armEndpoint = DEFAULT_ARM_ENDPOINT;
   if (v('ARM_ENDPOINT')) {
     try {

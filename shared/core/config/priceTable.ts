@@ -65,7 +65,8 @@ export function parsePriceTable(json: string | undefined): PriceTable {
   const prices = (wrapped ? obj.prices : obj) as unknown;
   if (!prices || typeof prices !== 'object' || Array.isArray(prices)) throw new Error('PRICE_TABLE_JSON "prices" must be an object of vmSize → price per hour');
   const currency = wrapped && obj.currency !== undefined ? obj.currency : 'USD';
-  if (typeof currency !== 'string' || !/^[A-Z]{3}$/.test(currency)) throw new Error(`PRICE_TABLE_JSON "currency" must be an ISO 4217 code such as "USD", got ${JSON.stringify(currency)}`);
+  if (typeof currency !== 'string' || !/^[A-Z]{3}$/.test(currency))
+    throw new Error(`PRICE_TABLE_JSON "currency" must be an ISO 4217 code such as "USD", got ${JSON.stringify(currency)}`);
   const entries = Object.entries(prices as Record<string, unknown>);
   for (const [size, price] of entries) {
     if (typeof price !== 'number' || !Number.isFinite(price) || price < 0) {

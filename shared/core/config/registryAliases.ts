@@ -11,10 +11,10 @@ export function parseRegistryAliases(text: string | undefined, problems: string[
     if (!entry) return;
     const [alias, target, ...extra] = entry.split('=').map((s) => s.trim());
     if (extra.length || !alias || !target) return problems.push(`REGISTRY_ALIASES: entry ${i + 1} ("${entry}") must be alias=registry (each host[:port])`);
-    if (!HOST_PORT.test(alias) || !HOST_PORT.test(target)) return problems.push(`REGISTRY_ALIASES: entry ${i + 1} ("${entry}"): alias and registry must each be a lowercase host[:port]`);
+    if (!HOST_PORT.test(alias) || !HOST_PORT.test(target))
+      return problems.push(`REGISTRY_ALIASES: entry ${i + 1} ("${entry}"): alias and registry must each be a lowercase host[:port]`);
     if (alias in out) return problems.push(`REGISTRY_ALIASES: entry ${i + 1} names the alias "${alias}" again`);
     out[alias] = target;
   });
   return out;
 }
-

@@ -20,7 +20,8 @@ const SETTING_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 const SERVER = /^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?(:\d{1,5})?$/;
 
 /** Settings the app itself reads: never a registry secret, whatever a deployment lists. */
-const RESERVED = /^(AzureWebJobs|WEBSITE_|FUNCTIONS_|APPSETTING_|AZURE_|IDENTITY_|MSI_|BATCH_|OPERATOR_API_KEYS$|AUTH_|STAGING_ACCOUNTS$|DATA_ACCOUNTS$|APPLICATIONINSIGHTS_)/i;
+const RESERVED =
+  /^(AzureWebJobs|WEBSITE_|FUNCTIONS_|APPSETTING_|AZURE_|IDENTITY_|MSI_|BATCH_|OPERATOR_API_KEYS$|AUTH_|STAGING_ACCOUNTS$|DATA_ACCOUNTS$|APPLICATIONINSIGHTS_)/i;
 
 export function parseRegistryCredentials(list: string | undefined, env: Record<string, string | undefined>, problems: string[]): RegistryCredential[] {
   const out: RegistryCredential[] = [];
@@ -46,7 +47,8 @@ export function parseRegistryCredentials(list: string | undefined, env: Record<s
     const value = (env[setting] ?? '').trim();
     // Say which setting is wrong, never what it holds.
     if (!value) problems.push(`${where}: the app setting ${setting} is not set or empty`);
-    else if (/^@Microsoft\.KeyVault\(/i.test(value)) problems.push(`${where}: ${setting} is an unresolved Key Vault reference (the secret is missing or the app identity cannot read it)`);
+    else if (/^@Microsoft\.KeyVault\(/i.test(value))
+      problems.push(`${where}: ${setting} is an unresolved Key Vault reference (the secret is missing or the app identity cannot read it)`);
     else out.push({ server, setting, secret: value });
   });
   return out;

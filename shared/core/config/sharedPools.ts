@@ -37,7 +37,8 @@ export function parseSharedPools(text: string | undefined, problems: string[]): 
     if (who === undefined) return void out.push({ poolId, users: [...SHARED_POOL_USERS] });
     const users = who.split('|').map((u) => u.trim());
     const bad = users.filter((u) => !isUser(u));
-    if (bad.length) return void problems.push(`${where}: "${bad.join('", "')}" is not one of ${SHARED_POOL_USERS.join(', ')} (admins may use any pool and need no entry)`);
+    if (bad.length)
+      return void problems.push(`${where}: "${bad.join('", "')}" is not one of ${SHARED_POOL_USERS.join(', ')} (admins may use any pool and need no entry)`);
     out.push({ poolId, users: [...new Set(users as SharedPoolUser[])] });
   });
   return out;

@@ -7,14 +7,14 @@
 export type StorageAccountRef =
   | { kind: 'connectionString'; accountName: string; connectionString: string }
   | {
-    kind: 'managedIdentity';
-    accountName: string;
-    blobEndpoint: string;
-    /** Known when the account is named, or its queue service URI is given (the host storage). */
-    queueEndpoint?: string;
-    /** Known when the account is named, or its table service URI is given (the host storage). */
-    tableEndpoint?: string;
-  };
+      kind: 'managedIdentity';
+      accountName: string;
+      blobEndpoint: string;
+      /** Known when the account is named, or its queue service URI is given (the host storage). */
+      queueEndpoint?: string;
+      /** Known when the account is named, or its table service URI is given (the host storage). */
+      tableEndpoint?: string;
+    };
 
 /** The host storage: a connection string, or an identity-based connection that knows all three of its services. */
 export type HostStorageRef =
@@ -112,7 +112,9 @@ export function accountNameOfServiceUri(value: string, service: 'blob' | 'queue'
   const segments = url.pathname.split('/').filter(Boolean);
   if (!pathStyle && !host.includes(`.${service}.`)) throw new Error(`"${value}" is not a ${service} service URI (https://<account>.${service}.<suffix>)`);
   if (pathStyle ? segments.length !== 1 : segments.length !== 0) {
-    throw new Error(`"${value}" must name the service, not a resource in it (${pathStyle ? 'https://<ip>:<port>/<account>' : `https://<account>.${service}.<suffix>`})`);
+    throw new Error(
+      `"${value}" must name the service, not a resource in it (${pathStyle ? 'https://<ip>:<port>/<account>' : `https://<account>.${service}.<suffix>`})`,
+    );
   }
   if (!name || !ACCOUNT_NAME.test(name)) throw new Error(`"${value}" does not name a storage account (3-24 lowercase letters/digits)`);
   return name;

@@ -71,7 +71,10 @@ export interface BatchJobCreateInput {
 export type { SecretEnvironmentRef } from './secretEnvironment';
 
 /** A task pinned (by affinity, which Batch treats as a hint) to one node; the activity runs it elevated. */
-export type NodeTaskRequest = Pick<NodeTaskSpec, 'id' | 'affinityId' | 'commandLine' | 'resourceFiles' | 'outputFiles' | 'environment' | 'maxWallClockSeconds'> & {
+export type NodeTaskRequest = Pick<
+  NodeTaskSpec,
+  'id' | 'affinityId' | 'commandLine' | 'resourceFiles' | 'outputFiles' | 'environment' | 'maxWallClockSeconds'
+> & {
   secretEnvironment?: SecretEnvironmentRef[];
 };
 
@@ -272,14 +275,45 @@ export type ActivityHandler<N extends ActivityName> = (input: ActivityInput<N>) 
 
 /** Every activity name, checked by the compiler against the contract (a missing or extra name does not compile). */
 const NAMES: Record<ActivityName, true> = {
-  admissionRequest: true, admissionRelease: true, dependenciesCheck: true, jobEnded: true,
-  jobTransition: true, jobFinish: true, jobNote: true, costPrice: true,
-  poolCreate: true, poolInspect: true, poolObserve: true, startTaskFailures: true, poolRemoveNodes: true, poolResize: true, poolDelete: true,
-  batchJobCreate: true, batchJobAutoComplete: true, batchJobTerminate: true,
-  nodeTasksAdd: true, nodeTasksObserve: true,
-  inputsList: true, sourcesMissing: true, imageEvidence: true, shardCopy: true, shardUrls: true, imageBlobUrls: true, stagedDataDelete: true,
-  mpiTaskAdd: true, mpiTaskObserve: true, mpiResultCollect: true,
-  workloadUrls: true, outputsList: true, mpiTaskUploads: true, nodeTaskUploads: true, outputsMissing: true, nodeLogsMissing: true,
-  mpiTaskTerminate: true, preflightTaskAdd: true, preflightObserve: true, preflightCollect: true,
+  admissionRequest: true,
+  admissionRelease: true,
+  dependenciesCheck: true,
+  jobEnded: true,
+  jobTransition: true,
+  jobFinish: true,
+  jobNote: true,
+  costPrice: true,
+  poolCreate: true,
+  poolInspect: true,
+  poolObserve: true,
+  startTaskFailures: true,
+  poolRemoveNodes: true,
+  poolResize: true,
+  poolDelete: true,
+  batchJobCreate: true,
+  batchJobAutoComplete: true,
+  batchJobTerminate: true,
+  nodeTasksAdd: true,
+  nodeTasksObserve: true,
+  inputsList: true,
+  sourcesMissing: true,
+  imageEvidence: true,
+  shardCopy: true,
+  shardUrls: true,
+  imageBlobUrls: true,
+  stagedDataDelete: true,
+  mpiTaskAdd: true,
+  mpiTaskObserve: true,
+  mpiResultCollect: true,
+  workloadUrls: true,
+  outputsList: true,
+  mpiTaskUploads: true,
+  nodeTaskUploads: true,
+  outputsMissing: true,
+  nodeLogsMissing: true,
+  mpiTaskTerminate: true,
+  preflightTaskAdd: true,
+  preflightObserve: true,
+  preflightCollect: true,
 };
 export const ACTIVITY_NAMES: readonly ActivityName[] = Object.keys(NAMES).filter((n): n is ActivityName => n in NAMES);

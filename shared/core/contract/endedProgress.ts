@@ -20,10 +20,7 @@ export interface EndedProgress {
  * Every node not yet done or failed becomes `deleted` (its pool was deleted) or `ended` (kept pool); an MPI task last
  * seen active or running becomes `terminated` (Batch terminated it with the job). Only what changes is returned.
  */
-export function endedProgress(
-  last: { nodes: Record<string, NodeProgress>; mpi?: PipelineStatus['progress']['mpi'] },
-  poolDeleted: boolean,
-): EndedProgress {
+export function endedProgress(last: { nodes: Record<string, NodeProgress>; mpi?: PipelineStatus['progress']['mpi'] }, poolDeleted: boolean): EndedProgress {
   const out: EndedProgress = {};
   const open = Object.entries(last.nodes).filter(([, s]) => !SETTLED.includes(s));
   if (open.length) out.nodes = { ...last.nodes, ...Object.fromEntries(open.map(([id]) => [id, poolDeleted ? 'deleted' : 'ended'])) };

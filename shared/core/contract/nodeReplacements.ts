@@ -51,9 +51,11 @@ export function nodeReplacements(timeline: readonly TimelineNote[] | undefined):
   return (timeline ?? [])
     .filter((e) => e.kind === 'note' && isNodesReplaced(e.data))
     .sort((a, b) => Date.parse(a.at) - Date.parse(b.at))
-    .flatMap((e) => (e.data as NodesReplaced).nodes
-      .filter((n) => typeof n?.node === 'string')
-      .map((n) => ({ ...n, reasons: Array.isArray(n.reasons) ? n.reasons.map(String) : [], at: e.at, stage: (e.data as NodesReplaced).stage })));
+    .flatMap((e) =>
+      (e.data as NodesReplaced).nodes
+        .filter((n) => typeof n?.node === 'string')
+        .map((n) => ({ ...n, reasons: Array.isArray(n.reasons) ? n.reasons.map(String) : [], at: e.at, stage: (e.data as NodesReplaced).stage })),
+    );
 }
 
 /** One line per replaced node: "node-3 (preflight, StagingData): health ib mlx5_ib0:1: measured …; …". */

@@ -10,7 +10,19 @@ import type { NodePreflight } from './preflight';
  * written when the job ended (shared/core/contract/endedProgress.ts): the node's part stopped before done/failed (a cancel,
  * a failure elsewhere), and its pool was kept (`ended`) or deleted (`deleted`).
  */
-export const NODE_PROGRESS_STATES = ['allocating', 'idle', 'pulling', 'pulled', 'downloading', 'ready', 'running', 'done', 'failed', 'ended', 'deleted'] as const;
+export const NODE_PROGRESS_STATES = [
+  'allocating',
+  'idle',
+  'pulling',
+  'pulled',
+  'downloading',
+  'ready',
+  'running',
+  'done',
+  'failed',
+  'ended',
+  'deleted',
+] as const;
 export type NodeProgress = (typeof NODE_PROGRESS_STATES)[number];
 
 export interface Counter {
@@ -99,7 +111,11 @@ export function fitStatus(status: PipelineStatus): PipelineStatus {
   };
   const preflight = cut.progress.preflight;
   if (preflight?.nodes) {
-    const failing = Object.fromEntries(Object.entries(preflight.nodes).filter(([, n]) => !n.ok).slice(0, MAX_LISTED));
+    const failing = Object.fromEntries(
+      Object.entries(preflight.nodes)
+        .filter(([, n]) => !n.ok)
+        .slice(0, MAX_LISTED),
+    );
     cut.progress.preflight = { ...preflight, nodes: failing };
     if (size(cut) > STATUS_BUDGET_CHARS) cut.progress.preflight = { ...preflight, nodes: undefined };
   }

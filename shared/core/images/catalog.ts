@@ -141,7 +141,8 @@ export const NODE_IMAGES: readonly NodeImage[] = [
     marketplace: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', skus: ['22_04-lts', '22_04-lts-gen2'] },
     nodeAgentSku: 'batch.node.ubuntu 22.04',
     os: 'Ubuntu 22.04',
-    source: 'learn.microsoft.com/azure/batch/batch-linux-nodes (a stock Marketplace server image: no MPI, no environment-modules, no container runtime; a start task installs them)',
+    source:
+      'learn.microsoft.com/azure/batch/batch-linux-nodes (a stock Marketplace server image: no MPI, no environment-modules, no container runtime; a start task installs them)',
     modulePath: null,
     modules: [],
     paths: [],
@@ -169,7 +170,8 @@ export const NODE_IMAGES: readonly NodeImage[] = [
     marketplace: { publisher: 'microsoft-azure-batch', offer: 'ubuntu-server-container', skus: ['20-04-lts'] },
     nodeAgentSku: 'batch.node.ubuntu 20.04',
     os: 'Ubuntu 20.04',
-    source: 'learn.microsoft.com/azure/batch/batch-docker-container-workloads (DockerCompatible, NvidiaTeslaDriverInstalled: docker (moby) and the NVIDIA driver, no MPI, no modules)',
+    source:
+      'learn.microsoft.com/azure/batch/batch-docker-container-workloads (DockerCompatible, NvidiaTeslaDriverInstalled: docker (moby) and the NVIDIA driver, no MPI, no modules)',
     modulePath: null,
     modules: [],
     paths: [],
@@ -221,7 +223,7 @@ export function customNodeImage(d: DeclaredCustomImage): NodeImage {
     title: d.title ?? `custom image ${d.idPrefix}`,
     nodeAgentSku: '',
     os: 'declared by the deployment',
-    source: 'the deployment\'s NODE_IMAGES_CUSTOM setting',
+    source: "the deployment's NODE_IMAGES_CUSTOM setting",
     modulePath: (d.modules ?? []).length ? '/usr/share/modules/modulefiles' : null,
     modules: (d.modules ?? []).map((name) => ({ name, what: 'declared by the deployment' })),
     paths: [...(d.paths ?? [])],
@@ -248,10 +250,13 @@ export function nodeImageFor(
   }
   const ref = pool.image;
   if (!ref) return undefined;
-  return [...NODE_IMAGES, CENTOS_HPC_7].find((i) => i.marketplace
-    && lc(i.marketplace.publisher) === lc(ref.publisher)
-    && (lc(i.marketplace.offer) === lc(ref.offer) || (i.id === 'ubuntu-server-container' && lc(ref.offer) === 'ubuntu-server-container-rdma'))
-    && i.marketplace.skus.some((s) => lc(s) === lc(ref.sku)));
+  return [...NODE_IMAGES, CENTOS_HPC_7].find(
+    (i) =>
+      i.marketplace &&
+      lc(i.marketplace.publisher) === lc(ref.publisher) &&
+      (lc(i.marketplace.offer) === lc(ref.offer) || (i.id === 'ubuntu-server-container' && lc(ref.offer) === 'ubuntu-server-container-rdma')) &&
+      i.marketplace.skus.some((s) => lc(s) === lc(ref.sku)),
+  );
 }
 
 /** The catalog entry by id (the emulator's node image, tests). */

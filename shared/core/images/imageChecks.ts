@@ -79,7 +79,11 @@ export function hostPaths(command: string): string[] {
 function simpleCommands(command: string): string[][] {
   const out: string[][] = [];
   for (const part of command.split(/;|&&|\|\||\||\n/)) {
-    const words = part.trim().split(/\s+/).filter(Boolean).map((w) => w.replace(/^['"]|['"]$/g, ''));
+    const words = part
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map((w) => w.replace(/^['"]|['"]$/g, ''));
     if (!words.length) continue;
     // bash -c 'a; b': the body was split at its ';' already; its first words follow "-c".
     const c = words.findIndex((w, i) => w === '-c' && i > 0 && /(^|\/)(ba)?sh$/.test(words[i - 1]));
@@ -119,7 +123,10 @@ export function nearestModule(name: string, image: NodeImage): string | undefine
   if (renamed && names.includes(renamed)) return renamed;
   const prefixed = names.filter((n) => n.startsWith(name) || name.startsWith(n)).sort((a, b) => a.length - b.length)[0];
   if (prefixed) return prefixed;
-  const scored = names.map((n) => ({ n, d: levenshtein(name, n) })).filter((s) => s.d <= 3).sort((a, b) => a.d - b.d);
+  const scored = names
+    .map((n) => ({ n, d: levenshtein(name, n) }))
+    .filter((s) => s.d <= 3)
+    .sort((a, b) => a.d - b.d);
   return scored[0]?.n;
 }
 
@@ -167,7 +174,9 @@ export function checkImage(spec: ImageCheckSpec, custom: readonly DeclaredCustom
   const ref = spec.pool.customImageId ? undefined : (spec.pool.image ?? DEFAULT_POOL_IMAGE);
   const image = nodeImageFor({ image: ref, customImageId: spec.pool.customImageId }, custom);
   if (!image) {
-    const what = spec.pool.customImageId ? `custom image ${spec.pool.customImageId} is not declared by this deployment (NODE_IMAGES_CUSTOM)` : `image ${ref!.publisher}/${ref!.offer}/${ref!.sku} is not in the image catalog`;
+    const what = spec.pool.customImageId
+      ? `custom image ${spec.pool.customImageId} is not declared by this deployment (NODE_IMAGES_CUSTOM)`
+      : `image ${ref!.publisher}/${ref!.offer}/${ref!.sku} is not in the image catalog`;
     return { findings: [], notes: [`node image checks: skipped, ${what}; module names, host paths and runtimes are not checked`] };
   }
   const findings: ImageFinding[] = [];
@@ -181,12 +190,20 @@ export function checkImage(spec: ImageCheckSpec, custom: readonly DeclaredCustom
       for (const name of moduleLoads(command)) {
         if (image.modules.some((m) => m.name === name)) continue;
         if (!image.modulePath) {
-          findings.push({ path, kind: 'module', name, message: `\`module load ${name}\`: ${image.title} has no environment modules (\`module\` is not installed); use an Azure HPC image (ubuntu-hpc, almalinux-hpc) or install the software in pool.startTask` });
+          findings.push({
+            path,
+            kind: 'module',
+            name,
+            message: `\`module load ${name}\`: ${image.title} has no environment modules (\`module\` is not installed); use an Azure HPC image (ubuntu-hpc, almalinux-hpc) or install the software in pool.startTask`,
+          });
           continue;
         }
         const suggestion = nearestModule(name, image);
         findings.push({
-          path, kind: 'module', name, ...(suggestion ? { suggestion } : {}),
+          path,
+          kind: 'module',
+          name,
+          ...(suggestion ? { suggestion } : {}),
           message: `\`module load ${name}\`: no module "${name}" on ${where}${suggestion ? `; did you mean "${suggestion}"?` : `; it has ${image.modules.map((m) => m.name).join(', ')}`}`,
         });
       }
@@ -202,7 +219,10 @@ export function checkImage(spec: ImageCheckSpec, custom: readonly DeclaredCustom
       if (path === 'pool.startTask.command') continue;
       const suggestion = nearestPath(p, image);
       findings.push({
-        path, kind: 'path', name: p, ...(suggestion ? { suggestion } : {}),
+        path,
+        kind: 'path',
+        name: p,
+        ...(suggestion ? { suggestion } : {}),
         message: `${p}: not on ${where}${suggestion ? `; did you mean "${suggestion}"?` : ''}`,
       });
     }
@@ -216,7 +236,9 @@ export function checkImage(spec: ImageCheckSpec, custom: readonly DeclaredCustom
       const other = runtime === 'singularity' ? 'docker' : 'singularity';
       const alt = image.runtimes[other] ? `, or use container.runtime "${other}", which the image has` : '';
       findings.push({
-        path: 'container.runtime', kind: 'runtime', name: runtime,
+        path: 'container.runtime',
+        kind: 'runtime',
+        name: runtime,
         message: `${runtime === 'singularity' ? 'Singularity/Apptainer' : 'docker'} is not installed on ${where}: install it in pool.startTask (e.g. ${runtime === 'singularity' ? 'the apptainer package' : 'moby-engine'})${alt}`,
       });
     }
@@ -231,6 +253,8 @@ export function checkImage(spec: ImageCheckSpec, custom: readonly DeclaredCustom
 /** A one-line summary of the image for explain. */
 export function imageSummary(image: NodeImage): string {
   const mpis = image.modules.filter((m) => !/-\d/.test(m.name) && !/_\d/.test(m.name)).map((m) => `${m.name} (${m.what})`);
-  const rt = Object.entries(image.runtimes).filter(([, v]) => v).map(([k]) => k);
+  const rt = Object.entries(image.runtimes)
+    .filter(([, v]) => v)
+    .map(([k]) => k);
   return `${image.title}: ${mpis.length ? mpis.join(', ') : 'no MPI modules'}; container runtimes: ${rt.length ? rt.join(', ') : 'none'}; source: ${image.source}`;
 }

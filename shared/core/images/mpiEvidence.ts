@@ -62,7 +62,11 @@ export function mpiEvidenceFromImageConfig(imageConfig: unknown): MpiEvidence | 
   const root = env.get('I_MPI_ROOT');
   const fromRoot = root ? intelFromPath(root) : undefined;
   if (root && fromRoot) return { runtime: 'intelmpi', version: fromRoot, evidence: `Env I_MPI_ROOT=${root}` };
-  const versions: [string, MpiRuntime][] = [['OMPI_VERSION', 'openmpi'], ['MPICH_VERSION', 'mpich'], ['MVAPICH2_VERSION', 'mvapich']];
+  const versions: [string, MpiRuntime][] = [
+    ['OMPI_VERSION', 'openmpi'],
+    ['MPICH_VERSION', 'mpich'],
+    ['MVAPICH2_VERSION', 'mvapich'],
+  ];
   for (const [name, runtime] of versions) {
     const v = env.get(name);
     const m = v ? /^v?(\d+\.\d+(?:\.\d+)*)/.exec(v.trim()) : null;

@@ -18,7 +18,8 @@ export function parseCancelReason(value: string | null | undefined): CancelReaso
   if (value === null || value === undefined) return { ok: true, reason: DEFAULT_CANCEL_REASON };
   const errors: SpecError[] = [];
   if (value.trim() === '') errors.push({ path: 'reason', message: 'must not be empty (leave it out for the default reason)' });
-  if (value.length > CANCEL_REASON_MAX_CHARS) errors.push({ path: 'reason', message: `must be at most ${CANCEL_REASON_MAX_CHARS} characters, got ${value.length}` });
+  if (value.length > CANCEL_REASON_MAX_CHARS)
+    errors.push({ path: 'reason', message: `must be at most ${CANCEL_REASON_MAX_CHARS} characters, got ${value.length}` });
   if (!SINGLE_LINE_TEXT_RE.test(value)) errors.push({ path: 'reason', message: SINGLE_LINE_TEXT_RULE });
   return errors.length ? { ok: false, errors } : { ok: true, reason: value };
 }

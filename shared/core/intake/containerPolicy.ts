@@ -36,7 +36,9 @@ export function containerPolicy(config: AppConfig): ContainerPolicy {
     allowPrivileged: config.containers.allowPrivileged,
     poolIdentity: config.poolIdentity !== undefined,
     registrySecrets: config.registryCredentials.map((c) => ({ server: c.server, setting: c.setting })),
-    ...(config.containers.registryAliases && Object.keys(config.containers.registryAliases).length ? { registryAliases: config.containers.registryAliases } : {}),
+    ...(config.containers.registryAliases && Object.keys(config.containers.registryAliases).length
+      ? { registryAliases: config.containers.registryAliases }
+      : {}),
     ...(config.poolSubnetId ? { poolSubnetId: config.poolSubnetId } : {}),
     ...(config.containers.customNodeImages?.length ? { customNodeImages: config.containers.customNodeImages } : {}),
   };
@@ -49,29 +51,47 @@ function registryErrors(spec: JobSpec, policy: ContainerPolicy): SpecError[] {
   if (registry.identity === 'managed') {
     return policy.poolIdentity
       ? []
-      : [{ path: 'container.registry.identity', message: 'this deployment has no pool identity (POOL_IDENTITY_RESOURCE_ID and the settings that go with it), so nodes cannot pull with a managed identity; use { secretRef, username } with a registry credential of the deployment' }];
+      : [
+          {
+            path: 'container.registry.identity',
+            message:
+              'this deployment has no pool identity (POOL_IDENTITY_RESOURCE_ID and the settings that go with it), so nodes cannot pull with a managed identity; use { secretRef, username } with a registry credential of the deployment',
+          },
+        ];
   }
   const { secretRef } = registry.identity;
   if (/^https:\/\//i.test(secretRef)) {
-    return [{ path: 'container.registry.identity.secretRef', message: 'the app does not read Key Vault itself: name the app setting that holds a Key Vault reference to this secret (REGISTRY_CREDENTIALS lists them)' }];
+    return [
+      {
+        path: 'container.registry.identity.secretRef',
+        message:
+          'the app does not read Key Vault itself: name the app setting that holds a Key Vault reference to this secret (REGISTRY_CREDENTIALS lists them)',
+      },
+    ];
   }
   const server = registry.server.toLowerCase();
   const declared = (policy.registrySecrets ?? []).filter((c) => c.server === server);
   if (declared.some((c) => c.setting === secretRef)) return [];
-  return [{
-    path: 'container.registry.identity.secretRef',
-    message: declared.length
-      ? `${secretRef} is not a registry credential of ${server} on this deployment; its credentials are: ${declared.map((c) => c.setting).join(', ')}`
-      : `this deployment has no registry credential for ${server} (REGISTRY_CREDENTIALS)`,
-  }];
+  return [
+    {
+      path: 'container.registry.identity.secretRef',
+      message: declared.length
+        ? `${secretRef} is not a registry credential of ${server} on this deployment; its credentials are: ${declared.map((c) => c.setting).join(', ')}`
+        : `this deployment has no registry credential for ${server} (REGISTRY_CREDENTIALS)`,
+    },
+  ];
 }
 
 export function checkContainerPolicy(spec: JobSpec, policy: ContainerPolicy, data: DataAccessPolicy): SpecError[] {
-  const errors: SpecError[] = [...registryErrors(spec, policy), ...checkNetworkPolicy(spec, { poolSubnetId: policy.poolSubnetId, managementPlane: policy.poolIdentity === true })];
+  const errors: SpecError[] = [
+    ...registryErrors(spec, policy),
+    ...checkNetworkPolicy(spec, { poolSubnetId: policy.poolSubnetId, managementPlane: policy.poolIdentity === true }),
+  ];
   if (spec.container.runOptions?.privileged && !policy.allowPrivileged) {
     errors.push({
       path: 'container.runOptions.privileged',
-      message: 'this deployment does not run privileged containers (CONTAINER_ALLOW_PRIVILEGED is not "true"); ask for capabilities from the allowlist (container.runOptions.capAdd) instead',
+      message:
+        'this deployment does not run privileged containers (CONTAINER_ALLOW_PRIVILEGED is not "true"); ask for capabilities from the allowlist (container.runOptions.capAdd) instead',
     });
   }
   if (spec.preflight.siteCheck?.privileged && !policy.allowPrivileged) {

@@ -80,7 +80,8 @@ export function outputsSasScope(policy: DataAccessPolicy, account: string): { sc
   if (!policy.outputsRequireScopedSas) return { scope: 'container' };
   const hns = policy.hnsAccounts ?? [];
   return {
-    refusal: `account "${account}" has no hierarchical namespace, so a node could only be given a SAS for its whole container, ` +
+    refusal:
+      `account "${account}" has no hierarchical namespace, so a node could only be given a SAS for its whole container, ` +
       `and this deployment requires outputs to be written through a SAS for the job's own prefix (OUTPUTS_REQUIRE_SCOPED_SAS); ` +
       `use ${hns.length ? `an account with one (${hns.join(', ')})` : 'an account with one (none is configured: DATA_ACCOUNTS_HNS)'}`,
   };
@@ -101,7 +102,10 @@ export function checkDataAccess(spec: JobSpec, policy: DataAccessPolicy): SpecEr
   spec.pool.startTask?.resourceFiles.forEach((f, i) => check(`pool.startTask.resourceFiles[${i}]`, f.account, f.container));
   spec.data.stagingAccounts.forEach((account, i) => {
     if (!policy.stagingAccounts.includes(account)) {
-      errors.push({ path: `data.stagingAccounts[${i}]`, message: `"${account}" is not a staging account of this deployment (configured: ${policy.stagingAccounts.join(', ')})` });
+      errors.push({
+        path: `data.stagingAccounts[${i}]`,
+        message: `"${account}" is not a staging account of this deployment (configured: ${policy.stagingAccounts.join(', ')})`,
+      });
     }
   });
   errors.push(...checkWorkloadDataAccess(spec, policy, (account, container) => dataAccessRefusal(policy, account, container)));

@@ -18,12 +18,16 @@ export function checkNetworkPolicy(spec: JobSpec, policy: NetworkPolicy): SpecEr
   if (!network) return [];
   const errors: SpecError[] = [];
   if (!network.subnetId && !policy.poolSubnetId && (network.publicIp !== undefined || network.acceleratedNetworking !== undefined)) {
-    errors.push({ path: 'pool.network.subnetId', message: 'is required: this deployment has no default subnet (POOL_SUBNET_ID), and publicIp / acceleratedNetworking apply to a pool in a virtual network' });
+    errors.push({
+      path: 'pool.network.subnetId',
+      message: 'is required: this deployment has no default subnet (POOL_SUBNET_ID), and publicIp / acceleratedNetworking apply to a pool in a virtual network',
+    });
   }
   if (network.acceleratedNetworking !== undefined && !policy.managementPlane) {
     errors.push({
       path: 'pool.network.acceleratedNetworking',
-      message: 'this deployment creates pools through the Batch data plane (no pool identity, POOL_IDENTITY_RESOURCE_ID), whose API has no accelerated networking setting; leave it out',
+      message:
+        'this deployment creates pools through the Batch data plane (no pool identity, POOL_IDENTITY_RESOURCE_ID), whose API has no accelerated networking setting; leave it out',
     });
   }
   return errors;

@@ -73,7 +73,8 @@ export function decidePoolAccess(poolId: string, caller: PoolCaller, facts: Pool
   if (!facts.exists) return { allowed: true, basis: 'absent' };
   // A recorded submitter decides alone: the job row is consulted only for pools from before owners were recorded.
   if (facts.owner !== undefined) return facts.owner === caller.owner ? { allowed: true, basis: 'owner' } : { allowed: false, reason: notYours(poolId) };
-  if (facts.ownedByJob !== undefined && facts.creatorJobOwner !== undefined && facts.creatorJobOwner === caller.owner) return { allowed: true, basis: 'creatorJob' };
+  if (facts.ownedByJob !== undefined && facts.creatorJobOwner !== undefined && facts.creatorJobOwner === caller.owner)
+    return { allowed: true, basis: 'creatorJob' };
   return { allowed: false, reason: notYours(poolId) };
 }
 

@@ -39,7 +39,10 @@ function withContainerAliases(spec: JobSpec, aliases: Readonly<Record<string, st
   if (!spec.container) return spec;
   const images = spec.container.images.map((img) => (typeof img === 'string' ? resolveImageAlias(img, aliases) : img));
   const server = spec.container.registry?.server;
-  const registry = spec.container.registry && server !== undefined && aliases[server] !== undefined ? { ...spec.container.registry, server: aliases[server] } : spec.container.registry;
+  const registry =
+    spec.container.registry && server !== undefined && aliases[server] !== undefined
+      ? { ...spec.container.registry, server: aliases[server] }
+      : spec.container.registry;
   const changed = images.some((img, i) => img !== spec.container!.images[i]) || registry !== spec.container.registry;
   return changed ? { ...spec, container: { ...spec.container, images, ...(registry ? { registry } : {}) } } : spec;
 }

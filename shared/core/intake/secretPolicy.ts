@@ -8,7 +8,8 @@ import type { JobSpec, SpecError } from '../spec';
 import { isSecretEnvValue, parseLicenseServer } from '../spec/sections/secrets';
 import { classifyHost, internalHostAllowed } from '../spec/address';
 
-const NO_IDENTITY = 'this deployment has no pool identity (POOL_IDENTITY_RESOURCE_ID and the settings that go with it), so nodes cannot read Key Vault; a secret cannot be taken any other way (never as a plain value)';
+const NO_IDENTITY =
+  'this deployment has no pool identity (POOL_IDENTITY_RESOURCE_ID and the settings that go with it), so nodes cannot read Key Vault; a secret cannot be taken any other way (never as a plain value)';
 
 export function checkSecretPolicy(spec: JobSpec, policy: { poolIdentity?: boolean }, allowedInternalHosts: readonly string[] = []): SpecError[] {
   const errors: SpecError[] = [];
@@ -17,7 +18,10 @@ export function checkSecretPolicy(spec: JobSpec, policy: { poolIdentity?: boolea
     if (!server) return;
     const verdict = classifyHost(server.host);
     if (verdict.internal && /loopback/.test(verdict.why) && !internalHostAllowed(allowedInternalHosts, server.host, String(server.port))) {
-      errors.push({ path: `licenses[${i}].server`, message: `names ${verdict.why}; a licence server must be another host (private addresses are fine), unless the deployment lists it in ALLOWED_INTERNAL_HOSTS` });
+      errors.push({
+        path: `licenses[${i}].server`,
+        message: `names ${verdict.why}; a licence server must be another host (private addresses are fine), unless the deployment lists it in ALLOWED_INTERNAL_HOSTS`,
+      });
     }
   });
   if (!policy.poolIdentity) {
@@ -29,7 +33,10 @@ export function checkSecretPolicy(spec: JobSpec, policy: { poolIdentity?: boolea
     });
   }
   if (spec.licenses.length && 'LM_LICENSE_FILE' in spec.mpi.env) {
-    errors.push({ path: 'mpi.env.LM_LICENSE_FILE', message: 'is set by the pipeline from licenses (port@host of each server); declare the servers there, not both' });
+    errors.push({
+      path: 'mpi.env.LM_LICENSE_FILE',
+      message: 'is set by the pipeline from licenses (port@host of each server); declare the servers there, not both',
+    });
   }
   return errors;
 }

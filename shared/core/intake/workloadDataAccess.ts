@@ -66,18 +66,26 @@ export function checkWorkloadDataAccess(spec: JobSpec, policy: WorkloadPolicy, r
         ? onStorage.account !== onStorage.exportAccount
           ? `names storage account "${onStorage.account}" but its export path is of account "${onStorage.exportAccount}"`
           : refusal(onStorage.account, onStorage.container)
-        : mountSourceAllowed(sources, m.nfs.source) ? undefined : notListed(m.nfs.source, sources);
+        : mountSourceAllowed(sources, m.nfs.source)
+          ? undefined
+          : notListed(m.nfs.source, sources);
       if (why) errors.push({ path: `${at}.nfs.source`, message: why });
     }
     if (m.azureFilesNfs) check(`${at}.azureFilesNfs`, m.azureFilesNfs.account, m.azureFilesNfs.share, 'share');
     // NetApp Files and Lustre are servers by address: the deployment lists them like any file server.
-    for (const [kind, field] of [['netappFiles', 'address'], ['lustre', 'mgs']] as const) {
+    for (const [kind, field] of [
+      ['netappFiles', 'address'],
+      ['lustre', 'mgs'],
+    ] as const) {
       const source = m[kind] ? mountServerSource(m) : undefined;
       if (source && !mountSourceAllowed(sources, source)) errors.push({ path: `${at}.${kind}.${field}`, message: notListed(source, sources) });
     }
     if (m.cifs && !mountSourceAllowed(sources, m.cifs.source)) errors.push({ path: `${at}.cifs.source`, message: notListed(m.cifs.source, sources) });
     const names = policy.mountSecretNames;
-    for (const [kind, ref] of [['azureFiles', m.azureFiles?.secretRef], ['cifs', m.cifs?.secretRef]] as const) {
+    for (const [kind, ref] of [
+      ['azureFiles', m.azureFiles?.secretRef],
+      ['cifs', m.cifs?.secretRef],
+    ] as const) {
       if (names && ref !== undefined && !names.includes(ref)) {
         errors.push({ path: `${at}.${kind}.secretRef`, message: `names no mount secret of this deployment: the app setting MOUNT_SECRET_${ref} is not set` });
       }

@@ -259,11 +259,13 @@ function validate(input: MpiTaskInput): Validated {
     }
   }
   for (const s of input.secrets ?? []) if (s.env in env) fail(`environment variable ${s.env} is both a value and a secret`, { name: s.env });
-  for (const name of input.forwardNames ?? []) if (!ENV_NAME.test(name)) fail(`forwarded variable name ${JSON.stringify(name)} is not a valid identifier`, { name });
-  if (input.runtime === 'singularity' && !input.sifCacheKey) fail('runtime singularity needs the image\'s sifCacheKey', {});
+  for (const name of input.forwardNames ?? [])
+    if (!ENV_NAME.test(name)) fail(`forwarded variable name ${JSON.stringify(name)} is not a valid identifier`, { name });
+  if (input.runtime === 'singularity' && !input.sifCacheKey) fail("runtime singularity needs the image's sifCacheKey", {});
   const compat = input.schedulerCompat;
   if (compat !== undefined) {
-    if (!(SCHEDULER_COMPAT as readonly string[]).includes(compat.kind)) fail(`schedulerCompat must be one of ${SCHEDULER_COMPAT.join(', ')}`, { schedulerCompat: compat.kind });
+    if (!(SCHEDULER_COMPAT as readonly string[]).includes(compat.kind))
+      fail(`schedulerCompat must be one of ${SCHEDULER_COMPAT.join(', ')}`, { schedulerCompat: compat.kind });
     noNul('schedulerCompat.jobId', compat.jobId);
     noNul('schedulerCompat.jobName', compat.jobName);
   }
@@ -403,20 +405,14 @@ function rankSetup(v: Validated, preset: FabricPreset): string[] {
   const openmpi = input.mpiRuntime === 'openmpi';
   const lines = [GLUE_STRICT];
   if (preset.forwardUcxPkey) {
-    lines.push(
-      `if [ -r "${UCX_IB_PKEY_FILE}" ]; then mpijob_pkey=$(cat "${UCX_IB_PKEY_FILE}"); export UCX_IB_PKEY="\${mpijob_pkey#UCX_IB_PKEY=}"; fi`,
-    );
+    lines.push(`if [ -r "${UCX_IB_PKEY_FILE}" ]; then mpijob_pkey=$(cat "${UCX_IB_PKEY_FILE}"); export UCX_IB_PKEY="\${mpijob_pkey#UCX_IB_PKEY=}"; fi`);
   }
   lines.push(': "${AZ_BATCH_HOST_LIST:?AZ_BATCH_HOST_LIST is not set: not running as a multi-instance task}"');
   lines.push(...ppnLines(input.processesPerNode));
   lines.push(`export MPIJOB_NODES=${input.nodes}`);
   lines.push('export MPIJOB_NP=$((MPIJOB_NODES * MPIJOB_PPN))');
   // Open MPI wants slots per host (a:2,b:2); Hydra launchers take the plain list plus -ppn/-perhost.
-  lines.push(
-    openmpi
-      ? 'export MPIJOB_HOSTS="${AZ_BATCH_HOST_LIST//,/:${MPIJOB_PPN},}:${MPIJOB_PPN}"'
-      : 'export MPIJOB_HOSTS="$AZ_BATCH_HOST_LIST"',
-  );
+  lines.push(openmpi ? 'export MPIJOB_HOSTS="${AZ_BATCH_HOST_LIST//,/:${MPIJOB_PPN},}:${MPIJOB_PPN}"' : 'export MPIJOB_HOSTS="$AZ_BATCH_HOST_LIST"');
   lines.push(`export MPIJOB_HOSTFILE="\${AZ_BATCH_TASK_WORKING_DIR:-$PWD}/${HOSTFILE_NAME}"`);
   lines.push(
     `for mpijob_h in \${AZ_BATCH_HOST_LIST//,/ }; do printf ${openmpi ? "'%s slots=%s\\n'" : "'%s:%s\\n'"} "$mpijob_h" "$MPIJOB_PPN"; done > "$MPIJOB_HOSTFILE"`,
@@ -476,11 +472,13 @@ export function buildMpiTaskCommands(input: MpiTaskInput): MpiTaskCommands {
 
   const name = input.containerName as string;
   const qName = shellQuote(name);
-  const runOptions = dockerRunOptions(v, preset, env.map((e) => e.name));
+  const runOptions = dockerRunOptions(
+    v,
+    preset,
+    env.map((e) => e.name),
+  );
   const containerCommand =
-    input.coordinationCommand !== undefined
-      ? `/bin/sh -c ${shellQuote(input.coordinationCommand)}`
-      : `/usr/sbin/sshd -D -p ${v.sshPort}`;
+    input.coordinationCommand !== undefined ? `/bin/sh -c ${shellQuote(input.coordinationCommand)}` : `/usr/sbin/sshd -D -p ${v.sshPort}`;
   const coordination = coordinationPrologue(input);
   coordination.push(`docker rm -f ${qName} >/dev/null 2>&1 || true`);
   if (preset.containerRdmaDevices) {
@@ -511,14 +509,7 @@ export function buildMpiTaskCommands(input: MpiTaskInput): MpiTaskCommands {
   ];
   const application = [
     ...rankSetup(v, preset),
-    [
-      'exec docker exec',
-      ...execEnv.map((n) => `-e ${n}`),
-      '-w "$AZ_BATCH_TASK_WORKING_DIR"',
-      qName,
-      '/bin/bash -c',
-      shellQuote(launch.join('; ')),
-    ].join(' '),
+    ['exec docker exec', ...execEnv.map((n) => `-e ${n}`), '-w "$AZ_BATCH_TASK_WORKING_DIR"', qName, '/bin/bash -c', shellQuote(launch.join('; '))].join(' '),
   ];
   return {
     coordinationCommandLine: bashCommandLine(coordination.join('; ')),
@@ -596,14 +587,12 @@ export function pullLines(input: PullCommandInput): string[] {
   if (input.runtime === 'docker') {
     if (!input.image || /\s/.test(input.image)) throw new PlanningError('image name must be non-empty without spaces', { image: input.image });
     if (login) {
-      lines.push(
-        `printf '%s' "$${login.passwordEnvVar}" | docker login --username ${shellQuote(login.username)} --password-stdin ${shellQuote(login.server)}`,
-      );
+      lines.push(`printf '%s' "$${login.passwordEnvVar}" | docker login --username ${shellQuote(login.username)} --password-stdin ${shellQuote(login.server)}`);
     }
     lines.push(`docker pull ${shellQuote(input.image)}`);
     return lines;
   }
-  if (!input.sifCacheKey) throw new PlanningError('a singularity pull needs the job\'s sifCacheKey', {});
+  if (!input.sifCacheKey) throw new PlanningError("a singularity pull needs the job's sifCacheKey", {});
   let source: SifSource;
   if (input.downloadedSif !== undefined) {
     source = { downloadedFile: input.downloadedSif };

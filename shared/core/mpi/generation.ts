@@ -31,19 +31,26 @@ export interface PresetChoice {
 }
 
 /** The preset family and fabric a job gets, with the reason in words. Throws on a version presetFamilyFor refuses. */
-export function presetChoice(runtime: MpiRuntime, version: string | undefined, fabric: Fabric, vmSize: string, image?: { runtime: MpiRuntime; version: string; evidence: string }): PresetChoice {
+export function presetChoice(
+  runtime: MpiRuntime,
+  version: string | undefined,
+  fabric: Fabric,
+  vmSize: string,
+  image?: { runtime: MpiRuntime; version: string; evidence: string },
+): PresetChoice {
   // A declared mpi.version wins; else the image's own evidence (shared/core/images/mpiEvidence.ts) of the same runtime.
   const fromImage = version === undefined && image && image.runtime === runtime ? image : undefined;
   const effective = version ?? fromImage?.version;
   const r = presetFamilyFor(runtime, effective);
   if ('error' in r) throw new Error(r.error);
   const resolved = resolveFabric(fabric, vmSize);
-  const from = version !== undefined ? `mpi.version "${version}"`
-    : fromImage ? `no mpi.version; the image's ${fromImage.evidence} says ${runtime} ${fromImage.version}`
-      : `no mpi.version: the current generation of ${runtime}`;
-  const why = fabric === 'auto'
-    ? `mpi.fabric auto: ${vmSize} ${isRdmaCapable(vmSize) ? 'has InfiniBand' : 'has no InfiniBand'}`
-    : `mpi.fabric ${fabric}`;
+  const from =
+    version !== undefined
+      ? `mpi.version "${version}"`
+      : fromImage
+        ? `no mpi.version; the image's ${fromImage.evidence} says ${runtime} ${fromImage.version}`
+        : `no mpi.version: the current generation of ${runtime}`;
+  const why = fabric === 'auto' ? `mpi.fabric auto: ${vmSize} ${isRdmaCapable(vmSize) ? 'has InfiniBand' : 'has no InfiniBand'}` : `mpi.fabric ${fabric}`;
   return { family: r.family, fabric: resolved, reason: `${from} → ${FAMILY_WORDS[r.family]}; ${why} → ${resolved === 'rdma' ? 'InfiniBand' : 'TCP'}` };
 }
 

@@ -20,7 +20,8 @@ export const HEALTH_TIMEOUTS = { ibWriteSeconds: 5, siteScriptSeconds: 120, site
 const IB_WRITE_BW_ARGS = `-s 1048576 -D ${HEALTH_TIMEOUTS.ibWriteSeconds} -x 0 -F --report_gbits -q 2`;
 
 /** The InfiniBand ports as `ibstat` prints them: `<ca>:<port> <state> <physical state> <rate>`, InfiniBand link layer only. */
-const IBSTAT_PORTS_AWK = 'awk "/^CA /{ca=\\$2; gsub(/[^A-Za-z0-9_]/,\\"\\",ca)} /^[ \\t]*Port [0-9]+:/{p=\\$2; sub(/:/,\\"\\",p)} /^[ \\t]*State:/{st=\\$2} /Physical state:/{ph=\\$3} /^[ \\t]*Rate:/{r=\\$2} /Link layer: InfiniBand/{print ca \\":\\" p \\" \\" st \\" \\" ph \\" \\" r}"';
+const IBSTAT_PORTS_AWK =
+  'awk "/^CA /{ca=\\$2; gsub(/[^A-Za-z0-9_]/,\\"\\",ca)} /^[ \\t]*Port [0-9]+:/{p=\\$2; sub(/:/,\\"\\",p)} /^[ \\t]*State:/{st=\\$2} /Physical state:/{ph=\\$3} /^[ \\t]*Rate:/{r=\\$2} /Link layer: InfiniBand/{print ca \\":\\" p \\" \\" st \\" \\" ph \\" \\" r}"';
 
 /**
  * The case arms `mjpf_probe` adds for the health arguments (its loop variable is `$p`). Each ends in `;;`.
@@ -88,6 +89,8 @@ export const HOST_HEALTH_FILE = 'mpijob-host-health.txt';
  * Never fails the coordination step: a check that printed nothing is judged "no answer".
  */
 export function hostHealthScript(args: readonly string[]): string {
-  for (const a of args) if (!HEALTH_ARG.test(a) || a === 'hosthealth') throw new Error(`preflight: host health argument ${JSON.stringify(a.slice(0, 40))} is not health:<check>, site:<base64> or siteimage:<P|U>:<base64>`);
+  for (const a of args)
+    if (!HEALTH_ARG.test(a) || a === 'hosthealth')
+      throw new Error(`preflight: host health argument ${JSON.stringify(a.slice(0, 40))} is not health:<check>, site:<base64> or siteimage:<P|U>:<base64>`);
   return `mjpf_hh() { local r="\${AZ_BATCH_NODE_ROOT_DIR:-$PWD}" p; for p in "$@"; do case $p in ${healthProbeCases()} *) ;; esac; done; true; }; { mjpf_hh ${args.join(' ')} > ${HOST_HEALTH_FILE} 2>&1; } || true`;
 }

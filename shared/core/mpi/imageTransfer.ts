@@ -71,7 +71,8 @@ function label(images: TransferImages, i: number): string {
 /** Fails the task when image i does not have the pinned digest. */
 function pinnedChecks(images: TransferImages, expected: readonly string[] | undefined, from: string): string[] {
   return (expected ?? []).map(
-    (d, i) => `if [ "$mpijob_g${i}" != ${d} ]; then echo ${shellQuote(`[mpijob] image ${label(images, i)}: digest mismatch after getting it from ${from}: expected ${d}, got`)} "$mpijob_g${i}" >&2; exit 1; fi`,
+    (d, i) =>
+      `if [ "$mpijob_g${i}" != ${d} ]; then echo ${shellQuote(`[mpijob] image ${label(images, i)}: digest mismatch after getting it from ${from}: expected ${d}, got`)} "$mpijob_g${i}" >&2; exit 1; fi`,
   );
 }
 

@@ -139,7 +139,11 @@ export function oneLine(text: string): string {
 
 /** C source without leading indentation and whole-line comments: the same program in fewer characters. */
 export function compactC(source: string): string {
-  return source.split('\n').map((l) => l.trim()).filter((l) => l && !/^\/\*.*\*\/$/.test(l)).join('\n');
+  return source
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !/^\/\*.*\*\/$/.test(l))
+    .join('\n');
 }
 
 /** How many copies of the ping-pong the master sends at once. */
@@ -156,9 +160,12 @@ const SAFE_PATH = /^(\/[A-Za-z0-9._/-]*|mount:[A-Za-z0-9][A-Za-z0-9_-]{0,63}|tcp
  * there is nothing to ping-pong). The launcher line that follows runs the ping-pong.
  */
 export function preflightMasterScript(input: PreflightScriptInput): string {
-  for (const p of input.requiredPaths) if (!SAFE_PATH.test(p)) throw new Error(`preflight: required path ${JSON.stringify(p)} is not an absolute path of safe characters nor mount:<name>`);
+  for (const p of input.requiredPaths)
+    if (!SAFE_PATH.test(p)) throw new Error(`preflight: required path ${JSON.stringify(p)} is not an absolute path of safe characters nor mount:<name>`);
   const health = input.health ?? [];
-  for (const a of health) if (!HEALTH_ARG.test(a)) throw new Error(`preflight: health argument ${JSON.stringify(a.slice(0, 40))} is not health:<check>, site:<base64> or siteimage:<P|U>:<base64>`);
+  for (const a of health)
+    if (!HEALTH_ARG.test(a))
+      throw new Error(`preflight: health argument ${JSON.stringify(a.slice(0, 40))} is not health:<check>, site:<base64> or siteimage:<P|U>:<base64>`);
   const port = Number.isSafeInteger(input.sshPort) && input.sshPort > 0 && input.sshPort < 65536 ? input.sshPort : 22;
   const portOpt = port === 22 ? '' : ` -p ${port}`;
   const timeoutS = Math.max(0.1, input.maxSshMs / 1000).toFixed(1);
@@ -175,7 +182,9 @@ export function preflightMasterScript(input: PreflightScriptInput): string {
     // Runs on each node: free space under the Batch directory and the required paths. Sent to the others over ssh.
     // A mount resolves under the node's own mounts directory; an ssh session on Azure carries no AZ_BATCH_* variables,
     // and there the directory is the same under every node's Batch root (/mnt/batch/tasks/fsmounts).
-    'mjpf_probe() { local r="$1"; shift; local f p; f=$(df -Pk "$r" 2>/dev/null | tail -n 1 | tr -s " " | cut -d " " -f 4); echo "free_kb=${f:-unknown}"; for p in "$@"; do case $p in mount:*) p=${AZ_BATCH_NODE_MOUNTS_DIR:-$r/fsmounts}/${p#mount:}; timeout 10 ls -d "$p/." >/dev/null 2>&1 || echo "missing=$p";; tcp:*) p=${p#tcp:}; timeout 5 bash -c ": <>/dev/tcp/${p%:*}/${p##*:}" >/dev/null 2>&1 || echo "unreachable=$p";; ' + (health.length ? `${healthProbeCases()} ` : '') + '*) [ -e "$p" ] || echo "missing=$p";; esac; done; true; }',
+    'mjpf_probe() { local r="$1"; shift; local f p; f=$(df -Pk "$r" 2>/dev/null | tail -n 1 | tr -s " " | cut -d " " -f 4); echo "free_kb=${f:-unknown}"; for p in "$@"; do case $p in mount:*) p=${AZ_BATCH_NODE_MOUNTS_DIR:-$r/fsmounts}/${p#mount:}; timeout 10 ls -d "$p/." >/dev/null 2>&1 || echo "missing=$p";; tcp:*) p=${p#tcp:}; timeout 5 bash -c ": <>/dev/tcp/${p%:*}/${p##*:}" >/dev/null 2>&1 || echo "unreachable=$p";; ' +
+      (health.length ? `${healthProbeCases()} ` : '') +
+      '*) [ -e "$p" ] || echo "missing=$p";; esac; done; true; }',
     // With health checks, the master's working directory first (taskwd: each node rebases it on its own root).
     `mjpf_args=$(printf " %q" "\${AZ_BATCH_NODE_ROOT_DIR:-$PWD}"${health.length ? ' "taskwd:$PWD"' : ''}${paths ? ` ${paths}` : ''})`,
     'mjpf_hosts=(${AZ_BATCH_HOST_LIST//,/ })',
@@ -187,7 +196,8 @@ export function preflightMasterScript(input: PreflightScriptInput): string {
       `else mjpf_via=ssh; mjpf_out=$(printf "%s\\nmjpf_probe%s\\n" "$(declare -f mjpf_probe)" "$mjpf_args" | ${ssh} "$mjpf_h" bash -s 2>&1); mjpf_rc=$?; fi; ` +
       'mjpf_e=$(date +%s%N); ' +
       '{ echo "MPIJOB_PREFLIGHT node $mjpf_h via=$mjpf_via rc=$mjpf_rc ms=$(( (mjpf_e - mjpf_s) / 1000000 ))"; ' +
-      `printf "%s\\n" "$mjpf_out" | head -n ${20 + 8 * (health.length + (health.includes('hosthealth') ? HEALTH_CHECKS.length : 0))} | ` + 'while IFS= read -r mjpf_l; do if [ -n "$mjpf_l" ]; then echo "MPIJOB_PREFLIGHT out $mjpf_h $mjpf_l"; fi; done; } > "$mjpf_dir/probe.$mjpf_i"; ' +
+      `printf "%s\\n" "$mjpf_out" | head -n ${20 + 8 * (health.length + (health.includes('hosthealth') ? HEALTH_CHECKS.length : 0))} | ` +
+      'while IFS= read -r mjpf_l; do if [ -n "$mjpf_l" ]; then echo "MPIJOB_PREFLIGHT out $mjpf_h $mjpf_l"; fi; done; } > "$mjpf_dir/probe.$mjpf_i"; ' +
       'echo "$mjpf_rc" > "$mjpf_dir/rc.$mjpf_i" ) & ' +
       'mjpf_i=$((mjpf_i + 1)); done',
     'wait',

@@ -137,12 +137,33 @@ interface FamilyPreset {
 
 const FAMILY_PRESETS: Record<PresetFamily, Record<ResolvedFabric, FamilyPreset>> = {
   'intelmpi-2018': {
-    rdma: { env: [{ name: 'I_MPI_FABRICS', value: 'shm:ofa' }, { name: 'I_MPI_FALLBACK', value: '0' }], launcherArgs: [], forwardUcxPkey: false },
+    rdma: {
+      env: [
+        { name: 'I_MPI_FABRICS', value: 'shm:ofa' },
+        { name: 'I_MPI_FALLBACK', value: '0' },
+      ],
+      launcherArgs: [],
+      forwardUcxPkey: false,
+    },
     tcp: { env: [{ name: 'I_MPI_FABRICS', value: 'shm:tcp' }], launcherArgs: [], forwardUcxPkey: false },
   },
   'intelmpi-2019': {
-    rdma: { env: [{ name: 'I_MPI_FABRICS', value: 'shm:ofi' }, { name: 'FI_PROVIDER', value: 'mlx' }], launcherArgs: [], forwardUcxPkey: true },
-    tcp: { env: [{ name: 'I_MPI_FABRICS', value: 'shm:ofi' }, { name: 'FI_PROVIDER', value: 'tcp' }], launcherArgs: [], forwardUcxPkey: false },
+    rdma: {
+      env: [
+        { name: 'I_MPI_FABRICS', value: 'shm:ofi' },
+        { name: 'FI_PROVIDER', value: 'mlx' },
+      ],
+      launcherArgs: [],
+      forwardUcxPkey: true,
+    },
+    tcp: {
+      env: [
+        { name: 'I_MPI_FABRICS', value: 'shm:ofi' },
+        { name: 'FI_PROVIDER', value: 'tcp' },
+      ],
+      launcherArgs: [],
+      forwardUcxPkey: false,
+    },
   },
   'openmpi-4': {
     rdma: { env: UCX_IB_ENV, launcherArgs: [mca('pml', 'ucx'), mca('btl', '^vader,tcp,openib')], forwardUcxPkey: true },
@@ -182,13 +203,29 @@ export const LAUNCHER_SYNTAX: Record<MpiRuntime, { hosts: string; perNode: strin
 export function fabricPreset(mpiRuntime: MpiRuntime, fabric: ResolvedFabric, version?: string): FabricPreset {
   const family = familyOf(mpiRuntime, version);
   const p = FAMILY_PRESETS[family][fabric];
-  return { mpiRuntime, fabric, family, env: [...p.env], launcherArgs: [...p.launcherArgs], forwardUcxPkey: p.forwardUcxPkey, containerRdmaDevices: fabric === 'rdma' };
+  return {
+    mpiRuntime,
+    fabric,
+    family,
+    env: [...p.env],
+    launcherArgs: [...p.launcherArgs],
+    forwardUcxPkey: p.forwardUcxPkey,
+    containerRdmaDevices: fabric === 'rdma',
+  };
 }
 
 /** The preset of a family (for the docs table). */
 export function familyPreset(family: PresetFamily, fabric: ResolvedFabric): FabricPreset {
   const p = FAMILY_PRESETS[family][fabric];
-  return { mpiRuntime: familyRuntime(family), fabric, family, env: [...p.env], launcherArgs: [...p.launcherArgs], forwardUcxPkey: p.forwardUcxPkey, containerRdmaDevices: fabric === 'rdma' };
+  return {
+    mpiRuntime: familyRuntime(family),
+    fabric,
+    family,
+    env: [...p.env],
+    launcherArgs: [...p.launcherArgs],
+    forwardUcxPkey: p.forwardUcxPkey,
+    containerRdmaDevices: fabric === 'rdma',
+  };
 }
 
 /** Keys (as in LauncherArgGroup.key) that the user's options or environment already set. */
@@ -208,11 +245,7 @@ export function userOverriddenKeys(options: readonly string[], env: Readonly<Rec
 }
 
 /** The preset minus whatever the user set themselves. */
-export function applyUserOverrides(
-  preset: FabricPreset,
-  options: readonly string[],
-  env: Readonly<Record<string, string>>,
-): FabricPreset {
+export function applyUserOverrides(preset: FabricPreset, options: readonly string[], env: Readonly<Record<string, string>>): FabricPreset {
   const overridden = userOverriddenKeys(options, env);
   return {
     ...preset,

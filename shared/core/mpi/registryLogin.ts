@@ -26,8 +26,7 @@ export const ACR_AUDIENCE = 'https://containerregistry.azure.net';
 export const REGISTRY_SECRET_ENV = 'MPIJOB_REGISTRY_PASSWORD';
 
 export type RegistryLoginPlan =
-  | { kind: 'identity'; server: string; clientId: string }
-  | { kind: 'secret'; server: string; username: string; passwordEnvVar: string };
+  { kind: 'identity'; server: string; clientId: string } | { kind: 'secret'; server: string; username: string; passwordEnvVar: string };
 
 const SERVER = /^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?(:\d{1,5})?$/;
 const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -36,9 +35,11 @@ const USERNAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/;
 
 function check(login: RegistryLoginPlan): void {
   if (!SERVER.test(login.server)) throw new PlanningError('registry server must be a lowercase host name with an optional port', { server: login.server });
-  if (login.kind === 'identity' && !GUID.test(login.clientId)) throw new PlanningError('the pool identity\'s client id must be a lowercase GUID', { clientId: login.clientId });
+  if (login.kind === 'identity' && !GUID.test(login.clientId))
+    throw new PlanningError("the pool identity's client id must be a lowercase GUID", { clientId: login.clientId });
   if (login.kind === 'secret') {
-    if (!ENV_NAME.test(login.passwordEnvVar)) throw new PlanningError('passwordEnvVar must be an environment variable name', { passwordEnvVar: login.passwordEnvVar });
+    if (!ENV_NAME.test(login.passwordEnvVar))
+      throw new PlanningError('passwordEnvVar must be an environment variable name', { passwordEnvVar: login.passwordEnvVar });
     if (!USERNAME.test(login.username)) throw new PlanningError('registry user name has characters a registry does not accept', { username: login.username });
   }
 }
@@ -85,5 +86,7 @@ export function registryLoginLines(runtime: 'docker' | 'singularity', login: Reg
 /** Sign-out after the pulls: the node keeps no registry credential once its images are in. */
 export function registryLogoutLines(runtime: 'docker' | 'singularity', login: RegistryLoginPlan): string[] {
   check(login);
-  return runtime === 'docker' ? [`docker logout ${shellQuote(login.server)} >/dev/null`] : ['unset SINGULARITY_DOCKER_USERNAME SINGULARITY_DOCKER_PASSWORD mpijob_registry_password'];
+  return runtime === 'docker'
+    ? [`docker logout ${shellQuote(login.server)} >/dev/null`]
+    : ['unset SINGULARITY_DOCKER_USERNAME SINGULARITY_DOCKER_PASSWORD mpijob_registry_password'];
 }

@@ -32,9 +32,24 @@ export const COMPAT_NODEFILE_NAME = 'mpijob.nodefile';
 export const COMPAT_VARIABLES: Record<SchedulerCompat, readonly string[]> = {
   pbs: ['PBS_NODEFILE', 'PBS_JOBID', 'PBS_JOBNAME', 'PBS_O_WORKDIR', 'PBS_ENVIRONMENT', 'NCPUS', 'PBS_NUM_NODES', 'PBS_NUM_PPN', 'PBS_NP'],
   slurm: [
-    'SLURM_JOB_ID', 'SLURM_JOBID', 'SLURM_JOB_NAME', 'SLURM_JOB_NODELIST', 'SLURM_NODELIST', 'SLURM_NNODES', 'SLURM_JOB_NUM_NODES',
-    'SLURM_NTASKS', 'SLURM_NPROCS', 'SLURM_NTASKS_PER_NODE', 'SLURM_TASKS_PER_NODE', 'SLURM_CPUS_ON_NODE', 'SLURM_SUBMIT_DIR', 'SLURM_HOSTFILE',
-    'OMPI_MCA_plm', 'OMPI_MCA_ras', 'HYDRA_BOOTSTRAP', 'I_MPI_HYDRA_BOOTSTRAP',
+    'SLURM_JOB_ID',
+    'SLURM_JOBID',
+    'SLURM_JOB_NAME',
+    'SLURM_JOB_NODELIST',
+    'SLURM_NODELIST',
+    'SLURM_NNODES',
+    'SLURM_JOB_NUM_NODES',
+    'SLURM_NTASKS',
+    'SLURM_NPROCS',
+    'SLURM_NTASKS_PER_NODE',
+    'SLURM_TASKS_PER_NODE',
+    'SLURM_CPUS_ON_NODE',
+    'SLURM_SUBMIT_DIR',
+    'SLURM_HOSTFILE',
+    'OMPI_MCA_plm',
+    'OMPI_MCA_ras',
+    'HYDRA_BOOTSTRAP',
+    'I_MPI_HYDRA_BOOTSTRAP',
   ],
 };
 
@@ -63,12 +78,14 @@ export function schedulerCompatLines(c: SchedulerCompatInput): string[] {
   const workdir = '${AZ_BATCH_TASK_WORKING_DIR:-$PWD}';
   const nodefile = `export MPIJOB_NODEFILE="${workdir}/${COMPAT_NODEFILE_NAME}"`;
   // One line per slot, the hosts in order: host1 x ppn, then host2 x ppn.
-  const write = 'for mpijob_h in ${AZ_BATCH_HOST_LIST//,/ }; do mpijob_i=0; while [ "$mpijob_i" -lt "$MPIJOB_PPN" ]; do printf \'%s\\n\' "$mpijob_h"; mpijob_i=$((mpijob_i + 1)); done; done > "$MPIJOB_NODEFILE"';
+  const write =
+    'for mpijob_h in ${AZ_BATCH_HOST_LIST//,/ }; do mpijob_i=0; while [ "$mpijob_i" -lt "$MPIJOB_PPN" ]; do printf \'%s\\n\' "$mpijob_h"; mpijob_i=$((mpijob_i + 1)); done; done > "$MPIJOB_NODEFILE"';
   const id = shellQuote(c.jobId);
   const name = shellQuote(c.jobName);
   if (c.kind === 'pbs') {
     return [
-      nodefile, write,
+      nodefile,
+      write,
       'export PBS_NODEFILE="$MPIJOB_NODEFILE"',
       `export PBS_JOBID=${id} PBS_JOBNAME=${name} PBS_ENVIRONMENT=PBS_BATCH`,
       `export PBS_O_WORKDIR="${workdir}"`,
@@ -76,7 +93,8 @@ export function schedulerCompatLines(c: SchedulerCompatInput): string[] {
     ];
   }
   return [
-    nodefile, write,
+    nodefile,
+    write,
     'export SLURM_HOSTFILE="$MPIJOB_NODEFILE"',
     `export SLURM_JOB_ID=${id} SLURM_JOBID=${id} SLURM_JOB_NAME=${name}`,
     'export SLURM_JOB_NODELIST="$AZ_BATCH_HOST_LIST" SLURM_NODELIST="$AZ_BATCH_HOST_LIST"',

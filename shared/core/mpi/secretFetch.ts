@@ -49,15 +49,17 @@ const VERSION = /^[0-9a-f]{32}$/;
 const FROM = /^[A-Za-z0-9_.[\]-]{1,200}$/;
 
 function check(f: SecretFetch): void {
-  if (!ENV_NAME.test(f.env)) throw new PlanningError('a secret\'s variable must be an environment variable name', { env: f.env });
-  if (!VAULT.test(f.vault)) throw new PlanningError('a secret\'s vault must be a lowercase Key Vault name', { vault: f.vault });
+  if (!ENV_NAME.test(f.env)) throw new PlanningError("a secret's variable must be an environment variable name", { env: f.env });
+  if (!VAULT.test(f.vault)) throw new PlanningError("a secret's vault must be a lowercase Key Vault name", { vault: f.vault });
   if (!SECRET.test(f.name)) throw new PlanningError('a Key Vault secret name is 1-127 letters, digits and hyphens', { name: f.name });
-  if (f.version !== undefined && !VERSION.test(f.version)) throw new PlanningError('a Key Vault secret version is 32 lowercase hex digits', { version: f.version });
-  if (!FROM.test(f.from)) throw new PlanningError('a secret\'s origin must be a field path', { from: f.from });
+  if (f.version !== undefined && !VERSION.test(f.version))
+    throw new PlanningError('a Key Vault secret version is 32 lowercase hex digits', { version: f.version });
+  if (!FROM.test(f.from)) throw new PlanningError("a secret's origin must be a field path", { from: f.from });
 }
 
 const PY_VALUE = 'import json,sys; sys.stdout.write(json.load(sys.stdin)["value"])';
-const PY_ERROR = 'import json,sys\ntry:\n e=json.load(sys.stdin).get("error",{}); sys.stdout.write("%s: %s" % (e.get("code"), e.get("message")))\nexcept Exception:\n sys.stdout.write("no Key Vault error body")';
+const PY_ERROR =
+  'import json,sys\ntry:\n e=json.load(sys.stdin).get("error",{}); sys.stdout.write("%s: %s" % (e.get("code"), e.get("message")))\nexcept Exception:\n sys.stdout.write("no Key Vault error body")';
 
 /**
  * Lines for a strict (`set -euo pipefail`) script that export every secret, or stop the script naming the first that
@@ -79,9 +81,11 @@ export function secretFetchLines(fetches: readonly SecretFetch[]): string[] {
     // Not as a ${VAR:-default}: the template's own braces would end the expansion.
     `mpijob_kv_template="\${${KEY_VAULT_URL_TEMPLATE_ENV}:-}"; if [ -z "$mpijob_kv_template" ]; then mpijob_kv_template=${shellQuote(DEFAULT_KEY_VAULT_URL_TEMPLATE)}; fi`,
     // $1 vault, $2 secret path (name[/version]), $3 where the reference is in the spec; prints the value.
-    'mpijob_kv_get() { local url body code; url="${mpijob_kv_template//\\{vault\\}/$1}/secrets/$2?api-version=' + KEY_VAULT_API_VERSION + '"; ' +
+    'mpijob_kv_get() { local url body code; url="${mpijob_kv_template//\\{vault\\}/$1}/secrets/$2?api-version=' +
+      KEY_VAULT_API_VERSION +
+      '"; ' +
       'if ! body=$(printf \'header = "Authorization: Bearer %s"\\n\' "$mpijob_kv_token" | curl -sS --retry 3 -K - -w \'\\n%{http_code}\' "$url"); then echo "[mpijob] $3: Key Vault $1 is unreachable from this node" >&2; return 1; fi; ' +
-      'code=${body##*$\'\\n\'}; body=${body%$\'\\n\'*}; ' +
+      "code=${body##*$'\\n'}; body=${body%$'\\n'*}; " +
       `if [ "$code" != 200 ]; then echo "[mpijob] $3: Key Vault $1 answered HTTP $code for secret $2: $(printf '%s' "$body" | python3 -c ${shellQuote(PY_ERROR)})" >&2; return 1; fi; ` +
       `printf '%s' "$body" | python3 -c ${shellQuote(PY_VALUE)}; }`,
   ];

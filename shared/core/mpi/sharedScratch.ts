@@ -144,7 +144,9 @@ export function scratchSetupScript(s: ScratchSpec): string {
     const f = beeondFiles(s);
     // beeond start as Batch Shipyard ran it: services on every node of the node file (over ssh), the file system
     // mounted at the same mount point on each (beeond creates it where missing).
-    onMaster.splice(0, onMaster.length,
+    onMaster.splice(
+      0,
+      onMaster.length,
       'mkdir -p "$AZ_BATCH_NODE_SHARED_DIR/scratch"',
       `printf '%s\\n' \${AZ_BATCH_HOST_LIST//,/ } > "${f.nodefile}"`,
       'mkdir -p "$MPIJOB_SCRATCH"',

@@ -51,9 +51,7 @@ export function singularityUri(reference: string): string {
 export function sifPullLines(cacheKey: string, index: number, source: SifSource): string[] {
   const sif = sifPathExpr(cacheKey, index);
   const fill =
-    'uri' in source
-      ? `singularity pull --force "$mpijob_tmp" ${shellQuote(source.uri)}`
-      : `mv -f -- ${shellQuote(source.downloadedFile)} "$mpijob_tmp"`;
+    'uri' in source ? `singularity pull --force "$mpijob_tmp" ${shellQuote(source.uri)}` : `mv -f -- ${shellQuote(source.downloadedFile)} "$mpijob_tmp"`;
   if ('downloadedFile' in source && (source.downloadedFile.startsWith('/') || source.downloadedFile.includes('..'))) {
     throw new PlanningError('downloadedFile must be a path inside the task directory', { downloadedFile: source.downloadedFile });
   }

@@ -11,8 +11,7 @@
  */
 import { bashCommandLine, shellQuote } from './shellQuote';
 
-export const NODE_PROFILE =
-  'for mpijob_f in /etc/profile.d/*.sh; do if [ -r "$mpijob_f" ]; then . "$mpijob_f"; fi; done; unset mpijob_f';
+export const NODE_PROFILE = 'for mpijob_f in /etc/profile.d/*.sh; do if [ -r "$mpijob_f" ]; then . "$mpijob_f"; fi; done; unset mpijob_f';
 
 /** Strict mode for our own glue; user code runs with it off. */
 export const GLUE_STRICT = 'set -euo pipefail';

@@ -44,7 +44,16 @@ export function controlPlaneCost(usage: ControlPlaneUsage, prices: ControlPlaneP
     nonNegative('storage.queue', s.queue) * p.queue +
     nonNegative('storage.blobWrite', s.blobWrite) * p.blobWrite +
     nonNegative('storage.blobRead', s.blobRead) * p.blobRead;
-  return { currency: prices.currency, compute, executions, storage, total: compute + executions + storage, asOf: prices.asOf, source: prices.source, fallback: prices.fallback };
+  return {
+    currency: prices.currency,
+    compute,
+    executions,
+    storage,
+    total: compute + executions + storage,
+    asOf: prices.asOf,
+    source: prices.source,
+    fallback: prices.fallback,
+  };
 }
 
 /**

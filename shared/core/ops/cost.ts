@@ -85,9 +85,10 @@ const round4 = (n: number) => Math.round(n * 10_000) / 10_000;
 /** Dedicated and Spot node-minutes of a pool's life: Spot nodes bill as Spot until `lowPriorityUntil`, then as dedicated. */
 export function splitNodeMinutes(usage: PoolUsage): { dedicated: number; lowPriority: number } {
   const minutes = minutesBetween(usage.allocatedAt, usage.releasedAt);
-  const until = usage.lowPriorityUntil !== undefined
-    ? new Date(Math.min(Math.max(Date.parse(usage.lowPriorityUntil), Date.parse(usage.allocatedAt)), Date.parse(usage.releasedAt))).toISOString()
-    : usage.releasedAt;
+  const until =
+    usage.lowPriorityUntil !== undefined
+      ? new Date(Math.min(Math.max(Date.parse(usage.lowPriorityUntil), Date.parse(usage.allocatedAt)), Date.parse(usage.releasedAt))).toISOString()
+      : usage.releasedAt;
   const spotMinutes = minutesBetween(usage.allocatedAt, until);
   return {
     dedicated: usage.dedicatedNodes * minutes + usage.lowPriorityNodes * (minutes - spotMinutes),
@@ -154,10 +155,14 @@ export function budgetVerdict(
   }
   if (limits.maxCost) {
     if (used.pricePerNodeHour === undefined) return { exceeded: false, note: 'maxCost not enforced: VM size not in the price table' };
-    if (limits.maxCost.currency !== used.currency) return { exceeded: false, note: `maxCost not enforced: prices are in ${used.currency}, limit in ${limits.maxCost.currency}` };
+    if (limits.maxCost.currency !== used.currency)
+      return { exceeded: false, note: `maxCost not enforced: prices are in ${used.currency}, limit in ${limits.maxCost.currency}` };
     const spent = used.nodeHours * used.pricePerNodeHour;
     if (spent > limits.maxCost.amount) {
-      return { exceeded: true, reason: `budget: estimated ${spent.toFixed(4)} ${used.currency} spent, limit maxCost ${limits.maxCost.amount} ${limits.maxCost.currency}` };
+      return {
+        exceeded: true,
+        reason: `budget: estimated ${spent.toFixed(4)} ${used.currency} spent, limit maxCost ${limits.maxCost.amount} ${limits.maxCost.currency}`,
+      };
     }
   }
   return { exceeded: false };
@@ -193,7 +198,11 @@ export function budgetGuard(limits: BudgetLimits, price: PriceQuote): ((now: Dat
   if (limits.maxNodeHours === undefined && !limits.maxCost) return undefined;
   return (now, usage) => {
     if (usage.allocatedAt === undefined) return undefined;
-    const v = budgetVerdict(limits, { nodeHours: nodeHoursSoFar(usage.nodes, Date.parse(usage.allocatedAt), now.getTime()), pricePerNodeHour: price.pricePerNodeHour, currency: price.currency });
+    const v = budgetVerdict(limits, {
+      nodeHours: nodeHoursSoFar(usage.nodes, Date.parse(usage.allocatedAt), now.getTime()),
+      pricePerNodeHour: price.pricePerNodeHour,
+      currency: price.currency,
+    });
     return v.exceeded ? v.reason : undefined;
   };
 }

@@ -106,7 +106,12 @@ export function countedHostWork(shape: { nodes: number; mpiPolls: number }, b: C
 }
 
 export function addTransactions(a: StorageTransactions, b: StorageTransactions, times = 1): StorageTransactions {
-  return { table: a.table + times * b.table, queue: a.queue + times * b.queue, blobWrite: a.blobWrite + times * b.blobWrite, blobRead: a.blobRead + times * b.blobRead };
+  return {
+    table: a.table + times * b.table,
+    queue: a.queue + times * b.queue,
+    blobWrite: a.blobWrite + times * b.blobWrite,
+    blobRead: a.blobRead + times * b.blobRead,
+  };
 }
 
 /** A job's storage transactions from the table: intake + fixed + per node × nodes + per poll × polls. */

@@ -89,7 +89,10 @@ export function suspectNodes(o: ObservedContainerJob): { nodes: string[]; why: s
     // Release tasks run when the Batch job ends: until it has, nothing can be said.
     if (o.batchJobState !== 'completed') return undefined;
     const failed = (o.release ?? []).filter((r) => !(r.state === 'completed' && r.exitCode === 0)).map((r) => r.nodeId);
-    return { nodes: [...new Set(failed)].sort(), why: failed.length ? 'the job release task did not remove its containers there' : 'the job release task removed its containers on every node' };
+    return {
+      nodes: [...new Set(failed)].sort(),
+      why: failed.length ? 'the job release task did not remove its containers there' : 'the job release task removed its containers on every node',
+    };
   }
   // The Batch job is gone with its release records: every node the job ran on is suspect.
   if (o.ranOn && o.ranOn.length) return { nodes: [...new Set(o.ranOn)].sort(), why: 'its Batch job is gone, so nothing shows the release task removed them' };
@@ -129,7 +132,12 @@ export function planContainerCleanup(o: ObservedContainerJob, nowMs: number): Co
 
   if (toAdd.length) {
     return {
-      kind: 'cleanContainers', jobId: o.jobId, poolId: o.poolId, cleanupJobId: cleanupJobId ?? cleanupJobIdFor(o.jobId), containers: o.containers, tasks: toAdd,
+      kind: 'cleanContainers',
+      jobId: o.jobId,
+      poolId: o.poolId,
+      cleanupJobId: cleanupJobId ?? cleanupJobIdFor(o.jobId),
+      containers: o.containers,
+      tasks: toAdd,
       reason: `${suspects.why}: cleanup task on ${toAdd.map((t) => t.nodeId).join(', ')}`,
     };
   }

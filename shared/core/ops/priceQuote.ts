@@ -20,7 +20,7 @@ export function retailQuote(vmSize: string, cached: CachedNodePrice, stale: bool
     vmSize,
     ...(cached.dedicated !== undefined ? { pricePerNodeHour: cached.dedicated } : {}),
     // Spot nodes (pool.spot) bill at the Spot meter; Batch's older Low Priority meter where there is no Spot one.
-    ...(cached.spot ?? cached.lowPriority) !== undefined ? { spotPricePerNodeHour: (cached.spot ?? cached.lowPriority) as number } : {},
+    ...((cached.spot ?? cached.lowPriority) !== undefined ? { spotPricePerNodeHour: (cached.spot ?? cached.lowPriority) as number } : {}),
     currency: cached.currency,
     source: `Azure Retail Prices API: ${cached.region}, Linux pay-as-you-go (${cached.meterName}), effective ${day(cached.effectiveStartDate)}, fetched ${day(cached.fetchedAt)}${staleNote}`,
     asOf: day(cached.effectiveStartDate),
@@ -105,8 +105,14 @@ export function costEstimate(args: {
   const price = quote?.pricePerNodeHour;
   const wallClockHours = wallClockMinutes / 60;
   const base = {
-    vmSize: vmSize ?? null, nodes, currency: quote?.currency ?? 'USD', pricePerNodeHour: price ?? null, wallClockHours,
-    maxCost: maxCost ?? null, priceSource: quote?.source ?? 'no price: the VM size is unknown', priceAsOf: quote?.asOf ?? null,
+    vmSize: vmSize ?? null,
+    nodes,
+    currency: quote?.currency ?? 'USD',
+    pricePerNodeHour: price ?? null,
+    wallClockHours,
+    maxCost: maxCost ?? null,
+    priceSource: quote?.source ?? 'no price: the VM size is unknown',
+    priceAsOf: quote?.asOf ?? null,
     fallback: quote?.fallback ?? true,
   };
   if (price === undefined) {
@@ -131,7 +137,11 @@ export function costEstimate(args: {
 }
 
 /** With pool.spot: the pool's hourly rate with its Spot nodes, and on dedicated nodes only (both shown by a dry run). */
-export function spotEstimate(nodes: number, spotNodes: number, quote: PriceQuote | undefined): { nodes: number; spotPricePerNodeHour: number | null; perHour: number | null; perHourAllDedicated: number | null } {
+export function spotEstimate(
+  nodes: number,
+  spotNodes: number,
+  quote: PriceQuote | undefined,
+): { nodes: number; spotPricePerNodeHour: number | null; perHour: number | null; perHourAllDedicated: number | null } {
   const spot = Math.min(nodes, spotNodes);
   const dedicatedPrice = quote?.pricePerNodeHour;
   const spotPrice = quote?.spotPricePerNodeHour;

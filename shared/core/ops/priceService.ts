@@ -14,7 +14,11 @@ export interface PriceServiceDeps {
   retailOff?: string;
   table: PriceTable;
   maxAgeMs: number;
-  store: { get(region: string, vmSize: string): Promise<CachedNodePrice | undefined>; list(region: string): Promise<CachedNodePrice[]>; put(p: readonly CachedNodePrice[]): Promise<void> };
+  store: {
+    get(region: string, vmSize: string): Promise<CachedNodePrice | undefined>;
+    list(region: string): Promise<CachedNodePrice[]>;
+    put(p: readonly CachedNodePrice[]): Promise<void>;
+  };
   fetchPrices(region: string, vmSizes: readonly string[]): Promise<NodePrice[]>;
   now(): Date;
 }
@@ -35,7 +39,14 @@ export function priceService(deps: PriceServiceDeps): PriceService {
     async quote(asked) {
       // The API matches sizes case-sensitively: ask as Azure spells the size when the table knows it.
       const vmSize = table.sizes.find((s) => s.toLowerCase() === asked.toLowerCase()) ?? asked;
-      if (!region) return chooseQuote({ vmSize, now: deps.now(), maxAgeMs: deps.maxAgeMs, table, retailDisabled: deps.retailOff ?? 'no region for the Retail Prices API' });
+      if (!region)
+        return chooseQuote({
+          vmSize,
+          now: deps.now(),
+          maxAgeMs: deps.maxAgeMs,
+          table,
+          retailDisabled: deps.retailOff ?? 'no region for the Retail Prices API',
+        });
       let cached = await deps.store.get(region, vmSize).catch(() => undefined);
       const fresh = cached && deps.now().getTime() - Date.parse(cached.fetchedAt) <= deps.maxAgeMs;
       let refreshFailed: string | undefined;

@@ -105,7 +105,8 @@ export interface SweepSkip {
   error: string;
 }
 
-export type SweepRule = 'lostStart' | 'stalledRun' | 'lostRun' | 'cancelledRun' | 'leakedPool' | 'leakedBatchJob' | 'leftoverContainers' | 'expiredStaging' | 'retention';
+export type SweepRule =
+  'lostStart' | 'stalledRun' | 'lostRun' | 'cancelledRun' | 'leakedPool' | 'leakedBatchJob' | 'leftoverContainers' | 'expiredStaging' | 'retention';
 
 export type SweepAction =
   | { kind: 'terminateOrchestration'; rule: SweepRule; jobId: string; reason: string }
@@ -158,7 +159,12 @@ export function isLostRun(job: ObservedJobRow, orch: ObservedOrchestration | und
  * host started (`redriveAtOnce`): an intake of the previous host can no longer be between the insert and the start,
  * and one of this host racing the re-drive makes the start answer "exists".
  */
-export function shouldRedrive(job: ObservedJobRow, orch: ObservedOrchestration | undefined, nowMs: number, s: Pick<SweepSettings, 'graceMs' | 'redriveAtOnce'>): boolean {
+export function shouldRedrive(
+  job: ObservedJobRow,
+  orch: ObservedOrchestration | undefined,
+  nowMs: number,
+  s: Pick<SweepSettings, 'graceMs' | 'redriveAtOnce'>,
+): boolean {
   if (job.state !== 'Submitted' || orch || job.cancelRequestedAt !== undefined || !job.redrivable) return false;
   return s.redriveAtOnce === true || nowMs - (ms(job.updatedAt) || 0) > s.graceMs;
 }
@@ -175,7 +181,13 @@ export function isCancelledRun(job: ObservedJobRow, orch: ObservedOrchestration 
 }
 
 /** Why an owned pool should go now, or undefined to keep it. */
-export function poolVerdict(pool: ObservedPool, job: ObservedJobRow | undefined, failing: ReadonlySet<string>, nowMs: number, s: SweepSettings): string | undefined {
+export function poolVerdict(
+  pool: ObservedPool,
+  job: ObservedJobRow | undefined,
+  failing: ReadonlySet<string>,
+  nowMs: number,
+  s: SweepSettings,
+): string | undefined {
   if (GONE_POOL.has(pool.state)) return undefined;
   if (failing.has(pool.jobId)) return 'its run is lost or stalled';
   if (!job) return ageMs(nowMs, pool.creationTime) > s.graceMs ? `job ${pool.jobId} is unknown` : undefined;
@@ -189,7 +201,14 @@ export function poolVerdict(pool: ObservedPool, job: ObservedJobRow | undefined,
 }
 
 /** Why an owned Batch job still active should be terminated now, or undefined. */
-export function batchJobVerdict(bj: ObservedBatchJob, job: ObservedJobRow | undefined, orch: ObservedOrchestration | undefined, failing: ReadonlySet<string>, nowMs: number, s: SweepSettings): string | undefined {
+export function batchJobVerdict(
+  bj: ObservedBatchJob,
+  job: ObservedJobRow | undefined,
+  orch: ObservedOrchestration | undefined,
+  failing: ReadonlySet<string>,
+  nowMs: number,
+  s: SweepSettings,
+): string | undefined {
   if (!ACTIVE_BATCH_JOB.has(bj.state)) return undefined;
   // Housekeeping jobs outlive the job's run on purpose; the rule that made them removes them.
   if (bj.purpose !== undefined) return undefined;
@@ -200,7 +219,13 @@ export function batchJobVerdict(bj: ObservedBatchJob, job: ObservedJobRow | unde
 }
 
 /** Why a staging container should be deleted now, or undefined. */
-export function stagingVerdict(c: ObservedStagingContainer, job: ObservedJobRow | undefined, failing: ReadonlySet<string>, nowMs: number, s: SweepSettings): string | undefined {
+export function stagingVerdict(
+  c: ObservedStagingContainer,
+  job: ObservedJobRow | undefined,
+  failing: ReadonlySet<string>,
+  nowMs: number,
+  s: SweepSettings,
+): string | undefined {
   if (c.jobId && failing.has(c.jobId)) return 'its run is lost or stalled';
   const age = ageMs(nowMs, c.lastModified);
   if (!job) return age > s.stagingRetentionMs ? 'no known job and past the staging retention' : undefined;
@@ -217,6 +242,7 @@ export function stagingVerdict(c: ObservedStagingContainer, job: ObservedJobRow 
  * Each rule decides each row on its own: a row a rule cannot decide (`skipped` receives why) gets no action from
  * that rule, and every other row and rule goes on. Jobs in `o.unobserved` get no action at all.
  */
+// eslint-disable-next-line max-lines-per-function -- over 100 lines once formatted (Prettier); to be split (issue 25)
 export function planSweep(o: SweepObservation, s: SweepSettings, skipped: SweepSkip[] = []): SweepAction[] {
   const nowMs = Date.parse(o.now);
   const actions: SweepAction[] = [];
@@ -231,64 +257,140 @@ export function planSweep(o: SweepObservation, s: SweepSettings, skipped: SweepS
     }
   };
 
-  each(o.jobs.values(), 'lostStart/stalledRun/lostRun', (job) => job.id, (job) => {
-    const orch = o.orchestrations.get(job.id);
-    if (isTerminal(job.state)) return;
-    if (shouldRedrive(job, orch, nowMs, s)) {
-      actions.push({ kind: 'redriveJob', rule: 'lostStart', jobId: job.id, reason: `the orchestration start was lost: the row is Submitted and no instance exists${s.redriveAtOnce ? ' (first sweep since the host started)' : ''}` });
-      return;
-    }
-    if (job.isArray) return;
-    if (orch && isStalled(orch, nowMs, s.stallLimitMs)) {
-      failing.add(job.id);
-      const reason = `stalled: no progress for ${Math.round((nowMs - Math.max(ms(orch.lastUpdatedTime) || 0, ms(orch.progressAt) || 0)) / 1000)} s (limit ${Math.round(s.stallLimitMs / 1000)} s)`;
-      actions.push({ kind: 'terminateOrchestration', rule: 'stalledRun', jobId: job.id, reason });
-    } else if (isLostRun(job, orch, nowMs, s.graceMs)) {
-      failing.add(job.id);
-    }
-  });
+  each(
+    o.jobs.values(),
+    'lostStart/stalledRun/lostRun',
+    (job) => job.id,
+    (job) => {
+      const orch = o.orchestrations.get(job.id);
+      if (isTerminal(job.state)) return;
+      if (shouldRedrive(job, orch, nowMs, s)) {
+        actions.push({
+          kind: 'redriveJob',
+          rule: 'lostStart',
+          jobId: job.id,
+          reason: `the orchestration start was lost: the row is Submitted and no instance exists${s.redriveAtOnce ? ' (first sweep since the host started)' : ''}`,
+        });
+        return;
+      }
+      if (job.isArray) return;
+      if (orch && isStalled(orch, nowMs, s.stallLimitMs)) {
+        failing.add(job.id);
+        const reason = `stalled: no progress for ${Math.round((nowMs - Math.max(ms(orch.lastUpdatedTime) || 0, ms(orch.progressAt) || 0)) / 1000)} s (limit ${Math.round(s.stallLimitMs / 1000)} s)`;
+        actions.push({ kind: 'terminateOrchestration', rule: 'stalledRun', jobId: job.id, reason });
+      } else if (isLostRun(job, orch, nowMs, s.graceMs)) {
+        failing.add(job.id);
+      }
+    },
+  );
 
-  each(o.batchJobs, 'leakedBatchJob', (bj) => bj.jobId, (bj) => {
-    const reason = batchJobVerdict(bj, o.jobs.get(bj.jobId), o.orchestrations.get(bj.jobId), failing, nowMs, s);
-    if (reason) actions.push({ kind: 'terminateBatchJob', rule: failing.has(bj.jobId) ? ruleOf(o, bj.jobId, nowMs, s) : 'leakedBatchJob', jobId: bj.jobId, batchJobId: bj.batchJobId, reason, ...inAccount(bj) });
-  });
-  each(o.pools, 'leakedPool', (pool) => pool.jobId, (pool) => {
-    const reason = poolVerdict(pool, o.jobs.get(pool.jobId), failing, nowMs, s);
-    if (reason) actions.push({ kind: 'deletePool', rule: failing.has(pool.jobId) ? ruleOf(o, pool.jobId, nowMs, s) : 'leakedPool', jobId: pool.jobId, poolId: pool.poolId, reason, ...(pool.owner !== undefined ? { owner: pool.owner } : {}), ...inAccount(pool) });
-  });
-  each(o.staging, 'expiredStaging', (c) => c.jobId, (c) => {
-    const reason = stagingVerdict(c, c.jobId ? o.jobs.get(c.jobId) : undefined, failing, nowMs, s);
-    if (reason) actions.push({ kind: 'deleteStaging', rule: c.jobId && failing.has(c.jobId) ? ruleOf(o, c.jobId, nowMs, s) : 'expiredStaging', jobId: c.jobId, account: c.account, container: c.container, reason });
-  });
+  each(
+    o.batchJobs,
+    'leakedBatchJob',
+    (bj) => bj.jobId,
+    (bj) => {
+      const reason = batchJobVerdict(bj, o.jobs.get(bj.jobId), o.orchestrations.get(bj.jobId), failing, nowMs, s);
+      if (reason)
+        actions.push({
+          kind: 'terminateBatchJob',
+          rule: failing.has(bj.jobId) ? ruleOf(o, bj.jobId, nowMs, s) : 'leakedBatchJob',
+          jobId: bj.jobId,
+          batchJobId: bj.batchJobId,
+          reason,
+          ...inAccount(bj),
+        });
+    },
+  );
+  each(
+    o.pools,
+    'leakedPool',
+    (pool) => pool.jobId,
+    (pool) => {
+      const reason = poolVerdict(pool, o.jobs.get(pool.jobId), failing, nowMs, s);
+      if (reason)
+        actions.push({
+          kind: 'deletePool',
+          rule: failing.has(pool.jobId) ? ruleOf(o, pool.jobId, nowMs, s) : 'leakedPool',
+          jobId: pool.jobId,
+          poolId: pool.poolId,
+          reason,
+          ...(pool.owner !== undefined ? { owner: pool.owner } : {}),
+          ...inAccount(pool),
+        });
+    },
+  );
+  each(
+    o.staging,
+    'expiredStaging',
+    (c) => c.jobId,
+    (c) => {
+      const reason = stagingVerdict(c, c.jobId ? o.jobs.get(c.jobId) : undefined, failing, nowMs, s);
+      if (reason)
+        actions.push({
+          kind: 'deleteStaging',
+          rule: c.jobId && failing.has(c.jobId) ? ruleOf(o, c.jobId, nowMs, s) : 'expiredStaging',
+          jobId: c.jobId,
+          account: c.account,
+          container: c.container,
+          reason,
+        });
+    },
+  );
 
   const containerJobs = o.containerJobs ?? [];
-  each(containerJobs, 'leftoverContainers', (c) => c.jobId, (c) => {
-    const action = planContainerCleanup(c, nowMs);
-    if (action) actions.push({ ...action, rule: 'leftoverContainers' });
-  });
+  each(
+    containerJobs,
+    'leftoverContainers',
+    (c) => c.jobId,
+    (c) => {
+      const action = planContainerCleanup(c, nowMs);
+      if (action) actions.push({ ...action, rule: 'leftoverContainers' });
+    },
+  );
   const watched = new Set(containerJobs.map((c) => c.jobId));
-  each(o.batchJobs, 'leftoverContainers', (bj) => bj.jobId, (bj) => {
-    // A housekeeping job already being deleted stays listed (state deleting) until Batch has removed it.
-    if (bj.purpose === CONTAINER_CLEANUP_PURPOSE && !watched.has(bj.jobId) && bj.state !== 'deleting') {
-      actions.push({ kind: 'deleteBatchJob', rule: 'leftoverContainers', jobId: bj.jobId, batchJobId: bj.batchJobId, reason: `no finished job of ours still waits on this container cleanup`, ...inAccount(bj) });
-    }
-  });
+  each(
+    o.batchJobs,
+    'leftoverContainers',
+    (bj) => bj.jobId,
+    (bj) => {
+      // A housekeeping job already being deleted stays listed (state deleting) until Batch has removed it.
+      if (bj.purpose === CONTAINER_CLEANUP_PURPOSE && !watched.has(bj.jobId) && bj.state !== 'deleting') {
+        actions.push({
+          kind: 'deleteBatchJob',
+          rule: 'leftoverContainers',
+          jobId: bj.jobId,
+          batchJobId: bj.batchJobId,
+          reason: `no finished job of ours still waits on this container cleanup`,
+          ...inAccount(bj),
+        });
+      }
+    },
+  );
 
-  each(failing, 'stalledRun/lostRun/cancelledRun', (id) => id, (id) => {
-    const rule = ruleOf(o, id, nowMs, s);
-    const orch = o.orchestrations.get(id);
-    if (rule === 'cancelledRun') {
-      const reason = orch?.runtimeStatus === 'Terminated'
-        ? `cancelled: the orchestration was terminated${orch.terminationReason ? ` (${orch.terminationReason})` : ''}`
-        : 'cancelled: the orchestration was gone when the cancel was asked for';
-      actions.push({ kind: 'cancelJob', rule, jobId: id, reason });
-      return;
-    }
-    const reason = rule === 'stalledRun'
-      ? (actions.find((a) => a.kind === 'terminateOrchestration' && a.jobId === id)?.reason ?? 'stalled')
-      : orch ? `lost: orchestration ended ${orch.runtimeStatus} without finishing the job` : lostReason(o.jobs.get(id));
-    actions.push({ kind: 'failJob', rule, jobId: id, reason });
-  });
+  each(
+    failing,
+    'stalledRun/lostRun/cancelledRun',
+    (id) => id,
+    (id) => {
+      const rule = ruleOf(o, id, nowMs, s);
+      const orch = o.orchestrations.get(id);
+      if (rule === 'cancelledRun') {
+        const reason =
+          orch?.runtimeStatus === 'Terminated'
+            ? `cancelled: the orchestration was terminated${orch.terminationReason ? ` (${orch.terminationReason})` : ''}`
+            : 'cancelled: the orchestration was gone when the cancel was asked for';
+        actions.push({ kind: 'cancelJob', rule, jobId: id, reason });
+        return;
+      }
+      const reason =
+        rule === 'stalledRun'
+          ? (actions.find((a) => a.kind === 'terminateOrchestration' && a.jobId === id)?.reason ?? 'stalled')
+          : orch
+            ? `lost: orchestration ended ${orch.runtimeStatus} without finishing the job`
+            : lostReason(o.jobs.get(id));
+      actions.push({ kind: 'failJob', rule, jobId: id, reason });
+    },
+  );
 
   // Retention: only jobs that own nothing any more (their leftovers are removed first, by the rules above, in an earlier run).
   const retention = s.jobsRetentionMs;
@@ -299,12 +401,22 @@ export function planSweep(o: SweepObservation, s: SweepSettings, skipped: SweepS
       ...o.staging.flatMap((c) => (c.jobId ? [c.jobId] : [])),
       ...containerJobs.map((c) => c.jobId),
     ]);
-    each(o.jobs.values(), 'retention', (job) => job.id, (job) => {
-      if (!isTerminal(job.state) || owns.has(job.id) || ageMs(nowMs, job.updatedAt) <= retention) return;
-      const orch = o.orchestrations.get(job.id);
-      if (orch && !isOrchestrationFinished(orch.runtimeStatus)) return;
-      actions.push({ kind: 'purgeJob', rule: 'retention', jobId: job.id, reason: `job ${job.id} ended more than ${Math.round(retention / 86_400_000 * 10) / 10} day(s) ago` });
-    });
+    each(
+      o.jobs.values(),
+      'retention',
+      (job) => job.id,
+      (job) => {
+        if (!isTerminal(job.state) || owns.has(job.id) || ageMs(nowMs, job.updatedAt) <= retention) return;
+        const orch = o.orchestrations.get(job.id);
+        if (orch && !isOrchestrationFinished(orch.runtimeStatus)) return;
+        actions.push({
+          kind: 'purgeJob',
+          rule: 'retention',
+          jobId: job.id,
+          reason: `job ${job.id} ended more than ${Math.round((retention / 86_400_000) * 10) / 10} day(s) ago`,
+        });
+      },
+    );
   }
   const unobserved = o.unobserved;
   return unobserved?.size ? actions.filter((a) => a.jobId === undefined || !unobserved.has(a.jobId)) : actions;

@@ -85,7 +85,12 @@ export function jobControlPlaneCost(cost: Pick<JobCost, 'nodes' | 'minutes'>): n
 
 const empty = (): UsageBucket => ({ jobs: 0, nodeMinutes: 0, estimatedCost: 0, unpriced: 0 });
 const round = (n: number, d: number) => Math.round(n * 10 ** d) / 10 ** d;
-const roundedStorage = (s: ControlPlaneUsage['storage']): ControlPlaneUsage['storage'] => ({ table: round(s.table, 3), queue: round(s.queue, 3), blobWrite: round(s.blobWrite, 3), blobRead: round(s.blobRead, 3) });
+const roundedStorage = (s: ControlPlaneUsage['storage']): ControlPlaneUsage['storage'] => ({
+  table: round(s.table, 3),
+  queue: round(s.queue, 3),
+  blobWrite: round(s.blobWrite, 3),
+  blobRead: round(s.blobRead, 3),
+});
 
 function add(bucket: UsageBucket, cost: JobCost): void {
   bucket.jobs += 1;
@@ -126,11 +131,25 @@ export function usageReport(jobs: readonly UsageInput[]): UsageReport {
     controlPlane.perDay[day] = round((controlPlane.perDay[day] ?? 0) + cp, 6);
     controlPlane.cpuSeconds = round(controlPlane.cpuSeconds + used.cpuSeconds, 3);
     controlPlane.executions = round(controlPlane.executions + used.executions, 3);
-    for (const k of Object.keys(used.storage) as (keyof ControlPlaneUsage['storage'])[]) controlPlane.storageTransactions[k] = round(controlPlane.storageTransactions[k] + used.storage[k], 3);
+    for (const k of Object.keys(used.storage) as (keyof ControlPlaneUsage['storage'])[])
+      controlPlane.storageTransactions[k] = round(controlPlane.storageTransactions[k] + used.storage[k], 3);
     rows.push({
-      id: job.id, tags: job.tags, releasedAt: cost.releasedAt, ...(cost.vmSize ? { vmSize: cost.vmSize } : {}), nodes: cost.nodes, minutes: cost.minutes,
-      nodeMinutes: cost.nodeMinutes.total, ...(cost.estimatedCost !== undefined ? { estimatedCost: cost.estimatedCost } : {}), currency: cost.currency, priceSource: cost.priceSource,
-      controlPlane: { estimatedCost: round(cp, 6), cpuSeconds: round(used.cpuSeconds, 3), executions: round(used.executions, 3), storageTransactions: roundedStorage(used.storage) },
+      id: job.id,
+      tags: job.tags,
+      releasedAt: cost.releasedAt,
+      ...(cost.vmSize ? { vmSize: cost.vmSize } : {}),
+      nodes: cost.nodes,
+      minutes: cost.minutes,
+      nodeMinutes: cost.nodeMinutes.total,
+      ...(cost.estimatedCost !== undefined ? { estimatedCost: cost.estimatedCost } : {}),
+      currency: cost.currency,
+      priceSource: cost.priceSource,
+      controlPlane: {
+        estimatedCost: round(cp, 6),
+        cpuSeconds: round(used.cpuSeconds, 3),
+        executions: round(used.executions, 3),
+        storageTransactions: roundedStorage(used.storage),
+      },
     });
   }
   rows.sort((a, b) => b.releasedAt.localeCompare(a.releasedAt) || a.id.localeCompare(b.id));
@@ -138,4 +157,3 @@ export function usageReport(jobs: readonly UsageInput[]): UsageReport {
   report.perJobOmitted = rows.length - report.perJob.length;
   return report;
 }
-

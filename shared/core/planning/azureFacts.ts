@@ -123,7 +123,10 @@ export function checkPoolFacts(facts: AzureFacts, pool: PoolFactsInput): FactIss
   const issues: FactIssue[] = [];
   const where = facts.location ? ` in ${facts.location}` : '';
   if (facts.sizes && pool.vmSize !== undefined && !factSize(facts, pool.vmSize)) {
-    const near = nearest(pool.vmSize, facts.sizes.map((s) => s.name));
+    const near = nearest(
+      pool.vmSize,
+      facts.sizes.map((s) => s.name),
+    );
     issues.push({ path: ['pool', 'vmSize'], message: `${pool.vmSize} is not a VM size the Batch account offers${where}; did you mean ${near.join(', ')}?` });
   }
   if (facts.images && pool.nodeAgentSku !== undefined) {
@@ -135,12 +138,21 @@ export function checkPoolFacts(facts: AzureFacts, pool: PoolFactsInput): FactIss
       if (matching.length === 0) {
         const byUrn = new Map(facts.images.map((i) => [urn(i), i]));
         const near = nearest(urn(image), [...byUrn.keys()]);
-        issues.push({ path: ['pool', 'image'], message: `${urn(image)} is not an image the Batch account supports; did you mean ${near.map((u) => `${u} (${byUrn.get(u)?.nodeAgentSku})`).join(', ')}?` });
+        issues.push({
+          path: ['pool', 'image'],
+          message: `${urn(image)} is not an image the Batch account supports; did you mean ${near.map((u) => `${u} (${byUrn.get(u)?.nodeAgentSku})`).join(', ')}?`,
+        });
       } else if (!matching.some((i) => lc(i.nodeAgentSku) === lc(agent))) {
-        issues.push({ path: ['pool', 'nodeAgentSku'], message: `the image ${urn(image)} needs the node agent SKU ${[...new Set(matching.map((i) => i.nodeAgentSku))].join(' or ')}, not "${agent}"` });
+        issues.push({
+          path: ['pool', 'nodeAgentSku'],
+          message: `the image ${urn(image)} needs the node agent SKU ${[...new Set(matching.map((i) => i.nodeAgentSku))].join(' or ')}, not "${agent}"`,
+        });
       }
     } else if (!agents.some((a) => lc(a) === lc(agent))) {
-      issues.push({ path: ['pool', 'nodeAgentSku'], message: `"${agent}" is not a node agent SKU of the Batch account; did you mean ${nearest(agent, agents).join(', ')}?` });
+      issues.push({
+        path: ['pool', 'nodeAgentSku'],
+        message: `"${agent}" is not a node agent SKU of the Batch account; did you mean ${nearest(agent, agents).join(', ')}?`,
+      });
     }
   }
   return issues;
@@ -163,12 +175,21 @@ export function sizeFromSku(sku: { name?: string; familyName?: string; capabilit
 }
 
 /** An Account_ListSupportedImages entry as an image (only marketplace references have publisher/offer/sku). */
-export function imageFromInfo(info: { nodeAgentSKUId?: string; osType?: string; batchSupportEndOfLife?: Date | string; imageReference?: { publisher?: string; offer?: string; sku?: string } }): FactImage | undefined {
+export function imageFromInfo(info: {
+  nodeAgentSKUId?: string;
+  osType?: string;
+  batchSupportEndOfLife?: Date | string;
+  imageReference?: { publisher?: string; offer?: string; sku?: string };
+}): FactImage | undefined {
   const r = info.imageReference;
   if (!r?.publisher || !r.offer || !r.sku || !info.nodeAgentSKUId) return undefined;
   const eol = info.batchSupportEndOfLife;
   return {
-    publisher: r.publisher, offer: r.offer, sku: r.sku, nodeAgentSku: info.nodeAgentSKUId, osType: info.osType,
+    publisher: r.publisher,
+    offer: r.offer,
+    sku: r.sku,
+    nodeAgentSku: info.nodeAgentSKUId,
+    osType: info.osType,
     ...(eol ? { endOfLife: typeof eol === 'string' ? eol : eol.toISOString() } : {}),
   };
 }
@@ -223,8 +244,13 @@ export function checkPoolFactsOnAny(all: readonly AzureFacts[], pool: PoolFactsI
   const ok = checked.find((c) => c.issues.length === 0);
   if (ok) return { issues: [], offeredBy: ok.facts };
   if (all.length === 1) return { issues: checked[0].issues };
-  const others = all.slice(1).map((f) => `${f.account ?? '?'}${f.location ? ` (${f.location})` : ''}`).join(', ');
-  return { issues: checked[0].issues.map((i) => ({ ...i, message: `${i.message} No other Batch account of the deployment (${others}) can run this pool either.` })) };
+  const others = all
+    .slice(1)
+    .map((f) => `${f.account ?? '?'}${f.location ? ` (${f.location})` : ''}`)
+    .join(', ');
+  return {
+    issues: checked[0].issues.map((i) => ({ ...i, message: `${i.message} No other Batch account of the deployment (${others}) can run this pool either.` })),
+  };
 }
 
 /** The built-in table as facts, marked offline: sizes with cores and families, no images, no quota. */
@@ -233,7 +259,11 @@ export function offlineFacts(): AzureFacts {
 }
 
 /** What the explain document says about the facts a pool was checked against (ExplainDocument pool.facts). */
-export function factsSummary(facts: AzureFacts, vmSize: string | undefined, now?: number): {
+export function factsSummary(
+  facts: AzureFacts,
+  vmSize: string | undefined,
+  now?: number,
+): {
   source: AzureFacts['source'];
   account: string | null;
   location: string | null;
@@ -251,6 +281,8 @@ export function factsSummary(facts: AzureFacts, vmSize: string | undefined, now?
     location: facts.location ?? null,
     readAt: { images: read.images ?? null, sizes: read.sizes ?? null, quota: read.quota ?? null },
     ageSeconds: { images: age(read.images), sizes: age(read.sizes), quota: age(read.quota) },
-    vmSize: size ? { name: size.name, family: size.family, vCPUs: size.vCPUs, memoryGiB: size.memoryGiB ?? null, gpus: size.gpus ?? null, rdma: size.rdma ?? null } : null,
+    vmSize: size
+      ? { name: size.name, family: size.family, vCPUs: size.vCPUs, memoryGiB: size.memoryGiB ?? null, gpus: size.gpus ?? null, rdma: size.rdma ?? null }
+      : null,
   };
 }

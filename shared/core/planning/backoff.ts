@@ -17,9 +17,7 @@ export const DEFAULT_PULL_BACKOFF: BackoffOptions = { baseMs: 4_000, maxMs: 300_
 
 function assertBackoff(opts: BackoffOptions): void {
   if (!(opts.baseMs >= 0) || !(opts.maxMs >= opts.baseMs) || !(opts.factor >= 1)) {
-    throw new RangeError(
-      `invalid backoff options: expected 0 <= baseMs <= maxMs and factor >= 1, got ${JSON.stringify(opts)}`,
-    );
+    throw new RangeError(`invalid backoff options: expected 0 <= baseMs <= maxMs and factor >= 1, got ${JSON.stringify(opts)}`);
   }
 }
 

@@ -71,9 +71,8 @@ export function jobPoolSpec(
       );
     }
   });
-  const registries = input.registry && identityResourceId && input.registry.identity === 'managed'
-    ? [{ registryServer: input.registry.server, identityResourceId }]
-    : undefined;
+  const registries =
+    input.registry && identityResourceId && input.registry.identity === 'managed' ? [{ registryServer: input.registry.server, identityResourceId }] : undefined;
   return {
     poolId: input.poolId,
     jobId: input.jobId,
@@ -102,11 +101,11 @@ function poolStartTask(input: PoolCreateRequest, resourceFiles: ResourceFileSpec
   const setup = nodeFilesystemSetup(input.mounts ?? [], input.scratch);
   if (!setup.length && !input.startTask) return undefined;
   const commandLine = setup.length
-    ? bashCommandLine([
-        GLUE_STRICT,
-        ...setup,
-        ...(input.startTask ? [USER_MODE, NODE_PROFILE, ...userStep('pool.startTask.command', input.startTask.command)] : []),
-      ].join('\n'))
+    ? bashCommandLine(
+        [GLUE_STRICT, ...setup, ...(input.startTask ? [USER_MODE, NODE_PROFILE, ...userStep('pool.startTask.command', input.startTask.command)] : [])].join(
+          '\n',
+        ),
+      )
     : userCommandLine((input.startTask as NonNullable<PoolCreateRequest['startTask']>).command);
   return { commandLine, resourceFiles: input.startTask ? resourceFiles : undefined, elevated: true, waitForSuccess: true };
 }
@@ -136,7 +135,14 @@ export function mountSpec(m: MountRequest, c: MountCredentials): MountSpec {
     return { kind: 'nfs', relativeMountPath: m.name, source: mountServerSource(m) as string, mountOptions: nfsMountOptions(m) };
   }
   if (m.cifs) {
-    return { kind: 'cifs', relativeMountPath: m.name, source: m.cifs.source, username: m.cifs.username, password: need(c.secret, 'password'), mountOptions: m.cifs.options };
+    return {
+      kind: 'cifs',
+      relativeMountPath: m.name,
+      source: m.cifs.source,
+      username: m.cifs.username,
+      password: need(c.secret, 'password'),
+      mountOptions: m.cifs.options,
+    };
   }
   if (m.azureFiles) {
     return {

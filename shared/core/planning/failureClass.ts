@@ -60,28 +60,52 @@ export type AttemptVerdict =
  * retry.exitCodes. Order matters: a node Batch gave up on explains whatever symptom it caused (a failed pull, a dead
  * rank), so node health is looked at before the symptom.
  */
-export function classifyAttempt(end: AttemptEnd, attemptNodes: readonly string[], health: readonly NodeHealth[] | undefined, retryExitCodes: readonly number[]): AttemptVerdict {
+export function classifyAttempt(
+  end: AttemptEnd,
+  attemptNodes: readonly string[],
+  health: readonly NodeHealth[] | undefined,
+  retryExitCodes: readonly number[],
+): AttemptVerdict {
   if (end.kind === 'mpi' && end.exitCode === 0 && !end.requeued && !end.noExitCode) return { outcome: 'succeeded' };
 
   const lost = lostNodes(attemptNodes, health);
   // Azure took a Spot node back: not the node's fault, and pool.spot says what follows (spotPolicy.ts).
   const preempted = lost.filter((n) => n.state === 'preempted');
   if (preempted.length) {
-    return { outcome: 'failed', failureClass: 'preemption', reason: `preemption: Azure took back Spot node(s) ${preempted.map((n) => n.id).join(', ')}`, nodes: lost.map((n) => n.id), ...exitOf(end) };
+    return {
+      outcome: 'failed',
+      failureClass: 'preemption',
+      reason: `preemption: Azure took back Spot node(s) ${preempted.map((n) => n.id).join(', ')}`,
+      nodes: lost.map((n) => n.id),
+      ...exitOf(end),
+    };
   }
   if (lost.length) {
-    return { outcome: 'failed', failureClass: 'nodeFailure', reason: `node failure: ${lost.map((n) => `${n.id} ${n.state}`).join(', ')}`, nodes: lost.map((n) => n.id), ...exitOf(end) };
+    return {
+      outcome: 'failed',
+      failureClass: 'nodeFailure',
+      reason: `node failure: ${lost.map((n) => `${n.id} ${n.state}`).join(', ')}`,
+      nodes: lost.map((n) => n.id),
+      ...exitOf(end),
+    };
   }
 
   if (end.kind === 'stage') {
     if (end.allocation) return { outcome: 'failed', failureClass: 'allocationFailure', reason: `allocation failure: ${end.reason}`, nodes: [] };
-    if (end.preflightNodes) return { outcome: 'failed', failureClass: 'preflightFailure', reason: `preflight failure: ${end.reason}`, nodes: [...end.preflightNodes] };
+    if (end.preflightNodes)
+      return { outcome: 'failed', failureClass: 'preflightFailure', reason: `preflight failure: ${end.reason}`, nodes: [...end.preflightNodes] };
     return { outcome: 'failed', failureClass: 'stage', reason: `${end.stage}: ${end.reason}`, nodes: [] };
   }
 
   if (end.requeued) {
     // The node came back (rebooted) or cannot be told: the attempt's nodes are kept and the preflight checks them.
-    return { outcome: 'failed', failureClass: 'nodeFailure', reason: 'node failure: Batch requeued the MPI task (a node it ran on went away or rebooted)', nodes: [], ...exitOf(end) };
+    return {
+      outcome: 'failed',
+      failureClass: 'nodeFailure',
+      reason: 'node failure: Batch requeued the MPI task (a node it ran on went away or rebooted)',
+      nodes: [],
+      ...exitOf(end),
+    };
   }
 
   // A coordination command that failed on some nodes but not all is those nodes' problem (the container runtime, a
@@ -89,13 +113,25 @@ export function classifyAttempt(end: AttemptEnd, attemptNodes: readonly string[]
   const failedSubtasks = end.subtasks.filter((s) => s.nodeId && s.exitCode !== undefined && s.exitCode !== 0).map((s) => s.nodeId as string);
   const withNode = end.subtasks.filter((s) => s.nodeId && s.exitCode !== undefined);
   if (failedSubtasks.length && failedSubtasks.length < withNode.length) {
-    return { outcome: 'failed', failureClass: 'nodeFailure', reason: `node failure: the coordination command failed on ${failedSubtasks.join(', ')} only`, nodes: failedSubtasks, exitCode: end.exitCode };
+    return {
+      outcome: 'failed',
+      failureClass: 'nodeFailure',
+      reason: `node failure: the coordination command failed on ${failedSubtasks.join(', ')} only`,
+      nodes: failedSubtasks,
+      exitCode: end.exitCode,
+    };
   }
 
   const detail = end.failure ? `: ${end.failure}` : '';
   if (end.noExitCode) return { outcome: 'failed', failureClass: 'application', reason: `MPI task ended without an exit code${detail}`, nodes: [] };
   if (retryExitCodes.includes(end.exitCode)) {
-    return { outcome: 'failed', failureClass: 'exitCode', reason: `exit code ${end.exitCode} (listed in retry.exitCodes)${detail}`, nodes: [], exitCode: end.exitCode };
+    return {
+      outcome: 'failed',
+      failureClass: 'exitCode',
+      reason: `exit code ${end.exitCode} (listed in retry.exitCodes)${detail}`,
+      nodes: [],
+      exitCode: end.exitCode,
+    };
   }
   return { outcome: 'failed', failureClass: 'application', reason: `MPI task exited with code ${end.exitCode}${detail}`, nodes: [], exitCode: end.exitCode };
 }

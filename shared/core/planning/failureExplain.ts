@@ -33,16 +33,26 @@ export interface FailureEvidence {
  */
 export function exitCodeMeaning(code: number): string | undefined {
   switch (code) {
-    case 0: return undefined;
-    case 1: return 'general error';
-    case 2: return 'misuse of a shell command or bad arguments';
-    case 126: return 'not executable: the file exists but cannot be run (permissions, or not a program)';
-    case 127: return 'command not found: the program is not on the PATH of the node or container';
-    case 130: return 'interrupted (SIGINT)';
-    case 134: return 'aborted (SIGABRT), e.g. a failed assertion';
-    case 137: return 'killed (SIGKILL): out of memory (the OOM killer) or stopped by force';
-    case 139: return 'segmentation fault (SIGSEGV): the program read or wrote memory it does not own';
-    case 143: return 'terminated (SIGTERM): stopped from outside, e.g. a wall-clock limit or a cancel';
+    case 0:
+      return undefined;
+    case 1:
+      return 'general error';
+    case 2:
+      return 'misuse of a shell command or bad arguments';
+    case 126:
+      return 'not executable: the file exists but cannot be run (permissions, or not a program)';
+    case 127:
+      return 'command not found: the program is not on the PATH of the node or container';
+    case 130:
+      return 'interrupted (SIGINT)';
+    case 134:
+      return 'aborted (SIGABRT), e.g. a failed assertion';
+    case 137:
+      return 'killed (SIGKILL): out of memory (the OOM killer) or stopped by force';
+    case 139:
+      return 'segmentation fault (SIGSEGV): the program read or wrote memory it does not own';
+    case 143:
+      return 'terminated (SIGTERM): stopped from outside, e.g. a wall-clock limit or a cancel';
     default:
       if (code > 128 && code < 160) return `ended by signal ${code - 128}`;
       return undefined;
@@ -63,25 +73,25 @@ export function tailLines(text: string, n = STDERR_TAIL_LINES): string {
 
 /** What each activity does, in the words of its stage, for a failure that escaped a stage as an internal error. */
 const ACTIVITY_WORDS: Readonly<Record<string, { stage: string; doing: string }>> = {
-  inputsList: { stage: 'StagingData', doing: 'listing the job\'s inputs' },
-  sourcesMissing: { stage: 'Queued', doing: 'checking that the job\'s inputs, files and images exist' },
+  inputsList: { stage: 'StagingData', doing: "listing the job's inputs" },
+  sourcesMissing: { stage: 'Queued', doing: "checking that the job's inputs, files and images exist" },
   shardCopy: { stage: 'StagingData', doing: 'copying input data to the staging account' },
-  shardUrls: { stage: 'StagingData', doing: 'signing the staged data\'s URLs' },
+  shardUrls: { stage: 'StagingData', doing: "signing the staged data's URLs" },
   stagedDataDelete: { stage: 'CleaningUp', doing: 'deleting the staged data' },
-  imageBlobUrls: { stage: 'PullingImages', doing: 'signing the image files\' URLs' },
-  workloadUrls: { stage: 'Running', doing: 'signing the URLs of the job\'s files and outputs' },
+  imageBlobUrls: { stage: 'PullingImages', doing: "signing the image files' URLs" },
+  workloadUrls: { stage: 'Running', doing: "signing the URLs of the job's files and outputs" },
   poolCreate: { stage: 'Provisioning', doing: 'creating the pool' },
   poolInspect: { stage: 'Provisioning', doing: 'reading the pool' },
-  poolObserve: { stage: 'Provisioning', doing: 'reading the pool\'s nodes' },
+  poolObserve: { stage: 'Provisioning', doing: "reading the pool's nodes" },
   poolRemoveNodes: { stage: 'Provisioning', doing: 'replacing failed nodes' },
   poolResize: { stage: 'Provisioning', doing: 'resizing the pool' },
   poolDelete: { stage: 'CleaningUp', doing: 'deleting the pool' },
   batchJobCreate: { stage: 'Provisioning', doing: 'creating the Batch job' },
   nodeTasksAdd: { stage: 'PullingImages', doing: 'starting the tasks on the nodes' },
-  nodeTasksObserve: { stage: 'PullingImages', doing: 'reading the nodes\' tasks' },
+  nodeTasksObserve: { stage: 'PullingImages', doing: "reading the nodes' tasks" },
   mpiTaskAdd: { stage: 'Running', doing: 'starting the MPI task' },
   mpiTaskObserve: { stage: 'Running', doing: 'reading the MPI task' },
-  mpiResultCollect: { stage: 'Running', doing: 'collecting the MPI task\'s result' },
+  mpiResultCollect: { stage: 'Running', doing: "collecting the MPI task's result" },
   preflightTaskAdd: { stage: 'Running', doing: 'starting the preflight check' },
   preflightCollect: { stage: 'Running', doing: 'reading the preflight check' },
   outputsList: { stage: 'CleaningUp', doing: 'listing the outputs' },
@@ -153,7 +163,9 @@ export function mpiEvidence(mpi: {
     // The failing node's own stderr; the master's only when that node's could not be read.
     const stderr: Partial<FailureEvidence> = failedSub.stderrTail?.trim()
       ? { stderr: failedSub.stderrTail }
-      : mpi.stderrTail?.trim() && master && master !== 'master' ? { stderrNode: master } : {};
+      : mpi.stderrTail?.trim() && master && master !== 'master'
+        ? { stderrNode: master }
+        : {};
     return { ...base, ...stderr, task: 'coordination command', ...(failedSub.nodeId ? { node: failedSub.nodeId } : {}), exitCode: failedSub.exitCode };
   }
   return { ...base, task: 'application', ...(master && master !== 'master' ? { node: master } : {}), ...(mpi.noExitCode ? {} : { exitCode: mpi.exitCode }) };

@@ -24,11 +24,19 @@ export function healthPlan(spec: JobSpec, vmSize: string, deployment: readonly s
   const th = healthThresholdsFor(vmSize);
   const health = spec.preflight.health;
   const applies: Record<HealthCheck, boolean> = {
-    cpu: !!th, memory: !!th, ib: !!th?.ib, ibbw: th?.ibWriteGbps !== undefined, stream: th?.streamMBps !== undefined,
-    gpu: th?.gpus !== undefined, gdr: th?.gdr === true, linkflap: th?.linkFlaps !== undefined && !!th.ib, site: spec.preflight.siteCheck !== undefined,
+    cpu: !!th,
+    memory: !!th,
+    ib: !!th?.ib,
+    ibbw: th?.ibWriteGbps !== undefined,
+    stream: th?.streamMBps !== undefined,
+    gpu: th?.gpus !== undefined,
+    gdr: th?.gdr === true,
+    linkflap: th?.linkFlaps !== undefined && !!th.ib,
+    site: spec.preflight.siteCheck !== undefined,
   };
-  const checks = (Object.keys(applies) as HealthCheck[]).filter((c) =>
-    applies[c] && deployment.includes(c) && (c === 'site' || (health.enabled && !health.skip.includes(c))));
+  const checks = (Object.keys(applies) as HealthCheck[]).filter(
+    (c) => applies[c] && deployment.includes(c) && (c === 'site' || (health.enabled && !health.skip.includes(c))),
+  );
   return { checks, vmSize, ...(th ? { thresholds: th } : {}) };
 }
 
@@ -53,6 +61,7 @@ const fmt = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: 2 
  * Judges one node's health lines by the plan. A check that ran but printed nothing fails (the node did not answer it);
  * a tool missing on the node is recorded as skipped, not failed (the image lacks it on every node alike).
  */
+// eslint-disable-next-line max-lines-per-function -- over 100 lines once formatted (Prettier); to be split (issue 25)
 export function judgeHealth(lines: readonly HealthLine[], plan: HealthPlan): HealthResult[] {
   const th = plan.thresholds;
   const src = (file: string | undefined, check: string) => (file ? `AzNHC ${AZNHC_TAG} ${file} ${check}` : undefined);
@@ -72,14 +81,27 @@ export function judgeHealth(lines: readonly HealthLine[], plan: HealthPlan): Hea
     switch (check) {
       case 'cpu': {
         const n = num(got[0].text);
-        if (th) out.push({ check, ok: n === th.cpus, measured: n === undefined ? got[0].text : `${n} CPUs`, threshold: `${th.cpus} CPUs`, source: src(th.source, 'check_hw_cpuinfo') });
+        if (th)
+          out.push({
+            check,
+            ok: n === th.cpus,
+            measured: n === undefined ? got[0].text : `${n} CPUs`,
+            threshold: `${th.cpus} CPUs`,
+            source: src(th.source, 'check_hw_cpuinfo'),
+          });
         break;
       }
       case 'memory': {
         const kb = num(got[0].text);
         if (!th) break;
         const min = Math.floor(th.memKB * (1 - th.memTolerancePct / 100));
-        out.push({ check, ok: kb !== undefined && kb >= min, measured: kb === undefined ? got[0].text || 'unreadable' : `${fmt(kb)} kB`, threshold: `≥ ${fmt(min)} kB (${fmt(th.memKB)} kB − ${th.memTolerancePct}%)`, source: src(th.source, 'check_hw_physmem') });
+        out.push({
+          check,
+          ok: kb !== undefined && kb >= min,
+          measured: kb === undefined ? got[0].text || 'unreadable' : `${fmt(kb)} kB`,
+          threshold: `≥ ${fmt(min)} kB (${fmt(th.memKB)} kB − ${th.memTolerancePct}%)`,
+          source: src(th.source, 'check_hw_physmem'),
+        });
         break;
       }
       case 'ib': {
@@ -90,10 +112,23 @@ export function judgeHealth(lines: readonly HealthLine[], plan: HealthPlan): Hea
           const [port, state, phys, rate] = l.text.split(/\s+/);
           const r = num(rate);
           const ok = state === 'Active' && phys === 'LinkUp' && r !== undefined && r >= rateGbps;
-          out.push({ check, device: port, ok, measured: `${state}/${phys}, ${rate ?? '?'} Gb/s`, threshold: `Active/LinkUp, ≥ ${rateGbps} Gb/s`, source: src(th.source, 'check_hw_ib') });
+          out.push({
+            check,
+            device: port,
+            ok,
+            measured: `${state}/${phys}, ${rate ?? '?'} Gb/s`,
+            threshold: `Active/LinkUp, ≥ ${rateGbps} Gb/s`,
+            source: src(th.source, 'check_hw_ib'),
+          });
         }
         if (seen.length < ports.length) {
-          out.push({ check, ok: false, measured: `${seen.length} InfiniBand port(s)`, threshold: `${ports.length} (${ports.join(', ')})`, source: src(th.source, 'check_hw_ib') });
+          out.push({
+            check,
+            ok: false,
+            measured: `${seen.length} InfiniBand port(s)`,
+            threshold: `${ports.length} (${ports.join(', ')})`,
+            source: src(th.source, 'check_hw_ib'),
+          });
         }
         break;
       }
@@ -102,7 +137,14 @@ export function judgeHealth(lines: readonly HealthLine[], plan: HealthPlan): Hea
         for (const l of got) {
           const [device, value] = l.text.split(/\s+/);
           const g = num(value);
-          out.push({ check, device, ok: g !== undefined && g >= th.ibWriteGbps, measured: g === undefined ? `ib_write_bw ${value ?? 'failed'}` : `${fmt(g)} Gb/s`, threshold: `≥ ${th.ibWriteGbps} Gb/s (ib_write_bw loopback, 1 MiB)`, source: src(th.source, 'check_ib_bw_non_gdr') });
+          out.push({
+            check,
+            device,
+            ok: g !== undefined && g >= th.ibWriteGbps,
+            measured: g === undefined ? `ib_write_bw ${value ?? 'failed'}` : `${fmt(g)} Gb/s`,
+            threshold: `≥ ${th.ibWriteGbps} Gb/s (ib_write_bw loopback, 1 MiB)`,
+            source: src(th.source, 'check_ib_bw_non_gdr'),
+          });
         }
         break;
       }
@@ -110,29 +152,58 @@ export function judgeHealth(lines: readonly HealthLine[], plan: HealthPlan): Hea
         if (th?.streamMBps === undefined) break;
         const figures = [...got[0].text.matchAll(/(Copy|Scale|Add|Triad)=(\d+(?:\.\d+)?)/g)].map((m) => ({ name: m[1], v: Number(m[2]) }));
         const worst = figures.reduce<{ name: string; v: number } | undefined>((a, f) => (!a || f.v < a.v ? f : a), undefined);
-        out.push({ check, ok: figures.length === 4 && worst !== undefined && worst.v >= th.streamMBps, measured: worst ? `${fmt(worst.v)} MB/s (${worst.name}${figures.length < 4 ? `, ${figures.length} of 4 kernels` : ', the lowest of 4'})` : 'no STREAM figures', threshold: `≥ ${fmt(th.streamMBps)} MB/s each of Copy, Scale, Add, Triad`, source: src(th.source, 'check_cpu_stream') });
+        out.push({
+          check,
+          ok: figures.length === 4 && worst !== undefined && worst.v >= th.streamMBps,
+          measured: worst
+            ? `${fmt(worst.v)} MB/s (${worst.name}${figures.length < 4 ? `, ${figures.length} of 4 kernels` : ', the lowest of 4'})`
+            : 'no STREAM figures',
+          threshold: `≥ ${fmt(th.streamMBps)} MB/s each of Copy, Scale, Add, Triad`,
+          source: src(th.source, 'check_cpu_stream'),
+        });
         break;
       }
       case 'gpu': {
         const n = num(got[0].text);
-        if (th?.gpus !== undefined) out.push({ check, ok: n === th.gpus, measured: `${n ?? got[0].text} GPUs`, threshold: `${th.gpus} GPUs`, source: src(th.source, 'check_gpu_count') });
+        if (th?.gpus !== undefined)
+          out.push({ check, ok: n === th.gpus, measured: `${n ?? got[0].text} GPUs`, threshold: `${th.gpus} GPUs`, source: src(th.source, 'check_gpu_count') });
         break;
       }
       case 'gdr': {
         // `peermem <how>` (the module, or memory_peers) or `none`.
         const [mode, how] = got[0].text.split(/\s+/);
-        if (th?.gdr) out.push({ check, ok: mode === 'peermem', measured: mode === 'peermem' ? `peer memory ${how ?? ''}`.trim() : 'no peer-memory module (nvidia_peermem / nv_peer_mem not loaded)', threshold: 'nvidia_peermem or nv_peer_mem loaded', source: src(th.source, 'check_ib_bw_gdr (azure_gdr_detect.nhc)') });
+        if (th?.gdr)
+          out.push({
+            check,
+            ok: mode === 'peermem',
+            measured: mode === 'peermem' ? `peer memory ${how ?? ''}`.trim() : 'no peer-memory module (nvidia_peermem / nv_peer_mem not loaded)',
+            threshold: 'nvidia_peermem or nv_peer_mem loaded',
+            source: src(th.source, 'check_ib_bw_gdr (azure_gdr_detect.nhc)'),
+          });
         break;
       }
       case 'linkflap': {
         const n = num(got[0].text);
-        if (th?.linkFlaps !== undefined) out.push({ check, ok: n !== undefined && n < th.linkFlaps, measured: `${n ?? got[0].text} lost-carrier events`, threshold: `< ${th.linkFlaps} in the last ${LINK_FLAP_WINDOW_HOURS} h of syslog`, source: src(th.source, 'check_ib_link_flapping') });
+        if (th?.linkFlaps !== undefined)
+          out.push({
+            check,
+            ok: n !== undefined && n < th.linkFlaps,
+            measured: `${n ?? got[0].text} lost-carrier events`,
+            threshold: `< ${th.linkFlaps} in the last ${LINK_FLAP_WINDOW_HOURS} h of syslog`,
+            source: src(th.source, 'check_ib_link_flapping'),
+          });
         break;
       }
       case 'site': {
         const m = /^(\d+) ?(.*)$/.exec(got[0].text);
         const rc = m ? Number(m[1]) : undefined;
-        out.push({ check, ok: rc === 0, measured: rc === undefined ? got[0].text : `exit ${rc}${m?.[2] ? `: ${m[2]}` : ''}`, threshold: 'exit 0', source: 'preflight.siteCheck' });
+        out.push({
+          check,
+          ok: rc === 0,
+          measured: rc === undefined ? got[0].text : `exit ${rc}${m?.[2] ? `: ${m[2]}` : ''}`,
+          threshold: 'exit 0',
+          source: 'preflight.siteCheck',
+        });
         break;
       }
     }

@@ -58,15 +58,38 @@ export const AZNHC_TAG = 'v0.4.5';
 const LINK_FLAPS = 5;
 const ports = (n: number) => Array.from({ length: n }, (_, i) => `mlx5_ib${i}:1`);
 const hbv3 = (cpus: number, conf: string): SizeHealthThresholds => ({
-  source: `conf/${conf}.conf`, cpus, memKB: 470_543_164, memTolerancePct: 3, ib: { ports: ports(1), rateGbps: 200 }, ibWriteGbps: 190, streamMBps: 320_000, linkFlaps: LINK_FLAPS,
+  source: `conf/${conf}.conf`,
+  cpus,
+  memKB: 470_543_164,
+  memTolerancePct: 3,
+  ib: { ports: ports(1), rateGbps: 200 },
+  ibWriteGbps: 190,
+  streamMBps: 320_000,
+  linkFlaps: LINK_FLAPS,
 });
 const hbv4 = (cpus: number, conf: string): SizeHealthThresholds => ({
-  source: `conf/${conf}.conf`, cpus, memKB: 792_561_408, memTolerancePct: 3, ib: { ports: ports(1), rateGbps: 400 }, ibWriteGbps: 390, streamMBps: 665_500, linkFlaps: LINK_FLAPS,
+  source: `conf/${conf}.conf`,
+  cpus,
+  memKB: 792_561_408,
+  memTolerancePct: 3,
+  ib: { ports: ports(1), rateGbps: 400 },
+  ibWriteGbps: 390,
+  streamMBps: 665_500,
+  linkFlaps: LINK_FLAPS,
 });
 
 /** Keyed by the size's name in lower case. */
 const TABLE: Record<string, SizeHealthThresholds> = {
-  standard_hb120rs_v2: { source: 'conf/hb120rs_v2.conf', cpus: 120, memKB: 470_543_164, memTolerancePct: 3, ib: { ports: ports(1), rateGbps: 200 }, ibWriteGbps: 190, streamMBps: 285_000, linkFlaps: LINK_FLAPS },
+  standard_hb120rs_v2: {
+    source: 'conf/hb120rs_v2.conf',
+    cpus: 120,
+    memKB: 470_543_164,
+    memTolerancePct: 3,
+    ib: { ports: ports(1), rateGbps: 200 },
+    ibWriteGbps: 190,
+    streamMBps: 285_000,
+    linkFlaps: LINK_FLAPS,
+  },
   standard_hb120rs_v3: hbv3(120, 'hb120rs_v3'),
   'standard_hb120-96rs_v3': hbv3(96, 'hb120-96rs_v3'),
   'standard_hb120-64rs_v3': hbv3(64, 'hb120-64rs_v3'),
@@ -77,13 +100,57 @@ const TABLE: Record<string, SizeHealthThresholds> = {
   'standard_hb176-96rs_v4': hbv4(96, 'hb176-96rs_v4'),
   'standard_hb176-48rs_v4': hbv4(48, 'hb176-48rs_v4'),
   'standard_hb176-24rs_v4': hbv4(24, 'hb176-24rs_v4'),
-  standard_hx176rs: { source: 'conf/hx176rs.conf', cpus: 176, memKB: 1_444_918_756, memTolerancePct: 3, ib: { ports: ports(1), rateGbps: 400 }, ibWriteGbps: 390, streamMBps: 665_500, linkFlaps: LINK_FLAPS },
+  standard_hx176rs: {
+    source: 'conf/hx176rs.conf',
+    cpus: 176,
+    memKB: 1_444_918_756,
+    memTolerancePct: 3,
+    ib: { ports: ports(1), rateGbps: 400 },
+    ibWriteGbps: 390,
+    streamMBps: 665_500,
+    linkFlaps: LINK_FLAPS,
+  },
   // 354691MB in the file (NHC's MB are 1024 kB).
-  standard_hc44rs: { source: 'conf/hc44rs.conf', cpus: 44, memKB: 354_691 * 1024, memTolerancePct: 4, ib: { ports: ports(1), rateGbps: 100 }, ibWriteGbps: 95, linkFlaps: LINK_FLAPS },
-  standard_nd96asr_v4: { source: 'conf/nd96asr_v4.conf', cpus: 96, memKB: 928_858_388, memTolerancePct: 3, ib: { ports: ports(8), rateGbps: 200 }, gpus: 8, linkFlaps: LINK_FLAPS, gdr: true },
-  standard_nd96amsr_a100_v4: { source: 'conf/nd96amsr_a100_v4.conf', cpus: 96, memKB: 1_857_830_712, memTolerancePct: 3, ib: { ports: ports(8), rateGbps: 200 }, gpus: 8, linkFlaps: LINK_FLAPS, gdr: true },
+  standard_hc44rs: {
+    source: 'conf/hc44rs.conf',
+    cpus: 44,
+    memKB: 354_691 * 1024,
+    memTolerancePct: 4,
+    ib: { ports: ports(1), rateGbps: 100 },
+    ibWriteGbps: 95,
+    linkFlaps: LINK_FLAPS,
+  },
+  standard_nd96asr_v4: {
+    source: 'conf/nd96asr_v4.conf',
+    cpus: 96,
+    memKB: 928_858_388,
+    memTolerancePct: 3,
+    ib: { ports: ports(8), rateGbps: 200 },
+    gpus: 8,
+    linkFlaps: LINK_FLAPS,
+    gdr: true,
+  },
+  standard_nd96amsr_a100_v4: {
+    source: 'conf/nd96amsr_a100_v4.conf',
+    cpus: 96,
+    memKB: 1_857_830_712,
+    memTolerancePct: 3,
+    ib: { ports: ports(8), rateGbps: 200 },
+    gpus: 8,
+    linkFlaps: LINK_FLAPS,
+    gdr: true,
+  },
   // 1915071MB in the file.
-  standard_nd96isr_h100_v5: { source: 'conf/nd96isr_h100_v5.conf', cpus: 96, memKB: 1_915_071 * 1024, memTolerancePct: 5, ib: { ports: ports(8), rateGbps: 400 }, gpus: 8, linkFlaps: LINK_FLAPS, gdr: true },
+  standard_nd96isr_h100_v5: {
+    source: 'conf/nd96isr_h100_v5.conf',
+    cpus: 96,
+    memKB: 1_915_071 * 1024,
+    memTolerancePct: 5,
+    ib: { ports: ports(8), rateGbps: 400 },
+    gpus: 8,
+    linkFlaps: LINK_FLAPS,
+    gdr: true,
+  },
 };
 
 /** The thresholds of a VM size, or undefined for a size AzNHC (and so this table) has none for. */

@@ -29,8 +29,7 @@ export interface ImageEvidenceRequest {
 
 /** What the registry said: the config's MPI evidence (none: the image names none), or why it could not be read. */
 export type ImageEvidenceAnswer =
-  | { read: true; digest: string; evidence?: MpiEvidence }
-  | { read: false; kind: 'notFound' | 'denied' | 'unreachable' | 'invalid'; message: string };
+  { read: true; digest: string; evidence?: MpiEvidence } | { read: false; kind: 'notFound' | 'denied' | 'unreachable' | 'invalid'; message: string };
 
 /** The first image's path in the spec (the one that runs the MPI program). */
 export const IMAGE_FIELD = 'container.images[0]';
@@ -63,28 +62,43 @@ export type ImageEvidenceOutcome =
   | { version?: string; note: string; evidence?: MpiEvidence };
 
 /** What the registry's answer means for a job of this spec (see the module comment). */
-export function imageEvidenceOutcome(spec: Pick<JobSpec, 'container' | 'mpi' | 'pool'>, request: ImageEvidenceRequest, answer: ImageEvidenceAnswer, vmSize: string): ImageEvidenceOutcome {
+export function imageEvidenceOutcome(
+  spec: Pick<JobSpec, 'container' | 'mpi' | 'pool'>,
+  request: ImageEvidenceRequest,
+  answer: ImageEvidenceAnswer,
+  vmSize: string,
+): ImageEvidenceOutcome {
   const runtime = spec.mpi.runtime;
   if (!answer.read) {
     if (answer.kind === 'notFound') return { fail: `${IMAGE_FIELD}: ${answer.message}` };
     const nodesHaveMore = request.registry?.identity === 'managed';
     if (answer.kind === 'denied' && !nodesHaveMore) {
-      return { fail: `${IMAGE_FIELD}: ${answer.message}; the nodes would pull with the same credentials (${request.registry ? 'container.registry' : 'anonymous: the spec declares no container.registry for this registry'}) and be refused the same way` };
+      return {
+        fail: `${IMAGE_FIELD}: ${answer.message}; the nodes would pull with the same credentials (${request.registry ? 'container.registry' : 'anonymous: the spec declares no container.registry for this registry'}) and be refused the same way`,
+      };
     }
     const why = answer.kind === 'denied' ? `${answer.message} (the nodes pull with the pool identity, which the app does not hold)` : answer.message;
-    return { note: `MPI generation not read from the image: ${why}; the job goes on with the default generation of ${runtime} (declare mpi.version to choose)` };
+    return {
+      note: `MPI generation not read from the image: ${why}; the job goes on with the default generation of ${runtime} (declare mpi.version to choose)`,
+    };
   }
   const ev = answer.evidence;
   const at = `image ${request.image} (${answer.digest})`;
   if (!ev) return { note: `${at} names no MPI in its labels or environment: the default generation of ${runtime} (declare mpi.version to choose)` };
   if (ev.runtime !== runtime) {
-    return { note: `${at}: its ${ev.evidence} says ${ev.runtime} ${ev.version}, but mpi.runtime is ${runtime}: the evidence is not used, the default generation of ${runtime} is (check mpi.runtime)`, evidence: ev };
+    return {
+      note: `${at}: its ${ev.evidence} says ${ev.runtime} ${ev.version}, but mpi.runtime is ${runtime}: the evidence is not used, the default generation of ${runtime} is (check mpi.runtime)`,
+      evidence: ev,
+    };
   }
   let reason: string;
   try {
     reason = presetChoice(runtime, undefined, spec.mpi.fabric, vmSize, ev).reason;
   } catch (err) {
-    return { note: `${at}: its ${ev.evidence} names ${runtime} ${ev.version}, which has no preset (${(err as Error).message}): the default generation of ${runtime} is used`, evidence: ev };
+    return {
+      note: `${at}: its ${ev.evidence} names ${runtime} ${ev.version}, which has no preset (${(err as Error).message}): the default generation of ${runtime} is used`,
+      evidence: ev,
+    };
   }
   return { version: ev.version, note: `MPI preset from ${at}: ${reason}`, evidence: ev };
 }

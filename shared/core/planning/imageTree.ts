@@ -160,15 +160,29 @@ function positiveInt(name: string, value: number): number {
 }
 
 function freshNode(holds: boolean): NodeTreeState {
-  return { holds, inFlight: null, attempts: 0, failures: 0, throttles: 0, redirects: 0, sourceLosses: 0, notBeforeMs: 0, avoid: [], lostBy: 0, badDigest: false };
+  return {
+    holds,
+    inFlight: null,
+    attempts: 0,
+    failures: 0,
+    throttles: 0,
+    redirects: 0,
+    sourceLosses: 0,
+    notBeforeMs: 0,
+    avoid: [],
+    lostBy: 0,
+    badDigest: false,
+  };
 }
 
 export function initTreePlan(options: TreePlanOptions): TreePlanState {
   const order = [...options.nodes];
   const holders = [...new Set(options.holders ?? [])];
   const all = [...order, ...holders];
-  if (all.some((n) => typeof n !== 'string' || n.length === 0)) throw new PlanningError('node ids must be non-empty strings', { nodes: options.nodes, holders });
-  if (new Set(all).size !== all.length) throw new PlanningError('node ids must be unique, and a holder is not a node to cover', { nodes: options.nodes, holders });
+  if (all.some((n) => typeof n !== 'string' || n.length === 0))
+    throw new PlanningError('node ids must be non-empty strings', { nodes: options.nodes, holders });
+  if (new Set(all).size !== all.length)
+    throw new PlanningError('node ids must be unique, and a holder is not a node to cover', { nodes: options.nodes, holders });
   const images = [...new Set(options.images)];
   if (options.pinnedDigests && options.pinnedDigests.length !== images.length) {
     throw new PlanningError('pinnedDigests must give one digest per image', { pinnedDigests: options.pinnedDigests, images });
@@ -397,7 +411,10 @@ function applyResult(state: TreePlanState, result: TransferResult, nowMs: number
         const bad = digests.findIndex((d, i) => d !== reference[i]);
         if (source.kind === 'registry') {
           // The registry itself served something else: the tag moved during the job. Copying on would mix images.
-          fail('digest', `image ${state.images[bad]} on node ${ranOn} has digest ${digests[bad]}, but other nodes pulled ${reference[bad]} from the registry: the tag changed while the job pulled it (pin the image by digest)`);
+          fail(
+            'digest',
+            `image ${state.images[bad]} on node ${ranOn} has digest ${digests[bad]}, but other nodes pulled ${reference[bad]} from the registry: the tag changed while the job pulled it (pin the image by digest)`,
+          );
         }
         outcome = 'failed';
         message = `image digest mismatch on node ${ranOn}: got ${digests[bad]} from ${from}, expected ${reference[bad]}`;
@@ -426,7 +443,10 @@ function applyResult(state: TreePlanState, result: TransferResult, nowMs: number
         updated.redirects++;
         updated.notBeforeMs = nowMs;
         if (updated.redirects > state.maxRedirects) {
-          fail('redirects', `transfer for node ${result.nodeId} ran on other nodes ${updated.redirects} times (last: ${ranOn}); node affinity is not being honoured`);
+          fail(
+            'redirects',
+            `transfer for node ${result.nodeId} ran on other nodes ${updated.redirects} times (last: ${ranOn}); node affinity is not being honoured`,
+          );
         }
       }
     }

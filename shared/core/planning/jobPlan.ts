@@ -111,10 +111,18 @@ export function planJob(jobId: string, spec: JobSpec): JobPlan {
       ...(spec.pool.network ? { network: spec.pool.network } : {}),
       ...(spec.scratch?.kind === 'beeond' ? { scratch: { kind: 'beeond' as const } } : {}),
       ...(mountRequests(spec).length
-        ? { mounts: mountRequests(spec), mountSasValidForMs: wallClockMs === undefined ? undefined : resizeTimeoutMs + wallClockMs * (1 + spec.limits.maxRetries) }
+        ? {
+            mounts: mountRequests(spec),
+            mountSasValidForMs: wallClockMs === undefined ? undefined : resizeTimeoutMs + wallClockMs * (1 + spec.limits.maxRetries),
+          }
         : {}),
       ...(spec.container.registry && spec.container.runtime !== 'none'
-        ? { registry: { server: spec.container.registry.server, identity: spec.container.registry.identity === 'managed' ? 'managed' as const : 'secret' as const } }
+        ? {
+            registry: {
+              server: spec.container.registry.server,
+              identity: spec.container.registry.identity === 'managed' ? ('managed' as const) : ('secret' as const),
+            },
+          }
         : {}),
     },
     deletePool: reusePool ? 'never' : spec.cleanup.deletePool,

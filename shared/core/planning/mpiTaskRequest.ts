@@ -71,11 +71,15 @@ const downloadedSifName = (index: number) => `mpijob-image-${index}.sif`;
  * How the pull task signs in to the job's private registry, if it names one: with the pool identity (the deployment's
  * client id; intake refuses `managed` without one) or with a secret that arrives in the task environment.
  */
-export function registryLoginFor(spec: JobSpec, poolIdentityClientId: string | undefined): { login?: RegistryLoginPlan; secretEnvironment: SecretEnvironmentRef[] } {
+export function registryLoginFor(
+  spec: JobSpec,
+  poolIdentityClientId: string | undefined,
+): { login?: RegistryLoginPlan; secretEnvironment: SecretEnvironmentRef[] } {
   const registry = spec.container.registry;
   if (!registry || spec.container.runtime === 'none') return { secretEnvironment: [] };
   if (registry.identity === 'managed') {
-    if (!poolIdentityClientId) throw new PlanningError('container.registry.identity "managed" needs a pool identity, and this deployment has none', { server: registry.server });
+    if (!poolIdentityClientId)
+      throw new PlanningError('container.registry.identity "managed" needs a pool identity, and this deployment has none', { server: registry.server });
     return { login: { kind: 'identity', server: registry.server, clientId: poolIdentityClientId }, secretEnvironment: [] };
   }
   return {
@@ -92,7 +96,12 @@ export interface PullTaskShape {
 }
 
 /** The registry pull of every image as strict-script lines (signed in to the job's private registry around them), with the SIF blobs' resource files. */
-function pullScript(jobId: string, spec: JobSpec, blobUrls: readonly string[], poolIdentityClientId: string | undefined): { lines: string[] } & Omit<PullTaskShape, 'commandLine'> {
+function pullScript(
+  jobId: string,
+  spec: JobSpec,
+  blobUrls: readonly string[],
+  poolIdentityClientId: string | undefined,
+): { lines: string[] } & Omit<PullTaskShape, 'commandLine'> {
   const runtime = spec.container.runtime;
   const { login, secretEnvironment } = registryLoginFor(spec, poolIdentityClientId);
   const resourceFiles: { httpUrl: string; filePath: string }[] = [];
@@ -131,23 +140,36 @@ export function transferImages(spec: JobSpec): TransferImages {
  * A seed of the image tree: the registry pull, then the digests of what the node holds (checked against `expected`
  * when known), recorded for the peers that copy from it and printed for the orchestrator (imageTransfer.ts).
  */
-export function seedPullTask(jobId: string, spec: JobSpec, blobUrls: readonly string[] = [], expected?: readonly string[], poolIdentityClientId?: string): PullTaskShape {
+export function seedPullTask(
+  jobId: string,
+  spec: JobSpec,
+  blobUrls: readonly string[] = [],
+  expected?: readonly string[],
+  poolIdentityClientId?: string,
+): PullTaskShape {
   const { lines, resourceFiles, secretEnvironment } = pullScript(jobId, spec, blobUrls, poolIdentityClientId);
   const script = seedScriptLines(sifCacheKeyFor(jobId), transferImages(spec), lines, expected);
   return { commandLine: bashCommandLine([GLUE_STRICT, ...script].join('; ')), resourceFiles, secretEnvironment };
 }
 
 /** A node of the image tree that copies every image from `source` over the cluster network (imageTransfer.ts). */
-export function peerCopyTask(jobId: string, spec: JobSpec, source: { nodeId: string; ipAddress: string }, expected?: readonly string[], turn?: number): PullTaskShape {
+export function peerCopyTask(
+  jobId: string,
+  spec: JobSpec,
+  source: { nodeId: string; ipAddress: string },
+  expected?: readonly string[],
+  turn?: number,
+): PullTaskShape {
   const script = peerCopyScriptLines({ jobKey: sifCacheKeyFor(jobId), images: transferImages(spec), source, expected, turn });
   return { commandLine: bashCommandLine([GLUE_STRICT, ...script].join('; ')), resourceFiles: [], secretEnvironment: [] };
 }
 
 /** The job release task: removes the job's containers (docker) or SIF files (singularity) on every node that ran part of the job. */
 export function releaseTaskCommand(jobId: string, spec: JobSpec): string {
-  const containers = spec.container.runtime === 'singularity'
-    ? bashCommandLine(sifCleanupLine(sifCacheKeyFor(jobId)))
-    : buildContainerCleanupCommand(spec.container.runtime === 'docker' ? [containerNameFor(jobId)] : []);
+  const containers =
+    spec.container.runtime === 'singularity'
+      ? bashCommandLine(sifCleanupLine(sifCacheKeyFor(jobId)))
+      : buildContainerCleanupCommand(spec.container.runtime === 'docker' ? [containerNameFor(jobId)] : []);
   // The shared scratch and the image tree's state (digests, locks: a reused pool would keep them) go first, never
   // failing: the exit code stays the container cleanup's verdict.
   const scratch = releaseScript(spec, jobId);
@@ -173,7 +195,11 @@ export function containerBinds(spec: JobSpec): BindMount[] {
 export function containerOptionsFor(spec: JobSpec): ContainerOptions {
   const o = spec.container.runOptions;
   const ulimits = o?.ulimits
-    ? Object.fromEntries(Object.entries(o.ulimits).filter(([, v]) => v !== undefined).map(([k, v]) => [k, v === 'unlimited' ? '-1' : String(v)]))
+    ? Object.fromEntries(
+        Object.entries(o.ulimits)
+          .filter(([, v]) => v !== undefined)
+          .map(([k, v]) => [k, v === 'unlimited' ? '-1' : String(v)]),
+      )
     : undefined;
   const binds = containerBinds(spec);
   return {
@@ -194,8 +220,13 @@ export function containerOptionsFor(spec: JobSpec): ContainerOptions {
 export function rankSetup(spec: JobSpec, jobId: string): { env: Record<string, string>; prefix: string } {
   // Secret references never reach the task environment settings: the master reads them (mpiTaskInput's secrets).
   const { [ARRAY_ENV.index]: arrayIndex, [ARRAY_ENV.param]: arrayParam, ...env } = plainEnv(spec);
-  const arrayExports = [[ARRAY_ENV.index, arrayIndex], [ARRAY_ENV.param, arrayParam]]
-    .filter(([, v]) => v !== undefined).map(([k, v]) => `export ${k}=${shellQuote(v as string)}; `).join('');
+  const arrayExports = [
+    [ARRAY_ENV.index, arrayIndex],
+    [ARRAY_ENV.param, arrayParam],
+  ]
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) => `export ${k}=${shellQuote(v as string)}; `)
+    .join('');
   return { env, prefix: `${rankEnvironmentPrefix(spec, jobId)}${arrayExports}` };
 }
 

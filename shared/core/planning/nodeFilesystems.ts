@@ -97,7 +97,9 @@ export function nodeFilesystemSetup(mounts: readonly MountRequest[], scratch?: {
  */
 export function beeondInstall(): string[] {
   const repo = `https://www.beegfs.io/release/beegfs_${BEEGFS_RELEASE}`;
-  const missing = shellQuote('[mpijob] scratch.kind beeond: this node image has no beeond and neither apt-get nor dnf to install it: use an image with BeeOND (Ubuntu or AlmaLinux HPC) or scratch.kind masterNfs');
+  const missing = shellQuote(
+    '[mpijob] scratch.kind beeond: this node image has no beeond and neither apt-get nor dnf to install it: use an image with BeeOND (Ubuntu or AlmaLinux HPC) or scratch.kind masterNfs',
+  );
   return [
     'if ! command -v beeond >/dev/null 2>&1; then',
     '  . /etc/os-release',

@@ -127,7 +127,10 @@ const NODE_ROOT = '$AZ_BATCH_NODE_ROOT_DIR/';
  * upload task runs only after the MPI task ended and uploads only when it succeeds (its conditions are taskSuccess),
  * so every match of its patterns is due. Same naming rules as the master's.
  */
-export function expectedNodeUploads(outputFiles: readonly Pick<OutputsPlan['master'][number], 'filePattern' | 'path'>[], files: readonly TaskFile[]): ExpectedUploads {
+export function expectedNodeUploads(
+  outputFiles: readonly Pick<OutputsPlan['master'][number], 'filePattern' | 'path'>[],
+  files: readonly TaskFile[],
+): ExpectedUploads {
   const present = presentFiles(files);
   const names = new Set<string>();
   const unchecked: string[] = [];

@@ -79,9 +79,7 @@ export interface AccountVerdict {
   localStaging: number;
 }
 
-export type Placement =
-  | { account: string; reason: string; verdicts: AccountVerdict[] }
-  | { account?: undefined; reason: string; verdicts: AccountVerdict[] };
+export type Placement = { account: string; reason: string; verdicts: AccountVerdict[] } | { account?: undefined; reason: string; verdicts: AccountVerdict[] };
 
 export const EMPTY_LOAD: AccountLoad = { familyCores: new Map(), totalCores: 0, lowPriorityCores: 0, jobs: 0 };
 
@@ -92,7 +90,8 @@ export function quotaBlock(acc: PlacementAccount, load: AccountLoad, job: Placem
   const familyQuota = acc.coreQuota.families[job.family];
   const fam = load.familyCores.get(job.family) ?? 0;
   if (over(fam, job.cores, familyQuota)) return `${job.family}: ${fam} of ${familyQuota} cores in use, the job needs ${job.cores}`;
-  if (over(load.totalCores, job.cores, acc.coreQuota.total)) return `account cores: ${load.totalCores} of ${acc.coreQuota.total} in use, the job needs ${job.cores}`;
+  if (over(load.totalCores, job.cores, acc.coreQuota.total))
+    return `account cores: ${load.totalCores} of ${acc.coreQuota.total} in use, the job needs ${job.cores}`;
   return undefined;
 }
 
@@ -128,12 +127,14 @@ export function verdictOf(acc: PlacementAccount, load: AccountLoad, job: Placeme
 function compare(a: AccountVerdict & { index: number }, b: AccountVerdict & { index: number }): number {
   const bool = (x: boolean | undefined, y: boolean | undefined) => (x === y ? 0 : x ? -1 : 1);
   const priceOf = (v: AccountVerdict) => v.pricePerNodeHour ?? Number.POSITIVE_INFINITY;
-  return bool(a.withinBudget, b.withinBudget)
-    || bool(a.spotFree, b.spotFree)
-    || a.jobs - b.jobs
-    || (priceOf(a) === priceOf(b) ? 0 : priceOf(a) < priceOf(b) ? -1 : 1)
-    || b.localStaging - a.localStaging
-    || a.index - b.index;
+  return (
+    bool(a.withinBudget, b.withinBudget) ||
+    bool(a.spotFree, b.spotFree) ||
+    a.jobs - b.jobs ||
+    (priceOf(a) === priceOf(b) ? 0 : priceOf(a) < priceOf(b) ? -1 : 1) ||
+    b.localStaging - a.localStaging ||
+    a.index - b.index
+  );
 }
 
 function why(chosen: AccountVerdict, others: AccountVerdict[]): string {
@@ -153,12 +154,22 @@ function why(chosen: AccountVerdict, others: AccountVerdict[]): string {
  */
 export function placeJob(accounts: readonly PlacementAccount[], loads: ReadonlyMap<string, AccountLoad>, job: PlacementJob): Placement {
   const verdicts = accounts.map((acc) => verdictOf(acc, loads.get(acc.name) ?? EMPTY_LOAD, job));
-  const candidates = verdicts.map((v, index) => ({ ...v, index })).filter((v) => !v.blocked).sort(compare);
+  const candidates = verdicts
+    .map((v, index) => ({ ...v, index }))
+    .filter((v) => !v.blocked)
+    .sort(compare);
   if (!candidates.length) {
     return { reason: `no Batch account has the quota free now: ${verdicts.map((v) => `${v.account}: ${v.blocked}`).join('; ')}`, verdicts };
   }
   const { index: _i, ...chosen } = candidates[0];
-  return { account: chosen.account, reason: why(chosen, verdicts.filter((v) => v.account !== chosen.account)), verdicts };
+  return {
+    account: chosen.account,
+    reason: why(
+      chosen,
+      verdicts.filter((v) => v.account !== chosen.account),
+    ),
+    verdicts,
+  };
 }
 
 /** Why the job could not fit any account even with nothing of ours running there, or undefined. */

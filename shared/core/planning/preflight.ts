@@ -20,7 +20,6 @@ import { healthPlan, healthProblem, judgeHealth, parseHealthLine, type HealthLin
 import { healthProbeArgs, hostHealthScript } from '../mpi/healthProbe';
 import type { PreflightFailureRun } from './failureExplain';
 
-
 /**
  * What every node must have before MPI starts, beyond free disk: the pool's mounts, as `mount:<name>` (each node
  * resolves it under its own `$AZ_BATCH_NODE_MOUNTS_DIR` and lists it within 10 s, so a mount that is missing or hangs,
@@ -57,7 +56,8 @@ export interface PreflightThresholds {
  */
 export function preflightThresholds(spec: JobSpec, vmSize: string, fabricDefaults = true, healthChecks: readonly string[] = []): PreflightThresholds {
   const p = spec.preflight;
-  const defaults: { maxLatencyUs?: number; minBandwidthMBps?: number } = fabricDefaults && resolveFabric(spec.mpi.fabric, vmSize) === 'rdma' ? PINGPONG_DEFAULTS.rdma : {};
+  const defaults: { maxLatencyUs?: number; minBandwidthMBps?: number } =
+    fabricDefaults && resolveFabric(spec.mpi.fabric, vmSize) === 'rdma' ? PINGPONG_DEFAULTS.rdma : {};
   const maxLatencyUs = p.pingPong.maxLatencyUs ?? defaults.maxLatencyUs;
   const minBandwidthMBps = p.pingPong.minBandwidthMBps ?? defaults.minBandwidthMBps;
   return {
@@ -95,7 +95,15 @@ export function preflightTaskId(attempt: number, round: number): string {
  * Singularity job's launcher runs on the host, so its check does too (the ping-pong is compiled against the host's
  * MPI, not the image's). A custom launcher cannot be run for a check: the managed launcher of the same runtime is.
  */
-export function preflightTaskRequest(plan: JobPlan, spec: JobSpec, nodes: { id: string }[], batchJobId: string, taskId: string, urls: MpiTaskUrls = { commonResourceFiles: [] }, healthChecks: readonly string[] = []): MpiTaskRequest {
+export function preflightTaskRequest(
+  plan: JobPlan,
+  spec: JobSpec,
+  nodes: { id: string }[],
+  batchJobId: string,
+  taskId: string,
+  urls: MpiTaskUrls = { commonResourceFiles: [] },
+  healthChecks: readonly string[] = [],
+): MpiTaskRequest {
   const docker = spec.container.runtime === 'docker';
   const managed = spec.mpi.launcher.mode === 'managed';
   const vmSize = spec.pool.vmSize ?? plan.poolCreate.vmSize;
@@ -288,7 +296,11 @@ export function evaluatePreflight(run: PreflightRun, nodes: readonly { id: strin
     }
     f.sshMs = probe.ms;
     if (probe.rc !== 0) {
-      f.problems.push(probe.rc === 124 ? `no answer on the launcher's ssh port within ${th.maxSshMs} ms` : `unreachable on the launcher's ssh port (exit ${probe.rc}${probe.message ? `: ${probe.message}` : ''})`);
+      f.problems.push(
+        probe.rc === 124
+          ? `no answer on the launcher's ssh port within ${th.maxSshMs} ms`
+          : `unreachable on the launcher's ssh port (exit ${probe.rc}${probe.message ? `: ${probe.message}` : ''})`,
+      );
     } else if (probe.via === 'ssh' && probe.ms > th.maxSshMs) {
       f.problems.push(`ssh round trip ${probe.ms} ms > ${th.maxSshMs} ms`);
     }
@@ -297,7 +309,8 @@ export function evaluatePreflight(run: PreflightRun, nodes: readonly { id: strin
       if (th.minFreeMB > 0 && probe.freeKB < th.minFreeMB * 1024) f.problems.push(`free disk ${f.freeGB} GB < ${round1(th.minFreeMB / 1024)} GB`);
     }
     for (const p of probe.missing) f.problems.push(`missing ${p}`);
-    if (probe.rc === 0 && report.copyFailed?.includes(n.ipAddress)) f.problems.push("the ping-pong program could not be copied to it over the launcher's ssh port");
+    if (probe.rc === 0 && report.copyFailed?.includes(n.ipAddress))
+      f.problems.push("the ping-pong program could not be copied to it over the launcher's ssh port");
     if (probe.rc === 0 && th.health?.checks.length) {
       f.health = judgeHealth(probe.health ?? [], th.health);
       for (const r of f.health) if (!r.ok) f.problems.push(healthProblem(r));
@@ -307,8 +320,11 @@ export function evaluatePreflight(run: PreflightRun, nodes: readonly { id: strin
   // Ping-pong: a pair is slow past either threshold; a node is slow when all of its pairs are.
   const { maxLatencyUs, minBandwidthMBps } = th.pingPong;
   const judged = maxLatencyUs !== undefined || minBandwidthMBps !== undefined;
-  const slow = (p: PingPongPair) => (maxLatencyUs !== undefined && p.latencyUs > maxLatencyUs) || (minBandwidthMBps !== undefined && p.bandwidthMBps < minBandwidthMBps);
-  const limits = [maxLatencyUs !== undefined ? `latency ${maxLatencyUs} µs` : '', minBandwidthMBps !== undefined ? `bandwidth ${minBandwidthMBps} MB/s` : ''].filter(Boolean).join(', ');
+  const slow = (p: PingPongPair) =>
+    (maxLatencyUs !== undefined && p.latencyUs > maxLatencyUs) || (minBandwidthMBps !== undefined && p.bandwidthMBps < minBandwidthMBps);
+  const limits = [maxLatencyUs !== undefined ? `latency ${maxLatencyUs} µs` : '', minBandwidthMBps !== undefined ? `bandwidth ${minBandwidthMBps} MB/s` : '']
+    .filter(Boolean)
+    .join(', ');
   let pingPong: string;
   let unattributed: string | undefined;
   const expected = th.pingPong.enabled && (report.ranks?.length ?? 0) >= 2;
@@ -331,7 +347,9 @@ export function evaluatePreflight(run: PreflightRun, nodes: readonly { id: strin
     } else {
       for (const ip of slowIps) {
         const f = figures[idByIp.get(ip) as string];
-        f.problems.push(`slow fabric: latency ${f.latencyUs} µs, bandwidth ${f.bandwidthMBps} MB/s (thresholds: ${limits})${pairsOf.size === 2 ? '; with two nodes the slow pair cannot be pinned on one' : ''}`);
+        f.problems.push(
+          `slow fabric: latency ${f.latencyUs} µs, bandwidth ${f.bandwidthMBps} MB/s (thresholds: ${limits})${pairsOf.size === 2 ? '; with two nodes the slow pair cannot be pinned on one' : ''}`,
+        );
       }
     }
   } else if (!th.pingPong.enabled) {
@@ -354,7 +372,9 @@ export function evaluatePreflight(run: PreflightRun, nodes: readonly { id: strin
       : `the check printed nothing (task exit ${run.exitCode ?? 'unknown'}${run.failure ? `: ${run.failure}` : ''})`;
     // Its first step is the job's pre-execution command: a job whose command needs what its coordination command
     // built (or does the job's work) fails here, and the spec can say so.
-    if (th.runsPreExecution) unattributed += '; the job\'s mpi.preExecutionCommand ran first: if it does the job\'s work rather than set up its environment, set preflight.runPreExecutionCommand: false';
+    if (th.runsPreExecution)
+      unattributed +=
+        "; the job's mpi.preExecutionCommand ran first: if it does the job's work rather than set up its environment, set preflight.runPreExecutionCommand: false";
   }
   const outliers = nodes.map((n) => n.id).filter((id) => figures[id].problems.length > 0);
   for (const id of outliers) figures[id].ok = false;
@@ -363,6 +383,11 @@ export function evaluatePreflight(run: PreflightRun, nodes: readonly { id: strin
 
 /** The last two non-empty lines of a stderr tail (the failing command's message and the wrapper's status line), or undefined. */
 function lastLine(tail: string | undefined): string | undefined {
-  const lines = (tail ?? '').split('\n').map((l) => l.trim()).filter(Boolean).slice(-2).join(' / ');
+  const lines = (tail ?? '')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .slice(-2)
+    .join(' / ');
   return lines === '' ? undefined : lines.length > 400 ? `${lines.slice(0, 400)}…` : lines;
 }

@@ -76,7 +76,11 @@ export function decideProvisionStep(obs: PoolObservation, policy: ProvisionPolic
 
   if (broken.length > 0 && policy.owned) {
     if (progress.replacements + broken.length > policy.maxReplacements) {
-      return settleShort(ready, policy, `${progress.replacements + broken.length} nodes failed (${describe(broken)}), more than the ${policy.maxReplacements} replacements allowed${whyBroken(broken)}`);
+      return settleShort(
+        ready,
+        policy,
+        `${progress.replacements + broken.length} nodes failed (${describe(broken)}), more than the ${policy.maxReplacements} replacements allowed${whyBroken(broken)}`,
+      );
     }
     return { kind: 'removeNodes', nodeIds: broken.map((n) => n.id), reason: `replacing ${describe(broken)}${whyBroken(broken)}` };
   }
@@ -99,19 +103,26 @@ export function decideProvisionStep(obs: PoolObservation, policy: ProvisionPolic
   // Removing nodes lowers the pool's target; ask for the difference back once Batch is steady again.
   // With a Spot split, the two targets count together, and Spot nodes beyond the split (after a fallback) go.
   const lowTarget = obs.targetLowPriorityNodes ?? 0;
-  if (policy.owned && steady && (obs.targetDedicatedNodes + lowTarget < policy.target || (policy.lowPriority !== undefined && lowTarget > policy.lowPriority))) return resizeTo(policy);
+  if (policy.owned && steady && (obs.targetDedicatedNodes + lowTarget < policy.target || (policy.lowPriority !== undefined && lowTarget > policy.lowPriority)))
+    return resizeTo(policy);
   if (!policy.owned && broken.length > 0 && obs.nodes.length - broken.length < policy.target) {
     return settleShort(ready, policy, `reused pool has broken nodes (${describe(broken)}) and too few others`);
   }
   const usable = obs.nodes.filter((n) => !BROKEN.has(n.state) && !excluded.has(n.id)).length;
   if (!policy.owned && excluded.size > 0 && usable < policy.target) {
-    return settleShort(ready, policy, `reused pool has too few nodes besides the ${excluded.size} left out (${[...excluded].join(', ')}): ${usable} of ${policy.target} needed`);
+    return settleShort(
+      ready,
+      policy,
+      `reused pool has too few nodes besides the ${excluded.size} left out (${[...excluded].join(', ')}): ${usable} of ${policy.target} needed`,
+    );
   }
   return { kind: 'wait', ready: ready.length };
 }
 
 function resizeTo(policy: ProvisionPolicy): ProvisionStep {
-  return policy.lowPriority === undefined ? { kind: 'resize', target: policy.target } : { kind: 'resize', target: policy.target, lowPriority: Math.min(policy.target, policy.lowPriority) };
+  return policy.lowPriority === undefined
+    ? { kind: 'resize', target: policy.target }
+    : { kind: 'resize', target: policy.target, lowPriority: Math.min(policy.target, policy.lowPriority) };
 }
 
 /** When allocation cannot reach the target: run on what is there if the job allows it, else fail. */

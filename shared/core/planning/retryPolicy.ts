@@ -26,9 +26,7 @@ export function retryPolicyFor(spec: Pick<JobSpec, 'retry'>): RetryPolicy {
   };
 }
 
-export type RetryDecision =
-  | { retry: true; delayMs: number; reason: string }
-  | { retry: false; reason: string };
+export type RetryDecision = { retry: true; delayMs: number; reason: string } | { retry: false; reason: string };
 
 /** The wait before attempt `next` (2, 3, …): initial, doubled per attempt, capped. Not jittered: one job, one pool. */
 export function retryDelayMs(policy: RetryPolicy, next: number): number {
@@ -52,7 +50,11 @@ export function decideRetry(policy: RetryPolicy, attempt: number, verdict: Extra
     return { retry: false, reason: policy.maxAttempts === 1 ? 'retry.maxAttempts is 1 (no retry)' : `no attempts left (${attempt} of ${policy.maxAttempts})` };
   }
   const delayMs = retryDelayMs(policy, attempt + 1);
-  return { retry: true, delayMs, reason: `${verdict.failureClass} is retried: attempt ${attempt + 1} of ${policy.maxAttempts} in ${Math.round(delayMs / 1000)} s` };
+  return {
+    retry: true,
+    delayMs,
+    reason: `${verdict.failureClass} is retried: attempt ${attempt + 1} of ${policy.maxAttempts} in ${Math.round(delayMs / 1000)} s`,
+  };
 }
 
 function notRetriedBecause(v: Extract<AttemptVerdict, { outcome: 'failed' }>): string {

@@ -110,10 +110,11 @@ export function resolveShardPlanOptions(options: ShardPlanOptions): ResolvedShar
     });
   }
   if (!isWholeNumber(recordAlignment) || recordAlignment < 1 || recordAlignment > Math.max(1, maxBytes - minBytes)) {
-    throw new PlanningError(
-      `recordAlignment must be a whole number in [1, maxBytes - minBytes] so a split shard can stay within range`,
-      { recordAlignment, minBytes, maxBytes },
-    );
+    throw new PlanningError(`recordAlignment must be a whole number in [1, maxBytes - minBytes] so a split shard can stay within range`, {
+      recordAlignment,
+      minBytes,
+      maxBytes,
+    });
   }
   if (accounts.length === 0 || accounts.some((a) => typeof a !== 'string' || a.length === 0)) {
     throw new PlanningError('at least one non-empty staging account name is required', {
@@ -305,10 +306,7 @@ export function planShards(listing: readonly ListedBlob[], options: ShardPlanOpt
     byAccount[account] += d.bytes;
     byNode[String(node)].push(id);
     for (const p of d.parts) {
-      digestState = fnv1a32(
-        `${id}|${account}|${p.source.account}/${p.source.container}/${p.source.name}|${p.offset}|${p.length}|${p.etag ?? ''}`,
-        digestState,
-      );
+      digestState = fnv1a32(`${id}|${account}|${p.source.account}/${p.source.container}/${p.source.name}|${p.offset}|${p.length}|${p.etag ?? ''}`, digestState);
     }
     return {
       id,

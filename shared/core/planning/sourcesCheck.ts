@@ -32,15 +32,20 @@ export interface SourceMiss {
  */
 export function sourceChecks(spec: JobSpec): SourceCheck[] {
   const checks: SourceCheck[] = [];
-  spec.data.inputs.forEach((i, n) => checks.push({ path: `data.inputs[${n}].prefix`, account: i.account, container: i.container, kind: 'prefix', name: i.prefix }));
+  spec.data.inputs.forEach((i, n) =>
+    checks.push({ path: `data.inputs[${n}].prefix`, account: i.account, container: i.container, kind: 'prefix', name: i.prefix }),
+  );
   (spec.files ?? []).forEach((f, n) => {
     if (f.account === undefined || f.container === undefined) return;
     if (f.blob !== undefined) checks.push({ path: `files[${n}].blob`, account: f.account, container: f.container, kind: 'blob', name: f.blob });
     else if (f.prefix !== undefined) checks.push({ path: `files[${n}].prefix`, account: f.account, container: f.container, kind: 'prefix', name: f.prefix });
   });
-  (spec.pool.startTask?.resourceFiles ?? []).forEach((f, n) => checks.push({ path: `pool.startTask.resourceFiles[${n}].blob`, account: f.account, container: f.container, kind: 'blob', name: f.blob }));
+  (spec.pool.startTask?.resourceFiles ?? []).forEach((f, n) =>
+    checks.push({ path: `pool.startTask.resourceFiles[${n}].blob`, account: f.account, container: f.container, kind: 'blob', name: f.blob }),
+  );
   spec.container.images.forEach((img, n) => {
-    if (typeof img !== 'string') checks.push({ path: `container.images[${n}].blob`, account: img.account, container: img.container, kind: 'blob', name: img.blob });
+    if (typeof img !== 'string')
+      checks.push({ path: `container.images[${n}].blob`, account: img.account, container: img.container, kind: 'blob', name: img.blob });
   });
   return checks;
 }

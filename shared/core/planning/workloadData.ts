@@ -128,11 +128,19 @@ export function outputsPlan(spec: JobSpec, jobId: string): OutputsPlan | undefin
       master.push({ filePattern: f.pattern, path: destinationFor(`${prefix}/workdir`, f.pattern), uploadCondition: condition(o.when) });
     } else if (f.from === 'scratch' && scratch) {
       // Batch expands $VAR in filePattern from the task's environment: the master's scratch, the same on every node.
-      master.push({ filePattern: `${scratchDirExpression(scratch)}/${f.pattern}`, path: destinationFor(`${prefix}/scratch`, f.pattern), uploadCondition: condition(o.when) });
+      master.push({
+        filePattern: `${scratchDirExpression(scratch)}/${f.pattern}`,
+        path: destinationFor(`${prefix}/scratch`, f.pattern),
+        uploadCondition: condition(o.when),
+      });
     } else if (f.from === 'mount' && f.mount) {
       // Read through the Batch mount directory (the same files as the fixed path): Batch expands the variable, and the
       // blobs go under the prefix like every other output (the submitter's data area, checked at intake).
-      master.push({ filePattern: `$AZ_BATCH_NODE_MOUNTS_DIR/${f.mount}/${f.pattern}`, path: destinationFor(`${prefix}/mounts/${f.mount}`, f.pattern), uploadCondition: condition(o.when) });
+      master.push({
+        filePattern: `$AZ_BATCH_NODE_MOUNTS_DIR/${f.mount}/${f.pattern}`,
+        path: destinationFor(`${prefix}/mounts/${f.mount}`, f.pattern),
+        uploadCondition: condition(o.when),
+      });
     }
   }
   if (o.logs) {

@@ -145,17 +145,24 @@ const over = (used: number, want: number, limit: number | undefined) => limit !=
 export function fitsNow(limits: AdmissionLimits, u: Usage, job: WaitingJob): Check {
   const familyQuota = limits.coreQuota.families[job.family];
   const fam = u.familyCores.get(job.family) ?? 0;
-  if (over(fam, job.cores, familyQuota)) return { ok: false, shared: true, reason: `${job.family}: ${fam} of ${familyQuota} cores in use, the job needs ${job.cores}` };
-  if (over(u.totalCores, job.cores, limits.coreQuota.total)) return { ok: false, shared: true, reason: `account cores: ${u.totalCores} of ${limits.coreQuota.total} in use, the job needs ${job.cores}` };
+  if (over(fam, job.cores, familyQuota))
+    return { ok: false, shared: true, reason: `${job.family}: ${fam} of ${familyQuota} cores in use, the job needs ${job.cores}` };
+  if (over(u.totalCores, job.cores, limits.coreQuota.total))
+    return { ok: false, shared: true, reason: `account cores: ${u.totalCores} of ${limits.coreQuota.total} in use, the job needs ${job.cores}` };
   if (over(u.pools, job.pools, limits.maxPools)) return { ok: false, shared: true, reason: `pools: ${u.pools} of ${limits.maxPools} in use` };
-  if (over(u.nodes, job.nodes, limits.maxNodes)) return { ok: false, shared: true, reason: `nodes: ${u.nodes} of ${limits.maxNodes} in use, the job needs ${job.nodes}` };
+  if (over(u.nodes, job.nodes, limits.maxNodes))
+    return { ok: false, shared: true, reason: `nodes: ${u.nodes} of ${limits.maxNodes} in use, the job needs ${job.nodes}` };
   const owner = u.owners.get(job.owner) ?? { nodes: 0, cores: 0 };
-  if (over(owner.nodes, job.nodes, limits.ownerMaxNodes)) return { ok: false, shared: false, reason: `owner ${job.owner}: ${owner.nodes} of ${limits.ownerMaxNodes} nodes in use` };
-  if (over(owner.cores, job.cores, limits.ownerMaxCores)) return { ok: false, shared: false, reason: `owner ${job.owner}: ${owner.cores} of ${limits.ownerMaxCores} cores in use` };
+  if (over(owner.nodes, job.nodes, limits.ownerMaxNodes))
+    return { ok: false, shared: false, reason: `owner ${job.owner}: ${owner.nodes} of ${limits.ownerMaxNodes} nodes in use` };
+  if (over(owner.cores, job.cores, limits.ownerMaxCores))
+    return { ok: false, shared: false, reason: `owner ${job.owner}: ${owner.cores} of ${limits.ownerMaxCores} cores in use` };
   const queue = limits.queues.find((q) => q.name === job.queue);
   const q = u.queues.get(job.queue) ?? { nodes: 0, cores: 0 };
-  if (over(q.nodes, job.nodes, queue?.maxNodes)) return { ok: false, shared: false, reason: `queue ${job.queue}: ${q.nodes} of ${queue?.maxNodes} nodes in use` };
-  if (over(q.cores, job.cores, queue?.maxCores)) return { ok: false, shared: false, reason: `queue ${job.queue}: ${q.cores} of ${queue?.maxCores} cores in use` };
+  if (over(q.nodes, job.nodes, queue?.maxNodes))
+    return { ok: false, shared: false, reason: `queue ${job.queue}: ${q.nodes} of ${queue?.maxNodes} nodes in use` };
+  if (over(q.cores, job.cores, queue?.maxCores))
+    return { ok: false, shared: false, reason: `queue ${job.queue}: ${q.cores} of ${queue?.maxCores} cores in use` };
   return { ok: true };
 }
 
@@ -187,7 +194,10 @@ export function neverFits(limits: AdmissionLimits, job: Pick<WaitingJob, 'family
 export function compareWaiting(limits: Pick<AdmissionLimits, 'queues'>): (a: WaitingJob, b: WaitingJob) => number {
   const qp = (name: string) => limits.queues.find((q) => q.name === name)?.priority ?? Number.NEGATIVE_INFINITY;
   return (a, b) =>
-    qp(b.queue) - qp(a.queue) || b.priority - a.priority || (a.order < b.order ? -1 : a.order > b.order ? 1 : 0) || (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0);
+    qp(b.queue) - qp(a.queue) ||
+    b.priority - a.priority ||
+    (a.order < b.order ? -1 : a.order > b.order ? 1 : 0) ||
+    (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0);
 }
 
 export function queueOrder(limits: Pick<AdmissionLimits, 'queues'>, waiting: readonly WaitingJob[]): WaitingJob[] {
@@ -232,8 +242,10 @@ export function decideAdmission(
       continue;
     }
     // A job on an existing pool runs where that pool is: the home account (pool.poolId names a pool there).
-    const placement = !accounts ? undefined
-      : job.pools === 0 ? { account: accounts[0].name, reason: `placed on ${accounts[0].name}: the job runs on an existing pool of the home account` }
+    const placement = !accounts
+      ? undefined
+      : job.pools === 0
+        ? { account: accounts[0].name, reason: `placed on ${accounts[0].name}: the job runs on an existing pool of the home account` }
         : placeJob(accounts, loads, placementJob(job));
     if (placement && placement.account === undefined) {
       blocked.push(job);

@@ -19,7 +19,9 @@ function recorded(job: JobRecord): ArraySummary | undefined {
 }
 
 function describe(s: ArraySummary): string {
-  return Object.entries(s.counts).map(([state, n]) => `${n} ${state}`).join(', ');
+  return Object.entries(s.counts)
+    .map(([state, n]) => `${n} ${state}`)
+    .join(', ');
 }
 
 /** Reads the array's jobs and moves its row to their summary. Returns the row as written (undefined: not an array). */
@@ -35,9 +37,18 @@ export async function refreshArrayRow(store: JobStore, arrayId: string): Promise
   for (const step of pathTo(row.state, summary.state)) {
     const failed = children.filter((c) => c?.state === 'Failed').map((c) => c!.id);
     const reason = isTerminal(step) ? `all ${summary.size} jobs of the array ended: ${describe(summary)}` : `jobs of the array: ${describe(summary)}`;
-    const patch = step === 'Failed'
-      ? { stage: step, error: { code: 'ArrayJobFailed', message: `${failed.length} of ${summary.size} jobs failed: ${failed.slice(0, 10).join(', ')}${failed.length > 10 ? ', …' : ''}` } }
-      : step === 'Cancelled' ? { stage: step, error: { code: 'Cancelled', message: reason } } : { stage: step };
+    const patch =
+      step === 'Failed'
+        ? {
+            stage: step,
+            error: {
+              code: 'ArrayJobFailed',
+              message: `${failed.length} of ${summary.size} jobs failed: ${failed.slice(0, 10).join(', ')}${failed.length > 10 ? ', …' : ''}`,
+            },
+          }
+        : step === 'Cancelled'
+          ? { stage: step, error: { code: 'Cancelled', message: reason } }
+          : { stage: step };
     const moved = await store.advance(arrayId, step, reason, patch);
     current = moved.job;
     if (moved.stale || isPast(current.state, summary.state)) break;

@@ -41,7 +41,12 @@ export function expandArray(arrayId: string, spec: JobSpec): { ok: true; childre
   const children: ArrayChild[] = [];
   for (const [index, value] of arrayValues(spec.array).entries()) {
     const id = childId(arrayId, index);
-    const child = { ...rest, id, mpi: { ...rest.mpi, env: { ...rest.mpi.env, [ARRAY_ENV.index]: String(index), [ARRAY_ENV.param]: String(value) } }, ...childOutputs(rest.outputs, arrayId, id) };
+    const child = {
+      ...rest,
+      id,
+      mpi: { ...rest.mpi, env: { ...rest.mpi.env, [ARRAY_ENV.index]: String(index), [ARRAY_ENV.param]: String(value) } },
+      ...childOutputs(rest.outputs, arrayId, id),
+    };
     const checked = validateJobSpec(child);
     if (!checked.ok) return { ok: false, errors: checked.errors.map((e) => ({ ...e, message: `in the array's job ${id}: ${e.message}` })) };
     children.push({ id, index, spec: checked.spec });

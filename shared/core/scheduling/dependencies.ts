@@ -26,7 +26,10 @@ export function dependencyStatus(spec: JobSpec, parents: ReadonlyMap<string, Job
     if (dep.condition === 'succeeded' && parent.state !== 'Succeeded') {
       // The parent's first line (its error may go on with a stderr tail, shared/core/planning/failureExplain.ts).
       const why = parent.error?.message ? `: ${parent.error.message.split('\n')[0]}` : '';
-      return { state: 'impossible', reason: `dependency ${dep.job} ended ${parent.state}${why.length > 300 ? `${why.slice(0, 300)}…` : why} (this job needed it to succeed)` };
+      return {
+        state: 'impossible',
+        reason: `dependency ${dep.job} ended ${parent.state}${why.length > 300 ? `${why.slice(0, 300)}…` : why} (this job needed it to succeed)`,
+      };
     }
   }
   return pending.length ? { state: 'pending', pending } : { state: 'met' };
@@ -50,7 +53,8 @@ export async function checkDependencies(
   const parents = await Promise.all(deps.map((d) => lookup(d.job)));
   deps.forEach((d, i) => {
     const p = parents[i];
-    if (!p || p.owner !== owner) errors.push({ path: `dependsOn[${i}].job`, message: `no job ${d.job}: a job can only depend on existing jobs of its own owner` });
+    if (!p || p.owner !== owner)
+      errors.push({ path: `dependsOn[${i}].job`, message: `no job ${d.job}: a job can only depend on existing jobs of its own owner` });
   });
   if (errors.length) return errors;
   // Walk the ancestors: finding the new job's id among them would close a cycle.
@@ -66,7 +70,10 @@ export async function checkDependencies(
     if (seen.has(id)) continue;
     seen.add(id);
     if (seen.size > MAX_DEPENDENCY_WALK) {
-      errors.push({ path: 'dependsOn', message: `the jobs this job depends on have more than ${MAX_DEPENDENCY_WALK} ancestors; refusing a dependency graph this deep` });
+      errors.push({
+        path: 'dependsOn',
+        message: `the jobs this job depends on have more than ${MAX_DEPENDENCY_WALK} ancestors; refusing a dependency graph this deep`,
+      });
       break;
     }
     const row = rows.has(id) ? rows.get(id) : await lookup(id);

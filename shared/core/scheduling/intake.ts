@@ -21,7 +21,13 @@ export interface SchedulingPolicy {
 }
 
 /** The queue must be one of the deployment's; the parents must exist, be the owner's, and not close a cycle. */
-export async function checkScheduling(store: Pick<JobStore, 'get'>, policy: SchedulingPolicy, jobId: string, spec: JobSpec, owner: string): Promise<SpecError[]> {
+export async function checkScheduling(
+  store: Pick<JobStore, 'get'>,
+  policy: SchedulingPolicy,
+  jobId: string,
+  spec: JobSpec,
+  owner: string,
+): Promise<SpecError[]> {
   const errors: SpecError[] = [];
   const queue = spec.queue ?? DEFAULT_QUEUE;
   if (!policy.queues.includes(queue)) errors.push({ path: 'queue', message: `no queue "${queue}" on this deployment (queues: ${policy.queues.join(', ')})` });
@@ -52,7 +58,15 @@ export async function planArray(store: Pick<JobStore, 'get'>, arrayId: string, s
     });
   }
   if (clashes.length) {
-    return { ok: false, errors: [{ path: 'id', message: `the array's job ids would be taken: ${clashes.slice(0, 5).join(', ')}${clashes.length > 5 ? ', …' : ''} already exist (an array's jobs are "<id>-<index>")` }] };
+    return {
+      ok: false,
+      errors: [
+        {
+          path: 'id',
+          message: `the array's job ids would be taken: ${clashes.slice(0, 5).join(', ')}${clashes.length > 5 ? ', …' : ''} already exist (an array's jobs are "<id>-<index>")`,
+        },
+      ],
+    };
   }
   return expanded;
 }
@@ -76,17 +90,23 @@ export async function startArray(
   if (array.state !== 'Submitted') return 'exists';
   let started = false;
   for (let i = 0; i < children.length; i += 8) {
-    await Promise.all(children.slice(i, i + 8).map(async (c) => {
-      const { created, job } = await store.createIfAbsent({
-        id: c.id, spec: c.spec, specHash: specHash(c.spec), owner: array.owner, ...(array.dataArea !== undefined ? { dataArea: array.dataArea } : {}),
-        // The array's pool right (pool.poolId) is each of its jobs' own: the pipeline judges the pool again per job.
-        ...(array.poolAccess ? { poolAccess: array.poolAccess } : {}),
-        array: { parent: array.id, index: c.index, submittedAt: array.createdAt },
-        reason: `job ${c.index} of array ${array.id}`,
-      });
-      await registerDependents(policy, c.id, c.spec);
-      if (job.state === 'Submitted' && (await starter.ensureStarted(c.id, c.spec, created)) === 'started') started = true;
-    }));
+    await Promise.all(
+      children.slice(i, i + 8).map(async (c) => {
+        const { created, job } = await store.createIfAbsent({
+          id: c.id,
+          spec: c.spec,
+          specHash: specHash(c.spec),
+          owner: array.owner,
+          ...(array.dataArea !== undefined ? { dataArea: array.dataArea } : {}),
+          // The array's pool right (pool.poolId) is each of its jobs' own: the pipeline judges the pool again per job.
+          ...(array.poolAccess ? { poolAccess: array.poolAccess } : {}),
+          array: { parent: array.id, index: c.index, submittedAt: array.createdAt },
+          reason: `job ${c.index} of array ${array.id}`,
+        });
+        await registerDependents(policy, c.id, c.spec);
+        if (job.state === 'Submitted' && (await starter.ensureStarted(c.id, c.spec, created)) === 'started') started = true;
+      }),
+    );
   }
   await store.advance(array.id, 'Queued', `array of ${children.length} jobs: ${children[0]?.id} … ${children.at(-1)?.id}`, { stage: 'Queued' });
   return started ? 'started' : 'exists';

@@ -89,25 +89,38 @@ export function planPass(s: AdmissionSnapshot, limits: AdmissionLimits, now: Dat
   const foldedAcks = fold.filter((id) => s.acks?.has(id));
   // Waiting rows that must go: a released job's, and a row left by a retried enqueue of a job that holds a grant or a
   // refusal already (never granted twice).
-  const stale = new Set(s.waiting.filter((w) => releasing.has(w.jobId) ? fold.includes(w.jobId) : ledger.reservations[w.jobId] || ledger.refused[w.jobId]).map((w) => w.jobId));
-  const waiting = s.waiting
-    .filter((w) => !stale.has(w.jobId) && !releasing.has(w.jobId))
-    .map((w) => ({ ...w, jumpedBy: ledger.jumps[w.jobId] ?? 0 }));
+  const stale = new Set(
+    s.waiting.filter((w) => (releasing.has(w.jobId) ? fold.includes(w.jobId) : ledger.reservations[w.jobId] || ledger.refused[w.jobId])).map((w) => w.jobId),
+  );
+  const waiting = s.waiting.filter((w) => !stale.has(w.jobId) && !releasing.has(w.jobId)).map((w) => ({ ...w, jumpedBy: ledger.jumps[w.jobId] ?? 0 }));
   const used = 1 + fold.length + foldedAcks.length + stale.size;
   const room = Math.max(0, MAX_OPERATIONS_PER_PASS - used);
   const decision = decideAdmission(limits, Object.values(ledger.reservations), waiting, room);
   const refused = decision.refuse.slice(0, Math.max(0, room - decision.admit.length));
   const at = now.toISOString();
   const resend = [
-    ...Object.values(ledger.reservations).filter((r) => !seen(s, r.jobId) && now.getTime() - Date.parse(r.grantedAt) >= resendAfterMs).map((r) => r.jobId),
-    ...Object.entries(ledger.refused).filter(([id, r]) => !seen(s, id) && now.getTime() - Date.parse(r.at) >= resendAfterMs).map(([id]) => id),
+    ...Object.values(ledger.reservations)
+      .filter((r) => !seen(s, r.jobId) && now.getTime() - Date.parse(r.grantedAt) >= resendAfterMs)
+      .map((r) => r.jobId),
+    ...Object.entries(ledger.refused)
+      .filter(([id, r]) => !seen(s, id) && now.getTime() - Date.parse(r.at) >= resendAfterMs)
+      .map(([id]) => id),
   ].filter((id) => id !== ackFor);
   const changed = fold.length > 0 || decision.admit.length > 0 || refused.length > 0 || stale.size > 0 || Object.keys(decision.jumped).length > 0;
   if (!changed) return { deleteWaiting: [], admitted: [], refused: [], resend, waitingReasons: decision.waiting };
   ledger.version++;
   const admitted: Reservation[] = decision.admit.map((w) => ({
-    jobId: w.jobId, owner: w.owner, queue: w.queue, family: w.family, cores: w.cores, nodes: w.nodes, pools: w.pools,
-    grantedAt: at, grant: ++ledger.grantSeq, acked: w.jobId === ackFor, ...(w.enqueuedAt ? { waitingSince: w.enqueuedAt } : {}),
+    jobId: w.jobId,
+    owner: w.owner,
+    queue: w.queue,
+    family: w.family,
+    cores: w.cores,
+    nodes: w.nodes,
+    pools: w.pools,
+    grantedAt: at,
+    grant: ++ledger.grantSeq,
+    acked: w.jobId === ackFor,
+    ...(w.enqueuedAt ? { waitingSince: w.enqueuedAt } : {}),
     ...(decision.placed[w.jobId] ? { account: decision.placed[w.jobId].account, placedBecause: decision.placed[w.jobId].reason } : {}),
     ...(w.place?.spotCores ? { place: { spotCores: w.place.spotCores } } : {}),
   }));
@@ -138,7 +151,14 @@ export function planPass(s: AdmissionSnapshot, limits: AdmissionLimits, now: Dat
  */
 export function planReconcile(s: AdmissionSnapshot, ended: ReadonlySet<string>): LedgerChange & { dropped: string[] } {
   const dropped = new Set<string>();
-  for (const id of [...Object.keys(s.ledger.reservations), ...Object.keys(s.ledger.refused), ...Object.keys(s.ledger.jumps), ...s.waiting.map((w) => w.jobId), ...(s.acks ?? []), ...(s.releases ?? [])]) {
+  for (const id of [
+    ...Object.keys(s.ledger.reservations),
+    ...Object.keys(s.ledger.refused),
+    ...Object.keys(s.ledger.jumps),
+    ...s.waiting.map((w) => w.jobId),
+    ...(s.acks ?? []),
+    ...(s.releases ?? []),
+  ]) {
     if (ended.has(id)) dropped.add(id);
   }
   if (!dropped.size) return { deleteWaiting: [], dropped: [] };
@@ -169,8 +189,13 @@ export function statusOf(s: AdmissionSnapshot, jobId: string): Exclude<Admission
   const r = s.ledger.reservations[jobId];
   if (r) {
     return {
-      state: 'granted', grant: r.grant, grantedAt: r.grantedAt, ...(r.waitingSince ? { waitingSince: r.waitingSince } : {}), queue: r.queue,
-      ...(r.account ? { account: r.account } : {}), ...(r.placedBecause ? { placedBecause: r.placedBecause } : {}),
+      state: 'granted',
+      grant: r.grant,
+      grantedAt: r.grantedAt,
+      ...(r.waitingSince ? { waitingSince: r.waitingSince } : {}),
+      queue: r.queue,
+      ...(r.account ? { account: r.account } : {}),
+      ...(r.placedBecause ? { placedBecause: r.placedBecause } : {}),
     };
   }
   const f = s.ledger.refused[jobId];

@@ -31,16 +31,16 @@ const range = (cidr: string, why: string): Ipv4Range => {
 
 /** The IPv4 ranges no job may name, most specific first (the first match gives the message). */
 const IPV4_INTERNAL: readonly Ipv4Range[] = [
-  range('169.254.169.254/32', 'the instance metadata service (IMDS): it hands out the node\'s managed identity tokens'),
-  range('168.63.129.16/32', 'Azure\'s wire server (platform DNS, health probes, VM agent): reachable only from inside Azure'),
+  range('169.254.169.254/32', "the instance metadata service (IMDS): it hands out the node's managed identity tokens"),
+  range('168.63.129.16/32', "Azure's wire server (platform DNS, health probes, VM agent): reachable only from inside Azure"),
   range('0.0.0.0/8', '"this network" (0.0.0.0/8): it reaches the local host'),
-  range('10.0.0.0/8', 'a private address (10.0.0.0/8): the deployment\'s own network'),
+  range('10.0.0.0/8', "a private address (10.0.0.0/8): the deployment's own network"),
   range('100.64.0.0/10', 'a shared address (100.64.0.0/10, carrier-grade NAT): not a public host'),
   range('127.0.0.0/8', 'a loopback address (127.0.0.0/8): the node or the control plane itself'),
   range('169.254.0.0/16', 'a link-local address (169.254.0.0/16): platform services of the host'),
-  range('172.16.0.0/12', 'a private address (172.16.0.0/12): the deployment\'s own network'),
+  range('172.16.0.0/12', "a private address (172.16.0.0/12): the deployment's own network"),
   range('192.0.0.0/24', 'an IETF protocol address (192.0.0.0/24): not a public host'),
-  range('192.168.0.0/16', 'a private address (192.168.0.0/16): the deployment\'s own network'),
+  range('192.168.0.0/16', "a private address (192.168.0.0/16): the deployment's own network"),
   range('198.18.0.0/15', 'a benchmarking address (198.18.0.0/15): not a public host'),
   range('224.0.0.0/4', 'a multicast address (224.0.0.0/4): not a host'),
   range('240.0.0.0/4', 'a reserved address (240.0.0.0/4, broadcast included): not a public host'),
@@ -48,10 +48,19 @@ const IPV4_INTERNAL: readonly Ipv4Range[] = [
 
 /** Names that resolve to the local host or to internal services by convention (RFC 6761, cloud-internal zones). */
 const INTERNAL_NAME_RULES: readonly { test: (h: string) => boolean; why: string }[] = [
-  { test: (h) => h === 'localhost' || h.endsWith('.localhost') || h === 'localhost.localdomain', why: 'a loopback name (localhost): the node or the control plane itself' },
-  { test: (h) => h.endsWith('.internal') || h.endsWith('.internal.cloudapp.net'), why: 'a cloud-internal name (*.internal, Azure\'s *.internal.cloudapp.net): the deployment\'s own network' },
-  { test: (h) => h.endsWith('.local') || h.endsWith('.home.arpa') || h.endsWith('.in-addr.arpa') || h.endsWith('.ip6.arpa'), why: 'a local-network name (.local, .home.arpa, reverse-DNS zones): not a public host' },
-  { test: (h) => !h.includes('.'), why: 'a single-label name: the node\'s DNS search domains would resolve it inside the deployment\'s network' },
+  {
+    test: (h) => h === 'localhost' || h.endsWith('.localhost') || h === 'localhost.localdomain',
+    why: 'a loopback name (localhost): the node or the control plane itself',
+  },
+  {
+    test: (h) => h.endsWith('.internal') || h.endsWith('.internal.cloudapp.net'),
+    why: "a cloud-internal name (*.internal, Azure's *.internal.cloudapp.net): the deployment's own network",
+  },
+  {
+    test: (h) => h.endsWith('.local') || h.endsWith('.home.arpa') || h.endsWith('.in-addr.arpa') || h.endsWith('.ip6.arpa'),
+    why: 'a local-network name (.local, .home.arpa, reverse-DNS zones): not a public host',
+  },
+  { test: (h) => !h.includes('.'), why: "a single-label name: the node's DNS search domains would resolve it inside the deployment's network" },
 ];
 
 /** The Azure Storage endpoint suffixes of every cloud (public, China, US Government, Germany). */
@@ -76,7 +85,10 @@ export function storageAccountOfHost(host: string): string | undefined {
 
 /** Lowercase, without the trailing dot(s) of a fully qualified name and without IPv6 brackets. */
 function normalizeName(host: string): string {
-  return host.toLowerCase().replace(/\.+$/, '').replace(/^\[(.*)\]$/, '$1');
+  return host
+    .toLowerCase()
+    .replace(/\.+$/, '')
+    .replace(/^\[(.*)\]$/, '$1');
 }
 
 /** The host as a URL parser reads it (IPv4 forms normalized, IPv6 compressed), or undefined when it cannot. */
@@ -122,8 +134,8 @@ function classifyIpv6(address: string): string | undefined {
     return inner ? `an IPv6 form of ${embedded()}, ${inner}` : undefined;
   }
   if ((g[0] & 0xffc0) === 0xfe80) return 'a link-local IPv6 address (fe80::/10): platform services of the host';
-  if ((g[0] & 0xfe00) === 0xfc00) return 'a unique-local IPv6 address (fc00::/7): the deployment\'s own network';
-  if ((g[0] & 0xffc0) === 0xfec0) return 'a site-local IPv6 address (fec0::/10): the deployment\'s own network';
+  if ((g[0] & 0xfe00) === 0xfc00) return "a unique-local IPv6 address (fc00::/7): the deployment's own network";
+  if ((g[0] & 0xffc0) === 0xfec0) return "a site-local IPv6 address (fec0::/10): the deployment's own network";
   if ((g[0] & 0xff00) === 0xff00) return 'a multicast IPv6 address (ff00::/8): not a host';
   return undefined;
 }
@@ -134,7 +146,8 @@ function classifyIpv6(address: string): string | undefined {
  */
 export function classifyHost(host: string, ownAccounts: readonly string[] = []): HostVerdict {
   const parsed = urlHost(normalizeName(host));
-  if (parsed === undefined || parsed === '') return { internal: true, host, why: 'a host name a URL parser cannot read (a downloader might read it as something else)' };
+  if (parsed === undefined || parsed === '')
+    return { internal: true, host, why: 'a host name a URL parser cannot read (a downloader might read it as something else)' };
   const h = normalizeName(parsed);
   if (/^\d+\.\d+\.\d+\.\d+$/.test(h)) {
     const why = classifyIpv4(h);

@@ -14,7 +14,6 @@ import { schedulingIssues } from './sections/scheduling';
 import type { SpecIssue } from './issue';
 export type { SpecIssue } from './issue';
 
-
 /** Field names that smell like a stored credential anywhere under container.registry. */
 export const PLAIN_SECRET_KEY_RE = /^(password|passwd|pass|secret|token|key|accessKey|apiKey|clientSecret)$/i;
 export const PLAIN_PASSWORD_MESSAGE =
@@ -49,8 +48,7 @@ export function crossFieldIssues(raw: unknown): SpecIssue[] {
     }
   }
   if (typeof pool.lowPriorityNodes === 'number' && pool.lowPriorityNodes > LIMITS.maxLowPriorityNodes) {
-    add(['pool', 'lowPriorityNodes'],
-      'must be 0: ask for Spot/low-priority nodes with pool.spot (it says what happens when Azure takes one back)');
+    add(['pool', 'lowPriorityNodes'], 'must be 0: ask for Spot/low-priority nodes with pool.spot (it says what happens when Azure takes one back)');
   }
   const spot = obj(pool, 'spot');
   if (reuse && has(pool, 'spot')) add(['pool', 'spot'], 'not allowed together with pool.poolId: a reused pool keeps its own nodes');
@@ -76,8 +74,10 @@ export function crossFieldIssues(raw: unknown): SpecIssue[] {
     if (typeof img === 'string' && images.indexOf(img) !== i) add(['container', 'images', i], `duplicate of container.images[${images.indexOf(img)}]`);
   });
   if (typeof container.pullConcurrency === 'number' && container.pullConcurrency > LIMITS.maxPullConcurrencyWithoutOptIn && container.allowAboveTen !== true) {
-    add(['container', 'pullConcurrency'],
-      `must be at most ${LIMITS.maxPullConcurrencyWithoutOptIn} unless container.allowAboveTen is true (registries throttle parallel pulls)`);
+    add(
+      ['container', 'pullConcurrency'],
+      `must be at most ${LIMITS.maxPullConcurrencyWithoutOptIn} unless container.allowAboveTen is true (registries throttle parallel pulls)`,
+    );
   }
   const registry = obj(container, 'registry');
   for (const k of Object.keys(registry)) {

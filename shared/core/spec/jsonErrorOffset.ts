@@ -31,7 +31,8 @@ export function jsonErrorOffset(text: string): number {
         if (text[i] === 'u') {
           if (!/^[0-9a-fA-F]{4}$/.test(text.slice(i + 1, i + 5))) fail();
           i += 5;
-        } else if (i < text.length && '"\\/bfnrt'.includes(text[i])) i++; // ''.includes('') is true: check the end first
+        } else if (i < text.length && '"\\/bfnrt'.includes(text[i]))
+          i++; // ''.includes('') is true: check the end first
         else fail();
       } else i++;
     }

@@ -54,7 +54,13 @@ export function validateJobSpec(raw: unknown): ParseJobSpecResult {
   }
   const forbidden = forbiddenKeys(raw, MAX_LISTED_ERRORS);
   if (forbidden.length) {
-    return { ok: false, errors: forbidden.map((f) => ({ path: f.path, message: `the key ${JSON.stringify(f.key)} is not allowed anywhere in a job spec (it names JavaScript object machinery, not a field)` })) };
+    return {
+      ok: false,
+      errors: forbidden.map((f) => ({
+        path: f.path,
+        message: `the key ${JSON.stringify(f.key)} is not allowed anywhere in a job spec (it names JavaScript object machinery, not a field)`,
+      })),
+    };
   }
   const cross = crossFieldIssues(raw);
   const crossKeys = new Set(cross.map((i) => formatPath(i.path)));
@@ -99,17 +105,28 @@ function decodeJson(text: string): Decoded {
     const at = lineColumn(text, jsonErrorOffset(text));
     return {
       ok: false,
-      errors: [{
-        path: '',
-        message: `JSON syntax error at line ${at.line}, column ${at.column}: ${message}`,
-        ...at,
-      }],
+      errors: [
+        {
+          path: '',
+          message: `JSON syntax error at line ${at.line}, column ${at.column}: ${message}`,
+          ...at,
+        },
+      ],
     };
   }
   // JSON.parse keeps the last of two equal keys; the YAML door refuses them, and so does this one.
   const duplicate = firstDuplicateJsonKey(text);
   if (duplicate) {
-    return { ok: false, errors: [{ path: duplicate.path, message: `JSON error: the key ${JSON.stringify(duplicate.key)} appears twice in one object`, ...lineColumn(text, duplicate.offset) }] };
+    return {
+      ok: false,
+      errors: [
+        {
+          path: duplicate.path,
+          message: `JSON error: the key ${JSON.stringify(duplicate.key)} appears twice in one object`,
+          ...lineColumn(text, duplicate.offset),
+        },
+      ],
+    };
   }
   return { ok: true, value };
 }
@@ -119,7 +136,11 @@ function decodeYaml(text: string): Decoded {
   const doc = YAML.parseDocument(text, { uniqueKeys: false, prettyErrors: true });
   if (doc.errors.length === 0) {
     const duplicate = firstDuplicateKey(doc, text);
-    if (duplicate) return { ok: false, errors: [{ path: '', message: `YAML error: the key ${JSON.stringify(duplicate.key)} appears twice in one mapping`, ...duplicate.at }] };
+    if (duplicate)
+      return {
+        ok: false,
+        errors: [{ path: '', message: `YAML error: the key ${JSON.stringify(duplicate.key)} appears twice in one mapping`, ...duplicate.at }],
+      };
   }
   if (doc.errors.length > 0) {
     return {

@@ -65,4 +65,5 @@ export const MPI_OPTION_RE = /^[A-Za-z0-9_.,:=+/@%^-]{1,256}$/;
 // eslint-disable-next-line no-control-regex
 export const SINGLE_LINE_TEXT_RE = /^[^\u0000-\u0008\u000a-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]*$/;
 /** Why SINGLE_LINE_TEXT_RE refused a value, for error messages. */
-export const SINGLE_LINE_TEXT_RULE = 'must be a single line without control characters, line or paragraph separators (U+2028, U+2029) or bidirectional controls';
+export const SINGLE_LINE_TEXT_RULE =
+  'must be a single line without control characters, line or paragraph separators (U+2028, U+2029) or bidirectional controls';

@@ -80,7 +80,18 @@ export function jobToEntity(rec: JobRecord): JobEntity {
     updatedAt: rec.updatedAt,
     eventSeq: rec.eventSeq,
   };
-  for (const [k, v] of Object.entries({ ownerName: rec.ownerName, poolAccess: rec.poolAccess, batchPoolId: rec.batchPoolId, batchJobId: rec.batchJobId, batchAccount: rec.batchAccount, cancelRequestedAt: rec.cancelRequestedAt, containersCheckedAt: rec.containersCheckedAt, dataArea: rec.dataArea, endingAs: rec.endingAs, rerunOf: rec.rerunOf })) {
+  for (const [k, v] of Object.entries({
+    ownerName: rec.ownerName,
+    poolAccess: rec.poolAccess,
+    batchPoolId: rec.batchPoolId,
+    batchJobId: rec.batchJobId,
+    batchAccount: rec.batchAccount,
+    cancelRequestedAt: rec.cancelRequestedAt,
+    containersCheckedAt: rec.containersCheckedAt,
+    dataArea: rec.dataArea,
+    endingAs: rec.endingAs,
+    rerunOf: rec.rerunOf,
+  })) {
     if (v !== undefined) props[k] = v;
   }
   putJson(props, 'tags', rec.tags);

@@ -3,7 +3,12 @@ import type { JobState } from './states';
 /** A state change the state machine does not allow; never applied, never silently overwritten. */
 export class IllegalTransitionError extends Error {
   override readonly name = 'IllegalTransitionError';
-  constructor(readonly jobId: string, readonly from: JobState, readonly to: JobState, readonly reason?: string) {
+  constructor(
+    readonly jobId: string,
+    readonly from: JobState,
+    readonly to: JobState,
+    readonly reason?: string,
+  ) {
     super(`job ${jobId}: illegal transition ${from} → ${to}${reason ? ` (reason: ${reason})` : ''}`);
   }
 }
@@ -18,7 +23,10 @@ export class JobNotFoundError extends Error {
 /** Optimistic concurrency gave up: other writers kept changing the row. */
 export class ConcurrencyConflictError extends Error {
   override readonly name = 'ConcurrencyConflictError';
-  constructor(readonly jobId: string, readonly attempts: number) {
+  constructor(
+    readonly jobId: string,
+    readonly attempts: number,
+  ) {
     super(`job ${jobId}: still conflicting after ${attempts} attempts (ETag changed every time)`);
   }
 }
@@ -33,7 +41,12 @@ export class InvalidContinuationTokenError extends Error {
 /** A row that would not fit in one Table Storage entity (1 MiB). */
 export class JobRecordTooLargeError extends Error {
   override readonly name = 'JobRecordTooLargeError';
-  constructor(readonly jobId: string, readonly field: string, readonly bytes: number, readonly limit: number) {
+  constructor(
+    readonly jobId: string,
+    readonly field: string,
+    readonly bytes: number,
+    readonly limit: number,
+  ) {
     super(`job ${jobId}: ${field} makes the row ${bytes} bytes, over the ${limit}-byte entity budget`);
   }
 }

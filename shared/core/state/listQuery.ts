@@ -12,7 +12,10 @@ export function parseListQuery(params: Params): { ok: true; query: ListJobsQuery
 
   const state = get('state');
   if (state) {
-    const states = state.split(',').map((s) => s.trim()).filter(Boolean);
+    const states = state
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
     const bad = states.filter((s) => !isJobState(s));
     if (bad.length) errors.push({ path: 'state', message: `unknown state ${bad.map((b) => JSON.stringify(b)).join(', ')}; one of ${JOB_STATES.join(', ')}` });
     else query.state = states.length === 1 ? (states[0] as JobState) : (states as JobState[]);

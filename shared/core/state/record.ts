@@ -106,5 +106,8 @@ export interface JobEvent {
 
 /** Fields a caller may change outside a state transition. */
 export type JobPatch = Partial<
-  Pick<JobRecord, 'stage' | 'progress' | 'batchPoolId' | 'batchJobId' | 'batchAccount' | 'result' | 'error' | 'cancelRequestedAt' | 'containersCheckedAt' | 'endingAs'>
+  Pick<
+    JobRecord,
+    'stage' | 'progress' | 'batchPoolId' | 'batchJobId' | 'batchAccount' | 'result' | 'error' | 'cancelRequestedAt' | 'containersCheckedAt' | 'endingAs'
+  >
 >;

@@ -20,7 +20,16 @@
  * Never: backwards, self-transitions, anything out of a terminal state (terminal states are absorbing).
  */
 export const JOB_STATES = [
-  'Submitted', 'Queued', 'Provisioning', 'PullingImages', 'StagingData', 'Running', 'CleaningUp', 'Succeeded', 'Failed', 'Cancelled',
+  'Submitted',
+  'Queued',
+  'Provisioning',
+  'PullingImages',
+  'StagingData',
+  'Running',
+  'CleaningUp',
+  'Succeeded',
+  'Failed',
+  'Cancelled',
 ] as const;
 export type JobState = (typeof JOB_STATES)[number];
 

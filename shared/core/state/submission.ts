@@ -57,7 +57,16 @@ export async function recordSubmission(store: JobStore, input: SubmissionInput):
   const hash = specHash(input.spec);
   // The row is the commit point; its creation event reaches the timeline with the job's first transition.
   const { created, job } = await store.createIfAbsent(
-    { id, spec: input.spec, specHash: hash, owner: input.owner, ownerName: input.ownerName, ...(input.poolAccess ? { poolAccess: input.poolAccess } : {}), ...(input.dataArea !== undefined ? { dataArea: input.dataArea } : {}), ...(input.rerunOf !== undefined ? { rerunOf: input.rerunOf } : {}) },
+    {
+      id,
+      spec: input.spec,
+      specHash: hash,
+      owner: input.owner,
+      ownerName: input.ownerName,
+      ...(input.poolAccess ? { poolAccess: input.poolAccess } : {}),
+      ...(input.dataArea !== undefined ? { dataArea: input.dataArea } : {}),
+      ...(input.rerunOf !== undefined ? { rerunOf: input.rerunOf } : {}),
+    },
     { deferFirstEvent: true },
   );
   if (created) return { outcome: 'created', job };

@@ -78,7 +78,12 @@ export async function http(method: string, url: string, body?: unknown, headers:
 }
 
 /** Start an orchestration through the fixture's HTTP starter (DurableClient.startNew + createCheckStatusResponse). */
-export async function startOrchestration(baseUrl: string, name: string, input?: unknown, instanceId?: string): Promise<{ id: string; links: Record<string, string> }> {
+export async function startOrchestration(
+  baseUrl: string,
+  name: string,
+  input?: unknown,
+  instanceId?: string,
+): Promise<{ id: string; links: Record<string, string> }> {
   const res = await http('POST', `${baseUrl}/api/orchestrators/${name}${instanceId ? `/${instanceId}` : ''}`, input ?? null);
   if (res.status !== 202) throw new Error(`start ${name} answered ${res.status}: ${JSON.stringify(res.body)}`);
   const links = res.body as Record<string, string>;
@@ -120,7 +125,12 @@ export async function getStatus(baseUrl: string, id: string, query = ''): Promis
   return res.body as Status;
 }
 
-export async function waitForStatus(baseUrl: string, id: string, statuses: string[] = ['Completed', 'Failed', 'Terminated'], timeoutMs = 30_000): Promise<Status> {
+export async function waitForStatus(
+  baseUrl: string,
+  id: string,
+  statuses: string[] = ['Completed', 'Failed', 'Terminated'],
+  timeoutMs = 30_000,
+): Promise<Status> {
   const deadline = Date.now() + timeoutMs;
   let last: Status | undefined;
   while (Date.now() < deadline) {

@@ -67,17 +67,25 @@ export async function simulate(fn: OrchestrationHandler, input: unknown, activit
     },
   ];
   /** Every instance: the root ('sim') and the sub-orchestrations it started, each with its orchestrator's name. */
-  const instances = new Map<string, { name: string; state?: InstanceState; history: HistoryEvent[]; executions: number }>([[ROOT, { name: ROOT, history: [], executions: 1 }]]);
+  const instances = new Map<string, { name: string; state?: InstanceState; history: HistoryEvent[]; executions: number }>([
+    [ROOT, { name: ROOT, history: [], executions: 1 }],
+  ]);
   const root = instances.get(ROOT)!;
   let episodes = 0;
   const maxEpisodes = opts.maxEpisodes ?? 2000;
   const afterActivity = [...(opts.raiseAfterActivity ?? [])];
   while (!root.state || !isTerminal(root.state.status)) {
-    if (++episodes > maxEpisodes) throw new Error(`simulation did not finish in ${maxEpisodes} episodes; pending ${JSON.stringify(pending.map((m) => m.event))}`);
+    if (++episodes > maxEpisodes)
+      throw new Error(`simulation did not finish in ${maxEpisodes} episodes; pending ${JSON.stringify(pending.map((m) => m.event))}`);
     for (const r of opts.raise ?? []) {
       if (r.afterEpisode === episodes - 1) {
         const at = new Date(clock);
-        pending.push({ id: `m${msgSeq++}`, instanceId: ROOT, event: events.eventRaised(at, r.name, r.input === undefined ? undefined : JSON.stringify(r.input)), sentAt: at.toISOString() });
+        pending.push({
+          id: `m${msgSeq++}`,
+          instanceId: ROOT,
+          event: events.eventRaised(at, r.name, r.input === undefined ? undefined : JSON.stringify(r.input)),
+          sentAt: at.toISOString(),
+        });
       }
     }
     if (pending.length === 0) throw new Error(`simulation stalled: nothing pending; state ${JSON.stringify(root.state)}`);
@@ -137,14 +145,27 @@ export async function simulate(fn: OrchestrationHandler, input: unknown, activit
       }
     }
     for (const t of result.outbox.timers) {
-      pending.push({ id: `m${msgSeq++}`, instanceId: t.instanceId, executionId: t.executionId, event: events.timerFired(new Date(t.fireAt), t.timerId, t.fireAt), sentAt: now.toISOString() });
+      pending.push({
+        id: `m${msgSeq++}`,
+        instanceId: t.instanceId,
+        executionId: t.executionId,
+        event: events.timerFired(new Date(t.fireAt), t.timerId, t.fireAt),
+        sentAt: now.toISOString(),
+      });
     }
     for (const m of result.outbox.messages) pending.push(m);
     for (const c of result.outbox.children) {
       // As the engine's startChild: a new instance, its start message naming the parent.
       if (!instances.has(c.instanceId)) instances.set(c.instanceId, { name: c.name, history: [], executions: 1 });
       const startedAt = now.toISOString();
-      pending.push({ id: `m${msgSeq++}`, instanceId: c.instanceId, executionId: `${c.instanceId}|e1`, event: events.executionStarted(now, c.name, c.input, c.parent.instanceId), parent: c.parent, sentAt: startedAt });
+      pending.push({
+        id: `m${msgSeq++}`,
+        instanceId: c.instanceId,
+        executionId: `${c.instanceId}|e1`,
+        event: events.executionStarted(now, c.name, c.input, c.parent.instanceId),
+        parent: c.parent,
+        sentAt: startedAt,
+      });
     }
   }
   const children: SimResult['children'] = {};
@@ -153,7 +174,12 @@ export async function simulate(fn: OrchestrationHandler, input: unknown, activit
   return { state, history: root.history, episodes, output: state.output === undefined ? undefined : JSON.parse(state.output), children };
 }
 
-async function invoke(handler: (t: unknown, c: unknown) => Promise<unknown>, state: InstanceState, committed: HistoryEvent[], fresh: HistoryEvent[]): Promise<Outcome> {
+async function invoke(
+  handler: (t: unknown, c: unknown) => Promise<unknown>,
+  state: InstanceState,
+  committed: HistoryEvent[],
+  fresh: HistoryEvent[],
+): Promise<Outcome> {
   const payload = {
     history: committed.map((e) => ({ ...e, IsPlayed: true })).concat(fresh),
     input: state.input !== undefined ? JSON.parse(state.input) : undefined,

@@ -38,7 +38,9 @@ function tar(args: string[], stdio: ['pipe' | 'ignore', 'pipe' | 'ignore', 'pipe
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const done = new Promise<void>((resolve, reject) => {
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve() : reject(new CliError(`Error processing tar file(exit status ${code}): ${stderr.trim().split('\n').pop() ?? ''}`, 1))));
+    child.on('close', (code) =>
+      code === 0 ? resolve() : reject(new CliError(`Error processing tar file(exit status ${code}): ${stderr.trim().split('\n').pop() ?? ''}`, 1)),
+    );
   });
   return { child, done };
 }
@@ -68,7 +70,11 @@ export async function save(s: Session, argv: string[]): Promise<number> {
         size,
         annotations: { [IMAGE_NAME_ANNOTATION]: name, [REF_NAME_ANNOTATION]: name.slice(name.lastIndexOf(':') + 1) },
       });
-      dockerManifest.push({ Config: `blobs/sha256/${digestHex(image.id)}`, RepoTags: [name], Layers: image.manifest.layers.map((l) => `blobs/sha256/${digestHex(l.digest)}`) });
+      dockerManifest.push({
+        Config: `blobs/sha256/${digestHex(image.id)}`,
+        RepoTags: [name],
+        Layers: image.manifest.layers.map((l) => `blobs/sha256/${digestHex(l.digest)}`),
+      });
     }
     await writeFile(path.join(stage, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }));
     await writeFile(path.join(stage, 'index.json'), JSON.stringify(index));
@@ -76,7 +82,8 @@ export async function save(s: Session, argv: string[]): Promise<number> {
     const t = tar(['-cf', '-', '-C', stage, '.'], ['ignore', 'pipe', 'pipe']);
     const out: Writable = output ? createWriteStream(output) : process.stdout;
     await Promise.all([pacedCopy(t.child.stdout!, out, 'egress'), t.done]);
-    if (output) await new Promise<void>((resolve, reject) => (out as ReturnType<typeof createWriteStream>).end((err?: Error | null) => (err ? reject(err) : resolve())));
+    if (output)
+      await new Promise<void>((resolve, reject) => (out as ReturnType<typeof createWriteStream>).end((err?: Error | null) => (err ? reject(err) : resolve())));
   } finally {
     await rm(stage, { recursive: true, force: true });
   }
@@ -107,7 +114,10 @@ async function verified(stage: string, d: Descriptor, what: string): Promise<str
   if (!st) throw new CliError(`Error response from daemon: the archive has no ${what} blob ${d.digest} (truncated stream?)`, 1);
   const actual = await sha256File(file);
   if (actual !== d.digest || st.size !== d.size) {
-    throw new CliError(`Error response from daemon: ${what} ${d.digest} failed verification: content has digest ${actual} and ${st.size} bytes (expected ${d.size})`, 1);
+    throw new CliError(
+      `Error response from daemon: ${what} ${d.digest} failed verification: content has digest ${actual} and ${st.size} bytes (expected ${d.size})`,
+      1,
+    );
   }
   return file;
 }
@@ -130,9 +140,11 @@ export async function load(s: Session, argv: string[]): Promise<number> {
     const source: Readable = input ? createReadStream(input) : process.stdin;
     const copied = pacedCopy(source, t.child.stdin!, 'ingress').finally(() => t.child.stdin!.end());
     await Promise.all([copied, t.done]);
-    const index = JSON.parse(await readFile(path.join(stage, 'index.json'), 'utf8').catch(() => {
-      throw new CliError('Error response from daemon: the archive has no index.json: not an image archive written by docker save (or the stream was cut)', 1);
-    })) as ImageIndex;
+    const index = JSON.parse(
+      await readFile(path.join(stage, 'index.json'), 'utf8').catch(() => {
+        throw new CliError('Error response from daemon: the archive has no index.json: not an image archive written by docker save (or the stream was cut)', 1);
+      }),
+    ) as ImageIndex;
     if (!index.manifests?.length) throw new CliError('Error response from daemon: the archive names no image', 1);
     for (const desc of index.manifests) {
       const manifestFile = await verified(stage, desc, 'manifest');

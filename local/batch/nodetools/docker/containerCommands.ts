@@ -52,7 +52,10 @@ export async function exec(s: Session, argv: string[]): Promise<number> {
   const cwd = w ? toHostPath(view, w) : (c.record.workdir ?? c.record.rootfs);
   const program = resolveProgram(view, command[0], env.PATH ?? '', cwd);
   if (!program) {
-    throw new CliError(`OCI runtime exec failed: exec failed: unable to start container process: exec: "${command[0]}": executable file not found in $PATH: unknown`, 126);
+    throw new CliError(
+      `OCI runtime exec failed: exec failed: unable to start container process: exec: "${command[0]}": executable file not found in $PATH: unknown`,
+      126,
+    );
   }
   const detach = flag(p, 'detach');
   const child = spawn(program, translateArgs(view, command.slice(1)), { cwd, env, stdio: detach ? 'ignore' : 'inherit', detached: detach });
@@ -78,7 +81,16 @@ function statusText(s: Session, c: Container): string {
   return `Exited (${c.state.exitCode ?? 0}) ${since(c.state.finishedAt ?? c.state.created)}`;
 }
 
-const PS = new FlagSet('docker ps', { all: bool('a', 'all'), quiet: bool('q', 'quiet'), noTrunc: bool('no-trunc'), latest: bool('l', 'latest'), size: bool('s', 'size'), filter: val('f', 'filter'), format: val('format'), last: val('n', 'last') });
+const PS = new FlagSet('docker ps', {
+  all: bool('a', 'all'),
+  quiet: bool('q', 'quiet'),
+  noTrunc: bool('no-trunc'),
+  latest: bool('l', 'latest'),
+  size: bool('s', 'size'),
+  filter: val('f', 'filter'),
+  format: val('format'),
+  last: val('n', 'last'),
+});
 
 export async function ps(s: Session, argv: string[]): Promise<number> {
   const p = PS.parse(argv, false);
@@ -112,7 +124,12 @@ export async function ps(s: Session, argv: string[]): Promise<number> {
   const format = last(p, 'format');
   if (flag(p, 'quiet')) for (const r of rows) s.out(r.ID);
   else if (format) for (const r of rows) s.out(renderTemplate(format, r));
-  else printTable(s, ['CONTAINER ID', 'IMAGE', 'COMMAND', 'CREATED', 'STATUS', 'PORTS', 'NAMES'], rows.map((r) => [r.ID, r.Image, r.Command, r.RunningFor, r.Status, r.Ports, r.Names]));
+  else
+    printTable(
+      s,
+      ['CONTAINER ID', 'IMAGE', 'COMMAND', 'CREATED', 'STATUS', 'PORTS', 'NAMES'],
+      rows.map((r) => [r.ID, r.Image, r.Command, r.RunningFor, r.Status, r.Ports, r.Names]),
+    );
   return 0;
 }
 
@@ -122,7 +139,8 @@ const alive = processAlive;
 async function signalContainer(c: Container, signal: string, waitMs: number): Promise<boolean> {
   const pid = c.record.pid;
   if (!pid) return true;
-  const sig = (/^\d+$/.test(signal) ? Number(signal) : signal.toUpperCase().startsWith('SIG') ? signal.toUpperCase() : `SIG${signal.toUpperCase()}`) as NodeJS.Signals | number;
+  const sig = (/^\d+$/.test(signal) ? Number(signal) : signal.toUpperCase().startsWith('SIG') ? signal.toUpperCase() : `SIG${signal.toUpperCase()}`) as
+    NodeJS.Signals | number;
   try {
     process.kill(-pid, sig);
   } catch {
@@ -141,7 +159,10 @@ async function signalContainer(c: Container, signal: string, waitMs: number): Pr
 }
 
 async function markExited(s: Session, c: Container, fallbackCode: number): Promise<void> {
-  const code = await readFile(path.join(c.dir, 'exitcode'), 'utf8').then((t) => Number(t.trim()), () => NaN);
+  const code = await readFile(path.join(c.dir, 'exitcode'), 'utf8').then(
+    (t) => Number(t.trim()),
+    () => NaN,
+  );
   c.record.state = 'exited';
   c.state.exitCode = Number.isFinite(code) ? code : fallbackCode;
   c.state.finishedAt = new Date().toISOString();
@@ -221,7 +242,9 @@ export async function rm(s: Session, argv: string[]): Promise<number> {
     }
     if (s.containers.isRunning(c)) {
       if (!force) {
-        s.err(`Error response from daemon: cannot remove container "/${c.record.name}": container is running: stop the container before removing or force remove`);
+        s.err(
+          `Error response from daemon: cannot remove container "/${c.record.name}": container is running: stop the container before removing or force remove`,
+        );
         rc = 1;
         continue;
       }
@@ -233,7 +256,14 @@ export async function rm(s: Session, argv: string[]): Promise<number> {
   return rc;
 }
 
-const LOGS = new FlagSet('docker logs', { follow: bool('f', 'follow'), tail: val('n', 'tail'), timestamps: bool('t', 'timestamps'), since: val('since'), until: val('until'), details: bool('details') });
+const LOGS = new FlagSet('docker logs', {
+  follow: bool('f', 'follow'),
+  tail: val('n', 'tail'),
+  timestamps: bool('t', 'timestamps'),
+  since: val('since'),
+  until: val('until'),
+  details: bool('details'),
+});
 
 function tailLines(text: string, n: string | undefined): string {
   if (n === undefined || n === 'all') return text;
@@ -259,9 +289,16 @@ export async function logs(s: Session, argv: string[]): Promise<number> {
   for (;;) {
     const running = s.containers.isRunning((await s.containers.find(c.record.name)) ?? c);
     for (const f of files) {
-      const size = await stat(f.file).then((st) => st.size, () => 0);
+      const size = await stat(f.file).then(
+        (st) => st.size,
+        () => 0,
+      );
       if (size > f.offset) {
-        await new Promise<void>((resolve) => createReadStream(f.file, { start: f.offset, end: size - 1 }).on('end', resolve).pipe(f.to, { end: false }));
+        await new Promise<void>((resolve) =>
+          createReadStream(f.file, { start: f.offset, end: size - 1 })
+            .on('end', resolve)
+            .pipe(f.to, { end: false }),
+        );
         f.offset = size;
       }
     }
@@ -298,7 +335,13 @@ function containerJson(s: Session, c: Container): Record<string, unknown> {
       CapAdd: c.state.hostConfig.capAdd,
     },
     Mounts: c.state.binds.map((b) => ({ Type: 'bind', Source: b.source, Destination: b.target, RW: !b.readOnly })),
-    Config: { Image: c.state.image, Env: Object.entries(c.record.env).map(([k, v]) => `${k}=${v}`), Cmd: c.state.args, WorkingDir: c.record.workdir, User: c.state.hostConfig.user ?? '' },
+    Config: {
+      Image: c.state.image,
+      Env: Object.entries(c.record.env).map(([k, v]) => `${k}=${v}`),
+      Cmd: c.state.args,
+      WorkingDir: c.record.workdir,
+      User: c.state.hostConfig.user ?? '',
+    },
     GraphDriver: { Name: 'emulated', Data: { MergedDir: c.record.rootfs } },
     Emulated: { Rootfs: c.record.rootfs, SshPort: c.record.sshPort ?? null, RecordDir: c.dir },
   };

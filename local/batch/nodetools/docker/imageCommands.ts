@@ -10,7 +10,12 @@ import { renderTemplate } from '../lib/template';
 import { DockerAuthFile, Session, authFile, authorizationFor } from './session';
 import { humanSize, since } from './format';
 
-const PULL = new FlagSet('docker pull', { all: bool('a', 'all-tags'), quiet: bool('q', 'quiet'), platform: val('platform'), trust: bool('disable-content-trust') });
+const PULL = new FlagSet('docker pull', {
+  all: bool('a', 'all-tags'),
+  quiet: bool('q', 'quiet'),
+  platform: val('platform'),
+  trust: bool('disable-content-trust'),
+});
 
 /** Pulls `imageArg`, printing Docker's progress through `progress`; errors are raised as Docker's daemon errors. */
 export async function pullRef(s: Session, imageArg: string, progress: (line: string) => void, authorization?: string): Promise<LocalImage> {
@@ -39,7 +44,14 @@ export async function pull(s: Session, argv: string[]): Promise<number> {
   return 0;
 }
 
-const IMAGES = new FlagSet('docker images', { all: bool('a', 'all'), quiet: bool('q', 'quiet'), noTrunc: bool('no-trunc'), digests: bool('digests'), format: val('format'), filter: val('f', 'filter') });
+const IMAGES = new FlagSet('docker images', {
+  all: bool('a', 'all'),
+  quiet: bool('q', 'quiet'),
+  noTrunc: bool('no-trunc'),
+  digests: bool('digests'),
+  format: val('format'),
+  filter: val('f', 'filter'),
+});
 
 interface ImageRow {
   Repository: string;
@@ -122,7 +134,10 @@ export async function login(s: Session, argv: string[]): Promise<number> {
   let status = ping.status;
   if (challenge?.scheme === 'bearer') {
     // Docker checks a login against a token registry by asking its realm for a token with the credentials.
-    status = await authorizationForChallenge(challenge, basic, undefined).then(() => 200, () => 401);
+    status = await authorizationForChallenge(challenge, basic, undefined).then(
+      () => 200,
+      () => 401,
+    );
   } else if (status === 401) {
     status = (await fetch(url, { headers: { Authorization: basic } })).status;
   }
@@ -169,7 +184,9 @@ export async function rmi(s: Session, argv: string[]): Promise<number> {
     }
     const users = (await s.containers.list()).filter((c) => c.state.imageId === image.id);
     if (users.length && !flag(p, 'force')) {
-      s.err(`Error response from daemon: conflict: unable to remove repository reference "${arg}" (must force) - container ${users[0].state.id.slice(0, 12)} is using its referenced image ${image.id.slice(7, 19)}`);
+      s.err(
+        `Error response from daemon: conflict: unable to remove repository reference "${arg}" (must force) - container ${users[0].state.id.slice(0, 12)} is using its referenced image ${image.id.slice(7, 19)}`,
+      );
       rc = 1;
       continue;
     }
@@ -178,4 +195,3 @@ export async function rmi(s: Session, argv: string[]): Promise<number> {
   }
   return rc;
 }
-

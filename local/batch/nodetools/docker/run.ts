@@ -13,7 +13,17 @@ import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { FlagSet, all, bool, flag, last, val } from '../lib/args';
 import { Container, ContainerRecord, ContainerState, isValidName, newContainerId } from '../lib/containerStore';
-import { BindMount, ContainerView, containerPathVar, parseEnvAssignments, parseEnvFile, resolveProgram, sshdPort, toHostPath, translateArgs } from '../lib/containerView';
+import {
+  BindMount,
+  ContainerView,
+  containerPathVar,
+  parseEnvAssignments,
+  parseEnvFile,
+  resolveProgram,
+  sshdPort,
+  toHostPath,
+  translateArgs,
+} from '../lib/containerView';
 import { CliError } from '../lib/errors';
 import { writeJsonAtomic } from '../lib/fsutil';
 import { parseImageRef, refKey } from '../lib/imageRef';
@@ -46,7 +56,38 @@ const RUN = new FlagSet('docker run', {
   capAdd: val('cap-add'),
   gpus: val('gpus'),
   // Accepted and recorded; they change nothing on an emulated node.
-  ignored: val('cap-drop', 'security-opt', 'ipc', 'pid', 'hostname', 'h', 'runtime', 'p', 'publish', 'label', 'l', 'add-host', 'cpus', 'm', 'memory', 'restart', 'log-driver', 'log-opt', 'platform', 'pull', 'expose', 'group-add', 'tmpfs', 'cgroupns', 'uts', 'stop-signal', 'stop-timeout', 'memlock', 'dns', 'cidfile'),
+  ignored: val(
+    'cap-drop',
+    'security-opt',
+    'ipc',
+    'pid',
+    'hostname',
+    'h',
+    'runtime',
+    'p',
+    'publish',
+    'label',
+    'l',
+    'add-host',
+    'cpus',
+    'm',
+    'memory',
+    'restart',
+    'log-driver',
+    'log-opt',
+    'platform',
+    'pull',
+    'expose',
+    'group-add',
+    'tmpfs',
+    'cgroupns',
+    'uts',
+    'stop-signal',
+    'stop-timeout',
+    'memlock',
+    'dns',
+    'cidfile',
+  ),
 });
 
 // HPC_NODETOOLS_DIR is set by bin/launch.sh: the code may run from a bundle outside this directory.
@@ -60,7 +101,10 @@ function parseVolume(spec: string, containerDir: string): BindMount {
   const parts = spec.split(':');
   if (parts.length < 2 || !parts[1]) throw runError(`invalid volume specification: '${spec}'`);
   const [src, target, mode] = parts;
-  if (!target.startsWith('/')) throw runError(`invalid volume specification: '${spec}': invalid mount config for type "bind": invalid mount path: '${target}' mount path must be absolute`);
+  if (!target.startsWith('/'))
+    throw runError(
+      `invalid volume specification: '${spec}': invalid mount config for type "bind": invalid mount path: '${target}' mount path must be absolute`,
+    );
   const source = src.startsWith('/') ? src : path.join(containerDir, 'volumes', src);
   return { source, target, readOnly: mode?.split(',').includes('ro') };
 }
@@ -70,7 +114,11 @@ function parseMount(spec: string, containerDir: string): BindMount {
   const target = kv.target ?? kv.destination ?? kv.dst;
   const src = kv.source ?? kv.src;
   if (!target) throw runError(`invalid argument "${spec}" for "--mount" flag: target is required`);
-  return { source: src ? (src.startsWith('/') ? src : path.join(containerDir, 'volumes', src)) : path.join(containerDir, 'volumes', path.basename(target)), target, readOnly: 'readonly' in kv || kv.ro === 'true' };
+  return {
+    source: src ? (src.startsWith('/') ? src : path.join(containerDir, 'volumes', src)) : path.join(containerDir, 'volumes', path.basename(target)),
+    target,
+    readOnly: 'readonly' in kv || kv.ro === 'true',
+  };
 }
 
 async function ensureImage(s: Session, imageArg: string): Promise<LocalImage> {
@@ -109,7 +157,9 @@ export async function run(s: Session, argv: string[]): Promise<number> {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     const other = await s.containers.find(name);
-    throw runError(`Conflict. The container name "/${name}" is already in use by container "${other?.state.id ?? 'unknown'}". You have to remove (or rename) that container to be able to reuse that name`);
+    throw runError(
+      `Conflict. The container name "/${name}" is already in use by container "${other?.state.id ?? 'unknown'}". You have to remove (or rename) that container to be able to reuse that name`,
+    );
   }
 
   const id = newContainerId();

@@ -97,8 +97,14 @@ export class ContainerStore {
     // Exited with the outcome not yet in state.json (the supervisor records it on its own, without a docker command).
     if (c.record.state === 'exited' && (c.state.exitCode !== undefined || !c.state.startedAt)) return c;
     const exitFile = path.join(c.dir, 'exitcode');
-    const code = await readFile(exitFile, 'utf8').then((s) => Number(s.trim()), () => NaN);
-    const endedAt = await stat(exitFile).then((st) => st.mtime.toISOString(), () => new Date().toISOString());
+    const code = await readFile(exitFile, 'utf8').then(
+      (s) => Number(s.trim()),
+      () => NaN,
+    );
+    const endedAt = await stat(exitFile).then(
+      (st) => st.mtime.toISOString(),
+      () => new Date().toISOString(),
+    );
     c.record.state = 'exited';
     c.state.exitCode ??= Number.isFinite(code) ? code : 137;
     c.state.finishedAt ??= endedAt;
@@ -141,8 +147,20 @@ export class ContainerStore {
   async removeAbandoned(name: string): Promise<boolean> {
     if (!isValidName(name)) return false;
     const dir = this.containerDir(name);
-    if (!(await stat(dir).then((st) => st.isDirectory(), () => false))) return false;
-    if (await stat(path.join(dir, 'config.json')).then(() => true, () => false)) return false;
+    if (
+      !(await stat(dir).then(
+        (st) => st.isDirectory(),
+        () => false,
+      ))
+    )
+      return false;
+    if (
+      await stat(path.join(dir, 'config.json')).then(
+        () => true,
+        () => false,
+      )
+    )
+      return false;
     const claimer = Number(await readFile(path.join(dir, 'claim'), 'utf8').catch(() => ''));
     if (claimer > 0 && alive(claimer)) return false;
     await rm(dir, { recursive: true, force: true });

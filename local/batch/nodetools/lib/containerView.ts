@@ -84,7 +84,10 @@ export function translateArgs(view: ContainerView, args: string[]): string[] {
 
 /** Image PATH entries translated into the rootfs, then the host's PATH (for the tools the image does not carry). */
 export function containerPathVar(view: ContainerView, imagePath: string | undefined, hostPath: string | undefined): string {
-  const inImage = (imagePath ?? '').split(':').filter(Boolean).map((d) => toHostPath(view, d));
+  const inImage = (imagePath ?? '')
+    .split(':')
+    .filter(Boolean)
+    .map((d) => toHostPath(view, d));
   const seen = new Set<string>();
   return [...inImage, ...(hostPath ?? '').split(':').filter(Boolean)].filter((d) => (seen.has(d) ? false : (seen.add(d), true))).join(':');
 }
@@ -104,7 +107,10 @@ export function parseEnvAssignments(items: string[], from: NodeJS.ProcessEnv): R
 }
 
 export function parseEnvFile(text: string, from: NodeJS.ProcessEnv): Record<string, string> {
-  const lines = text.split(/\r?\n/).map((l) => l.trimStart()).filter((l) => l && !l.startsWith('#'));
+  const lines = text
+    .split(/\r?\n/)
+    .map((l) => l.trimStart())
+    .filter((l) => l && !l.startsWith('#'));
   return parseEnvAssignments(lines, from);
 }
 

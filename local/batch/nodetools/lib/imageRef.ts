@@ -61,7 +61,10 @@ export function refKey(r: ImageRef): string {
 export function registryBaseUrl(registry: string, env: NodeJS.ProcessEnv = process.env): string {
   const host = registry === DEFAULT_REGISTRY ? 'registry-1.docker.io' : registry;
   const hostname = host.replace(/:\d+$/, '').replace(/^\[|\]$/g, '');
-  const insecure = (env.DOCKER_INSECURE_REGISTRIES ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const insecure = (env.DOCKER_INSECURE_REGISTRIES ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const loopback = hostname === 'localhost' || hostname === '::1' || /^127\./.test(hostname);
   return `${loopback || insecure.includes(host) ? 'http' : 'https'}://${host}`;
 }

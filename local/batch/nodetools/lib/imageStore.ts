@@ -100,11 +100,13 @@ export class ImageStore {
   async find(nameOrId: string): Promise<LocalImage | undefined> {
     const refs = await this.readRefs();
     const hit = refs[nameOrId];
-    const images = hit ? [await this.load(hit.manifestDigest, [])] : (await this.list()).filter((i) => {
-      const hex = i.id.slice('sha256:'.length);
-      const q = nameOrId.replace(/^sha256:/, '');
-      return q.length >= 4 && /^[a-f0-9]+$/.test(q) && hex.startsWith(q);
-    });
+    const images = hit
+      ? [await this.load(hit.manifestDigest, [])]
+      : (await this.list()).filter((i) => {
+          const hex = i.id.slice('sha256:'.length);
+          const q = nameOrId.replace(/^sha256:/, '');
+          return q.length >= 4 && /^[a-f0-9]+$/.test(q) && hex.startsWith(q);
+        });
     const image = images[0];
     if (!image) return undefined;
     image.refs = (await this.list()).find((i) => i.manifestDigest === image.manifestDigest)?.refs ?? [];

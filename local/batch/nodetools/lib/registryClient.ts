@@ -199,14 +199,17 @@ export async function pullImage(ref: ImageRef, opts: PullOptions): Promise<PullR
     let man = await fetchManifest(client, ref, ref.digest ?? ref.tag ?? 'latest');
     progress(`${ref.digest ?? ref.tag}: Pulling from ${ref.repository}`);
     if (man.mediaType === MEDIA_TYPE.imageIndex) {
-      const index = JSON.parse(man.bytes.toString('utf8')) as Omit<ImageIndex, 'manifests'> & { manifests: (Descriptor & { platform?: { os?: string; architecture?: string } })[] };
+      const index = JSON.parse(man.bytes.toString('utf8')) as Omit<ImageIndex, 'manifests'> & {
+        manifests: (Descriptor & { platform?: { os?: string; architecture?: string } })[];
+      };
       const arch = process.arch === 'arm64' ? 'arm64' : 'amd64';
       const pick = index.manifests.find((m) => m.platform?.os === 'linux' && m.platform.architecture === arch) ?? index.manifests[0];
       if (!pick) throw new CliError(`no matching manifest for linux/${arch} in the manifest list entries`);
       man = await fetchManifest(client, ref, pick.digest);
     }
     const manifest = JSON.parse(man.bytes.toString('utf8')) as ImageManifest;
-    if (!manifest.config || !Array.isArray(manifest.layers)) throw new CliError(`unsupported manifest media type ${man.mediaType || '(none)'} for ${refKey(ref)}`);
+    if (!manifest.config || !Array.isArray(manifest.layers))
+      throw new CliError(`unsupported manifest media type ${man.mediaType || '(none)'} for ${refKey(ref)}`);
     const keys = [refKey(ref), `${familiarName(ref)}@${man.digest}`];
     const before = (await store.readRefs())[keys[0]];
     const missing: Descriptor[] = [];

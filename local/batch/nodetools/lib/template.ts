@@ -12,7 +12,10 @@ function lookup(obj: unknown, dotted: string): unknown {
 function show(v: unknown): string {
   if (v === undefined || v === null) return '<no value>';
   if (Array.isArray(v)) return `[${v.map(show).join(' ')}]`;
-  if (typeof v === 'object') return `map[${Object.entries(v as Record<string, unknown>).map(([k, x]) => `${k}:${show(x)}`).join(' ')}]`;
+  if (typeof v === 'object')
+    return `map[${Object.entries(v as Record<string, unknown>)
+      .map(([k, x]) => `${k}:${show(x)}`)
+      .join(' ')}]`;
   return String(v);
 }
 

@@ -56,8 +56,12 @@ function cacheSession(s: Session): Session {
 /** Transports a real Singularity pulls from that the local stack has no service for. */
 function refuseTransport(uri: string): void {
   const scheme = /^([a-z]+):\/\//.exec(uri)?.[1];
-  if (scheme === 'library') throw fatal(`Unable to get library client configuration: library:// needs the Sylabs cloud library, which the local stack does not have: emulated nodes pull docker:// references from the local registry`);
-  if (scheme === 'oras') throw fatal(`oras:// needs an OCI registry holding SIF artifacts, which the local stack does not serve: emulated nodes pull docker:// references`);
+  if (scheme === 'library')
+    throw fatal(
+      `Unable to get library client configuration: library:// needs the Sylabs cloud library, which the local stack does not have: emulated nodes pull docker:// references from the local registry`,
+    );
+  if (scheme === 'oras')
+    throw fatal(`oras:// needs an OCI registry holding SIF artifacts, which the local stack does not serve: emulated nodes pull docker:// references`);
   if (scheme && scheme !== 'docker') throw fatal(`Unsupported transport type: ${scheme}`);
 }
 
@@ -143,7 +147,23 @@ const EXEC = new FlagSet('singularity exec', {
   cleanenv: bool('e', 'cleanenv'),
   env: val('env'),
   nv: bool('nv'),
-  ignored: bool('writable-tmpfs', 'contain', 'C', 'containall', 'userns', 'u', 'no-home', 'fakeroot', 'f', 'writable', 'w', 'no-init', 'no-privs', 'quiet', 'q'),
+  ignored: bool(
+    'writable-tmpfs',
+    'contain',
+    'C',
+    'containall',
+    'userns',
+    'u',
+    'no-home',
+    'fakeroot',
+    'f',
+    'writable',
+    'w',
+    'no-init',
+    'no-privs',
+    'quiet',
+    'q',
+  ),
   ignoredValue: val('home', 'H', 'security', 'overlay', 'o', 'app', 'scratch', 'S', 'workdir', 'W'),
 });
 
@@ -182,7 +202,10 @@ async function execIn(s: Session, argv: string[], useImageCommand: boolean): Pro
     ...imageEnv,
     PATH: containerPathVar(view, imageEnv.PATH, process.env.PATH),
     ...injected,
-    ...parseEnvAssignments(all(p, 'env').flatMap((e) => e.split(',')), process.env),
+    ...parseEnvAssignments(
+      all(p, 'env').flatMap((e) => e.split(',')),
+      process.env,
+    ),
     CONTAINER_ROOTFS: rootfs,
     SINGULARITY_CONTAINER: imageArg,
     SINGULARITY_NAME: path.basename(imageArg),

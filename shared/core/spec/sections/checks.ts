@@ -8,7 +8,9 @@ import { z } from 'zod';
 
 export const ChecksSchema = z
   .strictObject({
-    image: z.enum(['refuse', 'warn'], { error: 'must be "refuse" or "warn"' }).optional()
-      .meta({ description: 'What a node image check finding does: "refuse" (default) refuses the spec with the field path and the catalog\'s nearest name; "warn" accepts it and lists the findings in explain (docs/images.md).' }),
+    image: z.enum(['refuse', 'warn'], { error: 'must be "refuse" or "warn"' }).optional().meta({
+      description:
+        'What a node image check finding does: "refuse" (default) refuses the spec with the field path and the catalog\'s nearest name; "warn" accepts it and lists the findings in explain (docs/images.md).',
+    }),
   })
   .meta({ description: 'How checks that need no node treat their findings.' });

@@ -33,9 +33,11 @@ export function dataSectionIssues(raw: Obj): Issue[] {
     if (sources.length > 1) add(['files', i, sources[1]], `give only one of url, blob and prefix (also given: ${sources[0]})`);
     const fromBlob = sources.includes('blob') || sources.includes('prefix');
     if (fromBlob) {
-      for (const k of ['account', 'container'] as const) if (!has(f, k)) add(['files', i, k], `is required with ${sources.includes('blob') ? 'blob' : 'prefix'}`);
+      for (const k of ['account', 'container'] as const)
+        if (!has(f, k)) add(['files', i, k], `is required with ${sources.includes('blob') ? 'blob' : 'prefix'}`);
     } else {
-      for (const k of ['account', 'container'] as const) if (has(f, k)) add(['files', i, k], 'only goes with blob or prefix (an https url names its own server)');
+      for (const k of ['account', 'container'] as const)
+        if (has(f, k)) add(['files', i, k], 'only goes with blob or prefix (an https url names its own server)');
     }
     if ((sources.includes('url') || sources.includes('blob')) && !has(f, 'path')) {
       add(['files', i, 'path'], `is required with ${sources.includes('url') ? 'url' : 'blob'}: the file's name in the working directory`);
@@ -72,7 +74,8 @@ export function dataSectionIssues(raw: Obj): Issue[] {
     }
     for (const k of Object.keys(m)) if (PLAIN_MOUNT_SECRET_RE.test(k)) add(['mounts', i, k], MOUNT_SECRET_MESSAGE);
   });
-  if (reuse && mounts.length > 0) add(['mounts'], 'not allowed together with pool.poolId: Batch mounts file systems when it creates a pool, and a reused pool keeps its own');
+  if (reuse && mounts.length > 0)
+    add(['mounts'], 'not allowed together with pool.poolId: Batch mounts file systems when it creates a pool, and a reused pool keeps its own');
 
   // scratch: kind mount names one of mounts.
   if (isObj(raw.scratch)) {
@@ -100,14 +103,17 @@ export function dataSectionIssues(raw: Obj): Issue[] {
   if (isObj(raw.outputs)) {
     const o = raw.outputs;
     const files = list(o.files);
-    if (files.length === 0 && o.logs === false) add(['outputs', 'files'], 'must list at least one pattern when outputs.logs is false (nothing would be uploaded)');
+    if (files.length === 0 && o.logs === false)
+      add(['outputs', 'files'], 'must list at least one pattern when outputs.logs is false (nothing would be uploaded)');
     const seen = new Map<string, number>();
     files.forEach((f, i) => {
       if (!isObj(f)) return;
-      if (f.from === 'scratch' && !isObj(raw.scratch)) add(['outputs', 'files', i, 'from'], '"scratch" needs a scratch section (the job has no shared scratch)');
+      if (f.from === 'scratch' && !isObj(raw.scratch))
+        add(['outputs', 'files', i, 'from'], '"scratch" needs a scratch section (the job has no shared scratch)');
       if (f.from === 'mount') {
         if (!has(f, 'mount')) add(['outputs', 'files', i, 'mount'], 'is required with from "mount": the name of one of mounts');
-        else if (typeof f.mount === 'string' && !names.has(f.mount)) add(['outputs', 'files', i, 'mount'], `must name one of mounts (${[...names.keys()].join(', ') || 'none given'})`);
+        else if (typeof f.mount === 'string' && !names.has(f.mount))
+          add(['outputs', 'files', i, 'mount'], `must name one of mounts (${[...names.keys()].join(', ') || 'none given'})`);
       } else if (has(f, 'mount')) {
         add(['outputs', 'files', i, 'mount'], 'only goes with from "mount"');
       }

@@ -24,22 +24,32 @@ export function vaultNameOf(vault: string): string {
   return (m ? m[1] : vault).toLowerCase();
 }
 
-const VAULT_RULE = 'a Key Vault name (3–24 letters, digits and hyphens, starting with a letter, ending with a letter or digit, no "--") or its URI "https://<name>.vault.azure.net"';
+const VAULT_RULE =
+  'a Key Vault name (3–24 letters, digits and hyphens, starting with a letter, ending with a letter or digit, no "--") or its URI "https://<name>.vault.azure.net"';
 
 export const SecretRefSchema = z
   .strictObject({
-    vault: z.string({ error: `must be a string: ${VAULT_RULE}` })
+    vault: z
+      .string({ error: `must be a string: ${VAULT_RULE}` })
       .refine((v) => KEY_VAULT_NAME_RE.test(vaultNameOf(v)) && (KEY_VAULT_NAME_RE.test(v) || KEY_VAULT_URI_RE.test(v)), { error: `must be ${VAULT_RULE}` })
-      .meta({ description: 'The Key Vault: its name, or its URI (https://<name>.vault.azure.net); the deployment\'s KEY_VAULT_URL_TEMPLATE turns the name into the URL nodes call.' }),
-    name: z.string({ error: 'must be a string: a Key Vault secret name' })
+      .meta({
+        description:
+          "The Key Vault: its name, or its URI (https://<name>.vault.azure.net); the deployment's KEY_VAULT_URL_TEMPLATE turns the name into the URL nodes call.",
+      }),
+    name: z
+      .string({ error: 'must be a string: a Key Vault secret name' })
       .regex(KEY_VAULT_SECRET_NAME_RE, { error: 'must be a Key Vault secret name (1–127 letters, digits and hyphens)' })
-      .meta({ description: 'The secret\'s name in the vault.' }),
-    version: z.string({ error: 'must be a string: a Key Vault secret version' })
+      .meta({ description: "The secret's name in the vault." }),
+    version: z
+      .string({ error: 'must be a string: a Key Vault secret version' })
       .regex(KEY_VAULT_VERSION_RE, { error: 'must be a Key Vault secret version (32 lowercase hex digits)' })
       .optional()
       .meta({ description: 'A fixed version; default: the current one when the task starts.' }),
   })
-  .meta({ description: 'A Key Vault secret, read on the node at task start with the pool\'s managed identity (it needs the Key Vault Secrets User role on the vault). Only this reference is stored or shown; never the value.' });
+  .meta({
+    description:
+      "A Key Vault secret, read on the node at task start with the pool's managed identity (it needs the Key Vault Secrets User role on the vault). Only this reference is stored or shown; never the value.",
+  });
 
 export type SecretRef = z.output<typeof SecretRefSchema>;
 
@@ -77,28 +87,42 @@ function forbiddenLicenseHost(host: string): string | undefined {
   return /instance metadata|wire server|"this network"|multicast|reserved/.test(verdict.why) ? verdict.why : undefined;
 }
 
-const port = (what: string) => z.number({ error: `must be a number: ${what}` }).int({ error: `must be a whole number: ${what}` })
-  .min(1, { error: 'must be 1..65535' }).max(65535, { error: 'must be 1..65535' });
+const port = (what: string) =>
+  z
+    .number({ error: `must be a number: ${what}` })
+    .int({ error: `must be a whole number: ${what}` })
+    .min(1, { error: 'must be 1..65535' })
+    .max(65535, { error: 'must be 1..65535' });
 
 export const LicenseSchema = z
   .strictObject({
-    kind: z.literal('flexlm', { error: 'must be "flexlm" (the only licence manager known so far)' })
+    kind: z
+      .literal('flexlm', { error: 'must be "flexlm" (the only licence manager known so far)' })
       .meta({ description: 'The licence manager: FlexLM/FlexNet (lmgrd), the one ANSYS, Siemens (STAR-CCM+), Altair and most HPC codes use.' }),
-    server: z.string({ error: 'must be a string: "host:port" of the licence server' })
+    server: z
+      .string({ error: 'must be a string: "host:port" of the licence server' })
       .superRefine((v, ctx) => {
         const p = parseLicenseServer(v);
         if (!p) {
-          ctx.addIssue({ code: 'custom', message: 'must be "host:port": a DNS name or IPv4 address and the lmgrd port (1..65535), e.g. "lic01.corp.example:27000" or "10.1.0.4:27000"' });
+          ctx.addIssue({
+            code: 'custom',
+            message: 'must be "host:port": a DNS name or IPv4 address and the lmgrd port (1..65535), e.g. "lic01.corp.example:27000" or "10.1.0.4:27000"',
+          });
           return;
         }
         const why = forbiddenLicenseHost(p.host);
         if (why) ctx.addIssue({ code: 'custom', message: `names ${why}; a licence server must be another host (private addresses are fine)` });
       })
-      .meta({ description: 'lmgrd\'s "host:port". Private addresses are expected (licence servers live in the customer\'s network); loopback, IMDS and the wire server are refused. Exported as LM_LICENSE_FILE=port@host.' }),
-    vendorPort: port('the vendor daemon\'s TCP port').optional()
-      .meta({ description: 'The vendor daemon\'s fixed port (the VENDOR line\'s port=), when the licence file pins one: preflight checks it too.' }),
-    secretRef: SecretRefSchema.optional()
-      .meta({ description: 'A licence key or password in Key Vault, read on the node and exported as MPIJOB_LICENSE_<n>_KEY (n: this entry\'s index).' }),
+      .meta({
+        description:
+          'lmgrd\'s "host:port". Private addresses are expected (licence servers live in the customer\'s network); loopback, IMDS and the wire server are refused. Exported as LM_LICENSE_FILE=port@host.',
+      }),
+    vendorPort: port("the vendor daemon's TCP port")
+      .optional()
+      .meta({ description: "The vendor daemon's fixed port (the VENDOR line's port=), when the licence file pins one: preflight checks it too." }),
+    secretRef: SecretRefSchema.optional().meta({
+      description: "A licence key or password in Key Vault, read on the node and exported as MPIJOB_LICENSE_<n>_KEY (n: this entry's index).",
+    }),
   })
   .meta({ description: 'A licence server the program checks licences out from.' });
 
@@ -108,7 +132,10 @@ export const LicensesSchema = z
   .array(LicenseSchema, { error: 'must be a list of { kind: "flexlm", server: "host:port", vendorPort?, secretRef? }' })
   .max(8, { error: 'must list at most 8 licence servers' })
   .default([])
-  .meta({ description: 'Licence servers: exported to every rank (FlexLM: LM_LICENSE_FILE, all servers joined with ":"), and checked from every node in preflight (TCP to the server port and the vendor port).' });
+  .meta({
+    description:
+      'Licence servers: exported to every rank (FlexLM: LM_LICENSE_FILE, all servers joined with ":"), and checked from every node in preflight (TCP to the server port and the vendor port).',
+  });
 
 /** The environment variable a licence's key arrives in. */
 export const licenseKeyEnv = (index: number) => `MPIJOB_LICENSE_${index}_KEY`;
@@ -118,9 +145,11 @@ export const licenseKeyEnv = (index: number) => `MPIJOB_LICENSE_${index}_KEY`;
  * Administration Guide, "Setting the path with an environment variable"; Windows uses ";", Linux nodes ":").
  */
 export function lmLicenseFile(licenses: readonly License[]): string | undefined {
-  const entries = licenses.filter((l) => l.kind === 'flexlm').map((l) => {
-    const p = parseLicenseServer(l.server) as { host: string; port: number };
-    return `${p.port}@${p.host}`;
-  });
+  const entries = licenses
+    .filter((l) => l.kind === 'flexlm')
+    .map((l) => {
+      const p = parseLicenseServer(l.server) as { host: string; port: number };
+      return `${p.port}@${p.host}`;
+    });
   return entries.length ? entries.join(':') : undefined;
 }

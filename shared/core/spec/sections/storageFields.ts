@@ -49,17 +49,39 @@ export const FIXED_PATH_RE = /^(?:\/(?!\.\.?(?:\/|$))[A-Za-z0-9._-]{1,64}){1,4}$
  * on Azure's Linux images, /mnt/resource/batch on some).
  */
 export const FIXED_PATH_DENIED = [
-  '/bin', '/boot', '/dev', '/etc', '/lib', '/lib32', '/lib64', '/libx32', '/lost+found', '/media', '/mnt', '/opt', '/proc',
-  '/root', '/run', '/sbin', '/snap', '/srv', '/sys', '/tmp', '/usr', '/var',
+  '/bin',
+  '/boot',
+  '/dev',
+  '/etc',
+  '/lib',
+  '/lib32',
+  '/lib64',
+  '/libx32',
+  '/lost+found',
+  '/media',
+  '/mnt',
+  '/opt',
+  '/proc',
+  '/root',
+  '/run',
+  '/sbin',
+  '/snap',
+  '/srv',
+  '/sys',
+  '/tmp',
+  '/usr',
+  '/var',
 ] as const;
 /** Paths only refused themselves (their subdirectories are fine): the root, and /home (/home/<user> is a shared home). */
 export const FIXED_PATH_DENIED_EXACT = ['/', '/home'] as const;
 
 /** Why a fixed path is refused, or undefined. */
 export function fixedPathProblem(p: string): string | undefined {
-  if ((FIXED_PATH_DENIED_EXACT as readonly string[]).includes(p)) return `must not be ${p} itself (a subdirectory such as ${p === '/' ? '/apps' : '/home/<user>'} is fine)`;
+  if ((FIXED_PATH_DENIED_EXACT as readonly string[]).includes(p))
+    return `must not be ${p} itself (a subdirectory such as ${p === '/' ? '/apps' : '/home/<user>'} is fine)`;
   const denied = FIXED_PATH_DENIED.find((d) => p === d || p.startsWith(`${d}/`) || (d.startsWith('/lib') && p.startsWith('/lib')));
-  if (denied) return `must not be at or below ${denied}: a system or Batch directory (${FIXED_PATH_DENIED.join(', ')}, ${FIXED_PATH_DENIED_EXACT.join(', ')} are refused)`;
+  if (denied)
+    return `must not be at or below ${denied}: a system or Batch directory (${FIXED_PATH_DENIED.join(', ')}, ${FIXED_PATH_DENIED_EXACT.join(', ')} are refused)`;
   return undefined;
 }
 
@@ -68,11 +90,12 @@ export function fixedPathProblem(p: string): string | undefined {
  * well-formed path is judged against the deny-list (the pattern's message already covers the rest).
  */
 export function fixedPath() {
-  return pattern(FIXED_PATH_RE, 'an absolute path such as /apps, /data or /home/alice (segments of letters, digits, "._-"; at most 4)')
-    .superRefine((p, ctx) => {
+  return pattern(FIXED_PATH_RE, 'an absolute path such as /apps, /data or /home/alice (segments of letters, digits, "._-"; at most 4)').superRefine(
+    (p, ctx) => {
       const problem = FIXED_PATH_RE.test(p) ? fixedPathProblem(p) : undefined;
       if (problem) ctx.addIssue({ code: 'custom', message: problem });
-    });
+    },
+  );
 }
 
 /** A CIFS/SMB share: `//host/share[/path]`. */
@@ -100,7 +123,8 @@ const HTTPS_URL_RE = /^https:\/\/[a-z0-9](?:[a-z0-9-]{0,62})(?:\.[a-z0-9](?:[a-z
 export function httpsUrlProblem(url: string): string | undefined {
   if (url.length > DATA_LIMITS.maxUrlLength) return `must be at most ${DATA_LIMITS.maxUrlLength} characters`;
   if (!/^https:\/\//i.test(url)) return 'must be an https:// URL (plain http is refused: the download would not be authenticated)';
-  if (url.includes('?')) return 'must not carry a query string: a SAS or other token does not belong in a job spec (name a blob with account, container and blob instead; the pipeline mints a short-lived read-only SAS)';
+  if (url.includes('?'))
+    return 'must not carry a query string: a SAS or other token does not belong in a job spec (name a blob with account, container and blob instead; the pipeline mints a short-lived read-only SAS)';
   if (url.includes('#')) return 'must not carry a fragment (#…)';
   let parsed: URL;
   try {
@@ -112,7 +136,7 @@ export function httpsUrlProblem(url: string): string | undefined {
   if (!HTTPS_URL_RE.test(url)) {
     return 'must be https://<host>[:port]/<path> with a lowercase DNS name or IPv4 address and a path of letters, digits and "._~%/+=,@:-"';
   }
-  if (parsed.pathname === '/' ) return 'must name a file (the path is empty)';
+  if (parsed.pathname === '/') return 'must name a file (the path is empty)';
   return undefined;
 }
 
@@ -122,4 +146,7 @@ export const blobContainer = () =>
 export const blobName = () =>
   pattern(/^(?!.*(?:^|\/)\.\.(?:\/|$))(?!\/)[A-Za-z0-9._/=+@,-]{1,1024}$/, `a blob name (letters, digits, "._/=+@,-", no "..", no leading "/"; ${SHELL_SAFE})`);
 export const blobPrefix = () =>
-  pattern(/^(?!.*(?:^|\/)\.\.(?:\/|$))(?!\/)[A-Za-z0-9._/=+@,-]{0,1024}$/, `a blob name prefix (letters, digits, "._/=+@,-", no "..", no leading "/"; ${SHELL_SAFE})`);
+  pattern(
+    /^(?!.*(?:^|\/)\.\.(?:\/|$))(?!\/)[A-Za-z0-9._/=+@,-]{0,1024}$/,
+    `a blob name prefix (letters, digits, "._/=+@,-", no "..", no leading "/"; ${SHELL_SAFE})`,
+  );
