@@ -116,6 +116,9 @@ describe('pipeline under injected faults', () => {
   it('fails clearly when an image does not exist: names the node and the registry message, and cleans up', async () => {
     const spec = cheapJob('faults-bad-image', (s) => {
       s.container = { runtime: 'docker', images: [`${stack.registry.host}/hpc/mpi-demo:no-such-tag`] };
+      // A declared MPI version: the control plane then does not read the image before the pool (issue 27's evidence,
+      // which refuses a missing image up front: tests/e2e/imageEvidence.test.ts), so the nodes' pull meets the 404.
+      s.mpi.version = '4.1';
       // No start task: the docker runtime brings its own program; keep the job about the pull.
       delete s.pool.startTask;
     });

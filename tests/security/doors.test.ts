@@ -107,7 +107,13 @@ describe('finding 3: no internal addresses in files[].url or image references', 
       spec({ container: { runtime: 'docker', images: ['myregistry.azurecr.io/a:1'], registry: { server: '169.254.169.254', identity: 'managed' } } }),
     );
     expect(paths(server)).toContain('container.registry.server');
-    const allowed = await call('POST', '/api/jobs?dryRun=true', spec(docker([`${stack.registry.host}/hpc/mpi-demo:1.0`, 'ghcr.io/hpc/tools:1'])));
+    // A declared MPI version: the dry run then reads nothing from the registry (this stack serves no image); the
+    // door's address rule is what is checked here.
+    const allowed = await call(
+      'POST',
+      '/api/jobs?dryRun=true',
+      spec({ ...docker([`${stack.registry.host}/hpc/mpi-demo:1.0`, 'ghcr.io/hpc/tools:1']), mpi: { runtime: 'openmpi', command: 'true', version: '4.1' } }),
+    );
     expect({ status: allowed.status, errors: allowed.body.errors }).toEqual({ status: 200, errors: undefined });
   });
 });
