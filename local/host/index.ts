@@ -79,6 +79,12 @@ export interface FunctionsHostOptions {
    * Consumption bill counts as executions. local/testing/callCounter.ts counts them per job.
    */
   onInvocation?: (record: InvocationRecord) => void;
+  /**
+   * How long a queue message fetched by a trigger stays invisible while its function runs (renewed at half-time);
+   * default 600 s, the Storage extension's. A message held by a killed host is seen again only after it: crash
+   * tests shorten it, as they shorten the Durable engine's leases.
+   */
+  queueHoldSeconds?: number;
 }
 
 export interface FunctionsHostHandle {
@@ -221,6 +227,7 @@ export async function startFunctionsHost(opts: FunctionsHostOptions): Promise<Fu
       log,
       invoke: (name, req) => invoker.invoke(name, req),
       ingress,
+      queueHoldSeconds: opts.queueHoldSeconds,
     });
 
     readiness.markReady();

@@ -24,6 +24,7 @@ async function main(): Promise<void> {
     logLevel: 'info',
     logDestination: 1,
     // Short leases so messages and work items held by a killed host are redelivered within seconds.
+    queueHoldSeconds: 10,
     extensions: [createDurableExtension({ maxPollingIntervalMs: 200, controlVisibilitySeconds: 5, workItemVisibilitySeconds: 10 })],
   });
   process.stdout.write(`READY ${host.baseUrl}\n`);

@@ -144,4 +144,45 @@ describe('queue listener batches', () => {
     expect(ingress.inFlight()).toBe(0);
     spy.mockRestore();
   });
+
+  test('a message whose hold is not renewed (the host that fetched it died) is fetched again once holdSeconds pass, not after 10 minutes', async () => {
+    process.env[SETTING] = azurite.connectionString();
+    const queue = new QueueClient(azurite.connectionString(), `${QUEUE}-held`);
+    await queue.create();
+    await queue.sendMessage(Buffer.from('orphan').toString('base64'));
+    // The dead host's renewals never reach the queue.
+    const renew = jest.spyOn(QueueClient.prototype, 'updateMessage').mockRejectedValue(new Error('host killed'));
+    const deliveries: { dequeueCount: string; at: number; finish: () => void }[] = [];
+    const invoke = (_name: string, req: InvocationRequest): Promise<InvocationResult> =>
+      new Promise((resolve) => {
+        deliveries.push({
+          dequeueCount: String(req.triggerMetadata.DequeueCount?.json),
+          at: Date.now(),
+          finish: () => resolve({ invocationId: 'x', outputData: [] }),
+        });
+      });
+    const fn: RegisteredFunction = {
+      name: 'held',
+      trigger: { name: 'item', type: 'queueTrigger', direction: 'in', queueName: `${QUEUE}-held`, connection: SETTING },
+      bindings: {},
+    };
+    const options = {
+      batchSize: 4,
+      newBatchThreshold: 2,
+      maxPollingIntervalMs: 200,
+      visibilityTimeoutMs: 0,
+      maxDequeueCount: 3,
+      messageEncoding: 'base64' as const,
+    };
+    listener = new QueueTriggerListener({ fn, options, log: pino({ level: 'silent' }), invoke, holdSeconds: 2 });
+    listener.start();
+    await waitFor('the second delivery', () => deliveries.length === 2 || undefined, 15_000);
+    expect(deliveries.map((d) => d.dequeueCount)).toEqual(['1', '2']);
+    expect(deliveries[1]!.at - deliveries[0]!.at).toBeGreaterThanOrEqual(1500);
+    renew.mockRestore();
+    for (const d of deliveries) d.finish();
+    expect(() => new QueueTriggerListener({ fn, options, log: pino({ level: 'silent' }), invoke, holdSeconds: 1 })).toThrow(
+      /holdSeconds must be an integer of at least 2/,
+    );
+  });
 });

@@ -23,6 +23,8 @@ export interface TriggerListenerOptions {
   invoke(functionName: string, request: InvocationRequest): Promise<InvocationResult>;
   /** Queue messages of full batches in progress are counted here (timers are background work and are not). */
   ingress?: IngressGauge;
+  /** Queue messages' hold while their function runs (FunctionsHostOptions.queueHoldSeconds). */
+  queueHoldSeconds?: number;
 }
 
 export async function startTriggerListeners(opts: TriggerListenerOptions): Promise<TriggerListeners> {
@@ -31,7 +33,9 @@ export async function startTriggerListeners(opts: TriggerListenerOptions): Promi
   // Build every listener before starting any, so a bad binding fails start-up without side effects.
   for (const fn of opts.functions) {
     if (fn.trigger.type === 'queueTrigger')
-      listeners.push(new QueueTriggerListener({ ...deps, fn, options: queueOptions(opts.hostJson), ingress: opts.ingress }));
+      listeners.push(
+        new QueueTriggerListener({ ...deps, fn, options: queueOptions(opts.hostJson), ingress: opts.ingress, holdSeconds: opts.queueHoldSeconds }),
+      );
     else if (fn.trigger.type === 'timerTrigger') listeners.push(new TimerTriggerListener({ ...deps, fn, monitor: opts.scheduleMonitor }));
   }
   await Promise.all(listeners.map((l) => l.prepare?.()));

@@ -15,8 +15,8 @@ import { decodeMessageText, hostTimestamp } from './queueMessages';
 import { PollingBackoff } from './pollingBackoff';
 import { MIN_POLLING_INTERVAL_MS, type QueueOptions } from './queueOptions';
 
-/** How long a fetched message stays invisible while its function runs (renewed at half-time). */
-const HOLD_VISIBILITY_S = 600;
+/** How long a fetched message stays invisible while its function runs (renewed at half-time): the extension's 10 minutes. */
+const DEFAULT_HOLD_S = 600;
 
 export interface QueueListenerDeps {
   fn: RegisteredFunction;
@@ -29,6 +29,8 @@ export interface QueueListenerDeps {
    * listener keeps up, and is not counted.
    */
   ingress?: IngressGauge;
+  /** Default DEFAULT_HOLD_S; a message held by a killed host is fetched again after it. */
+  holdSeconds?: number;
 }
 
 export class QueueTriggerListener {
@@ -44,6 +46,7 @@ export class QueueTriggerListener {
   });
   private readonly backoff: PollingBackoff;
   private poisonReady?: Promise<unknown>;
+  private readonly holdSeconds: number;
 
   constructor(private readonly deps: QueueListenerDeps) {
     const t = deps.fn.trigger;
@@ -53,6 +56,9 @@ export class QueueTriggerListener {
     const service = queueServiceClient(resolveStorageConnection(t.connection, 'queue', what));
     this.queue = service.getQueueClient(this.queueName);
     this.poison = service.getQueueClient(`${this.queueName}-poison`);
+    this.holdSeconds = deps.holdSeconds ?? DEFAULT_HOLD_S;
+    if (!Number.isInteger(this.holdSeconds) || this.holdSeconds < 2)
+      throw new Error(`${what}: holdSeconds must be an integer of at least 2, got ${this.holdSeconds}`);
     this.backoff = new PollingBackoff(MIN_POLLING_INTERVAL_MS, deps.options.maxPollingIntervalMs);
   }
 
@@ -77,7 +83,7 @@ export class QueueTriggerListener {
       }
       let messages: DequeuedMessageItem[] = [];
       try {
-        const got = await this.queue.receiveMessages({ numberOfMessages: options.batchSize, visibilityTimeout: HOLD_VISIBILITY_S });
+        const got = await this.queue.receiveMessages({ numberOfMessages: options.batchSize, visibilityTimeout: this.holdSeconds });
         messages = got.receivedMessageItems;
       } catch (err) {
         // A queue that does not exist yet is an empty queue, as for the host.
@@ -125,13 +131,13 @@ export class QueueTriggerListener {
       const renew = setInterval(
         () => {
           this.queue
-            .updateMessage(message.messageId, popReceipt, undefined, HOLD_VISIBILITY_S)
+            .updateMessage(message.messageId, popReceipt, undefined, this.holdSeconds)
             .then((r) => {
               if (r.popReceipt) popReceipt = r.popReceipt;
             })
             .catch((err: unknown) => log.warn({ ...ctx, err }, 'Could not renew message visibility'));
         },
-        (HOLD_VISIBILITY_S * 1000) / 2,
+        (this.holdSeconds * 1000) / 2,
       );
       let result: InvocationResult;
       try {
