@@ -154,9 +154,13 @@ async function main(): Promise<void> {
       `History rows, ${a.nodes} nodes: ${a.job.historyRows} (${a.job.polls} MPI polls) with a ${MPI_SECONDS} s run, ${b.job.historyRows} (${b.job.polls} MPI polls) with ${2 * MPI_SECONDS} s`,
     );
     const w = mpiWaitRows(b.job);
+    const wa = mpiWaitRows(a.job);
+    // Only the MPI wait depends on run time; the parent's rows vary with how Durable batches completions into episodes
+    // and with the other stages' looks, so they are printed, not compared.
+    console.log(`History rows outside the MPI wait: ${a.job.historyRows - wa.rows} and ${b.job.historyRows - w.rows}`);
     printGoal({
       name: 'history-rows-growth-with-run-time',
-      measured: Math.abs(b.job.historyRows - a.job.historyRows),
+      measured: Math.max(0, w.rows - wa.rows),
       target: w.waits * (K - 1) * HISTORY_ROWS_PER_WAIT,
       compare: '<=',
     });

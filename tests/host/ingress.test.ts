@@ -156,7 +156,7 @@ describe('queue listener batches', () => {
     const invoke = (_name: string, req: InvocationRequest): Promise<InvocationResult> =>
       new Promise((resolve) => {
         deliveries.push({
-          dequeueCount: String(req.triggerMetadata.DequeueCount?.json),
+          dequeueCount: String(req.triggerMetadata?.DequeueCount?.json),
           at: Date.now(),
           finish: () => resolve({ invocationId: 'x', outputData: [] }),
         });
