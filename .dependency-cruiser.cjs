@@ -9,6 +9,13 @@
 const PURE = ['^shared/core/'];
 const ADAPTERS = '^shared/adapters/';
 const IO_CORE_MODULES = '^(node:)?(fs|fs/promises|net|http|https|http2|dns|child_process|cluster|dgram|tls|worker_threads|readline)$';
+// The local stack's glue (its own package, local/package.json): it starts the services, wires the app's settings and
+// drives jobs as a user would, so it may use the product's pure core and public adapters. Everything else under local/
+// is an emulator (docs/local-stack.md "The local package and the product").
+const LOCAL_GLUE = ['^local/(stack|start|demo|jobRunner|seedExamples|operatorAccess|exampleNetwork)\\.ts$', '^local/supervisor/'];
+// The only product modules an emulator reads: tables of facts (VM sizes, node images, health thresholds, list prices)
+// that the emulated Azure and the app must agree on. Each is pure (shared/core/).
+const EMULATOR_FACTS = '^shared/core/(planning/(vmSizes|healthThresholds)|images/catalog|config/priceTable|ops/retailPrices)\\.ts$';
 
 module.exports = {
   forbidden: [
@@ -62,6 +69,22 @@ module.exports = {
       severity: 'error',
       from: { path: '^cli/' },
       to: { path: '^(functions|orchestrations|local|tests|bench)/' },
+    },
+    {
+      name: 'local-stack-runs-the-app-as-azure-does',
+      comment:
+        'The local stack loads the compiled app by path (package.json main), as the Functions host does in Azure; importing a trigger or workflow would run a different app from the one deployed.',
+      severity: 'error',
+      from: { path: '^local/' },
+      to: { path: '^(functions|orchestrations|web|tests|bench|scripts)/' },
+    },
+    {
+      name: 'emulators-import-only-the-facts',
+      comment:
+        "An emulator stands for Azure: built from the product it would agree with the product by construction and could not catch its mistakes. It may read the shared fact tables only, never the product's logic, adapters, the CLI or the examples.",
+      severity: 'error',
+      from: { path: '^local/', pathNot: LOCAL_GLUE },
+      to: { path: '^(shared|cli|examples)/', pathNot: EMULATOR_FACTS },
     },
   ],
   options: {

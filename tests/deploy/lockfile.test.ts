@@ -10,33 +10,17 @@
  *   hoisted is not a contract: it can move or vanish on any update of the package that brings it).
  */
 import { spawnSync } from 'node:child_process';
-import { builtinModules } from 'node:module';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { bareImports, sourceFiles } from '../helpers/bareImports';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 type Manifest = { dependencies: Record<string, string>; devDependencies?: Record<string, string>; workspaces?: string[] };
 const manifest = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as Manifest;
-/** The workspaces' manifests (cli/ is the `hpcjob` package), by folder. */
+/** The workspaces' manifests (cli/ is the `hpcjob` package, local/ the local stack's), by folder. */
 const workspaces = new Map((manifest.workspaces ?? []).map((ws) => [ws, JSON.parse(readFileSync(path.join(ROOT, ws, 'package.json'), 'utf8')) as Manifest]));
 const SOURCE_FOLDERS = ['functions', 'orchestrations', 'shared', 'local', 'cli', 'scripts', 'bench', 'tests', 'web', 'examples'];
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const full = path.join(dir, name);
-    if (name === 'node_modules' || name === 'generated' || name === 'fixtures' || name === 'dist') return [];
-    if (statSync(full).isDirectory()) return sourceFiles(full);
-    return /\.(ts|mts|cts|js|cjs|mjs)$/.test(name) ? [full] : [];
-  });
-}
-
-/** The package an import specifier names, or undefined for relative paths and Node's built-ins. */
-function packageOf(specifier: string): string | undefined {
-  if (specifier.startsWith('.') || specifier.startsWith('node:') || builtinModules.includes(specifier.split('/')[0])) return undefined;
-  const parts = specifier.split('/');
-  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
-}
 
 describe('package-lock.json', () => {
   it('is what npm computes from package.json (so npm ci and npm install leave it unchanged)', () => {
@@ -81,13 +65,10 @@ describe('package.json', () => {
     // @azure/functions-core is provided by the Functions worker at run time (local/host/coreModule.ts here), never installed.
     const provided = new Set(['@azure/functions-core']);
     const missing = new Map<string, string>();
-    const importRe = /(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|\brequire\(\s*['"]([^'"]+)['"]\s*\)|\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
     for (const folder of SOURCE_FOLDERS) {
       for (const file of sourceFiles(path.join(ROOT, folder))) {
-        const text = readFileSync(file, 'utf8');
-        for (const m of text.matchAll(importRe)) {
-          const pkg = packageOf(m[1] ?? m[2] ?? m[3]);
-          if (pkg && !declaredIn(file).has(pkg) && !provided.has(pkg) && !missing.has(pkg)) missing.set(pkg, path.relative(ROOT, file));
+        for (const pkg of bareImports(file)) {
+          if (!declaredIn(file).has(pkg) && !provided.has(pkg) && !missing.has(pkg)) missing.set(pkg, path.relative(ROOT, file));
         }
       }
     }
