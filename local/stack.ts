@@ -155,8 +155,13 @@ export function localAppSettings(azurite: AzuriteHandle, batch: BatchEmulatorHan
     FUNCTIONS_WORKER_RUNTIME: 'node',
     BATCH_ACCOUNT_URL: batch.url,
     BATCH_ACCOUNT_NAME: batch.accountName,
-    POLL_INITIAL_MS: '500',
-    POLL_MAX_MS: '2000',
+    // Polling for a stack whose Batch answers in milliseconds (the emulator allocates and boots in 300 ms): each stage
+    // of a job ends half a look later on average, and with Azure's 5 s / 60 s / 30 s a local job would mostly wait.
+    // 250 ms doubling to 1 s (the MPI task polled every 0.5 s), and looks at node tasks and checks capped at 2 s (the
+    // default 30 s cap let a preflight or staging wait of 20 s be seen up to 15 s late). Azure keeps its defaults.
+    POLL_INITIAL_MS: '250',
+    POLL_MAX_MS: '1000',
+    POLL_LOOK_MAX_MS: '2000',
     // The emulated nodes' "fabric" is a loopback on one shared machine: the preflight ping-pong is measured and
     // recorded, but not held to the InfiniBand thresholds of the VM size a job names (a spec's own thresholds apply).
     PREFLIGHT_FABRIC_DEFAULTS: 'false',
