@@ -155,11 +155,12 @@ export function localAppSettings(azurite: AzuriteHandle, batch: BatchEmulatorHan
     FUNCTIONS_WORKER_RUNTIME: 'node',
     BATCH_ACCOUNT_URL: batch.url,
     BATCH_ACCOUNT_NAME: batch.accountName,
-    // Polling for a stack whose Batch answers in milliseconds (the emulator allocates and boots in 300 ms): each stage
-    // of a job ends half a look later on average, and with Azure's 5 s / 60 s / 30 s a local job would mostly wait.
-    // 250 ms doubling to 1 s (the MPI task polled every 0.5 s), and looks at node tasks and checks capped at 2 s (the
-    // default 30 s cap let a preflight or staging wait of 20 s be seen up to 15 s late). Azure keeps its defaults.
-    POLL_INITIAL_MS: '250',
+    // Polling for a stack whose Batch answers in milliseconds (the emulator allocates and boots in 300 ms). A durable
+    // timer fires in whole seconds (a control-queue message's visibility delay, local/durable/store.ts, as in Azure),
+    // so a wait is at least 1 s: 500 ms doubling to a 1 s cap polls every second, and the looks at node tasks and
+    // checks are capped at 2 s (with the default 30 s cap, a preflight or staging wait of 20 s could be seen up to
+    // 15 s late; with a 2 s cap Batch still sees one request per look, whatever the nodes). Azure keeps its defaults.
+    POLL_INITIAL_MS: '500',
     POLL_MAX_MS: '1000',
     POLL_LOOK_MAX_MS: '2000',
     // The emulated nodes' "fabric" is a loopback on one shared machine: the preflight ping-pong is measured and
