@@ -36,7 +36,8 @@ async function getJob(id: string): Promise<JobViewLite> {
 /**
  * The failing job and the cancelled job are independent of the two staging jobs (own pools, Batch jobs and ids; no
  * input data): each starts alongside one of them (its waits overlap theirs instead of adding up) and its own test
- * awaits what it ended with. Started at most once, by whichever test comes first (also when a test is run alone).
+ * awaits what it ended with. Started at most once, by whichever test comes first. As before, they need the demo
+ * inputs a staging test uploads first (the upload brings the MPI program's source every start task compiles).
  */
 const started = new Map<string, Promise<unknown>>();
 function once<T>(id: string, run: () => Promise<T>): Promise<T> {
@@ -127,9 +128,10 @@ describe('job API surface', () => {
 
 describe('mpiJob pipeline end to end', () => {
   it('runs a real MPI job over staged shards, verifies the result, and leaves no pool, job or staged data', async () => {
-    void failingJob();
     // 100 MB in 20-25 MB shards: several shards per staging account and per node, for a fraction of the I/O.
     const expected = await inputs();
+    // After the upload: it also brings the MPI program's source, which every job's start task compiles.
+    void failingJob();
     const id = await submitSpec(
       stack,
       variant((s) => {
@@ -155,8 +157,8 @@ describe('mpiJob pipeline end to end', () => {
   }, 360_000);
 
   it('overlapped staging on a docker job: copy before the Batch job exists, each node downloads after its own pull, MPI after every download', async () => {
-    void cancelledJob();
     const expected = await inputs();
+    void cancelledJob();
     // The example names the registry localhost:5000; the stack's listens on an ephemeral port (as local/demo.ts does).
     const spec = parse(
       readFileSync(path.join(REPO_ROOT, 'examples', 'demo', 'docker-openmpi.yaml'), 'utf8').replace(/localhost:5000\//g, `${stack.registry.host}/`),
