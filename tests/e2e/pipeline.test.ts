@@ -33,57 +33,6 @@ async function getJob(id: string): Promise<JobViewLite> {
   return getJobView(stack, id);
 }
 
-/**
- * The failing job and the cancelled job are independent of the two staging jobs (own pools, Batch jobs and ids; no
- * input data): each starts alongside one of them (its waits overlap theirs instead of adding up) and its own test
- * awaits what it ended with. Started at most once, by whichever test comes first. As before, they need the demo
- * inputs a staging test uploads first (the upload brings the MPI program's source every start task compiles).
- */
-const started = new Map<string, Promise<unknown>>();
-function once<T>(id: string, run: () => Promise<T>): Promise<T> {
-  let job = started.get(id) as Promise<T> | undefined;
-  if (!job) {
-    job = run();
-    // Handled here until its test awaits it (and reports a failure there).
-    job.catch(() => undefined);
-    started.set(id, job);
-  }
-  return job;
-}
-
-function failingJob(): Promise<JobViewLite> {
-  return once('e2e-mpi-fails', async () => {
-    const id = await submitSpec(
-      stack,
-      variant((s) => {
-        s.id = 'e2e-mpi-fails';
-        s.data = { inputs: [] };
-        s.mpi.command = 'echo failing on purpose >&2; exit 3';
-      }),
-    );
-    return watchJob(stack, id, 240_000);
-  });
-}
-
-/** A job cancelled through DELETE once GET shows it Running: the state seen then, DELETE's status, what it ended with. */
-function cancelledJob(): Promise<{ seen: string; deleteStatus: number; view: JobViewLite }> {
-  return once('e2e-cancel', async () => {
-    const id = await submitSpec(
-      stack,
-      variant((s) => {
-        s.id = 'e2e-cancel';
-        s.data = { inputs: [] };
-        s.mpi.command = 'sleep 120';
-      }),
-    );
-    for (let i = 0; i < 400 && (await getJob(id)).state !== 'Running'; i++) await new Promise((r) => setTimeout(r, 500));
-    const seen = (await getJob(id)).state;
-    if (seen !== 'Running') return { seen, deleteStatus: 0, view: await getJob(id) };
-    const res = await fetch(`${stack.baseUrl}/api/jobs/${id}?reason=test`, { method: 'DELETE', headers: { 'x-functions-key': stack.host.keys.functionKey } });
-    return { seen, deleteStatus: res.status, view: await watchJob(stack, id, 120_000) };
-  });
-}
-
 beforeAll(async () => {
   const logs = path.join(REPO_ROOT, 'test-artifacts');
   mkdirSync(logs, { recursive: true });
@@ -130,8 +79,6 @@ describe('mpiJob pipeline end to end', () => {
   it('runs a real MPI job over staged shards, verifies the result, and leaves no pool, job or staged data', async () => {
     // 100 MB in 20-25 MB shards: several shards per staging account and per node, for a fraction of the I/O.
     const expected = await inputs();
-    // After the upload: it also brings the MPI program's source, which every job's start task compiles.
-    void failingJob();
     const id = await submitSpec(
       stack,
       variant((s) => {
@@ -158,7 +105,6 @@ describe('mpiJob pipeline end to end', () => {
 
   it('overlapped staging on a docker job: copy before the Batch job exists, each node downloads after its own pull, MPI after every download', async () => {
     const expected = await inputs();
-    void cancelledJob();
     // The example names the registry localhost:5000; the stack's listens on an ephemeral port (as local/demo.ts does).
     const spec = parse(
       readFileSync(path.join(REPO_ROOT, 'examples', 'demo', 'docker-openmpi.yaml'), 'utf8').replace(/localhost:5000\//g, `${stack.registry.host}/`),
@@ -215,7 +161,15 @@ describe('mpiJob pipeline end to end', () => {
   }, 480_000);
 
   it('ends Failed with the exit code and log locations when the MPI program fails, and still cleans up', async () => {
-    const view = await failingJob();
+    const id = await submitSpec(
+      stack,
+      variant((s) => {
+        s.id = 'e2e-mpi-fails';
+        s.data = { inputs: [] };
+        s.mpi.command = 'echo failing on purpose >&2; exit 3';
+      }),
+    );
+    const view = await watchJob(stack, id, 240_000);
     expect(view.state).toBe('Failed');
     expect(view.error?.message).toMatch(/MPI task exited with code [1-9]/);
     expect(view.result?.logs?.[0]?.stderr).toMatch(/\/jobs\/hpc-e2e-mpi-fails\/tasks\/mpi\/files\/stderr\.txt$/);
@@ -224,9 +178,19 @@ describe('mpiJob pipeline end to end', () => {
   }, 300_000);
 
   it('cancels a running job through the pipeline: cleanup runs and the job ends Cancelled', async () => {
-    const { seen, deleteStatus, view } = await cancelledJob();
-    expect(seen).toBe('Running');
-    expect(deleteStatus).toBe(202);
+    const id = await submitSpec(
+      stack,
+      variant((s) => {
+        s.id = 'e2e-cancel';
+        s.data = { inputs: [] };
+        s.mpi.command = 'sleep 120';
+      }),
+    );
+    for (let i = 0; i < 400 && (await getJob(id)).state !== 'Running'; i++) await new Promise((r) => setTimeout(r, 500));
+    expect((await getJob(id)).state).toBe('Running');
+    const res = await fetch(`${stack.baseUrl}/api/jobs/${id}?reason=test`, { method: 'DELETE', headers: { 'x-functions-key': stack.host.keys.functionKey } });
+    expect(res.status).toBe(202);
+    const view = await watchJob(stack, id, 120_000);
     expect(view.state).toBe('Cancelled');
     expect(view.timeline?.some((e) => /cancel requested/.test(e.reason))).toBe(true);
     const cleanup = (view.progress as { progress?: { cleanup?: { done?: string[] } } }).progress?.cleanup?.done ?? [];
