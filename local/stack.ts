@@ -155,8 +155,14 @@ export function localAppSettings(azurite: AzuriteHandle, batch: BatchEmulatorHan
     FUNCTIONS_WORKER_RUNTIME: 'node',
     BATCH_ACCOUNT_URL: batch.url,
     BATCH_ACCOUNT_NAME: batch.accountName,
+    // Polling for a stack whose Batch answers in milliseconds (the emulator allocates and boots in 300 ms). A durable
+    // timer fires in whole seconds (a control-queue message's visibility delay, local/durable/store.ts, as in Azure),
+    // so a wait is at least 1 s: 500 ms doubling to a 1 s cap polls every second, and the looks at node tasks and
+    // checks are capped at 2 s (with the default 30 s cap, a preflight or staging wait of 20 s could be seen up to
+    // 15 s late; with a 2 s cap Batch still sees one request per look, whatever the nodes). Azure keeps its defaults.
     POLL_INITIAL_MS: '500',
-    POLL_MAX_MS: '2000',
+    POLL_MAX_MS: '1000',
+    POLL_LOOK_MAX_MS: '2000',
     // The emulated nodes' "fabric" is a loopback on one shared machine: the preflight ping-pong is measured and
     // recorded, but not held to the InfiniBand thresholds of the VM size a job names (a spec's own thresholds apply).
     PREFLIGHT_FABRIC_DEFAULTS: 'false',

@@ -3,7 +3,7 @@
  * emulator in this process, the Functions host + Durable engine as a child process that is SIGKILLed and restarted in
  * the middle of the burst (as tests/e2e/crash.test.ts does).
  *
- * Burst (issue 14 acceptance): 200 trivial jobs (1 node, native `true`; 60 by default, see BURST) against an account core quota that fits 5
+ * Burst (issue 14 acceptance): 200 trivial jobs (1 node, native `true`; 40 by default, see BURST) against an account core quota that fits 5
  * pools; a few fail on purpose, a few can never fit, a few are cancelled while queued, some have a higher priority.
  * The emulator is sampled every 50 ms: never more than 5 pools at once; every job ends in its right final state with
  * exactly one grant; grants keep first-come-first-served within a priority and priority across them; nothing leaks.
@@ -32,10 +32,13 @@ const poolCreates: string[] = [];
 const KEYS = { functionKey: 'admission-test-function-key', masterKey: 'admission-test-master-key' };
 /**
  * The issue's burst is 200 jobs (ADMISSION_BURST_JOBS=200: 4.5 minutes on 2 shared cores at load 9). Every job runs the
- * pipeline (without preflight and kept logs, see spec()), 5 at a time, so the suite runs 0.3 of it by default to stay
- * in its time budget, as the intake load test runs 0.3 of its full size.
+ * pipeline (without preflight and kept logs, see spec()), 5 at a time, so the suite runs 0.2 of it by default to stay
+ * in its time budget: 40 jobs are still 8 times the 5 pools the quota fits, with a backlog deep enough for the order,
+ * the crash at 40% and the jobs that fail (two), never fit or are cancelled while queued (three each).
+ * The jobs' steps are CPU-bound on the shared machine (each episode waits its turn, not a timer): fewer jobs is what
+ * shortens the file (60 took 166 s, 40 about two thirds of that).
  */
-const BURST = Number(process.env.ADMISSION_BURST_JOBS ?? 60);
+const BURST = Number(process.env.ADMISSION_BURST_JOBS ?? 40);
 
 beforeAll(async () => {
   const logs = path.join(REPO_ROOT, 'test-artifacts');
@@ -186,7 +189,7 @@ const transitions = (v: View) => (v.timeline ?? []).filter((e) => e.kind === 'tr
 
 test(`burst of ${BURST} jobs against a quota of 5 pools, the host SIGKILLed in the middle`, async () => {
   const id = (i: number) => `burst-${String(i).padStart(3, '0')}`;
-  const failing = new Set([7, 57, 107, 157].filter((i) => i < BURST));
+  const failing = new Set([7, 37, 57, 107, 157].filter((i) => i < BURST));
   const tooBig = new Set([BURST - 10, BURST - 9, BURST - 8]);
   const cancelled = new Set([BURST - 20, BURST - 19, BURST - 18]);
   const urgent = (i: number) => i % 10 === 3;

@@ -48,20 +48,25 @@ const show = (view: JobViewLite) =>
     `${view.id}: ${view.state} ${view.error?.message ?? ''}\nattempts: ${JSON.stringify(view.result?.attempts?.map(({ preflight, ...a }) => ({ ...a, preflight: preflight && { rounds: preflight.rounds, replaced: preflight.replaced } })))}\nnotes:\n  ${notes(view).join('\n  ')}`,
   );
 
-/** Runs a job whose pool's second node (creation order 1) has `fault` from the start; the fault is cleared after. */
-async function runWithNodeFault(
-  id: string,
-  fault: Omit<NodeFault, 'poolId' | 'ordinal' | 'nodeId'>,
-  command: string,
-  extra: Record<string, unknown> = {},
-): Promise<JobViewLite> {
-  stack.batch.setFaults({ nodes: [{ poolId: batchIdFor('hpc', id), ordinal: 1, ...fault }] });
-  try {
-    await submitSpec(stack, spec(id, command, extra));
-    return await watchJob(stack, id, 300_000);
-  } finally {
-    stack.batch.setFaults({ nodes: [] });
-  }
+/** A preflight case: a job whose pool's second node (creation order 1) has `fault` from the start. */
+interface FaultCase {
+  id: string;
+  fault: Omit<NodeFault, 'poolId' | 'ordinal' | 'nodeId'>;
+  command: string;
+  extra?: Record<string, unknown>;
+}
+
+/**
+ * Runs the cases' jobs at the same time (each fault names its own job's pool, so they do not touch each other's
+ * nodes); the faults are cleared once every job ended. Each test awaits its own job's view: the jobs are independent,
+ * and their waits (pool allocation, ssh timeouts, polling) overlap instead of adding up.
+ */
+function runWithNodeFaults(cases: FaultCase[]): Map<string, Promise<JobViewLite>> {
+  stack.batch.setFaults({ nodes: cases.map((c) => ({ poolId: batchIdFor('hpc', c.id), ordinal: 1, ...c.fault })) });
+  const views = new Map(cases.map((c) => [c.id, submitSpec(stack, spec(c.id, c.command, c.extra ?? {})).then(() => watchJob(stack, c.id, 300_000))] as const));
+  // allSettled also handles each job's rejection until its own test awaits it (and reports it there).
+  void Promise.allSettled(views.values()).then(() => stack.batch.setFaults({ nodes: [] }));
+  return views;
 }
 
 /** The preflight check replaced exactly one node, in its second round, and the MPI task ran without it: that node and the note saying why. */
@@ -88,6 +93,22 @@ beforeAll(async () => {
   });
 }, 120_000);
 afterAll(async () => stack?.stop(), 60_000);
+
+/** The listed-exit-code job, started once (by the test before it, to run alongside that test's job, or by its own). */
+let listedExitView: Promise<JobViewLite> | undefined;
+function listedExit(): Promise<JobViewLite> {
+  const id = 'retry-listed-exit';
+  // Exactly one rank of attempt 1 creates the marker and exits 75 (mpirun returns it); attempt 2 finds it.
+  listedExitView ??= submitSpec(
+    stack,
+    spec(id, `if mkdir ${marker(id)} 2>/dev/null; then exit 75; fi; echo second`, {
+      retry: { maxAttempts: 2, exitCodes: [75], backoff: { initial: 'PT1S' } },
+    }),
+  ).then(() => watchJob(stack, id, 240_000));
+  // Handled here until its test awaits it (and reports a failure there).
+  listedExitView.catch(() => undefined);
+  return listedExitView;
+}
 
 describe('retries by failure class', () => {
   it('a node that goes unusable during the MPI task: attempt 1 fails as a node failure, attempt 2 succeeds on a replacement node', async () => {
@@ -163,6 +184,8 @@ describe('retries by failure class', () => {
 
   it('an application exit code that is not listed in retry.exitCodes is not retried', async () => {
     const id = 'retry-app-exit';
+    // The next test's job runs alongside (its own pool and Batch job): the two exit-code cases are independent.
+    void listedExit();
     await submitSpec(stack, spec(id, 'exit 3', { retry: { maxAttempts: 3, exitCodes: [75], backoff: { initial: 'PT1S' } } }));
     const view = await watchJob(stack, id, 180_000);
     show(view);
@@ -184,15 +207,7 @@ describe('retries by failure class', () => {
   }, 240_000);
 
   it('a listed exit code is retried, on the same nodes (nothing was wrong with them)', async () => {
-    const id = 'retry-listed-exit';
-    // Exactly one rank of attempt 1 creates the marker and exits 75 (mpirun returns it); attempt 2 finds it.
-    await submitSpec(
-      stack,
-      spec(id, `if mkdir ${marker(id)} 2>/dev/null; then exit 75; fi; echo second`, {
-        retry: { maxAttempts: 2, exitCodes: [75], backoff: { initial: 'PT1S' } },
-      }),
-    );
-    const view = await watchJob(stack, id, 240_000);
+    const view = await listedExit();
     show(view);
     expect(view.error?.message).toBeUndefined();
     expect(view.state).toBe('Succeeded');
@@ -209,11 +224,26 @@ describe('retries by failure class', () => {
 });
 
 describe('preflight before MPI', () => {
+  let jobs: Map<string, Promise<JobViewLite>>;
+  beforeAll(() => {
+    jobs = runWithNodeFaults([
+      { id: 'preflight-ssh', fault: { sshRefused: true }, command: 'echo "rank on $(hostname)"' },
+      {
+        id: 'preflight-mount',
+        fault: { brokenMounts: ['home'] },
+        command: 'ls -d "$AZ_BATCH_NODE_MOUNTS_DIR/home/." && echo "rank on $(hostname) sees home"',
+        extra: { mounts: [{ name: 'home', nfs: { source: '10.0.0.4:/exports/home' } }] },
+      },
+      { id: 'preflight-slow-ssh', fault: { sshDelayMs: 30_000 }, command: 'echo "rank on $(hostname)"', extra: { preflight: { maxSshMs: 3000 } } },
+    ]);
+  });
+  const viewOf = (id: string): Promise<JobViewLite> => jobs.get(id)!;
+
   it('a node whose ssh port is closed is replaced before the MPI task starts; the ping-pong figures are recorded', async () => {
     const id = 'preflight-ssh';
     const poolId = batchIdFor('hpc', id);
     // The second node the pool gets (creation order 1) has its ssh port closed from the start.
-    const view = await runWithNodeFault(id, { sshRefused: true }, 'echo "rank on $(hostname)"');
+    const view = await viewOf(id);
     expect(view.error?.message).toBeUndefined();
     expect(view.state).toBe('Succeeded');
     const pf = view.result?.preflight;
@@ -255,12 +285,7 @@ describe('preflight before MPI', () => {
   }, 420_000);
 
   it('a node whose NFS mount did not come up is replaced before the MPI task starts; the ranks then read the mount on every node', async () => {
-    const view = await runWithNodeFault(
-      'preflight-mount',
-      { brokenMounts: ['home'] },
-      'ls -d "$AZ_BATCH_NODE_MOUNTS_DIR/home/." && echo "rank on $(hostname) sees home"',
-      { mounts: [{ name: 'home', nfs: { source: '10.0.0.4:/exports/home' } }] },
-    );
+    const view = await viewOf('preflight-mount');
     const { replaced, note } = oneReplaced(view);
     expect(note).toMatch(new RegExp(`${replaced} \\(missing \\S+/fsmounts/home\\)`));
     // Both ranks (one per node) listed the mount.
@@ -269,7 +294,7 @@ describe('preflight before MPI', () => {
   }, 420_000);
 
   it('a node whose launcher path is slowed past preflight.maxSshMs is replaced before the MPI task starts', async () => {
-    const view = await runWithNodeFault('preflight-slow-ssh', { sshDelayMs: 30_000 }, 'echo "rank on $(hostname)"', { preflight: { maxSshMs: 3000 } });
+    const view = await viewOf('preflight-slow-ssh');
     const { replaced, note } = oneReplaced(view);
     expect(note).toContain(`${replaced} (no answer on the launcher's ssh port within 3000 ms)`);
     expect(await checkCleanup(stack, view)).toEqual([]);

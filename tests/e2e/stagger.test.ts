@@ -33,7 +33,9 @@ function spec(id: string, extra: { command?: string; imageDistribution?: 'peers'
  * has the same image id, and the digest the node recorded for its peers is that id. Returns the problems and the ids.
  */
 async function nodeImagesWhileRunning(id: string): Promise<{ problems: string[]; imageIds: Set<string>; nodes: number }> {
-  for (let i = 0; i < 1200; i++) {
+  // One look a second: the job stays past PullingImages for its 40-node preflight and MPI task (tens of seconds), and
+  // every look is a request the loaded host serves beside the job's own work.
+  for (let i = 0; i < 300; i++) {
     const view = await getJobView(stack, id).catch(() => undefined);
     if (view && ['StagingData', 'Running'].includes(view.state)) {
       const pool = stack.batch.pools().find((p) => p.nodes === NODES);
@@ -52,7 +54,7 @@ async function nodeImagesWhileRunning(id: string): Promise<{ problems: string[];
       return { problems, imageIds, nodes: nodes.length };
     }
     if (view && ['Succeeded', 'Failed', 'Cancelled', 'CleaningUp'].includes(view.state)) break;
-    await new Promise((r) => setTimeout(r, 250));
+    await new Promise((r) => setTimeout(r, 1000));
   }
   return { problems: ['the job was never seen past PullingImages with its nodes up'], imageIds: new Set(), nodes: 0 };
 }

@@ -1,7 +1,7 @@
 /**
  * Cost accounting, the budget guard, idle time, reused pools and concurrent sweeps on the local stack (real
  * Azurite, the Batch emulator running real Open MPI, the Durable engine running the compiled app from dist/).
- * Polling here is 500 ms → 2 s (POLL_MAX_MS), so "one polling interval" is 2 s.
+ * Polling here is the local stack's 500 ms → 1 s; the tolerances below allow for 2 s intervals (POLL_MAX_MS), as before.
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import * as path from 'node:path';
