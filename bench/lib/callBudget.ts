@@ -30,8 +30,11 @@ const STAGE_OF: Record<string, Stage> = {
  * to once a year, so that every request in a job's window is the job's (their cost is per run, not per job).
  */
 export const COUNTING_SETTINGS: Record<string, string> = {
+  // The deployment's timers (functions/sweep.ts, events.ts, pricesRefresh.ts) are nobody's job: each fires at most on
+  // 1 January, so none lands in a counted window (the price refresh's 03:15 daily did, on a run at 03:15).
   SWEEP_SCHEDULE: '0 0 0 1 1 *',
   EVENTS_RELAY_SCHEDULE: '0 0 0 1 1 *',
+  PRICES_REFRESH_SCHEDULE: '0 0 0 1 1 *',
   // 100 emulated nodes' sshd on 2 shared cores answer the preflight's probes in more than the spec's 10 s: this is the
   // machine, not the nodes (in Azure they are separate machines and keep the spec's maxSshMs).
   PREFLIGHT_SSH_WAIT_MIN_MS: '60000',

@@ -134,6 +134,8 @@ const executionsBy = (job: JobCalls, keep: (name: string) => boolean) => {
 test('function executions: one HTTP (the submission), two node-task adds, one logs check, the same activities at 2 and 8 nodes', () => {
   for (const job of jobs.values()) {
     expect(job.executions.filter((e) => e.trigger === 'httpTrigger').map((e) => e.functionName)).toEqual(['submitJob']);
+    // The deployment's timers are silenced on the counting stack (COUNTING_SETTINGS): a job's window holds none.
+    expect(job.executions.filter((e) => e.trigger === 'timerTrigger').map((e) => e.functionName)).toEqual([]);
     expect(job.executions.every((e) => e.ok)).toBe(true);
     // One for the staging window's node tasks and one for the default logs' upload tasks, whatever the node count.
     expect(executionsBy(job, (n) => n === 'nodeTasksAdd')).toEqual({ nodeTasksAdd: 2 });
