@@ -62,152 +62,148 @@ function poolLines(doc: ExplainDocument): string[] {
   ];
 }
 
-// eslint-disable-next-line max-lines-per-function -- over 100 lines once formatted (Prettier); to be split (issue 25)
 export function formatExplain(doc: ExplainDocument): string {
-  const lines: string[] = [];
   const source =
     doc.settings.source === 'deployment'
       ? 'as this deployment would run it (its settings and policies)'
       : "offline, with the documented default settings (the deployment's policies are not checked)";
-  lines.push(`job ${doc.jobId} (id from ${doc.jobIdFrom}), ${source}: nothing was created`);
-  lines.push('');
+  return [
+    `job ${doc.jobId} (id from ${doc.jobIdFrom}), ${source}: nothing was created`,
+    '',
+    ...block('Queue', queueLines(doc)),
+    ...block('Pool', poolLines(doc)),
+    ...block('Batch job', batchJobLines(doc)),
+    ...block('Images', imageLines(doc)),
+    ...block('Staging', stagingLines(doc)),
+    ...(doc.nodeFiles.length ? block('Files', fileLines(doc)) : []),
+    ...(doc.scratch ? block('Scratch', scratchLines(doc.scratch)) : []),
+    ...block('MPI task', mpiTaskLines(doc)),
+    ...block('Preflight', preflightLines(doc)),
+    ...block('Retry', retryLines(doc)),
+    ...(doc.outputs ? block('Outputs', outputsLines(doc.outputs)) : []),
+    ...block('Limits', limitsLines(doc)),
+    ...block('Cost', costLines(doc.cost)),
+    ...(doc.notes.length ? block('Notes', doc.notes) : []),
+    '',
+    `${doc.placeholders.length} value(s) are left open until the job runs (or, offline, to the deployment): shown as <run-time: …> / <deployment: …>.`,
+    'The full requests: hpcjob --json explain <spec>.',
+  ].join('\n');
+}
+
+function queueLines(doc: ExplainDocument): string[] {
   const q = doc.scheduling;
-  lines.push(
-    ...block('Queue', [
-      `${q.queue}, priority ${q.priority}${q.dependsOn.length ? `, after ${q.dependsOn.map((d) => `${d.job} (${d.condition})`).join(', ')}` : ''}`,
-      ...(q.array ? [`array of ${q.array.jobs} job(s) ${q.array.firstJobId} … ${q.array.lastJobId}; shown: ${q.array.shownJobId}`] : []),
-    ]),
-  );
-  lines.push(...block('Pool', poolLines(doc)));
+  return [
+    `${q.queue}, priority ${q.priority}${q.dependsOn.length ? `, after ${q.dependsOn.map((d) => `${d.job} (${d.condition})`).join(', ')}` : ''}`,
+    ...(q.array ? [`array of ${q.array.jobs} job(s) ${q.array.firstJobId} … ${q.array.lastJobId}; shown: ${q.array.shownJobId}`] : []),
+  ];
+}
 
+function batchJobLines(doc: ExplainDocument): string[] {
   const job = obj(doc.batchJob.request);
-  lines.push(
-    ...block('Batch job', [
-      `${doc.batchJob.batchJobId} on pool ${doc.pool.poolId}; ${
-        doc.batchJob.autoComplete
-          ? `terminates itself when its tasks complete, set ${doc.batchJob.autoComplete.after === 'mpiTaskAdded' ? 'once the MPI task is added' : 'after the node upload tasks'}`
-          : 'stays active after its tasks (cleanup.autoComplete false) until cleanup terminates it'
-      }`,
-      `preparation (every node): ${str(obj(job.jobPreparationTask).commandLine)}`,
-      `release (every node, elevated): ${str(obj(job.jobReleaseTask).commandLine)}`,
-    ]),
-  );
+  return [
+    `${doc.batchJob.batchJobId} on pool ${doc.pool.poolId}; ${
+      doc.batchJob.autoComplete
+        ? `terminates itself when its tasks complete, set ${doc.batchJob.autoComplete.after === 'mpiTaskAdded' ? 'once the MPI task is added' : 'after the node upload tasks'}`
+        : 'stays active after its tasks (cleanup.autoComplete false) until cleanup terminates it'
+    }`,
+    `preparation (every node): ${str(obj(job.jobPreparationTask).commandLine)}`,
+    `release (every node, elevated): ${str(obj(job.jobReleaseTask).commandLine)}`,
+  ];
+}
 
+function imageLines(doc: ExplainDocument): string[] {
   const pulls = doc.imagePulls;
-  lines.push(
-    ...block(
-      'Images',
-      pulls
-        ? [
-            `${pulls.nodes} node(s) pull ${pulls.images.length} image(s) with ${pulls.runtime}, at most ${pulls.concurrency} node(s) at once, ${pulls.maxAttempts} attempt(s) each`,
-            ...pulls.images.map((i) => `  ${i.image}: ${i.pulledAs}${i.sifPath ? ` → ${i.sifPath}` : ''}`),
-            `task per node: ${str(obj(pulls.task.request).commandLine)}`,
-          ]
-        : ['none (the program runs natively)'],
-    ),
-  );
+  return pulls
+    ? [
+        `${pulls.nodes} node(s) pull ${pulls.images.length} image(s) with ${pulls.runtime}, at most ${pulls.concurrency} node(s) at once, ${pulls.maxAttempts} attempt(s) each`,
+        ...pulls.images.map((i) => `  ${i.image}: ${i.pulledAs}${i.sifPath ? ` → ${i.sifPath}` : ''}`),
+        `task per node: ${str(obj(pulls.task.request).commandLine)}`,
+      ]
+    : ['none (the program runs natively)'];
+}
 
+function stagingLines(doc: ExplainDocument): string[] {
   const s = doc.staging;
-  lines.push(
-    ...block('Staging', [
-      s.inputs.length
-        ? `${s.inputs.map((i) => `${i.account}/${i.container}/${i.prefix}`).join(', ')} → shards of ${s.shardSizeMB.min}–${s.shardSizeMB.max} MB` +
-          ` in ${s.stagingAccounts.join(', ')} (container ${s.container}), read-only SAS ${s.sasMinutes} min`
-        : 'no inputs',
-      `every node downloads its shards into ${s.destination} ($MPIJOB_DATA_DIR), ${s.concurrency} node(s) at once`,
-    ]),
+  return [
+    s.inputs.length
+      ? `${s.inputs.map((i) => `${i.account}/${i.container}/${i.prefix}`).join(', ')} → shards of ${s.shardSizeMB.min}–${s.shardSizeMB.max} MB` +
+        ` in ${s.stagingAccounts.join(', ')} (container ${s.container}), read-only SAS ${s.sasMinutes} min`
+      : 'no inputs',
+    `every node downloads its shards into ${s.destination} ($MPIJOB_DATA_DIR), ${s.concurrency} node(s) at once`,
+  ];
+}
+
+function fileLines(doc: ExplainDocument): string[] {
+  return doc.nodeFiles.map(
+    (f) => `${f.path} ← ${f.source}${f.fileMode ? ` (mode ${f.fileMode})` : ''}${f.sasMinutes !== null ? ` (SAS ${f.sasMinutes} min)` : ''}`,
   );
+}
 
-  if (doc.nodeFiles.length) {
-    lines.push(
-      ...block(
-        'Files',
-        doc.nodeFiles.map(
-          (f) => `${f.path} ← ${f.source}${f.fileMode ? ` (mode ${f.fileMode})` : ''}${f.sasMinutes !== null ? ` (SAS ${f.sasMinutes} min)` : ''}`,
-        ),
-      ),
-    );
-  }
-  if (doc.scratch) {
-    const where =
-      doc.scratch.kind === 'mount'
-        ? `on pool mount ${str(doc.scratch.mount)}`
-        : doc.scratch.kind === 'beeond'
-          ? "BeeOND (BeeGFS on demand) over the local disks of all the job's nodes: beeond start by the master before the ranks, beeond stop by the job release task"
-          : "NFS export of the master's local disk, mounted by the other nodes";
-    const at = doc.scratch.path
-      ? `${doc.scratch.path} ($MPIJOB_SCRATCH, bind-mounted from ${doc.scratch.directory})`
-      : `${doc.scratch.directory} ($MPIJOB_SCRATCH)`;
-    lines.push(...block('Scratch', [`${at}: ${where}`]));
-  }
+function scratchLines(scratch: NonNullable<ExplainDocument['scratch']>): string[] {
+  const where =
+    scratch.kind === 'mount'
+      ? `on pool mount ${str(scratch.mount)}`
+      : scratch.kind === 'beeond'
+        ? "BeeOND (BeeGFS on demand) over the local disks of all the job's nodes: beeond start by the master before the ranks, beeond stop by the job release task"
+        : "NFS export of the master's local disk, mounted by the other nodes";
+  const at = scratch.path ? `${scratch.path} ($MPIJOB_SCRATCH, bind-mounted from ${scratch.directory})` : `${scratch.directory} ($MPIJOB_SCRATCH)`;
+  return [`${at}: ${where}`];
+}
 
+function mpiTaskLines(doc: ExplainDocument): string[] {
   const m = doc.mpiTask;
   const task = obj(m.request);
   const multi = obj(task.multiInstanceSettings);
-  lines.push(
-    ...block('MPI task', [
-      `${m.taskId}: ${m.numberOfInstances} instance(s), ${m.mpiRuntime}${m.mpiVersion ? ` ${m.mpiVersion}` : ''} over ${m.fabric}, ${m.launcher} launcher, ` +
-        `${m.processesPerNode} per node = ${m.ranks} rank(s)${obj(task.constraints).maxWallClockTime ? `, wall clock ${str(obj(task.constraints).maxWallClockTime)}` : ''}`,
-      ...(m.preset ? [`preset ${m.preset.family}: ${m.preset.reason}`] : []),
-      ...(m.imageEvidence ? [`image evidence: ${m.imageEvidence.note}`] : []),
-      ...(m.containerRunOptions ? [`container on every node: docker run ${m.containerRunOptions.join(' ')}`] : []),
-      `coordination (every node): ${str(multi.coordinationCommandLine)}`,
-      `application (master): ${str(task.commandLine)}`,
-      ...(arr(task.environmentSettings).length ? [`environment: ${environment(task.environmentSettings)}`] : []),
-      ...(arr(multi.commonResourceFiles).length
-        ? ['files (every node, relative to the task directory; wd/ is the working directory):', ...resourceFiles(multi.commonResourceFiles)]
-        : []),
-      ...(arr(task.outputFiles).length ? ['output files (master, when the task ends):', ...outputFiles(task.outputFiles)] : []),
-    ]),
-  );
+  return [
+    `${m.taskId}: ${m.numberOfInstances} instance(s), ${m.mpiRuntime}${m.mpiVersion ? ` ${m.mpiVersion}` : ''} over ${m.fabric}, ${m.launcher} launcher, ` +
+      `${m.processesPerNode} per node = ${m.ranks} rank(s)${obj(task.constraints).maxWallClockTime ? `, wall clock ${str(obj(task.constraints).maxWallClockTime)}` : ''}`,
+    ...(m.preset ? [`preset ${m.preset.family}: ${m.preset.reason}`] : []),
+    ...(m.imageEvidence ? [`image evidence: ${m.imageEvidence.note}`] : []),
+    ...(m.containerRunOptions ? [`container on every node: docker run ${m.containerRunOptions.join(' ')}`] : []),
+    `coordination (every node): ${str(multi.coordinationCommandLine)}`,
+    `application (master): ${str(task.commandLine)}`,
+    ...(arr(task.environmentSettings).length ? [`environment: ${environment(task.environmentSettings)}`] : []),
+    ...(arr(multi.commonResourceFiles).length
+      ? ['files (every node, relative to the task directory; wd/ is the working directory):', ...resourceFiles(multi.commonResourceFiles)]
+      : []),
+    ...(arr(task.outputFiles).length ? ['output files (master, when the task ends):', ...outputFiles(task.outputFiles)] : []),
+  ];
+}
 
+function preflightLines(doc: ExplainDocument): string[] {
   const p = doc.preflight;
-  lines.push(
-    ...block(
-      'Preflight',
-      p
-        ? [
-            `${p.taskIds} on every node before the MPI task: ssh within ${p.maxSshMs} ms, ${p.minFreeMB} MB free` +
-              `${p.pingPong.enabled ? `, MPI ping-pong (${pingPongLimits(p.pingPong)})` : ''}` +
-              `${p.runsPreExecutionCommand ? ', after the pre-execution command' : ''}; bad nodes replaced, up to ${p.rounds} more check(s)`,
-          ]
-        : ['none (preflight.enabled false)'],
-    ),
-  );
-  const r = doc.retry;
-  lines.push(
-    ...block('Retry', [
-      r.maxAttempts > 1
-        ? `up to ${r.maxAttempts} attempts on ${[...r.on, ...(r.exitCodes.length ? [`exit codes ${r.exitCodes.join(', ')}`] : [])].join(', ') || 'nothing'}, backoff ${r.backoffSeconds.initial}–${r.backoffSeconds.max} s, failed nodes replaced`
-        : 'one attempt (retry.maxAttempts 1)',
-    ]),
-  );
+  return p
+    ? [
+        `${p.taskIds} on every node before the MPI task: ssh within ${p.maxSshMs} ms, ${p.minFreeMB} MB free` +
+          `${p.pingPong.enabled ? `, MPI ping-pong (${pingPongLimits(p.pingPong)})` : ''}` +
+          `${p.runsPreExecutionCommand ? ', after the pre-execution command' : ''}; bad nodes replaced, up to ${p.rounds} more check(s)`,
+      ]
+    : ['none (preflight.enabled false)'];
+}
 
-  const o = doc.outputs;
-  if (o) {
-    const uploads = o.nodeUploads;
-    lines.push(
-      ...block('Outputs', [
-        `${o.account}/${o.container}/${o.prefix}/, files when ${o.when}${o.logs ? ', logs always' : ''}, upload failures: ${o.onUploadFailure}`,
-        ...(uploads?.master ? ['upload task on the master:', ...outputFiles(uploads.master.outputFiles)] : []),
-        ...(uploads?.otherNodes ? ['upload task on every other node:', ...outputFiles(uploads.otherNodes.outputFiles)] : []),
-      ]),
-    );
-  }
+function retryLines(doc: ExplainDocument): string[] {
+  const r = doc.retry;
+  return [
+    r.maxAttempts > 1
+      ? `up to ${r.maxAttempts} attempts on ${[...r.on, ...(r.exitCodes.length ? [`exit codes ${r.exitCodes.join(', ')}`] : [])].join(', ') || 'nothing'}, backoff ${r.backoffSeconds.initial}–${r.backoffSeconds.max} s, failed nodes replaced`
+      : 'one attempt (retry.maxAttempts 1)',
+  ];
+}
+
+function outputsLines(o: NonNullable<ExplainDocument['outputs']>): string[] {
+  const uploads = o.nodeUploads;
+  return [
+    `${o.account}/${o.container}/${o.prefix}/, files when ${o.when}${o.logs ? ', logs always' : ''}, upload failures: ${o.onUploadFailure}`,
+    ...(uploads?.master ? ['upload task on the master:', ...outputFiles(uploads.master.outputFiles)] : []),
+    ...(uploads?.otherNodes ? ['upload task on every other node:', ...outputFiles(uploads.otherNodes.outputFiles)] : []),
+  ];
+}
+
+function limitsLines(doc: ExplainDocument): string[] {
   const l = doc.limits;
-  lines.push(
-    ...block('Limits', [
-      `MPI wall clock ${l.mpiMaxWallClockSeconds !== null ? `${l.mpiMaxWallClockSeconds} s` : 'none'}, retries ${l.maxRetries}, pipeline budget ${l.pipelineBudgetMinutes} min`,
-    ]),
-  );
-  lines.push(...block('Cost', costLines(doc.cost)));
-  if (doc.notes.length) lines.push(...block('Notes', doc.notes));
-  lines.push('');
-  lines.push(
-    `${doc.placeholders.length} value(s) are left open until the job runs (or, offline, to the deployment): shown as <run-time: …> / <deployment: …>.`,
-  );
-  lines.push('The full requests: hpcjob --json explain <spec>.');
-  return lines.join('\n');
+  return [
+    `MPI wall clock ${l.mpiMaxWallClockSeconds !== null ? `${l.mpiMaxWallClockSeconds} s` : 'none'}, retries ${l.maxRetries}, pipeline budget ${l.pipelineBudgetMinutes} min`,
+  ];
 }
 
 function pingPongLimits(pp: { maxLatencyUs: number | null; minBandwidthMBps: number | null }): string {

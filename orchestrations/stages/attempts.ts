@@ -2,7 +2,7 @@ import type { Attempt, MpiResult, NodeRef, PreflightResult } from '../../shared/
 import { classifyAttempt, type AttemptEnd, type AttemptVerdict, type NodeHealth } from '../../shared/core/planning/failureClass';
 import { MPI_TASK_ID } from '../../shared/core/planning/jobPlan';
 import { decideRetry, retryDelayMs, type RetryDecision, type RetryPolicy } from '../../shared/core/planning/retryPolicy';
-import { decideAfterPreemption, type SpotPolicy } from '../../shared/core/planning/spotPolicy';
+import { decideAfterPreemption, type PreemptionDecision, type SpotPolicy } from '../../shared/core/planning/spotPolicy';
 import { JobCancelled, JobTimedOut, Orchestration, PipelineRun, StageFailed } from '../runtime/pipelineRun';
 import { PreflightFailed } from './preflight';
 import { AllocationFailed } from './provision';
@@ -53,63 +53,17 @@ export interface AttemptsOutcome {
  * its backoff on a durable timer (cancel and the budget guard still apply) and runs with the failed nodes replaced.
  * A stage failure that is not retried is thrown on as it came (cancel and timeouts are never caught here).
  */
-// eslint-disable-next-line max-lines-per-function -- over 100 lines once formatted (Prettier); to be split (issue 25)
 export function* runAttempts(run: PipelineRun, req: AttemptsRequest, body: (attempt: AttemptContext) => Orchestration<MpiRun>): Orchestration<AttemptsOutcome> {
   const { policy } = req;
-  let replace: string[] = [];
-  let reallocate = false;
-  const exclude: string[] = [];
-  // Preemptions so far, and the attempts they added (not counted against retry.maxAttempts).
-  let preemptions = 0;
-  let dedicatedFallback = false;
+  const state: RetryState = { replace: [], reallocate: false, exclude: [], preemptions: 0, dedicatedFallback: false };
   for (let n = 1; ; n++) {
-    const counted = n - preemptions;
+    const counted = n - state.preemptions;
     // While Spot nodes may be preempted another attempt may follow: the Batch job must not end itself.
-    const onSpot = req.spot !== undefined && !dedicatedFallback;
-    const a: AttemptContext = {
-      number: n,
-      isLast: counted >= policy.maxAttempts && !onSpot,
-      mpiTaskId: n === 1 ? MPI_TASK_ID : `${MPI_TASK_ID}-a${n}`,
-      tag: n === 1 ? '' : `-a${n}`,
-      replace,
-      exclude: [...exclude],
-      reallocate,
-      dedicatedFallback,
-      nodes: [],
-    };
+    const onSpot = req.spot !== undefined && !state.dedicatedFallback;
+    const a = attemptContext(n, counted >= policy.maxAttempts && !onSpot, state);
     const startedAt = run.now().toISOString();
     run.report({ progress: { attempt: { current: n, max: policy.maxAttempts } } });
-    let end: AttemptEnd;
-    let mpi: MpiResult | undefined;
-    let stageError: StageFailed | undefined;
-    try {
-      const out = yield* body(a);
-      mpi = out.mpi;
-      end = {
-        kind: 'mpi',
-        exitCode: out.mpi.exitCode,
-        noExitCode: out.mpi.noExitCode,
-        failure: out.mpi.failure,
-        requeued: out.requeued,
-        subtasks: out.mpi.subtasks.filter((s) => s.id !== 0),
-      };
-    } catch (err) {
-      if (!(err instanceof StageFailed) || err instanceof JobTimedOut) {
-        // Cancelled, timed out, or a bug: the job ends here; the record says how far the attempt got.
-        const reason = err instanceof JobCancelled ? err.reason : err instanceof Error ? err.message.split('\n')[0] : String(err);
-        req.records.push(record(run, a, startedAt, { outcome: err instanceof JobCancelled ? 'cancelled' : 'failed', reason }));
-        throw err;
-      }
-      stageError = err;
-      if (err instanceof PreflightFailed) a.preflight = err.result;
-      end = {
-        kind: 'stage',
-        stage: err.stage,
-        reason: err.reason,
-        allocation: err instanceof AllocationFailed,
-        preflightNodes: err instanceof PreflightFailed ? err.nodes : undefined,
-      };
-    }
+    const { end, mpi, stageError } = yield* runAttempt(run, req, a, startedAt, body);
     const ok = end.kind === 'mpi' && end.exitCode === 0 && !end.requeued;
     let health: NodeHealth[] | undefined;
     if (!ok && a.nodes.length) health = (yield* run.call('poolObserve', { poolId: req.poolId })).nodes.map((h) => ({ id: h.id, state: h.state }));
@@ -124,12 +78,8 @@ export function* runAttempts(run: PipelineRun, req: AttemptsRequest, body: (atte
       return { mpi: mpi as MpiResult };
     }
 
-    const spotDecision = verdict.failureClass === 'preemption' && onSpot ? decideAfterPreemption(req.spot!, preemptions + 1) : undefined;
-    const decision: RetryDecision = spotDecision
-      ? spotDecision.action === 'fail'
-        ? { retry: false, reason: spotDecision.reason }
-        : { retry: true, delayMs: retryDelayMs(policy, preemptions + 2), reason: spotDecision.reason }
-      : decideRetry(policy, counted, verdict);
+    const spotDecision = verdict.failureClass === 'preemption' && onSpot ? decideAfterPreemption(req.spot!, state.preemptions + 1) : undefined;
+    const decision = retryDecision(policy, counted, verdict, state.preemptions, spotDecision);
     const rec = record(run, a, startedAt, verdict, mpi);
     Object.assign(rec, {
       retried: decision.retry,
@@ -138,21 +88,7 @@ export function* runAttempts(run: PipelineRun, req: AttemptsRequest, body: (atte
     });
     req.records.push(rec);
     const noted = policy.maxAttempts > 1 || spotDecision !== undefined;
-    if (noted) {
-      yield* run.call('jobNote', {
-        jobId: req.jobId,
-        eventId: `attempt-${n}`,
-        at: rec.endedAt,
-        reason: `attempt ${n} of ${policy.maxAttempts} failed (${verdict.failureClass}): ${verdict.reason}; ${decision.retry ? `retry in ${Math.round(decision.delayMs / 1000)} s${verdict.nodes.length ? `, replacing ${verdict.nodes.join(', ')}` : ''}${spotDecision ? `: ${spotDecision.reason}` : ''}` : `not retried: ${decision.reason}`}`,
-        data: {
-          attempt: n,
-          failureClass: verdict.failureClass,
-          retried: decision.retry,
-          nodes: verdict.nodes,
-          ...(spotDecision ? { spot: spotDecision.action } : {}),
-        },
-      });
-    }
+    if (noted) yield* noteAttempt(run, req, n, rec, verdict, decision, spotDecision);
     if (!decision.retry) {
       const note = noted ? `; not retried: ${decision.reason}` : '';
       if (stageError) throw withNote(stageError, note);
@@ -165,13 +101,132 @@ export function* runAttempts(run: PipelineRun, req: AttemptsRequest, body: (atte
     yield* run.sleep(stageError?.stage ?? 'Running', decision.delayMs);
     // The wait billed the pool too: another attempt starts only within the budget.
     run.checkpoint(stageError?.stage ?? 'Running');
-    replace = verdict.nodes;
-    exclude.push(...verdict.nodes.filter((id) => !exclude.includes(id)));
-    reallocate = verdict.failureClass === 'allocationFailure';
-    if (spotDecision) {
-      preemptions += 1;
-      if (spotDecision.action === 'dedicated') dedicatedFallback = true;
+    nextRetryState(state, verdict, spotDecision);
+  }
+}
+
+/** A verdict on an attempt that failed. */
+type FailedVerdict = Extract<AttemptVerdict, { outcome: 'failed' }>;
+
+/** What carries from one attempt to the next. */
+interface RetryState {
+  /** The previous attempt's nodes to replace. */
+  replace: string[];
+  reallocate: boolean;
+  /** Every node left out so far. */
+  exclude: string[];
+  /** Preemptions so far, and the attempts they added (not counted against retry.maxAttempts). */
+  preemptions: number;
+  dedicatedFallback: boolean;
+}
+
+/** Attempt `n`'s context, from what the earlier attempts left. */
+function attemptContext(n: number, isLast: boolean, state: RetryState): AttemptContext {
+  return {
+    number: n,
+    isLast,
+    mpiTaskId: n === 1 ? MPI_TASK_ID : `${MPI_TASK_ID}-a${n}`,
+    tag: n === 1 ? '' : `-a${n}`,
+    replace: state.replace,
+    exclude: [...state.exclude],
+    reallocate: state.reallocate,
+    dedicatedFallback: state.dedicatedFallback,
+    nodes: [],
+  };
+}
+
+/**
+ * Runs one attempt's body and says how it ended: the MPI task's result, or the stage that failed. Cancel, timeouts
+ * and bugs end the job: recorded, then thrown on.
+ */
+function* runAttempt(
+  run: PipelineRun,
+  req: AttemptsRequest,
+  a: AttemptContext,
+  startedAt: string,
+  body: (attempt: AttemptContext) => Orchestration<MpiRun>,
+): Orchestration<{ end: AttemptEnd; mpi?: MpiResult; stageError?: StageFailed }> {
+  try {
+    const out = yield* body(a);
+    return {
+      mpi: out.mpi,
+      end: {
+        kind: 'mpi',
+        exitCode: out.mpi.exitCode,
+        noExitCode: out.mpi.noExitCode,
+        failure: out.mpi.failure,
+        requeued: out.requeued,
+        subtasks: out.mpi.subtasks.filter((s) => s.id !== 0),
+      },
+    };
+  } catch (err) {
+    if (!(err instanceof StageFailed) || err instanceof JobTimedOut) {
+      // Cancelled, timed out, or a bug: the job ends here; the record says how far the attempt got.
+      const reason = err instanceof JobCancelled ? err.reason : err instanceof Error ? err.message.split('\n')[0] : String(err);
+      req.records.push(record(run, a, startedAt, { outcome: err instanceof JobCancelled ? 'cancelled' : 'failed', reason }));
+      throw err;
     }
+    if (err instanceof PreflightFailed) a.preflight = err.result;
+    return {
+      stageError: err,
+      end: {
+        kind: 'stage',
+        stage: err.stage,
+        reason: err.reason,
+        allocation: err instanceof AllocationFailed,
+        preflightNodes: err instanceof PreflightFailed ? err.nodes : undefined,
+      },
+    };
+  }
+}
+
+/** Retry or not: a preemption on Spot nodes by pool.spot's rules, anything else by the retry policy. */
+function retryDecision(
+  policy: RetryPolicy,
+  counted: number,
+  verdict: FailedVerdict,
+  preemptions: number,
+  spotDecision: PreemptionDecision | undefined,
+): RetryDecision {
+  if (!spotDecision) return decideRetry(policy, counted, verdict);
+  return spotDecision.action === 'fail'
+    ? { retry: false, reason: spotDecision.reason }
+    : { retry: true, delayMs: retryDelayMs(policy, preemptions + 2), reason: spotDecision.reason };
+}
+
+/** The failed attempt and the decision, on the job's timeline. */
+function* noteAttempt(
+  run: PipelineRun,
+  req: AttemptsRequest,
+  n: number,
+  rec: Attempt,
+  verdict: FailedVerdict,
+  decision: RetryDecision,
+  spotDecision: PreemptionDecision | undefined,
+): Orchestration<void> {
+  yield* run.call('jobNote', {
+    jobId: req.jobId,
+    eventId: `attempt-${n}`,
+    at: rec.endedAt,
+    reason: `attempt ${n} of ${req.policy.maxAttempts} failed (${verdict.failureClass}): ${verdict.reason}; ${decision.retry ? `retry in ${Math.round(decision.delayMs / 1000)} s${verdict.nodes.length ? `, replacing ${verdict.nodes.join(', ')}` : ''}${spotDecision ? `: ${spotDecision.reason}` : ''}` : `not retried: ${decision.reason}`}`,
+    data: {
+      attempt: n,
+      failureClass: verdict.failureClass,
+      retried: decision.retry,
+      nodes: verdict.nodes,
+      ...(spotDecision ? { spot: spotDecision.action } : {}),
+    },
+  });
+}
+
+/** After a failed attempt that is retried: its nodes are replaced and left out, Spot preemptions counted. */
+function nextRetryState(state: RetryState, verdict: FailedVerdict, spotDecision: PreemptionDecision | undefined): void {
+  state.replace = verdict.nodes;
+  state.exclude.push(...verdict.nodes.filter((id) => !state.exclude.includes(id)));
+  state.reallocate = verdict.failureClass === 'allocationFailure';
+  if (spotDecision) {
+    state.preemptions += 1;
+    if (spotDecision.action === 'dedicated') state.dedicatedFallback = true;
   }
 }
 

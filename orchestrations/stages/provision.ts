@@ -115,7 +115,6 @@ function* askAgain(run: PipelineRun, req: ProvisionRequest): Orchestration<void>
 }
 
 /** Observe → decide → act → wait until `req.nodes` usable nodes are idle (or fewer, down to `minNodes`, when allowed). */
-// eslint-disable-next-line max-lines-per-function -- over 100 lines once formatted (Prettier); to be split (issue 25)
 function* waitForNodes(
   run: PipelineRun,
   req: ProvisionRequest,
@@ -145,13 +144,7 @@ function* waitForNodes(
       },
       { startedAtMs, nowMs: run.now().getTime(), replacements },
     );
-    const nodes: Record<string, NodeProgress> = {};
-    for (const n of obs.nodes) nodes[n.id] = n.state === 'idle' ? 'idle' : ['unusable', 'starttaskfailed'].includes(n.state) ? 'failed' : 'allocating';
-    const idle = obs.nodes.filter((n) => n.state === 'idle').length;
-    run.noteNodesReady(obs.nodes.filter((n) => n.state === 'idle').map((n) => n.id));
-    // Every node of a pool we own bills from allocation, ready or not; a reused pool's nodes bill this job only once it runs on them.
-    if (!req.reuse) run.recordUsage(billed(obs.nodes.length), allocatedAt);
-    run.report({ nodes, progress: { nodesReady: { done: Math.min(idle, req.nodes), total: req.nodes } } });
+    reportObservation(run, req, obs, { nodes: billed(obs.nodes.length), allocatedAt });
 
     switch (step.kind) {
       case 'ready': {
@@ -166,53 +159,13 @@ function* waitForNodes(
           nodes: step.nodes.map((n) => ({ id: n.id, ipAddress: n.ipAddress, affinityId: n.affinityId })),
         };
       }
-      case 'fail': {
-        if (obs.state !== 'active') throw new StageFailed('Provisioning', `pool ${req.poolId}: ${step.reason}`);
-        const [failed] = req.explainFailures
-          ? yield* startTasksFailed(
-              run,
-              req,
-              obs,
-              obs.nodes.map((n) => n.id),
-            )
-          : [];
-        const evidence: FailureEvidence | undefined = failed
-          ? {
-              stage: 'Provisioning',
-              node: failed.nodeId,
-              task: 'start task',
-              ...(failed.exitCode !== undefined ? { exitCode: failed.exitCode } : {}),
-              ...(failed.stderr ? { stderr: failed.stderr } : {}),
-            }
-          : undefined;
-        throw new AllocationFailed(`pool ${req.poolId}: ${step.reason}`, evidence);
-      }
+      case 'fail':
+        throw yield* allocationFailure(run, req, obs, step.reason);
       case 'removeNodes':
         replacements += step.nodeIds.length;
         run.report({ lastError: step.reason });
-        if (req.explainFailures) {
-          // The replaced nodes' start task output goes with them: the timeline keeps why each was replaced.
-          const failures = yield* startTasksFailed(run, req, obs, step.nodeIds);
-          const notes = step.nodeIds.map((id) => {
-            const f = failures.find((x) => x.nodeId === id);
-            const n = obs.nodes.find((x) => x.id === id);
-            return f ? startTaskNote(id, f.exitCode, f.failure, f.stderr) : `node ${id}: ${n?.state ?? 'failed'}${n?.error ? `: ${n.error}` : ''}`;
-          });
-          const at = run.now().toISOString();
-          const data: NodesReplaced & { replaced: string[] } = {
-            kind: 'nodesReplaced',
-            stage: 'Provisioning',
-            replaced: step.nodeIds,
-            nodes: step.nodeIds.map((id, i) => ({ node: id, cause: failures.some((x) => x.nodeId === id) ? 'startTask' : 'unusable', reasons: [notes[i]] })),
-          };
-          yield* run.call('jobNote', {
-            jobId: req.jobId,
-            eventId: `nodes-replaced-${run.now().getTime()}`,
-            at,
-            reason: `replacing ${step.nodeIds.length} failed node(s): ${notes.join('; ')}`,
-            data,
-          });
-        }
+        // The replaced nodes' start task output goes with them: the timeline keeps why each was replaced.
+        if (req.explainFailures) yield* noteReplacedNodes(run, req, obs, step.nodeIds);
         yield* run.call('poolRemoveNodes', { poolId: req.poolId, nodeIds: step.nodeIds });
         break;
       case 'resize':
@@ -223,6 +176,64 @@ function* waitForNodes(
     }
     yield* run.sleep('Provisioning', run.pollDelayMs(attempt));
   }
+}
+
+/** Each node's state as the pool shows it, those ready noted, and the pool's nodes billed (`billed`: if owned). */
+function reportObservation(run: PipelineRun, req: ProvisionRequest, obs: PoolObservation, billed: { nodes: number; allocatedAt: string }): void {
+  const nodes: Record<string, NodeProgress> = {};
+  for (const n of obs.nodes) nodes[n.id] = n.state === 'idle' ? 'idle' : ['unusable', 'starttaskfailed'].includes(n.state) ? 'failed' : 'allocating';
+  const idle = obs.nodes.filter((n) => n.state === 'idle').length;
+  run.noteNodesReady(obs.nodes.filter((n) => n.state === 'idle').map((n) => n.id));
+  // Every node of a pool we own bills from allocation, ready or not; a reused pool's nodes bill this job only once it runs on them.
+  if (!req.reuse) run.recordUsage(billed.nodes, billed.allocatedAt);
+  run.report({ nodes, progress: { nodesReady: { done: Math.min(idle, req.nodes), total: req.nodes } } });
+}
+
+/** The pool cannot get its nodes: the error to throw, with a failed start task's output as evidence when asked. */
+function* allocationFailure(run: PipelineRun, req: ProvisionRequest, obs: PoolObservation, reason: string): Orchestration<StageFailed> {
+  if (obs.state !== 'active') return new StageFailed('Provisioning', `pool ${req.poolId}: ${reason}`);
+  const [failed] = req.explainFailures
+    ? yield* startTasksFailed(
+        run,
+        req,
+        obs,
+        obs.nodes.map((n) => n.id),
+      )
+    : [];
+  const evidence: FailureEvidence | undefined = failed
+    ? {
+        stage: 'Provisioning',
+        node: failed.nodeId,
+        task: 'start task',
+        ...(failed.exitCode !== undefined ? { exitCode: failed.exitCode } : {}),
+        ...(failed.stderr ? { stderr: failed.stderr } : {}),
+      }
+    : undefined;
+  return new AllocationFailed(`pool ${req.poolId}: ${reason}`, evidence);
+}
+
+/** Why each of the nodes about to be removed failed (its start task's output, or its state), on the job's timeline. */
+function* noteReplacedNodes(run: PipelineRun, req: ProvisionRequest, obs: PoolObservation, nodeIds: string[]): Orchestration<void> {
+  const failures = yield* startTasksFailed(run, req, obs, nodeIds);
+  const notes = nodeIds.map((id) => {
+    const f = failures.find((x) => x.nodeId === id);
+    const n = obs.nodes.find((x) => x.id === id);
+    return f ? startTaskNote(id, f.exitCode, f.failure, f.stderr) : `node ${id}: ${n?.state ?? 'failed'}${n?.error ? `: ${n.error}` : ''}`;
+  });
+  const at = run.now().toISOString();
+  const data: NodesReplaced & { replaced: string[] } = {
+    kind: 'nodesReplaced',
+    stage: 'Provisioning',
+    replaced: nodeIds,
+    nodes: nodeIds.map((id, i) => ({ node: id, cause: failures.some((x) => x.nodeId === id) ? 'startTask' : 'unusable', reasons: [notes[i]] })),
+  };
+  yield* run.call('jobNote', {
+    jobId: req.jobId,
+    eventId: `nodes-replaced-${run.now().getTime()}`,
+    at,
+    reason: `replacing ${nodeIds.length} failed node(s): ${notes.join('; ')}`,
+    data,
+  });
 }
 
 /** The resize of `nodes` nodes, `spot` of them Spot nodes; the request of a job without pool.spot is as it always was. */

@@ -88,7 +88,6 @@ export function* pullImages(run: PipelineRun, req: PullImagesRequest): Orchestra
 }
 
 /** The image tree: issue the planner's transfers as pinned node tasks, feed their results back, until every node holds the images. */
-// eslint-disable-next-line max-lines-per-function -- over 100 lines once formatted (Prettier); to be split (issue 25)
 function* distribute(run: PipelineRun, req: PullImagesRequest, blobUrls: string[]): Orchestration<PullImagesResult> {
   const { container } = req.spec;
   const holders = (req.holders ?? []).filter((h) => !req.nodes.some((n) => n.id === h.id));
@@ -149,56 +148,90 @@ function* distribute(run: PipelineRun, req: PullImagesRequest, blobUrls: string[
     looks++;
     allLooks++;
 
-    // Only the registry pulls made before the digests were pinned print digests nobody knows: a transfer issued with
-    // the pinned ones, or a peer copy (its source's), checks them itself and fails on others. So a look reads at most
-    // the seeds' stdout, not one per node.
-    const taskIds = [...inFlight.keys()];
-    const pending = new Set([...inFlight.values()].map((w) => w.nodeId));
-    // A copy whose source's digests are known, or will be (the source's own transfer is in flight), is not read.
-    const sourceKnown = (w: TransferWork) => w.source.kind === 'peer' && (!!plan.nodes[w.source.nodeId]?.digests || pending.has(w.source.nodeId));
-    const digestsOf = taskIds.filter((id) => !inFlight.get(id)!.expectedDigests && !sourceKnown(inFlight.get(id)!));
-    const observed = yield* run.call('nodeTasksObserve', { batchJobId: req.batchJobId, taskIds, digests: container.images.length, digestsOf });
-    const digestsOfTask = transferDigests(plan, inFlight, observed);
-    const results: TransferResult[] = [];
-    const taskOf = new Map<TransferResult, string>();
-    for (const o of observed) {
-      const work = inFlight.get(o.id);
-      if (!work || (o.state !== 'completed' && o.state !== 'missing')) continue;
-      const ok = o.state === 'completed' && o.exitCode === 0;
-      // A copy that ended before Batch showed its source's transfer ended: its digests are known at the next look.
-      const source = work.source.kind === 'peer' ? work.source.nodeId : undefined;
-      if (
-        ok &&
-        source &&
-        !digestsOfTask.has(o.id) &&
-        observed.some((x) => inFlight.get(x.id)?.nodeId === source && x.state !== 'completed' && x.state !== 'missing')
-      )
-        continue;
-      inFlight.delete(o.id);
-      const lost = o.state === 'completed' && o.exitCode === SOURCE_LOST_EXIT && work.source.kind === 'peer';
-      const r: TransferResult = {
-        nodeId: work.nodeId,
-        ranOnNodeId: o.nodeId && byId.has(o.nodeId) ? o.nodeId : work.nodeId,
-        attempt: work.attempt,
-        outcome: ok ? 'ok' : lost ? 'sourceLost' : 'failed',
-        ...(ok ? { digests: digestsOfTask.get(o.id) } : { message: failureMessage(o) }),
-      };
-      taskOf.set(r, o.id);
-      results.push(r);
-    }
+    const observed = yield* observeTransfers(run, req, plan, inFlight);
+    const { results, taskOf } = transferResults(plan, inFlight, observed, byId);
     plan = onTransferResults(plan, results, { nowMs: run.now().getTime(), rand01: (r) => deterministicRand01(`${run.jobId}:${taskOf.get(r)}`) });
-    const ready: NodeRef[] = [];
-    for (const id of plan.order) {
-      if (plan.nodes[id].holds && !announced.has(id)) {
-        announced.add(id);
-        nodeStates[id] = 'pulled';
-        ready.push(byId.get(id)!);
-      }
-    }
+    const ready = newHolders(plan, announced, nodeStates, byId);
     if (plan.failure) nodeStates[plan.failure.nodeId] = 'failed';
     if (ready.length && !plan.failure) req.onNodesPulled?.(ready.map((n) => n.id));
   }
 
+  return treeOutcome(run, plan);
+}
+
+/**
+ * Looks at the transfers in flight. Only the registry pulls made before the digests were pinned print digests nobody
+ * knows: a transfer issued with the pinned ones, or a peer copy (its source's), checks them itself and fails on
+ * others. So a look reads at most the seeds' stdout, not one per node.
+ */
+function* observeTransfers(
+  run: PipelineRun,
+  req: PullImagesRequest,
+  plan: TreePlanState,
+  inFlight: ReadonlyMap<string, TransferWork>,
+): Orchestration<NodeTaskObservation[]> {
+  const taskIds = [...inFlight.keys()];
+  const pending = new Set([...inFlight.values()].map((w) => w.nodeId));
+  // A copy whose source's digests are known, or will be (the source's own transfer is in flight), is not read.
+  const sourceKnown = (w: TransferWork) => w.source.kind === 'peer' && (!!plan.nodes[w.source.nodeId]?.digests || pending.has(w.source.nodeId));
+  const digestsOf = taskIds.filter((id) => !inFlight.get(id)!.expectedDigests && !sourceKnown(inFlight.get(id)!));
+  return yield* run.call('nodeTasksObserve', { batchJobId: req.batchJobId, taskIds, digests: req.spec.container.images.length, digestsOf });
+}
+
+/** The transfers this look saw end, as the planner's results (each taken out of `inFlight`), and the task of each. */
+function transferResults(
+  plan: TreePlanState,
+  inFlight: Map<string, TransferWork>,
+  observed: readonly NodeTaskObservation[],
+  byId: ReadonlyMap<string, NodeRef>,
+): { results: TransferResult[]; taskOf: Map<TransferResult, string> } {
+  const digestsOfTask = transferDigests(plan, inFlight, observed);
+  const results: TransferResult[] = [];
+  const taskOf = new Map<TransferResult, string>();
+  for (const o of observed) {
+    const work = inFlight.get(o.id);
+    if (!work || (o.state !== 'completed' && o.state !== 'missing')) continue;
+    const ok = o.state === 'completed' && o.exitCode === 0;
+    // A copy that ended before Batch showed its source's transfer ended: its digests are known at the next look.
+    const source = work.source.kind === 'peer' ? work.source.nodeId : undefined;
+    if (
+      ok &&
+      source &&
+      !digestsOfTask.has(o.id) &&
+      observed.some((x) => inFlight.get(x.id)?.nodeId === source && x.state !== 'completed' && x.state !== 'missing')
+    )
+      continue;
+    // Taken out while looking: a later copy's check above sees this transfer ended.
+    inFlight.delete(o.id);
+    const lost = o.state === 'completed' && o.exitCode === SOURCE_LOST_EXIT && work.source.kind === 'peer';
+    const r: TransferResult = {
+      nodeId: work.nodeId,
+      ranOnNodeId: o.nodeId && byId.has(o.nodeId) ? o.nodeId : work.nodeId,
+      attempt: work.attempt,
+      outcome: ok ? 'ok' : lost ? 'sourceLost' : 'failed',
+      ...(ok ? { digests: digestsOfTask.get(o.id) } : { message: failureMessage(o) }),
+    };
+    taskOf.set(r, o.id);
+    results.push(r);
+  }
+  return { results, taskOf };
+}
+
+/** The nodes that hold the images since this look, in the tree's order; each announced once. */
+function newHolders(plan: TreePlanState, announced: Set<string>, nodeStates: Record<string, NodeProgress>, byId: ReadonlyMap<string, NodeRef>): NodeRef[] {
+  const ready: NodeRef[] = [];
+  for (const id of plan.order) {
+    if (plan.nodes[id].holds && !announced.has(id)) {
+      announced.add(id);
+      nodeStates[id] = 'pulled';
+      ready.push(byId.get(id)!);
+    }
+  }
+  return ready;
+}
+
+/** The tree's end: a node that could not get the images fails the stage, else where the images came from. */
+function treeOutcome(run: PipelineRun, plan: TreePlanState): PullImagesResult {
   if (plan.failure) {
     const f = plan.failure;
     throw new StageFailed(

@@ -277,9 +277,29 @@ export function outputData(ctx: MappingContext, value: unknown, path: string, dr
   );
 }
 
-// eslint-disable-next-line max-lines-per-function -- over 100 lines once formatted (Prettier); to be split (issue 25)
 function azureStorageOutput(ctx: MappingContext, item: unknown, path: string, drafts: SpecDraft[]): void {
-  const role = 'jobs' as const;
+  const out = storageOutput(ctx, item);
+  const status = out.valid ? addOutput(drafts, out) : 'new';
+  const ok = out.valid && status !== 'conflict';
+  const why = status === 'conflict' ? 'a second destination: a job uploads its outputs to one container and prefix' : out.reason;
+  reportStorageOutput(ctx, item, path, drafts, out, ok, why);
+}
+
+/** One azure_storage output as the outputs section would name it, whether it can, and why not. */
+interface StorageOutput {
+  account: ReturnType<typeof resolveStorageAlias>;
+  container: string;
+  prefix: string;
+  local: ReturnType<typeof relativeTarget>;
+  patterns: string[];
+  when: string | undefined;
+  fileShare: boolean;
+  valid: boolean;
+  /** Why it is not carried, when it is not valid. */
+  reason: string;
+}
+
+function storageOutput(ctx: MappingContext, item: unknown): StorageOutput {
   const i = isObj(item) ? item : {};
   const account = resolveStorageAlias(i.storage_account_settings, ctx.sources.credentials?.value);
   const remote = typeof i.remote_path === 'string' ? i.remote_path.replace(/^\/+|\/+$/g, '') : '';
@@ -292,25 +312,12 @@ function azureStorageOutput(ctx: MappingContext, item: unknown, path: string, dr
   const fileShare = i.is_file_share === true;
   const valid =
     !fileShare &&
-    account.account &&
+    !!account.account &&
     P.BLOB_CONTAINER_RE.test(container ?? '') &&
     (prefix === '' || P.BLOB_PREFIX_RE.test(prefix)) &&
     local.how !== 'invalid' &&
     when !== undefined &&
     patterns.every((g) => GLOB_RE.test(g));
-  let status: 'new' | 'added' | 'conflict' = 'new';
-  if (valid) {
-    for (const d of drafts) {
-      const existing = getIn(d.spec, ['outputs']) as Obj | undefined;
-      const files = patterns.map((pattern) => ({ pattern, from: 'workdir' }));
-      if (!existing) {
-        setIn(d.spec, ['outputs'], { account: account.account, container, ...(prefix ? { prefix } : {}), when, files });
-      } else if (existing.account === account.account && existing.container === container && (existing.prefix ?? '') === prefix && existing.when === when) {
-        existing.files = [...(existing.files as unknown[]), ...files];
-        status = 'added';
-      } else status = 'conflict';
-    }
-  }
   const reason = fileShare
     ? 'Azure Files destinations are not supported: outputs go to blob storage'
     : !account.account
@@ -318,8 +325,30 @@ function azureStorageOutput(ctx: MappingContext, item: unknown, path: string, dr
       : when === undefined
         ? `condition ${JSON.stringify(i.condition)} is none of tasksuccess, taskfailure, taskcompletion`
         : 'remote_path, local_path or include is not something the outputs section can name';
-  const ok = valid && status !== 'conflict';
-  const why = status === 'conflict' ? 'a second destination: a job uploads its outputs to one container and prefix' : reason;
+  return { account, container, prefix, local, patterns, when, fileShare, valid, reason };
+}
+
+/** The output into every job's outputs: a new section, files added to the same destination, or a second destination. */
+function addOutput(drafts: SpecDraft[], out: StorageOutput): 'new' | 'added' | 'conflict' {
+  const { account, container, prefix, when, patterns } = out;
+  let status: 'new' | 'added' | 'conflict' = 'new';
+  for (const d of drafts) {
+    const existing = getIn(d.spec, ['outputs']) as Obj | undefined;
+    const files = patterns.map((pattern) => ({ pattern, from: 'workdir' }));
+    if (!existing) {
+      setIn(d.spec, ['outputs'], { account: account.account, container, ...(prefix ? { prefix } : {}), when, files });
+    } else if (existing.account === account.account && existing.container === container && (existing.prefix ?? '') === prefix && existing.when === when) {
+      existing.files = [...(existing.files as unknown[]), ...files];
+      status = 'added';
+    } else status = 'conflict';
+  }
+  return status;
+}
+
+/** How each key of the output was carried (or why not). */
+function reportStorageOutput(ctx: MappingContext, item: unknown, path: string, drafts: SpecDraft[], out: StorageOutput, ok: boolean, why: string): void {
+  const role = 'jobs' as const;
+  const { account, container, prefix, local, when, fileShare } = out;
   ctx.visit(
     role,
     path,
@@ -389,10 +418,8 @@ function azureStorageOutput(ctx: MappingContext, item: unknown, path: string, dr
  * (inside the container too: the node root is bound), not at the volume's container_path: commands that use that
  * path must change, which the spec's header says.
  */
-// eslint-disable-next-line max-lines-per-function -- over 100 lines once formatted (Prettier); to be split (issue 25)
 export function sharedVolumeMount(ctx: MappingContext, name: string, vol: VolumeRef, refPath: string, drafts: SpecDraft[]): void {
   const v = vol.value;
-  const driver = typeof v.volume_driver === 'string' ? v.volume_driver : '';
   const account = resolveStorageAlias(v.storage_account_settings, ctx.sources.credentials?.value);
   const readOnly = typeof v.bind_options === 'string' && v.bind_options.split(',').includes('ro');
   const mountOptions = Array.isArray(v.mount_options)
@@ -401,130 +428,194 @@ export function sharedVolumeMount(ctx: MappingContext, name: string, vol: Volume
       ? v.mount_options
       : undefined;
   const options = mountOptions && MOUNT_OPTIONS_RE.test(mountOptions) ? mountOptions : undefined;
-  const notes: string[] = [];
-  let mount: Obj | undefined;
-  let why = '';
-  let status: MappingStatus = 'approximated';
-  if (driver === 'azureblob') {
-    const container = v.azure_blob_container_name;
-    if (account.account && typeof container === 'string' && P.BLOB_CONTAINER_RE.test(container)) {
-      mount = { name, blobfuse: { account: account.account, container, readOnly, ...(options ? { options } : {}) } };
-      notes.push('blobfuse with a SAS the pipeline mints (no account key)');
-    } else
-      why = !account.account
-        ? 'its storage account is not known: give credentials.yaml'
-        : typeof container === 'string' && /^<.*>$/.test(container)
-          ? `azure_blob_container_name is the recipe's placeholder ${container}: fill it in and import again (or add the mount to the spec)`
-          : 'azure_blob_container_name is not a blob container name';
-  } else if (driver === 'azurefile') {
-    const share = v.azure_file_share_name;
-    if (account.account && typeof share === 'string' && P.BLOB_CONTAINER_RE.test(share)) {
-      const secretRef = `${account.account.toUpperCase()}_KEY`;
-      mount = { name, azureFiles: { account: account.account, share, secretRef, ...(options ? { options } : {}) } };
-      notes.push(`Azure Files needs the account key: TODO publish it as the app setting MOUNT_SECRET_${secretRef} (a Key Vault reference in Azure)`);
-      for (const d of drafts)
-        d.header.push(
-          `TODO: mounts "${name}" (Azure Files) reads the account key from the app setting MOUNT_SECRET_${secretRef}: publish it (a Key Vault reference in Azure)`,
-        );
-    } else why = account.account ? 'azure_file_share_name is not a share name' : 'its storage account is not known: give credentials.yaml';
-  } else if (driver === 'storage_cluster') {
-    const host = `${name.toLowerCase().replace(/[^a-z0-9-]/g, '-')}-nfs-server-todo`;
-    mount = { name, nfs: { source: `${host}:/data`, ...(options ? { options: `-o ${options}` } : {}) } };
-    notes.push(
-      "a Shipyard storage cluster (fs.yaml) is mounted as NFS: TODO set its export (host:/path, from `shipyard fs cluster status`) and list it in the deployment's DATA_MOUNT_SOURCES; a GlusterFS cluster cannot be mounted by Batch",
-    );
-    for (const d of drafts)
-      d.header.push(`TODO: mounts "${name}" nfs.source is a placeholder: set the storage cluster's NFS export (host:/path) and list it in DATA_MOUNT_SOURCES`);
-  } else if (driver === 'custom_linux_mount') {
-    const fstab = isObj(v.fstab_entry) ? v.fstab_entry : {};
-    const spec = typeof fstab.fs_spec === 'string' ? fstab.fs_spec : '';
-    const type = typeof fstab.fs_vfstype === 'string' ? fstab.fs_vfstype : '';
-    const mntops = typeof fstab.fs_mntops === 'string' && fstab.fs_mntops !== 'defaults' ? fstab.fs_mntops : undefined;
-    const secretInOptions = ctx.secrets.within('config', joinKey(vol.path, 'fstab_entry'));
-    if (/^nfs4?$/.test(type) && NFS_SOURCE_RE.test(spec) && !secretInOptions) {
-      mount = { name, nfs: { source: spec, ...(mntops && MOUNT_OPTIONS_RE.test(`-o ${mntops}`) ? { options: `-o ${mntops}` } : {}) } };
-      notes.push("NFS: the server must be listed in the deployment's DATA_MOUNT_SOURCES");
-      status = 'mapped';
-    } else if (type === 'cifs' && CIFS_SOURCE_RE.test(spec)) {
-      const user = /(?:^|,)(?:username|user)=([^,]+)/.exec(mntops ?? '')?.[1];
-      const secretRef = `${name.toUpperCase().replace(/[^A-Z0-9]+/g, '_')}_PASSWORD`.replace(/^[^A-Z]+/, 'CIFS_');
-      if (user && P.REGISTRY_USERNAME_RE.test(user)) {
-        mount = { name, cifs: { source: spec, username: user, secretRef } };
-        if (secretInOptions) {
-          ctx.secret(
-            'config',
-            joinKey(joinKey(vol.path, 'fstab_entry'), 'fs_mntops'),
-            'approximated',
-            `a password in the mount options: reported by path, never written; the mount reads it from the app setting MOUNT_SECRET_${secretRef}`,
-            drafts,
-            'mounts',
-          );
-        }
-        notes.push(
-          `CIFS: TODO publish the password as the app setting MOUNT_SECRET_${secretRef}; the share must be listed in DATA_MOUNT_SOURCES; other mount options are not carried`,
-        );
-        for (const d of drafts) d.header.push(`TODO: mounts "${name}" (CIFS) reads its password from the app setting MOUNT_SECRET_${secretRef}: publish it`);
-      } else why = 'a CIFS mount needs a username in fs_mntops';
-    } else
-      why = secretInOptions
-        ? 'its mount options hold a credential (reported by path, never written): give the share as a mount with secretRef'
-        : `file system "${type}" cannot be mounted by Batch (nfs and cifs can)`;
-  } else if (driver === 'glusterfs_on_compute') {
-    why = 'GlusterFS across the compute nodes is not supported: use the shared scratch (scratch) or an NFS / Azure Files mount';
-  } else why = `volume driver ${JSON.stringify(driver)} is not supported`;
-
+  const vm: VolumeMount = { why: '', status: 'approximated', notes: [] };
+  driverMount(ctx, { name, vol, account, readOnly, options }, drafts, vm);
+  const { mount, notes } = vm;
   if (mount) for (const d of drafts) push(d, 'mounts', { ...mount });
   const containerPath = typeof v.container_path === 'string' ? v.container_path : undefined;
   if (mount && containerPath) {
     notes.push(`mounted at $AZ_BATCH_NODE_MOUNTS_DIR/${name} (inside the container too), not at ${containerPath}: TODO point the commands there`);
     for (const d of drafts)
       d.header.push(`TODO: the volume "${name}" is at $AZ_BATCH_NODE_MOUNTS_DIR/${name}, not ${containerPath}: change the paths in the commands`);
-    status = 'approximated';
+    vm.status = 'approximated';
   }
   if (mount) {
-    ctx.entry('jobs', { path: refPath, status, target: 'mounts', note: notes.join('; ') }, drafts, { commentAt: 'mounts' });
-    ctx.visit(
-      'config',
-      vol.path,
-      vol.value,
-      Object.fromEntries(
-        [
-          'volume_driver',
-          'storage_account_settings',
-          'azure_blob_container_name',
-          'azure_file_share_name',
-          'container_path',
-          'bind_options',
-          'mount_options',
-          'fstab_entry',
-          'volume_type',
-          'volume_options',
-        ].map((k) => [
-          k,
-          (_x: unknown, q: string) => {
-            if (k === 'mount_options' && mountOptions && !options)
-              return ctx.unsupported('config', q, 'mount options the spec can carry are words of letters, digits and ",=._/:+-"', drafts);
-            if (k === 'storage_account_settings' && account.assumed)
-              return ctx.approximated(
-                'config',
-                q,
-                'mounts',
-                `the alias is taken as the account name ${account.account} (no credentials.yaml names it); it must be one of DATA_ACCOUNTS`,
-                drafts,
-                { noComment: true },
-              );
-            if (k === 'container_path' && containerPath)
-              return ctx.approximated('config', q, 'mounts', `mounted at $AZ_BATCH_NODE_MOUNTS_DIR/${name} instead`, drafts, { noComment: true });
-            if (k === 'bind_options') return ctx.mapped('config', q, 'mounts', readOnly ? 'read-only' : 'read-write', drafts, { noComment: true });
-            ctx.mapped('config', q, 'mounts', 'carried into the mount', drafts, { noComment: true });
-          },
-        ]),
-      ),
-      {},
-      drafts,
-    );
+    ctx.entry('jobs', { path: refPath, status: vm.status, target: 'mounts', note: notes.join('; ') }, drafts, { commentAt: 'mounts' });
+    reportMountedVolume(ctx, { name, vol, account, readOnly, options }, { mountOptions, containerPath }, drafts);
   } else {
-    ctx.unsupported('jobs', refPath, `shared data volume "${name}": ${why}`, drafts);
-    ctx.unsupported('config', vol.path, why, drafts);
+    ctx.unsupported('jobs', refPath, `shared data volume "${name}": ${vm.why}`, drafts);
+    ctx.unsupported('config', vol.path, vm.why, drafts);
   }
+}
+
+/** A shared data volume as a mount: what it is, or why it cannot be one; the notes and status of its mapping. */
+interface VolumeMount {
+  mount?: Obj;
+  why: string;
+  status: MappingStatus;
+  notes: string[];
+}
+
+/** What every volume driver reads. */
+interface VolumeFacts {
+  name: string;
+  vol: VolumeRef;
+  account: ReturnType<typeof resolveStorageAlias>;
+  readOnly: boolean;
+  /** The mount options the spec can carry. */
+  options: string | undefined;
+}
+
+/** The mount of each volume driver Batch can mount (into `vm`). */
+function driverMount(ctx: MappingContext, f: VolumeFacts, drafts: SpecDraft[], vm: VolumeMount): void {
+  const driver = typeof f.vol.value.volume_driver === 'string' ? f.vol.value.volume_driver : '';
+  if (driver === 'azureblob') blobMount(f, vm);
+  else if (driver === 'azurefile') azureFilesMount(f, drafts, vm);
+  else if (driver === 'storage_cluster') storageClusterMount(f, drafts, vm);
+  else if (driver === 'custom_linux_mount') customLinuxMount(ctx, f, drafts, vm);
+  else if (driver === 'glusterfs_on_compute')
+    vm.why = 'GlusterFS across the compute nodes is not supported: use the shared scratch (scratch) or an NFS / Azure Files mount';
+  else vm.why = `volume driver ${JSON.stringify(driver)} is not supported`;
+}
+
+function blobMount({ name, vol, account, readOnly, options }: VolumeFacts, vm: VolumeMount): void {
+  const v = vol.value;
+  const { notes } = vm;
+  let mount: Obj | undefined;
+  let why = '';
+  const container = v.azure_blob_container_name;
+  if (account.account && typeof container === 'string' && P.BLOB_CONTAINER_RE.test(container)) {
+    mount = { name, blobfuse: { account: account.account, container, readOnly, ...(options ? { options } : {}) } };
+    notes.push('blobfuse with a SAS the pipeline mints (no account key)');
+  } else
+    why = !account.account
+      ? 'its storage account is not known: give credentials.yaml'
+      : typeof container === 'string' && /^<.*>$/.test(container)
+        ? `azure_blob_container_name is the recipe's placeholder ${container}: fill it in and import again (or add the mount to the spec)`
+        : 'azure_blob_container_name is not a blob container name';
+  vm.mount = mount;
+  vm.why = why;
+}
+
+function azureFilesMount({ name, vol, account, options }: VolumeFacts, drafts: SpecDraft[], vm: VolumeMount): void {
+  const v = vol.value;
+  const { notes } = vm;
+  let mount: Obj | undefined;
+  let why = '';
+  const share = v.azure_file_share_name;
+  if (account.account && typeof share === 'string' && P.BLOB_CONTAINER_RE.test(share)) {
+    const secretRef = `${account.account.toUpperCase()}_KEY`;
+    mount = { name, azureFiles: { account: account.account, share, secretRef, ...(options ? { options } : {}) } };
+    notes.push(`Azure Files needs the account key: TODO publish it as the app setting MOUNT_SECRET_${secretRef} (a Key Vault reference in Azure)`);
+    for (const d of drafts)
+      d.header.push(
+        `TODO: mounts "${name}" (Azure Files) reads the account key from the app setting MOUNT_SECRET_${secretRef}: publish it (a Key Vault reference in Azure)`,
+      );
+  } else why = account.account ? 'azure_file_share_name is not a share name' : 'its storage account is not known: give credentials.yaml';
+  vm.mount = mount;
+  vm.why = why;
+}
+
+function storageClusterMount({ name, options }: VolumeFacts, drafts: SpecDraft[], vm: VolumeMount): void {
+  const { notes } = vm;
+  const host = `${name.toLowerCase().replace(/[^a-z0-9-]/g, '-')}-nfs-server-todo`;
+  vm.mount = { name, nfs: { source: `${host}:/data`, ...(options ? { options: `-o ${options}` } : {}) } };
+  notes.push(
+    "a Shipyard storage cluster (fs.yaml) is mounted as NFS: TODO set its export (host:/path, from `shipyard fs cluster status`) and list it in the deployment's DATA_MOUNT_SOURCES; a GlusterFS cluster cannot be mounted by Batch",
+  );
+  for (const d of drafts)
+    d.header.push(`TODO: mounts "${name}" nfs.source is a placeholder: set the storage cluster's NFS export (host:/path) and list it in DATA_MOUNT_SOURCES`);
+}
+
+function customLinuxMount(ctx: MappingContext, { name, vol }: VolumeFacts, drafts: SpecDraft[], vm: VolumeMount): void {
+  const v = vol.value;
+  const { notes } = vm;
+  let mount: Obj | undefined;
+  let why = '';
+  let status: MappingStatus = vm.status;
+  const fstab = isObj(v.fstab_entry) ? v.fstab_entry : {};
+  const spec = typeof fstab.fs_spec === 'string' ? fstab.fs_spec : '';
+  const type = typeof fstab.fs_vfstype === 'string' ? fstab.fs_vfstype : '';
+  const mntops = typeof fstab.fs_mntops === 'string' && fstab.fs_mntops !== 'defaults' ? fstab.fs_mntops : undefined;
+  const secretInOptions = ctx.secrets.within('config', joinKey(vol.path, 'fstab_entry'));
+  if (/^nfs4?$/.test(type) && NFS_SOURCE_RE.test(spec) && !secretInOptions) {
+    mount = { name, nfs: { source: spec, ...(mntops && MOUNT_OPTIONS_RE.test(`-o ${mntops}`) ? { options: `-o ${mntops}` } : {}) } };
+    notes.push("NFS: the server must be listed in the deployment's DATA_MOUNT_SOURCES");
+    status = 'mapped';
+  } else if (type === 'cifs' && CIFS_SOURCE_RE.test(spec)) {
+    const user = /(?:^|,)(?:username|user)=([^,]+)/.exec(mntops ?? '')?.[1];
+    const secretRef = `${name.toUpperCase().replace(/[^A-Z0-9]+/g, '_')}_PASSWORD`.replace(/^[^A-Z]+/, 'CIFS_');
+    if (user && P.REGISTRY_USERNAME_RE.test(user)) {
+      mount = { name, cifs: { source: spec, username: user, secretRef } };
+      if (secretInOptions) {
+        ctx.secret(
+          'config',
+          joinKey(joinKey(vol.path, 'fstab_entry'), 'fs_mntops'),
+          'approximated',
+          `a password in the mount options: reported by path, never written; the mount reads it from the app setting MOUNT_SECRET_${secretRef}`,
+          drafts,
+          'mounts',
+        );
+      }
+      notes.push(
+        `CIFS: TODO publish the password as the app setting MOUNT_SECRET_${secretRef}; the share must be listed in DATA_MOUNT_SOURCES; other mount options are not carried`,
+      );
+      for (const d of drafts) d.header.push(`TODO: mounts "${name}" (CIFS) reads its password from the app setting MOUNT_SECRET_${secretRef}: publish it`);
+    } else why = 'a CIFS mount needs a username in fs_mntops';
+  } else
+    why = secretInOptions
+      ? 'its mount options hold a credential (reported by path, never written): give the share as a mount with secretRef'
+      : `file system "${type}" cannot be mounted by Batch (nfs and cifs can)`;
+  vm.mount = mount;
+  vm.why = why;
+  vm.status = status;
+}
+
+/** Each key of a volume carried into its mount. */
+function reportMountedVolume(
+  ctx: MappingContext,
+  { name, vol, account, readOnly, options }: VolumeFacts,
+  { mountOptions, containerPath }: { mountOptions: string | undefined; containerPath: string | undefined },
+  drafts: SpecDraft[],
+): void {
+  ctx.visit(
+    'config',
+    vol.path,
+    vol.value,
+    Object.fromEntries(
+      [
+        'volume_driver',
+        'storage_account_settings',
+        'azure_blob_container_name',
+        'azure_file_share_name',
+        'container_path',
+        'bind_options',
+        'mount_options',
+        'fstab_entry',
+        'volume_type',
+        'volume_options',
+      ].map((k) => [
+        k,
+        (_x: unknown, q: string) => {
+          if (k === 'mount_options' && mountOptions && !options)
+            return ctx.unsupported('config', q, 'mount options the spec can carry are words of letters, digits and ",=._/:+-"', drafts);
+          if (k === 'storage_account_settings' && account.assumed)
+            return ctx.approximated(
+              'config',
+              q,
+              'mounts',
+              `the alias is taken as the account name ${account.account} (no credentials.yaml names it); it must be one of DATA_ACCOUNTS`,
+              drafts,
+              { noComment: true },
+            );
+          if (k === 'container_path' && containerPath)
+            return ctx.approximated('config', q, 'mounts', `mounted at $AZ_BATCH_NODE_MOUNTS_DIR/${name} instead`, drafts, { noComment: true });
+          if (k === 'bind_options') return ctx.mapped('config', q, 'mounts', readOnly ? 'read-only' : 'read-write', drafts, { noComment: true });
+          ctx.mapped('config', q, 'mounts', 'carried into the mount', drafts, { noComment: true });
+        },
+      ]),
+    ),
+    {},
+    drafts,
+  );
 }

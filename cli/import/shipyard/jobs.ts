@@ -287,7 +287,6 @@ function pick(plan: TaskPlan, key: string): { value: unknown; from: 'task' | 'jo
   return undefined;
 }
 
-// eslint-disable-next-line max-lines-per-function -- one table: the handler of each Shipyard job key.
 function mapJobKeys(ctx: MappingContext, job: Obj, jobPath: string, plans: TaskPlan[], pool: PoolFacts, config: ConfigFacts): void {
   const drafts = plans.map((p) => p.draft);
   const overridden = (key: string) => plans.length > 0 && plans.every((p) => p.task[key] !== undefined && p.task[key] !== null);
@@ -301,32 +300,8 @@ function mapJobKeys(ctx: MappingContext, job: Obj, jobPath: string, plans: TaskP
     jobPath,
     job,
     {
-      id: (v, p) => {
-        if (typeof v !== 'string') return ctx.unsupported(role, p, 'not a job id', drafts);
-        for (const d of drafts) setIn(d.spec, ['tags', 'shipyard-job'], toTagValue(v) || 'job');
-        const exact = drafts.every((d) => d.spec.name === v || (d.spec.name === toName(v) && toName(v) === v));
-        ctx.entry(
-          role,
-          {
-            path: p,
-            status: exact ? 'mapped' : 'approximated',
-            target: 'name',
-            note: `${exact ? '' : `made a valid spec name (${drafts.map((d) => d.spec.name).join(', ')}); `}kept as tag shipyard-job; the spec has no id (every submission is a new job) unless another spec depends on it`,
-          },
-          drafts,
-        );
-      },
-      auto_complete: (v, p) => {
-        if (typeof v !== 'boolean') return ctx.unsupported(role, p, 'must be true or false', drafts);
-        drafts.forEach((d) => setIn(d.spec, ['cleanup', 'autoComplete'], v));
-        ctx.mapped(
-          role,
-          p,
-          'cleanup.autoComplete',
-          v ? 'the Batch job ends when its task completes' : 'the Batch job stays active after its task (the pipeline still cleans up the pool)',
-          drafts,
-        );
-      },
+      id: (v, p) => jobIdKey(ctx, v, p, drafts),
+      auto_complete: (v, p) => autoComplete(ctx, v, p, drafts),
       environment_variables: (v, p) => envEntries(ctx, v, p, plans, 'job'),
       environment_variables_keyvault_secret_id: (_v, p) =>
         ctx.secret(
@@ -358,40 +333,9 @@ function mapJobKeys(ctx: MappingContext, job: Obj, jobPath: string, plans: TaskP
           "task files are not kept on the nodes after the job: the pool is deleted; the job result keeps the master's output and log locations",
           drafts,
         ),
-      priority: (v, p) => {
-        if (typeof v !== 'number' || !Number.isInteger(v) || v < SCHEDULING_LIMITS.minPriority || v > SCHEDULING_LIMITS.maxPriority) {
-          return ctx.unsupported(role, p, `must be a whole number ${SCHEDULING_LIMITS.minPriority}…${SCHEDULING_LIMITS.maxPriority}`, drafts);
-        }
-        drafts.forEach((d) => setIn(d.spec, ['priority'], v));
-        ctx.mapped(
-          role,
-          p,
-          'priority',
-          'higher first: Batch ordered the tasks of jobs sharing a pool by it; here jobs wait in their admission queue (Queued) in its order',
-          drafts,
-        );
-      },
+      priority: (v, p) => jobPriority(ctx, v, p, drafts),
       user_identity: (_v, p) => ctx.unsupported(role, p, "the container user cannot be chosen: the job's container runs as the image's user", drafts),
-      auto_pool: (v, p) =>
-        ctx.visit(
-          role,
-          p,
-          v,
-          {
-            pool_lifetime: (l, q) =>
-              l === 'job'
-                ? ctx.mapped(role, q, undefined, 'every job creates its own pool and deletes it when it ends', drafts)
-                : ctx.unsupported(role, q, `pool lifetime ${JSON.stringify(l)}: job schedules are not supported; every job creates its own pool`, drafts),
-            keep_alive: (k, q) => {
-              if (k === true) {
-                drafts.forEach((d) => setIn(d.spec, ['cleanup', 'deletePool'], 'never'));
-                ctx.mapped(role, q, 'cleanup.deletePool', 'the pool is kept after the job (delete it yourself)', drafts);
-              } else ctx.mapped(role, q, undefined, 'the pool is deleted when the job ends', drafts);
-            },
-          },
-          {},
-          drafts,
-        ),
+      auto_pool: (v, p) => autoPool(ctx, v, p, drafts),
       recurrence: (_v, p) =>
         ctx.unsupported(role, p, 'job schedules are not supported: submit the spec on your own schedule (e.g. a timer calling hpcjob submit)', drafts),
       allow_run_on_missing_image: (_v, p) =>
@@ -406,15 +350,7 @@ function mapJobKeys(ctx: MappingContext, job: Obj, jobPath: string, plans: TaskP
       },
       infiniband: (v, p) => {
         if (byTask('infiniband', p)) return;
-        if (typeof v !== 'boolean') return ctx.unsupported(role, p, 'must be true or false', drafts);
-        drafts.forEach((d) => setIn(d.spec, ['mpi', 'fabric'], v ? 'rdma' : 'tcp'));
-        ctx.approximated(
-          role,
-          p,
-          'mpi.fabric',
-          `${v ? 'rdma' : 'tcp'}, as meant: Shipyard 3.9 read the job-level infiniband without using it (convoy/settings.py task_settings), so its tasks fell back to InfiniBand on RDMA sizes`,
-          drafts,
-        );
+        infiniband(ctx, v, p, drafts);
       },
       gpus: (v, p) => {
         if (byTask('gpus', p)) return;
@@ -424,31 +360,7 @@ function mapJobKeys(ctx: MappingContext, job: Obj, jobPath: string, plans: TaskP
       data_volumes: (v, p) => dataVolumes(ctx, v, p, plans, config),
       shared_data_volumes: (v, p) => sharedVolumes(ctx, v, p, plans, config),
       auto_scratch: (v, p) => autoScratch(ctx, v, p, drafts),
-      job_preparation: (v, p) =>
-        ctx.visit(
-          role,
-          p,
-          v,
-          {
-            command: (c, q) => {
-              const line = oneLine(c);
-              if (!line) return ctx.unsupported(role, q, 'not a single command line', drafts);
-              for (const d of drafts) {
-                const start = (getIn(d.spec, ['pool', 'startTask']) as Obj | undefined) ?? {};
-                setIn(d.spec, ['pool', 'startTask'], { ...start, command: startCommandLine(pool.start, [line.text]) });
-              }
-              ctx.approximated(
-                role,
-                q,
-                'pool.startTask.command',
-                `run at the end of the pool's start task${line.joined ? ' (its lines joined with "; ")' : ''}: the job creates its pool, so the start task runs once per node before the job, as the job preparation task did`,
-                drafts,
-              );
-            },
-          },
-          {},
-          drafts,
-        ),
+      job_preparation: (v, p) => jobPreparation(ctx, v, p, drafts, pool),
       job_release: (_v, p) =>
         ctx.unsupported(role, p, "no user command runs at job release: the release task only removes the job's container (or SIF files)", drafts),
       input_data: (v, p) => inputData(ctx, role, v, p, drafts, 'job'),
@@ -456,15 +368,7 @@ function mapJobKeys(ctx: MappingContext, job: Obj, jobPath: string, plans: TaskP
         if (byTask('default_working_dir', p)) return;
         workingDir(ctx, v, p, drafts);
       },
-      restrict_default_bind_mounts: (v, p) =>
-        v === true
-          ? ctx.unsupported(
-              role,
-              p,
-              "the node's whole Batch root is bound into the container (as Shipyard's default); binding only the task directory is not supported",
-              drafts,
-            )
-          : ctx.mapped(role, p, undefined, "the node's Batch root is bound into the container", drafts),
+      restrict_default_bind_mounts: (v, p) => bindMounts(ctx, v, p, drafts),
       force_enable_task_dependencies: (_v, p) => ctx.mapped(role, p, undefined, NOT_NEEDED('a job spec has one task'), drafts),
       autogenerated_task_id: (_v, p) => ctx.mapped(role, p, undefined, NOT_NEEDED("the MPI task's id is chosen by the control plane"), drafts),
       federation_constraints: (_v, p) => ctx.unsupported(role, p, "federations are not supported: a job runs in the deployment's Batch account", drafts),
@@ -478,28 +382,134 @@ function mapJobKeys(ctx: MappingContext, job: Obj, jobPath: string, plans: TaskP
   );
 }
 
-// eslint-disable-next-line max-lines-per-function -- over 100 lines once formatted (Prettier); to be split (issue 25)
+/** restrict_default_bind_mounts: the node's Batch root is always bound into the container. */
+function bindMounts(ctx: MappingContext, v: unknown, p: string, drafts: SpecDraft[]): void {
+  if (v === true)
+    ctx.unsupported(
+      role,
+      p,
+      "the node's whole Batch root is bound into the container (as Shipyard's default); binding only the task directory is not supported",
+      drafts,
+    );
+  else ctx.mapped(role, p, undefined, "the node's Batch root is bound into the container", drafts);
+}
+
+/** id: the spec's name, kept as a tag. */
+function jobIdKey(ctx: MappingContext, v: unknown, p: string, drafts: SpecDraft[]): void {
+  if (typeof v !== 'string') return ctx.unsupported(role, p, 'not a job id', drafts);
+  for (const d of drafts) setIn(d.spec, ['tags', 'shipyard-job'], toTagValue(v) || 'job');
+  const exact = drafts.every((d) => d.spec.name === v || (d.spec.name === toName(v) && toName(v) === v));
+  ctx.entry(
+    role,
+    {
+      path: p,
+      status: exact ? 'mapped' : 'approximated',
+      target: 'name',
+      note: `${exact ? '' : `made a valid spec name (${drafts.map((d) => d.spec.name).join(', ')}); `}kept as tag shipyard-job; the spec has no id (every submission is a new job) unless another spec depends on it`,
+    },
+    drafts,
+  );
+}
+
+/** auto_complete: whether the Batch job ends with its task. */
+function autoComplete(ctx: MappingContext, v: unknown, p: string, drafts: SpecDraft[]): void {
+  if (typeof v !== 'boolean') return ctx.unsupported(role, p, 'must be true or false', drafts);
+  drafts.forEach((d) => setIn(d.spec, ['cleanup', 'autoComplete'], v));
+  ctx.mapped(
+    role,
+    p,
+    'cleanup.autoComplete',
+    v ? 'the Batch job ends when its task completes' : 'the Batch job stays active after its task (the pipeline still cleans up the pool)',
+    drafts,
+  );
+}
+
+/** priority: the job's place in its admission queue. */
+function jobPriority(ctx: MappingContext, v: unknown, p: string, drafts: SpecDraft[]): void {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < SCHEDULING_LIMITS.minPriority || v > SCHEDULING_LIMITS.maxPriority) {
+    return ctx.unsupported(role, p, `must be a whole number ${SCHEDULING_LIMITS.minPriority}…${SCHEDULING_LIMITS.maxPriority}`, drafts);
+  }
+  drafts.forEach((d) => setIn(d.spec, ['priority'], v));
+  ctx.mapped(
+    role,
+    p,
+    'priority',
+    'higher first: Batch ordered the tasks of jobs sharing a pool by it; here jobs wait in their admission queue (Queued) in its order',
+    drafts,
+  );
+}
+
+/** auto_pool: every job creates its own pool; keep_alive keeps it. */
+function autoPool(ctx: MappingContext, v: unknown, p: string, drafts: SpecDraft[]): void {
+  ctx.visit(
+    role,
+    p,
+    v,
+    {
+      pool_lifetime: (l, q) =>
+        l === 'job'
+          ? ctx.mapped(role, q, undefined, 'every job creates its own pool and deletes it when it ends', drafts)
+          : ctx.unsupported(role, q, `pool lifetime ${JSON.stringify(l)}: job schedules are not supported; every job creates its own pool`, drafts),
+      keep_alive: (k, q) => {
+        if (k === true) {
+          drafts.forEach((d) => setIn(d.spec, ['cleanup', 'deletePool'], 'never'));
+          ctx.mapped(role, q, 'cleanup.deletePool', 'the pool is kept after the job (delete it yourself)', drafts);
+        } else ctx.mapped(role, q, undefined, 'the pool is deleted when the job ends', drafts);
+      },
+    },
+    {},
+    drafts,
+  );
+}
+
+/** job_preparation: its command ends the pool's start task. */
+function jobPreparation(ctx: MappingContext, v: unknown, p: string, drafts: SpecDraft[], pool: PoolFacts): void {
+  ctx.visit(
+    role,
+    p,
+    v,
+    {
+      command: (c, q) => {
+        const line = oneLine(c);
+        if (!line) return ctx.unsupported(role, q, 'not a single command line', drafts);
+        for (const d of drafts) {
+          const start = (getIn(d.spec, ['pool', 'startTask']) as Obj | undefined) ?? {};
+          setIn(d.spec, ['pool', 'startTask'], { ...start, command: startCommandLine(pool.start, [line.text]) });
+        }
+        ctx.approximated(
+          role,
+          q,
+          'pool.startTask.command',
+          `run at the end of the pool's start task${line.joined ? ' (its lines joined with "; ")' : ''}: the job creates its pool, so the start task runs once per node before the job, as the job preparation task did`,
+          drafts,
+        );
+      },
+    },
+    {},
+    drafts,
+  );
+}
+
+/** infiniband: the MPI fabric Shipyard meant. */
+function infiniband(ctx: MappingContext, v: unknown, p: string, drafts: SpecDraft[]): void {
+  if (typeof v !== 'boolean') return ctx.unsupported(role, p, 'must be true or false', drafts);
+  drafts.forEach((d) => setIn(d.spec, ['mpi', 'fabric'], v ? 'rdma' : 'tcp'));
+  ctx.approximated(
+    role,
+    p,
+    'mpi.fabric',
+    `${v ? 'rdma' : 'tcp'}, as meant: Shipyard 3.9 read the job-level infiniband without using it (convoy/settings.py task_settings), so its tasks fell back to InfiniBand on RDMA sizes`,
+    drafts,
+  );
+}
+
 function mapTask(ctx: MappingContext, plan: TaskPlan, pool: PoolFacts, config: ConfigFacts): void {
   const d = plan.draft;
   const drafts = [d];
   const task = plan.task;
   const docker = plan.runtime === 'docker';
 
-  // Settings other decisions depend on.
-  const ib = pick(plan, 'infiniband');
-  // Shipyard ignored the job-level value (see mapJobKeys), but the spec follows what was meant.
-  const fabric = typeof ib?.value === 'boolean' ? (ib.value ? 'rdma' : 'tcp') : 'auto';
-  const nodes = nodesFor(ctx, plan, pool);
-  if (nodes !== undefined) setIn(d.spec, ['pool', 'nodes'], nodes);
-  if (plan.kind === 'single') {
-    setIn(d.spec, ['pool', 'nodes'], 1);
-    addComment(d, 'pool.nodes', `one node: ${plan.taskPath} is a single-node task (no multi_instance)`);
-  }
-  // GPUs: Shipyard gave containers every GPU on GPU sizes unless gpus: disable.
-  if (pool.gpu && pick(plan, 'gpus') === undefined) {
-    setIn(d.spec, ['container', 'gpus'], true);
-    addComment(d, 'container.gpus', 'GPU VM size: Shipyard gave the container every GPU by default (gpus: all)');
-  }
+  const fabric = taskShape(ctx, plan, pool);
 
   const containerOptions: ParsedOptions = { runOptions: {}, env: {}, verdicts: [] };
   ctx.visit(
@@ -510,30 +520,7 @@ function mapTask(ctx: MappingContext, plan: TaskPlan, pool: PoolFacts, config: C
       id: (_v, p) => ctx.mapped(role, p, undefined, NOT_NEEDED("the MPI task's id is chosen by the control plane"), drafts),
       docker_image: (v, p) => image(ctx, v, p, plan),
       singularity_image: (v, p) => image(ctx, v, p, plan),
-      singularity_execution: (v, p) =>
-        ctx.visit(
-          role,
-          p,
-          v,
-          {
-            cmd: (c, q) =>
-              c === 'exec' || c === null
-                ? ctx.mapped(role, q, undefined, 'ranks run singularity exec', drafts)
-                : ctx.approximated(
-                    role,
-                    q,
-                    undefined,
-                    `"${String(c)}": ranks run singularity exec with the command, so the image's runscript does not run (put what it does in the command)`,
-                    drafts,
-                  ),
-            elevated: (e, q) =>
-              e === true
-                ? ctx.unsupported(role, q, 'elevation is not configurable: singularity runs as the task user', drafts)
-                : ctx.mapped(role, q, undefined, 'singularity runs as the task user', drafts),
-          },
-          {},
-          drafts,
-        ),
+      singularity_execution: (v, p) => singularityExecution(ctx, v, p, drafts),
       additional_singularity_options: (v, p) => options(ctx, v, p, plan, containerOptions, parseSingularityOptions, 'singularity'),
       additional_docker_run_options: (v, p) => options(ctx, v, p, plan, containerOptions, parseDockerRunOptions, 'docker'),
       name: (_v, p) => ctx.approximated(role, p, undefined, "the control plane names the job's container (mpijob-<job id>)", drafts),
@@ -590,6 +577,58 @@ function mapTask(ctx: MappingContext, plan: TaskPlan, pool: PoolFacts, config: C
   mapLaunchSettings(ctx, plan, pool, fabric);
 }
 
+/**
+ * The settings other decisions depend on: the fabric (Shipyard ignored the job-level infiniband, but the spec follows
+ * what was meant), the nodes, and the GPUs (Shipyard gave containers every GPU on GPU sizes unless gpus: disable).
+ */
+function taskShape(ctx: MappingContext, plan: TaskPlan, pool: PoolFacts): 'auto' | 'rdma' | 'tcp' {
+  const d = plan.draft;
+  // Settings other decisions depend on.
+  const ib = pick(plan, 'infiniband');
+  // Shipyard ignored the job-level value (see mapJobKeys), but the spec follows what was meant.
+  const fabric = typeof ib?.value === 'boolean' ? (ib.value ? 'rdma' : 'tcp') : 'auto';
+  const nodes = nodesFor(ctx, plan, pool);
+  if (nodes !== undefined) setIn(d.spec, ['pool', 'nodes'], nodes);
+  if (plan.kind === 'single') {
+    setIn(d.spec, ['pool', 'nodes'], 1);
+    addComment(d, 'pool.nodes', `one node: ${plan.taskPath} is a single-node task (no multi_instance)`);
+  }
+  // GPUs: Shipyard gave containers every GPU on GPU sizes unless gpus: disable.
+  if (pool.gpu && pick(plan, 'gpus') === undefined) {
+    setIn(d.spec, ['container', 'gpus'], true);
+    addComment(d, 'container.gpus', 'GPU VM size: Shipyard gave the container every GPU by default (gpus: all)');
+  }
+
+  return fabric;
+}
+
+/** singularity_execution: ranks run singularity exec as the task user. */
+function singularityExecution(ctx: MappingContext, v: unknown, p: string, drafts: SpecDraft[]): void {
+  ctx.visit(
+    role,
+    p,
+    v,
+    {
+      cmd: (c, q) =>
+        c === 'exec' || c === null
+          ? ctx.mapped(role, q, undefined, 'ranks run singularity exec', drafts)
+          : ctx.approximated(
+              role,
+              q,
+              undefined,
+              `"${String(c)}": ranks run singularity exec with the command, so the image's runscript does not run (put what it does in the command)`,
+              drafts,
+            ),
+      elevated: (e, q) =>
+        e === true
+          ? ctx.unsupported(role, q, 'elevation is not configurable: singularity runs as the task user', drafts)
+          : ctx.mapped(role, q, undefined, 'singularity runs as the task user', drafts),
+    },
+    {},
+    drafts,
+  );
+}
+
 function nodesFor(ctx: MappingContext, plan: TaskPlan, pool: PoolFacts): number | undefined {
   if (plan.kind !== 'mpi') return undefined;
   const mi = plan.task.multi_instance as Obj;
@@ -637,10 +676,8 @@ function nodesFor(ctx: MappingContext, plan: TaskPlan, pool: PoolFacts): number 
   return undefined;
 }
 
-// eslint-disable-next-line max-lines-per-function -- over 100 lines once formatted (Prettier); to be split (issue 25)
 function mapLaunchSettings(ctx: MappingContext, plan: TaskPlan, pool: PoolFacts, fabric: 'auto' | 'rdma' | 'tcp'): void {
-  const d = plan.draft;
-  const drafts = [d];
+  const drafts = [plan.draft];
   const commandPath = joinKey(plan.taskPath, 'command');
   const command = oneLine(plan.task.command);
   if (!command)
@@ -652,33 +689,53 @@ function mapLaunchSettings(ctx: MappingContext, plan: TaskPlan, pool: PoolFacts,
         : 'not a command line: set mpi.command',
       drafts,
     );
+  if (plan.kind === 'single') return singleNodeLaunch(ctx, plan, pool, fabric, command, commandPath);
+  mpiLaunch(ctx, plan, pool, fabric, command, commandPath);
+  multiInstanceKeys(ctx, plan);
+}
 
-  if (plan.kind === 'single') {
-    const { draft } = mapLaunch({
-      mpi: undefined,
-      command: command?.text ?? ':',
-      containerRuntime: plan.runtime,
-      vmSize: pool.vmSize ?? 'Standard_D2s_v5',
-      fabric,
-    });
-    setMpi(d, draft);
-    setIn(d.spec, ['mpi', 'fabric'], 'tcp');
-    if (plan.runtime === 'docker') {
-      setIn(d.spec, ['mpi', 'coordinationCommand'], 'while :; do sleep 3600; done');
-      addComment(d, 'mpi.coordinationCommand', 'keeps the container up for the command (docker exec) without sshd, which a single-node image need not have');
-    }
-    if (command) {
-      ctx.approximated(
-        role,
-        commandPath,
-        'mpi.command',
-        `a single-node task: it runs once, in the container on the job's one node, as a custom launch script${command.joined ? ' (its lines joined with "; ")' : ''}; mpi.runtime and fabric tcp only fill in what a launch script is given`,
-        drafts,
-      );
-    }
-    return;
+type CommandLine = ReturnType<typeof oneLine>;
+type Launch = ReturnType<typeof mapLaunch>;
+
+/** A single-node task: its command as a custom launch script in the container on the job's one node. */
+function singleNodeLaunch(
+  ctx: MappingContext,
+  plan: TaskPlan,
+  pool: PoolFacts,
+  fabric: 'auto' | 'rdma' | 'tcp',
+  command: CommandLine,
+  commandPath: string,
+): void {
+  const d = plan.draft;
+  const drafts = [d];
+  const { draft } = mapLaunch({
+    mpi: undefined,
+    command: command?.text ?? ':',
+    containerRuntime: plan.runtime,
+    vmSize: pool.vmSize ?? 'Standard_D2s_v5',
+    fabric,
+  });
+  setMpi(d, draft);
+  setIn(d.spec, ['mpi', 'fabric'], 'tcp');
+  if (plan.runtime === 'docker') {
+    setIn(d.spec, ['mpi', 'coordinationCommand'], 'while :; do sleep 3600; done');
+    addComment(d, 'mpi.coordinationCommand', 'keeps the container up for the command (docker exec) without sshd, which a single-node image need not have');
   }
+  if (command) {
+    ctx.approximated(
+      role,
+      commandPath,
+      'mpi.command',
+      `a single-node task: it runs once, in the container on the job's one node, as a custom launch script${command.joined ? ' (its lines joined with "; ")' : ''}; mpi.runtime and fabric tcp only fill in what a launch script is given`,
+      drafts,
+    );
+  }
+}
 
+/** multi_instance.mpi: the launch (runtime, options, ranks per node) and how each of its settings was carried. */
+function mpiLaunch(ctx: MappingContext, plan: TaskPlan, pool: PoolFacts, fabric: 'auto' | 'rdma' | 'tcp', command: CommandLine, commandPath: string): void {
+  const d = plan.draft;
+  const drafts = [d];
   const mi = plan.task.multi_instance as Obj;
   const miPath = joinKey(plan.taskPath, 'multi_instance');
   const mpi = isObj(mi.mpi) ? mi.mpi : undefined;
@@ -707,9 +764,12 @@ function mapLaunchSettings(ctx: MappingContext, plan: TaskPlan, pool: PoolFacts,
     );
   if (mi.mpi !== undefined && !mpi)
     ctx.unsupported(role, joinKey(miPath, 'mpi'), 'must be a mapping { runtime, options, processes_per_node, executable_path }', drafts);
-  const mpiPath = joinKey(miPath, 'mpi');
-  const seen = new Set<string>();
-  // Intel MPI: what Shipyard set on the recipe's size against what the spec sets on its own (intelMpiMapping.ts).
+  applyIntelMpi(d, draft, verdicts, pool, mpi);
+  reportLaunchVerdicts(ctx, plan, draft, verdicts, mpi);
+}
+
+/** Intel MPI: what Shipyard set on the recipe's size against what the spec sets on its own (intelMpiMapping.ts). */
+function applyIntelMpi(d: SpecDraft, draft: Launch['draft'], verdicts: Launch['verdicts'], pool: PoolFacts, mpi: Obj | undefined): void {
   const intel =
     draft.runtime === 'intelmpi' && pool.vmSize
       ? intelMpiMapping({
@@ -729,6 +789,15 @@ function mapLaunchSettings(ctx: MappingContext, plan: TaskPlan, pool: PoolFacts,
       };
     if (intel.verdict === 'cannot') d.header.unshift(`CANNOT RUN AS IS: ${intel.note}`);
   }
+}
+
+/** Each launch verdict at its Shipyard path, a comment for the options, and the mpi mapping's keys. */
+function reportLaunchVerdicts(ctx: MappingContext, plan: TaskPlan, draft: Launch['draft'], verdicts: Launch['verdicts'], mpi: Obj | undefined): void {
+  const d = plan.draft;
+  const drafts = [d];
+  const miPath = joinKey(plan.taskPath, 'multi_instance');
+  const mpiPath = joinKey(miPath, 'mpi');
+  const seen = new Set<string>();
   for (const v of verdicts) {
     const option = v.path.startsWith('options[');
     const p = v.path === '' ? (mpi ? mpiPath : miPath) : option ? `${joinKey(mpiPath, 'options')}${v.path.slice('options'.length)}` : joinKey(mpiPath, v.path);
@@ -762,6 +831,14 @@ function mapLaunchSettings(ctx: MappingContext, plan: TaskPlan, pool: PoolFacts,
     if (!seen.has('options') && Array.isArray(mpi.options) && mpi.options.length === 0)
       ctx.mapped(role, joinKey(mpiPath, 'options'), undefined, 'no options', drafts);
   }
+}
+
+/** The other multi_instance keys: the coordination and pre-execution commands, the common files. */
+function multiInstanceKeys(ctx: MappingContext, plan: TaskPlan): void {
+  const d = plan.draft;
+  const drafts = [d];
+  const mi = plan.task.multi_instance as Obj;
+  const miPath = joinKey(plan.taskPath, 'multi_instance');
   ctx.visit(
     role,
     miPath,

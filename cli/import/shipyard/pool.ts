@@ -55,7 +55,6 @@ const NOT_CARRIED = {
   prometheus: 'node exporters are not installed; the job view and dashboard show progress, node states and timings',
 } as const;
 
-// eslint-disable-next-line max-lines-per-function -- over 100 lines once formatted (Prettier); to be split (issue 25)
 export function mapPool(ctx: MappingContext, drafts: SpecDraft[]): PoolFacts {
   const role = 'pool' as const;
   const root = ctx.sources.pool?.value;
@@ -67,198 +66,222 @@ export function mapPool(ctx: MappingContext, drafts: SpecDraft[]): PoolFacts {
     imageReplaced: false,
     start: { exports: [], commands: [], resourceFiles: [], chmods: [] },
   };
-  const set = (path: string[], value: unknown) => drafts.forEach((d) => setIn(d.spec, path, value));
   ctx.visit(
     role,
     '',
     root,
     {
-      // eslint-disable-next-line max-lines-per-function -- over 100 lines once formatted (Prettier); to be split (issue 25)
-      pool_specification: (spec, base) => {
-        const s = isObj(spec) ? spec : {};
-        // The size first: other settings (GPUs, fabric) depend on it.
-        mapVmSize(ctx, s.vm_size, joinKey(base, 'vm_size'), drafts, facts);
-        if (s.vm_configuration !== undefined) facts.imageReplaced = mapVmConfiguration(ctx, s.vm_configuration, joinKey(base, 'vm_configuration'), drafts);
-        ctx.visit(
-          role,
-          base,
-          spec,
-          {
-            id: (v, p) => {
-              const tag = typeof v === 'string' ? toTagValue(v) : '';
-              if (tag) set(['tags', 'shipyard-pool'], tag);
-              ctx.mapped(
-                role,
-                p,
-                tag ? 'tags.shipyard-pool' : undefined,
-                'not needed as an id: each job creates its own pool of this shape (named by the control plane) and deletes it when it ends; kept as a tag',
-                drafts,
-              );
-            },
-            vm_size: () => undefined,
-            vm_configuration: () => undefined,
-            vm_count: (v, p) =>
-              ctx.visit(
-                role,
-                p,
-                v,
-                {
-                  dedicated: (n, q) => {
-                    if (typeof n === 'number' && Number.isInteger(n) && n >= 0) {
-                      facts.dedicated = n;
-                      if (n > 0) set(['pool', 'nodes'], n);
-                      ctx.mapped(
-                        role,
-                        q,
-                        n > 0 ? 'pool.nodes' : undefined,
-                        n > 0 ? `${n} dedicated node(s); the MPI task spans all of them` : 'no dedicated nodes',
-                        drafts,
-                      );
-                    } else ctx.unsupported(role, q, 'must be a whole number ≥ 0', drafts);
-                  },
-                  low_priority: (n, q) => {
-                    if (n === 0 || n === null)
-                      ctx.mapped(role, q, 'pool.lowPriorityNodes', 'no low-priority nodes (Batch refuses them with inter-node communication)', drafts, {
-                        noComment: true,
-                      });
-                    else if (typeof n === 'number' && Number.isInteger(n) && n > 0) {
-                      facts.lowPriority = n;
-                      ctx.unsupported(role, q, 'low-priority (Spot) nodes: Batch refuses them in pools with inter-node communication, which MPI needs', drafts);
-                    } else ctx.unsupported(role, q, 'must be a whole number ≥ 0', drafts);
-                  },
-                },
-                {},
-                drafts,
-              ),
-            resize_timeout: (v, p) => {
-              const iso = shipyardTimespanToIso(v);
-              if (!iso) return ctx.unsupported(role, p, 'not a Shipyard time span ("HH:MM:SS" or "D.HH:MM:SS"): the default PT15M applies', drafts);
-              const low = (parseIsoDuration(iso) ?? 0) < 5 * 60_000;
-              set(['pool', 'resizeTimeout'], low ? 'PT5M' : iso);
-              if (low) ctx.approximated(role, p, 'pool.resizeTimeout', `${iso} raised to PT5M, the shortest resize timeout Batch accepts`, drafts);
-              else ctx.mapped(role, p, 'pool.resizeTimeout', iso, drafts);
-            },
-            max_tasks_per_node: (v, p) =>
-              v === 1
-                ? ctx.mapped(role, p, undefined, "not needed: the job's pool runs its one MPI task, one per node", drafts)
-                : ctx.approximated(role, p, undefined, "the job's pool runs its one MPI task, one per node: more task slots have no use", drafts),
-            node_fill_type: (_v, p) => ctx.mapped(role, p, undefined, 'not needed: the pool runs one multi-instance task, which takes every node', drafts),
-            inter_node_communication_enabled: (v, p) =>
-              v === true
-                ? ctx.mapped(role, p, undefined, 'every pool the control plane creates has inter-node communication', drafts)
-                : ctx.approximated(role, p, undefined, "the job's pool has inter-node communication anyway: MPI needs it", drafts),
-            per_job_auto_scratch: (v, p) => {
-              facts.perJobAutoScratch = v === true;
-              ctx.mapped(
-                role,
-                p,
-                undefined,
-                v === true ? NOT_NEEDED("a job's shared scratch (its auto_scratch, the spec's scratch) needs no pool setting") : 'no per-job scratch',
-                drafts,
-              );
-            },
-            block_until_all_global_resources_loaded: (v, p) =>
-              v === false
-                ? ctx.approximated(
-                    role,
-                    p,
-                    undefined,
-                    'every node holds every image before the MPI task starts (staggered pulls); there is no way to start earlier',
-                    drafts,
-                  )
-                : ctx.mapped(role, p, undefined, 'every node holds every image before the MPI task starts (staggered pulls)', drafts),
-            input_data: (v, p) => inputData(ctx, role, v, p, drafts, 'pool'),
-            resource_files: (v, p) => mapStartFiles(ctx, v, p, drafts, facts),
-            additional_node_prep: (v, p) =>
-              ctx.visit(
-                role,
-                p,
-                v,
-                {
-                  commands: (c, q) =>
-                    ctx.visit(
-                      role,
-                      q,
-                      c,
-                      {
-                        pre: (list, r) => startCommands(ctx, list, r, drafts, facts, 'before'),
-                        post: (list, r) => startCommands(ctx, list, r, drafts, facts, 'after'),
-                      },
-                      {},
-                      drafts,
-                    ),
-                  environment_variables: (env, q) => startEnv(ctx, env, q, drafts, facts),
-                  environment_variables_keyvault_secret_id: (_s, q) =>
-                    ctx.secret(
-                      role,
-                      q,
-                      'unsupported',
-                      "a Key Vault secret of environment variables: the start task has no secret environment in the job spec (and specs never carry secrets); set them on the image or fetch them in the start task with the pool's identity",
-                      drafts,
-                    ),
-                },
-                {},
-                drafts,
-              ),
-            gpu: (v, p) =>
-              ctx.visit(
-                role,
-                p,
-                v,
-                {
-                  nvidia_driver: (_d, q) =>
-                    ctx.unsupported(
-                      role,
-                      q,
-                      'no NVIDIA driver is installed by the control plane: the default HPC image ships one; a custom driver must be in your image or start task',
-                      drafts,
-                    ),
-                  ignore_warnings: (_d, q) => ctx.mapped(role, q, undefined, 'not needed: no GPU driver warnings are raised', drafts),
-                },
-                {},
-                drafts,
-              ),
-            container_runtimes: (v, p) =>
-              ctx.visit(
-                role,
-                p,
-                v,
-                {
-                  install: (list, q) => {
-                    const items = Array.isArray(list) ? list : [];
-                    items.forEach((item, i) => {
-                      const r = joinIndex(q, i);
-                      if (item === 'singularity')
-                        ctx.approximated(
-                          role,
-                          r,
-                          undefined,
-                          'Singularity is not installed by the control plane: the pool image must have it (install it in pool.startTask otherwise)',
-                          drafts,
-                        );
-                      else ctx.unsupported(role, r, `container runtime ${JSON.stringify(item)} is not supported (docker and singularity are)`, drafts);
-                    });
-                    if (!Array.isArray(list)) ctx.unsupported(role, q, 'must be a list', drafts);
-                  },
-                  default: (d, q) =>
-                    d === 'runc' || d === null
-                      ? ctx.mapped(role, q, undefined, 'docker runs containers with runc', drafts)
-                      : ctx.unsupported(role, q, `default container runtime ${JSON.stringify(d)} is not supported (runc only)`, drafts),
-                },
-                {},
-                drafts,
-              ),
-          },
-          NOT_CARRIED,
-          drafts,
-        );
-      },
+      pool_specification: (spec, base) => poolSpecification(ctx, spec, base, drafts, facts),
     },
     {},
     drafts,
   );
   applyStartTask(drafts, facts);
   return facts;
+}
+
+/** pool_specification: the pool's shape (size first: other settings depend on it), start task and runtimes. */
+function poolSpecification(ctx: MappingContext, spec: unknown, base: string, drafts: SpecDraft[], facts: PoolFacts): void {
+  const role = 'pool' as const;
+  const set = (path: string[], value: unknown) => drafts.forEach((d) => setIn(d.spec, path, value));
+  const s = isObj(spec) ? spec : {};
+  // The size first: other settings (GPUs, fabric) depend on it.
+  mapVmSize(ctx, s.vm_size, joinKey(base, 'vm_size'), drafts, facts);
+  if (s.vm_configuration !== undefined) facts.imageReplaced = mapVmConfiguration(ctx, s.vm_configuration, joinKey(base, 'vm_configuration'), drafts);
+  ctx.visit(
+    role,
+    base,
+    spec,
+    {
+      id: (v, p) => {
+        const tag = typeof v === 'string' ? toTagValue(v) : '';
+        if (tag) set(['tags', 'shipyard-pool'], tag);
+        ctx.mapped(
+          role,
+          p,
+          tag ? 'tags.shipyard-pool' : undefined,
+          'not needed as an id: each job creates its own pool of this shape (named by the control plane) and deletes it when it ends; kept as a tag',
+          drafts,
+        );
+      },
+      vm_size: () => undefined,
+      vm_configuration: () => undefined,
+      vm_count: (v, p) => vmCount(ctx, v, p, drafts, facts),
+      resize_timeout: (v, p) => {
+        const iso = shipyardTimespanToIso(v);
+        if (!iso) return ctx.unsupported(role, p, 'not a Shipyard time span ("HH:MM:SS" or "D.HH:MM:SS"): the default PT15M applies', drafts);
+        const low = (parseIsoDuration(iso) ?? 0) < 5 * 60_000;
+        set(['pool', 'resizeTimeout'], low ? 'PT5M' : iso);
+        if (low) ctx.approximated(role, p, 'pool.resizeTimeout', `${iso} raised to PT5M, the shortest resize timeout Batch accepts`, drafts);
+        else ctx.mapped(role, p, 'pool.resizeTimeout', iso, drafts);
+      },
+      max_tasks_per_node: (v, p) =>
+        v === 1
+          ? ctx.mapped(role, p, undefined, "not needed: the job's pool runs its one MPI task, one per node", drafts)
+          : ctx.approximated(role, p, undefined, "the job's pool runs its one MPI task, one per node: more task slots have no use", drafts),
+      node_fill_type: (_v, p) => ctx.mapped(role, p, undefined, 'not needed: the pool runs one multi-instance task, which takes every node', drafts),
+      inter_node_communication_enabled: (v, p) =>
+        v === true
+          ? ctx.mapped(role, p, undefined, 'every pool the control plane creates has inter-node communication', drafts)
+          : ctx.approximated(role, p, undefined, "the job's pool has inter-node communication anyway: MPI needs it", drafts),
+      per_job_auto_scratch: (v, p) => {
+        facts.perJobAutoScratch = v === true;
+        ctx.mapped(
+          role,
+          p,
+          undefined,
+          v === true ? NOT_NEEDED("a job's shared scratch (its auto_scratch, the spec's scratch) needs no pool setting") : 'no per-job scratch',
+          drafts,
+        );
+      },
+      block_until_all_global_resources_loaded: (v, p) =>
+        v === false
+          ? ctx.approximated(
+              role,
+              p,
+              undefined,
+              'every node holds every image before the MPI task starts (staggered pulls); there is no way to start earlier',
+              drafts,
+            )
+          : ctx.mapped(role, p, undefined, 'every node holds every image before the MPI task starts (staggered pulls)', drafts),
+      input_data: (v, p) => inputData(ctx, role, v, p, drafts, 'pool'),
+      resource_files: (v, p) => mapStartFiles(ctx, v, p, drafts, facts),
+      additional_node_prep: (v, p) => nodePrep(ctx, v, p, drafts, facts),
+      gpu: (v, p) => gpuSettings(ctx, v, p, drafts),
+      container_runtimes: (v, p) => containerRuntimes(ctx, v, p, drafts),
+    },
+    NOT_CARRIED,
+    drafts,
+  );
+}
+
+/** vm_count: the dedicated nodes (the MPI task spans them); low-priority ones Batch refuses with inter-node communication. */
+function vmCount(ctx: MappingContext, v: unknown, p: string, drafts: SpecDraft[], facts: PoolFacts): void {
+  const role = 'pool' as const;
+  const set = (path: string[], value: unknown) => drafts.forEach((d) => setIn(d.spec, path, value));
+  ctx.visit(
+    role,
+    p,
+    v,
+    {
+      dedicated: (n, q) => {
+        if (typeof n === 'number' && Number.isInteger(n) && n >= 0) {
+          facts.dedicated = n;
+          if (n > 0) set(['pool', 'nodes'], n);
+          ctx.mapped(
+            role,
+            q,
+            n > 0 ? 'pool.nodes' : undefined,
+            n > 0 ? `${n} dedicated node(s); the MPI task spans all of them` : 'no dedicated nodes',
+            drafts,
+          );
+        } else ctx.unsupported(role, q, 'must be a whole number ≥ 0', drafts);
+      },
+      low_priority: (n, q) => {
+        if (n === 0 || n === null)
+          ctx.mapped(role, q, 'pool.lowPriorityNodes', 'no low-priority nodes (Batch refuses them with inter-node communication)', drafts, {
+            noComment: true,
+          });
+        else if (typeof n === 'number' && Number.isInteger(n) && n > 0) {
+          facts.lowPriority = n;
+          ctx.unsupported(role, q, 'low-priority (Spot) nodes: Batch refuses them in pools with inter-node communication, which MPI needs', drafts);
+        } else ctx.unsupported(role, q, 'must be a whole number ≥ 0', drafts);
+      },
+    },
+    {},
+    drafts,
+  );
+}
+
+/** additional_node_prep: commands and environment of the start task. */
+function nodePrep(ctx: MappingContext, v: unknown, p: string, drafts: SpecDraft[], facts: PoolFacts): void {
+  const role = 'pool' as const;
+  ctx.visit(
+    role,
+    p,
+    v,
+    {
+      commands: (c, q) =>
+        ctx.visit(
+          role,
+          q,
+          c,
+          {
+            pre: (list, r) => startCommands(ctx, list, r, drafts, facts, 'before'),
+            post: (list, r) => startCommands(ctx, list, r, drafts, facts, 'after'),
+          },
+          {},
+          drafts,
+        ),
+      environment_variables: (env, q) => startEnv(ctx, env, q, drafts, facts),
+      environment_variables_keyvault_secret_id: (_s, q) =>
+        ctx.secret(
+          role,
+          q,
+          'unsupported',
+          "a Key Vault secret of environment variables: the start task has no secret environment in the job spec (and specs never carry secrets); set them on the image or fetch them in the start task with the pool's identity",
+          drafts,
+        ),
+    },
+    {},
+    drafts,
+  );
+}
+
+/** gpu: driver settings; none is carried. */
+function gpuSettings(ctx: MappingContext, v: unknown, p: string, drafts: SpecDraft[]): void {
+  const role = 'pool' as const;
+  ctx.visit(
+    role,
+    p,
+    v,
+    {
+      nvidia_driver: (_d, q) =>
+        ctx.unsupported(
+          role,
+          q,
+          'no NVIDIA driver is installed by the control plane: the default HPC image ships one; a custom driver must be in your image or start task',
+          drafts,
+        ),
+      ignore_warnings: (_d, q) => ctx.mapped(role, q, undefined, 'not needed: no GPU driver warnings are raised', drafts),
+    },
+    {},
+    drafts,
+  );
+}
+
+/** container_runtimes: the runtimes to install and the default one. */
+function containerRuntimes(ctx: MappingContext, v: unknown, p: string, drafts: SpecDraft[]): void {
+  const role = 'pool' as const;
+  ctx.visit(
+    role,
+    p,
+    v,
+    {
+      install: (list, q) => {
+        const items = Array.isArray(list) ? list : [];
+        items.forEach((item, i) => {
+          const r = joinIndex(q, i);
+          if (item === 'singularity')
+            ctx.approximated(
+              role,
+              r,
+              undefined,
+              'Singularity is not installed by the control plane: the pool image must have it (install it in pool.startTask otherwise)',
+              drafts,
+            );
+          else ctx.unsupported(role, r, `container runtime ${JSON.stringify(item)} is not supported (docker and singularity are)`, drafts);
+        });
+        if (!Array.isArray(list)) ctx.unsupported(role, q, 'must be a list', drafts);
+      },
+      default: (d, q) =>
+        d === 'runc' || d === null
+          ? ctx.mapped(role, q, undefined, 'docker runs containers with runc', drafts)
+          : ctx.unsupported(role, q, `default container runtime ${JSON.stringify(d)} is not supported (runc only)`, drafts),
+    },
+    {},
+    drafts,
+  );
 }
 
 function mapVmSize(ctx: MappingContext, v: unknown, path: string, drafts: SpecDraft[], facts: PoolFacts): void {

@@ -469,7 +469,6 @@ export interface FactsConfig {
   coreQuotaConfigured: boolean;
 }
 
-// eslint-disable-next-line max-lines-per-function -- over 100 lines once formatted (Prettier); to be split (issue 25)
 export function loadConfig(env: Record<string, string | undefined> = process.env): AppConfig {
   const parsed = envSchema.safeParse(env);
   const problems: string[] = [];
@@ -508,7 +507,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const batchAccounts = parseBatchAccounts(e, batch, env, names, problems);
 
   if (problems.length > 0 || !hostStorage || !priceTable || !queues || !coreQuota) throw new ConfigError(problems);
-  const limit = (n: number) => (n > 0 ? n : undefined);
 
   const config: AppConfig = {
     batch,
@@ -524,27 +522,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       multiplier: 2,
       jitter: 0.5,
     },
-    pipeline: {
-      copyConcurrency: e.STAGING_COPY_CONCURRENCY,
-      sasMarginMinutes: e.NODE_SAS_MARGIN_MINUTES,
-      nodeTaskMaxAttempts: e.NODE_TASK_MAX_ATTEMPTS,
-      sasMaxLifetimeMinutes: e.SAS_MAX_LIFETIME_HOURS * 60,
-      defaultMaxWallClockMinutes: e.DEFAULT_MAX_WALL_CLOCK_HOURS * 60,
-      preflightFabricDefaults: e.PREFLIGHT_FABRIC_DEFAULTS !== 'false',
-      preflightHealthChecks: healthChecksSetting(e.PREFLIGHT_HEALTH_CHECKS),
-      preflightSshWaitMinMs: e.PREFLIGHT_SSH_WAIT_MIN_MS,
-      overlapStaging: e.PIPELINE_OVERLAP !== 'false',
-    },
+    pipeline: pipelineConfig(e),
     queueMaxDequeueCount: e.QUEUE_MAX_DEQUEUE_COUNT,
-    ops: {
-      sweepSchedule: e.SWEEP_SCHEDULE || DEFAULT_SWEEP_SCHEDULE,
-      stallLimitMs: e.SWEEP_STALL_LIMIT_SECONDS * 1000,
-      graceMs: e.SWEEP_GRACE_SECONDS * 1000,
-      stagingRetentionMs: e.STAGING_RETENTION_HOURS * 3_600_000,
-      jobsRetentionMs: e.JOBS_RETENTION_DAYS > 0 ? e.JOBS_RETENTION_DAYS * 24 * 3_600_000 : undefined,
-      priceTable,
-      retailPrices: parseRetailPrices(e, problems),
-    },
+    ops: opsConfig(e, priceTable, problems),
     mountSecrets,
     auth,
     containers: {
@@ -553,23 +533,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       ...customNodeImagesOf(e.NODE_IMAGES_CUSTOM, problems),
     },
     events,
-    admission: {
-      queues,
-      coreQuota,
-      maxPools: limit(e.ADMISSION_MAX_POOLS),
-      maxNodes: limit(e.ADMISSION_MAX_NODES),
-      ownerMaxNodes: limit(e.ADMISSION_OWNER_MAX_NODES),
-      ownerMaxCores: limit(e.ADMISSION_OWNER_MAX_CORES),
-      backfillLimit: e.ADMISSION_BACKFILL_LIMIT,
-      pollMs: e.ADMISSION_POLL_SECONDS * 1000,
-    },
-    facts: {
-      check: e.FACTS_CHECK !== 'false',
-      ...(e.BATCH_LOCATION ? { location: e.BATCH_LOCATION } : {}),
-      quotaTtlMs: e.FACTS_QUOTA_TTL_MINUTES * 60_000,
-      catalogTtlMs: e.FACTS_CATALOG_TTL_MINUTES * 60_000,
-      coreQuotaConfigured: (e.ADMISSION_CORE_QUOTA ?? '').trim() !== '',
-    },
+    admission: admissionConfig(e, queues, coreQuota),
+    facts: factsConfig(e),
     ...(poolIdentity ? { poolIdentity } : {}),
     registryCredentials,
     sharedPools,
@@ -577,6 +542,60 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     keyVaultUrlTemplate: e.KEY_VAULT_URL_TEMPLATE || DEFAULT_KEY_VAULT_URL_TEMPLATE,
   };
   return deepFreeze(config);
+}
+
+/** The pipeline's settings (PipelineSettings' deployment-wide part). */
+function pipelineConfig(e: z.infer<typeof envSchema>): AppConfig['pipeline'] {
+  return {
+    copyConcurrency: e.STAGING_COPY_CONCURRENCY,
+    sasMarginMinutes: e.NODE_SAS_MARGIN_MINUTES,
+    nodeTaskMaxAttempts: e.NODE_TASK_MAX_ATTEMPTS,
+    sasMaxLifetimeMinutes: e.SAS_MAX_LIFETIME_HOURS * 60,
+    defaultMaxWallClockMinutes: e.DEFAULT_MAX_WALL_CLOCK_HOURS * 60,
+    preflightFabricDefaults: e.PREFLIGHT_FABRIC_DEFAULTS !== 'false',
+    preflightHealthChecks: healthChecksSetting(e.PREFLIGHT_HEALTH_CHECKS),
+    preflightSshWaitMinMs: e.PREFLIGHT_SSH_WAIT_MIN_MS,
+    overlapStaging: e.PIPELINE_OVERLAP !== 'false',
+  };
+}
+
+/** The sweep's schedule and limits, and the prices it bills with. */
+function opsConfig(e: z.infer<typeof envSchema>, priceTable: PriceTable, problems: string[]): AppConfig['ops'] {
+  return {
+    sweepSchedule: e.SWEEP_SCHEDULE || DEFAULT_SWEEP_SCHEDULE,
+    stallLimitMs: e.SWEEP_STALL_LIMIT_SECONDS * 1000,
+    graceMs: e.SWEEP_GRACE_SECONDS * 1000,
+    stagingRetentionMs: e.STAGING_RETENTION_HOURS * 3_600_000,
+    jobsRetentionMs: e.JOBS_RETENTION_DAYS > 0 ? e.JOBS_RETENTION_DAYS * 24 * 3_600_000 : undefined,
+    priceTable,
+    retailPrices: parseRetailPrices(e, problems),
+  };
+}
+
+/** Admission: the queues, the core quota and the limits (0: none). */
+function admissionConfig(e: z.infer<typeof envSchema>, queues: AdmissionConfig['queues'], coreQuota: AdmissionConfig['coreQuota']): AppConfig['admission'] {
+  const limit = (n: number) => (n > 0 ? n : undefined);
+  return {
+    queues,
+    coreQuota,
+    maxPools: limit(e.ADMISSION_MAX_POOLS),
+    maxNodes: limit(e.ADMISSION_MAX_NODES),
+    ownerMaxNodes: limit(e.ADMISSION_OWNER_MAX_NODES),
+    ownerMaxCores: limit(e.ADMISSION_OWNER_MAX_CORES),
+    backfillLimit: e.ADMISSION_BACKFILL_LIMIT,
+    pollMs: e.ADMISSION_POLL_SECONDS * 1000,
+  };
+}
+
+/** The account facts: whether pools are checked against them and how long they are kept. */
+function factsConfig(e: z.infer<typeof envSchema>): AppConfig['facts'] {
+  return {
+    check: e.FACTS_CHECK !== 'false',
+    ...(e.BATCH_LOCATION ? { location: e.BATCH_LOCATION } : {}),
+    quotaTtlMs: e.FACTS_QUOTA_TTL_MINUTES * 60_000,
+    catalogTtlMs: e.FACTS_CATALOG_TTL_MINUTES * 60_000,
+    coreQuotaConfigured: (e.ADMISSION_CORE_QUOTA ?? '').trim() !== '',
+  };
 }
 
 /** The checks across settings (initial delays within their caps, the account key's encoding) and the tables that must parse: price table, queues, core quota. */

@@ -62,6 +62,7 @@ import {
   pullTask,
   releaseTaskCommand,
   seedPullTask,
+  type MpiTaskUrls,
   type PullTaskShape,
   sifCacheKeyFor,
 } from '../../core/planning/mpiTaskRequest';
@@ -442,34 +443,12 @@ export function explainJob(input: ExplainInput): ExplainDocument {
   return explainOne(input);
 }
 
-// eslint-disable-next-line max-lines-per-function -- the sections are built by the functions above; what is left is the document literal, one table.
 function explainOne(input: ExplainInput): ExplainDocument {
   const { jobId, spec, settings } = input;
   const plan = planJob(jobId, spec);
 
-  // ---- pool ----------------------------------------------------------------------------------------------------
-  const mounts = mountRequests(spec);
-  const startTaskSas = startTaskSasMinutes(settings.sasMaxLifetimeMinutes);
   // With a pool identity the pool comes from the management plane, as poolCreate does it (orchestrations/activities/pool.ts).
   const identity = poolIdentityFor(spec, settings);
-  const poolSpec = jobPoolSpec(plan.poolCreate, {
-    startTaskFiles: spec.pool.startTask?.resourceFiles.map((f) =>
-      identity
-        ? startTaskResourceFile(f, runTime(`URL of blob ${f.account}/${f.container}/${f.blob} (no SAS: read with the pool identity)`), identity.resourceId)
-        : startTaskResourceFile(f, runTime(`read-only SAS URL of blob ${f.account}/${f.container}/${f.blob}, valid ${startTaskSas} minutes`)),
-    ),
-    mounts: batchMountRequests(mounts).length
-      ? batchMountRequests(mounts).map((m) => mountSpec(m, mountCredentials(m, settings, plan.poolCreate.mountSasValidForMs)))
-      : undefined,
-    identityResourceId: identity?.resourceId,
-    owner: input.owner ?? runTime("the submitter's owner id"),
-    ...(settings.poolSubnetId ? { defaultSubnetId: settings.poolSubnetId } : {}),
-  });
-  const poolRequest = plan.reusePool
-    ? null
-    : identity
-      ? armPoolRequestBody(buildArmPool(poolSpec, identity.resourceId))
-      : plain(buildPoolAddParameter(poolSpec));
 
   // ---- Batch job -----------------------------------------------------------------------------------------------
   const outputs = outputsPlan(spec, jobId);
@@ -509,31 +488,11 @@ function explainOne(input: ExplainInput): ExplainDocument {
   const shape = mpiTaskRequest(plan, spec, nodes, destination, plan.batchJobId, { commonResourceFiles, outputsContainerUrl });
   const commands = buildMpiTaskCommands(mpiTaskInput(plan, spec, plan.nodes, destination));
   const scratch = scratchOf(spec, jobId);
-  const ppn = spec.mpi.processesPerNode;
 
   // ---- queue, preflight, retries -------------------------------------------------------------------------------
   // The same checks the orchestration gets (PipelineSettings.preflightHealthChecks), so the request shown is the one sent.
   const healthChecks = healthChecksForPool(settings.preflightHealthChecks ?? [], spec.pool.vmSize !== undefined || !spec.pool.poolId);
-  const thresholds = preflightThresholds(spec, spec.pool.vmSize ?? plan.poolCreate.vmSize, true, healthChecks);
-  const preflight: ExplainDocument['preflight'] = spec.preflight.enabled
-    ? {
-        taskIds: 'preflight-<attempt>-<round>',
-        rounds: spec.preflight.rounds,
-        maxSshMs: thresholds.maxSshMs,
-        minFreeMB: thresholds.minFreeMB,
-        runsPreExecutionCommand: thresholds.runsPreExecution,
-        pingPong: {
-          enabled: thresholds.pingPong.enabled,
-          maxLatencyUs: thresholds.pingPong.maxLatencyUs ?? null,
-          minBandwidthMBps: thresholds.pingPong.minBandwidthMBps ?? null,
-        },
-        request: plain(
-          buildMpiTaskParameter(
-            preflightTaskRequest(plan, spec, nodes, plan.batchJobId, preflightTaskId(1, 1), { commonResourceFiles, outputsContainerUrl }, healthChecks),
-          ),
-        ),
-      }
-    : null;
+  const preflight = explainPreflight(input, plan, nodes, healthChecks, { commonResourceFiles, outputsContainerUrl });
   const retry = retryPolicyFor(spec);
 
   // ---- notes ---------------------------------------------------------------------------------------------------
@@ -546,20 +505,7 @@ function explainOne(input: ExplainInput): ExplainDocument {
     policiesChecked: input.policiesChecked,
     settings: { ...settings, stagingAccounts: [...settings.stagingAccounts] },
     placeholders: [],
-    pool: {
-      poolId: plan.poolId,
-      action: plan.reusePool ? 'reuse' : 'create',
-      vmSize: spec.pool.vmSize ?? null,
-      nodes: plan.nodes,
-      minNodes: plan.minNodes,
-      resizeTimeoutMinutes: minutes(plan.resizeTimeoutMs),
-      deleteAfter: plan.deletePool,
-      plane: plan.reusePool ? null : identity ? 'management' : 'data',
-      request: poolRequest,
-      startTaskFiles: plan.reusePool ? [] : (spec.pool.startTask?.resourceFiles ?? []).map((f) => ({ ...f, sasMinutes: identity ? null : startTaskSas })),
-      mounts: mounts.map(mountSummary),
-      reuseChecks: plan.reusePool ? reuseChecks(spec) : [],
-    },
+    pool: explainPool(input, plan, identity),
     batchJob: {
       batchJobId: plan.batchJobId,
       request: batchJobRequest,
@@ -575,23 +521,7 @@ function explainOne(input: ExplainInput): ExplainDocument {
       sasMinutes: f.kind === 'url' ? null : nodeSasMinutes,
     })),
     scratch: scratch ? { kind: scratch.kind, directory: scratchDirExpression(scratch), mount: scratch.mount ?? null, path: scratch.path ?? null } : null,
-    mpiTask: {
-      taskId: shape.taskId,
-      numberOfInstances: shape.numberOfInstances,
-      mpiRuntime: spec.mpi.runtime,
-      mpiVersion: spec.mpi.version ?? null,
-      fabric: resolveFabric(spec.mpi.fabric, spec.pool.vmSize ?? plan.poolCreate.vmSize),
-      preset: (({ family, reason }) => ({ family, reason }))(
-        presetChoice(spec.mpi.runtime, spec.mpi.version, spec.mpi.fabric, spec.pool.vmSize ?? plan.poolCreate.vmSize),
-      ),
-      launcher: spec.mpi.launcher.mode,
-      processesPerNode: ppn,
-      ranks: typeof ppn === 'number' ? plan.nodes * ppn : `${plan.nodes} × ${ppn} (counted on the master)`,
-      containerRunOptions: commands.containerRunOptions ?? null,
-      request: plain(
-        buildMpiTaskParameter(shape, { ...EXPLAIN_KEY_VAULT_ACCESS, ...(settings.poolIdentity ? { clientId: settings.poolIdentity.clientId } : {}) }),
-      ),
-    },
+    mpiTask: explainMpiTask(input, plan, shape, commands.containerRunOptions),
     outputs: outputs
       ? {
           account: outputs.account,
@@ -628,4 +558,100 @@ function explainOne(input: ExplainInput): ExplainDocument {
   };
   doc.placeholders = placeholdersOf(doc);
   return doc;
+}
+
+/** The pool: created (its request, on the data or management plane) or reused (the checks it must pass). */
+function explainPool(input: ExplainInput, plan: JobPlan, identity: ReturnType<typeof poolIdentityFor>): ExplainDocument['pool'] {
+  const { spec, settings } = input;
+  // ---- pool ----------------------------------------------------------------------------------------------------
+  const mounts = mountRequests(spec);
+  const startTaskSas = startTaskSasMinutes(settings.sasMaxLifetimeMinutes);
+  const poolSpec = jobPoolSpec(plan.poolCreate, {
+    startTaskFiles: spec.pool.startTask?.resourceFiles.map((f) =>
+      identity
+        ? startTaskResourceFile(f, runTime(`URL of blob ${f.account}/${f.container}/${f.blob} (no SAS: read with the pool identity)`), identity.resourceId)
+        : startTaskResourceFile(f, runTime(`read-only SAS URL of blob ${f.account}/${f.container}/${f.blob}, valid ${startTaskSas} minutes`)),
+    ),
+    mounts: batchMountRequests(mounts).length
+      ? batchMountRequests(mounts).map((m) => mountSpec(m, mountCredentials(m, settings, plan.poolCreate.mountSasValidForMs)))
+      : undefined,
+    identityResourceId: identity?.resourceId,
+    owner: input.owner ?? runTime("the submitter's owner id"),
+    ...(settings.poolSubnetId ? { defaultSubnetId: settings.poolSubnetId } : {}),
+  });
+  const poolRequest = plan.reusePool
+    ? null
+    : identity
+      ? armPoolRequestBody(buildArmPool(poolSpec, identity.resourceId))
+      : plain(buildPoolAddParameter(poolSpec));
+
+  return {
+    poolId: plan.poolId,
+    action: plan.reusePool ? 'reuse' : 'create',
+    vmSize: spec.pool.vmSize ?? null,
+    nodes: plan.nodes,
+    minNodes: plan.minNodes,
+    resizeTimeoutMinutes: minutes(plan.resizeTimeoutMs),
+    deleteAfter: plan.deletePool,
+    plane: plan.reusePool ? null : identity ? 'management' : 'data',
+    request: poolRequest,
+    startTaskFiles: plan.reusePool ? [] : (spec.pool.startTask?.resourceFiles ?? []).map((f) => ({ ...f, sasMinutes: identity ? null : startTaskSas })),
+    mounts: mounts.map(mountSummary),
+    reuseChecks: plan.reusePool ? reuseChecks(spec) : [],
+  };
+}
+
+/** The preflight task on every node, and the limits it checks against. */
+function explainPreflight(
+  input: ExplainInput,
+  plan: JobPlan,
+  nodes: { id: string }[],
+  healthChecks: ReturnType<typeof healthChecksForPool>,
+  urls: MpiTaskUrls,
+): ExplainDocument['preflight'] {
+  const { spec } = input;
+  const thresholds = preflightThresholds(spec, spec.pool.vmSize ?? plan.poolCreate.vmSize, true, healthChecks);
+  return spec.preflight.enabled
+    ? {
+        taskIds: 'preflight-<attempt>-<round>',
+        rounds: spec.preflight.rounds,
+        maxSshMs: thresholds.maxSshMs,
+        minFreeMB: thresholds.minFreeMB,
+        runsPreExecutionCommand: thresholds.runsPreExecution,
+        pingPong: {
+          enabled: thresholds.pingPong.enabled,
+          maxLatencyUs: thresholds.pingPong.maxLatencyUs ?? null,
+          minBandwidthMBps: thresholds.pingPong.minBandwidthMBps ?? null,
+        },
+        request: plain(buildMpiTaskParameter(preflightTaskRequest(plan, spec, nodes, plan.batchJobId, preflightTaskId(1, 1), urls, healthChecks))),
+      }
+    : null;
+}
+
+/** The MPI task: its shape, the MPI it runs, and the request as sent. */
+function explainMpiTask(
+  input: ExplainInput,
+  plan: JobPlan,
+  shape: ReturnType<typeof mpiTaskRequest>,
+  containerRunOptions: string[] | undefined,
+): ExplainDocument['mpiTask'] {
+  const { spec, settings } = input;
+  const ppn = spec.mpi.processesPerNode;
+  return {
+    taskId: shape.taskId,
+    numberOfInstances: shape.numberOfInstances,
+    mpiRuntime: spec.mpi.runtime,
+    mpiVersion: spec.mpi.version ?? null,
+    fabric: resolveFabric(spec.mpi.fabric, spec.pool.vmSize ?? plan.poolCreate.vmSize),
+    preset: (({ family, reason }) => ({ family, reason }))(
+      presetChoice(spec.mpi.runtime, spec.mpi.version, spec.mpi.fabric, spec.pool.vmSize ?? plan.poolCreate.vmSize),
+    ),
+    launcher: spec.mpi.launcher.mode,
+    processesPerNode: ppn,
+    ranks: typeof ppn === 'number' ? plan.nodes * ppn : `${plan.nodes} × ${ppn} (counted on the master)`,
+    containerRunOptions: containerRunOptions ?? null,
+    request: plain(
+      buildMpiTaskParameter(shape, { ...EXPLAIN_KEY_VAULT_ACCESS, ...(settings.poolIdentity ? { clientId: settings.poolIdentity.clientId } : {}) }),
+    ),
+  };
 }

@@ -96,7 +96,6 @@ export interface SweepReport {
 /** Guard against an unbounded scan: the sweep looks at this many job rows at most per run. */
 const MAX_JOB_ROWS = 20_000;
 
-// eslint-disable-next-line max-lines-per-function -- over 100 lines once formatted (Prettier); to be split (issue 25)
 export async function runSweep(deps: SweepDeps): Promise<SweepReport> {
   const now = deps.now ?? (() => new Date());
   const started = now();
@@ -137,19 +136,7 @@ export async function runSweep(deps: SweepDeps): Promise<SweepReport> {
     const unobserved = new Set<string>();
     const pools: ObservedPool[] = [...homePools];
     const batchJobs: ObservedBatchJob[] = [...homeBatchJobs];
-    for (const other of deps.otherAccounts ?? []) {
-      try {
-        const [p, b] = await Promise.all([listOwnedPools(other.batch), listOwnedJobs(other.batch)]);
-        pools.push(...p.map((x) => ({ ...x, account: other.name })));
-        batchJobs.push(...b.map((x) => ({ ...x, account: other.name })));
-        report.accounts.push({ name: other.name, listed: true });
-      } catch (err) {
-        // Unseen is not gone: the jobs placed there keep their resources and rows until the account answers again.
-        report.accounts.push({ name: other.name, listed: false, error: errorText(err) });
-        skip(`list pools and Batch jobs of Batch account ${other.name} (its jobs were left alone)`, err);
-        for (const r of rows) if (r.batchAccount === other.name) unobserved.add(r.id);
-      }
-    }
+    await listOtherAccounts(deps, rows, pools, batchJobs, unobserved, report, skip);
     // A row that cannot be read is a job we know nothing about, not an unknown job: its resources are left alone.
     for (const u of unreadable) {
       unobserved.add(u.id);
@@ -175,17 +162,7 @@ export async function runSweep(deps: SweepDeps): Promise<SweepReport> {
       ...pools.map((p) => p.jobId),
       ...batchJobs.map((b) => b.jobId),
     ]);
-    const orchestrations = new Map<string, ObservedOrchestration>();
-    for (const id of ids) {
-      try {
-        const s = await deps.orchestrations.status(id);
-        if (s) orchestrations.set(id, s);
-      } catch (err) {
-        // Unknown is not "missing": a job whose orchestration could not be read must not look lost.
-        unobserved.add(id);
-        skip('read orchestration status', err, id);
-      }
-    }
+    const orchestrations = await orchestrationStatuses(deps, ids, unobserved, skip);
     // Reused pools are the home account's (a job on an existing pool is never placed elsewhere).
     const containerJobs = await observeContainerJobs(deps.batch, rows, homeBatchJobs, (jobId, err) => {
       unobserved.add(jobId);
@@ -205,22 +182,70 @@ export async function runSweep(deps: SweepDeps): Promise<SweepReport> {
       report.skipped,
     );
     report.counts = summarise(plan);
-    const failures = new Map<string, string[]>();
-    for (const action of plan) {
-      try {
-        const detail = await act(deps, action, failures.get(action.jobId ?? '') ?? []);
-        report.actions.push({ ...action, ok: true });
-        await note(deps.store, runId, action, detail).catch((err) => skip(`write the ${action.kind} note to the timeline`, err, action.jobId));
-      } catch (err) {
-        const message = `${action.kind} for job ${action.jobId ?? '?'}: ${(err as Error).message}`;
-        if (action.jobId) failures.set(action.jobId, [...(failures.get(action.jobId) ?? []), message]);
-        report.actions.push({ ...action, ok: false, error: message });
-      }
-    }
+    await applyPlan(deps, runId, plan, report, skip);
     return report;
   } finally {
     await lease.release();
     report.durationMs = now().getTime() - started.getTime();
+  }
+}
+
+type Skip = (step: string, err: unknown, jobId?: string) => void;
+
+/** The pools and Batch jobs of the other Batch accounts; the jobs of an account that does not answer are unobserved. */
+async function listOtherAccounts(
+  deps: SweepDeps,
+  rows: readonly JobRecord[],
+  pools: ObservedPool[],
+  batchJobs: ObservedBatchJob[],
+  unobserved: Set<string>,
+  report: SweepReport,
+  skip: Skip,
+): Promise<void> {
+  for (const other of deps.otherAccounts ?? []) {
+    try {
+      const [p, b] = await Promise.all([listOwnedPools(other.batch), listOwnedJobs(other.batch)]);
+      pools.push(...p.map((x) => ({ ...x, account: other.name })));
+      batchJobs.push(...b.map((x) => ({ ...x, account: other.name })));
+      report.accounts.push({ name: other.name, listed: true });
+    } catch (err) {
+      // Unseen is not gone: the jobs placed there keep their resources and rows until the account answers again.
+      report.accounts.push({ name: other.name, listed: false, error: errorText(err) });
+      skip(`list pools and Batch jobs of Batch account ${other.name} (its jobs were left alone)`, err);
+      for (const r of rows) if (r.batchAccount === other.name) unobserved.add(r.id);
+    }
+  }
+}
+
+/** The orchestration status of each of `ids`; a job whose status could not be read is unobserved. */
+async function orchestrationStatuses(deps: SweepDeps, ids: Iterable<string>, unobserved: Set<string>, skip: Skip): Promise<Map<string, ObservedOrchestration>> {
+  const orchestrations = new Map<string, ObservedOrchestration>();
+  for (const id of ids) {
+    try {
+      const s = await deps.orchestrations.status(id);
+      if (s) orchestrations.set(id, s);
+    } catch (err) {
+      // Unknown is not "missing": a job whose orchestration could not be read must not look lost.
+      unobserved.add(id);
+      skip('read orchestration status', err, id);
+    }
+  }
+  return orchestrations;
+}
+
+/** Carries out the plan's actions in order, each recorded in the report and noted on its job's timeline. */
+async function applyPlan(deps: SweepDeps, runId: string, plan: SweepAction[], report: SweepReport, skip: Skip): Promise<void> {
+  const failures = new Map<string, string[]>();
+  for (const action of plan) {
+    try {
+      const detail = await act(deps, action, failures.get(action.jobId ?? '') ?? []);
+      report.actions.push({ ...action, ok: true });
+      await note(deps.store, runId, action, detail).catch((err) => skip(`write the ${action.kind} note to the timeline`, err, action.jobId));
+    } catch (err) {
+      const message = `${action.kind} for job ${action.jobId ?? '?'}: ${(err as Error).message}`;
+      if (action.jobId) failures.set(action.jobId, [...(failures.get(action.jobId) ?? []), message]);
+      report.actions.push({ ...action, ok: false, error: message });
+    }
   }
 }
 

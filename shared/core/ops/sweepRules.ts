@@ -242,21 +242,47 @@ export function stagingVerdict(
  * Each rule decides each row on its own: a row a rule cannot decide (`skipped` receives why) gets no action from
  * that rule, and every other row and rule goes on. Jobs in `o.unobserved` get no action at all.
  */
-// eslint-disable-next-line max-lines-per-function -- over 100 lines once formatted (Prettier); to be split (issue 25)
 export function planSweep(o: SweepObservation, s: SweepSettings, skipped: SweepSkip[] = []): SweepAction[] {
-  const nowMs = Date.parse(o.now);
-  const actions: SweepAction[] = [];
-  const failing = new Set<string>();
-  const each = <T>(items: Iterable<T>, step: string, jobIdOf: (item: T) => string | undefined, decide: (item: T) => void) => {
-    for (const item of items) {
-      try {
-        decide(item);
-      } catch (err) {
-        skipped.push({ step: `rule ${step}`, jobId: jobIdOf(item), error: err instanceof Error ? err.message : String(err) });
+  const p: SweepPass = {
+    o,
+    s,
+    nowMs: Date.parse(o.now),
+    actions: [],
+    failing: new Set<string>(),
+    each: (items, step, jobIdOf, decide) => {
+      for (const item of items) {
+        try {
+          decide(item);
+        } catch (err) {
+          skipped.push({ step: `rule ${step}`, jobId: jobIdOf(item), error: err instanceof Error ? err.message : String(err) });
+        }
       }
-    }
+    },
   };
+  planRuns(p);
+  planResources(p);
+  planContainerCleanups(p);
+  planFailingJobs(p);
+  planRetention(p);
+  const unobserved = o.unobserved;
+  return unobserved?.size ? p.actions.filter((a) => a.jobId === undefined || !unobserved.has(a.jobId)) : p.actions;
+}
 
+/** One sweep's plan as the rules build it: the actions so far and the jobs found failing. */
+interface SweepPass {
+  o: SweepObservation;
+  s: SweepSettings;
+  nowMs: number;
+  actions: SweepAction[];
+  /** Jobs whose run is found stalled, lost or cancelled: their resources go and their rows are ended. */
+  failing: Set<string>;
+  /** Runs `decide` on each item; an item it cannot decide is skipped (with why), the others go on. */
+  each: <T>(items: Iterable<T>, step: string, jobIdOf: (item: T) => string | undefined, decide: (item: T) => void) => void;
+}
+
+/** lostStart, stalledRun, lostRun: unfinished jobs whose start was lost (re-driven) or whose run stalled or is lost. */
+function planRuns(p: SweepPass): void {
+  const { o, s, nowMs, actions, failing, each } = p;
   each(
     o.jobs.values(),
     'lostStart/stalledRun/lostRun',
@@ -283,7 +309,11 @@ export function planSweep(o: SweepObservation, s: SweepSettings, skipped: SweepS
       }
     },
   );
+}
 
+/** Batch jobs, pools and staging containers: leaked ones, and those of failing jobs. */
+function planResources(p: SweepPass): void {
+  const { o, s, nowMs, actions, failing, each } = p;
   each(
     o.batchJobs,
     'leakedBatchJob',
@@ -336,7 +366,11 @@ export function planSweep(o: SweepObservation, s: SweepSettings, skipped: SweepS
         });
     },
   );
+}
 
+/** leftoverContainers: the container cleanups on reused pools, and housekeeping Batch jobs nobody waits on. */
+function planContainerCleanups(p: SweepPass): void {
+  const { o, nowMs, actions, each } = p;
   const containerJobs = o.containerJobs ?? [];
   each(
     containerJobs,
@@ -366,7 +400,11 @@ export function planSweep(o: SweepObservation, s: SweepSettings, skipped: SweepS
       }
     },
   );
+}
 
+/** The failing jobs' rows: cancelled or failed, with why. */
+function planFailingJobs(p: SweepPass): void {
+  const { o, s, nowMs, actions, failing, each } = p;
   each(
     failing,
     'stalledRun/lostRun/cancelledRun',
@@ -391,8 +429,12 @@ export function planSweep(o: SweepObservation, s: SweepSettings, skipped: SweepS
       actions.push({ kind: 'failJob', rule, jobId: id, reason });
     },
   );
+}
 
-  // Retention: only jobs that own nothing any more (their leftovers are removed first, by the rules above, in an earlier run).
+/** Retention: only jobs that own nothing any more (their leftovers are removed first, by the rules above, in an earlier run). */
+function planRetention(p: SweepPass): void {
+  const { o, s, nowMs, actions, each } = p;
+  const containerJobs = o.containerJobs ?? [];
   const retention = s.jobsRetentionMs;
   if (retention !== undefined) {
     const owns = new Set<string>([
@@ -418,8 +460,6 @@ export function planSweep(o: SweepObservation, s: SweepSettings, skipped: SweepS
       },
     );
   }
-  const unobserved = o.unobserved;
-  return unobserved?.size ? actions.filter((a) => a.jobId === undefined || !unobserved.has(a.jobId)) : actions;
 }
 
 /** The account a resource is in, carried onto its action (absent: the home account). */
