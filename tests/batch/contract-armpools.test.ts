@@ -82,7 +82,11 @@ describe('management pool update', () => {
     expect(r.status).toBe(200);
     expect(r.body.properties?.metadata).toEqual([{ name: 'owner', value: 'alice' }]);
     expect(r.body.properties?.startTask).toMatchObject({ commandLine: '/bin/true' });
-    await waitFor('the new node', async () => ((await arm('GET', 'upd')).body.properties?.currentDedicatedNodes === 1 ? true : undefined));
+    // The node counts before the resize ends: a second resize is refused until the pool is Steady (409 PoolBeingResized).
+    await waitFor('the new node, the resize over', async () => {
+      const p = (await arm('GET', 'upd')).body.properties;
+      return p?.currentDedicatedNodes === 1 && p?.allocationState === 'Steady' ? true : undefined;
+    });
     // Resizing back through the same door.
     expect((await arm('PATCH', 'upd', { properties: { scaleSettings: { fixedScale: { targetDedicatedNodes: 0 } } } })).status).toBe(200);
     await waitFor('the node to leave', async () => ((await arm('GET', 'upd')).body.properties?.currentDedicatedNodes === 0 ? true : undefined));
