@@ -28,6 +28,13 @@ import { blobUrlParts, resolveStorageAlias } from './storage';
 
 type Role = ShipyardFileRole;
 
+/** How a Shipyard storage alias became an account of the spec: named by credentials.yaml, or taken as the name. */
+function accountNote(account: { account?: string; assumed: boolean }): string {
+  return account.assumed
+    ? `the alias is taken as the account name ${account.account} (no credentials.yaml names it); it must be one of DATA_ACCOUNTS`
+    : `account ${account.account} (one of DATA_ACCOUNTS)`;
+}
+
 function push(d: SpecDraft, key: 'files' | 'mounts', value: Obj): number {
   const list = (getIn(d.spec, [key]) as unknown[] | undefined) ?? [];
   setIn(d.spec, [key], [...list, value]);
@@ -195,9 +202,7 @@ function azureStorageInput(ctx: MappingContext, role: Role, item: unknown, path:
                 path: p,
                 status: account.assumed ? 'approximated' : 'mapped',
                 target: 'files',
-                note: account.assumed
-                  ? `the alias is taken as the account name ${account.account} (no credentials.yaml names it); it must be one of DATA_ACCOUNTS`
-                  : `account ${account.account} (one of DATA_ACCOUNTS)`,
+                note: accountNote(account),
               },
               drafts,
               { noComment: true },
@@ -362,9 +367,7 @@ function reportStorageOutput(ctx: MappingContext, item: unknown, path: string, d
                 path: p,
                 status: account.assumed ? 'approximated' : 'mapped',
                 target: 'outputs.account',
-                note: account.assumed
-                  ? `the alias is taken as the account name ${account.account} (no credentials.yaml names it); it must be one of DATA_ACCOUNTS`
-                  : `account ${account.account} (one of DATA_ACCOUNTS)`,
+                note: accountNote(account),
               },
               drafts,
             )
@@ -600,14 +603,7 @@ function reportMountedVolume(
           if (k === 'mount_options' && mountOptions && !options)
             return ctx.unsupported('config', q, 'mount options the spec can carry are words of letters, digits and ",=._/:+-"', drafts);
           if (k === 'storage_account_settings' && account.assumed)
-            return ctx.approximated(
-              'config',
-              q,
-              'mounts',
-              `the alias is taken as the account name ${account.account} (no credentials.yaml names it); it must be one of DATA_ACCOUNTS`,
-              drafts,
-              { noComment: true },
-            );
+            return ctx.approximated('config', q, 'mounts', accountNote(account), drafts, { noComment: true });
           if (k === 'container_path' && containerPath)
             return ctx.approximated('config', q, 'mounts', `mounted at $AZ_BATCH_NODE_MOUNTS_DIR/${name} instead`, drafts, { noComment: true });
           if (k === 'bind_options') return ctx.mapped('config', q, 'mounts', readOnly ? 'read-only' : 'read-write', drafts, { noComment: true });
