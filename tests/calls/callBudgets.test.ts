@@ -1,17 +1,14 @@
 /**
  * Call budgets of a whole job, counted where the requests arrive (Azurite's request tap, the Batch emulator's
- * exchanges; local/testing/callCounter.ts), on one local stack: the same job at 2 and at 4 nodes (BIG). Counts, never
+ * exchanges; local/testing/callCounter.ts), on one local stack: the same job at 2 and at 8 nodes. Counts, never
  * timings (docs/call-budgets.md):
  *  - intake is the protocol minimum: one Jobs insert, the Durable start's Instances insert and start message;
- *  - a steady-state poll of the MPI task costs the same requests at 2 and at 4 nodes, one of them to Batch;
- *  - the node tasks are added in one task collection request, at 2 as at 4 nodes: every Batch request that is not a
+ *  - a steady-state poll of the MPI task costs the same requests at 2 and at 8 nodes, one of them to Batch;
+ *  - the node tasks are added in one task collection request, at 2 as at 8 nodes: every Batch request that is not a
  *    look (a GET) is the same list, stage by stage, at both sizes;
  *  - the host's function executions (FunctionsHostOptions.onInvocation): one HTTP execution (the submission) and the
  *    same activities at both sizes, the looks and polls aside (their number follows the emulator's timing);
  *  - the History rows of a job stay within the documented bound for the waits it made.
- * The second size is not the claim: any count that grew with the nodes (one request or execution per node) differs
- * between 2 and 4 nodes as it did between 2 and 8, and the nodes' own log uploads are checked to grow. It was 8;
- * CALL_BUDGETS_NODES sets it (e.g. 8, or more for a soak) and every exact figure below holds at any size.
  */
 import { startStack, type Stack } from '../../local/stack';
 import { CallCounter } from '../../local/testing/callCounter';
@@ -20,10 +17,7 @@ import { budgetSpec, COUNTING_SETTINGS, historyRowBound, runCounted, STAGES, ste
 let stack: Stack;
 const counter = new CallCounter();
 const jobs = new Map<number, JobCalls>();
-/** The larger job's nodes (see the header): twice the smaller's. */
-const BIG = Number(process.env.CALL_BUDGETS_NODES ?? 4);
-if (!Number.isInteger(BIG) || BIG <= 2) throw new Error(`CALL_BUDGETS_NODES must be an integer above 2, got ${process.env.CALL_BUDGETS_NODES}`);
-const SIZES = [2, BIG] as const;
+const SIZES = [2, 8] as const;
 
 beforeAll(async () => {
   const hooks = counter.stackOptions();
@@ -61,9 +55,9 @@ test('intake: one Jobs insert and the Durable start (Instances insert, start mes
   }
 });
 
-test(`a steady-state poll of the MPI task: the same requests at 2 and ${BIG} nodes, one Batch GET of the task`, () => {
+test('a steady-state poll of the MPI task: the same requests at 2 and 8 nodes, one Batch GET of the task', () => {
   const two = steadyPoll(jobs.get(2)!.pollGaps);
-  const eight = steadyPoll(jobs.get(BIG)!.pollGaps);
+  const eight = steadyPoll(jobs.get(8)!.pollGaps);
   expect(eight).toEqual(two);
   expect(two.filter((r) => r.startsWith('batch '))).toEqual(['batch /jobs/{}/tasks/{} GET']);
   // The activity's round trip and the timer's: each a control message, a History batch and an Instances write.
@@ -104,9 +98,9 @@ const batchWrites = (job: JobCalls) =>
     ]),
   );
 
-test(`node tasks: one task collection request for every node's task, the same Batch writes per stage at 2 and ${BIG} nodes`, () => {
+test("node tasks: one task collection request for every node's task, the same Batch writes per stage at 2 and 8 nodes", () => {
   const two = batchWrites(jobs.get(2)!);
-  const eight = batchWrites(jobs.get(BIG)!);
+  const eight = batchWrites(jobs.get(8)!);
   if (process.env.CALL_BUDGETS_VERBOSE) console.log(JSON.stringify(two), JSON.stringify(eight));
   expect(eight).toEqual(two);
   expect(two).toEqual({
@@ -137,7 +131,7 @@ const executionsBy = (job: JobCalls, keep: (name: string) => boolean) => {
   return m;
 };
 
-test(`function executions: one HTTP (the submission), two node-task adds, one logs check, the same activities at 2 and ${BIG} nodes`, () => {
+test('function executions: one HTTP (the submission), two node-task adds, one logs check, the same activities at 2 and 8 nodes', () => {
   for (const job of jobs.values()) {
     expect(job.executions.filter((e) => e.trigger === 'httpTrigger').map((e) => e.functionName)).toEqual(['submitJob']);
     // The deployment's timers are silenced on the counting stack (COUNTING_SETTINGS): a job's window holds none.
@@ -146,7 +140,7 @@ test(`function executions: one HTTP (the submission), two node-task adds, one lo
     // One for the staging window's node tasks and one for the default logs' upload tasks, whatever the node count.
     expect(executionsBy(job, (n) => n === 'nodeTasksAdd')).toEqual({ nodeTasksAdd: 2 });
   }
-  // The default logs' upload check is one listing of the job's logs prefix (nodeLogsMissing), at 2 as at BIG nodes; no
+  // The default logs' upload check is one listing of the job's logs prefix (nodeLogsMissing), at 2 as at 8 nodes; no
   // node's files are listed (it was one nodeTaskUploads per non-master node).
   for (const job of jobs.values()) expect(executionsBy(job, (n) => n === 'nodeTaskUploads' || n === 'nodeLogsMissing')).toEqual({ nodeLogsMissing: 1 });
   const fixed = (nodes: number) => executionsBy(jobs.get(nodes)!, (n) => !TIMED.has(n));
@@ -157,10 +151,10 @@ test(`function executions: one HTTP (the submission), two node-task adds, one lo
         JSON.stringify(executionsBy(j, () => true)),
       );
   }
-  expect(fixed(BIG)).toEqual(fixed(2));
+  expect(fixed(8)).toEqual(fixed(2));
 });
 
-test(`the uploads' checks: no node file listing, no blob looked up one by one, the same listings at 2 and ${BIG} nodes`, () => {
+test("the uploads' checks: no node file listing, no blob looked up one by one, the same listings at 2 and 8 nodes", () => {
   const check = (job: JobCalls) => ({
     nodeFileLists: job.calls.filter((c) => c.service === 'batch' && c.resource === '/pools/{}/nodes/{}/files').length,
     blobLookups: job.calls
@@ -169,13 +163,13 @@ test(`the uploads' checks: no node file listing, no blob looked up one by one, t
       .sort(),
   });
   const two = check(jobs.get(2)!);
-  if (process.env.CALL_BUDGETS_VERBOSE) console.log(JSON.stringify(two), JSON.stringify(check(jobs.get(BIG)!)));
+  if (process.env.CALL_BUDGETS_VERBOSE) console.log(JSON.stringify(two), JSON.stringify(check(jobs.get(8)!)));
   expect(two.nodeFileLists).toBe(0);
   // The outputs' listing for the result, the nodes' logs check, and the master's uploads check (its per-rank logs by
   // one listing of their prefix, not a HEAD per rank): three listings, no lookup one by one.
   expect(two.blobLookups).toEqual(['mpi list-blobs', 'mpi list-blobs', 'mpi list-blobs']);
-  expect(check(jobs.get(BIG)!)).toEqual(two);
+  expect(check(jobs.get(8)!)).toEqual(two);
   // The nodes' own uploads of their logs are counted apart (component node): they grow with the nodes, 2 blobs each.
   const nodeWrites = (job: JobCalls) => job.calls.filter((c) => c.component === 'node' && c.service === 'blob' && c.operation.startsWith('write')).length;
-  expect(nodeWrites(jobs.get(BIG)!)).toBeGreaterThan(nodeWrites(jobs.get(2)!));
+  expect(nodeWrites(jobs.get(8)!)).toBeGreaterThan(nodeWrites(jobs.get(2)!));
 });

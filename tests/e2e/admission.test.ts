@@ -38,7 +38,7 @@ const KEYS = { functionKey: 'admission-test-function-key', masterKey: 'admission
  * the claims need a backlog, not a number. 24 jobs are still 18 that run against the 5 pools the quota fits (more than
  * three waves, so the capacity is filled and a queue forms behind it), 3 urgent ones (i % 10 = 3) to pass the default
  * queue, the crash at 40% with jobs still waiting, two that fail, and three each that never fit or are cancelled while
- * queued (the last ones submitted, so they are still waiting when cancelled). The jobs' steps are CPU-bound on the
+ * queued (late in the submission order, so they are still waiting when cancelled). The jobs' steps are CPU-bound on the
  * shared machine (each episode waits its turn, not a timer): fewer jobs is what shortens the file (60 took 166 s).
  */
 const BURST = Number(process.env.ADMISSION_BURST_JOBS ?? 24);
@@ -201,7 +201,7 @@ test(`burst of ${BURST} jobs against a quota of 5 pools, the host SIGKILLed in t
   const id = (i: number) => `burst-${String(i).padStart(3, '0')}`;
   const failing = new Set([7, 12, 37, 57, 107, 157].filter((i) => i < BURST));
   const tooBig = new Set([BURST - 10, BURST - 9, BURST - 8]);
-  // The last ones submitted but two: still waiting behind the backlog when they are cancelled.
+  // Late in the submission order, behind the backlog: still waiting when they are cancelled (20-22 of 40 were).
   const cancelled = new Set([BURST - 7, BURST - 6, BURST - 5]);
   const urgent = (i: number) => i % 10 === 3;
   const ids = Array.from({ length: BURST }, (_, i) => id(i));
