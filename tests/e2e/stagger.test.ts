@@ -4,6 +4,14 @@
  * emulator's ssh, paced by the per-node bandwidth cap); the registry's own counters must show it never served more
  * than 10 pulls, and every node's image store must hold the image with the one digest, checked blob by blob. With the
  * registry limited below the window, throttled pulls are retried with backoff. Real processes move real bytes.
+ *
+ * Size: the claims are about the window (10 pulls), not about 40 nodes. STAGGER_NODES (default 16) sets the tree job's
+ * nodes: 16 is more nodes than the window (10 seeds pull, 6 copy from them: a second wave) and the seeds are more than
+ * the registry's limit of 5 (so pulls are throttled and retried). STAGGER_NODES=40 runs the earlier soak size. The
+ * 40-node job also showed a result larger than a queue message and a status larger than 16 KB going through; those
+ * are proven where the size is the claim: tests/durable/tableSafety.test.ts (a message larger than a queue message
+ * travels through a blob; a custom status over 16 KB) and tests/unit/fitStatus.test.ts (any job size's status fits,
+ * 100 nodes).
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
@@ -14,7 +22,9 @@ import { verifyNodeImage } from '../registry/nodeHarness';
 
 let stack: Stack;
 
-const NODES = 40;
+/** The tree job's nodes: more than the window of 10 and more than one wave (see the header); soak size by hand. */
+const NODES = Number(process.env.STAGGER_NODES ?? 16);
+if (!Number.isInteger(NODES) || NODES <= 10) throw new Error(`STAGGER_NODES must be an integer above the window of 10, got ${process.env.STAGGER_NODES}`);
 const ref = () => `${stack.registry.host}/hpc/mpi-demo:1.0`;
 
 function spec(id: string, extra: { command?: string; imageDistribution?: 'peers' | 'registry'; nodes?: number } = {}): string {
@@ -33,7 +43,7 @@ function spec(id: string, extra: { command?: string; imageDistribution?: 'peers'
  * has the same image id, and the digest the node recorded for its peers is that id. Returns the problems and the ids.
  */
 async function nodeImagesWhileRunning(id: string): Promise<{ problems: string[]; imageIds: Set<string>; nodes: number }> {
-  // One look a second: the job stays past PullingImages for its 40-node preflight and MPI task (tens of seconds), and
+  // One look a second: the job stays past PullingImages for its preflight and its MPI task (`sleep 3`: seconds), and
   // every look is a request the loaded host serves beside the job's own work.
   for (let i = 0; i < 300; i++) {
     const view = await getJobView(stack, id).catch(() => undefined);
@@ -92,10 +102,8 @@ beforeAll(async () => {
 afterAll(async () => stack?.stop(), 120_000);
 
 describe('images on many nodes', () => {
-  // One 40-node job carries the tree's whole proof. Its result (every node's preflight figures, logs, subtasks) is
-  // larger than a queue message and its per-node progress larger than Azure's 16 KB custom status: the job succeeds
-  // only because the engine offloads the message to a blob and the pipeline publishes counts instead of node states.
-  it('image tree on 40 nodes, registry limited to 5: only the 10 seeds ask the registry, throttled seed pulls are retried with backoff, every node holds the one verified image', async () => {
+  // One job carries the tree's whole proof: more nodes than the window, seeds beyond the registry's limit.
+  it(`image tree on ${NODES} nodes, registry limited to 5: only the 10 seeds ask the registry, throttled seed pulls are retried with backoff, every node holds the one verified image`, async () => {
     stack.registry.resetStats();
     stack.registry.setLimit(5);
     const id = await submitSpec(stack, spec('stagger-tree', { command: 'sleep 3' }));
@@ -119,18 +127,18 @@ describe('images on many nodes', () => {
     expect(await checkCleanup(stack, view)).toEqual([]);
   }, 480_000);
 
-  // The window without the tree needs only more nodes than the window (tests/registry/pull-stagger.test.ts drives
-  // 40 node pulls against the registry without the pipeline).
-  it('imageDistribution registry on 14 nodes, limited to 10: every node pulls, never more than 10 at once, no failed pull', async () => {
+  // The window without the tree needs only more nodes than the window: 12 is the window's 10 and a second wave of 2
+  // (it was 14; tests/registry/pull-stagger.test.ts drives 40 node pulls against the registry without the pipeline).
+  it('imageDistribution registry on 12 nodes, limited to 10: every node pulls, never more than 10 at once, no failed pull', async () => {
     stack.registry.resetStats();
     stack.registry.setLimit(10);
-    const id = await submitSpec(stack, spec('stagger-registry', { imageDistribution: 'registry', nodes: 14 }));
+    const id = await submitSpec(stack, spec('stagger-registry', { imageDistribution: 'registry', nodes: 12 }));
     const view = await watchJob(stack, id, 420_000);
     await explain(view);
     expect(view.error?.message).toBeUndefined();
     expect(view.state).toBe('Succeeded');
     const stats = stack.registry.stats();
-    expect(stats.totalPulls).toBeGreaterThanOrEqual(14);
+    expect(stats.totalPulls).toBeGreaterThanOrEqual(12);
     expect(stats.maxConcurrentObserved).toBeLessThanOrEqual(10);
     expect(stats.total429).toBe(0);
     expect(await failedPullTasks(view.batchJobId as string)).toBe(0);
