@@ -65,8 +65,10 @@ function expectReplaced(view: JobViewLite, faulty: string, check: string, measur
   expect(replaced).toEqual([expect.objectContaining({ node: faulty, cause: 'preflight', stage: 'StagingData' })]);
   expect(replaced[0].checks).toEqual(expect.arrayContaining([expect.objectContaining({ check, ok: false, measured, threshold })]));
   expect(replaced[0].reasons.join('\n')).toContain(`measured ${measured}, threshold ${threshold}`);
-  // hpcjob status prints it.
-  expect(formatJob(view as unknown as JobView)).toContain(`replaced ${faulty} (preflight, StagingData): health ${check}`);
+  // hpcjob status prints it: on the "replaced" line, or on its own continuation line below it (the second node).
+  const status = formatJob(view as unknown as JobView);
+  expect(status).toMatch(/^replaced \S+ \(preflight, StagingData\)/m);
+  expect(status).toMatch(new RegExp(`^(?:replaced| +) ${faulty} \\(preflight, StagingData\\): health ${check}`, 'm'));
 }
 
 /** The checks that failed on `node`, as [check, measured]. */
