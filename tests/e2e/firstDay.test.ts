@@ -9,7 +9,8 @@
  *   application that is not found (exit code 127 with its meaning and stderr tail), a coordination command failing on
  *   a non-master node (that node's own stderr tail, also through the logs route), a failed preflight check and a wall
  *   clock exceeded, each read from GET /api/jobs/{id}'s error.
- * The jobs run a few at a time. Needs the compiled app (dist/: `bash scripts/ensure-deps.sh`).
+ * The five failing jobs run side by side (independent: own names, own pools).
+ * Needs the compiled app (dist/: `bash scripts/ensure-deps.sh`).
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -114,14 +115,61 @@ describe("a user's own data in and results out", () => {
   }, 900_000);
 });
 
-describe('every failure explained', () => {
-  it('a failed start task: its node, exit code and stderr tail; the replacement on the timeline', async () => {
-    const id = await submit({
+/** A submitted job and its end, awaited by the test that proves its claim. */
+type Run = Promise<{ id: string; view: JobViewLite }>;
+function run(spec: object): Run {
+  const started = submit(spec).then(async (id) => ({ id, view: await finished(id) }));
+  // Awaited later by its own test; until then a failure must not count as an unhandled rejection.
+  started.catch(() => undefined);
+  return started;
+}
+
+type FailureJobs = Record<'startTask' | 'notFound' | 'worker' | 'preflight' | 'wallClock', Run>;
+
+/** Submits the five failing jobs at once. */
+function startFailureJobs(): FailureJobs {
+  const failOnWorker = '[ "$AZ_BATCH_IS_CURRENT_NODE_MASTER" = true ] || { echo "prepare: /scratch/input: No such file or directory" >&2; exit 5; }';
+  return {
+    startTask: run({
       name: 'first-day-start-task',
       pool: { vmSize: 'Standard_D4s_v5', nodes: 1, startTask: { command: 'echo "cc: error: osu_pingpong.c: No such file or directory" >&2; exit 3' } },
       mpi: mpi('true'),
-    });
-    const view = await finished(id);
+    }),
+    notFound: run({
+      name: 'first-day-127',
+      pool: { vmSize: 'Standard_D4s_v5', nodes: 1 },
+      mpi: { ...mpi('true'), preExecutionCommand: 'no_such_program_xyz --version' },
+      preflight: { runPreExecutionCommand: false },
+    }),
+    worker: run({
+      name: 'first-day-worker',
+      pool: { vmSize: 'Standard_D4s_v5', nodes: 2 },
+      mpi: { ...mpi('true'), coordinationCommand: failOnWorker },
+      preflight: { enabled: false },
+    }),
+    preflight: run({
+      name: 'first-day-preflight',
+      pool: { vmSize: 'Standard_D4s_v5', nodes: 1 },
+      mpi: { ...mpi('true'), preExecutionCommand: 'no_such_program_xyz --version' },
+    }),
+    wallClock: run({
+      name: 'first-day-wall-clock',
+      pool: { vmSize: 'Standard_D4s_v5', nodes: 1 },
+      mpi: mpi('sleep 600'),
+      limits: { maxWallClock: 'PT1M' },
+    }),
+  };
+}
+
+describe('every failure explained', () => {
+  // The five jobs are independent (own names, own pools): they run side by side, each test awaits its own.
+  let jobs: FailureJobs;
+  beforeAll(() => {
+    jobs = startFailureJobs();
+  });
+
+  it('a failed start task: its node, exit code and stderr tail; the replacement on the timeline', async () => {
+    const { id, view } = await jobs.startTask;
     expect(view.state).toBe('Failed');
     const { body } = await call('GET', `/api/jobs/${id}`);
     expect(body.error.message).toMatch(/the start task on node \S+ ended with exit code 3/);
@@ -133,13 +181,8 @@ describe('every failure explained', () => {
   }, 900_000);
 
   it('a command not found: exit code 127 with its meaning and the stderr tail', async () => {
-    const id = await submit({
-      name: 'first-day-127',
-      pool: { vmSize: 'Standard_D4s_v5', nodes: 1 },
-      mpi: { ...mpi('true'), preExecutionCommand: 'no_such_program_xyz --version' },
-      preflight: { runPreExecutionCommand: false },
-    });
-    expect((await finished(id)).state).toBe('Failed');
+    const { id, view } = await jobs.notFound;
+    expect(view.state).toBe('Failed');
     const { body } = await call('GET', `/api/jobs/${id}`);
     expect(body.error.message).toMatch(/^Running: .*exit code 127 \(command not found/);
     expect(body.error.message).toMatch(/Last lines of stderr:[\s\S]*no_such_program_xyz/);
@@ -148,14 +191,8 @@ describe('every failure explained', () => {
   }, 900_000);
 
   it('a coordination command failing on a non-master node: that node, its exit code and its own stderr tail (API, hpcjob logs)', async () => {
-    const failOnWorker = '[ "$AZ_BATCH_IS_CURRENT_NODE_MASTER" = true ] || { echo "prepare: /scratch/input: No such file or directory" >&2; exit 5; }';
-    const id = await submit({
-      name: 'first-day-worker',
-      pool: { vmSize: 'Standard_D4s_v5', nodes: 2 },
-      mpi: { ...mpi('true'), coordinationCommand: failOnWorker },
-      preflight: { enabled: false },
-    });
-    expect((await finished(id)).state).toBe('Failed');
+    const { id, view } = await jobs.worker;
+    expect(view.state).toBe('Failed');
     const { body } = await call('GET', `/api/jobs/${id}`);
     const master = body.result.mpi.logs[0].node as string;
     const worker = (body.result.mpi.subtasks as { id: number; nodeId: string }[]).find((s) => s.id !== 0)?.nodeId as string;
@@ -177,12 +214,8 @@ describe('every failure explained', () => {
   }, 900_000);
 
   it('a preflight check that fails: the stage, the node, the exit code with its meaning and the stderr tail', async () => {
-    const id = await submit({
-      name: 'first-day-preflight',
-      pool: { vmSize: 'Standard_D4s_v5', nodes: 1 },
-      mpi: { ...mpi('true'), preExecutionCommand: 'no_such_program_xyz --version' },
-    });
-    expect((await finished(id)).state).toBe('Failed');
+    const { id, view } = await jobs.preflight;
+    expect(view.state).toBe('Failed');
     const { body } = await call('GET', `/api/jobs/${id}`);
     expect(body.error.message).toMatch(/preflight: [\s\S]*\(the preflight check on node \S+ ended with exit code 127 \(command not found/);
     expect(body.error.message).toMatch(/Last lines of stderr:[\s\S]*no_such_program_xyz/);
@@ -190,13 +223,8 @@ describe('every failure explained', () => {
   }, 900_000);
 
   it('a wall clock exceeded', async () => {
-    const id = await submit({
-      name: 'first-day-wall-clock',
-      pool: { vmSize: 'Standard_D4s_v5', nodes: 1 },
-      mpi: mpi('sleep 600'),
-      limits: { maxWallClock: 'PT1M' },
-    });
-    expect((await finished(id)).state).toBe('Failed');
+    const { id, view } = await jobs.wallClock;
+    expect(view.state).toBe('Failed');
     const { body } = await call('GET', `/api/jobs/${id}`);
     expect(body.error.message).toMatch(/wall-clock limit/);
   }, 900_000);

@@ -1,13 +1,17 @@
 /**
  * The whole pipeline on the local stack, through the public HTTP API only: real Azurite, the Batch emulator
  * running real processes and real Open MPI, the Durable engine replaying the real orchestration.
+ * A running job cancelled through the pipeline (Cancelled, the reason on the timeline, the Batch job terminated, the
+ * pool deleted, nothing left) is proven by tests/e2e/cancelEveryStage.test.ts's Running stage, not again here; the
+ * failed job below terminates its Batch job, which keeps Job_Terminate in this file's contract check.
+ * docs/testing.md lists where each end-to-end claim is proven.
  * Needs the compiled app (dist/), which `npm test` builds first.
  */
 import { readFileSync, mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { parse, stringify } from 'yaml';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
-import { checkCleanup, checkResult, getJobView, submitSpec, uploadDemoInputs, watchJob, type JobViewLite } from '../../local/jobRunner';
+import { checkCleanup, checkResult, submitSpec, uploadDemoInputs, watchJob, type JobViewLite } from '../../local/jobRunner';
 import { createContractRecorder } from '../../local/batch/contract';
 import type { BatchServiceModels } from '@azure/batch';
 
@@ -27,10 +31,6 @@ function variant(patch: (spec: SpecDoc) => void): string {
   const spec = parse(DEMO_SPEC) as SpecDoc;
   patch(spec);
   return stringify(spec);
-}
-
-async function getJob(id: string): Promise<JobViewLite> {
-  return getJobView(stack, id);
 }
 
 beforeAll(async () => {
@@ -75,22 +75,72 @@ describe('job API surface', () => {
   });
 });
 
+/** The native demo on 4 nodes: 100 MB in 20-25 MB shards, several per staging account and per node. */
+function nativeSpec(): string {
+  return variant((s) => {
+    s.id = 'e2e-native';
+    (s.data as { shardSizeMB?: unknown }).shardSizeMB = { min: 20, max: 25 };
+  });
+}
+
+/** The docker demo on 4 nodes, one pull at a time so that pulls and downloads can interleave. */
+function overlapSpec(): string {
+  // The example names the registry localhost:5000; the stack's listens on an ephemeral port (as local/demo.ts does).
+  const spec = parse(
+    readFileSync(path.join(REPO_ROOT, 'examples', 'demo', 'docker-openmpi.yaml'), 'utf8').replace(/localhost:5000\//g, `${stack.registry.host}/`),
+  ) as SpecDoc;
+  spec.id = 'e2e-overlap';
+  (spec.pool as { nodes: number }).nodes = 4;
+  (spec.container as { pullConcurrency: number }).pullConcurrency = 1;
+  (spec.data as { shardSizeMB?: unknown }).shardSizeMB = { min: 20, max: 25 };
+  return stringify(spec);
+}
+
+/** An MPI program that fails. */
+function failingSpec(): string {
+  return variant((s) => {
+    s.id = 'e2e-mpi-fails';
+    s.data = { inputs: [] };
+    s.mpi.command = 'echo failing on purpose >&2; exit 3';
+    // Two nodes and no start task (the command needs no program built): still a multi-node MPI task whose
+    // failure, log locations and cleanup are the claim, without building shardsum on four nodes.
+    (s.pool as { nodes: number }).nodes = 2;
+    delete (s.pool as { startTask?: unknown }).startTask;
+  });
+}
+
+type Ran = Promise<{ view: JobViewLite; expected: Awaited<ReturnType<typeof uploadDemoInputs>> }>;
+let started: { native: Ran; overlap: Ran; failing: Ran } | undefined;
+/**
+ * The three jobs are independent (own ids, pools, Batch jobs and staging containers): they run side by side, started
+ * by the first test that needs one, each test asserting on its own.
+ */
+function jobs(): { native: Ran; overlap: Ran; failing: Ran } {
+  const run = (spec: () => string, timeoutMs: number): Ran => {
+    const ran = (async () => {
+      const expected = await inputs();
+      return { expected, view: await watchJob(stack, await submitSpec(stack, spec()), timeoutMs) };
+    })();
+    ran.catch(() => undefined); // awaited by its own test
+    return ran;
+  };
+  return (started ??= { native: run(nativeSpec, 420_000), overlap: run(overlapSpec, 420_000), failing: run(failingSpec, 300_000) });
+}
+
+/** checkCleanup looks at every staging container: it runs once every job of the file has ended. */
+async function cleanedUp(view: JobViewLite): Promise<string[]> {
+  const all = jobs();
+  await Promise.allSettled([all.native, all.overlap, all.failing]);
+  return checkCleanup(stack, view);
+}
+
 describe('mpiJob pipeline end to end', () => {
   it('runs a real MPI job over staged shards, verifies the result, and leaves no pool, job or staged data', async () => {
-    // 100 MB in 20-25 MB shards: several shards per staging account and per node, for a fraction of the I/O.
-    const expected = await inputs();
-    const id = await submitSpec(
-      stack,
-      variant((s) => {
-        s.id = 'e2e-native';
-        (s.data as { shardSizeMB?: unknown }).shardSizeMB = { min: 20, max: 25 };
-      }),
-    );
-    const view = await watchJob(stack, id, 300_000);
+    const { view, expected } = await jobs().native;
     expect(view.error).toBeUndefined();
     expect(view.state).toBe('Succeeded');
     expect(checkResult(view, expected)).toEqual([]);
-    expect(await checkCleanup(stack, view)).toEqual([]);
+    expect(await cleanedUp(view)).toEqual([]);
 
     // The timeline went through every stage in order, each with a reason.
     const transitions = (view.timeline ?? []).filter((e) => e.kind === 'transition').map((e) => e.to);
@@ -101,26 +151,14 @@ describe('mpiJob pipeline end to end', () => {
     const staged = (view.progress as { progress?: { shardsStaged?: { done: number; total: number } } }).progress?.shardsStaged;
     expect(staged?.total).toBeGreaterThanOrEqual(4);
     expect(staged?.done).toBe(staged?.total);
-  }, 360_000);
+  }, 600_000);
 
   it('overlapped staging on a docker job: copy before the Batch job exists, each node downloads after its own pull, MPI after every download', async () => {
-    const expected = await inputs();
-    // The example names the registry localhost:5000; the stack's listens on an ephemeral port (as local/demo.ts does).
-    const spec = parse(
-      readFileSync(path.join(REPO_ROOT, 'examples', 'demo', 'docker-openmpi.yaml'), 'utf8').replace(/localhost:5000\//g, `${stack.registry.host}/`),
-    ) as SpecDoc;
-    spec.id = 'e2e-overlap';
-    (spec.pool as { nodes: number }).nodes = 4;
-    // One node pulls at a time, so pulls and downloads can interleave.
-    (spec.container as { pullConcurrency: number }).pullConcurrency = 1;
-    (spec.data as { shardSizeMB?: unknown }).shardSizeMB = { min: 20, max: 25 };
-    const id = await submitSpec(stack, stringify(spec));
-    const view = await watchJob(stack, id, 420_000);
+    const { view, expected } = await jobs().overlap;
     expect(view.error).toBeUndefined();
     expect(view.state).toBe('Succeeded');
     expect(checkResult(view, expected)).toEqual([]);
-    expect(await checkCleanup(stack, view)).toEqual([]);
-
+    expect(await cleanedUp(view)).toEqual([]);
     // The emulator's task records: where and when each pull, download, preflight and MPI task ran.
     const batch = stack.operator.batch();
     const tasks: BatchServiceModels.CloudTask[] = await batch.task.list(view.batchJobId as string);
@@ -158,45 +196,16 @@ describe('mpiJob pipeline end to end', () => {
     expect(result.cost?.idleNodeMinutesBeforeMpi).toBeGreaterThan(0);
     // The job was priced from the Retail Prices API (the local stand-in), not the fallback table.
     expect(result.cost?.priceSource).toMatch(/^Azure Retail Prices API: eastus, /);
-  }, 480_000);
+  }, 600_000);
 
   it('ends Failed with the exit code and log locations when the MPI program fails, and still cleans up', async () => {
-    const id = await submitSpec(
-      stack,
-      variant((s) => {
-        s.id = 'e2e-mpi-fails';
-        s.data = { inputs: [] };
-        s.mpi.command = 'echo failing on purpose >&2; exit 3';
-      }),
-    );
-    const view = await watchJob(stack, id, 240_000);
+    const { view } = await jobs().failing;
     expect(view.state).toBe('Failed');
     expect(view.error?.message).toMatch(/MPI task exited with code [1-9]/);
     expect(view.result?.logs?.[0]?.stderr).toMatch(/\/jobs\/hpc-e2e-mpi-fails\/tasks\/mpi\/files\/stderr\.txt$/);
     expect(view.timeline?.some((e) => e.to === 'CleaningUp')).toBe(true);
-    expect(await checkCleanup(stack, view)).toEqual([]);
-  }, 300_000);
-
-  it('cancels a running job through the pipeline: cleanup runs and the job ends Cancelled', async () => {
-    const id = await submitSpec(
-      stack,
-      variant((s) => {
-        s.id = 'e2e-cancel';
-        s.data = { inputs: [] };
-        s.mpi.command = 'sleep 120';
-      }),
-    );
-    for (let i = 0; i < 400 && (await getJob(id)).state !== 'Running'; i++) await new Promise((r) => setTimeout(r, 500));
-    expect((await getJob(id)).state).toBe('Running');
-    const res = await fetch(`${stack.baseUrl}/api/jobs/${id}?reason=test`, { method: 'DELETE', headers: { 'x-functions-key': stack.host.keys.functionKey } });
-    expect(res.status).toBe(202);
-    const view = await watchJob(stack, id, 120_000);
-    expect(view.state).toBe('Cancelled');
-    expect(view.timeline?.some((e) => /cancel requested/.test(e.reason))).toBe(true);
-    const cleanup = (view.progress as { progress?: { cleanup?: { done?: string[] } } }).progress?.cleanup?.done ?? [];
-    expect(cleanup).toEqual(expect.arrayContaining(['batch job terminated', 'pool deleted']));
-    expect(await checkCleanup(stack, view)).toEqual([]);
-  }, 300_000);
+    expect(await cleanedUp(view)).toEqual([]);
+  }, 600_000);
 
   it('sent Batch only requests the spec allows, with the bodies it builds, and got only answers the spec documents', () => {
     console.log(`Batch calls of the pipeline\n${batchContract.report()}`);

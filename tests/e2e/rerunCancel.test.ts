@@ -3,7 +3,8 @@
  * - a failed job is rerun with POST /api/jobs/{id}/rerun: a new job linked both ways (rerunOf, the old timeline's
  *   note), its outputs under its own id, a repeated request answering the same job, another owner's rerun a 404;
  * - a running job cannot be rerun (409); cancelled, it keeps what it wrote up to the cancel (the emulator uploads the
- *   terminated task's output files, the result lists them) and its final status says nothing still runs.
+ *   terminated task's output files, the result lists them) and its final status says nothing still runs: proven by
+ *   the Running stage's job of tests/e2e/cancelEveryStage.test.ts, which was cancelled anyway (docs/testing.md).
  * Needs the compiled app (dist/: `bash scripts/ensure-deps.sh`).
  */
 import { execFile } from 'node:child_process';
@@ -14,7 +15,6 @@ import * as path from 'node:path';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
 import { DATA_ACCOUNT } from '../../local/azurite';
 import { watchJob } from '../../local/jobRunner';
-import { until } from '../batch/until';
 
 let stack: Stack;
 type Headers = Record<string, string>;
@@ -98,45 +98,4 @@ describe('rerun', () => {
     });
     expect(cli.stdout).toMatch(/^job rr-failed rerun as job (rr-failed-r[0-9a-f]{8})\nstatus: .*\nwatch: hpcjob watch \1\n$/);
   }, 300_000);
-});
-
-describe('cancel keeps outputs and ends honestly', () => {
-  it('a running job: rerun is refused (409); cancelled, its outputs up to the cancel are listed and nothing still runs', async () => {
-    const submitted = await call('POST', '/api/jobs', alice, {
-      id: 'rr-cancel',
-      name: 'rr-cancel',
-      tags: { suite: 'rerun' },
-      pool: { vmSize: 'Standard_D2s_v5', nodes: 2 },
-      container: { runtime: 'none' },
-      data: { inputs: [] },
-      limits: { maxWallClock: 'PT10M' },
-      mpi: mpi('echo "partial from $(hostname)" > result.txt; sleep 300'),
-      outputs,
-    });
-    expect(submitted.status).toBe(202);
-    await until(
-      'the MPI task of rr-cancel running',
-      async () => {
-        await new Promise((r) => setTimeout(r, 500));
-        const v = await call('GET', '/api/jobs/rr-cancel', alice);
-        return v.body.state === 'Running' && v.body.progress?.progress?.mpi?.state === 'running' ? true : undefined;
-      },
-      180_000,
-    );
-
-    expect(await call('POST', '/api/jobs/rr-cancel/rerun', alice)).toMatchObject({ status: 409, body: { error: 'JobNotFinished' } });
-    // The command writes result.txt first thing: wait until it is on the master before cancelling.
-    await new Promise((r) => setTimeout(r, 2_000));
-    expect((await call('DELETE', '/api/jobs/rr-cancel?reason=enough', alice)).status).toBe(202);
-    const ended = await watchJob(stack, 'rr-cancel', 240_000, undefined, async () => alice);
-    expect(ended.state).toBe('Cancelled');
-
-    const view = await call('GET', '/api/jobs/rr-cancel', alice);
-    const names = (view.body.result.outputs.files as { name: string }[]).map((f) => f.name);
-    expect(names).toEqual(expect.arrayContaining([expect.stringMatching(/workdir\/result\.txt$/), expect.stringMatching(/logs\/stdout\.txt$/)]));
-    expect(view.body.progress.progress.mpi.state).toBe('terminated');
-    const nodeStates = Object.values(view.body.progress.nodes as Record<string, string>);
-    expect(nodeStates.length).toBe(2);
-    expect(nodeStates.every((s) => s === 'deleted')).toBe(true);
-  }, 420_000);
 });
