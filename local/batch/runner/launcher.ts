@@ -12,7 +12,14 @@
  * failure naming it, and the next start runs a new launcher.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import type { ProcessOutcome } from './processes';
+
+/** How a node process ended, as the emulator records it. */
+export interface ProcessOutcome {
+  exitCode?: number;
+  signal?: string;
+  /** Set when the program could not be started at all (e.g. not found). */
+  spawnError?: string;
+}
 
 /** What the launcher is asked to start (the arguments of runCommandLine's spawn). */
 export interface LaunchRequest {

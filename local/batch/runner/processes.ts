@@ -1,13 +1,9 @@
 import { splitCommandLine } from './commandLine';
 import { processAlive } from '../nodetools/lib/processAlive';
-import { launch } from './launcher';
+import { launch, type ProcessOutcome } from './launcher';
 
-export interface ProcessOutcome {
-  exitCode?: number;
-  signal?: string;
-  /** Set when the program could not be started at all (e.g. not found). */
-  spawnError?: string;
-}
+// Declared beside the launcher that reports it; re-exported here, where the emulator has always found it.
+export type { ProcessOutcome } from './launcher';
 
 export interface RunningProcess {
   pgid: number | undefined;
