@@ -60,6 +60,11 @@ export class Engine {
   readonly pgids = new Set<number>();
   /** The same, per node (start, prep and release tasks belong to no task record). */
   private readonly nodeGroups = new Map<string, Set<number>>();
+  /**
+   * How many times each node's and task's processes were killed. A process starts asynchronously (launcher.ts): a
+   * kill that came while it was starting is seen by its starter as a changed count, and the new group is killed too.
+   */
+  private readonly killCounts = new WeakMap<object, number>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private ipBase = 1 + Math.floor(Math.random() * 254);
   private ipCounter = 0;
@@ -530,6 +535,16 @@ export class Engine {
     touch(pool);
   }
 
+  /** The kill count of a node or task record (see killCounts). */
+  killCount(of: object): number {
+    return this.killCounts.get(of) ?? 0;
+  }
+
+  /** Counts a kill of the node's or task's processes (see killCounts). */
+  countKill(of: object): void {
+    this.killCounts.set(of, this.killCount(of) + 1);
+  }
+
   groupsOf(node: NodeRecord): Set<number> {
     const key = `${node.poolId.toLowerCase()}/${node.id}`;
     let set = this.nodeGroups.get(key);
@@ -542,6 +557,7 @@ export class Engine {
 
   /** Kills every process group started on the node (tasks, start/prep/release tasks) and its containers. */
   killNodeProcesses(node: NodeRecord): void {
+    this.countKill(node);
     const groups = this.groupsOf(node);
     for (const g of groups) {
       killGroup(g);

@@ -1,14 +1,9 @@
-import { spawn } from 'node:child_process';
-import { closeSync, openSync } from 'node:fs';
 import { splitCommandLine } from './commandLine';
 import { processAlive } from '../nodetools/lib/processAlive';
+import { launch, type ProcessOutcome } from './launcher';
 
-export interface ProcessOutcome {
-  exitCode?: number;
-  signal?: string;
-  /** Set when the program could not be started at all (e.g. not found). */
-  spawnError?: string;
-}
+// Declared beside the launcher that reports it; re-exported here, where the emulator has always found it.
+export type { ProcessOutcome } from './launcher';
 
 export interface RunningProcess {
   pgid: number | undefined;
@@ -17,9 +12,11 @@ export interface RunningProcess {
 
 /**
  * Runs a command line as a real process in its own process group (so the whole tree can be
- * killed), appending stdout/stderr to the given files, as a Batch node agent does.
+ * killed), appending stdout/stderr to the given files, as a Batch node agent does. The process is started by the
+ * launcher (launcher.ts: forking this large process for every task cost more CPU than many tasks themselves);
+ * resolves once it has started (or failed to).
  */
-export function runCommandLine(opts: {
+export async function runCommandLine(opts: {
   commandLine: string;
   cwd: string;
   env: Record<string, string>;
@@ -27,7 +24,7 @@ export function runCommandLine(opts: {
   stderrPath: string;
   /** Turns the split command line into what actually runs (e.g. wrapped in `docker run`). */
   wrap?: (argv: string[]) => string[];
-}): RunningProcess {
+}): Promise<RunningProcess> {
   let argv: string[];
   try {
     argv = splitCommandLine(opts.commandLine);
@@ -36,21 +33,8 @@ export function runCommandLine(opts: {
     return { pgid: undefined, done: Promise.resolve({ spawnError: (e as Error).message }) };
   }
   if (argv.length === 0) return { pgid: undefined, done: Promise.resolve({ spawnError: 'empty command line' }) };
-  const out = openSync(opts.stdoutPath, 'a');
-  const err = openSync(opts.stderrPath, 'a');
-  const child = spawn(argv[0], argv.slice(1), { cwd: opts.cwd, env: opts.env, detached: true, stdio: ['ignore', out, err] });
-  closeSync(out);
-  closeSync(err);
-  const pgid = child.pid;
-  const done = new Promise<ProcessOutcome>((resolve) => {
-    child.once('error', (e) => {
-      resolve({ spawnError: `${argv[0]}: ${e.message}` });
-    });
-    child.once('exit', (code, signal) => {
-      resolve({ exitCode: code ?? undefined, signal: signal ?? undefined });
-    });
-  });
-  return { pgid, done };
+  const started = launch({ file: argv[0], args: argv.slice(1), cwd: opts.cwd, env: opts.env, stdoutPath: opts.stdoutPath, stderrPath: opts.stderrPath });
+  return { pgid: await started.pid, done: started.done };
 }
 
 export function killGroup(pgid: number | undefined, signal: NodeJS.Signals = 'SIGKILL'): void {

@@ -133,8 +133,12 @@ export class TaskExecutor {
     const container = opts.container as Json | undefined;
     // Every process of a node runs in its own mount namespace holding the node's fixed paths (mountNamespace.ts).
     const wrap = (argv: string[]) => inNodeNamespace(opts.node.rootDir, container ? containerArgv(container, opts.env, opts.cwd, argv) : argv);
-    const proc = runCommandLine({ commandLine: opts.commandLine, cwd: opts.cwd, env: opts.env, stdoutPath, stderrPath, wrap });
+    const kills = () => this.engine.killCount(opts.node) + (opts.task ? this.engine.killCount(opts.task) : 0);
+    const killsBefore = kills();
+    const proc = await runCommandLine({ commandLine: opts.commandLine, cwd: opts.cwd, env: opts.env, stdoutPath, stderrPath, wrap });
     this.track(proc.pgid, opts.node, opts.task);
+    // Killed while it was starting (its node removed, its task terminated, the emulator stopped): kill it now.
+    if (kills() !== killsBefore || this.engine.isStopped) killGroup(proc.pgid);
     let timedOut = false;
     const timer =
       opts.maxWallClockMs !== undefined
@@ -612,6 +616,7 @@ export class TaskExecutor {
   }
 
   killTaskProcesses(task: TaskRecord): void {
+    this.engine.countKill(task);
     for (const g of task.pgids) {
       killGroup(g);
       this.engine.pgids.delete(g);
