@@ -1,6 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { holdLauncher } from '../../local/batch/runner/launcher';
 import { groupAlive, killGroup, runCommandLine } from '../../local/batch/runner/processes';
 
 // Node processes are started by a small launcher process, not forked from the large process hosting the stack
@@ -64,5 +65,34 @@ describe('node processes through the launcher', () => {
       Array.from({ length: 12 }, (_, i) => runCommandLine({ commandLine: `/bin/sh -c 'exit ${i}'`, cwd: dir, env: {}, ...files(`many-${i}`) })),
     );
     expect(await Promise.all(procs.map((p) => p.done))).toEqual(Array.from({ length: 12 }, (_, i) => ({ exitCode: i })));
+  });
+
+  it('end when the last engine holding the launcher lets go (an emulator stop), and a later start brings up a new one', async () => {
+    const launcherOf = async (name: string) => {
+      const f = files(name);
+      const proc = await runCommandLine({ commandLine: `/bin/sh -c 'echo $PPID'`, cwd: dir, env: { PATH: '/usr/bin:/bin' }, ...f });
+      expect(await proc.done).toEqual({ exitCode: 0 });
+      return Number(read(f.stdoutPath).trim());
+    };
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const first = holdLauncher();
+    const second = holdLauncher();
+    const pid = await launcherOf('held');
+    first();
+    first(); // a second release of the same hold changes nothing
+    expect(alive(pid)).toBe(true);
+    second();
+    for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(alive(pid)).toBe(false);
+    const next = await launcherOf('after');
+    expect(next).not.toBe(pid);
+    expect(alive(next)).toBe(true);
   });
 });

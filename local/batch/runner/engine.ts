@@ -20,6 +20,7 @@ import { modelledMounts, mountConfigurationError, mountOnNode } from './mounts';
 import { prepareNetworkServices, type NetworkService, type ServiceHostEntry } from './networkServices';
 import { prepareTcpServices, type TcpServices } from './tcpServices';
 import { poolSubnet } from '../handlers/network';
+import { holdLauncher } from './launcher';
 
 export interface EngineConfig {
   dataDir: string;
@@ -78,7 +79,11 @@ export class Engine {
   /** The account's dedicated core quota; tests may change it at any time (setQuota). */
   quota: AccountQuota;
 
+  /** Lets go of the process launcher (launcher.ts): it ends with the last engine that used it. */
+  private readonly releaseLauncher: () => void;
+
   constructor(readonly cfg: EngineConfig) {
+    this.releaseLauncher = holdLauncher();
     this.quota = { ...(cfg.quota ?? {}) };
     this.hostsFile = path.join(cfg.dataDir, 'hosts');
     this.hardwareFile = path.join(cfg.dataDir, 'hardware');
@@ -641,6 +646,7 @@ export class Engine {
 
   stop(): void {
     this.stopped = true;
+    this.releaseLauncher();
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
     for (const j of this.jobs.values()) {

@@ -7,8 +7,9 @@
  * ~40 MB process instead costs a fraction of it. What runs is unchanged: the same argv, cwd, environment, own
  * process group and output files; the stack still kills and checks the group by its id, as before.
  *
- * The launcher is started on first use and shared by every engine of the process; it exits when its parent does
- * (its IPC channel closes). If it ends while processes it started are running, their outcome is reported as a start
+ * The launcher is started on first use and shared by every engine of the process that holds it (holdLauncher); it
+ * ends when the last of them lets go (an emulator's stop), or when its parent exits (its IPC channel closes): under
+ * jest every test file loads this module afresh, and a launcher per file left running would outlive its stack. If it ends while processes it started are running, their outcome is reported as a start
  * failure naming it, and the next start runs a new launcher.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -70,6 +71,8 @@ interface Pending {
 }
 
 let launcher: ChildProcess | undefined;
+/** Engines of this process that may still launch (holdLauncher): the launcher ends when none is left. */
+let holders = 0;
 const pending = new Map<number, Pending>();
 let nextId = 1;
 
@@ -133,4 +136,20 @@ export function launch(req: LaunchRequest): { pid: Promise<number | undefined>; 
     done({ spawnError: `the emulator's process launcher is gone: ${err.message}` });
   });
   return { pid, done: outcome };
+}
+
+/**
+ * Declares an engine that launches processes until the returned function is called (its stop); when no engine holds
+ * the launcher any more, it is disconnected and exits. Processes it started were killed by their engine's stop; any
+ * outcome still pending is then reported as the launcher's end.
+ */
+export function holdLauncher(): () => void {
+  holders++;
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    holders--;
+    if (holders === 0 && launcher?.connected) launcher.disconnect();
+  };
 }
