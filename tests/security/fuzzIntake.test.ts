@@ -1,6 +1,7 @@
 /**
- * The fuzz campaign of both doors, in process: the documents of tests/helpers/fuzzCases.ts (10,000 HTTP bodies and
- * 2,000 queue messages by default; FUZZ_RUNS sets the HTTP count, the queue gets a fifth of it; FUZZ_SEED replays a
+ * The fuzz campaign of both doors, in process: the documents of tests/helpers/fuzzCases.ts (4,000 HTTP bodies and
+ * 800 queue messages by default, ~40 CPU-seconds with the store on Azurite; 10,000 is the soak size; FUZZ_RUNS sets
+ * the HTTP count, the queue gets a fifth of it; FUZZ_SEED replays a
  * printed seed) through intake itself (shared/adapters/intake/submit.ts) over the real JobStore on Azurite, with the local
  * stack's data-access, container and shared-area settings (loadConfig of localAppSettings), without an HTTP host.
  *
@@ -33,7 +34,7 @@ import { toJobView } from '../../shared/core/state/view';
 import { fuzzCount, fuzzSeed, httpCaseArb, inPool, queueTexts } from '../helpers/fuzzCases';
 
 const SEED = fuzzSeed();
-const HTTP_CASES = fuzzCount('FUZZ_RUNS', 10_000);
+const HTTP_CASES = fuzzCount('FUZZ_RUNS', 4_000);
 const QUEUE_CASES = Math.max(1, Math.round(HTTP_CASES / 5));
 
 let azurite: AzuriteHandle;
