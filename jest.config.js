@@ -8,6 +8,8 @@ module.exports = {
   transformIgnorePatterns: ['/node_modules/(?!jose/)'],
   // Under jest the real worker's require proxy does not apply; serve our embedded core module the same way.
   moduleNameMapper: { '^@azure/functions-core$': '<rootDir>/local/host/coreModule.ts' },
+  // Opt-in CPU seconds per file (TEST_CPU_LOG): the suite's cost on a CPU-bound machine; see the file.
+  setupFilesAfterEnv: ['<rootDir>/tests/helpers/cpuPerFile.ts'],
   testTimeout: 120000,
   maxWorkers: 2,
   // Longest files first, also without jest's cache (a fresh clone): see tests/helpers/slowFirstSequencer.cjs.
