@@ -3,7 +3,8 @@
 # Debian's Open MPI (mpirun + mpicc), which the local Batch emulator uses to run real MPI jobs,
 # environment-modules (`module`, as on Azure's HPC images; emulated nodes load mpi/openmpi with it), and zip/unzip,
 # which build and check the deployment package (npm run package, tests/deploy).
-# Safe to run repeatedly: each step is skipped when already satisfied.
+# Safe to run repeatedly: each step is skipped when already satisfied. Arguments: `chromium` (also Debian's chromium,
+# for the dashboard's browser tests), `--no-compile` (install only; scripts/compile.sh builds dist/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,8 +14,10 @@ command -v mpicc  >/dev/null 2>&1 || want_apt+=(libopenmpi-dev)
 command -v zip    >/dev/null 2>&1 || want_apt+=(zip)
 command -v unzip  >/dev/null 2>&1 || want_apt+=(unzip)
 [ -r /etc/profile.d/modules.sh ] || want_apt+=(environment-modules)
+no_compile=0
 for extra in "$@"; do
   case "$extra" in
+    --no-compile) no_compile=1 ;;
     chromium) command -v chromium >/dev/null 2>&1 || want_apt+=(chromium) ;;
   esac
 done
@@ -33,11 +36,6 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   npm ci --no-audit --no-fund --loglevel=error
 fi
 
-# Compile once; the local stack runs the compiled app exactly as Azure would.
-if [ ! -d dist ] || [ -n "$(find functions orchestrations shared local tests bench cli examples web scripts \( -name '*.ts' -o -name '*.html' -o -name '*.css' \) -newer dist/.build-stamp 2>/dev/null | head -n 1)" ] || [ ! -f dist/.build-stamp ]; then
-  echo "[deps] compiling TypeScript"
-  rm -rf dist  # a file removed or moved in the sources must not linger in what the host loads
-  node --import tsx web/build.ts
-  npx tsc -p tsconfig.json
-  touch dist/.build-stamp
-fi
+# Compile once (scripts/compile.sh: only when a source changed); `--no-compile` leaves it to the caller, as
+# scripts/test.sh does to run it beside the lint steps.
+[ "$no_compile" = 1 ] || bash scripts/compile.sh

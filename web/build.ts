@@ -10,7 +10,7 @@
  * can load nothing but itself and talk to nothing but the API next to it.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { buildSync, transformSync } from 'esbuild';
 
@@ -85,7 +85,13 @@ if (require.main === module) {
     }
     console.log('dashboard page is up to date');
   } else {
-    if (before !== text) writeFileSync(GENERATED, text);
+    if (before !== text) {
+      // Replaced whole (write, then rename): `npm test` lints and type-checks beside the build (scripts/test.sh), so a
+      // reader sees the old module or the new one, never half of one. The temporary name is no .ts file of any check.
+      const temporary = path.join(path.dirname(GENERATED), `.dashboardPage.${process.pid}.tmp`);
+      writeFileSync(temporary, text);
+      renameSync(temporary, GENERATED);
+    }
     console.log(`dashboard page: ${Buffer.byteLength(text)} bytes -> ${path.relative(process.cwd(), GENERATED)}${before === text ? ' (unchanged)' : ''}`);
   }
 }
