@@ -50,7 +50,7 @@ describe('node processes through the launcher', () => {
     expect(groupAlive(proc.pgid as number)).toBe(true);
     killGroup(proc.pgid);
     expect(await proc.done).toEqual({ signal: 'SIGKILL' });
-    for (let i = 0; i < 50 && groupAlive(proc.pgid as number); i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 500 && groupAlive(proc.pgid as number); i++) await new Promise((r) => setTimeout(r, 20));
     expect(groupAlive(proc.pgid as number)).toBe(false);
   });
 
