@@ -5,7 +5,7 @@ import { holdLauncher } from '../../local/batch/runner/launcher';
 import { groupAlive, killGroup, runCommandLine } from '../../local/batch/runner/processes';
 
 // Node processes are started by a small launcher process, not forked from the large process hosting the stack
-// (jobcpu: ~14 ms of CPU per fork of that process). What runs and what the emulator sees of it must be unchanged.
+// (~14 ms of CPU per fork of that process). What runs and what the emulator sees of it must be unchanged.
 let dir: string;
 beforeAll(() => {
   dir = mkdtempSync(path.join(tmpdir(), 'launcher-'));

@@ -1,6 +1,6 @@
 import { datasetFiles, expectedResult, fileContent, floorSum, RECORD_BYTES, recordValue, shapeForSize, type DatasetShape } from '../../examples/data/dataset';
 
-// The data set's bytes and expected sum are produced without BigInt per record (jobcpu: 4.5 CPU-s per e2e file went
+// The data set's bytes and expected sum are produced without BigInt per record (4.5 CPU-s per e2e file went
 // into that). These tests pin them to the reference definition, computed here the slow way, record by record.
 const MODULUS = 10n ** 16n;
 

@@ -6,12 +6,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ensureCertificate } from '../../local/identity/tls';
 
-// The local issuer's certificate has a P-256 key (jobcpu: an RSA-2048 key cost openssl 0.2-0.7 CPU-s per stack).
+// The local issuer's certificate has a P-256 key (an RSA-2048 key cost openssl 0.2-0.7 CPU-s per stack).
 // It must still serve TLS that a client trusting only this certificate accepts, for 127.0.0.1 and localhost.
 describe('the local issuer TLS certificate', () => {
   let dir: string;
   beforeAll(() => {
-    dir = mkdtempSync(path.join(tmpdir(), 'jobcpu-tls-'));
+    dir = mkdtempSync(path.join(tmpdir(), 'issuer-tls-'));
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
