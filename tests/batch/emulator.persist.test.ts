@@ -45,6 +45,13 @@ describe('Batch emulator persistence across restarts', () => {
     await waitForTask(client, 'kj', 'done');
     await client.task.add('kj', { id: 'busy', commandLine: `/bin/sh -c 'echo run >> $AZ_BATCH_NODE_SHARED_DIR/runs; sleep 30'` });
     await waitForTask(client, 'kj', 'busy', 'running');
+    // 'running' means the process was started, not that its shell has written yet: under load the stop could
+    // otherwise end it before its line, and the check below would wait for a line that was never written.
+    await waitFor('first run recorded', async () =>
+      (await client.file.getPropertiesFromComputeNode('keep', before.id as string, 'shared/runs').catch(() => undefined))?.contentLength === 4
+        ? true
+        : undefined,
+    );
     await emu.stop();
 
     emu = await startBatchEmulator({ dataDir, persist: true, timing: TIMING });
