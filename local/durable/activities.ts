@@ -38,6 +38,8 @@ interface PendingAnswers {
 /** Answers per control message; keeps messages well under the 64 KiB queue limit for small results. */
 const MAX_ANSWERS_PER_MESSAGE = 100;
 const MAX_ANSWER_CHARS = 40 * 1024;
+/** Work-item messages received per poll. */
+const WORK_ITEM_BATCH = 4;
 
 export class ActivityDispatcher {
   private active = 0;
@@ -91,7 +93,7 @@ export class ActivityDispatcher {
     let progressed = this.startAttempts();
     const max = this.opts.maxConcurrentActivityFunctions;
     if (this.backlog.length < max) {
-      const received = await this.store.receiveWorkItems(4, this.opts.workItemVisibilitySeconds);
+      const received = await this.store.receiveWorkItems(WORK_ITEM_BATCH, this.opts.workItemVisibilitySeconds);
       for (const m of received) {
         const lease: Lease = {
           queueMessageId: m.queueMessageId,
@@ -104,7 +106,9 @@ export class ActivityDispatcher {
         for (const item of m.body.items) this.backlog.push({ item, lease });
         if (m.body.items.length === 0) this.release(lease, true);
       }
-      progressed = this.startAttempts() || progressed || received.length > 0;
+      this.startAttempts();
+      // Only a full batch says more may be waiting; what this process sends wakes the poller anyway.
+      progressed = received.length === WORK_ITEM_BATCH;
     }
     return progressed;
   }
@@ -130,7 +134,8 @@ export class ActivityDispatcher {
         .finally(() => {
           this.active -= 1;
           this.inFlight.delete(p);
-          this.poller.wake();
+          // A freed slot matters only to attempts held in the backlog (new work items wake the poller when sent).
+          if (this.backlog.length > 0) this.poller.wake();
         });
       this.inFlight.add(p);
     }

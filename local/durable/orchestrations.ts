@@ -51,6 +51,8 @@ export const MAXIMUM_SHORT_TIMER_DURATION = '36500.00:00:00';
 const OUT_PARALLELISM = 16;
 /** Instances waiting for a slot above which a busy host's engine stops receiving control messages. */
 const HELD_BACK_INSTANCES = 64;
+/** Control messages received per poll (the storage provider's batch, at most 32 for an Azure queue). */
+const CONTROL_BATCH = 32;
 
 export class OrchestrationDispatcher {
   private readonly buffers = new Map<string, Map<string, Buffered>>();
@@ -124,7 +126,7 @@ export class OrchestrationDispatcher {
     // Held back for a busy host and already holding plenty to do: receiving more now would only let their
     // visibility run out in the buffer. The poller is woken when the host's load goes down.
     if (this.waiting.size >= HELD_BACK_INSTANCES && this.load.busy()) return false;
-    const received = await this.store.receiveControl(32, this.opts.controlVisibilitySeconds);
+    const received = await this.store.receiveControl(CONTROL_BATCH, this.opts.controlVisibilitySeconds);
     const touched = new Set<string>();
     for (const r of received) {
       const env = r.body;
@@ -150,7 +152,8 @@ export class OrchestrationDispatcher {
       else void this.store.deleteControl(r).catch((err) => this.log.warn({ err }, 'could not delete duplicate control message'));
     }
     for (const id of touched) this.trySchedule(id);
-    return received.length > 0;
+    // Only a full batch says more may be waiting: a partial one took all that was visible.
+    return received.length === CONTROL_BATCH;
   }
 
   private trySchedule(instanceId: string): void {
