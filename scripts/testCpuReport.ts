@@ -8,6 +8,7 @@ interface Line {
   file: string;
   cpuSeconds: number;
   tail?: boolean;
+  leftBehind?: Record<string, number>;
 }
 
 const [logPath, topArg] = process.argv.slice(2);
@@ -24,3 +25,6 @@ const rows = [...byFile.values()].sort((a, b) => b.cpuSeconds - a.cpuSeconds);
 const total = rows.reduce((sum, r) => sum + r.cpuSeconds, 0);
 for (const r of rows.slice(0, Number(topArg ?? 30))) console.log(`${r.cpuSeconds.toFixed(1).padStart(8)}  ${r.file}${r.tail ? ' (to its afterAll)' : ''}`);
 console.log(`${total.toFixed(1).padStart(8)}  total CPU seconds over ${rows.length} files`);
+const leaky = rows.filter((r) => r.leftBehind);
+if (leaky.length > 0) console.log(`\nleft running in the worker after the file (next file's start):`);
+for (const r of leaky) console.log(`  ${r.file}: ${JSON.stringify(r.leftBehind)}`);
