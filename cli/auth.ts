@@ -11,8 +11,8 @@
  */
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-// Types only here: @azure/identity (~270 modules with MSAL and the Azure core) is loaded where a token is asked for, so commands
-// that need none (validate, explain --offline, a call with --key or without a scope) do not pay for it.
+// Types only here: @azure/identity (~270 modules with MSAL and the Azure core) is loaded where a token is asked
+// for, so commands that need none (validate, explain --offline, a call with --key or without a scope) do not pay for it.
 import type { AccessToken, TokenCredential } from '@azure/identity';
 import type { Connection } from './connection';
 import { defaultProfilePath } from './connection';
