@@ -7,7 +7,7 @@ import type { JobResultView } from '../shared/core/contract/jobResult';
 import type { JobOutputsResponse } from '../shared/core/contract/outputs';
 import type { UploadRequest, UploadResponse } from '../shared/core/contract/uploads';
 import type { JobQueueView } from '../shared/core/contract/queue';
-import { EXPLAIN_VERSION, type ExplainDocument } from '../shared/core/contract/explain';
+import type { ExplainDocument } from '../shared/core/contract/explain';
 
 /** The parts of a job view the CLI reads; the rest is passed through for --json. */
 export interface JobView {
@@ -136,6 +136,8 @@ export class ApiClient {
   /** POST /api/jobs?dryRun=true: what the deployment would send to Batch for this spec; nothing is created. */
   async explain(specText: string, contentType: string): Promise<ExplainDocument> {
     const { body } = await this.call<ExplainDocument>('POST', '/api/jobs?dryRun=true', { body: specText, contentType });
+    // Loaded here: the module declares the document's zod schema, which no other API call needs at start-up.
+    const { EXPLAIN_VERSION } = await import('../shared/core/contract/explain');
     if (body?.version !== EXPLAIN_VERSION) {
       throw new CliError(
         `POST /api/jobs?dryRun=true answered without an explain document of version ${EXPLAIN_VERSION} (version ${String(body?.version)}): is the API older or newer than this CLI?`,

@@ -11,7 +11,9 @@
  */
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { DefaultAzureCredential, DeviceCodeCredential, type AccessToken, type TokenCredential } from '@azure/identity';
+// Types only here: @azure/identity (~270 modules with MSAL and the Azure core) is loaded where a token is asked
+// for, so commands that need none (validate, explain --offline, a call with --key or without a scope) do not pay for it.
+import type { AccessToken, TokenCredential } from '@azure/identity';
 import type { Connection } from './connection';
 import { defaultProfilePath } from './connection';
 import { AccessRefused, CliError, ExitCode } from './errors';
@@ -73,13 +75,14 @@ function credentialOptions(conn: Connection) {
   return { authorityHost: conn.authorityHost ?? DEFAULT_AUTHORITY, ...(custom ? { disableInstanceDiscovery: true } : {}) };
 }
 
-export function deviceCodeCredential(conn: Connection, prompt: (message: string) => void): TokenCredential {
+export async function deviceCodeCredential(conn: Connection, prompt: (message: string) => void): Promise<TokenCredential> {
   if (!conn.tenantId || !conn.clientId) {
     throw new CliError(
       'device code sign-in needs the tenant and the CLI\'s client id: set HPCJOB_TENANT_ID and HPCJOB_CLIENT_ID (or "tenantId"/"clientId" in the profile)',
       ExitCode.Usage,
     );
   }
+  const { DeviceCodeCredential } = await import('@azure/identity');
   return new DeviceCodeCredential({
     tenantId: conn.tenantId,
     clientId: conn.clientId,
@@ -93,7 +96,7 @@ export async function login(conn: Connection, prompt: (message: string) => void)
   const scope = scopeOf(conn);
   let token: AccessToken | null;
   try {
-    token = await deviceCodeCredential(conn, prompt).getToken(scope);
+    token = await (await deviceCodeCredential(conn, prompt)).getToken(scope);
   } catch (err) {
     throw new CliError(`sign-in failed: ${(err as Error).message}`, ExitCode.Api);
   }
@@ -120,6 +123,7 @@ export function tokenSource(conn: Connection, opts: TokenSourceOptions): () => P
     const scope = scopeOf(conn);
     const saved = readSaved(conn, scope);
     if (saved) return saved.accessToken;
+    const { DefaultAzureCredential } = await import('@azure/identity');
     try {
       const chained = await new DefaultAzureCredential({ ...(conn.tenantId ? { tenantId: conn.tenantId } : {}), ...credentialOptions(conn) }).getToken(scope);
       if (chained) return (cached = chained).token;

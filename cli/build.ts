@@ -21,6 +21,11 @@ export async function buildCli(outFile = path.join(HERE, 'dist', 'hpcjob.cjs')):
     platform: 'node',
     format: 'cjs',
     target: 'node20',
+    // The commands' own modules, imported with import() when their action runs (cli/index.ts), become lazy
+    // initialisers inside the bundle. An npm package imported that way (@azure/identity, cli-progress) would stay a real
+    // import() and load the package's ES module build, another module graph than the CommonJS one the compiled CLI
+    // loads: marked unsupported, esbuild turns it into a require() at the same place, still only when it runs.
+    supported: { 'dynamic-import': false },
     // Every npm import must be a declared dependency of this package: anything else would be bundled silently or
     // missing at run time, so list them instead of `packages: 'external'` and fail the build on the rest below.
     external: Object.keys(manifest.dependencies),

@@ -2,24 +2,19 @@
 /**
  * hpcjob: the command-line client of the HPC MPI job API. Each command lives in cli/commands; this file only
  * declares the command line and turns errors into one line on stderr plus the documented exit code.
+ *
+ * Start-up cost: this file imports only commander, the errors and their format. Each action loads its command's
+ * module, and the context with the API client, with `await import()` when it runs: `--help`, `--version` and a
+ * command's `--help` load no command, and no command loads what only others need (the Azure SDKs, cli-progress, the
+ * Shipyard importer, the offline explain). tsc compiles each import() to a `require` at that point; esbuild
+ * (cli/build.ts) wraps the imported modules in lazy initialisers, so the bundle defers them too. docs/cli.md, "Start-up
+ * cost"; tests/cli/lazyLoad.test.ts.
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { createContext, type CommandContext } from './context';
+import type { CommandContext } from './context';
 import { CliError, ExitCode } from './errors';
 import { formatFieldErrors } from './format';
-import { submitCommand } from './commands/submit';
-import { watchCommand } from './commands/watch';
-import { listCommand, statusCommand } from './commands/status';
-import { cancelCommand } from './commands/cancel';
-import { rerunCommand } from './commands/rerun';
-import { validateCommand } from './commands/validate';
-import { logsCommand } from './commands/logs';
-import { usageCommand } from './commands/usage';
-import { loginCommand, logoutCommand, whoamiCommand } from './commands/identity';
-import { downloadCommand } from './commands/download';
-import { uploadCommand } from './commands/upload';
-import { explainCommand } from './commands/explain';
-import { importShipyardCommand, type ImportShipyardOptions } from './commands/importShipyard';
+import type { ImportShipyardOptions } from './commands/importShipyard';
 
 interface GlobalFlags {
   endpoint?: string;
@@ -61,17 +56,17 @@ function addSessionCommands(program: Command, run: Runner): void {
   program
     .command('login')
     .description('sign in with Microsoft Entra ID (device code flow); the token is kept for later commands')
-    .action(() => run((ctx) => loginCommand(ctx)));
+    .action(() => run(async (ctx) => (await import('./commands/identity')).loginCommand(ctx)));
 
   program
     .command('logout')
     .description('forget the token saved by login')
-    .action(() => run((ctx) => logoutCommand(ctx)));
+    .action(() => run(async (ctx) => (await import('./commands/identity')).logoutCommand(ctx)));
 
   program
     .command('whoami')
     .description('who the API takes you for: id (the owner of your jobs), roles, what you may do')
-    .action(() => run((ctx) => whoamiCommand(ctx)));
+    .action(() => run(async (ctx) => (await import('./commands/identity')).whoamiCommand(ctx)));
 }
 
 /** The commands on jobs: submit, look, watch, read logs, move files, cancel, rerun. */
@@ -83,14 +78,14 @@ function addJobCommands(program: Command, run: Runner): void {
     .option('-w, --watch', 'then watch it to the end and exit with its outcome')
     .addOption(intervalOption())
     .action((spec: string, opts: { watch?: boolean; interval: number }) =>
-      run((ctx) => submitCommand(ctx, spec, { watch: opts.watch, intervalMs: opts.interval })),
+      run(async (ctx) => (await import('./commands/submit')).submitCommand(ctx, spec, { watch: opts.watch, intervalMs: opts.interval })),
     );
 
   program
     .command('status')
     .description('show one job: state, progress, result')
     .argument('<id>', 'job id')
-    .action((id: string) => run((ctx) => statusCommand(ctx, id)));
+    .action((id: string) => run(async (ctx) => (await import('./commands/status')).statusCommand(ctx, id)));
 
   program
     .command('list')
@@ -99,14 +94,18 @@ function addJobCommands(program: Command, run: Runner): void {
     .option('--tag <key=value>', 'only jobs with this tag (or just "key")')
     .option('--top <n>', 'at most n jobs per page', positiveInt)
     .option('--all', 'follow continuation tokens to list every page')
-    .action((opts: { state?: string; tag?: string; top?: number; all?: boolean }) => run((ctx) => listCommand(ctx, opts)));
+    .action((opts: { state?: string; tag?: string; top?: number; all?: boolean }) =>
+      run(async (ctx) => (await import('./commands/status')).listCommand(ctx, opts)),
+    );
 
   program
     .command('watch')
     .description('live per-stage progress until the job ends; exit code 0 Succeeded, 1 Failed or Cancelled')
     .argument('<id>', 'job id')
     .addOption(intervalOption())
-    .action((id: string, opts: { interval: number }) => run((ctx) => watchCommand(ctx, id, { intervalMs: opts.interval })));
+    .action((id: string, opts: { interval: number }) =>
+      run(async (ctx) => (await import('./commands/watch')).watchCommand(ctx, id, { intervalMs: opts.interval })),
+    );
 
   program
     .command('logs')
@@ -117,7 +116,9 @@ function addJobCommands(program: Command, run: Runner): void {
     .option('-f, --follow', 'keep printing new output until the job ends')
     .addOption(intervalOption())
     .action((id: string, opts: { node?: string; stream?: 'stdout' | 'stderr'; follow?: boolean; interval: number }) =>
-      run((ctx) => logsCommand(ctx, id, { node: opts.node, stream: opts.stream, follow: opts.follow, intervalMs: opts.interval })),
+      run(async (ctx) =>
+        (await import('./commands/logs')).logsCommand(ctx, id, { node: opts.node, stream: opts.stream, follow: opts.follow, intervalMs: opts.interval }),
+      ),
     );
 
   program
@@ -126,7 +127,7 @@ function addJobCommands(program: Command, run: Runner): void {
     .argument('<id>', 'job id')
     .option('--to <dir>', 'where to put them (default ./<id>)')
     .option('--only <prefix>', 'only files whose name starts with this, e.g. logs/ or nodes/')
-    .action((id: string, opts: { to?: string; only?: string }) => run((ctx) => downloadCommand(ctx, id, opts)));
+    .action((id: string, opts: { to?: string; only?: string }) => run(async (ctx) => (await import('./commands/download')).downloadCommand(ctx, id, opts)));
 
   program
     .command('upload')
@@ -138,14 +139,16 @@ function addJobCommands(program: Command, run: Runner): void {
     )
     .option('--account <name>', "the data account (default: the deployment's first)")
     .option('--parallel <n>', 'files sent at once (each in parallel blocks)', (v) => Number(v), 4)
-    .action((local: string, opts: { to?: string; account?: string; parallel: number }) => run((ctx) => uploadCommand(ctx, local, opts)));
+    .action((local: string, opts: { to?: string; account?: string; parallel: number }) =>
+      run(async (ctx) => (await import('./commands/upload')).uploadCommand(ctx, local, opts)),
+    );
 
   program
     .command('cancel')
     .description('cancel a job (cleanup still runs)')
     .argument('<id>', 'job id')
     .option('--reason <text>', 'recorded in the job timeline')
-    .action((id: string, opts: { reason?: string }) => run((ctx) => cancelCommand(ctx, id, opts.reason)));
+    .action((id: string, opts: { reason?: string }) => run(async (ctx) => (await import('./commands/cancel')).cancelCommand(ctx, id, opts.reason)));
 
   program
     .command('rerun')
@@ -155,7 +158,9 @@ function addJobCommands(program: Command, run: Runner): void {
     .option('-w, --watch', 'then watch the new job to the end and exit with its outcome')
     .addOption(intervalOption())
     .action((id: string, opts: { idempotencyKey?: string; watch?: boolean; interval: number }) =>
-      run((ctx) => rerunCommand(ctx, id, { idempotencyKey: opts.idempotencyKey, watch: opts.watch, intervalMs: opts.interval })),
+      run(async (ctx) =>
+        (await import('./commands/rerun')).rerunCommand(ctx, id, { idempotencyKey: opts.idempotencyKey, watch: opts.watch, intervalMs: opts.interval }),
+      ),
     );
 }
 
@@ -165,14 +170,14 @@ function addToolCommands(program: Command, run: Runner): void {
     .command('validate')
     .description('check a spec offline with the same schema and error paths as the API (exit 2 when invalid)')
     .argument('<spec>', 'spec file (YAML or JSON, - for stdin)')
-    .action((spec: string) => run((ctx) => validateCommand(ctx, spec)));
+    .action((spec: string) => run(async (ctx) => (await import('./commands/validate')).validateCommand(ctx, spec)));
 
   program
     .command('explain')
     .description('what would be sent to Batch for a spec (pool, Batch job, pulls, staging, MPI task, uploads), creating nothing')
     .argument('<spec>', 'spec file (YAML or JSON, - for stdin)')
     .option('--offline', 'explain here with the documented default settings, without asking the API (its policies are not checked)')
-    .action((spec: string, opts: { offline?: boolean }) => run((ctx) => explainCommand(ctx, spec, opts)));
+    .action((spec: string, opts: { offline?: boolean }) => run(async (ctx) => (await import('./commands/explain')).explainCommand(ctx, spec, opts)));
 
   program
     .command('usage')
@@ -181,10 +186,10 @@ function addToolCommands(program: Command, run: Runner): void {
     .option('--to <day>', 'last day (YYYY-MM-DD)')
     .option('--tag <key=value>', 'only jobs with this tag (or just "key")')
     .action((opts: { from?: string; to?: string; tag?: string }) =>
-      run((ctx) => {
+      run(async (ctx) => {
         const q = new URLSearchParams();
         for (const k of ['from', 'to', 'tag'] as const) if (opts[k]) q.set(k, opts[k] as string);
-        return usageCommand(ctx, q);
+        return (await import('./commands/usage')).usageCommand(ctx, q);
       }),
     );
 
@@ -204,7 +209,7 @@ function addToolCommands(program: Command, run: Runner): void {
       '--outputs <account/container>',
       "where the specs' default outputs go (the working directory's files and full logs) when a job has no output_data; default: Shipyard's storage account, container shipyard-outputs",
     )
-    .action((opts: ImportShipyardOptions) => run((ctx) => importShipyardCommand(ctx, opts)));
+    .action((opts: ImportShipyardOptions) => run(async (ctx) => (await import('./commands/importShipyard')).importShipyardCommand(ctx, opts)));
 }
 
 /** Set by cli/build.ts in the installable bundle, whose tree has only its own package.json. */
@@ -229,6 +234,7 @@ export async function main(argv: string[]): Promise<number> {
   let exitCode: number = ExitCode.Ok;
   const errOut = { err: (t: string) => void process.stderr.write(t) };
   const program = buildProgram(async (action) => {
+    const { createContext } = await import('./context');
     const ctx = createContext(program.opts<GlobalFlags>());
     exitCode = await action(ctx);
   });

@@ -2,7 +2,8 @@
  * Draws the stage rows of a job while `watch` polls it: live bars (cli-progress) on a terminal, and one
  * plain line per change otherwise (pipes, CI logs, tests), so the output stays readable when captured.
  */
-import { MultiBar, Presets, type SingleBar } from 'cli-progress';
+// Types only here: cli-progress is loaded when there is a terminal to draw on (createProgressDisplay).
+import type { MultiBar, Presets, SingleBar } from 'cli-progress';
 import type { JobView } from './apiClient';
 import { queueText, statusLine } from './format';
 import { stageRows, type StageRow } from './stageRows';
@@ -14,8 +15,8 @@ export interface ProgressDisplay {
 
 type Write = (text: string) => void;
 
-export function createProgressDisplay(stream: NodeJS.WriteStream, write: Write = (t) => stream.write(t)): ProgressDisplay {
-  return stream.isTTY ? new BarDisplay(stream) : new LineDisplay(write);
+export async function createProgressDisplay(stream: NodeJS.WriteStream, write: Write = (t) => stream.write(t)): Promise<ProgressDisplay> {
+  return stream.isTTY ? new BarDisplay(stream, await import('cli-progress')) : new LineDisplay(write);
 }
 
 class LineDisplay implements ProgressDisplay {
@@ -37,10 +38,10 @@ class BarDisplay implements ProgressDisplay {
   private readonly bars = new Map<StageRow['key'], SingleBar>();
   private readonly header: SingleBar;
 
-  constructor(stream: NodeJS.WriteStream) {
-    this.multi = new MultiBar(
+  constructor(stream: NodeJS.WriteStream, bars: { MultiBar: typeof MultiBar; Presets: typeof Presets }) {
+    this.multi = new bars.MultiBar(
       { stream, clearOnComplete: false, hideCursor: true, format: ' {label} {bar} {value}/{total} {note}', barsize: 24, autopadding: true },
-      Presets.shades_classic,
+      bars.Presets.shades_classic,
     );
     this.header = this.multi.create(1, 0, { label: '', note: '' }, { format: ' {label}' });
   }

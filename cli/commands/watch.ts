@@ -23,7 +23,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export async function watchCommand(ctx: CommandContext, id: string, options: WatchOptions): Promise<number> {
   const api = ctx.api();
   // Progress goes to stderr so that stdout carries only the result (or the JSON) for scripts.
-  const display = ctx.json ? undefined : createProgressDisplay(ctx.stderr, ctx.err);
+  const display = ctx.json ? undefined : await createProgressDisplay(ctx.stderr, ctx.err);
   const retry = new TransientRetry(options.intervalMs, ctx.err, options.maxErrors);
   let view: JobView;
   try {
