@@ -126,7 +126,12 @@ beforeAll(async () => {
 afterAll(async () => {
   await emu?.stop();
   await identity?.stop();
-  azurite?.kill();
+  // Wait for Azurite to end: a child still exiting when the next file starts keeps this jest worker alive.
+  if (azurite && azurite.exitCode === null && azurite.signalCode === null) {
+    const exited = new Promise((resolve) => azurite.once('exit', resolve));
+    azurite.kill();
+    await exited;
+  }
   if (tlsDir) rmSync(tlsDir, { recursive: true, force: true });
 });
 
