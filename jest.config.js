@@ -1,6 +1,7 @@
 /** @type {import('jest').Config} */
 module.exports = {
-  testEnvironment: 'node',
+  // Node's environment; with TEST_CPU_LOG it also logs what each file left running in its worker (see the file).
+  testEnvironment: '<rootDir>/tests/helpers/leftRunningEnvironment.cjs',
   roots: ['<rootDir>/tests'],
   testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.(t|j)s$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }] },

@@ -6,8 +6,7 @@
  * worker's own time plus the time of its children once reaped (Azurite, the emulator's node processes, MPI ranks), so
  * it is counted from one file's start to the next file's start in the same worker, after the file's afterAll has
  * stopped its stack and reaped its processes. The last file of a worker is counted to its own afterAll instead
- * (`tail: true`), which can miss part of its stack's stop. Each line also names what the file left running in the
- * worker (`leftBehind`, resources by type), when anything.
+ * (`tail: true`), which can miss part of its stack's stop.
  */
 import { appendFileSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,29 +27,10 @@ function cpuTicks(): number {
 interface Open {
   file: string;
   ticks: number;
-  /** The worker's active resources (timers, sockets, child processes...) when the file started, by type. */
-  resources: Record<string, number>;
 }
 
-/** process.getActiveResourcesInfo() counted by type: what keeps the worker's event loop alive. */
-function activeResources(): Record<string, number> {
-  const counts: Record<string, number> = {};
-  for (const type of process.getActiveResourcesInfo()) counts[type] = (counts[type] ?? 0) + 1;
-  return counts;
-}
-
-/**
- * What the file left running in the worker after its afterAll: resources present when the next file starts that were
- * not there when it started. Jest force-exits a worker that does not end ("failed to exit gracefully"); this names
- * the file that left something behind.
- */
-function leftBehind(before: Record<string, number>, after: Record<string, number>): Record<string, number> | undefined {
-  const extra = Object.entries(after).filter(([type, n]) => n > (before[type] ?? 0));
-  return extra.length > 0 ? Object.fromEntries(extra.map(([type, n]) => [type, n - (before[type] ?? 0)])) : undefined;
-}
-
-function record(file: string, ticks: number, tail: boolean, left?: Record<string, number>): void {
-  appendFileSync(LOG as string, JSON.stringify({ file, cpuSeconds: ticks / USER_HZ, ...(tail ? { tail } : {}), ...(left ? { leftBehind: left } : {}) }) + '\n');
+function record(file: string, ticks: number, tail: boolean): void {
+  appendFileSync(LOG as string, JSON.stringify({ file, cpuSeconds: ticks / USER_HZ, ...(tail ? { tail } : {}) }) + '\n');
 }
 
 if (LOG && existsSync('/proc/self/stat')) {
@@ -62,13 +42,12 @@ if (LOG && existsSync('/proc/self/stat')) {
     .join('/');
   beforeAll(() => {
     const now = cpuTicks();
-    const resources = activeResources();
     if (existsSync(stateFile)) {
       const open = JSON.parse(readFileSync(stateFile, 'utf8')) as Open;
-      record(open.file, now - open.ticks, false, leftBehind(open.resources, resources));
+      record(open.file, now - open.ticks, false);
       rmSync(stateFile);
     }
-    writeFileSync(stateFile, JSON.stringify({ file, ticks: now, resources } satisfies Open));
+    writeFileSync(stateFile, JSON.stringify({ file, ticks: now } satisfies Open));
   });
   afterAll(() => {
     // Provisional: replaced by the full count when this worker starts another file (reports keep the last line).
