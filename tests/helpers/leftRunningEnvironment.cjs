@@ -29,7 +29,7 @@ function describe(handle) {
   let what = kind;
   if (Array.isArray(handle.spawnargs)) what += ` ${handle.spawnargs.slice(0, 4).join(' ')}${handle.pid ? ` (pid ${handle.pid})` : ''}`;
   else if (typeof handle.listening === 'boolean' && typeof handle.address === 'function') what += ` listening on ${JSON.stringify(handle.address())}`;
-  else if (handle.remotePort) what += ` to ${handle.remoteAddress}:${handle.remotePort}`;
+  else if (handle.remotePort) what += `${handle.server ? ' accepted' : ''} from :${handle.localPort} to ${handle.remoteAddress}:${handle.remotePort}`;
   else if (handle._type === 'pipe' || handle._handle?.constructor?.name === 'Pipe') what += ' (pipe)';
   return refed ? what : `${what} (unref'd)`;
 }
