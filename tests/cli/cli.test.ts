@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { createServer } from 'node:net';
+import { closedPort } from '../helpers/closedPort';
 import { readFileSync } from 'node:fs';
 import { parse, stringify } from 'yaml';
 import { startStack, REPO_ROOT, type Stack } from '../../local/stack';
@@ -74,14 +74,6 @@ function writeSpec(name: string, text: string): string {
   const file = path.join(dir, name);
   writeFileSync(file, text);
   return file;
-}
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((r) => server.close(r));
-  return port;
 }
 
 beforeAll(async () => {

@@ -9,7 +9,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { closedPort } from '../helpers/closedPort';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { buildCli } from '../../cli/build';
@@ -26,14 +26,6 @@ let preload: string;
 let bundle: string;
 /** An endpoint where nothing listens: the API commands end with "cannot reach the API" (exit 3). */
 let down: string;
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 beforeAll(async () => {
   if (!existsSync(COMPILED)) throw new Error(`${COMPILED} is missing: build first with npx tsc -p tsconfig.json`);
