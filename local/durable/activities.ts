@@ -90,27 +90,25 @@ export class ActivityDispatcher {
   }
 
   private async round(): Promise<boolean> {
-    let progressed = this.startAttempts();
-    const max = this.opts.maxConcurrentActivityFunctions;
-    if (this.backlog.length < max) {
-      const received = await this.store.receiveWorkItems(WORK_ITEM_BATCH, this.opts.workItemVisibilitySeconds);
-      for (const m of received) {
-        const lease: Lease = {
-          queueMessageId: m.queueMessageId,
-          popReceipt: m.popReceipt,
-          remaining: m.body.items.length,
-          renew: undefined as unknown as NodeJS.Timeout,
-        };
-        lease.renew = setInterval(() => this.renewLease(lease), (this.opts.workItemVisibilitySeconds * 1000) / 2);
-        this.leases.add(lease);
-        for (const item of m.body.items) this.backlog.push({ item, lease });
-        if (m.body.items.length === 0) this.release(lease, true);
-      }
-      this.startAttempts();
-      // Only a full batch says more may be waiting; what this process sends wakes the poller anyway.
-      progressed = received.length === WORK_ITEM_BATCH;
+    const started = this.startAttempts();
+    // A full backlog: receive nothing more until attempts start (an ending activity wakes the poller for that).
+    if (this.backlog.length >= this.opts.maxConcurrentActivityFunctions) return started;
+    const received = await this.store.receiveWorkItems(WORK_ITEM_BATCH, this.opts.workItemVisibilitySeconds);
+    for (const m of received) {
+      const lease: Lease = {
+        queueMessageId: m.queueMessageId,
+        popReceipt: m.popReceipt,
+        remaining: m.body.items.length,
+        renew: undefined as unknown as NodeJS.Timeout,
+      };
+      lease.renew = setInterval(() => this.renewLease(lease), (this.opts.workItemVisibilitySeconds * 1000) / 2);
+      this.leases.add(lease);
+      for (const item of m.body.items) this.backlog.push({ item, lease });
+      if (m.body.items.length === 0) this.release(lease, true);
     }
-    return progressed;
+    this.startAttempts();
+    // Only a full batch says more may be waiting; what this process sends wakes the poller anyway.
+    return received.length === WORK_ITEM_BATCH;
   }
 
   /** maxConcurrentActivityFunctions, fewer while the host's listeners are busy (./hostLoad.ts). */
