@@ -6,8 +6,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
-import * as http from 'node:http';
-import * as https from 'node:https';
+import type * as http from 'node:http';
 import * as path from 'node:path';
 import { Descriptor, ImageIndex, ImageManifest, MEDIA_TYPE, sha256Digest } from '../../../registry/oci';
 import { CliError } from './errors';
@@ -40,16 +39,26 @@ interface Response {
   stream: http.IncomingMessage;
 }
 
+type HttpModule = typeof http | typeof import('node:https');
+
+/**
+ * node:http or node:https, loaded by the pull that needs it rather than by every docker command (ps, rm, inspect):
+ * node:https (TLS) alone took ~15 ms CPU of a ~60 ms `docker ps`, on every node, whatever the registry's scheme.
+ * Not `import()`: in the CommonJS bundle that starts Node's ES module loader, ~40 ms more.
+ */
+function httpModule(base: string): HttpModule {
+  return base.startsWith('https:') ? process.getBuiltinModule('node:https') : process.getBuiltinModule('node:http');
+}
+
 class RegistryHttp {
   private readonly agent: http.Agent;
-  private readonly mod: typeof http | typeof https;
 
   constructor(
+    private readonly mod: HttpModule,
     readonly base: string,
     readonly headers: Record<string, string>,
     private readonly localAddress?: string,
   ) {
-    this.mod = base.startsWith('https:') ? https : http;
     this.agent = new this.mod.Agent({ keepAlive: true, maxSockets: MAX_CONCURRENT_DOWNLOADS });
   }
 
@@ -175,6 +184,7 @@ export async function pullImage(ref: ImageRef, opts: PullOptions): Promise<PullR
   const { store, progress } = opts;
   const base = registryBaseUrl(ref.registry);
   const client = new RegistryHttp(
+    httpModule(base),
     base,
     {
       'User-Agent': 'docker/24.0-emulated (hpc-control-plane node tools)',
