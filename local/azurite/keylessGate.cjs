@@ -32,7 +32,10 @@ if (!tenantId || !Array.isArray(jwks.keys) || jwks.keys.length === 0) {
 }
 const ISSUER = `https://sts.windows.net/${tenantId}/`;
 const KEYS = new Map(jwks.keys.map((k) => [k.kid, crypto.createPublicKey({ key: k, format: 'jwk' })]));
-/** Tokens already verified, with their expiry (ms): a client sends the same token for an hour. */
+/**
+ * Tokens already verified, with their expiry (ms): a client sends the same token for an hour. Keyed by account and
+ * token, as an account's own endpoint is an audience that holds for that account only.
+ */
 const verified = new Map();
 const VERIFIED_MAX = 1000;
 
@@ -67,7 +70,8 @@ function audienceMatches(aud, account) {
 
 /** Why a bearer token is refused, or undefined when it is good. */
 function checkToken(token, account, nowMs) {
-  const known = verified.get(token);
+  const cacheKey = `${account} ${token}`;
+  const known = verified.get(cacheKey);
   if (known !== undefined) return known > nowMs ? undefined : 'Lifetime validation failed. The token is expired.';
   const parts = token.split('.');
   if (parts.length !== 3) return 'Signature validation failed. The token is not a signed JWT.';
@@ -89,7 +93,7 @@ function checkToken(token, account, nowMs) {
   if (nowMs < claims.nbf * 1000) return 'Lifetime validation failed. The token is not yet valid.';
   if (nowMs >= claims.exp * 1000) return 'Lifetime validation failed. The token is expired.';
   if (verified.size >= VERIFIED_MAX) verified.clear();
-  verified.set(token, claims.exp * 1000);
+  verified.set(cacheKey, claims.exp * 1000);
   return undefined;
 }
 

@@ -68,7 +68,11 @@ export class ActivityDispatcher {
   }
 
   start(): void {
-    this.unsubscribeIdle = this.load.onRelief(() => this.poller.wake());
+    // Relief raises the limit for attempts held in the backlog; with none there, a poll would find only what the next
+    // idle poll finds (every HTTP request the host answers ends in a relief: two empty receives each, before).
+    this.unsubscribeIdle = this.load.onRelief(() => {
+      if (this.backlog.length > 0) this.poller.wake();
+    });
     this.poller.start();
   }
 

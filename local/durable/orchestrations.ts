@@ -64,6 +64,8 @@ export class OrchestrationDispatcher {
   private readonly poller: Poller;
   private order = 0;
   private stopped = false;
+  /** The last round returned without receiving (back-pressure, or held back for a busy host). */
+  private receiveSkipped = false;
   private unsubscribeIdle: (() => void) | undefined;
   /** Most episodes running at once: ever, and when one started while the host's load held the engine at its floor. */
   readonly stats = { episodes: 0, deliveredEvents: 0, peakConcurrency: 0, peakAtFloor: 0 };
@@ -84,9 +86,11 @@ export class OrchestrationDispatcher {
 
   start(): void {
     // Once the host's listeners are less busy, instances held back get their turn.
+    // Once the host's listeners are less busy, instances held back get their turn; the queue is polled again only if
+    // a round skipped its receive (otherwise a poll would find only what the next idle poll finds).
     this.unsubscribeIdle = this.load.onRelief(() => {
       this.scheduleWaiting();
-      this.poller.wake();
+      if (this.receiveSkipped) this.poller.wake();
     });
     this.poller.start();
   }
@@ -122,10 +126,12 @@ export class OrchestrationDispatcher {
   }
 
   private async round(): Promise<boolean> {
+    this.receiveSkipped = true;
     if (this.bufferedCount() > 5000) return false; // back-pressure: let episodes drain the buffer
     // Held back for a busy host and already holding plenty to do: receiving more now would only let their
     // visibility run out in the buffer. The poller is woken when the host's load goes down.
     if (this.waiting.size >= HELD_BACK_INSTANCES && this.load.busy()) return false;
+    this.receiveSkipped = false;
     const received = await this.store.receiveControl(CONTROL_BATCH, this.opts.controlVisibilitySeconds);
     const touched = new Set<string>();
     for (const r of received) {

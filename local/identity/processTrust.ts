@@ -64,13 +64,15 @@ function state(): TrustState {
       options?: tls.SecureContextOptions,
     ): tls.SecureContext {
       if (created.certs.size === 0 || (options && options.ca !== undefined)) return created.original(options);
-      const ca = [...tls.rootCertificates, ...created.certs.keys()];
+      // The CA list (Node's ~140 roots and ours) is built only for a context that is created: every new connection
+      // comes here, and most take the shared context.
+      const ca = (): string[] => [...tls.rootCertificates, ...created.certs.keys()];
       const o = (options ?? {}) as Record<string, unknown>;
-      if (CONTEXT_OPTIONS.some((k) => o[k] !== undefined)) return created.original({ ...options, ca });
+      if (CONTEXT_OPTIONS.some((k) => o[k] !== undefined)) return created.original({ ...options, ca: ca() });
       const ciphers = typeof o.ciphers === 'string' ? o.ciphers : '';
       let context = created.shared.get(ciphers);
       if (!context) {
-        context = created.original({ ca, ...(ciphers ? { ciphers } : {}) });
+        context = created.original({ ca: ca(), ...(ciphers ? { ciphers } : {}) });
         created.shared.set(ciphers, context);
       }
       return context;

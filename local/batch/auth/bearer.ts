@@ -43,7 +43,51 @@ export type BearerResult = { ok: true; oid?: string } | { ok: false; reason: str
 /** Tolerance on exp/nbf between the issuer's clock and the service's. */
 const CLOCK_SKEW_SECONDS = 300;
 
+/** A token that passed every check, with the times that bound its validity (jose's NumericDates, seconds). */
+interface VerifiedToken {
+  oid?: string;
+  nbf?: number;
+  exp?: number;
+}
+
+/** Per tenant and key set: the imported keys and the tokens they verified. */
+interface Verifications {
+  keys: ReturnType<typeof createLocalJWKSet>;
+  tokens: Map<string, VerifiedToken>;
+}
+
+/**
+ * A client sends the same token with every request for its hour: its signature, issuer and audience are checked once
+ * (an RSA verification and a key import each time, otherwise), only its lifetime again at each use. Keyed by the key
+ * set's content, so a changed set verifies afresh.
+ */
+const verifications = new Map<string, Verifications>();
+const MAX_KEY_SETS = 16;
+const MAX_TOKENS = 1000;
+
+function verificationsFor(aad: BatchAadOptions): Verifications {
+  const jwks = aad.jwks();
+  const id = `${aad.tenantId}\n${JSON.stringify(jwks)}`;
+  let v = verifications.get(id);
+  if (!v) {
+    if (verifications.size >= MAX_KEY_SETS) verifications.clear();
+    v = { keys: createLocalJWKSet(jwks), tokens: new Map() };
+    verifications.set(id, v);
+  }
+  return v;
+}
+
+/** jose's lifetime rule (nbf > now + tolerance fails, exp <= now - tolerance fails), at whole seconds as jose counts. */
+function withinLifetime(t: VerifiedToken, now: Date): boolean {
+  const s = Math.floor(now.getTime() / 1000);
+  return (t.nbf === undefined || t.nbf <= s + CLOCK_SKEW_SECONDS) && (t.exp === undefined || t.exp > s - CLOCK_SKEW_SECONDS);
+}
+
 export async function verifyBearer(token: string, aad: BatchAadOptions, now: Date = new Date()): Promise<BearerResult> {
+  const verified = verificationsFor(aad);
+  const known = verified.tokens.get(token);
+  // Outside its lifetime it goes through jose again, which gives the refusal's exact reason.
+  if (known && withinLifetime(known, now)) return { ok: true, oid: known.oid };
   const issuer = `https://sts.windows.net/${aad.tenantId}/`;
   let claims: Record<string, unknown>;
   try {
@@ -52,14 +96,17 @@ export async function verifyBearer(token: string, aad: BatchAadOptions, now: Dat
     return { ok: false, reason: 'The access token is not a JSON Web Token.' };
   }
   try {
-    const { payload } = await jwtVerify(token, createLocalJWKSet(aad.jwks()), {
+    const { payload } = await jwtVerify(token, verified.keys, {
       algorithms: ['RS256'],
       issuer,
       audience: BATCH_AUDIENCE,
       clockTolerance: CLOCK_SKEW_SECONDS,
       currentDate: now,
     });
-    return { ok: true, oid: typeof payload.oid === 'string' ? payload.oid : undefined };
+    const oid = typeof payload.oid === 'string' ? payload.oid : undefined;
+    if (verified.tokens.size >= MAX_TOKENS) verified.tokens.clear();
+    verified.tokens.set(token, { oid, nbf: payload.nbf, exp: payload.exp });
+    return { ok: true, oid };
   } catch (err) {
     if (err instanceof errors.JWTExpired) {
       const exp = typeof claims.exp === 'number' ? new Date(claims.exp * 1000).toISOString() : '?';

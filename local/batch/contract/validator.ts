@@ -128,19 +128,32 @@ export function createContractValidator(options: ContractValidatorOptions = {}):
   const byOperationId = new Map(operations.map((op) => [op.operationId, op]));
   const validatorCache = new Map<string, ValidateFunction>();
   const paramValidatorCache = new Map<string, ValidateFunction>();
+  // By the spec's own schema objects (which nothing changes), so that a request converts and serialises its schema
+  // only the first time; the maps above still share one compiled function between equal schemas.
+  const validatorBySchema = new WeakMap<object, ValidateFunction>();
+  const validatorByParam = new WeakMap<object, ValidateFunction>();
 
   function schemaValidator(schema: JsonSchema): ValidateFunction {
+    const known = validatorBySchema.get(schema);
+    if (known) return known;
     const converted = convertSchema(schema);
     const key = JSON.stringify(converted);
     let fn = validatorCache.get(key);
     if (!fn) {
-      fn = ajv.compile(converted);
+      // A body that is one definition (most are) is validated by that definition's own function, compiled once with
+      // the definitions as its root, so the definitions it refers to are compiled once for every body that uses them;
+      // compiled as a schema of its own, each body compiled its whole tree again (CloudPool's ~100 ms each time).
+      const ref = Object.keys(converted).length === 1 && typeof converted.$ref === 'string' ? converted.$ref : undefined;
+      fn = (ref !== undefined ? ajv.getSchema(ref) : undefined) ?? ajv.compile(converted);
       validatorCache.set(key, fn);
     }
+    validatorBySchema.set(schema, fn);
     return fn;
   }
 
   function paramValidator(param: { type?: string; format?: string; enum?: unknown[] }): ValidateFunction {
+    const known = validatorByParam.get(param);
+    if (known) return known;
     const schema = parameterSchema(param);
     const key = JSON.stringify(schema);
     let fn = paramValidatorCache.get(key);
@@ -148,6 +161,7 @@ export function createContractValidator(options: ContractValidatorOptions = {}):
       fn = ajv.compile(schema);
       paramValidatorCache.set(key, fn);
     }
+    validatorByParam.set(param, fn);
     return fn;
   }
 

@@ -7,7 +7,7 @@
  */
 import * as http from 'node:http';
 import * as https from 'node:https';
-import { rootCertificates } from 'node:tls';
+import { createSecureContext, rootCertificates } from 'node:tls';
 
 export const STORAGE_VERSION = '2021-08-06';
 
@@ -21,6 +21,25 @@ export const NODE_AGENT_USER_AGENT = 'BatchNodeAgent-emulated';
 export interface AgentHttpResult {
   status: number;
   body: Buffer;
+}
+
+/**
+ * One https agent per set of extra CAs, holding one TLS context built from them: given as a request's `ca`, the ~140
+ * public roots and the extra ones made a new context for every connection (tens of milliseconds each) and were
+ * joined into the connection pool's key on every request. An agent per set keeps a connection verified against one
+ * set from serving a request that trusts another.
+ */
+const agentsByTrust = new Map<string, https.Agent>();
+
+function agentTrusting(trustedCertificates: string[]): https.Agent {
+  const key = trustedCertificates.join('\n');
+  let agent = agentsByTrust.get(key);
+  if (!agent) {
+    // Keep-alive as Node's global agent: an idle socket is unref'd, so it holds no process open.
+    agent = new https.Agent({ keepAlive: true, secureContext: createSecureContext({ ca: [...rootCertificates, ...trustedCertificates] }) });
+    agentsByTrust.set(key, agent);
+  }
+  return agent;
 }
 
 /** One request; `token` (a storage token) adds the bearer and the service version; `trustedCertificates` the node's extra CAs. */
@@ -45,7 +64,7 @@ export function agentRequest(
           'User-Agent': NODE_AGENT_USER_AGENT,
           ...headers,
         },
-        ...(u.protocol === 'https:' && trustedCertificates?.length ? { ca: [...rootCertificates, ...trustedCertificates] } : {}),
+        ...(u.protocol === 'https:' && trustedCertificates?.length ? { agent: agentTrusting(trustedCertificates) } : {}),
         timeout: 60_000,
       },
       (res) => {
