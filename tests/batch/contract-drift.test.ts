@@ -3,9 +3,20 @@
  * ../shared/specs. This test holds that derived contract against the official Swagger files (which tests may read),
  * so the two cannot drift apart silently, and proves that the validators answer with no ../shared reachable.
  */
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { dataPlaneDocument, managementDocument, type SwaggerLikeDocument } from '../../local/batch/contract/sdkContract';
+import Ajv from 'ajv';
+import { CACHEABLE_CODE, cachingCompiler } from '../../local/batch/contract/compiledValidators';
+import { registerBatchFormats } from '../../local/batch/contract/formats';
+import {
+  cachedDocument,
+  dataPlaneDocument,
+  deriveDataPlaneDocument,
+  deriveManagementDocument,
+  managementDocument,
+  type SwaggerLikeDocument,
+} from '../../local/batch/contract/sdkContract';
 import { createContractValidator, defaultSpecPath } from '../../local/batch/contract';
 import { createManagementValidator, defaultManagementSpecDir, MANAGEMENT_SPEC_FILE } from '../../local/batch/contract/managementValidator';
 import { LATER_REVISION_PROPERTIES } from '../../local/batch/contract/swaggerToJsonSchema';
@@ -47,9 +58,14 @@ function wireType(s: Schema): string {
 }
 
 describe('the data-plane contract derived from @azure/batch matches the official spec', () => {
-  const sdk = dataPlaneDocument();
+  // Derived afresh here, never read from the cache the validators use; the cached one must be the same.
+  const sdk = deriveDataPlaneDocument();
   const sdkOps = operations(sdk);
   const specOps = operations(official);
+
+  it('is the document the validators use (from the cache when there is one)', () => {
+    expect(dataPlaneDocument()).toEqual(JSON.parse(JSON.stringify(sdk)));
+  });
 
   it('has the same api-version and the same operations, paths, query parameters, bodies and statuses', () => {
     expect(sdk.info.version).toBe(official.info.version);
@@ -101,7 +117,11 @@ const ARM_PATH_DIFFERENCES: Record<string, string> = {
 };
 
 describe('the management contract derived from @azure/arm-batch matches the official spec', () => {
-  const sdk = managementDocument();
+  const sdk = deriveManagementDocument();
+  it('is the document the validators use (from the cache when there is one)', () => {
+    expect(managementDocument()).toEqual(JSON.parse(JSON.stringify(sdk)));
+  });
+
   it('has the same api-version and the same operations at the same paths and methods', () => {
     expect(sdk.info.version).toBe(officialArm.info.version);
     const mine = operations(sdk);
@@ -170,5 +190,114 @@ describe('the validators need no ../shared at run time', () => {
     expect(v.requestBodyErrors('Pools_Create', pool)).toEqual([]);
     expect(v.requestBodyErrors('Pools_Create', { properties: { ...pool.properties, vmSize: 7, extra: true } }).length).toBeGreaterThan(0);
     expect(v.matchOperation('PATCH', '/subscriptions/s/resourceGroups/r/providers/Microsoft.Batch/batchAccounts/a/pools/p')).toBe('Pools_Update');
+  });
+});
+
+describe('the derived documents are cached by SDK version', () => {
+  const doc = (version: string): SwaggerLikeDocument => ({ info: { version }, paths: {}, definitions: {}, parameters: {} });
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'contract-cache-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('derives once, then reads the cache file; leaves no temporary file behind', () => {
+    const derive = jest.fn(() => doc('v1'));
+    expect(cachedDocument('@azure/batch', derive, dir)).toEqual(doc('v1'));
+    expect(cachedDocument('@azure/batch', derive, dir)).toEqual(doc('v1'));
+    expect(derive).toHaveBeenCalledTimes(1);
+    expect(readdirSync(dir)).toEqual([expect.stringMatching(/^-azure-batch-[0-9a-f]{16}\.json$/)]);
+  });
+
+  it('ignores a damaged or altered file and derives over it', () => {
+    cachedDocument('@azure/batch', () => doc('v1'), dir);
+    const [name] = readdirSync(dir);
+    const text = readFileSync(join(dir, name), 'utf8');
+    for (const damaged of [text.slice(0, text.length - 3), text.replace('"v1"', '"v2"'), '', 'not json\n{}']) {
+      writeFileSync(join(dir, name), damaged);
+      const derive = jest.fn(() => doc('v1'));
+      expect(cachedDocument('@azure/batch', derive, dir)).toEqual(doc('v1'));
+      expect(derive).toHaveBeenCalledTimes(1);
+      expect(readFileSync(join(dir, name), 'utf8')).toBe(text);
+    }
+  });
+
+  it('keys each SDK apart, and still answers when the cache cannot be written', () => {
+    cachedDocument('@azure/batch', () => doc('data'), dir);
+    expect(cachedDocument('@azure/arm-batch', () => doc('arm'), dir)).toEqual(doc('arm'));
+    expect(readdirSync(dir)).toHaveLength(2);
+    expect(cachedDocument('@azure/batch', () => doc('data'), join(dir, readdirSync(dir)[0], 'not-a-dir'))).toEqual(doc('data'));
+  });
+});
+
+describe('validators loaded from the cache answer as the ones ajv compiles', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'contract-validators-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  const pool = {
+    id: 'p1',
+    vmSize: 'standard_d2s_v3',
+    virtualMachineConfiguration: {
+      imageReference: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts', version: 'latest' },
+      nodeAgentSKUId: 'batch.node.ubuntu 22.04',
+    },
+    targetDedicatedNodes: 1,
+  };
+  const pools = [
+    pool,
+    { ...pool, vmSize: undefined, bogus: 1, targetDedicatedNodes: 1.5 },
+    { ...pool, targetDedicatedNodes: 2 ** 40, resizeTimeout: 'PT1X', taskSchedulingPolicy: { nodeFillType: 'sideways' } },
+    { ...pool, startTask: { commandLine: 7, userIdentity: { autoUser: { scope: 'nowhere', extra: true } } }, metadata: [{ name: 'a' }] },
+  ];
+  const tasks = [
+    { id: 't', commandLine: 'x', constraints: { maxWallClockTime: 'P10675199DT2H48M5.4775807S', maxTaskRetryCount: '3' } },
+    { id: 't', commandLine: 'x', multiInstanceSettings: { numberOfInstances: 2, coordinationCommandLine: null }, exitConditions: { preProcessingError: {} } },
+  ];
+
+  // Compiling is what the cache saves, so each plane is compared once: the data plane from the SDK contract (what
+  // the emulator checks with), the management plane from the spec files (allOf, refs across documents).
+  it('data plane: the same errors for the same bodies and answers', () => {
+    const answers = (v: ReturnType<typeof createContractValidator>) => [
+      ...pools.map((b) => v.requestBodyErrors('Pool_Add', b)),
+      ...tasks.map((b) => v.requestBodyErrors('Task_Add', b)),
+      v.validateResponse({
+        method: 'GET',
+        path: '/pools/p1?api-version=2022-10-01.16.0',
+        status: 200,
+        responseHeaders: { 'last-modified': 'Sun, 06 Nov 1994 08:49:37 GMT', etag: '0x1' },
+        responseBody: { id: 'p1', state: 'sideways', creationTime: 'yesterday', currentDedicatedNodes: -1.5, x: 1 },
+      }),
+    ];
+    const first = answers(createContractValidator({ cacheDir: dir }));
+    expect(first.flat().length).toBeGreaterThan(10);
+    expect(readdirSync(dir).length).toBeGreaterThan(0);
+    expect(answers(createContractValidator({ cacheDir: dir }))).toEqual(first);
+  });
+
+  it('management: the same errors for the same bodies', () => {
+    const body = { properties: { vmSize: 7, extra: true, scaleSettings: { fixedScale: { targetDedicatedNodes: 'two', resizeTimeout: 'PT1X' } } } };
+    const first = createManagementValidator(defaultManagementSpecDir(), dir).requestBodyErrors('Pools_Create', body);
+    expect(first.length).toBeGreaterThan(2);
+    expect(createManagementValidator(defaultManagementSpecDir(), dir).requestBodyErrors('Pools_Create', body)).toEqual(first);
+  });
+
+  it('the second validator is loaded, not compiled (ajv marks what it compiles with its schema)', () => {
+    const schema = { type: 'object', properties: { n: { type: 'integer', format: 'int32' } } };
+    const ajvFor = () => {
+      const ajv = new Ajv({ allErrors: true, strict: false, code: CACHEABLE_CODE });
+      registerBatchFormats(ajv);
+      return ajv;
+    };
+    const compiled = cachingCompiler({ ajv: ajvFor(), documents: [], dir })(schema);
+    const loaded = cachingCompiler({ ajv: ajvFor(), documents: [], dir })(schema);
+    expect((compiled as { schema?: unknown }).schema).toEqual(schema);
+    expect((loaded as { schema?: unknown }).schema).toBeUndefined();
+    for (const data of [{ n: 1 }, { n: 2 ** 31 }, { n: 'x' }]) {
+      expect(loaded(data)).toBe(compiled(data));
+      expect(loaded.errors).toEqual(compiled.errors);
+    }
   });
 });

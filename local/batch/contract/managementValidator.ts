@@ -15,6 +15,7 @@ import { dirname, join, resolve } from 'node:path';
 import Ajv2019 from 'ajv/dist/2019';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import type Ajv from 'ajv';
+import { CACHEABLE_CODE, cachingCompiler } from './compiledValidators';
 import { registerBatchFormats } from './formats';
 import { managementDocument } from './sdkContract';
 import { compilePathTemplate, matchPathTemplate, type PathTemplate } from './pathTemplates';
@@ -119,9 +120,10 @@ function closeInline(schema: JsonSchema): JsonSchema {
 /**
  * `specDir`: a folder holding the official Swagger files (contract tests pass ../shared/specs). Without it (and
  * without BATCH_SPEC_DIR) the contract comes from the @azure/arm-batch SDK's mappers (sdkContract.ts), so the
- * emulator runs in a clone that has no ../shared beside it.
+ * emulator runs in a clone that has no ../shared beside it. `cacheDir`: where compiled validators are kept
+ * (compiledValidators.ts; the default is in node_modules/.cache).
  */
-export function createManagementValidator(specDir = process.env.BATCH_SPEC_DIR): ManagementValidator {
+export function createManagementValidator(specDir = process.env.BATCH_SPEC_DIR, cacheDir?: string): ManagementValidator {
   type SpecFile = {
     definitions?: Record<string, JsonSchema>;
     parameters?: Record<string, SwaggerParameter>;
@@ -149,10 +151,14 @@ export function createManagementValidator(specDir = process.env.BATCH_SPEC_DIR):
   // Refs inside the main document that name no file point into the main document.
   const normalise = (ref: string, doc: string) => convertRef(ref, doc);
   const bases = baseDefinitions(docs);
-  const ajv = new Ajv2019({ allErrors: true, strict: false });
+  const ajv = new Ajv2019({ allErrors: true, strict: false, code: CACHEABLE_CODE });
   registerBatchFormats(ajv as unknown as Ajv);
   ajv.addFormat('arm-id', { type: 'string', validate: (v: string) => /^\/subscriptions\/[^/]+\//i.test(v) || v.startsWith('/') });
-  for (const [id, d] of Object.entries(docs)) ajv.addSchema(documentSchema(id, d.definitions, bases));
+  const compileCached = cachingCompiler({
+    ajv,
+    documents: Object.entries(docs).map(([id, d]) => documentSchema(id, d.definitions, bases)),
+    dir: cacheDir,
+  });
 
   const resolveParam = (p: SwaggerParameter, doc: string): SwaggerParameter => {
     if (!p.$ref) return p;
@@ -178,13 +184,27 @@ export function createManagementValidator(specDir = process.env.BATCH_SPEC_DIR):
     }
   }
   const byId = new Map(operations.map((o) => [o.operationId, o]));
+  // By converted text (equal schemas share a validator) and by the spec's own object (later calls skip the conversion).
   const cache = new Map<string, ValidateFunction>();
-  const compile = (schema: JsonSchema, doc = MAIN_ID): ValidateFunction => {
-    const converted = closeInline(convert(schema, doc));
+  const bySchema = new WeakMap<JsonSchema, ValidateFunction>();
+  const compile = (schema: JsonSchema): ValidateFunction => {
+    let fn = bySchema.get(schema);
+    if (fn) return fn;
+    const converted = closeInline(convert(schema, MAIN_ID));
     const key = JSON.stringify(converted);
-    let fn = cache.get(key);
-    if (!fn) cache.set(key, (fn = ajv.compile(converted)));
+    fn = cache.get(key);
+    if (!fn) cache.set(key, (fn = compileCached(converted)));
+    bySchema.set(schema, fn);
     return fn;
+  };
+  const byParameter = new WeakMap<SwaggerParameter, { check: ValidateFunction; pattern?: RegExp }>();
+  const parameterCheck = (p: SwaggerParameter) => {
+    let c = byParameter.get(p);
+    if (!c) {
+      const pattern = (p as { pattern?: string }).pattern;
+      byParameter.set(p, (c = { check: compile(parameterSchema(p)), pattern: pattern ? new RegExp(pattern) : undefined }));
+    }
+    return c;
   };
 
   function find(method: string, rawPath: string) {
@@ -258,10 +278,10 @@ export function createManagementValidator(specDir = process.env.BATCH_SPEC_DIR):
           if (p.required) problems.push(`${where}: required ${p.in} parameter "${p.name}" is missing`);
           continue;
         }
-        const check = compile(parameterSchema(p));
+        const { check, pattern } = parameterCheck(p);
         if (!check(coerceParameterValue(p.type, raw)))
           problems.push(`${where}: ${p.in} parameter "${p.name}"=${JSON.stringify(raw)} ${(check.errors ?? []).map((e) => e.message).join('; ')}`);
-        if ((p as { pattern?: string }).pattern && !new RegExp((p as { pattern?: string }).pattern as string).test(raw))
+        if (pattern && !pattern.test(raw))
           problems.push(`${where}: ${p.in} parameter "${p.name}"=${JSON.stringify(raw)} does not match ${(p as { pattern?: string }).pattern}`);
         const len = p as { minLength?: number; maxLength?: number };
         if ((len.minLength !== undefined && raw.length < len.minLength) || (len.maxLength !== undefined && raw.length > len.maxLength))

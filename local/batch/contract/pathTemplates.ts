@@ -9,6 +9,8 @@ export interface PathTemplate {
   paramNames: string[];
   /** Literal characters in the template: more literal text = more specific. */
   specificity: number;
+  /** The text before the first parameter: a path that does not start with it cannot match (no regex run). */
+  prefix: string;
 }
 
 /** Parameters that may span several path segments (file paths inside a task or node directory). */
@@ -31,11 +33,13 @@ export function compilePathTemplate(template: string): PathTemplate {
   const tail = template.slice(last);
   pattern += escapeRegex(tail);
   specificity += tail.length;
-  return { template, regex: new RegExp(`^${pattern}/?$`), paramNames, specificity };
+  const first = template.indexOf('{');
+  return { template, regex: new RegExp(`^${pattern}/?$`), paramNames, specificity, prefix: first < 0 ? template : template.slice(0, first) };
 }
 
 /** Returns decoded parameter values when `path` (without query) fits the template. */
 export function matchPathTemplate(t: PathTemplate, path: string): Record<string, string> | undefined {
+  if (!path.startsWith(t.prefix)) return undefined;
   const m = t.regex.exec(path);
   if (!m) return undefined;
   const params: Record<string, string> = {};

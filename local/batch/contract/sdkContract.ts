@@ -14,8 +14,9 @@
  * group and method names). tests/batch/contract-drift.test.ts compares the result with the official Swagger
  * so the two cannot drift apart silently.
  */
-import * as batchSdk from '@azure/batch';
-import * as armSdk from '@azure/arm-batch';
+import { readFileSync } from 'node:fs';
+import { join, sep } from 'node:path';
+import { contractCacheDir, readCacheEntry, sha256, writeCacheEntry } from './fileCache';
 import type { JsonSchema, SwaggerParameter } from './swaggerToJsonSchema';
 
 /** A Swagger 2.0 document, reduced to what the validators read. */
@@ -271,12 +272,10 @@ function documentFrom(version: string, operations: Map<string, OperationSpec>): 
   return doc;
 }
 
-let dataPlane: SwaggerLikeDocument | undefined;
-let management: SwaggerLikeDocument | undefined;
-
-/** The Batch service (data plane) contract as @azure/batch states it. */
-export function dataPlaneDocument(): SwaggerLikeDocument {
-  if (dataPlane) return dataPlane;
+/** The Batch service (data plane) contract as @azure/batch states it, derived afresh (see {@link dataPlaneDocument}). */
+export function deriveDataPlaneDocument(): SwaggerLikeDocument {
+  // Loaded here, not at the top: with the derived document cached, a process never loads the SDK for its contract.
+  const batchSdk = require('@azure/batch') as typeof import('@azure/batch');
   const client = new batchSdk.BatchServiceClient(
     new batchSdk.BatchSharedKeyCredentials('contract', Buffer.from('contract').toString('base64')),
     'https://contract.invalid',
@@ -285,12 +284,12 @@ export function dataPlaneDocument(): SwaggerLikeDocument {
     client,
     (_group, groupClass, method) => `${DATA_GROUPS[groupClass] ?? groupClass}_${capitalise(method === 'deleteMethod' ? 'delete' : method)}`,
   );
-  return (dataPlane = documentFrom(client.apiVersion ?? '', ops));
+  return documentFrom(client.apiVersion ?? '', ops);
 }
 
-/** The Batch management (Resource Manager) contract as @azure/arm-batch states it. */
-export function managementDocument(): SwaggerLikeDocument {
-  if (management) return management;
+/** The Batch management (Resource Manager) contract as @azure/arm-batch states it, derived afresh. */
+export function deriveManagementDocument(): SwaggerLikeDocument {
+  const armSdk = require('@azure/arm-batch') as typeof import('@azure/arm-batch');
   const credential = { getToken: () => Promise.resolve({ token: 'contract', expiresOnTimestamp: 0 }) };
   const client = new armSdk.BatchManagementClient(credential, 'contract');
   const ops = captureOperations(client, (group, _groupClass, method) => {
@@ -303,5 +302,51 @@ export function managementDocument(): SwaggerLikeDocument {
     const id = `${prefix}_${capitalise(bare)}`;
     return MANAGEMENT_RENAMES[id] ?? id;
   });
-  return (management = documentFrom(client.apiVersion, ops));
+  return documentFrom(client.apiVersion, ops);
+}
+
+/** Bumped when the cache entries' layout changes. */
+const CACHE_FORMAT = 1;
+
+/** The package's version, read from its package.json beside the resolved entry point (the SDK itself is not loaded). */
+function packageVersion(name: string): string {
+  const marker = `${sep}node_modules${sep}`;
+  const entry = require.resolve(name);
+  const root = join(entry.slice(0, entry.lastIndexOf(marker) + marker.length), ...name.split('/'));
+  return (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
+}
+
+/**
+ * Loading an SDK and deriving its document costs a few hundred milliseconds, and every test file that starts an
+ * emulator paid it. The document depends only on the SDK's version and on this file, so it is cached under a key of
+ * both (fileCache.ts); `dir` is for tests.
+ */
+export function cachedDocument(sdk: string, derive: () => SwaggerLikeDocument, dir?: string): SwaggerLikeDocument {
+  let file: string | undefined;
+  let key: string | undefined;
+  try {
+    key = sha256(`${CACHE_FORMAT}\n${sdk}@${packageVersion(sdk)}\n${readFileSync(__filename, 'utf8')}`);
+    file = join(dir ?? contractCacheDir(), `${sdk.replace(/\W+/g, '-')}-${key.slice(0, 16)}.json`);
+    const body = readCacheEntry(file, key);
+    const doc = body === undefined ? undefined : (JSON.parse(body) as SwaggerLikeDocument);
+    if (doc?.info && doc.paths && doc.definitions && doc.parameters) return doc;
+  } catch {
+    // no cache entry to read: derive it
+  }
+  const doc = derive();
+  if (file && key) writeCacheEntry(file, key, JSON.stringify(doc));
+  return doc;
+}
+
+let dataPlane: SwaggerLikeDocument | undefined;
+let management: SwaggerLikeDocument | undefined;
+
+/** The Batch service (data plane) contract as @azure/batch states it (cached; the same as {@link deriveDataPlaneDocument}). */
+export function dataPlaneDocument(): SwaggerLikeDocument {
+  return (dataPlane ??= cachedDocument('@azure/batch', deriveDataPlaneDocument));
+}
+
+/** The Batch management (Resource Manager) contract as @azure/arm-batch states it (cached; as {@link deriveManagementDocument}). */
+export function managementDocument(): SwaggerLikeDocument {
+  return (management ??= cachedDocument('@azure/arm-batch', deriveManagementDocument));
 }

@@ -10,6 +10,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import { CACHEABLE_CODE, cachingCompiler } from './compiledValidators';
 import { registerBatchFormats } from './formats';
 import { dataPlaneDocument } from './sdkContract';
 import { compilePathTemplate, matchPathTemplate, type PathTemplate } from './pathTemplates';
@@ -76,6 +77,8 @@ export interface ContractValidatorOptions {
    * emulator runs in a clone that has no ../shared beside it.
    */
   specPath?: string;
+  /** Where compiled validators are kept across processes (compiledValidators.ts); the default is in node_modules/.cache. */
+  cacheDir?: string;
 }
 
 interface SwaggerResponse {
@@ -95,6 +98,11 @@ interface Operation {
   template: PathTemplate;
   parameters: SwaggerParameter[];
   responses: Record<string, SwaggerResponse>;
+}
+
+interface Found {
+  op: Operation;
+  pathParams: Readonly<Record<string, string>>;
 }
 
 interface SwaggerDocument {
@@ -120,60 +128,55 @@ export function createContractValidator(options: ContractValidatorOptions = {}):
   const specPath = options.specPath ?? process.env.BATCH_SPEC_PATH;
   const doc = specPath ? (JSON.parse(readFileSync(specPath, 'utf8')) as SwaggerDocument) : (dataPlaneDocument() as SwaggerDocument);
 
-  const ajv = new Ajv({ allErrors: true, strict: false });
+  const ajv = new Ajv({ allErrors: true, strict: false, code: CACHEABLE_CODE });
   registerBatchFormats(ajv);
-  ajv.addSchema(convertDefinitions(doc.definitions, specPath !== undefined));
+  const compile = cachingCompiler({
+    ajv,
+    documents: [convertDefinitions(doc.definitions, specPath !== undefined)],
+    dir: options.cacheDir,
+  });
 
   const operations = collectOperations(doc);
   const byOperationId = new Map(operations.map((op) => [op.operationId, op]));
+  // Compiled validators by the text of their converted schema (equal schemas share one), and by the spec's own schema
+  // object, so a request or answer after the first costs neither the conversion nor the text.
   const validatorCache = new Map<string, ValidateFunction>();
-  const paramValidatorCache = new Map<string, ValidateFunction>();
-  // By the spec's own schema objects (which nothing changes), so that a request converts and serialises its schema
-  // only the first time; the maps above still share one compiled function between equal schemas.
-  const validatorBySchema = new WeakMap<object, ValidateFunction>();
-  const validatorByParam = new WeakMap<object, ValidateFunction>();
+  const bySchema = new WeakMap<JsonSchema, ValidateFunction>();
+  const byParameter = new WeakMap<object, ValidateFunction>();
+
+  function compiled(schema: JsonSchema): ValidateFunction {
+    const key = JSON.stringify(schema);
+    let fn = validatorCache.get(key);
+    if (!fn) validatorCache.set(key, (fn = compile(schema)));
+    return fn;
+  }
 
   function schemaValidator(schema: JsonSchema): ValidateFunction {
-    const known = validatorBySchema.get(schema);
-    if (known) return known;
-    const converted = convertSchema(schema);
-    const key = JSON.stringify(converted);
-    let fn = validatorCache.get(key);
-    if (!fn) {
-      // A body that is one definition (most are) is validated by that definition's own function, compiled once with
-      // the definitions as its root, so the definitions it refers to are compiled once for every body that uses them;
-      // compiled as a schema of its own, each body compiled its whole tree again (CloudPool's ~100 ms each time).
-      const ref = Object.keys(converted).length === 1 && typeof converted.$ref === 'string' ? converted.$ref : undefined;
-      fn = (ref !== undefined ? ajv.getSchema(ref) : undefined) ?? ajv.compile(converted);
-      validatorCache.set(key, fn);
-    }
-    validatorBySchema.set(schema, fn);
+    let fn = bySchema.get(schema);
+    if (!fn) bySchema.set(schema, (fn = compiled(convertSchema(schema))));
     return fn;
   }
 
   function paramValidator(param: { type?: string; format?: string; enum?: unknown[] }): ValidateFunction {
-    const known = validatorByParam.get(param);
-    if (known) return known;
-    const schema = parameterSchema(param);
-    const key = JSON.stringify(schema);
-    let fn = paramValidatorCache.get(key);
-    if (!fn) {
-      fn = ajv.compile(schema);
-      paramValidatorCache.set(key, fn);
-    }
-    validatorByParam.set(param, fn);
+    let fn = byParameter.get(param);
+    if (!fn) byParameter.set(param, (fn = compiled(parameterSchema(param))));
     return fn;
   }
 
-  function find(method: string, rawPath: string): { op: Operation; pathParams: Record<string, string> } | undefined {
+  // A recorder asks about each exchange three times (operation, request, response): the last answer is kept.
+  let last: { method: string; rawPath: string; found: Found | undefined } | undefined;
+
+  function find(method: string, rawPath: string): Found | undefined {
+    if (last?.method === method && last.rawPath === rawPath) return last.found;
     const path = rawPath.split('?')[0];
     const upper = method.toUpperCase();
-    let best: { op: Operation; pathParams: Record<string, string> } | undefined;
+    let best: Found | undefined;
     for (const op of operations) {
       if (op.method !== upper) continue;
       const params = matchPathTemplate(op.template, path);
       if (params && (!best || op.template.specificity > best.op.template.specificity)) best = { op, pathParams: params };
     }
+    last = { method, rawPath, found: best };
     return best;
   }
 
