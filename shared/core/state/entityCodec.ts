@@ -16,8 +16,9 @@ import type { TableEntityResult } from '@azure/data-tables';
 import { JobRecordTooLargeError } from './errors';
 import { POOL_ACCESS_BASES, type JobEvent, type JobRecord, type JsonValue, type PoolAccessBasis } from './record';
 import { validateJobSpec } from '../spec/parse';
+import type { JobSpec } from '../spec/schema';
 import { isJobState, isTerminal } from './states';
-import { parseJobResult } from '../contract/jobResult';
+import { parseJobResult, type JobResult } from '../contract/jobResult';
 
 export const JOB_ROW_KEY = 'job';
 export const CHUNK_CHARS = 30_000;
@@ -47,6 +48,12 @@ export function putJson(props: EntityProps, name: string, value: unknown): void 
 }
 
 export function getJson<T>(e: Record<string, unknown>, name: string): T | undefined {
+  const json = getJsonText(e, name);
+  return json === undefined ? undefined : (JSON.parse(json) as T);
+}
+
+/** The stored JSON text of a JSON-valued field (its chunks joined), undefined when absent. */
+function getJsonText(e: Record<string, unknown>, name: string): string | undefined {
   let json: string | undefined;
   if (typeof e[name] === 'string') json = e[name] as string;
   else if (typeof e[`${name}_n`] === 'number') {
@@ -59,7 +66,53 @@ export function getJson<T>(e: Record<string, unknown>, name: string): T | undefi
     }
     json = parts.join('');
   }
-  return json === undefined ? undefined : (JSON.parse(json) as T);
+  return json;
+}
+
+/**
+ * Checked values by their stored text. A job's row is read on every look at it (each GET of a watched job, each
+ * pipeline step), and checking its spec and result against their schemas (and normalizing the spec) was most of a
+ * read's CPU; the answer depends on the text alone, so a text seen before is not checked again. Only values that
+ * passed are kept; each reader gets its own copy (readers may change it).
+ */
+class CheckedByText<T> {
+  private readonly kept = new Map<string, T>();
+  constructor(private readonly capacity: number) {}
+
+  get(text: string): T | undefined {
+    const known = this.kept.get(text);
+    return known === undefined ? undefined : structuredClone(known);
+  }
+
+  remember(text: string, value: T): void {
+    if (this.kept.size >= this.capacity) this.kept.delete(this.kept.keys().next().value as string);
+    this.kept.set(text, structuredClone(value));
+  }
+}
+
+const validSpecs = new CheckedByText<JobSpec>(64);
+const validResults = new CheckedByText<JobResult>(64);
+
+function storedSpec(e: Record<string, unknown>): { spec?: JobSpec; submitted?: JsonValue } {
+  const text = getJsonText(e, 'spec');
+  if (text === undefined) return {};
+  const known = validSpecs.get(text);
+  if (known) return { spec: known };
+  const stored = JSON.parse(text) as JsonValue;
+  const validated = validateJobSpec(stored);
+  if (!validated.ok) return { submitted: stored };
+  validSpecs.remember(text, validated.spec);
+  return { spec: validated.spec };
+}
+
+function storedResult(e: Record<string, unknown>): JobResult | undefined {
+  const text = getJsonText(e, 'result');
+  if (text === undefined) return undefined;
+  const known = validResults.get(text);
+  if (known) return known;
+  const result = parseJobResult(JSON.parse(text));
+  if (result !== undefined) validResults.remember(text, result);
+  return result;
 }
 
 function entityBytes(props: EntityProps): number {
@@ -124,11 +177,10 @@ export function entityToJob(e: TableEntityResult<Record<string, unknown>>): JobR
     updatedAt: str('updatedAt') ?? '',
     eventSeq: typeof e.eventSeq === 'number' ? e.eventSeq : 0,
   };
-  const stored = getJson<JsonValue>(e, 'spec');
-  const validated = stored === undefined ? undefined : validateJobSpec(stored);
+  const { spec, submitted } = storedSpec(e);
   const optional = {
-    spec: validated?.ok ? validated.spec : undefined,
-    submitted: validated?.ok ? undefined : stored,
+    spec,
+    submitted,
     ownerName: str('ownerName'),
     poolAccess: poolAccessOf(str('poolAccess')),
     batchPoolId: str('batchPoolId'),
@@ -139,7 +191,7 @@ export function entityToJob(e: TableEntityResult<Record<string, unknown>>): JobR
     dataArea: str('dataArea'),
     endingAs: ((s) => (s !== undefined && isTerminal(s) ? s : undefined))(str('endingAs')),
     rerunOf: str('rerunOf'),
-    result: parseJobResult(getJson<unknown>(e, 'result')),
+    result: storedResult(e),
     error: getJson<JobRecord['error']>(e, 'error'),
     lastEvent: getJson<JobRecord['lastEvent']>(e, 'lastEvent'),
     array: getJson<JobRecord['array']>(e, 'array'),
