@@ -12,10 +12,11 @@ module.exports = {
   // Opt-in CPU seconds per file (TEST_CPU_LOG): the suite's cost on a CPU-bound machine; see the file.
   setupFilesAfterEnv: ['<rootDir>/tests/helpers/cpuPerFile.ts'],
   testTimeout: 120000,
-  // One worker more than the 2 cores: a stack file waits on timers and redeliveries part of the time, and with 2
-  // workers both cores sat idle a fifth of the run (2,806 CPU-s in 1,730 s); with 3 the same suite took 1,352 s
-  // (docs/testing.md#what-the-whole-suite-costs). Memory is not the limit (~1 GB per worker and its stack).
-  maxWorkers: 3,
+  // Two workers more than the 2 cores: a stack file waits on timers, redeliveries and its jobs' nodes part of the time,
+  // so fewer workers leave the cores idle. Measured on this 2-core machine, same commit, jest alone: 3 workers 768 s,
+  // 4 workers 678 s with the cores 91 % busy (docs/testing.md#what-the-whole-suite-costs). Memory is not the limit
+  // (~1 GB per worker and its stack, 24 GB here).
+  maxWorkers: 4,
   // Longest files first, also without jest's cache (a fresh clone): see tests/helpers/slowFirstSequencer.cjs.
   testSequencer: '<rootDir>/tests/helpers/slowFirstSequencer.cjs',
 };
