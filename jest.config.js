@@ -13,8 +13,8 @@ module.exports = {
   setupFilesAfterEnv: ['<rootDir>/tests/helpers/cpuPerFile.ts'],
   testTimeout: 120000,
   // Two workers more than the 2 cores: a stack file waits on timers, redeliveries and its jobs' nodes part of the time,
-  // so fewer workers leave the cores idle. Measured on this 2-core machine, same commit, jest alone: 3 workers 768 s,
-  // 4 workers 678 s with the cores 91 % busy (docs/testing.md#what-the-whole-suite-costs). Memory is not the limit
+  // so fewer workers leave the cores idle. Measured on this 2-core machine, fresh clones: 3 workers 768 s with the
+  // cores ~73 % busy, 4 workers 731 s at 92 % (docs/testing.md#what-the-whole-suite-costs). Memory is not the limit
   // (~1 GB per worker and its stack, 24 GB here).
   maxWorkers: 4,
   // Longest files first, also without jest's cache (a fresh clone): see tests/helpers/slowFirstSequencer.cjs.
