@@ -57,6 +57,17 @@ function wireType(s: Schema): string {
   return String(s.type ?? 'any');
 }
 
+/** A valid Pool_Add body: the SDK-built and the cached validators must both accept it. */
+const SAMPLE_POOL = {
+  id: 'p1',
+  vmSize: 'standard_d2s_v3',
+  virtualMachineConfiguration: {
+    imageReference: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts', version: 'latest' },
+    nodeAgentSKUId: 'batch.node.ubuntu 22.04',
+  },
+  targetDedicatedNodes: 1,
+};
+
 describe('the data-plane contract derived from @azure/batch matches the official spec', () => {
   // Derived afresh here, never read from the cache the validators use; the cached one must be the same.
   const sdk = deriveDataPlaneDocument();
@@ -160,15 +171,7 @@ describe('the validators need no ../shared at run time', () => {
   it('the data-plane validator built from the SDK accepts a valid pool and refuses an invalid one', () => {
     delete process.env.BATCH_SPEC_PATH;
     const v = createContractValidator();
-    const pool = {
-      id: 'p1',
-      vmSize: 'standard_d2s_v3',
-      virtualMachineConfiguration: {
-        imageReference: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts', version: 'latest' },
-        nodeAgentSKUId: 'batch.node.ubuntu 22.04',
-      },
-      targetDedicatedNodes: 1,
-    };
+    const pool = SAMPLE_POOL;
     expect(v.requestBodyErrors('Pool_Add', pool)).toEqual([]);
     const errors = v.requestBodyErrors('Pool_Add', { ...pool, vmSize: undefined, bogus: 1, targetDedicatedNodes: 1.5 });
     expect(errors.map((e) => e.keyword).sort()).toEqual(expect.arrayContaining(['additionalProperties', 'required', 'type']));
@@ -237,15 +240,7 @@ describe('validators loaded from the cache answer as the ones ajv compiles', () 
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  const pool = {
-    id: 'p1',
-    vmSize: 'standard_d2s_v3',
-    virtualMachineConfiguration: {
-      imageReference: { publisher: 'canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts', version: 'latest' },
-      nodeAgentSKUId: 'batch.node.ubuntu 22.04',
-    },
-    targetDedicatedNodes: 1,
-  };
+  const pool = SAMPLE_POOL;
   const pools = [
     pool,
     { ...pool, vmSize: undefined, bogus: 1, targetDedicatedNodes: 1.5 },
