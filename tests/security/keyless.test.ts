@@ -228,6 +228,16 @@ describe('Azurite refuses what a storage account with shared keys disabled refus
     await expect(fetch(blob.replace('https:', 'http:'))).rejects.toThrow();
   });
 
+  it("an account's own audience holds for that account only, also after the gate served (and remembered) the token", async () => {
+    // The gate keeps tokens it verified; keyed by the token alone, this one would have passed at stage1 from memory.
+    const token = await operatorToken(`https://${account}.blob.core.windows.net`);
+    const at = (name: string) => raw(`${stack.azurite.blobEndpoint(name)}/keyless/hello.txt`, { authorization: `Bearer ${token}` });
+    expect((await at(account)).text).toBe('hello');
+    const other = await at('stage1');
+    expect({ status: other.status, code: other.headers.get('x-ms-error-code') }).toEqual({ status: 401, code: 'InvalidAuthenticationInfo' });
+    expect(other.text).toMatch(/Audience validation failed/);
+  });
+
   it('a token signed by the tenant for the job API (its v2.0 issuer) is no storage token: refused for its issuer', async () => {
     // Signed with the tenant's key, audience overridden to Storage, but issued the way the API's tokens are: Storage
     // takes v1.0 tokens of https://sts.windows.net/<tenant>/ only (Azurite itself accepts no other issuer prefix).
