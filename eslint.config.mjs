@@ -14,8 +14,11 @@ export default tseslint.config(
   {
     // Type-aware rules where a mistake is silent at run time: a promise nobody awaits (its rejection is lost, or an
     // activity's I/O outlives the function that started it) and a promise passed where a callback's result is ignored.
+    // The two programs the sources belong to are named rather than found per file (`projectService`): one program per
+    // tsconfig instead of a project service opening file after file, measured on 2 cores: 50 CPU-s against 60 for the
+    // whole tree. A .ts file neither tsconfig includes fails the lint, naming the file.
     files: ['**/*.ts'],
-    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    languageOptions: { parserOptions: { project: ['./tsconfig.json', './web/tsconfig.json'], tsconfigRootDir: import.meta.dirname } },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-misused-promises': 'error',
