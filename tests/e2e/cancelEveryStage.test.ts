@@ -73,7 +73,8 @@ function specFor(stage: Stage): Record<string, unknown> {
 async function waitFor(id: string, stage: Stage): Promise<JobViewLite> {
   let view = await getJobView(stack, id);
   for (const deadline = Date.now() + 180_000; Date.now() < deadline && view.state !== stage && !['Succeeded', 'Failed', 'Cancelled'].includes(view.state);) {
-    await new Promise((r) => setTimeout(r, 100));
+    // Four looks a second per job (a look costs ~13 ms of CPU in the host and Azurite): each stage lasts seconds here.
+    await new Promise((r) => setTimeout(r, 250));
     view = await getJobView(stack, id);
   }
   return view;

@@ -148,7 +148,9 @@ test('SIGKILLs of the host at random points of several concurrent jobs under Bat
         const states = seen.get(j.id) as string[];
         if (v && states[states.length - 1] !== v.state) states.push(v.state);
       }
-      await new Promise((r) => setTimeout(r, 150));
+      // A round of five looks about every 0.4 s: each look costs ~13 ms of CPU (host and Azurite) and the watch lasts
+      // the whole file; the shortest stage watched for (a 2-node pull of the 2 MB image at 4 MB/s) lasts about a second.
+      await new Promise((r) => setTimeout(r, 300));
     }
   })();
   const stateOf = (id: string) => (seen.get(id) as string[]).at(-1);
