@@ -3,6 +3,7 @@
  * overridable per extension instance (tests use short polling intervals).
  */
 import { cpus } from 'node:os';
+import { parseTimeSpan } from '../host/hostJson';
 
 export interface DurableOptions {
   /** Task hub; default from host.json extensions.durableTask.hubName, else "TestHubName" (the extension's local default). */
@@ -11,7 +12,11 @@ export interface DurableOptions {
   maxConcurrentActivityFunctions?: number;
   /** Default 10 x processor count, as the Durable extension. */
   maxConcurrentOrchestratorFunctions?: number;
-  /** Longest idle wait between queue polls (default 1000 ms; the provider's own default is 30 s). */
+  /**
+   * Longest idle wait between queue polls: host.json extensions.durableTask.storageProvider.maxQueuePollingInterval,
+   * else the provider's own default of 30 s. Work this process sends wakes the pollers at once (./poller.ts), so the
+   * idle polls only find what another process sent or a message whose lease ran out (a host killed mid-episode).
+   */
   maxPollingIntervalMs?: number;
   /** How long a received control message stays invisible (default 20 s). */
   controlVisibilitySeconds?: number;
@@ -49,11 +54,23 @@ export function resolveOptions(hostJson: Record<string, unknown>, opts: DurableO
     maxConcurrentActivityFunctions: opts.maxConcurrentActivityFunctions ?? num(dt.maxConcurrentActivityFunctions, 10 * cores, 'maxConcurrentActivityFunctions'),
     maxConcurrentOrchestratorFunctions:
       opts.maxConcurrentOrchestratorFunctions ?? num(dt.maxConcurrentOrchestratorFunctions, 10 * cores, 'maxConcurrentOrchestratorFunctions'),
-    maxPollingIntervalMs: opts.maxPollingIntervalMs ?? 1000,
+    maxPollingIntervalMs: opts.maxPollingIntervalMs ?? maxQueuePollingIntervalMs(dt),
     controlVisibilitySeconds: opts.controlVisibilitySeconds ?? 20,
     workItemVisibilitySeconds: opts.workItemVisibilitySeconds ?? 60,
     statusPageSize: opts.statusPageSize ?? 100,
     rpcPort: opts.rpcPort ?? 0,
     maxConcurrentWhileHostBusy: opts.maxConcurrentWhileHostBusy ?? 2,
   };
+}
+
+/** The Azure Storage provider's default for maxQueuePollingInterval (Durable Functions docs, host.json reference). */
+const PROVIDER_MAX_QUEUE_POLLING_MS = 30_000;
+
+function maxQueuePollingIntervalMs(durableTask: Record<string, unknown>): number {
+  const provider = (durableTask.storageProvider ?? {}) as Record<string, unknown>;
+  const value = provider.maxQueuePollingInterval;
+  if (value === undefined) return PROVIDER_MAX_QUEUE_POLLING_MS;
+  const ms = parseTimeSpan(value, 'host.json extensions.durableTask.storageProvider.maxQueuePollingInterval');
+  if (!(ms > 0)) throw new Error(`host.json extensions.durableTask.storageProvider.maxQueuePollingInterval must be positive, got ${JSON.stringify(value)}`);
+  return ms;
 }
