@@ -93,6 +93,8 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
   const saved = opts.persist ? loadSnapshot(stateFile) : undefined;
   // A run that was killed could not end its tasks: they must not run on beside their requeued selves.
   if (opts.persist) killLeftoverNodeProcesses(dataDir);
+  // Set once the saved state is back in the engine: no save before that may overwrite it.
+  let restored = false;
   const server = createBatchServer({
     accountName,
     accountKey,
@@ -101,6 +103,14 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
     services: { engine, executor, scheduler, jobs },
     baseUrl: () => url,
     onExchange: opts.onExchange,
+    // The periodic save below keeps the emulator's own progress (nodes booting, tasks ending); a change a client was
+    // told was accepted (a pool deleted, a job terminated) is saved before the answer, or a SIGKILL within the save
+    // interval would lose it and the client would wait for a deletion Batch never forgets.
+    beforeAnswer: opts.persist
+      ? (method, status) => {
+          if (restored && method !== 'GET' && method !== 'HEAD' && status < 400) saveSnapshot(stateFile, engine.snapshot());
+        }
+      : undefined,
   });
   // Keep-alive sockets from SDK clients must not hold stop() open.
   server.keepAliveTimeout = 1000;
@@ -140,6 +150,7 @@ export async function startBatchEmulator(opts: BatchEmulatorOptions = {}): Promi
     jobs.resumeAfterRestore();
     scheduler.kick();
   }
+  restored = true;
   const saver = opts.persist ? setInterval(() => saveSnapshot(stateFile, engine.snapshot()), 1000) : undefined;
   saver?.unref();
 

@@ -137,4 +137,22 @@ describe('Batch emulator persistence across restarts', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+  it('an accepted change is on disk when the answer is: a pool deleted and a pool added right before a kill stay so', async () => {
+    // The periodic save runs every second; a SIGKILL between an accepted Pool_Delete and that save lost the delete,
+    // and the control plane then waited for a pool Batch never deletes. The state file is read right after each answer.
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'batch-persist-ack-'));
+    const own = await startBatchEmulator({ dataDir: dir, persist: true, timing: TIMING });
+    try {
+      const client = sdkClient(own);
+      const onDisk = () => JSON.parse(readFileSync(path.join(dir, 'state.json'), 'utf8')) as { pools: { id: string; state: string }[] };
+      await client.pool.add({ id: 'gone', vmSize: 'standard_d2s_v3', virtualMachineConfiguration: LINUX_VM_CONFIGURATION, targetDedicatedNodes: 0 });
+      expect(onDisk().pools.map((p) => p.id)).toContain('gone');
+      await client.pool.deleteMethod('gone');
+      const saved = onDisk().pools.find((p) => p.id === 'gone');
+      expect(saved === undefined || saved.state === 'deleting').toBe(true);
+    } finally {
+      await own.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -9,7 +9,7 @@ import { resolveOptions } from '../../local/durable/config';
 const REPO_HOST_JSON = JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'host.json'), 'utf8')) as Record<string, unknown>;
 const withInterval = (value: unknown) => ({ extensions: { durableTask: { storageProvider: { maxQueuePollingInterval: value } } } });
 
-test("the app's host.json sets 5 s, and the engine polls no less often when idle", () => {
+test("the app's host.json sets 5 s, and the engine's idle polls follow it", () => {
   expect(resolveOptions(REPO_HOST_JSON).maxPollingIntervalMs).toBe(5_000);
 });
 

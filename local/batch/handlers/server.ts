@@ -22,6 +22,11 @@ export interface ServerConfig {
   services: Services;
   baseUrl: () => string;
   onExchange?: (ex: ExchangeRecord) => void;
+  /**
+   * Called once the handler has answered and before the answer is written: a persisted emulator saves its state here
+   * after a change it accepted, so an acknowledged write survives a SIGKILL of the emulator as it does in Batch.
+   */
+  beforeAnswer?: (method: string, status: number) => void;
 }
 
 const JSON_TYPE = 'application/json;odata=minimalmetadata';
@@ -201,6 +206,7 @@ async function handle(cfg: ServerConfig, req: IncomingMessage, res: ServerRespon
         ? { status: 304 }
         : { status: e.status, body: method === 'HEAD' ? undefined : batchErrorBody(baseUrl, e, requestId), headers: e.headers };
   }
+  cfg.beforeAnswer?.(method, result.status);
   const outHeaders: Record<string, string> = { 'request-id': requestId, DataServiceVersion: '3.0', ...(result.headers ?? {}) };
   if (headers['client-request-id']) outHeaders['client-request-id'] = headers['client-request-id'];
   let sentHeaders: Record<string, string>;
