@@ -15,6 +15,7 @@ import type { LiveProgress } from '../cli/apiClient';
 import type { JobResultView } from '../shared/core/contract/jobResult';
 import { isOrchestrationAborted } from '../shared/core/contract/orchestration';
 import { isTerminal } from '../shared/core/state/states';
+import { backoffCeilingMs, type BackoffOptions } from '../shared/core/planning/backoff';
 
 export interface JobViewLite {
   id: string;
@@ -94,17 +95,14 @@ export async function getJobView(stack: StackClient, id: string, caller: Caller 
 }
 
 /**
- * The pause between two looks at a job: WATCH_FIRST_MS, then 1.5 times longer per look up to WATCH_MAX_MS. watchJob
- * waits for a final state (tests that act on a stage look for it themselves), and a look is a GET through the host:
- * ~9 ms of CPU there and ~4 ms in Azurite, measured on 2 cores. The suite watches ~150 jobs, several at once per file,
- * for a minute or more each when the cores are shared; a look every 500 ms spent most of them on a view that had not
- * changed. A quick job is still seen ending within a second or two; a change is shown at most WATCH_MAX_MS late.
+ * The pauses between looks at a job: the project's one backoff (shared/core/planning/backoff.ts), 500 ms growing 1.5×
+ * per look to 2 s. watchJob waits for a final state (tests that act on a stage look for it themselves), and a look is
+ * a GET through the host: ~9 ms of CPU there and ~4 ms in Azurite, measured on 2 cores. The suite watches ~150 jobs,
+ * several at once per file, for a minute or more each when the cores are shared; a look every 500 ms spent most of
+ * them on a view that had not changed. A quick job is still seen ending within a second or two; a change is shown at
+ * most 2 s late.
  */
-export const WATCH_FIRST_MS = 500;
-export const WATCH_MAX_MS = 2_000;
-export function nextWatchDelay(previousMs: number): number {
-  return Math.min(WATCH_MAX_MS, Math.round(previousMs * 1.5));
-}
+export const WATCH_BACKOFF: BackoffOptions = { baseMs: 500, maxMs: 2_000, factor: 1.5 };
 
 export async function watchJob(
   stack: StackClient,
@@ -114,7 +112,7 @@ export async function watchJob(
   caller: Caller = defaultCaller(stack),
 ): Promise<JobViewLite> {
   let last = '';
-  let delayMs = WATCH_FIRST_MS;
+  let looks = 0;
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     // A 503 (storage or Durable briefly unavailable) is worth another look; anything else is an answer.
@@ -123,7 +121,7 @@ export async function watchJob(
       throw err;
     });
     if (!view) {
-      await new Promise((r) => setTimeout(r, WATCH_FIRST_MS));
+      await new Promise((r) => setTimeout(r, WATCH_BACKOFF.baseMs));
       continue;
     }
     const line = statusLine(view);
@@ -136,8 +134,7 @@ export async function watchJob(
       throw new Error(`job ${id} is ${view.state} but its orchestration is ${view.orchestrationStatus}: ${JSON.stringify(view.progress)}`);
     }
     if (Date.now() > deadline) throw new Error(`job ${id} still ${view.state} after ${timeoutMs / 1000} s`);
-    await new Promise((r) => setTimeout(r, delayMs));
-    delayMs = nextWatchDelay(delayMs);
+    await new Promise((r) => setTimeout(r, backoffCeilingMs(++looks, WATCH_BACKOFF)));
   }
 }
 
