@@ -35,8 +35,10 @@ function agentTrusting(trustedCertificates: string[]): https.Agent {
   const key = trustedCertificates.join('\n');
   let agent = agentsByTrust.get(key);
   if (!agent) {
-    // Keep-alive as Node's global agent: an idle socket is unref'd, so it holds no process open.
-    agent = new https.Agent({ keepAlive: true, secureContext: createSecureContext({ ca: [...rootCertificates, ...trustedCertificates] }) });
+    // No keep-alive: a node's requests are few and far apart, and a reused idle socket that the storage server closes
+    // at its keep-alive timeout just as a request goes out fails that request with "socket hang up" (a resource file
+    // download failed so in a whole run). What the agent saves is the TLS context, built once per set.
+    agent = new https.Agent({ keepAlive: false, secureContext: createSecureContext({ ca: [...rootCertificates, ...trustedCertificates] }) });
     agentsByTrust.set(key, agent);
   }
   return agent;
