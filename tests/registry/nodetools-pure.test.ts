@@ -1,8 +1,16 @@
-/** Pure parts of the node tools: image references, path mapping, env assignments, sshd recognition, flag parsing. */
+/**
+ * Pure parts of the node tools: image references, path mapping, env assignments, sshd recognition, flag parsing, the
+ * ssh launcher's file (read back by a real bash).
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { FlagSet, all, bool, flag, last, val } from '../../local/batch/nodetools/lib/args';
 import { containerPathVar, parseEnvAssignments, parseEnvFile, sshdPort, toHostPath } from '../../local/batch/nodetools/lib/containerView';
 import { parseImageRef, refKey, registryBaseUrl } from '../../local/batch/nodetools/lib/imageRef';
 import { renderTemplate } from '../../local/batch/nodetools/lib/template';
+import { sshLauncherFile, type ContainerRecord } from '../../local/batch/nodetools/lib/containerStore';
 
 test('image references normalise like the Docker CLI', () => {
   expect(parseImageRef('127.0.0.1:5000/hpc/mpi-demo:1.0')).toMatchObject({ registry: '127.0.0.1:5000', repository: 'hpc/mpi-demo', tag: '1.0' });
@@ -53,4 +61,45 @@ test('Docker-style flags: clusters, attached values, repeated values, stop at th
 test('inspect templates', () => {
   const data = { State: { Running: true, Pid: 7 }, Config: { Env: ['A=1'] }, Name: '/c' };
   expect(renderTemplate('{{.State.Running}} {{ .State.Pid }} {{json .Config.Env}} {{.Name}} {{.Nope}}', data)).toBe('true 7 ["A=1"] /c <no value>');
+});
+
+test('the ssh launcher file: only for a running container with an ssh port; bash reads back every value as written', () => {
+  const record: ContainerRecord = {
+    name: 'c',
+    image: 'img',
+    env: { PLAIN: 'x', QUOTED: 'it\'s "q" $HOME `id`', MULTI: 'a\nb', 'NOT-A-NAME': 'skipped', __workdir: '/from-env' },
+    rootfs: '/n/containers/c/rootfs',
+    workdir: '/work dir',
+    sshPort: 23,
+    pid: 4242,
+    state: 'running',
+  };
+  expect(sshLauncherFile({ ...record, state: 'exited' })).toBeUndefined();
+  expect(sshLauncherFile({ ...record, sshPort: undefined })).toBeUndefined();
+  const text = sshLauncherFile(record) as string;
+  // The launcher reads the first two lines without sourcing the file.
+  expect(text.split('\n').slice(0, 2)).toEqual(['__port=23', '__pid=4242']);
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'ssh-launcher-file-'));
+  try {
+    writeFileSync(path.join(dir, 'ssh.sh'), text);
+    const printed = execFileSync(
+      'bash',
+      ['-c', '. "$1"; for v in PLAIN QUOTED MULTI __workdir __rootfs; do printf "%s=%s\\0" "$v" "${!v}"; done', 'bash', path.join(dir, 'ssh.sh')],
+      {
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH },
+      },
+    );
+    const values = Object.fromEntries(
+      printed
+        .split('\0')
+        .filter(Boolean)
+        .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+    );
+    // The container's own __workdir loses to the record's: the launcher's names are written last.
+    expect(values).toEqual({ PLAIN: 'x', QUOTED: 'it\'s "q" $HOME `id`', MULTI: 'a\nb', __workdir: '/work dir', __rootfs: '/n/containers/c/rootfs' });
+    expect(text).not.toContain('NOT-A-NAME');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

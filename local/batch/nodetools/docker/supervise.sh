@@ -21,5 +21,7 @@ done
 wait "$child"
 rc=$?
 printf '%s\n' "$rc" >"$exit_file.tmp" && mv -f "$exit_file.tmp" "$exit_file"
+# No ssh connection reaches a container that has ended (the ssh launcher finds running ones by this file).
+rm -f "${record%/*}/ssh.sh"
 [ -f "$done_record" ] && mv -f "$done_record" "$record" 2>/dev/null
 exit "$rc"
