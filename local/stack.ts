@@ -5,8 +5,6 @@
  * from Azure. Tests and the demo use this; `npm start` runs the same parts with the host in its own process
  * under a supervisor (supervisor/index.ts), so the app can crash or restart while the services keep running.
  */
-import * as path from 'node:path';
-import { existsSync } from 'node:fs';
 import { DATA_ACCOUNT, STAGING_ACCOUNTS, type AzuriteHandle, type StorageArrival } from './azurite';
 import type { BatchEmulatorHandle, BatchEmulatorOptions } from './batch';
 import { DEFAULT_LOCATION } from './batch/arm/server';
@@ -24,16 +22,10 @@ import { localPriceSettings } from './prices';
 import { localWebhookSettings, type WebhookReceiver } from './webhooks';
 import { exampleNetworkSettings, type ExampleHeadnode } from './exampleNetwork';
 import type { LicenceServer } from './licenceServer';
+import { findRepoRoot } from './compiledEntry';
 
 /** The repository root, whether this file runs from sources (tsx, jest) or from dist/. */
 export const REPO_ROOT = findRepoRoot(__dirname);
-
-function findRepoRoot(from: string): string {
-  for (let dir = from; ; dir = path.dirname(dir)) {
-    if (existsSync(path.join(dir, 'host.json')) && existsSync(path.join(dir, 'package.json'))) return dir;
-    if (path.dirname(dir) === dir) throw new Error(`no host.json above ${from}`);
-  }
-}
 
 export interface StackOptions {
   /**

@@ -6,8 +6,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as path from 'node:path';
 import type { HostWorkerConfig, SupervisorMessage, WorkerMessage } from './hostWorker';
+import { currentCompiledEntry } from '../compiledEntry';
 
 const ENTRY = path.join(__dirname, `hostWorker${path.extname(__filename)}`);
+/** What the worker runs besides the app: the host, the Durable engine and what they import. */
+const WORKER_SOURCES = ['local', 'shared'];
 
 export interface WorkerExit {
   code: number | null;
@@ -34,9 +37,11 @@ export class HostWorkerProcess {
 
   /** Starts a worker and resolves once it serves HTTP; rejects (the worker gone) when it cannot start. */
   static async start(config: HostWorkerConfig, cwd: string, timeoutMs = 120_000): Promise<HostWorkerProcess> {
-    // The local tooling runs from its TypeScript sources through tsx; compiled, it runs as plain JavaScript.
-    const loader = ENTRY.endsWith('.ts') ? ['--import', 'tsx'] : [];
-    const child = spawn(process.execPath, [...loader, ENTRY], {
+    // The local tooling runs from its TypeScript sources through tsx; compiled, it runs as plain JavaScript. A worker
+    // started from the sources runs the build's twin when it is current: every restart of the host is ~1 CPU-s less.
+    const compiled = currentCompiledEntry(ENTRY, WORKER_SOURCES);
+    const args = compiled ? [compiled] : ENTRY.endsWith('.ts') ? ['--import', 'tsx', ENTRY] : [ENTRY];
+    const child = spawn(process.execPath, args, {
       cwd,
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       detached: true,

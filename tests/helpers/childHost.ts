@@ -5,34 +5,27 @@
  * tests/e2e/crash.test.ts (the real app).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, statSync, type WriteStream } from 'node:fs';
+import { readFileSync, type WriteStream } from 'node:fs';
 import * as path from 'node:path';
+import { currentCompiledEntry } from '../../local/compiledEntry';
 
 const ENTRY = path.join(__dirname, 'hostProcess.ts');
 const ROOT = path.resolve(__dirname, '../..');
-const COMPILED_ENTRY = path.join(ROOT, 'dist', 'tests', 'helpers', 'hostProcess.js');
-const BUILD_STAMP = path.join(ROOT, 'dist', '.build-stamp');
 /** The sources the host process runs (the host, the Durable engine, what they import). */
 const HOST_SOURCES = ['local', 'shared', path.join('tests', 'helpers')];
 
 /**
- * The command line of the host process: the compiled entry (dist/, as scripts/compile.sh builds it before every
- * `npm test`) when the app is compiled JavaScript and no source the host runs is newer than the build, else the
- * sources through tsx (which also loads an app written in TypeScript, as the Durable fixture app is). Under tsx every
- * start transpiled and source-mapped the whole local stack again: ~1.7 CPU-s to READY against ~0.7 from dist/, and
- * the crash tests start the host ~25 times.
+ * The command line of the host process: the compiled entry (local/compiledEntry.ts: dist/, as scripts/compile.sh
+ * builds it before every `npm test`, when current) for an app in JavaScript, else the sources through tsx, which also
+ * loads an app written in TypeScript (the Durable fixture app). Under tsx every start transpiled and source-mapped
+ * the whole local stack again: ~1.7 CPU-s to READY against ~0.7 compiled, and the crash tests start the host ~25 times.
  */
 function entryArgs(appDir: string): string[] {
   const manifest = JSON.parse(readFileSync(path.join(appDir, 'package.json'), 'utf8')) as { main?: string };
-  const typeScriptApp = /\.[cm]?ts$/.test(manifest.main ?? '');
-  if (typeScriptApp || !existsSync(COMPILED_ENTRY) || !existsSync(BUILD_STAMP)) return ['--import', 'tsx', ENTRY];
-  const built = statSync(BUILD_STAMP).mtimeMs;
-  const newer = (dir: string): boolean =>
-    readdirSync(dir, { withFileTypes: true }).some((e) =>
-      e.isDirectory() ? e.name !== 'node_modules' && newer(path.join(dir, e.name)) : e.name.endsWith('.ts') && statSync(path.join(dir, e.name)).mtimeMs > built,
-    );
-  return HOST_SOURCES.some((dir) => newer(path.join(ROOT, dir))) ? ['--import', 'tsx', ENTRY] : [COMPILED_ENTRY];
+  const compiled = /\.[cm]?ts$/.test(manifest.main ?? '') ? undefined : currentCompiledEntry(ENTRY, HOST_SOURCES);
+  return compiled ? [compiled] : ['--import', 'tsx', ENTRY];
 }
+
 /** The end of the child's stderr kept for error messages. */
 const STDERR_TAIL_CHARS = 8000;
 
