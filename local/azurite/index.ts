@@ -21,6 +21,7 @@ import * as https from 'node:https';
 import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { azuriteEntry } from './bundle';
 import { DEFAULT_ACCOUNTS, azuriteAccountsEnv, connectionStringFor, serviceEndpoint, type ServicePorts, type StorageAccount } from './accounts';
 
 export * from './accounts';
@@ -100,7 +101,6 @@ export interface AzuriteHandle {
   stop(): Promise<void>;
 }
 
-const AZURITE_MAIN = require.resolve('azurite/dist/src/azurite.js');
 /** The gate is plain JavaScript beside this file's source (also when this file runs compiled from dist/). */
 const GATE = [path.join(__dirname, 'keylessGate.cjs'), path.join(__dirname, '..', '..', '..', 'local', 'azurite', 'keylessGate.cjs')].find((f) =>
   existsSync(f),
@@ -141,6 +141,7 @@ export async function startAzurite(opts: StartAzuriteOptions = {}): Promise<Azur
   if (opts.onRequest && !TAP) throw new Error('startAzurite: requestTap.cjs is missing beside local/azurite');
   const autosaveMs = inMemory ? undefined : (opts.autosaveMs ?? AZURITE_AUTOSAVE_MS);
   if (autosaveMs !== undefined && !AUTOSAVE) throw new Error('startAzurite: autosave.cjs is missing beside local/azurite');
+  const entry = await azuriteEntry();
   const args = [
     '--import',
     `data:text/javascript,${encodeURIComponent(PRELOAD)}`,
@@ -148,7 +149,7 @@ export async function startAzurite(opts: StartAzuriteOptions = {}): Promise<Azur
     // After the gate: the tap wraps the gate's server and so sees every request, refused or not.
     ...(opts.onRequest ? ['--require', TAP as string] : []),
     ...(autosaveMs !== undefined ? ['--require', AUTOSAVE as string] : []),
-    AZURITE_MAIN,
+    entry,
     '--blobHost',
     host,
     '--blobPort',
@@ -264,7 +265,7 @@ function waitForPorts(child: ChildProcess, host: string, silent: boolean, timeou
     };
     const onExit = (code: number | null, signal: string | null): void =>
       fail(new Error(`Azurite exited during start-up (code ${code}, signal ${signal}). Output:\n${output}`));
-    const onError = (err: Error): void => fail(new Error(`Could not spawn Azurite (${AZURITE_MAIN}): ${err.message}`));
+    const onError = (err: Error): void => fail(new Error(`Could not spawn Azurite (${child.spawnargs.join(' ')}): ${err.message}`));
     function cleanup(): void {
       clearTimeout(timer);
       child.off('exit', onExit);
