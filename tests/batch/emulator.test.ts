@@ -396,10 +396,12 @@ describe('Batch emulator through @azure/batch', () => {
       const [id, cwd] = (await readTaskFile(client, j, 'hop', 'stdout.txt')).trim().split('\n');
       expect(id).toBe(other.id);
       expect(cwd).toBe(emu.nodes(p).find((n) => n.id === other.id)?.rootDir);
-      // A "container" with sshd on port 2222, recorded the way the node's docker records it.
+      // A "container" with sshd on port 2222, recorded the way the node's docker records it: config.json, and the
+      // ssh.sh the launcher reads while it runs (local/batch/nodetools/lib/containerStore.ts, sshLauncherFile).
       const container =
         `mkdir -p $AZ_BATCH_NODE_ROOT_DIR/containers/web; ` +
         `printf '{"name":"web","image":"x","env":{"IN_CONTAINER":"yes"},"rootfs":"/","workdir":"/tmp","sshPort":2222,"pid":%s,"state":"running"}' $$ > $AZ_BATCH_NODE_ROOT_DIR/containers/web/config.json; ` +
+        `printf '__port=2222\\n__pid=%s\\nexport IN_CONTAINER=yes\\n__workdir=/tmp\\n__rootfs=/\\n' $$ > $AZ_BATCH_NODE_ROOT_DIR/containers/web/ssh.sh; ` +
         `ssh -p 2222 $AZ_BATCH_EMULATOR_NODE_IP 'echo $IN_CONTAINER $PWD'; ssh -p 2223 $AZ_BATCH_EMULATOR_NODE_IP true; echo refused=$?`;
       await client.task.add(j, { id: 'sshd', commandLine: `/bin/sh -c '${container.replace(/'/g, `'\\''`)}'` });
       await waitForTask(client, j, 'sshd');
