@@ -2,6 +2,7 @@ import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
+import { shellQuote } from '../nodetools/lib/shellQuote';
 
 /** Where the emulator keeps a node's files; each node's root mirrors /mnt/batch/tasks on a Linux node. */
 export interface NodeDirs {
@@ -61,10 +62,6 @@ export function createNodeSandbox(d: NodeDirs): void {
 /** Task root relative to the node root, as Batch reports it in nodeInfo.taskRootDirectory. */
 export function taskRootRelative(jobId: string, taskId: string): string {
   return `workitems/${safeSegment(jobId)}/job-1/${safeSegment(taskId)}`;
-}
-
-export function shellQuote(v: string): string {
-  return `'${v.replace(/'/g, `'\\''`)}'`;
 }
 
 export function writeEnvFile(file: string, env: Record<string, string>): void {

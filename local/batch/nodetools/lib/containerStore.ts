@@ -14,6 +14,7 @@ import * as path from 'node:path';
 import { BindMount } from './containerView';
 import { readJson, writeFileAtomic, writeJsonAtomic } from './fsutil';
 import { processAlive } from './processAlive';
+import { shellQuote } from './shellQuote';
 
 /** The on-disk contract with the Batch emulator. */
 export interface ContainerRecord {
@@ -77,7 +78,6 @@ const alive = processAlive;
 /** The ssh launcher's file beside config.json (its name is the launcher's too). */
 export const SSH_LAUNCHER_FILE = 'ssh.sh';
 
-const shellQuote = (v: string): string => `'${v.replace(/'/g, `'\\''`)}'`;
 const SHELL_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /**
