@@ -8,6 +8,7 @@
  * When the bundle cannot be built, Azurite runs from its package as before.
  */
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 
@@ -28,9 +29,23 @@ export function azuriteEntry(): Promise<string> {
   return pending;
 }
 
+/** esbuild's arguments besides the output file. */
+const BUILD_ARGS = [
+  AZURITE_MAIN,
+  '--bundle',
+  '--platform=node',
+  '--target=node22',
+  '--format=cjs',
+  '--log-level=error',
+  '--minify-whitespace',
+  ...EXTERNAL.map((e) => `--external:${e}`),
+];
+
 async function bundled(): Promise<string> {
   const { version } = JSON.parse(readFileSync(AZURITE_PACKAGE, 'utf8')) as { version: string };
-  const bundle = path.join(CACHE_DIR, `azurite-${version}.cjs`);
+  // Named by what built it, so a bundle made by other arguments (another externals list) is never run.
+  const recipe = createHash('sha256').update(JSON.stringify(BUILD_ARGS)).digest('hex').slice(0, 12);
+  const bundle = path.join(CACHE_DIR, `azurite-${version}-${recipe}.cjs`);
   if (existsSync(bundle)) return bundle;
   // The bundle must load the same lokijs as Azurite would (autosave.cjs patches that one).
   const lokiFromAzurite = require.resolve('lokijs', { paths: [path.dirname(AZURITE_PACKAGE)] });
@@ -38,9 +53,8 @@ async function bundled(): Promise<string> {
   if (require.resolve('lokijs', { paths: [CACHE_DIR] }) !== lokiFromAzurite || !existsSync(ESBUILD)) return AZURITE_MAIN;
   // Several stacks may start at once on a fresh checkout: each builds its own file and renames it into place.
   const tmp = `${bundle}.${process.pid}.tmp`;
-  const args = [AZURITE_MAIN, '--bundle', '--platform=node', '--target=node22', '--format=cjs', '--log-level=error', '--minify-whitespace'];
   const code = await new Promise<number | null>((resolve) => {
-    const child = spawn(ESBUILD, [...args, ...EXTERNAL.map((e) => `--external:${e}`), `--outfile=${tmp}`], { stdio: 'ignore' });
+    const child = spawn(ESBUILD, [...BUILD_ARGS, `--outfile=${tmp}`], { stdio: 'ignore' });
     child.once('error', () => resolve(null));
     child.once('exit', (c) => resolve(c));
   });
