@@ -8,6 +8,6 @@ if [ ! -d dist ] || [ -n "$(find functions orchestrations shared local tests ben
   echo "[deps] compiling TypeScript"
   rm -rf dist  # a file removed or moved in the sources must not linger in what the host loads
   node --import tsx web/build.ts
-  npx tsc -p tsconfig.json
+  bash scripts/tsc.sh -p tsconfig.json
   touch dist/.build-stamp
 fi

@@ -131,7 +131,7 @@ export function buildPackage(outDir: string): PackageResult {
 
   // The dashboard page is a generated, committed module; the package must carry the current one.
   run(process.execPath, ['--import', 'tsx', path.join(ROOT, 'web', 'build.ts'), '--check'], ROOT, 'dashboard check (run `node --import tsx web/build.ts`)');
-  run(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', BUILD_CONFIG, '--outDir', path.join(appDir, 'dist')], ROOT, 'tsc -p tsconfig.build.json');
+  run('bash', [path.join(ROOT, 'scripts', 'tsc.sh'), '-p', BUILD_CONFIG, '--outDir', path.join(appDir, 'dist')], ROOT, 'tsc -p tsconfig.build.json');
 
   // tsc follows imports: a product file importing local/, tests/ or examples/ would pull them in. Refuse that.
   const folders = productFolders();

@@ -13,7 +13,7 @@ bash scripts/ensure-deps.sh --no-compile chromium
 # rules (measured: more than 247 CPU-s, unfinished, against 146 CPU-s for the whole run in one thread).
 steps=(
   'build|compile the app into dist/ (scripts/compile.sh; tsc -p tsconfig.json type-checks it)|bash scripts/compile.sh'
-  'types|type-check the dashboard (browser code, DOM types)|npx tsc -p web/tsconfig.json'
+  'types|type-check the dashboard (browser code, DOM types)|bash scripts/tsc.sh -p web/tsconfig.json'
   'eslint|eslint (eslint.config.mjs)|npx eslint . --max-warnings=0'
   'format|formatting (Prettier: .prettierrc.json; `npx prettier --write .` fixes it)|npx prettier --check . --log-level warn'
   'layering|layering (dependency-cruiser: .dependency-cruiser.cjs)|npx depcruise shared functions orchestrations cli local web/src bench scripts'

@@ -1,6 +1,6 @@
 /**
  * Builds the dashboard into one self-contained HTML page and writes it as a TypeScript string module
- * (web/generated/dashboardPage.ts), which functions/dashboard.ts imports: `npx tsc` then compiles the page into
+ * (web/generated/dashboardPage.ts), which functions/dashboard.ts imports: `npm run build` then compiles the page into
  * dist/ with the app, so the deployed package carries it and nothing is looked up on disk at run time.
  *
  *   node --import tsx web/build.ts           rebuild web/generated/dashboardPage.ts

@@ -1,6 +1,6 @@
 /**
  * Smoke test of the embedded stack on the real app: Azurite + the local host on the compiled app
- * (repo root, `dist/` from `npx tsc`), GET /api/health, then stop everything.
+ * (repo root, `dist/` from `npm run build`), GET /api/health, then stop everything.
  *   node --import tsx local/host/stack-smoke.ts    (exit code 0 on success)
  */
 import * as path from 'node:path';

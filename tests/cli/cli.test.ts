@@ -1,7 +1,7 @@
 /**
  * Acceptance tests of the hpcjob CLI: the COMPILED binary (dist/cli/index.js, the package.json bin) run as a
  * child process against the local stack (Azurite, the Batch emulator running real Open MPI, the Functions host).
- * Needs dist/ built (`npx tsc -p tsconfig.json`, which `npm test` does first).
+ * Needs dist/ built (`npm run build`, which `npm test` does first).
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -77,7 +77,7 @@ function writeSpec(name: string, text: string): string {
 }
 
 beforeAll(async () => {
-  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: build first with npx tsc -p tsconfig.json`);
+  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: build first with npm run build`);
   dir = mkdtempSync(path.join(os.tmpdir(), 'hpcjob-cli-'));
   const logs = path.join(REPO_ROOT, 'test-artifacts');
   stack = await startStack({ port: 0, logDestination: path.join(logs, 'cli-host.log') });

@@ -2,7 +2,7 @@
  * `hpcjob import shipyard` as users run it: the COMPILED binary (dist/cli/index.js) as a child process, offline (no
  * stack). Exit codes (0 exact, 5 approximated or unsupported settings, 2 errors), files written and never overwritten
  * without --force, the report on stdout (table or --json), and an inline password never echoed anywhere.
- * Needs dist/ built (`npx tsc -p tsconfig.json`).
+ * Needs dist/ built (`npm run build`).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,7 +17,7 @@ const RECIPE = path.join(defaultRecipesDir(REPO), 'mpiBench-Infiniband-OpenMPI',
 let dir: string;
 
 beforeAll(() => {
-  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: build first with npx tsc -p tsconfig.json`);
+  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: build first with npm run build`);
   dir = mkdtempSync(path.join(os.tmpdir(), 'hpcjob-import-'));
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

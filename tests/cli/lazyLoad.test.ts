@@ -4,7 +4,7 @@
  * (cli/index.ts imports each command when its action runs; docs/cli.md, "Start-up cost"). Exact facts, no timings:
  * the CLI runs as a child process with a preload (`NODE_OPTIONS=--require`) that writes the files Node loaded
  * (require.cache) when it exits. Both forms users run are checked: the compiled tree (dist/cli/index.js, needs
- * `npx tsc -p tsconfig.json`) and the esbuild bundle (cli/build.ts), whose own modules are inlined, so there the
+ * `npm run build`) and the esbuild bundle (cli/build.ts), whose own modules are inlined, so there the
  * facts are about the npm packages it requires.
  */
 import { spawnSync } from 'node:child_process';
@@ -28,7 +28,7 @@ let bundle: string;
 let down: string;
 
 beforeAll(async () => {
-  if (!existsSync(COMPILED)) throw new Error(`${COMPILED} is missing: build first with npx tsc -p tsconfig.json`);
+  if (!existsSync(COMPILED)) throw new Error(`${COMPILED} is missing: build first with npm run build`);
   dir = mkdtempSync(path.join(os.tmpdir(), 'hpcjob-lazy-'));
   preload = path.join(dir, 'recordLoaded.cjs');
   writeFileSync(
