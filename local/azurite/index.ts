@@ -101,24 +101,17 @@ export interface AzuriteHandle {
   stop(): Promise<void>;
 }
 
-/** The gate is plain JavaScript beside this file's source (also when this file runs compiled from dist/). */
-const GATE = [path.join(__dirname, 'keylessGate.cjs'), path.join(__dirname, '..', '..', '..', 'local', 'azurite', 'keylessGate.cjs')].find((f) =>
-  existsSync(f),
-);
-const TAP = [path.join(__dirname, 'requestTap.cjs'), path.join(__dirname, '..', '..', '..', 'local', 'azurite', 'requestTap.cjs')].find((f) => existsSync(f));
-const AUTOSAVE = [path.join(__dirname, 'autosave.cjs'), path.join(__dirname, '..', '..', '..', 'local', 'azurite', 'autosave.cjs')].find((f) => existsSync(f));
+/** A plain-JavaScript file of local/azurite, run inside Azurite: beside this file's source, also when it runs from dist/. */
+function besideSource(name: string): string | undefined {
+  return [path.join(__dirname, name), path.join(__dirname, '..', '..', '..', 'local', 'azurite', name)].find((f) => existsSync(f));
+}
+/** Stops Azurite when our IPC channel closes, and keeps a closed stdout from crashing it (see the file). */
+const PRELOAD = besideSource('preload.cjs');
+const GATE = besideSource('keylessGate.cjs');
+const TAP = besideSource('requestTap.cjs');
+const AUTOSAVE = besideSource('autosave.cjs');
 /** Azurite's save interval on disk (ms): 1 s instead of its 5 s (measured in docs/local-stack.md). */
 export const AZURITE_AUTOSAVE_MS = 1000;
-/**
- * Preloaded into Azurite's process. When the IPC channel closes (our stop(), or our death), Azurite stops
- * exactly as on SIGTERM: its servers close and each Loki store saves. Writes to a closed stdout/stderr
- * (the parent is gone) must not crash it halfway through that save.
- */
-const PRELOAD = [
-  "process.stdout.on('error', () => {});",
-  "process.stderr.on('error', () => {});",
-  "process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'));",
-].join('\n');
 /** How long a stopping Azurite may take to save its stores before it is killed. */
 const STOP_TIMEOUT_MS = 60_000;
 const LISTENING = /Azurite (Blob|Queue|Table) service is successfully listening at https?:\/\/[^:\s]+:(\d+)/;
@@ -141,10 +134,11 @@ export async function startAzurite(opts: StartAzuriteOptions = {}): Promise<Azur
   if (opts.onRequest && !TAP) throw new Error('startAzurite: requestTap.cjs is missing beside local/azurite');
   const autosaveMs = inMemory ? undefined : (opts.autosaveMs ?? AZURITE_AUTOSAVE_MS);
   if (autosaveMs !== undefined && !AUTOSAVE) throw new Error('startAzurite: autosave.cjs is missing beside local/azurite');
+  if (!PRELOAD) throw new Error('startAzurite: preload.cjs is missing beside local/azurite');
   const entry = await azuriteEntry();
   const args = [
-    '--import',
-    `data:text/javascript,${encodeURIComponent(PRELOAD)}`,
+    '--require',
+    PRELOAD,
     ...(keyless ? ['--require', GATE as string] : []),
     // After the gate: the tap wraps the gate's server and so sees every request, refused or not.
     ...(opts.onRequest ? ['--require', TAP as string] : []),
