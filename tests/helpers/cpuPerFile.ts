@@ -27,10 +27,13 @@ function cpuTicks(): number {
 interface Open {
   file: string;
   ticks: number;
+  /** Wall clock at the file's start (epoch ms): with `endMs`, when each file ran, to line up with the cores' idle time. */
+  startMs: number;
 }
 
-function record(file: string, ticks: number, tail: boolean): void {
-  appendFileSync(LOG as string, JSON.stringify({ file, cpuSeconds: ticks / USER_HZ, ...(tail ? { tail } : {}) }) + '\n');
+function record(open: Open, ticks: number, tail: boolean): void {
+  const line = { file: open.file, cpuSeconds: ticks / USER_HZ, startMs: open.startMs, endMs: Date.now(), worker: process.pid, ...(tail ? { tail } : {}) };
+  appendFileSync(LOG as string, JSON.stringify(line) + '\n');
 }
 
 if (LOG && existsSync('/proc/self/stat')) {
@@ -44,14 +47,14 @@ if (LOG && existsSync('/proc/self/stat')) {
     const now = cpuTicks();
     if (existsSync(stateFile)) {
       const open = JSON.parse(readFileSync(stateFile, 'utf8')) as Open;
-      record(open.file, now - open.ticks, false);
+      record(open, now - open.ticks, false);
       rmSync(stateFile);
     }
-    writeFileSync(stateFile, JSON.stringify({ file, ticks: now } satisfies Open));
+    writeFileSync(stateFile, JSON.stringify({ file, ticks: now, startMs: Date.now() } satisfies Open));
   });
   afterAll(() => {
     // Provisional: replaced by the full count when this worker starts another file (reports keep the last line).
     const open = JSON.parse(readFileSync(stateFile, 'utf8')) as Open;
-    record(open.file, cpuTicks() - open.ticks, true);
+    record(open, cpuTicks() - open.ticks, true);
   });
 }
