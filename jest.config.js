@@ -12,11 +12,11 @@ module.exports = {
   // Opt-in CPU seconds per file (TEST_CPU_LOG): the suite's cost on a CPU-bound machine; see the file.
   setupFilesAfterEnv: ['<rootDir>/tests/helpers/cpuPerFile.ts'],
   testTimeout: 120000,
-  // Two workers more than the 2 cores: a stack file waits on timers, redeliveries and its jobs' nodes part of the time,
-  // so fewer workers leave the cores idle. Measured on this 2-core machine, fresh clones: 3 workers 768 s with the
-  // cores ~73 % busy, 4 workers 731 s at 92 % (docs/testing.md#what-the-whole-suite-costs). Memory is not the limit
-  // (~1 GB per worker and its stack, 24 GB here).
-  maxWorkers: 4,
+  // Three times the 2 cores: a stack file waits on timers, redeliveries and its jobs' nodes much of the time, so fewer
+  // workers leave the cores idle. Measured on this 2-core machine, fresh clones: 4 workers kept the cores ~86 % busy,
+  // 5 workers ~95 %, 6 workers ~100 % (idle only during `npm ci`); `npm test` 664-690 s, 605 s, 593 s
+  // (docs/testing.md#what-the-whole-suite-costs). Memory is not the limit (~1 GB per worker and its stack, 24 GB here).
+  maxWorkers: 6,
   // Longest files first, also without jest's cache (a fresh clone): see tests/helpers/slowFirstSequencer.cjs.
   testSequencer: '<rootDir>/tests/helpers/slowFirstSequencer.cjs',
 };
