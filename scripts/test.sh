@@ -11,9 +11,10 @@ bash scripts/ensure-deps.sh --no-compile chromium
 # whole when the step ends; every step runs to its end, and any failure fails the command naming the step(s).
 # ESLint's own --concurrency is not used: each worker thread builds its own TypeScript programs for the type-aware
 # rules (measured: more than 247 CPU-s, unfinished, against 146 CPU-s for the whole run in one thread).
-# Jest needs only the build (dist/): it starts when the build is done, beside the other checks, so the core that
-# ESLint alone would leave idle for its last ~20 s runs tests. A failed build stops everything before jest; a failed
-# check is printed as soon as it ends (Ctrl-C then stops the run) and fails the command once jest has ended too.
+# Jest needs only the build (dist/): it starts when the build is done, beside the other checks, which then fill the
+# moments jest leaves the cores idle instead of holding it back (ESLint alone kept little more than one core busy).
+# A failed build stops everything before jest; a failed check is printed as soon as it ends (Ctrl-C then stops the
+# run) and fails the command once jest has ended too.
 steps=(
   'build|compile the app into dist/ (scripts/compile.sh; TypeScript 7 type-checks it)|bash scripts/compile.sh'
   'types|type-check the dashboard (browser code, DOM types)|bash scripts/tsc.sh -p web/tsconfig.json'
@@ -45,8 +46,9 @@ done
 report() {
   local name title rc seconds
   IFS='|' read -r name title _ <<<"${steps[$1]}"
-  while [ ! -s "$logs/$name.rc" ]; do sleep 0.5; done
-  read -r rc seconds <"$logs/$name.rc"
+  # Until the step writes its verdict; a step killed before that (its process gone, no verdict) counts as failed.
+  while [ ! -s "$logs/$name.rc" ] && kill -0 "${pids[$1]}" 2>/dev/null; do sleep 0.5; done
+  read -r rc seconds <"$logs/$name.rc" 2>/dev/null || { rc=killed; seconds='?'; }
   if [ "$rc" = 0 ]; then echo "[test] $title: ok (${seconds} s)"; else echo "[test] $title: FAILED (exit $rc, ${seconds} s)"; fi
   sed 's/^/  /' "$logs/$name.log"
   [ "$rc" = 0 ]
