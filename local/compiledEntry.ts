@@ -36,3 +36,13 @@ export function currentCompiledEntry(sourceFile: string, sourceDirs: readonly st
     );
   return sourceDirs.some((dir) => existsSync(path.join(root, dir)) && newer(path.join(root, dir))) ? undefined : twin;
 }
+
+/**
+ * Node's arguments that run `entry`: its compiled twin when current (above), else a .ts source through tsx, else the
+ * .js file itself (an entry that already runs from dist/).
+ */
+export function nodeEntryArgs(entry: string, sourceDirs: readonly string[]): string[] {
+  const compiled = currentCompiledEntry(entry, sourceDirs);
+  if (compiled) return [compiled];
+  return entry.endsWith('.ts') ? ['--import', 'tsx', entry] : [entry];
+}

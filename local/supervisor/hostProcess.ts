@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as path from 'node:path';
 import type { HostWorkerConfig, SupervisorMessage, WorkerMessage } from './hostWorker';
-import { currentCompiledEntry } from '../compiledEntry';
+import { nodeEntryArgs } from '../compiledEntry';
 
 const ENTRY = path.join(__dirname, `hostWorker${path.extname(__filename)}`);
 /** What the worker runs besides the app: the host, the Durable engine and what they import. */
@@ -39,9 +39,7 @@ export class HostWorkerProcess {
   static async start(config: HostWorkerConfig, cwd: string, timeoutMs = 120_000): Promise<HostWorkerProcess> {
     // The local tooling runs from its TypeScript sources through tsx; compiled, it runs as plain JavaScript. A worker
     // started from the sources runs the build's twin when it is current: every restart of the host is ~1 CPU-s less.
-    const compiled = currentCompiledEntry(ENTRY, WORKER_SOURCES);
-    const args = compiled ? [compiled] : ENTRY.endsWith('.ts') ? ['--import', 'tsx', ENTRY] : [ENTRY];
-    const child = spawn(process.execPath, args, {
+    const child = spawn(process.execPath, nodeEntryArgs(ENTRY, WORKER_SOURCES), {
       cwd,
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       detached: true,

@@ -7,7 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, type WriteStream } from 'node:fs';
 import * as path from 'node:path';
-import { currentCompiledEntry } from '../../local/compiledEntry';
+import { nodeEntryArgs } from '../../local/compiledEntry';
 
 const ENTRY = path.join(__dirname, 'hostProcess.ts');
 const ROOT = path.resolve(__dirname, '../..');
@@ -22,8 +22,7 @@ const HOST_SOURCES = ['local', 'shared', path.join('tests', 'helpers')];
  */
 function entryArgs(appDir: string): string[] {
   const manifest = JSON.parse(readFileSync(path.join(appDir, 'package.json'), 'utf8')) as { main?: string };
-  const compiled = /\.[cm]?ts$/.test(manifest.main ?? '') ? undefined : currentCompiledEntry(ENTRY, HOST_SOURCES);
-  return compiled ? [compiled] : ['--import', 'tsx', ENTRY];
+  return /\.[cm]?ts$/.test(manifest.main ?? '') ? ['--import', 'tsx', ENTRY] : nodeEntryArgs(ENTRY, HOST_SOURCES);
 }
 
 /** The end of the child's stderr kept for error messages. */

@@ -5,7 +5,7 @@
 import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { currentCompiledEntry, findRepoRoot } from '../../local/compiledEntry';
+import { currentCompiledEntry, findRepoRoot, nodeEntryArgs } from '../../local/compiledEntry';
 
 let repo: string;
 const at = (rel: string) => path.join(repo, rel);
@@ -42,4 +42,11 @@ test('the sources when one of them changed after the build, when the twin or the
   rmSync(at('dist/local/host/worker.js'));
   expect(currentCompiledEntry(at('local/host/worker.ts'), ['local'])).toBeUndefined();
   expect(currentCompiledEntry(at('dist/local/host/worker.js'), ['local'])).toBeUndefined();
+});
+
+test("node's arguments: the twin when current, else the .ts source through tsx, else the .js entry itself", () => {
+  expect(nodeEntryArgs(at('local/host/worker.ts'), ['local'])).toEqual([at('dist/local/host/worker.js')]);
+  write('local/host/worker.ts', 'export const edited = 1;', 3000);
+  expect(nodeEntryArgs(at('local/host/worker.ts'), ['local'])).toEqual(['--import', 'tsx', at('local/host/worker.ts')]);
+  expect(nodeEntryArgs(at('dist/local/host/worker.js'), ['local'])).toEqual([at('dist/local/host/worker.js')]);
 });
